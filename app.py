@@ -1,0 +1,34 @@
+"""Shootout: the router and frame. Pages live in pages/, logic in services/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from pages import common
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+
+
+def run() -> None:
+    st.set_page_config(page_title="Shootout", page_icon=":material/speed:", layout="wide")
+    if not common.password_gate():
+        return
+    navigation = st.navigation(
+        [
+            st.Page(PAGES_DIR / "playground.py", title="Playground", icon=":material/chat:", default=True),
+            st.Page(PAGES_DIR / "benchmarks.py", title="Benchmarks", icon=":material/speed:"),
+            st.Page(PAGES_DIR / "monitor.py", title="Monitor", icon=":material/monitoring:"),
+            st.Page(PAGES_DIR / "runs.py", title="Runs", icon=":material/history:"),
+            st.Page(PAGES_DIR / "engines.py", title="Engines", icon=":material/dns:"),
+            st.Page(PAGES_DIR / "planner.py", title="Planner", icon=":material/calculate:"),
+            st.Page(PAGES_DIR / "demos.py", title="Demos", icon=":material/co_present:"),
+        ],
+        position="top",
+    )
+    common.sidebar()
+    navigation.run()
+
+
+run()

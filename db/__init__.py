@@ -1,0 +1,1 @@
+"""The run database: typed models, one session factory, the schema version."""

@@ -1,0 +1,157 @@
+"""SQLAlchemy 2.0 typed models for everything Shootout stores.
+
+Timestamps are UTC. Free-form structures (run config, summaries, engine snapshots)
+are JSON columns so a new benchmark option needs no schema change; anything that is
+filtered or aggregated over many rows gets its own column and index.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Engine(Base):
+    """A registered endpoint. The API key itself is never stored, only the name of
+    the environment variable that holds it."""
+
+    __tablename__ = "engines"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    base_url: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[str] = mapped_column(String(40), default="openai")
+    model: Mapped[str | None] = mapped_column(String(300))
+    api_key_env: Mapped[str | None] = mapped_column(String(100))
+    metrics_url: Mapped[str | None] = mapped_column(String(500))
+    local_id: Mapped[str | None] = mapped_column(String(60))
+    info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class Run(Base):
+    """One stored run of any kind: benchmark, playground exchange, recording, demo, import."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(30), index=True)
+    name: Mapped[str] = mapped_column(String(300), default="")
+    status: Mapped[str] = mapped_column(String(30), default="pending", index=True)
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    engines: Mapped[list[Any]] = mapped_column(default=list)
+    engine_names: Mapped[str] = mapped_column(String(1000), default="", index=True)
+    model: Mapped[str | None] = mapped_column(String(300), index=True)
+    workload: Mapped[str | None] = mapped_column(String(100), index=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    error: Mapped[str | None] = mapped_column(Text)
+    notes: Mapped[str] = mapped_column(Text, default="")
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    worker_pid: Mapped[int | None] = mapped_column(Integer)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    requests: Mapped[list[RequestResult]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class RequestResult(Base):
+    """One request of a benchmark (or of a demo step). Times in seconds, relative to the run start."""
+
+    __tablename__ = "request_results"
+    __table_args__ = (Index("ix_request_results_run_engine", "run_id", "engine_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    engine_name: Mapped[str] = mapped_column(String(100))
+    index: Mapped[int] = mapped_column(Integer)
+    warmup: Mapped[bool] = mapped_column(Boolean, default=False)
+    ok: Mapped[bool] = mapped_column(Boolean, default=True)
+    scheduled_s: Mapped[float | None] = mapped_column(Float)
+    start_s: Mapped[float | None] = mapped_column(Float)
+    ttft_s: Mapped[float | None] = mapped_column(Float)
+    e2e_s: Mapped[float | None] = mapped_column(Float)
+    tpot_s: Mapped[float | None] = mapped_column(Float)
+    itl_s: Mapped[list[Any]] = mapped_column(default=list)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    finish_reason: Mapped[str | None] = mapped_column(String(40))
+    error_class: Mapped[str | None] = mapped_column(String(60))
+    error: Mapped[str | None] = mapped_column(Text)
+    extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    run: Mapped[Run] = relationship(back_populates="requests")
+
+
+class Sample(Base):
+    """One telemetry reading of one source (a GPU or an engine) at one time:
+    all of that source's normalised signals in one row, keyed by signal name."""
+
+    __tablename__ = "samples"
+    __table_args__ = (
+        Index("ix_samples_source_ts", "source", "ts"),
+        Index("ix_samples_run_ts", "run_id", "ts"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    ts: Mapped[float] = mapped_column(Float)
+    source: Mapped[str] = mapped_column(String(120))
+    values: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class Exchange(Base):
+    """One engine's answer in a playground exchange (one run of kind "playground" per send)."""
+
+    __tablename__ = "exchanges"
+    __table_args__ = (Index("ix_exchanges_run", "run_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    conversation_id: Mapped[str] = mapped_column(String(60), index=True)
+    turn: Mapped[int] = mapped_column(Integer, default=1)
+    engine_name: Mapped[str] = mapped_column(String(100))
+    model: Mapped[str | None] = mapped_column(String(300))
+    messages: Mapped[list[Any]] = mapped_column(default=list)
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    answer: Mapped[str] = mapped_column(Text, default="")
+    choices: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(30), default="streaming")
+    metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    usage: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    finish_reason: Mapped[str | None] = mapped_column(String(40))
+    error_class: Mapped[str | None] = mapped_column(String(60))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class Vote(Base):
+    """A blind-mode vote between two engines' answers."""
+
+    __tablename__ = "votes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    engine_a: Mapped[str] = mapped_column(String(100))
+    engine_b: Mapped[str] = mapped_column(String(100))
+    winner: Mapped[str] = mapped_column(String(100))  # engine name, or "tie"
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,79 @@
+"""One SQLAlchemy engine per database URL per process, one session per operation.
+
+SQLite gets WAL (readers never wait for the benchmark writer), foreign keys on and
+a busy timeout; the schema is brought to the current version on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.config import get_settings
+
+_lock = threading.Lock()
+_factories: dict[str, sessionmaker[Session]] = {}
+
+SQLITE_BUSY_TIMEOUT_S = 30
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine for `url`, creating the SQLite file's folder if needed."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+        _configure_sqlite(engine)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    return engine
+
+
+def get_session_factory(url: str | None = None) -> sessionmaker[Session]:
+    """The process-wide session factory for `url` (default: from settings), schema ready."""
+    url = url or get_settings().database_url
+    with _lock:
+        factory = _factories.get(url)
+        if factory is None:
+            from db.schema import ensure_schema
+
+            engine = make_engine(url)
+            ensure_schema(engine)
+            factory = sessionmaker(engine, expire_on_commit=False)
+            _factories[url] = factory
+        return factory
+
+
+@contextmanager
+def session_scope(url: str | None = None) -> Iterator[Session]:
+    """One transaction: commits on success, rolls back on error, always closes."""
+    with get_session_factory(url).begin() as session:
+        yield session
+
+
+def dispose_all() -> None:
+    """Close every pooled connection (tests, and before a process forks)."""
+    with _lock:
+        for factory in _factories.values():
+            bind = factory.kw.get("bind")
+            if bind is not None:
+                bind.dispose()
+        _factories.clear()

@@ -1,0 +1,1 @@
+"""Streamlit pages (thin: read widgets, call one service, render)."""

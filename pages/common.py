@@ -1,0 +1,41 @@
+"""Pieces every page shares: the sidebar frame, the password gate, error display."""
+
+from __future__ import annotations
+
+import hmac
+
+import streamlit as st
+
+from services import endpoints
+from services.config import get_settings
+
+
+def password_gate() -> bool:
+    """With SHOOTOUT_PASSWORD set, nothing renders until the viewer types it."""
+    password = get_settings().password
+    if not password or st.session_state.get("auth_ok"):
+        return True
+    st.title("Shootout")
+    typed = st.text_input("Password", type="password", key="auth_password")
+    if typed:
+        if hmac.compare_digest(typed.encode(), password.encode()):
+            st.session_state["auth_ok"] = True
+            st.rerun()
+        st.error("Wrong password.")
+    return False
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        st.caption("Shootout: compare, load-test and watch LLM serving engines.")
+        try:
+            count = len(endpoints.list_engines())
+        except Exception as error:  # the database itself is unreachable: say so, keep rendering
+            st.error(f"Run database unavailable: {error}")
+            return
+        st.caption(f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}")
+
+
+def refresh_interval(seconds: float) -> float | None:
+    """The `run_every` for live fragments, or None where timed refresh is off (browser tests)."""
+    return seconds if get_settings().autorefresh else None

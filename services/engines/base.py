@@ -1,0 +1,144 @@
+"""What an engine adapter is: how to recognise an engine kind from its HTTP answers,
+which request extras it understands, and where its metrics live.
+
+Adapters are pure: they read a `ProbeEvidence` gathered by `services.engines.probe`
+and never do I/O themselves. Add a kind by writing one module with one subclass
+decorated with `@register` (see `services.engines.registry`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+MetricsFormat = Literal["prometheus", "json", "none"]
+
+
+@dataclass
+class HttpAnswer:
+    """One probe GET: status (None when the request failed), parsed JSON or text."""
+
+    status: int | None
+    json: Any = None
+    text: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+@dataclass
+class ProbeEvidence:
+    """Answers of an endpoint to the probe's GETs, keyed by path ("/v1/models", ...)."""
+
+    base_url: str
+    answers: dict[str, HttpAnswer] = field(default_factory=dict)
+
+    def get(self, path: str) -> HttpAnswer:
+        return self.answers.get(path) or HttpAnswer(status=None, error="not probed")
+
+    def owned_by(self) -> str | None:
+        body = self.get("/v1/models").json
+        if isinstance(body, dict) and isinstance(body.get("data"), list) and body["data"]:
+            first = body["data"][0]
+            if isinstance(first, dict):
+                value = first.get("owned_by")
+                return str(value) if value is not None else None
+        return None
+
+    def header(self, name: str) -> str:
+        for answer in self.answers.values():
+            for key, value in answer.headers.items():
+                if key.lower() == name.lower():
+                    return value
+        return ""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Parameters shared by every engine in a comparison; None means "engine default"."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    n: int = 1
+    top_k: int | None = None
+    min_tokens: int | None = None
+    ignore_eos: bool = False
+
+
+class EngineAdapter:
+    """Base adapter: a generic OpenAI-compatible server. Subclasses override what differs."""
+
+    kind: ClassVar[str] = "openai"
+    label: ClassVar[str] = "OpenAI-compatible"
+    #: Higher runs first when several adapters could claim the same evidence.
+    priority: ClassVar[int] = 0
+    metrics_path: ClassVar[str | None] = None
+    metrics_format: ClassVar[MetricsFormat] = "none"
+    supports_top_k: ClassVar[bool] = False
+    supports_min_tokens: ClassVar[bool] = False
+    supports_ignore_eos: ClassVar[bool] = False
+    supports_n: ClassVar[bool] = True
+    #: Where the engine reports cached prompt tokens, in words for the UI.
+    cached_tokens_source: ClassVar[str] = "usage.prompt_tokens_details.cached_tokens"
+    #: How to turn on the metrics this dashboard reads, for the README and the Engines page.
+    metrics_hint: ClassVar[str] = ""
+
+    def detect(self, evidence: ProbeEvidence) -> bool:
+        """True when the evidence shows this kind of engine."""
+        return False
+
+    def version(self, evidence: ProbeEvidence) -> str | None:
+        body = evidence.get("/version").json
+        if isinstance(body, dict) and body.get("version"):
+            return str(body["version"])
+        return None
+
+    def context_length(self, evidence: ProbeEvidence) -> int | None:
+        body = evidence.get("/v1/models").json
+        if isinstance(body, dict):
+            for model in body.get("data") or []:
+                if isinstance(model, dict):
+                    for key in ("max_model_len", "context_length", "max_context_length"):
+                        if isinstance(model.get(key), int):
+                            return int(model[key])
+        return None
+
+    def models(self, evidence: ProbeEvidence) -> list[str]:
+        body = evidence.get("/v1/models").json
+        if isinstance(body, dict) and isinstance(body.get("data"), list):
+            return [str(m["id"]) for m in body["data"] if isinstance(m, dict) and m.get("id")]
+        return []
+
+    def request_extras(self, params: SamplingParams) -> dict[str, Any]:
+        """Non-OpenAI fields for `extra_body`; silently drops what the kind does not take."""
+        extras: dict[str, Any] = {}
+        if params.top_k is not None and self.supports_top_k:
+            extras["top_k"] = params.top_k
+        if params.min_tokens is not None and self.supports_min_tokens:
+            extras["min_tokens"] = params.min_tokens
+        if params.ignore_eos and self.supports_ignore_eos:
+            extras["ignore_eos"] = True
+        return extras
+
+    def unsupported(self, params: SamplingParams) -> list[str]:
+        """Names of requested options this kind ignores (said in the UI and reports)."""
+        missing = []
+        if params.top_k is not None and not self.supports_top_k:
+            missing.append("top_k")
+        if params.min_tokens is not None and not self.supports_min_tokens:
+            missing.append("min_tokens")
+        if params.ignore_eos and not self.supports_ignore_eos:
+            missing.append("ignore_eos")
+        if params.n > 1 and not self.supports_n:
+            missing.append("n")
+        return missing
+
+    def response_format(self, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
+        """The `response_format` body field that constrains output to a JSON schema."""
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
