@@ -1,0 +1,33 @@
+"""Shared fixtures: a fresh database per test, the real local engines, repository paths."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DIR = (REPO_ROOT.parent / "shared").resolve()
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+@pytest.fixture
+def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh SQLite database (WAL file in tmp_path) that services use through get_settings()."""
+    from db.session import dispose_all
+
+    url = f"sqlite:///{tmp_path / 'shootout.db'}"
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", url)
+    yield url
+    dispose_all()
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared beside the checkout (fixtures and guides). Missing is a failure, not a skip."""
+    assert SHARED_DIR.is_dir(), f"{SHARED_DIR} is missing: tests need ../shared beside the repo"
+    return SHARED_DIR
