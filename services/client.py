@@ -1,0 +1,704 @@
+"""The one streaming chat client: HTTP, SSE parsing and timing for the playground and the
+load benchmarks, so that the same code measures both.
+
+Hot path (chosen by measurement, see benchmarks/client_cpu_per_token.py): one shared
+`httpx2.AsyncClient` per run, the raw response bytes split on blank lines by hand, one
+`json.loads` per event, and per content chunk only a timestamp, the text and its length
+appended to lists. Everything derived (TTFT, inter-token gaps, token spreading) is computed
+once, after the stream ends.
+
+Timing (all `time.perf_counter`, seconds):
+- TTFT: request sent -> first chunk that carries content (the role-only chunk does not count);
+- E2E: request sent -> last content chunk (not the usage trailer that follows it);
+- ITL: gaps between content chunks; a chunk that carries k tokens contributes k gaps of
+  gap/k, k estimated from the usage's completion tokens spread over the chunks by text length.
+
+One request's failure never raises: `stream_chat` returns a `StreamResult` with ok=False,
+an `error_class` (keys of `ERROR_CLASSES`) and a plain-words `error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from services.engines import SamplingParams, get_adapter
+
+#: error_class -> what it means, in plain words (shown in the UI and in reports).
+ERROR_CLASSES: dict[str, str] = {
+    "config": "the request could not be built (bad URL or a missing API-key variable)",
+    "connect_refused": "nothing listens at that address (connection refused)",
+    "dns": "the host name does not resolve",
+    "tls": "the TLS (https) handshake failed",
+    "connect_error": "the connection could not be opened",
+    "connect_timeout": "no connection within the connect timeout",
+    "read_timeout": "the engine went silent for longer than the read timeout",
+    "write_timeout": "the request could not be sent in time",
+    "pool_timeout": "no free connection in the client pool in time",
+    "total_timeout": "the answer took longer than the request's total time limit",
+    "http_status": "the engine answered with an HTTP error status",
+    "redirect_loop": "the engine redirected too many times",
+    "wrong_content_type": "the engine did not answer with an event stream",
+    "invalid_json": "a stream chunk was not valid JSON",
+    "stream_error": "the engine sent an error object inside the stream",
+    "stream_cut": "the stream ended before the answer was complete",
+    "no_content": "the stream carried no text at all",
+    "protocol_error": "the HTTP exchange broke the protocol",
+    "cancelled": "stopped by the user",
+    "error": "an unexpected error",
+}
+
+_STANDARD_FIELDS = frozenset({
+    "model", "messages", "stream", "stream_options", "temperature", "top_p", "max_tokens",
+    "max_completion_tokens", "seed", "stop", "n", "response_format", "frequency_penalty",
+    "presence_penalty", "logprobs", "top_logprobs", "user", "tools", "tool_choice",
+})
+_MAX_EVENT_BYTES = 16 * 1024 * 1024
+_ERROR_BODY_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything needed to send one chat completion. The API key is never held here:
+    `api_key_env` names the environment variable read at send time."""
+
+    base_url: str
+    model: str
+    messages: list[dict[str, Any]]
+    params: SamplingParams = SamplingParams()
+    kind: str = "openai"
+    api_key_env: str | None = None
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
+    extra_body: dict[str, Any] | None = None
+    headers: dict[str, str] | None = None
+    include_usage: bool = True
+    #: Longest silence allowed between two reads, seconds.
+    read_timeout_s: float = 300.0
+    connect_timeout_s: float = 10.0
+    #: Limit on the whole answer (a never-ending stream stops here); None: no limit.
+    total_timeout_s: float | None = None
+
+
+@dataclass(slots=True)
+class ChoiceStream:
+    """One choice of the answer (n > 1 gives several), with its raw arrival record."""
+
+    index: int
+    parts: list[str] = field(default_factory=list)
+    #: perf_counter of each content chunk's arrival, and the characters it carried.
+    times: list[float] = field(default_factory=list)
+    chars: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """One request's outcome. Times are seconds; `start` is the perf_counter at send."""
+
+    ok: bool = False
+    start: float = 0.0
+    end: float | None = None
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    choices: dict[int, ChoiceStream] = field(default_factory=dict)
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    done: bool = False
+    http_status: int | None = None
+    error_class: str | None = None
+    error: str | None = None
+    response_id: str | None = None
+
+    # -- answer ----------------------------------------------------------------------
+    def choice(self, index: int = 0) -> ChoiceStream | None:
+        return self.choices.get(index)
+
+    @property
+    def text(self) -> str:
+        first = self.choices.get(0)
+        return first.text if first else ""
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.choices[i].text for i in sorted(self.choices)]
+
+    @property
+    def finish_reason(self) -> str | None:
+        first = self.choices.get(0)
+        return first.finish_reason if first else None
+
+    # -- usage -----------------------------------------------------------------------
+    @property
+    def prompt_tokens(self) -> int | None:
+        return _int(self.usage.get("prompt_tokens")) if self.usage else None
+
+    @property
+    def completion_tokens(self) -> int | None:
+        return _int(self.usage.get("completion_tokens")) if self.usage else None
+
+    @property
+    def cached_tokens(self) -> int | None:
+        """usage.prompt_tokens_details.cached_tokens, else llama.cpp's timings.cache_n."""
+        if self.usage:
+            details = self.usage.get("prompt_tokens_details")
+            if isinstance(details, dict) and _int(details.get("cached_tokens")) is not None:
+                return _int(details.get("cached_tokens"))
+        if self.timings:
+            return _int(self.timings.get("cache_n"))
+        return None
+
+    # -- timing ----------------------------------------------------------------------
+    @property
+    def chunk_times_s(self) -> list[float]:
+        """Arrival of each content chunk of choice 0, seconds after the send."""
+        first = self.choices.get(0)
+        return [t - self.start for t in first.times] if first else []
+
+    def chunk_tokens(self, index: int = 0) -> list[int]:
+        """Tokens carried by each content chunk of one choice: the usage's completion tokens
+        spread over the chunks by text length, at least one per chunk."""
+        choice = self.choices.get(index)
+        if not choice or not choice.times:
+            return []
+        chunks = len(choice.times)
+        total = self.completion_tokens
+        if total is not None and len(self.choices) > 1:
+            total //= len(self.choices)
+        if total is None or total <= chunks:
+            return [1] * chunks
+        extra = total - chunks
+        weights = choice.chars if sum(choice.chars) else [1] * chunks
+        weight_total = sum(weights)
+        counts: list[int] = []
+        running = 0
+        assigned = 0
+        for weight in weights:
+            running += weight
+            share = round(extra * running / weight_total)
+            counts.append(1 + share - assigned)
+            assigned = share
+        return counts
+
+    def itl_s(self, index: int = 0) -> list[float]:
+        """Inter-token gaps of one choice, one entry per token after the first chunk."""
+        choice = self.choices.get(index)
+        if not choice or len(choice.times) < 2:
+            return []
+        counts = self.chunk_tokens(index)
+        gaps: list[float] = []
+        times = choice.times
+        for k in range(1, len(times)):
+            tokens = counts[k]
+            gap = (times[k] - times[k - 1]) / tokens
+            gaps.extend([gap] * tokens)
+        return gaps
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Mean time per output token after the first chunk: (E2E - TTFT) / later tokens."""
+        counts = self.chunk_tokens(0)
+        later = sum(counts[1:])
+        if self.ttft_s is None or self.e2e_s is None or later <= 0:
+            return None
+        return (self.e2e_s - self.ttft_s) / later
+
+    @property
+    def output_tokens(self) -> int:
+        """Completion tokens from usage when the engine reported them, else content chunks."""
+        reported = self.completion_tokens
+        if reported is not None:
+            return reported
+        return sum(len(c.times) for c in self.choices.values())
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON-able figures (for storage and reports)."""
+        itl = self.itl_s()
+        return {
+            "ok": self.ok,
+            "ttft_s": self.ttft_s,
+            "e2e_s": self.e2e_s,
+            "tpot_s": self.tpot_s,
+            "itl_mean_s": sum(itl) / len(itl) if itl else None,
+            "itl_p90_s": _quantile(itl, 0.9),
+            "output_tokens": self.output_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "finish_reason": self.finish_reason,
+            "http_status": self.http_status,
+            "error_class": self.error_class,
+            "error": self.error,
+        }
+
+
+#: Called for each content delta: (choice index, text delta, the result so far).
+DeltaCallback = Callable[[int, str, StreamResult], None]
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+# ---------------------------------------------------------------------------------------
+# Building the request
+# ---------------------------------------------------------------------------------------
+
+
+def chat_url(base_url: str) -> str:
+    """The chat-completions URL from a base URL given with or without /v1."""
+    url = base_url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"base URL must start with http:// or https:// (got {base_url!r})")
+    if url.endswith("/chat/completions"):
+        return url
+    if url.endswith("/v1"):
+        return url + "/chat/completions"
+    return url + "/v1/chat/completions"
+
+
+def build_body(request: ChatRequest) -> dict[str, Any]:
+    """The JSON body: OpenAI fields, then the engine adapter's extras, then `extra_body`."""
+    params = request.params
+    body: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
+    if request.include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if params.temperature is not None:
+        body["temperature"] = params.temperature
+    if params.top_p is not None:
+        body["top_p"] = params.top_p
+    if params.max_tokens is not None:
+        body["max_tokens"] = params.max_tokens
+    if params.seed is not None:
+        body["seed"] = params.seed
+    if params.stop:
+        body["stop"] = list(params.stop)
+    if params.n > 1:
+        body["n"] = params.n
+    adapter = get_adapter(request.kind)
+    body.update(adapter.request_extras(params))
+    if request.response_schema is not None:
+        body["response_format"] = adapter.response_format(request.response_schema, request.schema_name)
+    if request.extra_body:
+        body.update(request.extra_body)
+    return body
+
+
+def build_headers(request: ChatRequest, *, resolve_key: bool = True) -> dict[str, str]:
+    """Request headers; the API key is read from its environment variable now, never stored."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if request.headers:
+        headers.update(request.headers)
+    if request.api_key_env and resolve_key:
+        key = os.environ.get(request.api_key_env)
+        if not key:
+            raise KeyError(f"environment variable {request.api_key_env} (the API key) is not set")
+        headers["authorization"] = f"Bearer {key}"
+    return headers
+
+
+def make_http_client(max_connections: int = 100, *, connect_timeout_s: float = 10.0,
+                     read_timeout_s: float = 300.0, pool_timeout_s: float | None = None) -> httpx2.AsyncClient:
+    """The one connection pool of a run. Create it inside the event loop that uses it."""
+    return httpx2.AsyncClient(
+        limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections,
+                             keepalive_expiry=30.0),
+        timeout=httpx2.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=30.0, pool=pool_timeout_s),
+        follow_redirects=True,
+        max_redirects=5,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Sending and reading
+# ---------------------------------------------------------------------------------------
+
+
+def _fail(result: StreamResult, error_class: str, message: str) -> StreamResult:
+    result.ok = False
+    result.error_class = error_class
+    result.error = message
+    if result.end is None:
+        result.end = time.perf_counter()
+    return result
+
+
+def _error_message(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text[:500]
+    if isinstance(parsed, dict):
+        error = parsed.get("error", parsed)
+        if isinstance(error, dict):
+            for key in ("message", "detail", "msg"):
+                if error.get(key):
+                    return str(error[key])[:500]
+        elif isinstance(error, str):
+            return error[:500]
+        if parsed.get("detail"):
+            return str(parsed["detail"])[:500]
+        if parsed.get("message"):
+            return str(parsed["message"])[:500]
+    return text[:500]
+
+
+def classify_exception(error: BaseException, *, streaming: bool = False) -> tuple[str, str]:
+    """(error_class, plain message) for an exception raised by httpx2 or the socket layer."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    if isinstance(error, httpx2.ConnectTimeout):
+        return "connect_timeout", "No connection within the connect timeout."
+    if isinstance(error, httpx2.ReadTimeout):
+        return "read_timeout", "The engine went silent for longer than the read timeout."
+    if isinstance(error, httpx2.WriteTimeout):
+        return "write_timeout", "The request could not be sent in time."
+    if isinstance(error, httpx2.PoolTimeout):
+        return "pool_timeout", "No free connection in the client pool in time."
+    if isinstance(error, httpx2.TooManyRedirects):
+        return "redirect_loop", "The engine redirected too many times (a redirect loop)."
+    if isinstance(error, httpx2.ConnectError):
+        if any(isinstance(e, ssl.SSLError) for e in chain) or "ssl" in text or "certificate" in text:
+            return "tls", f"The TLS handshake failed: {chain[-1]}"
+        if any(isinstance(e, socket.gaierror) for e in chain) or "name or service not known" in text \
+                or "name resolution" in text or "nodename nor servname" in text:
+            return "dns", "The host name does not resolve."
+        if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
+            return "connect_refused", "Nothing listens at that address (connection refused)."
+        return "connect_error", f"The connection could not be opened: {error}"
+    if isinstance(error, (httpx2.RemoteProtocolError, httpx2.ReadError)):
+        if streaming:
+            return "stream_cut", "The connection closed before the answer was complete."
+        return "protocol_error", f"The connection broke: {error}"
+    if isinstance(error, httpx2.ProtocolError):
+        return "protocol_error", f"The HTTP exchange broke the protocol: {error}"
+    if isinstance(error, httpx2.TransportError):
+        return "connect_error", f"Transport error: {error}"
+    return "error", f"{type(error).__name__}: {error}"
+
+
+async def stream_chat(client: httpx2.AsyncClient, request: ChatRequest, *,
+                      on_delta: DeltaCallback | None = None, result: StreamResult | None = None,
+                      body: bytes | None = None, headers: dict[str, str] | None = None) -> StreamResult:
+    """Send one streaming chat completion through `client` and time it. Never raises for a
+    failed request (only re-raises task cancellation after marking the result "cancelled").
+
+    `result` may be passed in to watch it fill (the playground keeps it to persist partial
+    answers); `body`/`headers` may be passed pre-built by a load generator.
+    """
+    if result is None:
+        result = StreamResult()
+    try:
+        url = chat_url(request.base_url)
+        if headers is None:
+            headers = build_headers(request)
+        if body is None:
+            body = json.dumps(build_body(request)).encode()
+    except (KeyError, ValueError) as error:
+        message = error.args[0] if error.args else str(error)
+        return _fail(result, "config", str(message))
+    timeout = httpx2.Timeout(connect=request.connect_timeout_s, read=request.read_timeout_s, write=30.0, pool=None)
+    deadline = None
+    streaming = False
+    result.start = time.perf_counter()
+    if request.total_timeout_s is not None:
+        deadline = result.start + request.total_timeout_s
+    try:
+        async with client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+            result.http_status = response.status_code
+            if response.status_code >= 400:
+                raw = b""
+                async for piece in response.aiter_bytes():
+                    raw += piece
+                    if len(raw) > _ERROR_BODY_BYTES:
+                        break
+                detail = _error_message(raw) if raw else "no details in the body"
+                phrase = response.reason_phrase or ""
+                return _fail(result, "http_status", f"HTTP {response.status_code} {phrase}: {detail}".replace(" :", ":"))
+            content_type = response.headers.get("content-type", "")
+            if not content_type.lower().startswith("text/event-stream"):
+                raw = b""
+                async for piece in response.aiter_bytes():
+                    raw += piece
+                    if len(raw) > 2000:
+                        break
+                shown = content_type.split(";")[0] or "none"
+                return _fail(result, "wrong_content_type",
+                             f"Expected an event stream, got content type {shown}: "
+                             f"{raw[:200].decode('utf-8', 'replace')!r}")
+            streaming = True
+            await _read_events(response, result, on_delta, deadline)
+    except asyncio.CancelledError:
+        _fail(result, "cancelled", "Stopped by the user.")
+        raise
+    except Exception as error:  # noqa: BLE001 - one request's failure never escapes
+        error_class, message = classify_exception(error, streaming=streaming)
+        return _fail(result, error_class, message)
+    if result.error_class is not None:
+        return result
+    return _finish(result)
+
+
+class _StreamFault(Exception):
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.message = message
+
+
+async def _read_events(response: httpx2.Response, result: StreamResult, on_delta: DeltaCallback | None,
+                       deadline: float | None) -> None:
+    """The hot loop: split raw bytes into SSE events, parse each once, record arrivals."""
+    loads = json.loads
+    perf = time.perf_counter
+    choices = result.choices
+    buffer = b""
+    try:
+        async for raw in response.aiter_raw():
+            now = perf()
+            buffer += raw
+            if b"\n\n" not in buffer:
+                if b"\r" in buffer:
+                    buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                if len(buffer) > _MAX_EVENT_BYTES:
+                    raise _StreamFault("invalid_json", "A stream event exceeded 16 MB without ending.")
+                continue
+            if b"\r" in buffer:
+                buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            events = buffer.split(b"\n\n")
+            buffer = events.pop()
+            for event in events:
+                if event[:6] == b"data: " and b"\n" not in event:
+                    payload = event[6:]
+                else:
+                    payload = _event_data(event)
+                    if payload is None:
+                        continue
+                if payload == b"[DONE]":
+                    result.done = True
+                    result.end = now
+                    return
+                try:
+                    chunk = loads(payload)
+                except ValueError:
+                    raise _StreamFault("invalid_json", "A stream chunk was not valid JSON: "
+                                       f"{payload[:120].decode('utf-8', 'replace')!r}") from None
+                if chunk.__class__ is not dict:
+                    raise _StreamFault("invalid_json", "A stream chunk was JSON but not an object.")
+                listed = chunk.get("choices")
+                if listed:
+                    for entry in listed:
+                        delta = entry.get("delta")
+                        if delta:
+                            content = delta.get("content") or delta.get("reasoning_content")
+                            if content:
+                                index = entry.get("index") or 0
+                                choice = choices.get(index)
+                                if choice is None:
+                                    choice = choices[index] = ChoiceStream(index)
+                                choice.parts.append(content)
+                                choice.times.append(now)
+                                choice.chars.append(len(content))
+                                if result.ttft_s is None:
+                                    result.ttft_s = now - result.start
+                                if on_delta is not None:
+                                    on_delta(index, content, result)
+                        reason = entry.get("finish_reason")
+                        if reason:
+                            index = entry.get("index") or 0
+                            choice = choices.get(index)
+                            if choice is None:
+                                choice = choices[index] = ChoiceStream(index)
+                            choice.finish_reason = reason
+                            result.timings = chunk.get("timings") or result.timings
+                usage = chunk.get("usage")
+                if usage:
+                    result.usage = usage
+                    result.timings = chunk.get("timings") or result.timings
+                    result.response_id = chunk.get("id")
+                elif chunk.get("error"):
+                    message = _error_message(json.dumps(chunk).encode())
+                    raise _StreamFault("stream_error", f"The engine reported an error mid-stream: {message}")
+            if deadline is not None and now > deadline:
+                raise _StreamFault("total_timeout", "The answer took longer than the request's total time limit.")
+        if buffer.strip():
+            # A last event without its blank line: take it, then judge completeness.
+            payload = _event_data(buffer.replace(b"\r\n", b"\n").strip(b"\n"))
+            if payload == b"[DONE]":
+                result.done = True
+    except _StreamFault as fault:
+        _fail(result, fault.error_class, fault.message)
+    finally:
+        if result.end is None:
+            result.end = perf()
+
+
+def _event_data(event: bytes) -> bytes | None:
+    """The data of a general SSE event (several data lines, comments, event/id fields)."""
+    data: list[bytes] = []
+    for line in event.split(b"\n"):
+        if line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value[:1] == b" " else value)
+    return b"\n".join(data) if data else None
+
+
+def _finish(result: StreamResult) -> StreamResult:
+    """Judge a stream that ended without an exception, and fix its E2E."""
+    last = max((c.times[-1] for c in result.choices.values() if c.times), default=None)
+    if last is not None:
+        result.e2e_s = last - result.start
+    has_content = any(c.times for c in result.choices.values())
+    finished = bool(result.choices) and all(c.finish_reason for c in result.choices.values())
+    if not has_content:
+        what = "only usage" if result.usage else "no text"
+        return _fail(result, "no_content", f"The stream ended with {what}: the engine produced no answer.")
+    if not result.done:
+        return _fail(result, "stream_cut", "The stream ended before [DONE]: the answer may be incomplete.")
+    if not finished:
+        return _fail(result, "stream_cut", "The stream ended without a finish reason: the answer may be incomplete.")
+    result.ok = True
+    return result
+
+
+async def run_chat(request: ChatRequest, *, on_delta: DeltaCallback | None = None,
+                   result: StreamResult | None = None) -> StreamResult:
+    """One request with a client of its own (playground, CLI checks)."""
+    async with make_http_client(4, connect_timeout_s=request.connect_timeout_s,
+                                read_timeout_s=request.read_timeout_s) as client:
+        return await stream_chat(client, request, on_delta=on_delta, result=result)
+
+
+async def run_many(requests: Iterable[ChatRequest], *, concurrency: int = 32) -> list[StreamResult]:
+    """Send requests with at most `concurrency` in flight over one pool; results in order."""
+    pending = list(requests)
+    results: list[StreamResult] = [StreamResult() for _ in pending]
+    semaphore = asyncio.Semaphore(concurrency)
+    async with make_http_client(concurrency) as client:
+        async def one(position: int) -> None:
+            async with semaphore:
+                await stream_chat(client, pending[position], result=results[position])
+
+        await asyncio.gather(*(one(i) for i in range(len(pending))))
+    return results
+
+
+# ---------------------------------------------------------------------------------------
+# The openai SDK reading the same stream, and "copy as code"
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SdkReading:
+    """What the openai SDK made of a stream: text per choice, usage, finish reasons."""
+
+    texts: dict[int, str]
+    finish_reasons: dict[int, str | None]
+    usage: dict[str, Any] | None
+    error: str | None = None
+
+
+def _sdk_kwargs(request: ChatRequest) -> dict[str, Any]:
+    body = build_body(request)
+    kwargs = {k: v for k, v in body.items() if k in _STANDARD_FIELDS}
+    extra = {k: v for k, v in body.items() if k not in _STANDARD_FIELDS}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+async def read_with_openai_sdk(request: ChatRequest) -> SdkReading:
+    """Read the same request with `openai.AsyncOpenAI` (the reference our reader is tested against)."""
+    import openai
+
+    api_key = os.environ.get(request.api_key_env or "", "") or "none"
+    base = chat_url(request.base_url).removesuffix("/chat/completions")
+    texts: dict[int, str] = {}
+    reasons: dict[int, str | None] = {}
+    usage: dict[str, Any] | None = None
+    async with openai.AsyncOpenAI(base_url=base, api_key=api_key, max_retries=0,
+                                  timeout=request.read_timeout_s) as sdk:
+        try:
+            stream = await sdk.chat.completions.create(**_sdk_kwargs(request), extra_headers=request.headers or None)
+            async for chunk in stream:
+                for choice in chunk.choices:
+                    if choice.delta and choice.delta.content:
+                        texts[choice.index] = texts.get(choice.index, "") + choice.delta.content
+                    if choice.finish_reason:
+                        reasons[choice.index] = choice.finish_reason
+                if chunk.usage is not None:
+                    usage = chunk.usage.model_dump(exclude_none=True)
+        except Exception as error:  # noqa: BLE001 - compared, not raised
+            return SdkReading(texts, reasons, usage, error=f"{type(error).__name__}: {error}")
+    return SdkReading(texts, reasons, usage)
+
+
+def as_curl(request: ChatRequest) -> str:
+    """The exact request as a curl command (the key stays in its environment variable)."""
+    lines = [f"curl -N {shlex.quote(chat_url(request.base_url))}", "  -H 'Content-Type: application/json'"]
+    if request.api_key_env:
+        lines.append(f'  -H "Authorization: Bearer ${request.api_key_env}"')
+    for name, value in (request.headers or {}).items():
+        lines.append(f"  -H {shlex.quote(f'{name}: {value}')}")
+    lines.append(f"  -d {shlex.quote(json.dumps(build_body(request), indent=2, ensure_ascii=False))}")
+    return " \\\n".join(lines)
+
+
+def as_openai_python(request: ChatRequest) -> str:
+    """The exact request as openai-python code (extras through `extra_body`)."""
+    base = chat_url(request.base_url).removesuffix("/chat/completions")
+    key = f'os.environ["{request.api_key_env}"]' if request.api_key_env else '"none"'
+    kwargs = _sdk_kwargs(request)
+    if request.headers:
+        kwargs["extra_headers"] = request.headers
+    arguments = "\n".join(f"    {name}={_py(value)}," for name, value in kwargs.items())
+    return (
+        "import os\n\n"
+        "from openai import OpenAI\n\n"
+        f"client = OpenAI(base_url={base!r}, api_key={key})\n"
+        "stream = client.chat.completions.create(\n"
+        f"{arguments}\n"
+        ")\n"
+        "for chunk in stream:\n"
+        "    if chunk.choices and chunk.choices[0].delta.content:\n"
+        '        print(chunk.choices[0].delta.content, end="", flush=True)\n'
+        "    if chunk.usage:\n"
+        "        print()\n"
+        "        print(chunk.usage)\n"
+    )
+
+
+def _py(value: Any) -> str:
+    """A Python literal for JSON-like data (True/False/None, not true/false/null)."""
+    import pprint
+
+    return pprint.pformat(value, indent=1, width=100, sort_dicts=False).replace("\n", "\n    ")

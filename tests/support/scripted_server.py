@@ -1,0 +1,564 @@
+"""A scripted OpenAI-compatible server for exact timings and faults on demand.
+
+Written on raw asyncio (no web framework) so that its own cost per token is a few
+microseconds and it can hold 512 streams at once on two cores, and meant to run in a
+PROCESS of its own (`ScriptedServer` starts it with subprocess) so that it never shares
+an event loop or the GIL with the client it measures.
+
+The scenario of each request comes from the model name (or the `x-scripted` header,
+same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
+
+| key | default | meaning |
+|---|---|---|
+| ttft | 20 | ms from the request to the first content chunk |
+| itl | 5 | ms between tokens (a chunk of `tpc` tokens follows the previous after tpc*itl) |
+| tokens | 16 | completion tokens per choice (the request's max_tokens caps it) |
+| tpc | 1 | tokens per SSE chunk |
+| usage | auto | 1/0: usage trailer; auto follows `stream_options.include_usage` |
+| prompt | auto | prompt_tokens reported (auto: words in the messages) |
+| cached | 0 | cached prompt tokens reported (`prompt_tokens_details` and llama.cpp `timings.cache_n`) |
+| finish | stop | finish_reason sent ("length" when max_tokens capped the answer) |
+| salt | 0 | shifts the word cycle so two "engines" answer differently |
+| fault | none | see below |
+| at | tokens/2 | token index where a mid-stream fault happens |
+| status | 500 | HTTP status for fault=http |
+| body | json | fault=http body: json, text or none |
+| delay | 1000 | ms for fault=slow_headers and fault=stall |
+| size | 1000000 | characters of fault=huge's one chunk |
+| replay | | a file name in the replay folder, streamed verbatim event by event every itl ms |
+
+Faults: none, slow_headers, stall, cut (connection closed mid-stream), cut_before_done
+(finish_reason and usage sent, then closed without [DONE]), invalid_json, error_in_stream
+(an error object inside the 200 stream), http (status/body above), huge, endless,
+wrong_content_type, redirect_loop, ignore_schema (plain text even when a JSON schema is
+asked), usage_only (no content at all, only the usage trailer).
+
+With a `response_format` json_schema the answer is a JSON instance of the schema split
+into tokens (unless fault=ignore_schema).
+
+Besides /v1/chat/completions: /v1/models, /health, /metrics (vLLM-style Prometheus
+text), /version, and for tests /_scripted/log?id=ID: the server's own perf_counter
+times (received, each chunk write with its token count) of a request sent with header
+`x-scripted-id: ID`. perf_counter is CLOCK_MONOTONIC on Linux, shared by processes, so
+these times compare directly with the client's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+WORDS = (" red", " fox", " sky", " sea", " sun", " oak", " elm", " ash", " ivy", " bay", " cod", " jay")
+SERVER_MODEL = "scripted"
+
+# ---------------------------------------------------------------------------------------
+# Scenario parsing (shared by the server and by tests that build model names)
+# ---------------------------------------------------------------------------------------
+
+_INT_KEYS = {"tokens", "tpc", "prompt", "cached", "salt", "at", "status", "size"}
+_FLOAT_KEYS = {"ttft", "itl", "delay"}
+
+
+@dataclass
+class Scenario:
+    ttft: float = 20.0
+    itl: float = 5.0
+    tokens: int = 16
+    tpc: int = 1
+    usage: str = "auto"
+    prompt: int | None = None
+    cached: int = 0
+    finish: str = "stop"
+    salt: int = 0
+    fault: str = "none"
+    at: int | None = None
+    status: int = 500
+    body: str = "json"
+    delay: float = 1000.0
+    size: int = 1_000_000
+    replay: str = ""
+
+    @classmethod
+    def parse(cls, spec: str | None) -> Scenario:
+        scenario = cls()
+        if not spec:
+            return scenario
+        if spec.startswith("scripted"):
+            spec = spec[len("scripted") :].lstrip(":")
+        for part in spec.split(","):
+            key, _, value = part.strip().partition("=")
+            if not key:
+                continue
+            if key in _INT_KEYS:
+                setattr(scenario, key, int(value))
+            elif key in _FLOAT_KEYS:
+                setattr(scenario, key, float(value))
+            elif hasattr(scenario, key):
+                setattr(scenario, key, value)
+            else:
+                raise ValueError(f"unknown scenario key {key!r}")
+        scenario.tpc = max(1, scenario.tpc)
+        return scenario
+
+
+def scenario_model(**values: Any) -> str:
+    """The model name that asks the server for a scenario: scenario_model(ttft=50, fault="cut")."""
+    return "scripted:" + ",".join(f"{key}={value}" for key, value in values.items())
+
+
+# ---------------------------------------------------------------------------------------
+# The server
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Counters:
+    running: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    log: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+_REASONS = {200: "OK", 307: "Temporary Redirect", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def _schema_instance(schema: Any) -> Any:
+    """A small valid instance of a JSON schema (enough for the schema mode of the playground)."""
+    if not isinstance(schema, dict):
+        return "x"
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: _schema_instance(sub) for name, sub in properties.items()}
+    if kind == "array":
+        return [_schema_instance(schema.get("items") or {})] * max(1, int(schema.get("minItems", 1)))
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return float(schema.get("minimum", 1.5))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return "red fox"
+
+
+def _split_text(text: str, size: int = 4) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+class ScriptedHandler:
+    def __init__(self, replay_dir: Path | None) -> None:
+        self.replay_dir = replay_dir
+        self.counters = _Counters()
+        self.loop = asyncio.get_event_loop()
+
+    # -- HTTP plumbing ----------------------------------------------------------------
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                received = time.perf_counter()
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _version = lines[0].split(" ", 2)
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if line:
+                        name, _, value = line.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length") or 0)
+                body = await reader.readexactly(length) if length else b""
+                keep = await self.route(method, target, headers, body, writer, received)
+                if not keep or headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.CancelledError):
+            return
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    @staticmethod
+    def _head(status: int, content_type: str, extra: dict[str, str] | None = None, length: int | None = None) -> bytes:
+        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"content-type: {content_type}",
+                 "server: scripted"]
+        if length is None:
+            lines.append("transfer-encoding: chunked")
+        else:
+            lines.append(f"content-length: {length}")
+        for key, value in (extra or {}).items():
+            lines.append(f"{key}: {value}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    def _plain(self, writer: asyncio.StreamWriter, status: int, body: bytes | str, content_type: str = "application/json",
+               extra: dict[str, str] | None = None) -> bool:
+        data = body.encode() if isinstance(body, str) else body
+        writer.write(self._head(status, content_type, extra, length=len(data)) + data)
+        return True
+
+    async def route(self, method: str, target: str, headers: dict[str, str], body: bytes,
+                    writer: asyncio.StreamWriter, received: float) -> bool:
+        url = urlsplit(target)
+        path = url.path.rstrip("/")
+        if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
+            return await self.chat(headers, body, writer, received, target)
+        if method == "GET" and path == "/v1/models":
+            models = {"object": "list", "data": [
+                {"id": SERVER_MODEL, "object": "model", "owned_by": "scripted", "max_model_len": 8192}]}
+            return self._plain(writer, 200, json.dumps(models))
+        if method == "GET" and path == "/health":
+            return self._plain(writer, 200, '{"status":"ok"}')
+        if method == "GET" and path == "/version":
+            return self._plain(writer, 200, '{"version":"scripted-1.0"}')
+        if method == "GET" and path == "/metrics":
+            return self._plain(writer, 200, self.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+        if method == "GET" and path == "/_scripted/log":
+            wanted = parse_qs(url.query).get("id", [""])[0]
+            return self._plain(writer, 200, json.dumps(self.counters.log.get(wanted)))
+        if method == "POST" and path == "/_scripted/reset":
+            self.counters.log.clear()
+            return self._plain(writer, 200, "{}")
+        return self._plain(writer, 404, json.dumps({"error": {"message": f"no route {method} {path}", "code": 404}}))
+
+    def metrics_text(self) -> str:
+        c = self.counters
+        model = f'model_name="{SERVER_MODEL}"'
+        return "\n".join([
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{model}}} {c.running}",
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{model}}} 0",
+            "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f"vllm:kv_cache_usage_perc{{{model}}} {min(1.0, c.running / 512):.4f}",
+            "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{model}}} {c.prompt_tokens}",
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{model}}} {c.generation_tokens}",
+            "# HELP vllm:request_success_total Count of successfully processed requests.",
+            "# TYPE vllm:request_success_total counter",
+            f'vllm:request_success_total{{finished_reason="stop",{model}}} {c.requests}',
+            "",
+        ])
+
+    # -- chat completions -------------------------------------------------------------
+
+    async def chat(self, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter, received: float,
+                   target: str) -> bool:
+        try:
+            request = json.loads(body or b"{}")
+            scenario = Scenario.parse(headers.get("x-scripted") or str(request.get("model") or ""))
+        except ValueError as error:
+            return self._plain(writer, 400, json.dumps({"error": {"message": f"bad request: {error}", "code": 400}}))
+        log_id = headers.get("x-scripted-id")
+        record: dict[str, Any] | None = None
+        if log_id:
+            record = {"received": received, "writes": [], "tokens": []}
+            self.counters.log[log_id] = record
+        fault = scenario.fault
+        if fault == "slow_headers":
+            await asyncio.sleep(scenario.delay / 1000)
+        if fault == "http":
+            payloads = {
+                "json": json.dumps({"error": {"message": f"scripted failure {scenario.status}", "type": "server_error",
+                                              "code": scenario.status}}),
+                "text": f"scripted failure {scenario.status}",
+                "none": "",
+            }
+            content_type = "application/json" if scenario.body == "json" else "text/plain"
+            return self._plain(writer, scenario.status, payloads.get(scenario.body, ""), content_type)
+        if fault == "redirect_loop":
+            return self._plain(writer, 307, "", "text/plain", {"location": target})
+        if fault == "wrong_content_type":
+            return self._plain(writer, 200, "<html><body>not an API</body></html>", "text/html")
+
+        n = int(request.get("n") or 1)
+        prompt_tokens = scenario.prompt if scenario.prompt is not None else sum(
+            len(str(m.get("content") or "").split()) + 4 for m in request.get("messages") or [] if isinstance(m, dict))
+        max_tokens = request.get("max_completion_tokens") or request.get("max_tokens")
+        tokens = scenario.tokens
+        finish = scenario.finish
+        if isinstance(max_tokens, int) and 0 < max_tokens < tokens:
+            tokens, finish = max_tokens, "length"
+        schema_text = None
+        response_format = request.get("response_format")
+        if isinstance(response_format, dict) and fault != "ignore_schema":
+            if response_format.get("type") == "json_schema":
+                schema = (response_format.get("json_schema") or {}).get("schema")
+                schema_text = json.dumps(_schema_instance(schema))
+            elif response_format.get("type") == "json_object":
+                schema_text = '{"answer": "red fox"}'
+        pieces = _split_text(schema_text) if schema_text is not None else None
+        if pieces is not None:
+            tokens, finish = len(pieces), "stop"
+        stream = bool(request.get("stream"))
+        want_usage = scenario.usage == "1" or (
+            scenario.usage == "auto" and bool((request.get("stream_options") or {}).get("include_usage")))
+        cid = f"chatcmpl-scripted-{id(writer):x}{int(received * 1e6) % 1000000}"
+        self.counters.requests += 1
+        self.counters.prompt_tokens += prompt_tokens
+
+        def token_text(choice: int, index: int) -> str:
+            if pieces is not None:
+                return pieces[index]
+            return WORDS[(index + scenario.salt + choice * 5) % len(WORDS)]
+
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens * n, "total_tokens": prompt_tokens + tokens * n,
+                 "prompt_tokens_details": {"cached_tokens": scenario.cached}}
+        timings = {"cache_n": scenario.cached, "prompt_n": prompt_tokens - scenario.cached, "predicted_n": tokens * n}
+
+        if not stream:
+            await asyncio.sleep((scenario.ttft + max(0, tokens - 1) * scenario.itl) / 1000)
+            answer = {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": request.get("model"),
+                      "choices": [{"index": c, "message": {"role": "assistant",
+                                                            "content": "".join(token_text(c, i) for i in range(tokens))},
+                                   "finish_reason": finish} for c in range(n)],
+                      "usage": usage, "timings": timings}
+            self.counters.generation_tokens += tokens * n
+            return self._plain(writer, 200, json.dumps(answer))
+
+        writer.write(self._head(200, "text/event-stream", {"cache-control": "no-cache"}))
+        self.counters.running += 1
+        try:
+            if scenario.replay:
+                return await self._replay(scenario, writer, received, record)
+            return await self._stream(scenario, writer, received, record, n, tokens, finish, want_usage, usage, timings,
+                                      cid, str(request.get("model")), token_text)
+        except (ConnectionError, asyncio.CancelledError):
+            return False
+        finally:
+            self.counters.running -= 1
+
+    @staticmethod
+    def _frame(payload: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+    def _event(self, obj: Any) -> bytes:
+        return self._frame(b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
+
+    async def _sleep_until(self, target: float) -> None:
+        delay = target - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def _stream(self, scenario: Scenario, writer: asyncio.StreamWriter, received: float,
+                      record: dict[str, Any] | None, n: int, tokens: int, finish: str, want_usage: bool,
+                      usage: dict[str, Any], timings: dict[str, Any], cid: str, model: str, token_text: Any) -> bool:
+        fault = scenario.fault
+        at = scenario.at if scenario.at is not None else tokens // 2
+        created = int(time.time())
+        base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+
+        def chunk(choices: list[dict[str, Any]], **more: Any) -> bytes:
+            return self._event({**base, "choices": choices, **more})
+
+        # The role chunk comes at once and carries no content: TTFT must not start on it.
+        writer.write(chunk([{"index": c, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                            for c in range(n)]))
+        first = received + scenario.ttft / 1000
+        step = scenario.tpc * scenario.itl / 1000
+        sent = 0
+        chunk_no = 0
+        total = tokens if fault not in ("endless", "usage_only") else (10**9 if fault == "endless" else 0)
+        stalled = False
+        while sent < total:
+            if fault == "stall" and not stalled and sent >= at:
+                stalled = True
+                first += scenario.delay / 1000
+            await self._sleep_until(first + chunk_no * step)
+            if writer.transport.is_closing():  # the client went away: stop generating
+                return False
+            if fault == "cut" and sent >= at:
+                await writer.drain()
+                writer.transport.abort()
+                return False
+            if fault == "invalid_json" and sent >= at:
+                writer.write(self._frame(b'data: {"choices": [{"index": 0, "delta": {"content": "br\n\n'))
+                fault = "none"
+            if fault == "error_in_stream" and sent >= at:
+                writer.write(self._event({"error": {"message": "scripted engine error mid-stream",
+                                                    "type": "internal_error", "code": 500}}))
+                writer.write(self._frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                return True
+            count = min(scenario.tpc, total - sent)
+            if fault == "huge":
+                text = "x" * scenario.size
+                fault = "none"
+                writer.write(chunk([{"index": c, "delta": {"content": text}, "finish_reason": None} for c in range(n)]))
+                await writer.drain()
+            else:
+                writer.write(chunk([{"index": c, "delta": {"content": "".join(token_text(c, sent + k) for k in range(count))},
+                                     "finish_reason": None} for c in range(n)]))
+            if record is not None:
+                record["writes"].append(time.perf_counter())
+                record["tokens"].append(count)
+            sent += count
+            chunk_no += 1
+            self.counters.generation_tokens += count * n
+            if fault == "endless" and chunk_no % 64 == 0:
+                await writer.drain()
+        if fault == "usage_only":
+            await self._sleep_until(first)
+            usage = {**usage, "completion_tokens": 0, "total_tokens": usage["prompt_tokens"]}
+        else:
+            writer.write(chunk([{"index": c, "delta": {}, "finish_reason": finish} for c in range(n)]))
+        if want_usage or fault == "usage_only":
+            writer.write(chunk([], usage=usage, timings=timings))
+        if fault == "cut_before_done":
+            await writer.drain()
+            writer.transport.abort()
+            return False
+        writer.write(self._frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        if record is not None:
+            record["done"] = time.perf_counter()
+        return True
+
+    async def _replay(self, scenario: Scenario, writer: asyncio.StreamWriter, received: float,
+                      record: dict[str, Any] | None) -> bool:
+        if self.replay_dir is None:
+            raise ConnectionError("no replay folder")
+        path = (self.replay_dir / scenario.replay).resolve()
+        events = [e for e in path.read_bytes().replace(b"\r\n", b"\n").split(b"\n\n") if e.strip()]
+        start = received + scenario.ttft / 1000
+        for index, event in enumerate(events):
+            await self._sleep_until(start + index * scenario.itl / 1000)
+            if writer.transport.is_closing():
+                return False
+            writer.write(self._frame(event.strip(b"\n") + b"\n\n"))
+            if record is not None:
+                record["writes"].append(time.perf_counter())
+                record["tokens"].append(1)
+        # A recording that ends without [DONE] was cut: end the connection the same way.
+        if not events or events[-1].strip() != b"data: [DONE]":
+            await writer.drain()
+            writer.transport.abort()
+            return False
+        writer.write(b"0\r\n\r\n")
+        return True
+
+
+async def serve(host: str, port: int, replay_dir: Path | None, ready: Any = None) -> None:
+    handler = ScriptedHandler(replay_dir)
+    server = await asyncio.start_server(handler.handle, host, port, backlog=2048, limit=2**20)
+    bound = server.sockets[0].getsockname()[1]
+    if ready is not None:
+        ready(bound)
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--replay-dir", type=Path)
+    args = parser.parse_args(argv)
+
+    def ready(port: int) -> None:
+        print(f"PORT {port}", flush=True)
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        asyncio.run(serve(args.host, args.port, args.replay_dir, ready))
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Driving it from tests and benchmarks
+# ---------------------------------------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_REPLAY_DIR = (REPO_ROOT.parent / "shared" / "fixtures" / "streams").resolve()
+
+
+class ScriptedServer:
+    """The scripted server in a child process: `with ScriptedServer() as server: server.base_url`."""
+
+    def __init__(self, replay_dir: Path | None = DEFAULT_REPLAY_DIR) -> None:
+        self.replay_dir = replay_dir
+        self.process: subprocess.Popen[str] | None = None
+        self.port: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        """With /v1, as users paste it."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @staticmethod
+    def model(**values: Any) -> str:
+        return scenario_model(**values)
+
+    def start(self) -> ScriptedServer:
+        command = [sys.executable, "-m", "tests.support.scripted_server"]
+        if self.replay_dir is not None:
+            command += ["--replay-dir", str(self.replay_dir)]
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, env=env)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"scripted server did not start: {line!r}")
+        self.port = int(line.split()[1])
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.process = None
+
+    def log(self, request_id: str) -> dict[str, Any] | None:
+        """The server's own timing record of a request sent with header x-scripted-id."""
+        import httpx2
+
+        answer = httpx2.get(f"{self.root_url}/_scripted/log", params={"id": request_id}, timeout=10)
+        answer.raise_for_status()
+        return answer.json()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
