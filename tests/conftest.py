@@ -31,3 +31,6 @@ def shared_dir() -> Path:
     """../shared beside the checkout (fixtures and guides). Missing is a failure, not a skip."""
     assert SHARED_DIR.is_dir(), f"{SHARED_DIR} is missing: tests need ../shared beside the repo"
     return SHARED_DIR
+
+
+from tests.support.fixtures import scripted_server  # noqa: E402,F401  (the scripted OpenAI-compatible server)
