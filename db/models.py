@@ -7,11 +7,14 @@ filtered or aggregated over many rows gets its own column and index.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, event
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
 def utcnow() -> datetime:
@@ -60,6 +63,9 @@ class Run(Base):
     error: Mapped[str | None] = mapped_column(Text)
     notes: Mapped[str] = mapped_column(Text, default="")
     tags: Mapped[list[Any]] = mapped_column(default=list)
+    #: Hash of what makes two runs repeats of each other (kind, model, workload, config
+    #: without names and provenance); kept by the flush hook below, used to find repeats.
+    config_fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
     worker_pid: Mapped[int | None] = mapped_column(Integer)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -70,6 +76,23 @@ class Run(Base):
     requests: Mapped[list[RequestResult]] = relationship(
         back_populates="run", cascade="all, delete-orphan", passive_deletes=True
     )
+    tag_rows: Mapped[list[RunTag]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class RunTag(Base):
+    """One tag of one run: an indexed copy of `Run.tags`, so filtering 10,000 runs by tag
+    is an index lookup rather than a JSON scan. Kept in step by the flush hook below."""
+
+    __tablename__ = "run_tags"
+    __table_args__ = (Index("ix_run_tags_tag_run", "tag", "run_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    tag: Mapped[str] = mapped_column(String(100))
+
+    run: Mapped[Run] = relationship(back_populates="tag_rows")
 
 
 class RequestResult(Base):
@@ -155,3 +178,51 @@ class Vote(Base):
     engine_b: Mapped[str] = mapped_column(String(100))
     winner: Mapped[str] = mapped_column(String(100))  # engine name, or "tie"
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# Keys of Run.config that name or describe a run rather than what it measured.
+FINGERPRINT_IGNORED_CONFIG_KEYS = frozenset({"name", "label", "notes", "tags", "import", "created_by"})
+
+
+def run_fingerprint(kind: str | None, model: str | None, workload: str | None, config: dict[str, Any] | None) -> str:
+    """What repeated runs share: same kind, model, workload and measuring config."""
+    measured = {key: value for key, value in (config or {}).items() if key not in FINGERPRINT_IGNORED_CONFIG_KEYS}
+    canonical = json.dumps([kind, model, workload, measured], sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _clean_tags(tags: Any) -> list[str]:
+    seen: list[str] = []
+    for tag in tags or []:
+        text = str(tag).strip()[:100]
+        if text and text not in seen:
+            seen.append(text)
+    return seen
+
+
+@event.listens_for(Session, "before_flush")
+def _keep_run_index_columns(session: Session, _flush_context: Any, _instances: Any) -> None:
+    """Keep RunTag rows and Run.config_fingerprint in step with Run.tags/config, whoever
+    writes the run (benchmark worker, playground, importer), so filters never miss a run.
+
+    JSON columns are not mutation-tracked: assign a new list/dict to change tags/config."""
+    for obj in list(session.new) + list(session.dirty):
+        if not isinstance(obj, Run):
+            continue
+        state = sa_inspect(obj)
+        is_new = obj in session.new
+        attrs = state.attrs
+        if is_new or any(attrs[name].history.has_changes() for name in ("kind", "model", "workload", "config")):
+            obj.config_fingerprint = run_fingerprint(obj.kind, obj.model, obj.workload, obj.config)
+        if is_new or attrs.tags.history.has_changes():
+            wanted = _clean_tags(obj.tags)
+            if is_new:
+                obj.tag_rows = [RunTag(tag=tag) for tag in wanted]
+                continue
+            current = {row.tag: row for row in obj.tag_rows}
+            for tag, row in current.items():
+                if tag not in wanted:
+                    obj.tag_rows.remove(row)
+            for tag in wanted:
+                if tag not in current:
+                    obj.tag_rows.append(RunTag(tag=tag))
