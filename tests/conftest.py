@@ -34,3 +34,27 @@ def shared_dir() -> Path:
 
 
 from tests.support.fixtures import scripted_server  # noqa: E402,F401  (the scripted OpenAI-compatible server)
+
+
+@pytest.fixture(scope="session")
+def _local_engines_up() -> Iterator[list]:
+    """Start the real local engines once per test session (installing them when missing).
+    Engines already running are reused and left running; those this fixture started are
+    stopped at the end. A failure to start is a test failure, never a skip."""
+    from services import local_engines
+
+    before = {s.id for s in local_engines.status() if s.status == "running"}
+    statuses = local_engines.up(install_missing=True, log=lambda line: None)
+    yield statuses
+    for spec in local_engines.specs():
+        if spec.id not in before:
+            local_engines.stop(spec.id)
+
+
+@pytest.fixture
+def local_engines(_local_engines_up: list, db_url: str) -> list:
+    """The three local engines, running and registered in this test's database.
+    Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu, llamacpp-1slot)."""
+    from services import local_engines as service
+
+    return [service.register_engine(spec) for spec in service.specs()]

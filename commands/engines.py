@@ -1,0 +1,144 @@
+"""`python cli.py engines add|list|probe|edit|remove`: the stored list of endpoints."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from services import endpoints
+from services.engines import kinds
+from services.engines.probe import probe
+from services.errors import NotFoundError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("engines", help="register, list and probe engine endpoints")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    add = actions.add_parser("add", help="register an endpoint (probes it to detect its kind)")
+    add.add_argument("name")
+    add.add_argument("url", help="base URL, e.g. http://gpu-box:8000 (with or without /v1)")
+    add.add_argument("--kind", choices=kinds(), help="skip detection and use this kind")
+    add.add_argument("--model", help="model name to request (default: the first one the server lists)")
+    add.add_argument("--api-key-env", help="NAME of the environment variable holding the API key")
+    add.add_argument("--metrics-url", help="metrics URL when not at the base URL (Triton: http://host:8002/metrics)")
+    add.add_argument("--no-probe", action="store_true", help="store without contacting the server")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=_add)
+
+    listing = actions.add_parser("list", help="list registered endpoints")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_list)
+
+    probe_parser = actions.add_parser("probe", help="probe a registered engine (by name) or any URL")
+    probe_parser.add_argument("target", help="engine name or URL")
+    probe_parser.add_argument("--timeout", type=float, default=5.0)
+    probe_parser.add_argument("--json", action="store_true")
+    probe_parser.set_defaults(handler=_probe)
+
+    edit = actions.add_parser("edit", help="change a registered endpoint")
+    edit.add_argument("name")
+    edit.add_argument("--rename")
+    edit.add_argument("--url")
+    edit.add_argument("--kind", choices=kinds())
+    edit.add_argument("--model")
+    edit.add_argument("--api-key-env")
+    edit.add_argument("--metrics-url")
+    edit.add_argument("--json", action="store_true")
+    edit.set_defaults(handler=_edit)
+
+    remove = actions.add_parser("remove", help="forget an endpoint (stored runs keep their copy)")
+    remove.add_argument("name")
+    remove.set_defaults(handler=_remove)
+
+
+def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
+    from cli import print_json
+
+    if as_json:
+        print_json(asdict(record))
+    else:
+        print(f"{record.name}: {record.label} at {record.base_url} (model {record.model or '-'})")
+
+
+def _add(args: argparse.Namespace) -> int:
+    kind, model, info = args.kind, args.model, {}
+    if not args.no_probe:
+        result = probe(args.url, api_key_env=args.api_key_env)
+        if not result.ok:
+            print(f"error: {result.message} Use --no-probe to store it anyway.", file=__import__("sys").stderr)
+            return 1
+        kind = kind or result.kind
+        model = model or (result.models[0] if result.models else None)
+        info = {"version": result.version, "context_length": result.context_length, "server": result.server_info}
+    record = endpoints.add_engine(
+        args.name,
+        args.url,
+        kind=kind or "openai",
+        model=model,
+        api_key_env=args.api_key_env,
+        metrics_url=args.metrics_url,
+        info=info,
+    )
+    _print_record(record, args.json)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from cli import print_json
+
+    records = endpoints.list_engines()
+    if args.json:
+        print_json([asdict(r) for r in records])
+    elif not records:
+        print("No engines registered. Add one with `python cli.py engines add NAME URL` or `python cli.py local up`.")
+    else:
+        for record in records:
+            _print_record(record, False)
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from cli import print_json
+
+    api_key_env = None
+    target = args.target
+    if "://" not in target and ":" not in target:
+        try:
+            record = endpoints.get_engine(target)
+        except NotFoundError:
+            record = None
+        if record is not None:
+            target, api_key_env = record.base_url, record.api_key_env
+    result = probe(target, api_key_env=api_key_env, timeout_s=args.timeout)
+    if args.json:
+        print_json({**result.to_dict(), "ok": result.ok})
+    else:
+        print(f"{result.state}: {result.message}")
+        if result.ok:
+            print(f"  kind {result.kind_label}, version {result.version or '-'}, models {', '.join(result.models) or '-'}, "
+                  f"context {result.context_length or '-'}")
+    return 0 if result.ok else 1
+
+
+def _edit(args: argparse.Namespace) -> int:
+    changes = {
+        key: value
+        for key, value in {
+            "name": args.rename,
+            "base_url": args.url,
+            "kind": args.kind,
+            "model": args.model,
+            "api_key_env": args.api_key_env,
+            "metrics_url": args.metrics_url,
+        }.items()
+        if value is not None
+    }
+    _print_record(endpoints.update_engine(args.name, **changes), args.json)
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    endpoints.remove_engine(args.name)
+    print(f"removed {args.name}")
+    return 0

@@ -1,0 +1,71 @@
+"""`python cli.py local install|up|down|status`: the real engines on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from services import local_engines
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("local", help="install, start, stop the local engines (llama.cpp x2, vLLM)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ids_help = f"engine ids (default: all of {', '.join(s.id for s in local_engines.specs())})"
+
+    install = actions.add_parser("install", help="install the engines and the model (compiles llama.cpp once)")
+    install.add_argument("backends", nargs="*", choices=["llamacpp", "vllm"], default=["llamacpp", "vllm"])
+    install.set_defaults(handler=_install)
+
+    up = actions.add_parser("up", help="install when missing, start, register and wait until healthy")
+    up.add_argument("ids", nargs="*", help=ids_help)
+    up.add_argument("--no-install", action="store_true", help="fail instead of installing what is missing")
+    up.add_argument("--json", action="store_true")
+    up.set_defaults(handler=_up)
+
+    down = actions.add_parser("down", help="stop the local engines")
+    down.add_argument("ids", nargs="*", help=ids_help)
+    down.add_argument("--json", action="store_true")
+    down.set_defaults(handler=_down)
+
+    status = actions.add_parser("status", help="show PID, port, health and log of each local engine")
+    status.add_argument("ids", nargs="*", help=ids_help)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=_status)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _show(statuses: list[local_engines.LocalEngineStatus], as_json: bool) -> None:
+    from cli import print_json
+
+    if as_json:
+        print_json(local_engines.as_dicts(statuses))
+        return
+    for s in statuses:
+        pid = f"pid {s.pid}" if s.pid else "-"
+        print(f"{s.id:16} {s.status:13} {s.url:24} {pid:10} {s.message}")
+
+
+def _install(args: argparse.Namespace) -> int:
+    local_engines.install(args.backends, log=_log)
+    return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    statuses = local_engines.up(args.ids or None, install_missing=not args.no_install, log=_log)
+    _show(statuses, args.json)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    _show(local_engines.down(args.ids or None), args.json)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    statuses = [s for i in (args.ids or [None]) for s in local_engines.status(i)]
+    _show(statuses, args.json)
+    return 0 if all(s.status == "running" for s in statuses) else 3

@@ -1,0 +1,199 @@
+"""The stored list of engine endpoints (the registry the pages and the CLI pick from)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+
+from db.models import Engine
+from db.session import session_scope
+from services.engines import get_adapter, kinds
+from services.errors import ConflictError, NotFoundError, ValidationError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """An engine as pages and services see it (never holds an API key)."""
+
+    id: int
+    name: str
+    base_url: str
+    kind: str
+    model: str | None
+    api_key_env: str | None
+    metrics_url: str | None
+    local_id: str | None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return get_adapter(self.kind).label
+
+    @property
+    def resolved_metrics_url(self) -> str | None:
+        """Where its Prometheus metrics are: the explicit URL, else base URL + the kind's path."""
+        if self.metrics_url:
+            return self.metrics_url
+        path = get_adapter(self.kind).metrics_path
+        return self.base_url + path if path else None
+
+
+def _record(row: Engine) -> EngineRecord:
+    return EngineRecord(
+        id=row.id,
+        name=row.name,
+        base_url=row.base_url,
+        kind=row.kind,
+        model=row.model,
+        api_key_env=row.api_key_env,
+        metrics_url=row.metrics_url,
+        local_id=row.local_id,
+        info=dict(row.info or {}),
+    )
+
+
+def normalise_base_url(url: str) -> str:
+    """`http://host:port[/prefix]` without a trailing slash or `/v1`; rejects anything else."""
+    url = (url or "").strip()
+    if not url:
+        raise ValidationError("The URL is empty.")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValidationError(f"Unsupported URL scheme {parts.scheme!r}: use http:// or https://.")
+    if not parts.hostname:
+        raise ValidationError(f"{url!r} has no host name.")
+    try:
+        parts.port  # noqa: B018 - raises on a non-numeric port
+    except ValueError:
+        raise ValidationError(f"{url!r} has an invalid port.") from None
+    if parts.query or parts.fragment:
+        raise ValidationError("The URL must not carry a query string or fragment.")
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _normalise_metrics_url(url: str | None) -> str | None:
+    """A full metrics URL (Triton serves them on another port: http://host:8002/metrics)."""
+    url = (url or "").strip()
+    if not url:
+        return None
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(f"{url!r} is not a valid metrics URL (http://host:port/path).")
+    return url
+
+
+def _validate(name: str, kind: str, api_key_env: str | None) -> None:
+    if not NAME_PATTERN.match(name or ""):
+        raise ValidationError(
+            "Engine names are 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit."
+        )
+    if kind not in kinds():
+        raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
+    if api_key_env and not ENV_VAR_PATTERN.match(api_key_env):
+        raise ValidationError(
+            "The API key setting is the NAME of an environment variable (like OPENAI_API_KEY), not the key."
+        )
+
+
+def list_engines() -> list[EngineRecord]:
+    with session_scope() as session:
+        return [_record(row) for row in session.scalars(select(Engine).order_by(Engine.name))]
+
+
+def get_engine(name: str) -> EngineRecord:
+    with session_scope() as session:
+        row = session.scalar(select(Engine).where(Engine.name == name))
+        if row is None:
+            raise NotFoundError(f"No engine named {name!r}. Add it first (Engines page or `cli.py engines add`).")
+        return _record(row)
+
+
+def add_engine(
+    name: str,
+    base_url: str,
+    *,
+    kind: str = "openai",
+    model: str | None = None,
+    api_key_env: str | None = None,
+    metrics_url: str | None = None,
+    local_id: str | None = None,
+    info: dict[str, Any] | None = None,
+) -> EngineRecord:
+    name = (name or "").strip()
+    api_key_env = (api_key_env or "").strip() or None
+    _validate(name, kind, api_key_env)
+    url = normalise_base_url(base_url)
+    metrics = _normalise_metrics_url(metrics_url)
+    with session_scope() as session:
+        if session.scalar(select(Engine.id).where(Engine.name == name)) is not None:
+            raise ConflictError(f"An engine named {name!r} exists already; choose another name or edit it.")
+        row = Engine(
+            name=name,
+            base_url=url,
+            kind=kind,
+            model=(model or "").strip() or None,
+            api_key_env=api_key_env,
+            metrics_url=metrics,
+            local_id=local_id,
+            info=info or {},
+        )
+        session.add(row)
+        session.flush()
+        return _record(row)
+
+
+def update_engine(name: str, **changes: Any) -> EngineRecord:
+    """Change fields of an engine (name, base_url, kind, model, api_key_env, metrics_url, info)."""
+    allowed = {"name", "base_url", "kind", "model", "api_key_env", "metrics_url", "info", "local_id"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValidationError(f"Cannot change {', '.join(sorted(unknown))}.")
+    with session_scope() as session:
+        row = session.scalar(select(Engine).where(Engine.name == name))
+        if row is None:
+            raise NotFoundError(f"No engine named {name!r}.")
+        new_name = (changes.get("name") or row.name).strip()
+        new_kind = changes.get("kind") or row.kind
+        new_key_env = changes["api_key_env"] if "api_key_env" in changes else row.api_key_env
+        new_key_env = (new_key_env or "").strip() or None
+        _validate(new_name, new_kind, new_key_env)
+        if new_name != row.name and session.scalar(select(Engine.id).where(Engine.name == new_name)) is not None:
+            raise ConflictError(f"An engine named {new_name!r} exists already.")
+        row.name = new_name
+        row.kind = new_kind
+        row.api_key_env = new_key_env
+        if "base_url" in changes:
+            row.base_url = normalise_base_url(changes["base_url"])
+        if "model" in changes:
+            row.model = (changes["model"] or "").strip() or None
+        if "metrics_url" in changes:
+            row.metrics_url = _normalise_metrics_url(changes["metrics_url"])
+        if "info" in changes:
+            row.info = dict(changes["info"] or {})
+        if "local_id" in changes:
+            row.local_id = changes["local_id"]
+        session.flush()
+        return _record(row)
+
+
+def remove_engine(name: str) -> None:
+    """Forget an endpoint. Stored runs keep their own snapshot of it."""
+    with session_scope() as session:
+        row = session.scalar(select(Engine).where(Engine.name == name))
+        if row is None:
+            raise NotFoundError(f"No engine named {name!r}.")
+        session.delete(row)

@@ -1,0 +1,181 @@
+"""Probe an endpoint over HTTP: is it up, does it speak OpenAI, which engine kind is it.
+
+The probe GETs a handful of cheap paths at once and hands the answers to the adapters
+(`registry.detect_kind`). It never reads /metrics: llama.cpp resets its throughput
+gauges on every read and trtllm-serve's JSON /metrics drains a queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import httpx2
+
+from services.engines.base import HttpAnswer, ProbeEvidence
+from services.engines.registry import detect_kind
+
+PROBE_PATHS = ("/v1/models", "/health", "/version", "/", "/props", "/info", "/api/version", "/v2", "/server_info")
+MAX_BODY_BYTES = 256 * 1024
+
+ProbeState = Literal["ok", "unreachable", "auth_required", "not_openai", "unhealthy", "bad_config"]
+
+
+@dataclass
+class ProbeResult:
+    """What the Engines page and `cli.py engines probe` show."""
+
+    base_url: str
+    state: ProbeState
+    message: str
+    kind: str = "openai"
+    kind_label: str = "OpenAI-compatible"
+    version: str | None = None
+    models: list[str] = field(default_factory=list)
+    context_length: int | None = None
+    healthy: bool | None = None
+    latency_ms: float | None = None
+    server_info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def describe_http_error(error: Exception) -> str:
+    """Plain words for a transport failure."""
+    text = str(error) or error.__class__.__name__
+    causes = []
+    cause: BaseException | None = error
+    while cause is not None and len(causes) < 8:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, ConnectionRefusedError) for c in causes):
+        return "connection refused (nothing listens on that port)"
+    if isinstance(error, httpx2.ConnectTimeout):
+        return "connecting timed out (host down or a firewall drops packets)"
+    if isinstance(error, httpx2.ReadTimeout):
+        return "the server accepted the connection but did not answer in time"
+    if isinstance(error, httpx2.ConnectError):
+        lowered = text.lower()
+        if "refused" in lowered:
+            return "connection refused (nothing listens on that port)"
+        if "name or service not known" in lowered or "nodename" in lowered or "resolution" in lowered or "getaddrinfo" in lowered:
+            return "the host name does not resolve"
+        if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
+            return f"TLS handshake failed ({text})"
+        return f"cannot connect ({text})"
+    if isinstance(error, httpx2.TooManyRedirects):
+        return "too many redirects"
+    if isinstance(error, httpx2.RemoteProtocolError):
+        return f"the server broke the HTTP protocol ({text})"
+    return text
+
+
+def auth_headers(api_key_env: str | None) -> dict[str, str]:
+    """Authorization from the environment variable NAMED in the engine; the key is never stored."""
+    if api_key_env and os.environ.get(api_key_env):
+        return {"Authorization": f"Bearer {os.environ[api_key_env]}"}
+    return {}
+
+
+async def _get(client: httpx2.AsyncClient, base_url: str, path: str) -> HttpAnswer:
+    try:
+        response = await client.get(base_url + path)
+    except httpx2.HTTPError as error:
+        return HttpAnswer(status=None, error=describe_http_error(error))
+    text = response.text[:MAX_BODY_BYTES]
+    body: Any = None
+    if "json" in response.headers.get("content-type", "") or text[:1] in ("{", "[", '"'):
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+    return HttpAnswer(status=response.status_code, json=body, text=text, headers=dict(response.headers))
+
+
+async def gather_evidence(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeEvidence:
+    timeout = httpx2.Timeout(timeout_s, connect=min(timeout_s, 3.0))
+    async with httpx2.AsyncClient(timeout=timeout, headers=auth_headers(api_key_env), follow_redirects=True) as client:
+        answers = await asyncio.gather(*(_get(client, base_url, path) for path in PROBE_PATHS))
+    return ProbeEvidence(base_url=base_url, answers=dict(zip(PROBE_PATHS, answers, strict=True)))
+
+
+def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeResult:
+    """Turn the raw answers into one clear state (pure: unit-tested on recorded evidence)."""
+    base_url = evidence.base_url
+    models_answer = evidence.get("/v1/models")
+    if all(answer.status is None for answer in evidence.answers.values()):
+        reason = models_answer.error or "no answer"
+        return ProbeResult(base_url, "unreachable", f"Unreachable: {reason}.")
+    if models_answer.status in (401, 403):
+        if api_key_env and not os.environ.get(api_key_env):
+            hint = f"the environment variable {api_key_env} is not set in the app's environment"
+        elif api_key_env:
+            hint = f"the key in {api_key_env} was refused"
+        else:
+            hint = "name the environment variable that holds the key in 'API key env'"
+        return ProbeResult(base_url, "auth_required", f"The server wants an API key: {hint}.")
+    body = models_answer.json
+    if not (isinstance(body, dict) and isinstance(body.get("data"), list)):
+        status = models_answer.status
+        detail = f"HTTP {status}" if status is not None else (models_answer.error or "no answer")
+        return ProbeResult(
+            base_url,
+            "not_openai",
+            f"Something answers here, but GET /v1/models gave {detail} instead of an OpenAI model list: "
+            "is this the engine's API port, and its base URL (without /v1/chat/completions)?",
+        )
+    adapter = detect_kind(evidence)
+    health = evidence.get("/health")
+    healthy = None if health.status is None or health.status == 404 else health.ok
+    result = ProbeResult(
+        base_url,
+        "ok",
+        f"{adapter.label} is up.",
+        kind=adapter.kind,
+        kind_label=adapter.label,
+        version=adapter.version(evidence),
+        models=adapter.models(evidence),
+        context_length=adapter.context_length(evidence),
+        healthy=healthy,
+        server_info=_server_info(evidence),
+    )
+    if healthy is False:
+        result.state = "unhealthy"
+        result.message = f"{adapter.label} answers but /health says HTTP {health.status} (still loading?)."
+    elif not result.models:
+        result.message += " It lists no models."
+    return result
+
+
+def _server_info(evidence: ProbeEvidence) -> dict[str, Any]:
+    """The settings the engine reports about itself, kept with runs for later comparison."""
+    info: dict[str, Any] = {}
+    for path in ("/version", "/props", "/server_info", "/info", "/v2"):
+        answer = evidence.get(path)
+        body = answer.json
+        if answer.ok and isinstance(body, dict):
+            if path == "/props":
+                body = {k: v for k, v in body.items() if k != "chat_template"}
+            info[path] = body
+    return info
+
+
+def probe(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeResult:
+    """Probe `base_url` (synchronous; runs its own event loop)."""
+    from services.endpoints import normalise_base_url
+
+    url = normalise_base_url(base_url)
+    started = time.perf_counter()
+    evidence = asyncio.run(gather_evidence(url, api_key_env, timeout_s))
+    result = interpret(evidence, api_key_env)
+    result.latency_ms = round((time.perf_counter() - started) * 1000, 1)
+    return result
