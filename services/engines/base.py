@@ -8,8 +8,11 @@ decorated with `@register` (see `services.engines.registry`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+
+from services.telemetry.prometheus import Families
 
 MetricsFormat = Literal["prometheus", "json", "none"]
 
@@ -142,3 +145,20 @@ class EngineAdapter:
     def response_format(self, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
         """The `response_format` body field that constrains output to a JSON schema."""
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+    # --- telemetry: how this kind's metrics map to the normalised signals -------------
+    # (services.telemetry.signals names the signals; services.telemetry.normalise has the
+    # spec types and the windowing.)
+
+    #: Metric-name prefixes that identify this kind from a metrics scrape alone.
+    metric_markers: ClassVar[tuple[str, ...]] = ()
+    #: Signal name -> alternatives, tried in order (specs from services.telemetry.normalise).
+    #: A signal absent here, or whose alternatives match nothing, is "not reported by <label>".
+    telemetry_signals: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+    #: A JSON metrics endpoint used when `metrics_path` is missing (trtllm-serve).
+    json_metrics_path: ClassVar[str | None] = None
+
+    def telemetry_from_json(self, payload: Any, state: dict[str, Any]) -> Families:
+        """Turn a JSON metrics answer into series the `telemetry_signals` can read.
+        `state` persists between reads of one endpoint (for reads that consume data)."""
+        return Families()

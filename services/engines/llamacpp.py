@@ -6,6 +6,14 @@ from typing import Any
 
 from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams
 from services.engines.registry import register
+from services.telemetry.normalise import (
+    CounterRate,
+    CounterRatio,
+    Gauge,
+    counters,
+    latency_signals,
+    metric,
+)
 
 
 @register
@@ -19,6 +27,39 @@ class LlamaCppAdapter(EngineAdapter):
     supports_ignore_eos = True
     cached_tokens_source = "timings.cache_n (and usage.prompt_tokens_details.cached_tokens)"
     metrics_hint = "Start llama-server with --metrics (else /metrics answers 501); --slots for /slots."
+    metric_markers = ("llamacpp:",)
+    # The *_tokens_seconds gauges reset their window on every read (a second scraper would
+    # corrupt them), so every rate comes from counters. Newer builds count cached prompt
+    # tokens apart from prompt_tokens_total; older ones include them.
+    telemetry_signals = {
+        "kv_cache_usage": (Gauge(metric("llamacpp:kv_cache_usage_ratio"), note="builds before May 2025"),),
+        "prefix_cache_hit_rate": (
+            CounterRatio(
+                counters("llamacpp:prompt_tokens_cached"),
+                counters("llamacpp:prompt_tokens", "llamacpp:prompt_tokens_cached"),
+            ),
+        ),
+        "requests_running": (Gauge(metric("llamacpp:requests_processing")),),
+        "requests_waiting": (Gauge(metric("llamacpp:requests_deferred")),),
+        "prompt_tokens_per_s": (
+            CounterRate(counters("llamacpp:prompt_tokens", "llamacpp:prompt_tokens_cached"), note="includes cached tokens"),
+            CounterRate(counters("llamacpp:prompt_tokens")),
+        ),
+        "generation_tokens_per_s": (CounterRate(counters("llamacpp:tokens_predicted")),),
+        "itl_mean_s": (
+            CounterRatio(
+                counters("llamacpp:tokens_predicted_seconds"),
+                counters("llamacpp:tokens_predicted"),
+                note="generation seconds per generated token (all slots)",
+            ),
+        ),
+        "spec_decode_acceptance": (
+            CounterRatio(
+                counters("llamacpp:spec_decode_num_accepted_tokens"),
+                counters("llamacpp:spec_decode_num_draft_tokens"),
+            ),
+        ),
+    }
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         if evidence.owned_by() == "llamacpp":

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
+from services.telemetry.normalise import (
+    CounterRate,
+    CounterRatio,
+    Gauge,
+    counters,
+    latency_signals,
+    metric,
+)
 
 
 @register
@@ -17,6 +25,32 @@ class SglangAdapter(EngineAdapter):
     supports_min_tokens = True
     supports_ignore_eos = True
     metrics_hint = "Start with --enable-metrics (else /metrics answers 404)."
+    metric_markers = ("sglang:",)
+    # Gauges are per scheduler rank (and some carry a pid label): ratios take the max.
+    telemetry_signals = {
+        "kv_cache_usage": (Gauge(metric("sglang:token_usage"), agg="max"),),
+        "prefix_cache_hit_rate": (
+            CounterRatio(
+                (metric("sglang:prefill_effective_tokens", mode=("device_hit", "host_hit", "storage_hit")),),
+                counters("sglang:prefill_effective_tokens"),
+            ),
+            CounterRatio((metric("sglang:cached_tokens", cache_source="total"),), counters("sglang:prompt_tokens")),
+            CounterRatio(counters("sglang:cached_tokens"), counters("sglang:prompt_tokens")),
+        ),
+        "requests_running": (Gauge(metric("sglang:num_running_reqs")),),
+        "requests_waiting": (Gauge(metric("sglang:num_queue_reqs")),),
+        "prompt_tokens_per_s": (CounterRate(counters("sglang:prompt_tokens")),),
+        "generation_tokens_per_s": (CounterRate(counters("sglang:generation_tokens")),),
+        **latency_signals("ttft", metric("sglang:time_to_first_token_seconds")),
+        **latency_signals("itl", metric("sglang:inter_token_latency_seconds")),
+        **latency_signals("e2e", metric("sglang:e2e_request_latency_seconds")),
+        "preemptions_per_s": (
+            CounterRate(counters("sglang:num_retracted_requests"), note="retracted requests"),
+        ),
+        "spec_decode_acceptance": (
+            Gauge(metric("sglang:spec_accept_rate"), agg="mean", note="SGLang's own gauge, last log interval"),
+        ),
+    }
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         if evidence.owned_by() == "sglang":

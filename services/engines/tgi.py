@@ -6,6 +6,7 @@ from typing import Any
 
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
+from services.telemetry.normalise import CounterRate, Gauge, GaugeRatio, counters, latency_signals, metric
 
 
 @register
@@ -17,6 +18,28 @@ class TgiAdapter(EngineAdapter):
     metrics_format = "prometheus"
     supports_n = False  # parsed but unused by TGI's router
     cached_tokens_source = "not reported by TGI"
+    metric_markers = ("tgi_",)
+    # TGI has no KV, prefix-cache, TTFT, ITL histogram or preemption metric; the KV figure is
+    # a proxy and "ITL" is TGI's per-request mean time per token (prefill included).
+    telemetry_signals = {
+        "kv_cache_usage": (
+            GaugeRatio(
+                metric("tgi_batch_current_max_tokens"),
+                metric("tgi_batch_max_total_tokens"),
+                note="proxy: tokens reserved by the current batch / max total tokens",
+            ),
+        ),
+        "requests_running": (Gauge(metric("tgi_batch_current_size")),),
+        "requests_waiting": (Gauge(metric("tgi_queue_size")),),
+        "prompt_tokens_per_s": (CounterRate(counters("tgi_request_input_length_sum")),),
+        "generation_tokens_per_s": (CounterRate(counters("tgi_request_generated_tokens_sum")),),
+        **latency_signals(
+            "itl",
+            metric("tgi_request_mean_time_per_token_duration"),
+            note="per-request mean time per token, prefill included",
+        ),
+        **latency_signals("e2e", metric("tgi_request_duration")),
+    }
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         info = evidence.get("/info").json

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
+from services.telemetry.normalise import CounterRate, CounterRatio, Gauge, counters, latency_signals, metric
 
 
 @register
@@ -16,6 +17,30 @@ class TritonAdapter(EngineAdapter):
     metrics_format = "prometheus"
     supports_n = False
     metrics_hint = "Metrics are on port 8002 (--allow-metrics, --metrics-port); set the metrics URL."
+    metric_markers = ("nv_inference_", "nv_trt_llm_")
+    # Backend gauges carry a category label; latencies are in ms (histogram) and the
+    # user-facing model is the "ensemble" (else the bare "tensorrt_llm" model).
+    telemetry_signals = {
+        "kv_cache_usage": (
+            Gauge(metric("nv_trt_llm_kv_cache_block_metrics", kv_cache_block_type="fraction"), agg="max"),
+        ),
+        "requests_running": (Gauge(metric("nv_trt_llm_request_metrics", request_type="active")),),
+        "requests_waiting": (Gauge(metric("nv_trt_llm_request_metrics", request_type="waiting")),),
+        "prompt_tokens_per_s": (CounterRate(counters("nv_llm_input_token_len_sum")),),
+        "generation_tokens_per_s": (CounterRate(counters("nv_llm_output_token_len_sum")),),
+        **latency_signals(
+            "ttft",
+            metric("nv_inference_first_response_histogram_ms", 0.001, model="ensemble"),
+            metric("nv_inference_first_response_histogram_ms", 0.001, model="tensorrt_llm"),
+            note="first response (opt-in histogram_latencies=true)",
+        ),
+        "e2e_mean_s": (
+            CounterRatio(
+                (metric("nv_inference_request_duration_us", 1e-6, model="ensemble"),),
+                (metric("nv_inference_request_success", model="ensemble"),),
+            ),
+        ),
+    }
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         body = evidence.get("/v2").json

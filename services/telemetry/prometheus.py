@@ -1,0 +1,188 @@
+"""Prometheus text exposition -> an index of samples, with label aggregation and
+histogram percentiles over a window.
+
+Parsing is prometheus_client's (`text_string_to_metric_families`); this module only picks
+which lines to hand it. Comment lines are dropped, so every sample keeps the exact name it
+was written with: a counter is looked up as `name` or `name_total` (TGI and Triton write
+counters without `_total`; prometheus_client would otherwise append it to typed
+counters), and histograms as `name_bucket` / `name_sum` / `name_count` (vLLM's
+`vllm:iteration_tokens_total` histogram shows why `_total` is never stripped blindly).
+Label names are matched case-insensitively (dcgm-exporter renamed `Hostname` to
+`hostname`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from prometheus_client.parser import text_string_to_metric_families
+
+LabelFilter = tuple[tuple[str, tuple[str, ...]], ...]
+Aggregate = Literal["sum", "max", "mean", "min"]
+
+#: Series that tell a process restart apart from a counter that merely went down.
+RESTART_MARKERS = ("process_start_time_seconds",)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A cumulative histogram: (upper bound, cumulative count) pairs sorted by bound
+    (the last bound is +Inf), plus `_sum` and `_count`."""
+
+    buckets: tuple[tuple[float, float], ...]
+    sum: float
+    count: float
+
+    def minus(self, earlier: Histogram) -> Histogram | None:
+        """This histogram less an earlier reading of the same series: the observations
+        made in between. None when the bucket layout differs (a restart with new buckets)."""
+        if [b for b, _ in self.buckets] != [b for b, _ in earlier.buckets]:
+            return None
+        return Histogram(
+            buckets=tuple((b, c - e) for (b, c), (_, e) in zip(self.buckets, earlier.buckets, strict=True)),
+            sum=self.sum - earlier.sum,
+            count=self.count - earlier.count,
+        )
+
+    def quantile(self, q: float) -> float | None:
+        """Prometheus' `histogram_quantile`: linear interpolation inside the bucket that
+        holds rank q*count; None when the histogram is empty. A rank in the +Inf bucket
+        answers the largest finite bound (the most the histogram can say)."""
+        if not self.buckets:
+            return None
+        total = self.buckets[-1][1]
+        if total <= 0 or math.isnan(total):
+            return None
+        rank = q * total
+        lower_bound, lower_count = 0.0, 0.0
+        for bound, count in self.buckets:
+            if count >= rank:
+                if math.isinf(bound):
+                    return lower_bound if lower_bound > 0 or len(self.buckets) > 1 else None
+                if count == lower_count:
+                    return bound
+                if lower_bound == 0.0 and bound <= 0:
+                    return bound
+                return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+            lower_bound, lower_count = bound, count
+        return lower_bound
+
+    def mean(self) -> float | None:
+        return self.sum / self.count if self.count > 0 else None
+
+
+class Families:
+    """The samples of one scrape, indexed by the exact sample name."""
+
+    def __init__(self, samples: Mapping[str, list[tuple[dict[str, str], float]]] | None = None) -> None:
+        self.samples: dict[str, list[tuple[dict[str, str], float]]] = dict(samples or {})
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.samples
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def names(self) -> list[str]:
+        return sorted(self.samples)
+
+    def add(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+        """Add one sample (used to build Families from JSON metrics)."""
+        self.samples.setdefault(name, []).append(({k.lower(): v for k, v in (labels or {}).items()}, float(value)))
+
+    def select(self, name: str, where: LabelFilter = ()) -> list[tuple[dict[str, str], float]]:
+        rows = self.samples.get(name)
+        if not rows:
+            return []
+        if not where:
+            return rows
+        return [(labels, value) for labels, value in rows if all(labels.get(k) in allowed for k, allowed in where)]
+
+    def gauge(self, name: str, where: LabelFilter = (), agg: Aggregate = "sum") -> float | None:
+        """All series of `name` that match `where`, aggregated (other labels summed away)."""
+        values = [v for _, v in self.select(name, where) if not math.isnan(v)]
+        if not values:
+            return None
+        if agg == "max":
+            return max(values)
+        if agg == "min":
+            return min(values)
+        if agg == "mean":
+            return sum(values) / len(values)
+        return sum(values)
+
+    def counter(self, name: str, where: LabelFilter = ()) -> float | None:
+        for candidate in (name, f"{name}_total"):
+            value = self.gauge(candidate, where)
+            if value is not None:
+                return value
+        return None
+
+    def counter_name(self, name: str) -> str | None:
+        """The spelling under which counter `name` is present, if any."""
+        for candidate in (name, f"{name}_total"):
+            if candidate in self.samples:
+                return candidate
+        return None
+
+    def histogram(self, name: str, where: LabelFilter = ()) -> Histogram | None:
+        """Histogram `name` with every non-filtered label summed away, buckets by bound."""
+        bucket_rows = self.select(f"{name}_bucket", where)
+        if not bucket_rows:
+            return None
+        by_bound: dict[float, float] = {}
+        for labels, value in bucket_rows:
+            bound_text = labels.get("le")
+            if bound_text is None:
+                continue
+            try:
+                bound = float(bound_text)
+            except ValueError:
+                continue
+            by_bound[bound] = by_bound.get(bound, 0.0) + value
+        if not by_bound:
+            return None
+        buckets = tuple(sorted(by_bound.items()))
+        total = self.gauge(f"{name}_sum", where)
+        count = self.gauge(f"{name}_count", where)
+        return Histogram(buckets=buckets, sum=total or 0.0, count=count if count is not None else buckets[-1][1])
+
+    def restart_marker(self) -> float | None:
+        for name in RESTART_MARKERS:
+            value = self.gauge(name, agg="min")
+            if value is not None:
+                return value
+        return None
+
+
+def select_lines(text: str, keep: tuple[str, ...] | None) -> str:
+    """The sample lines whose metric name starts with one of `keep` (all sample lines when
+    None). Choosing lines first keeps parsing cheap: an engine exposes ~600 lines, the
+    normalised signals need ~80."""
+    lines = text.splitlines()
+    if keep is None:
+        kept: Iterable[str] = (line for line in lines if line and not line.startswith("#"))
+    else:
+        kept = (line for line in lines if line.startswith(keep) and "_created" not in line)
+    return "\n".join(kept) + "\n"
+
+
+def parse_text(text: str, keep: tuple[str, ...] | None = None) -> Families:
+    """Parse Prometheus text (only lines starting with `keep` when given) into Families.
+
+    Raises ValueError when prometheus_client cannot parse the text."""
+    families = Families()
+    samples = families.samples
+    for family in text_string_to_metric_families(select_lines(text, keep)):
+        for sample in family.samples:
+            labels = {k.lower(): v for k, v in sample.labels.items()} if sample.labels else {}
+            samples.setdefault(sample.name, []).append((labels, float(sample.value)))
+    return families
+
+
+def parse_typed(text: str) -> list:
+    """The full typed parse (families with HELP/TYPE), for inspection and tests."""
+    return list(text_string_to_metric_families(text))

@@ -1,0 +1,162 @@
+"""Stored telemetry back out of the database, fast: a time window (or a run) of samples as
+a pandas DataFrame with one column per signal.
+
+The query reads three columns through the (source, ts) or (run_id, ts) index and decodes
+the JSON values in one pass; a one-hour window of 12 sources at 1 Hz (43 200 rows) loads in
+well under a second from a week-long table (benchmarks/telemetry_query_window.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timezone
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import String, distinct, select, type_coerce
+
+from db.models import RequestResult, Run, Sample
+from db.session import session_scope
+from services.errors import NotFoundError
+from services.telemetry.signals import not_reported, signal_names
+
+META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")
+
+
+@dataclass
+class SampleWindow:
+    """Samples of a window: `frame` has columns ts (unix s), source, _kind, _label,
+    _error and one float column per signal (NaN: no data or not reported; `not_reported`
+    tells which). `processes` holds the newest per-process GPU memory of each GPU source."""
+
+    frame: pd.DataFrame
+    not_reported: dict[str, dict[str, str]] = field(default_factory=dict)
+    processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted(self.frame["source"].unique()) if len(self.frame) else []
+
+    def source_frame(self, source: str) -> pd.DataFrame:
+        return self.frame[self.frame["source"] == source]
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series(dtype="float64" if name == "ts" else "object") for name in META_COLUMNS})
+
+
+def load_window(
+    start_ts: float | None = None,
+    end_ts: float | None = None,
+    sources: Sequence[str] | None = None,
+    run_id: int | None = None,
+    database_url: str | None = None,
+) -> SampleWindow:
+    """Samples with start_ts <= ts <= end_ts, of `sources` (all when None), of run `run_id`
+    (any run or none when None), ordered by time."""
+    # The JSON is read as text and decoded here in one loop: cheaper than a per-row
+    # result processor, and the same on SQLite and PostgreSQL.
+    query = select(Sample.ts, Sample.source, type_coerce(Sample.values, String))
+    if run_id is not None:
+        query = query.where(Sample.run_id == run_id)
+    if sources is not None:
+        if not sources:
+            return SampleWindow(_empty())
+        query = query.where(Sample.source.in_(list(sources)))
+    if start_ts is not None:
+        query = query.where(Sample.ts >= start_ts)
+    if end_ts is not None:
+        query = query.where(Sample.ts <= end_ts)
+    query = query.order_by(Sample.ts)
+    with session_scope(database_url) as session:
+        rows = session.execute(query).all()
+    if not rows:
+        return SampleWindow(_empty())
+
+    loads = json.loads
+    decoded = [loads(text) if isinstance(text, str) else (text or {}) for _, _, text in rows]
+    processes: dict[str, list[dict[str, Any]]] = {}
+    keys: dict[str, set[str]] = {}
+    first_seen: dict[str, dict[str, Any]] = {}
+    for (_, source, _), values in zip(rows, decoded, strict=True):
+        procs = values.pop("_processes", None)
+        if procs is not None:
+            processes[source] = procs
+        if "_error" not in values:
+            seen = keys.get(source)
+            if seen is None:
+                keys[source] = set(values)
+                first_seen[source] = values
+            elif len(values) > len(seen):
+                seen.update(values)
+    frame = pd.DataFrame.from_records(decoded)
+    frame.insert(0, "ts", [row[0] for row in rows])
+    frame.insert(1, "source", [row[1] for row in rows])
+    for column in ("_kind", "_label", "_error"):
+        if column not in frame.columns:
+            frame[column] = None
+    window = SampleWindow(frame=frame, processes=processes)
+    for source, seen in keys.items():
+        meta = first_seen[source]
+        kind = str(meta.get("_kind") or "openai")
+        label = str(meta.get("_label") or kind)
+        missing = {n: not_reported(label) for n in signal_names("gpu" if kind == "gpu" else "engine") if n not in seen}
+        if missing:
+            window.not_reported[source] = missing
+    return window
+
+
+def list_sources(
+    start_ts: float | None = None, end_ts: float | None = None, run_id: int | None = None
+) -> list[str]:
+    """Sources with samples in the window (or the run)."""
+    query = select(distinct(Sample.source))
+    if run_id is not None:
+        query = query.where(Sample.run_id == run_id)
+    if start_ts is not None:
+        query = query.where(Sample.ts >= start_ts)
+    if end_ts is not None:
+        query = query.where(Sample.ts <= end_ts)
+    with session_scope() as session:
+        return sorted(session.scalars(query))
+
+
+@dataclass
+class RunTelemetry:
+    """A run's telemetry and its requests on one clock: seconds since the run started.
+
+    `window.frame` gains a column `t_s`; `requests` has engine_name, start_s, ttft_s,
+    e2e_s, ok (RequestResult times are already relative to the run start)."""
+
+    run_id: int
+    t0: float
+    window: SampleWindow
+    requests: pd.DataFrame
+
+
+def run_telemetry(run_id: int) -> RunTelemetry:
+    """Everything needed to replay a run's telemetry aligned with its request latencies."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise NotFoundError(f"Run #{run_id} does not exist.")
+        started = run.started_at or run.created_at
+        request_rows = session.execute(
+            select(
+                RequestResult.engine_name,
+                RequestResult.start_s,
+                RequestResult.ttft_s,
+                RequestResult.e2e_s,
+                RequestResult.ok,
+            ).where(RequestResult.run_id == run_id, RequestResult.warmup.is_(False))
+        ).all()
+    window = load_window(run_id=run_id)
+    if started is not None and started.tzinfo is None:
+        started = started.replace(tzinfo=timezone.utc)  # SQLite hands back naive UTC
+    t0 = started.timestamp() if started is not None else (float(window.frame["ts"].min()) if len(window.frame) else 0.0)
+    if len(window.frame):
+        window.frame["t_s"] = window.frame["ts"] - t0
+    requests = pd.DataFrame(request_rows, columns=["engine_name", "start_s", "ttft_s", "e2e_s", "ok"])
+    return RunTelemetry(run_id=run_id, t0=t0, window=window, requests=requests)

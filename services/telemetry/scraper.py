@@ -1,0 +1,300 @@
+"""One HTTP scraper per engine metrics endpoint.
+
+Reads must not be shared out between several scrapers of one server: llama.cpp resets the
+window of its throughput gauges on every read (we use its counters instead) and
+trtllm-serve's JSON /metrics hands each iteration to exactly one reader. So the process
+keeps one `EngineScraper` per endpoint (see `hub`), and everyone asks it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+from services.engines import get_adapter
+from services.engines.base import EngineAdapter
+from services.engines.probe import auth_headers, describe_http_error
+from services.telemetry.normalise import EngineNormaliser, metric_prefixes
+from services.telemetry.prometheus import Families, parse_text
+from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
+from services.telemetry.snapshot import Snapshot
+
+ACCEPT = {"Accept": "text/plain"}  # else prometheus_client may answer OpenMetrics
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class EngineTarget:
+    """What a scraper needs to know about an engine."""
+
+    name: str
+    kind: str
+    metrics_url: str | None
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def source(self) -> str:
+        return f"engine:{self.name}"
+
+    @classmethod
+    def from_record(cls, record: Any) -> EngineTarget:
+        """From a `services.endpoints.EngineRecord`."""
+        return cls(
+            name=record.name,
+            kind=record.kind,
+            metrics_url=record.resolved_metrics_url,
+            base_url=record.base_url,
+            api_key_env=record.api_key_env,
+        )
+
+
+def engine_targets(engine_names: list[str] | tuple[str, ...]) -> list[EngineTarget]:
+    """The registered engines of these names, as scrape targets (NotFoundError if unknown)."""
+    from services.endpoints import get_engine
+
+    return [EngineTarget.from_record(get_engine(name)) for name in engine_names]
+
+
+class EngineScraper:
+    """Scrapes one engine and normalises what it reads; thread-safe (one read at a time)."""
+
+    def __init__(
+        self,
+        target: EngineTarget,
+        *,
+        rate_window_s: float = 10.0,
+        latency_window_s: float = 60.0,
+        timeout_s: float = 2.0,
+        retry_after_s: float = 2.0,
+    ) -> None:
+        self.target = target
+        self.adapter: EngineAdapter = get_adapter(target.kind)
+        self.normaliser = EngineNormaliser(
+            self.adapter.telemetry_signals, self.adapter.label, rate_window_s, latency_window_s
+        )
+        self.keep = metric_prefixes(self.adapter.telemetry_signals)
+        self.url = target.metrics_url
+        self.mode = "json" if self.adapter.metrics_format == "json" else "prometheus"
+        self.json_state: dict[str, Any] = {}
+        self.timeout_s = timeout_s
+        self.retry_after_s = retry_after_s
+        self.lock = threading.Lock()
+        self.last: Snapshot | None = None
+        self._failed_at: float | None = None
+        self._client: httpx2.Client | None = None
+
+    def _http(self) -> httpx2.Client:
+        if self._client is None:
+            self._client = httpx2.Client(
+                timeout=httpx2.Timeout(self.timeout_s, connect=min(self.timeout_s, 1.0)),
+                headers={**ACCEPT, **auth_headers(self.target.api_key_env)},
+                follow_redirects=True,
+            )
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _snapshot(self, ts: float, **fields: Any) -> Snapshot:
+        snapshot = Snapshot(source=self.target.source, kind=self.target.kind, label=self.adapter.label, ts=ts, **fields)
+        self.last = snapshot
+        return snapshot
+
+    def scrape(self, now: float | None = None) -> Snapshot:
+        """Read the endpoint once and return the normalised snapshot (never raises for
+        an engine that is down or answers nonsense: the snapshot carries the error)."""
+        with self.lock:
+            ts = time.time() if now is None else now
+            if not self.url or not self.adapter.telemetry_signals:
+                reason = not_reported(self.adapter.label)
+                if self.adapter.telemetry_signals and not self.url:
+                    reason += " (no metrics URL set)"
+                return self._snapshot(ts, missing=dict.fromkeys(ENGINE_SIGNAL_NAMES, reason))
+            if self._failed_at is not None and ts - self._failed_at < self.retry_after_s and self.last:
+                return self._snapshot(ts, error=self.last.error)  # do not hammer a dead endpoint
+            try:
+                families, marker = self._read()
+            except _ScrapeError as error:
+                self._failed_at = ts
+                return self._snapshot(ts, error=str(error))
+            self._failed_at = None
+            result = self.normaliser.update(families, ts, marker)
+            return self._snapshot(ts, values=result.values, missing=result.missing, notes=result.notes)
+
+    def _get(self, url: str) -> httpx2.Response:
+        try:
+            return self._http().get(url)
+        except httpx2.HTTPError as error:
+            raise _ScrapeError(f"unreachable: {describe_http_error(error)}") from error
+
+    def _read(self) -> tuple[Families, float | None]:
+        assert self.url
+        response = self._get(self.url)
+        if response.status_code == 404 and self.mode == "prometheus" and self._switch_to_json():
+            response = self._get(self.url)
+        if response.status_code in (501, 404) and self.adapter.metrics_hint:
+            raise _ScrapeError(f"metrics endpoint off (HTTP {response.status_code}): {self.adapter.metrics_hint}")
+        if response.status_code in (401, 403):
+            raise _ScrapeError(f"HTTP {response.status_code}: the metrics endpoint wants credentials")
+        if response.status_code != 200:
+            raise _ScrapeError(f"HTTP {response.status_code} from {self.url}")
+        text = response.text
+        if len(text) > MAX_BODY_BYTES:
+            raise _ScrapeError(f"metrics answer too large ({len(text)} characters)")
+        marker = _start_time(response.headers.get("process-start-time-unix"))
+        if self.mode == "json" or text.lstrip()[:1] in ("[", "{"):
+            try:
+                payload = json.loads(text)
+            except ValueError as error:
+                raise _ScrapeError(f"metrics answer is neither Prometheus text nor JSON: {error}") from error
+            self.mode = "json"
+            return self.adapter.telemetry_from_json(payload, self.json_state), marker
+        try:
+            return parse_text(text, self.keep), marker
+        except ValueError as error:
+            raise _ScrapeError(f"could not parse the Prometheus text: {error}") from error
+
+    def _switch_to_json(self) -> bool:
+        """trtllm-serve mounts Prometheus text only with return_perf_metrics; else its JSON
+        /metrics is all there is."""
+        json_path, path = self.adapter.json_metrics_path, self.adapter.metrics_path
+        if not (json_path and path and self.url and self.url.endswith(path)):
+            return False
+        self.url = self.url[: -len(path)] + json_path
+        self.mode = "json"
+        return True
+
+
+class _ScrapeError(Exception):
+    pass
+
+
+def _start_time(header: str | None) -> float | None:
+    try:
+        return float(header) if header else None
+    except ValueError:
+        return None
+
+
+# --- one-off scrapes (`cli.py scrape`) ---------------------------------------------------
+
+DCGM_MARKER = "DCGM_FI_"
+
+
+def kind_from_metrics(text: str) -> str | None:
+    """The engine kind (or "dcgm") whose metric names dominate a scrape; None if unknown.
+    A JSON list is trtllm-serve's iteration stats."""
+    from services.engines import adapters
+
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return "trtllm"
+    markers = [(a.kind, a.metric_markers) for a in adapters() if a.metric_markers]
+    markers.append(("dcgm", (DCGM_MARKER,)))
+    counts: dict[str, int] = {}
+    for line in text.splitlines()[:5000]:
+        if not line or line.startswith("#"):
+            continue
+        for kind, prefixes in markers:
+            if line.startswith(prefixes):
+                counts[kind] = counts.get(kind, 0) + 1
+                break
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+@dataclass
+class ScrapeResult:
+    url: str
+    metrics_url: str
+    kind: str
+    label: str
+    detected_by: str
+    interval_s: float
+    snapshots: list[Snapshot]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "metrics_url": self.metrics_url,
+            "kind": self.kind,
+            "label": self.label,
+            "detected_by": self.detected_by,
+            "interval_s": self.interval_s,
+            "sources": [s.to_json() for s in self.snapshots],
+        }
+
+
+def _fetch_text(url: str, timeout_s: float) -> tuple[int, str]:
+    from services.errors import EngineError
+
+    try:
+        response = httpx2.get(url, headers=ACCEPT, timeout=timeout_s, follow_redirects=True)
+    except httpx2.HTTPError as error:
+        raise EngineError(f"{url}: {describe_http_error(error)}") from error
+    return response.status_code, response.text
+
+
+def scrape_once(url: str, kind: str | None = None, interval_s: float = 1.0, timeout_s: float = 5.0) -> ScrapeResult:
+    """Detect what `url` is (an engine base URL or a metrics URL, or a dcgm-exporter) and
+    read it twice, `interval_s` apart, so windowed signals have a window."""
+    from urllib.parse import urlsplit
+
+    from services.engines import kinds
+    from services.endpoints import normalise_base_url
+    from services.errors import EngineError, ValidationError
+    from services.telemetry.gpu import DcgmSampler
+
+    if interval_s < 0:
+        raise ValidationError("The interval must not be negative.")
+    url = url.strip()
+    if "://" not in url:
+        url = "http://" + url
+    has_path = bool(urlsplit(url).path.strip("/"))
+    detected_by = "given"
+    if kind is not None and kind != "dcgm" and kind not in kinds():
+        raise ValidationError(f"Unknown kind {kind!r}; known: dcgm, {', '.join(kinds())}.")
+    if kind is None and not has_path:
+        from services.engines.probe import probe
+
+        result = probe(normalise_base_url(url), timeout_s=timeout_s)
+        if result.ok or result.state == "unhealthy":
+            kind, detected_by = result.kind, "probe"
+    if kind is None:
+        metrics_url = url if has_path else url.rstrip("/") + "/metrics"
+        status, text = _fetch_text(metrics_url, timeout_s)
+        if status != 200:
+            raise EngineError(f"{metrics_url} answered HTTP {status}; give the metrics URL, or --kind.")
+        kind = kind_from_metrics(text)
+        if kind is None:
+            raise EngineError(f"{metrics_url} answers, but no known engine's or dcgm-exporter's metric names are in it.")
+        detected_by = "metrics"
+    if kind == "dcgm":
+        sampler = DcgmSampler(url)
+        first = sampler.sample()
+        if sampler.error:
+            raise EngineError(sampler.error)
+        return ScrapeResult(url, sampler.url, "dcgm", "dcgm-exporter", detected_by, 0.0, first)
+    adapter = get_adapter(kind)
+    metrics_url = url if has_path else (url.rstrip("/") + adapter.metrics_path if adapter.metrics_path else "")
+    target = EngineTarget(name=urlsplit(url).netloc, kind=kind, metrics_url=metrics_url or None, base_url=None)
+    scraper = EngineScraper(target, rate_window_s=max(interval_s, 0.001), timeout_s=timeout_s)
+    try:
+        snapshot = scraper.scrape()
+        if snapshot.error:
+            raise EngineError(f"{scraper.url}: {snapshot.error}")
+        if interval_s > 0 and adapter.telemetry_signals and scraper.url:
+            time.sleep(interval_s)
+            snapshot = scraper.scrape()
+            if snapshot.error:
+                raise EngineError(f"{scraper.url}: {snapshot.error}")
+    finally:
+        scraper.close()
+    return ScrapeResult(url, scraper.url or "", kind, adapter.label, detected_by, interval_s, [snapshot])

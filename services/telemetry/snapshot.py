@@ -1,0 +1,117 @@
+"""`Snapshot`: one reading of one source (an engine or a GPU) at one time, and the form
+it takes in the database (`db.models.Sample.values`).
+
+Row format (a JSON object): each signal the source exposes maps to a number, or to null
+when it is exposed but had no data in the window; signals the source does not expose are
+left out. Keys starting with "_" are metadata: `_kind` (engine kind or "gpu"), `_label`
+(what "not reported by ..." names), `_error` (why the source could not be read; no
+signals then) and, for GPUs, `_processes` (per-process GPU memory).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.telemetry.signals import SourceGroup, not_reported, signal_names
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One signal of one snapshot: a value, or None and the reason."""
+
+    value: float | None
+    reason: str | None = None
+    note: str | None = None
+
+
+def _compact(value: float | None) -> float | None:
+    # Six significant digits: the rows stay small and nothing plotted loses precision.
+    if value is None or math.isnan(value) or math.isinf(value):
+        return None
+    return float(f"{value:.6g}")
+
+
+@dataclass
+class Snapshot:
+    source: str
+    kind: str
+    label: str
+    ts: float
+    values: dict[str, float | None] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    processes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def group(self) -> SourceGroup:
+        return "gpu" if self.kind == "gpu" else "engine"
+
+    def reading(self, signal: str) -> Reading:
+        if signal in self.values:
+            value = self.values[signal]
+            reason = None if value is not None else "no data in the window"
+            return Reading(value, reason, self.notes.get(signal))
+        if self.error:
+            return Reading(None, self.error)
+        return Reading(None, self.missing.get(signal) or not_reported(self.label))
+
+    def to_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {name: _compact(value) for name, value in self.values.items()}
+        row["_kind"] = self.kind
+        row["_label"] = self.label
+        if self.error:
+            row["_error"] = self.error
+        if self.processes:
+            row["_processes"] = self.processes
+        return row
+
+    @classmethod
+    def from_row(cls, source: str, ts: float, row: dict[str, Any]) -> Snapshot:
+        kind = str(row.get("_kind") or "openai")
+        label = str(row.get("_label") or kind)
+        error = row.get("_error")
+        values = {k: (None if v is None else float(v)) for k, v in row.items() if not k.startswith("_")}
+        group: SourceGroup = "gpu" if kind == "gpu" else "engine"
+        missing = {} if error else {name: not_reported(label) for name in signal_names(group) if name not in values}
+        return cls(
+            source=source,
+            kind=kind,
+            label=label,
+            ts=ts,
+            values=values,
+            missing=missing,
+            error=error,
+            processes=list(row.get("_processes") or []),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The `scrape --json` / API form: every signal of the source's group with its
+        value, unit and, when there is no value, the reason."""
+        from services.telemetry.signals import SIGNALS
+
+        signals: dict[str, Any] = {}
+        for name in signal_names(self.group) + tuple(n for n in self.values if n not in SIGNALS):
+            reading = self.reading(name)
+            entry: dict[str, Any] = {"value": reading.value, "unit": SIGNALS[name].unit if name in SIGNALS else ""}
+            if reading.value is None:
+                entry["status"] = "no_data" if name in self.values else "not_reported"
+                entry["reason"] = reading.reason
+            else:
+                entry["status"] = "ok"
+            if reading.note:
+                entry["note"] = reading.note
+            signals[name] = entry
+        payload: dict[str, Any] = {
+            "source": self.source,
+            "kind": self.kind,
+            "label": self.label,
+            "ts": self.ts,
+            "error": self.error,
+            "signals": signals,
+        }
+        if self.group == "gpu":
+            payload["processes"] = self.processes
+        return payload
