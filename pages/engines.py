@@ -17,7 +17,7 @@ STATE_ICONS = {
     "auth_required": ":material/lock:",
     "not_openai": ":material/help:",
 }
-LOCAL_ICONS = {"running": "🟢", "starting": "🟡", "stopped": "⚪", "failed": "🔴", "not_installed": "⚪"}
+LOCAL_ICONS = {"running": ":green[●]", "starting": ":orange[●]", "stopped": ":gray[●]", "failed": ":red[●]", "not_installed": ":gray[○]"}
 
 st.title("Engines")
 st.caption("Every endpoint you compare, benchmark or watch. API keys stay in environment variables: "

@@ -156,7 +156,7 @@ def add_engine(
         return _record(row)
 
 
-def update_engine(name: str, **changes: Any) -> EngineRecord:
+def update_engine(name: str, /, **changes: Any) -> EngineRecord:
     """Change fields of an engine (name, base_url, kind, model, api_key_env, metrics_url, info)."""
     allowed = {"name", "base_url", "kind", "model", "api_key_env", "metrics_url", "info", "local_id"}
     unknown = set(changes) - allowed

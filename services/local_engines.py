@@ -252,6 +252,11 @@ def install(backends: Iterable[str] = ("llamacpp", "vllm"), log: Callable[[str],
 # ---------------------------------------------------------------- state
 
 
+def _key(spec: LocalEngineSpec) -> str:
+    # Keyed by port too: engines moved with SHOOTOUT_LOCAL_PORT_BASE are other processes.
+    return f"{spec.id}@{spec.port}"
+
+
 def _state_file() -> Path:
     return state_dir() / "state.json"
 
@@ -318,7 +323,7 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
     state = _read_state()
     result = []
     for spec in chosen:
-        entry = state.get(spec.id, {})
+        entry = state.get(_key(spec), {})
         url = f"http://127.0.0.1:{spec.port}"
         pid = entry.get("pid")
         installed = is_installed(spec.backend)
@@ -384,7 +389,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
     spec = get_spec(engine_id)
     with _state_lock:
         state = _read_state()
-        entry = state.get(spec.id, {})
+        entry = state.get(_key(spec), {})
         if _pid_alive(entry.get("pid")):
             current = status(spec.id)[0]
         else:
@@ -394,7 +399,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
                     "Stop that program, or move all local engines with SHOOTOUT_LOCAL_PORT_BASE=<port>."
                 )
             command, extra_env = _command(spec)
-            log_path = state_dir() / f"{spec.id}.log"
+            log_path = state_dir() / f"{spec.id}-{spec.port}.log"
             with open(log_path, "ab") as log:
                 log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
                 log.flush()
@@ -407,7 +412,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
                     start_new_session=True,
                     cwd=str(state_dir()),
                 )
-            state[spec.id] = {"pid": process.pid, "port": spec.port, "log": str(log_path), "started": time.time()}
+            state[_key(spec)] = {"pid": process.pid, "port": spec.port, "log": str(log_path), "started": time.time()}
             _write_state(state)
             current = status(spec.id)[0]
     if register:
@@ -425,8 +430,8 @@ def wait_healthy(engine_id: str, timeout_s: float) -> LocalEngineStatus:
         if current.status == "running":
             return current
         if current.status != "starting":
-            tail = _log_tail(_read_state().get(spec.id, {}).get("log"))
-            _mark_failed(spec.id, "exited during start-up")
+            tail = _log_tail(_read_state().get(_key(spec), {}).get("log"))
+            _mark_failed(spec, "exited during start-up")
             raise EngineError(f"{spec.id} exited during start-up. Last lines of its log:\n{tail}")
         if time.monotonic() > deadline:
             tail = _log_tail(current.log_file)
@@ -434,12 +439,12 @@ def wait_healthy(engine_id: str, timeout_s: float) -> LocalEngineStatus:
         time.sleep(1.0)
 
 
-def _mark_failed(engine_id: str, reason: str) -> None:
+def _mark_failed(spec: LocalEngineSpec, reason: str) -> None:
     with _state_lock:
         state = _read_state()
-        entry = state.get(engine_id, {})
+        entry = state.get(_key(spec), {})
         entry.update({"pid": None, "failed": reason})
-        state[engine_id] = entry
+        state[_key(spec)] = entry
         _write_state(state)
 
 
@@ -448,11 +453,11 @@ def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
     spec = get_spec(engine_id)
     with _state_lock:
         state = _read_state()
-        entry = state.get(spec.id, {})
+        entry = state.get(_key(spec), {})
         pid = entry.get("pid")
         if _pid_alive(pid):
             _terminate_group(pid, timeout_s)
-        state[spec.id] = {k: v for k, v in entry.items() if k in ("log", "port")}
+        state[_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
         _write_state(state)
     return status(spec.id)[0]
 

@@ -37,7 +37,7 @@ from tests.support.fixtures import scripted_server  # noqa: E402,F401  (the scri
 
 
 @pytest.fixture(scope="session")
-def _local_engines_up() -> Iterator[list]:
+def local_engines_running() -> Iterator[list]:
     """Start the real local engines once per test session (installing them when missing).
     Engines already running are reused and left running; those this fixture started are
     stopped at the end. A failure to start is a test failure, never a skip."""
@@ -52,9 +52,43 @@ def _local_engines_up() -> Iterator[list]:
 
 
 @pytest.fixture
-def local_engines(_local_engines_up: list, db_url: str) -> list:
+def local_engines(local_engines_running: list, db_url: str) -> list:
     """The three local engines, running and registered in this test's database.
     Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu, llamacpp-1slot)."""
     from services import local_engines as service
 
     return [service.register_engine(spec) for spec in service.specs()]
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh database on the PostgreSQL server that test.sh starts
+    (SHOOTOUT_TEST_POSTGRES_URL). Missing server: the test fails, it is not skipped."""
+    import os
+    import uuid
+
+    import sqlalchemy as sa
+
+    server_url = os.environ.get("SHOOTOUT_TEST_POSTGRES_URL")
+    assert server_url, "SHOOTOUT_TEST_POSTGRES_URL is not set: run the tests with ./test.sh (it starts PostgreSQL)"
+    name = f"shootout_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.engine.make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    yield url
+    from db.session import dispose_all
+
+    dispose_all()
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_db_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """The same test on SQLite and on PostgreSQL (services read it through get_settings())."""
+    url = request.getfixturevalue("db_url") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", url)
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(tmp_path))
+    return url

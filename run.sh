@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One command on a fresh machine: install the app and the local engines, start the
+# engines, open the app at http://localhost:8501. Ctrl-C stops the app; the engines keep
+# running until `.venv/bin/python cli.py local down`.
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Shootout needs Python 3.11 or newer")'
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt
+.venv/bin/python cli.py local up
+echo "Shootout: http://localhost:${SHOOTOUT_PORT:-8501}"
+exec .venv/bin/python -m streamlit run app.py \
+  --server.address "${SHOOTOUT_ADDRESS:-127.0.0.1}" --server.port "${SHOOTOUT_PORT:-8501}" \
+  --server.headless true --browser.gatherUsageStats false

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Debian packages the tests need: Chromium (browser tests) and PostgreSQL (database tests).
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "installing ${missing[*]} from Debian" >&2
+$SUDO apt-get update -qq >&2
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs what the tests need (Chromium and
+# PostgreSQL from Debian, the app's packages, the real local engines), starts PostgreSQL
+# and the engines, runs pytest. Extra arguments go to pytest. Nothing is skipped: a
+# missing engine, browser or database fails the run.
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON=${PYTHON:-python3}
+scripts/system_packages.sh
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt
+.venv/bin/python cli.py local install
+eval "$(scripts/postgres.sh start)"
+trap 'scripts/postgres.sh stop >/dev/null 2>&1 || true' EXIT
+.venv/bin/python -m pytest -p no:cacheprovider "$@"

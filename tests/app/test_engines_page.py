@@ -1,0 +1,39 @@
+"""The Engines page in AppTest: lists engines, reports bad input without a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from services import endpoints
+from tests.conftest import REPO_ROOT
+
+
+def engines_page() -> AppTest:
+    return AppTest.from_file(str(REPO_ROOT / "pages" / "engines.py"), default_timeout=60)
+
+
+def test_empty_registry(db_url: str) -> None:
+    at = engines_page().run()
+    assert not at.exception
+    assert any("No engines yet" in i.value for i in at.info)
+
+
+def test_add_form_rejects_bad_url(db_url: str) -> None:
+    at = engines_page().run()
+    at.text_input(key="add_name").set_value("x")
+    at.text_input(key="add_url").set_value("ftp://nowhere")
+    submit = next(b for b in at.get("button") if getattr(b, "label", "") == "Probe and add")
+    submit.click().run()
+    assert not at.exception
+    assert any("Unsupported URL scheme" in e.value for e in at.error)
+    assert endpoints.list_engines() == []
+
+
+@pytest.mark.engines
+def test_lists_local_engines(local_engines) -> None:  # type: ignore[no-untyped-def]
+    at = engines_page().run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    for name in ("llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"):
+        assert name in text

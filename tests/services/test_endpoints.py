@@ -1,0 +1,74 @@
+"""The stored list of endpoints: validation, duplicates, edits, and no key ever stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from services import endpoints
+from services.errors import ConflictError, NotFoundError, ValidationError
+
+
+def test_add_list_get_remove(any_db_url: str) -> None:
+    record = endpoints.add_engine("vllm-a", "http://gpu-box:8000/v1/", kind="vllm", model="m", api_key_env="VLLM_KEY")
+    assert record.base_url == "http://gpu-box:8000"
+    assert record.resolved_metrics_url == "http://gpu-box:8000/metrics"
+    assert [r.name for r in endpoints.list_engines()] == ["vllm-a"]
+    assert endpoints.get_engine("vllm-a").api_key_env == "VLLM_KEY"
+    endpoints.remove_engine("vllm-a")
+    assert endpoints.list_engines() == []
+    with pytest.raises(NotFoundError):
+        endpoints.get_engine("vllm-a")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("localhost:8080", "http://localhost:8080"),
+        ("https://api.example.com/v1", "https://api.example.com"),
+        ("http://host:9000/prefix/v1/", "http://host:9000/prefix"),
+    ],
+)
+def test_url_normalisation(url: str, expected: str) -> None:
+    assert endpoints.normalise_base_url(url) == expected
+
+
+@pytest.mark.parametrize("url", ["", "ftp://x", "http://", "http://host:notaport", "http://h/?q=1"])
+def test_bad_urls_are_rejected_with_a_message(url: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        endpoints.normalise_base_url(url)
+    assert str(caught.value)
+
+
+def test_duplicate_name_is_a_conflict_and_keeps_the_first(db_url: str) -> None:
+    endpoints.add_engine("one", "http://a:1")
+    with pytest.raises(ConflictError, match="exists already"):
+        endpoints.add_engine("one", "http://b:2")
+    assert endpoints.get_engine("one").base_url == "http://a:1"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "key_env"),
+    [("bad name!", "openai", None), ("ok", "nosuchkind", None), ("ok", "openai", "sk-abc123 not a name")],
+)
+def test_invalid_fields(db_url: str, name: str, kind: str, key_env: str | None) -> None:
+    with pytest.raises(ValidationError):
+        endpoints.add_engine(name, "http://a:1", kind=kind, api_key_env=key_env)
+
+
+def test_update_and_rename(db_url: str) -> None:
+    endpoints.add_engine("a", "http://a:1")
+    endpoints.add_engine("b", "http://b:1")
+    with pytest.raises(ConflictError):
+        endpoints.update_engine("a", name="b")
+    updated = endpoints.update_engine("a", name="c", kind="llamacpp", metrics_url="http://a:8002/metrics")
+    assert (updated.name, updated.kind, updated.resolved_metrics_url) == ("c", "llamacpp", "http://a:8002/metrics")
+
+
+def test_api_key_value_is_never_stored(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SECRET_KEY_VAR", "sk-live-do-not-store-4242")
+    endpoints.add_engine("secret", "http://a:1", api_key_env="SECRET_KEY_VAR")
+    from db.session import dispose_all
+
+    dispose_all()
+    for path in tmp_path.glob("shootout.db*"):
+        assert b"sk-live-do-not-store-4242" not in path.read_bytes()

@@ -1,0 +1,62 @@
+"""The local engines launcher on real llama.cpp: start, health, register, stop; and its
+failures in plain words (port taken, engines not installed, unknown id)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from services import endpoints, local_engines
+from services.errors import EngineError, ValidationError
+
+pytestmark = pytest.mark.engines
+
+
+def test_status_of_the_running_engines(local_engines_running) -> None:  # type: ignore[no-untyped-def]
+    statuses = {s.id: s for s in local_engines.status()}
+    assert set(statuses) == {"llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"}
+    for status in statuses.values():
+        assert status.status == "running", status.message
+        assert status.pid and status.log_file
+
+
+def test_start_stop_cycle_on_other_ports(local_engines_running, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A second llama.cpp (ports moved by SHOOTOUT_LOCAL_PORT_BASE) starts, registers,
+    answers /health, and stops cleanly, without touching the shared engines."""
+    monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18181")
+    started = local_engines.start("llamacpp-1slot", wait=True)
+    try:
+        assert started.status == "running" and started.port == 18183
+        assert endpoints.get_engine("llamacpp-1slot").base_url == "http://127.0.0.1:18183"
+    finally:
+        stopped = local_engines.stop("llamacpp-1slot")
+    assert stopped.status == "stopped"
+    assert not local_engines._pid_alive(started.pid)
+    monkeypatch.delenv("SHOOTOUT_LOCAL_PORT_BASE")
+    assert local_engines.status("llamacpp-1slot")[0].status == "running"  # the shared one is untouched
+
+
+def test_port_taken_is_a_clear_error(local_engines_running, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", str(port - 2))  # llamacpp-1slot = base + 2
+        with pytest.raises(EngineError, match=f"Port {port} is taken"):
+            local_engines.start("llamacpp-1slot")
+
+
+def test_missing_install_is_a_clear_error(db_url, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18281")
+    assert local_engines.status("vllm-cpu")[0].status == "not_installed"
+    with pytest.raises(EngineError, match="not installed"):
+        local_engines.start("llamacpp-4slot")
+    with pytest.raises(EngineError, match="model is missing"):
+        local_engines.start("vllm-cpu")
+
+
+def test_unknown_engine_id() -> None:
+    with pytest.raises(ValidationError, match="llamacpp-4slot"):
+        local_engines.get_spec("rm -rf /")
