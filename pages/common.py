@@ -10,8 +10,22 @@ from services import endpoints
 from services.config import get_settings
 
 
+def _oidc_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file at all
+        return False
+
+
 def password_gate() -> bool:
-    """With SHOOTOUT_PASSWORD set, nothing renders until the viewer types it."""
+    """Team servers: Streamlit's OIDC login when `[auth]` is in .streamlit/secrets.toml,
+    else SHOOTOUT_PASSWORD when set; nothing renders until the viewer passes."""
+    if _oidc_configured():
+        if st.user.is_logged_in:
+            return True
+        st.title("Shootout")
+        st.button("Log in", on_click=st.login, type="primary")
+        return False
     password = get_settings().password
     if not password or st.session_state.get("auth_ok"):
         return True

@@ -51,12 +51,14 @@ def test_bad_input_exits_non_zero_without_traceback(db_url: str) -> None:
 
 @pytest.mark.engines
 def test_probe_and_status_json(local_engines_running, db_url: str) -> None:  # type: ignore[no-untyped-def]
-    probe = cli("engines", "probe", "http://127.0.0.1:8081", "--json")
+    from services.local_engines import get_spec
+
+    probe = cli("engines", "probe", f"http://127.0.0.1:{get_spec('llamacpp-4slot').port}", "--json")
     assert probe.returncode == 0
     assert json.loads(probe.stdout)["kind"] == "llamacpp"
     status = cli("local", "status", "--json")
     assert status.returncode == 0
     assert {s["id"]: s["status"] for s in json.loads(status.stdout)} == {
         "llamacpp-4slot": "running", "vllm-cpu": "running", "llamacpp-1slot": "running"}
-    added = cli("engines", "add", "auto", "http://127.0.0.1:8082", "--json")
+    added = cli("engines", "add", "auto", f"http://127.0.0.1:{get_spec('vllm-cpu').port}", "--json")
     assert json.loads(added.stdout)["model"] == "smollm2"

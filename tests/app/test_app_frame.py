@@ -1,0 +1,29 @@
+"""The frame (app.py): navigation to every page, and the shared password gate."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import REPO_ROOT
+
+APP = str(REPO_ROOT / "app.py")
+
+
+def test_default_page_renders(db_url: str) -> None:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert at.title[0].value == "Playground"
+
+
+def test_password_gate(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOOTOUT_PASSWORD", "s3cret-team")
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Shootout"]  # no page behind the gate
+    at.text_input(key="auth_password").set_value("wrong").run()
+    assert any("Wrong password" in e.value for e in at.error)
+    assert [t.value for t in at.title] == ["Shootout"]
+    at.text_input(key="auth_password").set_value("s3cret-team").run()
+    assert not at.exception
+    assert "Playground" in [t.value for t in at.title]
