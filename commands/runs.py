@@ -1,10 +1,266 @@
-"""`python cli.py runs`: not built yet (its issue fills it)."""
+"""`python cli.py runs|export|import`: the run history from the command line.
+
+    runs list [filters]          runs show RUN        runs compare RUN RUN ...
+    runs note RUN TEXT           runs tag RUN --add T --remove T
+    runs archive RUN [--undo]    runs delete RUN --yes
+    export RUN [RUN ...] --format csv|json|html [-o PATH]
+    import FILE [--format vllm|sglang|aiperf|guidellm|shootout] [--engine-name NAME] [--tag T]
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+
+from services import importers, reports, runs
+from services.errors import ValidationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("runs", help="(coming)")
-    parser.set_defaults(handler=lambda args: (print("not built yet"), 2)[1])
+    _register_runs(subparsers)
+    _register_export(subparsers)
+    _register_import(subparsers)
+
+
+def _register_runs(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("runs", help="list, show, compare, annotate, archive and delete stored runs")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", help="stored runs, newest first")
+    listing.add_argument("--kind", action="append", choices=runs.RUN_KINDS, help="repeat for several kinds")
+    listing.add_argument("--engine")
+    listing.add_argument("--model")
+    listing.add_argument("--workload")
+    listing.add_argument("--tag")
+    listing.add_argument("--since", type=date.fromisoformat, help="YYYY-MM-DD")
+    listing.add_argument("--until", type=date.fromisoformat, help="YYYY-MM-DD")
+    listing.add_argument("--search", help="text in the name or notes")
+    listing.add_argument("--archived", choices=("hide", "include", "only"), default="hide")
+    listing.add_argument("--page", type=int, default=1)
+    listing.add_argument("--limit", type=int, default=50, help="runs per page (at most 500)")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_list)
+
+    show = actions.add_parser("show", help="one run: details and its engines' numbers")
+    show.add_argument("run", type=int)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=_show)
+
+    compare = actions.add_parser("compare", help="percentile table and verdicts for runs")
+    compare.add_argument("runs", nargs="+", help="run numbers (12 13 or 12,13)")
+    compare.add_argument("--baseline", help="series key (12:vllm) or run number; default: the first")
+    compare.add_argument("--json", action="store_true")
+    compare.set_defaults(handler=_compare)
+
+    note = actions.add_parser("note", help="replace a run's notes")
+    note.add_argument("run", type=int)
+    note.add_argument("text")
+    note.set_defaults(handler=_note)
+
+    tag = actions.add_parser("tag", help="add or remove tags")
+    tag.add_argument("run", type=int)
+    tag.add_argument("--add", action="append", default=[])
+    tag.add_argument("--remove", action="append", default=[])
+    tag.set_defaults(handler=_tag)
+
+    archive = actions.add_parser("archive", help="hide a run from the default list (keeps everything)")
+    archive.add_argument("run", type=int)
+    archive.add_argument("--undo", action="store_true", help="bring it back")
+    archive.set_defaults(handler=_archive)
+
+    remove = actions.add_parser("delete", help="delete a run and all its rows (asks unless --yes)")
+    remove.add_argument("run", type=int)
+    remove.add_argument("--yes", action="store_true", help="do not ask")
+    remove.set_defaults(handler=_delete)
+
+
+def _register_export(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("export", help="write a run as CSV, JSON or a self-contained HTML report")
+    parser.add_argument("runs", nargs="+", help="run number; several runs (html only) give a comparison report")
+    parser.add_argument("--format", choices=tuple(reports.EXPORT_FORMATS), default="json")
+    parser.add_argument("-o", "--output", help="file to write (default: shootout-run-N.FORMAT here; - for stdout)")
+    parser.add_argument("--baseline", help="comparison baseline (series key or run number)")
+    parser.add_argument("--json", action="store_true", help="print what was written as JSON")
+    parser.set_defaults(handler=_export)
+
+
+def _register_import(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "import", help="import results of vllm bench serve, SGLang bench_serving, AIPerf, GuideLLM or Shootout JSON"
+    )
+    parser.add_argument("file")
+    parser.add_argument("--format", choices=tuple(importers.IMPORTERS), help="skip detection")
+    parser.add_argument("--engine-name", help="name the engine (default: from the file)")
+    parser.add_argument("--name", help="run name (default: tool and file name)")
+    parser.add_argument("--tag", action="append", default=[])
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=_import)
+
+
+def _print_json(payload: object) -> None:
+    from cli import print_json
+
+    print_json(payload)
+
+
+def _list(args: argparse.Namespace) -> int:
+    filters = runs.RunFilter(
+        kinds=tuple(args.kind or ()),
+        engine=args.engine,
+        model=args.model,
+        workload=args.workload,
+        tag=args.tag,
+        since=args.since,
+        until=args.until,
+        text=args.search,
+        archived=args.archived,
+    )
+    page = runs.list_runs(filters, page=args.page, page_size=args.limit)
+    if args.json:
+        _print_json({"total": page.total, "page": page.page, "pages": page.pages, "runs": [asdict(i) for i in page.items]})
+        return 0
+    if not page.items:
+        print("no runs match")
+        return 0
+    for item in page.items:
+        tags = f" [{', '.join(item.tags)}]" if item.tags else ""
+        archived = " (archived)" if item.archived else ""
+        print(
+            f"#{item.id:<6} {item.created_at:%Y-%m-%d %H:%M}  {item.kind:<10} {item.status:<21} "
+            f"{item.name or '-'}{tags}{archived}"
+        )
+        if item.headline:
+            print(f"         {item.headline}")
+    print(f"page {page.page} of {page.pages} ({page.total} runs)")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    detail = runs.get_run(args.run)
+    comparison = None
+    if detail.summary.get("engines") or detail.request_count:
+        comparison = runs.compare_runs([detail.id])
+    if args.json:
+        payload = asdict(detail)
+        if comparison is not None:
+            payload["table"] = reports.comparison_table(comparison).to_dict(orient="records")
+        _print_json(payload)
+        return 0
+    print(f"{detail.label}  ({detail.kind}, {detail.status}, {detail.created_at:%Y-%m-%d %H:%M} UTC)")
+    print(f"engines: {', '.join(detail.engine_names) or '-'}   model: {detail.model or '-'}   workload: {detail.workload or '-'}")
+    print(f"tags: {', '.join(detail.tags) or '-'}   requests stored: {detail.request_count}")
+    if len(detail.repeat_ids) > 1:
+        print(f"repeated runs of this setup: {', '.join('#' + str(i) for i in detail.repeat_ids)}")
+    if detail.notes:
+        print(f"notes: {detail.notes}")
+    if detail.error:
+        print(f"error: {detail.error}")
+    if comparison is not None:
+        print()
+        print(reports.comparison_table(comparison).to_string(index=False))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    ids = runs.parse_run_ids(args.runs)
+    comparison = runs.compare_runs(ids, args.baseline)
+    table = reports.comparison_table(comparison)
+    if args.json:
+        _print_json(
+            {
+                "runs": list(comparison.run_ids),
+                "baseline": comparison.baseline_series.key,
+                "series": [s.key for s in comparison.series],
+                "table": table.to_dict(orient="records"),
+                "verdicts": [
+                    {"metric": v.metric, "text": v.text, "winner": v.winner, "factor": v.factor, "noise": v.noise.status}
+                    for v in comparison.verdicts
+                ],
+            }
+        )
+        return 0
+    print(table.to_string(index=False))
+    if comparison.verdicts:
+        print()
+        for verdict in comparison.verdicts:
+            print(f"- {verdict.text}")
+    return 0
+
+
+def _note(args: argparse.Namespace) -> int:
+    runs.update_run(args.run, notes=args.text)
+    print(f"notes of run #{args.run} saved")
+    return 0
+
+
+def _tag(args: argparse.Namespace) -> int:
+    if not args.add and not args.remove:
+        raise ValidationError("Give --add TAG and/or --remove TAG.")
+    detail = runs.get_run(args.run)
+    tags = [t for t in detail.tags if t not in set(args.remove)] + list(args.add)
+    detail = runs.update_run(args.run, tags=tags)
+    print(f"tags of run #{args.run}: {', '.join(detail.tags) or '(none)'}")
+    return 0
+
+
+def _archive(args: argparse.Namespace) -> int:
+    runs.set_archived(args.run, not args.undo)
+    print(f"run #{args.run} {'brought back' if args.undo else 'archived'}")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    detail = runs.get_run(args.run)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise ValidationError(f"Deleting run #{args.run} needs --yes when not asked interactively.")
+        answer = input(
+            f"Delete run {detail.label} with {detail.request_count} request rows, "
+            f"{detail.exchange_count} exchanges and {detail.sample_count} samples? Type the run number to confirm: "
+        )
+        if answer.strip().lstrip("#") != str(args.run):
+            print("not deleted")
+            return 1
+    result = runs.delete_run(args.run)
+    print(f"run #{result.run_id} deleted ({result.requests} request rows, {result.exchanges} exchanges, {result.samples} samples)")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    ids = runs.parse_run_ids(args.runs)
+    if len(ids) > 1:
+        if args.format != "html":
+            raise ValidationError("Several runs export only as an HTML comparison report: add --format html.")
+        exported = reports.export_comparison(ids, args.baseline)
+    else:
+        exported = reports.export_run(ids[0], args.format)
+    if args.output == "-":
+        sys.stdout.buffer.write(exported.data)
+        return 0
+    path = Path(args.output or exported.filename)
+    try:
+        path.write_bytes(exported.data)
+    except OSError as error:
+        raise ValidationError(f"Cannot write {path}: {error.strerror or error}.") from error
+    if args.json:
+        _print_json({"path": str(path.resolve()), "bytes": len(exported.data), "format": args.format, "runs": ids})
+    else:
+        print(f"wrote {path} ({len(exported.data):,} bytes)")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    result = importers.import_file(
+        Path(args.file), tool=args.format, engine_name=args.engine_name, name=args.name, tags=args.tag
+    )
+    if args.json:
+        _print_json(asdict(result))
+        return 0
+    ids = ", ".join(f"#{run_id}" for run_id in result.run_ids)
+    print(f"imported {args.file} as {result.label}: run {ids} ({result.requests} request rows)")
+    for warning in result.warnings:
+        print(f"note: {warning}")
+    return 0

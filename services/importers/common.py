@@ -1,0 +1,312 @@
+"""What every importer shares: the parsed file, the run it produces, unit and
+statistics helpers that map another tool's numbers onto our engine summary format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from services.errors import ValidationError
+from services.runs import distribution
+
+#: Per-request row fields, as RequestResult columns.
+REQUEST_FIELDS = (
+    "engine_name",
+    "index",
+    "warmup",
+    "ok",
+    "scheduled_s",
+    "start_s",
+    "ttft_s",
+    "e2e_s",
+    "tpot_s",
+    "itl_s",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "finish_reason",
+    "error_class",
+    "error",
+    "extra",
+)
+
+
+@dataclass
+class SourceFile:
+    """An uploaded or local file, parsed as far as its format allows."""
+
+    name: str
+    text: str
+    path: Path | None = None
+    #: The whole file as one JSON document, when it is one.
+    document: Any = None
+    #: One JSON value per non-empty line, when every line is one (JSONL, vLLM --append-result).
+    lines: list[Any] | None = None
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        """Every top-level JSON object: the document, or each line."""
+        if isinstance(self.document, dict):
+            return [self.document]
+        if isinstance(self.document, list):
+            return [item for item in self.document if isinstance(item, dict)]
+        return [item for item in (self.lines or []) if isinstance(item, dict)]
+
+    def csv_rows(self) -> list[list[str]]:
+        return list(csv.reader(io.StringIO(self.text)))
+
+
+@dataclass
+class ImportedRun:
+    """A run read from another tool's file, in our own shapes, not yet stored."""
+
+    tool: str
+    name: str
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    engines: list[dict[str, Any]]
+    model: str | None = None
+    workload: str | None = None
+    kind: str = "import"
+    status: str = "finished"
+    notes: str = ""
+    tags: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: Comma-joined engine names when they are not simply the snapshots' names.
+    explicit_engine_names: str | None = None
+
+    @property
+    def engine_names(self) -> str:
+        if self.explicit_engine_names is not None:
+            return self.explicit_engine_names
+        return ",".join(str(engine.get("name")) for engine in self.engines if engine.get("name"))
+
+
+def read_source(data: bytes | str, name: str, path: Path | None = None) -> SourceFile:
+    """Decode and parse as JSON, else as JSON lines; anything else stays text (CSV)."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ValidationError(f"{name} is not UTF-8 text; results files are JSON, JSONL or CSV.") from None
+    else:
+        text = data
+    if not text.strip():
+        raise ValidationError(f"{name} is empty.")
+    source = SourceFile(name=name, text=text, path=path)
+    try:
+        # Python's json accepts the bare Infinity/NaN that SGLang writes for an unlimited rate.
+        source.document = json.loads(text)
+        return source
+    except json.JSONDecodeError:
+        pass
+    lines = [line for line in text.splitlines() if line.strip()]
+    try:
+        source.lines = [json.loads(line) for line in lines]
+    except json.JSONDecodeError:
+        source.lines = None
+    return source
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None (bools, text, NaN and infinities are not numbers here)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return result if math.isfinite(result) else None
+
+
+def integer(value: Any) -> int | None:
+    result = number(value)
+    return int(round(result)) if result is not None else None
+
+
+UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+}
+
+
+def to_seconds(value: Any, unit: str | None) -> float | None:
+    result = number(value)
+    if result is None:
+        return None
+    factor = UNIT_SECONDS.get((unit or "s").strip().lower())
+    return None if factor is None else result * factor
+
+
+_PERCENTILE_NAME = re.compile(r"^p(\d+(?:\.\d+)?)$")
+
+
+def stat_name(name: str) -> str | None:
+    """Another tool's statistic name as ours: avg/mean -> mean, median -> p50, p99.0 -> p99."""
+    name = name.strip().lower()
+    if name in ("avg", "mean", "average"):
+        return "mean"
+    if name in ("median", "p50"):
+        return "p50"
+    if name in ("std", "std_dev", "stddev"):
+        return "std"
+    if name in ("min", "max"):
+        return name
+    match = _PERCENTILE_NAME.match(name)
+    if match:
+        value = float(match.group(1))
+        return f"p{int(value)}" if value == int(value) else f"p{match.group(1)}"
+    return None
+
+
+def merge_stats(reported: dict[str, float], computed: dict[str, float]) -> dict[str, float]:
+    """Statistics the tool reported win; those computed from its per-request data fill gaps."""
+    merged = {key: value for key, value in computed.items() if key != "count"}
+    merged.update(reported)
+    return merged
+
+
+def request_row(engine: str, index: int, **values: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {name: None for name in REQUEST_FIELDS}
+    row.update(engine_name=engine, index=index, warmup=False, ok=True, itl_s=[], extra={})
+    row.update(values)
+    return row
+
+
+def tpot(e2e: float | None, ttft: float | None, output_tokens: int | None) -> float | None:
+    """Time per output token after the first (vLLM's definition)."""
+    if e2e is None or ttft is None or not output_tokens or output_tokens <= 1:
+        return None
+    return max(0.0, (e2e - ttft) / (output_tokens - 1))
+
+
+def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) -> dict[str, Any]:
+    """An engine summary computed from per-request rows (when the tool gave no summary)."""
+    measured = [row for row in rows if not row.get("warmup")]
+    good = [row for row in measured if row.get("ok")]
+    failed = [row for row in measured if not row.get("ok")]
+    errors: dict[str, int] = {}
+    for row in failed:
+        key = row.get("error_class") or "error"
+        errors[key] = errors.get(key, 0) + 1
+    input_tokens = sum(row.get("input_tokens") or 0 for row in good)
+    output_tokens = sum(row.get("output_tokens") or 0 for row in good)
+    result: dict[str, Any] = {
+        "completed": len(good),
+        "failed": len(failed),
+        "sent": len(measured),
+        "errors_by_class": errors,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+    }
+    if duration_s and duration_s > 0:
+        result.update(
+            duration_s=duration_s,
+            request_throughput_rps=len(good) / duration_s,
+            input_throughput_tok_s=input_tokens / duration_s,
+            output_throughput_tok_s=output_tokens / duration_s,
+            total_token_throughput_tok_s=(input_tokens + output_tokens) / duration_s,
+        )
+    for metric in ("ttft_s", "tpot_s", "e2e_s"):
+        stats = distribution([row[metric] for row in good if number(row.get(metric)) is not None])
+        if stats:
+            result[metric] = {k: v for k, v in stats.items() if k != "count"}
+    itls = [gap for row in good for gap in (row.get("itl_s") or []) if number(gap) is not None]
+    if itls:
+        result["itl_s"] = {k: v for k, v in distribution(itls).items() if k != "count"}
+    return result
+
+
+def fill_from_requests(engine_summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add what the per-request rows tell and the tool's summary lacks (min/max, p90...)."""
+    if not rows:
+        return engine_summary
+    computed = summary_from_requests(rows, number(engine_summary.get("duration_s")))
+    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        if metric in computed:
+            engine_summary[metric] = merge_stats(engine_summary.get(metric) or {}, computed[metric])
+    for key in ("completed", "failed", "sent", "errors_by_class", "input_tokens", "output_tokens"):
+        engine_summary.setdefault(key, computed[key])
+    return engine_summary
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO 8601, vLLM's 20250101-120000, or epoch seconds -> an aware UTC datetime."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    text = str(value).strip()
+    for pattern in ("%Y%m%d-%H%M%S",):
+        try:
+            return datetime.strptime(text, pattern).replace(tzinfo=timezone.utc)
+        except ValueError:
+            pass
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def engine_snapshot(name: str, tool: str, model: str | None = None, base_url: str | None = None, **info: Any) -> dict[str, Any]:
+    """An engine entry for Run.engines: what we know of the server from another tool's file."""
+    return {
+        "name": name,
+        "base_url": base_url,
+        "kind": None,
+        "model": model,
+        "version": None,
+        "info": {"imported_from": tool, **{k: v for k, v in info.items() if v is not None}},
+    }
+
+
+def first_line(text: Any, limit: int = 60) -> str | None:
+    if not text:
+        return None
+    line = str(text).strip().splitlines()[-1] if "Traceback" in str(text) else str(text).strip().splitlines()[0]
+    return line[:limit] or None
+
+
+_FLAT_STAT = re.compile(r"^(mean|median|std|min|max|p\d+(?:\.\d+)?)_([a-z0-9_]+?)_ms$")
+
+
+def flat_latency_stats(result: dict[str, Any], aliases: dict[str, str]) -> dict[str, dict[str, float]]:
+    """vLLM/SGLang style keys (`mean_ttft_ms`, `p99_e2el_ms`, `median_e2e_latency_ms`)
+    -> {"ttft_s": {"mean": ..., "p99": ...}} in seconds. `aliases` maps their metric
+    names (ttft, e2el, e2e_latency, ...) to ours (ttft_s, e2e_s, ...)."""
+    stats: dict[str, dict[str, float]] = {}
+    for key, value in result.items():
+        match = _FLAT_STAT.match(key)
+        if not match:
+            continue
+        metric = aliases.get(match.group(2))
+        stat = stat_name(match.group(1))
+        seconds = to_seconds(value, "ms")
+        if metric and stat and seconds is not None:
+            stats.setdefault(metric, {})[stat] = seconds
+    return stats

@@ -1,0 +1,193 @@
+"""`vllm bench serve --save-result` files (vllm/benchmarks/serve.py).
+
+One JSON object per benchmark: setup keys (date, backend, label, model_id, tokenizer_id,
+num_prompts, request_rate ("inf" when unlimited), burstiness, max_concurrency), totals
+(duration, completed, failed, total_input_tokens, total_output_tokens, request_throughput,
+request_goodput, output_throughput, total_token_throughput, max_output_tokens_per_s,
+max_concurrent_requests) and `mean_/median_/std_/p<N>_{ttft,tpot,itl,e2el}_ms`.
+`--save-detailed` adds per-request arrays (input_lens, output_lens, ttfts, itls,
+start_times, generated_texts, errors); `latencies` and `queue_times` are kept even without
+it. `--append-result` writes one object per line: each becomes a sweep step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.importers.common import (
+    ImportedRun,
+    SourceFile,
+    engine_snapshot,
+    fill_from_requests,
+    first_line,
+    flat_latency_stats,
+    integer,
+    number,
+    parse_timestamp,
+    request_row,
+    tpot,
+)
+
+TOOL = "vllm"
+LABEL = "vLLM bench serve (result JSON)"
+METRIC_ALIASES = {"ttft": "ttft_s", "tpot": "tpot_s", "itl": "itl_s", "e2el": "e2e_s"}
+SIGNATURE_KEYS = {"mean_e2el_ms", "median_e2el_ms", "endpoint_type", "burstiness", "max_concurrent_requests"}
+SGLANG_KEYS = {"mean_e2e_latency_ms", "median_e2e_latency_ms", "total_output_tokens_retokenized", "accept_length"}
+SETUP_KEYS = ("backend", "endpoint_type", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate",
+              "burstiness", "max_concurrency", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps")
+PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times",
+                    "generated_texts", "errors")
+TOTAL_KEYS = ("date", "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+              "request_throughput", "request_goodput", "output_throughput", "total_token_throughput")
+ENGINE_METRIC_KEYS = ("max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "spec_decode_acceptance_rate",
+                      "spec_decode_acceptance_length", "spec_decode_num_drafts", "spec_decode_draft_tokens",
+                      "spec_decode_accepted_tokens")
+
+
+def extra_metadata(result: dict[str, Any]) -> dict[str, Any]:
+    """`--metadata key=value` pairs (and other setup scalars we do not name)."""
+    known = {*SETUP_KEYS, *TOTAL_KEYS, *PER_REQUEST_KEYS, *ENGINE_METRIC_KEYS}
+    return {
+        key: value
+        for key, value in result.items()
+        if key not in known
+        and not key.endswith("_ms")
+        and isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+    }
+
+
+def sniff(source: SourceFile) -> bool:
+    objects = source.objects
+    return bool(objects) and all(
+        SIGNATURE_KEYS & obj.keys() and not SGLANG_KEYS & obj.keys() for obj in objects
+    )
+
+
+def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int) -> list[dict[str, Any]]:
+    arrays = {key: result.get(key) for key in PER_REQUEST_KEYS if isinstance(result.get(key), list)}
+    lengths = {len(values) for key, values in arrays.items() if key != "generated_texts"}
+    if not lengths:
+        return []
+    count = max(lengths)
+    starts = [number(v) for v in arrays.get("start_times", [])]
+    origin = min((v for v in starts if v is not None), default=None)
+    errors = arrays.get("errors")
+    rows = []
+    for i in range(count):
+        def at(key: str) -> Any:
+            values = arrays.get(key)
+            return values[i] if values is not None and i < len(values) else None
+
+        error = at("errors")
+        latency = number(at("latencies"))
+        ok = (not error) if errors is not None else (latency is not None and latency > 0)
+        ttft = number(at("ttfts")) if ok else None
+        itls = [gap for gap in (at("itls") or []) if number(gap) is not None] if ok else []
+        e2e = latency if ok and latency else (ttft + sum(itls) if ok and ttft is not None else None)
+        output_tokens = integer(at("output_lens"))
+        start = number(at("start_times"))
+        extra: dict[str, Any] = {}
+        if step is not None:
+            extra["step"] = step
+        queue = number(at("queue_times"))
+        if queue is not None:
+            extra["client_queue_s"] = queue
+        rows.append(
+            request_row(
+                engine,
+                offset + i,
+                ok=ok,
+                start_s=(start - origin) if start is not None and origin is not None else None,
+                ttft_s=ttft,
+                e2e_s=e2e,
+                tpot_s=tpot(e2e, ttft, output_tokens) if ok else None,
+                itl_s=itls,
+                input_tokens=integer(at("input_lens")),
+                output_tokens=output_tokens if ok else None,
+                error_class=None if ok else (first_line(error) or "error"),
+                error=None if ok else (str(error) if error else "failed (no error text in the file)"),
+                extra=extra,
+            )
+        )
+    return rows
+
+
+def engine_numbers(result: dict[str, Any], aliases: dict[str, str] = METRIC_ALIASES) -> dict[str, Any]:
+    duration = number(result.get("duration") or result.get("benchmark_duration"))
+    completed = integer(result.get("completed"))
+    failed = integer(result.get("failed"))
+    input_tokens = integer(result.get("total_input_tokens") or result.get("total_input"))
+    output_tokens = integer(result.get("total_output_tokens") or result.get("total_output"))
+    numbers: dict[str, Any] = {
+        "completed": completed,
+        "failed": failed,
+        "sent": (completed or 0) + (failed or 0) if completed is not None and failed is not None else None,
+        "duration_s": duration,
+        "request_throughput_rps": number(result.get("request_throughput")),
+        "input_throughput_tok_s": number(result.get("input_throughput"))
+        or (input_tokens / duration if input_tokens is not None and duration else None),
+        "output_throughput_tok_s": number(result.get("output_throughput")),
+        "total_token_throughput_tok_s": number(result.get("total_token_throughput") or result.get("total_throughput")),
+        "goodput_rps": number(result.get("request_goodput")),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        **flat_latency_stats(result, aliases),
+        "engine_metrics": {key: result[key] for key in ENGINE_METRIC_KEYS if key in result},
+    }
+    return {key: value for key, value in numbers.items() if value is not None}
+
+
+def step_load(result: dict[str, Any]) -> dict[str, Any]:
+    load: dict[str, Any] = {}
+    rate = number(result.get("request_rate"))
+    if rate is not None:
+        load["rate"] = rate
+    concurrency = integer(result.get("max_concurrency"))
+    if concurrency is not None:
+        load["concurrency"] = concurrency
+    return load
+
+
+def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRun]:
+    results = source.objects
+    first = results[0]
+    engine = engine_name or first.get("label") or first.get("backend") or "vllm-bench"
+    engine = str(engine)
+    rows: list[dict[str, Any]] = []
+    steps = []
+    many = len(results) > 1
+    for index, result in enumerate(results):
+        step_rows = _requests(result, engine, index if many else None, len(rows))
+        numbers = fill_from_requests(engine_numbers(result), step_rows)
+        rows.extend(step_rows)
+        steps.append({"engine": engine, **step_load(result), **numbers})
+    headline = {key: value for key, value in steps[-1].items() if key not in ("engine", "rate", "concurrency")}
+    config = {key: first[key] for key in SETUP_KEYS if key in first}
+    for key in ("request_rate", "max_concurrency"):
+        values = [result.get(key) for result in results]
+        if len({str(value) for value in values}) > 1:
+            config[key] = values
+    config["import"] = {"tool": LABEL, "file": source.name, "date": first.get("date"), "results": len(results)}
+    metadata = extra_metadata(first)
+    if metadata:
+        config["metadata"] = metadata
+    model = first.get("model_id")
+    created = parse_timestamp(first.get("date"))
+    failed = sum(int(step.get("failed") or 0) for step in steps)
+    return [
+        ImportedRun(
+            tool=TOOL,
+            name=f"vllm bench serve: {source.name}",
+            config=config,
+            summary={"engines": {engine: headline}, "sweep": steps if many else []},
+            engines=[engine_snapshot(engine, LABEL, model=model, backend=first.get("backend"),
+                                     tokenizer_id=first.get("tokenizer_id"))],
+            model=model,
+            workload=str(metadata["dataset_name"]) if "dataset_name" in metadata else None,
+            status="finished_with_errors" if failed else "finished",
+            created_at=created,
+            finished_at=created,
+            requests=rows,
+        )
+    ]
