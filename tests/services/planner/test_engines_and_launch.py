@@ -1,0 +1,89 @@
+"""The engines reference (every cell sourced), the decision helper, and launch commands."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from services import endpoints
+from services.errors import ConflictError, ValidationError
+from services.engines import kinds
+from services.planner import engines_reference as ref
+from services.planner.launch import LaunchOptions, build_launch, launch_engines, register_launched_engine
+
+
+def test_every_cell_has_a_value_and_a_source() -> None:
+    for kind, cells in ref.MATRIX.items():
+        assert kind in kinds(), kind  # the same kinds as the engine adapters
+        assert set(cells) == set(ref.FEATURES), kind
+        for feature, cell in cells.items():
+            assert cell.value.strip(), (kind, feature)
+            assert cell.source.startswith("https://") or "/" in cell.source, (kind, feature)
+    rows = ref.feature_rows()
+    assert len(rows) == len(ref.MATRIX) * len(ref.FEATURES)
+
+
+def test_matrix_facts_the_dashboard_relies_on() -> None:
+    assert "--enable-metrics" in ref.MATRIX["sglang"]["Prometheus metrics"].value
+    assert "--metrics" in ref.MATRIX["llamacpp"]["Prometheus metrics"].value
+    assert "RadixAttention" in ref.MATRIX["sglang"]["Prefix caching"].value
+    assert "NVIDIA GPUs only" in ref.MATRIX["trtllm"]["Hardware"].value
+
+
+def test_ranking_follows_constraints_and_says_why() -> None:
+    busy = ref.rank_engines(ref.Constraints(traffic="high-throughput", prefix_sharing="heavy", gpus=8))
+    assert busy[0].kind == "sglang"
+    assert {r.kind for r in busy[:3]} == {"sglang", "vllm", "trtllm"}
+    assert all(r.reasons for r in busy)
+    laptop = ref.rank_engines(ref.Constraints(hardware="apple", traffic="single-user", operations="simplest",
+                                              model_format="gguf"))
+    assert {laptop[0].kind, laptop[1].kind} == {"llamacpp", "ollama"}
+    unsupported = {r.kind for r in laptop if not r.supported}
+    assert {"trtllm", "vllm", "sglang", "tgi"} <= unsupported
+    assert all(not r.supported for r in laptop[len(laptop) - len(unsupported):])
+
+
+def test_launch_commands_carry_the_flags() -> None:
+    options = dict(model="meta-llama/Llama-3.1-70B-Instruct", gpus=4, max_model_len=8192, gpu_memory_utilization=0.85)
+    vllm = build_launch(LaunchOptions("vllm", **options))
+    for flag in ("vllm serve meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size 4", "--max-model-len 8192",
+                 "--gpu-memory-utilization 0.85", "--enable-prefix-caching"):
+        assert flag in vllm.plain
+    for part in ("vllm/vllm-openai", "--host 0.0.0.0", "-p 127.0.0.1:8000:8000"):
+        assert part in vllm.docker
+    sglang = build_launch(LaunchOptions("sglang", **options))
+    for flag in ("sglang.launch_server", "--tp 4", "--mem-fraction-static 0.85", "--enable-metrics",
+                 "--context-length 8192"):
+        assert flag in sglang.plain
+    assert "--disable-radix-cache" not in sglang.plain
+    assert "--disable-radix-cache" in build_launch(LaunchOptions("sglang", prefix_caching=False, **options)).plain
+    trt = build_launch(LaunchOptions("trtllm", **options))
+    assert "trtllm-serve" in trt.plain and "--tp_size 4" in trt.plain and "return_perf_metrics: true" in trt.plain
+    llama = build_launch(LaunchOptions("llamacpp", model="/models/x.gguf", parallel_slots=4, max_model_len=4096))
+    for flag in ("-m /models/x.gguf", "-ngl 999", "-np 4", "-c 16384", "--metrics"):
+        assert flag in llama.plain
+    assert llama.base_url == "http://127.0.0.1:8080"
+    assert set(launch_engines()) == {"vllm", "sglang", "trtllm", "llamacpp", "tgi", "ollama"}
+
+
+def test_launch_quotes_and_validates() -> None:
+    odd = build_launch(LaunchOptions("vllm", model="my model; rm -rf /"))
+    assert shlex.quote("my model; rm -rf /") in odd.plain
+    with pytest.raises(ValidationError, match="model"):
+        build_launch(LaunchOptions("vllm", model="  "))
+    with pytest.raises(ValidationError, match="utilisation"):
+        build_launch(LaunchOptions("vllm", model="m", gpu_memory_utilization=1.5))
+    with pytest.raises(ValidationError, match="No launch recipe"):
+        build_launch(LaunchOptions("triton", model="m"))
+    opened = build_launch(LaunchOptions("vllm", model="m", bind_host="0.0.0.0", port=9000))
+    assert opened.base_url == "http://127.0.0.1:9000" and "--host 0.0.0.0 --port 9000" in opened.plain
+
+
+def test_register_the_launched_endpoint(db_url: str) -> None:
+    command = build_launch(LaunchOptions("llamacpp", model="/m/smol.gguf", port=8099))
+    record = register_launched_engine(command, "planned-llama")
+    assert (record.kind, record.base_url, record.model) == ("llamacpp", "http://127.0.0.1:8099", "/m/smol.gguf")
+    assert [e.name for e in endpoints.list_engines()] == ["planned-llama"]
+    with pytest.raises(ConflictError):
+        register_launched_engine(command, "planned-llama")
