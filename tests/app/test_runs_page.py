@@ -1,0 +1,122 @@
+"""The Runs page in AppTest: history, filters, comparison and run views, addresses, edits."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from services import runs
+from tests.conftest import REPO_ROOT
+from tests.services.test_runs import engine_summary, make_run
+
+
+def runs_page(**query: str | list[str]) -> AppTest:
+    at = AppTest.from_file(str(REPO_ROOT / "pages" / "runs.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    return " ".join(str(e.value) for kind in ("markdown", "caption", "info", "error", "title", "subheader")
+                    for e in getattr(at, kind))
+
+
+def param(at: AppTest, key: str) -> str:
+    value = at.query_params[key]
+    return value if isinstance(value, str) else value[-1]
+
+
+def two_runs() -> tuple[int, int]:
+    a = make_run(name="before", engines={"vllm": engine_summary(0.100, 0.02, 1.0, 500.0)},
+                 requests={"vllm": [0.09, 0.10, 0.11]}, tags=["nightly"])
+    b = make_run(name="after", engines={"sglang": engine_summary(0.050, 0.02, 1.0, 700.0)},
+                 requests={"sglang": [0.04, 0.05, 0.06]}, config={"concurrency": 8})
+    return a, b
+
+
+def test_empty_history(db_url: str) -> None:
+    at = runs_page()
+    assert not at.exception
+    assert "No runs match" in texts(at)
+
+
+def test_history_lists_and_filters_from_the_address(db_url: str) -> None:
+    a, b = two_runs()
+    at = runs_page()
+    assert not at.exception
+    assert at.dataframe[0].value["Run"].tolist() == [f"#{b}", f"#{a}"]
+    assert "2 runs match" in texts(at)
+    filtered = runs_page(tag="nightly")
+    assert filtered.dataframe[0].value["Run"].tolist() == [f"#{a}"]
+    assert runs_page(engine="sglang").dataframe[0].value["Run"].tolist() == [f"#{b}"]
+
+
+def test_select_and_compare_writes_the_address(db_url: str) -> None:
+    a, b = two_runs()
+    at = runs_page()
+    at.multiselect(key="runs_selected").set_value([a, b]).run()
+    at.button(key="runs_compare").click().run()
+    assert not at.exception
+    assert param(at, "compare") == f"{a},{b}"
+    assert at.title[0].value == f"Compare #{a}, #{b}"
+    verdicts = " ".join(m.value for m in at.markdown)
+    assert f"#{b} sglang is fastest, 2.0× faster than #{a} vllm" in verdicts
+    table = at.dataframe[0].value
+    assert table.columns.tolist() == ["Metric", f"#{a} vllm (baseline)", f"#{b} sglang", f"Δ #{b} sglang"]
+    row = table[table["Metric"] == "TTFT p50"].iloc[0]
+    assert row[f"Δ #{b} sglang"] == "-50.0% better"
+
+
+def test_comparison_address_opens_the_same_view_and_switches_baseline(db_url: str) -> None:
+    a, b = two_runs()
+    at = runs_page(compare=f"{a},{b}", baseline=f"{b}:sglang")
+    assert not at.exception
+    assert at.selectbox(key="runs_baseline").value == f"{b}:sglang"
+    assert at.dataframe[0].value.columns[1] == f"#{a} vllm"
+    at.selectbox(key="runs_baseline").set_value(f"{a}:vllm").run()
+    assert param(at, "baseline") == f"{a}:vllm"
+    assert not at.exception
+
+
+def test_bad_comparison_addresses_are_clear(db_url: str) -> None:
+    at = runs_page(compare="1,abc")
+    assert not at.exception and "not a run number" in texts(at)
+    at = runs_page(compare="41,42")
+    assert not at.exception and "do not exist" in texts(at)
+    at = runs_page(run="nope")
+    assert not at.exception and "is not a run number" in texts(at)
+
+
+def test_run_view_saves_notes_and_tags(db_url: str) -> None:
+    a, _ = two_runs()
+    at = runs_page(run=str(a))
+    assert not at.exception
+    assert at.title[0].value == f"Run #{a}: before"
+    at.text_area(key="runs_meta_notes").set_value("driver 560")
+    at.multiselect(key="runs_meta_tags").set_value(["nightly", "h200"])
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception
+    detail = runs.get_run(a)
+    assert detail.notes == "driver 560" and detail.tags == ("nightly", "h200")
+
+
+def test_delete_asks_first(db_url: str) -> None:
+    a, b = two_runs()
+    at = runs_page()
+    at.multiselect(key="runs_selected").set_value([a]).run()
+    at.button(key="runs_delete").click().run()
+    assert "cannot be undone" in " ".join(w.value for w in at.warning)
+    assert runs.list_runs().total == 2  # nothing deleted on the first click
+    at.button(key="runs_delete_yes").click().run()
+    assert not at.exception
+    assert [i.id for i in runs.list_runs().items] == [b]
+
+
+def test_archive_hides_from_the_list(db_url: str) -> None:
+    a, b = two_runs()
+    at = runs_page()
+    at.multiselect(key="runs_selected").set_value([a]).run()
+    at.button(key="runs_archive").click().run()
+    assert not at.exception
+    assert at.dataframe[0].value["Run"].tolist() == [f"#{b}"]
+    assert runs_page(archived="only").dataframe[0].value["Run"].tolist() == [f"#{a}"]

@@ -1,0 +1,59 @@
+"""AIPerf profile exports: aggregated JSON (with its per-request records beside it), CSV, JSONL."""
+
+from __future__ import annotations
+
+import pytest
+
+from services import importers
+from services.importers import aiperf
+
+
+def test_aggregated_json_with_records_beside_it(samples) -> None:
+    path = samples / "aiperf_run" / "profile_export_aiperf.json"
+    module, [run] = importers.parse_file(path.read_bytes(), path.name, path=path)
+    assert module is aiperf
+    assert run.engine_names == "localhost:9000" and run.model == "openai/gpt-oss-20b"
+    engine = run.summary["engines"]["localhost:9000"]
+    assert engine["ttft_s"]["p50"] == pytest.approx(0.140) and engine["ttft_s"]["std"] == pytest.approx(0.04)
+    assert engine["tpot_s"]["mean"] == pytest.approx(0.0052)  # AIPerf's inter token latency is our TPOT
+    assert engine["itl_s"]["p99"] == pytest.approx(0.008)  # its inter chunk latency is our ITL
+    assert engine["e2e_s"]["p25"] == pytest.approx(0.6)
+    assert (engine["completed"], engine["failed"]) == (200, 4)
+    assert engine["duration_s"] == 15.2 and engine["output_throughput_tok_s"] == 1274.63
+    assert engine["errors_by_class"] == {"InternalServerError": 3, "RequestCancellationError": 1}
+    assert run.config["concurrency"] == 100 and "aiperf profile" in run.config["import"]["cli_command"]
+    assert run.started_at.isoformat().startswith("2026-10-17T20:22:08")
+    assert len(run.requests) == 4 and run.warnings  # read from profile_export.jsonl beside it
+
+
+def test_uploaded_json_alone_has_no_rows(samples) -> None:
+    path = samples / "aiperf_run" / "profile_export_aiperf.json"
+    _, [run] = importers.parse_file(path.read_bytes(), path.name)  # no path: an upload
+    assert run.requests == []
+
+
+def test_per_request_records(samples) -> None:
+    path = samples / "aiperf_run" / "profile_export.jsonl"
+    _, [run] = importers.parse_file(path.read_bytes(), path.name, engine_name="vllm")
+    warmup, first, second, failed = run.requests
+    assert warmup["warmup"] and not first["warmup"]
+    assert first["ttft_s"] == pytest.approx(0.1) and first["e2e_s"] == pytest.approx(0.25)
+    assert first["itl_s"] == pytest.approx([0.05] * 3) and first["tpot_s"] == pytest.approx(0.05)
+    assert first["start_s"] == pytest.approx(1.061)
+    assert not failed["ok"] and failed["error_class"] == "InternalServerError" and failed["input_tokens"] == 550
+    engine = run.summary["engines"]["vllm"]
+    assert (engine["completed"], engine["failed"]) == (2, 1)  # the warm-up is not counted
+    assert engine["ttft_s"]["mean"] == pytest.approx(0.15)
+    assert engine["duration_s"] == pytest.approx(1.5)  # first measured start to last end
+
+
+def test_csv_sections(samples) -> None:
+    path = samples / "aiperf_profile_export_aiperf.csv"
+    module, [run] = importers.parse_file(path.read_bytes(), path.name)
+    assert module is aiperf
+    engine = run.summary["engines"]["aiperf"]
+    assert engine["ttft_s"]["p50"] == pytest.approx(0.78754) and engine["ttft_s"]["max"] == pytest.approx(4.12109)
+    assert engine["tpot_s"]["p99"] == pytest.approx(0.05587)
+    assert engine["e2e_s"]["mean"] == pytest.approx(6.55036)
+    assert engine["request_throughput_rps"] == 13.16 and engine["completed"] == 200
+    assert engine["duration_s"] == pytest.approx(15.2)

@@ -1,0 +1,67 @@
+"""Detection and the shared import path: clear errors for files we cannot read."""
+
+from __future__ import annotations
+
+import pytest
+
+from services import importers, runs
+from services.errors import ValidationError
+
+
+@pytest.mark.parametrize(
+    ("name", "tool"),
+    [
+        ("vllm_bench_serve_detailed.json", "vllm"),
+        ("vllm_bench_serve_append.jsonl", "vllm"),
+        ("sglang_bench_serving.jsonl", "sglang"),
+        ("aiperf_run/profile_export_aiperf.json", "aiperf"),
+        ("aiperf_run/profile_export.jsonl", "aiperf"),
+        ("aiperf_profile_export_aiperf.csv", "aiperf"),
+        ("guidellm_benchmarks.json", "guidellm"),
+    ],
+)
+def test_each_sample_is_detected_stored_and_comparable(db_url: str, samples, name: str, tool: str) -> None:
+    result = importers.import_file(samples / name)
+    assert result.tool == tool and len(result.run_ids) == 1
+    comparison = runs.compare_runs(result.run_ids)
+    assert comparison.series and any(row.metric == "ttft_s" for row in comparison.rows)
+
+
+def test_imports_compare_with_each_other(db_url: str, samples) -> None:
+    a = importers.import_file(samples / "vllm_bench_serve_detailed.json").run_ids[0]
+    b = importers.import_file(samples / "sglang_bench_serving.jsonl").run_ids[0]
+    verdict = runs.compare_runs([a, b]).verdicts[0]
+    assert verdict.metric == "ttft_s" and verdict.winner == f"{b}:sglang-oai-chat"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "is empty"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b'{"hello": "world"}', "not a results file"),
+        (b"a,b,c\n1,2,3\n", "not a results file"),
+    ],
+)
+def test_unreadable_files_are_clear_errors(db_url: str, data: bytes, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        importers.import_file(data, "x.json")
+    assert runs.list_runs().total == 0
+
+
+def test_forced_format_must_match(samples) -> None:
+    data = (samples / "sglang_bench_serving.jsonl").read_bytes()
+    with pytest.raises(ValidationError, match="does not look like vLLM"):
+        importers.parse_file(data, "s.jsonl", tool="vllm")
+    with pytest.raises(ValidationError, match="Unknown format"):
+        importers.parse_file(data, "s.jsonl", tool="nope")
+
+
+def test_a_broken_file_of_a_known_kind_is_a_clear_error(samples) -> None:
+    with pytest.raises(ValidationError, match="looks like GuideLLM"):
+        importers.parse_file(b'{"benchmarks": [{"metrics": {"request_totals": "nonsense"}}]}', "b.json")
+
+
+def test_missing_path(tmp_path) -> None:
+    with pytest.raises(ValidationError, match="does not exist"):
+        importers.import_file(tmp_path / "nothing.json")
