@@ -467,6 +467,8 @@ class ScriptedHandler:
 async def serve(host: str, port: int, replay_dir: Path | None, ready: Any = None) -> None:
     handler = ScriptedHandler(replay_dir)
     server = await asyncio.start_server(handler.handle, host, port, backlog=2048, limit=2**20)
+    # SIGTERM closes the server quietly (a sys.exit inside the loop would print a traceback).
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, server.close)
     bound = server.sockets[0].getsockname()[1]
     if ready is not None:
         ready(bound)
@@ -484,10 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     def ready(port: int) -> None:
         print(f"PORT {port}", flush=True)
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         asyncio.run(serve(args.host, args.port, args.replay_dir, ready))
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     return 0
 
