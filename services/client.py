@@ -812,6 +812,8 @@ async def _send(client: StreamClient, url: str, body: bytes, headers: dict[str, 
         try:
             await exchange.finished
         except asyncio.CancelledError:
+            # Awaiting `finished` cancelled it too, so mark the result here, then drop the connection.
+            _fail(result, "cancelled", "Stopped by the user.")
             exchange.fault("cancelled", "Stopped by the user.")
             raise
         if exchange.error_class == "closed_early" and not fresh:

@@ -177,8 +177,12 @@ class ScriptedHandler:
         try:
             while True:
                 try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                    first = await reader.readexactly(1)
+                    if first not in b"GPHDOC":  # not HTTP (a TLS hello, say): answer like a plain server
+                        writer.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        return
+                    head = first + await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
                 received = time.perf_counter()
                 lines = head.decode("latin-1").split("\r\n")
