@@ -146,6 +146,24 @@ class EngineAdapter:
         """The `response_format` body field that constrains output to a JSON schema."""
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
+    # --- tokenizing: exact prompt lengths for benchmarks (services.bench) -------------
+
+    #: POST path (from the server root) that counts the tokens of a text; None: no such endpoint.
+    tokenize_path: ClassVar[str | None] = None
+
+    def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
+        """The JSON body asking `tokenize_path` for the tokens of plain `text` (no chat template)."""
+        return {"prompt": text}
+
+    def tokenize_count(self, answer: Any) -> int | None:
+        """The token count in the tokenize endpoint's JSON answer."""
+        if isinstance(answer, dict):
+            if isinstance(answer.get("count"), int):
+                return int(answer["count"])
+            if isinstance(answer.get("tokens"), list):
+                return len(answer["tokens"])
+        return None
+
     # --- telemetry: how this kind's metrics map to the normalised signals -------------
     # (services.telemetry.signals names the signals; services.telemetry.normalise has the
     # spec types and the windowing.)

@@ -61,6 +61,11 @@ class LlamaCppAdapter(EngineAdapter):
         ),
     }
 
+    tokenize_path = "/tokenize"
+
+    def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
+        return {"content": text, "add_special": False}
+
     def detect(self, evidence: ProbeEvidence) -> bool:
         if evidence.owned_by() == "llamacpp":
             return True

@@ -1,0 +1,182 @@
+"""The full description of a benchmark run, stored as `Run.config` and read back by the worker.
+
+A `BenchSpec` is plain data (dataclasses of numbers and strings): `to_dict()` gives the JSON
+that is stored, `BenchSpec.from_dict()` reads it back (unknown keys ignored, so older
+stored runs keep loading), and `validate()` raises one `ValidationError` with a message fit
+for a user, for the page and for the CLI alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from services.bench.arrivals import LoadSpec
+from services.bench.stats import DEFAULT_PERCENTILES, SloSpec
+from services.bench.workloads import WorkloadSpec
+from services.errors import ValidationError
+
+SWEEP_KINDS = ("none", "concurrency", "rate", "slo_search")
+
+
+@dataclass(frozen=True)
+class EngineTarget:
+    """The endpoint one part of a run talks to (a snapshot: later edits of the engine do not change it)."""
+
+    name: str
+    base_url: str
+    kind: str = "openai"
+    model: str | None = None
+    api_key_env: str | None = None
+    metrics_url: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """Several load levels in one run.
+
+    concurrency / rate: step through `values` (each a full sub-run with the base load's bound),
+    stopping an engine early when its error rate passes `max_error_rate`, its p90 TTFT grows
+    past `latency_factor` times the first step's, or (with `stop_on_plateau`) its request
+    throughput gains under 5% twice in a row: it is saturated.
+    slo_search: the highest `search_over` level (rate or concurrency) at which at least
+    `slo.attainment` of the requests meet the SLOs: doubling from `start` up to `max_value`,
+    then bisecting `search_steps` times.
+    """
+
+    kind: str = "none"
+    values: tuple[float, ...] = ()
+    search_over: str = "rate"
+    start: float = 1.0
+    max_value: float = 64.0
+    search_steps: int = 4
+    max_error_rate: float = 0.1
+    latency_factor: float = 10.0
+    stop_on_plateau: bool = True
+
+    @property
+    def active(self) -> bool:
+        return self.kind != "none"
+
+    @property
+    def dimension(self) -> str:
+        """What changes between steps: "concurrency" or "rate"."""
+        return self.search_over if self.kind == "slo_search" else self.kind
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    engines: tuple[EngineTarget, ...]
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    load: LoadSpec = field(default_factory=LoadSpec)
+    slo: SloSpec = field(default_factory=SloSpec)
+    sweep: SweepSpec = field(default_factory=SweepSpec)
+    name: str = ""
+    #: Engines one after another (fair on shared hardware) or all at once.
+    parallel_engines: bool = False
+    #: Limit on one request's whole answer, seconds.
+    timeout_s: float = 600.0
+    temperature: float | None = 0.0
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    #: Check the prompt vocabulary against the engine's tokenizer (exact prompt lengths).
+    calibrate_prompts: bool = True
+    #: Open the connections before the measured requests (TTFT then excludes connecting).
+    connect_ahead: bool = True
+    record_engine_metrics: bool = True
+    notes: str = ""
+    tags: tuple[str, ...] = ()
+
+    # -- validation -------------------------------------------------------------------
+    def validate(self) -> BenchSpec:
+        if not self.engines:
+            raise ValidationError("Choose at least one engine to benchmark.")
+        names = [e.name for e in self.engines]
+        if len(set(names)) != len(names):
+            raise ValidationError("An engine appears twice in the run; each engine once, please.")
+        for engine in self.engines:
+            if not engine.base_url.startswith(("http://", "https://")):
+                raise ValidationError(f"Engine {engine.name!r}: the URL must start with http:// or https://.")
+        workload = self.workload.validate()
+        load = self.load.validate()
+        if load.mode == "trace" and workload.kind != "trace":
+            raise ValidationError("Trace replay needs the trace workload (its arrival times come from the trace).")
+        if not self.timeout_s > 0:
+            raise ValidationError("The request timeout must be above 0 seconds.")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ValidationError("Temperature must be between 0 and 2.")
+        for q in self.percentiles:
+            if not 0 < q < 100:
+                raise ValidationError(f"Percentile {q} is not between 0 and 100.")
+        slo = self.slo
+        for label, value in (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("E2E", slo.e2e_ms)):
+            if value is not None and not value > 0:
+                raise ValidationError(f"The {label} SLO must be above 0 ms.")
+        if not 0 < slo.attainment <= 1:
+            raise ValidationError("The SLO attainment must be between 0 and 1 (for example 0.9).")
+        self._validate_sweep(load)
+        return replace(self, workload=workload, load=load)
+
+    def _validate_sweep(self, load: LoadSpec) -> None:
+        sweep = self.sweep
+        if sweep.kind not in SWEEP_KINDS:
+            raise ValidationError(f"Unknown sweep {sweep.kind!r}; choose one of {', '.join(SWEEP_KINDS)}.")
+        if not sweep.active:
+            return
+        if load.mode == "trace":
+            raise ValidationError("Sweeps change the concurrency or the rate; trace replay has neither.")
+        if sweep.kind in ("concurrency", "rate"):
+            if not sweep.values:
+                raise ValidationError("A sweep needs its load levels (for example 1, 2, 4, 8).")
+            if any(not v > 0 for v in sweep.values):
+                raise ValidationError("Sweep levels must be above 0.")
+            if len(sweep.values) > 64:
+                raise ValidationError("A sweep has at most 64 levels.")
+        if sweep.kind == "slo_search":
+            if not self.slo.active:
+                raise ValidationError("The SLO search needs at least one SLO (TTFT, TPOT or E2E).")
+            if sweep.search_over not in ("rate", "concurrency"):
+                raise ValidationError("The SLO search runs over the rate or the concurrency.")
+            if not 0 < sweep.start <= sweep.max_value:
+                raise ValidationError("The SLO search needs 0 < start <= maximum.")
+            if not 0 <= sweep.search_steps <= 12:
+                raise ValidationError("The SLO search bisects 0 to 12 times.")
+        if not 0 <= sweep.max_error_rate <= 1:
+            raise ValidationError("The sweep's error-rate limit is between 0 and 1.")
+        if not sweep.latency_factor > 1:
+            raise ValidationError("The sweep's latency factor must be above 1.")
+
+    # -- storage ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchSpec:
+        return BenchSpec(
+            engines=tuple(_build(EngineTarget, e) for e in data.get("engines") or ()),
+            workload=_build(WorkloadSpec, data.get("workload") or {}),
+            load=_build(LoadSpec, data.get("load") or {}),
+            slo=_build(SloSpec, data.get("slo") or {}),
+            sweep=_build(SweepSpec, data.get("sweep") or {}),
+            **{k: _tuple_if_list(v) for k, v in data.items()
+               if k in _SCALAR_FIELDS},
+        )
+
+    @property
+    def label(self) -> str:
+        engines = ", ".join(e.name for e in self.engines)
+        return self.name or f"{engines}: {self.load.label()}"
+
+
+T = TypeVar("T")
+
+_SCALAR_FIELDS = {f.name for f in dataclasses.fields(BenchSpec)} - {"engines", "workload", "load", "slo", "sweep"}
+
+
+def _tuple_if_list(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _build(cls: type[T], data: dict[str, Any]) -> T:
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: _tuple_if_list(v) if k != "schema" else v for k, v in data.items() if k in known})

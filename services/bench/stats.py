@@ -1,0 +1,359 @@
+"""Benchmark statistics: per-token gaps, percentiles, throughput, goodput, the run summary.
+
+Pure functions over plain records, so every number in a report can be checked by hand
+(tests pin exact values). Percentiles interpolate linearly between order statistics (the
+`linear` method of numpy and of vLLM's benchmark).
+
+Definitions:
+- TTFT: request sent -> first chunk that carries content (a role-only chunk is not a token).
+- ITL: the gap before each output token after the first. When one SSE chunk carries k
+  tokens, its gap from the previous chunk is spread evenly over its k tokens (k from the
+  usage counts, see `tokens_per_chunk`), so ITL stays per token and sum(ITL) = E2E - TTFT.
+- TPOT: (E2E - TTFT) / (output tokens - 1), per request.
+- E2E: request sent -> last content token (the usage trailer does not extend it).
+- Duration: first measured request sent -> last measured request ended. Throughputs divide
+  completed requests and their tokens by it; goodput counts only requests that met every SLO.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_PERCENTILES: tuple[float, ...] = (50, 90, 95, 99)
+METRIC_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+
+
+@dataclass(frozen=True)
+class SloSpec:
+    """Service-level objectives in milliseconds; None = not constrained."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    #: Share of requests that must meet every SLO for a load level to "meet the SLOs".
+    attainment: float = 0.9
+
+    @property
+    def active(self) -> bool:
+        return any(value is not None for value in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+
+    def label(self) -> str:
+        parts = [f"{name} <= {value:g} ms" for name, value in
+                 (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms)) if value is not None]
+        return ", ".join(parts) or "none"
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One finished (or failed) request as the statistics see it. Times in seconds from the run start."""
+
+    engine: str
+    index: int
+    ok: bool
+    warmup: bool = False
+    scheduled_s: float | None = None
+    start_s: float | None = None
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    requested_output_tokens: int | None = None
+    error_class: str | None = None
+    error: str | None = None
+    finish_reason: str | None = None
+    schema_valid: bool | None = None
+    step: int | None = None
+    #: Seconds spent opening a new connection inside this request's TTFT (None: reused one).
+    connect_s: float | None = None
+
+    @property
+    def tpot_s(self) -> float | None:
+        return tpot(self.ttft_s, self.e2e_s, self.output_tokens)
+
+    @property
+    def end_s(self) -> float | None:
+        if self.start_s is None:
+            return None
+        return self.start_s + (self.e2e_s or 0.0)
+
+    @property
+    def queue_s(self) -> float | None:
+        if self.scheduled_s is None or self.start_s is None:
+            return None
+        return max(0.0, self.start_s - self.scheduled_s)
+
+
+# ---------------------------------------------------------------------------------------
+# Per request
+# ---------------------------------------------------------------------------------------
+
+
+def tpot(ttft_s: float | None, e2e_s: float | None, output_tokens: int | None) -> float | None:
+    if ttft_s is None or e2e_s is None or not output_tokens or output_tokens < 2:
+        return None
+    return (e2e_s - ttft_s) / (output_tokens - 1)
+
+
+def tokens_per_chunk(chunk_chars: Sequence[int], total_tokens: int | None) -> list[int]:
+    """How many tokens each content chunk carried, given the usage total.
+
+    One token per chunk when the counts agree (the usual case); otherwise the total is
+    shared in proportion to each chunk's text length (largest remainders), every chunk
+    getting at least one token while there are enough.
+    """
+    chunks = len(chunk_chars)
+    if chunks == 0:
+        return []
+    if total_tokens is None or total_tokens == chunks:
+        return [1] * chunks
+    if total_tokens < chunks:
+        # Fewer tokens than chunks (a chunk carried only whitespace or a stop piece): the
+        # first `total_tokens` chunks get one each, the rest none.
+        return [1 if i < total_tokens else 0 for i in range(chunks)]
+    weights = [max(1, c) for c in chunk_chars]
+    spare = total_tokens - chunks
+    scale = spare / sum(weights)
+    shares = [w * scale for w in weights]
+    counts = [1 + math.floor(s) for s in shares]
+    leftover = total_tokens - sum(counts)
+    by_remainder = sorted(range(chunks), key=lambda i: (-(shares[i] - math.floor(shares[i])), i))
+    for i in by_remainder[:leftover]:
+        counts[i] += 1
+    return counts
+
+
+def spread_itl(chunk_times: Sequence[float], chunk_tokens: Sequence[int]) -> list[float]:
+    """Per-token gaps from chunk arrival times and the tokens each chunk carried.
+
+    The first chunk's first token is the TTFT and has no gap; its other tokens arrived with
+    it (gap 0). A later chunk of k tokens that came g seconds after the previous chunk
+    contributes k gaps of g/k. Chunks of 0 tokens move time forward without a gap.
+    """
+    gaps: list[float] = []
+    if not chunk_times:
+        return gaps
+    first_tokens = chunk_tokens[0] if chunk_tokens else 1
+    gaps.extend([0.0] * max(0, first_tokens - 1))
+    previous = chunk_times[0]
+    pending = 0.0
+    for time, tokens in zip(chunk_times[1:], chunk_tokens[1:]):
+        gap = time - previous + pending
+        previous = time
+        if tokens <= 0:
+            pending = gap
+            continue
+        pending = 0.0
+        share = gap / tokens
+        gaps.extend([share] * tokens)
+    return gaps
+
+
+# ---------------------------------------------------------------------------------------
+# Distributions
+# ---------------------------------------------------------------------------------------
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile of already sorted values (q in 0..100)."""
+    if not sorted_values:
+        raise ValueError("no values")
+    if len(sorted_values) == 1:
+        return float(sorted_values[0])
+    position = (len(sorted_values) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    fraction = position - low
+    return float(sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction)
+
+
+def percentile_key(q: float) -> str:
+    return f"p{q:g}"
+
+
+def describe(values: Iterable[float], percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> dict[str, float | None]:
+    """mean, the percentiles, min, max and std of `values` (all None when there are none)."""
+    ordered = sorted(values)
+    keys = ["mean", *(percentile_key(q) for q in _with_defaults(percentiles)), "min", "max", "std"]
+    if not ordered:
+        return dict.fromkeys(keys)
+    count = len(ordered)
+    mean = math.fsum(ordered) / count
+    variance = math.fsum((v - mean) ** 2 for v in ordered) / count
+    result: dict[str, float | None] = {"mean": mean}
+    for q in _with_defaults(percentiles):
+        result[percentile_key(q)] = percentile(ordered, q)
+    result.update({"min": float(ordered[0]), "max": float(ordered[-1]), "std": math.sqrt(variance)})
+    return result
+
+
+def _with_defaults(percentiles: Sequence[float]) -> list[float]:
+    return sorted(set(DEFAULT_PERCENTILES) | {float(q) for q in percentiles})
+
+
+def cdf_points(values: Iterable[float], max_points: int = 400) -> tuple[list[float], list[float]]:
+    """(x, F(x)) of the empirical CDF, thinned to at most `max_points` points for charts."""
+    ordered = sorted(values)
+    count = len(ordered)
+    if count == 0:
+        return [], []
+    step = max(1, count // max_points)
+    indices = list(range(0, count, step))
+    if indices[-1] != count - 1:
+        indices.append(count - 1)
+    return [ordered[i] for i in indices], [(i + 1) / count for i in indices]
+
+
+# ---------------------------------------------------------------------------------------
+# Per run
+# ---------------------------------------------------------------------------------------
+
+
+def meets_slo(record: RequestRecord, slo: SloSpec) -> bool:
+    """A completed request within every set limit (TPOT is undefined for one-token answers)."""
+    if not record.ok:
+        return False
+    if slo.ttft_ms is not None and (record.ttft_s is None or record.ttft_s * 1000 > slo.ttft_ms):
+        return False
+    if slo.e2e_ms is not None and (record.e2e_s is None or record.e2e_s * 1000 > slo.e2e_ms):
+        return False
+    per_token = record.tpot_s
+    if slo.tpot_ms is not None and per_token is not None and per_token * 1000 > slo.tpot_ms:
+        return False
+    return True
+
+
+def concurrency_timeline(records: Iterable[RequestRecord]) -> list[tuple[float, int]]:
+    """(time, requests in flight from then on) at every start and end, in time order."""
+    events: list[tuple[float, int]] = []
+    for record in records:
+        if record.start_s is None:
+            continue
+        events.append((record.start_s, 1))
+        events.append((record.end_s or record.start_s, -1))
+    events.sort(key=lambda e: (e[0], e[1]))
+    timeline: list[tuple[float, int]] = []
+    level = 0
+    for time, change in events:
+        level += change
+        if timeline and timeline[-1][0] == time:
+            timeline[-1] = (time, level)
+        else:
+            timeline.append((time, level))
+    return timeline
+
+
+def time_weighted_mean(timeline: Sequence[tuple[float, int]]) -> float | None:
+    if len(timeline) < 2:
+        return None
+    area = 0.0
+    for (t0, level), (t1, _) in zip(timeline, timeline[1:]):
+        area += level * (t1 - t0)
+    span = timeline[-1][0] - timeline[0][0]
+    return area / span if span > 0 else None
+
+
+def summarize_engine(
+    records: Sequence[RequestRecord],
+    *,
+    slo: SloSpec | None = None,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    fixed_output: bool = False,
+    engine_metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One engine's block of Run.summary (format documented in the README) from its records."""
+    measured = [r for r in records if not r.warmup]
+    done = [r for r in measured if r.ok]
+    failed = [r for r in measured if not r.ok]
+    errors: dict[str, int] = {}
+    for record in failed:
+        key = record.error_class or "unknown"
+        errors[key] = errors.get(key, 0) + 1
+    started = [r for r in measured if r.start_s is not None]
+    if started:
+        begin = min(r.start_s for r in started if r.start_s is not None)
+        end = max(r.end_s or 0.0 for r in started)
+        duration = max(0.0, end - begin)
+    else:
+        duration = 0.0
+    input_tokens = sum(r.input_tokens or 0 for r in done)
+    output_tokens = sum(r.output_tokens or 0 for r in done)
+    cached_values = [r.cached_tokens for r in done if r.cached_tokens is not None]
+    per_second = (lambda amount: amount / duration) if duration > 0 else (lambda amount: 0.0)
+
+    goodput = None
+    attainment = None
+    if slo is not None and slo.active:
+        good = sum(1 for r in done if meets_slo(r, slo))
+        goodput = per_second(good)
+        attainment = good / len(measured) if measured else None
+
+    schema_checked = [r.schema_valid for r in done if r.schema_valid is not None]
+    honoured = None
+    short = 0
+    if fixed_output:
+        short = sum(
+            1 for r in done
+            if r.requested_output_tokens and (r.output_tokens or 0) < r.requested_output_tokens
+        )
+        honoured = short == 0 if done else None
+
+    timeline = concurrency_timeline(started)
+    queue = [q for q in (r.queue_s for r in done) if q is not None]
+    itl = [gap for r in done for gap in r.itl_s]
+    summary: dict[str, Any] = {
+        "completed": len(done),
+        "failed": len(failed),
+        "sent": len(measured),
+        "warmup": len(records) - len(measured),
+        "errors_by_class": errors,
+        "error_rate": len(failed) / len(measured) if measured else 0.0,
+        "duration_s": duration,
+        "request_throughput_rps": per_second(len(done)),
+        "input_throughput_tok_s": per_second(input_tokens),
+        "output_throughput_tok_s": per_second(output_tokens),
+        "total_token_throughput_tok_s": per_second(input_tokens + output_tokens),
+        "goodput_rps": goodput,
+        "slo_attainment": attainment,
+        "ttft_s": describe((r.ttft_s for r in done if r.ttft_s is not None), percentiles),
+        "tpot_s": describe((t for t in (r.tpot_s for r in done) if t is not None), percentiles),
+        "itl_s": describe(itl, percentiles),
+        "e2e_s": describe((r.e2e_s for r in done if r.e2e_s is not None), percentiles),
+        "queue_s": describe(queue, percentiles) if any(queue) else None,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cached_tokens": sum(cached_values) if cached_values else None,
+        "schema_valid_rate": (sum(schema_checked) / len(schema_checked)) if schema_checked else None,
+        "honoured_output_len": honoured,
+        "short_output_requests": short if fixed_output else None,
+        "concurrency_max": max((level for _, level in timeline), default=0),
+        "concurrency_mean": time_weighted_mean(timeline),
+        "engine_metrics": engine_metrics or {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None},
+    }
+    return summary
+
+
+def throughput_series(records: Iterable[RequestRecord], bucket_s: float = 1.0) -> list[dict[str, float]]:
+    """Per time bucket: completed requests, output tokens/s and median TTFT (for live charts)."""
+    buckets: dict[int, list[RequestRecord]] = {}
+    for record in records:
+        if not record.ok or record.end_s is None:
+            continue
+        buckets.setdefault(int(record.end_s // bucket_s), []).append(record)
+    series = []
+    for key in sorted(buckets):
+        group = buckets[key]
+        ttfts = sorted(r.ttft_s for r in group if r.ttft_s is not None)
+        series.append(
+            {
+                "t_s": key * bucket_s,
+                "requests": float(len(group)),
+                "output_tok_s": sum(r.output_tokens or 0 for r in group) / bucket_s,
+                "ttft_p50_s": percentile(ttfts, 50) if ttfts else float("nan"),
+            }
+        )
+    return series
