@@ -1,6 +1,355 @@
-"""Playground page (filled by issue 3)."""
+"""Playground: one prompt to 2-6 engines side by side, streamed and measured live.
 
+The page only reads widgets and calls services.playground; the streams run in a background
+worker that stores partial answers, and the answer panel polls them while a send is active.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
+from services import endpoints, playground
+from services.engines import SamplingParams
+from services.errors import ShootoutError
+from services.playground import Column, EngineChoice, ExchangeView, SendRequest
+
+LIVE_INTERVAL_S = 0.5
+DEFAULT_SCHEMA = json.dumps(
+    {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+     "required": ["city", "population"]}, indent=2)
+LABELS = "ABCDEF"
+
+state = st.session_state
+state.setdefault("pg_run_id", None)
+state.setdefault("pg_conversation_id", None)
+state.setdefault("pg_error", None)
+
+
+def _ms(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1000:,.0f} ms" if seconds >= 0.01 else f"{seconds * 1000:.1f} ms"
+
+
+def _num(value: Any) -> str:
+    return "–" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+def _optional_int(key: str) -> int | None:
+    value = state.get(key)
+    return None if value in (None, 0) else int(value)
+
+
+def _extra_body(engine: str) -> dict[str, Any] | None:
+    text = (state.get(f"pg_extra_{engine}") or "").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ShootoutError(f"extra_body of {engine} is not JSON: {error.msg}.") from None
+    if not isinstance(value, dict):
+        raise ShootoutError(f"extra_body of {engine} must be a JSON object.")
+    return value
+
+
+def _build_request() -> SendRequest:
+    schema = playground.parse_schema(state.get("pg_schema") or "") if state.get("pg_schema_on") else None
+    stop = tuple(s for s in (part.strip() for part in (state.get("pg_stop_text") or "").split(",")) if s)
+    params = SamplingParams(
+        temperature=state.get("pg_temperature"), top_p=state.get("pg_top_p"),
+        max_tokens=_optional_int("pg_max_tokens"), seed=state.get("pg_seed"), stop=stop,
+        n=int(state.get("pg_n") or 1), top_k=_optional_int("pg_top_k"), min_tokens=_optional_int("pg_min_tokens"),
+        ignore_eos=bool(state.get("pg_ignore_eos")),
+    )
+    engines = tuple(EngineChoice(name, (state.get(f"pg_model_{name}") or "").strip() or None, _extra_body(name))
+                    for name in state.get("pg_engines") or [])
+    return SendRequest(engines=engines, prompt=state.get("pg_prompt") or "", system=state.get("pg_system") or "",
+                       params=params, schema=schema, conversation_id=state.get("pg_conversation_id"))
+
+
+def on_send() -> None:
+    state.pg_error = None
+    try:
+        handle = playground.send(_build_request())
+    except ShootoutError as error:
+        state.pg_error = str(error)
+        return
+    state.pg_run_id = handle.run_id
+    state.pg_conversation_id = handle.conversation_id
+    state.pg_prompt = ""
+
+
+def on_stop() -> None:
+    if state.pg_run_id is not None:
+        playground.stop(state.pg_run_id)
+
+
+def on_new_conversation() -> None:
+    state.pg_run_id = None
+    state.pg_conversation_id = None
+    state.pg_error = None
+
+
+def _fill_form(request: SendRequest) -> None:
+    state.pg_engines = [c.engine for c in request.engines]
+    state.pg_prompt = request.prompt
+    state.pg_system = request.system
+    p = request.params
+    state.pg_temperature, state.pg_top_p, state.pg_max_tokens, state.pg_seed = p.temperature, p.top_p, p.max_tokens, p.seed
+    state.pg_stop_text = ", ".join(p.stop)
+    state.pg_n, state.pg_top_k, state.pg_min_tokens, state.pg_ignore_eos = p.n, p.top_k, p.min_tokens, p.ignore_eos
+    state.pg_schema_on = request.schema is not None
+    if request.schema is not None:
+        state.pg_schema = json.dumps(request.schema, indent=2)
+    for choice in request.engines:
+        state[f"pg_model_{choice.engine}"] = choice.model or ""
+        state[f"pg_extra_{choice.engine}"] = json.dumps(choice.extra_body) if choice.extra_body else ""
+
+
+def on_open(run_id: int) -> None:
+    """Show a stored exchange (and continue its conversation from there)."""
+    state.pg_error = None
+    try:
+        view = playground.get_exchange(run_id)
+        request = playground.reopen(run_id)
+    except ShootoutError as error:
+        state.pg_error = str(error)
+        return
+    known = {e.name for e in endpoints.list_engines()}
+    _fill_form(SendRequest(engines=tuple(c for c in request.engines if c.engine in known), prompt="",
+                           system=request.system, params=request.params, schema=request.schema))
+    state.pg_run_id = run_id
+    state.pg_conversation_id = view.conversation_id
+
+
+def on_send_again(run_id: int) -> None:
+    state.pg_error = None
+    try:
+        handle = playground.resend(run_id)
+    except ShootoutError as error:
+        state.pg_error = str(error)
+        return
+    state.pg_run_id = handle.run_id
+    state.pg_conversation_id = handle.conversation_id
+
+
+def on_vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:
+    try:
+        playground.vote(run_id, engine_a, engine_b, winner)
+    except ShootoutError as error:
+        state.pg_error = str(error)
+
+
+# ---------------------------------------------------------------------------------------- page
+
 st.title("Playground")
-st.info("This page is being built (issue 3). Nothing here is fake: it stays empty until it works.")
+st.caption("One prompt to several engines at once: answers stream side by side, each with its own "
+           "live measurements from the engine's own usage. Every exchange is stored (Runs page).")
+
+try:
+    engines = endpoints.list_engines()
+    current = playground.get_exchange(state.pg_run_id) if state.pg_run_id is not None else None
+except ShootoutError as error:
+    st.error(str(error))
+    st.stop()
+
+busy = bool(current and current.active)
+engine_names = [e.name for e in engines]
+if len(engines) < 2:
+    st.info("Register at least two engines to compare them: the Engines page, or `python cli.py local up` "
+            "for the three local engines (llama.cpp twice and vLLM on CPU).")
+    st.stop()
+
+state.setdefault("pg_engines", engine_names[:3])
+state.pg_engines = [name for name in state.pg_engines if name in engine_names]
+
+with st.container(border=True):
+    st.multiselect("Engines (2 to 6)", engine_names, key="pg_engines", max_selections=6, disabled=busy,
+                   help="Each column is one engine; the model is the engine's own unless set below.")
+    # Defaults live in session state (not in value=) so reopening an exchange can refill the form.
+    for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
+        state.setdefault(key, default)
+    c1, c2, c3, c4, c5 = st.columns(5)
+    c1.number_input("Temperature", 0.0, 2.0, value=None, step=0.1, key="pg_temperature", disabled=busy,
+                    placeholder="engine default")
+    c2.number_input("top_p", 0.01, 1.0, value=None, step=0.05, key="pg_top_p", disabled=busy,
+                    placeholder="engine default")
+    c3.number_input("Max tokens", 1, 32768, value=None, key="pg_max_tokens", disabled=busy,
+                    placeholder="engine default")
+    c4.number_input("Seed", 0, 2**31 - 1, value=None, key="pg_seed", disabled=busy, placeholder="none")
+    c5.text_input("Stop (comma-separated)", key="pg_stop_text", disabled=busy)
+    e1, e2, e3, e4 = st.columns(4)
+    e1.number_input("n (parallel samples)", 1, 8, value=None, key="pg_n", disabled=busy, placeholder="1")
+    e2.number_input("top_k (extra)", 0, 1000, value=None, key="pg_top_k", disabled=busy, placeholder="off",
+                    help="Sent through extra_body to the engines that take it; the column says where it is ignored.")
+    e3.number_input("min_tokens (extra)", 0, 32768, value=None, key="pg_min_tokens", disabled=busy, placeholder="off")
+    e4.checkbox("ignore_eos (extra)", key="pg_ignore_eos", disabled=busy)
+    with st.expander("Per-engine model and extra_body"):
+        for name in state.pg_engines:
+            left, right = st.columns(2)
+            record = next(e for e in engines if e.name == name)
+            left.text_input(f"Model for {name}", key=f"pg_model_{name}", disabled=busy,
+                            placeholder=record.model or "the engine's model")
+            right.text_input(f"extra_body for {name} (JSON)", key=f"pg_extra_{name}", disabled=busy,
+                             placeholder='{"repetition_penalty": 1.1}')
+    st.toggle("Structured output (JSON schema)", key="pg_schema_on", disabled=busy,
+              help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.")
+    if state.get("pg_schema_on"):
+        state.setdefault("pg_schema", DEFAULT_SCHEMA)
+        st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
+    st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
+    st.text_area("Prompt", key="pg_prompt", height=100, disabled=busy,
+                 placeholder="Ask something; continue the conversation with the next prompt.")
+    b1, b2, b3, _ = st.columns([1, 1, 1.4, 3])
+    b1.button("Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy)
+    b2.button("Stop all", key="pg_stop", icon=":material/stop:", on_click=on_stop, disabled=not busy)
+    b3.button("New conversation", key="pg_new", icon=":material/add_comment:", on_click=on_new_conversation,
+              disabled=busy)
+
+if state.pg_error:
+    st.error(state.pg_error)
+
+if state.pg_conversation_id and current is not None and current.turn > 1:
+    with st.expander(f"Conversation so far ({current.turn - 1} earlier turn(s))"):
+        for turn in playground.conversation(state.pg_conversation_id)[:-1]:
+            st.markdown(f"**Turn {turn.turn}:** {turn.prompt}")
+            for engine, answer in turn.answers.items():
+                st.caption(f"{engine}: {answer[:300]}")
+
+blind = st.toggle("Blind mode: hide which engine wrote what until you vote", key="pg_blind")
+
+
+def _column_title(column: Column, label: str, hidden: bool) -> str:
+    return f"**Answer {label}**" if hidden else f"**{column.engine}** · {column.model or ''}"
+
+
+def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool) -> None:
+    st.markdown(_column_title(column, label, hidden))
+    status_words = {"streaming": ":blue[streaming…]", "finished": ":green[finished]", "failed": ":red[failed]",
+                    "cancelled": ":orange[stopped]", "interrupted": ":orange[interrupted]"}
+    st.caption(status_words.get(column.status, column.status))
+    if not hidden:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("TTFT", _ms(column.ttft_s))
+        m2.metric("ITL mean / p90", f"{_ms(column.itl_mean_s)} / {_ms(column.itl_p90_s)}")
+        m3.metric("tokens/s", _num(column.tokens_per_s), help="Decode rate after the first chunk.")
+        cached = _num(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+        st.caption(f"prompt {_num(column.prompt_tokens)} · completion {_num(column.completion_tokens)} · "
+                   f"cached {cached} · finish {column.finish_reason or '–'}")
+        if view.turn > 1 and column.first_turn_ttft_s is not None:
+            st.caption(f"Prefix cache, turn {view.turn} vs turn 1: TTFT {_ms(column.ttft_s)} vs "
+                       f"{_ms(column.first_turn_ttft_s)}, cached tokens {_num(column.cached_tokens)} vs "
+                       f"{_num(column.first_turn_cached_tokens)}")
+    for note in column.notes:
+        st.caption(f":material/info: {note}")
+    if column.choices:
+        tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
+        for tab, text in zip(tabs, column.choices, strict=True):
+            tab.markdown(text or "…")
+    else:
+        st.markdown(column.answer or ("…" if column.status == "streaming" else "_no text_"))
+    if column.error and column.status != "cancelled":
+        st.error(column.error)
+    if column.schema_check is not None:
+        if column.schema_check.valid:
+            st.success("Valid against the schema.")
+        else:
+            st.error(f"Invalid at {column.schema_check.path}: {column.schema_check.message}")
+    if not hidden and not view.active:
+        with st.expander("Copy as code"):
+            curl, python = playground.request_code(view.run_id, column.engine)
+            st.code(curl, language="bash")
+            st.code(python, language="python")
+
+
+@st.fragment(run_every=LIVE_INTERVAL_S if busy else None)
+def answers_panel() -> None:
+    run_id = state.pg_run_id
+    if run_id is None:
+        st.caption("Answers appear here, one column per engine, as the tokens arrive.")
+        return
+    try:
+        view = playground.get_exchange(run_id)
+    except ShootoutError as error:
+        st.error(str(error))
+        return
+    if busy and not view.active:
+        st.rerun()  # streams done: rerun the page once so the inputs come back
+    voted = bool(playground.votes_for(run_id))
+    hidden = blind and not voted
+    order = playground.blind_order(run_id, [c.engine for c in view.columns]) if blind else [c.engine for c in view.columns]
+    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
+    st.markdown(f"**Turn {view.turn}:** {view.prompt}")
+    if not hidden and view.first_token_engine:
+        fastest = f" · fastest decode: **{view.fastest_engine}**" if view.fastest_engine else ""
+        st.markdown(f"First token: **{view.first_token_engine}**{fastest}")
+    panes = st.columns(len(columns), border=True)
+    for pane, column, label in zip(panes, columns, LABELS, strict=False):
+        with pane:
+            _render_column(view, column, label, hidden)
+    if not view.active:
+        _compare(view, columns, hidden)
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:])", r"\\\1", text)
+
+
+def _compare(view: ExchangeView, columns: list[Column], hidden: bool) -> None:
+    names = [c.engine for c in columns]
+    label_of = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
+    shown = (lambda n: label_of[n]) if hidden else (lambda n: n)  # noqa: E731
+    st.subheader("Compare answers")
+    left, right = st.columns(2)
+    first = left.selectbox("Left", names, format_func=shown, key="pg_diff_a")
+    second = right.selectbox("Right", names, index=min(1, len(names) - 1), format_func=shown, key="pg_diff_b")
+    texts = {c.engine: c.answer for c in columns}
+    if first and second and first != second:
+        parts = []
+        for op, text in playground.word_diff(texts[first], texts[second]):
+            if not text.strip():
+                parts.append(" ")
+            elif op == "equal":
+                parts.append(_escape(text))
+            elif op == "delete":
+                parts.append(f":red-background[{_escape(text)}]")
+            else:
+                parts.append(f":green-background[{_escape(text)}]")
+        st.markdown("".join(parts) or "_both empty_")
+        st.caption(f"red: only in {shown(first)} · green: only in {shown(second)}")
+        if blind:
+            v1, v2, v3 = st.columns(3)
+            v1.button(f"{shown(first)} is better", key="pg_vote_left",
+                      on_click=on_vote, args=(view.run_id, first, second, first))
+            v2.button(f"{shown(second)} is better", key="pg_vote_right",
+                      on_click=on_vote, args=(view.run_id, first, second, second))
+            v3.button("Tie", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, first, second, "tie"))
+            if hidden:
+                st.caption("Names and timings appear once you vote.")
+
+
+answers_panel()
+
+tally = playground.tally()
+if tally:
+    with st.expander("Blind votes per engine pair"):
+        st.dataframe(pd.DataFrame([{"engine A": t.engine_a, "engine B": t.engine_b, "A wins": t.wins_a,
+                                    "B wins": t.wins_b, "ties": t.ties} for t in tally]), hide_index=True)
+
+with st.expander("Recent exchanges"):
+    items = playground.history(10)
+    if not items:
+        st.caption("Nothing sent yet.")
+    for item in items:
+        row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
+        stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
+        row_left.markdown(f"#{item.run_id} · {stamp} · turn {item.turn} · {item.status} · "
+                          f"{', '.join(item.engines)}  \n{_escape(item.prompt[:120])}")
+        row_open.button("Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy)
+        row_again.button("Send again", key=f"pg_again_{item.run_id}", on_click=on_send_again, args=(item.run_id,),
+                         disabled=busy)
+

@@ -1,0 +1,144 @@
+"""The Playground page in AppTest against the scripted server: send, live columns, errors in
+words, stop, blind votes, history. (The Chromium run against the local engines is in tests/e2e.)"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from services import endpoints, playground
+from tests.conftest import REPO_ROOT
+from tests.support.scripted_server import WORDS, ScriptedServer
+
+
+def page() -> AppTest:
+    return AppTest.from_file(str(REPO_ROOT / "pages" / "playground.py"), default_timeout=30)
+
+
+def texts(at: AppTest) -> str:
+    return " ".join([m.value for m in at.markdown] + [c.value for c in at.caption])
+
+
+def run_until_idle(at: AppTest, seconds: float = 30) -> AppTest:
+    """AppTest does not fire run_every timers: rerun until the exchange is no longer streaming."""
+    deadline = time.monotonic() + seconds
+    at.run()
+    while time.monotonic() < deadline:
+        run_id = at.session_state["pg_run_id"]
+        if run_id is None or not playground.is_active(run_id):
+            break
+        time.sleep(0.2)
+        at.run()
+    return at.run()
+
+
+@pytest.fixture
+def two_engines(db_url: str, scripted_server: ScriptedServer) -> list[str]:
+    endpoints.add_engine("alpha", scripted_server.base_url, model=scripted_server.model(ttft=20, itl=2, tokens=6))
+    endpoints.add_engine("beta", scripted_server.base_url, kind="vllm",
+                         model=scripted_server.model(ttft=80, itl=4, tokens=6, salt=2, cached=0))
+    return ["alpha", "beta"]
+
+
+def test_asks_for_engines_when_fewer_than_two(db_url: str) -> None:
+    at = page().run()
+    assert not at.exception
+    assert any("at least two engines" in i.value for i in at.info)
+
+
+def test_send_streams_both_columns_with_measurements(two_engines: list[str]) -> None:
+    at = page().run()
+    assert at.multiselect(key="pg_engines").value == two_engines
+    at.text_area(key="pg_prompt").set_value("Hello engines")
+    at.button(key="pg_send").click().run()
+    assert not at.exception and not at.error
+    run_until_idle(at)
+    assert not at.exception and not at.warning
+    body = texts(at)
+    assert "".join(WORDS[:6]).strip() in body
+    assert "**alpha**" in body and "**beta**" in body
+    assert "First token: **alpha**" in body
+    metrics = {m.label for m in at.metric}
+    assert {"TTFT", "ITL mean / p90", "tokens/s"} <= metrics
+    assert "completion 6" in body and "finish stop" in body
+    assert not at.button(key="pg_send").disabled and at.button(key="pg_stop").disabled
+    assert at.text_area(key="pg_prompt").value == ""
+    code = [c.value for c in at.code]
+    assert any(c.startswith("curl -N") for c in code) and any("OpenAI(base_url=" in c for c in code)
+    [item] = playground.history()
+    assert item.prompt == "Hello engines"
+
+
+def test_inputs_are_disabled_while_streaming_and_stop_keeps_partials(db_url: str,
+                                                                     scripted_server: ScriptedServer) -> None:
+    for name in ("slow1", "slow2"):
+        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=500))
+    at = page().run()
+    at.text_area(key="pg_prompt").set_value("long answer please")
+    at.button(key="pg_send").click().run()
+    time.sleep(0.5)
+    at.run()
+    assert at.button(key="pg_send").disabled and at.text_area(key="pg_prompt").disabled
+    assert not at.button(key="pg_stop").disabled
+    at.button(key="pg_stop").click().run()
+    run_until_idle(at)
+    assert not at.exception
+    assert "stopped" in texts(at)
+    view = playground.get_exchange(at.session_state["pg_run_id"])
+    assert view.status == "cancelled" and all(c.answer for c in view.columns)
+
+
+def test_errors_are_shown_in_words(db_url: str, scripted_server: ScriptedServer) -> None:
+    endpoints.add_engine("fine", scripted_server.base_url, model=scripted_server.model(tokens=3, itl=1))
+    endpoints.add_engine("broken", scripted_server.base_url, model=scripted_server.model(fault="http", status=503))
+    at = page().run()
+    at.button(key="pg_send").click().run()
+    assert any("Type a prompt first." in e.value for e in at.error)
+    at.text_area(key="pg_prompt").set_value("hi")
+    at.toggle(key="pg_schema_on").set_value(True).run()
+    at.text_area(key="pg_schema").set_value("{not json")
+    at.button(key="pg_send").click().run()
+    assert any("The schema is not JSON" in e.value for e in at.error)
+    at.toggle(key="pg_schema_on").set_value(False).run()
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    assert not at.exception
+    assert any("HTTP 503 Service Unavailable" in e.value for e in at.error)
+
+
+def test_blind_mode_hides_names_until_a_vote(two_engines: list[str]) -> None:
+    at = page().run()
+    at.toggle(key="pg_blind").set_value(True)
+    at.text_area(key="pg_prompt").set_value("Which is better?")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    body = texts(at)
+    assert "**Answer A**" in body and "**alpha**" not in body and not at.metric
+    at.button(key="pg_vote_left").click().run()
+    assert not at.exception
+    assert "**alpha**" in texts(at)
+    [pair] = playground.tally()
+    assert (pair.engine_a, pair.engine_b) == ("alpha", "beta") and pair.wins_a + pair.wins_b == 1
+
+
+def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
+    at = page().run()
+    at.text_area(key="pg_prompt").set_value("first question")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    first_run = at.session_state["pg_run_id"]
+    at.text_area(key="pg_prompt").set_value("second question")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    assert "**Turn 2:** second question" in texts(at)
+    assert "Prefix cache, turn 2 vs turn 1" in texts(at)
+    at.button(key="pg_new").click().run()
+    assert at.session_state["pg_run_id"] is None
+    at.button(key=f"pg_open_{first_run}").click().run()
+    assert not at.exception
+    assert at.session_state["pg_run_id"] == first_run and "**Turn 1:** first question" in texts(at)
+    at.button(key=f"pg_again_{first_run}").click().run()
+    run_until_idle(at)
+    assert at.session_state["pg_run_id"] != first_run and "**Turn 1:** first question" in texts(at)
