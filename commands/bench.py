@@ -1,10 +1,338 @@
-"""`python cli.py bench`: not built yet (its issue fills it)."""
+"""`python cli.py bench`: a load benchmark from the command line, stored like the page's.
+
+    python cli.py bench --engine NAME [--engine NAME2] | --url URL [--model M]
+                        --concurrency N | --rate R [--max-concurrency N]
+                        --requests N | --duration S  --input-len N --output-len N
+                        [--workload KIND] [--timeout S] [--json OUT]
+
+The run goes into the same database as the app's (it shows on the Benchmarks and Runs
+pages). Failing requests do not fail the command: it ends normally and reports them by
+error class. Bad arguments or an unknown engine exit non-zero with one line. Imports stay
+lazy (no pandas, plotly or streamlit here) so the first request leaves within a second.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
+import time
+from typing import Any, NoReturn
+
+from services.errors import ValidationError
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Argument errors as one clear line (not the usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see `python cli.py bench --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return values
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="(coming)")
-    parser.set_defaults(handler=lambda args: (print("not built yet"), 2)[1])
+    parser = subparsers.add_parser(
+        "bench", help="run a load benchmark against one or more engines", description=__doc__.splitlines()[0]
+    )
+    parser.__class__ = _OneLineParser  # same parser, one-line errors
+    target = parser.add_argument_group("target")
+    target.add_argument("--engine", action="append", default=[], metavar="NAME",
+                        help="a registered engine (repeat for several: same workload, side by side)")
+    target.add_argument("--url", metavar="URL", help="an unregistered endpoint (base URL, with or without /v1)")
+    target.add_argument("--model", help="model name to request (default: the engine's first listed model)")
+    target.add_argument("--kind", help="engine kind for --url (default: detected by probing it)")
+    target.add_argument("--api-key-env", help="environment variable holding the API key (for --url)")
+    target.add_argument("--parallel", action="store_true",
+                        help="run several engines at the same time (default: one after another, fair on shared hardware)")
+
+    load = parser.add_argument_group("load shape")
+    load.add_argument("--concurrency", type=int, help="closed loop: this many requests in flight")
+    load.add_argument("--rate", type=float, help="open loop: requests per second")
+    load.add_argument("--max-concurrency", type=int, help="with --rate: cap on requests in flight")
+    load.add_argument("--arrival", default="poisson", choices=("poisson", "gamma", "constant"))
+    load.add_argument("--burstiness", type=float, default=1.0, help="gamma shape: <1 burstier, >1 smoother")
+    load.add_argument("--trace-replay", action="store_true", help="send at the trace's own arrival times")
+    load.add_argument("--trace-speed", type=float, default=1.0, help="speed-up of trace replay")
+    load.add_argument("--requests", type=int, help="measured requests per engine (and per sweep step)")
+    load.add_argument("--duration", type=float, metavar="S", help="or: seconds per engine (and per step)")
+    load.add_argument("--warmup", type=int, default=0, help="warm-up requests, left out of the results")
+    load.add_argument("--ramp-up", type=float, default=0.0, metavar="S", help="ramp the rate/concurrency up over S s")
+    load.add_argument("--seed", type=int, default=0)
+
+    work = parser.add_argument_group("workload")
+    work.add_argument("--workload", default="synthetic",
+                      choices=("synthetic", "long_prompt", "shared_prefix", "multi_turn", "structured", "file", "trace"))
+    work.add_argument("--input-len", type=int, default=128, help="prompt tokens (mean for distributions)")
+    work.add_argument("--output-len", type=int, default=128, help="answer tokens (mean for distributions)")
+    work.add_argument("--length-dist", default="fixed",
+                      choices=("fixed", "uniform", "normal", "sharegpt", "conversation", "code"))
+    work.add_argument("--range-ratio", type=float, default=0.5)
+    work.add_argument("--max-input-len", type=int)
+    work.add_argument("--max-output-len", type=int)
+    work.add_argument("--prefix-groups", type=int, default=4)
+    work.add_argument("--prefix-len", type=int, default=256)
+    work.add_argument("--turns", type=int, default=3)
+    work.add_argument("--schema", metavar="FILE", help="JSON schema file for --workload structured")
+    work.add_argument("--prompts", metavar="FILE", help="JSONL prompts for --workload file")
+    work.add_argument("--trace", default="conversation", choices=("conversation", "conv", "code"))
+    work.add_argument("--length-scale", type=float, default=1.0, help="scales the trace's lengths")
+    work.add_argument("--free-output", action="store_true", help="let answers end early (no ignore_eos/min_tokens)")
+
+    options = parser.add_argument_group("measuring")
+    options.add_argument("--timeout", type=float, default=600.0, metavar="S", help="limit on one request, seconds")
+    options.add_argument("--temperature", type=float, default=0.0)
+    options.add_argument("--percentiles", type=_floats, default=(50, 90, 95, 99), metavar="LIST")
+    options.add_argument("--slo-ttft-ms", type=float)
+    options.add_argument("--slo-tpot-ms", type=float)
+    options.add_argument("--slo-e2e-ms", type=float)
+    options.add_argument("--slo-attainment", type=float, default=0.9)
+    options.add_argument("--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values")
+    options.add_argument("--sweep-values", type=_floats, metavar="LIST", help="e.g. 1,2,4,8,16")
+    options.add_argument("--slo-search", choices=("rate", "concurrency"),
+                         help="find the highest load meeting the SLOs")
+    options.add_argument("--search-start", type=float, default=1.0)
+    options.add_argument("--search-max", type=float, default=64.0)
+    options.add_argument("--search-steps", type=int, default=4)
+    options.add_argument("--no-calibrate", action="store_true", help="skip the tokenizer check of the prompt words")
+    options.add_argument("--no-connect-ahead", action="store_true",
+                         help="open connections inside the measured requests (TTFT then includes connecting)")
+    options.add_argument("--no-engine-metrics", action="store_true", help="do not record the engines' /metrics")
+
+    output = parser.add_argument_group("output")
+    output.add_argument("--name", default="")
+    output.add_argument("--tag", action="append", default=[])
+    output.add_argument("--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)")
+    output.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
+    parser.set_defaults(handler=run)
+
+
+def _targets(args: argparse.Namespace) -> list[Any]:
+    from services.bench.spec import EngineTarget
+
+    if args.engine and args.url:
+        raise ValidationError("Give --engine NAME or --url URL, not both.")
+    if not args.engine and not args.url:
+        raise ValidationError("Say what to benchmark: --engine NAME (registered) or --url URL.")
+    if args.engine:
+        from services.bench.jobs import engine_target
+
+        targets = [engine_target(name) for name in args.engine]
+        if args.model:
+            from dataclasses import replace
+
+            targets = [replace(t, model=args.model) for t in targets]
+        return targets
+    return [_url_target(args)]
+
+
+def _url_target(args: argparse.Namespace) -> Any:
+    from urllib.parse import urlsplit
+
+    from services.bench.spec import EngineTarget
+
+    url = args.url.strip()
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(f"{args.url!r} is not an http(s) URL.")
+    base = url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
+    kind, model = args.kind, args.model
+    if kind is None or model is None:
+        try:
+            from services.engines.probe import probe
+
+            found = probe(base, args.api_key_env, timeout_s=3.0)
+            if found.ok or found.state == "unhealthy":
+                kind = kind or found.kind
+                model = model or (found.models[0] if found.models else None)
+        except Exception:  # noqa: BLE001 - an engine that is down still gets its (failing) run
+            pass
+    if kind is not None:
+        from services.engines import kinds
+
+        if kind not in kinds():
+            raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
+    name = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    return EngineTarget(name=name, base_url=base, kind=kind or "openai", model=model, api_key_env=args.api_key_env)
+
+
+def build_spec(args: argparse.Namespace) -> Any:
+    """The BenchSpec the flags describe (ValidationError with one line when they do not fit)."""
+    import json
+    from pathlib import Path
+
+    from services.bench.arrivals import LoadSpec
+    from services.bench.spec import BenchSpec, SweepSpec
+    from services.bench.stats import SloSpec
+    from services.bench.workloads import WorkloadSpec
+
+    if args.concurrency is not None and args.rate is not None:
+        raise ValidationError("Give --concurrency N (closed loop) or --rate R (open loop), not both "
+                              "(with a rate, cap in-flight requests with --max-concurrency).")
+    if args.requests is None and args.duration is None:
+        raise ValidationError("Bound the run: --requests N or --duration S.")
+    if args.trace_replay:
+        mode, concurrency = "trace", args.max_concurrency
+    elif args.rate is not None:
+        mode, concurrency = "rate", args.max_concurrency
+    else:
+        mode, concurrency = "concurrency", args.concurrency or 1
+    schema = None
+    if args.schema:
+        try:
+            schema = json.loads(Path(args.schema).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValidationError(f"Cannot read the JSON schema {args.schema!r}: {error}") from None
+    workload = WorkloadSpec(
+        kind="trace" if args.trace_replay and args.workload == "synthetic" else args.workload,
+        input_len=args.input_len, output_len=args.output_len, length_dist=args.length_dist,
+        range_ratio=args.range_ratio, max_input_len=args.max_input_len, max_output_len=args.max_output_len,
+        prefix_groups=args.prefix_groups, prefix_len=args.prefix_len, turns=args.turns, schema=schema,
+        prompts_file=args.prompts, trace=args.trace, length_scale=args.length_scale, seed=args.seed,
+        fixed_output=not args.free_output,
+    )
+    load = LoadSpec(
+        mode=mode, concurrency=concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
+        ramp_up_s=args.ramp_up, requests=args.requests, duration_s=args.duration, warmup_requests=args.warmup,
+        trace_speed=args.trace_speed, seed=args.seed,
+    )
+    slo = SloSpec(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms, e2e_ms=args.slo_e2e_ms,
+                  attainment=args.slo_attainment)
+    if args.sweep and args.slo_search:
+        raise ValidationError("Choose --sweep or --slo-search, not both.")
+    if args.sweep:
+        sweep = SweepSpec(kind=args.sweep, values=args.sweep_values or ())
+    elif args.slo_search:
+        sweep = SweepSpec(kind="slo_search", search_over=args.slo_search, start=args.search_start,
+                          max_value=args.search_max, search_steps=args.search_steps)
+    else:
+        sweep = SweepSpec()
+    return BenchSpec(
+        engines=tuple(_targets(args)), workload=workload, load=load, slo=slo, sweep=sweep, name=args.name,
+        parallel_engines=args.parallel, timeout_s=args.timeout, temperature=args.temperature,
+        percentiles=args.percentiles, calibrate_prompts=not args.no_calibrate,
+        connect_ahead=not args.no_connect_ahead, record_engine_metrics=not args.no_engine_metrics,
+        tags=tuple(args.tag),
+    ).validate()
+
+
+class _Progress:
+    """One progress line on standard error at most every two seconds."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.last = 0.0
+        self.lock = threading.Lock()
+
+    def __call__(self, fraction: float, message: str) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        with self.lock:
+            if now - self.last < 2.0 and fraction < 1.0:
+                return
+            self.last = now
+        print(f"[bench] {fraction:4.0%} {message}".rstrip(), file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from services.bench.jobs import create_run, execute_run
+
+    spec = build_spec(args)
+    run_id = create_run(spec)
+    progress = _Progress(args.quiet)
+    if not args.quiet:
+        print(f"[bench] run #{run_id}: {spec.label}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    try:
+        summary = execute_run(run_id, on_progress=progress, should_stop=stop.is_set, wait_for_metrics_s=0.0)
+    except KeyboardInterrupt:
+        print(f"interrupted: run #{run_id} kept what it had measured", file=sys.stderr)
+        return 130
+    payload = cli_summary(run_id, summary)
+    if args.json == "-":
+        from cli import print_json
+
+        print_json(payload)
+    elif args.json:
+        import json
+        from pathlib import Path
+
+        try:
+            Path(args.json).write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n",
+                                       encoding="utf-8")
+        except OSError as error:
+            raise ValidationError(f"Cannot write {args.json!r}: {error}") from None
+    if not args.quiet or not args.json:
+        print(_table(payload), file=sys.stderr if args.json == "-" else sys.stdout)
+    return 0
+
+
+def cli_summary(run_id: int, summary: dict[str, Any]) -> dict[str, Any]:
+    """The --json document: the stored summary plus the run id and final status."""
+    from services.bench.jobs import get_run
+
+    view = get_run(run_id)
+    return {"run_id": run_id, "status": view.status, **summary}
+
+
+def _ms(block: Any, key: str) -> str:
+    value = block.get(key) if isinstance(block, dict) else None
+    return f"{value * 1000:9.1f}" if isinstance(value, (int, float)) else f"{'-':>9}"
+
+
+def _table(payload: dict[str, Any]) -> str:
+    lines = [f"run #{payload['run_id']} {payload['status']}: {payload.get('load', '')}, {payload.get('workload', '')}"]
+    header = f"{'engine':24s} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} " \
+             f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
+    lines.append(header)
+    for name, block in payload.get("engines", {}).items():
+        lines.append(
+            f"{name[:24]:24s} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
+            f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
+            f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
+            f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}"
+        )
+        if block.get("errors_by_class"):
+            errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
+            lines.append(f"{'':24s} failures by class: {errors}")
+        if block.get("honoured_output_len") is False:
+            lines.append(f"{'':24s} did not honour the fixed output length "
+                         f"({block.get('short_output_requests')} shorter answers)")
+    for name, reason in (payload.get("stopped_early") or {}).items():
+        lines.append(f"{name}: sweep stopped early: {reason}")
+    for name, found in (payload.get("slo_search") or {}).items():
+        lines.append(f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}): {found['best']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m commands.bench ...`: the same command without loading the other commands."""
+    root = argparse.ArgumentParser(prog="python -m commands.bench")
+    register(root.add_subparsers(dest="command"))
+    args = root.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
+    from services.errors import ShootoutError
+
+    try:
+        return int(args.handler(args) or 0)
+    except ShootoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -543,6 +543,7 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
             block["max_streams"] = meta.summary.get("max_streams")
             block["connections_ahead"] = meta.summary.get("connections_ahead")
             block["model"] = meta.summary.get("model")
+            block["started_at_unix"] = meta.summary.get("started_at_unix")
         per_step[key] = block
     summary: dict[str, Any] = {"engines": {}}
     sweep = spec.sweep
@@ -583,6 +584,8 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
     summary["load"] = spec.load.label()
     summary["workload"] = workload_label(spec.workload)
     summary["percentiles"] = list(spec.percentiles)
+    # Connections are opened ahead unless asked otherwise; requests that still opened one
+    # (more streams than connections, a dropped connection) say so in connects_in_ttft.
     summary["ttft_includes_connect"] = not spec.connect_ahead
     if spec.slo.active:
         summary["slo"] = spec.slo.label()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 RECORD_INTERVAL_S = 0.5
 RATE_WINDOW_S = 2.0
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     print("READY", flush=True)
     try:
         sys.stdin.read()
+        # One more tick after the run's end, so even a sub-second run has a sample inside it.
+        time.sleep(RECORD_INTERVAL_S * 1.2)
     except KeyboardInterrupt:
         pass
     finally:

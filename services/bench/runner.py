@@ -75,6 +75,8 @@ class EngineOutcome:
     connections_ahead: int = 0
     max_streams: int = 0
     model: str | None = None
+    #: perf_counter of the measured phase's start (record times are relative to it).
+    origin: float = 0.0
 
     @property
     def measured(self) -> list[RequestRecord]:
@@ -136,8 +138,10 @@ class EngineLoad:
         temperature: float | None = 0.0,
         step: int | None = None,
         connect_ahead: bool = True,
+        request_headers: Callable[[int], dict[str, str]] | None = None,
     ) -> None:
         self.client = client
+        self.request_headers = request_headers
         self.engine = engine
         self.workload = workload
         self.load = load
@@ -154,6 +158,7 @@ class EngineLoad:
         self.outcome = EngineOutcome(engine.name, model=engine.model)
         self.schemas = _SchemaChecker()
         self.origin = 0.0
+        self.measure_start = 0.0
         self.stopping = asyncio.Event()
         self.in_flight = 0
         self.done_count = 0
@@ -181,6 +186,7 @@ class EngineLoad:
             response_schema=conversation.schema,
             read_timeout_s=self.timeout_s,
             total_timeout_s=self.timeout_s,
+            headers=self.request_headers(turn.index) if self.request_headers else None,
         )
         result = StreamResult()
         timing: dict[str, float] = {}
@@ -308,7 +314,7 @@ class EngineLoad:
 
         async def worker(start_offset: float) -> None:
             if start_offset > 0:
-                await self._sleep_until(self.origin + start_offset)
+                await self._sleep_until(self.measure_start + start_offset)
             while not self.stopping.is_set():
                 if not budget.claim():
                     return
@@ -341,12 +347,14 @@ class EngineLoad:
                     arrival = conversation.arrival_s or 0.0
                     first_arrival = arrival if first_arrival is None else first_arrival
                     offset = (arrival - first_arrival) / load.trace_speed
-                if budget.deadline is not None and self.origin + offset >= budget.deadline:
+                due = self.measure_start + offset
+                if budget.deadline is not None and due >= budget.deadline:
                     break
-                await self._sleep_until(self.origin + offset)
+                await self._sleep_until(due)
                 if self.stopping.is_set() or not budget.claim():
                     break
-                task = asyncio.create_task(self._conversation(conversation, budget, offset, False, True, semaphore))
+                scheduled = due - self.origin
+                task = asyncio.create_task(self._conversation(conversation, budget, scheduled, False, True, semaphore))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             if tasks:
@@ -399,13 +407,14 @@ class EngineLoad:
         if self.connect_ahead:
             width = load.concurrency or min(64, max(1, int((load.rate or 1) * 2)))
             self.outcome.connections_ahead = await self.client.connect_ahead(self.engine.base_url, width)
-        self.origin = time.perf_counter()
+        # Record times count from here (warm-ups first); the load shape from measure_start.
+        self.origin = self.measure_start = time.perf_counter()
         self.outcome.wall_start = time.time()
+        self.outcome.origin = self.origin
         if load.warmup_requests:
             await self._warmup(load.warmup_requests)
-            self.origin = time.perf_counter()
-            self.outcome.wall_start = time.time()
-        deadline = self.origin + load.duration_s if load.duration_s else None
+            self.measure_start = time.perf_counter()
+        deadline = self.measure_start + load.duration_s if load.duration_s else None
         budget = _Budget(load.requests, deadline)
         conversations = iter_conversations(self.workload, salt=self.salt, text=self.text)
         if load.mode == "concurrency":
@@ -552,8 +561,8 @@ class Benchmark:
             parts = []
             if spec.requests:
                 parts.append(load.done_count / spec.requests)
-            if spec.duration_s and load.origin:
-                parts.append((time.perf_counter() - load.origin) / spec.duration_s)
+            if spec.duration_s and load.measure_start:
+                parts.append((time.perf_counter() - load.measure_start) / spec.duration_s)
             running += min(1.0, max(parts, default=0.0))
         return min(1.0, (self._phases_done + running) / max(1, self._phases_total))
 
@@ -633,6 +642,7 @@ class Benchmark:
         summary["max_streams"] = outcome.max_streams
         summary["connections_ahead"] = outcome.connections_ahead
         summary["model"] = outcome.model
+        summary["started_at_unix"] = outcome.wall_start
         dimension = self.spec.sweep.dimension if self.spec.sweep.active else None
         return StepResult(outcome.engine, dimension, level, step, phase, outcome, summary)
 
@@ -744,13 +754,16 @@ def _saturation(history: list[dict[str, Any]], summary: dict[str, Any], sweep: S
 
 
 def execute_load(engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *, salt: str = "",
-                 timeout_s: float = 600.0, sink: RecordSink | None = None) -> EngineOutcome:
-    """One engine under one load, synchronously, on uvloop (benchmarks and quick checks)."""
+                 timeout_s: float = 600.0, sink: RecordSink | None = None, should_stop: Callable[[], bool] = _never,
+                 request_headers: Callable[[int], dict[str, str]] | None = None,
+                 connect_ahead: bool = True) -> EngineOutcome:
+    """One engine under one load, synchronously, on uvloop (benchmarks, tests, quick checks)."""
     import uvloop
 
     async def main() -> EngineOutcome:
         async with FastChatClient() as client:
             return await EngineLoad(client, engine, workload.validate(), load.validate(), sink=sink or ListSink(),
-                                    salt=salt, timeout_s=timeout_s).run()
+                                    salt=salt, timeout_s=timeout_s, should_stop=should_stop,
+                                    request_headers=request_headers, connect_ahead=connect_ahead).run()
 
     return uvloop.run(main())

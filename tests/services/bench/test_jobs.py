@@ -1,0 +1,161 @@
+"""The job service: stored runs, the detached worker, live rows, cancel, interrupted runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from db.models import RequestResult, Run
+from db.session import session_scope
+from services.bench import jobs
+from services.bench.arrivals import LoadSpec
+from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
+from services.bench.stats import SloSpec
+from services.bench.workloads import WorkloadSpec
+from services.errors import NotFoundError, ValidationError
+from tests.support.scripted_server import ScriptedServer
+
+
+def target(server: ScriptedServer, name: str = "scripted", **scenario) -> EngineTarget:
+    return EngineTarget(name=name, base_url=server.base_url, kind="vllm", model=server.model(**scenario),
+                        metrics_url=server.root_url + "/metrics")
+
+
+def wait_for(predicate, timeout: float = 30.0, step: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("timed out waiting")
+
+
+def row_count(run_id: int) -> int:
+    with session_scope() as session:
+        return session.scalar(select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id))
+
+
+def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: ScriptedServer) -> None:
+    spec = BenchSpec(
+        engines=(target(scripted_server, "fast", ttft=10, itl=2, tokens=16),
+                 target(scripted_server, "broken", ttft=10, itl=2, tokens=16, fault="cut", at=8)),
+        workload=WorkloadSpec(input_len=16, output_len=16), load=LoadSpec(concurrency=4, requests=12, warmup_requests=2),
+        slo=SloSpec(ttft_ms=500),
+    )
+    run_id = jobs.create_run(spec)
+    summary = jobs.execute_run(run_id)
+    fast, broken = summary["engines"]["fast"], summary["engines"]["broken"]
+    assert (fast["completed"], fast["failed"], fast["sent"]) == (12, 0, 12)
+    assert (broken["completed"], broken["failed"], broken["sent"]) == (0, 12, 12)
+    assert broken["errors_by_class"] == {"stream_cut": 12}
+    for key in ("duration_s", "request_throughput_rps", "input_throughput_tok_s", "output_throughput_tok_s",
+                "total_token_throughput_tok_s", "goodput_rps", "input_tokens", "output_tokens", "cached_tokens",
+                "schema_valid_rate", "honoured_output_len", "engine_metrics"):
+        assert key in fast
+    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        assert set(fast[metric]) >= {"mean", "p50", "p90", "p95", "p99", "min", "max"}
+    assert fast["goodput_rps"] == pytest.approx(fast["request_throughput_rps"])
+    assert fast["honoured_output_len"] is True
+    # Engine metrics came from the scripted server's /metrics, recorded by the child process.
+    assert fast["engine_metrics"]["kv_cache_usage_max"] is not None
+    view = jobs.get_run(run_id)
+    assert view.status == "finished_with_errors"
+    assert view.progress == 1.0
+    assert row_count(run_id) == 2 * (12 + 2)
+    records = jobs.load_records(run_id)
+    assert sum(1 for r in records if r.warmup) == 4
+    assert all(r.itl_s for r in records if r.ok)
+
+
+def test_worker_process_runs_on_and_viewers_see_it(db_url: str, scripted_server: ScriptedServer) -> None:
+    spec = BenchSpec(engines=(target(scripted_server, ttft=5, itl=5, tokens=40),),
+                     workload=WorkloadSpec(output_len=40), load=LoadSpec(concurrency=2, requests=30))
+    run_id = jobs.start_benchmark(spec)
+    # Live rows and progress appear while it runs (any number of readers).
+    wait_for(lambda: jobs.get_run(run_id).status == "running")
+    wait_for(lambda: 0 < row_count(run_id) < 30)
+    live = jobs.get_run(run_id)
+    assert 0 < live.progress < 1
+    assert live.live["engines"]["scripted"]["sent"] > 0
+    final = wait_for(lambda: (v := jobs.get_run(run_id)).status not in jobs.ACTIVE_STATUSES and v)
+    assert final.status == "finished"
+    assert final.summary["engines"]["scripted"]["completed"] == 30
+    assert "live" not in final.summary
+
+
+def test_cancel_keeps_partial_results(db_url: str, scripted_server: ScriptedServer) -> None:
+    spec = BenchSpec(engines=(target(scripted_server, ttft=5, itl=20, tokens=200),),
+                     workload=WorkloadSpec(output_len=200), load=LoadSpec(concurrency=3, requests=300))
+    run_id = jobs.start_benchmark(spec)
+    wait_for(lambda: row_count(run_id) >= 3)
+    assert jobs.cancel_run(run_id)
+    final = wait_for(lambda: "engines" in (v := jobs.get_run(run_id)).summary and v, timeout=20)
+    block = final.summary["engines"]["scripted"]
+    assert final.status == "cancelled"
+    assert block["completed"] + block["failed"] == block["sent"] == row_count(run_id)
+    assert block["errors_by_class"].get("cancelled") == 3
+    assert not jobs.cancel_run(run_id)  # already over
+
+
+def test_killed_worker_is_marked_interrupted_with_partial_summary(db_url: str, scripted_server: ScriptedServer) -> None:
+    spec = BenchSpec(engines=(target(scripted_server, ttft=5, itl=20, tokens=100),),
+                     workload=WorkloadSpec(output_len=100), load=LoadSpec(concurrency=2, requests=500))
+    run_id = jobs.start_benchmark(spec)
+    wait_for(lambda: row_count(run_id) >= 4)
+    with session_scope() as session:
+        pid = session.get(Run, run_id).worker_pid
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert jobs.mark_interrupted_runs(stale_after_s=60) == []  # heartbeat still fresh
+    assert jobs.mark_interrupted_runs(stale_after_s=0.1) == [run_id]
+    view = jobs.get_run(run_id)
+    assert view.status == "interrupted"
+    block = view.summary["engines"]["scripted"]
+    assert block["sent"] == row_count(run_id) >= 4
+    assert block["completed"] + block["failed"] == block["sent"]
+
+
+def test_concurrency_sweep_and_slo_search(db_url: str, scripted_server: ScriptedServer) -> None:
+    engine = target(scripted_server, ttft=20, itl=2, tokens=8)
+    sweep = BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=8), load=LoadSpec(requests=12),
+                      sweep=SweepSpec(kind="concurrency", values=(1, 2, 4), stop_on_plateau=False))
+    summary = jobs.execute_run(jobs.create_run(sweep))
+    assert [(row["concurrency"], row["completed"]) for row in summary["sweep"]] == [(1, 12), (2, 12), (4, 12)]
+    rates = [row["request_throughput_rps"] for row in summary["sweep"]]
+    assert rates[0] < rates[1] < rates[2]
+    assert summary["engines"]["scripted"]["from_step"] == 2
+    search = BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=8), load=LoadSpec(requests=10),
+                       slo=SloSpec(e2e_ms=200, attainment=0.9),
+                       sweep=SweepSpec(kind="slo_search", search_over="concurrency", start=1, max_value=4,
+                                       search_steps=1))
+    summary = jobs.execute_run(jobs.create_run(search))
+    found = summary["slo_search"]["scripted"]
+    assert found["best"] == 4 and found["reached_maximum"] is True
+    assert [row["concurrency"] for row in summary["sweep"]] == [1, 2, 4]
+
+
+def test_validation_and_missing_runs(db_url: str) -> None:
+    with pytest.raises(ValidationError, match="at least one engine"):
+        jobs.create_run(BenchSpec(engines=()))
+    with pytest.raises(NotFoundError):
+        jobs.get_run(12345)
+    with pytest.raises(NotFoundError):
+        jobs.engine_target("no-such-engine")
+
+
+def test_engine_samples_summary() -> None:
+    rows = [
+        {"prefix_cache_hit_rate": 0.5, "prompt_tokens_per_s": 100.0, "kv_cache_usage": 0.2},
+        {"prefix_cache_hit_rate": 1.0, "prompt_tokens_per_s": 300.0, "kv_cache_usage": 0.6},
+        {"_error": "unreachable"},
+        {"kv_cache_usage": None},
+    ]
+    metrics = jobs.summarize_engine_samples(rows)
+    assert metrics["prefix_cache_hit_rate"] == pytest.approx((50 + 300) / 400)
+    assert metrics["kv_cache_usage_max"] == 0.6
+    assert jobs.summarize_engine_samples([])["prefix_cache_hit_rate"] is None

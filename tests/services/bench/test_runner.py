@@ -1,0 +1,140 @@
+"""The load generator against the scripted server: load shapes, accounting, accuracy,
+cancellation and an engine killed mid-run."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+import httpx2
+import pytest
+
+from services.bench.arrivals import LoadSpec
+from services.bench.runner import EngineOutcome, execute_load
+from services.bench.spec import EngineTarget
+from services.bench.stats import summarize_engine
+from services.bench.workloads import WorkloadSpec
+from tests.support.scripted_server import ScriptedServer
+
+
+def engine(server: ScriptedServer, **scenario) -> EngineTarget:
+    return EngineTarget(name="scripted", base_url=server.base_url, kind="vllm", model=server.model(**scenario))
+
+
+def accounted(outcome: EngineOutcome) -> dict:
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert summary["completed"] + summary["failed"] == summary["sent"]
+    return summary
+
+
+def test_closed_loop_counts_warmup_and_fixed_output(scripted_server: ScriptedServer) -> None:
+    outcome = execute_load(engine(scripted_server, ttft=5, itl=1, tokens=64), WorkloadSpec(input_len=16, output_len=12),
+                           LoadSpec(concurrency=4, requests=20, warmup_requests=3))
+    summary = accounted(outcome)
+    assert (summary["sent"], summary["completed"], summary["warmup"]) == (20, 20, 3)
+    assert summary["output_tokens"] == 20 * 12  # max_tokens caps the scripted 64
+    assert summary["honoured_output_len"] is True
+    assert summary["concurrency_max"] == 4
+    assert sorted(r.index for r in outcome.measured) == list(range(20))
+    # Warm-ups ran before the measured phase, on the same clock.
+    assert max(r.start_s for r in outcome.records if r.warmup) < min(r.start_s for r in outcome.measured)
+
+
+def test_short_answers_are_reported(scripted_server: ScriptedServer) -> None:
+    outcome = execute_load(engine(scripted_server, ttft=2, itl=1, tokens=5), WorkloadSpec(output_len=12),
+                           LoadSpec(concurrency=2, requests=4))
+    summary = accounted(outcome)
+    assert summary["honoured_output_len"] is False
+    assert summary["short_output_requests"] == 4
+
+
+def test_open_loop_rate_with_a_cap_reports_queue_time(scripted_server: ScriptedServer) -> None:
+    outcome = execute_load(engine(scripted_server, ttft=50, itl=5, tokens=10), WorkloadSpec(output_len=10),
+                           LoadSpec(mode="rate", rate=100, arrival="constant", concurrency=2, requests=20))
+    summary = accounted(outcome)
+    assert summary["completed"] == 20
+    assert summary["concurrency_max"] == 2
+    # 100/s arrivals, 2 slots of ~0.1 s each: requests wait in the client queue.
+    assert summary["queue_s"]["p90"] > 0.2
+    scheduled = sorted(r.scheduled_s for r in outcome.measured)
+    gaps = [b - a for a, b in zip(scheduled, scheduled[1:])]
+    assert gaps == pytest.approx([0.01] * 19, abs=1e-9)
+
+
+def test_duration_bound_run_stops_on_time(scripted_server: ScriptedServer) -> None:
+    started = time.perf_counter()
+    outcome = execute_load(engine(scripted_server, ttft=10, itl=2, tokens=10), WorkloadSpec(output_len=10),
+                           LoadSpec(concurrency=3, requests=None, duration_s=1.0))
+    elapsed = time.perf_counter() - started
+    summary = accounted(outcome)
+    assert summary["completed"] > 10
+    assert max(r.start_s for r in outcome.measured) - min(r.start_s for r in outcome.measured) < 1.0
+    assert elapsed < 2.5
+
+
+def test_multi_turn_sends_growing_histories(scripted_server: ScriptedServer) -> None:
+    outcome = execute_load(engine(scripted_server, ttft=2, itl=1, tokens=6), WorkloadSpec(kind="multi_turn", turns=3,
+                           input_len=10, output_len=6), LoadSpec(concurrency=1, requests=3))
+    by_index = sorted(outcome.measured, key=lambda r: r.index)
+    # The scripted server counts words + 4 per message: the history makes each turn longer.
+    prompts = [r.input_tokens for r in by_index]
+    assert prompts[0] < prompts[1] < prompts[2]
+
+
+def test_structured_output_schema_valid_rate(scripted_server: ScriptedServer) -> None:
+    good = execute_load(engine(scripted_server, ttft=2, itl=1), WorkloadSpec(kind="structured", output_len=200),
+                        LoadSpec(concurrency=2, requests=4))
+    assert accounted(good)["schema_valid_rate"] == 1.0
+    bad = execute_load(engine(scripted_server, ttft=2, itl=1, fault="ignore_schema"),
+                       WorkloadSpec(kind="structured", output_len=200), LoadSpec(concurrency=2, requests=4))
+    assert accounted(bad)["schema_valid_rate"] == 0.0
+
+
+def test_ttft_and_itl_within_1ms_of_the_server_at_concurrency_32(scripted_server: ScriptedServer) -> None:
+    """Issue 4 accuracy target: p50 error of TTFT and ITL under 1 ms against the scripted
+    server's own write times (same CLOCK_MONOTONIC), 32 streams, TTFT 50 ms, ITL 10 ms."""
+    tag = f"acc{time.monotonic_ns()}-"
+    outcome = execute_load(engine(scripted_server, ttft=50, itl=10, tokens=32), WorkloadSpec(input_len=16, output_len=32),
+                           LoadSpec(concurrency=32, requests=96), request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"})
+    assert accounted(outcome)["completed"] == 96
+    ttft_errors, itl_errors = [], []
+    with httpx2.Client(timeout=10) as http:
+        for record in outcome.measured:
+            log = http.get(f"{scripted_server.root_url}/_scripted/log", params={"id": f"{tag}{record.index}"}).json()
+            writes = log["writes"]
+            first_seen = outcome.origin + record.start_s + record.ttft_s
+            ttft_errors.append(first_seen - writes[0])
+            itl_errors.extend(gap - (b - a) for gap, a, b in zip(record.itl_s, writes, writes[1:]))
+            assert len(record.itl_s) == len(writes) - 1
+    # The server stamps each write just after making it, so an error can be a few µs below 0.
+    assert abs(statistics.median(ttft_errors)) < 0.001
+    assert statistics.median(abs(e) for e in itl_errors) < 0.001
+
+
+def test_cancel_records_the_requests_in_flight(scripted_server: ScriptedServer) -> None:
+    stop = threading.Event()
+    threading.Timer(0.6, stop.set).start()
+    started = time.perf_counter()
+    outcome = execute_load(engine(scripted_server, ttft=5, itl=20, tokens=400), WorkloadSpec(output_len=400),
+                           LoadSpec(concurrency=4, requests=100), should_stop=stop.is_set)
+    assert time.perf_counter() - started < 3.0
+    summary = accounted(outcome)
+    assert outcome.cancelled
+    assert summary["errors_by_class"] == {"cancelled": 4}
+    assert summary["sent"] == 4
+
+
+def test_engine_killed_mid_run_ends_with_errors_recorded(tmp_path) -> None:
+    server = ScriptedServer().start()
+    target = engine(server, ttft=5, itl=20, tokens=100)
+    threading.Timer(1.0, lambda: server.process.kill()).start()
+    try:
+        outcome = execute_load(target, WorkloadSpec(output_len=100), LoadSpec(concurrency=4, requests=24))
+    finally:
+        server.stop()
+    summary = accounted(outcome)
+    assert summary["sent"] == 24
+    assert summary["failed"] >= 20
+    assert set(summary["errors_by_class"]) <= {"stream_cut", "connect_refused", "protocol_error"}
+    assert "stream_cut" in summary["errors_by_class"]  # the four in flight were cut
