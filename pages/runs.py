@@ -16,6 +16,7 @@ from services import importers, reports, runs
 from services.errors import ShootoutError
 
 PAGE_SIZE = 25
+TABLE_ROW_PX = 35  # st.dataframe's row height: the comparison table shows every row, no inner scroll
 CDF_LABELS = {f"cdf:{metric}": label for metric, label in runs.LATENCY_METRICS.items()}
 
 
@@ -180,7 +181,8 @@ def _results(view: reports.ComparisonView, key: str) -> None:
     st.subheader("Percentiles and throughput")
     if len(comparison.series) > 1:
         st.caption(f"Changes are against the baseline, {comparison.baseline_series.label}; green is better, red worse.")
-    st.dataframe(reports.style_comparison_table(view.table), hide_index=True, key=f"{key}_table")
+    st.dataframe(reports.style_comparison_table(view.table), hide_index=True, key=f"{key}_table",
+                 height=TABLE_ROW_PX * (len(view.table) + 1) + 3)
     cdfs = [name for name in view.figures if name in CDF_LABELS]
     if cdfs:
         st.subheader("Distributions")
@@ -190,6 +192,7 @@ def _results(view: reports.ComparisonView, key: str) -> None:
         st.plotly_chart(view.figures[chosen], key=f"{key}_cdf_chart")
     if "latency_throughput" in view.figures:
         st.subheader("Latency against throughput")
+        st.caption("A load sweep draws a curve; a run at one load is one point.")
         st.plotly_chart(view.figures["latency_throughput"], key=f"{key}_curve")
     if not view.settings.empty:
         st.subheader("Engine settings")

@@ -52,6 +52,9 @@ __all__ = [
 ExportFormat = Literal["csv", "json", "html"]
 EXPORT_FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json", "html": "text/html"}
 CDF_POINTS = 1000
+#: One colour per series, the same in every figure (plotly's default qualitative palette).
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                  "#17becf")
 MARK_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "same": "#57606a"}
 REQUEST_COLUMNS = (
     "engine_name", "index", "warmup", "ok", "scheduled_s", "start_s", "ttft_s", "e2e_s", "tpot_s", "itl_s",
@@ -162,18 +165,20 @@ def _cdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
     """Overlaid cumulative distributions of one latency metric (None without samples)."""
     figure = go.Figure()
-    for series in comparison.series:
+    for index, series in enumerate(comparison.series):
         values = series.samples.get(metric)
         if values is None or values.size == 0:
             continue
         x, y = _cdf_points(values)
-        name = series.label + (" (all sweep steps)" if series.multi_step else "")
+        notes = [note for note, on in (("all sweep steps", series.multi_step),
+                                        (f"1 in {series.sampled_every} requests", series.sampled_every > 1)) if on]
+        name = series.label + (f" ({', '.join(notes)})" if notes else "")
         figure.add_trace(
             go.Scatter(
                 x=x * 1000,
                 y=y,
                 mode="lines",
-                line={"shape": "hv"},
+                line={"shape": "hv", "color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
                 name=name,
                 hovertemplate="%{x:.1f} ms: %{y:.1%} of requests<extra>" + html.escape(name) + "</extra>",
             )
@@ -219,11 +224,10 @@ def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
     """Median TTFT and E2E latency against output throughput, one curve per series (a
     sweep draws a curve; a single-load run is one point)."""
     figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT p50 vs output throughput", "E2E p50 vs output throughput"))
-    colours = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
     drawn = False
     for index, series in enumerate(comparison.series):
         points = _points(series)
-        colour = colours[index % len(colours)]
+        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
         for column, key in ((1, "ttft"), (2, "e2e")):
             usable = [p for p in points if p[key] is not None]
             if not usable:

@@ -32,8 +32,8 @@ from datetime import date, datetime, time, timezone
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats as scipy_stats
-from sqlalchemy import Select, and_, delete, exists, func, literal, or_, select
+import orjson
+from sqlalchemy import Select, Text, and_, cast, delete, exists, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
@@ -91,6 +91,8 @@ NOISE_P_VALUE = 0.05
 BOOTSTRAP_RESAMPLES = 300
 BOOTSTRAP_MAX_SAMPLES = 4000
 MIN_BOOTSTRAP_SAMPLES = 20
+#: Per-request values loaded per series; beyond this, every k-th request (see _load_samples).
+MAX_SAMPLES_PER_SERIES = 20_000
 SETTING_VALUE_MAX_CHARS = 300
 
 
@@ -212,6 +214,8 @@ class Series:
     samples: dict[str, np.ndarray]
     sweep: list[dict[str, Any]]
     engine_info: dict[str, Any]
+    #: 1 when `samples` holds every request, k when it holds every k-th (very large runs)
+    sampled_every: int = 1
     repeat_run_ids: tuple[int, ...] = ()
     #: "metric.stat" -> one value per repeated run (this run included)
     repeat_values: dict[str, list[float]] = field(default_factory=dict)
@@ -329,7 +333,7 @@ def format_value(metric: str, value: float | None) -> str:
         return "—"
     if metric in LATENCY_METRICS:
         milliseconds = value * 1000
-        if abs(milliseconds) >= 10_000:
+        if abs(milliseconds) >= 1000:
             return f"{value:.2f} s"
         if abs(milliseconds) >= 100:
             return f"{milliseconds:.0f} ms"
@@ -615,34 +619,54 @@ def delete_run(run_id: int) -> DeleteResult:
 # ---------------------------------------------------------------- comparison: loading
 
 
+def _empty_bucket() -> dict[str, Any]:
+    return {"ttft_s": [], "tpot_s": [], "e2e_s": [], "itl_s": [], "ok": 0, "failed": 0, "sampled_every": 1}
+
+
 def _load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, str], dict[str, Any]]:
-    """Per (run, engine): latency arrays of successful measured requests, and counts."""
-    query = select(
-        RequestResult.run_id,
-        RequestResult.engine_name,
-        RequestResult.ok,
-        RequestResult.ttft_s,
-        RequestResult.tpot_s,
-        RequestResult.e2e_s,
-        RequestResult.itl_s,
-    ).where(RequestResult.run_id.in_(run_ids), RequestResult.warmup.is_(False))
+    """Per (run, engine): latency arrays of successful measured requests, and counts.
+
+    Counts cover every request; the latency arrays hold every request up to
+    MAX_SAMPLES_PER_SERIES and an evenly spaced subset (every k-th request) beyond, which
+    draws the same CDF and keeps a comparison of million-request runs fast."""
     collected: dict[tuple[int, str], dict[str, Any]] = {}
-    for run_id, engine, ok, ttft, tpot, e2e, itl in session.execute(query):
-        bucket = collected.setdefault(
-            (run_id, engine), {"ttft_s": [], "tpot_s": [], "e2e_s": [], "itl_s": [], "ok": 0, "failed": 0}
+    measured = and_(RequestResult.run_id.in_(run_ids), RequestResult.warmup.is_(False))
+    counts = session.execute(
+        select(RequestResult.run_id, RequestResult.engine_name, RequestResult.ok, func.count())
+        .where(measured)
+        .group_by(RequestResult.run_id, RequestResult.engine_name, RequestResult.ok)
+    ).all()
+    for run_id, engine, ok, count in counts:
+        bucket = collected.setdefault((run_id, engine), _empty_bucket())
+        bucket["ok" if ok else "failed"] += int(count)
+    for (run_id, engine), bucket in collected.items():
+        every = max(1, math.ceil(bucket["ok"] / MAX_SAMPLES_PER_SERIES))
+        bucket["sampled_every"] = every
+        query = select(
+            RequestResult.ttft_s,
+            RequestResult.tpot_s,
+            RequestResult.e2e_s,
+            # Raw JSON text: most rows hold "[]", and decoding a million of them costs seconds.
+            cast(RequestResult.itl_s, Text),
+        ).where(
+            RequestResult.run_id == run_id,
+            RequestResult.engine_name == engine,
+            RequestResult.warmup.is_(False),
+            RequestResult.ok.is_(True),
         )
-        if not ok:
-            bucket["failed"] += 1
-            continue
-        bucket["ok"] += 1
-        if ttft is not None:
-            bucket["ttft_s"].append(ttft)
-        if tpot is not None:
-            bucket["tpot_s"].append(tpot)
-        if e2e is not None:
-            bucket["e2e_s"].append(e2e)
-        if itl:
-            bucket["itl_s"].extend(itl)
+        if every > 1:
+            query = query.where(RequestResult.index % every == 0)
+        for ttft, tpot, e2e, itl_text in session.execute(query):
+            if ttft is not None:
+                bucket["ttft_s"].append(ttft)
+            if tpot is not None:
+                bucket["tpot_s"].append(tpot)
+            if e2e is not None:
+                bucket["e2e_s"].append(e2e)
+            if itl_text and itl_text != "[]":
+                gaps = orjson.loads(itl_text)
+                if isinstance(gaps, list):
+                    bucket["itl_s"].extend(gaps)
     loaded_runs = {run_id for run_id, _ in collected}
     missing = [run_id for run_id in run_ids if run_id not in loaded_runs]
     if missing:
@@ -652,9 +676,7 @@ def _load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, s
                 Exchange.run_id.in_(missing)
             )
         ):
-            bucket = collected.setdefault(
-                (run_id, engine), {"ttft_s": [], "tpot_s": [], "e2e_s": [], "itl_s": [], "ok": 0, "failed": 0}
-            )
+            bucket = collected.setdefault((run_id, engine), _empty_bucket())
             if status in ("error", "failed", "cancelled"):
                 bucket["failed"] += 1
                 continue
@@ -666,14 +688,17 @@ def _load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, s
                     bucket[metric].append(value)
             if isinstance(metrics.get("itl_s"), list):
                 bucket["itl_s"].extend(v for v in metrics["itl_s"] if _number(v) is not None)
-    return {
-        key: {
-            **{metric: np.asarray(bucket[metric], dtype=float) for metric in LATENCY_METRICS},
-            "ok": bucket["ok"],
-            "failed": bucket["failed"],
-        }
-        for key, bucket in collected.items()
-    }
+    result = {}
+    for key, bucket in collected.items():
+        arrays = {}
+        for metric in LATENCY_METRICS:
+            try:
+                values = np.asarray(bucket[metric], dtype=float)  # None becomes NaN, dropped next
+            except (TypeError, ValueError):  # a stray string in a hand-edited row
+                values = np.asarray([_number(v) for v in bucket[metric]], dtype=float)
+            arrays[metric] = values[np.isfinite(values)]
+        result[key] = {**arrays, "ok": bucket["ok"], "failed": bucket["failed"], "sampled_every": bucket["sampled_every"]}
+    return result
 
 
 def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -732,6 +757,7 @@ def _build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> l
                 completed=int(completed) if completed is not None else None,
                 failed=int(failed) if failed is not None else None,
                 samples={metric: sampled[metric] for metric in LATENCY_METRICS if metric in sampled},
+                sampled_every=int(sampled.get("sampled_every", 1)),
                 sweep=[step for step in sweep if isinstance(step, dict) and step.get("engine", name) == name],
                 engine_info=snapshots.get(name) or {"name": name},
             )
@@ -870,6 +896,9 @@ def _noise(metric: str, stat: str | None, winner: Series, other: Series) -> Nois
             beyond = np.mean(a) != np.mean(b)
             p_text = "no spread within either set"
         else:
+            # Imported here: scipy.stats costs half a second to import, and only this needs it.
+            from scipy import stats as scipy_stats
+
             p_value = float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
             beyond = p_value < NOISE_P_VALUE
             p_text = f"Welch t-test p = {p_value:.3g}"
@@ -888,7 +917,10 @@ def _noise(metric: str, stat: str | None, winner: Series, other: Series) -> Nois
     ):
         low, high = _bootstrap_difference(a_sample, b_sample, stat)
         beyond = low > 0 or high < 0
-        interval = f"95% interval of the difference {format_value(metric, low)} to {format_value(metric, high)}"
+        interval = (
+            f"95% bootstrap interval of {winner.label} minus {other.label}: "
+            f"{format_value(metric, low)} to {format_value(metric, high)}"
+        )
         words = "beyond" if beyond else "within"
         return NoiseCheck(
             "beyond" if beyond else "within",

@@ -228,7 +228,7 @@ def test_per_request_samples_give_a_bootstrap_verdict(db_url: str) -> None:
     verdict = next(v for v in runs.compare_runs([fast, slow]).verdicts if v.metric == "ttft_s")
     assert verdict.noise.method == "bootstrap" and verdict.noise.status == "beyond"
     assert "run-to-run noise is unknown" in verdict.text
-    low, high = map(float, re.findall(r"difference (-?[\d.]+) ms to (-?[\d.]+) ms", verdict.text)[0])
+    low, high = map(float, re.findall(r"minus #\d+ b: (-?[\d.]+) ms to (-?[\d.]+) ms", verdict.text)[0])
     assert -25 < low < high < -15  # fast - slow, in ms, around -20
     verdict = next(v for v in runs.compare_runs([fast, same]).verdicts if v.metric == "ttft_s")
     assert verdict.noise.status == "within"
@@ -268,6 +268,8 @@ def test_parse_run_ids() -> None:
 def test_format_value() -> None:
     assert runs.format_value("ttft_s", 0.0412) == "41.2 ms"
     assert runs.format_value("e2e_s", 12.5) == "12.50 s"
+    assert runs.format_value("e2e_s", 1.6) == "1.60 s"
+    assert runs.format_value("e2e_s", 0.25) == "250 ms"
     assert runs.format_value("output_throughput_tok_s", 1234.4) == "1,234 tok/s"
     assert runs.format_value("ttft_s", None) == "—"
 
