@@ -310,3 +310,13 @@ def flat_latency_stats(result: dict[str, Any], aliases: dict[str, str]) -> dict[
         if metric and stat and seconds is not None:
             stats.setdefault(metric, {})[stat] = seconds
     return stats
+
+
+def headline_step(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The engine's headline numbers for a sweep: the step with the highest request
+    throughput (the rule our own benchmark sweeps use), marked with `from_step`."""
+    load_keys = ("engine", "rate", "concurrency", "strategy", "step", "phase")
+    if len(steps) == 1:
+        return {key: value for key, value in steps[0].items() if key not in load_keys}
+    best = max(range(len(steps)), key=lambda i: number(steps[i].get("request_throughput_rps")) or 0.0)
+    return {**{key: value for key, value in steps[best].items() if key not in load_keys}, "from_step": best}

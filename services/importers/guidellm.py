@@ -14,7 +14,8 @@ output_token_count, output_tokens_per_second, tokens_per_second.
 (request_start_time, request_latency, time_to_first_token_ms, inter_token_latency_ms,
 prompt_tokens, output_tokens, info.error).
 
-The run's headline numbers are the last step's; every step is in the sweep. GuideLLM has
+The run's headline numbers are those of the step with the highest request throughput
+(as for our own sweeps); every step is in the sweep. GuideLLM has
 no chunk-gap ITL, so ITL stays empty for GuideLLM runs.
 """
 
@@ -28,6 +29,7 @@ from services.importers.common import (
     SourceFile,
     engine_snapshot,
     fill_from_requests,
+    headline_step,
     integer,
     number,
     parse_timestamp,
@@ -207,7 +209,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         numbers = fill_from_requests(_numbers(benchmark), step_rows)
         rows.extend(step_rows)
         steps.append({"engine": engine, **_load(_strategy(benchmark)), **numbers})
-    headline = {k: v for k, v in steps[-1].items() if k not in ("engine", "rate", "concurrency", "strategy")}
+    headline = headline_step(steps)
     config: dict[str, Any] = {"strategies": [_load(_strategy(b)) for b in benchmarks]}
     args = document.get("args")
     if isinstance(args, dict):

@@ -20,6 +20,7 @@ from services.importers.common import (
     SourceFile,
     engine_snapshot,
     fill_from_requests,
+    headline_step,
     first_line,
     integer,
     number,
@@ -95,7 +96,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         numbers = fill_from_requests(numbers, step_rows)
         rows.extend(step_rows)
         steps.append({"engine": engine, **step_load(result), **numbers})
-    headline = {key: value for key, value in steps[-1].items() if key not in ("engine", "rate", "concurrency")}
+    headline = headline_step(steps)
     config: dict[str, Any] = {}
     for key in SETUP_KEYS:
         values = [result.get(key) for result in results if key in result]

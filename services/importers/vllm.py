@@ -7,7 +7,8 @@ request_goodput, output_throughput, total_token_throughput, max_output_tokens_pe
 max_concurrent_requests) and `mean_/median_/std_/p<N>_{ttft,tpot,itl,e2el}_ms`.
 `--save-detailed` adds per-request arrays (input_lens, output_lens, ttfts, itls,
 start_times, generated_texts, errors); `latencies` and `queue_times` are kept even without
-it. `--append-result` writes one object per line: each becomes a sweep step.
+it. `--append-result` writes one object per line: each becomes a sweep step, and the
+step with the highest request throughput gives the run's headline numbers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from services.importers.common import (
     SourceFile,
     engine_snapshot,
     fill_from_requests,
+    headline_step,
     first_line,
     flat_latency_stats,
     integer,
@@ -162,7 +164,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         numbers = fill_from_requests(engine_numbers(result), step_rows)
         rows.extend(step_rows)
         steps.append({"engine": engine, **step_load(result), **numbers})
-    headline = {key: value for key, value in steps[-1].items() if key not in ("engine", "rate", "concurrency")}
+    headline = headline_step(steps)
     config = {key: first[key] for key in SETUP_KEYS if key in first}
     for key in ("request_rate", "max_concurrency"):
         values = [result.get(key) for result in results]

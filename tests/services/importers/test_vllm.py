@@ -41,8 +41,8 @@ def test_appended_results_become_a_sweep(samples) -> None:
     steps = run.summary["sweep"]
     assert [(s["engine"], s["rate"]) for s in steps] == [("vllm-cpu", 1.0), ("vllm-cpu", 4.0)]
     assert steps[0]["ttft_s"]["p50"] == pytest.approx(0.038)
-    headline = run.summary["engines"]["vllm-cpu"]  # the last result
-    assert headline["ttft_s"]["p50"] == pytest.approx(0.095) and headline["failed"] == 1
+    headline = run.summary["engines"]["vllm-cpu"]  # the step with the highest request rate
+    assert headline["from_step"] == 1 and headline["ttft_s"]["p50"] == pytest.approx(0.095) and headline["failed"] == 1
     assert run.config["request_rate"] == [1.0, 4.0]
     assert [row["extra"]["step"] for row in run.requests] == [0, 0, 0, 1, 1, 1]
     # Without --save-detailed only latencies are per request; a 0.0 latency is a failure.
