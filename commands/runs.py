@@ -134,7 +134,7 @@ def _list(args: argparse.Namespace) -> int:
         )
         if item.headline:
             print(f"         {item.headline}")
-    print(f"page {page.page} of {page.pages} ({page.total} runs)")
+    print(f"page {page.page} of {page.pages} ({page.total} run{'' if page.total == 1 else 's'})")
     return 0
 
 

@@ -413,3 +413,39 @@ def test_comparison_report(db_url: str) -> None:
     assert exported.filename == f"shootout-compare-{a}-{b}.html"
     page = exported.data.decode()
     assert "Verdicts" in page and "TTFT (median)" in page and "+100.0% worse" in page
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_cli_export_import_and_list(db_url: str, tmp_path, capsys) -> None:
+    from cli import main
+
+    run = make_run(name="cli", engines={"vllm": engine_summary(0.1, 0.02, 1, 500)}, requests={"vllm": [0.1, 0.2]})
+    target = tmp_path / "run.json"
+    assert main(["export", str(run), "--format", "json", "-o", str(target)]) == 0
+    assert main(["import", str(target), "--tag", "copied"]) == 0
+    assert "as Shootout run JSON: run #2 (2 request rows)" in capsys.readouterr().out
+    assert main(["runs", "list", "--tag", "copied", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [item["id"] for item in listed["runs"]] == [2]
+    assert main(["runs", "compare", f"{run},2"]) == 0
+    assert "are repeats of one configuration" in capsys.readouterr().out
+    assert main(["export", str(run), "2", "--format", "html", "-o", str(tmp_path / "c.html")]) == 0
+    assert (tmp_path / "c.html").stat().st_size > 1_000_000
+
+
+def test_cli_failures_are_one_clear_line(db_url: str, tmp_path, capsys) -> None:
+    from cli import main
+
+    assert main(["runs", "show", "404"]) == 1
+    assert capsys.readouterr().err.strip() == "error: Run #404 does not exist."
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    assert main(["import", str(bad)]) == 1
+    assert capsys.readouterr().err.startswith("error: bad.json: not a results file Shootout can read.")
+    run = make_run()
+    assert main(["runs", "delete", str(run)]) == 1  # not a terminal: needs --yes
+    assert "needs --yes" in capsys.readouterr().err
+    assert main(["runs", "delete", str(run), "--yes"]) == 0
+    assert main(["export", str(run), "--format", "csv"]) == 1
