@@ -31,7 +31,11 @@ state.setdefault("pg_error", None)
 
 
 def _ms(seconds: float | None) -> str:
-    return "–" if seconds is None else f"{seconds * 1000:,.0f} ms" if seconds >= 0.01 else f"{seconds * 1000:.1f} ms"
+    if seconds is None:
+        return "–"
+    if seconds >= 1:
+        return f"{seconds:,.2f} s"
+    return f"{seconds * 1000:.0f} ms" if seconds >= 0.01 else f"{seconds * 1000:.1f} ms"
 
 
 def _num(value: Any) -> str:
@@ -167,28 +171,49 @@ if len(engines) < 2:
 state.setdefault("pg_engines", engine_names[:3])
 state.pg_engines = [name for name in state.pg_engines if name in engine_names]
 
+def _params_summary() -> str:
+    bits = [f"temperature {state.get('pg_temperature') if state.get('pg_temperature') is not None else 'default'}",
+            f"max tokens {state.get('pg_max_tokens') or 'default'}"]
+    for key, label in (("pg_top_p", "top_p"), ("pg_seed", "seed"), ("pg_top_k", "top_k"), ("pg_min_tokens", "min_tokens")):
+        if state.get(key) is not None:
+            bits.append(f"{label} {state.get(key)}")
+    if (state.get("pg_n") or 1) > 1:
+        bits.append(f"n {state.get('pg_n')}")
+    if state.get("pg_ignore_eos"):
+        bits.append("ignore_eos")
+    if state.get("pg_schema_on"):
+        bits.append("JSON schema")
+    if (state.get("pg_system") or "").strip():
+        bits.append("system prompt")
+    return " · ".join(bits)
+
+
+# Defaults live in session state (not in value=) so reopening an exchange can refill the form.
+for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
+    state.setdefault(key, default)
+
 with st.container(border=True):
     st.multiselect("Engines (2 to 6)", engine_names, key="pg_engines", max_selections=6, disabled=busy,
                    help="Each column is one engine; the model is the engine's own unless set below.")
-    # Defaults live in session state (not in value=) so reopening an exchange can refill the form.
-    for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
-        state.setdefault(key, default)
-    c1, c2, c3, c4, c5 = st.columns(5)
-    c1.number_input("Temperature", 0.0, 2.0, value=None, step=0.1, key="pg_temperature", disabled=busy,
-                    placeholder="engine default")
-    c2.number_input("top_p", 0.01, 1.0, value=None, step=0.05, key="pg_top_p", disabled=busy,
-                    placeholder="engine default")
-    c3.number_input("Max tokens", 1, 32768, value=None, key="pg_max_tokens", disabled=busy,
-                    placeholder="engine default")
-    c4.number_input("Seed", 0, 2**31 - 1, value=None, key="pg_seed", disabled=busy, placeholder="none")
-    c5.text_input("Stop (comma-separated)", key="pg_stop_text", disabled=busy)
-    e1, e2, e3, e4 = st.columns(4)
-    e1.number_input("n (parallel samples)", 1, 8, value=None, key="pg_n", disabled=busy, placeholder="1")
-    e2.number_input("top_k (extra)", 0, 1000, value=None, key="pg_top_k", disabled=busy, placeholder="off",
-                    help="Sent through extra_body to the engines that take it; the column says where it is ignored.")
-    e3.number_input("min_tokens (extra)", 0, 32768, value=None, key="pg_min_tokens", disabled=busy, placeholder="off")
-    e4.checkbox("ignore_eos (extra)", key="pg_ignore_eos", disabled=busy)
-    with st.expander("Per-engine model and extra_body"):
+    with st.expander(f"Parameters: {_params_summary()}"):
+        st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
+        c1, c2, c3, c4, c5 = st.columns(5)
+        c1.number_input("Temperature", 0.0, 2.0, value=None, step=0.1, key="pg_temperature", disabled=busy,
+                        placeholder="engine default")
+        c2.number_input("top_p", 0.01, 1.0, value=None, step=0.05, key="pg_top_p", disabled=busy,
+                        placeholder="engine default")
+        c3.number_input("Max tokens", 1, 32768, value=None, key="pg_max_tokens", disabled=busy,
+                        placeholder="engine default")
+        c4.number_input("Seed", 0, 2**31 - 1, value=None, key="pg_seed", disabled=busy, placeholder="none")
+        c5.text_input("Stop (comma-separated)", key="pg_stop_text", disabled=busy)
+        e1, e2, e3, e4 = st.columns(4)
+        e1.number_input("n (parallel samples)", 1, 8, value=None, key="pg_n", disabled=busy, placeholder="1")
+        e2.number_input("top_k (extra)", 0, 1000, value=None, key="pg_top_k", disabled=busy, placeholder="off",
+                        help="Sent through extra_body to the engines that take it; the column says where it is ignored.")
+        e3.number_input("min_tokens (extra)", 0, 32768, value=None, key="pg_min_tokens", disabled=busy,
+                        placeholder="off")
+        e4.checkbox("ignore_eos (extra)", key="pg_ignore_eos", disabled=busy)
+        st.markdown("Per-engine model and `extra_body`")
         for name in state.pg_engines:
             left, right = st.columns(2)
             record = next(e for e in engines if e.name == name)
@@ -196,14 +221,14 @@ with st.container(border=True):
                             placeholder=record.model or "the engine's model")
             right.text_input(f"extra_body for {name} (JSON)", key=f"pg_extra_{name}", disabled=busy,
                              placeholder='{"repetition_penalty": 1.1}')
-    st.toggle("Structured output (JSON schema)", key="pg_schema_on", disabled=busy,
-              help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.")
-    if state.get("pg_schema_on"):
-        state.setdefault("pg_schema", DEFAULT_SCHEMA)
-        st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
-    st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
-    st.text_area("Prompt", key="pg_prompt", height=100, disabled=busy,
-                 placeholder="Ask something; continue the conversation with the next prompt.")
+        st.toggle("Structured output (JSON schema)", key="pg_schema_on", disabled=busy,
+                  help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.")
+        if state.get("pg_schema_on"):
+            state.setdefault("pg_schema", DEFAULT_SCHEMA)
+            st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
+    turn_word = "Next prompt (continues the conversation)" if state.pg_conversation_id else "Prompt"
+    st.text_area(turn_word, key="pg_prompt", height=80, disabled=busy,
+                 placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.")
     b1, b2, b3, _ = st.columns([1, 1, 1.4, 3])
     b1.button("Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy)
     b2.button("Stop all", key="pg_stop", icon=":material/stop:", on_click=on_stop, disabled=not busy)
@@ -233,10 +258,10 @@ def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool)
                     "cancelled": ":orange[stopped]", "interrupted": ":orange[interrupted]"}
     st.caption(status_words.get(column.status, column.status))
     if not hidden:
-        m1, m2, m3 = st.columns(3)
-        m1.metric("TTFT", _ms(column.ttft_s))
-        m2.metric("ITL mean / p90", f"{_ms(column.itl_mean_s)} / {_ms(column.itl_p90_s)}")
-        m3.metric("tokens/s", _num(column.tokens_per_s), help="Decode rate after the first chunk.")
+        # A compact table: st.metric's large figures do not fit six narrow columns.
+        st.markdown("| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
+                    f"| **{_ms(column.ttft_s)}** | {_ms(column.itl_mean_s)} / {_ms(column.itl_p90_s)} "
+                    f"| {_num(column.tokens_per_s)} |")
         cached = _num(column.cached_tokens) if column.cached_tokens is not None else "not reported"
         st.caption(f"prompt {_num(column.prompt_tokens)} · completion {_num(column.completion_tokens)} · "
                    f"cached {cached} · finish {column.finish_reason or '–'}")
