@@ -1,0 +1,420 @@
+"""What the Benchmarks page shows, built from the database: the form's choices, the spec a
+filled form describes, and one run's view (live progress, percentile table, charts).
+
+Plain data and plotly figures out, no streamlit in. Live views read the stored rows, so any
+number of viewers see the same progress, and a page opened later sees the same run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from services.bench import jobs
+from services.bench.arrivals import LoadSpec
+from services.bench.spec import BenchSpec, SweepSpec
+from services.bench.stats import RequestRecord, SloSpec, cdf_points, percentile_key, throughput_series
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WORKLOAD_KINDS, WorkloadSpec
+from services.errors import ValidationError
+
+#: Runs with at most this many measured requests per engine get the per-request timeline.
+TIMELINE_MAX_REQUESTS = 300
+LIVE_POINTS = 2000
+METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
+WORKLOAD_TITLES = {
+    "synthetic": "Synthetic prompts",
+    "long_prompt": "Long prompts, short answers (prefill)",
+    "shared_prefix": "Shared prefixes (prefix cache)",
+    "multi_turn": "Multi-turn conversations",
+    "structured": "Structured output (JSON schema)",
+    "file": "Prompts from a JSONL file",
+    "trace": "Azure production trace",
+}
+LOAD_TITLES = {
+    "concurrency": "Closed loop: fixed concurrency",
+    "rate": "Open loop: request rate",
+    "trace": "Trace replay: real arrival times",
+}
+SWEEP_TITLES = {
+    "none": "Single load level",
+    "concurrency": "Sweep the concurrency",
+    "rate": "Sweep the request rate",
+    "slo_search": "Search the highest load meeting the SLOs",
+}
+
+
+@dataclass(frozen=True)
+class FormOptions:
+    engines: list[str]
+    workloads: dict[str, str] = field(default_factory=lambda: dict(WORKLOAD_TITLES))
+    loads: dict[str, str] = field(default_factory=lambda: dict(LOAD_TITLES))
+    sweeps: dict[str, str] = field(default_factory=lambda: dict(SWEEP_TITLES))
+    length_dists: tuple[str, ...] = LENGTH_DISTRIBUTIONS
+    trace_attribution: str = TRACE_ATTRIBUTION
+
+
+def form_options() -> FormOptions:
+    from services.endpoints import list_engines
+
+    return FormOptions(engines=[engine.name for engine in list_engines()])
+
+
+def _levels(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.replace(";", ",").replace(" ", ",").split(",") if part)
+    except ValueError:
+        raise ValidationError(f"Sweep levels must be numbers separated by commas (got {text!r}).") from None
+
+
+def _optional(value: Any) -> float | None:
+    return float(value) if value not in (None, "", 0, 0.0) else None
+
+
+def spec_from_form(values: dict[str, Any]) -> BenchSpec:
+    """The validated spec of a filled form (ValidationError with a message for the user)."""
+    names = list(values.get("engines") or [])
+    if not names:
+        raise ValidationError("Choose at least one engine.")
+    engines = tuple(jobs.engine_target(name) for name in names)
+    schema = None
+    if values.get("schema_text"):
+        import json
+
+        try:
+            schema = json.loads(values["schema_text"])
+        except ValueError as error:
+            raise ValidationError(f"The JSON schema is not valid JSON: {error}") from None
+    workload = WorkloadSpec(
+        kind=values.get("workload", "synthetic"),
+        input_len=int(values.get("input_len", 128)),
+        output_len=int(values.get("output_len", 128)),
+        length_dist=values.get("length_dist", "fixed"),
+        range_ratio=float(values.get("range_ratio", 0.5)),
+        prefix_groups=int(values.get("prefix_groups", 4)),
+        prefix_len=int(values.get("prefix_len", 256)),
+        turns=int(values.get("turns", 3)),
+        schema=schema,
+        prompts_file=values.get("prompts_file") or None,
+        trace=values.get("trace", "conversation"),
+        length_scale=float(values.get("length_scale", 1.0)),
+        seed=int(values.get("seed", 0)),
+        fixed_output=bool(values.get("fixed_output", True)),
+    )
+    mode = values.get("mode", "concurrency")
+    bound = values.get("bound", "requests")
+    cap = int(values.get("max_concurrency") or 0) or None
+    load = LoadSpec(
+        mode=mode,
+        concurrency=int(values.get("concurrency", 1)) if mode == "concurrency" else cap,
+        rate=float(values.get("rate", 1.0)) if mode == "rate" else None,
+        arrival=values.get("arrival", "poisson"),
+        burstiness=float(values.get("burstiness", 1.0)),
+        ramp_up_s=float(values.get("ramp_up_s", 0.0)),
+        requests=int(values.get("requests", 100)) if bound == "requests" else None,
+        duration_s=float(values.get("duration_s", 60.0)) if bound == "duration" else None,
+        warmup_requests=int(values.get("warmup", 0)),
+        trace_speed=float(values.get("trace_speed", 1.0)),
+        seed=int(values.get("seed", 0)),
+    )
+    slo = SloSpec(ttft_ms=_optional(values.get("slo_ttft_ms")), tpot_ms=_optional(values.get("slo_tpot_ms")),
+                  e2e_ms=_optional(values.get("slo_e2e_ms")), attainment=float(values.get("slo_attainment", 0.9)))
+    sweep_kind = values.get("sweep", "none")
+    sweep = SweepSpec(
+        kind=sweep_kind,
+        values=_levels(values.get("sweep_values", "")) if sweep_kind in ("concurrency", "rate") else (),
+        search_over=values.get("search_over", "rate"),
+        start=float(values.get("search_start", 1.0)),
+        max_value=float(values.get("search_max", 64.0)),
+        search_steps=int(values.get("search_steps", 4)),
+    )
+    return BenchSpec(
+        engines=engines, workload=workload, load=load, slo=slo, sweep=sweep, name=str(values.get("name", "")).strip(),
+        parallel_engines=bool(values.get("parallel", False)), timeout_s=float(values.get("timeout_s", 600.0)),
+        temperature=float(values.get("temperature", 0.0)),
+    ).validate()
+
+
+def submit(values: dict[str, Any]) -> int:
+    """Validate a filled form and start its run in a worker; returns the run id."""
+    return jobs.start_benchmark(spec_from_form(values))
+
+
+# ---------------------------------------------------------------------------------------
+# One run's view
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunView:
+    run: jobs.BenchRunView
+    counts: dict[str, dict[str, int]]
+    table: pd.DataFrame
+    throughput: pd.DataFrame
+    figures: dict[str, go.Figure]
+    notes: list[str]
+
+    @property
+    def active(self) -> bool:
+        return self.run.active
+
+
+def recent_runs(limit: int = 30) -> list[jobs.BenchRunItem]:
+    return jobs.list_runs(limit)
+
+
+def cancel(run_id: int) -> bool:
+    return jobs.cancel_run(run_id)
+
+
+def run_view(run_id: int) -> RunView:
+    """Everything the page shows for one run, live or finished."""
+    run = jobs.get_run(run_id)
+    finished = not run.active
+    records = jobs.load_records(run_id, with_itl=finished)
+    measured = [r for r in records if not r.warmup]
+    counts: dict[str, dict[str, int]] = {}
+    for record in records:
+        block = counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "warmup": 0})
+        if record.warmup:
+            block["warmup"] += 1
+        else:
+            block["sent"] += 1
+            block["completed" if record.ok else "failed"] += 1
+    figures: dict[str, go.Figure] = {"live": live_figure(measured)}
+    notes = _notes(run)
+    has_summary = bool(run.summary.get("engines"))
+    table = percentile_table(run.summary, run.spec.percentiles) if has_summary else pd.DataFrame()
+    throughput = throughput_table(run.summary) if has_summary else pd.DataFrame()
+    if finished and measured:
+        figures["ttft_cdf"] = cdf_figure({e: [r.ttft_s for r in rs if r.ok and r.ttft_s is not None]
+                                          for e, rs in _by_engine(measured).items()}, "TTFT")
+        figures["itl_cdf"] = cdf_figure({e: [g for r in rs if r.ok for g in r.itl_s]
+                                         for e, rs in _by_engine(measured).items()}, "ITL")
+        if run.summary.get("sweep"):
+            figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
+        per_engine = max((len(rs) for rs in _by_engine(measured).values()), default=0)
+        if per_engine <= TIMELINE_MAX_REQUESTS:
+            figures["timeline"] = timeline_figure(measured)
+        if run.spec.record_engine_metrics:
+            engine_figure = engine_metrics_figure(run_id, run.summary, measured)
+            if engine_figure is not None:
+                figures["engine_metrics"] = engine_figure
+    return RunView(run=run, counts=counts, table=table, throughput=throughput, figures=figures, notes=notes)
+
+
+def _by_engine(records: list[RequestRecord]) -> dict[str, list[RequestRecord]]:
+    groups: dict[str, list[RequestRecord]] = {}
+    for record in records:
+        groups.setdefault(record.engine, []).append(record)
+    return groups
+
+
+def _notes(run: jobs.BenchRunView) -> list[str]:
+    summary = run.summary
+    notes = []
+    for name, block in (summary.get("engines") or {}).items():
+        if block.get("honoured_output_len") is False:
+            notes.append(f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
+                         "answers were shorter than asked (it stopped at its end-of-sequence token).")
+        unsupported = block.get("unsupported_options") or []
+        if unsupported:
+            notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
+        if block.get("connects_in_ttft"):
+            notes.append(f"{name}: {block['connects_in_ttft']} request(s) opened a connection inside their TTFT.")
+    for name, reason in (summary.get("stopped_early") or {}).items():
+        notes.append(f"{name}: the sweep stopped early: {reason}.")
+    for name, found in (summary.get("slo_search") or {}).items():
+        best = found.get("best")
+        if best is None:
+            notes.append(f"{name}: even the lowest {found['dimension']} missed the SLOs ({found['slo']}).")
+        else:
+            more = " (the search maximum: it may go higher)" if found.get("reached_maximum") else ""
+            notes.append(f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}, "
+                         f"{found['required_attainment']:.0%} of requests): {best:g}{more}.")
+    calibration = summary.get("prompt_calibration") or {}
+    if calibration.get("method") == "tokenize":
+        notes.append(f"Prompt lengths checked against {calibration.get('engine')}'s tokenizer "
+                     f"({calibration.get('words_kept')} of {calibration.get('words_checked')} words are one token).")
+    if summary.get("data_attribution"):
+        notes.append(summary["data_attribution"])
+    if summary.get("engines_run"):
+        notes.append(f"Engines ran {summary['engines_run']}.")
+    if run.error:
+        notes.append(f"Error: {run.error}")
+    return notes
+
+
+def percentile_table(summary: dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)) -> pd.DataFrame:
+    """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
+    rows = []
+    keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
+    for name, block in (summary.get("engines") or {}).items():
+        for metric, title in METRIC_TITLES.items():
+            stats = block.get(metric) or {}
+            row: dict[str, Any] = {"engine": name, "metric": title}
+            for key in keys:
+                value = stats.get(key)
+                row[f"{key} (ms)"] = round(value * 1000, 2) if isinstance(value, (int, float)) else None
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """One row per engine: counts, throughputs, goodput and the engine's own cache figures."""
+    rows = []
+    for name, block in (summary.get("engines") or {}).items():
+        metrics = block.get("engine_metrics") or {}
+        errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
+        rows.append({
+            "engine": name,
+            "completed": block.get("completed"),
+            "failed": block.get("failed"),
+            "errors": errors,
+            "requests/s": _round(block.get("request_throughput_rps")),
+            "output tok/s": _round(block.get("output_throughput_tok_s")),
+            "total tok/s": _round(block.get("total_token_throughput_tok_s")),
+            "goodput req/s": _round(block.get("goodput_rps")),
+            "input tokens": block.get("input_tokens"),
+            "output tokens": block.get("output_tokens"),
+            "cached tokens": block.get("cached_tokens"),
+            "prefix hit rate": _round(metrics.get("prefix_cache_hit_rate"), 3),
+            "KV usage max": _round(metrics.get("kv_cache_usage_max"), 3),
+            "schema valid": _round(block.get("schema_valid_rate"), 3),
+        })
+    return pd.DataFrame(rows)
+
+
+def _round(value: Any, digits: int = 2) -> float | None:
+    return round(value, digits) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    figure.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=360, margin={"t": 48, "b": 40},
+                         uirevision="constant", legend={"orientation": "h", "y": -0.25})
+    return figure
+
+
+def live_figure(records: list[RequestRecord]) -> go.Figure:
+    """TTFT of each finished request and output tokens/s per second, per engine."""
+    figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT of each request (ms)", "Output tokens/s"))
+    for name, group in _by_engine(records).items():
+        done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None][-LIVE_POINTS:]
+        figure.add_trace(go.Scattergl(x=[r.start_s for r in done], y=[r.ttft_s * 1000 for r in done], mode="markers",
+                                      name=f"{name} TTFT", marker={"size": 4}), row=1, col=1)
+        series = throughput_series(group, 1.0)
+        figure.add_trace(go.Scatter(x=[p["t_s"] for p in series], y=[p["output_tok_s"] for p in series],
+                                    mode="lines", name=f"{name} tok/s"), row=1, col=2)
+    figure.update_xaxes(title_text="seconds into the run")
+    figure.update_layout(height=340, margin={"t": 40, "b": 40}, uirevision="live", legend={"orientation": "h"})
+    return figure
+
+
+def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figure:
+    figure = go.Figure()
+    for name, values in values_by_engine.items():
+        xs, ys = cdf_points([v * 1000 for v in values])
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name))
+    return _layout(figure, f"{label} distribution (CDF)", f"{label} (ms)", "share of requests" if label == "TTFT"
+                   else "share of tokens")
+
+
+def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
+    """Latency against throughput, one curve per engine, one point per load level."""
+    figure = make_subplots(rows=1, cols=2, subplot_titles=("p50 TTFT vs throughput", "p50 TPOT vs throughput"))
+    engines: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        engines.setdefault(row["engine"], []).append(row)
+    for name, steps in engines.items():
+        steps = sorted(steps, key=lambda r: r.get(dimension) or 0)
+        x = [r.get("output_throughput_tok_s") for r in steps]
+        text = [f"{dimension} {r.get(dimension):g}" if r.get(dimension) is not None else "" for r in steps]
+        for col, metric in ((1, "ttft_s"), (2, "tpot_s")):
+            y = [((r.get(metric) or {}).get("p50") or float("nan")) * 1000 for r in steps]
+            figure.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name, text=text, legendgroup=name,
+                                        showlegend=col == 1, hovertemplate="%{text}<br>%{x:.1f} tok/s, %{y:.1f} ms"),
+                             row=1, col=col)
+    figure.update_xaxes(title_text="output tokens/s")
+    figure.update_yaxes(title_text="ms")
+    figure.update_layout(height=380, margin={"t": 40, "b": 40}, uirevision="constant")
+    return figure
+
+
+def timeline_figure(records: list[RequestRecord]) -> go.Figure:
+    """Every request as a bar: waiting for the first token, then streaming (failed in red)."""
+    figure = go.Figure()
+    ordered = sorted(records, key=lambda r: (r.engine, r.start_s or 0))
+    labels = [f"{r.engine} #{r.index}" + (f" s{r.step}" if r.step is not None else "") for r in ordered]
+    starts = [r.start_s or 0.0 for r in ordered]
+    ttft = [(r.ttft_s or (r.e2e_s or 0.0)) if r.ok else 0.0 for r in ordered]
+    decode = [max(0.0, (r.e2e_s or 0.0) - (r.ttft_s or 0.0)) if r.ok else 0.0 for r in ordered]
+    failed = [(r.e2e_s or 0.0) if not r.ok else 0.0 for r in ordered]
+    figure.add_trace(go.Bar(y=labels, x=ttft, base=starts, orientation="h", name="until first token",
+                            marker_color="#f2a541"))
+    figure.add_trace(go.Bar(y=labels, x=decode, base=[s + t for s, t in zip(starts, ttft)], orientation="h",
+                            name="streaming", marker_color="#3a86ff"))
+    if any(failed):
+        figure.add_trace(go.Bar(y=labels, x=failed, base=starts, orientation="h", name="failed",
+                                marker_color="#d62828", text=[r.error_class or "" for r in ordered]))
+    figure.update_layout(barmode="overlay", height=max(300, min(1600, 14 * len(ordered) + 120)),
+                         margin={"t": 40, "b": 40}, title="Requests over time", xaxis_title="seconds into the run",
+                         yaxis={"autorange": "reversed", "showticklabels": len(ordered) <= 60}, uirevision="constant")
+    return figure
+
+
+def engine_metrics_figure(run_id: int, summary: dict[str, Any], records: list[RequestRecord]) -> go.Figure | None:
+    """Engine KV-cache usage and running requests on the same clock as client TTFT and E2E."""
+    from services.telemetry.query import load_window
+
+    window = load_window(run_id=run_id)
+    frame = window.frame
+    if not len(frame):
+        return None
+    starts = _start_times(summary)
+    figure = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                           subplot_titles=("Client latency per request (ms)", "Engine KV-cache usage",
+                                           "Engine requests running / waiting"))
+    for name, group in _by_engine(records).items():
+        done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None]
+        times = [_wall(starts, name, r) for r in done]
+        keep = [(t, r) for t, r in zip(times, done) if t is not None]
+        figure.add_trace(go.Scattergl(x=[t for t, _ in keep], y=[(r.ttft_s or 0) * 1000 for _, r in keep],
+                                      mode="markers", marker={"size": 4}, name=f"{name} TTFT"), row=1, col=1)
+        figure.add_trace(go.Scattergl(x=[t for t, _ in keep], y=[(r.e2e_s or 0) * 1000 for _, r in keep],
+                                      mode="markers", marker={"size": 4, "symbol": "x"}, name=f"{name} E2E"),
+                         row=1, col=1)
+    for source in window.sources:
+        if not source.startswith("engine:"):
+            continue
+        part = window.source_frame(source)
+        name = source.split(":", 1)[1]
+        when = [datetime.fromtimestamp(t, timezone.utc) for t in part["ts"]]
+        for column, row in (("kv_cache_usage", 2), ("requests_running", 3), ("requests_waiting", 3)):
+            if column in part and part[column].notna().any():
+                figure.add_trace(go.Scatter(x=when, y=part[column], mode="lines", name=f"{name} {column}"),
+                                 row=row, col=1)
+    figure.update_layout(height=620, margin={"t": 40, "b": 40}, uirevision="constant")
+    return figure
+
+
+def _start_times(summary: dict[str, Any]) -> dict[tuple[str, int | None], float]:
+    starts: dict[tuple[str, int | None], float] = {}
+    for row in summary.get("sweep") or []:
+        if row.get("started_at_unix"):
+            starts[(row["engine"], row.get("step"))] = row["started_at_unix"]
+    for name, block in (summary.get("engines") or {}).items():
+        if block.get("started_at_unix") and "from_step" not in block:
+            starts[(name, None)] = block["started_at_unix"]
+    return starts
+
+
+def _wall(starts: dict[tuple[str, int | None], float], engine: str, record: RequestRecord) -> datetime | None:
+    base = starts.get((engine, record.step))
+    if base is None or record.start_s is None:
+        return None
+    return datetime.fromtimestamp(base + record.start_s, timezone.utc)

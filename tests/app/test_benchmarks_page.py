@@ -1,0 +1,104 @@
+"""The Benchmarks page in AppTest: the form, validation messages, a run started from the page
+(in its worker process), the live view and the results of a finished run."""
+
+from __future__ import annotations
+
+import time
+
+from streamlit.testing.v1 import AppTest
+
+from services.bench import jobs
+from services.bench.arrivals import LoadSpec
+from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
+from services.bench.workloads import WorkloadSpec
+from services.endpoints import add_engine
+from tests.conftest import REPO_ROOT
+from tests.support.scripted_server import ScriptedServer
+
+
+def page(**query: str) -> AppTest:
+    at = AppTest.from_file(str(REPO_ROOT / "pages" / "benchmarks.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    return " ".join(str(e.value) for kind in ("markdown", "caption", "info", "error", "warning", "success", "title",
+                                              "subheader") for e in getattr(at, kind))
+
+
+def test_no_engines_no_runs(db_url: str) -> None:
+    at = page()
+    assert not at.exception
+    assert "No engines registered yet" in texts(at)
+    assert "No benchmark has run yet" in texts(at)
+
+
+def test_bad_form_input_shows_one_clear_error(db_url: str, scripted_server: ScriptedServer) -> None:
+    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=2, itl=1))
+    at = page()
+    at.button(key="bench_start").click().run()
+    assert "Choose at least one engine" in texts(at)
+    at.multiselect(key="bench_engines").set_value(["scripted"]).run()
+    at.selectbox(key="bench_sweep").set_value("concurrency").run()
+    at.text_input(key="bench_levels").set_value("1, two").run()
+    at.button(key="bench_start").click().run()
+    assert not at.exception
+    assert "Sweep levels must be numbers" in texts(at)
+    assert jobs.list_runs() == []
+
+
+def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server: ScriptedServer) -> None:
+    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=2, tokens=16))
+    at = page()
+    at.multiselect(key="bench_engines").set_value(["scripted"]).run()
+    at.number_input(key="bench_output_len").set_value(16).run()
+    at.number_input(key="bench_requests").set_value(20).run()
+    at.number_input(key="bench_concurrency").set_value(4).run()
+    at.button(key="bench_start").click().run()
+    assert not at.exception, at.exception
+    run_id = int(at.query_params["run"][-1] if isinstance(at.query_params["run"], list) else at.query_params["run"])
+    deadline = time.monotonic() + 60
+    while jobs.get_run(run_id).active and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert jobs.get_run(run_id).status == "finished"
+    at = page(run=str(run_id))
+    assert not at.exception
+    assert "Status: finished" in texts(at)
+    table = at.dataframe[0].value
+    assert set(table["metric"]) == {"TTFT", "TPOT", "ITL", "E2E latency"}
+    counts = at.dataframe[1].value
+    assert counts["completed"].tolist() == [20]
+    charts = [e for e in at.get("plotly_chart")]
+    assert len(charts) >= 3  # TTFT and ITL CDFs, timeline (and engine metrics)
+
+
+def test_live_view_of_a_running_benchmark_and_cancel(db_url: str, scripted_server: ScriptedServer) -> None:
+    engine = EngineTarget("slow", scripted_server.base_url, "vllm", scripted_server.model(ttft=5, itl=20, tokens=200))
+    run_id = jobs.start_benchmark(BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=200),
+                                            load=LoadSpec(concurrency=2, requests=200)))
+    deadline = time.monotonic() + 30
+    while jobs.get_run(run_id).status != "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    at = page(run=str(run_id))
+    assert not at.exception
+    assert at.get("progress")
+    at.button(key=f"bench_cancel_{run_id}").click().run()
+    assert not at.exception
+    deadline = time.monotonic() + 30
+    while "engines" not in jobs.get_run(run_id).summary and time.monotonic() < deadline:
+        time.sleep(0.2)
+    at = page(run=str(run_id))
+    assert "Status: cancelled" in texts(at)
+
+
+def test_sweep_results_have_the_latency_throughput_curve(db_url: str, scripted_server: ScriptedServer) -> None:
+    engine = EngineTarget("scripted", scripted_server.base_url, "vllm", scripted_server.model(ttft=10, itl=1, tokens=8))
+    spec = BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=8), load=LoadSpec(requests=8),
+                     sweep=SweepSpec(kind="concurrency", values=(1, 2), stop_on_plateau=False))
+    run_id = jobs.create_run(spec)
+    jobs.execute_run(run_id)
+    at = page(run=str(run_id))
+    assert not at.exception
+    assert len(at.get("plotly_chart")) >= 4

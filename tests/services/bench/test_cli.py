@@ -1,0 +1,88 @@
+"""`python cli.py bench`: JSON summary, same database, exit codes, one line for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.scripted_server import ScriptedServer
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "cli.py", "bench", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=180, env=dict(os.environ))
+
+
+def test_url_run_writes_the_json_summary_and_the_database(db_url: str, scripted_server: ScriptedServer,
+                                                          tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=32),
+                   "--concurrency", "4", "--requests", "12", "--input-len", "16", "--output-len", "8",
+                   "--timeout", "30", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(out.read_text())
+    assert payload["status"] == "finished"
+    (name, block), = payload["engines"].items()
+    assert name == scripted_server.base_url.split("//")[1].removesuffix("/v1")
+    assert (block["completed"], block["failed"], block["sent"]) == (12, 0, 12)
+    assert block["output_tokens"] == 12 * 8
+    for metric in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
+        assert {"mean", "p50", "p90", "p99"} <= set(block[metric])
+    assert block["errors_by_class"] == {}
+    assert "TTFT p50" in result.stdout  # the table for people
+    from services.bench.jobs import get_run
+
+    assert get_run(payload["run_id"]).status == "finished"
+
+
+def test_failing_requests_end_normally_with_counts(db_url: str, scripted_server: ScriptedServer) -> None:
+    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(fault="http", status=503),
+                   "--kind", "vllm", "--concurrency", "2", "--requests", "5", "--json", "-", "--quiet")
+    assert result.returncode == 0, result.stderr
+    block = next(iter(json.loads(result.stdout)["engines"].values()))
+    assert (block["completed"], block["failed"], block["sent"]) == (0, 5, 5)
+    assert block["errors_by_class"] == {"http_status": 5}
+
+
+def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedServer) -> None:
+    from services.endpoints import add_engine
+
+    add_engine("one", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=1))
+    add_engine("two", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=9, itl=1))
+    result = bench("--engine", "one", "--engine", "two", "--rate", "50", "--requests", "6", "--output-len", "4",
+                   "--json", "-", "--quiet")
+    assert result.returncode == 0, result.stderr
+    engines = json.loads(result.stdout)["engines"]
+    assert list(engines) == ["one", "two"]
+    assert engines["one"]["ttft_s"]["p50"] < engines["two"]["ttft_s"]["p50"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--engine", "nope", "--requests", "3"], 1, "error: No engine named 'nope'"),
+        (["--requests", "3"], 1, "error: Say what to benchmark"),
+        (["--url", "http://127.0.0.1:9", "--concurrency", "2", "--rate", "1", "--requests", "3"], 1, "not both"),
+        (["--url", "http://127.0.0.1:9", "--concurrency", "x", "--requests", "3"], 2, "invalid int value"),
+        (["--url", "http://127.0.0.1:9", "--concurrency", "2"], 1, "--requests N or --duration S"),
+        (["--url", "ftp://x", "--requests", "3"], 1, "not an http(s) URL"),
+        (["--url", "http://127.0.0.1:9", "--kind", "vllm", "--model", "m", "--requests", "3",
+          "--workload", "file"], 1, "needs a JSONL"),
+        (["--url", "http://127.0.0.1:9", "--kind", "vllm", "--model", "m", "--requests", "3",
+          "--sweep", "rate"], 1, "needs its load levels"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_one_line(db_url: str, args: list[str], code: int, message: str) -> None:
+    result = bench(*args)
+    assert result.returncode == code
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
