@@ -1,6 +1,154 @@
-"""Monitor page (filled by issue 5)."""
+"""Monitor page: live GPU and engine telemetry, a recording switch, and recorded replays."""
+
+from __future__ import annotations
 
 import streamlit as st
 
+from pages.common import refresh_interval
+from services.errors import ShootoutError
+from services.telemetry import monitor, recorder
+
 st.title("Monitor")
-st.info("This page is being built (issue 5). Nothing here is fake: it stays empty until it works.")
+st.caption(
+    "GPU memory and utilisation, KV-cache usage, prefix-cache hit rate, queues and token rates, "
+    "normalised across engines. A signal an engine does not expose is marked as such, never drawn as zero."
+)
+
+try:
+    options = monitor.monitor_options()
+except ShootoutError as error:
+    st.error(str(error))
+    st.stop()
+
+engine_labels = dict(options.engines)
+mode = st.segmented_control("View", ["Live", "Recorded"], default="Live", key="monitor_mode", required=True)
+
+
+def render(view: monitor.MonitorView) -> None:
+    for message in view.errors:
+        st.warning(message)
+    if view.statuses:
+        status_columns = st.columns(min(len(view.statuses), 4))
+        for index, status in enumerate(view.statuses):
+            icon = ":material/check_circle:" if status.ok else ":material/cloud_off:"
+            status_columns[index % 4].caption(f"{icon} **{status.name}** ({status.label}): {status.message}")
+    chart_columns = st.columns(2)
+    for index, chart in enumerate(view.charts):
+        with chart_columns[index % 2]:
+            st.plotly_chart(chart.figure, key=chart.key, width="stretch")
+            for note in chart.notes:
+                st.caption(note)
+    if view.processes:
+        st.caption("Processes holding GPU memory")
+        st.dataframe(view.processes, hide_index=True, width="stretch")
+
+
+if mode == "Recorded":
+    runs = monitor.recording_runs()
+    if not runs:
+        st.info("No recordings yet: switch to Live and turn on recording.")
+        st.stop()
+    chosen = st.selectbox(
+        "Recording",
+        runs,
+        format_func=lambda r: f"#{r.run_id} {r.name} ({r.status}; {r.engine_names or 'GPUs only'})",
+        key="monitor_recorded_run",
+    )
+    try:
+        render(monitor.recorded_view(chosen.run_id))
+    except ShootoutError as error:
+        st.error(str(error))
+    st.stop()
+
+top = st.columns([3, 3, 1])
+selected_engines = top[0].multiselect(
+    "Engines",
+    list(engine_labels),
+    default=list(engine_labels)[:4],
+    format_func=lambda name: f"{name} ({engine_labels[name]})",
+    key="monitor_engines",
+)
+gpu_state = options.gpu_state
+if gpu_state.available:
+    gpu_titles = {g.source: g.title for g in gpu_state.gpus}
+    selected_gpus = top[1].multiselect(
+        "GPUs", list(gpu_titles), default=list(gpu_titles), format_func=gpu_titles.get, key="monitor_gpus"
+    )
+else:
+    top[1].info(gpu_state.message, icon=":material/memory:")
+    selected_gpus = []
+window_s = top[2].selectbox(
+    "Window", monitor.WINDOW_CHOICES_S, index=1, format_func=lambda s: f"{s // 60} min", key="monitor_window"
+)
+with st.expander("Remote GPUs (dcgm-exporter)"):
+    dcgm_text = st.text_input(
+        "dcgm-exporter URLs, comma-separated",
+        value=", ".join(options.dcgm_urls),
+        placeholder="http://gpu-node-07:9400/metrics",
+        key="monitor_dcgm",
+    )
+dcgm_urls = [url.strip() for url in dcgm_text.split(",") if url.strip()]
+
+
+def toggle_recording() -> None:
+    """The switch's callback: start a recording run, or stop the one this session started."""
+    st.session_state.pop("monitor_record_error", None)
+    if st.session_state["monitor_record"]:
+        gpus = st.session_state.get("monitor_gpus") or []
+        dcgm = [url.strip() for url in st.session_state.get("monitor_dcgm", "").split(",") if url.strip()]
+        try:
+            started = recorder.begin_recording_run(
+                st.session_state.get("monitor_record_name", ""),
+                st.session_state.get("monitor_engines") or [],
+                gpus=monitor.gpu_indices(gpus) if gpus else False,
+                interval_s=1.0,
+                dcgm_urls=dcgm,
+            )
+            st.session_state["monitor_recording_run"] = started.run_id
+        except ShootoutError as error:
+            st.session_state["monitor_record_error"] = str(error)
+            st.session_state["monitor_record"] = False
+    else:
+        run_id = st.session_state.pop("monitor_recording_run", None)
+        if run_id is not None:
+            recorder.stop_recording(run_id)
+
+
+if st.session_state.pop("monitor_record_reset", False):
+    st.session_state["monitor_record"] = False  # stopped with the button below
+record_columns = st.columns([2, 3, 3], vertical_alignment="bottom")
+record_columns[0].toggle("Record to the database", key="monitor_record", on_change=toggle_recording)
+record_columns[1].text_input(
+    "Recording name", placeholder="optional", key="monitor_record_name", label_visibility="collapsed"
+)
+if st.session_state.get("monitor_record_error"):
+    st.error(st.session_state["monitor_record_error"])
+
+if not selected_engines and not selected_gpus and not dcgm_urls:
+    st.info("Choose engines (register them on the Engines page) or GPUs to watch.")
+    st.stop()
+
+
+@st.fragment(run_every=refresh_interval(1.0))
+def live_panel() -> None:
+    try:
+        view = monitor.live_view(selected_engines, selected_gpus, float(window_s), dcgm_urls)
+    except ShootoutError as error:
+        st.error(str(error))
+        return
+    for info in view.recordings:
+        left, right = st.columns([5, 1], vertical_alignment="center")
+        left.caption(
+            f":material/radio_button_checked: Recording into run #{info.run_id}: "
+            f"{info.samples_written} sample(s) written" + (f" · {info.last_error}" if info.last_error else "")
+        )
+        if right.button("Stop", key=f"monitor_stop_{info.run_id}"):
+            recorder.stop_recording(info.run_id)
+            if st.session_state.get("monitor_recording_run") == info.run_id:
+                st.session_state.pop("monitor_recording_run", None)
+                st.session_state["monitor_record_reset"] = True
+            st.rerun()
+    render(view)
+
+
+live_panel()

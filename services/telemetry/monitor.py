@@ -363,3 +363,39 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
     figure.update_layout(height=220 * rows, margin={"l": 10, "r": 10, "t": 40, "b": 10}, uirevision=f"run_{run_id}")
     figure.update_xaxes(title_text="seconds since the run started", row=rows, col=1)
     return figure, notes
+
+
+@dataclass(frozen=True)
+class RecordingRun:
+    run_id: int
+    name: str
+    status: str
+    started_at: Any
+    engine_names: str
+
+
+def recording_runs(limit: int = 30) -> list[RecordingRun]:
+    """The newest runs of kind "recording" (the Monitor page's replay list)."""
+    from sqlalchemy import select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        rows = session.execute(
+            select(Run.id, Run.name, Run.status, Run.started_at, Run.engine_names)
+            .where(Run.kind == "recording")
+            .order_by(Run.id.desc())
+            .limit(limit)
+        ).all()
+    return [RecordingRun(*row) for row in rows]
+
+
+def gpu_indices(gpu_sources: Sequence[str]) -> list[int]:
+    """Local GPU indices of sources like "gpu:0" (remote ones are read from their exporter)."""
+    indices = []
+    for source in gpu_sources:
+        _, _, rest = source.partition(":")
+        if rest.isdigit():
+            indices.append(int(rest))
+    return indices

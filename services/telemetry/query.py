@@ -15,7 +15,7 @@ from datetime import timezone
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import String, distinct, select, type_coerce
+from sqlalchemy import String, select, type_coerce
 
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
@@ -112,7 +112,7 @@ def list_sources(
     start_ts: float | None = None, end_ts: float | None = None, run_id: int | None = None
 ) -> list[str]:
     """Sources with samples in the window (or the run)."""
-    query = select(distinct(Sample.source))
+    query = select(Sample.source).distinct()
     if run_id is not None:
         query = query.where(Sample.run_id == run_id)
     if start_ts is not None:

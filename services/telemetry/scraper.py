@@ -84,7 +84,7 @@ class EngineScraper:
         self.json_state: dict[str, Any] = {}
         self.timeout_s = timeout_s
         self.retry_after_s = retry_after_s
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # the hub holds it while it decides to scrape
         self.last: Snapshot | None = None
         self._failed_at: float | None = None
         self._client: httpx2.Client | None = None

@@ -27,9 +27,12 @@ class Reading:
 
 
 def _compact(value: float | None) -> float | None:
-    # Six significant digits: the rows stay small and nothing plotted loses precision.
+    # Whole numbers (bytes, tokens, requests) stay exact; fractions keep six significant
+    # digits: the rows stay small and nothing plotted loses precision.
     if value is None or math.isnan(value) or math.isinf(value):
         return None
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
     return float(f"{value:.6g}")
 
 

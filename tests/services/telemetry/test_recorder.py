@@ -1,0 +1,215 @@
+"""Recording into the database, and reading it back: rows linked to the run, an engine that
+disappears mid-recording and comes back, recording runs, windows and run replays."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+
+import pytest
+from sqlalchemy import func, select
+
+from db.models import RequestResult, Run, Sample
+from db.session import session_scope
+from services.errors import NotFoundError, ValidationError
+from services.telemetry import recorder as recorder_module
+from services.telemetry.gpu import NvmlSampler
+from services.telemetry.hub import TelemetryHub
+from services.telemetry.monitor import recorded_view, run_timeline_figure
+from services.telemetry.query import list_sources, load_window, run_telemetry
+from services.telemetry.recorder import active_recordings, begin_recording_run, start_recording, stop_recording
+from services.telemetry.scraper import EngineTarget
+from tests.services.telemetry.fake_pynvml import FakeGpu, make_fake_pynvml
+from tests.services.telemetry.support import MetricsServer, Route, VllmLike
+
+LLAMACPP_TEXT = """# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total {prompt}
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total {predicted}
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 1
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 0
+"""
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(gpus=[FakeGpu()]))
+    running = TelemetryHub(NvmlSampler())
+    yield running
+    for info in active_recordings():
+        stop_recording(info.run_id)
+    running.close()
+
+
+def make_run(kind: str = "benchmark", started: datetime | None = None) -> int:
+    with session_scope() as session:
+        run = Run(kind=kind, name="t", status="running", started_at=started or datetime.now(timezone.utc))
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def rows(run_id: int) -> list[tuple[float, str, dict]]:
+    with session_scope() as session:
+        return list(
+            session.execute(select(Sample.ts, Sample.source, Sample.values).where(Sample.run_id == run_id).order_by(Sample.ts))
+        )
+
+
+def wait_for(condition, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_records_engines_and_gpus_linked_to_the_run(db_url: str, hub: TelemetryHub) -> None:
+    engine = VllmLike()
+    with MetricsServer() as server:
+        server.routes["/metrics"] = Route(body=engine.text)
+        run_id = make_run()
+        target = EngineTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
+        recording = start_recording(run_id, [target], gpus=True, interval_s=0.1, hub=hub)
+        wait_for(lambda: recording.samples_written >= 6)
+        info = recording.stop()
+    assert not info.running and info.samples_written >= 6
+    stored = rows(run_id)
+    sources = {source for _, source, _ in stored}
+    assert sources == {"engine:v", "gpu:0"}
+    engine_row = next(values for _, source, values in stored if source == "engine:v")
+    assert engine_row["_kind"] == "vllm" and engine_row["_label"] == "vLLM"
+    assert engine_row["requests_running"] == 0.0
+    assert "spec_decode_acceptance" not in engine_row  # not exposed: absent, not 0
+    gpu_row = next(values for _, source, values in stored if source == "gpu:0")
+    assert gpu_row["gpu_memory_used_bytes"] == 10 * 2**30
+    with session_scope() as session:
+        assert session.get(Run, run_id).heartbeat_at is not None
+        assert session.get(Run, run_id).status == "running"  # the benchmark owns its run's status
+
+
+def test_engine_disappears_mid_recording_and_comes_back(db_url: str, hub: TelemetryHub) -> None:
+    engine = VllmLike(start_time=1.0)
+    server = MetricsServer()
+    server.routes["/metrics"] = Route(body=engine.text)
+    server.start()
+    run_id = make_run()
+    target = EngineTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
+    hub.scraper(target).retry_after_s = 0.0
+    recording = start_recording(run_id, [target], gpus=False, interval_s=0.1, hub=hub)
+    try:
+        engine.child(engine.generation).inc(1000)
+        wait_for(lambda: len([r for r in rows(run_id) if "_error" not in r[2]]) >= 3)
+        server.stop()
+        wait_for(lambda: any("_error" in r[2] for r in rows(run_id)))
+        engine.restart(start_time=2.0)
+        engine.child(engine.generation).inc(10)
+        server.start()
+        wait_for(lambda: "_error" not in rows(run_id)[-1][2] and len(rows(run_id)) > 8)
+    finally:
+        recording.stop()
+        server.stop()
+    stored = rows(run_id)
+    errors = [values for _, _, values in stored if "_error" in values]
+    assert errors and errors[0]["_error"].startswith("unreachable")
+    assert all(set(values) == {"_kind", "_label", "_error"} for values in errors)  # no fake zeros
+    rates = [v["generation_tokens_per_s"] for _, _, v in stored if v.get("generation_tokens_per_s") is not None]
+    assert rates and min(rates) >= 0
+    first_error = next(i for i, (_, _, v) in enumerate(stored) if "_error" in v)
+    assert any("_error" not in v for _, _, v in stored[first_error:])  # it came back
+
+
+def test_recording_run_from_the_monitor_switch(db_url: str, hub: TelemetryHub) -> None:
+    recording = begin_recording_run("", [], gpus=[0], interval_s=0.1, hub=hub)
+    assert [i.run_id for i in active_recordings()] == [recording.run_id]
+    with pytest.raises(ValidationError):
+        start_recording(recording.run_id, [], gpus=True, hub=hub)
+    wait_for(lambda: recording.samples_written >= 2)
+    info = stop_recording(recording.run_id)
+    assert info is not None and not info.running
+    assert active_recordings() == []
+    assert stop_recording(recording.run_id) is None
+    with session_scope() as session:
+        run = session.get(Run, recording.run_id)
+        assert run.kind == "recording" and run.status == "finished" and run.name.startswith("Recording ")
+        assert run.summary["samples"] == info.samples_written
+        assert run.finished_at is not None
+        count = session.scalar(select(func.count()).select_from(Sample).where(Sample.run_id == run.id))
+    assert count == info.samples_written
+
+
+def test_recording_needs_a_source_and_an_existing_run(db_url: str, hub: TelemetryHub) -> None:
+    with pytest.raises(ValidationError):
+        begin_recording_run("x", [], gpus=False, hub=hub)
+    with pytest.raises(NotFoundError):
+        start_recording(999, [], gpus=True, hub=hub)
+    with pytest.raises(NotFoundError):
+        begin_recording_run("x", ["no-such-engine"], hub=hub)
+
+
+def test_deleted_run_stops_its_recording(db_url: str, hub: TelemetryHub) -> None:
+    run_id = make_run()
+    recording = start_recording(run_id, [], gpus=True, interval_s=0.1, hub=hub)
+    wait_for(lambda: recording.samples_written >= 1)
+    with session_scope() as session:
+        session.execute(Sample.__table__.delete().where(Sample.run_id == run_id))
+        session.delete(session.get(Run, run_id))
+    wait_for(lambda: not recording.running)
+    assert "deleted" in (recording.last_error or "")
+    assert run_id not in [i.run_id for i in recorder_module.active_recordings()]
+
+
+def insert_samples(run_id: int | None, source: str, values: list[dict], t0: float, step: float = 1.0) -> None:
+    with session_scope() as session:
+        session.add_all(
+            Sample(run_id=run_id, ts=t0 + i * step, source=source, values=v) for i, v in enumerate(values)
+        )
+
+
+def test_load_window_frames_and_not_reported(db_url: str) -> None:
+    llama = [{"_kind": "llamacpp", "_label": "llama.cpp", "requests_running": float(i), "prefix_cache_hit_rate": None}
+             for i in range(10)]
+    llama[4] = {"_kind": "llamacpp", "_label": "llama.cpp", "_error": "unreachable: connection refused"}
+    insert_samples(None, "engine:l", llama, 100.0)
+    insert_samples(None, "gpu:0", [{"_kind": "gpu", "_label": "H100", "gpu_utilization_pct": 50.0,
+                                    "_processes": [{"pid": 1, "used_bytes": 5}]}] * 10, 100.0)
+    window = load_window(102.0, 106.0)
+    assert window.sources == ["engine:l", "gpu:0"]
+    engine = window.source_frame("engine:l")
+    assert list(engine["ts"]) == [102.0, 103.0, 104.0, 105.0, 106.0]
+    assert engine["requests_running"].isna().tolist() == [False, False, True, False, False]
+    assert engine["_error"].iloc[2] == "unreachable: connection refused"
+    assert window.not_reported["engine:l"]["kv_cache_usage"] == "not reported by llama.cpp"
+    assert "prefix_cache_hit_rate" not in window.not_reported["engine:l"]  # exposed, just no data
+    assert "gpu_utilization_pct" not in window.not_reported["gpu:0"]
+    assert window.processes["gpu:0"] == [{"pid": 1, "used_bytes": 5}]
+    assert load_window(102.0, 106.0, sources=["gpu:0"]).sources == ["gpu:0"]
+    assert len(load_window(500.0, 600.0).frame) == 0
+    assert list_sources() == ["engine:l", "gpu:0"]
+
+
+def test_run_replay_aligns_telemetry_with_requests(db_url: str) -> None:
+    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+    run_id = make_run(started=started)
+    t0 = started.timestamp()
+    insert_samples(run_id, "engine:v", [{"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": 0.1 * i} for i in range(5)], t0)
+    with session_scope() as session:
+        session.add_all(
+            RequestResult(run_id=run_id, engine_name="v", index=i, start_s=float(i), ttft_s=0.1, e2e_s=1.0, ok=True)
+            for i in range(3)
+        )
+    data = run_telemetry(run_id)
+    assert data.t0 == t0
+    assert list(data.window.frame["t_s"]) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert list(data.requests["start_s"]) == [0.0, 1.0, 2.0]
+    figure, notes = run_timeline_figure(run_id)
+    names = [trace.name for trace in figure.data]
+    assert "v · E2E" in names and "v · KV-cache usage" in names
+    # only KV usage was stored for this source: the other timeline signals say so
+    assert notes == ["v: Running, Waiting, Generated tokens/s not reported by vLLM"]
+    view = recorded_view(run_id)
+    assert [c.key for c in view.charts][0].startswith(f"recorded_{run_id}_")
+    kv_chart = next(c for c in view.charts if c.key.endswith("kv_cache"))
+    assert kv_chart.has_data
