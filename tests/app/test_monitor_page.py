@@ -1,0 +1,129 @@
+"""The Monitor page in AppTest: no-GPU state, live charts with "not reported by" notes,
+the recording switch, recorded replays."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
+
+from db.models import Run, Sample
+from db.session import session_scope
+from services import endpoints
+from services.telemetry.gpu import NvmlSampler
+from services.telemetry.hub import reset_hub
+from services.telemetry.recorder import active_recordings, stop_recording
+from tests.conftest import REPO_ROOT
+from tests.services.telemetry.fake_pynvml import FakeGpu, NVMLError_LibraryNotFound, make_fake_pynvml
+from tests.services.telemetry.support import MetricsServer, Route, VllmLike
+
+
+def monitor_page() -> AppTest:
+    return AppTest.from_file(str(REPO_ROOT / "pages" / "monitor.py"), default_timeout=60)
+
+
+@pytest.fixture
+def engines(db_url: str, shared_dir: Path) -> Iterator[MetricsServer]:
+    """A vLLM-like and a llama.cpp-like endpoint on loopback, registered."""
+    vllm = VllmLike()
+    vllm.child(vllm.kv).set(0.25)
+    with MetricsServer() as server:
+        server.routes["/v/metrics"] = Route(body=vllm.text)
+        server.routes["/l/metrics"] = Route(body=(shared_dir / "fixtures/metrics/llamacpp.txt").read_text())
+        endpoints.add_engine("vllm-a", server.url + "/v", kind="vllm", metrics_url=server.url + "/v/metrics")
+        endpoints.add_engine("llama-b", server.url + "/l", kind="llamacpp", metrics_url=server.url + "/l/metrics")
+        yield server
+        for info in active_recordings():
+            stop_recording(info.run_id)
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(init_error=NVMLError_LibraryNotFound))
+    reset_hub(gpu_sampler=NvmlSampler())
+    yield
+    reset_hub()
+
+
+@pytest.fixture
+def two_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(gpus=[FakeGpu(), FakeGpu(name="NVIDIA L4")]))
+    reset_hub(gpu_sampler=NvmlSampler())
+    yield
+    reset_hub()
+
+
+def charts(at: AppTest) -> list:
+    return at.get("plotly_chart")
+
+
+def captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def test_no_engines_no_gpu(db_url: str, no_gpu: None) -> None:
+    at = monitor_page().run()
+    assert not at.exception
+    assert any(i.value.startswith("no NVIDIA GPU here") for i in at.info)
+    assert any("Choose engines" in i.value for i in at.info)
+    assert charts(at) == []
+
+
+def test_live_charts_and_not_reported(engines: MetricsServer, no_gpu: None) -> None:
+    at = monitor_page().run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="monitor_engines").value == ["llama-b", "vllm-a"]
+    assert len(charts(at)) == 5  # KV, hit rate, queue, tokens, latency (no GPU charts without GPUs)
+    text = captions(at)
+    assert "llama-b: not reported by llama.cpp" in text  # KV-cache usage
+    assert "vllm-a" in text and "llama-b" in text  # status line per engine
+    assert [request[1]["accept"] for request in engines.requests] == ["text/plain"] * len(engines.requests)
+
+
+def test_gpus_listed_and_charted(engines: MetricsServer, two_gpus: None) -> None:
+    at = monitor_page().run()
+    assert not at.exception, at.exception
+    gpus = at.multiselect(key="monitor_gpus")
+    assert gpus.value == ["gpu:0", "gpu:1"]
+    assert len(charts(at)) == 7
+    at.multiselect(key="monitor_engines").set_value([]).run()
+    assert len(charts(at)) == 2  # GPU memory and utilisation
+
+
+def test_recording_switch_creates_and_finishes_a_run(engines: MetricsServer, two_gpus: None) -> None:
+    at = monitor_page().run()
+    at.text_input(key="monitor_record_name").set_value("load test A")
+    at.toggle(key="monitor_record").set_value(True).run()
+    assert not at.exception, at.exception
+    assert not at.error
+    with session_scope() as session:
+        run = session.scalars(select(Run).where(Run.kind == "recording")).one()
+        assert run.name == "load test A" and run.status == "running"
+        assert run.engine_names == "llama-b,vllm-a"
+    assert "Recording into run" in captions(at)
+    time.sleep(2.5)
+    at.toggle(key="monitor_record").set_value(False).run()
+    assert not at.exception
+    with session_scope() as session:
+        run = session.scalars(select(Run).where(Run.kind == "recording")).one()
+        assert run.status == "finished"
+        sources = set(session.scalars(select(Sample.source).where(Sample.run_id == run.id)))
+    assert sources == {"engine:llama-b", "engine:vllm-a", "gpu:0", "gpu:1"}
+    # and the replay
+    at.segmented_control(key="monitor_mode").set_value("Recorded").run()
+    assert not at.exception, at.exception
+    assert len(charts(at)) == 7
+    assert "llama-b: not reported by llama.cpp" in captions(at)
+
+
+def test_recording_error_is_shown_not_raised(db_url: str, no_gpu: None) -> None:
+    at = monitor_page().run()
+    at.toggle(key="monitor_record").set_value(True).run()
+    assert not at.exception
+    assert any("Choose at least one engine or GPU" in e.value for e in at.error)
+    assert at.toggle(key="monitor_record").value is False
