@@ -1,0 +1,63 @@
+"""Issue 3 end to end: one prompt to the three local engines in Chromium; three answers
+stream into their columns with their timings, and the exchange lands in the history."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+
+pytestmark = [pytest.mark.e2e, pytest.mark.engines]
+
+ENGINES = ["llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"]
+
+
+@pytest.fixture
+def engines_in_app(app_server, local_engines_running, monkeypatch):  # type: ignore[no-untyped-def]
+    """The local engines registered in the browser app's own database."""
+    from db.session import dispose_all
+    from services import local_engines
+
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+    records = [local_engines.register_engine(spec) for spec in local_engines.specs()]
+    dispose_all()
+    return records
+
+
+def test_three_engines_side_by_side(app_page, app_server, engines_in_app) -> None:  # type: ignore[no-untyped-def]
+    page = app_page
+    page.goto(app_server.url)
+    wait_for_app(page)
+    selected = page.locator(".st-key-pg_engines").inner_text()
+    for name in ENGINES:  # every registered engine is preselected (up to six)
+        if name not in selected:
+            page.locator(".st-key-pg_engines [data-baseweb='select']").click()
+            page.get_by_role("option", name=name, exact=True).click()
+            page.keyboard.press("Escape")
+    page.locator("[data-testid='stExpander'] summary", has_text="Parameters").click()
+    page.locator(".st-key-pg_max_tokens input").fill("24")
+    page.locator(".st-key-pg_max_tokens input").press("Enter")
+    wait_for_app(page)
+    page.locator(".st-key-pg_prompt textarea").fill("Name three colours of the sky, briefly.")
+    page.locator(".st-key-pg_send button").click()
+    # While streaming the panel refreshes itself; when all three are done the page reruns once
+    # and the Stop button is disabled again.
+    page.get_by_text("First token:").wait_for(timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stCaptionContainer\"]').length > 0 && "
+        "[...document.querySelectorAll('p')].filter(p => p.innerText.trim() === 'finished').length >= 3",
+        timeout=180_000,
+    )
+    wait_for_app(page)
+    assert_no_exception(page)
+    body = page.locator("[data-testid='stMain']").inner_text()
+    for name in ENGINES:
+        assert name in body
+    assert body.count("TTFT") >= 3
+    assert "completion 24" in body or "completion" in body
+    screenshot(page, "playground-three-engines")
+    # The exchange is in the history (Runs page) after a reload.
+    page.goto(f"{app_server.url}/runs")
+    wait_for_app(page)
+    assert "1 runs match" in page.locator("[data-testid='stMain']").inner_text()
+    screenshot(page, "runs-after-playground")
