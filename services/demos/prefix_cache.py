@@ -1,0 +1,317 @@
+"""Scenario 1: prefix caching (vLLM automatic prefix caching, SGLang RadixAttention,
+llama.cpp's prompt cache).
+
+Step 1 sends one long prompt twice to each engine; step 2 holds a short chat on a long
+shared system prompt. Both read the TTFT of each request, the cached prompt tokens the
+engine reports in its usage, and the prefix-cache hit rate in its metrics over the step.
+Every run starts its prompts with a fresh nonce, so nothing cached earlier can help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from services.demos.base import (
+    BigNumber,
+    ChartSpec,
+    Conclusion,
+    OptionSpec,
+    Scenario,
+    Series,
+    StepOutcome,
+    StepPlan,
+    change,
+    engine_data,
+    fmt_pct,
+    fmt_s,
+    mean,
+    median,
+)
+from services.demos.common import first_error
+from services.demos.context import DemoContext, words_prompt
+from services.endpoints import EngineRecord
+
+#: TTFT must fall at least this much (relative) to count as "faster from the cache".
+CACHE_DROP = 0.25
+#: A change smaller than this is "no drop": within the run-to-run noise of a shared CPU.
+NO_DROP = 0.10
+#: At least this share of the prompt reported as cached is a cache hit.
+HIT_SHARE = 0.5
+
+QUESTIONS = (
+    "In one sentence: what does rule 3 say?",
+    "And rule 7?",
+    "Which rule mentions item 12?",
+    "Summarise rule 1 in five words.",
+    "What is rule 20 about?",
+    "Name any two rules.",
+)
+
+
+def classify(cold_ttft: float | None, warm_ttft: float | None, cached: int | None, prompt: int | None) -> str:
+    """The cache verdict from one engine's numbers (thresholds above):
+
+    - "cache": most of the prompt came from the cache and TTFT fell >= CACHE_DROP;
+    - "hit_no_gain": most of the prompt came from the cache, TTFT did not fall much;
+    - "partial": some cached tokens, under HIT_SHARE of the prompt;
+    - "none": the engine reports 0 cached tokens (TTFT moves are noise), or, when it
+      reports nothing, TTFT fell less than NO_DROP;
+    - "likely": no cached-token count reported, TTFT fell >= CACHE_DROP;
+    - "unclear": no count reported and a TTFT change between the two thresholds;
+    - "failed": no measurement.
+    """
+    drop = change(cold_ttft, warm_ttft)
+    if drop is None:
+        return "failed"
+    fell = -drop
+    if cached is not None and prompt:
+        share = cached / prompt
+        if share >= HIT_SHARE:
+            return "cache" if fell >= CACHE_DROP else "hit_no_gain"
+        return "partial" if cached > 0 else "none"
+    if fell >= CACHE_DROP:
+        return "likely"
+    return "none" if fell < NO_DROP else "unclear"
+
+
+def verdict_sentence(name: str, v: dict[str, Any]) -> str:
+    cold, warm = v.get("cold_ttft_s"), v.get("warm_ttft_s")
+    pct = fmt_pct(change(cold, warm))
+    cached, prompt = v.get("cached_tokens"), v.get("prompt_tokens")
+    tokens = f"{cached} of {prompt} prompt tokens came from its cache" if cached is not None and prompt else ""
+    verdict = v.get("verdict")
+    if verdict == "failed":
+        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+    if verdict == "cache":
+        text = f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}) on the repeated prompt; {tokens}."
+    elif verdict == "hit_no_gain":
+        text = (f"{name}: {tokens}, yet TTFT barely moved ({fmt_s(cold)} to {fmt_s(warm)}, {pct}): "
+                "prefill was not what its TTFT was made of.")
+    elif verdict == "partial":
+        text = f"{name}: only {tokens}; TTFT {fmt_s(cold)} to {fmt_s(warm)} ({pct})."
+    elif verdict == "likely":
+        text = (f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}), a cache by the look of it "
+                "(it reports no cached-token count).")
+    elif verdict == "unclear":
+        text = (f"{name}: TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) and it reports no cached-token count: "
+                "too small a change to call.")
+    else:  # none
+        if cached is not None and -(change(cold, warm) or 0) >= NO_DROP:
+            text = (f"{name} (no cache): 0 cached tokens; its TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) "
+                    "without any cache hit: run-to-run noise, not a cache.")
+        else:
+            text = f"{name} (no cache): no drop ({pct}, {fmt_s(cold)} to {fmt_s(warm)})."
+    hit_rate = v.get("hit_rate")
+    if hit_rate is not None:
+        text += (f" Its metrics counted a {fmt_pct(hit_rate, signed=False)} prefix-cache hit rate over both "
+                 "requests.")
+    turns = v.get("later_turns_change")
+    if turns is not None:
+        text += f" In the chat, later turns' TTFT was {fmt_pct(turns)} against the first."
+    return text
+
+
+class PrefixCaching(Scenario):
+    name = "prefix-cache"
+    title = "Prefix caching"
+    mechanism = "vLLM automatic prefix caching · SGLang RadixAttention · llama.cpp prompt cache"
+    explanation = (
+        "Before the first token, an engine must read the whole prompt (prefill); that is most of the "
+        "time to first token (TTFT) for a long prompt. An engine with a prefix cache keeps the KV cache "
+        "of prompts it has seen and reuses it when a new prompt starts the same way: a repeated system "
+        "prompt or the earlier turns of a chat. We send each engine a long prompt twice, then hold a short "
+        "chat on a long system prompt, and compare the TTFT of cold and cached requests. vLLM caches in "
+        "whole blocks (128 tokens on CPU), so prompts shorter than a block never hit."
+    )
+    default_engines = ("vllm-cpu", "llamacpp-4slot", "llamacpp-1slot")
+    duration_hint = "about 1 minute on the local CPU engines"
+    options = (
+        OptionSpec("prompt_tokens", "Shared prompt length (tokens, about)", 600, "int",
+                   "Longer than vLLM's 128-token block; the longer, the bigger the saving.", 150, 6000),
+        OptionSpec("turns", "Chat turns", 3, "int", "Turns of the chat in step 2 (the first one is cold).", 2, 6),
+        OptionSpec("max_tokens", "Answer tokens", 8, "int", "Kept short: this demo is about the prompt.", 1, 256),
+    )
+
+    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+        return [
+            StepPlan(
+                "repeat",
+                "The same long prompt, twice",
+                f"Each engine gets a new prompt of about {options['prompt_tokens']} tokens (cold: nothing cached), "
+                "then exactly the same prompt again. With a prefix cache, the second prefill is mostly skipped.",
+                lambda ctx: self._repeat(ctx, options),
+            ),
+            StepPlan(
+                "chat",
+                f"A {options['turns']}-turn chat on a long system prompt",
+                "Each turn resends the system prompt and the conversation so far, plus one new question: "
+                "everything but the new question can come from the cache.",
+                lambda ctx: self._chat(ctx, options),
+            ),
+        ]
+
+    # -- step 1 --
+
+    def _repeat(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
+        results: dict[str, dict[str, Any]] = {}
+        outcome = StepOutcome()
+        for engine in ctx.engines:
+            # A tiny request first: an engine's first request after a pause can be slow for
+            # reasons that have nothing to do with caching.
+            ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=1)],
+                     concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+            system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": QUESTIONS[0]}]
+            with ctx.watch(engine, interval_s=None) as watch:
+                cold = ctx.send(engine, [ctx.chat_request(engine, messages, max_tokens=options["max_tokens"])],
+                                concurrency=1, labels={"phase": "cold", "turn": 1})
+                warm = ctx.send(engine, [ctx.chat_request(engine, messages, max_tokens=options["max_tokens"])],
+                                concurrency=1, labels={"phase": "cached", "turn": 2})
+            results[engine.name] = self._engine_figures(cold[0], warm[0], watch)
+            outcome = self._repeat_outcome(results)
+            ctx.publish(outcome)
+        return outcome
+
+    @staticmethod
+    def _engine_figures(cold: Any, warm: Any, watch: Any) -> dict[str, Any]:
+        error = first_error([cold, warm])
+        figures: dict[str, Any] = {
+            "cold_ttft_s": cold.result.ttft_s if cold.ok else None,
+            "warm_ttft_s": warm.result.ttft_s if warm.ok else None,
+            "prompt_tokens": warm.result.prompt_tokens if warm.ok else None,
+            "cold_cached_tokens": cold.result.cached_tokens if cold.ok else None,
+            "cached_tokens": warm.result.cached_tokens if warm.ok else None,
+            "hit_rate": watch.final("prefix_cache_hit_rate"),
+            "hit_rate_reason": watch.reason("prefix_cache_hit_rate"),
+            "error": error,
+        }
+        figures["verdict"] = classify(figures["cold_ttft_s"], figures["warm_ttft_s"], figures["cached_tokens"],
+                                      figures["prompt_tokens"])
+        return figures
+
+    @staticmethod
+    def _repeat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
+        names = list(results)
+        chart = ChartSpec(
+            title="Time to first token: cold prompt, then the same prompt again",
+            x_title="engine",
+            y_title="TTFT (s)",
+            kind="bar",
+            series=[
+                Series("cold (1st request)", names, [results[n]["cold_ttft_s"] for n in names],
+                       [fmt_s(results[n]["cold_ttft_s"]) for n in names]),
+                Series("repeated (2nd request)", names, [results[n]["warm_ttft_s"] for n in names],
+                       [fmt_s(results[n]["warm_ttft_s"]) for n in names]),
+            ],
+        )
+        numbers = []
+        for name, v in results.items():
+            cached = v.get("cached_tokens")
+            detail = f" · {cached}/{v.get('prompt_tokens')} cached" if cached is not None else ""
+            numbers.append(BigNumber(f"{name} · repeated prompt TTFT{detail}", fmt_s(v["warm_ttft_s"]),
+                                     v["warm_ttft_s"], fmt_pct(change(v["cold_ttft_s"], v["warm_ttft_s"])), "inverse"))
+        finding = " ".join(verdict_sentence(n, v) for n, v in results.items())
+        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
+        return StepOutcome(numbers, chart, finding, {"engines": results}, errors)
+
+    # -- step 2 --
+
+    def _chat(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
+        results: dict[str, dict[str, Any]] = {}
+        outcome = StepOutcome()
+        for engine in ctx.engines:
+            system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
+            messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+            turns: list[dict[str, Any]] = []
+            error = None
+            with ctx.watch(engine, interval_s=None) as watch:
+                for turn in range(options["turns"]):
+                    messages.append({"role": "user", "content": QUESTIONS[turn % len(QUESTIONS)]})
+                    sent = ctx.send(engine, [ctx.chat_request(engine, list(messages), max_tokens=options["max_tokens"])],
+                                    concurrency=1, labels={"phase": "chat", "turn": turn + 1})[0]
+                    r = sent.result
+                    turns.append({"turn": turn + 1, "ttft_s": r.ttft_s if sent.ok else None,
+                                  "prompt_tokens": r.prompt_tokens, "cached_tokens": r.cached_tokens})
+                    if not sent.ok:
+                        error = first_error([sent])
+                        break
+                    messages.append({"role": "assistant", "content": r.text})
+            first = turns[0]["ttft_s"] if turns else None
+            later = mean(t["ttft_s"] for t in turns[1:])
+            results[engine.name] = {
+                "turns": turns,
+                "first_ttft_s": first,
+                "later_ttft_s": later,
+                "later_turns_change": change(first, later),
+                "hit_rate": watch.final("prefix_cache_hit_rate"),
+                "hit_rate_reason": watch.reason("prefix_cache_hit_rate"),
+                "error": error,
+            }
+            outcome = self._chat_outcome(results)
+            ctx.publish(outcome)
+        return outcome
+
+    @staticmethod
+    def _chat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
+        series = []
+        for name, v in results.items():
+            series.append(Series(
+                name,
+                [t["turn"] for t in v["turns"]],
+                [t["ttft_s"] for t in v["turns"]],
+                [f"{fmt_s(t['ttft_s'])}" + (f" · {t['cached_tokens']} cached" if t["cached_tokens"] is not None else "")
+                 for t in v["turns"]],
+            ))
+        chart = ChartSpec(title="TTFT per chat turn", x_title="turn", y_title="TTFT (s)", kind="line", series=series)
+        numbers = [
+            BigNumber(f"{name} · later turns' TTFT", fmt_s(v["later_ttft_s"]), v["later_ttft_s"],
+                      fmt_pct(v["later_turns_change"]), "inverse")
+            for name, v in results.items()
+        ]
+        parts = []
+        for name, v in results.items():
+            if v["later_ttft_s"] is None:
+                parts.append(f"{name}: not measured ({v.get('error') or 'no answer'}).")
+            else:
+                parts.append(f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns {fmt_s(v['later_ttft_s'])} "
+                             f"({fmt_pct(v['later_turns_change'])}).")
+        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
+        return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
+
+    # -- conclusion --
+
+    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+        repeat = engine_data(steps, "repeat").get("engines") or {}
+        chat = engine_data(steps, "chat").get("engines") or {}
+        verdicts: dict[str, dict[str, Any]] = {}
+        lines = []
+        for name in engines:
+            v = dict(repeat.get(name) or {})
+            c = chat.get(name) or {}
+            if not v and c:
+                # Step 1 did not run for it: judge from the chat's first and later turns.
+                cached = [t.get("cached_tokens") for t in c.get("turns", [])[1:]]
+                prompts = [t.get("prompt_tokens") for t in c.get("turns", [])[1:]]
+                v = {"cold_ttft_s": c.get("first_ttft_s"), "warm_ttft_s": c.get("later_ttft_s"),
+                     "cached_tokens": int(median(cached)) if median(cached) is not None else None,
+                     "prompt_tokens": int(median(prompts)) if median(prompts) is not None else None,
+                     "hit_rate": c.get("hit_rate"), "error": c.get("error")}
+                v["verdict"] = classify(v["cold_ttft_s"], v["warm_ttft_s"], v["cached_tokens"], v["prompt_tokens"])
+            if not v:
+                continue
+            if c.get("later_turns_change") is not None:
+                v["later_turns_change"] = c["later_turns_change"]
+            v["ttft_change"] = change(v.get("cold_ttft_s"), v.get("warm_ttft_s"))
+            verdicts[name] = {k: v.get(k) for k in (
+                "verdict", "cold_ttft_s", "warm_ttft_s", "ttft_change", "cached_tokens", "prompt_tokens",
+                "hit_rate", "later_turns_change", "error")}
+            lines.append(verdict_sentence(name, v))
+        cached = [n for n, v in verdicts.items() if v["verdict"] in ("cache", "likely")]
+        if cached:
+            best = min(cached, key=lambda n: verdicts[n]["ttft_change"] or 0)
+            lead = (f"Prefix caching cut the time to first token of a repeated prompt by "
+                    f"{fmt_pct(-(verdicts[best]['ttft_change'] or 0), signed=False)} on {best}.")
+        else:
+            lead = "No engine in this run served a repeated prompt faster from a cache."
+        return Conclusion(lead, lines, verdicts)

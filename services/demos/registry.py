@@ -1,0 +1,35 @@
+"""The scenarios, by name (the page lists them in this order; `cli.py demo NAME`)."""
+
+from __future__ import annotations
+
+from services.demos.base import Scenario
+from services.errors import NotFoundError
+
+
+def _all() -> list[Scenario]:
+    from services.demos.batching import ContinuousBatching
+    from services.demos.decode_bound import DecodeBound
+    from services.demos.kv_pressure import KvCachePressure
+    from services.demos.parallel_sampling import ParallelSampling
+    from services.demos.prefix_cache import PrefixCaching
+    from services.demos.structured_output import StructuredOutput
+
+    return [PrefixCaching(), ContinuousBatching(), DecodeBound(), StructuredOutput(), KvCachePressure(), ParallelSampling()]
+
+
+_SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenarios() -> list[Scenario]:
+    if not _SCENARIOS:
+        for scenario in _all():
+            _SCENARIOS[scenario.name] = scenario
+    return list(_SCENARIOS.values())
+
+
+def get_scenario(name: str) -> Scenario:
+    for scenario in scenarios():
+        if scenario.name == name:
+            return scenario
+    known = ", ".join(s.name for s in scenarios())
+    raise NotFoundError(f"No demo scenario {name!r}; the scenarios are: {known}.")

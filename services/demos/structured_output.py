@@ -1,0 +1,225 @@
+"""Scenario 4: structured output (guided decoding / grammars).
+
+The same request asking for a JSON object is sent to every engine, first as a plain
+instruction, then with the JSON schema as a constraint (`response_format` json_schema;
+the engine masks every token that would break the schema). Per engine: the share of
+answers that parse and validate against the schema, TTFT, and decode tokens/s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import jsonschema
+
+from services.demos.base import (
+    BigNumber,
+    ChartSpec,
+    Conclusion,
+    OptionSpec,
+    Scenario,
+    Series,
+    StepOutcome,
+    StepPlan,
+    change,
+    engine_data,
+    fmt_pct,
+    fmt_rate,
+    fmt_s,
+    median,
+)
+from services.demos.common import first_error
+from services.demos.context import DemoContext, Sent
+from services.endpoints import EngineRecord
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 40},
+        "country": {"type": "string", "maxLength": 40},
+        "population": {"type": "integer", "minimum": 0},
+    },
+    "required": ["city", "country", "population"],
+    "additionalProperties": False,
+}
+CITIES = ("Paris", "Tokyo", "Lima", "Cairo", "Oslo", "Delhi", "Quito", "Rome")
+#: A cost change smaller than this (relative) is "about the same".
+SAME = 0.10
+
+
+def schema_valid(text: str) -> tuple[bool, str]:
+    """(valid, why not): the answer parses as JSON and validates against SCHEMA."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return False, "not JSON"
+    try:
+        jsonschema.validate(value, SCHEMA)
+    except jsonschema.ValidationError as error:
+        return False, f"JSON, but {error.message}"
+    return True, ""
+
+
+def judge(sent: Sequence[Sent]) -> dict[str, Any]:
+    answered = [s for s in sent if s.ok]
+    checks = [schema_valid(s.result.text) for s in answered]
+    valid = sum(1 for ok, _ in checks if ok)
+    reasons = sorted({why for ok, why in checks if not ok})
+    return {
+        "requests": len(sent),
+        "answered": len(answered),
+        "valid": valid,
+        "valid_rate": valid / len(sent) if sent else None,
+        "why_invalid": reasons,
+        # Medians: one slow request (a busy machine) must not decide the comparison.
+        "ttft_s": median(s.result.ttft_s for s in answered),
+        "decode_tok_s": median(s.decode_tok_s for s in answered),
+        "example": answered[0].result.text[:300] if answered else None,
+        "error": first_error(sent),
+    }
+
+
+def engine_verdict(free: dict[str, Any] | None, constrained: dict[str, Any] | None) -> dict[str, Any]:
+    """"enforced": every constrained answer valid; "partial": better than free but not all;
+    "not_enforced": no better than without the schema; "rejected": the engine refused it."""
+    free, constrained = free or {}, constrained or {}
+    v = {
+        "valid_free": free.get("valid_rate"),
+        "valid_constrained": constrained.get("valid_rate"),
+        "ttft_free_s": free.get("ttft_s"),
+        "ttft_constrained_s": constrained.get("ttft_s"),
+        "ttft_change": change(free.get("ttft_s"), constrained.get("ttft_s")),
+        "tok_s_free": free.get("decode_tok_s"),
+        "tok_s_constrained": constrained.get("decode_tok_s"),
+        "tok_s_change": change(free.get("decode_tok_s"), constrained.get("decode_tok_s")),
+        "error": constrained.get("error") or free.get("error"),
+    }
+    if constrained.get("answered", 0) == 0:
+        v["verdict"] = "rejected" if constrained.get("error") else "failed"
+    elif v["valid_constrained"] == 1.0:
+        v["verdict"] = "enforced"
+    elif (v["valid_constrained"] or 0) > (v["valid_free"] or 0):
+        v["verdict"] = "partial"
+    else:
+        v["verdict"] = "not_enforced"
+    return v
+
+
+def _cost(what: str, value: float | None, before: str, after: str) -> str:
+    if value is None:
+        return ""
+    if abs(value) < SAME:
+        return f"{what} about the same ({before} to {after})"
+    return f"{what} {fmt_pct(value)} ({before} to {after})"
+
+
+def verdict_sentence(name: str, v: dict[str, Any], requests: int) -> str:
+    if v["verdict"] in ("rejected", "failed"):
+        return f"{name}: the constrained request failed ({v.get('error') or 'no answer'})."
+    free = round((v["valid_free"] or 0) * requests)
+    constrained = round((v["valid_constrained"] or 0) * requests)
+    costs = [c for c in (
+        _cost("TTFT", v["ttft_change"], fmt_s(v["ttft_free_s"]), fmt_s(v["ttft_constrained_s"])),
+        _cost("decode speed", v["tok_s_change"], fmt_rate(v["tok_s_free"]), fmt_rate(v["tok_s_constrained"])),
+    ) if c]
+    cost = "; " + ", ".join(costs) if costs else ""
+    if v["verdict"] == "enforced":
+        return f"{name}: {constrained}/{requests} schema-valid with the constraint against {free}/{requests} without{cost}."
+    if v["verdict"] == "partial":
+        return (f"{name}: the constraint helped but did not guarantee it: {constrained}/{requests} valid against "
+                f"{free}/{requests}{cost}.")
+    return f"{name}: the schema was not enforced: {constrained}/{requests} valid with it, {free}/{requests} without{cost}."
+
+
+class StructuredOutput(Scenario):
+    name = "structured-output"
+    title = "Structured output"
+    mechanism = "guided decoding · JSON schema grammars (vLLM xgrammar/guidance, llama.cpp GBNF)"
+    explanation = (
+        "Asking a model for JSON in the prompt works most of the time, and a parser downstream breaks the "
+        "rest. With a JSON schema as a constraint, the engine masks, at every step, each token that would "
+        "break the schema, so the answer is valid by construction. The masks cost some work per token, and "
+        "the grammar must be compiled first. We send every engine the same requests for a small JSON object, "
+        "first as a plain instruction, then with the schema, and count the answers that validate."
+    )
+    default_engines = ("llamacpp-4slot", "vllm-cpu")
+    duration_hint = "about 40 seconds on the local CPU engines"
+    options = (
+        OptionSpec("requests", "Requests per engine and mode", 4, "int", "One city each.", 1, len(CITIES)),
+        OptionSpec("max_tokens", "Answer tokens (at most)", 64, "int", "Room for the whole object.", 16, 1024),
+    )
+
+    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+        return [
+            StepPlan("free", "JSON asked for in the prompt only",
+                     "The instruction says which keys to return; nothing enforces it.",
+                     lambda ctx: self._run(ctx, options, constrained=False)),
+            StepPlan("constrained", "The same requests with the JSON schema enforced",
+                     "response_format: json_schema. Every answer should now validate.",
+                     lambda ctx: self._run(ctx, options, constrained=True)),
+        ]
+
+    def _run(self, ctx: DemoContext, options: dict[str, Any], *, constrained: bool) -> StepOutcome:
+        results: dict[str, dict[str, Any]] = {}
+        outcome = StepOutcome()
+        for engine in ctx.engines:
+            if not constrained:
+                ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
+                         concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+            requests = []
+            for city in CITIES[: options["requests"]]:
+                prompt = (f"Describe {city} as a JSON object with exactly the keys city, country and population "
+                          "(an integer). Answer with the JSON object only.")
+                requests.append(ctx.chat_request(engine, [{"role": "user", "content": prompt}],
+                                                 max_tokens=options["max_tokens"],
+                                                 schema=SCHEMA if constrained else None))
+            # One at a time: TTFT then measures the engine, not a queue of our own requests.
+            sent = ctx.send(engine, requests, concurrency=1, labels={"constrained": constrained})
+            results[engine.name] = judge(sent)
+            outcome = self._outcome(ctx, results, constrained)
+            ctx.publish(outcome)
+        return outcome
+
+    def _outcome(self, ctx: DemoContext, results: dict[str, dict[str, Any]], constrained: bool) -> StepOutcome:
+        names = list(results)
+        free = engine_data(ctx.steps, "free").get("engines") or {} if constrained else {}
+        series = []
+        if constrained:
+            series.append(Series("prompt only", names, [(free.get(n) or {}).get("valid_rate") for n in names],
+                                 [fmt_pct((free.get(n) or {}).get("valid_rate"), False) for n in names]))
+        series.append(Series("schema enforced" if constrained else "prompt only", names,
+                             [results[n]["valid_rate"] for n in names],
+                             [fmt_pct(results[n]["valid_rate"], False) for n in names]))
+        chart = ChartSpec(title="Answers that validate against the schema", x_title="engine",
+                          y_title="schema-valid share", series=series)
+        numbers, parts = [], []
+        for n, v in results.items():
+            numbers.append(BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"]))
+            numbers.append(BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]))
+            if v["answered"] == 0:
+                parts.append(f"{n}: no answer ({v.get('error')}).")
+                continue
+            why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
+            parts.append(f"{n}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
+                         f"{fmt_rate(v['decode_tok_s'])}.")
+        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
+        return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
+
+    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+        free = engine_data(steps, "free").get("engines") or {}
+        constrained = engine_data(steps, "constrained").get("engines") or {}
+        verdicts = {n: engine_verdict(free.get(n), constrained.get(n)) for n in engines if n in free or n in constrained}
+        lines = [verdict_sentence(n, v, options["requests"]) for n, v in verdicts.items()]
+        enforced = [n for n, v in verdicts.items() if v["verdict"] == "enforced"]
+        if enforced and len(enforced) == len(verdicts):
+            headline = "With the schema enforced, every answer of every engine was valid JSON of the right shape."
+        elif enforced:
+            headline = f"The schema was enforced by {', '.join(enforced)}; not by every engine."
+        else:
+            headline = "No engine in this run guaranteed schema-valid answers."
+        return Conclusion(headline, lines, verdicts)
