@@ -38,6 +38,8 @@ class BigNumber:
     delta: str | None = None
     #: "inverse" when a fall is good news (latency), as st.metric's delta_color takes it.
     delta_color: Literal["normal", "inverse", "off"] = "off"
+    #: The longer description (a tooltip on the page); labels stay short for a slide.
+    help: str | None = None
 
 
 @dataclass
@@ -60,6 +62,8 @@ class ChartSpec:
     series: list[Series] = field(default_factory=list)
     x_log: bool = False
     y_log: bool = False
+    #: Treat x values as categories (chat turns, concurrency levels): evenly spaced, no 1.5.
+    x_category: bool = False
     #: A horizontal reference line per series name (e.g. the roofline bound), with its label.
     references: list[dict[str, Any]] = field(default_factory=list)
 
@@ -248,6 +252,8 @@ def fmt_pct(value: float | None, signed: bool = True) -> str:
     """-0.853 -> "-85%"; a value that would round to a misleading 100% keeps a decimal (-99.7%)."""
     if value is None:
         return "n/a"
+    if round(value * 100) == 0:
+        return "0%"
     digits = 1 if round(abs(value) * 100) == 100 and abs(value) != 1 else 0
     return f"{value * 100:+.{digits}f}%" if signed else f"{value * 100:.{digits}f}%"
 

@@ -193,13 +193,15 @@ class ContinuousBatching(Scenario):
         numbers = []
         if verdict["verdict"] != "failed":
             numbers = [
-                BigNumber(f"{name} · throughput with {verdict['first_concurrency']}", fmt_rate(verdict["first_tok_s"]),
-                          verdict["first_tok_s"]),
-                BigNumber(f"{name} · peak throughput (at {verdict['peak_concurrency']})", fmt_rate(verdict["peak_tok_s"]),
-                          verdict["peak_tok_s"], f"×{verdict['gain']:.1f}", "normal"),
+                BigNumber(f"{name} · at {verdict['first_concurrency']}", fmt_rate(verdict["first_tok_s"]),
+                          verdict["first_tok_s"], help="output throughput with one request at a time"),
+                BigNumber(f"{name} · peak", fmt_rate(verdict["peak_tok_s"]),
+                          verdict["peak_tok_s"], f"×{verdict['gain']:.1f}", "normal",
+                          help=f"best output throughput, at {verdict['peak_concurrency']} parallel requests"),
                 BigNumber(f"{name} · latency at {verdict['last_concurrency']}", fmt_s(verdict["last_e2e_s"]),
                           verdict["last_e2e_s"],
-                          f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None, "inverse"),
+                          f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None, "inverse",
+                          help="mean request latency at the highest level, against one request alone"),
             ]
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
 

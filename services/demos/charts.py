@@ -25,7 +25,8 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
             figure.add_trace(go.Bar(name=series.name, x=[str(x) for x in series.x], y=series.y, text=series.text,
                                     textposition="outside", cliponaxis=False))
         else:
-            figure.add_trace(go.Scatter(name=series.name, x=series.x, y=series.y, text=series.text,
+            figure.add_trace(go.Scatter(name=series.name, x=[str(x) for x in series.x] if spec.x_category else series.x,
+                                        y=series.y, text=series.text, cliponaxis=False,
                                         mode="lines+markers+text" if series.text else "lines+markers",
                                         textposition="top center", line={"width": 4}, marker={"size": 12}))
     for reference in spec.references:
@@ -36,10 +37,11 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
         height=HEIGHT,
         barmode="group",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
-        margin={"t": 110, "b": 60, "l": 70, "r": 30},
+        margin={"t": 110, "b": 60, "l": 70, "r": 90},
         uniformtext={"minsize": 12, "mode": "hide"},
     )
-    figure.update_xaxes(title_text=spec.x_title, type="log" if spec.x_log else None)
+    x_type = "category" if spec.x_category else "log" if spec.x_log else None
+    figure.update_xaxes(title_text=spec.x_title, type=x_type)
     figure.update_yaxes(title_text=spec.y_title, type="log" if spec.y_log else None, rangemode="tozero")
     return figure
 

@@ -40,11 +40,11 @@ class DemoStopped(Exception):
 
 
 def words_prompt(target_tokens: int, nonce: str, topic: str = "rule") -> str:
-    """A prompt of roughly `target_tokens` tokens (SmolLM2's tokenizer: about 14 tokens per
-    sentence below). The nonce comes FIRST: prefix caches match from the first token, so a
+    """A prompt of roughly `target_tokens` tokens (SmolLM2's tokenizer: about 19 tokens per
+    sentence below, measured on llama.cpp and vLLM). The nonce comes FIRST: prefix caches match from the first token, so a
     fresh nonce makes the whole prompt new to every cache, whatever ran before."""
     sentences = [f"Session {nonce}."]
-    count = max(1, round(target_tokens / 14))
+    count = max(1, round(target_tokens / 19))
     for i in range(count):
         sentences.append(f"{topic.capitalize()} {i + 1}: the assistant answers briefly about item {i + 1} and stays polite.")
     return " ".join(sentences)

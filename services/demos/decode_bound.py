@@ -205,7 +205,8 @@ class DecodeBound(Scenario):
                            [fmt_rate(engines[n]["bound_tok_s_batch1"]) for n in names])],
         )
         numbers = [BigNumber("memory bandwidth", f"{bandwidth.bytes_per_s / 1e9:,.1f} GB/s", bandwidth.bytes_per_s / 1e9)]
-        numbers += [BigNumber(f"{n} · bytes per step", fmt_bytes(engines[n]["bytes_per_step"]), engines[n]["bytes_per_step"])
+        numbers += [BigNumber(f"{n} · bytes/step", fmt_bytes(engines[n]["bytes_per_step"]), engines[n]["bytes_per_step"],
+                              help=engines[n]["weights_source"])
                     for n in names]
         finding = f"Bandwidth: {bandwidth.source}. " + " ".join(
             f"{n}: {engines[n]['weights_source']}, so at most {fmt_rate(engines[n]['bound_tok_s_batch1'])} per sequence."
@@ -258,7 +259,7 @@ class DecodeBound(Scenario):
         numbers, parts = [], []
         for n, v in results.items():
             share = v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
-            numbers.append(BigNumber(f"{n} · decode at batch {batch}", fmt_rate(v["decode_tok_s"]), v["decode_tok_s"],
+            numbers.append(BigNumber(f"{n} · batch {batch}", fmt_rate(v["decode_tok_s"]), v["decode_tok_s"],
                                      f"{fmt_pct(share, False)} of bound" if share is not None else None))
             if v["decode_tok_s"] is None:
                 parts.append(f"{n}: not measured ({v.get('error') or 'no answer'}).")

@@ -205,19 +205,20 @@ class KvCachePressure(Scenario):
             x_title="parallel requests",
             y_title="mean request latency (s)",
             kind="line",
+            x_category=True,
             series=[Series(engine, [lv["concurrency"] for lv in curve], [lv.get("e2e_mean_s") for lv in curve],
                            [label(lv) for lv in curve]) for engine, curve in curves],
         )
         numbers = []
         if verdict["verdict"] != "failed":
             numbers = [
-                BigNumber(f"{name} · peak KV usage",
+                BigNumber(f"{name} · KV peak",
                           fmt_share(verdict["kv_peak"]) if verdict["kv_peak"] is not None else "not reported",
                           verdict["kv_peak"]),
-                BigNumber(f"{name} · peak waiting",
+                BigNumber(f"{name} · waiting",
                           f"{verdict['waiting_peak']:.0f}" if verdict["waiting_peak"] is not None else "not reported",
                           verdict["waiting_peak"]),
-                BigNumber(f"{name} · preemptions",
+                BigNumber(f"{name} · preempted",
                           f"{verdict['preemptions']}" if verdict["preemptions"] is not None else "not reported",
                           verdict["preemptions"]),
                 BigNumber(f"{name} · latency at {verdict['last_concurrency']}", fmt_s(verdict["last_e2e_s"]),

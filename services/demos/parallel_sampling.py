@@ -181,8 +181,9 @@ class ParallelSampling(Scenario):
         numbers, parts = [], []
         for name in names:
             v = results[name]
-            numbers.append(BigNumber(f"{name} · latency (n = {n})", fmt_s(v["e2e_s"]), v["e2e_s"]))
-            numbers.append(BigNumber(f"{name} · throughput (n = {n})", fmt_rate(v["throughput_tok_s"]), v["throughput_tok_s"]))
+            numbers.append(BigNumber(f"{name} · latency", fmt_s(v["e2e_s"]), v["e2e_s"], help=f"one request with n = {n}"))
+            numbers.append(BigNumber(f"{name} · tok/s", fmt_rate(v["throughput_tok_s"]), v["throughput_tok_s"],
+                                     help=f"all answers' tokens / latency, n = {n}"))
             if v["e2e_s"] is None:
                 parts.append(f"{name}: no answer ({v.get('error')}).")
             else:

@@ -208,9 +208,10 @@ class PrefixCaching(Scenario):
         numbers = []
         for name, v in results.items():
             cached = v.get("cached_tokens")
-            detail = f" · {cached}/{v.get('prompt_tokens')} cached" if cached is not None else ""
-            numbers.append(BigNumber(f"{name} · repeated prompt TTFT{detail}", fmt_s(v["warm_ttft_s"]),
-                                     v["warm_ttft_s"], fmt_pct(change(v["cold_ttft_s"], v["warm_ttft_s"])), "inverse"))
+            detail = f"; {cached} of {v.get('prompt_tokens')} prompt tokens cached" if cached is not None else ""
+            numbers.append(BigNumber(f"{name} · repeat", fmt_s(v["warm_ttft_s"]), v["warm_ttft_s"],
+                                     fmt_pct(change(v["cold_ttft_s"], v["warm_ttft_s"])), "inverse",
+                                     help=f"TTFT of the second, identical request (the change: against the first){detail}"))
         finding = " ".join(verdict_sentence(n, v) for n, v in results.items())
         errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
         return StepOutcome(numbers, chart, finding, {"engines": results}, errors)
@@ -256,17 +257,13 @@ class PrefixCaching(Scenario):
     def _chat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
         series = []
         for name, v in results.items():
-            series.append(Series(
-                name,
-                [t["turn"] for t in v["turns"]],
-                [t["ttft_s"] for t in v["turns"]],
-                [f"{fmt_s(t['ttft_s'])}" + (f" · {t['cached_tokens']} cached" if t["cached_tokens"] is not None else "")
-                 for t in v["turns"]],
-            ))
-        chart = ChartSpec(title="TTFT per chat turn", x_title="turn", y_title="TTFT (s)", kind="line", series=series)
+            series.append(Series(name, [f"turn {t['turn']}" for t in v["turns"]], [t["ttft_s"] for t in v["turns"]],
+                                 [fmt_s(t["ttft_s"]) for t in v["turns"]]))
+        chart = ChartSpec(title="TTFT per chat turn", x_title="", y_title="TTFT (s)", kind="line", series=series,
+                          x_category=True)
         numbers = [
-            BigNumber(f"{name} · later turns' TTFT", fmt_s(v["later_ttft_s"]), v["later_ttft_s"],
-                      fmt_pct(v["later_turns_change"]), "inverse")
+            BigNumber(f"{name} · later turns", fmt_s(v["later_ttft_s"]), v["later_ttft_s"],
+                      fmt_pct(v["later_turns_change"]), "inverse", help="mean TTFT of turns 2 onwards, against turn 1")
             for name, v in results.items()
         ]
         parts = []

@@ -193,11 +193,18 @@ def start_demo(
         session.add(run)
         session.flush()
         run_id = run.id
-    if background:
-        thread = threading.Thread(target=run_demo, args=(run_id,), name=f"demo-{run_id}", daemon=True)
-        thread.start()
-    else:
-        run_demo(run_id)
+    # Always a thread of its own, even when waited for: the worker runs event loops, and the
+    # caller's thread may already run one (a notebook, Playwright's sync API in tests).
+    thread = threading.Thread(target=run_demo, args=(run_id,), name=f"demo-{run_id}", daemon=True)
+    thread.start()
+    if not background:
+        try:
+            while thread.is_alive():
+                thread.join(0.5)
+        except KeyboardInterrupt:
+            stop_demo(run_id)  # Ctrl-C: stop after the requests in flight, keep what was measured
+            thread.join(timeout=60)
+            raise
     return run_id
 
 

@@ -14,7 +14,7 @@ def test_batching_engine_against_one_slot(db_url: str, demo_server) -> None:
     run_id = runner.start_demo("batching", ["oneslot", "batched"], options={"levels": "1,2,4", "max_tokens": 8},
                                background=False)
     result = runner.demo_result(run_id)
-    assert result["status"] == "finished", result
+    assert result["status"] == "finished", (result["error"], [s["errors"] for s in result["steps"]])
     batched, single = result["verdicts"]["batched"], result["verdicts"]["oneslot"]
     assert batched["verdict"] == "pays"
     assert batched["gain"] == pytest.approx(4, rel=0.25)

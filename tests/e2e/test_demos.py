@@ -1,0 +1,81 @@
+"""A demo in Chromium: pick engines, pause between steps, move on with "Next step", read the
+measured conclusion, reload the stored demo. Engines are emulated (a prefix cache that
+halves TTFT, and none) so the story on screen is known in advance."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.services.demos.demo_server import DemoServer
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server():  # type: ignore[no-untyped-def]
+    with DemoServer() as demo_server:
+        yield demo_server
+
+
+def reload_until(page, text: str, timeout_s: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    """The app runs without timed refresh in tests: reload until the stored demo shows `text`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if page.get_by_text(text).count():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} did not appear")
+        time.sleep(1.0)
+        page.reload()
+        wait_for_app(page)
+
+
+def pick_engines(page, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Engines")
+    clear = box.get_by_role("button", name="Clear all")
+    if clear.count():
+        clear.first.click()
+    for name in names:
+        box.locator("input").click()
+        box.locator("input").fill(name)
+        page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+
+
+def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
+    server.register("cache-on", "ttft=800,itl=20", cache=0.5)
+    server.register("cache-off", "ttft=800,itl=20")
+
+    page = app_page
+    page.goto(f"{app_server.url}/demos")
+    wait_for_app(page)
+    page.get_by_text("An engine with a prefix cache keeps the KV cache").wait_for()
+    pick_engines(page, ["cache-on", "cache-off"])
+    page.get_by_text("Pause between steps (the presenter").click()
+    page.get_by_text("Settings").click()
+    page.get_by_role("spinbutton", name="Shared prompt length").fill("300")
+    page.get_by_role("spinbutton", name="Chat turns").fill("2")
+    page.get_by_role("button", name="Run the demo").click()
+    wait_for_app(page)
+    assert "run=" in page.url
+
+    page.set_viewport_size({"width": 1440, "height": 2400})  # the whole demo in one screenshot
+    reload_until(page, "Paused. Next:")
+    assert_no_exception(page)
+    page.get_by_text("cache-on: TTFT fell from").first.wait_for()
+    screenshot(page, "demos-paused")
+
+    page.get_by_role("button", name="Next step").click()
+    wait_for_app(page)
+    reload_until(page, "Conclusion, from the numbers above")
+    assert_no_exception(page)
+    page.get_by_text("Prefix caching cut the time to first token").wait_for()
+    assert page.get_by_text("cache-off (no cache): no drop").count() >= 1
+    assert page.locator("[data-testid='stPlotlyChart']").count() == 2
+    page.get_by_role("button", name="Export as HTML report").wait_for()
+    screenshot(page, "demos-finished")
