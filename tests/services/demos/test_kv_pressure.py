@@ -12,7 +12,7 @@ OPTIONS = {"levels": "1,4", "prompt_tokens": 100, "max_tokens": 16}
 
 def test_queue_and_preemption(db_url: str, demo_server) -> None:
     demo_server.register("roomy", "ttft=300,itl=40", slots=2, kv=4000)
-    demo_server.register("cramped", "ttft=300,itl=40", kv=300, preempt=1)
+    demo_server.register("cramped", "ttft=300,itl=40", kv=200, preempt=1)
     run_id = runner.start_demo("kv-pressure", ["roomy", "cramped"], options=OPTIONS, background=False)
     result = runner.demo_result(run_id)
     assert result["status"] == "finished", result
