@@ -114,7 +114,8 @@ except ShootoutError as error:
 
 
 def render_step(step: runner.StepView) -> None:
-    marker = {"running": " · measuring…", "pending": " · next", "failed": " · failed", "skipped": " · skipped"}
+    marker = {"running": " · measuring…", "pending": " · next", "failed": " · failed", "skipped": " · skipped",
+              "cancelled": " · stopped"}
     st.subheader(f"{step.index + 1}. {step.title}{marker.get(step.status, '')}")
     st.caption(step.explanation)
     if step.numbers:
@@ -122,8 +123,9 @@ def render_step(step: runner.StepView) -> None:
         for start_at in range(0, len(step.numbers), per_row):
             columns = st.columns(per_row)
             for column, number in zip(columns, step.numbers[start_at : start_at + per_row]):
-                column.metric(number.label, number.text, number.delta, delta_color=number.delta_color, border=True,
-                              help=number.help)
+                unchanged = number.delta is None or number.delta.lstrip("+-") in ("0%", "×1.0")
+                column.metric(number.label, number.text, number.delta, border=True, help=number.help,
+                              delta_color="off" if unchanged else number.delta_color)
     figure = step_figure(step)
     if figure is not None:
         st.plotly_chart(figure, theme="streamlit", width="stretch", key=f"demo_chart_{step.index}_{step.status}")

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from services.demos.context import DemoContext
     from services.endpoints import EngineRecord
 
-StepStatus = Literal["pending", "running", "finished", "failed", "skipped"]
 
 
 # ---------------------------------------------------------------- measured records

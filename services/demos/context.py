@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from time import perf_counter
 from typing import Any
 
@@ -302,11 +300,3 @@ class EngineWatch:
             return [], []
         start = self.snapshots[0].ts
         return [round(s.ts - start, 3) for s in self.snapshots], [s.values.get(signal) for s in self.snapshots]
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def elapsed_since(start: float) -> float:
-    return time.perf_counter() - start

@@ -30,7 +30,6 @@ from services.demos.base import (
 from services.demos.common import wave_figures
 from services.demos.context import DemoContext
 from services.endpoints import EngineRecord
-from services.errors import ValidationError
 from services.planner.catalog import get_gpu, get_model, get_weight_format
 
 #: At or above this share of the bound, decode runs at the memory-bandwidth limit.
@@ -96,10 +95,10 @@ def verdict_sentence(name: str, v: dict[str, Any], bandwidth_text: str) -> str:
         if v["batching"] == "near_linear":
             text += "): the step cost barely grew, the weights read once per step served every sequence."
         elif v["batching"] == "serial":
-            text += "): no gain, the sequences were decoded one after another."
+            text += "): hardly any gain, the sequences were decoded one after another."
         elif v["batching"] == "none":
-            text += ("): no gain; they were decoded together, yet no faster in total: on this engine here, "
-                     "the cores, not memory bandwidth, were the limit.")
+            text += ("): hardly any gain; they were decoded together, yet not much faster in total: on this "
+                     "engine here, the cores, not memory bandwidth, were the limit.")
         else:
             text += ")."
     return text

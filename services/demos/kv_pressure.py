@@ -99,7 +99,8 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
         parts.append(f"it preempted {v['preemptions']} request(s): their cache was freed and recomputed later")
     if v["waiting_peak"] is not None:
         if v["waiting_peak"] >= 1:
-            waited = f"up to {v['waiting_peak']:.0f} requests waited from {v['first_queue_concurrency']} in parallel on"
+            waited = (f"from {v['first_queue_concurrency']} parallel requests on, up to {v['waiting_peak']:.0f} "
+                      "waited")
             if v["verdict"] == "queued_not_kv":
                 waited += " although the cache was far from full: the queue came from another limit (batch slots or "\
                           "the per-step token budget)"

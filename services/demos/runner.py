@@ -336,12 +336,12 @@ def run_demo(run_id: int) -> None:
             raise NotFoundError(f"No demo run #{run_id}.")
         config = dict(run.config or {})
         snapshots = list(run.engines or [])
-    scenario = get_scenario(config["scenario"])
-    options = scenario.resolve_options(config.get("options"))
     status, error = "failed", None
     writer.start_heartbeat()
     try:
         writer.write(status="running", started_at=_utcnow(), worker_pid=os.getpid())
+        scenario = get_scenario(str(config.get("scenario")))
+        options = scenario.resolve_options(config.get("options"))
         engines = [_record_from_snapshot(item) for item in snapshots]
         answering, skipped, versions = _reachable(engines)
         writer.extra["skipped_engines"] = skipped
@@ -407,6 +407,9 @@ def run_demo(run_id: int) -> None:
     except DemoStopped:
         status, error = "cancelled", "Stopped by the presenter; the steps measured so far are kept."
         writer.extra["awaiting"] = None
+        for step in writer.steps:
+            if step["status"] == "running":
+                step["status"] = "cancelled"
     except ShootoutError as failure:
         status, error = "failed", str(failure)
         writer.extra["awaiting"] = None

@@ -45,7 +45,7 @@ def pick_engines(page, names: list[str]) -> None:  # type: ignore[no-untyped-def
     page.keyboard.press("Escape")
 
 
-def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch, browser) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
     server.register("cache-on", "ttft=800,itl=20", cache=0.5)
@@ -79,3 +79,15 @@ def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch
     assert page.locator("[data-testid='stPlotlyChart']").count() == 2
     page.get_by_role("button", name="Export as HTML report").wait_for()
     screenshot(page, "demos-finished")
+
+    # The stored demo replays in a dark-themed browser too (the theme follows the system's).
+    dark = browser.new_page(color_scheme="dark", viewport={"width": 1440, "height": 2400})
+    dark.set_default_timeout(60_000)
+    try:
+        dark.goto(page.url)
+        wait_for_app(dark)
+        dark.get_by_text("Prefix caching cut the time to first token").wait_for()
+        assert_no_exception(dark)
+        screenshot(dark, "demos-dark")
+    finally:
+        dark.close()

@@ -133,3 +133,27 @@ def test_html_report_carries_the_demo(db_url: str, demo_server) -> None:
     assert "Demo: Prefix caching" in page and "reported: TTFT fell from" in page
     assert f"Shootout run #{run_id}" in page and page.count("<h1>") == 1
     assert "<script" in page  # the charts
+
+
+def test_stop_during_a_step(db_url: str, demo_server) -> None:
+    demo_server.register("slow-engine", "ttft=50,itl=50")
+    run_id = runner.start_demo("batching", ["slow-engine"], options={"levels": "1,2,4,8,16", "max_tokens": 16})
+    wait_for(lambda: runner.demo_view(run_id).request_count >= 3)
+    runner.stop_demo(run_id)
+    view = runner.wait_until_done(run_id, timeout_s=30)
+    assert view.status == "cancelled"
+    assert view.steps[0].status == "cancelled"
+    assert view.steps[0].data["levels"]  # the levels measured before the stop are kept
+    assert view.request_count < 1 + 1 + 2 + 4 + 8 + 16
+
+
+def test_bad_stored_scenario_ends_failed_not_running(db_url: str) -> None:
+    with session_scope() as session:
+        run = Run(kind="demo", name="gone", status="pending", config={"scenario": "gone", "options": {}},
+                  summary={"steps": []}, engines=[])
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    runner.run_demo(run_id)
+    view = runner.demo_view(run_id)
+    assert view.status == "failed" and "No demo scenario 'gone'" in (view.error or "")
