@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from services.engines.probe import describe_http_error
-from services.telemetry.prometheus import Families, parse_text
+from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import GPU_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
 
@@ -425,6 +425,7 @@ class DcgmSampler:
         self.timeout_s = timeout_s
         self.lock = threading.Lock()
         self.error: str | None = None
+        self._parser = SeriesParser(_DCGM_KEEP)
         self._client: httpx2.Client | None = None
 
     def sample(self, now: float | None = None) -> list[Snapshot]:
@@ -441,7 +442,7 @@ class DcgmSampler:
                 self.error = f"dcgm-exporter at {self.url}: HTTP {response.status_code}"
                 return []
             try:
-                families = parse_text(response.text, _DCGM_KEEP)
+                families = self._parser.parse(response.text)
             except ValueError as error:
                 self.error = f"dcgm-exporter at {self.url}: unreadable metrics ({error})"
                 return []

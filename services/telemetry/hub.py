@@ -81,12 +81,19 @@ class TelemetryHub:
         now: float | None = None,
     ) -> list[Snapshot]:
         """Fresh snapshots of these engines and GPUs (reusing ones younger than max_age_s)."""
-        snapshots: list[Snapshot] = []
         scrapers = [self.scraper(t) for t in engines]
-        if len(scrapers) > 1:
-            snapshots.extend(self._executor().map(lambda s: self._engine(s, max_age_s, now), scrapers))
-        else:
-            snapshots.extend(self._engine(s, max_age_s, now) for s in scrapers)
+        # Endpoints that answered fast last time are read inline (a thread hand-off costs
+        # more than such a read); new, slow or failing ones on threads, so one dead or
+        # distant engine does not hold up the others.
+        pending = {
+            index: self._executor().submit(self._engine, scraper, max_age_s, now)
+            for index, scraper in enumerate(scrapers)
+            if not scraper.quick and len(scrapers) > 1
+        }
+        snapshots: list[Snapshot] = [
+            pending[index].result() if index in pending else self._engine(scraper, max_age_s, now)
+            for index, scraper in enumerate(scrapers)
+        ]
         if gpus is not False:
             snapshots.extend(self._gpus(None if gpus is True else list(gpus), engines, max_age_s, now))
         for url in dcgm_urls:

@@ -131,9 +131,16 @@ def latency_signals(base: str, *histograms: Metric, note: str = "") -> dict[str,
     }
 
 
-def metric_prefixes(signal_map: SignalMap) -> tuple[str, ...]:
-    """Metric names (line prefixes) the signals need, for `prometheus.select_lines`."""
-    names = {m.name for specs in signal_map.values() for spec in specs for _, m in spec.inputs()}
+def metric_prefixes(signal_map: SignalMap, histograms: bool = True) -> tuple[str, ...]:
+    """Metric names (line prefixes) the signals need, for `prometheus.select_lines`;
+    without the latency histograms' names when `histograms` is False."""
+    names = {
+        m.name
+        for specs in signal_map.values()
+        for spec in specs
+        for kind, m in spec.inputs()
+        if histograms or kind != "histogram"
+    }
     return tuple(sorted(names | set(RESTART_MARKERS)))
 
 
@@ -169,6 +176,7 @@ def _available(spec: Spec, families: Families) -> bool:
 class _Reading:
     ts: float
     totals: dict[InputKey, float | Histogram] = field(default_factory=dict)
+    with_histograms: bool = True
 
 
 class ResetTracker:
@@ -188,19 +196,11 @@ class ResetTracker:
         if isinstance(raw, Histogram):
             assert isinstance(previous_raw, Histogram) and isinstance(previous_total, Histogram)
             increase = raw.minus(previous_raw)
-            reset = restarted or increase is None or increase.count < 0 or any(c < 0 for _, c in increase.buckets)
-            if reset or increase is None:
-                increase = raw
-            if [b for b, _ in previous_total.buckets] != [b for b, _ in increase.buckets]:
-                total: float | Histogram = increase  # new bucket layout: start over
-            else:
-                total = Histogram(
-                    buckets=tuple(
-                        (b, t + i) for (b, t), (_, i) in zip(previous_total.buckets, increase.buckets, strict=True)
-                    ),
-                    sum=previous_total.sum + increase.sum,
-                    count=previous_total.count + increase.count,
-                )
+            if restarted or increase is None or increase.count < 0 or min(increase.counts, default=0) < 0:
+                increase = raw  # restarted: everything it holds is new
+            total: float | Histogram = (
+                previous_total.plus(increase) if previous_total.bounds == increase.bounds else increase
+            )
         else:
             assert isinstance(previous_total, float | int)
             delta = raw if restarted or raw < previous_raw else raw - previous_raw  # type: ignore[operator]
@@ -238,8 +238,19 @@ class EngineNormaliser:
         self.tracker = ResetTracker()
         self.history: deque[_Reading] = deque()
         self._restart_marker: float | None = None
+        # Signals read only from histograms (latency percentiles over a long window) may be
+        # refreshed less often than the rest: `update(..., with_histograms=False)` repeats
+        # their last result and skips the bulk of the parsing.
+        self.histogram_signals = {
+            name
+            for name in self.signal_names
+            if (specs := signal_map.get(name)) and all(isinstance(s, Quantile | HistogramMean) for s in specs)
+        }
+        self._histogram_result = Normalised({}, {}, {})
 
-    def update(self, families: Families, ts: float, restart_marker: float | None = None) -> Normalised:
+    def update(
+        self, families: Families, ts: float, restart_marker: float | None = None, with_histograms: bool = True
+    ) -> Normalised:
         marker = restart_marker if restart_marker is not None else families.restart_marker()
         restarted = marker is not None and self._restart_marker is not None and abs(marker - self._restart_marker) > 0.5
         if marker is not None:
@@ -248,6 +259,8 @@ class EngineNormaliser:
         chosen: dict[str, Spec] = {}
         missing: dict[str, str] = {}
         for signal in self.signal_names:
+            if not with_histograms and signal in self.histogram_signals:
+                continue
             alternatives = self.signal_map.get(signal, ())
             spec = next((s for s in alternatives if _available(s, families)), None)
             if spec is None:
@@ -255,7 +268,7 @@ class EngineNormaliser:
             else:
                 chosen[signal] = spec
 
-        reading = _Reading(ts)
+        reading = _Reading(ts, with_histograms=with_histograms)
         gauges: dict[InputKey, float | None] = {}
         for spec in chosen.values():
             for kind, m in spec.inputs():
@@ -270,14 +283,29 @@ class EngineNormaliser:
         self.history.append(reading)
         self._trim(ts)
 
-        bases = (self._base(reading, self.rate_window_s), self._base(reading, self.latency_window_s))
+        bases = (self._base(reading, self.rate_window_s), self._base(reading, self.latency_window_s, True))
+        self._deltas: dict[tuple[InputKey, float | bool], tuple[float | Histogram | None, float]] = {}
         values: dict[str, float | None] = {}
         notes: dict[str, str] = {}
         for signal, spec in chosen.items():
             values[signal] = self._evaluate(spec, reading, bases, gauges)
             if spec.note:
                 notes[signal] = spec.note
-        return Normalised(values, missing, notes)
+        if with_histograms:
+            self._histogram_result = Normalised(
+                {k: v for k, v in values.items() if k in self.histogram_signals},
+                {k: v for k, v in missing.items() if k in self.histogram_signals},
+                {k: v for k, v in notes.items() if k in self.histogram_signals},
+            )
+        else:
+            values.update(self._histogram_result.values)
+            missing.update(self._histogram_result.missing)
+            notes.update(self._histogram_result.notes)
+        return Normalised(
+            {k: values[k] for k in self.signal_names if k in values},
+            {k: missing[k] for k in self.signal_names if k in missing},
+            notes,
+        )
 
     # -- windows --
 
@@ -286,28 +314,38 @@ class EngineNormaliser:
         while len(self.history) >= 2 and self.history[1].ts <= horizon:
             self.history.popleft()
 
-    def _base(self, now: _Reading, window: float) -> _Reading | None:
+    def _base(self, now: _Reading, window: float, histograms: bool = False) -> _Reading | None:
         """The newest reading at least `window` old, else the oldest one (a short window
         while the history fills); None when there is only the current reading."""
         base = None
         for reading in self.history:
             if reading is now:
                 break
+            if histograms and not reading.with_histograms:
+                continue
             if base is None or reading.ts <= now.ts - window:
                 base = reading
             else:
                 break
         return base
 
-    @staticmethod
-    def _delta(key: InputKey, now: _Reading, base: _Reading | None) -> tuple[float | Histogram | None, float]:
+    def _delta(self, key: InputKey, now: _Reading, base: _Reading | None) -> tuple[float | Histogram | None, float]:
+        """The increase of input `key` between base and now (cached for this update: the
+        four latency signals of a histogram share one window)."""
+        cached = self._deltas.get((key, base is not None and base.ts))
+        if cached is not None:
+            return cached
         if base is None or key not in base.totals or key not in now.totals:
-            return None, 0.0
-        current, earlier = now.totals[key], base.totals[key]
-        if isinstance(current, Histogram):
-            assert isinstance(earlier, Histogram)
-            return current.minus(earlier), now.ts - base.ts
-        return current - earlier, now.ts - base.ts  # type: ignore[operator]
+            result: tuple[float | Histogram | None, float] = (None, 0.0)
+        else:
+            current, earlier = now.totals[key], base.totals[key]
+            if isinstance(current, Histogram):
+                assert isinstance(earlier, Histogram)
+                result = (current.minus(earlier), now.ts - base.ts)
+            else:
+                result = (current - earlier, now.ts - base.ts)  # type: ignore[operator]
+        self._deltas[(key, base is not None and base.ts)] = result
+        return result
 
     def _evaluate(
         self,

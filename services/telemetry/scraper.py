@@ -20,7 +20,7 @@ from services.engines import get_adapter
 from services.engines.base import EngineAdapter
 from services.engines.probe import auth_headers, describe_http_error
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
-from services.telemetry.prometheus import Families, parse_text
+from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
 
@@ -72,13 +72,19 @@ class EngineScraper:
         latency_window_s: float = 60.0,
         timeout_s: float = 2.0,
         retry_after_s: float = 2.0,
+        histogram_every_s: float = 1.0,
     ) -> None:
         self.target = target
         self.adapter: EngineAdapter = get_adapter(target.kind)
         self.normaliser = EngineNormaliser(
             self.adapter.telemetry_signals, self.adapter.label, rate_window_s, latency_window_s
         )
-        self.keep = metric_prefixes(self.adapter.telemetry_signals)
+        self.parser = SeriesParser(metric_prefixes(self.adapter.telemetry_signals))
+        # Latency percentiles cover a long window: recomputing them more than about once a
+        # second buys nothing, and their histogram lines are most of what an engine sends.
+        self.keep_without_histograms = metric_prefixes(self.adapter.telemetry_signals, histograms=False)
+        self.histogram_every_s = histogram_every_s
+        self._histograms_at: float | None = None
         self.url = target.metrics_url
         self.mode = "json" if self.adapter.metrics_format == "json" else "prometheus"
         self.json_state: dict[str, Any] = {}
@@ -86,6 +92,7 @@ class EngineScraper:
         self.retry_after_s = retry_after_s
         self.lock = threading.RLock()  # the hub holds it while it decides to scrape
         self.last: Snapshot | None = None
+        self.last_duration_s: float | None = None
         self._failed_at: float | None = None
         self._client: httpx2.Client | None = None
 
@@ -97,6 +104,11 @@ class EngineScraper:
                 follow_redirects=True,
             )
         return self._client
+
+    @property
+    def quick(self) -> bool:
+        """Answered its last read fast and fine (worth reading inline, not on a thread)."""
+        return self.last_duration_s is not None and self.last_duration_s < 0.05
 
     def close(self) -> None:
         if self._client is not None:
@@ -120,13 +132,27 @@ class EngineScraper:
                 return self._snapshot(ts, missing=dict.fromkeys(ENGINE_SIGNAL_NAMES, reason))
             if self._failed_at is not None and ts - self._failed_at < self.retry_after_s and self.last:
                 return self._snapshot(ts, error=self.last.error)  # do not hammer a dead endpoint
+            with_histograms = (
+                self._histograms_at is None
+                or ts - self._histograms_at >= self.histogram_every_s - 0.05
+                or ts < self._histograms_at
+            )
+            started = time.perf_counter()
             try:
-                families, marker = self._read()
+                families, marker = self._read(with_histograms)
             except _ScrapeError as error:
                 self._failed_at = ts
+                self.last_duration_s = None
                 return self._snapshot(ts, error=str(error))
+            finally:
+                if self._failed_at != ts:
+                    self.last_duration_s = time.perf_counter() - started
             self._failed_at = None
-            result = self.normaliser.update(families, ts, marker)
+            if self.mode == "json":
+                with_histograms = True
+            if with_histograms:
+                self._histograms_at = ts
+            result = self.normaliser.update(families, ts, marker, with_histograms)
             return self._snapshot(ts, values=result.values, missing=result.missing, notes=result.notes)
 
     def _get(self, url: str) -> httpx2.Response:
@@ -135,7 +161,7 @@ class EngineScraper:
         except httpx2.HTTPError as error:
             raise _ScrapeError(f"unreachable: {describe_http_error(error)}") from error
 
-    def _read(self) -> tuple[Families, float | None]:
+    def _read(self, with_histograms: bool = True) -> tuple[Families, float | None]:
         assert self.url
         response = self._get(self.url)
         if response.status_code == 404 and self.mode == "prometheus" and self._switch_to_json():
@@ -158,7 +184,7 @@ class EngineScraper:
             self.mode = "json"
             return self.adapter.telemetry_from_json(payload, self.json_state), marker
         try:
-            return parse_text(text, self.keep), marker
+            return self.parser.parse(text, None if with_histograms else self.keep_without_histograms), marker
         except ValueError as error:
             raise _ScrapeError(f"could not parse the Prometheus text: {error}") from error
 

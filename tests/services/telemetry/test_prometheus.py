@@ -83,7 +83,7 @@ def test_unparseable_text_raises_value_error() -> None:
 
 
 def hist(*pairs: tuple[float, float], total: float = 0.0) -> Histogram:
-    return Histogram(buckets=tuple(pairs), sum=total, count=pairs[-1][1])
+    return Histogram.from_pairs(pairs, sum=total, count=pairs[-1][1])
 
 
 def test_quantile_interpolates_inside_the_bucket() -> None:
