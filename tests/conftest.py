@@ -92,3 +92,9 @@ def any_db_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(tmp_path))
     return url
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Browser tests run last: Playwright's sync API leaves an event loop on the main
+    thread, and later `asyncio.run` calls in the same session would refuse to start."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
