@@ -1,18 +1,22 @@
-"""Client CPU per streamed token of the load generator's HTTP paths (issue 4: <= 10 µs at 128
-concurrent streams of 256 tokens), by the marginal method: the client process's CPU for a run
-of 1,024 requests minus that of a run of 128, divided by the difference in tokens, so fixed
-costs (imports, pool start, first connections) cancel out.
+"""Client CPU per streamed token of the load generator (issue 4: <= 10 µs at 128 concurrent
+streams of 256 tokens), by the marginal method: the client process's CPU for a run of 1,024
+requests minus that of a run of 128, divided by the difference in tokens, so fixed costs
+(imports, pool start, first connections) cancel out. The kernel's share (system time: the
+reads, epoll, the TCP acknowledgements) is shown apart.
 
-Paths (--paths):
-  httpx2        the shared client (services.client.stream_chat over httpx2)
-  fast-asyncio  services.bench.transport on the standard asyncio loop, orjson
-  fast-uvloop   services.bench.transport on uvloop, orjson (what the benchmark worker uses)
-  fast-json     fast-uvloop with the standard json module instead of orjson
-  runner        the whole benchmark runner (services.bench.runner) in closed loop, no database
+Paths (--paths), measured one after another in the same run:
+  bare     the rig's floor: a do-nothing asyncio.Protocol on uvloop that only takes a
+           timestamp per read (no HTTP parsing, no JSON): the kernel and the loop
+  client   the shared streaming client (services.client.stream_chat, asyncio protocols +
+           httptools + orjson on uvloop) that the benchmark runner uses
+  runner   the whole load generator (services.bench.runner: workload, request building,
+           per-token records) in closed loop, without the database
+(The product end to end, database writer and engine-metrics recorder included, is measured
+by benchmarks/bench_vs_aiperf.py.)
 
 The scripted server runs in its own process, so only the client's CPU is counted.
 
-    .venv/bin/python benchmarks/bench_client_cpu.py [--paths fast-uvloop,httpx2] [--itl 10]
+    .venv/bin/python benchmarks/bench_client_cpu.py [--paths bare,client,runner] [--itl 10]
 """
 
 from __future__ import annotations
@@ -26,8 +30,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.bench import transport  # noqa: E402
-from services.client import ChatRequest, build_body, build_headers, make_http_client, stream_chat  # noqa: E402
+from services.client import (  # noqa: E402
+    ChatRequest,
+    _request_bytes,
+    _split_url,
+    build_body,
+    build_headers,
+    chat_url,
+    make_http_client,
+    run_blocking,
+    stream_chat,
+)
 from services.engines import SamplingParams  # noqa: E402
 from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
@@ -38,42 +51,86 @@ def _request(base_url: str, tokens: int, itl: float) -> ChatRequest:
                        params=SamplingParams(max_tokens=tokens))
 
 
-async def _run_client(path: str, base_url: str, requests: int, concurrency: int, tokens: int,
-                      itl: float) -> tuple[float, int, int]:
+async def _run_client(base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
+    import json
+
     request = _request(base_url, tokens, itl)
     semaphore = asyncio.Semaphore(concurrency)
     counts = {"failures": 0, "tokens": 0}
-    if path == "httpx2":
-        import json
+    client = make_http_client(concurrency)
+    body = json.dumps(build_body(request)).encode()
+    headers = build_headers(request)
 
-        client = make_http_client(concurrency)
-        body = json.dumps(build_body(request)).encode()
-        headers = build_headers(request)
-
-        async def one() -> None:
-            async with semaphore:
-                result = await stream_chat(client, request, body=body, headers=headers)
-                counts["failures"] += not result.ok
-                counts["tokens"] += result.output_tokens
-    else:
-        fast = transport.FastChatClient()
-        payload = fast.prepare(request)
-
-        async def one() -> None:
-            async with semaphore:
-                result = await fast.stream_chat(request, payload=payload)
-                counts["failures"] += not result.ok
-                counts["tokens"] += result.output_tokens
+    async def one() -> None:
+        async with semaphore:
+            result = await stream_chat(client, request, body=body, headers=headers)
+            counts["failures"] += not result.ok
+            counts["tokens"] += result.output_tokens
 
     gc.collect()
     cpu = time.process_time()
     await asyncio.gather(*(one() for _ in range(requests)))
     used = time.process_time() - cpu
-    if path == "httpx2":
-        await client.aclose()
-    else:
-        await fast.aclose()
+    await client.aclose()
     return used, counts["tokens"], counts["failures"]
+
+
+class _Null:
+    """asyncio.Protocol that timestamps each read and waits for the chunked terminator."""
+
+    def __init__(self, done) -> None:  # type: ignore[no-untyped-def]
+        self.done = done
+        self.reads = 0
+        self.transport = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        time.perf_counter()
+        self.reads += 1
+        if data.endswith(b"0\r\n\r\n") and not self.done.done():
+            self.done.set_result(self.reads)
+
+    def connection_lost(self, exc) -> None:  # type: ignore[no-untyped-def]
+        if not self.done.done():
+            self.done.set_result(self.reads)
+
+    def eof_received(self) -> None:
+        return None
+
+
+async def _run_bare(base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
+    import json
+
+    request = _request(base_url, tokens, itl)
+    (_scheme, host, port), host_header, path = _split_url(chat_url(base_url))
+    payload = _request_bytes(host_header, path, json.dumps(build_body(request)).encode(), build_headers(request))
+    loop = asyncio.get_running_loop()
+    semaphore = asyncio.Semaphore(concurrency)
+    idle: list = []
+    counts = {"tokens": 0}
+
+    async def one() -> None:
+        async with semaphore:
+            done = loop.create_future()
+            if idle:
+                sock_transport, protocol = idle.pop()
+                protocol.done = done
+            else:
+                sock_transport, protocol = await loop.create_connection(lambda: _Null(done), host, port)
+            sock_transport.write(payload)
+            await done
+            counts["tokens"] += tokens
+            idle.append((sock_transport, protocol))
+
+    gc.collect()
+    cpu = time.process_time()
+    await asyncio.gather(*(one() for _ in range(requests)))
+    used = time.process_time() - cpu
+    for sock_transport, _ in idle:
+        sock_transport.close()
+    return used, counts["tokens"], 0
 
 
 def _run_runner(base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
@@ -95,26 +152,25 @@ def _run_runner(base_url: str, requests: int, concurrency: int, tokens: int, itl
 
 def measure(path: str, base_url: str, args: argparse.Namespace) -> dict[str, float]:
     def once(requests: int) -> tuple[float, int, int]:
+        if path == "bare":
+            return run_blocking(_run_bare(base_url, requests, args.concurrency, args.tokens, args.itl))
         if path == "runner":
             return _run_runner(base_url, requests, args.concurrency, args.tokens, args.itl)
-        if path == "fast-asyncio" or path == "httpx2":
-            return asyncio.run(_run_client(path, base_url, requests, args.concurrency, args.tokens, args.itl))
-        import uvloop
+        return run_blocking(_run_client(base_url, requests, args.concurrency, args.tokens, args.itl))
 
-        return uvloop.run(_run_client(path, base_url, requests, args.concurrency, args.tokens, args.itl))
+    import resource
 
-    if path == "fast-json":
-        import json
+    def timed(requests: int) -> tuple[float, int, int, float]:
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        used, tokens, failures = once(requests)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        return used, tokens, failures, after.ru_stime - before.ru_stime
 
-        transport._loads = json.loads
-    small = once(args.small)
-    large = once(args.large)
-    if path == "fast-json":
-        import orjson
-
-        transport._loads = orjson.loads
+    small = timed(args.small)
+    large = timed(args.large)
     per_token = (large[0] - small[0]) / max(1, large[1] - small[1])
-    return {"us_per_token": per_token * 1e6, "cpu_small_s": small[0], "cpu_large_s": large[0],
+    system = (large[3] - small[3]) / max(1, large[1] - small[1])
+    return {"us_per_token": per_token * 1e6, "system_us_per_token": system * 1e6, "cpu_small_s": small[0], "cpu_large_s": large[0],
             "tokens_small": small[1], "tokens_large": large[1], "failures": small[2] + large[2]}
 
 
@@ -125,15 +181,16 @@ def main() -> int:
     parser.add_argument("--itl", type=float, default=10.0, help="ms between tokens")
     parser.add_argument("--small", type=int, default=128)
     parser.add_argument("--large", type=int, default=1024)
-    parser.add_argument("--paths", default="fast-uvloop,fast-asyncio,fast-json,httpx2,runner")
+    parser.add_argument("--paths", default="bare,client,runner")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     with ScriptedServer() as server:
-        asyncio.run(_run_client("fast-asyncio", server.base_url, 32, 32, 16, 1))  # warm the server process
+        run_blocking(_run_client(server.base_url, 32, 32, 16, 1))  # warm the server process
         for path in args.paths.split(","):
             for _ in range(args.repeat):
                 figures = measure(path, server.base_url, args)
-                print(f"{path:13s} {figures['us_per_token']:6.2f} µs/token  (CPU {figures['cpu_large_s']:.2f} s for "
+                print(f"{path:13s} {figures['us_per_token']:6.2f} µs/token, of which kernel "
+                      f"{figures['system_us_per_token']:5.2f}  (CPU {figures['cpu_large_s']:.2f} s for "
                       f"{figures['tokens_large']} tokens, {figures['cpu_small_s']:.2f} s for {figures['tokens_small']}; "
                       f"concurrency {args.concurrency}, ITL {args.itl:g} ms, failures {figures['failures']})", flush=True)
     return 0

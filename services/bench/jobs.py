@@ -181,8 +181,6 @@ def _row(run_id: int, record: RequestRecord) -> dict[str, Any]:
         extra["schema_valid"] = record.schema_valid
     if record.requested_output_tokens is not None:
         extra["requested_output_tokens"] = record.requested_output_tokens
-    if record.connect_s is not None:
-        extra["connect_s"] = record.connect_s
     return {
         "run_id": run_id,
         "engine_name": record.engine,
@@ -228,7 +226,6 @@ def record_from_row(row: Any) -> RequestRecord:
         finish_reason=get("finish_reason"),
         schema_valid=extra.get("schema_valid"),
         step=extra.get("step"),
-        connect_s=extra.get("connect_s"),
     )
 
 
@@ -333,7 +330,7 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
     """Run a stored benchmark in this process (the worker's and the CLI's path); returns
     the summary it stored. Never raises for failing requests; a run that cannot go on at
     all ends "failed" with its reason in Run.error and the ShootoutError re-raised."""
-    import uvloop
+    from services.client import run_blocking
 
     spec = load_spec(run_id).validate()
     started = _now()
@@ -354,7 +351,7 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
     outcome: BenchOutcome | None = None
     failure: BaseException | None = None
     try:
-        outcome = uvloop.run(benchmark.run())
+        outcome = run_blocking(benchmark.run())
     except BaseException as error:  # noqa: BLE001 - recorded, then re-raised
         failure = error
     finally:
@@ -584,8 +581,8 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
     summary["load"] = spec.load.label()
     summary["workload"] = workload_label(spec.workload)
     summary["percentiles"] = list(spec.percentiles)
-    # Connections are opened ahead unless asked otherwise; requests that still opened one
-    # (more streams than connections, a dropped connection) say so in connects_in_ttft.
+    # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
+    # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
     summary["ttft_includes_connect"] = not spec.connect_ahead
     if spec.slo.active:
         summary["slo"] = spec.slo.label()

@@ -12,17 +12,18 @@ completed + failed = sent holds for every engine and step, whatever happens.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from services.bench.arrivals import LoadSpec, arrival_offsets, worker_start_offsets
 from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.stats import RequestRecord, SloSpec, spread_itl, summarize_engine, tokens_per_chunk
-from services.bench.transport import FastChatClient
 from services.bench.workloads import (
     VOCABULARY,
     Calibration,
@@ -33,7 +34,7 @@ from services.bench.workloads import (
     calibrate_vocabulary,
     iter_conversations,
 )
-from services.client import ChatRequest, StreamResult
+from services.client import ChatRequest, StreamClient, StreamResult, chat_url, make_http_client, stream_chat
 from services.engines import SamplingParams, get_adapter
 
 STOP_POLL_S = 0.2
@@ -42,6 +43,39 @@ STOP_POLL_S = 0.2
 CONNECT_FAILURE_BACKOFF_S = 0.1
 CONNECT_ERRORS = frozenset({"connect_refused", "connect_error", "connect_timeout", "dns", "tls"})
 MAX_ERROR_TEXT = 500
+#: The client pool's own cap: the load shape (concurrency, rate cap) is what limits requests.
+MAX_IN_FLIGHT = 100_000
+
+
+async def connect_ahead(client: StreamClient, base_url: str, count: int, timeout_s: float = 10.0) -> int:
+    """Open up to `count` keep-alive connections before the measured requests, so that they
+    do not pay for connection set-up inside their TTFT; returns how many are ready.
+
+    Uses the pool's connect/idle methods (services.client has no public warm-up yet); an
+    engine that refuses connections just gets none (its requests will say why)."""
+    from services.client import _split_url
+
+    key = _split_url(chat_url(base_url))[0]
+    opened = await asyncio.gather(*(client._connect(key, timeout_s) for _ in range(count)), return_exceptions=True)
+    ready = 0
+    for connection in opened:
+        if not isinstance(connection, BaseException):
+            client._put_idle(connection)
+            ready += 1
+    return ready
+
+
+@contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Move everything allocated so far (imports, the app's objects) out of the garbage
+    collector's sight for the run: a full collection over them would stall the event loop
+    for milliseconds and delay the timestamps of the tokens arriving meanwhile."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class RecordSink(Protocol):
@@ -125,7 +159,7 @@ class EngineLoad:
 
     def __init__(
         self,
-        client: FastChatClient,
+        client: StreamClient,
         engine: EngineTarget,
         workload: WorkloadSpec,
         load: LoadSpec,
@@ -189,22 +223,21 @@ class EngineLoad:
             headers=self.request_headers(turn.index) if self.request_headers else None,
         )
         result = StreamResult()
-        timing: dict[str, float] = {}
         self.in_flight += 1
         self.outcome.max_streams = max(self.outcome.max_streams, self.in_flight)
         try:
-            await self.client.stream_chat(request, result=result, timing=timing)
+            await stream_chat(self.client, request, result=result)
         except asyncio.CancelledError:
             if result.error_class is None:
                 result.ok, result.error_class, result.error = False, "cancelled", "Stopped by the user."
-            record = self._record(result, turn.index, turn.output_len, conversation, scheduled, warmup, timing)
+            record = self._record(result, turn.index, turn.output_len, conversation, scheduled, warmup)
             self._emit(record)
             raise
         except Exception as error:  # noqa: BLE001 - a bug of ours must not lose the request
             result.ok, result.error_class, result.error = False, "error", f"{type(error).__name__}: {error}"
         finally:
             self.in_flight -= 1
-        record = self._record(result, turn.index, turn.output_len, conversation, scheduled, warmup, timing)
+        record = self._record(result, turn.index, turn.output_len, conversation, scheduled, warmup)
         self._emit(record)
         if record.ok:
             answers.append(result.text)
@@ -218,7 +251,6 @@ class EngineLoad:
         conversation: Conversation,
         scheduled: float | None,
         warmup: bool,
-        timing: dict[str, float],
     ) -> RequestRecord:
         start = result.start - self.origin if result.start else None
         choice = result.choices.get(0)
@@ -255,7 +287,6 @@ class EngineLoad:
             finish_reason=result.finish_reason,
             schema_valid=schema_valid,
             step=self.step,
-            connect_s=timing.get("connect_s"),
         )
         return record
 
@@ -406,7 +437,7 @@ class EngineLoad:
         load = self.load
         if self.connect_ahead:
             width = load.concurrency or min(64, max(1, int((load.rate or 1) * 2)))
-            self.outcome.connections_ahead = await self.client.connect_ahead(self.engine.base_url, width)
+            self.outcome.connections_ahead = await connect_ahead(self.client, self.engine.base_url, width)
         # Record times count from here (warm-ups first); the load shape from measure_start.
         self.origin = self.measure_start = time.perf_counter()
         self.outcome.wall_start = time.time()
@@ -578,7 +609,14 @@ class Benchmark:
             self.text, self.result.calibration = await calibrate_prompt_text(tuple(engines))
         else:
             self.result.calibration = Calibration("none")
-        async with FastChatClient() as client:
+        with quiet_gc():
+            await self._run_levels(engines)
+        self.result.cancelled = self.cancelled
+        return self.result
+
+    async def _run_levels(self, engines: list[EngineTarget]) -> None:
+        spec = self.spec
+        async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=spec.timeout_s) as client:
             if spec.sweep.kind == "slo_search":
                 await self._slo_search(client, engines)
             elif spec.sweep.active:
@@ -586,11 +624,9 @@ class Benchmark:
             else:
                 self._phases_total = len(engines)
                 await self._level(client, engines, spec.load, None, None, "run")
-        self.result.cancelled = self.cancelled
-        return self.result
 
     async def _level(
-        self, client: FastChatClient, engines: list[EngineTarget], load: LoadSpec, step: int | None,
+        self, client: StreamClient, engines: list[EngineTarget], load: LoadSpec, step: int | None,
         level: float | None, phase: str,
     ) -> list[StepResult]:
         """Every engine at one load level (one after another, or together)."""
@@ -653,7 +689,7 @@ class Benchmark:
         capped = load.concurrency if load.mode == "rate" else None
         return replace(load, mode="rate", rate=level, concurrency=capped)
 
-    async def _sweep(self, client: FastChatClient, engines: list[EngineTarget]) -> None:
+    async def _sweep(self, client: StreamClient, engines: list[EngineTarget]) -> None:
         sweep: SweepSpec = self.spec.sweep
         dimension = sweep.dimension
         values = sorted(sweep.values)
@@ -672,7 +708,7 @@ class Benchmark:
                     active = [e for e in active if e.name != result.engine]
                     self._phases_total -= len(values) - step - 1
 
-    async def _slo_search(self, client: FastChatClient, engines: list[EngineTarget]) -> None:
+    async def _slo_search(self, client: StreamClient, engines: list[EngineTarget]) -> None:
         sweep = self.spec.sweep
         dimension = sweep.dimension
         slo = self.spec.slo
@@ -721,7 +757,7 @@ class Benchmark:
                 "reached_maximum": best is not None and high is None,
             }
 
-    async def _probe(self, client: FastChatClient, engine: EngineTarget, dimension: str, level: float,
+    async def _probe(self, client: StreamClient, engine: EngineTarget, dimension: str, level: float,
                      step: int) -> dict[str, Any]:
         results = await self._level(client, [engine], self._load_at(dimension, level), step, level, "search")
         return results[0].summary if results else {}
@@ -757,13 +793,14 @@ def execute_load(engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *
                  timeout_s: float = 600.0, sink: RecordSink | None = None, should_stop: Callable[[], bool] = _never,
                  request_headers: Callable[[int], dict[str, str]] | None = None,
                  connect_ahead: bool = True) -> EngineOutcome:
-    """One engine under one load, synchronously, on uvloop (benchmarks, tests, quick checks)."""
-    import uvloop
+    """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests)."""
+    from services.client import run_blocking
 
     async def main() -> EngineOutcome:
-        async with FastChatClient() as client:
-            return await EngineLoad(client, engine, workload.validate(), load.validate(), sink=sink or ListSink(),
-                                    salt=salt, timeout_s=timeout_s, should_stop=should_stop,
-                                    request_headers=request_headers, connect_ahead=connect_ahead).run()
+        with quiet_gc():
+            async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=timeout_s) as client:
+                return await EngineLoad(client, engine, workload.validate(), load.validate(), sink=sink or ListSink(),
+                                        salt=salt, timeout_s=timeout_s, should_stop=should_stop,
+                                        request_headers=request_headers, connect_ahead=connect_ahead).run()
 
-    return uvloop.run(main())
+    return run_blocking(main())

@@ -68,8 +68,6 @@ class RequestRecord:
     finish_reason: str | None = None
     schema_valid: bool | None = None
     step: int | None = None
-    #: Seconds spent opening a new connection inside this request's TTFT (None: reused one).
-    connect_s: float | None = None
 
     @property
     def tpot_s(self) -> float | None:
@@ -330,7 +328,6 @@ def summarize_engine(
         "schema_valid_rate": (sum(schema_checked) / len(schema_checked)) if schema_checked else None,
         "honoured_output_len": honoured,
         "short_output_requests": short if fixed_output else None,
-        "connects_in_ttft": sum(1 for r in done if r.connect_s is not None),
         "concurrency_max": max((level for _, level in timeline), default=0),
         "concurrency_mean": time_weighted_mean(timeline),
         "engine_metrics": engine_metrics or {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None},

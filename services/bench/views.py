@@ -225,8 +225,6 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
         unsupported = block.get("unsupported_options") or []
         if unsupported:
             notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
-        if block.get("connects_in_ttft"):
-            notes.append(f"{name}: {block['connects_in_ttft']} request(s) opened a connection inside their TTFT.")
     for name, reason in (summary.get("stopped_early") or {}).items():
         notes.append(f"{name}: the sweep stopped early: {reason}.")
     for name, found in (summary.get("slo_search") or {}).items():

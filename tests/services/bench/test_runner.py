@@ -138,3 +138,15 @@ def test_engine_killed_mid_run_ends_with_errors_recorded(tmp_path) -> None:
     assert summary["failed"] >= 20
     assert set(summary["errors_by_class"]) <= {"stream_cut", "connect_refused", "protocol_error"}
     assert "stream_cut" in summary["errors_by_class"]  # the four in flight were cut
+
+
+def test_holds_512_streams_at_once(scripted_server: ScriptedServer) -> None:
+    """Issue 4 capacity: at least 500 streams held at once by one load generator."""
+    outcome = execute_load(engine(scripted_server, ttft=20, itl=100, tokens=20), WorkloadSpec(input_len=8, output_len=20),
+                           LoadSpec(concurrency=512, requests=512))
+    summary = accounted(outcome)
+    assert outcome.max_streams == 512
+    assert outcome.connections_ahead == 512
+    assert summary["completed"] == 512
+    assert summary["concurrency_max"] == 512
+    assert summary["output_tokens"] == 512 * 20

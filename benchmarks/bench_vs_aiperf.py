@@ -1,0 +1,142 @@
+"""Client CPU per streamed token, whole commands side by side: `python cli.py bench` (the
+product end to end: the load generator, the database writer, the engine-metrics recorder)
+against NVIDIA AIPerf (`aiperf profile`), in the same run, on the same scripted server.
+
+Marginal method (issue 4): CPU of the command's whole process tree (user + system, children
+included) for 1,024 requests minus that for 128 requests, divided by the difference in
+streamed tokens; start-up, imports and tokenizer loading cancel out. 128 concurrent streams
+of 256 tokens, ITL 10 ms. Both tools run with their defaults (both scrape the server's
+/metrics); AIPerf also re-tokenizes every answer with the model's tokenizer, as it does by
+default.
+
+AIPerf goes in a virtual environment of its own (its dependencies clash with the app's):
+    python -m venv /tmp/aiperf-venv && /tmp/aiperf-venv/bin/pip install aiperf==0.13.0
+    .venv/bin/python benchmarks/bench_vs_aiperf.py --aiperf /tmp/aiperf-venv/bin/aiperf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.scripted_server import ScriptedServer  # noqa: E402
+
+TOKENIZER = ROOT / ".engines" / "models" / "smollm2-135m-instruct-hf"
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_table() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds so far) for every process."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS)
+    return table
+
+
+def run_tree(command: list[str], **popen: object) -> float:
+    """Run `command`; its whole process tree's CPU seconds. Waited-for children show in
+    RUSAGE_CHILDREN, but a tool whose workers are not waited for (AIPerf's services) would
+    hide theirs: so /proc is also sampled every 0.1 s and the larger figure is kept."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    process = subprocess.Popen(command, **popen)  # type: ignore[call-overload]
+    seen: dict[int, float] = {}
+    while process.poll() is None:
+        table = _proc_table()
+        family = {process.pid}
+        changed = True
+        while changed:
+            changed = False
+            for pid, (parent, _) in table.items():
+                if parent in family and pid not in family:
+                    family.add(pid)
+                    changed = True
+        for pid in family:
+            if pid in table:
+                seen[pid] = max(seen.get(pid, 0.0), table[pid][1])
+        time.sleep(0.1)
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, command)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return max(waited, sum(seen.values()))
+
+
+def run_ours(server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path) -> tuple[float, int]:
+    out = folder / f"ours-{requests}.json"
+    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(folder), "SHOOTOUT_DATABASE_URL": f"sqlite:///{folder / 'db.sqlite'}"}
+    command = [sys.executable, str(ROOT / "cli.py"), "bench", "--url", server.base_url, "--model", model, "--kind", "vllm",
+               "--concurrency", str(args.concurrency), "--requests", str(requests), "--input-len", "16",
+               "--output-len", str(args.tokens), "--json", str(out), "--quiet", *args.ours_extra]
+    used = run_tree(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    block = next(iter(json.loads(out.read_text())["engines"].values()))
+    assert block["failed"] == 0, block["errors_by_class"]
+    return used, block["output_tokens"]
+
+
+def run_aiperf(server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path) -> tuple[float, int]:
+    artifacts = folder / f"aiperf-{requests}"
+    command = [args.aiperf, "profile", "--model", model, "--url", server.root_url, "--endpoint-type", "chat",
+               "--streaming", "--concurrency", str(args.concurrency), "--request-count", str(requests),
+               "--tokenizer", str(TOKENIZER), "--isl", "16", "--osl", str(args.tokens), "--ui", "none",
+               "--artifact-dir", str(artifacts)]
+    used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Streamed tokens: the server's own count of what it sent (AIPerf's count is its tokenizer's).
+    return used, requests * args.tokens
+
+
+def measure(name: str, runner, server: ScriptedServer, args: argparse.Namespace) -> float:  # type: ignore[no-untyped-def]
+    model = server.model(ttft=20, itl=args.itl, tokens=args.tokens)
+    with tempfile.TemporaryDirectory() as folder:
+        small = runner(server, model, args.small, args, Path(folder))
+        large = runner(server, model, args.large, args, Path(folder))
+    per_token = (large[0] - small[0]) / max(1, large[1] - small[1])
+    print(f"{name:32s} {per_token * 1e6:7.2f} µs/token  (process tree CPU {small[0]:.2f} s for {small[1]} tokens, "
+          f"{large[0]:.2f} s for {large[1]})", flush=True)
+    return per_token
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--aiperf", default="/tmp/aiperf-venv/bin/aiperf")
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--itl", type=float, default=10.0)
+    parser.add_argument("--small", type=int, default=128)
+    parser.add_argument("--large", type=int, default=1024)
+    parser.add_argument("--skip-aiperf", action="store_true")
+    args = parser.parse_args()
+    with ScriptedServer() as server:
+        started = time.monotonic()
+        args.ours_extra = ["--no-engine-metrics"]
+        measure("shootout without engine metrics", run_ours, server, args)
+        args.ours_extra = []
+        ours = measure("shootout", run_ours, server, args)
+        if args.skip_aiperf:
+            return 0
+        theirs = measure("aiperf", run_aiperf, server, args)
+    print(f"AIPerf uses {theirs / ours:.1f}x the CPU per token of shootout "
+          f"(concurrency {args.concurrency}, {args.tokens}-token answers, ITL {args.itl:g} ms; "
+          f"{time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

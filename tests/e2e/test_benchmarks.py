@@ -1,0 +1,65 @@
+"""The Benchmarks page in Chromium: a small benchmark over two real local engines, started
+from the form, completes in its worker and shows its tables and charts."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+
+pytestmark = [pytest.mark.e2e, pytest.mark.engines]
+
+
+@pytest.fixture
+def two_engines(app_server, local_engines_running, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
+    from services import endpoints, local_engines
+
+    registered = {e.name for e in endpoints.list_engines()}
+    for spec in local_engines.specs():
+        if spec.id in ("llamacpp-4slot", "vllm-cpu") and spec.id not in registered:
+            local_engines.register_engine(spec)
+    return ["llamacpp-4slot", "vllm-cpu"]
+
+
+def test_small_benchmark_over_two_local_engines(app_page, app_server, two_engines) -> None:  # type: ignore[no-untyped-def]
+    from services.bench import jobs
+
+    app_page.goto(f"{app_server.url}/benchmarks")
+    wait_for_app(app_page)
+    assert_no_exception(app_page)
+    engines = app_page.locator(".st-key-bench_engines")
+    for name in two_engines:
+        engines.locator("input").click()
+        app_page.get_by_role("option", name=name).click()
+        wait_for_app(app_page)
+    app_page.keyboard.press("Escape")
+    for key, value in (("bench_input_len", "32"), ("bench_output_len", "8"), ("bench_requests", "3"),
+                       ("bench_concurrency", "2"), ("bench_warmup", "0")):
+        field = app_page.locator(f".st-key-{key} input")
+        field.fill(value)
+        field.press("Enter")
+        wait_for_app(app_page)
+    app_page.locator(".st-key-bench_start button").click()
+    wait_for_app(app_page)
+    app_page.wait_for_url(re.compile(r".*run=\d+"))
+    run_id = int(re.search(r"run=(\d+)", app_page.url).group(1))
+    assert_no_exception(app_page)
+    deadline = time.monotonic() + 300
+    while jobs.get_run(run_id).active and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert jobs.get_run(run_id).status == "finished"
+    app_page.reload()
+    wait_for_app(app_page)
+    assert_no_exception(app_page)
+    app_page.get_by_text("Status: finished").wait_for()
+    app_page.get_by_text("Latency percentiles").wait_for()
+    app_page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
+    assert app_page.locator("[data-testid='stPlotlyChart']").count() >= 3
+    summary = jobs.get_run(run_id).summary
+    assert [summary["engines"][name]["completed"] for name in two_engines] == [3, 3]
+    screenshot(app_page, "benchmarks-two-engines")
