@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import streamlit as st
 
 from pages.common import refresh_interval
@@ -54,10 +56,29 @@ if mode == "Recorded":
         format_func=lambda r: f"#{r.run_id} {r.name} ({r.status}; {r.engine_names or 'GPUs only'})",
         key="monitor_recorded_run",
     )
+    end_key = f"monitor_recorded_end_{chosen.run_id}"
+    chosen_end = st.session_state.get(end_key)
     try:
-        render(monitor.recorded_view(chosen.run_id))
+        view = monitor.recorded_view(chosen.run_id, end_ts=chosen_end.timestamp() if chosen_end else None)
     except ShootoutError as error:
         st.error(str(error))
+        st.stop()
+    if view.span is None:
+        st.info("This recording has no samples.")
+        st.stop()
+    first, last = (datetime.fromtimestamp(t, timezone.utc) for t in view.span)
+    window = timedelta(seconds=monitor.RECORDED_WINDOW_S)
+    if last - first > window:
+        st.slider(
+            "Hour shown (ends at, UTC)",
+            min_value=first + window,
+            max_value=last,
+            value=datetime.fromtimestamp(view.window[1], timezone.utc) if view.window else last,
+            step=timedelta(minutes=5),
+            format="YYYY-MM-DD HH:mm",
+            key=end_key,
+        )
+    render(view)
     st.stop()
 
 top = st.columns([3, 3, 1])

@@ -209,6 +209,8 @@ class MonitorView:
     recordings: list[RecorderInfo]
     gpu_message: str | None = None
     errors: list[str] = field(default_factory=list)
+    span: tuple[float, float] | None = None  # recorded views: the whole recording
+    window: tuple[float, float] | None = None  # recorded views: what is shown
 
 
 def monitor_options() -> MonitorOptions:
@@ -282,24 +284,54 @@ def live_view(
     )
 
 
-def recorded_view(run_id: int) -> MonitorView:
-    """The charts of a stored recording (or of any run that recorded telemetry)."""
-    window = load_window(run_id=run_id)
+RECORDED_WINDOW_S = 3600.0
+
+
+def recording_span(run_id: int) -> tuple[float, float] | None:
+    """First and last sample time of a run (two index lookups, however long the run)."""
+    from sqlalchemy import func, select
+
+    from db.models import Sample
+    from db.session import session_scope
+
+    with session_scope() as session:
+        first = session.scalar(select(func.min(Sample.ts)).where(Sample.run_id == run_id))
+        last = session.scalar(select(func.max(Sample.ts)).where(Sample.run_id == run_id))
+    return None if first is None or last is None else (float(first), float(last))
+
+
+def recorded_view(run_id: int, start_ts: float | None = None, end_ts: float | None = None) -> MonitorView:
+    """The charts of a stored recording (or any run that recorded telemetry) over a
+    window: by default its last hour. `span` and `window` tell the page what to offer."""
+    span = recording_span(run_id)
+    if span is None:
+        return MonitorView([], [], [], active_recordings(), span=None, window=None)
+    end = min(end_ts, span[1]) if end_ts is not None else span[1]
+    start = max(start_ts, span[0]) if start_ts is not None else max(span[0], end - RECORDED_WINDOW_S)
+    window = load_window(start, end, run_id=run_id)
     series = list(series_from_window(window).values())
     statuses = [
-        SourceStatus(s.source, s.name, s.label, s.error is None, s.error or f"{len(s.ts)} sample(s)") for s in series
+        SourceStatus(s.source, s.name, s.label, s.error is None, s.error or f"{len(s.ts)} sample(s) in the window")
+        for s in series
     ]
     processes = [
-        {"GPU": source.partition(":")[2], "process": p.get("name"), "pid": p.get("pid"), "engine": p.get("engine") or "",
-         "memory (GiB)": None if p.get("used_bytes") is None else round(p["used_bytes"] / 2**30, 2)}
+        {
+            "GPU": source.partition(":")[2],
+            "process": p.get("name"),
+            "pid": p.get("pid"),
+            "engine": p.get("engine") or "",
+            "memory (GiB)": None if p.get("used_bytes") is None else round(p["used_bytes"] / 2**30, 2),
+        }
         for source, procs in window.processes.items()
         for p in procs
     ]
     return MonitorView(
-        charts=build_charts(series, key_prefix=f"recorded_{run_id}_"),
+        charts=build_charts(series, (start, end), key_prefix=f"recorded_{run_id}_"),
         statuses=statuses,
         processes=processes,
         recordings=active_recordings(),
+        span=span,
+        window=(start, end),
     )
 
 

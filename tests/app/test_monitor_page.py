@@ -127,3 +127,31 @@ def test_recording_error_is_shown_not_raised(db_url: str, no_gpu: None) -> None:
     assert not at.exception
     assert any("Choose at least one engine or GPU" in e.value for e in at.error)
     assert at.toggle(key="monitor_record").value is False
+
+
+def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    with session_scope() as session:
+        run = Run(kind="recording", name="three hours", status="finished", started_at=start, engine_names="x")
+        session.add(run)
+        session.flush()
+        run_id = run.id
+        session.add_all(
+            Sample(run_id=run_id, ts=start.timestamp() + t, source="engine:x",
+                   values={"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": (t % 3600) / 3600})
+            for t in range(0, 3 * 3600 + 1, 30)
+        )
+    at = monitor_page()
+    at.session_state["monitor_mode"] = "Recorded"
+    at.run()
+    assert not at.exception, at.exception
+    slider = at.slider(key=f"monitor_recorded_end_{run_id}")
+    assert slider.value == start + timedelta(hours=3)
+    kv = charts(at)[0]
+    assert kv is not None
+    slider.set_value(start + timedelta(hours=1)).run()
+    assert not at.exception, at.exception
+    assert at.slider(key=f"monitor_recorded_end_{run_id}").value == start + timedelta(hours=1)
+    assert len(charts(at)) == 5

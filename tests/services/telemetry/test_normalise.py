@@ -241,3 +241,23 @@ def test_adapters_without_metrics_report_nothing_as_not_reported() -> None:
         result = normaliser(kind).update(parse_text(""), 0.0)
         assert result.values == {}
         assert set(result.missing.values()) == {f"not reported by {label}"}
+
+
+def test_latency_histograms_can_be_refreshed_less_often() -> None:
+    engine = VllmLike()
+    state = normaliser("vllm", latency_window_s=60.0)
+    without = metric_prefixes(get_adapter("vllm").telemetry_signals, histograms=False)
+    assert "vllm:time_to_first_token_seconds" not in without and "vllm:prompt_tokens" in without
+    engine.child(engine.ttft).observe(0.03)
+    state.update(families("vllm", engine.text()), 0.0)
+    engine.child(engine.ttft).observe(0.03)
+    full = state.update(families("vllm", engine.text()), 1.0)
+    assert full.values["ttft_mean_s"] == pytest.approx(0.03)
+    engine.child(engine.ttft).observe(4.0)
+    engine.child(engine.generation).inc(10)
+    light = state.update(parse_text(engine.text(), without), 1.25, with_histograms=False)
+    assert light.values["ttft_mean_s"] == pytest.approx(0.03)  # repeated until the next full read
+    assert light.values["generation_tokens_per_s"] == pytest.approx(10 / 1.25)  # the rest is fresh
+    assert set(light.values) | set(light.missing) == set(ENGINE_SIGNAL_NAMES)
+    again = state.update(families("vllm", engine.text()), 2.0)
+    assert again.values["ttft_mean_s"] == pytest.approx((0.03 + 4.0) / 2)  # window from the last full read

@@ -124,3 +124,39 @@ def test_families_built_by_hand() -> None:
     assert families.counter("x") == 7
     assert families.counter("x", (("mode", ("b",)),)) == 4
     assert families.gauge("missing") is None
+
+
+@pytest.mark.parametrize("name", TEXT_FIXTURES)
+def test_series_parser_matches_the_full_parse_read_after_read(shared_dir: Path, name: str) -> None:
+    from services.telemetry.prometheus import SeriesParser
+
+    text = (shared_dir / "fixtures/metrics" / name).read_text()
+    parser = SeriesParser()
+    for round_number in range(3):
+        # every value changes between reads, as on a busy engine
+        changed = "\n".join(
+            line if line.startswith("#") or not line.strip() else f"{line.rsplit(' ', 1)[0]} {round_number + 0.5}"
+            for line in text.splitlines()
+        )
+        expected = parse_text(changed)
+        got = parser.parse(changed)
+        assert got.samples == expected.samples
+
+
+def test_series_parser_never_caches_lines_it_cannot_reread() -> None:
+    from services.telemetry.prometheus import SeriesParser
+
+    parser = SeriesParser()
+    first = parser.parse('a{x="1"} 1 1700000000000\nb NaN\nc{y="q w"} +Inf\n')
+    assert first.gauge("a") == 1 and math.isnan(first.samples["b"][0][1]) and first.gauge("c") == math.inf
+    second = parser.parse('a{x="1"} 2 1700000001000\nb 3\nc{y="q w"} 4\n')
+    assert second.gauge("a") == 2 and second.gauge("b") == 3 and second.gauge("c", (("y", ("q w",)),)) == 4
+    assert 'a{x="1"} 1' not in parser._series  # the timestamped line is parsed in full each time
+
+
+def test_series_parser_keep_per_call() -> None:
+    from services.telemetry.prometheus import SeriesParser
+
+    parser = SeriesParser(("a",))
+    assert parser.parse("a 1\nb 2\n").names() == ["a"]
+    assert parser.parse("a 1\nb 2\n", keep=("b",)).names() == ["b"]

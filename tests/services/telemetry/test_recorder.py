@@ -213,3 +213,19 @@ def test_run_replay_aligns_telemetry_with_requests(db_url: str) -> None:
     assert [c.key for c in view.charts][0].startswith(f"recorded_{run_id}_")
     kv_chart = next(c for c in view.charts if c.key.endswith("kv_cache"))
     assert kv_chart.has_data
+
+
+def test_recorded_view_shows_one_hour_of_a_long_recording(db_url: str) -> None:
+    started = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    run_id = make_run(kind="recording", started=started)
+    t0 = started.timestamp()
+    insert_samples(run_id, "gpu:0", [{"_kind": "gpu", "_label": "H100", "gpu_utilization_pct": 1.0}] * 361, t0, step=30.0)
+    from services.telemetry.monitor import recorded_view, recording_span
+
+    assert recording_span(run_id) == (t0, t0 + 3 * 3600)
+    latest = recorded_view(run_id)
+    assert latest.span == (t0, t0 + 3 * 3600) and latest.window == (t0 + 2 * 3600, t0 + 3 * 3600)
+    earliest = recorded_view(run_id, end_ts=t0 + 3600)
+    assert earliest.window == (t0, t0 + 3600)
+    assert earliest.statuses[0].message == "121 sample(s) in the window"
+    assert recorded_view(make_run()).span is None

@@ -129,3 +129,44 @@ def test_hub_without_gpu() -> None:
     assert not hub.gpu_state().available
     assert hub.sample([], gpus=True) == []
     hub.close()
+
+
+def test_scraper_reads_histograms_about_once_a_second(server: MetricsServer) -> None:
+    engine = VllmLike()
+    server.routes["/metrics"] = Route(body=engine.text)
+    scraper = EngineScraper(target(server), histogram_every_s=1.0)
+    flags = []
+    original = scraper.normaliser.update
+
+    def spy(families, ts, marker=None, with_histograms=True):  # type: ignore[no-untyped-def]
+        flags.append(with_histograms)
+        return original(families, ts, marker, with_histograms)
+
+    scraper.normaliser.update = spy  # type: ignore[method-assign]
+    for tick in range(9):
+        scraper.scrape(now=100.0 + tick * 0.25)
+    assert flags == [True, False, False, False, True, False, False, False, True]
+    scraper.close()
+
+
+def test_slow_endpoints_are_read_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as time_module
+
+    engine = VllmLike()
+
+    def slow() -> str:
+        time_module.sleep(0.4)
+        return engine.text()
+
+    with MetricsServer() as a, MetricsServer() as b:
+        a.routes["/metrics"] = Route(body=slow)
+        b.routes["/metrics"] = Route(body=slow)
+        hub = TelemetryHub(NullGpuSampler())
+        targets = [EngineTarget("a", "vllm", a.url + "/metrics"), EngineTarget("b", "vllm", b.url + "/metrics")]
+        for _ in range(2):
+            started = time_module.perf_counter()
+            snapshots = hub.sample(targets, gpus=False)
+            assert time_module.perf_counter() - started < 0.75
+            assert [s.error for s in snapshots] == [None, None]
+        assert not any(hub.scraper(t).quick for t in targets)
+        hub.close()
