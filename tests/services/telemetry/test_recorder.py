@@ -229,3 +229,18 @@ def test_recorded_view_shows_one_hour_of_a_long_recording(db_url: str) -> None:
     assert earliest.window == (t0, t0 + 3600)
     assert earliest.statuses[0].message == "121 sample(s) in the window"
     assert recorded_view(make_run()).span is None
+
+
+@pytest.mark.postgres
+def test_recording_and_windows_on_both_databases(any_db_url: str, hub: TelemetryHub) -> None:
+    run_id = make_run()
+    recording = start_recording(run_id, [], gpus=True, interval_s=0.1, hub=hub)
+    wait_for(lambda: recording.samples_written >= 3)
+    recording.stop()
+    llama = [{"_kind": "llamacpp", "_label": "llama.cpp", "requests_running": 1.0, "prefix_cache_hit_rate": None}] * 3
+    insert_samples(run_id, "engine:l", llama, time.time() - 10)
+    window = load_window(run_id=run_id, sources=["engine:l", "gpu:0"])
+    assert window.sources == ["engine:l", "gpu:0"]
+    assert window.source_frame("gpu:0")["gpu_memory_used_bytes"].iloc[0] == 10 * 2**30
+    assert window.not_reported["engine:l"]["kv_cache_usage"] == "not reported by llama.cpp"
+    assert "prefix_cache_hit_rate" not in window.not_reported["engine:l"]
