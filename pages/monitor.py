@@ -23,7 +23,10 @@ except ShootoutError as error:
     st.stop()
 
 engine_labels = dict(options.engines)
-mode = st.segmented_control("View", ["Live", "Recorded"], default="Live", key="monitor_mode", required=True)
+mode = st.segmented_control(
+    "View", ["Live", "Recorded", "GPU history"], default="Live", key="monitor_mode", required=True,
+    help="GPU history reads a Prometheus server that scrapes dcgm-exporter.",
+)
 
 
 def render(view: monitor.MonitorView) -> None:
@@ -44,6 +47,22 @@ def render(view: monitor.MonitorView) -> None:
         st.caption("Processes holding GPU memory")
         st.dataframe(view.processes, hide_index=True, width="stretch")
 
+
+if mode == "GPU history":
+    left, right = st.columns([4, 1])
+    prometheus_url = left.text_input(
+        "Prometheus URL", value=options.prometheus_url or "", placeholder="http://prometheus:9090",
+        key="monitor_prometheus_url",
+    )
+    hours = right.selectbox("Hours", monitor.HISTORY_HOURS, key="monitor_history_hours")
+    if not prometheus_url.strip():
+        st.info("Give the URL of a Prometheus server that scrapes dcgm-exporter (or set SHOOTOUT_PROMETHEUS_URL).")
+        st.stop()
+    try:
+        render(monitor.prometheus_view(prometheus_url, float(hours)))
+    except ShootoutError as error:
+        st.error(str(error))
+    st.stop()
 
 if mode == "Recorded":
     runs = monitor.recording_runs()

@@ -431,3 +431,32 @@ def gpu_indices(gpu_sources: Sequence[str]) -> list[int]:
         if rest.isdigit():
             indices.append(int(rest))
     return indices
+
+
+HISTORY_HOURS = (1, 6, 24, 168)
+
+
+def prometheus_view(base_url: str, hours: float = 1.0) -> MonitorView:
+    """GPU charts of a past window from a team's Prometheus server that scrapes
+    dcgm-exporter (at most ~1000 points per series)."""
+    from services.errors import ValidationError
+    from services.telemetry.prom_api import gpu_history
+    from services.telemetry.query import SampleWindow
+
+    if not base_url.strip():
+        raise ValidationError("Give the Prometheus server's URL (http://host:9090).")
+    url = base_url.strip() if "://" in base_url else f"http://{base_url.strip()}"
+    end = time.time()
+    start = end - hours * 3600
+    frame = gpu_history(url, start, end, step_s=max(15.0, hours * 3600 / 1000))
+    series = list(series_from_window(SampleWindow(frame)).values())
+    statuses = [SourceStatus(s.source, s.name, s.label, True, f"{len(s.ts)} point(s)") for s in series]
+    errors = [] if series else [f"Prometheus at {url} has no dcgm-exporter GPU series in the last {hours:g} h."]
+    return MonitorView(
+        charts=build_charts(series, (start, end), key_prefix="prometheus_"),
+        statuses=statuses,
+        processes=[],
+        recordings=active_recordings(),
+        errors=errors,
+        window=(start, end),
+    )

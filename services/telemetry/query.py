@@ -145,13 +145,26 @@ def list_sources(
 class RunTelemetry:
     """A run's telemetry and its requests on one clock: seconds since the run started.
 
-    `window.frame` gains a column `t_s`; `requests` has engine_name, start_s, ttft_s,
-    e2e_s, ok (RequestResult times are already relative to the run start)."""
+    `window.frame` gains a column `t_s`; `requests` has engine_name, start_s (on that
+    clock), ttft_s, e2e_s, ok."""
 
     run_id: int
     t0: float
     window: SampleWindow
     requests: pd.DataFrame
+
+
+def _request_origins(summary: dict[str, Any]) -> dict[tuple[str, int | None], float]:
+    """Where each engine's (and sweep step's) request times start, in unix seconds: a
+    benchmark measures engines one after another, each from its own start."""
+    origins: dict[tuple[str, int | None], float] = {}
+    for row in summary.get("sweep") or []:
+        if isinstance(row, dict) and row.get("started_at_unix"):
+            origins[(str(row.get("engine")), row.get("step"))] = float(row["started_at_unix"])
+    for name, block in (summary.get("engines") or {}).items():
+        if isinstance(block, dict) and block.get("started_at_unix") and "from_step" not in block:
+            origins[(str(name), None)] = float(block["started_at_unix"])
+    return origins
 
 
 def run_telemetry(run_id: int) -> RunTelemetry:
@@ -161,6 +174,7 @@ def run_telemetry(run_id: int) -> RunTelemetry:
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
         started = run.started_at or run.created_at
+        summary = dict(run.summary or {})
         request_rows = session.execute(
             select(
                 RequestResult.engine_name,
@@ -168,7 +182,10 @@ def run_telemetry(run_id: int) -> RunTelemetry:
                 RequestResult.ttft_s,
                 RequestResult.e2e_s,
                 RequestResult.ok,
-            ).where(RequestResult.run_id == run_id, RequestResult.warmup.is_(False))
+                RequestResult.extra,
+            )
+            .where(RequestResult.run_id == run_id, RequestResult.warmup.is_(False))
+            .order_by(RequestResult.engine_name, RequestResult.index)
         ).all()
     window = load_window(run_id=run_id)
     if started is not None and started.tzinfo is None:
@@ -176,5 +193,11 @@ def run_telemetry(run_id: int) -> RunTelemetry:
     t0 = started.timestamp() if started is not None else (float(window.frame["ts"].min()) if len(window.frame) else 0.0)
     if len(window.frame):
         window.frame["t_s"] = window.frame["ts"] - t0
-    requests = pd.DataFrame(request_rows, columns=["engine_name", "start_s", "ttft_s", "e2e_s", "ok"])
+    origins = _request_origins(summary)
+    aligned = []
+    for engine, start_s, ttft_s, e2e_s, ok, extra in request_rows:
+        step = (extra or {}).get("step") if isinstance(extra, dict) else None
+        origin = origins.get((engine, step), origins.get((engine, None), t0))
+        aligned.append((engine, None if start_s is None else origin + start_s - t0, ttft_s, e2e_s, ok))
+    requests = pd.DataFrame(aligned, columns=["engine_name", "start_s", "ttft_s", "e2e_s", "ok"])
     return RunTelemetry(run_id=run_id, t0=t0, window=window, requests=requests)

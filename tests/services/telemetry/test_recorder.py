@@ -244,3 +244,22 @@ def test_recording_and_windows_on_both_databases(any_db_url: str, hub: Telemetry
     assert window.source_frame("gpu:0")["gpu_memory_used_bytes"].iloc[0] == 10 * 2**30
     assert window.not_reported["engine:l"]["kv_cache_usage"] == "not reported by llama.cpp"
     assert "prefix_cache_hit_rate" not in window.not_reported["engine:l"]
+
+
+def test_replay_puts_each_engine_requests_on_the_run_clock(db_url: str) -> None:
+    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+    t0 = started.timestamp()
+    run_id = make_run(started=started)
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        # engines measured one after another, each request time relative to its own start
+        run.summary = {"engines": {"a": {"started_at_unix": t0 + 1}, "b": {"started_at_unix": t0 + 60}},
+                       "sweep": [{"engine": "a", "step": 2, "started_at_unix": t0 + 30}]}
+        session.add_all([
+            RequestResult(run_id=run_id, engine_name="a", index=0, start_s=0.5, ok=True),
+            RequestResult(run_id=run_id, engine_name="b", index=0, start_s=0.5, ok=True),
+            RequestResult(run_id=run_id, engine_name="a", index=1, start_s=0.5, ok=True, extra={"step": 2}),
+            RequestResult(run_id=run_id, engine_name="c", index=0, start_s=0.5, ok=True),
+        ])
+    requests = run_telemetry(run_id).requests
+    assert list(requests["start_s"]) == [1.5, 30.5, 60.5, 0.5]  # a, a (step 2), b, c (no origin: run start)
