@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from services.telemetry.prometheus import RESTART_MARKERS, Aggregate, Families, Histogram, LabelFilter
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
-from services.telemetry.prometheus import Aggregate, Families, Histogram, LabelFilter, RESTART_MARKERS
 
 InputKind = Literal["gauge", "counter", "histogram"]
 

@@ -114,7 +114,9 @@ def test_recording_during_load(two_engines, hub: TelemetryHub) -> None:  # type:
     assert window.sources == ["engine:llamacpp-4slot", "engine:vllm-cpu"]
     frame = window.frame
     vllm = frame[frame["source"] == "engine:vllm-cpu"]
-    assert vllm["requests_running"].max() >= 1
+    # a counter-based rate cannot miss the load between two samples (a gauge can)
+    assert vllm["generation_tokens_per_s"].max() > 0
+    assert vllm["kv_cache_usage"].notna().all()
     assert window.not_reported["engine:llamacpp-4slot"]["kv_cache_usage"] == "not reported by llama.cpp"
 
 
