@@ -66,7 +66,7 @@ def test_signals_move_under_load_and_missing_ones_say_so(two_engines, hub: Telem
     while worker.is_alive():
         for snapshot in hub.sample(targets, gpus=False):
             seen[snapshot.source].append(snapshot)
-        time.sleep(0.5)
+        time.sleep(0.25)
     worker.join()
     time.sleep(1.0)
     for snapshot in hub.sample(targets, gpus=False):
