@@ -46,7 +46,14 @@ def new_benchmark_form() -> None:
         if values["workload"] == "structured":
             values["schema_text"] = st.text_area("JSON schema (empty: a small person object)", key="bench_schema")
         if values["workload"] == "file":
-            values["prompts_file"] = st.text_input("JSONL prompt file (path on the server)", key="bench_prompts")
+            upload = st.file_uploader("JSONL prompts ({\"prompt\": ...} or {\"messages\": [...]} per line)",
+                                      type=["jsonl", "json", "txt"], key="bench_prompts_upload")
+            values["prompts_file"] = st.text_input("or a JSONL file on the server", key="bench_prompts")
+            if upload is not None:
+                try:
+                    values["prompts_file"] = views.save_prompt_file(upload.name, upload.getvalue())
+                except ShootoutError as error:
+                    st.error(str(error))
         if values["workload"] == "trace":
             values["trace"] = st.selectbox("Trace", ["conversation", "code"], key="bench_trace")
             values["length_scale"] = st.number_input("Length scale", 0.01, 100.0, 1.0, key="bench_length_scale")
@@ -153,7 +160,7 @@ def results(view: views.RunView) -> None:
         st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")
         st.markdown("**Throughput and counts**")
         st.dataframe(view.throughput, hide_index=True, key=f"bench_throughput_{run.id}")
-    order = ["latency_throughput", "ttft_cdf", "itl_cdf", "engine_metrics", "timeline", "live"]
+    order = ["latency_throughput", "ttft_cdf", "itl_cdf", "engine_metrics", "concurrency", "timeline", "live"]
     for name in order:
         if name in view.figures:
             st.plotly_chart(view.figures[name], key=f"bench_{name}_{run.id}")

@@ -140,6 +140,23 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
     ).validate()
 
 
+def save_prompt_file(name: str, content: bytes) -> str:
+    """Keep an uploaded JSONL prompt file with the app's data (named by its content, so a
+    rerun of the same run finds the same file); returns its path. Validated right away."""
+    import hashlib
+
+    from services.bench.workloads import load_prompt_file
+    from services.config import get_settings
+
+    folder = get_settings().data_dir / "workloads"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in name.rsplit(".", 1)[0])[:60] or "prompts"
+    path = folder / f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}.jsonl"
+    path.write_bytes(content)
+    load_prompt_file(str(path))
+    return str(path)
+
+
 def submit(values: dict[str, Any]) -> int:
     """Validate a filled form and start its run in a worker; returns the run id."""
     return jobs.start_benchmark(spec_from_form(values))
@@ -198,6 +215,7 @@ def run_view(run_id: int) -> RunView:
                                          for e, rs in _by_engine(measured).items()}, "ITL")
         if run.summary.get("sweep"):
             figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
+        figures["concurrency"] = concurrency_figure(measured)
         per_engine = max((len(rs) for rs in _by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
             figures["timeline"] = timeline_figure(measured)
@@ -311,6 +329,22 @@ def live_figure(records: list[RequestRecord]) -> go.Figure:
     figure.update_xaxes(title_text="seconds into the run")
     figure.update_layout(height=340, margin={"t": 40, "b": 40}, uirevision="live", legend={"orientation": "h"})
     return figure
+
+
+def concurrency_figure(records: list[RequestRecord]) -> go.Figure:
+    """Requests in flight over time, per engine (and sweep step)."""
+    from services.bench.stats import concurrency_timeline
+
+    figure = go.Figure()
+    groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
+    for record in records:
+        groups.setdefault((record.engine, record.step), []).append(record)
+    for (name, step), group in groups.items():
+        timeline = concurrency_timeline(group)
+        label = name if step is None else f"{name} step {step}"
+        figure.add_trace(go.Scatter(x=[t for t, _ in timeline], y=[n for _, n in timeline], mode="lines",
+                                    line={"shape": "hv"}, name=label))
+    return _layout(figure, "Requests in flight", "seconds into the run", "requests")
 
 
 def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figure:

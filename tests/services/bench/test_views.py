@@ -1,0 +1,56 @@
+"""What the Benchmarks page is given: form values -> spec, uploaded prompt files, tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.bench import views
+from services.endpoints import add_engine
+from services.errors import NotFoundError, ValidationError
+
+
+def test_form_values_make_a_validated_spec(db_url: str) -> None:
+    add_engine("one", "http://127.0.0.1:9", kind="vllm", model="m")
+    spec = views.spec_from_form({
+        "engines": ["one"], "workload": "shared_prefix", "prefix_groups": 2, "prefix_len": 64, "input_len": 8,
+        "output_len": 16, "mode": "rate", "rate": 3.5, "arrival": "gamma", "burstiness": 0.5, "max_concurrency": 4,
+        "bound": "duration", "duration_s": 30, "warmup": 1, "slo_ttft_ms": 200, "slo_tpot_ms": 0,
+        "sweep": "rate", "sweep_values": "1, 2 4", "parallel": True, "timeout_s": 60,
+    })
+    assert spec.engines[0].name == "one" and spec.engines[0].kind == "vllm"
+    assert (spec.load.mode, spec.load.rate, spec.load.concurrency, spec.load.duration_s) == ("rate", 3.5, 4, 30.0)
+    assert spec.load.requests is None
+    assert spec.slo.ttft_ms == 200 and spec.slo.tpot_ms is None
+    assert spec.sweep.values == (1.0, 2.0, 4.0)
+    assert spec.parallel_engines and spec.workload.prefix_groups == 2
+    with pytest.raises(ValidationError, match="Choose at least one engine"):
+        views.spec_from_form({"engines": []})
+    with pytest.raises(NotFoundError):
+        views.spec_from_form({"engines": ["missing"]})
+    with pytest.raises(ValidationError, match="not valid JSON"):
+        views.spec_from_form({"engines": ["one"], "workload": "structured", "schema_text": "{nope"})
+
+
+def test_uploaded_prompt_files_are_kept_and_checked(db_url: str, tmp_path: Path) -> None:
+    content = (json.dumps({"prompt": "hello"}) + "\n").encode()
+    path = views.save_prompt_file("my prompts.jsonl", content)
+    assert Path(path).read_bytes() == content
+    assert Path(path).parent == tmp_path / "workloads"
+    assert views.save_prompt_file("my prompts.jsonl", content) == path  # same content, same file
+    with pytest.raises(ValidationError, match="not JSON"):
+        views.save_prompt_file("bad.jsonl", b"{oops\n")
+
+
+def test_tables_from_a_summary() -> None:
+    block = {"ttft_s": {"mean": 0.1, "p50": 0.1, "p90": 0.2, "p95": 0.25, "p99": 0.3, "max": 0.4},
+             "completed": 3, "failed": 1, "errors_by_class": {"stream_cut": 1}, "request_throughput_rps": 1.234,
+             "engine_metrics": {"prefix_cache_hit_rate": 0.5}}
+    table = views.percentile_table({"engines": {"a": block}}, (50, 99.9))
+    row = table[table["metric"] == "TTFT"].iloc[0]
+    assert row["p50 (ms)"] == 100.0 and row["p99 (ms)"] == 300.0 and "p99.9 (ms)" in table.columns
+    throughput = views.throughput_table({"engines": {"a": block}})
+    assert throughput.iloc[0]["errors"] == "stream_cut 1"
+    assert throughput.iloc[0]["requests/s"] == 1.23
