@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from services import importers, reports, runs
+from services.telemetry import monitor
 from services.errors import ShootoutError
 
 PAGE_SIZE = 25
@@ -231,9 +232,22 @@ def _run(run_id: int) -> None:
     if run.exchanges is not None:
         st.subheader("Playground answers")
         st.dataframe(run.exchanges, hide_index=True, key="runs_exchanges")
+    if detail.kind == "demo" and (run.detail.summary or {}).get("conclusion"):
+        st.subheader("Demo conclusion")
+        st.success(run.detail.summary["conclusion"])
+        st.caption("The Demos page replays it step by step, without the engines.")
     if run.sample_sources is not None:
         st.subheader("Telemetry recorded")
         st.dataframe(run.sample_sources, hide_index=True, key="runs_samples")
+        try:
+            figure, notes = monitor.run_timeline_figure(detail.id)
+        except ShootoutError as error:
+            st.error(str(error))
+        else:
+            st.caption("Engine and GPU metrics aligned with each request's latency (seconds since the run started).")
+            st.plotly_chart(figure, key="runs_timeline")
+            for note in notes:
+                st.caption(note)
     if run.view is None and run.exchanges is None and run.sample_sources is None:
         st.info("This run holds no results yet.")
     st.subheader("Notes and tags")

@@ -568,8 +568,18 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
     elif fmt == "json":
         data = json.dumps(_json_safe(run_document(run_id)), indent=1, default=str, allow_nan=False).encode("utf-8")
     else:
+        if runs.get_run(run_id).kind == "demo":
+            # A demo's report also tells its story: explanation, steps and measured conclusion.
+            from services.demos.report import export_demo_html
+
+            return export_demo_html(run_id)
         data = _run_html(run_id)
     return ExportFile(filename=export_filename(run_id, fmt), mime=EXPORT_FORMATS[fmt], data=data)
+
+
+def standard_html_report(run_id: int) -> ExportFile:
+    """The HTML report every run kind shares (a demo adds its own section around it)."""
+    return ExportFile(filename=export_filename(run_id, "html"), mime=EXPORT_FORMATS["html"], data=_run_html(run_id))
 
 
 def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None) -> ExportFile:

@@ -413,7 +413,11 @@ def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
 
 
 def _headline(kind: str, summary: dict[str, Any] | None) -> str:
-    """One short line per run for the list: each engine's median TTFT and output rate."""
+    """One short line per run for the list: each engine's median TTFT and output rate
+    (a demo: the first line of its measured conclusion)."""
+    conclusion = (summary or {}).get("conclusion_headline")
+    if isinstance(conclusion, str) and conclusion:
+        return conclusion if len(conclusion) <= 160 else conclusion[:159] + "…"
     engines = (summary or {}).get("engines")
     if not isinstance(engines, dict) or not engines:
         return ""

@@ -8,7 +8,7 @@ import html
 
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
-from services.reports import ExportFile, export_run
+from services.reports import ExportFile, standard_html_report
 
 _STYLE = (
     "<style>.demo-conclusion{font-size:1.25em;line-height:1.5;padding:12px 16px;border-left:6px solid #1a7f37;"
@@ -56,7 +56,7 @@ def demo_section_html(run_id: int) -> str:
 
 def export_demo_html(run_id: int) -> ExportFile:
     """The run's standard HTML report with the demo section after its title."""
-    report = export_run(run_id, "html")
+    report = standard_html_report(run_id)
     page = report.data.decode("utf-8")
     marker = "</h1>"
     position = page.find(marker)

@@ -449,3 +449,21 @@ def test_cli_failures_are_one_clear_line(db_url: str, tmp_path, capsys) -> None:
     assert "needs --yes" in capsys.readouterr().err
     assert main(["runs", "delete", str(run), "--yes"]) == 0
     assert main(["export", str(run), "--format", "csv"]) == 1
+
+
+def test_demo_runs_show_their_conclusion_in_the_list_and_the_html_export(db_url: str) -> None:
+    from db.models import Run
+    from db.session import session_scope
+    from services import reports, runs
+
+    with session_scope() as session:
+        run = Run(kind="demo", name="prefix_cache", status="finished", engine_names="vllm-cpu",
+                  summary={"conclusion": "vllm-cpu: TTFT fell from 0.44 s to 88 ms (-80%).",
+                           "conclusion_headline": "vllm-cpu: TTFT fell from 0.44 s to 88 ms (-80%).", "steps": []},
+                  config={"scenario": "prefix_cache"})
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    assert runs.list_runs().items[0].headline.startswith("vllm-cpu: TTFT fell")
+    html = reports.export_run(run_id, "html").data.decode()
+    assert "TTFT fell from 0.44 s to 88 ms" in html
