@@ -257,6 +257,16 @@ class StreamResult:
 DeltaCallback = Callable[[int, str, StreamResult], None]
 
 
+def merge_choice_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Usage of a stream that reports each choice separately: completions add up, the
+    prompt (the same for every choice) counts once."""
+    completion = (_int(first.get("completion_tokens")) or 0) + (_int(second.get("completion_tokens")) or 0)
+    prompt = max(_int(first.get("prompt_tokens")) or 0, _int(second.get("prompt_tokens")) or 0)
+    merged = {**first, "completion_tokens": completion, "prompt_tokens": prompt, "total_tokens": prompt + completion}
+    merged["usage_reports"] = int(first.get("usage_reports", 1)) + 1
+    return merged
+
+
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -647,7 +657,13 @@ class _Exchange:
                         result.timings = chunk.get("timings") or result.timings
             usage = chunk.get("usage")
             if usage:
-                result.usage = usage
+                # llama.cpp sends one usage trailer per choice when n > 1; vLLM one for all
+                # (and, with continuous_usage_stats, a running total on every chunk).
+                previous = result.usage
+                if previous is not None and len(choices) > 1 and previous.get("usage_reports", 1) < len(choices):
+                    result.usage = merge_choice_usage(previous, usage)
+                else:
+                    result.usage = usage
                 result.timings = chunk.get("timings") or result.timings
                 result.response_id = chunk.get("id")
             elif chunk.get("error"):

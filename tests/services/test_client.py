@@ -374,3 +374,16 @@ async def test_our_reader_and_the_sdk_agree_on_live_engine_streams(local_engines
             assert ours.ok, f"{engine.name}: {ours.error}"
             assert sdk.error is None
             _same_reading(ours, sdk.texts, sdk.finish_reasons, sdk.usage)
+
+
+@pytest.mark.engines
+async def test_parallel_samples_count_every_choice_tokens(local_engines: list) -> None:
+    """llama.cpp reports usage once per choice, vLLM once for all: both add up to n answers."""
+    for engine in local_engines[:2]:
+        request = ChatRequest(base_url=engine.base_url, model=engine.model, kind=engine.kind,
+                              messages=[{"role": "user", "content": "Count from one to ten."}],
+                              params=SamplingParams(max_tokens=6, n=2, temperature=0.8, ignore_eos=True))
+        result = await run_chat(request)
+        assert result.ok, result.error
+        assert len(result.choices) == 2
+        assert result.completion_tokens == 12, (engine.name, result.usage)
