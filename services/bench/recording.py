@@ -22,8 +22,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m services.bench.recording RUN_ID TARGETS_JSON", file=sys.stderr)
         return 2
-    import threading
-
     from services.telemetry.hub import TelemetryHub
     from services.telemetry.recorder import start_recording
     from services.telemetry.scraper import EngineTarget
@@ -35,10 +33,6 @@ def main(argv: list[str] | None = None) -> int:
     ]
     # Short rate windows: a benchmark step lasts seconds, not minutes.
     hub = TelemetryHub(rate_window_s=RATE_WINDOW_S)
-    for target in targets:
-        # TelemetryHub._engine holds scraper.lock while scrape() takes it again: with a
-        # plain Lock that deadlocks; a re-entrant lock keeps the same exclusion.
-        hub.scraper(target).lock = threading.RLock()  # type: ignore[assignment]
     recorder = start_recording(int(args[0]), targets, gpus=True, interval_s=RECORD_INTERVAL_S, hub=hub)
     print("READY", flush=True)
     try:
