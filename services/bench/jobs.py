@@ -158,6 +158,22 @@ def _update(run_id: int, **values: Any) -> None:
         session.execute(update(Run).where(Run.id == run_id).values(**values))
 
 
+def _claim(run_id: int, started: datetime) -> bool:
+    """pending -> running, atomically; False when the run is not pending any more."""
+    from sqlalchemy import update
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        changed = session.execute(
+            update(Run).where(Run.id == run_id, Run.status == "pending").values(
+                status="running", worker_pid=os.getpid(), started_at=started, heartbeat_at=started, error=None
+            )
+        ).rowcount
+    return changed == 1
+
+
 def _status(run_id: int) -> str | None:
     from sqlalchemy import select
 
@@ -334,7 +350,12 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
 
     spec = load_spec(run_id).validate()
     started = _now()
-    _update(run_id, status="running", worker_pid=os.getpid(), started_at=started, heartbeat_at=started, error=None)
+    if not _claim(run_id, started):
+        # Cancelled before its worker got going (or started twice): nothing to run.
+        summary = build_summary(spec, _stored_records(run_id), None)
+        if _status(run_id) == "cancelled":
+            _finish(run_id, "cancelled", summary)
+        return summary
     benchmark: Benchmark | None = None
     sink = DatabaseSink(run_id, progress=lambda: benchmark.phase_fraction() if benchmark else 0.0).start()
     recording = _start_engine_metrics(run_id, spec, wait_for_metrics_s)

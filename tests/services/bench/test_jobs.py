@@ -159,3 +159,12 @@ def test_engine_samples_summary() -> None:
     assert metrics["prefix_cache_hit_rate"] == pytest.approx((50 + 300) / 400)
     assert metrics["kv_cache_usage_max"] == 0.6
     assert jobs.summarize_engine_samples([])["prefix_cache_hit_rate"] is None
+
+
+def test_cancelled_before_its_worker_started(db_url: str, scripted_server: ScriptedServer) -> None:
+    run_id = jobs.create_run(BenchSpec(engines=(target(scripted_server),), load=LoadSpec(requests=5)))
+    assert jobs.cancel_run(run_id)
+    summary = jobs.execute_run(run_id)
+    assert summary["engines"]["scripted"]["sent"] == 0
+    assert jobs.get_run(run_id).status == "cancelled"
+    assert row_count(run_id) == 0
