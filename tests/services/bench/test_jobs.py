@@ -168,3 +168,16 @@ def test_cancelled_before_its_worker_started(db_url: str, scripted_server: Scrip
     assert summary["engines"]["scripted"]["sent"] == 0
     assert jobs.get_run(run_id).status == "cancelled"
     assert row_count(run_id) == 0
+
+
+def test_engines_at_the_same_time(db_url: str, scripted_server: ScriptedServer) -> None:
+    spec = BenchSpec(engines=(target(scripted_server, "a", ttft=5, itl=5, tokens=20),
+                              target(scripted_server, "b", ttft=5, itl=5, tokens=20)),
+                     workload=WorkloadSpec(output_len=20), load=LoadSpec(mode="rate", rate=40, requests=None,
+                                                                         duration_s=0.5),
+                     parallel_engines=True)
+    summary = jobs.execute_run(jobs.create_run(spec))
+    a, b = summary["engines"]["a"], summary["engines"]["b"]
+    assert summary["engines_run"] == "together"
+    assert a["completed"] > 5 and b["completed"] > 5
+    assert abs(a["started_at_unix"] - b["started_at_unix"]) < 0.5
