@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Union
 
 from services.telemetry.prometheus import RESTART_MARKERS, Aggregate, Families, Histogram, LabelFilter
-from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
+import math
+
+from services.telemetry.signals import ENGINE_SIGNAL_NAMES, SIGNALS, not_reported
 
 InputKind = Literal["gauge", "counter", "histogram"]
 
@@ -219,6 +221,19 @@ class Normalised:
     notes: dict[str, str]
 
 
+def _sane(signal: str, value: float) -> float | None:
+    """The value to show, or None when it cannot be right (NaN, infinite, a ratio outside
+    0-1 beyond rounding)."""
+    if math.isnan(value) or math.isinf(value):
+        return None
+    info = SIGNALS.get(signal)
+    if info is not None and info.unit == "ratio":
+        if not -1e-9 <= value <= 1.0 + 1e-9:
+            return None
+        return min(max(value, 0.0), 1.0)
+    return value
+
+
 class EngineNormaliser:
     """State for one engine endpoint: feed it every scrape with `update`."""
 
@@ -288,9 +303,17 @@ class EngineNormaliser:
         values: dict[str, float | None] = {}
         notes: dict[str, str] = {}
         for signal, spec in chosen.items():
-            values[signal] = self._evaluate(spec, reading, bases, gauges)
+            value = self._evaluate(spec, reading, bases, gauges)
             if spec.note:
                 notes[signal] = spec.note
+            if value is not None:
+                shown = _sane(signal, value)
+                if shown is None:
+                    # A broken or restarting engine can report hits above queries, NaN, or a
+                    # usage of -3: show "no data" and say why rather than plot nonsense.
+                    notes[signal] = f"the engine reported {value:g}, which cannot be right; not shown"
+                value = shown
+            values[signal] = value
         if with_histograms:
             self._histogram_result = Normalised(
                 {k: v for k, v in values.items() if k in self.histogram_signals},
