@@ -15,6 +15,7 @@ def run() -> None:
     st.set_page_config(page_title="Shootout", page_icon=":material/speed:", layout="wide")
     if not common.password_gate():
         return
+    common.recover_once()
     navigation = st.navigation(
         [
             st.Page(PAGES_DIR / "playground.py", title="Playground", icon=":material/chat:", default=True),

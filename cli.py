@@ -15,21 +15,28 @@ from typing import Any
 
 from services.errors import ShootoutError
 
-COMMAND_MODULES = [
-    "commands.engines",
-    "commands.local",
-    "commands.bench",
-    "commands.scrape",
-    "commands.runs",
-    "commands.plan",
-    "commands.demo",
-]
+#: Subcommand -> the module that registers it. Only the chosen command's module is
+#: imported (a benchmark must start sending within a second; pandas alone takes 0.25 s).
+COMMANDS = {
+    "engines": "commands.engines",
+    "local": "commands.local",
+    "bench": "commands.bench",
+    "scrape": "commands.scrape",
+    "runs": "commands.runs",
+    "export": "commands.runs",
+    "import": "commands.runs",
+    "plan": "commands.plan",
+    "demo": "commands.demo",
+}
+COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand, or only `command`'s module when it is known."""
     parser = argparse.ArgumentParser(prog="python cli.py", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -40,7 +47,8 @@ def print_json(payload: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

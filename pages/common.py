@@ -7,6 +7,7 @@ import hmac
 import streamlit as st
 
 from services import endpoints
+from services.recovery import recover_interrupted_runs
 from services.config import get_settings
 
 
@@ -37,6 +38,20 @@ def password_gate() -> bool:
             st.rerun()
         st.error("Wrong password.")
     return False
+
+
+@st.cache_resource(show_spinner=False)
+def _recovered(database_url: str) -> list[int]:
+    return recover_interrupted_runs()
+
+
+def recover_once() -> None:
+    """Once per server process and database: runs whose worker died with the previous
+    process are marked interrupted (never left "running" forever)."""
+    try:
+        _recovered(get_settings().database_url)
+    except Exception as error:  # a broken database is shown by the sidebar; never block the app
+        st.warning(f"Could not check for interrupted runs: {error}")
 
 
 def sidebar() -> None:

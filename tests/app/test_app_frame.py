@@ -27,3 +27,20 @@ def test_password_gate(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at.text_input(key="auth_password").set_value("s3cret-team").run()
     assert not at.exception
     assert "Playground" in [t.value for t in at.title]
+
+
+def test_app_start_marks_stale_runs_interrupted(db_url: str) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = Run(kind="recording", status="running", heartbeat_at=datetime.now(timezone.utc) - timedelta(hours=1))
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    with session_scope() as session:
+        assert session.get(Run, run_id).status == "interrupted"
