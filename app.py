@@ -1,4 +1,4 @@
-"""Shootout: the router and frame. Pages live in pages/, logic in services/."""
+"""Shootout: the router and frame. Pages live in app_pages/, logic in services/."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import common
+from app_pages import common
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 
 def run() -> None:

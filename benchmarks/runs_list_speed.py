@@ -209,7 +209,7 @@ def main() -> int:
 
         from streamlit.testing.v1 import AppTest
 
-        page = str(REPO_ROOT / "pages" / "runs.py")
+        page = str(REPO_ROOT / "app_pages" / "runs.py")
 
         def render(**query: str) -> None:
             at = AppTest.from_file(page, default_timeout=120)

@@ -172,7 +172,7 @@ def main() -> int:
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # "missing ScriptRunContext" noise
 
     def page() -> None:
-        at = AppTest.from_file(str(ROOT / "pages" / "monitor.py"), default_timeout=60)
+        at = AppTest.from_file(str(ROOT / "app_pages" / "monitor.py"), default_timeout=60)
         at.session_state["monitor_mode"] = "Recorded"
         at.run()
         assert not at.exception, at.exception

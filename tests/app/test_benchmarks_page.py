@@ -17,7 +17,7 @@ from tests.support.scripted_server import ScriptedServer
 
 
 def page(**query: str) -> AppTest:
-    at = AppTest.from_file(str(REPO_ROOT / "pages" / "benchmarks.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "benchmarks.py"), default_timeout=60)
     for key, value in query.items():
         at.query_params[key] = value
     return at.run()

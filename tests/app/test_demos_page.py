@@ -15,7 +15,7 @@ from tests.services.demos.demo_server import DemoServer
 @pytest.fixture
 def page(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("SHOOTOUT_NO_AUTOREFRESH", "1")
-    return AppTest.from_file(str(REPO_ROOT / "pages" / "demos.py"), default_timeout=60)
+    return AppTest.from_file(str(REPO_ROOT / "app_pages" / "demos.py"), default_timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_run_then_replay(page: AppTest, server) -> None:  # type: ignore[no-unty
 
     # A fresh session replays it from the database, without the engine.
     endpoints.remove_engine("page-cached")
-    replay = AppTest.from_file(str(REPO_ROOT / "pages" / "demos.py"), default_timeout=60)
+    replay = AppTest.from_file(str(REPO_ROOT / "app_pages" / "demos.py"), default_timeout=60)
     replay.query_params["run"] = str(run_id)
     replay.run()
     assert not replay.exception

@@ -10,7 +10,7 @@ from tests.conftest import REPO_ROOT
 
 
 def engines_page() -> AppTest:
-    return AppTest.from_file(str(REPO_ROOT / "pages" / "engines.py"), default_timeout=60)
+    return AppTest.from_file(str(REPO_ROOT / "app_pages" / "engines.py"), default_timeout=60)
 
 
 def test_empty_registry(db_url: str) -> None:

@@ -24,7 +24,7 @@ from tests.services.telemetry.support import MetricsServer, Route, VllmLike
 
 
 def monitor_page() -> AppTest:
-    return AppTest.from_file(str(REPO_ROOT / "pages" / "monitor.py"), default_timeout=60)
+    return AppTest.from_file(str(REPO_ROOT / "app_pages" / "monitor.py"), default_timeout=60)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from tests.conftest import REPO_ROOT
 
 
 def planner_page() -> AppTest:
-    at = AppTest.from_file(str(REPO_ROOT / "pages" / "planner.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "planner.py"), default_timeout=60)
     at.run()
     assert not at.exception
     return at

@@ -14,7 +14,7 @@ from tests.support.scripted_server import WORDS, ScriptedServer
 
 
 def page() -> AppTest:
-    return AppTest.from_file(str(REPO_ROOT / "pages" / "playground.py"), default_timeout=30)
+    return AppTest.from_file(str(REPO_ROOT / "app_pages" / "playground.py"), default_timeout=30)
 
 
 def texts(at: AppTest) -> str:

@@ -10,7 +10,7 @@ from tests.services.test_runs import engine_summary, make_run
 
 
 def runs_page(**query: str | list[str]) -> AppTest:
-    at = AppTest.from_file(str(REPO_ROOT / "pages" / "runs.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "runs.py"), default_timeout=60)
     for key, value in query.items():
         at.query_params[key] = value
     return at.run()

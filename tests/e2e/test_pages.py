@@ -23,6 +23,9 @@ def test_page_opens(app_page, app_server, slug: str) -> None:
     app_page.goto(f"{app_server.url}/{slug}")
     wait_for_app(app_page)
     assert_no_exception(app_page)
+    # A deep link goes through app.py: its navigation, not Streamlit's legacy page list.
+    assert app_page.locator("[data-testid='stSidebarNav']").count() == 0
+    assert app_page.get_by_role("link", name="Benchmarks").count() >= 1
     screenshot(app_page, f"page-{slug}")
 
 

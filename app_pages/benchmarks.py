@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import common
+from app_pages import common
 from services.bench import views
 from services.errors import ShootoutError
 

@@ -8,7 +8,7 @@ import html
 
 import streamlit as st
 
-from pages.common import refresh_interval
+from app_pages.common import refresh_interval
 from services import endpoints
 from services.demos import runner, scenarios
 from services.demos.charts import step_figure

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import streamlit as st
 
-from pages.common import refresh_interval
+from app_pages.common import refresh_interval
 from services.errors import ShootoutError
 from services.telemetry import monitor, recorder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import refresh_interval
+from app_pages.common import refresh_interval
 from services import endpoints, local_engines
 from services.engines import adapters, get_adapter
 from services.engines.probe import probe
