@@ -14,11 +14,14 @@ ENGINES = ["llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"]
 
 @pytest.fixture
 def engines_in_app(app_server, local_engines_running, monkeypatch):  # type: ignore[no-untyped-def]
-    """The local engines registered in the browser app's own database."""
+    """Exactly the local engines registered in the browser app's own database (other browser
+    tests share that app and register engines of their own)."""
     from db.session import dispose_all
-    from services import local_engines
+    from services import endpoints, local_engines
 
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+    for record in endpoints.list_engines():
+        endpoints.remove_engine(record.name)
     records = [local_engines.register_engine(spec) for spec in local_engines.specs()]
     dispose_all()
     return records
@@ -56,8 +59,20 @@ def test_three_engines_side_by_side(app_page, app_server, engines_in_app) -> Non
     assert body.count("TTFT") >= 3
     assert "completion 24" in body or "completion" in body
     screenshot(page, "playground-three-engines")
-    # The exchange is in the history (Runs page) after a reload.
-    page.goto(f"{app_server.url}/runs")
+    # The exchange is in the history (Runs page), with its three answers.
+    from sqlalchemy import select
+
+    from db.models import Exchange, Run
+    from db.session import dispose_all, session_scope
+
+    with session_scope() as session:
+        run = session.scalars(select(Run).where(Run.kind == "playground").order_by(Run.id.desc())).first()
+        engines = sorted(session.scalars(select(Exchange.engine_name).where(Exchange.run_id == run.id)))
+        run_id = run.id
+    dispose_all()
+    assert engines == sorted(ENGINES)
+    page.goto(f"{app_server.url}/runs?run={run_id}")
     wait_for_app(page)
-    assert "1 runs match" in page.locator("[data-testid='stMain']").inner_text()
+    text = page.locator("[data-testid='stMain']").inner_text()
+    assert f"Run #{run_id}" in text and "Playground answers" in text
     screenshot(page, "runs-after-playground")
