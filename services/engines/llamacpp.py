@@ -11,7 +11,6 @@ from services.telemetry.normalise import (
     CounterRatio,
     Gauge,
     counters,
-    latency_signals,
     metric,
 )
 

@@ -11,7 +11,6 @@ Format (version 1):
 
 from __future__ import annotations
 
-from typing import Any
 
 from services.errors import ValidationError
 from services.importers.common import REQUEST_FIELDS, ImportedRun, SourceFile, parse_timestamp

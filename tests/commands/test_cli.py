@@ -62,3 +62,11 @@ def test_probe_and_status_json(local_engines_running, db_url: str) -> None:  # t
         "llamacpp-4slot": "running", "vllm-cpu": "running", "llamacpp-1slot": "running"}
     added = cli("engines", "add", "auto", f"http://127.0.0.1:{get_spec('vllm-cpu').port}", "--json")
     assert json.loads(added.stdout)["model"] == "smollm2"
+
+
+def test_local_install_arguments(db_url: str) -> None:
+    """`local install` with no backend installs both (a no-op once installed); a wrong one
+    is a one-line error."""
+    assert cli("local", "install", "--help").returncode == 0
+    wrong = cli("local", "install", "tgi")
+    assert wrong.returncode == 1 and wrong.stderr.strip() == "error: Unknown backend 'tgi'."

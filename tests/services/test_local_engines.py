@@ -32,7 +32,7 @@ def test_start_stop_cycle_on_other_ports(local_engines_running, db_url, monkeypa
     finally:
         stopped = local_engines.stop("llamacpp-1slot")
     assert stopped.status == "stopped"
-    assert not local_engines._pid_alive(started.pid)
+    assert not local_engines.pid_alive(started.pid)
     monkeypatch.delenv("SHOOTOUT_LOCAL_PORT_BASE")
     assert local_engines.status("llamacpp-1slot")[0].status == "running"  # the shared one is untouched
 
