@@ -16,9 +16,16 @@ def run() -> None:
     if not common.password_gate():
         return
     common.recover_once()
+    playground = st.Page(PAGES_DIR / "playground.py", title="Playground", icon=":material/chat:")
+
+    def home() -> None:
+        # "/" opens the Playground under its own address, so /playground links work too.
+        st.switch_page(playground)
+
     navigation = st.navigation(
         [
-            st.Page(PAGES_DIR / "playground.py", title="Playground", icon=":material/chat:", default=True),
+            st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"),
+            playground,
             st.Page(PAGES_DIR / "benchmarks.py", title="Benchmarks", icon=":material/speed:"),
             st.Page(PAGES_DIR / "monitor.py", title="Monitor", icon=":material/monitoring:"),
             st.Page(PAGES_DIR / "runs.py", title="Runs", icon=":material/history:"),

@@ -26,6 +26,7 @@ def test_page_opens(app_page, app_server, slug: str) -> None:
     # A deep link goes through app.py: its navigation, not Streamlit's legacy page list.
     assert app_page.locator("[data-testid='stSidebarNav']").count() == 0
     assert app_page.get_by_role("link", name="Benchmarks").count() >= 1
+    assert app_page.get_by_text("Page not found").count() == 0
     screenshot(app_page, f"page-{slug}")
 
 
