@@ -81,7 +81,8 @@ def _show_plan(request: PlanRequest) -> None:
     d = plan.decode
     c[0].metric("Decode bound", f"{d.bound_tok_s:,.0f} tok/s", f"{d.per_sequence_tok_s:,.1f} per sequence",
                 delta_color="off")
-    c[1].metric("Limited by", d.limited_by, f"intensity {d.arithmetic_intensity:,.0f} FLOP/B "
+    # "memory bandwidth" does not fit a quarter-width metric; "bandwidth" says the same.
+    c[1].metric("Decode limited by", d.limited_by.replace("memory ", ""), f"intensity {d.arithmetic_intensity:,.0f} FLOP/B "
                 f"(ridge {plan.roofline.ridge_point:,.0f})", delta_color="off")
     c[2].metric("Compute-bound from batch", f"{plan.crossover_batch:,}" if plan.crossover_batch else "never",
                 help="Long contexts keep decode bandwidth-bound: every sequence adds its own KV bytes.")
