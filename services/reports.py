@@ -368,36 +368,21 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def _rows_of(session: Any, model: Any, columns: Sequence[str], run_id: int, *order: Any) -> list[dict[str, Any]]:
+    """A run's rows of one table as plain dicts of `columns`, in `order`."""
+    query = select(*(getattr(model, column) for column in columns)).where(model.run_id == run_id).order_by(*order)
+    return [dict(zip(columns, row)) for row in session.execute(query)]
+
+
 def run_document(run_id: int) -> dict[str, Any]:
     """The run as Shootout run JSON (see services.importers.shootout for the format)."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
-        requests = [
-            dict(zip(REQUEST_COLUMNS, row))
-            for row in session.execute(
-                select(*(getattr(RequestResult, column) for column in REQUEST_COLUMNS))
-                .where(RequestResult.run_id == run_id)
-                .order_by(RequestResult.id)
-            )
-        ]
-        exchanges = [
-            dict(zip(EXCHANGE_FIELDS, row))
-            for row in session.execute(
-                select(*(getattr(Exchange, column) for column in EXCHANGE_FIELDS))
-                .where(Exchange.run_id == run_id)
-                .order_by(Exchange.id)
-            )
-        ]
-        samples = [
-            dict(zip(SAMPLE_FIELDS, row))
-            for row in session.execute(
-                select(*(getattr(Sample, column) for column in SAMPLE_FIELDS))
-                .where(Sample.run_id == run_id)
-                .order_by(Sample.ts, Sample.id)
-            )
-        ]
+        requests = _rows_of(session, RequestResult, REQUEST_COLUMNS, run_id, RequestResult.id)
+        exchanges = _rows_of(session, Exchange, EXCHANGE_FIELDS, run_id, Exchange.id)
+        samples = _rows_of(session, Sample, SAMPLE_FIELDS, run_id, Sample.ts, Sample.id)
         return {
             "format": FORMAT,
             "version": VERSION,
