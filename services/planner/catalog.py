@@ -134,37 +134,30 @@ def validate_gpu(gpu: GpuSpec) -> None:
             raise ValidationError(f"{name} must be positive or left empty.")
 
 
-def save_custom_model(model: ModelSpec, *, overwrite: bool = False) -> ModelSpec:
-    _check_key(model.key)
-    validate_model(model)
-    if model.key in MODELS:
-        raise ConflictError(f"{model.key!r} is a built-in preset; choose another key.")
+def _save_custom(section: str, what: str, spec: Any, builtins: Any, validate: Any, overwrite: bool) -> None:
+    """Store a user's model or GPU (section "models" or "gpus") beside the built-in presets."""
+    _check_key(spec.key)
+    validate(spec)
+    if spec.key in builtins:
+        raise ConflictError(f"{spec.key!r} is a built-in preset; choose another key.")
     with _lock:
         data = _load()
-        if model.key in data["models"] and not overwrite:
-            raise ConflictError(f"A model named {model.key!r} is saved already.")
-        record = model.to_dict()
+        if spec.key in data[section] and not overwrite:
+            raise ConflictError(f"A {what} named {spec.key!r} is saved already.")
+        record = spec.to_dict()
         record.pop("key")
         record["custom"] = True
-        data["models"][model.key] = record
+        data[section][spec.key] = record
         _save(data)
+
+
+def save_custom_model(model: ModelSpec, *, overwrite: bool = False) -> ModelSpec:
+    _save_custom("models", "model", model, MODELS, validate_model, overwrite)
     return get_model(model.key)
 
 
 def save_custom_gpu(gpu: GpuSpec, *, overwrite: bool = False) -> GpuSpec:
-    _check_key(gpu.key)
-    validate_gpu(gpu)
-    if gpu.key in GPUS:
-        raise ConflictError(f"{gpu.key!r} is a built-in preset; choose another key.")
-    with _lock:
-        data = _load()
-        if gpu.key in data["gpus"] and not overwrite:
-            raise ConflictError(f"A GPU named {gpu.key!r} is saved already.")
-        record = gpu.to_dict()
-        record.pop("key")
-        record["custom"] = True
-        data["gpus"][gpu.key] = record
-        _save(data)
+    _save_custom("gpus", "GPU", gpu, GPUS, validate_gpu, overwrite)
     return get_gpu(gpu.key)
 
 
