@@ -71,6 +71,8 @@ _MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: The JSON parser of the hot path: orjson parses a typical 250-byte chunk in 0.47 µs
 #: against 2.2 µs for json.loads (benchmarks/client_cpu_per_token.py --json).
 _loads = orjson.loads
+#: Content chunks tried for a reusable shape before a stream is read the general way throughout.
+_SHAPE_TRIES = 4
 _ERROR_BODY_BYTES = 64 * 1024
 
 
@@ -469,7 +471,8 @@ class _Exchange:
 
     __slots__ = ("connection", "parser", "result", "choices", "on_delta", "deadline", "read_timeout_s",
                  "finished", "now", "received_any", "status", "headers", "mode", "buffer", "body",
-                 "complete", "error_class", "timer", "loop", "location")
+                 "complete", "error_class", "timer", "loop", "location",
+                 "shape_head", "shape_tail", "event_head", "event_tail", "shape_choice", "shape_tries")
 
     def __init__(self, connection: _Connection, result: StreamResult, on_delta: DeltaCallback | None,
                  deadline: float | None, read_timeout_s: float) -> None:
@@ -492,6 +495,10 @@ class _Exchange:
         self.complete = False
         self.error_class: str | None = None
         self.location: str | None = None
+        # The chunk shape (see _learn_shape): the bytes around a plain content chunk's text.
+        self.shape_head = self.shape_tail = self.event_head = self.event_tail = b""
+        self.shape_choice: ChoiceStream | None = None
+        self.shape_tries = _SHAPE_TRIES
         self.timer: asyncio.TimerHandle | None = self.loop.call_later(self._next_check(), self._watchdog)
 
     # -- timers ----------------------------------------------------------------------
@@ -576,6 +583,25 @@ class _Exchange:
     def on_body(self, data: bytes) -> None:
         mode = self.mode
         if mode == "sse":
+            # Fast path: one whole event shaped like the learnt content chunk (most of a stream).
+            choice = self.shape_choice
+            if choice is not None and not self.buffer and data.startswith(self.event_head) and data.endswith(self.event_tail):
+                text = data[len(self.event_head):len(data) - len(self.event_tail)]
+                if text and b'"' not in text and b"\\" not in text and b"\n" not in text and b"\r" not in text:
+                    try:
+                        content = text.decode()
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        now = self.now
+                        choice.parts.append(content)
+                        choice.times.append(now)
+                        choice.chars.append(len(content))
+                        if self.on_delta is not None:
+                            self.on_delta(choice.index, content, self.result)
+                        if self.deadline is not None and now > self.deadline:
+                            self.fault("total_timeout", "The answer took longer than the request's total time limit.")
+                        return
             try:
                 self._sse(data)
             except Exception as error:  # noqa: BLE001 - a callback bug must not kill the parser
@@ -589,6 +615,36 @@ class _Exchange:
                 self.settle()
 
     # -- the hot path ----------------------------------------------------------------
+    def _learn_shape(self, payload: bytes, content: str, choice: ChoiceStream, key: str) -> None:
+        """Remember the bytes before and after this plain content chunk's text.
+
+        Engines send nearly every token as the same JSON with only the text changed. A later
+        payload that is exactly `head + text + tail`, with no quote, backslash or line break in
+        `text`, parses to this same chunk with that text (the string cannot end early, nothing
+        else differs), so it is taken without a JSON parse: a third of the client's CPU per token.
+        Anything else (escapes, usage, finish, several choices) goes the general way.
+        """
+        self.shape_tries -= 1
+        encoded = orjson.dumps(content)
+        for pattern in (b'"%s":%s' % (key.encode(), encoded), b'"%s": %s' % (key.encode(), encoded)):
+            at = payload.find(pattern)
+            if at >= 0 and payload.find(pattern, at + 1) < 0:
+                opening = at + len(pattern) - len(encoded)
+                head, tail = payload[:opening + 1], payload[opening + len(encoded) - 1:]
+                # Proof by example: another text in that place must give the same chunk otherwise.
+                probe = _loads(head + b"probe" + tail)
+                try:
+                    probe["choices"][0]["delta"][key] = content
+                except (KeyError, IndexError, TypeError):
+                    return
+                if probe != _loads(payload):
+                    return
+                self.shape_head, self.shape_tail = head, tail
+                self.event_head = b"data: " + self.shape_head
+                self.event_tail = self.shape_tail + b"\n\n"
+                self.shape_choice = choice
+                return
+
     def _sse(self, data: bytes) -> None:
         buffer = self.buffer + data if self.buffer else data
         if b"\r" in buffer:
@@ -603,6 +659,7 @@ class _Exchange:
         result = self.result
         choices = self.choices
         on_delta = self.on_delta
+        shape = self.shape_choice
         for event in events:
             if event[:6] == b"data: " and b"\n" not in event:
                 payload = event[6:]
@@ -610,6 +667,20 @@ class _Exchange:
                 payload = _event_data(event)
                 if payload is None:
                     continue
+            if shape is not None and payload.startswith(self.shape_head) and payload.endswith(self.shape_tail):
+                text = payload[len(self.shape_head):len(payload) - len(self.shape_tail)]
+                if text and b'"' not in text and b"\\" not in text and b"\n" not in text and b"\r" not in text:
+                    try:
+                        content = text.decode()
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        shape.parts.append(content)
+                        shape.times.append(now)
+                        shape.chars.append(len(content))
+                        if on_delta is not None:
+                            on_delta(shape.index, content, result)
+                        continue
             if payload == b"[DONE]":
                 result.done = True
                 result.end = now
@@ -647,6 +718,10 @@ class _Exchange:
                                 result.ttft_s = now - result.start
                             if on_delta is not None:
                                 on_delta(index, content, result)
+                            if shape is None and self.shape_tries and len(listed) == 1 and not entry.get("finish_reason") \
+                                    and not chunk.get("usage") and not chunk.get("error"):
+                                self._learn_shape(payload, content, choice, "content" if delta.get("content") else "reasoning_content")
+                                shape = self.shape_choice
                     reason = entry.get("finish_reason")
                     if reason:
                         index = entry.get("index") or 0

@@ -84,3 +84,77 @@ def test_any_answer_gives_a_classified_result(head: bytes, pieces: list[bytes], 
         assert result.error
     else:
         assert result.text
+
+
+# -- the shape fast path reads exactly what the general path reads ---------------------
+
+_BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+texts = st.text(alphabet=st.sampled_from(list('ab "\\\n\r\t/éü€😀<>{}[],:') + ["\u2028", "\x00"]), max_size=6)
+
+
+def _content_chunk(text: str, key: str = "content", **extra: object) -> dict:
+    return {**_BASE, "choices": [{"index": 0, "delta": {key: text}, "logprobs": None, "finish_reason": None}], **extra}
+
+
+stream_item = st.one_of(
+    texts.map(_content_chunk),  # the common shape, most of every stream
+    texts.map(_content_chunk),
+    texts.map(_content_chunk),
+    texts.map(lambda t: _content_chunk(t, "reasoning_content")),
+    texts.map(lambda t: _content_chunk(t, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3})),
+    texts.map(lambda t: _content_chunk(t, created=2)),
+    texts.map(lambda t: {**_BASE, "choices": [{"index": 1, "delta": {"content": t}, "finish_reason": None}]}),
+    st.just({**_BASE, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(stream_item, min_size=1, max_size=14), spaced=st.booleans(),
+       framing=st.lists(st.integers(1, 3), min_size=1, max_size=20), split=st.integers(0, 40))
+def test_the_shape_fast_path_reads_what_the_general_path_reads(items: list[dict], spaced: bool, framing: list[int],
+                                                               split: int) -> None:
+    """Content chunks of one shape are taken without a JSON parse (services/client.py,
+    _learn_shape); whatever the texts (quotes, escapes, line breaks, non-ASCII), shapes and
+    framing, the answer must equal the general path's and a plain json.loads reading."""
+    import services.client as client_module
+
+    separators = (", ", ": ") if spaced else (",", ":")
+    closing = [{**_BASE, "choices": [{"index": i, "delta": {}, "finish_reason": "stop"} for i in (0, 1)]},
+               {**_BASE, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 9, "total_tokens": 10}}]
+    events = [b"data: " + json.dumps(item, separators=separators, ensure_ascii=False).encode() + b"\n\n"
+              for item in [*items, *closing]] + [b"data: [DONE]\n\n"]
+    # Chunk frames of 1 to 3 events, and now and then a frame cut in two.
+    frames: list[bytes] = []
+    position = 0
+    for size in framing * (len(events) // len(framing) + 1):
+        if position >= len(events):
+            break
+        frame = b"".join(events[position:position + size])
+        position += size
+        if split and len(frame) > split and len(frames) % 3 == 1:
+            frames += [frame[:split], frame[split:]]
+        else:
+            frames.append(frame)
+    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames) + b"0\r\n\r\n")
+
+    fast = run_blocking(_exchange(response))
+    original = client_module._SHAPE_TRIES
+    client_module._SHAPE_TRIES = 0
+    try:
+        general = run_blocking(_exchange(response))
+    finally:
+        client_module._SHAPE_TRIES = original
+
+    expected: dict[int, list[str]] = {}
+    for item in items:
+        for entry in item["choices"]:
+            delta = entry["delta"]
+            text = delta.get("content") or delta.get("reasoning_content")
+            if text:
+                expected.setdefault(entry["index"], []).append(text)
+    for result in (fast, general):
+        assert result.ok or result.error_class == "no_content", (result.error_class, result.error)
+        assert {i: c.parts for i, c in result.choices.items() if c.parts} == expected
+        assert all(c.chars == [len(p) for p in c.parts] and len(c.times) == len(c.parts) for c in result.choices.values())
+    assert fast.usage == general.usage and fast.finish_reason == general.finish_reason
