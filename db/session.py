@@ -6,11 +6,13 @@ a busy timeout; the schema is brought to the current version on first use.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -34,16 +36,36 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.close()
 
 
+def dumps_json(value: object) -> str:
+    """JSON columns through orjson: a benchmark stores every request's inter-token gaps, and
+    the standard library spends 0.36 µs per number on them (orjson 0.02). NaN and infinity
+    become null (valid JSON, which PostgreSQL requires); what orjson refuses (integers beyond
+    64 bits) goes through the standard library."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
+def loads_json(text: str | bytes) -> object:
+    """The reverse; rows written before orjson may hold NaN, which only the standard library reads."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`, creating the SQLite file's folder if needed."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+                               json_serializer=dumps_json, json_deserializer=loads_json)
         _configure_sqlite(engine)
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, pool_pre_ping=True, json_serializer=dumps_json, json_deserializer=loads_json)
     return engine
 
 
