@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -108,7 +109,7 @@ def measure(name: str, runner, server: ScriptedServer, args: argparse.Namespace)
         small = runner(server, model, args.small, args, Path(folder))
         large = runner(server, model, args.large, args, Path(folder))
     per_token = (large[0] - small[0]) / max(1, large[1] - small[1])
-    print(f"{name:32s} {per_token * 1e6:7.2f} µs/token  (process tree CPU {small[0]:.2f} s for {small[1]} tokens, "
+    print(f"  {name:32s} {per_token * 1e6:7.2f} µs/token  (process tree CPU {small[0]:.2f} s for {small[1]} tokens, "
           f"{large[0]:.2f} s for {large[1]})", flush=True)
     return per_token
 
@@ -121,20 +122,29 @@ def main() -> int:
     parser.add_argument("--itl", type=float, default=10.0)
     parser.add_argument("--small", type=int, default=128)
     parser.add_argument("--large", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds, each measuring every tool once (this VM's noise is about ±1 µs a run)")
     parser.add_argument("--skip-aiperf", action="store_true")
     args = parser.parse_args()
+    tools = [("shootout without engine metrics", run_ours, ["--no-engine-metrics"]), ("shootout", run_ours, [])]
+    if not args.skip_aiperf:
+        tools.append(("aiperf", run_aiperf, []))
+    figures: dict[str, list[float]] = {name: [] for name, _, _ in tools}
+    started = time.monotonic()
     with ScriptedServer() as server:
-        started = time.monotonic()
-        args.ours_extra = ["--no-engine-metrics"]
-        measure("shootout without engine metrics", run_ours, server, args)
-        args.ours_extra = []
-        ours = measure("shootout", run_ours, server, args)
-        if args.skip_aiperf:
-            return 0
-        theirs = measure("aiperf", run_aiperf, server, args)
-    print(f"AIPerf uses {theirs / ours:.1f}x the CPU per token of shootout "
-          f"(concurrency {args.concurrency}, {args.tokens}-token answers, ITL {args.itl:g} ms; "
-          f"{time.monotonic() - started:.0f} s)")
+        for round_number in range(1, args.repeat + 1):
+            print(f"round {round_number}", flush=True)
+            for name, runner, extra in tools:
+                args.ours_extra = extra
+                figures[name].append(measure(name, runner, server, args))
+    print(f"median of {args.repeat} rounds (min, max):")
+    for name, values in figures.items():
+        print(f"  {name:32s} {statistics.median(values) * 1e6:7.2f} µs/token  "
+              f"({min(values) * 1e6:.2f}, {max(values) * 1e6:.2f})")
+    if not args.skip_aiperf:
+        ratio = statistics.median(figures["aiperf"]) / statistics.median(figures["shootout"])
+        print(f"AIPerf uses {ratio:.1f}x the CPU per token of shootout (medians; concurrency {args.concurrency}, "
+              f"{args.tokens}-token answers, ITL {args.itl:g} ms; {time.monotonic() - started:.0f} s)")
     return 0
 
 
