@@ -385,6 +385,19 @@ class StreamClient:
             connection.close()
         self._idle.clear()
 
+    async def open_ahead(self, url: str, count: int, timeout_s: float = 10.0) -> int:
+        """Open up to `count` keep-alive connections to `url`'s host now, so that the requests
+        that follow do not pay for connection set-up; returns how many are ready (a host that
+        refuses gets none: its requests will say why)."""
+        key = _split_url(url)[0]
+        opened = await asyncio.gather(*(self._connect(key, timeout_s) for _ in range(count)), return_exceptions=True)
+        ready = 0
+        for connection in opened:
+            if not isinstance(connection, BaseException):
+                self._put_idle(connection)
+                ready += 1
+        return ready
+
     async def _connect(self, key: _Key, timeout_s: float) -> _Connection:
         scheme, host, port = key
         context = None

@@ -49,20 +49,8 @@ MAX_IN_FLIGHT = 100_000
 
 async def connect_ahead(client: StreamClient, base_url: str, count: int, timeout_s: float = 10.0) -> int:
     """Open up to `count` keep-alive connections before the measured requests, so that they
-    do not pay for connection set-up inside their TTFT; returns how many are ready.
-
-    Uses the pool's connect/idle methods (services.client has no public warm-up yet); an
-    engine that refuses connections just gets none (its requests will say why)."""
-    from services.client import _split_url
-
-    key = _split_url(chat_url(base_url))[0]
-    opened = await asyncio.gather(*(client._connect(key, timeout_s) for _ in range(count)), return_exceptions=True)
-    ready = 0
-    for connection in opened:
-        if not isinstance(connection, BaseException):
-            client._put_idle(connection)
-            ready += 1
-    return ready
+    do not pay for connection set-up inside their TTFT; returns how many are ready."""
+    return await client.open_ahead(chat_url(base_url), count, timeout_s)
 
 
 @contextmanager
