@@ -152,8 +152,12 @@ class EngineAdapter:
     tokenize_path: ClassVar[str | None] = None
 
     def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
-        """The JSON body asking `tokenize_path` for the tokens of plain `text` (no chat template)."""
-        return {"prompt": text}
+        """The JSON body asking `tokenize_path` for the tokens of plain `text` (no chat template,
+        no special tokens): vLLM's and SGLang's shape; llama.cpp has its own."""
+        body: dict[str, Any] = {"prompt": text, "add_special_tokens": False}
+        if model:
+            body["model"] = model
+        return body
 
     def tokenize_count(self, answer: Any) -> int | None:
         """The token count in the tokenize endpoint's JSON answer."""

@@ -25,6 +25,10 @@ class SglangAdapter(EngineAdapter):
     supports_min_tokens = True
     supports_ignore_eos = True
     metrics_hint = "Start with --enable-metrics (else /metrics answers 404)."
+    # http_server.py: POST /v1/tokenize (and a hidden /tokenize), TokenizeRequest {model, prompt,
+    # add_special_tokens} -> {tokens, count, max_model_len}; older releases answer 404 and the
+    # benchmark falls back to its word estimate.
+    tokenize_path = "/v1/tokenize"
     metric_markers = ("sglang:",)
     # Gauges are per scheduler rank (and some carry a pid label): ratios take the max.
     telemetry_signals = {

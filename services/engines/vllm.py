@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
@@ -61,12 +60,6 @@ class VllmAdapter(EngineAdapter):
     }
 
     tokenize_path = "/tokenize"
-
-    def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"prompt": text, "add_special_tokens": False}
-        if model:
-            body["model"] = model
-        return body
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         return evidence.owned_by() == "vllm"

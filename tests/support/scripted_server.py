@@ -37,7 +37,7 @@ With a `response_format` json_schema the answer is a JSON instance of the schema
 into tokens (unless fault=ignore_schema).
 
 Besides /v1/chat/completions: /v1/models, /health, /metrics (vLLM-style Prometheus
-text), /version, and for tests /_scripted/log?id=ID: the server's own perf_counter
+text), /version, POST /v1/tokenize (SGLang's request and answer, one token per word), and for tests /_scripted/log?id=ID: the server's own perf_counter
 times (received, each chunk write with its token count) of a request sent with header
 `x-scripted-id: ID`. perf_counter is CLOCK_MONOTONIC on Linux, shared by processes, so
 these times compare directly with the client's.
@@ -239,6 +239,14 @@ class ScriptedHandler:
             return self._plain(writer, 200, '{"version":"scripted-1.0"}')
         if method == "GET" and path == "/metrics":
             return self._plain(writer, 200, self.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+        if method == "POST" and path == "/v1/tokenize":
+            # SGLang's shape (TokenizeRequest -> TokenizeResponse); one token per word.
+            try:
+                prompt = json.loads(body)["prompt"]
+            except (ValueError, KeyError, TypeError):
+                return self._plain(writer, 422, json.dumps({"detail": "prompt is required"}))
+            tokens = [len(word) for word in str(prompt).split()]
+            return self._plain(writer, 200, json.dumps({"tokens": tokens, "count": len(tokens), "max_model_len": 8192}))
         if method == "GET" and path == "/_scripted/log":
             wanted = parse_qs(url.query).get("id", [""])[0]
             return self._plain(writer, 200, json.dumps(self.counters.log.get(wanted)))

@@ -11,10 +11,11 @@ import httpx2
 import pytest
 
 from services.bench.arrivals import LoadSpec
-from services.bench.runner import EngineOutcome, execute_load
+from services.bench.runner import EngineOutcome, calibrate_prompt_text, execute_load
 from services.bench.spec import EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
+from services.client import run_blocking
 from tests.support.scripted_server import ScriptedServer
 
 
@@ -150,3 +151,15 @@ def test_holds_512_streams_at_once(scripted_server: ScriptedServer) -> None:
     assert summary["completed"] == 512
     assert summary["concurrency_max"] == 512
     assert summary["output_tokens"] == 512 * 20
+
+
+def test_prompt_lengths_are_calibrated_with_sglangs_tokenize_endpoint(scripted_server: ScriptedServer) -> None:
+    """SGLang's POST /v1/tokenize (TokenizeRequest -> {tokens, count}) counts the prompt
+    words; the scripted server answers in SGLang's shape and refuses a body without `prompt`."""
+    sglang = EngineTarget(name="sg", base_url=scripted_server.base_url, kind="sglang", model="m")
+    text, calibration = run_blocking(calibrate_prompt_text((sglang,)))
+    assert (calibration.method, calibration.engine) == ("tokenize", "sg")
+    assert calibration.words_kept == calibration.words_checked > 0
+    # An engine kind without a tokenize endpoint keeps the word estimate.
+    plain = EngineTarget(name="o", base_url=scripted_server.base_url, kind="openai", model="m")
+    assert run_blocking(calibrate_prompt_text((plain,)))[1].method == "none"
