@@ -24,7 +24,6 @@ import argparse
 import json
 import selectors
 import socket
-import statistics
 import sys
 import time
 from pathlib import Path
