@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import time
 from typing import Any, NoReturn
 
 from services.errors import ValidationError
@@ -227,22 +226,18 @@ def build_spec(args: argparse.Namespace) -> Any:
 
 
 class _Progress:
-    """One progress line on standard error at most every two seconds."""
+    """A progress line on standard error as each engine starts each step, and one at the end
+    (the runner reports step ends with an empty message: nothing to print for those)."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.last = 0.0
         self.lock = threading.Lock()
 
     def __call__(self, fraction: float, message: str) -> None:
-        if self.quiet:
+        if self.quiet or not (message or fraction >= 1.0):
             return
-        now = time.monotonic()
         with self.lock:
-            if now - self.last < 2.0 and fraction < 1.0:
-                return
-            self.last = now
-        print(f"[bench] {fraction:4.0%} {message}".rstrip(), file=sys.stderr, flush=True)
+            print(f"[bench] {fraction:4.0%} {message or 'done'}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -291,18 +286,37 @@ def _ms(block: Any, key: str) -> str:
     return f"{value * 1000:9.1f}" if isinstance(value, (int, float)) else f"{'-':>9}"
 
 
-def _table(payload: dict[str, Any]) -> str:
-    lines = [f"run #{payload['run_id']} {payload['status']}: {payload.get('load', '')}, {payload.get('workload', '')}"]
-    header = f"{'engine':24s} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} " \
-             f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
-    lines.append(header)
-    for name, block in payload.get("engines", {}).items():
-        lines.append(
-            f"{name[:24]:24s} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
+def _row(label: str, block: dict[str, Any], level: str = "") -> str:
+    return (f"{label[:24]:24s} {level:>7} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
             f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
             f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
-            f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}"
-        )
+            f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}")
+
+
+def _level(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "-"
+
+
+def _table(payload: dict[str, Any]) -> str:
+    sweep = payload.get("sweep") or []
+    dimension = next((key for key in ("concurrency", "rate") if sweep and key in sweep[0]), "")
+    load = payload.get("load", "")
+    if sweep:  # the stored load is the sweep's base; say what actually ran
+        levels = list(dict.fromkeys(_level(row.get(dimension)) for row in sweep))
+        load = f"{dimension} {', '.join(levels)}, {load.split(', ', 1)[-1]} per step"
+    lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {payload.get('workload', '')}"]
+    header = f"{'engine':24s} {dimension[:7]:>7} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} " \
+             f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
+    if sweep:
+        # Every step, then each engine's chosen one (highest throughput, or the SLO search's answer).
+        lines.append(f"steps ({'SLO search' if sweep[0].get('phase') == 'search' else 'sweep'} over {dimension}):")
+        lines.append(header)
+        lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
+        lines.append("per engine, the step reported as its result:")
+    lines.append(header)
+    for name, block in payload.get("engines", {}).items():
+        chosen = next((row for row in sweep if row.get("engine") == name and row.get("step") == block.get("from_step")), {})
+        lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
             lines.append(f"{'':24s} failures by class: {errors}")

@@ -86,3 +86,16 @@ def test_bad_input_exits_non_zero_with_one_line(db_url: str, args: list[str], co
     assert len(lines) == 1, result.stderr
     assert message in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_a_sweep_prints_every_step_and_each_engines_result(db_url: str, scripted_server: ScriptedServer) -> None:
+    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=8),
+                   "--kind", "vllm", "--sweep", "concurrency", "--sweep-values", "1,2", "--requests", "4",
+                   "--output-len", "8")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "concurrency 1, 2, 4 requests per step" in lines[0]
+    assert lines[1] == "steps (sweep over concurrency):"
+    steps = [line.split() for line in lines[3:5]]
+    assert [row[1] for row in steps] == ["1", "2"] and all(row[2] == "4" for row in steps)
+    assert "per engine, the step reported as its result:" in lines
