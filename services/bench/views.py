@@ -215,10 +215,11 @@ def run_view(run_id: int) -> RunView:
                                          for e, rs in _by_engine(measured).items()}, "ITL")
         if run.summary.get("sweep"):
             figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
-        figures["concurrency"] = concurrency_figure(measured)
+        labels = step_labels(run.summary)
+        figures["concurrency"] = concurrency_figure(measured, labels)
         per_engine = max((len(rs) for rs in _by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
-            figures["timeline"] = timeline_figure(measured)
+            figures["timeline"] = timeline_figure(measured, labels)
         if run.spec.record_engine_metrics:
             engine_figure = engine_metrics_figure(run_id, run.summary, measured)
             if engine_figure is not None:
@@ -243,6 +244,15 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
         unsupported = block.get("unsupported_options") or []
         if unsupported:
             notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
+    sweep = summary.get("sweep") or []
+    if sweep:
+        labels = step_labels(summary)
+        reported = [f"{name} at {labels.get(block.get('from_step'), 'step ' + str(block.get('from_step')))}"
+                    for name, block in (summary.get("engines") or {}).items() if block.get("from_step") is not None]
+        how = "the SLO search's answer" if summary.get("slo_search") else "highest request throughput"
+        if reported:
+            notes.append(f"The tables show one step per engine ({how}): {', '.join(reported)}; "
+                         "the charts below show every step.")
     for name, reason in (summary.get("stopped_early") or {}).items():
         notes.append(f"{name}: the sweep stopped early: {reason}.")
     for name, found in (summary.get("slo_search") or {}).items():
@@ -303,7 +313,20 @@ def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
             "KV usage max": _round(metrics.get("kv_cache_usage_max"), 3),
             "schema valid": _round(block.get("schema_valid_rate"), 3),
         })
-    return pd.DataFrame(rows)
+    # A column no engine has a value for (goodput without SLOs, schema validity without a
+    # schema) says nothing: leave it out rather than show "None" in every row.
+    return pd.DataFrame(rows).dropna(axis=1, how="all")
+
+
+def step_labels(summary: dict[str, Any]) -> dict[int, str]:
+    """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
+    labels: dict[int, str] = {}
+    for row in summary.get("sweep") or []:
+        step = row.get("step")
+        for dimension in ("concurrency", "rate"):
+            if isinstance(step, int) and isinstance(row.get(dimension), (int, float)):
+                labels[step] = f"{dimension} {row[dimension]:g}"
+    return labels
 
 
 def _round(value: Any, digits: int = 2) -> float | None:
@@ -331,7 +354,7 @@ def live_figure(records: list[RequestRecord]) -> go.Figure:
     return figure
 
 
-def concurrency_figure(records: list[RequestRecord]) -> go.Figure:
+def concurrency_figure(records: list[RequestRecord], labels: dict[int, str] | None = None) -> go.Figure:
     """Requests in flight over time, per engine (and sweep step)."""
     from services.bench.stats import concurrency_timeline
 
@@ -341,7 +364,7 @@ def concurrency_figure(records: list[RequestRecord]) -> go.Figure:
         groups.setdefault((record.engine, record.step), []).append(record)
     for (name, step), group in groups.items():
         timeline = concurrency_timeline(group)
-        label = name if step is None else f"{name} step {step}"
+        label = name if step is None else f"{name}, {(labels or {}).get(step, f'step {step}')}"
         figure.add_trace(go.Scatter(x=[t for t, _ in timeline], y=[n for _, n in timeline], mode="lines",
                                     line={"shape": "hv"}, name=label))
     return _layout(figure, "Requests in flight", "seconds into the run", "requests")
@@ -377,21 +400,23 @@ def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
     return figure
 
 
-def timeline_figure(records: list[RequestRecord]) -> go.Figure:
+def timeline_figure(records: list[RequestRecord], labels: dict[int, str] | None = None) -> go.Figure:
     """Every request as a bar: waiting for the first token, then streaming (failed in red)."""
     figure = go.Figure()
-    ordered = sorted(records, key=lambda r: (r.engine, r.start_s or 0))
-    labels = [f"{r.engine} #{r.index}" + (f" s{r.step}" if r.step is not None else "") for r in ordered]
+    ordered = sorted(records, key=lambda r: (r.engine, -1 if r.step is None else r.step, r.start_s or 0))
+    names = labels or {}
+    bars = [f"{r.engine} #{r.index}" + (f", {names.get(r.step, f's{r.step}')}" if r.step is not None else "")
+            for r in ordered]
     starts = [r.start_s or 0.0 for r in ordered]
     ttft = [(r.ttft_s or (r.e2e_s or 0.0)) if r.ok else 0.0 for r in ordered]
     decode = [max(0.0, (r.e2e_s or 0.0) - (r.ttft_s or 0.0)) if r.ok else 0.0 for r in ordered]
     failed = [(r.e2e_s or 0.0) if not r.ok else 0.0 for r in ordered]
-    figure.add_trace(go.Bar(y=labels, x=ttft, base=starts, orientation="h", name="until first token",
+    figure.add_trace(go.Bar(y=bars, x=ttft, base=starts, orientation="h", name="until first token",
                             marker_color="#f2a541"))
-    figure.add_trace(go.Bar(y=labels, x=decode, base=[s + t for s, t in zip(starts, ttft)], orientation="h",
+    figure.add_trace(go.Bar(y=bars, x=decode, base=[s + t for s, t in zip(starts, ttft)], orientation="h",
                             name="streaming", marker_color="#3a86ff"))
     if any(failed):
-        figure.add_trace(go.Bar(y=labels, x=failed, base=starts, orientation="h", name="failed",
+        figure.add_trace(go.Bar(y=bars, x=failed, base=starts, orientation="h", name="failed",
                                 marker_color="#d62828", text=[r.error_class or "" for r in ordered]))
     figure.update_layout(barmode="overlay", height=max(300, min(1600, 14 * len(ordered) + 120)),
                          margin={"t": 40, "b": 40}, title="Requests over time", xaxis_title="seconds into the run",

@@ -54,3 +54,16 @@ def test_tables_from_a_summary() -> None:
     throughput = views.throughput_table({"engines": {"a": block}})
     assert throughput.iloc[0]["errors"] == "stream_cut 1"
     assert throughput.iloc[0]["requests/s"] == 1.23
+    # No SLO, no schema: those columns are left out instead of reading "None".
+    assert "goodput req/s" not in throughput.columns and "schema valid" not in throughput.columns
+
+
+def test_a_sweep_names_its_steps_by_load_level() -> None:
+    from services.bench.stats import RequestRecord
+
+    summary = {"sweep": [{"engine": "a", "step": 0, "concurrency": 1}, {"engine": "a", "step": 1, "concurrency": 4}],
+               "engines": {"a": {"from_step": 1}}}
+    assert views.step_labels(summary) == {0: "concurrency 1", 1: "concurrency 4"}
+    records = [RequestRecord(engine="a", index=0, ok=True, start_s=0.0, ttft_s=0.1, e2e_s=0.2, step=1)]
+    assert views.concurrency_figure(records, views.step_labels(summary)).data[0].name == "a, concurrency 4"
+    assert list(views.timeline_figure(records, views.step_labels(summary)).data[0].y) == ["a #0, concurrency 4"]
