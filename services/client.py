@@ -598,23 +598,18 @@ class _Exchange:
         if mode == "sse":
             # Fast path: one whole event shaped like the learnt content chunk (most of a stream).
             choice = self.shape_choice
-            if choice is not None and not self.buffer and data.startswith(self.event_head) and data.endswith(self.event_tail):
-                text = data[len(self.event_head):len(data) - len(self.event_tail)]
-                if text and b'"' not in text and b"\\" not in text and b"\n" not in text and b"\r" not in text:
-                    try:
-                        content = text.decode()
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        now = self.now
-                        choice.parts.append(content)
-                        choice.times.append(now)
-                        choice.chars.append(len(content))
-                        if self.on_delta is not None:
-                            self.on_delta(choice.index, content, self.result)
-                        if self.deadline is not None and now > self.deadline:
-                            self.fault("total_timeout", "The answer took longer than the request's total time limit.")
-                        return
+            if choice is not None and not self.buffer:
+                content = _text_between(data, self.event_head, self.event_tail)
+                if content is not None:
+                    now = self.now
+                    choice.parts.append(content)
+                    choice.times.append(now)
+                    choice.chars.append(len(content))
+                    if self.on_delta is not None:
+                        self.on_delta(choice.index, content, self.result)
+                    if self.deadline is not None and now > self.deadline:
+                        self.fault("total_timeout", "The answer took longer than the request's total time limit.")
+                    return
             try:
                 self._sse(data)
             except Exception as error:  # noqa: BLE001 - a callback bug must not kill the parser
@@ -680,20 +675,15 @@ class _Exchange:
                 payload = _event_data(event)
                 if payload is None:
                     continue
-            if shape is not None and payload.startswith(self.shape_head) and payload.endswith(self.shape_tail):
-                text = payload[len(self.shape_head):len(payload) - len(self.shape_tail)]
-                if text and b'"' not in text and b"\\" not in text and b"\n" not in text and b"\r" not in text:
-                    try:
-                        content = text.decode()
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        shape.parts.append(content)
-                        shape.times.append(now)
-                        shape.chars.append(len(content))
-                        if on_delta is not None:
-                            on_delta(shape.index, content, result)
-                        continue
+            if shape is not None:
+                content = _text_between(payload, self.shape_head, self.shape_tail)
+                if content is not None:
+                    shape.parts.append(content)
+                    shape.times.append(now)
+                    shape.chars.append(len(content))
+                    if on_delta is not None:
+                        on_delta(shape.index, content, result)
+                    continue
             if payload == b"[DONE]":
                 result.done = True
                 result.end = now
@@ -928,6 +918,20 @@ async def _send(client: StreamClient, url: str, body: bytes, headers: dict[str, 
             result.error_class = "protocol_error"
         return exchange
     return exchange
+
+
+def _text_between(data: bytes, head: bytes, tail: bytes) -> str | None:
+    """The text of a chunk of the learnt shape (see _Exchange._learn_shape): `data` is exactly
+    `head + text + tail` and `text` holds no quote, backslash or line break; else None."""
+    if not (data.startswith(head) and data.endswith(tail)):
+        return None
+    text = data[len(head):len(data) - len(tail)]
+    if not text or b'"' in text or b"\\" in text or b"\n" in text or b"\r" in text:
+        return None
+    try:
+        return text.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def _event_data(event: bytes) -> bytes | None:
