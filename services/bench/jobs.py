@@ -259,6 +259,9 @@ class DatabaseSink:
         self.cancelled = threading.Event()
         self.stopped = threading.Event()
         self.written = 0
+        #: Every record stored so far, in the order of its row id: the run's summary is built
+        #: from exactly what the database holds without reading it back.
+        self.stored: list[RequestRecord] = []
         self.counts: dict[str, dict[str, int]] = {}
         self.message = ""
         self.last_error: str | None = None
@@ -309,6 +312,7 @@ class DatabaseSink:
                     values["summary"] = live
                 session.execute(update(Run).where(Run.id == self.run_id).values(**values))
             self.written += len(records)
+            self.stored.extend(records)
             self.last_error = None
         except Exception as error:  # noqa: BLE001 - keep the rows and try again next beat
             self.last_error = f"{type(error).__name__}: {error}"
@@ -379,7 +383,9 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
         sink.close()
         if recording is not None:
             recording.stop()
-    summary = build_summary(spec, _stored_records(run_id), outcome, run_id=run_id)
+    # The writer kept what it stored; after a write error, read the database instead.
+    stored = sink.stored if sink.pending.empty() and sink.last_error is None else _stored_records(run_id)
+    summary = build_summary(spec, stored, outcome, run_id=run_id)
     if failure is not None:
         message = str(failure) or type(failure).__name__
         final = "cancelled" if isinstance(failure, KeyboardInterrupt) else "failed"
