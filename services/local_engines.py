@@ -72,6 +72,13 @@ def _port(default: int, offset_env: str = "SHOOTOUT_LOCAL_PORT_BASE") -> int:
     return default - 8081 + int(base) if base else default
 
 
+#: One thread each for generation and prompt processing. With llama.cpp's default (a thread per
+#: core) two llama-servers answering at once on a 2-core machine stall each other: the same
+#: 32-token answer, three engines side by side (`cli.py ask`), took 1.9 to 68 s (6 tries) and
+#: 0.4 to 0.9 s with one thread each (4 tries); `--poll 0` did not help (18 to 64 s).
+LLAMACPP_THREADS = ("-t", "1", "-tb", "1")
+
+
 def specs() -> list[LocalEngineSpec]:
     return [
         LocalEngineSpec(
@@ -80,7 +87,7 @@ def specs() -> list[LocalEngineSpec]:
             label="llama.cpp · 4 slots · prompt cache",
             port=_port(8081),
             backend="llamacpp",
-            args=("-np", "4", "-c", "8192", "--metrics", "--slots"),
+            args=("-np", "4", "-c", "8192", "--metrics", "--slots", *LLAMACPP_THREADS),
             start_timeout_s=60,
             description="llama-server with 4 parallel slots (continuous batching) and its prompt cache on.",
         ),
@@ -100,7 +107,7 @@ def specs() -> list[LocalEngineSpec]:
             label="llama.cpp · 1 slot · no cache",
             port=_port(8083),
             backend="llamacpp",
-            args=("-np", "1", "-c", "4096", "--metrics", "--slots", "--no-cache-prompt"),
+            args=("-np", "1", "-c", "4096", "--metrics", "--slots", "--no-cache-prompt", *LLAMACPP_THREADS),
             start_timeout_s=60,
             description="llama-server with one slot and no prompt cache: the baseline.",
         ),
