@@ -27,6 +27,7 @@ COMMANDS = {
     "import": "commands.runs",
     "plan": "commands.plan",
     "demo": "commands.demo",
+    "ask": "commands.ask",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 

@@ -1,0 +1,57 @@
+"""`python cli.py ask`: the Playground headless, against registered (scripted) engines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from services.endpoints import add_engine
+from tests.support.scripted_server import ScriptedServer
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def ask(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "cli.py", "ask", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+
+
+def test_one_prompt_to_two_engines_measured_stored_and_continued(db_url: str, scripted_server: ScriptedServer) -> None:
+    add_engine("quick", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=1, tokens=8))
+    add_engine("broken", scripted_server.base_url, kind="vllm",
+               model=scripted_server.model(ttft=5, itl=1, tokens=8, fault="cut", at=4))
+    result = ask("Name three colours.", "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    quick, broken = payload["engines"]["quick"], payload["engines"]["broken"]
+    assert quick["status"] == "finished" and quick["completion_tokens"] == 8 and quick["answer"]
+    assert quick["ttft_s"] > 0 and quick["tokens_per_s"] > 0
+    assert broken["status"] == "failed" and broken["error_class"] == "stream_cut"
+    assert payload["first_token_engine"] in ("quick", "broken") and payload["turn"] == 1
+    from services.playground import history
+
+    assert history()[0].run_id == payload["run_id"]  # stored like the page's exchanges
+    again = ask("And three more?", "--engine", "quick", "--engine", "broken", "--conversation",
+                payload["conversation_id"])
+    assert again.returncode == 0, again.stderr
+    assert "turn 2" in again.stdout.splitlines()[0] and "== quick" in again.stdout and "TTFT" in again.stdout
+
+
+def test_bad_input_is_one_line_and_exit_1(db_url: str, scripted_server: ScriptedServer, tmp_path: Path) -> None:
+    add_engine("one", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
+    add_engine("two", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
+    schema = tmp_path / "schema.json"
+    schema.write_text("{not json")
+    for args, message in (
+        (["hi", "--engine", "one"], "Choose 2 to 6 engines (got 1)."),
+        (["hi", "--engine", "one", "--engine", "nope"], "nope"),
+        (["  ", "--engine", "one", "--engine", "two"], "Type a prompt first."),
+        (["hi", "--engine", "one", "--engine", "two", "--schema", str(schema)], "The schema is not JSON"),
+        (["hi", "--engine", "one", "--engine", "two", "--schema", str(tmp_path / "missing.json")], "Cannot read"),
+    ):
+        result = ask(*args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
