@@ -258,7 +258,6 @@ class DatabaseSink:
         self.pending: queue.SimpleQueue[RequestRecord] = queue.SimpleQueue()
         self.cancelled = threading.Event()
         self.stopped = threading.Event()
-        self.written = 0
         #: Every record stored so far, in the order of its row id: the run's summary is built
         #: from exactly what the database holds without reading it back.
         self.stored: list[RequestRecord] = []
@@ -311,7 +310,6 @@ class DatabaseSink:
                 if status == "running":
                     values["summary"] = live
                 session.execute(update(Run).where(Run.id == self.run_id).values(**values))
-            self.written += len(records)
             self.stored.extend(records)
             self.last_error = None
         except Exception as error:  # noqa: BLE001 - keep the rows and try again next beat
