@@ -138,3 +138,19 @@ def test_cdf_points() -> None:
     assert ys == [0.25, 0.5, 0.75, 1.0]
     xs, ys = cdf_points(list(range(1000)), max_points=10)
     assert len(xs) <= 12 and ys[-1] == 1.0
+
+
+def test_describe_of_a_long_list_equals_the_plain_python_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long lists (a run's ITLs) are sorted and squared with numpy: the figures must be the same
+    floats as the plain Python path gives."""
+    import random
+
+    from services.bench import stats
+
+    rng = random.Random(7)
+    values = [rng.lognormvariate(-4.6, 0.4) for _ in range(20_000)]
+    assert len(values) >= stats._NUMPY_FROM
+    with_numpy = stats.describe(values, (50, 99.9))
+    monkeypatch.setattr(stats, "_NUMPY_FROM", len(values) + 1)
+    assert stats.describe(iter(values), (50, 99.9)) == with_numpy
+    assert with_numpy["p50"] == stats.percentile(sorted(values), 50)
