@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from sqlalchemy import func, select
@@ -19,18 +18,9 @@ from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec
 from services.bench.workloads import WorkloadSpec
 from services.telemetry import recorder
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.engines
-
-
-def _wait(predicate, timeout: float = 60.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def _rows(run_id: int) -> int:
@@ -55,19 +45,19 @@ def test_engine_killed_mid_benchmark_and_mid_recording(local_engines_running, db
                          workload=WorkloadSpec(input_len=32, output_len=48), load=LoadSpec(concurrency=4, requests=200),
                          timeout_s=30)
         run_id = jobs.start_benchmark(spec)
-        _wait(lambda: _rows(run_id) >= 4, 120)
+        wait_for(lambda: _rows(run_id) >= 4, 120)
         os.kill(status.pid, signal.SIGKILL)
-        view = _wait(lambda: (v := jobs.get_run(run_id)).status not in jobs.ACTIVE_STATUSES and v, 120)
+        view = wait_for(lambda: (v := jobs.get_run(run_id)).status not in jobs.ACTIVE_STATUSES and v, 120)
         assert view.status == "finished_with_errors", (view.status, view.error)
         block = view.summary["engines"][engine_id]
         assert block["completed"] >= 4
         assert block["completed"] + block["failed"] == block["sent"] == _rows(run_id) == 200
         assert set(block["errors_by_class"]) <= {"stream_cut", "connect_refused", "protocol_error"}, block
         # The recording saw it go down ...
-        _wait(lambda: "_error" in _latest_sample(recording.run_id), 30)
+        wait_for(lambda: "_error" in _latest_sample(recording.run_id), 30)
         # ... and picks it up again when it is back.
         local_engines.start(engine_id, wait=True)
-        _wait(lambda: "_error" not in (s := _latest_sample(recording.run_id)) and "requests_running" in s, 30)
+        wait_for(lambda: "_error" not in (s := _latest_sample(recording.run_id)) and "requests_running" in s, 30)
         recorder.stop_recording(recording.run_id)
     finally:
         local_engines.stop(engine_id)

@@ -18,21 +18,12 @@ from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.errors import NotFoundError, ValidationError
 from tests.support.scripted_server import ScriptedServer
+from tests.support.waiting import wait_for
 
 
 def target(server: ScriptedServer, name: str = "scripted", **scenario) -> EngineTarget:
     return EngineTarget(name=name, base_url=server.base_url, kind="vllm", model=server.model(**scenario),
                         metrics_url=server.root_url + "/metrics")
-
-
-def wait_for(predicate, timeout: float = 30.0, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting")
 
 
 def row_count(run_id: int) -> int:
@@ -102,7 +93,7 @@ def test_cancel_keeps_partial_results(db_url: str, scripted_server: ScriptedServ
     run_id = jobs.start_benchmark(spec)
     wait_for(lambda: row_count(run_id) >= 3)
     assert jobs.cancel_run(run_id)
-    final = wait_for(lambda: "engines" in (v := jobs.get_run(run_id)).summary and v, timeout=20)
+    final = wait_for(lambda: "engines" in (v := jobs.get_run(run_id)).summary and v, timeout_s=20)
     block = final.summary["engines"]["scripted"]
     assert final.status == "cancelled"
     assert block["completed"] + block["failed"] == block["sent"] == row_count(run_id)

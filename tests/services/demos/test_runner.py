@@ -14,18 +14,9 @@ from db.session import session_scope
 from services import endpoints
 from services.demos import runner
 from services.errors import NotFoundError, ValidationError
+from tests.support.waiting import wait_for
 
 FAST = {"prompt_tokens": 150, "turns": 2, "max_tokens": 4}
-
-
-def wait_for(predicate, timeout_s: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not reached in time")
 
 
 def closed_port() -> int:

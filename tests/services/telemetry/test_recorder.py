@@ -22,6 +22,7 @@ from services.telemetry.recorder import active_recordings, begin_recording_run, 
 from services.telemetry.scraper import EngineTarget
 from tests.services.telemetry.fake_pynvml import FakeGpu, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
+from tests.support.waiting import wait_for
 
 LLAMACPP_TEXT = """# TYPE llamacpp:prompt_tokens_total counter
 llamacpp:prompt_tokens_total {prompt}
@@ -59,13 +60,6 @@ def rows(run_id: int) -> list[tuple[float, str, dict]]:
         )
 
 
-def wait_for(condition, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_records_engines_and_gpus_linked_to_the_run(db_url: str, hub: TelemetryHub) -> None:
     engine = VllmLike()
     with MetricsServer() as server:
@@ -73,7 +67,7 @@ def test_records_engines_and_gpus_linked_to_the_run(db_url: str, hub: TelemetryH
         run_id = make_run()
         target = EngineTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
         recording = start_recording(run_id, [target], gpus=True, interval_s=0.1, hub=hub)
-        wait_for(lambda: recording.samples_written >= 6)
+        wait_for(lambda: recording.samples_written >= 6, 10)
         info = recording.stop()
     assert not info.running and info.samples_written >= 6
     stored = rows(run_id)
@@ -101,13 +95,13 @@ def test_engine_disappears_mid_recording_and_comes_back(db_url: str, hub: Teleme
     recording = start_recording(run_id, [target], gpus=False, interval_s=0.1, hub=hub)
     try:
         engine.child(engine.generation).inc(1000)
-        wait_for(lambda: len([r for r in rows(run_id) if "_error" not in r[2]]) >= 3)
+        wait_for(lambda: len([r for r in rows(run_id) if "_error" not in r[2]]) >= 3, 10)
         server.stop()
-        wait_for(lambda: any("_error" in r[2] for r in rows(run_id)))
+        wait_for(lambda: any("_error" in r[2] for r in rows(run_id)), 10)
         engine.restart(start_time=2.0)
         engine.child(engine.generation).inc(10)
         server.start()
-        wait_for(lambda: "_error" not in rows(run_id)[-1][2] and len(rows(run_id)) > 8)
+        wait_for(lambda: "_error" not in rows(run_id)[-1][2] and len(rows(run_id)) > 8, 10)
     finally:
         recording.stop()
         server.stop()
@@ -126,7 +120,7 @@ def test_recording_run_from_the_monitor_switch(db_url: str, hub: TelemetryHub) -
     assert [i.run_id for i in active_recordings()] == [recording.run_id]
     with pytest.raises(ValidationError):
         start_recording(recording.run_id, [], gpus=True, hub=hub)
-    wait_for(lambda: recording.samples_written >= 2)
+    wait_for(lambda: recording.samples_written >= 2, 10)
     info = stop_recording(recording.run_id)
     assert info is not None and not info.running
     assert active_recordings() == []
@@ -152,11 +146,11 @@ def test_recording_needs_a_source_and_an_existing_run(db_url: str, hub: Telemetr
 def test_deleted_run_stops_its_recording(db_url: str, hub: TelemetryHub) -> None:
     run_id = make_run()
     recording = start_recording(run_id, [], gpus=True, interval_s=0.1, hub=hub)
-    wait_for(lambda: recording.samples_written >= 1)
+    wait_for(lambda: recording.samples_written >= 1, 10)
     with session_scope() as session:
         session.execute(Sample.__table__.delete().where(Sample.run_id == run_id))
         session.delete(session.get(Run, run_id))
-    wait_for(lambda: not recording.running)
+    wait_for(lambda: not recording.running, 10)
     assert "deleted" in (recording.last_error or "")
     assert run_id not in [i.run_id for i in recorder_module.active_recordings()]
 
@@ -235,7 +229,7 @@ def test_recorded_view_shows_one_hour_of_a_long_recording(db_url: str) -> None:
 def test_recording_and_windows_on_both_databases(any_db_url: str, hub: TelemetryHub) -> None:
     run_id = make_run()
     recording = start_recording(run_id, [], gpus=True, interval_s=0.1, hub=hub)
-    wait_for(lambda: recording.samples_written >= 3)
+    wait_for(lambda: recording.samples_written >= 3, 10)
     recording.stop()
     llama = [{"_kind": "llamacpp", "_label": "llama.cpp", "requests_running": 1.0, "prefix_cache_hit_rate": None}] * 3
     insert_samples(run_id, "engine:l", llama, time.time() - 10)
