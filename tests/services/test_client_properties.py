@@ -158,3 +158,23 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads(items: list[dict]
         assert {i: c.parts for i, c in result.choices.items() if c.parts} == expected
         assert all(c.chars == [len(p) for p in c.parts] and len(c.times) == len(c.parts) for c in result.choices.values())
     assert fast.usage == general.usage and fast.finish_reason == general.finish_reason
+
+
+def test_chunks_of_the_learnt_shape_are_not_json_parsed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The point of the shape: after the first plain content chunk, chunks of the same shape
+    are read without a JSON parse (the property test above only shows they read the same)."""
+    import services.client as client_module
+
+    parses = []
+    real = client_module._loads
+    monkeypatch.setattr(client_module, "_loads", lambda data: parses.append(data) or real(data))
+    events = [_content_chunk(f"word{i} ") for i in range(40)]
+    events.append({**_BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    frames = [b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames) + b"0\r\n\r\n")
+    result = run_blocking(_exchange(response))
+    assert result.ok and result.text == "".join(f"word{i} " for i in range(40))
+    # The first content chunk, the shape's proof (the probe and the chunk again) and the finish
+    # chunk are parsed; the 39 other content chunks are not.
+    assert len(parses) == 4

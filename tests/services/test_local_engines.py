@@ -21,6 +21,21 @@ def test_status_of_the_running_engines(local_engines_running) -> None:  # type: 
         assert status.pid and status.log_file
 
 
+def test_engines_run_below_the_apps_priority_and_llamacpp_on_one_thread(local_engines_running) -> None:  # type: ignore[no-untyped-def]
+    """Nice 10, so the client timestamping their tokens gets a core at once; one thread per
+    llama-server, so two of them answering together do not stall each other on 2 cores."""
+    import os
+    from pathlib import Path
+
+    for status in local_engines.status():
+        assert os.getpriority(os.PRIO_PROCESS, status.pid) == local_engines.ENGINE_NICENESS, status.id
+        if status.kind == "llamacpp":
+            arguments = Path(f"/proc/{status.pid}/cmdline").read_bytes().split(b"\0")
+            assert b"llama-server" in arguments[0]
+            for flag in (b"-t", b"-tb"):
+                assert arguments[arguments.index(flag) + 1] == b"1", status.id
+
+
 def test_start_stop_cycle_on_other_ports(local_engines_running, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A second llama.cpp (ports moved by SHOOTOUT_LOCAL_PORT_BASE) starts, registers,
     answers /health, and stops cleanly, without touching the shared engines."""
