@@ -55,8 +55,15 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    """Exit 0 when every engine runs, 4 when some did not start (each says why): run.sh
+    then serves the app with the engines that did."""
     statuses = local_engines.up(args.ids or None, install_missing=not args.no_install, log=_log)
     _show(statuses, args.json)
+    failed = [s for s in statuses if s.status != "running"]
+    if failed:
+        _log(f"{len(failed)} of {len(statuses)} local engines did not start: "
+             + "; ".join(f"{s.id} ({s.message})" for s in failed))
+        return 4
     return 0
 
 

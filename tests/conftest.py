@@ -52,7 +52,17 @@ def local_engines_running() -> Iterator[list]:
 
 
 @pytest.fixture
-def local_engines(local_engines_running: list, db_url: str) -> list:
+def all_local_engines_up(local_engines_running: list) -> list:
+    """Fails (never skips) the test that needs the local engines when one did not start,
+    with that engine's reason; engines that did start still serve the tests that need only them."""
+    down = [s for s in local_engines_running if s.status != "running"]
+    if down:
+        pytest.fail("local engines not running: " + "; ".join(f"{s.id}: {s.message}" for s in down), pytrace=False)
+    return local_engines_running
+
+
+@pytest.fixture
+def local_engines(all_local_engines_up: list, db_url: str) -> list:
     """The three local engines, running and registered in this test's database.
     Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu, llamacpp-1slot)."""
     from services import local_engines as service

@@ -34,6 +34,7 @@ from services.bench.workloads import (
     calibrate_vocabulary,
     iter_conversations,
 )
+from services import http
 from services.client import ChatRequest, StreamClient, StreamResult, chat_url, make_http_client, stream_chat
 from services.engines import SamplingParams, get_adapter
 
@@ -449,19 +450,18 @@ class EngineLoad:
 
 async def discover_model(engine: EngineTarget, timeout_s: float = 10.0) -> str | None:
     """The first model the engine lists in /v1/models (for engines given without one)."""
-    import httpx2
-
     from services.client import build_headers
 
     headers = build_headers(ChatRequest(base_url=engine.base_url, model="", messages=[], api_key_env=engine.api_key_env))
     url = engine.base_url.rstrip("/")
     url = (url if url.endswith("/v1") else url + "/v1") + "/models"
     try:
-        async with httpx2.AsyncClient(timeout=timeout_s) as http:
-            answer = await http.get(url, headers={k: v for k, v in headers.items() if k == "authorization"})
-        data = answer.json().get("data") if answer.status_code == 200 else None
-    except Exception:  # noqa: BLE001 - no model list: the request itself will say what is wrong
+        answer = await http.fetch_async("GET", url, headers={k: v for k, v in headers.items() if k == "authorization"},
+                                        deadline_s=timeout_s, max_bytes=1024 * 1024)
+        body = answer.json() if answer.status == 200 else None
+    except http.HttpError:  # no model list: the request itself will say what is wrong
         return None
+    data = body.get("data") if isinstance(body, dict) else None
     if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
         return str(data[0]["id"])
     return None
@@ -478,10 +478,11 @@ async def calibrate_prompt_text(engines: tuple[EngineTarget, ...], timeout_s: fl
         root = engine.base_url.rstrip("/").removesuffix("/v1")
         url = root + adapter.tokenize_path
         try:
-            async with httpx2.AsyncClient(timeout=timeout_s) as http:
+            async with httpx2.AsyncClient(timeout=timeout_s) as client:
                 async def count(text: str) -> int | None:
-                    answer = await http.post(url, json=adapter.tokenize_body(text, engine.model))
-                    if answer.status_code != 200:
+                    answer = await http.fetch_async("POST", url, json=adapter.tokenize_body(text, engine.model),
+                                                    deadline_s=timeout_s, max_bytes=4 * 1024 * 1024, client=client)
+                    if answer.status != 200:
                         return None
                     return adapter.tokenize_count(answer.json())
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-import httpx2
-
 from db.models import RequestResult
 from db.session import session_scope
+from services import http
 from services.client import ChatRequest, StreamResult, run_blocking, run_many
 from services.demos.base import StepOutcome
 from services.endpoints import EngineRecord
@@ -210,9 +209,12 @@ class DemoContext:
         (llama.cpp's `meta.size` and `meta.ftype`); (None, None) otherwise."""
         url = engine.base_url.rstrip("/") + "/v1/models"
         try:
-            answer = httpx2.get(url, headers=auth_headers(engine.api_key_env), timeout=5.0)
-            body = answer.json() if answer.status_code == 200 else None
-        except (httpx2.HTTPError, ValueError):
+            answer = http.fetch("GET", url, headers=auth_headers(engine.api_key_env), deadline_s=5.0,
+                                max_bytes=1024 * 1024)
+            body = answer.json() if answer.status == 200 else None
+        except http.HttpError:
+            return None, None
+        if not isinstance(body, dict):
             return None, None
         for model in (body or {}).get("data") or []:
             meta = model.get("meta") if isinstance(model, dict) else None

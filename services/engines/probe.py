@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import httpx2
 
+from services import http
 from services.engines.base import HttpAnswer, ProbeEvidence
 from services.engines.registry import detect_kind
 
@@ -49,34 +50,8 @@ class ProbeResult:
         return asdict(self)
 
 
-def describe_http_error(error: Exception) -> str:
-    """Plain words for a transport failure."""
-    text = str(error) or error.__class__.__name__
-    causes = []
-    cause: BaseException | None = error
-    while cause is not None and len(causes) < 8:
-        causes.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    if any(isinstance(c, ConnectionRefusedError) for c in causes):
-        return "connection refused (nothing listens on that port)"
-    if isinstance(error, httpx2.ConnectTimeout):
-        return "connecting timed out (host down or a firewall drops packets)"
-    if isinstance(error, httpx2.ReadTimeout):
-        return "the server accepted the connection but did not answer in time"
-    if isinstance(error, httpx2.ConnectError):
-        lowered = text.lower()
-        if "refused" in lowered:
-            return "connection refused (nothing listens on that port)"
-        if "name or service not known" in lowered or "nodename" in lowered or "resolution" in lowered or "getaddrinfo" in lowered:
-            return "the host name does not resolve"
-        if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
-            return f"TLS handshake failed ({text})"
-        return f"cannot connect ({text})"
-    if isinstance(error, httpx2.TooManyRedirects):
-        return "too many redirects"
-    if isinstance(error, httpx2.RemoteProtocolError):
-        return f"the server broke the HTTP protocol ({text})"
-    return text
+#: Plain words for a transport failure (one definition, in services/http.py).
+describe_http_error = http.describe_transport_error
 
 
 def auth_headers(api_key_env: str | None) -> dict[str, str]:
@@ -86,25 +61,30 @@ def auth_headers(api_key_env: str | None) -> dict[str, str]:
     return {}
 
 
-async def _get(client: httpx2.AsyncClient, base_url: str, path: str) -> HttpAnswer:
+async def _get(client: httpx2.AsyncClient, base_url: str, path: str, headers: dict[str, str],
+               deadline_s: float) -> HttpAnswer:
     try:
-        response = await client.get(base_url + path)
-    except httpx2.HTTPError as error:
-        return HttpAnswer(status=None, error=describe_http_error(error))
-    text = response.text[:MAX_BODY_BYTES]
+        reply = await http.fetch_async("GET", base_url + path, headers=headers, deadline_s=deadline_s,
+                                       max_bytes=MAX_BODY_BYTES, client=client)
+    except http.HttpError as error:
+        return HttpAnswer(status=None, error=str(error).removeprefix(base_url + path + ": "))
+    text = reply.text
     body: Any = None
-    if "json" in response.headers.get("content-type", "") or text[:1] in ("{", "[", '"'):
+    if "json" in reply.headers.get("content-type", "") or text[:1] in ("{", "[", '"'):
         try:
             body = json.loads(text)
         except ValueError:
             body = None
-    return HttpAnswer(status=response.status_code, json=body, text=text, headers=dict(response.headers))
+    return HttpAnswer(status=reply.status, json=body, text=text, headers=reply.headers)
 
 
 async def gather_evidence(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeEvidence:
+    """All probe paths at once; each has the whole `timeout_s` as its total deadline and
+    MAX_BODY_BYTES as its limit, so the probe ends within `timeout_s` whatever answers."""
     timeout = httpx2.Timeout(timeout_s, connect=min(timeout_s, 3.0))
-    async with httpx2.AsyncClient(timeout=timeout, headers=auth_headers(api_key_env), follow_redirects=True) as client:
-        answers = await asyncio.gather(*(_get(client, base_url, path) for path in PROBE_PATHS))
+    headers = auth_headers(api_key_env)
+    async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+        answers = await asyncio.gather(*(_get(client, base_url, path, headers, timeout_s) for path in PROBE_PATHS))
     return ProbeEvidence(base_url=base_url, answers=dict(zip(PROBE_PATHS, answers, strict=True)))
 
 

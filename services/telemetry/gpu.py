@@ -19,9 +19,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx2
-
-from services.engines.probe import describe_http_error
+from services import http
 from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import GPU_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
@@ -367,6 +365,8 @@ _DCGM = {
     "gpu_pcie_rx_bytes_per_s": "DCGM_FI_PROF_PCIE_RX_BYTES",
 }
 _DCGM_KEEP = tuple(sorted(set(_DCGM.values())))
+#: dcgm-exporter on an 8-GPU node answers about 200 KiB.
+DCGM_MAX_BYTES = 8 * 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -426,20 +426,18 @@ class DcgmSampler:
         self.lock = threading.Lock()
         self.error: str | None = None
         self._parser = SeriesParser(_DCGM_KEEP)
-        self._client: httpx2.Client | None = None
 
     def sample(self, now: float | None = None) -> list[Snapshot]:
         ts = time.time() if now is None else now
         with self.lock:
-            if self._client is None:
-                self._client = httpx2.Client(timeout=self.timeout_s, headers={"Accept": "text/plain"})
             try:
-                response = self._client.get(self.url)
-            except httpx2.HTTPError as error:
-                self.error = f"dcgm-exporter at {self.url}: {describe_http_error(error)}"
+                response = http.fetch("GET", self.url, headers={"Accept": "text/plain"}, deadline_s=self.timeout_s,
+                                      max_bytes=DCGM_MAX_BYTES)
+            except http.HttpError as error:
+                self.error = f"dcgm-exporter at {self.url}: {str(error).removeprefix(self.url + ': ')}"
                 return []
-            if response.status_code != 200:
-                self.error = f"dcgm-exporter at {self.url}: HTTP {response.status_code}"
+            if response.status != 200:
+                self.error = f"dcgm-exporter at {self.url}: HTTP {response.status}"
                 return []
             try:
                 families = self._parser.parse(response.text)
@@ -471,9 +469,7 @@ class DcgmSampler:
         return GpuState(True, f"{len(gpus)} GPU(s) from dcgm-exporter at {self.url}.", gpus)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Nothing to release: connections belong to services.http's shared client."""
 
 
 def remote_gpu_settings() -> tuple[list[str], str | None]:

@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
 import pandas as pd
 
-from services.engines.probe import describe_http_error
+from services import http
 from services.errors import EngineError, ValidationError
 from services.telemetry.gpu import dcgm_source
 
@@ -28,6 +27,8 @@ GPU_QUERIES: dict[str, str] = {
     "gpu_memory_clock_mhz": "DCGM_FI_DEV_MEM_CLOCK",
 }
 MAX_POINTS = 11_000  # Prometheus refuses more than 11 000 points per series
+#: 11,000 points of 30 series at ~40 bytes each, with room to spare.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,17 @@ def query_range(
     url = base_url.rstrip("/") + "/api/v1/query_range"
     params = {"query": query, "start": f"{start_ts:.3f}", "end": f"{end_ts:.3f}", "step": f"{step_s:g}"}
     try:
-        response = httpx2.get(url, params=params, timeout=timeout_s)
-    except httpx2.HTTPError as error:
-        raise EngineError(f"Prometheus at {base_url}: {describe_http_error(error)}") from error
+        response = http.fetch("GET", url, params=params, deadline_s=timeout_s, max_bytes=MAX_ANSWER_BYTES)
+    except http.HttpError as error:
+        raise type(error)(f"Prometheus at {base_url}: {str(error).removeprefix(url + ': ')}", url) from error
     try:
         body: Any = response.json()
-    except ValueError:
-        raise EngineError(f"Prometheus at {base_url} answered HTTP {response.status_code} without JSON.") from None
-    if response.status_code != 200 or body.get("status") != "success":
-        raise EngineError(f"Prometheus at {base_url}: {body.get('error') or f'HTTP {response.status_code}'}")
+    except http.HttpError:
+        raise EngineError(f"Prometheus at {base_url} answered HTTP {response.status} without JSON.") from None
+    if not isinstance(body, dict):
+        raise EngineError(f"Prometheus at {base_url} answered HTTP {response.status} with JSON that is not an API answer.")
+    if response.status != 200 or body.get("status") != "success":
+        raise EngineError(f"Prometheus at {base_url}: {body.get('error') or f'HTTP {response.status}'}")
     data = body.get("data") or {}
     if data.get("resultType") != "matrix":
         raise EngineError(f"Prometheus at {base_url} answered a {data.get('resultType')!r}, not a range matrix.")

@@ -14,11 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
-
+from services import http
 from services.engines import get_adapter
 from services.engines.base import EngineAdapter
-from services.engines.probe import auth_headers, describe_http_error
+from services.engines.probe import auth_headers
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
@@ -94,16 +93,7 @@ class EngineScraper:
         self.last: Snapshot | None = None
         self.last_duration_s: float | None = None
         self._failed_at: float | None = None
-        self._client: httpx2.Client | None = None
-
-    def _http(self) -> httpx2.Client:
-        if self._client is None:
-            self._client = httpx2.Client(
-                timeout=httpx2.Timeout(self.timeout_s, connect=min(self.timeout_s, 1.0)),
-                headers={**ACCEPT, **auth_headers(self.target.api_key_env)},
-                follow_redirects=True,
-            )
-        return self._client
+        self._headers = {**ACCEPT, **auth_headers(self.target.api_key_env)}
 
     @property
     def quick(self) -> bool:
@@ -111,9 +101,7 @@ class EngineScraper:
         return self.last_duration_s is not None and self.last_duration_s < 0.05
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Nothing to release: connections belong to services.http's shared client."""
 
     def _snapshot(self, ts: float, **fields: Any) -> Snapshot:
         snapshot = Snapshot(source=self.target.source, kind=self.target.kind, label=self.adapter.label, ts=ts, **fields)
@@ -155,26 +143,26 @@ class EngineScraper:
             result = self.normaliser.update(families, ts, marker, with_histograms)
             return self._snapshot(ts, values=result.values, missing=result.missing, notes=result.notes)
 
-    def _get(self, url: str) -> httpx2.Response:
+    def _get(self, url: str) -> http.Reply:
         try:
-            return self._http().get(url)
-        except httpx2.HTTPError as error:
-            raise _ScrapeError(f"unreachable: {describe_http_error(error)}") from error
+            return http.fetch("GET", url, headers=self._headers, deadline_s=self.timeout_s, max_bytes=MAX_BODY_BYTES)
+        except http.HttpUnreachable as error:
+            raise _ScrapeError(f"unreachable: {str(error).removeprefix(url + ': ')}") from error
+        except http.HttpError as error:
+            raise _ScrapeError(str(error)) from error
 
     def _read(self, with_histograms: bool = True) -> tuple[Families, float | None]:
         assert self.url
         response = self._get(self.url)
-        if response.status_code == 404 and self.mode == "prometheus" and self._switch_to_json():
+        if response.status == 404 and self.mode == "prometheus" and self._switch_to_json():
             response = self._get(self.url)
-        if response.status_code in (501, 404) and self.adapter.metrics_hint:
-            raise _ScrapeError(f"metrics endpoint off (HTTP {response.status_code}): {self.adapter.metrics_hint}")
-        if response.status_code in (401, 403):
-            raise _ScrapeError(f"HTTP {response.status_code}: the metrics endpoint wants credentials")
-        if response.status_code != 200:
-            raise _ScrapeError(f"HTTP {response.status_code} from {self.url}")
+        if response.status in (501, 404) and self.adapter.metrics_hint:
+            raise _ScrapeError(f"metrics endpoint off (HTTP {response.status}): {self.adapter.metrics_hint}")
+        if response.status in (401, 403):
+            raise _ScrapeError(f"HTTP {response.status}: the metrics endpoint wants credentials")
+        if response.status != 200:
+            raise _ScrapeError(f"HTTP {response.status} from {self.url}")
         text = response.text
-        if len(text) > MAX_BODY_BYTES:
-            raise _ScrapeError(f"metrics answer too large ({len(text)} characters)")
         marker = _start_time(response.headers.get("process-start-time-unix"))
         if self.mode == "json" or text.lstrip()[:1] in ("[", "{"):
             try:
@@ -259,13 +247,8 @@ class ScrapeResult:
 
 
 def _fetch_text(url: str, timeout_s: float) -> tuple[int, str]:
-    from services.errors import EngineError
-
-    try:
-        response = httpx2.get(url, headers=ACCEPT, timeout=timeout_s, follow_redirects=True)
-    except httpx2.HTTPError as error:
-        raise EngineError(f"{url}: {describe_http_error(error)}") from error
-    return response.status_code, response.text
+    reply = http.fetch("GET", url, headers=ACCEPT, deadline_s=timeout_s, max_bytes=MAX_BODY_BYTES)
+    return reply.status, reply.text
 
 
 def scrape_once(url: str, kind: str | None = None, interval_s: float = 1.0, timeout_s: float = 5.0) -> ScrapeResult:

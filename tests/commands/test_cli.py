@@ -50,7 +50,7 @@ def test_bad_input_exits_non_zero_without_traceback(db_url: str) -> None:
 
 
 @pytest.mark.engines
-def test_probe_and_status_json(local_engines_running, db_url: str) -> None:  # type: ignore[no-untyped-def]
+def test_probe_and_status_json(all_local_engines_up, db_url: str) -> None:  # type: ignore[no-untyped-def]
     from services.local_engines import get_spec
 
     probe = cli("engines", "probe", f"http://127.0.0.1:{get_spec('llamacpp-4slot').port}", "--json")

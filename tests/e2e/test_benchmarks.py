@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 
 
 @pytest.fixture
-def two_engines(app_server, local_engines_running, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # type: ignore[no-untyped-def]
+def two_engines(app_server, all_local_engines_up, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
     from services import endpoints, local_engines

@@ -30,7 +30,7 @@ def test_page_opens(app_page, app_server, slug: str) -> None:
     screenshot(app_page, f"page-{slug}")
 
 
-def test_register_engine_through_form(app_page, app_server, local_engines_running) -> None:
+def test_register_engine_through_form(app_page, app_server, all_local_engines_up) -> None:
     app_page.goto(f"{app_server.url}/engines")
     wait_for_app(app_page)
     open_add_form(app_page)

@@ -13,7 +13,7 @@ ENGINES = ["llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"]
 
 
 @pytest.fixture
-def engines_in_app(app_server, local_engines_running, monkeypatch):  # type: ignore[no-untyped-def]
+def engines_in_app(app_server, all_local_engines_up, monkeypatch):  # type: ignore[no-untyped-def]
     """Exactly the local engines registered in the browser app's own database (other browser
     tests share that app and register engines of their own)."""
     from db.session import dispose_all

@@ -34,7 +34,7 @@ def _latest_sample(run_id: int) -> dict:
         return dict(row.values) if row else {}
 
 
-def test_engine_killed_mid_benchmark_and_mid_recording(local_engines_running, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_engine_killed_mid_benchmark_and_mid_recording(all_local_engines_up, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # A private llama.cpp on other ports, so the shared engines stay untouched.
     monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18481")
     engine_id = "llamacpp-4slot"

