@@ -149,7 +149,8 @@ class EngineScraper:
         except http.HttpUnreachable as error:
             raise _ScrapeError(f"unreachable: {str(error).removeprefix(url + ': ')}") from error
         except http.HttpError as error:
-            raise _ScrapeError(str(error)) from error
+            # The URL is said once, by whoever shows the error with the engine's name.
+            raise _ScrapeError(str(error).removeprefix(url + " ").removeprefix(url + ": ")) from error
 
     def _read(self, with_histograms: bool = True) -> tuple[Families, float | None]:
         assert self.url

