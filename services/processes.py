@@ -4,6 +4,8 @@ benchmark worker."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -22,3 +24,28 @@ def pid_alive(pid: int | None) -> bool:
     except (OSError, IndexError):
         return True
     return state != "Z"
+
+
+def launch_run_worker(module: str, run_id: int, log_name: str) -> int:
+    """Start `python -m MODULE RUN_ID` detached (its own session, so it outlives the page or
+    command that started it), with this process's database; returns its pid. Timed work
+    runs there rather than in the Streamlit server, whose GIL pauses would skew timings."""
+    from services.config import PROJECT_ROOT, get_settings
+
+    settings = get_settings()
+    log_dir = settings.data_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env["SHOOTOUT_DATABASE_URL"] = settings.database_url
+    env["SHOOTOUT_DATA_DIR"] = str(settings.data_dir)
+    with open(log_dir / f"{log_name}-{run_id}.log", "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, str(run_id)],
+            cwd=PROJECT_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    return process.pid

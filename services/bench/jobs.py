@@ -37,7 +37,7 @@ from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
-from services.processes import pid_alive
+from services.processes import launch_run_worker, pid_alive
 from services.errors import NotFoundError
 
 KIND = "benchmark"
@@ -110,27 +110,9 @@ def start_benchmark(spec: BenchSpec) -> int:
 
 def launch_worker(run_id: int) -> int:
     """Start `python -m services.bench.worker RUN_ID` detached; returns its pid."""
-    settings = get_settings()
-    log_dir = settings.data_dir / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = open(log_dir / f"bench-{run_id}.log", "ab")  # noqa: SIM115 - handed to the child
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    env["SHOOTOUT_DATABASE_URL"] = settings.database_url
-    env["SHOOTOUT_DATA_DIR"] = str(settings.data_dir)
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "services.bench.worker", str(run_id)],
-            cwd=PROJECT_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    finally:
-        log.close()
-    _update(run_id, worker_pid=process.pid)
-    return process.pid
+    pid = launch_run_worker("services.bench.worker", run_id, "bench")
+    _update(run_id, worker_pid=pid)
+    return pid
 
 
 def cancel_run(run_id: int) -> bool:

@@ -37,6 +37,7 @@ from services.demos.context import DemoContext, DemoStopped
 from services.demos.registry import get_scenario
 from services.endpoints import EngineRecord
 from services.errors import NotFoundError, ShootoutError, ValidationError
+from services.processes import launch_run_worker
 
 RUN_KIND = "demo"
 HEARTBEAT_S = 5.0
@@ -164,7 +165,7 @@ def start_demo(
     pause_between_steps: bool = False,
     background: bool = True,
 ) -> int:
-    """Store a new demo run and run it: in a worker thread (the page) or here (the CLI).
+    """Store a new demo run and run it: in a worker process (the page) or here (the CLI).
     Returns the run id. Bad names or settings raise before anything is stored."""
     scenario = get_scenario(scenario_name)
     resolved = scenario.resolve_options(options)
@@ -193,18 +194,26 @@ def start_demo(
         session.add(run)
         session.flush()
         run_id = run.id
-    # Always a thread of its own, even when waited for: the worker runs event loops, and the
-    # caller's thread may already run one (a notebook, Playwright's sync API in tests).
+    if background:
+        # A worker process, as benchmarks have: the demo timestamps tokens, and in the
+        # Streamlit server its reader would wait on the GIL behind every page run.
+        pid = launch_run_worker("services.demos.worker", run_id, "demo")
+        with session_scope() as session:
+            run = session.get(Run, run_id)
+            if run is not None and run.worker_pid is None:
+                run.worker_pid = pid
+        return run_id
+    # The CLI waits here (it is its own process already). A thread of its own all the same:
+    # the worker runs event loops, and the caller's thread may already run one.
     thread = threading.Thread(target=run_demo, args=(run_id,), name=f"demo-{run_id}", daemon=True)
     thread.start()
-    if not background:
-        try:
-            while thread.is_alive():
-                thread.join(0.5)
-        except KeyboardInterrupt:
-            stop_demo(run_id)  # Ctrl-C: stop after the requests in flight, keep what was measured
-            thread.join(timeout=60)
-            raise
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except KeyboardInterrupt:
+        stop_demo(run_id)  # Ctrl-C: stop after the requests in flight, keep what was measured
+        thread.join(timeout=60)
+        raise
     return run_id
 
 

@@ -1,4 +1,4 @@
-"""Demo runs as stored runs: the worker thread, pausing between steps, stopping, engines that
+"""Demo runs as stored runs: the worker process, pausing between steps, stopping, engines that
 do not answer, a worker that died, and replaying a demo without its engines."""
 
 from __future__ import annotations
@@ -41,6 +41,25 @@ def test_pause_between_steps_then_next(db_url: str, demo_server) -> None:
     assert done.conclusion and done.verdicts["paused-engine"]["verdict"] == "cache"
     with session_scope() as session:
         assert "control" not in session.get(Run, run_id).config  # repeated demos share a fingerprint
+
+
+def test_page_demos_run_in_a_worker_process(db_url: str, demo_server) -> None:
+    """Issue 13: a demo started for the page times its tokens in a process of its own, not in
+    a thread of the Streamlit server."""
+    import os
+
+    from services.processes import pid_alive
+
+    demo_server.register("worker-engine", "ttft=30,itl=5")
+    run_id = runner.start_demo("prefix-cache", ["worker-engine"], options=FAST)
+    with session_scope() as session:
+        pid = session.get(Run, run_id).worker_pid
+    assert pid and pid != os.getpid()
+    done = runner.wait_until_done(run_id, timeout_s=60)
+    assert done.status == "finished", done.error
+    with session_scope() as session:
+        assert session.get(Run, run_id).worker_pid == pid
+    wait_for(lambda: not pid_alive(pid))
 
 
 def test_stop_keeps_what_was_measured(db_url: str, demo_server) -> None:
