@@ -52,7 +52,10 @@ with st.container(border=True):
         for s in statuses:
             left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
             left.markdown(f"{LOCAL_ICONS.get(s.status, '')} **{s.id}**  \n{s.label}")
-            mid.caption(f"{s.url} · {s.status} · {('pid ' + str(s.pid)) if s.pid else ''} {s.message}")
+            if s.status == "failed":
+                mid.error(f"{s.url} · did not start: {s.message}", icon=":material/error:")
+            else:
+                mid.caption(f"{s.url} · {s.status} · {('pid ' + str(s.pid)) if s.pid else ''} {s.message}")
             if s.status in ("running", "starting"):
                 if right.button("Stop", key=f"local_stop_{s.id}"):
                     local_engines.stop(s.id)

@@ -432,6 +432,9 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
             message = "healthy" if ok else f"process {pid} is up, /health: {detail}"
         elif entry.get("failed"):
             state_name, message = "failed", entry["failed"]
+        elif pid:
+            # Started and never stopped, yet gone: it died (a page's Start does not wait).
+            state_name, message = "failed", f"exited: {_death_reason(pid, entry.get('log'))}"
         elif not installed:
             state_name, message = "not_installed", "not installed yet (Install, or `cli.py local up`)"
             pid = None

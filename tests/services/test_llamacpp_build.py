@@ -203,3 +203,40 @@ def test_a_proven_wheel_installs_in_seconds_without_compiling(installer_env: dic
     assert again == first
     assert any("using the wheel built earlier" in line for line in lines)
     assert not any(line.startswith("building llama.cpp") for line in lines)
+
+
+def test_an_engine_that_dies_at_start_never_takes_the_others_down(installer_env: dict[str, Path],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`up` (run.sh's `cli.py local up`) returns every engine's state: the one killed by
+    SIGILL says so, with its log's last line; nothing raises, so the app starts anyway."""
+    local_engines.install_llamacpp(log=lambda line: None)
+    monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18581")
+    monkeypatch.setenv("FAKE_LLAMA_SIGILL_AT_RUN", "1")
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(installer_env["engines"] / "data"))
+    lines: list[str] = []
+    statuses = local_engines.up(["llamacpp-1slot", "llamacpp-4slot"], install_missing=False, log=lines.append)
+    assert [s.status for s in statuses] == ["failed", "failed"]
+    for status in statuses:
+        assert "killed by SIGILL (illegal instruction)" in status.message, status.message
+    assert any("DID NOT START" in line and "SIGILL" in line for line in lines)
+    # The Engines page reads the same state later, from another process too.
+    assert "SIGILL" in local_engines.status("llamacpp-1slot")[0].message
+
+    monkeypatch.delenv("FAKE_LLAMA_SIGILL_AT_RUN")
+    try:
+        healthy = local_engines.up(["llamacpp-1slot"], install_missing=False, log=lambda line: None)
+        assert healthy[0].status == "running", healthy[0].message
+    finally:
+        local_engines.down(["llamacpp-1slot", "llamacpp-4slot"])
+
+
+def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(installer_env: dict[str, Path]) -> None:
+    local_engines.install_llamacpp(log=lambda line: None)
+    env = {"SHOOTOUT_LOCAL_PORT_BASE": "18591", "FAKE_LLAMA_SIGILL_AT_RUN": "1",
+           "SHOOTOUT_DATA_DIR": str(installer_env["engines"] / "data")}
+    result = subprocess.run([sys.executable, "cli.py", "local", "up", "llamacpp-1slot", "--no-install"],
+                            cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, **env})
+    assert result.returncode == 4, result.stderr
+    assert "1 of 1 local engines did not start: llamacpp-1slot" in result.stderr
+    assert "SIGILL" in result.stderr and "Traceback" not in result.stderr

@@ -4,7 +4,8 @@ At build time it writes `bin/llama-server` from the environment, as the real pac
 compiles llama.cpp from CMAKE_ARGS:
 - when FAKE_LLAMA_SIGILL_WHEN is a substring of CMAKE_ARGS, the server kills itself with
   SIGILL at start (a build with an instruction the CPU does not run);
-- otherwise it execs the real llama-server named by FAKE_LLAMA_REAL_SERVER.
+- otherwise it execs the real llama-server named by FAKE_LLAMA_REAL_SERVER (unless
+  FAKE_LLAMA_SIGILL_AT_RUN is set when it runs).
 """
 
 import os
@@ -21,7 +22,8 @@ binary.parent.mkdir(parents=True, exist_ok=True)
 if marker and marker in args:
     body = "#!/bin/sh\n# built with: %s\nkill -ILL $$\n" % args
 else:
-    body = '#!/bin/sh\n# built with: %s\nexec "%s" "$@"\n' % (args, real)
+    # FAKE_LLAMA_SIGILL_AT_RUN at run time: a build that passed once and crashes now.
+    body = '#!/bin/sh\n# built with: %s\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "%s" "$@"\n' % (args, real)
 binary.write_text(body)
 binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 setup()
