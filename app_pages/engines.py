@@ -114,6 +114,10 @@ with st.expander("Add an endpoint", expanded=not endpoints.list_engines(), icon=
                     info={"version": result.version, "context_length": result.context_length},
                 )
                 st.success(f"Added **{record.name}** ({record.label}).")
+                twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
+                if twins:
+                    st.warning(f"{', '.join(twins)} already point(s) at {record.base_url}: two names for one "
+                               "server count its requests twice in comparisons.")
             else:
                 st.info("Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
         except ShootoutError as error:

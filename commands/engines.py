@@ -80,6 +80,9 @@ def _add(args: argparse.Namespace) -> int:
         metrics_url=args.metrics_url,
         info=info,
     )
+    twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
+    if twins:
+        print(f"warning: {', '.join(twins)} already point(s) at {record.base_url}.", file=__import__("sys").stderr)
     _print_record(record, args.json)
     return 0
 

@@ -59,41 +59,72 @@ def _record(row: Engine) -> EngineRecord:
     )
 
 
-def normalise_base_url(url: str) -> str:
-    """`http://host:port[/prefix]` without a trailing slash or `/v1`; rejects anything else."""
+_SCHEME_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
+_HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$")
+
+
+def _check_url(url: str, what: str) -> tuple[str, Any]:
+    """Parse `url` strictly: a typo must be named as a typo, never stored or reported as a
+    host that does not resolve (`htp:/bad url` once became `http://htp:/bad url`)."""
     url = (url or "").strip()
     if not url:
-        raise ValidationError("The URL is empty.")
+        raise ValidationError(f"The {what} is empty.")
+    if any(c.isspace() for c in url):
+        raise ValidationError(f"{url!r} contains a space; a {what} has none.")
     if "://" not in url:
+        scheme = _SCHEME_LIKE.match(url)
+        if scheme:
+            raise ValidationError(f"{url!r} does not start with http:// or https:// (it starts with {scheme.group(1)!r}:).")
         url = "http://" + url
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise ValidationError(f"Unsupported URL scheme {parts.scheme!r}: use http:// or https://.")
-    if not parts.hostname:
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError("Put no user name or password in the URL: name the environment variable that holds "
+                              "the API key instead.")
+    host = parts.hostname or ""
+    if not host:
         raise ValidationError(f"{url!r} has no host name.")
+    is_ip6 = parts.netloc.split("@")[-1].startswith("[")
+    if not is_ip6 and not _HOST.match(host):
+        raise ValidationError(f"{host!r} in {url!r} is not a valid host name.")
     try:
-        parts.port  # noqa: B018 - raises on a non-numeric port
+        port = parts.port
     except ValueError:
-        raise ValidationError(f"{url!r} has an invalid port.") from None
+        raise ValidationError(f"{url!r} has an invalid port (1-65535).") from None
+    if port is None and parts.netloc.endswith(":"):
+        raise ValidationError(f"{url!r} has a ':' but no port number after it.")
+    if port == 0:
+        raise ValidationError(f"{url!r} has an invalid port (1-65535).")
+    return url, parts
+
+
+def normalise_base_url(url: str) -> str:
+    """`http://host:port[/prefix]` without a trailing slash or `/v1`; rejects anything else."""
+    url, parts = _check_url(url, "URL")
     if parts.query or parts.fragment:
         raise ValidationError("The URL must not carry a query string or fragment.")
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
-    return f"{parts.scheme}://{parts.netloc}{path}"
+    return f"{parts.scheme}://{parts.netloc.lower() if not parts.netloc.startswith('[') else parts.netloc}{path}"
+
+
+def same_endpoint(base_url: str, *, except_name: str | None = None) -> list[str]:
+    """Names of registered engines that already point at this base URL (a duplicate is
+    allowed, e.g. one server under two models, but it is worth a warning)."""
+    url = normalise_base_url(base_url)
+    with session_scope() as session:
+        rows = session.scalars(select(Engine).where(Engine.base_url == url)).all()
+        return sorted(row.name for row in rows if row.name != except_name)
 
 
 def _normalise_metrics_url(url: str | None) -> str | None:
     """A full metrics URL (Triton serves them on another port: http://host:8002/metrics)."""
-    url = (url or "").strip()
-    if not url:
+    if not (url or "").strip():
         return None
-    if "://" not in url:
-        url = "http://" + url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(f"{url!r} is not a valid metrics URL (http://host:port/path).")
-    return url
+    checked, _ = _check_url(url, "metrics URL")
+    return checked
 
 
 def _validate(name: str, kind: str, api_key_env: str | None) -> None:

@@ -72,3 +72,26 @@ def test_api_key_value_is_never_stored(db_url: str, monkeypatch: pytest.MonkeyPa
     dispose_all()
     for path in tmp_path.glob("shootout.db*"):
         assert b"sk-live-do-not-store-4242" not in path.read_bytes()
+
+
+@pytest.mark.parametrize(("typed", "said"), [
+    ("htp:/bad url", "contains a space"),
+    ("htp:/bad", "does not start with http:// or https://"),
+    ("http://h:/x", "no port number"),
+    ("http://u:secret@h:1", "no user name or password"),
+    ("http://bad..host:80", "not a valid host name"),
+    ("http://h:99999", "invalid port"),
+])
+def test_mistyped_urls_are_named_as_typos(db_url: str, typed: str, said: str) -> None:
+    """Issue 19: `htp:/bad url` was reported as a host that does not resolve, and stored."""
+    with pytest.raises(ValidationError) as error:
+        endpoints.add_engine("typo", typed, kind="vllm")
+    assert said in str(error.value)
+    assert endpoints.list_engines() == []
+
+
+def test_a_second_name_for_the_same_endpoint_is_flagged(db_url: str) -> None:
+    endpoints.add_engine("first", "http://gpu-box:8000/v1", kind="vllm")
+    endpoints.add_engine("second", "gpu-box:8000/", kind="vllm")
+    assert endpoints.same_endpoint("http://GPU-box:8000", except_name="second") == ["first"]
+    assert endpoints.same_endpoint("http://gpu-box:8001") == []
