@@ -356,23 +356,39 @@ def summarize_engine(
     return summary
 
 
+def token_arrival_times(record: RequestRecord) -> list[float]:
+    """When each output token of a request arrived, seconds from the run start: the first
+    at start + TTFT, the rest by its per-token gaps. Without the gaps (a live view reads
+    requests without them) the tokens are spread evenly between the first token and the end."""
+    if record.start_s is None or record.ttft_s is None or not record.output_tokens:
+        return []
+    first = record.start_s + record.ttft_s
+    count = record.output_tokens
+    if record.itl_s and len(record.itl_s) == count - 1:
+        times = [first]
+        for gap in record.itl_s:
+            times.append(times[-1] + gap)
+        return times
+    end = record.end_s if record.end_s is not None else first
+    if count == 1 or end <= first:
+        return [first] * count
+    step = (end - first) / (count - 1)
+    return [first + i * step for i in range(count)]
+
+
 def throughput_series(records: Iterable[RequestRecord], bucket_s: float = 1.0) -> list[dict[str, float]]:
-    """Per time bucket: completed requests, output tokens/s and median TTFT (for live charts)."""
-    buckets: dict[int, list[RequestRecord]] = {}
-    for record in records:
-        if not record.ok or record.end_s is None:
-            continue
-        buckets.setdefault(int(record.end_s // bucket_s), []).append(record)
-    series = []
-    for key in sorted(buckets):
-        group = buckets[key]
-        ttfts = sorted(r.ttft_s for r in group if r.ttft_s is not None)
-        series.append(
-            {
-                "t_s": key * bucket_s,
-                "requests": float(len(group)),
-                "output_tok_s": sum(r.output_tokens or 0 for r in group) / bucket_s,
-                "ttft_p50_s": percentile(ttfts, 50) if ttfts else float("nan"),
-            }
-        )
-    return series
+    """Output tokens/s over time in even buckets, by when the tokens *arrived* (not when
+    their request finished), from the first request's start to the last one's end, empty
+    buckets included as zeros. Completed requests only, as in the results table, so the
+    buckets add up to the table's output tokens and average to its output tokens/s."""
+    done = [r for r in records if r.ok and r.start_s is not None]
+    if not done:
+        return []
+    begin = min(r.start_s for r in done if r.start_s is not None)
+    end = max(r.end_s or 0.0 for r in done)
+    count = max(1, int(math.ceil((end - begin) / bucket_s - 1e-9)))
+    totals = [0] * count
+    for record in done:
+        for t in token_arrival_times(record):
+            totals[min(count - 1, max(0, int((t - begin) // bucket_s)))] += 1
+    return [{"t_s": begin + i * bucket_s, "output_tok_s": n / bucket_s} for i, n in enumerate(totals)]

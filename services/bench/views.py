@@ -203,7 +203,10 @@ def run_view(run_id: int) -> RunView:
         else:
             block["sent"] += 1
             block["completed" if record.ok else "failed"] += 1
-    figures: dict[str, go.Figure] = {"live": live_figure(measured)}
+    averages = {name: block["output_throughput_tok_s"] for name, block in (run.summary.get("engines") or {}).items()
+                if isinstance(block, dict) and isinstance(block.get("output_throughput_tok_s"), (int, float))
+                and "from_step" not in block}
+    figures: dict[str, go.Figure] = {"live": live_figure(measured, averages)}
     notes = _notes(run)
     has_summary = bool(run.summary.get("engines"))
     table = percentile_table(run.summary, run.spec.percentiles) if has_summary else pd.DataFrame()
@@ -334,23 +337,34 @@ def _round(value: Any, digits: int = 2) -> float | None:
 
 
 def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    # The legend sits to the right, outside the plot: below it, it covered the x-axis title.
     figure.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=360, margin={"t": 48, "b": 40},
-                         uirevision="constant", legend={"orientation": "h", "y": -0.25})
+                         uirevision="constant")
     return figure
 
 
-def live_figure(records: list[RequestRecord]) -> go.Figure:
-    """TTFT of each finished request and output tokens/s per second, per engine."""
+def live_figure(records: list[RequestRecord], averages: dict[str, float] | None = None) -> go.Figure:
+    """TTFT of each finished request, and output tokens/s by when the tokens arrived (even
+    1 s bins, zeros included), per engine; `averages` (the results table's output tokens/s)
+    are drawn as dotted lines, so the chart and the table can be read against each other."""
     figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT of each request (ms)", "Output tokens/s"))
     for name, group in _by_engine(records).items():
         done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None][-LIVE_POINTS:]
         figure.add_trace(go.Scattergl(x=[r.start_s for r in done], y=[r.ttft_s * 1000 for r in done], mode="markers",
-                                      name=f"{name} TTFT", marker={"size": 4}), row=1, col=1)
+                                      name=f"{name} TTFT", marker={"size": 4}, legendgroup=name), row=1, col=1)
         series = throughput_series(group, 1.0)
         figure.add_trace(go.Scatter(x=[p["t_s"] for p in series], y=[p["output_tok_s"] for p in series],
-                                    mode="lines", name=f"{name} tok/s"), row=1, col=2)
+                                    mode="lines", line={"shape": "hv"}, name=f"{name} tok/s", legendgroup=name),
+                         row=1, col=2)
+        average = (averages or {}).get(name)
+        if average is not None and series:
+            figure.add_trace(go.Scatter(x=[series[0]["t_s"], series[-1]["t_s"] + 1.0], y=[average, average],
+                                        mode="lines", line={"dash": "dot"}, legendgroup=name,
+                                        name=f"{name} run average {average:,.1f} tok/s"), row=1, col=2)
     figure.update_xaxes(title_text="seconds into the run")
-    figure.update_layout(height=340, margin={"t": 40, "b": 40}, uirevision="live", legend={"orientation": "h"})
+    figure.update_yaxes(title_text="ms", row=1, col=1)
+    figure.update_yaxes(title_text="tokens/s", rangemode="tozero", row=1, col=2)
+    figure.update_layout(height=340, margin={"t": 40, "b": 40}, uirevision="live")
     return figure
 
 

@@ -154,3 +154,30 @@ def test_describe_of_a_long_list_equals_the_plain_python_reading(monkeypatch: py
     monkeypatch.setattr(stats, "_NUMPY_FROM", len(values) + 1)
     assert stats.describe(iter(values), (50, 99.9)) == with_numpy
     assert with_numpy["p50"] == stats.percentile(sorted(values), 50)
+
+
+def test_token_rate_chart_bins_tokens_by_arrival_and_agrees_with_the_table() -> None:
+    """Issue 19: the chart summed the tokens of requests that *finished* in each second and
+    skipped empty seconds (a flat ~64 tok/s line beside a table saying 24.5)."""
+    from services.bench.stats import summarize_engine, throughput_series
+
+    records = [
+        # 10 tokens from 0.5 s to 1.625 s, a silent gap, then 4 tokens from 4.0 s to 4.75 s
+        RequestRecord(engine="e", index=0, ok=True, start_s=0.0, ttft_s=0.5, e2e_s=1.625, output_tokens=10,
+                      itl_s=[0.125] * 9),
+        RequestRecord(engine="e", index=1, ok=True, start_s=3.5, ttft_s=0.5, e2e_s=1.25, output_tokens=4,
+                      itl_s=[0.25] * 3),
+        RequestRecord(engine="e", index=2, ok=False, start_s=1.0, e2e_s=0.2, error_class="http_status"),
+    ]
+    series = throughput_series(records, 1.0)
+    assert [p["t_s"] for p in series] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert [p["output_tok_s"] for p in series] == [4.0, 6.0, 0.0, 0.0, 4.0]
+    table = summarize_engine(records, percentiles=(50,))
+    assert table["output_throughput_tok_s"] == pytest.approx(sum(p["output_tok_s"] for p in series) / 4.75)
+
+
+def test_token_rate_without_gaps_spreads_tokens_between_first_and_last() -> None:
+    from services.bench.stats import token_arrival_times
+
+    record = RequestRecord(engine="e", index=0, ok=True, start_s=1.0, ttft_s=1.0, e2e_s=3.0, output_tokens=3)
+    assert token_arrival_times(record) == [2.0, 3.0, 4.0]
