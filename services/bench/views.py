@@ -219,10 +219,11 @@ def run_view(run_id: int) -> RunView:
         if run.summary.get("sweep"):
             figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
         labels = step_labels(run.summary)
-        figures["concurrency"] = concurrency_figure(measured, labels)
+        offsets = run_offsets(run.summary)
+        figures["concurrency"] = concurrency_figure(measured, labels, offsets)
         per_engine = max((len(rs) for rs in _by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
-            figures["timeline"] = timeline_figure(measured, labels)
+            figures["timeline"] = timeline_figure(measured, labels, offsets)
         if run.spec.record_engine_metrics:
             engine_figure = engine_metrics_figure(run_id, run.summary, measured)
             if engine_figure is not None:
@@ -368,8 +369,31 @@ def live_figure(records: list[RequestRecord], averages: dict[str, float] | None 
     return figure
 
 
-def concurrency_figure(records: list[RequestRecord], labels: dict[int, str] | None = None) -> go.Figure:
-    """Requests in flight over time, per engine (and sweep step)."""
+def run_offsets(summary: dict[str, Any]) -> dict[tuple[str, int | None], float] | None:
+    """Seconds from the run's first start to each engine's (and sweep step's) own time zero.
+    Request times are kept from their own engine's start; engines run one after another
+    drawn from their own zeros looked simultaneous. None when the run did not record when
+    each part started (older runs): then each part is drawn from its own zero, and said so."""
+    starts = _start_times(summary)
+    if not starts:
+        return None
+    first = min(starts.values())
+    return {key: value - first for key, value in starts.items()}
+
+
+def _offset(offsets: dict[tuple[str, int | None], float] | None, record: RequestRecord) -> float:
+    if not offsets:
+        return 0.0
+    return offsets.get((record.engine, record.step), offsets.get((record.engine, None), 0.0))
+
+
+def _time_axis(offsets: dict[tuple[str, int | None], float] | None) -> str:
+    return "seconds since the run started (wall clock)" if offsets else "seconds from each engine's own start"
+
+
+def concurrency_figure(records: list[RequestRecord], labels: dict[int, str] | None = None,
+                       offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
+    """Requests in flight over time, per engine (and sweep step), on the run's wall clock."""
     from services.bench.stats import concurrency_timeline
 
     figure = go.Figure()
@@ -378,10 +402,11 @@ def concurrency_figure(records: list[RequestRecord], labels: dict[int, str] | No
         groups.setdefault((record.engine, record.step), []).append(record)
     for (name, step), group in groups.items():
         timeline = concurrency_timeline(group)
+        shift = _offset(offsets, group[0])
         label = name if step is None else f"{name}, {(labels or {}).get(step, f'step {step}')}"
-        figure.add_trace(go.Scatter(x=[t for t, _ in timeline], y=[n for _, n in timeline], mode="lines",
+        figure.add_trace(go.Scatter(x=[t + shift for t, _ in timeline], y=[n for _, n in timeline], mode="lines",
                                     line={"shape": "hv"}, name=label))
-    return _layout(figure, "Requests in flight", "seconds into the run", "requests")
+    return _layout(figure, "Requests in flight", _time_axis(offsets), "requests")
 
 
 def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figure:
@@ -414,14 +439,17 @@ def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
     return figure
 
 
-def timeline_figure(records: list[RequestRecord], labels: dict[int, str] | None = None) -> go.Figure:
-    """Every request as a bar: waiting for the first token, then streaming (failed in red)."""
+def timeline_figure(records: list[RequestRecord], labels: dict[int, str] | None = None,
+                    offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
+    """Every request as a bar on the run's wall clock: waiting for the first token, then
+    streaming (failed in red); engines run one after another appear one after another."""
     figure = go.Figure()
-    ordered = sorted(records, key=lambda r: (r.engine, -1 if r.step is None else r.step, r.start_s or 0))
+    ordered = sorted(records, key=lambda r: (_offset(offsets, r), r.engine, -1 if r.step is None else r.step,
+                                             r.start_s or 0))
     names = labels or {}
     bars = [f"{r.engine} #{r.index}" + (f", {names.get(r.step, f's{r.step}')}" if r.step is not None else "")
             for r in ordered]
-    starts = [r.start_s or 0.0 for r in ordered]
+    starts = [(r.start_s or 0.0) + _offset(offsets, r) for r in ordered]
     ttft = [(r.ttft_s or (r.e2e_s or 0.0)) if r.ok else 0.0 for r in ordered]
     decode = [max(0.0, (r.e2e_s or 0.0) - (r.ttft_s or 0.0)) if r.ok else 0.0 for r in ordered]
     failed = [(r.e2e_s or 0.0) if not r.ok else 0.0 for r in ordered]
@@ -433,7 +461,7 @@ def timeline_figure(records: list[RequestRecord], labels: dict[int, str] | None 
         figure.add_trace(go.Bar(y=bars, x=failed, base=starts, orientation="h", name="failed",
                                 marker_color="#d62828", text=[r.error_class or "" for r in ordered]))
     figure.update_layout(barmode="overlay", height=max(300, min(1600, 14 * len(ordered) + 120)),
-                         margin={"t": 40, "b": 40}, title="Requests over time", xaxis_title="seconds into the run",
+                         margin={"t": 40, "b": 40}, title="Requests over time", xaxis_title=_time_axis(offsets),
                          yaxis={"autorange": "reversed", "showticklabels": len(ordered) <= 60}, uirevision="constant")
     return figure
 

@@ -67,3 +67,21 @@ def test_a_sweep_names_its_steps_by_load_level() -> None:
     records = [RequestRecord(engine="a", index=0, ok=True, start_s=0.0, ttft_s=0.1, e2e_s=0.2, step=1)]
     assert views.concurrency_figure(records, views.step_labels(summary)).data[0].name == "a, concurrency 4"
     assert list(views.timeline_figure(records, views.step_labels(summary)).data[0].y) == ["a #0, concurrency 4"]
+
+
+def test_engines_run_one_after_another_are_drawn_one_after_another() -> None:
+    """Issue 19: each engine was drawn from its own time zero on one axis, so a sequential
+    run looked simultaneous."""
+    from services.bench.stats import RequestRecord
+
+    summary = {"engines": {"a": {"started_at_unix": 1000.0}, "b": {"started_at_unix": 1012.5}}}
+    records = [RequestRecord(engine=e, index=0, ok=True, start_s=0.5, ttft_s=0.1, e2e_s=1.0, output_tokens=4)
+               for e in ("a", "b")]
+    offsets = views.run_offsets(summary)
+    assert offsets == {("a", None): 0.0, ("b", None): 12.5}
+    timeline = views.timeline_figure(records, None, offsets)
+    assert list(timeline.data[0].base) == [0.5, 13.0]
+    assert "wall clock" in timeline.layout.xaxis.title.text
+    concurrency = views.concurrency_figure(records, None, offsets)
+    assert min(concurrency.data[1].x) == pytest.approx(13.0)
+    assert "own start" in views.timeline_figure(records).layout.xaxis.title.text
