@@ -141,7 +141,9 @@ def live(run_id: int) -> None:
         st.rerun()
     st.progress(min(1.0, view.run.progress), text=f"{view.run.status}: {view.run.live.get('message') or ''}")
     for name, counts in view.counts.items():
-        st.caption(f"{name}: {counts['completed']} completed, {counts['failed']} failed, {counts['warmup']} warm-up")
+        stopped = f", {counts['cancelled']} cancelled" if counts.get("cancelled") else ""
+        st.caption(f"{name}: {counts['completed']} completed, {counts['failed']} failed{stopped}, "
+                   f"{counts['warmup']} warm-up")
     if st.button("Cancel run", key=f"bench_cancel_{run_id}"):
         views.cancel(run_id)
         st.rerun()
@@ -151,8 +153,9 @@ def live(run_id: int) -> None:
 def results(view: views.RunView) -> None:
     run = view.run
     st.subheader(f"#{run.id} {run.name}")
-    status = {"finished": st.success, "finished_with_errors": st.warning}.get(run.status, st.error)
-    status(f"Status: {run.status.replace('_', ' ')}")
+    status = {"finished": st.success, "finished_with_errors": st.warning, "cancelled": st.warning}.get(run.status, st.error)
+    status(f"Status: {run.status.replace('_', ' ')}" + (" (partial results: what ran before the cancel)"
+                                                        if run.status == "cancelled" else ""))
     for note in view.notes:
         st.caption(note)
     if not view.table.empty:

@@ -425,6 +425,9 @@ def _headline(kind: str, summary: dict[str, Any] | None) -> str:
     for name, numbers in list(engines.items())[:4]:
         if not isinstance(numbers, dict):
             continue
+        if numbers.get("not_run"):
+            parts.append(f"{name}: not run")
+            continue
         bits = []
         ttft = _number((numbers.get("ttft_s") or {}).get("p50")) if isinstance(numbers.get("ttft_s"), dict) else None
         if ttft is not None:
@@ -732,6 +735,8 @@ def _build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> l
     for name in names:
         numbers = engine_summaries.get(name) if isinstance(engine_summaries.get(name), dict) else {}
         sampled = samples.get((run.id, name), {})
+        if numbers.get("not_run") and not sampled:
+            continue  # cancelled before its turn: nothing to compare (not "0 req/s, -100%")
         stats = _summary_stats(numbers)
         for metric in LATENCY_METRICS:
             values = sampled.get(metric)

@@ -34,7 +34,7 @@ from typing import Any
 
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
 from services.bench.spec import BenchSpec, EngineTarget
-from services.bench.stats import RequestRecord, summarize_engine
+from services.bench.stats import CANCELLED, RequestRecord, summarize_engine
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.processes import launch_run_worker, pid_alive
@@ -276,12 +276,13 @@ class DatabaseSink:
             except queue.Empty:
                 break
         for record in records:
-            counts = self.counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "warmup": 0})
+            counts = self.counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0,
+                                                            "warmup": 0})
             if record.warmup:
                 counts["warmup"] += 1
             else:
                 counts["sent"] += 1
-                counts["completed" if record.ok else "failed"] += 1
+                counts["completed" if record.ok else "cancelled" if record.error_class == CANCELLED else "failed"] += 1
         try:
             with session_scope() as session:
                 if records:
@@ -576,7 +577,10 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
             if (name, None) in per_step:
                 summary["engines"][name] = per_step[(name, None)]
     for name in engine_order:
-        summary["engines"].setdefault(name, summarize_engine([], slo=spec.slo, percentiles=spec.percentiles))
+        if name not in summary["engines"]:
+            # Never started (a run cancelled before its turn): "not run", never 0 req/s.
+            summary["engines"][name] = {**summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
+                                        "not_run": True}
     if outcome is not None:
         if outcome.slo_search:
             summary["slo_search"] = outcome.slo_search
@@ -661,7 +665,9 @@ class BenchRunView:
 
     @property
     def active(self) -> bool:
-        return self.status in ACTIVE_STATUSES
+        # Cancelled but not yet finished: the worker is still writing what ran (its summary
+        # and tables); the page keeps polling instead of showing charts without tables.
+        return self.status in ACTIVE_STATUSES or (self.status == "cancelled" and self.finished_at is None)
 
 
 def get_run(run_id: int) -> BenchRunView:

@@ -276,6 +276,10 @@ def time_weighted_mean(timeline: Sequence[tuple[float, int]]) -> float | None:
     return area / span if span > 0 else None
 
 
+#: The error class of a request stopped by the user (services/client.ERROR_CLASSES).
+CANCELLED = "cancelled"
+
+
 def summarize_engine(
     records: Sequence[RequestRecord],
     *,
@@ -287,7 +291,10 @@ def summarize_engine(
     """One engine's block of Run.summary (format documented in the README) from its records."""
     measured = [r for r in records if not r.warmup]
     done = [r for r in measured if r.ok]
-    failed = [r for r in measured if not r.ok]
+    # Requests the user stopped in flight are their own class, not the engine's failures:
+    # completed + failed + cancelled = sent, and the error rate counts failures only.
+    cancelled = [r for r in measured if not r.ok and r.error_class == CANCELLED]
+    failed = [r for r in measured if not r.ok and r.error_class != CANCELLED]
     errors: dict[str, int] = {}
     for record in failed:
         key = record.error_class or "unknown"
@@ -327,10 +334,11 @@ def summarize_engine(
     summary: dict[str, Any] = {
         "completed": len(done),
         "failed": len(failed),
+        "cancelled_requests": len(cancelled),
         "sent": len(measured),
         "warmup": len(records) - len(measured),
         "errors_by_class": errors,
-        "error_rate": len(failed) / len(measured) if measured else 0.0,
+        "error_rate": len(failed) / (len(done) + len(failed)) if done or failed else 0.0,
         "duration_s": duration,
         "request_throughput_rps": per_second(len(done)),
         "input_throughput_tok_s": per_second(input_tokens),

@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, SweepSpec
-from services.bench.stats import RequestRecord, SloSpec, cdf_points, percentile_key, throughput_series
+from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, percentile_key, throughput_series
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WorkloadSpec
 from services.errors import ValidationError
 
@@ -197,12 +197,12 @@ def run_view(run_id: int) -> RunView:
     measured = [r for r in records if not r.warmup]
     counts: dict[str, dict[str, int]] = {}
     for record in records:
-        block = counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "warmup": 0})
+        block = counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0, "warmup": 0})
         if record.warmup:
             block["warmup"] += 1
         else:
             block["sent"] += 1
-            block["completed" if record.ok else "failed"] += 1
+            block[_outcome(record)] += 1
     averages = {name: block["output_throughput_tok_s"] for name, block in (run.summary.get("engines") or {}).items()
                 if isinstance(block, dict) and isinstance(block.get("output_throughput_tok_s"), (int, float))
                 and "from_step" not in block}
@@ -231,6 +231,12 @@ def run_view(run_id: int) -> RunView:
     return RunView(run=run, counts=counts, table=table, throughput=throughput, figures=figures, notes=notes)
 
 
+def _outcome(record: RequestRecord) -> str:
+    if record.ok:
+        return "completed"
+    return "cancelled" if record.error_class == CANCELLED else "failed"
+
+
 def _by_engine(records: list[RequestRecord]) -> dict[str, list[RequestRecord]]:
     groups: dict[str, list[RequestRecord]] = {}
     for record in records:
@@ -242,6 +248,8 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
     summary = run.summary
     notes = []
     for name, block in (summary.get("engines") or {}).items():
+        if block.get("not_run"):
+            notes.append(f"{name} did not run: the run ended before its turn.")
         if block.get("honoured_output_len") is False:
             notes.append(f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
                          "answers were shorter than asked (it stopped at its end-of-sequence token).")
@@ -284,7 +292,7 @@ def percentile_table(summary: dict[str, Any], percentiles: tuple[float, ...] = (
     """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
     rows = []
     keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
-    for name, block in (summary.get("engines") or {}).items():
+    for name, block in _run_engines(summary).items():
         for metric, title in METRIC_TITLES.items():
             stats = block.get(metric) or {}
             row: dict[str, Any] = {"engine": name, "metric": title}
@@ -292,19 +300,27 @@ def percentile_table(summary: dict[str, Any], percentiles: tuple[float, ...] = (
                 value = stats.get(key)
                 row[f"{key} (ms)"] = round(value * 1000, 2) if isinstance(value, (int, float)) else None
             rows.append(row)
-    return pd.DataFrame(rows)
+    return fill_missing(pd.DataFrame(rows))
+
+
+def _run_engines(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The engine blocks of engines that ran (a "not run" engine is a note, not a row of zeros)."""
+    return {name: block for name, block in (summary.get("engines") or {}).items()
+            if isinstance(block, dict) and not block.get("not_run")}
 
 
 def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
     """One row per engine: counts, throughputs, goodput and the engine's own cache figures."""
     rows = []
-    for name, block in (summary.get("engines") or {}).items():
+    for name, block in _run_engines(summary).items():
         metrics = block.get("engine_metrics") or {}
         errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
         rows.append({
             "engine": name,
             "completed": block.get("completed"),
             "failed": block.get("failed"),
+            # Stopped by the user in flight: neither completed nor the engine's failure.
+            "cancelled": block.get("cancelled_requests") or None,
             "errors": errors,
             "requests/s": _round(block.get("request_throughput_rps")),
             "output tok/s": _round(block.get("output_throughput_tok_s")),
@@ -313,13 +329,24 @@ def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
             "input tokens": block.get("input_tokens"),
             "output tokens": block.get("output_tokens"),
             "cached tokens": block.get("cached_tokens"),
-            "prefix hit rate": _round(metrics.get("prefix_cache_hit_rate"), 3),
-            "KV usage max": _round(metrics.get("kv_cache_usage_max"), 3),
-            "schema valid": _round(block.get("schema_valid_rate"), 3),
+            # Shares as percentages, as the Monitor and Runs pages show them.
+            "prefix hit rate (%)": _percent(metrics.get("prefix_cache_hit_rate")),
+            "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
+            "schema valid (%)": _percent(block.get("schema_valid_rate")),
         })
     # A column no engine has a value for (goodput without SLOs, schema validity without a
-    # schema) says nothing: leave it out rather than show "None" in every row.
-    return pd.DataFrame(rows).dropna(axis=1, how="all")
+    # schema) says nothing: leave it out rather than show "None" in every row; a cell one
+    # engine lacks reads "–" (not reported), never "None".
+    return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
+
+
+def _percent(value: Any) -> float | None:
+    return round(float(value) * 100, 1) if isinstance(value, (int, float)) and value == value else None
+
+
+def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
+    """Missing cells as a dash: Streamlit draws None and NaN as the word "None"."""
+    return frame.astype(object).where(frame.notna(), mark)
 
 
 def step_labels(summary: dict[str, Any]) -> dict[int, str]:

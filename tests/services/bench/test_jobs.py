@@ -96,8 +96,8 @@ def test_cancel_keeps_partial_results(db_url: str, scripted_server: ScriptedServ
     final = wait_for(lambda: "engines" in (v := jobs.get_run(run_id)).summary and v, timeout_s=20)
     block = final.summary["engines"]["scripted"]
     assert final.status == "cancelled"
-    assert block["completed"] + block["failed"] == block["sent"] == row_count(run_id)
-    assert block["errors_by_class"].get("cancelled") == 3
+    assert block["completed"] + block["failed"] + block["cancelled_requests"] == block["sent"] == row_count(run_id)
+    assert block["cancelled_requests"] == 3 and block["failed"] == 0 and "cancelled" not in block["errors_by_class"]
     assert not jobs.cancel_run(run_id)  # already over
 
 
@@ -180,3 +180,26 @@ def test_engines_at_the_same_time(db_url: str, scripted_server: ScriptedServer) 
     assert summary["engines_run"] == "together"
     assert a["completed"] > 5 and b["completed"] > 5
     assert abs(a["started_at_unix"] - b["started_at_unix"]) < 0.5
+
+
+def test_a_cancelled_run_reports_cancelled_requests_and_engines_that_never_ran() -> None:
+    """Issue 19: requests the user stopped counted as failures (error rate 0.25), and an
+    engine cancelled before its turn read "0.0 req/s, -100% worse" in Compare."""
+    from services.bench import views
+    from services.bench.stats import RequestRecord
+    from services.runs import _headline
+
+    spec = BenchSpec(engines=(EngineTarget(name="a", base_url="http://x:1"), EngineTarget(name="b", base_url="http://x:2")),
+                     load=LoadSpec(concurrency=2, requests=10))
+    records = [RequestRecord(engine="a", index=i, ok=True, start_s=i * 0.1, ttft_s=0.05, e2e_s=0.2, output_tokens=4)
+               for i in range(3)]
+    records.append(RequestRecord(engine="a", index=3, ok=False, start_s=0.4, e2e_s=0.1, error_class="cancelled"))
+    summary = jobs.build_summary(spec, records, None)
+    a, b = summary["engines"]["a"], summary["engines"]["b"]
+    assert (a["completed"], a["failed"], a["cancelled_requests"], a["sent"]) == (3, 0, 1, 4)
+    assert a["error_rate"] == 0.0
+    assert b["not_run"] is True
+    table = views.throughput_table(summary)
+    assert list(table["engine"]) == ["a"] and table.iloc[0]["cancelled"] == 1
+    assert list(views.percentile_table(summary)["engine"].unique()) == ["a"]
+    assert "b: not run" in _headline("benchmark", summary)
