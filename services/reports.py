@@ -327,7 +327,8 @@ def _sample_sources(run_id: int) -> pd.DataFrame | None:
         signals = {}
         for source, *_ in rows:
             values = session.scalar(select(Sample.values).where(Sample.run_id == run_id, Sample.source == source).limit(1))
-            signals[source] = ", ".join(sorted(values or {}))[:300]
+            # Keys starting with "_" are the store's own (kind, label, error), not signals.
+            signals[source] = ", ".join(sorted(k for k in (values or {}) if not k.startswith("_")))[:300]
     return pd.DataFrame.from_records(
         [
             {"Source": source, "Readings": count, "Seconds covered": round((last or 0) - (first or 0), 1),

@@ -504,7 +504,8 @@ def _engine_identity(snapshot: dict[str, Any] | None) -> tuple[Any, ...]:
     """What must match for two runs of an engine to count as repeats: a new engine version
     or another model is a change to measure, not noise."""
     snapshot = snapshot or {}
-    return (snapshot.get("kind"), snapshot.get("model"), snapshot.get("version"))
+    reported = snapshot.get("reported") if isinstance(snapshot.get("reported"), dict) else {}
+    return (snapshot.get("kind"), snapshot.get("model"), snapshot.get("version") or reported.get("version"))
 
 
 def _snapshots(engines: Any) -> dict[str, dict[str, Any]]:
@@ -1016,6 +1017,8 @@ def _settings(series: list[Series]) -> list[SettingRow]:
         out: dict[str, str] = {}
         snapshot = dict(item.engine_info)
         info = snapshot.pop("info", None)
+        # What the engine said about itself when the run started (services/engines/reported.py).
+        reported = snapshot.pop("reported", None)
         for key in ("name", "kind", "version", "model", "base_url"):
             if key in snapshot:
                 _flatten(key, snapshot.pop(key), out)
@@ -1023,6 +1026,10 @@ def _settings(series: list[Series]) -> list[SettingRow]:
             _flatten(key, value, out)
         if isinstance(info, dict):
             _flatten("", info, out)
+        if isinstance(reported, dict):
+            if "version" in reported and not out.get("version"):
+                out["version"] = str(reported["version"])
+            _flatten("", {k: v for k, v in reported.items() if k != "version"}, out)
         flattened.append(out)
     order: list[str] = []
     for out in flattened:

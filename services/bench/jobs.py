@@ -156,6 +156,20 @@ def _claim(run_id: int, started: datetime) -> bool:
     return changed == 1
 
 
+def _store_reported_settings(run_id: int, spec: BenchSpec) -> None:
+    """Each engine's own account of its settings, kept in Run.engines for Compare."""
+    from db.models import Run
+    from db.session import session_scope
+    from services.engines.reported import reported_settings
+
+    reported = {e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env) for e in spec.engines}
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            return
+        run.engines = [{**item, "reported": reported.get(item.get("name"), {})} for item in (run.engines or [])]
+
+
 def _status(run_id: int) -> str | None:
     from sqlalchemy import select
 
@@ -341,6 +355,7 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
         if _status(run_id) == "cancelled":
             _finish(run_id, "cancelled", summary)
         return summary
+    _store_reported_settings(run_id, spec)
     benchmark: Benchmark | None = None
     sink = DatabaseSink(run_id, progress=lambda: benchmark.phase_fraction() if benchmark else 0.0).start()
     recording = _start_engine_metrics(run_id, spec, wait_for_metrics_s)
