@@ -118,7 +118,9 @@ if not recent:
     st.caption("No benchmark has run yet.")
     st.stop()
 
-labels = {item.id: f"#{item.id} {item.name} ({item.status})" for item in recent}
+# No status in the labels: a label drawn while the run was pending stayed "(pending)" above
+# "Status: finished"; the status is shown once, below, from the same read as the results.
+labels = {item.id: f"#{item.id} {item.name}" for item in recent}
 wanted = st.query_params.get("run")
 selected = int(wanted) if wanted and wanted.isdigit() else recent[0].id
 if selected not in labels:

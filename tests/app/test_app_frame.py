@@ -56,4 +56,5 @@ def test_streamlit_settings_leave_the_playground_reader_alone() -> None:
 
     settings = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     assert settings["runner"]["postScriptGC"] is False
+    assert settings["client"]["toolbarMode"] == "viewer"  # no Deploy button or developer menu
     assert settings["server"]["fileWatcherType"] == "none"
