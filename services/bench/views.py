@@ -206,7 +206,8 @@ def run_view(run_id: int) -> RunView:
     averages = {name: block["output_throughput_tok_s"] for name, block in (run.summary.get("engines") or {}).items()
                 if isinstance(block, dict) and isinstance(block.get("output_throughput_tok_s"), (int, float))
                 and "from_step" not in block}
-    figures: dict[str, go.Figure] = {"live": live_figure(measured, averages)}
+    offsets = run_offsets(run.summary)
+    figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
     notes = _notes(run)
     has_summary = bool(run.summary.get("engines"))
     table = percentile_table(run.summary, run.spec.percentiles) if has_summary else pd.DataFrame()
@@ -219,7 +220,6 @@ def run_view(run_id: int) -> RunView:
         if run.summary.get("sweep"):
             figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
         labels = step_labels(run.summary)
-        offsets = run_offsets(run.summary)
         figures["concurrency"] = concurrency_figure(measured, labels, offsets)
         per_engine = max((len(rs) for rs in _by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
@@ -371,16 +371,19 @@ def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
     return figure
 
 
-def live_figure(records: list[RequestRecord], averages: dict[str, float] | None = None) -> go.Figure:
+def live_figure(records: list[RequestRecord], averages: dict[str, float] | None = None,
+                offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
     """TTFT of each finished request, and output tokens/s by when the tokens arrived (even
     1 s bins, zeros included), per engine; `averages` (the results table's output tokens/s)
     are drawn as dotted lines, so the chart and the table can be read against each other."""
     figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT of each request (ms)", "Output tokens/s"))
     for name, group in _by_engine(records).items():
         done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None][-LIVE_POINTS:]
-        figure.add_trace(go.Scattergl(x=[r.start_s for r in done], y=[r.ttft_s * 1000 for r in done], mode="markers",
-                                      name=f"{name} TTFT", marker={"size": 4}, legendgroup=name), row=1, col=1)
-        series = throughput_series(group, 1.0)
+        shift = _offset(offsets, group[0])
+        figure.add_trace(go.Scattergl(x=[r.start_s + shift for r in done], y=[r.ttft_s * 1000 for r in done],
+                                      mode="markers", name=f"{name} TTFT", marker={"size": 4}, legendgroup=name),
+                         row=1, col=1)
+        series = [{**point, "t_s": point["t_s"] + shift} for point in throughput_series(group, 1.0)]
         figure.add_trace(go.Scatter(x=[p["t_s"] for p in series], y=[p["output_tok_s"] for p in series],
                                     mode="lines", line={"shape": "hv"}, name=f"{name} tok/s", legendgroup=name),
                          row=1, col=2)
@@ -389,7 +392,7 @@ def live_figure(records: list[RequestRecord], averages: dict[str, float] | None 
             figure.add_trace(go.Scatter(x=[series[0]["t_s"], series[-1]["t_s"] + 1.0], y=[average, average],
                                         mode="lines", line={"dash": "dot"}, legendgroup=name,
                                         name=f"{name} run average {average:,.1f} tok/s"), row=1, col=2)
-    figure.update_xaxes(title_text="seconds into the run")
+    figure.update_xaxes(title_text=_time_axis(offsets))
     figure.update_yaxes(title_text="ms", row=1, col=1)
     figure.update_yaxes(title_text="tokens/s", rangemode="tozero", row=1, col=2)
     figure.update_layout(height=340, margin={"t": 40, "b": 40}, uirevision="live")

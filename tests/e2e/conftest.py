@@ -128,3 +128,21 @@ def assert_no_exception(page) -> None:  # type: ignore[no-untyped-def]
     """No traceback on screen."""
     assert page.locator("[data-testid='stException']").count() == 0, page.locator(
         "[data-testid='stException']").first.inner_text()
+
+
+def assert_no_missing_words(page) -> None:  # type: ignore[no-untyped-def]
+    """No "None", "nan" or "NaN" standing alone in the page's text (a missing value must read
+    as a dash or in words). Tables drawn on a canvas are checked through their services."""
+    import re
+
+    text = page.locator("[data-testid='stMain']").inner_text()
+    found = re.findall(r"(?<![\w-])(None|nan|NaN)(?![\w-])", text)
+    assert not found, f"{found[:3]} on screen: ...{text[max(0, text.find(found[0]) - 80):][:200]}..."
+
+
+def plotted_traces(page) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Every Plotly trace on the page as the browser holds it: name, x and y."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(g => (g.data || []).map(t => "
+        "({name: t.name || '', x: Array.from(t.x || []), y: Array.from(t.y || [])})))"
+    )

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, plotted_traces, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 
@@ -62,4 +62,21 @@ def test_small_benchmark_over_two_local_engines(app_page, app_server, two_engine
     assert app_page.locator("[data-testid='stPlotlyChart']").count() >= 3
     summary = jobs.get_run(run_id).summary
     assert [summary["engines"][name]["completed"] for name in two_engines] == [3, 3]
+    assert_no_missing_words(app_page)
+    # Issue 19: the token-rate chart agrees with the table beside it. The table's output
+    # tokens/s is drawn as each engine's run average; the 1 s bins add up to its output tokens.
+    from services.bench import views
+
+    table = views.throughput_table(summary).set_index("engine")
+    traces = {t["name"]: t for t in plotted_traces(app_page)}
+    for name in two_engines:
+        shown = float(table.loc[name, "output tok/s"])
+        average = next(t for n, t in traces.items() if n.startswith(f"{name} run average"))
+        assert average["y"][0] == pytest.approx(shown, rel=0.01)
+        bins = traces[f"{name} tok/s"]["y"]
+        assert sum(bins) == summary["engines"][name]["output_tokens"]
+        assert min(bins) >= 0
+    # Engines run one after another are drawn one after another on the timeline.
+    first_start = {name: min(t["x"]) for name, t in traces.items() if name.endswith(" tok/s") and t["x"]}
+    assert first_start[f"{two_engines[1]} tok/s"] > first_start[f"{two_engines[0]} tok/s"]
     screenshot(app_page, "benchmarks-two-engines")

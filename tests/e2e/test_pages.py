@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -27,6 +27,7 @@ def test_page_opens(app_page, app_server, slug: str) -> None:
     assert app_page.locator("[data-testid='stSidebarNav']").count() == 0
     assert app_page.get_by_role("link", name="Benchmarks").count() >= 1
     assert app_page.get_by_text("Page not found").count() == 0
+    assert_no_missing_words(app_page)
     screenshot(app_page, f"page-{slug}")
 
 
