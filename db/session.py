@@ -7,6 +7,7 @@ a busy timeout; the schema is brought to the current version on first use.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,12 +56,20 @@ def loads_json(text: str | bytes) -> object:
         return json.loads(text)
 
 
+def _create_private(path: Path) -> None:
+    """The database holds prompts, answers and engine addresses: readable by its owner only.
+    SQLite gives its -wal and -shm files the database file's permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`, creating the SQLite file's folder if needed."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(parsed.database))
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
                                json_serializer=dumps_json, json_deserializer=loads_json)
         _configure_sqlite(engine)

@@ -424,10 +424,19 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+#: A cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` in an
+#: engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value: Any) -> Any:
     if isinstance(value, (list, dict)):
-        return json.dumps(value, default=str)
-    return "" if value is None else value
+        value = json.dumps(value, default=str)
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _csv(run_id: int) -> bytes:

@@ -126,3 +126,18 @@ def test_concurrent_writers_do_not_lock(db_url: str) -> None:
     assert errors == []
     with session_scope() as session:
         assert session.scalar(select(sa.func.count(RequestResult.id))) == 200
+
+
+def test_a_new_sqlite_file_is_readable_by_its_owner_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 20: the SQLite file was created world-readable."""
+    import stat
+
+    from db.session import make_engine
+    from sqlalchemy import text
+
+    path = tmp_path / "private" / "shootout.db"
+    engine = make_engine(f"sqlite:///{path}")
+    with engine.begin() as connection:
+        connection.execute(text("create table t (x int)"))
+    engine.dispose()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -467,3 +467,12 @@ def test_demo_runs_show_their_conclusion_in_the_list_and_the_html_export(db_url:
     assert runs.list_runs().items[0].headline.startswith("vllm-cpu: TTFT fell")
     html = reports.export_run(run_id, "html").data.decode()
     assert "TTFT fell from 0.44 s to 88 ms" in html
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(db_url: str) -> None:
+    """Issue 20: an engine name or error text such as =HYPERLINK(...) was written as is."""
+    from services.reports import _csv_cell
+
+    for dangerous in ('=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
+        assert _csv_cell(dangerous) == "'" + dangerous
+    assert _csv_cell("plain") == "plain" and _csv_cell(-1.5) == -1.5 and _csv_cell(None) == ""
