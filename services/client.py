@@ -36,6 +36,7 @@ from urllib.parse import urljoin, urlsplit
 import httptools
 import orjson
 
+from services.config import key_env_allowed, key_env_refusal
 from services.engines import SamplingParams, get_adapter
 
 #: error_class -> what it means, in plain words (shown in the UI and in reports).
@@ -342,6 +343,8 @@ def build_headers(request: ChatRequest, *, resolve_key: bool = True) -> dict[str
     if request.headers:
         headers.update(request.headers)
     if request.api_key_env and resolve_key:
+        if not key_env_allowed(request.api_key_env):
+            raise KeyError(key_env_refusal(request.api_key_env))
         key = os.environ.get(request.api_key_env)
         if not key:
             raise KeyError(f"environment variable {request.api_key_env} (the API key) is not set")

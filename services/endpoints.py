@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from db.models import Engine
 from db.session import session_scope
+from services.config import key_env_allowed, key_env_refusal
 from services.engines import get_adapter, kinds
 from services.errors import ConflictError, NotFoundError, ValidationError
 
@@ -138,6 +139,8 @@ def _validate(name: str, kind: str, api_key_env: str | None) -> None:
         raise ValidationError(
             "The API key setting is the NAME of an environment variable (like OPENAI_API_KEY), not the key."
         )
+    if api_key_env and not key_env_allowed(api_key_env):
+        raise ValidationError(key_env_refusal(api_key_env))
 
 
 def list_engines() -> list[EngineRecord]:

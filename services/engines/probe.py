@@ -17,6 +17,7 @@ from typing import Any, Literal
 import httpx2
 
 from services import http
+from services.config import key_env_allowed
 from services.engines.base import HttpAnswer, ProbeEvidence
 from services.engines.registry import detect_kind
 
@@ -56,7 +57,7 @@ describe_http_error = http.describe_transport_error
 
 def auth_headers(api_key_env: str | None) -> dict[str, str]:
     """Authorization from the environment variable NAMED in the engine; the key is never stored."""
-    if api_key_env and os.environ.get(api_key_env):
+    if api_key_env and key_env_allowed(api_key_env) and os.environ.get(api_key_env):
         return {"Authorization": f"Bearer {os.environ[api_key_env]}"}
     return {}
 

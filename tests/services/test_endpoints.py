@@ -95,3 +95,27 @@ def test_a_second_name_for_the_same_endpoint_is_flagged(db_url: str) -> None:
     endpoints.add_engine("second", "gpu-box:8000/", kind="vllm")
     assert endpoints.same_endpoint("http://GPU-box:8000", except_name="second") == ["first"]
     assert endpoints.same_endpoint("http://gpu-box:8001") == []
+
+
+def test_the_apps_own_settings_are_never_an_engines_key(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                         scripted_server) -> None:  # type: ignore[no-untyped-def]
+    """Issue 20: an engine at a viewer's URL with SHOOTOUT_PASSWORD as its key variable received
+    the password as a Bearer token."""
+    import asyncio
+
+    from services.client import ChatRequest, build_headers, run_chat
+
+    monkeypatch.setenv("SHOOTOUT_PASSWORD", "the-team-password")
+    with pytest.raises(ValidationError, match="not one an engine may use"):
+        endpoints.add_engine("thief", "http://attacker:80", api_key_env="SHOOTOUT_PASSWORD")
+    request = ChatRequest(base_url=scripted_server.base_url, model="m", messages=[{"role": "user", "content": "x"}],
+                          api_key_env="SHOOTOUT_PASSWORD")
+    with pytest.raises(KeyError):
+        build_headers(request)
+    result = asyncio.run(run_chat(request))
+    assert result.error_class == "config" and "the-team-password" not in (result.error or "")
+    # The operator's list decides: with it set, only the names on it.
+    monkeypatch.setenv("SHOOTOUT_KEY_ENVS", "VLLM_API_KEY")
+    with pytest.raises(ValidationError):
+        endpoints.add_engine("other", "http://a:1", api_key_env="OPENAI_API_KEY")
+    assert endpoints.add_engine("vllm", "http://a:1", api_key_env="VLLM_API_KEY").api_key_env == "VLLM_API_KEY"
