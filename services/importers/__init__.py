@@ -79,6 +79,8 @@ def parse_file(
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
         raise ValidationError(f"{filename}: looks like {module.LABEL} but could not be read ({error!r}).") from error
+    except RecursionError:
+        raise ValidationError(f"{filename}: nested too deeply to be a results file.") from None
     if not runs:
         raise ValidationError(f"{filename}: no results found in it.")
     return module, runs

@@ -114,11 +114,16 @@ def read_source(data: bytes | str, name: str, path: Path | None = None) -> Sourc
         return source
     except json.JSONDecodeError:
         pass
+    except RecursionError:
+        # A hostile file of 100,000 nested brackets: one line, not a traceback with server paths.
+        raise ValidationError(f"{name} is nested too deeply to be a results file.") from None
     lines = [line for line in text.splitlines() if line.strip()]
     try:
         source.lines = [json.loads(line) for line in lines]
     except json.JSONDecodeError:
         source.lines = None
+    except RecursionError:
+        raise ValidationError(f"{name} is nested too deeply to be a results file.") from None
     return source
 
 

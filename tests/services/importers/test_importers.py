@@ -65,3 +65,13 @@ def test_a_broken_file_of_a_known_kind_is_a_clear_error(samples) -> None:
 def test_missing_path(tmp_path) -> None:
     with pytest.raises(ValidationError, match="does not exist"):
         importers.import_file(tmp_path / "nothing.json")
+
+
+def test_a_deeply_nested_file_is_one_clear_line(db_url: str) -> None:
+    """Issue 20: 100,000 nested brackets showed a RecursionError traceback with server paths."""
+    from services.errors import ValidationError
+    from services.importers import import_file
+
+    for text in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
+        with pytest.raises(ValidationError, match="nested too deeply"):
+            import_file(text.encode(), "deep.json")
