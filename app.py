@@ -22,19 +22,20 @@ def run() -> None:
         # "/" opens the Playground under its own address, so /playground links work too.
         st.switch_page(playground)
 
+    pages = [
+        playground,
+        st.Page(PAGES_DIR / "benchmarks.py", title="Benchmarks", icon=":material/speed:"),
+        st.Page(PAGES_DIR / "monitor.py", title="Monitor", icon=":material/monitoring:"),
+        st.Page(PAGES_DIR / "runs.py", title="Runs", icon=":material/history:"),
+        st.Page(PAGES_DIR / "engines.py", title="Engines", icon=":material/dns:"),
+        st.Page(PAGES_DIR / "planner.py", title="Planner", icon=":material/calculate:"),
+        st.Page(PAGES_DIR / "demos.py", title="Demos", icon=":material/co_present:"),
+    ]
     navigation = st.navigation(
-        [
-            st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"),
-            playground,
-            st.Page(PAGES_DIR / "benchmarks.py", title="Benchmarks", icon=":material/speed:"),
-            st.Page(PAGES_DIR / "monitor.py", title="Monitor", icon=":material/monitoring:"),
-            st.Page(PAGES_DIR / "runs.py", title="Runs", icon=":material/history:"),
-            st.Page(PAGES_DIR / "engines.py", title="Engines", icon=":material/dns:"),
-            st.Page(PAGES_DIR / "planner.py", title="Planner", icon=":material/calculate:"),
-            st.Page(PAGES_DIR / "demos.py", title="Demos", icon=":material/co_present:"),
-        ],
+        [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],
         position="top",
     )
+    common.return_after_login({page.url_path: page for page in pages})
     common.sidebar()
     navigation.run()
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hmac
+from urllib.parse import urlsplit
 
 import streamlit as st
 
 from services import endpoints
+from services.auth import throttle
 from services.recovery import recover_interrupted_runs
 from services.config import get_settings
 
@@ -30,14 +32,36 @@ def password_gate() -> bool:
     password = get_settings().password
     if not password or st.session_state.get("auth_ok"):
         return True
+    # The address asked for (a deep link such as /runs?run=12) is taken up again after login.
+    st.session_state.setdefault("auth_return", {"path": urlsplit(st.context.url or "").path.strip("/"),
+                                                "query": st.query_params.to_dict()})
+    client = st.context.ip_address or "unknown"
     st.title("Shootout")
     typed = st.text_input("Password", type="password", key="auth_password")
+    wait = throttle.wait_s(client)
+    if wait:
+        st.error(f"Too many wrong passwords from this address: try again in {wait:.0f} s.")
+        return False
     if typed:
         if hmac.compare_digest(typed.encode(), password.encode()):
+            throttle.succeeded(client)
             st.session_state["auth_ok"] = True
             st.rerun()
-        st.error("Wrong password.")
+        lockout = throttle.failed(client)
+        st.error("Wrong password." + (f" Locked out for {lockout:.0f} s." if lockout else ""))
     return False
+
+
+def return_after_login(pages: dict[str, st.Page]) -> None:
+    """After a login, go to the address first asked for, with its query (once)."""
+    wanted = st.session_state.pop("auth_return", None)
+    if not wanted or not st.session_state.get("auth_ok"):
+        return
+    page = pages.get(wanted["path"])
+    if page is not None and wanted["path"]:
+        st.switch_page(page, query_params=wanted["query"] or None)
+    elif wanted["query"]:
+        st.query_params.from_dict(wanted["query"])
 
 
 @st.cache_resource(show_spinner=False)
