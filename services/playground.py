@@ -26,11 +26,12 @@ from sqlalchemy import func, select
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
-from services import endpoints
+from services import endpoints, limits
 from services.client import (
     ChatRequest,
     StreamResult,
     as_curl,
+    build_body,
     as_openai_python,
     make_http_client,
     new_event_loop,
@@ -276,6 +277,7 @@ def _validate(request: SendRequest) -> None:
         raise ValidationError("Each engine can appear once.")
     if not request.prompt.strip():
         raise ValidationError("Type a prompt first.")
+    limits.check_prompt(request.prompt, request.system)
     p = request.params
     if p.temperature is not None and not 0 <= p.temperature <= 2:
         raise ValidationError("Temperature must be between 0 and 2.")
@@ -510,6 +512,7 @@ def send(request: SendRequest) -> SendHandle:
             chat = ChatRequest(base_url=record.base_url, model=model, messages=messages, params=params,
                                kind=record.kind, api_key_env=record.api_key_env, response_schema=request.schema,
                                extra_body=choice.extra_body or None, read_timeout_s=120.0, total_timeout_s=600.0)
+            limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
             streams.append(_Stream(exchange.id, record.name, chat, notes))
         run_id = run.id
     worker = _Worker(run_id, streams)

@@ -102,10 +102,26 @@ def create_run(spec: BenchSpec) -> int:
 
 
 def start_benchmark(spec: BenchSpec) -> int:
-    """Store the run and start its worker process; returns the run id at once."""
+    """Store the run and start its worker process; returns the run id at once. Refused while
+    the server's limit of benchmarks runs (services/limits.py)."""
+    from services import limits
+
+    limits.check_active("benchmark", count_active(KIND))
     run_id = create_run(spec)
     launch_worker(run_id)
     return run_id
+
+
+def count_active(kind: str) -> int:
+    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up)."""
+    from sqlalchemy import func, select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        return int(session.scalar(select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES)))
+                   or 0)
 
 
 def launch_worker(run_id: int) -> int:

@@ -170,6 +170,11 @@ def start_demo(
     scenario = get_scenario(scenario_name)
     resolved = scenario.resolve_options(options)
     engines = resolve_engines(scenario, engine_names)
+    if background:  # the page's demos share the server; the CLI runs in its own process
+        from services import limits
+        from services.bench.jobs import count_active
+
+        limits.check_active("demo", count_active(RUN_KIND))
     config = {
         "scenario": scenario.name,
         "engines": [e.name for e in engines],
