@@ -11,7 +11,6 @@ PERSIST_INTERVAL_S, so a reload or a click never loses what already arrived; the
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import random
 import re
@@ -39,6 +38,10 @@ from services.client import (
 from services.endpoints import EngineRecord
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ValidationError
+
+# The diff lives with the other text helpers; importing it here keeps `playground.X` the one
+# entry point the page, the CLI and the tests use.
+from services.playground_text import word_diff  # noqa: F401
 
 MIN_ENGINES = 2
 MAX_ENGINES = 6
@@ -206,22 +209,6 @@ def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
     if error is None:
         return SchemaCheck(True)
     return SchemaCheck(False, error.json_path, error.message)
-
-
-def word_diff(a: str, b: str) -> list[tuple[str, str]]:
-    """Word-level differences between two answers: ("equal"|"delete"|"insert", text)."""
-    left = re.findall(r"\s+|\S+", a)
-    right = re.findall(r"\s+|\S+", b)
-    segments: list[tuple[str, str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right, autojunk=False).get_opcodes():
-        if tag == "equal":
-            segments.append(("equal", "".join(left[i1:i2])))
-            continue
-        if i2 > i1:
-            segments.append(("delete", "".join(left[i1:i2])))
-        if j2 > j1:
-            segments.append(("insert", "".join(right[j1:j2])))
-    return segments
 
 
 def blind_order(run_id: int, engines: list[str]) -> list[str]:
