@@ -445,8 +445,7 @@ def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tup
     last = 0
     for row in rows:
         last = max(last, row.turn)
-        prompt = (row.messages[-1] or {}).get("content", "") if row.messages else ""
-        history.setdefault(row.engine_name, []).append((str(prompt), row.answer or ""))
+        history.setdefault(row.engine_name, []).append((_last_prompt(row), row.answer or ""))
     return last, history
 
 
@@ -584,9 +583,26 @@ def get_exchange(run_id: int) -> ExchangeView:
         schema = config.get("schema")
         columns = [_column(row, schema, first_turn.get(row.engine_name)) for row in rows]
         return ExchangeView(run_id=run.id, conversation_id=conversation_id, turn=int(config.get("turn", 1)),
-                            prompt=config.get("prompt", ""), system=config.get("system", ""), status=run.status,
+                            prompt=_text(config.get("prompt")), system=_text(config.get("system")), status=run.status,
                             active=is_active(run.id), columns=columns, params=config.get("params") or {},
                             schema=schema, created_at=run.created_at)
+
+
+def _text(value: Any) -> str:
+    """Stored text, "" where it is missing (JSON null must never show as "None")."""
+    return "" if value is None else str(value)
+
+
+def _last_prompt(row: Exchange) -> str:
+    return _text((row.messages[-1] or {}).get("content")) if row.messages else ""
+
+
+def _count(value: Any) -> int | None:
+    """A token count from the engine's usage, None unless it is a whole number (an engine may
+    send null, a float or a string; the page must show "–", never "None" or a traceback)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(value) if float(value).is_integer() else None
 
 
 def _cached_tokens(usage: dict[str, Any]) -> int | None:
@@ -611,7 +627,7 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
         choices=list(row.choices or []),
         ttft_s=metrics.get("ttft_s"), itl_mean_s=metrics.get("itl_mean_s"), itl_p90_s=metrics.get("itl_p90_s"),
         tokens_per_s=metrics.get("tokens_per_s"), e2e_s=metrics.get("e2e_s"),
-        prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+        prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens")),
         cached_tokens=_cached_tokens(usage), finish_reason=row.finish_reason, error_class=row.error_class,
         error=row.error, notes=list(metrics.get("notes") or []), schema_check=check,
     )
@@ -628,8 +644,7 @@ def conversation(conversation_id: str) -> list[Turn]:
                                .order_by(Exchange.turn, Exchange.id)).all()
         turns: dict[int, Turn] = {}
         for row in rows:
-            prompt = (row.messages[-1] or {}).get("content", "") if row.messages else ""
-            turn = turns.setdefault(row.turn, Turn(row.run_id, row.turn, str(prompt), {}))
+            turn = turns.setdefault(row.turn, Turn(row.run_id, row.turn, _last_prompt(row), {}))
             turn.answers[row.engine_name] = row.answer or ""
     return [turns[k] for k in sorted(turns)]
 
@@ -639,7 +654,7 @@ def history(limit: int = 20) -> list[HistoryItem]:
     with session_scope() as session:
         runs = session.scalars(select(Run).where(Run.kind == "playground").order_by(Run.id.desc()).limit(limit)).all()
         return [HistoryItem(run_id=r.id, conversation_id=str(r.config.get("conversation_id", "")),
-                            turn=int(r.config.get("turn", 1)), prompt=str(r.config.get("prompt", "")),
+                            turn=int(r.config.get("turn", 1)), prompt=_text(r.config.get("prompt")),
                             engines=[n for n in r.engine_names.split(",") if n], status=r.status,
                             created_at=r.created_at) for r in runs]
 
