@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from services import endpoints, playground
+from services import playground_text as ptext
 from services.engines import SamplingParams
 from services.errors import ShootoutError
 from services.playground import Column, EngineChoice, ExchangeView, SendRequest
@@ -60,19 +61,22 @@ def _extra_body(engine: str) -> dict[str, Any] | None:
     return value
 
 
-def _build_request() -> SendRequest:
-    schema = playground.parse_schema(state.get("pg_schema") or "") if state.get("pg_schema_on") else None
+def _sampling_params() -> SamplingParams:
     stop = tuple(s for s in (part.strip() for part in (state.get("pg_stop_text") or "").split(",")) if s)
-    params = SamplingParams(
+    return SamplingParams(
         temperature=state.get("pg_temperature"), top_p=state.get("pg_top_p"),
         max_tokens=_optional_int("pg_max_tokens"), seed=state.get("pg_seed"), stop=stop,
         n=int(state.get("pg_n") or 1), top_k=_optional_int("pg_top_k"), min_tokens=_optional_int("pg_min_tokens"),
         ignore_eos=bool(state.get("pg_ignore_eos")),
     )
+
+
+def _build_request() -> SendRequest:
+    schema = playground.parse_schema(state.get("pg_schema") or "") if state.get("pg_schema_on") else None
     engines = tuple(EngineChoice(name, (state.get(f"pg_model_{name}") or "").strip() or None, _extra_body(name))
                     for name in state.get("pg_engines") or [])
     return SendRequest(engines=engines, prompt=state.get("pg_prompt") or "", system=state.get("pg_system") or "",
-                       params=params, schema=schema, conversation_id=state.get("pg_conversation_id"))
+                       params=_sampling_params(), schema=schema, conversation_id=state.get("pg_conversation_id"))
 
 
 def on_send() -> None:
@@ -171,23 +175,6 @@ if len(engines) < 2:
 state.setdefault("pg_engines", engine_names[:3])
 state.pg_engines = [name for name in state.pg_engines if name in engine_names]
 
-def _params_summary() -> str:
-    bits = [f"temperature {state.get('pg_temperature') if state.get('pg_temperature') is not None else 'default'}",
-            f"max tokens {state.get('pg_max_tokens') or 'default'}"]
-    for key, label in (("pg_top_p", "top_p"), ("pg_seed", "seed"), ("pg_top_k", "top_k"), ("pg_min_tokens", "min_tokens")):
-        if state.get(key) is not None:
-            bits.append(f"{label} {state.get(key)}")
-    if (state.get("pg_n") or 1) > 1:
-        bits.append(f"n {state.get('pg_n')}")
-    if state.get("pg_ignore_eos"):
-        bits.append("ignore_eos")
-    if state.get("pg_schema_on"):
-        bits.append("JSON schema")
-    if (state.get("pg_system") or "").strip():
-        bits.append("system prompt")
-    return " · ".join(bits)
-
-
 # Defaults live in session state (not in value=) so reopening an exchange can refill the form.
 for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
     state.setdefault(key, default)
@@ -195,7 +182,9 @@ for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1
 with st.container(border=True):
     st.multiselect("Engines (2 to 6)", engine_names, key="pg_engines", max_selections=6, disabled=busy,
                    help="Each column is one engine; the model is the engine's own unless set below.")
-    with st.expander(f"Parameters: {_params_summary()}"):
+    # A fixed label and a key: a label that changes with the values makes a new expander on
+    # every change, which collapses under the user's hands; the values go in the caption.
+    with st.expander("Parameters", key="pg_params_open", on_change="rerun"):
         st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
         c1, c2, c3, c4, c5 = st.columns(5)
         c1.number_input("Temperature", 0.0, 2.0, value=None, step=0.1, key="pg_temperature", disabled=busy,
@@ -226,6 +215,8 @@ with st.container(border=True):
         if state.get("pg_schema_on"):
             state.setdefault("pg_schema", DEFAULT_SCHEMA)
             st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
+    st.caption(ptext.md_line(ptext.params_summary(_sampling_params(), state.get("pg_system") or "",
+                                                  bool(state.get("pg_schema_on")))))
     turn_word = "Next prompt (continues the conversation)" if state.pg_conversation_id else "Prompt"
     st.text_area(turn_word, key="pg_prompt", height=80, disabled=busy,
                  placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.")

@@ -141,3 +141,21 @@ def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
     at.button(key=f"pg_again_{first_run}").click().run()
     run_until_idle(at)
     assert at.session_state["pg_run_id"] != first_run and "**Turn 1:** first question" in texts(at)
+
+
+@pytest.fixture
+def offline_engines(db_url: str) -> list[str]:
+    """Two registered engines that nothing streams from (the page needs two to draw)."""
+    for name in ("alpha", "beta"):
+        endpoints.add_engine(name, "http://127.0.0.1:9/v1")
+    return ["alpha", "beta"]
+
+
+def test_parameters_keep_one_label_and_show_their_values_beside(offline_engines: list[str]) -> None:
+    at = page().run()
+    assert [e.label for e in at.expander if e.label.startswith("Parameters")] == ["Parameters"]
+    assert any("temperature 0.7" in c.value for c in at.caption)
+    at.number_input(key="pg_temperature").set_value(0.3).run()
+    at.number_input(key="pg_seed").set_value(7).run()
+    assert [e.label for e in at.expander if e.label.startswith("Parameters")] == ["Parameters"]
+    assert any("temperature 0.3" in c.value and "seed 7" in c.value for c in at.caption)
