@@ -7,7 +7,6 @@ worker that stores partial answers, and the answer panel polls them while a send
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pandas as pd
@@ -29,18 +28,6 @@ state = st.session_state
 state.setdefault("pg_run_id", None)
 state.setdefault("pg_conversation_id", None)
 state.setdefault("pg_error", None)
-
-
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    if seconds >= 1:
-        return f"{seconds:,.2f} s"
-    return f"{seconds * 1000:.0f} ms" if seconds >= 0.01 else f"{seconds * 1000:.1f} ms"
-
-
-def _num(value: Any) -> str:
-    return "–" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
 def _optional_int(key: str) -> int | None:
@@ -162,7 +149,7 @@ try:
     engines = endpoints.list_engines()
     current = playground.get_exchange(state.pg_run_id) if state.pg_run_id is not None else None
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(ptext.md_text(str(error)))
     st.stop()
 
 busy = bool(current and current.active)
@@ -206,9 +193,9 @@ with st.container(border=True):
         for name in state.pg_engines:
             left, right = st.columns(2)
             record = next(e for e in engines if e.name == name)
-            left.text_input(f"Model for {name}", key=f"pg_model_{name}", disabled=busy,
+            left.text_input(f"Model for {ptext.md_line(name)}", key=f"pg_model_{name}", disabled=busy,
                             placeholder=record.model or "the engine's model")
-            right.text_input(f"extra_body for {name} (JSON)", key=f"pg_extra_{name}", disabled=busy,
+            right.text_input(f"extra_body for {ptext.md_line(name)} (JSON)", key=f"pg_extra_{name}", disabled=busy,
                              placeholder='{"repetition_penalty": 1.1}')
         st.toggle("Structured output (JSON schema)", key="pg_schema_on", disabled=busy,
                   help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.")
@@ -227,54 +214,60 @@ with st.container(border=True):
               disabled=busy)
 
 if state.pg_error:
-    st.error(state.pg_error)
+    st.error(ptext.md_text(state.pg_error))
 
 if state.pg_conversation_id and current is not None and current.turn > 1:
     with st.expander(f"Conversation so far ({current.turn - 1} earlier turn(s))"):
         for turn in playground.conversation(state.pg_conversation_id)[:-1]:
-            st.markdown(f"**Turn {turn.turn}:** {turn.prompt}")
+            st.markdown(f"**Turn {turn.turn}:** {ptext.md_line(turn.prompt)}")
             for engine, answer in turn.answers.items():
-                st.caption(f"{engine}: {answer[:300]}")
+                st.caption(f"{ptext.md_line(engine)}: {ptext.md_line(answer[:300])}")
 
 blind = st.toggle("Blind mode: hide which engine wrote what until you vote", key="pg_blind")
 
 
 def _column_title(column: Column, label: str, hidden: bool) -> str:
-    return f"**Answer {label}**" if hidden else f"**{column.engine}** · {column.model or ''}"
+    if hidden:
+        return f"**{label}**"
+    model = f" · {ptext.code_span(column.model)}" if column.model else ""
+    return f"**{ptext.md_line(column.engine)}**{model}"
 
 
-def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool) -> None:
+def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool, units: tuple[str, str]) -> None:
     st.markdown(_column_title(column, label, hidden))
     status_words = {"streaming": ":blue[streaming…]", "finished": ":green[finished]", "failed": ":red[failed]",
                     "cancelled": ":orange[stopped]", "interrupted": ":orange[interrupted]"}
-    st.caption(status_words.get(column.status, column.status))
+    st.caption(status_words.get(column.status, ptext.md_line(column.status)))
     if not hidden:
+        ttft, itl = units
         # A compact table: st.metric's large figures do not fit six narrow columns.
         st.markdown("| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
-                    f"| **{_ms(column.ttft_s)}** | {_ms(column.itl_mean_s)} / {_ms(column.itl_p90_s)} "
-                    f"| {_num(column.tokens_per_s)} |")
-        cached = _num(column.cached_tokens) if column.cached_tokens is not None else "not reported"
-        st.caption(f"prompt {_num(column.prompt_tokens)} · completion {_num(column.completion_tokens)} · "
-                   f"cached {cached} · finish {column.finish_reason or '–'}")
+                    f"| **{ptext.duration(column.ttft_s, ttft)}** | {ptext.duration(column.itl_mean_s, itl)} / "
+                    f"{ptext.duration(column.itl_p90_s, itl)} | {ptext.number(column.tokens_per_s)} |")
+        cached = ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+        st.caption(f"prompt {ptext.number(column.prompt_tokens)} · completion {ptext.number(column.completion_tokens)}"
+                   f" · cached {cached} · finish {ptext.md_line(column.finish_reason) or '–'}")
         if view.turn > 1 and column.first_turn_ttft_s is not None:
-            st.caption(f"Prefix cache, turn {view.turn} vs turn 1: TTFT {_ms(column.ttft_s)} vs "
-                       f"{_ms(column.first_turn_ttft_s)}, cached tokens {_num(column.cached_tokens)} vs "
-                       f"{_num(column.first_turn_cached_tokens)}")
+            st.caption(f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
+                       f"{ptext.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
+                       f"{ptext.number(column.cached_tokens)} vs {ptext.number(column.first_turn_cached_tokens)}")
     for note in column.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {ptext.md_line(note)}")
+    # Answers keep their markdown, but safe_answer leaves no image to load.
     if column.choices:
         tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
         for tab, text in zip(tabs, column.choices, strict=True):
-            tab.markdown(text or "…")
+            tab.markdown(ptext.safe_answer(text) or "…")
     else:
-        st.markdown(column.answer or ("…" if column.status == "streaming" else "_no text_"))
+        st.markdown(ptext.safe_answer(column.answer) or ("…" if column.status == "streaming" else "_no text_"))
     if column.error and column.status != "cancelled":
-        st.error(column.error)
+        st.error(ptext.md_text(column.error))
     if column.schema_check is not None:
         if column.schema_check.valid:
             st.success("Valid against the schema.")
         else:
-            st.error(f"Invalid at {column.schema_check.path}: {column.schema_check.message}")
+            st.error(f"Invalid at {ptext.md_line(column.schema_check.path)}: "
+                     f"{ptext.md_line(column.schema_check.message)}")
     if not hidden and not view.active:
         with st.expander("Copy as code"):
             curl, python = playground.request_code(view.run_id, column.engine)
@@ -291,7 +284,7 @@ def answers_panel() -> None:
     try:
         view = playground.get_exchange(run_id)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(ptext.md_text(str(error)))
         return
     if busy and not view.active:
         st.rerun()  # streams done: rerun the page once so the inputs come back
@@ -299,20 +292,19 @@ def answers_panel() -> None:
     hidden = blind and not voted
     order = playground.blind_order(run_id, [c.engine for c in view.columns]) if blind else [c.engine for c in view.columns]
     columns = sorted(view.columns, key=lambda c: order.index(c.engine))
-    st.markdown(f"**Turn {view.turn}:** {view.prompt}")
+    st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not hidden and view.first_token_engine:
-        fastest = f" · fastest decode: **{view.fastest_engine}**" if view.fastest_engine else ""
-        st.markdown(f"First token: **{view.first_token_engine}**{fastest}")
+        fastest = f" · fastest decode: **{ptext.md_line(view.fastest_engine)}**" if view.fastest_engine else ""
+        st.markdown(f"First token: **{ptext.md_line(view.first_token_engine)}**{fastest}")
+    # One unit per quantity across the columns (and turn 1), so they compare at a glance.
+    units = (ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
+             ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]))
     panes = st.columns(len(columns), border=True)
     for pane, column, label in zip(panes, columns, LABELS, strict=False):
         with pane:
-            _render_column(view, column, label, hidden)
+            _render_column(view, column, f"Answer {label}", hidden, units)
     if not view.active:
         _compare(view, columns, hidden)
-
-
-def _escape(text: str) -> str:
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:])", r"\\\1", text)
 
 
 def _compare(view: ExchangeView, columns: list[Column], hidden: bool) -> None:
@@ -325,23 +317,13 @@ def _compare(view: ExchangeView, columns: list[Column], hidden: bool) -> None:
     second = right.selectbox("Right", names, index=min(1, len(names) - 1), format_func=shown, key="pg_diff_b")
     texts = {c.engine: c.answer for c in columns}
     if first and second and first != second:
-        parts = []
-        for op, text in playground.word_diff(texts[first], texts[second]):
-            if not text.strip():
-                parts.append(" ")
-            elif op == "equal":
-                parts.append(_escape(text))
-            elif op == "delete":
-                parts.append(f":red-background[{_escape(text)}]")
-            else:
-                parts.append(f":green-background[{_escape(text)}]")
-        st.markdown("".join(parts) or "_both empty_")
-        st.caption(f"red: only in {shown(first)} · green: only in {shown(second)}")
+        st.html(ptext.diff_html(texts[first], texts[second]))
+        st.caption(f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}")
         if blind:
             v1, v2, v3 = st.columns(3)
-            v1.button(f"{shown(first)} is better", key="pg_vote_left",
+            v1.button(f"{ptext.md_line(shown(first))} is better", key="pg_vote_left",
                       on_click=on_vote, args=(view.run_id, first, second, first))
-            v2.button(f"{shown(second)} is better", key="pg_vote_right",
+            v2.button(f"{ptext.md_line(shown(second))} is better", key="pg_vote_right",
                       on_click=on_vote, args=(view.run_id, first, second, second))
             v3.button("Tie", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, first, second, "tie"))
             if hidden:
@@ -363,8 +345,8 @@ with st.expander("Recent exchanges"):
     for item in items:
         row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
         stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
-        row_left.markdown(f"#{item.run_id} · {stamp} · turn {item.turn} · {item.status} · "
-                          f"{', '.join(item.engines)}  \n{_escape(item.prompt[:120])}")
+        row_left.markdown(f"\\#{item.run_id} · {stamp} · turn {item.turn} · {ptext.md_line(item.status)} · "
+                          f"{ptext.md_line(', '.join(item.engines))}  \n{ptext.md_line(item.prompt[:120])}")
         row_open.button("Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy)
         row_again.button("Send again", key=f"pg_again_{item.run_id}", on_click=on_send_again, args=(item.run_id,),
                          disabled=busy)

@@ -3,7 +3,9 @@ words, stop, blind votes, history. (The Chromium run against the local engines i
 
 from __future__ import annotations
 
+import math
 import time
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -143,12 +145,89 @@ def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
     assert at.session_state["pg_run_id"] != first_run and "**Turn 1:** first question" in texts(at)
 
 
+def store_exchange(columns: dict[str, dict[str, Any]], prompt: str = "Explain", status: str = "finished") -> int:
+    """A finished exchange written straight to the database: answers and figures that no
+    scripted stream produces (paragraphs, markup, NaN, nulls)."""
+    from db.models import Exchange, Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = Run(kind="playground", status=status, engine_names=",".join(columns),
+                  config={"conversation_id": "stored", "turn": 1, "prompt": prompt, "system": "", "params": {},
+                          "engines": [{"engine": name} for name in columns]},
+                  engines=[{"name": name, "base_url": "http://127.0.0.1:9/v1"} for name in columns])
+        session.add(run)
+        session.flush()
+        for name, values in columns.items():
+            session.add(Exchange(run_id=run.id, conversation_id="stored", engine_name=name,
+                                 messages=[{"role": "user", "content": prompt}],
+                                 **{"status": "finished", **values}))
+        return run.id
+
+
 @pytest.fixture
 def offline_engines(db_url: str) -> list[str]:
     """Two registered engines that nothing streams from (the page needs two to draw)."""
     for name in ("alpha", "beta"):
         endpoints.add_engine(name, "http://127.0.0.1:9/v1")
     return ["alpha", "beta"]
+
+
+def reopened(run_id: int) -> AppTest:
+    """A stored exchange opened from Recent exchanges."""
+    at = page().run()
+    return at.button(key=f"pg_open_{run_id}").click().run()
+
+
+PARAGRAPHS = ("Streaming sends tokens as they come.\n\n[inference: the server] keeps a *queue*\n"
+              "- item one\n```python\nprint('<b>hi</b>')\n```\n<img src=http://evil.test/a.png> & done")
+
+
+def test_word_diff_renders_paragraphs_markup_and_brackets_as_text(offline_engines: list[str]) -> None:
+    other = PARAGRAPHS.replace("the server", "each engine").replace("queue", "batch")
+    at = reopened(store_exchange({"alpha": {"answer": PARAGRAPHS}, "beta": {"answer": other}}))
+    assert not at.exception
+    [diff] = [h.value for h in at.html if "pg-diff" in h.value]
+    assert "<del" in diff and "<ins" in diff and "white-space: pre-wrap" in diff
+    assert "[inference:" in diff and "\n\n" in diff and "&lt;img src=http://evil.test/a.png&gt;" in diff
+    assert "<img" not in diff and "<b>" not in diff
+    assert not any("-background[" in m.value for m in at.markdown)
+
+
+def test_answers_and_error_bodies_load_no_remote_image(offline_engines: list[str]) -> None:
+    at = reopened(store_exchange({
+        "alpha": {"answer": "See ![chart](http://evil.test/track.png) and `![code](x)`."},
+        "beta": {"status": "failed", "answer": "", "error": "HTTP 502: ![x](http://evil.test/e.png) <img src=y>"},
+    }))
+    assert not at.exception
+    rendered = [m.value for m in at.markdown] + [e.value for e in at.error] + [c.value for c in at.caption]
+    assert not any("](http://evil.test" in value and "![" in value for value in rendered)
+    assert "image not loaded: chart" in texts(at)
+    assert any("!\\[x\\]" in e.value and "\\<img" in e.value for e in at.error)
+
+
+def test_no_none_or_nan_and_one_unit_per_quantity(offline_engines: list[str]) -> None:
+    at = reopened(store_exchange({
+        "alpha": {"model": None, "answer": "a", "finish_reason": None, "usage": {"prompt_tokens": None,
+                  "completion_tokens": "7"}, "metrics": {"ttft_s": 1.5, "itl_mean_s": math.nan, "tokens_per_s": None}},
+        "beta": {"model": "m`x`*y*", "answer": "b", "metrics": {"ttft_s": 0.85, "itl_mean_s": 0.004,
+                                                               "itl_p90_s": 0.006, "tokens_per_s": math.inf}},
+    }, prompt=None))  # type: ignore[arg-type]
+    assert not at.exception
+    body = texts(at)
+    assert "None" not in body and "nan" not in body.lower() and "inf" not in body
+    assert "**1.50 s**" in body and "**0.85 s**" in body and "850 ms" not in body
+    assert "4.0 ms / 6.0 ms" in body
+    assert "**beta** · `` m`x`*y* ``" in body
+
+
+def test_names_in_labels_and_titles_are_escaped(db_url: str) -> None:
+    for name in ("a_b_c", "star-1"):
+        endpoints.add_engine(name, "http://127.0.0.1:9/v1", model="we`ird*model")
+    at = page().run()
+    assert not at.exception
+    labels = [t.label for t in at.text_input]
+    assert "Model for a\\_b\\_c" in labels
 
 
 def test_parameters_keep_one_label_and_show_their_values_beside(offline_engines: list[str]) -> None:
