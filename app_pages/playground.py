@@ -132,9 +132,9 @@ def on_send_again(run_id: int) -> None:
     state.pg_conversation_id = handle.conversation_id
 
 
-def on_vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:
+def on_vote(run_id: int, winner: str) -> None:
     try:
-        playground.vote(run_id, engine_a, engine_b, winner)
+        playground.vote_best(run_id, winner)
     except ShootoutError as error:
         state.pg_error = str(error)
 
@@ -226,6 +226,16 @@ if state.pg_conversation_id and current is not None and current.turn > 1:
 blind = st.toggle("Blind mode: hide which engine wrote what until you vote", key="pg_blind")
 
 
+def _arrangement(view: ExchangeView) -> tuple[list[Column], dict[str, str], bool, playground.BlindVote | None]:
+    """(columns in screen order, engine -> "Answer X", names hidden?, the vote cast)."""
+    cast = playground.blind_vote(view.run_id) if blind else None
+    engines = [c.engine for c in view.columns]
+    order = playground.blind_order(view.run_id, engines) if blind else engines
+    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
+    labels = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
+    return columns, labels, blind and cast is None, cast
+
+
 def _column_title(column: Column, label: str, hidden: bool) -> str:
     if hidden:
         return f"**{label}**"
@@ -239,6 +249,8 @@ def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool,
                     "cancelled": ":orange[stopped]", "interrupted": ":orange[interrupted]"}
     st.caption(status_words.get(column.status, ptext.md_line(column.status)))
     if not hidden:
+        if blind:
+            st.caption(f"{label} in the blind vote")
         ttft, itl = units
         # A compact table: st.metric's large figures do not fit six narrow columns.
         st.markdown("| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
@@ -277,6 +289,8 @@ def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool,
 
 @st.fragment(run_every=LIVE_INTERVAL_S if busy else None)
 def answers_panel() -> None:
+    """The live columns only: everything that a click changes (diff, votes, tally) is drawn
+    by the whole page below, since a click inside a fragment reruns the fragment alone."""
     run_id = state.pg_run_id
     if run_id is None:
         st.caption("Answers appear here, one column per engine, as the tokens arrive.")
@@ -287,11 +301,8 @@ def answers_panel() -> None:
         st.error(ptext.md_text(str(error)))
         return
     if busy and not view.active:
-        st.rerun()  # streams done: rerun the page once so the inputs come back
-    voted = bool(playground.votes_for(run_id))
-    hidden = blind and not voted
-    order = playground.blind_order(run_id, [c.engine for c in view.columns]) if blind else [c.engine for c in view.columns]
-    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
+        st.rerun()  # streams done: rerun the page once so the inputs, diff and votes come back
+    columns, labels, hidden, _ = _arrangement(view)
     st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not hidden and view.first_token_engine:
         fastest = f" · fastest decode: **{ptext.md_line(view.fastest_engine)}**" if view.fastest_engine else ""
@@ -300,17 +311,15 @@ def answers_panel() -> None:
     units = (ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
              ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]))
     panes = st.columns(len(columns), border=True)
-    for pane, column, label in zip(panes, columns, LABELS, strict=False):
+    for pane, column in zip(panes, columns, strict=True):
         with pane:
-            _render_column(view, column, f"Answer {label}", hidden, units)
-    if not view.active:
-        _compare(view, columns, hidden)
+            _render_column(view, column, labels[column.engine], hidden, units)
 
 
-def _compare(view: ExchangeView, columns: list[Column], hidden: bool) -> None:
+def _compare(view: ExchangeView) -> None:
+    columns, labels, hidden, cast = _arrangement(view)
     names = [c.engine for c in columns]
-    label_of = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
-    shown = (lambda n: label_of[n]) if hidden else (lambda n: n)  # noqa: E731
+    shown = (lambda n: labels[n]) if hidden else (lambda n: n)  # noqa: E731
     st.subheader("Compare answers")
     left, right = st.columns(2)
     first = left.selectbox("Left", names, format_func=shown, key="pg_diff_a")
@@ -319,18 +328,25 @@ def _compare(view: ExchangeView, columns: list[Column], hidden: bool) -> None:
     if first and second and first != second:
         st.html(ptext.diff_html(texts[first], texts[second]))
         st.caption(f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}")
-        if blind:
-            v1, v2, v3 = st.columns(3)
-            v1.button(f"{ptext.md_line(shown(first))} is better", key="pg_vote_left",
-                      on_click=on_vote, args=(view.run_id, first, second, first))
-            v2.button(f"{ptext.md_line(shown(second))} is better", key="pg_vote_right",
-                      on_click=on_vote, args=(view.run_id, first, second, second))
-            v3.button("Tie", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, first, second, "tie"))
-            if hidden:
-                st.caption("Names and timings appear once you vote.")
+    if not blind:
+        return
+    if cast is None:
+        st.markdown("**Which answer is best?**")
+        buttons = st.columns(len(columns) + 1)
+        for pane, name in zip(buttons, names, strict=False):
+            pane.button(labels[name], key=f"pg_vote_{labels[name][-1]}", on_click=on_vote, args=(view.run_id, name))
+        buttons[-1].button("No clear winner", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, "tie"))
+        st.caption("Names and timings appear once you vote.")
+    elif cast.winner is None:
+        st.success("Vote recorded: no answer better than the others (a tie for every pair). Names are shown above.")
+    else:
+        st.success(f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
+                   f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it.")
 
 
 answers_panel()
+if current is not None and not busy:
+    _compare(current)
 
 tally = playground.tally()
 if tally:
@@ -350,4 +366,3 @@ with st.expander("Recent exchanges"):
         row_open.button("Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy)
         row_again.button("Send again", key=f"pg_again_{item.run_id}", on_click=on_send_again, args=(item.run_id,),
                          disabled=busy)
-

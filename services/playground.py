@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import re
 import threading
 import uuid
@@ -21,9 +20,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import jsonschema
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from db.models import Exchange, Run, Vote
+from db.models import Exchange, Run
 from db.session import session_scope
 from services import endpoints
 from services.client import (
@@ -39,9 +38,19 @@ from services.endpoints import EngineRecord
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ValidationError
 
-# The diff lives with the other text helpers; importing it here keeps `playground.X` the one
+# Diff and votes live in modules of their own; importing them here keeps `playground.X` the one
 # entry point the page, the CLI and the tests use.
 from services.playground_text import word_diff  # noqa: F401
+from services.playground_votes import (  # noqa: F401
+    BlindVote,
+    PairTally,
+    blind_order,
+    blind_vote,
+    tally,
+    vote,
+    vote_best,
+    votes_for,
+)
 
 MIN_ENGINES = 2
 MAX_ENGINES = 6
@@ -165,15 +174,6 @@ class HistoryItem:
     created_at: datetime
 
 
-@dataclass
-class PairTally:
-    engine_a: str
-    engine_b: str
-    wins_a: int
-    wins_b: int
-    ties: int
-
-
 # ---------------------------------------------------------------------------------------
 # Pure helpers
 # ---------------------------------------------------------------------------------------
@@ -209,13 +209,6 @@ def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
     if error is None:
         return SchemaCheck(True)
     return SchemaCheck(False, error.json_path, error.message)
-
-
-def blind_order(run_id: int, engines: list[str]) -> list[str]:
-    """The shuffled column order of blind mode (the same on every rerun of one exchange)."""
-    order = list(engines)
-    random.Random(run_id).shuffle(order)
-    return order
 
 
 def _messages(system: str, history: list[tuple[str, str]], prompt: str) -> list[dict[str, Any]]:
@@ -679,43 +672,3 @@ def request_code(run_id: int, engine: str) -> tuple[str, str]:
                           api_key_env=api_key_env, response_schema=stored.get("schema"),
                           extra_body=stored.get("extra_body") or None)
     return as_curl(request), as_openai_python(request)
-
-
-# ---------------------------------------------------------------------------------------
-# Votes
-# ---------------------------------------------------------------------------------------
-
-
-def vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:
-    """Store a blind vote between two engines' answers of one exchange ("tie" allowed)."""
-    if engine_a == engine_b:
-        raise ValidationError("Vote between two different answers.")
-    if winner not in (engine_a, engine_b, "tie"):
-        raise ValidationError("The winner must be one of the two engines, or a tie.")
-    with session_scope() as session:
-        if session.get(Run, run_id) is None:
-            raise NotFoundError(f"Exchange {run_id} not found.")
-        session.add(Vote(run_id=run_id, engine_a=engine_a, engine_b=engine_b, winner=winner))
-
-
-def votes_for(run_id: int) -> list[tuple[str, str, str]]:
-    with session_scope() as session:
-        return [(v.engine_a, v.engine_b, v.winner) for v in session.scalars(select(Vote).where(Vote.run_id == run_id))]
-
-
-def tally() -> list[PairTally]:
-    """Wins and ties per engine pair over every stored vote (pairs in name order)."""
-    with session_scope() as session:
-        rows = session.execute(select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count())
-                               .group_by(Vote.engine_a, Vote.engine_b, Vote.winner)).all()
-    pairs: dict[tuple[str, str], PairTally] = {}
-    for engine_a, engine_b, winner, count in rows:
-        first, second = sorted((engine_a, engine_b))
-        entry = pairs.setdefault((first, second), PairTally(first, second, 0, 0, 0))
-        if winner == first:
-            entry.wins_a += count
-        elif winner == second:
-            entry.wins_b += count
-        else:
-            entry.ties += count
-    return [pairs[k] for k in sorted(pairs)]

@@ -117,7 +117,7 @@ def test_blind_mode_hides_names_until_a_vote(two_engines: list[str]) -> None:
     run_until_idle(at)
     body = texts(at)
     assert "**Answer A**" in body and "**alpha**" not in body and "| TTFT |" not in body
-    at.button(key="pg_vote_left").click().run()
+    at.button(key="pg_vote_A").click().run()
     assert not at.exception
     assert "**alpha**" in texts(at)
     [pair] = playground.tally()
@@ -238,3 +238,32 @@ def test_parameters_keep_one_label_and_show_their_values_beside(offline_engines:
     at.number_input(key="pg_seed").set_value(7).run()
     assert [e.label for e in at.expander if e.label.startswith("Parameters")] == ["Parameters"]
     assert any("temperature 0.3" in c.value and "seed 7" in c.value for c in at.caption)
+
+
+def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(db_url: str,
+                                                                     scripted_server: ScriptedServer) -> None:
+    for salt, name in enumerate(("alpha", "beta", "gamma")):
+        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(tokens=4, itl=1, salt=salt))
+    at = page().run()
+    at.toggle(key="pg_blind").set_value(True)
+    at.text_area(key="pg_prompt").set_value("Best of three?")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    run_id = at.session_state["pg_run_id"]
+    assert [at.button(key=f"pg_vote_{x}").label for x in "ABC"] == ["Answer A", "Answer B", "Answer C"]
+    assert not any(e.label.startswith("Blind votes") for e in at.expander)
+    winner = playground.blind_order(run_id, ["alpha", "beta", "gamma"])[2]
+    at.button(key="pg_vote_C").click().run()
+    assert not at.exception and not at.error
+    [confirmation] = at.success
+    assert "Answer C" in confirmation.value and f"**{winner}**" in confirmation.value
+    body = texts(at)
+    assert "**Answer" not in body and all(f"**{name}**" in body for name in ("alpha", "beta", "gamma"))
+    assert "Answer C in the blind vote" in body
+    assert not any(b.key and b.key.startswith("pg_vote_") for b in at.button)
+    assert at.selectbox(key="pg_diff_a").options == playground.blind_order(run_id, ["alpha", "beta", "gamma"])
+    [tally] = at.dataframe
+    rows = tally.value.to_dict("records")
+    # The best of three decides two pairs: the winner against each of the others.
+    assert len(rows) == 2 and all(winner in (r["engine A"], r["engine B"]) for r in rows)
+    assert all(r["A wins" if r["engine A"] == winner else "B wins"] == 1 for r in rows)
