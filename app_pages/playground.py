@@ -1,7 +1,10 @@
 """Playground: one prompt to 2-6 engines side by side, streamed and measured live.
 
 The page only reads widgets and calls services.playground; the streams run in a background
-worker that stores partial answers, and the answer panel polls them while a send is active.
+worker that stores partial answers, and the answer panel (a fragment) polls them while a send
+is active. The exchange on screen has an address, /playground?exchange=<run id>, so a reload
+shows it again. Everything untrusted (answers, errors, names) goes through
+services.playground_text before Streamlit renders it as markdown.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ DEFAULT_SCHEMA = json.dumps(
     {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
      "required": ["city", "population"]}, indent=2)
 LABELS = "ABCDEF"
+#: The query parameter that gives the exchange on screen an address of its own (a reload while
+#: it streams, or a shared link, shows it again).
+ADDRESS = "exchange"
 
 state = st.session_state
 state.setdefault("pg_run_id", None)
@@ -66,6 +72,15 @@ def _build_request() -> SendRequest:
                        params=_sampling_params(), schema=schema, conversation_id=state.get("pg_conversation_id"))
 
 
+def _on_screen(run_id: int | None, conversation_id: str | None) -> None:
+    state.pg_run_id = run_id
+    state.pg_conversation_id = conversation_id
+    if run_id is None:
+        st.query_params.pop(ADDRESS, None)
+    else:
+        st.query_params[ADDRESS] = str(run_id)
+
+
 def on_send() -> None:
     state.pg_error = None
     try:
@@ -73,8 +88,7 @@ def on_send() -> None:
     except ShootoutError as error:
         state.pg_error = str(error)
         return
-    state.pg_run_id = handle.run_id
-    state.pg_conversation_id = handle.conversation_id
+    _on_screen(handle.run_id, handle.conversation_id)
     state.pg_prompt = ""
 
 
@@ -84,8 +98,7 @@ def on_stop() -> None:
 
 
 def on_new_conversation() -> None:
-    state.pg_run_id = None
-    state.pg_conversation_id = None
+    _on_screen(None, None)
     state.pg_error = None
 
 
@@ -105,20 +118,39 @@ def _fill_form(request: SendRequest) -> None:
         state[f"pg_extra_{choice.engine}"] = json.dumps(choice.extra_body) if choice.extra_body else ""
 
 
+def _show(run_id: int) -> None:
+    """Put a stored exchange on screen, its settings in the form (the next prompt continues it)."""
+    view = playground.get_exchange(run_id)
+    request = playground.reopen(run_id)
+    known = {e.name for e in endpoints.list_engines()}
+    _fill_form(SendRequest(engines=tuple(c for c in request.engines if c.engine in known), prompt="",
+                           system=request.system, params=request.params, schema=request.schema))
+    _on_screen(run_id, view.conversation_id)
+
+
 def on_open(run_id: int) -> None:
     """Show a stored exchange (and continue its conversation from there)."""
     state.pg_error = None
     try:
-        view = playground.get_exchange(run_id)
-        request = playground.reopen(run_id)
+        _show(run_id)
     except ShootoutError as error:
         state.pg_error = str(error)
+
+
+def _follow_address() -> None:
+    """?exchange=<run id> names the exchange on screen: a new session (a reload) opens it."""
+    wanted = st.query_params.get(ADDRESS)
+    if wanted is None:
+        if state.pg_run_id is not None:
+            st.query_params[ADDRESS] = str(state.pg_run_id)
         return
-    known = {e.name for e in endpoints.list_engines()}
-    _fill_form(SendRequest(engines=tuple(c for c in request.engines if c.engine in known), prompt="",
-                           system=request.system, params=request.params, schema=request.schema))
-    state.pg_run_id = run_id
-    state.pg_conversation_id = view.conversation_id
+    if wanted == str(state.pg_run_id):
+        return
+    try:
+        _show(playground.exchange_id(wanted))
+    except ShootoutError as error:
+        state.pg_error = str(error)
+        _on_screen(None, None)
 
 
 def on_send_again(run_id: int) -> None:
@@ -128,8 +160,7 @@ def on_send_again(run_id: int) -> None:
     except ShootoutError as error:
         state.pg_error = str(error)
         return
-    state.pg_run_id = handle.run_id
-    state.pg_conversation_id = handle.conversation_id
+    _on_screen(handle.run_id, handle.conversation_id)
 
 
 def on_vote(run_id: int, winner: str) -> None:
@@ -147,6 +178,7 @@ st.caption("One prompt to several engines at once: answers stream side by side, 
 
 try:
     engines = endpoints.list_engines()
+    _follow_address()
     current = playground.get_exchange(state.pg_run_id) if state.pg_run_id is not None else None
 except ShootoutError as error:
     st.error(ptext.md_text(str(error)))

@@ -523,6 +523,14 @@ def resend(run_id: int) -> SendHandle:
     return send(reopen(run_id))
 
 
+def exchange_id(value: str) -> int:
+    """The run id that a Playground address names (?exchange=12), or why it names none."""
+    text = str(value).strip().lstrip("#")
+    if not re.fullmatch(r"[0-9]{1,12}", text):
+        raise ValidationError(f"The address names exchange “{str(value)[:40]}”, which is not an exchange number.")
+    return int(text)
+
+
 def reopen(run_id: int) -> SendRequest:
     """The request of a stored exchange (to fill the form again or send it again)."""
     with session_scope() as session:

@@ -173,6 +173,13 @@ def offline_engines(db_url: str) -> list[str]:
     return ["alpha", "beta"]
 
 
+def opened(run_id: int) -> AppTest:
+    """The page as a reload of /playground?exchange=<run_id> shows it (a new session)."""
+    at = page()
+    at.query_params["exchange"] = str(run_id)
+    return at.run()
+
+
 def reopened(run_id: int) -> AppTest:
     """A stored exchange opened from Recent exchanges."""
     at = page().run()
@@ -228,6 +235,34 @@ def test_names_in_labels_and_titles_are_escaped(db_url: str) -> None:
     assert not at.exception
     labels = [t.label for t in at.text_input]
     assert "Model for a\\_b\\_c" in labels
+
+
+def test_reload_shows_the_exchange_again_even_while_it_streams(db_url: str, scripted_server: ScriptedServer) -> None:
+    for name in ("slow1", "slow2"):
+        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=400))
+    at = page().run()
+    at.text_area(key="pg_prompt").set_value("stream for a while")
+    at.button(key="pg_send").click().run()
+    run_id = at.session_state["pg_run_id"]
+    assert at.query_params.get("exchange") == str(run_id)
+    time.sleep(0.5)
+    reloaded = opened(run_id)
+    assert not reloaded.exception and reloaded.session_state["pg_run_id"] == run_id
+    assert "**Turn 1:** stream for a while" in texts(reloaded) and "streaming" in texts(reloaded)
+    assert not reloaded.button(key="pg_stop").disabled and reloaded.button(key="pg_send").disabled
+    reloaded.button(key="pg_stop").click().run()
+    run_until_idle(reloaded)
+    assert "stopped" in texts(opened(run_id))
+    reloaded.button(key="pg_new").click().run()
+    assert "exchange" not in reloaded.query_params
+
+
+def test_a_bad_address_is_refused_in_words(offline_engines: list[str]) -> None:
+    for value, words in (("abc", "not an exchange number"), ("999", "exchange 999 not found")):
+        at = opened(value)  # type: ignore[arg-type]
+        assert not at.exception
+        assert any(words in e.value for e in at.error)
+        assert at.session_state["pg_run_id"] is None and "exchange" not in at.query_params
 
 
 def test_parameters_keep_one_label_and_show_their_values_beside(offline_engines: list[str]) -> None:

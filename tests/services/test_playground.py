@@ -244,6 +244,13 @@ def test_stored_nulls_and_odd_usage_never_read_none(db_url: str) -> None:
     assert playground.conversation("n")[0].prompt == "" and playground.history()[0].prompt == ""
 
 
+def test_an_exchange_address_is_a_run_id_or_refused_in_words() -> None:
+    assert playground.exchange_id("12") == 12 and playground.exchange_id(" #7 ") == 7
+    for bad in ("abc", "", "1.5", "²", "-3", "9" * 20):
+        with pytest.raises(ValidationError, match="not an exchange number"):
+            playground.exchange_id(bad)
+
+
 @pytest.mark.engines
 def test_three_local_engines_answer_side_by_side(local_engines: list) -> None:
     names = tuple(EngineChoice(e.name) for e in local_engines)
