@@ -1,19 +1,22 @@
 """Playground: one prompt to 2-6 engines side by side, streamed and measured live.
 
 The page only reads widgets and calls services.playground; the streams run in a background
-worker that stores partial answers, and the answer panel polls them while a send is active.
+worker that stores partial answers, and the answer panel (a fragment) polls them while a send
+is active. The exchange on screen has an address, /playground?exchange=<run id>, so a reload
+shows it again. Everything untrusted (answers, errors, names) goes through
+services.playground_text before Streamlit renders it as markdown.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from services import endpoints, playground
+from services import playground_text as ptext
 from services.engines import SamplingParams
 from services.errors import ShootoutError
 from services.playground import Column, EngineChoice, ExchangeView, SendRequest
@@ -23,23 +26,14 @@ DEFAULT_SCHEMA = json.dumps(
     {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
      "required": ["city", "population"]}, indent=2)
 LABELS = "ABCDEF"
+#: The query parameter that gives the exchange on screen an address of its own (a reload while
+#: it streams, or a shared link, shows it again).
+ADDRESS = "exchange"
 
 state = st.session_state
 state.setdefault("pg_run_id", None)
 state.setdefault("pg_conversation_id", None)
 state.setdefault("pg_error", None)
-
-
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    if seconds >= 1:
-        return f"{seconds:,.2f} s"
-    return f"{seconds * 1000:.0f} ms" if seconds >= 0.01 else f"{seconds * 1000:.1f} ms"
-
-
-def _num(value: Any) -> str:
-    return "–" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
 def _optional_int(key: str) -> int | None:
@@ -60,19 +54,31 @@ def _extra_body(engine: str) -> dict[str, Any] | None:
     return value
 
 
-def _build_request() -> SendRequest:
-    schema = playground.parse_schema(state.get("pg_schema") or "") if state.get("pg_schema_on") else None
+def _sampling_params() -> SamplingParams:
     stop = tuple(s for s in (part.strip() for part in (state.get("pg_stop_text") or "").split(",")) if s)
-    params = SamplingParams(
+    return SamplingParams(
         temperature=state.get("pg_temperature"), top_p=state.get("pg_top_p"),
         max_tokens=_optional_int("pg_max_tokens"), seed=state.get("pg_seed"), stop=stop,
         n=int(state.get("pg_n") or 1), top_k=_optional_int("pg_top_k"), min_tokens=_optional_int("pg_min_tokens"),
         ignore_eos=bool(state.get("pg_ignore_eos")),
     )
+
+
+def _build_request() -> SendRequest:
+    schema = playground.parse_schema(state.get("pg_schema") or "") if state.get("pg_schema_on") else None
     engines = tuple(EngineChoice(name, (state.get(f"pg_model_{name}") or "").strip() or None, _extra_body(name))
                     for name in state.get("pg_engines") or [])
     return SendRequest(engines=engines, prompt=state.get("pg_prompt") or "", system=state.get("pg_system") or "",
-                       params=params, schema=schema, conversation_id=state.get("pg_conversation_id"))
+                       params=_sampling_params(), schema=schema, conversation_id=state.get("pg_conversation_id"))
+
+
+def _on_screen(run_id: int | None, conversation_id: str | None) -> None:
+    state.pg_run_id = run_id
+    state.pg_conversation_id = conversation_id
+    if run_id is None:
+        st.query_params.pop(ADDRESS, None)
+    else:
+        st.query_params[ADDRESS] = str(run_id)
 
 
 def on_send() -> None:
@@ -82,8 +88,7 @@ def on_send() -> None:
     except ShootoutError as error:
         state.pg_error = str(error)
         return
-    state.pg_run_id = handle.run_id
-    state.pg_conversation_id = handle.conversation_id
+    _on_screen(handle.run_id, handle.conversation_id)
     state.pg_prompt = ""
 
 
@@ -93,8 +98,7 @@ def on_stop() -> None:
 
 
 def on_new_conversation() -> None:
-    state.pg_run_id = None
-    state.pg_conversation_id = None
+    _on_screen(None, None)
     state.pg_error = None
 
 
@@ -114,20 +118,39 @@ def _fill_form(request: SendRequest) -> None:
         state[f"pg_extra_{choice.engine}"] = json.dumps(choice.extra_body) if choice.extra_body else ""
 
 
+def _show(run_id: int) -> None:
+    """Put a stored exchange on screen, its settings in the form (the next prompt continues it)."""
+    view = playground.get_exchange(run_id)
+    request = playground.reopen(run_id)
+    known = {e.name for e in endpoints.list_engines()}
+    _fill_form(SendRequest(engines=tuple(c for c in request.engines if c.engine in known), prompt="",
+                           system=request.system, params=request.params, schema=request.schema))
+    _on_screen(run_id, view.conversation_id)
+
+
 def on_open(run_id: int) -> None:
     """Show a stored exchange (and continue its conversation from there)."""
     state.pg_error = None
     try:
-        view = playground.get_exchange(run_id)
-        request = playground.reopen(run_id)
+        _show(run_id)
     except ShootoutError as error:
         state.pg_error = str(error)
+
+
+def _follow_address() -> None:
+    """?exchange=<run id> names the exchange on screen: a new session (a reload) opens it."""
+    wanted = st.query_params.get(ADDRESS)
+    if wanted is None:
+        if state.pg_run_id is not None:
+            st.query_params[ADDRESS] = str(state.pg_run_id)
         return
-    known = {e.name for e in endpoints.list_engines()}
-    _fill_form(SendRequest(engines=tuple(c for c in request.engines if c.engine in known), prompt="",
-                           system=request.system, params=request.params, schema=request.schema))
-    state.pg_run_id = run_id
-    state.pg_conversation_id = view.conversation_id
+    if wanted == str(state.pg_run_id):
+        return
+    try:
+        _show(playground.exchange_id(wanted))
+    except ShootoutError as error:
+        state.pg_error = str(error)
+        _on_screen(None, None)
 
 
 def on_send_again(run_id: int) -> None:
@@ -137,13 +160,12 @@ def on_send_again(run_id: int) -> None:
     except ShootoutError as error:
         state.pg_error = str(error)
         return
-    state.pg_run_id = handle.run_id
-    state.pg_conversation_id = handle.conversation_id
+    _on_screen(handle.run_id, handle.conversation_id)
 
 
-def on_vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:
+def on_vote(run_id: int, winner: str) -> None:
     try:
-        playground.vote(run_id, engine_a, engine_b, winner)
+        playground.vote_best(run_id, winner)
     except ShootoutError as error:
         state.pg_error = str(error)
 
@@ -156,9 +178,10 @@ st.caption("One prompt to several engines at once: answers stream side by side, 
 
 try:
     engines = endpoints.list_engines()
+    _follow_address()
     current = playground.get_exchange(state.pg_run_id) if state.pg_run_id is not None else None
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(ptext.md_text(str(error)))
     st.stop()
 
 busy = bool(current and current.active)
@@ -171,23 +194,6 @@ if len(engines) < 2:
 state.setdefault("pg_engines", engine_names[:3])
 state.pg_engines = [name for name in state.pg_engines if name in engine_names]
 
-def _params_summary() -> str:
-    bits = [f"temperature {state.get('pg_temperature') if state.get('pg_temperature') is not None else 'default'}",
-            f"max tokens {state.get('pg_max_tokens') or 'default'}"]
-    for key, label in (("pg_top_p", "top_p"), ("pg_seed", "seed"), ("pg_top_k", "top_k"), ("pg_min_tokens", "min_tokens")):
-        if state.get(key) is not None:
-            bits.append(f"{label} {state.get(key)}")
-    if (state.get("pg_n") or 1) > 1:
-        bits.append(f"n {state.get('pg_n')}")
-    if state.get("pg_ignore_eos"):
-        bits.append("ignore_eos")
-    if state.get("pg_schema_on"):
-        bits.append("JSON schema")
-    if (state.get("pg_system") or "").strip():
-        bits.append("system prompt")
-    return " · ".join(bits)
-
-
 # Defaults live in session state (not in value=) so reopening an exchange can refill the form.
 for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
     state.setdefault(key, default)
@@ -195,7 +201,9 @@ for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1
 with st.container(border=True):
     st.multiselect("Engines (2 to 6)", engine_names, key="pg_engines", max_selections=6, disabled=busy,
                    help="Each column is one engine; the model is the engine's own unless set below.")
-    with st.expander(f"Parameters: {_params_summary()}"):
+    # A fixed label and a key: a label that changes with the values makes a new expander on
+    # every change, which collapses under the user's hands; the values go in the caption.
+    with st.expander("Parameters", key="pg_params_open", on_change="rerun"):
         st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
         c1, c2, c3, c4, c5 = st.columns(5)
         c1.number_input("Temperature", 0.0, 2.0, value=None, step=0.1, key="pg_temperature", disabled=busy,
@@ -217,15 +225,17 @@ with st.container(border=True):
         for name in state.pg_engines:
             left, right = st.columns(2)
             record = next(e for e in engines if e.name == name)
-            left.text_input(f"Model for {name}", key=f"pg_model_{name}", disabled=busy,
+            left.text_input(f"Model for {ptext.md_line(name)}", key=f"pg_model_{name}", disabled=busy,
                             placeholder=record.model or "the engine's model")
-            right.text_input(f"extra_body for {name} (JSON)", key=f"pg_extra_{name}", disabled=busy,
+            right.text_input(f"extra_body for {ptext.md_line(name)} (JSON)", key=f"pg_extra_{name}", disabled=busy,
                              placeholder='{"repetition_penalty": 1.1}')
         st.toggle("Structured output (JSON schema)", key="pg_schema_on", disabled=busy,
                   help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.")
         if state.get("pg_schema_on"):
             state.setdefault("pg_schema", DEFAULT_SCHEMA)
             st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
+    st.caption(ptext.md_line(ptext.params_summary(_sampling_params(), state.get("pg_system") or "",
+                                                  bool(state.get("pg_schema_on")))))
     turn_word = "Next prompt (continues the conversation)" if state.pg_conversation_id else "Prompt"
     st.text_area(turn_word, key="pg_prompt", height=80, disabled=busy,
                  placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.")
@@ -236,54 +246,72 @@ with st.container(border=True):
               disabled=busy)
 
 if state.pg_error:
-    st.error(state.pg_error)
+    st.error(ptext.md_text(state.pg_error))
 
 if state.pg_conversation_id and current is not None and current.turn > 1:
     with st.expander(f"Conversation so far ({current.turn - 1} earlier turn(s))"):
         for turn in playground.conversation(state.pg_conversation_id)[:-1]:
-            st.markdown(f"**Turn {turn.turn}:** {turn.prompt}")
+            st.markdown(f"**Turn {turn.turn}:** {ptext.md_line(turn.prompt)}")
             for engine, answer in turn.answers.items():
-                st.caption(f"{engine}: {answer[:300]}")
+                st.caption(f"{ptext.md_line(engine)}: {ptext.md_line(answer[:300])}")
 
 blind = st.toggle("Blind mode: hide which engine wrote what until you vote", key="pg_blind")
 
 
+def _arrangement(view: ExchangeView) -> tuple[list[Column], dict[str, str], bool, playground.BlindVote | None]:
+    """(columns in screen order, engine -> "Answer X", names hidden?, the vote cast)."""
+    cast = playground.blind_vote(view.run_id) if blind else None
+    engines = [c.engine for c in view.columns]
+    order = playground.blind_order(view.run_id, engines) if blind else engines
+    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
+    labels = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
+    return columns, labels, blind and cast is None, cast
+
+
 def _column_title(column: Column, label: str, hidden: bool) -> str:
-    return f"**Answer {label}**" if hidden else f"**{column.engine}** · {column.model or ''}"
+    if hidden:
+        return f"**{label}**"
+    model = f" · {ptext.code_span(column.model)}" if column.model else ""
+    return f"**{ptext.md_line(column.engine)}**{model}"
 
 
-def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool) -> None:
+def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool, units: tuple[str, str]) -> None:
     st.markdown(_column_title(column, label, hidden))
     status_words = {"streaming": ":blue[streaming…]", "finished": ":green[finished]", "failed": ":red[failed]",
                     "cancelled": ":orange[stopped]", "interrupted": ":orange[interrupted]"}
-    st.caption(status_words.get(column.status, column.status))
+    st.caption(status_words.get(column.status, ptext.md_line(column.status)))
     if not hidden:
+        if blind:
+            st.caption(f"{label} in the blind vote")
+        ttft, itl = units
         # A compact table: st.metric's large figures do not fit six narrow columns.
         st.markdown("| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
-                    f"| **{_ms(column.ttft_s)}** | {_ms(column.itl_mean_s)} / {_ms(column.itl_p90_s)} "
-                    f"| {_num(column.tokens_per_s)} |")
-        cached = _num(column.cached_tokens) if column.cached_tokens is not None else "not reported"
-        st.caption(f"prompt {_num(column.prompt_tokens)} · completion {_num(column.completion_tokens)} · "
-                   f"cached {cached} · finish {column.finish_reason or '–'}")
+                    f"| **{ptext.duration(column.ttft_s, ttft)}** | {ptext.duration(column.itl_mean_s, itl)} / "
+                    f"{ptext.duration(column.itl_p90_s, itl)} | {ptext.number(column.tokens_per_s)} |")
+        cached = ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+        st.caption(f"prompt {ptext.number(column.prompt_tokens)} · completion {ptext.number(column.completion_tokens)}"
+                   f" · cached {cached} · finish {ptext.md_line(column.finish_reason) or '–'}")
         if view.turn > 1 and column.first_turn_ttft_s is not None:
-            st.caption(f"Prefix cache, turn {view.turn} vs turn 1: TTFT {_ms(column.ttft_s)} vs "
-                       f"{_ms(column.first_turn_ttft_s)}, cached tokens {_num(column.cached_tokens)} vs "
-                       f"{_num(column.first_turn_cached_tokens)}")
+            st.caption(f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
+                       f"{ptext.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
+                       f"{ptext.number(column.cached_tokens)} vs {ptext.number(column.first_turn_cached_tokens)}")
     for note in column.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {ptext.md_line(note)}")
+    # Answers keep their markdown, but safe_answer leaves no image to load.
     if column.choices:
         tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
         for tab, text in zip(tabs, column.choices, strict=True):
-            tab.markdown(text or "…")
+            tab.markdown(ptext.safe_answer(text) or "…")
     else:
-        st.markdown(column.answer or ("…" if column.status == "streaming" else "_no text_"))
+        st.markdown(ptext.safe_answer(column.answer) or ("…" if column.status == "streaming" else "_no text_"))
     if column.error and column.status != "cancelled":
-        st.error(column.error)
+        st.error(ptext.md_text(column.error))
     if column.schema_check is not None:
         if column.schema_check.valid:
             st.success("Valid against the schema.")
         else:
-            st.error(f"Invalid at {column.schema_check.path}: {column.schema_check.message}")
+            st.error(f"Invalid at {ptext.md_line(column.schema_check.path)}: "
+                     f"{ptext.md_line(column.schema_check.message)}")
     if not hidden and not view.active:
         with st.expander("Copy as code"):
             curl, python = playground.request_code(view.run_id, column.engine)
@@ -293,6 +321,8 @@ def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool)
 
 @st.fragment(run_every=LIVE_INTERVAL_S if busy else None)
 def answers_panel() -> None:
+    """The live columns only: everything that a click changes (diff, votes, tally) is drawn
+    by the whole page below, since a click inside a fragment reruns the fragment alone."""
     run_id = state.pg_run_id
     if run_id is None:
         st.caption("Answers appear here, one column per engine, as the tokens arrive.")
@@ -300,64 +330,55 @@ def answers_panel() -> None:
     try:
         view = playground.get_exchange(run_id)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(ptext.md_text(str(error)))
         return
     if busy and not view.active:
-        st.rerun()  # streams done: rerun the page once so the inputs come back
-    voted = bool(playground.votes_for(run_id))
-    hidden = blind and not voted
-    order = playground.blind_order(run_id, [c.engine for c in view.columns]) if blind else [c.engine for c in view.columns]
-    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
-    st.markdown(f"**Turn {view.turn}:** {view.prompt}")
+        st.rerun()  # streams done: rerun the page once so the inputs, diff and votes come back
+    columns, labels, hidden, _ = _arrangement(view)
+    st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not hidden and view.first_token_engine:
-        fastest = f" · fastest decode: **{view.fastest_engine}**" if view.fastest_engine else ""
-        st.markdown(f"First token: **{view.first_token_engine}**{fastest}")
+        fastest = f" · fastest decode: **{ptext.md_line(view.fastest_engine)}**" if view.fastest_engine else ""
+        st.markdown(f"First token: **{ptext.md_line(view.first_token_engine)}**{fastest}")
+    # One unit per quantity across the columns (and turn 1), so they compare at a glance.
+    units = (ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
+             ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]))
     panes = st.columns(len(columns), border=True)
-    for pane, column, label in zip(panes, columns, LABELS, strict=False):
+    for pane, column in zip(panes, columns, strict=True):
         with pane:
-            _render_column(view, column, label, hidden)
-    if not view.active:
-        _compare(view, columns, hidden)
+            _render_column(view, column, labels[column.engine], hidden, units)
 
 
-def _escape(text: str) -> str:
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:])", r"\\\1", text)
-
-
-def _compare(view: ExchangeView, columns: list[Column], hidden: bool) -> None:
+def _compare(view: ExchangeView) -> None:
+    columns, labels, hidden, cast = _arrangement(view)
     names = [c.engine for c in columns]
-    label_of = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
-    shown = (lambda n: label_of[n]) if hidden else (lambda n: n)  # noqa: E731
+    shown = (lambda n: labels[n]) if hidden else (lambda n: n)  # noqa: E731
     st.subheader("Compare answers")
     left, right = st.columns(2)
     first = left.selectbox("Left", names, format_func=shown, key="pg_diff_a")
     second = right.selectbox("Right", names, index=min(1, len(names) - 1), format_func=shown, key="pg_diff_b")
     texts = {c.engine: c.answer for c in columns}
     if first and second and first != second:
-        parts = []
-        for op, text in playground.word_diff(texts[first], texts[second]):
-            if not text.strip():
-                parts.append(" ")
-            elif op == "equal":
-                parts.append(_escape(text))
-            elif op == "delete":
-                parts.append(f":red-background[{_escape(text)}]")
-            else:
-                parts.append(f":green-background[{_escape(text)}]")
-        st.markdown("".join(parts) or "_both empty_")
-        st.caption(f"red: only in {shown(first)} · green: only in {shown(second)}")
-        if blind:
-            v1, v2, v3 = st.columns(3)
-            v1.button(f"{shown(first)} is better", key="pg_vote_left",
-                      on_click=on_vote, args=(view.run_id, first, second, first))
-            v2.button(f"{shown(second)} is better", key="pg_vote_right",
-                      on_click=on_vote, args=(view.run_id, first, second, second))
-            v3.button("Tie", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, first, second, "tie"))
-            if hidden:
-                st.caption("Names and timings appear once you vote.")
+        st.html(ptext.diff_html(texts[first], texts[second]))
+        st.caption(f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}")
+    if not blind:
+        return
+    if cast is None:
+        st.markdown("**Which answer is best?**")
+        buttons = st.columns(len(columns) + 1)
+        for pane, name in zip(buttons, names, strict=False):
+            pane.button(labels[name], key=f"pg_vote_{labels[name][-1]}", on_click=on_vote, args=(view.run_id, name))
+        buttons[-1].button("No clear winner", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, "tie"))
+        st.caption("Names and timings appear once you vote.")
+    elif cast.winner is None:
+        st.success("Vote recorded: no answer better than the others (a tie for every pair). Names are shown above.")
+    else:
+        st.success(f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
+                   f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it.")
 
 
 answers_panel()
+if current is not None and not busy:
+    _compare(current)
 
 tally = playground.tally()
 if tally:
@@ -372,9 +393,8 @@ with st.expander("Recent exchanges"):
     for item in items:
         row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
         stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
-        row_left.markdown(f"#{item.run_id} · {stamp} · turn {item.turn} · {item.status} · "
-                          f"{', '.join(item.engines)}  \n{_escape(item.prompt[:120])}")
+        row_left.markdown(f"\\#{item.run_id} · {stamp} · turn {item.turn} · {ptext.md_line(item.status)} · "
+                          f"{ptext.md_line(', '.join(item.engines))}  \n{ptext.md_line(item.prompt[:120])}")
         row_open.button("Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy)
         row_again.button("Send again", key=f"pg_again_{item.run_id}", on_click=on_send_again, args=(item.run_id,),
                          disabled=busy)
-

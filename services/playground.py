@@ -11,9 +11,7 @@ PERSIST_INTERVAL_S, so a reload or a click never loses what already arrived; the
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
-import random
 import re
 import threading
 import uuid
@@ -22,9 +20,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import jsonschema
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from db.models import Exchange, Run, Vote
+from db.models import Exchange, Run
 from db.session import session_scope
 from services import endpoints, limits
 from services.client import (
@@ -40,6 +38,20 @@ from services.client import (
 from services.endpoints import EngineRecord
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ValidationError
+
+# Diff and votes live in modules of their own; importing them here keeps `playground.X` the one
+# entry point the page, the CLI and the tests use.
+from services.playground_text import word_diff  # noqa: F401
+from services.playground_votes import (  # noqa: F401
+    BlindVote,
+    PairTally,
+    blind_order,
+    blind_vote,
+    tally,
+    vote,
+    vote_best,
+    votes_for,
+)
 
 MIN_ENGINES = 2
 MAX_ENGINES = 6
@@ -163,15 +175,6 @@ class HistoryItem:
     created_at: datetime
 
 
-@dataclass
-class PairTally:
-    engine_a: str
-    engine_b: str
-    wins_a: int
-    wins_b: int
-    ties: int
-
-
 # ---------------------------------------------------------------------------------------
 # Pure helpers
 # ---------------------------------------------------------------------------------------
@@ -207,29 +210,6 @@ def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
     if error is None:
         return SchemaCheck(True)
     return SchemaCheck(False, error.json_path, error.message)
-
-
-def word_diff(a: str, b: str) -> list[tuple[str, str]]:
-    """Word-level differences between two answers: ("equal"|"delete"|"insert", text)."""
-    left = re.findall(r"\s+|\S+", a)
-    right = re.findall(r"\s+|\S+", b)
-    segments: list[tuple[str, str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right, autojunk=False).get_opcodes():
-        if tag == "equal":
-            segments.append(("equal", "".join(left[i1:i2])))
-            continue
-        if i2 > i1:
-            segments.append(("delete", "".join(left[i1:i2])))
-        if j2 > j1:
-            segments.append(("insert", "".join(right[j1:j2])))
-    return segments
-
-
-def blind_order(run_id: int, engines: list[str]) -> list[str]:
-    """The shuffled column order of blind mode (the same on every rerun of one exchange)."""
-    order = list(engines)
-    random.Random(run_id).shuffle(order)
-    return order
 
 
 def _messages(system: str, history: list[tuple[str, str]], prompt: str) -> list[dict[str, Any]]:
@@ -460,8 +440,7 @@ def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tup
     last = 0
     for row in rows:
         last = max(last, row.turn)
-        prompt = (row.messages[-1] or {}).get("content", "") if row.messages else ""
-        history.setdefault(row.engine_name, []).append((str(prompt), row.answer or ""))
+        history.setdefault(row.engine_name, []).append((_last_prompt(row), row.answer or ""))
     return last, history
 
 
@@ -547,6 +526,14 @@ def resend(run_id: int) -> SendHandle:
     return send(reopen(run_id))
 
 
+def exchange_id(value: str) -> int:
+    """The run id that a Playground address names (?exchange=12), or why it names none."""
+    text = str(value).strip().lstrip("#")
+    if not re.fullmatch(r"[0-9]{1,12}", text):
+        raise ValidationError(f"The address names exchange “{str(value)[:40]}”, which is not an exchange number.")
+    return int(text)
+
+
 def reopen(run_id: int) -> SendRequest:
     """The request of a stored exchange (to fill the form again or send it again)."""
     with session_scope() as session:
@@ -600,9 +587,26 @@ def get_exchange(run_id: int) -> ExchangeView:
         schema = config.get("schema")
         columns = [_column(row, schema, first_turn.get(row.engine_name)) for row in rows]
         return ExchangeView(run_id=run.id, conversation_id=conversation_id, turn=int(config.get("turn", 1)),
-                            prompt=config.get("prompt", ""), system=config.get("system", ""), status=run.status,
+                            prompt=_text(config.get("prompt")), system=_text(config.get("system")), status=run.status,
                             active=is_active(run.id), columns=columns, params=config.get("params") or {},
                             schema=schema, created_at=run.created_at)
+
+
+def _text(value: Any) -> str:
+    """Stored text, "" where it is missing (JSON null must never show as "None")."""
+    return "" if value is None else str(value)
+
+
+def _last_prompt(row: Exchange) -> str:
+    return _text((row.messages[-1] or {}).get("content")) if row.messages else ""
+
+
+def _count(value: Any) -> int | None:
+    """A token count from the engine's usage, None unless it is a whole number (an engine may
+    send null, a float or a string; the page must show "–", never "None" or a traceback)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(value) if float(value).is_integer() else None
 
 
 def _cached_tokens(usage: dict[str, Any]) -> int | None:
@@ -627,7 +631,7 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
         choices=list(row.choices or []),
         ttft_s=metrics.get("ttft_s"), itl_mean_s=metrics.get("itl_mean_s"), itl_p90_s=metrics.get("itl_p90_s"),
         tokens_per_s=metrics.get("tokens_per_s"), e2e_s=metrics.get("e2e_s"),
-        prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+        prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens")),
         cached_tokens=_cached_tokens(usage), finish_reason=row.finish_reason, error_class=row.error_class,
         error=row.error, notes=list(metrics.get("notes") or []), schema_check=check,
     )
@@ -644,8 +648,7 @@ def conversation(conversation_id: str) -> list[Turn]:
                                .order_by(Exchange.turn, Exchange.id)).all()
         turns: dict[int, Turn] = {}
         for row in rows:
-            prompt = (row.messages[-1] or {}).get("content", "") if row.messages else ""
-            turn = turns.setdefault(row.turn, Turn(row.run_id, row.turn, str(prompt), {}))
+            turn = turns.setdefault(row.turn, Turn(row.run_id, row.turn, _last_prompt(row), {}))
             turn.answers[row.engine_name] = row.answer or ""
     return [turns[k] for k in sorted(turns)]
 
@@ -655,7 +658,7 @@ def history(limit: int = 20) -> list[HistoryItem]:
     with session_scope() as session:
         runs = session.scalars(select(Run).where(Run.kind == "playground").order_by(Run.id.desc()).limit(limit)).all()
         return [HistoryItem(run_id=r.id, conversation_id=str(r.config.get("conversation_id", "")),
-                            turn=int(r.config.get("turn", 1)), prompt=str(r.config.get("prompt", "")),
+                            turn=int(r.config.get("turn", 1)), prompt=_text(r.config.get("prompt")),
                             engines=[n for n in r.engine_names.split(",") if n], status=r.status,
                             created_at=r.created_at) for r in runs]
 
@@ -680,43 +683,3 @@ def request_code(run_id: int, engine: str) -> tuple[str, str]:
                           api_key_env=api_key_env, response_schema=stored.get("schema"),
                           extra_body=stored.get("extra_body") or None)
     return as_curl(request), as_openai_python(request)
-
-
-# ---------------------------------------------------------------------------------------
-# Votes
-# ---------------------------------------------------------------------------------------
-
-
-def vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:
-    """Store a blind vote between two engines' answers of one exchange ("tie" allowed)."""
-    if engine_a == engine_b:
-        raise ValidationError("Vote between two different answers.")
-    if winner not in (engine_a, engine_b, "tie"):
-        raise ValidationError("The winner must be one of the two engines, or a tie.")
-    with session_scope() as session:
-        if session.get(Run, run_id) is None:
-            raise NotFoundError(f"Exchange {run_id} not found.")
-        session.add(Vote(run_id=run_id, engine_a=engine_a, engine_b=engine_b, winner=winner))
-
-
-def votes_for(run_id: int) -> list[tuple[str, str, str]]:
-    with session_scope() as session:
-        return [(v.engine_a, v.engine_b, v.winner) for v in session.scalars(select(Vote).where(Vote.run_id == run_id))]
-
-
-def tally() -> list[PairTally]:
-    """Wins and ties per engine pair over every stored vote (pairs in name order)."""
-    with session_scope() as session:
-        rows = session.execute(select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count())
-                               .group_by(Vote.engine_a, Vote.engine_b, Vote.winner)).all()
-    pairs: dict[tuple[str, str], PairTally] = {}
-    for engine_a, engine_b, winner, count in rows:
-        first, second = sorted((engine_a, engine_b))
-        entry = pairs.setdefault((first, second), PairTally(first, second, 0, 0, 0))
-        if winner == first:
-            entry.wins_a += count
-        elif winner == second:
-            entry.wins_b += count
-        else:
-            entry.ties += count
-    return [pairs[k] for k in sorted(pairs)]

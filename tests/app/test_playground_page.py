@@ -3,7 +3,9 @@ words, stop, blind votes, history. (The Chromium run against the local engines i
 
 from __future__ import annotations
 
+import math
 import time
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -115,7 +117,7 @@ def test_blind_mode_hides_names_until_a_vote(two_engines: list[str]) -> None:
     run_until_idle(at)
     body = texts(at)
     assert "**Answer A**" in body and "**alpha**" not in body and "| TTFT |" not in body
-    at.button(key="pg_vote_left").click().run()
+    at.button(key="pg_vote_A").click().run()
     assert not at.exception
     assert "**alpha**" in texts(at)
     [pair] = playground.tally()
@@ -141,3 +143,162 @@ def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
     at.button(key=f"pg_again_{first_run}").click().run()
     run_until_idle(at)
     assert at.session_state["pg_run_id"] != first_run and "**Turn 1:** first question" in texts(at)
+
+
+def store_exchange(columns: dict[str, dict[str, Any]], prompt: str = "Explain", status: str = "finished") -> int:
+    """A finished exchange written straight to the database: answers and figures that no
+    scripted stream produces (paragraphs, markup, NaN, nulls)."""
+    from db.models import Exchange, Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = Run(kind="playground", status=status, engine_names=",".join(columns),
+                  config={"conversation_id": "stored", "turn": 1, "prompt": prompt, "system": "", "params": {},
+                          "engines": [{"engine": name} for name in columns]},
+                  engines=[{"name": name, "base_url": "http://127.0.0.1:9/v1"} for name in columns])
+        session.add(run)
+        session.flush()
+        for name, values in columns.items():
+            session.add(Exchange(run_id=run.id, conversation_id="stored", engine_name=name,
+                                 messages=[{"role": "user", "content": prompt}],
+                                 **{"status": "finished", **values}))
+        return run.id
+
+
+@pytest.fixture
+def offline_engines(db_url: str) -> list[str]:
+    """Two registered engines that nothing streams from (the page needs two to draw)."""
+    for name in ("alpha", "beta"):
+        endpoints.add_engine(name, "http://127.0.0.1:9/v1")
+    return ["alpha", "beta"]
+
+
+def opened(run_id: int) -> AppTest:
+    """The page as a reload of /playground?exchange=<run_id> shows it (a new session)."""
+    at = page()
+    at.query_params["exchange"] = str(run_id)
+    return at.run()
+
+
+def reopened(run_id: int) -> AppTest:
+    """A stored exchange opened from Recent exchanges."""
+    at = page().run()
+    return at.button(key=f"pg_open_{run_id}").click().run()
+
+
+PARAGRAPHS = ("Streaming sends tokens as they come.\n\n[inference: the server] keeps a *queue*\n"
+              "- item one\n```python\nprint('<b>hi</b>')\n```\n<img src=http://evil.test/a.png> & done")
+
+
+def test_word_diff_renders_paragraphs_markup_and_brackets_as_text(offline_engines: list[str]) -> None:
+    other = PARAGRAPHS.replace("the server", "each engine").replace("queue", "batch")
+    at = reopened(store_exchange({"alpha": {"answer": PARAGRAPHS}, "beta": {"answer": other}}))
+    assert not at.exception
+    [diff] = [h.value for h in at.html if "pg-diff" in h.value]
+    assert "<del" in diff and "<ins" in diff and "white-space: pre-wrap" in diff
+    assert "[inference:" in diff and "\n\n" in diff and "&lt;img src=http://evil.test/a.png&gt;" in diff
+    assert "<img" not in diff and "<b>" not in diff
+    assert not any("-background[" in m.value for m in at.markdown)
+
+
+def test_answers_and_error_bodies_load_no_remote_image(offline_engines: list[str]) -> None:
+    at = reopened(store_exchange({
+        "alpha": {"answer": "See ![chart](http://evil.test/track.png) and `![code](x)`."},
+        "beta": {"status": "failed", "answer": "", "error": "HTTP 502: ![x](http://evil.test/e.png) <img src=y>"},
+    }))
+    assert not at.exception
+    rendered = [m.value for m in at.markdown] + [e.value for e in at.error] + [c.value for c in at.caption]
+    assert not any("](http://evil.test" in value and "![" in value for value in rendered)
+    assert "image not loaded: chart" in texts(at)
+    assert any("!\\[x\\]" in e.value and "\\<img" in e.value for e in at.error)
+
+
+def test_no_none_or_nan_and_one_unit_per_quantity(offline_engines: list[str]) -> None:
+    at = reopened(store_exchange({
+        "alpha": {"model": None, "answer": "a", "finish_reason": None, "usage": {"prompt_tokens": None,
+                  "completion_tokens": "7"}, "metrics": {"ttft_s": 1.5, "itl_mean_s": math.nan, "tokens_per_s": None}},
+        "beta": {"model": "m`x`*y*", "answer": "b", "metrics": {"ttft_s": 0.85, "itl_mean_s": 0.004,
+                                                               "itl_p90_s": 0.006, "tokens_per_s": math.inf}},
+    }, prompt=None))  # type: ignore[arg-type]
+    assert not at.exception
+    body = texts(at)
+    assert "None" not in body and "nan" not in body.lower() and "inf" not in body
+    assert "**1.50 s**" in body and "**0.85 s**" in body and "850 ms" not in body
+    assert "4.0 ms / 6.0 ms" in body
+    assert "**beta** · `` m`x`*y* ``" in body
+
+
+def test_names_in_labels_and_titles_are_escaped(db_url: str) -> None:
+    for name in ("a_b_c", "star-1"):
+        endpoints.add_engine(name, "http://127.0.0.1:9/v1", model="we`ird*model")
+    at = page().run()
+    assert not at.exception
+    labels = [t.label for t in at.text_input]
+    assert "Model for a\\_b\\_c" in labels
+
+
+def test_reload_shows_the_exchange_again_even_while_it_streams(db_url: str, scripted_server: ScriptedServer) -> None:
+    for name in ("slow1", "slow2"):
+        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=400))
+    at = page().run()
+    at.text_area(key="pg_prompt").set_value("stream for a while")
+    at.button(key="pg_send").click().run()
+    run_id = at.session_state["pg_run_id"]
+    assert at.query_params.get("exchange") == str(run_id)
+    time.sleep(0.5)
+    reloaded = opened(run_id)
+    assert not reloaded.exception and reloaded.session_state["pg_run_id"] == run_id
+    assert "**Turn 1:** stream for a while" in texts(reloaded) and "streaming" in texts(reloaded)
+    assert not reloaded.button(key="pg_stop").disabled and reloaded.button(key="pg_send").disabled
+    reloaded.button(key="pg_stop").click().run()
+    run_until_idle(reloaded)
+    assert "stopped" in texts(opened(run_id))
+    reloaded.button(key="pg_new").click().run()
+    assert "exchange" not in reloaded.query_params
+
+
+def test_a_bad_address_is_refused_in_words(offline_engines: list[str]) -> None:
+    for value, words in (("abc", "not an exchange number"), ("999", "exchange 999 not found")):
+        at = opened(value)  # type: ignore[arg-type]
+        assert not at.exception
+        assert any(words in e.value for e in at.error)
+        assert at.session_state["pg_run_id"] is None and "exchange" not in at.query_params
+
+
+def test_parameters_keep_one_label_and_show_their_values_beside(offline_engines: list[str]) -> None:
+    at = page().run()
+    assert [e.label for e in at.expander if e.label.startswith("Parameters")] == ["Parameters"]
+    assert any("temperature 0.7" in c.value for c in at.caption)
+    at.number_input(key="pg_temperature").set_value(0.3).run()
+    at.number_input(key="pg_seed").set_value(7).run()
+    assert [e.label for e in at.expander if e.label.startswith("Parameters")] == ["Parameters"]
+    assert any("temperature 0.3" in c.value and "seed 7" in c.value for c in at.caption)
+
+
+def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(db_url: str,
+                                                                     scripted_server: ScriptedServer) -> None:
+    for salt, name in enumerate(("alpha", "beta", "gamma")):
+        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(tokens=4, itl=1, salt=salt))
+    at = page().run()
+    at.toggle(key="pg_blind").set_value(True)
+    at.text_area(key="pg_prompt").set_value("Best of three?")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    run_id = at.session_state["pg_run_id"]
+    assert [at.button(key=f"pg_vote_{x}").label for x in "ABC"] == ["Answer A", "Answer B", "Answer C"]
+    assert not any(e.label.startswith("Blind votes") for e in at.expander)
+    winner = playground.blind_order(run_id, ["alpha", "beta", "gamma"])[2]
+    at.button(key="pg_vote_C").click().run()
+    assert not at.exception and not at.error
+    [confirmation] = at.success
+    assert "Answer C" in confirmation.value and f"**{winner}**" in confirmation.value
+    body = texts(at)
+    assert "**Answer" not in body and all(f"**{name}**" in body for name in ("alpha", "beta", "gamma"))
+    assert "Answer C in the blind vote" in body
+    assert not any(b.key and b.key.startswith("pg_vote_") for b in at.button)
+    assert at.selectbox(key="pg_diff_a").options == playground.blind_order(run_id, ["alpha", "beta", "gamma"])
+    [tally] = at.dataframe
+    rows = tally.value.to_dict("records")
+    # The best of three decides two pairs: the winner against each of the others.
+    assert len(rows) == 2 and all(winner in (r["engine A"], r["engine B"]) for r in rows)
+    assert all(r["A wins" if r["engine A"] == winner else "B wins"] == 1 for r in rows)

@@ -226,6 +226,31 @@ def test_an_exchange_left_streaming_by_a_dead_app_is_marked_interrupted(db_url: 
     assert view.columns[0].answer == "partial"
 
 
+def test_stored_nulls_and_odd_usage_never_read_none(db_url: str) -> None:
+    from db.models import Exchange, Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = Run(kind="playground", status="finished", config={"conversation_id": "n", "turn": 1, "prompt": None})
+        session.add(run)
+        session.flush()
+        session.add(Exchange(run_id=run.id, conversation_id="n", engine_name="e", status="finished",
+                             messages=[{"role": "user", "content": None}],
+                             usage={"prompt_tokens": "12", "completion_tokens": 3.0, "total_tokens": None}))
+        run_id = run.id
+    view = playground.get_exchange(run_id)
+    assert view.prompt == "" and view.system == ""
+    assert view.columns[0].prompt_tokens is None and view.columns[0].completion_tokens == 3
+    assert playground.conversation("n")[0].prompt == "" and playground.history()[0].prompt == ""
+
+
+def test_an_exchange_address_is_a_run_id_or_refused_in_words() -> None:
+    assert playground.exchange_id("12") == 12 and playground.exchange_id(" #7 ") == 7
+    for bad in ("abc", "", "1.5", "²", "-3", "9" * 20):
+        with pytest.raises(ValidationError, match="not an exchange number"):
+            playground.exchange_id(bad)
+
+
 @pytest.mark.engines
 def test_three_local_engines_answer_side_by_side(local_engines: list) -> None:
     names = tuple(EngineChoice(e.name) for e in local_engines)

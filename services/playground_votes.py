@@ -1,0 +1,112 @@
+"""Blind votes of the Playground: which answer a viewer preferred before knowing who wrote it.
+
+A vote picks the best of all N answers of one exchange (or says none is better), so every
+engine of a 3-to-6 engine exchange can win. It is stored as the pairs it decides (the winner
+against each other engine, or a tie between every pair), so the per-pair tally reads the same
+for exchanges of two engines or six. One vote per exchange: once cast, the names show, and a
+second vote would no longer be blind.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from itertools import combinations
+
+from sqlalchemy import func, select
+
+from db.models import Exchange, Run, Vote
+from db.session import session_scope
+from services.errors import NotFoundError, ValidationError
+
+TIE = "tie"
+
+
+@dataclass
+class PairTally:
+    engine_a: str
+    engine_b: str
+    wins_a: int
+    wins_b: int
+    ties: int
+
+
+@dataclass(frozen=True)
+class BlindVote:
+    """The vote cast on one exchange: the best answer's engine, or None when none was better."""
+
+    winner: str | None
+
+
+def blind_order(run_id: int, engines: list[str]) -> list[str]:
+    """The shuffled column order of blind mode (the same on every rerun of one exchange)."""
+    order = list(engines)
+    random.Random(run_id).shuffle(order)
+    return order
+
+
+def vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:
+    """Store a blind vote between two engines' answers of one exchange ("tie" allowed)."""
+    if engine_a == engine_b:
+        raise ValidationError("Vote between two different answers.")
+    if winner not in (engine_a, engine_b, TIE):
+        raise ValidationError("The winner must be one of the two engines, or a tie.")
+    with session_scope() as session:
+        if session.get(Run, run_id) is None:
+            raise NotFoundError(f"Exchange {run_id} not found.")
+        session.add(Vote(run_id=run_id, engine_a=engine_a, engine_b=engine_b, winner=winner))
+
+
+def vote_best(run_id: int, winner: str) -> BlindVote:
+    """Store the best answer among all of an exchange's engines (`winner` an engine, or "tie")."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != "playground":
+            raise NotFoundError(f"Playground exchange {run_id} not found.")
+        engines = list(dict.fromkeys(session.scalars(
+            select(Exchange.engine_name).where(Exchange.run_id == run_id).order_by(Exchange.id))))
+        if len(engines) < 2:
+            raise ValidationError("A vote needs at least two answers.")
+        if winner != TIE and winner not in engines:
+            raise ValidationError(f"{winner} did not answer in exchange {run_id}.")
+        if session.scalar(select(func.count()).select_from(Vote).where(Vote.run_id == run_id)):
+            raise ValidationError(f"Exchange {run_id} already has a vote: a second one would not be blind.")
+        if winner == TIE:
+            pairs = [(a, b, TIE) for a, b in combinations(engines, 2)]
+        else:
+            pairs = [(winner, other, winner) for other in engines if other != winner]
+        session.add_all(Vote(run_id=run_id, engine_a=a, engine_b=b, winner=w) for a, b, w in pairs)
+    return BlindVote(None if winner == TIE else winner)
+
+
+def votes_for(run_id: int) -> list[tuple[str, str, str]]:
+    with session_scope() as session:
+        return [(v.engine_a, v.engine_b, v.winner) for v in session.scalars(select(Vote).where(Vote.run_id == run_id))]
+
+
+def blind_vote(run_id: int) -> BlindVote | None:
+    """The vote cast on this exchange, None before any."""
+    rows = votes_for(run_id)
+    if not rows:
+        return None
+    winners = Counter(winner for _, _, winner in rows if winner != TIE)
+    return BlindVote(winners.most_common(1)[0][0] if winners else None)
+
+
+def tally() -> list[PairTally]:
+    """Wins and ties per engine pair over every stored vote (pairs in name order)."""
+    with session_scope() as session:
+        rows = session.execute(select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count())
+                               .group_by(Vote.engine_a, Vote.engine_b, Vote.winner)).all()
+    pairs: dict[tuple[str, str], PairTally] = {}
+    for engine_a, engine_b, winner, count in rows:
+        first, second = sorted((engine_a, engine_b))
+        entry = pairs.setdefault((first, second), PairTally(first, second, 0, 0, 0))
+        if winner == first:
+            entry.wins_a += count
+        elif winner == second:
+            entry.wins_b += count
+        else:
+            entry.ties += count
+    return [pairs[k] for k in sorted(pairs)]

@@ -1,0 +1,94 @@
+"""Playground text: untrusted answers and names shown as text (no markup, nothing loaded),
+the word diff as escaped HTML, and figures that never read "None", "nan" or mixed units."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from services import playground_text as ptext
+from services.engines import SamplingParams
+
+HOSTILE = [
+    "First paragraph.\n\n[inference: server] second *para* with `code` and a [link](http://x.test)",
+    "```html\n<script>alert(1)</script>\n<img src=http://evil.test/a.png>\n```\nafter the fence",
+    "<img src=http://evil.test/b.png onerror=alert(1)> & &amp; \"quoted\" 'single'",
+    "![track](http://evil.test/c.png) ![ref][r]\n\n[r]: http://evil.test/d.png",
+    "nested [![badge](http://evil.test/e.svg)](http://x.test) and \\![escaped](http://evil.test/f.png)",
+    "unclosed ```\n![in fence](http://evil.test/g.png)",
+    "``code with ` inside ![x](http://evil.test/h.png)`` then ![y](http://evil.test/i.png)",
+    "a\r\nb\tc   d\n\n\n   indented ![z](<http://evil.test/j.png> \"title\")",
+]
+
+
+@pytest.mark.parametrize("answer", HOSTILE)
+def test_diff_html_is_only_escaped_text_in_ins_and_del(answer: str) -> None:
+    other = answer.replace("a", "o", 3) + "\n\nextra paragraph"
+    markup = ptext.diff_html(answer, other)
+    assert set(re.findall(r"</?([a-zA-Z]+)", markup)) <= {"div", "del", "ins"}
+    assert markup.startswith('<div class="pg-diff" style="white-space: pre-wrap;')
+    # Unescaping the pieces gives back both texts exactly: nothing dropped, nothing added.
+    import html
+
+    def text_of(drop: str) -> str:
+        kept = re.sub(rf"<{drop} [^>]*>.*?</{drop}>", "", markup, flags=re.S)
+        return html.unescape(re.sub(r"<[^>]+>", "", kept))
+
+    assert text_of("ins") == answer and text_of("del") == other
+
+
+def test_diff_html_keeps_paragraphs_and_marks_changes() -> None:
+    markup = ptext.diff_html("one [inference: a]\n\ntwo", "one [inference: b]\n\ntwo")
+    assert "[inference:" in markup and "\n\ntwo" in markup
+    assert re.search(r"<del [^>]*>a\]</del><ins [^>]*>b\]</ins>", markup)
+    assert "both answers are empty" in ptext.diff_html("", "")
+
+
+@pytest.mark.parametrize("answer", HOSTILE)
+def test_safe_answer_leaves_no_image_syntax(answer: str) -> None:
+    safe = ptext.safe_answer(answer)
+    assert "![" not in safe
+    # What is left still reads the same (the word joiner is invisible), apart from placeholders.
+    assert safe.replace("\u2060", "").replace("!\\[", "![").count("\n") == answer.count("\n")
+
+
+def test_safe_answer_keeps_markdown_and_code_but_shows_images_as_text() -> None:
+    safe = ptext.safe_answer("# Title\n\n- **bold** item\n\n![a cat](http://evil.test/cat.png \"t\")")
+    assert safe.startswith("# Title\n\n- **bold** item\n\n")
+    assert "image not loaded: a cat · http\\://evil.test/cat.png" in safe and "](http" not in safe
+    assert ptext.safe_answer("use `![alt](src)` in markdown") == "use `!\u2060[alt](src)` in markdown"
+    fenced = ptext.safe_answer("```md\n![alt](src)\n```\n")
+    assert fenced == "```md\n!\u2060[alt](src)\n```\n"
+    assert ptext.safe_answer("![ref][r]") == "!\\[ref][r]"
+
+
+def test_md_line_and_code_span_keep_names_inside_their_markup() -> None:
+    assert ptext.md_line("my_engine*v2* `x` [l](u) :red[no] $5") == \
+        "my\\_engine\\*v2\\* \\`x\\` \\[l\\](u) \\:red\\[no\\] \\$5"
+    assert ptext.md_line("# not a heading\n- nor a list") == "\\# not a heading - nor a list"
+    assert ptext.md_line("1. first") == "1\\. first" and ptext.md_line(None) == ""
+    assert ptext.md_text("HTTP 502:\n    <html>\n\n![x](http://e/x.png)") == \
+        "HTTP 502\\:  \n\\<html\\>  \n  \n!\\[x\\](http\\://e/x.png)"
+    assert ptext.code_span("plain") == "` plain `"
+    assert ptext.code_span("we`ird``model") == "``` we`ird``model ```"
+    assert ptext.code_span("`edge`") == "`` `edge` ``" and ptext.code_span(None) == ""
+
+
+def test_figures_never_read_none_or_nan_and_share_a_unit() -> None:
+    for value in (None, math.nan, math.inf, "12", True):
+        assert ptext.duration(value) == "–" and ptext.number(value) == "–"  # type: ignore[arg-type]
+    assert ptext.number(1234) == "1,234" and ptext.number(12.345) == "12.3"
+    assert ptext.duration_unit([0.85, None, math.nan]) == "ms"
+    assert ptext.duration_unit([0.85, 1.5]) == "s" and ptext.duration_unit([]) == "ms"
+    assert ptext.duration(0.85, "s") == "0.85 s" and ptext.duration(1.5, "s") == "1.50 s"
+    assert ptext.duration(0.85) == "850 ms" and ptext.duration(0.0042) == "4.2 ms"
+
+
+def test_params_summary() -> None:
+    assert ptext.params_summary(SamplingParams(), "", False) == "temperature default · max tokens default"
+    summary = ptext.params_summary(SamplingParams(temperature=0.3, max_tokens=64, seed=7, stop=("a", "b"), n=2,
+                                                  top_k=5, ignore_eos=True), "Be brief.", True)
+    assert summary == ("temperature 0.3 · max tokens 64 · seed 7 · top_k 5 · 2 stop string(s) · n 2 · ignore_eos"
+                       " · JSON schema · system prompt")
