@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
+from services.figures import inert
 from services.bench import views
 from services.errors import ShootoutError
 
@@ -149,7 +150,7 @@ def live(run_id: int) -> None:
     if st.button("Cancel run", key=f"bench_cancel_{run_id}"):
         views.cancel(run_id)
         st.rerun()
-    st.plotly_chart(view.figures["live"], key=f"bench_live_{run_id}")
+    st.plotly_chart(inert(view.figures["live"]), key=f"bench_live_{run_id}")
 
 
 def results(view: views.RunView) -> None:
@@ -168,7 +169,7 @@ def results(view: views.RunView) -> None:
     order = ["latency_throughput", "ttft_cdf", "itl_cdf", "engine_metrics", "concurrency", "timeline", "live"]
     for name in order:
         if name in view.figures:
-            st.plotly_chart(view.figures[name], key=f"bench_{name}_{run.id}")
+            st.plotly_chart(inert(view.figures[name]), key=f"bench_{name}_{run.id}")
 
 
 try:

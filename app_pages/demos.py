@@ -9,6 +9,7 @@ import html
 import streamlit as st
 
 from app_pages.common import refresh_interval
+from services.figures import inert
 from services import endpoints
 from services.demos import runner, scenarios
 from services.demos.charts import step_figure
@@ -128,7 +129,7 @@ def render_step(step: runner.StepView) -> None:
                               delta_color="off" if unchanged else number.delta_color)
     figure = step_figure(step)
     if figure is not None:
-        st.plotly_chart(figure, theme="streamlit", width="stretch", key=f"demo_chart_{step.index}_{step.status}")
+        st.plotly_chart(inert(figure), theme="streamlit", width="stretch", key=f"demo_chart_{step.index}_{step.status}")
     if step.finding:
         st.markdown(f'<div class="demo-finding">{html.escape(step.finding)}</div>', unsafe_allow_html=True)
     for error in step.errors:

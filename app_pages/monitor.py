@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import streamlit as st
 
 from app_pages.common import refresh_interval
+from services.figures import inert
 from services.errors import ShootoutError
 from services.telemetry import monitor, recorder
 
@@ -40,7 +41,7 @@ def render(view: monitor.MonitorView) -> None:
     chart_columns = st.columns(2)
     for index, chart in enumerate(view.charts):
         with chart_columns[index % 2]:
-            st.plotly_chart(chart.figure, key=chart.key, width="stretch")
+            st.plotly_chart(inert(chart.figure), key=chart.key, width="stretch")
             for note in chart.notes:
                 st.caption(note)
     if view.processes:

@@ -12,6 +12,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
+from services.figures import inert
 from services import importers, reports, runs
 from services.telemetry import monitor
 from services.errors import ShootoutError
@@ -190,11 +191,11 @@ def _results(view: reports.ComparisonView, key: str) -> None:
         chosen = st.segmented_control(
             "Metric", cdfs, format_func=CDF_LABELS.get, default=cdfs[0], key=f"{key}_cdf"
         ) or cdfs[0]
-        st.plotly_chart(view.figures[chosen], key=f"{key}_cdf_chart")
+        st.plotly_chart(inert(view.figures[chosen]), key=f"{key}_cdf_chart")
     if "latency_throughput" in view.figures:
         st.subheader("Latency against throughput")
         st.caption("A load sweep draws a curve; a run at one load is one point.")
-        st.plotly_chart(view.figures["latency_throughput"], key=f"{key}_curve")
+        st.plotly_chart(inert(view.figures["latency_throughput"]), key=f"{key}_curve")
     if not view.settings.empty:
         st.subheader("Engine settings")
         only = st.toggle("Only settings that differ", key=f"{key}_only_diff", value=len(comparison.series) > 1)
@@ -245,7 +246,7 @@ def _run(run_id: int) -> None:
             st.error(str(error))
         else:
             st.caption("Engine and GPU metrics aligned with each request's latency (seconds since the run started).")
-            st.plotly_chart(figure, key="runs_timeline")
+            st.plotly_chart(inert(figure), key="runs_timeline")
             for note in notes:
                 st.caption(note)
     if run.view is None and run.exchanges is None and run.sample_sources is None:

@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
+from services.figures import inert
 from services import runs
 from services.errors import NotFoundError, ValidationError
 from services.importers.common import number
@@ -490,7 +491,7 @@ def _table_html(frame: pd.DataFrame, colour_marks: bool = False, differs_column:
 
 
 def _figure_html(figure: go.Figure) -> str:
-    return figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
+    return inert(figure).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
 
 
 def _meta_html(detail: RunDetail) -> str:
