@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from services.errors import ShootoutError, ValidationError
-from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
+from services.planner import PlanRequest, PlanResult, list_presets, make_plan, plan_to_dict
 from services.planner import catalog, charts, engines_reference, importers, launch, runs
 from services.planner.plan import gpu_rows, model_rows
 from services.planner.specs import GB, GIB, GpuSpec
@@ -94,24 +94,42 @@ def _show_plan(request: PlanRequest) -> None:
     right.plotly_chart(charts.roofline_figure(plan), key="planner_roofline_chart")
     with st.expander("All numbers (same as `cli.py plan --json`)"):
         st.json(plan_to_dict(plan))
-    _measured(request)
+    _measured(plan)
 
 
-def _measured(request: PlanRequest) -> None:
+def _measured(planned: PlanResult) -> None:
+    request = planned.request
     st.subheader("Measured against the limit")
     source = st.radio("Achieved decode rate from", ["a stored benchmark run", "a number"], horizontal=True,
                       key="planner_measure_source")
     batch, context, achieved = request.batch, request.context, None
     if source == "a stored benchmark run":
         try:
-            stored = runs.stored_throughputs()
+            found = runs.runs_for_plan(request.model, request.gpu)
         except Exception as error:  # the run database may be unreachable: say so, keep the page
             st.error(f"Cannot read stored runs: {error}")
             return
-        if not stored:
+        if not found.all:
             st.info("No stored run has an output throughput yet. Run a benchmark, or type a number.")
             return
-        entry = st.selectbox("Run and engine", stored, format_func=lambda e: e.label, key="planner_run")
+        plan_names = f"{planned.model.name} on {planned.gpu.name}"
+        if not found.comparable:
+            st.info(f"No stored run is comparable with this plan: none recorded {plan_names}. "
+                    "Run a benchmark of that model on that GPU, or type a number.")
+        choices = found.comparable
+        if found.others and st.checkbox(
+            f"Also list the {len(found.others)} run(s) of another model or hardware", key="planner_run_any",
+            help="Their share of this bound measures a different setup: only for a deliberate comparison.",
+        ):
+            choices = found.all
+        if not choices:
+            return
+        labels = {match.entry.label: match for match in choices}
+        chosen = labels[st.selectbox("Run and engine", list(labels), key="planner_run")]
+        if not chosen.comparable:
+            st.warning("This run is not comparable with the plan (" + "; ".join(chosen.reasons) + "): its share "
+                       f"of the {plan_names} bound does not measure how close that setup comes to its limit.")
+        entry = chosen.entry
         batch, context, achieved = entry.batch, entry.context or request.context, entry.output_tok_s
         st.caption(f"Compared at batch {batch} and context {context:,} (the run's mean concurrency and mean "
                    "context), on the model, GPU and format chosen above; its throughput includes prefill time.")

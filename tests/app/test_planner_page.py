@@ -63,12 +63,35 @@ def test_measured_number_against_the_bound(db_url: str) -> None:
     assert "%" in metric(at, "Share of the bound")
 
 
-def test_stored_run_against_the_bound(db_url: str) -> None:
+def _stored_run(name: str, model: str | None, gpu: str | None, rate: float) -> None:
     with session_scope() as session:
-        session.add(Run(kind="benchmark", name="bench", summary={"engines": {
-            "vllm": {"output_throughput_tok_s": 800.0, "concurrency_mean": 16, "completed": 4,
-                     "input_tokens": 4000, "output_tokens": 1000}}}))
+        session.add(Run(kind="benchmark", name=name, model=model, config={"gpu": gpu} if gpu else {},
+                        summary={"engines": {"vllm": {"output_throughput_tok_s": rate, "concurrency_mean": 16,
+                                                      "completed": 4, "input_tokens": 4000, "output_tokens": 1000}}}))
+
+
+def test_stored_run_of_the_planned_model_and_gpu_against_the_bound(db_url: str) -> None:
+    _stored_run("bench", "meta-llama/Llama-3.1-8B-Instruct", "NVIDIA H100 80GB HBM3", 800.0)
+    _stored_run("newer, on a CPU", "SmolLM2-135M-Instruct", None, 900.0)
     at = planner_page()
+    assert "bench" in at.selectbox(key="planner_run").value  # the comparable run, not the newest
+    assert "%" in metric(at, "Share of the bound")
+    assert not at.warning
+
+
+def test_a_run_of_another_model_is_not_compared_unless_picked(db_url: str) -> None:
+    """Issue 19: a SmolLM2 chat on a CPU was shown as 153.9% of the bound of Llama 3 70B on an H100."""
+    _stored_run("smol chat", "smollm2", None, 900.0)
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-70b")
+    at.number_input(key="planner_tp").set_value(4)
+    submit(at, "Plan")
+    assert not any(m.label == "Share of the bound" for m in at.metric)
+    assert any("No stored run is comparable" in i.value and "Llama 3.1 70B" in i.value for i in at.info)
+    at.checkbox(key="planner_run_any").check().run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "not comparable" in w.value)
+    assert "smollm2, not Llama 3.1 70B" in warning and "recorded no GPU" in warning
     assert "%" in metric(at, "Share of the bound")
 
 
