@@ -182,21 +182,43 @@ def _engines_tab() -> None:
             st.markdown("\n".join(f"- {reason}" for reason in ranking.reasons) or "- no rule applies")
 
 
-def _launch_tab(request: PlanRequest) -> None:
-    engines = launch.launch_engines()
+def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:
+    """Set the launch fields to the plan whenever the plan changes.
+
+    Keyed widgets keep their own value across reruns, so a default taken from the plan
+    applies only the first time: re-planning Llama 3 70B on 4 GPUs still showed the 8B on
+    one. Writing the plan into their state (before they are drawn) makes them follow it;
+    the user's edits stand until the next plan.
+    """
     try:
-        default_model = catalog.get_model(request.model).hf_id or request.model
-    except ShootoutError:
-        default_model = request.model
+        planned = launch.options_for_plan(request)
+    except ShootoutError as error:
+        st.error(str(error))
+        return None
+    state = st.session_state
+    if state.get("planner_launch_for") != request:
+        state["planner_launch_for"] = request
+        state.update({
+            "planner_hf": planned.model, "planner_launch_gpus": planned.gpus, "planner_maxlen": planned.max_model_len,
+            "planner_launch_util": planned.gpu_memory_utilization, "planner_slots": planned.parallel_slots,
+        })
+    return planned
+
+
+def _launch_tab(request: PlanRequest) -> None:
+    planned = _follow_plan(request)
+    if planned is None:
+        return
+    engines = launch.launch_engines()
     with st.form("planner_launch"):
         c1, c2, c3 = st.columns(3)
         engine = c1.selectbox("Engine", list(engines), format_func=engines.get, key="planner_engine")
-        model = c2.text_input("Model (HF id, path, GGUF file or Ollama tag)", default_model, key="planner_hf")
-        gpus = c3.number_input("GPUs (tensor parallel)", 1, 1024, request.tp, key="planner_launch_gpus")
+        model = c2.text_input("Model (HF id, path, GGUF file or Ollama tag)", key="planner_hf")
+        gpus = c3.number_input("GPUs (tensor parallel)", 1, 1024, key="planner_launch_gpus")
         c1, c2, c3, c4 = st.columns(4)
-        max_len = c1.number_input("Max model length", 1, 100_000_000, request.context, key="planner_maxlen")
-        util = c2.slider("GPU memory utilisation", 0.05, 1.0, request.mem_util, 0.01, key="planner_launch_util")
-        slots = c3.number_input("Parallel slots (llama.cpp, Ollama)", 1, 4096, 4, key="planner_slots")
+        max_len = c1.number_input("Max model length", 1, 100_000_000, key="planner_maxlen")
+        util = c2.slider("GPU memory utilisation", 0.05, 1.0, step=0.01, key="planner_launch_util")
+        slots = c3.number_input("Parallel slots (llama.cpp, Ollama)", 1, 4096, key="planner_slots")
         prefix = c4.toggle("Prefix caching", True, key="planner_prefix_cache")
         c1, c2, c3 = st.columns(3)
         port = c1.number_input("Port (0 = engine default)", 0, 65535, 0, key="planner_port")
@@ -204,10 +226,10 @@ def _launch_tab(request: PlanRequest) -> None:
         served = c3.text_input("Served model name (optional)", "", key="planner_served")
         st.form_submit_button("Make command", type="primary")
     try:
-        command = launch.build_launch(launch.LaunchOptions(
-            engine=engine, model=model, gpus=int(gpus), max_model_len=int(max_len), gpu_memory_utilization=float(util),
-            prefix_caching=prefix, parallel_slots=int(slots), port=int(port) or None, bind_host=host.strip(),
-            served_model_name=served.strip() or None,
+        command = launch.build_launch(replace(
+            planned, engine=engine, model=model, gpus=int(gpus), max_model_len=int(max_len),
+            gpu_memory_utilization=float(util), prefix_caching=prefix, parallel_slots=int(slots),
+            port=int(port) or None, bind_host=host.strip(), served_model_name=served.strip() or None,
         ))
     except ShootoutError as error:
         st.error(str(error))

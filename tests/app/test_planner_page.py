@@ -110,6 +110,35 @@ def test_launch_command_and_register(db_url: str) -> None:
     assert any("exists already" in e.value for e in at.error)
 
 
+def test_launch_command_follows_the_plan(db_url: str) -> None:
+    """Issue 19: planning Llama 3 70B still showed `vllm serve meta-llama/Llama-3.1-8B-Instruct` on 1 GPU."""
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-70b")
+    at.selectbox(key="planner_dtype").set_value("gguf-q4_k_m")
+    at.number_input(key="planner_tp").set_value(4)
+    at.number_input(key="planner_context").set_value(16384)
+    at.slider(key="planner_util").set_value(0.85)
+    submit(at, "Plan")
+    vllm = at.code[0].value
+    for flag in ("vllm serve meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size 4", "--max-model-len 16384",
+                 "--gpu-memory-utilization 0.85"):
+        assert flag in vllm
+    at.selectbox(key="planner_engine").set_value("llamacpp")
+    at.text_input(key="planner_host").set_value("$(id)")
+    submit(at, "Make command")
+    llama = at.code[0].value
+    assert "-hf" not in llama and "-m /path/to/Llama-3.1-70B-Instruct-Q4_K_M.gguf" in llama
+    assert "--host '$(id)'" in llama
+    assert any("without GGUF files" in c.value for c in at.caption)
+    at.number_input(key="planner_launch_gpus").set_value(2)  # the user's own edit stands until the next plan
+    submit(at, "Make command")
+    assert at.number_input(key="planner_launch_gpus").value == 2
+    at.number_input(key="planner_batch").set_value(32)
+    submit(at, "Plan")  # a new plan sets the fields again
+    assert at.number_input(key="planner_launch_gpus").value == 4
+    assert at.number_input(key="planner_slots").value == 32
+
+
 def test_add_a_gpu_then_plan_on_it(db_url: str) -> None:
     at = planner_page()
     at.text_input(key="planner_new_gpu_key").set_value("my-card")
