@@ -372,7 +372,8 @@ def _tgi(o: LaunchOptions) -> LaunchCommand:
         _arg("--cuda-memory-fraction", o.gpu_memory_utilization),
     ]
     env = "" if o.prefix_caching else "PREFIX_CACHING=0 "
-    plain = _lines(f"{env}text-generation-launcher", f"{_arg('--hostname', o.bind_host)} {_arg('--port', o.port)}", *args)
+    listen = f"{_arg('--hostname', o.bind_host)} {_arg('--port', o.port)}"
+    plain = _lines(f"{env}text-generation-launcher", listen, *args)
     docker = _lines(
         "docker run --gpus all --shm-size 1g",
         '-v "$PWD/data:/data"',
