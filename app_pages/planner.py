@@ -59,6 +59,11 @@ def _plan_form(presets: dict) -> PlanRequest:
     return state["planner_request"]
 
 
+def _rate(tok_s: float) -> str:
+    """Tokens/s short enough for a quarter-width metric: 12,345,678 would be cut to "12,345,6…"."""
+    return f"{tok_s / 1e6:,.1f}M tok/s" if tok_s >= 1e6 else f"{tok_s:,.0f} tok/s"
+
+
 def _show_plan(request: PlanRequest) -> None:
     try:
         plan = make_plan(request)
@@ -69,25 +74,27 @@ def _show_plan(request: PlanRequest) -> None:
         st.warning(warning)
     fit = plan.fit
     c = st.columns(4)
+    # GiB first, as the memory bar, the fit warning and the GPU table use; GB beside it.
     c[0].metric("KV cache per token", f"{plan.kv_bytes_per_token:,.0f} B",
                 help=f"{plan.model.layers} layers × {plan.model.attention_kind} × {plan.kv.label}")
-    c[1].metric("KV cache for the batch", f"{plan.kv_total_bytes / GB:,.1f} GB",
-                f"{plan.kv_total_bytes / GIB:,.1f} GiB", delta_color="off")
-    c[2].metric("Weights", f"{plan.weights.total / GB:,.1f} GB",
-                f"{plan.weights.bits_per_weight:.2f} bits/weight", delta_color="off")
+    c[1].metric("KV cache for the batch", f"{plan.kv_total_bytes / GIB:,.1f} GiB",
+                f"{plan.kv_total_bytes / GB:,.1f} GB", delta_color="off", delta_arrow="off")
+    c[2].metric("Weights", f"{plan.weights.total / GIB:,.1f} GiB",
+                f"{plan.weights.total / GB:,.1f} GB · {plan.weights.bits_per_weight:.2f} bits/weight",
+                delta_color="off", delta_arrow="off")
     c[3].metric("Fits?", "yes" if fit.fits else "no",
-                f"max {fit.max_sequences:,} sequences at this context", delta_color="off")
+                f"max {fit.max_sequences:,} sequences at this context", delta_color="off", delta_arrow="off")
     c = st.columns(4)
     d = plan.decode
-    c[0].metric("Decode bound", f"{d.bound_tok_s:,.0f} tok/s", f"{d.per_sequence_tok_s:,.1f} per sequence",
-                delta_color="off")
+    c[0].metric("Decode bound", _rate(d.bound_tok_s), f"{d.per_sequence_tok_s:,.1f} tok/s per sequence",
+                delta_color="off", delta_arrow="off")
     # "memory bandwidth" does not fit a quarter-width metric; "bandwidth" says the same.
     c[1].metric("Decode limited by", d.limited_by.replace("memory ", ""), f"intensity {d.arithmetic_intensity:,.0f} FLOP/B "
-                f"(ridge {plan.roofline.ridge_point:,.0f})", delta_color="off")
+                f"(ridge {plan.roofline.ridge_point:,.0f})", delta_color="off", delta_arrow="off")
     c[2].metric("Compute-bound from batch", f"{plan.crossover_batch:,}" if plan.crossover_batch else "never",
                 help="Long contexts keep decode bandwidth-bound: every sequence adds its own KV bytes.")
-    c[3].metric("Prefill bound", f"{plan.prefill.bound_tok_s:,.0f} tok/s",
-                f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms", delta_color="off")
+    c[3].metric("Prefill bound", _rate(plan.prefill.bound_tok_s),
+                f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms", delta_color="off", delta_arrow="off")
     st.plotly_chart(charts.memory_bar_figure(plan), key="planner_memory_chart")
     left, right = st.columns(2)
     left.plotly_chart(charts.decode_ceiling_figure(plan), key="planner_decode_chart")
@@ -145,7 +152,8 @@ def _measured(planned: PlanResult) -> None:
     m = plan.measured
     assert m is not None
     st.metric("Share of the bound", f"{m.fraction:.1%}",
-              f"{m.achieved_tok_s:,.1f} of {m.bound_tok_s:,.1f} tok/s ({m.limited_by})", delta_color="off")
+              f"{m.achieved_tok_s:,.1f} of {m.bound_tok_s:,.1f} tok/s ({m.limited_by})", delta_color="off",
+              delta_arrow="off")
     st.plotly_chart(charts.decode_ceiling_figure(plan, m.achieved_tok_s), key="planner_measured_chart")
 
 
@@ -175,10 +183,11 @@ def _engines_tab() -> None:
         hardware=hardware, gpus=int(gpus), traffic=traffic, prefix_sharing=sharing,
         structured_output=structured, operations=operations, model_format=model_format,
     )
-    for place, ranking in enumerate(engines_reference.rank_engines(constraints), start=1):
+    for ranking in engines_reference.rank_engines(constraints):
         verdict = f"score {ranking.score:+d}" if ranking.supported else "not an option"
         with st.container(border=True):
-            st.markdown(f"**{place}. {ranking.label}** — {verdict}")
+            place = f"{ranking.place_label}. " if ranking.place else ""
+            st.markdown(f"**{place}{ranking.label}** — {verdict}")
             st.markdown("\n".join(f"- {reason}" for reason in ranking.reasons) or "- no rule applies")
 
 
@@ -258,12 +267,23 @@ def _presets_tab() -> None:
     st.subheader("Models")
     st.dataframe(pd.DataFrame(model_rows()), hide_index=True, key="planner_models_table",
                  column_config={"source": st.column_config.LinkColumn("source"),
+                                "kv_heads": "KV heads", "head_dim": "head dim",
+                                "experts": st.column_config.TextColumn("experts", help="active / routed"),
                                 "params_b": st.column_config.NumberColumn("params (B)", format="%.2f"),
-                                "active_b": st.column_config.NumberColumn("active (B)", format="%.2f")})
+                                "active_b": st.column_config.NumberColumn("active (B)", format="%.2f"),
+                                "kv_bytes_per_token_bf16": st.column_config.NumberColumn(
+                                    "KV bytes/token (BF16)", format="localized"),
+                                "max_context": st.column_config.NumberColumn("max context (tokens)",
+                                                                             format="localized")})
     st.subheader("GPUs")
+    missing = "— : no such tensor path (runs at BF16 speed)"
     st.dataframe(pd.DataFrame(gpu_rows()), hide_index=True, key="planner_gpus_table",
                  column_config={"source": st.column_config.LinkColumn("source"),
-                                "memory_gib": st.column_config.NumberColumn("memory (GiB)", format="%.1f")})
+                                "memory_gib": st.column_config.NumberColumn("memory (GiB)", format="%.1f"),
+                                "bandwidth_gb_s": st.column_config.NumberColumn("bandwidth (GB/s)", format="localized"),
+                                "bf16_tflops": st.column_config.NumberColumn("BF16 TFLOPS", format="%.1f"),
+                                "fp8_tflops": st.column_config.TextColumn("FP8 TFLOPS", help=missing),
+                                "int8_tops": st.column_config.TextColumn("INT8 TOPS", help=missing)})
     left, right = st.columns(2)
     with left.form("planner_add_model", clear_on_submit=True):
         st.markdown("**Add a model** from its `config.json` or a GGUF file's header")

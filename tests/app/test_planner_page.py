@@ -155,3 +155,48 @@ def test_add_model_without_a_file_says_what_to_do(db_url: str) -> None:
     at.text_input(key="planner_new_model_key").set_value("x")
     submit(at, "Add model")
     assert any("Upload a config.json" in e.value for e in at.error)
+
+
+def _shown_text(at: AppTest) -> list[str]:
+    """Every value a user reads: metrics with their deltas, markdown, captions, and every table cell."""
+    texts = [f"{m.label} {m.value} {m.delta or ''}" for m in at.metric]
+    texts += [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for frame in at.dataframe:
+        assert not frame.value.isna().to_numpy().any(), frame.value  # a NaN or None cell shows as "None"
+        texts += [str(cell) for cell in frame.value.to_numpy().ravel()]
+    return texts
+
+
+def test_no_cell_or_metric_shows_none_or_nan_and_units_agree(db_url: str) -> None:
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-405b")
+    at.selectbox(key="planner_gpu").set_value("a100-40gb")  # does not fit, no FP8: the awkward values
+    submit(at, "Plan")
+    for text in _shown_text(at):
+        for word in text.replace("(", " ").replace(")", " ").split():
+            assert word.strip(".,:;") not in ("None", "nan", "NaN", "inf"), text  # Python's spellings, not prose
+    assert metric(at, "KV cache for the batch").endswith("GiB")  # as the memory bar and the fit warning
+    assert metric(at, "Weights").endswith("GiB")
+    assert metric(at, "Decode limited by") == "bandwidth"  # "memory bandwidth" was cut to "memory ban…"
+    gpus = next(f.value for f in at.dataframe if "fp8_tflops" in f.value.columns)
+    assert gpus.set_index("key").loc["a100-40gb", "fp8_tflops"] == "—"
+    assert "bandwidth_gb_s" in gpus.columns  # GB/s, as the "Add a GPU" form takes it
+
+
+def test_engines_with_equal_scores_are_shown_as_tied(db_url: str) -> None:
+    at = planner_page()
+    headings = [m.value.split(" — ")[0] for m in at.markdown if " — " in m.value]
+    assert headings[:4] == ["**1 (tie). SGLang**", "**1 (tie). TensorRT-LLM**", "**1 (tie). vLLM**", "**4. llama.cpp**"]
+
+
+def test_huge_rates_stay_short_enough_for_their_metric(db_url: str) -> None:
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("smollm2-135m")
+    at.selectbox(key="planner_gpu").set_value("b200")
+    at.number_input(key="planner_batch").set_value(100_000)
+    at.number_input(key="planner_context").set_value(1)
+    submit(at, "Plan")
+    assert not at.exception
+    for label in ("Decode bound", "Prefill bound"):
+        value = metric(at, label)
+        assert value.endswith("tok/s") and len(value) <= 12, value

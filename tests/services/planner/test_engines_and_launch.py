@@ -153,3 +153,19 @@ def test_every_word_from_the_options_is_quoted(engine: str) -> None:
         assert _unquoted_substitutions(text) == [], (engine, text)
     with pytest.raises(ValidationError, match="bind host"):
         build_launch(LaunchOptions(engine, model="m", bind_host="$(touch pwned)"))
+
+
+def test_equal_scores_share_a_place_and_say_so() -> None:
+    """Issue 19: SGLang, TensorRT-LLM and vLLM all scored +3 and were ranked 1, 2, 3 (by name)."""
+    ranked = ref.rank_engines(ref.Constraints())
+    top = [r for r in ranked if r.score == ranked[0].score]
+    assert {r.kind for r in top} == {"sglang", "trtllm", "vllm"}
+    assert [(r.place, r.tied, r.place_label) for r in top] == [(1, True, "1 (tie)")] * 3
+    after = ranked[len(top)]
+    assert after.place == 4 and after.place_label == ("4 (tie)" if after.tied else "4")
+    places = [r.place for r in ranked if r.supported]
+    assert places == sorted(places)
+    apple = ref.rank_engines(ref.Constraints(hardware="apple"))
+    assert all(r.place is None and r.place_label == "—" for r in apple if not r.supported)
+    single = ref.rank_engines(ref.Constraints(hardware="apple", traffic="single-user", operations="simplest"))
+    assert (single[0].kind, single[0].place_label) == ("ollama", "1")
