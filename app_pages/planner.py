@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from services.errors import ShootoutError, ValidationError
-from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
+from services.planner import PlanRequest, PlanResult, list_presets, make_plan, plan_to_dict
 from services.planner import catalog, charts, engines_reference, importers, launch, runs
 from services.planner.plan import gpu_rows, model_rows
 from services.planner.specs import GB, GIB, GpuSpec
@@ -59,6 +59,11 @@ def _plan_form(presets: dict) -> PlanRequest:
     return state["planner_request"]
 
 
+def _rate(tok_s: float) -> str:
+    """Tokens/s short enough for a quarter-width metric: 12,345,678 would be cut to "12,345,6…"."""
+    return f"{tok_s / 1e6:,.1f}M tok/s" if tok_s >= 1e6 else f"{tok_s:,.0f} tok/s"
+
+
 def _show_plan(request: PlanRequest) -> None:
     try:
         plan = make_plan(request)
@@ -69,49 +74,69 @@ def _show_plan(request: PlanRequest) -> None:
         st.warning(warning)
     fit = plan.fit
     c = st.columns(4)
+    # GiB first, as the memory bar, the fit warning and the GPU table use; GB beside it.
     c[0].metric("KV cache per token", f"{plan.kv_bytes_per_token:,.0f} B",
                 help=f"{plan.model.layers} layers × {plan.model.attention_kind} × {plan.kv.label}")
-    c[1].metric("KV cache for the batch", f"{plan.kv_total_bytes / GB:,.1f} GB",
-                f"{plan.kv_total_bytes / GIB:,.1f} GiB", delta_color="off")
-    c[2].metric("Weights", f"{plan.weights.total / GB:,.1f} GB",
-                f"{plan.weights.bits_per_weight:.2f} bits/weight", delta_color="off")
+    c[1].metric("KV cache for the batch", f"{plan.kv_total_bytes / GIB:,.1f} GiB",
+                f"{plan.kv_total_bytes / GB:,.1f} GB", delta_color="off", delta_arrow="off")
+    c[2].metric("Weights", f"{plan.weights.total / GIB:,.1f} GiB",
+                f"{plan.weights.total / GB:,.1f} GB · {plan.weights.bits_per_weight:.2f} bits/weight",
+                delta_color="off", delta_arrow="off")
     c[3].metric("Fits?", "yes" if fit.fits else "no",
-                f"max {fit.max_sequences:,} sequences at this context", delta_color="off")
+                f"max {fit.max_sequences:,} sequences at this context", delta_color="off", delta_arrow="off")
     c = st.columns(4)
     d = plan.decode
-    c[0].metric("Decode bound", f"{d.bound_tok_s:,.0f} tok/s", f"{d.per_sequence_tok_s:,.1f} per sequence",
-                delta_color="off")
+    c[0].metric("Decode bound", _rate(d.bound_tok_s), f"{d.per_sequence_tok_s:,.1f} tok/s per sequence",
+                delta_color="off", delta_arrow="off")
     # "memory bandwidth" does not fit a quarter-width metric; "bandwidth" says the same.
     c[1].metric("Decode limited by", d.limited_by.replace("memory ", ""), f"intensity {d.arithmetic_intensity:,.0f} FLOP/B "
-                f"(ridge {plan.roofline.ridge_point:,.0f})", delta_color="off")
+                f"(ridge {plan.roofline.ridge_point:,.0f})", delta_color="off", delta_arrow="off")
     c[2].metric("Compute-bound from batch", f"{plan.crossover_batch:,}" if plan.crossover_batch else "never",
                 help="Long contexts keep decode bandwidth-bound: every sequence adds its own KV bytes.")
-    c[3].metric("Prefill bound", f"{plan.prefill.bound_tok_s:,.0f} tok/s",
-                f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms", delta_color="off")
+    c[3].metric("Prefill bound", _rate(plan.prefill.bound_tok_s),
+                f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms", delta_color="off", delta_arrow="off")
     st.plotly_chart(charts.memory_bar_figure(plan), key="planner_memory_chart")
     left, right = st.columns(2)
     left.plotly_chart(charts.decode_ceiling_figure(plan), key="planner_decode_chart")
     right.plotly_chart(charts.roofline_figure(plan), key="planner_roofline_chart")
     with st.expander("All numbers (same as `cli.py plan --json`)"):
         st.json(plan_to_dict(plan))
-    _measured(request)
+    _measured(plan)
 
 
-def _measured(request: PlanRequest) -> None:
+def _measured(planned: PlanResult) -> None:
+    request = planned.request
     st.subheader("Measured against the limit")
     source = st.radio("Achieved decode rate from", ["a stored benchmark run", "a number"], horizontal=True,
                       key="planner_measure_source")
     batch, context, achieved = request.batch, request.context, None
     if source == "a stored benchmark run":
         try:
-            stored = runs.stored_throughputs()
+            found = runs.runs_for_plan(request.model, request.gpu)
         except Exception as error:  # the run database may be unreachable: say so, keep the page
             st.error(f"Cannot read stored runs: {error}")
             return
-        if not stored:
+        if not found.all:
             st.info("No stored run has an output throughput yet. Run a benchmark, or type a number.")
             return
-        entry = st.selectbox("Run and engine", stored, format_func=lambda e: e.label, key="planner_run")
+        plan_names = f"{planned.model.name} on {planned.gpu.name}"
+        if not found.comparable:
+            st.info(f"No stored run is comparable with this plan: none recorded {plan_names}. "
+                    "Run a benchmark of that model on that GPU, or type a number.")
+        choices = found.comparable
+        if found.others and st.checkbox(
+            f"Also list the {len(found.others)} run(s) of another model or hardware", key="planner_run_any",
+            help="Their share of this bound measures a different setup: only for a deliberate comparison.",
+        ):
+            choices = found.all
+        if not choices:
+            return
+        labels = {match.entry.label: match for match in choices}
+        chosen = labels[st.selectbox("Run and engine", list(labels), key="planner_run")]
+        if not chosen.comparable:
+            st.warning("This run is not comparable with the plan (" + "; ".join(chosen.reasons) + "): its share "
+                       f"of the {plan_names} bound does not measure how close that setup comes to its limit.")
+        entry = chosen.entry
         batch, context, achieved = entry.batch, entry.context or request.context, entry.output_tok_s
         st.caption(f"Compared at batch {batch} and context {context:,} (the run's mean concurrency and mean "
                    "context), on the model, GPU and format chosen above; its throughput includes prefill time.")
@@ -127,7 +152,8 @@ def _measured(request: PlanRequest) -> None:
     m = plan.measured
     assert m is not None
     st.metric("Share of the bound", f"{m.fraction:.1%}",
-              f"{m.achieved_tok_s:,.1f} of {m.bound_tok_s:,.1f} tok/s ({m.limited_by})", delta_color="off")
+              f"{m.achieved_tok_s:,.1f} of {m.bound_tok_s:,.1f} tok/s ({m.limited_by})", delta_color="off",
+              delta_arrow="off")
     st.plotly_chart(charts.decode_ceiling_figure(plan, m.achieved_tok_s), key="planner_measured_chart")
 
 
@@ -157,28 +183,51 @@ def _engines_tab() -> None:
         hardware=hardware, gpus=int(gpus), traffic=traffic, prefix_sharing=sharing,
         structured_output=structured, operations=operations, model_format=model_format,
     )
-    for place, ranking in enumerate(engines_reference.rank_engines(constraints), start=1):
+    for ranking in engines_reference.rank_engines(constraints):
         verdict = f"score {ranking.score:+d}" if ranking.supported else "not an option"
         with st.container(border=True):
-            st.markdown(f"**{place}. {ranking.label}** — {verdict}")
+            place = f"{ranking.place_label}. " if ranking.place else ""
+            st.markdown(f"**{place}{ranking.label}** — {verdict}")
             st.markdown("\n".join(f"- {reason}" for reason in ranking.reasons) or "- no rule applies")
 
 
-def _launch_tab(request: PlanRequest) -> None:
-    engines = launch.launch_engines()
+def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:
+    """Set the launch fields to the plan whenever the plan changes.
+
+    Keyed widgets keep their own value across reruns, so a default taken from the plan
+    applies only the first time: re-planning Llama 3 70B on 4 GPUs still showed the 8B on
+    one. Writing the plan into their state (before they are drawn) makes them follow it;
+    the user's edits stand until the next plan.
+    """
     try:
-        default_model = catalog.get_model(request.model).hf_id or request.model
-    except ShootoutError:
-        default_model = request.model
+        planned = launch.options_for_plan(request)
+    except ShootoutError as error:
+        st.error(str(error))
+        return None
+    state = st.session_state
+    if state.get("planner_launch_for") != request:
+        state["planner_launch_for"] = request
+        state.update({
+            "planner_hf": planned.model, "planner_launch_gpus": planned.gpus, "planner_maxlen": planned.max_model_len,
+            "planner_launch_util": planned.gpu_memory_utilization, "planner_slots": planned.parallel_slots,
+        })
+    return planned
+
+
+def _launch_tab(request: PlanRequest) -> None:
+    planned = _follow_plan(request)
+    if planned is None:
+        return
+    engines = launch.launch_engines()
     with st.form("planner_launch"):
         c1, c2, c3 = st.columns(3)
         engine = c1.selectbox("Engine", list(engines), format_func=engines.get, key="planner_engine")
-        model = c2.text_input("Model (HF id, path, GGUF file or Ollama tag)", default_model, key="planner_hf")
-        gpus = c3.number_input("GPUs (tensor parallel)", 1, 1024, request.tp, key="planner_launch_gpus")
+        model = c2.text_input("Model (HF id, path, GGUF file or Ollama tag)", key="planner_hf")
+        gpus = c3.number_input("GPUs (tensor parallel)", 1, 1024, key="planner_launch_gpus")
         c1, c2, c3, c4 = st.columns(4)
-        max_len = c1.number_input("Max model length", 1, 100_000_000, request.context, key="planner_maxlen")
-        util = c2.slider("GPU memory utilisation", 0.05, 1.0, request.mem_util, 0.01, key="planner_launch_util")
-        slots = c3.number_input("Parallel slots (llama.cpp, Ollama)", 1, 4096, 4, key="planner_slots")
+        max_len = c1.number_input("Max model length", 1, 100_000_000, key="planner_maxlen")
+        util = c2.slider("GPU memory utilisation", 0.05, 1.0, step=0.01, key="planner_launch_util")
+        slots = c3.number_input("Parallel slots (llama.cpp, Ollama)", 1, 4096, key="planner_slots")
         prefix = c4.toggle("Prefix caching", True, key="planner_prefix_cache")
         c1, c2, c3 = st.columns(3)
         port = c1.number_input("Port (0 = engine default)", 0, 65535, 0, key="planner_port")
@@ -186,10 +235,10 @@ def _launch_tab(request: PlanRequest) -> None:
         served = c3.text_input("Served model name (optional)", "", key="planner_served")
         st.form_submit_button("Make command", type="primary")
     try:
-        command = launch.build_launch(launch.LaunchOptions(
-            engine=engine, model=model, gpus=int(gpus), max_model_len=int(max_len), gpu_memory_utilization=float(util),
-            prefix_caching=prefix, parallel_slots=int(slots), port=int(port) or None, bind_host=host.strip(),
-            served_model_name=served.strip() or None,
+        command = launch.build_launch(replace(
+            planned, engine=engine, model=model, gpus=int(gpus), max_model_len=int(max_len),
+            gpu_memory_utilization=float(util), prefix_caching=prefix, parallel_slots=int(slots),
+            port=int(port) or None, bind_host=host.strip(), served_model_name=served.strip() or None,
         ))
     except ShootoutError as error:
         st.error(str(error))
@@ -218,12 +267,23 @@ def _presets_tab() -> None:
     st.subheader("Models")
     st.dataframe(pd.DataFrame(model_rows()), hide_index=True, key="planner_models_table",
                  column_config={"source": st.column_config.LinkColumn("source"),
+                                "kv_heads": "KV heads", "head_dim": "head dim",
+                                "experts": st.column_config.TextColumn("experts", help="active / routed"),
                                 "params_b": st.column_config.NumberColumn("params (B)", format="%.2f"),
-                                "active_b": st.column_config.NumberColumn("active (B)", format="%.2f")})
+                                "active_b": st.column_config.NumberColumn("active (B)", format="%.2f"),
+                                "kv_bytes_per_token_bf16": st.column_config.NumberColumn(
+                                    "KV bytes/token (BF16)", format="localized"),
+                                "max_context": st.column_config.NumberColumn("max context (tokens)",
+                                                                             format="localized")})
     st.subheader("GPUs")
+    missing = "— : no such tensor path (runs at BF16 speed)"
     st.dataframe(pd.DataFrame(gpu_rows()), hide_index=True, key="planner_gpus_table",
                  column_config={"source": st.column_config.LinkColumn("source"),
-                                "memory_gib": st.column_config.NumberColumn("memory (GiB)", format="%.1f")})
+                                "memory_gib": st.column_config.NumberColumn("memory (GiB)", format="%.1f"),
+                                "bandwidth_gb_s": st.column_config.NumberColumn("bandwidth (GB/s)", format="localized"),
+                                "bf16_tflops": st.column_config.NumberColumn("BF16 TFLOPS", format="%.1f"),
+                                "fp8_tflops": st.column_config.TextColumn("FP8 TFLOPS", help=missing),
+                                "int8_tops": st.column_config.TextColumn("INT8 TOPS", help=missing)})
     left, right = st.columns(2)
     with left.form("planner_add_model", clear_on_submit=True):
         st.markdown("**Add a model** from its `config.json` or a GGUF file's header")

@@ -11,7 +11,7 @@ import argparse
 
 from services.errors import ValidationError
 from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
-from services.planner.launch import LaunchOptions, build_launch, launch_engines
+from services.planner.launch import build_launch, launch_engines, options_for_plan
 from services.planner.specs import GB, GIB
 
 
@@ -64,11 +64,7 @@ def handle(args: argparse.Namespace) -> int:
     )
     payload = plan_to_dict(plan)
     if args.engine:
-        model_id = args.hf_model or plan.model.hf_id or plan.model.key
-        command = build_launch(
-            LaunchOptions(engine=args.engine, model=model_id, gpus=args.tp, max_model_len=args.context,
-                          gpu_memory_utilization=args.mem_util, parallel_slots=min(args.batch, 4096))
-        )
+        command = build_launch(options_for_plan(plan.request, args.engine, model=args.hf_model))
         payload["launch"] = {"engine": command.engine, "plain": command.plain, "docker": command.docker,
                              "base_url": command.base_url, "metrics": command.metrics, "notes": command.notes}
     if args.json:
@@ -103,3 +99,5 @@ def _print_text(p: dict) -> None:
     if "launch" in p:
         print()
         print(p["launch"]["plain"])
+        for note in p["launch"]["notes"]:
+            print(f"# {note}")

@@ -3,6 +3,8 @@ and the per-GPU memory bar. Pure functions of a PlanResult (no Streamlit here)."
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from services.planner.plan import PlanResult
@@ -14,10 +16,34 @@ COMPUTE_COLOUR = "#d62728"
 BOUND_COLOUR = "#2ca02c"
 
 
+def decode_batch_limit(plan: PlanResult) -> int:
+    """Where the batch axis ends: a little past the plan's batch, the batch that fills KV
+    memory and the compute crossover, whichever is furthest (never a blind power of ten)."""
+    marks = [plan.request.batch, plan.fit.max_sequences, plan.crossover_batch or 0]
+    return max(2, math.ceil(max(marks) * 1.5))
+
+
+def _mark_batch(figure: go.Figure, batch: int, text: str, colour: str, top: bool) -> None:
+    """A labelled vertical line at `batch` on the log batch axis.
+
+    Not `add_vline(annotation_text=...)`: on a log axis Plotly reads an annotation's x in
+    log10 units but a shape's in data units, so the label of a line at batch 62 lands at
+    1e62 and drags the autorange there (plotly/plotly.py#2580).
+    """
+    figure.add_shape(type="line", x0=batch, x1=batch, xref="x", y0=0, y1=1, yref="paper",
+                     line={"color": colour, "dash": "dash"})
+    figure.add_annotation(x=math.log10(batch), xref="x", y=1 if top else 0, yref="paper", text=text,
+                          showarrow=False, xanchor="left", yanchor="top" if top else "bottom",
+                          font={"color": colour})
+
+
 def decode_ceiling_figure(plan: PlanResult, achieved_tok_s: float | None = None) -> go.Figure:
-    """Aggregate decode tokens/s against batch: bandwidth ceiling, compute ceiling, and the lower of the two."""
+    """Aggregate decode tokens/s against batch: bandwidth ceiling, compute ceiling, and the lower of the two,
+    from batch 1 to just past the KV-memory limit and the compute crossover, both marked."""
     request = plan.request
-    batches = batch_grid(max(request.batch * 4, plan.crossover_batch or 0), (request.batch,))
+    limit = decode_batch_limit(plan)
+    marks = (request.batch, plan.fit.max_sequences, plan.crossover_batch or 0, limit)
+    batches = batch_grid(limit, marks, minimum=1)
     points = plan.roofline.curve(request.context, batches)
     figure = go.Figure()
     figure.add_scatter(x=batches, y=[p.memory_bound_tok_s for p in points], name="bandwidth ceiling",
@@ -28,19 +54,27 @@ def decode_ceiling_figure(plan: PlanResult, achieved_tok_s: float | None = None)
                        line={"color": BOUND_COLOUR, "width": 3})
     figure.add_scatter(x=[request.batch], y=[plan.decode.bound_tok_s], mode="markers", name=f"batch {request.batch}",
                        marker={"size": 12, "color": BOUND_COLOUR, "symbol": "diamond"})
+    notes = []
     if plan.crossover_batch:
-        figure.add_vline(x=plan.crossover_batch, line_dash="dash", line_color="grey",
-                         annotation_text=f"compute-bound from batch {plan.crossover_batch:,}")
+        _mark_batch(figure, plan.crossover_batch, f"compute-bound from batch {plan.crossover_batch:,}",
+                    "grey", top=True)
+    else:
+        notes.append("compute-bound: never (each sequence adds its own KV bytes)")
     if plan.fit.max_sequences > 0:
-        figure.add_vline(x=plan.fit.max_sequences, line_dash="dash", line_color="orange",
-                         annotation_text=f"KV memory full at {plan.fit.max_sequences:,}",
-                         annotation_position="bottom right")
+        _mark_batch(figure, plan.fit.max_sequences, f"KV memory full at {plan.fit.max_sequences:,}",
+                    "orange", top=False)
+    else:
+        notes.append("KV memory: not one sequence fits at this context")
+    if notes:
+        figure.add_annotation(x=0.01, xref="paper", y=1, yref="paper", text="<br>".join(notes), showarrow=False,
+                              xanchor="left", yanchor="top", align="left", font={"color": "grey"})
     if achieved_tok_s:
         figure.add_scatter(x=[request.batch], y=[achieved_tok_s], mode="markers", name="measured",
                            marker={"size": 12, "color": "black", "symbol": "x"})
     figure.update_layout(
         title=f"Decode ceiling at {request.context:,} tokens of context",
-        xaxis={"title": "batch (concurrent sequences)", "type": "log"},
+        # A log axis takes its range in log10 units: batch 1 to `limit`.
+        xaxis={"title": "batch (concurrent sequences)", "type": "log", "range": [0, math.log10(limit)]},
         yaxis={"title": "tokens/s (all sequences)", "type": "log"},
         legend={"orientation": "h", "y": -0.25},
         margin={"t": 50, "b": 10},

@@ -159,7 +159,7 @@ MATRIX: dict[str, dict[str, Cell]] = {
         "Multi-GPU (TP/PP/EP)": Cell("Layer split across GPUs when a model does not fit one; no TP",
                                      f"{OLLAMA}/docs/faq.md"),
         "Hardware": Cell("CPU, NVIDIA CUDA, AMD ROCm, Apple Metal", f"{OLLAMA}/docs/gpu.md"),
-        "Prometheus metrics": Cell("None (only /api/ps and per-response timings)", f"{OLLAMA}/server/routes.go"),
+        "Prometheus metrics": Cell("No: only /api/ps and per-response timings", f"{OLLAMA}/server/routes.go"),
     },
 }
 
@@ -214,6 +214,16 @@ class Ranking:
     score: int
     supported: bool
     reasons: list[str] = field(default_factory=list)
+    #: 1 for the best score; engines with equal scores share a place (None: not an option).
+    place: int | None = None
+    tied: bool = False
+
+    @property
+    def place_label(self) -> str:
+        """"1", "2 (tie)", or "—" for an engine that does not run on the hardware."""
+        if self.place is None:
+            return "—"
+        return f"{self.place} (tie)" if self.tied else str(self.place)
 
 
 Rule = dict[str, tuple[int, str]]
@@ -330,4 +340,14 @@ def rank_engines(constraints: Constraints) -> list[Ranking]:
             ranking.score += score
             if score:
                 ranking.reasons.append(("+" if score > 0 else "−") + f"{abs(score)}: {reason}")
-    return sorted(rankings.values(), key=lambda r: (not r.supported, -r.score, r.label))
+    ordered = sorted(rankings.values(), key=lambda r: (not r.supported, -r.score, r.label))
+    _place(ordered)
+    return ordered
+
+
+def _place(ordered: list[Ranking]) -> None:
+    """Competition places (1, 1, 1, 4): equal scores tie rather than being ranked by name."""
+    supported = [r for r in ordered if r.supported]
+    for ranking in supported:
+        ranking.place = 1 + sum(r.score > ranking.score for r in supported)
+        ranking.tied = sum(r.score == ranking.score for r in supported) > 1

@@ -4,19 +4,28 @@ Each engine has one builder registered under its kind (the same kinds as
 `services.engines`); a builder turns `LaunchOptions` into a `LaunchCommand`. The
 commands bind to `bind_host` (127.0.0.1 unless the user opens it up); inside a
 container the server listens on 0.0.0.0 and docker publishes the port on `bind_host`.
+Every word that comes from the options goes through `shlex.quote`: a copied command
+never runs what was typed into a field.
+
+`options_for_plan` turns a plan into options (its model, tensor-parallel degree,
+context length, memory fraction, batch as llama.cpp/Ollama slots, GGUF quantisation),
+so the page and `cli.py plan --engine` start what was planned.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from services.errors import ValidationError
+from services.planner.catalog import get_model, get_weight_format
 
 if TYPE_CHECKING:
     from services.endpoints import EngineRecord
+    from services.planner.plan import PlanRequest
 
 CONTAINER_HOST = "0.0.0.0"
 
@@ -33,6 +42,8 @@ class LaunchOptions:
     port: int | None = None
     bind_host: str = "127.0.0.1"
     served_model_name: str | None = None
+    #: The GGUF quantisation the plan chose ("Q4_K_M"), for llama.cpp and Ollama file names.
+    gguf_quant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,8 +91,19 @@ def _lines(*parts: str | None) -> str:
     return " \\\n  ".join(p for p in parts if p)
 
 
-def _q(value: str) -> str:
-    return shlex.quote(value)
+def _q(value: str | int | float) -> str:
+    if isinstance(value, float):
+        value = f"{value:g}"
+    return shlex.quote(str(value))
+
+
+def _arg(flag: str, value: str | int | float) -> str:
+    return f"{flag} {_q(value)}"
+
+
+def _path(path: str) -> str:
+    """A quoted path that keeps a leading ~/ unquoted, so the shell still expands it."""
+    return "~/" + _q(path[2:]) if path.startswith("~/") and len(path) > 2 else _q(path)
 
 
 def _client_host(bind_host: str) -> str:
@@ -89,7 +111,7 @@ def _client_host(bind_host: str) -> str:
 
 
 def _publish(options: LaunchOptions, container_port: int) -> str:
-    return f"-p {options.bind_host}:{options.port}:{container_port}"
+    return _arg("-p", f"{options.bind_host}:{options.port}:{container_port}")
 
 
 def build_launch(options: LaunchOptions) -> LaunchCommand:
@@ -115,6 +137,24 @@ def build_launch(options: LaunchOptions) -> LaunchCommand:
     return builder.build(replace(options, model=options.model.strip(), port=port))
 
 
+#: GGUF file-type names for the 16-bit formats (quantised ones are their own key, upper-cased).
+_GGUF_16BIT = {"bf16": "BF16", "fp16": "F16"}
+
+
+def options_for_plan(request: PlanRequest, engine: str = "vllm", *, model: str | None = None) -> LaunchOptions:
+    """The options that start what was planned: its model (the preset's Hugging Face id unless
+    `model` is given), tensor-parallel degree, context length, memory fraction, the batch as
+    llama.cpp/Ollama slots, and the GGUF quantisation of its weight format."""
+    spec = get_model(request.model)
+    fmt = get_weight_format(request.dtype or spec.native_dtype)
+    quant = fmt.key.removeprefix("gguf-").upper() if fmt.family == "gguf" else _GGUF_16BIT.get(fmt.key)
+    return LaunchOptions(
+        engine=engine, model=(model or "").strip() or spec.hf_id or spec.key, gpus=request.tp,
+        max_model_len=request.context, gpu_memory_utilization=request.mem_util,
+        parallel_slots=min(max(request.batch, 1), 4096), gguf_quant=quant,
+    )
+
+
 def _base_url(options: LaunchOptions) -> str:
     return f"http://{_client_host(options.bind_host)}:{options.port}"
 
@@ -123,10 +163,10 @@ def _base_url(options: LaunchOptions) -> str:
 def _vllm(o: LaunchOptions) -> LaunchCommand:
     def args(host: str) -> list[str | None]:
         return [
-            f"--host {host} --port {o.port}",
-            f"--tensor-parallel-size {o.gpus}",
-            f"--max-model-len {o.max_model_len}",
-            f"--gpu-memory-utilization {o.gpu_memory_utilization:g}",
+            f"{_arg('--host', host)} {_arg('--port', o.port)}",
+            _arg("--tensor-parallel-size", o.gpus),
+            _arg("--max-model-len", o.max_model_len),
+            _arg("--gpu-memory-utilization", o.gpu_memory_utilization),
             "--enable-prefix-caching" if o.prefix_caching else "--no-enable-prefix-caching",
             "--enable-prompt-tokens-details",
             f"--served-model-name {_q(o.served_model_name)}" if o.served_model_name else None,
@@ -155,10 +195,10 @@ def _sglang(o: LaunchOptions) -> LaunchCommand:
     def args(host: str) -> list[str | None]:
         return [
             f"--model-path {_q(o.model)}",
-            f"--host {host} --port {o.port}",
-            f"--tp {o.gpus}",
-            f"--context-length {o.max_model_len}",
-            f"--mem-fraction-static {o.gpu_memory_utilization:g}",
+            f"{_arg('--host', host)} {_arg('--port', o.port)}",
+            _arg("--tp", o.gpus),
+            _arg("--context-length", o.max_model_len),
+            _arg("--mem-fraction-static", o.gpu_memory_utilization),
             None if o.prefix_caching else "--disable-radix-cache",
             "--enable-metrics",
             "--enable-cache-report",
@@ -198,12 +238,12 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
     config = "cat > extra-llm-api-config.yml <<'EOF'\n" + "\n".join(yaml_lines) + "\nEOF\n"
     def args(host: str, config_path: str) -> list[str | None]:
         return [
-            f"--host {host} --port {o.port}",
+            f"{_arg('--host', host)} {_arg('--port', o.port)}",
             "--backend pytorch",
-            f"--tp_size {o.gpus}",
-            f"--max_seq_len {o.max_model_len}",
-            f"--kv_cache_free_gpu_memory_fraction {o.gpu_memory_utilization:g}",
-            f"--extra_llm_api_options {config_path}",
+            _arg("--tp_size", o.gpus),
+            _arg("--max_seq_len", o.max_model_len),
+            _arg("--kv_cache_free_gpu_memory_fraction", o.gpu_memory_utilization),
+            _arg("--extra_llm_api_options", config_path),
         ]
 
     plain = config + _lines(f"trtllm-serve {_q(o.model)}", *args(o.bind_host, "extra-llm-api-config.yml"))
@@ -228,13 +268,57 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
     )
 
 
-def _llamacpp_model_args(model: str, in_container: bool) -> tuple[str, str | None]:
-    """-m for a file (mounted at /models in docker), -hf for a Hugging Face repo[:quant]."""
-    if model.endswith(".gguf") or model.startswith(("/", "./", "~")):
-        if in_container:
-            return "-m " + _q("/models/" + model.rsplit("/", 1)[-1]), model.rsplit("/", 1)[0] or "."
-        return f"-m {_q(model)}", None
-    return f"-hf {_q(model)}", None
+def _is_local_file(model: str) -> bool:
+    return model.endswith(".gguf") or model.startswith(("/", "./", "../", "~"))
+
+
+def _is_gguf_repo(model: str) -> bool:
+    """A Hugging Face repository of GGUF files, by the convention that names them ("…-GGUF"),
+    or one given with a quantisation tag (repo:Q4_K_M), which only GGUF repositories have."""
+    return bool(_HF_REPO.fullmatch(model)) and ("gguf" in model.lower() or ":" in model)
+
+
+_HF_REPO = re.compile(r"[\w.-]+/[\w.-]+(:[\w.-]+)?")
+
+
+def _gguf_placeholder(o: LaunchOptions) -> str:
+    base = re.sub(r"[^\w.-]+", "-", o.model.split(":", 1)[0].rsplit("/", 1)[-1]).strip("-.") or "model"
+    return f"/path/to/{base}{'-' + o.gguf_quant if o.gguf_quant else ''}.gguf"
+
+
+@dataclass(frozen=True)
+class _GgufSource:
+    """Where llama-server gets its GGUF: a file (-m, its folder mounted at /models in docker)
+    or a GGUF repository (-hf, downloaded into llama.cpp's cache)."""
+
+    plain: str
+    docker: str
+    mount: str | None
+    note: str | None = None
+
+
+def _file_source(path: str, note: str | None = None) -> _GgufSource:
+    folder, _, name = path.rpartition("/")
+    return _GgufSource(_arg("-m", path) if not path.startswith("~/") else "-m " + _path(path),
+                       _arg("-m", "/models/" + name), folder or ".", note)
+
+
+def _llamacpp_source(o: LaunchOptions) -> _GgufSource:
+    if _is_local_file(o.model):
+        return _file_source(o.model)
+    if _is_gguf_repo(o.model):
+        repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
+        return _GgufSource(_arg("-hf", repo), _arg("-hf", repo), None)
+    # llama.cpp loads GGUF only: `-hf` on a safetensors checkpoint fails after the download starts.
+    placeholder = _gguf_placeholder(o)
+    what = ("a Hugging Face checkpoint without GGUF files (no \"GGUF\" in its name)" if _HF_REPO.fullmatch(o.model)
+            else "neither a GGUF file nor a GGUF repository")
+    quantise = f" and llama-quantize to {o.gguf_quant}" if o.gguf_quant else ""
+    return _file_source(placeholder, (
+        f"{o.model} is {what}, and llama.cpp loads only GGUF: the command loads {placeholder}, a placeholder for "
+        f"a GGUF file you supply. Make one with llama.cpp's convert_hf_to_gguf.py{quantise}, or give a GGUF "
+        "repository (for example bartowski/<model>-GGUF:Q4_K_M) to download it with -hf."
+    ))
 
 
 @_register("llamacpp", "llama.cpp", 8080)
@@ -242,29 +326,29 @@ def _llamacpp(o: LaunchOptions) -> LaunchCommand:
     # -c is shared by the slots: each slot gets c / np tokens.
     def args(host: str) -> list[str | None]:
         return [
-            f"--host {host} --port {o.port}",
+            f"{_arg('--host', host)} {_arg('--port', o.port)}",
             "-ngl 999",
-            f"-np {o.parallel_slots}",
-            f"-c {o.max_model_len * o.parallel_slots}",
+            _arg("-np", o.parallel_slots),
+            _arg("-c", o.max_model_len * o.parallel_slots),
             None if o.prefix_caching else "--no-cache-prompt",
             "--metrics",
             "--slots",
-            f"-a {_q(o.served_model_name)}" if o.served_model_name else None,
+            _arg("-a", o.served_model_name) if o.served_model_name else None,
         ]
 
-    model_plain, _ = _llamacpp_model_args(o.model, False)
-    model_docker, mount = _llamacpp_model_args(o.model, True)
-    plain = _lines("llama-server", model_plain, *args(o.bind_host))
+    source = _llamacpp_source(o)
+    plain = _lines("llama-server", source.plain, *args(o.bind_host))
     docker = _lines(
         "docker run --gpus all",
-        f"-v {_q(mount)}:/models" if mount else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
+        f"-v {_path(source.mount)}:/models" if source.mount else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
         _publish(o, o.port),
         "ghcr.io/ggml-org/llama.cpp:server-cuda",
-        model_docker,
+        source.docker,
         *args(CONTAINER_HOST),
     )
-    notes = [f"-c {o.max_model_len * o.parallel_slots} is shared: each of the {o.parallel_slots} slots "
-             f"gets {o.max_model_len} tokens."]
+    notes = [source.note] if source.note else []
+    notes.append(f"-c {o.max_model_len * o.parallel_slots} is shared: each of the {o.parallel_slots} slots "
+                 f"gets {o.max_model_len} tokens.")
     if o.gpus > 1:
         notes.append("llama.cpp splits layers across all visible GPUs (-sm layer); it has no tensor parallelism.")
     return LaunchCommand(
@@ -282,13 +366,14 @@ TGI_IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
 def _tgi(o: LaunchOptions) -> LaunchCommand:
     args = [
         f"--model-id {_q(o.model)}",
-        f"--num-shard {o.gpus}",
-        f"--max-total-tokens {o.max_model_len}",
-        f"--max-input-tokens {max(o.max_model_len - 1, 1)}",
-        f"--cuda-memory-fraction {o.gpu_memory_utilization:g}",
+        _arg("--num-shard", o.gpus),
+        _arg("--max-total-tokens", o.max_model_len),
+        _arg("--max-input-tokens", max(o.max_model_len - 1, 1)),
+        _arg("--cuda-memory-fraction", o.gpu_memory_utilization),
     ]
     env = "" if o.prefix_caching else "PREFIX_CACHING=0 "
-    plain = _lines(f"{env}text-generation-launcher", f"--hostname {o.bind_host} --port {o.port}", *args)
+    listen = f"{_arg('--hostname', o.bind_host)} {_arg('--port', o.port)}"
+    plain = _lines(f"{env}text-generation-launcher", listen, *args)
     docker = _lines(
         "docker run --gpus all --shm-size 1g",
         '-v "$PWD/data:/data"',
@@ -306,26 +391,38 @@ def _tgi(o: LaunchOptions) -> LaunchCommand:
     )
 
 
+def _ollama_model(o: LaunchOptions) -> tuple[str, str | None]:
+    """The name `ollama pull` takes, and a note when the planned model is not one."""
+    if _is_gguf_repo(o.model) and not o.model.startswith("hf.co/"):
+        repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
+        return "hf.co/" + repo, None  # Ollama pulls GGUF repositories from the Hub under hf.co/
+    if _is_local_file(o.model):
+        return o.model, (f"{o.model} is a file: Ollama imports one with a Modelfile (FROM {o.model}) and "
+                         "`ollama create NAME -f Modelfile`, then serves NAME.")
+    if _HF_REPO.fullmatch(o.model) and not o.model.startswith("hf.co/"):
+        return o.model, (f"{o.model} is a Hugging Face checkpoint, not an Ollama tag or a GGUF repository: "
+                         "replace it with a library tag (for example llama3.1:70b) or hf.co/<GGUF repo>:<quant>.")
+    return o.model, None
+
+
 @_register("ollama", "Ollama", 11434)
 def _ollama(o: LaunchOptions) -> LaunchCommand:
-    env = [
-        f"OLLAMA_HOST={o.bind_host}:{o.port}",
-        f"OLLAMA_NUM_PARALLEL={o.parallel_slots}",
-        f"OLLAMA_CONTEXT_LENGTH={o.max_model_len}",
-    ]
-    plain = " ".join(env) + " ollama serve &\n" + f"OLLAMA_HOST={o.bind_host}:{o.port} ollama pull {_q(o.model)}"
+    model, note = _ollama_model(o)
+    host = "OLLAMA_HOST=" + _q(f"{o.bind_host}:{o.port}")  # quote the value only: a quoted name is no assignment
+    env = [host, "OLLAMA_NUM_PARALLEL=" + _q(o.parallel_slots), "OLLAMA_CONTEXT_LENGTH=" + _q(o.max_model_len)]
+    plain = " ".join(env) + " ollama serve &\n" + f"{host} ollama pull {_q(model)}"
     docker = _lines(
         "docker run -d --gpus=all --name ollama",
         "-v ollama:/root/.ollama",
         _publish(o, 11434),
-        f"--env OLLAMA_NUM_PARALLEL={o.parallel_slots}",
-        f"--env OLLAMA_CONTEXT_LENGTH={o.max_model_len}",
+        _arg("--env", f"OLLAMA_NUM_PARALLEL={o.parallel_slots}"),
+        _arg("--env", f"OLLAMA_CONTEXT_LENGTH={o.max_model_len}"),
         "ollama/ollama",
-    ) + f"\ndocker exec ollama ollama pull {_q(o.model)}"
+    ) + f"\ndocker exec ollama ollama pull {_q(model)}"
     return LaunchCommand(
-        "ollama", "Ollama", plain, docker, _base_url(o), "ollama", o.model,
+        "ollama", "Ollama", plain, docker, _base_url(o), "ollama", model,
         "Ollama has no Prometheus endpoint: the dashboard sees only client-side timings.",
-        ["Model names are Ollama tags (for example llama3.1:8b)."],
+        ([note] if note else []) + ["Model names are Ollama tags (for example llama3.1:8b)."],
         "https://github.com/ollama/ollama/blob/main/docs/faq.md",
     )
 

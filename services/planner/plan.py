@@ -288,16 +288,25 @@ def model_rows() -> list[dict[str, Any]]:
     return rows
 
 
+NO_VALUE = "—"
+
+
+def _optional(value: float | None) -> str:
+    """A figure the hardware may not have (an A100 has no FP8 path): a dash, never "None"/"nan"."""
+    return NO_VALUE if value is None else f"{value:,.1f}"
+
+
 def gpu_rows() -> list[dict[str, Any]]:
+    """The GPUs table of the Presets tab, in the units the "Add a GPU" form takes (GiB, GB/s)."""
     return [
         {
             "key": key,
             "name": gpu.name,
             "memory_gib": gpu.memory_bytes / GIB,
-            "bandwidth_tb_s": gpu.bandwidth_bytes_s / 1e12,
+            "bandwidth_gb_s": gpu.bandwidth_bytes_s / 1e9,
             "bf16_tflops": gpu.bf16_tflops,
-            "fp8_tflops": gpu.fp8_tflops,
-            "int8_tops": gpu.int8_tops,
+            "fp8_tflops": _optional(gpu.fp8_tflops),
+            "int8_tops": _optional(gpu.int8_tops),
             "custom": gpu.custom,
             "note": gpu.note,
             "source": gpu.source,

@@ -189,11 +189,12 @@ class PrefillPoint:
     limited_by: str
 
 
-def batch_grid(up_to: int, extra: tuple[int, ...] = ()) -> list[int]:
-    """Powers of two up to `up_to` (at least 1,024), plus any batches to mark on a chart."""
-    limit = max(up_to, 1024)
+def batch_grid(up_to: int, extra: tuple[int, ...] = (), minimum: int = 1024) -> list[int]:
+    """Powers of two up to `up_to` (at least `minimum`), plus any batches to mark on a chart
+    that lie within that range."""
+    limit = max(up_to, minimum, 1)
     grid = {1 << i for i in range(limit.bit_length() + 1) if (1 << i) <= limit}
-    grid.update(b for b in extra if b and b > 0)
+    grid.update(b for b in extra if b and 0 < b <= limit)
     return sorted(grid)
 
 

@@ -2,19 +2,27 @@
 with the batch and context they ran at, to set against the roofline bound.
 
 Reads `Run.summary["engines"][name]`; runs or engines without an output throughput
-(older runs, failed runs, other kinds) are skipped rather than guessed.
+(older runs, failed runs, other kinds) are skipped rather than guessed. Each entry keeps
+the model names and GPU names the run recorded, so `runs_for_plan` can tell which runs
+measured the planned model on the planned GPU (see `matching`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from db.models import Run
+from db.models import Run, Sample
 from db.session import session_scope
+from services.planner import matching
+from services.planner.catalog import all_models, get_gpu, get_model
+
+#: Keys under which a summary, a config or an engine block may name the hardware.
+HARDWARE_KEYS = ("hardware", "gpu", "gpus", "gpu_name", "gpu_names", "gpu_model", "device", "devices", "accelerator")
+_NAME_KEYS = ("name", "model", "label", "type", *HARDWARE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -27,11 +35,37 @@ class StoredThroughput:
     output_tok_s: float
     batch: int
     context: int | None
+    #: Every model name the run gave this engine (its block, the run's models map, the run).
+    models: tuple[str, ...] = ()
+    #: GPU names from the summary, config, engine block or recorded telemetry; empty if none.
+    hardware: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         name = self.run_name or f"run {self.run_id}"
-        return f"#{self.run_id} {name} · {self.engine} · {self.output_tok_s:,.1f} tok/s (batch ≈ {self.batch})"
+        model = self.model or "model not recorded"
+        hardware = ", ".join(self.hardware) or "hardware not recorded"
+        return (f"#{self.run_id} {name} · {self.engine} · {model} on {hardware} · "
+                f"{self.output_tok_s:,.1f} tok/s (batch ≈ {self.batch})")
+
+
+@dataclass(frozen=True)
+class RunMatch:
+    """One stored entry and whether it measured the planned model on the planned GPU."""
+
+    entry: StoredThroughput
+    comparable: bool
+    reasons: list[str] = field(default_factory=list)  # why not, in words; empty when comparable
+
+
+@dataclass(frozen=True)
+class PlanRuns:
+    comparable: list[RunMatch]
+    others: list[RunMatch]
+
+    @property
+    def all(self) -> list[RunMatch]:
+        return self.comparable + self.others
 
 
 def _number(value: Any) -> float | None:
@@ -59,6 +93,44 @@ def _context(block: dict[str, Any]) -> int | None:
     return max(1, round((prompt + output / 2) / completed))
 
 
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    """Names inside a hardware field: a string, a list of them, or records with a name."""
+    if depth > 3:
+        return []
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings(item, depth + 1)]
+    if isinstance(value, dict):
+        return [s for key in _NAME_KEYS if key in value for s in _strings(value[key], depth + 1)]
+    return []
+
+
+def _hardware(*blocks: dict[str, Any]) -> list[str]:
+    return [s for block in blocks for key in HARDWARE_KEYS if key in block for s in _strings(block[key])]
+
+
+def _unique(values: list[str | None]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.strip() for v in values if isinstance(v, str) and v.strip()))
+
+
+def _telemetry_gpus(session: Any, run_ids: list[int]) -> dict[int, list[str]]:
+    """GPU names the recorder saw during each run: the label of the first sample per GPU."""
+    if not run_ids:
+        return {}
+    first = (
+        select(func.min(Sample.id))
+        .where(Sample.run_id.in_(run_ids), Sample.source.like("gpu:%"))
+        .group_by(Sample.run_id, Sample.source)
+    )
+    names: dict[int, list[str]] = {}
+    for run_id, values in session.execute(select(Sample.run_id, Sample.values).where(Sample.id.in_(first))):
+        label = values.get("_label") if isinstance(values, dict) else None
+        if isinstance(label, str) and label.strip() and label.strip() != "GPU":
+            names.setdefault(run_id, []).append(label.strip())
+    return names
+
+
 def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
     """Newest first: one entry per engine of each stored run that recorded output tokens/s."""
     entries: list[StoredThroughput] = []
@@ -66,28 +138,57 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
         runs = session.scalars(
             select(Run).where(Run.archived.is_(False)).order_by(Run.created_at.desc()).limit(limit)
         ).all()
+        telemetry = _telemetry_gpus(session, [run.id for run in runs])
         for run in runs:
             summary = run.summary if isinstance(run.summary, dict) else {}
             engines = summary.get("engines")
             if not isinstance(engines, dict):
                 continue
             config = run.config if isinstance(run.config, dict) else {}
+            served = summary.get("models") if isinstance(summary.get("models"), dict) else {}
             for engine, block in engines.items():
                 if not isinstance(block, dict):
                     continue
                 rate = _number(block.get("output_throughput_tok_s"))
                 if not rate or rate <= 0:
                     continue
+                models = _unique([block.get("model"), served.get(engine), run.model])
+                hardware = _unique([*_hardware(block, summary, config), *telemetry.get(run.id, [])])
                 entries.append(
                     StoredThroughput(
                         run_id=run.id,
                         run_name=run.name or "",
                         engine=str(engine),
-                        model=run.model,
+                        model=models[0] if models else None,
                         created_at=run.created_at,
                         output_tok_s=rate,
                         batch=_batch(block, config),
                         context=_context(block),
+                        models=models,
+                        hardware=hardware,
                     )
                 )
     return entries
+
+
+def runs_for_plan(model_key: str, gpu_key: str, limit: int = 200) -> PlanRuns:
+    """Stored entries split into those that ran the planned model on the planned GPU and the rest.
+
+    A run that recorded no model or no hardware is not comparable: a percentage of the
+    wrong bound reads as a fact. The rest stay available for a deliberate pick.
+    """
+    model, gpu, models = get_model(model_key), get_gpu(gpu_key), all_models()
+    comparable: list[RunMatch] = []
+    others: list[RunMatch] = []
+    for entry in stored_throughputs(limit):
+        reasons: list[str] = []
+        if not entry.models:
+            reasons.append("it recorded no model")
+        elif not matching.model_matches(entry.models, model, models):
+            reasons.append(f"it ran {' / '.join(entry.models)}, not {model.name}")
+        if not entry.hardware:
+            reasons.append("it recorded no GPU (none in its summary, config or telemetry)")
+        elif not matching.gpu_matches(entry.hardware, gpu):
+            reasons.append(f"it ran on {', '.join(entry.hardware)}, not {gpu.name}")
+        (others if reasons else comparable).append(RunMatch(entry, not reasons, reasons))
+    return PlanRuns(comparable, others)

@@ -63,12 +63,35 @@ def test_measured_number_against_the_bound(db_url: str) -> None:
     assert "%" in metric(at, "Share of the bound")
 
 
-def test_stored_run_against_the_bound(db_url: str) -> None:
+def _stored_run(name: str, model: str | None, gpu: str | None, rate: float) -> None:
     with session_scope() as session:
-        session.add(Run(kind="benchmark", name="bench", summary={"engines": {
-            "vllm": {"output_throughput_tok_s": 800.0, "concurrency_mean": 16, "completed": 4,
-                     "input_tokens": 4000, "output_tokens": 1000}}}))
+        session.add(Run(kind="benchmark", name=name, model=model, config={"gpu": gpu} if gpu else {},
+                        summary={"engines": {"vllm": {"output_throughput_tok_s": rate, "concurrency_mean": 16,
+                                                      "completed": 4, "input_tokens": 4000, "output_tokens": 1000}}}))
+
+
+def test_stored_run_of_the_planned_model_and_gpu_against_the_bound(db_url: str) -> None:
+    _stored_run("bench", "meta-llama/Llama-3.1-8B-Instruct", "NVIDIA H100 80GB HBM3", 800.0)
+    _stored_run("newer, on a CPU", "SmolLM2-135M-Instruct", None, 900.0)
     at = planner_page()
+    assert "bench" in at.selectbox(key="planner_run").value  # the comparable run, not the newest
+    assert "%" in metric(at, "Share of the bound")
+    assert not at.warning
+
+
+def test_a_run_of_another_model_is_not_compared_unless_picked(db_url: str) -> None:
+    """Issue 19: a SmolLM2 chat on a CPU was shown as 153.9% of the bound of Llama 3 70B on an H100."""
+    _stored_run("smol chat", "smollm2", None, 900.0)
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-70b")
+    at.number_input(key="planner_tp").set_value(4)
+    submit(at, "Plan")
+    assert not any(m.label == "Share of the bound" for m in at.metric)
+    assert any("No stored run is comparable" in i.value and "Llama 3.1 70B" in i.value for i in at.info)
+    at.checkbox(key="planner_run_any").check().run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "not comparable" in w.value)
+    assert "smollm2, not Llama 3.1 70B" in warning and "recorded no GPU" in warning
     assert "%" in metric(at, "Share of the bound")
 
 
@@ -87,6 +110,35 @@ def test_launch_command_and_register(db_url: str) -> None:
     assert any("exists already" in e.value for e in at.error)
 
 
+def test_launch_command_follows_the_plan(db_url: str) -> None:
+    """Issue 19: planning Llama 3 70B still showed `vllm serve meta-llama/Llama-3.1-8B-Instruct` on 1 GPU."""
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-70b")
+    at.selectbox(key="planner_dtype").set_value("gguf-q4_k_m")
+    at.number_input(key="planner_tp").set_value(4)
+    at.number_input(key="planner_context").set_value(16384)
+    at.slider(key="planner_util").set_value(0.85)
+    submit(at, "Plan")
+    vllm = at.code[0].value
+    for flag in ("vllm serve meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size 4", "--max-model-len 16384",
+                 "--gpu-memory-utilization 0.85"):
+        assert flag in vllm
+    at.selectbox(key="planner_engine").set_value("llamacpp")
+    at.text_input(key="planner_host").set_value("$(id)")
+    submit(at, "Make command")
+    llama = at.code[0].value
+    assert "-hf" not in llama and "-m /path/to/Llama-3.1-70B-Instruct-Q4_K_M.gguf" in llama
+    assert "--host '$(id)'" in llama
+    assert any("without GGUF files" in c.value for c in at.caption)
+    at.number_input(key="planner_launch_gpus").set_value(2)  # the user's own edit stands until the next plan
+    submit(at, "Make command")
+    assert at.number_input(key="planner_launch_gpus").value == 2
+    at.number_input(key="planner_batch").set_value(32)
+    submit(at, "Plan")  # a new plan sets the fields again
+    assert at.number_input(key="planner_launch_gpus").value == 4
+    assert at.number_input(key="planner_slots").value == 32
+
+
 def test_add_a_gpu_then_plan_on_it(db_url: str) -> None:
     at = planner_page()
     at.text_input(key="planner_new_gpu_key").set_value("my-card")
@@ -103,3 +155,48 @@ def test_add_model_without_a_file_says_what_to_do(db_url: str) -> None:
     at.text_input(key="planner_new_model_key").set_value("x")
     submit(at, "Add model")
     assert any("Upload a config.json" in e.value for e in at.error)
+
+
+def _shown_text(at: AppTest) -> list[str]:
+    """Every value a user reads: metrics with their deltas, markdown, captions, and every table cell."""
+    texts = [f"{m.label} {m.value} {m.delta or ''}" for m in at.metric]
+    texts += [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for frame in at.dataframe:
+        assert not frame.value.isna().to_numpy().any(), frame.value  # a NaN or None cell shows as "None"
+        texts += [str(cell) for cell in frame.value.to_numpy().ravel()]
+    return texts
+
+
+def test_no_cell_or_metric_shows_none_or_nan_and_units_agree(db_url: str) -> None:
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-405b")
+    at.selectbox(key="planner_gpu").set_value("a100-40gb")  # does not fit, no FP8: the awkward values
+    submit(at, "Plan")
+    for text in _shown_text(at):
+        for word in text.replace("(", " ").replace(")", " ").split():
+            assert word.strip(".,:;") not in ("None", "nan", "NaN", "inf"), text  # Python's spellings, not prose
+    assert metric(at, "KV cache for the batch").endswith("GiB")  # as the memory bar and the fit warning
+    assert metric(at, "Weights").endswith("GiB")
+    assert metric(at, "Decode limited by") == "bandwidth"  # "memory bandwidth" was cut to "memory ban…"
+    gpus = next(f.value for f in at.dataframe if "fp8_tflops" in f.value.columns)
+    assert gpus.set_index("key").loc["a100-40gb", "fp8_tflops"] == "—"
+    assert "bandwidth_gb_s" in gpus.columns  # GB/s, as the "Add a GPU" form takes it
+
+
+def test_engines_with_equal_scores_are_shown_as_tied(db_url: str) -> None:
+    at = planner_page()
+    headings = [m.value.split(" — ")[0] for m in at.markdown if " — " in m.value]
+    assert headings[:4] == ["**1 (tie). SGLang**", "**1 (tie). TensorRT-LLM**", "**1 (tie). vLLM**", "**4. llama.cpp**"]
+
+
+def test_huge_rates_stay_short_enough_for_their_metric(db_url: str) -> None:
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("smollm2-135m")
+    at.selectbox(key="planner_gpu").set_value("b200")
+    at.number_input(key="planner_batch").set_value(100_000)
+    at.number_input(key="planner_context").set_value(1)
+    submit(at, "Plan")
+    assert not at.exception
+    for label in ("Decode bound", "Prefill bound"):
+        value = metric(at, label)
+        assert value.endswith("tok/s") and len(value) <= 12, value

@@ -10,7 +10,14 @@ from services import endpoints
 from services.errors import ConflictError, ValidationError
 from services.engines import kinds
 from services.planner import engines_reference as ref
-from services.planner.launch import LaunchOptions, build_launch, launch_engines, register_launched_engine
+from services.planner import PlanRequest
+from services.planner.launch import (
+    LaunchOptions,
+    build_launch,
+    launch_engines,
+    options_for_plan,
+    register_launched_engine,
+)
 
 
 def test_every_cell_has_a_value_and_a_source() -> None:
@@ -87,3 +94,78 @@ def test_register_the_launched_endpoint(db_url: str) -> None:
     assert [e.name for e in endpoints.list_engines()] == ["planned-llama"]
     with pytest.raises(ConflictError):
         register_launched_engine(command, "planned-llama")
+
+
+def test_options_follow_the_plan() -> None:
+    """Issue 19: planning Llama 3 70B on 4 GPUs gave `vllm serve meta-llama/Llama-3.1-8B-Instruct ... -tp 1`."""
+    request = PlanRequest("llama-3-70b", "h100-sxm", batch=8, context=16384, tp=4, mem_util=0.85)
+    options = options_for_plan(request, "vllm")
+    assert (options.model, options.gpus, options.max_model_len, options.gpu_memory_utilization,
+            options.parallel_slots, options.gguf_quant) == ("meta-llama/Llama-3.1-70B-Instruct", 4, 16384, 0.85, 8,
+                                                            "BF16")
+    vllm = build_launch(options)
+    for flag in ("vllm serve meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size 4", "--max-model-len 16384",
+                 "--gpu-memory-utilization 0.85"):
+        assert flag in vllm.plain and flag.split(" ", 2)[-1] in vllm.docker
+    sglang = build_launch(options_for_plan(request, "sglang"))
+    assert "--tp 4" in sglang.plain and "--context-length 16384" in sglang.plain
+    assert build_launch(options_for_plan(request, "vllm", model=" my/model ")).plain.startswith("vllm serve my/model")
+
+
+def test_llamacpp_never_downloads_a_checkpoint_without_gguf_files() -> None:
+    request = PlanRequest("llama-3-70b", "h100-sxm", "gguf-q4_k_m", batch=4, context=8192, tp=2)
+    llama = build_launch(options_for_plan(request, "llamacpp"))
+    assert "-hf" not in llama.plain and "-hf" not in llama.docker
+    assert "-m /path/to/Llama-3.1-70B-Instruct-Q4_K_M.gguf" in llama.plain
+    assert "-v /path/to:/models" in llama.docker and "-m /models/Llama-3.1-70B-Instruct-Q4_K_M.gguf" in llama.docker
+    note = llama.notes[0]
+    assert "meta-llama/Llama-3.1-70B-Instruct" in note and "without GGUF files" in note and "placeholder" in note
+    assert "-np 4" in llama.plain and "-c 32768" in llama.plain
+    repo = build_launch(options_for_plan(request, "llamacpp", model="bartowski/Meta-Llama-3.1-70B-Instruct-GGUF"))
+    assert "-hf bartowski/Meta-Llama-3.1-70B-Instruct-GGUF:Q4_K_M" in repo.plain and "placeholder" not in repo.notes[0]
+    tagged = build_launch(LaunchOptions("llamacpp", model="someone/smol:Q8_0"))
+    assert "-hf someone/smol:Q8_0" in tagged.plain
+    home = build_launch(LaunchOptions("llamacpp", model="~/models/my model.gguf"))
+    assert "-m ~/'models/my model.gguf'" in home.plain  # ~/ stays unquoted, so the shell expands it
+    assert "-v ~/models:/models" in home.docker and "-m '/models/my model.gguf'" in home.docker
+    ollama = build_launch(options_for_plan(request, "ollama", model="bartowski/Meta-Llama-3.1-70B-Instruct-GGUF"))
+    assert "ollama pull hf.co/bartowski/Meta-Llama-3.1-70B-Instruct-GGUF:Q4_K_M" in ollama.plain
+    assert "not an Ollama tag" in build_launch(options_for_plan(request, "ollama")).notes[0]
+
+
+def _unquoted_substitutions(text: str) -> list[str]:
+    """Every `$(` that is not inside single quotes, in a generated command."""
+    found, quoted = [], False
+    for index, char in enumerate(text):
+        if char == "'":
+            quoted = not quoted
+        elif text.startswith("$(", index) and not quoted:
+            found.append(text[index:index + 12])
+    return found
+
+
+@pytest.mark.parametrize("engine", sorted(launch_engines()))
+def test_every_word_from_the_options_is_quoted(engine: str) -> None:
+    command = build_launch(LaunchOptions(engine, model="$(touch pwned)/x", bind_host="$(touch${IFS}pwned)",
+                                         served_model_name="$(touch pwned)"))
+    for text in (command.plain, command.docker):
+        assert "$(touch" in text
+        assert _unquoted_substitutions(text) == [], (engine, text)
+    with pytest.raises(ValidationError, match="bind host"):
+        build_launch(LaunchOptions(engine, model="m", bind_host="$(touch pwned)"))
+
+
+def test_equal_scores_share_a_place_and_say_so() -> None:
+    """Issue 19: SGLang, TensorRT-LLM and vLLM all scored +3 and were ranked 1, 2, 3 (by name)."""
+    ranked = ref.rank_engines(ref.Constraints())
+    top = [r for r in ranked if r.score == ranked[0].score]
+    assert {r.kind for r in top} == {"sglang", "trtllm", "vllm"}
+    assert [(r.place, r.tied, r.place_label) for r in top] == [(1, True, "1 (tie)")] * 3
+    after = ranked[len(top)]
+    assert after.place == 4 and after.place_label == ("4 (tie)" if after.tied else "4")
+    places = [r.place for r in ranked if r.supported]
+    assert places == sorted(places)
+    apple = ref.rank_engines(ref.Constraints(hardware="apple"))
+    assert all(r.place is None and r.place_label == "—" for r in apple if not r.supported)
+    single = ref.rank_engines(ref.Constraints(hardware="apple", traffic="single-user", operations="simplest"))
+    assert (single[0].kind, single[0].place_label) == ("ollama", "1")

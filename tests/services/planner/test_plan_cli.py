@@ -68,6 +68,20 @@ def test_text_output_and_launch(capsys: pytest.CaptureFixture[str], db_url: str)
     assert "KV cache" in out and "decode bound" in out and "llama-server" in out and "--metrics" in out
 
 
+def test_launch_follows_the_plan_and_says_why_there_is_no_gguf(capsys: pytest.CaptureFixture[str],
+                                                               db_url: str) -> None:
+    code, out, _ = run_cli(capsys, "--model", "smollm2-135m", "--gpu", "rtx-4090", "--dtype", "gguf-q8_0",
+                           "--context", "4096", "--batch", "2", "--engine", "llamacpp")
+    assert code == 0
+    assert "  -hf " not in out and "-m /path/to/SmolLM2-135M-Instruct-Q8_0.gguf" in out and "-np 2" in out
+    assert "# HuggingFaceTB/SmolLM2-135M-Instruct is a Hugging Face checkpoint without GGUF files" in out
+    code, out, _ = run_cli(capsys, "--model", "llama-3-70b", "--gpu", "h100-sxm", "--tp", "4", "--mem-util", "0.8",
+                           "--engine", "vllm", "--json")
+    plain = json.loads(out)["launch"]["plain"]
+    assert "meta-llama/Llama-3.1-70B-Instruct" in plain and "--tensor-parallel-size 4" in plain
+    assert "--gpu-memory-utilization 0.8" in plain
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
