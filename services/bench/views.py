@@ -371,26 +371,33 @@ def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
     return figure
 
 
+#: Plotly's default sequence, fixed so an engine keeps its colour across its traces.
+ENGINE_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880")
+
+
 def live_figure(records: list[RequestRecord], averages: dict[str, float] | None = None,
                 offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
     """TTFT of each finished request, and output tokens/s by when the tokens arrived (even
     1 s bins, zeros included), per engine; `averages` (the results table's output tokens/s)
     are drawn as dotted lines, so the chart and the table can be read against each other."""
     figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT of each request (ms)", "Output tokens/s"))
-    for name, group in _by_engine(records).items():
+    for number, (name, group) in enumerate(_by_engine(records).items()):
+        colour = ENGINE_COLOURS[number % len(ENGINE_COLOURS)]  # one colour per engine in all its traces
         done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None][-LIVE_POINTS:]
         shift = _offset(offsets, group[0])
         figure.add_trace(go.Scattergl(x=[r.start_s + shift for r in done], y=[r.ttft_s * 1000 for r in done],
-                                      mode="markers", name=f"{name} TTFT", marker={"size": 4}, legendgroup=name),
-                         row=1, col=1)
+                                      mode="markers", name=f"{name} TTFT", marker={"size": 5, "color": colour},
+                                      legendgroup=name), row=1, col=1)
         series = [{**point, "t_s": point["t_s"] + shift} for point in throughput_series(group, 1.0)]
-        figure.add_trace(go.Scatter(x=[p["t_s"] for p in series], y=[p["output_tok_s"] for p in series],
-                                    mode="lines", line={"shape": "hv"}, name=f"{name} tok/s", legendgroup=name),
-                         row=1, col=2)
+        # Each 1 s bin drawn over its whole width: the step line needs the end of the last bin.
+        xs = [p["t_s"] for p in series] + ([series[-1]["t_s"] + 1.0] if series else [])
+        ys = [p["output_tok_s"] for p in series] + ([series[-1]["output_tok_s"]] if series else [])
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": colour},
+                                    name=f"{name} tok/s", legendgroup=name), row=1, col=2)
         average = (averages or {}).get(name)
         if average is not None and series:
-            figure.add_trace(go.Scatter(x=[series[0]["t_s"], series[-1]["t_s"] + 1.0], y=[average, average],
-                                        mode="lines", line={"dash": "dot"}, legendgroup=name,
+            figure.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[average, average], mode="lines",
+                                        line={"dash": "dot", "color": colour}, legendgroup=name,
                                         name=f"{name} run average {average:,.1f} tok/s"), row=1, col=2)
     figure.update_xaxes(title_text=_time_axis(offsets))
     figure.update_yaxes(title_text="ms", row=1, col=1)
@@ -517,16 +524,31 @@ def engine_metrics_figure(run_id: int, summary: dict[str, Any], records: list[Re
         figure.add_trace(go.Scattergl(x=[t for t, _ in keep], y=[(r.e2e_s or 0) * 1000 for _, r in keep],
                                       mode="markers", marker={"size": 4, "symbol": "x"}, name=f"{name} E2E"),
                          row=1, col=1)
+    without_kv = []
     for source in window.sources:
         if not source.startswith("engine:"):
             continue
         part = window.source_frame(source)
         name = source.split(":", 1)[1]
         when = [datetime.fromtimestamp(t, timezone.utc) for t in part["ts"]]
-        for column, row in (("kv_cache_usage", 2), ("requests_running", 3), ("requests_waiting", 3)):
+        if "kv_cache_usage" in part and part["kv_cache_usage"].notna().any():
+            # A percentage, as on the Monitor and in the results table.
+            figure.add_trace(go.Scatter(x=when, y=part["kv_cache_usage"] * 100, mode="lines",
+                                        name=f"{name} KV-cache usage %"), row=2, col=1)
+        else:
+            without_kv.append(name)
+        for column, words in (("requests_running", "running"), ("requests_waiting", "waiting")):
             if column in part and part[column].notna().any():
-                figure.add_trace(go.Scatter(x=when, y=part[column], mode="lines", name=f"{name} {column}"),
-                                 row=row, col=1)
+                figure.add_trace(go.Scatter(x=when, y=part[column], mode="lines", name=f"{name} {words}"),
+                                 row=3, col=1)
+    if without_kv:
+        # An empty panel would read as "zero": say who does not report it.
+        low, high = figure.layout.yaxis2.domain  # the middle panel, in page coordinates
+        figure.add_annotation(text=f"not reported by {', '.join(without_kv)}", showarrow=False, xref="paper",
+                              yref="paper", x=0.5, y=(low + high) / 2, font={"color": "#6b7280"})
+    figure.update_yaxes(title_text="ms", row=1, col=1)
+    figure.update_yaxes(title_text="%", rangemode="tozero", row=2, col=1)
+    figure.update_yaxes(title_text="requests", rangemode="tozero", row=3, col=1)
     figure.update_layout(height=620, margin={"t": 40, "b": 40}, uirevision="constant")
     return figure
 
