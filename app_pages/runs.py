@@ -183,8 +183,10 @@ def _results(view: reports.ComparisonView, key: str) -> None:
     st.subheader("Percentiles and throughput")
     if len(comparison.series) > 1:
         st.caption(f"Changes are against the baseline, {comparison.baseline_series.label}; green is better, red worse.")
+    # The metric names are the row labels: wide enough that "Output throughput" is never cut.
     st.dataframe(reports.style_comparison_table(view.table), hide_index=True, key=f"{key}_table",
-                 height=TABLE_ROW_PX * (len(view.table) + 1) + 3)
+                 height=TABLE_ROW_PX * (len(view.table) + 1) + 3,
+                 column_config={"Metric": st.column_config.TextColumn(width=190)})
     cdfs = [name for name in view.figures if name in CDF_LABELS]
     if cdfs:
         st.subheader("Distributions")
@@ -203,7 +205,8 @@ def _results(view: reports.ComparisonView, key: str) -> None:
         if table.empty:
             st.caption("The engines report the same settings.")
         else:
-            st.dataframe(table.drop(columns=["Differs"]), hide_index=True, key=f"{key}_settings")
+            st.dataframe(table.drop(columns=["Differs"]), hide_index=True, key=f"{key}_settings",
+                         column_config={"Setting": st.column_config.TextColumn(width=300)})
 
 
 def _run(run_id: int) -> None:
