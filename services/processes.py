@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -49,3 +50,25 @@ def launch_run_worker(module: str, run_id: int, log_name: str) -> int:
             start_new_session=True,
         )
     return process.pid
+
+
+def worker_main(argv: list[str], module: str, body: Callable[[int], None], on_stop: Callable[[int], None]) -> int:
+    """The entry point of a run's worker process: `python -m MODULE RUN_ID`. SIGTERM and
+    SIGINT call `on_stop(run_id)` (stop like the page's button; what ran is kept); a
+    ShootoutError ends it with one line and exit 1."""
+    import signal
+
+    from services.errors import ShootoutError
+
+    if len(argv) != 1 or not argv[0].isdigit():
+        print(f"usage: python -m {module} RUN_ID", file=sys.stderr)
+        return 2
+    run_id = int(argv[0])
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: on_stop(run_id))
+    try:
+        body(run_id)
+    except ShootoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0

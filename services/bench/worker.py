@@ -8,7 +8,6 @@ flight are recorded as cancelled and the summary of what ran is written.
 from __future__ import annotations
 
 import resource
-import signal
 import sys
 import threading
 
@@ -25,25 +24,14 @@ def _raise_file_limit() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0].isdigit():
-        print("usage: python -m services.bench.worker RUN_ID", file=sys.stderr)
-        return 2
-    run_id = int(args[0])
     _raise_file_limit()
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
 
     from services.bench.jobs import execute_run
-    from services.errors import ShootoutError
+    from services.processes import worker_main
 
-    try:
-        execute_run(run_id, should_stop=stop.is_set)
-    except ShootoutError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return worker_main(sys.argv[1:] if argv is None else argv, "services.bench.worker",
+                       lambda run_id: execute_run(run_id, should_stop=stop.is_set), lambda run_id: stop.set())
 
 
 if __name__ == "__main__":

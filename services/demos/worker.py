@@ -8,28 +8,14 @@ like the Stop button: the requests in flight finish, what was measured is kept.
 
 from __future__ import annotations
 
-import signal
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0].isdigit():
-        print("usage: python -m services.demos.worker RUN_ID", file=sys.stderr)
-        return 2
-    run_id = int(args[0])
-
     from services.demos.runner import run_demo, stop_demo
-    from services.errors import ShootoutError
+    from services.processes import worker_main
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop_demo(run_id))
-    try:
-        run_demo(run_id)
-    except ShootoutError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return worker_main(sys.argv[1:] if argv is None else argv, "services.demos.worker", run_demo, stop_demo)
 
 
 if __name__ == "__main__":
