@@ -45,6 +45,12 @@ class HttpError(EngineError):
         super().__init__(message)
         self.url = url
 
+    @property
+    def detail(self) -> str:
+        """The message without the URL it starts with (for callers that name the URL themselves)."""
+        text = str(self)
+        return text.removeprefix(self.url + ": ").removeprefix(self.url + " ") if self.url else text
+
 
 class HttpUnreachable(HttpError):
     reason = "unreachable"

@@ -26,6 +26,8 @@ class HttpAnswer:
     text: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    #: services.http's class of the failure: "unreachable", "deadline", "too_large", ...
+    error_reason: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -68,7 +68,7 @@ async def _get(client: httpx2.AsyncClient, base_url: str, path: str, headers: di
         reply = await http.fetch_async("GET", base_url + path, headers=headers, deadline_s=deadline_s,
                                        max_bytes=MAX_BODY_BYTES, client=client)
     except http.HttpError as error:
-        return HttpAnswer(status=None, error=str(error).removeprefix(base_url + path + ": "))
+        return HttpAnswer(status=None, error=error.detail, error_reason=error.reason)
     text = reply.text
     body: Any = None
     if "json" in reply.headers.get("content-type", "") or text[:1] in ("{", "[", '"'):
@@ -95,6 +95,9 @@ def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeR
     models_answer = evidence.get("/v1/models")
     if all(answer.status is None for answer in evidence.answers.values()):
         reason = models_answer.error or "no answer"
+        if models_answer.error_reason in ("deadline", "too_large", "protocol", "redirect"):
+            # It answered, just not usably: "unreachable" would send the user to check the network.
+            return ProbeResult(base_url, "unreachable", f"No usable answer: GET /v1/models {reason}.")
         return ProbeResult(base_url, "unreachable", f"Unreachable: {reason}.")
     if models_answer.status in (401, 403):
         if api_key_env and not os.environ.get(api_key_env):

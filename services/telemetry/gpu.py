@@ -434,7 +434,7 @@ class DcgmSampler:
                 response = http.fetch("GET", self.url, headers={"Accept": "text/plain"}, deadline_s=self.timeout_s,
                                       max_bytes=DCGM_MAX_BYTES)
             except http.HttpError as error:
-                self.error = f"dcgm-exporter at {self.url}: {str(error).removeprefix(self.url + ': ')}"
+                self.error = f"dcgm-exporter at {self.url}: {error.detail}"
                 return []
             if response.status != 200:
                 self.error = f"dcgm-exporter at {self.url}: HTTP {response.status}"

@@ -49,7 +49,7 @@ def query_range(
     try:
         response = http.fetch("GET", url, params=params, deadline_s=timeout_s, max_bytes=MAX_ANSWER_BYTES)
     except http.HttpError as error:
-        raise type(error)(f"Prometheus at {base_url}: {str(error).removeprefix(url + ': ')}", url) from error
+        raise type(error)(f"Prometheus at {base_url}: {error.detail}", url) from error
     try:
         body: Any = response.json()
     except http.HttpError:

@@ -147,10 +147,10 @@ class EngineScraper:
         try:
             return http.fetch("GET", url, headers=self._headers, deadline_s=self.timeout_s, max_bytes=MAX_BODY_BYTES)
         except http.HttpUnreachable as error:
-            raise _ScrapeError(f"unreachable: {str(error).removeprefix(url + ': ')}") from error
+            raise _ScrapeError(f"unreachable: {error.detail}") from error
         except http.HttpError as error:
             # The URL is said once, by whoever shows the error with the engine's name.
-            raise _ScrapeError(str(error).removeprefix(url + " ").removeprefix(url + ": ")) from error
+            raise _ScrapeError(error.detail) from error
 
     def _read(self, with_histograms: bool = True) -> tuple[Families, float | None]:
         assert self.url
