@@ -40,6 +40,9 @@ class ChartDef:
     y_range: tuple[float, float] | None = None
 
 
+#: Room under a chart for its legend (one or two rows of engine names).
+LEGEND_PX = 64
+
 CHARTS: tuple[ChartDef, ...] = (
     ChartDef("gpu_memory", "GPU memory used", "gpu", (("gpu_memory_used_bytes", ""),), 1 / 2**30, "GiB"),
     ChartDef("gpu_utilization", "GPU utilisation", "gpu", (("gpu_utilization_pct", ""),), 1.0, "%", (0, 100)),
@@ -162,16 +165,25 @@ def build_chart(
                 )
             )
     figure.update_layout(
-        height=CHART_HEIGHT,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        height=CHART_HEIGHT + LEGEND_PX,
+        # The legend sits at the figure's bottom edge, below the axis's two-line date labels:
+        # placed in plot coordinates it covered the date ("Dec 1, 2026") under the times.
+        margin={"l": 10, "r": 10, "t": 30, "b": LEGEND_PX},
         title={"text": definition.title, "font": {"size": 14}},
         uirevision=f"{key_prefix}{definition.key}",  # keeps zoom and legend clicks across refreshes
-        legend={"orientation": "h", "y": -0.2},
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
         showlegend=True,
         yaxis_title=definition.unit,
+        xaxis={"type": "date"},  # an empty chart still reads as time, not 0..6
     )
     if definition.y_range:
         figure.update_yaxes(range=list(definition.y_range))
+    else:
+        # Every monitored quantity is a count, a rate or a size: never below zero (an all-zero
+        # series drew an axis from -1 to 1).
+        figure.update_yaxes(rangemode="tozero")
+        if not has_data:
+            figure.update_yaxes(range=[0, 1])
     if x_range:
         figure.update_xaxes(range=[_times(np.array([x_range[0]]))[0], _times(np.array([x_range[1]]))[0]])
     return Chart(f"{key_prefix}{definition.key}", definition.title, figure, notes, has_data)
