@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, plotted_traces, screenshot, wait_for_app
 from tests.services.demos.demo_server import DemoServer
 
 pytestmark = pytest.mark.e2e
@@ -77,6 +77,11 @@ def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch
     page.get_by_text("Prefix caching cut the time to first token").wait_for()
     assert page.get_by_text("cache-off (no cache): no drop").count() >= 1
     assert page.locator("[data-testid='stPlotlyChart']").count() == 2
+    assert_no_missing_words(page)
+    # Issue 19: the bars show the figures of the big numbers above them (repeated-prompt TTFT).
+    text = page.locator("[data-testid='stMain']").inner_text()
+    repeated = [t for t in plotted_traces(page) if t["name"].startswith("repeated")]
+    assert repeated and all(f"{y:.2f} s" in text for y in repeated[0]["y"])
     page.get_by_role("button", name="Export as HTML report").wait_for()
     screenshot(page, "demos-finished")
 

@@ -61,3 +61,21 @@ def test_bad_url_is_a_clear_message(app_page, app_server) -> None:
     app_page.get_by_text("connection refused").first.wait_for()
     assert_no_exception(app_page)
     screenshot(app_page, "engines-unreachable")
+
+
+def test_planner_chart_marks_the_decode_bound_it_states(app_page, app_server) -> None:  # type: ignore[no-untyped-def]
+    """Issue 19: each chart's figure equals the number beside it. The decode-ceiling chart's
+    marker for the planned batch sits at the "Decode bound" the page states."""
+    import re
+
+    from tests.e2e.conftest import plotted_traces
+
+    app_page.goto(f"{app_server.url}/planner")
+    wait_for_app(app_page)
+    app_page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
+    metric = app_page.locator("[data-testid='stMetric']", has_text="Decode bound").first.inner_text()
+    stated = float(re.search(r"([\d,]+) tok/s", metric).group(1).replace(",", ""))
+    marker = next(t for t in plotted_traces(app_page) if t["name"].startswith("batch "))
+    assert abs(marker["y"][0] - stated) <= 1.0, (marker, stated)
+    axis_end = max(x for t in plotted_traces(app_page) if t["name"] == "decode bound" for x in t["x"])
+    assert axis_end < 1e6  # no 1e26-1e65 batch axis

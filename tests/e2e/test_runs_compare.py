@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, plotted_traces, screenshot, wait_for_app
 from tests.services.test_runs import engine_summary, make_run
 
 pytestmark = pytest.mark.e2e
@@ -52,6 +52,17 @@ def test_compare_two_runs_from_the_history(app_page, app_server, two_stored_runs
     verdict.wait_for()
     assert "beyond within-run sampling noise" in verdict.inner_text()
     app_page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
+    assert_no_missing_words(app_page)
+    # Issue 19: what the charts plot is what the table says. Latency against throughput puts
+    # each run at its output tokens/s and its p50 TTFT, the figures of the percentile table.
+    from services import reports
+
+    table = reports.comparison_view([before, after]).table.set_index("Metric")
+    traces = {t["name"]: t for t in plotted_traces(app_page) if t["x"]}
+    for run_id in (before, after):
+        point = next(t for name, t in traces.items() if name == f"#{run_id} vllm" and len(t["x"]) == 1)
+        column = next(c for c in table.columns if c.startswith(f"#{run_id} vllm"))
+        assert f"{point['x'][0]:.1f} tok/s" == table.loc["Output throughput", column]
     screenshot(app_page, "runs-compare")
 
 
