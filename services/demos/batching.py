@@ -218,6 +218,13 @@ class ContinuousBatching(Scenario):
             v = verdicts[best]
             headline = (f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
                         f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])}).")
+        elif any(v.get("verdict") == "little" for v in verdicts.values()):
+            # "No engine gained" above a line that says one gained ×1.5 contradicted itself.
+            best = max((n for n, v in verdicts.items() if v.get("verdict") == "little"),
+                       key=lambda n: verdicts[n]["gain"])
+            v = verdicts[best]
+            headline = (f"Parallel requests gained little here: ×{v['gain']:.1f} at best, on {best} "
+                        f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])}).")
         else:
             headline = "No engine in this run gained throughput from parallel requests."
         return Conclusion(headline, lines, verdicts)

@@ -43,3 +43,17 @@ def test_ramp_verdict_thresholds() -> None:
     assert ramp_verdict(_levels((1, 20, 1, 1), (4, 21, 4, 3.9)))["verdict"] == "batched_no_gain"
     assert ramp_verdict(_levels((1, 20, 1, 1), (4, 26, 3, 3.9)))["verdict"] == "little"
     assert ramp_verdict([{"concurrency": 1, "error": "connect_refused: x"}])["verdict"] == "failed"
+
+
+def test_the_headline_never_contradicts_a_small_gain() -> None:
+    """Seen on the local engines: "No engine in this run gained throughput" above a line saying
+    llamacpp-4slot gained ×1.5."""
+    from services.demos.batching import ContinuousBatching
+
+    little = {"verdict": "little", "gain": 1.5, "first_tok_s": 53.3, "peak_tok_s": 77.5, "peak_concurrency": 8,
+              "parallel_peak": 4.0}
+    serial = {"verdict": "serial", "gain": 1.0, "first_tok_s": 42.9, "peak_tok_s": 42.9, "peak_concurrency": 1,
+              "parallel_peak": 1.0}
+    steps = [{"key": "ramp:a", "data": {"verdict": little}}, {"key": "ramp:b", "data": {"verdict": serial}}]
+    conclusion = ContinuousBatching().conclude(steps, ["a", "b"], {})
+    assert conclusion.headline.startswith("Parallel requests gained little here: ×1.5 at best, on a")
