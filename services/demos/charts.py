@@ -18,9 +18,14 @@ TITLE_SIZE = 22
 HEIGHT = 460
 
 
+#: Where each line's value labels go, by series: two engines at the same value (both 0.80 s
+#: at turn 1) drew their labels on top of each other.
+LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
+
+
 def figure_from_spec(spec: ChartSpec) -> go.Figure:
     figure = go.Figure()
-    for series in spec.series:
+    for number, series in enumerate(spec.series):
         if spec.kind == "bar":
             figure.add_trace(go.Bar(name=series.name, x=[str(x) for x in series.x], y=series.y, text=series.text,
                                     textposition="outside", cliponaxis=False))
@@ -28,7 +33,8 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
             figure.add_trace(go.Scatter(name=series.name, x=[str(x) for x in series.x] if spec.x_category else series.x,
                                         y=series.y, text=series.text, cliponaxis=False,
                                         mode="lines+markers+text" if series.text else "lines+markers",
-                                        textposition="top center", line={"width": 4}, marker={"size": 12}))
+                                        textposition=LABEL_POSITIONS[number % len(LABEL_POSITIONS)],
+                                        line={"width": 4}, marker={"size": 12}))
     for reference in spec.references:
         figure.add_hline(y=reference["y"], line_dash="dash", annotation_text=reference.get("label", ""))
     figure.update_layout(

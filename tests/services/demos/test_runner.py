@@ -167,3 +167,15 @@ def test_bad_stored_scenario_ends_failed_not_running(db_url: str) -> None:
     runner.run_demo(run_id)
     view = runner.demo_view(run_id)
     assert view.status == "failed" and "No demo scenario 'gone'" in (view.error or "")
+
+
+def test_two_lines_at_the_same_value_put_their_labels_apart() -> None:
+    """Issue 19: overlapping value labels in demo charts (both engines at 0.80 s on turn 1)."""
+    from services.demos.base import ChartSpec, Series
+    from services.demos.charts import figure_from_spec
+
+    spec = ChartSpec(title="TTFT per chat turn", x_title="", y_title="TTFT (s)", kind="line", x_category=True,
+                     series=[Series(name=n, x=["turn 1", "turn 2"], y=[0.8, y], text=["0.80 s", f"{y:.2f} s"])
+                             for n, y in (("cache-on", 0.4), ("cache-off", 0.8))])
+    positions = [trace.textposition for trace in figure_from_spec(spec).data]
+    assert len(set(positions)) == 2
