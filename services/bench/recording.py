@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     # Short rate windows: a benchmark step lasts seconds, not minutes.
     hub = TelemetryHub(rate_window_s=RATE_WINDOW_S)
-    recorder = start_recording(int(args[0]), targets, gpus=True, interval_s=RECORD_INTERVAL_S, hub=hub)
+    # The benchmark worker owns the run's heartbeat; this child must not keep it fresh.
+    recorder = start_recording(int(args[0]), targets, gpus=True, interval_s=RECORD_INTERVAL_S, hub=hub,
+                               beats_heartbeat=False)
     print("READY", flush=True)
     try:
         sys.stdin.read()

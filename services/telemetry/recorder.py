@@ -60,6 +60,7 @@ class Recorder:
         hub: TelemetryHub | None = None,
         database_url: str | None = None,
         finish_run: bool = False,
+        beats_heartbeat: bool = True,
     ) -> None:
         if interval_s < MIN_INTERVAL_S:
             raise ValidationError(f"A recording interval under {MIN_INTERVAL_S} s is not supported.")
@@ -71,6 +72,9 @@ class Recorder:
         self.hub = hub or get_hub()
         self.database_url = database_url or get_settings().database_url
         self.finish_run = finish_run
+        # False for a benchmark's recorder: it is a child of the benchmark worker, and refreshing
+        # the run's heartbeat after the worker died hid the death from the interrupted-run check.
+        self.beats_heartbeat = beats_heartbeat
         self.started_at = time.time()
         self.samples_written = 0
         self.last_error: str | None = None
@@ -145,7 +149,7 @@ class Recorder:
             with session_scope(self.database_url) as session:
                 if rows:
                     session.execute(insert(Sample), rows)
-                changes: dict[str, Any] = {"heartbeat_at": datetime.now(timezone.utc)}
+                changes: dict[str, Any] = {"heartbeat_at": datetime.now(timezone.utc)} if self.beats_heartbeat else {}
                 if final and self.finish_run:
                     changes.update(
                         status="finished",
@@ -153,7 +157,8 @@ class Recorder:
                         progress=1.0,
                         summary={"samples": self.samples_written + len(rows), "interval_s": self.interval_s},
                     )
-                session.execute(update(Run).where(Run.id == self.run_id).values(**changes))
+                if changes:
+                    session.execute(update(Run).where(Run.id == self.run_id).values(**changes))
         except IntegrityError:
             self.last_error = f"run #{self.run_id} was deleted: recording stopped"
             self._stop.set()
@@ -197,6 +202,7 @@ def start_recording(
     *,
     hub: TelemetryHub | None = None,
     finish_run: bool = False,
+    beats_heartbeat: bool = True,
 ) -> Recorder:
     """Record telemetry of these engines (registered names or targets) and GPUs into
     samples of run `run_id` until `stop()`. One recorder per run."""
@@ -204,7 +210,8 @@ def start_recording(
         if session.get(Run, run_id) is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
     recorder = Recorder(
-        run_id, _targets(engines), gpus=gpus, interval_s=interval_s, dcgm_urls=dcgm_urls, hub=hub, finish_run=finish_run
+        run_id, _targets(engines), gpus=gpus, interval_s=interval_s, dcgm_urls=dcgm_urls, hub=hub, finish_run=finish_run,
+        beats_heartbeat=beats_heartbeat,
     )
     with _active_lock:
         existing = _active.get(run_id)
