@@ -354,8 +354,12 @@ def _compare(view: ExchangeView) -> None:
     shown = (lambda n: labels[n]) if hidden else (lambda n: n)  # noqa: E731
     st.subheader("Compare answers")
     left, right = st.columns(2)
-    first = left.selectbox("Left", names, format_func=shown, key="pg_diff_a")
-    second = right.selectbox("Right", names, index=min(1, len(names) - 1), format_func=shown, key="pg_diff_b")
+    # The key changes at the reveal: with the same key the selectors kept showing "Answer A"
+    # after the vote (Streamlit keeps a keyed widget's option labels).
+    phase = "blind" if hidden else "named"
+    first = left.selectbox("Left", names, format_func=shown, key=f"pg_diff_a_{phase}")
+    second = right.selectbox("Right", names, index=min(1, len(names) - 1), format_func=shown,
+                             key=f"pg_diff_b_{phase}")
     texts = {c.engine: c.answer for c in columns}
     if first and second and first != second:
         st.html(ptext.diff_html(texts[first], texts[second]))

@@ -296,7 +296,8 @@ def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(db_url: str
     assert "**Answer" not in body and all(f"**{name}**" in body for name in ("alpha", "beta", "gamma"))
     assert "Answer C in the blind vote" in body
     assert not any(b.key and b.key.startswith("pg_vote_") for b in at.button)
-    assert at.selectbox(key="pg_diff_a").options == playground.blind_order(run_id, ["alpha", "beta", "gamma"])
+    # After the reveal the diff's selectors name the engines (a new widget: the old kept "Answer A").
+    assert at.selectbox(key="pg_diff_a_named").options == playground.blind_order(run_id, ["alpha", "beta", "gamma"])
     [tally] = at.dataframe
     rows = tally.value.to_dict("records")
     # The best of three decides two pairs: the winner against each of the others.
