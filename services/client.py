@@ -36,6 +36,7 @@ from urllib.parse import urljoin, urlsplit
 import httptools
 import orjson
 
+from services import http
 from services.config import key_env_allowed, key_env_refusal
 from services.engines import SamplingParams, get_adapter
 
@@ -852,11 +853,6 @@ def _request_bytes(host_header: str, path: str, body: bytes, headers: dict[str, 
 _MAX_REDIRECTS = 5
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port
-
-
 async def stream_chat(client: StreamClient, request: ChatRequest, *,
                       on_delta: DeltaCallback | None = None, result: StreamResult | None = None,
                       body: bytes | None = None, headers: dict[str, str] | None = None) -> StreamResult:
@@ -889,7 +885,7 @@ async def stream_chat(client: StreamClient, request: ChatRequest, *,
             if urlsplit(target).scheme not in ("http", "https"):
                 return _fail(result, "bad_redirect", f"The engine redirected to a {urlsplit(target).scheme or 'schemeless'} "
                              "address; only http and https are followed.")
-            if _origin(target) != _origin(url):
+            if http.origin(target) != http.origin(url):
                 # The key was meant for the engine's host, not for wherever it points us.
                 headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
             url = target

@@ -125,7 +125,8 @@ def describe_transport_error(error: BaseException) -> str:
     return text
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port): a key must not follow a redirect to another one."""
     parts = urlsplit(url)
     return parts.scheme, (parts.hostname or "").lower(), parts.port
 
@@ -155,7 +156,7 @@ async def _read_body(response: httpx2.Response, url: str, max_bytes: int, trunca
 async def _exchange(client: httpx2.AsyncClient, method: str, url: str, headers: dict[str, str], content: bytes | None,
                     params: dict[str, Any] | None, max_bytes: int, follow_redirects: bool, truncate: bool) -> Reply:
     started = time.monotonic()
-    first_origin = _origin(url)
+    first_origin = origin(url)
     current = url
     for _ in range(MAX_REDIRECTS + 1):
         request = client.build_request(method, current, headers=headers, content=content, params=params)
@@ -170,7 +171,7 @@ async def _exchange(client: httpx2.AsyncClient, method: str, url: str, headers: 
                     raise HttpRedirectRefused(
                         f"{current} redirected to a {urlsplit(target).scheme or 'relative'} address; only http and https are followed",
                         current)
-                if _origin(target) != first_origin:
+                if origin(target) != first_origin:
                     headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
                 if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
                     method, content = "GET", None

@@ -51,10 +51,6 @@ class ProbeResult:
         return asdict(self)
 
 
-#: Plain words for a transport failure (one definition, in services/http.py).
-describe_http_error = http.describe_transport_error
-
-
 def auth_headers(api_key_env: str | None) -> dict[str, str]:
     """Authorization from the environment variable NAMED in the engine; the key is never stored."""
     if api_key_env and key_env_allowed(api_key_env) and os.environ.get(api_key_env):
