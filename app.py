@@ -13,7 +13,7 @@ PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 def run() -> None:
     st.set_page_config(page_title="Shootout", page_icon=":material/speed:", layout="wide")
-    if not common.password_gate():
+    if common.viewer_gate() is None:
         return
     common.recover_once()
     playground = st.Page(PAGES_DIR / "playground.py", title="Playground", icon=":material/chat:")
@@ -35,7 +35,6 @@ def run() -> None:
         [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],
         position="top",
     )
-    common.return_after_login({page.url_path: page for page in pages})
     common.sidebar()
     navigation.run()
 

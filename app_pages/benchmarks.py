@@ -49,7 +49,8 @@ def new_benchmark_form() -> None:
         if values["workload"] == "file":
             upload = st.file_uploader("JSONL prompts ({\"prompt\": ...} or {\"messages\": [...]} per line)",
                                       type=["jsonl", "json", "txt"], key="bench_prompts_upload")
-            values["prompts_file"] = st.text_input("or a JSONL file on the server", key="bench_prompts")
+            if common.viewer().may("read_server_paths"):
+                values["prompts_file"] = st.text_input("or a JSONL file on the server", key="bench_prompts")
             if upload is not None:
                 try:
                     values["prompts_file"] = views.save_prompt_file(upload.name, upload.getvalue())
@@ -104,7 +105,7 @@ def new_benchmark_form() -> None:
     values["name"] = st.text_input("Name (optional)", key="bench_name")
     if st.button("Start benchmark", type="primary", key="bench_start"):
         try:
-            run_id = views.submit(values)
+            run_id = views.submit(values, common.viewer())
         except ShootoutError as error:
             st.error(str(error))
             return

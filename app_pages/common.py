@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import hmac
-from urllib.parse import urlsplit
-
 import streamlit as st
 
-from services import endpoints
-from services.auth import throttle
+from services import access, endpoints
 from services.recovery import recover_interrupted_runs
 from services.config import get_settings
 
@@ -20,48 +16,55 @@ def _oidc_configured() -> bool:
         return False
 
 
-def password_gate() -> bool:
-    """Team servers: Streamlit's OIDC login when `[auth]` is in .streamlit/secrets.toml,
-    else SHOOTOUT_PASSWORD when set; nothing renders until the viewer passes."""
+def _resolve_viewer() -> access.Viewer | None:
     if _oidc_configured():
-        if st.user.is_logged_in:
-            return True
+        if not st.user.is_logged_in:
+            return None
+        role = access.role_for_groups(st.user.get("groups"))
+        if role is None:
+            return None
+        return access.Viewer(role=role, identity=str(st.user.get("email") or st.user.get("sub") or "oidc-user"))
+    if access.login_required():
+        return access.read_session(st.context.cookies.get(access.SESSION_COOKIE))
+    # Streamlit reports a loopback client as no address at all (and AppTest, a mock).
+    address = st.context.ip_address
+    return access.anonymous_viewer(address if isinstance(address, str) else "127.0.0.1")
+
+
+def viewer_gate() -> access.Viewer | None:
+    """Who is looking, from what the gate in front of Streamlit (web/gate.py) let through; None
+    (and a message) when nobody logged in. Logins happen there, before any websocket opens,
+    so this never shows a password form of its own."""
+    found = _resolve_viewer()
+    if found is None:
         st.title("Shootout")
-        st.button("Log in", on_click=st.login, type="primary")
-        return False
-    password = get_settings().password
-    if not password or st.session_state.get("auth_ok"):
+        if _oidc_configured() and not st.user.is_logged_in:
+            st.button("Log in", on_click=st.login, type="primary")
+        elif _oidc_configured():
+            st.error("Your account is in none of the groups that may use this server.")
+        else:
+            st.error("This server needs a login, and the login sits in front of Streamlit: serve the app with "
+                     "`streamlit run serve.py` (run.sh does) and log in at /login.")
+        return None
+    st.session_state["viewer"] = found
+    return found
+
+
+def viewer() -> access.Viewer:
+    """The viewer of this session, for pages (the frame sets it on every run; a page run on its
+    own, as in tests, resolves it the same way). Nobody known: the least a viewer may do."""
+    found = st.session_state.get("viewer")
+    if isinstance(found, access.Viewer):
+        return found
+    return _resolve_viewer() or access.Viewer(role="viewer", identity="unknown")
+
+
+def operator_only(action: access.Action) -> bool:
+    """True when this viewer may do `action`; else a caption that says who may."""
+    if viewer().may(action):
         return True
-    # The address asked for (a deep link such as /runs?run=12) is taken up again after login.
-    st.session_state.setdefault("auth_return", {"path": urlsplit(st.context.url or "").path.strip("/"),
-                                                "query": st.query_params.to_dict()})
-    client = st.context.ip_address or "unknown"
-    st.title("Shootout")
-    typed = st.text_input("Password", type="password", key="auth_password")
-    wait = throttle.wait_s(client)
-    if wait:
-        st.error(f"Too many wrong passwords from this address: try again in {wait:.0f} s.")
-        return False
-    if typed:
-        if hmac.compare_digest(typed.encode(), password.encode()):
-            throttle.succeeded(client)
-            st.session_state["auth_ok"] = True
-            st.rerun()
-        lockout = throttle.failed(client)
-        st.error("Wrong password." + (f" Locked out for {lockout:.0f} s." if lockout else ""))
+    st.caption(f":material/lock: Only an operator may {access.describe(action)} on this server.")
     return False
-
-
-def return_after_login(pages: dict[str, st.Page]) -> None:
-    """After a login, go to the address first asked for, with its query (once)."""
-    wanted = st.session_state.pop("auth_return", None)
-    if not wanted or not st.session_state.get("auth_ok"):
-        return
-    page = pages.get(wanted["path"])
-    if page is not None and wanted["path"]:
-        st.switch_page(page, query_params=wanted["query"] or None)
-    elif wanted["query"]:
-        st.query_params.from_dict(wanted["query"])
 
 
 @st.cache_resource(show_spinner=False)
@@ -87,6 +90,14 @@ def sidebar() -> None:
             st.error(f"Run database unavailable: {error}")
             return
         st.caption(f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}")
+        who = viewer()
+        if access.login_required() or _oidc_configured() or not who.is_operator:
+            st.caption(f"Signed in as {who.role}" + ("" if who.is_operator else
+                       " (watch, send prompts and benchmarks within the limits, vote, export)"))
+            if access.login_required() and not _oidc_configured():
+                st.link_button("Log out", "/logout")
+            elif _oidc_configured():
+                st.button("Log out", on_click=st.logout)
 
 
 def refresh_interval(seconds: float) -> float | None:

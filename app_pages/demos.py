@@ -8,6 +8,7 @@ import html
 
 import streamlit as st
 
+from app_pages import common
 from app_pages.common import refresh_interval
 from services.figures import inert
 from services import endpoints
@@ -87,7 +88,8 @@ def setup_section() -> None:
                 start = st.form_submit_button("Run the demo", type="primary", icon=":material/play_arrow:")
             if start:
                 try:
-                    show_run(runner.start_demo(name, chosen, options=settings, pause_between_steps=pause))
+                    show_run(runner.start_demo(name, chosen, options=settings, pause_between_steps=pause,
+                                                    viewer=common.viewer()))
                 except ShootoutError as error:
                     st.error(str(error))
 

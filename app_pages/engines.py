@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import common
 from app_pages.common import refresh_interval
 from services import endpoints, local_engines
 from services.engines import adapters, get_adapter
@@ -39,6 +40,9 @@ def show_probe(result) -> None:  # type: ignore[no-untyped-def]
         st.error(f"{icon} {result.message}")
 
 
+# Starting, stopping and registering engines (with their key variables) is an operator's job.
+may_manage = common.viewer().may("manage_engines")
+
 # ---------------------------------------------------------------- local engines
 with st.container(border=True):
     st.subheader("Local engines")
@@ -56,6 +60,8 @@ with st.container(border=True):
                 mid.error(f"{s.url} · did not start: {s.message}", icon=":material/error:")
             else:
                 mid.caption(f"{s.url} · {s.status} · {('pid ' + str(s.pid)) if s.pid else ''} {s.message}")
+            if not may_manage:
+                continue
             if s.status in ("running", "starting"):
                 if right.button("Stop", key=f"local_stop_{s.id}"):
                     local_engines.stop(s.id)
@@ -72,7 +78,7 @@ with st.container(border=True):
                     "(llama.cpp compiles once, 7-15 minutes on 2 cores).")
 
     local_panel()
-    if st.button("Start all local engines", key="local_up_all", icon=":material/play_arrow:"):
+    if may_manage and st.button("Start all local engines", key="local_up_all", icon=":material/play_arrow:"):
         errors = []
         for spec in local_engines.specs():
             try:
@@ -85,43 +91,44 @@ with st.container(border=True):
             st.success("Starting. llama.cpp is ready in seconds; vLLM compiles for about 2 minutes on first start.")
 
 # ---------------------------------------------------------------- add an endpoint
-with st.expander("Add an endpoint", expanded=not endpoints.list_engines(), icon=":material/add:"):
-    with st.form("add_engine_form", clear_on_submit=False):
-        c1, c2 = st.columns(2)
-        name = c1.text_input("Name", placeholder="vllm-h100", key="add_name")
-        url = c2.text_input("Base URL", placeholder="http://gpu-box:8000", key="add_url")
-        c3, c4, c5 = st.columns(3)
-        kind_choice = c3.selectbox("Kind", ["detect", *kind_labels], format_func=lambda k: "Detect from the server"
-                                   if k == "detect" else kind_labels[k], key="add_kind")
-        model = c4.text_input("Model (optional)", placeholder="first one the server lists", key="add_model")
-        key_env = c5.text_input("API key env variable (optional)", placeholder="VLLM_API_KEY", key="add_key_env")
-        metrics_url = st.text_input("Metrics URL (optional)", placeholder="http://gpu-box:8002/metrics (Triton)",
-                                    key="add_metrics_url")
-        store_unreachable = st.checkbox("Store even if it does not answer now", key="add_force")
-        submitted = st.form_submit_button("Probe and add", type="primary")
-    if submitted:
-        try:
-            result = probe(url, api_key_env=key_env or None)
-            show_probe(result)
-            if result.ok or store_unreachable:
-                record = endpoints.add_engine(
-                    name,
-                    url,
-                    kind=result.kind if kind_choice == "detect" else kind_choice,
-                    model=model or (result.models[0] if result.models else None),
-                    api_key_env=key_env or None,
-                    metrics_url=metrics_url or None,
-                    info={"version": result.version, "context_length": result.context_length},
-                )
-                st.success(f"Added **{record.name}** ({record.label}).")
-                twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
-                if twins:
-                    st.warning(f"{', '.join(twins)} already point(s) at {record.base_url}: two names for one "
-                               "server count its requests twice in comparisons.")
-            else:
-                st.info("Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
-        except ShootoutError as error:
-            st.error(str(error))
+if common.operator_only("manage_engines"):
+    with st.expander("Add an endpoint", expanded=not endpoints.list_engines(), icon=":material/add:"):
+        with st.form("add_engine_form", clear_on_submit=False):
+            c1, c2 = st.columns(2)
+            name = c1.text_input("Name", placeholder="vllm-h100", key="add_name")
+            url = c2.text_input("Base URL", placeholder="http://gpu-box:8000", key="add_url")
+            c3, c4, c5 = st.columns(3)
+            kind_choice = c3.selectbox("Kind", ["detect", *kind_labels], format_func=lambda k: "Detect from the server"
+                                       if k == "detect" else kind_labels[k], key="add_kind")
+            model = c4.text_input("Model (optional)", placeholder="first one the server lists", key="add_model")
+            key_env = c5.text_input("API key env variable (optional)", placeholder="VLLM_API_KEY", key="add_key_env")
+            metrics_url = st.text_input("Metrics URL (optional)", placeholder="http://gpu-box:8002/metrics (Triton)",
+                                        key="add_metrics_url")
+            store_unreachable = st.checkbox("Store even if it does not answer now", key="add_force")
+            submitted = st.form_submit_button("Probe and add", type="primary")
+        if submitted:
+            try:
+                result = probe(url, api_key_env=key_env or None)
+                show_probe(result)
+                if result.ok or store_unreachable:
+                    record = endpoints.add_engine(
+                        name,
+                        url,
+                        kind=result.kind if kind_choice == "detect" else kind_choice,
+                        model=model or (result.models[0] if result.models else None),
+                        api_key_env=key_env or None,
+                        metrics_url=metrics_url or None,
+                        info={"version": result.version, "context_length": result.context_length},
+                    )
+                    st.success(f"Added **{record.name}** ({record.label}).")
+                    twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
+                    if twins:
+                        st.warning(f"{', '.join(twins)} already point(s) at {record.base_url}: two names for one "
+                                   "server count its requests twice in comparisons.")
+                else:
+                    st.info("Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
+            except ShootoutError as error:
+                st.error(str(error))
 
 # ---------------------------------------------------------------- registered endpoints
 st.subheader("Registered endpoints")
@@ -134,27 +141,28 @@ for record in records:
         top.markdown(f"**{record.name}** · {record.label}  \n`{record.base_url}` · model `{record.model or '-'}`"
                      + (f" · key from `${record.api_key_env}`" if record.api_key_env else ""))
         probe_clicked = buttons.button("Probe", key=f"probe_{record.name}", icon=":material/network_check:")
-        with st.popover("Edit / remove", icon=":material/edit:"):
-            with st.form(f"edit_{record.name}"):
-                new_url = st.text_input("Base URL", value=record.base_url, key=f"edit_url_{record.name}")
-                new_model = st.text_input("Model", value=record.model or "", key=f"edit_model_{record.name}")
-                new_kind = st.selectbox("Kind", list(kind_labels), index=list(kind_labels).index(record.kind),
-                                        format_func=kind_labels.get, key=f"edit_kind_{record.name}")
-                new_key_env = st.text_input("API key env variable", value=record.api_key_env or "",
-                                            key=f"edit_key_{record.name}")
-                new_metrics = st.text_input("Metrics URL", value=record.metrics_url or "",
-                                            key=f"edit_metrics_{record.name}")
-                if st.form_submit_button("Save"):
-                    try:
-                        endpoints.update_engine(record.name, base_url=new_url, model=new_model, kind=new_kind,
-                                                api_key_env=new_key_env, metrics_url=new_metrics)
-                        st.rerun()
-                    except ShootoutError as error:
-                        st.error(str(error))
-            confirm = st.checkbox(f"Yes, remove {record.name}", key=f"remove_confirm_{record.name}")
-            if st.button("Remove", key=f"remove_{record.name}", disabled=not confirm, type="primary"):
-                endpoints.remove_engine(record.name)
-                st.rerun()
+        if may_manage:
+            with st.popover("Edit / remove", icon=":material/edit:"):
+                with st.form(f"edit_{record.name}"):
+                    new_url = st.text_input("Base URL", value=record.base_url, key=f"edit_url_{record.name}")
+                    new_model = st.text_input("Model", value=record.model or "", key=f"edit_model_{record.name}")
+                    new_kind = st.selectbox("Kind", list(kind_labels), index=list(kind_labels).index(record.kind),
+                                            format_func=kind_labels.get, key=f"edit_kind_{record.name}")
+                    new_key_env = st.text_input("API key env variable", value=record.api_key_env or "",
+                                                key=f"edit_key_{record.name}")
+                    new_metrics = st.text_input("Metrics URL", value=record.metrics_url or "",
+                                                key=f"edit_metrics_{record.name}")
+                    if st.form_submit_button("Save"):
+                        try:
+                            endpoints.update_engine(record.name, base_url=new_url, model=new_model, kind=new_kind,
+                                                    api_key_env=new_key_env, metrics_url=new_metrics)
+                            st.rerun()
+                        except ShootoutError as error:
+                            st.error(str(error))
+                confirm = st.checkbox(f"Yes, remove {record.name}", key=f"remove_confirm_{record.name}")
+                if st.button("Remove", key=f"remove_{record.name}", disabled=not confirm, type="primary"):
+                    endpoints.remove_engine(record.name)
+                    st.rerun()
         if probe_clicked:
             try:
                 show_probe(probe(record.base_url, api_key_env=record.api_key_env))

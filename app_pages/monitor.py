@@ -6,7 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import streamlit as st
 
+from app_pages import common
 from app_pages.common import refresh_interval
+from services import access
 from services.figures import inert
 from services.errors import ShootoutError
 from services.telemetry import monitor, recorder
@@ -24,6 +26,7 @@ except ShootoutError as error:
     st.stop()
 
 engine_labels = dict(options.engines)
+may_fetch = common.viewer().may("fetch_urls")
 mode = st.segmented_control(
     "View", ["Live", "Recorded", "GPU history"], default="Live", key="monitor_mode", required=True,
     help="GPU history reads a Prometheus server that scrapes dcgm-exporter.",
@@ -53,8 +56,11 @@ if mode == "GPU history":
     left, right = st.columns([4, 1])
     prometheus_url = left.text_input(
         "Prometheus URL", value=options.prometheus_url or "", placeholder="http://prometheus:9090",
-        key="monitor_prometheus_url",
+        key="monitor_prometheus_url", disabled=not may_fetch,
+        help=None if may_fetch else "The operator sets it (SHOOTOUT_PROMETHEUS_URL).",
     )
+    if not may_fetch:  # a disabled widget's value still comes from the browser: use the operator's
+        prometheus_url = options.prometheus_url or ""
     hours = right.selectbox("Hours", monitor.HISTORY_HOURS, key="monitor_history_hours")
     if not prometheus_url.strip():
         st.info("Give the URL of a Prometheus server that scrapes dcgm-exporter (or set SHOOTOUT_PROMETHEUS_URL).")
@@ -126,9 +132,10 @@ with st.expander("Remote GPUs (dcgm-exporter)"):
         "dcgm-exporter URLs, comma-separated",
         value=", ".join(options.dcgm_urls),
         placeholder="http://gpu-node-07:9400/metrics",
-        key="monitor_dcgm",
+        key="monitor_dcgm", disabled=not may_fetch,
+        help=None if may_fetch else "The operator sets them (SHOOTOUT_DCGM_URLS).",
     )
-dcgm_urls = [url.strip() for url in dcgm_text.split(",") if url.strip()]
+dcgm_urls = ([url.strip() for url in dcgm_text.split(",") if url.strip()] if may_fetch else list(options.dcgm_urls))
 
 
 def toggle_recording() -> None:
@@ -136,6 +143,11 @@ def toggle_recording() -> None:
     st.session_state.pop("monitor_record_error", None)
     if st.session_state["monitor_record"]:
         gpus = st.session_state.get("monitor_gpus") or []
+        if not common.viewer().may("record_telemetry"):
+            st.session_state["monitor_record_error"] = ("Only an operator may "
+                                                       f"{access.describe('record_telemetry')} on this server.")
+            st.session_state["monitor_record"] = False
+            return
         dcgm = [url.strip() for url in st.session_state.get("monitor_dcgm", "").split(",") if url.strip()]
         try:
             started = recorder.begin_recording_run(
@@ -158,7 +170,8 @@ def toggle_recording() -> None:
 if st.session_state.pop("monitor_record_reset", False):
     st.session_state["monitor_record"] = False  # stopped with the button below
 record_columns = st.columns([2, 3, 3], vertical_alignment="bottom")
-record_columns[0].toggle("Record to the database", key="monitor_record", on_change=toggle_recording)
+record_columns[0].toggle("Record to the database", key="monitor_record", on_change=toggle_recording,
+                         disabled=not common.viewer().may("record_telemetry"))
 record_columns[1].text_input(
     "Recording name", placeholder="optional", key="monitor_record_name", label_visibility="collapsed"
 )

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from app_pages import common
 from services.errors import ShootoutError, ValidationError
 from services.planner import PlanRequest, PlanResult, list_presets, make_plan, plan_to_dict
 from services.planner import catalog, charts, engines_reference, importers, launch, runs
@@ -250,18 +251,18 @@ def _launch_tab(request: PlanRequest) -> None:
     for note in command.notes:
         st.caption(note)
     st.caption(f"Flags: {command.source}")
-    with st.form("planner_register"):
-        c1, c2 = st.columns(2)
-        suggested = f"{command.engine}-{catalog.slugify(command.model_name.split('/')[-1])}"[:100]
-        name = c1.text_input("Engine name", suggested, key="planner_register_name")
-        url = c2.text_input("Base URL the dashboard will use", command.base_url, key="planner_register_url")
-        if st.form_submit_button("Register this endpoint"):
-            try:
-                record = launch.register_launched_engine(command, name.strip(), url.strip())
-                st.success(f"Registered {record.name} ({record.kind}) at {record.base_url}.")
-            except ShootoutError as error:
-                st.error(str(error))
-
+    if common.operator_only("manage_engines"):
+        with st.form("planner_register"):
+            c1, c2 = st.columns(2)
+            suggested = f"{command.engine}-{catalog.slugify(command.model_name.split('/')[-1])}"[:100]
+            name = c1.text_input("Engine name", suggested, key="planner_register_name")
+            url = c2.text_input("Base URL the dashboard will use", command.base_url, key="planner_register_url")
+            if st.form_submit_button("Register this endpoint"):
+                try:
+                    record = launch.register_launched_engine(command, name.strip(), url.strip())
+                    st.success(f"Registered {record.name} ({record.kind}) at {record.base_url}.")
+                except ShootoutError as error:
+                    st.error(str(error))
 
 def _presets_tab() -> None:
     st.subheader("Models")
@@ -291,7 +292,8 @@ def _presets_tab() -> None:
         name = st.text_input("Display name", key="planner_new_model_name")
         hf_id = st.text_input("Hugging Face id (optional)", key="planner_new_model_hf")
         upload = st.file_uploader("config.json or .gguf", type=["json", "gguf"], key="planner_new_model_file")
-        path = st.text_input("…or a GGUF path on this server", key="planner_new_model_path")
+        path = (st.text_input("…or a GGUF path on this server", key="planner_new_model_path")
+                if common.viewer().may("read_server_paths") else "")
         if st.form_submit_button("Add model"):
             try:
                 if upload is not None and upload.name.endswith(".json"):

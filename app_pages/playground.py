@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from app_pages import common
 from services import endpoints, playground
 from services import playground_text as ptext
 from services.engines import SamplingParams
@@ -84,7 +85,7 @@ def _on_screen(run_id: int | None, conversation_id: str | None) -> None:
 def on_send() -> None:
     state.pg_error = None
     try:
-        handle = playground.send(_build_request())
+        handle = playground.send(_build_request(), common.viewer())
     except ShootoutError as error:
         state.pg_error = str(error)
         return

@@ -12,6 +12,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
+from app_pages import common
 from services.figures import inert
 from services import importers, reports, runs
 from services.telemetry import monitor
@@ -92,7 +93,8 @@ def _first_page() -> None:
 
 def _history() -> None:
     st.title("Runs")
-    _import_box()
+    if common.viewer().may("import_runs"):
+        _import_box()
     try:
         options = runs.filter_options()
     except ShootoutError as error:
@@ -157,7 +159,7 @@ def _history() -> None:
         _set_archived(chosen, True)
     if actions[3].button("Unarchive", disabled=not chosen, key="runs_unarchive"):
         _set_archived(chosen, False)
-    if actions[4].button("Delete…", disabled=not chosen, key="runs_delete"):
+    if common.viewer().may("delete_runs") and actions[4].button("Delete…", disabled=not chosen, key="runs_delete"):
         st.session_state["runs_confirm_delete"] = list(chosen)
     if chosen:
         _delete_confirmation(list(chosen))
@@ -288,7 +290,7 @@ def _run(run_id: int) -> None:
     actions = st.columns(2)
     if actions[0].button("Unarchive" if detail.archived else "Archive", key="runs_run_archive"):
         _set_archived([detail.id], not detail.archived)
-    if actions[1].button("Delete…", key="runs_run_delete"):
+    if common.viewer().may("delete_runs") and actions[1].button("Delete…", key="runs_run_delete"):
         st.session_state["runs_confirm_delete"] = [detail.id]
     _delete_confirmation([detail.id])
     with st.expander("Configuration and stored summary"):

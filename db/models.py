@@ -67,6 +67,9 @@ class Run(Base):
     #: without names and provenance); kept by the flush hook below, used to find repeats.
     config_fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    #: Who started it (an OIDC e-mail or "ip:<address>", services.access.Viewer.identity): the
+    #: per-viewer limits of a team server count a viewer's own active runs by it.
+    requested_by: Mapped[str | None] = mapped_column(String(200), index=True)
     worker_pid: Mapped[int | None] = mapped_column(Integer)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)

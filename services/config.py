@@ -6,7 +6,7 @@
 | SHOOTOUT_DATABASE_URL | sqlite:///<data dir>/shootout.db | any SQLAlchemy URL (PostgreSQL for a team) |
 | SHOOTOUT_ENGINES_DIR | ./.engines | virtual environments and the model of the local engines |
 | SHOOTOUT_NO_AUTOREFRESH | unset | "1" stops timed page refreshes (browser tests) |
-| SHOOTOUT_PASSWORD | unset | a shared password for the whole app (team servers) |
+| SHOOTOUT_PASSWORD | unset | the viewers' password (older name of SHOOTOUT_VIEWER_PASSWORD; roles and logins: services/access.py) |
 | SHOOTOUT_KEY_ENVS | *KEY*,*TOKEN* | environment variables an engine may name as its API key (comma-separated patterns) |
 """
 
@@ -26,7 +26,6 @@ class Settings:
     database_url: str
     engines_dir: Path
     autorefresh: bool
-    password: str | None
 
 
 def get_settings() -> Settings:
@@ -39,7 +38,6 @@ def get_settings() -> Settings:
         database_url=url,
         engines_dir=engines_dir,
         autorefresh=os.environ.get("SHOOTOUT_NO_AUTOREFRESH", "") not in ("1", "true", "yes"),
-        password=os.environ.get("SHOOTOUT_PASSWORD") or None,
     )
 
 

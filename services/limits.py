@@ -7,6 +7,14 @@
 | SHOOTOUT_LIMIT_PROMPT_CHARS | 200000 | characters of one prompt (system prompt included) |
 | SHOOTOUT_LIMIT_BENCHMARKS | 2 | benchmarks pending or running at once, on the whole server |
 | SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
+| SHOOTOUT_LIMIT_EXCHANGES | 8 | playground exchanges streaming at once, on the whole server |
+| SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER | 1 | benchmarks one viewer has pending or running |
+| SHOOTOUT_LIMIT_DEMOS_PER_VIEWER | 1 | demos one viewer has running |
+| SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER | 2 | playground exchanges one viewer has streaming |
+| SHOOTOUT_LIMIT_ANSWER_MB | 4 | bytes of one engine's streamed answer (the stream ends as "too_large" past it) |
+
+Per-viewer limits bind viewers (services/access.py); operators are bound by the server's limits only.
+A viewer is its OIDC e-mail or its client address, so logging in twice does not double the share.
 
 Found trying the team server as an attacker: `extra_body {"n": 1000, "max_tokens": 1000000}`
 reached the engine though the form caps n at 8, an 8.4 MB prompt was stored and took 34 s to
@@ -16,10 +24,16 @@ render, and 12 benchmarks started from one session in 24 s.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from services.errors import ValidationError
+
+if TYPE_CHECKING:
+    from services.access import Viewer
 
 
 @dataclass(frozen=True)
@@ -29,6 +43,11 @@ class Limits:
     prompt_chars: int = 200_000
     benchmarks: int = 2
     demos: int = 2
+    exchanges: int = 8
+    benchmarks_per_viewer: int = 1
+    demos_per_viewer: int = 1
+    exchanges_per_viewer: int = 2
+    answer_mb: int = 4
 
 
 def _int(name: str, default: int) -> int:
@@ -46,7 +65,16 @@ def current() -> Limits:
     return Limits(n=_int("SHOOTOUT_LIMIT_N", base.n), max_tokens=_int("SHOOTOUT_LIMIT_MAX_TOKENS", base.max_tokens),
                   prompt_chars=_int("SHOOTOUT_LIMIT_PROMPT_CHARS", base.prompt_chars),
                   benchmarks=_int("SHOOTOUT_LIMIT_BENCHMARKS", base.benchmarks),
-                  demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos))
+                  demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos),
+                  exchanges=_int("SHOOTOUT_LIMIT_EXCHANGES", base.exchanges),
+                  benchmarks_per_viewer=_int("SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER", base.benchmarks_per_viewer),
+                  demos_per_viewer=_int("SHOOTOUT_LIMIT_DEMOS_PER_VIEWER", base.demos_per_viewer),
+                  exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
+                  answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb))
+
+
+def answer_bytes() -> int:
+    return current().answer_mb * 1024 * 1024
 
 
 def check_prompt(*texts: str | None) -> None:
@@ -72,10 +100,43 @@ def check_body(body: dict[str, Any]) -> None:
                                   "(SHOOTOUT_LIMIT_MAX_TOKENS).")
 
 
-def check_active(kind: str, active: int) -> None:
-    """Refuse one more benchmark or demo while `active` of them run on this server."""
-    limit = {"benchmark": current().benchmarks, "demo": current().demos}[kind]
-    if active >= limit:
-        variable = "SHOOTOUT_LIMIT_BENCHMARKS" if kind == "benchmark" else "SHOOTOUT_LIMIT_DEMOS"
-        raise ValidationError(f"{active} {kind}s are running on this server already (the limit is {limit}, "
-                              f"{variable}); wait for one to end or cancel one.")
+ActiveKind = Literal["benchmark", "demo", "playground"]
+_NOUN = {"benchmark": "benchmarks", "demo": "demos", "playground": "playground exchanges"}
+_SERVER_VARIABLE = {"benchmark": "SHOOTOUT_LIMIT_BENCHMARKS", "demo": "SHOOTOUT_LIMIT_DEMOS",
+                    "playground": "SHOOTOUT_LIMIT_EXCHANGES"}
+
+
+def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = None) -> None:
+    """Refuse one more benchmark, demo or exchange while `active` of them run on this server, or
+    `active_for_viewer` of this viewer's own (None: an operator, bound by the server's limit only)."""
+    limits = current()
+    server_limit = {"benchmark": limits.benchmarks, "demo": limits.demos, "playground": limits.exchanges}[kind]
+    noun = _NOUN[kind]
+    if active >= server_limit:
+        raise ValidationError(f"{active} {noun} are running on this server already (the limit is {server_limit}, "
+                              f"{_SERVER_VARIABLE[kind]}); wait for one to end or cancel one.")
+    if active_for_viewer is None:
+        return
+    viewer_limit = {"benchmark": limits.benchmarks_per_viewer, "demo": limits.demos_per_viewer,
+                    "playground": limits.exchanges_per_viewer}[kind]
+    if active_for_viewer >= viewer_limit:
+        raise ValidationError(f"You have {active_for_viewer} {noun} running already; a viewer may have {viewer_limit} "
+                              f"at once ({_SERVER_VARIABLE[kind]}_PER_VIEWER). Wait for one to end or cancel it.")
+
+
+_admission = threading.Lock()
+
+
+@contextmanager
+def admitted(kind: ActiveKind, viewer: "Viewer | None") -> Iterator[str | None]:
+    """Check the server's and this viewer's limits for one more run of `kind`, and hold the check
+    while the caller stores the run (two clicks at once cannot both pass); yields the identity to
+    store as the run's `requested_by`. `viewer` None: the CLI on the server, no per-viewer limit."""
+    from services.bench.jobs import count_active
+
+    with _admission:
+        per_viewer = None
+        if viewer is not None and not viewer.is_operator:
+            per_viewer = count_active(kind, requested_by=viewer.identity)
+        check_active(kind, count_active(kind), per_viewer)
+        yield viewer.identity if viewer is not None else None

@@ -17,7 +17,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from sqlalchemy import select
@@ -52,6 +52,9 @@ from services.playground_votes import (  # noqa: F401
     vote_best,
     votes_for,
 )
+
+if TYPE_CHECKING:
+    from services.access import Viewer
 
 MIN_ENGINES = 2
 MAX_ENGINES = 6
@@ -444,8 +447,9 @@ def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tup
     return last, history
 
 
-def send(request: SendRequest) -> SendHandle:
-    """Store the exchange and start streaming it to every chosen engine in the background."""
+def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
+    """Store the exchange and start streaming it to every chosen engine in the background.
+    Refused past the server's or this viewer's limit of exchanges streaming at once."""
     _validate(request)
     records = {c.engine: endpoints.get_engine(c.engine) for c in request.engines}
     conversation_id = request.conversation_id or uuid.uuid4().hex[:16]
@@ -457,9 +461,10 @@ def send(request: SendRequest) -> SendHandle:
     turn += 1
     now = datetime.now(timezone.utc)
     streams: list[_Stream] = []
-    with session_scope() as session:
+    with limits.admitted("playground", viewer) as requested_by, session_scope() as session:
         run = Run(
             kind="playground",
+            requested_by=requested_by,
             name=request.prompt.strip().splitlines()[0][:120],
             status="running",
             config={"conversation_id": conversation_id, "turn": turn, "prompt": request.prompt,
@@ -490,7 +495,8 @@ def send(request: SendRequest) -> SendHandle:
             session.flush()
             chat = ChatRequest(base_url=record.base_url, model=model, messages=messages, params=params,
                                kind=record.kind, api_key_env=record.api_key_env, response_schema=request.schema,
-                               extra_body=choice.extra_body or None, read_timeout_s=120.0, total_timeout_s=600.0)
+                               extra_body=choice.extra_body or None, read_timeout_s=120.0, total_timeout_s=600.0,
+                               max_response_bytes=limits.answer_bytes())
             limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
             streams.append(_Stream(exchange.id, record.name, chat, notes))
         run_id = run.id

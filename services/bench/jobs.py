@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
 from services.bench.spec import BenchSpec, EngineTarget
@@ -39,6 +39,9 @@ from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.processes import launch_run_worker, pid_alive
 from services.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from services.access import Viewer
 
 KIND = "benchmark"
 ACTIVE_STATUSES = ("pending", "running")
@@ -70,7 +73,7 @@ def engine_target(name: str) -> EngineTarget:
     )
 
 
-def create_run(spec: BenchSpec) -> int:
+def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
     """Validate `spec` and store it as a pending benchmark run; returns the run id."""
     from db.models import Run
     from db.session import session_scope
@@ -95,33 +98,37 @@ def create_run(spec: BenchSpec) -> int:
             notes=spec.notes,
             tags=list(spec.tags),
             progress=0.0,
+            requested_by=requested_by,
         )
         session.add(run)
         session.flush()
         return run.id
 
 
-def start_benchmark(spec: BenchSpec) -> int:
+def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     """Store the run and start its worker process; returns the run id at once. Refused while
-    the server's limit of benchmarks runs (services/limits.py)."""
+    the server's or this viewer's limit of benchmarks runs (services/limits.py)."""
     from services import limits
 
-    limits.check_active("benchmark", count_active(KIND))
-    run_id = create_run(spec)
+    with limits.admitted("benchmark", viewer) as requested_by:
+        run_id = create_run(spec, requested_by=requested_by)
     launch_worker(run_id)
     return run_id
 
 
-def count_active(kind: str) -> int:
-    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up)."""
+def count_active(kind: str, requested_by: str | None = None) -> int:
+    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
+    all of them or those one viewer started."""
     from sqlalchemy import func, select
 
     from db.models import Run
     from db.session import session_scope
 
+    query = select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES))
+    if requested_by is not None:
+        query = query.where(Run.requested_by == requested_by)
     with session_scope() as session:
-        return int(session.scalar(select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES)))
-                   or 0)
+        return int(session.scalar(query) or 0)
 
 
 def launch_worker(run_id: int) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -22,6 +23,9 @@ from services.bench.spec import BenchSpec, SweepSpec
 from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, percentile_key, throughput_series
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WorkloadSpec
 from services.errors import ValidationError
+
+if TYPE_CHECKING:
+    from services.access import Viewer
 
 #: Runs with at most this many measured requests per engine get the per-request timeline.
 TIMELINE_MAX_REQUESTS = 300
@@ -157,9 +161,18 @@ def save_prompt_file(name: str, content: bytes) -> str:
     return str(path)
 
 
-def submit(values: dict[str, Any]) -> int:
-    """Validate a filled form and start its run in a worker; returns the run id."""
-    return jobs.start_benchmark(spec_from_form(values))
+def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
+    """Validate a filled form and start its run in a worker; returns the run id. A viewer's
+    prompt file must be one they uploaded: a path on the server is an operator's to name."""
+    from services import access
+    from services.config import get_settings
+
+    prompts_file = str(values.get("prompts_file") or "").strip()
+    if viewer is not None and prompts_file and values.get("workload") == "file":
+        uploads = (get_settings().data_dir / "workloads").resolve()
+        if Path(prompts_file).resolve().parent != uploads:
+            access.require(viewer, "read_server_paths")
+    return jobs.start_benchmark(spec_from_form(values), viewer=viewer)
 
 
 # ---------------------------------------------------------------------------------------

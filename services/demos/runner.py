@@ -23,21 +23,25 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services import endpoints
+from services import endpoints, limits
 from services.demos.base import BigNumber, ChartSpec, Scenario, StepOutcome, join_sentences
 from services.demos.context import DemoContext, DemoStopped
 from services.demos.registry import get_scenario
 from services.endpoints import EngineRecord
 from services.errors import NotFoundError, ShootoutError, ValidationError
 from services.processes import launch_run_worker
+
+if TYPE_CHECKING:
+    from services.access import Viewer
 
 RUN_KIND = "demo"
 HEARTBEAT_S = 5.0
@@ -164,17 +168,13 @@ def start_demo(
     options: dict[str, Any] | None = None,
     pause_between_steps: bool = False,
     background: bool = True,
+    viewer: Viewer | None = None,
 ) -> int:
     """Store a new demo run and run it: in a worker process (the page) or here (the CLI).
     Returns the run id. Bad names or settings raise before anything is stored."""
     scenario = get_scenario(scenario_name)
     resolved = scenario.resolve_options(options)
     engines = resolve_engines(scenario, engine_names)
-    if background:  # the page's demos share the server; the CLI runs in its own process
-        from services import limits
-        from services.bench.jobs import count_active
-
-        limits.check_active("demo", count_active(RUN_KIND))
     config = {
         "scenario": scenario.name,
         "engines": [e.name for e in engines],
@@ -182,9 +182,12 @@ def start_demo(
         "control": {"pause": bool(pause_between_steps), "released": 0, "stop": False},
     }
     models = sorted({e.model for e in engines if e.model})
-    with session_scope() as session:
+    # The page's demos share the server; the CLI runs in its own process, outside the limits.
+    with (limits.admitted("demo", viewer) if background else nullcontext()) as requested_by, \
+            session_scope() as session:
         run = Run(
             kind=RUN_KIND,
+            requested_by=requested_by,
             name=scenario.name,
             status="pending",
             config=config,

@@ -16,17 +16,33 @@ def test_default_page_renders(db_url: str) -> None:
     assert at.title[0].value == "Playground"
 
 
-def test_password_gate(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_configured_login_shows_nothing_without_the_gates_cookie(db_url: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logins happen in front of Streamlit (web/gate.py); the script itself never offers a
+    password form, so `streamlit run app.py` with a password set shows no page at all."""
     monkeypatch.setenv("SHOOTOUT_PASSWORD", "s3cret-team")
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Shootout"]  # no page behind the gate
-    at.text_input(key="auth_password").set_value("wrong").run()
-    assert any("Wrong password" in e.value for e in at.error)
-    assert [t.value for t in at.title] == ["Shootout"]
-    at.text_input(key="auth_password").set_value("s3cret-team").run()
+    assert any("serve.py" in e.value for e in at.error)
+    assert not at.text_input  # and no password field to guess at
+
+
+def test_a_viewer_sees_no_operator_controls(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No login configured, a client from another host: a viewer (the loopback user is the operator)."""
+    from services import access, endpoints
+
+    endpoints.add_engine("a", "http://127.0.0.1:9", kind="vllm", model="m")
+    monkeypatch.setattr(access, "anonymous_viewer", lambda address: access.Viewer("viewer", "ip:10.0.0.5"))
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "engines.py"), default_timeout=60).run()
     assert not at.exception
-    assert "Playground" in [t.value for t in at.title]
+    labels = [getattr(b, "label", "") for b in at.get("button")]
+    assert "Probe and add" not in labels and "Start all local engines" not in labels and "Remove" not in labels
+    assert "Probe" in labels  # watching is allowed
+    assert any("Only an operator may start, stop, add, edit or remove engines" in c.value for c in at.caption)
+    monkeypatch.setattr(access, "anonymous_viewer", lambda address: access.Viewer("operator", "local"))
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "engines.py"), default_timeout=60).run()
+    assert "Probe and add" in [getattr(b, "label", "") for b in at.get("button")]
 
 
 def test_app_start_marks_stale_runs_interrupted(db_url: str) -> None:

@@ -38,3 +38,50 @@ def test_concurrent_benchmarks_are_capped(db_url: str, monkeypatch: pytest.Monke
     limits.check_active("benchmark", 0)
     with pytest.raises(ValidationError, match="1 benchmarks are running on this server already"):
         limits.check_active("benchmark", jobs.count_active(jobs.KIND) + 1)
+
+
+def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(db_url: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from db.models import Run
+    from db.session import session_scope
+    from services.access import Viewer
+
+    monkeypatch.setenv("SHOOTOUT_LIMIT_BENCHMARKS", "3")
+    alice, bob, operator = Viewer("viewer", "ip:10.0.0.1"), Viewer("viewer", "ip:10.0.0.2"), Viewer("operator", "op")
+
+    def start(viewer: Viewer) -> None:
+        with limits.admitted("benchmark", viewer) as requested_by, session_scope() as session:
+            session.add(Run(kind="benchmark", status="running", requested_by=requested_by))
+
+    start(alice)
+    with pytest.raises(ValidationError, match="You have 1 benchmarks running already; a viewer may have 1"):
+        start(alice)
+    start(bob)  # another viewer has a share of their own
+    start(operator)  # operators: the server's limit only
+    with pytest.raises(ValidationError, match="3 benchmarks are running on this server already"):
+        start(operator)
+    assert jobs.count_active("benchmark", requested_by="ip:10.0.0.1") == 1
+
+
+def test_answers_are_cut_at_the_stored_answer_limit(db_url: str, scripted_server,  # type: ignore[no-untyped-def]
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine that streams 3 MB into a 1 MB limit: the exchange ends as too_large, and what is
+    stored stays under the limit."""
+    from sqlalchemy import select
+
+    from db.models import Exchange
+    from db.session import session_scope
+
+    monkeypatch.setenv("SHOOTOUT_LIMIT_ANSWER_MB", "1")
+    endpoints.add_engine("huge", scripted_server.base_url, kind="vllm",
+                         model=scripted_server.model(fault="huge", size=3_000_000))
+    endpoints.add_engine("fine", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
+    handle = playground.send(playground.SendRequest(engines=(playground.EngineChoice("huge"),
+                                                             playground.EngineChoice("fine")),
+                                                    prompt="hi", params=SamplingParams(max_tokens=8)))
+    assert playground.wait(handle.run_id, 60)
+    with session_scope() as session:
+        rows = {r.engine_name: r for r in session.scalars(select(Exchange).where(Exchange.run_id == handle.run_id))}
+        assert rows["huge"].error_class == "too_large"
+        assert len(rows["huge"].answer.encode()) <= 1024 * 1024
+        assert rows["fine"].status == "finished"

@@ -1,0 +1,149 @@
+"""Issue 20: nothing of the app answers before a login, Streamlit's own endpoints included.
+
+The real served app (`streamlit run serve.py`, as run.sh starts it) with an operator and a viewer
+password, driven over HTTP and a raw websocket handshake as an attacker on loopback would.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from services import access
+from tests.support.served import Served, start_served_app, stop
+OPERATOR, VIEWER = "op-secret-1", "view-secret-2"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    app = start_served_app(tmp_path_factory.mktemp("gate"), {"SHOOTOUT_OPERATOR_PASSWORD": OPERATOR,
+                                                             "SHOOTOUT_VIEWER_PASSWORD": VIEWER})
+    yield app
+    stop(app)
+
+
+def login(served: Served, password: str, next_path: str = "/") -> httpx2.Response:
+    return httpx2.post(served.url + "/login", data={"password": password, "next": next_path}, timeout=10,
+                       follow_redirects=False)
+
+
+def websocket_handshake_status(port: int, cookie: str | None = None, origin: str | None = None) -> int:
+    """The HTTP status a websocket upgrade to Streamlit's stream endpoint gets."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET /_stcore/stream HTTP/1.1", f"Host: 127.0.0.1:{port}", "Upgrade: websocket", "Connection: Upgrade",
+             f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    if cookie:
+        lines.append(f"Cookie: {access.SESSION_COOKIE}={cookie}")
+    if origin:
+        lines.append(f"Origin: {origin}")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        status_line = sock.recv(4096).split(b"\r\n", 1)[0]
+    return int(status_line.split()[1])
+
+
+def test_streamlit_endpoints_refuse_a_client_that_has_not_logged_in(served: Served) -> None:
+    for path in ("/_stcore/host-config", "/_stcore/metrics", "/static/js/index.js", "/runs?run=1"):
+        response = httpx2.get(served.url + path, timeout=10)
+        assert response.status_code == 401, path
+        assert "Log in first" in response.text
+    upload = httpx2.put(served.url + "/_stcore/upload_file/some-session/some-file", content=b"x" * 1_000_000,
+                        timeout=10)
+    assert upload.status_code == 401
+    assert websocket_handshake_status(served.port) == 403  # no session, so nothing to upload into
+    assert httpx2.get(served.url + "/_stcore/health", timeout=10).text.strip() == "ok"  # load balancers
+
+
+def test_a_page_address_leads_to_the_login_and_back_to_the_same_address(served: Served) -> None:
+    response = httpx2.get(served.url + "/runs?run=12", headers={"Accept": "text/html"}, timeout=10,
+                          follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/login?next=%2Fruns%3Frun%3D12"
+    form = httpx2.get(served.url + response.headers["location"], timeout=10)
+    assert 'name="next" value="/runs?run=12"' in form.text
+    answer = login(served, VIEWER, "/runs?run=12")
+    assert answer.status_code == 303 and answer.headers["location"] == "/runs?run=12"
+    # Never somewhere else after login: an open redirect would hand the session page to a lookalike.
+    assert login(served, VIEWER, "//evil.example/x").headers["location"] == "/"
+
+
+def test_the_session_cookie_opens_everything_and_names_the_role(served: Served) -> None:
+    answer = login(served, OPERATOR)
+    cookie = answer.cookies[access.SESSION_COOKIE]
+    set_cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie
+    assert access.read_session(None) is None
+    response = httpx2.get(served.url + "/_stcore/host-config", cookies={access.SESSION_COOKIE: cookie}, timeout=10)
+    assert response.status_code == 200
+    assert websocket_handshake_status(served.port, cookie) == 101
+    # A cookie signed with another secret (another server, or forged) opens nothing.
+    forged = cookie[:-4] + ("AAAA" if not cookie.endswith("AAAA") else "BBBB")
+    assert httpx2.get(served.url + "/_stcore/host-config", cookies={access.SESSION_COOKIE: forged},
+                      timeout=10).status_code == 401
+    assert websocket_handshake_status(served.port, forged) == 403
+
+
+def test_host_and_origin_are_checked(served: Served) -> None:
+    # DNS rebinding: a page of evil.example whose name now points at 127.0.0.1.
+    response = httpx2.get(served.url + "/_stcore/health", headers={"Host": "evil.example"}, timeout=10)
+    assert response.status_code == 421
+    cookie = login(served, VIEWER).cookies[access.SESSION_COOKIE]
+    assert websocket_handshake_status(served.port, cookie, origin="http://evil.example") == 403
+    post = httpx2.post(served.url + "/login", data={"password": VIEWER}, headers={"Origin": "http://evil.example"},
+                       timeout=10, follow_redirects=False)
+    assert post.status_code == 403
+
+
+def test_wrong_passwords_are_throttled_and_logged(tmp_path: Path) -> None:
+    # A server of its own: the throttle is per server process and would lock out the other tests.
+    app = start_served_app(tmp_path, {"SHOOTOUT_VIEWER_PASSWORD": VIEWER})
+    try:
+        statuses = [login(app, f"guess-{i}").status_code for i in range(7)]
+        assert statuses[:5] == [401] * 5  # FREE_FAILURES, then locked out
+        assert statuses[6] == 429
+        locked = login(app, VIEWER)  # even the right password waits out the lockout
+        assert locked.status_code == 429 and "try again in" in locked.text
+    finally:
+        stop(app)
+    assert "wrong password from 127.0.0.1" in app.log.read_text()
+
+
+def test_without_a_login_configured_only_loopback_is_the_operator() -> None:
+    assert access.anonymous_viewer("127.0.0.1").role == "operator"
+    assert access.anonymous_viewer("::1").role == "operator"
+    assert access.anonymous_viewer("10.1.2.3") == access.Viewer("viewer", "ip:10.1.2.3")
+
+
+def test_passwords_open_their_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOOTOUT_OPERATOR_PASSWORD", OPERATOR)
+    monkeypatch.setenv("SHOOTOUT_PASSWORD", VIEWER)  # the older name of the viewers' password
+    assert access.role_for_password(OPERATOR) == "operator"
+    assert access.role_for_password(VIEWER) == "viewer"
+    assert access.role_for_password("") is None and access.role_for_password(OPERATOR + "x") is None
+    token = access.issue_session("viewer", "ip:10.0.0.7")
+    assert access.read_session(token) == access.Viewer("viewer", "ip:10.0.0.7")
+
+
+def test_oidc_groups_name_the_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOOTOUT_OPERATOR_GROUP", "gpu-admins")
+    assert access.role_for_groups(["staff", "gpu-admins"]) == "operator"
+    assert access.role_for_groups(["staff"]) == "viewer"
+    monkeypatch.setenv("SHOOTOUT_VIEWER_GROUP", "ml-team")
+    assert access.role_for_groups(["staff"]) is None  # in neither group: no access
+    assert access.role_for_groups("ml-team") == "viewer"
+
+
+def test_allowed_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    hosts = access.allowed_hosts("127.0.0.1")
+    assert access.host_allowed("127.0.0.1:8501", hosts) and access.host_allowed("localhost", hosts)
+    assert access.host_allowed("[::1]:8501", hosts)
+    assert not access.host_allowed("evil.example:8501", hosts) and not access.host_allowed(None, hosts)
+    monkeypatch.setenv("SHOOTOUT_ALLOWED_HOSTS", "shootout.team.example")
+    assert access.host_allowed("shootout.team.example", access.allowed_hosts("0.0.0.0"))
+    assert access.host_allowed(socket.gethostname(), access.allowed_hosts("0.0.0.0"))
