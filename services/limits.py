@@ -12,6 +12,7 @@
 | SHOOTOUT_LIMIT_DEMOS_PER_VIEWER | 1 | demos one viewer has running |
 | SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER | 2 | playground exchanges one viewer has streaming |
 | SHOOTOUT_LIMIT_ANSWER_MB | 4 | bytes of one engine's streamed answer (the stream ends as "too_large" past it) |
+| SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER | 400 | megabytes one viewer may upload in 10 minutes (Streamlit holds uploads in memory) |
 
 Per-viewer limits bind viewers (services/access.py); operators are bound by the server's limits only.
 A viewer is its OIDC e-mail or its client address, so logging in twice does not double the share.
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,6 +50,7 @@ class Limits:
     demos_per_viewer: int = 1
     exchanges_per_viewer: int = 2
     answer_mb: int = 4
+    upload_mb_per_viewer: int = 400
 
 
 def _int(name: str, default: int) -> int:
@@ -70,7 +73,8 @@ def current() -> Limits:
                   benchmarks_per_viewer=_int("SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER", base.benchmarks_per_viewer),
                   demos_per_viewer=_int("SHOOTOUT_LIMIT_DEMOS_PER_VIEWER", base.demos_per_viewer),
                   exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
-                  answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb))
+                  answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
+                  upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer))
 
 
 def answer_bytes() -> int:
@@ -140,3 +144,35 @@ def admitted(kind: ActiveKind, viewer: "Viewer | None") -> Iterator[str | None]:
             per_viewer = count_active(kind, requested_by=viewer.identity)
         check_active(kind, count_active(kind), per_viewer)
         yield viewer.identity if viewer is not None else None
+
+
+UPLOAD_WINDOW_S = 600.0
+
+
+class UploadBudget:
+    """Bytes each viewer uploaded in the last UPLOAD_WINDOW_S. Streamlit keeps every uploaded
+    file in the server's memory until its session ends: one logged-in client PUT five 150 MB
+    files and held 750 MB for minutes; the size of one file is Streamlit's server.maxUploadSize."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._taken: dict[str, list[tuple[float, int]]] = {}
+
+    def take(self, identity: str, size: int) -> str | None:
+        """Count `size` bytes against this viewer; a refusal message (nothing counted) past the limit."""
+        limit = current().upload_mb_per_viewer * 1024 * 1024
+        now = self._clock()
+        with self._lock:
+            recent = [(t, n) for t, n in self._taken.get(identity, []) if now - t < UPLOAD_WINDOW_S]
+            used = sum(n for _, n in recent)
+            if used + size > limit:
+                self._taken[identity] = recent
+                return (f"You uploaded {used / 2**20:.0f} MB in the last {UPLOAD_WINDOW_S / 60:.0f} minutes; a viewer may "
+                        f"upload {limit / 2**20:.0f} MB (SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER). Try again later.")
+            recent.append((now, size))
+            self._taken[identity] = recent
+            return None
+
+
+uploads = UploadBudget()

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from services import access
+from services import access, limits
 from services.auth import throttle
 
 Scope = MutableMapping[str, Any]
@@ -37,6 +37,8 @@ OIDC_PATHS = frozenset({"/auth/login", "/auth/logout", "/oauth2callback"})
 #: The login form is a few fields; a bigger body is not a login.
 MAX_LOGIN_BODY = 4096
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: An upload that does not say its size counts as Streamlit's largest (its default 200 MB).
+UNKNOWN_UPLOAD_SIZE = 200 * 1024 * 1024
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -235,9 +237,20 @@ class Gate:
         if path in OPEN_PATHS or (oidc and path in OIDC_PATHS):
             await self.app(scope, receive, send)
             return
-        if viewer_for(headers, _client(scope), oidc) is None:
+        viewer = viewer_for(headers, _client(scope), oidc)
+        if viewer is None:
             await self._refuse(scope, receive, send, 401, "Log in first: /login", login_redirect=True)
             return
+        if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:
+            try:
+                size = int(headers.get("content-length") or UNKNOWN_UPLOAD_SIZE)
+            except ValueError:
+                size = UNKNOWN_UPLOAD_SIZE
+            refusal = limits.uploads.take(viewer.identity, size)
+            if refusal:
+                log.warning("refused an upload of %d bytes from %s: %s", size, viewer.identity, refusal)
+                await _respond(send, 429, refusal)
+                return
         await self.app(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, text: str,

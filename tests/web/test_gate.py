@@ -147,3 +147,21 @@ def test_allowed_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHOOTOUT_ALLOWED_HOSTS", "shootout.team.example")
     assert access.host_allowed("shootout.team.example", access.allowed_hosts("0.0.0.0"))
     assert access.host_allowed(socket.gethostname(), access.allowed_hosts("0.0.0.0"))
+
+
+def test_a_viewers_uploads_are_bounded(tmp_path: Path) -> None:
+    app = start_served_app(tmp_path, {"SHOOTOUT_VIEWER_PASSWORD": VIEWER, "SHOOTOUT_OPERATOR_PASSWORD": OPERATOR,
+                                      "SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER": "1"})
+    try:
+        viewer = {access.SESSION_COOKIE: login(app, VIEWER).cookies[access.SESSION_COOKIE]}
+        url = app.url + "/_stcore/upload_file/no-such-session/f1"
+        # Under the budget the request reaches Streamlit (which answers 400 or 403 for a session
+        # that does not exist); past it the gate answers 429 before Streamlit reads a byte.
+        first = httpx2.put(url, content=b"x" * 600_000, cookies=viewer, timeout=10)
+        assert first.status_code != 429
+        second = httpx2.put(url, content=b"x" * 600_000, cookies=viewer, timeout=10)
+        assert second.status_code == 429 and "SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER" in second.text
+        operator = {access.SESSION_COOKIE: login(app, OPERATOR).cookies[access.SESSION_COOKIE]}
+        assert httpx2.put(url, content=b"x" * 600_000, cookies=operator, timeout=10).status_code != 429
+    finally:
+        stop(app)
