@@ -12,6 +12,6 @@ PYTHON=${PYTHON:-python3}
 # (exit 4), and the app serves the engines that did start.
 .venv/bin/python cli.py local up || echo "Shootout: starting the app with the engines that did start (see above)." >&2
 echo "Shootout: http://localhost:${SHOOTOUT_PORT:-8501}"
-exec .venv/bin/python -m streamlit run app.py \
+exec .venv/bin/python -m streamlit run serve.py \
   --server.address "${SHOOTOUT_ADDRESS:-127.0.0.1}" --server.port "${SHOOTOUT_PORT:-8501}" \
   --server.headless true --browser.gatherUsageStats false

@@ -1,4 +1,4 @@
-"""Browser end-to-end harness: the real app (`streamlit run app.py`) in a subprocess on a
+"""Browser end-to-end harness: the real app (`streamlit run serve.py`: app.py and the ASGI routes) in a subprocess on a
 free port, driven by Playwright in Debian's Chromium. Screenshots go to
 test-artifacts/screenshots/ (look at them).
 
@@ -56,7 +56,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     log_file = data_dir / "streamlit.log"
     with open(log_file, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
