@@ -74,8 +74,10 @@ def _import_box() -> None:
                 st.error("Choose a file first.")
                 return
             try:
+                # The upload's own file object: the importer reads it as a stream, and refuses
+                # one over SHOOTOUT_LIMIT_IMPORT_MB with a message before reading it.
                 result = importers.import_file(
-                    upload.getvalue(), upload.name, engine_name=engine_name,
+                    upload, upload.name, engine_name=engine_name,
                     tags=[t.strip() for t in tags.split(",") if t.strip()],
                 )
             except ShootoutError as error:

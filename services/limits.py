@@ -7,10 +7,11 @@
 | SHOOTOUT_LIMIT_PROMPT_CHARS | 200000 | characters of one prompt (system prompt included) |
 | SHOOTOUT_LIMIT_BENCHMARKS | 2 | benchmarks pending or running at once, on the whole server |
 | SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
+| SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
 
 Found trying the team server as an attacker: `extra_body {"n": 1000, "max_tokens": 1000000}`
 reached the engine though the form caps n at 8, an 8.4 MB prompt was stored and took 34 s to
-render, and 12 benchmarks started from one session in 24 s.
+render, 12 benchmarks started from one session in 24 s, and a 190 MB import peaked at 4.3 GB.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Limits:
     prompt_chars: int = 200_000
     benchmarks: int = 2
     demos: int = 2
+    import_mb: int = 200
 
 
 def _int(name: str, default: int) -> int:
@@ -46,7 +48,8 @@ def current() -> Limits:
     return Limits(n=_int("SHOOTOUT_LIMIT_N", base.n), max_tokens=_int("SHOOTOUT_LIMIT_MAX_TOKENS", base.max_tokens),
                   prompt_chars=_int("SHOOTOUT_LIMIT_PROMPT_CHARS", base.prompt_chars),
                   benchmarks=_int("SHOOTOUT_LIMIT_BENCHMARKS", base.benchmarks),
-                  demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos))
+                  demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos),
+                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb))
 
 
 def check_prompt(*texts: str | None) -> None:
@@ -79,3 +82,11 @@ def check_active(kind: str, active: int) -> None:
         variable = "SHOOTOUT_LIMIT_BENCHMARKS" if kind == "benchmark" else "SHOOTOUT_LIMIT_DEMOS"
         raise ValidationError(f"{active} {kind}s are running on this server already (the limit is {limit}, "
                               f"{variable}); wait for one to end or cancel one.")
+
+
+def check_import_size(size_bytes: int, name: str) -> None:
+    """Refuse an imported file larger than SHOOTOUT_LIMIT_IMPORT_MB, before reading it."""
+    limit = current().import_mb
+    if size_bytes > limit * 1_000_000:
+        raise ValidationError(f"{name} is {size_bytes / 1_000_000:,.1f} MB; this server imports files of at most "
+                              f"{limit:,} MB (SHOOTOUT_LIMIT_IMPORT_MB).")
