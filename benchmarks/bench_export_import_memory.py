@@ -42,6 +42,7 @@ elif mode == "export csv, whole":
     document = reports.run_document(run_id)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
+    writer.writerow(["run_id", *exports.REQUEST_COLUMNS])
     for row in document["requests"]:
         writer.writerow([run_id, *(exports.csv_cell(row[c]) for c in exports.REQUEST_COLUMNS)])
     size = len(buffer.getvalue().encode())
