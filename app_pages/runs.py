@@ -17,6 +17,7 @@ from services.figures import inert
 from services import importers, reports, runs
 from services.telemetry import monitor
 from services.errors import ShootoutError
+from web.exports import export_path
 
 PAGE_SIZE = 25
 TABLE_ROW_PX = 35  # st.dataframe's row height: the comparison table shows every row, no inner scroll
@@ -74,8 +75,10 @@ def _import_box() -> None:
                 st.error("Choose a file first.")
                 return
             try:
+                # The upload's own file object: the importer reads it as a stream, and refuses
+                # one over SHOOTOUT_LIMIT_IMPORT_MB with a message before reading it.
                 result = importers.import_file(
-                    upload.getvalue(), upload.name, engine_name=engine_name,
+                    upload, upload.name, engine_name=engine_name,
                     tags=[t.strip() for t in tags.split(",") if t.strip()],
                 )
             except ShootoutError as error:
@@ -281,12 +284,16 @@ def _run(run_id: int) -> None:
             _go(compare=",".join(str(i) for i in dict.fromkeys(ids)))
     st.subheader("Export")
     buttons = st.columns(3)
-    for column, fmt, label in zip(buttons, ("csv", "json", "html"), ("Per-request CSV", "Run JSON", "HTML report")):
-        column.download_button(
-            label, data=lambda fmt=fmt: reports.export_run(run_id, fmt).data,
-            file_name=reports.export_filename(run_id, fmt), mime=reports.EXPORT_FORMATS[fmt],
-            on_click="ignore", key=f"runs_export_{fmt}",
-        )
+    # CSV and JSON are links to the server's streamed download (web/exports.py): a download
+    # button would build the whole file in the app's memory first. The HTML report is one
+    # page of summaries and figures (at most 1,000 points a curve), small at any run size.
+    for column, fmt, label in zip(buttons, ("csv", "json"), ("Per-request CSV", "Run JSON")):
+        column.link_button(label, export_path(run_id, fmt), key=f"runs_export_{fmt}")
+    buttons[2].download_button(
+        "HTML report", data=lambda: reports.export_run(run_id, "html").data,
+        file_name=reports.export_filename(run_id, "html"), mime=reports.EXPORT_FORMATS["html"],
+        on_click="ignore", key="runs_export_html",
+    )
     actions = st.columns(2)
     if actions[0].button("Unarchive" if detail.archived else "Archive", key="runs_run_archive"):
         _set_archived([detail.id], not detail.archived)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
-from services import importers, reports, runs
+from services import exports, importers, reports, runs
 from services.errors import ValidationError
 
 
@@ -231,25 +232,45 @@ def _delete(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     ids = runs.parse_run_ids(args.runs)
-    if len(ids) > 1:
-        if args.format != "html":
-            raise ValidationError("Several runs export only as an HTML comparison report: add --format html.")
-        exported = reports.export_comparison(ids, args.baseline)
+    if len(ids) > 1 and args.format != "html":
+        raise ValidationError("Several runs export only as an HTML comparison report: add --format html.")
+    if args.format in exports.STREAM_FORMATS:
+        # CSV and JSON go to the file as they are read: a 500k-request run never sits in memory.
+        stream = exports.stream_run(ids[0], args.format)
+        filename, chunks = stream.filename, stream.chunks
     else:
-        exported = reports.export_run(ids[0], args.format)
+        exported = reports.export_comparison(ids, args.baseline) if len(ids) > 1 else reports.export_run(ids[0], "html")
+        filename, chunks = exported.filename, iter([exported.data])
     if args.output == "-":
-        sys.stdout.buffer.write(exported.data)
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
         return 0
-    path = Path(args.output or exported.filename)
-    try:
-        path.write_bytes(exported.data)
-    except OSError as error:
-        raise ValidationError(f"Cannot write {path}: {error.strerror or error}.") from error
+    path = Path(args.output or filename)
+    written = _write_atomically(path, chunks)
     if args.json:
-        _print_json({"path": str(path.resolve()), "bytes": len(exported.data), "format": args.format, "runs": ids})
+        _print_json({"path": str(path.resolve()), "bytes": written, "format": args.format, "runs": ids})
     else:
-        print(f"wrote {path} ({len(exported.data):,} bytes)")
+        print(f"wrote {path} ({written:,} bytes)")
     return 0
+
+
+def _write_atomically(path: Path, chunks: Iterator[bytes]) -> int:
+    """Write beside `path` and rename at the end: a failed export leaves no half file."""
+    partial = path.with_name(path.name + ".partial")
+    written = 0
+    try:
+        with partial.open("wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+                written += len(chunk)
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise ValidationError(f"Cannot write {path}: {error.strerror or error}.") from error
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return written
 
 
 def _import(args: argparse.Namespace) -> int:

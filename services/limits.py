@@ -7,6 +7,7 @@
 | SHOOTOUT_LIMIT_PROMPT_CHARS | 200000 | characters of one prompt (system prompt included) |
 | SHOOTOUT_LIMIT_BENCHMARKS | 2 | benchmarks pending or running at once, on the whole server |
 | SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
+| SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
 | SHOOTOUT_LIMIT_EXCHANGES | 8 | playground exchanges streaming at once, on the whole server |
 | SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER | 1 | benchmarks one viewer has pending or running |
 | SHOOTOUT_LIMIT_DEMOS_PER_VIEWER | 1 | demos one viewer has running |
@@ -19,7 +20,7 @@ A viewer is its OIDC e-mail or its client address, so logging in twice does not 
 
 Found trying the team server as an attacker: `extra_body {"n": 1000, "max_tokens": 1000000}`
 reached the engine though the form caps n at 8, an 8.4 MB prompt was stored and took 34 s to
-render, and 12 benchmarks started from one session in 24 s.
+render, 12 benchmarks started from one session in 24 s, and a 190 MB import peaked at 4.3 GB.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Limits:
     exchanges_per_viewer: int = 2
     answer_mb: int = 4
     upload_mb_per_viewer: int = 400
+    import_mb: int = 200
 
 
 def _int(name: str, default: int) -> int:
@@ -74,7 +76,8 @@ def current() -> Limits:
                   demos_per_viewer=_int("SHOOTOUT_LIMIT_DEMOS_PER_VIEWER", base.demos_per_viewer),
                   exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
                   answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
-                  upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer))
+                  upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer),
+                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb))
 
 
 def answer_bytes() -> int:
@@ -102,6 +105,14 @@ def check_body(body: dict[str, Any]) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limits.max_tokens:
             raise ValidationError(f"{field} = {value!r} is outside 0 to {limits.max_tokens:,}, this server's limit "
                                   "(SHOOTOUT_LIMIT_MAX_TOKENS).")
+
+
+def check_import_size(size_bytes: int, name: str) -> None:
+    """Refuse an imported file larger than SHOOTOUT_LIMIT_IMPORT_MB, before reading it."""
+    limit = current().import_mb
+    if size_bytes > limit * 1_000_000:
+        raise ValidationError(f"{name} is {size_bytes / 1_000_000:,.1f} MB; this server imports files of at most "
+                              f"{limit:,} MB (SHOOTOUT_LIMIT_IMPORT_MB).")
 
 
 ActiveKind = Literal["benchmark", "demo", "playground"]

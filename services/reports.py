@@ -2,15 +2,15 @@
 latency-throughput figures, engine settings side by side, and exports of a run as
 per-request CSV, run JSON (re-importable) or a self-contained HTML report.
 
+CSV and JSON are streamed in batches (services.exports); run_document builds the same JSON
+in memory, for callers that want a dict and as the reference the stream is checked against.
 The HTML report carries plotly.js inline (the network may be closed where it is opened)
 and escapes every piece of user or model text.
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from db.session import session_scope
 from services.figures import inert
 from services import runs
 from services.errors import NotFoundError, ValidationError
+from services.exports import REQUEST_COLUMNS, STREAM_FORMATS, export_filename, run_header, stream_run
 from services.importers.common import number
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.runs import LATENCY_METRICS, Comparison, RunDetail, format_value
@@ -51,16 +52,12 @@ __all__ = [
 ]
 
 ExportFormat = Literal["csv", "json", "html"]
-EXPORT_FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json", "html": "text/html"}
+EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": "text/html"}
 CDF_POINTS = 1000
 #: One colour per series, the same in every figure (plotly's default qualitative palette).
 SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                   "#17becf")
 MARK_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "same": "#57606a"}
-REQUEST_COLUMNS = (
-    "engine_name", "index", "warmup", "ok", "scheduled_s", "start_s", "ttft_s", "e2e_s", "tpot_s", "itl_s",
-    "input_tokens", "output_tokens", "cached_tokens", "finish_reason", "error_class", "error", "extra",
-)
 
 
 @dataclass
@@ -360,16 +357,6 @@ def run_view(run_id: int) -> RunView:
 # ---------------------------------------------------------------- exports
 
 
-def export_filename(run_ids: int | Sequence[int], fmt: str) -> str:
-    ids = [run_ids] if isinstance(run_ids, int) else list(run_ids)
-    stem = f"run-{ids[0]}" if len(ids) == 1 else "compare-" + "-".join(str(i) for i in ids)
-    return f"shootout-{stem}.{fmt}"
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def _rows_of(session: Any, model: Any, columns: Sequence[str], run_id: int, *order: Any) -> list[dict[str, Any]]:
     """A run's rows of one table as plain dicts of `columns`, in `order`."""
     query = select(*(getattr(model, column) for column in columns)).where(model.run_id == run_id).order_by(*order)
@@ -377,7 +364,8 @@ def _rows_of(session: Any, model: Any, columns: Sequence[str], run_id: int, *ord
 
 
 def run_document(run_id: int) -> dict[str, Any]:
-    """The run as Shootout run JSON (see services.importers.shootout for the format)."""
+    """The run as Shootout run JSON (see services.importers.shootout for the format), whole
+    in memory: services.exports.stream_run writes the same document without holding it."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
@@ -389,79 +377,11 @@ def run_document(run_id: int) -> dict[str, Any]:
             "format": FORMAT,
             "version": VERSION,
             "exported_at": datetime.now(timezone.utc).isoformat(),
-            "run": {
-                "id": run.id,
-                "kind": run.kind,
-                "name": run.name,
-                "status": run.status,
-                "config": run.config,
-                "summary": run.summary,
-                "engines": run.engines,
-                "engine_names": run.engine_names,
-                "model": run.model,
-                "workload": run.workload,
-                "notes": run.notes,
-                "tags": run.tags,
-                "archived": run.archived,
-                "error": run.error,
-                "created_at": _iso(run.created_at),
-                "started_at": _iso(run.started_at),
-                "finished_at": _iso(run.finished_at),
-            },
+            "run": run_header(run),
             "requests": requests,
             "exchanges": exchanges,
             "samples": samples,
         }
-
-
-def _json_safe(value: Any) -> Any:
-    """Strict JSON: infinities and NaN (an unlimited rate, a failed mean) become null."""
-    if isinstance(value, float):
-        return value if np.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(key): _json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(item) for item in value]
-    return value
-
-
-#: A cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` in an
-#: engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_cell(value: Any) -> Any:
-    if isinstance(value, (list, dict)):
-        value = json.dumps(value, default=str)
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-def _csv(run_id: int) -> bytes:
-    """Per-request rows; a playground run's exchanges; a recording's samples."""
-    document = run_document(run_id)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    if document["requests"]:
-        writer.writerow(["run_id", *REQUEST_COLUMNS])
-        for row in document["requests"]:
-            writer.writerow([run_id, *(_csv_cell(row[column]) for column in REQUEST_COLUMNS)])
-    elif document["exchanges"]:
-        writer.writerow(["run_id", *EXCHANGE_FIELDS])
-        for row in document["exchanges"]:
-            writer.writerow([run_id, *(_csv_cell(row[column]) for column in EXCHANGE_FIELDS)])
-    elif document["samples"]:
-        signals = sorted({key for row in document["samples"] for key in (row["values"] or {})})
-        writer.writerow(["run_id", "ts", "source", *signals])
-        for row in document["samples"]:
-            values = row["values"] or {}
-            writer.writerow([run_id, row["ts"], row["source"], *(_csv_cell(values.get(s)) for s in signals)])
-    else:
-        raise ValidationError(f"Run #{run_id} has no per-request rows, exchanges or samples to export as CSV; export JSON instead.")
-    return buffer.getvalue().encode("utf-8")
 
 
 _STYLE = """
@@ -559,10 +479,9 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
     """A run as CSV (per request), JSON (config, summary, engine info, rows) or HTML."""
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"Unknown export format {fmt!r}: use csv, json or html.")
-    if fmt == "csv":
-        data = _csv(run_id)
-    elif fmt == "json":
-        data = json.dumps(_json_safe(run_document(run_id)), indent=1, default=str, allow_nan=False).encode("utf-8")
+    if fmt in STREAM_FORMATS:
+        # Whole in memory: for small runs and tests; the page and the CLI write the stream.
+        data = b"".join(stream_run(run_id, fmt).chunks)
     else:
         if runs.get_run(run_id).kind == "demo":
             # A demo's report also tells its story: explanation, steps and measured conclusion.

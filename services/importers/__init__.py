@@ -7,21 +7,28 @@ Shootout's own run JSON. Each importer module has `TOOL`, `LABEL`, `sniff(source
 
 Imported runs get kind "import" (Shootout JSON keeps its own kind), the tool's numbers
 mapped onto the benchmark summary format, and per-request rows where the file has them.
+Files are read as streams (reading.py), at most SHOOTOUT_LIMIT_IMPORT_MB (services.limits);
+Shootout's own JSON is stored as it is read, a batch of rows at a time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from types import ModuleType
+from typing import IO, Any
 
 from sqlalchemy import insert
+from sqlalchemy.exc import StatementError
 
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.errors import ValidationError
-from services.importers import aiperf, guidellm, sglang, shootout, vllm
-from services.importers.common import ImportedRun, SourceFile, read_source
+from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
+from services.importers.common import ImportedRun, SourceFile, read_source, source_from
 
 __all__ = ["IMPORTERS", "ImportResult", "ImportedRun", "detect", "formats", "import_file", "parse_file", "save_run"]
 
@@ -29,7 +36,6 @@ __all__ = ["IMPORTERS", "ImportResult", "ImportedRun", "detect", "formats", "imp
 IMPORTERS: dict[str, ModuleType] = {
     module.TOOL: module for module in (shootout, guidellm, aiperf, sglang, vllm)
 }
-MAX_FILE_BYTES = 1024**3
 INSERT_BATCH = 5000
 
 
@@ -61,39 +67,66 @@ def detect(source: SourceFile) -> ModuleType:
 def parse_file(
     data: bytes | str, filename: str, *, tool: str | None = None, engine_name: str | None = None, path: Path | None = None
 ) -> tuple[ModuleType, list[ImportedRun]]:
-    """Read a results file into runs (nothing stored)."""
-    if len(data) > MAX_FILE_BYTES:
-        raise ValidationError(f"{filename} is larger than {MAX_FILE_BYTES // 1024**2} MiB.")
+    """Read a results file held in memory into runs (nothing stored)."""
     source = read_source(data, filename, path)
-    if tool:
-        module = IMPORTERS.get(tool)
-        if module is None:
-            raise ValidationError(f"Unknown format {tool!r}. Known: {', '.join(IMPORTERS)}.")
-        if not module.sniff(source):
-            raise ValidationError(f"{filename} does not look like {module.LABEL}.")
-    else:
-        module = detect(source)
+    return _parse(source, tool, engine_name)
+
+
+def _module(source: SourceFile, tool: str | None) -> ModuleType:
+    if not tool:
+        return detect(source)
+    module = IMPORTERS.get(tool)
+    if module is None:
+        raise ValidationError(f"Unknown format {tool!r}. Known: {', '.join(IMPORTERS)}.")
+    if not module.sniff(source):
+        raise ValidationError(f"{source.name} does not look like {module.LABEL}.")
+    return module
+
+
+@contextmanager
+def _readable(name: str, label: str) -> Iterator[None]:
+    """What a parser or a streamed row may raise on a file of the right kind but broken
+    content, as one line."""
     try:
-        runs = module.parse(source, engine_name=(engine_name or "").strip() or None)
+        yield
     except ValidationError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
-        raise ValidationError(f"{filename}: looks like {module.LABEL} but could not be read ({error!r}).") from error
+        raise ValidationError(f"{name}: looks like {label} but could not be read ({error!r}).") from error
     except RecursionError:
-        raise ValidationError(f"{filename}: nested too deeply to be a results file.") from None
+        raise ValidationError(f"{name}: nested too deeply to be a results file.") from None
+    except StatementError as error:
+        raise ValidationError(f"{name}: looks like {label} but could not be stored ({type(error.orig).__name__}: "
+                              f"{str(error.orig).splitlines()[0][:120]}).") from None
+
+
+def _parse(source: SourceFile, tool: str | None, engine_name: str | None) -> tuple[ModuleType, list[ImportedRun]]:
+    module = _module(source, tool)
+    with _readable(source.name, module.LABEL):
+        runs = module.parse(source, engine_name=(engine_name or "").strip() or None)
     if not runs:
-        raise ValidationError(f"{filename}: no results found in it.")
+        raise ValidationError(f"{source.name}: no results found in it.")
     return module, runs
 
 
-def _batched(rows: list[dict], size: int = INSERT_BATCH):  # type: ignore[type-arg]
-    for start in range(0, len(rows), size):
-        yield rows[start : start + size]
+def _batched(rows: Iterable[dict[str, Any]], counted: list[int], size: int = INSERT_BATCH) -> Iterator[list[dict[str, Any]]]:
+    iterator = iter(rows)
+    while batch := list(islice(iterator, size)):
+        counted[0] += len(batch)
+        yield batch
 
 
 def save_run(imported: ImportedRun, *, name: str | None = None, tags: list[str] | tuple[str, ...] = ()) -> int:
     """Store one imported run with its per-request rows, exchanges and samples; its id."""
+    return _save(imported, name=name, tags=tags)[0]
+
+
+def _save(imported: ImportedRun, *, name: str | None, tags: list[str] | tuple[str, ...]) -> tuple[int, int]:
+    """Store a run; its id and how many request rows it got. Rows that are iterators (a
+    streamed file) are read here, a batch at a time, in the run's one transaction: a file
+    broken halfway stores nothing."""
     all_tags = list(dict.fromkeys([*imported.tags, *(t.strip() for t in tags if t.strip())]))
+    requests = [0]
     with session_scope() as session:
         run = Run(
             kind=imported.kind,
@@ -117,17 +150,16 @@ def save_run(imported: ImportedRun, *, name: str | None = None, tags: list[str] 
         session.add(run)
         session.flush()
         # Core bulk inserts: an import may hold hundreds of thousands of requests.
-        for batch in _batched(imported.requests):
+        for batch in _batched(imported.requests, requests):
             session.execute(insert(RequestResult), [{**row, "run_id": run.id} for row in batch])
-        for batch in _batched(imported.exchanges):
-            session.execute(insert(Exchange), [{**row, "run_id": run.id} for row in batch])
-        for batch in _batched(imported.samples):
-            session.execute(insert(Sample), [{**row, "run_id": run.id} for row in batch])
-        return run.id
+        for model, rows in ((Exchange, imported.exchanges), (Sample, imported.samples)):
+            for batch in _batched(rows, [0]):
+                session.execute(insert(model), [{**row, "run_id": run.id} for row in batch])
+        return run.id, requests[0]
 
 
 def import_file(
-    source: Path | str | bytes,
+    source: Path | str | bytes | IO[bytes],
     filename: str | None = None,
     *,
     tool: str | None = None,
@@ -135,27 +167,26 @@ def import_file(
     name: str | None = None,
     tags: list[str] | tuple[str, ...] = (),
 ) -> ImportResult:
-    """Import a results file (a path, or uploaded bytes with their file name) as runs."""
-    path: Path | None = None
-    if isinstance(source, (str, Path)) and not isinstance(source, bytes):
-        path = Path(source)
-        if not path.is_file():
-            raise ValidationError(f"{path} does not exist or is not a file.")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ValidationError(f"{path.name} is larger than {MAX_FILE_BYTES // 1024**2} MiB.")
-        data: bytes = path.read_bytes()
-        filename = filename or path.name
-    else:
-        data = source
-    if not filename:
-        raise ValidationError("The imported file needs a name.")
-    module, runs = parse_file(data, filename, tool=tool, engine_name=engine_name, path=path)
-    run_ids = [save_run(run, name=name, tags=tags) for run in runs]
-    warnings = [warning for run in runs for warning in run.warnings]
+    """Import a results file (a path, or an upload's bytes or file object with its file name)
+    as runs, reading it as a stream (services.importers.reading)."""
+    if isinstance(source, str):
+        source = Path(source)
+    with reading.open_upload(source, filename) as upload:
+        if reading.is_blank(upload):
+            raise ValidationError(f"{upload.name} is empty.")
+        scanned = reading.scan(upload, skip=shootout.LISTS)
+        if (scanned is not None and scanned.kind == "object" and scanned.small.get("format") == shootout.FORMAT
+                and tool in (None, shootout.TOOL)):
+            with _readable(upload.name, shootout.LABEL):
+                run = shootout.parse_stream(upload, scanned.small, (engine_name or "").strip() or None)
+                run_id, requests = _save(run, name=name, tags=tags)
+            return ImportResult(run_ids=[run_id], tool=shootout.TOOL, label=shootout.LABEL, requests=requests)
+        module, runs = _parse(source_from(upload, scanned), tool, engine_name)
+        saved = [_save(run, name=name, tags=tags) for run in runs]
     return ImportResult(
-        run_ids=run_ids,
+        run_ids=[run_id for run_id, _ in saved],
         tool=module.TOOL,
         label=module.LABEL,
-        requests=sum(len(run.requests) for run in runs),
-        warnings=warnings,
+        requests=sum(count for _, count in saved),
+        warnings=[warning for run in runs for warning in run.warnings],
     )

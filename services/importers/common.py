@@ -8,12 +8,14 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from services.errors import ValidationError
+from services.importers import reading
 from services.runs import distribution
 
 #: Per-request row fields, as RequestResult columns.
@@ -82,9 +84,10 @@ class ImportedRun:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    exchanges: list[dict[str, Any]] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    #: Lists, or (a streamed import) iterators read once while the run is stored.
+    requests: Iterable[dict[str, Any]] = field(default_factory=list)
+    exchanges: Iterable[dict[str, Any]] = field(default_factory=list)
+    samples: Iterable[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: Comma-joined engine names when they are not simply the snapshots' names.
     explicit_engine_names: str | None = None
@@ -97,33 +100,44 @@ class ImportedRun:
 
 
 def read_source(data: bytes | str, name: str, path: Path | None = None) -> SourceFile:
-    """Decode and parse as JSON, else as JSON lines; anything else stays text (CSV)."""
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise ValidationError(f"{name} is not UTF-8 text; results files are JSON, JSONL or CSV.") from None
-    else:
-        text = data
-    if not text.strip():
-        raise ValidationError(f"{name} is empty.")
-    source = SourceFile(name=name, text=text, path=path)
-    try:
-        # Python's json accepts the bare Infinity/NaN that SGLang writes for an unlimited rate.
-        source.document = json.loads(text)
+    """Parse bytes or text already in memory (tests, and callers that hold a small file)."""
+    with reading.open_upload(data.encode("utf-8") if isinstance(data, str) else data, name) as upload:
+        upload.path = path
+        return source_from(upload, reading.scan(upload))
+
+
+def source_from(upload: reading.Upload, scanned: reading.Scan | None) -> SourceFile:
+    """The file as JSON (one document), else as JSON lines, else as text (CSV), read from
+    the stream: the whole file is never held as bytes or text beside what it parses to."""
+    source = SourceFile(name=upload.name, text="", path=upload.path)
+    if scanned is None and reading.is_blank(upload):
+        raise ValidationError(f"{upload.name} is empty.")
+    if scanned is not None and scanned.kind == "object":
+        # The scan built the top-level values it did not skip; the skipped ones come now.
+        source.document = dict(scanned.small)
+        for key in scanned.keys:
+            if key not in source.document:
+                source.document[key] = next(reading.items(upload, key), None)
         return source
+    if scanned is not None and scanned.kind in ("array", "scalar"):
+        source.document = next(reading.items(upload, ""), None)
+        return source
+    lines = reading.json_lines(upload)
+    if lines is not None:
+        if len(lines) == 1:
+            source.document = lines[0]  # one line with a bare Infinity (SGLang's single benchmark)
+        else:
+            source.lines = lines
+        return source
+    source.text = reading.text(upload)
+    try:
+        # One value with a bare NaN or Infinity (SGLang writes them), which only Python's json reads.
+        source.document = json.loads(source.text)
     except json.JSONDecodeError:
         pass
     except RecursionError:
         # A hostile file of 100,000 nested brackets: one line, not a traceback with server paths.
-        raise ValidationError(f"{name} is nested too deeply to be a results file.") from None
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        source.lines = [json.loads(line) for line in lines]
-    except json.JSONDecodeError:
-        source.lines = None
-    except RecursionError:
-        raise ValidationError(f"{name} is nested too deeply to be a results file.") from None
+        raise ValidationError(f"{upload.name} is nested too deeply to be a results file.") from None
     return source
 
 

@@ -1,5 +1,5 @@
-"""Browser end-to-end harness: the real app (`streamlit run serve.py`: app.py behind the login gate) in a subprocess on a
-free port, driven by Playwright in Debian's Chromium. Screenshots go to
+"""Browser end-to-end harness: the real app (`streamlit run serve.py`: app.py behind the login gate)
+in a subprocess on a free port, driven by Playwright in Debian's Chromium. Screenshots go to
 test-artifacts/screenshots/ (look at them).
 
 Usage in a test:

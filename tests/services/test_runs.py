@@ -471,7 +471,7 @@ def test_demo_runs_show_their_conclusion_in_the_list_and_the_html_export(db_url:
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(db_url: str) -> None:
     """Issue 20: an engine name or error text such as =HYPERLINK(...) was written as is."""
-    from services.reports import _csv_cell
+    from services.exports import csv_cell as _csv_cell
 
     for dangerous in ('=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
         assert _csv_cell(dangerous) == "'" + dangerous

@@ -49,7 +49,8 @@ def websocket_handshake_status(port: int, cookie: str | None = None, origin: str
 
 
 def test_streamlit_endpoints_refuse_a_client_that_has_not_logged_in(served: Served) -> None:
-    for path in ("/_stcore/host-config", "/_stcore/metrics", "/static/js/index.js", "/runs?run=1"):
+    for path in ("/_stcore/host-config", "/_stcore/metrics", "/static/js/index.js", "/runs?run=1",
+                 "/export/runs/1.csv", "/export/runs/1.json"):
         response = httpx2.get(served.url + path, timeout=10)
         assert response.status_code == 401, path
         assert "Log in first" in response.text
