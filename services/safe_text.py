@@ -39,6 +39,8 @@ _BACKTICKS = re.compile(r"`+")
 #: became a link in Streamlit): an invisible word joiner inside `://`, after `www` and before
 #: `@` leaves nothing its autolinker recognises.
 _AUTOLINK = re.compile(r"(?i)(://|\bwww\.|@)")
+#: `[name]: http://...` at the head of a line makes `[name]` anywhere a link.
+_LINK_DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]+\]:)", re.M)
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,13 +88,16 @@ def code_span(text: str | None) -> str:
 
 def safe_answer(text: str) -> str:
     """A model's answer as markdown that keeps its formatting (paragraphs, lists, code) but
-    can load nothing: images become a text placeholder, and no `![` is left to form one."""
+    can load nothing and link nowhere: images become a text placeholder and no `![` is left
+    to form one; links, link definitions, `<...>` and bare addresses show as their text."""
     out: list[str] = []
     for is_code, part in _split_code(text or ""):
         if is_code:
             out.append(part.replace("![", "!" + _WORD_JOINER + "["))
         else:
             part = _INLINE_IMAGE.sub(_image_placeholder, part)
+            part = _LINK_DEFINITION.sub(r"\1\\[", part)
+            part = _AUTOLINK.sub(_unlinked, part).replace("](", "]\\(").replace("<", "\\<")
             out.append(part.replace("![", "!\\["))
     return "".join(out)
 

@@ -68,3 +68,10 @@ def test_html_text_is_one_block_of_escaped_text() -> None:
     assert out.startswith("a &lt;img src=&quot;http:" + J + "//c/leak&quot;&gt; &#91;l&#93;")
     assert "<br><br>!&#91;x&#93;" in out and "&#96;code&#96; &#36;x&#36;" in out
     assert html_text(None) == ""
+
+
+def test_an_answer_keeps_its_formatting_but_its_links_show_as_text() -> None:
+    answer = "**Sources**\n\n- [docs](http://x.test/a) and <http://y.test/>, www.z.test\n\n[r]: http://e.test/\n`[k](u)`"
+    assert safe_text.safe_answer(answer) == (
+        f"**Sources**\n\n- [docs]\\(http:{J}//x.test/a) and \\<http:{J}//y.test/>, www{J}.z.test\n\n"
+        f"\\[r]: http:{J}//e.test/\n`[k](u)`")
