@@ -13,6 +13,7 @@ from app_pages import common
 from services.figures import inert
 from services.bench import views
 from services.errors import ShootoutError
+from services.safe_text import md_line, md_text
 
 st.title("Benchmarks")
 
@@ -20,7 +21,7 @@ try:
     options = views.form_options()
     recent = views.recent_runs()
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(md_text(str(error)))
     st.stop()
 
 
@@ -55,7 +56,7 @@ def new_benchmark_form() -> None:
                 try:
                     values["prompts_file"] = views.save_prompt_file(upload.name, upload.getvalue())
                 except ShootoutError as error:
-                    st.error(str(error))
+                    st.error(md_text(str(error)))
         if values["workload"] == "trace":
             values["trace"] = st.selectbox("Trace", ["conversation", "code"], key="bench_trace")
             values["length_scale"] = st.number_input("Length scale", 0.01, 100.0, 1.0, key="bench_length_scale")
@@ -107,7 +108,7 @@ def new_benchmark_form() -> None:
         try:
             run_id = views.submit(values, common.viewer())
         except ShootoutError as error:
-            st.error(str(error))
+            st.error(md_text(str(error)))
             return
         st.query_params["run"] = str(run_id)
         st.rerun()
@@ -139,14 +140,14 @@ def live(run_id: int) -> None:
     try:
         view = views.run_view(run_id)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     if not view.active:
         st.rerun()
-    st.progress(min(1.0, view.run.progress), text=f"{view.run.status}: {view.run.live.get('message') or ''}")
+    st.progress(min(1.0, view.run.progress), text=f"{md_line(view.run.status)}: {md_line(view.run.live.get('message'))}")
     for name, counts in view.counts.items():
         stopped = f", {counts['cancelled']} cancelled" if counts.get("cancelled") else ""
-        st.caption(f"{name}: {counts['completed']} completed, {counts['failed']} failed{stopped}, "
+        st.caption(f"{md_line(name)}: {counts['completed']} completed, {counts['failed']} failed{stopped}, "
                    f"{counts['warmup']} warm-up")
     if st.button("Cancel run", key=f"bench_cancel_{run_id}"):
         views.cancel(run_id)
@@ -156,12 +157,12 @@ def live(run_id: int) -> None:
 
 def results(view: views.RunView) -> None:
     run = view.run
-    st.subheader(f"#{run.id} {run.name}")
+    st.subheader(f"#{run.id} {md_line(run.name)}")
     status = {"finished": st.success, "finished_with_errors": st.warning, "cancelled": st.warning}.get(run.status, st.error)
-    status(f"Status: {run.status.replace('_', ' ')}" + (" (partial results: what ran before the cancel)"
+    status(f"Status: {md_line(run.status.replace('_', ' '))}" + (" (partial results: what ran before the cancel)"
                                                         if run.status == "cancelled" else ""))
     for note in view.notes:
-        st.caption(note)
+        st.caption(md_text(note))
     if not view.table.empty:
         st.markdown("**Latency percentiles**")
         st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")
@@ -176,7 +177,7 @@ def results(view: views.RunView) -> None:
 try:
     current = views.run_view(run_id)
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(md_text(str(error)))
     st.stop()
 if current.active:
     live(run_id)

@@ -7,6 +7,7 @@ import streamlit as st
 from services import access, endpoints
 from services.recovery import recover_interrupted_runs
 from services.config import get_settings
+from services.safe_text import md_text
 
 
 def _oidc_configured() -> bool:
@@ -78,7 +79,7 @@ def recover_once() -> None:
     try:
         _recovered(get_settings().database_url)
     except Exception as error:  # a broken database is shown by the sidebar; never block the app
-        st.warning(f"Could not check for interrupted runs: {error}")
+        st.warning(f"Could not check for interrupted runs: {md_text(str(error))}")
 
 
 def sidebar() -> None:
@@ -87,7 +88,7 @@ def sidebar() -> None:
         try:
             count = len(endpoints.list_engines())
         except Exception as error:  # the database itself is unreachable: say so, keep rendering
-            st.error(f"Run database unavailable: {error}")
+            st.error(f"Run database unavailable: {md_text(str(error))}")
             return
         st.caption(f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}")
         who = viewer()

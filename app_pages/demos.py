@@ -1,10 +1,9 @@
 """Demos page: one mechanism of LLM serving per scenario, shown live on the engines the
 presenter picks, with a conclusion written from the measured numbers. Stored demos replay
-from the database, without their engines."""
+from the database, without their engines. What a demo shows (engine names, what engines
+report, errors) is untrusted: it reaches markdown and HTML only through services.safe_text."""
 
 from __future__ import annotations
-
-import html
 
 import streamlit as st
 
@@ -16,6 +15,7 @@ from services.demos import runner, scenarios
 from services.demos.charts import step_figure
 from services.demos.report import export_demo_html
 from services.errors import ShootoutError
+from services.safe_text import html_text, md_line, md_text
 
 # Larger reading text for a projector; colours come from the theme (dark or light).
 st.markdown(
@@ -36,7 +36,7 @@ try:
     registered = {e.name: e for e in endpoints.list_engines()}
     stored = runner.list_demos()
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(md_text(str(error)))
     st.stop()
 
 # The demo on screen: ?run=ID (survives a reload and can be shared), else the one started here.
@@ -59,7 +59,7 @@ def setup_section() -> None:
         name = st.selectbox("Scenario", list(catalog), format_func=lambda n: catalog[n].title, key="demo_scenario")
         scenario = catalog[name]
         st.caption(f"{scenario.mechanism} · {scenario.duration_hint}")
-        st.markdown(f'<div class="demo-explanation">{html.escape(scenario.explanation)}</div>', unsafe_allow_html=True)
+        st.markdown(f'<div class="demo-explanation">{html_text(scenario.explanation)}</div>', unsafe_allow_html=True)
         if not registered:
             st.info("No engines registered yet: add some on the Engines page (the local engines register themselves "
                     "when started there or with `python cli.py local up`).")
@@ -91,7 +91,7 @@ def setup_section() -> None:
                     show_run(runner.start_demo(name, chosen, options=settings, pause_between_steps=pause,
                                                     viewer=common.viewer()))
                 except ShootoutError as error:
-                    st.error(str(error))
+                    st.error(md_text(str(error)))
 
     with replay:
         if not stored:
@@ -111,7 +111,7 @@ if run_id is None:
 try:
     first_view = runner.demo_view(int(run_id))
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(md_text(str(error)))
     setup_section()
     st.stop()
 
@@ -119,33 +119,35 @@ except ShootoutError as error:
 def render_step(step: runner.StepView) -> None:
     marker = {"running": " · measuring…", "pending": " · next", "failed": " · failed", "skipped": " · skipped",
               "cancelled": " · stopped"}
-    st.subheader(f"{step.index + 1}. {step.title}{marker.get(step.status, '')}")
-    st.caption(step.explanation)
+    st.subheader(f"{step.index + 1}. {md_line(step.title)}{marker.get(step.status, '')}")
+    st.caption(md_text(step.explanation))
     if step.numbers:
         per_row = min(4, len(step.numbers))
         for start_at in range(0, len(step.numbers), per_row):
             columns = st.columns(per_row)
             for column, number in zip(columns, step.numbers[start_at : start_at + per_row]):
                 unchanged = number.delta is None or number.delta.lstrip("+-") in ("0%", "×1.0")
-                column.metric(number.label, number.text, number.delta, border=True, help=number.help,
+                column.metric(md_line(number.label), md_line(number.text), number.delta, border=True,
+                              help=md_text(number.help) if number.help else None,
                               delta_color="off" if unchanged else number.delta_color)
     figure = step_figure(step)
     if figure is not None:
         st.plotly_chart(inert(figure), theme="streamlit", width="stretch", key=f"demo_chart_{step.index}_{step.status}")
     if step.finding:
-        st.markdown(f'<div class="demo-finding">{html.escape(step.finding)}</div>', unsafe_allow_html=True)
+        st.markdown(f'<div class="demo-finding">{html_text(step.finding)}</div>', unsafe_allow_html=True)
     for error in step.errors:
-        st.warning(error, icon=":material/warning:")
+        st.warning(md_text(error), icon=":material/warning:")
 
 
 def render(view: runner.DemoView) -> None:
     status_text = {"pending": "starting", "running": "running", "finished": "finished",
                    "finished_with_errors": "finished with errors", "failed": "failed",
                    "cancelled": "stopped", "interrupted": "interrupted"}
-    st.header(view.title)
+    st.header(md_line(view.title))
     if view.explanation:
-        st.markdown(f'<div class="demo-explanation">{html.escape(view.explanation)}</div>', unsafe_allow_html=True)
-    st.caption(f"{view.mechanism} · demo #{view.run_id} · {status_text.get(view.status, view.status)} · engines: {', '.join(view.engines)}"
+        st.markdown(f'<div class="demo-explanation">{html_text(view.explanation)}</div>', unsafe_allow_html=True)
+    st.caption(f"{md_line(view.mechanism)} · demo #{view.run_id} · {md_line(status_text.get(view.status, view.status))} · "
+               f"engines: {md_line(', '.join(view.engines))}"
                f" · {view.request_count} requests stored")
     if view.live:
         st.progress(min(1.0, view.progress), text=f"Step {min(len(view.steps), int(view.progress * len(view.steps)) + 1)}"
@@ -153,7 +155,7 @@ def render(view: runner.DemoView) -> None:
         controls = st.container(horizontal=True, vertical_alignment="center")
         if view.awaiting is not None:
             if controls.button("Next step", type="primary", key="demo_next", icon=":material/skip_next:",
-                               help=f"Next: {view.next_step_title}"):
+                               help=f"Next: {md_line(view.next_step_title)}"):
                 runner.advance(view.run_id)
                 st.rerun(scope="fragment")
         paused = controls.toggle("Pause between steps", value=view.paused, key=f"demo_pause_live_{view.run_id}")
@@ -163,23 +165,23 @@ def render(view: runner.DemoView) -> None:
             runner.stop_demo(view.run_id)
             st.rerun(scope="fragment")
     for engine, why in view.skipped_engines.items():
-        st.warning(f"{engine} was left out: {why}", icon=":material/cloud_off:")
+        st.warning(f"{md_line(engine)} was left out: {md_text(why)}", icon=":material/cloud_off:")
     for step in view.steps:
         if step.status == "pending" and view.awaiting is None:
             continue
         render_step(step)
         if view.awaiting == step.index + 1:
-            st.info(f"Paused. Next: {view.next_step_title}. Press “Next step” when ready.", icon=":material/pause:")
+            st.info(f"Paused. Next: {md_line(view.next_step_title)}. Press “Next step” when ready.", icon=":material/pause:")
     if view.conclusion:
         st.subheader("Conclusion, from the numbers above")
-        lines = "".join(f"<li>{html.escape(line)}</li>" for line in view.conclusion_lines)
+        lines = "".join(f"<li>{html_text(line)}</li>" for line in view.conclusion_lines)
         st.markdown(
-            f'<div class="demo-headline">{html.escape(view.conclusion_headline or view.conclusion)}</div>'
+            f'<div class="demo-headline">{html_text(view.conclusion_headline or view.conclusion)}</div>'
             f'<ul class="demo-lines">{lines}</ul>',
             unsafe_allow_html=True,
         )
     if view.error:
-        st.error(view.error)
+        st.error(md_text(view.error))
     if not view.live:
         st.download_button(
             "Export as HTML report",
@@ -197,7 +199,7 @@ def live_demo() -> None:
     try:
         view = runner.demo_view(int(run_id))
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     render(view)
     if first_view.live and not view.live:

@@ -10,6 +10,7 @@ from services import endpoints, local_engines
 from services.engines import adapters, get_adapter
 from services.engines.probe import probe
 from services.errors import ShootoutError
+from services.safe_text import code_span, md_line, md_text
 
 STATE_ICONS = {
     "ok": ":material/check_circle:",
@@ -29,15 +30,17 @@ kind_labels = {a.kind: a.label for a in adapters()}
 
 def show_probe(result) -> None:  # type: ignore[no-untyped-def]
     icon = STATE_ICONS.get(result.state, "")
-    details = (f"{result.kind_label} · version {result.version or 'unknown'} · "
-               f"models: {', '.join(result.models) or 'none'} · context {result.context_length or 'unknown'} · "
-               f"{result.latency_ms} ms")
+    # What a server says about itself (version, model names, error bodies) is untrusted.
+    details = (f"{md_line(result.kind_label)} · version {md_line(result.version) or 'unknown'} · "
+               f"models: {', '.join(code_span(m) for m in result.models) or 'none'} · "
+               f"context {md_line(str(result.context_length or 'unknown'))} · {result.latency_ms} ms")
+    message = md_text(result.message)
     if result.ok:
-        st.success(f"{icon} {result.message}  \n{details}")
+        st.success(f"{icon} {message}  \n{details}")
     elif result.state == "unhealthy":
-        st.warning(f"{icon} {result.message}")
+        st.warning(f"{icon} {message}")
     else:
-        st.error(f"{icon} {result.message}")
+        st.error(f"{icon} {message}")
 
 
 # Starting, stopping and registering engines (with their key variables) is an operator's job.
@@ -55,11 +58,12 @@ with st.container(border=True):
         statuses = local_engines.status()
         for s in statuses:
             left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
-            left.markdown(f"{LOCAL_ICONS.get(s.status, '')} **{s.id}**  \n{s.label}")
+            left.markdown(f"{LOCAL_ICONS.get(s.status, '')} **{md_line(s.id)}**  \n{md_line(s.label)}")
             if s.status == "failed":
-                mid.error(f"{s.url} · did not start: {s.message}", icon=":material/error:")
+                mid.error(f"{md_line(s.url)} · did not start: {md_text(s.message)}", icon=":material/error:")
             else:
-                mid.caption(f"{s.url} · {s.status} · {('pid ' + str(s.pid)) if s.pid else ''} {s.message}")
+                mid.caption(f"{md_line(s.url)} · {s.status} · {('pid ' + str(s.pid)) if s.pid else ''} "
+                            f"{md_line(s.message)}")
             if not may_manage:
                 continue
             if s.status in ("running", "starting"):
@@ -70,7 +74,7 @@ with st.container(border=True):
                 try:
                     local_engines.start(s.id, wait=False)
                 except ShootoutError as error:
-                    st.error(str(error))
+                    st.error(md_text(str(error)))
                 else:
                     st.rerun(scope="fragment")
         if any(not s.installed for s in statuses):
@@ -86,7 +90,7 @@ with st.container(border=True):
             except ShootoutError as error:
                 errors.append(str(error))
         for error in errors:
-            st.error(error)
+            st.error(md_text(error))
         if not errors:
             st.success("Starting. llama.cpp is ready in seconds; vLLM compiles for about 2 minutes on first start.")
 
@@ -120,15 +124,16 @@ if common.operator_only("manage_engines"):
                         metrics_url=metrics_url or None,
                         info={"version": result.version, "context_length": result.context_length},
                     )
-                    st.success(f"Added **{record.name}** ({record.label}).")
+                    st.success(f"Added **{md_line(record.name)}** ({md_line(record.label)}).")
                     twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
                     if twins:
-                        st.warning(f"{', '.join(twins)} already point(s) at {record.base_url}: two names for one "
+                        st.warning(f"{md_line(', '.join(twins))} already point(s) at {code_span(record.base_url)}: "
+                                   "two names for one "
                                    "server count its requests twice in comparisons.")
                 else:
                     st.info("Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
 
 # ---------------------------------------------------------------- registered endpoints
 st.subheader("Registered endpoints")
@@ -138,8 +143,9 @@ if not records:
 for record in records:
     with st.container(border=True, key=f"engine_card_{record.name}"):
         top, buttons = st.columns([7, 3], vertical_alignment="center")
-        top.markdown(f"**{record.name}** · {record.label}  \n`{record.base_url}` · model `{record.model or '-'}`"
-                     + (f" · key from `${record.api_key_env}`" if record.api_key_env else ""))
+        top.markdown(f"**{md_line(record.name)}** · {md_line(record.label)}  \n{code_span(record.base_url)} · "
+                     f"model {code_span(record.model or '-')}"
+                     + (f" · key from {code_span('$' + record.api_key_env)}" if record.api_key_env else ""))
         probe_clicked = buttons.button("Probe", key=f"probe_{record.name}", icon=":material/network_check:")
         if may_manage:
             with st.popover("Edit / remove", icon=":material/edit:"):
@@ -158,8 +164,8 @@ for record in records:
                                                     api_key_env=new_key_env, metrics_url=new_metrics)
                             st.rerun()
                         except ShootoutError as error:
-                            st.error(str(error))
-                confirm = st.checkbox(f"Yes, remove {record.name}", key=f"remove_confirm_{record.name}")
+                            st.error(md_text(str(error)))
+                confirm = st.checkbox(f"Yes, remove {md_line(record.name)}", key=f"remove_confirm_{record.name}")
                 if st.button("Remove", key=f"remove_{record.name}", disabled=not confirm, type="primary"):
                     endpoints.remove_engine(record.name)
                     st.rerun()
@@ -167,7 +173,7 @@ for record in records:
             try:
                 show_probe(probe(record.base_url, api_key_env=record.api_key_env))
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
         hint = get_adapter(record.kind).metrics_hint
         if hint:
             st.caption(f"Metrics: {hint}")

@@ -11,6 +11,7 @@ from app_pages.common import refresh_interval
 from services import access
 from services.figures import inert
 from services.errors import ShootoutError
+from services.safe_text import md_line, md_text
 from services.telemetry import monitor, recorder
 
 st.title("Monitor")
@@ -22,7 +23,7 @@ st.caption(
 try:
     options = monitor.monitor_options()
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(md_text(str(error)))
     st.stop()
 
 engine_labels = dict(options.engines)
@@ -35,18 +36,19 @@ mode = st.segmented_control(
 
 def render(view: monitor.MonitorView) -> None:
     for message in view.errors:
-        st.warning(message)
+        st.warning(md_text(message))
     if view.statuses:
         status_columns = st.columns(min(len(view.statuses), 4))
         for index, status in enumerate(view.statuses):
             icon = ":material/check_circle:" if status.ok else ":material/cloud_off:"
-            status_columns[index % 4].caption(f"{icon} **{status.name}** ({status.label}): {status.message}")
+            status_columns[index % 4].caption(f"{icon} **{md_line(status.name)}** ({md_line(status.label)}): "
+                                                    f"{md_line(status.message)}")
     chart_columns = st.columns(2)
     for index, chart in enumerate(view.charts):
         with chart_columns[index % 2]:
             st.plotly_chart(inert(chart.figure), key=chart.key, width="stretch")
             for note in chart.notes:
-                st.caption(note)
+                st.caption(md_line(note))
     if view.processes:
         st.caption("Processes holding GPU memory")
         st.dataframe(view.processes, hide_index=True, width="stretch")
@@ -68,7 +70,7 @@ if mode == "GPU history":
     try:
         render(monitor.prometheus_view(prometheus_url, float(hours)))
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
     st.stop()
 
 if mode == "Recorded":
@@ -87,7 +89,7 @@ if mode == "Recorded":
     try:
         view = monitor.recorded_view(chosen.run_id, end_ts=chosen_end.timestamp() if chosen_end else None)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         st.stop()
     if view.span is None:
         st.info("This recording has no samples.")
@@ -122,7 +124,7 @@ if gpu_state.available:
         "GPUs", list(gpu_titles), default=list(gpu_titles), format_func=gpu_titles.get, key="monitor_gpus"
     )
 else:
-    top[1].info(gpu_state.message, icon=":material/memory:")
+    top[1].info(md_line(gpu_state.message), icon=":material/memory:")
     selected_gpus = []
 window_s = top[2].selectbox(
     "Window", monitor.WINDOW_CHOICES_S, index=1, format_func=lambda s: f"{s // 60} min", key="monitor_window"
@@ -176,7 +178,7 @@ record_columns[1].text_input(
     "Recording name", placeholder="optional", key="monitor_record_name", label_visibility="collapsed"
 )
 if st.session_state.get("monitor_record_error"):
-    st.error(st.session_state["monitor_record_error"])
+    st.error(md_text(st.session_state["monitor_record_error"]))
 
 if not selected_engines and not selected_gpus and not dcgm_urls:
     st.info("Choose engines (register them on the Engines page) or GPUs to watch.")
@@ -188,13 +190,13 @@ def live_panel() -> None:
     try:
         view = monitor.live_view(selected_engines, selected_gpus, float(window_s), dcgm_urls)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     for info in view.recordings:
         left, right = st.columns([5, 1], vertical_alignment="center")
         left.caption(
             f":material/radio_button_checked: Recording into run #{info.run_id}: "
-            f"{info.samples_written} sample(s) written" + (f" · {info.last_error}" if info.last_error else "")
+            f"{info.samples_written} sample(s) written" + (f" · {md_line(info.last_error)}" if info.last_error else "")
         )
         if right.button("Stop", key=f"monitor_stop_{info.run_id}"):
             recorder.stop_recording(info.run_id)

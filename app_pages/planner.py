@@ -13,6 +13,8 @@ from services.planner import PlanRequest, PlanResult, list_presets, make_plan, p
 from services.planner import catalog, charts, engines_reference, importers, launch, runs
 from services.planner.plan import gpu_rows, model_rows
 from services.planner.specs import GB, GIB, GpuSpec
+from services.figures import inert
+from services.safe_text import md_line, md_text
 
 NATIVE = "native"
 
@@ -69,10 +71,10 @@ def _show_plan(request: PlanRequest) -> None:
     try:
         plan = make_plan(request)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     for warning in plan.warnings:
-        st.warning(warning)
+        st.warning(md_text(warning))
     fit = plan.fit
     c = st.columns(4)
     # GiB first, as the memory bar, the fit warning and the GPU table use; GB beside it.
@@ -96,10 +98,10 @@ def _show_plan(request: PlanRequest) -> None:
                 help="Long contexts keep decode bandwidth-bound: every sequence adds its own KV bytes.")
     c[3].metric("Prefill bound", _rate(plan.prefill.bound_tok_s),
                 f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms", delta_color="off", delta_arrow="off")
-    st.plotly_chart(charts.memory_bar_figure(plan), key="planner_memory_chart")
+    st.plotly_chart(inert(charts.memory_bar_figure(plan)), key="planner_memory_chart")
     left, right = st.columns(2)
-    left.plotly_chart(charts.decode_ceiling_figure(plan), key="planner_decode_chart")
-    right.plotly_chart(charts.roofline_figure(plan), key="planner_roofline_chart")
+    left.plotly_chart(inert(charts.decode_ceiling_figure(plan)), key="planner_decode_chart")
+    right.plotly_chart(inert(charts.roofline_figure(plan)), key="planner_roofline_chart")
     with st.expander("All numbers (same as `cli.py plan --json`)"):
         st.json(plan_to_dict(plan))
     _measured(plan)
@@ -115,12 +117,12 @@ def _measured(planned: PlanResult) -> None:
         try:
             found = runs.runs_for_plan(request.model, request.gpu)
         except Exception as error:  # the run database may be unreachable: say so, keep the page
-            st.error(f"Cannot read stored runs: {error}")
+            st.error(f"Cannot read stored runs: {md_text(str(error))}")
             return
         if not found.all:
             st.info("No stored run has an output throughput yet. Run a benchmark, or type a number.")
             return
-        plan_names = f"{planned.model.name} on {planned.gpu.name}"
+        plan_names = f"{md_line(planned.model.name)} on {md_line(planned.gpu.name)}"
         if not found.comparable:
             st.info(f"No stored run is comparable with this plan: none recorded {plan_names}. "
                     "Run a benchmark of that model on that GPU, or type a number.")
@@ -135,7 +137,7 @@ def _measured(planned: PlanResult) -> None:
         labels = {match.entry.label: match for match in choices}
         chosen = labels[st.selectbox("Run and engine", list(labels), key="planner_run")]
         if not chosen.comparable:
-            st.warning("This run is not comparable with the plan (" + "; ".join(chosen.reasons) + "): its share "
+            st.warning("This run is not comparable with the plan (" + md_line("; ".join(chosen.reasons)) + "): its share "
                        f"of the {plan_names} bound does not measure how close that setup comes to its limit.")
         entry = chosen.entry
         batch, context, achieved = entry.batch, entry.context or request.context, entry.output_tok_s
@@ -148,14 +150,14 @@ def _measured(planned: PlanResult) -> None:
     try:
         plan = make_plan(replace(request, batch=batch, context=context, achieved_tok_s=achieved))
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     m = plan.measured
     assert m is not None
     st.metric("Share of the bound", f"{m.fraction:.1%}",
               f"{m.achieved_tok_s:,.1f} of {m.bound_tok_s:,.1f} tok/s ({m.limited_by})", delta_color="off",
               delta_arrow="off")
-    st.plotly_chart(charts.decode_ceiling_figure(plan, m.achieved_tok_s), key="planner_measured_chart")
+    st.plotly_chart(inert(charts.decode_ceiling_figure(plan, m.achieved_tok_s)), key="planner_measured_chart")
 
 
 def _engines_tab() -> None:
@@ -203,7 +205,7 @@ def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:
     try:
         planned = launch.options_for_plan(request)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return None
     state = st.session_state
     if state.get("planner_launch_for") != request:
@@ -242,15 +244,15 @@ def _launch_tab(request: PlanRequest) -> None:
             port=int(port) or None, bind_host=host.strip(), served_model_name=served.strip() or None,
         ))
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     plain, docker = st.tabs(["Plain CLI", "Docker"])
     plain.code(command.plain, language="bash")
     docker.code(command.docker, language="bash")
-    st.markdown(f"**Metrics:** {command.metrics}")
+    st.markdown(f"**Metrics:** {md_line(command.metrics)}")
     for note in command.notes:
-        st.caption(note)
-    st.caption(f"Flags: {command.source}")
+        st.caption(md_line(note))
+    st.caption(f"Flags: {md_line(command.source)}")
     if common.operator_only("manage_engines"):
         with st.form("planner_register"):
             c1, c2 = st.columns(2)
@@ -260,9 +262,10 @@ def _launch_tab(request: PlanRequest) -> None:
             if st.form_submit_button("Register this endpoint"):
                 try:
                     record = launch.register_launched_engine(command, name.strip(), url.strip())
-                    st.success(f"Registered {record.name} ({record.kind}) at {record.base_url}.")
+                    st.success(f"Registered {md_line(record.name)} ({md_line(record.kind)}) at {md_line(record.base_url)}.")
                 except ShootoutError as error:
-                    st.error(str(error))
+                    st.error(md_text(str(error)))
+
 
 def _presets_tab() -> None:
     st.subheader("Models")
@@ -307,9 +310,10 @@ def _presets_tab() -> None:
                 else:
                     raise ValidationError("Upload a config.json or GGUF file, or give a GGUF path.")
                 saved = catalog.save_custom_model(spec)
-                st.success(f"Saved {saved.name} as {saved.key!r}: {saved.layers} layers, {saved.attention_kind}.")
+                st.success(f"Saved {md_line(saved.name)} as {md_line(repr(saved.key))}: {saved.layers} layers, "
+                           f"{md_line(saved.attention_kind)}.")
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
     with right.form("planner_add_gpu", clear_on_submit=True):
         st.markdown("**Add a GPU**")
         key = st.text_input("Key (as `--gpu` takes it)", key="planner_new_gpu_key")
@@ -325,9 +329,9 @@ def _presets_tab() -> None:
                               bandwidth_bytes_s=bandwidth * 1e9, bf16_tflops=bf16, fp8_tflops=fp8 or None,
                               source="added by a user", custom=True)
                 saved = catalog.save_custom_gpu(gpu)
-                st.success(f"Saved {saved.name} as {saved.key!r}.")
+                st.success(f"Saved {md_line(saved.name)} as {md_line(repr(saved.key))}.")
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
     custom = [("model", k) for k in catalog.custom_models()] + [("gpu", k) for k in catalog.custom_gpus()]
     if custom:
         c1, c2 = st.columns([3, 1])
@@ -338,13 +342,13 @@ def _presets_tab() -> None:
                 catalog.delete_custom(*chosen)
                 st.rerun()
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
 
 
 try:
     presets = list_presets()
 except ShootoutError as error:
-    st.error(str(error))
+    st.error(md_text(str(error)))
     st.stop()
 
 plan_tab, engines_tab, launch_tab, presets_tab = st.tabs(["Fit & speed", "Engines", "Launch", "Models & GPUs"])

@@ -2,7 +2,8 @@
 
 Every view has an address another viewer of the same server can open: `?run=12` (one
 run), `?compare=12,13&baseline=13:vllm` (a comparison), and the list's filters (bound to
-the query string). Logic lives in services.runs, services.reports and services.importers.
+the query string). Logic lives in services.runs, services.reports and services.importers. Names, notes, labels
+and errors are untrusted (imports, engines): they reach markdown only through services.safe_text.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from services import importers, reports, runs
 from services.telemetry import monitor
 from services.errors import ShootoutError
 from web.exports import export_path
+from services.safe_text import md_line, md_text
 
 PAGE_SIZE = 25
 TABLE_ROW_PX = 35  # st.dataframe's row height: the comparison table shows every row, no inner scroll
@@ -52,7 +54,7 @@ def _delete_confirmation(run_ids: list[int]) -> None:
             for run_id in run_ids:
                 runs.delete_run(run_id)
         except ShootoutError as error:
-            st.error(str(error))
+            st.error(md_text(str(error)))
             return
         st.session_state.pop("runs_confirm_delete", None)
         st.toast(f"Deleted {len(run_ids)} run(s).")
@@ -82,10 +84,10 @@ def _import_box() -> None:
                     tags=[t.strip() for t in tags.split(",") if t.strip()],
                 )
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
                 return
             st.success(
-                f"Imported {upload.name} ({result.label}) as run "
+                f"Imported {md_line(upload.name)} ({md_line(result.label)}) as run "
                 + ", ".join(f"#{i}" for i in result.run_ids) + f" with {result.requests} request rows."
             )
 
@@ -101,7 +103,7 @@ def _history() -> None:
     try:
         options = runs.filter_options()
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     first, second = st.columns(2), st.columns(4)
     kinds = first[0].multiselect("Kind", runs.RUN_KINDS, key="kind", bind="query-params", on_change=_first_page)
@@ -126,7 +128,7 @@ def _history() -> None:
     try:
         page = runs.list_runs(filters, page=page_number, page_size=PAGE_SIZE)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     if not page.items:
         st.info("No runs match these filters." if page.total == 0 and page_number == 1 else "No runs on this page.")
@@ -173,7 +175,7 @@ def _set_archived(run_ids: list[int], archived: bool) -> None:
         for run_id in run_ids:
             runs.set_archived(run_id, archived)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     st.toast(f"{'Archived' if archived else 'Brought back'} {len(run_ids)} run(s).")
     st.rerun()
@@ -184,10 +186,10 @@ def _results(view: reports.ComparisonView, key: str) -> None:
     comparison = view.comparison
     if comparison.verdicts:
         st.subheader("Verdicts")
-        st.markdown("\n".join(f"- {verdict.text}" for verdict in comparison.verdicts))
+        st.markdown("\n".join(f"- {md_line(verdict.text)}" for verdict in comparison.verdicts))
     st.subheader("Percentiles and throughput")
     if len(comparison.series) > 1:
-        st.caption(f"Changes are against the baseline, {comparison.baseline_series.label}; green is better, red worse.")
+        st.caption(f"Changes are against the baseline, {md_line(comparison.baseline_series.label)}; green is better, red worse.")
     # The metric names are the row labels: wide enough that "Output throughput" is never cut.
     st.dataframe(reports.style_comparison_table(view.table), hide_index=True, key=f"{key}_table",
                  height=TABLE_ROW_PX * (len(view.table) + 1) + 3,
@@ -220,17 +222,18 @@ def _run(run_id: int) -> None:
     try:
         run = reports.run_view(run_id)
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     detail = run.detail
-    st.title(f"Run #{detail.id}: {detail.name or detail.kind}")
+    st.title(f"Run #{detail.id}: {md_line(detail.name or detail.kind)}")
     st.caption(
-        f"{detail.kind} · {detail.status} · {detail.created_at:%Y-%m-%d %H:%M} UTC · engines: "
-        f"{', '.join(detail.engine_names) or '-'} · model: {detail.model or '-'} · workload: {detail.workload or '-'}"
+        f"{detail.kind} · {md_line(detail.status)} · {detail.created_at:%Y-%m-%d %H:%M} UTC · engines: "
+        f"{md_line(', '.join(detail.engine_names)) or '-'} · model: {md_line(detail.model) or '-'} · "
+        f"workload: {md_line(detail.workload) or '-'}"
         + (" · archived" if detail.archived else "")
     )
     if detail.error:
-        st.error(detail.error)
+        st.error(md_text(detail.error))
     if len(detail.repeat_ids) > 1:
         others = [i for i in detail.repeat_ids if i != detail.id]
         st.info(f"Repeated runs of this setup: {', '.join('#' + str(i) for i in others)}.")
@@ -243,7 +246,7 @@ def _run(run_id: int) -> None:
         st.dataframe(run.exchanges, hide_index=True, key="runs_exchanges")
     if detail.kind == "demo" and (run.detail.summary or {}).get("conclusion"):
         st.subheader("Demo conclusion")
-        st.success(run.detail.summary["conclusion"])
+        st.success(md_text(str(run.detail.summary["conclusion"])))
         st.caption("The Demos page replays it step by step, without the engines.")
     if run.sample_sources is not None:
         st.subheader("Telemetry recorded")
@@ -251,12 +254,12 @@ def _run(run_id: int) -> None:
         try:
             figure, notes = monitor.run_timeline_figure(detail.id)
         except ShootoutError as error:
-            st.error(str(error))
+            st.error(md_text(str(error)))
         else:
             st.caption("Engine and GPU metrics aligned with each request's latency (seconds since the run started).")
             st.plotly_chart(inert(figure), key="runs_timeline")
             for note in notes:
-                st.caption(note)
+                st.caption(md_line(note))
     if run.view is None and run.exchanges is None and run.sample_sources is None:
         st.info("This run holds no results yet.")
     st.subheader("Notes and tags")
@@ -270,7 +273,7 @@ def _run(run_id: int) -> None:
             try:
                 runs.update_run(detail.id, name=name, notes=notes, tags=tags)
             except ShootoutError as error:
-                st.error(str(error))
+                st.error(md_text(str(error)))
             else:
                 st.toast("Saved.")
                 st.rerun()
@@ -279,7 +282,7 @@ def _run(run_id: int) -> None:
         try:
             ids = [detail.id, *runs.parse_run_ids(other)]
         except ShootoutError as error:
-            st.error(str(error))
+            st.error(md_text(str(error)))
         else:
             _go(compare=",".join(str(i) for i in dict.fromkeys(ids)))
     st.subheader("Export")
@@ -311,7 +314,7 @@ def _compare(text: str) -> None:
         run_ids = runs.parse_run_ids(st.query_params.get_all("compare") or text)
         view = reports.comparison_view(run_ids, st.query_params.get("baseline"))
     except ShootoutError as error:
-        st.error(str(error))
+        st.error(md_text(str(error)))
         return
     comparison = view.comparison
     st.title("Compare " + ", ".join(f"#{i}" for i in comparison.run_ids))
@@ -339,7 +342,7 @@ elif "run" in st.query_params:
     try:
         _run(runs.parse_run_ids(st.query_params.get("run", ""))[0])
     except (ShootoutError, IndexError):
-        st.error(f"{st.query_params.get('run')!r} is not a run number.")
+        st.error(f"{md_line(repr(st.query_params.get('run')))} is not a run number.")
         if st.button("← All runs", key="runs_back_bad"):
             _go()
 else:

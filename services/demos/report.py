@@ -8,6 +8,7 @@ import html
 
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
+from services.figures import inert
 from services.reports import ExportFile, standard_html_report
 
 _STYLE = (
@@ -19,7 +20,7 @@ _STYLE = (
 
 
 def demo_section_html(run_id: int) -> str:
-    """The demo part of the report (HTML fragment; every text escaped)."""
+    """The demo part of the report (HTML fragment; every text escaped, charts made inert)."""
     view = demo_view(run_id)
     parts = [_STYLE, f"<h2>Demo: {html.escape(view.title)}</h2>"]
     if view.mechanism:
@@ -49,7 +50,7 @@ def demo_section_html(run_id: int) -> str:
             parts.append(f'<p class="small">Error: {html.escape(error)}</p>')
         figure = step_figure(step)
         if figure is not None:
-            parts.append(figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
+            parts.append(inert(figure).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
         parts.append("</div>")
     return "".join(parts)
 

@@ -13,6 +13,7 @@ from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.workloads import WorkloadSpec
 from services.endpoints import add_engine
 from tests.conftest import REPO_ROOT
+from tests.support.markdown import as_read
 from tests.support.scripted_server import ScriptedServer
 
 
@@ -24,7 +25,7 @@ def page(**query: str) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    return " ".join(str(e.value) for kind in ("markdown", "caption", "info", "error", "warning", "success", "title",
+    return " ".join(as_read(e.value) for kind in ("markdown", "caption", "info", "error", "warning", "success", "title",
                                               "subheader") for e in getattr(at, kind))
 
 

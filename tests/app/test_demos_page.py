@@ -10,6 +10,7 @@ from services import endpoints
 from services.demos import runner
 from tests.conftest import REPO_ROOT
 from tests.services.demos.demo_server import DemoServer
+from tests.support.markdown import as_read
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def server():  # type: ignore[no-untyped-def]
 
 
 def texts(at: AppTest) -> str:
-    return " ".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader])
+    return as_read(" ".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader]))
 
 
 def test_explains_the_scenario_without_engines(page: AppTest) -> None:

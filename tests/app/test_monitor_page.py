@@ -21,6 +21,7 @@ from services.telemetry.recorder import active_recordings, stop_recording
 from tests.conftest import REPO_ROOT
 from tests.services.telemetry.fake_pynvml import FakeGpu, NVMLError_LibraryNotFound, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
+from tests.support.markdown import as_read
 
 
 def monitor_page() -> AppTest:
@@ -63,7 +64,7 @@ def charts(at: AppTest) -> list:
 
 
 def captions(at: AppTest) -> str:
-    return "\n".join(c.value for c in at.caption)
+    return "\n".join(as_read(c.value) for c in at.caption)
 
 
 def test_no_engines_no_gpu(db_url: str, no_gpu: None) -> None:

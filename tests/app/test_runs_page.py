@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 from services import runs
 from tests.conftest import REPO_ROOT
 from tests.services.test_runs import engine_summary, make_run
+from tests.support.markdown import as_read
 
 
 def runs_page(**query: str | list[str]) -> AppTest:
@@ -17,7 +18,7 @@ def runs_page(**query: str | list[str]) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    return " ".join(str(e.value) for kind in ("markdown", "caption", "info", "error", "title", "subheader")
+    return " ".join(as_read(e.value) for kind in ("markdown", "caption", "info", "error", "title", "subheader")
                     for e in getattr(at, kind))
 
 

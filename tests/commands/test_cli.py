@@ -70,3 +70,13 @@ def test_local_install_arguments(db_url: str) -> None:
     assert cli("local", "install", "--help").returncode == 0
     wrong = cli("local", "install", "tgi")
     assert wrong.returncode == 1 and wrong.stderr.strip() == "error: Unknown backend 'tgi'."
+
+
+def test_a_deeply_nested_import_ends_with_one_clear_line(db_url: str, tmp_path: Path) -> None:
+    """Issue 20: 100,000 nested brackets gave a RecursionError traceback with server paths."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    result = cli("import", str(deep))
+    assert result.returncode == 1
+    assert result.stderr.strip() == "error: deep.json is nested too deeply to be a results file."
+    assert "Traceback" not in result.stderr + result.stdout

@@ -46,36 +46,6 @@ def test_diff_html_keeps_paragraphs_and_marks_changes() -> None:
     assert "both answers are empty" in ptext.diff_html("", "")
 
 
-@pytest.mark.parametrize("answer", HOSTILE)
-def test_safe_answer_leaves_no_image_syntax(answer: str) -> None:
-    safe = ptext.safe_answer(answer)
-    assert "![" not in safe
-    # What is left still reads the same (the word joiner is invisible), apart from placeholders.
-    assert safe.replace("\u2060", "").replace("!\\[", "![").count("\n") == answer.count("\n")
-
-
-def test_safe_answer_keeps_markdown_and_code_but_shows_images_as_text() -> None:
-    safe = ptext.safe_answer("# Title\n\n- **bold** item\n\n![a cat](http://evil.test/cat.png \"t\")")
-    assert safe.startswith("# Title\n\n- **bold** item\n\n")
-    assert "image not loaded: a cat · http\\://evil.test/cat.png" in safe and "](http" not in safe
-    assert ptext.safe_answer("use `![alt](src)` in markdown") == "use `!\u2060[alt](src)` in markdown"
-    fenced = ptext.safe_answer("```md\n![alt](src)\n```\n")
-    assert fenced == "```md\n!\u2060[alt](src)\n```\n"
-    assert ptext.safe_answer("![ref][r]") == "!\\[ref][r]"
-
-
-def test_md_line_and_code_span_keep_names_inside_their_markup() -> None:
-    assert ptext.md_line("my_engine*v2* `x` [l](u) :red[no] $5") == \
-        "my\\_engine\\*v2\\* \\`x\\` \\[l\\](u) \\:red\\[no\\] \\$5"
-    assert ptext.md_line("# not a heading\n- nor a list") == "\\# not a heading - nor a list"
-    assert ptext.md_line("1. first") == "1\\. first" and ptext.md_line(None) == ""
-    assert ptext.md_text("HTTP 502:\n    <html>\n\n![x](http://e/x.png)") == \
-        "HTTP 502\\:  \n\\<html\\>  \n  \n!\\[x\\](http\\://e/x.png)"
-    assert ptext.code_span("plain") == "` plain `"
-    assert ptext.code_span("we`ird``model") == "``` we`ird``model ```"
-    assert ptext.code_span("`edge`") == "`` `edge` ``" and ptext.code_span(None) == ""
-
-
 def test_figures_never_read_none_or_nan_and_share_a_unit() -> None:
     for value in (None, math.nan, math.inf, "12", True):
         assert ptext.duration(value) == "–" and ptext.number(value) == "–"  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | fault | none | see below |
 | at | tokens/2 | token index where a mid-stream fault happens |
 | status | 500 | HTTP status for fault=http |
-| body | json | fault=http body: json, text or none |
+| body | json | fault=http body: json, text, none, or file:NAME (a file in the replay folder, as is) |
 | delay | 1000 | ms for fault=slow_headers and fault=stall |
 | size | 1000000 | characters of fault=huge's one chunk |
 | replay | | a file name in the replay folder, streamed verbatim event by event every itl ms |
@@ -41,6 +41,9 @@ text), /version, POST /v1/tokenize (SGLang's request and answer, one token per w
 times (received, each chunk write with its token count) of a request sent with header
 `x-scripted-id: ID`. perf_counter is CLOCK_MONOTONIC on Linux, shared by processes, so
 these times compare directly with the client's.
+
+What the server says about itself can be set, for tests of untrusted text: `--served-model`
+(the id /v1/models lists and /metrics labels carry) and `--version` (/version).
 """
 
 from __future__ import annotations
@@ -165,9 +168,18 @@ def _split_text(text: str, size: int = 4) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What the server reports about itself."""
+
+    served_model: str = SERVER_MODEL
+    version: str = "scripted-1.0"
+
+
 class ScriptedHandler:
-    def __init__(self, replay_dir: Path | None) -> None:
+    def __init__(self, replay_dir: Path | None, identity: Identity = Identity()) -> None:
         self.replay_dir = replay_dir
+        self.identity = identity
         self.counters = _Counters()
         self.loop = asyncio.get_event_loop()
 
@@ -231,12 +243,12 @@ class ScriptedHandler:
             return await self.chat(headers, body, writer, received, target)
         if method == "GET" and path == "/v1/models":
             models = {"object": "list", "data": [
-                {"id": SERVER_MODEL, "object": "model", "owned_by": "scripted", "max_model_len": 8192}]}
+                {"id": self.identity.served_model, "object": "model", "owned_by": "scripted", "max_model_len": 8192}]}
             return self._plain(writer, 200, json.dumps(models))
         if method == "GET" and path == "/health":
             return self._plain(writer, 200, '{"status":"ok"}')
         if method == "GET" and path == "/version":
-            return self._plain(writer, 200, '{"version":"scripted-1.0"}')
+            return self._plain(writer, 200, json.dumps({"version": self.identity.version}))
         if method == "GET" and path == "/metrics":
             return self._plain(writer, 200, self.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
         if method == "POST" and path == "/v1/tokenize":
@@ -257,7 +269,8 @@ class ScriptedHandler:
 
     def metrics_text(self) -> str:
         c = self.counters
-        model = f'model_name="{SERVER_MODEL}"'
+        quoted = self.identity.served_model.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        model = f'model_name="{quoted}"'
         return "\n".join([
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",
@@ -305,7 +318,10 @@ class ScriptedHandler:
                 "none": "",
             }
             content_type = "application/json" if scenario.body == "json" else "text/plain"
-            return self._plain(writer, scenario.status, payloads.get(scenario.body, ""), content_type)
+            body_text = payloads.get(scenario.body, "")
+            if scenario.body.startswith("file:") and self.replay_dir is not None:
+                body_text = (self.replay_dir / scenario.body[len("file:"):]).read_text()
+            return self._plain(writer, scenario.status, body_text, content_type)
         if fault == "redirect_loop":
             return self._plain(writer, 307, "", "text/plain", {"location": target})
         if fault == "wrong_content_type":
@@ -476,8 +492,9 @@ class ScriptedHandler:
         return True
 
 
-async def serve(host: str, port: int, replay_dir: Path | None, ready: Any = None) -> None:
-    handler = ScriptedHandler(replay_dir)
+async def serve(host: str, port: int, replay_dir: Path | None, ready: Any = None,
+                identity: Identity = Identity()) -> None:
+    handler = ScriptedHandler(replay_dir, identity)
     server = await asyncio.start_server(handler.handle, host, port, backlog=2048, limit=2**20)
     # SIGTERM closes the server quietly (a sys.exit inside the loop would print a traceback).
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, server.close)
@@ -493,13 +510,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--replay-dir", type=Path)
+    parser.add_argument("--served-model", default=SERVER_MODEL)
+    parser.add_argument("--version", default=Identity.version)
     args = parser.parse_args(argv)
+    identity = Identity(args.served_model, args.version)
 
     def ready(port: int) -> None:
         print(f"PORT {port}", flush=True)
 
     try:
-        asyncio.run(serve(args.host, args.port, args.replay_dir, ready))
+        asyncio.run(serve(args.host, args.port, args.replay_dir, ready, identity))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     return 0
@@ -516,8 +536,9 @@ DEFAULT_REPLAY_DIR = (REPO_ROOT.parent / "shared" / "fixtures" / "streams").reso
 class ScriptedServer:
     """The scripted server in a child process: `with ScriptedServer() as server: server.base_url`."""
 
-    def __init__(self, replay_dir: Path | None = DEFAULT_REPLAY_DIR) -> None:
+    def __init__(self, replay_dir: Path | None = DEFAULT_REPLAY_DIR, identity: Identity = Identity()) -> None:
         self.replay_dir = replay_dir
+        self.identity = identity
         self.process: subprocess.Popen[str] | None = None
         self.port: int | None = None
 
@@ -538,6 +559,7 @@ class ScriptedServer:
         command = [sys.executable, "-m", "tests.support.scripted_server"]
         if self.replay_dir is not None:
             command += ["--replay-dir", str(self.replay_dir)]
+        command += ["--served-model", self.identity.served_model, "--version", self.identity.version]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, env=env)
         assert self.process.stdout is not None
