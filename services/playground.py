@@ -14,9 +14,10 @@ import asyncio
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import jsonschema
@@ -38,6 +39,7 @@ from services.client import (
 from services.endpoints import EngineRecord
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ValidationError
+from services.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus, is_stale
 from services.measure import cached_tokens, token_count
 
 # Diff and votes live in modules of their own; importing them here keeps `playground.X` the one
@@ -57,9 +59,6 @@ from services.playground_votes import (  # noqa: F401
 MIN_ENGINES = 2
 MAX_ENGINES = 6
 PERSIST_INTERVAL_S = 0.25
-#: A "streaming" run whose worker is gone (the app restarted) and that has not written for
-#: this long is marked interrupted, keeping what had arrived.
-STALE_AFTER_S = 30.0
 EXTRA_KEYS = ("top_k", "min_tokens", "ignore_eos")
 
 
@@ -346,11 +345,14 @@ class _Worker:
         stream.dirty = True
 
     async def _persist_loop(self) -> None:
+        last_beat = time.monotonic()
         while not self.streams_done:
             await asyncio.sleep(PERSIST_INTERVAL_S)
             changed = [s for s in self.streams if s.dirty]
-            if not changed:
+            # An engine silent in a long prefill must not make the exchange look abandoned.
+            if not changed and time.monotonic() - last_beat < HEARTBEAT_INTERVAL_S:
                 continue
+            last_beat = time.monotonic()
             rows = []
             for stream in changed:
                 stream.dirty = False
@@ -561,14 +563,9 @@ def reopen(run_id: int) -> SendRequest:
 
 def _mark_interrupted(session: Any, run: Run) -> None:
     """A streaming run with no worker in this process and no recent write: the app restarted."""
-    if run.status != "running" or is_active(run.id):
+    if run.status != RunStatus.RUNNING or is_active(run.id) or not is_stale(run.heartbeat_at, run.created_at):
         return
-    beat = run.heartbeat_at or run.created_at
-    if beat is not None and beat.tzinfo is None:
-        beat = beat.replace(tzinfo=timezone.utc)
-    if beat is not None and datetime.now(timezone.utc) - beat < timedelta(seconds=STALE_AFTER_S):
-        return
-    run.status = "interrupted"
+    run.status = RunStatus.INTERRUPTED
     run.error = "The app stopped while this exchange was streaming; the partial answers are kept."
     for row in session.scalars(select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")):
         row.status = "interrupted"

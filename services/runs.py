@@ -39,6 +39,7 @@ from sqlalchemy.orm import Session
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
 from services.errors import NotFoundError, ValidationError
+from services.lifecycle import RunKind
 from services.measure import describe, percentile
 
 __all__ = [
@@ -69,7 +70,7 @@ __all__ = [
     "update_run",
 ]
 
-RUN_KINDS = ("benchmark", "playground", "recording", "demo", "import")
+RUN_KINDS = tuple(kind.value for kind in RunKind)
 LATENCY_METRICS: dict[str, str] = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
 #: Throughput-like metrics of an engine summary: label, unit. Higher is better.
 THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
