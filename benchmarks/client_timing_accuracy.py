@@ -41,7 +41,7 @@ def measure(server: ScriptedServer, concurrency: int, tokens: int, loop: str) ->
         client, written = result.choices[0].times, log["writes"]
         ttft_err.append(abs(client[0] - written[0]))
         ttft.append(result.ttft_s)
-        itl.extend(result.itl_s())
+        itl.extend(result.metrics().itl_s)
         for k in range(1, len(client)):
             itl_err.append(abs((client[k] - client[k - 1]) - (written[k] - written[k - 1])))
     ms = 1000

@@ -8,11 +8,10 @@ content chunk only a timestamp, the text and its length appended to lists, all i
 protocol's data_received callback. Everything derived (TTFT, inter-token gaps, token
 spreading) is computed once, after the stream ends.
 
-Timing (all `time.perf_counter`, seconds):
-- TTFT: request sent -> first chunk that carries content (the role-only chunk does not count);
-- E2E: request sent -> last content chunk (not the usage trailer that follows it);
-- ITL: gaps between content chunks; a chunk that carries k tokens contributes k gaps of
-  gap/k, k estimated from the usage's completion tokens spread over the chunks by text length.
+Timing: `time.perf_counter` at the send and at each content chunk's arrival (the role-only
+chunk and the usage trailer carry no content). TTFT, ITL, TPOT and E2E are derived from
+those times and the usage by services/measure.py, the one definition every page uses
+(`StreamResult.metrics()`); `ttft_s` and `e2e_s` are also kept live for the Playground.
 
 One request's failure never raises: `stream_chat` returns a `StreamResult` with ok=False,
 an `error_class` (keys of `ERROR_CLASSES`) and a plain-words `error`.
@@ -39,6 +38,7 @@ import orjson
 from services import http
 from services.config import key_env_allowed, key_env_refusal
 from services.engines import SamplingParams, get_adapter
+from services.measure import RequestMetrics, cached_tokens, measure_stream, output_tokens, token_count
 
 #: error_class -> what it means, in plain words (shown in the UI and in reports).
 ERROR_CLASSES: dict[str, str] = {
@@ -162,103 +162,41 @@ class StreamResult:
         first = self.choices.get(0)
         return first.finish_reason if first else None
 
-    # -- usage -----------------------------------------------------------------------
+    # -- figures (services/measure.py defines them) ----------------------------------
+    def metrics(self) -> RequestMetrics:
+        """TTFT, per-token ITL, TPOT, E2E and token counts of the stream so far."""
+        return measure_stream(self.start, [self.choices[i] for i in sorted(self.choices)], self.usage, self.timings)
+
     @property
     def prompt_tokens(self) -> int | None:
-        return _int(self.usage.get("prompt_tokens")) if self.usage else None
+        return token_count(self.usage.get("prompt_tokens")) if self.usage else None
 
     @property
     def completion_tokens(self) -> int | None:
-        return _int(self.usage.get("completion_tokens")) if self.usage else None
+        return token_count(self.usage.get("completion_tokens")) if self.usage else None
 
     @property
     def cached_tokens(self) -> int | None:
-        """usage.prompt_tokens_details.cached_tokens, else llama.cpp's timings.cache_n."""
-        if self.usage:
-            details = self.usage.get("prompt_tokens_details")
-            if isinstance(details, dict) and _int(details.get("cached_tokens")) is not None:
-                return _int(details.get("cached_tokens"))
-        if self.timings:
-            return _int(self.timings.get("cache_n"))
-        return None
-
-    # -- timing ----------------------------------------------------------------------
-    @property
-    def chunk_times_s(self) -> list[float]:
-        """Arrival of each content chunk of choice 0, seconds after the send."""
-        first = self.choices.get(0)
-        return [t - self.start for t in first.times] if first else []
-
-    def chunk_tokens(self, index: int = 0) -> list[int]:
-        """Tokens carried by each content chunk of one choice: the usage's completion tokens
-        spread over the chunks by text length, at least one per chunk."""
-        choice = self.choices.get(index)
-        if not choice or not choice.times:
-            return []
-        chunks = len(choice.times)
-        total = self.completion_tokens
-        if total is not None and len(self.choices) > 1:
-            total //= len(self.choices)
-        if total is None or total <= chunks:
-            return [1] * chunks
-        extra = total - chunks
-        weights = choice.chars if sum(choice.chars) else [1] * chunks
-        weight_total = sum(weights)
-        counts: list[int] = []
-        running = 0
-        assigned = 0
-        for weight in weights:
-            running += weight
-            share = round(extra * running / weight_total)
-            counts.append(1 + share - assigned)
-            assigned = share
-        return counts
-
-    def itl_s(self, index: int = 0) -> list[float]:
-        """Inter-token gaps of one choice, one entry per token after the first chunk."""
-        choice = self.choices.get(index)
-        if not choice or len(choice.times) < 2:
-            return []
-        counts = self.chunk_tokens(index)
-        gaps: list[float] = []
-        times = choice.times
-        for k in range(1, len(times)):
-            tokens = counts[k]
-            gap = (times[k] - times[k - 1]) / tokens
-            gaps.extend([gap] * tokens)
-        return gaps
-
-    @property
-    def tpot_s(self) -> float | None:
-        """Mean time per output token after the first chunk: (E2E - TTFT) / later tokens."""
-        counts = self.chunk_tokens(0)
-        later = sum(counts[1:])
-        if self.ttft_s is None or self.e2e_s is None or later <= 0:
-            return None
-        return (self.e2e_s - self.ttft_s) / later
+        return cached_tokens(self.usage, self.timings)
 
     @property
     def output_tokens(self) -> int:
-        """Completion tokens from usage when the engine reported them, else content chunks."""
-        reported = self.completion_tokens
-        if reported is not None:
-            return reported
-        return sum(len(c.times) for c in self.choices.values())
+        return output_tokens(self.usage, sum(len(c.times) for c in self.choices.values()))
 
     def summary(self) -> dict[str, Any]:
         """Plain JSON-able figures (for storage and reports)."""
-        itl = self.itl_s()
+        figures = self.metrics()
         return {
             "ok": self.ok,
-            "ttft_s": self.ttft_s,
-            "e2e_s": self.e2e_s,
-            "tpot_s": self.tpot_s,
-            "itl_mean_s": sum(itl) / len(itl) if itl else None,
-            "itl_p90_s": _quantile(itl, 0.9),
-            "output_tokens": self.output_tokens,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
+            "ttft_s": figures.ttft_s,
+            "e2e_s": figures.e2e_s,
+            "tpot_s": figures.tpot_s,
+            "itl_mean_s": figures.itl_mean_s,
+            "itl_p90_s": figures.itl_p90_s,
+            "output_tokens": figures.output_tokens,
+            "prompt_tokens": figures.prompt_tokens,
+            "completion_tokens": figures.completion_tokens,
+            "cached_tokens": figures.cached_tokens,
             "finish_reason": self.finish_reason,
             "http_status": self.http_status,
             "error_class": self.error_class,
@@ -273,25 +211,11 @@ DeltaCallback = Callable[[int, str, StreamResult], None]
 def merge_choice_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """Usage of a stream that reports each choice separately: completions add up, the
     prompt (the same for every choice) counts once."""
-    completion = (_int(first.get("completion_tokens")) or 0) + (_int(second.get("completion_tokens")) or 0)
-    prompt = max(_int(first.get("prompt_tokens")) or 0, _int(second.get("prompt_tokens")) or 0)
+    completion = (token_count(first.get("completion_tokens")) or 0) + (token_count(second.get("completion_tokens")) or 0)
+    prompt = max(token_count(first.get("prompt_tokens")) or 0, token_count(second.get("prompt_tokens")) or 0)
     merged = {**first, "completion_tokens": completion, "prompt_tokens": prompt, "total_tokens": prompt + completion}
     merged["usage_reports"] = int(first.get("usage_reports", 1)) + 1
     return merged
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,9 +14,10 @@ import asyncio
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -38,6 +39,8 @@ from services.client import (
 from services.endpoints import EngineRecord
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ValidationError
+from services.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus, is_stale
+from services.measure import cached_tokens, token_count
 
 # Diff and votes live in modules of their own; importing them here keeps `playground.X` the one
 # entry point the page, the CLI and the tests use.
@@ -59,9 +62,6 @@ if TYPE_CHECKING:
 MIN_ENGINES = 2
 MAX_ENGINES = 6
 PERSIST_INTERVAL_S = 0.25
-#: A "streaming" run whose worker is gone (the app restarted) and that has not written for
-#: this long is marked interrupted, keeping what had arrived.
-STALE_AFTER_S = 30.0
 EXTRA_KEYS = ("top_k", "min_tokens", "ignore_eos")
 
 
@@ -348,11 +348,14 @@ class _Worker:
         stream.dirty = True
 
     async def _persist_loop(self) -> None:
+        last_beat = time.monotonic()
         while not self.streams_done:
             await asyncio.sleep(PERSIST_INTERVAL_S)
             changed = [s for s in self.streams if s.dirty]
-            if not changed:
+            # An engine silent in a long prefill must not make the exchange look abandoned.
+            if not changed and time.monotonic() - last_beat < HEARTBEAT_INTERVAL_S:
                 continue
+            last_beat = time.monotonic()
             rows = []
             for stream in changed:
                 stream.dirty = False
@@ -367,13 +370,16 @@ _workers: dict[int, _Worker] = {}
 
 def _row_values(stream: _Stream, final: bool) -> dict[str, Any]:
     result = stream.result
-    summary = result.summary()
-    metrics = {key: summary[key] for key in ("ttft_s", "e2e_s", "tpot_s", "itl_mean_s", "itl_p90_s", "output_tokens")}
-    metrics["tokens_per_s"] = (1 / summary["tpot_s"]) if summary["tpot_s"] else None
-    metrics["notes"] = stream.notes
+    figures = result.metrics()
+    metrics: dict[str, Any] = {
+        "ttft_s": figures.ttft_s, "e2e_s": figures.e2e_s, "tpot_s": figures.tpot_s,
+        "itl_mean_s": figures.itl_mean_s, "itl_p90_s": figures.itl_p90_s, "output_tokens": figures.output_tokens,
+        "tokens_per_s": (1 / figures.tpot_s) if figures.tpot_s else None,
+        "notes": stream.notes,
+    }
     if final:
-        metrics["itl_s"] = result.itl_s()
-        metrics["chunk_times_s"] = result.chunk_times_s
+        metrics["itl_s"] = figures.itl_s
+        metrics["chunk_times_s"] = figures.chunk_times_s
     texts = result.texts
     values: dict[str, Any] = {
         "answer": result.text,
@@ -563,14 +569,9 @@ def reopen(run_id: int) -> SendRequest:
 
 def _mark_interrupted(session: Any, run: Run) -> None:
     """A streaming run with no worker in this process and no recent write: the app restarted."""
-    if run.status != "running" or is_active(run.id):
+    if run.status != RunStatus.RUNNING or is_active(run.id) or not is_stale(run.heartbeat_at, run.created_at):
         return
-    beat = run.heartbeat_at or run.created_at
-    if beat is not None and beat.tzinfo is None:
-        beat = beat.replace(tzinfo=timezone.utc)
-    if beat is not None and datetime.now(timezone.utc) - beat < timedelta(seconds=STALE_AFTER_S):
-        return
-    run.status = "interrupted"
+    run.status = RunStatus.INTERRUPTED
     run.error = "The app stopped while this exchange was streaming; the partial answers are kept."
     for row in session.scalars(select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")):
         row.status = "interrupted"
@@ -607,24 +608,6 @@ def _last_prompt(row: Exchange) -> str:
     return _text((row.messages[-1] or {}).get("content")) if row.messages else ""
 
 
-def _count(value: Any) -> int | None:
-    """A token count from the engine's usage, None unless it is a whole number (an engine may
-    send null, a float or a string; the page must show "–", never "None" or a traceback)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return int(value) if float(value).is_integer() else None
-
-
-def _cached_tokens(usage: dict[str, Any]) -> int | None:
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        return details["cached_tokens"]
-    timings = usage.get("timings")
-    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
-        return timings["cache_n"]
-    return None
-
-
 def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None) -> Column:
     metrics = row.metrics or {}
     usage = row.usage or {}
@@ -637,13 +620,13 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
         choices=list(row.choices or []),
         ttft_s=metrics.get("ttft_s"), itl_mean_s=metrics.get("itl_mean_s"), itl_p90_s=metrics.get("itl_p90_s"),
         tokens_per_s=metrics.get("tokens_per_s"), e2e_s=metrics.get("e2e_s"),
-        prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens")),
-        cached_tokens=_cached_tokens(usage), finish_reason=row.finish_reason, error_class=row.error_class,
+        prompt_tokens=token_count(usage.get("prompt_tokens")), completion_tokens=token_count(usage.get("completion_tokens")),
+        cached_tokens=cached_tokens(usage), finish_reason=row.finish_reason, error_class=row.error_class,
         error=row.error, notes=list(metrics.get("notes") or []), schema_check=check,
     )
     if first is not None and first.id != row.id:
         column.first_turn_ttft_s = (first.metrics or {}).get("ttft_s")
-        column.first_turn_cached_tokens = _cached_tokens(first.usage or {})
+        column.first_turn_cached_tokens = cached_tokens(first.usage or {})
     return column
 
 

@@ -8,20 +8,18 @@ samples, finished demo steps) stays.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from sqlalchemy import or_, select, update
 
 from db.models import Exchange, Run
 from db.session import session_scope
-
-#: Longer than any worker's heartbeat interval (the slowest writes every few seconds).
-STALE_AFTER_S = 60.0
+from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunKind, RunStatus, stale_cutoff
 
 REASONS = {
-    "playground": "The app stopped while this exchange was streaming; the partial answers are kept.",
-    "demo": "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
-    "recording": "The recording stopped with the app; the samples recorded so far are kept.",
+    RunKind.PLAYGROUND: "The app stopped while this exchange was streaming; the partial answers are kept.",
+    RunKind.DEMO: "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
+    RunKind.RECORDING: "The recording stopped with the app; the samples recorded so far are kept.",
 }
 
 
@@ -30,20 +28,20 @@ def recover_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     every start, from several processes."""
     from services.bench.jobs import mark_interrupted_runs
 
-    changed = list(mark_interrupted_runs())
-    cutoff = datetime.now(timezone.utc) - timedelta(seconds=stale_after_s)
+    changed = list(mark_interrupted_runs(stale_after_s))
     now = datetime.now(timezone.utc)
+    cutoff = stale_cutoff(now, stale_after_s)
     with session_scope() as session:
         stale = session.scalars(
             select(Run).where(
                 Run.kind.in_(tuple(REASONS)),
-                Run.status.in_(("running", "pending")),
+                Run.status.in_(ACTIVE_STATUSES),
                 or_(Run.heartbeat_at < cutoff, (Run.heartbeat_at.is_(None)) & (Run.created_at < cutoff)),
             )
         ).all()
         for run in stale:
-            run.status = "interrupted"
-            run.error = REASONS[run.kind]
+            run.status = RunStatus.INTERRUPTED
+            run.error = REASONS[RunKind(run.kind)]
             run.finished_at = run.finished_at or now
             changed.append(run.id)
         if stale:

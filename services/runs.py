@@ -39,6 +39,8 @@ from sqlalchemy.orm import Session
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
 from services.errors import NotFoundError, ValidationError
+from services.lifecycle import RunKind
+from services.measure import describe, percentile
 
 __all__ = [
     "LATENCY_METRICS",
@@ -59,7 +61,6 @@ __all__ = [
     "Verdict",
     "compare_runs",
     "delete_run",
-    "distribution",
     "filter_options",
     "format_value",
     "get_run",
@@ -69,7 +70,7 @@ __all__ = [
     "update_run",
 ]
 
-RUN_KINDS = ("benchmark", "playground", "recording", "demo", "import")
+RUN_KINDS = tuple(kind.value for kind in RunKind)
 LATENCY_METRICS: dict[str, str] = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
 #: Throughput-like metrics of an engine summary: label, unit. Higher is better.
 THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
@@ -305,26 +306,6 @@ def parse_run_ids(text: str | Iterable[str] | None) -> list[int]:
         if value not in ids:
             ids.append(value)
     return ids
-
-
-def distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
-    """mean, p50..p99, min, max, std and count of `values` (empty -> {})."""
-    array = np.asarray(values, dtype=float)
-    array = array[np.isfinite(array)]
-    if array.size == 0:
-        return {}
-    p50, p90, p95, p99 = np.percentile(array, [50, 90, 95, 99])
-    return {
-        "mean": float(array.mean()),
-        "p50": float(p50),
-        "p90": float(p90),
-        "p95": float(p95),
-        "p99": float(p99),
-        "min": float(array.min()),
-        "max": float(array.max()),
-        "std": float(array.std()),
-        "count": float(array.size),
-    }
 
 
 def format_value(metric: str, value: float | None) -> str:
@@ -742,7 +723,7 @@ def _build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> l
         for metric in LATENCY_METRICS:
             values = sampled.get(metric)
             if values is not None and values.size:
-                computed = distribution(values)
+                computed = describe(values)
                 # The stored summary wins; the rows fill what it lacks.
                 stats[metric] = {**computed, **stats.get(metric, {})}
         rates = {metric: v for metric in THROUGHPUT_METRICS if (v := _number(numbers.get(metric))) is not None}
@@ -872,10 +853,11 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
 _STAT_QUANTILE = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 
 
-def _statistic(sample: np.ndarray, stat: str, axis: int | None = None) -> Any:
+def _statistic(resamples: np.ndarray, stat: str) -> np.ndarray:
+    """The statistic of each row of a matrix of bootstrap resamples."""
     if stat == "mean":
-        return np.mean(sample, axis=axis)
-    return np.percentile(sample, _STAT_QUANTILE[stat], axis=axis)
+        return np.mean(resamples, axis=1)
+    return percentile(resamples, _STAT_QUANTILE[stat], axis=1)
 
 
 def _bootstrap_difference(a: np.ndarray, b: np.ndarray, stat: str) -> tuple[float, float]:
@@ -886,10 +868,10 @@ def _bootstrap_difference(a: np.ndarray, b: np.ndarray, stat: str) -> tuple[floa
         a = rng.choice(a, BOOTSTRAP_MAX_SAMPLES, replace=False)
     if b.size > BOOTSTRAP_MAX_SAMPLES:
         b = rng.choice(b, BOOTSTRAP_MAX_SAMPLES, replace=False)
-    resampled_a = _statistic(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], stat, axis=1)
-    resampled_b = _statistic(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], stat, axis=1)
-    low, high = np.percentile(resampled_a - resampled_b, [2.5, 97.5])
-    return float(low), float(high)
+    resampled_a = _statistic(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], stat)
+    resampled_b = _statistic(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], stat)
+    differences = resampled_a - resampled_b
+    return percentile(differences, 2.5), percentile(differences, 97.5)
 
 
 def _noise(metric: str, stat: str | None, winner: Series, other: Series) -> NoiseCheck:

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
@@ -39,14 +39,13 @@ from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.processes import launch_run_worker, pid_alive
 from services.errors import NotFoundError
+from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunKind, RunStatus, is_stale
 
 if TYPE_CHECKING:
     from services.access import Viewer
 
-KIND = "benchmark"
-ACTIVE_STATUSES = ("pending", "running")
+KIND = RunKind.BENCHMARK
 FLUSH_INTERVAL_S = 0.5
-STALE_AFTER_S = 30.0
 
 
 def _now() -> datetime:
@@ -655,21 +654,19 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     from db.models import Run
     from db.session import session_scope
 
-    cutoff = _now() - timedelta(seconds=stale_after_s)
+    now = _now()
     with session_scope() as session:
         candidates = session.execute(
             select(Run.id, Run.status, Run.heartbeat_at, Run.created_at, Run.worker_pid, Run.summary).where(
-                Run.kind == KIND, Run.status.in_((*ACTIVE_STATUSES, "cancelled"))
+                Run.kind == KIND, Run.status.in_((*ACTIVE_STATUSES, RunStatus.CANCELLED))
             )
         ).all()
     changed: list[int] = []
     for run_id, status, heartbeat, created, pid, summary in candidates:
-        last = heartbeat or created
-        if last is not None and last.tzinfo is None:
-            last = last.replace(tzinfo=timezone.utc)
-        if last is not None and last > cutoff:
+        if not is_stale(heartbeat, created, now=now, stale_after_s=stale_after_s):
             continue
-        if pid_alive(pid) and last is not None and last > cutoff - timedelta(seconds=10 * stale_after_s):
+        # A worker still alive but silent (a long database lock) gets ten times longer.
+        if pid_alive(pid) and not is_stale(heartbeat, created, now=now, stale_after_s=11 * stale_after_s):
             continue
         if status == "cancelled" and "engines" in (summary or {}):
             continue

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from services.bench.arrivals import LoadSpec, arrival_offsets, worker_start_offsets
 from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
-from services.bench.stats import RequestRecord, SloSpec, spread_itl, summarize_engine, tokens_per_chunk
+from services.bench.stats import RequestRecord, SloSpec, summarize_engine
 from services.bench.workloads import (
     VOCABULARY,
     Calibration,
@@ -242,15 +242,9 @@ class EngineLoad:
         warmup: bool,
     ) -> RequestRecord:
         start = result.start - self.origin if result.start else None
-        choice = result.choices.get(0)
-        chunk_times = choice.times if choice else []
-        reported = result.completion_tokens
-        output_tokens = reported if reported is not None else len(chunk_times)
-        itl: list[float] = []
-        if result.ok and chunk_times:
-            counts = tokens_per_chunk(choice.chars if choice else [], output_tokens)
-            itl = spread_itl(chunk_times, counts)
-        e2e = result.e2e_s
+        metrics = result.metrics()
+        itl = metrics.itl_s if result.ok else []
+        e2e = metrics.e2e_s
         if not result.ok and result.end is not None and result.start:
             e2e = result.end - result.start
         schema_valid = None
@@ -264,12 +258,12 @@ class EngineLoad:
             warmup=warmup,
             scheduled_s=scheduled if scheduled is not None else start,
             start_s=start,
-            ttft_s=result.ttft_s,
+            ttft_s=metrics.ttft_s,
             e2e_s=e2e,
             itl_s=itl,
-            input_tokens=result.prompt_tokens,
-            output_tokens=output_tokens,
-            cached_tokens=result.cached_tokens,
+            input_tokens=metrics.prompt_tokens,
+            output_tokens=metrics.output_tokens,
+            cached_tokens=metrics.cached_tokens,
             requested_output_tokens=requested if self.fixed_output else None,
             error_class=result.error_class,
             error=error,

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from services.bench.arrivals import LoadSpec
-from services.bench.stats import DEFAULT_PERCENTILES, SloSpec
+from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.errors import ValidationError
+from services.measure import DEFAULT_PERCENTILES
 
 SWEEP_KINDS = ("none", "concurrency", "rate", "slo_search")
 

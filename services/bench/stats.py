@@ -1,16 +1,10 @@
-"""Benchmark statistics: per-token gaps, percentiles, throughput, goodput, the run summary.
+"""Benchmark statistics: throughput, goodput, the run summary, charts' series.
 
 Pure functions over plain records, so every number in a report can be checked by hand
-(tests pin exact values). Percentiles interpolate linearly between order statistics (the
-`linear` method of numpy and of vLLM's benchmark).
+(tests pin exact values). Per-request figures (TTFT, ITL, TPOT, E2E) and percentiles are
+defined once, in services/measure.py, for every page and command.
 
-Definitions:
-- TTFT: request sent -> first chunk that carries content (a role-only chunk is not a token).
-- ITL: the gap before each output token after the first. When one SSE chunk carries k
-  tokens, its gap from the previous chunk is spread evenly over its k tokens (k from the
-  usage counts, see `tokens_per_chunk`), so ITL stays per token and sum(ITL) = E2E - TTFT.
-- TPOT: (E2E - TTFT) / (output tokens - 1), per request.
-- E2E: request sent -> last content token (the usage trailer does not extend it).
+Definitions of the run's figures:
 - Duration: first measured request sent -> last measured request ended. Throughputs divide
   completed requests and their tokens by it; goodput counts only requests that met every SLO.
 """
@@ -22,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_PERCENTILES: tuple[float, ...] = (50, 90, 95, 99)
+from services.measure import DEFAULT_PERCENTILES, describe, tpot
+
 METRIC_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 
 
@@ -84,134 +79,6 @@ class RequestRecord:
         if self.scheduled_s is None or self.start_s is None:
             return None
         return max(0.0, self.start_s - self.scheduled_s)
-
-
-# ---------------------------------------------------------------------------------------
-# Per request
-# ---------------------------------------------------------------------------------------
-
-
-def tpot(ttft_s: float | None, e2e_s: float | None, output_tokens: int | None) -> float | None:
-    if ttft_s is None or e2e_s is None or not output_tokens or output_tokens < 2:
-        return None
-    return (e2e_s - ttft_s) / (output_tokens - 1)
-
-
-def tokens_per_chunk(chunk_chars: Sequence[int], total_tokens: int | None) -> list[int]:
-    """How many tokens each content chunk carried, given the usage total.
-
-    One token per chunk when the counts agree (the usual case); otherwise the total is
-    shared in proportion to each chunk's text length (largest remainders), every chunk
-    getting at least one token while there are enough.
-    """
-    chunks = len(chunk_chars)
-    if chunks == 0:
-        return []
-    if total_tokens is None or total_tokens == chunks:
-        return [1] * chunks
-    if total_tokens < chunks:
-        # Fewer tokens than chunks (a chunk carried only whitespace or a stop piece): the
-        # first `total_tokens` chunks get one each, the rest none.
-        return [1 if i < total_tokens else 0 for i in range(chunks)]
-    weights = [max(1, c) for c in chunk_chars]
-    spare = total_tokens - chunks
-    scale = spare / sum(weights)
-    shares = [w * scale for w in weights]
-    counts = [1 + math.floor(s) for s in shares]
-    leftover = total_tokens - sum(counts)
-    by_remainder = sorted(range(chunks), key=lambda i: (-(shares[i] - math.floor(shares[i])), i))
-    for i in by_remainder[:leftover]:
-        counts[i] += 1
-    return counts
-
-
-def spread_itl(chunk_times: Sequence[float], chunk_tokens: Sequence[int]) -> list[float]:
-    """Per-token gaps from chunk arrival times and the tokens each chunk carried.
-
-    The first chunk's first token is the TTFT and has no gap; its other tokens arrived with
-    it (gap 0). A later chunk of k tokens that came g seconds after the previous chunk
-    contributes k gaps of g/k. Chunks of 0 tokens move time forward without a gap.
-    """
-    gaps: list[float] = []
-    if not chunk_times:
-        return gaps
-    first_tokens = chunk_tokens[0] if chunk_tokens else 1
-    gaps.extend([0.0] * max(0, first_tokens - 1))
-    previous = chunk_times[0]
-    pending = 0.0
-    for time, tokens in zip(chunk_times[1:], chunk_tokens[1:]):
-        gap = time - previous + pending
-        previous = time
-        if tokens <= 0:
-            pending = gap
-            continue
-        pending = 0.0
-        share = gap / tokens
-        gaps.extend([share] * tokens)
-    return gaps
-
-
-# ---------------------------------------------------------------------------------------
-# Distributions
-# ---------------------------------------------------------------------------------------
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile of already sorted values (q in 0..100)."""
-    if not sorted_values:
-        raise ValueError("no values")
-    if len(sorted_values) == 1:
-        return float(sorted_values[0])
-    position = (len(sorted_values) - 1) * q / 100
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    fraction = position - low
-    return float(sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction)
-
-
-def percentile_key(q: float) -> str:
-    return f"p{q:g}"
-
-
-def describe(values: Iterable[float], percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> dict[str, float | None]:
-    """mean, the percentiles, min, max and std of `values` (all None when there are none)."""
-    ordered, array = _sorted(values)
-    keys = ["mean", *(percentile_key(q) for q in _with_defaults(percentiles)), "min", "max", "std"]
-    if not ordered:
-        return dict.fromkeys(keys)
-    count = len(ordered)
-    mean = math.fsum(ordered) / count
-    if array is None:
-        squares = [(v - mean) * (v - mean) for v in ordered]
-    else:
-        deviations = array - mean
-        squares = (deviations * deviations).tolist()
-    variance = math.fsum(squares) / count
-    result: dict[str, float | None] = {"mean": mean}
-    for q in _with_defaults(percentiles):
-        result[percentile_key(q)] = percentile(ordered, q)
-    result.update({"min": float(ordered[0]), "max": float(ordered[-1]), "std": math.sqrt(variance)})
-    return result
-
-
-def _sorted(values: Iterable[float]) -> tuple[list[float], Any]:
-    """sorted(values), and for long lists the same as a numpy array (else None): a run's
-    inter-token gaps number in the hundreds of thousands, where numpy's sort and element-wise
-    arithmetic (same order, same floats) cost a fifth of Python's."""
-    listed = values if isinstance(values, list) else list(values)
-    if len(listed) < _NUMPY_FROM:
-        return sorted(listed), None
-    import numpy as np
-
-    array = np.sort(np.asarray(listed, dtype=np.float64))
-    return array.tolist(), array
-
-
-_NUMPY_FROM = 4096
-
-
-def _with_defaults(percentiles: Sequence[float]) -> list[float]:
-    return sorted(set(DEFAULT_PERCENTILES) | {float(q) for q in percentiles})
 
 
 def cdf_points(values: Iterable[float], max_points: int = 400) -> tuple[list[float], list[float]]:

@@ -20,9 +20,10 @@ from plotly.subplots import make_subplots
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, SweepSpec
-from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, percentile_key, throughput_series
+from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, throughput_series
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WorkloadSpec
 from services.errors import ValidationError
+from services.measure import percentile_key
 
 if TYPE_CHECKING:
     from services.access import Viewer

@@ -22,6 +22,7 @@ from services.demos.base import StepOutcome
 from services.endpoints import EngineRecord
 from services.engines import SamplingParams
 from services.engines.probe import auth_headers
+from services.measure import tpot
 from services.telemetry.scraper import EngineScraper, EngineTarget
 from services.telemetry.snapshot import Snapshot
 
@@ -61,13 +62,10 @@ class Sent:
 
     @property
     def decode_tok_s(self) -> float | None:
-        """Generation speed after the first token: (tokens - 1) / (E2E - TTFT)."""
+        """Generation speed after the first token, 1 / TPOT, over the tokens of all choices."""
         r = self.result
-        tokens = r.output_tokens
-        if not r.ok or r.ttft_s is None or r.e2e_s is None or tokens is None or tokens < 2:
-            return None
-        span = r.e2e_s - r.ttft_s
-        return (tokens - 1) / span if span > 0 else None
+        per_token = tpot(r.ttft_s, r.e2e_s, r.output_tokens) if r.ok else None
+        return 1 / per_token if per_token else None
 
 
 class DemoContext:
@@ -173,8 +171,8 @@ class DemoContext:
         with self._lock:
             for item in sent:
                 r = item.result
+                figures = r.metrics()
                 self._index += 1
-                itl = [round(v, 6) for v in r.itl_s()]
                 rows.append(
                     RequestResult(
                         run_id=self.run_id,
@@ -183,13 +181,13 @@ class DemoContext:
                         warmup=warmup,
                         ok=r.ok,
                         start_s=(r.start - self.t0) if r.start else None,
-                        ttft_s=r.ttft_s,
-                        e2e_s=r.e2e_s,
-                        tpot_s=r.tpot_s,
-                        itl_s=itl,
-                        input_tokens=r.prompt_tokens,
-                        output_tokens=r.output_tokens if r.ok else None,
-                        cached_tokens=r.cached_tokens,
+                        ttft_s=figures.ttft_s,
+                        e2e_s=figures.e2e_s,
+                        tpot_s=figures.tpot_s,
+                        itl_s=figures.itl_s,
+                        input_tokens=figures.prompt_tokens,
+                        output_tokens=figures.output_tokens if r.ok else None,
+                        cached_tokens=figures.cached_tokens,
                         finish_reason=r.finish_reason,
                         error_class=r.error_class,
                         error=r.error,

@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
@@ -38,15 +38,13 @@ from services.demos.context import DemoContext, DemoStopped
 from services.demos.registry import get_scenario
 from services.endpoints import EngineRecord
 from services.errors import NotFoundError, ShootoutError, ValidationError
+from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus, is_stale
 from services.processes import launch_run_worker
 
 if TYPE_CHECKING:
     from services.access import Viewer
 
-RUN_KIND = "demo"
-HEARTBEAT_S = 5.0
-#: A running demo whose worker has not written for this long died with its process.
-STALE_AFTER_S = 45.0
+RUN_KIND = RunKind.DEMO
 POLL_S = 0.5
 MAX_ENGINES = 6
 
@@ -308,7 +306,7 @@ class _Writer:
 
     def start_heartbeat(self) -> None:
         def beat() -> None:
-            while not self._beat_stop.wait(HEARTBEAT_S):
+            while not self._beat_stop.wait(HEARTBEAT_INTERVAL_S):
                 try:
                     self.heartbeat()
                 except Exception:  # noqa: BLE001 - a missed beat is retried at the next one
@@ -504,14 +502,9 @@ def _interrupt_if_stale(run_id: int) -> None:
     """A demo left "running" by a process that died shows as interrupted, never forever running."""
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.status not in ("pending", "running"):
+        if run is None or run.status not in ACTIVE_STATUSES or not is_stale(run.heartbeat_at, run.created_at):
             return
-        beat = run.heartbeat_at or run.created_at
-        if beat is not None and beat.tzinfo is None:
-            beat = beat.replace(tzinfo=timezone.utc)
-        if beat is None or _utcnow() - beat < timedelta(seconds=STALE_AFTER_S):
-            return
-        run.status = "interrupted"
+        run.status = RunStatus.INTERRUPTED
         run.error = "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept."
         run.finished_at = _utcnow()
         summary = dict(run.summary or {})

@@ -16,7 +16,7 @@ from typing import Any
 
 from services.errors import ValidationError
 from services.importers import reading
-from services.runs import distribution
+from services.measure import describe
 
 #: Per-request row fields, as RequestResult columns.
 REQUEST_FIELDS = (
@@ -213,13 +213,6 @@ def request_row(engine: str, index: int, **values: Any) -> dict[str, Any]:
     return row
 
 
-def tpot(e2e: float | None, ttft: float | None, output_tokens: int | None) -> float | None:
-    """Time per output token after the first (vLLM's definition)."""
-    if e2e is None or ttft is None or not output_tokens or output_tokens <= 1:
-        return None
-    return max(0.0, (e2e - ttft) / (output_tokens - 1))
-
-
 def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) -> dict[str, Any]:
     """An engine summary computed from per-request rows (when the tool gave no summary)."""
     measured = [row for row in rows if not row.get("warmup")]
@@ -248,12 +241,12 @@ def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) 
             total_token_throughput_tok_s=(input_tokens + output_tokens) / duration_s,
         )
     for metric in ("ttft_s", "tpot_s", "e2e_s"):
-        stats = distribution([row[metric] for row in good if number(row.get(metric)) is not None])
-        if stats:
-            result[metric] = {k: v for k, v in stats.items() if k != "count"}
-    itls = [gap for row in good for gap in (row.get("itl_s") or []) if number(gap) is not None]
+        values = [value for row in good if (value := number(row.get(metric))) is not None]
+        if values:
+            result[metric] = describe(values)
+    itls = [value for row in good for gap in (row.get("itl_s") or []) if (value := number(gap)) is not None]
     if itls:
-        result["itl_s"] = {k: v for k, v in distribution(itls).items() if k != "count"}
+        result["itl_s"] = describe(itls)
     return result
 
 

@@ -25,8 +25,8 @@ from services.importers.common import (
     integer,
     number,
     request_row,
-    tpot,
 )
+from services.measure import tpot
 from services.importers.vllm import engine_numbers, step_load
 
 TOOL = "sglang"
@@ -68,7 +68,7 @@ def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int
                 ok=ok,
                 ttft_s=ttft if ok else None,
                 e2e_s=e2e,
-                tpot_s=tpot(e2e, ttft, output_tokens) if ok else None,
+                tpot_s=tpot(ttft, e2e, output_tokens) if ok else None,
                 itl_s=itls if ok else [],
                 input_tokens=integer(inputs[i]) if i < len(inputs) else None,
                 output_tokens=output_tokens if ok else None,

@@ -27,8 +27,8 @@ from services.importers.common import (
     number,
     parse_timestamp,
     request_row,
-    tpot,
 )
+from services.measure import tpot
 
 TOOL = "vllm"
 LABEL = "vLLM bench serve (result JSON)"
@@ -103,7 +103,7 @@ def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int
                 start_s=(start - origin) if start is not None and origin is not None else None,
                 ttft_s=ttft,
                 e2e_s=e2e,
-                tpot_s=tpot(e2e, ttft, output_tokens) if ok else None,
+                tpot_s=tpot(ttft, e2e, output_tokens) if ok else None,
                 itl_s=itls,
                 input_tokens=integer(at("input_lens")),
                 output_tokens=output_tokens if ok else None,

@@ -113,8 +113,9 @@ async def test_stream_text_usage_finish_and_timing(scripted_server: ScriptedServ
     assert (result.prompt_tokens, result.completion_tokens, result.cached_tokens) == (8, 8, 3)
     assert result.ttft_s is not None and 0.039 < result.ttft_s < 0.2
     assert result.e2e_s is not None and result.e2e_s >= result.ttft_s + 0.069
-    assert len(result.itl_s()) == 7
-    assert 0.008 < statistics.median(result.itl_s()) < 0.02
+    figures = result.metrics()
+    assert len(figures.itl_s) == 7
+    assert 0.008 < statistics.median(figures.itl_s) < 0.02
     assert result.summary()["itl_p90_s"] is not None
 
 
@@ -122,11 +123,13 @@ async def test_several_tokens_per_chunk_are_spread_by_usage(scripted_server: Scr
     result = await run_chat(scripted(scripted_server, ttft=10, itl=10, tokens=12, tpc=4))
     assert result.ok, result.error
     assert len(result.choices[0].times) == 3
-    assert result.chunk_tokens() == [4, 4, 4]
-    gaps = result.itl_s()
-    assert len(gaps) == 8  # the tokens after the first chunk
-    assert 0.008 < statistics.mean(gaps) < 0.02  # 40 ms between chunks / 4 tokens each
-    assert result.tpot_s is not None and abs(result.tpot_s - statistics.mean(gaps)) < 1e-9
+    figures = result.metrics()
+    assert figures.chunk_tokens == [4, 4, 4]
+    gaps = figures.itl_s
+    # One gap per token after the first: the first chunk's 3 other tokens came with it (0).
+    assert len(gaps) == 11 and gaps[:3] == [0.0, 0.0, 0.0]
+    assert 0.008 < statistics.mean(gaps[3:]) < 0.02  # 40 ms between chunks / 4 tokens each
+    assert figures.tpot_s is not None and abs(figures.tpot_s - statistics.mean(gaps)) < 1e-9
 
 
 async def test_parallel_sampling_accumulates_each_choice(scripted_server: ScriptedServer) -> None:
@@ -136,7 +139,7 @@ async def test_parallel_sampling_accumulates_each_choice(scripted_server: Script
     assert result.ok, result.error
     assert len(result.texts) == 3 and len(set(result.texts)) == 3
     assert all(c.finish_reason == "stop" for c in result.choices.values())
-    assert result.output_tokens == 15 and result.chunk_tokens(2) == [1] * 5
+    assert result.output_tokens == 15 and result.metrics().chunk_tokens == [1] * 5
 
 
 async def test_on_delta_sees_every_delta_with_running_metrics(scripted_server: ScriptedServer) -> None:
@@ -299,7 +302,7 @@ async def test_ttft_and_itl_within_1ms_of_the_servers_write_times_at_concurrency
     assert statistics.median(itl_errors) < 0.001, statistics.median(itl_errors)
     # Against the scripted 50 ms the server adds its own lateness (new connections, its timers).
     assert 0.050 <= statistics.median(r.ttft_s for r in results) < 0.065
-    assert abs(statistics.median(g for r in results for g in r.itl_s()) - 0.010) < 0.002
+    assert abs(statistics.median(g for r in results for g in r.metrics().itl_s) - 0.010) < 0.002
 
 
 @pytest.mark.slow

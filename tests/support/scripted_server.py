@@ -14,6 +14,8 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | itl | 5 | ms between tokens (a chunk of `tpc` tokens follows the previous after tpc*itl) |
 | tokens | 16 | completion tokens per choice (the request's max_tokens caps it) |
 | tpc | 1 | tokens per SSE chunk |
+| first | tpc | tokens in the first content chunk (later chunks carry tpc) |
+| empty | 0 | 1: an empty-content chunk (`"content": ""`) after every content chunk |
 | usage | auto | 1/0: usage trailer; auto follows `stream_options.include_usage` |
 | prompt | auto | prompt_tokens reported (auto: words in the messages) |
 | cached | 0 | cached prompt tokens reported (`prompt_tokens_details` and llama.cpp `timings.cache_n`) |
@@ -68,7 +70,7 @@ SERVER_MODEL = "scripted"
 # Scenario parsing (shared by the server and by tests that build model names)
 # ---------------------------------------------------------------------------------------
 
-_INT_KEYS = {"tokens", "tpc", "prompt", "cached", "salt", "at", "status", "size"}
+_INT_KEYS = {"tokens", "tpc", "first", "empty", "prompt", "cached", "salt", "at", "status", "size"}
 _FLOAT_KEYS = {"ttft", "itl", "delay"}
 
 
@@ -78,6 +80,8 @@ class Scenario:
     itl: float = 5.0
     tokens: int = 16
     tpc: int = 1
+    first: int | None = None
+    empty: int = 0
     usage: str = "auto"
     prompt: int | None = None
     cached: int = 0
@@ -411,16 +415,18 @@ class ScriptedHandler:
         writer.write(chunk([{"index": c, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
                             for c in range(n)]))
         first = received + scenario.ttft / 1000
-        step = scenario.tpc * scenario.itl / 1000
         sent = 0
         chunk_no = 0
         total = tokens if fault not in ("endless", "usage_only") else (10**9 if fault == "endless" else 0)
+        first_count = max(1, scenario.first if scenario.first is not None else scenario.tpc)
         stalled = False
         while sent < total:
             if fault == "stall" and not stalled and sent >= at:
                 stalled = True
                 first += scenario.delay / 1000
-            await self._sleep_until(first + chunk_no * step)
+            # Each chunk follows the previous one by its own tokens' inter-token latencies.
+            count = min(first_count if chunk_no == 0 else scenario.tpc, total - sent)
+            await self._sleep_until(first + max(0, sent + count - first_count) * scenario.itl / 1000)
             if writer.transport.is_closing():  # the client went away: stop generating
                 return False
             if fault == "cut" and sent >= at:
@@ -435,7 +441,6 @@ class ScriptedHandler:
                                                     "type": "internal_error", "code": 500}}))
                 writer.write(self._frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
                 return True
-            count = min(scenario.tpc, total - sent)
             if fault == "huge":
                 text = "x" * scenario.size
                 fault = "none"
@@ -444,6 +449,8 @@ class ScriptedHandler:
             else:
                 writer.write(chunk([{"index": c, "delta": {"content": "".join(token_text(c, sent + k) for k in range(count))},
                                      "finish_reason": None} for c in range(n)]))
+                if scenario.empty:
+                    writer.write(chunk([{"index": c, "delta": {"content": ""}, "finish_reason": None} for c in range(n)]))
             if record is not None:
                 record["writes"].append(time.perf_counter())
                 record["tokens"].append(count)

@@ -9,65 +9,10 @@ from services.bench.stats import (
     SloSpec,
     cdf_points,
     concurrency_timeline,
-    describe,
     meets_slo,
-    percentile,
-    spread_itl,
     summarize_engine,
     time_weighted_mean,
-    tokens_per_chunk,
-    tpot,
 )
-
-
-def test_percentile_linear_interpolation() -> None:
-    values = [1.0, 2.0, 3.0, 4.0]
-    assert percentile(values, 50) == 2.5
-    assert percentile(values, 90) == pytest.approx(3.7)
-    assert percentile(values, 0) == 1.0
-    assert percentile(values, 100) == 4.0
-    assert percentile([5.0], 99) == 5.0
-
-
-def test_describe_has_the_summary_keys_and_chosen_percentiles() -> None:
-    stats = describe([4.0, 1.0, 3.0, 2.0], percentiles=(50, 99.9))
-    assert stats["mean"] == 2.5
-    assert stats["p50"] == 2.5
-    assert stats["p99.9"] == pytest.approx(3.997)
-    assert stats["min"] == 1.0 and stats["max"] == 4.0
-    assert {"p90", "p95", "p99", "std"} <= stats.keys()
-    empty = describe([])
-    assert empty["p50"] is None and empty["mean"] is None
-
-
-def test_tokens_per_chunk_follows_the_usage_count() -> None:
-    assert tokens_per_chunk([3, 3, 3], 3) == [1, 1, 1]
-    assert tokens_per_chunk([3, 3, 3], None) == [1, 1, 1]
-    # 6 tokens over 3 chunks of equal text: 2 each.
-    assert tokens_per_chunk([4, 4, 4], 6) == [2, 2, 2]
-    # Proportional to the text: the long chunk carries the extra tokens.
-    assert tokens_per_chunk([1, 1, 10], 6) == [1, 1, 4]
-    assert sum(tokens_per_chunk([5, 7, 2, 9], 17)) == 17
-    # Fewer tokens than chunks (a whitespace-only chunk): the first ones carry them.
-    assert tokens_per_chunk([1, 1, 1], 2) == [1, 1, 0]
-
-
-def test_spread_itl_is_per_token_and_sums_to_decode_time() -> None:
-    # Chunks at 0.100 (TTFT), 0.110, 0.130 carrying 1, 1, 2 tokens.
-    gaps = spread_itl([0.100, 0.110, 0.130], [1, 1, 2])
-    assert gaps == pytest.approx([0.010, 0.010, 0.010])
-    assert sum(gaps) == pytest.approx(0.130 - 0.100)
-    # A first chunk of 3 tokens: two tokens arrived with the first (gap 0).
-    assert spread_itl([0.1, 0.2], [3, 1]) == pytest.approx([0.0, 0.0, 0.1])
-    # A chunk carrying no token: its time moves on to the next token's gap.
-    assert spread_itl([0.1, 0.15, 0.2], [1, 0, 1]) == pytest.approx([0.1])
-    assert spread_itl([], []) == []
-
-
-def test_tpot() -> None:
-    assert tpot(0.1, 1.1, 11) == pytest.approx(0.1)
-    assert tpot(0.1, 0.1, 1) is None
-    assert tpot(None, 1.0, 10) is None
 
 
 def record(index: int, ok: bool = True, start: float = 0.0, ttft: float = 0.1, e2e: float = 1.0, out: int = 10,
@@ -138,22 +83,6 @@ def test_cdf_points() -> None:
     assert ys == [0.25, 0.5, 0.75, 1.0]
     xs, ys = cdf_points(list(range(1000)), max_points=10)
     assert len(xs) <= 12 and ys[-1] == 1.0
-
-
-def test_describe_of_a_long_list_equals_the_plain_python_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Long lists (a run's ITLs) are sorted and squared with numpy: the figures must be the same
-    floats as the plain Python path gives."""
-    import random
-
-    from services.bench import stats
-
-    rng = random.Random(7)
-    values = [rng.lognormvariate(-4.6, 0.4) for _ in range(20_000)]
-    assert len(values) >= stats._NUMPY_FROM
-    with_numpy = stats.describe(values, (50, 99.9))
-    monkeypatch.setattr(stats, "_NUMPY_FROM", len(values) + 1)
-    assert stats.describe(iter(values), (50, 99.9)) == with_numpy
-    assert with_numpy["p50"] == stats.percentile(sorted(values), 50)
 
 
 def test_token_rate_chart_bins_tokens_by_arrival_and_agrees_with_the_table() -> None:

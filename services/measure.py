@@ -1,0 +1,242 @@
+"""Per-request metrics of one streamed answer, and the one percentile: the Playground,
+`cli.py ask`, load benchmarks, demos and the importers' recomputation all read their
+figures from here, so one stream gives one set of numbers wherever it is shown.
+
+Inputs are what the client records (services/client.py): the perf_counter at send, and per
+choice the arrival time of each content chunk and the characters it carried, plus the
+engine's usage trailer (and llama.cpp's `timings`). Definitions (the README's "How the
+benchmark measures"):
+
+- TTFT: send -> first chunk that carries content (a role-only chunk is not a token).
+- E2E: send -> last content chunk (the usage trailer after it does not extend it).
+- Tokens per chunk: one each when the usage count agrees with the chunks (the usual case);
+  otherwise the usage's completion tokens shared by text length with largest remainders,
+  so the counts add up exactly to what the engine reported. Speculative decoding and the
+  stream intervals of TensorRT-LLM and SGLang send several tokens per chunk routinely.
+- ITL: one gap per output token after the first. A later chunk of k tokens that came g
+  seconds after the previous one gives k gaps of g/k; the first chunk's extra tokens came
+  with the first token and give gaps of 0; a chunk that carried no token moves time on to
+  the next token's gap. So sum(ITL) = E2E - TTFT and len(ITL) = output tokens - 1, which
+  makes mean(ITL) = TPOT: a dashboard never shows two inter-token figures for one stream.
+- TPOT: (E2E - TTFT) / (output tokens - 1), as vLLM's benchmark defines it.
+- With n > 1 choices, ITL and TPOT are those of choice 0 (its share of the completion
+  tokens); TTFT and E2E span all choices.
+- Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
+  `timings.cache_n`.
+- Percentiles: linear interpolation between order statistics (numpy's default `linear`
+  method, the one vLLM's benchmark uses).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, overload
+
+import numpy as np
+
+DEFAULT_PERCENTILES: tuple[float, ...] = (50, 90, 95, 99)
+
+
+class ChoiceTrace(Protocol):
+    """One choice's arrival record (services.client.ChoiceStream is one)."""
+
+    @property
+    def times(self) -> Sequence[float]: ...
+
+    @property
+    def chars(self) -> Sequence[int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMetrics:
+    """One request's figures. Times in seconds from the send."""
+
+    ttft_s: float | None
+    e2e_s: float | None
+    tpot_s: float | None
+    itl_s: list[float]
+    #: Arrival of each content chunk of choice 0, and the tokens each carried.
+    chunk_times_s: list[float]
+    chunk_tokens: list[int]
+    #: The usage's completion tokens when reported, else the content chunks of all choices.
+    output_tokens: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+
+    @property
+    def itl_mean_s(self) -> float | None:
+        return math.fsum(self.itl_s) / len(self.itl_s) if self.itl_s else None
+
+    @property
+    def itl_p90_s(self) -> float | None:
+        return percentile(self.itl_s, 90) if self.itl_s else None
+
+
+def measure_stream(start: float, choices: Sequence[ChoiceTrace], usage: Mapping[str, Any] | None,
+                   timings: Mapping[str, Any] | None = None) -> RequestMetrics:
+    """The figures of one stream: `start` is the perf_counter at send, `choices` the arrival
+    records in choice order (choice 0 first), `usage` and `timings` as the engine sent them."""
+    firsts = [c.times[0] for c in choices if c.times]
+    lasts = [c.times[-1] for c in choices if c.times]
+    ttft = min(firsts) - start if firsts else None
+    e2e = max(lasts) - start if lasts else None
+    completion = token_count(usage.get("completion_tokens")) if usage else None
+    first_choice = choices[0] if choices else None
+    times = list(first_choice.times) if first_choice else []
+    chars = list(first_choice.chars) if first_choice else []
+    choice_tokens = completion // len(choices) if completion is not None and len(choices) > 1 else completion
+    counts = chunk_token_counts(chars, choice_tokens)
+    itl = token_gaps(times, counts)
+    tpot_s = tpot(times[0] - start, times[-1] - start, sum(counts)) if times else None
+    return RequestMetrics(
+        ttft_s=ttft,
+        e2e_s=e2e,
+        tpot_s=tpot_s,
+        itl_s=itl,
+        chunk_times_s=[t - start for t in times],
+        chunk_tokens=counts,
+        output_tokens=output_tokens(usage, sum(len(c.times) for c in choices)),
+        prompt_tokens=token_count(usage.get("prompt_tokens")) if usage else None,
+        completion_tokens=completion,
+        cached_tokens=cached_tokens(usage, timings),
+    )
+
+
+def output_tokens(usage: Mapping[str, Any] | None, content_chunks: int) -> int:
+    """The usage's completion tokens when the engine reported them, else the content chunks."""
+    reported = token_count(usage.get("completion_tokens")) if usage else None
+    return reported if reported is not None else content_chunks
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as an engine reported it: a whole number, else None (an engine may send
+    null, a float or a string; none of them may become a figure or a traceback)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(value) if float(value).is_integer() else None
+
+
+def cached_tokens(usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None) -> int | None:
+    """Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
+    `timings.cache_n` (`timings` given, or stored inside the usage as the Playground keeps it)."""
+    usage = usage or {}
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, Mapping) and (cached := token_count(details.get("cached_tokens"))) is not None:
+        return cached
+    if timings is None and isinstance(usage.get("timings"), Mapping):
+        timings = usage["timings"]
+    return token_count(timings.get("cache_n")) if timings else None
+
+
+def chunk_token_counts(chunk_chars: Sequence[int], total_tokens: int | None) -> list[int]:
+    """How many tokens each content chunk carried, given the usage total: one per chunk when
+    the counts agree (or there is no total). Otherwise the whole total is shared in
+    proportion to each chunk's text length (largest remainders), every chunk keeping at
+    least one token while there are enough: a first chunk of three words among one-word
+    chunks gets three. With fewer tokens than chunks (a whitespace-only or stop piece) the
+    first `total_tokens` chunks carry one each."""
+    chunks = len(chunk_chars)
+    if chunks == 0:
+        return []
+    if total_tokens is None or total_tokens == chunks:
+        return [1] * chunks
+    if total_tokens < chunks:
+        return [1 if i < total_tokens else 0 for i in range(chunks)]
+    weights = [max(1, c) for c in chunk_chars]
+    scale = total_tokens / sum(weights)
+    ideal = [w * scale for w in weights]
+    counts = [max(1, math.floor(x)) for x in ideal]
+    missing = total_tokens - sum(counts)
+    if missing > 0:
+        for i in sorted(range(chunks), key=lambda i: (counts[i] - ideal[i], i))[:missing]:
+            counts[i] += 1
+    # The minimum of one token lifted short chunks: take the surplus back from the chunks
+    # most over their share.
+    over = [(ideal[i] - counts[i], i) for i in range(chunks) if counts[i] > 1]
+    heapq.heapify(over)
+    while missing < 0 and over:
+        _, i = heapq.heappop(over)
+        counts[i] -= 1
+        missing += 1
+        if counts[i] > 1:
+            heapq.heappush(over, (ideal[i] - counts[i], i))
+    return counts
+
+
+def token_gaps(chunk_times: Sequence[float], chunk_tokens: Sequence[int]) -> list[float]:
+    """Per-token gaps (ITL) from chunk arrival times and the tokens each chunk carried; see
+    the module's definitions."""
+    gaps: list[float] = []
+    if not chunk_times:
+        return gaps
+    first_tokens = chunk_tokens[0] if chunk_tokens else 1
+    gaps.extend([0.0] * max(0, first_tokens - 1))
+    previous = chunk_times[0]
+    pending = 0.0
+    for time, tokens in zip(chunk_times[1:], chunk_tokens[1:]):
+        gap = time - previous + pending
+        previous = time
+        if tokens <= 0:
+            pending = gap
+            continue
+        pending = 0.0
+        gaps.extend([gap / tokens] * tokens)
+    return gaps
+
+
+def tpot(ttft_s: float | None, e2e_s: float | None, output_tokens: int | None) -> float | None:
+    """(E2E - TTFT) / (output tokens - 1); None for one-token answers. Never negative (a
+    foreign file may hold an E2E below its TTFT)."""
+    if ttft_s is None or e2e_s is None or not output_tokens or output_tokens < 2:
+        return None
+    return max(0.0, (e2e_s - ttft_s) / (output_tokens - 1))
+
+
+# ---------------------------------------------------------------------------------------
+# Distributions
+# ---------------------------------------------------------------------------------------
+
+
+@overload
+def percentile(values: Sequence[float] | np.ndarray, q: float, *, axis: None = None) -> float: ...
+
+
+@overload
+def percentile(values: np.ndarray, q: float | Sequence[float], *, axis: int) -> np.ndarray: ...
+
+
+def percentile(values: Any, q: Any, *, axis: int | None = None) -> Any:
+    """The q-th percentile (q in 0..100) by linear interpolation between order statistics;
+    along `axis` of an array (bootstrap resamples) when one is given. Empty -> ValueError."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.size == 0:
+        raise ValueError("no values")
+    if axis is None:
+        return float(np.percentile(array, q))
+    return np.percentile(array, q, axis=axis)
+
+
+def percentile_key(q: float) -> str:
+    return f"p{q:g}"
+
+
+def describe(values: Iterable[float], percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> dict[str, float | None]:
+    """mean, the percentiles (always p50, p90, p95 and p99, and those asked), min, max and
+    std of `values`, all None when there are none."""
+    wanted = sorted(set(DEFAULT_PERCENTILES) | {float(q) for q in percentiles})
+    keys = ["mean", *(percentile_key(q) for q in wanted), "min", "max", "std"]
+    array = np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else list(values), dtype=np.float64)
+    if array.size == 0:
+        return dict.fromkeys(keys)
+    mean = math.fsum(array.tolist()) / array.size
+    deviations = array - mean
+    std = math.sqrt(math.fsum((deviations * deviations).tolist()) / array.size)
+    result: dict[str, float | None] = {"mean": mean}
+    for q, value in zip(wanted, np.percentile(array, wanted).tolist()):
+        result[percentile_key(q)] = float(value)
+    result.update({"min": float(array.min()), "max": float(array.max()), "std": std})
+    return result

@@ -1,0 +1,41 @@
+"""One staleness rule for every run kind: a worker silent for longer than STALE_AFTER_S is gone."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import select
+
+from db.models import Run
+from db.session import session_scope
+from services.lifecycle import HEARTBEAT_INTERVAL_S, STALE_AFTER_S, RunKind, RunStatus, is_stale
+from services.recovery import recover_interrupted_runs
+
+
+def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation() -> None:
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    just_fresh = (now - timedelta(seconds=STALE_AFTER_S - 1)).replace(tzinfo=None)  # SQLite's naive times
+    just_stale = now - timedelta(seconds=STALE_AFTER_S + 1)
+    assert not is_stale(just_fresh, None, now=now)
+    assert is_stale(just_stale, None, now=now)
+    assert not is_stale(None, just_fresh, now=now)  # no beat yet: the creation counts
+    assert is_stale(None, None, now=now)
+    assert STALE_AFTER_S >= 5 * HEARTBEAT_INTERVAL_S  # several missed beats, not one late one
+
+
+def test_every_kind_is_interrupted_after_the_same_silence(db_url: str) -> None:
+    now = datetime.now(timezone.utc)
+    fresh, stale = now - timedelta(seconds=STALE_AFTER_S - 10), now - timedelta(seconds=STALE_AFTER_S + 10)
+    kinds = (RunKind.PLAYGROUND, RunKind.DEMO, RunKind.RECORDING)
+    with session_scope() as session:
+        runs = {(kind, age): Run(kind=kind, status=RunStatus.RUNNING, heartbeat_at=beat)
+                for kind in kinds for age, beat in (("fresh", fresh), ("stale", stale))}
+        session.add_all(runs.values())
+        session.flush()
+        ids = {key: run.id for key, run in runs.items()}
+    changed = recover_interrupted_runs()
+    assert sorted(changed) == sorted(ids[(kind, "stale")] for kind in kinds)
+    with session_scope() as session:
+        status = {run_id: value for run_id, value in session.execute(select(Run.id, Run.status))}
+    for kind in kinds:
+        assert status[ids[(kind, "fresh")]] == "running" and status[ids[(kind, "stale")]] == "interrupted"
