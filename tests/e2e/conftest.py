@@ -8,18 +8,15 @@ Usage in a test:
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2
 import pytest
+
+from tests.support.served import start_served_app, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT_DIR = REPO_ROOT / "test-artifacts" / "screenshots"
@@ -35,50 +32,14 @@ class AppServer:
     log_file: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """One app server for the browser tests, with its own database."""
     data_dir = tmp_path_factory.mktemp("e2e-data")
-    port = _free_port()
-    database_url = f"sqlite:///{data_dir / 'shootout.db'}"
-    env = {
-        **os.environ,
-        "SHOOTOUT_DATA_DIR": str(data_dir),
-        "SHOOTOUT_DATABASE_URL": database_url,
-        "SHOOTOUT_NO_AUTOREFRESH": "1",
-    }
-    log_file = data_dir / "streamlit.log"
-    with open(log_file, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port),
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx2.get(url + "/_stcore/health", timeout=2).text.strip() == "ok":
-                break
-        except httpx2.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start: {log_file.read_text()[-2000:]}")
-        time.sleep(0.5)
-    yield AppServer(url=url, data_dir=data_dir, database_url=database_url, process=process, log_file=log_file)
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    served = start_served_app(data_dir, {})
+    yield AppServer(url=served.url, data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'shootout.db'}",
+                    process=served.process, log_file=served.log)
+    stop(served)
 
 
 @pytest.fixture(scope="session")

@@ -4,57 +4,29 @@ in chunks, 404 for a missing run, 400 for an unknown format."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from services import http
-from tests.e2e.conftest import REPO_ROOT, _free_port
 from tests.support.big_runs import make_big_run
+from tests.support.served import start_served_app, stop
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """serve.py on a free port, with its own database; (base URL, data folder)."""
     data_dir = tmp_path_factory.mktemp("serve")
-    port = _free_port()
-    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(data_dir), "SHOOTOUT_DATABASE_URL": f"sqlite:///{data_dir / 'db'}",
-           "SHOOTOUT_NO_AUTOREFRESH": "1"}
-    log = data_dir / "streamlit.log"
-    with open(log, "wb") as handle:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.headless", "true", "--server.address",
-             "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"], cwd=REPO_ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if http.fetch("GET", url + "/_stcore/health", deadline_s=2).body == b"ok":
-                break
-        except http.HttpError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"serve.py did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.5)
-    yield url, data_dir
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    app = start_served_app(data_dir, {})
+    yield app.url, data_dir
+    stop(app)
 
 
 def test_the_route_streams_an_attachment_and_refuses_clearly(served, monkeypatch: pytest.MonkeyPatch) -> None:
     url, data_dir = served
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", f"sqlite:///{data_dir / 'db'}")
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", f"sqlite:///{data_dir / 'shootout.db'}")
     run_id = make_big_run(5000)
 
     reply = http.fetch("GET", f"{url}/export/runs/{run_id}.json", max_bytes=50 * 1024**2, deadline_s=60,
