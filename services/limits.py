@@ -7,6 +7,8 @@
 | SHOOTOUT_LIMIT_PROMPT_CHARS | 200000 | characters of one prompt (system prompt included) |
 | SHOOTOUT_LIMIT_BENCHMARKS | 2 | benchmarks pending or running at once, on the whole server |
 | SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
+| SHOOTOUT_LIMIT_BENCHMARK_REQUESTS | 20000 | requests of one benchmark step started from the page |
+| SHOOTOUT_LIMIT_BENCHMARK_MINUTES | 60 | duration of one benchmark step started from the page |
 | SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
 | SHOOTOUT_LIMIT_EXCHANGES | 8 | playground exchanges streaming at once, on the whole server |
 | SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER | 1 | benchmarks one viewer has pending or running |
@@ -37,6 +39,7 @@ from services.errors import ValidationError
 
 if TYPE_CHECKING:
     from services.access import Viewer
+    from services.bench.spec import BenchSpec
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class Limits:
     answer_mb: int = 4
     upload_mb_per_viewer: int = 400
     import_mb: int = 200
+    benchmark_requests: int = 20000
+    benchmark_minutes: int = 60
 
 
 def _int(name: str, default: int) -> int:
@@ -77,7 +82,9 @@ def current() -> Limits:
                   exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
                   answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
                   upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer),
-                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb))
+                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb),
+                  benchmark_requests=_int("SHOOTOUT_LIMIT_BENCHMARK_REQUESTS", base.benchmark_requests),
+                  benchmark_minutes=_int("SHOOTOUT_LIMIT_BENCHMARK_MINUTES", base.benchmark_minutes))
 
 
 def answer_bytes() -> int:
@@ -105,6 +112,30 @@ def check_body(body: dict[str, Any]) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limits.max_tokens:
             raise ValidationError(f"{field} = {value!r} is outside 0 to {limits.max_tokens:,}, this server's limit "
                                   "(SHOOTOUT_LIMIT_MAX_TOKENS).")
+
+
+def check_benchmark(spec: BenchSpec) -> None:
+    """A benchmark started from the page stays within the server's limits: its answers within
+    SHOOTOUT_LIMIT_MAX_TOKENS, its prompts within SHOOTOUT_LIMIT_PROMPT_CHARS (at about four
+    characters a token), each step bounded by a request count and a duration. The CLI on the
+    server is the operator's own and is not checked."""
+    limits = current()
+    workload, load = spec.workload, spec.load
+    longest_output = max(workload.output_len, workload.max_output_len or 0)
+    if longest_output > limits.max_tokens:
+        raise ValidationError(f"Output length {longest_output:,} tokens is over this server's limit of "
+                              f"{limits.max_tokens:,} (SHOOTOUT_LIMIT_MAX_TOKENS).")
+    prompt_tokens = max(workload.input_len, workload.max_input_len or 0) + (
+        workload.prefix_len if workload.kind == "shared_prefix" else 0)
+    if prompt_tokens > limits.prompt_chars // 4:
+        raise ValidationError(f"Prompts of {prompt_tokens:,} tokens are over this server's limit of about "
+                              f"{limits.prompt_chars // 4:,} tokens (SHOOTOUT_LIMIT_PROMPT_CHARS / 4).")
+    if load.requests is not None and load.requests > limits.benchmark_requests:
+        raise ValidationError(f"{load.requests:,} requests per step is over this server's limit of "
+                              f"{limits.benchmark_requests:,} (SHOOTOUT_LIMIT_BENCHMARK_REQUESTS).")
+    if load.duration_s is not None and load.duration_s > limits.benchmark_minutes * 60:
+        raise ValidationError(f"A step of {load.duration_s / 60:,.0f} minutes is over this server's limit of "
+                              f"{limits.benchmark_minutes} (SHOOTOUT_LIMIT_BENCHMARK_MINUTES).")
 
 
 def check_import_size(size_bytes: int, name: str) -> None:

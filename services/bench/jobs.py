@@ -109,6 +109,8 @@ def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     the server's or this viewer's limit of benchmarks runs (services/limits.py)."""
     from services import limits
 
+    if viewer is not None:  # from the page; the CLI on the server is the operator's own
+        limits.check_benchmark(spec.validate())
     with limits.admitted("benchmark", viewer) as requested_by:
         run_id = create_run(spec, requested_by=requested_by)
     launch_worker(run_id)

@@ -85,3 +85,27 @@ def test_answers_are_cut_at_the_stored_answer_limit(db_url: str, scripted_server
         assert rows["huge"].error_class == "too_large"
         assert len(rows["huge"].answer.encode()) <= 1024 * 1024
         assert rows["fine"].status == "finished"
+
+
+def test_a_benchmark_from_the_page_stays_within_the_servers_limits(db_url: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from services.access import Viewer
+    from services.bench.arrivals import LoadSpec
+    from services.bench.spec import BenchSpec, EngineTarget
+    from services.bench.workloads import WorkloadSpec
+
+    monkeypatch.setenv("SHOOTOUT_LIMIT_MAX_TOKENS", "512")
+    viewer = Viewer("viewer", "ip:10.0.0.3")
+    base = BenchSpec(engines=(EngineTarget("a", "http://127.0.0.1:9"),), load=LoadSpec(requests=10))
+    cases = {
+        "SHOOTOUT_LIMIT_MAX_TOKENS": replace(base, workload=WorkloadSpec(output_len=1000)),
+        "SHOOTOUT_LIMIT_PROMPT_CHARS": replace(base, workload=WorkloadSpec(input_len=1_000_000)),
+        "SHOOTOUT_LIMIT_BENCHMARK_REQUESTS": replace(base, load=LoadSpec(requests=1_000_000)),
+        "SHOOTOUT_LIMIT_BENCHMARK_MINUTES": replace(base, load=LoadSpec(requests=None, duration_s=86_400)),
+    }
+    for message, spec in cases.items():
+        with pytest.raises(ValidationError, match=message):
+            jobs.start_benchmark(spec, viewer=viewer)
+    assert jobs.count_active("benchmark") == 0  # nothing stored, no worker started
