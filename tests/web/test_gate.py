@@ -166,3 +166,29 @@ def test_a_viewers_uploads_are_bounded(tmp_path: Path) -> None:
         assert httpx2.put(url, content=b"x" * 600_000, cookies=operator, timeout=10).status_code != 429
     finally:
         stop(app)
+
+
+def test_with_oidc_streamlits_own_signed_login_cookie_opens_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamlit's OIDC callback sets `_streamlit_user`, signed with its cookie secret; the gate
+    reads it with Streamlit's own reader and takes the role from the group claim."""
+    import json
+
+    from streamlit.web.server.server_util import get_cookie_secret
+    from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
+
+    from web.gate import viewer_for
+
+    monkeypatch.setenv("SHOOTOUT_OPERATOR_GROUP", "gpu-admins")
+
+    def cookie(user: dict) -> dict[str, str]:
+        signed = create_signed_value(get_cookie_secret(), "_streamlit_user", json.dumps(user)).decode()
+        return {"cookie": f"_streamlit_user={signed}"}
+
+    admin = {"is_logged_in": True, "email": "ada@example.org", "groups": ["gpu-admins"], "origin": "http://x"}
+    assert viewer_for(cookie(admin), "10.0.0.1", oidc=True) == access.Viewer("operator", "ada@example.org")
+    member = {**admin, "email": "bo@example.org", "groups": ["staff"]}
+    assert viewer_for(cookie(member), "10.0.0.1", oidc=True) == access.Viewer("viewer", "bo@example.org")
+    assert viewer_for(cookie({**admin, "is_logged_in": False}), "10.0.0.1", oidc=True) is None
+    forged = {"cookie": "_streamlit_user=" + cookie(admin)["cookie"].split("=", 1)[1][:-3] + "xyz"}
+    assert viewer_for(forged, "10.0.0.1", oidc=True) is None
+    assert viewer_for({}, "127.0.0.1", oidc=True) is None  # with a login configured, loopback logs in too
