@@ -492,12 +492,13 @@ def history_view(
     engine_names: Sequence[str] = (),
     job: str | None = None,
     key_prefix: str = "history_",
+    step_s: float | None = None,
 ) -> MonitorView:
     """Engine and GPU charts of a past window from a team's Prometheus (the engines' own
     series normalised like the live scraper's, dcgm-exporter GPUs), about 1000 points a series."""
     from services.telemetry.prom_history import history
 
-    result = history(server, start_ts, end_ts, engine_names=engine_names, job=job or None)
+    result = history(server, start_ts, end_ts, step_s=step_s, engine_names=engine_names, job=job or None)
     series = [_history_source(item) for item in result.series]
     statuses = [
         SourceStatus(
@@ -526,10 +527,13 @@ def history_view(
 def run_history_view(server: Any, run_id: int, engine_names: Sequence[str] | None = None) -> MonitorView:
     """A stored run's window (imported runs too) from Prometheus: its registered engines
     (or `engine_names`) and the GPUs."""
+    from services.telemetry.prom_api import step_for
     from services.telemetry.prom_history import registered_names, run_window
 
     window = run_window(run_id)
     names, unknown = registered_names(window.engine_names if engine_names is None else engine_names)
-    view = history_view(server, window.start_ts, window.end_ts, names, key_prefix=f"run_history_{run_id}_")
+    # A benchmark lasts minutes: a finer step than the Monitor's default (15 s at least).
+    step = step_for(window.start_ts, window.end_ts, points=500, least_s=1.0)
+    view = history_view(server, window.start_ts, window.end_ts, names, key_prefix=f"run_history_{run_id}_", step_s=step)
     view.errors[:0] = [f"Engine {name} of this run is not registered here, so Prometheus cannot be asked for it." for name in unknown]
     return view
