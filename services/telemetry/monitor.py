@@ -137,8 +137,15 @@ def _times(ts: np.ndarray) -> np.ndarray:
 
 
 def build_chart(
-    definition: ChartDef, series: Sequence[SourceSeries], x_range: tuple[float, float] | None = None, key_prefix: str = ""
+    definition: ChartDef,
+    series: Sequence[SourceSeries],
+    x_range: tuple[float, float] | None = None,
+    key_prefix: str = "",
+    webgl: bool = True,
 ) -> Chart:
+    """`webgl=False` draws SVG lines: a browser keeps about 16 WebGL contexts, and a page of
+    ten WebGL charts lost its first ones (drawn empty); a history has at most ~1000 points a line."""
+    trace_type = go.Scattergl if webgl else go.Scatter
     figure = go.Figure()
     notes: list[str] = []
     has_data = False
@@ -157,7 +164,7 @@ def build_chart(
                 continue
             has_data = has_data or bool(np.isfinite(values).any())
             figure.add_trace(
-                go.Scattergl(
+                trace_type(
                     x=_times(item.ts),
                     y=values * definition.scale,
                     name=f"{item.name} · {suffix}" if many_signals and suffix else item.name,
@@ -191,10 +198,13 @@ def build_chart(
 
 
 def build_charts(
-    series: Sequence[SourceSeries], x_range: tuple[float, float] | None = None, key_prefix: str = "monitor_"
+    series: Sequence[SourceSeries],
+    x_range: tuple[float, float] | None = None,
+    key_prefix: str = "monitor_",
+    webgl: bool = True,
 ) -> list[Chart]:
     groups = {s.group for s in series}
-    return [build_chart(d, series, x_range, key_prefix) for d in CHARTS if d.group in groups]
+    return [build_chart(d, series, x_range, key_prefix, webgl) for d in CHARTS if d.group in groups]
 
 
 @dataclass
@@ -511,9 +521,9 @@ def history_view(
     errors = list(result.messages)
     if not series:
         errors.append(f"Prometheus at {server.url} has no engine or dcgm-exporter series in this window.")
-    charts = build_charts(series, (start_ts, end_ts), key_prefix=key_prefix)
+    charts = build_charts(series, (start_ts, end_ts), key_prefix=key_prefix, webgl=False)
     if any(s.group == "engine" for s in series):
-        charts += [build_chart(d, series, (start_ts, end_ts), key_prefix) for d in HISTORY_CHARTS]
+        charts += [build_chart(d, series, (start_ts, end_ts), key_prefix, webgl=False) for d in HISTORY_CHARTS]
     return MonitorView(
         charts=charts,
         statuses=statuses,
