@@ -221,7 +221,7 @@ class Normalised:
     notes: dict[str, str]
 
 
-def sane_value(signal: str, value: float) -> float | None:
+def _sane(signal: str, value: float) -> float | None:
     """The value to show, or None when it cannot be right (NaN, infinite, a ratio outside
     0-1 beyond rounding)."""
     if math.isnan(value) or math.isinf(value):
@@ -307,7 +307,7 @@ class EngineNormaliser:
             if spec.note:
                 notes[signal] = spec.note
             if value is not None:
-                shown = sane_value(signal, value)
+                shown = _sane(signal, value)
                 if shown is None:
                     # A broken or restarting engine can report hits above queries, NaN, or a
                     # usage of -3: show "no data" and say why rather than plot nonsense.
