@@ -22,6 +22,7 @@ COMMANDS = {
     "local": "commands.local",
     "bench": "commands.bench",
     "scrape": "commands.scrape",
+    "history": "commands.history",
     "runs": "commands.runs",
     "export": "commands.runs",
     "import": "commands.runs",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs what the tests need (Chromium and
-# PostgreSQL from Debian, the app's packages, the real local engines), starts PostgreSQL
-# and the engines, runs pytest. Extra arguments go to pytest. Nothing is skipped: a
-# missing engine, browser or database fails the run.
+# The whole test suite on a fresh machine: installs what the tests need (Chromium, PostgreSQL
+# and Prometheus from Debian, the app's packages, the real local engines), starts PostgreSQL,
+# a Prometheus that scrapes the engines (scripts/prometheus.sh) and the engines, runs pytest.
+# Extra arguments go to pytest. Nothing is skipped: a missing engine, browser, database or
+# Prometheus fails the run.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
@@ -12,5 +13,6 @@ scripts/system_packages.sh
 # An engine that cannot be installed fails only the tests that need it, with the reason.
 .venv/bin/python cli.py local install || echo "test.sh: some local engines are not installed; the tests that need them will fail" >&2
 eval "$(scripts/postgres.sh start)"
-trap 'scripts/postgres.sh stop >/dev/null 2>&1 || true' EXIT
+eval "$(PYTHON=.venv/bin/python scripts/prometheus.sh start)"
+trap 'scripts/postgres.sh stop >/dev/null 2>&1 || true; scripts/prometheus.sh stop >/dev/null 2>&1 || true' EXIT
 .venv/bin/python -m pytest -p no:cacheprovider "$@"

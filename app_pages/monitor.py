@@ -29,8 +29,8 @@ except ShootoutError as error:
 engine_labels = dict(options.engines)
 may_fetch = common.viewer().may("fetch_urls")
 mode = st.segmented_control(
-    "View", ["Live", "Recorded", "GPU history"], default="Live", key="monitor_mode", required=True,
-    help="GPU history reads a Prometheus server that scrapes dcgm-exporter.",
+    "View", ["Live", "Recorded", "History"], default="Live", key="monitor_mode", required=True,
+    help="History reads the engines' and dcgm-exporter's series from a Prometheus server, for any window.",
 )
 
 
@@ -54,21 +54,51 @@ def render(view: monitor.MonitorView) -> None:
         st.dataframe(view.processes, hide_index=True, width="stretch")
 
 
-if mode == "GPU history":
-    left, right = st.columns([4, 1])
+if mode == "History":
+    configured = options.prometheus_url or ""
+    left, middle, right = st.columns([3, 3, 2])
     prometheus_url = left.text_input(
-        "Prometheus URL", value=options.prometheus_url or "", placeholder="http://prometheus:9090",
+        "Prometheus URL", value=configured, placeholder="http://prometheus:9090",
         key="monitor_prometheus_url", disabled=not may_fetch,
         help=None if may_fetch else "The operator sets it (SHOOTOUT_PROMETHEUS_URL).",
     )
+    selector = middle.text_input(
+        "Label selector", value=options.prometheus_selector, placeholder='namespace="prod"',
+        key="monitor_prometheus_selector", disabled=not may_fetch,
+        help="Label matchers every query carries." if may_fetch else "The operator sets it (SHOOTOUT_PROMETHEUS_SELECTOR).",
+    )
     if not may_fetch:  # a disabled widget's value still comes from the browser: use the operator's
-        prometheus_url = options.prometheus_url or ""
-    hours = right.selectbox("Hours", monitor.HISTORY_HOURS, key="monitor_history_hours")
+        prometheus_url, selector = configured, options.prometheus_selector
+    window_labels = [label for label, _ in monitor.HISTORY_WINDOWS] + ["Custom"]
+    window_label = right.selectbox("Window", window_labels, index=1, key="monitor_history_window")
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    if window_label == "Custom":
+        dates = st.columns(4)
+        start_day = dates[0].date_input("From (UTC)", value=(now - timedelta(hours=1)).date(), key="monitor_history_from_day")
+        start_time = dates[1].time_input("at", value=(now - timedelta(hours=1)).time(), key="monitor_history_from_time")
+        end_day = dates[2].date_input("To (UTC)", value=now.date(), key="monitor_history_to_day")
+        end_time = dates[3].time_input("at ", value=now.time(), key="monitor_history_to_time")
+        start_ts = datetime.combine(start_day, start_time, timezone.utc).timestamp()
+        end_ts = datetime.combine(end_day, end_time, timezone.utc).timestamp()
+    else:
+        end_ts = datetime.now(timezone.utc).timestamp()
+        start_ts = end_ts - dict(monitor.HISTORY_WINDOWS)[window_label]
+    pick = st.columns([3, 2])
+    history_engines = pick[0].multiselect(
+        "Registered engines", list(engine_labels), default=list(engine_labels)[:4],
+        format_func=lambda name: f"{name} ({engine_labels[name]})", key="monitor_history_engines",
+        help="Matched to Prometheus by their scrape target (SHOOTOUT_PROMETHEUS_ENGINES maps the others).",
+    )
+    job = pick[1].text_input(
+        "Or every instance of a scrape job", placeholder="vllm", key="monitor_history_job",
+    ) if may_fetch else ""
     if not prometheus_url.strip():
-        st.info("Give the URL of a Prometheus server that scrapes dcgm-exporter (or set SHOOTOUT_PROMETHEUS_URL).")
+        st.info("Give the URL of the Prometheus server that scrapes your engines and dcgm-exporter "
+                "(or set SHOOTOUT_PROMETHEUS_URL).")
         st.stop()
     try:
-        render(monitor.prometheus_view(prometheus_url, float(hours)))
+        server = monitor.history_server(prometheus_url, selector)
+        render(monitor.history_view(server, start_ts, end_ts, history_engines, job.strip() or None))
     except ShootoutError as error:
         st.error(md_text(str(error)))
     st.stop()

@@ -262,6 +262,7 @@ def _run(run_id: int) -> None:
                 st.caption(md_line(note))
     if run.view is None and run.exchanges is None and run.sample_sources is None:
         st.info("This run holds no results yet.")
+    _prometheus_history(detail.id)
     st.subheader("Notes and tags")
     with st.form("runs_meta"):
         name = st.text_input("Name", value=detail.name, key="runs_meta_name")
@@ -305,6 +306,39 @@ def _run(run_id: int) -> None:
     _delete_confirmation([detail.id])
     with st.expander("Configuration and stored summary"):
         st.json({"config": detail.config, "summary": detail.summary, "engines": detail.engines}, expanded=False)
+
+
+def _prometheus_history(run_id: int) -> None:
+    """The run's window read back from the team's Prometheus: the engines' own side of a
+    benchmark, including one run elsewhere and imported."""
+    st.subheader("Engine history from Prometheus")
+    configured = monitor.configured_prometheus_url() or ""
+    may_fetch = common.viewer().may("fetch_urls")
+    url = configured
+    if may_fetch:
+        url = st.text_input("Prometheus URL", value=configured, placeholder="http://prometheus:9090",
+                            key="runs_prometheus_url")
+    elif not configured:
+        st.caption("The operator has not configured a Prometheus server (SHOOTOUT_PROMETHEUS_URL).")
+        return
+    if st.button("Engine history from Prometheus", key="runs_prometheus_go", disabled=not url.strip(),
+                 help="The engines' KV cache, queues, token rates and latency percentiles over this run's window."):
+        st.session_state["runs_prometheus_for"] = run_id
+    if st.session_state.get("runs_prometheus_for") != run_id:
+        return
+    try:
+        view = monitor.run_history_view(monitor.history_server(url), run_id)
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return
+    for message in view.errors:
+        st.warning(md_text(message))
+    columns = st.columns(2)
+    for index, chart in enumerate(view.charts):
+        with columns[index % 2]:
+            st.plotly_chart(inert(chart.figure), key=chart.key, width="stretch")
+            for note in chart.notes:
+                st.caption(md_line(note))
 
 
 def _compare(text: str) -> None:

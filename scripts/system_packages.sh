@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages the tests need: Chromium (browser tests) and PostgreSQL (database tests).
+# Debian packages the tests need: Chromium (browser tests), PostgreSQL (database tests) and
+# Prometheus (history read back from a real server, scripts/prometheus.sh).
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 [ ${#missing[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -108,3 +108,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Browser tests run last: Playwright's sync API leaves an event loop on the main
     thread, and later `asyncio.run` calls in the same session would refuse to start."""
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+@pytest.fixture(scope="session")
+def prometheus() -> str:
+    """The test Prometheus (scripts/prometheus.sh, started by test.sh) once it holds 25
+    scrapes of the sample targets. Missing: the test fails, it is not skipped."""
+    from tests.support.prometheus import prometheus_url, wait_for_scrapes
+
+    url = prometheus_url()
+    for job in ("dcgm", "resetting"):
+        wait_for_scrapes(url, job, at_least=25)
+    return url

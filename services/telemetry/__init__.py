@@ -10,7 +10,8 @@ use `services.telemetry.normalise` without an import cycle):
   (windowed rates, counter resets).
 - `snapshot`: `Snapshot`, one reading of one source, and its database row form.
 - `gpu`: NVML sampler, "no NVIDIA GPU here" sampler, dcgm-exporter sampler.
-- `prom_api`: a Prometheus server's `query_range` for GPU history.
+- `prom_api`: a Prometheus server's API (query_range, names, targets; selector, token) and GPU history.
+- `prom_history`: engine history from Prometheus, the adapters' specs as PromQL.
 - `scraper`: one HTTP scraper per engine metrics endpoint.
 - `hub`: the process-wide set of scrapers and samplers with a bounded live history.
 - `recorder`: a background thread that writes samples to the database, linked to a run.

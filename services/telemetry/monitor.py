@@ -8,6 +8,7 @@ and only render what comes back.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -136,8 +137,15 @@ def _times(ts: np.ndarray) -> np.ndarray:
 
 
 def build_chart(
-    definition: ChartDef, series: Sequence[SourceSeries], x_range: tuple[float, float] | None = None, key_prefix: str = ""
+    definition: ChartDef,
+    series: Sequence[SourceSeries],
+    x_range: tuple[float, float] | None = None,
+    key_prefix: str = "",
+    webgl: bool = True,
 ) -> Chart:
+    """`webgl=False` draws SVG lines: a browser keeps about 16 WebGL contexts, and a page of
+    ten WebGL charts lost its first ones (drawn empty); a history has at most ~1000 points a line."""
+    trace_type = go.Scattergl if webgl else go.Scatter
     figure = go.Figure()
     notes: list[str] = []
     has_data = False
@@ -156,7 +164,7 @@ def build_chart(
                 continue
             has_data = has_data or bool(np.isfinite(values).any())
             figure.add_trace(
-                go.Scattergl(
+                trace_type(
                     x=_times(item.ts),
                     y=values * definition.scale,
                     name=f"{item.name} · {suffix}" if many_signals and suffix else item.name,
@@ -190,10 +198,13 @@ def build_chart(
 
 
 def build_charts(
-    series: Sequence[SourceSeries], x_range: tuple[float, float] | None = None, key_prefix: str = "monitor_"
+    series: Sequence[SourceSeries],
+    x_range: tuple[float, float] | None = None,
+    key_prefix: str = "monitor_",
+    webgl: bool = True,
 ) -> list[Chart]:
     groups = {s.group for s in series}
-    return [build_chart(d, series, x_range, key_prefix) for d in CHARTS if d.group in groups]
+    return [build_chart(d, series, x_range, key_prefix, webgl) for d in CHARTS if d.group in groups]
 
 
 @dataclass
@@ -211,6 +222,7 @@ class MonitorOptions:
     gpu_state: GpuState
     dcgm_urls: list[str]
     prometheus_url: str | None
+    prometheus_selector: str = ""
 
 
 @dataclass
@@ -231,7 +243,8 @@ def monitor_options() -> MonitorOptions:
 
     dcgm_urls, prometheus_url = remote_gpu_settings()
     engines = [(e.name, e.label) for e in list_engines()]
-    return MonitorOptions(engines, get_hub().gpu_state(), dcgm_urls, prometheus_url)
+    selector = os.environ.get("SHOOTOUT_PROMETHEUS_SELECTOR", "").strip()
+    return MonitorOptions(engines, get_hub().gpu_state(), dcgm_urls, prometheus_url, selector)
 
 
 def _status(snapshot: Snapshot) -> SourceStatus:
@@ -445,30 +458,92 @@ def gpu_indices(gpu_sources: Sequence[str]) -> list[int]:
     return indices
 
 
-HISTORY_HOURS = (1, 6, 24, 168)
+#: The History view's windows ending now (label, seconds); "Custom" takes dates.
+HISTORY_WINDOWS: tuple[tuple[str, float], ...] = (
+    ("15 min", 900.0), ("1 h", 3600.0), ("6 h", 21600.0), ("24 h", 86400.0), ("7 days", 604800.0),
+)
+
+#: Server-side latency percentiles over time, shown by the History views.
+HISTORY_CHARTS: tuple[ChartDef, ...] = tuple(
+    ChartDef(
+        f"{base}_percentiles", f"{title} p50 / p90 / p99 (server side)", "engine",
+        ((f"{base}_p50_s", "p50"), (f"{base}_p90_s", "p90"), (f"{base}_p99_s", "p99")), unit="s",
+    )
+    for base, title in (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E latency"))
+)
 
 
-def prometheus_view(base_url: str, hours: float = 1.0) -> MonitorView:
-    """GPU charts of a past window from a team's Prometheus server that scrapes
-    dcgm-exporter (at most ~1000 points per series)."""
-    from services.errors import ValidationError
-    from services.telemetry.prom_api import gpu_history
-    from services.telemetry.query import SampleWindow
+def configured_prometheus_url() -> str | None:
+    """The operator's Prometheus URL (SHOOTOUT_PROMETHEUS_URL), if any."""
+    return remote_gpu_settings()[1]
 
-    if not base_url.strip():
-        raise ValidationError("Give the Prometheus server's URL (http://host:9090).")
-    url = base_url.strip() if "://" in base_url else f"http://{base_url.strip()}"
-    end = time.time()
-    start = end - hours * 3600
-    frame = gpu_history(url, start, end, step_s=max(15.0, hours * 3600 / 1000))
-    series = list(series_from_window(SampleWindow(frame)).values())
-    statuses = [SourceStatus(s.source, s.name, s.label, True, f"{len(s.ts)} point(s)") for s in series]
-    errors = [] if series else [f"Prometheus at {url} has no dcgm-exporter GPU series in the last {hours:g} h."]
+
+def history_server(url: str, selector: str | None = None) -> Any:
+    """The Prometheus to ask: the operator's (with its selector and token) when `url` is
+    theirs or empty; another URL gets no token (a token is never sent where it was not meant)."""
+    from services.telemetry.prom_api import PromServer, configured_server
+
+    configured = configured_server()
+    text = (url or "").strip()
+    if configured is not None and (not text or PromServer.from_input(text).url == configured.url):
+        chosen_selector = configured.selector if selector is None else selector
+        return PromServer.from_input(configured.url, chosen_selector, configured.token_env)
+    return PromServer.from_input(text, selector or "")
+
+
+def _history_source(item: Any) -> SourceSeries:
+    return SourceSeries(item.source, item.kind, item.label, item.ts, item.signals, item.not_reported, item.error)
+
+
+def history_view(
+    server: Any,
+    start_ts: float,
+    end_ts: float,
+    engine_names: Sequence[str] = (),
+    job: str | None = None,
+    key_prefix: str = "history_",
+    step_s: float | None = None,
+) -> MonitorView:
+    """Engine and GPU charts of a past window from a team's Prometheus (the engines' own
+    series normalised like the live scraper's, dcgm-exporter GPUs), about 1000 points a series."""
+    from services.telemetry.prom_history import history
+
+    result = history(server, start_ts, end_ts, step_s=step_s, engine_names=engine_names, job=job or None)
+    series = [_history_source(item) for item in result.series]
+    statuses = [
+        SourceStatus(
+            item.source, s.name, s.label, True,
+            f"{int(np.isfinite(np.column_stack(list(item.signals.values()))).any(axis=1).sum()) if item.signals else 0}"
+            f" of {len(item.ts)} step(s) with data" + (f" · {item.matched_by}" if item.matched_by else ""),
+        )
+        for item, s in zip(result.series, series, strict=True)
+    ]
+    errors = list(result.messages)
+    if not series:
+        errors.append(f"Prometheus at {server.url} has no engine or dcgm-exporter series in this window.")
+    charts = build_charts(series, (start_ts, end_ts), key_prefix=key_prefix, webgl=False)
+    if any(s.group == "engine" for s in series):
+        charts += [build_chart(d, series, (start_ts, end_ts), key_prefix, webgl=False) for d in HISTORY_CHARTS]
     return MonitorView(
-        charts=build_charts(series, (start, end), key_prefix="prometheus_"),
+        charts=charts,
         statuses=statuses,
         processes=[],
-        recordings=active_recordings(),
+        recordings=[],
         errors=errors,
-        window=(start, end),
+        window=(start_ts, end_ts),
     )
+
+
+def run_history_view(server: Any, run_id: int, engine_names: Sequence[str] | None = None) -> MonitorView:
+    """A stored run's window (imported runs too) from Prometheus: its registered engines
+    (or `engine_names`) and the GPUs."""
+    from services.telemetry.prom_api import step_for
+    from services.telemetry.prom_history import registered_names, run_window
+
+    window = run_window(run_id)
+    names, unknown = registered_names(window.engine_names if engine_names is None else engine_names)
+    # A benchmark lasts minutes: a finer step than the Monitor's default (15 s at least).
+    step = step_for(window.start_ts, window.end_ts, points=500, least_s=1.0)
+    view = history_view(server, window.start_ts, window.end_ts, names, key_prefix=f"run_history_{run_id}_", step_s=step)
+    view.errors[:0] = [f"Engine {name} of this run is not registered here, so Prometheus cannot be asked for it." for name in unknown]
+    return view

@@ -158,25 +158,25 @@ def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) ->
     assert len(charts(at)) == 5
 
 
-def test_gpu_history_from_prometheus(db_url: str, no_gpu: None) -> None:
-    import json
-    import time as time_module
-
-    now = time_module.time()
-    body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
-        {"metric": {"Hostname": "n7", "gpu": "0", "modelName": "NVIDIA H100"},
-         "values": [[now - 60, "50"], [now - 30, "60"]]}]}})
-    with MetricsServer() as prometheus:
-        prometheus.routes["/api/v1/query_range"] = Route(body=body, content_type="application/json")
-        at = monitor_page()
-        at.session_state["monitor_mode"] = "GPU history"
-        at.run()
-        assert not at.exception
-        assert any("Prometheus server" in i.value for i in at.info)
-        at.text_input(key="monitor_prometheus_url").set_value(prometheus.url).run()
-        assert not at.exception, at.exception
-        assert len(charts(at)) == 2
-        assert "n7/0" in captions(at)
+def test_history_from_the_real_prometheus(db_url: str, no_gpu: None, prometheus: str) -> None:
+    endpoints.add_engine("resetting", "http://127.0.0.1:59091", kind="vllm", metrics_url="http://127.0.0.1:59091/resetting")
+    at = monitor_page()
+    at.session_state["monitor_mode"] = "History"
+    at.run()
+    assert not at.exception
+    assert any("Prometheus server" in i.value for i in at.info)
+    at.text_input(key="monitor_prometheus_url").set_value(prometheus).run()
+    at.text_input(key="monitor_prometheus_selector").set_value('namespace="shootout-test"').run()
+    assert not at.exception, at.exception
+    keys = [chart.proto.id for chart in charts(at)]
+    assert len(keys) == 10, keys  # 2 GPU, 5 engine charts and the TTFT/ITL/E2E percentiles
+    text = captions(at)
+    assert "gpu-node-07/0" in text and "resetting" in text and "scrape target" in text
+    assert "not reported by vLLM" in text  # the resetting engine has no ITL histogram
+    at.text_input(key="monitor_prometheus_selector").set_value("up) or (1").run()
+    assert not at.exception
+    assert any("label matchers" in e.value for e in at.error)
+    at.text_input(key="monitor_prometheus_selector").set_value("").run()
     at.text_input(key="monitor_prometheus_url").set_value("http://127.0.0.1:9").run()
     assert not at.exception
     assert any("connection refused" in e.value for e in at.error)

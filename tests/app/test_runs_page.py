@@ -121,3 +121,30 @@ def test_archive_hides_from_the_list(db_url: str) -> None:
     assert not at.exception
     assert at.dataframe[0].value["Run"].tolist() == [f"#{b}"]
     assert runs_page(archived="only").dataframe[0].value["Run"].tolist() == [f"#{a}"]
+
+
+def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from db.models import Run
+    from db.session import session_scope
+    from services import endpoints
+
+    endpoints.add_engine("resetting", "http://127.0.0.1:59091", kind="vllm", metrics_url="http://127.0.0.1:59091/resetting")
+    now = datetime.now(timezone.utc)
+    with session_scope() as session:
+        run = Run(kind="import", name="benchmarked elsewhere", status="done", engine_names="resetting,gone",
+                  started_at=now - timedelta(seconds=20), finished_at=now)
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    at = runs_page(run=str(run_id))
+    assert not at.exception
+    at.text_input(key="runs_prometheus_url").set_value(prometheus).run()
+    at.button(key="runs_prometheus_go").click().run()
+    assert not at.exception, at.exception
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 7, len(charts)  # GPU memory and utilisation, engine charts, percentiles
+    assert any("gone of this run is not registered" in w.value for w in at.warning)
+    at.text_input(key="runs_prometheus_url").set_value("http://127.0.0.1:9").run()
+    assert any("connection refused" in e.value for e in at.error)

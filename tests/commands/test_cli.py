@@ -23,7 +23,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_help_lists_every_command() -> None:
     result = cli("--help")
     assert result.returncode == 0
-    for command in ("engines", "local", "bench", "scrape", "export", "import", "plan", "demo", "ask"):
+    for command in ("engines", "local", "bench", "scrape", "history", "export", "import", "plan", "demo", "ask"):
         assert command in result.stdout
 
 

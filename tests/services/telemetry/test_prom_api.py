@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from services.errors import EngineError, ValidationError
-from services.telemetry.prom_api import GPU_QUERIES, gpu_history, query_range
+from services.telemetry.prom_api import SIGNAL_LABEL, gpu_history, query_range
 from tests.services.telemetry.support import MetricsServer, Route
 
 
@@ -38,16 +38,19 @@ def test_query_range_reads_the_matrix_and_lowercases_labels() -> None:
     assert query["query"] == ["DCGM_FI_DEV_GPU_UTIL"] and query["step"] == ["15"]
 
 
-def test_gpu_history_builds_a_sample_frame() -> None:
-    def answer() -> str:
-        query = parse_qs(urlsplit(server.requests[-1][0]).query)["query"][0]
-        value = {GPU_QUERIES["gpu_utilization_pct"]: 70, GPU_QUERIES["gpu_memory_used_bytes"]: 2**30}[query]
-        labels = {"hostname": "n7", "gpu": "1", "modelName": "NVIDIA H100"}
-        return matrix((labels, [(100, value), (115, value)]))
-
+def test_gpu_history_builds_a_sample_frame_from_one_combined_query() -> None:
     with MetricsServer() as server:
-        server.routes["/api/v1/query_range"] = Route(body=answer, content_type="application/json")
+        labels = {"hostname": "n7", "gpu": "1", "modelName": "NVIDIA H100"}
+        server.routes["/api/v1/query_range"] = Route(
+            body=matrix(
+                ({**labels, SIGNAL_LABEL: "gpu_utilization_pct"}, [(100, 70), (115, 70)]),
+                ({**labels, SIGNAL_LABEL: "gpu_memory_used_bytes"}, [(100, 2**30), (115, 2**30)]),
+            ),
+            content_type="application/json",
+        )
         frame = gpu_history(server.url, 100, 130, 15, ["gpu_utilization_pct", "gpu_memory_used_bytes"])
+        queries = [parse_qs(urlsplit(path).query)["query"][0] for path, *_ in server.requests]
+    assert len(queries) == 1 and "DCGM_FI_DEV_GPU_UTIL" in queries[0] and "DCGM_FI_DEV_FB_USED" in queries[0]
     assert list(frame["source"].unique()) == ["gpu:n7/1"]
     assert list(frame["ts"]) == [100.0, 115.0]
     assert list(frame["gpu_utilization_pct"]) == [70.0, 70.0]
