@@ -32,6 +32,9 @@ def values(history: prom_history.PromHistory, source: str, signal: str) -> np.nd
 def test_counter_resets_give_a_steady_rate_and_percentiles(db_url: str, prometheus: str) -> None:
     # The resetting engine falls back to zero every 20 s; 25 one-second scrapes hold a reset.
     endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    # Right after Prometheus starts, the first rate windows hold too few samples and read low:
+    # the window read below must begin after a whole rate window of scrapes.
+    wait_for_scrapes(prometheus, "resetting", at_least=25 + 5 + 2)
     end = time.time()
     result = prom_history.history(server(prometheus), end - 25, end, step_s=1, engine_names=["resetting"], rate_window_s=5)
     item = next(s for s in result.series if s.source == "engine:resetting")
@@ -116,6 +119,9 @@ def test_a_run_window_from_its_stored_times(db_url: str, prometheus: str) -> Non
     from db.session import session_scope
 
     endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    # Right after Prometheus starts, the first rate windows hold too few samples and read low:
+    # the window read below must begin after a whole rate window of scrapes.
+    wait_for_scrapes(prometheus, "resetting", at_least=25 + 5 + 2)
     end = time.time()
     with session_scope() as session:
         imported = Run(kind="import", name="elsewhere", status="done", engine_names="resetting,not-here",
