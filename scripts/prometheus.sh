@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throw-away Prometheus for the tests, on 127.0.0.1, scraping every second: the real local
-# engines (llama.cpp on 8081 and 8083 with --metrics, vLLM on 8082; services/local_engines.py)
+# engines (llama.cpp on 8081 and 8083 with --metrics, vLLM on 8082, moved with SHOOTOUT_LOCAL_PORT_BASE
+# as services/local_engines.py moves them)
 # and a loopback sample server (scripts/prometheus_samples.py: a dcgm-exporter sample and an
 # engine whose counters reset). Every target carries namespace="shootout-test".
 #   eval "$(scripts/prometheus.sh start)"   # prints: export SHOOTOUT_TEST_PROMETHEUS_URL=...
@@ -13,6 +14,7 @@ DIR=${SHOOTOUT_TEST_PROM_DIR:-/tmp/shootout-test-prom-$PORT}
 DCGM_SAMPLE=${SHOOTOUT_TEST_DCGM_SAMPLE:-$ROOT/../shared/fixtures/metrics/dcgm_exporter.txt}
 PYTHON=${PYTHON:-python3}
 URL="http://127.0.0.1:$PORT"
+ENGINE_BASE=${SHOOTOUT_LOCAL_PORT_BASE:-8081}
 
 running() { [ -f "$DIR/$1.pid" ] && kill -0 "$(cat "$DIR/$1.pid")" 2>/dev/null; }
 stop_one() { if running "$1"; then kill "$(cat "$DIR/$1.pid")" 2>/dev/null || true; fi; rm -f "$DIR/$1.pid"; }
@@ -28,9 +30,9 @@ case "${1:-}" in
 global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
 scrape_configs:
   - job_name: llamacpp
-    static_configs: [{targets: ["127.0.0.1:8081", "127.0.0.1:8083"], labels: {namespace: shootout-test}}]
+    static_configs: [{targets: ["127.0.0.1:$ENGINE_BASE", "127.0.0.1:$((ENGINE_BASE + 2))"], labels: {namespace: shootout-test}}]
   - job_name: vllm
-    static_configs: [{targets: ["127.0.0.1:8082"], labels: {namespace: shootout-test}}]
+    static_configs: [{targets: ["127.0.0.1:$((ENGINE_BASE + 1))"], labels: {namespace: shootout-test}}]
   - job_name: dcgm
     metrics_path: /dcgm
     static_configs: [{targets: ["127.0.0.1:$SAMPLES_PORT"], labels: {namespace: shootout-test}}]
@@ -52,7 +54,7 @@ YAML
       done
       curl -sf "$URL/-/ready" >/dev/null || { echo "Prometheus at $URL did not get ready" >&2; exit 1; }
     fi
-    echo "export SHOOTOUT_TEST_PROMETHEUS_URL=$URL"
+    echo "export SHOOTOUT_TEST_PROMETHEUS_URL=$URL SHOOTOUT_TEST_PROM_SAMPLES_ORIGIN=http://127.0.0.1:$SAMPLES_PORT"
     ;;
   stop)
     stop_one prometheus; stop_one samples

@@ -19,6 +19,7 @@ from services.telemetry.gpu import NvmlSampler
 from services.telemetry.hub import reset_hub
 from services.telemetry.recorder import active_recordings, stop_recording
 from tests.conftest import REPO_ROOT
+from tests.support.prometheus import SAMPLES_ORIGIN
 from tests.services.telemetry.fake_pynvml import FakeGpu, NVMLError_LibraryNotFound, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
 from tests.support.markdown import as_read
@@ -159,7 +160,7 @@ def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) ->
 
 
 def test_history_from_the_real_prometheus(db_url: str, no_gpu: None, prometheus: str) -> None:
-    endpoints.add_engine("resetting", "http://127.0.0.1:59091", kind="vllm", metrics_url="http://127.0.0.1:59091/resetting")
+    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
     at = monitor_page()
     at.session_state["monitor_mode"] = "History"
     at.run()

@@ -6,6 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from services import runs
 from tests.conftest import REPO_ROOT
+from tests.support.prometheus import SAMPLES_ORIGIN
 from tests.services.test_runs import engine_summary, make_run
 from tests.support.markdown import as_read
 
@@ -130,7 +131,7 @@ def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) ->
     from db.session import session_scope
     from services import endpoints
 
-    endpoints.add_engine("resetting", "http://127.0.0.1:59091", kind="vllm", metrics_url="http://127.0.0.1:59091/resetting")
+    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
     now = datetime.now(timezone.utc)
     with session_scope() as session:
         run = Run(kind="import", name="benchmarked elsewhere", status="done", engine_names="resetting,gone",

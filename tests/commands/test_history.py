@@ -7,10 +7,11 @@ import json
 
 from services import endpoints
 from tests.commands.test_cli import cli
-from tests.support.prometheus import SAMPLES_ORIGIN, TEST_SELECTOR
+from tests.support.prometheus import SAMPLES_ORIGIN, TEST_SELECTOR, wait_for_scrapes
 
 
 def test_history_of_a_job_as_json(prometheus: str) -> None:
+    wait_for_scrapes(prometheus, "resetting", at_least=30 + 5 + 2)  # the window below after a whole rate window
     result = cli("history", "--prometheus", prometheus, "--selector", TEST_SELECTOR, "--job", "resetting",
                  "--since", "30s", "--step", "2", "--rate-window", "5", "--signal", "generation_tokens_per_s",
                  "--signal", "kv_cache_usage", "--json")
@@ -18,7 +19,7 @@ def test_history_of_a_job_as_json(prometheus: str) -> None:
     payload = json.loads(result.stdout)
     assert payload["selector"] == TEST_SELECTOR and payload["step_s"] == 2
     (source,) = payload["sources"]  # GPU signals were not asked for
-    assert source["source"] == "engine:127.0.0.1:59091" and source["kind"] == "vllm"
+    assert source["source"] == "engine:" + SAMPLES_ORIGIN.split("//", 1)[1] and source["kind"] == "vllm"
     assert set(source["signals"]) == {"generation_tokens_per_s", "kv_cache_usage"}
     rates = [v for _, v in source["signals"]["generation_tokens_per_s"]["points"] if v is not None]
     assert rates and all(7 < v < 13 for v in rates)

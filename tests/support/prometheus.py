@@ -12,7 +12,8 @@ from services import http
 
 #: Every target of the test Prometheus carries this label (scripts/prometheus.sh).
 TEST_SELECTOR = 'namespace="shootout-test"'
-SAMPLES_ORIGIN = "http://127.0.0.1:59091"  # scripts/prometheus_samples.py (PORT + 1)
+#: scripts/prometheus_samples.py, as scripts/prometheus.sh started it (its PORT + 1 by default).
+SAMPLES_ORIGIN = os.environ.get("SHOOTOUT_TEST_PROM_SAMPLES_ORIGIN") or "http://127.0.0.1:59091"
 
 
 def prometheus_url() -> str:

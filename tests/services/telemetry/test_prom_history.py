@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from services import endpoints, http
+from services import local_engines as local_engines_service
 from services.errors import EngineError, NotFoundError, ValidationError
 from services.telemetry import prom_api, prom_history
 from services.telemetry.prom_api import PromServer
@@ -64,7 +65,8 @@ def test_real_local_engines_by_scrape_target(local_engines: list, prometheus: st
         wait_for_scrapes(prometheus, job, at_least=10)
     # A real request, so the counters move while Prometheus watches.
     http.fetch(
-        "POST", "http://127.0.0.1:8083/v1/chat/completions", deadline_s=60,
+        "POST", next(r.base_url for r in local_engines if r.name == "llamacpp-1slot") + "/v1/chat/completions",
+        deadline_s=60,
         json={"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 8},
     )
     time.sleep(3)
@@ -87,7 +89,9 @@ def test_a_job_label_finds_every_instance_and_its_kind(prometheus: str) -> None:
     wait_for_scrapes(prometheus, "llamacpp", at_least=5)
     end = time.time()
     result = prom_history.history(server(prometheus), end - 30, end, step_s=5, job="llamacpp", gpus=False)
-    assert [s.source for s in result.series] == ["engine:127.0.0.1:8081", "engine:127.0.0.1:8083"]
+    ports = {spec.id: spec.port for spec in local_engines_service.specs()}
+    assert [s.source for s in result.series] == [f"engine:127.0.0.1:{ports['llamacpp-4slot']}",
+                                                 f"engine:127.0.0.1:{ports['llamacpp-1slot']}"]
     assert {s.kind for s in result.series} == {"llamacpp"}
     with pytest.raises(NotFoundError, match="no series of job 'nope'"):
         prom_history.history(server(prometheus), end - 30, end, step_s=5, job="nope")
