@@ -28,7 +28,7 @@ from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
-from services.importers.common import ImportedRun, SourceFile, read_source, source_from
+from services.importers.common import UNREAD_KEYS, ImportedRun, SourceFile, read_source, source_from
 
 __all__ = ["IMPORTERS", "ImportResult", "ImportedRun", "detect", "formats", "import_file", "parse_file", "save_run"]
 
@@ -174,7 +174,7 @@ def import_file(
     with reading.open_upload(source, filename) as upload:
         if reading.is_blank(upload):
             raise ValidationError(f"{upload.name} is empty.")
-        scanned = reading.scan(upload, skip=shootout.LISTS)
+        scanned = reading.scan(upload, skip=shootout.LISTS | UNREAD_KEYS)
         if (scanned is not None and scanned.kind == "object" and scanned.small.get("format") == shootout.FORMAT
                 and tool in (None, shootout.TOOL)):
             with _readable(upload.name, shootout.LABEL):

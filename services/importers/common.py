@@ -106,6 +106,11 @@ def read_source(data: bytes | str, name: str, path: Path | None = None) -> Sourc
         return source_from(upload, reading.scan(upload))
 
 
+#: Top-level values no importer reads: the answers in vLLM's and SGLang's --save-detailed files
+#: (no imported answer is stored), most of such a file. Never built, so they cost no memory.
+UNREAD_KEYS = frozenset({"generated_texts"})
+
+
 def source_from(upload: reading.Upload, scanned: reading.Scan | None) -> SourceFile:
     """The file as JSON (one document), else as JSON lines, else as text (CSV), read from
     the stream: the whole file is never held as bytes or text beside what it parses to."""
@@ -116,7 +121,7 @@ def source_from(upload: reading.Upload, scanned: reading.Scan | None) -> SourceF
         # The scan built the top-level values it did not skip; the skipped ones come now.
         source.document = dict(scanned.small)
         for key in scanned.keys:
-            if key not in source.document:
+            if key not in source.document and key not in UNREAD_KEYS:
                 source.document[key] = next(reading.items(upload, key), None)
         return source
     if scanned is not None and scanned.kind in ("array", "scalar"):
