@@ -281,11 +281,14 @@ def execute_run(run_id: int, *, should_stop: Callable[[], bool] | None = None,
             beat.progress = (config["index"] + 1) / len(configs)
             if on_progress is not None:
                 on_progress(config)
+    except KeyboardInterrupt:
+        final = RunStatus.CANCELLED
+        raise
     except BaseException:
         final = RunStatus.FAILED
         raise
     finally:
-        if stop():
+        if stop() or final == RunStatus.CANCELLED:
             final = RunStatus.CANCELLED
             for config in configs:
                 if config["status"] in ("starting", "running"):
