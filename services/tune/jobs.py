@@ -156,7 +156,7 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"configs": configs, "engines": engines, "pareto": fronts, "best": best, "kind": spec.kind,
             "load": spec.load.label(), "workload": workload_label(spec.workload),
             "slo": spec.slo.label() if spec.slo.active else None,
-            "headline": choice.reason}
+            "conclusion_headline": choice.reason}
 
 
 # ---------------------------------------------------------------- the beat: rows, heartbeat, cancel

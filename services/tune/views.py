@@ -91,7 +91,9 @@ def config_table(summary: dict[str, Any]) -> pd.DataFrame:
             "failed": metrics.get("failed"),
             "reason": config.get("reason") or "",
         })
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # A column with no value at all (goodput without SLOs) is left out, not shown as "None".
+    return table.dropna(axis="columns", how="all")
 
 
 def _round(value: Any, digits: int = 1) -> float | None:
