@@ -41,6 +41,10 @@ def recover_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             )
         ).all()
         for run in stale:
+            if run.kind == RunKind.TUNE:
+                from services.tune.jobs import stop_leftover_engines
+
+                stop_leftover_engines(run.id)  # a dead tuning worker leaves no engine running
             run.status = RunStatus.INTERRUPTED
             run.error = REASONS[RunKind(run.kind)]
             run.finished_at = run.finished_at or now

@@ -435,3 +435,31 @@ def wait_until_ended(run_id: int, timeout_s: float) -> TuneRunView:
         if not view.active or time.monotonic() > deadline:
             return view
         time.sleep(HEARTBEAT_INTERVAL_S / 10)
+
+
+def stop_leftover_engines(run_id: int) -> list[int]:
+    """After a tuning worker died (killed, the machine restarted the app): stop the engine it was
+    running, if that process still runs and is still the one started (its command line holds
+    the configuration's port, so a reused PID is left alone); returns the PIDs stopped."""
+    import signal
+    from pathlib import Path as _Path
+
+    from services.processes import pid_alive
+
+    stopped = []
+    for config in get_run(run_id).configs:
+        pid, port = config.get("pid"), config.get("port")
+        if config.get("status") not in ("starting", "running") or not pid_alive(pid) or not port:
+            continue
+        try:
+            command = _Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(port).encode() not in command:
+            continue
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            continue
+        stopped.append(pid)
+    return stopped

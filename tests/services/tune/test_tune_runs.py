@@ -110,3 +110,34 @@ def test_untrusted_callers_get_neither_raw_flags_nor_templates() -> None:
         TuneSpec(launcher="command", start_command="docker run {port}").validate(trusted=False)
     with pytest.raises(ValidationError, match="np: expected a whole number"):
         TuneSpec(grid={"np": ("two",)}).validate(trusted=False)
+
+
+def test_a_dead_workers_engine_is_stopped_at_recovery(db_url: str, llamacpp_installed: None) -> None:
+    import os
+    import signal
+
+    from services.recovery import recover_interrupted_runs
+
+    spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2")},
+                    workload=WorkloadSpec(input_len=16, output_len=32), load=LoadSpec(concurrency=1, requests=500))
+    run_id = jobs.start_tuning(spec)
+    deadline = time.monotonic() + 90
+    running = None
+    while running is None and time.monotonic() < deadline:
+        running = next((c for c in jobs.get_run(run_id).configs if c["status"] == "running" and c["pid"]), None)
+        time.sleep(0.3)
+    assert running is not None
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        worker = session.get(Run, run_id).worker_pid
+    os.kill(worker, signal.SIGKILL)  # the worker dies without cleaning up
+    time.sleep(0.5)
+    assert pid_alive(running["pid"])
+    assert run_id in recover_interrupted_runs(stale_after_s=0.0)
+    deadline = time.monotonic() + 20
+    while pid_alive(running["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not pid_alive(running["pid"])
+    assert jobs.get_run(run_id).status == "interrupted"
