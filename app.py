@@ -25,6 +25,7 @@ def run() -> None:
     pages = [
         playground,
         st.Page(PAGES_DIR / "benchmarks.py", title="Benchmarks", icon=":material/speed:"),
+        st.Page(PAGES_DIR / "tune.py", title="Tune", icon=":material/tune:"),
         st.Page(PAGES_DIR / "monitor.py", title="Monitor", icon=":material/monitoring:"),
         st.Page(PAGES_DIR / "runs.py", title="Runs", icon=":material/history:"),
         st.Page(PAGES_DIR / "engines.py", title="Engines", icon=":material/dns:"),

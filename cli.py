@@ -29,6 +29,7 @@ COMMANDS = {
     "plan": "commands.plan",
     "demo": "commands.demo",
     "ask": "commands.ask",
+    "tune": "commands.tune",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 

@@ -9,6 +9,7 @@ may address the app. No Streamlit and no HTTP framework here: the gate in front 
 | SHOOTOUT_OPERATOR_GROUP / SHOOTOUT_VIEWER_GROUP | unset | with OIDC (`[auth]` in secrets.toml): the group claim of each role |
 | SHOOTOUT_SESSION_SECRET | random per server process | signs session cookies (set it to keep logins across restarts) |
 | SHOOTOUT_SESSION_HOURS | 12 | how long a login lasts |
+| SHOOTOUT_ALLOW_COMMANDS | unset | `1`: operators may run start/stop command templates from the app (tuning remote or containerised engines; the CLI always may) |
 | SHOOTOUT_ALLOWED_HOSTS | loopback names (+ this host's names when bound to all interfaces) | the `Host` values the app answers (DNS rebinding) |
 
 Roles. An **operator** starts and stops the local engines, registers and edits endpoints (with
@@ -71,6 +72,13 @@ class Viewer:
 
     def may(self, action: Action) -> bool:
         return self.is_operator or action not in OPERATOR_ONLY
+
+
+def commands_allowed(viewer: Viewer) -> bool:
+    """Whether this viewer may have the server run command templates or raw engine flags: an
+    operator, on a server started with SHOOTOUT_ALLOW_COMMANDS=1 (off by default: a template
+    is a program run on the server)."""
+    return viewer.is_operator and os.environ.get("SHOOTOUT_ALLOW_COMMANDS", "").strip() == "1"
 
 
 def describe(action: Action) -> str:

@@ -83,7 +83,8 @@ LLAMACPP_THREADS = ("-t", "1", "-tb", "1")
 ENGINE_NICENESS = 10
 
 
-def _niced(command: list[str]) -> list[str]:
+def niced(command: list[str]) -> list[str]:
+    """`command` run at the engines' lower CPU priority (ENGINE_NICENESS)."""
     nice = shutil.which("nice")
     return [nice, "-n", str(ENGINE_NICENESS), *command] if nice else command
 
@@ -462,12 +463,18 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
 
 
 def _command(spec: LocalEngineSpec) -> tuple[list[str], dict[str, str]]:
-    host_port = ["--host", "127.0.0.1", "--port", str(spec.port)]
-    if spec.backend == "llamacpp":
+    return server_command(spec.backend, spec.port, spec.args)
+
+
+def server_command(backend: str, port: int, args: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+    """(argv, extra environment) of a local engine of `backend` on 127.0.0.1:`port` with `args`
+    (the fixed specs above, and the tuning runs' configurations on free ports)."""
+    host_port = ["--host", "127.0.0.1", "--port", str(port)]
+    if backend == "llamacpp":
         server, model = llama_server_path(), gguf_path()
         if server is None or model is None:
             raise EngineError("llama.cpp is not installed: run `python cli.py local install` first.")
-        return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *spec.args], {}
+        return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
     model_dir = hf_model_dir()
     if not (model_dir / ".complete").exists():
         raise EngineError(f"The converted model is missing ({model_dir}): run `python cli.py local install`.")
@@ -480,7 +487,7 @@ def _command(spec: LocalEngineSpec) -> tuple[list[str], dict[str, str]]:
         "--served-model-name",
         VLLM_SERVED_NAME,
         *host_port,
-        *spec.args,
+        *args,
     ]
     return command, {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
 
@@ -506,7 +513,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
                 log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
                 log.flush()
                 process = subprocess.Popen(
-                    _niced(command),
+                    niced(command),
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,

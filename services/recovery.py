@@ -20,6 +20,7 @@ REASONS = {
     RunKind.PLAYGROUND: "The app stopped while this exchange was streaming; the partial answers are kept.",
     RunKind.DEMO: "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
     RunKind.RECORDING: "The recording stopped with the app; the samples recorded so far are kept.",
+    RunKind.TUNE: "The tuning worker stopped without finishing; the configurations measured so far are kept.",
 }
 
 
@@ -40,6 +41,10 @@ def recover_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             )
         ).all()
         for run in stale:
+            if run.kind == RunKind.TUNE:
+                from services.tune.jobs import stop_leftover_engines
+
+                stop_leftover_engines(run.id)  # a dead tuning worker leaves no engine running
             run.status = RunStatus.INTERRUPTED
             run.error = REASONS[RunKind(run.kind)]
             run.finished_at = run.finished_at or now

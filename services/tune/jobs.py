@@ -1,0 +1,465 @@
+"""Tuning runs: stored like every run, executed by a worker that outlives the page.
+
+A tuning run is a `Run(kind="tune")`:
+
+- `config`: the TuneSpec (`TuneSpec.to_dict()`);
+- `summary`: {"configs": [one entry per configuration, in sweep order: label, settings,
+  status (not_run, starting, running, finished, finished_with_errors, failed_to_start,
+  crashed, cancelled), reason, log_tail, pid, port, reported, metrics, sweep],
+  "engines": {label: metrics} (what Runs lists and compares), "pareto", "best", "load",
+  "workload", "slo"}; the worker rewrites it on every beat, so every viewer sees progress;
+- one `RequestResult` per request, `engine_name` = the configuration's label;
+- `engines`: one snapshot per configuration that ran (its settings and what it reported).
+
+For each configuration the worker starts the engine on a free port (services/tune/launch.py),
+waits until it is healthy (the spec's timeout), reads the settings the engine reports, runs
+the benchmark (services/bench/runner.py, the same load for each), stops the engine and goes
+on. A configuration that fails to start or crashes is stored with its reason and the last
+lines of its log; the sweep continues. Cancel (the page's button, `cancel_run`, SIGTERM to
+the worker) stops the benchmark in flight and the engine it started; what ran is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from services.errors import NotFoundError, ShootoutError
+from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus
+from services.tune import launch, pareto
+from services.tune.spec import TuneSpec, config_label
+
+if TYPE_CHECKING:
+    from services.access import Viewer
+    from services.bench.stats import RequestRecord
+
+KIND = RunKind.TUNE
+BEAT_S = 0.5
+ENDED_CONFIG_STATUSES = ("finished", "finished_with_errors", "failed_to_start", "crashed", "cancelled")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ---------------------------------------------------------------- creating, starting, cancelling
+
+
+def create_run(spec: TuneSpec, *, trusted: bool, requested_by: str | None = None) -> int:
+    from db.models import Run
+    from db.session import session_scope
+
+    spec = spec.validate(trusted=trusted)
+    configs = [_initial(i, spec, own) for i, own in enumerate(spec.expanded())]
+    summary = analyse(spec, configs)
+    with session_scope() as session:
+        run = Run(kind=KIND, name=spec.label[:300], status=RunStatus.PENDING, config=spec.to_dict(), summary=summary,
+                  engines=[], engine_names=",".join(c["label"] for c in configs)[:1000], model=spec.model,
+                  workload=summary["workload"][:100], notes=spec.notes, tags=["tune"], progress=0.0,
+                  requested_by=requested_by)
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
+    """Store the run and start its worker; returns the run id at once. Tuning starts engines on
+    the server: an operator's action; command templates also need SHOOTOUT_ALLOW_COMMANDS=1
+    (`viewer` None: the CLI, always allowed)."""
+    from services import access, limits
+    from services.processes import launch_run_worker
+
+    trusted = viewer is None
+    if viewer is not None:
+        access.require(viewer, "manage_engines")
+        trusted = access.commands_allowed(viewer)
+    with limits.admitted("tune", viewer) as requested_by:
+        run_id = create_run(spec, trusted=trusted, requested_by=requested_by)
+    pid = launch_run_worker("services.tune.worker", run_id, "tune")
+    _update(run_id, worker_pid=pid)
+    return run_id
+
+
+def cancel_run(run_id: int) -> bool:
+    """Ask a pending or running tuning run to stop; False when it had ended already."""
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != KIND:
+            raise NotFoundError(f"No tuning run #{run_id}.")
+        if run.status not in ACTIVE_STATUSES:
+            return False
+        run.status = RunStatus.CANCELLED
+        return True
+
+
+def _update(run_id: int, **values: Any) -> None:
+    from sqlalchemy import update
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        session.execute(update(Run).where(Run.id == run_id).values(**values))
+
+
+def load_spec(run_id: int) -> TuneSpec:
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != KIND:
+            raise NotFoundError(f"No tuning run #{run_id}.")
+        return TuneSpec.from_dict(run.config or {})
+
+
+# ---------------------------------------------------------------- the summary
+
+
+def _initial(index: int, spec: TuneSpec, own: dict[str, str]) -> dict[str, Any]:
+    return {"index": index, "label": config_label(own), "settings": own, "full_settings": spec.full_settings(own),
+            "status": "not_run", "reason": None, "log_tail": None, "pid": None, "port": None, "reported": {},
+            "metrics": None, "sweep": [], "command": None}
+
+
+def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's summary from its configurations' entries (live and final alike)."""
+    from services.bench.stats import summarize_engine
+    from services.bench.workloads import workload_label
+    from services.tune.commands import launch_commands
+
+    engines: dict[str, Any] = {}
+    for config in configs:
+        if config.get("metrics"):
+            engines[config["label"]] = config["metrics"]
+        else:
+            engines[config["label"]] = {**summarize_engine([], slo=spec.slo), "not_run": True,
+                                        "reason": config.get("reason") or config["status"]}
+    fronts = {metric: [p.label for p in pareto.pareto_front(pareto.points_of(configs, metric))]
+              for metric in ("ttft_s", "itl_s")}
+    choice = pareto.best_configuration(configs, spec.slo)
+    best: dict[str, Any] = {"label": choice.label, "reason": choice.reason}
+    if choice.label is not None:
+        winner = next(c for c in configs if c["label"] == choice.label)
+        best["settings"] = winner["full_settings"]
+        best["launch"] = launch_commands(spec, winner["full_settings"])
+    return {"configs": configs, "engines": engines, "pareto": fronts, "best": best, "kind": spec.kind,
+            "load": spec.load.label(), "workload": workload_label(spec.workload),
+            "slo": spec.slo.label() if spec.slo.active else None,
+            "conclusion_headline": choice.reason}
+
+
+# ---------------------------------------------------------------- the beat: rows, heartbeat, cancel
+
+
+class _Beat:
+    """Writes request rows, the heartbeat, progress and the live summary from its own thread,
+    and reads the cancel flag on the same beat."""
+
+    def __init__(self, run_id: int, spec: TuneSpec, configs: list[dict[str, Any]]) -> None:
+        self.run_id = run_id
+        self.spec = spec
+        self.configs = configs
+        self.pending: queue.SimpleQueue[RequestRecord] = queue.SimpleQueue()
+        self.records: dict[str, list[RequestRecord]] = {}
+        self.progress = 0.0
+        self.cancelled = threading.Event()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name=f"tune-beat-{run_id}", daemon=True)
+
+    def start(self) -> _Beat:
+        self._thread.start()
+        return self
+
+    def add(self, record: RequestRecord) -> None:
+        self.pending.put(record)
+
+    def _loop(self) -> None:
+        while not self._stopped.wait(BEAT_S):
+            self.flush()
+
+    def flush(self, final_status: str | None = None) -> None:
+        from sqlalchemy import insert, select, update
+
+        from db.models import RequestResult, Run
+        from db.session import session_scope
+        from services.bench.jobs import _row
+
+        with self._lock:
+            batch: list[RequestRecord] = []
+            while True:
+                try:
+                    batch.append(self.pending.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                with session_scope() as session:
+                    if batch:
+                        session.execute(insert(RequestResult), [_row(self.run_id, r) for r in batch])
+                    status = session.scalar(select(Run.status).where(Run.id == self.run_id))
+                    values: dict[str, Any] = {"heartbeat_at": _now(), "progress": round(self.progress, 4),
+                                              "summary": analyse(self.spec, self.configs)}
+                    if final_status is not None:
+                        values.update(status=final_status, finished_at=_now())
+                        if final_status != RunStatus.CANCELLED:
+                            values["progress"] = 1.0
+                    session.execute(update(Run).where(Run.id == self.run_id).values(**values))
+            except Exception:  # noqa: BLE001 - keep the rows and try again on the next beat
+                for record in batch:
+                    self.pending.put(record)
+                return
+            for record in batch:
+                self.records.setdefault(record.engine, []).append(record)
+        if status in (RunStatus.CANCELLED, None):
+            self.cancelled.set()
+
+    def close(self, final_status: str) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=60)
+        self.flush(final_status)
+
+
+# ---------------------------------------------------------------- executing a run
+
+
+def _claim(run_id: int) -> bool:
+    from sqlalchemy import update
+
+    from db.models import Run
+    from db.session import session_scope
+
+    now = _now()
+    with session_scope() as session:
+        changed = session.execute(update(Run).where(Run.id == run_id, Run.status == RunStatus.PENDING).values(
+            status=RunStatus.RUNNING, worker_pid=os.getpid(), started_at=now, heartbeat_at=now)).rowcount
+    return changed == 1
+
+
+def log_dir() -> Path:
+    from services.local_engines import state_dir
+
+    return state_dir() / "tune"
+
+
+def execute_run(run_id: int, *, should_stop: Callable[[], bool] | None = None,
+                on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run a stored tuning run in this process (the worker's and the CLI's path); returns the
+    summary it stored. Never raises for a configuration that fails: it is recorded."""
+    from db.models import Run
+    from db.session import session_scope
+
+    spec = load_spec(run_id)
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        configs: list[dict[str, Any]] = list((run.summary or {}).get("configs") or []) if run else []
+    if not configs:
+        configs = [_initial(i, spec, own) for i, own in enumerate(spec.expanded())]
+    if not _claim(run_id):
+        return analyse(spec, configs)
+    beat = _Beat(run_id, spec, configs).start()
+
+    def stop() -> bool:
+        return beat.cancelled.is_set() or bool(should_stop and should_stop())
+
+    final = RunStatus.FINISHED
+    try:
+        for config in configs:
+            if stop():
+                break
+            _run_config(run_id, spec, config, beat, stop, len(configs))
+            beat.progress = (config["index"] + 1) / len(configs)
+            if on_progress is not None:
+                on_progress(config)
+    except KeyboardInterrupt:
+        final = RunStatus.CANCELLED
+        raise
+    except BaseException:
+        final = RunStatus.FAILED
+        raise
+    finally:
+        if stop() or final == RunStatus.CANCELLED:
+            final = RunStatus.CANCELLED
+            for config in configs:
+                if config["status"] in ("starting", "running"):
+                    config["status"] = "cancelled"
+        elif final != RunStatus.FAILED and any(c["status"] != "finished" for c in configs):
+            final = RunStatus.FINISHED_WITH_ERRORS
+        beat.close(final)
+    return analyse(spec, configs)
+
+
+def _run_config(run_id: int, spec: TuneSpec, config: dict[str, Any], beat: _Beat, stop: Callable[[], bool],
+                total: int) -> None:
+    from services.bench.jobs import build_summary
+    from services.bench.runner import Benchmark
+    from services.bench.spec import BenchSpec, EngineTarget
+    from services.client import run_blocking
+    from services.engines.reported import reported_settings
+
+    config["status"] = "starting"
+    name = f"tune-{run_id}-{config['index']}"
+    try:
+        engine = launch.start(spec, config["full_settings"], name=name, log_dir=log_dir())
+    except ShootoutError as error:
+        config.update(status="failed_to_start", reason=str(error), log_tail=getattr(error, "log_tail", ""))
+        return
+    config.update(pid=engine.pid, port=engine.port, command=engine.argv)
+    try:
+        try:
+            healthy = launch.wait_healthy(engine, spec.start_timeout_s, templated=spec.launcher == "command",
+                                          should_stop=stop)
+        except launch.StartFailed as error:
+            config.update(status="failed_to_start", reason=error.reason, log_tail=error.log_tail)
+            return
+        if not healthy:
+            config["status"] = "cancelled"
+            return
+        config["reported"] = reported_settings(engine.base_url)
+        config["status"] = "running"
+        bench = BenchSpec(engines=(EngineTarget(name=config["label"], base_url=engine.base_url, kind=spec.kind,
+                                                model=spec.model),),
+                          workload=spec.workload, load=spec.load, slo=spec.slo, sweep=spec.sweep,
+                          timeout_s=spec.request_timeout_s, calibrate_prompts=False, record_engine_metrics=False,
+                          name=config["label"]).validate()
+        benchmark = Benchmark(bench, sink=beat, should_stop=stop, salt=f"tune{run_id}-{config['index']}")
+
+        def progress_now() -> None:
+            beat.progress = (config["index"] + benchmark.phase_fraction()) / total
+        benchmark.progress = lambda fraction, message: progress_now()
+        outcome = run_blocking(benchmark.run())
+        beat.flush()
+        records = beat.records.get(config["label"], [])
+        summary = build_summary(bench, records, outcome)
+        block = summary["engines"].get(config["label"])
+        config["metrics"] = None if not block or block.get("not_run") else block
+        dimension = bench.sweep.dimension if bench.sweep.active else None
+        config["sweep"] = [{**{k: v for k, v in row.items() if k not in ("engine", "phase")},
+                            "level": row.get(dimension)} for row in summary.get("sweep", [])]
+        crashed = engine.exited()
+        if crashed is not None:
+            how, _ = launch._describe_exit(crashed)
+            config.update(status="crashed", reason=f"the engine exited during the benchmark ({how})",
+                          log_tail=engine.log_tail())
+        elif outcome.cancelled or stop():
+            config["status"] = "cancelled"
+        else:
+            failed = (config["metrics"] or {}).get("failed", 0)
+            config["status"] = "finished_with_errors" if failed else "finished"
+            if failed:
+                config["reason"] = f"{failed} requests failed"
+    finally:
+        launch.stop(engine)
+        _snapshot(run_id, spec, config, engine)
+
+
+def _snapshot(run_id: int, spec: TuneSpec, config: dict[str, Any], engine: launch.StartedEngine) -> None:
+    """Run.engines: each configuration as an engine snapshot (Compare's settings table)."""
+    from db.models import Run
+    from db.session import session_scope
+
+    reported = config.get("reported") or {}
+    snapshot = {"name": config["label"], "kind": spec.kind, "base_url": engine.base_url, "model": spec.model,
+                "version": reported.get("version"), "settings": config["full_settings"], "reported": reported}
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is not None:
+            run.engines = [*(run.engines or []), snapshot]
+
+
+# ---------------------------------------------------------------- reading runs back
+
+
+@dataclass(frozen=True)
+class TuneRunView:
+    id: int
+    name: str
+    status: str
+    progress: float
+    spec: TuneSpec
+    summary: dict[str, Any]
+    error: str | None
+    created_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES or (self.status == RunStatus.CANCELLED and self.finished_at is None)
+
+    @property
+    def configs(self) -> list[dict[str, Any]]:
+        return list(self.summary.get("configs") or [])
+
+
+def get_run(run_id: int) -> TuneRunView:
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != KIND:
+            raise NotFoundError(f"No tuning run #{run_id}.")
+        return TuneRunView(id=run.id, name=run.name, status=run.status, progress=run.progress or 0.0,
+                           spec=TuneSpec.from_dict(run.config or {}), summary=dict(run.summary or {}),
+                           error=run.error, created_at=run.created_at, finished_at=run.finished_at)
+
+
+def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
+    """(id, name, status) of the latest tuning runs, newest first."""
+    from sqlalchemy import select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        rows = session.execute(select(Run.id, Run.name, Run.status).where(Run.kind == KIND)
+                               .order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)).all()
+    return [(r.id, r.name, r.status) for r in rows]
+
+
+def wait_until_ended(run_id: int, timeout_s: float) -> TuneRunView:
+    """Poll until the run has ended (tests, the CLI's --detach-less path)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        view = get_run(run_id)
+        if not view.active or time.monotonic() > deadline:
+            return view
+        time.sleep(HEARTBEAT_INTERVAL_S / 10)
+
+
+def stop_leftover_engines(run_id: int) -> list[int]:
+    """After a tuning worker died (killed, the machine restarted the app): stop the engine it was
+    running, if that process still runs and is still the one started (its command line holds
+    the configuration's port, so a reused PID is left alone); returns the PIDs stopped."""
+    import signal
+    from pathlib import Path as _Path
+
+    from services.processes import pid_alive
+
+    stopped = []
+    for config in get_run(run_id).configs:
+        pid, port = config.get("pid"), config.get("port")
+        if config.get("status") not in ("starting", "running") or not pid_alive(pid) or not port:
+            continue
+        try:
+            command = _Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(port).encode() not in command:
+            continue
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            continue
+        stopped.append(pid)
+    return stopped
