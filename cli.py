@@ -28,6 +28,7 @@ COMMANDS = {
     "plan": "commands.plan",
     "demo": "commands.demo",
     "ask": "commands.ask",
+    "parity": "commands.parity",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 

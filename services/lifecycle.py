@@ -28,6 +28,7 @@ class RunKind(StrEnum):
     RECORDING = "recording"
     DEMO = "demo"
     IMPORT = "import"
+    PARITY = "parity"
 
 
 class RunStatus(StrEnum):

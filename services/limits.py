@@ -7,10 +7,12 @@
 | SHOOTOUT_LIMIT_PROMPT_CHARS | 200000 | characters of one prompt (system prompt included) |
 | SHOOTOUT_LIMIT_BENCHMARKS | 2 | benchmarks pending or running at once, on the whole server |
 | SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
+| SHOOTOUT_LIMIT_PARITY | 2 | parity runs pending or running at once |
 | SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
 | SHOOTOUT_LIMIT_EXCHANGES | 8 | playground exchanges streaming at once, on the whole server |
 | SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER | 1 | benchmarks one viewer has pending or running |
 | SHOOTOUT_LIMIT_DEMOS_PER_VIEWER | 1 | demos one viewer has running |
+| SHOOTOUT_LIMIT_PARITY_PER_VIEWER | 1 | parity runs one viewer has pending or running |
 | SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER | 2 | playground exchanges one viewer has streaming |
 | SHOOTOUT_LIMIT_ANSWER_MB | 4 | bytes of one engine's streamed answer (the stream ends as "too_large" past it) |
 | SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER | 400 | megabytes one viewer may upload in 10 minutes (Streamlit holds uploads in memory) |
@@ -53,6 +55,8 @@ class Limits:
     answer_mb: int = 4
     upload_mb_per_viewer: int = 400
     import_mb: int = 200
+    parity: int = 2
+    parity_per_viewer: int = 1
 
 
 def _int(name: str, default: int) -> int:
@@ -77,7 +81,9 @@ def current() -> Limits:
                   exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
                   answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
                   upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer),
-                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb))
+                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb),
+                  parity=_int("SHOOTOUT_LIMIT_PARITY", base.parity),
+                  parity_per_viewer=_int("SHOOTOUT_LIMIT_PARITY_PER_VIEWER", base.parity_per_viewer))
 
 
 def answer_bytes() -> int:
@@ -115,17 +121,18 @@ def check_import_size(size_bytes: int, name: str) -> None:
                               f"{limit:,} MB (SHOOTOUT_LIMIT_IMPORT_MB).")
 
 
-ActiveKind = Literal["benchmark", "demo", "playground"]
-_NOUN = {"benchmark": "benchmarks", "demo": "demos", "playground": "playground exchanges"}
+ActiveKind = Literal["benchmark", "demo", "playground", "parity"]
+_NOUN = {"benchmark": "benchmarks", "demo": "demos", "playground": "playground exchanges", "parity": "parity runs"}
 _SERVER_VARIABLE = {"benchmark": "SHOOTOUT_LIMIT_BENCHMARKS", "demo": "SHOOTOUT_LIMIT_DEMOS",
-                    "playground": "SHOOTOUT_LIMIT_EXCHANGES"}
+                    "playground": "SHOOTOUT_LIMIT_EXCHANGES", "parity": "SHOOTOUT_LIMIT_PARITY"}
 
 
 def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = None) -> None:
     """Refuse one more benchmark, demo or exchange while `active` of them run on this server, or
     `active_for_viewer` of this viewer's own (None: an operator, bound by the server's limit only)."""
     limits = current()
-    server_limit = {"benchmark": limits.benchmarks, "demo": limits.demos, "playground": limits.exchanges}[kind]
+    server_limit = {"benchmark": limits.benchmarks, "demo": limits.demos, "playground": limits.exchanges,
+                    "parity": limits.parity}[kind]
     noun = _NOUN[kind]
     if active >= server_limit:
         raise ValidationError(f"{active} {noun} are running on this server already (the limit is {server_limit}, "
@@ -133,7 +140,7 @@ def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = 
     if active_for_viewer is None:
         return
     viewer_limit = {"benchmark": limits.benchmarks_per_viewer, "demo": limits.demos_per_viewer,
-                    "playground": limits.exchanges_per_viewer}[kind]
+                    "playground": limits.exchanges_per_viewer, "parity": limits.parity_per_viewer}[kind]
     if active_for_viewer >= viewer_limit:
         raise ValidationError(f"You have {active_for_viewer} {noun} running already; a viewer may have {viewer_limit} "
                               f"at once ({_SERVER_VARIABLE[kind]}_PER_VIEWER). Wait for one to end or cancel it.")

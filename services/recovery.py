@@ -20,6 +20,7 @@ REASONS = {
     RunKind.PLAYGROUND: "The app stopped while this exchange was streaming; the partial answers are kept.",
     RunKind.DEMO: "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
     RunKind.RECORDING: "The recording stopped with the app; the samples recorded so far are kept.",
+    RunKind.PARITY: "The parity run's worker stopped (the app was restarted); the answers stored so far are kept.",
 }
 
 
