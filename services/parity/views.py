@@ -306,3 +306,61 @@ def to_json(view: ParityView) -> dict[str, Any]:
             for row in view.rows
         ],
     }
+
+
+# ---------------------------------------------------------------- tables (plain rows)
+
+
+def _fixed(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def summary_rows(view: ParityView) -> list[dict[str, Any]]:
+    """One row per engine: quality next to speed, and the parity figures against the reference."""
+    rows = []
+    for label, block in (view.summary.get("engines") or {}).items():
+        parity = block.get("parity") or {}
+        reference = bool(block.get("is_reference"))
+        median = parity.get("divergence_median")
+        rows.append({
+            "Engine": label + (" (reference)" if reference else ""),
+            "Task score": _pct(block.get("task_score")),
+            "Output tok/s": _fixed(block.get("output_throughput_tok_s"), 1),
+            "Exact match": "—" if reference else _pct(parity.get("exact_match_rate")),
+            "Diverged": "—" if reference else f"{parity.get('diverged', 0)} of {parity.get('compared', 0)}",
+            "First divergence p50": "—" if reference or median is None else f"token {median:g}",
+            "Token agreement": "—" if reference else _pct(parity.get("token_agreement_mean")),
+            "Mean |Δ logprob|": "—" if reference else _fixed(parity.get("logprob_diff_mean")),
+            "Ref. token in top-k": "—" if reference else _pct(parity.get("topk_rate")),
+            "Log-probabilities": str(block.get("logprobs", "")),
+            "Answered": f"{block.get('completed', 0)} of {block.get('prompts', 0)}",
+            "Errors": "; ".join(block.get("first_errors") or []),
+        })
+    return rows
+
+
+def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[str, Any]]:
+    """One row per prompt: its answers' scores and, per compared engine, where it diverged."""
+    rows = []
+    for row in view.rows:
+        if only_diverged and not row.diverged:
+            continue
+        record: dict[str, Any] = {"#": row.index + 1, "Task": row.task.id, "Prompt": row.task.prompt_text[:120]}
+        for label in view.labels:
+            answer = row.answers.get(label)
+            if answer is None:
+                record[f"{label} score"] = "…"
+            elif not answer.ok:
+                record[f"{label} score"] = f"error: {answer.error_class}"
+            else:
+                record[f"{label} score"] = {True: "pass", False: "fail", None: "—"}[answer.score]
+        for label in view.others:
+            comparison = row.comparisons.get(label)
+            if comparison is None:
+                record[f"{label} divergence"] = "not compared"
+            elif comparison.first_divergence is None:
+                record[f"{label} divergence"] = "identical" if comparison.exact_match else "same text"
+            else:
+                record[f"{label} divergence"] = f"{comparison.unit} {comparison.first_divergence}"
+        rows.append(record)
+    return rows
