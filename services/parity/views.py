@@ -131,6 +131,9 @@ def headline(summary: dict[str, Any]) -> str:
             parts.append(f"{label} (reference): score {_pct(block.get('task_score'))}")
             continue
         parity = block.get("parity") or {}
+        if not parity.get("compared"):
+            parts.append(f"{label}: nothing compared with {reference} yet")
+            continue
         median = parity.get("divergence_median")
         where = "no divergence" if not parity.get("diverged") else f"median divergence at token {median:g}"
         parts.append(f"{label}: {_pct(parity.get('exact_match_rate'))} exact match vs {reference}, {where}, "
