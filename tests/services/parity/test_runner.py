@@ -11,9 +11,10 @@ import pytest
 from cli import main as cli_main
 from db.models import RequestResult
 from db.session import session_scope
-from services import endpoints
+from services import endpoints, runs
 from services.errors import ValidationError
 from services.parity import runner, views
+from services.reports import export_run
 from services.parity.tasks import Task, load_prompt_lines, task_set
 
 SHORT = 5
@@ -57,6 +58,12 @@ def test_llamacpp_against_vllm_gives_every_figure(local_engines: list) -> None:
     assert "exact match vs llamacpp-4slot" in view.summary["conclusion_headline"]
     rows = views.prompt_rows(view)
     assert len(rows) == SHORT and all("vllm-cpu divergence" in r for r in rows)
+    # Stored in Runs like every run: compared (quality rows beside speed) and exported.
+    compared = {row.label: row.values for row in runs.compare_runs([view.run_id]).rows}
+    assert compared["Exact match vs the reference"][1] == parity["exact_match_rate"]
+    assert compared["Output throughput"][1] is not None and compared["Task score"][0] is not None
+    exported = json.loads(export_run(view.run_id, "json").data)
+    assert exported["run"]["kind"] == "parity"
 
 
 def test_the_worker_runs_it_and_cancel_keeps_what_was_answered(local_engines: list) -> None:
