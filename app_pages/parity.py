@@ -180,7 +180,7 @@ if candidates and view.others:
             margin = comparison.divergence_margin
             near = "" if margin is None else f" ({md_line(other)} preferred its token by {margin:.3f} nats)"
             st.markdown(f"First divergence at {point.unit} {point.position}{near}:")
-            st.html(diff_html(point.shared_tail + point.reference_next, point.shared_tail + point.other_next))
+            st.html(views.divergence_html(point, view.reference, other))
         st.caption(f"Whole answers, word by word: struck through only in {md_line(view.reference)}, "
                    f"underlined only in {md_line(other)}.")
         st.html(diff_html(reference_answer.answer.text, other_answer.answer.text))

@@ -3,6 +3,9 @@ diverge (the distribution of first-divergence positions). Figures leave the modu
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import plotly.graph_objects as go
 
 from services.figures import inert
@@ -37,15 +40,17 @@ def quality_speed_figure(view: ParityView) -> go.Figure | None:
 def divergence_figure(view: ParityView) -> go.Figure | None:
     """Histogram of first-divergence positions per compared engine; None when nothing diverged."""
     figure = go.Figure()
+    tallest = 1
     for label in view.others:
         parity = ((view.summary.get("engines") or {}).get(label) or {}).get("parity") or {}
         positions = parity.get("divergence_positions") or []
         if positions:
+            tallest = max(tallest, max(Counter(positions).values()))
             figure.add_trace(go.Histogram(x=positions, name=label, xbins={"size": 1}, opacity=0.75))
     if not figure.data:
         return None
     figure.update_layout(title=f"Where answers first diverge from {view.reference}", barmode="overlay",
                          xaxis_title="token position of the first divergence", yaxis_title="prompts", height=380,
-                         yaxis_tickformat=",d",
+                         yaxis_dtick=max(1, math.ceil(tallest / 5)),
                          margin={"t": 50, "b": 40})
     return inert(figure)

@@ -3,6 +3,7 @@ of two answers, read back from the stored rows (pages, the CLI, reports and the 
 
 from __future__ import annotations
 
+import html
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -367,3 +368,20 @@ def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[s
                 record[f"{label} divergence"] = f"{comparison.unit} {comparison.first_divergence}"
         rows.append(record)
     return rows
+
+
+_SHARED_STYLE = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; font-family: monospace"
+_NEXT_STYLES = ("background: rgba(255, 75, 75, 0.22); border-radius: 3px",
+                "background: rgba(33, 195, 84, 0.22); border-radius: 3px")
+
+
+def divergence_html(point: Divergence, reference_label: str, other_label: str) -> str:
+    """The divergence as one HTML block for st.html: the shared text, then each engine's next
+    tokens on its own line. Every piece of the answers and names goes through html.escape."""
+    shared = html.escape(point.shared_tail, quote=True)
+    lines = []
+    for label, text, style in ((reference_label, point.reference_next, _NEXT_STYLES[0]),
+                               (other_label, point.other_next, _NEXT_STYLES[1])):
+        lines.append(f"<div><strong>{html.escape(label, quote=True)}</strong>: {shared}"
+                     f'<span style="{style}">{html.escape(text, quote=True) or "(the answer ends)"}</span></div>')
+    return f'<div class="parity-divergence" style="{_SHARED_STYLE}">{"".join(lines)}</div>'

@@ -57,3 +57,8 @@ def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, mo
     page.locator(".js-plotly-plot").first.wait_for()  # quality against speed
     page.locator(".pg-diff").first.wait_for()  # the word diff of the chosen prompt
     screenshot(page, "parity")
+    page.get_by_text("Only the prompts that diverged").click()
+    wait_for_app(page)
+    page.locator(".parity-divergence").first.wait_for()  # the diverged prompt's next tokens, per engine
+    page.locator(".parity-divergence").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot(page, "parity-diff").with_name("parity-diff-view.png")))
