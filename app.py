@@ -31,6 +31,7 @@ def run() -> None:
         st.Page(PAGES_DIR / "engines.py", title="Engines", icon=":material/dns:"),
         st.Page(PAGES_DIR / "planner.py", title="Planner", icon=":material/calculate:"),
         st.Page(PAGES_DIR / "demos.py", title="Demos", icon=":material/co_present:"),
+        st.Page(PAGES_DIR / "parity.py", title="Parity", icon=":material/compare:"),
     ]
     navigation = st.navigation(
         [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],

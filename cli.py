@@ -30,6 +30,7 @@ COMMANDS = {
     "demo": "commands.demo",
     "ask": "commands.ask",
     "tune": "commands.tune",
+    "parity": "commands.parity",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 

@@ -248,6 +248,11 @@ def _run(run_id: int) -> None:
         st.subheader("Demo conclusion")
         st.success(md_text(str(run.detail.summary["conclusion"])))
         st.caption("The Demos page replays it step by step, without the engines.")
+    if detail.kind == "parity" and (run.detail.summary or {}).get("conclusion_headline"):
+        st.subheader("Answer parity")
+        st.info(md_text(str(run.detail.summary["conclusion_headline"])))
+        st.markdown(f"[Open it on the Parity page](/parity?run={detail.id}): the per-prompt table and the word diff "
+                    "of each divergence.")
     if run.sample_sources is not None:
         st.subheader("Telemetry recorded")
         st.dataframe(run.sample_sources, hide_index=True, key="runs_samples")

@@ -29,6 +29,7 @@ class RunKind(StrEnum):
     DEMO = "demo"
     IMPORT = "import"
     TUNE = "tune"
+    PARITY = "parity"
 
 
 class RunStatus(StrEnum):

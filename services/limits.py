@@ -10,11 +10,13 @@
 | SHOOTOUT_LIMIT_BENCHMARK_REQUESTS | 20000 | requests of one benchmark step started from the page |
 | SHOOTOUT_LIMIT_BENCHMARK_MINUTES | 60 | duration of one benchmark step started from the page |
 | SHOOTOUT_LIMIT_TUNES | 1 | tuning runs at once (each starts engines on this machine or through templates) |
+| SHOOTOUT_LIMIT_PARITY | 2 | parity runs pending or running at once |
 | SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
 | SHOOTOUT_LIMIT_EXCHANGES | 8 | playground exchanges streaming at once, on the whole server |
 | SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER | 1 | benchmarks one viewer has pending or running |
 | SHOOTOUT_LIMIT_DEMOS_PER_VIEWER | 1 | demos one viewer has running |
 | SHOOTOUT_LIMIT_TUNES_PER_VIEWER | 1 | tuning runs one viewer has running |
+| SHOOTOUT_LIMIT_PARITY_PER_VIEWER | 1 | parity runs one viewer has pending or running |
 | SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER | 2 | playground exchanges one viewer has streaming |
 | SHOOTOUT_LIMIT_ANSWER_MB | 4 | bytes of one engine's streamed answer (the stream ends as "too_large" past it) |
 | SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER | 400 | megabytes one viewer may upload in 10 minutes (Streamlit holds uploads in memory) |
@@ -62,6 +64,8 @@ class Limits:
     benchmark_minutes: int = 60
     tunes: int = 1
     tunes_per_viewer: int = 1
+    parity: int = 2
+    parity_per_viewer: int = 1
 
 
 def _int(name: str, default: int) -> int:
@@ -90,7 +94,9 @@ def current() -> Limits:
                   benchmark_requests=_int("SHOOTOUT_LIMIT_BENCHMARK_REQUESTS", base.benchmark_requests),
                   benchmark_minutes=_int("SHOOTOUT_LIMIT_BENCHMARK_MINUTES", base.benchmark_minutes),
                   tunes=_int("SHOOTOUT_LIMIT_TUNES", base.tunes),
-                  tunes_per_viewer=_int("SHOOTOUT_LIMIT_TUNES_PER_VIEWER", base.tunes_per_viewer))
+                  tunes_per_viewer=_int("SHOOTOUT_LIMIT_TUNES_PER_VIEWER", base.tunes_per_viewer),
+                  parity=_int("SHOOTOUT_LIMIT_PARITY", base.parity),
+                  parity_per_viewer=_int("SHOOTOUT_LIMIT_PARITY_PER_VIEWER", base.parity_per_viewer))
 
 
 def answer_bytes() -> int:
@@ -152,10 +158,12 @@ def check_import_size(size_bytes: int, name: str) -> None:
                               f"{limit:,} MB (SHOOTOUT_LIMIT_IMPORT_MB).")
 
 
-ActiveKind = Literal["benchmark", "demo", "playground", "tune"]
-_NOUN = {"benchmark": "benchmarks", "demo": "demos", "playground": "playground exchanges", "tune": "tuning runs"}
+ActiveKind = Literal["benchmark", "demo", "playground", "tune", "parity"]
+_NOUN = {"benchmark": "benchmarks", "demo": "demos", "playground": "playground exchanges", "tune": "tuning runs",
+         "parity": "parity runs"}
 _SERVER_VARIABLE = {"benchmark": "SHOOTOUT_LIMIT_BENCHMARKS", "demo": "SHOOTOUT_LIMIT_DEMOS",
-                    "playground": "SHOOTOUT_LIMIT_EXCHANGES", "tune": "SHOOTOUT_LIMIT_TUNES"}
+                    "playground": "SHOOTOUT_LIMIT_EXCHANGES", "tune": "SHOOTOUT_LIMIT_TUNES",
+                    "parity": "SHOOTOUT_LIMIT_PARITY"}
 
 
 def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = None) -> None:
@@ -163,7 +171,7 @@ def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = 
     `active_for_viewer` of this viewer's own (None: an operator, bound by the server's limit only)."""
     limits = current()
     server_limit = {"benchmark": limits.benchmarks, "demo": limits.demos, "playground": limits.exchanges,
-                    "tune": limits.tunes}[kind]
+                    "tune": limits.tunes, "parity": limits.parity}[kind]
     noun = _NOUN[kind]
     if active >= server_limit:
         raise ValidationError(f"{active} {noun} are running on this server already (the limit is {server_limit}, "
@@ -171,7 +179,8 @@ def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = 
     if active_for_viewer is None:
         return
     viewer_limit = {"benchmark": limits.benchmarks_per_viewer, "demo": limits.demos_per_viewer,
-                    "playground": limits.exchanges_per_viewer, "tune": limits.tunes_per_viewer}[kind]
+                    "playground": limits.exchanges_per_viewer, "tune": limits.tunes_per_viewer,
+                    "parity": limits.parity_per_viewer}[kind]
     if active_for_viewer >= viewer_limit:
         raise ValidationError(f"You have {active_for_viewer} {noun} running already; a viewer may have {viewer_limit} "
                               f"at once ({_SERVER_VARIABLE[kind]}_PER_VIEWER). Wait for one to end or cancel it.")

@@ -21,6 +21,7 @@ REASONS = {
     RunKind.DEMO: "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
     RunKind.RECORDING: "The recording stopped with the app; the samples recorded so far are kept.",
     RunKind.TUNE: "The tuning worker stopped without finishing; the configurations measured so far are kept.",
+    RunKind.PARITY: "The parity run's worker stopped (the app was restarted); the answers stored so far are kept.",
 }
 
 

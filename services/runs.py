@@ -79,6 +79,12 @@ THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
     "total_token_throughput_tok_s": ("Total token throughput", "tok/s"),
     "goodput_rps": ("Goodput", "req/s"),
 }
+#: Answer quality of a parity run's engine summary (services/parity): label. Shares, higher is better.
+QUALITY_METRICS: dict[str, str] = {
+    "task_score": "Task score",
+    "exact_match_rate": "Exact match vs the reference",
+    "token_agreement_mean": "Token agreement vs the reference",
+}
 STATS = ("mean", "p50", "p90", "p95", "p99", "min", "max")
 TABLE_STATS = ("mean", "p50", "p90", "p95", "p99")
 STAT_LABELS = {"mean": "mean", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "min": "min", "max": "max"}
@@ -326,7 +332,7 @@ def format_value(metric: str, value: float | None) -> str:
         return f"{value:,.1f} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
     if metric in ("completed", "failed"):
         return f"{int(value):,}"
-    if metric == "error_rate":
+    if metric == "error_rate" or metric in QUALITY_METRICS:
         return f"{value * 100:.1f}%"
     return f"{value:,.3g}"
 
@@ -726,7 +732,8 @@ def _build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> l
                 computed = describe(values)
                 # The stored summary wins; the rows fill what it lacks.
                 stats[metric] = {**computed, **stats.get(metric, {})}
-        rates = {metric: v for metric in THROUGHPUT_METRICS if (v := _number(numbers.get(metric))) is not None}
+        rates = {metric: v for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS)
+                 if (v := _number(numbers.get(metric))) is not None}
         completed = _number(numbers.get("completed"))
         failed = _number(numbers.get("failed"))
         if completed is None and sampled:
@@ -840,6 +847,8 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
             add(metric, stat, f"{name} {STAT_LABELS[stat]}", "s", False, [s.stats.get(metric, {}).get(stat) for s in series])
     for metric, (name, unit) in THROUGHPUT_METRICS.items():
         add(metric, None, name, unit, True, [s.rates.get(metric) for s in series])
+    for metric, name in QUALITY_METRICS.items():
+        add(metric, None, name, "%", True, [s.rates.get(metric) for s in series])
     add("completed", None, "Completed requests", "", True, [float(s.completed) if s.completed is not None else None for s in series])
     add("failed", None, "Failed requests", "", False, [float(s.failed) if s.failed is not None else None for s in series])
     error_rates = []

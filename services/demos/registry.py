@@ -12,9 +12,11 @@ def _all() -> list[Scenario]:
     from services.demos.kv_pressure import KvCachePressure
     from services.demos.parallel_sampling import ParallelSampling
     from services.demos.prefix_cache import PrefixCaching
+    from services.demos.same_model import SameModel
     from services.demos.structured_output import StructuredOutput
 
-    return [PrefixCaching(), ContinuousBatching(), DecodeBound(), StructuredOutput(), KvCachePressure(), ParallelSampling()]
+    return [PrefixCaching(), ContinuousBatching(), DecodeBound(), StructuredOutput(), KvCachePressure(), ParallelSampling(),
+            SameModel()]
 
 
 _SCENARIOS: dict[str, Scenario] = {}

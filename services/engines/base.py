@@ -93,6 +93,10 @@ class EngineAdapter:
     cached_tokens_source: ClassVar[str] = "usage.prompt_tokens_details.cached_tokens"
     #: How to turn on the metrics this dashboard reads, for the README and the Engines page.
     metrics_hint: ClassVar[str] = ""
+    #: Whether its chat completions return `logprobs.content` (the chosen tokens' log-probabilities)
+    #: and `top_logprobs` alternatives when asked (answer parity, services/parity).
+    reports_logprobs: ClassVar[bool] = True
+    reports_top_logprobs: ClassVar[bool] = True
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         """True when the evidence shows this kind of engine."""

@@ -9,7 +9,7 @@ from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, scr
 
 pytestmark = pytest.mark.e2e
 
-PAGES = ["playground", "benchmarks", "monitor", "runs", "engines", "planner", "demos"]
+PAGES = ["playground", "benchmarks", "monitor", "runs", "engines", "planner", "demos", "parity"]
 
 
 def open_add_form(page) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,64 @@
+"""A parity run in Chromium on the real local engines: start it from the page with a short
+task set, read the per-engine summary and the word diff of a divergence."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+
+def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
+    from services import local_engines
+
+    for spec in local_engines.specs():
+        local_engines.register_engine(spec)
+
+    page = app_page
+    page.goto(f"{app_server.url}/parity")
+    wait_for_app(page)
+    page.get_by_text("A broken chat template or quantisation").wait_for()
+    engines = page.locator("[data-testid='stMultiSelect']").filter(has_text="Engines")
+    engines.get_by_role("button", name="Clear all").first.click()
+    for name in ("llamacpp-4slot", "vllm-cpu"):
+        engines.locator("input").click()
+        engines.locator("input").fill(name)
+        page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.locator("[data-testid='stSelectbox']").filter(has_text="Reference").click()
+    page.get_by_role("option", name="llamacpp-4slot").click()
+    count = page.get_by_label("Task-set prompts")
+    count.fill("5")
+    count.press("Tab")
+    tokens = page.get_by_label("Max tokens")
+    tokens.fill("24")
+    tokens.press("Tab")
+    page.get_by_role("button", name="Run parity").click()
+    page.wait_for_url("**/parity?run=*")
+    deadline = time.monotonic() + 120
+    while not page.get_by_text("finished · task set v1").count():
+        if time.monotonic() > deadline:
+            screenshot(page, "parity-timeout")
+            raise AssertionError("the parity run did not finish on screen")
+        time.sleep(1.5)
+        page.reload()
+        wait_for_app(page)
+    assert_no_exception(page)
+    assert_no_missing_words(page)
+    assert page.get_by_text("exact match vs llamacpp-4slot").count()
+    screenshot(page, "parity")
+    assert page.get_by_text("Per prompt").count()
+    page.locator(".js-plotly-plot").first.wait_for()  # quality against speed
+    page.locator(".pg-diff").first.wait_for()  # the word diff of the chosen prompt
+    screenshot(page, "parity")
+    page.get_by_text("Only the prompts that diverged").click()
+    wait_for_app(page)
+    page.locator(".parity-divergence").first.wait_for()  # the diverged prompt's next tokens, per engine
+    page.locator(".parity-divergence").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot(page, "parity-diff").with_name("parity-diff-view.png")))
