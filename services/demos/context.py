@@ -95,8 +95,12 @@ class DemoContext:
 
     # -- control --
 
+    def stop_requested(self) -> bool:
+        """Whether the presenter stopped the demo (for work that polls rather than raises)."""
+        return bool(self._should_stop())
+
     def check_stop(self) -> None:
-        if self._should_stop():
+        if self.stop_requested():
             raise DemoStopped()
 
     def begin_step(self, key: str, publish: Callable[[StepOutcome], None] | None = None) -> None:

@@ -13,10 +13,11 @@ def _all() -> list[Scenario]:
     from services.demos.parallel_sampling import ParallelSampling
     from services.demos.prefix_cache import PrefixCaching
     from services.demos.same_model import SameModel
+    from services.demos.slots import HowManySlots
     from services.demos.structured_output import StructuredOutput
 
     return [PrefixCaching(), ContinuousBatching(), DecodeBound(), StructuredOutput(), KvCachePressure(), ParallelSampling(),
-            SameModel()]
+            SameModel(), HowManySlots()]
 
 
 _SCENARIOS: dict[str, Scenario] = {}

@@ -25,7 +25,7 @@ def test_demo_list_and_errors(db_url: str, capsys) -> None:  # type: ignore[no-u
     assert cli.main(["demo", "--list", "--json"]) == 0
     names = [s["name"] for s in json.loads(capsys.readouterr().out)]
     assert names == ["prefix-cache", "batching", "decode-bound", "structured-output", "kv-pressure", "parallel-sampling",
-                     "same-model"]
+                     "same-model", "how-many-slots"]
     assert cli.main(["demo", "nope"]) == 1
     assert "error: No demo scenario 'nope'" in capsys.readouterr().err
     assert cli.main(["demo", "batching", "--engines", "x", "--set", "levels"]) == 1

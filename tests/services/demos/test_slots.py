@@ -1,0 +1,39 @@
+"""The "how many slots" demo on the real local llama.cpp: a tuning run of -np 1 and 2 under the
+same load, stored as its own run, and a conclusion written from the measured throughput."""
+
+from __future__ import annotations
+
+from services.demos import runner
+from services.demos.slots import HowManySlots
+from services.tune import jobs as tune_jobs
+from services.tune.launch import still_running
+
+
+def test_how_many_slots_runs_each_slot_count_and_concludes(local_engines: list) -> None:
+    run_id = runner.start_demo("how-many-slots", ["llamacpp-4slot"],
+                               options={"slots": [1, 2], "concurrency": 2, "requests": 4, "output_tokens": 8},
+                               background=False)
+    result = runner.demo_result(run_id)
+    assert result["status"] == "finished", result
+    verdicts = result["verdicts"]
+    assert set(verdicts) == {"1", "2"} and all(v["tok_s"] > 0 for v in verdicts.values())
+    assert sum(v["best"] for v in verdicts.values()) == 1
+    conclusion = result["conclusion"]
+    assert "slot" in conclusion and "The tuning run behind this demo is run #" in conclusion
+    tune_run = int(conclusion.split("run #")[1].split(" ")[0])
+    view = tune_jobs.get_run(tune_run)
+    assert view.status == "finished" and [c["settings"]["np"] for c in view.configs] == ["1", "2"]
+    assert not any(still_running(c["pid"]) for c in view.configs)  # every engine it started is stopped
+
+
+def test_the_conclusion_reads_the_numbers() -> None:
+    scenario = HowManySlots()
+    rows = [{"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0}, {"slots": 2, "tok_s": 30.0, "ttft_p90_ms": 350.0},
+            {"slots": 4, "tok_s": 31.0, "ttft_p90_ms": 900.0}]
+    steps = [{"key": "slots", "data": {"rows": rows, "tune_run": 7}}]
+    conclusion = scenario.conclude(steps, ["llamacpp-4slot"], {})
+    assert conclusion.headline.startswith("2 slots for this machine: 1.50x the throughput of 1")
+    assert conclusion.verdicts["2"]["best"] and not conclusion.verdicts["4"]["best"]
+    flat = [{"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0}, {"slots": 2, "tok_s": 20.5, "ttft_p90_ms": 600.0}]
+    assert scenario.conclude([{"key": "slots", "data": {"rows": flat}}], [], {}).headline.startswith(
+        "One slot is enough on this machine")
