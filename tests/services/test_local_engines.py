@@ -3,6 +3,7 @@ failures in plain words (port taken, engines not installed, unknown id)."""
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -39,6 +40,7 @@ def test_engines_run_below_the_apps_priority_and_llamacpp_on_one_thread(all_loca
 def test_start_stop_cycle_on_other_ports(all_local_engines_up, db_url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A second llama.cpp (ports moved by SHOOTOUT_LOCAL_PORT_BASE) starts, registers,
     answers /health, and stops cleanly, without touching the shared engines."""
+    shared_base = os.environ.get("SHOOTOUT_LOCAL_PORT_BASE")  # a checkout may run its engines elsewhere
     monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18181")
     started = local_engines.start("llamacpp-1slot", wait=True)
     try:
@@ -48,7 +50,10 @@ def test_start_stop_cycle_on_other_ports(all_local_engines_up, db_url, monkeypat
         stopped = local_engines.stop("llamacpp-1slot")
     assert stopped.status == "stopped"
     assert not local_engines.pid_alive(started.pid)
-    monkeypatch.delenv("SHOOTOUT_LOCAL_PORT_BASE")
+    if shared_base is None:
+        monkeypatch.delenv("SHOOTOUT_LOCAL_PORT_BASE")
+    else:
+        monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", shared_base)
     assert local_engines.status("llamacpp-1slot")[0].status == "running"  # the shared one is untouched
 
 

@@ -139,7 +139,8 @@ def test_engine_killed_mid_run_ends_with_errors_recorded(tmp_path) -> None:
     summary = accounted(outcome)
     assert summary["sent"] == 24
     assert summary["failed"] >= 20
-    assert set(summary["errors_by_class"]) <= {"stream_cut", "connect_refused", "protocol_error"}
+    # A request opening its connection as the engine dies may be refused or reset (connect_error).
+    assert set(summary["errors_by_class"]) <= {"stream_cut", "connect_refused", "connect_error", "protocol_error"}
     assert "stream_cut" in summary["errors_by_class"]  # the four in flight were cut
 
 
