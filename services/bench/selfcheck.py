@@ -54,6 +54,7 @@ class WorkerCheck:
     cpu_share_peak: float = 0.0
     connections_max: int = 0
     host: str = ""
+    peak_rss_mb: float = 0.0
 
     @property
     def cpu_share(self) -> float:
@@ -86,6 +87,7 @@ class SelfCheck:
         self.check.cpu_s = time.process_time() - self._cpu_start
         self.check.wall_s = time.perf_counter() - self._wall_start
         self.check.connections_max = max(self.check.connections_max, self._open_connections())
+        self.check.peak_rss_mb = _peak_rss_mb()
         return self.check
 
     async def _probe(self) -> None:
@@ -101,6 +103,12 @@ class SelfCheck:
                 cpu = time.process_time()
                 self.check.cpu_share_peak = max(self.check.cpu_share_peak, (cpu - window_cpu) / (now - window_wall))
                 window_cpu, window_wall = cpu, now
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
 
 
 def _host() -> str:
@@ -120,6 +128,7 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
     workers = [
         {"worker": c.worker, "host": c.host, "cpu_share": round(c.cpu_share, 3),
          "cpu_share_peak": round(max(c.cpu_share_peak, c.cpu_share), 3), "connections_max": c.connections_max,
+         "peak_rss_mb": c.peak_rss_mb,
          "loop_lag_p99_ms": _ms(percentile(c.loop_lag_s, 99)) if c.loop_lag_s else None}
         for c in checks
     ]
