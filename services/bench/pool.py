@@ -30,9 +30,12 @@ import math
 import multiprocessing
 import os
 import queue
+import sys
 import threading
 import time
+import types
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -135,6 +138,19 @@ class _WorkerSetup:
     temperature: float | None
     step: int | None
     connect_ahead: bool
+
+
+@contextmanager
+def _bare_main() -> Iterator[None]:
+    """`spawn` re-runs the parent's __main__ in each child; the workers need none of it, and
+    a main that is a script (a page under Streamlit's AppTest, a benchmark) would run again
+    there. While the workers start, __main__ is an empty module."""
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
 
 
 class _Channels:
@@ -313,6 +329,14 @@ class PooledEngineLoad:
                 continue
         return False
 
+    def _feed(self, body: Callable[[_Channels, threading.Event], None], channels: _Channels,
+              finished: threading.Event) -> None:
+        try:
+            body(channels, finished)
+        except Exception as error:  # noqa: BLE001 - workers starved of requests must stop, and say why
+            self.failures.append(f"coordinator: drawing the requests failed: {type(error).__name__}: {error}")
+            channels.stop.set()
+
     def _feed_closed(self, channels: _Channels, finished: threading.Event) -> None:
         # The closed loop's conversations in order; each slot takes the next one it claims.
         for conversation in self._conversations():
@@ -354,10 +378,11 @@ class PooledEngineLoad:
                                      name=f"shootout-bench-worker-{setup.worker}")
                      for setup in self._setups(origin)]
         finished = threading.Event()
-        feeder = threading.Thread(target=self._feed_closed if closed else self._feed_open,
-                                  args=(channels, finished), daemon=True)
-        for process in processes:
-            process.start()
+        feeder = threading.Thread(target=self._feed, args=(self._feed_closed if closed else self._feed_open,
+                                                            channels, finished), daemon=True)
+        with _bare_main():
+            for process in processes:
+                process.start()
         feeder.start()
         done: dict[int, dict[str, Any]] = {}
         ready: set[int] = set()
@@ -366,6 +391,13 @@ class PooledEngineLoad:
             while len(ready) + len(self.failures) < len(processes):
                 self._take(channels, ready, done, processes)
                 self._check_stop(channels)
+                # A worker that died starting (an import error, the OOM killer) never reports.
+                dead = [index for index, process in enumerate(processes)
+                        if not process.is_alive() and index not in ready]
+                if dead and channels.results.empty():
+                    self.failures += [f"worker {index}: exited while starting (code {processes[index].exitcode})"
+                                      for index in dead if not any(f.startswith(f"worker {index}:")
+                                                                   for f in self.failures)]
                 if channels.stop.is_set() or time.monotonic() > ready_by:
                     break
             if not self.failures and not channels.stop.is_set():
@@ -391,11 +423,10 @@ class PooledEngineLoad:
                     process.join(timeout=5)
             feeder.join(timeout=5)
             channels.work.cancel_join_thread()
-        for process in processes:
-            if process.exitcode not in (0, None) and process.pid is not None and \
-                    not any(f.startswith(f"worker {processes.index(process)}:") for f in self.failures) and \
-                    processes.index(process) not in done:
-                self.failures.append(f"worker {processes.index(process)}: exited with code {process.exitcode}")
+        for index, process in enumerate(processes):
+            reported = any(failure.startswith(f"worker {index}:") for failure in self.failures)
+            if process.exitcode not in (0, None) and index not in done and not reported:
+                self.failures.append(f"worker {index}: exited with code {process.exitcode}")
         if self.failures and not done:
             from services.errors import ShootoutError
 
