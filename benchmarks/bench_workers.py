@@ -83,8 +83,9 @@ def inference_perf(path: str, server: ScriptedServer, model: str, requests: int,
         "api:\n  type: chat\n  streaming: true\n"
         f"server:\n  type: vllm\n  model_name: '{model}'\n  base_url: {server.root_url}\n  ignore_eos: true\n"
         f"tokenizer:\n  pretrained_model_name_or_path: {TOKENIZER}\n"
-        "data:\n  type: random\n  input_distribution:\n    min: 16\n    max: 16\n    mean: 16\n    std_dev: 0\n"
-        f"  output_distribution:\n    min: {tokens}\n    max: {tokens}\n    mean: {tokens}\n    std_dev: 0\n"
+        # Its random data does not do chat; mock prompts do, and the scripted server sends the
+        # model name's token count whatever the prompt.
+        "data:\n  type: mock\n"
         f"report:\n  request_lifecycle:\n    summary: true\nstorage:\n  local_storage:\n    path: {folder / 'ip'}\n"
     )
     began = time.perf_counter()
