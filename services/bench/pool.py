@@ -26,6 +26,7 @@ Exact meaning with N workers:
 from __future__ import annotations
 
 import asyncio
+import collections
 import math
 import multiprocessing
 import os
@@ -50,6 +51,8 @@ from services.bench.workloads import Conversation, PromptText, WorkloadSpec, ite
 LOOKAHEAD_S = 0.25
 START_MARGIN_S = 0.05
 RECORD_BATCH = 64
+#: Items a worker takes from the shared queue in one thread hop at most.
+TAKE_MOST = 32
 RECORD_FLUSH_S = 0.1
 POLL_S = 0.2
 #: How long workers may take to start, connect ahead and warm up before the run fails.
@@ -199,13 +202,24 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
 
     sink = _ResultSink(channels.results, setup.worker)
 
-    def take(timeout_s: float) -> Any:
+    def take(most: int) -> list[Any]:
+        """What the coordinator has handed out, up to `most` items in one thread hop (a
+        burst of arrivals costs one hop, not one each); [] once stopped."""
         while not channels.stop.is_set():
             try:
-                return channels.work.get(timeout=timeout_s)
+                items = [channels.work.get(timeout=POLL_S)]
             except queue.Empty:
                 continue
-        return None
+            while len(items) < most and items[-1] is not None:
+                try:
+                    items.append(channels.work.get_nowait())
+                except queue.Empty:
+                    break
+            return items
+        return []
+
+    waiting: collections.deque[Any] = collections.deque()
+    slots = max(1, len(setup.start_offsets))
 
     async def ready() -> float:
         sink.flush()
@@ -216,14 +230,18 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
         return channels.start_at.value or time.perf_counter()
 
     async def next_conversation() -> Conversation:
-        conversation = await asyncio.to_thread(take, POLL_S)
-        if conversation is None:  # stopped: the stop watcher ends the load meanwhile
+        if not waiting:
+            # A few per hop, never many more than this worker's slots (the others need theirs).
+            waiting.extend(await asyncio.to_thread(take, min(TAKE_MOST, slots)))
+        if not waiting:  # stopped: the stop watcher ends the load meanwhile
             await asyncio.sleep(3600)
-        return conversation
+        return waiting.popleft()
 
     async def schedule() -> AsyncIterator[tuple[float, Conversation]]:
         while True:
-            item = await asyncio.to_thread(take, POLL_S)
+            if not waiting:
+                waiting.extend(await asyncio.to_thread(take, TAKE_MOST))
+            item = waiting.popleft() if waiting else None
             if item is None:
                 return
             yield item

@@ -38,9 +38,15 @@ def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(scripte
     assert generator["loop_lag_samples"] == sum(len(check.loop_lag_s) for check in outcome.checks)
 
 
-def test_open_loop_keeps_the_coordinators_gamma_schedule(scripted_server: ScriptedServer) -> None:
-    load = LoadSpec(mode="rate", rate=80, arrival="gamma", burstiness=0.5, concurrency=None, requests=60, seed=7)
-    work = WorkloadSpec(input_len=8, output_len=8)
+@pytest.mark.parametrize(("load", "work"), [
+    (LoadSpec(mode="rate", rate=80, arrival="gamma", burstiness=0.5, concurrency=None, requests=60, seed=7),
+     WorkloadSpec(input_len=8, output_len=8)),
+    # A real trace's arrival times, sped up (its lengths scaled down to keep the run short).
+    (LoadSpec(mode="trace", trace_speed=40, concurrency=None, requests=60),
+     WorkloadSpec(kind="trace", trace="conversation", length_scale=0.01, output_len=8)),
+], ids=["gamma", "trace"])
+def test_open_loop_keeps_the_coordinators_schedule(scripted_server: ScriptedServer, load: LoadSpec,
+                                                   work: WorkloadSpec) -> None:
     alone = execute_load(engine(scripted_server, tokens=8), work, load, salt="same")
     pooled = execute_load(engine(scripted_server, tokens=8), work, load, salt="same", workers=2)
 
