@@ -141,6 +141,7 @@ class _WorkerSetup:
     temperature: float | None
     step: int | None
     connect_ahead: bool
+    coordinator_pid: int
 
 
 @contextmanager
@@ -202,10 +203,15 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
 
     sink = _ResultSink(channels.results, setup.worker)
 
+    def stopped() -> bool:
+        # Stopped by the coordinator, or orphaned: a coordinator killed outright (SIGKILL,
+        # the OOM killer) sets no flag, and its workers must not go on loading the engine.
+        return channels.stop.is_set() or os.getppid() != setup.coordinator_pid
+
     def take(most: int) -> list[Any]:
         """What the coordinator has handed out, up to `most` items in one thread hop (a
         burst of arrivals costs one hop, not one each); [] once stopped."""
-        while not channels.stop.is_set():
+        while not stopped():
             try:
                 items = [channels.work.get(timeout=POLL_S)]
             except queue.Empty:
@@ -219,20 +225,21 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
         return []
 
     waiting: collections.deque[Any] = collections.deque()
-    slots = max(1, len(setup.start_offsets))
 
     async def ready() -> float:
         sink.flush()
         channels.results.put(("ready", setup.worker, None))
         while not await asyncio.to_thread(channels.go.wait, POLL_S):
-            if channels.stop.is_set():
+            if stopped():
                 break
         return channels.start_at.value or time.perf_counter()
 
     async def next_conversation() -> Conversation:
         if not waiting:
-            # A few per hop, never many more than this worker's slots (the others need theirs).
-            waiting.extend(await asyncio.to_thread(take, min(TAKE_MOST, slots)))
+            # One per hop: a conversation held back here could be left unsent when the budget
+            # runs out while another worker sends a later one; the run's requests must be
+            # exactly the first ones of the coordinator's sequence, as with one process.
+            waiting.extend(await asyncio.to_thread(take, 1))
         if not waiting:  # stopped: the stop watcher ends the load meanwhile
             await asyncio.sleep(3600)
         return waiting.popleft()
@@ -261,7 +268,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
                 async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=setup.timeout_s) as client:
                     return await EngineLoad(
                         client, setup.engine, setup.workload, setup.load, sink=sink,
-                        should_stop=channels.stop.is_set, salt=setup.salt, text=setup.text,
+                        should_stop=stopped, salt=setup.salt, text=setup.text,
                         timeout_s=setup.timeout_s, temperature=setup.temperature, step=setup.step,
                         connect_ahead=setup.connect_ahead, plan=plan,
                     ).run()
@@ -270,6 +277,9 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
 
     try:
         outcome = run_blocking(main())
+        if os.getppid() != setup.coordinator_pid:
+            channels.results.cancel_join_thread()  # nobody reads the results any more
+            return
     except BaseException as error:  # noqa: BLE001 - the coordinator reports it
         sink.flush()
         channels.results.put(("failed", setup.worker, f"{type(error).__name__}: {error}"))
@@ -330,7 +340,7 @@ class PooledEngineLoad:
                          load=replace(load, concurrency=caps[index], warmup_requests=warmups[index]),
                          start_offsets=slots[index], concurrency_cap=caps[index], origin=origin, salt=self.salt,
                          text=self.text, timeout_s=self.timeout_s, temperature=self.temperature, step=self.step,
-                         connect_ahead=self.connect_ahead)
+                         connect_ahead=self.connect_ahead, coordinator_pid=os.getpid())
             for index in range(count)
         ]
 

@@ -107,3 +107,59 @@ def test_workers_are_validated() -> None:
     with pytest.raises(ValidationError, match="Workers must be 1 to 64, or auto"):
         BenchSpec(engines=(EngineTarget("a", "http://127.0.0.1:1"),), workers=65).validate()
     assert BenchSpec(engines=(EngineTarget("a", "http://127.0.0.1:1"),), workers=WORKERS_AUTO).validate()
+
+
+ORPHANING = """
+import sys
+from services.bench.arrivals import LoadSpec
+from services.bench.runner import execute_load
+from services.bench.spec import EngineTarget
+from services.bench.workloads import WorkloadSpec
+if __name__ == "__main__":
+    target = EngineTarget(name="s", base_url=sys.argv[1], kind="vllm", model=sys.argv[2])
+    execute_load(target, WorkloadSpec(input_len=8, output_len=400), LoadSpec(concurrency=4, requests=None,
+                 duration_s=300), workers=2)
+"""
+
+
+def test_workers_of_a_killed_coordinator_stop(scripted_server: ScriptedServer, tmp_path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    script = tmp_path / "orphaning.py"
+    script.write_text(ORPHANING)
+    coordinator = subprocess.Popen([sys.executable, str(script), scripted_server.base_url,
+                                    scripted_server.model(ttft=5, itl=50, tokens=400)], cwd=REPO_ROOT,
+                                   env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+
+    def workers() -> list[int]:
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == coordinator.pid:
+                    found.append(int(entry))
+        return found
+
+    deadline = time.monotonic() + 60
+    while len(workers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    children = workers()
+    assert len(children) >= 2
+    time.sleep(3)  # well into the measured phase
+    coordinator.send_signal(signal.SIGKILL)
+    coordinator.wait()
+    deadline = time.monotonic() + 15
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in children if os.path.exists(f"/proc/{pid}") and
+                 open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert alive == [], "orphaned workers went on loading the engine"
