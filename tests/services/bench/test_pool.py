@@ -163,3 +163,19 @@ def test_workers_of_a_killed_coordinator_stop(scripted_server: ScriptedServer, t
         alive = [pid for pid in children if os.path.exists(f"/proc/{pid}") and
                  open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
     assert alive == [], "orphaned workers went on loading the engine"
+
+
+def test_a_sweep_with_workers_and_with_auto(db_url: str, scripted_server: ScriptedServer) -> None:
+    from services.bench.spec import SweepSpec
+
+    for workers in (2, WORKERS_AUTO):
+        spec = BenchSpec(engines=(engine(scripted_server, tokens=8),), workload=WorkloadSpec(input_len=8, output_len=8),
+                         load=LoadSpec(requests=12), workers=workers, record_engine_metrics=False,
+                         calibrate_prompts=False,
+                         sweep=SweepSpec(kind="concurrency", values=(2, 4), stop_on_plateau=False))
+        summary = jobs.execute_run(jobs.create_run(spec))
+        rows = summary["sweep"]
+        assert [row["completed"] for row in rows] == [12, 12]
+        counts = [row["generator"]["workers"] for row in rows]
+        # auto starts with one worker at these loads (and grows only after a client-bound step).
+        assert counts == [2, 2] if workers == 2 else counts[0] == 1
