@@ -102,6 +102,9 @@ def new_benchmark_form() -> None:
         values["parallel"] = st.checkbox("Engines at the same time (default: one after another, fair on shared "
                                          "hardware)", key="bench_parallel")
         values["timeout_s"] = st.number_input("Request timeout (s)", 1.0, 86_400.0, 600.0, key="bench_timeout")
+        values["workers"] = st.text_input("Load-generator workers (a number, or auto)", "1", key="bench_workers",
+                                          help="Processes sending the load on this host; add them when the "
+                                               "self-check says client-bound.")
         values["seed"] = st.number_input("Seed", 0, 2**31 - 1, 0, key="bench_seed")
     values["name"] = st.text_input("Name (optional)", key="bench_name")
     if st.button("Start benchmark", type="primary", key="bench_start"):
@@ -163,6 +166,11 @@ def results(view: views.RunView) -> None:
                                                         if run.status == "cancelled" else ""))
     for note in view.notes:
         st.caption(md_text(note))
+    if view.client_bound:
+        st.warning("Client-bound: the load generator, not the engine, limited these figures (add workers, "
+                   "see the README).\n\n" + "\n\n".join(md_line(line) for line in view.generator))
+    elif view.generator:
+        st.caption("Generator self-check: " + "; ".join(md_line(line) for line in view.generator))
     if not view.table.empty:
         st.markdown("**Latency percentiles**")
         st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")

@@ -3,7 +3,7 @@
     python cli.py bench --engine NAME [--engine NAME2] | --url URL [--model M]
                         --concurrency N | --rate R [--max-concurrency N]
                         --requests N | --duration S  --input-len N --output-len N
-                        [--workload KIND] [--timeout S] [--json OUT]
+                        [--workload KIND] [--timeout S] [--workers N|auto] [--json OUT]
 
 The run goes into the same database as the app's (it shows on the Benchmarks and Runs
 pages). Failing requests do not fail the command: it ends normally and reports them by
@@ -37,6 +37,16 @@ def _floats(text: str) -> tuple[float, ...]:
     if not values:
         raise argparse.ArgumentTypeError("expected at least one number")
     return values
+
+
+def _workers(text: str) -> int:
+    from services.bench.spec import MAX_WORKERS, WORKERS_AUTO
+
+    if text.strip().lower() == "auto":
+        return WORKERS_AUTO
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to {MAX_WORKERS} or auto, got {text!r}")
+    return int(text)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,6 +116,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument("--no-connect-ahead", action="store_true",
                          help="open connections inside the measured requests (TTFT then includes connecting)")
     options.add_argument("--no-engine-metrics", action="store_true", help="do not record the engines' /metrics")
+    options.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
+                         help="load-generator processes on this host (auto: chosen by the self-check)")
 
     output = parser.add_argument_group("output")
     output.add_argument("--name", default="")
@@ -221,7 +233,7 @@ def build_spec(args: argparse.Namespace) -> Any:
         parallel_engines=args.parallel, timeout_s=args.timeout, temperature=args.temperature,
         percentiles=args.percentiles, calibrate_prompts=not args.no_calibrate,
         connect_ahead=not args.no_connect_ahead, record_engine_metrics=not args.no_engine_metrics,
-        tags=tuple(args.tag),
+        workers=args.workers, tags=tuple(args.tag),
     ).validate()
 
 
@@ -323,6 +335,10 @@ def _table(payload: dict[str, Any]) -> str:
         if block.get("honoured_output_len") is False:
             lines.append(f"{'':24s} did not honour the fixed output length "
                          f"({block.get('short_output_requests')} shorter answers)")
+    from services.bench.selfcheck import summary_lines
+
+    lines += summary_lines(payload, {row["step"]: f"{dimension} {_level(row.get(dimension))}" for row in sweep
+                                     if row.get("step") is not None})[1]
     for name, reason in (payload.get("stopped_early") or {}).items():
         lines.append(f"{name}: sweep stopped early: {reason}")
     for name, found in (payload.get("slo_search") or {}).items():

@@ -313,6 +313,11 @@ class StreamClient:
     async def __aenter__(self) -> StreamClient:
         return self
 
+    @property
+    def open_connections(self) -> int:
+        """Connections open now, busy or idle (the generator's self-check reports the most)."""
+        return len(self._open)
+
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 

@@ -588,6 +588,7 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
             block["connections_ahead"] = meta.summary.get("connections_ahead")
             block["model"] = meta.summary.get("model")
             block["started_at_unix"] = meta.summary.get("started_at_unix")
+            block["generator"] = meta.summary.get("generator") or {}
         per_step[key] = block
     summary: dict[str, Any] = {"engines": {}}
     sweep = spec.sweep
@@ -639,7 +640,20 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
     if spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code"):
         summary["data_attribution"] = TRACE_ATTRIBUTION
     summary["engines_run"] = "together" if spec.parallel_engines else "one after another"
+    summary["generator"] = generator_verdict(per_step)
     return summary
+
+
+def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:
+    """The run's self-check in one place: client-bound when any engine or step was, with
+    the evidence of each (engine, step) that was."""
+    flagged = []
+    for (engine, step), block in per_step.items():
+        check = block.get("generator") or {}
+        if check.get("client_bound"):
+            flagged.append({"engine": engine, "step": step, "evidence": check.get("evidence", [])})
+    checked = sum(1 for block in per_step.values() if (block.get("generator") or {}).get("workers"))
+    return {"client_bound": bool(flagged), "flagged": flagged, "checked_loads": checked}
 
 
 # ---------------------------------------------------------------------------------------

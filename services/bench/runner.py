@@ -16,12 +16,13 @@ import gc
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from services.bench.arrivals import LoadSpec, arrival_offsets, worker_start_offsets
+from services.bench.selfcheck import SelfCheck, WorkerCheck, report as selfcheck_report
 from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.stats import RequestRecord, SloSpec, summarize_engine
 from services.bench.workloads import (
@@ -100,6 +101,9 @@ class EngineOutcome:
     model: str | None = None
     #: perf_counter of the measured phase's start (record times are relative to it).
     origin: float = 0.0
+    #: The generator's self-check of each worker (raw samples) and their merged report.
+    checks: list[WorkerCheck] = field(default_factory=list)
+    generator: dict[str, Any] = field(default_factory=dict)
 
     @property
     def measured(self) -> list[RequestRecord]:
@@ -123,6 +127,29 @@ class _Budget:
         self.left -= 1
         return True
 
+    def give_back(self) -> None:
+        if self.left is not None:
+            self.left += 1
+
+
+@dataclass
+class WorkerPlan:
+    """One worker process's part of a load the coordinator drew (services/bench/pool.py):
+    the shared clock origin, its share of connections, warm-ups and concurrency, the shared
+    request budget, and where its requests come from."""
+
+    worker: int
+    origin: float
+    #: Closed loop: this worker's slots (their start offsets); open loop: its share of the cap.
+    start_offsets: list[float]
+    concurrency_cap: int | None
+    budget: Any
+    #: After the warm-up: waits for the coordinator's common start, returns it (perf_counter).
+    ready: Callable[[], Awaitable[float]]
+    next_conversation: Callable[[], Awaitable[Conversation]]
+    #: Open loop: (seconds after the start, conversation) in order, as the coordinator drew them.
+    schedule: Callable[[], AsyncIterator[tuple[float, Conversation]]]
+
 
 class _SchemaChecker:
     def __init__(self) -> None:
@@ -141,6 +168,21 @@ class _SchemaChecker:
         except ValueError:
             return False
         return bool(validator.is_valid(instance))
+
+
+def planned_arrivals(load: LoadSpec, conversations: Iterator[Conversation]) -> Iterator[tuple[float, Conversation]]:
+    """The open loop's whole schedule, drawn once: (seconds after the start, conversation)
+    in order, from the seeded arrival process or the trace's own times."""
+    if load.mode == "trace":
+        first_arrival: float | None = None
+        for conversation in conversations:
+            arrival = conversation.arrival_s or 0.0
+            first_arrival = arrival if first_arrival is None else first_arrival
+            yield (arrival - first_arrival) / load.trace_speed, conversation
+        return
+    offsets = arrival_offsets(load.rate or 1.0, arrival=load.arrival, burstiness=load.burstiness, seed=load.seed,
+                              ramp_up_s=load.ramp_up_s, ramp_start_rate=load.ramp_start_rate)
+    yield from zip(offsets, conversations)
 
 
 class EngineLoad:
@@ -162,8 +204,11 @@ class EngineLoad:
         step: int | None = None,
         connect_ahead: bool = True,
         request_headers: Callable[[int], dict[str, str]] | None = None,
+        plan: WorkerPlan | None = None,
     ) -> None:
         self.client = client
+        self.plan = plan
+        self.selfcheck: SelfCheck | None = None
         self.request_headers = request_headers
         self.engine = engine
         self.workload = workload
@@ -297,8 +342,8 @@ class EngineLoad:
                 async with semaphore:
                     if self.stopping.is_set():
                         # Claimed but never sent: give the request back.
-                        if budget is not None and budget.left is not None:
-                            budget.left += 1
+                        if budget is not None:
+                            budget.give_back()
                         return last
                     last = await self._request(conversation, turn_number, answers, scheduled, warmup)
             else:
@@ -325,6 +370,8 @@ class EngineLoad:
     async def _closed_loop(self, conversations: Iterator[Conversation], budget: _Budget) -> None:
         concurrency = self.load.concurrency or 1
         starts = worker_start_offsets(concurrency, self.load.ramp_up_s)
+        if self.plan is not None:
+            starts = self.plan.start_offsets
 
         async def worker(start_offset: float) -> None:
             if start_offset > 0:
@@ -332,39 +379,37 @@ class EngineLoad:
             while not self.stopping.is_set():
                 if not budget.claim():
                     return
-                conversation = next(conversations)
+                if self.plan is not None:
+                    conversation = await self.plan.next_conversation()
+                else:
+                    conversation = next(conversations)
                 last = await self._conversation(conversation, budget, None, False, True, None)
                 if last is not None and not last.ok and last.error_class in CONNECT_ERRORS:
                     await asyncio.sleep(CONNECT_FAILURE_BACKOFF_S)
 
         await asyncio.gather(*(worker(offset) for offset in starts))
 
+    async def _planned(self, conversations: Iterator[Conversation]) -> AsyncIterator[tuple[float, Conversation]]:
+        for item in planned_arrivals(self.load, conversations):
+            yield item
+
     async def _open_loop(self, conversations: Iterator[Conversation], budget: _Budget) -> None:
+        schedule = self._planned(conversations) if self.plan is None else self.plan.schedule()
+        await self._open_loop_from(schedule, budget)
+
+    async def _open_loop_from(self, schedule: AsyncIterator[tuple[float, Conversation]], budget: _Budget) -> None:
         load = self.load
-        if load.mode == "trace":
-            offsets: Iterator[float | None] = itertools.repeat(None)
-        else:
-            offsets = arrival_offsets(
-                load.rate or 1.0,
-                arrival=load.arrival,
-                burstiness=load.burstiness,
-                seed=load.seed,
-                ramp_up_s=load.ramp_up_s,
-                ramp_start_rate=load.ramp_start_rate,
-            )
-        semaphore = asyncio.Semaphore(load.concurrency) if load.concurrency else None
+        cap = self.plan.concurrency_cap if self.plan is not None else load.concurrency
+        semaphore = asyncio.Semaphore(cap) if cap else None
         tasks: set[asyncio.Task[Any]] = set()
-        first_arrival: float | None = None
         try:
-            for offset, conversation in zip(offsets, conversations):
-                if offset is None:
-                    arrival = conversation.arrival_s or 0.0
-                    first_arrival = arrival if first_arrival is None else first_arrival
-                    offset = (arrival - first_arrival) / load.trace_speed
+            async for offset, conversation in schedule:
                 due = self.measure_start + offset
                 if budget.deadline is not None and due >= budget.deadline:
                     break
                 await self._sleep_until(due)
+                if self.selfcheck is not None:
+                    self.selfcheck.late_send(time.perf_counter() - due)
                 if self.stopping.is_set() or not budget.claim():
                     break
                 scheduled = due - self.origin
@@ -422,19 +467,36 @@ class EngineLoad:
             width = load.concurrency or min(64, max(1, int((load.rate or 1) * 2)))
             self.outcome.connections_ahead = await connect_ahead(self.client, self.engine.base_url, width)
         # Record times count from here (warm-ups first); the load shape from measure_start.
-        self.origin = self.measure_start = time.perf_counter()
+        # A worker process counts from the coordinator's origin: one clock for all workers.
+        self.origin = self.measure_start = self.plan.origin if self.plan is not None else time.perf_counter()
         self.outcome.wall_start = time.time()
         self.outcome.origin = self.origin
         if load.warmup_requests:
             await self._warmup(load.warmup_requests)
             self.measure_start = time.perf_counter()
-        deadline = self.measure_start + load.duration_s if load.duration_s else None
-        budget = _Budget(load.requests, deadline)
-        conversations = iter_conversations(self.workload, salt=self.salt, text=self.text)
-        if load.mode == "concurrency":
-            await self._closed_loop(conversations, budget)
+        if self.plan is not None:
+            self.measure_start = await self.plan.ready()
+            budget = self.plan.budget
         else:
-            await self._open_loop(conversations, budget)
+            deadline = self.measure_start + load.duration_s if load.duration_s else None
+            budget = _Budget(load.requests, deadline)
+        conversations = iter_conversations(self.workload, salt=self.salt, text=self.text)
+        self.selfcheck = SelfCheck(lambda: self.client.open_connections,
+                                   worker=self.plan.worker if self.plan is not None else 0).start()
+        try:
+            if load.mode == "concurrency":
+                await self._closed_loop(conversations, budget)
+            else:
+                await self._open_loop(conversations, budget)
+        finally:
+            await self._finish_selfcheck()
+
+    async def _finish_selfcheck(self) -> None:
+        if self.selfcheck is None:
+            return
+        check, self.selfcheck = await self.selfcheck.stop(), None
+        self.outcome.checks = [check]
+        self.outcome.generator = selfcheck_report([check], open_loop=self.load.mode != "concurrency")
 
 
 # ---------------------------------------------------------------------------------------
@@ -559,7 +621,9 @@ class Benchmark:
         self.text = PromptText()
         self._phases_total = 1
         self._phases_done = 0
-        self._live: list[EngineLoad] = []
+        self._live: list[Any] = []
+        self._last_generator: dict[str, dict[str, Any]] = {}
+        self._auto_count: dict[str, int] = {}
         self.cancelled = False
 
     def _stop(self) -> bool:
@@ -616,7 +680,16 @@ class Benchmark:
         spec = self.spec
         salt = f"{self.salt}:{step}" if step is not None else self.salt
 
-        def make(engine: EngineTarget) -> EngineLoad:
+        def make(engine: EngineTarget) -> Any:
+            workers = self._workers_for(engine.name, load)
+            if workers > 1:
+                from services.bench.pool import PooledEngineLoad
+
+                return PooledEngineLoad(
+                    engine, spec.workload, load, workers=workers, sink=self.sink, should_stop=self._stop, salt=salt,
+                    text=self.text, timeout_s=spec.timeout_s, temperature=spec.temperature, step=step,
+                    connect_ahead=spec.connect_ahead,
+                )
             return EngineLoad(
                 client, engine, spec.workload, load, sink=self.sink, should_stop=self._stop, salt=salt,
                 text=self.text, timeout_s=spec.timeout_s, temperature=spec.temperature, step=step,
@@ -647,8 +720,23 @@ class Benchmark:
         self.progress(self.phase_fraction(), "")
         return results
 
+    def _workers_for(self, engine: str, load: LoadSpec) -> int:
+        """The spec's worker count, or for auto: the self-check's choice, grown after a step
+        of this engine that was client-bound."""
+        from services.bench.spec import WORKERS_AUTO
+
+        if self.spec.workers != WORKERS_AUTO:
+            return self.spec.workers
+        from services.bench.pool import auto_workers
+
+        previous = self._last_generator.get(engine)
+        chosen = auto_workers(load, previous, self._auto_count.get(engine))
+        self._auto_count[engine] = chosen
+        return chosen
+
     def _step_result(self, outcome: EngineOutcome, load: LoadSpec, step: int | None, level: float | None,
                      phase: str) -> StepResult:
+        self._last_generator[outcome.engine] = outcome.generator
         summary = summarize_engine(
             outcome.records,
             slo=self.spec.slo,
@@ -662,6 +750,7 @@ class Benchmark:
         summary["connections_ahead"] = outcome.connections_ahead
         summary["model"] = outcome.model
         summary["started_at_unix"] = outcome.wall_start
+        summary["generator"] = outcome.generator
         dimension = self.spec.sweep.dimension if self.spec.sweep.active else None
         return StepResult(outcome.engine, dimension, level, step, phase, outcome, summary)
 
@@ -775,9 +864,18 @@ def _saturation(history: list[dict[str, Any]], summary: dict[str, Any], sweep: S
 def execute_load(engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *, salt: str = "",
                  timeout_s: float = 600.0, sink: RecordSink | None = None, should_stop: Callable[[], bool] = _never,
                  request_headers: Callable[[int], dict[str, str]] | None = None,
-                 connect_ahead: bool = True) -> EngineOutcome:
-    """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests)."""
+                 connect_ahead: bool = True, workers: int = 1) -> EngineOutcome:
+    """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests);
+    with `workers` > 1 spread over that many processes (services/bench/pool.py)."""
     from services.client import run_blocking
+
+    if workers > 1:
+        from services.bench.pool import PooledEngineLoad
+
+        pooled = PooledEngineLoad(engine, workload.validate(), load.validate(), workers=workers,
+                                  sink=sink or ListSink(), should_stop=should_stop, salt=salt, timeout_s=timeout_s,
+                                  connect_ahead=connect_ahead)
+        return pooled._coordinate()
 
     async def main() -> EngineOutcome:
         with quiet_gc():

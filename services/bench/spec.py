@@ -19,6 +19,9 @@ from services.errors import ValidationError
 from services.measure import DEFAULT_PERCENTILES
 
 SWEEP_KINDS = ("none", "concurrency", "rate", "slo_search")
+#: BenchSpec.workers: this value lets the self-check choose the count (`--workers auto`).
+WORKERS_AUTO = 0
+MAX_WORKERS = 64
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ class BenchSpec:
     #: Open the connections before the measured requests (TTFT then excludes connecting).
     connect_ahead: bool = True
     record_engine_metrics: bool = True
+    #: Load-generator processes on this host (services/bench/pool.py); WORKERS_AUTO = choose.
+    workers: int = 1
     notes: str = ""
     tags: tuple[str, ...] = ()
 
@@ -115,6 +120,8 @@ class BenchSpec:
                 raise ValidationError(f"The {label} SLO must be above 0 ms.")
         if not 0 < slo.attainment <= 1:
             raise ValidationError("The SLO attainment must be between 0 and 1 (for example 0.9).")
+        if not isinstance(self.workers, int) or not WORKERS_AUTO <= self.workers <= MAX_WORKERS:
+            raise ValidationError(f"Workers must be 1 to {MAX_WORKERS}, or auto.")
         self._validate_sweep(load)
         return replace(self, workload=workload, load=load)
 

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from services.bench import jobs
+from services.bench import jobs, selfcheck
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, SweepSpec
 from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, throughput_series
@@ -141,8 +141,20 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
     return BenchSpec(
         engines=engines, workload=workload, load=load, slo=slo, sweep=sweep, name=str(values.get("name", "")).strip(),
         parallel_engines=bool(values.get("parallel", False)), timeout_s=float(values.get("timeout_s", 600.0)),
-        temperature=float(values.get("temperature", 0.0)),
+        temperature=float(values.get("temperature", 0.0)), workers=parse_workers(values.get("workers", "1")),
     ).validate()
+
+
+def parse_workers(value: Any) -> int:
+    """A worker count as typed (a number, or "auto") as BenchSpec.workers."""
+    from services.bench.spec import MAX_WORKERS, WORKERS_AUTO
+
+    text = str(value).strip().lower()
+    if text == "auto":
+        return WORKERS_AUTO
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise ValidationError(f"Workers: a number from 1 to {MAX_WORKERS}, or auto (got {str(value)[:40]!r}).")
+    return int(text)
 
 
 def save_prompt_file(name: str, content: bytes) -> str:
@@ -189,6 +201,10 @@ class RunView:
     throughput: pd.DataFrame
     figures: dict[str, go.Figure]
     notes: list[str]
+    #: The generator's self-check, one line per engine (and sweep step); client_bound when
+    #: any of them says the client, not the engine, limited the figures.
+    generator: list[str] = field(default_factory=list)
+    client_bound: bool = False
 
     @property
     def active(self) -> bool:
@@ -242,7 +258,14 @@ def run_view(run_id: int) -> RunView:
             engine_figure = engine_metrics_figure(run_id, run.summary, measured)
             if engine_figure is not None:
                 figures["engine_metrics"] = engine_figure
-    return RunView(run=run, counts=counts, table=table, throughput=throughput, figures=figures, notes=notes)
+    client_bound, generator = generator_lines(run.summary)
+    return RunView(run=run, counts=counts, table=table, throughput=throughput, figures=figures, notes=notes,
+                   generator=generator, client_bound=client_bound)
+
+
+def generator_lines(summary: dict[str, Any]) -> tuple[bool, list[str]]:
+    """The self-check of each engine (each step of a sweep) as a line, and the verdict."""
+    return selfcheck.summary_lines(summary, step_labels(summary))
 
 
 def _outcome(record: RequestRecord) -> str:

@@ -103,3 +103,39 @@ def test_sweep_results_have_the_latency_throughput_curve(db_url: str, scripted_s
     at = page(run=str(run_id))
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 4
+
+
+def test_workers_from_the_form_and_the_self_check_on_the_results(db_url: str, scripted_server: ScriptedServer) -> None:
+    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=2, tokens=8))
+    at = page()
+    at.multiselect(key="bench_engines").set_value(["scripted"]).run()
+    at.text_input(key="bench_workers").set_value("lots").run()
+    at.button(key="bench_start").click().run()
+    assert "Workers: a number from 1 to 64, or auto (got 'lots')" in texts(at)
+    at.text_input(key="bench_workers").set_value("2").run()
+    at.number_input(key="bench_output_len").set_value(8).run()
+    at.number_input(key="bench_requests").set_value(16).run()
+    at.number_input(key="bench_concurrency").set_value(4).run()
+    at.button(key="bench_start").click().run()
+    assert not at.exception, at.exception
+    run_id = int(at.query_params["run"][-1] if isinstance(at.query_params["run"], list) else at.query_params["run"])
+    deadline = time.monotonic() + 90
+    while jobs.get_run(run_id).active and time.monotonic() < deadline:
+        time.sleep(0.2)
+    run = jobs.get_run(run_id)
+    assert run.status == "finished" and run.spec.workers == 2
+    assert run.summary["engines"]["scripted"]["generator"]["workers"] == 2
+    at = page(run=str(run_id))
+    assert not at.exception
+    assert "loop lag p50/p99" in texts(at) and "CPU per worker" in texts(at)
+    # A client-bound run says so above the tables, with its evidence.
+    summary = dict(run.summary)
+    block = summary["engines"]["scripted"]
+    block["generator"] = {**block["generator"], "client_bound": True,
+                          "evidence": ["event-loop lag p99 9.00 ms > 2 ms"]}
+    summary["generator"] = {"client_bound": True, "flagged": [], "checked_loads": 1}
+    jobs._update(run_id, summary=summary)
+    at = page(run=str(run_id))
+    warning = " ".join(as_read(w.value) for w in at.warning)
+    assert "Client-bound: the load generator, not the engine, limited these figures" in warning
+    assert "event-loop lag p99 9.00 ms > 2 ms" in warning

@@ -77,6 +77,7 @@ def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedS
           "--workload", "file"], 1, "needs a JSONL"),
         (["--url", "http://127.0.0.1:9", "--kind", "vllm", "--model", "m", "--requests", "3",
           "--sweep", "rate"], 1, "needs its load levels"),
+        (["--url", "http://127.0.0.1:9", "--requests", "3", "--workers", "many"], 2, "expected a number from 1"),
     ],
 )
 def test_bad_input_exits_non_zero_with_one_line(db_url: str, args: list[str], code: int, message: str) -> None:
@@ -99,3 +100,17 @@ def test_a_sweep_prints_every_step_and_each_engines_result(db_url: str, scripted
     steps = [line.split() for line in lines[3:5]]
     assert [row[1] for row in steps] == ["1", "2"] and all(row[2] == "4" for row in steps)
     assert "per engine, the step reported as its result:" in lines
+
+
+def test_workers_run_prints_the_self_check(db_url: str, scripted_server: ScriptedServer) -> None:
+    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=8),
+                   "--kind", "vllm", "--concurrency", "4", "--requests", "20", "--output-len", "8", "--workers", "2",
+                   "--no-calibrate", "--json", "-")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    block = next(iter(payload["engines"].values()))
+    assert (block["sent"], block["completed"]) == (20, 20)
+    assert block["generator"]["workers"] == 2
+    # The table (on stderr beside --json -) says what the self-check found, with its figures.
+    check = [line for line in result.stderr.splitlines() if "loop lag p50/p99" in line]
+    assert len(check) == 1 and ("generator kept up (2 worker(s))" in check[0] or "CLIENT-BOUND (" in check[0])

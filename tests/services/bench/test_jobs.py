@@ -64,7 +64,7 @@ def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: S
     # The summary is built from the records the writer stored, not read back: reading them
     # back gives the same figures (the run's own facts, like its model, come from the run).
     from_rows = jobs.build_summary(spec, jobs._stored_records(run_id), None, run_id=run_id)
-    from_the_run = {"cancelled", "connections_ahead", "engine_metrics", "max_streams", "model", "started_at_unix",
+    from_the_run = {"cancelled", "connections_ahead", "engine_metrics", "generator", "max_streams", "model", "started_at_unix",
                     "unsupported_options"}
     differing = sorted({key for name, block in summary["engines"].items() for key in block
                         if key not in from_the_run and block[key] != from_rows["engines"][name].get(key)})

@@ -1,0 +1,219 @@
+"""Load-generator workers (issue 15) against the scripted server, in one run:
+
+1. capacity and client CPU: `python cli.py bench` end to end (database writer included)
+   with 1 and with N workers, and the peers where their virtual environments exist
+   (AIPerf: --aiperf; inference-perf: --inference-perf). Unpaced server (ITL 0), 128
+   streams of 256 tokens for tokens/s and CPU per token, the same with 1-token answers for
+   requests/s and CPU per request. CPU is the command's whole process tree (workers
+   included), by the marginal method of benchmarks/bench_vs_aiperf.py (a large run minus a
+   small one, so start-up and imports cancel out).
+2. accuracy with 2 workers: concurrency 32, server TTFT 50 ms and ITL 10 ms; p50 TTFT and
+   ITL against those (the server's truth), beside one worker's.
+3. 2,000 concurrent streams held by 2 workers: lost requests (sent - completed - failed),
+   the most streams in flight, peak RSS per worker.
+
+The server and the client share this machine's cores: figures from a 2-core VM are ratios
+measured back to back, not absolutes.
+
+    .venv/bin/python benchmarks/bench_workers.py [--workers 1,2] [--aiperf PATH] [--inference-perf PATH]
+        [--skip capacity,accuracy,streams]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_vs_aiperf import TOKENIZER, run_tree  # noqa: E402
+from tests.support.scripted_server import ScriptedServer  # noqa: E402
+
+
+def _raise_file_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+# -- 1. capacity and CPU -------------------------------------------------------------------
+def ours(server: ScriptedServer, model: str, requests: int, tokens: int, concurrency: int, workers: int,
+         folder: Path) -> tuple[float, dict]:
+    out = folder / f"ours-{workers}-{requests}-{tokens}.json"
+    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(folder), "SHOOTOUT_DATABASE_URL": f"sqlite:///{folder / 'db.sqlite'}"}
+    command = [sys.executable, str(ROOT / "cli.py"), "bench", "--url", server.base_url, "--model", model,
+               "--kind", "vllm", "--concurrency", str(concurrency), "--requests", str(requests), "--input-len", "16",
+               "--output-len", str(tokens), "--json", str(out), "--quiet", "--no-engine-metrics", "--no-calibrate",
+               "--workers", str(workers)]
+    used = run_tree(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    block = next(iter(json.loads(out.read_text())["engines"].values()))
+    assert block["failed"] == 0, block["errors_by_class"]
+    return used, block
+
+
+def aiperf(path: str, server: ScriptedServer, model: str, requests: int, tokens: int, concurrency: int,
+           folder: Path) -> tuple[float, dict]:
+    artifacts = folder / f"aiperf-{requests}-{tokens}"
+    command = [path, "profile", "--model", model, "--url", server.root_url, "--endpoint-type", "chat", "--streaming",
+               "--concurrency", str(concurrency), "--request-count", str(requests), "--tokenizer", str(TOKENIZER),
+               "--isl", "16", "--osl", str(tokens), "--ui", "none", "--artifact-dir", str(artifacts)]
+    began = time.perf_counter()
+    used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - began
+    # Rates from the whole command's wall time (start-up included): a lower bound on AIPerf's.
+    return used, {"output_tokens": requests * tokens, "completed": requests,
+                  "output_throughput_tok_s": requests * tokens / wall, "request_throughput_rps": requests / wall}
+
+
+def inference_perf(path: str, server: ScriptedServer, model: str, requests: int, tokens: int, concurrency: int,
+                   folder: Path) -> tuple[float, dict]:
+    config = folder / f"ip-{requests}-{tokens}.yaml"
+    config.write_text(
+        "load:\n  type: concurrent\n  stages:\n"
+        f"  - num_requests: {requests}\n    concurrency_level: {concurrency}\n"
+        "api:\n  type: chat\n  streaming: true\n"
+        f"server:\n  type: vllm\n  model_name: '{model}'\n  base_url: {server.root_url}\n  ignore_eos: true\n"
+        f"tokenizer:\n  pretrained_model_name_or_path: {TOKENIZER}\n"
+        # Its random data does not do chat; mock prompts do, and the scripted server sends the
+        # model name's token count whatever the prompt.
+        "data:\n  type: mock\n"
+        f"report:\n  request_lifecycle:\n    summary: true\nstorage:\n  local_storage:\n    path: {folder / 'ip'}\n"
+    )
+    began = time.perf_counter()
+    used = run_tree([path, "--config_file", str(config)], cwd=folder, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - began
+    return used, {"output_tokens": requests * tokens, "completed": requests,
+                  "output_throughput_tok_s": requests * tokens / wall, "request_throughput_rps": requests / wall}
+
+
+def capacity(args: argparse.Namespace) -> None:
+    print(f"1. capacity and client CPU ({args.concurrency} streams; unpaced server; marginal CPU of "
+          f"{args.large} minus {args.small} requests)", flush=True)
+    tools: list[tuple[str, object]] = [(f"shootout {n} worker(s)", n) for n in args.workers]
+    if args.aiperf:
+        tools.append(("aiperf", "aiperf"))
+    if args.inference_perf:
+        tools.append(("inference-perf", "inference-perf"))
+    with ScriptedServer() as server, tempfile.TemporaryDirectory() as folder:
+        for label, tool in tools:
+            figures = {}
+            for tokens in (args.tokens, 1):
+                model = server.model(ttft=0, itl=0, tokens=tokens)
+                runs = []
+                for requests in (args.small, args.large):
+                    try:
+                        if isinstance(tool, int):
+                            runs.append(ours(server, model, requests, tokens, args.concurrency, tool, Path(folder)))
+                        elif tool == "aiperf":
+                            runs.append(aiperf(args.aiperf, server, model, requests, tokens, args.concurrency,
+                                               Path(folder)))
+                        else:
+                            runs.append(inference_perf(args.inference_perf, server, model, requests, tokens,
+                                                       args.concurrency, Path(folder)))
+                    except (subprocess.CalledProcessError, AssertionError, OSError) as error:
+                        print(f"  {label}: failed ({error})", flush=True)
+                        runs = []
+                        break
+                if len(runs) < 2:
+                    break
+                (small_cpu, small), (large_cpu, large) = runs
+                if tokens > 1:
+                    figures["us_per_token"] = (large_cpu - small_cpu) / max(1, large["output_tokens"] - small["output_tokens"]) * 1e6
+                    figures["tok_s"] = large["output_throughput_tok_s"]
+                    figures["generator"] = large.get("generator", {})
+                else:
+                    figures["us_per_request"] = (large_cpu - small_cpu) / max(1, large["completed"] - small["completed"]) * 1e6
+                    figures["req_s"] = large["request_throughput_rps"]
+            if "req_s" in figures:
+                check = figures.get("generator") or {}
+                bound = ("client-bound: " + "; ".join(check.get("evidence", []))) if check.get("client_bound") \
+                    else ("generator kept up" if check else "")
+                print(f"  {label:22s} {figures['tok_s']:9.0f} tok/s {figures['us_per_token']:7.2f} µs/token   "
+                      f"{figures['req_s']:7.0f} req/s {figures['us_per_request']:8.1f} µs/request  {bound}", flush=True)
+
+
+# -- 2. accuracy -----------------------------------------------------------------------------
+def accuracy(args: argparse.Namespace) -> None:
+    from services.bench.arrivals import LoadSpec
+    from services.bench.runner import execute_load
+    from services.bench.spec import EngineTarget
+    from services.bench.stats import summarize_engine
+    from services.bench.workloads import WorkloadSpec
+
+    print("2. accuracy (concurrency 32, server TTFT 50 ms, ITL 10 ms, 64 tokens; p50 minus the server's)", flush=True)
+    with ScriptedServer() as server:
+        target = EngineTarget(name="s", base_url=server.base_url, kind="vllm",
+                              model=server.model(ttft=50, itl=10, tokens=64))
+        for workers in (1, 2):
+            outcome = execute_load(target, WorkloadSpec(input_len=16, output_len=64),
+                                   LoadSpec(concurrency=32, requests=256, warmup_requests=32), workers=workers)
+            block = summarize_engine(outcome.records, fixed_output=True)
+            ttft, itl = block["ttft_s"]["p50"] * 1000, block["itl_s"]["p50"] * 1000
+            print(f"  {workers} worker(s): TTFT p50 {ttft:.2f} ms ({ttft - 50:+.2f}), ITL p50 {itl:.2f} ms "
+                  f"({itl - 10:+.2f}); {block['completed']}/{block['sent']} completed; "
+                  f"loop lag p99 {outcome.generator['loop_lag_ms'].get('p99')} ms", flush=True)
+
+
+# -- 3. many streams -------------------------------------------------------------------------
+def streams(args: argparse.Namespace) -> None:
+    from services.bench.arrivals import LoadSpec
+    from services.bench.runner import execute_load
+    from services.bench.spec import EngineTarget
+    from services.bench.stats import summarize_engine
+    from services.bench.workloads import WorkloadSpec
+
+    count = args.streams
+    print(f"3. {count} concurrent streams over 2 workers (server ITL 100 ms, 40 tokens: each stream lasts ~4 s)",
+          flush=True)
+    with ScriptedServer() as server:
+        target = EngineTarget(name="s", base_url=server.base_url, kind="vllm",
+                              model=server.model(ttft=200, itl=100, tokens=40))
+        began = time.perf_counter()
+        outcome = execute_load(target, WorkloadSpec(input_len=8, output_len=40),
+                               LoadSpec(concurrency=count, requests=count), workers=2, timeout_s=120)
+        block = summarize_engine(outcome.records, fixed_output=True)
+        lost = block["sent"] - block["completed"] - block["failed"] - block.get("cancelled_requests", 0)
+        rss = ", ".join(f"{w['peak_rss_mb']:.0f} MB" for w in outcome.generator["per_worker"])
+        print(f"  sent {block['sent']}, completed {block['completed']}, failed {block['failed']} "
+              f"({block['errors_by_class']}), lost {lost}; most in flight {block['concurrency_max']}; "
+              f"peak RSS per worker {rss}; {time.perf_counter() - began:.1f} s; "
+              f"client-bound {outcome.generator['client_bound']} {outcome.generator['evidence']}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="1,2", help="worker counts to measure, e.g. 1,2,4,8")
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--small", type=int, default=256)
+    parser.add_argument("--large", type=int, default=1024)
+    parser.add_argument("--streams", type=int, default=2000)
+    parser.add_argument("--aiperf", help="path of an `aiperf` executable (its own virtual environment)")
+    parser.add_argument("--inference-perf", help="path of an `inference-perf` executable (Python 3.12 venv)")
+    parser.add_argument("--skip", default="", help="parts to skip: capacity, accuracy, streams")
+    args = parser.parse_args()
+    args.workers = [int(part) for part in args.workers.split(",") if part]
+    skip = set(args.skip.split(","))
+    _raise_file_limit()
+    print(f"{len(os.sched_getaffinity(0))} usable cores", flush=True)
+    if "capacity" not in skip:
+        capacity(args)
+    if "accuracy" not in skip:
+        accuracy(args)
+    if "streams" not in skip:
+        streams(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
