@@ -6,7 +6,7 @@ import streamlit as st
 
 from app_pages import common
 from app_pages.common import refresh_interval
-from services import endpoints, local_engines
+from services import endpoints, local_engines, registration
 from services.engines import adapters, get_adapter
 from services.engines.probe import probe
 from services.errors import ShootoutError
@@ -112,24 +112,16 @@ if common.operator_only("manage_engines"):
             submitted = st.form_submit_button("Probe and add", type="primary")
         if submitted:
             try:
-                result = probe(url, api_key_env=key_env or None)
-                show_probe(result)
-                if result.ok or store_unreachable:
-                    record = endpoints.add_engine(
-                        name,
-                        url,
-                        kind=result.kind if kind_choice == "detect" else kind_choice,
-                        model=model or (result.models[0] if result.models else None),
-                        api_key_env=key_env or None,
-                        metrics_url=metrics_url or None,
-                        info={"version": result.version, "context_length": result.context_length},
-                    )
-                    st.success(f"Added **{md_line(record.name)}** ({md_line(record.label)}).")
-                    twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
-                    if twins:
-                        st.warning(f"{md_line(', '.join(twins))} already point(s) at {code_span(record.base_url)}: "
-                                   "two names for one "
-                                   "server count its requests twice in comparisons.")
+                done = registration.probe_and_register(
+                    name, url, kind=None if kind_choice == "detect" else kind_choice, model=model or None,
+                    api_key_env=key_env or None, metrics_url=metrics_url or None, store_unreachable=store_unreachable)
+                if done.probe is not None:
+                    show_probe(done.probe)
+                if done.record is not None:
+                    st.success(f"Added **{md_line(done.record.name)}** ({md_line(done.record.label)}).")
+                    if done.twins:
+                        st.warning(f"{md_line(', '.join(done.twins))} already point(s) at {code_span(done.record.base_url)}: "
+                                   "two names for one server count its requests twice in comparisons.")
                 else:
                     st.info("Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
             except ShootoutError as error:

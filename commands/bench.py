@@ -157,17 +157,14 @@ def _url_target(args: argparse.Namespace) -> Any:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(f"{args.url!r} is not an http(s) URL.")
     base = url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
-    kind, model = args.kind, args.model
-    if kind is None or model is None:
-        try:
-            from services.engines.probe import probe
+    from services import registration
 
-            found = probe(base, args.api_key_env, timeout_s=3.0)
-            if found.ok or found.state == "unhealthy":
-                kind = kind or found.kind
-                model = model or (found.models[0] if found.models else None)
-        except Exception:  # noqa: BLE001 - an engine that is down still gets its (failing) run
-            pass
+    kind, model = args.kind, args.model
+    try:
+        identified = registration.identify(base, kind=kind, model=model, api_key_env=args.api_key_env, timeout_s=3.0)
+        kind, model = identified.kind, identified.model
+    except Exception:  # noqa: BLE001 - an engine that is down still gets its (failing) run
+        pass
     if kind is not None:
         from services.engines import kinds
 

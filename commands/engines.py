@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import asdict
 
 from services import endpoints
@@ -62,28 +63,18 @@ def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    kind, model, info = args.kind, args.model, {}
-    if not args.no_probe:
-        result = probe(args.url, api_key_env=args.api_key_env)
-        if not result.ok:
-            print(f"error: {result.message} Use --no-probe to store it anyway.", file=__import__("sys").stderr)
-            return 1
-        kind = kind or result.kind
-        model = model or (result.models[0] if result.models else None)
-        info = {"version": result.version, "context_length": result.context_length, "server": result.server_info}
-    record = endpoints.add_engine(
-        args.name,
-        args.url,
-        kind=kind or "openai",
-        model=model,
-        api_key_env=args.api_key_env,
-        metrics_url=args.metrics_url,
-        info=info,
-    )
-    twins = endpoints.same_endpoint(record.base_url, except_name=record.name)
-    if twins:
-        print(f"warning: {', '.join(twins)} already point(s) at {record.base_url}.", file=__import__("sys").stderr)
-    _print_record(record, args.json)
+    from services import registration
+
+    done = registration.probe_and_register(args.name, args.url, kind=args.kind, model=args.model,
+                                           api_key_env=args.api_key_env, metrics_url=args.metrics_url,
+                                           probe_first=not args.no_probe)
+    if done.record is None:
+        message = done.probe.message if done.probe is not None else "the server did not answer."
+        print(f"error: {message} Use --no-probe to store it anyway.", file=sys.stderr)
+        return 1
+    if done.twins:
+        print(f"warning: {', '.join(done.twins)} already point(s) at {done.record.base_url}.", file=sys.stderr)
+    _print_record(done.record, args.json)
     return 0
 
 
