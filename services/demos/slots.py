@@ -35,6 +35,10 @@ from services.tune.spec import TuneSpec
 WORTH_IT = 1.10
 
 
+def _ms(value: float) -> str:
+    return f"{value:.0f} ms"
+
+
 def _p90_ms(block: dict[str, Any], metric: str) -> float | None:
     value = (block.get(metric) or {}).get("p90")
     return value * 1000 if isinstance(value, (int, float)) else None
@@ -136,12 +140,19 @@ class HowManySlots(Scenario):
         gain = best["tok_s"] / base["tok_s"]
         lines = [f"{r['slots']} slot(s): {fmt_rate(r['tok_s'])}, p90 TTFT "
                  f"{'–' if r['ttft_p90_ms'] is None else format(r['ttft_p90_ms'], '.0f') + ' ms'}." for r in rows]
+        following = next((r for r in rows if r["slots"] > best["slots"]), None)
+        beyond = ""
+        if following is not None:
+            beyond = (f" {following['slots']} slots gave {following['tok_s'] / best['tok_s'] - 1:+.0%} throughput"
+                      + (f", p90 TTFT {_ms(best['ttft_p90_ms'])} to {_ms(following['ttft_p90_ms'])}"
+                         if best["ttft_p90_ms"] is not None and following["ttft_p90_ms"] is not None else "")
+                      + f" (a slot must add {WORTH_IT - 1:.0%} to pay).")
         if best is base:
-            headline = (f"One slot is enough on this machine: more slots added under {WORTH_IT - 1:.0%} throughput each "
-                        "and only made requests wait longer. The cores, not the slots, are the limit.")
+            headline = (f"{base['slots']} slot{'s' if base['slots'] != 1 else ''} is enough on this machine: more slots "
+                        "did not add throughput, so the cores, not the slots, are the limit." + beyond)
         else:
             headline = (f"{best['slots']} slots for this machine: {gain:.2f}x the throughput of {base['slots']} at the same "
-                        f"load; beyond that a slot added under {WORTH_IT - 1:.0%}.")
+                        "load." + beyond)
         if run is not None:
             lines.append(f"The tuning run behind this demo is run #{run} (Tune page): its launch command is there.")
         verdicts = {str(r["slots"]): {"tok_s": r["tok_s"], "ttft_p90_ms": r["ttft_p90_ms"], "best": r is best}

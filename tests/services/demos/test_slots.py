@@ -33,7 +33,8 @@ def test_the_conclusion_reads_the_numbers() -> None:
     steps = [{"key": "slots", "data": {"rows": rows, "tune_run": 7}}]
     conclusion = scenario.conclude(steps, ["llamacpp-4slot"], {})
     assert conclusion.headline.startswith("2 slots for this machine: 1.50x the throughput of 1")
+    assert "4 slots gave +3% throughput, p90 TTFT 350 ms to 900 ms" in conclusion.headline
     assert conclusion.verdicts["2"]["best"] and not conclusion.verdicts["4"]["best"]
     flat = [{"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0}, {"slots": 2, "tok_s": 20.5, "ttft_p90_ms": 600.0}]
     assert scenario.conclude([{"key": "slots", "data": {"rows": flat}}], [], {}).headline.startswith(
-        "One slot is enough on this machine")
+        "1 slot is enough on this machine: more slots did not add throughput")
