@@ -68,3 +68,21 @@ def is_stale(heartbeat_at: datetime | None, created_at: datetime | None, *, now:
     neither time has never shown a sign of life: stale)."""
     last = last_sign_of_life(heartbeat_at, created_at)
     return last is None or last < stale_cutoff(now, stale_after_s)
+
+
+def request_cancel(run_id: int, kind: str, noun: str) -> bool:
+    """Ask a pending or running run of `kind` to stop: its worker sees the status at its next
+    check, stops, and keeps what it measured. False when it had ended already; NotFoundError
+    ("No {noun} #N.") when there is no such run of that kind."""
+    from db.models import Run
+    from db.session import session_scope
+    from services.errors import NotFoundError
+
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != kind:
+            raise NotFoundError(f"No {noun} #{run_id}.")
+        if run.status not in ACTIVE_STATUSES:
+            return False
+        run.status = RunStatus.CANCELLED
+        return True

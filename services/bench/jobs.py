@@ -39,7 +39,7 @@ from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.processes import launch_run_worker, pid_alive
 from services.errors import NotFoundError
-from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunKind, RunStatus, is_stale
+from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunKind, RunStatus, is_stale, request_cancel
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -141,17 +141,7 @@ def launch_worker(run_id: int) -> int:
 
 def cancel_run(run_id: int) -> bool:
     """Ask a pending or running benchmark to stop; False when it had ended already."""
-    from db.models import Run
-    from db.session import session_scope
-
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != KIND:
-            raise NotFoundError(f"No benchmark run #{run_id}.")
-        if run.status not in ACTIVE_STATUSES:
-            return False
-        run.status = "cancelled"
-        return True
+    return request_cancel(run_id, KIND, "benchmark run")
 
 
 def _update(run_id: int, **values: Any) -> None:

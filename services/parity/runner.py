@@ -38,7 +38,7 @@ from services import endpoints, http, limits
 from services.client import ChatRequest, build_body, build_headers, chat_url
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ShootoutError, ValidationError
-from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus
+from services.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
 from services.measure import token_count
 from services.parity.metrics import parse_answer
 from services.parity.tasks import DEFAULT_SEED, TASK_SET_SIZE, TASK_SET_VERSION, Task, score, task_set
@@ -163,14 +163,7 @@ def start_parity(
 
 def cancel_parity(run_id: int) -> bool:
     """Ask a pending or running parity run to stop; False when it had ended already."""
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != RUN_KIND:
-            raise NotFoundError(f"No parity run #{run_id}.")
-        if run.status not in ACTIVE_STATUSES:
-            return False
-        run.status = RunStatus.CANCELLED
-        return True
+    return request_cancel(run_id, RUN_KIND, "parity run")
 
 
 # ---------------------------------------------------------------- one request

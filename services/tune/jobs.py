@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.errors import NotFoundError, ShootoutError
-from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus
+from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
 from services.tune import launch, pareto
 from services.tune.spec import TuneSpec, config_label
 
@@ -89,17 +89,7 @@ def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
 
 def cancel_run(run_id: int) -> bool:
     """Ask a pending or running tuning run to stop; False when it had ended already."""
-    from db.models import Run
-    from db.session import session_scope
-
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != KIND:
-            raise NotFoundError(f"No tuning run #{run_id}.")
-        if run.status not in ACTIVE_STATUSES:
-            return False
-        run.status = RunStatus.CANCELLED
-        return True
+    return request_cancel(run_id, KIND, "tuning run")
 
 
 def _update(run_id: int, **values: Any) -> None:

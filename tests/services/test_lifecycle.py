@@ -39,3 +39,26 @@ def test_every_kind_is_interrupted_after_the_same_silence(db_url: str) -> None:
         status = {run_id: value for run_id, value in session.execute(select(Run.id, Run.status))}
     for kind in kinds:
         assert status[ids[(kind, "fresh")]] == "running" and status[ids[(kind, "stale")]] == "interrupted"
+
+
+def test_one_cancel_rule_for_every_worker_run_kind(db_url: str) -> None:
+    import pytest
+
+    from db.models import Run
+    from db.session import session_scope
+    from services.errors import NotFoundError
+    from services.lifecycle import RunKind, RunStatus, request_cancel
+
+    with session_scope() as session:
+        running = Run(kind=RunKind.BENCHMARK, status=RunStatus.RUNNING)
+        ended = Run(kind=RunKind.BENCHMARK, status=RunStatus.FINISHED)
+        session.add_all([running, ended])
+        session.flush()
+        running_id, ended_id = running.id, ended.id
+    assert request_cancel(running_id, RunKind.BENCHMARK, "benchmark run") is True
+    assert request_cancel(ended_id, RunKind.BENCHMARK, "benchmark run") is False  # it had ended: nothing to do
+    with pytest.raises(NotFoundError, match=f"No tuning run #{running_id}"):
+        request_cancel(running_id, RunKind.TUNE, "tuning run")  # a run of another kind is not this one
+    with session_scope() as session:
+        assert session.get(Run, running_id).status == RunStatus.CANCELLED
+        assert session.get(Run, ended_id).status == RunStatus.FINISHED
