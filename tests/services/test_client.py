@@ -112,7 +112,9 @@ async def test_stream_text_usage_finish_and_timing(scripted_server: ScriptedServ
     assert result.finish_reason == "stop"
     assert (result.prompt_tokens, result.completion_tokens, result.cached_tokens) == (8, 8, 3)
     assert result.ttft_s is not None and 0.039 < result.ttft_s < 0.2
-    assert result.e2e_s is not None and result.e2e_s >= result.ttft_s + 0.069
+    # The server writes token i at (its planned first token) + i * 10 ms: a first token that comes late
+    # on a loaded machine shortens the gap after it, never the whole answer.
+    assert result.e2e_s is not None and result.e2e_s >= 0.040 + 0.069
     figures = result.metrics()
     assert len(figures.itl_s) == 7
     assert 0.008 < statistics.median(figures.itl_s) < 0.02
@@ -301,7 +303,9 @@ async def test_ttft_and_itl_within_1ms_of_the_servers_write_times_at_concurrency
     assert statistics.median(ttft_errors) < 0.001, statistics.median(ttft_errors)
     assert statistics.median(itl_errors) < 0.001, statistics.median(itl_errors)
     # Against the scripted 50 ms the server adds its own lateness (new connections, its timers).
-    assert 0.050 <= statistics.median(r.ttft_s for r in results) < 0.065
+    # A sanity bound only (the accuracy is the two asserts above, against the server's own clock):
+    # 32 streams on a loaded 2-core machine wake the server up to ~15-30 ms late.
+    assert 0.050 <= statistics.median(r.ttft_s for r in results) < 0.080
     assert abs(statistics.median(g for r in results for g in r.metrics().itl_s) - 0.010) < 0.002
 
 
