@@ -1,0 +1,67 @@
+"""Load generation over a real two-node Ray cluster on 127.0.0.1: both nodes send, the
+records merge exactly as with one process, clock offsets are measured and reported, an
+unreachable cluster is one clear error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from services.bench.arrivals import LoadSpec
+from services.bench.ray_pool import RayUnavailable, connect
+from services.bench.runner import ListSink, execute_load
+from services.bench.spec import EngineTarget
+from services.bench.stats import summarize_engine
+from services.bench.workloads import WorkloadSpec
+from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
+from tests.support.scripted_server import ScriptedServer
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RayCluster]:
+    with ray_cluster(nodes=2) as running:
+        yield running
+
+
+def engine(server: ScriptedServer, **scenario) -> EngineTarget:
+    return EngineTarget(name="scripted", base_url=server.base_url, kind="vllm",
+                        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}))
+
+
+def test_a_closed_loop_across_two_nodes_merges_exactly(cluster: RayCluster, scripted_server: ScriptedServer) -> None:
+    sink = ListSink()
+    outcome = execute_load(engine(scripted_server), WorkloadSpec(input_len=8, output_len=16),
+                           LoadSpec(concurrency=4, requests=40, warmup_requests=2), workers=2, sink=sink,
+                           ray_address=cluster.address)
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert (summary["sent"], summary["completed"], summary["failed"], summary["warmup"]) == (40, 40, 0, 2)
+    assert sorted(r.index for r in outcome.measured) == list(range(40))
+    assert len(sink.records) == len(outcome.records) == 42
+    hosts = outcome.generator["hosts"]
+    # One actor per node (each node has one CPU, each worker takes one), and both sent.
+    assert len({host["node"] for host in hosts}) == 2
+    assert all(host["requests"] > 0 for host in hosts) and sum(h["requests"] for h in hosts) == 40
+    # Both nodes share this machine's monotonic clock: the measured offsets are within their RTT/2.
+    assert all(abs(host["clock_offset_s"]) <= host["rtt_s"] / 2 + 0.002 for host in hosts)
+    assert outcome.generator["workers"] == 2 and outcome.generator["ray"] == cluster.address
+
+
+def test_an_open_loop_across_two_nodes_keeps_the_schedule(cluster: RayCluster,
+                                                          scripted_server: ScriptedServer) -> None:
+    work, load = WorkloadSpec(input_len=8, output_len=8), LoadSpec(mode="rate", rate=40.0, requests=30, seed=3)
+    alone = execute_load(engine(scripted_server, tokens=8), work, load, salt="same")
+    spread = execute_load(engine(scripted_server, tokens=8), work, load, salt="same", workers=2,
+                          ray_address=cluster.address)
+    assert [r.index for r in spread.measured if r.ok] and len(spread.measured) == 30
+    planned = sorted(round(r.scheduled_s - min(x.scheduled_s for x in alone.measured), 6) for r in alone.measured)
+    got = sorted(round(r.scheduled_s - min(x.scheduled_s for x in spread.measured), 6) for r in spread.measured)
+    assert planned == got
+    assert all(host["requests"] > 0 for host in spread.generator["hosts"])
+
+
+def test_an_unreachable_cluster_is_one_clear_error() -> None:
+    with pytest.raises(RayUnavailable, match=r"unreachable"):
+        connect(f"127.0.0.1:{free_port()}")
+    with pytest.raises(RayUnavailable, match=r"HOST:PORT"):
+        connect("no-port-here")
