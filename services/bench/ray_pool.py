@@ -87,6 +87,13 @@ def _probe(address: str) -> None:
         raise RayUnavailable(f"Ray at {address[:80]} is unreachable: {error.strerror or error}") from None
 
 
+def check_reachable(address: str) -> None:
+    """Ray installed and the address answering, without joining the cluster (the web server
+    checks a form this way; the run's worker process joins)."""
+    _ray()
+    _probe(address)
+
+
 def connect(address: str) -> Any:
     """The `ray` module, connected to the cluster at `address` (once per process)."""
     global _joined

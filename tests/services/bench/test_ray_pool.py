@@ -4,7 +4,12 @@ unreachable cluster is one clear error."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +21,14 @@ from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
 from tests.support.scripted_server import ScriptedServer
+
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "cli.py", "bench", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=240, env=dict(os.environ))
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +78,25 @@ def test_an_unreachable_cluster_is_one_clear_error() -> None:
         connect(f"127.0.0.1:{free_port()}")
     with pytest.raises(RayUnavailable, match=r"HOST:PORT"):
         connect("no-port-here")
+
+
+def test_cli_bench_over_ray_stores_the_run_with_its_hosts(db_url: str, cluster: RayCluster,
+                                                          scripted_server: ScriptedServer, tmp_path) -> None:
+    out = tmp_path / "out.json"
+    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=8),
+                   "--concurrency", "2", "--requests", "10", "--input-len", "8", "--output-len", "8",
+                   "--timeout", "30", "--ray", cluster.address, "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    (block,) = json.loads(out.read_text())["engines"].values()
+    assert (block["completed"], block["failed"]) == (10, 0)
+    hosts = block["generator"]["hosts"]
+    assert len(hosts) == 2 and sum(host["requests"] for host in hosts) == 10
+    assert "offset" in result.stdout + result.stderr  # the self-check line names the hosts
+
+
+def test_cli_bench_with_an_unreachable_ray_is_one_line_and_exit_1(db_url: str,
+                                                                   scripted_server: ScriptedServer) -> None:
+    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(tokens=8),
+                   "--concurrency", "1", "--requests", "1", "--ray", f"127.0.0.1:{free_port()}")
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0 and "unreachable" in result.stderr, result.stderr
