@@ -44,6 +44,7 @@ CLOCK_ROUND_TRIPS = 5
 CONNECT_PROBE_S = 3.0
 HUB_CONCURRENCY = 256
 WORKER_LOST = "worker_lost"
+HEAD_RESOURCE = "node:__internal_head__"
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
 _joined = ""
 
@@ -380,16 +381,19 @@ class RayEngineLoad(PooledEngineLoad):
 
     def _coordinate(self) -> Any:
         ray = connect(self.address)
+        try:
+            return self._coordinate_on(ray)
+        except ray.exceptions.RayError as error:  # the head or the hub gone: the run cannot go on
+            raise ShootoutError(f"Ray: the cluster at {self.address[:80]} failed during the run: "
+                                f"{type(error).__name__}: {str(error).splitlines()[0][:300]}") from None
+
+    def _coordinate_on(self, ray: Any) -> Any:
         load = self.load
         closed = load.mode == "concurrency"
         backlog = 2 * (load.concurrency or 64) + 64 if closed else 100_000
-        here = ray.get_runtime_context().get_node_id()
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        hub = ray.remote(Hub).options(
-            num_cpus=0, max_concurrency=HUB_CONCURRENCY,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=True),
-        ).remote(backlog, load.requests)
+        # The hub on the head node: the one node a cluster cannot lose and go on.
+        hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=HUB_CONCURRENCY,
+                                      resources={HEAD_RESOURCE: 0.001}).remote(backlog, load.requests)
         worker_class = ray.remote(LoadWorker).options(num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD")
         actors = [worker_class.remote() for _ in range(self.workers)]
         channels = _CoordinatorChannels(ray, hub)

@@ -55,15 +55,24 @@ class RayCluster:
 
         return sum(1 for node in ray.nodes() if node.get("Alive"))
 
+    def kill_node(self, node: subprocess.Popen) -> None:
+        """The node lost outright (a host gone): SIGKILL to its whole process group."""
+        os.killpg(node.pid, signal.SIGKILL)
+        node.wait(timeout=10)
+
     def stop_node(self, node: subprocess.Popen) -> None:
         """The node's whole process group (its raylet, its workers), ours alone."""
         if node.poll() is None:
             os.killpg(node.pid, signal.SIGTERM)
             try:
-                node.wait(timeout=30)
+                node.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
+                node.kill()
                 node.wait(timeout=10)
+        try:  # what outlived its `ray start` (a raylet's workers)
+            os.killpg(node.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _wait_for_port(port: int, node: subprocess.Popen, log: Path) -> None:

@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
 from tests.support.scripted_server import ScriptedServer
+from tests.support.waiting import wait_for
 
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -100,3 +103,33 @@ def test_cli_bench_with_an_unreachable_ray_is_one_line_and_exit_1(db_url: str,
                    "--concurrency", "1", "--requests", "1", "--ray", f"127.0.0.1:{free_port()}")
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0 and "unreachable" in result.stderr, result.stderr
+
+
+def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(cluster: RayCluster,
+                                                                      scripted_server: ScriptedServer) -> None:
+    extra = cluster.start_node()
+    wait_for(lambda: cluster.alive_nodes() == 3, timeout_s=120)
+    extra_seen = threading.Event()
+    lost = threading.Thread(target=lambda: (extra_seen.wait(60), time.sleep(1.0), cluster.kill_node(extra)),
+                            daemon=True)
+    lost.start()
+
+    class Sink(ListSink):
+        def add(self, record) -> None:
+            super().add(record)
+            if len(self.records) >= 3:
+                extra_seen.set()
+
+    # Three workers over three one-CPU nodes: one on the node that goes.
+    outcome = execute_load(engine(scripted_server, ttft=5, itl=20, tokens=60), WorkloadSpec(input_len=8, output_len=60),
+                           LoadSpec(concurrency=3, requests=30), workers=3, sink=Sink(),
+                           ray_address=cluster.address)
+    lost.join(timeout=60)
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    classes = summary["errors_by_class"]
+    assert classes.get("worker_lost", 0) >= 1, summary
+    assert set(classes) == {"worker_lost"}, classes
+    assert summary["completed"] >= 30 - 3 - classes["worker_lost"] and summary["completed"] > 0
+    assert summary["sent"] <= 30
+    (failure,) = outcome.generator["worker_failures"]
+    assert "lost" in failure
