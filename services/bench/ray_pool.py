@@ -239,6 +239,7 @@ class LoadWorker:
         except SystemExit:
             return False
         finally:
+            channels.join_thread()  # a failed worker's last records and its reason, too
             channels.close()
         return True
 
@@ -269,6 +270,7 @@ class _WorkerChannels:
         self.results = self
         self.budget = self
         self._deadline = 0.0
+        self._sent: list[Any] = []
         self._closed = threading.Event()
         self._poller = threading.Thread(target=self._poll, daemon=True)
         self._poller.start()
@@ -293,15 +295,17 @@ class _WorkerChannels:
     def take(self, most: int, timeout: float) -> list[Any]:
         return self.ray.get(self.hub.take.remote(self.worker, most, timeout))
 
-    # results: synchronous, so the "done" message cannot overtake the last records
+    # results: sent without waiting (a round trip would stall the event loop); the run
+    # returns only once all have landed, and the coordinator drains the hub after that
     def put(self, message: Any) -> None:
-        self.ray.get(self.hub.put_result.remote(message))
+        self._sent.append(self.hub.put_result.remote(message))
 
     def cancel_join_thread(self) -> None:
-        pass
+        self._sent.clear()
 
     def join_thread(self) -> None:
-        pass
+        self.ray.get(self._sent)
+        self._sent.clear()
 
     # budget
     @property
