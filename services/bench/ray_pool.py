@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from services.bench.pool import POLL_S, READY_TIMEOUT_S, TAKE_MOST, PooledEngineLoad, _WorkerSetup
+from services.bench.pool import POLL_S, READY_TIMEOUT_S, PooledEngineLoad, _WorkerSetup
 from services.bench.stats import RequestRecord
 from services.errors import ShootoutError
 
