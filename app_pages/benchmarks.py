@@ -105,6 +105,10 @@ def new_benchmark_form() -> None:
         values["workers"] = st.text_input("Load-generator workers (a number, or auto)", "1", key="bench_workers",
                                           help="Processes sending the load on this host; add them when the "
                                                "self-check says client-bound.")
+        if common.operator_only("fetch_urls"):  # a Ray address is a host this server connects to
+            values["ray_address"] = st.text_input("Ray cluster (optional, HOST:PORT)", "", key="bench_ray",
+                                                  help="Run the workers as Ray actors over this cluster's nodes; "
+                                                       "workers 1 or auto: one per node.")
         values["seed"] = st.number_input("Seed", 0, 2**31 - 1, 0, key="bench_seed")
     values["name"] = st.text_input("Name (optional)", key="bench_name")
     if st.button("Start benchmark", type="primary", key="bench_start"):

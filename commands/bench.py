@@ -3,7 +3,7 @@
     python cli.py bench --engine NAME [--engine NAME2] | --url URL [--model M]
                         --concurrency N | --rate R [--max-concurrency N]
                         --requests N | --duration S  --input-len N --output-len N
-                        [--workload KIND] [--timeout S] [--workers N|auto] [--json OUT]
+                        [--workload KIND] [--timeout S] [--workers N|auto] [--ray ADDRESS] [--json OUT]
 
 The run goes into the same database as the app's (it shows on the Benchmarks and Runs
 pages). Failing requests do not fail the command: it ends normally and reports them by
@@ -118,6 +118,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument("--no-engine-metrics", action="store_true", help="do not record the engines' /metrics")
     options.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
                          help="load-generator processes on this host (auto: chosen by the self-check)")
+    options.add_argument("--ray", metavar="ADDRESS", default="",
+                         help="run the workers as Ray actors over this cluster's nodes (HOST:PORT; "
+                              "needs requirements-ray.txt); --workers then counts actors (1: one per node)")
 
     output = parser.add_argument_group("output")
     output.add_argument("--name", default="")
@@ -230,7 +233,7 @@ def build_spec(args: argparse.Namespace) -> Any:
         parallel_engines=args.parallel, timeout_s=args.timeout, temperature=args.temperature,
         percentiles=args.percentiles, calibrate_prompts=not args.no_calibrate,
         connect_ahead=not args.no_connect_ahead, record_engine_metrics=not args.no_engine_metrics,
-        workers=args.workers, tags=tuple(args.tag),
+        workers=args.workers, ray_address=args.ray.strip(), tags=tuple(args.tag),
     ).validate()
 
 
@@ -253,6 +256,10 @@ def run(args: argparse.Namespace) -> int:
     from services.bench.jobs import create_run, execute_run
 
     spec = build_spec(args)
+    if spec.ray_address:
+        from services.bench.ray_pool import connect
+
+        connect(spec.ray_address)  # unreachable: one line and exit 1 before a run is stored
     run_id = create_run(spec)
     progress = _Progress(args.quiet)
     if not args.quiet:

@@ -141,7 +141,9 @@ class _WorkerSetup:
     temperature: float | None
     step: int | None
     connect_ahead: bool
-    coordinator_pid: int
+    #: The parent to watch (a worker whose coordinator is gone stops); None where the
+    #: transport watches for itself (Ray actors: services/bench/ray_pool.py).
+    coordinator_pid: int | None
 
 
 @contextmanager
@@ -195,6 +197,23 @@ class _ResultSink:
         self.flushed = time.perf_counter()
 
 
+def take_from(work: Any, most: int, timeout: float) -> list[Any]:
+    """Up to `most` items of a multiprocessing queue, waiting `timeout` for the first; a
+    transport of its own (Ray's) offers `take(most, timeout)` instead."""
+    if hasattr(work, "take"):
+        return work.take(most, timeout)
+    try:
+        items = [work.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while len(items) < most and items[-1] is not None:
+        try:
+            items.append(work.get_nowait())
+        except queue.Empty:
+            break
+    return items
+
+
 def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
     """A worker's body (`multiprocessing` spawns it): one EngineLoad on its own fast loop,
     taking its requests and its start from the coordinator."""
@@ -203,25 +222,21 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
 
     sink = _ResultSink(channels.results, setup.worker)
 
+    def orphaned() -> bool:
+        return setup.coordinator_pid is not None and os.getppid() != setup.coordinator_pid
+
     def stopped() -> bool:
         # Stopped by the coordinator, or orphaned: a coordinator killed outright (SIGKILL,
         # the OOM killer) sets no flag, and its workers must not go on loading the engine.
-        return channels.stop.is_set() or os.getppid() != setup.coordinator_pid
+        return channels.stop.is_set() or orphaned()
 
     def take(most: int) -> list[Any]:
         """What the coordinator has handed out, up to `most` items in one thread hop (a
         burst of arrivals costs one hop, not one each); [] once stopped."""
         while not stopped():
-            try:
-                items = [channels.work.get(timeout=POLL_S)]
-            except queue.Empty:
-                continue
-            while len(items) < most and items[-1] is not None:
-                try:
-                    items.append(channels.work.get_nowait())
-                except queue.Empty:
-                    break
-            return items
+            items = take_from(channels.work, most, POLL_S)
+            if items:
+                return items
         return []
 
     waiting: collections.deque[Any] = collections.deque()
@@ -277,7 +292,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
 
     try:
         outcome = run_blocking(main())
-        if os.getppid() != setup.coordinator_pid:
+        if orphaned():
             channels.results.cancel_join_thread()  # nobody reads the results any more
             return
     except BaseException as error:  # noqa: BLE001 - the coordinator reports it
@@ -472,6 +487,9 @@ class PooledEngineLoad:
             kind, worker, payload = channels.results.get(timeout=POLL_S)
         except queue.Empty:
             return
+        self._handle(kind, worker, payload, ready, done)
+
+    def _handle(self, kind: str, worker: int, payload: Any, ready: set[int], done: dict[int, dict[str, Any]]) -> None:
         if kind == "records":
             for record in payload:
                 self.outcome.records.append(record)

@@ -682,6 +682,15 @@ class Benchmark:
 
         def make(engine: EngineTarget) -> Any:
             workers = self._workers_for(engine.name, load)
+            if spec.ray_address:
+                from services.bench.ray_pool import RayEngineLoad, ray_workers
+
+                return RayEngineLoad(
+                    engine, spec.workload, load, workers=ray_workers(spec.ray_address, workers), sink=self.sink,
+                    should_stop=self._stop, salt=salt, text=self.text, timeout_s=spec.timeout_s,
+                    temperature=spec.temperature, step=step, connect_ahead=spec.connect_ahead,
+                    address=spec.ray_address,
+                )
             if workers > 1:
                 from services.bench.pool import PooledEngineLoad
 
@@ -864,10 +873,18 @@ def _saturation(history: list[dict[str, Any]], summary: dict[str, Any], sweep: S
 def execute_load(engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *, salt: str = "",
                  timeout_s: float = 600.0, sink: RecordSink | None = None, should_stop: Callable[[], bool] = _never,
                  request_headers: Callable[[int], dict[str, str]] | None = None,
-                 connect_ahead: bool = True, workers: int = 1) -> EngineOutcome:
+                 connect_ahead: bool = True, workers: int = 1, ray_address: str = "") -> EngineOutcome:
     """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests);
-    with `workers` > 1 spread over that many processes (services/bench/pool.py)."""
+    with `workers` > 1 spread over that many processes (services/bench/pool.py), with a
+    `ray_address` over that Ray cluster's nodes (services/bench/ray_pool.py)."""
     from services.client import run_blocking
+
+    if ray_address:
+        from services.bench.ray_pool import RayEngineLoad, ray_workers
+
+        return RayEngineLoad(engine, workload.validate(), load.validate(), workers=ray_workers(ray_address, workers),
+                             sink=sink or ListSink(), should_stop=should_stop, salt=salt, timeout_s=timeout_s,
+                             connect_ahead=connect_ahead, address=ray_address)._coordinate()
 
     if workers > 1:
         from services.bench.pool import PooledEngineLoad

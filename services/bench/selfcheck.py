@@ -176,6 +176,11 @@ def headline(block: dict[str, Any] | None) -> str | None:
     figures = (f"loop lag p50/p99 {_fmt(lag.get('p50'))}/{_fmt(lag.get('p99'))} ms"
                + (f", send lateness p99 {_fmt(late.get('p99'))} ms" if late else "")
                + f", CPU per worker {shares or '-'}, connections {block.get('open_connections_max', 0)}")
+    hosts = block.get("hosts") or []
+    if hosts:  # over Ray: where each worker ran, its clock offset (± RTT/2) and its share
+        figures += ", hosts " + ", ".join(
+            f"{h.get('host')} offset {1000 * h.get('clock_offset_s', 0.0):+.2f}±{500 * h.get('rtt_s', 0.0):.2f} ms "
+            f"({h.get('requests', 0)} requests)" for h in hosts)
     if block["client_bound"]:
         return f"CLIENT-BOUND ({'; '.join(block.get('evidence') or [])}): {figures}"
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {figures}"

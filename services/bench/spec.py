@@ -90,6 +90,8 @@ class BenchSpec:
     record_engine_metrics: bool = True
     #: Load-generator processes on this host (services/bench/pool.py); WORKERS_AUTO = choose.
     workers: int = 1
+    #: A Ray cluster's address: the workers run as Ray actors over its nodes (services/bench/ray_pool.py).
+    ray_address: str = ""
     notes: str = ""
     tags: tuple[str, ...] = ()
 
@@ -122,6 +124,8 @@ class BenchSpec:
             raise ValidationError("The SLO attainment must be between 0 and 1 (for example 0.9).")
         if not isinstance(self.workers, int) or not WORKERS_AUTO <= self.workers <= MAX_WORKERS:
             raise ValidationError(f"Workers must be 1 to {MAX_WORKERS}, or auto.")
+        if self.ray_address and (len(self.ray_address) > 200 or any(c.isspace() for c in self.ray_address)):
+            raise ValidationError("The Ray address is HOST:PORT (or ray://HOST:PORT), without spaces.")
         self._validate_sweep(load)
         return replace(self, workload=workload, load=load)
 

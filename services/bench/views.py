@@ -142,6 +142,7 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
         engines=engines, workload=workload, load=load, slo=slo, sweep=sweep, name=str(values.get("name", "")).strip(),
         parallel_engines=bool(values.get("parallel", False)), timeout_s=float(values.get("timeout_s", 600.0)),
         temperature=float(values.get("temperature", 0.0)), workers=parse_workers(values.get("workers", "1")),
+        ray_address=str(values.get("ray_address") or "").strip(),
     ).validate()
 
 
@@ -185,7 +186,14 @@ def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
         uploads = (get_settings().data_dir / "workloads").resolve()
         if Path(prompts_file).resolve().parent != uploads:
             access.require(viewer, "read_server_paths")
-    return jobs.start_benchmark(spec_from_form(values), viewer=viewer)
+    spec = spec_from_form(values)
+    if spec.ray_address:
+        from services.bench.ray_pool import check_reachable
+
+        if viewer is not None:
+            access.require(viewer, "fetch_urls")
+        check_reachable(spec.ray_address)
+    return jobs.start_benchmark(spec, viewer=viewer)
 
 
 # ---------------------------------------------------------------------------------------

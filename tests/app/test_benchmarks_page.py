@@ -139,3 +139,27 @@ def test_workers_from_the_form_and_the_self_check_on_the_results(db_url: str, sc
     warning = " ".join(as_read(w.value) for w in at.warning)
     assert "Client-bound: the load generator, not the engine, limited these figures" in warning
     assert "event-loop lag p99 9.00 ms > 2 ms" in warning
+
+
+def test_the_ray_field_is_an_operators_and_an_unreachable_cluster_is_one_clear_error(
+        db_url: str, scripted_server: ScriptedServer) -> None:
+    from services import access
+    from tests.support.ray_cluster import free_port
+
+    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=2, tokens=8))
+    viewer = AppTest.from_file(str(REPO_ROOT / "app_pages" / "benchmarks.py"), default_timeout=60)
+    viewer.session_state["viewer"] = access.Viewer(role="viewer", identity="v@example.com")
+    viewer.run()
+    assert not viewer.exception
+    assert "bench_ray" not in [element.key for element in viewer.text_input]
+    assert "Only an operator may" in texts(viewer)
+    at = page()
+    at.multiselect(key="bench_engines").set_value(["scripted"]).run()
+    at.text_input(key="bench_ray").set_value(f"127.0.0.1:{free_port()}").run()
+    at.button(key="bench_start").click().run()
+    assert not at.exception
+    assert "is unreachable" in texts(at) and len(at.error) == 1
+    at.text_input(key="bench_ray").set_value("a host with spaces").run()
+    at.button(key="bench_start").click().run()
+    assert "The Ray address is HOST:PORT" in texts(at)
+    assert jobs.list_runs() == []
