@@ -77,6 +77,8 @@ def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch
     assert_no_exception(page)
     page.get_by_text("Prefix caching cut the time to first token").wait_for()
     assert page.get_by_text("cache-off (no cache): no drop").count() >= 1
+    # Plotly draws after the text: on a loaded machine the charts come a moment after the conclusion.
+    page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot").nth(1).wait_for()
     assert page.locator("[data-testid='stPlotlyChart']").count() == 2
     assert_no_missing_words(page)
     # Issue 19: the bars show the figures of the big numbers above them (repeated-prompt TTFT).
