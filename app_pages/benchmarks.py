@@ -112,13 +112,7 @@ def new_benchmark_form() -> None:
         values["seed"] = st.number_input("Seed", 0, 2**31 - 1, 0, key="bench_seed")
     values["name"] = st.text_input("Name (optional)", key="bench_name")
     if st.button("Start benchmark", type="primary", key="bench_start"):
-        try:
-            run_id = views.submit(values, common.viewer())
-        except ShootoutError as error:
-            st.error(md_text(str(error)))
-            return
-        st.query_params["run"] = str(run_id)
-        st.rerun()
+        common.start_and_show(lambda: views.submit(values, common.viewer()))
 
 
 with st.expander("New benchmark", expanded="run" not in st.query_params):

@@ -1,6 +1,8 @@
-"""Pieces every page shares: the sidebar frame, the password gate, error display."""
+"""Pieces every page shares: who is looking (from the login gate), the sidebar frame, starting a run."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -99,6 +101,19 @@ def sidebar() -> None:
                 st.link_button("Log out", "/logout")
             elif _oidc_configured():
                 st.button("Log out", on_click=st.logout)
+
+
+def start_and_show(start: Callable[[], int]) -> None:
+    """Start a run from a form and open its address (`?run=N`), or show why it was refused."""
+    from services.errors import ShootoutError
+
+    try:
+        run_id = start()
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return
+    st.query_params["run"] = str(run_id)
+    st.rerun()
 
 
 def refresh_interval(seconds: float) -> float | None:

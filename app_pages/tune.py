@@ -53,13 +53,7 @@ def new_tuning_form() -> None:
         st.caption("Command templates (remote or containerised engines) are off on this server: start it with "
                    "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `cli.py tune` always may.")
     if st.button("Start tuning", type="primary", key="tune_start"):
-        try:
-            run_id = views.submit(values, viewer)
-        except ShootoutError as error:
-            st.error(md_text(str(error)))
-            return
-        st.query_params["run"] = str(run_id)
-        st.rerun()
+        common.start_and_show(lambda: views.submit(values, viewer))
 
 
 with st.expander("New tuning run", expanded="run" not in st.query_params):
