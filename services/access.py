@@ -22,6 +22,7 @@ operator of its single-user app (as before roles existed) and any other client i
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import secrets
@@ -196,14 +197,23 @@ def allowed_hosts(bind_address: str | None) -> set[str]:
     if bind and bind not in ("0.0.0.0", "::"):
         hosts.add(bind)
     elif bind:
-        # Bound to every interface: this machine's own names and addresses are expected hosts.
-        for name in {socket.gethostname(), socket.getfqdn()}:
-            hosts.add(name.lower())
-            try:
-                hosts |= {info[4][0] for info in socket.getaddrinfo(name, None)}
-            except OSError:
-                pass
+        hosts |= _this_machine()
     return hosts
+
+
+@functools.cache
+def _this_machine() -> frozenset[str]:
+    """This machine's own names and addresses: the expected hosts of an app bound to every
+    interface. Looked up once per process: the gate asks on every request, and getfqdn and
+    getaddrinfo may each wait on DNS."""
+    found: set[str] = set()
+    for name in {socket.gethostname(), socket.getfqdn()}:
+        found.add(name.lower())
+        try:
+            found |= {info[4][0] for info in socket.getaddrinfo(name, None)}
+        except OSError:
+            pass
+    return frozenset(found)
 
 
 def host_allowed(host_header: str | None, hosts: set[str]) -> bool:
