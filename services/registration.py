@@ -32,6 +32,11 @@ class Registration:
     twins: list[str] = field(default_factory=list)
 
 
+def _with_reported(found: ProbeResult, kind: str | None, model: str | None) -> tuple[str | None, str | None]:
+    """The caller's kind and model where given, else what the server reported (its first model)."""
+    return kind or found.kind, model or (found.models[0] if found.models else None)
+
+
 def identify(url: str, *, kind: str | None = None, model: str | None = None, api_key_env: str | None = None,
              timeout_s: float = 5.0, probe_first: bool = True) -> Identified:
     """The caller's kind and model where given, else what the server reports (an unhealthy but
@@ -39,8 +44,7 @@ def identify(url: str, *, kind: str | None = None, model: str | None = None, api
     found = probe(url, api_key_env=api_key_env, timeout_s=timeout_s) if probe_first and (kind is None or model is None) \
         else None
     if found is not None and (found.ok or found.state == "unhealthy"):
-        kind = kind or found.kind
-        model = model or (found.models[0] if found.models else None)
+        kind, model = _with_reported(found, kind, model)
     return Identified(kind=kind or "openai", model=model, probe=found)
 
 
@@ -54,8 +58,7 @@ def probe_and_register(name: str, url: str, *, kind: str | None = None, model: s
         return Registration(probe=found, record=None)
     info: dict[str, Any] = {}
     if found is not None and found.ok:
-        kind = kind or found.kind
-        model = model or (found.models[0] if found.models else None)
+        kind, model = _with_reported(found, kind, model)
         info = {"version": found.version, "context_length": found.context_length, "server": found.server_info}
     record = endpoints.add_engine(name, url, kind=kind or "openai", model=model, api_key_env=api_key_env,
                                   metrics_url=metrics_url, info=info)
