@@ -159,31 +159,32 @@ def check_import_size(size_bytes: int, name: str) -> None:
 
 
 ActiveKind = Literal["benchmark", "demo", "playground", "tune", "parity"]
-_NOUN = {"benchmark": "benchmarks", "demo": "demos", "playground": "playground exchanges", "tune": "tuning runs",
-         "parity": "parity runs"}
-_SERVER_VARIABLE = {"benchmark": "SHOOTOUT_LIMIT_BENCHMARKS", "demo": "SHOOTOUT_LIMIT_DEMOS",
-                    "playground": "SHOOTOUT_LIMIT_EXCHANGES", "tune": "SHOOTOUT_LIMIT_TUNES",
-                    "parity": "SHOOTOUT_LIMIT_PARITY"}
+#: Per kind of run: what a message calls it, its server-wide variable (the per-viewer one adds
+#: _PER_VIEWER), and the Limits fields of the server's and one viewer's share.
+_ACTIVE: dict[str, tuple[str, str, str, str]] = {
+    "benchmark": ("benchmarks", "SHOOTOUT_LIMIT_BENCHMARKS", "benchmarks", "benchmarks_per_viewer"),
+    "demo": ("demos", "SHOOTOUT_LIMIT_DEMOS", "demos", "demos_per_viewer"),
+    "playground": ("playground exchanges", "SHOOTOUT_LIMIT_EXCHANGES", "exchanges", "exchanges_per_viewer"),
+    "tune": ("tuning runs", "SHOOTOUT_LIMIT_TUNES", "tunes", "tunes_per_viewer"),
+    "parity": ("parity runs", "SHOOTOUT_LIMIT_PARITY", "parity", "parity_per_viewer"),
+}
 
 
 def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = None) -> None:
     """Refuse one more benchmark, demo or exchange while `active` of them run on this server, or
     `active_for_viewer` of this viewer's own (None: an operator, bound by the server's limit only)."""
     limits = current()
-    server_limit = {"benchmark": limits.benchmarks, "demo": limits.demos, "playground": limits.exchanges,
-                    "tune": limits.tunes, "parity": limits.parity}[kind]
-    noun = _NOUN[kind]
+    noun, variable, server_field, viewer_field = _ACTIVE[kind]
+    server_limit = getattr(limits, server_field)
     if active >= server_limit:
         raise ValidationError(f"{active} {noun} are running on this server already (the limit is {server_limit}, "
-                              f"{_SERVER_VARIABLE[kind]}); wait for one to end or cancel one.")
+                              f"{variable}); wait for one to end or cancel one.")
     if active_for_viewer is None:
         return
-    viewer_limit = {"benchmark": limits.benchmarks_per_viewer, "demo": limits.demos_per_viewer,
-                    "playground": limits.exchanges_per_viewer, "tune": limits.tunes_per_viewer,
-                    "parity": limits.parity_per_viewer}[kind]
+    viewer_limit = getattr(limits, viewer_field)
     if active_for_viewer >= viewer_limit:
         raise ValidationError(f"You have {active_for_viewer} {noun} running already; a viewer may have {viewer_limit} "
-                              f"at once ({_SERVER_VARIABLE[kind]}_PER_VIEWER). Wait for one to end or cancel it.")
+                              f"at once ({variable}_PER_VIEWER). Wait for one to end or cancel it.")
 
 
 _admission = threading.Lock()
