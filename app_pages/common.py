@@ -26,7 +26,9 @@ def _resolve_viewer() -> access.Viewer | None:
         role = access.role_for_groups(st.user.get("groups"))
         if role is None:
             return None
-        return access.Viewer(role=role, identity=str(st.user.get("email") or st.user.get("sub") or "oidc-user"))
+        return access.Viewer(
+            role=role, identity=str(st.user.get("email") or st.user.get("sub") or "oidc-user")
+        )
     if access.login_required():
         return access.read_session(st.context.cookies.get(access.SESSION_COOKIE))
     # Streamlit reports a loopback client as no address at all (and AppTest, a mock).
@@ -46,8 +48,10 @@ def viewer_gate() -> access.Viewer | None:
         elif _oidc_configured():
             st.error("Your account is in none of the groups that may use this server.")
         else:
-            st.error("This server needs a login, and the login sits in front of Streamlit: serve the app with "
-                     "`streamlit run serve.py` (run.sh does) and log in at /login.")
+            st.error(
+                "This server needs a login, and the login sits in front of Streamlit: serve the app with "
+                "`streamlit run serve.py` (run.sh does) and log in at /login."
+            )
         return None
     st.session_state["viewer"] = found
     return found
@@ -92,11 +96,19 @@ def sidebar() -> None:
         except Exception as error:  # the database itself is unreachable: say so, keep rendering
             st.error(f"Run database unavailable: {md_text(str(error))}")
             return
-        st.caption(f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}")
+        st.caption(
+            f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}"
+        )
         who = viewer()
         if access.login_required() or _oidc_configured() or not who.is_operator:
-            st.caption(f"Signed in as {who.role}" + ("" if who.is_operator else
-                       " (watch, send prompts and benchmarks within the limits, vote, export)"))
+            st.caption(
+                f"Signed in as {who.role}"
+                + (
+                    ""
+                    if who.is_operator
+                    else " (watch, send prompts and benchmarks within the limits, vote, export)"
+                )
+            )
             if access.login_required() and not _oidc_configured():
                 st.link_button("Log out", "/logout")
             elif _oidc_configured():

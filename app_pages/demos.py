@@ -56,49 +56,91 @@ def setup_section() -> None:
     setup, replay = st.tabs(["Run a scenario", "Replay a stored demo"])
 
     with setup:
-        name = st.selectbox("Scenario", list(catalog), format_func=lambda n: catalog[n].title, key="demo_scenario")
+        name = st.selectbox(
+            "Scenario", list(catalog), format_func=lambda n: catalog[n].title, key="demo_scenario"
+        )
         scenario = catalog[name]
         st.caption(f"{scenario.mechanism} · {scenario.duration_hint}")
-        st.markdown(f'<div class="demo-explanation">{html_text(scenario.explanation)}</div>', unsafe_allow_html=True)
+        st.markdown(
+            f'<div class="demo-explanation">{html_text(scenario.explanation)}</div>',
+            unsafe_allow_html=True,
+        )
         if not registered:
-            st.info("No engines registered yet: add some on the Engines page (the local engines register themselves "
-                    "when started there or with `python cli.py local up`).")
+            st.info(
+                "No engines registered yet: add some on the Engines page (the local engines register themselves "
+                "when started there or with `python cli.py local up`)."
+            )
         else:
             defaults = [n for n in scenario.default_engines if n in registered] or list(registered)[:3]
             with st.form(f"demo_form_{name}"):
-                chosen = st.multiselect("Engines", list(registered), default=defaults, key=f"demo_engines_{name}",
-                                        help="Each step runs them one after another, so they never share the machine.")
-                pause = st.toggle("Pause between steps (the presenter moves on with “Next step”)", key=f"demo_pause_{name}")
+                chosen = st.multiselect(
+                    "Engines",
+                    list(registered),
+                    default=defaults,
+                    key=f"demo_engines_{name}",
+                    help="Each step runs them one after another, so they never share the machine.",
+                )
+                pause = st.toggle(
+                    "Pause between steps (the presenter moves on with “Next step”)",
+                    key=f"demo_pause_{name}",
+                )
                 settings: dict[str, object] = {}
                 with st.expander("Settings"):
                     for option in scenario.options:
                         key = f"demo_opt_{name}_{option.key}"
                         if option.kind == "int":
-                            settings[option.key] = st.number_input(option.label, value=int(option.default), step=1,
-                                                                   help=option.help or None, key=key)
+                            settings[option.key] = st.number_input(
+                                option.label,
+                                value=int(option.default),
+                                step=1,
+                                help=option.help or None,
+                                key=key,
+                            )
                         elif option.kind == "float":
-                            settings[option.key] = st.number_input(option.label, value=float(option.default),
-                                                                   help=option.help or None, key=key)
+                            settings[option.key] = st.number_input(
+                                option.label,
+                                value=float(option.default),
+                                help=option.help or None,
+                                key=key,
+                            )
                         elif option.kind == "int_list":
-                            settings[option.key] = st.text_input(option.label, ", ".join(str(v) for v in option.default),
-                                                                 help=option.help or None, key=key)
+                            settings[option.key] = st.text_input(
+                                option.label,
+                                ", ".join(str(v) for v in option.default),
+                                help=option.help or None,
+                                key=key,
+                            )
                         else:
-                            settings[option.key] = st.text_input(option.label, str(option.default),
-                                                                 help=option.help or None, key=key)
-                start = st.form_submit_button("Run the demo", type="primary", icon=":material/play_arrow:")
+                            settings[option.key] = st.text_input(
+                                option.label, str(option.default), help=option.help or None, key=key
+                            )
+                start = st.form_submit_button(
+                    "Run the demo", type="primary", icon=":material/play_arrow:"
+                )
             if start:
                 try:
-                    show_run(runner.start_demo(name, chosen, options=settings, pause_between_steps=pause,
-                                                    viewer=common.viewer()))
+                    show_run(
+                        runner.start_demo(
+                            name,
+                            chosen,
+                            options=settings,
+                            pause_between_steps=pause,
+                            viewer=common.viewer(),
+                        )
+                    )
                 except ShootoutError as error:
                     st.error(md_text(str(error)))
 
     with replay:
         if not stored:
-            st.info("No stored demos yet. Every demo that runs is stored, and replays here without its engines.")
+            st.info(
+                "No stored demos yet. Every demo that runs is stored, and replays here without its engines."
+            )
         else:
             by_id = {item.run_id: item for item in stored}
-            picked = st.selectbox("Stored demo", list(by_id), format_func=lambda i: by_id[i].label, key="demo_replay_pick")
+            picked = st.selectbox(
+                "Stored demo", list(by_id), format_func=lambda i: by_id[i].label, key="demo_replay_pick"
+            )
             if st.button("Show it", key="demo_replay_show", icon=":material/history:"):
                 show_run(int(picked))
 
@@ -117,8 +159,13 @@ except ShootoutError as error:
 
 
 def render_step(step: runner.StepView) -> None:
-    marker = {"running": " · measuring…", "pending": " · next", "failed": " · failed", "skipped": " · skipped",
-              "cancelled": " · stopped"}
+    marker = {
+        "running": " · measuring…",
+        "pending": " · next",
+        "failed": " · failed",
+        "skipped": " · skipped",
+        "cancelled": " · stopped",
+    }
     st.subheader(f"{step.index + 1}. {md_line(step.title)}{marker.get(step.status, '')}")
     st.caption(md_text(step.explanation))
     if step.numbers:
@@ -127,12 +174,22 @@ def render_step(step: runner.StepView) -> None:
             columns = st.columns(per_row)
             for column, number in zip(columns, step.numbers[start_at : start_at + per_row]):
                 unchanged = number.delta is None or number.delta.lstrip("+-") in ("0%", "×1.0")
-                column.metric(md_line(number.label), md_line(number.text), number.delta, border=True,
-                              help=md_text(number.help) if number.help else None,
-                              delta_color="off" if unchanged else number.delta_color)
+                column.metric(
+                    md_line(number.label),
+                    md_line(number.text),
+                    number.delta,
+                    border=True,
+                    help=md_text(number.help) if number.help else None,
+                    delta_color="off" if unchanged else number.delta_color,
+                )
     figure = step_figure(step)
     if figure is not None:
-        st.plotly_chart(inert(figure), theme="streamlit", width="stretch", key=f"demo_chart_{step.index}_{step.status}")
+        st.plotly_chart(
+            inert(figure),
+            theme="streamlit",
+            width="stretch",
+            key=f"demo_chart_{step.index}_{step.status}",
+        )
     if step.finding:
         st.markdown(f'<div class="demo-finding">{html_text(step.finding)}</div>', unsafe_allow_html=True)
     for error in step.errors:
@@ -140,25 +197,45 @@ def render_step(step: runner.StepView) -> None:
 
 
 def render(view: runner.DemoView) -> None:
-    status_text = {"pending": "starting", "running": "running", "finished": "finished",
-                   "finished_with_errors": "finished with errors", "failed": "failed",
-                   "cancelled": "stopped", "interrupted": "interrupted"}
+    status_text = {
+        "pending": "starting",
+        "running": "running",
+        "finished": "finished",
+        "finished_with_errors": "finished with errors",
+        "failed": "failed",
+        "cancelled": "stopped",
+        "interrupted": "interrupted",
+    }
     st.header(md_line(view.title))
     if view.explanation:
-        st.markdown(f'<div class="demo-explanation">{html_text(view.explanation)}</div>', unsafe_allow_html=True)
-    st.caption(f"{md_line(view.mechanism)} · demo #{view.run_id} · {md_line(status_text.get(view.status, view.status))} · "
-               f"engines: {md_line(', '.join(view.engines))}"
-               f" · {view.request_count} requests stored")
+        st.markdown(
+            f'<div class="demo-explanation">{html_text(view.explanation)}</div>', unsafe_allow_html=True
+        )
+    st.caption(
+        f"{md_line(view.mechanism)} · demo #{view.run_id} · {md_line(status_text.get(view.status, view.status))} · "
+        f"engines: {md_line(', '.join(view.engines))}"
+        f" · {view.request_count} requests stored"
+    )
     if view.live:
-        st.progress(min(1.0, view.progress), text=f"Step {min(len(view.steps), int(view.progress * len(view.steps)) + 1)}"
-                    f" of {len(view.steps) or '…'}")
+        st.progress(
+            min(1.0, view.progress),
+            text=f"Step {min(len(view.steps), int(view.progress * len(view.steps)) + 1)}"
+            f" of {len(view.steps) or '…'}",
+        )
         controls = st.container(horizontal=True, vertical_alignment="center")
         if view.awaiting is not None:
-            if controls.button("Next step", type="primary", key="demo_next", icon=":material/skip_next:",
-                               help=f"Next: {md_line(view.next_step_title)}"):
+            if controls.button(
+                "Next step",
+                type="primary",
+                key="demo_next",
+                icon=":material/skip_next:",
+                help=f"Next: {md_line(view.next_step_title)}",
+            ):
                 runner.advance(view.run_id)
                 st.rerun(scope="fragment")
-        paused = controls.toggle("Pause between steps", value=view.paused, key=f"demo_pause_live_{view.run_id}")
+        paused = controls.toggle(
+            "Pause between steps", value=view.paused, key=f"demo_pause_live_{view.run_id}"
+        )
         if paused != view.paused:
             runner.set_pause(view.run_id, paused)
         if controls.button("Stop", key="demo_stop", icon=":material/stop:"):
@@ -171,7 +248,10 @@ def render(view: runner.DemoView) -> None:
             continue
         render_step(step)
         if view.awaiting == step.index + 1:
-            st.info(f"Paused. Next: {md_line(view.next_step_title)}. Press “Next step” when ready.", icon=":material/pause:")
+            st.info(
+                f"Paused. Next: {md_line(view.next_step_title)}. Press “Next step” when ready.",
+                icon=":material/pause:",
+            )
     if view.conclusion:
         st.subheader("Conclusion, from the numbers above")
         lines = "".join(f"<li>{html_text(line)}</li>" for line in view.conclusion_lines)

@@ -16,9 +16,11 @@ from services.playground_text import diff_html
 from services.safe_text import code_span, md_line, md_text
 
 st.title("Answer parity")
-st.caption("The same prompts at temperature 0, one seed and one max-tokens, to every engine; each answer is scored "
-           "and compared token by token with a reference engine. A broken chat template or quantisation looks like "
-           "“faster” in a latency benchmark: here it shows as a lower score and an early divergence.")
+st.caption(
+    "The same prompts at temperature 0, one seed and one max-tokens, to every engine; each answer is scored "
+    "and compared token by token with a reference engine. A broken chat template or quantisation looks like "
+    "“faster” in a latency benchmark: here it shows as a lower score and an early divergence."
+)
 
 try:
     registered = [e.name for e in endpoints.list_engines()]
@@ -42,26 +44,55 @@ def setup_section() -> None:
     start_tab, stored_tab = st.tabs(["New parity run", "Stored runs"])
     with start_tab:
         if len(registered) < 1:
-            st.info("No engines registered yet: add some on the Engines page (the local engines register themselves "
-                    "when started there or with `python cli.py local up`).")
+            st.info(
+                "No engines registered yet: add some on the Engines page (the local engines register themselves "
+                "when started there or with `python cli.py local up`)."
+            )
         else:
             with st.form("parity_form"):
-                chosen = st.multiselect("Engines", registered, default=registered[:2], key="parity_engines",
-                                        help="2 to 6. They answer one after another, so they never share the machine.")
-                itself = st.toggle("Also compare the reference with itself (is it deterministic?)", key="parity_itself")
-                reference = st.selectbox("Reference", registered, key="parity_reference",
-                                         help="The engine every other one is compared with.")
-                source = st.radio("Prompts", ["Task set (checkable answers)", "JSONL file"], horizontal=True,
-                                  key="parity_source")
+                chosen = st.multiselect(
+                    "Engines",
+                    registered,
+                    default=registered[:2],
+                    key="parity_engines",
+                    help="2 to 6. They answer one after another, so they never share the machine.",
+                )
+                itself = st.toggle(
+                    "Also compare the reference with itself (is it deterministic?)", key="parity_itself"
+                )
+                reference = st.selectbox(
+                    "Reference",
+                    registered,
+                    key="parity_reference",
+                    help="The engine every other one is compared with.",
+                )
+                source = st.radio(
+                    "Prompts",
+                    ["Task set (checkable answers)", "JSONL file"],
+                    horizontal=True,
+                    key="parity_source",
+                )
                 left, middle, right, last = st.columns(4)
-                count = left.number_input("Task-set prompts", 1, tasks.TASK_SET_SIZE, 20, key="parity_count")
-                max_tokens = middle.number_input("Max tokens", 1, 4096, runner.DEFAULT_MAX_TOKENS, key="parity_max_tokens")
+                count = left.number_input(
+                    "Task-set prompts", 1, tasks.TASK_SET_SIZE, 20, key="parity_count"
+                )
+                max_tokens = middle.number_input(
+                    "Max tokens", 1, 4096, runner.DEFAULT_MAX_TOKENS, key="parity_max_tokens"
+                )
                 seed = right.number_input("Seed", 0, 2**31 - 1, 0, key="parity_seed")
-                top = last.number_input("top_logprobs", 0, runner.MAX_TOP_LOGPROBS, runner.DEFAULT_TOP_LOGPROBS,
-                                        key="parity_top")
-                upload = st.file_uploader("JSONL prompts ({\"prompt\": ...} or {\"messages\": [...]}, optional "
-                                          "\"expected\" and \"check\")", type=["jsonl", "json", "txt"],
-                                          key="parity_upload")
+                top = last.number_input(
+                    "top_logprobs",
+                    0,
+                    runner.MAX_TOP_LOGPROBS,
+                    runner.DEFAULT_TOP_LOGPROBS,
+                    key="parity_top",
+                )
+                upload = st.file_uploader(
+                    'JSONL prompts ({"prompt": ...} or {"messages": [...]}, optional '
+                    '"expected" and "check")',
+                    type=["jsonl", "json", "txt"],
+                    key="parity_upload",
+                )
                 start = st.form_submit_button("Run parity", type="primary", icon=":material/play_arrow:")
             if start:
                 try:
@@ -73,15 +104,25 @@ def setup_section() -> None:
                     if source == "JSONL file":
                         if upload is None:
                             raise ValidationError("Choose a JSONL prompt file, or pick the task set.")
-                        prompt_set = tasks.load_prompt_lines(upload.getvalue().decode("utf-8", "replace").splitlines(),
-                                                             upload.name)
+                        prompt_set = tasks.load_prompt_lines(
+                            upload.getvalue().decode("utf-8", "replace").splitlines(), upload.name
+                        )
                         label = f"file {upload.name}"
                     else:
                         prompt_set = tasks.task_set(int(count))
                         label = f"task set {tasks.TASK_SET_VERSION} (seed {tasks.DEFAULT_SEED}, {int(count)} prompts)"
-                    show_run(runner.start_parity(names, reference=reference, tasks=prompt_set, source=label,
-                                                 max_tokens=int(max_tokens), seed=int(seed), top_logprobs=int(top),
-                                                 viewer=common.viewer()))
+                    show_run(
+                        runner.start_parity(
+                            names,
+                            reference=reference,
+                            tasks=prompt_set,
+                            source=label,
+                            max_tokens=int(max_tokens),
+                            seed=int(seed),
+                            top_logprobs=int(top),
+                            viewer=common.viewer(),
+                        )
+                    )
                 except ShootoutError as error:
                     st.error(md_text(str(error)))
     with stored_tab:
@@ -89,7 +130,9 @@ def setup_section() -> None:
             st.info("No parity runs yet. Every run is stored, and shows on the Runs page too.")
         else:
             by_id = {item.run_id: item for item in stored}
-            picked = st.selectbox("Stored run", list(by_id), format_func=lambda i: by_id[i].label, key="parity_pick")
+            picked = st.selectbox(
+                "Stored run", list(by_id), format_func=lambda i: by_id[i].label, key="parity_pick"
+            )
             if st.button("Show it", key="parity_show", icon=":material/history:"):
                 show_run(int(picked))
 
@@ -117,9 +160,11 @@ def run_section() -> None:
         st.error(md_text(str(error)))
         return
     st.subheader(f"Run #{view.run_id}: {md_line(view.name)}")
-    st.caption(f"{md_line(view.status)} · {md_line(view.source)} · reference {code_span(view.reference)} · "
-               f"max tokens {view.max_tokens} · seed {view.seed} · temperature 0 · "
-               f"[open in Runs](/runs?run={view.run_id})")
+    st.caption(
+        f"{md_line(view.status)} · {md_line(view.source)} · reference {code_span(view.reference)} · "
+        f"max tokens {view.max_tokens} · seed {view.seed} · temperature 0 · "
+        f"[open in Runs](/runs?run={view.run_id})"
+    )
     if view.live:
         st.progress(min(1.0, view.progress), text=f"{view.progress * 100:.0f}% of the answers")
         if st.button("Cancel", key="parity_cancel", icon=":material/stop:"):
@@ -159,8 +204,12 @@ candidates = [row for row in view.rows if row.diverged or not only_diverged]
 if candidates and view.others:
     by_index = {row.index: row for row in candidates}
     cols = st.columns(2)
-    picked = cols[0].selectbox("Prompt", list(by_index), key="parity_prompt_pick",
-                               format_func=lambda i: f"{i + 1}. {by_index[i].task.prompt_text[:80]}")
+    picked = cols[0].selectbox(
+        "Prompt",
+        list(by_index),
+        key="parity_prompt_pick",
+        format_func=lambda i: f"{i + 1}. {by_index[i].task.prompt_text[:80]}",
+    )
     other = cols[1].selectbox("Against the reference", view.others, key="parity_other_pick")
     row = by_index[picked]
     st.text(row.task.prompt_text)
@@ -171,16 +220,24 @@ if candidates and view.others:
     if reference_answer is None or other_answer is None:
         st.info("Not answered yet.")
     elif comparison is None:
-        st.warning(md_text(f"Not compared: {reference_answer.error or other_answer.error or 'an answer failed'}"))
+        st.warning(
+            md_text(
+                f"Not compared: {reference_answer.error or other_answer.error or 'an answer failed'}"
+            )
+        )
     else:
         point = views.divergence(reference_answer.answer, other_answer.answer, comparison)
         if point is None:
             st.success("Identical answers." if comparison.exact_match else "The same text.")
         else:
             margin = comparison.divergence_margin
-            near = "" if margin is None else f" ({md_line(other)} preferred its token by {margin:.3f} nats)"
+            near = (
+                "" if margin is None else f" ({md_line(other)} preferred its token by {margin:.3f} nats)"
+            )
             st.markdown(f"First divergence at {point.unit} {point.position}{near}:")
             st.html(views.divergence_html(point, view.reference, other))
-        st.caption(f"Whole answers, word by word: struck through only in {md_line(view.reference)}, "
-                   f"underlined only in {md_line(other)}.")
+        st.caption(
+            f"Whole answers, word by word: struck through only in {md_line(view.reference)}, "
+            f"underlined only in {md_line(other)}."
+        )
         st.html(diff_html(reference_answer.answer.text, other_answer.answer.text))

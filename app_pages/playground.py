@@ -24,8 +24,13 @@ from services.playground import Column, EngineChoice, ExchangeView, SendRequest
 
 LIVE_INTERVAL_S = 0.5
 DEFAULT_SCHEMA = json.dumps(
-    {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
-     "required": ["city", "population"]}, indent=2)
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    },
+    indent=2,
+)
 LABELS = "ABCDEF"
 #: The query parameter that gives the exchange on screen an address of its own (a reload while
 #: it streams, or a shared link, shows it again).
@@ -58,19 +63,32 @@ def _extra_body(engine: str) -> dict[str, Any] | None:
 def _sampling_params() -> SamplingParams:
     stop = tuple(s for s in (part.strip() for part in (state.get("pg_stop_text") or "").split(",")) if s)
     return SamplingParams(
-        temperature=state.get("pg_temperature"), top_p=state.get("pg_top_p"),
-        max_tokens=_optional_int("pg_max_tokens"), seed=state.get("pg_seed"), stop=stop,
-        n=int(state.get("pg_n") or 1), top_k=_optional_int("pg_top_k"), min_tokens=_optional_int("pg_min_tokens"),
+        temperature=state.get("pg_temperature"),
+        top_p=state.get("pg_top_p"),
+        max_tokens=_optional_int("pg_max_tokens"),
+        seed=state.get("pg_seed"),
+        stop=stop,
+        n=int(state.get("pg_n") or 1),
+        top_k=_optional_int("pg_top_k"),
+        min_tokens=_optional_int("pg_min_tokens"),
         ignore_eos=bool(state.get("pg_ignore_eos")),
     )
 
 
 def _build_request() -> SendRequest:
     schema = playground.parse_schema(state.get("pg_schema") or "") if state.get("pg_schema_on") else None
-    engines = tuple(EngineChoice(name, (state.get(f"pg_model_{name}") or "").strip() or None, _extra_body(name))
-                    for name in state.get("pg_engines") or [])
-    return SendRequest(engines=engines, prompt=state.get("pg_prompt") or "", system=state.get("pg_system") or "",
-                       params=_sampling_params(), schema=schema, conversation_id=state.get("pg_conversation_id"))
+    engines = tuple(
+        EngineChoice(name, (state.get(f"pg_model_{name}") or "").strip() or None, _extra_body(name))
+        for name in state.get("pg_engines") or []
+    )
+    return SendRequest(
+        engines=engines,
+        prompt=state.get("pg_prompt") or "",
+        system=state.get("pg_system") or "",
+        params=_sampling_params(),
+        schema=schema,
+        conversation_id=state.get("pg_conversation_id"),
+    )
 
 
 def _on_screen(run_id: int | None, conversation_id: str | None) -> None:
@@ -108,9 +126,19 @@ def _fill_form(request: SendRequest) -> None:
     state.pg_prompt = request.prompt
     state.pg_system = request.system
     p = request.params
-    state.pg_temperature, state.pg_top_p, state.pg_max_tokens, state.pg_seed = p.temperature, p.top_p, p.max_tokens, p.seed
+    state.pg_temperature, state.pg_top_p, state.pg_max_tokens, state.pg_seed = (
+        p.temperature,
+        p.top_p,
+        p.max_tokens,
+        p.seed,
+    )
     state.pg_stop_text = ", ".join(p.stop)
-    state.pg_n, state.pg_top_k, state.pg_min_tokens, state.pg_ignore_eos = p.n, p.top_k, p.min_tokens, p.ignore_eos
+    state.pg_n, state.pg_top_k, state.pg_min_tokens, state.pg_ignore_eos = (
+        p.n,
+        p.top_k,
+        p.min_tokens,
+        p.ignore_eos,
+    )
     state.pg_schema_on = request.schema is not None
     if request.schema is not None:
         state.pg_schema = json.dumps(request.schema, indent=2)
@@ -124,8 +152,15 @@ def _show(run_id: int) -> None:
     view = playground.get_exchange(run_id)
     request = playground.reopen(run_id)
     known = {e.name for e in endpoints.list_engines()}
-    _fill_form(SendRequest(engines=tuple(c for c in request.engines if c.engine in known), prompt="",
-                           system=request.system, params=request.params, schema=request.schema))
+    _fill_form(
+        SendRequest(
+            engines=tuple(c for c in request.engines if c.engine in known),
+            prompt="",
+            system=request.system,
+            params=request.params,
+            schema=request.schema,
+        )
+    )
     _on_screen(run_id, view.conversation_id)
 
 
@@ -174,8 +209,10 @@ def on_vote(run_id: int, winner: str) -> None:
 # ---------------------------------------------------------------------------------------- page
 
 st.title("Playground")
-st.caption("One prompt to several engines at once: answers stream side by side, each with its own "
-           "live measurements from the engine's own usage. Every exchange is stored (Runs page).")
+st.caption(
+    "One prompt to several engines at once: answers stream side by side, each with its own "
+    "live measurements from the engine's own usage. Every exchange is stored (Runs page)."
+)
 
 try:
     engines = endpoints.list_engines()
@@ -188,8 +225,10 @@ except ShootoutError as error:
 busy = bool(current and current.active)
 engine_names = [e.name for e in engines]
 if len(engines) < 2:
-    st.info("Register at least two engines to compare them: the Engines page, or `python cli.py local up` "
-            "for the three local engines (llama.cpp twice and vLLM on CPU).")
+    st.info(
+        "Register at least two engines to compare them: the Engines page, or `python cli.py local up` "
+        "for the three local engines (llama.cpp twice and vLLM on CPU)."
+    )
     st.stop()
 
 state.setdefault("pg_engines", engine_names[:3])
@@ -200,51 +239,128 @@ for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1
     state.setdefault(key, default)
 
 with st.container(border=True):
-    st.multiselect("Engines (2 to 6)", engine_names, key="pg_engines", max_selections=6, disabled=busy,
-                   help="Each column is one engine; the model is the engine's own unless set below.")
+    st.multiselect(
+        "Engines (2 to 6)",
+        engine_names,
+        key="pg_engines",
+        max_selections=6,
+        disabled=busy,
+        help="Each column is one engine; the model is the engine's own unless set below.",
+    )
     # A fixed label and a key: a label that changes with the values makes a new expander on
     # every change, which collapses under the user's hands; the values go in the caption.
     with st.expander("Parameters", key="pg_params_open", on_change="rerun"):
         st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
         c1, c2, c3, c4, c5 = st.columns(5)
-        c1.number_input("Temperature", 0.0, 2.0, value=None, step=0.1, key="pg_temperature", disabled=busy,
-                        placeholder="engine default")
-        c2.number_input("top_p", 0.01, 1.0, value=None, step=0.05, key="pg_top_p", disabled=busy,
-                        placeholder="engine default")
-        c3.number_input("Max tokens", 1, 32768, value=None, key="pg_max_tokens", disabled=busy,
-                        placeholder="engine default")
-        c4.number_input("Seed", 0, 2**31 - 1, value=None, key="pg_seed", disabled=busy, placeholder="none")
+        c1.number_input(
+            "Temperature",
+            0.0,
+            2.0,
+            value=None,
+            step=0.1,
+            key="pg_temperature",
+            disabled=busy,
+            placeholder="engine default",
+        )
+        c2.number_input(
+            "top_p",
+            0.01,
+            1.0,
+            value=None,
+            step=0.05,
+            key="pg_top_p",
+            disabled=busy,
+            placeholder="engine default",
+        )
+        c3.number_input(
+            "Max tokens",
+            1,
+            32768,
+            value=None,
+            key="pg_max_tokens",
+            disabled=busy,
+            placeholder="engine default",
+        )
+        c4.number_input(
+            "Seed", 0, 2**31 - 1, value=None, key="pg_seed", disabled=busy, placeholder="none"
+        )
         c5.text_input("Stop (comma-separated)", key="pg_stop_text", disabled=busy)
         e1, e2, e3, e4 = st.columns(4)
-        e1.number_input("n (parallel samples)", 1, 8, value=None, key="pg_n", disabled=busy, placeholder="1")
-        e2.number_input("top_k (extra)", 0, 1000, value=None, key="pg_top_k", disabled=busy, placeholder="off",
-                        help="Sent through extra_body to the engines that take it; the column says where it is ignored.")
-        e3.number_input("min_tokens (extra)", 0, 32768, value=None, key="pg_min_tokens", disabled=busy,
-                        placeholder="off")
+        e1.number_input(
+            "n (parallel samples)", 1, 8, value=None, key="pg_n", disabled=busy, placeholder="1"
+        )
+        e2.number_input(
+            "top_k (extra)",
+            0,
+            1000,
+            value=None,
+            key="pg_top_k",
+            disabled=busy,
+            placeholder="off",
+            help="Sent through extra_body to the engines that take it; the column says where it is ignored.",
+        )
+        e3.number_input(
+            "min_tokens (extra)",
+            0,
+            32768,
+            value=None,
+            key="pg_min_tokens",
+            disabled=busy,
+            placeholder="off",
+        )
         e4.checkbox("ignore_eos (extra)", key="pg_ignore_eos", disabled=busy)
         st.markdown("Per-engine model and `extra_body`")
         for name in state.pg_engines:
             left, right = st.columns(2)
             record = next(e for e in engines if e.name == name)
-            left.text_input(f"Model for {ptext.md_line(name)}", key=f"pg_model_{name}", disabled=busy,
-                            placeholder=record.model or "the engine's model")
-            right.text_input(f"extra_body for {ptext.md_line(name)} (JSON)", key=f"pg_extra_{name}", disabled=busy,
-                             placeholder='{"repetition_penalty": 1.1}')
-        st.toggle("Structured output (JSON schema)", key="pg_schema_on", disabled=busy,
-                  help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.")
+            left.text_input(
+                f"Model for {ptext.md_line(name)}",
+                key=f"pg_model_{name}",
+                disabled=busy,
+                placeholder=record.model or "the engine's model",
+            )
+            right.text_input(
+                f"extra_body for {ptext.md_line(name)} (JSON)",
+                key=f"pg_extra_{name}",
+                disabled=busy,
+                placeholder='{"repetition_penalty": 1.1}',
+            )
+        st.toggle(
+            "Structured output (JSON schema)",
+            key="pg_schema_on",
+            disabled=busy,
+            help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.",
+        )
         if state.get("pg_schema_on"):
             state.setdefault("pg_schema", DEFAULT_SCHEMA)
             st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
-    st.caption(ptext.md_line(ptext.params_summary(_sampling_params(), state.get("pg_system") or "",
-                                                  bool(state.get("pg_schema_on")))))
+    st.caption(
+        ptext.md_line(
+            ptext.params_summary(
+                _sampling_params(), state.get("pg_system") or "", bool(state.get("pg_schema_on"))
+            )
+        )
+    )
     turn_word = "Next prompt (continues the conversation)" if state.pg_conversation_id else "Prompt"
-    st.text_area(turn_word, key="pg_prompt", height=80, disabled=busy,
-                 placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.")
+    st.text_area(
+        turn_word,
+        key="pg_prompt",
+        height=80,
+        disabled=busy,
+        placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.",
+    )
     b1, b2, b3, _ = st.columns([1, 1, 1.4, 3])
-    b1.button("Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy)
+    b1.button(
+        "Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy
+    )
     b2.button("Stop all", key="pg_stop", icon=":material/stop:", on_click=on_stop, disabled=not busy)
-    b3.button("New conversation", key="pg_new", icon=":material/add_comment:", on_click=on_new_conversation,
-              disabled=busy)
+    b3.button(
+        "New conversation",
+        key="pg_new",
+        icon=":material/add_comment:",
+        on_click=on_new_conversation,
+        disabled=busy,
+    )
 
 if state.pg_error:
     st.error(ptext.md_text(state.pg_error))
@@ -259,7 +375,9 @@ if state.pg_conversation_id and current is not None and current.turn > 1:
 blind = st.toggle("Blind mode: hide which engine wrote what until you vote", key="pg_blind")
 
 
-def _arrangement(view: ExchangeView) -> tuple[list[Column], dict[str, str], bool, playground.BlindVote | None]:
+def _arrangement(
+    view: ExchangeView,
+) -> tuple[list[Column], dict[str, str], bool, playground.BlindVote | None]:
     """(columns in screen order, engine -> "Answer X", names hidden?, the vote cast)."""
     cast = playground.blind_vote(view.run_id) if blind else None
     engines = [c.engine for c in view.columns]
@@ -276,26 +394,41 @@ def _column_title(column: Column, label: str, hidden: bool) -> str:
     return f"**{ptext.md_line(column.engine)}**{model}"
 
 
-def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool, units: tuple[str, str]) -> None:
+def _render_column(
+    view: ExchangeView, column: Column, label: str, hidden: bool, units: tuple[str, str]
+) -> None:
     st.markdown(_column_title(column, label, hidden))
-    status_words = {"streaming": ":blue[streaming…]", "finished": ":green[finished]", "failed": ":red[failed]",
-                    "cancelled": ":orange[stopped]", "interrupted": ":orange[interrupted]"}
+    status_words = {
+        "streaming": ":blue[streaming…]",
+        "finished": ":green[finished]",
+        "failed": ":red[failed]",
+        "cancelled": ":orange[stopped]",
+        "interrupted": ":orange[interrupted]",
+    }
     st.caption(status_words.get(column.status, ptext.md_line(column.status)))
     if not hidden:
         if blind:
             st.caption(f"{label} in the blind vote")
         ttft, itl = units
         # A compact table: st.metric's large figures do not fit six narrow columns.
-        st.markdown("| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
-                    f"| **{ptext.duration(column.ttft_s, ttft)}** | {ptext.duration(column.itl_mean_s, itl)} / "
-                    f"{ptext.duration(column.itl_p90_s, itl)} | {ptext.number(column.tokens_per_s)} |")
-        cached = ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
-        st.caption(f"prompt {ptext.number(column.prompt_tokens)} · completion {ptext.number(column.completion_tokens)}"
-                   f" · cached {cached} · finish {ptext.md_line(column.finish_reason) or '–'}")
+        st.markdown(
+            "| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
+            f"| **{ptext.duration(column.ttft_s, ttft)}** | {ptext.duration(column.itl_mean_s, itl)} / "
+            f"{ptext.duration(column.itl_p90_s, itl)} | {ptext.number(column.tokens_per_s)} |"
+        )
+        cached = (
+            ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+        )
+        st.caption(
+            f"prompt {ptext.number(column.prompt_tokens)} · completion {ptext.number(column.completion_tokens)}"
+            f" · cached {cached} · finish {ptext.md_line(column.finish_reason) or '–'}"
+        )
         if view.turn > 1 and column.first_turn_ttft_s is not None:
-            st.caption(f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
-                       f"{ptext.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
-                       f"{ptext.number(column.cached_tokens)} vs {ptext.number(column.first_turn_cached_tokens)}")
+            st.caption(
+                f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
+                f"{ptext.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
+                f"{ptext.number(column.cached_tokens)} vs {ptext.number(column.first_turn_cached_tokens)}"
+            )
     for note in column.notes:
         st.caption(f":material/info: {ptext.md_line(note)}")
     # Answers keep their markdown, but safe_answer leaves no image to load.
@@ -304,15 +437,19 @@ def _render_column(view: ExchangeView, column: Column, label: str, hidden: bool,
         for tab, text in zip(tabs, column.choices, strict=True):
             tab.markdown(ptext.safe_answer(text) or "…")
     else:
-        st.markdown(ptext.safe_answer(column.answer) or ("…" if column.status == "streaming" else "_no text_"))
+        st.markdown(
+            ptext.safe_answer(column.answer) or ("…" if column.status == "streaming" else "_no text_")
+        )
     if column.error and column.status != "cancelled":
         st.error(ptext.md_text(column.error))
     if column.schema_check is not None:
         if column.schema_check.valid:
             st.success("Valid against the schema.")
         else:
-            st.error(f"Invalid at {ptext.md_line(column.schema_check.path)}: "
-                     f"{ptext.md_line(column.schema_check.message)}")
+            st.error(
+                f"Invalid at {ptext.md_line(column.schema_check.path)}: "
+                f"{ptext.md_line(column.schema_check.message)}"
+            )
     if not hidden and not view.active:
         with st.expander("Copy as code"):
             curl, python = playground.request_code(view.run_id, column.engine)
@@ -338,11 +475,15 @@ def answers_panel() -> None:
     columns, labels, hidden, _ = _arrangement(view)
     st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not hidden and view.first_token_engine:
-        fastest = f" · fastest decode: **{ptext.md_line(view.fastest_engine)}**" if view.fastest_engine else ""
+        fastest = (
+            f" · fastest decode: **{ptext.md_line(view.fastest_engine)}**" if view.fastest_engine else ""
+        )
         st.markdown(f"First token: **{ptext.md_line(view.first_token_engine)}**{fastest}")
     # One unit per quantity across the columns (and turn 1), so they compare at a glance.
-    units = (ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
-             ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]))
+    units = (
+        ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
+        ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]),
+    )
     panes = st.columns(len(columns), border=True)
     for pane, column in zip(panes, columns, strict=True):
         with pane:
@@ -359,26 +500,40 @@ def _compare(view: ExchangeView) -> None:
     # after the vote (Streamlit keeps a keyed widget's option labels).
     phase = "blind" if hidden else "named"
     first = left.selectbox("Left", names, format_func=shown, key=f"pg_diff_a_{phase}")
-    second = right.selectbox("Right", names, index=min(1, len(names) - 1), format_func=shown,
-                             key=f"pg_diff_b_{phase}")
+    second = right.selectbox(
+        "Right", names, index=min(1, len(names) - 1), format_func=shown, key=f"pg_diff_b_{phase}"
+    )
     texts = {c.engine: c.answer for c in columns}
     if first and second and first != second:
         st.html(ptext.diff_html(texts[first], texts[second]))
-        st.caption(f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}")
+        st.caption(
+            f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}"
+        )
     if not blind:
         return
     if cast is None:
         st.markdown("**Which answer is best?**")
         buttons = st.columns(len(columns) + 1)
         for pane, name in zip(buttons, names, strict=False):
-            pane.button(labels[name], key=f"pg_vote_{labels[name][-1]}", on_click=on_vote, args=(view.run_id, name))
-        buttons[-1].button("No clear winner", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, "tie"))
+            pane.button(
+                labels[name],
+                key=f"pg_vote_{labels[name][-1]}",
+                on_click=on_vote,
+                args=(view.run_id, name),
+            )
+        buttons[-1].button(
+            "No clear winner", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, "tie")
+        )
         st.caption("Names and timings appear once you vote.")
     elif cast.winner is None:
-        st.success("Vote recorded: no answer better than the others (a tie for every pair). Names are shown above.")
+        st.success(
+            "Vote recorded: no answer better than the others (a tie for every pair). Names are shown above."
+        )
     else:
-        st.success(f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
-                   f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it.")
+        st.success(
+            f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
+            f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it."
+        )
 
 
 answers_panel()
@@ -388,8 +543,21 @@ if current is not None and not busy:
 tally = playground.tally()
 if tally:
     with st.expander("Blind votes per engine pair"):
-        st.dataframe(pd.DataFrame([{"engine A": t.engine_a, "engine B": t.engine_b, "A wins": t.wins_a,
-                                    "B wins": t.wins_b, "ties": t.ties} for t in tally]), hide_index=True)
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "engine A": t.engine_a,
+                        "engine B": t.engine_b,
+                        "A wins": t.wins_a,
+                        "B wins": t.wins_b,
+                        "ties": t.ties,
+                    }
+                    for t in tally
+                ]
+            ),
+            hide_index=True,
+        )
 
 with st.expander("Recent exchanges"):
     items = playground.history(10)
@@ -398,8 +566,17 @@ with st.expander("Recent exchanges"):
     for item in items:
         row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
         stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
-        row_left.markdown(f"\\#{item.run_id} · {stamp} · turn {item.turn} · {ptext.md_line(item.status)} · "
-                          f"{ptext.md_line(', '.join(item.engines))}  \n{ptext.md_line(item.prompt[:120])}")
-        row_open.button("Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy)
-        row_again.button("Send again", key=f"pg_again_{item.run_id}", on_click=on_send_again, args=(item.run_id,),
-                         disabled=busy)
+        row_left.markdown(
+            f"\\#{item.run_id} · {stamp} · turn {item.turn} · {ptext.md_line(item.status)} · "
+            f"{ptext.md_line(', '.join(item.engines))}  \n{ptext.md_line(item.prompt[:120])}"
+        )
+        row_open.button(
+            "Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy
+        )
+        row_again.button(
+            "Send again",
+            key=f"pg_again_{item.run_id}",
+            on_click=on_send_again,
+            args=(item.run_id,),
+            disabled=busy,
+        )

@@ -68,8 +68,12 @@ def _import_box() -> None:
     with st.expander("Import results from vLLM, SGLang, AIPerf, GuideLLM or a Shootout export"):
         st.caption("Detected from the content: " + "; ".join(importers.formats().values()) + ".")
         with st.form("runs_import", clear_on_submit=True):
-            upload = st.file_uploader("Results file", type=["json", "jsonl", "csv", "txt"], key="runs_import_file")
-            engine_name = st.text_input("Engine name (optional; default from the file)", key="runs_import_engine")
+            upload = st.file_uploader(
+                "Results file", type=["json", "jsonl", "csv", "txt"], key="runs_import_file"
+            )
+            engine_name = st.text_input(
+                "Engine name (optional; default from the file)", key="runs_import_engine"
+            )
             tags = st.text_input("Tags (comma-separated, optional)", key="runs_import_tags")
             submitted = st.form_submit_button("Import")
         if submitted:
@@ -80,7 +84,9 @@ def _import_box() -> None:
                 # The upload's own file object: the importer reads it as a stream, and refuses
                 # one over SHOOTOUT_LIMIT_IMPORT_MB with a message before reading it.
                 result = importers.import_file(
-                    upload, upload.name, engine_name=engine_name,
+                    upload,
+                    upload.name,
+                    engine_name=engine_name,
                     tags=[t.strip() for t in tags.split(",") if t.strip()],
                 )
             except ShootoutError as error:
@@ -88,7 +94,8 @@ def _import_box() -> None:
                 return
             st.success(
                 f"Imported {md_line(upload.name)} ({md_line(result.label)}) as run "
-                + ", ".join(f"#{i}" for i in result.run_ids) + f" with {result.requests} request rows."
+                + ", ".join(f"#{i}" for i in result.run_ids)
+                + f" with {result.requests} request rows."
             )
 
 
@@ -106,24 +113,57 @@ def _history() -> None:
         st.error(md_text(str(error)))
         return
     first, second = st.columns(2), st.columns(4)
-    kinds = first[0].multiselect("Kind", runs.RUN_KINDS, key="kind", bind="query-params", on_change=_first_page)
-    text = first[1].text_input("Search name and notes", key="q", bind="query-params", on_change=_first_page)
-    engine = second[0].selectbox("Engine", options.engines, index=None, key="engine", bind="query-params", on_change=_first_page)
-    model = second[1].selectbox("Model", options.models, index=None, key="model", bind="query-params", on_change=_first_page)
-    workload = second[2].selectbox("Workload", options.workloads, index=None, key="workload", bind="query-params", on_change=_first_page)
-    tag = second[3].selectbox("Tag", options.tags, index=None, key="tag", bind="query-params", on_change=_first_page)
-    third = st.columns([1, 1, 2, 1])
-    since = third[0].date_input("From", value=None, key="since", bind="query-params", on_change=_first_page)
-    until = third[1].date_input("To", value=None, key="until", bind="query-params", on_change=_first_page)
-    archived = third[2].segmented_control(
-        "Archived runs", ["hide", "include", "only"], default="hide", key="archived", bind="query-params",
+    kinds = first[0].multiselect(
+        "Kind", runs.RUN_KINDS, key="kind", bind="query-params", on_change=_first_page
+    )
+    text = first[1].text_input(
+        "Search name and notes", key="q", bind="query-params", on_change=_first_page
+    )
+    engine = second[0].selectbox(
+        "Engine", options.engines, index=None, key="engine", bind="query-params", on_change=_first_page
+    )
+    model = second[1].selectbox(
+        "Model", options.models, index=None, key="model", bind="query-params", on_change=_first_page
+    )
+    workload = second[2].selectbox(
+        "Workload",
+        options.workloads,
+        index=None,
+        key="workload",
+        bind="query-params",
         on_change=_first_page,
     )
-    page_number = int(third[3].number_input("Page", min_value=1, step=1, key="page", bind="query-params"))
+    tag = second[3].selectbox(
+        "Tag", options.tags, index=None, key="tag", bind="query-params", on_change=_first_page
+    )
+    third = st.columns([1, 1, 2, 1])
+    since = third[0].date_input(
+        "From", value=None, key="since", bind="query-params", on_change=_first_page
+    )
+    until = third[1].date_input(
+        "To", value=None, key="until", bind="query-params", on_change=_first_page
+    )
+    archived = third[2].segmented_control(
+        "Archived runs",
+        ["hide", "include", "only"],
+        default="hide",
+        key="archived",
+        bind="query-params",
+        on_change=_first_page,
+    )
+    page_number = int(
+        third[3].number_input("Page", min_value=1, step=1, key="page", bind="query-params")
+    )
     filters = runs.RunFilter(
-        kinds=tuple(kinds), engine=engine, model=model, workload=workload, tag=tag,
-        since=since if isinstance(since, date) else None, until=until if isinstance(until, date) else None,
-        text=text or None, archived=archived or "hide",
+        kinds=tuple(kinds),
+        engine=engine,
+        model=model,
+        workload=workload,
+        tag=tag,
+        since=since if isinstance(since, date) else None,
+        until=until if isinstance(until, date) else None,
+        text=text or None,
+        archived=archived or "hide",
     )
     try:
         page = runs.list_runs(filters, page=page_number, page_size=PAGE_SIZE)
@@ -131,7 +171,11 @@ def _history() -> None:
         st.error(md_text(str(error)))
         return
     if not page.items:
-        st.info("No runs match these filters." if page.total == 0 and page_number == 1 else "No runs on this page.")
+        st.info(
+            "No runs match these filters."
+            if page.total == 0 and page_number == 1
+            else "No runs on this page."
+        )
     else:
         frame = pd.DataFrame(
             {
@@ -149,12 +193,19 @@ def _history() -> None:
             }
         )
         st.dataframe(
-            frame, hide_index=True, key="runs_table",
+            frame,
+            hide_index=True,
+            key="runs_table",
             column_config={"Created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
         )
     st.caption(f"{page.total:,} runs match · page {page.page} of {page.pages}")
-    labels = {item.id: f"#{item.id} {item.name or item.kind} ({', '.join(item.engine_names) or '-'})" for item in page.items}
-    chosen = st.multiselect("Select runs on this page", list(labels), format_func=labels.get, key="runs_selected")
+    labels = {
+        item.id: f"#{item.id} {item.name or item.kind} ({', '.join(item.engine_names) or '-'})"
+        for item in page.items
+    }
+    chosen = st.multiselect(
+        "Select runs on this page", list(labels), format_func=labels.get, key="runs_selected"
+    )
     actions = st.columns(5)
     if actions[0].button("Open", disabled=len(chosen) != 1, key="runs_open"):
         _go(run=str(chosen[0]))
@@ -164,7 +215,9 @@ def _history() -> None:
         _set_archived(chosen, True)
     if actions[3].button("Unarchive", disabled=not chosen, key="runs_unarchive"):
         _set_archived(chosen, False)
-    if common.viewer().may("delete_runs") and actions[4].button("Delete…", disabled=not chosen, key="runs_delete"):
+    if common.viewer().may("delete_runs") and actions[4].button(
+        "Delete…", disabled=not chosen, key="runs_delete"
+    ):
         st.session_state["runs_confirm_delete"] = list(chosen)
     if chosen:
         _delete_confirmation(list(chosen))
@@ -189,17 +242,26 @@ def _results(view: reports.ComparisonView, key: str) -> None:
         st.markdown("\n".join(f"- {md_line(verdict.text)}" for verdict in comparison.verdicts))
     st.subheader("Percentiles and throughput")
     if len(comparison.series) > 1:
-        st.caption(f"Changes are against the baseline, {md_line(comparison.baseline_series.label)}; green is better, red worse.")
+        st.caption(
+            f"Changes are against the baseline, {md_line(comparison.baseline_series.label)}; green is better, red worse."
+        )
     # The metric names are the row labels: wide enough that "Output throughput" is never cut.
-    st.dataframe(reports.style_comparison_table(view.table), hide_index=True, key=f"{key}_table",
-                 height=TABLE_ROW_PX * (len(view.table) + 1) + 3,
-                 column_config={"Metric": st.column_config.TextColumn(width=190)})
+    st.dataframe(
+        reports.style_comparison_table(view.table),
+        hide_index=True,
+        key=f"{key}_table",
+        height=TABLE_ROW_PX * (len(view.table) + 1) + 3,
+        column_config={"Metric": st.column_config.TextColumn(width=190)},
+    )
     cdfs = [name for name in view.figures if name in CDF_LABELS]
     if cdfs:
         st.subheader("Distributions")
-        chosen = st.segmented_control(
-            "Metric", cdfs, format_func=CDF_LABELS.get, default=cdfs[0], key=f"{key}_cdf"
-        ) or cdfs[0]
+        chosen = (
+            st.segmented_control(
+                "Metric", cdfs, format_func=CDF_LABELS.get, default=cdfs[0], key=f"{key}_cdf"
+            )
+            or cdfs[0]
+        )
         st.plotly_chart(inert(view.figures[chosen]), key=f"{key}_cdf_chart")
     if "latency_throughput" in view.figures:
         st.subheader("Latency against throughput")
@@ -207,13 +269,19 @@ def _results(view: reports.ComparisonView, key: str) -> None:
         st.plotly_chart(inert(view.figures["latency_throughput"]), key=f"{key}_curve")
     if not view.settings.empty:
         st.subheader("Engine settings")
-        only = st.toggle("Only settings that differ", key=f"{key}_only_diff", value=len(comparison.series) > 1)
+        only = st.toggle(
+            "Only settings that differ", key=f"{key}_only_diff", value=len(comparison.series) > 1
+        )
         table = reports.settings_table(comparison, only_differences=only)
         if table.empty:
             st.caption("The engines report the same settings.")
         else:
-            st.dataframe(table.drop(columns=["Differs"]), hide_index=True, key=f"{key}_settings",
-                         column_config={"Setting": st.column_config.TextColumn(width=300)})
+            st.dataframe(
+                table.drop(columns=["Differs"]),
+                hide_index=True,
+                key=f"{key}_settings",
+                column_config={"Setting": st.column_config.TextColumn(width=300)},
+            )
 
 
 def _run(run_id: int) -> None:
@@ -229,8 +297,7 @@ def _run(run_id: int) -> None:
     st.caption(
         f"{detail.kind} · {md_line(detail.status)} · {detail.created_at:%Y-%m-%d %H:%M} UTC · engines: "
         f"{md_line(', '.join(detail.engine_names)) or '-'} · model: {md_line(detail.model) or '-'} · "
-        f"workload: {md_line(detail.workload) or '-'}"
-        + (" · archived" if detail.archived else "")
+        f"workload: {md_line(detail.workload) or '-'}" + (" · archived" if detail.archived else "")
     )
     if detail.error:
         st.error(md_text(detail.error))
@@ -251,8 +318,10 @@ def _run(run_id: int) -> None:
     if detail.kind == "parity" and (run.detail.summary or {}).get("conclusion_headline"):
         st.subheader("Answer parity")
         st.info(md_text(str(run.detail.summary["conclusion_headline"])))
-        st.markdown(f"[Open it on the Parity page](/parity?run={detail.id}): the per-prompt table and the word diff "
-                    "of each divergence.")
+        st.markdown(
+            f"[Open it on the Parity page](/parity?run={detail.id}): the per-prompt table and the word diff "
+            "of each divergence."
+        )
     if run.sample_sources is not None:
         st.subheader("Telemetry recorded")
         st.dataframe(run.sample_sources, hide_index=True, key="runs_samples")
@@ -261,7 +330,9 @@ def _run(run_id: int) -> None:
         except ShootoutError as error:
             st.error(md_text(str(error)))
         else:
-            st.caption("Engine and GPU metrics aligned with each request's latency (seconds since the run started).")
+            st.caption(
+                "Engine and GPU metrics aligned with each request's latency (seconds since the run started)."
+            )
             st.plotly_chart(inert(figure), key="runs_timeline")
             for note in notes:
                 st.caption(md_line(note))
@@ -273,7 +344,11 @@ def _run(run_id: int) -> None:
         name = st.text_input("Name", value=detail.name, key="runs_meta_name")
         notes = st.text_area("Notes", value=detail.notes, key="runs_meta_notes")
         tags = st.multiselect(
-            "Tags", list(detail.tags), default=list(detail.tags), accept_new_options=True, key="runs_meta_tags"
+            "Tags",
+            list(detail.tags),
+            default=list(detail.tags),
+            accept_new_options=True,
+            key="runs_meta_tags",
         )
         if st.form_submit_button("Save"):
             try:
@@ -299,9 +374,12 @@ def _run(run_id: int) -> None:
     for column, fmt, label in zip(buttons, ("csv", "json"), ("Per-request CSV", "Run JSON")):
         column.link_button(label, export_path(run_id, fmt), key=f"runs_export_{fmt}")
     buttons[2].download_button(
-        "HTML report", data=lambda: reports.export_run(run_id, "html").data,
-        file_name=reports.export_filename(run_id, "html"), mime=reports.EXPORT_FORMATS["html"],
-        on_click="ignore", key="runs_export_html",
+        "HTML report",
+        data=lambda: reports.export_run(run_id, "html").data,
+        file_name=reports.export_filename(run_id, "html"),
+        mime=reports.EXPORT_FORMATS["html"],
+        on_click="ignore",
+        key="runs_export_html",
     )
     actions = st.columns(2)
     if actions[0].button("Unarchive" if detail.archived else "Archive", key="runs_run_archive"):
@@ -310,7 +388,10 @@ def _run(run_id: int) -> None:
         st.session_state["runs_confirm_delete"] = [detail.id]
     _delete_confirmation([detail.id])
     with st.expander("Configuration and stored summary"):
-        st.json({"config": detail.config, "summary": detail.summary, "engines": detail.engines}, expanded=False)
+        st.json(
+            {"config": detail.config, "summary": detail.summary, "engines": detail.engines},
+            expanded=False,
+        )
 
 
 def _prometheus_history(run_id: int) -> None:
@@ -321,13 +402,21 @@ def _prometheus_history(run_id: int) -> None:
     may_fetch = common.viewer().may("fetch_urls")
     url = configured
     if may_fetch:
-        url = st.text_input("Prometheus URL", value=configured, placeholder="http://prometheus:9090",
-                            key="runs_prometheus_url")
+        url = st.text_input(
+            "Prometheus URL",
+            value=configured,
+            placeholder="http://prometheus:9090",
+            key="runs_prometheus_url",
+        )
     elif not configured:
         st.caption("The operator has not configured a Prometheus server (SHOOTOUT_PROMETHEUS_URL).")
         return
-    if st.button("Engine history from Prometheus", key="runs_prometheus_go", disabled=not url.strip(),
-                 help="The engines' KV cache, queues, token rates and latency percentiles over this run's window."):
+    if st.button(
+        "Engine history from Prometheus",
+        key="runs_prometheus_go",
+        disabled=not url.strip(),
+        help="The engines' KV cache, queues, token rates and latency percentiles over this run's window.",
+    ):
         st.session_state["runs_prometheus_for"] = run_id
     if st.session_state.get("runs_prometheus_for") != run_id:
         return
@@ -361,15 +450,19 @@ def _compare(text: str) -> None:
     keys = [series.key for series in comparison.series]
     labels = {series.key: series.label for series in comparison.series}
     if len(keys) > 1:
-        baseline = st.selectbox("Baseline", keys, index=comparison.baseline, format_func=labels.get, key="runs_baseline")
+        baseline = st.selectbox(
+            "Baseline", keys, index=comparison.baseline, format_func=labels.get, key="runs_baseline"
+        )
         if baseline != comparison.baseline_series.key:
             _go(compare=",".join(str(i) for i in comparison.run_ids), baseline=baseline)
     _results(view, "compare")
     st.download_button(
         "HTML report of this comparison",
         data=lambda: reports.export_comparison(run_ids, comparison.baseline_series.key).data,
-        file_name=reports.export_filename(list(comparison.run_ids), "html"), mime="text/html",
-        on_click="ignore", key="runs_export_compare",
+        file_name=reports.export_filename(list(comparison.run_ids), "html"),
+        mime="text/html",
+        on_click="ignore",
+        key="runs_export_compare",
     )
     links = " · ".join(f"[#{i}](?run={i})" for i in comparison.run_ids)
     st.caption(f"Open one run: {links}")

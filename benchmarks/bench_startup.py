@@ -30,11 +30,31 @@ from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
 def one(server: ScriptedServer, data_dir: Path, extra: list[str], entry: list[str]) -> float:
     out = data_dir / "out.json"
-    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(data_dir),
-           "SHOOTOUT_DATABASE_URL": f"sqlite:///{data_dir / 'shootout.db'}"}
-    command = [sys.executable, *entry, "--url", server.base_url,
-               "--model", server.model(ttft=5, itl=1, tokens=8), "--concurrency", "1", "--requests", "2",
-               "--input-len", "16", "--output-len", "8", "--json", str(out), "--quiet", *extra]
+    env = {
+        **os.environ,
+        "SHOOTOUT_DATA_DIR": str(data_dir),
+        "SHOOTOUT_DATABASE_URL": f"sqlite:///{data_dir / 'shootout.db'}",
+    }
+    command = [
+        sys.executable,
+        *entry,
+        "--url",
+        server.base_url,
+        "--model",
+        server.model(ttft=5, itl=1, tokens=8),
+        "--concurrency",
+        "1",
+        "--requests",
+        "2",
+        "--input-len",
+        "16",
+        "--output-len",
+        "8",
+        "--json",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
     spawned = time.time()
     subprocess.run(command, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     summary = json.loads(out.read_text())
@@ -53,22 +73,30 @@ def one(server: ScriptedServer, data_dir: Path, extra: list[str], entry: list[st
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=5)
-    parser.add_argument("--entry", choices=("cli", "module"), default="cli",
-                        help="cli.py bench (loads every command module) or python -m commands.bench")
+    parser.add_argument(
+        "--entry",
+        choices=("cli", "module"),
+        default="cli",
+        help="cli.py bench (loads every command module) or python -m commands.bench",
+    )
     args = parser.parse_args()
     entry = [str(ROOT / "cli.py"), "bench"] if args.entry == "cli" else ["-m", "commands.bench"]
     print(f"entry: {' '.join(entry)}")
     with ScriptedServer() as server:
-        for label, extra, fresh in (("fresh database, --kind given", ["--kind", "vllm"], True),
-                                    ("existing database, --kind given", ["--kind", "vllm"], False),
-                                    ("existing database, kind probed", [], False)):
+        for label, extra, fresh in (
+            ("fresh database, --kind given", ["--kind", "vllm"], True),
+            ("existing database, --kind given", ["--kind", "vllm"], False),
+            ("existing database, kind probed", [], False),
+        ):
             times = []
             with tempfile.TemporaryDirectory() as folder:
                 for _ in range(args.tries):
                     data_dir = Path(tempfile.mkdtemp(dir=folder)) if fresh else Path(folder)
                     times.append(one(server, data_dir, extra, entry))
             shown = ", ".join(f"{t:.2f}" for t in times)
-            print(f"{label:34s} first request after {statistics.median(times):.2f} s (median; tries: {shown})")
+            print(
+                f"{label:34s} first request after {statistics.median(times):.2f} s (median; tries: {shown})"
+            )
     return 0
 
 

@@ -80,24 +80,73 @@ def run_tree(command: list[str], **popen: object) -> float:
     return max(waited, sum(seen.values()))
 
 
-def run_ours(server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path) -> tuple[float, int]:
+def run_ours(
+    server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path
+) -> tuple[float, int]:
     out = folder / f"ours-{requests}.json"
-    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(folder), "SHOOTOUT_DATABASE_URL": f"sqlite:///{folder / 'db.sqlite'}"}
-    command = [sys.executable, str(ROOT / "cli.py"), "bench", "--url", server.base_url, "--model", model, "--kind", "vllm",
-               "--concurrency", str(args.concurrency), "--requests", str(requests), "--input-len", "16",
-               "--output-len", str(args.tokens), "--json", str(out), "--quiet", *args.ours_extra]
+    env = {
+        **os.environ,
+        "SHOOTOUT_DATA_DIR": str(folder),
+        "SHOOTOUT_DATABASE_URL": f"sqlite:///{folder / 'db.sqlite'}",
+    }
+    command = [
+        sys.executable,
+        str(ROOT / "cli.py"),
+        "bench",
+        "--url",
+        server.base_url,
+        "--model",
+        model,
+        "--kind",
+        "vllm",
+        "--concurrency",
+        str(args.concurrency),
+        "--requests",
+        str(requests),
+        "--input-len",
+        "16",
+        "--output-len",
+        str(args.tokens),
+        "--json",
+        str(out),
+        "--quiet",
+        *args.ours_extra,
+    ]
     used = run_tree(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     block = next(iter(json.loads(out.read_text())["engines"].values()))
     assert block["failed"] == 0, block["errors_by_class"]
     return used, block["output_tokens"]
 
 
-def run_aiperf(server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path) -> tuple[float, int]:
+def run_aiperf(
+    server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path
+) -> tuple[float, int]:
     artifacts = folder / f"aiperf-{requests}"
-    command = [args.aiperf, "profile", "--model", model, "--url", server.root_url, "--endpoint-type", "chat",
-               "--streaming", "--concurrency", str(args.concurrency), "--request-count", str(requests),
-               "--tokenizer", str(TOKENIZER), "--isl", "16", "--osl", str(args.tokens), "--ui", "none",
-               "--artifact-dir", str(artifacts)]
+    command = [
+        args.aiperf,
+        "profile",
+        "--model",
+        model,
+        "--url",
+        server.root_url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--concurrency",
+        str(args.concurrency),
+        "--request-count",
+        str(requests),
+        "--tokenizer",
+        str(TOKENIZER),
+        "--isl",
+        "16",
+        "--osl",
+        str(args.tokens),
+        "--ui",
+        "none",
+        "--artifact-dir",
+        str(artifacts),
+    ]
     used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Streamed tokens: the server's own count of what it sent (AIPerf's count is its tokenizer's).
     return used, requests * args.tokens
@@ -109,8 +158,11 @@ def measure(name: str, runner, server: ScriptedServer, args: argparse.Namespace)
         small = runner(server, model, args.small, args, Path(folder))
         large = runner(server, model, args.large, args, Path(folder))
     per_token = (large[0] - small[0]) / max(1, large[1] - small[1])
-    print(f"  {name:32s} {per_token * 1e6:7.2f} µs/token  (process tree CPU {small[0]:.2f} s for {small[1]} tokens, "
-          f"{large[0]:.2f} s for {large[1]})", flush=True)
+    print(
+        f"  {name:32s} {per_token * 1e6:7.2f} µs/token  (process tree CPU {small[0]:.2f} s for {small[1]} tokens, "
+        f"{large[0]:.2f} s for {large[1]})",
+        flush=True,
+    )
     return per_token
 
 
@@ -122,11 +174,18 @@ def main() -> int:
     parser.add_argument("--itl", type=float, default=10.0)
     parser.add_argument("--small", type=int, default=128)
     parser.add_argument("--large", type=int, default=1024)
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="rounds, each measuring every tool once (this VM's noise is about ±1 µs a run)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds, each measuring every tool once (this VM's noise is about ±1 µs a run)",
+    )
     parser.add_argument("--skip-aiperf", action="store_true")
     args = parser.parse_args()
-    tools = [("shootout without engine metrics", run_ours, ["--no-engine-metrics"]), ("shootout", run_ours, [])]
+    tools = [
+        ("shootout without engine metrics", run_ours, ["--no-engine-metrics"]),
+        ("shootout", run_ours, []),
+    ]
     if not args.skip_aiperf:
         tools.append(("aiperf", run_aiperf, []))
     figures: dict[str, list[float]] = {name: [] for name, _, _ in tools}
@@ -139,12 +198,16 @@ def main() -> int:
                 figures[name].append(measure(name, runner, server, args))
     print(f"median of {args.repeat} rounds (min, max):")
     for name, values in figures.items():
-        print(f"  {name:32s} {statistics.median(values) * 1e6:7.2f} µs/token  "
-              f"({min(values) * 1e6:.2f}, {max(values) * 1e6:.2f})")
+        print(
+            f"  {name:32s} {statistics.median(values) * 1e6:7.2f} µs/token  "
+            f"({min(values) * 1e6:.2f}, {max(values) * 1e6:.2f})"
+        )
     if not args.skip_aiperf:
         ratio = statistics.median(figures["aiperf"]) / statistics.median(figures["shootout"])
-        print(f"AIPerf uses {ratio:.1f}x the CPU per token of shootout (medians; concurrency {args.concurrency}, "
-              f"{args.tokens}-token answers, ITL {args.itl:g} ms; {time.monotonic() - started:.0f} s)")
+        print(
+            f"AIPerf uses {ratio:.1f}x the CPU per token of shootout (medians; concurrency {args.concurrency}, "
+            f"{args.tokens}-token answers, ITL {args.itl:g} ms; {time.monotonic() - started:.0f} s)"
+        )
     return 0
 
 

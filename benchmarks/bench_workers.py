@@ -46,36 +46,109 @@ def _raise_file_limit() -> None:
 
 
 # -- 1. capacity and CPU -------------------------------------------------------------------
-def ours(server: ScriptedServer, model: str, requests: int, tokens: int, concurrency: int, workers: int,
-         folder: Path) -> tuple[float, dict]:
+def ours(
+    server: ScriptedServer,
+    model: str,
+    requests: int,
+    tokens: int,
+    concurrency: int,
+    workers: int,
+    folder: Path,
+) -> tuple[float, dict]:
     out = folder / f"ours-{workers}-{requests}-{tokens}.json"
-    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(folder), "SHOOTOUT_DATABASE_URL": f"sqlite:///{folder / 'db.sqlite'}"}
-    command = [sys.executable, str(ROOT / "cli.py"), "bench", "--url", server.base_url, "--model", model,
-               "--kind", "vllm", "--concurrency", str(concurrency), "--requests", str(requests), "--input-len", "16",
-               "--output-len", str(tokens), "--json", str(out), "--quiet", "--no-engine-metrics", "--no-calibrate",
-               "--workers", str(workers)]
+    env = {
+        **os.environ,
+        "SHOOTOUT_DATA_DIR": str(folder),
+        "SHOOTOUT_DATABASE_URL": f"sqlite:///{folder / 'db.sqlite'}",
+    }
+    command = [
+        sys.executable,
+        str(ROOT / "cli.py"),
+        "bench",
+        "--url",
+        server.base_url,
+        "--model",
+        model,
+        "--kind",
+        "vllm",
+        "--concurrency",
+        str(concurrency),
+        "--requests",
+        str(requests),
+        "--input-len",
+        "16",
+        "--output-len",
+        str(tokens),
+        "--json",
+        str(out),
+        "--quiet",
+        "--no-engine-metrics",
+        "--no-calibrate",
+        "--workers",
+        str(workers),
+    ]
     used = run_tree(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     block = next(iter(json.loads(out.read_text())["engines"].values()))
     assert block["failed"] == 0, block["errors_by_class"]
     return used, block
 
 
-def aiperf(path: str, server: ScriptedServer, model: str, requests: int, tokens: int, concurrency: int,
-           folder: Path) -> tuple[float, dict]:
+def aiperf(
+    path: str,
+    server: ScriptedServer,
+    model: str,
+    requests: int,
+    tokens: int,
+    concurrency: int,
+    folder: Path,
+) -> tuple[float, dict]:
     artifacts = folder / f"aiperf-{requests}-{tokens}"
-    command = [path, "profile", "--model", model, "--url", server.root_url, "--endpoint-type", "chat", "--streaming",
-               "--concurrency", str(concurrency), "--request-count", str(requests), "--tokenizer", str(TOKENIZER),
-               "--isl", "16", "--osl", str(tokens), "--ui", "none", "--artifact-dir", str(artifacts)]
+    command = [
+        path,
+        "profile",
+        "--model",
+        model,
+        "--url",
+        server.root_url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--concurrency",
+        str(concurrency),
+        "--request-count",
+        str(requests),
+        "--tokenizer",
+        str(TOKENIZER),
+        "--isl",
+        "16",
+        "--osl",
+        str(tokens),
+        "--ui",
+        "none",
+        "--artifact-dir",
+        str(artifacts),
+    ]
     began = time.perf_counter()
     used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - began
     # Rates from the whole command's wall time (start-up included): a lower bound on AIPerf's.
-    return used, {"output_tokens": requests * tokens, "completed": requests,
-                  "output_throughput_tok_s": requests * tokens / wall, "request_throughput_rps": requests / wall}
+    return used, {
+        "output_tokens": requests * tokens,
+        "completed": requests,
+        "output_throughput_tok_s": requests * tokens / wall,
+        "request_throughput_rps": requests / wall,
+    }
 
 
-def inference_perf(path: str, server: ScriptedServer, model: str, requests: int, tokens: int, concurrency: int,
-                   folder: Path) -> tuple[float, dict]:
+def inference_perf(
+    path: str,
+    server: ScriptedServer,
+    model: str,
+    requests: int,
+    tokens: int,
+    concurrency: int,
+    folder: Path,
+) -> tuple[float, dict]:
     config = folder / f"ip-{requests}-{tokens}.yaml"
     config.write_text(
         "load:\n  type: concurrent\n  stages:\n"
@@ -89,16 +162,27 @@ def inference_perf(path: str, server: ScriptedServer, model: str, requests: int,
         f"report:\n  request_lifecycle:\n    summary: true\nstorage:\n  local_storage:\n    path: {folder / 'ip'}\n"
     )
     began = time.perf_counter()
-    used = run_tree([path, "--config_file", str(config)], cwd=folder, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL)
+    used = run_tree(
+        [path, "--config_file", str(config)],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - began
-    return used, {"output_tokens": requests * tokens, "completed": requests,
-                  "output_throughput_tok_s": requests * tokens / wall, "request_throughput_rps": requests / wall}
+    return used, {
+        "output_tokens": requests * tokens,
+        "completed": requests,
+        "output_throughput_tok_s": requests * tokens / wall,
+        "request_throughput_rps": requests / wall,
+    }
 
 
 def capacity(args: argparse.Namespace) -> None:
-    print(f"1. capacity and client CPU ({args.concurrency} streams; unpaced server; marginal CPU of "
-          f"{args.large} minus {args.small} requests)", flush=True)
+    print(
+        f"1. capacity and client CPU ({args.concurrency} streams; unpaced server; marginal CPU of "
+        f"{args.large} minus {args.small} requests)",
+        flush=True,
+    )
     tools: list[tuple[str, object]] = [(f"shootout {n} worker(s)", n) for n in args.workers]
     if args.aiperf:
         tools.append(("aiperf", "aiperf"))
@@ -113,13 +197,35 @@ def capacity(args: argparse.Namespace) -> None:
                 for requests in (args.small, args.large):
                     try:
                         if isinstance(tool, int):
-                            runs.append(ours(server, model, requests, tokens, args.concurrency, tool, Path(folder)))
+                            runs.append(
+                                ours(
+                                    server, model, requests, tokens, args.concurrency, tool, Path(folder)
+                                )
+                            )
                         elif tool == "aiperf":
-                            runs.append(aiperf(args.aiperf, server, model, requests, tokens, args.concurrency,
-                                               Path(folder)))
+                            runs.append(
+                                aiperf(
+                                    args.aiperf,
+                                    server,
+                                    model,
+                                    requests,
+                                    tokens,
+                                    args.concurrency,
+                                    Path(folder),
+                                )
+                            )
                         else:
-                            runs.append(inference_perf(args.inference_perf, server, model, requests, tokens,
-                                                       args.concurrency, Path(folder)))
+                            runs.append(
+                                inference_perf(
+                                    args.inference_perf,
+                                    server,
+                                    model,
+                                    requests,
+                                    tokens,
+                                    args.concurrency,
+                                    Path(folder),
+                                )
+                            )
                     except (subprocess.CalledProcessError, AssertionError, OSError) as error:
                         print(f"  {label}: failed ({error})", flush=True)
                         runs = []
@@ -128,18 +234,30 @@ def capacity(args: argparse.Namespace) -> None:
                     break
                 (small_cpu, small), (large_cpu, large) = runs
                 if tokens > 1:
-                    figures["us_per_token"] = (large_cpu - small_cpu) / max(1, large["output_tokens"] - small["output_tokens"]) * 1e6
+                    figures["us_per_token"] = (
+                        (large_cpu - small_cpu)
+                        / max(1, large["output_tokens"] - small["output_tokens"])
+                        * 1e6
+                    )
                     figures["tok_s"] = large["output_throughput_tok_s"]
                     figures["generator"] = large.get("generator", {})
                 else:
-                    figures["us_per_request"] = (large_cpu - small_cpu) / max(1, large["completed"] - small["completed"]) * 1e6
+                    figures["us_per_request"] = (
+                        (large_cpu - small_cpu) / max(1, large["completed"] - small["completed"]) * 1e6
+                    )
                     figures["req_s"] = large["request_throughput_rps"]
             if "req_s" in figures:
                 check = figures.get("generator") or {}
-                bound = ("client-bound: " + "; ".join(check.get("evidence", []))) if check.get("client_bound") \
+                bound = (
+                    ("client-bound: " + "; ".join(check.get("evidence", [])))
+                    if check.get("client_bound")
                     else ("generator kept up" if check else "")
-                print(f"  {label:22s} {figures['tok_s']:9.0f} tok/s {figures['us_per_token']:7.2f} µs/token   "
-                      f"{figures['req_s']:7.0f} req/s {figures['us_per_request']:8.1f} µs/request  {bound}", flush=True)
+                )
+                print(
+                    f"  {label:22s} {figures['tok_s']:9.0f} tok/s {figures['us_per_token']:7.2f} µs/token   "
+                    f"{figures['req_s']:7.0f} req/s {figures['us_per_request']:8.1f} µs/request  {bound}",
+                    flush=True,
+                )
 
 
 # -- 2. accuracy -----------------------------------------------------------------------------
@@ -150,18 +268,32 @@ def accuracy(args: argparse.Namespace) -> None:
     from services.bench.stats import summarize_engine
     from services.bench.workloads import WorkloadSpec
 
-    print("2. accuracy (concurrency 32, server TTFT 50 ms, ITL 10 ms, 64 tokens; p50 minus the server's)", flush=True)
+    print(
+        "2. accuracy (concurrency 32, server TTFT 50 ms, ITL 10 ms, 64 tokens; p50 minus the server's)",
+        flush=True,
+    )
     with ScriptedServer() as server:
-        target = EngineTarget(name="s", base_url=server.base_url, kind="vllm",
-                              model=server.model(ttft=50, itl=10, tokens=64))
+        target = EngineTarget(
+            name="s",
+            base_url=server.base_url,
+            kind="vllm",
+            model=server.model(ttft=50, itl=10, tokens=64),
+        )
         for workers in (1, 2):
-            outcome = execute_load(target, WorkloadSpec(input_len=16, output_len=64),
-                                   LoadSpec(concurrency=32, requests=256, warmup_requests=32), workers=workers)
+            outcome = execute_load(
+                target,
+                WorkloadSpec(input_len=16, output_len=64),
+                LoadSpec(concurrency=32, requests=256, warmup_requests=32),
+                workers=workers,
+            )
             block = summarize_engine(outcome.records, fixed_output=True)
             ttft, itl = block["ttft_s"]["p50"] * 1000, block["itl_s"]["p50"] * 1000
-            print(f"  {workers} worker(s): TTFT p50 {ttft:.2f} ms ({ttft - 50:+.2f}), ITL p50 {itl:.2f} ms "
-                  f"({itl - 10:+.2f}); {block['completed']}/{block['sent']} completed; "
-                  f"loop lag p99 {outcome.generator['loop_lag_ms'].get('p99')} ms", flush=True)
+            print(
+                f"  {workers} worker(s): TTFT p50 {ttft:.2f} ms ({ttft - 50:+.2f}), ITL p50 {itl:.2f} ms "
+                f"({itl - 10:+.2f}); {block['completed']}/{block['sent']} completed; "
+                f"loop lag p99 {outcome.generator['loop_lag_ms'].get('p99')} ms",
+                flush=True,
+            )
 
 
 # -- 3. many streams -------------------------------------------------------------------------
@@ -173,21 +305,35 @@ def streams(args: argparse.Namespace) -> None:
     from services.bench.workloads import WorkloadSpec
 
     count = args.streams
-    print(f"3. {count} concurrent streams over 2 workers (server ITL 100 ms, 40 tokens: each stream lasts ~4 s)",
-          flush=True)
+    print(
+        f"3. {count} concurrent streams over 2 workers (server ITL 100 ms, 40 tokens: each stream lasts ~4 s)",
+        flush=True,
+    )
     with ScriptedServer() as server:
-        target = EngineTarget(name="s", base_url=server.base_url, kind="vllm",
-                              model=server.model(ttft=200, itl=100, tokens=40))
+        target = EngineTarget(
+            name="s",
+            base_url=server.base_url,
+            kind="vllm",
+            model=server.model(ttft=200, itl=100, tokens=40),
+        )
         began = time.perf_counter()
-        outcome = execute_load(target, WorkloadSpec(input_len=8, output_len=40),
-                               LoadSpec(concurrency=count, requests=count), workers=2, timeout_s=120)
+        outcome = execute_load(
+            target,
+            WorkloadSpec(input_len=8, output_len=40),
+            LoadSpec(concurrency=count, requests=count),
+            workers=2,
+            timeout_s=120,
+        )
         block = summarize_engine(outcome.records, fixed_output=True)
         lost = block["sent"] - block["completed"] - block["failed"] - block.get("cancelled_requests", 0)
         rss = ", ".join(f"{w['peak_rss_mb']:.0f} MB" for w in outcome.generator["per_worker"])
-        print(f"  sent {block['sent']}, completed {block['completed']}, failed {block['failed']} "
-              f"({block['errors_by_class']}), lost {lost}; most in flight {block['concurrency_max']}; "
-              f"peak RSS per worker {rss}; {time.perf_counter() - began:.1f} s; "
-              f"client-bound {outcome.generator['client_bound']} {outcome.generator['evidence']}", flush=True)
+        print(
+            f"  sent {block['sent']}, completed {block['completed']}, failed {block['failed']} "
+            f"({block['errors_by_class']}), lost {lost}; most in flight {block['concurrency_max']}; "
+            f"peak RSS per worker {rss}; {time.perf_counter() - began:.1f} s; "
+            f"client-bound {outcome.generator['client_bound']} {outcome.generator['evidence']}",
+            flush=True,
+        )
 
 
 def main() -> int:
@@ -199,7 +345,9 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=1024)
     parser.add_argument("--streams", type=int, default=2000)
     parser.add_argument("--aiperf", help="path of an `aiperf` executable (its own virtual environment)")
-    parser.add_argument("--inference-perf", help="path of an `inference-perf` executable (Python 3.12 venv)")
+    parser.add_argument(
+        "--inference-perf", help="path of an `inference-perf` executable (Python 3.12 venv)"
+    )
     parser.add_argument("--skip", default="", help="parts to skip: capacity, accuracy, streams")
     args = parser.parse_args()
     args.workers = [int(part) for part in args.workers.split(",") if part]

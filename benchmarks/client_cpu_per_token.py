@@ -24,7 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx2  # noqa: E402
 
-from services.client import ChatRequest, StreamResult, build_body, build_headers, make_http_client, stream_chat  # noqa: E402
+from services.client import (
+    ChatRequest,
+    StreamResult,
+    build_body,
+    build_headers,
+    make_http_client,
+    stream_chat,
+)  # noqa: E402
 from services.engines import SamplingParams  # noqa: E402
 from tests.support.scripted_server import ScriptedServer  # noqa: E402
 
@@ -32,7 +39,9 @@ from tests.support.scripted_server import ScriptedServer  # noqa: E402
 _SYSTEM_SHARE: list[float] = []
 
 
-async def _eventsource_reader(client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str]) -> int:
+async def _eventsource_reader(
+    client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str]
+) -> int:
     """The library path: httpx2.EventSource + json.loads per event (for comparison)."""
     streamed = 0
     async with client.stream("POST", url, content=body, headers=headers) as response:
@@ -47,10 +56,16 @@ async def _eventsource_reader(client: httpx2.AsyncClient, url: str, body: bytes,
     return streamed
 
 
-async def _run(path: str, base_url: str, requests: int, concurrency: int, tokens: int, itl: float) -> tuple[float, int, int]:
+async def _run(
+    path: str, base_url: str, requests: int, concurrency: int, tokens: int, itl: float
+) -> tuple[float, int, int]:
     model = ScriptedServer.model(ttft=20, itl=itl, tokens=tokens)
-    request = ChatRequest(base_url=base_url, model=model, messages=[{"role": "user", "content": "bench"}],
-                          params=SamplingParams(max_tokens=tokens))
+    request = ChatRequest(
+        base_url=base_url,
+        model=model,
+        messages=[{"role": "user", "content": "bench"}],
+        params=SamplingParams(max_tokens=tokens),
+    )
     body = json.dumps(build_body(request)).encode()
     headers = build_headers(request)
     semaphore = asyncio.Semaphore(concurrency)
@@ -60,11 +75,17 @@ async def _run(path: str, base_url: str, requests: int, concurrency: int, tokens
         import openai
 
         limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="none", max_retries=0,
-                                    http_client=httpx2.AsyncClient(limits=limits, timeout=300))
+        client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key="none",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(limits=limits, timeout=300),
+        )
     elif path == "eventsource":
-        client = httpx2.AsyncClient(limits=httpx2.Limits(max_connections=concurrency,
-                                                         max_keepalive_connections=concurrency), timeout=300)
+        client = httpx2.AsyncClient(
+            limits=httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            timeout=300,
+        )
     else:
         client = make_http_client(concurrency)
 
@@ -80,8 +101,12 @@ async def _run(path: str, base_url: str, requests: int, concurrency: int, tokens
                 streamed += count
             else:
                 stream = await client.chat.completions.create(
-                    model=model, messages=request.messages, stream=True, max_tokens=tokens,
-                    stream_options={"include_usage": True})
+                    model=model,
+                    messages=request.messages,
+                    stream=True,
+                    max_tokens=tokens,
+                    stream_options={"include_usage": True},
+                )
                 async for chunk in stream:
                     if chunk.choices and chunk.choices[0].delta.content:
                         time.perf_counter()
@@ -114,8 +139,14 @@ def measure(path: str, base_url: str, args: argparse.Namespace) -> dict[str, flo
     small = run(_run(path, base_url, args.small, args.concurrency, args.tokens, args.itl))
     large = run(_run(path, base_url, args.large, args.concurrency, args.tokens, args.itl))
     per_token = (large[0] - small[0]) / max(1, large[1] - small[1])
-    return {"us_per_token": per_token * 1e6, "cpu_small_s": small[0], "cpu_large_s": large[0],
-            "tokens_small": small[1], "tokens_large": large[1], "failures": small[2] + large[2]}
+    return {
+        "us_per_token": per_token * 1e6,
+        "cpu_small_s": small[0],
+        "cpu_large_s": large[0],
+        "tokens_small": small[1],
+        "tokens_large": large[1],
+        "failures": small[2] + large[2],
+    }
 
 
 def main() -> int:
@@ -127,10 +158,18 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=1024)
     parser.add_argument("--paths", default="ours")
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="uvloop",
-                        help="event loop (the product's workers use uvloop: services.client.run_blocking)")
-    parser.add_argument("--json", choices=("json", "orjson"), default="orjson",
-                        help="parser of the hot path (the product's is orjson: services.client._loads)")
+    parser.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="uvloop",
+        help="event loop (the product's workers use uvloop: services.client.run_blocking)",
+    )
+    parser.add_argument(
+        "--json",
+        choices=("json", "orjson"),
+        default="orjson",
+        help="parser of the hot path (the product's is orjson: services.client._loads)",
+    )
     args = parser.parse_args()
     if args.json == "json":
         import services.client
@@ -142,12 +181,14 @@ def main() -> int:
         for path in args.paths.split(","):
             for _repeat in range(args.repeat):
                 figures = measure(path, server.base_url, args)
-                print(f"{path:12s} {args.loop:8s} {args.json:6s} {figures['us_per_token']:6.2f} µs/token  "
-                      f"(CPU {figures['cpu_large_s']:.2f} s for {figures['tokens_large']} tokens, "
-                      f"{figures['cpu_small_s']:.2f} s for {figures['tokens_small']}; "
-                      f"concurrency {args.concurrency}, ITL {args.itl} ms, failures {figures['failures']}, "
-                      f"kernel share of CPU {_SYSTEM_SHARE[-1]:.0%})",
-                      flush=True)
+                print(
+                    f"{path:12s} {args.loop:8s} {args.json:6s} {figures['us_per_token']:6.2f} µs/token  "
+                    f"(CPU {figures['cpu_large_s']:.2f} s for {figures['tokens_large']} tokens, "
+                    f"{figures['cpu_small_s']:.2f} s for {figures['tokens_small']}; "
+                    f"concurrency {args.concurrency}, ITL {args.itl} ms, failures {figures['failures']}, "
+                    f"kernel share of CPU {_SYSTEM_SHARE[-1]:.0%})",
+                    flush=True,
+                )
     return 0
 
 

@@ -28,9 +28,15 @@ def _p(values: list[float], q: float) -> float:
 
 def measure(server: ScriptedServer, concurrency: int, tokens: int, loop: str) -> str:
     ids = [f"acc-{uuid.uuid4().hex}" for _ in range(concurrency)]
-    requests = [ChatRequest(base_url=server.base_url, messages=[{"role": "user", "content": "x"}],
-                            headers={"x-scripted-id": rid}, model=server.model(ttft=50, itl=10, tokens=tokens))
-                for rid in ids]
+    requests = [
+        ChatRequest(
+            base_url=server.base_url,
+            messages=[{"role": "user", "content": "x"}],
+            headers={"x-scripted-id": rid},
+            model=server.model(ttft=50, itl=10, tokens=tokens),
+        )
+        for rid in ids
+    ]
     factory = new_event_loop if loop == "uvloop" else asyncio.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
         results = runner.run(run_many(requests, concurrency=concurrency))
@@ -45,10 +51,12 @@ def measure(server: ScriptedServer, concurrency: int, tokens: int, loop: str) ->
         for k in range(1, len(client)):
             itl_err.append(abs((client[k] - client[k - 1]) - (written[k] - written[k - 1])))
     ms = 1000
-    return (f"concurrency {concurrency:4d} ({loop}): |TTFT error| p50 {statistics.median(ttft_err) * ms:.3f} ms "
-            f"p90 {_p(ttft_err, 0.9) * ms:.3f} ms; |ITL error| p50 {statistics.median(itl_err) * ms:.3f} ms "
-            f"p90 {_p(itl_err, 0.9) * ms:.3f} ms; measured TTFT p50 {statistics.median(ttft) * ms:.2f} ms "
-            f"(scripted 50), ITL p50 {statistics.median(itl) * ms:.2f} ms (scripted 10)")
+    return (
+        f"concurrency {concurrency:4d} ({loop}): |TTFT error| p50 {statistics.median(ttft_err) * ms:.3f} ms "
+        f"p90 {_p(ttft_err, 0.9) * ms:.3f} ms; |ITL error| p50 {statistics.median(itl_err) * ms:.3f} ms "
+        f"p90 {_p(itl_err, 0.9) * ms:.3f} ms; measured TTFT p50 {statistics.median(ttft) * ms:.2f} ms "
+        f"(scripted 50), ITL p50 {statistics.median(itl) * ms:.2f} ms (scripted 10)"
+    )
 
 
 def main() -> int:

@@ -76,8 +76,13 @@ def main() -> int:
             snapshot = sampler.sample([args.device])[0]
             cpu_per_sample.append(time.thread_time() - cpu0)
             samples.append(
-                {"ts": snapshot.ts, "values": snapshot.values, "missing": snapshot.missing,
-                 "processes": snapshot.processes, "error": snapshot.error}
+                {
+                    "ts": snapshot.ts,
+                    "values": snapshot.values,
+                    "missing": snapshot.missing,
+                    "processes": snapshot.processes,
+                    "error": snapshot.error,
+                }
             )
             stop.wait(1.0 / args.hz)
 
@@ -113,9 +118,16 @@ def main() -> int:
     thread.join()
 
     def at(start: float, end: float, signal: str) -> list[float]:
-        return [s["values"][signal] for s in samples if start <= s["ts"] < end and s["values"].get(signal) is not None]
+        return [
+            s["values"][signal]
+            for s in samples
+            if start <= s["ts"] < end and s["values"].get(signal) is not None
+        ]
 
-    bounds = {name: (t, phases[i + 1][0] if i + 1 < len(phases) else time.time()) for i, (t, name) in enumerate(phases)}
+    bounds = {
+        name: (t, phases[i + 1][0] if i + 1 < len(phases) else time.time())
+        for i, (t, name) in enumerate(phases)
+    }
     names = [name for _, name in phases]
     idle_used = at(*bounds[names[0]], "gpu_memory_used_bytes")
     peak_used = at(*bounds[names[3]], "gpu_memory_used_bytes")
@@ -130,9 +142,13 @@ def main() -> int:
         def fmt(key: str, scale: float = 1.0, digits: int = 0) -> str:
             return "-" if v.get(key) is None else f"{v[key] * scale:.{digits}f}"
 
-        procs = ", ".join(f"{p.get('name')}:{(p.get('used_bytes') or 0) / GIB:.1f}" for p in s["processes"])
-        print(f"  {s['ts'] - t0:5.1f}  {fmt('gpu_memory_used_bytes', 1 / GIB, 2):>8}  {fmt('gpu_utilization_pct'):>6}"
-              f"  {fmt('gpu_power_w', 1, 0):>7}  {fmt('gpu_temperature_c'):>6}  {fmt('gpu_sm_clock_mhz'):>6}  {procs}")
+        procs = ", ".join(
+            f"{p.get('name')}:{(p.get('used_bytes') or 0) / GIB:.1f}" for p in s["processes"]
+        )
+        print(
+            f"  {s['ts'] - t0:5.1f}  {fmt('gpu_memory_used_bytes', 1 / GIB, 2):>8}  {fmt('gpu_utilization_pct'):>6}"
+            f"  {fmt('gpu_power_w', 1, 0):>7}  {fmt('gpu_temperature_c'):>6}  {fmt('gpu_sm_clock_mhz'):>6}  {procs}"
+        )
 
     failures = 0
 
@@ -144,11 +160,17 @@ def main() -> int:
     print()
     skipped = sorted(samples[-1]["missing"]) if samples else []
     print(f"fields skipped on this GPU: {', '.join(skipped) or 'none'}")
-    check(bool(samples) and all(s["error"] is None for s in samples), f"{len(samples)} samples, none failed")
+    check(
+        bool(samples) and all(s["error"] is None for s in samples),
+        f"{len(samples)} samples, none failed",
+    )
     allocated = 2 * elements * 4
     rise = (max(peak_used) - min(idle_used)) if peak_used and idle_used else 0
-    check(rise >= 0.9 * allocated, f"memory rose {rise / GIB:.2f} GiB for {allocated / GIB:.2f} GiB allocated "
-          f"(torch peak {allocated_peak / GIB:.2f} GiB)")
+    check(
+        rise >= 0.9 * allocated,
+        f"memory rose {rise / GIB:.2f} GiB for {allocated / GIB:.2f} GiB allocated "
+        f"(torch peak {allocated_peak / GIB:.2f} GiB)",
+    )
     fall = (max(peak_used) - min(after_used)) if peak_used and after_used else 0
     check(fall >= 0.9 * allocated, f"memory fell {fall / GIB:.2f} GiB after the free")
     mine = [p for s in samples for p in s["processes"] if p.get("pid") == os.getpid()]
@@ -157,9 +179,14 @@ def main() -> int:
         check(most >= allocated, f"this process listed with up to {most / GIB:.2f} GiB")
     else:
         listed = {p.get("pid") for s in samples for p in s["processes"]}
-        print(f"NOTE this process ({os.getpid()}) is not among the GPU's processes {sorted(listed)} "
-              "(other PID namespace?)")
-    check(bool(busy_util) and max(busy_util) > 0, f"utilisation during matmuls up to {max(busy_util or [0]):.0f} %")
+        print(
+            f"NOTE this process ({os.getpid()}) is not among the GPU's processes {sorted(listed)} "
+            "(other PID namespace?)"
+        )
+    check(
+        bool(busy_util) and max(busy_util) > 0,
+        f"utilisation during matmuls up to {max(busy_util or [0]):.0f} %",
+    )
     cost_ms = 1000 * sorted(cpu_per_sample)[len(cpu_per_sample) // 2] if cpu_per_sample else 0.0
     check(cost_ms < 2.0, f"one sample costs {cost_ms:.2f} ms CPU (median)")
 

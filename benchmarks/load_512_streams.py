@@ -31,14 +31,20 @@ def rss_mib() -> float:
 
 
 async def load(base_url: str, model: str, streams: int, seconds: float) -> dict:
-    request = ChatRequest(base_url=base_url, model=model, messages=[{"role": "user", "content": "hi"}],
-                          params=SamplingParams(max_tokens=64), read_timeout_s=30)
+    request = ChatRequest(
+        base_url=base_url,
+        model=model,
+        messages=[{"role": "user", "content": "hi"}],
+        params=SamplingParams(max_tokens=64),
+        read_timeout_s=30,
+    )
     errors: collections.Counter[str] = collections.Counter()
     counts = {"sent": 0, "ok": 0, "failed": 0, "tokens": 0}
     rss: list[tuple[float, float]] = []
     stop_at = time.monotonic() + seconds
 
     async with make_http_client(streams, read_timeout_s=30) as client:
+
         async def worker() -> None:
             while time.monotonic() < stop_at:
                 counts["sent"] += 1
@@ -74,8 +80,10 @@ def main() -> int:
         figures = loop.run_until_complete(load(server.base_url, model, args.streams, args.seconds))
         elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"streams {args.streams}, {elapsed:.1f} s: sent {figures['sent']}, completed {figures['ok']}, "
-          f"failed {figures['failed']} {figures['errors'] or ''}")
+    print(
+        f"streams {args.streams}, {elapsed:.1f} s: sent {figures['sent']}, completed {figures['ok']}, "
+        f"failed {figures['failed']} {figures['errors'] or ''}"
+    )
     print(f"completed + failed = sent: {figures['ok'] + figures['failed'] == figures['sent']}")
     print(f"tokens {figures['tokens']} ({figures['tokens'] / elapsed:.0f}/s)")
     print(f"client RSS MiB over time (s, MiB): {figures['rss_mib']}; peak {peak:.1f} MiB")

@@ -47,9 +47,17 @@ def openmetrics(end: int) -> str:
             families.extend(f"{name}{{{labels}}} {v:g} {t}" for t, v in zip(times, values, strict=True))
 
     engines = [f'job="vllm",instance="10.0.0.{i + 1}:8000",model_name="llama"' for i in range(ENGINES)]
-    family("vllm:num_requests_running", "gauge", [(e, [rng.randint(0, 32) for _ in times]) for e in engines])
-    family("vllm:num_requests_waiting", "gauge", [(e, [rng.randint(0, 8) for _ in times]) for e in engines])
-    family("vllm:kv_cache_usage_perc", "gauge", [(e, [rng.uniform(0.1, 0.9) for _ in times]) for e in engines])
+    family(
+        "vllm:num_requests_running", "gauge", [(e, [rng.randint(0, 32) for _ in times]) for e in engines]
+    )
+    family(
+        "vllm:num_requests_waiting", "gauge", [(e, [rng.randint(0, 8) for _ in times]) for e in engines]
+    )
+    family(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        [(e, [rng.uniform(0.1, 0.9) for _ in times]) for e in engines],
+    )
 
     def counter(per_step: tuple[float, float]) -> list[float]:
         total, values = 0.0, []
@@ -59,14 +67,22 @@ def openmetrics(end: int) -> str:
         return values
 
     for name, per_step in (
-        ("vllm:prompt_tokens", (20_000, 90_000)), ("vllm:generation_tokens", (5_000, 30_000)),
-        ("vllm:prefix_cache_queries", (20_000, 90_000)), ("vllm:prefix_cache_hits", (0, 20_000)),
+        ("vllm:prompt_tokens", (20_000, 90_000)),
+        ("vllm:generation_tokens", (5_000, 30_000)),
+        ("vllm:prefix_cache_queries", (20_000, 90_000)),
+        ("vllm:prefix_cache_hits", (0, 20_000)),
         ("vllm:num_preemptions", (0, 2)),
     ):
         families.append(f"# TYPE {name} counter")
         for e in engines:
-            families.extend(f"{name}_total{{{e}}} {v:g} {t}" for t, v in zip(times, counter(per_step), strict=True))
-    for name in ("vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds", "vllm:e2e_request_latency_seconds"):
+            families.extend(
+                f"{name}_total{{{e}}} {v:g} {t}" for t, v in zip(times, counter(per_step), strict=True)
+            )
+    for name in (
+        "vllm:time_to_first_token_seconds",
+        "vllm:inter_token_latency_seconds",
+        "vllm:e2e_request_latency_seconds",
+    ):
         families.append(f"# TYPE {name} histogram")
         for e in engines:
             counts = [0.0] * len(BUCKETS)
@@ -85,11 +101,20 @@ def openmetrics(end: int) -> str:
                 families.extend(f'{name}_bucket{{{e},le="{le}"}} {r[1][index]:g} {r[0]}' for r in rows)
             families.extend(f"{name}_count{{{e}}} {r[1][-1]:g} {r[0]}" for r in rows)
             families.extend(f"{name}_sum{{{e}}} {r[2]:.3f} {r[0]}" for r in rows)
-    gpus = [f'job="dcgm",instance="gpu-node:9400",gpu="{g}",Hostname="gpu-node",modelName="NVIDIA H200"' for g in range(GPUS)]
+    gpus = [
+        f'job="dcgm",instance="gpu-node:9400",gpu="{g}",Hostname="gpu-node",modelName="NVIDIA H200"'
+        for g in range(GPUS)
+    ]
     for name, low, high in (
-        ("DCGM_FI_DEV_FB_USED", 40_000, 130_000), ("DCGM_FI_DEV_FB_FREE", 1_000, 90_000), ("DCGM_FI_DEV_FB_RESERVED", 500, 500),
-        ("DCGM_FI_DEV_GPU_UTIL", 0, 100), ("DCGM_FI_DEV_MEM_COPY_UTIL", 0, 100), ("DCGM_FI_DEV_POWER_USAGE", 100, 700),
-        ("DCGM_FI_DEV_GPU_TEMP", 30, 80), ("DCGM_FI_DEV_SM_CLOCK", 1000, 1980), ("DCGM_FI_DEV_MEM_CLOCK", 2619, 2619),
+        ("DCGM_FI_DEV_FB_USED", 40_000, 130_000),
+        ("DCGM_FI_DEV_FB_FREE", 1_000, 90_000),
+        ("DCGM_FI_DEV_FB_RESERVED", 500, 500),
+        ("DCGM_FI_DEV_GPU_UTIL", 0, 100),
+        ("DCGM_FI_DEV_MEM_COPY_UTIL", 0, 100),
+        ("DCGM_FI_DEV_POWER_USAGE", 100, 700),
+        ("DCGM_FI_DEV_GPU_TEMP", 30, 80),
+        ("DCGM_FI_DEV_SM_CLOCK", 1000, 1980),
+        ("DCGM_FI_DEV_MEM_CLOCK", 2619, 2619),
     ):
         family(name, "gauge", [(g, [rng.randint(low, high) for _ in times]) for g in gpus])
     return "\n".join(families) + "\n# EOF\n"
@@ -111,14 +136,25 @@ def main() -> int:
         source = Path(folder) / "history.om"
         started = time.perf_counter()
         source.write_text(openmetrics(end))
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)], check=True)
-        print(f"backfilled {source.stat().st_size / 2**20:.1f} MB of OpenMetrics in {time.perf_counter() - started:.1f} s")
+        subprocess.run(
+            ["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)],
+            check=True,
+        )
+        print(
+            f"backfilled {source.stat().st_size / 2**20:.1f} MB of OpenMetrics in {time.perf_counter() - started:.1f} s"
+        )
         port = free_port()
         (Path(folder) / "prometheus.yml").write_text("global: {scrape_interval: 15s}\n")
         server = subprocess.Popen(
-            ["prometheus", f"--config.file={folder}/prometheus.yml", f"--storage.tsdb.path={data}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                "prometheus",
+                f"--config.file={folder}/prometheus.yml",
+                f"--storage.tsdb.path={data}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--storage.tsdb.retention.time=30d",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             url = f"http://127.0.0.1:{port}"
@@ -153,12 +189,18 @@ def measure(url: str, end: int, repeat: int) -> int:
         json_s.append(time.perf_counter() - started)
     traces = sum(len(c.figure.data) for c in view.charts)
     points = sum(len(trace.x) for c in view.charts for trace in c.figure.data)
-    print(f"{len(view.statuses)} sources, {len(view.charts)} charts, {traces} traces, {points:,} points; errors: {view.errors}")
-    print(f"history_view (queries + charts): median {statistics.median(view_s) * 1000:.0f} ms, max {max(view_s) * 1000:.0f} ms")
+    print(
+        f"{len(view.statuses)} sources, {len(view.charts)} charts, {traces} traces, {points:,} points; errors: {view.errors}"
+    )
+    print(
+        f"history_view (queries + charts): median {statistics.median(view_s) * 1000:.0f} ms, max {max(view_s) * 1000:.0f} ms"
+    )
     print(f"figures to JSON: median {statistics.median(json_s) * 1000:.0f} ms")
     page_s = page_run(url, repeat)
-    print(f"Monitor page, History view, whole script in AppTest: median {statistics.median(page_s) * 1000:.0f} ms, "
-          f"max {max(page_s) * 1000:.0f} ms")
+    print(
+        f"Monitor page, History view, whole script in AppTest: median {statistics.median(page_s) * 1000:.0f} ms, "
+        f"max {max(page_s) * 1000:.0f} ms"
+    )
     total = statistics.median(page_s)
     print("PASS" if total < 1.0 else "FAIL", f"(budget 1 s: {total:.2f} s)")
     return 0 if total < 1.0 else 1

@@ -25,8 +25,15 @@ import httpx2
 from playwright.sync_api import sync_playwright
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 SCRIPT_DONE = (
     "() => { const a = document.querySelector(\"[data-testid='stApp']\");"
     " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
@@ -47,21 +54,50 @@ def main() -> int:
     args = parser.parse_args()
     database = Path(args.folder) / "shootout.db"
     if not database.exists():
-        print(f"{database} is missing: run benchmarks/runs_list_speed.py --keep {args.folder} first", file=sys.stderr)
+        print(
+            f"{database} is missing: run benchmarks/runs_list_speed.py --keep {args.folder} first",
+            file=sys.stderr,
+        )
         return 1
     with sqlite3.connect(database) as connection:
         runs_total, rows_total = connection.execute(
-            "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM request_results)").fetchone()
-        compared = [row[0] for row in connection.execute(
-            "SELECT id FROM runs WHERE kind = 'benchmark' AND engine_names NOT LIKE '%,%' ORDER BY id DESC LIMIT 4")]
+            "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM request_results)"
+        ).fetchone()
+        compared = [
+            row[0]
+            for row in connection.execute(
+                "SELECT id FROM runs WHERE kind = 'benchmark' AND engine_names NOT LIKE '%,%' ORDER BY id DESC LIMIT 4"
+            )
+        ]
     port = free_port()
-    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(database.parent), "SHOOTOUT_DATABASE_URL": f"sqlite:///{database}",
-           "SHOOTOUT_NO_AUTOREFRESH": "1"}
+    env = {
+        **os.environ,
+        "SHOOTOUT_DATA_DIR": str(database.parent),
+        "SHOOTOUT_DATABASE_URL": f"sqlite:///{database}",
+        "SHOOTOUT_NO_AUTOREFRESH": "1",
+    }
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.address",
-         "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -78,12 +114,16 @@ def main() -> int:
             time.sleep(0.3)
         views = {
             "history (25 of 10,000 runs)": ("/runs", "[data-testid='stDataFrame']"),
-            f"4-run comparison {compared}": ("/runs?compare=" + ",".join(map(str, compared)),
-                                             "[data-testid='stPlotlyChart'] .main-svg"),
+            f"4-run comparison {compared}": (
+                "/runs?compare=" + ",".join(map(str, compared)),
+                "[data-testid='stPlotlyChart'] .main-svg",
+            ),
         }
         print(f"database: {runs_total:,} runs, {rows_total:,} request rows")
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(
+                executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
+            )
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.set_default_timeout(120_000)
             for label, (path, selector) in views.items():
@@ -96,8 +136,10 @@ def main() -> int:
                     page.wait_for_function(SCRIPT_DONE)
                     page.wait_for_selector(selector, state="visible")
                     times.append(time.perf_counter() - start)
-                print(f"{label:<45} first {times[0] * 1000:6.0f} ms   median of the rest "
-                      f"{statistics.median(times[1:]) * 1000:6.0f} ms")
+                print(
+                    f"{label:<45} first {times[0] * 1000:6.0f} ms   median of the rest "
+                    f"{statistics.median(times[1:]) * 1000:6.0f} ms"
+                )
             browser.close()
     finally:
         server.terminate()

@@ -39,8 +39,15 @@ ROWS_PER_RUN_DEFAULT = 500
 
 def stats_block(rng: np.random.Generator, median: float) -> dict[str, float]:
     spread = rng.uniform(1.2, 2.5)
-    return {"mean": median * 1.1, "p50": median, "p90": median * spread, "p95": median * spread * 1.1,
-            "p99": median * spread * 1.4, "min": median * 0.4, "max": median * spread * 2}
+    return {
+        "mean": median * 1.1,
+        "p50": median,
+        "p90": median * spread,
+        "p95": median * spread * 1.1,
+        "p99": median * spread * 1.4,
+        "min": median * 0.4,
+        "max": median * spread * 2,
+    }
 
 
 def generate(path: Path, run_count: int, rows_per_run: int) -> dict[str, float]:
@@ -63,24 +70,66 @@ def generate(path: Path, run_count: int, rows_per_run: int) -> dict[str, float]:
         names = list(rng.choice(ENGINES, size=int(rng.integers(1, 4)), replace=False))
         model = MODELS[int(rng.integers(len(MODELS)))]
         workload = WORKLOADS[int(rng.integers(len(WORKLOADS)))]
-        config = {"concurrency": int(rng.choice([1, 2, 4, 8, 16, 32])), "requests": rows_per_run,
-                  "output_tokens": 128, "workload": workload}
-        summary = {"engines": {
-            name: {"completed": rows_per_run - 2, "failed": 0, "sent": rows_per_run - 2, "duration_s": 60.0,
-                   "request_throughput_rps": float(rng.uniform(1, 50)), "output_throughput_tok_s": float(rng.uniform(100, 5000)),
-                   "ttft_s": stats_block(rng, float(rng.uniform(0.02, 0.5))), "tpot_s": stats_block(rng, float(rng.uniform(0.005, 0.05))),
-                   "e2e_s": stats_block(rng, float(rng.uniform(0.5, 5)))}
-            for name in names}, "sweep": []} if kind in ("benchmark", "import") else {}
-        snapshots = [{"name": name, "base_url": f"http://gpu-{i}:8000", "kind": name.split("-")[0], "model": model,
-                      "version": "0.11.0", "info": {"max_model_len": 8192, "gpu_memory_utilization": 0.9}}
-                     for i, name in enumerate(names)]
+        config = {
+            "concurrency": int(rng.choice([1, 2, 4, 8, 16, 32])),
+            "requests": rows_per_run,
+            "output_tokens": 128,
+            "workload": workload,
+        }
+        summary = (
+            {
+                "engines": {
+                    name: {
+                        "completed": rows_per_run - 2,
+                        "failed": 0,
+                        "sent": rows_per_run - 2,
+                        "duration_s": 60.0,
+                        "request_throughput_rps": float(rng.uniform(1, 50)),
+                        "output_throughput_tok_s": float(rng.uniform(100, 5000)),
+                        "ttft_s": stats_block(rng, float(rng.uniform(0.02, 0.5))),
+                        "tpot_s": stats_block(rng, float(rng.uniform(0.005, 0.05))),
+                        "e2e_s": stats_block(rng, float(rng.uniform(0.5, 5))),
+                    }
+                    for name in names
+                },
+                "sweep": [],
+            }
+            if kind in ("benchmark", "import")
+            else {}
+        )
+        snapshots = [
+            {
+                "name": name,
+                "base_url": f"http://gpu-{i}:8000",
+                "kind": name.split("-")[0],
+                "model": model,
+                "version": "0.11.0",
+                "info": {"max_model_len": 8192, "gpu_memory_utilization": 0.9},
+            }
+            for i, name in enumerate(names)
+        ]
         tags = [t for t in TAGS if rng.random() < 0.15]
         created = now - timedelta(minutes=run_count - run_id)
-        run_rows.append((
-            run_id, kind, f"{kind} {run_id}: {', '.join(names)}", "finished", json.dumps(config), json.dumps(summary),
-            json.dumps(snapshots), ",".join(names), model, workload, 1.0, "", json.dumps(tags),
-            run_fingerprint(kind, model, workload, config), int(rng.random() < 0.05), created.strftime("%Y-%m-%d %H:%M:%S.%f"),
-        ))
+        run_rows.append(
+            (
+                run_id,
+                kind,
+                f"{kind} {run_id}: {', '.join(names)}",
+                "finished",
+                json.dumps(config),
+                json.dumps(summary),
+                json.dumps(snapshots),
+                ",".join(names),
+                model,
+                workload,
+                1.0,
+                "",
+                json.dumps(tags),
+                run_fingerprint(kind, model, workload, config),
+                int(rng.random() < 0.05),
+                created.strftime("%Y-%m-%d %H:%M:%S.%f"),
+            )
+        )
         tag_rows.extend((run_id, tag) for tag in tags)
         engine_rows.extend((run_id, position, name, len(names)) for position, name in enumerate(names))
     connection.executemany(
@@ -91,7 +140,9 @@ def generate(path: Path, run_count: int, rows_per_run: int) -> dict[str, float]:
     connection.executemany("INSERT INTO run_tags (run_id, tag) VALUES (?, ?)", tag_rows)
     connection.commit()
     runs_done = time.perf_counter()
-    connection.execute("CREATE TEMP TABLE bench_engines (run_id INTEGER, pos INTEGER, name TEXT, n INTEGER)")
+    connection.execute(
+        "CREATE TEMP TABLE bench_engines (run_id INTEGER, pos INTEGER, name TEXT, n INTEGER)"
+    )
     connection.executemany("INSERT INTO bench_engines VALUES (?,?,?,?)", engine_rows)
     connection.execute("CREATE INDEX temp.bench_engines_run ON bench_engines (run_id, pos)")
     # Every row of every run, generated inside SQLite: 5,000,000 rows in one statement.
@@ -113,7 +164,11 @@ def generate(path: Path, run_count: int, rows_per_run: int) -> dict[str, float]:
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("ANALYZE")
     connection.close()
-    return {"runs_s": runs_done - started, "rows_s": rows_done - runs_done, "analyze_s": time.perf_counter() - rows_done}
+    return {
+        "runs_s": runs_done - started,
+        "rows_s": rows_done - runs_done,
+        "analyze_s": time.perf_counter() - rows_done,
+    }
 
 
 def add_heavy_runs(path: Path, count: int, rows: int) -> list[int]:
@@ -164,8 +219,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--rows-per-run", type=int, default=ROWS_PER_RUN_DEFAULT)
     parser.add_argument("--keep", help="generate into (or reuse) this folder instead of a temporary one")
-    parser.add_argument("--heavy-rows", type=int, default=250_000,
-                        help="afterwards, also compare 4 extra runs of this many requests each (0: skip)")
+    parser.add_argument(
+        "--heavy-rows",
+        type=int,
+        default=250_000,
+        help="afterwards, also compare 4 extra runs of this many requests each (0: skip)",
+    )
     args = parser.parse_args()
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="shootout-runs-speed-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -175,9 +234,16 @@ def main() -> int:
     os.environ["SHOOTOUT_NO_AUTOREFRESH"] = "1"
     try:
         if not database.exists():
-            print(f"generating {args.runs:,} runs x {args.rows_per_run} request rows in {database} ...", flush=True)
+            print(
+                f"generating {args.runs:,} runs x {args.rows_per_run} request rows in {database} ...",
+                flush=True,
+            )
             parts = generate(database, args.runs, args.rows_per_run)
-            print("  runs {runs_s:.1f} s, request rows {rows_s:.1f} s, analyze {analyze_s:.1f} s".format(**parts))
+            print(
+                "  runs {runs_s:.1f} s, request rows {rows_s:.1f} s, analyze {analyze_s:.1f} s".format(
+                    **parts
+                )
+            )
         from sqlalchemy import func, select
 
         from db.models import RequestResult, Run
@@ -187,22 +253,38 @@ def main() -> int:
         with session_scope() as session:
             run_total = session.scalar(select(func.count(Run.id)))
             row_total = session.scalar(select(func.count(RequestResult.id)))
-            compared = list(session.scalars(
-                select(Run.id).where(Run.kind == "benchmark", Run.engine_names.not_like("%,%")).order_by(Run.id.desc()).limit(4)
-            ))
+            compared = list(
+                session.scalars(
+                    select(Run.id)
+                    .where(Run.kind == "benchmark", Run.engine_names.not_like("%,%"))
+                    .order_by(Run.id.desc())
+                    .limit(4)
+                )
+            )
         size_mb = database.stat().st_size / 1024**2
         print(f"database: {run_total:,} runs, {row_total:,} request rows, {size_mb:,.0f} MiB")
 
         figures: list[tuple[str, float, float, float | None]] = []
 
-        def measure(label: str, action: Callable[[], object], target: float | None = None, repeats: int = 5) -> None:
+        def measure(
+            label: str, action: Callable[[], object], target: float | None = None, repeats: int = 5
+        ) -> None:
             first, median = timed(action, repeats)
             figures.append((label, first, median, target))
 
         measure("list: first page (25 of all)", lambda: runs.list_runs(page_size=25), 1.0)
-        measure("list: engine + tag + kind filter", lambda: runs.list_runs(
-            runs.RunFilter(kinds=("benchmark",), engine="vllm", tag="nightly"), page_size=25), 1.0)
-        measure("list: text search in names/notes", lambda: runs.list_runs(runs.RunFilter(text="sglang"), page_size=25), 1.0)
+        measure(
+            "list: engine + tag + kind filter",
+            lambda: runs.list_runs(
+                runs.RunFilter(kinds=("benchmark",), engine="vllm", tag="nightly"), page_size=25
+            ),
+            1.0,
+        )
+        measure(
+            "list: text search in names/notes",
+            lambda: runs.list_runs(runs.RunFilter(text="sglang"), page_size=25),
+            1.0,
+        )
         measure("list: page 300 of 400", lambda: runs.list_runs(page=300, page_size=25), 1.0)
         measure("filter options (distinct values)", runs.filter_options, 1.0)
         measure(f"compare 4 runs (service) {compared}", lambda: reports.comparison_view(compared), 2.0)
@@ -219,15 +301,27 @@ def main() -> int:
             assert not at.exception, at.exception
 
         measure("Runs page rendered (AppTest), history", render, 1.0, repeats=3)
-        measure("Runs page rendered (AppTest), 4-run compare", lambda: render(compare=",".join(map(str, compared))),
-                2.0, repeats=3)
+        measure(
+            "Runs page rendered (AppTest), 4-run compare",
+            lambda: render(compare=",".join(map(str, compared))),
+            2.0,
+            repeats=3,
+        )
 
         if args.heavy_rows:
             heavy = add_heavy_runs(database, 4, args.heavy_rows)
-            measure(f"compare 4 runs of {args.heavy_rows:,} requests each (service)",
-                    lambda: reports.comparison_view(heavy), None, repeats=3)
-            measure(f"compare 4 runs of {args.heavy_rows:,} requests each (AppTest)",
-                    lambda: render(compare=",".join(map(str, heavy))), None, repeats=2)
+            measure(
+                f"compare 4 runs of {args.heavy_rows:,} requests each (service)",
+                lambda: reports.comparison_view(heavy),
+                None,
+                repeats=3,
+            )
+            measure(
+                f"compare 4 runs of {args.heavy_rows:,} requests each (AppTest)",
+                lambda: render(compare=",".join(map(str, heavy))),
+                None,
+                repeats=2,
+            )
             for run_id in heavy:  # leave the kept database at its stated size
                 runs.delete_run(run_id)
 

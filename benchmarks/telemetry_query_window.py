@@ -24,7 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 GPUS = 8
-ENGINES = [("vllm-a", "vllm", "vLLM"), ("vllm-b", "vllm", "vLLM"), ("sglang", "sglang", "SGLang"), ("llama", "llamacpp", "llama.cpp")]
+ENGINES = [
+    ("vllm-a", "vllm", "vLLM"),
+    ("vllm-b", "vllm", "vLLM"),
+    ("sglang", "sglang", "SGLang"),
+    ("llama", "llamacpp", "llama.cpp"),
+]
 START = 1_790_000_000.0
 
 
@@ -41,7 +46,9 @@ def engine_values(kind: str, label: str, t: int, rng: random.Random) -> dict:
         for base in ("ttft", "itl", "e2e"):
             scale = {"ttft": 0.2, "itl": 0.02, "e2e": 4.0}[base]
             for stat, factor in (("p50", 1.0), ("p90", 2.0), ("p99", 3.5), ("mean", 1.2)):
-                row[f"{base}_{stat}_s"] = round(scale * factor * rng.uniform(0.8, 1.2), 6) if busy else None
+                row[f"{base}_{stat}_s"] = (
+                    round(scale * factor * rng.uniform(0.8, 1.2), 6) if busy else None
+                )
         row["preemptions_per_s"] = 0
     else:
         row["itl_mean_s"] = round(rng.uniform(0.02, 0.05), 6) if busy else None
@@ -65,7 +72,9 @@ def gpu_values(index: int, t: int, rng: random.Random) -> dict:
         "gpu_memory_clock_mhz": 2619,
         "gpu_pcie_tx_bytes_per_s": rng.randint(0, 10**9),
         "gpu_pcie_rx_bytes_per_s": rng.randint(0, 10**9),
-        "_processes": [{"pid": 4000 + index, "used_bytes": 68_000_000_000, "name": "python", "engine": "vllm-a"}],
+        "_processes": [
+            {"pid": 4000 + index, "used_bytes": 68_000_000_000, "name": "python", "engine": "vllm-a"}
+        ],
     }
 
 
@@ -78,8 +87,12 @@ def build(path: Path, days: float) -> int:
     from db.session import dispose_all, session_scope
 
     with session_scope() as session:
-        run = Run(kind="recording", name="a week", status="finished",
-                  started_at=datetime.fromtimestamp(START, timezone.utc))
+        run = Run(
+            kind="recording",
+            name="a week",
+            status="finished",
+            started_at=datetime.fromtimestamp(START, timezone.utc),
+        )
         session.add(run)
         session.flush()
         run_id = run.id
@@ -89,7 +102,9 @@ def build(path: Path, days: float) -> int:
     # Pre-rendered value variants per source (rendering 7 M JSON objects would dominate).
     variants = {}
     for name, kind, label in ENGINES:
-        variants[f"engine:{name}"] = [json.dumps(engine_values(kind, label, t, rng)) for t in range(0, 1200, 5)]
+        variants[f"engine:{name}"] = [
+            json.dumps(engine_values(kind, label, t, rng)) for t in range(0, 1200, 5)
+        ]
     for index in range(GPUS):
         variants[f"gpu:{index}"] = [json.dumps(gpu_values(index, t, rng)) for t in range(0, 1200, 5)]
     connection = sqlite3.connect(path)
@@ -105,13 +120,17 @@ def build(path: Path, days: float) -> int:
         for source in sources:
             batch.append((run_id, ts, source, variants[source][slot]))
         if len(batch) >= 120_000:
-            connection.executemany('INSERT INTO samples (run_id, ts, source, "values") VALUES (?, ?, ?, ?)', batch)
+            connection.executemany(
+                'INSERT INTO samples (run_id, ts, source, "values") VALUES (?, ?, ?, ?)', batch
+            )
             connection.commit()
             written += len(batch)
             batch.clear()
             print(f"\r  {written:,} rows, {time.perf_counter() - started:.0f} s", end="", flush=True)
     if batch:
-        connection.executemany('INSERT INTO samples (run_id, ts, source, "values") VALUES (?, ?, ?, ?)', batch)
+        connection.executemany(
+            'INSERT INTO samples (run_id, ts, source, "values") VALUES (?, ?, ?, ?)', batch
+        )
         written += len(batch)
     connection.commit()
     connection.execute("ANALYZE")
@@ -143,7 +162,9 @@ def main() -> int:
     size_gb = args.db.stat().st_size / 1e9
     run_id = 1
     first, last = recording_span(run_id)
-    print(f"database: {size_gb:.2f} GB, {expected:,} samples, {(last - first) / 86400:.1f} days, 12 sources")
+    print(
+        f"database: {size_gb:.2f} GB, {expected:,} samples, {(last - first) / 86400:.1f} days, 12 sources"
+    )
 
     def timed(fn) -> list[float]:  # type: ignore[no-untyped-def]
         times = []
@@ -159,10 +180,15 @@ def main() -> int:
     for label, fn in (
         ("load_window (by run)", lambda: load_window(end - 3600, end, run_id=run_id)),
         ("load_window (12 sources)", lambda: load_window(end - 3600, end, sources=window.sources)),
-        ("recorded view: query + frames + 7 plotly figures", lambda: recorded_view(run_id, end - 3600, end)),
+        (
+            "recorded view: query + frames + 7 plotly figures",
+            lambda: recorded_view(run_id, end - 3600, end),
+        ),
     ):
         times = timed(fn)
-        print(f"{label}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
+        print(
+            f"{label}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+        )
 
     # The whole page, headless: Monitor in "Recorded" mode showing the last hour.
     import logging
@@ -180,8 +206,10 @@ def main() -> int:
 
     page()  # imports and first-run costs
     times = timed(page)
-    print(f"Monitor page run (AppTest, Recorded, last hour): median {statistics.median(times) * 1000:.0f} ms, "
-          f"max {max(times) * 1000:.0f} ms")
+    print(
+        f"Monitor page run (AppTest, Recorded, last hour): median {statistics.median(times) * 1000:.0f} ms, "
+        f"max {max(times) * 1000:.0f} ms"
+    )
     return 0
 
 

@@ -32,7 +32,7 @@ ENGINES = [
     ("llamacpp", "llamacpp", "llamacpp.txt"),
 ]
 
-SERVER = r'''
+SERVER = r"""
 import sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -79,7 +79,7 @@ while len(ports) < len(sys.argv) - 1:
     time.sleep(0.01)
 print(" ".join(str(ports[i]) for i in range(len(ports))), flush=True)
 sys.stdin.read()
-'''
+"""
 
 
 def main() -> int:
@@ -93,7 +93,10 @@ def main() -> int:
     from tests.services.telemetry.fake_pynvml import FakeGpu, FakeProcess, make_fake_pynvml
 
     sys.modules["pynvml"] = make_fake_pynvml(
-        gpus=[FakeGpu(processes=[FakeProcess(100 + i, 2**30), FakeProcess(200 + i, 2**31)]) for i in range(args.gpus)]
+        gpus=[
+            FakeGpu(processes=[FakeProcess(100 + i, 2**30), FakeProcess(200 + i, 2**31)])
+            for i in range(args.gpus)
+        ]
     )
     from services.telemetry.gpu import NvmlSampler
     from services.telemetry.hub import TelemetryHub
@@ -108,7 +111,9 @@ def main() -> int:
     try:
         ports = [int(p) for p in child.stdout.readline().split()]  # type: ignore[union-attr]
         targets = [
-            EngineTarget(name, kind, f"http://127.0.0.1:{port}/metrics", base_url=f"http://127.0.0.1:{port}")
+            EngineTarget(
+                name, kind, f"http://127.0.0.1:{port}/metrics", base_url=f"http://127.0.0.1:{port}"
+            )
             for (name, kind, _), port in zip(ENGINES, ports, strict=True)
         ]
         hub = TelemetryHub(NvmlSampler())
@@ -125,7 +130,12 @@ def main() -> int:
             from services.telemetry.recorder import start_recording
 
             with session_scope() as session:
-                run = Run(kind="recording", name="bench", status="running", started_at=datetime.now(timezone.utc))
+                run = Run(
+                    kind="recording",
+                    name="bench",
+                    status="running",
+                    started_at=datetime.now(timezone.utc),
+                )
                 session.add(run)
                 session.flush()
                 run_id = run.id
@@ -156,11 +166,15 @@ def main() -> int:
         child.wait(timeout=10)
 
     ticks = wall * args.rate
-    print(f"sources: {len(targets)} engines + {args.gpus} GPUs (fake NVML), {args.rate:g} Hz, {wall:.1f} s"
-          f"{', recording to SQLite' if args.record else ''}")
+    print(
+        f"sources: {len(targets)} engines + {args.gpus} GPUs (fake NVML), {args.rate:g} Hz, {wall:.1f} s"
+        f"{', recording to SQLite' if args.record else ''}"
+    )
     print(f"snapshots: {samples} ({samples / max(ticks, 1):.1f} per tick), errors: {errors}")
-    print(f"CPU: {cpu:.3f} s over {wall:.1f} s = {100 * cpu / wall:.2f} % of one core "
-          f"({1000 * cpu / max(ticks, 1):.2f} ms per tick)")
+    print(
+        f"CPU: {cpu:.3f} s over {wall:.1f} s = {100 * cpu / wall:.2f} % of one core "
+        f"({1000 * cpu / max(ticks, 1):.2f} ms per tick)"
+    )
     return 0
 
 

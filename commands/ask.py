@@ -30,35 +30,58 @@ def _payload(view: Any) -> dict[str, Any]:
     engines = {}
     for column in view.columns:
         engines[column.engine] = {
-            "model": column.model, "kind": column.kind, "status": column.status, "answer": column.answer,
-            "ttft_s": column.ttft_s, "itl_mean_s": column.itl_mean_s, "itl_p90_s": column.itl_p90_s,
-            "tokens_per_s": column.tokens_per_s, "e2e_s": column.e2e_s, "prompt_tokens": column.prompt_tokens,
-            "completion_tokens": column.completion_tokens, "cached_tokens": column.cached_tokens,
-            "finish_reason": column.finish_reason, "error_class": column.error_class, "error": column.error,
+            "model": column.model,
+            "kind": column.kind,
+            "status": column.status,
+            "answer": column.answer,
+            "ttft_s": column.ttft_s,
+            "itl_mean_s": column.itl_mean_s,
+            "itl_p90_s": column.itl_p90_s,
+            "tokens_per_s": column.tokens_per_s,
+            "e2e_s": column.e2e_s,
+            "prompt_tokens": column.prompt_tokens,
+            "completion_tokens": column.completion_tokens,
+            "cached_tokens": column.cached_tokens,
+            "finish_reason": column.finish_reason,
+            "error_class": column.error_class,
+            "error": column.error,
             "notes": column.notes,
             "schema_valid": column.schema_check.valid if column.schema_check else None,
         }
-    return {"run_id": view.run_id, "conversation_id": view.conversation_id, "turn": view.turn, "prompt": view.prompt,
-            "status": view.status, "first_token_engine": view.first_token_engine,
-            "fastest_engine": view.fastest_engine, "engines": engines}
+    return {
+        "run_id": view.run_id,
+        "conversation_id": view.conversation_id,
+        "turn": view.turn,
+        "prompt": view.prompt,
+        "status": view.status,
+        "first_token_engine": view.first_token_engine,
+        "fastest_engine": view.fastest_engine,
+        "engines": engines,
+    }
 
 
 def _text(view: Any) -> str:
-    lines = [f"exchange #{view.run_id} (conversation {view.conversation_id}, turn {view.turn}): {view.status}",
-             f"first token: {view.first_token_engine or '-'} · fastest decode: {view.fastest_engine or '-'}"]
+    lines = [
+        f"exchange #{view.run_id} (conversation {view.conversation_id}, turn {view.turn}): {view.status}",
+        f"first token: {view.first_token_engine or '-'} · fastest decode: {view.fastest_engine or '-'}",
+    ]
     for column in view.columns:
         lines += ["", f"== {column.engine} ({column.model or column.kind}): {column.status}"]
         rate = f"{column.tokens_per_s:.1f} tok/s" if column.tokens_per_s is not None else "- tok/s"
-        lines.append(f"TTFT {_ms(column.ttft_s)} · ITL mean {_ms(column.itl_mean_s)} / p90 {_ms(column.itl_p90_s)} · "
-                     f"{rate} · prompt {column.prompt_tokens if column.prompt_tokens is not None else '-'}, completion "
-                     f"{column.completion_tokens if column.completion_tokens is not None else '-'}, cached "
-                     f"{column.cached_tokens if column.cached_tokens is not None else '-'} · finish "
-                     f"{column.finish_reason or '-'}")
+        lines.append(
+            f"TTFT {_ms(column.ttft_s)} · ITL mean {_ms(column.itl_mean_s)} / p90 {_ms(column.itl_p90_s)} · "
+            f"{rate} · prompt {column.prompt_tokens if column.prompt_tokens is not None else '-'}, completion "
+            f"{column.completion_tokens if column.completion_tokens is not None else '-'}, cached "
+            f"{column.cached_tokens if column.cached_tokens is not None else '-'} · finish "
+            f"{column.finish_reason or '-'}"
+        )
         if column.error:
             lines.append(f"error ({column.error_class}): {column.error}")
         if column.schema_check is not None:
             check = column.schema_check
-            lines.append("schema: valid" if check.valid else f"schema: invalid at {check.path}: {check.message}")
+            lines.append(
+                "schema: valid" if check.valid else f"schema: invalid at {check.path}: {check.message}"
+            )
         lines += [f"note: {note}" for note in column.notes]
         if column.answer:
             lines.append(column.answer)
@@ -70,17 +93,22 @@ def handle(args: argparse.Namespace) -> int:
     from services.endpoints import list_engines
     from services.engines import SamplingParams
 
-    names = args.engine or [record.name for record in list_engines()][:playground.MAX_ENGINES]
+    names = args.engine or [record.name for record in list_engines()][: playground.MAX_ENGINES]
     schema = None
     if args.schema:
         try:
             schema = playground.parse_schema(Path(args.schema).read_text(encoding="utf-8"))
         except OSError as error:
-            raise ValidationError(f"Cannot read the schema file {args.schema!r}: {error.strerror}.") from None
+            raise ValidationError(
+                f"Cannot read the schema file {args.schema!r}: {error.strerror}."
+            ) from None
     request = playground.SendRequest(
-        engines=tuple(playground.EngineChoice(name) for name in names), prompt=args.prompt, system=args.system,
+        engines=tuple(playground.EngineChoice(name) for name in names),
+        prompt=args.prompt,
+        system=args.system,
         params=SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed),
-        schema=schema, conversation_id=args.conversation,
+        schema=schema,
+        conversation_id=args.conversation,
     )
     sent = playground.send(request)
     try:
@@ -102,17 +130,28 @@ def handle(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "ask", help="one prompt to several engines side by side, measured and stored (the Playground, headless)"
+        "ask",
+        help="one prompt to several engines side by side, measured and stored (the Playground, headless)",
     )
     parser.add_argument("prompt", help="the user message")
-    parser.add_argument("--engine", action="append", metavar="NAME",
-                        help="a registered engine (repeat, 2 to 6; default: every registered engine, up to 6)")
+    parser.add_argument(
+        "--engine",
+        action="append",
+        metavar="NAME",
+        help="a registered engine (repeat, 2 to 6; default: every registered engine, up to 6)",
+    )
     parser.add_argument("--system", default="", help="system prompt")
     parser.add_argument("--max-tokens", type=int, default=256, help="default 256")
     parser.add_argument("--temperature", type=float, default=0.7, help="default 0.7")
     parser.add_argument("--seed", type=int, help="sampling seed, for engines that take one")
-    parser.add_argument("--schema", metavar="FILE", help="a JSON schema the answers must follow (checked per engine)")
-    parser.add_argument("--conversation", metavar="ID", help="continue this conversation (printed by an earlier ask)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for every answer (default 600)")
+    parser.add_argument(
+        "--schema", metavar="FILE", help="a JSON schema the answers must follow (checked per engine)"
+    )
+    parser.add_argument(
+        "--conversation", metavar="ID", help="continue this conversation (printed by an earlier ask)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds to wait for every answer (default 600)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=handle)

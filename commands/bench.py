@@ -45,46 +45,88 @@ def _workers(text: str) -> int:
     if text.strip().lower() == "auto":
         return WORKERS_AUTO
     if not text.strip().isdigit() or not 1 <= int(text) <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"expected a number from 1 to {MAX_WORKERS} or auto, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number from 1 to {MAX_WORKERS} or auto, got {text!r}"
+        )
     return int(text)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "bench", help="run a load benchmark against one or more engines", description=__doc__.splitlines()[0]
+        "bench",
+        help="run a load benchmark against one or more engines",
+        description=__doc__.splitlines()[0],
     )
     parser.__class__ = _OneLineParser  # same parser, one-line errors
     target = parser.add_argument_group("target")
-    target.add_argument("--engine", action="append", default=[], metavar="NAME",
-                        help="a registered engine (repeat for several: same workload, side by side)")
-    target.add_argument("--url", metavar="URL", help="an unregistered endpoint (base URL, with or without /v1)")
-    target.add_argument("--model", help="model name to request (default: the engine's first listed model)")
+    target.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a registered engine (repeat for several: same workload, side by side)",
+    )
+    target.add_argument(
+        "--url", metavar="URL", help="an unregistered endpoint (base URL, with or without /v1)"
+    )
+    target.add_argument(
+        "--model", help="model name to request (default: the engine's first listed model)"
+    )
     target.add_argument("--kind", help="engine kind for --url (default: detected by probing it)")
     target.add_argument("--api-key-env", help="environment variable holding the API key (for --url)")
-    target.add_argument("--parallel", action="store_true",
-                        help="run several engines at the same time (default: one after another, fair on shared hardware)")
+    target.add_argument(
+        "--parallel",
+        action="store_true",
+        help="run several engines at the same time (default: one after another, fair on shared hardware)",
+    )
 
     load = parser.add_argument_group("load shape")
     load.add_argument("--concurrency", type=int, help="closed loop: this many requests in flight")
     load.add_argument("--rate", type=float, help="open loop: requests per second")
     load.add_argument("--max-concurrency", type=int, help="with --rate: cap on requests in flight")
     load.add_argument("--arrival", default="poisson", choices=("poisson", "gamma", "constant"))
-    load.add_argument("--burstiness", type=float, default=1.0, help="gamma shape: <1 burstier, >1 smoother")
-    load.add_argument("--trace-replay", action="store_true", help="send at the trace's own arrival times")
+    load.add_argument(
+        "--burstiness", type=float, default=1.0, help="gamma shape: <1 burstier, >1 smoother"
+    )
+    load.add_argument(
+        "--trace-replay", action="store_true", help="send at the trace's own arrival times"
+    )
     load.add_argument("--trace-speed", type=float, default=1.0, help="speed-up of trace replay")
     load.add_argument("--requests", type=int, help="measured requests per engine (and per sweep step)")
-    load.add_argument("--duration", type=float, metavar="S", help="or: seconds per engine (and per step)")
+    load.add_argument(
+        "--duration", type=float, metavar="S", help="or: seconds per engine (and per step)"
+    )
     load.add_argument("--warmup", type=int, default=0, help="warm-up requests, left out of the results")
-    load.add_argument("--ramp-up", type=float, default=0.0, metavar="S", help="ramp the rate/concurrency up over S s")
+    load.add_argument(
+        "--ramp-up", type=float, default=0.0, metavar="S", help="ramp the rate/concurrency up over S s"
+    )
     load.add_argument("--seed", type=int, default=0)
 
     work = parser.add_argument_group("workload")
-    work.add_argument("--workload", default="synthetic",
-                      choices=("synthetic", "long_prompt", "shared_prefix", "multi_turn", "structured", "file", "trace"))
-    work.add_argument("--input-len", type=int, default=128, help="prompt tokens (mean for distributions)")
-    work.add_argument("--output-len", type=int, default=128, help="answer tokens (mean for distributions)")
-    work.add_argument("--length-dist", default="fixed",
-                      choices=("fixed", "uniform", "normal", "sharegpt", "conversation", "code"))
+    work.add_argument(
+        "--workload",
+        default="synthetic",
+        choices=(
+            "synthetic",
+            "long_prompt",
+            "shared_prefix",
+            "multi_turn",
+            "structured",
+            "file",
+            "trace",
+        ),
+    )
+    work.add_argument(
+        "--input-len", type=int, default=128, help="prompt tokens (mean for distributions)"
+    )
+    work.add_argument(
+        "--output-len", type=int, default=128, help="answer tokens (mean for distributions)"
+    )
+    work.add_argument(
+        "--length-dist",
+        default="fixed",
+        choices=("fixed", "uniform", "normal", "sharegpt", "conversation", "code"),
+    )
     work.add_argument("--range-ratio", type=float, default=0.5)
     work.add_argument("--max-input-len", type=int)
     work.add_argument("--max-output-len", type=int)
@@ -95,37 +137,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     work.add_argument("--prompts", metavar="FILE", help="JSONL prompts for --workload file")
     work.add_argument("--trace", default="conversation", choices=("conversation", "conv", "code"))
     work.add_argument("--length-scale", type=float, default=1.0, help="scales the trace's lengths")
-    work.add_argument("--free-output", action="store_true", help="let answers end early (no ignore_eos/min_tokens)")
+    work.add_argument(
+        "--free-output", action="store_true", help="let answers end early (no ignore_eos/min_tokens)"
+    )
 
     options = parser.add_argument_group("measuring")
-    options.add_argument("--timeout", type=float, default=600.0, metavar="S", help="limit on one request, seconds")
+    options.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S", help="limit on one request, seconds"
+    )
     options.add_argument("--temperature", type=float, default=0.0)
     options.add_argument("--percentiles", type=_floats, default=(50, 90, 95, 99), metavar="LIST")
     options.add_argument("--slo-ttft-ms", type=float)
     options.add_argument("--slo-tpot-ms", type=float)
     options.add_argument("--slo-e2e-ms", type=float)
     options.add_argument("--slo-attainment", type=float, default=0.9)
-    options.add_argument("--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values")
+    options.add_argument(
+        "--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values"
+    )
     options.add_argument("--sweep-values", type=_floats, metavar="LIST", help="e.g. 1,2,4,8,16")
-    options.add_argument("--slo-search", choices=("rate", "concurrency"),
-                         help="find the highest load meeting the SLOs")
+    options.add_argument(
+        "--slo-search", choices=("rate", "concurrency"), help="find the highest load meeting the SLOs"
+    )
     options.add_argument("--search-start", type=float, default=1.0)
     options.add_argument("--search-max", type=float, default=64.0)
     options.add_argument("--search-steps", type=int, default=4)
-    options.add_argument("--no-calibrate", action="store_true", help="skip the tokenizer check of the prompt words")
-    options.add_argument("--no-connect-ahead", action="store_true",
-                         help="open connections inside the measured requests (TTFT then includes connecting)")
-    options.add_argument("--no-engine-metrics", action="store_true", help="do not record the engines' /metrics")
-    options.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
-                         help="load-generator processes on this host (auto: chosen by the self-check)")
-    options.add_argument("--ray", metavar="ADDRESS", default="",
-                         help="run the workers as Ray actors over this cluster's nodes (HOST:PORT; "
-                              "needs requirements-ray.txt); --workers then counts actors (1: one per node)")
+    options.add_argument(
+        "--no-calibrate", action="store_true", help="skip the tokenizer check of the prompt words"
+    )
+    options.add_argument(
+        "--no-connect-ahead",
+        action="store_true",
+        help="open connections inside the measured requests (TTFT then includes connecting)",
+    )
+    options.add_argument(
+        "--no-engine-metrics", action="store_true", help="do not record the engines' /metrics"
+    )
+    options.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N|auto",
+        help="load-generator processes on this host (auto: chosen by the self-check)",
+    )
+    options.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default="",
+        help="run the workers as Ray actors over this cluster's nodes (HOST:PORT; "
+        "needs requirements-ray.txt); --workers then counts actors (1: one per node)",
+    )
 
     output = parser.add_argument_group("output")
     output.add_argument("--name", default="")
     output.add_argument("--tag", action="append", default=[])
-    output.add_argument("--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)")
+    output.add_argument(
+        "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
+    )
     output.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     parser.set_defaults(handler=run)
 
@@ -164,7 +231,9 @@ def _url_target(args: argparse.Namespace) -> Any:
 
     kind, model = args.kind, args.model
     try:
-        identified = registration.identify(base, kind=kind, model=model, api_key_env=args.api_key_env, timeout_s=3.0)
+        identified = registration.identify(
+            base, kind=kind, model=model, api_key_env=args.api_key_env, timeout_s=3.0
+        )
         kind, model = identified.kind, identified.model
     except Exception:  # noqa: BLE001 - an engine that is down still gets its (failing) run
         pass
@@ -174,7 +243,9 @@ def _url_target(args: argparse.Namespace) -> Any:
         if kind not in kinds():
             raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
     name = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
-    return EngineTarget(name=name, base_url=base, kind=kind or "openai", model=model, api_key_env=args.api_key_env)
+    return EngineTarget(
+        name=name, base_url=base, kind=kind or "openai", model=model, api_key_env=args.api_key_env
+    )
 
 
 def build_spec(args: argparse.Namespace) -> Any:
@@ -188,8 +259,10 @@ def build_spec(args: argparse.Namespace) -> Any:
     from services.bench.workloads import WorkloadSpec
 
     if args.concurrency is not None and args.rate is not None:
-        raise ValidationError("Give --concurrency N (closed loop) or --rate R (open loop), not both "
-                              "(with a rate, cap in-flight requests with --max-concurrency).")
+        raise ValidationError(
+            "Give --concurrency N (closed loop) or --rate R (open loop), not both "
+            "(with a rate, cap in-flight requests with --max-concurrency)."
+        )
     if args.requests is None and args.duration is None:
         raise ValidationError("Bound the run: --requests N or --duration S.")
     if args.trace_replay:
@@ -206,34 +279,72 @@ def build_spec(args: argparse.Namespace) -> Any:
             raise ValidationError(f"Cannot read the JSON schema {args.schema!r}: {error}") from None
     workload = WorkloadSpec(
         kind="trace" if args.trace_replay and args.workload == "synthetic" else args.workload,
-        input_len=args.input_len, output_len=args.output_len, length_dist=args.length_dist,
-        range_ratio=args.range_ratio, max_input_len=args.max_input_len, max_output_len=args.max_output_len,
-        prefix_groups=args.prefix_groups, prefix_len=args.prefix_len, turns=args.turns, schema=schema,
-        prompts_file=args.prompts, trace=args.trace, length_scale=args.length_scale, seed=args.seed,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        length_dist=args.length_dist,
+        range_ratio=args.range_ratio,
+        max_input_len=args.max_input_len,
+        max_output_len=args.max_output_len,
+        prefix_groups=args.prefix_groups,
+        prefix_len=args.prefix_len,
+        turns=args.turns,
+        schema=schema,
+        prompts_file=args.prompts,
+        trace=args.trace,
+        length_scale=args.length_scale,
+        seed=args.seed,
         fixed_output=not args.free_output,
     )
     load = LoadSpec(
-        mode=mode, concurrency=concurrency, rate=args.rate, arrival=args.arrival, burstiness=args.burstiness,
-        ramp_up_s=args.ramp_up, requests=args.requests, duration_s=args.duration, warmup_requests=args.warmup,
-        trace_speed=args.trace_speed, seed=args.seed,
+        mode=mode,
+        concurrency=concurrency,
+        rate=args.rate,
+        arrival=args.arrival,
+        burstiness=args.burstiness,
+        ramp_up_s=args.ramp_up,
+        requests=args.requests,
+        duration_s=args.duration,
+        warmup_requests=args.warmup,
+        trace_speed=args.trace_speed,
+        seed=args.seed,
     )
-    slo = SloSpec(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms, e2e_ms=args.slo_e2e_ms,
-                  attainment=args.slo_attainment)
+    slo = SloSpec(
+        ttft_ms=args.slo_ttft_ms,
+        tpot_ms=args.slo_tpot_ms,
+        e2e_ms=args.slo_e2e_ms,
+        attainment=args.slo_attainment,
+    )
     if args.sweep and args.slo_search:
         raise ValidationError("Choose --sweep or --slo-search, not both.")
     if args.sweep:
         sweep = SweepSpec(kind=args.sweep, values=args.sweep_values or ())
     elif args.slo_search:
-        sweep = SweepSpec(kind="slo_search", search_over=args.slo_search, start=args.search_start,
-                          max_value=args.search_max, search_steps=args.search_steps)
+        sweep = SweepSpec(
+            kind="slo_search",
+            search_over=args.slo_search,
+            start=args.search_start,
+            max_value=args.search_max,
+            search_steps=args.search_steps,
+        )
     else:
         sweep = SweepSpec()
     return BenchSpec(
-        engines=tuple(_targets(args)), workload=workload, load=load, slo=slo, sweep=sweep, name=args.name,
-        parallel_engines=args.parallel, timeout_s=args.timeout, temperature=args.temperature,
-        percentiles=args.percentiles, calibrate_prompts=not args.no_calibrate,
-        connect_ahead=not args.no_connect_ahead, record_engine_metrics=not args.no_engine_metrics,
-        workers=args.workers, ray_address=args.ray.strip(), tags=tuple(args.tag),
+        engines=tuple(_targets(args)),
+        workload=workload,
+        load=load,
+        slo=slo,
+        sweep=sweep,
+        name=args.name,
+        parallel_engines=args.parallel,
+        timeout_s=args.timeout,
+        temperature=args.temperature,
+        percentiles=args.percentiles,
+        calibrate_prompts=not args.no_calibrate,
+        connect_ahead=not args.no_connect_ahead,
+        record_engine_metrics=not args.no_engine_metrics,
+        workers=args.workers,
+        ray_address=args.ray.strip(),
+        tags=tuple(args.tag),
     ).validate()
 
 
@@ -266,7 +377,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"[bench] run #{run_id}: {spec.label}", file=sys.stderr, flush=True)
     stop = threading.Event()
     try:
-        summary = execute_run(run_id, on_progress=progress, should_stop=stop.is_set, wait_for_metrics_s=0.0)
+        summary = execute_run(
+            run_id, on_progress=progress, should_stop=stop.is_set, wait_for_metrics_s=0.0
+        )
     except KeyboardInterrupt:
         print(f"interrupted: run #{run_id} kept what it had measured", file=sys.stderr)
         return 130
@@ -280,8 +393,9 @@ def run(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         try:
-            Path(args.json).write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n",
-                                       encoding="utf-8")
+            Path(args.json).write_text(
+                json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+            )
         except OSError as error:
             raise ValidationError(f"Cannot write {args.json!r}: {error}") from None
     if not args.quiet or not args.json:
@@ -303,10 +417,12 @@ def _ms(block: Any, key: str) -> str:
 
 
 def _row(label: str, block: dict[str, Any], level: str = "") -> str:
-    return (f"{label[:24]:24s} {level:>7} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
-            f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
-            f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
-            f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}")
+    return (
+        f"{label[:24]:24s} {level:>7} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
+        f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
+        f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
+        f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}"
+    )
 
 
 def _level(value: Any) -> str:
@@ -321,32 +437,53 @@ def _table(payload: dict[str, Any]) -> str:
         levels = list(dict.fromkeys(_level(row.get(dimension)) for row in sweep))
         load = f"{dimension} {', '.join(levels)}, {load.split(', ', 1)[-1]} per step"
     lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {payload.get('workload', '')}"]
-    header = f"{'engine':24s} {dimension[:7]:>7} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} " \
-             f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
+    header = (
+        f"{'engine':24s} {dimension[:7]:>7} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} "
+        f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
+    )
     if sweep:
         # Every step, then each engine's chosen one (highest throughput, or the SLO search's answer).
-        lines.append(f"steps ({'SLO search' if sweep[0].get('phase') == 'search' else 'sweep'} over {dimension}):")
+        lines.append(
+            f"steps ({'SLO search' if sweep[0].get('phase') == 'search' else 'sweep'} over {dimension}):"
+        )
         lines.append(header)
         lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
         lines.append("per engine, the step reported as its result:")
     lines.append(header)
     for name, block in payload.get("engines", {}).items():
-        chosen = next((row for row in sweep if row.get("engine") == name and row.get("step") == block.get("from_step")), {})
+        chosen = next(
+            (
+                row
+                for row in sweep
+                if row.get("engine") == name and row.get("step") == block.get("from_step")
+            ),
+            {},
+        )
         lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
             lines.append(f"{'':24s} failures by class: {errors}")
         if block.get("honoured_output_len") is False:
-            lines.append(f"{'':24s} did not honour the fixed output length "
-                         f"({block.get('short_output_requests')} shorter answers)")
+            lines.append(
+                f"{'':24s} did not honour the fixed output length "
+                f"({block.get('short_output_requests')} shorter answers)"
+            )
     from services.bench.selfcheck import summary_lines
 
-    lines += summary_lines(payload, {row["step"]: f"{dimension} {_level(row.get(dimension))}" for row in sweep
-                                     if row.get("step") is not None})[1]
+    lines += summary_lines(
+        payload,
+        {
+            row["step"]: f"{dimension} {_level(row.get(dimension))}"
+            for row in sweep
+            if row.get("step") is not None
+        },
+    )[1]
     for name, reason in (payload.get("stopped_early") or {}).items():
         lines.append(f"{name}: sweep stopped early: {reason}")
     for name, found in (payload.get("slo_search") or {}).items():
-        lines.append(f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}): {found['best']}")
+        lines.append(
+            f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}): {found['best']}"
+        )
     return "\n".join(lines)
 
 

@@ -20,15 +20,29 @@ from services.errors import ValidationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("demo", help="run a guided demo scenario and print its measured conclusion",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "demo",
+        help="run a guided demo scenario and print its measured conclusion",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("name", nargs="?", help="scenario name (see --list)")
-    parser.add_argument("--engines", help="registered engine names, comma-separated (default: the scenario's "
-                                          "default engines that are registered)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
-                        help="a scenario setting (repeatable; see --list for each scenario's settings)")
+    parser.add_argument(
+        "--engines",
+        help="registered engine names, comma-separated (default: the scenario's "
+        "default engines that are registered)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="settings",
+        help="a scenario setting (repeatable; see --list for each scenario's settings)",
+    )
     parser.add_argument("--list", action="store_true", help="list the scenarios and their settings")
-    parser.add_argument("--show", type=int, metavar="RUN_ID", help="print a stored demo instead of running one")
+    parser.add_argument(
+        "--show", type=int, metavar="RUN_ID", help="print a stored demo instead of running one"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (format in the README)")
     parser.set_defaults(handler=_handle)
 
@@ -66,7 +80,9 @@ def _handle(args: argparse.Namespace) -> int:
         engines = [n for n in (args.engines or "").split(",") if n.strip()] or None
         if not args.json:
             print(f"running demo {args.name}...", file=sys.stderr)
-        run_id = runner.start_demo(args.name, engines, options=_settings(args.settings), background=False)
+        run_id = runner.start_demo(
+            args.name, engines, options=_settings(args.settings), background=False
+        )
         result = runner.demo_result(run_id)
     if args.json:
         print_json(result)
@@ -80,7 +96,9 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _print_text(result: dict[str, Any]) -> None:
-    print(f"Demo #{result['run_id']}: {result['title']} [{result['status']}] on {', '.join(result['engines'])}")
+    print(
+        f"Demo #{result['run_id']}: {result['title']} [{result['status']}] on {', '.join(result['engines'])}"
+    )
     for index, step in enumerate(result["steps"], 1):
         print(f"\n{index}. {step['title']} ({step['status']})")
         for number in step["numbers"]:

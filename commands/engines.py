@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--kind", choices=kinds(), help="skip detection and use this kind")
     add.add_argument("--model", help="model name to request (default: the first one the server lists)")
     add.add_argument("--api-key-env", help="NAME of the environment variable holding the API key")
-    add.add_argument("--metrics-url", help="metrics URL when not at the base URL (Triton: http://host:8002/metrics)")
+    add.add_argument(
+        "--metrics-url", help="metrics URL when not at the base URL (Triton: http://host:8002/metrics)"
+    )
     add.add_argument("--no-probe", action="store_true", help="store without contacting the server")
     add.add_argument("--json", action="store_true")
     add.set_defaults(handler=_add)
@@ -65,15 +67,24 @@ def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
 def _add(args: argparse.Namespace) -> int:
     from services import registration
 
-    done = registration.probe_and_register(args.name, args.url, kind=args.kind, model=args.model,
-                                           api_key_env=args.api_key_env, metrics_url=args.metrics_url,
-                                           probe_first=not args.no_probe)
+    done = registration.probe_and_register(
+        args.name,
+        args.url,
+        kind=args.kind,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        metrics_url=args.metrics_url,
+        probe_first=not args.no_probe,
+    )
     if done.record is None:
         message = done.probe.message if done.probe is not None else "the server did not answer."
         print(f"error: {message} Use --no-probe to store it anyway.", file=sys.stderr)
         return 1
     if done.twins:
-        print(f"warning: {', '.join(done.twins)} already point(s) at {done.record.base_url}.", file=sys.stderr)
+        print(
+            f"warning: {', '.join(done.twins)} already point(s) at {done.record.base_url}.",
+            file=sys.stderr,
+        )
     _print_record(done.record, args.json)
     return 0
 
@@ -85,7 +96,9 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([asdict(r) for r in records])
     elif not records:
-        print("No engines registered. Add one with `python cli.py engines add NAME URL` or `python cli.py local up`.")
+        print(
+            "No engines registered. Add one with `python cli.py engines add NAME URL` or `python cli.py local up`."
+        )
     else:
         for record in records:
             _print_record(record, False)
@@ -110,8 +123,10 @@ def _probe(args: argparse.Namespace) -> int:
     else:
         print(f"{result.state}: {result.message}")
         if result.ok:
-            print(f"  kind {result.kind_label}, version {result.version or '-'}, models {', '.join(result.models) or '-'}, "
-                  f"context {result.context_length or '-'}")
+            print(
+                f"  kind {result.kind_label}, version {result.version or '-'}, models {', '.join(result.models) or '-'}, "
+                f"context {result.context_length or '-'}"
+            )
     return 0 if result.ok else 1
 
 

@@ -21,7 +21,7 @@ _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_duration(text: str) -> float:
-    """"15m", "90s", "2h", "1d" -> seconds."""
+    """ "15m", "90s", "2h", "1d" -> seconds."""
     match = _DURATION.match(text or "")
     if match is None or float(match.group(1)) <= 0:
         raise ValidationError(f"{text!r} is not a duration like 90s, 15m, 2h or 1d.")
@@ -39,7 +39,9 @@ def handle(args: argparse.Namespace) -> int:
     from services.telemetry import prom_api, prom_history
 
     if args.prometheus:
-        server = prom_api.PromServer.from_input(args.prometheus, args.selector or "", args.token_env, args.timeout)
+        server = prom_api.PromServer.from_input(
+            args.prometheus, args.selector or "", args.token_env, args.timeout
+        )
     else:
         configured = prom_api.configured_server()
         if configured is None:
@@ -57,7 +59,10 @@ def handle(args: argparse.Namespace) -> int:
         start, end = window.start_ts, window.end_ts
         if not engine_names and not args.job:
             engine_names, unknown = prom_history.registered_names(window.engine_names)
-            messages += [f"engine {name} of run #{args.run} is not registered here: name it with --job" for name in unknown]
+            messages += [
+                f"engine {name} of run #{args.run} is not registered here: name it with --job"
+                for name in unknown
+            ]
     else:
         end = time.time()
         start = end - parse_duration(args.since)
@@ -79,11 +84,15 @@ def handle(args: argparse.Namespace) -> int:
 
         print_json(payload)
         return 0
-    print(f"Prometheus {server.url} · {payload['step_s']:g} s step · rate window {payload['rate_window_s']:g} s")
+    print(
+        f"Prometheus {server.url} · {payload['step_s']:g} s step · rate window {payload['rate_window_s']:g} s"
+    )
     for message in payload["messages"]:
         print(f"note: {message}")
     for source in payload["sources"]:
-        print(f"\n{source['source']} ({source['label']}{', ' + source['matched_by'] if source['matched_by'] else ''})")
+        print(
+            f"\n{source['source']} ({source['label']}{', ' + source['matched_by'] if source['matched_by'] else ''})"
+        )
         for name, entry in source["signals"].items():
             print(f"  {name:<26} {_summary([v for _, v in entry['points']])}")
         for name, reason in source["not_reported"].items():
@@ -95,21 +104,39 @@ def handle(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "history", help="engine and GPU history from a Prometheus server, normalised (for a window or a stored run)"
+        "history",
+        help="engine and GPU history from a Prometheus server, normalised (for a window or a stored run)",
     )
-    parser.add_argument("--prometheus", metavar="URL", help="the Prometheus server (default SHOOTOUT_PROMETHEUS_URL)")
+    parser.add_argument(
+        "--prometheus", metavar="URL", help="the Prometheus server (default SHOOTOUT_PROMETHEUS_URL)"
+    )
     parser.add_argument("--selector", help='label matchers every query carries, e.g. namespace="prod"')
-    parser.add_argument("--token-env", metavar="NAME", help="environment variable holding a bearer token")
+    parser.add_argument(
+        "--token-env", metavar="NAME", help="environment variable holding a bearer token"
+    )
     who = parser.add_argument_group("engines")
-    who.add_argument("--engine", action="append", metavar="NAME", help="a registered engine (repeatable)")
+    who.add_argument(
+        "--engine", action="append", metavar="NAME", help="a registered engine (repeatable)"
+    )
     who.add_argument("--job", metavar="LABEL", help="every instance of this scrape job")
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--since", default="15m", help="window ending now: 90s, 15m, 2h, 1d (default 15m)")
-    when.add_argument("--run", type=int, metavar="N", help="the window of stored run N (and its engines)")
-    parser.add_argument("--signal", action="append", metavar="NAME", help="a normalised signal (repeatable; default all)")
+    when.add_argument(
+        "--run", type=int, metavar="N", help="the window of stored run N (and its engines)"
+    )
+    parser.add_argument(
+        "--signal", action="append", metavar="NAME", help="a normalised signal (repeatable; default all)"
+    )
     parser.add_argument("--step", type=float, help="seconds between points (default: about 1000 points)")
-    parser.add_argument("--rate-window", type=float, default=60.0, help="seconds over which rates and percentiles are taken (default 60)")
+    parser.add_argument(
+        "--rate-window",
+        type=float,
+        default=60.0,
+        help="seconds over which rates and percentiles are taken (default 60)",
+    )
     parser.add_argument("--no-gpus", action="store_true", help="leave out the dcgm-exporter GPUs")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer (default 10)")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to wait for each answer (default 10)"
+    )
     parser.add_argument("--json", action="store_true", help="print the normalised series as JSON")
     parser.set_defaults(handler=handle)

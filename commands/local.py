@@ -9,17 +9,23 @@ from services import local_engines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("local", help="install, start, stop the local engines (llama.cpp x2, vLLM)")
+    parser = subparsers.add_parser(
+        "local", help="install, start, stop the local engines (llama.cpp x2, vLLM)"
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ids_help = f"engine ids (default: all of {', '.join(s.id for s in local_engines.specs())})"
 
-    install = actions.add_parser("install", help="install the engines and the model (compiles llama.cpp once)")
+    install = actions.add_parser(
+        "install", help="install the engines and the model (compiles llama.cpp once)"
+    )
     install.add_argument("backends", nargs="*", metavar="BACKEND", help="llamacpp, vllm (default: both)")
     install.set_defaults(handler=_install)
 
     up = actions.add_parser("up", help="install when missing, start, register and wait until healthy")
     up.add_argument("ids", nargs="*", help=ids_help)
-    up.add_argument("--no-install", action="store_true", help="fail instead of installing what is missing")
+    up.add_argument(
+        "--no-install", action="store_true", help="fail instead of installing what is missing"
+    )
     up.add_argument("--json", action="store_true")
     up.set_defaults(handler=_up)
 
@@ -61,8 +67,10 @@ def _up(args: argparse.Namespace) -> int:
     _show(statuses, args.json)
     failed = [s for s in statuses if s.status != "running"]
     if failed:
-        _log(f"{len(failed)} of {len(statuses)} local engines did not start: "
-             + "; ".join(f"{s.id} ({s.message})" for s in failed))
+        _log(
+            f"{len(failed)} of {len(statuses)} local engines did not start: "
+            + "; ".join(f"{s.id} ({s.message})" for s in failed)
+        )
         return 4
     return 0
 

@@ -24,19 +24,47 @@ from services.errors import ValidationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("parity", help="answer parity: do engines serving one model give the same answers?",
-                                   description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", action="append", default=[], dest="engines", metavar="NAME",
-                        help="a registered engine (2 to 6; repeat the flag; the same engine twice tests determinism)")
-    parser.add_argument("--reference", help="the engine the others are compared with (default: the first)")
-    parser.add_argument("--prompts", metavar="FILE", help="a JSONL prompt file (default: the shipped task set)")
-    parser.add_argument("--count", type=int, default=None, help="prompts of the shipped task set to send (1-60, default 60)")
+    parser = subparsers.add_parser(
+        "parity",
+        help="answer parity: do engines serving one model give the same answers?",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        dest="engines",
+        metavar="NAME",
+        help="a registered engine (2 to 6; repeat the flag; the same engine twice tests determinism)",
+    )
+    parser.add_argument(
+        "--reference", help="the engine the others are compared with (default: the first)"
+    )
+    parser.add_argument(
+        "--prompts", metavar="FILE", help="a JSONL prompt file (default: the shipped task set)"
+    )
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=None,
+        help="prompts of the shipped task set to send (1-60, default 60)",
+    )
     parser.add_argument("--task-seed", type=int, default=None, help="the task set's seed (default 7)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="max tokens per answer (default 48)")
-    parser.add_argument("--seed", type=int, default=0, help="the sampling seed sent with every request (default 0)")
-    parser.add_argument("--top-logprobs", type=int, default=None, help="top_logprobs asked for (0-20, default 5)")
-    parser.add_argument("--show", type=int, metavar="RUN_ID", help="print a stored parity run instead of running one")
-    parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT (\"-\" for standard output)")
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="max tokens per answer (default 48)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the sampling seed sent with every request (default 0)"
+    )
+    parser.add_argument(
+        "--top-logprobs", type=int, default=None, help="top_logprobs asked for (0-20, default 5)"
+    )
+    parser.add_argument(
+        "--show", type=int, metavar="RUN_ID", help="print a stored parity run instead of running one"
+    )
+    parser.add_argument(
+        "--json", metavar="OUT", help='write the result as JSON to OUT ("-" for standard output)'
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -45,7 +73,9 @@ def _tasks(args: argparse.Namespace) -> tuple[list, str]:
 
     if args.prompts:
         if args.count is not None or args.task_seed is not None:
-            raise ValidationError("--count and --task-seed choose from the shipped task set; not with --prompts.")
+            raise ValidationError(
+                "--count and --task-seed choose from the shipped task set; not with --prompts."
+            )
         path = Path(args.prompts).expanduser()
         if not path.is_file():
             raise ValidationError(f"Prompt file {args.prompts!r} does not exist.")
@@ -64,7 +94,9 @@ def _handle(args: argparse.Namespace) -> int:
         view = views.parity_view(args.show)
     else:
         if not args.engines:
-            raise ValidationError("Name the engines: --engine A --engine B (python cli.py engines list shows them).")
+            raise ValidationError(
+                "Name the engines: --engine A --engine B (python cli.py engines list shows them)."
+            )
         chosen, source = _tasks(args)
         options = {}
         if args.max_tokens is not None:
@@ -72,8 +104,15 @@ def _handle(args: argparse.Namespace) -> int:
         if args.top_logprobs is not None:
             options["top_logprobs"] = args.top_logprobs
         print(f"parity: {len(chosen)} prompts x {len(args.engines)} engines...", file=sys.stderr)
-        run_id = runner.start_parity(args.engines, reference=args.reference, tasks=chosen, source=source,
-                                     seed=args.seed, background=False, **options)
+        run_id = runner.start_parity(
+            args.engines,
+            reference=args.reference,
+            tasks=chosen,
+            source=source,
+            seed=args.seed,
+            background=False,
+            **options,
+        )
         view = views.parity_view(run_id)
     if args.json:
         text = json.dumps(views.to_json(view), indent=2, sort_keys=True, default=str)
@@ -99,18 +138,24 @@ def _num(value: float | None, pattern: str = "{:.3f}") -> str:
 
 
 def _print_text(view) -> None:  # noqa: ANN001  (views.ParityView; imported lazily)
-    print(f"parity run #{view.run_id} ({view.status}): {view.source}, reference {view.reference}, "
-          f"max_tokens {view.max_tokens}, seed {view.seed}")
-    print(f"{'engine':<22} {'score':>6} {'tok/s':>7} {'exact':>6} {'div p50':>8} {'agree':>6} {'|dlogp|':>8} "
-          f"{'top-k':>6}  logprobs")
+    print(
+        f"parity run #{view.run_id} ({view.status}): {view.source}, reference {view.reference}, "
+        f"max_tokens {view.max_tokens}, seed {view.seed}"
+    )
+    print(
+        f"{'engine':<22} {'score':>6} {'tok/s':>7} {'exact':>6} {'div p50':>8} {'agree':>6} {'|dlogp|':>8} "
+        f"{'top-k':>6}  logprobs"
+    )
     for label, block in (view.summary.get("engines") or {}).items():
         parity = block.get("parity") or {}
         reference = block.get("is_reference")
-        print(f"{label[:22]:<22} {_pct(block.get('task_score')):>6} {_num(block.get('output_throughput_tok_s'), '{:.1f}'):>7} "
-              f"{'ref' if reference else _pct(parity.get('exact_match_rate')):>6} "
-              f"{'' if reference else _num(parity.get('divergence_median'), '{:g}'):>8} "
-              f"{'' if reference else _pct(parity.get('token_agreement_mean')):>6} "
-              f"{'' if reference else _num(parity.get('logprob_diff_mean')):>8} "
-              f"{'' if reference else _pct(parity.get('topk_rate')):>6}  {block.get('logprobs')}")
+        print(
+            f"{label[:22]:<22} {_pct(block.get('task_score')):>6} {_num(block.get('output_throughput_tok_s'), '{:.1f}'):>7} "
+            f"{'ref' if reference else _pct(parity.get('exact_match_rate')):>6} "
+            f"{'' if reference else _num(parity.get('divergence_median'), '{:g}'):>8} "
+            f"{'' if reference else _pct(parity.get('token_agreement_mean')):>6} "
+            f"{'' if reference else _num(parity.get('logprob_diff_mean')):>8} "
+            f"{'' if reference else _pct(parity.get('topk_rate')):>6}  {block.get('logprobs')}"
+        )
         for message in block.get("first_errors") or []:
             print(f"  {label}: {message}")

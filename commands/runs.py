@@ -1,10 +1,10 @@
 """`python cli.py runs|export|import`: the run history from the command line.
 
-    runs list [filters]          runs show RUN        runs compare RUN RUN ...
-    runs note RUN TEXT           runs tag RUN --add T --remove T
-    runs archive RUN [--undo]    runs delete RUN --yes
-    export RUN [RUN ...] --format csv|json|html [-o PATH]
-    import FILE [--format vllm|sglang|aiperf|guidellm|shootout] [--engine-name NAME] [--tag T]
+runs list [filters]          runs show RUN        runs compare RUN RUN ...
+runs note RUN TEXT           runs tag RUN --add T --remove T
+runs archive RUN [--undo]    runs delete RUN --yes
+export RUN [RUN ...] --format csv|json|html [-o PATH]
+import FILE [--format vllm|sglang|aiperf|guidellm|shootout] [--engine-name NAME] [--tag T]
 """
 
 from __future__ import annotations
@@ -27,11 +27,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_runs(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("runs", help="list, show, compare, annotate, archive and delete stored runs")
+    parser = subparsers.add_parser(
+        "runs", help="list, show, compare, annotate, archive and delete stored runs"
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     listing = actions.add_parser("list", help="stored runs, newest first")
-    listing.add_argument("--kind", action="append", choices=runs.RUN_KINDS, help="repeat for several kinds")
+    listing.add_argument(
+        "--kind", action="append", choices=runs.RUN_KINDS, help="repeat for several kinds"
+    )
     listing.add_argument("--engine")
     listing.add_argument("--model")
     listing.add_argument("--workload")
@@ -79,10 +83,16 @@ def _register_runs(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_export(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("export", help="write a run as CSV, JSON or a self-contained HTML report")
-    parser.add_argument("runs", nargs="+", help="run number; several runs (html only) give a comparison report")
+    parser = subparsers.add_parser(
+        "export", help="write a run as CSV, JSON or a self-contained HTML report"
+    )
+    parser.add_argument(
+        "runs", nargs="+", help="run number; several runs (html only) give a comparison report"
+    )
     parser.add_argument("--format", choices=tuple(reports.EXPORT_FORMATS), default="json")
-    parser.add_argument("-o", "--output", help="file to write (default: shootout-run-N.FORMAT here; - for stdout)")
+    parser.add_argument(
+        "-o", "--output", help="file to write (default: shootout-run-N.FORMAT here; - for stdout)"
+    )
     parser.add_argument("--baseline", help="comparison baseline (series key or run number)")
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
     parser.set_defaults(handler=_export)
@@ -90,7 +100,8 @@ def _register_export(subparsers: argparse._SubParsersAction) -> None:
 
 def _register_import(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import", help="import results of vllm bench serve, SGLang bench_serving, AIPerf, GuideLLM or Shootout JSON"
+        "import",
+        help="import results of vllm bench serve, SGLang bench_serving, AIPerf, GuideLLM or Shootout JSON",
     )
     parser.add_argument("file")
     parser.add_argument("--format", choices=tuple(importers.IMPORTERS), help="skip detection")
@@ -121,7 +132,14 @@ def _list(args: argparse.Namespace) -> int:
     )
     page = runs.list_runs(filters, page=args.page, page_size=args.limit)
     if args.json:
-        _print_json({"total": page.total, "page": page.page, "pages": page.pages, "runs": [asdict(i) for i in page.items]})
+        _print_json(
+            {
+                "total": page.total,
+                "page": page.page,
+                "pages": page.pages,
+                "runs": [asdict(i) for i in page.items],
+            }
+        )
         return 0
     if not page.items:
         print("no runs match")
@@ -151,7 +169,9 @@ def _show(args: argparse.Namespace) -> int:
         _print_json(payload)
         return 0
     print(f"{detail.label}  ({detail.kind}, {detail.status}, {detail.created_at:%Y-%m-%d %H:%M} UTC)")
-    print(f"engines: {', '.join(detail.engine_names) or '-'}   model: {detail.model or '-'}   workload: {detail.workload or '-'}")
+    print(
+        f"engines: {', '.join(detail.engine_names) or '-'}   model: {detail.model or '-'}   workload: {detail.workload or '-'}"
+    )
     print(f"tags: {', '.join(detail.tags) or '-'}   requests stored: {detail.request_count}")
     if len(detail.repeat_ids) > 1:
         print(f"repeated runs of this setup: {', '.join('#' + str(i) for i in detail.repeat_ids)}")
@@ -177,7 +197,13 @@ def _compare(args: argparse.Namespace) -> int:
                 "series": [s.key for s in comparison.series],
                 "table": table.to_dict(orient="records"),
                 "verdicts": [
-                    {"metric": v.metric, "text": v.text, "winner": v.winner, "factor": v.factor, "noise": v.noise.status}
+                    {
+                        "metric": v.metric,
+                        "text": v.text,
+                        "winner": v.winner,
+                        "factor": v.factor,
+                        "noise": v.noise.status,
+                    }
                     for v in comparison.verdicts
                 ],
             }
@@ -226,20 +252,28 @@ def _delete(args: argparse.Namespace) -> int:
             print("not deleted")
             return 1
     result = runs.delete_run(args.run)
-    print(f"run #{result.run_id} deleted ({result.requests} request rows, {result.exchanges} exchanges, {result.samples} samples)")
+    print(
+        f"run #{result.run_id} deleted ({result.requests} request rows, {result.exchanges} exchanges, {result.samples} samples)"
+    )
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
     ids = runs.parse_run_ids(args.runs)
     if len(ids) > 1 and args.format != "html":
-        raise ValidationError("Several runs export only as an HTML comparison report: add --format html.")
+        raise ValidationError(
+            "Several runs export only as an HTML comparison report: add --format html."
+        )
     if args.format in exports.STREAM_FORMATS:
         # CSV and JSON go to the file as they are read: a 500k-request run never sits in memory.
         stream = exports.stream_run(ids[0], args.format)
         filename, chunks = stream.filename, stream.chunks
     else:
-        exported = reports.export_comparison(ids, args.baseline) if len(ids) > 1 else reports.export_run(ids[0], "html")
+        exported = (
+            reports.export_comparison(ids, args.baseline)
+            if len(ids) > 1
+            else reports.export_run(ids[0], "html")
+        )
         filename, chunks = exported.filename, iter([exported.data])
     if args.output == "-":
         for chunk in chunks:

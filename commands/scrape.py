@@ -37,7 +37,11 @@ def handle(args: argparse.Namespace) -> int:
         print(f"\n{source['source']} ({source['label']})")
         for name, entry in source["signals"].items():
             title = SIGNALS[name].title if name in SIGNALS else name
-            shown = _format(entry["value"], entry["unit"]) if entry["value"] is not None else entry.get("reason", "")
+            shown = (
+                _format(entry["value"], entry["unit"])
+                if entry["value"] is not None
+                else entry.get("reason", "")
+            )
             print(f"  {title:<28} {shown}")
         for process in source.get("processes") or []:
             print(f"  process {process.get('name')}: {process.get('used_bytes')}")
@@ -49,8 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "scrape", help="read an engine's (or dcgm-exporter's) metrics and print the normalised signals"
     )
     parser.add_argument("url", help="engine base URL, metrics URL, or dcgm-exporter URL")
-    parser.add_argument("--kind", help="skip detection: vllm, sglang, trtllm, triton, llamacpp, tgi, dcgm, ...")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between the two reads (default 1)")
+    parser.add_argument(
+        "--kind", help="skip detection: vllm, sglang, trtllm, triton, llamacpp, tgi, dcgm, ..."
+    )
+    parser.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between the two reads (default 1)"
+    )
     parser.add_argument("--timeout", type=float, default=5.0, help="HTTP timeout in seconds (default 5)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=handle)

@@ -31,31 +31,58 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("tune", help="sweep an engine's settings, benchmark each, show the best",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "tune",
+        help="sweep an engine's settings, benchmark each, show the best",
+        description=__doc__.splitlines()[0],
+    )
     parser.__class__ = _OneLineParser
     parser.add_argument("--kind", default="llamacpp", help="engine kind: llamacpp, vllm, sglang, trtllm")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
-                        help="a grid dimension (repeat: every combination is tried); a key starting with - is a raw flag")
-    parser.add_argument("--base", action="append", default=[], metavar="KEY=V", help="a setting every configuration gets")
-    parser.add_argument("--config", action="append", default=[], metavar="'K=V K=V'",
-                        help="an explicit configuration (repeat; replaces the grid)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a grid dimension (repeat: every combination is tried); a key starting with - is a raw flag",
+    )
+    parser.add_argument(
+        "--base", action="append", default=[], metavar="KEY=V", help="a setting every configuration gets"
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="'K=V K=V'",
+        help="an explicit configuration (repeat; replaces the grid)",
+    )
     parser.add_argument("--workload", default="synthetic")
     parser.add_argument("--input-len", type=int, default=32)
     parser.add_argument("--output-len", type=int, default=16)
     parser.add_argument("--concurrency", type=int, help="closed loop (default 2)")
     parser.add_argument("--rate", type=float, help="open loop: requests per second")
-    parser.add_argument("--requests", type=int, default=8, help="measured requests per configuration (and sweep step)")
-    parser.add_argument("--sweep", metavar="DIM=V1,V2", help="a load sweep per configuration: concurrency=1,2,4 or rate=1,2")
+    parser.add_argument(
+        "--requests", type=int, default=8, help="measured requests per configuration (and sweep step)"
+    )
+    parser.add_argument(
+        "--sweep",
+        metavar="DIM=V1,V2",
+        help="a load sweep per configuration: concurrency=1,2,4 or rate=1,2",
+    )
     parser.add_argument("--slo", metavar="ttft=MS,tpot=MS,e2e=MS,attainment=F")
     parser.add_argument("--model", help="model name to request (default: the engine's first)")
     parser.add_argument("--start-command", help="start template for remote or containerised engines")
-    parser.add_argument("--stop-command", default="", help="stop template (the started process is ended anyway)")
-    parser.add_argument("--base-url", default="http://127.0.0.1:{port}", help="where the started engine answers")
+    parser.add_argument(
+        "--stop-command", default="", help="stop template (the started process is ended anyway)"
+    )
+    parser.add_argument(
+        "--base-url", default="http://127.0.0.1:{port}", help="where the started engine answers"
+    )
     parser.add_argument("--health-url", default="{base_url}/health")
     parser.add_argument("--start-timeout", type=float, default=120.0, help="seconds to become healthy")
     parser.add_argument("--name", default="")
-    parser.add_argument("--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)")
+    parser.add_argument(
+        "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -101,7 +128,9 @@ def build_spec(args: argparse.Namespace) -> Any:
         key, values = parse_set(text)
         base[key] = values[0]
     if args.rate is not None:
-        load = LoadSpec(mode="rate", rate=args.rate, concurrency=args.concurrency, requests=args.requests)
+        load = LoadSpec(
+            mode="rate", rate=args.rate, concurrency=args.concurrency, requests=args.requests
+        )
     else:
         load = LoadSpec(concurrency=args.concurrency or 2, requests=args.requests)
     sweep = SweepSpec()
@@ -113,11 +142,22 @@ def build_spec(args: argparse.Namespace) -> Any:
             raise ValidationError(f"--sweep: levels must be numbers, got {args.sweep!r}.") from None
         sweep = SweepSpec(kind=dimension, values=levels, stop_on_plateau=False)
     return TuneSpec(
-        kind=args.kind, base=base, grid=grid, configs=tuple(_pairs(text) for text in args.config),
+        kind=args.kind,
+        base=base,
+        grid=grid,
+        configs=tuple(_pairs(text) for text in args.config),
         workload=WorkloadSpec(kind=args.workload, input_len=args.input_len, output_len=args.output_len),
-        load=load, sweep=sweep, slo=_slo(args.slo), launcher="command" if args.start_command else "local",
-        start_command=args.start_command or "", stop_command=args.stop_command, base_url=args.base_url,
-        health_url=args.health_url, model=args.model, start_timeout_s=args.start_timeout, name=args.name,
+        load=load,
+        sweep=sweep,
+        slo=_slo(args.slo),
+        launcher="command" if args.start_command else "local",
+        start_command=args.start_command or "",
+        stop_command=args.stop_command,
+        base_url=args.base_url,
+        health_url=args.health_url,
+        model=args.model,
+        start_timeout_s=args.start_timeout,
+        name=args.name,
     )
 
 
@@ -130,8 +170,10 @@ def _line(config: dict[str, Any]) -> str:
     ttft = (metrics.get("ttft_s") or {}).get("p90")
     itl = (metrics.get("itl_s") or {}).get("p90")
     ms = lambda v: f"{v * 1000:.0f} ms" if isinstance(v, (int, float)) else "-"  # noqa: E731
-    return (f"  {config['label']:<28} {metrics.get('output_throughput_tok_s', 0):7.1f} tok/s  "
-            f"p90 TTFT {ms(ttft):>8}  p90 ITL {ms(itl):>7}  {config['status']}")
+    return (
+        f"  {config['label']:<28} {metrics.get('output_throughput_tok_s', 0):7.1f} tok/s  "
+        f"p90 TTFT {ms(ttft):>8}  p90 ITL {ms(itl):>7}  {config['status']}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,10 +186,16 @@ def run(args: argparse.Namespace) -> int:
     run_id = jobs.create_run(spec, trusted=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print(f"tuning run #{run_id}: {len(spec.validate(trusted=True).expanded())} configurations", file=sys.stderr)
+    print(
+        f"tuning run #{run_id}: {len(spec.validate(trusted=True).expanded())} configurations",
+        file=sys.stderr,
+    )
     try:
-        summary = jobs.execute_run(run_id, should_stop=stop.is_set,
-                                   on_progress=lambda config: print(_line(config), file=sys.stderr))
+        summary = jobs.execute_run(
+            run_id,
+            should_stop=stop.is_set,
+            on_progress=lambda config: print(_line(config), file=sys.stderr),
+        )
     except KeyboardInterrupt:
         stop.set()
         raise
@@ -157,11 +205,29 @@ def run(args: argparse.Namespace) -> int:
     print(f"best: {best.get('reason')}", file=sys.stderr)
     if best.get("launch"):
         print(f"launch: {best['launch']['plain']}", file=sys.stderr)
-    payload = {"run_id": run_id, "status": jobs.get_run(run_id).status,
-               **{k: summary[k] for k in ("kind", "load", "workload", "slo", "pareto", "best")},
-               "configs": [{k: c.get(k) for k in ("label", "settings", "full_settings", "status", "reason", "log_tail",
-                                                  "metrics", "sweep", "command", "reported")}
-                           for c in summary["configs"]]}
+    payload = {
+        "run_id": run_id,
+        "status": jobs.get_run(run_id).status,
+        **{k: summary[k] for k in ("kind", "load", "workload", "slo", "pareto", "best")},
+        "configs": [
+            {
+                k: c.get(k)
+                for k in (
+                    "label",
+                    "settings",
+                    "full_settings",
+                    "status",
+                    "reason",
+                    "log_tail",
+                    "metrics",
+                    "sweep",
+                    "command",
+                    "reported",
+                )
+            }
+            for c in summary["configs"]
+        ],
+    }
     if args.json:
         text = json.dumps(payload, indent=2, sort_keys=True, default=str)
         if args.json == "-":

@@ -41,7 +41,9 @@ class Engine(Base):
     local_id: Mapped[str | None] = mapped_column(String(60))
     info: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
 
 
 class Run(Base):
@@ -167,7 +169,9 @@ class Exchange(Base):
     error_class: Mapped[str | None] = mapped_column(String(60))
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
 
 
 class Vote(Base):
@@ -187,10 +191,16 @@ class Vote(Base):
 FINGERPRINT_IGNORED_CONFIG_KEYS = frozenset({"name", "label", "notes", "tags", "import", "created_by"})
 
 
-def run_fingerprint(kind: str | None, model: str | None, workload: str | None, config: dict[str, Any] | None) -> str:
+def run_fingerprint(
+    kind: str | None, model: str | None, workload: str | None, config: dict[str, Any] | None
+) -> str:
     """What repeated runs share: same kind, model, workload and measuring config."""
-    measured = {key: value for key, value in (config or {}).items() if key not in FINGERPRINT_IGNORED_CONFIG_KEYS}
-    canonical = json.dumps([kind, model, workload, measured], sort_keys=True, default=str, separators=(",", ":"))
+    measured = {
+        key: value for key, value in (config or {}).items() if key not in FINGERPRINT_IGNORED_CONFIG_KEYS
+    }
+    canonical = json.dumps(
+        [kind, model, workload, measured], sort_keys=True, default=str, separators=(",", ":")
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -215,7 +225,9 @@ def _keep_run_index_columns(session: Session, _flush_context: Any, _instances: A
         state = sa_inspect(obj)
         is_new = obj in session.new
         attrs = state.attrs
-        if is_new or any(attrs[name].history.has_changes() for name in ("kind", "model", "workload", "config")):
+        if is_new or any(
+            attrs[name].history.has_changes() for name in ("kind", "model", "workload", "config")
+        ):
             obj.config_fingerprint = run_fingerprint(obj.kind, obj.model, obj.workload, obj.config)
         if is_new or attrs.tags.history.has_changes():
             wanted = _clean_tags(obj.tags)

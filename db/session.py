@@ -70,11 +70,17 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             _create_private(Path(parsed.database))
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
-                               json_serializer=dumps_json, json_deserializer=loads_json)
+        engine = create_engine(
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+            json_serializer=dumps_json,
+            json_deserializer=loads_json,
+        )
         _configure_sqlite(engine)
     else:
-        engine = create_engine(url, pool_pre_ping=True, json_serializer=dumps_json, json_deserializer=loads_json)
+        engine = create_engine(
+            url, pool_pre_ping=True, json_serializer=dumps_json, json_deserializer=loads_json
+        )
     return engine
 
 

@@ -15,7 +15,9 @@ def main() -> int:
     gguf_file, out_dir = Path(sys.argv[1]), Path(sys.argv[2])
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.bfloat16
+    )
     # A model dequantised from GGUF refuses save_pretrained while it still says it is quantised.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):

@@ -14,8 +14,14 @@ from pathlib import Path
 from playwright.sync_api import Page, sync_playwright
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def wait(page: Page) -> None:
@@ -40,7 +46,9 @@ def main() -> int:
     }
     DOCS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True, args=ARGS
+        )
         page = browser.new_page(viewport={"width": 1440, "height": 1100})
         page.goto(args.base)
         wait(page)

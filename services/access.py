@@ -35,12 +35,22 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from services.errors import ValidationError
 
 Role = Literal["operator", "viewer"]
-Action = Literal["manage_engines", "read_server_paths", "fetch_urls", "import_runs", "delete_runs", "record_telemetry"]
+Action = Literal[
+    "manage_engines", "read_server_paths", "fetch_urls", "import_runs", "delete_runs", "record_telemetry"
+]
 
 SESSION_COOKIE = "shootout_session"
 #: Operators may do everything; viewers none of these.
 OPERATOR_ONLY: frozenset[Action] = frozenset(
-    ("manage_engines", "read_server_paths", "fetch_urls", "import_runs", "delete_runs", "record_telemetry"))
+    (
+        "manage_engines",
+        "read_server_paths",
+        "fetch_urls",
+        "import_runs",
+        "delete_runs",
+        "record_telemetry",
+    )
+)
 _WHAT = {
     "manage_engines": "start, stop, add, edit or remove engines",
     "read_server_paths": "read files on the server by path",
@@ -88,7 +98,9 @@ def describe(action: Action) -> str:
 
 def require(viewer: Viewer, action: Action) -> None:
     if not viewer.may(action):
-        raise PermissionDenied(f"Only an operator may {_WHAT[action]} on this server; you are logged in as a viewer.")
+        raise PermissionDenied(
+            f"Only an operator may {_WHAT[action]} on this server; you are logged in as a viewer."
+        )
 
 
 @dataclass(frozen=True)
@@ -129,7 +141,13 @@ def role_for_groups(groups: object, config: AuthConfig | None = None) -> Role | 
     """The role of an OIDC user from the group claim; with no groups configured every logged-in
     user is a viewer (the operator runs the CLI on the server, or sets SHOOTOUT_OPERATOR_GROUP)."""
     config = config or auth_config()
-    names = {groups} if isinstance(groups, str) else set(groups) if isinstance(groups, list | tuple) else set()
+    names = (
+        {groups}
+        if isinstance(groups, str)
+        else set(groups)
+        if isinstance(groups, list | tuple)
+        else set()
+    )
     if config.operator_group and config.operator_group in names:
         return "operator"
     if config.viewer_group:
@@ -138,8 +156,9 @@ def role_for_groups(groups: object, config: AuthConfig | None = None) -> Role | 
 
 
 def _serializer() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(os.environ.get("SHOOTOUT_SESSION_SECRET") or _PROCESS_SECRET,
-                                  salt="shootout-session")
+    return URLSafeTimedSerializer(
+        os.environ.get("SHOOTOUT_SESSION_SECRET") or _PROCESS_SECRET, salt="shootout-session"
+    )
 
 
 def session_max_age_s() -> int:
@@ -191,7 +210,9 @@ def allowed_hosts(bind_address: str | None) -> set[str]:
     """Host names (without port) this app answers to. Anything else is a DNS-rebinding attempt
     or a misconfigured proxy: SHOOTOUT_ALLOWED_HOSTS adds names (comma-separated, `*` for any)."""
     hosts = {"localhost", "127.0.0.1", "::1", "[::1]"}
-    extra = {h.strip().lower() for h in os.environ.get("SHOOTOUT_ALLOWED_HOSTS", "").split(",") if h.strip()}
+    extra = {
+        h.strip().lower() for h in os.environ.get("SHOOTOUT_ALLOWED_HOSTS", "").split(",") if h.strip()
+    }
     hosts |= extra
     bind = (bind_address or "").strip().lower()
     if bind and bind not in ("0.0.0.0", "::"):

@@ -54,12 +54,18 @@ class LoginThrottle:
             record.failures += 1
             record.last_failure = now
             if record.failures > FREE_FAILURES:
-                record.lockout_s = min(MAX_LOCKOUT_S, record.lockout_s * 2 if record.lockout_s else FIRST_LOCKOUT_S)
+                record.lockout_s = min(
+                    MAX_LOCKOUT_S, record.lockout_s * 2 if record.lockout_s else FIRST_LOCKOUT_S
+                )
                 record.locked_until = now + record.lockout_s
             lockout = record.lockout_s if record.failures > FREE_FAILURES else 0.0
             failures = record.failures
-        log.warning("wrong password from %s (%d failures in a row%s)", client, failures,
-                    f"; locked out for {lockout:.0f} s" if lockout else "")
+        log.warning(
+            "wrong password from %s (%d failures in a row%s)",
+            client,
+            failures,
+            f"; locked out for {lockout:.0f} s" if lockout else "",
+        )
         return lockout
 
     def succeeded(self, client: str) -> None:

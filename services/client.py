@@ -66,11 +66,29 @@ ERROR_CLASSES: dict[str, str] = {
     "error": "an unexpected error",
 }
 
-_STANDARD_FIELDS = frozenset({
-    "model", "messages", "stream", "stream_options", "temperature", "top_p", "max_tokens",
-    "max_completion_tokens", "seed", "stop", "n", "response_format", "frequency_penalty",
-    "presence_penalty", "logprobs", "top_logprobs", "user", "tools", "tool_choice",
-})
+_STANDARD_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "seed",
+        "stop",
+        "n",
+        "response_format",
+        "frequency_penalty",
+        "presence_penalty",
+        "logprobs",
+        "top_logprobs",
+        "user",
+        "tools",
+        "tool_choice",
+    }
+)
 _MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: The JSON parser of the hot path: orjson parses a typical 250-byte chunk in 0.47 µs
 #: against 2.2 µs for json.loads (benchmarks/client_cpu_per_token.py --json).
@@ -165,7 +183,9 @@ class StreamResult:
     # -- figures (services/measure.py defines them) ----------------------------------
     def metrics(self) -> RequestMetrics:
         """TTFT, per-token ITL, TPOT, E2E and token counts of the stream so far."""
-        return measure_stream(self.start, [self.choices[i] for i in sorted(self.choices)], self.usage, self.timings)
+        return measure_stream(
+            self.start, [self.choices[i] for i in sorted(self.choices)], self.usage, self.timings
+        )
 
     @property
     def prompt_tokens(self) -> int | None:
@@ -211,9 +231,18 @@ DeltaCallback = Callable[[int, str, StreamResult], None]
 def merge_choice_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """Usage of a stream that reports each choice separately: completions add up, the
     prompt (the same for every choice) counts once."""
-    completion = (token_count(first.get("completion_tokens")) or 0) + (token_count(second.get("completion_tokens")) or 0)
-    prompt = max(token_count(first.get("prompt_tokens")) or 0, token_count(second.get("prompt_tokens")) or 0)
-    merged = {**first, "completion_tokens": completion, "prompt_tokens": prompt, "total_tokens": prompt + completion}
+    completion = (token_count(first.get("completion_tokens")) or 0) + (
+        token_count(second.get("completion_tokens")) or 0
+    )
+    prompt = max(
+        token_count(first.get("prompt_tokens")) or 0, token_count(second.get("prompt_tokens")) or 0
+    )
+    merged = {
+        **first,
+        "completion_tokens": completion,
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+    }
     merged["usage_reports"] = int(first.get("usage_reports", 1)) + 1
     return merged
 
@@ -277,10 +306,13 @@ def build_headers(request: ChatRequest, *, resolve_key: bool = True) -> dict[str
     return headers
 
 
-def make_http_client(max_connections: int = 100, *, connect_timeout_s: float = 10.0,
-                     read_timeout_s: float = 300.0) -> StreamClient:
+def make_http_client(
+    max_connections: int = 100, *, connect_timeout_s: float = 10.0, read_timeout_s: float = 300.0
+) -> StreamClient:
     """The one connection pool of a run. Create it inside the event loop that uses it."""
-    return StreamClient(max_connections, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s)
+    return StreamClient(
+        max_connections, connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -299,8 +331,13 @@ class StreamClient:
     """A keep-alive connection pool (per scheme, host and port) with at most
     `max_connections` requests in flight. Use as `async with make_http_client(n) as client`."""
 
-    def __init__(self, max_connections: int = 100, *, connect_timeout_s: float = 10.0,
-                 read_timeout_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        max_connections: int = 100,
+        *,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 300.0,
+    ) -> None:
         self.max_connections = max_connections
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
@@ -332,7 +369,9 @@ class StreamClient:
         that follow do not pay for connection set-up; returns how many are ready (a host that
         refuses gets none: its requests will say why)."""
         key = _split_url(url)[0]
-        opened = await asyncio.gather(*(self._connect(key, timeout_s) for _ in range(count)), return_exceptions=True)
+        opened = await asyncio.gather(
+            *(self._connect(key, timeout_s) for _ in range(count)), return_exceptions=True
+        )
         ready = 0
         for connection in opened:
             if not isinstance(connection, BaseException):
@@ -349,9 +388,15 @@ class StreamClient:
             context = self._ssl
         loop = asyncio.get_running_loop()
         _transport, connection = await asyncio.wait_for(
-            loop.create_connection(lambda: _Connection(self, key), host, port, ssl=context,
-                                   server_hostname=host if context else None),
-            timeout_s)
+            loop.create_connection(
+                lambda: _Connection(self, key),
+                host,
+                port,
+                ssl=context,
+                server_hostname=host if context else None,
+            ),
+            timeout_s,
+        )
         return connection
 
     def _take_idle(self, key: _Key) -> _Connection | None:
@@ -398,7 +443,9 @@ class _Connection(asyncio.Protocol):
         exchange.received_any = True
         exchange.bytes_left -= len(data)
         if exchange.bytes_left < 0:
-            exchange.fault("too_large", "The answer was larger than the request's byte limit; stopped reading it.")
+            exchange.fault(
+                "too_large", "The answer was larger than the request's byte limit; stopped reading it."
+            )
             return
         try:
             exchange.parser.feed_data(data)
@@ -406,7 +453,9 @@ class _Connection(asyncio.Protocol):
             exchange.fault("protocol_error", "The engine tried to switch protocols.")
         except httptools.HttpParserError as error:
             if exchange.error_class is None:
-                exchange.fault("protocol_error", f"The engine's HTTP answer could not be parsed: {error}")
+                exchange.fault(
+                    "protocol_error", f"The engine's HTTP answer could not be parsed: {error}"
+                )
 
     def eof_received(self) -> bool | None:
         return None  # close the transport; connection_lost follows
@@ -428,14 +477,45 @@ class _Exchange:
     """One request and its response on one connection: the httptools callbacks and the SSE
     hot path. Fills `result`; `finished` resolves when the caller may judge it."""
 
-    __slots__ = ("connection", "parser", "result", "choices", "on_delta", "deadline", "read_timeout_s",
-                 "finished", "now", "received_any", "status", "headers", "mode", "buffer", "body",
-                 "complete", "error_class", "timer", "loop", "location", "bytes_left",
-                 "shape_head", "shape_tail", "event_head", "event_tail", "shape_choice", "shape_tries")
+    __slots__ = (
+        "connection",
+        "parser",
+        "result",
+        "choices",
+        "on_delta",
+        "deadline",
+        "read_timeout_s",
+        "finished",
+        "now",
+        "received_any",
+        "status",
+        "headers",
+        "mode",
+        "buffer",
+        "body",
+        "complete",
+        "error_class",
+        "timer",
+        "loop",
+        "location",
+        "bytes_left",
+        "shape_head",
+        "shape_tail",
+        "event_head",
+        "event_tail",
+        "shape_choice",
+        "shape_tries",
+    )
 
-    def __init__(self, connection: _Connection, result: StreamResult, on_delta: DeltaCallback | None,
-                 deadline: float | None, read_timeout_s: float,
-                 max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+    def __init__(
+        self,
+        connection: _Connection,
+        result: StreamResult,
+        on_delta: DeltaCallback | None,
+        deadline: float | None,
+        read_timeout_s: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self.connection = connection
         self.bytes_left = max_bytes
         self.parser = httptools.HttpResponseParser(self)
@@ -478,7 +558,10 @@ class _Exchange:
             self.fault("total_timeout", "The answer took longer than the request's total time limit.")
             return
         if now - self.now >= self.read_timeout_s:
-            self.fault("read_timeout", f"The engine went silent for more than {self.read_timeout_s:g} s (read timeout).")
+            self.fault(
+                "read_timeout",
+                f"The engine went silent for more than {self.read_timeout_s:g} s (read timeout).",
+            )
             return
         wait = self.read_timeout_s - (now - self.now)
         if self.deadline is not None:
@@ -506,8 +589,10 @@ class _Exchange:
         if self.finished.done():
             return
         if not self.status:
-            self.fault("protocol_error" if self.received_any else "closed_early",
-                       "The engine closed the connection before answering.")
+            self.fault(
+                "protocol_error" if self.received_any else "closed_early",
+                "The engine closed the connection before answering.",
+            )
         elif self.mode == "sse":
             self.fault("stream_cut", "The connection closed before the answer was complete.")
         else:
@@ -556,7 +641,10 @@ class _Exchange:
                     if self.on_delta is not None:
                         self.on_delta(choice.index, content, self.result)
                     if self.deadline is not None and now > self.deadline:
-                        self.fault("total_timeout", "The answer took longer than the request's total time limit.")
+                        self.fault(
+                            "total_timeout",
+                            "The answer took longer than the request's total time limit.",
+                        )
                     return
             try:
                 self._sse(data)
@@ -586,7 +674,7 @@ class _Exchange:
             at = payload.find(pattern)
             if at >= 0 and payload.find(pattern, at + 1) < 0:
                 opening = at + len(pattern) - len(encoded)
-                head, tail = payload[:opening + 1], payload[opening + len(encoded) - 1:]
+                head, tail = payload[: opening + 1], payload[opening + len(encoded) - 1 :]
                 # Proof by example: another text in that place must give the same chunk otherwise.
                 probe = _loads(head + b"probe" + tail)
                 try:
@@ -645,8 +733,10 @@ class _Exchange:
             try:
                 chunk = _loads(payload)
             except ValueError:
-                self.fault("invalid_json", "A stream chunk was not valid JSON: "
-                           f"{payload[:120].decode('utf-8', 'replace')!r}")
+                self.fault(
+                    "invalid_json",
+                    f"A stream chunk was not valid JSON: {payload[:120].decode('utf-8', 'replace')!r}",
+                )
                 return
             if chunk.__class__ is not dict:
                 self.fault("invalid_json", "A stream chunk was JSON but not an object.")
@@ -669,9 +759,20 @@ class _Exchange:
                                 result.ttft_s = now - result.start
                             if on_delta is not None:
                                 on_delta(index, content, result)
-                            if shape is None and self.shape_tries and len(listed) == 1 and not entry.get("finish_reason") \
-                                    and not chunk.get("usage") and not chunk.get("error"):
-                                self._learn_shape(payload, content, choice, "content" if delta.get("content") else "reasoning_content")
+                            if (
+                                shape is None
+                                and self.shape_tries
+                                and len(listed) == 1
+                                and not entry.get("finish_reason")
+                                and not chunk.get("usage")
+                                and not chunk.get("error")
+                            ):
+                                self._learn_shape(
+                                    payload,
+                                    content,
+                                    choice,
+                                    "content" if delta.get("content") else "reasoning_content",
+                                )
                                 shape = self.shape_choice
                     reason = entry.get("finish_reason")
                     if reason:
@@ -686,7 +787,11 @@ class _Exchange:
                 # llama.cpp sends one usage trailer per choice when n > 1; vLLM one for all
                 # (and, with continuous_usage_stats, a running total on every chunk).
                 previous = result.usage
-                if previous is not None and len(choices) > 1 and previous.get("usage_reports", 1) < len(choices):
+                if (
+                    previous is not None
+                    and len(choices) > 1
+                    and previous.get("usage_reports", 1) < len(choices)
+                ):
                     result.usage = merge_choice_usage(previous, usage)
                 else:
                     result.usage = usage
@@ -772,19 +877,32 @@ def _split_url(url: str) -> tuple[_Key, str, str]:
 
 
 def _request_bytes(host_header: str, path: str, body: bytes, headers: dict[str, str]) -> bytes:
-    lines = [f"POST {path} HTTP/1.1", f"host: {host_header}", f"content-length: {len(body)}",
-             "user-agent: shootout"]
-    lines.extend(f"{name}: {value}" for name, value in headers.items()
-                 if name.lower() not in ("host", "content-length", "user-agent"))
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"host: {host_header}",
+        f"content-length: {len(body)}",
+        "user-agent: shootout",
+    ]
+    lines.extend(
+        f"{name}: {value}"
+        for name, value in headers.items()
+        if name.lower() not in ("host", "content-length", "user-agent")
+    )
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 _MAX_REDIRECTS = 5
 
 
-async def stream_chat(client: StreamClient, request: ChatRequest, *,
-                      on_delta: DeltaCallback | None = None, result: StreamResult | None = None,
-                      body: bytes | None = None, headers: dict[str, str] | None = None) -> StreamResult:
+async def stream_chat(
+    client: StreamClient,
+    request: ChatRequest,
+    *,
+    on_delta: DeltaCallback | None = None,
+    result: StreamResult | None = None,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> StreamResult:
     """Send one streaming chat completion through `client` and time it. Never raises for a
     failed request (only re-raises task cancellation after marking the result "cancelled").
 
@@ -803,7 +921,9 @@ async def stream_chat(client: StreamClient, request: ChatRequest, *,
         return _fail(result, "config", str(error.args[0] if error.args else error))
     async with client._slots:
         result.start = perf_counter()
-        deadline = result.start + request.total_timeout_s if request.total_timeout_s is not None else None
+        deadline = (
+            result.start + request.total_timeout_s if request.total_timeout_s is not None else None
+        )
         for _hop in range(_MAX_REDIRECTS + 1):
             exchange = await _send(client, url, body, headers, request, result, on_delta, deadline)
             if exchange is None:
@@ -812,14 +932,22 @@ async def stream_chat(client: StreamClient, request: ChatRequest, *,
                 break
             target = urljoin(url, exchange.location)
             if urlsplit(target).scheme not in ("http", "https"):
-                return _fail(result, "bad_redirect", f"The engine redirected to a {urlsplit(target).scheme or 'schemeless'} "
-                             "address; only http and https are followed.")
+                return _fail(
+                    result,
+                    "bad_redirect",
+                    f"The engine redirected to a {urlsplit(target).scheme or 'schemeless'} "
+                    "address; only http and https are followed.",
+                )
             if http.origin(target) != http.origin(url):
                 # The key was meant for the engine's host, not for wherever it points us.
-                headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
+                headers = {
+                    k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")
+                }
             url = target
         else:
-            return _fail(result, "redirect_loop", "The engine redirected too many times (a redirect loop).")
+            return _fail(
+                result, "redirect_loop", "The engine redirected too many times (a redirect loop)."
+            )
     if result.error_class is not None:
         return result
     if exchange.mode == "body" or exchange.location is not None:
@@ -829,14 +957,28 @@ async def stream_chat(client: StreamClient, request: ChatRequest, *,
             detail = _error_message(raw) if raw.strip() else "no details in the body"
             phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
             return _fail(result, "http_status", f"HTTP {status} {phrase}: {detail}".replace(" :", ":"))
-        content_type = exchange.headers.get(b"content-type", b"").decode("latin-1").split(";")[0] or "none"
-        return _fail(result, "wrong_content_type", f"Expected an event stream, got content type {content_type}: "
-                     f"{raw[:200].decode('utf-8', 'replace')!r}")
+        content_type = (
+            exchange.headers.get(b"content-type", b"").decode("latin-1").split(";")[0] or "none"
+        )
+        return _fail(
+            result,
+            "wrong_content_type",
+            f"Expected an event stream, got content type {content_type}: "
+            f"{raw[:200].decode('utf-8', 'replace')!r}",
+        )
     return _finish(result)
 
 
-async def _send(client: StreamClient, url: str, body: bytes, headers: dict[str, str], request: ChatRequest,
-                result: StreamResult, on_delta: DeltaCallback | None, deadline: float | None) -> _Exchange | None:
+async def _send(
+    client: StreamClient,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    request: ChatRequest,
+    result: StreamResult,
+    on_delta: DeltaCallback | None,
+    deadline: float | None,
+) -> _Exchange | None:
     """One HTTP exchange (a stale keep-alive connection is retried once on a fresh one)."""
     key, host_header, path = _split_url(url)
     payload = _request_bytes(host_header, path, body, headers)
@@ -854,8 +996,9 @@ async def _send(client: StreamClient, url: str, body: bytes, headers: dict[str, 
             fresh = True
         else:
             fresh = False
-        exchange = _Exchange(connection, result, on_delta, deadline, request.read_timeout_s,
-                             request.max_response_bytes)
+        exchange = _Exchange(
+            connection, result, on_delta, deadline, request.read_timeout_s, request.max_response_bytes
+        )
         connection.exchange = exchange
         assert connection.transport is not None
         connection.transport.write(payload)
@@ -881,7 +1024,7 @@ def _text_between(data: bytes, head: bytes, tail: bytes) -> str | None:
     `head + text + tail` and `text` holds no quote, backslash or line break; else None."""
     if not (data.startswith(head) and data.endswith(tail)):
         return None
-    text = data[len(head):len(data) - len(tail)]
+    text = data[len(head) : len(data) - len(tail)]
     if not text or b'"' in text or b"\\" in text or b"\n" in text or b"\r" in text:
         return None
     try:
@@ -909,11 +1052,19 @@ def _finish(result: StreamResult) -> StreamResult:
     finished = bool(result.choices) and all(c.finish_reason for c in result.choices.values())
     if not has_content:
         what = "only usage" if result.usage else "no text"
-        return _fail(result, "no_content", f"The stream ended with {what}: the engine produced no answer.")
+        return _fail(
+            result, "no_content", f"The stream ended with {what}: the engine produced no answer."
+        )
     if not result.done:
-        return _fail(result, "stream_cut", "The stream ended before [DONE]: the answer may be incomplete.")
+        return _fail(
+            result, "stream_cut", "The stream ended before [DONE]: the answer may be incomplete."
+        )
     if not finished:
-        return _fail(result, "stream_cut", "The stream ended without a finish reason: the answer may be incomplete.")
+        return _fail(
+            result,
+            "stream_cut",
+            "The stream ended without a finish reason: the answer may be incomplete.",
+        )
     result.ok = True
     return result
 
@@ -945,11 +1096,13 @@ def run_blocking(coroutine: Any) -> Any:
     return answer[0]
 
 
-async def run_chat(request: ChatRequest, *, on_delta: DeltaCallback | None = None,
-                   result: StreamResult | None = None) -> StreamResult:
+async def run_chat(
+    request: ChatRequest, *, on_delta: DeltaCallback | None = None, result: StreamResult | None = None
+) -> StreamResult:
     """One request with a client of its own (playground, CLI checks)."""
-    async with make_http_client(4, connect_timeout_s=request.connect_timeout_s,
-                                read_timeout_s=request.read_timeout_s) as client:
+    async with make_http_client(
+        4, connect_timeout_s=request.connect_timeout_s, read_timeout_s=request.read_timeout_s
+    ) as client:
         return await stream_chat(client, request, on_delta=on_delta, result=result)
 
 
@@ -959,6 +1112,7 @@ async def run_many(requests: Iterable[ChatRequest], *, concurrency: int = 32) ->
     results: list[StreamResult] = [StreamResult() for _ in pending]
     semaphore = asyncio.Semaphore(concurrency)
     async with make_http_client(concurrency) as client:
+
         async def one(position: int) -> None:
             async with semaphore:
                 await stream_chat(client, pending[position], result=results[position])
@@ -1000,11 +1154,14 @@ async def read_with_openai_sdk(request: ChatRequest) -> SdkReading:
     texts: dict[int, str] = {}
     reasons: dict[int, str | None] = {}
     usage: dict[str, Any] | None = None
-    async with openai.AsyncOpenAI(base_url=base, api_key=api_key, max_retries=0,
-                                  timeout=request.read_timeout_s) as sdk:
+    async with openai.AsyncOpenAI(
+        base_url=base, api_key=api_key, max_retries=0, timeout=request.read_timeout_s
+    ) as sdk:
         try:
             async with asyncio.timeout(request.total_timeout_s):
-                stream = await sdk.chat.completions.create(**_sdk_kwargs(request), extra_headers=request.headers or None)
+                stream = await sdk.chat.completions.create(
+                    **_sdk_kwargs(request), extra_headers=request.headers or None
+                )
                 async for chunk in stream:
                     for choice in chunk.choices:
                         if choice.delta and choice.delta.content:
@@ -1020,7 +1177,10 @@ async def read_with_openai_sdk(request: ChatRequest) -> SdkReading:
 
 def as_curl(request: ChatRequest) -> str:
     """The exact request as a curl command (the key stays in its environment variable)."""
-    lines = [f"curl -N {shlex.quote(chat_url(request.base_url))}", "  -H 'Content-Type: application/json'"]
+    lines = [
+        f"curl -N {shlex.quote(chat_url(request.base_url))}",
+        "  -H 'Content-Type: application/json'",
+    ]
     if request.api_key_env:
         lines.append(f'  -H "Authorization: Bearer ${request.api_key_env}"')
     for name, value in (request.headers or {}).items():

@@ -44,7 +44,14 @@ def get_settings() -> Settings:
 #: Never an engine's key, whatever the allowlist: the app's own settings and the host's
 #: well-known secrets. A viewer who could name SHOOTOUT_PASSWORD as "the key" of an engine at
 #: their own URL received the password as a Bearer token.
-NEVER_KEY_ENVS = ("SHOOTOUT_*", "*PASSWORD*", "*DATABASE_URL*", "*SECRET_ACCESS*", "*PRIVATE_KEY*", "*SESSION*")
+NEVER_KEY_ENVS = (
+    "SHOOTOUT_*",
+    "*PASSWORD*",
+    "*DATABASE_URL*",
+    "*SECRET_ACCESS*",
+    "*PRIVATE_KEY*",
+    "*SESSION*",
+)
 #: Exceptions to the first rule: variables meant to hold engine keys in the app's namespace.
 SHOOTOUT_KEY_NAMESPACE = ("SHOOTOUT_KEY_*", "SHOOTOUT_*_KEY")
 DEFAULT_KEY_ENVS = ("*KEY*", "*TOKEN*")
@@ -55,7 +62,9 @@ def key_env_allowed(name: str) -> bool:
     operator's list (SHOOTOUT_KEY_ENVS, patterns; default *KEY* and *TOKEN*), never the app's
     own settings or the host's usual secrets."""
     upper = name.upper()
-    patterns = [p.strip().upper() for p in os.environ.get("SHOOTOUT_KEY_ENVS", "").split(",") if p.strip()]
+    patterns = [
+        p.strip().upper() for p in os.environ.get("SHOOTOUT_KEY_ENVS", "").split(",") if p.strip()
+    ]
     if not any(fnmatch.fnmatchcase(upper, p) for p in patterns or DEFAULT_KEY_ENVS):
         return False
     in_namespace = any(fnmatch.fnmatchcase(upper, p) for p in SHOOTOUT_KEY_NAMESPACE)
@@ -65,5 +74,7 @@ def key_env_allowed(name: str) -> bool:
 
 def key_env_refusal(name: str) -> str:
     allowed = os.environ.get("SHOOTOUT_KEY_ENVS") or ",".join(DEFAULT_KEY_ENVS)
-    return (f"The API key variable {name} is not one an engine may use here (allowed: {allowed}; never the app's "
-            "own settings or passwords). The operator sets the list with SHOOTOUT_KEY_ENVS.")
+    return (
+        f"The API key variable {name} is not one an engine may use here (allowed: {allowed}; never the app's "
+        "own settings or passwords). The operator sets the list with SHOOTOUT_KEY_ENVS."
+    )

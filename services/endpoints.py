@@ -61,7 +61,9 @@ def _record(row: Engine) -> EngineRecord:
 
 
 _SCHEME_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
-_HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$")
+_HOST = re.compile(
+    r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$"
+)
 
 
 def _check_url(url: str, what: str) -> tuple[str, Any]:
@@ -75,14 +77,18 @@ def _check_url(url: str, what: str) -> tuple[str, Any]:
     if "://" not in url:
         scheme = _SCHEME_LIKE.match(url)
         if scheme:
-            raise ValidationError(f"{url!r} does not start with http:// or https:// (it starts with {scheme.group(1)!r}:).")
+            raise ValidationError(
+                f"{url!r} does not start with http:// or https:// (it starts with {scheme.group(1)!r}:)."
+            )
         url = "http://" + url
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise ValidationError(f"Unsupported URL scheme {parts.scheme!r}: use http:// or https://.")
     if parts.username is not None or parts.password is not None:
-        raise ValidationError("Put no user name or password in the URL: name the environment variable that holds "
-                              "the API key instead.")
+        raise ValidationError(
+            "Put no user name or password in the URL: name the environment variable that holds "
+            "the API key instead."
+        )
     host = parts.hostname or ""
     if not host:
         raise ValidationError(f"{url!r} has no host name.")
@@ -152,7 +158,9 @@ def get_engine(name: str) -> EngineRecord:
     with session_scope() as session:
         row = session.scalar(select(Engine).where(Engine.name == name))
         if row is None:
-            raise NotFoundError(f"No engine named {name!r}. Add it first (Engines page or `cli.py engines add`).")
+            raise NotFoundError(
+                f"No engine named {name!r}. Add it first (Engines page or `cli.py engines add`)."
+            )
         return _record(row)
 
 
@@ -174,7 +182,9 @@ def add_engine(
     metrics = _normalise_metrics_url(metrics_url)
     with session_scope() as session:
         if session.scalar(select(Engine.id).where(Engine.name == name)) is not None:
-            raise ConflictError(f"An engine named {name!r} exists already; choose another name or edit it.")
+            raise ConflictError(
+                f"An engine named {name!r} exists already; choose another name or edit it."
+            )
         row = Engine(
             name=name,
             base_url=url,
@@ -205,7 +215,10 @@ def update_engine(name: str, /, **changes: Any) -> EngineRecord:
         new_key_env = changes["api_key_env"] if "api_key_env" in changes else row.api_key_env
         new_key_env = (new_key_env or "").strip() or None
         _validate(new_name, new_kind, new_key_env)
-        if new_name != row.name and session.scalar(select(Engine.id).where(Engine.name == new_name)) is not None:
+        if (
+            new_name != row.name
+            and session.scalar(select(Engine.id).where(Engine.name == new_name)) is not None
+        ):
             raise ConflictError(f"An engine named {new_name!r} exists already.")
         row.name = new_name
         row.kind = new_kind

@@ -49,8 +49,23 @@ __all__ = [
 BATCH_ROWS = 2000
 STREAM_FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json"}
 REQUEST_COLUMNS = (
-    "engine_name", "index", "warmup", "ok", "scheduled_s", "start_s", "ttft_s", "e2e_s", "tpot_s", "itl_s",
-    "input_tokens", "output_tokens", "cached_tokens", "finish_reason", "error_class", "error", "extra",
+    "engine_name",
+    "index",
+    "warmup",
+    "ok",
+    "scheduled_s",
+    "start_s",
+    "ttft_s",
+    "e2e_s",
+    "tpot_s",
+    "itl_s",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "finish_reason",
+    "error_class",
+    "error",
+    "extra",
 )
 #: A cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` in an
 #: engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
@@ -129,7 +144,9 @@ _TABLES: dict[str, tuple[Any, Sequence[str], tuple[InstrumentedAttribute[Any], .
 }
 
 
-def _batches(table: str, run_id: int, columns: Sequence[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+def _batches(
+    table: str, run_id: int, columns: Sequence[str] | None = None
+) -> Iterator[list[dict[str, Any]]]:
     """A run's rows of one table in export order, BATCH_ROWS at a time, one session each."""
     model, all_columns, order = _TABLES[table]
     wanted = tuple(columns or all_columns)
@@ -138,12 +155,14 @@ def _batches(table: str, run_id: int, columns: Sequence[str] | None = None) -> I
     while True:
         query = select(*selected, *order).where(model.run_id == run_id)
         if last is not None:
-            query = query.where(order[0] > last[0] if len(order) == 1 else tuple_(*order) > tuple_(*last))
+            query = query.where(
+                order[0] > last[0] if len(order) == 1 else tuple_(*order) > tuple_(*last)
+            )
         with session_scope() as session:
             rows = session.execute(query.order_by(*order).limit(BATCH_ROWS)).all()
         if not rows:
             return
-        last = tuple(rows[-1][len(wanted):])
+        last = tuple(rows[-1][len(wanted) :])
         yield [dict(zip(wanted, row[: len(wanted)])) for row in rows]
         if len(rows) < BATCH_ROWS:
             return
@@ -200,12 +219,27 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
     """Per-request rows; a playground run's exchanges; a recording's samples."""
     if table == "samples":
         # The header names every signal of every sample: one pass for the names, one to write.
-        signals = sorted({key for batch in _batches("samples", run_id, ("values",)) for row in batch
-                          for key in (row["values"] or {})})
+        signals = sorted(
+            {
+                key
+                for batch in _batches("samples", run_id, ("values",))
+                for row in batch
+                for key in (row["values"] or {})
+            }
+        )
         yield _csv_text([["run_id", "ts", "source", *signals]])
         for batch in _batches("samples", run_id):
-            yield _csv_text([[run_id, row["ts"], row["source"], *(csv_cell((row["values"] or {}).get(s)) for s in signals)]
-                             for row in batch])
+            yield _csv_text(
+                [
+                    [
+                        run_id,
+                        row["ts"],
+                        row["source"],
+                        *(csv_cell((row["values"] or {}).get(s)) for s in signals),
+                    ]
+                    for row in batch
+                ]
+            )
         return
     columns = _TABLES[table][1]
     yield _csv_text([["run_id", *columns]])
@@ -226,13 +260,18 @@ def stream_run(run_id: int, fmt: str) -> ExportStream:
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
         if fmt == "json":
-            header = {"format": FORMAT, "version": VERSION, "exported_at": datetime.now(timezone.utc).isoformat(),
-                      "run": run_header(run)}
+            header = {
+                "format": FORMAT,
+                "version": VERSION,
+                "exported_at": datetime.now(timezone.utc).isoformat(),
+                "run": run_header(run),
+            }
             chunks = _json_chunks(header, run_id)
         else:
             table = next((t for t in _TABLES if _has_rows(session, t, run_id)), None)
             if table is None:
                 raise ValidationError(
-                    f"Run #{run_id} has no per-request rows, exchanges or samples to export as CSV; export JSON instead.")
+                    f"Run #{run_id} has no per-request rows, exchanges or samples to export as CSV; export JSON instead."
+                )
             chunks = _csv_chunks(table, run_id)
     return ExportStream(filename=export_filename(run_id, fmt), mime=STREAM_FORMATS[fmt], chunks=chunks)

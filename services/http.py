@@ -94,7 +94,9 @@ class Reply:
         try:
             return orjson.loads(self.body)
         except orjson.JSONDecodeError as error:
-            raise HttpProtocolError(f"{self.url} answered HTTP {self.status} with a body that is not JSON", self.url) from error
+            raise HttpProtocolError(
+                f"{self.url} answered HTTP {self.status} with a body that is not JSON", self.url
+            ) from error
 
 
 def describe_transport_error(error: BaseException) -> str:
@@ -115,7 +117,12 @@ def describe_transport_error(error: BaseException) -> str:
         lowered = text.lower()
         if "refused" in lowered:
             return "connection refused (nothing listens on that port)"
-        if "name or service not known" in lowered or "nodename" in lowered or "resolution" in lowered or "getaddrinfo" in lowered:
+        if (
+            "name or service not known" in lowered
+            or "nodename" in lowered
+            or "resolution" in lowered
+            or "getaddrinfo" in lowered
+        ):
             return "the host name does not resolve"
         if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
             return f"TLS handshake failed ({text})"
@@ -135,11 +142,15 @@ def _human_bytes(count: int) -> str:
     return f"{count / 1024 / 1024:.0f} MiB" if count >= 1024 * 1024 else f"{count // 1024} KiB"
 
 
-async def _read_body(response: httpx2.Response, url: str, max_bytes: int, truncate: bool) -> tuple[bytes, bool]:
+async def _read_body(
+    response: httpx2.Response, url: str, max_bytes: int, truncate: bool
+) -> tuple[bytes, bool]:
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes and not truncate:
         raise HttpBodyTooLarge(
-            f"{url} announced a {_human_bytes(int(declared))} body; the limit for this call is {_human_bytes(max_bytes)}", url)
+            f"{url} announced a {_human_bytes(int(declared))} body; the limit for this call is {_human_bytes(max_bytes)}",
+            url,
+        )
     parts: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
@@ -147,14 +158,25 @@ async def _read_body(response: httpx2.Response, url: str, max_bytes: int, trunca
             if truncate:
                 parts.append(chunk[: max_bytes - size])
                 return b"".join(parts), True
-            raise HttpBodyTooLarge(f"{url} sent more than {_human_bytes(max_bytes)}, the limit for this call", url)
+            raise HttpBodyTooLarge(
+                f"{url} sent more than {_human_bytes(max_bytes)}, the limit for this call", url
+            )
         parts.append(chunk)
         size += len(chunk)
     return b"".join(parts), False
 
 
-async def _exchange(client: httpx2.AsyncClient, method: str, url: str, headers: dict[str, str], content: bytes | None,
-                    params: dict[str, Any] | None, max_bytes: int, follow_redirects: bool, truncate: bool) -> Reply:
+async def _exchange(
+    client: httpx2.AsyncClient,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    content: bytes | None,
+    params: dict[str, Any] | None,
+    max_bytes: int,
+    follow_redirects: bool,
+    truncate: bool,
+) -> Reply:
     started = time.monotonic()
     first_origin = origin(url)
     current = url
@@ -170,21 +192,34 @@ async def _exchange(client: httpx2.AsyncClient, method: str, url: str, headers: 
                 if urlsplit(target).scheme not in ("http", "https"):
                     raise HttpRedirectRefused(
                         f"{current} redirected to a {urlsplit(target).scheme or 'relative'} address; only http and https are followed",
-                        current)
+                        current,
+                    )
                 if origin(target) != first_origin:
-                    headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
-                if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
+                    headers = {
+                        k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")
+                    }
+                if response.status_code == 303 or (
+                    response.status_code in (301, 302) and method == "POST"
+                ):
                     method, content = "GET", None
                 current, params = target, None
                 continue
             try:
                 body, truncated = await _read_body(response, current, max_bytes, truncate)
             except httpx2.HTTPError as error:
-                raise HttpProtocolError(f"{current}: {describe_transport_error(error)}", current) from error
+                raise HttpProtocolError(
+                    f"{current}: {describe_transport_error(error)}", current
+                ) from error
         finally:
             await response.aclose()
-        return Reply(status=response.status_code, url=current, headers=dict(response.headers), body=body,
-                     elapsed_s=time.monotonic() - started, truncated=truncated)
+        return Reply(
+            status=response.status_code,
+            url=current,
+            headers=dict(response.headers),
+            body=body,
+            elapsed_s=time.monotonic() - started,
+            truncated=truncated,
+        )
     raise HttpRedirectRefused(f"{url} redirected more than {MAX_REDIRECTS} times", url)
 
 
@@ -209,12 +244,26 @@ async def fetch_async(
         content = orjson.dumps(json)
         all_headers.setdefault("Content-Type", "application/json")
     own = client is None
-    http_client = client or httpx2.AsyncClient(timeout=httpx2.Timeout(deadline_s), follow_redirects=False)
+    http_client = client or httpx2.AsyncClient(
+        timeout=httpx2.Timeout(deadline_s), follow_redirects=False
+    )
     try:
         async with asyncio.timeout(deadline_s):
-            return await _exchange(http_client, method, url, all_headers, content, params, max_bytes, follow_redirects, truncate)
+            return await _exchange(
+                http_client,
+                method,
+                url,
+                all_headers,
+                content,
+                params,
+                max_bytes,
+                follow_redirects,
+                truncate,
+            )
     except TimeoutError as error:
-        raise HttpDeadlineExceeded(f"{url} did not finish answering within {deadline_s:g} s", url) from error
+        raise HttpDeadlineExceeded(
+            f"{url} did not finish answering within {deadline_s:g} s", url
+        ) from error
     finally:
         if own:
             await http_client.aclose()
@@ -243,21 +292,36 @@ class _Loop:
     def client(self) -> httpx2.AsyncClient:
         # Called on the loop's own thread only; reused so that a scraper keeps its connection.
         if self._client is None:
-            self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(60.0), follow_redirects=False,
-                                              limits=httpx2.Limits(max_connections=64, keepalive_expiry=30))
+            self._client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(60.0),
+                follow_redirects=False,
+                limits=httpx2.Limits(max_connections=64, keepalive_expiry=30),
+            )
         return self._client
 
 
 _shared = _Loop()
 
 
-def fetch(method: str, url: str, *, deadline_s: float = DEFAULT_DEADLINE_S, max_bytes: int = DEFAULT_MAX_BYTES,
-          **options: Any) -> Reply:
+def fetch(
+    method: str,
+    url: str,
+    *,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    **options: Any,
+) -> Reply:
     """`fetch_async` for code that is not async (pages, CLI, threads)."""
 
     async def run() -> Reply:
-        return await fetch_async(method, url, deadline_s=deadline_s, max_bytes=max_bytes,
-                                 client=options.pop("client", None) or _shared.client(), **options)
+        return await fetch_async(
+            method,
+            url,
+            deadline_s=deadline_s,
+            max_bytes=max_bytes,
+            client=options.pop("client", None) or _shared.client(),
+            **options,
+        )
 
     future = asyncio.run_coroutine_threadsafe(run(), _shared.get())
     try:
@@ -265,4 +329,6 @@ def fetch(method: str, url: str, *, deadline_s: float = DEFAULT_DEADLINE_S, max_
         return future.result(timeout=deadline_s + 5.0)
     except concurrent.futures.TimeoutError as error:
         future.cancel()
-        raise HttpDeadlineExceeded(f"{url} did not finish answering within {deadline_s:g} s", url) from error
+        raise HttpDeadlineExceeded(
+            f"{url} did not finish answering within {deadline_s:g} s", url
+        ) from error

@@ -62,8 +62,13 @@ def stale_cutoff(now: datetime | None = None, stale_after_s: float = STALE_AFTER
     return (now or datetime.now(timezone.utc)) - timedelta(seconds=stale_after_s)
 
 
-def is_stale(heartbeat_at: datetime | None, created_at: datetime | None, *, now: datetime | None = None,
-             stale_after_s: float = STALE_AFTER_S) -> bool:
+def is_stale(
+    heartbeat_at: datetime | None,
+    created_at: datetime | None,
+    *,
+    now: datetime | None = None,
+    stale_after_s: float = STALE_AFTER_S,
+) -> bool:
     """Whether a run's worker has been silent for longer than the threshold (a run with
     neither time has never shown a sign of life: stale)."""
     last = last_sign_of_life(heartbeat_at, created_at)

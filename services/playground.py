@@ -188,7 +188,9 @@ def parse_schema(text: str) -> dict[str, Any]:
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValidationError(f"The schema is not JSON: {error.msg} at line {error.lineno}, column {error.colno}.") from None
+        raise ValidationError(
+            f"The schema is not JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+        ) from None
     if not isinstance(schema, dict):
         raise ValidationError("The schema must be a JSON object.")
     try:
@@ -207,7 +209,9 @@ def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
     try:
         instance = json.loads(stripped)
     except json.JSONDecodeError as error:
-        return SchemaCheck(False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})")
+        return SchemaCheck(
+            False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        )
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is None:
@@ -227,15 +231,29 @@ def _messages(system: str, history: list[tuple[str, str]], prompt: str) -> list[
 
 
 def _params_dict(params: SamplingParams) -> dict[str, Any]:
-    return {"temperature": params.temperature, "top_p": params.top_p, "max_tokens": params.max_tokens,
-            "seed": params.seed, "stop": list(params.stop), "n": params.n, "top_k": params.top_k,
-            "min_tokens": params.min_tokens, "ignore_eos": params.ignore_eos}
+    return {
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "max_tokens": params.max_tokens,
+        "seed": params.seed,
+        "stop": list(params.stop),
+        "n": params.n,
+        "top_k": params.top_k,
+        "min_tokens": params.min_tokens,
+        "ignore_eos": params.ignore_eos,
+    }
 
 
 def params_from_dict(values: dict[str, Any]) -> SamplingParams:
-    known = {k: values.get(k) for k in ("temperature", "top_p", "max_tokens", "seed", "top_k", "min_tokens")}
-    return SamplingParams(**known, stop=tuple(values.get("stop") or ()), n=int(values.get("n") or 1),
-                          ignore_eos=bool(values.get("ignore_eos")))
+    known = {
+        k: values.get(k) for k in ("temperature", "top_p", "max_tokens", "seed", "top_k", "min_tokens")
+    }
+    return SamplingParams(
+        **known,
+        stop=tuple(values.get("stop") or ()),
+        n=int(values.get("n") or 1),
+        ignore_eos=bool(values.get("ignore_eos")),
+    )
 
 
 def _engine_params(record: EngineRecord, params: SamplingParams) -> tuple[SamplingParams, list[str]]:
@@ -372,8 +390,12 @@ def _row_values(stream: _Stream, final: bool) -> dict[str, Any]:
     result = stream.result
     figures = result.metrics()
     metrics: dict[str, Any] = {
-        "ttft_s": figures.ttft_s, "e2e_s": figures.e2e_s, "tpot_s": figures.tpot_s,
-        "itl_mean_s": figures.itl_mean_s, "itl_p90_s": figures.itl_p90_s, "output_tokens": figures.output_tokens,
+        "ttft_s": figures.ttft_s,
+        "e2e_s": figures.e2e_s,
+        "tpot_s": figures.tpot_s,
+        "itl_mean_s": figures.itl_mean_s,
+        "itl_p90_s": figures.itl_p90_s,
+        "output_tokens": figures.output_tokens,
         "tokens_per_s": (1 / figures.tpot_s) if figures.tpot_s else None,
         "notes": stream.notes,
     }
@@ -389,7 +411,9 @@ def _row_values(stream: _Stream, final: bool) -> dict[str, Any]:
         "finish_reason": result.finish_reason,
     }
     if final:
-        values["status"] = stream.status if stream.status != "streaming" else ("finished" if result.ok else "failed")
+        values["status"] = (
+            stream.status if stream.status != "streaming" else ("finished" if result.ok else "failed")
+        )
         values["error_class"] = result.error_class
         values["error"] = result.error
     return values
@@ -426,24 +450,32 @@ def _finish_run(run_id: int, streams: list[_Stream], error: str | None = None) -
             run.status = "finished_with_errors"
         else:
             run.status = "failed"
-            run.error = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)[:2000]
+            run.error = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)[
+                :2000
+            ]
         run.finished_at = datetime.now(timezone.utc)
         run.progress = 1.0
-        run.summary = {"engines": {
-            s.engine: {
-                "ttft_s": {"p50": values["metrics"]["ttft_s"]} if values["metrics"]["ttft_s"] is not None else None,
-                "output_throughput_tok_s": values["metrics"]["tokens_per_s"],
-                "failed": 0 if values["status"] == "finished" else 1,
+        run.summary = {
+            "engines": {
+                s.engine: {
+                    "ttft_s": {"p50": values["metrics"]["ttft_s"]}
+                    if values["metrics"]["ttft_s"] is not None
+                    else None,
+                    "output_throughput_tok_s": values["metrics"]["tokens_per_s"],
+                    "failed": 0 if values["status"] == "finished" else 1,
+                }
+                for s, (_, values) in zip(streams, rows, strict=True)
             }
-            for s, (_, values) in zip(streams, rows, strict=True)
-        }}
+        }
 
 
 def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tuple[str, str]]]]:
     """(last turn, per engine [(prompt, that engine's own answer)])."""
     with session_scope() as session:
         rows = session.scalars(
-            select(Exchange).where(Exchange.conversation_id == conversation_id).order_by(Exchange.turn, Exchange.id)
+            select(Exchange)
+            .where(Exchange.conversation_id == conversation_id)
+            .order_by(Exchange.turn, Exchange.id)
         ).all()
     history: dict[str, list[tuple[str, str]]] = {}
     last = 0
@@ -473,12 +505,22 @@ def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
             requested_by=requested_by,
             name=request.prompt.strip().splitlines()[0][:120],
             status="running",
-            config={"conversation_id": conversation_id, "turn": turn, "prompt": request.prompt,
-                    "system": request.system, "params": _params_dict(request.params), "schema": request.schema,
-                    "engines": [{"engine": c.engine, "model": c.model, "extra_body": c.extra_body}
-                                for c in request.engines]},
-            engines=[{"name": r.name, "kind": r.kind, "base_url": r.base_url, "model": r.model}
-                     for r in records.values()],
+            config={
+                "conversation_id": conversation_id,
+                "turn": turn,
+                "prompt": request.prompt,
+                "system": request.system,
+                "params": _params_dict(request.params),
+                "schema": request.schema,
+                "engines": [
+                    {"engine": c.engine, "model": c.model, "extra_body": c.extra_body}
+                    for c in request.engines
+                ],
+            },
+            engines=[
+                {"name": r.name, "kind": r.kind, "base_url": r.base_url, "model": r.model}
+                for r in records.values()
+            ],
             engine_names=",".join(records),
             model=next((c.model or records[c.engine].model for c in request.engines), None),
             workload="playground",
@@ -492,17 +534,37 @@ def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
             params, notes = _engine_params(record, request.params)
             messages = _messages(request.system, history.get(choice.engine, []), request.prompt)
             model = choice.model or record.model or ""
-            exchange = Exchange(run_id=run.id, conversation_id=conversation_id, turn=turn, engine_name=record.name,
-                                model=model, messages=messages, status="streaming",
-                                params={**_params_dict(params), "schema": request.schema,
-                                        "extra_body": choice.extra_body, "kind": record.kind},
-                                metrics={"notes": notes})
+            exchange = Exchange(
+                run_id=run.id,
+                conversation_id=conversation_id,
+                turn=turn,
+                engine_name=record.name,
+                model=model,
+                messages=messages,
+                status="streaming",
+                params={
+                    **_params_dict(params),
+                    "schema": request.schema,
+                    "extra_body": choice.extra_body,
+                    "kind": record.kind,
+                },
+                metrics={"notes": notes},
+            )
             session.add(exchange)
             session.flush()
-            chat = ChatRequest(base_url=record.base_url, model=model, messages=messages, params=params,
-                               kind=record.kind, api_key_env=record.api_key_env, response_schema=request.schema,
-                               extra_body=choice.extra_body or None, read_timeout_s=120.0, total_timeout_s=600.0,
-                               max_response_bytes=limits.answer_bytes())
+            chat = ChatRequest(
+                base_url=record.base_url,
+                model=model,
+                messages=messages,
+                params=params,
+                kind=record.kind,
+                api_key_env=record.api_key_env,
+                response_schema=request.schema,
+                extra_body=choice.extra_body or None,
+                read_timeout_s=120.0,
+                total_timeout_s=600.0,
+                max_response_bytes=limits.answer_bytes(),
+            )
             limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
             streams.append(_Stream(exchange.id, record.name, chat, notes))
         run_id = run.id
@@ -542,7 +604,9 @@ def exchange_id(value: str) -> int:
     """The run id that a Playground address names (?exchange=12), or why it names none."""
     text = str(value).strip().lstrip("#")
     if not re.fullmatch(r"[0-9]{1,12}", text):
-        raise ValidationError(f"The address names exchange “{str(value)[:40]}”, which is not an exchange number.")
+        raise ValidationError(
+            f"The address names exchange “{str(value)[:40]}”, which is not an exchange number."
+        )
     return int(text)
 
 
@@ -554,7 +618,10 @@ def reopen(run_id: int) -> SendRequest:
             raise NotFoundError(f"Playground exchange {run_id} not found.")
         config = dict(run.config)
     return SendRequest(
-        engines=tuple(EngineChoice(e["engine"], e.get("model"), e.get("extra_body")) for e in config.get("engines", [])),
+        engines=tuple(
+            EngineChoice(e["engine"], e.get("model"), e.get("extra_body"))
+            for e in config.get("engines", [])
+        ),
         prompt=config.get("prompt", ""),
         system=config.get("system", ""),
         params=params_from_dict(config.get("params") or {}),
@@ -569,11 +636,17 @@ def reopen(run_id: int) -> SendRequest:
 
 def _mark_interrupted(session: Any, run: Run) -> None:
     """A streaming run with no worker in this process and no recent write: the app restarted."""
-    if run.status != RunStatus.RUNNING or is_active(run.id) or not is_stale(run.heartbeat_at, run.created_at):
+    if (
+        run.status != RunStatus.RUNNING
+        or is_active(run.id)
+        or not is_stale(run.heartbeat_at, run.created_at)
+    ):
         return
     run.status = RunStatus.INTERRUPTED
     run.error = "The app stopped while this exchange was streaming; the partial answers are kept."
-    for row in session.scalars(select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")):
+    for row in session.scalars(
+        select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")
+    ):
         row.status = "interrupted"
 
 
@@ -584,19 +657,36 @@ def get_exchange(run_id: int) -> ExchangeView:
         if run is None or run.kind != "playground":
             raise NotFoundError(f"Playground exchange {run_id} not found.")
         _mark_interrupted(session, run)
-        rows = session.scalars(select(Exchange).where(Exchange.run_id == run_id).order_by(Exchange.id)).all()
+        rows = session.scalars(
+            select(Exchange).where(Exchange.run_id == run_id).order_by(Exchange.id)
+        ).all()
         config = dict(run.config)
         conversation_id = config.get("conversation_id", "")
         first_turn = {}
         if config.get("turn", 1) > 1:
-            first_turn = {r.engine_name: r for r in session.scalars(
-                select(Exchange).where(Exchange.conversation_id == conversation_id, Exchange.turn == 1))}
+            first_turn = {
+                r.engine_name: r
+                for r in session.scalars(
+                    select(Exchange).where(
+                        Exchange.conversation_id == conversation_id, Exchange.turn == 1
+                    )
+                )
+            }
         schema = config.get("schema")
         columns = [_column(row, schema, first_turn.get(row.engine_name)) for row in rows]
-        return ExchangeView(run_id=run.id, conversation_id=conversation_id, turn=int(config.get("turn", 1)),
-                            prompt=_text(config.get("prompt")), system=_text(config.get("system")), status=run.status,
-                            active=is_active(run.id), columns=columns, params=config.get("params") or {},
-                            schema=schema, created_at=run.created_at)
+        return ExchangeView(
+            run_id=run.id,
+            conversation_id=conversation_id,
+            turn=int(config.get("turn", 1)),
+            prompt=_text(config.get("prompt")),
+            system=_text(config.get("system")),
+            status=run.status,
+            active=is_active(run.id),
+            columns=columns,
+            params=config.get("params") or {},
+            schema=schema,
+            created_at=run.created_at,
+        )
 
 
 def _text(value: Any) -> str:
@@ -613,16 +703,32 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
     usage = row.usage or {}
     kind = str((row.params or {}).get("kind") or "openai")
     check = None
-    if schema is not None and row.status in ("finished", "failed", "cancelled", "interrupted") and row.answer:
+    if (
+        schema is not None
+        and row.status in ("finished", "failed", "cancelled", "interrupted")
+        and row.answer
+    ):
         check = check_answer(row.answer, schema)
     column = Column(
-        engine=row.engine_name, model=row.model, kind=kind, status=row.status, answer=row.answer or "",
+        engine=row.engine_name,
+        model=row.model,
+        kind=kind,
+        status=row.status,
+        answer=row.answer or "",
         choices=list(row.choices or []),
-        ttft_s=metrics.get("ttft_s"), itl_mean_s=metrics.get("itl_mean_s"), itl_p90_s=metrics.get("itl_p90_s"),
-        tokens_per_s=metrics.get("tokens_per_s"), e2e_s=metrics.get("e2e_s"),
-        prompt_tokens=token_count(usage.get("prompt_tokens")), completion_tokens=token_count(usage.get("completion_tokens")),
-        cached_tokens=cached_tokens(usage), finish_reason=row.finish_reason, error_class=row.error_class,
-        error=row.error, notes=list(metrics.get("notes") or []), schema_check=check,
+        ttft_s=metrics.get("ttft_s"),
+        itl_mean_s=metrics.get("itl_mean_s"),
+        itl_p90_s=metrics.get("itl_p90_s"),
+        tokens_per_s=metrics.get("tokens_per_s"),
+        e2e_s=metrics.get("e2e_s"),
+        prompt_tokens=token_count(usage.get("prompt_tokens")),
+        completion_tokens=token_count(usage.get("completion_tokens")),
+        cached_tokens=cached_tokens(usage),
+        finish_reason=row.finish_reason,
+        error_class=row.error_class,
+        error=row.error,
+        notes=list(metrics.get("notes") or []),
+        schema_check=check,
     )
     if first is not None and first.id != row.id:
         column.first_turn_ttft_s = (first.metrics or {}).get("ttft_s")
@@ -633,8 +739,11 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
 def conversation(conversation_id: str) -> list[Turn]:
     """The turns of a conversation, oldest first, with each engine's answer."""
     with session_scope() as session:
-        rows = session.scalars(select(Exchange).where(Exchange.conversation_id == conversation_id)
-                               .order_by(Exchange.turn, Exchange.id)).all()
+        rows = session.scalars(
+            select(Exchange)
+            .where(Exchange.conversation_id == conversation_id)
+            .order_by(Exchange.turn, Exchange.id)
+        ).all()
         turns: dict[int, Turn] = {}
         for row in rows:
             turn = turns.setdefault(row.turn, Turn(row.run_id, row.turn, _last_prompt(row), {}))
@@ -645,17 +754,29 @@ def conversation(conversation_id: str) -> list[Turn]:
 def history(limit: int = 20) -> list[HistoryItem]:
     """The latest playground exchanges, newest first."""
     with session_scope() as session:
-        runs = session.scalars(select(Run).where(Run.kind == "playground").order_by(Run.id.desc()).limit(limit)).all()
-        return [HistoryItem(run_id=r.id, conversation_id=str(r.config.get("conversation_id", "")),
-                            turn=int(r.config.get("turn", 1)), prompt=_text(r.config.get("prompt")),
-                            engines=[n for n in r.engine_names.split(",") if n], status=r.status,
-                            created_at=r.created_at) for r in runs]
+        runs = session.scalars(
+            select(Run).where(Run.kind == "playground").order_by(Run.id.desc()).limit(limit)
+        ).all()
+        return [
+            HistoryItem(
+                run_id=r.id,
+                conversation_id=str(r.config.get("conversation_id", "")),
+                turn=int(r.config.get("turn", 1)),
+                prompt=_text(r.config.get("prompt")),
+                engines=[n for n in r.engine_names.split(",") if n],
+                status=r.status,
+                created_at=r.created_at,
+            )
+            for r in runs
+        ]
 
 
 def request_code(run_id: int, engine: str) -> tuple[str, str]:
     """(curl, openai-python) for the exact request one column sent."""
     with session_scope() as session:
-        row = session.scalars(select(Exchange).where(Exchange.run_id == run_id, Exchange.engine_name == engine)).first()
+        row = session.scalars(
+            select(Exchange).where(Exchange.run_id == run_id, Exchange.engine_name == engine)
+        ).first()
         run = session.get(Run, run_id)
         if row is None or run is None:
             raise NotFoundError(f"No answer of {engine} in exchange {run_id}.")
@@ -667,8 +788,14 @@ def request_code(run_id: int, engine: str) -> tuple[str, str]:
         api_key_env = record.api_key_env
     except NotFoundError:
         api_key_env = None
-    request = ChatRequest(base_url=snapshot.get("base_url") or "http://engine-removed", model=model,
-                          messages=messages, params=params_from_dict(stored), kind=str(stored.get("kind") or "openai"),
-                          api_key_env=api_key_env, response_schema=stored.get("schema"),
-                          extra_body=stored.get("extra_body") or None)
+    request = ChatRequest(
+        base_url=snapshot.get("base_url") or "http://engine-removed",
+        model=model,
+        messages=messages,
+        params=params_from_dict(stored),
+        kind=str(stored.get("kind") or "openai"),
+        api_key_env=api_key_env,
+        response_schema=stored.get("schema"),
+        extra_body=stored.get("extra_body") or None,
+    )
     return as_curl(request), as_openai_python(request)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from services.engines import SamplingParams
+
 # The escaping helpers live in services.safe_text (every page uses them); the Playground
 # page reaches them through this module as it always has.
 from services.safe_text import code_span, md_line, md_text, safe_answer  # noqa: F401
@@ -43,8 +44,10 @@ def word_diff(a: str, b: str) -> list[tuple[str, str]]:
     return segments
 
 
-_DIFF_STYLE = ("white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; "
-               "font-family: inherit; font-size: 0.95rem")
+_DIFF_STYLE = (
+    "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; "
+    "font-family: inherit; font-size: 0.95rem"
+)
 _DELETE_STYLE = "background: rgba(255, 75, 75, 0.22); text-decoration: line-through; border-radius: 3px"
 _INSERT_STYLE = "background: rgba(33, 195, 84, 0.22); text-decoration: none; border-radius: 3px"
 
@@ -103,10 +106,16 @@ def number(value: Any) -> str:
 
 def params_summary(params: SamplingParams, system: str, schema_on: bool) -> str:
     """The parameters of the next send in one line (plain text: escape before markdown)."""
-    bits = [f"temperature {params.temperature if params.temperature is not None else 'default'}",
-            f"max tokens {params.max_tokens or 'default'}"]
-    for label, value in (("top_p", params.top_p), ("seed", params.seed), ("top_k", params.top_k),
-                         ("min_tokens", params.min_tokens)):
+    bits = [
+        f"temperature {params.temperature if params.temperature is not None else 'default'}",
+        f"max tokens {params.max_tokens or 'default'}",
+    ]
+    for label, value in (
+        ("top_p", params.top_p),
+        ("seed", params.seed),
+        ("top_k", params.top_k),
+        ("min_tokens", params.min_tokens),
+    ):
         if value is not None:
             bits.append(f"{label} {value}")
     if params.stop:

@@ -64,14 +64,21 @@ def vote_best(run_id: int, winner: str) -> BlindVote:
         run = session.get(Run, run_id)
         if run is None or run.kind != "playground":
             raise NotFoundError(f"Playground exchange {run_id} not found.")
-        engines = list(dict.fromkeys(session.scalars(
-            select(Exchange.engine_name).where(Exchange.run_id == run_id).order_by(Exchange.id))))
+        engines = list(
+            dict.fromkeys(
+                session.scalars(
+                    select(Exchange.engine_name).where(Exchange.run_id == run_id).order_by(Exchange.id)
+                )
+            )
+        )
         if len(engines) < 2:
             raise ValidationError("A vote needs at least two answers.")
         if winner != TIE and winner not in engines:
             raise ValidationError(f"{winner} did not answer in exchange {run_id}.")
         if session.scalar(select(func.count()).select_from(Vote).where(Vote.run_id == run_id)):
-            raise ValidationError(f"Exchange {run_id} already has a vote: a second one would not be blind.")
+            raise ValidationError(
+                f"Exchange {run_id} already has a vote: a second one would not be blind."
+            )
         if winner == TIE:
             pairs = [(a, b, TIE) for a, b in combinations(engines, 2)]
         else:
@@ -82,7 +89,10 @@ def vote_best(run_id: int, winner: str) -> BlindVote:
 
 def votes_for(run_id: int) -> list[tuple[str, str, str]]:
     with session_scope() as session:
-        return [(v.engine_a, v.engine_b, v.winner) for v in session.scalars(select(Vote).where(Vote.run_id == run_id))]
+        return [
+            (v.engine_a, v.engine_b, v.winner)
+            for v in session.scalars(select(Vote).where(Vote.run_id == run_id))
+        ]
 
 
 def blind_vote(run_id: int) -> BlindVote | None:
@@ -97,8 +107,11 @@ def blind_vote(run_id: int) -> BlindVote | None:
 def tally() -> list[PairTally]:
     """Wins and ties per engine pair over every stored vote (pairs in name order)."""
     with session_scope() as session:
-        rows = session.execute(select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count())
-                               .group_by(Vote.engine_a, Vote.engine_b, Vote.winner)).all()
+        rows = session.execute(
+            select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count()).group_by(
+                Vote.engine_a, Vote.engine_b, Vote.winner
+            )
+        ).all()
     pairs: dict[tuple[str, str], PairTally] = {}
     for engine_a, engine_b, winner, count in rows:
         first, second = sorted((engine_a, engine_b))

@@ -52,7 +52,9 @@ def launch_run_worker(module: str, run_id: int, log_name: str) -> int:
     return process.pid
 
 
-def worker_main(argv: list[str], module: str, body: Callable[[int], None], on_stop: Callable[[int], None]) -> int:
+def worker_main(
+    argv: list[str], module: str, body: Callable[[int], None], on_stop: Callable[[int], None]
+) -> int:
     """The entry point of a run's worker process: `python -m MODULE RUN_ID`. SIGTERM and
     SIGINT call `on_stop(run_id)` (stop like the page's button; what ran is kept); a
     ShootoutError ends it with one line and exit 1."""

@@ -32,25 +32,45 @@ class Registration:
     twins: list[str] = field(default_factory=list)
 
 
-def _with_reported(found: ProbeResult, kind: str | None, model: str | None) -> tuple[str | None, str | None]:
+def _with_reported(
+    found: ProbeResult, kind: str | None, model: str | None
+) -> tuple[str | None, str | None]:
     """The caller's kind and model where given, else what the server reported (its first model)."""
     return kind or found.kind, model or (found.models[0] if found.models else None)
 
 
-def identify(url: str, *, kind: str | None = None, model: str | None = None, api_key_env: str | None = None,
-             timeout_s: float = 5.0, probe_first: bool = True) -> Identified:
+def identify(
+    url: str,
+    *,
+    kind: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    timeout_s: float = 5.0,
+    probe_first: bool = True,
+) -> Identified:
     """The caller's kind and model where given, else what the server reports (an unhealthy but
     answering server still says what it is), else a generic OpenAI-compatible server."""
-    found = probe(url, api_key_env=api_key_env, timeout_s=timeout_s) if probe_first and (kind is None or model is None) \
+    found = (
+        probe(url, api_key_env=api_key_env, timeout_s=timeout_s)
+        if probe_first and (kind is None or model is None)
         else None
+    )
     if found is not None and (found.ok or found.state == "unhealthy"):
         kind, model = _with_reported(found, kind, model)
     return Identified(kind=kind or "openai", model=model, probe=found)
 
 
-def probe_and_register(name: str, url: str, *, kind: str | None = None, model: str | None = None,
-                       api_key_env: str | None = None, metrics_url: str | None = None,
-                       store_unreachable: bool = False, probe_first: bool = True) -> Registration:
+def probe_and_register(
+    name: str,
+    url: str,
+    *,
+    kind: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    metrics_url: str | None = None,
+    store_unreachable: bool = False,
+    probe_first: bool = True,
+) -> Registration:
     """Probe `url` and store it as engine `name` when it answered (or when asked to store it
     anyway). Bad names, URLs and key variables raise ValidationError before anything is stored."""
     found = probe(url, api_key_env=api_key_env) if probe_first else None
@@ -59,8 +79,22 @@ def probe_and_register(name: str, url: str, *, kind: str | None = None, model: s
     info: dict[str, Any] = {}
     if found is not None and found.ok:
         kind, model = _with_reported(found, kind, model)
-        info = {"version": found.version, "context_length": found.context_length, "server": found.server_info}
-    record = endpoints.add_engine(name, url, kind=kind or "openai", model=model, api_key_env=api_key_env,
-                                  metrics_url=metrics_url, info=info)
-    return Registration(probe=found, record=record,
-                        twins=endpoints.same_endpoint(record.base_url, except_name=record.name))
+        info = {
+            "version": found.version,
+            "context_length": found.context_length,
+            "server": found.server_info,
+        }
+    record = endpoints.add_engine(
+        name,
+        url,
+        kind=kind or "openai",
+        model=model,
+        api_key_env=api_key_env,
+        metrics_url=metrics_url,
+        info=info,
+    )
+    return Registration(
+        probe=found,
+        record=record,
+        twins=endpoints.same_endpoint(record.base_url, except_name=record.name),
+    )

@@ -55,8 +55,18 @@ ExportFormat = Literal["csv", "json", "html"]
 EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": "text/html"}
 CDF_POINTS = 1000
 #: One colour per series, the same in every figure (plotly's default qualitative palette).
-SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-                  "#17becf")
+SERIES_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 MARK_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "same": "#57606a"}
 
 
@@ -112,7 +122,9 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
         records.append(record)
     columns = ["Metric"]
     for index, series in enumerate(comparison.series):
-        columns.append(series.label + (" (baseline)" if index == base and len(comparison.series) > 1 else ""))
+        columns.append(
+            series.label + (" (baseline)" if index == base and len(comparison.series) > 1 else "")
+        )
         if index != base:
             columns.append(f"Δ {series.label}")
     frame = pd.DataFrame.from_records(records)
@@ -143,8 +155,13 @@ def settings_table(comparison: Comparison, only_differences: bool = False) -> pd
     for row in comparison.settings:
         if only_differences and not row.differs:
             continue
-        records.append({"Setting": row.key, **dict(zip(labels, (v if v is not None else "—" for v in row.values))),
-                        "Differs": row.differs})
+        records.append(
+            {
+                "Setting": row.key,
+                **dict(zip(labels, (v if v is not None else "—" for v in row.values))),
+                "Differs": row.differs,
+            }
+        )
     return pd.DataFrame.from_records(records, columns=["Setting", *labels, "Differs"])
 
 
@@ -168,8 +185,14 @@ def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
         if values is None or values.size == 0:
             continue
         x, y = _cdf_points(values)
-        notes = [note for note, on in (("all sweep steps", series.multi_step),
-                                        (f"1 in {series.sampled_every} requests", series.sampled_every > 1)) if on]
+        notes = [
+            note
+            for note, on in (
+                ("all sweep steps", series.multi_step),
+                (f"1 in {series.sampled_every} requests", series.sampled_every > 1),
+            )
+            if on
+        ]
         name = series.label + (f" ({', '.join(notes)})" if notes else "")
         figure.add_trace(
             go.Scatter(
@@ -178,7 +201,9 @@ def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
                 mode="lines",
                 line={"shape": "hv", "color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
                 name=name,
-                hovertemplate="%{x:.1f} ms: %{y:.1%} of requests<extra>" + html.escape(name) + "</extra>",
+                hovertemplate="%{x:.1f} ms: %{y:.1%} of requests<extra>"
+                + html.escape(name)
+                + "</extra>",
             )
         )
     if not figure.data:
@@ -210,8 +235,12 @@ def _points(series: runs.Series) -> list[dict[str, Any]]:
         points.append(
             {
                 "x": throughput,
-                "ttft": (step.get("ttft_s") or {}).get("p50") if isinstance(step.get("ttft_s"), dict) else None,
-                "e2e": (step.get("e2e_s") or {}).get("p50") if isinstance(step.get("e2e_s"), dict) else None,
+                "ttft": (step.get("ttft_s") or {}).get("p50")
+                if isinstance(step.get("ttft_s"), dict)
+                else None,
+                "e2e": (step.get("e2e_s") or {}).get("p50")
+                if isinstance(step.get("e2e_s"), dict)
+                else None,
                 "label": ", ".join(load) or "whole run",
             }
         )
@@ -221,7 +250,9 @@ def _points(series: runs.Series) -> list[dict[str, Any]]:
 def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
     """Median TTFT and E2E latency against output throughput, one curve per series (a
     sweep draws a curve; a single-load run is one point)."""
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT p50 vs output throughput", "E2E p50 vs output throughput"))
+    figure = make_subplots(
+        rows=1, cols=2, subplot_titles=("TTFT p50 vs output throughput", "E2E p50 vs output throughput")
+    )
     drawn = False
     for index, series in enumerate(comparison.series):
         points = _points(series)
@@ -241,7 +272,9 @@ def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
                     legendgroup=series.key,
                     showlegend=column == 1,
                     line={"color": colour},
-                    hovertemplate="%{text}<br>%{x:,.1f} tok/s, %{y:.1f} ms<extra>" + html.escape(series.label) + "</extra>",
+                    hovertemplate="%{text}<br>%{x:,.1f} tok/s, %{y:.1f} ms<extra>"
+                    + html.escape(series.label)
+                    + "</extra>",
                 ),
                 row=1,
                 col=column,
@@ -250,7 +283,9 @@ def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
         return None
     figure.update_xaxes(title_text="output tokens/s")
     figure.update_yaxes(title_text="ms")
-    figure.update_layout(height=400, legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 50, "b": 40})
+    figure.update_layout(
+        height=400, legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 50, "b": 40}
+    )
     return figure
 
 
@@ -287,9 +322,18 @@ def _exchanges(run_id: int) -> pd.DataFrame | None:
     with session_scope() as session:
         rows = session.execute(
             select(
-                Exchange.turn, Exchange.engine_name, Exchange.status, Exchange.answer, Exchange.metrics,
-                Exchange.usage, Exchange.finish_reason, Exchange.error,
-            ).where(Exchange.run_id == run_id).order_by(Exchange.turn, Exchange.id).limit(500)
+                Exchange.turn,
+                Exchange.engine_name,
+                Exchange.status,
+                Exchange.answer,
+                Exchange.metrics,
+                Exchange.usage,
+                Exchange.finish_reason,
+                Exchange.error,
+            )
+            .where(Exchange.run_id == run_id)
+            .order_by(Exchange.turn, Exchange.id)
+            .limit(500)
         ).all()
     if not rows:
         return None
@@ -324,13 +368,19 @@ def _sample_sources(run_id: int) -> pd.DataFrame | None:
             return None
         signals = {}
         for source, *_ in rows:
-            values = session.scalar(select(Sample.values).where(Sample.run_id == run_id, Sample.source == source).limit(1))
+            values = session.scalar(
+                select(Sample.values).where(Sample.run_id == run_id, Sample.source == source).limit(1)
+            )
             # Keys starting with "_" are the store's own (kind, label, error), not signals.
             signals[source] = ", ".join(sorted(k for k in (values or {}) if not k.startswith("_")))[:300]
     return pd.DataFrame.from_records(
         [
-            {"Source": source, "Readings": count, "Seconds covered": round((last or 0) - (first or 0), 1),
-             "Signals": signals.get(source, "")}
+            {
+                "Source": source,
+                "Readings": count,
+                "Seconds covered": round((last or 0) - (first or 0), 1),
+                "Signals": signals.get(source, ""),
+            }
             for source, count, first, last in rows
         ]
     )
@@ -357,9 +407,15 @@ def run_view(run_id: int) -> RunView:
 # ---------------------------------------------------------------- exports
 
 
-def _rows_of(session: Any, model: Any, columns: Sequence[str], run_id: int, *order: Any) -> list[dict[str, Any]]:
+def _rows_of(
+    session: Any, model: Any, columns: Sequence[str], run_id: int, *order: Any
+) -> list[dict[str, Any]]:
     """A run's rows of one table as plain dicts of `columns`, in `order`."""
-    query = select(*(getattr(model, column) for column in columns)).where(model.run_id == run_id).order_by(*order)
+    query = (
+        select(*(getattr(model, column) for column in columns))
+        .where(model.run_id == run_id)
+        .order_by(*order)
+    )
     return [dict(zip(columns, row)) for row in session.execute(query)]
 
 
@@ -394,7 +450,9 @@ ul.verdicts li{margin:4px 0}.small{color:#57606a;font-size:0.85em}
 """
 
 
-def _table_html(frame: pd.DataFrame, colour_marks: bool = False, differs_column: str | None = None) -> str:
+def _table_html(
+    frame: pd.DataFrame, colour_marks: bool = False, differs_column: str | None = None
+) -> str:
     columns = [c for c in frame.columns if c != differs_column]
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
     body = []
@@ -411,7 +469,9 @@ def _table_html(frame: pd.DataFrame, colour_marks: bool = False, differs_column:
 
 
 def _figure_html(figure: go.Figure) -> str:
-    return inert(figure).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
+    return inert(figure).to_html(
+        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
+    )
 
 
 def _meta_html(detail: RunDetail) -> str:
@@ -423,7 +483,10 @@ def _meta_html(detail: RunDetail) -> str:
         ("Model", detail.model or ""),
         ("Workload", detail.workload or ""),
         ("Tags", ", ".join(detail.tags)),
-        ("Repeated runs of this setup", ", ".join(f"#{i}" for i in detail.repeat_ids) if len(detail.repeat_ids) > 1 else "none"),
+        (
+            "Repeated runs of this setup",
+            ", ".join(f"#{i}" for i in detail.repeat_ids) if len(detail.repeat_ids) > 1 else "none",
+        ),
     ]
     if detail.error:
         rows.append(("Error", detail.error))
@@ -431,31 +494,37 @@ def _meta_html(detail: RunDetail) -> str:
     return f'<table class="meta">{cells}</table>'
 
 
-def _report_html(title: str, intro: list[str], view: ComparisonView | None, extra_sections: list[str]) -> str:
+def _report_html(
+    title: str, intro: list[str], view: ComparisonView | None, extra_sections: list[str]
+) -> str:
     sections = [f"<h1>{html.escape(title)}</h1>", *intro]
     if view is not None:
         comparison = view.comparison
         if comparison.verdicts:
             items = "".join(f"<li>{html.escape(v.text)}</li>" for v in comparison.verdicts)
             sections.append(f'<h2>Verdicts</h2><ul class="verdicts">{items}</ul>')
-        sections.append("<h2>Percentiles and throughput</h2>" + _table_html(view.table, colour_marks=True))
+        sections.append(
+            "<h2>Percentiles and throughput</h2>" + _table_html(view.table, colour_marks=True)
+        )
         if len(comparison.series) > 1:
-            sections.append(f'<p class="small">Changes are against the baseline, {html.escape(comparison.baseline_series.label)}.</p>')
+            sections.append(
+                f'<p class="small">Changes are against the baseline, {html.escape(comparison.baseline_series.label)}.</p>'
+            )
         plots = [_figure_html(figure) for figure in view.figures.values()]
         if plots:
             sections.append("<h2>Distributions and load</h2>" + "".join(plots))
         if not view.settings.empty:
             sections.append(
-                "<h2>Engine settings</h2><p class=\"small\">As the engines reported them; rows that differ are highlighted.</p>"
+                '<h2>Engine settings</h2><p class="small">As the engines reported them; rows that differ are highlighted.</p>'
                 + _table_html(view.settings, differs_column="Differs")
             )
     sections.extend(extra_sections)
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     sections.append(f'<p class="small">Generated by Shootout on {generated}.</p>')
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f"<script type=\"text/javascript\">{plotly.offline.get_plotlyjs()}</script></head>"
+        f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
         f"<body>{''.join(sections)}</body></html>"
     )
 
@@ -470,7 +539,9 @@ def _run_html(run_id: int) -> bytes:
         extra.append("<h2>Telemetry recorded</h2>" + _table_html(run.sample_sources))
     if detail.notes:
         extra.append(f"<h2>Notes</h2><pre>{html.escape(detail.notes)}</pre>")
-    extra.append(f"<h2>Configuration</h2><pre>{html.escape(json.dumps(detail.config, indent=2, sort_keys=True, default=str))}</pre>")
+    extra.append(
+        f"<h2>Configuration</h2><pre>{html.escape(json.dumps(detail.config, indent=2, sort_keys=True, default=str))}</pre>"
+    )
     title = f"Shootout run #{detail.id}: {detail.name or detail.kind}"
     return _report_html(title, [_meta_html(detail)], run.view, extra).encode("utf-8")
 
@@ -494,7 +565,9 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
 
 def standard_html_report(run_id: int) -> ExportFile:
     """The HTML report every run kind shares (a demo adds its own section around it)."""
-    return ExportFile(filename=export_filename(run_id, "html"), mime=EXPORT_FORMATS["html"], data=_run_html(run_id))
+    return ExportFile(
+        filename=export_filename(run_id, "html"), mime=EXPORT_FORMATS["html"], data=_run_html(run_id)
+    )
 
 
 def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None) -> ExportFile:
@@ -519,4 +592,6 @@ def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None)
     )
     title = "Shootout comparison: " + ", ".join(f"#{d.id}" for d in details)
     data = _report_html(title, [intro], view, []).encode("utf-8")
-    return ExportFile(filename=export_filename(list(view.comparison.run_ids), "html"), mime="text/html", data=data)
+    return ExportFile(
+        filename=export_filename(list(view.comparison.run_ids), "html"), mime="text/html", data=data
+    )

@@ -71,7 +71,12 @@ __all__ = [
 ]
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
-LATENCY_METRICS: dict[str, str] = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
+LATENCY_METRICS: dict[str, str] = {
+    "ttft_s": "TTFT",
+    "tpot_s": "TPOT",
+    "itl_s": "ITL",
+    "e2e_s": "E2E latency",
+}
 #: Throughput-like metrics of an engine summary: label, unit. Higher is better.
 THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
     "request_throughput_rps": ("Request throughput", "req/s"),
@@ -87,7 +92,15 @@ QUALITY_METRICS: dict[str, str] = {
 }
 STATS = ("mean", "p50", "p90", "p95", "p99", "min", "max")
 TABLE_STATS = ("mean", "p50", "p90", "p95", "p99")
-STAT_LABELS = {"mean": "mean", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "min": "min", "max": "max"}
+STAT_LABELS = {
+    "mean": "mean",
+    "p50": "p50",
+    "p90": "p90",
+    "p95": "p95",
+    "p99": "p99",
+    "min": "min",
+    "max": "max",
+}
 FINISHED_STATUSES = ("finished", "finished_with_errors")
 MAX_PAGE_SIZE = 500
 MAX_COMPARED_RUNS = 12
@@ -371,7 +384,9 @@ def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
     if filters.kinds:
         unknown = set(filters.kinds) - set(RUN_KINDS)
         if unknown:
-            raise ValidationError(f"Unknown run kind(s): {', '.join(sorted(unknown))}. Known: {', '.join(RUN_KINDS)}.")
+            raise ValidationError(
+                f"Unknown run kind(s): {', '.join(sorted(unknown))}. Known: {', '.join(RUN_KINDS)}."
+            )
         conditions.append(Run.kind.in_(filters.kinds))
     if filters.engine:
         wrapped = literal(",") + Run.engine_names + literal(",")
@@ -381,7 +396,9 @@ def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
     if filters.workload:
         conditions.append(Run.workload == filters.workload)
     if filters.tag:
-        conditions.append(exists().where(and_(RunTag.run_id == Run.id, RunTag.tag == filters.tag.strip())))
+        conditions.append(
+            exists().where(and_(RunTag.run_id == Run.id, RunTag.tag == filters.tag.strip()))
+        )
     since, until = _utc(filters.since), _utc(filters.until, end_of_day=True)
     if since and until and since > until:
         raise ValidationError("The start date is after the end date.")
@@ -391,7 +408,9 @@ def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
         conditions.append(Run.created_at <= until)
     if filters.text and filters.text.strip():
         pattern = f"%{_like_escape(filters.text.strip())}%"
-        conditions.append(or_(Run.name.ilike(pattern, escape="\\"), Run.notes.ilike(pattern, escape="\\")))
+        conditions.append(
+            or_(Run.name.ilike(pattern, escape="\\"), Run.notes.ilike(pattern, escape="\\"))
+        )
     if filters.archived == "hide":
         conditions.append(Run.archived.is_(False))
     elif filters.archived == "only":
@@ -416,7 +435,11 @@ def _headline(kind: str, summary: dict[str, Any] | None) -> str:
             parts.append(f"{name}: not run")
             continue
         bits = []
-        ttft = _number((numbers.get("ttft_s") or {}).get("p50")) if isinstance(numbers.get("ttft_s"), dict) else None
+        ttft = (
+            _number((numbers.get("ttft_s") or {}).get("p50"))
+            if isinstance(numbers.get("ttft_s"), dict)
+            else None
+        )
         if ttft is not None:
             bits.append(f"TTFT p50 {format_value('ttft_s', ttft)}")
         rate = _number(numbers.get("output_throughput_tok_s"))
@@ -492,7 +515,11 @@ def _engine_identity(snapshot: dict[str, Any] | None) -> tuple[Any, ...]:
     or another model is a change to measure, not noise."""
     snapshot = snapshot or {}
     reported = snapshot.get("reported") if isinstance(snapshot.get("reported"), dict) else {}
-    return (snapshot.get("kind"), snapshot.get("model"), snapshot.get("version") or reported.get("version"))
+    return (
+        snapshot.get("kind"),
+        snapshot.get("model"),
+        snapshot.get("version") or reported.get("version"),
+    )
 
 
 def _snapshots(engines: Any) -> dict[str, dict[str, Any]]:
@@ -523,8 +550,13 @@ def get_run(run_id: int) -> RunDetail:
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
         counts = {
-            name: session.scalar(select(func.count()).select_from(model).where(model.run_id == run_id)) or 0
-            for name, model in (("requests", RequestResult), ("exchanges", Exchange), ("samples", Sample))
+            name: session.scalar(select(func.count()).select_from(model).where(model.run_id == run_id))
+            or 0
+            for name, model in (
+                ("requests", RequestResult),
+                ("exchanges", Exchange),
+                ("samples", Sample),
+            )
         }
         return RunDetail(
             id=run.id,
@@ -615,7 +647,15 @@ def delete_run(run_id: int) -> DeleteResult:
 
 
 def _empty_bucket() -> dict[str, Any]:
-    return {"ttft_s": [], "tpot_s": [], "e2e_s": [], "itl_s": [], "ok": 0, "failed": 0, "sampled_every": 1}
+    return {
+        "ttft_s": [],
+        "tpot_s": [],
+        "e2e_s": [],
+        "itl_s": [],
+        "ok": 0,
+        "failed": 0,
+        "sampled_every": 1,
+    }
 
 
 def _load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, str], dict[str, Any]]:
@@ -692,7 +732,12 @@ def _load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, s
             except (TypeError, ValueError):  # a stray string in a hand-edited row
                 values = np.asarray([_number(v) for v in bucket[metric]], dtype=float)
             arrays[metric] = values[np.isfinite(values)]
-        result[key] = {**arrays, "ok": bucket["ok"], "failed": bucket["failed"], "sampled_every": bucket["sampled_every"]}
+        result[key] = {
+            **arrays,
+            "ok": bucket["ok"],
+            "failed": bucket["failed"],
+            "sampled_every": bucket["sampled_every"],
+        }
     return result
 
 
@@ -732,8 +777,11 @@ def _build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> l
                 computed = describe(values)
                 # The stored summary wins; the rows fill what it lacks.
                 stats[metric] = {**computed, **stats.get(metric, {})}
-        rates = {metric: v for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS)
-                 if (v := _number(numbers.get(metric))) is not None}
+        rates = {
+            metric: v
+            for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS)
+            if (v := _number(numbers.get(metric))) is not None
+        }
         completed = _number(numbers.get("completed"))
         failed = _number(numbers.get("failed"))
         if completed is None and sampled:
@@ -756,7 +804,9 @@ def _build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> l
                 failed=int(failed) if failed is not None else None,
                 samples={metric: sampled[metric] for metric in LATENCY_METRICS if metric in sampled},
                 sampled_every=int(sampled.get("sampled_every", 1)),
-                sweep=[step for step in sweep if isinstance(step, dict) and step.get("engine", name) == name],
+                sweep=[
+                    step for step in sweep if isinstance(step, dict) and step.get("engine", name) == name
+                ],
                 engine_info=snapshots.get(name) or {"name": name},
             )
         )
@@ -806,7 +856,9 @@ def _attach_repeats(session: Session, runs: Sequence[Run], series: list[Series])
 # ---------------------------------------------------------------- comparison: arithmetic
 
 
-def _mark(value: float | None, base: float | None, higher_is_better: bool) -> tuple[float | None, float | None, str | None]:
+def _mark(
+    value: float | None, base: float | None, higher_is_better: bool
+) -> tuple[float | None, float | None, str | None]:
     if value is None or base is None:
         return None, None, None
     delta = value - base
@@ -823,11 +875,15 @@ def _mark(value: float | None, base: float | None, higher_is_better: bool) -> tu
 def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
     rows: list[MetricRow] = []
 
-    def add(metric: str, stat: str | None, label: str, unit: str, higher: bool, values: list[float | None]) -> None:
+    def add(
+        metric: str, stat: str | None, label: str, unit: str, higher: bool, values: list[float | None]
+    ) -> None:
         if all(v is None for v in values):
             return
         base = values[baseline]
-        marks = [_mark(v, base, higher) if i != baseline else (None, None, None) for i, v in enumerate(values)]
+        marks = [
+            _mark(v, base, higher) if i != baseline else (None, None, None) for i, v in enumerate(values)
+        ]
         rows.append(
             MetricRow(
                 metric=metric,
@@ -844,13 +900,34 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
 
     for metric, name in LATENCY_METRICS.items():
         for stat in TABLE_STATS:
-            add(metric, stat, f"{name} {STAT_LABELS[stat]}", "s", False, [s.stats.get(metric, {}).get(stat) for s in series])
+            add(
+                metric,
+                stat,
+                f"{name} {STAT_LABELS[stat]}",
+                "s",
+                False,
+                [s.stats.get(metric, {}).get(stat) for s in series],
+            )
     for metric, (name, unit) in THROUGHPUT_METRICS.items():
         add(metric, None, name, unit, True, [s.rates.get(metric) for s in series])
     for metric, name in QUALITY_METRICS.items():
         add(metric, None, name, "%", True, [s.rates.get(metric) for s in series])
-    add("completed", None, "Completed requests", "", True, [float(s.completed) if s.completed is not None else None for s in series])
-    add("failed", None, "Failed requests", "", False, [float(s.failed) if s.failed is not None else None for s in series])
+    add(
+        "completed",
+        None,
+        "Completed requests",
+        "",
+        True,
+        [float(s.completed) if s.completed is not None else None for s in series],
+    )
+    add(
+        "failed",
+        None,
+        "Failed requests",
+        "",
+        False,
+        [float(s.failed) if s.failed is not None else None for s in series],
+    )
     error_rates = []
     for s in series:
         total = (s.completed or 0) + (s.failed or 0)
@@ -905,7 +982,11 @@ def _noise(metric: str, stat: str | None, winner: Series, other: Series) -> Nois
             p_text = f"Welch t-test p = {p_value:.3g}"
         status = "beyond" if beyond else "within"
         words = "beyond" if beyond else "within"
-        return NoiseCheck(status, "repeats", f"{words} run-to-run noise ({len(a)} and {len(b)} repeated runs, {p_text})")
+        return NoiseCheck(
+            status,
+            "repeats",
+            f"{words} run-to-run noise ({len(a)} and {len(b)} repeated runs, {p_text})",
+        )
     a_sample, b_sample = winner.samples.get(metric), other.samples.get(metric)
     if (
         stat in ("mean", *_STAT_QUANTILE)
@@ -931,7 +1012,15 @@ def _noise(metric: str, stat: str | None, winner: Series, other: Series) -> Nois
     return NoiseCheck("unknown", "none", "noise unknown: no repeated runs of both setups")
 
 
-def _verdict(metric: str, stat: str | None, label: str, series: list[Series], values: list[float | None], higher: bool, extra: str = "") -> Verdict | None:
+def _verdict(
+    metric: str,
+    stat: str | None,
+    label: str,
+    series: list[Series],
+    values: list[float | None],
+    higher: bool,
+    extra: str = "",
+) -> Verdict | None:
     present = [(i, v) for i, v in enumerate(values) if v is not None]
     if len(present) < 2:
         return None
@@ -939,7 +1028,10 @@ def _verdict(metric: str, stat: str | None, label: str, series: list[Series], va
     (best_index, best), (next_index, runner) = ranked[0], ranked[1]
     winner, other = series[best_index], series[next_index]
     noise = _noise(metric, stat, winner, other)
-    if best == runner or (max(abs(best), abs(runner)) and abs(best - runner) / max(abs(best), abs(runner)) < EQUAL_TOLERANCE):
+    if best == runner or (
+        max(abs(best), abs(runner))
+        and abs(best - runner) / max(abs(best), abs(runner)) < EQUAL_TOLERANCE
+    ):
         text = f"{label}: {winner.label} and {other.label} are level ({format_value(metric, best)})"
         return Verdict(metric, label, text + f"; {noise.detail}.", None, None, 1.0, noise)
     if higher:
@@ -1068,7 +1160,9 @@ def compare_runs(run_ids: Sequence[int], baseline: str | int | None = None) -> C
         elif text.lstrip("#").isdigit() and int(text.lstrip("#")) in ids:
             index = next(i for i, s in enumerate(series) if s.run_id == int(text.lstrip("#")))
         else:
-            raise ValidationError(f"Baseline {text!r} is not one of the compared series ({', '.join(keys)}).")
+            raise ValidationError(
+                f"Baseline {text!r} is not one of the compared series ({', '.join(keys)})."
+            )
     return Comparison(
         series=series,
         baseline=index,

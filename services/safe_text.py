@@ -33,7 +33,9 @@ _BLOCK_START = re.compile(r"^(#|>|[-+=]|\d+[.)])")
 #: longer starts an image wherever the renderer decides the code ends, and looks the same.
 _WORD_JOINER = "\u2060"
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_INLINE_IMAGE = re.compile(r"(?<!\\)!\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*)>?(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
+_INLINE_IMAGE = re.compile(
+    r"(?<!\\)!\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*)>?(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+)
 _BACKTICKS = re.compile(r"`+")
 #: GFM turns bare addresses into links after parsing, escapes or not (`http\\://x` still
 #: became a link in Streamlit): an invisible word joiner inside `://`, after `www` and before
@@ -61,7 +63,7 @@ def _escape(line: str) -> str:
     line = _AUTOLINK.sub(_unlinked, line)
     line = _INLINE_SPECIAL.sub(r"\\\1", line)
     block = _BLOCK_START.match(line)
-    return line if block is None else line[:block.end() - 1] + "\\" + line[block.end() - 1:]
+    return line if block is None else line[: block.end() - 1] + "\\" + line[block.end() - 1 :]
 
 
 def md_text(text: str) -> str:
@@ -118,7 +120,7 @@ def _split_code(text: str) -> list[tuple[bool, str]]:
     i = 0
     while i < len(lines):
         opened = _FENCE_OPEN.match(lines[i])
-        if opened is None or (opened.group(1)[0] == "`" and "`" in lines[i][opened.end():]):
+        if opened is None or (opened.group(1)[0] == "`" and "`" in lines[i][opened.end() :]):
             prose.append(lines[i])
             i += 1
             continue
@@ -127,7 +129,7 @@ def _split_code(text: str) -> list[tuple[bool, str]]:
         end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), len(lines) - 1)
         pieces.extend(_split_inline("".join(prose)))
         prose = []
-        pieces.append((True, "".join(lines[i:end + 1])))
+        pieces.append((True, "".join(lines[i : end + 1])))
         i = end + 1
     pieces.extend(_split_inline("".join(prose)))
     return pieces
@@ -144,19 +146,19 @@ def _split_inline(text: str) -> list[tuple[bool, str]]:
         if run.start() > 0 and text[run.start() - 1] == "\\":
             position = run.end()
             continue
-        closing = next((m for m in _BACKTICKS.finditer(text, run.end()) if len(m.group()) == len(run.group())), None)
+        closing = next(
+            (m for m in _BACKTICKS.finditer(text, run.end()) if len(m.group()) == len(run.group())), None
+        )
         if closing is None:
             position = run.end()
             continue
         if run.start() > start:
-            pieces.append((False, text[start:run.start()]))
-        pieces.append((True, text[run.start():closing.end()]))
+            pieces.append((False, text[start : run.start()]))
+        pieces.append((True, text[run.start() : closing.end()]))
         start = position = closing.end()
     if start < len(text):
         pieces.append((False, text[start:]))
     return pieces
-
-
 
 
 # ---------------------------------------------------------------------------------------

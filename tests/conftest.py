@@ -57,7 +57,10 @@ def all_local_engines_up(local_engines_running: list) -> list:
     with that engine's reason; engines that did start still serve the tests that need only them."""
     down = [s for s in local_engines_running if s.status != "running"]
     if down:
-        pytest.fail("local engines not running: " + "; ".join(f"{s.id}: {s.message}" for s in down), pytrace=False)
+        pytest.fail(
+            "local engines not running: " + "; ".join(f"{s.id}: {s.message}" for s in down),
+            pytrace=False,
+        )
     return local_engines_running
 
 
@@ -80,7 +83,9 @@ def pg_url() -> Iterator[str]:
     import sqlalchemy as sa
 
     server_url = os.environ.get("SHOOTOUT_TEST_POSTGRES_URL")
-    assert server_url, "SHOOTOUT_TEST_POSTGRES_URL is not set: run the tests with ./test.sh (it starts PostgreSQL)"
+    assert server_url, (
+        "SHOOTOUT_TEST_POSTGRES_URL is not set: run the tests with ./test.sh (it starts PostgreSQL)"
+    )
     name = f"shootout_test_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
@@ -98,7 +103,11 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def any_db_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """The same test on SQLite and on PostgreSQL (services read it through get_settings())."""
-    url = request.getfixturevalue("db_url") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    url = (
+        request.getfixturevalue("db_url")
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(tmp_path))
     return url

@@ -40,7 +40,9 @@ def export_run(request: Request) -> Response:
     if not RUN_NUMBER.fullmatch(text):
         return _refusal(404, f"{text!r} is not a run number.")
     if fmt not in exports.STREAM_FORMATS:
-        return _refusal(400, f"Unknown export format {fmt!r}: use {' or '.join(exports.STREAM_FORMATS)}.")
+        return _refusal(
+            400, f"Unknown export format {fmt!r}: use {' or '.join(exports.STREAM_FORMATS)}."
+        )
     try:
         stream = exports.stream_run(int(text), fmt)
     except NotFoundError as error:
@@ -50,7 +52,10 @@ def export_run(request: Request) -> Response:
     return StreamingResponse(
         stream.chunks,
         media_type=f"{stream.mime}; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{stream.filename}"', "Cache-Control": "no-store"},
+        headers={
+            "Content-Disposition": f'attachment; filename="{stream.filename}"',
+            "Cache-Control": "no-store",
+        },
     )
 
 

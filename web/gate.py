@@ -90,7 +90,9 @@ def _oidc_viewer(cookies: dict[str, str]) -> access.Viewer | None:
     return access.Viewer(role=role, identity=str(user.get("email") or user.get("sub") or "oidc-user"))
 
 
-def viewer_for(headers: dict[str, str], client: str | None, oidc: bool | None = None) -> access.Viewer | None:
+def viewer_for(
+    headers: dict[str, str], client: str | None, oidc: bool | None = None
+) -> access.Viewer | None:
     """Who this request comes from, or None when it must log in first."""
     oidc = _oidc_configured() if oidc is None else oidc
     cookies = _cookies(headers)
@@ -102,11 +104,21 @@ def viewer_for(headers: dict[str, str], client: str | None, oidc: bool | None = 
     return viewer
 
 
-async def _respond(send: Send, status: int, body: str, content_type: str = "text/plain; charset=utf-8",
-                   extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _respond(
+    send: Send,
+    status: int,
+    body: str,
+    content_type: str = "text/plain; charset=utf-8",
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     data = body.encode()
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
-               (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"), *(extra or [])]
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(data)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+        *(extra or []),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
 
@@ -114,16 +126,20 @@ async def _respond(send: Send, status: int, body: str, content_type: str = "text
 def _login_page(next_path: str, message: str = "", oidc: bool = False) -> str:
     form = ""
     if access.auth_config().passwords:
-        form = (f'<form method="post" action="/login"><input type="hidden" name="next" value="{html.escape(next_path)}">'
-                '<label>Password <input type="password" name="password" autofocus required></label> '
-                '<button type="submit">Log in</button></form>')
+        form = (
+            f'<form method="post" action="/login"><input type="hidden" name="next" value="{html.escape(next_path)}">'
+            '<label>Password <input type="password" name="password" autofocus required></label> '
+            '<button type="submit">Log in</button></form>'
+        )
     if oidc:
         form += f'<p><a href="{html.escape(_oidc_login_url())}">Log in with your organisation</a></p>'
     note = f'<p role="alert" class="error">{html.escape(message)}</p>' if message else ""
-    return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>Shootout: log in</title>"
-            "<meta name=viewport content='width=device-width'><style>body{font-family:sans-serif;max-width:28rem;"
-            "margin:4rem auto;color:#262730}input{padding:.4rem}button{padding:.4rem .9rem}.error{color:#b00020}"
-            f"</style></head><body><h1>Shootout</h1>{note}{form}</body></html>")
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Shootout: log in</title>"
+        "<meta name=viewport content='width=device-width'><style>body{font-family:sans-serif;max-width:28rem;"
+        "margin:4rem auto;color:#262730}input{padding:.4rem}button{padding:.4rem .9rem}.error{color:#b00020}"
+        f"</style></head><body><h1>Shootout</h1>{note}{form}</body></html>"
+    )
 
 
 def _oidc_login_url() -> str:
@@ -138,8 +154,11 @@ def _oidc_login_url() -> str:
 def _session_cookie(token: str, max_age: int) -> tuple[bytes, bytes]:
     # SameSite=Strict: no other site can make the browser send it, which covers
     # cross-site form posts and websockets along with the Origin check.
-    return (b"set-cookie", f"{access.SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; "
-                           f"Max-Age={max_age}".encode())
+    return (
+        b"set-cookie",
+        f"{access.SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; "
+        f"Max-Age={max_age}".encode(),
+    )
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
@@ -158,8 +177,12 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
 async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool) -> None:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if scope["method"] in ("GET", "HEAD"):
-        await _respond(send, 200, _login_page(access.safe_next(query.get("next", ["/"])[0]), oidc=oidc),
-                       "text/html; charset=utf-8")
+        await _respond(
+            send,
+            200,
+            _login_page(access.safe_next(query.get("next", ["/"])[0]), oidc=oidc),
+            "text/html; charset=utf-8",
+        )
         return
     if scope["method"] != "POST" or not access.auth_config().passwords:
         await _respond(send, 405, "Log in with the form at /login.")
@@ -173,21 +196,40 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool) -> None
     next_path = access.safe_next(form.get("next", ["/"])[0])
     wait = throttle.wait_s(client)
     if wait:
-        await _respond(send, 429, _login_page(next_path, f"Too many wrong passwords from this address: try again in "
-                                                         f"{wait:.0f} s.", oidc), "text/html; charset=utf-8")
+        await _respond(
+            send,
+            429,
+            _login_page(
+                next_path,
+                f"Too many wrong passwords from this address: try again in {wait:.0f} s.",
+                oidc,
+            ),
+            "text/html; charset=utf-8",
+        )
         return
     role = access.role_for_password(form.get("password", [""])[0])
     if role is None:
         lockout = throttle.failed(client)
-        await _respond(send, 401, _login_page(next_path, "Wrong password." + (f" Locked out for {lockout:.0f} s."
-                                                                            if lockout else ""), oidc),
-                       "text/html; charset=utf-8")
+        await _respond(
+            send,
+            401,
+            _login_page(
+                next_path,
+                "Wrong password." + (f" Locked out for {lockout:.0f} s." if lockout else ""),
+                oidc,
+            ),
+            "text/html; charset=utf-8",
+        )
         return
     throttle.succeeded(client)
     log.info("%s logged in as %s", client, role)
     token = access.issue_session(role, f"ip:{client}")
-    await _respond(send, 303, "", extra=[(b"location", next_path.encode()),
-                                         _session_cookie(token, access.session_max_age_s())])
+    await _respond(
+        send,
+        303,
+        "",
+        extra=[(b"location", next_path.encode()), _session_cookie(token, access.session_max_age_s())],
+    )
 
 
 class Gate:
@@ -215,8 +257,13 @@ class Gate:
         hosts = access.allowed_hosts(self._bind())
         if not access.host_allowed(headers.get("host"), hosts):
             log.warning("refused Host %r from %s", headers.get("host"), _client(scope))
-            await self._refuse(scope, receive, send, 421, "This server does not answer to that host name "
-                                                          "(SHOOTOUT_ALLOWED_HOSTS).")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                421,
+                "This server does not answer to that host name (SHOOTOUT_ALLOWED_HOSTS).",
+            )
             return
         method = scope.get("method", "GET")
         origin = headers.get("origin")
@@ -231,8 +278,15 @@ class Gate:
             await _login(scope, receive, send, oidc)
             return
         if path == "/logout":
-            await _respond(send, 303, "", extra=[(b"location", b"/login"),
-                                                 (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0".encode())])
+            await _respond(
+                send,
+                303,
+                "",
+                extra=[
+                    (b"location", b"/login"),
+                    (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0".encode()),
+                ],
+            )
             return
         if path in OPEN_PATHS or (oidc and path in OIDC_PATHS):
             await self.app(scope, receive, send)
@@ -253,17 +307,28 @@ class Gate:
                 return
         await self.app(scope, receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, text: str,
-                      login_redirect: bool = False) -> None:
+    async def _refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int,
+        text: str,
+        login_redirect: bool = False,
+    ) -> None:
         if scope["type"] == "websocket":
             # Closing before accepting makes the server answer the handshake with 403: no session exists.
             await receive()
             await send({"type": "websocket.close", "code": 1008})
             return
-        wants_page = scope.get("method") in ("GET", "HEAD") and "text/html" in _headers(scope).get("accept", "")
+        wants_page = scope.get("method") in ("GET", "HEAD") and "text/html" in _headers(scope).get(
+            "accept", ""
+        )
         if login_redirect and wants_page:
             query = scope.get("query_string", b"").decode("latin-1")
             wanted = scope.get("path", "/") + (f"?{query}" if query else "")
-            await _respond(send, 303, "", extra=[(b"location", f"/login?next={quote(wanted, safe='')}".encode())])
+            await _respond(
+                send, 303, "", extra=[(b"location", f"/login?next={quote(wanted, safe='')}".encode())]
+            )
             return
         await _respond(send, status, text)

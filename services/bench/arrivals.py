@@ -49,7 +49,9 @@ class LoadSpec:
 
     def validate(self) -> LoadSpec:
         if self.mode not in LOAD_MODES:
-            raise ValidationError(f"Unknown load mode {self.mode!r}; choose one of {', '.join(LOAD_MODES)}.")
+            raise ValidationError(
+                f"Unknown load mode {self.mode!r}; choose one of {', '.join(LOAD_MODES)}."
+            )
         if self.mode == "concurrency" and not self.concurrency:
             raise ValidationError("A closed-loop run needs a concurrency of at least 1.")
         if self.concurrency is not None and not 1 <= self.concurrency <= MAX_CONCURRENCY:
@@ -58,9 +60,13 @@ class LoadSpec:
             if self.rate is None or not (self.rate > 0 and math.isfinite(self.rate)):
                 raise ValidationError("An open-loop run needs a request rate above 0 per second.")
         if self.arrival not in ARRIVAL_PROCESSES:
-            raise ValidationError(f"Unknown arrival process {self.arrival!r}; choose one of {', '.join(ARRIVAL_PROCESSES)}.")
+            raise ValidationError(
+                f"Unknown arrival process {self.arrival!r}; choose one of {', '.join(ARRIVAL_PROCESSES)}."
+            )
         if not self.burstiness > 0:
-            raise ValidationError("Burstiness must be above 0 (1 = Poisson, below 1 burstier, above 1 smoother).")
+            raise ValidationError(
+                "Burstiness must be above 0 (1 = Poisson, below 1 burstier, above 1 smoother)."
+            )
         if self.ramp_up_s < 0 or self.ramp_start_rate < 0:
             raise ValidationError("Ramp-up time and start rate cannot be negative.")
         if self.requests is None and self.duration_s is None:
@@ -153,7 +159,9 @@ def worker_start_offsets(concurrency: int, ramp_up_s: float) -> list[float]:
     return [index * ramp_up_s / concurrency for index in range(concurrency)]
 
 
-def sweep_values(start: float, stop: float, steps: int, *, geometric: bool = True, integer: bool = False) -> list[float]:
+def sweep_values(
+    start: float, stop: float, steps: int, *, geometric: bool = True, integer: bool = False
+) -> list[float]:
     """Load levels of a sweep from `start` to `stop` (doubling-like when geometric)."""
     if steps < 1 or start <= 0 or stop < start:
         raise ValidationError("A sweep needs 0 < start <= stop and at least one step.")

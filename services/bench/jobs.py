@@ -39,7 +39,14 @@ from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.processes import launch_run_worker, pid_alive
 from services.errors import NotFoundError
-from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunKind, RunStatus, is_stale, request_cancel
+from services.lifecycle import (
+    ACTIVE_STATUSES,
+    STALE_AFTER_S,
+    RunKind,
+    RunStatus,
+    is_stale,
+    request_cancel,
+)
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -79,7 +86,13 @@ def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
 
     spec = spec.validate()
     engines = [
-        {"name": e.name, "base_url": e.base_url, "kind": e.kind, "model": e.model, "metrics_url": e.metrics_url}
+        {
+            "name": e.name,
+            "base_url": e.base_url,
+            "kind": e.kind,
+            "model": e.model,
+            "metrics_url": e.metrics_url,
+        }
         for e in spec.engines
     ]
     models = sorted({e.model for e in spec.engines if e.model})
@@ -163,8 +176,14 @@ def _claim(run_id: int, started: datetime) -> bool:
 
     with session_scope() as session:
         changed = session.execute(
-            update(Run).where(Run.id == run_id, Run.status == "pending").values(
-                status="running", worker_pid=os.getpid(), started_at=started, heartbeat_at=started, error=None
+            update(Run)
+            .where(Run.id == run_id, Run.status == "pending")
+            .values(
+                status="running",
+                worker_pid=os.getpid(),
+                started_at=started,
+                heartbeat_at=started,
+                error=None,
             )
         ).rowcount
     return changed == 1
@@ -176,12 +195,16 @@ def _store_reported_settings(run_id: int, spec: BenchSpec) -> None:
     from db.session import session_scope
     from services.engines.reported import reported_settings
 
-    reported = {e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env) for e in spec.engines}
+    reported = {
+        e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env) for e in spec.engines
+    }
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
             return
-        run.engines = [{**item, "reported": reported.get(item.get("name"), {})} for item in (run.engines or [])]
+        run.engines = [
+            {**item, "reported": reported.get(item.get("name"), {})} for item in (run.engines or [])
+        ]
 
 
 def _status(run_id: int) -> str | None:
@@ -260,8 +283,12 @@ class DatabaseSink:
     thread in batches, with the heartbeat, progress and live figures; reads the cancel
     flag (status "cancelled") on the same beat."""
 
-    def __init__(self, run_id: int, progress: Callable[[], float] = lambda: 0.0,
-                 interval_s: float = FLUSH_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        run_id: int,
+        progress: Callable[[], float] = lambda: 0.0,
+        interval_s: float = FLUSH_INTERVAL_S,
+    ) -> None:
         self.run_id = run_id
         self.progress = progress
         self.interval_s = interval_s
@@ -304,19 +331,28 @@ class DatabaseSink:
             except queue.Empty:
                 break
         for record in records:
-            counts = self.counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0,
-                                                            "warmup": 0})
+            counts = self.counts.setdefault(
+                record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0, "warmup": 0}
+            )
             if record.warmup:
                 counts["warmup"] += 1
             else:
                 counts["sent"] += 1
-                counts["completed" if record.ok else "cancelled" if record.error_class == CANCELLED else "failed"] += 1
+                counts[
+                    "completed"
+                    if record.ok
+                    else "cancelled"
+                    if record.error_class == CANCELLED
+                    else "failed"
+                ] += 1
         try:
             with session_scope() as session:
                 if records:
                     session.execute(insert(RequestResult), [_row(self.run_id, r) for r in records])
                 status = session.scalar(select(Run.status).where(Run.id == self.run_id))
-                live = {"live": {"engines": self.counts, "message": self.message, "updated": time.time()}}
+                live = {
+                    "live": {"engines": self.counts, "message": self.message, "updated": time.time()}
+                }
                 values: dict[str, Any] = {"heartbeat_at": _now(), "progress": round(self.progress(), 4)}
                 if status == "running":
                     values["summary"] = live
@@ -354,8 +390,13 @@ def load_spec(run_id: int) -> BenchSpec:
         return BenchSpec.from_dict(run.config or {})
 
 
-def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None = None,
-                should_stop: Callable[[], bool] | None = None, wait_for_metrics_s: float = 5.0) -> dict[str, Any]:
+def execute_run(
+    run_id: int,
+    *,
+    on_progress: Callable[[float, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    wait_for_metrics_s: float = 5.0,
+) -> dict[str, Any]:
     """Run a stored benchmark in this process (the worker's and the CLI's path); returns
     the summary it stored. Never raises for failing requests; a run that cannot go on at
     all ends "failed" with its reason in Run.error and the ShootoutError re-raised."""
@@ -371,7 +412,9 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
         return summary
     _store_reported_settings(run_id, spec)
     benchmark: Benchmark | None = None
-    sink = DatabaseSink(run_id, progress=lambda: benchmark.phase_fraction() if benchmark else 0.0).start()
+    sink = DatabaseSink(
+        run_id, progress=lambda: benchmark.phase_fraction() if benchmark else 0.0
+    ).start()
     recording = _start_engine_metrics(run_id, spec, wait_for_metrics_s)
 
     def stop() -> bool:
@@ -409,7 +452,12 @@ def execute_run(run_id: int, *, on_progress: Callable[[float, str], None] | None
 
 
 def _finish(run_id: int, status: str, summary: dict[str, Any], error: str | None = None) -> None:
-    values: dict[str, Any] = {"status": status, "summary": summary, "finished_at": _now(), "heartbeat_at": _now()}
+    values: dict[str, Any] = {
+        "status": status,
+        "summary": summary,
+        "finished_at": _now(),
+        "heartbeat_at": _now(),
+    }
     if status != "cancelled":
         values["progress"] = 1.0
     if error is not None:
@@ -471,8 +519,13 @@ def _start_engine_metrics(run_id: int, spec: BenchSpec, wait_ready_s: float = 0.
     import select
 
     targets = [
-        {"name": e.name, "kind": e.kind, "base_url": e.base_url, "metrics_url": default_metrics_url(e),
-         "api_key_env": e.api_key_env}
+        {
+            "name": e.name,
+            "kind": e.kind,
+            "base_url": e.base_url,
+            "metrics_url": default_metrics_url(e),
+            "api_key_env": e.api_key_env,
+        }
         for e in spec.engines
     ]
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -480,7 +533,11 @@ def _start_engine_metrics(run_id: int, spec: BenchSpec, wait_ready_s: float = 0.
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "services.bench.recording", str(run_id), json.dumps(targets)],
-            cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            cwd=PROJECT_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
     except OSError:
         return None
@@ -502,8 +559,10 @@ def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: fl
     with session_scope() as session:
         rows = session.execute(
             select(Sample.ts, Sample.values).where(
-                Sample.run_id == run_id, Sample.source == f"engine:{engine}",
-                Sample.ts >= wall_start, Sample.ts <= wall_end + 1.5,
+                Sample.run_id == run_id,
+                Sample.source == f"engine:{engine}",
+                Sample.ts >= wall_start,
+                Sample.ts <= wall_end + 1.5,
             )
         ).all()
     return summarize_engine_samples([values for _ts, values in rows])
@@ -518,14 +577,20 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         rate = values.get("prefix_cache_hit_rate")
         if isinstance(rate, (int, float)):
             weight = values.get("prompt_tokens_per_s")
-            hits.append((float(rate), float(weight) if isinstance(weight, (int, float)) and weight > 0 else 0.0))
+            hits.append(
+                (float(rate), float(weight) if isinstance(weight, (int, float)) and weight > 0 else 0.0)
+            )
         kv = values.get("kv_cache_usage")
         if isinstance(kv, (int, float)):
             usage.append(float(kv))
     hit_rate = None
     if hits:
         total_weight = sum(w for _, w in hits)
-        hit_rate = (sum(r * w for r, w in hits) / total_weight) if total_weight > 0 else sum(r for r, _ in hits) / len(hits)
+        hit_rate = (
+            (sum(r * w for r, w in hits) / total_weight)
+            if total_weight > 0
+            else sum(r for r, _ in hits) / len(hits)
+        )
     return {
         "prefix_cache_hit_rate": hit_rate,
         "kv_cache_usage_max": max(usage) if usage else None,
@@ -540,15 +605,38 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 METRIC_FIELDS = (
-    "completed", "failed", "sent", "errors_by_class", "error_rate", "duration_s", "request_throughput_rps",
-    "input_throughput_tok_s", "output_throughput_tok_s", "total_token_throughput_tok_s", "goodput_rps",
-    "slo_attainment", "ttft_s", "tpot_s", "itl_s", "e2e_s", "input_tokens", "output_tokens", "cached_tokens",
-    "schema_valid_rate", "honoured_output_len", "engine_metrics",
+    "completed",
+    "failed",
+    "sent",
+    "errors_by_class",
+    "error_rate",
+    "duration_s",
+    "request_throughput_rps",
+    "input_throughput_tok_s",
+    "output_throughput_tok_s",
+    "total_token_throughput_tok_s",
+    "goodput_rps",
+    "slo_attainment",
+    "ttft_s",
+    "tpot_s",
+    "itl_s",
+    "e2e_s",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "schema_valid_rate",
+    "honoured_output_len",
+    "engine_metrics",
 )
 
 
-def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: BenchOutcome | None, *,
-                  run_id: int | None = None) -> dict[str, Any]:
+def build_summary(
+    spec: BenchSpec,
+    records: Sequence[RequestRecord],
+    outcome: BenchOutcome | None,
+    *,
+    run_id: int | None = None,
+) -> dict[str, Any]:
     """Run.summary from the stored records (the source of truth), enriched with what the
     runner knew (unsupported options, early stops, SLO search) when it finished."""
     steps_meta: dict[tuple[str, int | None], StepResult] = {}
@@ -568,7 +656,10 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
         if run_id is not None and spec.record_engine_metrics and window and window[0]:
             metrics = engine_metrics_for(run_id, engine, window[0], window[1])
         block = summarize_engine(
-            group, slo=spec.slo, percentiles=spec.percentiles, fixed_output=spec.workload.uses_fixed_output,
+            group,
+            slo=spec.slo,
+            percentiles=spec.percentiles,
+            fixed_output=spec.workload.uses_fixed_output,
             engine_metrics=metrics,
         )
         if meta is not None:
@@ -585,23 +676,42 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
     if sweep.active:
         dimension = sweep.dimension
         rows = []
-        for (engine, step), block in sorted(per_step.items(), key=lambda item: (item[0][1] or 0, engine_order.index(item[0][0]) if item[0][0] in engine_order else 99)):
+        for (engine, step), block in sorted(
+            per_step.items(),
+            key=lambda item: (
+                item[0][1] or 0,
+                engine_order.index(item[0][0]) if item[0][0] in engine_order else 99,
+            ),
+        ):
             meta = steps_meta.get((engine, step))
             level = meta.level if meta else None
-            rows.append({"engine": engine, "step": step, dimension: level,
-                         "phase": meta.phase if meta else "sweep", **block})
+            rows.append(
+                {
+                    "engine": engine,
+                    "step": step,
+                    dimension: level,
+                    "phase": meta.phase if meta else "sweep",
+                    **block,
+                }
+            )
         summary["sweep"] = rows
         for name in engine_order:
             candidates = [row for row in rows if row["engine"] == name]
             if not candidates:
                 continue
-            if sweep.kind == "slo_search" and outcome is not None and outcome.slo_search.get(name, {}).get("best"):
+            if (
+                sweep.kind == "slo_search"
+                and outcome is not None
+                and outcome.slo_search.get(name, {}).get("best")
+            ):
                 best_level = outcome.slo_search[name]["best"]
                 chosen = next((r for r in candidates if r.get(dimension) == best_level), candidates[-1])
             else:
                 chosen = max(candidates, key=lambda r: r.get("request_throughput_rps") or 0.0)
-            summary["engines"][name] = {**{k: v for k, v in chosen.items() if k not in ("engine", "phase")},
-                                        "from_step": chosen.get("step")}
+            summary["engines"][name] = {
+                **{k: v for k, v in chosen.items() if k not in ("engine", "phase")},
+                "from_step": chosen.get("step"),
+            }
     else:
         for name in engine_order:
             if (name, None) in per_step:
@@ -609,8 +719,10 @@ def build_summary(spec: BenchSpec, records: Sequence[RequestRecord], outcome: Be
     for name in engine_order:
         if name not in summary["engines"]:
             # Never started (a run cancelled before its turn): "not run", never 0 req/s.
-            summary["engines"][name] = {**summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
-                                        "not_run": True}
+            summary["engines"][name] = {
+                **summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
+                "not_run": True,
+            }
     if outcome is not None:
         if outcome.slo_search:
             summary["slo_search"] = outcome.slo_search
@@ -663,23 +775,29 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     now = _now()
     with session_scope() as session:
         candidates = session.execute(
-            select(Run.id, Run.status, Run.heartbeat_at, Run.created_at, Run.worker_pid, Run.summary).where(
-                Run.kind == KIND, Run.status.in_((*ACTIVE_STATUSES, RunStatus.CANCELLED))
-            )
+            select(
+                Run.id, Run.status, Run.heartbeat_at, Run.created_at, Run.worker_pid, Run.summary
+            ).where(Run.kind == KIND, Run.status.in_((*ACTIVE_STATUSES, RunStatus.CANCELLED)))
         ).all()
     changed: list[int] = []
     for run_id, status, heartbeat, created, pid, summary in candidates:
         if not is_stale(heartbeat, created, now=now, stale_after_s=stale_after_s):
             continue
         # A worker still alive but silent (a long database lock) gets ten times longer.
-        if pid_alive(pid) and not is_stale(heartbeat, created, now=now, stale_after_s=11 * stale_after_s):
+        if pid_alive(pid) and not is_stale(
+            heartbeat, created, now=now, stale_after_s=11 * stale_after_s
+        ):
             continue
         if status == "cancelled" and "engines" in (summary or {}):
             continue
         spec = load_spec(run_id)
         partial = build_summary(spec, _stored_records(run_id), None)
         new_status = "cancelled" if status == "cancelled" else "interrupted"
-        error = None if status == "cancelled" else "The benchmark worker stopped without finishing (process gone)."
+        error = (
+            None
+            if status == "cancelled"
+            else "The benchmark worker stopped without finishing (process gone)."
+        )
         _finish(run_id, new_status, partial, error=error)
         changed.append(run_id)
     return changed
@@ -708,7 +826,9 @@ class BenchRunView:
     def active(self) -> bool:
         # Cancelled but not yet finished: the worker is still writing what ran (its summary
         # and tables); the page keeps polling instead of showing charts without tables.
-        return self.status in ACTIVE_STATUSES or (self.status == "cancelled" and self.finished_at is None)
+        return self.status in ACTIVE_STATUSES or (
+            self.status == "cancelled" and self.finished_at is None
+        )
 
 
 def get_run(run_id: int) -> BenchRunView:
@@ -722,9 +842,17 @@ def get_run(run_id: int) -> BenchRunView:
         summary = dict(run.summary or {})
         live = summary.pop("live", {}) if run.status in ACTIVE_STATUSES else {}
         return BenchRunView(
-            id=run.id, name=run.name, status=run.status, progress=run.progress or 0.0,
-            spec=BenchSpec.from_dict(run.config or {}), summary=summary, error=run.error,
-            created_at=run.created_at, started_at=run.started_at, finished_at=run.finished_at, live=live,
+            id=run.id,
+            name=run.name,
+            status=run.status,
+            progress=run.progress or 0.0,
+            spec=BenchSpec.from_dict(run.config or {}),
+            summary=summary,
+            error=run.error,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            live=live,
         )
 
 
@@ -744,12 +872,17 @@ def list_runs(limit: int = 50, *, active_only: bool = False) -> list[BenchRunIte
     from db.models import Run
     from db.session import session_scope
 
-    query = select(Run.id, Run.name, Run.status, Run.progress, Run.engine_names, Run.created_at).where(Run.kind == KIND)
+    query = select(Run.id, Run.name, Run.status, Run.progress, Run.engine_names, Run.created_at).where(
+        Run.kind == KIND
+    )
     if active_only:
         query = query.where(Run.status.in_(ACTIVE_STATUSES))
     with session_scope() as session:
         rows = session.execute(query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)).all()
-    return [BenchRunItem(r.id, r.name, r.status, r.progress or 0.0, r.engine_names, r.created_at) for r in rows]
+    return [
+        BenchRunItem(r.id, r.name, r.status, r.progress or 0.0, r.engine_names, r.created_at)
+        for r in rows
+    ]
 
 
 def load_records(run_id: int, *, with_itl: bool = True) -> list[RequestRecord]:
@@ -761,11 +894,23 @@ def load_records(run_id: int, *, with_itl: bool = True) -> list[RequestRecord]:
     from db.models import RequestResult
     from db.session import session_scope
 
-    columns = [RequestResult.engine_name, RequestResult.index, RequestResult.ok, RequestResult.warmup,
-               RequestResult.scheduled_s, RequestResult.start_s, RequestResult.ttft_s, RequestResult.e2e_s,
-               RequestResult.input_tokens, RequestResult.output_tokens, RequestResult.cached_tokens,
-               RequestResult.error_class, RequestResult.extra]
+    columns = [
+        RequestResult.engine_name,
+        RequestResult.index,
+        RequestResult.ok,
+        RequestResult.warmup,
+        RequestResult.scheduled_s,
+        RequestResult.start_s,
+        RequestResult.ttft_s,
+        RequestResult.e2e_s,
+        RequestResult.input_tokens,
+        RequestResult.output_tokens,
+        RequestResult.cached_tokens,
+        RequestResult.error_class,
+        RequestResult.extra,
+    ]
     with session_scope() as session:
-        rows = session.execute(select(*columns).where(RequestResult.run_id == run_id).order_by(RequestResult.id)).all()
+        rows = session.execute(
+            select(*columns).where(RequestResult.run_id == run_id).order_by(RequestResult.id)
+        ).all()
     return [record_from_row(dict(row._mapping)) for row in rows]
-

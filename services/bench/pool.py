@@ -67,7 +67,9 @@ def usable_cores() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def auto_workers(load: LoadSpec, previous: dict[str, Any] | None = None, current: int | None = None) -> int:
+def auto_workers(
+    load: LoadSpec, previous: dict[str, Any] | None = None, current: int | None = None
+) -> int:
     """The worker count `--workers auto` uses for a load: a first guess from the streams
     it will hold, then, after a step whose generator was client-bound (the self-check's
     signals), as many more as the busiest worker's CPU share asks for, up to the cores
@@ -274,18 +276,34 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
             sink.flush()
 
     async def main() -> Any:
-        plan = WorkerPlan(worker=setup.worker, origin=setup.origin, start_offsets=setup.start_offsets,
-                          concurrency_cap=setup.concurrency_cap, budget=channels.budget, ready=ready,
-                          next_conversation=next_conversation, schedule=schedule)
+        plan = WorkerPlan(
+            worker=setup.worker,
+            origin=setup.origin,
+            start_offsets=setup.start_offsets,
+            concurrency_cap=setup.concurrency_cap,
+            budget=channels.budget,
+            ready=ready,
+            next_conversation=next_conversation,
+            schedule=schedule,
+        )
         flushing = asyncio.create_task(flusher())
         try:
             with quiet_gc():
                 async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=setup.timeout_s) as client:
                     return await EngineLoad(
-                        client, setup.engine, setup.workload, setup.load, sink=sink,
-                        should_stop=stopped, salt=setup.salt, text=setup.text,
-                        timeout_s=setup.timeout_s, temperature=setup.temperature, step=setup.step,
-                        connect_ahead=setup.connect_ahead, plan=plan,
+                        client,
+                        setup.engine,
+                        setup.workload,
+                        setup.load,
+                        sink=sink,
+                        should_stop=stopped,
+                        salt=setup.salt,
+                        text=setup.text,
+                        timeout_s=setup.timeout_s,
+                        temperature=setup.temperature,
+                        step=setup.step,
+                        connect_ahead=setup.connect_ahead,
+                        plan=plan,
                     ).run()
         finally:
             flushing.cancel()
@@ -301,10 +319,19 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
         raise SystemExit(1) from None
     sink.flush()
     check = outcome.checks[0] if outcome.checks else WorkerCheck(worker=setup.worker)
-    channels.results.put(("done", setup.worker, {
-        "check": check, "max_streams": outcome.max_streams, "connections_ahead": outcome.connections_ahead,
-        "unsupported": outcome.unsupported, "cancelled": outcome.cancelled,
-    }))
+    channels.results.put(
+        (
+            "done",
+            setup.worker,
+            {
+                "check": check,
+                "max_streams": outcome.max_streams,
+                "connections_ahead": outcome.connections_ahead,
+                "unsupported": outcome.unsupported,
+                "cancelled": outcome.cancelled,
+            },
+        )
+    )
     channels.results.close()
     channels.results.join_thread()
 
@@ -318,16 +345,33 @@ class PooledEngineLoad:
     """An EngineLoad's stand-in for `workers` processes: the same `run()` and the same
     progress attributes (`load`, `done_count`, `measure_start`) for the Benchmark."""
 
-    def __init__(self, engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *, workers: int, sink: Any,
-                 should_stop: Callable[[], bool], salt: str = "", text: PromptText | None = None,
-                 timeout_s: float = 600.0, temperature: float | None = 0.0, step: int | None = None,
-                 connect_ahead: bool = True) -> None:
+    def __init__(
+        self,
+        engine: EngineTarget,
+        workload: WorkloadSpec,
+        load: LoadSpec,
+        *,
+        workers: int,
+        sink: Any,
+        should_stop: Callable[[], bool],
+        salt: str = "",
+        text: PromptText | None = None,
+        timeout_s: float = 600.0,
+        temperature: float | None = 0.0,
+        step: int | None = None,
+        connect_ahead: bool = True,
+    ) -> None:
         from services.bench.runner import EngineOutcome
 
         self.engine, self.workload, self.load = engine, workload, load
         self.sink, self.should_stop, self.salt = sink, should_stop, salt
         self.text = text or PromptText()
-        self.timeout_s, self.temperature, self.step, self.connect_ahead = timeout_s, temperature, step, connect_ahead
+        self.timeout_s, self.temperature, self.step, self.connect_ahead = (
+            timeout_s,
+            temperature,
+            step,
+            connect_ahead,
+        )
         closed = load.mode == "concurrency"
         width = (load.concurrency or 1) if closed else (load.concurrency or workers)
         self.workers = max(1, min(workers, width, MAX_WORKERS))
@@ -351,11 +395,22 @@ class PooledEngineLoad:
             slots = [[] for _ in range(count)]
             caps = list(split(load.concurrency, count)) if load.concurrency else [None] * count
         return [
-            _WorkerSetup(worker=index, engine=self.engine, workload=self.workload,
-                         load=replace(load, concurrency=caps[index], warmup_requests=warmups[index]),
-                         start_offsets=slots[index], concurrency_cap=caps[index], origin=origin, salt=self.salt,
-                         text=self.text, timeout_s=self.timeout_s, temperature=self.temperature, step=self.step,
-                         connect_ahead=self.connect_ahead, coordinator_pid=os.getpid())
+            _WorkerSetup(
+                worker=index,
+                engine=self.engine,
+                workload=self.workload,
+                load=replace(load, concurrency=caps[index], warmup_requests=warmups[index]),
+                start_offsets=slots[index],
+                concurrency_cap=caps[index],
+                origin=origin,
+                salt=self.salt,
+                text=self.text,
+                timeout_s=self.timeout_s,
+                temperature=self.temperature,
+                step=self.step,
+                connect_ahead=self.connect_ahead,
+                coordinator_pid=os.getpid(),
+            )
             for index in range(count)
         ]
 
@@ -372,12 +427,18 @@ class PooledEngineLoad:
                 continue
         return False
 
-    def _feed(self, body: Callable[[_Channels, threading.Event], None], channels: _Channels,
-              finished: threading.Event) -> None:
+    def _feed(
+        self,
+        body: Callable[[_Channels, threading.Event], None],
+        channels: _Channels,
+        finished: threading.Event,
+    ) -> None:
         try:
             body(channels, finished)
         except Exception as error:  # noqa: BLE001 - workers starved of requests must stop, and say why
-            self.failures.append(f"coordinator: drawing the requests failed: {type(error).__name__}: {error}")
+            self.failures.append(
+                f"coordinator: drawing the requests failed: {type(error).__name__}: {error}"
+            )
             channels.stop.set()
 
     def _feed_closed(self, channels: _Channels, finished: threading.Event) -> None:
@@ -394,7 +455,9 @@ class PooledEngineLoad:
         deadline = start + load.duration_s if load.duration_s else None
         limit = load.requests
         for count, (offset, conversation) in enumerate(planned_arrivals(load, self._conversations())):
-            if (limit is not None and count >= limit) or (deadline is not None and start + offset >= deadline):
+            if (limit is not None and count >= limit) or (
+                deadline is not None and start + offset >= deadline
+            ):
                 break
             if channels.budget.exhausted():
                 break
@@ -417,12 +480,21 @@ class PooledEngineLoad:
         origin = time.perf_counter()
         self.outcome.origin = origin
         self.outcome.wall_start = time.time()
-        processes = [context.Process(target=_worker_process, args=(setup, channels), daemon=True,
-                                     name=f"shootout-bench-worker-{setup.worker}")
-                     for setup in self._setups(origin)]
+        processes = [
+            context.Process(
+                target=_worker_process,
+                args=(setup, channels),
+                daemon=True,
+                name=f"shootout-bench-worker-{setup.worker}",
+            )
+            for setup in self._setups(origin)
+        ]
         finished = threading.Event()
-        feeder = threading.Thread(target=self._feed, args=(self._feed_closed if closed else self._feed_open,
-                                                            channels, finished), daemon=True)
+        feeder = threading.Thread(
+            target=self._feed,
+            args=(self._feed_closed if closed else self._feed_open, channels, finished),
+            daemon=True,
+        )
         with _bare_main():
             for process in processes:
                 process.start()
@@ -435,17 +507,24 @@ class PooledEngineLoad:
                 self._take(channels, ready, done, processes)
                 self._check_stop(channels)
                 # A worker that died starting (an import error, the OOM killer) never reports.
-                dead = [index for index, process in enumerate(processes)
-                        if not process.is_alive() and index not in ready]
+                dead = [
+                    index
+                    for index, process in enumerate(processes)
+                    if not process.is_alive() and index not in ready
+                ]
                 if dead and channels.results.empty():
-                    self.failures += [f"worker {index}: exited while starting (code {processes[index].exitcode})"
-                                      for index in dead if not any(f.startswith(f"worker {index}:")
-                                                                   for f in self.failures)]
+                    self.failures += [
+                        f"worker {index}: exited while starting (code {processes[index].exitcode})"
+                        for index in dead
+                        if not any(f.startswith(f"worker {index}:") for f in self.failures)
+                    ]
                 if channels.stop.is_set() or time.monotonic() > ready_by:
                     break
             if not self.failures and not channels.stop.is_set():
                 self.measure_start = time.perf_counter() + START_MARGIN_S
-                channels.budget.set_deadline(self.measure_start + load.duration_s if load.duration_s else None)
+                channels.budget.set_deadline(
+                    self.measure_start + load.duration_s if load.duration_s else None
+                )
                 channels.start_at.value = self.measure_start
             else:
                 channels.stop.set()
@@ -481,15 +560,18 @@ class PooledEngineLoad:
             self.outcome.cancelled = True
             channels.stop.set()
 
-    def _take(self, channels: _Channels, ready: set[int], done: dict[int, dict[str, Any]],
-              processes: list[Any]) -> None:
+    def _take(
+        self, channels: _Channels, ready: set[int], done: dict[int, dict[str, Any]], processes: list[Any]
+    ) -> None:
         try:
             kind, worker, payload = channels.results.get(timeout=POLL_S)
         except queue.Empty:
             return
         self._handle(kind, worker, payload, ready, done)
 
-    def _handle(self, kind: str, worker: int, payload: Any, ready: set[int], done: dict[int, dict[str, Any]]) -> None:
+    def _handle(
+        self, kind: str, worker: int, payload: Any, ready: set[int], done: dict[int, dict[str, Any]]
+    ) -> None:
         if kind == "records":
             for record in payload:
                 self.outcome.records.append(record)

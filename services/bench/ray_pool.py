@@ -85,7 +85,9 @@ def _probe(address: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_PROBE_S).close()
     except OSError as error:
-        raise RayUnavailable(f"Ray at {address[:80]} is unreachable: {error.strerror or error}") from None
+        raise RayUnavailable(
+            f"Ray at {address[:80]} is unreachable: {error.strerror or error}"
+        ) from None
 
 
 def check_reachable(address: str) -> None:
@@ -105,11 +107,17 @@ def connect(address: str) -> Any:
     if ray.is_initialized():
         ray.shutdown()  # another cluster: a process is a driver of one at a time
     try:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR", configure_logging=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": REPO_ROOT}})
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            logging_level="ERROR",
+            configure_logging=False,
+            runtime_env={"env_vars": {"PYTHONPATH": REPO_ROOT}},
+        )
     except Exception as error:  # noqa: BLE001 - Ray raises many kinds; the user needs one line
-        raise RayUnavailable(f"Ray at {address[:80]} could not be joined: {type(error).__name__}: {error}"
-                             ) from None
+        raise RayUnavailable(
+            f"Ray at {address[:80]} could not be joined: {type(error).__name__}: {error}"
+        ) from None
     _joined = address
     return ray
 
@@ -192,7 +200,9 @@ class Hub:
             held = self.taken.get(worker, {})
             for record in payload:
                 held.pop(record.index, None)
-            self.reported[worker] = self.reported.get(worker, 0) + sum(1 for r in payload if not r.warmup)
+            self.reported[worker] = self.reported.get(worker, 0) + sum(
+                1 for r in payload if not r.warmup
+            )
         self.results.append(message)
 
     def drain(self, most: int = 1000) -> list[Any]:
@@ -380,7 +390,9 @@ class RayEngineLoad(PooledEngineLoad):
                 if best is None or rtt < best[0]:
                     best = (rtt, theirs - (sent + back) / 2, host, node)
             assert best is not None
-            offsets.append(ClockOffset(worker=index, host=best[2], node=best[3], offset_s=best[1], rtt_s=best[0]))
+            offsets.append(
+                ClockOffset(worker=index, host=best[2], node=best[3], offset_s=best[1], rtt_s=best[0])
+            )
         return offsets
 
     def _coordinate(self) -> Any:
@@ -388,30 +400,42 @@ class RayEngineLoad(PooledEngineLoad):
         try:
             return self._coordinate_on(ray)
         except ray.exceptions.RayError as error:  # the head or the hub gone: the run cannot go on
-            raise ShootoutError(f"Ray: the cluster at {self.address[:80]} failed during the run: "
-                                f"{type(error).__name__}: {str(error).splitlines()[0][:300]}") from None
+            raise ShootoutError(
+                f"Ray: the cluster at {self.address[:80]} failed during the run: "
+                f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+            ) from None
 
     def _coordinate_on(self, ray: Any) -> Any:
         load = self.load
         closed = load.mode == "concurrency"
         backlog = 2 * (load.concurrency or 64) + 64 if closed else 100_000
         # The hub on the head node: the one node a cluster cannot lose and go on.
-        hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=HUB_CONCURRENCY,
-                                      resources={HEAD_RESOURCE: 0.001}).remote(backlog, load.requests)
-        worker_class = ray.remote(LoadWorker).options(num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD")
+        hub = (
+            ray.remote(Hub)
+            .options(num_cpus=0, max_concurrency=HUB_CONCURRENCY, resources={HEAD_RESOURCE: 0.001})
+            .remote(backlog, load.requests)
+        )
+        worker_class = ray.remote(LoadWorker).options(
+            num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD"
+        )
         actors = [worker_class.remote() for _ in range(self.workers)]
         channels = _CoordinatorChannels(ray, hub)
         finished = threading.Event()
-        feeder = threading.Thread(target=self._feed, args=(self._feed_closed if closed else self._feed_open,
-                                                            channels, finished), daemon=True)
+        feeder = threading.Thread(
+            target=self._feed,
+            args=(self._feed_closed if closed else self._feed_open, channels, finished),
+            daemon=True,
+        )
         done: dict[int, dict[str, Any]] = {}
         ready: set[int] = set()
         try:
             try:
                 self.offsets = self._measure_offsets(ray, actors)
             except ray.exceptions.GetTimeoutError:
-                raise ShootoutError(f"Ray: {self.workers} load-generator workers did not start within "
-                                    f"{READY_TIMEOUT_S:.0f} s (each needs one CPU of the cluster).") from None
+                raise ShootoutError(
+                    f"Ray: {self.workers} load-generator workers did not start within "
+                    f"{READY_TIMEOUT_S:.0f} s (each needs one CPU of the cluster)."
+                ) from None
             origin = time.perf_counter()
             self.outcome.origin = origin
             self.outcome.wall_start = time.time()
@@ -452,8 +476,14 @@ class RayEngineLoad(PooledEngineLoad):
         outcome = self._outcome(done)
         outcome.generator["ray"] = self.address
         outcome.generator["hosts"] = [
-            {"worker": clock.worker, "host": clock.host, "node": clock.node[:12],
-             "clock_offset_s": clock.offset_s, "rtt_s": clock.rtt_s, "requests": sent.get(clock.worker, 0)}
+            {
+                "worker": clock.worker,
+                "host": clock.host,
+                "node": clock.node[:12],
+                "clock_offset_s": clock.offset_s,
+                "rtt_s": clock.rtt_s,
+                "requests": sent.get(clock.worker, 0),
+            }
             for clock in self.offsets
         ]
         return outcome
@@ -465,8 +495,9 @@ class RayEngineLoad(PooledEngineLoad):
             hub.set.remote(stop=True)
         return channels.stop.is_set()
 
-    def _pump(self, ray: Any, hub: Any, runs: dict[Any, int], ready: set[int], done: dict[int, dict[str, Any]]
-              ) -> None:
+    def _pump(
+        self, ray: Any, hub: Any, runs: dict[Any, int], ready: set[int], done: dict[int, dict[str, Any]]
+    ) -> None:
         """The records and messages the hub holds; the workers that ended (a lost one's
         requests end as failed)."""
         finished, _ = ray.wait(list(runs), num_returns=len(runs), timeout=POLL_S) if runs else ([], [])
@@ -488,13 +519,18 @@ class RayEngineLoad(PooledEngineLoad):
         clock = self.offsets[worker]
         for turn_index, item in items:
             # Open loop: the item's time counts from the start; records count from the origin.
-            scheduled = self.measure_start - self.outcome.origin + item[0] if isinstance(item, tuple) else None
+            scheduled = (
+                self.measure_start - self.outcome.origin + item[0] if isinstance(item, tuple) else None
+            )
             record = RequestRecord(
-                engine=self.engine.name, index=turn_index, ok=False, scheduled_s=scheduled, error_class=WORKER_LOST,
+                engine=self.engine.name,
+                index=turn_index,
+                ok=False,
+                scheduled_s=scheduled,
+                error_class=WORKER_LOST,
                 error=f"the load-generator worker on {clock.host} was lost mid-request (its Ray node left)",
                 step=self.step,
             )
             self.outcome.records.append(record)
             self.done_count += 1
             self.sink.add(record)
-

@@ -27,15 +27,21 @@ def main(argv: list[str] | None = None) -> int:
     from services.telemetry.scraper import EngineTarget
 
     targets = [
-        EngineTarget(name=t["name"], kind=t.get("kind") or "openai", metrics_url=t.get("metrics_url"),
-                     base_url=t.get("base_url"), api_key_env=t.get("api_key_env"))
+        EngineTarget(
+            name=t["name"],
+            kind=t.get("kind") or "openai",
+            metrics_url=t.get("metrics_url"),
+            base_url=t.get("base_url"),
+            api_key_env=t.get("api_key_env"),
+        )
         for t in json.loads(args[1])
     ]
     # Short rate windows: a benchmark step lasts seconds, not minutes.
     hub = TelemetryHub(rate_window_s=RATE_WINDOW_S)
     # The benchmark worker owns the run's heartbeat; this child must not keep it fresh.
-    recorder = start_recording(int(args[0]), targets, gpus=True, interval_s=RECORD_INTERVAL_S, hub=hub,
-                               beats_heartbeat=False)
+    recorder = start_recording(
+        int(args[0]), targets, gpus=True, interval_s=RECORD_INTERVAL_S, hub=hub, beats_heartbeat=False
+    )
     print("READY", flush=True)
     try:
         sys.stdin.read()

@@ -36,7 +36,14 @@ from services.bench.workloads import (
     iter_conversations,
 )
 from services import http
-from services.client import ChatRequest, StreamClient, StreamResult, chat_url, make_http_client, stream_chat
+from services.client import (
+    ChatRequest,
+    StreamClient,
+    StreamResult,
+    chat_url,
+    make_http_client,
+    stream_chat,
+)
 from services.engines import SamplingParams, get_adapter
 
 STOP_POLL_S = 0.2
@@ -170,7 +177,9 @@ class _SchemaChecker:
         return bool(validator.is_valid(instance))
 
 
-def planned_arrivals(load: LoadSpec, conversations: Iterator[Conversation]) -> Iterator[tuple[float, Conversation]]:
+def planned_arrivals(
+    load: LoadSpec, conversations: Iterator[Conversation]
+) -> Iterator[tuple[float, Conversation]]:
     """The open loop's whole schedule, drawn once: (seconds after the start, conversation)
     in order, from the seeded arrival process or the trace's own times."""
     if load.mode == "trace":
@@ -180,8 +189,14 @@ def planned_arrivals(load: LoadSpec, conversations: Iterator[Conversation]) -> I
             first_arrival = arrival if first_arrival is None else first_arrival
             yield (arrival - first_arrival) / load.trace_speed, conversation
         return
-    offsets = arrival_offsets(load.rate or 1.0, arrival=load.arrival, burstiness=load.burstiness, seed=load.seed,
-                              ramp_up_s=load.ramp_up_s, ramp_start_rate=load.ramp_start_rate)
+    offsets = arrival_offsets(
+        load.rate or 1.0,
+        arrival=load.arrival,
+        burstiness=load.burstiness,
+        seed=load.seed,
+        ramp_up_s=load.ramp_up_s,
+        ramp_start_rate=load.ramp_start_rate,
+    )
     yield from zip(offsets, conversations)
 
 
@@ -241,7 +256,12 @@ class EngineLoad:
         )
 
     async def _request(
-        self, conversation: Conversation, turn_number: int, answers: list[str], scheduled: float | None, warmup: bool
+        self,
+        conversation: Conversation,
+        turn_number: int,
+        answers: list[str],
+        scheduled: float | None,
+        warmup: bool,
     ) -> RequestRecord:
         turn = conversation.turns[turn_number]
         request = ChatRequest(
@@ -268,7 +288,11 @@ class EngineLoad:
             self._emit(record)
             raise
         except Exception as error:  # noqa: BLE001 - a bug of ours must not lose the request
-            result.ok, result.error_class, result.error = False, "error", f"{type(error).__name__}: {error}"
+            result.ok, result.error_class, result.error = (
+                False,
+                "error",
+                f"{type(error).__name__}: {error}",
+            )
         finally:
             self.in_flight -= 1
         record = self._record(result, turn.index, turn.output_len, conversation, scheduled, warmup)
@@ -326,8 +350,13 @@ class EngineLoad:
 
     # -- conversations ----------------------------------------------------------------
     async def _conversation(
-        self, conversation: Conversation, budget: _Budget | None, scheduled: float | None, warmup: bool,
-        first_claimed: bool, semaphore: asyncio.Semaphore | None,
+        self,
+        conversation: Conversation,
+        budget: _Budget | None,
+        scheduled: float | None,
+        warmup: bool,
+        first_claimed: bool,
+        semaphore: asyncio.Semaphore | None,
     ) -> RequestRecord | None:
         answers: list[str] = []
         last: RequestRecord | None = None
@@ -389,7 +418,9 @@ class EngineLoad:
 
         await asyncio.gather(*(worker(offset) for offset in starts))
 
-    async def _planned(self, conversations: Iterator[Conversation]) -> AsyncIterator[tuple[float, Conversation]]:
+    async def _planned(
+        self, conversations: Iterator[Conversation]
+    ) -> AsyncIterator[tuple[float, Conversation]]:
         for item in planned_arrivals(self.load, conversations):
             yield item
 
@@ -397,7 +428,9 @@ class EngineLoad:
         schedule = self._planned(conversations) if self.plan is None else self.plan.schedule()
         await self._open_loop_from(schedule, budget)
 
-    async def _open_loop_from(self, schedule: AsyncIterator[tuple[float, Conversation]], budget: _Budget) -> None:
+    async def _open_loop_from(
+        self, schedule: AsyncIterator[tuple[float, Conversation]], budget: _Budget
+    ) -> None:
         load = self.load
         cap = self.plan.concurrency_cap if self.plan is not None else load.concurrency
         semaphore = asyncio.Semaphore(cap) if cap else None
@@ -413,7 +446,9 @@ class EngineLoad:
                 if self.stopping.is_set() or not budget.claim():
                     break
                 scheduled = due - self.origin
-                task = asyncio.create_task(self._conversation(conversation, budget, scheduled, False, True, semaphore))
+                task = asyncio.create_task(
+                    self._conversation(conversation, budget, scheduled, False, True, semaphore)
+                )
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             if tasks:
@@ -465,10 +500,14 @@ class EngineLoad:
         load = self.load
         if self.connect_ahead:
             width = load.concurrency or min(64, max(1, int((load.rate or 1) * 2)))
-            self.outcome.connections_ahead = await connect_ahead(self.client, self.engine.base_url, width)
+            self.outcome.connections_ahead = await connect_ahead(
+                self.client, self.engine.base_url, width
+            )
         # Record times count from here (warm-ups first); the load shape from measure_start.
         # A worker process counts from the coordinator's origin: one clock for all workers.
-        self.origin = self.measure_start = self.plan.origin if self.plan is not None else time.perf_counter()
+        self.origin = self.measure_start = (
+            self.plan.origin if self.plan is not None else time.perf_counter()
+        )
         self.outcome.wall_start = time.time()
         self.outcome.origin = self.origin
         if load.warmup_requests:
@@ -481,8 +520,9 @@ class EngineLoad:
             deadline = self.measure_start + load.duration_s if load.duration_s else None
             budget = _Budget(load.requests, deadline)
         conversations = iter_conversations(self.workload, salt=self.salt, text=self.text)
-        self.selfcheck = SelfCheck(lambda: self.client.open_connections,
-                                   worker=self.plan.worker if self.plan is not None else 0).start()
+        self.selfcheck = SelfCheck(
+            lambda: self.client.open_connections, worker=self.plan.worker if self.plan is not None else 0
+        ).start()
         try:
             if load.mode == "concurrency":
                 await self._closed_loop(conversations, budget)
@@ -508,12 +548,19 @@ async def discover_model(engine: EngineTarget, timeout_s: float = 10.0) -> str |
     """The first model the engine lists in /v1/models (for engines given without one)."""
     from services.client import build_headers
 
-    headers = build_headers(ChatRequest(base_url=engine.base_url, model="", messages=[], api_key_env=engine.api_key_env))
+    headers = build_headers(
+        ChatRequest(base_url=engine.base_url, model="", messages=[], api_key_env=engine.api_key_env)
+    )
     url = engine.base_url.rstrip("/")
     url = (url if url.endswith("/v1") else url + "/v1") + "/models"
     try:
-        answer = await http.fetch_async("GET", url, headers={k: v for k, v in headers.items() if k == "authorization"},
-                                        deadline_s=timeout_s, max_bytes=1024 * 1024)
+        answer = await http.fetch_async(
+            "GET",
+            url,
+            headers={k: v for k, v in headers.items() if k == "authorization"},
+            deadline_s=timeout_s,
+            max_bytes=1024 * 1024,
+        )
         body = answer.json() if answer.status == 200 else None
     except http.HttpError:  # no model list: the request itself will say what is wrong
         return None
@@ -523,7 +570,9 @@ async def discover_model(engine: EngineTarget, timeout_s: float = 10.0) -> str |
     return None
 
 
-async def calibrate_prompt_text(engines: tuple[EngineTarget, ...], timeout_s: float = 10.0) -> tuple[PromptText, Calibration]:
+async def calibrate_prompt_text(
+    engines: tuple[EngineTarget, ...], timeout_s: float = 10.0
+) -> tuple[PromptText, Calibration]:
     """Check the prompt vocabulary against the first engine that can tokenize."""
     import httpx2
 
@@ -535,9 +584,16 @@ async def calibrate_prompt_text(engines: tuple[EngineTarget, ...], timeout_s: fl
         url = root + adapter.tokenize_path
         try:
             async with httpx2.AsyncClient(timeout=timeout_s) as client:
+
                 async def count(text: str) -> int | None:
-                    answer = await http.fetch_async("POST", url, json=adapter.tokenize_body(text, engine.model),
-                                                    deadline_s=timeout_s, max_bytes=4 * 1024 * 1024, client=client)
+                    answer = await http.fetch_async(
+                        "POST",
+                        url,
+                        json=adapter.tokenize_body(text, engine.model),
+                        deadline_s=timeout_s,
+                        max_bytes=4 * 1024 * 1024,
+                        client=client,
+                    )
                     if answer.status != 200:
                         return None
                     return adapter.tokenize_count(answer.json())
@@ -548,7 +604,9 @@ async def calibrate_prompt_text(engines: tuple[EngineTarget, ...], timeout_s: fl
                 if baseline is None or total is None:
                     continue
                 if total - baseline == len(VOCABULARY):
-                    return PromptText(), Calibration("tokenize", engine.name, len(VOCABULARY), len(VOCABULARY))
+                    return PromptText(), Calibration(
+                        "tokenize", engine.name, len(VOCABULARY), len(VOCABULARY)
+                    )
                 semaphore = asyncio.Semaphore(16)
 
                 async def one(word: str) -> tuple[str, int | None]:
@@ -560,7 +618,9 @@ async def calibrate_prompt_text(engines: tuple[EngineTarget, ...], timeout_s: fl
             continue
         counts = {" " + word: n for word, n in counted if n is not None}
         kept, dropped = calibrate_vocabulary(counts, baseline)
-        return PromptText(vocabulary=kept), Calibration("tokenize", engine.name, len(VOCABULARY), len(kept), dropped)
+        return PromptText(vocabulary=kept), Calibration(
+            "tokenize", engine.name, len(VOCABULARY), len(kept), dropped
+        )
     return PromptText(), Calibration("none")
 
 
@@ -673,8 +733,13 @@ class Benchmark:
                 await self._level(client, engines, spec.load, None, None, "run")
 
     async def _level(
-        self, client: StreamClient, engines: list[EngineTarget], load: LoadSpec, step: int | None,
-        level: float | None, phase: str,
+        self,
+        client: StreamClient,
+        engines: list[EngineTarget],
+        load: LoadSpec,
+        step: int | None,
+        level: float | None,
+        phase: str,
     ) -> list[StepResult]:
         """Every engine at one load level (one after another, or together)."""
         spec = self.spec
@@ -686,22 +751,49 @@ class Benchmark:
                 from services.bench.ray_pool import RayEngineLoad, ray_workers
 
                 return RayEngineLoad(
-                    engine, spec.workload, load, workers=ray_workers(spec.ray_address, workers), sink=self.sink,
-                    should_stop=self._stop, salt=salt, text=self.text, timeout_s=spec.timeout_s,
-                    temperature=spec.temperature, step=step, connect_ahead=spec.connect_ahead,
+                    engine,
+                    spec.workload,
+                    load,
+                    workers=ray_workers(spec.ray_address, workers),
+                    sink=self.sink,
+                    should_stop=self._stop,
+                    salt=salt,
+                    text=self.text,
+                    timeout_s=spec.timeout_s,
+                    temperature=spec.temperature,
+                    step=step,
+                    connect_ahead=spec.connect_ahead,
                     address=spec.ray_address,
                 )
             if workers > 1:
                 from services.bench.pool import PooledEngineLoad
 
                 return PooledEngineLoad(
-                    engine, spec.workload, load, workers=workers, sink=self.sink, should_stop=self._stop, salt=salt,
-                    text=self.text, timeout_s=spec.timeout_s, temperature=spec.temperature, step=step,
+                    engine,
+                    spec.workload,
+                    load,
+                    workers=workers,
+                    sink=self.sink,
+                    should_stop=self._stop,
+                    salt=salt,
+                    text=self.text,
+                    timeout_s=spec.timeout_s,
+                    temperature=spec.temperature,
+                    step=step,
                     connect_ahead=spec.connect_ahead,
                 )
             return EngineLoad(
-                client, engine, spec.workload, load, sink=self.sink, should_stop=self._stop, salt=salt,
-                text=self.text, timeout_s=spec.timeout_s, temperature=spec.temperature, step=step,
+                client,
+                engine,
+                spec.workload,
+                load,
+                sink=self.sink,
+                should_stop=self._stop,
+                salt=salt,
+                text=self.text,
+                timeout_s=spec.timeout_s,
+                temperature=spec.temperature,
+                step=step,
                 connect_ahead=spec.connect_ahead,
             )
 
@@ -743,8 +835,9 @@ class Benchmark:
         self._auto_count[engine] = chosen
         return chosen
 
-    def _step_result(self, outcome: EngineOutcome, load: LoadSpec, step: int | None, level: float | None,
-                     phase: str) -> StepResult:
+    def _step_result(
+        self, outcome: EngineOutcome, load: LoadSpec, step: int | None, level: float | None, phase: str
+    ) -> StepResult:
         self._last_generator[outcome.engine] = outcome.generator
         summary = summarize_engine(
             outcome.records,
@@ -780,7 +873,9 @@ class Benchmark:
         for step, level in enumerate(values):
             if not active or self._stop():
                 break
-            results = await self._level(client, active, self._load_at(dimension, level), step, level, "sweep")
+            results = await self._level(
+                client, active, self._load_at(dimension, level), step, level, "sweep"
+            )
             for result in results:
                 reason = _saturation(history[result.engine], result.summary, sweep)
                 history[result.engine].append(result.summary)
@@ -838,9 +933,12 @@ class Benchmark:
                 "reached_maximum": best is not None and high is None,
             }
 
-    async def _probe(self, client: StreamClient, engine: EngineTarget, dimension: str, level: float,
-                     step: int) -> dict[str, Any]:
-        results = await self._level(client, [engine], self._load_at(dimension, level), step, level, "search")
+    async def _probe(
+        self, client: StreamClient, engine: EngineTarget, dimension: str, level: float, step: int
+    ) -> dict[str, Any]:
+        results = await self._level(
+            client, [engine], self._load_at(dimension, level), step, level, "search"
+        )
         return results[0].summary if results else {}
 
 
@@ -870,10 +968,20 @@ def _saturation(history: list[dict[str, Any]], summary: dict[str, Any], sweep: S
     return None
 
 
-def execute_load(engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *, salt: str = "",
-                 timeout_s: float = 600.0, sink: RecordSink | None = None, should_stop: Callable[[], bool] = _never,
-                 request_headers: Callable[[int], dict[str, str]] | None = None,
-                 connect_ahead: bool = True, workers: int = 1, ray_address: str = "") -> EngineOutcome:
+def execute_load(
+    engine: EngineTarget,
+    workload: WorkloadSpec,
+    load: LoadSpec,
+    *,
+    salt: str = "",
+    timeout_s: float = 600.0,
+    sink: RecordSink | None = None,
+    should_stop: Callable[[], bool] = _never,
+    request_headers: Callable[[int], dict[str, str]] | None = None,
+    connect_ahead: bool = True,
+    workers: int = 1,
+    ray_address: str = "",
+) -> EngineOutcome:
     """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests);
     with `workers` > 1 spread over that many processes (services/bench/pool.py), with a
     `ray_address` over that Ray cluster's nodes (services/bench/ray_pool.py)."""
@@ -882,23 +990,49 @@ def execute_load(engine: EngineTarget, workload: WorkloadSpec, load: LoadSpec, *
     if ray_address:
         from services.bench.ray_pool import RayEngineLoad, ray_workers
 
-        return RayEngineLoad(engine, workload.validate(), load.validate(), workers=ray_workers(ray_address, workers),
-                             sink=sink or ListSink(), should_stop=should_stop, salt=salt, timeout_s=timeout_s,
-                             connect_ahead=connect_ahead, address=ray_address)._coordinate()
+        return RayEngineLoad(
+            engine,
+            workload.validate(),
+            load.validate(),
+            workers=ray_workers(ray_address, workers),
+            sink=sink or ListSink(),
+            should_stop=should_stop,
+            salt=salt,
+            timeout_s=timeout_s,
+            connect_ahead=connect_ahead,
+            address=ray_address,
+        )._coordinate()
 
     if workers > 1:
         from services.bench.pool import PooledEngineLoad
 
-        pooled = PooledEngineLoad(engine, workload.validate(), load.validate(), workers=workers,
-                                  sink=sink or ListSink(), should_stop=should_stop, salt=salt, timeout_s=timeout_s,
-                                  connect_ahead=connect_ahead)
+        pooled = PooledEngineLoad(
+            engine,
+            workload.validate(),
+            load.validate(),
+            workers=workers,
+            sink=sink or ListSink(),
+            should_stop=should_stop,
+            salt=salt,
+            timeout_s=timeout_s,
+            connect_ahead=connect_ahead,
+        )
         return pooled._coordinate()
 
     async def main() -> EngineOutcome:
         with quiet_gc():
             async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=timeout_s) as client:
-                return await EngineLoad(client, engine, workload.validate(), load.validate(), sink=sink or ListSink(),
-                                        salt=salt, timeout_s=timeout_s, should_stop=should_stop,
-                                        request_headers=request_headers, connect_ahead=connect_ahead).run()
+                return await EngineLoad(
+                    client,
+                    engine,
+                    workload.validate(),
+                    load.validate(),
+                    sink=sink or ListSink(),
+                    salt=salt,
+                    timeout_s=timeout_s,
+                    should_stop=should_stop,
+                    request_headers=request_headers,
+                    connect_ahead=connect_ahead,
+                ).run()
 
     return run_blocking(main())

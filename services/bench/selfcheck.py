@@ -101,7 +101,9 @@ class SelfCheck:
             self.check.connections_max = max(self.check.connections_max, self._open_connections())
             if now - window_wall >= CPU_WINDOW_S:
                 cpu = time.process_time()
-                self.check.cpu_share_peak = max(self.check.cpu_share_peak, (cpu - window_cpu) / (now - window_wall))
+                self.check.cpu_share_peak = max(
+                    self.check.cpu_share_peak, (cpu - window_cpu) / (now - window_wall)
+                )
                 window_cpu, window_wall = cpu, now
 
 
@@ -126,19 +128,34 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
     lags = [lag for check in checks for lag in check.loop_lag_s]
     lateness = [late for check in checks for late in check.send_lateness_s]
     workers = [
-        {"worker": c.worker, "host": c.host, "cpu_share": round(c.cpu_share, 3),
-         "cpu_share_peak": round(max(c.cpu_share_peak, c.cpu_share), 3), "connections_max": c.connections_max,
-         "peak_rss_mb": c.peak_rss_mb,
-         "loop_lag_p99_ms": _ms(percentile(c.loop_lag_s, 99)) if c.loop_lag_s else None}
+        {
+            "worker": c.worker,
+            "host": c.host,
+            "cpu_share": round(c.cpu_share, 3),
+            "cpu_share_peak": round(max(c.cpu_share_peak, c.cpu_share), 3),
+            "connections_max": c.connections_max,
+            "peak_rss_mb": c.peak_rss_mb,
+            "loop_lag_p99_ms": _ms(percentile(c.loop_lag_s, 99)) if c.loop_lag_s else None,
+        }
         for c in checks
     ]
     block: dict[str, Any] = {
         "workers": len(checks),
-        "loop_lag_ms": {"p50": _ms(percentile(lags, 50)), "p99": _ms(percentile(lags, 99)),
-                        "max": _ms(max(lags))} if lags else {},
+        "loop_lag_ms": {
+            "p50": _ms(percentile(lags, 50)),
+            "p99": _ms(percentile(lags, 99)),
+            "max": _ms(max(lags)),
+        }
+        if lags
+        else {},
         "loop_lag_samples": len(lags),
-        "send_lateness_ms": {"p50": _ms(percentile(lateness, 50)), "p99": _ms(percentile(lateness, 99)),
-                             "max": _ms(max(lateness))} if lateness else {},
+        "send_lateness_ms": {
+            "p50": _ms(percentile(lateness, 50)),
+            "p99": _ms(percentile(lateness, 99)),
+            "max": _ms(max(lateness)),
+        }
+        if lateness
+        else {},
         "cpu_share": [w["cpu_share"] for w in workers],
         "per_worker": workers,
         "open_connections_max": sum(c.connections_max for c in checks),
@@ -153,16 +170,21 @@ def verdict(block: dict[str, Any], *, open_loop: bool) -> tuple[bool, list[str]]
     """client-bound or not, and why, in words a user can check against the figures."""
     evidence: list[str] = []
     lag_p99 = (block.get("loop_lag_ms") or {}).get("p99")
-    if lag_p99 is not None and block.get("loop_lag_samples", 0) >= MIN_LAG_SAMPLES \
-            and lag_p99 > LOOP_LAG_P99_LIMIT_S * 1000:
+    if (
+        lag_p99 is not None
+        and block.get("loop_lag_samples", 0) >= MIN_LAG_SAMPLES
+        and lag_p99 > LOOP_LAG_P99_LIMIT_S * 1000
+    ):
         evidence.append(f"event-loop lag p99 {lag_p99:.2f} ms > {LOOP_LAG_P99_LIMIT_S * 1000:g} ms")
     late_p99 = (block.get("send_lateness_ms") or {}).get("p99")
     if open_loop and late_p99 is not None and late_p99 > SEND_LATENESS_P99_LIMIT_S * 1000:
         evidence.append(f"send lateness p99 {late_p99:.2f} ms > {SEND_LATENESS_P99_LIMIT_S * 1000:g} ms")
     for worker in block.get("per_worker") or []:
         if worker["cpu_share"] > CPU_SHARE_LIMIT:
-            evidence.append(f"worker {worker['worker']} used {worker['cpu_share']:.0%} of a core "
-                            f"> {CPU_SHARE_LIMIT:.0%}")
+            evidence.append(
+                f"worker {worker['worker']} used {worker['cpu_share']:.0%} of a core "
+                f"> {CPU_SHARE_LIMIT:.0%}"
+            )
     return bool(evidence), evidence
 
 
@@ -173,20 +195,26 @@ def headline(block: dict[str, Any] | None) -> str | None:
     lag = block.get("loop_lag_ms") or {}
     late = block.get("send_lateness_ms") or {}
     shares = ", ".join(f"{share:.0%}" for share in block.get("cpu_share") or [])
-    figures = (f"loop lag p50/p99 {_fmt(lag.get('p50'))}/{_fmt(lag.get('p99'))} ms"
-               + (f", send lateness p99 {_fmt(late.get('p99'))} ms" if late else "")
-               + f", CPU per worker {shares or '-'}, connections {block.get('open_connections_max', 0)}")
+    figures = (
+        f"loop lag p50/p99 {_fmt(lag.get('p50'))}/{_fmt(lag.get('p99'))} ms"
+        + (f", send lateness p99 {_fmt(late.get('p99'))} ms" if late else "")
+        + f", CPU per worker {shares or '-'}, connections {block.get('open_connections_max', 0)}"
+    )
     hosts = block.get("hosts") or []
     if hosts:  # over Ray: where each worker ran, its clock offset (± RTT/2) and its share
         figures += ", hosts " + ", ".join(
             f"{h.get('host')} offset {1000 * h.get('clock_offset_s', 0.0):+.2f}±{500 * h.get('rtt_s', 0.0):.2f} ms "
-            f"({h.get('requests', 0)} requests)" for h in hosts)
+            f"({h.get('requests', 0)} requests)"
+            for h in hosts
+        )
     if block["client_bound"]:
         return f"CLIENT-BOUND ({'; '.join(block.get('evidence') or [])}): {figures}"
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {figures}"
 
 
-def summary_lines(summary: dict[str, Any], step_labels: dict[int, str] | None = None) -> tuple[bool, list[str]]:
+def summary_lines(
+    summary: dict[str, Any], step_labels: dict[int, str] | None = None
+) -> tuple[bool, list[str]]:
     """A run summary's self-check: one line per engine (per step of a sweep), and whether
     the run as a whole was client-bound."""
     labels = step_labels or {}
@@ -194,10 +222,18 @@ def summary_lines(summary: dict[str, Any], step_labels: dict[int, str] | None = 
     if summary.get("sweep"):
         for row in summary["sweep"]:
             step = row.get("step")
-            blocks.append((f"{row.get('engine')} at {labels.get(step, f'step {step}')}", row.get("generator") or {}))
+            blocks.append(
+                (
+                    f"{row.get('engine')} at {labels.get(step, f'step {step}')}",
+                    row.get("generator") or {},
+                )
+            )
     else:
-        blocks = [(str(name), block.get("generator") or {}) for name, block in (summary.get("engines") or {}).items()
-                  if isinstance(block, dict)]
+        blocks = [
+            (str(name), block.get("generator") or {})
+            for name, block in (summary.get("engines") or {}).items()
+            if isinstance(block, dict)
+        ]
     lines = [f"{label}: {line}" for label, block in blocks if (line := headline(block))]
     return bool((summary.get("generator") or {}).get("client_bound")), lines
 

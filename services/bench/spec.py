@@ -104,11 +104,15 @@ class BenchSpec:
             raise ValidationError("An engine appears twice in the run; each engine once, please.")
         for engine in self.engines:
             if not engine.base_url.startswith(("http://", "https://")):
-                raise ValidationError(f"Engine {engine.name!r}: the URL must start with http:// or https://.")
+                raise ValidationError(
+                    f"Engine {engine.name!r}: the URL must start with http:// or https://."
+                )
         workload = self.workload.validate()
         load = self.load.validate()
         if load.mode == "trace" and workload.kind != "trace":
-            raise ValidationError("Trace replay needs the trace workload (its arrival times come from the trace).")
+            raise ValidationError(
+                "Trace replay needs the trace workload (its arrival times come from the trace)."
+            )
         if not self.timeout_s > 0:
             raise ValidationError("The request timeout must be above 0 seconds.")
         if self.temperature is not None and not 0 <= self.temperature <= 2:
@@ -124,7 +128,9 @@ class BenchSpec:
             raise ValidationError("The SLO attainment must be between 0 and 1 (for example 0.9).")
         if not isinstance(self.workers, int) or not WORKERS_AUTO <= self.workers <= MAX_WORKERS:
             raise ValidationError(f"Workers must be 1 to {MAX_WORKERS}, or auto.")
-        if self.ray_address and (len(self.ray_address) > 200 or any(c.isspace() for c in self.ray_address)):
+        if self.ray_address and (
+            len(self.ray_address) > 200 or any(c.isspace() for c in self.ray_address)
+        ):
             raise ValidationError("The Ray address is HOST:PORT (or ray://HOST:PORT), without spaces.")
         self._validate_sweep(load)
         return replace(self, workload=workload, load=load)
@@ -132,7 +138,9 @@ class BenchSpec:
     def _validate_sweep(self, load: LoadSpec) -> None:
         sweep = self.sweep
         if sweep.kind not in SWEEP_KINDS:
-            raise ValidationError(f"Unknown sweep {sweep.kind!r}; choose one of {', '.join(SWEEP_KINDS)}.")
+            raise ValidationError(
+                f"Unknown sweep {sweep.kind!r}; choose one of {', '.join(SWEEP_KINDS)}."
+            )
         if not sweep.active:
             return
         if load.mode == "trace":
@@ -170,8 +178,7 @@ class BenchSpec:
             load=_build(LoadSpec, data.get("load") or {}),
             slo=_build(SloSpec, data.get("slo") or {}),
             sweep=_build(SweepSpec, data.get("sweep") or {}),
-            **{k: _tuple_if_list(v) for k, v in data.items()
-               if k in _SCALAR_FIELDS},
+            **{k: _tuple_if_list(v) for k, v in data.items() if k in _SCALAR_FIELDS},
         )
 
     @property
@@ -182,7 +189,13 @@ class BenchSpec:
 
 T = TypeVar("T")
 
-_SCALAR_FIELDS = {f.name for f in dataclasses.fields(BenchSpec)} - {"engines", "workload", "load", "slo", "sweep"}
+_SCALAR_FIELDS = {f.name for f in dataclasses.fields(BenchSpec)} - {
+    "engines",
+    "workload",
+    "load",
+    "slo",
+    "sweep",
+}
 
 
 def _tuple_if_list(value: Any) -> Any:

@@ -36,8 +36,11 @@ class SloSpec:
         return any(value is not None for value in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
 
     def label(self) -> str:
-        parts = [f"{name} <= {value:g} ms" for name, value in
-                 (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms)) if value is not None]
+        parts = [
+            f"{name} <= {value:g} ms"
+            for name, value in (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms))
+            if value is not None
+        ]
         return ", ".join(parts) or "none"
 
 
@@ -190,7 +193,8 @@ def summarize_engine(
     short = 0
     if fixed_output:
         short = sum(
-            1 for r in done
+            1
+            for r in done
             if r.requested_output_tokens and (r.output_tokens or 0) < r.requested_output_tokens
         )
         honoured = short == 0 if done else None

@@ -74,7 +74,9 @@ def _levels(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(part) for part in text.replace(";", ",").replace(" ", ",").split(",") if part)
     except ValueError:
-        raise ValidationError(f"Sweep levels must be numbers separated by commas (got {text!r}).") from None
+        raise ValidationError(
+            f"Sweep levels must be numbers separated by commas (got {text!r})."
+        ) from None
 
 
 def _optional(value: Any) -> float | None:
@@ -127,8 +129,12 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
         trace_speed=float(values.get("trace_speed", 1.0)),
         seed=int(values.get("seed", 0)),
     )
-    slo = SloSpec(ttft_ms=_optional(values.get("slo_ttft_ms")), tpot_ms=_optional(values.get("slo_tpot_ms")),
-                  e2e_ms=_optional(values.get("slo_e2e_ms")), attainment=float(values.get("slo_attainment", 0.9)))
+    slo = SloSpec(
+        ttft_ms=_optional(values.get("slo_ttft_ms")),
+        tpot_ms=_optional(values.get("slo_tpot_ms")),
+        e2e_ms=_optional(values.get("slo_e2e_ms")),
+        attainment=float(values.get("slo_attainment", 0.9)),
+    )
     sweep_kind = values.get("sweep", "none")
     sweep = SweepSpec(
         kind=sweep_kind,
@@ -139,9 +145,16 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
         search_steps=int(values.get("search_steps", 4)),
     )
     return BenchSpec(
-        engines=engines, workload=workload, load=load, slo=slo, sweep=sweep, name=str(values.get("name", "")).strip(),
-        parallel_engines=bool(values.get("parallel", False)), timeout_s=float(values.get("timeout_s", 600.0)),
-        temperature=float(values.get("temperature", 0.0)), workers=parse_workers(values.get("workers", "1")),
+        engines=engines,
+        workload=workload,
+        load=load,
+        slo=slo,
+        sweep=sweep,
+        name=str(values.get("name", "")).strip(),
+        parallel_engines=bool(values.get("parallel", False)),
+        timeout_s=float(values.get("timeout_s", 600.0)),
+        temperature=float(values.get("temperature", 0.0)),
+        workers=parse_workers(values.get("workers", "1")),
         ray_address=str(values.get("ray_address") or "").strip(),
     ).validate()
 
@@ -154,7 +167,9 @@ def parse_workers(value: Any) -> int:
     if text == "auto":
         return WORKERS_AUTO
     if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
-        raise ValidationError(f"Workers: a number from 1 to {MAX_WORKERS}, or auto (got {str(value)[:40]!r}).")
+        raise ValidationError(
+            f"Workers: a number from 1 to {MAX_WORKERS}, or auto (got {str(value)[:40]!r})."
+        )
     return int(text)
 
 
@@ -168,7 +183,9 @@ def save_prompt_file(name: str, content: bytes) -> str:
 
     folder = get_settings().data_dir / "workloads"
     folder.mkdir(parents=True, exist_ok=True)
-    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in name.rsplit(".", 1)[0])[:60] or "prompts"
+    stem = (
+        "".join(c if c.isalnum() or c in "-_" else "_" for c in name.rsplit(".", 1)[0])[:60] or "prompts"
+    )
     path = folder / f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}.jsonl"
     path.write_bytes(content)
     load_prompt_file(str(path))
@@ -235,15 +252,21 @@ def run_view(run_id: int) -> RunView:
     measured = [r for r in records if not r.warmup]
     counts: dict[str, dict[str, int]] = {}
     for record in records:
-        block = counts.setdefault(record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0, "warmup": 0})
+        block = counts.setdefault(
+            record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0, "warmup": 0}
+        )
         if record.warmup:
             block["warmup"] += 1
         else:
             block["sent"] += 1
             block[_outcome(record)] += 1
-    averages = {name: block["output_throughput_tok_s"] for name, block in (run.summary.get("engines") or {}).items()
-                if isinstance(block, dict) and isinstance(block.get("output_throughput_tok_s"), (int, float))
-                and "from_step" not in block}
+    averages = {
+        name: block["output_throughput_tok_s"]
+        for name, block in (run.summary.get("engines") or {}).items()
+        if isinstance(block, dict)
+        and isinstance(block.get("output_throughput_tok_s"), (int, float))
+        and "from_step" not in block
+    }
     offsets = run_offsets(run.summary)
     figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
     notes = _notes(run)
@@ -251,10 +274,17 @@ def run_view(run_id: int) -> RunView:
     table = percentile_table(run.summary, run.spec.percentiles) if has_summary else pd.DataFrame()
     throughput = throughput_table(run.summary) if has_summary else pd.DataFrame()
     if finished and measured:
-        figures["ttft_cdf"] = cdf_figure({e: [r.ttft_s for r in rs if r.ok and r.ttft_s is not None]
-                                          for e, rs in _by_engine(measured).items()}, "TTFT")
-        figures["itl_cdf"] = cdf_figure({e: [g for r in rs if r.ok for g in r.itl_s]
-                                         for e, rs in _by_engine(measured).items()}, "ITL")
+        figures["ttft_cdf"] = cdf_figure(
+            {
+                e: [r.ttft_s for r in rs if r.ok and r.ttft_s is not None]
+                for e, rs in _by_engine(measured).items()
+            },
+            "TTFT",
+        )
+        figures["itl_cdf"] = cdf_figure(
+            {e: [g for r in rs if r.ok for g in r.itl_s] for e, rs in _by_engine(measured).items()},
+            "ITL",
+        )
         if run.summary.get("sweep"):
             figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
         labels = step_labels(run.summary)
@@ -267,8 +297,16 @@ def run_view(run_id: int) -> RunView:
             if engine_figure is not None:
                 figures["engine_metrics"] = engine_figure
     client_bound, generator = generator_lines(run.summary)
-    return RunView(run=run, counts=counts, table=table, throughput=throughput, figures=figures, notes=notes,
-                   generator=generator, client_bound=client_bound)
+    return RunView(
+        run=run,
+        counts=counts,
+        table=table,
+        throughput=throughput,
+        figures=figures,
+        notes=notes,
+        generator=generator,
+        client_bound=client_bound,
+    )
 
 
 def generator_lines(summary: dict[str, Any]) -> tuple[bool, list[str]]:
@@ -296,34 +334,47 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
         if block.get("not_run"):
             notes.append(f"{name} did not run: the run ended before its turn.")
         if block.get("honoured_output_len") is False:
-            notes.append(f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
-                         "answers were shorter than asked (it stopped at its end-of-sequence token).")
+            notes.append(
+                f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
+                "answers were shorter than asked (it stopped at its end-of-sequence token)."
+            )
         unsupported = block.get("unsupported_options") or []
         if unsupported:
             notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
     sweep = summary.get("sweep") or []
     if sweep:
         labels = step_labels(summary)
-        reported = [f"{name} at {labels.get(block.get('from_step'), 'step ' + str(block.get('from_step')))}"
-                    for name, block in (summary.get("engines") or {}).items() if block.get("from_step") is not None]
+        reported = [
+            f"{name} at {labels.get(block.get('from_step'), 'step ' + str(block.get('from_step')))}"
+            for name, block in (summary.get("engines") or {}).items()
+            if block.get("from_step") is not None
+        ]
         how = "the SLO search's answer" if summary.get("slo_search") else "highest request throughput"
         if reported:
-            notes.append(f"The tables show one step per engine ({how}): {', '.join(reported)}; "
-                         "the charts below show every step.")
+            notes.append(
+                f"The tables show one step per engine ({how}): {', '.join(reported)}; "
+                "the charts below show every step."
+            )
     for name, reason in (summary.get("stopped_early") or {}).items():
         notes.append(f"{name}: the sweep stopped early: {reason}.")
     for name, found in (summary.get("slo_search") or {}).items():
         best = found.get("best")
         if best is None:
-            notes.append(f"{name}: even the lowest {found['dimension']} missed the SLOs ({found['slo']}).")
+            notes.append(
+                f"{name}: even the lowest {found['dimension']} missed the SLOs ({found['slo']})."
+            )
         else:
             more = " (the search maximum: it may go higher)" if found.get("reached_maximum") else ""
-            notes.append(f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}, "
-                         f"{found['required_attainment']:.0%} of requests): {best:g}{more}.")
+            notes.append(
+                f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}, "
+                f"{found['required_attainment']:.0%} of requests): {best:g}{more}."
+            )
     calibration = summary.get("prompt_calibration") or {}
     if calibration.get("method") == "tokenize":
-        notes.append(f"Prompt lengths checked against {calibration.get('engine')}'s tokenizer "
-                     f"({calibration.get('words_kept')} of {calibration.get('words_checked')} words are one token).")
+        notes.append(
+            f"Prompt lengths checked against {calibration.get('engine')}'s tokenizer "
+            f"({calibration.get('words_kept')} of {calibration.get('words_checked')} words are one token)."
+        )
     if summary.get("data_attribution"):
         notes.append(summary["data_attribution"])
     if summary.get("engines_run"):
@@ -333,7 +384,9 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
     return notes
 
 
-def percentile_table(summary: dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)) -> pd.DataFrame:
+def percentile_table(
+    summary: dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)
+) -> pd.DataFrame:
     """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
     rows = []
     keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
@@ -350,8 +403,11 @@ def percentile_table(summary: dict[str, Any], percentiles: tuple[float, ...] = (
 
 def _run_engines(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The engine blocks of engines that ran (a "not run" engine is a note, not a row of zeros)."""
-    return {name: block for name, block in (summary.get("engines") or {}).items()
-            if isinstance(block, dict) and not block.get("not_run")}
+    return {
+        name: block
+        for name, block in (summary.get("engines") or {}).items()
+        if isinstance(block, dict) and not block.get("not_run")
+    }
 
 
 def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
@@ -360,25 +416,27 @@ def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
     for name, block in _run_engines(summary).items():
         metrics = block.get("engine_metrics") or {}
         errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
-        rows.append({
-            "engine": name,
-            "completed": block.get("completed"),
-            "failed": block.get("failed"),
-            # Stopped by the user in flight: neither completed nor the engine's failure.
-            "cancelled": block.get("cancelled_requests") or None,
-            "errors": errors,
-            "requests/s": _round(block.get("request_throughput_rps")),
-            "output tok/s": _round(block.get("output_throughput_tok_s")),
-            "total tok/s": _round(block.get("total_token_throughput_tok_s")),
-            "goodput req/s": _round(block.get("goodput_rps")),
-            "input tokens": block.get("input_tokens"),
-            "output tokens": block.get("output_tokens"),
-            "cached tokens": block.get("cached_tokens"),
-            # Shares as percentages, as the Monitor and Runs pages show them.
-            "prefix hit rate (%)": _percent(metrics.get("prefix_cache_hit_rate")),
-            "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
-            "schema valid (%)": _percent(block.get("schema_valid_rate")),
-        })
+        rows.append(
+            {
+                "engine": name,
+                "completed": block.get("completed"),
+                "failed": block.get("failed"),
+                # Stopped by the user in flight: neither completed nor the engine's failure.
+                "cancelled": block.get("cancelled_requests") or None,
+                "errors": errors,
+                "requests/s": _round(block.get("request_throughput_rps")),
+                "output tok/s": _round(block.get("output_throughput_tok_s")),
+                "total tok/s": _round(block.get("total_token_throughput_tok_s")),
+                "goodput req/s": _round(block.get("goodput_rps")),
+                "input tokens": block.get("input_tokens"),
+                "output tokens": block.get("output_tokens"),
+                "cached tokens": block.get("cached_tokens"),
+                # Shares as percentages, as the Monitor and Runs pages show them.
+                "prefix hit rate (%)": _percent(metrics.get("prefix_cache_hit_rate")),
+                "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
+                "schema valid (%)": _percent(block.get("schema_valid_rate")),
+            }
+        )
     # A column no engine has a value for (goodput without SLOs, schema validity without a
     # schema) says nothing: leave it out rather than show "None" in every row; a cell one
     # engine lacks reads "–" (not reported), never "None".
@@ -411,8 +469,14 @@ def _round(value: Any, digits: int = 2) -> float | None:
 
 def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
     # The legend sits to the right, outside the plot: below it, it covered the x-axis title.
-    figure.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=360, margin={"t": 48, "b": 40},
-                         uirevision="constant")
+    figure.update_layout(
+        title=title,
+        xaxis_title=x,
+        yaxis_title=y,
+        height=360,
+        margin={"t": 48, "b": 40},
+        uirevision="constant",
+    )
     return figure
 
 
@@ -420,30 +484,65 @@ def _layout(figure: go.Figure, title: str, x: str, y: str) -> go.Figure:
 ENGINE_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880")
 
 
-def live_figure(records: list[RequestRecord], averages: dict[str, float] | None = None,
-                offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
+def live_figure(
+    records: list[RequestRecord],
+    averages: dict[str, float] | None = None,
+    offsets: dict[tuple[str, int | None], float] | None = None,
+) -> go.Figure:
     """TTFT of each finished request, and output tokens/s by when the tokens arrived (even
     1 s bins, zeros included), per engine; `averages` (the results table's output tokens/s)
     are drawn as dotted lines, so the chart and the table can be read against each other."""
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("TTFT of each request (ms)", "Output tokens/s"))
+    figure = make_subplots(
+        rows=1, cols=2, subplot_titles=("TTFT of each request (ms)", "Output tokens/s")
+    )
     for number, (name, group) in enumerate(_by_engine(records).items()):
         colour = ENGINE_COLOURS[number % len(ENGINE_COLOURS)]  # one colour per engine in all its traces
-        done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None][-LIVE_POINTS:]
+        done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None][
+            -LIVE_POINTS:
+        ]
         shift = _offset(offsets, group[0])
-        figure.add_trace(go.Scattergl(x=[r.start_s + shift for r in done], y=[r.ttft_s * 1000 for r in done],
-                                      mode="markers", name=f"{name} TTFT", marker={"size": 5, "color": colour},
-                                      legendgroup=name), row=1, col=1)
+        figure.add_trace(
+            go.Scattergl(
+                x=[r.start_s + shift for r in done],
+                y=[r.ttft_s * 1000 for r in done],
+                mode="markers",
+                name=f"{name} TTFT",
+                marker={"size": 5, "color": colour},
+                legendgroup=name,
+            ),
+            row=1,
+            col=1,
+        )
         series = [{**point, "t_s": point["t_s"] + shift} for point in throughput_series(group, 1.0)]
         # Each 1 s bin drawn over its whole width: the step line needs the end of the last bin.
         xs = [p["t_s"] for p in series] + ([series[-1]["t_s"] + 1.0] if series else [])
         ys = [p["output_tok_s"] for p in series] + ([series[-1]["output_tok_s"]] if series else [])
-        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": colour},
-                                    name=f"{name} tok/s", legendgroup=name), row=1, col=2)
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"shape": "hv", "color": colour},
+                name=f"{name} tok/s",
+                legendgroup=name,
+            ),
+            row=1,
+            col=2,
+        )
         average = (averages or {}).get(name)
         if average is not None and series:
-            figure.add_trace(go.Scatter(x=[xs[0], xs[-1]], y=[average, average], mode="lines",
-                                        line={"dash": "dot", "color": colour}, legendgroup=name,
-                                        name=f"{name} run average {average:,.1f} tok/s"), row=1, col=2)
+            figure.add_trace(
+                go.Scatter(
+                    x=[xs[0], xs[-1]],
+                    y=[average, average],
+                    mode="lines",
+                    line={"dash": "dot", "color": colour},
+                    legendgroup=name,
+                    name=f"{name} run average {average:,.1f} tok/s",
+                ),
+                row=1,
+                col=2,
+            )
     figure.update_xaxes(title_text=_time_axis(offsets))
     figure.update_yaxes(title_text="ms", row=1, col=1)
     figure.update_yaxes(title_text="tokens/s", rangemode="tozero", row=1, col=2)
@@ -470,11 +569,18 @@ def _offset(offsets: dict[tuple[str, int | None], float] | None, record: Request
 
 
 def _time_axis(offsets: dict[tuple[str, int | None], float] | None) -> str:
-    return "seconds since the run started (wall clock)" if offsets else "seconds from each engine's own start"
+    return (
+        "seconds since the run started (wall clock)"
+        if offsets
+        else "seconds from each engine's own start"
+    )
 
 
-def concurrency_figure(records: list[RequestRecord], labels: dict[int, str] | None = None,
-                       offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
+def concurrency_figure(
+    records: list[RequestRecord],
+    labels: dict[int, str] | None = None,
+    offsets: dict[tuple[str, int | None], float] | None = None,
+) -> go.Figure:
     """Requests in flight over time, per engine (and sweep step), on the run's wall clock."""
     from services.bench.stats import concurrency_timeline
 
@@ -486,8 +592,15 @@ def concurrency_figure(records: list[RequestRecord], labels: dict[int, str] | No
         timeline = concurrency_timeline(group)
         shift = _offset(offsets, group[0])
         label = name if step is None else f"{name}, {(labels or {}).get(step, f'step {step}')}"
-        figure.add_trace(go.Scatter(x=[t + shift for t, _ in timeline], y=[n for _, n in timeline], mode="lines",
-                                    line={"shape": "hv"}, name=label))
+        figure.add_trace(
+            go.Scatter(
+                x=[t + shift for t, _ in timeline],
+                y=[n for _, n in timeline],
+                mode="lines",
+                line={"shape": "hv"},
+                name=label,
+            )
+        )
     return _layout(figure, "Requests in flight", _time_axis(offsets), "requests")
 
 
@@ -496,59 +609,118 @@ def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figur
     for name, values in values_by_engine.items():
         xs, ys = cdf_points([v * 1000 for v in values])
         figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name))
-    return _layout(figure, f"{label} distribution (CDF)", f"{label} (ms)", "share of requests" if label == "TTFT"
-                   else "share of tokens")
+    return _layout(
+        figure,
+        f"{label} distribution (CDF)",
+        f"{label} (ms)",
+        "share of requests" if label == "TTFT" else "share of tokens",
+    )
 
 
 def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
     """Latency against throughput, one curve per engine, one point per load level."""
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("p50 TTFT vs throughput", "p50 TPOT vs throughput"))
+    figure = make_subplots(
+        rows=1, cols=2, subplot_titles=("p50 TTFT vs throughput", "p50 TPOT vs throughput")
+    )
     engines: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         engines.setdefault(row["engine"], []).append(row)
     for name, steps in engines.items():
         steps = sorted(steps, key=lambda r: r.get(dimension) or 0)
         x = [r.get("output_throughput_tok_s") for r in steps]
-        text = [f"{dimension} {r.get(dimension):g}" if r.get(dimension) is not None else "" for r in steps]
+        text = [
+            f"{dimension} {r.get(dimension):g}" if r.get(dimension) is not None else "" for r in steps
+        ]
         for col, metric in ((1, "ttft_s"), (2, "tpot_s")):
             y = [((r.get(metric) or {}).get("p50") or float("nan")) * 1000 for r in steps]
-            figure.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=name, text=text, legendgroup=name,
-                                        showlegend=col == 1, hovertemplate="%{text}<br>%{x:.1f} tok/s, %{y:.1f} ms"),
-                             row=1, col=col)
+            figure.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines+markers",
+                    name=name,
+                    text=text,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    hovertemplate="%{text}<br>%{x:.1f} tok/s, %{y:.1f} ms",
+                ),
+                row=1,
+                col=col,
+            )
     figure.update_xaxes(title_text="output tokens/s")
     figure.update_yaxes(title_text="ms")
     figure.update_layout(height=380, margin={"t": 40, "b": 40}, uirevision="constant")
     return figure
 
 
-def timeline_figure(records: list[RequestRecord], labels: dict[int, str] | None = None,
-                    offsets: dict[tuple[str, int | None], float] | None = None) -> go.Figure:
+def timeline_figure(
+    records: list[RequestRecord],
+    labels: dict[int, str] | None = None,
+    offsets: dict[tuple[str, int | None], float] | None = None,
+) -> go.Figure:
     """Every request as a bar on the run's wall clock: waiting for the first token, then
     streaming (failed in red); engines run one after another appear one after another."""
     figure = go.Figure()
-    ordered = sorted(records, key=lambda r: (_offset(offsets, r), r.engine, -1 if r.step is None else r.step,
-                                             r.start_s or 0))
+    ordered = sorted(
+        records,
+        key=lambda r: (_offset(offsets, r), r.engine, -1 if r.step is None else r.step, r.start_s or 0),
+    )
     names = labels or {}
-    bars = [f"{r.engine} #{r.index}" + (f", {names.get(r.step, f's{r.step}')}" if r.step is not None else "")
-            for r in ordered]
+    bars = [
+        f"{r.engine} #{r.index}" + (f", {names.get(r.step, f's{r.step}')}" if r.step is not None else "")
+        for r in ordered
+    ]
     starts = [(r.start_s or 0.0) + _offset(offsets, r) for r in ordered]
     ttft = [(r.ttft_s or (r.e2e_s or 0.0)) if r.ok else 0.0 for r in ordered]
     decode = [max(0.0, (r.e2e_s or 0.0) - (r.ttft_s or 0.0)) if r.ok else 0.0 for r in ordered]
     failed = [(r.e2e_s or 0.0) if not r.ok else 0.0 for r in ordered]
-    figure.add_trace(go.Bar(y=bars, x=ttft, base=starts, orientation="h", name="until first token",
-                            marker_color="#f2a541"))
-    figure.add_trace(go.Bar(y=bars, x=decode, base=[s + t for s, t in zip(starts, ttft)], orientation="h",
-                            name="streaming", marker_color="#3a86ff"))
+    figure.add_trace(
+        go.Bar(
+            y=bars,
+            x=ttft,
+            base=starts,
+            orientation="h",
+            name="until first token",
+            marker_color="#f2a541",
+        )
+    )
+    figure.add_trace(
+        go.Bar(
+            y=bars,
+            x=decode,
+            base=[s + t for s, t in zip(starts, ttft)],
+            orientation="h",
+            name="streaming",
+            marker_color="#3a86ff",
+        )
+    )
     if any(failed):
-        figure.add_trace(go.Bar(y=bars, x=failed, base=starts, orientation="h", name="failed",
-                                marker_color="#d62828", text=[r.error_class or "" for r in ordered]))
-    figure.update_layout(barmode="overlay", height=max(300, min(1600, 14 * len(ordered) + 120)),
-                         margin={"t": 40, "b": 40}, title="Requests over time", xaxis_title=_time_axis(offsets),
-                         yaxis={"autorange": "reversed", "showticklabels": len(ordered) <= 60}, uirevision="constant")
+        figure.add_trace(
+            go.Bar(
+                y=bars,
+                x=failed,
+                base=starts,
+                orientation="h",
+                name="failed",
+                marker_color="#d62828",
+                text=[r.error_class or "" for r in ordered],
+            )
+        )
+    figure.update_layout(
+        barmode="overlay",
+        height=max(300, min(1600, 14 * len(ordered) + 120)),
+        margin={"t": 40, "b": 40},
+        title="Requests over time",
+        xaxis_title=_time_axis(offsets),
+        yaxis={"autorange": "reversed", "showticklabels": len(ordered) <= 60},
+        uirevision="constant",
+    )
     return figure
 
 
-def engine_metrics_figure(run_id: int, summary: dict[str, Any], records: list[RequestRecord]) -> go.Figure | None:
+def engine_metrics_figure(
+    run_id: int, summary: dict[str, Any], records: list[RequestRecord]
+) -> go.Figure | None:
     """Engine KV-cache usage and running requests on the same clock as client TTFT and E2E."""
     from services.telemetry.query import load_window
 
@@ -557,18 +729,43 @@ def engine_metrics_figure(run_id: int, summary: dict[str, Any], records: list[Re
     if not len(frame):
         return None
     starts = _start_times(summary)
-    figure = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                           subplot_titles=("Client latency per request (ms)", "Engine KV-cache usage",
-                                           "Engine requests running / waiting"))
+    figure = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.06,
+        subplot_titles=(
+            "Client latency per request (ms)",
+            "Engine KV-cache usage",
+            "Engine requests running / waiting",
+        ),
+    )
     for name, group in _by_engine(records).items():
         done = [r for r in group if r.ok and r.start_s is not None and r.ttft_s is not None]
         times = [_wall(starts, name, r) for r in done]
         keep = [(t, r) for t, r in zip(times, done) if t is not None]
-        figure.add_trace(go.Scattergl(x=[t for t, _ in keep], y=[(r.ttft_s or 0) * 1000 for _, r in keep],
-                                      mode="markers", marker={"size": 4}, name=f"{name} TTFT"), row=1, col=1)
-        figure.add_trace(go.Scattergl(x=[t for t, _ in keep], y=[(r.e2e_s or 0) * 1000 for _, r in keep],
-                                      mode="markers", marker={"size": 4, "symbol": "x"}, name=f"{name} E2E"),
-                         row=1, col=1)
+        figure.add_trace(
+            go.Scattergl(
+                x=[t for t, _ in keep],
+                y=[(r.ttft_s or 0) * 1000 for _, r in keep],
+                mode="markers",
+                marker={"size": 4},
+                name=f"{name} TTFT",
+            ),
+            row=1,
+            col=1,
+        )
+        figure.add_trace(
+            go.Scattergl(
+                x=[t for t, _ in keep],
+                y=[(r.e2e_s or 0) * 1000 for _, r in keep],
+                mode="markers",
+                marker={"size": 4, "symbol": "x"},
+                name=f"{name} E2E",
+            ),
+            row=1,
+            col=1,
+        )
     without_kv = []
     for source in window.sources:
         if not source.startswith("engine:"):
@@ -578,19 +775,34 @@ def engine_metrics_figure(run_id: int, summary: dict[str, Any], records: list[Re
         when = [datetime.fromtimestamp(t, timezone.utc) for t in part["ts"]]
         if "kv_cache_usage" in part and part["kv_cache_usage"].notna().any():
             # A percentage, as on the Monitor and in the results table.
-            figure.add_trace(go.Scatter(x=when, y=part["kv_cache_usage"] * 100, mode="lines",
-                                        name=f"{name} KV-cache usage %"), row=2, col=1)
+            figure.add_trace(
+                go.Scatter(
+                    x=when, y=part["kv_cache_usage"] * 100, mode="lines", name=f"{name} KV-cache usage %"
+                ),
+                row=2,
+                col=1,
+            )
         else:
             without_kv.append(name)
         for column, words in (("requests_running", "running"), ("requests_waiting", "waiting")):
             if column in part and part[column].notna().any():
-                figure.add_trace(go.Scatter(x=when, y=part[column], mode="lines", name=f"{name} {words}"),
-                                 row=3, col=1)
+                figure.add_trace(
+                    go.Scatter(x=when, y=part[column], mode="lines", name=f"{name} {words}"),
+                    row=3,
+                    col=1,
+                )
     if without_kv:
         # An empty panel would read as "zero": say who does not report it.
         low, high = figure.layout.yaxis2.domain  # the middle panel, in page coordinates
-        figure.add_annotation(text=f"not reported by {', '.join(without_kv)}", showarrow=False, xref="paper",
-                              yref="paper", x=0.5, y=(low + high) / 2, font={"color": "#6b7280"})
+        figure.add_annotation(
+            text=f"not reported by {', '.join(without_kv)}",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=(low + high) / 2,
+            font={"color": "#6b7280"},
+        )
     figure.update_yaxes(title_text="ms", row=1, col=1)
     figure.update_yaxes(title_text="%", rangemode="tozero", row=2, col=1)
     figure.update_yaxes(title_text="requests", rangemode="tozero", row=3, col=1)
@@ -609,7 +821,9 @@ def _start_times(summary: dict[str, Any]) -> dict[tuple[str, int | None], float]
     return starts
 
 
-def _wall(starts: dict[tuple[str, int | None], float], engine: str, record: RequestRecord) -> datetime | None:
+def _wall(
+    starts: dict[tuple[str, int | None], float], engine: str, record: RequestRecord
+) -> datetime | None:
     base = starts.get((engine, record.step))
     if base is None or record.start_s is None:
         return None

@@ -30,8 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     from services.bench.jobs import execute_run
     from services.processes import worker_main
 
-    return worker_main(sys.argv[1:] if argv is None else argv, "services.bench.worker",
-                       lambda run_id: execute_run(run_id, should_stop=stop.is_set), lambda run_id: stop.set())
+    return worker_main(
+        sys.argv[1:] if argv is None else argv,
+        "services.bench.worker",
+        lambda run_id: execute_run(run_id, should_stop=stop.is_set),
+        lambda run_id: stop.set(),
+    )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,15 @@ from services.errors import ValidationError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
-WORKLOAD_KINDS = ("synthetic", "long_prompt", "shared_prefix", "multi_turn", "structured", "file", "trace")
+WORKLOAD_KINDS = (
+    "synthetic",
+    "long_prompt",
+    "shared_prefix",
+    "multi_turn",
+    "structured",
+    "file",
+    "trace",
+)
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "normal", "conversation", "code")
 DISTRIBUTION_ALIASES = {"sharegpt": "conversation", "conv": "conversation", "constant": "fixed"}
 TRACES = {"conversation": "azure_llm_2023_conv.csv.gz", "code": "azure_llm_2023_code.csv.gz"}
@@ -128,7 +136,9 @@ class WorkloadSpec:
             trace=TRACE_ALIASES.get(self.trace, self.trace),
         )
         if spec.kind not in WORKLOAD_KINDS:
-            raise ValidationError(f"Unknown workload {spec.kind!r}; choose one of {', '.join(WORKLOAD_KINDS)}.")
+            raise ValidationError(
+                f"Unknown workload {spec.kind!r}; choose one of {', '.join(WORKLOAD_KINDS)}."
+            )
         if spec.length_dist not in LENGTH_DISTRIBUTIONS:
             raise ValidationError(
                 f"Unknown length distribution {self.length_dist!r}; choose one of "
@@ -141,7 +151,9 @@ class WorkloadSpec:
         if not 0 <= spec.range_ratio <= 1:
             raise ValidationError("The length range ratio must be between 0 and 1.")
         if spec.kind == "shared_prefix" and (spec.prefix_groups < 1 or spec.prefix_len < 1):
-            raise ValidationError("Shared-prefix workloads need at least one group and a prefix of at least 1 token.")
+            raise ValidationError(
+                "Shared-prefix workloads need at least one group and a prefix of at least 1 token."
+            )
         if spec.kind == "multi_turn" and not 1 <= spec.turns <= 100:
             raise ValidationError("Multi-turn conversations have 1 to 100 turns.")
         if spec.kind == "trace" and spec.trace not in TRACES:
@@ -248,12 +260,18 @@ def load_prompt_file(path: str) -> list[PromptFileEntry]:
             prompt = row.get("prompt")
             messages = row.get("messages")
             if not isinstance(prompt, str) and not (isinstance(messages, list) and messages):
-                raise ValidationError(f"{file.name} line {number}: needs a \"prompt\" string or a \"messages\" list.")
+                raise ValidationError(
+                    f'{file.name} line {number}: needs a "prompt" string or a "messages" list.'
+                )
             if messages is not None and not all(isinstance(m, dict) and "role" in m for m in messages):
-                raise ValidationError(f"{file.name} line {number}: each message needs a role and content.")
+                raise ValidationError(
+                    f"{file.name} line {number}: each message needs a role and content."
+                )
             max_tokens = row.get("max_tokens", row.get("output_len"))
             if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-                raise ValidationError(f"{file.name} line {number}: max_tokens must be a positive integer.")
+                raise ValidationError(
+                    f"{file.name} line {number}: max_tokens must be a positive integer."
+                )
             entries.append(
                 PromptFileEntry(
                     prompt=prompt if isinstance(prompt, str) else None,
@@ -328,7 +346,9 @@ class LengthSampler:
         return max(1, input_len), max(1, output_len)
 
 
-def iter_conversations(spec: WorkloadSpec, *, salt: str = "", text: PromptText | None = None) -> Iterator[Conversation]:
+def iter_conversations(
+    spec: WorkloadSpec, *, salt: str = "", text: PromptText | None = None
+) -> Iterator[Conversation]:
     """The workload's endless, deterministic stream of conversations.
 
     `salt` (a run id, a sweep step) starts every prompt with a few words of its own so a
@@ -357,14 +377,18 @@ def iter_conversations(spec: WorkloadSpec, *, salt: str = "", text: PromptText |
     if spec.kind == "shared_prefix":
         prefix_rng = random.Random(f"{spec.seed}:prefixes")
         prefixes = [
-            tag + text.words(prefix_rng, max(1, spec.prefix_len - tag_words)) for _ in range(spec.prefix_groups)
+            tag + text.words(prefix_rng, max(1, spec.prefix_len - tag_words))
+            for _ in range(spec.prefix_groups)
         ]
         while True:
             group = conversation_id % spec.prefix_groups
             input_len, output_len = lengths.sample()
             content = text.words(rng, input_len)
             yield Conversation(
-                conversation_id, (Turn(next_index(), content, input_len, output_len),), system=prefixes[group], group=group
+                conversation_id,
+                (Turn(next_index(), content, input_len, output_len),),
+                system=prefixes[group],
+                group=group,
             )
             conversation_id += 1
     elif spec.kind == "multi_turn":
@@ -394,7 +418,8 @@ def iter_conversations(spec: WorkloadSpec, *, salt: str = "", text: PromptText |
         while True:
             for row in rows:
                 input_len, output_len = lengths.clip(
-                    max(1, round(row.input_len * spec.length_scale)), max(1, round(row.output_len * spec.length_scale))
+                    max(1, round(row.input_len * spec.length_scale)),
+                    max(1, round(row.output_len * spec.length_scale)),
                 )
                 content = body(input_len)
                 yield Conversation(
@@ -412,7 +437,9 @@ def iter_conversations(spec: WorkloadSpec, *, salt: str = "", text: PromptText |
                 content = f"{STRUCTURED_INSTRUCTION} {body(input_len)}"
             else:
                 content = body(input_len)
-            yield Conversation(conversation_id, (Turn(next_index(), content, input_len, output_len),), schema=schema)
+            yield Conversation(
+                conversation_id, (Turn(next_index(), content, input_len, output_len),), schema=schema
+            )
             conversation_id += 1
 
 
@@ -482,7 +509,9 @@ class Calibration:
         }
 
 
-def calibrate_vocabulary(token_counts: dict[str, int], baseline: int) -> tuple[tuple[str, ...], list[str]]:
+def calibrate_vocabulary(
+    token_counts: dict[str, int], baseline: int
+) -> tuple[tuple[str, ...], list[str]]:
     """Keep the words the engine's tokenizer counts as exactly one token.
 
     `token_counts` maps each word (with its leading space, as sent inside a prompt) to the

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from services.endpoints import EngineRecord
 
 
-
 # ---------------------------------------------------------------- measured records
 
 
@@ -155,14 +154,22 @@ class OptionSpec:
             elif self.kind == "choice":
                 value = str(raw)
                 if self.choices and value not in self.choices:
-                    raise ValidationError(f"{self.label}: choose one of {', '.join(self.choices)} (got {value!r}).")
+                    raise ValidationError(
+                        f"{self.label}: choose one of {', '.join(self.choices)} (got {value!r})."
+                    )
             else:
                 value = str(raw).strip()
         except ValidationError:
             raise
         except (TypeError, ValueError):
-            what = {"int": "a whole number", "float": "a number", "int_list": "whole numbers separated by commas"}
-            raise ValidationError(f"{self.label} must be {what.get(self.kind, 'text')} (got {raw!r}).") from None
+            what = {
+                "int": "a whole number",
+                "float": "a number",
+                "int_list": "whole numbers separated by commas",
+            }
+            raise ValidationError(
+                f"{self.label} must be {what.get(self.kind, 'text')} (got {raw!r})."
+            ) from None
         return value
 
     def _check_range(self, value: float) -> None:
@@ -191,7 +198,9 @@ class Scenario:
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
         raise NotImplementedError
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         raise NotImplementedError
 
     def resolve_options(self, given: dict[str, Any] | None) -> dict[str, Any]:
@@ -201,8 +210,12 @@ class Scenario:
         unknown = sorted(set(given) - set(known))
         if unknown:
             listing = ", ".join(known) or "none"
-            raise ValidationError(f"Scenario {self.name!r} has no setting {', '.join(unknown)}; its settings: {listing}.")
-        return {key: spec.parse(given[key]) if key in given else spec.default for key, spec in known.items()}
+            raise ValidationError(
+                f"Scenario {self.name!r} has no setting {', '.join(unknown)}; its settings: {listing}."
+            )
+        return {
+            key: spec.parse(given[key]) if key in given else spec.default for key, spec in known.items()
+        }
 
     def describe(self) -> dict[str, Any]:
         return {

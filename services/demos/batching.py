@@ -59,11 +59,18 @@ def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
     first = measured[0]
     peak = max(measured, key=lambda lv: lv["throughput_tok_s"])
     gain = peak["throughput_tok_s"] / first["throughput_tok_s"]
-    saturation = next(lv["concurrency"] for lv in measured
-                      if lv["throughput_tok_s"] >= SATURATED_SHARE * peak["throughput_tok_s"])
+    saturation = next(
+        lv["concurrency"]
+        for lv in measured
+        if lv["throughput_tok_s"] >= SATURATED_SHARE * peak["throughput_tok_s"]
+    )
     last = measured[-1]
     parallel = max((lv.get("parallel") or 1.0) for lv in measured)
-    latency_growth = (last["e2e_mean_s"] / first["e2e_mean_s"]) if first.get("e2e_mean_s") and last.get("e2e_mean_s") else None
+    latency_growth = (
+        (last["e2e_mean_s"] / first["e2e_mean_s"])
+        if first.get("e2e_mean_s") and last.get("e2e_mean_s")
+        else None
+    )
     if parallel < BATCHED:
         verdict = "serial"
     elif gain >= PAYS:
@@ -93,25 +100,38 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
         return f"{name}: not measured ({v.get('error') or 'no answer'})."
     latency = ""
     if v.get("latency_growth") is not None:
-        latency = (f"; mean latency went from {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to "
-                   f"{fmt_s(v['last_e2e_s'])} at {v['last_concurrency']} (×{v['latency_growth']:.1f})")
+        latency = (
+            f"; mean latency went from {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to "
+            f"{fmt_s(v['last_e2e_s'])} at {v['last_concurrency']} (×{v['latency_growth']:.1f})"
+        )
     at_once = f"{v['parallel_peak']:.1f}"
     if v["verdict"] == "serial":
-        return (f"{name}: served one request at a time (at most {at_once} decoding at once): throughput "
-                f"stayed near {fmt_rate(v['first_tok_s'])} (×{v['gain']:.2f}) while requests queued{latency}.")
+        return (
+            f"{name}: served one request at a time (at most {at_once} decoding at once): throughput "
+            f"stayed near {fmt_rate(v['first_tok_s'])} (×{v['gain']:.2f}) while requests queued{latency}."
+        )
     if v["verdict"] == "pays":
         saturation = v["saturation_concurrency"]
-        tail = (f"; it saturates from {saturation} parallel requests on, where more only add latency"
-                if saturation < v["last_concurrency"] else "; it had not saturated at the highest level")
-        return (f"{name}: batching pays: up to {at_once} requests decoded at once, and throughput rose "
-                f"×{v['gain']:.1f}, from {fmt_rate(v['first_tok_s'])} with {v['first_concurrency']} request to "
-                f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}{tail}{latency}.")
+        tail = (
+            f"; it saturates from {saturation} parallel requests on, where more only add latency"
+            if saturation < v["last_concurrency"]
+            else "; it had not saturated at the highest level"
+        )
+        return (
+            f"{name}: batching pays: up to {at_once} requests decoded at once, and throughput rose "
+            f"×{v['gain']:.1f}, from {fmt_rate(v['first_tok_s'])} with {v['first_concurrency']} request to "
+            f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}{tail}{latency}."
+        )
     if v["verdict"] == "batched_no_gain":
-        return (f"{name}: decoded up to {at_once} requests at once, yet throughput did not rise (×{v['gain']:.2f}, "
-                f"best {fmt_rate(v['peak_tok_s'])}): here the machine's cores, not the engine's batching, were "
-                f"the limit{latency}.")
-    return (f"{name}: up to {at_once} requests decoded at once, a little gain (×{v['gain']:.1f}, peak "
-            f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}){latency}.")
+        return (
+            f"{name}: decoded up to {at_once} requests at once, yet throughput did not rise (×{v['gain']:.2f}, "
+            f"best {fmt_rate(v['peak_tok_s'])}): here the machine's cores, not the engine's batching, were "
+            f"the limit{latency}."
+        )
+    return (
+        f"{name}: up to {at_once} requests decoded at once, a little gain (×{v['gain']:.1f}, peak "
+        f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}){latency}."
+    )
 
 
 class ContinuousBatching(Scenario):
@@ -129,9 +149,18 @@ class ContinuousBatching(Scenario):
     default_engines = ("llamacpp-1slot", "llamacpp-4slot", "vllm-cpu")
     duration_hint = "about 1½ minutes on the local CPU engines"
     options = (
-        OptionSpec("levels", "Concurrency levels", [1, 2, 4, 8, 16], "int_list",
-                   "Simultaneous requests per wave.", 1, 512),
-        OptionSpec("max_tokens", "Answer tokens", 24, "int", "Every answer has exactly this length.", 4, 1024),
+        OptionSpec(
+            "levels",
+            "Concurrency levels",
+            [1, 2, 4, 8, 16],
+            "int_list",
+            "Simultaneous requests per wave.",
+            1,
+            512,
+        ),
+        OptionSpec(
+            "max_tokens", "Answer tokens", 24, "int", "Every answer has exactly this length.", 4, 1024
+        ),
     )
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
@@ -154,11 +183,17 @@ class ContinuousBatching(Scenario):
         outcome = StepOutcome()
         for concurrency in options["levels"]:
             requests = [
-                ctx.chat_request(engine, [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPTS[i % len(PROMPTS)]}"}],
-                                 max_tokens=options["max_tokens"], ignore_eos=True)
+                ctx.chat_request(
+                    engine,
+                    [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPTS[i % len(PROMPTS)]}"}],
+                    max_tokens=options["max_tokens"],
+                    ignore_eos=True,
+                )
                 for i in range(concurrency)
             ]
-            sent = ctx.send(engine, requests, concurrency=concurrency, labels={"concurrency": concurrency})
+            sent = ctx.send(
+                engine, requests, concurrency=concurrency, labels={"concurrency": concurrency}
+            )
             levels.append({"concurrency": concurrency, **wave_figures(sent)})
             outcome = self._outcome(ctx, engine.name, levels)
             ctx.publish(outcome)
@@ -171,9 +206,16 @@ class ContinuousBatching(Scenario):
             verdict["error"] = next((lv["error"] for lv in levels if lv.get("error")), None)
         data = {"engine": name, "levels": levels, "verdict": verdict}
         # One chart for the whole scenario, growing by one curve per step.
-        previous = [s for s in ctx.steps if s.get("key", "").startswith("ramp:") and s.get("status") == "finished"]
-        curves = [(s["data"]["engine"], s["data"]["levels"]) for s in previous
-                  if s.get("data", {}).get("engine") not in (None, name)]
+        previous = [
+            s
+            for s in ctx.steps
+            if s.get("key", "").startswith("ramp:") and s.get("status") == "finished"
+        ]
+        curves = [
+            (s["data"]["engine"], s["data"]["levels"])
+            for s in previous
+            if s.get("data", {}).get("engine") not in (None, name)
+        ]
         curves.append((name, levels))
         chart = ChartSpec(
             title="Throughput against per-request latency (labels: parallel requests)",
@@ -193,19 +235,34 @@ class ContinuousBatching(Scenario):
         numbers = []
         if verdict["verdict"] != "failed":
             numbers = [
-                BigNumber(f"{name} · at {verdict['first_concurrency']}", fmt_rate(verdict["first_tok_s"]),
-                          verdict["first_tok_s"], help="output throughput with one request at a time"),
-                BigNumber(f"{name} · peak", fmt_rate(verdict["peak_tok_s"]),
-                          verdict["peak_tok_s"], f"×{verdict['gain']:.1f}", "normal",
-                          help=f"best output throughput, at {verdict['peak_concurrency']} parallel requests"),
-                BigNumber(f"{name} · latency at {verdict['last_concurrency']}", fmt_s(verdict["last_e2e_s"]),
-                          verdict["last_e2e_s"],
-                          f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None, "inverse",
-                          help="mean request latency at the highest level, against one request alone"),
+                BigNumber(
+                    f"{name} · at {verdict['first_concurrency']}",
+                    fmt_rate(verdict["first_tok_s"]),
+                    verdict["first_tok_s"],
+                    help="output throughput with one request at a time",
+                ),
+                BigNumber(
+                    f"{name} · peak",
+                    fmt_rate(verdict["peak_tok_s"]),
+                    verdict["peak_tok_s"],
+                    f"×{verdict['gain']:.1f}",
+                    "normal",
+                    help=f"best output throughput, at {verdict['peak_concurrency']} parallel requests",
+                ),
+                BigNumber(
+                    f"{name} · latency at {verdict['last_concurrency']}",
+                    fmt_s(verdict["last_e2e_s"]),
+                    verdict["last_e2e_s"],
+                    f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None,
+                    "inverse",
+                    help="mean request latency at the highest level, against one request alone",
+                ),
             ]
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         verdicts = {}
         for name in engines:
             data = engine_data(steps, f"ramp:{name}")
@@ -216,15 +273,21 @@ class ContinuousBatching(Scenario):
         if paying:
             best = max(paying, key=lambda n: verdicts[n]["peak_tok_s"])
             v = verdicts[best]
-            headline = (f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
-                        f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])}).")
+            headline = (
+                f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
+                f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."
+            )
         elif any(v.get("verdict") == "little" for v in verdicts.values()):
             # "No engine gained" above a line that says one gained ×1.5 contradicted itself.
-            best = max((n for n, v in verdicts.items() if v.get("verdict") == "little"),
-                       key=lambda n: verdicts[n]["gain"])
+            best = max(
+                (n for n, v in verdicts.items() if v.get("verdict") == "little"),
+                key=lambda n: verdicts[n]["gain"],
+            )
             v = verdicts[best]
-            headline = (f"Parallel requests gained little here: ×{v['gain']:.1f} at best, on {best} "
-                        f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])}).")
+            headline = (
+                f"Parallel requests gained little here: ×{v['gain']:.1f} at best, on {best} "
+                f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."
+            )
         else:
             headline = "No engine in this run gained throughput from parallel requests."
         return Conclusion(headline, lines, verdicts)

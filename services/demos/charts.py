@@ -27,14 +27,30 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
     figure = go.Figure()
     for number, series in enumerate(spec.series):
         if spec.kind == "bar":
-            figure.add_trace(go.Bar(name=series.name, x=[str(x) for x in series.x], y=series.y, text=series.text,
-                                    textposition="outside", cliponaxis=False))
+            figure.add_trace(
+                go.Bar(
+                    name=series.name,
+                    x=[str(x) for x in series.x],
+                    y=series.y,
+                    text=series.text,
+                    textposition="outside",
+                    cliponaxis=False,
+                )
+            )
         else:
-            figure.add_trace(go.Scatter(name=series.name, x=[str(x) for x in series.x] if spec.x_category else series.x,
-                                        y=series.y, text=series.text, cliponaxis=False,
-                                        mode="lines+markers+text" if series.text else "lines+markers",
-                                        textposition=LABEL_POSITIONS[number % len(LABEL_POSITIONS)],
-                                        line={"width": 4}, marker={"size": 12}))
+            figure.add_trace(
+                go.Scatter(
+                    name=series.name,
+                    x=[str(x) for x in series.x] if spec.x_category else series.x,
+                    y=series.y,
+                    text=series.text,
+                    cliponaxis=False,
+                    mode="lines+markers+text" if series.text else "lines+markers",
+                    textposition=LABEL_POSITIONS[number % len(LABEL_POSITIONS)],
+                    line={"width": 4},
+                    marker={"size": 12},
+                )
+            )
     for reference in spec.references:
         figure.add_hline(y=reference["y"], line_dash="dash", annotation_text=reference.get("label", ""))
     figure.update_layout(

@@ -27,7 +27,8 @@ def decode_parallelism(sent: Sequence[Sent]) -> float | None:
     clocks, so it shows batching even when a busy machine blurs the throughput."""
     spans = sorted(
         (s.result.start + (s.result.ttft_s or 0.0), s.result.start + (s.result.e2e_s or 0.0))
-        for s in sent if s.ok and s.result.e2e_s is not None and s.result.ttft_s is not None
+        for s in sent
+        if s.ok and s.result.e2e_s is not None and s.result.ttft_s is not None
     )
     spans = [(a, b) for a, b in spans if b > a]
     if not spans:

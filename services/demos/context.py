@@ -44,7 +44,9 @@ def words_prompt(target_tokens: int, nonce: str, topic: str = "rule") -> str:
     sentences = [f"Session {nonce}."]
     count = max(1, round(target_tokens / 19))
     for i in range(count):
-        sentences.append(f"{topic.capitalize()} {i + 1}: the assistant answers briefly about item {i + 1} and stays polite.")
+        sentences.append(
+            f"{topic.capitalize()} {i + 1}: the assistant answers briefly about item {i + 1} and stays polite."
+        )
     return " ".join(sentences)
 
 
@@ -164,7 +166,9 @@ class DemoContext:
             per_request = [dict(labels or {}) for _ in requests]
         else:
             per_request = [dict(item) for item in labels]
-        sent = [Sent(engine.name, label, result) for label, result in zip(per_request, results, strict=True)]
+        sent = [
+            Sent(engine.name, label, result) for label, result in zip(per_request, results, strict=True)
+        ]
         self._store(sent, warmup)
         return sent
 
@@ -211,8 +215,13 @@ class DemoContext:
         (llama.cpp's `meta.size` and `meta.ftype`); (None, None) otherwise."""
         url = engine.base_url.rstrip("/") + "/v1/models"
         try:
-            answer = http.fetch("GET", url, headers=auth_headers(engine.api_key_env), deadline_s=5.0,
-                                max_bytes=1024 * 1024)
+            answer = http.fetch(
+                "GET",
+                url,
+                headers=auth_headers(engine.api_key_env),
+                deadline_s=5.0,
+                max_bytes=1024 * 1024,
+            )
             body = answer.json() if answer.status == 200 else None
         except http.HttpError:
             return None, None
@@ -238,8 +247,11 @@ class EngineWatch:
         self.engine = engine
         self.interval_s = interval_s
         self.scraper = EngineScraper(
-            EngineTarget.from_record(engine), rate_window_s=WATCH_WINDOW_S, latency_window_s=WATCH_WINDOW_S,
-            timeout_s=2.0, retry_after_s=0.0,
+            EngineTarget.from_record(engine),
+            rate_window_s=WATCH_WINDOW_S,
+            latency_window_s=WATCH_WINDOW_S,
+            timeout_s=2.0,
+            retry_after_s=0.0,
         )
         self.snapshots: list[Snapshot] = []
         self._stop = threading.Event()
@@ -248,7 +260,9 @@ class EngineWatch:
     def __enter__(self) -> EngineWatch:
         self.snapshots.append(self.scraper.scrape())
         if self.interval_s:
-            self._thread = threading.Thread(target=self._loop, name=f"demo-watch-{self.engine.name}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._loop, name=f"demo-watch-{self.engine.name}", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -303,4 +317,6 @@ class EngineWatch:
         if not self.snapshots:
             return [], []
         start = self.snapshots[0].ts
-        return [round(s.ts - start, 3) for s in self.snapshots], [s.values.get(signal) for s in self.snapshots]
+        return [round(s.ts - start, 3) for s in self.snapshots], [
+            s.values.get(signal) for s in self.snapshots
+        ]

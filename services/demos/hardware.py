@@ -46,12 +46,16 @@ def measure_copy_bandwidth(megabytes: int = 256, repeats: int = 5) -> Bandwidth:
     moved = 2 * source.nbytes
     del source, target
     rate = moved / best
-    return Bandwidth(rate, f"measured here by copying {megabytes} MB: {rate / 1e9:.1f} GB/s (read + write)", True)
+    return Bandwidth(
+        rate, f"measured here by copying {megabytes} MB: {rate / 1e9:.1f} GB/s (read + write)", True
+    )
 
 
 def gpu_bandwidth(gpu_key: str) -> Bandwidth:
     gpu = get_gpu(gpu_key)
-    return Bandwidth(gpu.bandwidth_bytes_s, f"{gpu.name}: {gpu.bandwidth_bytes_s / 1e12:.2f} TB/s (datasheet)", False)
+    return Bandwidth(
+        gpu.bandwidth_bytes_s, f"{gpu.name}: {gpu.bandwidth_bytes_s / 1e12:.2f} TB/s (datasheet)", False
+    )
 
 
 def is_local_url(url: str) -> bool:
@@ -74,7 +78,9 @@ class EngineWeights:
     source: str
 
 
-def engine_weights(model_key: str, file_bytes: int | None, file_type: str | None, default_format: str | None) -> EngineWeights:
+def engine_weights(
+    model_key: str, file_bytes: int | None, file_type: str | None, default_format: str | None
+) -> EngineWeights:
     """The engine's own report (llama.cpp: the model file's size and type) when there is one,
     else the planner's size of `model_key` in `default_format` (the model's native format)."""
     model = get_model(model_key)
@@ -83,25 +89,43 @@ def engine_weights(model_key: str, file_bytes: int | None, file_type: str | None
         model = dataclasses.replace(model, file_weight_bytes=file_bytes, file_dtype=fmt_key)
         weights = memory.weight_bytes(model, get_weight_format(fmt_key))
         label = get_weight_format(fmt_key).label if file_type else "its file"
-        return EngineWeights(model_key, fmt_key, weights.total,
-                             f"{weights.total / 1e6:.1f} MB: the model file the engine reports ({label})")
+        return EngineWeights(
+            model_key,
+            fmt_key,
+            weights.total,
+            f"{weights.total / 1e6:.1f} MB: the model file the engine reports ({label})",
+        )
     fmt_key = default_format or model.native_dtype
     fmt = get_weight_format(fmt_key)
     weights = memory.weight_bytes(model, fmt)
-    return EngineWeights(model_key, fmt_key, weights.total,
-                         f"{weights.total / 1e6:.1f} MB: the planner's {model.name} in {fmt.label}")
+    return EngineWeights(
+        model_key,
+        fmt_key,
+        weights.total,
+        f"{weights.total / 1e6:.1f} MB: the planner's {model.name} in {fmt.label}",
+    )
 
 
-def decode_point(bandwidth: Bandwidth, gpu_key: str | None, weights: EngineWeights, batch: int, context: int) -> DecodePoint:
+def decode_point(
+    bandwidth: Bandwidth, gpu_key: str | None, weights: EngineWeights, batch: int, context: int
+) -> DecodePoint:
     """The planner's decode ceiling for this engine's weights on this hardware."""
     model = get_model(weights.model_key)
     if weights.weight_bytes:
-        model = dataclasses.replace(model, file_weight_bytes=int(weights.weight_bytes), file_dtype=weights.weight_format)
+        model = dataclasses.replace(
+            model, file_weight_bytes=int(weights.weight_bytes), file_dtype=weights.weight_format
+        )
     fmt = get_weight_format(weights.weight_format)
     if gpu_key and gpu_key != THIS_MACHINE:
         gpu = dataclasses.replace(get_gpu(gpu_key), bandwidth_bytes_s=bandwidth.bytes_per_s)
     else:
-        gpu = GpuSpec(key=THIS_MACHINE, name="this machine", memory_bytes=0, bandwidth_bytes_s=bandwidth.bytes_per_s,
-                      bf16_tflops=_UNKNOWN_COMPUTE_TFLOPS, vendor="cpu")
+        gpu = GpuSpec(
+            key=THIS_MACHINE,
+            name="this machine",
+            memory_bytes=0,
+            bandwidth_bytes_s=bandwidth.bytes_per_s,
+            bf16_tflops=_UNKNOWN_COMPUTE_TFLOPS,
+            vendor="cpu",
+        )
     roofline = Roofline(model, gpu, fmt, get_kv_format("auto"), memory.weight_bytes(model, fmt), 1)
     return roofline.decode(max(1, batch), max(1, context))

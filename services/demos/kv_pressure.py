@@ -46,11 +46,16 @@ def engine_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
     - "no_pressure" otherwise; "failed" without a measured wave."""
     measured = [lv for lv in levels if lv.get("e2e_mean_s") is not None]
     if not measured:
-        return {"verdict": "failed", "error": next((lv.get("error") for lv in levels if lv.get("error")), None)}
+        return {
+            "verdict": "failed",
+            "error": next((lv.get("error") for lv in levels if lv.get("error")), None),
+        }
     kv = [lv["kv_peak"] for lv in measured if lv.get("kv_peak") is not None]
     waiting = [lv["waiting_peak"] for lv in measured if lv.get("waiting_peak") is not None]
     preempted = [lv["preemptions"] for lv in measured if lv.get("preemptions") is not None]
-    first_queue = next((lv["concurrency"] for lv in measured if (lv.get("waiting_peak") or 0) >= 1), None)
+    first_queue = next(
+        (lv["concurrency"] for lv in measured if (lv.get("waiting_peak") or 0) >= 1), None
+    )
     first, last = measured[0], measured[-1]
     kv_peak = max(kv) if kv else None
     # KV share of one request at the highest level: how many such requests would fill the cache.
@@ -59,9 +64,13 @@ def engine_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
         "kv_peak": kv_peak,
         "kv_reason": next((lv.get("kv_reason") for lv in measured if lv.get("kv_reason")), None),
         "waiting_peak": max(waiting) if waiting else None,
-        "waiting_reason": next((lv.get("waiting_reason") for lv in measured if lv.get("waiting_reason")), None),
+        "waiting_reason": next(
+            (lv.get("waiting_reason") for lv in measured if lv.get("waiting_reason")), None
+        ),
         "preemptions": round(sum(preempted)) if preempted else None,
-        "preemptions_reason": next((lv.get("preemptions_reason") for lv in measured if lv.get("preemptions_reason")), None),
+        "preemptions_reason": next(
+            (lv.get("preemptions_reason") for lv in measured if lv.get("preemptions_reason")), None
+        ),
         "first_queue_concurrency": first_queue,
         "first_concurrency": first["concurrency"],
         "last_concurrency": last["concurrency"],
@@ -96,14 +105,20 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     else:
         parts.append(f"KV-cache usage {v.get('kv_reason') or 'not reported'}")
     if v["verdict"] == "preempted":
-        parts.append(f"it preempted {v['preemptions']} request(s): their cache was freed and recomputed later")
+        parts.append(
+            f"it preempted {v['preemptions']} request(s): their cache was freed and recomputed later"
+        )
     if v["waiting_peak"] is not None:
         if v["waiting_peak"] >= 1:
-            waited = (f"from {v['first_queue_concurrency']} parallel requests on, up to {v['waiting_peak']:.0f} "
-                      "waited")
+            waited = (
+                f"from {v['first_queue_concurrency']} parallel requests on, up to {v['waiting_peak']:.0f} "
+                "waited"
+            )
             if v["verdict"] == "queued_not_kv":
-                waited += " although the cache was far from full: the queue came from another limit (batch slots or "\
-                          "the per-step token budget)"
+                waited += (
+                    " although the cache was far from full: the queue came from another limit (batch slots or "
+                    "the per-step token budget)"
+                )
             elif v["verdict"] == "queued":
                 waited += " (without KV usage, whether the cache caused it is not visible)"
             parts.append(waited)
@@ -115,8 +130,10 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
         parts.append("no preemption")
     elif v["preemptions"] is None and v.get("preemptions_reason"):
         parts.append(f"preemptions {v['preemptions_reason']}")
-    latency = (f"mean latency {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to {fmt_s(v['last_e2e_s'])} "
-               f"at {v['last_concurrency']}")
+    latency = (
+        f"mean latency {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to {fmt_s(v['last_e2e_s'])} "
+        f"at {v['last_concurrency']}"
+    )
     if v.get("latency_growth"):
         latency += f" (×{v['latency_growth']:.1f})"
     return f"{name}: " + "; ".join(parts) + f"; {latency}."
@@ -137,8 +154,15 @@ class KvCachePressure(Scenario):
     duration_hint = "about 1½ minutes on the local CPU engines"
     options = (
         OptionSpec("levels", "Parallel requests per wave", [1, 4, 8], "int_list", "", 1, 1024),
-        OptionSpec("prompt_tokens", "Prompt length (tokens, about)", 600, "int",
-                   "Each request gets its own prompt, so no prefix is shared.", 50, 100_000),
+        OptionSpec(
+            "prompt_tokens",
+            "Prompt length (tokens, about)",
+            600,
+            "int",
+            "Each request gets its own prompt, so no prefix is shared.",
+            50,
+            100_000,
+        ),
         OptionSpec("max_tokens", "Answer tokens", 16, "int", "", 1, 4096),
     )
 
@@ -160,35 +184,56 @@ class KvCachePressure(Scenario):
         outcome = StepOutcome()
         for concurrency in options["levels"]:
             requests = [
-                ctx.chat_request(engine, [{"role": "system", "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce())},
-                                          {"role": "user", "content": "Which rule is the longest?"}],
-                                 max_tokens=options["max_tokens"], ignore_eos=True)
+                ctx.chat_request(
+                    engine,
+                    [
+                        {
+                            "role": "system",
+                            "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce()),
+                        },
+                        {"role": "user", "content": "Which rule is the longest?"},
+                    ],
+                    max_tokens=options["max_tokens"],
+                    ignore_eos=True,
+                )
                 for _ in range(concurrency)
             ]
             with ctx.watch(engine, interval_s=WATCH_INTERVAL_S) as watch:
-                sent = ctx.send(engine, requests, concurrency=concurrency, labels={"concurrency": concurrency})
+                sent = ctx.send(
+                    engine, requests, concurrency=concurrency, labels={"concurrency": concurrency}
+                )
             figures = wave_figures(sent)
             preemptions = watch.count("preemptions_per_s")
-            levels.append({
-                "concurrency": concurrency,
-                **figures,
-                "kv_peak": watch.peak("kv_cache_usage"),
-                "kv_reason": watch.reason("kv_cache_usage"),
-                "waiting_peak": watch.peak("requests_waiting"),
-                "waiting_reason": watch.reason("requests_waiting"),
-                "running_peak": watch.peak("requests_running"),
-                "preemptions": round(preemptions, 1) if preemptions is not None else None,
-                "preemptions_reason": watch.reason("preemptions_per_s"),
-                "metrics_error": watch.error,
-            })
+            levels.append(
+                {
+                    "concurrency": concurrency,
+                    **figures,
+                    "kv_peak": watch.peak("kv_cache_usage"),
+                    "kv_reason": watch.reason("kv_cache_usage"),
+                    "waiting_peak": watch.peak("requests_waiting"),
+                    "waiting_reason": watch.reason("requests_waiting"),
+                    "running_peak": watch.peak("requests_running"),
+                    "preemptions": round(preemptions, 1) if preemptions is not None else None,
+                    "preemptions_reason": watch.reason("preemptions_per_s"),
+                    "metrics_error": watch.error,
+                }
+            )
             outcome = self._outcome(ctx, engine.name, levels)
             ctx.publish(outcome)
         return outcome
 
     def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
         verdict = engine_verdict(levels)
-        previous = [s for s in ctx.steps if s.get("key", "").startswith("pressure:") and s.get("status") == "finished"]
-        curves = [(s["data"]["engine"], s["data"]["levels"]) for s in previous if s["data"].get("engine") != name]
+        previous = [
+            s
+            for s in ctx.steps
+            if s.get("key", "").startswith("pressure:") and s.get("status") == "finished"
+        ]
+        curves = [
+            (s["data"]["engine"], s["data"]["levels"])
+            for s in previous
+            if s["data"].get("engine") != name
+        ]
         curves.append((name, levels))
 
         def label(lv: dict[str, Any]) -> str:
@@ -207,31 +252,56 @@ class KvCachePressure(Scenario):
             y_title="mean request latency (s)",
             kind="line",
             x_category=True,
-            series=[Series(engine, [lv["concurrency"] for lv in curve], [lv.get("e2e_mean_s") for lv in curve],
-                           [label(lv) for lv in curve]) for engine, curve in curves],
+            series=[
+                Series(
+                    engine,
+                    [lv["concurrency"] for lv in curve],
+                    [lv.get("e2e_mean_s") for lv in curve],
+                    [label(lv) for lv in curve],
+                )
+                for engine, curve in curves
+            ],
         )
         numbers = []
         if verdict["verdict"] != "failed":
             numbers = [
-                BigNumber(f"{name} · KV peak",
-                          fmt_share(verdict["kv_peak"]) if verdict["kv_peak"] is not None else "not reported",
-                          verdict["kv_peak"]),
-                BigNumber(f"{name} · waiting",
-                          f"{verdict['waiting_peak']:.0f}" if verdict["waiting_peak"] is not None else "not reported",
-                          verdict["waiting_peak"]),
-                BigNumber(f"{name} · preempted",
-                          f"{verdict['preemptions']}" if verdict["preemptions"] is not None else "not reported",
-                          verdict["preemptions"]),
-                BigNumber(f"{name} · latency at {verdict['last_concurrency']}", fmt_s(verdict["last_e2e_s"]),
-                          verdict["last_e2e_s"],
-                          f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None, "inverse"),
+                BigNumber(
+                    f"{name} · KV peak",
+                    fmt_share(verdict["kv_peak"]) if verdict["kv_peak"] is not None else "not reported",
+                    verdict["kv_peak"],
+                ),
+                BigNumber(
+                    f"{name} · waiting",
+                    f"{verdict['waiting_peak']:.0f}"
+                    if verdict["waiting_peak"] is not None
+                    else "not reported",
+                    verdict["waiting_peak"],
+                ),
+                BigNumber(
+                    f"{name} · preempted",
+                    f"{verdict['preemptions']}"
+                    if verdict["preemptions"] is not None
+                    else "not reported",
+                    verdict["preemptions"],
+                ),
+                BigNumber(
+                    f"{name} · latency at {verdict['last_concurrency']}",
+                    fmt_s(verdict["last_e2e_s"]),
+                    verdict["last_e2e_s"],
+                    f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None,
+                    "inverse",
+                ),
             ]
         errors = [f"{name} at {lv['concurrency']}: {lv['error']}" for lv in levels if lv.get("error")]
-        errors += [f"{name} metrics: {lv['metrics_error']}" for lv in levels[-1:] if lv.get("metrics_error")]
+        errors += [
+            f"{name} metrics: {lv['metrics_error']}" for lv in levels[-1:] if lv.get("metrics_error")
+        ]
         data = {"engine": name, "levels": levels, "verdict": verdict}
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         verdicts = {}
         for name in engines:
             data = engine_data(steps, f"pressure:{name}")
@@ -250,8 +320,11 @@ class KvCachePressure(Scenario):
             headline = "The KV cache came close to full, without queueing or preemption yet."
         else:
             fill = [v["requests_to_fill"] for v in verdicts.values() if v.get("requests_to_fill")]
-            headline = (f"Up to {top} parallel requests of about {options['prompt_tokens']} tokens did not fill the "
-                        "KV cache" + (f" (about {min(fill)} such requests would)" if fill else "")
-                        + "; requests waited or slowed for other reasons. Raise the prompt length or the parallel "
-                        "requests to reach the cache's limit.")
+            headline = (
+                f"Up to {top} parallel requests of about {options['prompt_tokens']} tokens did not fill the "
+                "KV cache"
+                + (f" (about {min(fill)} such requests would)" if fill else "")
+                + "; requests waited or slowed for other reasons. Raise the prompt length or the parallel "
+                "requests to reach the cache's limit."
+            )
         return Conclusion(headline, lines, verdicts)

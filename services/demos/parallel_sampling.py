@@ -46,7 +46,7 @@ def answer_tokens(result: Any) -> int:
 
 
 def engine_verdict(n: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> dict[str, Any]:
-    """"shared" (throughput >= SHARED x), "serial" (latency >= SERIAL_SHARE x n), "some" between;
+    """ "shared" (throughput >= SHARED x), "serial" (latency >= SERIAL_SHARE x n), "some" between;
     "ignored_n" when fewer than n answers came back; "failed"/"unsupported" otherwise."""
     one, many = one or {}, many or {}
     v: dict[str, Any] = {
@@ -88,9 +88,11 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
         return f"{name}: not measured ({v.get('error') or 'no answer'})."
     if v["verdict"] == "ignored_n":
         return f"{name}: asked for {n} answers, returned {v['choices_nN']}: it ignores n."
-    base = (f"{name}: {n} answers took {fmt_s(v['e2e_nN_s'])} against {fmt_s(v['e2e_n1_s'])} for one "
-            f"(×{v['latency_ratio']:.1f}), so throughput went from {fmt_rate(v['tok_s_n1'])} to "
-            f"{fmt_rate(v['tok_s_nN'])} (×{v['throughput_gain']:.1f})")
+    base = (
+        f"{name}: {n} answers took {fmt_s(v['e2e_nN_s'])} against {fmt_s(v['e2e_n1_s'])} for one "
+        f"(×{v['latency_ratio']:.1f}), so throughput went from {fmt_rate(v['tok_s_n1'])} to "
+        f"{fmt_rate(v['tok_s_nN'])} (×{v['throughput_gain']:.1f})"
+    )
     if v["verdict"] == "shared":
         base += f": the {n} answers were decoded together, in one batch."
     elif v["verdict"] == "serial":
@@ -98,8 +100,10 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     else:
         base += "."
     if v.get("kv_peak_n1") is not None and v.get("kv_peak_nN") is not None:
-        base += (f" KV usage peaked at {fmt_share(v['kv_peak_n1'])} with one answer and "
-                 f"{fmt_share(v['kv_peak_nN'])} with {n}")
+        base += (
+            f" KV usage peaked at {fmt_share(v['kv_peak_n1'])} with one answer and "
+            f"{fmt_share(v['kv_peak_nN'])} with {n}"
+        )
         if v["kv_peak_n1"] > 0 and v["kv_peak_nN"] < v["kv_peak_n1"] * n * 0.75:
             base += ": far less than n separate copies, the prompt's blocks were shared."
         else:
@@ -129,11 +133,19 @@ class ParallelSampling(Scenario):
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
         n = options["n"]
         return [
-            StepPlan("n1", "One answer (n = 1)", f"A fresh ~{options['prompt_tokens']}-token prompt, one answer of "
-                     f"{options['max_tokens']} tokens.", lambda ctx: self._sample(ctx, options, 1)),
-            StepPlan(f"n{n}", f"{n} answers from one request (n = {n})",
-                     f"Another fresh prompt of the same length, {n} answers of {options['max_tokens']} tokens each.",
-                     lambda ctx: self._sample(ctx, options, n)),
+            StepPlan(
+                "n1",
+                "One answer (n = 1)",
+                f"A fresh ~{options['prompt_tokens']}-token prompt, one answer of "
+                f"{options['max_tokens']} tokens.",
+                lambda ctx: self._sample(ctx, options, 1),
+            ),
+            StepPlan(
+                f"n{n}",
+                f"{n} answers from one request (n = {n})",
+                f"Another fresh prompt of the same length, {n} answers of {options['max_tokens']} tokens each.",
+                lambda ctx: self._sample(ctx, options, n),
+            ),
         ]
 
     def _sample(self, ctx: DemoContext, options: dict[str, Any], n: int) -> StepOutcome:
@@ -144,12 +156,20 @@ class ParallelSampling(Scenario):
                 results[engine.name] = {"unsupported": True}
                 continue
             if n == 1:
-                ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
-                         concurrency=1, labels={"phase": "warm-up"}, warmup=True)
-            messages = [{"role": "system", "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce())},
-                        {"role": "user", "content": "Invent a short name for rule 2."}]
-            request = ctx.chat_request(engine, messages, max_tokens=options["max_tokens"], n=n, ignore_eos=True,
-                                       temperature=0.8)
+                ctx.send(
+                    engine,
+                    [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
+                    concurrency=1,
+                    labels={"phase": "warm-up"},
+                    warmup=True,
+                )
+            messages = [
+                {"role": "system", "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce())},
+                {"role": "user", "content": "Invent a short name for rule 2."},
+            ]
+            request = ctx.chat_request(
+                engine, messages, max_tokens=options["max_tokens"], n=n, ignore_eos=True, temperature=0.8
+            )
             with ctx.watch(engine, interval_s=WATCH_INTERVAL_S) as watch:
                 sent = ctx.send(engine, [request], concurrency=1, labels={"n": n})[0]
             r = sent.result
@@ -173,40 +193,75 @@ class ParallelSampling(Scenario):
         first = engine_data(ctx.steps, "n1").get("engines") or {} if n > 1 else {}
         series = []
         if n > 1:
-            series.append(Series("n = 1", names, [(first.get(x) or {}).get("throughput_tok_s") for x in names],
-                                 [fmt_rate((first.get(x) or {}).get("throughput_tok_s")) for x in names]))
-        series.append(Series(f"n = {n}", names, [results[x]["throughput_tok_s"] for x in names],
-                             [fmt_rate(results[x]["throughput_tok_s"]) for x in names]))
-        chart = ChartSpec(title="Output throughput of one request", x_title="engine", y_title="tokens/s", series=series)
+            series.append(
+                Series(
+                    "n = 1",
+                    names,
+                    [(first.get(x) or {}).get("throughput_tok_s") for x in names],
+                    [fmt_rate((first.get(x) or {}).get("throughput_tok_s")) for x in names],
+                )
+            )
+        series.append(
+            Series(
+                f"n = {n}",
+                names,
+                [results[x]["throughput_tok_s"] for x in names],
+                [fmt_rate(results[x]["throughput_tok_s"]) for x in names],
+            )
+        )
+        chart = ChartSpec(
+            title="Output throughput of one request", x_title="engine", y_title="tokens/s", series=series
+        )
         numbers, parts = [], []
         for name in names:
             v = results[name]
-            numbers.append(BigNumber(f"{name} · latency", fmt_s(v["e2e_s"]), v["e2e_s"], help=f"one request with n = {n}"))
-            numbers.append(BigNumber(f"{name} · tok/s", fmt_rate(v["throughput_tok_s"]), v["throughput_tok_s"],
-                                     help=f"all answers' tokens / latency, n = {n}"))
+            numbers.append(
+                BigNumber(
+                    f"{name} · latency", fmt_s(v["e2e_s"]), v["e2e_s"], help=f"one request with n = {n}"
+                )
+            )
+            numbers.append(
+                BigNumber(
+                    f"{name} · tok/s",
+                    fmt_rate(v["throughput_tok_s"]),
+                    v["throughput_tok_s"],
+                    help=f"all answers' tokens / latency, n = {n}",
+                )
+            )
             if v["e2e_s"] is None:
                 parts.append(f"{name}: no answer ({v.get('error')}).")
             else:
                 kv = f", KV peak {fmt_share(v['kv_peak'])}" if v.get("kv_peak") is not None else ""
-                parts.append(f"{name}: {v['choices']} answer(s), {v['tokens']} tokens in {fmt_s(v['e2e_s'])} "
-                             f"({fmt_rate(v['throughput_tok_s'])}){kv}.")
+                parts.append(
+                    f"{name}: {v['choices']} answer(s), {v['tokens']} tokens in {fmt_s(v['e2e_s'])} "
+                    f"({fmt_rate(v['throughput_tok_s'])}){kv}."
+                )
         parts += [f"{name}: does not take n." for name, v in results.items() if v.get("unsupported")]
         errors = [f"{name}: {v['error']}" for name, v in results.items() if v.get("error")]
         return StepOutcome(numbers, chart, " ".join(parts), {"n": n, "engines": results}, errors)
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         n = options["n"]
         one = engine_data(steps, "n1").get("engines") or {}
         many = engine_data(steps, f"n{n}").get("engines") or {}
-        verdicts = {name: engine_verdict(n, one.get(name), many.get(name)) for name in engines
-                    if name in one or name in many}
+        verdicts = {
+            name: engine_verdict(n, one.get(name), many.get(name))
+            for name in engines
+            if name in one or name in many
+        }
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
         shared = [x for x, v in verdicts.items() if v["verdict"] == "shared"]
         if shared:
             best = max(shared, key=lambda x: verdicts[x]["throughput_gain"])
             v = verdicts[best]
-            headline = (f"{n} answers from one prompt cost {best} only ×{v['latency_ratio']:.1f} the time of one: "
-                        f"×{v['throughput_gain']:.1f} the throughput.")
+            headline = (
+                f"{n} answers from one prompt cost {best} only ×{v['latency_ratio']:.1f} the time of one: "
+                f"×{v['throughput_gain']:.1f} the throughput."
+            )
         else:
-            headline = f"No engine in this run produced {n} answers much faster than {n} single requests would."
+            headline = (
+                f"No engine in this run produced {n} answers much faster than {n} single requests would."
+            )
         return Conclusion(headline, lines, verdicts)

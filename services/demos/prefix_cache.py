@@ -49,7 +49,9 @@ QUESTIONS = (
 )
 
 
-def classify(cold_ttft: float | None, warm_ttft: float | None, cached: int | None, prompt: int | None) -> str:
+def classify(
+    cold_ttft: float | None, warm_ttft: float | None, cached: int | None, prompt: int | None
+) -> str:
     """The cache verdict from one engine's numbers (thresholds above):
 
     - "cache": most of the prompt came from the cache and TTFT fell >= CACHE_DROP;
@@ -79,33 +81,47 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     cold, warm = v.get("cold_ttft_s"), v.get("warm_ttft_s")
     pct = fmt_pct(change(cold, warm))
     cached, prompt = v.get("cached_tokens"), v.get("prompt_tokens")
-    tokens = f"{cached} of {prompt} prompt tokens came from its cache" if cached is not None and prompt else ""
+    tokens = (
+        f"{cached} of {prompt} prompt tokens came from its cache"
+        if cached is not None and prompt
+        else ""
+    )
     verdict = v.get("verdict")
     if verdict == "failed":
         return f"{name}: not measured ({v.get('error') or 'no answer'})."
     if verdict == "cache":
         text = f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}) on the repeated prompt; {tokens}."
     elif verdict == "hit_no_gain":
-        text = (f"{name}: {tokens}, yet TTFT barely moved ({fmt_s(cold)} to {fmt_s(warm)}, {pct}): "
-                "prefill was not what its TTFT was made of.")
+        text = (
+            f"{name}: {tokens}, yet TTFT barely moved ({fmt_s(cold)} to {fmt_s(warm)}, {pct}): "
+            "prefill was not what its TTFT was made of."
+        )
     elif verdict == "partial":
         text = f"{name}: only {tokens}; TTFT {fmt_s(cold)} to {fmt_s(warm)} ({pct})."
     elif verdict == "likely":
-        text = (f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}), a cache by the look of it "
-                "(it reports no cached-token count).")
+        text = (
+            f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}), a cache by the look of it "
+            "(it reports no cached-token count)."
+        )
     elif verdict == "unclear":
-        text = (f"{name}: TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) and it reports no cached-token count: "
-                "too small a change to call.")
+        text = (
+            f"{name}: TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) and it reports no cached-token count: "
+            "too small a change to call."
+        )
     else:  # none
         if cached is not None and -(change(cold, warm) or 0) >= NO_DROP:
-            text = (f"{name} (no cache): 0 cached tokens; its TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) "
-                    "without any cache hit: run-to-run noise, not a cache.")
+            text = (
+                f"{name} (no cache): 0 cached tokens; its TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) "
+                "without any cache hit: run-to-run noise, not a cache."
+            )
         else:
             text = f"{name} (no cache): no drop ({pct}, {fmt_s(cold)} to {fmt_s(warm)})."
     hit_rate = v.get("hit_rate")
     if hit_rate is not None:
-        text += (f" Its metrics counted a {fmt_pct(hit_rate, signed=False)} prefix-cache hit rate over both "
-                 "requests.")
+        text += (
+            f" Its metrics counted a {fmt_pct(hit_rate, signed=False)} prefix-cache hit rate over both "
+            "requests."
+        )
     turns = v.get("later_turns_change")
     if turns is not None:
         text += f" In the chat, later turns' TTFT was {fmt_pct(turns)} against the first."
@@ -127,10 +143,21 @@ class PrefixCaching(Scenario):
     default_engines = ("vllm-cpu", "llamacpp-4slot", "llamacpp-1slot")
     duration_hint = "about 1 minute on the local CPU engines"
     options = (
-        OptionSpec("prompt_tokens", "Shared prompt length (tokens, about)", 600, "int",
-                   "Longer than vLLM's 128-token block; the longer, the bigger the saving.", 150, 6000),
-        OptionSpec("turns", "Chat turns", 3, "int", "Turns of the chat in step 2 (the first one is cold).", 2, 6),
-        OptionSpec("max_tokens", "Answer tokens", 8, "int", "Kept short: this demo is about the prompt.", 1, 256),
+        OptionSpec(
+            "prompt_tokens",
+            "Shared prompt length (tokens, about)",
+            600,
+            "int",
+            "Longer than vLLM's 128-token block; the longer, the bigger the saving.",
+            150,
+            6000,
+        ),
+        OptionSpec(
+            "turns", "Chat turns", 3, "int", "Turns of the chat in step 2 (the first one is cold).", 2, 6
+        ),
+        OptionSpec(
+            "max_tokens", "Answer tokens", 8, "int", "Kept short: this demo is about the prompt.", 1, 256
+        ),
     )
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
@@ -159,15 +186,28 @@ class PrefixCaching(Scenario):
         for engine in ctx.engines:
             # A tiny request first: an engine's first request after a pause can be slow for
             # reasons that have nothing to do with caching.
-            ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=1)],
-                     concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+            ctx.send(
+                engine,
+                [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=1)],
+                concurrency=1,
+                labels={"phase": "warm-up"},
+                warmup=True,
+            )
             system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
             messages = [{"role": "system", "content": system}, {"role": "user", "content": QUESTIONS[0]}]
             with ctx.watch(engine, interval_s=None) as watch:
-                cold = ctx.send(engine, [ctx.chat_request(engine, messages, max_tokens=options["max_tokens"])],
-                                concurrency=1, labels={"phase": "cold", "turn": 1})
-                warm = ctx.send(engine, [ctx.chat_request(engine, messages, max_tokens=options["max_tokens"])],
-                                concurrency=1, labels={"phase": "cached", "turn": 2})
+                cold = ctx.send(
+                    engine,
+                    [ctx.chat_request(engine, messages, max_tokens=options["max_tokens"])],
+                    concurrency=1,
+                    labels={"phase": "cold", "turn": 1},
+                )
+                warm = ctx.send(
+                    engine,
+                    [ctx.chat_request(engine, messages, max_tokens=options["max_tokens"])],
+                    concurrency=1,
+                    labels={"phase": "cached", "turn": 2},
+                )
             results[engine.name] = self._engine_figures(cold[0], warm[0], watch)
             outcome = self._repeat_outcome(results)
             ctx.publish(outcome)
@@ -186,8 +226,12 @@ class PrefixCaching(Scenario):
             "hit_rate_reason": watch.reason("prefix_cache_hit_rate"),
             "error": error,
         }
-        figures["verdict"] = classify(figures["cold_ttft_s"], figures["warm_ttft_s"], figures["cached_tokens"],
-                                      figures["prompt_tokens"])
+        figures["verdict"] = classify(
+            figures["cold_ttft_s"],
+            figures["warm_ttft_s"],
+            figures["cached_tokens"],
+            figures["prompt_tokens"],
+        )
         return figures
 
     @staticmethod
@@ -199,19 +243,38 @@ class PrefixCaching(Scenario):
             y_title="TTFT (s)",
             kind="bar",
             series=[
-                Series("cold (1st request)", names, [results[n]["cold_ttft_s"] for n in names],
-                       [fmt_s(results[n]["cold_ttft_s"]) for n in names]),
-                Series("repeated (2nd request)", names, [results[n]["warm_ttft_s"] for n in names],
-                       [fmt_s(results[n]["warm_ttft_s"]) for n in names]),
+                Series(
+                    "cold (1st request)",
+                    names,
+                    [results[n]["cold_ttft_s"] for n in names],
+                    [fmt_s(results[n]["cold_ttft_s"]) for n in names],
+                ),
+                Series(
+                    "repeated (2nd request)",
+                    names,
+                    [results[n]["warm_ttft_s"] for n in names],
+                    [fmt_s(results[n]["warm_ttft_s"]) for n in names],
+                ),
             ],
         )
         numbers = []
         for name, v in results.items():
             cached = v.get("cached_tokens")
-            detail = f"; {cached} of {v.get('prompt_tokens')} prompt tokens cached" if cached is not None else ""
-            numbers.append(BigNumber(f"{name} · repeat", fmt_s(v["warm_ttft_s"]), v["warm_ttft_s"],
-                                     fmt_pct(change(v["cold_ttft_s"], v["warm_ttft_s"])), "inverse",
-                                     help=f"TTFT of the second, identical request (the change: against the first){detail}"))
+            detail = (
+                f"; {cached} of {v.get('prompt_tokens')} prompt tokens cached"
+                if cached is not None
+                else ""
+            )
+            numbers.append(
+                BigNumber(
+                    f"{name} · repeat",
+                    fmt_s(v["warm_ttft_s"]),
+                    v["warm_ttft_s"],
+                    fmt_pct(change(v["cold_ttft_s"], v["warm_ttft_s"])),
+                    "inverse",
+                    help=f"TTFT of the second, identical request (the change: against the first){detail}",
+                )
+            )
         finding = " ".join(verdict_sentence(n, v) for n, v in results.items())
         errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
         return StepOutcome(numbers, chart, finding, {"engines": results}, errors)
@@ -229,11 +292,21 @@ class PrefixCaching(Scenario):
             with ctx.watch(engine, interval_s=None) as watch:
                 for turn in range(options["turns"]):
                     messages.append({"role": "user", "content": QUESTIONS[turn % len(QUESTIONS)]})
-                    sent = ctx.send(engine, [ctx.chat_request(engine, list(messages), max_tokens=options["max_tokens"])],
-                                    concurrency=1, labels={"phase": "chat", "turn": turn + 1})[0]
+                    sent = ctx.send(
+                        engine,
+                        [ctx.chat_request(engine, list(messages), max_tokens=options["max_tokens"])],
+                        concurrency=1,
+                        labels={"phase": "chat", "turn": turn + 1},
+                    )[0]
                     r = sent.result
-                    turns.append({"turn": turn + 1, "ttft_s": r.ttft_s if sent.ok else None,
-                                  "prompt_tokens": r.prompt_tokens, "cached_tokens": r.cached_tokens})
+                    turns.append(
+                        {
+                            "turn": turn + 1,
+                            "ttft_s": r.ttft_s if sent.ok else None,
+                            "prompt_tokens": r.prompt_tokens,
+                            "cached_tokens": r.cached_tokens,
+                        }
+                    )
                     if not sent.ok:
                         error = first_error([sent])
                         break
@@ -257,13 +330,31 @@ class PrefixCaching(Scenario):
     def _chat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
         series = []
         for name, v in results.items():
-            series.append(Series(name, [f"turn {t['turn']}" for t in v["turns"]], [t["ttft_s"] for t in v["turns"]],
-                                 [fmt_s(t["ttft_s"]) for t in v["turns"]]))
-        chart = ChartSpec(title="TTFT per chat turn", x_title="", y_title="TTFT (s)", kind="line", series=series,
-                          x_category=True)
+            series.append(
+                Series(
+                    name,
+                    [f"turn {t['turn']}" for t in v["turns"]],
+                    [t["ttft_s"] for t in v["turns"]],
+                    [fmt_s(t["ttft_s"]) for t in v["turns"]],
+                )
+            )
+        chart = ChartSpec(
+            title="TTFT per chat turn",
+            x_title="",
+            y_title="TTFT (s)",
+            kind="line",
+            series=series,
+            x_category=True,
+        )
         numbers = [
-            BigNumber(f"{name} · later turns", fmt_s(v["later_ttft_s"]), v["later_ttft_s"],
-                      fmt_pct(v["later_turns_change"]), "inverse", help="mean TTFT of turns 2 onwards, against turn 1")
+            BigNumber(
+                f"{name} · later turns",
+                fmt_s(v["later_ttft_s"]),
+                v["later_ttft_s"],
+                fmt_pct(v["later_turns_change"]),
+                "inverse",
+                help="mean TTFT of turns 2 onwards, against turn 1",
+            )
             for name, v in results.items()
         ]
         parts = []
@@ -271,14 +362,18 @@ class PrefixCaching(Scenario):
             if v["later_ttft_s"] is None:
                 parts.append(f"{name}: not measured ({v.get('error') or 'no answer'}).")
             else:
-                parts.append(f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns {fmt_s(v['later_ttft_s'])} "
-                             f"({fmt_pct(v['later_turns_change'])}).")
+                parts.append(
+                    f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns {fmt_s(v['later_ttft_s'])} "
+                    f"({fmt_pct(v['later_turns_change'])})."
+                )
         errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
         return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
 
     # -- conclusion --
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         repeat = engine_data(steps, "repeat").get("engines") or {}
         chat = engine_data(steps, "chat").get("engines") or {}
         verdicts: dict[str, dict[str, Any]] = {}
@@ -290,25 +385,44 @@ class PrefixCaching(Scenario):
                 # Step 1 did not run for it: judge from the chat's first and later turns.
                 cached = [t.get("cached_tokens") for t in c.get("turns", [])[1:]]
                 prompts = [t.get("prompt_tokens") for t in c.get("turns", [])[1:]]
-                v = {"cold_ttft_s": c.get("first_ttft_s"), "warm_ttft_s": c.get("later_ttft_s"),
-                     "cached_tokens": int(median(cached)) if median(cached) is not None else None,
-                     "prompt_tokens": int(median(prompts)) if median(prompts) is not None else None,
-                     "hit_rate": c.get("hit_rate"), "error": c.get("error")}
-                v["verdict"] = classify(v["cold_ttft_s"], v["warm_ttft_s"], v["cached_tokens"], v["prompt_tokens"])
+                v = {
+                    "cold_ttft_s": c.get("first_ttft_s"),
+                    "warm_ttft_s": c.get("later_ttft_s"),
+                    "cached_tokens": int(median(cached)) if median(cached) is not None else None,
+                    "prompt_tokens": int(median(prompts)) if median(prompts) is not None else None,
+                    "hit_rate": c.get("hit_rate"),
+                    "error": c.get("error"),
+                }
+                v["verdict"] = classify(
+                    v["cold_ttft_s"], v["warm_ttft_s"], v["cached_tokens"], v["prompt_tokens"]
+                )
             if not v:
                 continue
             if c.get("later_turns_change") is not None:
                 v["later_turns_change"] = c["later_turns_change"]
             v["ttft_change"] = change(v.get("cold_ttft_s"), v.get("warm_ttft_s"))
-            verdicts[name] = {k: v.get(k) for k in (
-                "verdict", "cold_ttft_s", "warm_ttft_s", "ttft_change", "cached_tokens", "prompt_tokens",
-                "hit_rate", "later_turns_change", "error")}
+            verdicts[name] = {
+                k: v.get(k)
+                for k in (
+                    "verdict",
+                    "cold_ttft_s",
+                    "warm_ttft_s",
+                    "ttft_change",
+                    "cached_tokens",
+                    "prompt_tokens",
+                    "hit_rate",
+                    "later_turns_change",
+                    "error",
+                )
+            }
             lines.append(verdict_sentence(name, v))
         cached = [n for n, v in verdicts.items() if v["verdict"] in ("cache", "likely")]
         if cached:
             best = min(cached, key=lambda n: verdicts[n]["ttft_change"] or 0)
-            lead = (f"Prefix caching cut the time to first token of a repeated prompt by "
-                    f"{fmt_pct(-(verdicts[best]['ttft_change'] or 0), signed=False)} on {best}.")
+            lead = (
+                f"Prefix caching cut the time to first token of a repeated prompt by "
+                f"{fmt_pct(-(verdicts[best]['ttft_change'] or 0), signed=False)} on {best}."
+            )
         else:
             lead = "No engine in this run served a repeated prompt faster from a cache."
         return Conclusion(lead, lines, verdicts)

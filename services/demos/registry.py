@@ -16,8 +16,16 @@ def _all() -> list[Scenario]:
     from services.demos.slots import HowManySlots
     from services.demos.structured_output import StructuredOutput
 
-    return [PrefixCaching(), ContinuousBatching(), DecodeBound(), StructuredOutput(), KvCachePressure(), ParallelSampling(),
-            SameModel(), HowManySlots()]
+    return [
+        PrefixCaching(),
+        ContinuousBatching(),
+        DecodeBound(),
+        StructuredOutput(),
+        KvCachePressure(),
+        ParallelSampling(),
+        SameModel(),
+        HowManySlots(),
+    ]
 
 
 _SCENARIOS: dict[str, Scenario] = {}

@@ -34,13 +34,15 @@ def demo_section_html(run_id: int) -> str:
     elif view.error:
         parts.append(f'<div class="demo-conclusion">{html.escape(view.error)}</div>')
     for step in view.steps:
-        parts.append(f'<div class="demo-step"><h3>Step {step.index + 1}: {html.escape(step.title)} '
-                     f'<span class="small">({html.escape(step.status)})</span></h3>')
+        parts.append(
+            f'<div class="demo-step"><h3>Step {step.index + 1}: {html.escape(step.title)} '
+            f'<span class="small">({html.escape(step.status)})</span></h3>'
+        )
         parts.append(f"<p>{html.escape(step.explanation)}</p>")
         if step.numbers:
             cells = "".join(
                 f'<div class="demo-number">{html.escape(n.label)}<b>{html.escape(n.text)}</b>'
-                f'{html.escape(n.delta or "")}</div>'
+                f"{html.escape(n.delta or '')}</div>"
                 for n in step.numbers
             )
             parts.append(f'<div class="demo-numbers">{cells}</div>')
@@ -50,7 +52,11 @@ def demo_section_html(run_id: int) -> str:
             parts.append(f'<p class="small">Error: {html.escape(error)}</p>')
         figure = step_figure(step)
         if figure is not None:
-            parts.append(inert(figure).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
+            parts.append(
+                inert(figure).to_html(
+                    full_html=False, include_plotlyjs=False, config={"displaylogo": False}
+                )
+            )
         parts.append("</div>")
     return "".join(parts)
 

@@ -147,7 +147,9 @@ def resolve_engines(scenario: Scenario, engine_names: Sequence[str] | None) -> l
     if len(set(names)) != len(names):
         raise ValidationError("Each engine may appear once in a demo.")
     if len(names) > MAX_ENGINES:
-        raise ValidationError(f"A demo takes at most {MAX_ENGINES} engines (it has to fit on one slide).")
+        raise ValidationError(
+            f"A demo takes at most {MAX_ENGINES} engines (it has to fit on one slide)."
+        )
     if len(names) < scenario.min_engines:
         raise ValidationError(f"{scenario.title} needs at least {scenario.min_engines} engines.")
     return [endpoints.get_engine(name) for name in names]
@@ -181,8 +183,10 @@ def start_demo(
     }
     models = sorted({e.model for e in engines if e.model})
     # The page's demos share the server; the CLI runs in its own process, outside the limits.
-    with (limits.admitted("demo", viewer) if background else nullcontext()) as requested_by, \
-            session_scope() as session:
+    with (
+        limits.admitted("demo", viewer) if background else nullcontext() as requested_by,
+        session_scope() as session,
+    ):
         run = Run(
             kind=RUN_KIND,
             requested_by=requested_by,
@@ -367,12 +371,23 @@ def run_demo(run_id: int) -> None:
             raise ShootoutError(f"No engine answered, nothing was measured ({reasons}).")
         plans = scenario.plan(answering, options)
         writer.steps = [
-            {"key": p.key, "title": p.title, "explanation": p.explanation, "status": "pending",
-             "numbers": [], "chart": None, "finding": "", "data": {}, "errors": []}
+            {
+                "key": p.key,
+                "title": p.title,
+                "explanation": p.explanation,
+                "status": "pending",
+                "numbers": [],
+                "chart": None,
+                "finding": "",
+                "data": {},
+                "errors": [],
+            }
             for p in plans
         ]
         writer.write()
-        context = DemoContext(run_id, answering, options, should_stop=lambda: bool(writer.control().get("stop")))
+        context = DemoContext(
+            run_id, answering, options, should_stop=lambda: bool(writer.control().get("stop"))
+        )
         context.steps = writer.steps
         for index, plan in enumerate(plans):
             if index > 0:
@@ -398,7 +413,10 @@ def run_demo(run_id: int) -> None:
                 continue
             except Exception as failure:  # noqa: BLE001 - one broken step must not lose the others
                 step.update(status="failed", finished_at=_utcnow().isoformat())
-                step["errors"] = [*step.get("errors", []), f"Unexpected error: {type(failure).__name__}: {failure}"]
+                step["errors"] = [
+                    *step.get("errors", []),
+                    f"Unexpected error: {type(failure).__name__}: {failure}",
+                ]
                 writer.write(progress=(index + 1) / len(plans))
                 continue
             step.update(outcome.to_dict())
@@ -406,7 +424,9 @@ def run_demo(run_id: int) -> None:
             writer.write(progress=(index + 1) / len(plans))
         finished = [s for s in writer.steps if s["status"] == "finished"]
         if not finished:
-            raise ShootoutError("Every step failed: " + "; ".join(e for s in writer.steps for e in s.get("errors", [])))
+            raise ShootoutError(
+                "Every step failed: " + "; ".join(e for s in writer.steps for e in s.get("errors", []))
+            )
         conclusion = scenario.conclude(writer.steps, [e.name for e in answering], options)
         lines = list(conclusion.lines)
         lines.extend(f"{name} was left out: {why}" for name, why in skipped.items())
@@ -417,7 +437,9 @@ def run_demo(run_id: int) -> None:
             verdicts=conclusion.verdicts,
             awaiting=None,
         )
-        had_errors = bool(skipped) or any(s["status"] != "finished" or s.get("errors") for s in writer.steps)
+        had_errors = bool(skipped) or any(
+            s["status"] != "finished" or s.get("errors") for s in writer.steps
+        )
         status = "finished_with_errors" if had_errors else "finished"
     except DemoStopped:
         status, error = "cancelled", "Stopped by the presenter; the steps measured so far are kept."
@@ -502,7 +524,11 @@ def _interrupt_if_stale(run_id: int) -> None:
     """A demo left "running" by a process that died shows as interrupted, never forever running."""
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.status not in ACTIVE_STATUSES or not is_stale(run.heartbeat_at, run.created_at):
+        if (
+            run is None
+            or run.status not in ACTIVE_STATUSES
+            or not is_stale(run.heartbeat_at, run.created_at)
+        ):
             return
         run.status = RunStatus.INTERRUPTED
         run.error = "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept."
@@ -535,7 +561,9 @@ def demo_view(run_id: int) -> DemoView:
         run = session.get(Run, run_id)
         if run is None or run.kind != RUN_KIND:
             raise NotFoundError(f"No demo run #{run_id}.")
-        requests = session.scalar(select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id))
+        requests = session.scalar(
+            select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id)
+        )
         config = dict(run.config or {})
         summary = dict(run.summary or {})
         name = str(config.get("scenario") or run.name)

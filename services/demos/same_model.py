@@ -41,8 +41,12 @@ CLOSE_LOGPROBS = 0.1
 def _answer(row: dict[str, Any]) -> Answer:
     extra = row.get("extra") or {}
     tokens = extra.get("tokens")
-    return Answer(text=extra.get("text") or "",
-                  tokens=tuple(TokenChoice(t[0], t[1], t[2]) for t in tokens) if isinstance(tokens, list) else None)
+    return Answer(
+        text=extra.get("text") or "",
+        tokens=tuple(TokenChoice(t[0], t[1], t[2]) for t in tokens)
+        if isinstance(tokens, list)
+        else None,
+    )
 
 
 class SameModel(Scenario):
@@ -60,16 +64,30 @@ class SameModel(Scenario):
     min_engines = 2
     duration_hint = "about a minute on the local CPU engines"
     options = (
-        OptionSpec("prompts", "Prompts from the task set", 12, "int", "Arithmetic, units, copying, facts, JSON.", 2,
-                   TASK_SET_SIZE),
-        OptionSpec("max_tokens", "Answer tokens (at most)", 32, "int", "Longer answers part more often.", 4, 512),
+        OptionSpec(
+            "prompts",
+            "Prompts from the task set",
+            12,
+            "int",
+            "Arithmetic, units, copying, facts, JSON.",
+            2,
+            TASK_SET_SIZE,
+        ),
+        OptionSpec(
+            "max_tokens", "Answer tokens (at most)", 32, "int", "Longer answers part more often.", 4, 512
+        ),
     )
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
-        return [StepPlan("answers", "The same prompts, greedily, to each engine",
-                         f"Temperature 0, seed 0, {options['max_tokens']} tokens at most, log-probabilities on; "
-                         f"{engines[0].name} is the reference.",
-                         lambda ctx: self._run(ctx, options))]
+        return [
+            StepPlan(
+                "answers",
+                "The same prompts, greedily, to each engine",
+                f"Temperature 0, seed 0, {options['max_tokens']} tokens at most, log-probabilities on; "
+                f"{engines[0].name} is the reference.",
+                lambda ctx: self._run(ctx, options),
+            )
+        ]
 
     def _run(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
         tasks = task_set(options["prompts"])
@@ -79,7 +97,9 @@ class SameModel(Scenario):
             rows = []
             for task in tasks:
                 ctx.check_stop()
-                rows.append(send_one(engine, task, max_tokens=options["max_tokens"], seed=0, top_logprobs=5))
+                rows.append(
+                    send_one(engine, task, max_tokens=options["max_tokens"], seed=0, top_logprobs=5)
+                )
             answers[engine.name] = rows
             outcome = self._outcome(ctx, answers)
             ctx.publish(outcome)
@@ -95,8 +115,11 @@ class SameModel(Scenario):
             seconds = math.fsum(r["e2e_s"] or 0.0 for r in done)
             tokens = sum(r["output_tokens"] or 0 for r in done)
             result: dict[str, Any] = {
-                "answered": len(done), "sent": len(rows),
-                "task_score": sum(1 for r in scored if r["extra"]["score"]) / len(scored) if scored else None,
+                "answered": len(done),
+                "sent": len(rows),
+                "task_score": sum(1 for r in scored if r["extra"]["score"]) / len(scored)
+                if scored
+                else None,
                 "tok_s": tokens / seconds if seconds > 0 else None,
             }
             failed = [r for r in rows if not r["ok"]]
@@ -110,31 +133,72 @@ class SameModel(Scenario):
                 result["parity"]["margin_median"] = percentile(margins, 50) if margins else None
             results[name] = result
         names = list(results)
-        chart = ChartSpec(title=f"Quality beside sameness (reference: {reference})", x_title="engine",
-                          y_title="share of prompts", series=[
-                              Series("task score", names, [results[n]["task_score"] for n in names],
-                                     [fmt_pct(results[n]["task_score"], False) for n in names]),
-                              Series(f"identical to {reference}", names,
-                                     [1.0 if n == reference else (results[n].get("parity") or {}).get("exact_match_rate")
-                                      for n in names],
-                                     ["reference" if n == reference else
-                                      fmt_pct((results[n].get("parity") or {}).get("exact_match_rate"), False) for n in names]),
-                          ])
+        chart = ChartSpec(
+            title=f"Quality beside sameness (reference: {reference})",
+            x_title="engine",
+            y_title="share of prompts",
+            series=[
+                Series(
+                    "task score",
+                    names,
+                    [results[n]["task_score"] for n in names],
+                    [fmt_pct(results[n]["task_score"], False) for n in names],
+                ),
+                Series(
+                    f"identical to {reference}",
+                    names,
+                    [
+                        1.0
+                        if n == reference
+                        else (results[n].get("parity") or {}).get("exact_match_rate")
+                        for n in names
+                    ],
+                    [
+                        "reference"
+                        if n == reference
+                        else fmt_pct((results[n].get("parity") or {}).get("exact_match_rate"), False)
+                        for n in names
+                    ],
+                ),
+            ],
+        )
         numbers = []
         for name, result in results.items():
             parity = result.get("parity")
             if parity:
-                numbers.append(BigNumber(f"{name} · identical answers", fmt_pct(parity["exact_match_rate"], False),
-                                         parity["exact_match_rate"]))
+                numbers.append(
+                    BigNumber(
+                        f"{name} · identical answers",
+                        fmt_pct(parity["exact_match_rate"], False),
+                        parity["exact_match_rate"],
+                    )
+                )
                 median = parity["divergence_median"]
-                numbers.append(BigNumber(f"{name} · first divergence", "none" if median is None else f"token {median:g}",
-                                         median, help="median token position where the answers first differ"))
-            numbers.append(BigNumber(f"{name} · task score", fmt_pct(result["task_score"], False), result["task_score"]))
+                numbers.append(
+                    BigNumber(
+                        f"{name} · first divergence",
+                        "none" if median is None else f"token {median:g}",
+                        median,
+                        help="median token position where the answers first differ",
+                    )
+                )
+            numbers.append(
+                BigNumber(
+                    f"{name} · task score", fmt_pct(result["task_score"], False), result["task_score"]
+                )
+            )
             numbers.append(BigNumber(f"{name} · speed", fmt_rate(result["tok_s"]), result["tok_s"]))
-        finding = "; ".join(f"{n}: score {fmt_pct(r['task_score'], False)}, {fmt_rate(r['tok_s'])}" for n, r in results.items())
-        return StepOutcome(numbers, chart, finding + ".", {"engines": results, "reference": reference}, errors)
+        finding = "; ".join(
+            f"{n}: score {fmt_pct(r['task_score'], False)}, {fmt_rate(r['tok_s'])}"
+            for n, r in results.items()
+        )
+        return StepOutcome(
+            numbers, chart, finding + ".", {"engines": results, "reference": reference}, errors
+        )
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         data = engine_data(steps, "answers")
         results = data.get("engines") or {}
         reference = data.get("reference") or (engines[0] if engines else "")
@@ -144,7 +208,11 @@ class SameModel(Scenario):
             if not parity:
                 continue
             match, median = parity.get("exact_match_rate"), parity.get("divergence_median")
-            diff, topk, margin = parity.get("logprob_diff_mean"), parity.get("topk_rate"), parity.get("margin_median")
+            diff, topk, margin = (
+                parity.get("logprob_diff_mean"),
+                parity.get("topk_rate"),
+                parity.get("margin_median"),
+            )
             if not parity.get("compared"):
                 verdict, line = "not_compared", f"{name}: no prompt answered by both engines."
             elif match == 1.0:
@@ -152,29 +220,46 @@ class SameModel(Scenario):
                 line = f"{name} gave {reference}'s answer to every one of {parity['compared']} prompts."
             elif diff is not None and diff < CLOSE_LOGPROBS and (topk or 0) >= 0.9:
                 verdict = "rounding"
-                line = (f"{name} matched {reference} on {fmt_pct(match, False)} of {parity['compared']} prompts; the rest "
-                        f"part at token {median:g} (median), and before that the two engines' log-probabilities differ "
-                        f"by {diff:.3f} on average, with {reference}'s token in {name}'s top 5 {fmt_pct(topk, False)} of "
-                        "the time: the same model, with near-ties flipped by rounding"
-                        + (f" (at the divergence {name} preferred its own token by {margin:.2f} nats, median)."
-                           if margin is not None else "."))
+                line = (
+                    f"{name} matched {reference} on {fmt_pct(match, False)} of {parity['compared']} prompts; the rest "
+                    f"part at token {median:g} (median), and before that the two engines' log-probabilities differ "
+                    f"by {diff:.3f} on average, with {reference}'s token in {name}'s top 5 {fmt_pct(topk, False)} of "
+                    "the time: the same model, with near-ties flipped by rounding"
+                    + (
+                        f" (at the divergence {name} preferred its own token by {margin:.2f} nats, median)."
+                        if margin is not None
+                        else "."
+                    )
+                )
             else:
                 verdict = "different"
-                line = (f"{name} matched {reference} on {fmt_pct(match, False)} of {parity['compared']} prompts and parts "
-                        f"early (token {median:g}, median) with log-probabilities "
-                        f"{'not comparable' if diff is None else f'{diff:.2f} apart'}: more than rounding. Check the chat "
-                        "template, the tokenizer and the quantisation.")
-            scores = f" Task score: {fmt_pct(results.get(reference, {}).get('task_score'), False)} for {reference}, " \
-                     f"{fmt_pct(result.get('task_score'), False)} for {name}."
+                line = (
+                    f"{name} matched {reference} on {fmt_pct(match, False)} of {parity['compared']} prompts and parts "
+                    f"early (token {median:g}, median) with log-probabilities "
+                    f"{'not comparable' if diff is None else f'{diff:.2f} apart'}: more than rounding. Check the chat "
+                    "template, the tokenizer and the quantisation."
+                )
+            scores = (
+                f" Task score: {fmt_pct(results.get(reference, {}).get('task_score'), False)} for {reference}, "
+                f"{fmt_pct(result.get('task_score'), False)} for {name}."
+            )
             lines.append(line + scores)
-            verdicts[name] = {"verdict": verdict, "exact_match_rate": match, "divergence_median": median,
-                              "logprob_diff_mean": diff, "topk_rate": topk, "task_score": result.get("task_score"),
-                              "tok_s": result.get("tok_s")}
+            verdicts[name] = {
+                "verdict": verdict,
+                "exact_match_rate": match,
+                "divergence_median": median,
+                "logprob_diff_mean": diff,
+                "topk_rate": topk,
+                "task_score": result.get("task_score"),
+                "tok_s": result.get("tok_s"),
+            }
         kinds = {v["verdict"] for v in verdicts.values()}
         if kinds == {"identical"}:
             headline = "Same model, same answers: every engine answered exactly as the reference."
         elif "different" in kinds:
-            headline = "Not the same answers, and not just rounding: an engine behaves like a different model."
+            headline = (
+                "Not the same answers, and not just rounding: an engine behaves like a different model."
+            )
         elif kinds:
             headline = "Same model, different answers: rounding flips near-ties, and the answers part from there."
         else:

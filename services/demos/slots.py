@@ -50,9 +50,16 @@ def measured(configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for config in configs:
         block = config.get("metrics") or {}
         slots = int(config.get("settings", {}).get("np", 0) or 0)
-        rows.append({"slots": slots, "label": config["label"], "status": config["status"],
-                     "tok_s": block.get("output_throughput_tok_s") if block.get("completed") else None,
-                     "ttft_p90_ms": _p90_ms(block, "ttft_s"), "reason": config.get("reason")})
+        rows.append(
+            {
+                "slots": slots,
+                "label": config["label"],
+                "status": config["status"],
+                "tok_s": block.get("output_throughput_tok_s") if block.get("completed") else None,
+                "ttft_p90_ms": _p90_ms(block, "ttft_s"),
+                "reason": config.get("reason"),
+            }
+        )
     return rows
 
 
@@ -70,7 +77,9 @@ class HowManySlots(Scenario):
     min_engines = 1
     duration_hint = "about a minute per slot count on the local CPU engines"
     options = (
-        OptionSpec("slots", "Slot counts (-np)", [1, 2, 4], "int_list", "Each starts llama.cpp once.", 1, 16),
+        OptionSpec(
+            "slots", "Slot counts (-np)", [1, 2, 4], "int_list", "Each starts llama.cpp once.", 1, 16
+        ),
         OptionSpec("concurrency", "Requests at once", 4, "int", "The same for every slot count.", 1, 64),
         OptionSpec("requests", "Requests per slot count", 8, "int", "", 2, 200),
         OptionSpec("output_tokens", "Answer tokens", 32, "int", "", 4, 512),
@@ -78,17 +87,28 @@ class HowManySlots(Scenario):
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
         slots = ", ".join(str(s) for s in options["slots"])
-        return [StepPlan("slots", f"llama.cpp with {slots} slots, the same load on each",
-                         f"{options['requests']} requests, {options['concurrency']} at once, "
-                         f"{options['output_tokens']} tokens each; one llama-server per slot count on a free port.",
-                         lambda ctx: self._run(ctx, options))]
+        return [
+            StepPlan(
+                "slots",
+                f"llama.cpp with {slots} slots, the same load on each",
+                f"{options['requests']} requests, {options['concurrency']} at once, "
+                f"{options['output_tokens']} tokens each; one llama-server per slot count on a free port.",
+                lambda ctx: self._run(ctx, options),
+            )
+        ]
 
     def _run(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
-        spec = TuneSpec(kind="llamacpp", grid={"np": tuple(str(s) for s in options["slots"])},
-                        workload=WorkloadSpec(input_len=64, output_len=int(options["output_tokens"])),
-                        load=LoadSpec(mode="concurrency", concurrency=int(options["concurrency"]),
-                                      requests=int(options["requests"])),
-                        name="Demo: how many slots for this machine").validate(trusted=False)
+        spec = TuneSpec(
+            kind="llamacpp",
+            grid={"np": tuple(str(s) for s in options["slots"])},
+            workload=WorkloadSpec(input_len=64, output_len=int(options["output_tokens"])),
+            load=LoadSpec(
+                mode="concurrency",
+                concurrency=int(options["concurrency"]),
+                requests=int(options["requests"]),
+            ),
+            name="Demo: how many slots for this machine",
+        ).validate(trusted=False)
         # Typed slot counts only (no raw flags, no command templates): the demo's engines are the
         # local llama.cpp on free loopback ports, stopped when each configuration ends.
         run_id = tune_jobs.create_run(spec, trusted=False)
@@ -104,27 +124,66 @@ class HowManySlots(Scenario):
         if summary.get("configs"):
             outcome = self._outcome(run_id, summary["configs"])
         if not any(row["tok_s"] for row in outcome.data.get("rows", [])):
-            raise DemoStopped() if ctx.stop_requested() else RuntimeError(
-                "No slot count ran: " + "; ".join(f"{r['label']}: {r['reason'] or r['status']}"
-                                                  for r in outcome.data.get("rows", [])))
+            raise (
+                DemoStopped()
+                if ctx.stop_requested()
+                else RuntimeError(
+                    "No slot count ran: "
+                    + "; ".join(
+                        f"{r['label']}: {r['reason'] or r['status']}"
+                        for r in outcome.data.get("rows", [])
+                    )
+                )
+            )
         return outcome
 
     def _outcome(self, run_id: int, configs: Sequence[dict[str, Any]]) -> StepOutcome:
         rows = measured(configs)
         labels = [f"{r['slots']} slot{'s' if r['slots'] != 1 else ''}" for r in rows]
-        chart = ChartSpec(title="Throughput by slot count (the same load)", x_title="llama.cpp -np",
-                          y_title="output tokens/s", series=[
-                              Series("output tokens/s", labels, [r["tok_s"] for r in rows],
-                                     [fmt_rate(r["tok_s"]) for r in rows])])
-        numbers = [BigNumber(f"{label} · throughput", fmt_rate(r["tok_s"]), r["tok_s"]) for label, r in zip(labels, rows)]
-        numbers += [BigNumber(f"{label} · p90 TTFT", "–" if r["ttft_p90_ms"] is None else f"{r['ttft_p90_ms']:.0f} ms",
-                              r["ttft_p90_ms"]) for label, r in zip(labels, rows)]
-        errors = [f"{r['label']}: {r['reason'] or r['status']}" for r in rows
-                  if r["status"] not in ("finished", "pending", "starting", "running")]
-        finding = "; ".join(f"{label}: {fmt_rate(r['tok_s'])}" for label, r in zip(labels, rows) if r["tok_s"])
-        return StepOutcome(numbers, chart, (finding + ".") if finding else "", {"rows": rows, "tune_run": run_id}, errors)
+        chart = ChartSpec(
+            title="Throughput by slot count (the same load)",
+            x_title="llama.cpp -np",
+            y_title="output tokens/s",
+            series=[
+                Series(
+                    "output tokens/s",
+                    labels,
+                    [r["tok_s"] for r in rows],
+                    [fmt_rate(r["tok_s"]) for r in rows],
+                )
+            ],
+        )
+        numbers = [
+            BigNumber(f"{label} · throughput", fmt_rate(r["tok_s"]), r["tok_s"])
+            for label, r in zip(labels, rows)
+        ]
+        numbers += [
+            BigNumber(
+                f"{label} · p90 TTFT",
+                "–" if r["ttft_p90_ms"] is None else f"{r['ttft_p90_ms']:.0f} ms",
+                r["ttft_p90_ms"],
+            )
+            for label, r in zip(labels, rows)
+        ]
+        errors = [
+            f"{r['label']}: {r['reason'] or r['status']}"
+            for r in rows
+            if r["status"] not in ("finished", "pending", "starting", "running")
+        ]
+        finding = "; ".join(
+            f"{label}: {fmt_rate(r['tok_s'])}" for label, r in zip(labels, rows) if r["tok_s"]
+        )
+        return StepOutcome(
+            numbers,
+            chart,
+            (finding + ".") if finding else "",
+            {"rows": rows, "tune_run": run_id},
+            errors,
+        )
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         data = engine_data(steps, "slots")
         rows = [r for r in data.get("rows", []) if r.get("tok_s")]
         run = data.get("tune_run")
@@ -138,23 +197,39 @@ class HowManySlots(Scenario):
             else:
                 break
         gain = best["tok_s"] / base["tok_s"]
-        lines = [f"{r['slots']} slot(s): {fmt_rate(r['tok_s'])}, p90 TTFT "
-                 f"{'–' if r['ttft_p90_ms'] is None else format(r['ttft_p90_ms'], '.0f') + ' ms'}." for r in rows]
+        lines = [
+            f"{r['slots']} slot(s): {fmt_rate(r['tok_s'])}, p90 TTFT "
+            f"{'–' if r['ttft_p90_ms'] is None else format(r['ttft_p90_ms'], '.0f') + ' ms'}."
+            for r in rows
+        ]
         following = next((r for r in rows if r["slots"] > best["slots"]), None)
         beyond = ""
         if following is not None:
-            beyond = (f" {following['slots']} slots gave {following['tok_s'] / best['tok_s'] - 1:+.0%} throughput"
-                      + (f", p90 TTFT {_ms(best['ttft_p90_ms'])} to {_ms(following['ttft_p90_ms'])}"
-                         if best["ttft_p90_ms"] is not None and following["ttft_p90_ms"] is not None else "")
-                      + f" (a slot must add {WORTH_IT - 1:.0%} to pay).")
+            beyond = (
+                f" {following['slots']} slots gave {following['tok_s'] / best['tok_s'] - 1:+.0%} throughput"
+                + (
+                    f", p90 TTFT {_ms(best['ttft_p90_ms'])} to {_ms(following['ttft_p90_ms'])}"
+                    if best["ttft_p90_ms"] is not None and following["ttft_p90_ms"] is not None
+                    else ""
+                )
+                + f" (a slot must add {WORTH_IT - 1:.0%} to pay)."
+            )
         if best is base:
-            headline = (f"{base['slots']} slot{'s' if base['slots'] != 1 else ''} is enough on this machine: more slots "
-                        "did not add throughput, so the cores, not the slots, are the limit." + beyond)
+            headline = (
+                f"{base['slots']} slot{'s' if base['slots'] != 1 else ''} is enough on this machine: more slots "
+                "did not add throughput, so the cores, not the slots, are the limit." + beyond
+            )
         else:
-            headline = (f"{best['slots']} slots for this machine: {gain:.2f}x the throughput of {base['slots']} at the same "
-                        "load." + beyond)
+            headline = (
+                f"{best['slots']} slots for this machine: {gain:.2f}x the throughput of {base['slots']} at the same "
+                "load." + beyond
+            )
         if run is not None:
-            lines.append(f"The tuning run behind this demo is run #{run} (Tune page): its launch command is there.")
-        verdicts = {str(r["slots"]): {"tok_s": r["tok_s"], "ttft_p90_ms": r["ttft_p90_ms"], "best": r is best}
-                    for r in rows}
+            lines.append(
+                f"The tuning run behind this demo is run #{run} (Tune page): its launch command is there."
+            )
+        verdicts = {
+            str(r["slots"]): {"tok_s": r["tok_s"], "ttft_p90_ms": r["ttft_p90_ms"], "best": r is best}
+            for r in rows
+        }
         return Conclusion(headline, lines, verdicts)

@@ -85,7 +85,7 @@ def judge(sent: Sequence[Sent]) -> dict[str, Any]:
 
 
 def engine_verdict(free: dict[str, Any] | None, constrained: dict[str, Any] | None) -> dict[str, Any]:
-    """"enforced": every constrained answer valid; "partial": better than free but not all;
+    """ "enforced": every constrained answer valid; "partial": better than free but not all;
     "not_enforced": no better than without the schema; "rejected": the engine refused it."""
     free, constrained = free or {}, constrained or {}
     v = {
@@ -123,16 +123,27 @@ def verdict_sentence(name: str, v: dict[str, Any], requests: int) -> str:
         return f"{name}: the constrained request failed ({v.get('error') or 'no answer'})."
     free = round((v["valid_free"] or 0) * requests)
     constrained = round((v["valid_constrained"] or 0) * requests)
-    costs = [c for c in (
-        _cost("TTFT", v["ttft_change"], fmt_s(v["ttft_free_s"]), fmt_s(v["ttft_constrained_s"])),
-        _cost("decode speed", v["tok_s_change"], fmt_rate(v["tok_s_free"]), fmt_rate(v["tok_s_constrained"])),
-    ) if c]
+    costs = [
+        c
+        for c in (
+            _cost("TTFT", v["ttft_change"], fmt_s(v["ttft_free_s"]), fmt_s(v["ttft_constrained_s"])),
+            _cost(
+                "decode speed",
+                v["tok_s_change"],
+                fmt_rate(v["tok_s_free"]),
+                fmt_rate(v["tok_s_constrained"]),
+            ),
+        )
+        if c
+    ]
     cost = "; " + ", ".join(costs) if costs else ""
     if v["verdict"] == "enforced":
         return f"{name}: {constrained}/{requests} schema-valid with the constraint against {free}/{requests} without{cost}."
     if v["verdict"] == "partial":
-        return (f"{name}: the constraint helped but did not guarantee it: {constrained}/{requests} valid against "
-                f"{free}/{requests}{cost}.")
+        return (
+            f"{name}: the constraint helped but did not guarantee it: {constrained}/{requests} valid against "
+            f"{free}/{requests}{cost}."
+        )
     return f"{name}: the schema was not enforced: {constrained}/{requests} valid with it, {free}/{requests} without{cost}."
 
 
@@ -150,18 +161,28 @@ class StructuredOutput(Scenario):
     default_engines = ("llamacpp-4slot", "vllm-cpu")
     duration_hint = "about 40 seconds on the local CPU engines"
     options = (
-        OptionSpec("requests", "Requests per engine and mode", 4, "int", "One city each.", 1, len(CITIES)),
-        OptionSpec("max_tokens", "Answer tokens (at most)", 64, "int", "Room for the whole object.", 16, 1024),
+        OptionSpec(
+            "requests", "Requests per engine and mode", 4, "int", "One city each.", 1, len(CITIES)
+        ),
+        OptionSpec(
+            "max_tokens", "Answer tokens (at most)", 64, "int", "Room for the whole object.", 16, 1024
+        ),
     )
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
         return [
-            StepPlan("free", "JSON asked for in the prompt only",
-                     "The instruction says which keys to return; nothing enforces it.",
-                     lambda ctx: self._run(ctx, options, constrained=False)),
-            StepPlan("constrained", "The same requests with the JSON schema enforced",
-                     "response_format: json_schema. Every answer should now validate.",
-                     lambda ctx: self._run(ctx, options, constrained=True)),
+            StepPlan(
+                "free",
+                "JSON asked for in the prompt only",
+                "The instruction says which keys to return; nothing enforces it.",
+                lambda ctx: self._run(ctx, options, constrained=False),
+            ),
+            StepPlan(
+                "constrained",
+                "The same requests with the JSON schema enforced",
+                "response_format: json_schema. Every answer should now validate.",
+                lambda ctx: self._run(ctx, options, constrained=True),
+            ),
         ]
 
     def _run(self, ctx: DemoContext, options: dict[str, Any], *, constrained: bool) -> StepOutcome:
@@ -169,15 +190,27 @@ class StructuredOutput(Scenario):
         outcome = StepOutcome()
         for engine in ctx.engines:
             if not constrained:
-                ctx.send(engine, [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
-                         concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+                ctx.send(
+                    engine,
+                    [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
+                    concurrency=1,
+                    labels={"phase": "warm-up"},
+                    warmup=True,
+                )
             requests = []
             for city in CITIES[: options["requests"]]:
-                prompt = (f"Describe {city} as a JSON object with exactly the keys city, country and population "
-                          "(an integer). Answer with the JSON object only.")
-                requests.append(ctx.chat_request(engine, [{"role": "user", "content": prompt}],
-                                                 max_tokens=options["max_tokens"],
-                                                 schema=SCHEMA if constrained else None))
+                prompt = (
+                    f"Describe {city} as a JSON object with exactly the keys city, country and population "
+                    "(an integer). Answer with the JSON object only."
+                )
+                requests.append(
+                    ctx.chat_request(
+                        engine,
+                        [{"role": "user", "content": prompt}],
+                        max_tokens=options["max_tokens"],
+                        schema=SCHEMA if constrained else None,
+                    )
+                )
             # One at a time: TTFT then measures the engine, not a queue of our own requests.
             sent = ctx.send(engine, requests, concurrency=1, labels={"constrained": constrained})
             results[engine.name] = judge(sent)
@@ -185,35 +218,62 @@ class StructuredOutput(Scenario):
             ctx.publish(outcome)
         return outcome
 
-    def _outcome(self, ctx: DemoContext, results: dict[str, dict[str, Any]], constrained: bool) -> StepOutcome:
+    def _outcome(
+        self, ctx: DemoContext, results: dict[str, dict[str, Any]], constrained: bool
+    ) -> StepOutcome:
         names = list(results)
         free = engine_data(ctx.steps, "free").get("engines") or {} if constrained else {}
         series = []
         if constrained:
-            series.append(Series("prompt only", names, [(free.get(n) or {}).get("valid_rate") for n in names],
-                                 [fmt_pct((free.get(n) or {}).get("valid_rate"), False) for n in names]))
-        series.append(Series("schema enforced" if constrained else "prompt only", names,
-                             [results[n]["valid_rate"] for n in names],
-                             [fmt_pct(results[n]["valid_rate"], False) for n in names]))
-        chart = ChartSpec(title="Answers that validate against the schema", x_title="engine",
-                          y_title="schema-valid share", series=series)
+            series.append(
+                Series(
+                    "prompt only",
+                    names,
+                    [(free.get(n) or {}).get("valid_rate") for n in names],
+                    [fmt_pct((free.get(n) or {}).get("valid_rate"), False) for n in names],
+                )
+            )
+        series.append(
+            Series(
+                "schema enforced" if constrained else "prompt only",
+                names,
+                [results[n]["valid_rate"] for n in names],
+                [fmt_pct(results[n]["valid_rate"], False) for n in names],
+            )
+        )
+        chart = ChartSpec(
+            title="Answers that validate against the schema",
+            x_title="engine",
+            y_title="schema-valid share",
+            series=series,
+        )
         numbers, parts = [], []
         for n, v in results.items():
-            numbers.append(BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"]))
+            numbers.append(
+                BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"])
+            )
             numbers.append(BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]))
             if v["answered"] == 0:
                 parts.append(f"{n}: no answer ({v.get('error')}).")
                 continue
             why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
-            parts.append(f"{n}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
-                         f"{fmt_rate(v['decode_tok_s'])}.")
+            parts.append(
+                f"{n}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
+                f"{fmt_rate(v['decode_tok_s'])}."
+            )
         errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
         return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
 
-    def conclude(self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]) -> Conclusion:
+    def conclude(
+        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+    ) -> Conclusion:
         free = engine_data(steps, "free").get("engines") or {}
         constrained = engine_data(steps, "constrained").get("engines") or {}
-        verdicts = {n: engine_verdict(free.get(n), constrained.get(n)) for n in engines if n in free or n in constrained}
+        verdicts = {
+            n: engine_verdict(free.get(n), constrained.get(n))
+            for n in engines
+            if n in free or n in constrained
+        }
         lines = [verdict_sentence(n, v, options["requests"]) for n, v in verdicts.items()]
         enforced = [n for n, v in verdicts.items() if v["verdict"] == "enforced"]
         if enforced and len(enforced) == len(verdicts):

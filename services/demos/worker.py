@@ -15,7 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     from services.demos.runner import run_demo, stop_demo
     from services.processes import worker_main
 
-    return worker_main(sys.argv[1:] if argv is None else argv, "services.demos.worker", run_demo, stop_demo)
+    return worker_main(
+        sys.argv[1:] if argv is None else argv, "services.demos.worker", run_demo, stop_demo
+    )
 
 
 if __name__ == "__main__":

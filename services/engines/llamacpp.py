@@ -31,7 +31,9 @@ class LlamaCppAdapter(EngineAdapter):
     # corrupt them), so every rate comes from counters. Newer builds count cached prompt
     # tokens apart from prompt_tokens_total; older ones include them.
     telemetry_signals = {
-        "kv_cache_usage": (Gauge(metric("llamacpp:kv_cache_usage_ratio"), note="builds before May 2025"),),
+        "kv_cache_usage": (
+            Gauge(metric("llamacpp:kv_cache_usage_ratio"), note="builds before May 2025"),
+        ),
         "prefix_cache_hit_rate": (
             CounterRatio(
                 counters("llamacpp:prompt_tokens_cached"),
@@ -41,7 +43,10 @@ class LlamaCppAdapter(EngineAdapter):
         "requests_running": (Gauge(metric("llamacpp:requests_processing")),),
         "requests_waiting": (Gauge(metric("llamacpp:requests_deferred")),),
         "prompt_tokens_per_s": (
-            CounterRate(counters("llamacpp:prompt_tokens", "llamacpp:prompt_tokens_cached"), note="includes cached tokens"),
+            CounterRate(
+                counters("llamacpp:prompt_tokens", "llamacpp:prompt_tokens_cached"),
+                note="includes cached tokens",
+            ),
             CounterRate(counters("llamacpp:prompt_tokens")),
         ),
         "generation_tokens_per_s": (CounterRate(counters("llamacpp:tokens_predicted")),),

@@ -21,7 +21,17 @@ from services.config import key_env_allowed
 from services.engines.base import HttpAnswer, ProbeEvidence
 from services.engines.registry import detect_kind
 
-PROBE_PATHS = ("/v1/models", "/health", "/version", "/", "/props", "/info", "/api/version", "/v2", "/server_info")
+PROBE_PATHS = (
+    "/v1/models",
+    "/health",
+    "/version",
+    "/",
+    "/props",
+    "/info",
+    "/api/version",
+    "/v2",
+    "/server_info",
+)
 MAX_BODY_BYTES = 256 * 1024
 
 ProbeState = Literal["ok", "unreachable", "auth_required", "not_openai", "unhealthy", "bad_config"]
@@ -58,11 +68,18 @@ def auth_headers(api_key_env: str | None) -> dict[str, str]:
     return {}
 
 
-async def _get(client: httpx2.AsyncClient, base_url: str, path: str, headers: dict[str, str],
-               deadline_s: float) -> HttpAnswer:
+async def _get(
+    client: httpx2.AsyncClient, base_url: str, path: str, headers: dict[str, str], deadline_s: float
+) -> HttpAnswer:
     try:
-        reply = await http.fetch_async("GET", base_url + path, headers=headers, deadline_s=deadline_s,
-                                       max_bytes=MAX_BODY_BYTES, client=client)
+        reply = await http.fetch_async(
+            "GET",
+            base_url + path,
+            headers=headers,
+            deadline_s=deadline_s,
+            max_bytes=MAX_BODY_BYTES,
+            client=client,
+        )
     except http.HttpError as error:
         return HttpAnswer(status=None, error=error.detail, error_reason=error.reason)
     text = reply.text
@@ -75,13 +92,17 @@ async def _get(client: httpx2.AsyncClient, base_url: str, path: str, headers: di
     return HttpAnswer(status=reply.status, json=body, text=text, headers=reply.headers)
 
 
-async def gather_evidence(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeEvidence:
+async def gather_evidence(
+    base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0
+) -> ProbeEvidence:
     """All probe paths at once; each has the whole `timeout_s` as its total deadline and
     MAX_BODY_BYTES as its limit, so the probe ends within `timeout_s` whatever answers."""
     timeout = httpx2.Timeout(timeout_s, connect=min(timeout_s, 3.0))
     headers = auth_headers(api_key_env)
     async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-        answers = await asyncio.gather(*(_get(client, base_url, path, headers, timeout_s) for path in PROBE_PATHS))
+        answers = await asyncio.gather(
+            *(_get(client, base_url, path, headers, timeout_s) for path in PROBE_PATHS)
+        )
     return ProbeEvidence(base_url=base_url, answers=dict(zip(PROBE_PATHS, answers, strict=True)))
 
 
@@ -130,7 +151,9 @@ def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeR
     )
     if healthy is False:
         result.state = "unhealthy"
-        result.message = f"{adapter.label} answers but /health says HTTP {health.status} (still loading?)."
+        result.message = (
+            f"{adapter.label} answers but /health says HTTP {health.status} (still loading?)."
+        )
     elif not result.models:
         result.message += " It lists no models."
     return result

@@ -19,10 +19,17 @@ INFO_SUFFIX = "_info"
 METRICS_MAX_BYTES = 8 * 1024 * 1024
 
 
-def _info_metrics(metrics_url: str, api_key_env: str | None, deadline_s: float) -> dict[str, dict[str, str]]:
+def _info_metrics(
+    metrics_url: str, api_key_env: str | None, deadline_s: float
+) -> dict[str, dict[str, str]]:
     try:
-        reply = http.fetch("GET", metrics_url, headers={"Accept": "text/plain", **auth_headers(api_key_env)},
-                           deadline_s=deadline_s, max_bytes=METRICS_MAX_BYTES)
+        reply = http.fetch(
+            "GET",
+            metrics_url,
+            headers={"Accept": "text/plain", **auth_headers(api_key_env)},
+            deadline_s=deadline_s,
+            max_bytes=METRICS_MAX_BYTES,
+        )
     except http.HttpError:
         return {}
     if reply.status != 200:
@@ -37,7 +44,9 @@ def info_labels(text: str) -> dict[str, dict[str, str]]:
         for family in text_string_to_metric_families(text):
             if family.name.endswith(INFO_SUFFIX) or family.type == "info":
                 for sample in family.samples:
-                    labels = {k: v for k, v in sample.labels.items() if k not in ("engine", "model_name")}
+                    labels = {
+                        k: v for k, v in sample.labels.items() if k not in ("engine", "model_name")
+                    }
                     if labels:
                         found[family.name] = labels
                         break
@@ -46,8 +55,12 @@ def info_labels(text: str) -> dict[str, dict[str, str]]:
     return found
 
 
-def reported_settings(base_url: str, metrics_url: str | None = None, api_key_env: str | None = None,
-                      deadline_s: float = 5.0) -> dict[str, Any]:
+def reported_settings(
+    base_url: str,
+    metrics_url: str | None = None,
+    api_key_env: str | None = None,
+    deadline_s: float = 5.0,
+) -> dict[str, Any]:
     """{"version": ..., "/props": {...}, "metrics_info": {"vllm:cache_config_info": {...}}}; {} when
     the engine does not answer (a run still starts: the requests will say what is wrong)."""
     try:

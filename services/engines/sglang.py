@@ -35,10 +35,16 @@ class SglangAdapter(EngineAdapter):
         "kv_cache_usage": (Gauge(metric("sglang:token_usage"), agg="max"),),
         "prefix_cache_hit_rate": (
             CounterRatio(
-                (metric("sglang:prefill_effective_tokens", mode=("device_hit", "host_hit", "storage_hit")),),
+                (
+                    metric(
+                        "sglang:prefill_effective_tokens", mode=("device_hit", "host_hit", "storage_hit")
+                    ),
+                ),
                 counters("sglang:prefill_effective_tokens"),
             ),
-            CounterRatio((metric("sglang:cached_tokens", cache_source="total"),), counters("sglang:prompt_tokens")),
+            CounterRatio(
+                (metric("sglang:cached_tokens", cache_source="total"),), counters("sglang:prompt_tokens")
+            ),
             CounterRatio(counters("sglang:cached_tokens"), counters("sglang:prompt_tokens")),
         ),
         "requests_running": (Gauge(metric("sglang:num_running_reqs")),),
@@ -52,7 +58,11 @@ class SglangAdapter(EngineAdapter):
             CounterRate(counters("sglang:num_retracted_requests"), note="retracted requests"),
         ),
         "spec_decode_acceptance": (
-            Gauge(metric("sglang:spec_accept_rate"), agg="mean", note="SGLang's own gauge, last log interval"),
+            Gauge(
+                metric("sglang:spec_accept_rate"),
+                agg="mean",
+                note="SGLang's own gauge, last log interval",
+            ),
         ),
     }
 

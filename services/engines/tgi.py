@@ -6,7 +6,14 @@ from typing import Any
 
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
-from services.telemetry.normalise import CounterRate, Gauge, GaugeRatio, counters, latency_signals, metric
+from services.telemetry.normalise import (
+    CounterRate,
+    Gauge,
+    GaugeRatio,
+    counters,
+    latency_signals,
+    metric,
+)
 
 
 @register

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
-from services.telemetry.normalise import CounterRate, CounterRatio, Gauge, counters, latency_signals, metric
+from services.telemetry.normalise import (
+    CounterRate,
+    CounterRatio,
+    Gauge,
+    counters,
+    latency_signals,
+    metric,
+)
 
 
 @register
@@ -22,7 +29,9 @@ class TritonAdapter(EngineAdapter):
     # user-facing model is the "ensemble" (else the bare "tensorrt_llm" model).
     telemetry_signals = {
         "kv_cache_usage": (
-            Gauge(metric("nv_trt_llm_kv_cache_block_metrics", kv_cache_block_type="fraction"), agg="max"),
+            Gauge(
+                metric("nv_trt_llm_kv_cache_block_metrics", kv_cache_block_type="fraction"), agg="max"
+            ),
         ),
         "requests_running": (Gauge(metric("nv_trt_llm_request_metrics", request_type="active")),),
         "requests_waiting": (Gauge(metric("nv_trt_llm_request_metrics", request_type="waiting")),),

@@ -66,11 +66,16 @@ class TrtllmServeAdapter(EngineAdapter):
         ),
         "prompt_tokens_per_s": (
             CounterRate(counters("trtllm_prompt_tokens")),
-            CounterRate(counters("trtllm_json:context_tokens"), note="context tokens scheduled per iteration"),
+            CounterRate(
+                counters("trtllm_json:context_tokens"), note="context tokens scheduled per iteration"
+            ),
         ),
         "generation_tokens_per_s": (
             CounterRate(counters("trtllm_generation_tokens")),
-            CounterRate(counters("trtllm_json:generation_tokens"), note="generation requests x decoded tokens per iteration"),
+            CounterRate(
+                counters("trtllm_json:generation_tokens"),
+                note="generation requests x decoded tokens per iteration",
+            ),
         ),
         **latency_signals(
             "ttft", metric("trtllm_time_to_first_token_seconds"), metric("time_to_first_token_seconds")
@@ -81,12 +86,17 @@ class TrtllmServeAdapter(EngineAdapter):
             metric("time_per_output_token_seconds"),
             note="per-request mean time per output token",
         ),
-        **latency_signals("e2e", metric("trtllm_e2e_request_latency_seconds"), metric("e2e_request_latency_seconds")),
+        **latency_signals(
+            "e2e", metric("trtllm_e2e_request_latency_seconds"), metric("e2e_request_latency_seconds")
+        ),
         "spec_decode_acceptance": (
             CounterRatio(
-                counters("trtllm_spec_decode_num_accepted_tokens"), counters("trtllm_spec_decode_num_draft_tokens")
+                counters("trtllm_spec_decode_num_accepted_tokens"),
+                counters("trtllm_spec_decode_num_draft_tokens"),
             ),
-            CounterRatio(counters("trtllm_json:spec_accepted_tokens"), counters("trtllm_json:spec_draft_tokens")),
+            CounterRatio(
+                counters("trtllm_json:spec_accepted_tokens"), counters("trtllm_json:spec_draft_tokens")
+            ),
         ),
     }
 
@@ -96,17 +106,25 @@ class TrtllmServeAdapter(EngineAdapter):
         counters kept in `state`; gauges come from the newest iteration. No iteration since
         the last read means the executor is idle: nothing running or queued."""
         families = Families()
-        iterations = [item for item in payload if isinstance(item, dict)] if isinstance(payload, list) else []
+        iterations = (
+            [item for item in payload if isinstance(item, dict)] if isinstance(payload, list) else []
+        )
         for item in iterations:
             batching = item.get("inflightBatchingStats") or {}
-            state["context_tokens"] = state.get("context_tokens", 0.0) + float(batching.get("numCtxTokens") or 0)
+            state["context_tokens"] = state.get("context_tokens", 0.0) + float(
+                batching.get("numCtxTokens") or 0
+            )
             state["generation_tokens"] = state.get("generation_tokens", 0.0) + float(
                 batching.get("numGenRequests") or 0
             ) * float(batching.get("avgNumDecodedTokensPerIter") or 1.0)
             spec = item.get("specDecodingStats") or {}
             if spec:
-                state["spec_draft"] = state.get("spec_draft", 0.0) + float(spec.get("numDraftTokens") or 0)
-                state["spec_accepted"] = state.get("spec_accepted", 0.0) + float(spec.get("numAcceptedTokens") or 0)
+                state["spec_draft"] = state.get("spec_draft", 0.0) + float(
+                    spec.get("numDraftTokens") or 0
+                )
+                state["spec_accepted"] = state.get("spec_accepted", 0.0) + float(
+                    spec.get("numAcceptedTokens") or 0
+                )
         if iterations:
             newest = iterations[-1]
             kv = newest.get("kvCacheStats") or {}

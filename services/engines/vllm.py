@@ -38,16 +38,22 @@ class VllmAdapter(EngineAdapter):
         ),
         "prefix_cache_hit_rate": (
             CounterRatio(counters("vllm:prefix_cache_hits"), counters("vllm:prefix_cache_queries")),
-            CounterRatio(counters("vllm:gpu_prefix_cache_hits"), counters("vllm:gpu_prefix_cache_queries")),
+            CounterRatio(
+                counters("vllm:gpu_prefix_cache_hits"), counters("vllm:gpu_prefix_cache_queries")
+            ),
             Gauge(metric("vllm:gpu_prefix_cache_hit_rate"), agg="max", note="V0 gauge, since start"),
         ),
         "requests_running": (Gauge(metric("vllm:num_requests_running")),),
         "requests_waiting": (Gauge(metric("vllm:num_requests_waiting")),),
-        "prompt_tokens_per_s": (CounterRate(counters("vllm:prompt_tokens"), note="includes cached tokens"),),
+        "prompt_tokens_per_s": (
+            CounterRate(counters("vllm:prompt_tokens"), note="includes cached tokens"),
+        ),
         "generation_tokens_per_s": (CounterRate(counters("vllm:generation_tokens")),),
         **latency_signals("ttft", metric("vllm:time_to_first_token_seconds")),
         **latency_signals(
-            "itl", metric("vllm:inter_token_latency_seconds"), metric("vllm:time_per_output_token_seconds")
+            "itl",
+            metric("vllm:inter_token_latency_seconds"),
+            metric("vllm:time_per_output_token_seconds"),
         ),
         **latency_signals("e2e", metric("vllm:e2e_request_latency_seconds")),
         "preemptions_per_s": (CounterRate(counters("vllm:num_preemptions")),),

@@ -30,7 +30,16 @@ from services.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
 from services.importers.common import UNREAD_KEYS, ImportedRun, SourceFile, read_source, source_from
 
-__all__ = ["IMPORTERS", "ImportResult", "ImportedRun", "detect", "formats", "import_file", "parse_file", "save_run"]
+__all__ = [
+    "IMPORTERS",
+    "ImportResult",
+    "ImportedRun",
+    "detect",
+    "formats",
+    "import_file",
+    "parse_file",
+    "save_run",
+]
 
 #: Order matters only for files two importers could claim: the most specific goes first.
 IMPORTERS: dict[str, ModuleType] = {
@@ -65,7 +74,12 @@ def detect(source: SourceFile) -> ModuleType:
 
 
 def parse_file(
-    data: bytes | str, filename: str, *, tool: str | None = None, engine_name: str | None = None, path: Path | None = None
+    data: bytes | str,
+    filename: str,
+    *,
+    tool: str | None = None,
+    engine_name: str | None = None,
+    path: Path | None = None,
 ) -> tuple[ModuleType, list[ImportedRun]]:
     """Read a results file held in memory into runs (nothing stored)."""
     source = read_source(data, filename, path)
@@ -92,15 +106,21 @@ def _readable(name: str, label: str) -> Iterator[None]:
     except ValidationError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
-        raise ValidationError(f"{name}: looks like {label} but could not be read ({error!r}).") from error
+        raise ValidationError(
+            f"{name}: looks like {label} but could not be read ({error!r})."
+        ) from error
     except RecursionError:
         raise ValidationError(f"{name}: nested too deeply to be a results file.") from None
     except StatementError as error:
-        raise ValidationError(f"{name}: looks like {label} but could not be stored ({type(error.orig).__name__}: "
-                              f"{str(error.orig).splitlines()[0][:120]}).") from None
+        raise ValidationError(
+            f"{name}: looks like {label} but could not be stored ({type(error.orig).__name__}: "
+            f"{str(error.orig).splitlines()[0][:120]})."
+        ) from None
 
 
-def _parse(source: SourceFile, tool: str | None, engine_name: str | None) -> tuple[ModuleType, list[ImportedRun]]:
+def _parse(
+    source: SourceFile, tool: str | None, engine_name: str | None
+) -> tuple[ModuleType, list[ImportedRun]]:
     module = _module(source, tool)
     with _readable(source.name, module.LABEL):
         runs = module.parse(source, engine_name=(engine_name or "").strip() or None)
@@ -109,19 +129,25 @@ def _parse(source: SourceFile, tool: str | None, engine_name: str | None) -> tup
     return module, runs
 
 
-def _batched(rows: Iterable[dict[str, Any]], counted: list[int], size: int = INSERT_BATCH) -> Iterator[list[dict[str, Any]]]:
+def _batched(
+    rows: Iterable[dict[str, Any]], counted: list[int], size: int = INSERT_BATCH
+) -> Iterator[list[dict[str, Any]]]:
     iterator = iter(rows)
     while batch := list(islice(iterator, size)):
         counted[0] += len(batch)
         yield batch
 
 
-def save_run(imported: ImportedRun, *, name: str | None = None, tags: list[str] | tuple[str, ...] = ()) -> int:
+def save_run(
+    imported: ImportedRun, *, name: str | None = None, tags: list[str] | tuple[str, ...] = ()
+) -> int:
     """Store one imported run with its per-request rows, exchanges and samples; its id."""
     return _save(imported, name=name, tags=tags)[0]
 
 
-def _save(imported: ImportedRun, *, name: str | None, tags: list[str] | tuple[str, ...]) -> tuple[int, int]:
+def _save(
+    imported: ImportedRun, *, name: str | None, tags: list[str] | tuple[str, ...]
+) -> tuple[int, int]:
     """Store a run; its id and how many request rows it got. Rows that are iterators (a
     streamed file) are read here, a batch at a time, in the run's one transaction: a file
     broken halfway stores nothing."""
@@ -175,12 +201,18 @@ def import_file(
         if reading.is_blank(upload):
             raise ValidationError(f"{upload.name} is empty.")
         scanned = reading.scan(upload, skip=shootout.LISTS | UNREAD_KEYS)
-        if (scanned is not None and scanned.kind == "object" and scanned.small.get("format") == shootout.FORMAT
-                and tool in (None, shootout.TOOL)):
+        if (
+            scanned is not None
+            and scanned.kind == "object"
+            and scanned.small.get("format") == shootout.FORMAT
+            and tool in (None, shootout.TOOL)
+        ):
             with _readable(upload.name, shootout.LABEL):
                 run = shootout.parse_stream(upload, scanned.small, (engine_name or "").strip() or None)
                 run_id, requests = _save(run, name=name, tags=tags)
-            return ImportResult(run_ids=[run_id], tool=shootout.TOOL, label=shootout.LABEL, requests=requests)
+            return ImportResult(
+                run_ids=[run_id], tool=shootout.TOOL, label=shootout.LABEL, requests=requests
+            )
         module, runs = _parse(source_from(upload, scanned), tool, engine_name)
         saved = [_save(run, name=name, tags=tags) for run in runs]
     return ImportResult(

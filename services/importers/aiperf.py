@@ -78,7 +78,11 @@ _CSV_NAME = re.compile(r"^(?P<name>.*?)\s*(?:\((?P<unit>[^)]*)\))?\s*$")
 
 
 def _is_metric(value: Any) -> bool:
-    return isinstance(value, dict) and "unit" in value and any(key in value for key in ("avg", "p50", "value"))
+    return (
+        isinstance(value, dict)
+        and "unit" in value
+        and any(key in value for key in ("avg", "p50", "value"))
+    )
 
 
 def _metrics_object(document: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +97,10 @@ def _is_record(obj: Any) -> bool:
 def sniff(source: SourceFile) -> bool:
     if isinstance(source.document, dict):
         metrics = _metrics_object(source.document)
-        return any(_is_metric(metrics.get(tag)) for tag in (*LATENCY_TAGS, "request_throughput", "request_count"))
+        return any(
+            _is_metric(metrics.get(tag))
+            for tag in (*LATENCY_TAGS, "request_throughput", "request_count")
+        )
     if source.lines:
         return all(_is_record(line) for line in source.lines)
     if source.document is None and source.lines is None:
@@ -132,7 +139,9 @@ def _engine_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
             numbers[ours] = value
     duration = metrics.get("benchmark_duration")
     if isinstance(duration, dict):
-        numbers["duration_s"] = to_seconds(duration.get("avg", duration.get("value")), duration.get("unit") or "s")
+        numbers["duration_s"] = to_seconds(
+            duration.get("avg", duration.get("value")), duration.get("unit") or "s"
+        )
     completed = integer(_rate(metrics.get("request_count")))
     failed = integer(_rate(metrics.get("error_request_count")))
     if completed is not None:
@@ -148,7 +157,12 @@ def _engine_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
     if output_tokens is not None:
         numbers["output_tokens"] = output_tokens
     extra = {}
-    for tag in ("time_to_second_token", "output_token_throughput_per_user", "output_sequence_length", "input_sequence_length"):
+    for tag in (
+        "time_to_second_token",
+        "output_token_throughput_per_user",
+        "output_sequence_length",
+        "input_sequence_length",
+    ):
         if _is_metric(metrics.get(tag)):
             extra[tag] = {k: v for k, v in metrics[tag].items()}
     if extra:
@@ -189,7 +203,10 @@ def _csv_metrics(source: SourceFile) -> dict[str, Any]:
         if header[1:2] == ["value"]:
             metrics[tag] = {"unit": unit, "avg": number(row[1]) if len(row) > 1 else None}
         else:
-            metrics[tag] = {"unit": unit, **{name: number(cell) for name, cell in zip(header[1:], row[1:])}}
+            metrics[tag] = {
+                "unit": unit,
+                **{name: number(cell) for name, cell in zip(header[1:], row[1:])},
+            }
     if not metrics:
         raise ValidationError(f"{source.name}: no AIPerf metrics found in the CSV.")
     return metrics
@@ -223,11 +240,15 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
             measured_starts.append(start)
             measured_ends.append(ends[index])
         itls = value("inter_chunk_latency")
-        output_tokens = integer(value("output_sequence_length", False) or value("output_token_count", False))
+        output_tokens = integer(
+            value("output_sequence_length", False) or value("output_token_count", False)
+        )
         rows.append(
             request_row(
                 engine,
-                integer(metadata.get("session_num")) if integer(metadata.get("session_num")) is not None else index,
+                integer(metadata.get("session_num"))
+                if integer(metadata.get("session_num")) is not None
+                else index,
                 warmup=warmup,
                 ok=ok,
                 start_s=(start - origin) / 1e9 if start is not None and origin is not None else None,
@@ -239,7 +260,11 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
                 output_tokens=output_tokens if ok else None,
                 error_class=None if ok else str((error or {}).get("type") or "cancelled"),
                 error=None if ok else str((error or {}).get("message") or "request was cancelled"),
-                extra={k: metadata[k] for k in ("x_request_id", "conversation_id", "turn_index") if k in metadata},
+                extra={
+                    k: metadata[k]
+                    for k in ("x_request_id", "conversation_id", "turn_index")
+                    if k in metadata
+                },
             )
         )
     span = (max(measured_ends) - min(measured_starts)) / 1e9 if measured_starts else None
@@ -294,14 +319,22 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         numbers["errors_by_class"] = errors
     loadgen = input_config.get("loadgen") or {}
     config: dict[str, Any] = {
-        key: loadgen[key] for key in ("concurrency", "request_rate", "request_rate_mode", "request_count") if key in loadgen
+        key: loadgen[key]
+        for key in ("concurrency", "request_rate", "request_rate_mode", "request_count")
+        if key in loadgen
     }
     if endpoint:
-        config["endpoint"] = {k: endpoint[k] for k in ("type", "streaming", "custom_endpoint") if k in endpoint}
+        config["endpoint"] = {
+            k: endpoint[k] for k in ("type", "streaming", "custom_endpoint") if k in endpoint
+        }
     prompt = ((input_config.get("input") or {}).get("prompt")) or {}
     if prompt:
         config["prompt"] = prompt
-    config["import"] = {"tool": LABEL, "file": source.name, "cli_command": input_config.get("cli_command")}
+    config["import"] = {
+        "tool": LABEL,
+        "file": source.name,
+        "cli_command": input_config.get("cli_command"),
+    }
     started = parse_timestamp(document.get("start_time"))
     finished = parse_timestamp(document.get("end_time"))
     failed = int(numbers.get("failed") or 0)

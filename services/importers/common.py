@@ -249,7 +249,9 @@ def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) 
         values = [value for row in good if (value := number(row.get(metric))) is not None]
         if values:
             result[metric] = describe(values)
-    itls = [value for row in good for gap in (row.get("itl_s") or []) if (value := number(gap)) is not None]
+    itls = [
+        value for row in good for gap in (row.get("itl_s") or []) if (value := number(gap)) is not None
+    ]
     if itls:
         result["itl_s"] = describe(itls)
     return result
@@ -290,7 +292,9 @@ def parse_timestamp(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def engine_snapshot(name: str, tool: str, model: str | None = None, base_url: str | None = None, **info: Any) -> dict[str, Any]:
+def engine_snapshot(
+    name: str, tool: str, model: str | None = None, base_url: str | None = None, **info: Any
+) -> dict[str, Any]:
     """An engine entry for Run.engines: what we know of the server from another tool's file."""
     return {
         "name": name,
@@ -305,7 +309,11 @@ def engine_snapshot(name: str, tool: str, model: str | None = None, base_url: st
 def first_line(text: Any, limit: int = 60) -> str | None:
     if not text:
         return None
-    line = str(text).strip().splitlines()[-1] if "Traceback" in str(text) else str(text).strip().splitlines()[0]
+    line = (
+        str(text).strip().splitlines()[-1]
+        if "Traceback" in str(text)
+        else str(text).strip().splitlines()[0]
+    )
     return line[:limit] or None
 
 
@@ -336,4 +344,7 @@ def headline_step(steps: list[dict[str, Any]]) -> dict[str, Any]:
     if len(steps) == 1:
         return {key: value for key, value in steps[0].items() if key not in load_keys}
     best = max(range(len(steps)), key=lambda i: number(steps[i].get("request_throughput_rps")) or 0.0)
-    return {**{key: value for key, value in steps[best].items() if key not in load_keys}, "from_step": best}
+    return {
+        **{key: value for key, value in steps[best].items() if key not in load_keys},
+        "from_step": best,
+    }

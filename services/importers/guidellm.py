@@ -56,7 +56,9 @@ def sniff(source: SourceFile) -> bool:
     document = source.document
     if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
         return False
-    return any(isinstance(b, dict) and isinstance(b.get("metrics"), dict) for b in document["benchmarks"])
+    return any(
+        isinstance(b, dict) and isinstance(b.get("metrics"), dict) for b in document["benchmarks"]
+    )
 
 
 def _successful(metric: Any) -> dict[str, Any] | None:
@@ -119,7 +121,9 @@ def _numbers(benchmark: dict[str, Any]) -> dict[str, Any]:
             numbers["input_throughput_tok_s"] = numbers["input_tokens"] / duration
     tpot_incl_first = _successful(metrics.get("time_per_output_token_ms"))
     if tpot_incl_first and number(tpot_incl_first.get("mean")) is not None:
-        numbers["engine_metrics"] = {"guidellm_time_per_output_token_incl_first_ms": number(tpot_incl_first["mean"])}
+        numbers["engine_metrics"] = {
+            "guidellm_time_per_output_token_incl_first_ms": number(tpot_incl_first["mean"])
+        }
     return numbers
 
 
@@ -145,7 +149,9 @@ def _load(strategy: dict[str, Any]) -> dict[str, Any]:
     return load
 
 
-def _requests(benchmark: dict[str, Any], engine: str, step: int | None, offset: int) -> list[dict[str, Any]]:
+def _requests(
+    benchmark: dict[str, Any], engine: str, step: int | None, offset: int
+) -> list[dict[str, Any]]:
     groups = benchmark.get("requests")
     if not isinstance(groups, dict):
         return []
@@ -172,7 +178,10 @@ def _requests(benchmark: dict[str, Any], engine: str, step: int | None, offset: 
                     output_tokens=integer(stats.get("output_tokens")) if ok else None,
                     error_class=None if ok else status,
                     error=None if ok else str(error or f"request {status}"),
-                    extra={"request_id": stats.get("request_id"), **({"step": step} if step is not None else {})},
+                    extra={
+                        "request_id": stats.get("request_id"),
+                        **({"step": step} if step is not None else {}),
+                    },
                 )
             )
     return rows
@@ -180,8 +189,15 @@ def _requests(benchmark: dict[str, Any], engine: str, step: int | None, offset: 
 
 def _find(document: dict[str, Any], benchmark: dict[str, Any], key: str) -> str | None:
     """GuideLLM moved the target/model between releases: look where each release kept it."""
-    places = [document.get("args"), document.get("metadata"), benchmark.get("config"), benchmark.get("args"),
-              (benchmark.get("benchmarker") or {}).get("backend") if isinstance(benchmark.get("benchmarker"), dict) else None]
+    places = [
+        document.get("args"),
+        document.get("metadata"),
+        benchmark.get("config"),
+        benchmark.get("args"),
+        (benchmark.get("benchmarker") or {}).get("backend")
+        if isinstance(benchmark.get("benchmarker"), dict)
+        else None,
+    ]
     for place in places:
         if isinstance(place, dict):
             value = place.get(key)
@@ -195,7 +211,9 @@ def _find(document: dict[str, Any], benchmark: dict[str, Any], key: str) -> str 
 
 def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRun]:
     document: dict[str, Any] = source.document
-    benchmarks = [b for b in document["benchmarks"] if isinstance(b, dict) and isinstance(b.get("metrics"), dict)]
+    benchmarks = [
+        b for b in document["benchmarks"] if isinstance(b, dict) and isinstance(b.get("metrics"), dict)
+    ]
     first = benchmarks[0]
     target = _find(document, first, "target")
     model = _find(document, first, "model")
@@ -213,8 +231,17 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     config: dict[str, Any] = {"strategies": [_load(_strategy(b)) for b in benchmarks]}
     args = document.get("args")
     if isinstance(args, dict):
-        config["args"] = {k: v for k, v in args.items() if isinstance(v, (str, int, float, bool, list)) and k != "target"}
-    config["import"] = {"tool": LABEL, "file": source.name, "target": target, "benchmarks": len(benchmarks)}
+        config["args"] = {
+            k: v
+            for k, v in args.items()
+            if isinstance(v, (str, int, float, bool, list)) and k != "target"
+        }
+    config["import"] = {
+        "tool": LABEL,
+        "file": source.name,
+        "target": target,
+        "benchmarks": len(benchmarks),
+    }
     started = parse_timestamp(number(first.get("start_time")))
     finished = parse_timestamp(number(benchmarks[-1].get("end_time")))
     failed = sum(int(step.get("failed") or 0) for step in steps)

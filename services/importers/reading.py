@@ -24,8 +24,18 @@ import ijson
 from services import limits
 from services.errors import ValidationError
 
-__all__ = ["MAX_DEPTH", "TEXT_LIMIT_BYTES", "Scan", "Upload", "is_blank", "items", "json_lines", "open_upload", "scan",
-           "text"]
+__all__ = [
+    "MAX_DEPTH",
+    "TEXT_LIMIT_BYTES",
+    "Scan",
+    "Upload",
+    "is_blank",
+    "items",
+    "json_lines",
+    "open_upload",
+    "scan",
+    "text",
+]
 
 #: Results files are a few levels deep; our own export is 5.
 MAX_DEPTH = 64
@@ -68,7 +78,9 @@ def open_upload(source: Path | bytes | IO[bytes], name: str | None) -> Iterator[
             raise ValidationError(f"{source} does not exist or is not a file.")
         limits.check_import_size(source.stat().st_size, source.name)
         with source.open("rb") as handle:
-            yield _prepared(Upload(name=name or source.name, stream=handle, size=source.stat().st_size, path=source))
+            yield _prepared(
+                Upload(name=name or source.name, stream=handle, size=source.stat().st_size, path=source)
+            )
         return
     if not name:
         raise ValidationError("The imported file needs a name.")
@@ -137,7 +149,9 @@ def scan(upload: Upload, skip: frozenset[str] = frozenset()) -> Scan | None:
         return None
     if values > 1:
         return Scan(kind="values")
-    return Scan(kind=kind, keys=keys if kind == "object" else [], small=small if kind == "object" else {})
+    return Scan(
+        kind=kind, keys=keys if kind == "object" else [], small=small if kind == "object" else {}
+    )
 
 
 def items(upload: Upload, prefix: str) -> Iterator[Any]:
@@ -146,7 +160,9 @@ def items(upload: Upload, prefix: str) -> Iterator[Any]:
     try:
         yield from ijson.items(upload.rewind(), prefix, use_float=True)
     except ijson.JSONError as error:
-        raise ValidationError(f"{upload.name}: broken JSON ({str(error).splitlines()[0][:120]}).") from None
+        raise ValidationError(
+            f"{upload.name}: broken JSON ({str(error).splitlines()[0][:120]})."
+        ) from None
 
 
 def json_lines(upload: Upload) -> list[Any] | None:
@@ -170,9 +186,13 @@ def json_lines(upload: Upload) -> list[Any] | None:
 def text(upload: Upload) -> str:
     """The whole file as text, for the formats that are small (CSV summaries)."""
     if upload.size - upload.start > TEXT_LIMIT_BYTES:
-        raise ValidationError(f"{upload.name}: not JSON or JSON lines that Shootout can read, and too large "
-                              f"({upload.size / 1024**2:,.0f} MB) to be a CSV summary.")
+        raise ValidationError(
+            f"{upload.name}: not JSON or JSON lines that Shootout can read, and too large "
+            f"({upload.size / 1024**2:,.0f} MB) to be a CSV summary."
+        )
     try:
         return upload.rewind().read().decode("utf-8")
     except UnicodeDecodeError:
-        raise ValidationError(f"{upload.name} is not UTF-8 text; results files are JSON, JSONL or CSV.") from None
+        raise ValidationError(
+            f"{upload.name} is not UTF-8 text; results files are JSON, JSONL or CSV."
+        ) from None

@@ -33,10 +33,27 @@ TOOL = "sglang"
 LABEL = "SGLang bench_serving (JSONL)"
 METRIC_ALIASES = {"ttft": "ttft_s", "tpot": "tpot_s", "itl": "itl_s", "e2e_latency": "e2e_s"}
 SIGNATURE_KEYS = {"mean_e2e_latency_ms", "median_e2e_latency_ms", "total_output_tokens_retokenized"}
-SETUP_KEYS = ("backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len", "random_input_len",
-              "random_output_len", "random_range_ratio", "model_id", "tokenizer_id", "tag")
-ENGINE_METRIC_KEYS = ("concurrency", "accept_length", "total_output_tokens_retokenized",
-                      "output_throughput_retokenized", "max_output_tokens_per_s", "max_concurrent_requests")
+SETUP_KEYS = (
+    "backend",
+    "dataset_name",
+    "request_rate",
+    "max_concurrency",
+    "sharegpt_output_len",
+    "random_input_len",
+    "random_output_len",
+    "random_range_ratio",
+    "model_id",
+    "tokenizer_id",
+    "tag",
+)
+ENGINE_METRIC_KEYS = (
+    "concurrency",
+    "accept_length",
+    "total_output_tokens_retokenized",
+    "output_throughput_retokenized",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+)
 
 
 def sniff(source: SourceFile) -> bool:
@@ -44,7 +61,9 @@ def sniff(source: SourceFile) -> bool:
     return bool(objects) and all(SIGNATURE_KEYS & obj.keys() for obj in objects)
 
 
-def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int) -> list[dict[str, Any]]:
+def _requests(
+    result: dict[str, Any], engine: str, step: int | None, offset: int
+) -> list[dict[str, Any]]:
     ttfts = result.get("ttfts")
     if not isinstance(ttfts, list):
         return []
@@ -57,8 +76,11 @@ def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int
         error = errors[i] if i < len(errors) else ""
         ttft = number(raw_ttft)
         ok = not error and ttft is not None and ttft > 0
-        itls = [gap for gap in (itls_all[i] if i < len(itls_all) and isinstance(itls_all[i], list) else [])
-                if number(gap) is not None]
+        itls = [
+            gap
+            for gap in (itls_all[i] if i < len(itls_all) and isinstance(itls_all[i], list) else [])
+            if number(gap) is not None
+        ]
         e2e = ttft + sum(itls) if ok and ttft is not None else None
         output_tokens = integer(outputs[i]) if i < len(outputs) else None
         rows.append(

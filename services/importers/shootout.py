@@ -26,8 +26,20 @@ LABEL = "Shootout run JSON"
 FORMAT = "shootout.run"
 VERSION = 1
 EXCHANGE_FIELDS = (
-    "conversation_id", "turn", "engine_name", "model", "messages", "params", "answer", "choices", "status",
-    "metrics", "usage", "finish_reason", "error_class", "error",
+    "conversation_id",
+    "turn",
+    "engine_name",
+    "model",
+    "messages",
+    "params",
+    "answer",
+    "choices",
+    "status",
+    "metrics",
+    "usage",
+    "finish_reason",
+    "error_class",
+    "error",
 )
 SAMPLE_FIELDS = ("ts", "source", "values")
 
@@ -52,7 +64,11 @@ def _request(row: Any) -> dict[str, Any] | None:
 
 
 def _exchange(row: Any) -> dict[str, Any] | None:
-    return {name: row.get(name) for name in EXCHANGE_FIELDS if name in row} if isinstance(row, dict) else None
+    return (
+        {name: row.get(name) for name in EXCHANGE_FIELDS if name in row}
+        if isinstance(row, dict)
+        else None
+    )
 
 
 def _sample(row: Any) -> dict[str, Any] | None:
@@ -61,7 +77,9 @@ def _sample(row: Any) -> dict[str, Any] | None:
     return {name: row.get(name) for name in SAMPLE_FIELDS}
 
 
-def _cleaned(rows: Iterable[Any], clean: Callable[[Any], dict[str, Any] | None]) -> Iterator[dict[str, Any]]:
+def _cleaned(
+    rows: Iterable[Any], clean: Callable[[Any], dict[str, Any] | None]
+) -> Iterator[dict[str, Any]]:
     for row in rows:
         cleaned = clean(row)
         if cleaned is not None:
@@ -76,21 +94,31 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     return [run]
 
 
-def parse_stream(upload: reading.Upload, header: dict[str, Any], engine_name: str | None = None) -> ImportedRun:
+def parse_stream(
+    upload: reading.Upload, header: dict[str, Any], engine_name: str | None = None
+) -> ImportedRun:
     """The run, its rows read from the file item by item while they are stored: `header` is
     the document without its lists (reading.scan with skip=LISTS)."""
-    return _run(header, upload.name, engine_name, {key: reading.items(upload, f"{key}.item") for key in LISTS})
+    return _run(
+        header, upload.name, engine_name, {key: reading.items(upload, f"{key}.item") for key in LISTS}
+    )
 
 
-def _run(document: dict[str, Any], name: str, engine_name: str | None, lists: dict[str, Iterable[Any]]) -> ImportedRun:
+def _run(
+    document: dict[str, Any], name: str, engine_name: str | None, lists: dict[str, Iterable[Any]]
+) -> ImportedRun:
     version = document.get("version")
     if not isinstance(version, int) or version > VERSION:
-        raise ValidationError(f"{name} is Shootout run JSON version {version!r}; this server reads up to {VERSION}.")
+        raise ValidationError(
+            f"{name} is Shootout run JSON version {version!r}; this server reads up to {VERSION}."
+        )
     run = document.get("run")
     if not isinstance(run, dict):
-        raise ValidationError(f"{name} has no \"run\" object.")
+        raise ValidationError(f'{name} has no "run" object.')
     if engine_name:
-        raise ValidationError("Shootout run JSON keeps its own engine names; --engine-name does not apply to it.")
+        raise ValidationError(
+            "Shootout run JSON keeps its own engine names; --engine-name does not apply to it."
+        )
     config = dict(run.get("config") or {})
     config["import"] = {
         "tool": LABEL,

@@ -33,17 +33,66 @@ from services.measure import tpot
 TOOL = "vllm"
 LABEL = "vLLM bench serve (result JSON)"
 METRIC_ALIASES = {"ttft": "ttft_s", "tpot": "tpot_s", "itl": "itl_s", "e2el": "e2e_s"}
-SIGNATURE_KEYS = {"mean_e2el_ms", "median_e2el_ms", "endpoint_type", "burstiness", "max_concurrent_requests"}
-SGLANG_KEYS = {"mean_e2e_latency_ms", "median_e2e_latency_ms", "total_output_tokens_retokenized", "accept_length"}
-SETUP_KEYS = ("backend", "endpoint_type", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate",
-              "burstiness", "max_concurrency", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps")
-PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times",
-                    "generated_texts", "errors")
-TOTAL_KEYS = ("date", "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
-              "request_throughput", "request_goodput", "output_throughput", "total_token_throughput")
-ENGINE_METRIC_KEYS = ("max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "spec_decode_acceptance_rate",
-                      "spec_decode_acceptance_length", "spec_decode_num_drafts", "spec_decode_draft_tokens",
-                      "spec_decode_accepted_tokens")
+SIGNATURE_KEYS = {
+    "mean_e2el_ms",
+    "median_e2el_ms",
+    "endpoint_type",
+    "burstiness",
+    "max_concurrent_requests",
+}
+SGLANG_KEYS = {
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+    "total_output_tokens_retokenized",
+    "accept_length",
+}
+SETUP_KEYS = (
+    "backend",
+    "endpoint_type",
+    "label",
+    "model_id",
+    "tokenizer_id",
+    "num_prompts",
+    "request_rate",
+    "burstiness",
+    "max_concurrency",
+    "ramp_up_strategy",
+    "ramp_up_start_rps",
+    "ramp_up_end_rps",
+)
+PER_REQUEST_KEYS = (
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "latencies",
+    "start_times",
+    "queue_times",
+    "generated_texts",
+    "errors",
+)
+TOTAL_KEYS = (
+    "date",
+    "duration",
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "request_goodput",
+    "output_throughput",
+    "total_token_throughput",
+)
+ENGINE_METRIC_KEYS = (
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+    "rtfx",
+    "spec_decode_acceptance_rate",
+    "spec_decode_acceptance_length",
+    "spec_decode_num_drafts",
+    "spec_decode_draft_tokens",
+    "spec_decode_accepted_tokens",
+)
 
 
 def extra_metadata(result: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +115,9 @@ def sniff(source: SourceFile) -> bool:
     )
 
 
-def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int) -> list[dict[str, Any]]:
+def _requests(
+    result: dict[str, Any], engine: str, step: int | None, offset: int
+) -> list[dict[str, Any]]:
     arrays = {key: result.get(key) for key in PER_REQUEST_KEYS if isinstance(result.get(key), list)}
     lengths = {len(values) for key, values in arrays.items() if key != "generated_texts"}
     if not lengths:
@@ -77,6 +128,7 @@ def _requests(result: dict[str, Any], engine: str, step: int | None, offset: int
     errors = arrays.get("errors")
     rows = []
     for i in range(count):
+
         def at(key: str) -> Any:
             values = arrays.get(key)
             return values[i] if values is not None and i < len(values) else None
@@ -124,13 +176,17 @@ def engine_numbers(result: dict[str, Any], aliases: dict[str, str] = METRIC_ALIA
     numbers: dict[str, Any] = {
         "completed": completed,
         "failed": failed,
-        "sent": (completed or 0) + (failed or 0) if completed is not None and failed is not None else None,
+        "sent": (completed or 0) + (failed or 0)
+        if completed is not None and failed is not None
+        else None,
         "duration_s": duration,
         "request_throughput_rps": number(result.get("request_throughput")),
         "input_throughput_tok_s": number(result.get("input_throughput"))
         or (input_tokens / duration if input_tokens is not None and duration else None),
         "output_throughput_tok_s": number(result.get("output_throughput")),
-        "total_token_throughput_tok_s": number(result.get("total_token_throughput") or result.get("total_throughput")),
+        "total_token_throughput_tok_s": number(
+            result.get("total_token_throughput") or result.get("total_throughput")
+        ),
         "goodput_rps": number(result.get("request_goodput")),
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
@@ -170,7 +226,12 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         values = [result.get(key) for result in results]
         if len({str(value) for value in values}) > 1:
             config[key] = values
-    config["import"] = {"tool": LABEL, "file": source.name, "date": first.get("date"), "results": len(results)}
+    config["import"] = {
+        "tool": LABEL,
+        "file": source.name,
+        "date": first.get("date"),
+        "results": len(results),
+    }
     metadata = extra_metadata(first)
     if metadata:
         config["metadata"] = metadata
@@ -183,8 +244,15 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             name=f"vllm bench serve: {source.name}",
             config=config,
             summary={"engines": {engine: headline}, "sweep": steps if many else []},
-            engines=[engine_snapshot(engine, LABEL, model=model, backend=first.get("backend"),
-                                     tokenizer_id=first.get("tokenizer_id"))],
+            engines=[
+                engine_snapshot(
+                    engine,
+                    LABEL,
+                    model=model,
+                    backend=first.get("backend"),
+                    tokenizer_id=first.get("tokenizer_id"),
+                )
+            ],
             model=model,
             workload=str(metadata["dataset_name"]) if "dataset_name" in metadata else None,
             status="finished_with_errors" if failed else "finished",

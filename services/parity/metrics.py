@@ -111,7 +111,9 @@ def parse_answer(message_text: str | None, logprobs: Any, usage: Mapping[str, An
     (`{"content": [{"token", "logprob", "top_logprobs": [...]}]}`) and `usage`. Anything
     malformed in the logprobs (an engine's own shape, nulls) counts as not reported."""
     text = message_text if isinstance(message_text, str) else ""
-    completion = token_count((usage or {}).get("completion_tokens")) if isinstance(usage, Mapping) else None
+    completion = (
+        token_count((usage or {}).get("completion_tokens")) if isinstance(usage, Mapping) else None
+    )
     content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     if not isinstance(content, list) or (not content and text):
         return Answer(text=text, tokens=None, completion_tokens=completion)
@@ -155,8 +157,14 @@ def compare(reference: Answer, other: Answer) -> PromptComparison:
     """The other engine's answer against the reference's, by the module's definitions."""
     by_tokens = reference.tokens is not None and other.tokens is not None
     unit: Unit = "token" if by_tokens else "word"
-    ref_units = [t.token for t in reference.tokens] if by_tokens and reference.tokens is not None else words(reference.text)
-    other_units = [t.token for t in other.tokens] if by_tokens and other.tokens is not None else words(other.text)
+    ref_units = (
+        [t.token for t in reference.tokens]
+        if by_tokens and reference.tokens is not None
+        else words(reference.text)
+    )
+    other_units = (
+        [t.token for t in other.tokens] if by_tokens and other.tokens is not None else words(other.text)
+    )
     divergence = first_divergence(ref_units, other_units)
     if reference.text == other.text and divergence is not None and by_tokens:
         # The same text tokenised differently (two tokenizers): the answers match all the same.
@@ -171,8 +179,11 @@ def compare(reference: Answer, other: Answer) -> PromptComparison:
     checked = hits = 0
     margin = None
     if by_tokens and reference.tokens is not None and other.tokens is not None:
-        differences = [abs(a.logprob - b.logprob) for a, b in zip(reference.tokens[:shared], other.tokens[:shared])
-                       if a.logprob is not None and b.logprob is not None]
+        differences = [
+            abs(a.logprob - b.logprob)
+            for a, b in zip(reference.tokens[:shared], other.tokens[:shared])
+            if a.logprob is not None and b.logprob is not None
+        ]
         if reference.has_logprobs and other.has_logprobs:
             logprob_diff = math.fsum(differences) / len(differences) if differences else 0.0
         if other.has_top_logprobs:
@@ -247,7 +258,9 @@ def summarise(comparisons: Sequence[PromptComparison]) -> ParitySummary:
         divergence_median=percentile(positions, 50) if positions else None,
         divergence_p10=percentile(positions, 10) if positions else None,
         divergence_p90=percentile(positions, 90) if positions else None,
-        token_agreement_mean=math.fsum(c.token_agreement for c in comparisons) / count if count else None,
+        token_agreement_mean=math.fsum(c.token_agreement for c in comparisons) / count
+        if count
+        else None,
         logprob_diff_mean=math.fsum(diffs) / len(diffs) if diffs else None,
         topk_rate=sum(c.topk_hits for c in comparisons) / checked if checked else None,
         units=tuple(sorted({c.unit for c in comparisons})),

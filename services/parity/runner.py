@@ -95,8 +95,10 @@ def start_parity(
     Returns the run id. Bad input raises a ValidationError before anything is stored."""
     names = [n.strip() for n in engine_names if n and n.strip()]
     if not MIN_ENGINES <= len(names) <= MAX_ENGINES:
-        raise ValidationError(f"A parity run compares {MIN_ENGINES} to {MAX_ENGINES} engines (got {len(names)}); "
-                              "name an engine twice to test it against itself.")
+        raise ValidationError(
+            f"A parity run compares {MIN_ENGINES} to {MAX_ENGINES} engines (got {len(names)}); "
+            "name an engine twice to test it against itself."
+        )
     records = []
     for engine_name in names:
         try:
@@ -106,14 +108,18 @@ def start_parity(
     labels = engine_labels(names)
     reference = (reference or labels[0]).strip()
     if reference not in labels:
-        raise ValidationError(f"The reference {reference!r} is not one of the engines compared ({', '.join(labels)}).")
+        raise ValidationError(
+            f"The reference {reference!r} is not one of the engines compared ({', '.join(labels)})."
+        )
     chosen = list(tasks) if tasks is not None else task_set(TASK_SET_SIZE, DEFAULT_SEED)
     if not chosen:
         raise ValidationError("The prompt set is empty.")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValidationError(f"max_tokens must be a positive integer (got {max_tokens!r}).")
     if not 0 <= top_logprobs <= MAX_TOP_LOGPROBS:
-        raise ValidationError(f"top_logprobs must be 0 to {MAX_TOP_LOGPROBS} (the OpenAI API's range); got {top_logprobs}.")
+        raise ValidationError(
+            f"top_logprobs must be 0 to {MAX_TOP_LOGPROBS} (the OpenAI API's range); got {top_logprobs}."
+        )
     limits.check_body({"max_tokens": max(t.max_tokens or max_tokens for t in chosen)})
     for task in chosen:
         limits.check_prompt(task.prompt_text)
@@ -128,8 +134,10 @@ def start_parity(
         "temperature": 0.0,
     }
     models = sorted({r.model for r in records if r.model})
-    with (limits.admitted("parity", viewer) if background else nullcontext()) as requested_by, \
-            session_scope() as session:
+    with (
+        limits.admitted("parity", viewer) if background else nullcontext() as requested_by,
+        session_scope() as session,
+    ):
         run = Run(
             kind=RUN_KIND,
             requested_by=requested_by,
@@ -150,7 +158,9 @@ def start_parity(
     if background:
         pid = launch_run_worker("services.parity.worker", run_id, "parity")
         with session_scope() as session:
-            session.execute(update(Run).where(Run.id == run_id, Run.worker_pid.is_(None)).values(worker_pid=pid))
+            session.execute(
+                update(Run).where(Run.id == run_id, Run.worker_pid.is_(None)).values(worker_pid=pid)
+            )
         return run_id
     stop = threading.Event()
     try:
@@ -191,17 +201,37 @@ def _error_text(reply: http.Reply) -> str:
     return str(body)[:500]
 
 
-def send_one(record: endpoints.EngineRecord, task: Task, *, max_tokens: int, seed: int, top_logprobs: int,
-             with_logprobs: bool = True) -> dict[str, Any]:
+def send_one(
+    record: endpoints.EngineRecord,
+    task: Task,
+    *,
+    max_tokens: int,
+    seed: int,
+    top_logprobs: int,
+    with_logprobs: bool = True,
+) -> dict[str, Any]:
     """One greedy chat completion with log-probabilities; a plain dict for a RequestResult row.
     Never raises for the engine's failures: they come back as ok=False with a class and a message."""
     adapter = get_adapter(record.kind)
-    request = ChatRequest(base_url=record.base_url, model=record.model or "default", messages=list(task.messages),
-                          params=SamplingParams(temperature=0.0, max_tokens=task.max_tokens or max_tokens, seed=seed),
-                          kind=record.kind, api_key_env=record.api_key_env, include_usage=False)
-    row: dict[str, Any] = {"ok": False, "e2e_s": None, "input_tokens": None, "output_tokens": None,
-                           "finish_reason": None, "error_class": None, "error": None,
-                           "extra": {"task_id": task.id, "text": "", "tokens": None, "score": None}}
+    request = ChatRequest(
+        base_url=record.base_url,
+        model=record.model or "default",
+        messages=list(task.messages),
+        params=SamplingParams(temperature=0.0, max_tokens=task.max_tokens or max_tokens, seed=seed),
+        kind=record.kind,
+        api_key_env=record.api_key_env,
+        include_usage=False,
+    )
+    row: dict[str, Any] = {
+        "ok": False,
+        "e2e_s": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "finish_reason": None,
+        "error_class": None,
+        "error": None,
+        "extra": {"task_id": task.id, "text": "", "tokens": None, "score": None},
+    }
     try:
         body = build_body(request)
         headers = build_headers(request)
@@ -217,8 +247,14 @@ def send_one(record: endpoints.EngineRecord, task: Task, *, max_tokens: int, see
     headers["accept"] = "application/json"
     started = time.perf_counter()
     try:
-        reply = http.fetch("POST", url, json=body, headers=headers, deadline_s=REQUEST_DEADLINE_S,
-                           max_bytes=RESPONSE_MAX_BYTES)
+        reply = http.fetch(
+            "POST",
+            url,
+            json=body,
+            headers=headers,
+            deadline_s=REQUEST_DEADLINE_S,
+            max_bytes=RESPONSE_MAX_BYTES,
+        )
     except http.HttpError as error:
         row.update(error_class=error.reason, error=str(error))
         return row
@@ -228,9 +264,17 @@ def send_one(record: endpoints.EngineRecord, task: Task, *, max_tokens: int, see
         error_class = _classify(reply.status, message)
         if error_class == "logprobs_refused" and with_logprobs:
             # An engine that refuses the field still answers without it: the texts are compared.
-            return send_one(record, task, max_tokens=max_tokens, seed=seed, top_logprobs=top_logprobs, with_logprobs=False)
-        prefix = {"context_exceeded": f"The prompt is longer than {record.name}'s context"}.get(error_class,
-                                                                                                 f"HTTP {reply.status}")
+            return send_one(
+                record,
+                task,
+                max_tokens=max_tokens,
+                seed=seed,
+                top_logprobs=top_logprobs,
+                with_logprobs=False,
+            )
+        prefix = {"context_exceeded": f"The prompt is longer than {record.name}'s context"}.get(
+            error_class, f"HTTP {reply.status}"
+        )
         row.update(error_class=error_class, error=f"{prefix}: {message}")
         return row
     try:
@@ -238,15 +282,27 @@ def send_one(record: endpoints.EngineRecord, task: Task, *, max_tokens: int, see
         choice = payload["choices"][0]
         message = choice.get("message") or {}
     except (ShootoutError, KeyError, IndexError, TypeError, AttributeError):
-        row.update(error_class="invalid_json", error="The engine's answer is not an OpenAI chat completion.")
+        row.update(
+            error_class="invalid_json", error="The engine's answer is not an OpenAI chat completion."
+        )
         return row
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-    answer = parse_answer(message.get("content") if isinstance(message, dict) else None, choice.get("logprobs"), usage)
-    row.update(ok=True, input_tokens=token_count(usage.get("prompt_tokens")), output_tokens=answer.completion_tokens,
-               finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None)
+    answer = parse_answer(
+        message.get("content") if isinstance(message, dict) else None, choice.get("logprobs"), usage
+    )
+    row.update(
+        ok=True,
+        input_tokens=token_count(usage.get("prompt_tokens")),
+        output_tokens=answer.completion_tokens,
+        finish_reason=choice.get("finish_reason")
+        if isinstance(choice.get("finish_reason"), str)
+        else None,
+    )
     row["extra"].update(
         text=answer.text,
-        tokens=[[t.token, t.logprob, dict(t.top)] for t in answer.tokens] if answer.tokens is not None else None,
+        tokens=[[t.token, t.logprob, dict(t.top)] for t in answer.tokens]
+        if answer.tokens is not None
+        else None,
         score=score(task, answer.text),
     )
     return row
@@ -263,13 +319,26 @@ def _status(run_id: int) -> str | None:
 def _claim(run_id: int) -> bool:
     now = _utcnow()
     with session_scope() as session:
-        changed = session.execute(update(Run).where(Run.id == run_id, Run.status == RunStatus.PENDING).values(
-            status=RunStatus.RUNNING, worker_pid=os.getpid(), started_at=now, heartbeat_at=now, error=None)).rowcount
+        changed = session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.status == RunStatus.PENDING)
+            .values(
+                status=RunStatus.RUNNING,
+                worker_pid=os.getpid(),
+                started_at=now,
+                heartbeat_at=now,
+                error=None,
+            )
+        ).rowcount
     return changed == 1
 
 
-def execute_parity(run_id: int, *, should_stop: Callable[[], bool] = lambda: False,
-                   on_progress: Callable[[float, str], None] | None = None) -> None:
+def execute_parity(
+    run_id: int,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_progress: Callable[[float, str], None] | None = None,
+) -> None:
     """Send every prompt to every engine, store each answer as it arrives, write the summary."""
     from services.parity.views import build_summary
 
@@ -291,20 +360,41 @@ def execute_parity(run_id: int, *, should_stop: Callable[[], bool] = lambda: Fal
         failure = f"{type(error).__name__}: {error}"
     summary = build_summary(run_id)
     errors = any(block.get("failed") for block in summary.get("engines", {}).values())
-    status = (RunStatus.FAILED if failure else RunStatus.CANCELLED if stopped or _status(run_id) == RunStatus.CANCELLED
-              else RunStatus.FINISHED_WITH_ERRORS if errors else RunStatus.FINISHED)
+    status = (
+        RunStatus.FAILED
+        if failure
+        else RunStatus.CANCELLED
+        if stopped or _status(run_id) == RunStatus.CANCELLED
+        else RunStatus.FINISHED_WITH_ERRORS
+        if errors
+        else RunStatus.FINISHED
+    )
     with session_scope() as session:
-        session.execute(update(Run).where(Run.id == run_id).values(
-            status=status, summary=summary, error=failure, finished_at=_utcnow(), heartbeat_at=_utcnow(),
-            progress=1.0 if status != RunStatus.CANCELLED else Run.progress))
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(
+                status=status,
+                summary=summary,
+                error=failure,
+                finished_at=_utcnow(),
+                heartbeat_at=_utcnow(),
+                progress=1.0 if status != RunStatus.CANCELLED else Run.progress,
+            )
+        )
 
 
 class _Stopped(Exception):
     pass
 
 
-def _send_all(run_id: int, config: dict[str, Any], tasks: list[Task], should_stop: Callable[[], bool],
-              on_progress: Callable[[float, str], None] | None) -> None:
+def _send_all(
+    run_id: int,
+    config: dict[str, Any],
+    tasks: list[Task],
+    should_stop: Callable[[], bool],
+    on_progress: Callable[[float, str], None] | None,
+) -> None:
     total = len(tasks) * len(config["engines"])
     done = 0
     for engine in config["engines"]:
@@ -316,15 +406,25 @@ def _send_all(run_id: int, config: dict[str, Any], tasks: list[Task], should_sto
             if should_stop() or _status(run_id) == RunStatus.CANCELLED:
                 raise _Stopped
             if record is None:
-                row: dict[str, Any] = {"ok": False, "error_class": "config",
-                                       "error": f"The engine {engine['name']!r} was removed.",
-                                       "extra": {"task_id": task.id, "text": "", "tokens": None, "score": None}}
+                row: dict[str, Any] = {
+                    "ok": False,
+                    "error_class": "config",
+                    "error": f"The engine {engine['name']!r} was removed.",
+                    "extra": {"task_id": task.id, "text": "", "tokens": None, "score": None},
+                }
             else:
-                row = send_one(record, task, max_tokens=config["max_tokens"], seed=config["seed"],
-                               top_logprobs=config["top_logprobs"])
+                row = send_one(
+                    record,
+                    task,
+                    max_tokens=config["max_tokens"],
+                    seed=config["seed"],
+                    top_logprobs=config["top_logprobs"],
+                )
             done += 1
             with session_scope() as session:
-                session.add(RequestResult(run_id=run_id, engine_name=engine["label"], index=index, **row))
+                session.add(
+                    RequestResult(run_id=run_id, engine_name=engine["label"], index=index, **row)
+                )
                 session.execute(update(Run).where(Run.id == run_id).values(progress=done / total))
             if on_progress is not None:
                 on_progress(done / total, f"{engine['label']}: {done}/{total}")
@@ -346,8 +446,11 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(HEARTBEAT_INTERVAL_S):
             with session_scope() as session:
-                session.execute(update(Run).where(Run.id == self.run_id, Run.status == RunStatus.RUNNING)
-                                .values(heartbeat_at=_utcnow()))
+                session.execute(
+                    update(Run)
+                    .where(Run.id == self.run_id, Run.status == RunStatus.RUNNING)
+                    .values(heartbeat_at=_utcnow())
+                )
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()

@@ -56,13 +56,25 @@ class Task:
         return self.expected is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "category": self.category, "messages": list(self.messages), "expected": self.expected,
-                "check": self.check, "max_tokens": self.max_tokens}
+        return {
+            "id": self.id,
+            "category": self.category,
+            "messages": list(self.messages),
+            "expected": self.expected,
+            "check": self.check,
+            "max_tokens": self.max_tokens,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Task:
-        return cls(id=str(data["id"]), category=str(data.get("category", "")), messages=tuple(data["messages"]),
-                   expected=data.get("expected"), check=data.get("check", "contains"), max_tokens=data.get("max_tokens"))
+        return cls(
+            id=str(data["id"]),
+            category=str(data.get("category", "")),
+            messages=tuple(data["messages"]),
+            expected=data.get("expected"),
+            check=data.get("check", "contains"),
+            max_tokens=data.get("max_tokens"),
+        )
 
 
 def _user(text: str) -> tuple[dict[str, Any], ...]:
@@ -89,20 +101,47 @@ _FACTS: tuple[tuple[str, str, Check], ...] = (
     ("How many sides does a triangle have? " + _NUMBER_ONLY, "3", "number"),
 )
 _UNITS: tuple[tuple[str, str, int], ...] = (
-    ("metres", "centimetres", 100), ("kilometres", "metres", 1000), ("kilograms", "grams", 1000),
-    ("hours", "minutes", 60), ("minutes", "seconds", 60), ("days", "hours", 24), ("litres", "millilitres", 1000),
+    ("metres", "centimetres", 100),
+    ("kilometres", "metres", 1000),
+    ("kilograms", "grams", 1000),
+    ("hours", "minutes", 60),
+    ("minutes", "seconds", 60),
+    ("days", "hours", 24),
+    ("litres", "millilitres", 1000),
 )
-_WORDS = ("apple", "river", "stone", "cloud", "garden", "silver", "window", "forest", "candle", "harbour",
-          "pencil", "meadow", "rocket", "violet", "lantern", "marble")
+_WORDS = (
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "garden",
+    "silver",
+    "window",
+    "forest",
+    "candle",
+    "harbour",
+    "pencil",
+    "meadow",
+    "rocket",
+    "violet",
+    "lantern",
+    "marble",
+)
 _NAMES = ("Ada", "Bruno", "Chen", "Dara", "Elif", "Femi", "Greta", "Hugo", "Ines", "Jun")
 
 
-def task_set(count: int = TASK_SET_SIZE, seed: int = DEFAULT_SEED, version: str = TASK_SET_VERSION) -> list[Task]:
+def task_set(
+    count: int = TASK_SET_SIZE, seed: int = DEFAULT_SEED, version: str = TASK_SET_VERSION
+) -> list[Task]:
     """The first `count` prompts of the project's task set, generated from `seed`."""
     if version != TASK_SET_VERSION:
-        raise ValidationError(f"Unknown task set version {version!r}; this build ships {TASK_SET_VERSION}.")
+        raise ValidationError(
+            f"Unknown task set version {version!r}; this build ships {TASK_SET_VERSION}."
+        )
     if not 1 <= count <= TASK_SET_SIZE:
-        raise ValidationError(f"The task set has {TASK_SET_SIZE} prompts; ask for 1 to {TASK_SET_SIZE} (got {count}).")
+        raise ValidationError(
+            f"The task set has {TASK_SET_SIZE} prompts; ask for 1 to {TASK_SET_SIZE} (got {count})."
+        )
     rng = random.Random(f"parity-{version}-{seed}")
     arithmetic: list[Task] = []
     for i in range(15):
@@ -110,31 +149,71 @@ def task_set(count: int = TASK_SET_SIZE, seed: int = DEFAULT_SEED, version: str 
         op = ("+", "-", "*")[i % 3]
         value = a + b if op == "+" else a - b if op == "-" else a * b
         shown = {"+": "+", "-": "-", "*": "times"}[op]
-        arithmetic.append(Task(f"arith-{i + 1}", "arithmetic", _user(f"What is {a} {shown} {b}? {_NUMBER_ONLY}"),
-                               str(value), "number"))
+        arithmetic.append(
+            Task(
+                f"arith-{i + 1}",
+                "arithmetic",
+                _user(f"What is {a} {shown} {b}? {_NUMBER_ONLY}"),
+                str(value),
+                "number",
+            )
+        )
     units: list[Task] = []
     for i in range(10):
         big, small, factor = _UNITS[i % len(_UNITS)]
         amount = rng.randint(2, 9)
-        units.append(Task(f"unit-{i + 1}", "unit conversion",
-                          _user(f"How many {small} are in {amount} {big}? {_NUMBER_ONLY}"), str(amount * factor), "number"))
+        units.append(
+            Task(
+                f"unit-{i + 1}",
+                "unit conversion",
+                _user(f"How many {small} are in {amount} {big}? {_NUMBER_ONLY}"),
+                str(amount * factor),
+                "number",
+            )
+        )
     copying: list[Task] = []
     for i in range(10):
         picked = rng.sample(_WORDS, 3)
         if i % 2 == 0:
             phrase = " ".join(picked)
-            copying.append(Task(f"copy-{i + 1}", "copying and formatting",
-                                _user(f"Repeat exactly, with nothing else: {phrase}"), phrase, "exact"))
+            copying.append(
+                Task(
+                    f"copy-{i + 1}",
+                    "copying and formatting",
+                    _user(f"Repeat exactly, with nothing else: {phrase}"),
+                    phrase,
+                    "exact",
+                )
+            )
         else:
-            copying.append(Task(f"format-{i + 1}", "copying and formatting",
-                                _user(f"Write the word {picked[0]} in capital letters."), picked[0].upper(), "exact"))
-    facts = [Task(f"fact-{i + 1}", "short facts", _user(q), expected, check) for i, (q, expected, check) in enumerate(_FACTS)]
+            copying.append(
+                Task(
+                    f"format-{i + 1}",
+                    "copying and formatting",
+                    _user(f"Write the word {picked[0]} in capital letters."),
+                    picked[0].upper(),
+                    "exact",
+                )
+            )
+    facts = [
+        Task(f"fact-{i + 1}", "short facts", _user(q), expected, check)
+        for i, (q, expected, check) in enumerate(_FACTS)
+    ]
     shapes: list[Task] = []
     for i in range(10):
         name, age = rng.choice(_NAMES), rng.randint(18, 80)
-        shapes.append(Task(f"json-{i + 1}", "JSON shapes",
-                           _user(f'Reply with only a JSON object with the key "name" set to "{name}" and the key "age" '
-                                 f"set to the number {age}."), {"name": name, "age": age}, "json"))
+        shapes.append(
+            Task(
+                f"json-{i + 1}",
+                "JSON shapes",
+                _user(
+                    f'Reply with only a JSON object with the key "name" set to "{name}" and the key "age" '
+                    f"set to the number {age}."
+                ),
+                {"name": name, "age": age},
+                "json",
+            )
+        )
     ordered = _interleave([arithmetic, units, copying, facts, shapes])
     return ordered[:count]
 
@@ -162,22 +241,44 @@ def load_prompt_lines(lines: Iterable[str], name: str = "the prompt file") -> li
         prompt, messages = row.get("prompt"), row.get("messages")
         if isinstance(prompt, str) and prompt.strip():
             chat = _user(prompt)
-        elif isinstance(messages, list) and messages and all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages):
+        elif (
+            isinstance(messages, list)
+            and messages
+            and all(
+                isinstance(m, dict)
+                and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)
+                for m in messages
+            )
+        ):
             chat = tuple(messages)
         else:
-            raise ValidationError(f"{where}: needs a non-empty \"prompt\" string or a \"messages\" list of "
-                                  "{\"role\", \"content\"} objects.")
+            raise ValidationError(
+                f'{where}: needs a non-empty "prompt" string or a "messages" list of '
+                '{"role", "content"} objects.'
+            )
         max_tokens = row.get("max_tokens")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
             raise ValidationError(f"{where}: max_tokens must be a positive integer.")
         check = row.get("check", "json" if isinstance(row.get("expected"), dict) else "contains")
         if check not in CHECKS:
             raise ValidationError(f"{where}: check must be one of {', '.join(CHECKS)} (got {check!r}).")
-        tasks.append(Task(id=str(row.get("id") or f"line-{number}"), category=str(row.get("category") or "file"),
-                          messages=chat, expected=row.get("expected"), check=check, max_tokens=max_tokens))
+        tasks.append(
+            Task(
+                id=str(row.get("id") or f"line-{number}"),
+                category=str(row.get("category") or "file"),
+                messages=chat,
+                expected=row.get("expected"),
+                check=check,
+                max_tokens=max_tokens,
+            )
+        )
         if len(tasks) > MAX_FILE_PROMPTS:
-            raise ValidationError(f"{name} holds more than {MAX_FILE_PROMPTS:,} prompts; a parity run takes at most that many.")
+            raise ValidationError(
+                f"{name} holds more than {MAX_FILE_PROMPTS:,} prompts; a parity run takes at most that many."
+            )
     if not tasks:
         raise ValidationError(f"{name} holds no prompts.")
     return tasks
@@ -209,7 +310,7 @@ def _json_object(text: str) -> Any:
                 depth -= 1
                 if depth == 0:
                     try:
-                        return json.loads(text[start:end + 1])
+                        return json.loads(text[start : end + 1])
                     except ValueError:
                         break
         start = text.find("{", start + 1)

@@ -46,9 +46,15 @@ def _answer(extra: dict[str, Any]) -> Answer:
     tokens = extra.get("tokens")
     parsed = None
     if isinstance(tokens, list):
-        parsed = tuple(TokenChoice(str(t[0]), t[1] if isinstance(t[1], (int, float)) else None,
-                                   dict(t[2]) if len(t) > 2 and isinstance(t[2], dict) else {})
-                       for t in tokens if isinstance(t, list) and t)
+        parsed = tuple(
+            TokenChoice(
+                str(t[0]),
+                t[1] if isinstance(t[1], (int, float)) else None,
+                dict(t[2]) if len(t) > 2 and isinstance(t[2], dict) else {},
+            )
+            for t in tokens
+            if isinstance(t, list) and t
+        )
     return Answer(text=str(extra.get("text") or ""), tokens=parsed)
 
 
@@ -56,16 +62,37 @@ def load_answers(run_id: int) -> dict[str, dict[int, StoredAnswer]]:
     """label -> prompt index -> the stored answer."""
     with session_scope() as session:
         rows = session.execute(
-            select(RequestResult.engine_name, RequestResult.index, RequestResult.ok, RequestResult.e2e_s,
-                   RequestResult.input_tokens, RequestResult.output_tokens, RequestResult.finish_reason,
-                   RequestResult.error_class, RequestResult.error, RequestResult.extra)
-            .where(RequestResult.run_id == run_id).order_by(RequestResult.id)).all()
+            select(
+                RequestResult.engine_name,
+                RequestResult.index,
+                RequestResult.ok,
+                RequestResult.e2e_s,
+                RequestResult.input_tokens,
+                RequestResult.output_tokens,
+                RequestResult.finish_reason,
+                RequestResult.error_class,
+                RequestResult.error,
+                RequestResult.extra,
+            )
+            .where(RequestResult.run_id == run_id)
+            .order_by(RequestResult.id)
+        ).all()
     out: dict[str, dict[int, StoredAnswer]] = {}
     for label, index, ok, e2e, prompt, completion, finish, error_class, error, extra in rows:
         extra = extra or {}
         out.setdefault(label, {})[index] = StoredAnswer(
-            label=label, index=index, ok=bool(ok), answer=_answer(extra), score=extra.get("score"), e2e_s=e2e,
-            prompt_tokens=prompt, completion_tokens=completion, finish_reason=finish, error_class=error_class, error=error)
+            label=label,
+            index=index,
+            ok=bool(ok),
+            answer=_answer(extra),
+            score=extra.get("score"),
+            e2e_s=e2e,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            finish_reason=finish,
+            error_class=error_class,
+            error=error,
+        )
     return out
 
 
@@ -80,8 +107,13 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def engine_summary(label: str, answers: dict[int, StoredAnswer], reference: dict[int, StoredAnswer] | None,
-                   kind_label: str, prompts: int) -> dict[str, Any]:
+def engine_summary(
+    label: str,
+    answers: dict[int, StoredAnswer],
+    reference: dict[int, StoredAnswer] | None,
+    kind_label: str,
+    prompts: int,
+) -> dict[str, Any]:
     """One engine's block of the run summary (`reference` None: this engine is the reference)."""
     done = [a for a in answers.values() if a.ok]
     failed = [a for a in answers.values() if not a.ok]
@@ -109,8 +141,11 @@ def engine_summary(label: str, answers: dict[int, StoredAnswer], reference: dict
         "is_reference": reference is None,
     }
     if reference is not None:
-        comparisons = [compare(reference[i].answer, a.answer) for i, a in sorted(answers.items())
-                       if a.ok and i in reference and reference[i].ok]
+        comparisons = [
+            compare(reference[i].answer, a.answer)
+            for i, a in sorted(answers.items())
+            if a.ok and i in reference and reference[i].ok
+        ]
         parity = summarise(comparisons).to_dict()
         parity["not_compared"] = prompts - len(comparisons)
         block["parity"] = parity
@@ -136,9 +171,13 @@ def headline(summary: dict[str, Any]) -> str:
             parts.append(f"{label}: nothing compared with {reference} yet")
             continue
         median = parity.get("divergence_median")
-        where = "no divergence" if not parity.get("diverged") else f"median divergence at token {median:g}"
-        parts.append(f"{label}: {_pct(parity.get('exact_match_rate'))} exact match vs {reference}, {where}, "
-                     f"score {_pct(block.get('task_score'))}")
+        where = (
+            "no divergence" if not parity.get("diverged") else f"median divergence at token {median:g}"
+        )
+        parts.append(
+            f"{label}: {_pct(parity.get('exact_match_rate'))} exact match vs {reference}, {where}, "
+            f"score {_pct(block.get('task_score'))}"
+        )
     return "; ".join(parts)
 
 
@@ -156,9 +195,13 @@ def build_summary(run_id: int) -> dict[str, Any]:
     engines: dict[str, Any] = {}
     for engine in config.get("engines") or []:
         label = engine["label"]
-        engines[label] = engine_summary(label, answers.get(label, {}),
-                                        None if label == reference else answers.get(reference, {}),
-                                        _kind_label(snapshots, label), prompts)
+        engines[label] = engine_summary(
+            label,
+            answers.get(label, {}),
+            None if label == reference else answers.get(reference, {}),
+            _kind_label(snapshots, label),
+            prompts,
+        )
     summary = {"reference": reference, "engines": engines}
     summary["conclusion_headline"] = headline(summary)
     return summary
@@ -229,10 +272,13 @@ def divergence(reference: Answer, other: Answer, comparison: PromptComparison) -
         ref_units, other_units = reference.text.split(), other.text.split()
         join = " ".join  # type: ignore[assignment]
     shared = join(ref_units[:position])
-    return Divergence(position=position, unit=comparison.unit,
-                      shared_tail=("…" + shared[-PREFIX_CHARS:]) if len(shared) > PREFIX_CHARS else shared,
-                      reference_next=join(ref_units[position:position + CONTINUATION_TOKENS]),
-                      other_next=join(other_units[position:position + CONTINUATION_TOKENS]))
+    return Divergence(
+        position=position,
+        unit=comparison.unit,
+        shared_tail=("…" + shared[-PREFIX_CHARS:]) if len(shared) > PREFIX_CHARS else shared,
+        reference_next=join(ref_units[position : position + CONTINUATION_TOKENS]),
+        other_next=join(other_units[position : position + CONTINUATION_TOKENS]),
+    )
 
 
 def parity_view(run_id: int) -> ParityView:
@@ -242,7 +288,13 @@ def parity_view(run_id: int) -> ParityView:
         if run is None or run.kind != RunKind.PARITY:
             raise NotFoundError(f"No parity run #{run_id}.")
         config, stored_summary = dict(run.config or {}), dict(run.summary or {})
-        status, progress, name, error, created = run.status, run.progress, run.name, run.error, run.created_at
+        status, progress, name, error, created = (
+            run.status,
+            run.progress,
+            run.name,
+            run.error,
+            run.created_at,
+        )
         snapshots = list(run.engines or [])
     summary = stored_summary if stored_summary.get("engines") else build_summary(run_id)
     answers = load_answers(run_id)
@@ -259,10 +311,22 @@ def parity_view(run_id: int) -> ParityView:
                 if label != reference and answer.ok:
                     comparisons[label] = compare(ref.answer, answer.answer)
         rows.append(PromptRow(index=index, task=task, answers=here, comparisons=comparisons))
-    return ParityView(run_id=run_id, name=name, status=status, progress=progress or 0.0, reference=reference,
-                      labels=labels, source=str(config.get("source", "")), max_tokens=int(config.get("max_tokens", 0)),
-                      seed=int(config.get("seed", 0)), summary=summary, rows=rows, error=error, created_at=created,
-                      engines=snapshots)
+    return ParityView(
+        run_id=run_id,
+        name=name,
+        status=status,
+        progress=progress or 0.0,
+        reference=reference,
+        labels=labels,
+        source=str(config.get("source", "")),
+        max_tokens=int(config.get("max_tokens", 0)),
+        seed=int(config.get("seed", 0)),
+        summary=summary,
+        rows=rows,
+        error=error,
+        created_at=created,
+        engines=snapshots,
+    )
 
 
 @dataclass(frozen=True)
@@ -279,8 +343,12 @@ class ParityListItem:
 
 def list_parity_runs(limit: int = 30) -> list[ParityListItem]:
     with session_scope() as session:
-        rows = session.execute(select(Run.id, Run.name, Run.status, Run.created_at).where(Run.kind == RunKind.PARITY)
-                               .order_by(Run.id.desc()).limit(limit)).all()
+        rows = session.execute(
+            select(Run.id, Run.name, Run.status, Run.created_at)
+            .where(Run.kind == RunKind.PARITY)
+            .order_by(Run.id.desc())
+            .limit(limit)
+        ).all()
     return [ParityListItem(*row) for row in rows]
 
 
@@ -302,9 +370,17 @@ def to_json(view: ParityView) -> dict[str, Any]:
                 "category": row.task.category,
                 "prompt": row.task.prompt_text,
                 "expected": row.task.expected,
-                "answers": {label: {"ok": a.ok, "text": a.answer.text, "score": a.score, "error": a.error,
-                                    "completion_tokens": a.completion_tokens, "e2e_s": a.e2e_s}
-                            for label, a in row.answers.items()},
+                "answers": {
+                    label: {
+                        "ok": a.ok,
+                        "text": a.answer.text,
+                        "score": a.score,
+                        "error": a.error,
+                        "completion_tokens": a.completion_tokens,
+                        "e2e_s": a.e2e_s,
+                    }
+                    for label, a in row.answers.items()
+                },
                 "comparisons": {label: c.to_dict() for label, c in row.comparisons.items()},
             }
             for row in view.rows
@@ -326,20 +402,24 @@ def summary_rows(view: ParityView) -> list[dict[str, Any]]:
         parity = block.get("parity") or {}
         reference = bool(block.get("is_reference"))
         median = parity.get("divergence_median")
-        rows.append({
-            "Engine": label + (" (reference)" if reference else ""),
-            "Task score": _pct(block.get("task_score")),
-            "Output tok/s": _fixed(block.get("output_throughput_tok_s"), 1),
-            "Exact match": "—" if reference else _pct(parity.get("exact_match_rate")),
-            "Diverged": "—" if reference else f"{parity.get('diverged', 0)} of {parity.get('compared', 0)}",
-            "First divergence p50": "—" if reference or median is None else f"token {median:g}",
-            "Token agreement": "—" if reference else _pct(parity.get("token_agreement_mean")),
-            "Mean |Δ logprob|": "—" if reference else _fixed(parity.get("logprob_diff_mean")),
-            "Ref. token in top-k": "—" if reference else _pct(parity.get("topk_rate")),
-            "Log-probabilities": str(block.get("logprobs", "")),
-            "Answered": f"{block.get('completed', 0)} of {block.get('prompts', 0)}",
-            "Errors": "; ".join(block.get("first_errors") or []),
-        })
+        rows.append(
+            {
+                "Engine": label + (" (reference)" if reference else ""),
+                "Task score": _pct(block.get("task_score")),
+                "Output tok/s": _fixed(block.get("output_throughput_tok_s"), 1),
+                "Exact match": "—" if reference else _pct(parity.get("exact_match_rate")),
+                "Diverged": "—"
+                if reference
+                else f"{parity.get('diverged', 0)} of {parity.get('compared', 0)}",
+                "First divergence p50": "—" if reference or median is None else f"token {median:g}",
+                "Token agreement": "—" if reference else _pct(parity.get("token_agreement_mean")),
+                "Mean |Δ logprob|": "—" if reference else _fixed(parity.get("logprob_diff_mean")),
+                "Ref. token in top-k": "—" if reference else _pct(parity.get("topk_rate")),
+                "Log-probabilities": str(block.get("logprobs", "")),
+                "Answered": f"{block.get('completed', 0)} of {block.get('prompts', 0)}",
+                "Errors": "; ".join(block.get("first_errors") or []),
+            }
+        )
     return rows
 
 
@@ -349,7 +429,11 @@ def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[s
     for row in view.rows:
         if only_diverged and not row.diverged:
             continue
-        record: dict[str, Any] = {"#": row.index + 1, "Task": row.task.id, "Prompt": row.task.prompt_text[:120]}
+        record: dict[str, Any] = {
+            "#": row.index + 1,
+            "Task": row.task.id,
+            "Prompt": row.task.prompt_text[:120],
+        }
         for label in view.labels:
             answer = row.answers.get(label)
             if answer is None:
@@ -370,9 +454,13 @@ def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[s
     return rows
 
 
-_SHARED_STYLE = "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; font-family: monospace"
-_NEXT_STYLES = ("background: rgba(255, 75, 75, 0.22); border-radius: 3px",
-                "background: rgba(33, 195, 84, 0.22); border-radius: 3px")
+_SHARED_STYLE = (
+    "white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.6; font-family: monospace"
+)
+_NEXT_STYLES = (
+    "background: rgba(255, 75, 75, 0.22); border-radius: 3px",
+    "background: rgba(33, 195, 84, 0.22); border-radius: 3px",
+)
 
 
 def divergence_html(point: Divergence, reference_label: str, other_label: str) -> str:
@@ -380,8 +468,12 @@ def divergence_html(point: Divergence, reference_label: str, other_label: str) -
     tokens on its own line. Every piece of the answers and names goes through html.escape."""
     shared = html.escape(point.shared_tail, quote=True)
     lines = []
-    for label, text, style in ((reference_label, point.reference_next, _NEXT_STYLES[0]),
-                               (other_label, point.other_next, _NEXT_STYLES[1])):
-        lines.append(f"<div><strong>{html.escape(label, quote=True)}</strong>: {shared}"
-                     f'<span style="{style}">{html.escape(text, quote=True) or "(the answer ends)"}</span></div>')
+    for label, text, style in (
+        (reference_label, point.reference_next, _NEXT_STYLES[0]),
+        (other_label, point.other_next, _NEXT_STYLES[1]),
+    ):
+        lines.append(
+            f"<div><strong>{html.escape(label, quote=True)}</strong>: {shared}"
+            f'<span style="{style}">{html.escape(text, quote=True) or "(the answer ends)"}</span></div>'
+        )
     return f'<div class="parity-divergence" style="{_SHARED_STYLE}">{"".join(lines)}</div>'

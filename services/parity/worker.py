@@ -17,8 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     from services.parity.runner import execute_parity
     from services.processes import worker_main
 
-    return worker_main(sys.argv[1:] if argv is None else argv, "services.parity.worker",
-                       lambda run_id: execute_parity(run_id, should_stop=stop.is_set), lambda run_id: stop.set())
+    return worker_main(
+        sys.argv[1:] if argv is None else argv,
+        "services.parity.worker",
+        lambda run_id: execute_parity(run_id, should_stop=stop.is_set),
+        lambda run_id: stop.set(),
+    )
 
 
 if __name__ == "__main__":

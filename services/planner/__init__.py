@@ -15,7 +15,15 @@ from __future__ import annotations
 from services.planner.plan import PlanRequest, PlanResult, list_presets, make_plan, plan_to_dict
 from services.planner.roofline import BoundComparison
 
-__all__ = ["BoundComparison", "PlanRequest", "PlanResult", "list_presets", "make_plan", "measure", "plan_to_dict"]
+__all__ = [
+    "BoundComparison",
+    "PlanRequest",
+    "PlanResult",
+    "list_presets",
+    "make_plan",
+    "measure",
+    "plan_to_dict",
+]
 
 
 def measure(
@@ -31,8 +39,16 @@ def measure(
 ) -> BoundComparison:
     """Achieved decode tokens/s as a fraction of the roofline bound at the same batch and context."""
     plan = make_plan(
-        PlanRequest(model=model, gpu=gpu, dtype=dtype, batch=batch, context=context, tp=tp, kv_dtype=kv_dtype,
-                    achieved_tok_s=achieved_tok_s)
+        PlanRequest(
+            model=model,
+            gpu=gpu,
+            dtype=dtype,
+            batch=batch,
+            context=context,
+            tp=tp,
+            kv_dtype=kv_dtype,
+            achieved_tok_s=achieved_tok_s,
+        )
     )
     assert plan.measured is not None
     return plan.measured

@@ -61,7 +61,9 @@ def _check_key(key: str) -> None:
 
 
 def custom_models() -> dict[str, ModelSpec]:
-    return {k: ModelSpec.from_dict({**v, "key": k, "custom": True}) for k, v in _load()["models"].items()}
+    return {
+        k: ModelSpec.from_dict({**v, "key": k, "custom": True}) for k, v in _load()["models"].items()
+    }
 
 
 def custom_gpus() -> dict[str, GpuSpec]:
@@ -80,7 +82,9 @@ def all_gpus() -> dict[str, GpuSpec]:
 def get_model(key: str) -> ModelSpec:
     models = all_models()
     if key not in models:
-        raise NotFoundError(f"Unknown model {key!r}. Known: {', '.join(models)} (see `cli.py plan --list`).")
+        raise NotFoundError(
+            f"Unknown model {key!r}. Known: {', '.join(models)} (see `cli.py plan --list`)."
+        )
     return models[key]
 
 
@@ -107,14 +111,25 @@ def get_kv_format(key: str) -> KvFormat:
 
 
 def validate_model(model: ModelSpec) -> None:
-    positive = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context")
+    positive = (
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "intermediate",
+        "vocab",
+        "max_context",
+    )
     for name in positive:
         if int(getattr(model, name)) <= 0:
             raise ValidationError(f"{name.replace('_', ' ')} must be a positive whole number.")
     if model.kv_heads > model.heads:
         raise ValidationError("A model cannot have more KV heads than attention heads.")
     if model.heads % model.kv_heads and not model.is_mla:
-        raise ValidationError("Attention heads must be a multiple of KV heads (grouped-query attention).")
+        raise ValidationError(
+            "Attention heads must be a multiple of KV heads (grouped-query attention)."
+        )
     if model.experts and not 0 < model.experts_per_token <= model.experts:
         raise ValidationError("Experts per token must be between 1 and the number of experts.")
     if model.sliding_window is not None and model.sliding_window <= 0:
@@ -134,7 +149,9 @@ def validate_gpu(gpu: GpuSpec) -> None:
             raise ValidationError(f"{name} must be positive or left empty.")
 
 
-def _save_custom(section: str, what: str, spec: Any, builtins: Any, validate: Any, overwrite: bool) -> None:
+def _save_custom(
+    section: str, what: str, spec: Any, builtins: Any, validate: Any, overwrite: bool
+) -> None:
     """Store a user's model or GPU (section "models" or "gpus") beside the built-in presets."""
     _check_key(spec.key)
     validate(spec)

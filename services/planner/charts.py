@@ -30,11 +30,27 @@ def _mark_batch(figure: go.Figure, batch: int, text: str, colour: str, top: bool
     log10 units but a shape's in data units, so the label of a line at batch 62 lands at
     1e62 and drags the autorange there (plotly/plotly.py#2580).
     """
-    figure.add_shape(type="line", x0=batch, x1=batch, xref="x", y0=0, y1=1, yref="paper",
-                     line={"color": colour, "dash": "dash"})
-    figure.add_annotation(x=math.log10(batch), xref="x", y=1 if top else 0, yref="paper", text=text,
-                          showarrow=False, xanchor="left", yanchor="top" if top else "bottom",
-                          font={"color": colour})
+    figure.add_shape(
+        type="line",
+        x0=batch,
+        x1=batch,
+        xref="x",
+        y0=0,
+        y1=1,
+        yref="paper",
+        line={"color": colour, "dash": "dash"},
+    )
+    figure.add_annotation(
+        x=math.log10(batch),
+        xref="x",
+        y=1 if top else 0,
+        yref="paper",
+        text=text,
+        showarrow=False,
+        xanchor="left",
+        yanchor="top" if top else "bottom",
+        font={"color": colour},
+    )
 
 
 def decode_ceiling_figure(plan: PlanResult, achieved_tok_s: float | None = None) -> go.Figure:
@@ -46,31 +62,73 @@ def decode_ceiling_figure(plan: PlanResult, achieved_tok_s: float | None = None)
     batches = batch_grid(limit, marks, minimum=1)
     points = plan.roofline.curve(request.context, batches)
     figure = go.Figure()
-    figure.add_scatter(x=batches, y=[p.memory_bound_tok_s for p in points], name="bandwidth ceiling",
-                       line={"color": MEMORY_COLOUR, "dash": "dot"})
-    figure.add_scatter(x=batches, y=[p.compute_bound_tok_s for p in points], name="compute ceiling",
-                       line={"color": COMPUTE_COLOUR, "dash": "dot"})
-    figure.add_scatter(x=batches, y=[p.bound_tok_s for p in points], name="decode bound",
-                       line={"color": BOUND_COLOUR, "width": 3})
-    figure.add_scatter(x=[request.batch], y=[plan.decode.bound_tok_s], mode="markers", name=f"batch {request.batch}",
-                       marker={"size": 12, "color": BOUND_COLOUR, "symbol": "diamond"})
+    figure.add_scatter(
+        x=batches,
+        y=[p.memory_bound_tok_s for p in points],
+        name="bandwidth ceiling",
+        line={"color": MEMORY_COLOUR, "dash": "dot"},
+    )
+    figure.add_scatter(
+        x=batches,
+        y=[p.compute_bound_tok_s for p in points],
+        name="compute ceiling",
+        line={"color": COMPUTE_COLOUR, "dash": "dot"},
+    )
+    figure.add_scatter(
+        x=batches,
+        y=[p.bound_tok_s for p in points],
+        name="decode bound",
+        line={"color": BOUND_COLOUR, "width": 3},
+    )
+    figure.add_scatter(
+        x=[request.batch],
+        y=[plan.decode.bound_tok_s],
+        mode="markers",
+        name=f"batch {request.batch}",
+        marker={"size": 12, "color": BOUND_COLOUR, "symbol": "diamond"},
+    )
     notes = []
     if plan.crossover_batch:
-        _mark_batch(figure, plan.crossover_batch, f"compute-bound from batch {plan.crossover_batch:,}",
-                    "grey", top=True)
+        _mark_batch(
+            figure,
+            plan.crossover_batch,
+            f"compute-bound from batch {plan.crossover_batch:,}",
+            "grey",
+            top=True,
+        )
     else:
         notes.append("compute-bound: never (each sequence adds its own KV bytes)")
     if plan.fit.max_sequences > 0:
-        _mark_batch(figure, plan.fit.max_sequences, f"KV memory full at {plan.fit.max_sequences:,}",
-                    "orange", top=False)
+        _mark_batch(
+            figure,
+            plan.fit.max_sequences,
+            f"KV memory full at {plan.fit.max_sequences:,}",
+            "orange",
+            top=False,
+        )
     else:
         notes.append("KV memory: not one sequence fits at this context")
     if notes:
-        figure.add_annotation(x=0.01, xref="paper", y=1, yref="paper", text="<br>".join(notes), showarrow=False,
-                              xanchor="left", yanchor="top", align="left", font={"color": "grey"})
+        figure.add_annotation(
+            x=0.01,
+            xref="paper",
+            y=1,
+            yref="paper",
+            text="<br>".join(notes),
+            showarrow=False,
+            xanchor="left",
+            yanchor="top",
+            align="left",
+            font={"color": "grey"},
+        )
     if achieved_tok_s:
-        figure.add_scatter(x=[request.batch], y=[achieved_tok_s], mode="markers", name="measured",
-                           marker={"size": 12, "color": "black", "symbol": "x"})
+        figure.add_scatter(
+            x=[request.batch],
+            y=[achieved_tok_s],
+            mode="markers",
+            name="measured",
+            marker={"size": 12, "color": "black", "symbol": "x"},
+        )
     figure.update_layout(
         title=f"Decode ceiling at {request.context:,} tokens of context",
         # A log axis takes its range in log10 units: batch 1 to `limit`.
@@ -94,7 +152,9 @@ def roofline_figure(plan: PlanResult) -> go.Figure:
     high = max(max(intensities), roofline.ridge_point) * 4
     xs = [low, roofline.ridge_point, high]
     figure = go.Figure()
-    figure.add_scatter(x=xs, y=[min(peak, x * bandwidth) / 1e12 for x in xs], name="roof", line={"color": "black"})
+    figure.add_scatter(
+        x=xs, y=[min(peak, x * bandwidth) / 1e12 for x in xs], name="roof", line={"color": "black"}
+    )
     figure.add_scatter(
         x=intensities,
         y=[min(peak, i * bandwidth) / 1e12 for i in intensities],
@@ -126,12 +186,31 @@ def memory_bar_figure(plan: PlanResult) -> go.Figure:
     figure = go.Figure()
     for name, value, colour in parts:
         if value > 0:
-            figure.add_bar(y=["per GPU"], x=[value / GIB], name=name, orientation="h", marker_color=colour,
-                           hovertemplate=f"{name}: %{{x:,.1f}} GiB<extra></extra>")
-    figure.add_vline(x=fit.usable_per_gpu / GIB, line_dash="dash", line_color="black",
-                     annotation_text=f"usable {fit.usable_per_gpu / GIB:,.1f} GiB")
-    figure.add_vline(x=fit.memory_per_gpu / GIB, line_color="grey",
-                     annotation_text=f"total {fit.memory_per_gpu / GIB:,.1f} GiB", annotation_position="bottom right")
-    figure.update_layout(barmode="stack", height=220, xaxis={"title": "GiB"}, margin={"t": 30, "b": 10},
-                         legend={"orientation": "h", "y": -0.6})
+            figure.add_bar(
+                y=["per GPU"],
+                x=[value / GIB],
+                name=name,
+                orientation="h",
+                marker_color=colour,
+                hovertemplate=f"{name}: %{{x:,.1f}} GiB<extra></extra>",
+            )
+    figure.add_vline(
+        x=fit.usable_per_gpu / GIB,
+        line_dash="dash",
+        line_color="black",
+        annotation_text=f"usable {fit.usable_per_gpu / GIB:,.1f} GiB",
+    )
+    figure.add_vline(
+        x=fit.memory_per_gpu / GIB,
+        line_color="grey",
+        annotation_text=f"total {fit.memory_per_gpu / GIB:,.1f} GiB",
+        annotation_position="bottom right",
+    )
+    figure.update_layout(
+        barmode="stack",
+        height=220,
+        xaxis={"title": "GiB"},
+        margin={"t": 30, "b": 10},
+        legend={"orientation": "h", "y": -0.6},
+    )
     return figure

@@ -16,7 +16,13 @@ from services.planner.catalog import slugify, validate_model
 from services.planner.presets import GGUF_FILE_TYPES
 from services.planner.specs import ModelSpec
 
-TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "bf16", "float": "bf16"}
+TORCH_DTYPES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "bf16",
+    "float": "bf16",
+}
 QUANT_METHODS = {"fp8": "fp8", "awq": "int4-awq", "gptq": "int4-gptq"}
 
 
@@ -54,7 +60,9 @@ def _sliding_window(config: dict[str, Any], layers: int) -> tuple[int | None, in
     return window, layers
 
 
-def model_from_config(config: dict[str, Any], *, key: str = "", name: str = "", hf_id: str | None = None) -> ModelSpec:
+def model_from_config(
+    config: dict[str, Any], *, key: str = "", name: str = "", hf_id: str | None = None
+) -> ModelSpec:
     """A ModelSpec from the fields of a Hugging Face `config.json` (dict already parsed)."""
     if not isinstance(config, dict):
         raise ValidationError("config.json must hold a JSON object.")
@@ -64,10 +72,20 @@ def model_from_config(config: dict[str, Any], *, key: str = "", name: str = "", 
     hidden = _int(config, "hidden_size", "n_embd", "d_model")
     heads = _int(config, "num_attention_heads", "n_head")
     vocab = _int(config, "vocab_size")
-    missing = [n for n, v in (("num_hidden_layers", layers), ("hidden_size", hidden),
-                              ("num_attention_heads", heads), ("vocab_size", vocab)) if not v]
+    missing = [
+        n
+        for n, v in (
+            ("num_hidden_layers", layers),
+            ("hidden_size", hidden),
+            ("num_attention_heads", heads),
+            ("vocab_size", vocab),
+        )
+        if not v
+    ]
     if missing:
-        raise ValidationError(f"config.json lacks {', '.join(missing)}; is this a causal language model config?")
+        raise ValidationError(
+            f"config.json lacks {', '.join(missing)}; is this a causal language model config?"
+        )
     assert layers and hidden and heads and vocab
     kv_lora = _int(config, "kv_lora_rank", default=0) or 0
     kv_heads = _int(config, "num_key_value_heads", default=None)
@@ -93,11 +111,15 @@ def model_from_config(config: dict[str, Any], *, key: str = "", name: str = "", 
         heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate=_int(config, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden) or 4 * hidden,
+        intermediate=_int(config, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden)
+        or 4 * hidden,
         vocab=vocab,
         tied_embeddings=bool(config.get("tie_word_embeddings", False)),
-        max_context=_int(config, "max_position_embeddings", "n_positions", "seq_length", default=8192) or 8192,
-        qkv_bias=bool(config.get("attention_bias") or config.get("qkv_bias") or model_type.startswith("qwen2")),
+        max_context=_int(config, "max_position_embeddings", "n_positions", "seq_length", default=8192)
+        or 8192,
+        qkv_bias=bool(
+            config.get("attention_bias") or config.get("qkv_bias") or model_type.startswith("qwen2")
+        ),
         experts=experts,
         experts_per_token=(_int(config, "num_experts_per_tok", default=0) or 0) if experts else 0,
         shared_experts=(_int(config, "n_shared_experts", default=0) or 0)

@@ -141,7 +141,9 @@ def build_launch(options: LaunchOptions) -> LaunchCommand:
 _GGUF_16BIT = {"bf16": "BF16", "fp16": "F16"}
 
 
-def options_for_plan(request: PlanRequest, engine: str = "vllm", *, model: str | None = None) -> LaunchOptions:
+def options_for_plan(
+    request: PlanRequest, engine: str = "vllm", *, model: str | None = None
+) -> LaunchOptions:
     """The options that start what was planned: its model (the preset's Hugging Face id unless
     `model` is given), tensor-parallel degree, context length, memory fraction, the batch as
     llama.cpp/Ollama slots, and the GGUF quantisation of its weight format."""
@@ -149,9 +151,13 @@ def options_for_plan(request: PlanRequest, engine: str = "vllm", *, model: str |
     fmt = get_weight_format(request.dtype or spec.native_dtype)
     quant = fmt.key.removeprefix("gguf-").upper() if fmt.family == "gguf" else _GGUF_16BIT.get(fmt.key)
     return LaunchOptions(
-        engine=engine, model=(model or "").strip() or spec.hf_id or spec.key, gpus=request.tp,
-        max_model_len=request.context, gpu_memory_utilization=request.mem_util,
-        parallel_slots=min(max(request.batch, 1), 4096), gguf_quant=quant,
+        engine=engine,
+        model=(model or "").strip() or spec.hf_id or spec.key,
+        gpus=request.tp,
+        max_model_len=request.context,
+        gpu_memory_utilization=request.mem_util,
+        parallel_slots=min(max(request.batch, 1), 4096),
+        gguf_quant=quant,
     )
 
 
@@ -183,7 +189,13 @@ def _vllm(o: LaunchOptions) -> LaunchCommand:
         *args(CONTAINER_HOST),
     )
     return LaunchCommand(
-        "vllm", "vLLM", plain, docker, _base_url(o), "vllm", o.served_model_name or o.model,
+        "vllm",
+        "vLLM",
+        plain,
+        docker,
+        _base_url(o),
+        "vllm",
+        o.served_model_name or o.model,
         "/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage.",
         ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."],
         "https://docs.vllm.ai/en/latest/cli/serve.html",
@@ -215,9 +227,17 @@ def _sglang(o: LaunchOptions) -> LaunchCommand:
         "python3 -m sglang.launch_server",
         *args(CONTAINER_HOST),
     )
-    notes = ["The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled."]
+    notes = [
+        "The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled."
+    ]
     return LaunchCommand(
-        "sglang", "SGLang", plain, docker, _base_url(o), "sglang", o.served_model_name or o.model,
+        "sglang",
+        "SGLang",
+        plain,
+        docker,
+        _base_url(o),
+        "sglang",
+        o.served_model_name or o.model,
         "--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
         notes + ["--mem-fraction-static is the share of GPU memory for weights plus the KV pool."],
         "https://docs.sglang.io/advanced_features/server_arguments.html",
@@ -236,6 +256,7 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
         f"  enable_block_reuse: {'true' if o.prefix_caching else 'false'}",
     ]
     config = "cat > extra-llm-api-config.yml <<'EOF'\n" + "\n".join(yaml_lines) + "\nEOF\n"
+
     def args(host: str, config_path: str) -> list[str | None]:
         return [
             f"{_arg('--host', host)} {_arg('--port', o.port)}",
@@ -246,7 +267,9 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
             _arg("--extra_llm_api_options", config_path),
         ]
 
-    plain = config + _lines(f"trtllm-serve {_q(o.model)}", *args(o.bind_host, "extra-llm-api-config.yml"))
+    plain = config + _lines(
+        f"trtllm-serve {_q(o.model)}", *args(o.bind_host, "extra-llm-api-config.yml")
+    )
     docker = config + _lines(
         "docker run --rm --gpus all --ipc=host --ulimit memlock=-1 --ulimit stack=67108864",
         "-v ~/.cache/huggingface:/root/.cache/huggingface",
@@ -258,7 +281,13 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
         *args(CONTAINER_HOST, "/config.yml"),
     )
     return LaunchCommand(
-        "trtllm", "TensorRT-LLM", plain, docker, _base_url(o), "trtllm", o.served_model_name or o.model,
+        "trtllm",
+        "TensorRT-LLM",
+        plain,
+        docker,
+        _base_url(o),
+        "trtllm",
+        o.served_model_name or o.model,
         "return_perf_metrics: true mounts Prometheus text at /prometheus/metrics.",
         [
             "--kv_cache_free_gpu_memory_fraction is the share of memory left AFTER weights that goes to KV cache.",
@@ -299,8 +328,12 @@ class _GgufSource:
 
 def _file_source(path: str, note: str | None = None) -> _GgufSource:
     folder, _, name = path.rpartition("/")
-    return _GgufSource(_arg("-m", path) if not path.startswith("~/") else "-m " + _path(path),
-                       _arg("-m", "/models/" + name), folder or ".", note)
+    return _GgufSource(
+        _arg("-m", path) if not path.startswith("~/") else "-m " + _path(path),
+        _arg("-m", "/models/" + name),
+        folder or ".",
+        note,
+    )
 
 
 def _llamacpp_source(o: LaunchOptions) -> _GgufSource:
@@ -311,14 +344,20 @@ def _llamacpp_source(o: LaunchOptions) -> _GgufSource:
         return _GgufSource(_arg("-hf", repo), _arg("-hf", repo), None)
     # llama.cpp loads GGUF only: `-hf` on a safetensors checkpoint fails after the download starts.
     placeholder = _gguf_placeholder(o)
-    what = ("a Hugging Face checkpoint without GGUF files (no \"GGUF\" in its name)" if _HF_REPO.fullmatch(o.model)
-            else "neither a GGUF file nor a GGUF repository")
+    what = (
+        'a Hugging Face checkpoint without GGUF files (no "GGUF" in its name)'
+        if _HF_REPO.fullmatch(o.model)
+        else "neither a GGUF file nor a GGUF repository"
+    )
     quantise = f" and llama-quantize to {o.gguf_quant}" if o.gguf_quant else ""
-    return _file_source(placeholder, (
-        f"{o.model} is {what}, and llama.cpp loads only GGUF: the command loads {placeholder}, a placeholder for "
-        f"a GGUF file you supply. Make one with llama.cpp's convert_hf_to_gguf.py{quantise}, or give a GGUF "
-        "repository (for example bartowski/<model>-GGUF:Q4_K_M) to download it with -hf."
-    ))
+    return _file_source(
+        placeholder,
+        (
+            f"{o.model} is {what}, and llama.cpp loads only GGUF: the command loads {placeholder}, a placeholder for "
+            f"a GGUF file you supply. Make one with llama.cpp's convert_hf_to_gguf.py{quantise}, or give a GGUF "
+            "repository (for example bartowski/<model>-GGUF:Q4_K_M) to download it with -hf."
+        ),
+    )
 
 
 @_register("llamacpp", "llama.cpp", 8080)
@@ -340,19 +379,31 @@ def _llamacpp(o: LaunchOptions) -> LaunchCommand:
     plain = _lines("llama-server", source.plain, *args(o.bind_host))
     docker = _lines(
         "docker run --gpus all",
-        f"-v {_path(source.mount)}:/models" if source.mount else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
+        f"-v {_path(source.mount)}:/models"
+        if source.mount
+        else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
         _publish(o, o.port),
         "ghcr.io/ggml-org/llama.cpp:server-cuda",
         source.docker,
         *args(CONTAINER_HOST),
     )
     notes = [source.note] if source.note else []
-    notes.append(f"-c {o.max_model_len * o.parallel_slots} is shared: each of the {o.parallel_slots} slots "
-                 f"gets {o.max_model_len} tokens.")
+    notes.append(
+        f"-c {o.max_model_len * o.parallel_slots} is shared: each of the {o.parallel_slots} slots "
+        f"gets {o.max_model_len} tokens."
+    )
     if o.gpus > 1:
-        notes.append("llama.cpp splits layers across all visible GPUs (-sm layer); it has no tensor parallelism.")
+        notes.append(
+            "llama.cpp splits layers across all visible GPUs (-sm layer); it has no tensor parallelism."
+        )
     return LaunchCommand(
-        "llamacpp", "llama.cpp", plain, docker, _base_url(o), "llamacpp", o.served_model_name or o.model,
+        "llamacpp",
+        "llama.cpp",
+        plain,
+        docker,
+        _base_url(o),
+        "llamacpp",
+        o.served_model_name or o.model,
         "--metrics turns on /metrics (else HTTP 501); --slots keeps /slots.",
         notes,
         "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
@@ -384,7 +435,13 @@ def _tgi(o: LaunchOptions) -> LaunchCommand:
         *args,
     )
     return LaunchCommand(
-        "tgi", "TGI", plain, docker, _base_url(o), "tgi", o.model,
+        "tgi",
+        "TGI",
+        plain,
+        docker,
+        _base_url(o),
+        "tgi",
+        o.model,
         "/metrics is always on (and on --prometheus-port, default 9000).",
         ["TGI is in maintenance mode."],
         "https://huggingface.co/docs/text-generation-inference/reference/launcher",
@@ -397,38 +454,61 @@ def _ollama_model(o: LaunchOptions) -> tuple[str, str | None]:
         repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
         return "hf.co/" + repo, None  # Ollama pulls GGUF repositories from the Hub under hf.co/
     if _is_local_file(o.model):
-        return o.model, (f"{o.model} is a file: Ollama imports one with a Modelfile (FROM {o.model}) and "
-                         "`ollama create NAME -f Modelfile`, then serves NAME.")
+        return o.model, (
+            f"{o.model} is a file: Ollama imports one with a Modelfile (FROM {o.model}) and "
+            "`ollama create NAME -f Modelfile`, then serves NAME."
+        )
     if _HF_REPO.fullmatch(o.model) and not o.model.startswith("hf.co/"):
-        return o.model, (f"{o.model} is a Hugging Face checkpoint, not an Ollama tag or a GGUF repository: "
-                         "replace it with a library tag (for example llama3.1:70b) or hf.co/<GGUF repo>:<quant>.")
+        return o.model, (
+            f"{o.model} is a Hugging Face checkpoint, not an Ollama tag or a GGUF repository: "
+            "replace it with a library tag (for example llama3.1:70b) or hf.co/<GGUF repo>:<quant>."
+        )
     return o.model, None
 
 
 @_register("ollama", "Ollama", 11434)
 def _ollama(o: LaunchOptions) -> LaunchCommand:
     model, note = _ollama_model(o)
-    host = "OLLAMA_HOST=" + _q(f"{o.bind_host}:{o.port}")  # quote the value only: a quoted name is no assignment
-    env = [host, "OLLAMA_NUM_PARALLEL=" + _q(o.parallel_slots), "OLLAMA_CONTEXT_LENGTH=" + _q(o.max_model_len)]
+    host = "OLLAMA_HOST=" + _q(
+        f"{o.bind_host}:{o.port}"
+    )  # quote the value only: a quoted name is no assignment
+    env = [
+        host,
+        "OLLAMA_NUM_PARALLEL=" + _q(o.parallel_slots),
+        "OLLAMA_CONTEXT_LENGTH=" + _q(o.max_model_len),
+    ]
     plain = " ".join(env) + " ollama serve &\n" + f"{host} ollama pull {_q(model)}"
-    docker = _lines(
-        "docker run -d --gpus=all --name ollama",
-        "-v ollama:/root/.ollama",
-        _publish(o, 11434),
-        _arg("--env", f"OLLAMA_NUM_PARALLEL={o.parallel_slots}"),
-        _arg("--env", f"OLLAMA_CONTEXT_LENGTH={o.max_model_len}"),
-        "ollama/ollama",
-    ) + f"\ndocker exec ollama ollama pull {_q(model)}"
+    docker = (
+        _lines(
+            "docker run -d --gpus=all --name ollama",
+            "-v ollama:/root/.ollama",
+            _publish(o, 11434),
+            _arg("--env", f"OLLAMA_NUM_PARALLEL={o.parallel_slots}"),
+            _arg("--env", f"OLLAMA_CONTEXT_LENGTH={o.max_model_len}"),
+            "ollama/ollama",
+        )
+        + f"\ndocker exec ollama ollama pull {_q(model)}"
+    )
     return LaunchCommand(
-        "ollama", "Ollama", plain, docker, _base_url(o), "ollama", model,
+        "ollama",
+        "Ollama",
+        plain,
+        docker,
+        _base_url(o),
+        "ollama",
+        model,
         "Ollama has no Prometheus endpoint: the dashboard sees only client-side timings.",
         ([note] if note else []) + ["Model names are Ollama tags (for example llama3.1:8b)."],
         "https://github.com/ollama/ollama/blob/main/docs/faq.md",
     )
 
 
-def register_launched_engine(command: LaunchCommand, name: str, base_url: str | None = None) -> EngineRecord:
+def register_launched_engine(
+    command: LaunchCommand, name: str, base_url: str | None = None
+) -> EngineRecord:
     """Add the endpoint the command will serve to the engine registry (same kind and model)."""
     from services import endpoints
 
-    return endpoints.add_engine(name, base_url or command.base_url, kind=command.kind, model=command.model_name)
+    return endpoints.add_engine(
+        name, base_url or command.base_url, kind=command.kind, model=command.model_name
+    )

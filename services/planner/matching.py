@@ -20,7 +20,7 @@ _MODEL_NOISE = frozenset({"instruct", "chat", "it", "hf", "gguf", "meta", "base"
 
 
 def model_tokens(name: str) -> tuple[str, ...]:
-    """"HuggingFaceTB/SmolLM2-135M-Instruct" -> ("smollm", "2", "135", "m").
+    """ "HuggingFaceTB/SmolLM2-135M-Instruct" -> ("smollm", "2", "135", "m").
 
     Letters and digits split apart, so "llama3.1:8b" and "Llama-3.1-8B" give the same
     tokens; the organisation, directories and ".gguf" are dropped.
@@ -55,15 +55,26 @@ def resolve_model(name: str, models: Mapping[str, ModelSpec]) -> set[str]:
     if exact:
         return exact
     return {
-        key for key, model in models.items()
+        key
+        for key, model in models.items()
         if any(_prefix(tokens, n) or _prefix(n, tokens) for n in _names(model))
     }
 
 
 def _shape(model: ModelSpec) -> tuple[int, ...]:
     """What the roofline depends on: two keys with the same shape are the same model to it."""
-    return (model.layers, model.hidden, model.heads, model.kv_heads, model.head_dim, model.intermediate,
-            model.vocab, model.experts, model.experts_per_token, model.kv_lora_rank)
+    return (
+        model.layers,
+        model.hidden,
+        model.heads,
+        model.kv_heads,
+        model.head_dim,
+        model.intermediate,
+        model.vocab,
+        model.experts,
+        model.experts_per_token,
+        model.kv_lora_rank,
+    )
 
 
 def model_matches(names: Iterable[str], model: ModelSpec, models: Mapping[str, ModelSpec]) -> bool:
@@ -77,8 +88,23 @@ def model_matches(names: Iterable[str], model: ModelSpec, models: Mapping[str, M
 
 # ---- hardware ----------------------------------------------------------------------
 
-_GPU_NOISE = frozenset({"nvidia", "geforce", "amd", "radeon", "apple", "tesla", "intel", "gpu", "graphics", "hgx",
-                        "dgx", "rtx", "gb"})
+_GPU_NOISE = frozenset(
+    {
+        "nvidia",
+        "geforce",
+        "amd",
+        "radeon",
+        "apple",
+        "tesla",
+        "intel",
+        "gpu",
+        "graphics",
+        "hgx",
+        "dgx",
+        "rtx",
+        "gb",
+    }
+)
 _CHIP_SUFFIX = frozenset({"ti", "super", "max", "pro", "ultra"})
 _MEMORY = re.compile(r"^(\d+)gb?$")
 

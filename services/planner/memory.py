@@ -26,12 +26,14 @@ def parameter_breakdown(model: ModelSpec) -> ParamBreakdown:
     h = model.hidden
     if model.is_mla:
         qk_head = model.qk_nope_head_dim + model.qk_rope_head_dim
-        q_proj = (h * model.q_lora_rank + model.q_lora_rank * model.heads * qk_head) if model.q_lora_rank else (
-            h * model.heads * qk_head
+        q_proj = (
+            (h * model.q_lora_rank + model.q_lora_rank * model.heads * qk_head)
+            if model.q_lora_rank
+            else (h * model.heads * qk_head)
         )
-        kv_proj = h * (model.kv_lora_rank + model.qk_rope_head_dim) + model.kv_lora_rank * model.heads * (
-            model.qk_nope_head_dim + model.v_head_dim
-        )
+        kv_proj = h * (
+            model.kv_lora_rank + model.qk_rope_head_dim
+        ) + model.kv_lora_rank * model.heads * (model.qk_nope_head_dim + model.v_head_dim)
         attention_per_layer = q_proj + kv_proj + model.heads * model.v_head_dim * h
         extra_norms_per_layer = model.q_lora_rank + model.kv_lora_rank
     else:
@@ -59,7 +61,14 @@ def parameter_breakdown(model: ModelSpec) -> ParamBreakdown:
     b.routed_experts = moe_layers * model.experts * routed_each
     b.shared_experts = moe_layers * model.shared_experts * 3 * h * shared_inter
     b.total = (
-        b.embedding + b.lm_head + b.norms + b.attention + b.dense_mlp + b.router + b.routed_experts + b.shared_experts
+        b.embedding
+        + b.lm_head
+        + b.norms
+        + b.attention
+        + b.dense_mlp
+        + b.router
+        + b.routed_experts
+        + b.shared_experts
     )
     b.active = b.total - moe_layers * (model.experts - model.experts_per_token) * routed_each
     b.groups = {
@@ -170,7 +179,13 @@ def tokens_in_blocks(context: int, block_size: int) -> int:
 
 
 def kv_bytes_per_sequence(
-    model: ModelSpec, kv: KvFormat, context: int, *, block_size: int = 1, tp: int = 1, per_gpu: bool = False
+    model: ModelSpec,
+    kv: KvFormat,
+    context: int,
+    *,
+    block_size: int = 1,
+    tp: int = 1,
+    per_gpu: bool = False,
 ) -> float:
     """KV bytes of one sequence of `context` tokens, rounded up to whole blocks.
 
@@ -244,11 +259,16 @@ def fit_report(
     )
 
 
-def max_context(model: ModelSpec, kv: KvFormat, capacity: float, *, batch: int, block_size: int, tp: int) -> int:
+def max_context(
+    model: ModelSpec, kv: KvFormat, capacity: float, *, batch: int, block_size: int, tp: int
+) -> int:
     """The longest context (whole blocks) at which `batch` sequences fit in `capacity` bytes."""
 
     def fits(tokens: int) -> bool:
-        return batch * kv_bytes_per_sequence(model, kv, tokens, block_size=block_size, tp=tp, per_gpu=True) <= capacity
+        return (
+            batch * kv_bytes_per_sequence(model, kv, tokens, block_size=block_size, tp=tp, per_gpu=True)
+            <= capacity
+        )
 
     if not fits(block_size):
         return 0

@@ -109,7 +109,9 @@ def make_plan(request: PlanRequest) -> PlanResult:
             f"Context {request.context:,} is beyond {model.name}'s trained maximum of {model.max_context:,} tokens."
         )
     if fmt.compute == "fp8" and gpu.fp8_tflops is None:
-        warnings.append(f"{gpu.name} has no FP8 tensor cores: FP8 weights run weight-only, at BF16 compute speed.")
+        warnings.append(
+            f"{gpu.name} has no FP8 tensor cores: FP8 weights run weight-only, at BF16 compute speed."
+        )
     if fmt.compute == "int8" and gpu.int8_tops is None:
         warnings.append(f"{gpu.name} has no INT8 tensor path listed: compute assumed at BF16 speed.")
     if fmt.family == "gguf" and model.file_dtype != fmt.key:
@@ -120,9 +122,16 @@ def make_plan(request: PlanRequest) -> PlanResult:
     reserve = request.reserve_gib * GIB
     kv_seq = memory.kv_bytes_per_sequence(model, kv, request.context, block_size=request.block_size)
     fit = memory.fit_report(
-        model, gpu, weights, kv,
-        batch=request.batch, context=request.context, tp=request.tp,
-        mem_util=request.mem_util, block_size=request.block_size, reserve_bytes=reserve,
+        model,
+        gpu,
+        weights,
+        kv,
+        batch=request.batch,
+        context=request.context,
+        tp=request.tp,
+        mem_util=request.mem_util,
+        block_size=request.block_size,
+        reserve_bytes=reserve,
     )
     if not fit.fits:
         warnings.append(
@@ -133,7 +142,9 @@ def make_plan(request: PlanRequest) -> PlanResult:
     decode = roofline.decode(request.batch, request.context)
     measured = None
     if request.achieved_tok_s is not None:
-        measured = compare_to_bound(roofline, request.achieved_tok_s, batch=request.batch, context=request.context)
+        measured = compare_to_bound(
+            roofline, request.achieved_tok_s, batch=request.batch, context=request.context
+        )
         if measured.fraction > 1:
             warnings.append(
                 f"The measured {measured.achieved_tok_s:,.1f} tok/s is above the {measured.bound_tok_s:,.1f} tok/s "
@@ -259,7 +270,10 @@ def list_presets() -> dict[str, Any]:
         "models": {k: m.name + (" (custom)" if m.custom else "") for k, m in all_models().items()},
         "gpus": {k: g.name + (" (custom)" if g.custom else "") for k, g in all_gpus().items()},
         "dtypes": {k: f.label for k, f in WEIGHT_FORMATS.items()},
-        "kv_dtypes": {"auto": "16-bit, as engines default", **{k: f.label for k, f in KV_FORMATS.items()}},
+        "kv_dtypes": {
+            "auto": "16-bit, as engines default",
+            **{k: f.label for k, f in KV_FORMATS.items()},
+        },
     }
 
 
@@ -268,23 +282,25 @@ def model_rows() -> list[dict[str, Any]]:
     rows = []
     for key, model in all_models().items():
         params = memory.parameter_breakdown(model)
-        rows.append({
-            "key": key,
-            "name": model.name,
-            "attention": model.attention_kind,
-            "layers": model.layers,
-            "hidden": model.hidden,
-            "heads": model.heads,
-            "kv_heads": model.kv_heads,
-            "head_dim": model.head_dim,
-            "experts": f"{model.experts_per_token}/{model.experts}" if model.is_moe else "",
-            "params_b": params.total / 1e9,
-            "active_b": params.active / 1e9,
-            "kv_bytes_per_token_bf16": int(memory.kv_bytes_per_token(model, KV_FORMATS["bf16"])),
-            "max_context": model.max_context,
-            "custom": model.custom,
-            "source": model.source,
-        })
+        rows.append(
+            {
+                "key": key,
+                "name": model.name,
+                "attention": model.attention_kind,
+                "layers": model.layers,
+                "hidden": model.hidden,
+                "heads": model.heads,
+                "kv_heads": model.kv_heads,
+                "head_dim": model.head_dim,
+                "experts": f"{model.experts_per_token}/{model.experts}" if model.is_moe else "",
+                "params_b": params.total / 1e9,
+                "active_b": params.active / 1e9,
+                "kv_bytes_per_token_bf16": int(memory.kv_bytes_per_token(model, KV_FORMATS["bf16"])),
+                "max_context": model.max_context,
+                "custom": model.custom,
+                "source": model.source,
+            }
+        )
     return rows
 
 

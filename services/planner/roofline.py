@@ -111,7 +111,9 @@ class Roofline:
         return self.peak_flops_per_gpu / self.gpu.bandwidth_bytes_s
 
     def decode(self, batch: int, context: int) -> DecodePoint:
-        kv_seq = kv_bytes_per_sequence(self.model, self.kv, context, block_size=1, tp=self.tp, per_gpu=True)
+        kv_seq = kv_bytes_per_sequence(
+            self.model, self.kv, context, block_size=1, tp=self.tp, per_gpu=True
+        )
         weights_read = weight_bytes_read(self.model, self.weights, batch) / self.tp
         bytes_step = weights_read + batch * kv_seq
         flops_token = linear_flops_per_token(self.model) + attention_flops_per_token(self.model, context)
@@ -162,7 +164,9 @@ class Roofline:
         linear = linear_flops_per_token(self.model) * prompt
         flops = (linear + prefill_attention_flops(self.model, prompt)) / self.tp
         compute_time = flops / self.peak_flops_per_gpu
-        memory_time = weight_bytes_read(self.model, self.weights, prompt) / self.tp / self.gpu.bandwidth_bytes_s
+        memory_time = (
+            weight_bytes_read(self.model, self.weights, prompt) / self.tp / self.gpu.bandwidth_bytes_s
+        )
         time = max(compute_time, memory_time)
         return PrefillPoint(
             prompt=prompt,
@@ -210,7 +214,9 @@ class BoundComparison:
     context: int
 
 
-def compare_to_bound(roofline: Roofline, achieved_tok_s: float, *, batch: int, context: int) -> BoundComparison:
+def compare_to_bound(
+    roofline: Roofline, achieved_tok_s: float, *, batch: int, context: int
+) -> BoundComparison:
     point = roofline.decode(batch, context)
     return BoundComparison(
         achieved_tok_s=achieved_tok_s,

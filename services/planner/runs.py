@@ -21,7 +21,17 @@ from services.planner import matching
 from services.planner.catalog import all_models, get_gpu, get_model
 
 #: Keys under which a summary, a config or an engine block may name the hardware.
-HARDWARE_KEYS = ("hardware", "gpu", "gpus", "gpu_name", "gpu_names", "gpu_model", "device", "devices", "accelerator")
+HARDWARE_KEYS = (
+    "hardware",
+    "gpu",
+    "gpus",
+    "gpu_name",
+    "gpu_names",
+    "gpu_model",
+    "device",
+    "devices",
+    "accelerator",
+)
 _NAME_KEYS = ("name", "model", "label", "type", *HARDWARE_KEYS)
 
 
@@ -45,8 +55,10 @@ class StoredThroughput:
         name = self.run_name or f"run {self.run_id}"
         model = self.model or "model not recorded"
         hardware = ", ".join(self.hardware) or "hardware not recorded"
-        return (f"#{self.run_id} {name} · {self.engine} · {model} on {hardware} · "
-                f"{self.output_tok_s:,.1f} tok/s (batch ≈ {self.batch})")
+        return (
+            f"#{self.run_id} {name} · {self.engine} · {model} on {hardware} · "
+            f"{self.output_tok_s:,.1f} tok/s (batch ≈ {self.batch})"
+        )
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,11 @@ def _number(value: Any) -> float | None:
 
 def _batch(block: dict[str, Any], config: dict[str, Any]) -> int:
     """The concurrency the engine actually ran at: time-weighted mean, else max, else configured."""
-    for value in (block.get("concurrency_mean"), block.get("concurrency_max"), config.get("concurrency")):
+    for value in (
+        block.get("concurrency_mean"),
+        block.get("concurrency_max"),
+        config.get("concurrency"),
+    ):
         number = _number(value)
         if number and number > 0:
             return max(1, round(number))
@@ -124,7 +140,9 @@ def _telemetry_gpus(session: Any, run_ids: list[int]) -> dict[int, list[str]]:
         .group_by(Sample.run_id, Sample.source)
     )
     names: dict[int, list[str]] = {}
-    for run_id, values in session.execute(select(Sample.run_id, Sample.values).where(Sample.id.in_(first))):
+    for run_id, values in session.execute(
+        select(Sample.run_id, Sample.values).where(Sample.id.in_(first))
+    ):
         label = values.get("_label") if isinstance(values, dict) else None
         if isinstance(label, str) and label.strip() and label.strip() != "GPU":
             names.setdefault(run_id, []).append(label.strip())

@@ -138,7 +138,9 @@ class NvmlSampler:
                     )
                 )
         except Exception as error:
-            return GpuState(False, f"{NO_GPU}: NVML answered but listing GPUs failed ({_nvml_reason(error)}).")
+            return GpuState(
+                False, f"{NO_GPU}: NVML answered but listing GPUs failed ({_nvml_reason(error)})."
+            )
         if not gpus:
             return GpuState(False, f"{NO_GPU}: the NVIDIA driver sees no GPU.")
         return GpuState(
@@ -165,7 +167,9 @@ class NvmlSampler:
 
     # -- sampling --
 
-    def sample(self, indices: Sequence[int] | None = None, engines: Sequence[Any] = ()) -> list[Snapshot]:
+    def sample(
+        self, indices: Sequence[int] | None = None, engines: Sequence[Any] = ()
+    ) -> list[Snapshot]:
         state = self.state()
         if not state.available:
             return []
@@ -185,13 +189,19 @@ class NvmlSampler:
         try:
             return fn()
         except Exception as error:
-            if getattr(error, "value", None) in self._unsupported_codes() or isinstance(error, (AttributeError, TypeError)):
+            if getattr(error, "value", None) in self._unsupported_codes() or isinstance(
+                error, (AttributeError, TypeError)
+            ):
                 self._unsupported[index].add(name)
             return None
 
     def _unsupported_codes(self) -> set[int]:
         nvml = self._nvml
-        names = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_FUNCTION_NOT_FOUND", "NVML_ERROR_ARGUMENT_VERSION_MISMATCH")
+        names = (
+            "NVML_ERROR_NOT_SUPPORTED",
+            "NVML_ERROR_FUNCTION_NOT_FOUND",
+            "NVML_ERROR_ARGUMENT_VERSION_MISMATCH",
+        )
         return {getattr(nvml, n) for n in names if hasattr(nvml, n)}
 
     def _sample_one(self, gpu: GpuInfo, now: float, engines: Sequence[Any]) -> Snapshot:
@@ -200,7 +210,9 @@ class NvmlSampler:
         i, handle = gpu.index, self._handles[gpu.index]
         values: dict[str, float | None] = {}
 
-        memory = self._field(i, "memory_v2", lambda: nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2))
+        memory = self._field(
+            i, "memory_v2", lambda: nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
+        )
         if memory is None:
             memory = self._field(i, "memory_v1", lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
         else:
@@ -221,29 +233,43 @@ class NvmlSampler:
         )
         if temperature is not None:
             values["gpu_temperature_c"] = float(temperature)
-        sm_clock = self._field(i, "sm_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+        sm_clock = self._field(
+            i, "sm_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)
+        )
         if sm_clock is not None:
             values["gpu_sm_clock_mhz"] = float(sm_clock)
-        mem_clock = self._field(i, "mem_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM))
+        mem_clock = self._field(
+            i, "mem_clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)
+        )
         if mem_clock is not None:
             values["gpu_memory_clock_mhz"] = float(mem_clock)
         values.update(self._pcie(i, handle, now))
 
         processes = self._processes(i, handle, engines)
         if not values:
-            return Snapshot(gpu.source, "gpu", gpu.name, now, error="the GPU answered no field (lost or reset?)")
+            return Snapshot(
+                gpu.source, "gpu", gpu.name, now, error="the GPU answered no field (lost or reset?)"
+            )
         missing = {name: not_reported(gpu.name) for name in GPU_SIGNAL_NAMES if name not in values}
-        return Snapshot(gpu.source, "gpu", gpu.name, now, values=values, missing=missing, processes=processes)
+        return Snapshot(
+            gpu.source, "gpu", gpu.name, now, values=values, missing=missing, processes=processes
+        )
 
     def _pcie(self, i: int, handle: Any, now: float) -> dict[str, float | None]:
         """PCIe bytes/s from NVML's cumulative byte counters (no blocking); else from
         nvmlDeviceGetPcieThroughput, which measures 20 ms per call, every few seconds."""
         nvml = self._nvml
         assert nvml is not None
-        fields = (nvml.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nvml.NVML_FI_DEV_PCIE_COUNT_RX_BYTES) if hasattr(
-            nvml, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES"
-        ) else None
-        counters = self._field(i, "pcie_counters", lambda: nvml.nvmlDeviceGetFieldValues(handle, list(fields))) if fields else None
+        fields = (
+            (nvml.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nvml.NVML_FI_DEV_PCIE_COUNT_RX_BYTES)
+            if hasattr(nvml, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES")
+            else None
+        )
+        counters = (
+            self._field(i, "pcie_counters", lambda: nvml.nvmlDeviceGetFieldValues(handle, list(fields)))
+            if fields
+            else None
+        )
         if counters is not None:
             try:
                 if any(int(value.nvmlReturn) != 0 for value in counters):
@@ -266,14 +292,22 @@ class NvmlSampler:
         last = self._pcie_fallback.get(i)
         if last is None or now - last[0] >= PCIE_FALLBACK_EVERY_S:
             tx_kb = self._field(
-                i, "pcie_throughput", lambda: nvml.nvmlDeviceGetPcieThroughput(handle, nvml.NVML_PCIE_UTIL_TX_BYTES)
+                i,
+                "pcie_throughput",
+                lambda: nvml.nvmlDeviceGetPcieThroughput(handle, nvml.NVML_PCIE_UTIL_TX_BYTES),
             )
             rx_kb = self._field(
-                i, "pcie_throughput", lambda: nvml.nvmlDeviceGetPcieThroughput(handle, nvml.NVML_PCIE_UTIL_RX_BYTES)
+                i,
+                "pcie_throughput",
+                lambda: nvml.nvmlDeviceGetPcieThroughput(handle, nvml.NVML_PCIE_UTIL_RX_BYTES),
             )
             if tx_kb is None and rx_kb is None:
                 return {}
-            last = (now, None if tx_kb is None else tx_kb * 1024.0, None if rx_kb is None else rx_kb * 1024.0)
+            last = (
+                now,
+                None if tx_kb is None else tx_kb * 1024.0,
+                None if rx_kb is None else rx_kb * 1024.0,
+            )
             self._pcie_fallback[i] = last
         return {"gpu_pcie_tx_bytes_per_s": last[1], "gpu_pcie_rx_bytes_per_s": last[2]}
 
@@ -342,7 +376,9 @@ class NullGpuSampler:
     def state(self) -> GpuState:
         return GpuState(False, self.message)
 
-    def sample(self, indices: Sequence[int] | None = None, engines: Sequence[Any] = ()) -> list[Snapshot]:
+    def sample(
+        self, indices: Sequence[int] | None = None, engines: Sequence[Any] = ()
+    ) -> list[Snapshot]:
         return []
 
     def close(self) -> None:
@@ -403,13 +439,29 @@ def dcgm_snapshots(families: Families, default_host: str, ts: float) -> list[Sna
         if labels.get("pod"):
             processes.append(
                 {
-                    "name": "/".join(x for x in (labels.get("namespace"), labels.get("pod"), labels.get("container")) if x),
+                    "name": "/".join(
+                        x
+                        for x in (labels.get("namespace"), labels.get("pod"), labels.get("container"))
+                        if x
+                    ),
                     "used_bytes": None,
                 }
             )
-        missing = {name: not_reported(f"dcgm-exporter ({label})") for name in GPU_SIGNAL_NAMES if name not in values}
+        missing = {
+            name: not_reported(f"dcgm-exporter ({label})")
+            for name in GPU_SIGNAL_NAMES
+            if name not in values
+        }
         snapshots.append(
-            Snapshot(dcgm_source(host, gpu), "gpu", label, ts, values=values, missing=missing, processes=processes)
+            Snapshot(
+                dcgm_source(host, gpu),
+                "gpu",
+                label,
+                ts,
+                values=values,
+                missing=missing,
+                processes=processes,
+            )
         )
     return snapshots
 
@@ -431,8 +483,13 @@ class DcgmSampler:
         ts = time.time() if now is None else now
         with self.lock:
             try:
-                response = http.fetch("GET", self.url, headers={"Accept": "text/plain"}, deadline_s=self.timeout_s,
-                                      max_bytes=DCGM_MAX_BYTES)
+                response = http.fetch(
+                    "GET",
+                    self.url,
+                    headers={"Accept": "text/plain"},
+                    deadline_s=self.timeout_s,
+                    max_bytes=DCGM_MAX_BYTES,
+                )
             except http.HttpError as error:
                 self.error = f"dcgm-exporter at {self.url}: {error.detail}"
                 return []

@@ -110,7 +110,11 @@ class TelemetryHub:
             return scraper.scrape(now)
 
     def _gpus(
-        self, indices: list[int] | None, engines: Sequence[EngineTarget], max_age_s: float, now: float | None
+        self,
+        indices: list[int] | None,
+        engines: Sequence[EngineTarget],
+        max_age_s: float,
+        now: float | None,
     ) -> list[Snapshot]:
         with self._gpu_lock:
             current = time.time() if now is None else now
@@ -142,7 +146,9 @@ class TelemetryHub:
 
     # -- reading back --
 
-    def history(self, sources: Sequence[str], seconds: float, now: float | None = None) -> dict[str, list[Snapshot]]:
+    def history(
+        self, sources: Sequence[str], seconds: float, now: float | None = None
+    ) -> dict[str, list[Snapshot]]:
         """The live history of each source over the last `seconds` (bounded to history_s)."""
         horizon = (time.time() if now is None else now) - min(seconds, self.history_s)
         with self._lock:

@@ -46,11 +46,24 @@ LEGEND_PX = 64
 
 CHARTS: tuple[ChartDef, ...] = (
     ChartDef("gpu_memory", "GPU memory used", "gpu", (("gpu_memory_used_bytes", ""),), 1 / 2**30, "GiB"),
-    ChartDef("gpu_utilization", "GPU utilisation", "gpu", (("gpu_utilization_pct", ""),), 1.0, "%", (0, 100)),
-    ChartDef("kv_cache", "KV-cache usage", "engine", (("kv_cache_usage", ""),), 100.0, "%", (0, 100)),
-    ChartDef("prefix_hit", "Prefix-cache hit rate (window)", "engine", (("prefix_cache_hit_rate", ""),), 100.0, "%", (0, 100)),
     ChartDef(
-        "queue", "Requests running / waiting", "engine", (("requests_running", "running"), ("requests_waiting", "waiting")),
+        "gpu_utilization", "GPU utilisation", "gpu", (("gpu_utilization_pct", ""),), 1.0, "%", (0, 100)
+    ),
+    ChartDef("kv_cache", "KV-cache usage", "engine", (("kv_cache_usage", ""),), 100.0, "%", (0, 100)),
+    ChartDef(
+        "prefix_hit",
+        "Prefix-cache hit rate (window)",
+        "engine",
+        (("prefix_cache_hit_rate", ""),),
+        100.0,
+        "%",
+        (0, 100),
+    ),
+    ChartDef(
+        "queue",
+        "Requests running / waiting",
+        "engine",
+        (("requests_running", "running"), ("requests_waiting", "waiting")),
         unit="requests",
     ),
     ChartDef(
@@ -61,7 +74,10 @@ CHARTS: tuple[ChartDef, ...] = (
         unit="tokens/s",
     ),
     ChartDef(
-        "latency", "Latency p90 (window)", "engine", (("ttft_p90_s", "TTFT"), ("itl_p90_s", "ITL"), ("e2e_p90_s", "E2E")),
+        "latency",
+        "Latency p90 (window)",
+        "engine",
+        (("ttft_p90_s", "TTFT"), ("itl_p90_s", "ITL"), ("e2e_p90_s", "E2E")),
         unit="s",
     ),
 )
@@ -96,10 +112,13 @@ def series_from_snapshots(snapshots: Sequence[Snapshot]) -> SourceSeries | None:
     names = {n for s in snapshots for n in s.values}
     ts = np.fromiter((s.ts for s in snapshots), dtype=float, count=len(snapshots))
     signals = {
-        n: np.array([np.nan if (v := s.values.get(n)) is None else v for s in snapshots], dtype=float) for n in names
+        n: np.array([np.nan if (v := s.values.get(n)) is None else v for s in snapshots], dtype=float)
+        for n in names
     }
     reporting = next((s for s in reversed(snapshots) if not s.error), last)
-    return SourceSeries(last.source, last.kind, last.label, ts, signals, dict(reporting.missing), last.error)
+    return SourceSeries(
+        last.source, last.kind, last.label, ts, signals, dict(reporting.missing), last.error
+    )
 
 
 def series_from_window(window: SampleWindow) -> dict[str, SourceSeries]:
@@ -157,7 +176,9 @@ def build_chart(
         if missing and len(missing) == len(definition.signals):
             notes.append(f"{item.name}: {missing[0][1]}")
         elif missing:
-            notes.append(f"{item.name}: " + "; ".join(f"{SIGNALS[s].title} {reason}" for s, reason in missing))
+            notes.append(
+                f"{item.name}: " + "; ".join(f"{SIGNALS[s].title} {reason}" for s, reason in missing)
+            )
         for signal, suffix in definition.signals:
             values = item.signals.get(signal)
             if values is None or signal in item.not_reported:
@@ -255,8 +276,16 @@ def _status(snapshot: Snapshot) -> SourceStatus:
         return SourceStatus(snapshot.source, name, snapshot.label, False, snapshot.error)
     reported = [n for n, v in snapshot.values.items() if v is not None]
     if not snapshot.values:
-        return SourceStatus(snapshot.source, name, snapshot.label, True, next(iter(snapshot.missing.values()), "no signals"))
-    return SourceStatus(snapshot.source, name, snapshot.label, True, f"{len(reported)} signal(s) with data")
+        return SourceStatus(
+            snapshot.source,
+            name,
+            snapshot.label,
+            True,
+            next(iter(snapshot.missing.values()), "no signals"),
+        )
+    return SourceStatus(
+        snapshot.source, name, snapshot.label, True, f"{len(reported)} signal(s) with data"
+    )
 
 
 def _processes(snapshots: Sequence[Snapshot]) -> list[dict[str, Any]]:
@@ -293,11 +322,17 @@ def live_view(
         indices: list[int] | bool = [g.index for g in gpu_state.gpus]
     else:
         indices = [g.index for g in gpu_state.gpus if g.source in set(gpu_sources)]
-    snapshots = hub.sample(targets, gpus=indices if indices else False, dcgm_urls=dcgm_urls, max_age_s=0.5)
+    snapshots = hub.sample(
+        targets, gpus=indices if indices else False, dcgm_urls=dcgm_urls, max_age_s=0.5
+    )
     now = time.time()
     sources = [s.source for s in snapshots]
     history = hub.history(sources, window_s, now)
-    series = [item for source in sources if (item := series_from_snapshots(history.get(source, []))) is not None]
+    series = [
+        item
+        for source in sources
+        if (item := series_from_snapshots(history.get(source, []))) is not None
+    ]
     errors = [e for url in dcgm_urls if (e := hub.dcgm(url).error)]
     return MonitorView(
         charts=build_charts(series, (now - window_s, now)),
@@ -325,7 +360,9 @@ def recording_span(run_id: int) -> tuple[float, float] | None:
     return None if first is None or last is None else (float(first), float(last))
 
 
-def recorded_view(run_id: int, start_ts: float | None = None, end_ts: float | None = None) -> MonitorView:
+def recorded_view(
+    run_id: int, start_ts: float | None = None, end_ts: float | None = None
+) -> MonitorView:
     """The charts of a stored recording (or any run that recorded telemetry) over a
     window: by default its last hour. `span` and `window` tell the page what to offer."""
     span = recording_span(run_id)
@@ -336,7 +373,9 @@ def recorded_view(run_id: int, start_ts: float | None = None, end_ts: float | No
     window = load_window(start, end, run_id=run_id)
     series = list(series_from_window(window).values())
     statuses = [
-        SourceStatus(s.source, s.name, s.label, s.error is None, s.error or f"{len(s.ts)} sample(s) in the window")
+        SourceStatus(
+            s.source, s.name, s.label, s.error is None, s.error or f"{len(s.ts)} sample(s) in the window"
+        )
         for s in series
     ]
     processes = [
@@ -376,7 +415,9 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
     figure and notes (signals not reported, no telemetry recorded)."""
     data = run_telemetry(run_id)
     frame, requests = data.window.frame, data.requests
-    present = [row for row in TIMELINE_SIGNALS if row[0] in frame.columns and frame[row[0]].notna().any()]
+    present = [
+        row for row in TIMELINE_SIGNALS if row[0] in frame.columns and frame[row[0]].notna().any()
+    ]
     rows = 1 + len(present)
     figure = make_subplots(
         rows=rows,
@@ -390,12 +431,24 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
         for engine, part in requests.groupby("engine_name", sort=True):
             ok = part[part["ok"].astype(bool)]
             figure.add_trace(
-                go.Scattergl(x=ok["start_s"], y=ok["e2e_s"], mode="markers", name=f"{engine} · E2E", marker={"size": 4}),
+                go.Scattergl(
+                    x=ok["start_s"],
+                    y=ok["e2e_s"],
+                    mode="markers",
+                    name=f"{engine} · E2E",
+                    marker={"size": 4},
+                ),
                 row=1,
                 col=1,
             )
             figure.add_trace(
-                go.Scattergl(x=ok["start_s"], y=ok["ttft_s"], mode="markers", name=f"{engine} · TTFT", marker={"size": 3}),
+                go.Scattergl(
+                    x=ok["start_s"],
+                    y=ok["ttft_s"],
+                    mode="markers",
+                    name=f"{engine} · TTFT",
+                    marker={"size": 3},
+                ),
                 row=1,
                 col=1,
             )
@@ -408,7 +461,10 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
             if part[signal].notna().any():
                 figure.add_trace(
                     go.Scattergl(
-                        x=part["t_s"], y=part[signal] * scale, mode="lines", name=f"{source.partition(':')[2]} · {title}"
+                        x=part["t_s"],
+                        y=part[signal] * scale,
+                        mode="lines",
+                        name=f"{source.partition(':')[2]} · {title}",
                     ),
                     row=position,
                     col=1,
@@ -416,8 +472,12 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
     for source, missing in data.window.not_reported.items():
         shown = [title for signal, title, _, _ in TIMELINE_SIGNALS if signal in missing]
         if shown:
-            notes.append(f"{source.partition(':')[2]}: {', '.join(shown)} {next(iter(missing.values()))}")
-    figure.update_layout(height=220 * rows, margin={"l": 10, "r": 10, "t": 40, "b": 10}, uirevision=f"run_{run_id}")
+            notes.append(
+                f"{source.partition(':')[2]}: {', '.join(shown)} {next(iter(missing.values()))}"
+            )
+    figure.update_layout(
+        height=220 * rows, margin={"l": 10, "r": 10, "t": 40, "b": 10}, uirevision=f"run_{run_id}"
+    )
     figure.update_xaxes(title_text="seconds since the run started", row=rows, col=1)
     return figure, notes
 
@@ -460,14 +520,21 @@ def gpu_indices(gpu_sources: Sequence[str]) -> list[int]:
 
 #: The History view's windows ending now (label, seconds); "Custom" takes dates.
 HISTORY_WINDOWS: tuple[tuple[str, float], ...] = (
-    ("15 min", 900.0), ("1 h", 3600.0), ("6 h", 21600.0), ("24 h", 86400.0), ("7 days", 604800.0),
+    ("15 min", 900.0),
+    ("1 h", 3600.0),
+    ("6 h", 21600.0),
+    ("24 h", 86400.0),
+    ("7 days", 604800.0),
 )
 
 #: Server-side latency percentiles over time, shown by the History views.
 HISTORY_CHARTS: tuple[ChartDef, ...] = tuple(
     ChartDef(
-        f"{base}_percentiles", f"{title} p50 / p90 / p99 (server side)", "engine",
-        ((f"{base}_p50_s", "p50"), (f"{base}_p90_s", "p90"), (f"{base}_p99_s", "p99")), unit="s",
+        f"{base}_percentiles",
+        f"{title} p50 / p90 / p99 (server side)",
+        "engine",
+        ((f"{base}_p50_s", "p50"), (f"{base}_p90_s", "p90"), (f"{base}_p99_s", "p99")),
+        unit="s",
     )
     for base, title in (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E latency"))
 )
@@ -492,7 +559,9 @@ def history_server(url: str, selector: str | None = None) -> Any:
 
 
 def _history_source(item: Any) -> SourceSeries:
-    return SourceSeries(item.source, item.kind, item.label, item.ts, item.signals, item.not_reported, item.error)
+    return SourceSeries(
+        item.source, item.kind, item.label, item.ts, item.signals, item.not_reported, item.error
+    )
 
 
 def history_view(
@@ -512,18 +581,26 @@ def history_view(
     series = [_history_source(item) for item in result.series]
     statuses = [
         SourceStatus(
-            item.source, s.name, s.label, True,
+            item.source,
+            s.name,
+            s.label,
+            True,
             f"{int(np.isfinite(np.column_stack(list(item.signals.values()))).any(axis=1).sum()) if item.signals else 0}"
-            f" of {len(item.ts)} step(s) with data" + (f" · {item.matched_by}" if item.matched_by else ""),
+            f" of {len(item.ts)} step(s) with data"
+            + (f" · {item.matched_by}" if item.matched_by else ""),
         )
         for item, s in zip(result.series, series, strict=True)
     ]
     errors = list(result.messages)
     if not series:
-        errors.append(f"Prometheus at {server.url} has no engine or dcgm-exporter series in this window.")
+        errors.append(
+            f"Prometheus at {server.url} has no engine or dcgm-exporter series in this window."
+        )
     charts = build_charts(series, (start_ts, end_ts), key_prefix=key_prefix, webgl=False)
     if any(s.group == "engine" for s in series):
-        charts += [build_chart(d, series, (start_ts, end_ts), key_prefix, webgl=False) for d in HISTORY_CHARTS]
+        charts += [
+            build_chart(d, series, (start_ts, end_ts), key_prefix, webgl=False) for d in HISTORY_CHARTS
+        ]
     return MonitorView(
         charts=charts,
         statuses=statuses,
@@ -544,6 +621,11 @@ def run_history_view(server: Any, run_id: int, engine_names: Sequence[str] | Non
     names, unknown = registered_names(window.engine_names if engine_names is None else engine_names)
     # A benchmark lasts minutes: a finer step than the Monitor's default (15 s at least).
     step = step_for(window.start_ts, window.end_ts, points=500, least_s=1.0)
-    view = history_view(server, window.start_ts, window.end_ts, names, key_prefix=f"run_history_{run_id}_", step_s=step)
-    view.errors[:0] = [f"Engine {name} of this run is not registered here, so Prometheus cannot be asked for it." for name in unknown]
+    view = history_view(
+        server, window.start_ts, window.end_ts, names, key_prefix=f"run_history_{run_id}_", step_s=step
+    )
+    view.errors[:0] = [
+        f"Engine {name} of this run is not registered here, so Prometheus cannot be asked for it."
+        for name in unknown
+    ]
     return view

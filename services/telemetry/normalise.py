@@ -39,7 +39,9 @@ class Metric:
 
 def metric(name: str, scale: float = 1.0, **where: str | tuple[str, ...]) -> Metric:
     """`metric("nv_trt_llm_request_metrics", request_type="active")`; a tuple allows several values."""
-    labels = tuple(sorted((k.lower(), (v,) if isinstance(v, str) else tuple(v)) for k, v in where.items()))
+    labels = tuple(
+        sorted((k.lower(), (v,) if isinstance(v, str) else tuple(v)) for k, v in where.items())
+    )
     return Metric(name, labels, scale)
 
 
@@ -198,7 +200,12 @@ class ResetTracker:
         if isinstance(raw, Histogram):
             assert isinstance(previous_raw, Histogram) and isinstance(previous_total, Histogram)
             increase = raw.minus(previous_raw)
-            if restarted or increase is None or increase.count < 0 or min(increase.counts, default=0) < 0:
+            if (
+                restarted
+                or increase is None
+                or increase.count < 0
+                or min(increase.counts, default=0) < 0
+            ):
                 increase = raw  # restarted: everything it holds is new
             total: float | Histogram = (
                 previous_total.plus(increase) if previous_total.bounds == increase.bounds else increase
@@ -249,7 +256,9 @@ class EngineNormaliser:
         self.rate_window_s = rate_window_s
         self.latency_window_s = latency_window_s
         # Every engine signal is answered: with a value, None, or the reason it is missing.
-        self.signal_names = ENGINE_SIGNAL_NAMES + tuple(n for n in signal_map if n not in ENGINE_SIGNAL_NAMES)
+        self.signal_names = ENGINE_SIGNAL_NAMES + tuple(
+            n for n in signal_map if n not in ENGINE_SIGNAL_NAMES
+        )
         self.tracker = ResetTracker()
         self.history: deque[_Reading] = deque()
         self._restart_marker: float | None = None
@@ -259,15 +268,24 @@ class EngineNormaliser:
         self.histogram_signals = {
             name
             for name in self.signal_names
-            if (specs := signal_map.get(name)) and all(isinstance(s, Quantile | HistogramMean) for s in specs)
+            if (specs := signal_map.get(name))
+            and all(isinstance(s, Quantile | HistogramMean) for s in specs)
         }
         self._histogram_result = Normalised({}, {}, {})
 
     def update(
-        self, families: Families, ts: float, restart_marker: float | None = None, with_histograms: bool = True
+        self,
+        families: Families,
+        ts: float,
+        restart_marker: float | None = None,
+        with_histograms: bool = True,
     ) -> Normalised:
         marker = restart_marker if restart_marker is not None else families.restart_marker()
-        restarted = marker is not None and self._restart_marker is not None and abs(marker - self._restart_marker) > 0.5
+        restarted = (
+            marker is not None
+            and self._restart_marker is not None
+            and abs(marker - self._restart_marker) > 0.5
+        )
         if marker is not None:
             self._restart_marker = marker
 
@@ -298,7 +316,10 @@ class EngineNormaliser:
         self.history.append(reading)
         self._trim(ts)
 
-        bases = (self._base(reading, self.rate_window_s), self._base(reading, self.latency_window_s, True))
+        bases = (
+            self._base(reading, self.rate_window_s),
+            self._base(reading, self.latency_window_s, True),
+        )
         self._deltas: dict[tuple[InputKey, float | bool], tuple[float | Histogram | None, float]] = {}
         values: dict[str, float | None] = {}
         notes: dict[str, str] = {}
@@ -352,7 +373,9 @@ class EngineNormaliser:
                 break
         return base
 
-    def _delta(self, key: InputKey, now: _Reading, base: _Reading | None) -> tuple[float | Histogram | None, float]:
+    def _delta(
+        self, key: InputKey, now: _Reading, base: _Reading | None
+    ) -> tuple[float | Histogram | None, float]:
         """The increase of input `key` between base and now (cached for this update: the
         four latency signals of a histogram share one window)."""
         cached = self._deltas.get((key, base is not None and base.ts))

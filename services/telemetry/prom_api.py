@@ -50,7 +50,9 @@ def parse_selector(text: str) -> str:
         position = match.end()
         if position < len(body):
             if body[position] != ",":
-                raise ValidationError(f"The label selector {text.strip()!r}: matchers are separated by commas.")
+                raise ValidationError(
+                    f"The label selector {text.strip()!r}: matchers are separated by commas."
+                )
             position += 1
     return ",".join(matchers)
 
@@ -77,7 +79,11 @@ class PromServer:
 
     @classmethod
     def from_input(
-        cls, url: str, selector: str = "", token_env: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+        cls,
+        url: str,
+        selector: str = "",
+        token_env: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> PromServer:
         text = (url or "").strip()
         if not text:
@@ -85,15 +91,24 @@ class PromServer:
         if "://" not in text:
             text = f"http://{text}"
         if not text.startswith(("http://", "https://")):
-            raise ValidationError(f"The Prometheus URL {url.strip()!r} must start with http:// or https://.")
-        return cls(text.rstrip("/"), parse_selector(selector or ""), (token_env or "").strip() or None, timeout_s)
+            raise ValidationError(
+                f"The Prometheus URL {url.strip()!r} must start with http:// or https://."
+            )
+        return cls(
+            text.rstrip("/"),
+            parse_selector(selector or ""),
+            (token_env or "").strip() or None,
+            timeout_s,
+        )
 
     def headers(self) -> dict[str, str]:
         if not self.token_env:
             return {}
         token = os.environ.get(self.token_env, "").strip()
         if not token:
-            raise ValidationError(f"The Prometheus token variable {self.token_env} is not set (or empty).")
+            raise ValidationError(
+                f"The Prometheus token variable {self.token_env} is not set (or empty)."
+            )
         return {"Authorization": f"Bearer {token}"}
 
 
@@ -104,7 +119,9 @@ def configured_server() -> PromServer | None:
     if not url:
         return None
     return PromServer.from_input(
-        url, os.environ.get("SHOOTOUT_PROMETHEUS_SELECTOR", ""), os.environ.get("SHOOTOUT_PROMETHEUS_TOKEN_ENV")
+        url,
+        os.environ.get("SHOOTOUT_PROMETHEUS_SELECTOR", ""),
+        os.environ.get("SHOOTOUT_PROMETHEUS_TOKEN_ENV"),
     )
 
 
@@ -137,25 +154,43 @@ def api_get(server: PromServer, path: str, params: dict[str, Any] | list[tuple[s
     url = server.url + path
     try:
         response = http.fetch(
-            "GET", url, params=params, headers=server.headers(), deadline_s=server.timeout_s, max_bytes=MAX_ANSWER_BYTES
+            "GET",
+            url,
+            params=params,
+            headers=server.headers(),
+            deadline_s=server.timeout_s,
+            max_bytes=MAX_ANSWER_BYTES,
         )
     except http.HttpDeadlineExceeded as error:
         raise type(error)(
-            f"Prometheus at {server.url} did not answer within {server.timeout_s:g} s (slow or overloaded).", url
+            f"Prometheus at {server.url} did not answer within {server.timeout_s:g} s (slow or overloaded).",
+            url,
         ) from error
     except http.HttpError as error:
         raise type(error)(f"Prometheus at {server.url}: {error.detail}", url) from error
     if response.status in (401, 403):
-        hint = f"check the token in {server.token_env}" if server.token_env else "it wants a bearer token (SHOOTOUT_PROMETHEUS_TOKEN_ENV)"
-        raise EngineError(f"Prometheus at {server.url} refused the request (HTTP {response.status}): {hint}.")
+        hint = (
+            f"check the token in {server.token_env}"
+            if server.token_env
+            else "it wants a bearer token (SHOOTOUT_PROMETHEUS_TOKEN_ENV)"
+        )
+        raise EngineError(
+            f"Prometheus at {server.url} refused the request (HTTP {response.status}): {hint}."
+        )
     try:
         body: Any = response.json()
     except http.HttpError:
-        raise EngineError(f"Prometheus at {server.url} answered HTTP {response.status} without JSON (is it Prometheus?).") from None
+        raise EngineError(
+            f"Prometheus at {server.url} answered HTTP {response.status} without JSON (is it Prometheus?)."
+        ) from None
     if not isinstance(body, dict):
-        raise EngineError(f"Prometheus at {server.url} answered HTTP {response.status} with JSON that is not an API answer.")
+        raise EngineError(
+            f"Prometheus at {server.url} answered HTTP {response.status} with JSON that is not an API answer."
+        )
     if response.status != 200 or body.get("status") != "success":
-        raise EngineError(f"Prometheus at {server.url}: {body.get('error') or f'HTTP {response.status}'}")
+        raise EngineError(
+            f"Prometheus at {server.url}: {body.get('error') or f'HTTP {response.status}'}"
+        )
     return body.get("data")
 
 
@@ -166,7 +201,12 @@ class RangeSeries:
 
 
 def query_range(
-    server: PromServer | str, query: str, start_ts: float, end_ts: float, step_s: float, timeout_s: float | None = None
+    server: PromServer | str,
+    query: str,
+    start_ts: float,
+    end_ts: float,
+    step_s: float,
+    timeout_s: float | None = None,
 ) -> list[RangeSeries]:
     """One `query_range` call; label names come back lower-cased (dcgm's Hostname/hostname).
     Values that are not numbers (NaN: nothing to divide) are dropped."""
@@ -198,7 +238,8 @@ def signals_query(expressions: dict[str, str]) -> str:
     """One query for several signals: each expression tagged with its signal name in
     SIGNAL_LABEL, joined with `or` (one round trip instead of one per signal)."""
     return " or ".join(
-        f'label_replace({expression}, "{SIGNAL_LABEL}", "{signal}", "", "")' for signal, expression in expressions.items()
+        f'label_replace({expression}, "{SIGNAL_LABEL}", "{signal}", "", "")'
+        for signal, expression in expressions.items()
     )
 
 
@@ -217,7 +258,9 @@ def metric_names(server: PromServer, selector: str, start_ts: float, end_ts: flo
     return {str(name) for name in api_get(server, "/api/v1/label/__name__/values", params) or []}
 
 
-def label_values(server: PromServer, label: str, selector: str, start_ts: float, end_ts: float) -> list[str]:
+def label_values(
+    server: PromServer, label: str, selector: str, start_ts: float, end_ts: float
+) -> list[str]:
     params = [("match[]", "{" + selector + "}"), ("start", f"{start_ts:.3f}"), ("end", f"{end_ts:.3f}")]
     return sorted(str(v) for v in api_get(server, f"/api/v1/label/{label}/values", params) or [])
 
@@ -273,7 +316,13 @@ def gpu_history(
         for ts, value in series.points:
             row = cells.get((ts, source))
             if row is None:
-                row = cells[(ts, source)] = {"ts": ts, "source": source, "_kind": "gpu", "_label": label, "_error": None}
+                row = cells[(ts, source)] = {
+                    "ts": ts,
+                    "source": source,
+                    "_kind": "gpu",
+                    "_label": label,
+                    "_error": None,
+                }
             row[signal] = value
     if not cells:
         return pd.DataFrame(columns=["ts", "source", "_kind", "_label", "_error", *wanted])

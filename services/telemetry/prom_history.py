@@ -97,7 +97,10 @@ class PromHistory:
         for item in self.series:
             signals = {}
             for name, values in item.signals.items():
-                points = [[float(t), None if np.isnan(v) else float(v)] for t, v in zip(item.ts, values, strict=True)]
+                points = [
+                    [float(t), None if np.isnan(v) else float(v)]
+                    for t, v in zip(item.ts, values, strict=True)
+                ]
                 signals[name] = {"unit": SIGNALS[name].unit if name in SIGNALS else "", "points": points}
             sources.append(
                 {
@@ -134,7 +137,9 @@ def parse_engine_mapping(text: str) -> dict[str, str]:
             continue
         name, equals, selector = entry.partition("=")
         if not equals or not name.strip() or not selector.strip():
-            raise ValidationError(f"The engine mapping {entry.strip()!r} is not name=selector (e.g. vllm-prod=job=\"vllm\").")
+            raise ValidationError(
+                f'The engine mapping {entry.strip()!r} is not name=selector (e.g. vllm-prod=job="vllm").'
+            )
         mapping[name.strip()] = prom_api.parse_selector(selector)
     return mapping
 
@@ -152,7 +157,9 @@ def _host_port(url: str) -> str | None:
 
 
 def _same_url(a: str, b: str) -> bool:
-    return a.rstrip("/").replace("://localhost:", "://127.0.0.1:") == b.rstrip("/").replace("://localhost:", "://127.0.0.1:")
+    return a.rstrip("/").replace("://localhost:", "://127.0.0.1:") == b.rstrip("/").replace(
+        "://localhost:", "://127.0.0.1:"
+    )
 
 
 def detect_kind(names: set[str]) -> str:
@@ -184,10 +191,16 @@ def registered_engines(
         target = next((t for t in targets if _same_url(str(t.get("scrapeUrl", "")), metrics_url)), None)
         if target is not None:
             labels = target.get("labels") or {}
-            selector = ",".join(f"{k}={quote(str(labels[k]))}" for k in ("job", "instance") if k in labels)
+            selector = ",".join(
+                f"{k}={quote(str(labels[k]))}" for k in ("job", "instance") if k in labels
+            )
             result.append(PromEngine(name, record.kind, adapter.label, selector, "scrape target"))
         elif (host_port := _host_port(metrics_url)) is not None:
-            result.append(PromEngine(name, record.kind, adapter.label, f"instance={quote(host_port)}", "instance label"))
+            result.append(
+                PromEngine(
+                    name, record.kind, adapter.label, f"instance={quote(host_port)}", "instance label"
+                )
+            )
     return result
 
 
@@ -197,7 +210,9 @@ def job_engines(server: PromServer, job: str, start_ts: float, end_ts: float) ->
     instances = prom_api.label_values(server, "instance", base, start_ts, end_ts)
     if not instances:
         raise NotFoundError(f"Prometheus at {server.url} has no series of job {job!r} in the window.")
-    return [PromEngine(i, "", "", f"job={quote(job)},instance={quote(i)}", "job label") for i in instances]
+    return [
+        PromEngine(i, "", "", f"job={quote(job)},instance={quote(i)}", "job label") for i in instances
+    ]
 
 
 # --- specs -> PromQL ----------------------------------------------------------------------
@@ -237,7 +252,9 @@ def spec_expression(spec: Spec, names: set[str], selector: str, window: str) -> 
     if isinstance(spec, Gauge):
         if spec.metric.name not in names:
             return None
-        return _scaled(f"{_AGG[spec.agg]}({_series(spec.metric, spec.metric.name, selector)})", spec.metric.scale)
+        return _scaled(
+            f"{_AGG[spec.agg]}({_series(spec.metric, spec.metric.name, selector)})", spec.metric.scale
+        )
     if isinstance(spec, GaugeRatio):
         if spec.num.name not in names or spec.den.name not in names:
             return None
@@ -291,7 +308,9 @@ def _grid(start_ts: float, end_ts: float, step_s: float) -> np.ndarray:
     return start_ts + step_s * np.arange(int((end_ts - start_ts) / step_s + 1e-9) + 1)
 
 
-def _place(grid: np.ndarray, start_ts: float, step_s: float, points: list[tuple[float, float]]) -> np.ndarray:
+def _place(
+    grid: np.ndarray, start_ts: float, step_s: float, points: list[tuple[float, float]]
+) -> np.ndarray:
     """The points on the grid (Prometheus answers at start + k * step exactly)."""
     values = np.full(len(grid), np.nan)
     if points:
@@ -319,12 +338,16 @@ def _engine_series(
             f"Prometheus at {server.url} has no series for {engine.name} ({{{selector}}}, matched by "
             f"{engine.matched_by}) in the window; map it by hand with SHOOTOUT_PROMETHEUS_ENGINES if its labels differ."
         )
-    kind = engine.kind if engine.kind and get_adapter(engine.kind).telemetry_signals else detect_kind(names)
+    kind = (
+        engine.kind if engine.kind and get_adapter(engine.kind).telemetry_signals else detect_kind(names)
+    )
     label = get_adapter(kind).label
     expressions, missing, notes = engine_expressions(kind, label, names, selector, window, signals)
     values: dict[str, np.ndarray] = {}
     if expressions:
-        answer = prom_api.query_range(server, prom_api.signals_query(expressions), start_ts, end_ts, step_s)
+        answer = prom_api.query_range(
+            server, prom_api.signals_query(expressions), start_ts, end_ts, step_s
+        )
         for item in answer:
             signal = item.labels.get(prom_api.SIGNAL_LABEL)
             if signal in expressions:
@@ -334,19 +357,34 @@ def _engine_series(
             if info is not None and info.unit == "ratio":
                 bad = np.isfinite(array) & ((array < -1e-9) | (array > 1 + 1e-9))
                 if bad.any():
-                    notes[signal] = f"Prometheus answered {array[bad][0]:g}, which cannot be right; not shown"
+                    notes[signal] = (
+                        f"Prometheus answered {array[bad][0]:g}, which cannot be right; not shown"
+                    )
                 array[bad] = np.nan
                 np.clip(array, 0.0, 1.0, out=array)
         for signal in expressions:
             values.setdefault(signal, np.full(len(grid), np.nan))  # exposed, no data in the window
     series = HistorySeries(
-        engine.source, kind, label, grid, values, missing, notes, selector=selector, matched_by=engine.matched_by
+        engine.source,
+        kind,
+        label,
+        grid,
+        values,
+        missing,
+        notes,
+        selector=selector,
+        matched_by=engine.matched_by,
     )
     return series, None
 
 
 def gpu_series(
-    server: PromServer, start_ts: float, end_ts: float, step_s: float, grid: np.ndarray, signals: Sequence[str] = ()
+    server: PromServer,
+    start_ts: float,
+    end_ts: float,
+    step_s: float,
+    grid: np.ndarray,
+    signals: Sequence[str] = (),
 ) -> list[HistorySeries]:
     """dcgm-exporter GPUs on the grid, one source per host and GPU index."""
     wanted = [s for s in (signals or GPU_SIGNAL_NAMES) if s in prom_api.GPU_QUERIES]
@@ -362,7 +400,9 @@ def gpu_series(
         source = dcgm_source(host, item.labels.get("gpu", "0"))
         entry = by_source.get(source)
         if entry is None:
-            entry = by_source[source] = HistorySeries(source, "gpu", item.labels.get("modelname", "GPU"), grid, {})
+            entry = by_source[source] = HistorySeries(
+                source, "gpu", item.labels.get("modelname", "GPU"), grid, {}
+            )
         entry.signals[signal] = _place(grid, start_ts, step_s, item.points)
     return [by_source[s] for s in sorted(by_source)]
 
@@ -394,10 +434,18 @@ def history(
     if job:
         engines += job_engines(server, job, start_ts, end_ts)
     grid = _grid(start_ts, end_ts, step)
-    calls: list[Any] = [
-        (lambda e=engine: _engine_series(server, e, start_ts, end_ts, step, window, engine_signals, grid))
-        for engine in engines
-    ] if engine_signals else []
+    calls: list[Any] = (
+        [
+            (
+                lambda e=engine: _engine_series(
+                    server, e, start_ts, end_ts, step, window, engine_signals, grid
+                )
+            )
+            for engine in engines
+        ]
+        if engine_signals
+        else []
+    )
     if gpus and gpu_signals:
         calls.append(lambda: gpu_series(server, start_ts, end_ts, step, grid, gpu_signals))
     results = prom_api.run_parallel(calls)
@@ -438,7 +486,10 @@ def run_window(run_id: int) -> RunWindow:
         raise ValidationError(
             f"Run #{run_id} has no {'start' if started is None else 'end'} time, so it has no window to ask Prometheus for."
         )
-    start_ts, end_ts = (t.replace(tzinfo=timezone.utc).timestamp() if t.tzinfo is None else t.timestamp() for t in (started, finished))
+    start_ts, end_ts = (
+        t.replace(tzinfo=timezone.utc).timestamp() if t.tzinfo is None else t.timestamp()
+        for t in (started, finished)
+    )
     if end_ts <= start_ts:
         end_ts = start_ts + 1.0
     return RunWindow(run_id, start_ts, end_ts, names)

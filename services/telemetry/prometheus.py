@@ -52,10 +52,20 @@ class Histogram:
         made in between. None when the bucket layout differs (a restart with new buckets)."""
         if self.bounds != earlier.bounds:
             return None
-        return Histogram(self.bounds, tuple(map(sub, self.counts, earlier.counts)), self.sum - earlier.sum, self.count - earlier.count)
+        return Histogram(
+            self.bounds,
+            tuple(map(sub, self.counts, earlier.counts)),
+            self.sum - earlier.sum,
+            self.count - earlier.count,
+        )
 
     def plus(self, other: Histogram) -> Histogram:
-        return Histogram(self.bounds, tuple(map(add, self.counts, other.counts)), self.sum + other.sum, self.count + other.count)
+        return Histogram(
+            self.bounds,
+            tuple(map(add, self.counts, other.counts)),
+            self.sum + other.sum,
+            self.count + other.count,
+        )
 
     def quantile(self, q: float) -> float | None:
         """Prometheus' `histogram_quantile`: linear interpolation inside the bucket that
@@ -101,7 +111,9 @@ class Families:
 
     def add(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
         """Add one sample (used to build Families from JSON metrics)."""
-        self.samples.setdefault(name, []).append(({k.lower(): v for k, v in (labels or {}).items()}, float(value)))
+        self.samples.setdefault(name, []).append(
+            ({k.lower(): v for k, v in (labels or {}).items()}, float(value))
+        )
 
     def select(self, name: str, where: LabelFilter = ()) -> list[tuple[dict[str, str], float]]:
         rows = self.samples.get(name)
@@ -109,7 +121,11 @@ class Families:
             return []
         if not where:
             return rows
-        return [(labels, value) for labels, value in rows if all(labels.get(k) in allowed for k, allowed in where)]
+        return [
+            (labels, value)
+            for labels, value in rows
+            if all(labels.get(k) in allowed for k, allowed in where)
+        ]
 
     def gauge(self, name: str, where: LabelFilter = (), agg: Aggregate = "sum") -> float | None:
         """All series of `name` that match `where`, aggregated (other labels summed away)."""
@@ -220,7 +236,11 @@ class SeriesParser:
         fresh: list[str] = []
         keep = keep if keep is not None else self.keep
         for line in text.splitlines():
-            if not line or line[0] == "#" or (keep is not None and (not line.startswith(keep) or "_created" in line)):
+            if (
+                not line
+                or line[0] == "#"
+                or (keep is not None and (not line.startswith(keep) or "_created" in line))
+            ):
                 continue
             series, _, value_text = line.rpartition(" ")
             known = self._series.get(series)
@@ -245,14 +265,20 @@ class SeriesParser:
                     again = float(value_text)
                 except ValueError:
                     continue
-                if sample.timestamp is None and (again == value or (math.isnan(again) and math.isnan(value))):
+                if sample.timestamp is None and (
+                    again == value or (math.isnan(again) and math.isnan(value))
+                ):
                     self._series[series] = (sample.name, labels)
         return families
 
     @staticmethod
     def _parse_lines(lines: list[str]) -> list[tuple[str, Any]]:
         """(line, prometheus_client sample) pairs; one parse for all lines when possible."""
-        parsed = [x for family in text_string_to_metric_families("\n".join(lines) + "\n") for x in family.samples]
+        parsed = [
+            x
+            for family in text_string_to_metric_families("\n".join(lines) + "\n")
+            for x in family.samples
+        ]
         if len(parsed) == len(lines):
             return list(zip(lines, parsed, strict=True))
         pairs = []

@@ -44,7 +44,9 @@ class SampleWindow:
 
 
 def _empty() -> pd.DataFrame:
-    return pd.DataFrame({name: pd.Series(dtype="float64" if name == "ts" else "object") for name in META_COLUMNS})
+    return pd.DataFrame(
+        {name: pd.Series(dtype="float64" if name == "ts" else "object") for name in META_COLUMNS}
+    )
 
 
 def load_window(
@@ -190,7 +192,11 @@ def run_telemetry(run_id: int) -> RunTelemetry:
     window = load_window(run_id=run_id)
     if started is not None and started.tzinfo is None:
         started = started.replace(tzinfo=timezone.utc)  # SQLite hands back naive UTC
-    t0 = started.timestamp() if started is not None else (float(window.frame["ts"].min()) if len(window.frame) else 0.0)
+    t0 = (
+        started.timestamp()
+        if started is not None
+        else (float(window.frame["ts"].min()) if len(window.frame) else 0.0)
+    )
     if len(window.frame):
         window.frame["t_s"] = window.frame["ts"] - t0
     origins = _request_origins(summary)

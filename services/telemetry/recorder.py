@@ -80,7 +80,9 @@ class Recorder:
         self.last_error: str | None = None
         self._buffer: list[dict[str, Any]] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"telemetry-recorder-{run_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"telemetry-recorder-{run_id}", daemon=True
+        )
 
     # -- lifecycle --
 
@@ -149,13 +151,18 @@ class Recorder:
             with session_scope(self.database_url) as session:
                 if rows:
                     session.execute(insert(Sample), rows)
-                changes: dict[str, Any] = {"heartbeat_at": datetime.now(timezone.utc)} if self.beats_heartbeat else {}
+                changes: dict[str, Any] = (
+                    {"heartbeat_at": datetime.now(timezone.utc)} if self.beats_heartbeat else {}
+                )
                 if final and self.finish_run:
                     changes.update(
                         status="finished",
                         finished_at=datetime.now(timezone.utc),
                         progress=1.0,
-                        summary={"samples": self.samples_written + len(rows), "interval_s": self.interval_s},
+                        summary={
+                            "samples": self.samples_written + len(rows),
+                            "interval_s": self.interval_s,
+                        },
                     )
                 if changes:
                     session.execute(update(Run).where(Run.id == self.run_id).values(**changes))
@@ -210,7 +217,13 @@ def start_recording(
         if session.get(Run, run_id) is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
     recorder = Recorder(
-        run_id, _targets(engines), gpus=gpus, interval_s=interval_s, dcgm_urls=dcgm_urls, hub=hub, finish_run=finish_run,
+        run_id,
+        _targets(engines),
+        gpus=gpus,
+        interval_s=interval_s,
+        dcgm_urls=dcgm_urls,
+        hub=hub,
+        finish_run=finish_run,
         beats_heartbeat=beats_heartbeat,
     )
     with _active_lock:
@@ -241,7 +254,10 @@ def begin_recording_run(
             name=name.strip() or f"Recording {now:%Y-%m-%d %H:%M}",
             status="running",
             engine_names=",".join(t.name for t in targets),
-            engines=[{"name": t.name, "kind": t.kind, "base_url": t.base_url, "metrics_url": t.metrics_url} for t in targets],
+            engines=[
+                {"name": t.name, "kind": t.kind, "base_url": t.base_url, "metrics_url": t.metrics_url}
+                for t in targets
+            ],
             config={
                 "gpus": gpus if isinstance(gpus, bool) else list(gpus),
                 "interval_s": interval_s,

@@ -104,7 +104,9 @@ class EngineScraper:
         """Nothing to release: connections belong to services.http's shared client."""
 
     def _snapshot(self, ts: float, **fields: Any) -> Snapshot:
-        snapshot = Snapshot(source=self.target.source, kind=self.target.kind, label=self.adapter.label, ts=ts, **fields)
+        snapshot = Snapshot(
+            source=self.target.source, kind=self.target.kind, label=self.adapter.label, ts=ts, **fields
+        )
         self.last = snapshot
         return snapshot
 
@@ -145,7 +147,9 @@ class EngineScraper:
 
     def _get(self, url: str) -> http.Reply:
         try:
-            return http.fetch("GET", url, headers=self._headers, deadline_s=self.timeout_s, max_bytes=MAX_BODY_BYTES)
+            return http.fetch(
+                "GET", url, headers=self._headers, deadline_s=self.timeout_s, max_bytes=MAX_BODY_BYTES
+            )
         except http.HttpUnreachable as error:
             raise _ScrapeError(f"unreachable: {error.detail}") from error
         except http.HttpError as error:
@@ -158,7 +162,9 @@ class EngineScraper:
         if response.status == 404 and self.mode == "prometheus" and self._switch_to_json():
             response = self._get(self.url)
         if response.status in (501, 404) and self.adapter.metrics_hint:
-            raise _ScrapeError(f"metrics endpoint off (HTTP {response.status}): {self.adapter.metrics_hint}")
+            raise _ScrapeError(
+                f"metrics endpoint off (HTTP {response.status}): {self.adapter.metrics_hint}"
+            )
         if response.status in (401, 403):
             raise _ScrapeError(f"HTTP {response.status}: the metrics endpoint wants credentials")
         if response.status != 200:
@@ -169,11 +175,15 @@ class EngineScraper:
             try:
                 payload = json.loads(text)
             except ValueError as error:
-                raise _ScrapeError(f"metrics answer is neither Prometheus text nor JSON: {error}") from error
+                raise _ScrapeError(
+                    f"metrics answer is neither Prometheus text nor JSON: {error}"
+                ) from error
             self.mode = "json"
             return self.adapter.telemetry_from_json(payload, self.json_state), marker
         try:
-            return self.parser.parse(text, None if with_histograms else self.keep_without_histograms), marker
+            return self.parser.parse(
+                text, None if with_histograms else self.keep_without_histograms
+            ), marker
         except ValueError as error:
             raise _ScrapeError(f"could not parse the Prometheus text: {error}") from error
 
@@ -252,7 +262,9 @@ def _fetch_text(url: str, timeout_s: float) -> tuple[int, str]:
     return reply.status, reply.text
 
 
-def scrape_once(url: str, kind: str | None = None, interval_s: float = 1.0, timeout_s: float = 5.0) -> ScrapeResult:
+def scrape_once(
+    url: str, kind: str | None = None, interval_s: float = 1.0, timeout_s: float = 5.0
+) -> ScrapeResult:
     """Detect what `url` is (an engine base URL or a metrics URL, or a dcgm-exporter) and
     read it twice, `interval_s` apart, so windowed signals have a window."""
     from urllib.parse import urlsplit
@@ -284,7 +296,9 @@ def scrape_once(url: str, kind: str | None = None, interval_s: float = 1.0, time
             raise EngineError(f"{metrics_url} answered HTTP {status}; give the metrics URL, or --kind.")
         kind = kind_from_metrics(text)
         if kind is None:
-            raise EngineError(f"{metrics_url} answers, but no known engine's or dcgm-exporter's metric names are in it.")
+            raise EngineError(
+                f"{metrics_url} answers, but no known engine's or dcgm-exporter's metric names are in it."
+            )
         detected_by = "metrics"
     if kind == "dcgm":
         sampler = DcgmSampler(url)
@@ -293,8 +307,12 @@ def scrape_once(url: str, kind: str | None = None, interval_s: float = 1.0, time
             raise EngineError(sampler.error)
         return ScrapeResult(url, sampler.url, "dcgm", "dcgm-exporter", detected_by, 0.0, first)
     adapter = get_adapter(kind)
-    metrics_url = url if has_path else (url.rstrip("/") + adapter.metrics_path if adapter.metrics_path else "")
-    target = EngineTarget(name=urlsplit(url).netloc, kind=kind, metrics_url=metrics_url or None, base_url=None)
+    metrics_url = (
+        url if has_path else (url.rstrip("/") + adapter.metrics_path if adapter.metrics_path else "")
+    )
+    target = EngineTarget(
+        name=urlsplit(url).netloc, kind=kind, metrics_url=metrics_url or None, base_url=None
+    )
     scraper = EngineScraper(target, rate_window_s=max(interval_s, 0.001), timeout_s=timeout_s)
     try:
         snapshot = scraper.scrape()

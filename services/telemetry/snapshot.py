@@ -78,7 +78,11 @@ class Snapshot:
         error = row.get("_error")
         values = {k: (None if v is None else float(v)) for k, v in row.items() if not k.startswith("_")}
         group: SourceGroup = "gpu" if kind == "gpu" else "engine"
-        missing = {} if error else {name: not_reported(label) for name in signal_names(group) if name not in values}
+        missing = (
+            {}
+            if error
+            else {name: not_reported(label) for name in signal_names(group) if name not in values}
+        )
         return cls(
             source=source,
             kind=kind,
@@ -98,7 +102,10 @@ class Snapshot:
         signals: dict[str, Any] = {}
         for name in signal_names(self.group) + tuple(n for n in self.values if n not in SIGNALS):
             reading = self.reading(name)
-            entry: dict[str, Any] = {"value": reading.value, "unit": SIGNALS[name].unit if name in SIGNALS else ""}
+            entry: dict[str, Any] = {
+                "value": reading.value,
+                "unit": SIGNALS[name].unit if name in SIGNALS else "",
+            }
             if reading.value is None:
                 entry["status"] = "no_data" if name in self.values else "not_reported"
                 entry["reason"] = reading.reason

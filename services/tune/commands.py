@@ -13,7 +13,11 @@ from services.tune.spec import TuneSpec, setting_args
 _DOCKER = {
     "llamacpp": ("ghcr.io/ggml-org/llama.cpp:server", 8080, []),
     "vllm": ("vllm/vllm-openai:latest", 8000, ["--model", "MODEL"]),
-    "sglang": ("lmsysorg/sglang:latest", 30000, ["python3", "-m", "sglang.launch_server", "--model-path", "MODEL"]),
+    "sglang": (
+        "lmsysorg/sglang:latest",
+        30000,
+        ["python3", "-m", "sglang.launch_server", "--model-path", "MODEL"],
+    ),
     "trtllm": ("nvcr.io/nvidia/tensorrt-llm/release:latest", 8000, ["trtllm-serve", "MODEL"]),
 }
 
@@ -33,7 +37,9 @@ def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> dict[str, st
     if spec.launcher == "command":
         from services.tune.launch import render_template
 
-        plain = shlex.join(render_template(spec.start_command, port=port, name="shootout-tuned", args=args))
+        plain = shlex.join(
+            render_template(spec.start_command, port=port, name="shootout-tuned", args=args)
+        )
     else:
         plain = _local_plain(spec.kind, port, args, env)
     if spec.kind == "llamacpp":
@@ -43,7 +49,9 @@ def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> dict[str, st
     else:
         docker_args = [*head, "--host", "0.0.0.0", "--port", str(port), *args]
         volume = ""
-    docker = f"docker run --rm {gpus}-p {port}:{port} {volume}{docker_env}{image} {shlex.join(docker_args)}"
+    docker = (
+        f"docker run --rm {gpus}-p {port}:{port} {volume}{docker_env}{image} {shlex.join(docker_args)}"
+    )
     return {"plain": plain, "docker": docker}
 
 

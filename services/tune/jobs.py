@@ -60,10 +60,21 @@ def create_run(spec: TuneSpec, *, trusted: bool, requested_by: str | None = None
     configs = [_initial(i, spec, own) for i, own in enumerate(spec.expanded())]
     summary = analyse(spec, configs)
     with session_scope() as session:
-        run = Run(kind=KIND, name=spec.label[:300], status=RunStatus.PENDING, config=spec.to_dict(), summary=summary,
-                  engines=[], engine_names=",".join(c["label"] for c in configs)[:1000], model=spec.model,
-                  workload=summary["workload"][:100], notes=spec.notes, tags=["tune"], progress=0.0,
-                  requested_by=requested_by)
+        run = Run(
+            kind=KIND,
+            name=spec.label[:300],
+            status=RunStatus.PENDING,
+            config=spec.to_dict(),
+            summary=summary,
+            engines=[],
+            engine_names=",".join(c["label"] for c in configs)[:1000],
+            model=spec.model,
+            workload=summary["workload"][:100],
+            notes=spec.notes,
+            tags=["tune"],
+            progress=0.0,
+            requested_by=requested_by,
+        )
         session.add(run)
         session.flush()
         return run.id
@@ -117,9 +128,21 @@ def load_spec(run_id: int) -> TuneSpec:
 
 
 def _initial(index: int, spec: TuneSpec, own: dict[str, str]) -> dict[str, Any]:
-    return {"index": index, "label": config_label(own), "settings": own, "full_settings": spec.full_settings(own),
-            "status": "not_run", "reason": None, "log_tail": None, "pid": None, "port": None, "reported": {},
-            "metrics": None, "sweep": [], "command": None}
+    return {
+        "index": index,
+        "label": config_label(own),
+        "settings": own,
+        "full_settings": spec.full_settings(own),
+        "status": "not_run",
+        "reason": None,
+        "log_tail": None,
+        "pid": None,
+        "port": None,
+        "reported": {},
+        "metrics": None,
+        "sweep": [],
+        "command": None,
+    }
 
 
 def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,20 +156,32 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         if config.get("metrics"):
             engines[config["label"]] = config["metrics"]
         else:
-            engines[config["label"]] = {**summarize_engine([], slo=spec.slo), "not_run": True,
-                                        "reason": config.get("reason") or config["status"]}
-    fronts = {metric: [p.label for p in pareto.pareto_front(pareto.points_of(configs, metric))]
-              for metric in ("ttft_s", "itl_s")}
+            engines[config["label"]] = {
+                **summarize_engine([], slo=spec.slo),
+                "not_run": True,
+                "reason": config.get("reason") or config["status"],
+            }
+    fronts = {
+        metric: [p.label for p in pareto.pareto_front(pareto.points_of(configs, metric))]
+        for metric in ("ttft_s", "itl_s")
+    }
     choice = pareto.best_configuration(configs, spec.slo)
     best: dict[str, Any] = {"label": choice.label, "reason": choice.reason}
     if choice.label is not None:
         winner = next(c for c in configs if c["label"] == choice.label)
         best["settings"] = winner["full_settings"]
         best["launch"] = launch_commands(spec, winner["full_settings"])
-    return {"configs": configs, "engines": engines, "pareto": fronts, "best": best, "kind": spec.kind,
-            "load": spec.load.label(), "workload": workload_label(spec.workload),
-            "slo": spec.slo.label() if spec.slo.active else None,
-            "conclusion_headline": choice.reason}
+    return {
+        "configs": configs,
+        "engines": engines,
+        "pareto": fronts,
+        "best": best,
+        "kind": spec.kind,
+        "load": spec.load.label(),
+        "workload": workload_label(spec.workload),
+        "slo": spec.slo.label() if spec.slo.active else None,
+        "conclusion_headline": choice.reason,
+    }
 
 
 # ---------------------------------------------------------------- the beat: rows, heartbeat, cancel
@@ -198,8 +233,11 @@ class _Beat:
                     if batch:
                         session.execute(insert(RequestResult), [_row(self.run_id, r) for r in batch])
                     status = session.scalar(select(Run.status).where(Run.id == self.run_id))
-                    values: dict[str, Any] = {"heartbeat_at": _now(), "progress": round(self.progress, 4),
-                                              "summary": analyse(self.spec, self.configs)}
+                    values: dict[str, Any] = {
+                        "heartbeat_at": _now(),
+                        "progress": round(self.progress, 4),
+                        "summary": analyse(self.spec, self.configs),
+                    }
                     if final_status is not None:
                         values.update(status=final_status, finished_at=_now())
                         if final_status != RunStatus.CANCELLED:
@@ -231,8 +269,11 @@ def _claim(run_id: int) -> bool:
 
     now = _now()
     with session_scope() as session:
-        changed = session.execute(update(Run).where(Run.id == run_id, Run.status == RunStatus.PENDING).values(
-            status=RunStatus.RUNNING, worker_pid=os.getpid(), started_at=now, heartbeat_at=now)).rowcount
+        changed = session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.status == RunStatus.PENDING)
+            .values(status=RunStatus.RUNNING, worker_pid=os.getpid(), started_at=now, heartbeat_at=now)
+        ).rowcount
     return changed == 1
 
 
@@ -242,8 +283,12 @@ def log_dir() -> Path:
     return state_dir() / "tune"
 
 
-def execute_run(run_id: int, *, should_stop: Callable[[], bool] | None = None,
-                on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def execute_run(
+    run_id: int,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Run a stored tuning run in this process (the worker's and the CLI's path); returns the
     summary it stored. Never raises for a configuration that fails: it is recorded."""
     from db.models import Run
@@ -289,8 +334,14 @@ def execute_run(run_id: int, *, should_stop: Callable[[], bool] | None = None,
     return analyse(spec, configs)
 
 
-def _run_config(run_id: int, spec: TuneSpec, config: dict[str, Any], beat: _Beat, stop: Callable[[], bool],
-                total: int) -> None:
+def _run_config(
+    run_id: int,
+    spec: TuneSpec,
+    config: dict[str, Any],
+    beat: _Beat,
+    stop: Callable[[], bool],
+    total: int,
+) -> None:
     from services.bench.jobs import build_summary
     from services.bench.runner import Benchmark
     from services.bench.spec import BenchSpec, EngineTarget
@@ -302,13 +353,16 @@ def _run_config(run_id: int, spec: TuneSpec, config: dict[str, Any], beat: _Beat
     try:
         engine = launch.start(spec, config["full_settings"], name=name, log_dir=log_dir())
     except ShootoutError as error:
-        config.update(status="failed_to_start", reason=str(error), log_tail=getattr(error, "log_tail", ""))
+        config.update(
+            status="failed_to_start", reason=str(error), log_tail=getattr(error, "log_tail", "")
+        )
         return
     config.update(pid=engine.pid, port=engine.port, command=engine.argv)
     try:
         try:
-            healthy = launch.wait_healthy(engine, spec.start_timeout_s, templated=spec.launcher == "command",
-                                          should_stop=stop)
+            healthy = launch.wait_healthy(
+                engine, spec.start_timeout_s, templated=spec.launcher == "command", should_stop=stop
+            )
         except launch.StartFailed as error:
             config.update(status="failed_to_start", reason=error.reason, log_tail=error.log_tail)
             return
@@ -317,15 +371,26 @@ def _run_config(run_id: int, spec: TuneSpec, config: dict[str, Any], beat: _Beat
             return
         config["reported"] = reported_settings(engine.base_url)
         config["status"] = "running"
-        bench = BenchSpec(engines=(EngineTarget(name=config["label"], base_url=engine.base_url, kind=spec.kind,
-                                                model=spec.model),),
-                          workload=spec.workload, load=spec.load, slo=spec.slo, sweep=spec.sweep,
-                          timeout_s=spec.request_timeout_s, calibrate_prompts=False, record_engine_metrics=False,
-                          name=config["label"]).validate()
+        bench = BenchSpec(
+            engines=(
+                EngineTarget(
+                    name=config["label"], base_url=engine.base_url, kind=spec.kind, model=spec.model
+                ),
+            ),
+            workload=spec.workload,
+            load=spec.load,
+            slo=spec.slo,
+            sweep=spec.sweep,
+            timeout_s=spec.request_timeout_s,
+            calibrate_prompts=False,
+            record_engine_metrics=False,
+            name=config["label"],
+        ).validate()
         benchmark = Benchmark(bench, sink=beat, should_stop=stop, salt=f"tune{run_id}-{config['index']}")
 
         def progress_now() -> None:
             beat.progress = (config["index"] + benchmark.phase_fraction()) / total
+
         benchmark.progress = lambda fraction, message: progress_now()
         outcome = run_blocking(benchmark.run())
         beat.flush()
@@ -334,13 +399,21 @@ def _run_config(run_id: int, spec: TuneSpec, config: dict[str, Any], beat: _Beat
         block = summary["engines"].get(config["label"])
         config["metrics"] = None if not block or block.get("not_run") else block
         dimension = bench.sweep.dimension if bench.sweep.active else None
-        config["sweep"] = [{**{k: v for k, v in row.items() if k not in ("engine", "phase")},
-                            "level": row.get(dimension)} for row in summary.get("sweep", [])]
+        config["sweep"] = [
+            {
+                **{k: v for k, v in row.items() if k not in ("engine", "phase")},
+                "level": row.get(dimension),
+            }
+            for row in summary.get("sweep", [])
+        ]
         crashed = engine.exited()
         if crashed is not None:
             how, _ = launch._describe_exit(crashed)
-            config.update(status="crashed", reason=f"the engine exited during the benchmark ({how})",
-                          log_tail=engine.log_tail())
+            config.update(
+                status="crashed",
+                reason=f"the engine exited during the benchmark ({how})",
+                log_tail=engine.log_tail(),
+            )
         elif outcome.cancelled or stop():
             config["status"] = "cancelled"
         else:
@@ -359,8 +432,15 @@ def _snapshot(run_id: int, spec: TuneSpec, config: dict[str, Any], engine: launc
     from db.session import session_scope
 
     reported = config.get("reported") or {}
-    snapshot = {"name": config["label"], "kind": spec.kind, "base_url": engine.base_url, "model": spec.model,
-                "version": reported.get("version"), "settings": config["full_settings"], "reported": reported}
+    snapshot = {
+        "name": config["label"],
+        "kind": spec.kind,
+        "base_url": engine.base_url,
+        "model": spec.model,
+        "version": reported.get("version"),
+        "settings": config["full_settings"],
+        "reported": reported,
+    }
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is not None:
@@ -384,7 +464,9 @@ class TuneRunView:
 
     @property
     def active(self) -> bool:
-        return self.status in ACTIVE_STATUSES or (self.status == RunStatus.CANCELLED and self.finished_at is None)
+        return self.status in ACTIVE_STATUSES or (
+            self.status == RunStatus.CANCELLED and self.finished_at is None
+        )
 
     @property
     def configs(self) -> list[dict[str, Any]]:
@@ -399,9 +481,17 @@ def get_run(run_id: int) -> TuneRunView:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
             raise NotFoundError(f"No tuning run #{run_id}.")
-        return TuneRunView(id=run.id, name=run.name, status=run.status, progress=run.progress or 0.0,
-                           spec=TuneSpec.from_dict(run.config or {}), summary=dict(run.summary or {}),
-                           error=run.error, created_at=run.created_at, finished_at=run.finished_at)
+        return TuneRunView(
+            id=run.id,
+            name=run.name,
+            status=run.status,
+            progress=run.progress or 0.0,
+            spec=TuneSpec.from_dict(run.config or {}),
+            summary=dict(run.summary or {}),
+            error=run.error,
+            created_at=run.created_at,
+            finished_at=run.finished_at,
+        )
 
 
 def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
@@ -412,8 +502,12 @@ def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
     from db.session import session_scope
 
     with session_scope() as session:
-        rows = session.execute(select(Run.id, Run.name, Run.status).where(Run.kind == KIND)
-                               .order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)).all()
+        rows = session.execute(
+            select(Run.id, Run.name, Run.status)
+            .where(Run.kind == KIND)
+            .order_by(Run.created_at.desc(), Run.id.desc())
+            .limit(limit)
+        ).all()
     return [(r.id, r.name, r.status) for r in rows]
 
 

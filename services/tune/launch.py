@@ -89,7 +89,9 @@ def render_template(template: str, *, port: int, name: str, args: list[str]) -> 
     return argv
 
 
-def _local_argv(spec: TuneSpec, port: int, settings: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+def _local_argv(
+    spec: TuneSpec, port: int, settings: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
     args, env = setting_args(spec.kind, settings)
     if spec.kind == "llamacpp":
         args = [*args, "--metrics", "--slots"]
@@ -108,8 +110,11 @@ def start(spec: TuneSpec, settings: Mapping[str, str], *, name: str, log_dir: Pa
     else:
         argv = render_template(spec.start_command, port=port, name=name, args=args)
         command = argv
-        stop_argv = (render_template(spec.stop_command, port=port, name=name, args=args)
-                     if spec.stop_command.strip() else None)
+        stop_argv = (
+            render_template(spec.stop_command, port=port, name=name, args=args)
+            if spec.stop_command.strip()
+            else None
+        )
     base_url = spec.base_url.replace("{port}", str(port))
     health_url = spec.health_url.replace("{base_url}", base_url).replace("{port}", str(port))
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -118,12 +123,28 @@ def start(spec: TuneSpec, settings: Mapping[str, str], *, name: str, log_dir: Pa
         log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {shlex.join(argv)}\n".encode())
         log.flush()
         try:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env={**os.environ, **env}, start_new_session=True, cwd=str(log_dir))
+            process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **env},
+                start_new_session=True,
+                cwd=str(log_dir),
+            )
         except OSError as error:
             raise StartFailed(f"could not run {argv[0]!r}: {error}") from None
-    return StartedEngine(name=name, port=port, base_url=base_url, health_url=health_url, argv=argv,
-                         log_path=log_path, process=process, stop_argv=stop_argv, env=env)
+    return StartedEngine(
+        name=name,
+        port=port,
+        base_url=base_url,
+        health_url=health_url,
+        argv=argv,
+        log_path=log_path,
+        process=process,
+        stop_argv=stop_argv,
+        env=env,
+    )
 
 
 def _healthy(url: str) -> bool:
@@ -133,8 +154,13 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def wait_healthy(engine: StartedEngine, timeout_s: float, *, templated: bool,
-                 should_stop: Callable[[], bool] = lambda: False) -> bool:
+def wait_healthy(
+    engine: StartedEngine,
+    timeout_s: float,
+    *,
+    templated: bool,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> bool:
     """True once the health URL answers 200; False when asked to stop first; StartFailed with
     the reason and the log's last lines when the engine exits or the timeout passes. A
     templated start command may exit 0 (`docker run -d`): only a non-zero exit fails it."""
@@ -164,7 +190,9 @@ def stop(engine: StartedEngine, timeout_s: float = 15.0) -> None:
     SIGKILL after `timeout_s`; the process is reaped, so its PID is gone when this returns."""
     if engine.stop_argv:
         try:
-            subprocess.run(engine.stop_argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
+            subprocess.run(
+                engine.stop_argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False
+            )
         except (OSError, subprocess.TimeoutExpired):
             pass
     process = engine.process

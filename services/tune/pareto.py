@@ -29,7 +29,8 @@ def pareto_front(points: Sequence[Point]) -> list[Point]:
     front = []
     for point in points:
         dominated = any(
-            other.throughput >= point.throughput and other.latency <= point.latency
+            other.throughput >= point.throughput
+            and other.latency <= point.latency
             and (other.throughput > point.throughput or other.latency < point.latency)
             for other in points
         )
@@ -60,7 +61,9 @@ def points_of(results: Sequence[dict[str, Any]], latency_metric: str) -> list[Po
                 continue
             level = block.get("level")
             label = result["label"] + (f" @ {level:g}" if isinstance(level, (int, float)) else "")
-            points.append(Point(label=label, config=result["label"], throughput=throughput, latency=latency))
+            points.append(
+                Point(label=label, config=result["label"], throughput=throughput, latency=latency)
+            )
     return points
 
 
@@ -89,8 +92,11 @@ def best_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choic
     if not qualifying:
         closest = max(ran, key=lambda r: _number(r["metrics"].get("slo_attainment")) or 0.0)
         share = _number(closest["metrics"].get("slo_attainment")) or 0.0
-        return Choice(None, f"No configuration met the SLOs ({slo.label()}, {slo.attainment:.0%} of requests); the "
-                            f"closest was {closest['label']} with {share:.0%}.")
+        return Choice(
+            None,
+            f"No configuration met the SLOs ({slo.label()}, {slo.attainment:.0%} of requests); the "
+            f"closest was {closest['label']} with {share:.0%}.",
+        )
     key = "goodput_rps" if slo.active else "output_throughput_tok_s"
 
     def rank(result: dict[str, Any]) -> tuple[float, float]:
@@ -101,8 +107,11 @@ def best_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choic
     winner = ordered[0]
     value = _number(winner["metrics"].get(key)) or 0.0
     measure, unit = ("goodput", "req/s") if slo.active else ("output throughput", "tok/s")
-    among = (f"of the {len(qualifying)} configurations meeting {slo.label()}" if slo.active
-             else f"of {len(ran)} configurations (no SLOs set)")
+    among = (
+        f"of the {len(qualifying)} configurations meeting {slo.label()}"
+        if slo.active
+        else f"of {len(ran)} configurations (no SLOs set)"
+    )
     reason = f"{winner['label']}: the highest {measure} ({value:.3g} {unit}) {among}"
     if len(ordered) > 1:
         runner_up = ordered[1]

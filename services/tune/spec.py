@@ -38,6 +38,7 @@ def _integer(low: int, high: int) -> Callable[[str], str]:
         if not low <= number <= high:
             raise ValidationError(f"{number} is outside {low} to {high}")
         return str(number)
+
     return check
 
 
@@ -50,6 +51,7 @@ def _decimal(low: float, high: float) -> Callable[[str], str]:
         if not low <= number <= high:
             raise ValidationError(f"{number:g} is outside {low:g} to {high:g}")
         return f"{number:g}"
+
     return check
 
 
@@ -58,6 +60,7 @@ def _choice(*options: str) -> Callable[[str], str]:
         if value not in options:
             raise ValidationError(f"{value!r} is not one of {', '.join(options)}")
         return value
+
     return check
 
 
@@ -90,34 +93,84 @@ CATALOGUE: dict[str, tuple[Setting, ...]] = {
         Setting("ub", "-ub", _integer(1, 65_536), "physical batch size"),
         Setting("ctk", "-ctk", _choice(*_KV_TYPES), "KV cache type for K"),
         Setting("ctv", "-ctv", _choice(*_KV_TYPES), "KV cache type for V"),
-        Setting("cache-reuse", "--cache-reuse", _integer(0, 65_536), "minimum chunk reused by KV shifting"),
+        Setting(
+            "cache-reuse", "--cache-reuse", _integer(0, 65_536), "minimum chunk reused by KV shifting"
+        ),
         Setting("fa", "-fa", _choice("on", "off", "auto"), "flash attention"),
         Setting("cache-prompt", "", _SWITCH, "prompt cache", switch=True, off_flag="--no-cache-prompt"),
     ),
     "vllm": (
         Setting("max-num-seqs", "--max-num-seqs", _integer(1, 4096), "sequences scheduled at once"),
-        Setting("max-num-batched-tokens", "--max-num-batched-tokens", _integer(16, 1_048_576), "tokens per step"),
-        Setting("block-size", "--block-size", _choice("8", "16", "32", "64", "128"), "KV-cache block size"),
-        Setting("prefix-caching", "--enable-prefix-caching", _SWITCH, "automatic prefix caching", switch=True,
-                off_flag="--no-enable-prefix-caching"),
-        Setting("kv-cache-dtype", "--kv-cache-dtype", _choice("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16"),
-                "KV-cache data type"),
-        Setting("gpu-memory-utilization", "--gpu-memory-utilization", _decimal(0.05, 0.99), "GPU memory share"),
-        Setting("kv-space-gb", "", _integer(1, 1024), "KV-cache space on the CPU, GiB", env="VLLM_CPU_KVCACHE_SPACE"),
+        Setting(
+            "max-num-batched-tokens",
+            "--max-num-batched-tokens",
+            _integer(16, 1_048_576),
+            "tokens per step",
+        ),
+        Setting(
+            "block-size", "--block-size", _choice("8", "16", "32", "64", "128"), "KV-cache block size"
+        ),
+        Setting(
+            "prefix-caching",
+            "--enable-prefix-caching",
+            _SWITCH,
+            "automatic prefix caching",
+            switch=True,
+            off_flag="--no-enable-prefix-caching",
+        ),
+        Setting(
+            "kv-cache-dtype",
+            "--kv-cache-dtype",
+            _choice("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16"),
+            "KV-cache data type",
+        ),
+        Setting(
+            "gpu-memory-utilization",
+            "--gpu-memory-utilization",
+            _decimal(0.05, 0.99),
+            "GPU memory share",
+        ),
+        Setting(
+            "kv-space-gb",
+            "",
+            _integer(1, 1024),
+            "KV-cache space on the CPU, GiB",
+            env="VLLM_CPU_KVCACHE_SPACE",
+        ),
         Setting("max-model-len", "--max-model-len", _integer(64, 1_048_576), "longest sequence"),
     ),
     "sglang": (
-        Setting("max-running-requests", "--max-running-requests", _integer(1, 4096), "requests running at once"),
-        Setting("chunked-prefill-size", "--chunked-prefill-size", _integer(-1, 1_048_576), "prefill chunk, tokens"),
-        Setting("schedule-policy", "--schedule-policy", _choice("lpm", "random", "fcfs", "dfs-weight", "lof"),
-                "scheduling policy"),
-        Setting("mem-fraction-static", "--mem-fraction-static", _decimal(0.05, 0.99), "static memory share"),
+        Setting(
+            "max-running-requests",
+            "--max-running-requests",
+            _integer(1, 4096),
+            "requests running at once",
+        ),
+        Setting(
+            "chunked-prefill-size",
+            "--chunked-prefill-size",
+            _integer(-1, 1_048_576),
+            "prefill chunk, tokens",
+        ),
+        Setting(
+            "schedule-policy",
+            "--schedule-policy",
+            _choice("lpm", "random", "fcfs", "dfs-weight", "lof"),
+            "scheduling policy",
+        ),
+        Setting(
+            "mem-fraction-static", "--mem-fraction-static", _decimal(0.05, 0.99), "static memory share"
+        ),
     ),
     "trtllm": (
         Setting("max_batch_size", "--max_batch_size", _integer(1, 4096), "largest batch"),
         Setting("max_num_tokens", "--max_num_tokens", _integer(16, 1_048_576), "tokens per iteration"),
-        Setting("kv_cache_free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction", _decimal(0.05, 0.99),
-                "free GPU memory share for the KV cache"),
+        Setting(
+            "kv_cache_free_gpu_memory_fraction",
+            "--kv_cache_free_gpu_memory_fraction",
+            _decimal(0.05, 0.99),
+            "free GPU memory share for the KV cache",
+        ),
     ),
 }
 
@@ -142,8 +195,10 @@ def check_value(kind: str, key: str, value: str, *, trusted: bool) -> str:
     value = str(value).strip()
     if is_raw(key):
         if not trusted:
-            raise ValidationError(f"Raw flag {key!r}: only the CLI, or an operator on a server started with "
-                                  "SHOOTOUT_ALLOW_COMMANDS=1, may pass flags outside the catalogue.")
+            raise ValidationError(
+                f"Raw flag {key!r}: only the CLI, or an operator on a server started with "
+                "SHOOTOUT_ALLOW_COMMANDS=1, may pass flags outside the catalogue."
+            )
         if not re.fullmatch(r"--?[A-Za-z0-9][A-Za-z0-9_.-]*", key):
             raise ValidationError(f"{key!r} does not look like a command-line flag.")
         return value
@@ -221,7 +276,10 @@ class TuneSpec:
         if not self.grid:
             return [{}]
         keys = list(self.grid)
-        return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(self.grid[k] for k in keys))]
+        return [
+            dict(zip(keys, values, strict=True))
+            for values in itertools.product(*(self.grid[k] for k in keys))
+        ]
 
     def full_settings(self, own: Mapping[str, str]) -> dict[str, str]:
         """What one configuration passes: the launcher's defaults, the base, then its own."""
@@ -231,20 +289,30 @@ class TuneSpec:
     # -- validation -----------------------------------------------------------------------
     def validate(self, *, trusted: bool) -> TuneSpec:
         if self.kind not in CATALOGUE:
-            raise ValidationError(f"Unknown engine kind {self.kind!r}; tuning knows {', '.join(CATALOGUE)}.")
+            raise ValidationError(
+                f"Unknown engine kind {self.kind!r}; tuning knows {', '.join(CATALOGUE)}."
+            )
         if self.launcher not in LAUNCHERS:
             raise ValidationError(f"Unknown launcher {self.launcher!r}; choose local or command.")
         if self.launcher == "local" and self.kind not in LOCAL_KINDS:
-            raise ValidationError(f"{self.kind} does not run on this machine; start it with command templates "
-                                  "(--start-command) instead.")
+            raise ValidationError(
+                f"{self.kind} does not run on this machine; start it with command templates "
+                "(--start-command) instead."
+            )
         if self.launcher == "command":
             if not trusted:
-                raise ValidationError("Command templates run programs on the server: only the CLI, or an operator on "
-                                      "a server started with SHOOTOUT_ALLOW_COMMANDS=1, may use them.")
+                raise ValidationError(
+                    "Command templates run programs on the server: only the CLI, or an operator on "
+                    "a server started with SHOOTOUT_ALLOW_COMMANDS=1, may use them."
+                )
             if not self.start_command.strip():
-                raise ValidationError("The command launcher needs a start command template (with {port}).")
+                raise ValidationError(
+                    "The command launcher needs a start command template (with {port})."
+                )
             if "{port}" not in self.start_command + self.base_url:
-                raise ValidationError("The start command or the base URL must place the engine on {port}.")
+                raise ValidationError(
+                    "The start command or the base URL must place the engine on {port}."
+                )
         if not self.base_url.startswith(("http://", "https://")):
             raise ValidationError("The engine's base URL must start with http:// or https://.")
         base = {k: check_value(self.kind, k, v, trusted=trusted) for k, v in self.base.items()}
@@ -252,12 +320,19 @@ class TuneSpec:
         for key, values in self.grid.items():
             if not values:
                 raise ValidationError(f"Setting {key} has no values to try.")
-            grid[key] = tuple(dict.fromkeys(check_value(self.kind, key, v, trusted=trusted) for v in values))
-        configs = tuple({k: check_value(self.kind, k, v, trusted=trusted) for k, v in c.items()} for c in self.configs)
+            grid[key] = tuple(
+                dict.fromkeys(check_value(self.kind, key, v, trusted=trusted) for v in values)
+            )
+        configs = tuple(
+            {k: check_value(self.kind, k, v, trusted=trusted) for k, v in c.items()}
+            for c in self.configs
+        )
         checked = replace(self, base=base, grid=grid, configs=configs)
         count = len(checked.expanded())
         if count > MAX_CONFIGS:
-            raise ValidationError(f"The grid has {count} configurations; a tuning run tries at most {MAX_CONFIGS}.")
+            raise ValidationError(
+                f"The grid has {count} configurations; a tuning run tries at most {MAX_CONFIGS}."
+            )
         labels = [config_label(c) for c in checked.expanded()]
         if len(set(labels)) != len(labels):
             raise ValidationError("Two configurations are the same; list each once.")
@@ -266,15 +341,24 @@ class TuneSpec:
         from services.bench.spec import BenchSpec, EngineTarget
 
         # The load, workload, sweep and SLOs are checked exactly as a benchmark's are.
-        probe = BenchSpec(engines=(EngineTarget("probe", "http://127.0.0.1:1"),), workload=self.workload,
-                          load=self.load, slo=self.slo, sweep=self.sweep, timeout_s=self.request_timeout_s).validate()
+        probe = BenchSpec(
+            engines=(EngineTarget("probe", "http://127.0.0.1:1"),),
+            workload=self.workload,
+            load=self.load,
+            slo=self.slo,
+            sweep=self.sweep,
+            timeout_s=self.request_timeout_s,
+        ).validate()
         return replace(checked, workload=probe.workload, load=probe.load)
 
     @property
     def label(self) -> str:
         if self.name:
             return self.name
-        varied = ", ".join(f"{k} {'/'.join(v)}" for k, v in self.grid.items()) or f"{len(self.expanded())} configurations"
+        varied = (
+            ", ".join(f"{k} {'/'.join(v)}" for k, v in self.grid.items())
+            or f"{len(self.expanded())} configurations"
+        )
         return f"Tune {self.kind}: {varied}"
 
     # -- storage --------------------------------------------------------------------------
@@ -286,10 +370,20 @@ class TuneSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TuneSpec:
-        scalars = {f.name for f in dataclasses.fields(cls)} - {"base", "grid", "configs", "workload", "load", "sweep", "slo"}
+        scalars = {f.name for f in dataclasses.fields(cls)} - {
+            "base",
+            "grid",
+            "configs",
+            "workload",
+            "load",
+            "sweep",
+            "slo",
+        }
         return cls(
             base={str(k): str(v) for k, v in (data.get("base") or {}).items()},
-            grid={str(k): tuple(str(v) for v in values) for k, values in (data.get("grid") or {}).items()},
+            grid={
+                str(k): tuple(str(v) for v in values) for k, values in (data.get("grid") or {}).items()
+            },
             configs=tuple({str(k): str(v) for k, v in c.items()} for c in data.get("configs") or ()),
             workload=_build(WorkloadSpec, data.get("workload") or {}),
             load=_build(LoadSpec, data.get("load") or {}),

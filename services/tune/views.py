@@ -47,13 +47,20 @@ def spec_from_form(values: dict[str, Any]) -> TuneSpec:
     ttft = float(values.get("slo_ttft_ms") or 0)
     itl = float(values.get("slo_tpot_ms") or 0)
     return TuneSpec(
-        kind=str(values.get("kind") or "llamacpp"), grid=grid,
-        workload=WorkloadSpec(input_len=int(values.get("input_len") or 32), output_len=int(values.get("output_len") or 16)),
-        load=LoadSpec(concurrency=int(values.get("concurrency") or 2), requests=int(values.get("requests") or 8)),
+        kind=str(values.get("kind") or "llamacpp"),
+        grid=grid,
+        workload=WorkloadSpec(
+            input_len=int(values.get("input_len") or 32), output_len=int(values.get("output_len") or 16)
+        ),
+        load=LoadSpec(
+            concurrency=int(values.get("concurrency") or 2), requests=int(values.get("requests") or 8)
+        ),
         slo=SloSpec(ttft_ms=ttft or None, tpot_ms=itl or None),
         launcher="command" if str(values.get("start_command") or "").strip() else "local",
-        start_command=str(values.get("start_command") or ""), stop_command=str(values.get("stop_command") or ""),
-        base_url=str(values.get("base_url") or "http://127.0.0.1:{port}"), name=str(values.get("name") or ""),
+        start_command=str(values.get("start_command") or ""),
+        stop_command=str(values.get("stop_command") or ""),
+        base_url=str(values.get("base_url") or "http://127.0.0.1:{port}"),
+        name=str(values.get("name") or ""),
     )
 
 
@@ -68,29 +75,33 @@ def _ms(stats: Any) -> float | None:
 
 def config_table(summary: dict[str, Any]) -> pd.DataFrame:
     """One row per configuration: status, throughput, goodput, latency percentiles, reason."""
-    front = set(summary.get("pareto", {}).get("ttft_s") or []) | set(summary.get("pareto", {}).get("itl_s") or [])
+    front = set(summary.get("pareto", {}).get("ttft_s") or []) | set(
+        summary.get("pareto", {}).get("itl_s") or []
+    )
     best = (summary.get("best") or {}).get("label")
     rows = []
     for config in summary.get("configs") or []:
         metrics = config.get("metrics") or {}
         ttft = metrics.get("ttft_s") or {}
-        rows.append({
-            "configuration": config["label"],
-            "status": config["status"].replace("_", " "),
-            "best": "★" if config["label"] == best else "",
-            "on front": "yes" if config["label"] in front else "",
-            "output tok/s": _round(metrics.get("output_throughput_tok_s")),
-            "req/s": _round(metrics.get("request_throughput_rps"), 3),
-            "goodput req/s": _round(metrics.get("goodput_rps"), 3),
-            "TTFT p50 ms": _ms({"p90": ttft.get("p50")}),
-            "TTFT p90 ms": _ms(ttft),
-            "TTFT p99 ms": _ms({"p90": ttft.get("p99")}),
-            "ITL p90 ms": _ms(metrics.get("itl_s")),
-            "E2E p90 ms": _ms(metrics.get("e2e_s")),
-            "completed": metrics.get("completed"),
-            "failed": metrics.get("failed"),
-            "reason": config.get("reason") or "",
-        })
+        rows.append(
+            {
+                "configuration": config["label"],
+                "status": config["status"].replace("_", " "),
+                "best": "★" if config["label"] == best else "",
+                "on front": "yes" if config["label"] in front else "",
+                "output tok/s": _round(metrics.get("output_throughput_tok_s")),
+                "req/s": _round(metrics.get("request_throughput_rps"), 3),
+                "goodput req/s": _round(metrics.get("goodput_rps"), 3),
+                "TTFT p50 ms": _ms({"p90": ttft.get("p50")}),
+                "TTFT p90 ms": _ms(ttft),
+                "TTFT p99 ms": _ms({"p90": ttft.get("p99")}),
+                "ITL p90 ms": _ms(metrics.get("itl_s")),
+                "E2E p90 ms": _ms(metrics.get("e2e_s")),
+                "completed": metrics.get("completed"),
+                "failed": metrics.get("failed"),
+                "reason": config.get("reason") or "",
+            }
+        )
     table = pd.DataFrame(rows)
     # A column with no value at all (goodput without SLOs) is left out, not shown as "None".
     return table.dropna(axis="columns", how="all")
@@ -112,18 +123,40 @@ def pareto_figure(summary: dict[str, Any], metric: str) -> go.Figure | None:
     on_front = {p.label for p in front}
     others = [p for p in points if p.label not in on_front]
     figure = go.Figure()
-    figure.add_trace(go.Scatter(
-        x=[p.latency * 1000 for p in others], y=[p.throughput for p in others], mode="markers+text", name="dominated",
-        text=[p.label for p in others], textposition="bottom center", marker={"color": "#9aa0a6", "size": 10},
-        cliponaxis=False,
-        hovertemplate="%{text}<br>%{x:.0f} ms, %{y:.1f} tok/s<extra></extra>"))
-    figure.add_trace(go.Scatter(
-        x=[p.latency * 1000 for p in front], y=[p.throughput for p in front], mode="lines+markers+text",
-        name="Pareto front", text=[p.label for p in front], textposition="top center", cliponaxis=False,
-        marker={"color": "#d93025", "size": 13, "symbol": "star"}, line={"color": "#d93025", "dash": "dot"},
-        hovertemplate="%{text}<br>%{x:.0f} ms, %{y:.1f} tok/s<extra></extra>"))
-    figure.update_layout(title=f"Throughput against {LATENCY_AXES[metric]}", xaxis_title=LATENCY_AXES[metric],
-                         yaxis_title="output tokens/s", height=420, margin={"t": 50, "b": 40, "l": 60, "r": 30})
+    figure.add_trace(
+        go.Scatter(
+            x=[p.latency * 1000 for p in others],
+            y=[p.throughput for p in others],
+            mode="markers+text",
+            name="dominated",
+            text=[p.label for p in others],
+            textposition="bottom center",
+            marker={"color": "#9aa0a6", "size": 10},
+            cliponaxis=False,
+            hovertemplate="%{text}<br>%{x:.0f} ms, %{y:.1f} tok/s<extra></extra>",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=[p.latency * 1000 for p in front],
+            y=[p.throughput for p in front],
+            mode="lines+markers+text",
+            name="Pareto front",
+            text=[p.label for p in front],
+            textposition="top center",
+            cliponaxis=False,
+            marker={"color": "#d93025", "size": 13, "symbol": "star"},
+            line={"color": "#d93025", "dash": "dot"},
+            hovertemplate="%{text}<br>%{x:.0f} ms, %{y:.1f} tok/s<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"Throughput against {LATENCY_AXES[metric]}",
+        xaxis_title=LATENCY_AXES[metric],
+        yaxis_title="output tokens/s",
+        height=420,
+        margin={"t": 50, "b": 40, "l": 60, "r": 30},
+    )
     # Room around the points for their labels.
     figure.update_xaxes(rangemode="tozero")
     figure.update_yaxes(rangemode="tozero")
@@ -142,8 +175,13 @@ class Winner:
 def winner(summary: dict[str, Any]) -> Winner:
     best = summary.get("best") or {}
     launch = best.get("launch") or {}
-    return Winner(best.get("label"), best.get("reason") or "", launch.get("plain"), launch.get("docker"),
-                  dict(best.get("settings") or {}))
+    return Winner(
+        best.get("label"),
+        best.get("reason") or "",
+        launch.get("plain"),
+        launch.get("docker"),
+        dict(best.get("settings") or {}),
+    )
 
 
 def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
@@ -159,7 +197,14 @@ def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
         raise ValidationError("This tuning run has no winning configuration to register.")
     name = name.strip() or f"tuned-{view.spec.kind}-{run_id}"
     port = 8080 if view.spec.kind == "llamacpp" else 8000
-    info = {"tuned_by_run": run_id, "settings": found.settings, "launch": found.plain, "launch_docker": found.docker,
-            "description": f"Tuned by run #{run_id}: {found.label}"}
-    endpoints.add_engine(name, f"http://127.0.0.1:{port}", kind=view.spec.kind, model=view.spec.model, info=info)
+    info = {
+        "tuned_by_run": run_id,
+        "settings": found.settings,
+        "launch": found.plain,
+        "launch_docker": found.docker,
+        "description": f"Tuned by run #{run_id}: {found.label}",
+    }
+    endpoints.add_engine(
+        name, f"http://127.0.0.1:{port}", kind=view.spec.kind, model=view.spec.model, info=info
+    )
     return name

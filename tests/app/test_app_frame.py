@@ -16,8 +16,9 @@ def test_default_page_renders(db_url: str) -> None:
     assert at.title[0].value == "Playground"
 
 
-def test_a_configured_login_shows_nothing_without_the_gates_cookie(db_url: str,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_configured_login_shows_nothing_without_the_gates_cookie(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Logins happen in front of Streamlit (web/gate.py); the script itself never offers a
     password form, so `streamlit run app.py` with a password set shows no page at all."""
     monkeypatch.setenv("SHOOTOUT_PASSWORD", "s3cret-team")
@@ -33,13 +34,21 @@ def test_a_viewer_sees_no_operator_controls(db_url: str, monkeypatch: pytest.Mon
     from services import access, endpoints
 
     endpoints.add_engine("a", "http://127.0.0.1:9", kind="vllm", model="m")
-    monkeypatch.setattr(access, "anonymous_viewer", lambda address: access.Viewer("viewer", "ip:10.0.0.5"))
+    monkeypatch.setattr(
+        access, "anonymous_viewer", lambda address: access.Viewer("viewer", "ip:10.0.0.5")
+    )
     at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "engines.py"), default_timeout=60).run()
     assert not at.exception
     labels = [getattr(b, "label", "") for b in at.get("button")]
-    assert "Probe and add" not in labels and "Start all local engines" not in labels and "Remove" not in labels
+    assert (
+        "Probe and add" not in labels
+        and "Start all local engines" not in labels
+        and "Remove" not in labels
+    )
     assert "Probe" in labels  # watching is allowed
-    assert any("Only an operator may start, stop, add, edit or remove engines" in c.value for c in at.caption)
+    assert any(
+        "Only an operator may start, stop, add, edit or remove engines" in c.value for c in at.caption
+    )
     monkeypatch.setattr(access, "anonymous_viewer", lambda address: access.Viewer("operator", "local"))
     at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "engines.py"), default_timeout=60).run()
     assert "Probe and add" in [getattr(b, "label", "") for b in at.get("button")]
@@ -52,7 +61,11 @@ def test_app_start_marks_stale_runs_interrupted(db_url: str) -> None:
     from db.session import session_scope
 
     with session_scope() as session:
-        run = Run(kind="recording", status="running", heartbeat_at=datetime.now(timezone.utc) - timedelta(hours=1))
+        run = Run(
+            kind="recording",
+            status="running",
+            heartbeat_at=datetime.now(timezone.utc) - timedelta(hours=1),
+        )
         session.add(run)
         session.flush()
         run_id = run.id
@@ -70,7 +83,9 @@ def test_streamlit_settings_leave_the_playground_reader_alone() -> None:
     import tomllib
     from pathlib import Path
 
-    settings = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    settings = tomllib.loads(
+        (Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text()
+    )
     assert settings["runner"]["postScriptGC"] is False
     assert settings["client"]["toolbarMode"] == "viewer"  # no Deploy button or developer menu
     assert settings["server"]["fileWatcherType"] == "none"

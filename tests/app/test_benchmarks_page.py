@@ -25,8 +25,11 @@ def page(**query: str) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    return " ".join(as_read(e.value) for kind in ("markdown", "caption", "info", "error", "warning", "success", "title",
-                                              "subheader") for e in getattr(at, kind))
+    return " ".join(
+        as_read(e.value)
+        for kind in ("markdown", "caption", "info", "error", "warning", "success", "title", "subheader")
+        for e in getattr(at, kind)
+    )
 
 
 def test_no_engines_no_runs(db_url: str) -> None:
@@ -37,7 +40,9 @@ def test_no_engines_no_runs(db_url: str) -> None:
 
 
 def test_bad_form_input_shows_one_clear_error(db_url: str, scripted_server: ScriptedServer) -> None:
-    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=2, itl=1))
+    add_engine(
+        "scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=2, itl=1)
+    )
     at = page()
     at.button(key="bench_start").click().run()
     assert "Choose at least one engine" in texts(at)
@@ -51,7 +56,12 @@ def test_bad_form_input_shows_one_clear_error(db_url: str, scripted_server: Scri
 
 
 def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server: ScriptedServer) -> None:
-    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=2, tokens=16))
+    add_engine(
+        "scripted",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=5, itl=2, tokens=16),
+    )
     at = page()
     at.multiselect(key="bench_engines").set_value(["scripted"]).run()
     at.number_input(key="bench_output_len").set_value(16).run()
@@ -59,7 +69,11 @@ def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server:
     at.number_input(key="bench_concurrency").set_value(4).run()
     at.button(key="bench_start").click().run()
     assert not at.exception, at.exception
-    run_id = int(at.query_params["run"][-1] if isinstance(at.query_params["run"], list) else at.query_params["run"])
+    run_id = int(
+        at.query_params["run"][-1]
+        if isinstance(at.query_params["run"], list)
+        else at.query_params["run"]
+    )
     deadline = time.monotonic() + 60
     while jobs.get_run(run_id).active and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -75,10 +89,19 @@ def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server:
     assert len(charts) >= 3  # TTFT and ITL CDFs, timeline (and engine metrics)
 
 
-def test_live_view_of_a_running_benchmark_and_cancel(db_url: str, scripted_server: ScriptedServer) -> None:
-    engine = EngineTarget("slow", scripted_server.base_url, "vllm", scripted_server.model(ttft=5, itl=20, tokens=200))
-    run_id = jobs.start_benchmark(BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=200),
-                                            load=LoadSpec(concurrency=2, requests=200)))
+def test_live_view_of_a_running_benchmark_and_cancel(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    engine = EngineTarget(
+        "slow", scripted_server.base_url, "vllm", scripted_server.model(ttft=5, itl=20, tokens=200)
+    )
+    run_id = jobs.start_benchmark(
+        BenchSpec(
+            engines=(engine,),
+            workload=WorkloadSpec(output_len=200),
+            load=LoadSpec(concurrency=2, requests=200),
+        )
+    )
     deadline = time.monotonic() + 30
     while jobs.get_run(run_id).status != "running" and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -94,10 +117,18 @@ def test_live_view_of_a_running_benchmark_and_cancel(db_url: str, scripted_serve
     assert "Status: cancelled" in texts(at)
 
 
-def test_sweep_results_have_the_latency_throughput_curve(db_url: str, scripted_server: ScriptedServer) -> None:
-    engine = EngineTarget("scripted", scripted_server.base_url, "vllm", scripted_server.model(ttft=10, itl=1, tokens=8))
-    spec = BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=8), load=LoadSpec(requests=8),
-                     sweep=SweepSpec(kind="concurrency", values=(1, 2), stop_on_plateau=False))
+def test_sweep_results_have_the_latency_throughput_curve(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    engine = EngineTarget(
+        "scripted", scripted_server.base_url, "vllm", scripted_server.model(ttft=10, itl=1, tokens=8)
+    )
+    spec = BenchSpec(
+        engines=(engine,),
+        workload=WorkloadSpec(output_len=8),
+        load=LoadSpec(requests=8),
+        sweep=SweepSpec(kind="concurrency", values=(1, 2), stop_on_plateau=False),
+    )
     run_id = jobs.create_run(spec)
     jobs.execute_run(run_id)
     at = page(run=str(run_id))
@@ -105,8 +136,15 @@ def test_sweep_results_have_the_latency_throughput_curve(db_url: str, scripted_s
     assert len(at.get("plotly_chart")) >= 4
 
 
-def test_workers_from_the_form_and_the_self_check_on_the_results(db_url: str, scripted_server: ScriptedServer) -> None:
-    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=2, tokens=8))
+def test_workers_from_the_form_and_the_self_check_on_the_results(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    add_engine(
+        "scripted",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=5, itl=2, tokens=8),
+    )
     at = page()
     at.multiselect(key="bench_engines").set_value(["scripted"]).run()
     at.text_input(key="bench_workers").set_value("lots").run()
@@ -118,7 +156,11 @@ def test_workers_from_the_form_and_the_self_check_on_the_results(db_url: str, sc
     at.number_input(key="bench_concurrency").set_value(4).run()
     at.button(key="bench_start").click().run()
     assert not at.exception, at.exception
-    run_id = int(at.query_params["run"][-1] if isinstance(at.query_params["run"], list) else at.query_params["run"])
+    run_id = int(
+        at.query_params["run"][-1]
+        if isinstance(at.query_params["run"], list)
+        else at.query_params["run"]
+    )
     deadline = time.monotonic() + 90
     while jobs.get_run(run_id).active and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -131,8 +173,11 @@ def test_workers_from_the_form_and_the_self_check_on_the_results(db_url: str, sc
     # A client-bound run says so above the tables, with its evidence.
     summary = dict(run.summary)
     block = summary["engines"]["scripted"]
-    block["generator"] = {**block["generator"], "client_bound": True,
-                          "evidence": ["event-loop lag p99 9.00 ms > 2 ms"]}
+    block["generator"] = {
+        **block["generator"],
+        "client_bound": True,
+        "evidence": ["event-loop lag p99 9.00 ms > 2 ms"],
+    }
     summary["generator"] = {"client_bound": True, "flagged": [], "checked_loads": 1}
     jobs._update(run_id, summary=summary)
     at = page(run=str(run_id))
@@ -142,11 +187,17 @@ def test_workers_from_the_form_and_the_self_check_on_the_results(db_url: str, sc
 
 
 def test_the_ray_field_is_an_operators_and_an_unreachable_cluster_is_one_clear_error(
-        db_url: str, scripted_server: ScriptedServer) -> None:
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     from services import access
     from tests.support.ray_cluster import free_port
 
-    add_engine("scripted", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=2, tokens=8))
+    add_engine(
+        "scripted",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=5, itl=2, tokens=8),
+    )
     viewer = AppTest.from_file(str(REPO_ROOT / "app_pages" / "benchmarks.py"), default_timeout=60)
     viewer.session_state["viewer"] = access.Viewer(role="viewer", identity="v@example.com")
     viewer.run()

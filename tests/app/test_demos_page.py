@@ -26,7 +26,13 @@ def server():  # type: ignore[no-untyped-def]
 
 
 def texts(at: AppTest) -> str:
-    return as_read(" ".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader]))
+    return as_read(
+        " ".join(
+            [m.value for m in at.markdown]
+            + [c.value for c in at.caption]
+            + [s.value for s in at.subheader]
+        )
+    )
 
 
 def test_explains_the_scenario_without_engines(page: AppTest) -> None:

@@ -36,9 +36,15 @@ def engines(db_url: str, shared_dir: Path) -> Iterator[MetricsServer]:
     vllm.child(vllm.kv).set(0.25)
     with MetricsServer() as server:
         server.routes["/v/metrics"] = Route(body=vllm.text)
-        server.routes["/l/metrics"] = Route(body=(shared_dir / "fixtures/metrics/llamacpp.txt").read_text())
-        endpoints.add_engine("vllm-a", server.url + "/v", kind="vllm", metrics_url=server.url + "/v/metrics")
-        endpoints.add_engine("llama-b", server.url + "/l", kind="llamacpp", metrics_url=server.url + "/l/metrics")
+        server.routes["/l/metrics"] = Route(
+            body=(shared_dir / "fixtures/metrics/llamacpp.txt").read_text()
+        )
+        endpoints.add_engine(
+            "vllm-a", server.url + "/v", kind="vllm", metrics_url=server.url + "/v/metrics"
+        )
+        endpoints.add_engine(
+            "llama-b", server.url + "/l", kind="llamacpp", metrics_url=server.url + "/l/metrics"
+        )
         yield server
         for info in active_recordings():
             stop_recording(info.run_id)
@@ -54,7 +60,9 @@ def no_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def two_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(gpus=[FakeGpu(), FakeGpu(name="NVIDIA L4")]))
+    monkeypatch.setitem(
+        sys.modules, "pynvml", make_fake_pynvml(gpus=[FakeGpu(), FakeGpu(name="NVIDIA L4")])
+    )
     reset_hub(gpu_sampler=NvmlSampler())
     yield
     reset_hub()
@@ -84,7 +92,9 @@ def test_live_charts_and_not_reported(engines: MetricsServer, no_gpu: None) -> N
     text = captions(at)
     assert "llama-b: not reported by llama.cpp" in text  # KV-cache usage
     assert "vllm-a" in text and "llama-b" in text  # status line per engine
-    assert [request[1]["accept"] for request in engines.requests] == ["text/plain"] * len(engines.requests)
+    assert [request[1]["accept"] for request in engines.requests] == ["text/plain"] * len(
+        engines.requests
+    )
 
 
 def test_gpus_listed_and_charted(engines: MetricsServer, two_gpus: None) -> None:
@@ -136,13 +146,19 @@ def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) ->
 
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
     with session_scope() as session:
-        run = Run(kind="recording", name="three hours", status="finished", started_at=start, engine_names="x")
+        run = Run(
+            kind="recording", name="three hours", status="finished", started_at=start, engine_names="x"
+        )
         session.add(run)
         session.flush()
         run_id = run.id
         session.add_all(
-            Sample(run_id=run_id, ts=start.timestamp() + t, source="engine:x",
-                   values={"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": (t % 3600) / 3600})
+            Sample(
+                run_id=run_id,
+                ts=start.timestamp() + t,
+                source="engine:x",
+                values={"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": (t % 3600) / 3600},
+            )
             for t in range(0, 3 * 3600 + 1, 30)
         )
     at = monitor_page()
@@ -160,7 +176,9 @@ def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) ->
 
 
 def test_history_from_the_real_prometheus(db_url: str, no_gpu: None, prometheus: str) -> None:
-    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    endpoints.add_engine(
+        "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
+    )
     at = monitor_page()
     at.session_state["monitor_mode"] = "History"
     at.run()

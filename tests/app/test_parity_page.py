@@ -36,8 +36,12 @@ def test_one_engine_is_a_clear_message(page: AppTest, scripted_server) -> None: 
 
 def test_a_stored_run_shows_its_summary_table_and_divergence(page: AppTest, scripted_server) -> None:  # type: ignore[no-untyped-def]
     endpoints.add_engine("words-a", scripted_server.base_url, model=scripted_server.model(tokens=8))
-    endpoints.add_engine("words-b", scripted_server.base_url, model=scripted_server.model(tokens=8, salt=3))
-    run_id = runner.start_parity(["words-a", "words-b"], tasks=task_set(3), max_tokens=8, background=False)
+    endpoints.add_engine(
+        "words-b", scripted_server.base_url, model=scripted_server.model(tokens=8, salt=3)
+    )
+    run_id = runner.start_parity(
+        ["words-a", "words-b"], tasks=task_set(3), max_tokens=8, background=False
+    )
     page.query_params["run"] = str(run_id)
     at = page.run()
     assert not at.exception

@@ -65,9 +65,25 @@ def test_measured_number_against_the_bound(db_url: str) -> None:
 
 def _stored_run(name: str, model: str | None, gpu: str | None, rate: float) -> None:
     with session_scope() as session:
-        session.add(Run(kind="benchmark", name=name, model=model, config={"gpu": gpu} if gpu else {},
-                        summary={"engines": {"vllm": {"output_throughput_tok_s": rate, "concurrency_mean": 16,
-                                                      "completed": 4, "input_tokens": 4000, "output_tokens": 1000}}}))
+        session.add(
+            Run(
+                kind="benchmark",
+                name=name,
+                model=model,
+                config={"gpu": gpu} if gpu else {},
+                summary={
+                    "engines": {
+                        "vllm": {
+                            "output_throughput_tok_s": rate,
+                            "concurrency_mean": 16,
+                            "completed": 4,
+                            "input_tokens": 4000,
+                            "output_tokens": 1000,
+                        }
+                    }
+                },
+            )
+        )
 
 
 def test_stored_run_of_the_planned_model_and_gpu_against_the_bound(db_url: str) -> None:
@@ -120,8 +136,12 @@ def test_launch_command_follows_the_plan(db_url: str) -> None:
     at.slider(key="planner_util").set_value(0.85)
     submit(at, "Plan")
     vllm = at.code[0].value
-    for flag in ("vllm serve meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size 4", "--max-model-len 16384",
-                 "--gpu-memory-utilization 0.85"):
+    for flag in (
+        "vllm serve meta-llama/Llama-3.1-70B-Instruct",
+        "--tensor-parallel-size 4",
+        "--max-model-len 16384",
+        "--gpu-memory-utilization 0.85",
+    ):
         assert flag in vllm
     at.selectbox(key="planner_engine").set_value("llamacpp")
     at.text_input(key="planner_host").set_value("$(id)")
@@ -130,7 +150,9 @@ def test_launch_command_follows_the_plan(db_url: str) -> None:
     assert "-hf" not in llama and "-m /path/to/Llama-3.1-70B-Instruct-Q4_K_M.gguf" in llama
     assert "--host '$(id)'" in llama
     assert any("without GGUF files" in c.value for c in at.caption)
-    at.number_input(key="planner_launch_gpus").set_value(2)  # the user's own edit stands until the next plan
+    at.number_input(key="planner_launch_gpus").set_value(
+        2
+    )  # the user's own edit stands until the next plan
     submit(at, "Make command")
     assert at.number_input(key="planner_launch_gpus").value == 2
     at.number_input(key="planner_batch").set_value(32)
@@ -147,7 +169,8 @@ def test_add_a_gpu_then_plan_on_it(db_url: str) -> None:
     assert any("Saved My card" in s.value for s in at.success)
     at = planner_page()
     assert "my-card" in at.selectbox(key="planner_gpu").options or any(
-        "My card" in o for o in at.selectbox(key="planner_gpu").options)
+        "My card" in o for o in at.selectbox(key="planner_gpu").options
+    )
 
 
 def test_add_model_without_a_file_says_what_to_do(db_url: str) -> None:
@@ -174,7 +197,9 @@ def test_no_cell_or_metric_shows_none_or_nan_and_units_agree(db_url: str) -> Non
     submit(at, "Plan")
     for text in _shown_text(at):
         for word in text.replace("(", " ").replace(")", " ").split():
-            assert word.strip(".,:;") not in ("None", "nan", "NaN", "inf"), text  # Python's spellings, not prose
+            assert word.strip(".,:;") not in ("None", "nan", "NaN", "inf"), (
+                text
+            )  # Python's spellings, not prose
     assert metric(at, "KV cache for the batch").endswith("GiB")  # as the memory bar and the fit warning
     assert metric(at, "Weights").endswith("GiB")
     assert metric(at, "Decode limited by") == "bandwidth"  # "memory bandwidth" was cut to "memory ban…"
@@ -186,7 +211,12 @@ def test_no_cell_or_metric_shows_none_or_nan_and_units_agree(db_url: str) -> Non
 def test_engines_with_equal_scores_are_shown_as_tied(db_url: str) -> None:
     at = planner_page()
     headings = [m.value.split(" — ")[0] for m in at.markdown if " — " in m.value]
-    assert headings[:4] == ["**1 (tie). SGLang**", "**1 (tie). TensorRT-LLM**", "**1 (tie). vLLM**", "**4. llama.cpp**"]
+    assert headings[:4] == [
+        "**1 (tie). SGLang**",
+        "**1 (tie). TensorRT-LLM**",
+        "**1 (tie). vLLM**",
+        "**4. llama.cpp**",
+    ]
 
 
 def test_huge_rates_stay_short_enough_for_their_metric(db_url: str) -> None:

@@ -38,9 +38,15 @@ def run_until_idle(at: AppTest, seconds: float = 30) -> AppTest:
 
 @pytest.fixture
 def two_engines(db_url: str, scripted_server: ScriptedServer) -> list[str]:
-    endpoints.add_engine("alpha", scripted_server.base_url, model=scripted_server.model(ttft=20, itl=2, tokens=6))
-    endpoints.add_engine("beta", scripted_server.base_url, kind="vllm",
-                         model=scripted_server.model(ttft=80, itl=4, tokens=6, salt=2, cached=0))
+    endpoints.add_engine(
+        "alpha", scripted_server.base_url, model=scripted_server.model(ttft=20, itl=2, tokens=6)
+    )
+    endpoints.add_engine(
+        "beta",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=80, itl=4, tokens=6, salt=2, cached=0),
+    )
     return ["alpha", "beta"]
 
 
@@ -72,10 +78,13 @@ def test_send_streams_both_columns_with_measurements(two_engines: list[str]) -> 
     assert item.prompt == "Hello engines"
 
 
-def test_inputs_are_disabled_while_streaming_and_stop_keeps_partials(db_url: str,
-                                                                     scripted_server: ScriptedServer) -> None:
+def test_inputs_are_disabled_while_streaming_and_stop_keeps_partials(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     for name in ("slow1", "slow2"):
-        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=500))
+        endpoints.add_engine(
+            name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=500)
+        )
     at = page().run()
     at.text_area(key="pg_prompt").set_value("long answer please")
     at.button(key="pg_send").click().run()
@@ -93,7 +102,9 @@ def test_inputs_are_disabled_while_streaming_and_stop_keeps_partials(db_url: str
 
 def test_errors_are_shown_in_words(db_url: str, scripted_server: ScriptedServer) -> None:
     endpoints.add_engine("fine", scripted_server.base_url, model=scripted_server.model(tokens=3, itl=1))
-    endpoints.add_engine("broken", scripted_server.base_url, model=scripted_server.model(fault="http", status=503))
+    endpoints.add_engine(
+        "broken", scripted_server.base_url, model=scripted_server.model(fault="http", status=503)
+    )
     at = page().run()
     at.button(key="pg_send").click().run()
     assert any("Type a prompt first." in e.value for e in at.error)
@@ -145,23 +156,41 @@ def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
     assert at.session_state["pg_run_id"] != first_run and "**Turn 1:** first question" in texts(at)
 
 
-def store_exchange(columns: dict[str, dict[str, Any]], prompt: str = "Explain", status: str = "finished") -> int:
+def store_exchange(
+    columns: dict[str, dict[str, Any]], prompt: str = "Explain", status: str = "finished"
+) -> int:
     """A finished exchange written straight to the database: answers and figures that no
     scripted stream produces (paragraphs, markup, NaN, nulls)."""
     from db.models import Exchange, Run
     from db.session import session_scope
 
     with session_scope() as session:
-        run = Run(kind="playground", status=status, engine_names=",".join(columns),
-                  config={"conversation_id": "stored", "turn": 1, "prompt": prompt, "system": "", "params": {},
-                          "engines": [{"engine": name} for name in columns]},
-                  engines=[{"name": name, "base_url": "http://127.0.0.1:9/v1"} for name in columns])
+        run = Run(
+            kind="playground",
+            status=status,
+            engine_names=",".join(columns),
+            config={
+                "conversation_id": "stored",
+                "turn": 1,
+                "prompt": prompt,
+                "system": "",
+                "params": {},
+                "engines": [{"engine": name} for name in columns],
+            },
+            engines=[{"name": name, "base_url": "http://127.0.0.1:9/v1"} for name in columns],
+        )
         session.add(run)
         session.flush()
         for name, values in columns.items():
-            session.add(Exchange(run_id=run.id, conversation_id="stored", engine_name=name,
-                                 messages=[{"role": "user", "content": prompt}],
-                                 **{"status": "finished", **values}))
+            session.add(
+                Exchange(
+                    run_id=run.id,
+                    conversation_id="stored",
+                    engine_name=name,
+                    messages=[{"role": "user", "content": prompt}],
+                    **{"status": "finished", **values},
+                )
+            )
         return run.id
 
 
@@ -186,8 +215,10 @@ def reopened(run_id: int) -> AppTest:
     return at.button(key=f"pg_open_{run_id}").click().run()
 
 
-PARAGRAPHS = ("Streaming sends tokens as they come.\n\n[inference: the server] keeps a *queue*\n"
-              "- item one\n```python\nprint('<b>hi</b>')\n```\n<img src=http://evil.test/a.png> & done")
+PARAGRAPHS = (
+    "Streaming sends tokens as they come.\n\n[inference: the server] keeps a *queue*\n"
+    "- item one\n```python\nprint('<b>hi</b>')\n```\n<img src=http://evil.test/a.png> & done"
+)
 
 
 def test_word_diff_renders_paragraphs_markup_and_brackets_as_text(offline_engines: list[str]) -> None:
@@ -202,24 +233,52 @@ def test_word_diff_renders_paragraphs_markup_and_brackets_as_text(offline_engine
 
 
 def test_answers_and_error_bodies_load_no_remote_image(offline_engines: list[str]) -> None:
-    at = reopened(store_exchange({
-        "alpha": {"answer": "See ![chart](http://evil.test/track.png) and `![code](x)`."},
-        "beta": {"status": "failed", "answer": "", "error": "HTTP 502: ![x](http://evil.test/e.png) <img src=y>"},
-    }))
+    at = reopened(
+        store_exchange(
+            {
+                "alpha": {"answer": "See ![chart](http://evil.test/track.png) and `![code](x)`."},
+                "beta": {
+                    "status": "failed",
+                    "answer": "",
+                    "error": "HTTP 502: ![x](http://evil.test/e.png) <img src=y>",
+                },
+            }
+        )
+    )
     assert not at.exception
-    rendered = [m.value for m in at.markdown] + [e.value for e in at.error] + [c.value for c in at.caption]
+    rendered = (
+        [m.value for m in at.markdown] + [e.value for e in at.error] + [c.value for c in at.caption]
+    )
     assert not any("](http://evil.test" in value and "![" in value for value in rendered)
     assert "image not loaded: chart" in texts(at)
     assert any("!\\[x\\]" in e.value and "\\<img" in e.value for e in at.error)
 
 
 def test_no_none_or_nan_and_one_unit_per_quantity(offline_engines: list[str]) -> None:
-    at = reopened(store_exchange({
-        "alpha": {"model": None, "answer": "a", "finish_reason": None, "usage": {"prompt_tokens": None,
-                  "completion_tokens": "7"}, "metrics": {"ttft_s": 1.5, "itl_mean_s": math.nan, "tokens_per_s": None}},
-        "beta": {"model": "m`x`*y*", "answer": "b", "metrics": {"ttft_s": 0.85, "itl_mean_s": 0.004,
-                                                               "itl_p90_s": 0.006, "tokens_per_s": math.inf}},
-    }, prompt=None))  # type: ignore[arg-type]
+    at = reopened(
+        store_exchange(
+            {
+                "alpha": {
+                    "model": None,
+                    "answer": "a",
+                    "finish_reason": None,
+                    "usage": {"prompt_tokens": None, "completion_tokens": "7"},
+                    "metrics": {"ttft_s": 1.5, "itl_mean_s": math.nan, "tokens_per_s": None},
+                },
+                "beta": {
+                    "model": "m`x`*y*",
+                    "answer": "b",
+                    "metrics": {
+                        "ttft_s": 0.85,
+                        "itl_mean_s": 0.004,
+                        "itl_p90_s": 0.006,
+                        "tokens_per_s": math.inf,
+                    },
+                },
+            },
+            prompt=None,
+        )
+    )  # type: ignore[arg-type]
     assert not at.exception
     body = texts(at)
     assert "None" not in body and "nan" not in body.lower() and "inf" not in body
@@ -237,9 +296,13 @@ def test_names_in_labels_and_titles_are_escaped(db_url: str) -> None:
     assert "Model for a\\_b\\_c" in labels
 
 
-def test_reload_shows_the_exchange_again_even_while_it_streams(db_url: str, scripted_server: ScriptedServer) -> None:
+def test_reload_shows_the_exchange_again_even_while_it_streams(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     for name in ("slow1", "slow2"):
-        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=400))
+        endpoints.add_engine(
+            name, scripted_server.base_url, model=scripted_server.model(ttft=10, itl=20, tokens=400)
+        )
     at = page().run()
     at.text_area(key="pg_prompt").set_value("stream for a while")
     at.button(key="pg_send").click().run()
@@ -275,10 +338,13 @@ def test_parameters_keep_one_label_and_show_their_values_beside(offline_engines:
     assert any("temperature 0.3" in c.value and "seed 7" in c.value for c in at.caption)
 
 
-def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(db_url: str,
-                                                                     scripted_server: ScriptedServer) -> None:
+def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     for salt, name in enumerate(("alpha", "beta", "gamma")):
-        endpoints.add_engine(name, scripted_server.base_url, model=scripted_server.model(tokens=4, itl=1, salt=salt))
+        endpoints.add_engine(
+            name, scripted_server.base_url, model=scripted_server.model(tokens=4, itl=1, salt=salt)
+        )
     at = page().run()
     at.toggle(key="pg_blind").set_value(True)
     at.text_area(key="pg_prompt").set_value("Best of three?")
@@ -297,7 +363,9 @@ def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(db_url: str
     assert "Answer C in the blind vote" in body
     assert not any(b.key and b.key.startswith("pg_vote_") for b in at.button)
     # After the reveal the diff's selectors name the engines (a new widget: the old kept "Answer A").
-    assert at.selectbox(key="pg_diff_a_named").options == playground.blind_order(run_id, ["alpha", "beta", "gamma"])
+    assert at.selectbox(key="pg_diff_a_named").options == playground.blind_order(
+        run_id, ["alpha", "beta", "gamma"]
+    )
     [tally] = at.dataframe
     rows = tally.value.to_dict("records")
     # The best of three decides two pairs: the winner against each of the others.

@@ -19,8 +19,11 @@ def runs_page(**query: str | list[str]) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    return " ".join(as_read(e.value) for kind in ("markdown", "caption", "info", "error", "title", "subheader")
-                    for e in getattr(at, kind))
+    return " ".join(
+        as_read(e.value)
+        for kind in ("markdown", "caption", "info", "error", "title", "subheader")
+        for e in getattr(at, kind)
+    )
 
 
 def param(at: AppTest, key: str) -> str:
@@ -29,10 +32,18 @@ def param(at: AppTest, key: str) -> str:
 
 
 def two_runs() -> tuple[int, int]:
-    a = make_run(name="before", engines={"vllm": engine_summary(0.100, 0.02, 1.0, 500.0)},
-                 requests={"vllm": [0.09, 0.10, 0.11]}, tags=["nightly"])
-    b = make_run(name="after", engines={"sglang": engine_summary(0.050, 0.02, 1.0, 700.0)},
-                 requests={"sglang": [0.04, 0.05, 0.06]}, config={"concurrency": 8})
+    a = make_run(
+        name="before",
+        engines={"vllm": engine_summary(0.100, 0.02, 1.0, 500.0)},
+        requests={"vllm": [0.09, 0.10, 0.11]},
+        tags=["nightly"],
+    )
+    b = make_run(
+        name="after",
+        engines={"sglang": engine_summary(0.050, 0.02, 1.0, 700.0)},
+        requests={"sglang": [0.04, 0.05, 0.06]},
+        config={"concurrency": 8},
+    )
     return a, b
 
 
@@ -64,7 +75,12 @@ def test_select_and_compare_writes_the_address(db_url: str) -> None:
     verdicts = " ".join(m.value for m in at.markdown)
     assert f"#{b} sglang is fastest, 2.0× faster than #{a} vllm" in verdicts
     table = at.dataframe[0].value
-    assert table.columns.tolist() == ["Metric", f"#{a} vllm (baseline)", f"#{b} sglang", f"Δ #{b} sglang"]
+    assert table.columns.tolist() == [
+        "Metric",
+        f"#{a} vllm (baseline)",
+        f"#{b} sglang",
+        f"Δ #{b} sglang",
+    ]
     row = table[table["Metric"] == "TTFT p50"].iloc[0]
     assert row[f"Δ #{b} sglang"] == "-50.0% better"
 
@@ -131,11 +147,19 @@ def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) ->
     from db.session import session_scope
     from services import endpoints
 
-    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    endpoints.add_engine(
+        "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
+    )
     now = datetime.now(timezone.utc)
     with session_scope() as session:
-        run = Run(kind="import", name="benchmarked elsewhere", status="done", engine_names="resetting,gone",
-                  started_at=now - timedelta(seconds=20), finished_at=now)
+        run = Run(
+            kind="import",
+            name="benchmarked elsewhere",
+            status="done",
+            engine_names="resetting,gone",
+            started_at=now - timedelta(seconds=20),
+            finished_at=now,
+        )
         session.add(run)
         session.flush()
         run_id = run.id

@@ -22,8 +22,11 @@ def page(viewer: access.Viewer | None = None, **query: str) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    return " ".join(as_read(e.value) for kind in ("markdown", "caption", "info", "error", "warning", "success",
-                                              "subheader") for e in getattr(at, kind))
+    return " ".join(
+        as_read(e.value)
+        for kind in ("markdown", "caption", "info", "error", "warning", "success", "subheader")
+        for e in getattr(at, kind)
+    )
 
 
 def test_a_viewer_cannot_start_a_tuning_run(db_url: str) -> None:

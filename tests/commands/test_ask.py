@@ -15,14 +15,31 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def ask(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "cli.py", "ask", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "cli.py", "ask", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
 
 
-def test_one_prompt_to_two_engines_measured_stored_and_continued(db_url: str, scripted_server: ScriptedServer) -> None:
-    add_engine("quick", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=1, tokens=8))
-    add_engine("broken", scripted_server.base_url, kind="vllm",
-               model=scripted_server.model(ttft=5, itl=1, tokens=8, fault="cut", at=4))
+def test_one_prompt_to_two_engines_measured_stored_and_continued(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    add_engine(
+        "quick",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=5, itl=1, tokens=8),
+    )
+    add_engine(
+        "broken",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=5, itl=1, tokens=8, fault="cut", at=4),
+    )
     result = ask("Name three colours.", "--json")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
@@ -34,13 +51,26 @@ def test_one_prompt_to_two_engines_measured_stored_and_continued(db_url: str, sc
     from services.playground import history
 
     assert history()[0].run_id == payload["run_id"]  # stored like the page's exchanges
-    again = ask("And three more?", "--engine", "quick", "--engine", "broken", "--conversation",
-                payload["conversation_id"])
+    again = ask(
+        "And three more?",
+        "--engine",
+        "quick",
+        "--engine",
+        "broken",
+        "--conversation",
+        payload["conversation_id"],
+    )
     assert again.returncode == 0, again.stderr
-    assert "turn 2" in again.stdout.splitlines()[0] and "== quick" in again.stdout and "TTFT" in again.stdout
+    assert (
+        "turn 2" in again.stdout.splitlines()[0]
+        and "== quick" in again.stdout
+        and "TTFT" in again.stdout
+    )
 
 
-def test_bad_input_is_one_line_and_exit_1(db_url: str, scripted_server: ScriptedServer, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_and_exit_1(
+    db_url: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
     add_engine("one", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
     add_engine("two", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
     schema = tmp_path / "schema.json"
@@ -49,8 +79,14 @@ def test_bad_input_is_one_line_and_exit_1(db_url: str, scripted_server: Scripted
         (["hi", "--engine", "one"], "Choose 2 to 6 engines (got 1)."),
         (["hi", "--engine", "one", "--engine", "nope"], "nope"),
         (["  ", "--engine", "one", "--engine", "two"], "Type a prompt first."),
-        (["hi", "--engine", "one", "--engine", "two", "--schema", str(schema)], "The schema is not JSON"),
-        (["hi", "--engine", "one", "--engine", "two", "--schema", str(tmp_path / "missing.json")], "Cannot read"),
+        (
+            ["hi", "--engine", "one", "--engine", "two", "--schema", str(schema)],
+            "The schema is not JSON",
+        ),
+        (
+            ["hi", "--engine", "one", "--engine", "two", "--schema", str(tmp_path / "missing.json")],
+            "Cannot read",
+        ),
     ):
         result = ask(*args)
         assert result.returncode == 1, (args, result.stdout)

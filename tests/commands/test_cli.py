@@ -15,7 +15,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "cli.py", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        [sys.executable, "cli.py", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, **(env or {})},
     )
 
@@ -23,27 +27,46 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_help_lists_every_command() -> None:
     result = cli("--help")
     assert result.returncode == 0
-    for command in ("engines", "local", "bench", "scrape", "history", "export", "import", "plan", "demo", "ask"):
+    for command in (
+        "engines",
+        "local",
+        "bench",
+        "scrape",
+        "history",
+        "export",
+        "import",
+        "plan",
+        "demo",
+        "ask",
+    ):
         assert command in result.stdout
 
 
 def test_engines_add_list_remove(db_url: str) -> None:
-    added = cli("engines", "add", "remote", "http://10.0.0.1:8000", "--kind", "vllm", "--no-probe", "--json")
+    added = cli(
+        "engines", "add", "remote", "http://10.0.0.1:8000", "--kind", "vllm", "--no-probe", "--json"
+    )
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["kind"] == "vllm"
     listed = cli("engines", "list", "--json")
     assert [e["name"] for e in json.loads(listed.stdout)] == ["remote"]
     duplicate = cli("engines", "add", "remote", "http://x:1", "--no-probe")
     assert duplicate.returncode == 1
-    assert duplicate.stderr.strip() == "error: An engine named 'remote' exists already; choose another name or edit it."
+    assert (
+        duplicate.stderr.strip()
+        == "error: An engine named 'remote' exists already; choose another name or edit it."
+    )
     assert cli("engines", "remove", "remote").returncode == 0
     missing = cli("engines", "remove", "remote")
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
 
 
 def test_bad_input_exits_non_zero_without_traceback(db_url: str) -> None:
-    for args in (["engines", "add", "x", "ftp://nope", "--no-probe"], ["engines", "probe", "http://127.0.0.1:9"],
-                 ["local", "status", "nosuch"]):
+    for args in (
+        ["engines", "add", "x", "ftp://nope", "--no-probe"],
+        ["engines", "probe", "http://127.0.0.1:9"],
+        ["local", "status", "nosuch"],
+    ):
         result = cli(*args)
         assert result.returncode != 0, args
         assert "Traceback" not in result.stderr, result.stderr
@@ -59,7 +82,10 @@ def test_probe_and_status_json(all_local_engines_up, db_url: str) -> None:  # ty
     status = cli("local", "status", "--json")
     assert status.returncode == 0
     assert {s["id"]: s["status"] for s in json.loads(status.stdout)} == {
-        "llamacpp-4slot": "running", "vllm-cpu": "running", "llamacpp-1slot": "running"}
+        "llamacpp-4slot": "running",
+        "vllm-cpu": "running",
+        "llamacpp-1slot": "running",
+    }
     added = cli("engines", "add", "auto", f"http://127.0.0.1:{get_spec('vllm-cpu').port}", "--json")
     assert json.loads(added.stdout)["model"] == "smollm2"
 

@@ -43,17 +43,39 @@ def test_engines_add_ends(hostile: dict[str, str], db_url: str, mode: str) -> No
 @pytest.mark.parametrize("mode", MODES)
 def test_scrape_ends(hostile: dict[str, str], db_url: str, mode: str) -> None:
     started = time.monotonic()
-    result = cli("scrape", hostile[mode] + "/metrics", "--kind", "vllm", "--timeout", "3", "--interval", "0")
+    result = cli(
+        "scrape", hostile[mode] + "/metrics", "--kind", "vllm", "--timeout", "3", "--interval", "0"
+    )
     _check(result, started, 3 + 8)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_bench_url_with_a_timeout_ends(hostile: dict[str, str], db_url: str, mode: str) -> None:
     started = time.monotonic()
-    result = cli("bench", "--url", hostile[mode], "--kind", "vllm", "--model", "m", "--requests", "2",
-                 "--concurrency", "2", "--timeout", "5", "--output-len", "8", "--input-len", "8")
+    result = cli(
+        "bench",
+        "--url",
+        hostile[mode],
+        "--kind",
+        "vllm",
+        "--model",
+        "m",
+        "--requests",
+        "2",
+        "--concurrency",
+        "2",
+        "--timeout",
+        "5",
+        "--output-len",
+        "8",
+        "--input-len",
+        "8",
+    )
     elapsed = time.monotonic() - started
     assert elapsed < 5 * 3 + 20, (elapsed, result.stderr[-500:])  # calibration + requests, each bounded
     assert "Traceback" not in result.stderr
     # Every request failed with a class of its own; the run itself is reported, not hung.
-    assert result.returncode != 0 or "failed" in result.stdout.lower(), (result.stdout[-1500:], result.stderr[-1500:])
+    assert result.returncode != 0 or "failed" in result.stdout.lower(), (
+        result.stdout[-1500:],
+        result.stderr[-1500:],
+    )

@@ -11,10 +11,29 @@ from tests.support.prometheus import SAMPLES_ORIGIN, TEST_SELECTOR, wait_for_scr
 
 
 def test_history_of_a_job_as_json(prometheus: str) -> None:
-    wait_for_scrapes(prometheus, "resetting", at_least=30 + 5 + 2)  # the window below after a whole rate window
-    result = cli("history", "--prometheus", prometheus, "--selector", TEST_SELECTOR, "--job", "resetting",
-                 "--since", "30s", "--step", "2", "--rate-window", "5", "--signal", "generation_tokens_per_s",
-                 "--signal", "kv_cache_usage", "--json")
+    wait_for_scrapes(
+        prometheus, "resetting", at_least=30 + 5 + 2
+    )  # the window below after a whole rate window
+    result = cli(
+        "history",
+        "--prometheus",
+        prometheus,
+        "--selector",
+        TEST_SELECTOR,
+        "--job",
+        "resetting",
+        "--since",
+        "30s",
+        "--step",
+        "2",
+        "--rate-window",
+        "5",
+        "--signal",
+        "generation_tokens_per_s",
+        "--signal",
+        "kv_cache_usage",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["selector"] == TEST_SELECTOR and payload["step_s"] == 2
@@ -27,7 +46,9 @@ def test_history_of_a_job_as_json(prometheus: str) -> None:
 
 
 def test_history_of_a_registered_engine_for_a_run(db_url: str, prometheus: str) -> None:
-    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    endpoints.add_engine(
+        "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
+    )
     from datetime import datetime, timedelta, timezone
 
     from db.models import Run
@@ -35,12 +56,20 @@ def test_history_of_a_registered_engine_for_a_run(db_url: str, prometheus: str) 
 
     now = datetime.now(timezone.utc)
     with session_scope() as session:
-        run = Run(kind="import", name="from elsewhere", status="done", engine_names="resetting",
-                  started_at=now - timedelta(seconds=20), finished_at=now)
+        run = Run(
+            kind="import",
+            name="from elsewhere",
+            status="done",
+            engine_names="resetting",
+            started_at=now - timedelta(seconds=20),
+            finished_at=now,
+        )
         session.add(run)
         session.flush()
         run_id = run.id
-    result = cli("history", "--prometheus", prometheus, "--run", str(run_id), "--no-gpus", "--rate-window", "5")
+    result = cli(
+        "history", "--prometheus", prometheus, "--run", str(run_id), "--no-gpus", "--rate-window", "5"
+    )
     assert result.returncode == 0, result.stderr
     assert "engine:resetting (vLLM, scrape target)" in result.stdout
     assert "kv_cache_usage" in result.stdout and "not reported by vLLM" in result.stdout
@@ -48,9 +77,18 @@ def test_history_of_a_registered_engine_for_a_run(db_url: str, prometheus: str) 
 
 def test_history_failures_are_one_line(prometheus: str) -> None:
     for args, expected in (
-        (("--prometheus", "http://127.0.0.1:9", "--job", "vllm"), "error: Prometheus at http://127.0.0.1:9: connection refused"),
-        (("--prometheus", prometheus, "--job", "vllm", "--since", "2d", "--step", "1"), "points a series; Prometheus answers at most 11,000"),
-        (("--prometheus", prometheus, "--selector", "up) or (1", "--job", "vllm"), "is not a list of label matchers"),
+        (
+            ("--prometheus", "http://127.0.0.1:9", "--job", "vllm"),
+            "error: Prometheus at http://127.0.0.1:9: connection refused",
+        ),
+        (
+            ("--prometheus", prometheus, "--job", "vllm", "--since", "2d", "--step", "1"),
+            "points a series; Prometheus answers at most 11,000",
+        ),
+        (
+            ("--prometheus", prometheus, "--selector", "up) or (1", "--job", "vllm"),
+            "is not a list of label matchers",
+        ),
         (("--prometheus", prometheus, "--since", "soon"), "is not a duration"),
         (("--prometheus", prometheus, "--signal", "speed"), "Unknown signal(s) speed"),
     ):

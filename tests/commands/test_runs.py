@@ -31,8 +31,10 @@ def test_an_import_over_the_limit_is_one_line_and_fails(db_url: str, tmp_path) -
     big.write_bytes(b" " * 2_100_000 + b"{}")
     result = cli("import", str(big), env={"SHOOTOUT_LIMIT_IMPORT_MB": "2"})
     assert result.returncode == 1
-    assert result.stderr.strip() == ("error: big.json is 2.1 MB; this server imports files of at most 2 MB "
-                                     "(SHOOTOUT_LIMIT_IMPORT_MB).")
+    assert result.stderr.strip() == (
+        "error: big.json is 2.1 MB; this server imports files of at most 2 MB "
+        "(SHOOTOUT_LIMIT_IMPORT_MB)."
+    )
 
 
 def test_an_export_that_fails_leaves_no_file(db_url: str, tmp_path) -> None:

@@ -22,12 +22,19 @@ EXPECTED_ITL_MS = 15 * 40 / 63
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "cli.py", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "cli.py", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
 
 
-def test_ask_and_bench_print_the_same_itl_mean_for_four_tokens_per_chunk(db_url: str,
-                                                                         scripted_server: ScriptedServer) -> None:
+def test_ask_and_bench_print_the_same_itl_mean_for_four_tokens_per_chunk(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     model = scripted_server.model(**SHAPE)
     add_engine("first", scripted_server.base_url, kind="vllm", model=model)
     add_engine("second", scripted_server.base_url, kind="vllm", model=model)
@@ -36,9 +43,26 @@ def test_ask_and_bench_print_the_same_itl_mean_for_four_tokens_per_chunk(db_url:
     answers = json.loads(asked.stdout)["engines"]
     ask_itl_ms = [answers[name]["itl_mean_s"] * 1000 for name in ("first", "second")]
 
-    benched = cli("bench", "--url", scripted_server.base_url, "--model", model, "--concurrency", "1",
-                  "--requests", "2", "--input-len", "8", "--output-len", "64", "--timeout", "30", "--json", "-",
-                  "--quiet")
+    benched = cli(
+        "bench",
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        model,
+        "--concurrency",
+        "1",
+        "--requests",
+        "2",
+        "--input-len",
+        "8",
+        "--output-len",
+        "64",
+        "--timeout",
+        "30",
+        "--json",
+        "-",
+        "--quiet",
+    )
     assert benched.returncode == 0, benched.stderr
     (block,) = json.loads(benched.stdout)["engines"].values()
     bench_itl_ms = block["itl_s"]["mean"] * 1000

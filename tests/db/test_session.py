@@ -90,9 +90,13 @@ def test_old_database_is_upgraded_without_losing_rows(tmp_path) -> None:  # type
     config = alembic_config(engine)
     command.upgrade(config, "0001")  # the initial revision only, as an old install had it
     with engine.begin() as connection:
-        connection.execute(sa.text("INSERT INTO runs (kind, name, status, config, summary, engines, engine_names, "
-                                   "progress, notes, tags, archived, created_at) VALUES ('benchmark', 'old run', "
-                                   "'finished', '{}', '{}', '[]', '', 1.0, '', '[]', 0, '2026-01-01')"))
+        connection.execute(
+            sa.text(
+                "INSERT INTO runs (kind, name, status, config, summary, engines, engine_names, "
+                "progress, notes, tags, archived, created_at) VALUES ('benchmark', 'old run', "
+                "'finished', '{}', '{}', '[]', '', 1.0, '', '[]', 0, '2026-01-01')"
+            )
+        )
     ensure_schema(engine)
     assert current_revision(engine) == head_revision()
     with engine.connect() as connection:

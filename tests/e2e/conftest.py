@@ -37,8 +37,13 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """One app server for the browser tests, with its own database."""
     data_dir = tmp_path_factory.mktemp("e2e-data")
     served = start_served_app(data_dir, {})
-    yield AppServer(url=served.url, data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'shootout.db'}",
-                    process=served.process, log_file=served.log)
+    yield AppServer(
+        url=served.url,
+        data_dir=data_dir,
+        database_url=f"sqlite:///{data_dir / 'shootout.db'}",
+        process=served.process,
+        log_file=served.log,
+    )
     stop(served)
 
 
@@ -49,8 +54,15 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
         "headless": True,
-        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"],
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+        ],
     }
 
 
@@ -88,7 +100,8 @@ def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
 def assert_no_exception(page) -> None:  # type: ignore[no-untyped-def]
     """No traceback on screen."""
     assert page.locator("[data-testid='stException']").count() == 0, page.locator(
-        "[data-testid='stException']").first.inner_text()
+        "[data-testid='stException']"
+    ).first.inner_text()
 
 
 def assert_no_missing_words(page) -> None:  # type: ignore[no-untyped-def]
@@ -98,7 +111,7 @@ def assert_no_missing_words(page) -> None:  # type: ignore[no-untyped-def]
 
     text = page.locator("[data-testid='stMain']").inner_text()
     found = re.findall(r"(?<![\w-])(None|nan|NaN)(?![\w-])", text)
-    assert not found, f"{found[:3]} on screen: ...{text[max(0, text.find(found[0]) - 80):][:200]}..."
+    assert not found, f"{found[:3]} on screen: ...{text[max(0, text.find(found[0]) - 80) :][:200]}..."
 
 
 def plotted_traces(page) -> list[dict]:  # type: ignore[no-untyped-def]

@@ -8,7 +8,13 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, plotted_traces, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    assert_no_exception,
+    assert_no_missing_words,
+    plotted_traces,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 
@@ -38,8 +44,13 @@ def test_small_benchmark_over_two_local_engines(app_page, app_server, two_engine
         app_page.get_by_role("option", name=name).click()
         wait_for_app(app_page)
     app_page.keyboard.press("Escape")
-    for key, value in (("bench_input_len", "32"), ("bench_output_len", "8"), ("bench_requests", "3"),
-                       ("bench_concurrency", "2"), ("bench_warmup", "0")):
+    for key, value in (
+        ("bench_input_len", "32"),
+        ("bench_output_len", "8"),
+        ("bench_requests", "3"),
+        ("bench_concurrency", "2"),
+        ("bench_warmup", "0"),
+    ):
         field = app_page.locator(f".st-key-{key} input")
         field.fill(value)
         field.press("Enter")

@@ -9,7 +9,13 @@ import time
 import pytest
 
 from services.demos.base import fmt_s
-from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, plotted_traces, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    assert_no_exception,
+    assert_no_missing_words,
+    plotted_traces,
+    screenshot,
+    wait_for_app,
+)
 from tests.services.demos.demo_server import DemoServer
 
 pytestmark = pytest.mark.e2e
@@ -84,7 +90,9 @@ def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch
     # Issue 19: the bars show the figures of the big numbers above them (repeated-prompt TTFT).
     text = page.locator("[data-testid='stMain']").inner_text()
     repeated = [t for t in plotted_traces(page) if t["name"].startswith("repeated")]
-    assert repeated and all(fmt_s(y) in text for y in repeated[0]["y"])  # as the big numbers write them (45 ms)
+    assert repeated and all(
+        fmt_s(y) in text for y in repeated[0]["y"]
+    )  # as the big numbers write them (45 ms)
     page.get_by_role("button", name="Export as HTML report").wait_for()
     screenshot(page, "demos-finished")
 

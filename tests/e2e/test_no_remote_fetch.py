@@ -52,8 +52,10 @@ class Canary:
     def hostile(self, where: str) -> str:
         """Everything that used to fetch or link, and a marker to find the text by."""
         url = f"http://{self.host_port}/leak"
-        return (f"![leak]({url}?q={where}-img) <img src=\"{url}?q={where}-tag\"> [click]({url}?q={where}-link) "
-                f"{url}?q={where}-bare ``we`ird`` MARK-{where}")
+        return (
+            f'![leak]({url}?q={where}-img) <img src="{url}?q={where}-tag"> [click]({url}?q={where}-link) '
+            f"{url}?q={where}-bare ``we`ird`` MARK-{where}"
+        )
 
     def close(self) -> None:
         self.server.shutdown()
@@ -68,11 +70,24 @@ def canary() -> Iterator[Canary]:
 
 
 def _answer_stream(text: str) -> str:
-    chunks = [text[i:i + 16] for i in range(0, len(text), 16)]
-    events = [{"id": "x", "object": "chat.completion.chunk", "model": "m",
-               "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in chunks]
-    events.append({"id": "x", "object": "chat.completion.chunk", "model": "m",
-                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    chunks = [text[i : i + 16] for i in range(0, len(text), 16)]
+    events = [
+        {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+        }
+        for piece in chunks
+    ]
+    events.append(
+        {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        }
+    )
     return "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
 
 
@@ -80,39 +95,99 @@ def _vllm_result(canary: Canary, label: str, ttft_ms: float) -> bytes:
     """A `vllm bench serve --save-result --save-detailed` file whose label, model and
     errors are hostile (the label becomes the engine's name)."""
     ttfts = [ttft_ms / 1000 * (1 + i / 10) for i in range(4)]
-    return json.dumps({
-        "date": "20260101-120000", "backend": "vllm", "endpoint_type": "openai-chat", "label": canary.hostile(label),
-        "model_id": canary.hostile("model-id"), "num_prompts": 5, "request_rate": "inf", "burstiness": 1.0,
-        "max_concurrency": 2, "duration": 2.0, "completed": 4, "failed": 1, "total_input_tokens": 40,
-        "total_output_tokens": 80, "request_throughput": 2.0, "output_throughput": 40.0,
-        "mean_e2el_ms": 500.0, "median_e2el_ms": 500.0, "max_concurrent_requests": 2,
-        "input_lens": [10] * 5, "output_lens": [20, 20, 20, 20, 0], "ttfts": [*ttfts, 0.0],
-        "itls": [[0.02] * 19] * 4 + [[]], "latencies": [t + 0.38 for t in ttfts] + [0.0],
-        "start_times": [0.0, 0.1, 0.2, 0.3, 0.4],
-        "generated_texts": [canary.hostile("generated")] * 4 + [""],
-        "errors": ["", "", "", "", canary.hostile("import-error")],
-    }).encode()
+    return json.dumps(
+        {
+            "date": "20260101-120000",
+            "backend": "vllm",
+            "endpoint_type": "openai-chat",
+            "label": canary.hostile(label),
+            "model_id": canary.hostile("model-id"),
+            "num_prompts": 5,
+            "request_rate": "inf",
+            "burstiness": 1.0,
+            "max_concurrency": 2,
+            "duration": 2.0,
+            "completed": 4,
+            "failed": 1,
+            "total_input_tokens": 40,
+            "total_output_tokens": 80,
+            "request_throughput": 2.0,
+            "output_throughput": 40.0,
+            "mean_e2el_ms": 500.0,
+            "median_e2el_ms": 500.0,
+            "max_concurrent_requests": 2,
+            "input_lens": [10] * 5,
+            "output_lens": [20, 20, 20, 20, 0],
+            "ttfts": [*ttfts, 0.0],
+            "itls": [[0.02] * 19] * 4 + [[]],
+            "latencies": [t + 0.38 for t in ttfts] + [0.0],
+            "start_times": [0.0, 0.1, 0.2, 0.3, 0.4],
+            "generated_texts": [canary.hostile("generated")] * 4 + [""],
+            "errors": ["", "", "", "", canary.hostile("import-error")],
+        }
+    ).encode()
 
 
 def _demo_export(canary: Canary) -> bytes:
     """A stored demo from another server (Shootout run JSON keeps its kind)."""
-    chart = {"title": canary.hostile("chart-title"), "x_title": "engine", "y_title": "s", "kind": "bar",
-             "series": [{"name": canary.hostile("series"), "x": [canary.hostile("category")], "y": [1.0],
-                         "text": [canary.hostile("bar-text")]}]}
-    step = {"key": "one", "title": canary.hostile("step-title"), "explanation": canary.hostile("step-explanation"),
-            "status": "finished", "chart": chart, "finding": canary.hostile("finding") + "\n\n![x](http://"
-            + canary.host_port + "/leak?q=after-blank-line)", "errors": [canary.hostile("step-error")],
-            "numbers": [{"label": canary.hostile("number-label"), "text": "1.0 s", "value": 1.0,
-                         "help": canary.hostile("number-help")}]}
-    summary = {"title": canary.hostile("demo-title"), "steps": [step], "conclusion": canary.hostile("conclusion"),
-               "conclusion_headline": canary.hostile("headline"), "conclusion_lines": [canary.hostile("line")],
-               "skipped_engines": {"other": canary.hostile("skipped")}}
-    run = {"id": 7, "kind": "demo", "name": "prefix_cache", "status": "finished", "config": {"scenario": "nope"},
-           "summary": summary, "engine_names": "demo-engine", "error": canary.hostile("demo-error")}
+    chart = {
+        "title": canary.hostile("chart-title"),
+        "x_title": "engine",
+        "y_title": "s",
+        "kind": "bar",
+        "series": [
+            {
+                "name": canary.hostile("series"),
+                "x": [canary.hostile("category")],
+                "y": [1.0],
+                "text": [canary.hostile("bar-text")],
+            }
+        ],
+    }
+    step = {
+        "key": "one",
+        "title": canary.hostile("step-title"),
+        "explanation": canary.hostile("step-explanation"),
+        "status": "finished",
+        "chart": chart,
+        "finding": canary.hostile("finding")
+        + "\n\n![x](http://"
+        + canary.host_port
+        + "/leak?q=after-blank-line)",
+        "errors": [canary.hostile("step-error")],
+        "numbers": [
+            {
+                "label": canary.hostile("number-label"),
+                "text": "1.0 s",
+                "value": 1.0,
+                "help": canary.hostile("number-help"),
+            }
+        ],
+    }
+    summary = {
+        "title": canary.hostile("demo-title"),
+        "steps": [step],
+        "conclusion": canary.hostile("conclusion"),
+        "conclusion_headline": canary.hostile("headline"),
+        "conclusion_lines": [canary.hostile("line")],
+        "skipped_engines": {"other": canary.hostile("skipped")},
+    }
+    run = {
+        "id": 7,
+        "kind": "demo",
+        "name": "prefix_cache",
+        "status": "finished",
+        "config": {"scenario": "nope"},
+        "summary": summary,
+        "engine_names": "demo-engine",
+        "error": canary.hostile("demo-error"),
+    }
     return json.dumps({"format": "shootout.run", "version": 1, "run": run}).encode()
 
 
-def test_untrusted_text_fetches_nothing_on_any_page(app_page, app_server, tmp_path, canary, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_untrusted_text_fetches_nothing_on_any_page(
+    app_page, app_server, tmp_path, canary, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     from db.session import dispose_all
     from services import endpoints, importers, runs
     from services.bench import jobs
@@ -123,9 +198,13 @@ def test_untrusted_text_fetches_nothing_on_any_page(app_page, app_server, tmp_pa
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
     (tmp_path / "hostile-answer.txt").write_text(_answer_stream(canary.hostile("answer")))
-    (tmp_path / "hostile-error.json").write_text(json.dumps({"error": {"message": canary.hostile("error-body")}}))
-    identity = Identity(served_model="m``o`d![m](http://" + canary.host_port + "/leak?q=model)",
-                        version=canary.hostile("version"))
+    (tmp_path / "hostile-error.json").write_text(
+        json.dumps({"error": {"message": canary.hostile("error-body")}})
+    )
+    identity = Identity(
+        served_model="m``o`d![m](http://" + canary.host_port + "/leak?q=model)",
+        version=canary.hostile("version"),
+    )
     with ScriptedServer(replay_dir=tmp_path, identity=identity) as engine:
         for record in endpoints.list_engines():
             endpoints.remove_engine(record.name)
@@ -135,19 +214,31 @@ def test_untrusted_text_fetches_nothing_on_any_page(app_page, app_server, tmp_pa
         endpoints.add_engine("hostile-errors", engine.base_url, kind="vllm", model=failures)
         endpoints.add_engine("hostile-model", engine.base_url, kind="vllm", model=identity.served_model)
 
-        bench_id = jobs.create_run(BenchSpec(
-            engines=(EngineTarget("hostile-answers", engine.base_url, "vllm", answers),
-                     EngineTarget("hostile-errors", engine.base_url, "vllm", failures)),
-            workload=WorkloadSpec(input_len=8, output_len=8), load=LoadSpec(concurrency=1, requests=2),
-            name=canary.hostile("bench-name")))
+        bench_id = jobs.create_run(
+            BenchSpec(
+                engines=(
+                    EngineTarget("hostile-answers", engine.base_url, "vllm", answers),
+                    EngineTarget("hostile-errors", engine.base_url, "vllm", failures),
+                ),
+                workload=WorkloadSpec(input_len=8, output_len=8),
+                load=LoadSpec(concurrency=1, requests=2),
+                name=canary.hostile("bench-name"),
+            )
+        )
         # In a thread of its own: Playwright's sync API already runs an event loop in this one.
         worker = threading.Thread(target=jobs.execute_run, args=(bench_id,))
         worker.start()
         worker.join(timeout=120)
-        first = importers.import_file(_vllm_result(canary, "label-a", 100), "a.json", tags=["nightly"]).run_ids[0]
+        first = importers.import_file(
+            _vllm_result(canary, "label-a", 100), "a.json", tags=["nightly"]
+        ).run_ids[0]
         second = importers.import_file(_vllm_result(canary, "label-b", 50), "b.json").run_ids[0]
-        runs.update_run(first, name=canary.hostile("run-name"), notes=canary.hostile("notes"),
-                        tags=["nightly", canary.hostile("tag")[:60]])
+        runs.update_run(
+            first,
+            name=canary.hostile("run-name"),
+            notes=canary.hostile("notes"),
+            tags=["nightly", canary.hostile("tag")[:60]],
+        )
         demo_id = importers.import_file(_demo_export(canary), "demo.json").run_ids[0]
         dispose_all()
 
@@ -209,9 +300,22 @@ def test_untrusted_text_fetches_nothing_on_any_page(app_page, app_server, tmp_pa
         visit(f"/runs?compare={first},{second}", "label-a", "label-b", shot="no-fetch-runs-compare")
 
         # Demos: a stored demo imported from elsewhere, every text of it hostile.
-        visit(f"/demos?run={demo_id}", "demo-title", "step-title", "finding", "step-error", "headline", "line",
-              "number-label", "skipped", "demo-error", shot="no-fetch-demos")
-        assert main.get_by_text("after-blank-line").count() >= 1  # the finding's second paragraph, as text
+        visit(
+            f"/demos?run={demo_id}",
+            "demo-title",
+            "step-title",
+            "finding",
+            "step-error",
+            "headline",
+            "line",
+            "number-label",
+            "skipped",
+            "demo-error",
+            shot="no-fetch-demos",
+        )
+        assert (
+            main.get_by_text("after-blank-line").count() >= 1
+        )  # the finding's second paragraph, as text
 
         time.sleep(0.5)
         leaked = [url for url in asked if canary.host_port in url]

@@ -26,7 +26,9 @@ def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, mo
     page.get_by_text("A broken chat template or quantisation").wait_for()
     engines = page.locator("[data-testid='stMultiSelect']").filter(has_text="Engines")
     engines.get_by_role("button", name="Clear all").first.click()
-    wait_for_app(page)  # each change reruns the script: a key typed meanwhile can be lost on a loaded machine
+    wait_for_app(
+        page
+    )  # each change reruns the script: a key typed meanwhile can be lost on a loaded machine
     for name in ("llamacpp-4slot", "vllm-cpu"):
         engines.locator("input").click()
         engines.locator("input").fill(name)

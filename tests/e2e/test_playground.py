@@ -66,7 +66,9 @@ def test_three_engines_side_by_side(app_page, app_server, engines_in_app) -> Non
     from db.session import dispose_all, session_scope
 
     with session_scope() as session:
-        run = session.scalars(select(Run).where(Run.kind == "playground").order_by(Run.id.desc())).first()
+        run = session.scalars(
+            select(Run).where(Run.kind == "playground").order_by(Run.id.desc())
+        ).first()
         engines = sorted(session.scalars(select(Exchange.engine_name).where(Exchange.run_id == run.id)))
         run_id = run.id
     dispose_all()

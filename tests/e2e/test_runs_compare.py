@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, plotted_traces, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    assert_no_exception,
+    assert_no_missing_words,
+    plotted_traces,
+    screenshot,
+    wait_for_app,
+)
 from tests.services.test_runs import engine_summary, make_run
 
 pytestmark = pytest.mark.e2e
@@ -19,13 +25,19 @@ def two_stored_runs(app_server, monkeypatch: pytest.MonkeyPatch) -> tuple[int, i
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
     rng = np.random.default_rng(3)
     before = make_run(
-        name="e2e before: vLLM 0.10", engines={"vllm": engine_summary(0.120, 0.020, 2.0, 450.0)},
-        requests={"vllm": list(rng.gamma(9, 0.0133, 300))}, versions={"vllm": "0.10.2"}, tags=["e2e"],
+        name="e2e before: vLLM 0.10",
+        engines={"vllm": engine_summary(0.120, 0.020, 2.0, 450.0)},
+        requests={"vllm": list(rng.gamma(9, 0.0133, 300))},
+        versions={"vllm": "0.10.2"},
+        tags=["e2e"],
         info={"vllm": {"cache_config_info": {"block_size": "16", "enable_prefix_caching": "False"}}},
     )
     after = make_run(
-        name="e2e after: vLLM 0.11", engines={"vllm": engine_summary(0.080, 0.018, 1.6, 610.0)},
-        requests={"vllm": list(rng.gamma(9, 0.0089, 300))}, versions={"vllm": "0.11.0"}, tags=["e2e"],
+        name="e2e after: vLLM 0.11",
+        engines={"vllm": engine_summary(0.080, 0.018, 1.6, 610.0)},
+        requests={"vllm": list(rng.gamma(9, 0.0089, 300))},
+        versions={"vllm": "0.11.0"},
+        tags=["e2e"],
         info={"vllm": {"cache_config_info": {"block_size": "16", "enable_prefix_caching": "True"}}},
     )
     return before, after

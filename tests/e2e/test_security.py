@@ -21,16 +21,39 @@ HOSTILE = (
 
 
 def _stream_file(path) -> None:  # type: ignore[no-untyped-def]
-    chunks = [HOSTILE[i:i + 12] for i in range(0, len(HOSTILE), 12)]
+    chunks = [HOSTILE[i : i + 12] for i in range(0, len(HOSTILE), 12)]
     events = []
     for i, text in enumerate(chunks):
         delta = {"role": "assistant", "content": text} if i == 0 else {"content": text}
-        events.append({"id": "x", "object": "chat.completion.chunk", "model": "m",
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-    events.append({"id": "x", "object": "chat.completion.chunk", "model": "m",
-                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    events.append({"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": [],
-                   "usage": {"prompt_tokens": 5, "completion_tokens": len(chunks), "total_tokens": 5 + len(chunks)}})
+        events.append(
+            {
+                "id": "x",
+                "object": "chat.completion.chunk",
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
+        )
+    events.append(
+        {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        }
+    )
+    events.append(
+        {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 5,
+                "completion_tokens": len(chunks),
+                "total_tokens": 5 + len(chunks),
+            },
+        }
+    )
     path.write_text("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n")
 
 
@@ -54,13 +77,16 @@ def test_hostile_answer_is_inert(app_page, app_server, tmp_path, monkeypatch) ->
         page.get_by_text("END").first.wait_for(timeout=60_000)
         page.wait_for_function(
             "() => [...document.querySelectorAll('p')].filter(p => p.innerText.trim() === 'finished').length >= 2",
-            timeout=60_000)
+            timeout=60_000,
+        )
         wait_for_app(page)
         main = page.locator("[data-testid='stMain']")
         # Fire every handler an injected element could carry.
-        page.evaluate("() => document.querySelectorAll(\"[data-testid='stMain'] *\").forEach(e => "
-                      "['mouseover', 'click', 'error', 'load'].forEach(t => { if (t !== 'click' || e.tagName !== 'A') "
-                      "e.dispatchEvent(new Event(t)); }))")
+        page.evaluate(
+            "() => document.querySelectorAll(\"[data-testid='stMain'] *\").forEach(e => "
+            "['mouseover', 'click', 'error', 'load'].forEach(t => { if (t !== 'click' || e.tagName !== 'A') "
+            "e.dispatchEvent(new Event(t)); }))"
+        )
         assert page.evaluate("() => window.__pwned") is None
         assert main.locator("script, iframe, img[onerror], [onmouseover]").count() == 0
         assert main.locator("a[href^='javascript']").count() == 0

@@ -19,7 +19,9 @@ OPERATOR, VIEWER = "op-e2e-secret", "viewer-e2e-secret"
 @pytest.fixture(scope="module")
 def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data = tmp_path_factory.mktemp("team")
-    app = start_served_app(data, {"SHOOTOUT_OPERATOR_PASSWORD": OPERATOR, "SHOOTOUT_VIEWER_PASSWORD": VIEWER})
+    app = start_served_app(
+        data, {"SHOOTOUT_OPERATOR_PASSWORD": OPERATOR, "SHOOTOUT_VIEWER_PASSWORD": VIEWER}
+    )
     yield app
     stop(app)
 
@@ -51,8 +53,9 @@ def _log_in(page, password: str) -> None:  # type: ignore[no-untyped-def]
     page.click("button[type=submit]")
 
 
-def test_a_viewer_logs_in_lands_on_the_shared_address_and_sees_no_operator_controls(team_server: Served,
-                                                                                   page) -> None:  # type: ignore[no-untyped-def]
+def test_a_viewer_logs_in_lands_on_the_shared_address_and_sees_no_operator_controls(
+    team_server: Served, page
+) -> None:  # type: ignore[no-untyped-def]
     page.set_default_timeout(60_000)
     run_id = _stored_run(team_server.log.parent)
     page.goto(f"{team_server.url}/runs?run={run_id}")
@@ -71,12 +74,16 @@ def test_a_viewer_logs_in_lands_on_the_shared_address_and_sees_no_operator_contr
     screenshot(page, "team_viewer_run")
     page.goto(f"{team_server.url}/engines")
     wait_for_app(page)
-    assert page.get_by_text("Only an operator may start, stop, add, edit or remove engines").first.is_visible()
+    assert page.get_by_text(
+        "Only an operator may start, stop, add, edit or remove engines"
+    ).first.is_visible()
     assert page.get_by_role("button", name="Probe and add").count() == 0
     screenshot(page, "team_viewer_engines")
     # Streamlit's upload endpoint is out of reach without the session cookie, even from this page.
-    status = page.evaluate("() => fetch('/_stcore/upload_file/x/y', {method: 'PUT', body: 'x', credentials: 'omit'})"
-                           ".then(r => r.status)")
+    status = page.evaluate(
+        "() => fetch('/_stcore/upload_file/x/y', {method: 'PUT', body: 'x', credentials: 'omit'})"
+        ".then(r => r.status)"
+    )
     assert status == 401
 
 

@@ -27,8 +27,13 @@ def test_the_page_shows_the_pareto_front_of_a_real_grid(app_page, app_database) 
     from services.tune import jobs
     from services.tune.spec import TuneSpec
 
-    spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2"), "ctk": ("f16", "q8_0")}, slo=SloSpec(ttft_ms=5000),
-                    workload=WorkloadSpec(input_len=16, output_len=8), load=LoadSpec(concurrency=2, requests=4))
+    spec = TuneSpec(
+        kind="llamacpp",
+        grid={"np": ("1", "2"), "ctk": ("f16", "q8_0")},
+        slo=SloSpec(ttft_ms=5000),
+        workload=WorkloadSpec(input_len=16, output_len=8),
+        load=LoadSpec(concurrency=2, requests=4),
+    )
     run_id = jobs.start_tuning(spec)  # its worker process (Playwright holds this thread's event loop)
     view = jobs.wait_until_ended(run_id, 180)
     assert view.status == "finished", view.configs

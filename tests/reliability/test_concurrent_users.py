@@ -22,16 +22,33 @@ from tests.support.scripted_server import ScriptedServer
 
 
 def _spec(server: ScriptedServer, name: str, requests: int) -> BenchSpec:
-    engine = EngineTarget(name=name, base_url=server.base_url, kind="vllm", model=server.model(ttft=5, itl=2, tokens=24),
-                          metrics_url=server.root_url + "/metrics")
-    return BenchSpec(engines=(engine,), workload=WorkloadSpec(input_len=16, output_len=24),
-                     load=LoadSpec(concurrency=16, requests=requests))
+    engine = EngineTarget(
+        name=name,
+        base_url=server.base_url,
+        kind="vllm",
+        model=server.model(ttft=5, itl=2, tokens=24),
+        metrics_url=server.root_url + "/metrics",
+    )
+    return BenchSpec(
+        engines=(engine,),
+        workload=WorkloadSpec(input_len=16, output_len=24),
+        load=LoadSpec(concurrency=16, requests=requests),
+    )
 
 
-def test_two_benchmarks_a_recording_and_readers_at_once(db_url: str, scripted_server: ScriptedServer) -> None:
-    endpoints.add_engine("watched", scripted_server.base_url, kind="vllm", model="scripted",
-                         metrics_url=scripted_server.root_url + "/metrics")
-    recording = recorder.begin_recording_run("during two benchmarks", ["watched"], gpus=False, interval_s=0.2)
+def test_two_benchmarks_a_recording_and_readers_at_once(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    endpoints.add_engine(
+        "watched",
+        scripted_server.base_url,
+        kind="vllm",
+        model="scripted",
+        metrics_url=scripted_server.root_url + "/metrics",
+    )
+    recording = recorder.begin_recording_run(
+        "during two benchmarks", ["watched"], gpus=False, interval_s=0.2
+    )
     first = jobs.start_benchmark(_spec(scripted_server, "user-a", 300))
     second = jobs.start_benchmark(_spec(scripted_server, "user-b", 300))
     read_errors: list[Exception] = []
@@ -63,9 +80,13 @@ def test_two_benchmarks_a_recording_and_readers_at_once(db_url: str, scripted_se
         block = view.summary["engines"][name]
         assert (block["completed"], block["failed"], block["sent"]) == (300, 0, 300)
         with session_scope() as session:
-            stored = session.scalar(select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id))
+            stored = session.scalar(
+                select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id)
+            )
         assert stored == 300
     with session_scope() as session:
-        samples = session.scalar(select(func.count()).select_from(Sample).where(Sample.run_id == recording.run_id))
+        samples = session.scalar(
+            select(func.count()).select_from(Sample).where(Sample.run_id == recording.run_id)
+        )
         status = session.get(Run, recording.run_id).status
     assert info is not None and samples > 0 and status == "finished"

@@ -21,6 +21,9 @@ def test_failures_lock_a_client_out_for_longer_each_time(caplog: pytest.LogCaptu
     assert throttle.wait_s("10.0.0.8") == 0.0  # others are not punished
     now[0] += FIRST_LOCKOUT_S
     assert throttle.failed("10.0.0.9") == 2 * FIRST_LOCKOUT_S
-    assert sum("wrong password from 10.0.0.9" in r.getMessage() for r in caplog.records) == FREE_FAILURES + 2
+    assert (
+        sum("wrong password from 10.0.0.9" in r.getMessage() for r in caplog.records)
+        == FREE_FAILURES + 2
+    )
     throttle.succeeded("10.0.0.9")
     assert throttle.wait_s("10.0.0.9") == 0.0

@@ -56,43 +56,85 @@ def test_chat_url_accepts_base_with_or_without_v1(base: str, url: str) -> None:
 
 
 def test_body_carries_shared_params_and_only_the_extras_the_engine_takes() -> None:
-    params = SamplingParams(temperature=0.2, top_p=0.9, max_tokens=50, seed=7, stop=("END",), n=2,
-                            top_k=20, min_tokens=5, ignore_eos=True)
-    vllm = build_body(ChatRequest(base_url="http://h", model="m", messages=MESSAGES, params=params, kind="vllm"))
+    params = SamplingParams(
+        temperature=0.2,
+        top_p=0.9,
+        max_tokens=50,
+        seed=7,
+        stop=("END",),
+        n=2,
+        top_k=20,
+        min_tokens=5,
+        ignore_eos=True,
+    )
+    vllm = build_body(
+        ChatRequest(base_url="http://h", model="m", messages=MESSAGES, params=params, kind="vllm")
+    )
     assert vllm["stream"] is True and vllm["stream_options"] == {"include_usage": True}
-    assert (vllm["temperature"], vllm["top_p"], vllm["max_tokens"], vllm["seed"], vllm["stop"], vllm["n"]) == (
-        0.2, 0.9, 50, 7, ["END"], 2)
+    assert (
+        vllm["temperature"],
+        vllm["top_p"],
+        vllm["max_tokens"],
+        vllm["seed"],
+        vllm["stop"],
+        vllm["n"],
+    ) == (0.2, 0.9, 50, 7, ["END"], 2)
     assert (vllm["top_k"], vllm["min_tokens"], vllm["ignore_eos"]) == (20, 5, True)
-    generic = build_body(ChatRequest(base_url="http://h", model="m", messages=MESSAGES, params=params, kind="openai"))
+    generic = build_body(
+        ChatRequest(base_url="http://h", model="m", messages=MESSAGES, params=params, kind="openai")
+    )
     assert not {"top_k", "min_tokens", "ignore_eos"} & set(generic)
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    with_schema = build_body(ChatRequest(base_url="http://h", model="m", messages=MESSAGES, response_schema=schema))
+    with_schema = build_body(
+        ChatRequest(base_url="http://h", model="m", messages=MESSAGES, response_schema=schema)
+    )
     assert with_schema["response_format"]["type"] == "json_schema"
     assert with_schema["response_format"]["json_schema"]["schema"] == schema
 
 
 def test_api_key_is_read_from_the_environment_at_send_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    request = ChatRequest(base_url="http://h", model="m", messages=MESSAGES, api_key_env="SHOOTOUT_TEST_KEY")
+    request = ChatRequest(
+        base_url="http://h", model="m", messages=MESSAGES, api_key_env="SHOOTOUT_TEST_KEY"
+    )
     monkeypatch.setenv("SHOOTOUT_TEST_KEY", "first")
     assert build_headers(request)["authorization"] == "Bearer first"
     monkeypatch.setenv("SHOOTOUT_TEST_KEY", "second")
     assert build_headers(request)["authorization"] == "Bearer second"
-    assert "second" not in repr(request) and "second" not in as_curl(request) and "second" not in as_openai_python(request)
+    assert (
+        "second" not in repr(request)
+        and "second" not in as_curl(request)
+        and "second" not in as_openai_python(request)
+    )
 
 
-async def test_missing_key_variable_is_a_config_failure_not_an_exception(scripted_server: ScriptedServer,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_key_variable_is_a_config_failure_not_an_exception(
+    scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SHOOTOUT_MISSING_KEY", raising=False)
-    request = ChatRequest(base_url=scripted_server.base_url, model="scripted", messages=MESSAGES,
-                          api_key_env="SHOOTOUT_MISSING_KEY")
+    request = ChatRequest(
+        base_url=scripted_server.base_url,
+        model="scripted",
+        messages=MESSAGES,
+        api_key_env="SHOOTOUT_MISSING_KEY",
+    )
     result = await run_chat(request)
-    assert not result.ok and result.error_class == "config" and "SHOOTOUT_MISSING_KEY" in (result.error or "")
+    assert (
+        not result.ok
+        and result.error_class == "config"
+        and "SHOOTOUT_MISSING_KEY" in (result.error or "")
+    )
 
 
 def test_copy_as_code_is_valid_and_complete() -> None:
     params = SamplingParams(temperature=0.0, max_tokens=32, seed=1, top_k=5)
-    request = ChatRequest(base_url="http://127.0.0.1:8082/v1", model="smollm2", messages=MESSAGES, params=params,
-                          kind="vllm", api_key_env="VLLM_KEY")
+    request = ChatRequest(
+        base_url="http://127.0.0.1:8082/v1",
+        model="smollm2",
+        messages=MESSAGES,
+        params=params,
+        kind="vllm",
+        api_key_env="VLLM_KEY",
+    )
     code = as_openai_python(request)
     compile(code, "<copied>", "exec")
     assert "extra_body={'top_k': 5}" in code and "base_url='http://127.0.0.1:8082/v1'" in code
@@ -135,8 +177,12 @@ async def test_several_tokens_per_chunk_are_spread_by_usage(scripted_server: Scr
 
 
 async def test_parallel_sampling_accumulates_each_choice(scripted_server: ScriptedServer) -> None:
-    request = ChatRequest(base_url=scripted_server.base_url, model=scripted_server.model(tokens=5, itl=2),
-                          messages=MESSAGES, params=SamplingParams(n=3))
+    request = ChatRequest(
+        base_url=scripted_server.base_url,
+        model=scripted_server.model(tokens=5, itl=2),
+        messages=MESSAGES,
+        params=SamplingParams(n=3),
+    )
     result = await run_chat(request)
     assert result.ok, result.error
     assert len(result.texts) == 3 and len(set(result.texts)) == 3
@@ -146,8 +192,10 @@ async def test_parallel_sampling_accumulates_each_choice(scripted_server: Script
 
 async def test_on_delta_sees_every_delta_with_running_metrics(scripted_server: ScriptedServer) -> None:
     seen: list[tuple[int, str, float | None]] = []
-    result = await run_chat(scripted(scripted_server, tokens=6, itl=2),
-                            on_delta=lambda index, text, partial: seen.append((index, text, partial.ttft_s)))
+    result = await run_chat(
+        scripted(scripted_server, tokens=6, itl=2),
+        on_delta=lambda index, text, partial: seen.append((index, text, partial.ttft_s)),
+    )
     assert "".join(text for _, text, _ in seen) == result.text
     assert all(ttft is not None for _, _, ttft in seen)
 
@@ -166,16 +214,29 @@ async def test_usage_chunk_does_not_count_as_a_token_or_end_e2e(scripted_server:
         ({"fault": "cut_before_done"}, "stream_cut", "closed"),
         ({"fault": "invalid_json", "at": 2}, "invalid_json", "not valid JSON"),
         ({"fault": "error_in_stream", "at": 2}, "stream_error", "scripted engine error mid-stream"),
-        ({"fault": "http", "status": 429}, "http_status", "HTTP 429 Too Many Requests: scripted failure 429"),
-        ({"fault": "http", "status": 500, "body": "text"}, "http_status", "HTTP 500 Internal Server Error: scripted"),
-        ({"fault": "http", "status": 503, "body": "none"}, "http_status", "HTTP 503 Service Unavailable: no details"),
+        (
+            {"fault": "http", "status": 429},
+            "http_status",
+            "HTTP 429 Too Many Requests: scripted failure 429",
+        ),
+        (
+            {"fault": "http", "status": 500, "body": "text"},
+            "http_status",
+            "HTTP 500 Internal Server Error: scripted",
+        ),
+        (
+            {"fault": "http", "status": 503, "body": "none"},
+            "http_status",
+            "HTTP 503 Service Unavailable: no details",
+        ),
         ({"fault": "usage_only"}, "no_content", "only usage"),
         ({"fault": "wrong_content_type"}, "wrong_content_type", "text/html"),
         ({"fault": "redirect_loop"}, "redirect_loop", "redirected too many times"),
     ],
 )
-async def test_each_fault_is_a_failed_result_with_a_plain_message(scripted_server: ScriptedServer, scenario: dict,
-                                                                   error_class: str, words: str) -> None:
+async def test_each_fault_is_a_failed_result_with_a_plain_message(
+    scripted_server: ScriptedServer, scenario: dict, error_class: str, words: str
+) -> None:
     result = await run_chat(scripted(scripted_server, itl=1, **scenario))
     assert not result.ok
     assert result.error_class == error_class, result.error
@@ -192,7 +253,9 @@ async def test_partial_text_is_kept_when_the_stream_dies(scripted_server: Script
 async def test_slow_first_token_and_slow_headers_still_succeed(scripted_server: ScriptedServer) -> None:
     slow_first = await run_chat(scripted(scripted_server, ttft=400, tokens=3, itl=1))
     assert slow_first.ok and slow_first.ttft_s is not None and slow_first.ttft_s >= 0.39
-    slow_headers = await run_chat(scripted(scripted_server, fault="slow_headers", delay=300, tokens=3, itl=1))
+    slow_headers = await run_chat(
+        scripted(scripted_server, fault="slow_headers", delay=300, tokens=3, itl=1)
+    )
     assert slow_headers.ok and slow_headers.ttft_s is not None and slow_headers.ttft_s >= 0.3
 
 
@@ -203,16 +266,24 @@ async def test_huge_chunk_is_read_whole(scripted_server: ScriptedServer) -> None
 
 
 async def test_stall_beyond_read_timeout_is_a_read_timeout(scripted_server: ScriptedServer) -> None:
-    request = ChatRequest(base_url=scripted_server.base_url, messages=MESSAGES, read_timeout_s=0.3,
-                          model=scripted_server.model(fault="stall", delay=2000, tokens=6, itl=1, at=3))
+    request = ChatRequest(
+        base_url=scripted_server.base_url,
+        messages=MESSAGES,
+        read_timeout_s=0.3,
+        model=scripted_server.model(fault="stall", delay=2000, tokens=6, itl=1, at=3),
+    )
     result = await run_chat(request)
     assert result.error_class == "read_timeout" and "read timeout" in (result.error or "")
     assert result.text == "".join(WORDS[:3])
 
 
 async def test_never_ending_stream_stops_at_the_total_limit(scripted_server: ScriptedServer) -> None:
-    request = ChatRequest(base_url=scripted_server.base_url, messages=MESSAGES, total_timeout_s=0.5,
-                          model=scripted_server.model(fault="endless", itl=1))
+    request = ChatRequest(
+        base_url=scripted_server.base_url,
+        messages=MESSAGES,
+        total_timeout_s=0.5,
+        model=scripted_server.model(fault="endless", itl=1),
+    )
     result = await run_chat(request)
     assert result.error_class == "total_timeout"
     assert len(result.choices[0].times) > 10
@@ -220,7 +291,9 @@ async def test_never_ending_stream_stops_at_the_total_limit(scripted_server: Scr
 
 async def test_cancel_keeps_the_partial_answer_and_reraises(scripted_server: ScriptedServer) -> None:
     result = StreamResult()
-    task = asyncio.create_task(run_chat(scripted(scripted_server, tokens=200, itl=10, ttft=10), result=result))
+    task = asyncio.create_task(
+        run_chat(scripted(scripted_server, tokens=200, itl=10, ttft=10), result=result)
+    )
     await asyncio.sleep(0.15)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -232,9 +305,13 @@ async def test_connection_failures_are_classified() -> None:
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    refused = await run_chat(ChatRequest(base_url=f"http://127.0.0.1:{port}", model="m", messages=MESSAGES))
+    refused = await run_chat(
+        ChatRequest(base_url=f"http://127.0.0.1:{port}", model="m", messages=MESSAGES)
+    )
     assert refused.error_class == "connect_refused" and "refused" in (refused.error or "")
-    dns = await run_chat(ChatRequest(base_url="http://no-such-host.invalid:8000", model="m", messages=MESSAGES))
+    dns = await run_chat(
+        ChatRequest(base_url="http://no-such-host.invalid:8000", model="m", messages=MESSAGES)
+    )
     assert dns.error_class == "dns"
     bad_url = await run_chat(ChatRequest(base_url="ftp://host", model="m", messages=MESSAGES))
     assert bad_url.error_class == "config"
@@ -242,8 +319,14 @@ async def test_connection_failures_are_classified() -> None:
 
 async def test_tls_failure_is_classified(scripted_server: ScriptedServer) -> None:
     # https to a plain-HTTP port: the handshake fails.
-    result = await run_chat(ChatRequest(base_url=f"https://127.0.0.1:{scripted_server.port}", model="m",
-                                        messages=MESSAGES, connect_timeout_s=5))
+    result = await run_chat(
+        ChatRequest(
+            base_url=f"https://127.0.0.1:{scripted_server.port}",
+            model="m",
+            messages=MESSAGES,
+            connect_timeout_s=5,
+        )
+    )
     assert result.error_class == "tls", result.error
 
 
@@ -261,8 +344,11 @@ async def test_connect_timeout_is_classified() -> None:
             filler.connect_ex(("127.0.0.1", port))
             fillers.append(filler)
         await asyncio.sleep(0.05)
-        result = await run_chat(ChatRequest(base_url=f"http://127.0.0.1:{port}", model="m", messages=MESSAGES,
-                                            connect_timeout_s=0.3))
+        result = await run_chat(
+            ChatRequest(
+                base_url=f"http://127.0.0.1:{port}", model="m", messages=MESSAGES, connect_timeout_s=0.3
+            )
+        )
         assert result.error_class in ("connect_timeout", "read_timeout"), result.error
     finally:
         for filler in fillers:
@@ -270,7 +356,9 @@ async def test_connect_timeout_is_classified() -> None:
         listener.close()
 
 
-async def test_keep_alive_pool_reuses_connections_and_survives_server_close(scripted_server: ScriptedServer) -> None:
+async def test_keep_alive_pool_reuses_connections_and_survives_server_close(
+    scripted_server: ScriptedServer,
+) -> None:
     async with make_http_client(4) as client:
         first = await stream_chat(client, scripted(scripted_server, tokens=2, itl=1))
         second = await stream_chat(client, scripted(scripted_server, tokens=2, itl=1))
@@ -285,10 +373,18 @@ async def test_keep_alive_pool_reuses_connections_and_survives_server_close(scri
 
 
 async def test_ttft_and_itl_within_1ms_of_the_servers_write_times_at_concurrency_32(
-        scripted_server: ScriptedServer) -> None:
+    scripted_server: ScriptedServer,
+) -> None:
     ids = [f"acc-{uuid.uuid4().hex}" for _ in range(32)]
-    requests = [ChatRequest(base_url=scripted_server.base_url, messages=MESSAGES, headers={"x-scripted-id": rid},
-                            model=scripted_server.model(ttft=50, itl=10, tokens=32)) for rid in ids]
+    requests = [
+        ChatRequest(
+            base_url=scripted_server.base_url,
+            messages=MESSAGES,
+            headers={"x-scripted-id": rid},
+            model=scripted_server.model(ttft=50, itl=10, tokens=32),
+        )
+        for rid in ids
+    ]
     results = await run_many(requests, concurrency=32)
     assert all(r.ok for r in results), [r.error for r in results if not r.ok]
     logs = await asyncio.to_thread(lambda: [scripted_server.log(rid) for rid in ids])
@@ -299,7 +395,9 @@ async def test_ttft_and_itl_within_1ms_of_the_servers_write_times_at_concurrency
         assert len(client_times) == len(server_times) == 32
         ttft_errors.append(abs((client_times[0] - result.start) - (server_times[0] - result.start)))
         for k in range(1, 32):
-            itl_errors.append(abs((client_times[k] - client_times[k - 1]) - (server_times[k] - server_times[k - 1])))
+            itl_errors.append(
+                abs((client_times[k] - client_times[k - 1]) - (server_times[k] - server_times[k - 1]))
+            )
     assert statistics.median(ttft_errors) < 0.001, statistics.median(ttft_errors)
     assert statistics.median(itl_errors) < 0.001, statistics.median(itl_errors)
     # Against the scripted 50 ms the server adds its own lateness (new connections, its timers).
@@ -322,8 +420,12 @@ async def test_holds_512_streams_at_once(scripted_server: ScriptedServer) -> Non
 # -- the openai SDK reads the same streams the same way ---------------------------------------
 
 
-def _same_reading(ours: StreamResult, sdk_texts: dict[int, str], sdk_reasons: dict[int, str | None],
-                  sdk_usage: dict | None) -> None:
+def _same_reading(
+    ours: StreamResult,
+    sdk_texts: dict[int, str],
+    sdk_reasons: dict[int, str | None],
+    sdk_usage: dict | None,
+) -> None:
     assert {i: c.text for i, c in ours.choices.items() if c.text} == sdk_texts
     assert {i: c.finish_reason for i, c in ours.choices.items() if c.finish_reason} == sdk_reasons
     if sdk_usage is None:
@@ -347,10 +449,15 @@ def _same_reading(ours: StreamResult, sdk_texts: dict[int, str], sdk_reasons: di
         ({"tokens": 4, "itl": 1, "usage": 0}, 1),
     ],
 )
-async def test_our_reader_and_the_openai_sdk_read_streams_identically(scripted_server: ScriptedServer,
-                                                                      shared_dir: Path, scenario: dict, n: int) -> None:
-    request = ChatRequest(base_url=scripted_server.base_url, model=scripted_server.model(**scenario),
-                          messages=MESSAGES, params=SamplingParams(n=n))
+async def test_our_reader_and_the_openai_sdk_read_streams_identically(
+    scripted_server: ScriptedServer, shared_dir: Path, scenario: dict, n: int
+) -> None:
+    request = ChatRequest(
+        base_url=scripted_server.base_url,
+        model=scripted_server.model(**scenario),
+        messages=MESSAGES,
+        params=SamplingParams(n=n),
+    )
     ours = await run_chat(request)
     sdk = await read_with_openai_sdk(request)
     assert ours.text, ours.error
@@ -361,12 +468,19 @@ async def test_our_reader_and_the_openai_sdk_read_streams_identically(scripted_s
 
 
 @pytest.mark.engines
-async def test_our_reader_and_the_sdk_agree_on_live_engine_streams(local_engines: list, tmp_path: Path) -> None:
+async def test_our_reader_and_the_sdk_agree_on_live_engine_streams(
+    local_engines: list, tmp_path: Path
+) -> None:
     """Record one real stream per local engine byte for byte, replay it to both readers."""
     for engine in local_engines[:2]:
-        request = ChatRequest(base_url=engine.base_url, model=engine.model or "", kind=engine.kind,
-                              messages=[{"role": "user", "content": "Name two colours."}],
-                              params=SamplingParams(temperature=0.0, max_tokens=24, seed=1), read_timeout_s=120)
+        request = ChatRequest(
+            base_url=engine.base_url,
+            model=engine.model or "",
+            kind=engine.kind,
+            messages=[{"role": "user", "content": "Name two colours."}],
+            params=SamplingParams(temperature=0.0, max_tokens=24, seed=1),
+            read_timeout_s=120,
+        )
         live = await run_chat(request)
         assert live.ok, f"{engine.name}: {live.error}"
         async with httpx2.AsyncClient(timeout=120) as client:
@@ -374,8 +488,11 @@ async def test_our_reader_and_the_sdk_agree_on_live_engine_streams(local_engines
         (tmp_path / f"{engine.name}.txt").write_bytes(answer.content)
     with ScriptedServer(replay_dir=tmp_path) as replayer:
         for engine in local_engines[:2]:
-            request = ChatRequest(base_url=replayer.base_url, messages=MESSAGES,
-                                  model=replayer.model(replay=f"{engine.name}.txt", itl=1))
+            request = ChatRequest(
+                base_url=replayer.base_url,
+                messages=MESSAGES,
+                model=replayer.model(replay=f"{engine.name}.txt", itl=1),
+            )
             ours = await run_chat(request)
             sdk = await read_with_openai_sdk(request)
             assert ours.ok, f"{engine.name}: {ours.error}"
@@ -387,9 +504,13 @@ async def test_our_reader_and_the_sdk_agree_on_live_engine_streams(local_engines
 async def test_parallel_samples_count_every_choice_tokens(local_engines: list) -> None:
     """llama.cpp reports usage once per choice, vLLM once for all: both add up to n answers."""
     for engine in local_engines[:2]:
-        request = ChatRequest(base_url=engine.base_url, model=engine.model, kind=engine.kind,
-                              messages=[{"role": "user", "content": "Count from one to ten."}],
-                              params=SamplingParams(max_tokens=6, n=2, temperature=0.8, ignore_eos=True))
+        request = ChatRequest(
+            base_url=engine.base_url,
+            model=engine.model,
+            kind=engine.kind,
+            messages=[{"role": "user", "content": "Count from one to ten."}],
+            params=SamplingParams(max_tokens=6, n=2, temperature=0.8, ignore_eos=True),
+        )
         result = await run_chat(request)
         assert result.ok, result.error
         assert len(result.choices) == 2

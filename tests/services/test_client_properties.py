@@ -18,15 +18,39 @@ def _event(payload: object) -> bytes:
 
 
 chunk_json = st.fixed_dictionaries(
-    {"choices": st.lists(st.fixed_dictionaries({
-        "index": st.integers(0, 3),
-        "delta": st.one_of(st.fixed_dictionaries({"content": st.text(max_size=20)}), st.just({}),
-                           st.dictionaries(st.text(max_size=5), st.integers(), max_size=2)),
-        "finish_reason": st.one_of(st.none(), st.sampled_from(["stop", "length"]), st.integers())}), max_size=2)},
-    optional={"usage": st.one_of(st.none(), st.dictionaries(st.sampled_from(
-        ["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"]),
-        st.one_of(st.integers(-5, 10**6), st.text(max_size=4), st.none()), max_size=4)),
-        "error": st.one_of(st.text(max_size=10), st.dictionaries(st.text(max_size=5), st.text(max_size=5)))},
+    {
+        "choices": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "index": st.integers(0, 3),
+                    "delta": st.one_of(
+                        st.fixed_dictionaries({"content": st.text(max_size=20)}),
+                        st.just({}),
+                        st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+                    ),
+                    "finish_reason": st.one_of(
+                        st.none(), st.sampled_from(["stop", "length"]), st.integers()
+                    ),
+                }
+            ),
+            max_size=2,
+        )
+    },
+    optional={
+        "usage": st.one_of(
+            st.none(),
+            st.dictionaries(
+                st.sampled_from(
+                    ["prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"]
+                ),
+                st.one_of(st.integers(-5, 10**6), st.text(max_size=4), st.none()),
+                max_size=4,
+            ),
+        ),
+        "error": st.one_of(
+            st.text(max_size=10), st.dictionaries(st.text(max_size=5), st.text(max_size=5))
+        ),
+    },
 )
 sse_piece = st.one_of(
     chunk_json.map(_event),
@@ -34,17 +58,19 @@ sse_piece = st.one_of(
     st.just(b": keep-alive\n\n"),
     st.binary(max_size=40),
     st.text(max_size=40).map(lambda t: b"data: " + t.encode() + b"\n\n"),
-    st.just(b"data: {\"choices\": [{\"delta\": {\"content\": \"\xff\xfe\"}}]}\n\n"),
+    st.just(b'data: {"choices": [{"delta": {"content": "\xff\xfe"}}]}\n\n'),
 )
-head = st.sampled_from([
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n",
-    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
-    b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n",
-    b"HTTP/1.1 429 Too Many Requests\r\n",
-    b"HTTP/1.1 302 Found\r\nlocation: /v1/chat/completions\r\n",
-    b"HTTP/1.0 200 OK\r\n",
-    b"garbage\r\n",
-])
+head = st.sampled_from(
+    [
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n",
+        b"HTTP/1.1 429 Too Many Requests\r\n",
+        b"HTTP/1.1 302 Found\r\nlocation: /v1/chat/completions\r\n",
+        b"HTTP/1.0 200 OK\r\n",
+        b"garbage\r\n",
+    ]
+)
 
 
 async def _exchange(response: bytes) -> object:
@@ -60,8 +86,14 @@ async def _exchange(response: bytes) -> object:
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    request = ChatRequest(base_url=f"http://127.0.0.1:{port}", model="m", messages=[{"role": "user", "content": "x"}],
-                          params=SamplingParams(max_tokens=8), read_timeout_s=2, total_timeout_s=5)
+    request = ChatRequest(
+        base_url=f"http://127.0.0.1:{port}",
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        params=SamplingParams(max_tokens=8),
+        read_timeout_s=2,
+        total_timeout_s=5,
+    )
     try:
         async with make_http_client(2, read_timeout_s=2) as client:
             return await stream_chat(client, request)
@@ -89,11 +121,17 @@ def test_any_answer_gives_a_classified_result(head: bytes, pieces: list[bytes], 
 # -- the shape fast path reads exactly what the general path reads ---------------------
 
 _BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-texts = st.text(alphabet=st.sampled_from(list('ab "\\\n\r\t/éü€😀<>{}[],:') + ["\u2028", "\x00"]), max_size=6)
+texts = st.text(
+    alphabet=st.sampled_from(list('ab "\\\n\r\t/éü€😀<>{}[],:') + ["\u2028", "\x00"]), max_size=6
+)
 
 
 def _content_chunk(text: str, key: str = "content", **extra: object) -> dict:
-    return {**_BASE, "choices": [{"index": 0, "delta": {key: text}, "logprobs": None, "finish_reason": None}], **extra}
+    return {
+        **_BASE,
+        "choices": [{"index": 0, "delta": {key: text}, "logprobs": None, "finish_reason": None}],
+        **extra,
+    }
 
 
 stream_item = st.one_of(
@@ -101,42 +139,71 @@ stream_item = st.one_of(
     texts.map(_content_chunk),
     texts.map(_content_chunk),
     texts.map(lambda t: _content_chunk(t, "reasoning_content")),
-    texts.map(lambda t: _content_chunk(t, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3})),
+    texts.map(
+        lambda t: _content_chunk(
+            t, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+        )
+    ),
     texts.map(lambda t: _content_chunk(t, created=2)),
-    texts.map(lambda t: {**_BASE, "choices": [{"index": 1, "delta": {"content": t}, "finish_reason": None}]}),
-    st.just({**_BASE, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}),
+    texts.map(
+        lambda t: {**_BASE, "choices": [{"index": 1, "delta": {"content": t}, "finish_reason": None}]}
+    ),
+    st.just(
+        {
+            **_BASE,
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+            ],
+        }
+    ),
 )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(items=st.lists(stream_item, min_size=1, max_size=14), spaced=st.booleans(),
-       framing=st.lists(st.integers(1, 3), min_size=1, max_size=20), split=st.integers(0, 40))
-def test_the_shape_fast_path_reads_what_the_general_path_reads(items: list[dict], spaced: bool, framing: list[int],
-                                                               split: int) -> None:
+@given(
+    items=st.lists(stream_item, min_size=1, max_size=14),
+    spaced=st.booleans(),
+    framing=st.lists(st.integers(1, 3), min_size=1, max_size=20),
+    split=st.integers(0, 40),
+)
+def test_the_shape_fast_path_reads_what_the_general_path_reads(
+    items: list[dict], spaced: bool, framing: list[int], split: int
+) -> None:
     """Content chunks of one shape are taken without a JSON parse (services/client.py,
     _learn_shape); whatever the texts (quotes, escapes, line breaks, non-ASCII), shapes and
     framing, the answer must equal the general path's and a plain json.loads reading."""
     import services.client as client_module
 
     separators = (", ", ": ") if spaced else (",", ":")
-    closing = [{**_BASE, "choices": [{"index": i, "delta": {}, "finish_reason": "stop"} for i in (0, 1)]},
-               {**_BASE, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 9, "total_tokens": 10}}]
-    events = [b"data: " + json.dumps(item, separators=separators, ensure_ascii=False).encode() + b"\n\n"
-              for item in [*items, *closing]] + [b"data: [DONE]\n\n"]
+    closing = [
+        {**_BASE, "choices": [{"index": i, "delta": {}, "finish_reason": "stop"} for i in (0, 1)]},
+        {
+            **_BASE,
+            "choices": [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 9, "total_tokens": 10},
+        },
+    ]
+    events = [
+        b"data: " + json.dumps(item, separators=separators, ensure_ascii=False).encode() + b"\n\n"
+        for item in [*items, *closing]
+    ] + [b"data: [DONE]\n\n"]
     # Chunk frames of 1 to 3 events, and now and then a frame cut in two.
     frames: list[bytes] = []
     position = 0
     for size in framing * (len(events) // len(framing) + 1):
         if position >= len(events):
             break
-        frame = b"".join(events[position:position + size])
+        frame = b"".join(events[position : position + size])
         position += size
         if split and len(frame) > split and len(frames) % 3 == 1:
             frames += [frame[:split], frame[split:]]
         else:
             frames.append(frame)
-    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-                + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames) + b"0\r\n\r\n")
+    response = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames)
+        + b"0\r\n\r\n"
+    )
 
     fast = run_blocking(_exchange(response))
     original = client_module._SHAPE_TRIES
@@ -156,7 +223,10 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads(items: list[dict]
     for result in (fast, general):
         assert result.ok or result.error_class == "no_content", (result.error_class, result.error)
         assert {i: c.parts for i, c in result.choices.items() if c.parts} == expected
-        assert all(c.chars == [len(p) for p in c.parts] and len(c.times) == len(c.parts) for c in result.choices.values())
+        assert all(
+            c.chars == [len(p) for p in c.parts] and len(c.times) == len(c.parts)
+            for c in result.choices.values()
+        )
     assert fast.usage == general.usage and fast.finish_reason == general.finish_reason
 
 
@@ -170,9 +240,14 @@ def test_chunks_of_the_learnt_shape_are_not_json_parsed(monkeypatch) -> None:  #
     monkeypatch.setattr(client_module, "_loads", lambda data: parses.append(data) or real(data))
     events = [_content_chunk(f"word{i} ") for i in range(40)]
     events.append({**_BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    frames = [b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
-    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-                + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames) + b"0\r\n\r\n")
+    frames = [b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events] + [
+        b"data: [DONE]\n\n"
+    ]
+    response = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames)
+        + b"0\r\n\r\n"
+    )
     result = run_blocking(_exchange(response))
     assert result.ok and result.text == "".join(f"word{i} " for i in range(40))
     # The first content chunk, the shape's proof (the probe and the chunk again) and the finish

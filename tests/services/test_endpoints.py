@@ -9,7 +9,9 @@ from services.errors import ConflictError, NotFoundError, ValidationError
 
 
 def test_add_list_get_remove(any_db_url: str) -> None:
-    record = endpoints.add_engine("vllm-a", "http://gpu-box:8000/v1/", kind="vllm", model="m", api_key_env="VLLM_KEY")
+    record = endpoints.add_engine(
+        "vllm-a", "http://gpu-box:8000/v1/", kind="vllm", model="m", api_key_env="VLLM_KEY"
+    )
     assert record.base_url == "http://gpu-box:8000"
     assert record.resolved_metrics_url == "http://gpu-box:8000/metrics"
     assert [r.name for r in endpoints.list_engines()] == ["vllm-a"]
@@ -48,7 +50,11 @@ def test_duplicate_name_is_a_conflict_and_keeps_the_first(db_url: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "kind", "key_env"),
-    [("bad name!", "openai", None), ("ok", "nosuchkind", None), ("ok", "openai", "sk-abc123 not a name")],
+    [
+        ("bad name!", "openai", None),
+        ("ok", "nosuchkind", None),
+        ("ok", "openai", "sk-abc123 not a name"),
+    ],
 )
 def test_invalid_fields(db_url: str, name: str, kind: str, key_env: str | None) -> None:
     with pytest.raises(ValidationError):
@@ -60,8 +66,14 @@ def test_update_and_rename(db_url: str) -> None:
     endpoints.add_engine("b", "http://b:1")
     with pytest.raises(ConflictError):
         endpoints.update_engine("a", name="b")
-    updated = endpoints.update_engine("a", name="c", kind="llamacpp", metrics_url="http://a:8002/metrics")
-    assert (updated.name, updated.kind, updated.resolved_metrics_url) == ("c", "llamacpp", "http://a:8002/metrics")
+    updated = endpoints.update_engine(
+        "a", name="c", kind="llamacpp", metrics_url="http://a:8002/metrics"
+    )
+    assert (updated.name, updated.kind, updated.resolved_metrics_url) == (
+        "c",
+        "llamacpp",
+        "http://a:8002/metrics",
+    )
 
 
 def test_api_key_value_is_never_stored(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -74,14 +86,17 @@ def test_api_key_value_is_never_stored(db_url: str, monkeypatch: pytest.MonkeyPa
         assert b"sk-live-do-not-store-4242" not in path.read_bytes()
 
 
-@pytest.mark.parametrize(("typed", "said"), [
-    ("htp:/bad url", "contains a space"),
-    ("htp:/bad", "does not start with http:// or https://"),
-    ("http://h:/x", "no port number"),
-    ("http://u:secret@h:1", "no user name or password"),
-    ("http://bad..host:80", "not a valid host name"),
-    ("http://h:99999", "invalid port"),
-])
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("htp:/bad url", "contains a space"),
+        ("htp:/bad", "does not start with http:// or https://"),
+        ("http://h:/x", "no port number"),
+        ("http://u:secret@h:1", "no user name or password"),
+        ("http://bad..host:80", "not a valid host name"),
+        ("http://h:99999", "invalid port"),
+    ],
+)
 def test_mistyped_urls_are_named_as_typos(db_url: str, typed: str, said: str) -> None:
     """Issue 19: `htp:/bad url` was reported as a host that does not resolve, and stored."""
     with pytest.raises(ValidationError) as error:
@@ -97,8 +112,9 @@ def test_a_second_name_for_the_same_endpoint_is_flagged(db_url: str) -> None:
     assert endpoints.same_endpoint("http://gpu-box:8001") == []
 
 
-def test_the_apps_own_settings_are_never_an_engines_key(db_url: str, monkeypatch: pytest.MonkeyPatch,
-                                                         scripted_server) -> None:  # type: ignore[no-untyped-def]
+def test_the_apps_own_settings_are_never_an_engines_key(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, scripted_server
+) -> None:  # type: ignore[no-untyped-def]
     """Issue 20: an engine at a viewer's URL with SHOOTOUT_PASSWORD as its key variable received
     the password as a Bearer token."""
     import asyncio
@@ -108,8 +124,12 @@ def test_the_apps_own_settings_are_never_an_engines_key(db_url: str, monkeypatch
     monkeypatch.setenv("SHOOTOUT_PASSWORD", "the-team-password")
     with pytest.raises(ValidationError, match="not one an engine may use"):
         endpoints.add_engine("thief", "http://attacker:80", api_key_env="SHOOTOUT_PASSWORD")
-    request = ChatRequest(base_url=scripted_server.base_url, model="m", messages=[{"role": "user", "content": "x"}],
-                          api_key_env="SHOOTOUT_PASSWORD")
+    request = ChatRequest(
+        base_url=scripted_server.base_url,
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        api_key_env="SHOOTOUT_PASSWORD",
+    )
     with pytest.raises(KeyError):
         build_headers(request)
     result = asyncio.run(run_chat(request))
@@ -118,4 +138,7 @@ def test_the_apps_own_settings_are_never_an_engines_key(db_url: str, monkeypatch
     monkeypatch.setenv("SHOOTOUT_KEY_ENVS", "VLLM_API_KEY")
     with pytest.raises(ValidationError):
         endpoints.add_engine("other", "http://a:1", api_key_env="OPENAI_API_KEY")
-    assert endpoints.add_engine("vllm", "http://a:1", api_key_env="VLLM_API_KEY").api_key_env == "VLLM_API_KEY"
+    assert (
+        endpoints.add_engine("vllm", "http://a:1", api_key_env="VLLM_API_KEY").api_key_env
+        == "VLLM_API_KEY"
+    )

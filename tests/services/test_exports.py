@@ -24,7 +24,9 @@ EXPORTED_AT = re.compile(rb'"exported_at": "[^"]+"')
 def _old_json(run_id: int) -> bytes:
     """The export as it was built before streaming: the whole document, dumped at once."""
     document = reports.run_document(run_id)
-    return json.dumps(exports.json_safe(document), indent=1, default=str, allow_nan=False).encode("utf-8")
+    return json.dumps(exports.json_safe(document), indent=1, default=str, allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def _streamed(run_id: int, fmt: str) -> bytes:
@@ -35,18 +37,39 @@ def _same_but_time(a: bytes, b: bytes) -> bool:
     return EXPORTED_AT.sub(b"", a) == EXPORTED_AT.sub(b"", b)
 
 
-def test_streamed_json_is_byte_for_byte_the_whole_document(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_json_is_byte_for_byte_the_whole_document(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(exports, "BATCH_ROWS", 7)  # many batches, one cut in the middle of each list
     run_id = make_big_run(40)
     with session_scope() as session:
-        session.add_all([Exchange(run_id=run_id, conversation_id="c", turn=t, engine_name="e", answer="a\nb \"q\"",
-                                  metrics={"ttft_s": float("nan")}) for t in range(9)])
-        session.add_all([Sample(run_id=run_id, ts=100.0 - i % 3, source=f"gpu:{i % 2}", values={"w": i})
-                         for i in range(17)])
+        session.add_all(
+            [
+                Exchange(
+                    run_id=run_id,
+                    conversation_id="c",
+                    turn=t,
+                    engine_name="e",
+                    answer='a\nb "q"',
+                    metrics={"ttft_s": float("nan")},
+                )
+                for t in range(9)
+            ]
+        )
+        session.add_all(
+            [
+                Sample(run_id=run_id, ts=100.0 - i % 3, source=f"gpu:{i % 2}", values={"w": i})
+                for i in range(17)
+            ]
+        )
     streamed = _streamed(run_id, "json")
     assert _same_but_time(streamed, _old_json(run_id))
     document = json.loads(streamed)
-    assert len(document["requests"]) == 40 and len(document["exchanges"]) == 9 and len(document["samples"]) == 17
+    assert (
+        len(document["requests"]) == 40
+        and len(document["exchanges"]) == 9
+        and len(document["samples"]) == 17
+    )
     assert [s["ts"] for s in document["samples"]] == sorted(s["ts"] for s in document["samples"])
 
 
@@ -73,8 +96,9 @@ def test_streamed_json_imports_back(db_url: str, tmp_path, monkeypatch: pytest.M
     assert runs.get_run(result.run_ids[0]).summary == runs.get_run(original).summary
 
 
-def test_streamed_csv_is_one_row_per_request_with_formulas_neutralised(db_url: str,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_csv_is_one_row_per_request_with_formulas_neutralised(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(exports, "BATCH_ROWS", 9)
     run_id = make_big_run(100)
     rows = list(csv.reader(io.StringIO(_streamed(run_id, "csv").decode())))
@@ -84,7 +108,9 @@ def test_streamed_csv_is_one_row_per_request_with_formulas_neutralised(db_url: s
     assert errors and all(error.startswith("'=HYPERLINK(") for error in errors)
 
 
-def test_streamed_csv_of_samples_names_every_signal(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_csv_of_samples_names_every_signal(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(exports, "BATCH_ROWS", 2)
     with session_scope() as session:
         from db.models import Run
@@ -92,7 +118,12 @@ def test_streamed_csv_of_samples_names_every_signal(db_url: str, monkeypatch: py
         run = Run(kind="recording", name="r")
         session.add(run)
         session.flush()
-        session.add_all([Sample(run_id=run.id, ts=float(i), source="gpu:0", values={f"s{i}": "=1"}) for i in range(5)])
+        session.add_all(
+            [
+                Sample(run_id=run.id, ts=float(i), source="gpu:0", values={f"s{i}": "=1"})
+                for i in range(5)
+            ]
+        )
         run_id = run.id
     rows = list(csv.reader(io.StringIO(_streamed(run_id, "csv").decode())))
     assert rows[0] == ["run_id", "ts", "source", "s0", "s1", "s2", "s3", "s4"]
@@ -140,7 +171,9 @@ def test_rows_are_read_in_batched_queries_each_in_its_own_transaction(db_url: st
         event.remove(engine, "begin", begin)
     request_reads = [s for s in statements if "FROM request_results" in s]
     # Ten full batches, then one query that finds nothing more.
-    assert len(request_reads) == 11 and all("LIMIT" in s and "request_results.id >" in s for s in request_reads[1:])
+    assert len(request_reads) == 11 and all(
+        "LIMIT" in s and "request_results.id >" in s for s in request_reads[1:]
+    )
     assert len(begins) == len(statements)  # no transaction stays open across chunks
     assert max(len(chunk) for chunk in chunks) < len(b"".join(chunks)) / 8
 

@@ -41,33 +41,51 @@ def _closed_port() -> int:
 
 
 def _faulty_url(kind: str, server: ScriptedServer) -> str:
-    return {"refused": f"http://127.0.0.1:{_closed_port()}", "dns": "http://no-such-engine.invalid:8000",
-            "tls": server.root_url.replace("http://", "https://")}[kind]
+    return {
+        "refused": f"http://127.0.0.1:{_closed_port()}",
+        "dns": "http://no-such-engine.invalid:8000",
+        "tls": server.root_url.replace("http://", "https://"),
+    }[kind]
 
 
 TRANSPORT_FAULTS = [("refused", "connect_refused"), ("dns", "dns"), ("tls", "tls")]
 
 
 @pytest.mark.parametrize(("scenario", "expected"), FAULTS, ids=lambda v: str(v))
-def test_playground_fault_in_one_column(db_url: str, scripted_server: ScriptedServer, scenario: dict,
-                                        expected: str | None) -> None:
-    endpoints.add_engine("good", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=8, itl=1))
-    endpoints.add_engine("bad", scripted_server.base_url, kind="vllm",
-                         model=scripted_server.model(tokens=8, itl=1, **scenario))
+def test_playground_fault_in_one_column(
+    db_url: str, scripted_server: ScriptedServer, scenario: dict, expected: str | None
+) -> None:
+    endpoints.add_engine(
+        "good", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=8, itl=1)
+    )
+    endpoints.add_engine(
+        "bad",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(tokens=8, itl=1, **scenario),
+    )
     _check_playground(expected)
 
 
 @pytest.mark.parametrize(("where", "expected"), TRANSPORT_FAULTS)
-def test_playground_unreachable_engine(db_url: str, scripted_server: ScriptedServer, where: str, expected: str) -> None:
-    endpoints.add_engine("good", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=8, itl=1))
+def test_playground_unreachable_engine(
+    db_url: str, scripted_server: ScriptedServer, where: str, expected: str
+) -> None:
+    endpoints.add_engine(
+        "good", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=8, itl=1)
+    )
     endpoints.add_engine("bad", _faulty_url(where, scripted_server), kind="vllm", model="m")
     _check_playground(expected)
 
 
 def _check_playground(expected: str | None) -> None:
-    handle = playground.send(playground.SendRequest(
-        engines=(playground.EngineChoice("good"), playground.EngineChoice("bad")), prompt="hello",
-        params=SamplingParams(max_tokens=8)))
+    handle = playground.send(
+        playground.SendRequest(
+            engines=(playground.EngineChoice("good"), playground.EngineChoice("bad")),
+            prompt="hello",
+            params=SamplingParams(max_tokens=8),
+        )
+    )
     assert playground.wait(handle.run_id, 60)
     view = playground.get_exchange(handle.run_id)
     columns = {c.engine: c for c in view.columns}
@@ -82,31 +100,57 @@ def _check_playground(expected: str | None) -> None:
         assert bad.error_class == expected, bad.error
 
 
-@pytest.mark.parametrize(("scenario", "expected"), FAULTS + [
-    # --timeout is the limit on one whole request, so a stall past it ends as total_timeout
-    # (the client's own read timeout is tested in tests/services/test_client.py).
-    ({"fault": "stall", "delay": 3000, "at": 2}, "total_timeout"),
-    ({"fault": "endless"}, "total_timeout"),
-], ids=lambda v: str(v))
-def test_benchmark_fault_on_one_engine(db_url: str, scripted_server: ScriptedServer, scenario: dict,
-                                       expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    FAULTS
+    + [
+        # --timeout is the limit on one whole request, so a stall past it ends as total_timeout
+        # (the client's own read timeout is tested in tests/services/test_client.py).
+        ({"fault": "stall", "delay": 3000, "at": 2}, "total_timeout"),
+        ({"fault": "endless"}, "total_timeout"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_benchmark_fault_on_one_engine(
+    db_url: str, scripted_server: ScriptedServer, scenario: dict, expected: str | None
+) -> None:
     def target(name: str, **values) -> EngineTarget:  # type: ignore[no-untyped-def]
-        return EngineTarget(name=name, base_url=scripted_server.base_url, kind="vllm",
-                            model=scripted_server.model(tokens=8, itl=1, **values))
+        return EngineTarget(
+            name=name,
+            base_url=scripted_server.base_url,
+            kind="vllm",
+            model=scripted_server.model(tokens=8, itl=1, **values),
+        )
 
-    spec = BenchSpec(engines=(target("good"), target("bad", **scenario)),
-                     workload=WorkloadSpec(input_len=8, output_len=8), load=LoadSpec(concurrency=3, requests=6),
-                     timeout_s=1.5)
+    spec = BenchSpec(
+        engines=(target("good"), target("bad", **scenario)),
+        workload=WorkloadSpec(input_len=8, output_len=8),
+        load=LoadSpec(concurrency=3, requests=6),
+        timeout_s=1.5,
+    )
     _check_benchmark(spec, expected)
 
 
 @pytest.mark.parametrize(("where", "expected"), TRANSPORT_FAULTS)
-def test_benchmark_unreachable_engine(db_url: str, scripted_server: ScriptedServer, where: str, expected: str) -> None:
+def test_benchmark_unreachable_engine(
+    db_url: str, scripted_server: ScriptedServer, where: str, expected: str
+) -> None:
     spec = BenchSpec(
-        engines=(EngineTarget(name="good", base_url=scripted_server.base_url, kind="vllm",
-                              model=scripted_server.model(tokens=8, itl=1)),
-                 EngineTarget(name="bad", base_url=_faulty_url(where, scripted_server), kind="vllm", model="m")),
-        workload=WorkloadSpec(input_len=8, output_len=8), load=LoadSpec(concurrency=3, requests=6), timeout_s=5)
+        engines=(
+            EngineTarget(
+                name="good",
+                base_url=scripted_server.base_url,
+                kind="vllm",
+                model=scripted_server.model(tokens=8, itl=1),
+            ),
+            EngineTarget(
+                name="bad", base_url=_faulty_url(where, scripted_server), kind="vllm", model="m"
+            ),
+        ),
+        workload=WorkloadSpec(input_len=8, output_len=8),
+        load=LoadSpec(concurrency=3, requests=6),
+        timeout_s=5,
+    )
     _check_benchmark(spec, expected)
 
 

@@ -104,20 +104,37 @@ def _tokenize(url: str) -> str:
 
 
 def _chat(url: str) -> str:
-    request = ChatRequest(base_url=url, model="m", messages=[{"role": "user", "content": "hi"}],
-                          total_timeout_s=DEADLINE_S, read_timeout_s=DEADLINE_S)
+    request = ChatRequest(
+        base_url=url,
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        total_timeout_s=DEADLINE_S,
+        read_timeout_s=DEADLINE_S,
+    )
     result = asyncio.run(run_chat(request))
     assert not result.ok
     # A JSON body where a stream was asked for is refused at once (no_content / wrong_content_type).
-    assert result.error_class in ("total_timeout", "read_timeout", "too_large", "wrong_content_type", "no_content"), (
-        result.error_class, result.error)
+    assert result.error_class in (
+        "total_timeout",
+        "read_timeout",
+        "too_large",
+        "wrong_content_type",
+        "no_content",
+    ), (result.error_class, result.error)
     return f"{result.error_class}: {result.error}"
 
 
 CALL_SITES: dict[str, Callable[[str], str]] = {
-    "probe": _probe, "scraper": _scraper, "scrape_once": _scrape_once, "dcgm": _dcgm, "prometheus": _prometheus,
-    "local_health": _health, "demo_model_facts": _demo_model_facts, "bench_discover_model": _discover_model,
-    "bench_tokenize": _tokenize, "chat_stream": _chat,
+    "probe": _probe,
+    "scraper": _scraper,
+    "scrape_once": _scrape_once,
+    "dcgm": _dcgm,
+    "prometheus": _prometheus,
+    "local_health": _health,
+    "demo_model_facts": _demo_model_facts,
+    "bench_discover_model": _discover_model,
+    "bench_tokenize": _tokenize,
+    "chat_stream": _chat,
 }
 #: Sites with a fixed deadline of their own; the others take DEADLINE_S. Calibration may
 #: make three calls one after another, each with the deadline.
@@ -154,8 +171,12 @@ def test_slow_bodies_hit_the_total_deadline(hostile: dict[str, str], mode: str) 
 
 
 def test_the_chat_stream_stops_at_its_byte_limit(hostile: dict[str, str]) -> None:
-    request = ChatRequest(base_url=hostile["endless"], model="m", messages=[{"role": "user", "content": "hi"}],
-                          max_response_bytes=4 * 1024 * 1024)
+    request = ChatRequest(
+        base_url=hostile["endless"],
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        max_response_bytes=4 * 1024 * 1024,
+    )
     result = asyncio.run(run_chat(request))
     assert result.error_class == "too_large"
     assert sum(len(c.text) for c in result.choices.values()) < 4 * 1024 * 1024
@@ -185,7 +206,11 @@ def test_redirects_only_to_http_and_without_the_key_across_hosts(scripted_server
 
     class Redirector(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
-            location = f"http://localhost:{target.server_port}/x" if self.path == "/other" else "gopher://127.0.0.1/x"
+            location = (
+                f"http://localhost:{target.server_port}/x"
+                if self.path == "/other"
+                else "gopher://127.0.0.1/x"
+            )
             self.send_response(302)
             self.send_header("Location", location)
             self.send_header("Content-Length", "0")
@@ -198,7 +223,9 @@ def test_redirects_only_to_http_and_without_the_key_across_hosts(scripted_server
     threading.Thread(target=redirector.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{redirector.server_port}"
-        reply = http.fetch("GET", base + "/other", headers={"Authorization": "Bearer secret"}, deadline_s=5)
+        reply = http.fetch(
+            "GET", base + "/other", headers={"Authorization": "Bearer secret"}, deadline_s=5
+        )
         assert reply.status == 200 and seen["authorization"] is None
         with pytest.raises(http.HttpRedirectRefused):
             http.fetch("GET", base + "/gopher", deadline_s=5)

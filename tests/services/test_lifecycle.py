@@ -14,7 +14,9 @@ from services.recovery import recover_interrupted_runs
 
 def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation() -> None:
     now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
-    just_fresh = (now - timedelta(seconds=STALE_AFTER_S - 1)).replace(tzinfo=None)  # SQLite's naive times
+    just_fresh = (now - timedelta(seconds=STALE_AFTER_S - 1)).replace(
+        tzinfo=None
+    )  # SQLite's naive times
     just_stale = now - timedelta(seconds=STALE_AFTER_S + 1)
     assert not is_stale(just_fresh, None, now=now)
     assert is_stale(just_stale, None, now=now)
@@ -25,11 +27,17 @@ def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation()
 
 def test_every_kind_is_interrupted_after_the_same_silence(db_url: str) -> None:
     now = datetime.now(timezone.utc)
-    fresh, stale = now - timedelta(seconds=STALE_AFTER_S - 10), now - timedelta(seconds=STALE_AFTER_S + 10)
+    fresh, stale = (
+        now - timedelta(seconds=STALE_AFTER_S - 10),
+        now - timedelta(seconds=STALE_AFTER_S + 10),
+    )
     kinds = (RunKind.PLAYGROUND, RunKind.DEMO, RunKind.RECORDING)
     with session_scope() as session:
-        runs = {(kind, age): Run(kind=kind, status=RunStatus.RUNNING, heartbeat_at=beat)
-                for kind in kinds for age, beat in (("fresh", fresh), ("stale", stale))}
+        runs = {
+            (kind, age): Run(kind=kind, status=RunStatus.RUNNING, heartbeat_at=beat)
+            for kind in kinds
+            for age, beat in (("fresh", fresh), ("stale", stale))
+        }
         session.add_all(runs.values())
         session.flush()
         ids = {key: run.id for key, run in runs.items()}
@@ -38,7 +46,9 @@ def test_every_kind_is_interrupted_after_the_same_silence(db_url: str) -> None:
     with session_scope() as session:
         status = {run_id: value for run_id, value in session.execute(select(Run.id, Run.status))}
     for kind in kinds:
-        assert status[ids[(kind, "fresh")]] == "running" and status[ids[(kind, "stale")]] == "interrupted"
+        assert (
+            status[ids[(kind, "fresh")]] == "running" and status[ids[(kind, "stale")]] == "interrupted"
+        )
 
 
 def test_one_cancel_rule_for_every_worker_run_kind(db_url: str) -> None:
@@ -56,7 +66,9 @@ def test_one_cancel_rule_for_every_worker_run_kind(db_url: str) -> None:
         session.flush()
         running_id, ended_id = running.id, ended.id
     assert request_cancel(running_id, RunKind.BENCHMARK, "benchmark run") is True
-    assert request_cancel(ended_id, RunKind.BENCHMARK, "benchmark run") is False  # it had ended: nothing to do
+    assert (
+        request_cancel(ended_id, RunKind.BENCHMARK, "benchmark run") is False
+    )  # it had ended: nothing to do
     with pytest.raises(NotFoundError, match=f"No tuning run #{running_id}"):
         request_cancel(running_id, RunKind.TUNE, "tuning run")  # a run of another kind is not this one
     with session_scope() as session:

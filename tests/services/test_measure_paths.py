@@ -32,7 +32,11 @@ from tests.support.scripted_server import ScriptedServer
 SHAPES = [
     ("one token per chunk", {"ttft": 30, "itl": 4, "tokens": 12}, [1] * 12),
     ("four tokens per chunk", {"ttft": 30, "itl": 4, "tokens": 16, "tpc": 4}, [4] * 4),
-    ("a first chunk of three tokens", {"ttft": 30, "itl": 4, "tokens": 9, "first": 3}, [3, 1, 1, 1, 1, 1, 1]),
+    (
+        "a first chunk of three tokens",
+        {"ttft": 30, "itl": 4, "tokens": 9, "first": 3},
+        [3, 1, 1, 1, 1, 1, 1],
+    ),
     ("empty chunks between", {"ttft": 30, "itl": 4, "tokens": 10, "tpc": 2, "empty": 1}, [2] * 5),
 ]
 FIGURES = ("ttft_s", "e2e_s", "tpot_s", "itl_s", "output_tokens", "prompt_tokens", "cached_tokens")
@@ -40,8 +44,11 @@ FIGURES = ("ttft_s", "e2e_s", "tpot_s", "itl_s", "output_tokens", "prompt_tokens
 
 def record_stream(server: ScriptedServer, scenario: dict[str, Any]) -> StreamResult:
     """The shape streamed once for real; the usage arrives in a last chunk of its own."""
-    request = ChatRequest(base_url=server.base_url, model=server.model(cached=5, prompt=20, **scenario),
-                          messages=[{"role": "user", "content": "hi"}])
+    request = ChatRequest(
+        base_url=server.base_url,
+        model=server.model(cached=5, prompt=20, **scenario),
+        messages=[{"role": "user", "content": "hi"}],
+    )
     result = run_blocking(run_chat(request))
     assert result.ok, result.error
     return result
@@ -50,8 +57,14 @@ def record_stream(server: ScriptedServer, scenario: dict[str, Any]) -> StreamRes
 def replaying(recorded: StreamResult) -> Any:
     """A stand-in for services.client.stream_chat that hands every caller the recording."""
 
-    async def stream_chat(client: Any, request: ChatRequest, *, on_delta: Any = None,
-                          result: StreamResult | None = None, **_: Any) -> StreamResult:
+    async def stream_chat(
+        client: Any,
+        request: ChatRequest,
+        *,
+        on_delta: Any = None,
+        result: StreamResult | None = None,
+        **_: Any,
+    ) -> StreamResult:
         result = result if result is not None else StreamResult()
         for item in dataclasses.fields(StreamResult):
             setattr(result, item.name, copy.deepcopy(getattr(recorded, item.name)))
@@ -68,29 +81,47 @@ def through_the_playground(server: ScriptedServer) -> dict[str, Any]:
     for name in ("left", "right"):
         if name not in {e.name for e in endpoints.list_engines()}:
             endpoints.add_engine(name, server.base_url, kind="vllm", model=server.model())
-    handle = playground.send(SendRequest(engines=(EngineChoice("left"), EngineChoice("right")), prompt="hi",
-                                         params=SamplingParams(max_tokens=64)))
+    handle = playground.send(
+        SendRequest(
+            engines=(EngineChoice("left"), EngineChoice("right")),
+            prompt="hi",
+            params=SamplingParams(max_tokens=64),
+        )
+    )
     assert playground.wait(handle.run_id, 30)
     view = playground.get_exchange(handle.run_id)
     column = next(c for c in view.columns if c.engine == "left")
     with session_scope() as session:
-        row = session.scalars(select(Exchange).where(Exchange.run_id == handle.run_id,
-                                                     Exchange.engine_name == "left")).one()
+        row = session.scalars(
+            select(Exchange).where(Exchange.run_id == handle.run_id, Exchange.engine_name == "left")
+        ).one()
         metrics = dict(row.metrics or {})
     assert column.status == "finished", column.error
-    return {**{key: metrics.get(key) for key in ("ttft_s", "e2e_s", "tpot_s", "itl_s", "output_tokens")},
-            "prompt_tokens": column.prompt_tokens, "cached_tokens": column.cached_tokens}
+    return {
+        **{key: metrics.get(key) for key in ("ttft_s", "e2e_s", "tpot_s", "itl_s", "output_tokens")},
+        "prompt_tokens": column.prompt_tokens,
+        "cached_tokens": column.cached_tokens,
+    }
 
 
 def through_a_benchmark(server: ScriptedServer) -> dict[str, Any]:
-    outcome = execute_load(EngineTarget(name="bench", base_url=server.base_url, kind="vllm", model=server.model()),
-                           WorkloadSpec(input_len=8, output_len=64), LoadSpec(concurrency=1, requests=1),
-                           connect_ahead=False)
+    outcome = execute_load(
+        EngineTarget(name="bench", base_url=server.base_url, kind="vllm", model=server.model()),
+        WorkloadSpec(input_len=8, output_len=64),
+        LoadSpec(concurrency=1, requests=1),
+        connect_ahead=False,
+    )
     [record] = outcome.measured
     assert record.ok, record.error
-    return {"ttft_s": record.ttft_s, "e2e_s": record.e2e_s, "tpot_s": record.tpot_s, "itl_s": record.itl_s,
-            "output_tokens": record.output_tokens, "prompt_tokens": record.input_tokens,
-            "cached_tokens": record.cached_tokens}
+    return {
+        "ttft_s": record.ttft_s,
+        "e2e_s": record.e2e_s,
+        "tpot_s": record.tpot_s,
+        "itl_s": record.itl_s,
+        "output_tokens": record.output_tokens,
+        "prompt_tokens": record.input_tokens,
+        "cached_tokens": record.cached_tokens,
+    }
 
 
 def through_a_demo_step(server: ScriptedServer) -> dict[str, Any]:
@@ -101,19 +132,28 @@ def through_a_demo_step(server: ScriptedServer) -> dict[str, Any]:
         session.flush()
         run_id = run.id
     context = DemoContext(run_id, [engine], {})
-    request = ChatRequest(base_url=engine.base_url, model=engine.model or "", messages=[{"role": "user", "content": "hi"}])
+    request = ChatRequest(
+        base_url=engine.base_url, model=engine.model or "", messages=[{"role": "user", "content": "hi"}]
+    )
     [sent] = context.send(engine, [request], concurrency=1)
     assert sent.ok, sent.result.error
     with session_scope() as session:
         row = session.scalars(select(RequestResult).where(RequestResult.run_id == run_id)).one()
-        return {key: getattr(row, key) for key in ("ttft_s", "e2e_s", "tpot_s", "itl_s", "output_tokens", "cached_tokens")} | {
-            "prompt_tokens": row.input_tokens}
+        return {
+            key: getattr(row, key)
+            for key in ("ttft_s", "e2e_s", "tpot_s", "itl_s", "output_tokens", "cached_tokens")
+        } | {"prompt_tokens": row.input_tokens}
 
 
 @pytest.mark.parametrize(("shape", "scenario", "chunk_tokens"), SHAPES, ids=[s[0] for s in SHAPES])
 def test_playground_benchmark_and_demo_give_identical_figures_for_one_stream(
-        db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch,
-        shape: str, scenario: dict[str, Any], chunk_tokens: list[int]) -> None:
+    db_url: str,
+    scripted_server: ScriptedServer,
+    monkeypatch: pytest.MonkeyPatch,
+    shape: str,
+    scenario: dict[str, Any],
+    chunk_tokens: list[int],
+) -> None:
     recorded = record_stream(scripted_server, scenario)
     expected = recorded.metrics()
     # The client saw exactly the content chunks the server wrote (empty ones carry no token).
@@ -133,9 +173,15 @@ def test_playground_benchmark_and_demo_give_identical_figures_for_one_stream(
 
     # The figures are the README's definitions, not just the same ones.
     tokens = scenario["tokens"]
-    assert reference["output_tokens"] == tokens and reference["cached_tokens"] == 5 and reference["prompt_tokens"] == 20
+    assert (
+        reference["output_tokens"] == tokens
+        and reference["cached_tokens"] == 5
+        and reference["prompt_tokens"] == 20
+    )
     assert len(reference["itl_s"]) == tokens - 1
-    assert reference["itl_s"][:chunk_tokens[0] - 1] == [0.0] * (chunk_tokens[0] - 1)
+    assert reference["itl_s"][: chunk_tokens[0] - 1] == [0.0] * (chunk_tokens[0] - 1)
     assert sum(reference["itl_s"]) == pytest.approx(reference["e2e_s"] - reference["ttft_s"], abs=1e-12)
-    assert reference["tpot_s"] == pytest.approx((reference["e2e_s"] - reference["ttft_s"]) / (tokens - 1), abs=1e-12)
+    assert reference["tpot_s"] == pytest.approx(
+        (reference["e2e_s"] - reference["ttft_s"]) / (tokens - 1), abs=1e-12
+    )
     assert reference["ttft_s"] >= 0.030

@@ -25,29 +25,45 @@ def send_and_wait(request: SendRequest, timeout_s: float = 30) -> playground.Exc
     return playground.get_exchange(handle.run_id)
 
 
-def test_two_engines_stream_side_by_side_with_their_own_measurements(db_url: str,
-                                                                      scripted_server: ScriptedServer) -> None:
+def test_two_engines_stream_side_by_side_with_their_own_measurements(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     fast = register(scripted_server, "fast", ttft=20, itl=2, tokens=8, cached=0)
     slow = register(scripted_server, "slow", ttft=150, itl=10, tokens=8, salt=3)
-    view = send_and_wait(SendRequest(engines=(EngineChoice(fast), EngineChoice(slow)), prompt="Hello there",
-                                     system="Be brief.", params=SamplingParams(temperature=0.0, max_tokens=32)))
+    view = send_and_wait(
+        SendRequest(
+            engines=(EngineChoice(fast), EngineChoice(slow)),
+            prompt="Hello there",
+            system="Be brief.",
+            params=SamplingParams(temperature=0.0, max_tokens=32),
+        )
+    )
     assert view.status == "finished" and not view.active
     by_name = {c.engine: c for c in view.columns}
     assert by_name["fast"].answer == "".join(WORDS[:8])
     assert by_name["slow"].answer == "".join(WORDS[(i + 3) % len(WORDS)] for i in range(8))
     for column in view.columns:
         assert column.status == "finished" and column.finish_reason == "stop"
-        assert column.completion_tokens == 8 and column.prompt_tokens is not None and column.cached_tokens == 0
-        assert column.ttft_s is not None and column.itl_mean_s is not None and column.itl_p90_s is not None
+        assert (
+            column.completion_tokens == 8
+            and column.prompt_tokens is not None
+            and column.cached_tokens == 0
+        )
+        assert (
+            column.ttft_s is not None and column.itl_mean_s is not None and column.itl_p90_s is not None
+        )
         assert column.tokens_per_s is not None and column.tokens_per_s > 0
     assert by_name["slow"].ttft_s > by_name["fast"].ttft_s  # type: ignore[operator]
     assert view.first_token_engine == "fast" and view.fastest_engine == "fast"
     [item] = playground.history()
-    assert item.run_id == view.run_id and item.engines == ["fast", "slow"] and item.prompt == "Hello there"
+    assert (
+        item.run_id == view.run_id and item.engines == ["fast", "slow"] and item.prompt == "Hello there"
+    )
 
 
-def test_partial_answers_are_persisted_while_streaming_and_stop_keeps_them(db_url: str,
-                                                                           scripted_server: ScriptedServer) -> None:
+def test_partial_answers_are_persisted_while_streaming_and_stop_keeps_them(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     a = register(scripted_server, "a", ttft=10, itl=20, tokens=400)
     b = register(scripted_server, "b", ttft=10, itl=20, tokens=400)
     handle = playground.send(SendRequest(engines=(EngineChoice(a), EngineChoice(b)), prompt="long"))
@@ -64,16 +80,22 @@ def test_partial_answers_are_persisted_while_streaming_and_stop_keeps_them(db_ur
     assert stopped.status == "cancelled"
     for column in stopped.columns:
         assert column.status == "cancelled" and column.error_class == "cancelled"
-        assert len(column.answer) >= len(next(c.answer for c in view.columns if c.engine == column.engine))
+        assert len(column.answer) >= len(
+            next(c.answer for c in view.columns if c.engine == column.engine)
+        )
 
 
-def test_faults_show_in_their_column_in_plain_words(db_url: str, scripted_server: ScriptedServer) -> None:
+def test_faults_show_in_their_column_in_plain_words(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     ok = register(scripted_server, "ok", tokens=4, itl=1)
     dies = register(scripted_server, "dies", tokens=10, itl=1, fault="cut", at=5)
     http = register(scripted_server, "http500", fault="http", status=500)
     bad = register(scripted_server, "badjson", tokens=6, itl=1, fault="invalid_json", at=2)
     slow = register(scripted_server, "slowfirst", ttft=800, tokens=2, itl=1)
-    view = send_and_wait(SendRequest(engines=tuple(EngineChoice(n) for n in (ok, dies, http, bad, slow)), prompt="x"))
+    view = send_and_wait(
+        SendRequest(engines=tuple(EngineChoice(n) for n in (ok, dies, http, bad, slow)), prompt="x")
+    )
     by_name = {c.engine: c for c in view.columns}
     assert view.status == "finished_with_errors"
     assert by_name["ok"].status == "finished" and by_name["slowfirst"].status == "finished"
@@ -84,20 +106,27 @@ def test_faults_show_in_their_column_in_plain_words(db_url: str, scripted_server
     assert by_name["badjson"].error_class == "invalid_json"
 
 
-def test_multi_turn_each_engine_continues_with_its_own_answers(db_url: str, scripted_server: ScriptedServer) -> None:
+def test_multi_turn_each_engine_continues_with_its_own_answers(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     a = register(scripted_server, "a", tokens=3, itl=1, cached=0)
     b = register(scripted_server, "b", tokens=3, itl=1, salt=5, cached=0)
     engines = (EngineChoice(a), EngineChoice(b))
     first = send_and_wait(SendRequest(engines=engines, prompt="turn one", system="sys"))
     endpoints.update_engine("a", model=scripted_server.model(tokens=3, itl=1, cached=40))
-    second = send_and_wait(SendRequest(engines=engines, prompt="turn two", system="sys",
-                                       conversation_id=first.conversation_id))
+    second = send_and_wait(
+        SendRequest(
+            engines=engines, prompt="turn two", system="sys", conversation_id=first.conversation_id
+        )
+    )
     assert second.turn == 2 and second.conversation_id == first.conversation_id
     from db.models import Exchange
     from db.session import session_scope
 
     with session_scope() as session:
-        rows = {r.engine_name: r.messages for r in session.query(Exchange).filter_by(run_id=second.run_id)}
+        rows = {
+            r.engine_name: r.messages for r in session.query(Exchange).filter_by(run_id=second.run_id)
+        }
     first_answers = {c.engine: c.answer for c in first.columns}
     for engine, messages in rows.items():
         assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
@@ -114,8 +143,11 @@ def test_json_schema_mode_validates_every_answer(db_url: str, scripted_server: S
     bad = register(scripted_server, "ignores", itl=1, tokens=4, fault="ignore_schema")
     schema = playground.parse_schema(
         '{"type": "object", "properties": {"city": {"type": "string"}, "people": {"type": "integer"}},'
-        ' "required": ["city", "people"]}')
-    view = send_and_wait(SendRequest(engines=(EngineChoice(good), EngineChoice(bad)), prompt="json", schema=schema))
+        ' "required": ["city", "people"]}'
+    )
+    view = send_and_wait(
+        SendRequest(engines=(EngineChoice(good), EngineChoice(bad)), prompt="json", schema=schema)
+    )
     by_name = {c.engine: c for c in view.columns}
     assert by_name["follows"].schema_check is not None and by_name["follows"].schema_check.valid
     check = by_name["ignores"].schema_check
@@ -123,10 +155,19 @@ def test_json_schema_mode_validates_every_answer(db_url: str, scripted_server: S
 
 
 def test_schema_checks_report_the_failing_path() -> None:
-    schema = {"type": "object", "properties": {"items": {"type": "array", "items": {
-        "type": "object", "properties": {"price": {"type": "number"}}}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"price": {"type": "number"}}},
+            }
+        },
+    }
     check = playground.check_answer('{"items": [{"price": "cheap"}]}', schema)
-    assert not check.valid and check.path == "$.items[0].price" and "not of type 'number'" in check.message
+    assert (
+        not check.valid and check.path == "$.items[0].price" and "not of type 'number'" in check.message
+    )
     assert playground.check_answer('```json\n{"items": []}\n```', schema).valid
     with pytest.raises(ValidationError, match="not JSON"):
         playground.parse_schema("{oops")
@@ -134,15 +175,21 @@ def test_schema_checks_report_the_failing_path() -> None:
         playground.parse_schema('{"type": 12}')
 
 
-def test_parallel_sampling_where_supported_and_a_note_where_not(db_url: str, scripted_server: ScriptedServer,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_sampling_where_supported_and_a_note_where_not(
+    db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from services.engines import get_adapter
 
     register(scripted_server, "multi", kind="vllm", tokens=3, itl=1)
     register(scripted_server, "single", kind="openai", tokens=3, itl=1)
     monkeypatch.setattr(type(get_adapter("openai")), "supports_n", False)
-    view = send_and_wait(SendRequest(engines=(EngineChoice("multi"), EngineChoice("single")), prompt="x",
-                                     params=SamplingParams(n=2, top_k=5)))
+    view = send_and_wait(
+        SendRequest(
+            engines=(EngineChoice("multi"), EngineChoice("single")),
+            prompt="x",
+            params=SamplingParams(n=2, top_k=5),
+        )
+    )
     by_name = {c.engine: c for c in view.columns}
     assert len(by_name["multi"].choices) == 2 and len(set(by_name["multi"].choices)) == 2
     assert by_name["single"].choices == []
@@ -158,13 +205,20 @@ def test_bad_requests_are_refused_in_words(db_url: str, scripted_server: Scripte
     with pytest.raises(ValidationError, match="prompt"):
         playground.send(SendRequest(engines=(EngineChoice("one"), EngineChoice("two")), prompt="  "))
     with pytest.raises(ValidationError, match="Temperature"):
-        playground.send(SendRequest(engines=(EngineChoice("one"), EngineChoice("two")), prompt="x",
-                                    params=SamplingParams(temperature=5)))
+        playground.send(
+            SendRequest(
+                engines=(EngineChoice("one"), EngineChoice("two")),
+                prompt="x",
+                params=SamplingParams(temperature=5),
+            )
+        )
     with pytest.raises(NotFoundError):
         playground.send(SendRequest(engines=(EngineChoice("one"), EngineChoice("nope")), prompt="x"))
 
 
-def test_votes_tally_per_pair_and_blind_order_is_stable(db_url: str, scripted_server: ScriptedServer) -> None:
+def test_votes_tally_per_pair_and_blind_order_is_stable(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
     register(scripted_server, "x1", tokens=2, itl=1)
     register(scripted_server, "x2", tokens=2, itl=1)
     view = send_and_wait(SendRequest(engines=(EngineChoice("x1"), EngineChoice("x2")), prompt="v"))
@@ -176,7 +230,11 @@ def test_votes_tally_per_pair_and_blind_order_is_stable(db_url: str, scripted_se
     with pytest.raises(ValidationError):
         playground.vote(view.run_id, "x1", "x2", "someone")
     order = playground.blind_order(view.run_id, ["x1", "x2", "x3"])
-    assert order == playground.blind_order(view.run_id, ["x1", "x2", "x3"]) and sorted(order) == ["x1", "x2", "x3"]
+    assert order == playground.blind_order(view.run_id, ["x1", "x2", "x3"]) and sorted(order) == [
+        "x1",
+        "x2",
+        "x3",
+    ]
 
 
 def test_word_diff() -> None:
@@ -186,14 +244,23 @@ def test_word_diff() -> None:
     assert "".join(t for op, t in segments if op != "delete") == "the blue fox jumps high"
 
 
-def test_reopen_resend_and_copy_as_code(db_url: str, scripted_server: ScriptedServer,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    endpoints.add_engine("keyed", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=2, itl=1),
-                         api_key_env="SCRIPTED_KEY")
+def test_reopen_resend_and_copy_as_code(
+    db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoints.add_engine(
+        "keyed",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(tokens=2, itl=1),
+        api_key_env="SCRIPTED_KEY",
+    )
     register(scripted_server, "plain", tokens=2, itl=1)
     monkeypatch.setenv("SCRIPTED_KEY", "secret-value")
-    request = SendRequest(engines=(EngineChoice("keyed"), EngineChoice("plain")), prompt="again",
-                          params=SamplingParams(temperature=0.5, max_tokens=20, top_k=3))
+    request = SendRequest(
+        engines=(EngineChoice("keyed"), EngineChoice("plain")),
+        prompt="again",
+        params=SamplingParams(temperature=0.5, max_tokens=20, top_k=3),
+    )
     view = send_and_wait(request)
     assert view.status == "finished"
     reopened = playground.reopen(view.run_id)
@@ -215,11 +282,19 @@ def test_an_exchange_left_streaming_by_a_dead_app_is_marked_interrupted(db_url: 
 
     with session_scope() as session:
         old = datetime.now(timezone.utc) - timedelta(minutes=5)
-        run = Run(kind="playground", status="running", config={"conversation_id": "c", "turn": 1, "prompt": "p"},
-                  heartbeat_at=old)
+        run = Run(
+            kind="playground",
+            status="running",
+            config={"conversation_id": "c", "turn": 1, "prompt": "p"},
+            heartbeat_at=old,
+        )
         session.add(run)
         session.flush()
-        session.add(Exchange(run_id=run.id, conversation_id="c", engine_name="e", answer="partial", status="streaming"))
+        session.add(
+            Exchange(
+                run_id=run.id, conversation_id="c", engine_name="e", answer="partial", status="streaming"
+            )
+        )
         run_id = run.id
     view = playground.get_exchange(run_id)
     assert view.status == "interrupted" and view.columns[0].status == "interrupted"
@@ -231,12 +306,23 @@ def test_stored_nulls_and_odd_usage_never_read_none(db_url: str) -> None:
     from db.session import session_scope
 
     with session_scope() as session:
-        run = Run(kind="playground", status="finished", config={"conversation_id": "n", "turn": 1, "prompt": None})
+        run = Run(
+            kind="playground",
+            status="finished",
+            config={"conversation_id": "n", "turn": 1, "prompt": None},
+        )
         session.add(run)
         session.flush()
-        session.add(Exchange(run_id=run.id, conversation_id="n", engine_name="e", status="finished",
-                             messages=[{"role": "user", "content": None}],
-                             usage={"prompt_tokens": "12", "completion_tokens": 3.0, "total_tokens": None}))
+        session.add(
+            Exchange(
+                run_id=run.id,
+                conversation_id="n",
+                engine_name="e",
+                status="finished",
+                messages=[{"role": "user", "content": None}],
+                usage={"prompt_tokens": "12", "completion_tokens": 3.0, "total_tokens": None},
+            )
+        )
         run_id = run.id
     view = playground.get_exchange(run_id)
     assert view.prompt == "" and view.system == ""
@@ -254,15 +340,32 @@ def test_an_exchange_address_is_a_run_id_or_refused_in_words() -> None:
 @pytest.mark.engines
 def test_three_local_engines_answer_side_by_side(local_engines: list) -> None:
     names = tuple(EngineChoice(e.name) for e in local_engines)
-    view = send_and_wait(SendRequest(engines=names, prompt="Name one planet.",
-                                     params=SamplingParams(temperature=0.0, max_tokens=16, seed=1)), timeout_s=300)
+    view = send_and_wait(
+        SendRequest(
+            engines=names,
+            prompt="Name one planet.",
+            params=SamplingParams(temperature=0.0, max_tokens=16, seed=1),
+        ),
+        timeout_s=300,
+    )
     assert len(view.columns) == 3
     for column in view.columns:
         assert column.status == "finished", f"{column.engine}: {column.error}"
         assert column.answer and column.ttft_s is not None and column.completion_tokens
         assert column.prompt_tokens and column.finish_reason in ("stop", "length")
     # Turn two on the same conversation: llama.cpp's prompt cache reports cached tokens.
-    second = send_and_wait(SendRequest(engines=names, prompt="And another one?", conversation_id=view.conversation_id,
-                                       params=SamplingParams(temperature=0.0, max_tokens=16, seed=1)), timeout_s=300)
+    second = send_and_wait(
+        SendRequest(
+            engines=names,
+            prompt="And another one?",
+            conversation_id=view.conversation_id,
+            params=SamplingParams(temperature=0.0, max_tokens=16, seed=1),
+        ),
+        timeout_s=300,
+    )
     llama = next(c for c in second.columns if c.kind == "llamacpp")
-    assert llama.cached_tokens is not None and llama.cached_tokens > 0 and llama.first_turn_ttft_s is not None
+    assert (
+        llama.cached_tokens is not None
+        and llama.cached_tokens > 0
+        and llama.first_turn_ttft_s is not None
+    )

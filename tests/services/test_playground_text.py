@@ -19,7 +19,7 @@ HOSTILE = [
     "nested [![badge](http://evil.test/e.svg)](http://x.test) and \\![escaped](http://evil.test/f.png)",
     "unclosed ```\n![in fence](http://evil.test/g.png)",
     "``code with ` inside ![x](http://evil.test/h.png)`` then ![y](http://evil.test/i.png)",
-    "a\r\nb\tc   d\n\n\n   indented ![z](<http://evil.test/j.png> \"title\")",
+    'a\r\nb\tc   d\n\n\n   indented ![z](<http://evil.test/j.png> "title")',
 ]
 
 
@@ -57,8 +57,17 @@ def test_figures_never_read_none_or_nan_and_share_a_unit() -> None:
 
 
 def test_params_summary() -> None:
-    assert ptext.params_summary(SamplingParams(), "", False) == "temperature default · max tokens default"
-    summary = ptext.params_summary(SamplingParams(temperature=0.3, max_tokens=64, seed=7, stop=("a", "b"), n=2,
-                                                  top_k=5, ignore_eos=True), "Be brief.", True)
-    assert summary == ("temperature 0.3 · max tokens 64 · seed 7 · top_k 5 · 2 stop string(s) · n 2 · ignore_eos"
-                       " · JSON schema · system prompt")
+    assert (
+        ptext.params_summary(SamplingParams(), "", False) == "temperature default · max tokens default"
+    )
+    summary = ptext.params_summary(
+        SamplingParams(
+            temperature=0.3, max_tokens=64, seed=7, stop=("a", "b"), n=2, top_k=5, ignore_eos=True
+        ),
+        "Be brief.",
+        True,
+    )
+    assert summary == (
+        "temperature 0.3 · max tokens 64 · seed 7 · top_k 5 · 2 stop string(s) · n 2 · ignore_eos"
+        " · JSON schema · system prompt"
+    )

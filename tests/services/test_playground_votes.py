@@ -14,12 +14,20 @@ def stored_exchange(engines: list[str]) -> int:
     from db.session import session_scope
 
     with session_scope() as session:
-        run = Run(kind="playground", status="finished", engine_names=",".join(engines),
-                  config={"conversation_id": "c", "turn": 1, "prompt": "p"})
+        run = Run(
+            kind="playground",
+            status="finished",
+            engine_names=",".join(engines),
+            config={"conversation_id": "c", "turn": 1, "prompt": "p"},
+        )
         session.add(run)
         session.flush()
         for name in engines:
-            session.add(Exchange(run_id=run.id, conversation_id="c", engine_name=name, answer=name, status="finished"))
+            session.add(
+                Exchange(
+                    run_id=run.id, conversation_id="c", engine_name=name, answer=name, status="finished"
+                )
+            )
         return run.id
 
 
@@ -30,7 +38,9 @@ def test_the_best_of_three_beats_each_other_engine_once(db_url: str) -> None:
     assert votes.blind_vote(run_id) == votes.BlindVote("c")
     assert sorted(votes.votes_for(run_id)) == [("c", "a", "c"), ("c", "b", "c")]
     assert [(t.engine_a, t.engine_b, t.wins_a, t.wins_b, t.ties) for t in votes.tally()] == [
-        ("a", "c", 0, 1, 0), ("b", "c", 0, 1, 0)]
+        ("a", "c", 0, 1, 0),
+        ("b", "c", 0, 1, 0),
+    ]
 
 
 def test_no_clear_winner_is_a_tie_for_every_pair(db_url: str) -> None:

@@ -23,11 +23,28 @@ def test_stale_runs_become_interrupted_and_keep_their_data(any_db_url: str) -> N
         done = Run(kind="demo", status="finished", heartbeat_at=old)
         session.add_all([stale_play, live_play, stale_rec, stale_demo, done])
         session.flush()
-        session.add(Exchange(run_id=stale_play.id, conversation_id="c", engine_name="e", answer="partial", status="streaming"))
-        session.add(Sample(run_id=stale_rec.id, ts=1.0, source="engine:e", values={"kv_cache_usage": 0.5}))
-        ids = {name: run.id for name, run in
-               [("stale_play", stale_play), ("live_play", live_play), ("stale_rec", stale_rec),
-                ("stale_demo", stale_demo), ("done", done)]}
+        session.add(
+            Exchange(
+                run_id=stale_play.id,
+                conversation_id="c",
+                engine_name="e",
+                answer="partial",
+                status="streaming",
+            )
+        )
+        session.add(
+            Sample(run_id=stale_rec.id, ts=1.0, source="engine:e", values={"kv_cache_usage": 0.5})
+        )
+        ids = {
+            name: run.id
+            for name, run in [
+                ("stale_play", stale_play),
+                ("live_play", live_play),
+                ("stale_rec", stale_rec),
+                ("stale_demo", stale_demo),
+                ("done", done),
+            ]
+        }
     changed = recover_interrupted_runs()
     assert sorted(changed) == sorted([ids["stale_play"], ids["stale_rec"], ids["stale_demo"]])
     with session_scope() as session:
@@ -36,7 +53,12 @@ def test_stale_runs_become_interrupted_and_keep_their_data(any_db_url: str) -> N
         samples = session.scalars(select(Sample)).all()
     assert status[ids["live_play"]] == "running"
     assert status[ids["done"]] == "finished"
-    assert status[ids["stale_play"]] == status[ids["stale_rec"]] == status[ids["stale_demo"]] == "interrupted"
+    assert (
+        status[ids["stale_play"]]
+        == status[ids["stale_rec"]]
+        == status[ids["stale_demo"]]
+        == "interrupted"
+    )
     assert (exchange.status, exchange.answer) == ("interrupted", "partial")
     assert len(samples) == 1
     assert recover_interrupted_runs() == []  # idempotent

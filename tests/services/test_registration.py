@@ -11,7 +11,10 @@ def test_a_server_that_answers_is_stored_with_what_it_said(db_url: str, scripted
     assert done.record is not None and done.record.kind == done.probe.kind
     assert done.record.model == (done.probe.models[0] if done.probe.models else None)
     twin = registration.probe_and_register("two", scripted_server.base_url, kind="vllm", model="mine")
-    assert twin.record is not None and (twin.record.kind, twin.record.model) == ("vllm", "mine")  # the caller wins
+    assert twin.record is not None and (twin.record.kind, twin.record.model) == (
+        "vllm",
+        "mine",
+    )  # the caller wins
     assert twin.twins == ["one"]
 
 

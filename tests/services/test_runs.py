@@ -19,12 +19,25 @@ from services.errors import NotFoundError, ValidationError
 
 
 def stats_block(p50: float, scale: float = 1.0) -> dict[str, float]:
-    return {"mean": p50 * 1.1, "p50": p50, "p90": p50 * 1.5, "p95": p50 * 1.8, "p99": p50 * 2 * scale,
-            "min": p50 / 2, "max": p50 * 3}
+    return {
+        "mean": p50 * 1.1,
+        "p50": p50,
+        "p90": p50 * 1.5,
+        "p95": p50 * 1.8,
+        "p99": p50 * 2 * scale,
+        "min": p50 / 2,
+        "max": p50 * 3,
+    }
 
 
-def engine_summary(ttft_p50: float, tpot_p50: float, e2e_p50: float, out_rate: float, completed: int = 100,
-                   failed: int = 0) -> dict[str, Any]:
+def engine_summary(
+    ttft_p50: float,
+    tpot_p50: float,
+    e2e_p50: float,
+    out_rate: float,
+    completed: int = 100,
+    failed: int = 0,
+) -> dict[str, Any]:
     return {
         "completed": completed,
         "failed": failed,
@@ -59,8 +72,14 @@ def make_run(
     engines = engines or {}
     versions = versions or {}
     snapshots = [
-        {"name": name_, "base_url": f"http://127.0.0.1:80{i}", "kind": "vllm", "model": model,
-         "version": versions.get(name_, "0.11.0"), "info": (info or {}).get(name_, {})}
+        {
+            "name": name_,
+            "base_url": f"http://127.0.0.1:80{i}",
+            "kind": "vllm",
+            "model": model,
+            "version": versions.get(name_, "0.11.0"),
+            "info": (info or {}).get(name_, {}),
+        }
         for i, name_ in enumerate(engines or (requests or {}))
     ]
     with session_scope() as session:
@@ -83,10 +102,20 @@ def make_run(
         session.flush()
         for engine, ttfts in (requests or {}).items():
             for index, ttft in enumerate(ttfts):
-                session.add(RequestResult(
-                    run_id=run.id, engine_name=engine, index=index, ok=True, ttft_s=ttft, e2e_s=ttft * 4,
-                    tpot_s=ttft * 3 / 7, itl_s=[ttft / 2, ttft / 2], input_tokens=100, output_tokens=8,
-                ))
+                session.add(
+                    RequestResult(
+                        run_id=run.id,
+                        engine_name=engine,
+                        index=index,
+                        ok=True,
+                        ttft_s=ttft,
+                        e2e_s=ttft * 4,
+                        tpot_s=ttft * 3 / 7,
+                        itl_s=[ttft / 2, ttft / 2],
+                        input_tokens=100,
+                        output_tokens=8,
+                    )
+                )
         return run.id
 
 
@@ -95,7 +124,9 @@ def make_run(
 
 def test_table_values_deltas_and_marks(db_url: str) -> None:
     a = make_run(name="A", engines={"vllm": engine_summary(0.100, 0.020, 1.0, 500.0)})
-    b = make_run(name="B", engines={"sglang": engine_summary(0.080, 0.025, 1.0, 600.0, completed=90, failed=10)})
+    b = make_run(
+        name="B", engines={"sglang": engine_summary(0.080, 0.025, 1.0, 600.0, completed=90, failed=10)}
+    )
     comparison = runs.compare_runs([a, b])
     assert [s.key for s in comparison.series] == [f"{a}:vllm", f"{b}:sglang"]
     rows = {row.label: row for row in comparison.rows}
@@ -138,7 +169,9 @@ def test_verdict_says_who_wins_and_by_how_much(db_url: str) -> None:
 
     ttft = verdicts["ttft_s"]
     assert ttft.winner == f"{b}:sglang" and ttft.factor == pytest.approx(2.5)
-    assert ttft.text.startswith(f"TTFT (median): #{b} sglang is fastest, 2.5× faster than #{a} vllm (40.0 ms vs 100 ms")
+    assert ttft.text.startswith(
+        f"TTFT (median): #{b} sglang is fastest, 2.5× faster than #{a} vllm (40.0 ms vs 100 ms"
+    )
     assert "p99 80.0 ms vs 200 ms" in ttft.text
 
     tpot = verdicts["tpot_s"]
@@ -153,8 +186,12 @@ def test_verdict_says_who_wins_and_by_how_much(db_url: str) -> None:
 
 
 def test_two_engines_of_one_run_compare_without_other_runs(db_url: str) -> None:
-    run = make_run(engines={"llamacpp": engine_summary(0.05, 0.01, 0.5, 300.0),
-                            "vllm": engine_summary(0.07, 0.01, 0.6, 280.0)})
+    run = make_run(
+        engines={
+            "llamacpp": engine_summary(0.05, 0.01, 0.5, 300.0),
+            "vllm": engine_summary(0.07, 0.01, 0.6, 280.0),
+        }
+    )
     comparison = runs.compare_runs([run])
     assert [s.engine for s in comparison.series] == ["llamacpp", "vllm"]
     assert comparison.verdicts[0].winner == f"{run}:llamacpp"
@@ -164,7 +201,9 @@ def test_stats_come_from_rows_when_the_summary_lacks_them(db_url: str) -> None:
     run = make_run(requests={"vllm": [0.1, 0.2, 0.3, 0.4, 0.5]})
     series = runs.compare_runs([run]).series[0]
     assert series.stats["ttft_s"]["p50"] == pytest.approx(0.3)
-    assert series.stats["ttft_s"]["p90"] == pytest.approx(float(np.percentile([0.1, 0.2, 0.3, 0.4, 0.5], 90)))
+    assert series.stats["ttft_s"]["p90"] == pytest.approx(
+        float(np.percentile([0.1, 0.2, 0.3, 0.4, 0.5], 90))
+    )
     assert series.stats["e2e_s"]["mean"] == pytest.approx(1.2)
     assert series.stats["itl_s"]["max"] == pytest.approx(0.25)
     assert series.completed == 5 and series.failed == 0
@@ -182,10 +221,14 @@ def test_summary_numbers_win_over_rows(db_url: str) -> None:
 
 def test_repeated_runs_give_a_welch_verdict(db_url: str) -> None:
     old_values, new_values = [0.100, 0.102, 0.098], [0.060, 0.061, 0.059]
-    old = [make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "0.10.0"})
-           for v in old_values]
-    new = [make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "0.11.0"})
-           for v in new_values]
+    old = [
+        make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "0.10.0"})
+        for v in old_values
+    ]
+    new = [
+        make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "0.11.0"})
+        for v in new_values
+    ]
     comparison = runs.compare_runs([old[0], new[0]])
     first, second = comparison.series
     assert first.repeat_run_ids == tuple(sorted(old)) and second.repeat_run_ids == tuple(sorted(new))
@@ -197,8 +240,14 @@ def test_repeated_runs_give_a_welch_verdict(db_url: str) -> None:
 
 
 def test_overlapping_repeats_are_within_noise(db_url: str) -> None:
-    a = [make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "1"}) for v in (0.10, 0.13, 0.07)]
-    b = [make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "2"}) for v in (0.11, 0.08, 0.12)]
+    a = [
+        make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "1"})
+        for v in (0.10, 0.13, 0.07)
+    ]
+    b = [
+        make_run(engines={"vllm": engine_summary(v, 0.02, 1.0, 500.0)}, versions={"vllm": "2"})
+        for v in (0.11, 0.08, 0.12)
+    ]
     verdict = next(v for v in runs.compare_runs([a[0], b[0]]).verdicts if v.metric == "ttft_s")
     assert verdict.noise.status == "within"
     assert "within run-to-run noise" in verdict.text
@@ -214,9 +263,15 @@ def test_two_repeats_of_one_setup_are_noise_by_definition(db_url: str) -> None:
 
 def test_a_different_config_or_status_is_not_a_repeat(db_url: str) -> None:
     base = make_run(engines={"vllm": engine_summary(0.10, 0.02, 1.0, 500.0)})
-    make_run(engines={"vllm": engine_summary(0.10, 0.02, 1.0, 500.0)}, config={"concurrency": 8, "requests": 100})
+    make_run(
+        engines={"vllm": engine_summary(0.10, 0.02, 1.0, 500.0)},
+        config={"concurrency": 8, "requests": 100},
+    )
     make_run(engines={"vllm": engine_summary(0.10, 0.02, 1.0, 500.0)}, status="failed")
-    make_run(engines={"vllm": engine_summary(0.10, 0.02, 1.0, 500.0)}, config={"concurrency": 4, "requests": 100, "name": "x"})
+    make_run(
+        engines={"vllm": engine_summary(0.10, 0.02, 1.0, 500.0)},
+        config={"concurrency": 4, "requests": 100, "name": "x"},
+    )
     assert runs.get_run(base).repeat_ids == (base, base + 3)  # a different name is still a repeat
 
 
@@ -235,10 +290,16 @@ def test_per_request_samples_give_a_bootstrap_verdict(db_url: str) -> None:
 
 
 def test_settings_side_by_side_mark_differences(db_url: str) -> None:
-    a = make_run(engines={"vllm": engine_summary(0.1, 0.02, 1, 1)}, versions={"vllm": "0.10.0"},
-                 info={"vllm": {"cache_config_info": {"block_size": "16", "enable_prefix_caching": "True"}}})
-    b = make_run(engines={"vllm": engine_summary(0.1, 0.02, 1, 1)}, versions={"vllm": "0.11.0"},
-                 info={"vllm": {"cache_config_info": {"block_size": "16", "enable_prefix_caching": "False"}}})
+    a = make_run(
+        engines={"vllm": engine_summary(0.1, 0.02, 1, 1)},
+        versions={"vllm": "0.10.0"},
+        info={"vllm": {"cache_config_info": {"block_size": "16", "enable_prefix_caching": "True"}}},
+    )
+    b = make_run(
+        engines={"vllm": engine_summary(0.1, 0.02, 1, 1)},
+        versions={"vllm": "0.11.0"},
+        info={"vllm": {"cache_config_info": {"block_size": "16", "enable_prefix_caching": "False"}}},
+    )
     settings = {row.key: row for row in runs.compare_runs([a, b]).settings}
     assert settings["version"].values == ("0.10.0", "0.11.0") and settings["version"].differs
     assert not settings["cache_config_info.block_size"].differs
@@ -281,9 +342,27 @@ def test_filters_and_pages(db_url: str) -> None:
     day = lambda d: datetime(2026, 11, d, 12, tzinfo=timezone.utc)  # noqa: E731
     ids = {
         "a": make_run(name="alpha", engines={"vllm": {}}, tags=["nightly"], created_at=day(1)),
-        "b": make_run(name="beta", engines={"vllm-cpu": {}}, tags=["nightly", "h200"], created_at=day(2), model="qwen"),
-        "c": make_run(name="gamma", kind="playground", engines={"llamacpp": {}}, created_at=day(3), notes="prefix cache on"),
-        "d": make_run(name="delta", kind="import", engines={"vllm": {}, "sglang": {}}, created_at=day(4), workload="rag"),
+        "b": make_run(
+            name="beta",
+            engines={"vllm-cpu": {}},
+            tags=["nightly", "h200"],
+            created_at=day(2),
+            model="qwen",
+        ),
+        "c": make_run(
+            name="gamma",
+            kind="playground",
+            engines={"llamacpp": {}},
+            created_at=day(3),
+            notes="prefix cache on",
+        ),
+        "d": make_run(
+            name="delta",
+            kind="import",
+            engines={"vllm": {}, "sglang": {}},
+            created_at=day(4),
+            workload="rag",
+        ),
     }
     listed = lambda **kw: [i.id for i in runs.list_runs(runs.RunFilter(**kw)).items]  # noqa: E731
     assert listed() == [ids["d"], ids["c"], ids["b"], ids["a"]]  # newest first
@@ -314,7 +393,9 @@ def test_filters_and_pages(db_url: str) -> None:
 def test_history_filters_on_postgresql(any_db_url: str) -> None:
     a = make_run(name="alpha", engines={"vllm": {}}, tags=["nightly"])
     make_run(name="beta", engines={"vllm-cpu": {}}, tags=["other"])
-    assert [i.id for i in runs.list_runs(runs.RunFilter(engine="vllm", tag="nightly", text="ALP")).items] == [a]
+    assert [
+        i.id for i in runs.list_runs(runs.RunFilter(engine="vllm", tag="nightly", text="ALP")).items
+    ] == [a]
     assert runs.filter_options().engines == ["vllm", "vllm-cpu"]
 
 
@@ -329,8 +410,14 @@ def test_archive_hides_and_brings_back(db_url: str) -> None:
 
 def test_notes_and_tags(db_url: str) -> None:
     a = make_run(tags=["old"])
-    detail = runs.update_run(a, notes="after the driver update", tags=[" new ", "old", "new", ""], name="Renamed")
-    assert detail.tags == ("new", "old") and detail.notes == "after the driver update" and detail.name == "Renamed"
+    detail = runs.update_run(
+        a, notes="after the driver update", tags=[" new ", "old", "new", ""], name="Renamed"
+    )
+    assert (
+        detail.tags == ("new", "old")
+        and detail.notes == "after the driver update"
+        and detail.name == "Renamed"
+    )
     with session_scope() as session:
         assert sorted(session.scalars(select(RunTag.tag).where(RunTag.run_id == a))) == ["new", "old"]
     assert [i.id for i in runs.list_runs(runs.RunFilter(tag="new")).items] == [a]
@@ -357,8 +444,12 @@ def test_delete_removes_everything_and_refuses_a_live_run(db_url: str) -> None:
 
 def test_json_export_then_import_round_trips(db_url: str, tmp_path) -> None:
     original = make_run(
-        name="round trip", engines={"vllm": engine_summary(0.1, 0.02, 1, 500)}, tags=["demo"], notes="n",
-        requests={"vllm": [0.1, 0.2, 0.3]}, info={"vllm": {"props": {"n_ctx": 8192}}},
+        name="round trip",
+        engines={"vllm": engine_summary(0.1, 0.02, 1, 500)},
+        tags=["demo"],
+        notes="n",
+        requests={"vllm": [0.1, 0.2, 0.3]},
+        info={"vllm": {"props": {"n_ctx": 8192}}},
     )
     exported = reports.export_run(original, "json")
     path = tmp_path / exported.filename
@@ -372,7 +463,12 @@ def test_json_export_then_import_round_trips(db_url: str, tmp_path) -> None:
     assert {k: v for k, v in copy.config.items() if k != "import"} == source.config
     assert copy.config["import"]["original_id"] == original
     assert (copy.name, copy.notes, copy.tags, copy.model, copy.workload) == (
-        source.name, source.notes, source.tags, source.model, source.workload)
+        source.name,
+        source.notes,
+        source.tags,
+        source.model,
+        source.workload,
+    )
     assert copy.created_at.replace(tzinfo=None) == source.created_at.replace(tzinfo=None)
     # The copy is a repeat of the original (same setup), and compares as such.
     assert copy.repeat_ids == (original, copy.id)
@@ -396,8 +492,12 @@ def test_csv_export_has_one_row_per_request(db_url: str) -> None:
 
 
 def test_html_report_is_self_contained_and_escaped(db_url: str) -> None:
-    run = make_run(name="<script>alert(1)</script>", notes="<img src=x onerror=alert(2)>",
-                   engines={"vllm": engine_summary(0.1, 0.02, 1, 500)}, requests={"vllm": [0.1, 0.2, 0.3]})
+    run = make_run(
+        name="<script>alert(1)</script>",
+        notes="<img src=x onerror=alert(2)>",
+        engines={"vllm": engine_summary(0.1, 0.02, 1, 500)},
+        requests={"vllm": [0.1, 0.2, 0.3]},
+    )
     page = reports.export_run(run, "html").data.decode()
     assert page.startswith("<!DOCTYPE html>")
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -421,7 +521,9 @@ def test_comparison_report(db_url: str) -> None:
 def test_cli_export_import_and_list(db_url: str, tmp_path, capsys) -> None:
     from cli import main
 
-    run = make_run(name="cli", engines={"vllm": engine_summary(0.1, 0.02, 1, 500)}, requests={"vllm": [0.1, 0.2]})
+    run = make_run(
+        name="cli", engines={"vllm": engine_summary(0.1, 0.02, 1, 500)}, requests={"vllm": [0.1, 0.2]}
+    )
     target = tmp_path / "run.json"
     assert main(["export", str(run), "--format", "json", "-o", str(target)]) == 0
     assert main(["import", str(target), "--tag", "copied"]) == 0
@@ -457,10 +559,18 @@ def test_demo_runs_show_their_conclusion_in_the_list_and_the_html_export(db_url:
     from services import reports, runs
 
     with session_scope() as session:
-        run = Run(kind="demo", name="prefix_cache", status="finished", engine_names="vllm-cpu",
-                  summary={"conclusion": "vllm-cpu: TTFT fell from 0.44 s to 88 ms (-80%).",
-                           "conclusion_headline": "vllm-cpu: TTFT fell from 0.44 s to 88 ms (-80%).", "steps": []},
-                  config={"scenario": "prefix_cache"})
+        run = Run(
+            kind="demo",
+            name="prefix_cache",
+            status="finished",
+            engine_names="vllm-cpu",
+            summary={
+                "conclusion": "vllm-cpu: TTFT fell from 0.44 s to 88 ms (-80%).",
+                "conclusion_headline": "vllm-cpu: TTFT fell from 0.44 s to 88 ms (-80%).",
+                "steps": [],
+            },
+            config={"scenario": "prefix_cache"},
+        )
         session.add(run)
         session.flush()
         run_id = run.id

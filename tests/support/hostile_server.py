@@ -22,8 +22,11 @@ from pathlib import Path
 
 MODES = ("endless", "stall", "trickle", "huge", "huge_declared")
 GIB = 1024 * 1024 * 1024
-_CHUNK = b'data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"' + \
-    b"w" * 1024 + b'"},"finish_reason":null}]}\n\n'
+_CHUNK = (
+    b'data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"'
+    + b"w" * 1024
+    + b'"},"finish_reason":null}]}\n\n'
+)
 _BLOCK = _CHUNK * 64
 
 
@@ -41,24 +44,37 @@ async def _handle(mode: str, reader: asyncio.StreamReader, writer: asyncio.Strea
         if length:
             await reader.readexactly(length)
         if mode == "stall":
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n" + b"{" * 100)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+                + b"{" * 100
+            )
             await writer.drain()
             await asyncio.sleep(10**6)
         elif mode == "trickle":
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
             while True:
                 writer.write(_chunked(b":"))
                 await writer.drain()
                 await asyncio.sleep(0.5)
         elif mode == "endless":
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
             while True:
                 writer.write(_chunked(_BLOCK))
                 await writer.drain()
         else:
             declared = mode == "huge_declared"
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                         + (b"Content-Length: %d\r\n\r\n" % GIB if declared else b"Transfer-Encoding: chunked\r\n\r\n"))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + (
+                    b"Content-Length: %d\r\n\r\n" % GIB
+                    if declared
+                    else b"Transfer-Encoding: chunked\r\n\r\n"
+                )
+            )
             sent = 0
             while sent < GIB:
                 piece = _BLOCK[: GIB - sent]
@@ -92,8 +108,12 @@ class HostileServer:
 
     def __enter__(self) -> HostileServer:
         root = Path(__file__).resolve().parents[2]
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.support.hostile_server", "--mode", self.mode],
-                                        cwd=root, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.hostile_server", "--mode", self.mode],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.process.stdout is not None
         self.port = int(self.process.stdout.readline())
         return self

@@ -35,7 +35,9 @@ def wait_for_scrapes(url: str, job: str, at_least: int, timeout_s: float = 120.0
     seen: object = None
     while time.monotonic() < deadline:
         try:
-            answer = http.fetch("GET", url + "/api/v1/query", params={"query": query}, deadline_s=5).json()
+            answer = http.fetch(
+                "GET", url + "/api/v1/query", params={"query": query}, deadline_s=5
+            ).json()
             result = answer["data"]["result"]
             seen = float(result[0]["value"][1]) if result else 0.0
             if seen >= at_least:
@@ -43,4 +45,6 @@ def wait_for_scrapes(url: str, job: str, at_least: int, timeout_s: float = 120.0
         except (http.HttpError, KeyError, IndexError, ValueError) as error:
             seen = error
         time.sleep(1.0)
-    pytest.fail(f"Prometheus at {url} scraped job {job} only {seen} time(s) in {timeout_s:g} s", pytrace=False)
+    pytest.fail(
+        f"Prometheus at {url} scraped job {job} only {seen} time(s) in {timeout_s:g} s", pytrace=False
+    )

@@ -35,18 +35,35 @@ class RayCluster:
     nodes: list[subprocess.Popen] = field(default_factory=list)
 
     def start_node(self, *, head: bool = False) -> subprocess.Popen:
-        command = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--num-cpus=1",
-                   f"--object-store-memory={OBJECT_STORE_BYTES}", f"--dashboard-agent-listen-port={free_port()}",
-                   f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
-                   "--disable-usage-stats"]
+        command = [
+            RAY,
+            "start",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            "--num-cpus=1",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+            "--disable-usage-stats",
+        ]
         if head:
-            command += ["--head", f"--port={self.address.rpartition(':')[2]}", "--include-dashboard=false",
-                        f"--temp-dir={self.temp_dir}"]
+            command += [
+                "--head",
+                f"--port={self.address.rpartition(':')[2]}",
+                "--include-dashboard=false",
+                f"--temp-dir={self.temp_dir}",
+            ]
         else:
             command += [f"--address={self.address}"]
         log = open(Path(self.temp_dir) / f"node-{len(self.nodes)}.log", "wb")  # noqa: SIM115 - the node's lifetime
-        node = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+        node = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        )
         self.nodes.append(node)
         return node
 
@@ -79,7 +96,9 @@ def _wait_for_port(port: int, node: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if node.poll() is not None:
-            raise RuntimeError(f"ray start exited ({node.returncode}): {log.read_text(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"ray start exited ({node.returncode}): {log.read_text(errors='replace')[-2000:]}"
+            )
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return

@@ -137,8 +137,15 @@ class _Counters:
     log: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-_REASONS = {200: "OK", 307: "Temporary Redirect", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    307: "Temporary Redirect",
+    400: "Bad Request",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 def _schema_instance(schema: Any) -> Any:
@@ -195,7 +202,9 @@ class ScriptedHandler:
                 try:
                     first = await reader.readexactly(1)
                     if first not in b"GPHDOC":  # not HTTP (a TLS hello, say): answer like a plain server
-                        writer.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        writer.write(
+                            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        )
                         return
                     head = first + await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
@@ -222,9 +231,14 @@ class ScriptedHandler:
                 pass
 
     @staticmethod
-    def _head(status: int, content_type: str, extra: dict[str, str] | None = None, length: int | None = None) -> bytes:
-        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"content-type: {content_type}",
-                 "server: scripted"]
+    def _head(
+        status: int, content_type: str, extra: dict[str, str] | None = None, length: int | None = None
+    ) -> bytes:
+        lines = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            f"content-type: {content_type}",
+            "server: scripted",
+        ]
         if length is None:
             lines.append("transfer-encoding: chunked")
         else:
@@ -233,28 +247,52 @@ class ScriptedHandler:
             lines.append(f"{key}: {value}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
-    def _plain(self, writer: asyncio.StreamWriter, status: int, body: bytes | str, content_type: str = "application/json",
-               extra: dict[str, str] | None = None) -> bool:
+    def _plain(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: bytes | str,
+        content_type: str = "application/json",
+        extra: dict[str, str] | None = None,
+    ) -> bool:
         data = body.encode() if isinstance(body, str) else body
         writer.write(self._head(status, content_type, extra, length=len(data)) + data)
         return True
 
-    async def route(self, method: str, target: str, headers: dict[str, str], body: bytes,
-                    writer: asyncio.StreamWriter, received: float) -> bool:
+    async def route(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        received: float,
+    ) -> bool:
         url = urlsplit(target)
         path = url.path.rstrip("/")
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return await self.chat(headers, body, writer, received, target)
         if method == "GET" and path == "/v1/models":
-            models = {"object": "list", "data": [
-                {"id": self.identity.served_model, "object": "model", "owned_by": "scripted", "max_model_len": 8192}]}
+            models = {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.identity.served_model,
+                        "object": "model",
+                        "owned_by": "scripted",
+                        "max_model_len": 8192,
+                    }
+                ],
+            }
             return self._plain(writer, 200, json.dumps(models))
         if method == "GET" and path == "/health":
             return self._plain(writer, 200, '{"status":"ok"}')
         if method == "GET" and path == "/version":
             return self._plain(writer, 200, json.dumps({"version": self.identity.version}))
         if method == "GET" and path == "/metrics":
-            return self._plain(writer, 200, self.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+            return self._plain(
+                writer, 200, self.metrics_text(), "text/plain; version=0.0.4; charset=utf-8"
+            )
         if method == "POST" and path == "/v1/tokenize":
             # SGLang's shape (TokenizeRequest -> TokenizeResponse); one token per word.
             try:
@@ -262,50 +300,66 @@ class ScriptedHandler:
             except (ValueError, KeyError, TypeError):
                 return self._plain(writer, 422, json.dumps({"detail": "prompt is required"}))
             tokens = [len(word) for word in str(prompt).split()]
-            return self._plain(writer, 200, json.dumps({"tokens": tokens, "count": len(tokens), "max_model_len": 8192}))
+            return self._plain(
+                writer, 200, json.dumps({"tokens": tokens, "count": len(tokens), "max_model_len": 8192})
+            )
         if method == "GET" and path == "/_scripted/log":
             wanted = parse_qs(url.query).get("id", [""])[0]
             return self._plain(writer, 200, json.dumps(self.counters.log.get(wanted)))
         if method == "POST" and path == "/_scripted/reset":
             self.counters.log.clear()
             return self._plain(writer, 200, "{}")
-        return self._plain(writer, 404, json.dumps({"error": {"message": f"no route {method} {path}", "code": 404}}))
+        return self._plain(
+            writer, 404, json.dumps({"error": {"message": f"no route {method} {path}", "code": 404}})
+        )
 
     def metrics_text(self) -> str:
         c = self.counters
-        quoted = self.identity.served_model.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        quoted = (
+            self.identity.served_model.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        )
         model = f'model_name="{quoted}"'
-        return "\n".join([
-            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
-            "# TYPE vllm:num_requests_running gauge",
-            f"vllm:num_requests_running{{{model}}} {c.running}",
-            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
-            "# TYPE vllm:num_requests_waiting gauge",
-            f"vllm:num_requests_waiting{{{model}}} 0",
-            "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
-            "# TYPE vllm:kv_cache_usage_perc gauge",
-            f"vllm:kv_cache_usage_perc{{{model}}} {min(1.0, c.running / 512):.4f}",
-            "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
-            "# TYPE vllm:prompt_tokens_total counter",
-            f"vllm:prompt_tokens_total{{{model}}} {c.prompt_tokens}",
-            "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
-            "# TYPE vllm:generation_tokens_total counter",
-            f"vllm:generation_tokens_total{{{model}}} {c.generation_tokens}",
-            "# HELP vllm:request_success_total Count of successfully processed requests.",
-            "# TYPE vllm:request_success_total counter",
-            f'vllm:request_success_total{{finished_reason="stop",{model}}} {c.requests}',
-            "",
-        ])
+        return "\n".join(
+            [
+                "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+                "# TYPE vllm:num_requests_running gauge",
+                f"vllm:num_requests_running{{{model}}} {c.running}",
+                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+                "# TYPE vllm:num_requests_waiting gauge",
+                f"vllm:num_requests_waiting{{{model}}} 0",
+                "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+                "# TYPE vllm:kv_cache_usage_perc gauge",
+                f"vllm:kv_cache_usage_perc{{{model}}} {min(1.0, c.running / 512):.4f}",
+                "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+                "# TYPE vllm:prompt_tokens_total counter",
+                f"vllm:prompt_tokens_total{{{model}}} {c.prompt_tokens}",
+                "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+                "# TYPE vllm:generation_tokens_total counter",
+                f"vllm:generation_tokens_total{{{model}}} {c.generation_tokens}",
+                "# HELP vllm:request_success_total Count of successfully processed requests.",
+                "# TYPE vllm:request_success_total counter",
+                f'vllm:request_success_total{{finished_reason="stop",{model}}} {c.requests}',
+                "",
+            ]
+        )
 
     # -- chat completions -------------------------------------------------------------
 
-    async def chat(self, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter, received: float,
-                   target: str) -> bool:
+    async def chat(
+        self,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        received: float,
+        target: str,
+    ) -> bool:
         try:
             request = json.loads(body or b"{}")
             scenario = Scenario.parse(headers.get("x-scripted") or str(request.get("model") or ""))
         except ValueError as error:
-            return self._plain(writer, 400, json.dumps({"error": {"message": f"bad request: {error}", "code": 400}}))
+            return self._plain(
+                writer, 400, json.dumps({"error": {"message": f"bad request: {error}", "code": 400}})
+            )
         log_id = headers.get("x-scripted-id")
         record: dict[str, Any] | None = None
         if log_id:
@@ -316,15 +370,22 @@ class ScriptedHandler:
             await asyncio.sleep(scenario.delay / 1000)
         if fault == "http":
             payloads = {
-                "json": json.dumps({"error": {"message": f"scripted failure {scenario.status}", "type": "server_error",
-                                              "code": scenario.status}}),
+                "json": json.dumps(
+                    {
+                        "error": {
+                            "message": f"scripted failure {scenario.status}",
+                            "type": "server_error",
+                            "code": scenario.status,
+                        }
+                    }
+                ),
                 "text": f"scripted failure {scenario.status}",
                 "none": "",
             }
             content_type = "application/json" if scenario.body == "json" else "text/plain"
             body_text = payloads.get(scenario.body, "")
             if scenario.body.startswith("file:") and self.replay_dir is not None:
-                body_text = (self.replay_dir / scenario.body[len("file:"):]).read_text()
+                body_text = (self.replay_dir / scenario.body[len("file:") :]).read_text()
             return self._plain(writer, scenario.status, body_text, content_type)
         if fault == "redirect_loop":
             return self._plain(writer, 307, "", "text/plain", {"location": target})
@@ -332,8 +393,15 @@ class ScriptedHandler:
             return self._plain(writer, 200, "<html><body>not an API</body></html>", "text/html")
 
         n = int(request.get("n") or 1)
-        prompt_tokens = scenario.prompt if scenario.prompt is not None else sum(
-            len(str(m.get("content") or "").split()) + 4 for m in request.get("messages") or [] if isinstance(m, dict))
+        prompt_tokens = (
+            scenario.prompt
+            if scenario.prompt is not None
+            else sum(
+                len(str(m.get("content") or "").split()) + 4
+                for m in request.get("messages") or []
+                if isinstance(m, dict)
+            )
+        )
         max_tokens = request.get("max_completion_tokens") or request.get("max_tokens")
         tokens = scenario.tokens
         finish = scenario.finish
@@ -352,7 +420,8 @@ class ScriptedHandler:
             tokens, finish = len(pieces), "stop"
         stream = bool(request.get("stream"))
         want_usage = scenario.usage == "1" or (
-            scenario.usage == "auto" and bool((request.get("stream_options") or {}).get("include_usage")))
+            scenario.usage == "auto" and bool((request.get("stream_options") or {}).get("include_usage"))
+        )
         cid = f"chatcmpl-scripted-{id(writer):x}{int(received * 1e6) % 1000000}"
         self.counters.requests += 1
         self.counters.prompt_tokens += prompt_tokens
@@ -362,17 +431,39 @@ class ScriptedHandler:
                 return pieces[index]
             return WORDS[(index + scenario.salt + choice * 5) % len(WORDS)]
 
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens * n, "total_tokens": prompt_tokens + tokens * n,
-                 "prompt_tokens_details": {"cached_tokens": scenario.cached}}
-        timings = {"cache_n": scenario.cached, "prompt_n": prompt_tokens - scenario.cached, "predicted_n": tokens * n}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": tokens * n,
+            "total_tokens": prompt_tokens + tokens * n,
+            "prompt_tokens_details": {"cached_tokens": scenario.cached},
+        }
+        timings = {
+            "cache_n": scenario.cached,
+            "prompt_n": prompt_tokens - scenario.cached,
+            "predicted_n": tokens * n,
+        }
 
         if not stream:
             await asyncio.sleep((scenario.ttft + max(0, tokens - 1) * scenario.itl) / 1000)
-            answer = {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": request.get("model"),
-                      "choices": [{"index": c, "message": {"role": "assistant",
-                                                            "content": "".join(token_text(c, i) for i in range(tokens))},
-                                   "finish_reason": finish} for c in range(n)],
-                      "usage": usage, "timings": timings}
+            answer = {
+                "id": cid,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.get("model"),
+                "choices": [
+                    {
+                        "index": c,
+                        "message": {
+                            "role": "assistant",
+                            "content": "".join(token_text(c, i) for i in range(tokens)),
+                        },
+                        "finish_reason": finish,
+                    }
+                    for c in range(n)
+                ],
+                "usage": usage,
+                "timings": timings,
+            }
             self.counters.generation_tokens += tokens * n
             return self._plain(writer, 200, json.dumps(answer))
 
@@ -381,8 +472,21 @@ class ScriptedHandler:
         try:
             if scenario.replay:
                 return await self._replay(scenario, writer, received, record)
-            return await self._stream(scenario, writer, received, record, n, tokens, finish, want_usage, usage, timings,
-                                      cid, str(request.get("model")), token_text)
+            return await self._stream(
+                scenario,
+                writer,
+                received,
+                record,
+                n,
+                tokens,
+                finish,
+                want_usage,
+                usage,
+                timings,
+                cid,
+                str(request.get("model")),
+                token_text,
+            )
         except (ConnectionError, asyncio.CancelledError):
             return False
         finally:
@@ -400,9 +504,22 @@ class ScriptedHandler:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    async def _stream(self, scenario: Scenario, writer: asyncio.StreamWriter, received: float,
-                      record: dict[str, Any] | None, n: int, tokens: int, finish: str, want_usage: bool,
-                      usage: dict[str, Any], timings: dict[str, Any], cid: str, model: str, token_text: Any) -> bool:
+    async def _stream(
+        self,
+        scenario: Scenario,
+        writer: asyncio.StreamWriter,
+        received: float,
+        record: dict[str, Any] | None,
+        n: int,
+        tokens: int,
+        finish: str,
+        want_usage: bool,
+        usage: dict[str, Any],
+        timings: dict[str, Any],
+        cid: str,
+        model: str,
+        token_text: Any,
+    ) -> bool:
         fault = scenario.fault
         at = scenario.at if scenario.at is not None else tokens // 2
         created = int(time.time())
@@ -412,12 +529,20 @@ class ScriptedHandler:
             return self._event({**base, "choices": choices, **more})
 
         # The role chunk comes at once and carries no content: TTFT must not start on it.
-        writer.write(chunk([{"index": c, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-                            for c in range(n)]))
+        writer.write(
+            chunk(
+                [
+                    {"index": c, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                    for c in range(n)
+                ]
+            )
+        )
         first = received + scenario.ttft / 1000
         sent = 0
         chunk_no = 0
-        total = tokens if fault not in ("endless", "usage_only") else (10**9 if fault == "endless" else 0)
+        total = (
+            tokens if fault not in ("endless", "usage_only") else (10**9 if fault == "endless" else 0)
+        )
         first_count = max(1, scenario.first if scenario.first is not None else scenario.tpc)
         stalled = False
         while sent < total:
@@ -434,23 +559,60 @@ class ScriptedHandler:
                 writer.transport.abort()
                 return False
             if fault == "invalid_json" and sent >= at:
-                writer.write(self._frame(b'data: {"choices": [{"index": 0, "delta": {"content": "br\n\n'))
+                writer.write(
+                    self._frame(b'data: {"choices": [{"index": 0, "delta": {"content": "br\n\n')
+                )
                 fault = "none"
             if fault == "error_in_stream" and sent >= at:
-                writer.write(self._event({"error": {"message": "scripted engine error mid-stream",
-                                                    "type": "internal_error", "code": 500}}))
+                writer.write(
+                    self._event(
+                        {
+                            "error": {
+                                "message": "scripted engine error mid-stream",
+                                "type": "internal_error",
+                                "code": 500,
+                            }
+                        }
+                    )
+                )
                 writer.write(self._frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
                 return True
             if fault == "huge":
                 text = "x" * scenario.size
                 fault = "none"
-                writer.write(chunk([{"index": c, "delta": {"content": text}, "finish_reason": None} for c in range(n)]))
+                writer.write(
+                    chunk(
+                        [
+                            {"index": c, "delta": {"content": text}, "finish_reason": None}
+                            for c in range(n)
+                        ]
+                    )
+                )
                 await writer.drain()
             else:
-                writer.write(chunk([{"index": c, "delta": {"content": "".join(token_text(c, sent + k) for k in range(count))},
-                                     "finish_reason": None} for c in range(n)]))
+                writer.write(
+                    chunk(
+                        [
+                            {
+                                "index": c,
+                                "delta": {
+                                    "content": "".join(token_text(c, sent + k) for k in range(count))
+                                },
+                                "finish_reason": None,
+                            }
+                            for c in range(n)
+                        ]
+                    )
+                )
                 if scenario.empty:
-                    writer.write(chunk([{"index": c, "delta": {"content": ""}, "finish_reason": None} for c in range(n)]))
+                    writer.write(
+                        chunk(
+                            [
+                                {"index": c, "delta": {"content": ""}, "finish_reason": None}
+                                for c in range(n)
+                            ]
+                        )
+                    )
             if record is not None:
                 record["writes"].append(time.perf_counter())
                 record["tokens"].append(count)
@@ -475,8 +637,13 @@ class ScriptedHandler:
             record["done"] = time.perf_counter()
         return True
 
-    async def _replay(self, scenario: Scenario, writer: asyncio.StreamWriter, received: float,
-                      record: dict[str, Any] | None) -> bool:
+    async def _replay(
+        self,
+        scenario: Scenario,
+        writer: asyncio.StreamWriter,
+        received: float,
+        record: dict[str, Any] | None,
+    ) -> bool:
         if self.replay_dir is None:
             raise ConnectionError("no replay folder")
         path = (self.replay_dir / scenario.replay).resolve()
@@ -499,8 +666,9 @@ class ScriptedHandler:
         return True
 
 
-async def serve(host: str, port: int, replay_dir: Path | None, ready: Any = None,
-                identity: Identity = Identity()) -> None:
+async def serve(
+    host: str, port: int, replay_dir: Path | None, ready: Any = None, identity: Identity = Identity()
+) -> None:
     handler = ScriptedHandler(replay_dir, identity)
     server = await asyncio.start_server(handler.handle, host, port, backlog=2048, limit=2**20)
     # SIGTERM closes the server quietly (a sys.exit inside the loop would print a traceback).
@@ -543,7 +711,9 @@ DEFAULT_REPLAY_DIR = (REPO_ROOT.parent / "shared" / "fixtures" / "streams").reso
 class ScriptedServer:
     """The scripted server in a child process: `with ScriptedServer() as server: server.base_url`."""
 
-    def __init__(self, replay_dir: Path | None = DEFAULT_REPLAY_DIR, identity: Identity = Identity()) -> None:
+    def __init__(
+        self, replay_dir: Path | None = DEFAULT_REPLAY_DIR, identity: Identity = Identity()
+    ) -> None:
         self.replay_dir = replay_dir
         self.identity = identity
         self.process: subprocess.Popen[str] | None = None
@@ -568,7 +738,9 @@ class ScriptedServer:
             command += ["--replay-dir", str(self.replay_dir)]
         command += ["--served-model", self.identity.served_model, "--version", self.identity.version]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, env=env)
+        self.process = subprocess.Popen(
+            command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, env=env
+        )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith("PORT "):

@@ -33,14 +33,38 @@ def _free_port() -> int:
 
 def start_served_app(tmp_path: Path, env_extra: dict[str, str]) -> Served:
     port = _free_port()
-    env = {**os.environ, "SHOOTOUT_DATA_DIR": str(tmp_path), "SHOOTOUT_NO_AUTOREFRESH": "1",
-           "SHOOTOUT_DATABASE_URL": f"sqlite:///{tmp_path / 'shootout.db'}", **env_extra}
+    env = {
+        **os.environ,
+        "SHOOTOUT_DATA_DIR": str(tmp_path),
+        "SHOOTOUT_NO_AUTOREFRESH": "1",
+        "SHOOTOUT_DATABASE_URL": f"sqlite:///{tmp_path / 'shootout.db'}",
+        **env_extra,
+    }
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"], cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "serve.py",
+                "--server.headless",
+                "true",
+                "--server.address",
+                "127.0.0.1",
+                "--server.port",
+                str(port),
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:

@@ -23,26 +23,37 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     stop(app)
 
 
-def test_the_route_streams_an_attachment_and_refuses_clearly(served, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_route_streams_an_attachment_and_refuses_clearly(
+    served, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, data_dir = served
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(data_dir))
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", f"sqlite:///{data_dir / 'shootout.db'}")
     run_id = make_big_run(5000)
 
-    reply = http.fetch("GET", f"{url}/export/runs/{run_id}.json", max_bytes=50 * 1024**2, deadline_s=60,
-                       headers={"Accept-Encoding": "identity"})
+    reply = http.fetch(
+        "GET",
+        f"{url}/export/runs/{run_id}.json",
+        max_bytes=50 * 1024**2,
+        deadline_s=60,
+        headers={"Accept-Encoding": "identity"},
+    )
     assert reply.status == 200
     assert reply.headers["content-disposition"] == f'attachment; filename="shootout-run-{run_id}.json"'
     assert reply.headers["content-type"].startswith("application/json")
     assert reply.headers.get("transfer-encoding") == "chunked"  # streamed, no length known up front
     assert len(json.loads(reply.body)["requests"]) == 5000
 
-    csv_reply = http.fetch("GET", f"{url}/export/runs/{run_id}.csv", max_bytes=50 * 1024**2, deadline_s=60)
+    csv_reply = http.fetch(
+        "GET", f"{url}/export/runs/{run_id}.csv", max_bytes=50 * 1024**2, deadline_s=60
+    )
     assert csv_reply.status == 200 and csv_reply.headers["content-type"].startswith("text/csv")
     assert csv_reply.body.count(b"\r\n") == 5001  # csv ends rows with CRLF; error texts hold bare LFs
 
-    for path, status, text in (("/export/runs/999.json", 404, "Run #999 does not exist."),
-                               (f"/export/runs/{run_id}.xml", 400, "Unknown export format 'xml': use csv or json."),
-                               ("/export/runs/abc.csv", 404, "'abc' is not a run number.")):
+    for path, status, text in (
+        ("/export/runs/999.json", 404, "Run #999 does not exist."),
+        (f"/export/runs/{run_id}.xml", 400, "Unknown export format 'xml': use csv or json."),
+        ("/export/runs/abc.csv", 404, "'abc' is not a run number."),
+    ):
         refused = http.fetch("GET", url + path, deadline_s=10)
         assert (refused.status, refused.body.decode().strip()) == (status, text), path

@@ -17,27 +17,40 @@ import pytest
 
 from services import access
 from tests.support.served import Served, start_served_app, stop
+
 OPERATOR, VIEWER = "op-secret-1", "view-secret-2"
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    app = start_served_app(tmp_path_factory.mktemp("gate"), {"SHOOTOUT_OPERATOR_PASSWORD": OPERATOR,
-                                                             "SHOOTOUT_VIEWER_PASSWORD": VIEWER})
+    app = start_served_app(
+        tmp_path_factory.mktemp("gate"),
+        {"SHOOTOUT_OPERATOR_PASSWORD": OPERATOR, "SHOOTOUT_VIEWER_PASSWORD": VIEWER},
+    )
     yield app
     stop(app)
 
 
 def login(served: Served, password: str, next_path: str = "/") -> httpx2.Response:
-    return httpx2.post(served.url + "/login", data={"password": password, "next": next_path}, timeout=10,
-                       follow_redirects=False)
+    return httpx2.post(
+        served.url + "/login",
+        data={"password": password, "next": next_path},
+        timeout=10,
+        follow_redirects=False,
+    )
 
 
 def websocket_handshake_status(port: int, cookie: str | None = None, origin: str | None = None) -> int:
     """The HTTP status a websocket upgrade to Streamlit's stream endpoint gets."""
     key = base64.b64encode(os.urandom(16)).decode()
-    lines = [f"GET /_stcore/stream HTTP/1.1", f"Host: 127.0.0.1:{port}", "Upgrade: websocket", "Connection: Upgrade",
-             f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    lines = [
+        f"GET /_stcore/stream HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        f"Sec-WebSocket-Key: {key}",
+        "Sec-WebSocket-Version: 13",
+    ]
     if cookie:
         lines.append(f"Cookie: {access.SESSION_COOKIE}={cookie}")
     if origin:
@@ -49,21 +62,29 @@ def websocket_handshake_status(port: int, cookie: str | None = None, origin: str
 
 
 def test_streamlit_endpoints_refuse_a_client_that_has_not_logged_in(served: Served) -> None:
-    for path in ("/_stcore/host-config", "/_stcore/metrics", "/static/js/index.js", "/runs?run=1",
-                 "/export/runs/1.csv", "/export/runs/1.json"):
+    for path in (
+        "/_stcore/host-config",
+        "/_stcore/metrics",
+        "/static/js/index.js",
+        "/runs?run=1",
+        "/export/runs/1.csv",
+        "/export/runs/1.json",
+    ):
         response = httpx2.get(served.url + path, timeout=10)
         assert response.status_code == 401, path
         assert "Log in first" in response.text
-    upload = httpx2.put(served.url + "/_stcore/upload_file/some-session/some-file", content=b"x" * 1_000_000,
-                        timeout=10)
+    upload = httpx2.put(
+        served.url + "/_stcore/upload_file/some-session/some-file", content=b"x" * 1_000_000, timeout=10
+    )
     assert upload.status_code == 401
     assert websocket_handshake_status(served.port) == 403  # no session, so nothing to upload into
     assert httpx2.get(served.url + "/_stcore/health", timeout=10).text.strip() == "ok"  # load balancers
 
 
 def test_a_page_address_leads_to_the_login_and_back_to_the_same_address(served: Served) -> None:
-    response = httpx2.get(served.url + "/runs?run=12", headers={"Accept": "text/html"}, timeout=10,
-                          follow_redirects=False)
+    response = httpx2.get(
+        served.url + "/runs?run=12", headers={"Accept": "text/html"}, timeout=10, follow_redirects=False
+    )
     assert response.status_code == 303
     assert response.headers["location"] == "/login?next=%2Fruns%3Frun%3D12"
     form = httpx2.get(served.url + response.headers["location"], timeout=10)
@@ -80,13 +101,19 @@ def test_the_session_cookie_opens_everything_and_names_the_role(served: Served) 
     set_cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie
     assert access.read_session(None) is None
-    response = httpx2.get(served.url + "/_stcore/host-config", cookies={access.SESSION_COOKIE: cookie}, timeout=10)
+    response = httpx2.get(
+        served.url + "/_stcore/host-config", cookies={access.SESSION_COOKIE: cookie}, timeout=10
+    )
     assert response.status_code == 200
     assert websocket_handshake_status(served.port, cookie) == 101
     # A cookie signed with another secret (another server, or forged) opens nothing.
     forged = cookie[:-4] + ("AAAA" if not cookie.endswith("AAAA") else "BBBB")
-    assert httpx2.get(served.url + "/_stcore/host-config", cookies={access.SESSION_COOKIE: forged},
-                      timeout=10).status_code == 401
+    assert (
+        httpx2.get(
+            served.url + "/_stcore/host-config", cookies={access.SESSION_COOKIE: forged}, timeout=10
+        ).status_code
+        == 401
+    )
     assert websocket_handshake_status(served.port, forged) == 403
 
 
@@ -96,8 +123,13 @@ def test_host_and_origin_are_checked(served: Served) -> None:
     assert response.status_code == 421
     cookie = login(served, VIEWER).cookies[access.SESSION_COOKIE]
     assert websocket_handshake_status(served.port, cookie, origin="http://evil.example") == 403
-    post = httpx2.post(served.url + "/login", data={"password": VIEWER}, headers={"Origin": "http://evil.example"},
-                       timeout=10, follow_redirects=False)
+    post = httpx2.post(
+        served.url + "/login",
+        data={"password": VIEWER},
+        headers={"Origin": "http://evil.example"},
+        timeout=10,
+        follow_redirects=False,
+    )
     assert post.status_code == 403
 
 
@@ -151,8 +183,14 @@ def test_allowed_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_viewers_uploads_are_bounded(tmp_path: Path) -> None:
-    app = start_served_app(tmp_path, {"SHOOTOUT_VIEWER_PASSWORD": VIEWER, "SHOOTOUT_OPERATOR_PASSWORD": OPERATOR,
-                                      "SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER": "1"})
+    app = start_served_app(
+        tmp_path,
+        {
+            "SHOOTOUT_VIEWER_PASSWORD": VIEWER,
+            "SHOOTOUT_OPERATOR_PASSWORD": OPERATOR,
+            "SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER": "1",
+        },
+    )
     try:
         viewer = {access.SESSION_COOKIE: login(app, VIEWER).cookies[access.SESSION_COOKIE]}
         url = app.url + "/_stcore/upload_file/no-such-session/f1"
@@ -168,7 +206,9 @@ def test_a_viewers_uploads_are_bounded(tmp_path: Path) -> None:
         stop(app)
 
 
-def test_with_oidc_streamlits_own_signed_login_cookie_opens_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_oidc_streamlits_own_signed_login_cookie_opens_the_gate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Streamlit's OIDC callback sets `_streamlit_user`, signed with its cookie secret; the gate
     reads it with Streamlit's own reader and takes the role from the group claim."""
     import json
@@ -184,11 +224,20 @@ def test_with_oidc_streamlits_own_signed_login_cookie_opens_the_gate(monkeypatch
         signed = create_signed_value(get_cookie_secret(), "_streamlit_user", json.dumps(user)).decode()
         return {"cookie": f"_streamlit_user={signed}"}
 
-    admin = {"is_logged_in": True, "email": "ada@example.org", "groups": ["gpu-admins"], "origin": "http://x"}
-    assert viewer_for(cookie(admin), "10.0.0.1", oidc=True) == access.Viewer("operator", "ada@example.org")
+    admin = {
+        "is_logged_in": True,
+        "email": "ada@example.org",
+        "groups": ["gpu-admins"],
+        "origin": "http://x",
+    }
+    assert viewer_for(cookie(admin), "10.0.0.1", oidc=True) == access.Viewer(
+        "operator", "ada@example.org"
+    )
     member = {**admin, "email": "bo@example.org", "groups": ["staff"]}
     assert viewer_for(cookie(member), "10.0.0.1", oidc=True) == access.Viewer("viewer", "bo@example.org")
     assert viewer_for(cookie({**admin, "is_logged_in": False}), "10.0.0.1", oidc=True) is None
     forged = {"cookie": "_streamlit_user=" + cookie(admin)["cookie"].split("=", 1)[1][:-3] + "xyz"}
     assert viewer_for(forged, "10.0.0.1", oidc=True) is None
-    assert viewer_for({}, "127.0.0.1", oidc=True) is None  # with a login configured, loopback logs in too
+    assert (
+        viewer_for({}, "127.0.0.1", oidc=True) is None
+    )  # with a login configured, loopback logs in too

@@ -102,6 +102,13 @@ def test_load_validation_messages(spec: LoadSpec, message: str) -> None:
 
 def test_load_labels() -> None:
     assert LoadSpec(concurrency=8, requests=100).label() == "concurrency 8, 100 requests"
-    label = LoadSpec(mode="rate", rate=2.5, arrival="gamma", burstiness=0.5, concurrency=4, requests=None,
-                     duration_s=30).label()
+    label = LoadSpec(
+        mode="rate",
+        rate=2.5,
+        arrival="gamma",
+        burstiness=0.5,
+        concurrency=4,
+        requests=None,
+        duration_s=30,
+    ).label()
     assert label == "2.5 req/s gamma b=0.5 cap 4, 30 s"

@@ -16,20 +16,42 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def bench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "cli.py", "bench", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=180, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "cli.py", "bench", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=dict(os.environ),
+    )
 
 
-def test_url_run_writes_the_json_summary_and_the_database(db_url: str, scripted_server: ScriptedServer,
-                                                          tmp_path: Path) -> None:
+def test_url_run_writes_the_json_summary_and_the_database(
+    db_url: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
     out = tmp_path / "out.json"
-    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=32),
-                   "--concurrency", "4", "--requests", "12", "--input-len", "16", "--output-len", "8",
-                   "--timeout", "30", "--json", str(out))
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(ttft=5, itl=1, tokens=32),
+        "--concurrency",
+        "4",
+        "--requests",
+        "12",
+        "--input-len",
+        "16",
+        "--output-len",
+        "8",
+        "--timeout",
+        "30",
+        "--json",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     payload = json.loads(out.read_text())
     assert payload["status"] == "finished"
-    (name, block), = payload["engines"].items()
+    ((name, block),) = payload["engines"].items()
     assert name == scripted_server.base_url.split("//")[1].removesuffix("/v1")
     assert (block["completed"], block["failed"], block["sent"]) == (12, 0, 12)
     assert block["output_tokens"] == 12 * 8
@@ -43,8 +65,21 @@ def test_url_run_writes_the_json_summary_and_the_database(db_url: str, scripted_
 
 
 def test_failing_requests_end_normally_with_counts(db_url: str, scripted_server: ScriptedServer) -> None:
-    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(fault="http", status=503),
-                   "--kind", "vllm", "--concurrency", "2", "--requests", "5", "--json", "-", "--quiet")
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(fault="http", status=503),
+        "--kind",
+        "vllm",
+        "--concurrency",
+        "2",
+        "--requests",
+        "5",
+        "--json",
+        "-",
+        "--quiet",
+    )
     assert result.returncode == 0, result.stderr
     block = next(iter(json.loads(result.stdout)["engines"].values()))
     assert (block["completed"], block["failed"], block["sent"]) == (0, 5, 5)
@@ -56,8 +91,21 @@ def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedS
 
     add_engine("one", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=1))
     add_engine("two", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=9, itl=1))
-    result = bench("--engine", "one", "--engine", "two", "--rate", "50", "--requests", "6", "--output-len", "4",
-                   "--json", "-", "--quiet")
+    result = bench(
+        "--engine",
+        "one",
+        "--engine",
+        "two",
+        "--rate",
+        "50",
+        "--requests",
+        "6",
+        "--output-len",
+        "4",
+        "--json",
+        "-",
+        "--quiet",
+    )
     assert result.returncode == 0, result.stderr
     engines = json.loads(result.stdout)["engines"]
     assert list(engines) == ["one", "two"]
@@ -69,18 +117,60 @@ def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedS
     [
         (["--engine", "nope", "--requests", "3"], 1, "error: No engine named 'nope'"),
         (["--requests", "3"], 1, "error: Say what to benchmark"),
-        (["--url", "http://127.0.0.1:9", "--concurrency", "2", "--rate", "1", "--requests", "3"], 1, "not both"),
-        (["--url", "http://127.0.0.1:9", "--concurrency", "x", "--requests", "3"], 2, "invalid int value"),
+        (
+            ["--url", "http://127.0.0.1:9", "--concurrency", "2", "--rate", "1", "--requests", "3"],
+            1,
+            "not both",
+        ),
+        (
+            ["--url", "http://127.0.0.1:9", "--concurrency", "x", "--requests", "3"],
+            2,
+            "invalid int value",
+        ),
         (["--url", "http://127.0.0.1:9", "--concurrency", "2"], 1, "--requests N or --duration S"),
         (["--url", "ftp://x", "--requests", "3"], 1, "not an http(s) URL"),
-        (["--url", "http://127.0.0.1:9", "--kind", "vllm", "--model", "m", "--requests", "3",
-          "--workload", "file"], 1, "needs a JSONL"),
-        (["--url", "http://127.0.0.1:9", "--kind", "vllm", "--model", "m", "--requests", "3",
-          "--sweep", "rate"], 1, "needs its load levels"),
-        (["--url", "http://127.0.0.1:9", "--requests", "3", "--workers", "many"], 2, "expected a number from 1"),
+        (
+            [
+                "--url",
+                "http://127.0.0.1:9",
+                "--kind",
+                "vllm",
+                "--model",
+                "m",
+                "--requests",
+                "3",
+                "--workload",
+                "file",
+            ],
+            1,
+            "needs a JSONL",
+        ),
+        (
+            [
+                "--url",
+                "http://127.0.0.1:9",
+                "--kind",
+                "vllm",
+                "--model",
+                "m",
+                "--requests",
+                "3",
+                "--sweep",
+                "rate",
+            ],
+            1,
+            "needs its load levels",
+        ),
+        (
+            ["--url", "http://127.0.0.1:9", "--requests", "3", "--workers", "many"],
+            2,
+            "expected a number from 1",
+        ),
     ],
 )
-def test_bad_input_exits_non_zero_with_one_line(db_url: str, args: list[str], code: int, message: str) -> None:
+def test_bad_input_exits_non_zero_with_one_line(
+    db_url: str, args: list[str], code: int, message: str
+) -> None:
     result = bench(*args)
     assert result.returncode == code
     lines = result.stderr.strip().splitlines()
@@ -89,10 +179,25 @@ def test_bad_input_exits_non_zero_with_one_line(db_url: str, args: list[str], co
     assert "Traceback" not in result.stderr
 
 
-def test_a_sweep_prints_every_step_and_each_engines_result(db_url: str, scripted_server: ScriptedServer) -> None:
-    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=8),
-                   "--kind", "vllm", "--sweep", "concurrency", "--sweep-values", "1,2", "--requests", "4",
-                   "--output-len", "8")
+def test_a_sweep_prints_every_step_and_each_engines_result(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(ttft=5, itl=1, tokens=8),
+        "--kind",
+        "vllm",
+        "--sweep",
+        "concurrency",
+        "--sweep-values",
+        "1,2",
+        "--requests",
+        "4",
+        "--output-len",
+        "8",
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "concurrency 1, 2, 4 requests per step" in lines[0]
@@ -103,9 +208,25 @@ def test_a_sweep_prints_every_step_and_each_engines_result(db_url: str, scripted
 
 
 def test_workers_run_prints_the_self_check(db_url: str, scripted_server: ScriptedServer) -> None:
-    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=8),
-                   "--kind", "vllm", "--concurrency", "4", "--requests", "20", "--output-len", "8", "--workers", "2",
-                   "--no-calibrate", "--json", "-")
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(ttft=5, itl=1, tokens=8),
+        "--kind",
+        "vllm",
+        "--concurrency",
+        "4",
+        "--requests",
+        "20",
+        "--output-len",
+        "8",
+        "--workers",
+        "2",
+        "--no-calibrate",
+        "--json",
+        "-",
+    )
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     block = next(iter(payload["engines"].values()))
@@ -113,4 +234,6 @@ def test_workers_run_prints_the_self_check(db_url: str, scripted_server: Scripte
     assert block["generator"]["workers"] == 2
     # The table (on stderr beside --json -) says what the self-check found, with its figures.
     check = [line for line in result.stderr.splitlines() if "loop lag p50/p99" in line]
-    assert len(check) == 1 and ("generator kept up (2 worker(s))" in check[0] or "CLIENT-BOUND (" in check[0])
+    assert len(check) == 1 and (
+        "generator kept up (2 worker(s))" in check[0] or "CLIENT-BOUND (" in check[0]
+    )

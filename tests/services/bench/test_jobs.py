@@ -22,20 +22,30 @@ from tests.support.waiting import wait_for
 
 
 def target(server: ScriptedServer, name: str = "scripted", **scenario) -> EngineTarget:
-    return EngineTarget(name=name, base_url=server.base_url, kind="vllm", model=server.model(**scenario),
-                        metrics_url=server.root_url + "/metrics")
+    return EngineTarget(
+        name=name,
+        base_url=server.base_url,
+        kind="vllm",
+        model=server.model(**scenario),
+        metrics_url=server.root_url + "/metrics",
+    )
 
 
 def row_count(run_id: int) -> int:
     with session_scope() as session:
-        return session.scalar(select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id))
+        return session.scalar(
+            select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id)
+        )
 
 
 def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: ScriptedServer) -> None:
     spec = BenchSpec(
-        engines=(target(scripted_server, "fast", ttft=10, itl=2, tokens=16),
-                 target(scripted_server, "broken", ttft=10, itl=2, tokens=16, fault="cut", at=8)),
-        workload=WorkloadSpec(input_len=16, output_len=16), load=LoadSpec(concurrency=4, requests=12, warmup_requests=2),
+        engines=(
+            target(scripted_server, "fast", ttft=10, itl=2, tokens=16),
+            target(scripted_server, "broken", ttft=10, itl=2, tokens=16, fault="cut", at=8),
+        ),
+        workload=WorkloadSpec(input_len=16, output_len=16),
+        load=LoadSpec(concurrency=4, requests=12, warmup_requests=2),
         slo=SloSpec(ttft_ms=500),
     )
     run_id = jobs.create_run(spec)
@@ -44,9 +54,20 @@ def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: S
     assert (fast["completed"], fast["failed"], fast["sent"]) == (12, 0, 12)
     assert (broken["completed"], broken["failed"], broken["sent"]) == (0, 12, 12)
     assert broken["errors_by_class"] == {"stream_cut": 12}
-    for key in ("duration_s", "request_throughput_rps", "input_throughput_tok_s", "output_throughput_tok_s",
-                "total_token_throughput_tok_s", "goodput_rps", "input_tokens", "output_tokens", "cached_tokens",
-                "schema_valid_rate", "honoured_output_len", "engine_metrics"):
+    for key in (
+        "duration_s",
+        "request_throughput_rps",
+        "input_throughput_tok_s",
+        "output_throughput_tok_s",
+        "total_token_throughput_tok_s",
+        "goodput_rps",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+        "schema_valid_rate",
+        "honoured_output_len",
+        "engine_metrics",
+    ):
         assert key in fast
     for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
         assert set(fast[metric]) >= {"mean", "p50", "p90", "p95", "p99", "min", "max"}
@@ -64,16 +85,33 @@ def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: S
     # The summary is built from the records the writer stored, not read back: reading them
     # back gives the same figures (the run's own facts, like its model, come from the run).
     from_rows = jobs.build_summary(spec, jobs._stored_records(run_id), None, run_id=run_id)
-    from_the_run = {"cancelled", "connections_ahead", "engine_metrics", "generator", "max_streams", "model", "started_at_unix",
-                    "unsupported_options"}
-    differing = sorted({key for name, block in summary["engines"].items() for key in block
-                        if key not in from_the_run and block[key] != from_rows["engines"][name].get(key)})
+    from_the_run = {
+        "cancelled",
+        "connections_ahead",
+        "engine_metrics",
+        "generator",
+        "max_streams",
+        "model",
+        "started_at_unix",
+        "unsupported_options",
+    }
+    differing = sorted(
+        {
+            key
+            for name, block in summary["engines"].items()
+            for key in block
+            if key not in from_the_run and block[key] != from_rows["engines"][name].get(key)
+        }
+    )
     assert differing == []
 
 
 def test_worker_process_runs_on_and_viewers_see_it(db_url: str, scripted_server: ScriptedServer) -> None:
-    spec = BenchSpec(engines=(target(scripted_server, ttft=5, itl=5, tokens=40),),
-                     workload=WorkloadSpec(output_len=40), load=LoadSpec(concurrency=2, requests=30))
+    spec = BenchSpec(
+        engines=(target(scripted_server, ttft=5, itl=5, tokens=40),),
+        workload=WorkloadSpec(output_len=40),
+        load=LoadSpec(concurrency=2, requests=30),
+    )
     run_id = jobs.start_benchmark(spec)
     # Live rows and progress appear while it runs (any number of readers).
     wait_for(lambda: jobs.get_run(run_id).status == "running")
@@ -88,22 +126,38 @@ def test_worker_process_runs_on_and_viewers_see_it(db_url: str, scripted_server:
 
 
 def test_cancel_keeps_partial_results(db_url: str, scripted_server: ScriptedServer) -> None:
-    spec = BenchSpec(engines=(target(scripted_server, ttft=5, itl=20, tokens=200),),
-                     workload=WorkloadSpec(output_len=200), load=LoadSpec(concurrency=3, requests=300))
+    spec = BenchSpec(
+        engines=(target(scripted_server, ttft=5, itl=20, tokens=200),),
+        workload=WorkloadSpec(output_len=200),
+        load=LoadSpec(concurrency=3, requests=300),
+    )
     run_id = jobs.start_benchmark(spec)
     wait_for(lambda: row_count(run_id) >= 3)
     assert jobs.cancel_run(run_id)
     final = wait_for(lambda: "engines" in (v := jobs.get_run(run_id)).summary and v, timeout_s=20)
     block = final.summary["engines"]["scripted"]
     assert final.status == "cancelled"
-    assert block["completed"] + block["failed"] + block["cancelled_requests"] == block["sent"] == row_count(run_id)
-    assert block["cancelled_requests"] == 3 and block["failed"] == 0 and "cancelled" not in block["errors_by_class"]
+    assert (
+        block["completed"] + block["failed"] + block["cancelled_requests"]
+        == block["sent"]
+        == row_count(run_id)
+    )
+    assert (
+        block["cancelled_requests"] == 3
+        and block["failed"] == 0
+        and "cancelled" not in block["errors_by_class"]
+    )
     assert not jobs.cancel_run(run_id)  # already over
 
 
-def test_killed_worker_is_marked_interrupted_with_partial_summary(db_url: str, scripted_server: ScriptedServer) -> None:
-    spec = BenchSpec(engines=(target(scripted_server, ttft=5, itl=20, tokens=100),),
-                     workload=WorkloadSpec(output_len=100), load=LoadSpec(concurrency=2, requests=500))
+def test_killed_worker_is_marked_interrupted_with_partial_summary(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    spec = BenchSpec(
+        engines=(target(scripted_server, ttft=5, itl=20, tokens=100),),
+        workload=WorkloadSpec(output_len=100),
+        load=LoadSpec(concurrency=2, requests=500),
+    )
     run_id = jobs.start_benchmark(spec)
     wait_for(lambda: row_count(run_id) >= 4)
     with session_scope() as session:
@@ -121,17 +175,30 @@ def test_killed_worker_is_marked_interrupted_with_partial_summary(db_url: str, s
 
 def test_concurrency_sweep_and_slo_search(db_url: str, scripted_server: ScriptedServer) -> None:
     engine = target(scripted_server, ttft=20, itl=2, tokens=8)
-    sweep = BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=8), load=LoadSpec(requests=12),
-                      sweep=SweepSpec(kind="concurrency", values=(1, 2, 4), stop_on_plateau=False))
+    sweep = BenchSpec(
+        engines=(engine,),
+        workload=WorkloadSpec(output_len=8),
+        load=LoadSpec(requests=12),
+        sweep=SweepSpec(kind="concurrency", values=(1, 2, 4), stop_on_plateau=False),
+    )
     summary = jobs.execute_run(jobs.create_run(sweep))
-    assert [(row["concurrency"], row["completed"]) for row in summary["sweep"]] == [(1, 12), (2, 12), (4, 12)]
+    assert [(row["concurrency"], row["completed"]) for row in summary["sweep"]] == [
+        (1, 12),
+        (2, 12),
+        (4, 12),
+    ]
     rates = [row["request_throughput_rps"] for row in summary["sweep"]]
     assert rates[0] < rates[1] < rates[2]
     assert summary["engines"]["scripted"]["from_step"] == 2
-    search = BenchSpec(engines=(engine,), workload=WorkloadSpec(output_len=8), load=LoadSpec(requests=10),
-                       slo=SloSpec(e2e_ms=200, attainment=0.9),
-                       sweep=SweepSpec(kind="slo_search", search_over="concurrency", start=1, max_value=4,
-                                       search_steps=1))
+    search = BenchSpec(
+        engines=(engine,),
+        workload=WorkloadSpec(output_len=8),
+        load=LoadSpec(requests=10),
+        slo=SloSpec(e2e_ms=200, attainment=0.9),
+        sweep=SweepSpec(
+            kind="slo_search", search_over="concurrency", start=1, max_value=4, search_steps=1
+        ),
+    )
     summary = jobs.execute_run(jobs.create_run(search))
     found = summary["slo_search"]["scripted"]
     assert found["best"] == 4 and found["reached_maximum"] is True
@@ -170,11 +237,15 @@ def test_cancelled_before_its_worker_started(db_url: str, scripted_server: Scrip
 
 
 def test_engines_at_the_same_time(db_url: str, scripted_server: ScriptedServer) -> None:
-    spec = BenchSpec(engines=(target(scripted_server, "a", ttft=5, itl=5, tokens=20),
-                              target(scripted_server, "b", ttft=5, itl=5, tokens=20)),
-                     workload=WorkloadSpec(output_len=20), load=LoadSpec(mode="rate", rate=40, requests=None,
-                                                                         duration_s=0.5),
-                     parallel_engines=True)
+    spec = BenchSpec(
+        engines=(
+            target(scripted_server, "a", ttft=5, itl=5, tokens=20),
+            target(scripted_server, "b", ttft=5, itl=5, tokens=20),
+        ),
+        workload=WorkloadSpec(output_len=20),
+        load=LoadSpec(mode="rate", rate=40, requests=None, duration_s=0.5),
+        parallel_engines=True,
+    )
     summary = jobs.execute_run(jobs.create_run(spec))
     a, b = summary["engines"]["a"], summary["engines"]["b"]
     assert summary["engines_run"] == "together"
@@ -189,11 +260,22 @@ def test_a_cancelled_run_reports_cancelled_requests_and_engines_that_never_ran()
     from services.bench.stats import RequestRecord
     from services.runs import _headline
 
-    spec = BenchSpec(engines=(EngineTarget(name="a", base_url="http://x:1"), EngineTarget(name="b", base_url="http://x:2")),
-                     load=LoadSpec(concurrency=2, requests=10))
-    records = [RequestRecord(engine="a", index=i, ok=True, start_s=i * 0.1, ttft_s=0.05, e2e_s=0.2, output_tokens=4)
-               for i in range(3)]
-    records.append(RequestRecord(engine="a", index=3, ok=False, start_s=0.4, e2e_s=0.1, error_class="cancelled"))
+    spec = BenchSpec(
+        engines=(
+            EngineTarget(name="a", base_url="http://x:1"),
+            EngineTarget(name="b", base_url="http://x:2"),
+        ),
+        load=LoadSpec(concurrency=2, requests=10),
+    )
+    records = [
+        RequestRecord(
+            engine="a", index=i, ok=True, start_s=i * 0.1, ttft_s=0.05, e2e_s=0.2, output_tokens=4
+        )
+        for i in range(3)
+    ]
+    records.append(
+        RequestRecord(engine="a", index=3, ok=False, start_s=0.4, e2e_s=0.1, error_class="cancelled")
+    )
     summary = jobs.build_summary(spec, records, None)
     a, b = summary["engines"]["a"], summary["engines"]["b"]
     assert (a["completed"], a["failed"], a["cancelled_requests"], a["sent"]) == (3, 0, 1, 4)

@@ -19,16 +19,32 @@ from tests.support.scripted_server import ScriptedServer
 
 
 def engine(server: ScriptedServer, **scenario) -> EngineTarget:
-    return EngineTarget(name="scripted", base_url=server.base_url, kind="vllm",
-                        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}))
+    return EngineTarget(
+        name="scripted",
+        base_url=server.base_url,
+        kind="vllm",
+        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}),
+    )
 
 
-def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(scripted_server: ScriptedServer) -> None:
+def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(
+    scripted_server: ScriptedServer,
+) -> None:
     sink = ListSink()
-    outcome = execute_load(engine(scripted_server), WorkloadSpec(input_len=8, output_len=16),
-                           LoadSpec(concurrency=6, requests=60, warmup_requests=4), workers=2, sink=sink)
+    outcome = execute_load(
+        engine(scripted_server),
+        WorkloadSpec(input_len=8, output_len=16),
+        LoadSpec(concurrency=6, requests=60, warmup_requests=4),
+        workers=2,
+        sink=sink,
+    )
     summary = summarize_engine(outcome.records, fixed_output=True)
-    assert (summary["sent"], summary["completed"], summary["failed"], summary["warmup"]) == (60, 60, 0, 4)
+    assert (summary["sent"], summary["completed"], summary["failed"], summary["warmup"]) == (
+        60,
+        60,
+        0,
+        4,
+    )
     # One budget: each conversation of the coordinator's sequence ran once, none twice.
     assert sorted(r.index for r in outcome.measured) == list(range(60))
     assert summary["concurrency_max"] <= 6
@@ -38,15 +54,32 @@ def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(scripte
     assert generator["loop_lag_samples"] == sum(len(check.loop_lag_s) for check in outcome.checks)
 
 
-@pytest.mark.parametrize(("load", "work"), [
-    (LoadSpec(mode="rate", rate=80, arrival="gamma", burstiness=0.5, concurrency=None, requests=60, seed=7),
-     WorkloadSpec(input_len=8, output_len=8)),
-    # A real trace's arrival times, sped up (its lengths scaled down to keep the run short).
-    (LoadSpec(mode="trace", trace_speed=40, concurrency=None, requests=60),
-     WorkloadSpec(kind="trace", trace="conversation", length_scale=0.01, output_len=8)),
-], ids=["gamma", "trace"])
-def test_open_loop_keeps_the_coordinators_schedule(scripted_server: ScriptedServer, load: LoadSpec,
-                                                   work: WorkloadSpec) -> None:
+@pytest.mark.parametrize(
+    ("load", "work"),
+    [
+        (
+            LoadSpec(
+                mode="rate",
+                rate=80,
+                arrival="gamma",
+                burstiness=0.5,
+                concurrency=None,
+                requests=60,
+                seed=7,
+            ),
+            WorkloadSpec(input_len=8, output_len=8),
+        ),
+        # A real trace's arrival times, sped up (its lengths scaled down to keep the run short).
+        (
+            LoadSpec(mode="trace", trace_speed=40, concurrency=None, requests=60),
+            WorkloadSpec(kind="trace", trace="conversation", length_scale=0.01, output_len=8),
+        ),
+    ],
+    ids=["gamma", "trace"],
+)
+def test_open_loop_keeps_the_coordinators_schedule(
+    scripted_server: ScriptedServer, load: LoadSpec, work: WorkloadSpec
+) -> None:
     alone = execute_load(engine(scripted_server, tokens=8), work, load, salt="same")
     pooled = execute_load(engine(scripted_server, tokens=8), work, load, salt="same", workers=2)
 
@@ -68,9 +101,13 @@ def test_cancel_reaches_every_worker_and_nothing_is_lost(scripted_server: Script
     stop = threading.Event()
     threading.Timer(2.5, stop.set).start()
     began = time.monotonic()
-    outcome = execute_load(engine(scripted_server, itl=50, tokens=400), WorkloadSpec(input_len=8, output_len=400),
-                           LoadSpec(concurrency=4, requests=None, duration_s=120), workers=2,
-                           should_stop=stop.is_set)
+    outcome = execute_load(
+        engine(scripted_server, itl=50, tokens=400),
+        WorkloadSpec(input_len=8, output_len=400),
+        LoadSpec(concurrency=4, requests=None, duration_s=120),
+        workers=2,
+        should_stop=stop.is_set,
+    )
     assert time.monotonic() - began < 20
     assert outcome.cancelled
     summary = summarize_engine(outcome.records, fixed_output=True)
@@ -79,9 +116,14 @@ def test_cancel_reaches_every_worker_and_nothing_is_lost(scripted_server: Script
 
 
 def test_a_stored_run_with_two_workers(db_url: str, scripted_server: ScriptedServer) -> None:
-    spec = BenchSpec(engines=(engine(scripted_server),), workload=WorkloadSpec(input_len=8, output_len=16),
-                     load=LoadSpec(concurrency=4, requests=30), workers=2, record_engine_metrics=False,
-                     calibrate_prompts=False)
+    spec = BenchSpec(
+        engines=(engine(scripted_server),),
+        workload=WorkloadSpec(input_len=8, output_len=16),
+        load=LoadSpec(concurrency=4, requests=30),
+        workers=2,
+        record_engine_metrics=False,
+        calibrate_prompts=False,
+    )
     run_id = jobs.create_run(spec)
     summary = jobs.execute_run(run_id)
     block = summary["engines"]["scripted"]
@@ -132,9 +174,16 @@ def test_workers_of_a_killed_coordinator_stop(scripted_server: ScriptedServer, t
 
     script = tmp_path / "orphaning.py"
     script.write_text(ORPHANING)
-    coordinator = subprocess.Popen([sys.executable, str(script), scripted_server.base_url,
-                                    scripted_server.model(ttft=5, itl=50, tokens=400)], cwd=REPO_ROOT,
-                                   env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    coordinator = subprocess.Popen(
+        [
+            sys.executable,
+            str(script),
+            scripted_server.base_url,
+            scripted_server.model(ttft=5, itl=50, tokens=400),
+        ],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
 
     def workers() -> list[int]:
         found = []
@@ -160,8 +209,12 @@ def test_workers_of_a_killed_coordinator_stop(scripted_server: ScriptedServer, t
     alive = children
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
-        alive = [pid for pid in children if os.path.exists(f"/proc/{pid}") and
-                 open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        alive = [
+            pid
+            for pid in children
+            if os.path.exists(f"/proc/{pid}")
+            and open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+        ]
     assert alive == [], "orphaned workers went on loading the engine"
 
 
@@ -169,10 +222,15 @@ def test_a_sweep_with_workers_and_with_auto(db_url: str, scripted_server: Script
     from services.bench.spec import SweepSpec
 
     for workers in (2, WORKERS_AUTO):
-        spec = BenchSpec(engines=(engine(scripted_server, tokens=8),), workload=WorkloadSpec(input_len=8, output_len=8),
-                         load=LoadSpec(requests=12), workers=workers, record_engine_metrics=False,
-                         calibrate_prompts=False,
-                         sweep=SweepSpec(kind="concurrency", values=(2, 4), stop_on_plateau=False))
+        spec = BenchSpec(
+            engines=(engine(scripted_server, tokens=8),),
+            workload=WorkloadSpec(input_len=8, output_len=8),
+            load=LoadSpec(requests=12),
+            workers=workers,
+            record_engine_metrics=False,
+            calibrate_prompts=False,
+            sweep=SweepSpec(kind="concurrency", values=(2, 4), stop_on_plateau=False),
+        )
         summary = jobs.execute_run(jobs.create_run(spec))
         rows = summary["sweep"]
         assert [row["completed"] for row in rows] == [12, 12]

@@ -30,8 +30,14 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def bench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "cli.py", "bench", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=240, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "cli.py", "bench", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,17 +47,33 @@ def cluster() -> Iterator[RayCluster]:
 
 
 def engine(server: ScriptedServer, **scenario) -> EngineTarget:
-    return EngineTarget(name="scripted", base_url=server.base_url, kind="vllm",
-                        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}))
+    return EngineTarget(
+        name="scripted",
+        base_url=server.base_url,
+        kind="vllm",
+        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}),
+    )
 
 
-def test_a_closed_loop_across_two_nodes_merges_exactly(cluster: RayCluster, scripted_server: ScriptedServer) -> None:
+def test_a_closed_loop_across_two_nodes_merges_exactly(
+    cluster: RayCluster, scripted_server: ScriptedServer
+) -> None:
     sink = ListSink()
-    outcome = execute_load(engine(scripted_server), WorkloadSpec(input_len=8, output_len=16),
-                           LoadSpec(concurrency=4, requests=40, warmup_requests=2), workers=2, sink=sink,
-                           ray_address=cluster.address)
+    outcome = execute_load(
+        engine(scripted_server),
+        WorkloadSpec(input_len=8, output_len=16),
+        LoadSpec(concurrency=4, requests=40, warmup_requests=2),
+        workers=2,
+        sink=sink,
+        ray_address=cluster.address,
+    )
     summary = summarize_engine(outcome.records, fixed_output=True)
-    assert (summary["sent"], summary["completed"], summary["failed"], summary["warmup"]) == (40, 40, 0, 2)
+    assert (summary["sent"], summary["completed"], summary["failed"], summary["warmup"]) == (
+        40,
+        40,
+        0,
+        2,
+    )
     assert sorted(r.index for r in outcome.measured) == list(range(40))
     assert len(sink.records) == len(outcome.records) == 42
     hosts = outcome.generator["hosts"]
@@ -63,15 +85,29 @@ def test_a_closed_loop_across_two_nodes_merges_exactly(cluster: RayCluster, scri
     assert outcome.generator["workers"] == 2 and outcome.generator["ray"] == cluster.address
 
 
-def test_an_open_loop_across_two_nodes_keeps_the_schedule(cluster: RayCluster,
-                                                          scripted_server: ScriptedServer) -> None:
-    work, load = WorkloadSpec(input_len=8, output_len=8), LoadSpec(mode="rate", rate=40.0, requests=30, seed=3)
+def test_an_open_loop_across_two_nodes_keeps_the_schedule(
+    cluster: RayCluster, scripted_server: ScriptedServer
+) -> None:
+    work, load = (
+        WorkloadSpec(input_len=8, output_len=8),
+        LoadSpec(mode="rate", rate=40.0, requests=30, seed=3),
+    )
     alone = execute_load(engine(scripted_server, tokens=8), work, load, salt="same")
-    spread = execute_load(engine(scripted_server, tokens=8), work, load, salt="same", workers=2,
-                          ray_address=cluster.address)
+    spread = execute_load(
+        engine(scripted_server, tokens=8),
+        work,
+        load,
+        salt="same",
+        workers=2,
+        ray_address=cluster.address,
+    )
     assert [r.index for r in spread.measured if r.ok] and len(spread.measured) == 30
-    planned = sorted(round(r.scheduled_s - min(x.scheduled_s for x in alone.measured), 6) for r in alone.measured)
-    got = sorted(round(r.scheduled_s - min(x.scheduled_s for x in spread.measured), 6) for r in spread.measured)
+    planned = sorted(
+        round(r.scheduled_s - min(x.scheduled_s for x in alone.measured), 6) for r in alone.measured
+    )
+    got = sorted(
+        round(r.scheduled_s - min(x.scheduled_s for x in spread.measured), 6) for r in spread.measured
+    )
     assert planned == got
     assert all(host["requests"] > 0 for host in spread.generator["hosts"])
 
@@ -83,12 +119,30 @@ def test_an_unreachable_cluster_is_one_clear_error() -> None:
         connect("no-port-here")
 
 
-def test_cli_bench_over_ray_stores_the_run_with_its_hosts(db_url: str, cluster: RayCluster,
-                                                          scripted_server: ScriptedServer, tmp_path) -> None:
+def test_cli_bench_over_ray_stores_the_run_with_its_hosts(
+    db_url: str, cluster: RayCluster, scripted_server: ScriptedServer, tmp_path
+) -> None:
     out = tmp_path / "out.json"
-    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(ttft=5, itl=1, tokens=8),
-                   "--concurrency", "2", "--requests", "10", "--input-len", "8", "--output-len", "8",
-                   "--timeout", "30", "--ray", cluster.address, "--json", str(out))
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(ttft=5, itl=1, tokens=8),
+        "--concurrency",
+        "2",
+        "--requests",
+        "10",
+        "--input-len",
+        "8",
+        "--output-len",
+        "8",
+        "--timeout",
+        "30",
+        "--ray",
+        cluster.address,
+        "--json",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     (block,) = json.loads(out.read_text())["engines"].values()
     assert (block["completed"], block["failed"]) == (10, 0)
@@ -97,21 +151,34 @@ def test_cli_bench_over_ray_stores_the_run_with_its_hosts(db_url: str, cluster: 
     assert "offset" in result.stdout + result.stderr  # the self-check line names the hosts
 
 
-def test_cli_bench_with_an_unreachable_ray_is_one_line_and_exit_1(db_url: str,
-                                                                   scripted_server: ScriptedServer) -> None:
-    result = bench("--url", scripted_server.base_url, "--model", scripted_server.model(tokens=8),
-                   "--concurrency", "1", "--requests", "1", "--ray", f"127.0.0.1:{free_port()}")
+def test_cli_bench_with_an_unreachable_ray_is_one_line_and_exit_1(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(tokens=8),
+        "--concurrency",
+        "1",
+        "--requests",
+        "1",
+        "--ray",
+        f"127.0.0.1:{free_port()}",
+    )
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0 and "unreachable" in result.stderr, result.stderr
 
 
-def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(cluster: RayCluster,
-                                                                      scripted_server: ScriptedServer) -> None:
+def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(
+    cluster: RayCluster, scripted_server: ScriptedServer
+) -> None:
     extra = cluster.start_node()
     wait_for(lambda: cluster.alive_nodes() == 3, timeout_s=120)
     extra_seen = threading.Event()
-    lost = threading.Thread(target=lambda: (extra_seen.wait(60), time.sleep(1.0), cluster.kill_node(extra)),
-                            daemon=True)
+    lost = threading.Thread(
+        target=lambda: (extra_seen.wait(60), time.sleep(1.0), cluster.kill_node(extra)), daemon=True
+    )
     lost.start()
 
     class Sink(ListSink):
@@ -121,9 +188,14 @@ def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(cluster: Ra
                 extra_seen.set()
 
     # Three workers over three one-CPU nodes: one on the node that goes.
-    outcome = execute_load(engine(scripted_server, ttft=5, itl=20, tokens=60), WorkloadSpec(input_len=8, output_len=60),
-                           LoadSpec(concurrency=3, requests=30), workers=3, sink=Sink(),
-                           ray_address=cluster.address)
+    outcome = execute_load(
+        engine(scripted_server, ttft=5, itl=20, tokens=60),
+        WorkloadSpec(input_len=8, output_len=60),
+        LoadSpec(concurrency=3, requests=30),
+        workers=3,
+        sink=Sink(),
+        ray_address=cluster.address,
+    )
     lost.join(timeout=60)
     summary = summarize_engine(outcome.records, fixed_output=True)
     classes = summary["errors_by_class"]

@@ -30,8 +30,12 @@ def test_llamacpp_and_vllm_side_by_side(local_engines: list) -> None:
     llama = jobs.engine_target("llamacpp-4slot")
     vllm = jobs.engine_target("vllm-cpu")
     before = counter(vllm.metrics_url, "vllm:generation_tokens_total")
-    spec = BenchSpec(engines=(llama, vllm), workload=WorkloadSpec(input_len=32, output_len=12),
-                     load=LoadSpec(concurrency=2, requests=4, warmup_requests=1), timeout_s=120)
+    spec = BenchSpec(
+        engines=(llama, vllm),
+        workload=WorkloadSpec(input_len=32, output_len=12),
+        load=LoadSpec(concurrency=2, requests=4, warmup_requests=1),
+        timeout_s=120,
+    )
     run_id = jobs.create_run(spec)
     summary = jobs.execute_run(run_id)
     after = counter(vllm.metrics_url, "vllm:generation_tokens_total")
@@ -55,9 +59,14 @@ def test_llamacpp_and_vllm_side_by_side(local_engines: list) -> None:
 
 def test_shared_prefix_hits_the_llamacpp_prompt_cache(local_engines: list) -> None:
     llama = jobs.engine_target("llamacpp-4slot")
-    spec = BenchSpec(engines=(llama,), workload=WorkloadSpec(kind="shared_prefix", prefix_groups=1, prefix_len=200,
-                                                            input_len=8, output_len=4),
-                     load=LoadSpec(concurrency=1, requests=4), timeout_s=120)
+    spec = BenchSpec(
+        engines=(llama,),
+        workload=WorkloadSpec(
+            kind="shared_prefix", prefix_groups=1, prefix_len=200, input_len=8, output_len=4
+        ),
+        load=LoadSpec(concurrency=1, requests=4),
+        timeout_s=120,
+    )
     summary = jobs.execute_run(jobs.create_run(spec))
     block = summary["engines"]["llamacpp-4slot"]
     assert block["completed"] == 4

@@ -20,7 +20,9 @@ from tests.support.scripted_server import ScriptedServer
 
 
 def engine(server: ScriptedServer, **scenario) -> EngineTarget:
-    return EngineTarget(name="scripted", base_url=server.base_url, kind="vllm", model=server.model(**scenario))
+    return EngineTarget(
+        name="scripted", base_url=server.base_url, kind="vllm", model=server.model(**scenario)
+    )
 
 
 def accounted(outcome: EngineOutcome) -> dict:
@@ -30,8 +32,11 @@ def accounted(outcome: EngineOutcome) -> dict:
 
 
 def test_closed_loop_counts_warmup_and_fixed_output(scripted_server: ScriptedServer) -> None:
-    outcome = execute_load(engine(scripted_server, ttft=5, itl=1, tokens=64), WorkloadSpec(input_len=16, output_len=12),
-                           LoadSpec(concurrency=4, requests=20, warmup_requests=3))
+    outcome = execute_load(
+        engine(scripted_server, ttft=5, itl=1, tokens=64),
+        WorkloadSpec(input_len=16, output_len=12),
+        LoadSpec(concurrency=4, requests=20, warmup_requests=3),
+    )
     summary = accounted(outcome)
     assert (summary["sent"], summary["completed"], summary["warmup"]) == (20, 20, 3)
     assert summary["output_tokens"] == 20 * 12  # max_tokens caps the scripted 64
@@ -43,16 +48,22 @@ def test_closed_loop_counts_warmup_and_fixed_output(scripted_server: ScriptedSer
 
 
 def test_short_answers_are_reported(scripted_server: ScriptedServer) -> None:
-    outcome = execute_load(engine(scripted_server, ttft=2, itl=1, tokens=5), WorkloadSpec(output_len=12),
-                           LoadSpec(concurrency=2, requests=4))
+    outcome = execute_load(
+        engine(scripted_server, ttft=2, itl=1, tokens=5),
+        WorkloadSpec(output_len=12),
+        LoadSpec(concurrency=2, requests=4),
+    )
     summary = accounted(outcome)
     assert summary["honoured_output_len"] is False
     assert summary["short_output_requests"] == 4
 
 
 def test_open_loop_rate_with_a_cap_reports_queue_time(scripted_server: ScriptedServer) -> None:
-    outcome = execute_load(engine(scripted_server, ttft=50, itl=5, tokens=10), WorkloadSpec(output_len=10),
-                           LoadSpec(mode="rate", rate=100, arrival="constant", concurrency=2, requests=20))
+    outcome = execute_load(
+        engine(scripted_server, ttft=50, itl=5, tokens=10),
+        WorkloadSpec(output_len=10),
+        LoadSpec(mode="rate", rate=100, arrival="constant", concurrency=2, requests=20),
+    )
     summary = accounted(outcome)
     assert summary["completed"] == 20
     assert summary["concurrency_max"] == 2
@@ -65,8 +76,11 @@ def test_open_loop_rate_with_a_cap_reports_queue_time(scripted_server: ScriptedS
 
 def test_duration_bound_run_stops_on_time(scripted_server: ScriptedServer) -> None:
     started = time.perf_counter()
-    outcome = execute_load(engine(scripted_server, ttft=10, itl=2, tokens=10), WorkloadSpec(output_len=10),
-                           LoadSpec(concurrency=3, requests=None, duration_s=1.0))
+    outcome = execute_load(
+        engine(scripted_server, ttft=10, itl=2, tokens=10),
+        WorkloadSpec(output_len=10),
+        LoadSpec(concurrency=3, requests=None, duration_s=1.0),
+    )
     elapsed = time.perf_counter() - started
     summary = accounted(outcome)
     assert summary["completed"] > 10
@@ -75,8 +89,11 @@ def test_duration_bound_run_stops_on_time(scripted_server: ScriptedServer) -> No
 
 
 def test_multi_turn_sends_growing_histories(scripted_server: ScriptedServer) -> None:
-    outcome = execute_load(engine(scripted_server, ttft=2, itl=1, tokens=6), WorkloadSpec(kind="multi_turn", turns=3,
-                           input_len=10, output_len=6), LoadSpec(concurrency=1, requests=3))
+    outcome = execute_load(
+        engine(scripted_server, ttft=2, itl=1, tokens=6),
+        WorkloadSpec(kind="multi_turn", turns=3, input_len=10, output_len=6),
+        LoadSpec(concurrency=1, requests=3),
+    )
     by_index = sorted(outcome.measured, key=lambda r: r.index)
     # The scripted server counts words + 4 per message: the history makes each turn longer.
     prompts = [r.input_tokens for r in by_index]
@@ -84,25 +101,39 @@ def test_multi_turn_sends_growing_histories(scripted_server: ScriptedServer) -> 
 
 
 def test_structured_output_schema_valid_rate(scripted_server: ScriptedServer) -> None:
-    good = execute_load(engine(scripted_server, ttft=2, itl=1), WorkloadSpec(kind="structured", output_len=200),
-                        LoadSpec(concurrency=2, requests=4))
+    good = execute_load(
+        engine(scripted_server, ttft=2, itl=1),
+        WorkloadSpec(kind="structured", output_len=200),
+        LoadSpec(concurrency=2, requests=4),
+    )
     assert accounted(good)["schema_valid_rate"] == 1.0
-    bad = execute_load(engine(scripted_server, ttft=2, itl=1, fault="ignore_schema"),
-                       WorkloadSpec(kind="structured", output_len=200), LoadSpec(concurrency=2, requests=4))
+    bad = execute_load(
+        engine(scripted_server, ttft=2, itl=1, fault="ignore_schema"),
+        WorkloadSpec(kind="structured", output_len=200),
+        LoadSpec(concurrency=2, requests=4),
+    )
     assert accounted(bad)["schema_valid_rate"] == 0.0
 
 
-def test_ttft_and_itl_within_1ms_of_the_server_at_concurrency_32(scripted_server: ScriptedServer) -> None:
+def test_ttft_and_itl_within_1ms_of_the_server_at_concurrency_32(
+    scripted_server: ScriptedServer,
+) -> None:
     """Issue 4 accuracy target: p50 error of TTFT and ITL under 1 ms against the scripted
     server's own write times (same CLOCK_MONOTONIC), 32 streams, TTFT 50 ms, ITL 10 ms."""
     tag = f"acc{time.monotonic_ns()}-"
-    outcome = execute_load(engine(scripted_server, ttft=50, itl=10, tokens=32), WorkloadSpec(input_len=16, output_len=32),
-                           LoadSpec(concurrency=32, requests=96), request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"})
+    outcome = execute_load(
+        engine(scripted_server, ttft=50, itl=10, tokens=32),
+        WorkloadSpec(input_len=16, output_len=32),
+        LoadSpec(concurrency=32, requests=96),
+        request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"},
+    )
     assert accounted(outcome)["completed"] == 96
     ttft_errors, itl_errors = [], []
     with httpx2.Client(timeout=10) as http:
         for record in outcome.measured:
-            log = http.get(f"{scripted_server.root_url}/_scripted/log", params={"id": f"{tag}{record.index}"}).json()
+            log = http.get(
+                f"{scripted_server.root_url}/_scripted/log", params={"id": f"{tag}{record.index}"}
+            ).json()
             writes = log["writes"]
             first_seen = outcome.origin + record.start_s + record.ttft_s
             ttft_errors.append(first_seen - writes[0])
@@ -117,13 +148,21 @@ def test_cancel_records_the_requests_in_flight(scripted_server: ScriptedServer) 
     stop = threading.Event()
     threading.Timer(0.6, stop.set).start()
     started = time.perf_counter()
-    outcome = execute_load(engine(scripted_server, ttft=5, itl=20, tokens=400), WorkloadSpec(output_len=400),
-                           LoadSpec(concurrency=4, requests=100), should_stop=stop.is_set)
+    outcome = execute_load(
+        engine(scripted_server, ttft=5, itl=20, tokens=400),
+        WorkloadSpec(output_len=400),
+        LoadSpec(concurrency=4, requests=100),
+        should_stop=stop.is_set,
+    )
     assert time.perf_counter() - started < 3.0
     summary = accounted(outcome)
     assert outcome.cancelled
     # Stopped by the user: their own class, not failures of the engine.
-    assert summary["cancelled_requests"] == 4 and summary["failed"] == 0 and summary["errors_by_class"] == {}
+    assert (
+        summary["cancelled_requests"] == 4
+        and summary["failed"] == 0
+        and summary["errors_by_class"] == {}
+    )
     assert summary["error_rate"] == 0.0
     assert summary["sent"] == 4
 
@@ -133,21 +172,31 @@ def test_engine_killed_mid_run_ends_with_errors_recorded(tmp_path) -> None:
     target = engine(server, ttft=5, itl=20, tokens=100)
     threading.Timer(1.0, lambda: server.process.kill()).start()
     try:
-        outcome = execute_load(target, WorkloadSpec(output_len=100), LoadSpec(concurrency=4, requests=24))
+        outcome = execute_load(
+            target, WorkloadSpec(output_len=100), LoadSpec(concurrency=4, requests=24)
+        )
     finally:
         server.stop()
     summary = accounted(outcome)
     assert summary["sent"] == 24
     assert summary["failed"] >= 20
     # A request opening its connection as the engine dies may be refused or reset (connect_error).
-    assert set(summary["errors_by_class"]) <= {"stream_cut", "connect_refused", "connect_error", "protocol_error"}
+    assert set(summary["errors_by_class"]) <= {
+        "stream_cut",
+        "connect_refused",
+        "connect_error",
+        "protocol_error",
+    }
     assert "stream_cut" in summary["errors_by_class"]  # the four in flight were cut
 
 
 def test_holds_512_streams_at_once(scripted_server: ScriptedServer) -> None:
     """Issue 4 capacity: at least 500 streams held at once by one load generator."""
-    outcome = execute_load(engine(scripted_server, ttft=20, itl=100, tokens=20), WorkloadSpec(input_len=8, output_len=20),
-                           LoadSpec(concurrency=512, requests=512))
+    outcome = execute_load(
+        engine(scripted_server, ttft=20, itl=100, tokens=20),
+        WorkloadSpec(input_len=8, output_len=20),
+        LoadSpec(concurrency=512, requests=512),
+    )
     summary = accounted(outcome)
     assert outcome.max_streams == 512
     assert outcome.connections_ahead == 512
@@ -156,7 +205,9 @@ def test_holds_512_streams_at_once(scripted_server: ScriptedServer) -> None:
     assert summary["output_tokens"] == 512 * 20
 
 
-def test_prompt_lengths_are_calibrated_with_sglangs_tokenize_endpoint(scripted_server: ScriptedServer) -> None:
+def test_prompt_lengths_are_calibrated_with_sglangs_tokenize_endpoint(
+    scripted_server: ScriptedServer,
+) -> None:
     """SGLang's POST /v1/tokenize (TokenizeRequest -> {tokens, count}) counts the prompt
     words; the scripted server answers in SGLang's shape and refuses a body without `prompt`."""
     sglang = EngineTarget(name="sg", base_url=scripted_server.base_url, kind="sglang", model="m")

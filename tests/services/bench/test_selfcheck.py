@@ -21,8 +21,12 @@ HOG = "while True: pass"
 
 
 def engine(server: ScriptedServer) -> EngineTarget:
-    return EngineTarget(name="scripted", base_url=server.base_url, kind="vllm",
-                        model=server.model(ttft=5, itl=2, tokens=64))
+    return EngineTarget(
+        name="scripted",
+        base_url=server.base_url,
+        kind="vllm",
+        model=server.model(ttft=5, itl=2, tokens=64),
+    )
 
 
 @contextmanager
@@ -57,9 +61,13 @@ def starved_on_one_core(hogs: int = 2) -> Iterator[None]:
 
 
 def run_load(server: ScriptedServer) -> dict:
-    outcome = execute_load(engine(server), WorkloadSpec(input_len=16, output_len=64),
-                           LoadSpec(mode="rate", rate=40, concurrency=None, requests=None, duration_s=2.5,
-                                    arrival="constant"))
+    outcome = execute_load(
+        engine(server),
+        WorkloadSpec(input_len=16, output_len=64),
+        LoadSpec(
+            mode="rate", rate=40, concurrency=None, requests=None, duration_s=2.5, arrival="constant"
+        ),
+    )
     assert outcome.measured and all(record.ok for record in outcome.measured)
     return outcome.generator
 
@@ -87,7 +95,9 @@ def test_a_starved_worker_is_flagged_and_a_calm_one_is_not(scripted_server: Scri
 
 def test_workers_merge_from_raw_samples_not_averaged_percentiles() -> None:
     quiet = WorkerCheck(worker=0, loop_lag_s=[0.0001] * 99, cpu_s=0.5, wall_s=1.0, connections_max=3)
-    busy = WorkerCheck(worker=1, loop_lag_s=[0.0001] * 90 + [0.005] * 10, cpu_s=0.9, wall_s=1.0, connections_max=4)
+    busy = WorkerCheck(
+        worker=1, loop_lag_s=[0.0001] * 90 + [0.005] * 10, cpu_s=0.9, wall_s=1.0, connections_max=4
+    )
     block = report([quiet, busy], open_loop=False)
     every = quiet.loop_lag_s + busy.loop_lag_s
     assert block["loop_lag_ms"]["p99"] == round(percentile(every, 99) * 1000, 3)

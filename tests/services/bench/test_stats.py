@@ -15,11 +15,28 @@ from services.bench.stats import (
 )
 
 
-def record(index: int, ok: bool = True, start: float = 0.0, ttft: float = 0.1, e2e: float = 1.0, out: int = 10,
-           inp: int = 100, **extra) -> RequestRecord:
-    return RequestRecord(engine="e", index=index, ok=ok, start_s=start, ttft_s=ttft if ok else None, e2e_s=e2e,
-                         itl_s=[(e2e - ttft) / (out - 1)] * (out - 1) if ok and out > 1 else [], input_tokens=inp if ok else None,
-                         output_tokens=out if ok else 0, **extra)
+def record(
+    index: int,
+    ok: bool = True,
+    start: float = 0.0,
+    ttft: float = 0.1,
+    e2e: float = 1.0,
+    out: int = 10,
+    inp: int = 100,
+    **extra,
+) -> RequestRecord:
+    return RequestRecord(
+        engine="e",
+        index=index,
+        ok=ok,
+        start_s=start,
+        ttft_s=ttft if ok else None,
+        e2e_s=e2e,
+        itl_s=[(e2e - ttft) / (out - 1)] * (out - 1) if ok and out > 1 else [],
+        input_tokens=inp if ok else None,
+        output_tokens=out if ok else 0,
+        **extra,
+    )
 
 
 def test_summary_counts_throughput_and_errors() -> None:
@@ -49,7 +66,12 @@ def test_summary_counts_throughput_and_errors() -> None:
 
 
 def test_goodput_and_slo_attainment() -> None:
-    records = [record(0, ttft=0.05), record(1, ttft=0.2), record(2, ttft=0.05, e2e=3.0), record(3, ok=False)]
+    records = [
+        record(0, ttft=0.05),
+        record(1, ttft=0.2),
+        record(2, ttft=0.05, e2e=3.0),
+        record(3, ok=False),
+    ]
     slo = SloSpec(ttft_ms=100, e2e_ms=2000)
     assert [meets_slo(r, slo) for r in records] == [True, False, False, False]
     summary = summarize_engine(records, slo=slo)
@@ -92,21 +114,41 @@ def test_token_rate_chart_bins_tokens_by_arrival_and_agrees_with_the_table() -> 
 
     records = [
         # 10 tokens from 0.5 s to 1.625 s, a silent gap, then 4 tokens from 4.0 s to 4.75 s
-        RequestRecord(engine="e", index=0, ok=True, start_s=0.0, ttft_s=0.5, e2e_s=1.625, output_tokens=10,
-                      itl_s=[0.125] * 9),
-        RequestRecord(engine="e", index=1, ok=True, start_s=3.5, ttft_s=0.5, e2e_s=1.25, output_tokens=4,
-                      itl_s=[0.25] * 3),
+        RequestRecord(
+            engine="e",
+            index=0,
+            ok=True,
+            start_s=0.0,
+            ttft_s=0.5,
+            e2e_s=1.625,
+            output_tokens=10,
+            itl_s=[0.125] * 9,
+        ),
+        RequestRecord(
+            engine="e",
+            index=1,
+            ok=True,
+            start_s=3.5,
+            ttft_s=0.5,
+            e2e_s=1.25,
+            output_tokens=4,
+            itl_s=[0.25] * 3,
+        ),
         RequestRecord(engine="e", index=2, ok=False, start_s=1.0, e2e_s=0.2, error_class="http_status"),
     ]
     series = throughput_series(records, 1.0)
     assert [p["t_s"] for p in series] == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert [p["output_tok_s"] for p in series] == [4.0, 6.0, 0.0, 0.0, 4.0]
     table = summarize_engine(records, percentiles=(50,))
-    assert table["output_throughput_tok_s"] == pytest.approx(sum(p["output_tok_s"] for p in series) / 4.75)
+    assert table["output_throughput_tok_s"] == pytest.approx(
+        sum(p["output_tok_s"] for p in series) / 4.75
+    )
 
 
 def test_token_rate_without_gaps_spreads_tokens_between_first_and_last() -> None:
     from services.bench.stats import token_arrival_times
 
-    record = RequestRecord(engine="e", index=0, ok=True, start_s=1.0, ttft_s=1.0, e2e_s=3.0, output_tokens=3)
+    record = RequestRecord(
+        engine="e", index=0, ok=True, start_s=1.0, ttft_s=1.0, e2e_s=3.0, output_tokens=3
+    )
     assert token_arrival_times(record) == [2.0, 3.0, 4.0]

@@ -14,14 +14,37 @@ from services.errors import NotFoundError, ValidationError
 
 def test_form_values_make_a_validated_spec(db_url: str) -> None:
     add_engine("one", "http://127.0.0.1:9", kind="vllm", model="m")
-    spec = views.spec_from_form({
-        "engines": ["one"], "workload": "shared_prefix", "prefix_groups": 2, "prefix_len": 64, "input_len": 8,
-        "output_len": 16, "mode": "rate", "rate": 3.5, "arrival": "gamma", "burstiness": 0.5, "max_concurrency": 4,
-        "bound": "duration", "duration_s": 30, "warmup": 1, "slo_ttft_ms": 200, "slo_tpot_ms": 0,
-        "sweep": "rate", "sweep_values": "1, 2 4", "parallel": True, "timeout_s": 60,
-    })
+    spec = views.spec_from_form(
+        {
+            "engines": ["one"],
+            "workload": "shared_prefix",
+            "prefix_groups": 2,
+            "prefix_len": 64,
+            "input_len": 8,
+            "output_len": 16,
+            "mode": "rate",
+            "rate": 3.5,
+            "arrival": "gamma",
+            "burstiness": 0.5,
+            "max_concurrency": 4,
+            "bound": "duration",
+            "duration_s": 30,
+            "warmup": 1,
+            "slo_ttft_ms": 200,
+            "slo_tpot_ms": 0,
+            "sweep": "rate",
+            "sweep_values": "1, 2 4",
+            "parallel": True,
+            "timeout_s": 60,
+        }
+    )
     assert spec.engines[0].name == "one" and spec.engines[0].kind == "vllm"
-    assert (spec.load.mode, spec.load.rate, spec.load.concurrency, spec.load.duration_s) == ("rate", 3.5, 4, 30.0)
+    assert (spec.load.mode, spec.load.rate, spec.load.concurrency, spec.load.duration_s) == (
+        "rate",
+        3.5,
+        4,
+        30.0,
+    )
     assert spec.load.requests is None
     assert spec.slo.ttft_ms == 200 and spec.slo.tpot_ms is None
     assert spec.sweep.values == (1.0, 2.0, 4.0)
@@ -45,9 +68,14 @@ def test_uploaded_prompt_files_are_kept_and_checked(db_url: str, tmp_path: Path)
 
 
 def test_tables_from_a_summary() -> None:
-    block = {"ttft_s": {"mean": 0.1, "p50": 0.1, "p90": 0.2, "p95": 0.25, "p99": 0.3, "max": 0.4},
-             "completed": 3, "failed": 1, "errors_by_class": {"stream_cut": 1}, "request_throughput_rps": 1.234,
-             "engine_metrics": {"prefix_cache_hit_rate": 0.5}}
+    block = {
+        "ttft_s": {"mean": 0.1, "p50": 0.1, "p90": 0.2, "p95": 0.25, "p99": 0.3, "max": 0.4},
+        "completed": 3,
+        "failed": 1,
+        "errors_by_class": {"stream_cut": 1},
+        "request_throughput_rps": 1.234,
+        "engine_metrics": {"prefix_cache_hit_rate": 0.5},
+    }
     table = views.percentile_table({"engines": {"a": block}}, (50, 99.9))
     row = table[table["metric"] == "TTFT"].iloc[0]
     assert row["p50 (ms)"] == 100.0 and row["p99 (ms)"] == 300.0 and "p99.9 (ms)" in table.columns
@@ -61,12 +89,21 @@ def test_tables_from_a_summary() -> None:
 def test_a_sweep_names_its_steps_by_load_level() -> None:
     from services.bench.stats import RequestRecord
 
-    summary = {"sweep": [{"engine": "a", "step": 0, "concurrency": 1}, {"engine": "a", "step": 1, "concurrency": 4}],
-               "engines": {"a": {"from_step": 1}}}
+    summary = {
+        "sweep": [
+            {"engine": "a", "step": 0, "concurrency": 1},
+            {"engine": "a", "step": 1, "concurrency": 4},
+        ],
+        "engines": {"a": {"from_step": 1}},
+    }
     assert views.step_labels(summary) == {0: "concurrency 1", 1: "concurrency 4"}
     records = [RequestRecord(engine="a", index=0, ok=True, start_s=0.0, ttft_s=0.1, e2e_s=0.2, step=1)]
-    assert views.concurrency_figure(records, views.step_labels(summary)).data[0].name == "a, concurrency 4"
-    assert list(views.timeline_figure(records, views.step_labels(summary)).data[0].y) == ["a #0, concurrency 4"]
+    assert (
+        views.concurrency_figure(records, views.step_labels(summary)).data[0].name == "a, concurrency 4"
+    )
+    assert list(views.timeline_figure(records, views.step_labels(summary)).data[0].y) == [
+        "a #0, concurrency 4"
+    ]
 
 
 def test_engines_run_one_after_another_are_drawn_one_after_another() -> None:
@@ -75,8 +112,10 @@ def test_engines_run_one_after_another_are_drawn_one_after_another() -> None:
     from services.bench.stats import RequestRecord
 
     summary = {"engines": {"a": {"started_at_unix": 1000.0}, "b": {"started_at_unix": 1012.5}}}
-    records = [RequestRecord(engine=e, index=0, ok=True, start_s=0.5, ttft_s=0.1, e2e_s=1.0, output_tokens=4)
-               for e in ("a", "b")]
+    records = [
+        RequestRecord(engine=e, index=0, ok=True, start_s=0.5, ttft_s=0.1, e2e_s=1.0, output_tokens=4)
+        for e in ("a", "b")
+    ]
     offsets = views.run_offsets(summary)
     assert offsets == {("a", None): 0.0, ("b", None): 12.5}
     timeline = views.timeline_figure(records, None, offsets)

@@ -71,7 +71,9 @@ def test_length_distributions_keep_their_means(dist: str) -> None:
 
 
 def test_max_lengths_clip() -> None:
-    spec = WorkloadSpec(input_len=500, output_len=500, length_dist="conversation", max_input_len=600, max_output_len=50)
+    spec = WorkloadSpec(
+        input_len=500, output_len=500, length_dist="conversation", max_input_len=600, max_output_len=50
+    )
     for conversation in first(spec, 500):
         assert conversation.turns[0].input_len <= 600
         assert conversation.turns[0].output_len <= 50
@@ -120,8 +122,10 @@ def test_structured_workload_carries_the_schema() -> None:
 def test_prompt_file(tmp_path: Path) -> None:
     path = tmp_path / "prompts.jsonl"
     path.write_text(
-        json.dumps({"prompt": "Say hi", "max_tokens": 7}) + "\n\n"
-        + json.dumps({"messages": [{"role": "user", "content": "Hello"}]}) + "\n",
+        json.dumps({"prompt": "Say hi", "max_tokens": 7})
+        + "\n\n"
+        + json.dumps({"messages": [{"role": "user", "content": "Hello"}]})
+        + "\n",
         encoding="utf-8",
     )
     spec = WorkloadSpec(kind="file", prompts_file=str(path), output_len=9)
@@ -135,8 +139,12 @@ def test_prompt_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("not json\n", "line 1: not JSON"), ('{"x": 1}\n', "needs a \"prompt\""), ("", "holds no prompts"),
-     ('{"prompt": "a", "max_tokens": 0}\n', "positive integer")],
+    [
+        ("not json\n", "line 1: not JSON"),
+        ('{"x": 1}\n', 'needs a "prompt"'),
+        ("", "holds no prompts"),
+        ('{"prompt": "a", "max_tokens": 0}\n', "positive integer"),
+    ],
 )
 def test_prompt_file_errors(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.jsonl"

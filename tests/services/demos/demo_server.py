@@ -74,12 +74,21 @@ class DemoHandler(ScriptedHandler):
                 state.slots = asyncio.Semaphore(int(options["slots"]))
         return state
 
-    async def route(self, method: str, target: str, headers: dict[str, str], body: bytes,
-                    writer: asyncio.StreamWriter, received: float) -> bool:
+    async def route(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        received: float,
+    ) -> bool:
         url = urlsplit(target)
         if method == "GET" and url.path == "/metrics" and url.query:
             tag = parse_qs(url.query).get("tag", [""])[0]
-            return self._plain(writer, 200, self.engine_metrics(tag), "text/plain; version=0.0.4; charset=utf-8")
+            return self._plain(
+                writer, 200, self.engine_metrics(tag), "text/plain; version=0.0.4; charset=utf-8"
+            )
         return await super().route(method, target, headers, body, writer, received)
 
     def engine_metrics(self, tag: str) -> str:
@@ -95,12 +104,21 @@ class DemoHandler(ScriptedHandler):
             ("vllm:prefix_cache_hits_total", "counter", s.hits),
             ("vllm:num_preemptions_total", "counter", s.preemptions),
         ):
-            lines += [f"# HELP {name} {name}", f"# TYPE {name.removesuffix('_total')} {kind}",
-                      f"{name}{{{label}}} {value}"]
+            lines += [
+                f"# HELP {name} {name}",
+                f"# TYPE {name.removesuffix('_total')} {kind}",
+                f"{name}{{{label}}} {value}",
+            ]
         return "\n".join(lines) + "\n"
 
-    async def chat(self, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter, received: float,
-                   target: str) -> bool:
+    async def chat(
+        self,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        received: float,
+        target: str,
+    ) -> bool:
         try:
             request = json.loads(body or b"{}")
         except ValueError:
@@ -116,8 +134,10 @@ class DemoHandler(ScriptedHandler):
         prompt_tokens = sum(_message_tokens(m) for m in messages)
         extra = []
         if "cache" in options:
-            keys = [hashlib.sha256(json.dumps(messages[:k], sort_keys=True).encode()).hexdigest()
-                    for k in range(1, len(messages) + 1)]
+            keys = [
+                hashlib.sha256(json.dumps(messages[:k], sort_keys=True).encode()).hexdigest()
+                for k in range(1, len(messages) + 1)
+            ]
             matched = max((k + 1 for k, key in enumerate(keys) if key in state.seen), default=0)
             cached = sum(_message_tokens(m) for m in messages[:matched])
             state.seen.update(keys)
@@ -182,8 +202,13 @@ class DemoServer(ScriptedServer):
         import os
 
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.services.demos.demo_server"], cwd=REPO_ROOT,
-                                        stdout=subprocess.PIPE, text=True, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.services.demos.demo_server"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith("PORT "):
@@ -200,8 +225,13 @@ class DemoServer(ScriptedServer):
         """Register an emulated engine in the current test database (kind vllm, own metrics)."""
         from services import endpoints
 
-        return endpoints.add_engine(name, self.root_url, kind="vllm", model=self.engine_model(name, scenario, **options),
-                                    metrics_url=f"{self.root_url}/metrics?tag={name}")
+        return endpoints.add_engine(
+            name,
+            self.root_url,
+            kind="vllm",
+            model=self.engine_model(name, scenario, **options),
+            metrics_url=f"{self.root_url}/metrics?tag={name}",
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ def test_queue_and_preemption(db_url: str, demo_server) -> None:
     assert roomy["verdict"] == "queued_not_kv"
     assert roomy["waiting_peak"] >= 1 and roomy["first_queue_concurrency"] == 4
     assert 0 < roomy["kv_peak"] < 0.2 and roomy["preemptions"] == 0
-    assert roomy["latency_growth"] == pytest.approx(1.5, rel=0.1)  # two of four waited for a slot: mean ×1.5
+    assert roomy["latency_growth"] == pytest.approx(
+        1.5, rel=0.1
+    )  # two of four waited for a slot: mean ×1.5
 
     assert cramped["verdict"] == "preempted"
     assert cramped["preemptions"] >= 2 and cramped["kv_peak"] == 1.0
@@ -30,8 +32,24 @@ def test_queue_and_preemption(db_url: str, demo_server) -> None:
 
 
 def test_verdict_without_kv_metrics() -> None:
-    levels = [{"concurrency": 1, "e2e_mean_s": 1.0, "kv_reason": "not reported by llama.cpp", "waiting_peak": 0},
-              {"concurrency": 8, "e2e_mean_s": 3.0, "kv_reason": "not reported by llama.cpp", "waiting_peak": 4}]
+    levels = [
+        {
+            "concurrency": 1,
+            "e2e_mean_s": 1.0,
+            "kv_reason": "not reported by llama.cpp",
+            "waiting_peak": 0,
+        },
+        {
+            "concurrency": 8,
+            "e2e_mean_s": 3.0,
+            "kv_reason": "not reported by llama.cpp",
+            "waiting_peak": 4,
+        },
+    ]
     v = engine_verdict(levels)
-    assert v["verdict"] == "queued" and v["kv_peak"] is None and v["kv_reason"] == "not reported by llama.cpp"
+    assert (
+        v["verdict"] == "queued"
+        and v["kv_peak"] is None
+        and v["kv_reason"] == "not reported by llama.cpp"
+    )
     assert engine_verdict([{"concurrency": 1, "error": "boom"}])["verdict"] == "failed"

@@ -24,7 +24,9 @@ def test_cache_that_halves_ttft_and_server_without_cache(db_url: str, demo_serve
     assert cached["verdict"] == "cache"
     assert cached["ttft_change"] == pytest.approx(-0.5, abs=0.08)
     assert cached["cached_tokens"] == cached["prompt_tokens"] > 100
-    assert cached["hit_rate"] == pytest.approx(0.5, abs=0.05)  # cold + repeated: half the prompt tokens hit
+    assert cached["hit_rate"] == pytest.approx(
+        0.5, abs=0.05
+    )  # cold + repeated: half the prompt tokens hit
     assert cached["later_turns_change"] == pytest.approx(-0.5, abs=0.08)
 
     assert plain["verdict"] == "none"

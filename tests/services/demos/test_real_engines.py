@@ -16,8 +16,12 @@ pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
 def test_prefix_caching_on_the_local_engines(local_engines) -> None:  # type: ignore[no-untyped-def]
     names = [e.name for e in local_engines]
-    run_id = runner.start_demo("prefix-cache", names, options={"prompt_tokens": 400, "turns": 2, "max_tokens": 4},
-                               background=False)
+    run_id = runner.start_demo(
+        "prefix-cache",
+        names,
+        options={"prompt_tokens": 400, "turns": 2, "max_tokens": 4},
+        background=False,
+    )
     result = runner.demo_result(run_id)
     print(result["conclusion"])
     assert result["status"] == "finished", (result["error"], [s["errors"] for s in result["steps"]])
@@ -26,7 +30,9 @@ def test_prefix_caching_on_the_local_engines(local_engines) -> None:  # type: ig
     assert verdicts["vllm-cpu"]["cached_tokens"] >= 256  # whole 128-token blocks of a ~400-token prompt
     assert verdicts["vllm-cpu"]["hit_rate"] > 0.25
     assert verdicts["llamacpp-4slot"]["verdict"] == "cache"
-    assert verdicts["llamacpp-4slot"]["cached_tokens"] >= 0.9 * verdicts["llamacpp-4slot"]["prompt_tokens"]
+    assert (
+        verdicts["llamacpp-4slot"]["cached_tokens"] >= 0.9 * verdicts["llamacpp-4slot"]["prompt_tokens"]
+    )
     assert verdicts["llamacpp-1slot"]["verdict"] == "none"
     assert verdicts["llamacpp-1slot"]["cached_tokens"] == 0
     assert "llamacpp-1slot (no cache)" in result["conclusion"]

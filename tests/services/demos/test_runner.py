@@ -64,7 +64,9 @@ def test_page_demos_run_in_a_worker_process(db_url: str, demo_server) -> None:
 
 def test_stop_keeps_what_was_measured(db_url: str, demo_server) -> None:
     demo_server.register("stopped-engine", "ttft=60,itl=5")
-    run_id = runner.start_demo("prefix-cache", ["stopped-engine"], options=FAST, pause_between_steps=True)
+    run_id = runner.start_demo(
+        "prefix-cache", ["stopped-engine"], options=FAST, pause_between_steps=True
+    )
     wait_for(lambda: runner.demo_view(run_id).awaiting == 1)
     runner.stop_demo(run_id)
     view = runner.wait_until_done(run_id, timeout_s=30)
@@ -108,9 +110,14 @@ def test_bad_input_is_refused_before_anything_is_stored(db_url: str, demo_server
 
 def test_worker_that_died_shows_as_interrupted(db_url: str) -> None:
     with session_scope() as session:
-        run = Run(kind="demo", name="batching", status="running", config={"scenario": "batching"},
-                  summary={"steps": [], "awaiting": None},
-                  heartbeat_at=datetime.now(timezone.utc) - timedelta(minutes=5))
+        run = Run(
+            kind="demo",
+            name="batching",
+            status="running",
+            config={"scenario": "batching"},
+            summary={"steps": [], "awaiting": None},
+            heartbeat_at=datetime.now(timezone.utc) - timedelta(minutes=5),
+        )
         session.add(run)
         session.flush()
         run_id = run.id
@@ -147,7 +154,9 @@ def test_html_report_carries_the_demo(db_url: str, demo_server) -> None:
 
 def test_stop_during_a_step(db_url: str, demo_server) -> None:
     demo_server.register("slow-engine", "ttft=50,itl=50")
-    run_id = runner.start_demo("batching", ["slow-engine"], options={"levels": "1,2,4,8,16", "max_tokens": 16})
+    run_id = runner.start_demo(
+        "batching", ["slow-engine"], options={"levels": "1,2,4,8,16", "max_tokens": 16}
+    )
     wait_for(lambda: runner.demo_view(run_id).request_count >= 3)
     runner.stop_demo(run_id)
     view = runner.wait_until_done(run_id, timeout_s=30)
@@ -159,8 +168,14 @@ def test_stop_during_a_step(db_url: str, demo_server) -> None:
 
 def test_bad_stored_scenario_ends_failed_not_running(db_url: str) -> None:
     with session_scope() as session:
-        run = Run(kind="demo", name="gone", status="pending", config={"scenario": "gone", "options": {}},
-                  summary={"steps": []}, engines=[])
+        run = Run(
+            kind="demo",
+            name="gone",
+            status="pending",
+            config={"scenario": "gone", "options": {}},
+            summary={"steps": []},
+            engines=[],
+        )
         session.add(run)
         session.flush()
         run_id = run.id
@@ -174,8 +189,16 @@ def test_two_lines_at_the_same_value_put_their_labels_apart() -> None:
     from services.demos.base import ChartSpec, Series
     from services.demos.charts import figure_from_spec
 
-    spec = ChartSpec(title="TTFT per chat turn", x_title="", y_title="TTFT (s)", kind="line", x_category=True,
-                     series=[Series(name=n, x=["turn 1", "turn 2"], y=[0.8, y], text=["0.80 s", f"{y:.2f} s"])
-                             for n, y in (("cache-on", 0.4), ("cache-off", 0.8))])
+    spec = ChartSpec(
+        title="TTFT per chat turn",
+        x_title="",
+        y_title="TTFT (s)",
+        kind="line",
+        x_category=True,
+        series=[
+            Series(name=n, x=["turn 1", "turn 2"], y=[0.8, y], text=["0.80 s", f"{y:.2f} s"])
+            for n, y in (("cache-on", 0.4), ("cache-off", 0.8))
+        ],
+    )
     positions = [trace.textposition for trace in figure_from_spec(spec).data]
     assert len(set(positions)) == 2

@@ -7,8 +7,12 @@ from services.demos import runner
 
 
 def test_same_model_demo_concludes_from_the_measured_divergence(local_engines: list) -> None:
-    run_id = runner.start_demo("same-model", ["llamacpp-4slot", "vllm-cpu"],
-                               options={"prompts": 4, "max_tokens": 16}, background=False)
+    run_id = runner.start_demo(
+        "same-model",
+        ["llamacpp-4slot", "vllm-cpu"],
+        options={"prompts": 4, "max_tokens": 16},
+        background=False,
+    )
     result = runner.demo_result(run_id)
     assert result["status"] == "finished", result
     verdict = result["verdicts"]["vllm-cpu"]
@@ -21,8 +25,12 @@ def test_same_model_demo_concludes_from_the_measured_divergence(local_engines: l
 
 
 def test_same_model_demo_against_itself_is_identical(local_engines: list) -> None:
-    run_id = runner.start_demo("same-model", ["llamacpp-4slot", "llamacpp-1slot"],
-                               options={"prompts": 3, "max_tokens": 16}, background=False)
+    run_id = runner.start_demo(
+        "same-model",
+        ["llamacpp-4slot", "llamacpp-1slot"],
+        options={"prompts": 3, "max_tokens": 16},
+        background=False,
+    )
     result = runner.demo_result(run_id)
     assert result["verdicts"]["llamacpp-1slot"]["verdict"] == "identical", result["conclusion"]
     assert result["conclusion"].startswith("Same model, same answers")

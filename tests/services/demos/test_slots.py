@@ -10,9 +10,12 @@ from services.tune.launch import still_running
 
 
 def test_how_many_slots_runs_each_slot_count_and_concludes(local_engines: list) -> None:
-    run_id = runner.start_demo("how-many-slots", ["llamacpp-4slot"],
-                               options={"slots": [1, 2], "concurrency": 2, "requests": 4, "output_tokens": 8},
-                               background=False)
+    run_id = runner.start_demo(
+        "how-many-slots",
+        ["llamacpp-4slot"],
+        options={"slots": [1, 2], "concurrency": 2, "requests": 4, "output_tokens": 8},
+        background=False,
+    )
     result = runner.demo_result(run_id)
     assert result["status"] == "finished", result
     verdicts = result["verdicts"]
@@ -28,13 +31,20 @@ def test_how_many_slots_runs_each_slot_count_and_concludes(local_engines: list) 
 
 def test_the_conclusion_reads_the_numbers() -> None:
     scenario = HowManySlots()
-    rows = [{"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0}, {"slots": 2, "tok_s": 30.0, "ttft_p90_ms": 350.0},
-            {"slots": 4, "tok_s": 31.0, "ttft_p90_ms": 900.0}]
+    rows = [
+        {"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0},
+        {"slots": 2, "tok_s": 30.0, "ttft_p90_ms": 350.0},
+        {"slots": 4, "tok_s": 31.0, "ttft_p90_ms": 900.0},
+    ]
     steps = [{"key": "slots", "data": {"rows": rows, "tune_run": 7}}]
     conclusion = scenario.conclude(steps, ["llamacpp-4slot"], {})
     assert conclusion.headline.startswith("2 slots for this machine: 1.50x the throughput of 1")
     assert "4 slots gave +3% throughput, p90 TTFT 350 ms to 900 ms" in conclusion.headline
     assert conclusion.verdicts["2"]["best"] and not conclusion.verdicts["4"]["best"]
-    flat = [{"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0}, {"slots": 2, "tok_s": 20.5, "ttft_p90_ms": 600.0}]
+    flat = [
+        {"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0},
+        {"slots": 2, "tok_s": 20.5, "ttft_p90_ms": 600.0},
+    ]
     assert scenario.conclude([{"key": "slots", "data": {"rows": flat}}], [], {}).headline.startswith(
-        "1 slot is enough on this machine: more slots did not add throughput")
+        "1 slot is enough on this machine: more slots did not add throughput"
+    )

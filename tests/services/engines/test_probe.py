@@ -13,8 +13,17 @@ from services.engines.probe import interpret, probe
 
 
 def evidence(**answers: HttpAnswer) -> ProbeEvidence:
-    mapping = {"v1_models": "/v1/models", "root": "/", "version": "/version", "props": "/props", "info": "/info",
-               "api_version": "/api/version", "v2": "/v2", "server_info": "/server_info", "health": "/health"}
+    mapping = {
+        "v1_models": "/v1/models",
+        "root": "/",
+        "version": "/version",
+        "props": "/props",
+        "info": "/info",
+        "api_version": "/api/version",
+        "v2": "/v2",
+        "server_info": "/server_info",
+        "health": "/health",
+    }
     return ProbeEvidence("http://x:1", {mapping[k]: v for k, v in answers.items()})
 
 
@@ -28,22 +37,81 @@ NOT_FOUND = HttpAnswer(404, {"detail": "Not Found"})
 @pytest.mark.parametrize(
     ("answers", "kind", "version"),
     [
-        ({"v1_models": models("vllm", max_model_len=8192), "version": HttpAnswer(200, {"version": "0.33.0"})},
-         "vllm", "0.33.0"),
-        ({"v1_models": models("sglang"), "root": HttpAnswer(200, "SGLang is running", text='"SGLang is running"'),
-          "server_info": HttpAnswer(200, {"version": "0.5.23", "tp_size": 2})}, "sglang", "0.5.23"),
+        (
+            {
+                "v1_models": models("vllm", max_model_len=8192),
+                "version": HttpAnswer(200, {"version": "0.33.0"}),
+            },
+            "vllm",
+            "0.33.0",
+        ),
+        (
+            {
+                "v1_models": models("sglang"),
+                "root": HttpAnswer(200, "SGLang is running", text='"SGLang is running"'),
+                "server_info": HttpAnswer(200, {"version": "0.5.23", "tp_size": 2}),
+            },
+            "sglang",
+            "0.5.23",
+        ),
         # SGLang can be told to answer "Ollama is running" on GET /: owned_by still wins.
-        ({"v1_models": models("sglang"), "root": HttpAnswer(200, None, text="Ollama is running"),
-          "api_version": HttpAnswer(200, {"version": "x"})}, "sglang", None),
-        ({"v1_models": models("tensorrt_llm"), "version": HttpAnswer(200, {"version": "1.2.1"})}, "trtllm", "1.2.1"),
-        ({"v1_models": models("llamacpp"), "props": HttpAnswer(200, {"build_info": "b7000-abc", "total_slots": 4,
-          "default_generation_settings": {"n_ctx": 2048}})}, "llamacpp", "b7000-abc"),
-        ({"v1_models": models("meta-llama/Llama-3.1-8B"), "info": HttpAnswer(200, {
-          "router": "text-generation-router", "version": "3.3.6", "max_total_tokens": 8192})}, "tgi", "3.3.6"),
-        ({"v1_models": models("library"), "root": HttpAnswer(200, None, text="Ollama is running"),
-          "api_version": HttpAnswer(200, {"version": "0.33.0"})}, "ollama", "0.33.0"),
-        ({"v1_models": models("system"), "v2": HttpAnswer(200, {"name": "triton", "version": "2.60.0"})},
-         "triton", "2.60.0"),
+        (
+            {
+                "v1_models": models("sglang"),
+                "root": HttpAnswer(200, None, text="Ollama is running"),
+                "api_version": HttpAnswer(200, {"version": "x"}),
+            },
+            "sglang",
+            None,
+        ),
+        (
+            {"v1_models": models("tensorrt_llm"), "version": HttpAnswer(200, {"version": "1.2.1"})},
+            "trtllm",
+            "1.2.1",
+        ),
+        (
+            {
+                "v1_models": models("llamacpp"),
+                "props": HttpAnswer(
+                    200,
+                    {
+                        "build_info": "b7000-abc",
+                        "total_slots": 4,
+                        "default_generation_settings": {"n_ctx": 2048},
+                    },
+                ),
+            },
+            "llamacpp",
+            "b7000-abc",
+        ),
+        (
+            {
+                "v1_models": models("meta-llama/Llama-3.1-8B"),
+                "info": HttpAnswer(
+                    200,
+                    {"router": "text-generation-router", "version": "3.3.6", "max_total_tokens": 8192},
+                ),
+            },
+            "tgi",
+            "3.3.6",
+        ),
+        (
+            {
+                "v1_models": models("library"),
+                "root": HttpAnswer(200, None, text="Ollama is running"),
+                "api_version": HttpAnswer(200, {"version": "0.33.0"}),
+            },
+            "ollama",
+            "0.33.0",
+        ),
+        (
+            {
+                "v1_models": models("system"),
+                "v2": HttpAnswer(200, {"name": "triton", "version": "2.60.0"}),
+            },
+            "triton",
+            "2.60.0",
+        ),
         ({"v1_models": models("someone"), "root": NOT_FOUND}, "openai", None),
     ],
 )
@@ -56,29 +124,45 @@ def test_detects_each_kind(answers: dict, kind: str, version: str | None) -> Non
 
 def test_context_length_per_kind() -> None:
     assert interpret(evidence(v1_models=models("vllm", max_model_len=4096))).context_length == 4096
-    llama = evidence(v1_models=models("llamacpp"), props=HttpAnswer(200, {"default_generation_settings": {"n_ctx": 2048}}))
+    llama = evidence(
+        v1_models=models("llamacpp"),
+        props=HttpAnswer(200, {"default_generation_settings": {"n_ctx": 2048}}),
+    )
     assert interpret(llama).context_length == 2048
 
 
 def test_states_in_plain_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    down = interpret(evidence(v1_models=HttpAnswer(None, error="connection refused (nothing listens on that port)")))
+    down = interpret(
+        evidence(v1_models=HttpAnswer(None, error="connection refused (nothing listens on that port)"))
+    )
     assert down.state == "unreachable" and "connection refused" in down.message
     monkeypatch.delenv("MISSING_KEY_VAR", raising=False)
-    auth = interpret(evidence(v1_models=HttpAnswer(401, {"error": "unauthorized"})), api_key_env="MISSING_KEY_VAR")
+    auth = interpret(
+        evidence(v1_models=HttpAnswer(401, {"error": "unauthorized"})), api_key_env="MISSING_KEY_VAR"
+    )
     assert auth.state == "auth_required" and "MISSING_KEY_VAR is not set" in auth.message
     html = interpret(evidence(v1_models=HttpAnswer(200, None, text="<html>hello</html>")))
     assert html.state == "not_openai" and "OpenAI model list" in html.message
-    loading = interpret(evidence(v1_models=models("llamacpp"), health=HttpAnswer(503, {"error": "Loading model"})))
+    loading = interpret(
+        evidence(v1_models=models("llamacpp"), health=HttpAnswer(503, {"error": "Loading model"}))
+    )
     assert loading.state == "unhealthy"
 
 
 def test_request_extras_follow_the_adapter() -> None:
     params = SamplingParams(top_k=20, min_tokens=5, ignore_eos=True, n=2)
-    assert get_adapter("vllm").request_extras(params) == {"top_k": 20, "min_tokens": 5, "ignore_eos": True}
+    assert get_adapter("vllm").request_extras(params) == {
+        "top_k": 20,
+        "min_tokens": 5,
+        "ignore_eos": True,
+    }
     assert get_adapter("llamacpp").request_extras(params) == {"top_k": 20, "ignore_eos": True}
     assert get_adapter("llamacpp").unsupported(params) == ["min_tokens"]
     assert get_adapter("tgi").unsupported(params) == ["top_k", "min_tokens", "ignore_eos", "n"]
-    assert get_adapter("tgi").response_format({"type": "object"}) == {"type": "json", "value": {"type": "object"}}
+    assert get_adapter("tgi").response_format({"type": "object"}) == {
+        "type": "json",
+        "value": {"type": "object"},
+    }
     assert get_adapter("nonsense").kind == "openai"
 
 
@@ -122,6 +206,10 @@ def test_probe_real_local_engines(all_local_engines_up) -> None:  # type: ignore
 def test_llamacpp_without_an_alias_is_named_by_its_gguf_file() -> None:
     """Issue 19: started without --alias, llama-server lists the GGUF path as its model."""
     path = "/srv/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-    result = interpret(evidence(v1_models=models("llamacpp", path),
-                                props=HttpAnswer(200, {"default_generation_settings": {"n_ctx": 2048}})))
+    result = interpret(
+        evidence(
+            v1_models=models("llamacpp", path),
+            props=HttpAnswer(200, {"default_generation_settings": {"n_ctx": 2048}}),
+        )
+    )
     assert result.kind == "llamacpp" and result.models == ["SmolLM2-135M-Instruct.Q4_1.gguf"]

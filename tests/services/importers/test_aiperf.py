@@ -14,7 +14,9 @@ def test_aggregated_json_with_records_beside_it(samples) -> None:
     assert module is aiperf
     assert run.engine_names == "localhost:9000" and run.model == "openai/gpt-oss-20b"
     engine = run.summary["engines"]["localhost:9000"]
-    assert engine["ttft_s"]["p50"] == pytest.approx(0.140) and engine["ttft_s"]["std"] == pytest.approx(0.04)
+    assert engine["ttft_s"]["p50"] == pytest.approx(0.140) and engine["ttft_s"]["std"] == pytest.approx(
+        0.04
+    )
     assert engine["tpot_s"]["mean"] == pytest.approx(0.0052)  # AIPerf's inter token latency is our TPOT
     assert engine["itl_s"]["p99"] == pytest.approx(0.008)  # its inter chunk latency is our ITL
     assert engine["e2e_s"]["p25"] == pytest.approx(0.6)
@@ -40,7 +42,11 @@ def test_per_request_records(samples) -> None:
     assert first["ttft_s"] == pytest.approx(0.1) and first["e2e_s"] == pytest.approx(0.25)
     assert first["itl_s"] == pytest.approx([0.05] * 3) and first["tpot_s"] == pytest.approx(0.05)
     assert first["start_s"] == pytest.approx(1.061)
-    assert not failed["ok"] and failed["error_class"] == "InternalServerError" and failed["input_tokens"] == 550
+    assert (
+        not failed["ok"]
+        and failed["error_class"] == "InternalServerError"
+        and failed["input_tokens"] == 550
+    )
     engine = run.summary["engines"]["vllm"]
     assert (engine["completed"], engine["failed"]) == (2, 1)  # the warm-up is not counted
     assert engine["ttft_s"]["mean"] == pytest.approx(0.15)
@@ -52,7 +58,9 @@ def test_csv_sections(samples) -> None:
     module, [run] = importers.parse_file(path.read_bytes(), path.name)
     assert module is aiperf
     engine = run.summary["engines"]["aiperf"]
-    assert engine["ttft_s"]["p50"] == pytest.approx(0.78754) and engine["ttft_s"]["max"] == pytest.approx(4.12109)
+    assert engine["ttft_s"]["p50"] == pytest.approx(0.78754) and engine["ttft_s"][
+        "max"
+    ] == pytest.approx(4.12109)
     assert engine["tpot_s"]["p99"] == pytest.approx(0.05587)
     assert engine["e2e_s"]["mean"] == pytest.approx(6.55036)
     assert engine["request_throughput_rps"] == 13.16 and engine["completed"] == 200

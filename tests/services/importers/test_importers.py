@@ -20,7 +20,9 @@ from services.errors import ValidationError
         ("guidellm_benchmarks.json", "guidellm"),
     ],
 )
-def test_each_sample_is_detected_stored_and_comparable(db_url: str, samples, name: str, tool: str) -> None:
+def test_each_sample_is_detected_stored_and_comparable(
+    db_url: str, samples, name: str, tool: str
+) -> None:
     result = importers.import_file(samples / name)
     assert result.tool == tool and len(result.run_ids) == 1
     comparison = runs.compare_runs(result.run_ids)

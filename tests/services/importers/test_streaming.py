@@ -40,8 +40,11 @@ def test_a_large_export_imports_with_bounded_memory(db_url: str, tmp_path) -> No
     assert result.tool == "shootout" and result.requests == 50_000
     assert peak < 40 * 1024**2, peak / 1024**2
     with session_scope() as session:
-        stored = session.scalar(select(func.count()).select_from(RequestResult).where(
-            RequestResult.run_id == result.run_ids[0]))
+        stored = session.scalar(
+            select(func.count())
+            .select_from(RequestResult)
+            .where(RequestResult.run_id == result.run_ids[0])
+        )
     assert stored == 50_000
     assert runs.get_run(result.run_ids[0]).summary == runs.get_run(original).summary
 
@@ -49,8 +52,13 @@ def test_a_large_export_imports_with_bounded_memory(db_url: str, tmp_path) -> No
 def test_the_header_may_come_after_the_rows(db_url: str) -> None:
     run_id = make_big_run(30)
     document = json.loads(b"".join(exports.stream_run(run_id, "json").chunks))
-    reordered = {"requests": document["requests"], "samples": [], "run": document["run"],
-                 "version": 1, "format": "shootout.run"}
+    reordered = {
+        "requests": document["requests"],
+        "samples": [],
+        "run": document["run"],
+        "version": 1,
+        "format": "shootout.run",
+    }
     result = importers.import_file(json.dumps(reordered).encode(), "late-header.json")
     assert result.requests == 30 and runs.get_run(result.run_ids[0]).name == document["run"]["name"]
 
@@ -79,7 +87,10 @@ def test_a_row_that_cannot_be_stored_is_one_clear_line(db_url: str) -> None:
 
 def test_deep_nesting_is_refused_before_it_is_built(db_url: str) -> None:
     """ijson's builders spend memory quadratic in the depth (20,000 brackets: 1 GB)."""
-    for text in ("[" * 20_000 + "]" * 20_000, '{"format": "shootout.run", "requests": [' + "[" * 20_000 + "]" * 20_000 + "]}"):
+    for text in (
+        "[" * 20_000 + "]" * 20_000,
+        '{"format": "shootout.run", "requests": [' + "[" * 20_000 + "]" * 20_000 + "]}",
+    ):
         tracemalloc.start()
         try:
             with pytest.raises(ValidationError, match="nested too deeply"):
@@ -90,12 +101,17 @@ def test_deep_nesting_is_refused_before_it_is_built(db_url: str) -> None:
         assert peak < 10 * 1024**2
 
 
-def test_files_over_the_import_limit_are_refused_before_reading(db_url: str, tmp_path, monkeypatch) -> None:
+def test_files_over_the_import_limit_are_refused_before_reading(
+    db_url: str, tmp_path, monkeypatch
+) -> None:
     monkeypatch.setenv("SHOOTOUT_LIMIT_IMPORT_MB", "1")
     path = tmp_path / "big.jsonl"
     path.write_bytes(b"{}\n" * 400_000)
-    with pytest.raises(ValidationError, match=r"big.jsonl is 1.2 MB; this server imports files of at most 1 MB "
-                                              r"\(SHOOTOUT_LIMIT_IMPORT_MB\)"):
+    with pytest.raises(
+        ValidationError,
+        match=r"big.jsonl is 1.2 MB; this server imports files of at most 1 MB "
+        r"\(SHOOTOUT_LIMIT_IMPORT_MB\)",
+    ):
         importers.import_file(path)
     with pytest.raises(ValidationError, match="upload.json is 1.2 MB"):
         importers.import_file(io.BytesIO(path.read_bytes()), "upload.json")

@@ -10,27 +10,33 @@ from services.parity.metrics import Answer, TokenChoice, compare, parse_answer, 
 
 
 def _answer(tokens: list[tuple[str, float, dict[str, float]]]) -> Answer:
-    return Answer(text="".join(t for t, _, _ in tokens),
-                  tokens=tuple(TokenChoice(t, lp, top) for t, lp, top in tokens))
+    return Answer(
+        text="".join(t for t, _, _ in tokens),
+        tokens=tuple(TokenChoice(t, lp, top) for t, lp, top in tokens),
+    )
 
 
-REFERENCE = _answer([
-    ("The", -0.5, {"The": -0.5, "A": -1.5}),
-    (" answer", -0.25, {" answer": -0.25}),
-    (" is", -0.125, {" is": -0.125}),
-    (" 4", -1.0, {" 4": -1.0, " four": -1.25}),
-    (".", -0.1, {".": -0.1}),
-])
+REFERENCE = _answer(
+    [
+        ("The", -0.5, {"The": -0.5, "A": -1.5}),
+        (" answer", -0.25, {" answer": -0.25}),
+        (" is", -0.125, {" is": -0.125}),
+        (" 4", -1.0, {" 4": -1.0, " four": -1.25}),
+        (".", -0.1, {".": -0.1}),
+    ]
+)
 
 
 def test_a_divergence_at_token_3_is_found_and_the_prefix_scored() -> None:
-    other = _answer([
-        ("The", -0.75, {"The": -0.75, "A": -1.0}),
-        (" answer", -0.5, {" answer": -0.5}),
-        (" is", -0.125, {" is": -0.125}),
-        (" four", -0.9, {" four": -0.9, " 4": -1.2}),
-        (".", -0.2, {".": -0.2}),
-    ])
+    other = _answer(
+        [
+            ("The", -0.75, {"The": -0.75, "A": -1.0}),
+            (" answer", -0.5, {" answer": -0.5}),
+            (" is", -0.125, {" is": -0.125}),
+            (" four", -0.9, {" four": -0.9, " 4": -1.2}),
+            (".", -0.2, {".": -0.2}),
+        ]
+    )
     result = compare(REFERENCE, other)
     assert result.exact_match is False
     assert result.unit == "token"
@@ -60,7 +66,10 @@ def test_missing_logprobs_fall_back_to_words_and_leave_logprob_figures_empty() -
 
 
 def test_tokens_without_top_logprobs_give_no_topk_figure() -> None:
-    other = Answer(text=REFERENCE.text, tokens=tuple(TokenChoice(t.token, t.logprob) for t in REFERENCE.tokens or ()))
+    other = Answer(
+        text=REFERENCE.text,
+        tokens=tuple(TokenChoice(t.token, t.logprob) for t in REFERENCE.tokens or ()),
+    )
     result = compare(REFERENCE, other)
     assert result.exact_match and result.logprob_diff == 0.0
     assert result.topk_rate is None
@@ -88,9 +97,11 @@ def test_same_text_split_into_other_tokens_is_a_match() -> None:
 
 
 def test_summary_pools_prompts_with_the_one_percentile() -> None:
-    comparisons = [compare(REFERENCE, REFERENCE),
-                   compare(REFERENCE, _answer([("The", -0.5, {}), (" answer", -0.25, {})])),
-                   compare(REFERENCE, Answer(text="A thing", tokens=None))]
+    comparisons = [
+        compare(REFERENCE, REFERENCE),
+        compare(REFERENCE, _answer([("The", -0.5, {}), (" answer", -0.25, {})])),
+        compare(REFERENCE, Answer(text="A thing", tokens=None)),
+    ]
     summary = summarise(comparisons)
     assert summary.compared == 3
     assert summary.exact_match_rate == pytest.approx(1 / 3)
@@ -102,12 +113,25 @@ def test_summary_pools_prompts_with_the_one_percentile() -> None:
 
 
 def test_parse_answer_reads_the_openai_shape_and_refuses_malformed_logprobs() -> None:
-    choice_logprobs = {"content": [{"token": "2", "logprob": -1.5, "top_logprobs": [
-        {"token": "2", "logprob": -1.5}, {"token": "The", "logprob": -1.9}, {"token": "x", "logprob": None}]}]}
+    choice_logprobs = {
+        "content": [
+            {
+                "token": "2",
+                "logprob": -1.5,
+                "top_logprobs": [
+                    {"token": "2", "logprob": -1.5},
+                    {"token": "The", "logprob": -1.9},
+                    {"token": "x", "logprob": None},
+                ],
+            }
+        ]
+    }
     answer = parse_answer("2", choice_logprobs, {"completion_tokens": 1})
     assert answer.tokens == (TokenChoice("2", -1.5, {"2": -1.5, "The": -1.9}),)
     assert answer.completion_tokens == 1 and answer.has_logprobs and answer.has_top_logprobs
     assert parse_answer("2", None, None).tokens is None
     assert parse_answer("2", {"content": [{"logprob": 1}]}, {}).tokens is None
     assert parse_answer("2", {"content": []}, {}).tokens is None
-    assert parse_answer("2", {"content": [{"token": "2", "logprob": math.inf}]}, {}).tokens == (TokenChoice("2", None),)
+    assert parse_answer("2", {"content": [{"token": "2", "logprob": math.inf}]}, {}).tokens == (
+        TokenChoice("2", None),
+    )

@@ -21,9 +21,12 @@ SHORT = 5
 TOKENS = 24
 
 
-def _short_run(engines: list[str], reference: str | None = None, tasks: list[Task] | None = None) -> views.ParityView:
-    run_id = runner.start_parity(engines, reference=reference, tasks=tasks or task_set(SHORT), max_tokens=TOKENS,
-                                 background=False)
+def _short_run(
+    engines: list[str], reference: str | None = None, tasks: list[Task] | None = None
+) -> views.ParityView:
+    run_id = runner.start_parity(
+        engines, reference=reference, tasks=tasks or task_set(SHORT), max_tokens=TOKENS, background=False
+    )
     return views.parity_view(run_id)
 
 
@@ -67,7 +70,9 @@ def test_llamacpp_against_vllm_gives_every_figure(local_engines: list) -> None:
 
 
 def test_the_worker_runs_it_and_cancel_keeps_what_was_answered(local_engines: list) -> None:
-    run_id = runner.start_parity(["llamacpp-4slot", "llamacpp-1slot"], tasks=task_set(40), max_tokens=TOKENS)
+    run_id = runner.start_parity(
+        ["llamacpp-4slot", "llamacpp-1slot"], tasks=task_set(40), max_tokens=TOKENS
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and views.parity_view(run_id).progress < 0.05:
         time.sleep(0.2)
@@ -95,8 +100,11 @@ def test_bad_input_is_refused_before_anything_is_stored(local_engines: list) -> 
 
 
 def test_a_prompt_longer_than_the_context_and_an_engine_without_logprobs_are_said_per_engine(
-        local_engines: list, scripted_server) -> None:  # type: ignore[no-untyped-def]
-    endpoints.add_engine("no-logprobs", scripted_server.base_url, kind="openai", model=scripted_server.model(tokens=8))
+    local_engines: list, scripted_server
+) -> None:  # type: ignore[no-untyped-def]
+    endpoints.add_engine(
+        "no-logprobs", scripted_server.base_url, kind="openai", model=scripted_server.model(tokens=8)
+    )
     long_prompt = Task("long", "file", ({"role": "user", "content": "word " * 9000},))
     short = task_set(2)
     view = _short_run(["llamacpp-4slot", "no-logprobs"], tasks=[*short, long_prompt])
@@ -107,14 +115,33 @@ def test_a_prompt_longer_than_the_context_and_an_engine_without_logprobs_are_sai
     other = view.summary["engines"]["no-logprobs"]
     assert other["logprobs"] == "not reported by OpenAI-compatible"
     parity = other["parity"]
-    assert parity["units"] == ["word"] and parity["logprob_diff_mean"] is None and parity["topk_rate"] is None
+    assert (
+        parity["units"] == ["word"]
+        and parity["logprob_diff_mean"] is None
+        and parity["topk_rate"] is None
+    )
     assert parity["compared"] == 2 and parity["not_compared"] == 1
 
 
-def test_cli_writes_json_and_refuses_bad_input_in_one_line(local_engines: list, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_writes_json_and_refuses_bad_input_in_one_line(
+    local_engines: list, tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "parity.json"
-    code = cli_main(["parity", "--engine", "llamacpp-4slot", "--engine", "llamacpp-1slot", "--count", "3",
-                     "--max-tokens", "16", "--json", str(out)])
+    code = cli_main(
+        [
+            "parity",
+            "--engine",
+            "llamacpp-4slot",
+            "--engine",
+            "llamacpp-1slot",
+            "--count",
+            "3",
+            "--max-tokens",
+            "16",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     assert data["reference"] == "llamacpp-4slot" and len(data["prompts"]) == 3
@@ -122,6 +149,11 @@ def test_cli_writes_json_and_refuses_bad_input_in_one_line(local_engines: list, 
     assert "llamacpp-1slot" in capsys.readouterr().out
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    assert cli_main(["parity", "--engine", "llamacpp-4slot", "--engine", "vllm-cpu", "--prompts", str(empty)]) == 1
+    assert (
+        cli_main(
+            ["parity", "--engine", "llamacpp-4slot", "--engine", "vllm-cpu", "--prompts", str(empty)]
+        )
+        == 1
+    )
     error = capsys.readouterr().err.strip().splitlines()
     assert error[-1] == "error: empty.jsonl holds no prompts."

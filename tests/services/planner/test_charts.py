@@ -72,9 +72,15 @@ def test_a_model_that_does_not_fit_says_so_on_the_chart() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(model=st.sampled_from(sorted(MODELS)), gpu=st.sampled_from(sorted(GPUS)), batch=st.integers(1, 4096),
-       context=st.integers(1, 131072))
-def test_every_plan_keeps_its_decode_chart_in_range(model: str, gpu: str, batch: int, context: int) -> None:
+@given(
+    model=st.sampled_from(sorted(MODELS)),
+    gpu=st.sampled_from(sorted(GPUS)),
+    batch=st.integers(1, 4096),
+    context=st.integers(1, 131072),
+)
+def test_every_plan_keeps_its_decode_chart_in_range(
+    model: str, gpu: str, batch: int, context: int
+) -> None:
     plan = make_plan(PlanRequest(model, gpu, "bf16", batch=batch, context=context))
     end = _check_in_range(decode_ceiling_figure(plan))
     assert end <= 1.5 * max(batch, plan.fit.max_sequences, plan.crossover_batch or 0) + 1

@@ -13,7 +13,12 @@ from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
 
 from services.errors import ValidationError
 from services.planner import memory
-from services.planner.importers import model_from_config, model_from_config_text, model_from_gguf, model_from_gguf_bytes
+from services.planner.importers import (
+    model_from_config,
+    model_from_config_text,
+    model_from_gguf,
+    model_from_gguf_bytes,
+)
 from services.planner.presets import KV_FORMATS, MODELS, WEIGHT_FORMATS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -41,17 +46,19 @@ def write_tiny_gguf(path: Path, *, tied: bool = True, window: int | None = None)
     if not tied:
         shapes["output.weight"] = (vocab, hidden)
     for i in range(layers):
-        shapes.update({
-            f"blk.{i}.attn_norm.weight": (hidden,),
-            f"blk.{i}.attn_q.weight": (hidden, hidden),
-            f"blk.{i}.attn_k.weight": (kv_heads * head_dim, hidden),
-            f"blk.{i}.attn_v.weight": (kv_heads * head_dim, hidden),
-            f"blk.{i}.attn_output.weight": (hidden, hidden),
-            f"blk.{i}.ffn_norm.weight": (hidden,),
-            f"blk.{i}.ffn_gate.weight": (ff, hidden),
-            f"blk.{i}.ffn_up.weight": (ff, hidden),
-            f"blk.{i}.ffn_down.weight": (hidden, ff),
-        })
+        shapes.update(
+            {
+                f"blk.{i}.attn_norm.weight": (hidden,),
+                f"blk.{i}.attn_q.weight": (hidden, hidden),
+                f"blk.{i}.attn_k.weight": (kv_heads * head_dim, hidden),
+                f"blk.{i}.attn_v.weight": (kv_heads * head_dim, hidden),
+                f"blk.{i}.attn_output.weight": (hidden, hidden),
+                f"blk.{i}.ffn_norm.weight": (hidden,),
+                f"blk.{i}.ffn_gate.weight": (ff, hidden),
+                f"blk.{i}.ffn_up.weight": (ff, hidden),
+                f"blk.{i}.ffn_down.weight": (hidden, ff),
+            }
+        )
     total = 0
     for name, shape in shapes.items():
         data = np.zeros(shape, dtype=np.float32)
@@ -69,7 +76,12 @@ def test_tiny_gguf_header_fills_the_model(tmp_path: Path) -> None:
     tensor_bytes = write_tiny_gguf(path, tied=False)
     spec, summary = model_from_gguf(path, key="tiny")
     assert (spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.head_dim) == (2, 64, 4, 2, 16)
-    assert (spec.intermediate, spec.vocab, spec.max_context, spec.tied_embeddings) == (128, 100, 2048, False)
+    assert (spec.intermediate, spec.vocab, spec.max_context, spec.tied_embeddings) == (
+        128,
+        100,
+        2048,
+        False,
+    )
     assert summary.architecture == "llama" and summary.tensor_bytes == tensor_bytes
     # Every tensor of the file is one our architecture count knows about
     assert summary.parameters == memory.parameter_breakdown(spec).total
@@ -110,25 +122,47 @@ def test_smollm2_gguf_matches_the_preset(path: str | None, tmp_path: Path) -> No
         return
     spec, summary = model_from_gguf(path)
     preset = MODELS["smollm2-135m"]
-    for name in ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context",
-                 "tied_embeddings"):
+    for name in (
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "intermediate",
+        "vocab",
+        "max_context",
+        "tied_embeddings",
+    ):
         assert getattr(spec, name) == getattr(preset, name), name
     assert summary.file_type == "MOSTLY_Q4_1" and spec.file_dtype == "gguf-q4_1"
     assert summary.parameters == memory.parameter_breakdown(preset).total == 134_515_008
     weights = memory.weight_bytes(spec, WEIGHT_FORMATS["gguf-q4_1"])
     assert weights.exact_from_file and weights.total == summary.tensor_bytes
-    assert 0.9 * Path(path).stat().st_size < summary.tensor_bytes < Path(path).stat().st_size  # minus the header
+    assert (
+        0.9 * Path(path).stat().st_size < summary.tensor_bytes < Path(path).stat().st_size
+    )  # minus the header
     assert memory.kv_bytes_per_token(spec, KV_FORMATS["fp16"]) == 2 * 30 * 3 * 64 * 2
 
 
 def test_config_with_text_config_and_sliding_window() -> None:
-    mistral = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-               "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 32000, "sliding_window": 4096,
-               "max_position_embeddings": 32768}
+    mistral = {
+        "model_type": "mistral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+        "sliding_window": 4096,
+        "max_position_embeddings": 32768,
+    }
     spec = model_from_config({"model_type": "llava", "text_config": mistral}, key="mistral")
     assert spec.sliding_window == 4096 and spec.sliding_window_layers == 32
-    gemma_like = {**mistral, "sliding_window": 1024,
-                  "layer_types": ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 26}
+    gemma_like = {
+        **mistral,
+        "sliding_window": 1024,
+        "layer_types": ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 26,
+    }
     assert model_from_config(gemma_like).sliding_window_layers == 31
 
 
@@ -138,9 +172,16 @@ def test_config_errors_are_clear() -> None:
     with pytest.raises(ValidationError, match="not valid JSON"):
         model_from_config_text("{nope")
     with pytest.raises(ValidationError, match="should be a number"):
-        model_from_config({"num_hidden_layers": "many", "hidden_size": 8, "num_attention_heads": 2, "vocab_size": 5})
-    bad_heads = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3,
-                 "vocab_size": 10}
+        model_from_config(
+            {"num_hidden_layers": "many", "hidden_size": 8, "num_attention_heads": 2, "vocab_size": 5}
+        )
+    bad_heads = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 3,
+        "vocab_size": 10,
+    }
     with pytest.raises(ValidationError, match="multiple of KV heads"):
         model_from_config(bad_heads)
 

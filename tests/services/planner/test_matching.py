@@ -44,8 +44,16 @@ def test_ambiguous_or_empty_names_match_nothing() -> None:
 
 
 def test_a_served_name_stops_matching_when_the_catalog_holds_two_sizes() -> None:
-    models = {**MODELS, "smollm2-360m": replace(MODELS["smollm2-135m"], key="smollm2-360m", name="SmolLM2 360M",
-                                                hf_id="HuggingFaceTB/SmolLM2-360M-Instruct", hidden=960)}
+    models = {
+        **MODELS,
+        "smollm2-360m": replace(
+            MODELS["smollm2-135m"],
+            key="smollm2-360m",
+            name="SmolLM2 360M",
+            hf_id="HuggingFaceTB/SmolLM2-360M-Instruct",
+            hidden=960,
+        ),
+    }
     assert not model_matches(["smollm2"], models["smollm2-135m"], models)
     assert model_matches(["SmolLM2-135M-Instruct"], models["smollm2-135m"], models)
 
@@ -68,6 +76,8 @@ def test_driver_gpu_names_match_exactly_one_preset(name: str, key: str) -> None:
     assert [k for k, gpu in GPUS.items() if gpu_name_matches(name, gpu)] == [key]
 
 
-@pytest.mark.parametrize("name", ["cpu", "", "NVIDIA L40", "NVIDIA H100 NVL", "AMD EPYC 7763 64-Core Processor"])
+@pytest.mark.parametrize(
+    "name", ["cpu", "", "NVIDIA L40", "NVIDIA H100 NVL", "AMD EPYC 7763 64-Core Processor"]
+)
 def test_other_hardware_is_not_the_h100(name: str) -> None:
     assert not gpu_name_matches(name, GPUS["h100-sxm"])

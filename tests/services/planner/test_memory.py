@@ -53,7 +53,10 @@ def test_weights_by_dtype() -> None:
     assert memory.weight_bytes(LLAMA_70B, WEIGHT_FORMATS["bf16"]).total == params * 2
     fp8 = memory.weight_bytes(LLAMA_70B, WEIGHT_FORMATS["fp8"])
     embeddings = 2 * 128256 * 8192  # input table and untied output head stay BF16
-    assert fp8.total == (params - embeddings - fp8_norms(LLAMA_70B)) * 1 + (embeddings + fp8_norms(LLAMA_70B)) * 2
+    assert (
+        fp8.total
+        == (params - embeddings - fp8_norms(LLAMA_70B)) * 1 + (embeddings + fp8_norms(LLAMA_70B)) * 2
+    )
     q4 = memory.weight_bytes(LLAMA_70B, WEIGHT_FORMATS["gguf-q4_k_m"])
     assert q4.total == pytest.approx(params * 4.8944 / 8)
     awq = memory.weight_bytes(LLAMA_70B, WEIGHT_FORMATS["int4-awq"])
@@ -68,8 +71,13 @@ def fp8_norms(model) -> int:  # type: ignore[no-untyped-def]
 
 def test_gguf_formats_use_real_bits_per_weight() -> None:
     # Whole-file averages from llama.cpp's quantize README (Llama 3.1 8B), block sizes from gguf.
-    expected = {"gguf-q8_0": (8.5008, 8.5), "gguf-q6_k": (6.5633, 6.5625), "gguf-q5_k_m": (5.7036, 5.5),
-                "gguf-q4_k_m": (4.8944, 4.5), "gguf-iq4_xs": (4.4597, 4.25)}
+    expected = {
+        "gguf-q8_0": (8.5008, 8.5),
+        "gguf-q6_k": (6.5633, 6.5625),
+        "gguf-q5_k_m": (5.7036, 5.5),
+        "gguf-q4_k_m": (4.8944, 4.5),
+        "gguf-iq4_xs": (4.4597, 4.25),
+    }
     for key, (average, block) in expected.items():
         fmt = WEIGHT_FORMATS[key]
         assert fmt.bits_per_weight == average
@@ -92,7 +100,9 @@ def test_sliding_window_layers_cap_their_cache() -> None:
     assert long == 4096 * memory.kv_bytes_per_token(mistral, BF16)
     half = replace(mistral, sliding_window_layers=16)
     per_layer = memory.kv_bytes_per_token(mistral, BF16) / 32
-    assert memory.kv_bytes_per_sequence(half, BF16, 32768) == 16 * per_layer * 32768 + 16 * per_layer * 4096
+    assert (
+        memory.kv_bytes_per_sequence(half, BF16, 32768) == 16 * per_layer * 32768 + 16 * per_layer * 4096
+    )
 
 
 def test_blocks_round_sequences_up() -> None:
@@ -148,13 +158,21 @@ gpus = st.sampled_from(sorted(GPUS))
 
 
 @settings(max_examples=60, deadline=None)
-@given(model=models, gpu=gpus, batch=st.integers(1, 512), context=st.integers(1, 65536),
-       more_batch=st.integers(1, 512), more_context=st.integers(1, 65536))
+@given(
+    model=models,
+    gpu=gpus,
+    batch=st.integers(1, 512),
+    context=st.integers(1, 65536),
+    more_batch=st.integers(1, 512),
+    more_context=st.integers(1, 65536),
+)
 def test_memory_is_monotonic_in_batch_and_context(
     model: str, gpu: str, batch: int, context: int, more_batch: int, more_context: int
 ) -> None:
     base = make_plan(PlanRequest(model, gpu, "bf16", batch=batch, context=context))
-    bigger = make_plan(PlanRequest(model, gpu, "bf16", batch=batch + more_batch, context=context + more_context))
+    bigger = make_plan(
+        PlanRequest(model, gpu, "bf16", batch=batch + more_batch, context=context + more_context)
+    )
     assert bigger.kv_total_bytes > base.kv_total_bytes
     assert bigger.fit.needed_per_gpu > base.fit.needed_per_gpu
     assert bigger.fit.max_sequences <= base.fit.max_sequences
@@ -165,4 +183,6 @@ def test_memory_is_monotonic_in_batch_and_context(
 @given(model=models, context=st.integers(1, 131072))
 def test_kv_per_sequence_grows_with_context(model: str, context: int) -> None:
     spec = MODELS[model]
-    assert memory.kv_bytes_per_sequence(spec, BF16, context + 1) >= memory.kv_bytes_per_sequence(spec, BF16, context)
+    assert memory.kv_bytes_per_sequence(spec, BF16, context + 1) >= memory.kv_bytes_per_sequence(
+        spec, BF16, context
+    )

@@ -25,7 +25,9 @@ def test_decode_bytes_are_weights_plus_kv_shared_across_the_batch() -> None:
     one = make_plan(PlanRequest("llama-3-8b", "h100-sxm", "bf16", batch=1, context=2048)).decode
     many = make_plan(PlanRequest("llama-3-8b", "h100-sxm", "bf16", batch=32, context=2048)).decode
     kv_per_sequence = 131_072 * 2048
-    assert many.bytes_per_step_per_gpu - one.bytes_per_step_per_gpu == pytest.approx(31 * kv_per_sequence)
+    assert many.bytes_per_step_per_gpu - one.bytes_per_step_per_gpu == pytest.approx(
+        31 * kv_per_sequence
+    )
 
 
 def test_crossover_batch_where_decode_turns_compute_bound() -> None:
@@ -68,7 +70,9 @@ def test_measured_fraction_of_the_bound() -> None:
 
 
 def test_measured_above_the_bound_warns() -> None:
-    plan = make_plan(PlanRequest("llama-3-70b", "h100-sxm", "bf16", batch=1, context=1, achieved_tok_s=40))
+    plan = make_plan(
+        PlanRequest("llama-3-70b", "h100-sxm", "bf16", batch=1, context=1, achieved_tok_s=40)
+    )
     assert any("above" in w for w in plan.warnings)
 
 
@@ -84,8 +88,13 @@ def test_batch_grid_includes_marked_batches() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(model=st.sampled_from(sorted(MODELS)), gpu=st.sampled_from(sorted(GPUS)), batch=st.integers(1, 1024),
-       context=st.integers(1, 32768), tp=st.sampled_from([1, 2, 4]))
+@given(
+    model=st.sampled_from(sorted(MODELS)),
+    gpu=st.sampled_from(sorted(GPUS)),
+    batch=st.integers(1, 1024),
+    context=st.integers(1, 32768),
+    tp=st.sampled_from([1, 2, 4]),
+)
 def test_bounds_are_monotonic(model: str, gpu: str, batch: int, context: int, tp: int) -> None:
     spec = MODELS[model]
     if spec.heads % tp or (spec.kv_heads % tp and tp % spec.kv_heads):
@@ -94,7 +103,11 @@ def test_bounds_are_monotonic(model: str, gpu: str, batch: int, context: int, tp
     roofline = plan.roofline
     more_batch = roofline.decode(batch * 2, context)
     more_context = roofline.decode(batch, context * 2)
-    assert more_batch.bound_tok_s >= plan.decode.bound_tok_s * (1 - 1e-9)  # more sequences, no less throughput
+    assert more_batch.bound_tok_s >= plan.decode.bound_tok_s * (
+        1 - 1e-9
+    )  # more sequences, no less throughput
     assert more_batch.per_sequence_tok_s <= plan.decode.per_sequence_tok_s * (1 + 1e-9)
     assert more_context.bound_tok_s <= plan.decode.bound_tok_s * (1 + 1e-9)  # more KV to read, no faster
-    assert plan.decode.bound_tok_s <= min(plan.decode.memory_bound_tok_s, plan.decode.compute_bound_tok_s) * (1 + 1e-9)
+    assert plan.decode.bound_tok_s <= min(
+        plan.decode.memory_bound_tok_s, plan.decode.compute_bound_tok_s
+    ) * (1 + 1e-9)

@@ -161,9 +161,14 @@ def make_fake_pynvml(
             if not memory_v2:
                 raise NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)
             return types.SimpleNamespace(
-                total=gpu.total, used=gpu.used, reserved=gpu.reserved, free=gpu.total - gpu.used - gpu.reserved
+                total=gpu.total,
+                used=gpu.used,
+                reserved=gpu.reserved,
+                free=gpu.total - gpu.used - gpu.reserved,
             )
-        return types.SimpleNamespace(total=gpu.total, used=gpu.used + gpu.reserved, free=gpu.total - gpu.used - gpu.reserved)
+        return types.SimpleNamespace(
+            total=gpu.total, used=gpu.used + gpu.reserved, free=gpu.total - gpu.used - gpu.reserved
+        )
 
     @counted("nvmlDeviceGetUtilizationRates")
     def utilization(handle: int) -> Any:

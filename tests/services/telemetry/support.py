@@ -125,13 +125,30 @@ class VllmLike:
         self.queries = Counter("vllm:prefix_cache_queries", "q", labels, registry=registry)
         self.hits = Counter("vllm:prefix_cache_hits", "h", labels, registry=registry)
         self.preemptions = Counter("vllm:num_preemptions", "p", labels, registry=registry)
-        self.ttft = Histogram("vllm:time_to_first_token_seconds", "ttft", labels, buckets=TTFT_BUCKETS, registry=registry)
-        self.itl = Histogram("vllm:inter_token_latency_seconds", "itl", labels, buckets=TTFT_BUCKETS, registry=registry)
-        self.e2e = Histogram("vllm:e2e_request_latency_seconds", "e2e", labels, buckets=TTFT_BUCKETS, registry=registry)
+        self.ttft = Histogram(
+            "vllm:time_to_first_token_seconds", "ttft", labels, buckets=TTFT_BUCKETS, registry=registry
+        )
+        self.itl = Histogram(
+            "vllm:inter_token_latency_seconds", "itl", labels, buckets=TTFT_BUCKETS, registry=registry
+        )
+        self.e2e = Histogram(
+            "vllm:e2e_request_latency_seconds", "e2e", labels, buckets=TTFT_BUCKETS, registry=registry
+        )
         self.start = Gauge("process_start_time_seconds", "start", registry=registry)
         self.start.set(self.start_time)
-        for metric in (self.running, self.waiting, self.kv, self.prompt, self.generation, self.queries, self.hits,
-                       self.preemptions, self.ttft, self.itl, self.e2e):
+        for metric in (
+            self.running,
+            self.waiting,
+            self.kv,
+            self.prompt,
+            self.generation,
+            self.queries,
+            self.hits,
+            self.preemptions,
+            self.ttft,
+            self.itl,
+            self.e2e,
+        ):
             metric.labels(engine="0", model_name=self.model)
 
     def child(self, metric):  # type: ignore[no-untyped-def]

@@ -40,7 +40,10 @@ def install(monkeypatch: pytest.MonkeyPatch, **options) -> object:  # type: igno
 
 @pytest.mark.parametrize(
     ("error", "words"),
-    [(NVMLError_LibraryNotFound, "libnvidia-ml.so"), (NVMLError_DriverNotLoaded, "driver is not loaded")],
+    [
+        (NVMLError_LibraryNotFound, "libnvidia-ml.so"),
+        (NVMLError_DriverNotLoaded, "driver is not loaded"),
+    ],
 )
 def test_no_driver_is_a_state_not_an_error(monkeypatch: pytest.MonkeyPatch, error, words) -> None:  # type: ignore[no-untyped-def]
     install(monkeypatch, init_error=error)
@@ -119,7 +122,9 @@ def test_pcie_falls_back_to_the_blocking_call_seldom(monkeypatch: pytest.MonkeyP
     assert fake.calls["nvmlDeviceGetFieldValues"] == 1  # type: ignore[attr-defined]  # unsupported: not asked again
 
 
-def test_an_unsupported_field_is_skipped_alone_and_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unsupported_field_is_skipped_alone_and_not_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake = install(monkeypatch, gpus=[FakeGpu(unsupported={"power", "clocks"})])
     sampler = NvmlSampler()
     for _ in range(3):
@@ -152,11 +157,21 @@ def test_lost_gpu_gives_an_error_snapshot(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_processes_and_which_engine_holds_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    gpu = FakeGpu(processes=[FakeProcess(4242, 6 * GIB), FakeProcess(4343, None), FakeProcess(4444, (1 << 64) - 1)])
+    gpu = FakeGpu(
+        processes=[FakeProcess(4242, 6 * GIB), FakeProcess(4343, None), FakeProcess(4444, (1 << 64) - 1)]
+    )
     install(monkeypatch, gpus=[gpu])
-    cmdlines = {4242: "/venv/bin/python -m vllm.entrypoints.openai.api_server --port 8082", 4343: "", 4444: ""}
+    cmdlines = {
+        4242: "/venv/bin/python -m vllm.entrypoints.openai.api_server --port 8082",
+        4343: "",
+        4444: "",
+    }
     monkeypatch.setattr(gpu_module, "_process_cmdline", lambda pid: cmdlines.get(pid, ""))
-    engines = [EngineTarget("vllm-cpu", "vllm", "http://127.0.0.1:8082/metrics", base_url="http://127.0.0.1:8082")]
+    engines = [
+        EngineTarget(
+            "vllm-cpu", "vllm", "http://127.0.0.1:8082/metrics", base_url="http://127.0.0.1:8082"
+        )
+    ]
     processes = NvmlSampler().sample(engines=engines)[0].processes
     assert processes[0] == {"pid": 4242, "used_bytes": 6 * GIB, "name": "python", "engine": "vllm-cpu"}
     assert {p["pid"]: p["used_bytes"] for p in processes} == {4242: 6 * GIB, 4343: None, 4444: None}
@@ -191,7 +206,10 @@ def test_dcgm_sampler_over_http(shared_dir: Path) -> None:
         server.routes["/metrics"] = Route(body=text)
         sampler = DcgmSampler(server.url)  # base URL: /metrics is added
         state = sampler.state()
-        assert state.available and [g.title for g in state.gpus][0] == "gpu-node-07 GPU 0: NVIDIA H100 80GB HBM3"
+        assert (
+            state.available
+            and [g.title for g in state.gpus][0] == "gpu-node-07 GPU 0: NVIDIA H100 80GB HBM3"
+        )
         assert len(sampler.sample()) == 2
         assert server.requests[-1][1]["accept"] == "text/plain"
         sampler.close()

@@ -103,7 +103,9 @@ def test_recording_during_load(two_engines, hub: TelemetryHub) -> None:  # type:
         session.add(run)
         session.flush()
         run_id = run.id
-    recording = start_recording(run_id, [r.name for r in two_engines], gpus=True, interval_s=0.5, hub=hub)
+    recording = start_recording(
+        run_id, [r.name for r in two_engines], gpus=True, interval_s=0.5, hub=hub
+    )
     try:
         load(two_engines, rounds=1, parallel=2, max_tokens=16)
         time.sleep(1.0)
@@ -121,7 +123,9 @@ def test_recording_during_load(two_engines, hub: TelemetryHub) -> None:  # type:
 
 
 @pytest.mark.parametrize(("name", "kind"), [("vllm-cpu", "vllm"), ("llamacpp-4slot", "llamacpp")])
-def test_scrape_cli_detects_real_engines(local_engines, capsys: pytest.CaptureFixture[str], name: str, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_scrape_cli_detects_real_engines(
+    local_engines, capsys: pytest.CaptureFixture[str], name: str, kind: str
+) -> None:  # type: ignore[no-untyped-def]
     record = next(r for r in local_engines if r.name == name)
     assert cli.main(["scrape", record.base_url, "--json", "--interval", "0.5"]) == 0
     payload = json.loads(capsys.readouterr().out)

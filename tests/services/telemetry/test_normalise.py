@@ -36,7 +36,11 @@ FIXTURE_EXPECTATIONS = {
         {"requests_running": 0, "requests_waiting": 0, "kv_cache_usage": 0.0},
         {"spec_decode_acceptance"},
     ),
-    "sglang.txt": ("sglang", {"requests_running": 41, "requests_waiting": 6, "kv_cache_usage": 0.57}, set()),
+    "sglang.txt": (
+        "sglang",
+        {"requests_running": 41, "requests_waiting": 6, "kv_cache_usage": 0.57},
+        set(),
+    ),
     "llamacpp.txt": (
         "llamacpp",
         {"requests_running": 0, "requests_waiting": 0},
@@ -64,19 +68,33 @@ FIXTURE_EXPECTATIONS = {
     "trtllm_triton.txt": (
         "triton",
         {"requests_running": 14, "requests_waiting": 3, "kv_cache_usage": 0.4591049382716049},
-        {"prefix_cache_hit_rate", "preemptions_per_s", "spec_decode_acceptance",
-         *[s for s in LATENCY if s.startswith("itl")], "e2e_p50_s", "e2e_p90_s", "e2e_p99_s"},
+        {
+            "prefix_cache_hit_rate",
+            "preemptions_per_s",
+            "spec_decode_acceptance",
+            *[s for s in LATENCY if s.startswith("itl")],
+            "e2e_p50_s",
+            "e2e_p90_s",
+            "e2e_p99_s",
+        },
     ),
     "tgi.txt": (
         "tgi",
         {"requests_running": 19, "requests_waiting": 2, "kv_cache_usage": 14238 / 322864},
-        {"prefix_cache_hit_rate", "preemptions_per_s", "spec_decode_acceptance", *[s for s in LATENCY if s.startswith("ttft")]},
+        {
+            "prefix_cache_hit_rate",
+            "preemptions_per_s",
+            "spec_decode_acceptance",
+            *[s for s in LATENCY if s.startswith("ttft")],
+        },
     ),
 }
 
 
 def test_every_engine_fixture_is_covered(shared_dir: Path) -> None:
-    engine_files = {p.name for p in (shared_dir / "fixtures/metrics").glob("*.txt")} - {"dcgm_exporter.txt"}
+    engine_files = {p.name for p in (shared_dir / "fixtures/metrics").glob("*.txt")} - {
+        "dcgm_exporter.txt"
+    }
     assert engine_files == set(FIXTURE_EXPECTATIONS)
 
 
@@ -215,7 +233,9 @@ def test_histogram_reset_keeps_percentiles_sane() -> None:
 
 def test_trtllm_json_iteration_stats_are_drained_per_read(shared_dir: Path) -> None:
     adapter = get_adapter("trtllm")
-    iterations = json.loads((shared_dir / "fixtures/metrics/trtllm_serve_iteration_stats.json").read_text())
+    iterations = json.loads(
+        (shared_dir / "fixtures/metrics/trtllm_serve_iteration_stats.json").read_text()
+    )
     state = normaliser("trtllm", rate_window_s=100.0)
     json_state: dict = {}
     first = state.update(adapter.telemetry_from_json(iterations[:1], json_state), 0.0)
@@ -232,7 +252,9 @@ def test_trtllm_json_iteration_stats_are_drained_per_read(shared_dir: Path) -> N
     # A read with nothing new (each read consumes): idle, not "not reported"
     idle = state.update(adapter.telemetry_from_json([], json_state), 3.0)
     assert idle.values["requests_running"] == 0 and idle.values["requests_waiting"] == 0
-    assert idle.values["kv_cache_usage"] == pytest.approx(newest["usedNumBlocks"] / newest["maxNumBlocks"])
+    assert idle.values["kv_cache_usage"] == pytest.approx(
+        newest["usedNumBlocks"] / newest["maxNumBlocks"]
+    )
     assert "ttft_p50_s" in idle.missing
 
 
@@ -260,4 +282,6 @@ def test_latency_histograms_can_be_refreshed_less_often() -> None:
     assert light.values["generation_tokens_per_s"] == pytest.approx(10 / 1.25)  # the rest is fresh
     assert set(light.values) | set(light.missing) == set(ENGINE_SIGNAL_NAMES)
     again = state.update(families("vllm", engine.text()), 2.0)
-    assert again.values["ttft_mean_s"] == pytest.approx((0.03 + 4.0) / 2)  # window from the last full read
+    assert again.values["ttft_mean_s"] == pytest.approx(
+        (0.03 + 4.0) / 2
+    )  # window from the last full read

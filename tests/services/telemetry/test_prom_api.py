@@ -19,7 +19,10 @@ def matrix(*series: tuple[dict, list]) -> str:
             "status": "success",
             "data": {
                 "resultType": "matrix",
-                "result": [{"metric": labels, "values": [[ts, str(v)] for ts, v in values]} for labels, values in series],
+                "result": [
+                    {"metric": labels, "values": [[ts, str(v)] for ts, v in values]}
+                    for labels, values in series
+                ],
             },
         }
     )
@@ -28,7 +31,12 @@ def matrix(*series: tuple[dict, list]) -> str:
 def test_query_range_reads_the_matrix_and_lowercases_labels() -> None:
     with MetricsServer() as server:
         server.routes["/api/v1/query_range"] = Route(
-            body=matrix(({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": "n7", "gpu": "0"}, [(10, 50), (25, 60)])),
+            body=matrix(
+                (
+                    {"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": "n7", "gpu": "0"},
+                    [(10, 50), (25, 60)],
+                )
+            ),
             content_type="application/json",
         )
         series = query_range(server.url, "DCGM_FI_DEV_GPU_UTIL", 0, 30, 15)
@@ -50,7 +58,11 @@ def test_gpu_history_builds_a_sample_frame_from_one_combined_query() -> None:
         )
         frame = gpu_history(server.url, 100, 130, 15, ["gpu_utilization_pct", "gpu_memory_used_bytes"])
         queries = [parse_qs(urlsplit(path).query)["query"][0] for path, *_ in server.requests]
-    assert len(queries) == 1 and "DCGM_FI_DEV_GPU_UTIL" in queries[0] and "DCGM_FI_DEV_FB_USED" in queries[0]
+    assert (
+        len(queries) == 1
+        and "DCGM_FI_DEV_GPU_UTIL" in queries[0]
+        and "DCGM_FI_DEV_FB_USED" in queries[0]
+    )
     assert list(frame["source"].unique()) == ["gpu:n7/1"]
     assert list(frame["ts"]) == [100.0, 115.0]
     assert list(frame["gpu_utilization_pct"]) == [70.0, 70.0]
@@ -60,7 +72,9 @@ def test_gpu_history_builds_a_sample_frame_from_one_combined_query() -> None:
 def test_prometheus_errors_are_clear() -> None:
     with MetricsServer() as server:
         server.routes["/api/v1/query_range"] = Route(
-            status=400, body=json.dumps({"status": "error", "error": "parse error"}), content_type="application/json"
+            status=400,
+            body=json.dumps({"status": "error", "error": "parse error"}),
+            content_type="application/json",
         )
         with pytest.raises(EngineError, match="parse error"):
             query_range(server.url, "bad(", 0, 10, 1)

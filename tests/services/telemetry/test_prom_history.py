@@ -32,12 +32,16 @@ def values(history: prom_history.PromHistory, source: str, signal: str) -> np.nd
 
 def test_counter_resets_give_a_steady_rate_and_percentiles(db_url: str, prometheus: str) -> None:
     # The resetting engine falls back to zero every 20 s; 25 one-second scrapes hold a reset.
-    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    endpoints.add_engine(
+        "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
+    )
     # Right after Prometheus starts, the first rate windows hold too few samples and read low:
     # the window read below must begin after a whole rate window of scrapes.
     wait_for_scrapes(prometheus, "resetting", at_least=25 + 5 + 2)
     end = time.time()
-    result = prom_history.history(server(prometheus), end - 25, end, step_s=1, engine_names=["resetting"], rate_window_s=5)
+    result = prom_history.history(
+        server(prometheus), end - 25, end, step_s=1, engine_names=["resetting"], rate_window_s=5
+    )
     item = next(s for s in result.series if s.source == "engine:resetting")
     assert item.matched_by == "scrape target" and item.kind == "vllm"
     rate = values(result, "engine:resetting", "generation_tokens_per_s")
@@ -47,7 +51,9 @@ def test_counter_resets_give_a_steady_rate_and_percentiles(db_url: str, promethe
     assert set(values(result, "engine:resetting", "requests_running")) == {3.0}
     p50 = values(result, "engine:resetting", "ttft_p50_s")
     assert len(p50) and ((p50 > 0.01) & (p50 <= 0.1)).all()  # every first token in the 10-100 ms bucket
-    assert item.not_reported["prefix_cache_hit_rate"] == "not reported by vLLM"  # missing series: absent, not zero
+    assert (
+        item.not_reported["prefix_cache_hit_rate"] == "not reported by vLLM"
+    )  # missing series: absent, not zero
 
 
 def test_dcgm_gpus_come_back_with_the_live_source_names(prometheus: str) -> None:
@@ -65,14 +71,17 @@ def test_real_local_engines_by_scrape_target(local_engines: list, prometheus: st
         wait_for_scrapes(prometheus, job, at_least=10)
     # A real request, so the counters move while Prometheus watches.
     http.fetch(
-        "POST", next(r.base_url for r in local_engines if r.name == "llamacpp-1slot") + "/v1/chat/completions",
+        "POST",
+        next(r.base_url for r in local_engines if r.name == "llamacpp-1slot") + "/v1/chat/completions",
         deadline_s=60,
         json={"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 8},
     )
     time.sleep(3)
     end = time.time()
     names = [record.name for record in local_engines]
-    result = prom_history.history(server(prometheus), end - 60, end, step_s=1, engine_names=names, rate_window_s=5, gpus=False)
+    result = prom_history.history(
+        server(prometheus), end - 60, end, step_s=1, engine_names=names, rate_window_s=5, gpus=False
+    )
     by_source = {s.source: s for s in result.series}
     assert set(by_source) == {f"engine:{n}" for n in names}, result.messages
     assert {s.matched_by for s in by_source.values()} == {"scrape target"}
@@ -88,10 +97,14 @@ def test_real_local_engines_by_scrape_target(local_engines: list, prometheus: st
 def test_a_job_label_finds_every_instance_and_its_kind(prometheus: str) -> None:
     wait_for_scrapes(prometheus, "llamacpp", at_least=5)
     end = time.time()
-    result = prom_history.history(server(prometheus), end - 30, end, step_s=5, job="llamacpp", gpus=False)
+    result = prom_history.history(
+        server(prometheus), end - 30, end, step_s=5, job="llamacpp", gpus=False
+    )
     ports = {spec.id: spec.port for spec in local_engines_service.specs()}
-    assert [s.source for s in result.series] == [f"engine:127.0.0.1:{ports['llamacpp-4slot']}",
-                                                 f"engine:127.0.0.1:{ports['llamacpp-1slot']}"]
+    assert [s.source for s in result.series] == [
+        f"engine:127.0.0.1:{ports['llamacpp-4slot']}",
+        f"engine:127.0.0.1:{ports['llamacpp-1slot']}",
+    ]
     assert {s.kind for s in result.series} == {"llamacpp"}
     with pytest.raises(NotFoundError, match="no series of job 'nope'"):
         prom_history.history(server(prometheus), end - 30, end, step_s=5, job="nope")
@@ -101,42 +114,62 @@ def test_a_manual_mapping_when_labels_differ(db_url: str, prometheus: str) -> No
     # Registered under the address the team uses; Prometheus scrapes it by another name.
     endpoints.add_engine("behind-proxy", "http://vllm.internal:8000", kind="vllm")
     end = time.time()
-    unmatched = prom_history.history(server(prometheus), end - 20, end, step_s=2, engine_names=["behind-proxy"], mapping={})
+    unmatched = prom_history.history(
+        server(prometheus), end - 20, end, step_s=2, engine_names=["behind-proxy"], mapping={}
+    )
     assert not [s for s in unmatched.series if s.kind != "gpu"]
-    assert "no series for behind-proxy" in unmatched.messages[0] and "SHOOTOUT_PROMETHEUS_ENGINES" in unmatched.messages[0]
+    assert (
+        "no series for behind-proxy" in unmatched.messages[0]
+        and "SHOOTOUT_PROMETHEUS_ENGINES" in unmatched.messages[0]
+    )
     mapping = prom_history.parse_engine_mapping('behind-proxy=job="resetting"')
-    mapped = prom_history.history(server(prometheus), end - 20, end, step_s=2, engine_names=["behind-proxy"], mapping=mapping)
+    mapped = prom_history.history(
+        server(prometheus), end - 20, end, step_s=2, engine_names=["behind-proxy"], mapping=mapping
+    )
     item = next(s for s in mapped.series if s.source == "engine:behind-proxy")
-    assert item.matched_by == "manual mapping" and len(values(mapped, "engine:behind-proxy", "kv_cache_usage"))
+    assert item.matched_by == "manual mapping" and len(
+        values(mapped, "engine:behind-proxy", "kv_cache_usage")
+    )
 
 
 def test_the_selector_narrows_every_query(prometheus: str) -> None:
     end = time.time()
-    result = prom_history.history(server(prometheus, 'namespace="someone-else"'), end - 20, end, step_s=2, job=None)
+    result = prom_history.history(
+        server(prometheus, 'namespace="someone-else"'), end - 20, end, step_s=2, job=None
+    )
     assert result.series == []
     with pytest.raises(ValidationError, match="not a list of label matchers"):
-        PromServer.from_input(prometheus, 'up) or vector(1')
+        PromServer.from_input(prometheus, "up) or vector(1")
 
 
 def test_a_run_window_from_its_stored_times(db_url: str, prometheus: str) -> None:
     from db.models import Run
     from db.session import session_scope
 
-    endpoints.add_engine("resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting")
+    endpoints.add_engine(
+        "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
+    )
     # Right after Prometheus starts, the first rate windows hold too few samples and read low:
     # the window read below must begin after a whole rate window of scrapes.
     wait_for_scrapes(prometheus, "resetting", at_least=25 + 5 + 2)
     end = time.time()
     with session_scope() as session:
-        imported = Run(kind="import", name="elsewhere", status="done", engine_names="resetting,not-here",
-                       started_at=datetime.fromtimestamp(end - 20, timezone.utc),
-                       finished_at=datetime.fromtimestamp(end, timezone.utc))
+        imported = Run(
+            kind="import",
+            name="elsewhere",
+            status="done",
+            engine_names="resetting,not-here",
+            started_at=datetime.fromtimestamp(end - 20, timezone.utc),
+            finished_at=datetime.fromtimestamp(end, timezone.utc),
+        )
         undated = Run(kind="import", name="no times", status="done")
         session.add_all([imported, undated])
         session.flush()
         imported_id, undated_id = imported.id, undated.id
     window = prom_history.run_window(imported_id)
-    assert window.engine_names == ["resetting", "not-here"] and round(window.end_ts - window.start_ts) == 20
+    assert (
+        window.engine_names == ["resetting", "not-here"] and round(window.end_ts - window.start_ts) == 20
+    )
     from services.telemetry import monitor
 
     view = monitor.run_history_view(server(prometheus), imported_id)
@@ -148,11 +181,17 @@ def test_a_run_window_from_its_stored_times(db_url: str, prometheus: str) -> Non
 
 def test_too_many_points_is_refused_with_the_step_that_would_do(prometheus: str) -> None:
     end = time.time()
-    with pytest.raises(ValidationError, match=r"172,801 points .* at most 11,000: use a step of at least 16 s"):
+    with pytest.raises(
+        ValidationError, match=r"172,801 points .* at most 11,000: use a step of at least 16 s"
+    ):
         prom_history.history(server(prometheus), end - 2 * 86400, end, step_s=1, job="llamacpp")
     # Prometheus itself agrees: asked directly, it refuses the same query.
-    answer = http.fetch("GET", prometheus + "/api/v1/query_range", deadline_s=5,
-                        params={"query": "up", "start": end - 2 * 86400, "end": end, "step": 1})
+    answer = http.fetch(
+        "GET",
+        prometheus + "/api/v1/query_range",
+        deadline_s=5,
+        params={"query": "up", "start": end - 2 * 86400, "end": end, "step": 1},
+    )
     assert answer.status == 400 and "11,000" in answer.text
 
 
@@ -166,7 +205,9 @@ def test_a_prometheus_that_is_down_or_slow(db_url: str) -> None:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     end = time.time()
-    with pytest.raises(EngineError, match=f"Prometheus at http://127.0.0.1:{closed_port}: connection refused"):
+    with pytest.raises(
+        EngineError, match=f"Prometheus at http://127.0.0.1:{closed_port}: connection refused"
+    ):
         prom_history.history(server(f"127.0.0.1:{closed_port}"), end - 60, end, job="vllm")
     with MetricsServer() as slow:
         slow.routes["/api/v1/label/instance/values"] = Route(body=slow_answer)
@@ -176,15 +217,18 @@ def test_a_prometheus_that_is_down_or_slow(db_url: str) -> None:
 
 def test_a_bearer_token_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     with MetricsServer() as stand_in:
-        stand_in.routes["/api/v1/targets"] = Route(body='{"status":"success","data":{"activeTargets":[]}}',
-                                                   content_type="application/json")
+        stand_in.routes["/api/v1/targets"] = Route(
+            body='{"status":"success","data":{"activeTargets":[]}}', content_type="application/json"
+        )
         with pytest.raises(ValidationError, match="SHOP_PROM_TOKEN is not set"):
             prom_api.scrape_targets(server(stand_in.url, token_env="SHOP_PROM_TOKEN"))
         monkeypatch.setenv("SHOP_PROM_TOKEN", "s3cret")
         prom_api.scrape_targets(server(stand_in.url, token_env="SHOP_PROM_TOKEN"))
         assert stand_in.requests[-1][1]["authorization"] == "Bearer s3cret"
         stand_in.routes["/api/v1/targets"] = Route(status=401, body="unauthorized")
-        with pytest.raises(EngineError, match="refused the request \\(HTTP 401\\): check the token in SHOP_PROM_TOKEN"):
+        with pytest.raises(
+            EngineError, match="refused the request \\(HTTP 401\\): check the token in SHOP_PROM_TOKEN"
+        ):
             prom_api.scrape_targets(server(stand_in.url, token_env="SHOP_PROM_TOKEN"))
 
 

@@ -10,7 +10,10 @@ import pytest
 
 from services.telemetry.prometheus import Families, Histogram, parse_text, parse_typed
 
-TEXT_FIXTURES = sorted(p.name for p in (Path(__file__).resolve().parents[3].parent / "shared/fixtures/metrics").glob("*.txt"))
+TEXT_FIXTURES = sorted(
+    p.name
+    for p in (Path(__file__).resolve().parents[3].parent / "shared/fixtures/metrics").glob("*.txt")
+)
 
 
 def test_fixture_folder_is_there(shared_dir: Path) -> None:
@@ -135,7 +138,9 @@ def test_series_parser_matches_the_full_parse_read_after_read(shared_dir: Path, 
     for round_number in range(3):
         # every value changes between reads, as on a busy engine
         changed = "\n".join(
-            line if line.startswith("#") or not line.strip() else f"{line.rsplit(' ', 1)[0]} {round_number + 0.5}"
+            line
+            if line.startswith("#") or not line.strip()
+            else f"{line.rsplit(' ', 1)[0]} {round_number + 0.5}"
             for line in text.splitlines()
         )
         expected = parse_text(changed)
@@ -148,9 +153,13 @@ def test_series_parser_never_caches_lines_it_cannot_reread() -> None:
 
     parser = SeriesParser()
     first = parser.parse('a{x="1"} 1 1700000000000\nb NaN\nc{y="q w"} +Inf\n')
-    assert first.gauge("a") == 1 and math.isnan(first.samples["b"][0][1]) and first.gauge("c") == math.inf
+    assert (
+        first.gauge("a") == 1 and math.isnan(first.samples["b"][0][1]) and first.gauge("c") == math.inf
+    )
     second = parser.parse('a{x="1"} 2 1700000001000\nb 3\nc{y="q w"} 4\n')
-    assert second.gauge("a") == 2 and second.gauge("b") == 3 and second.gauge("c", (("y", ("q w",)),)) == 4
+    assert (
+        second.gauge("a") == 2 and second.gauge("b") == 3 and second.gauge("c", (("y", ("q w",)),)) == 4
+    )
     assert 'a{x="1"} 1' not in parser._series  # the timestamped line is parsed in full each time
 
 

@@ -18,7 +18,12 @@ from services.telemetry.gpu import NvmlSampler
 from services.telemetry.hub import TelemetryHub
 from services.telemetry.monitor import recorded_view, run_timeline_figure
 from services.telemetry.query import list_sources, load_window, run_telemetry
-from services.telemetry.recorder import active_recordings, begin_recording_run, start_recording, stop_recording
+from services.telemetry.recorder import (
+    active_recordings,
+    begin_recording_run,
+    start_recording,
+    stop_recording,
+)
 from services.telemetry.scraper import EngineTarget
 from tests.services.telemetry.fake_pynvml import FakeGpu, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
@@ -47,7 +52,9 @@ def hub(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 def make_run(kind: str = "benchmark", started: datetime | None = None) -> int:
     with session_scope() as session:
-        run = Run(kind=kind, name="t", status="running", started_at=started or datetime.now(timezone.utc))
+        run = Run(
+            kind=kind, name="t", status="running", started_at=started or datetime.now(timezone.utc)
+        )
         session.add(run)
         session.flush()
         return run.id
@@ -56,7 +63,11 @@ def make_run(kind: str = "benchmark", started: datetime | None = None) -> int:
 def rows(run_id: int) -> list[tuple[float, str, dict]]:
     with session_scope() as session:
         return list(
-            session.execute(select(Sample.ts, Sample.source, Sample.values).where(Sample.run_id == run_id).order_by(Sample.ts))
+            session.execute(
+                select(Sample.ts, Sample.source, Sample.values)
+                .where(Sample.run_id == run_id)
+                .order_by(Sample.ts)
+            )
         )
 
 
@@ -109,7 +120,11 @@ def test_engine_disappears_mid_recording_and_comes_back(db_url: str, hub: Teleme
     errors = [values for _, _, values in stored if "_error" in values]
     assert errors and errors[0]["_error"].startswith("unreachable")
     assert all(set(values) == {"_kind", "_label", "_error"} for values in errors)  # no fake zeros
-    rates = [v["generation_tokens_per_s"] for _, _, v in stored if v.get("generation_tokens_per_s") is not None]
+    rates = [
+        v["generation_tokens_per_s"]
+        for _, _, v in stored
+        if v.get("generation_tokens_per_s") is not None
+    ]
     assert rates and min(rates) >= 0
     first_error = next(i for i, (_, _, v) in enumerate(stored) if "_error" in v)
     assert any("_error" not in v for _, _, v in stored[first_error:])  # it came back
@@ -155,20 +170,42 @@ def test_deleted_run_stops_its_recording(db_url: str, hub: TelemetryHub) -> None
     assert run_id not in [i.run_id for i in recorder_module.active_recordings()]
 
 
-def insert_samples(run_id: int | None, source: str, values: list[dict], t0: float, step: float = 1.0) -> None:
+def insert_samples(
+    run_id: int | None, source: str, values: list[dict], t0: float, step: float = 1.0
+) -> None:
     with session_scope() as session:
         session.add_all(
-            Sample(run_id=run_id, ts=t0 + i * step, source=source, values=v) for i, v in enumerate(values)
+            Sample(run_id=run_id, ts=t0 + i * step, source=source, values=v)
+            for i, v in enumerate(values)
         )
 
 
 def test_load_window_frames_and_not_reported(db_url: str) -> None:
-    llama = [{"_kind": "llamacpp", "_label": "llama.cpp", "requests_running": float(i), "prefix_cache_hit_rate": None}
-             for i in range(10)]
+    llama = [
+        {
+            "_kind": "llamacpp",
+            "_label": "llama.cpp",
+            "requests_running": float(i),
+            "prefix_cache_hit_rate": None,
+        }
+        for i in range(10)
+    ]
     llama[4] = {"_kind": "llamacpp", "_label": "llama.cpp", "_error": "unreachable: connection refused"}
     insert_samples(None, "engine:l", llama, 100.0)
-    insert_samples(None, "gpu:0", [{"_kind": "gpu", "_label": "H100", "gpu_utilization_pct": 50.0,
-                                    "_processes": [{"pid": 1, "used_bytes": 5}]}] * 10, 100.0)
+    insert_samples(
+        None,
+        "gpu:0",
+        [
+            {
+                "_kind": "gpu",
+                "_label": "H100",
+                "gpu_utilization_pct": 50.0,
+                "_processes": [{"pid": 1, "used_bytes": 5}],
+            }
+        ]
+        * 10,
+        100.0,
+    )
     window = load_window(102.0, 106.0)
     assert window.sources == ["engine:l", "gpu:0"]
     engine = window.source_frame("engine:l")
@@ -188,10 +225,17 @@ def test_run_replay_aligns_telemetry_with_requests(db_url: str) -> None:
     started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
     run_id = make_run(started=started)
     t0 = started.timestamp()
-    insert_samples(run_id, "engine:v", [{"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": 0.1 * i} for i in range(5)], t0)
+    insert_samples(
+        run_id,
+        "engine:v",
+        [{"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": 0.1 * i} for i in range(5)],
+        t0,
+    )
     with session_scope() as session:
         session.add_all(
-            RequestResult(run_id=run_id, engine_name="v", index=i, start_s=float(i), ttft_s=0.1, e2e_s=1.0, ok=True)
+            RequestResult(
+                run_id=run_id, engine_name="v", index=i, start_s=float(i), ttft_s=0.1, e2e_s=1.0, ok=True
+            )
             for i in range(3)
         )
     data = run_telemetry(run_id)
@@ -213,7 +257,13 @@ def test_recorded_view_shows_one_hour_of_a_long_recording(db_url: str) -> None:
     started = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
     run_id = make_run(kind="recording", started=started)
     t0 = started.timestamp()
-    insert_samples(run_id, "gpu:0", [{"_kind": "gpu", "_label": "H100", "gpu_utilization_pct": 1.0}] * 361, t0, step=30.0)
+    insert_samples(
+        run_id,
+        "gpu:0",
+        [{"_kind": "gpu", "_label": "H100", "gpu_utilization_pct": 1.0}] * 361,
+        t0,
+        step=30.0,
+    )
     from services.telemetry.monitor import recorded_view, recording_span
 
     assert recording_span(run_id) == (t0, t0 + 3 * 3600)
@@ -231,7 +281,14 @@ def test_recording_and_windows_on_both_databases(any_db_url: str, hub: Telemetry
     recording = start_recording(run_id, [], gpus=True, interval_s=0.1, hub=hub)
     wait_for(lambda: recording.samples_written >= 3, 10)
     recording.stop()
-    llama = [{"_kind": "llamacpp", "_label": "llama.cpp", "requests_running": 1.0, "prefix_cache_hit_rate": None}] * 3
+    llama = [
+        {
+            "_kind": "llamacpp",
+            "_label": "llama.cpp",
+            "requests_running": 1.0,
+            "prefix_cache_hit_rate": None,
+        }
+    ] * 3
     insert_samples(run_id, "engine:l", llama, time.time() - 10)
     window = load_window(run_id=run_id, sources=["engine:l", "gpu:0"])
     assert window.sources == ["engine:l", "gpu:0"]
@@ -247,13 +304,24 @@ def test_replay_puts_each_engine_requests_on_the_run_clock(db_url: str) -> None:
     with session_scope() as session:
         run = session.get(Run, run_id)
         # engines measured one after another, each request time relative to its own start
-        run.summary = {"engines": {"a": {"started_at_unix": t0 + 1}, "b": {"started_at_unix": t0 + 60}},
-                       "sweep": [{"engine": "a", "step": 2, "started_at_unix": t0 + 30}]}
-        session.add_all([
-            RequestResult(run_id=run_id, engine_name="a", index=0, start_s=0.5, ok=True),
-            RequestResult(run_id=run_id, engine_name="b", index=0, start_s=0.5, ok=True),
-            RequestResult(run_id=run_id, engine_name="a", index=1, start_s=0.5, ok=True, extra={"step": 2}),
-            RequestResult(run_id=run_id, engine_name="c", index=0, start_s=0.5, ok=True),
-        ])
+        run.summary = {
+            "engines": {"a": {"started_at_unix": t0 + 1}, "b": {"started_at_unix": t0 + 60}},
+            "sweep": [{"engine": "a", "step": 2, "started_at_unix": t0 + 30}],
+        }
+        session.add_all(
+            [
+                RequestResult(run_id=run_id, engine_name="a", index=0, start_s=0.5, ok=True),
+                RequestResult(run_id=run_id, engine_name="b", index=0, start_s=0.5, ok=True),
+                RequestResult(
+                    run_id=run_id, engine_name="a", index=1, start_s=0.5, ok=True, extra={"step": 2}
+                ),
+                RequestResult(run_id=run_id, engine_name="c", index=0, start_s=0.5, ok=True),
+            ]
+        )
     requests = run_telemetry(run_id).requests
-    assert list(requests["start_s"]) == [1.5, 30.5, 60.5, 0.5]  # a, a (step 2), b, c (no origin: run start)
+    assert list(requests["start_s"]) == [
+        1.5,
+        30.5,
+        60.5,
+        0.5,
+    ]  # a, a (step 2), b, c (no origin: run start)

@@ -34,9 +34,13 @@ def test_scrape_json_from_a_metrics_url(db_url: str, capsys: pytest.CaptureFixtu
     assert signals["ttft_p50_s"]["status"] == "no_data"
 
 
-def test_scrape_text_output_and_kind_override(db_url: str, capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+def test_scrape_text_output_and_kind_override(
+    db_url: str, capsys: pytest.CaptureFixture[str], shared_dir: Path
+) -> None:
     with MetricsServer() as server:
-        server.routes["/metrics"] = Route(body=(shared_dir / "fixtures/metrics/llamacpp.txt").read_text())
+        server.routes["/metrics"] = Route(
+            body=(shared_dir / "fixtures/metrics/llamacpp.txt").read_text()
+        )
         code, out, _ = run(capsys, server.url + "/metrics", "--kind", "llamacpp", "--interval", "0")
     assert code == 0
     assert "llama.cpp (llamacpp, detected by given)" in out
@@ -45,14 +49,18 @@ def test_scrape_text_output_and_kind_override(db_url: str, capsys: pytest.Captur
 
 def test_scrape_dcgm_exporter(db_url: str, capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
     with MetricsServer() as server:
-        server.routes["/metrics"] = Route(body=(shared_dir / "fixtures/metrics/dcgm_exporter.txt").read_text())
+        server.routes["/metrics"] = Route(
+            body=(shared_dir / "fixtures/metrics/dcgm_exporter.txt").read_text()
+        )
         code, out, _ = run(capsys, server.url + "/metrics", "--json")
     payload = json.loads(out)
     assert code == 0 and payload["kind"] == "dcgm"
     assert [s["source"] for s in payload["sources"]] == ["gpu:gpu-node-07/0", "gpu:gpu-node-07/1"]
 
 
-def test_scrape_failures_are_one_line_and_non_zero(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scrape_failures_are_one_line_and_non_zero(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with MetricsServer() as server:
         server.routes["/metrics"] = Route(body="some_unknown_metric 1\n")
         code, _, err = run(capsys, server.url + "/metrics")

@@ -72,7 +72,8 @@ def test_dead_endpoint_is_not_hammered(server: MetricsServer) -> None:
 
 def test_llamacpp_without_metrics_flag(server: MetricsServer) -> None:
     server.routes["/metrics"] = Route(
-        status=501, body='{"error":{"code":501,"message":"This server does not support metrics endpoint."}}'
+        status=501,
+        body='{"error":{"code":501,"message":"This server does not support metrics endpoint."}}',
     )
     snapshot = EngineScraper(target(server, "llamacpp")).scrape()
     assert snapshot.error and "--metrics" in snapshot.error
@@ -85,9 +86,13 @@ def test_unparseable_answer_is_an_error_not_a_crash(server: MetricsServer) -> No
 
 
 def test_trtllm_falls_back_to_json_iteration_stats(server: MetricsServer, shared_dir: Path) -> None:
-    iterations = json.loads((shared_dir / "fixtures/metrics/trtllm_serve_iteration_stats.json").read_text())
+    iterations = json.loads(
+        (shared_dir / "fixtures/metrics/trtllm_serve_iteration_stats.json").read_text()
+    )
     queue = [iterations[:2], iterations[2:], []]
-    server.routes["/metrics"] = Route(body=lambda: json.dumps(queue.pop(0)), content_type="application/json")
+    server.routes["/metrics"] = Route(
+        body=lambda: json.dumps(queue.pop(0)), content_type="application/json"
+    )
     scraper = EngineScraper(target(server, "trtllm", "/prometheus/metrics"))
     first = scraper.scrape(now=0.0)
     assert scraper.mode == "json" and scraper.url == server.url + "/metrics"
@@ -105,7 +110,9 @@ def test_engine_without_metrics_is_not_scraped() -> None:
     assert snapshot.reading("kv_cache_usage").reason == "not reported by Ollama"
 
 
-def test_hub_shares_fresh_snapshots_and_keeps_history(server: MetricsServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hub_shares_fresh_snapshots_and_keeps_history(
+    server: MetricsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = VllmLike()
     server.routes["/metrics"] = Route(body=engine.text)
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(gpus=[FakeGpu(), FakeGpu()]))
@@ -162,7 +169,10 @@ def test_slow_endpoints_are_read_in_parallel(monkeypatch: pytest.MonkeyPatch) ->
         a.routes["/metrics"] = Route(body=slow)
         b.routes["/metrics"] = Route(body=slow)
         hub = TelemetryHub(NullGpuSampler())
-        targets = [EngineTarget("a", "vllm", a.url + "/metrics"), EngineTarget("b", "vllm", b.url + "/metrics")]
+        targets = [
+            EngineTarget("a", "vllm", a.url + "/metrics"),
+            EngineTarget("b", "vllm", b.url + "/metrics"),
+        ]
         for _ in range(2):
             started = time_module.perf_counter()
             snapshots = hub.sample(targets, gpus=False)

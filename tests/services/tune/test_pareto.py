@@ -6,17 +6,34 @@ from services.bench.stats import SloSpec
 from services.tune.pareto import Point, best_configuration, pareto_front, points_of
 
 
-def _config(label: str, tok_s: float, ttft_p90: float, itl_p90: float, goodput: float | None = None,
-            attainment: float | None = None, completed: int = 8) -> dict:
-    return {"label": label, "status": "finished", "sweep": [], "metrics": {
-        "completed": completed, "output_throughput_tok_s": tok_s, "goodput_rps": goodput,
-        "slo_attainment": attainment, "ttft_s": {"p90": ttft_p90}, "itl_s": {"p90": itl_p90}}}
+def _config(
+    label: str,
+    tok_s: float,
+    ttft_p90: float,
+    itl_p90: float,
+    goodput: float | None = None,
+    attainment: float | None = None,
+    completed: int = 8,
+) -> dict:
+    return {
+        "label": label,
+        "status": "finished",
+        "sweep": [],
+        "metrics": {
+            "completed": completed,
+            "output_throughput_tok_s": tok_s,
+            "goodput_rps": goodput,
+            "slo_attainment": attainment,
+            "ttft_s": {"p90": ttft_p90},
+            "itl_s": {"p90": itl_p90},
+        },
+    }
 
 
 FIXTURE = [
     _config("np=1", 40.0, 0.30, 0.010, goodput=2.0, attainment=1.0),
     _config("np=2", 60.0, 0.50, 0.020, goodput=3.0, attainment=0.95),
-    _config("np=4", 55.0, 0.80, 0.030, goodput=1.0, attainment=0.5),   # dominated by np=2 on TTFT
+    _config("np=4", 55.0, 0.80, 0.030, goodput=1.0, attainment=0.5),  # dominated by np=2 on TTFT
     _config("np=8", 90.0, 1.20, 0.015, goodput=0.5, attainment=0.25),
     {"label": "bad", "status": "failed_to_start", "sweep": [], "metrics": None},
 ]
@@ -31,25 +48,38 @@ def test_front_keeps_exactly_the_undominated_points_by_latency() -> None:
 
 
 def test_equal_points_are_both_on_the_front_and_a_tie_on_one_axis_dominates() -> None:
-    points = [Point("a", "a", 10, 1), Point("b", "b", 10, 1), Point("c", "c", 10, 2), Point("d", "d", 5, 1)]
+    points = [
+        Point("a", "a", 10, 1),
+        Point("b", "b", 10, 1),
+        Point("c", "c", 10, 2),
+        Point("d", "d", 5, 1),
+    ]
     assert [p.label for p in pareto_front(points)] == ["a", "b"]
 
 
 def test_sweep_levels_are_points_of_their_own() -> None:
-    config = {"label": "np=2", "metrics": {"completed": 1}, "sweep": [
-        {"level": 1.0, "completed": 4, "output_throughput_tok_s": 20.0, "ttft_s": {"p90": 0.2}},
-        {"level": 4.0, "completed": 4, "output_throughput_tok_s": 50.0, "ttft_s": {"p90": 0.9}},
-        {"level": 8.0, "completed": 0, "output_throughput_tok_s": 0.0, "ttft_s": {"p90": None}},
-    ]}
+    config = {
+        "label": "np=2",
+        "metrics": {"completed": 1},
+        "sweep": [
+            {"level": 1.0, "completed": 4, "output_throughput_tok_s": 20.0, "ttft_s": {"p90": 0.2}},
+            {"level": 4.0, "completed": 4, "output_throughput_tok_s": 50.0, "ttft_s": {"p90": 0.9}},
+            {"level": 8.0, "completed": 0, "output_throughput_tok_s": 0.0, "ttft_s": {"p90": None}},
+        ],
+    }
     assert [(p.label, p.throughput, p.latency) for p in points_of([config], "ttft_s")] == [
-        ("np=2 @ 1", 20.0, 0.2), ("np=2 @ 4", 50.0, 0.9)]
+        ("np=2 @ 1", 20.0, 0.2),
+        ("np=2 @ 4", 50.0, 0.9),
+    ]
 
 
 def test_best_is_the_highest_goodput_among_those_meeting_the_slos() -> None:
     choice = best_configuration(FIXTURE, SloSpec(ttft_ms=600, attainment=0.9))
     assert choice.label == "np=2"
-    assert choice.reason == ("np=2: the highest goodput (3 req/s) of the 2 configurations meeting TTFT <= 600 ms; "
-                             "next np=1 at 2.")
+    assert choice.reason == (
+        "np=2: the highest goodput (3 req/s) of the 2 configurations meeting TTFT <= 600 ms; "
+        "next np=1 at 2."
+    )
 
 
 def test_without_slos_the_best_is_the_highest_throughput() -> None:
@@ -61,5 +91,6 @@ def test_without_slos_the_best_is_the_highest_throughput() -> None:
 def test_none_meeting_the_slos_names_the_closest() -> None:
     choice = best_configuration(FIXTURE[2:], SloSpec(ttft_ms=100, attainment=0.9))
     assert choice.label is None
-    assert choice.reason == ("No configuration met the SLOs (TTFT <= 100 ms, 90% of requests); the closest was "
-                             "np=4 with 50%.")
+    assert choice.reason == (
+        "No configuration met the SLOs (TTFT <= 100 ms, 90% of requests); the closest was np=4 with 50%."
+    )

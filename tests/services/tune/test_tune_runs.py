@@ -22,15 +22,29 @@ TINY = dict(workload=WorkloadSpec(input_len=16, output_len=8), load=LoadSpec(con
 
 @pytest.fixture
 def llamacpp_installed() -> None:
-    assert local_engines.is_installed("llamacpp"), "llama.cpp is not installed: `python cli.py local install`"
+    assert local_engines.is_installed("llamacpp"), (
+        "llama.cpp is not installed: `python cli.py local install`"
+    )
 
 
-def test_a_two_by_two_grid_runs_every_configuration_and_stops_each(db_url: str, llamacpp_installed: None) -> None:
-    spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2"), "ctk": ("f16", "q8_0")}, slo=SloSpec(ttft_ms=5000), **TINY)
+def test_a_two_by_two_grid_runs_every_configuration_and_stops_each(
+    db_url: str, llamacpp_installed: None
+) -> None:
+    spec = TuneSpec(
+        kind="llamacpp",
+        grid={"np": ("1", "2"), "ctk": ("f16", "q8_0")},
+        slo=SloSpec(ttft_ms=5000),
+        **TINY,
+    )
     run_id = jobs.create_run(spec, trusted=True)
     summary = jobs.execute_run(run_id)
     configs = summary["configs"]
-    assert [c["label"] for c in configs] == ["np=1 ctk=f16", "np=1 ctk=q8_0", "np=2 ctk=f16", "np=2 ctk=q8_0"]
+    assert [c["label"] for c in configs] == [
+        "np=1 ctk=f16",
+        "np=1 ctk=q8_0",
+        "np=2 ctk=f16",
+        "np=2 ctk=q8_0",
+    ]
     assert [c["status"] for c in configs] == ["finished"] * 4
     for config in configs:
         assert config["metrics"]["completed"] == 4
@@ -39,14 +53,17 @@ def test_a_two_by_two_grid_runs_every_configuration_and_stops_each(db_url: str, 
         # What the engine itself reports: as many slots as the configuration asked for.
         assert config["reported"]["/props"]["total_slots"] == int(config["settings"]["np"])
     assert summary["best"]["label"] in summary["engines"]
-    assert "-np" in summary["best"]["launch"]["plain"] and summary["best"]["launch"]["docker"].startswith("docker run")
+    assert "-np" in summary["best"]["launch"]["plain"] and summary["best"]["launch"][
+        "docker"
+    ].startswith("docker run")
     assert summary["pareto"]["ttft_s"] and set(summary["pareto"]["ttft_s"]) <= set(summary["engines"])
     view = jobs.get_run(run_id)
     assert view.status == "finished" and view.progress == 1.0
 
 
-def test_a_configuration_that_cannot_start_is_recorded_while_the_others_finish(db_url: str,
-                                                                                 llamacpp_installed: None) -> None:
+def test_a_configuration_that_cannot_start_is_recorded_while_the_others_finish(
+    db_url: str, llamacpp_installed: None
+) -> None:
     spec = TuneSpec(kind="llamacpp", configs=({"--no-such-flag": "1"}, {"np": "1"}), **TINY)
     run_id = jobs.create_run(spec, trusted=True)
     summary = jobs.execute_run(run_id)
@@ -60,8 +77,12 @@ def test_a_configuration_that_cannot_start_is_recorded_while_the_others_finish(d
     assert jobs.get_run(run_id).status == "finished_with_errors"
 
 
-def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(db_url: str, llamacpp_installed: None) -> None:
-    long_load = dict(workload=WorkloadSpec(input_len=16, output_len=32), load=LoadSpec(concurrency=1, requests=200))
+def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(
+    db_url: str, llamacpp_installed: None
+) -> None:
+    long_load = dict(
+        workload=WorkloadSpec(input_len=16, output_len=32), load=LoadSpec(concurrency=1, requests=200)
+    )
     spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2", "3")}, **long_load)
     run_id = jobs.start_tuning(spec)
     deadline = time.monotonic() + 90
@@ -79,24 +100,40 @@ def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(db_url: str, llama
     view = jobs.wait_until_ended(run_id, 60)
     assert view.status == "cancelled" and view.finished_at is not None
     for config in view.configs:
-        assert not pid_alive(config["pid"]), f"{config['label']} (pid {config['pid']}) still runs after cancel"
+        assert not pid_alive(config["pid"]), (
+            f"{config['label']} (pid {config['pid']}) still runs after cancel"
+        )
     statuses = [c["status"] for c in view.configs]
     assert statuses[0] == "cancelled" and statuses[1:] == ["not_run", "not_run"]
     assert view.configs[0]["metrics"]["completed"] >= 1
 
 
 def test_command_templates_run_without_a_shell_and_quote_only_inside_a_token() -> None:
-    argv = render_template('ssh gpu-box "vllm serve m --port {port} {args}" --name {name}', port=9001, name="t-1",
-                           args=["--max-num-seqs", "8", "--x", "a b;rm -rf /"])
-    assert argv == ["ssh", "gpu-box", "vllm serve m --port 9001 --max-num-seqs 8 --x 'a b;rm -rf /'", "--name", "t-1"]
-    argv = render_template("docker run -p {port}:8000 img {args}", port=9001, name="t", args=["--a", "x y"])
+    argv = render_template(
+        'ssh gpu-box "vllm serve m --port {port} {args}" --name {name}',
+        port=9001,
+        name="t-1",
+        args=["--max-num-seqs", "8", "--x", "a b;rm -rf /"],
+    )
+    assert argv == [
+        "ssh",
+        "gpu-box",
+        "vllm serve m --port 9001 --max-num-seqs 8 --x 'a b;rm -rf /'",
+        "--name",
+        "t-1",
+    ]
+    argv = render_template(
+        "docker run -p {port}:8000 img {args}", port=9001, name="t", args=["--a", "x y"]
+    )
     assert argv == ["docker", "run", "-p", "9001:8000", "img", "--a", "x y"]
 
 
 def test_a_command_template_starts_a_real_engine(db_url: str, llamacpp_installed: None) -> None:
     server, model = local_engines.llama_server_path(), local_engines.gguf_path()
     template = f"{server} -m {model} --host 127.0.0.1 --port {{port}} -t 1 -tb 1 -c 2048 {{args}}"
-    spec = TuneSpec(kind="llamacpp", launcher="command", start_command=template, grid={"np": ("1",)}, **TINY)
+    spec = TuneSpec(
+        kind="llamacpp", launcher="command", start_command=template, grid={"np": ("1",)}, **TINY
+    )
     run_id = jobs.create_run(spec, trusted=True)
     config = jobs.execute_run(run_id)["configs"][0]
     assert config["status"] == "finished", config
@@ -118,13 +155,19 @@ def test_a_dead_workers_engine_is_stopped_at_recovery(db_url: str, llamacpp_inst
 
     from services.recovery import recover_interrupted_runs
 
-    spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2")},
-                    workload=WorkloadSpec(input_len=16, output_len=32), load=LoadSpec(concurrency=1, requests=500))
+    spec = TuneSpec(
+        kind="llamacpp",
+        grid={"np": ("1", "2")},
+        workload=WorkloadSpec(input_len=16, output_len=32),
+        load=LoadSpec(concurrency=1, requests=500),
+    )
     run_id = jobs.start_tuning(spec)
     deadline = time.monotonic() + 90
     running = None
     while running is None and time.monotonic() < deadline:
-        running = next((c for c in jobs.get_run(run_id).configs if c["status"] == "running" and c["pid"]), None)
+        running = next(
+            (c for c in jobs.get_run(run_id).configs if c["status"] == "running" and c["pid"]), None
+        )
         time.sleep(0.3)
     assert running is not None
     from db.models import Run

@@ -23,7 +23,10 @@ if marker and marker in args:
     body = "#!/bin/sh\n# built with: %s\nkill -ILL $$\n" % args
 else:
     # FAKE_LLAMA_SIGILL_AT_RUN at run time: a build that passed once and crashes now.
-    body = '#!/bin/sh\n# built with: %s\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "%s" "$@"\n' % (args, real)
+    body = (
+        '#!/bin/sh\n# built with: %s\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "%s" "$@"\n'
+        % (args, real)
+    )
 binary.write_text(body)
 binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 setup()
