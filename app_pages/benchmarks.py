@@ -10,9 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services.figures import inert
 from services.bench import views
 from services.errors import ShootoutError
+from services.figures import inert
 from services.safe_text import md_line, md_text
 
 st.title("Benchmarks")

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from services import access, endpoints
-from services.recovery import recover_interrupted_runs
 from services.config import get_settings
+from services.recovery import recover_interrupted_runs
 from services.safe_text import md_text
 
 

@@ -9,12 +9,12 @@ import streamlit as st
 
 from app_pages import common
 from app_pages.common import refresh_interval
-from services.figures import inert
 from services import endpoints
 from services.demos import runner, scenarios
 from services.demos.charts import step_figure
 from services.demos.report import export_demo_html
 from services.errors import ShootoutError
+from services.figures import inert
 from services.safe_text import html_text, md_line, md_text
 
 # Larger reading text for a projector; colours come from the theme (dark or light).

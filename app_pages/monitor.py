@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
 from app_pages import common
 from app_pages.common import refresh_interval
 from services import access
-from services.figures import inert
 from services.errors import ShootoutError
+from services.figures import inert
 from services.safe_text import md_line, md_text
 from services.telemetry import monitor, recorder
 
@@ -84,7 +84,7 @@ if mode == "History":
         prometheus_url, selector = configured, options.prometheus_selector
     window_labels = [label for label, _ in monitor.HISTORY_WINDOWS] + ["Custom"]
     window_label = right.selectbox("Window", window_labels, index=1, key="monitor_history_window")
-    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
     if window_label == "Custom":
         dates = st.columns(4)
         start_day = dates[0].date_input(
@@ -95,10 +95,10 @@ if mode == "History":
         )
         end_day = dates[2].date_input("To (UTC)", value=now.date(), key="monitor_history_to_day")
         end_time = dates[3].time_input("at ", value=now.time(), key="monitor_history_to_time")
-        start_ts = datetime.combine(start_day, start_time, timezone.utc).timestamp()
-        end_ts = datetime.combine(end_day, end_time, timezone.utc).timestamp()
+        start_ts = datetime.combine(start_day, start_time, UTC).timestamp()
+        end_ts = datetime.combine(end_day, end_time, UTC).timestamp()
     else:
-        end_ts = datetime.now(timezone.utc).timestamp()
+        end_ts = datetime.now(UTC).timestamp()
         start_ts = end_ts - dict(monitor.HISTORY_WINDOWS)[window_label]
     pick = st.columns([3, 2])
     history_engines = pick[0].multiselect(
@@ -154,14 +154,14 @@ if mode == "Recorded":
     if view.span is None:
         st.info("This recording has no samples.")
         st.stop()
-    first, last = (datetime.fromtimestamp(t, timezone.utc) for t in view.span)
+    first, last = (datetime.fromtimestamp(t, UTC) for t in view.span)
     window = timedelta(seconds=monitor.RECORDED_WINDOW_S)
     if last - first > window:
         st.slider(
             "Hour shown (ends at, UTC)",
             min_value=first + window,
             max_value=last,
-            value=datetime.fromtimestamp(view.window[1], timezone.utc) if view.window else last,
+            value=datetime.fromtimestamp(view.window[1], UTC) if view.window else last,
             step=timedelta(minutes=5),
             format="YYYY-MM-DD HH:mm",
             key=end_key,

@@ -9,11 +9,22 @@ import streamlit as st
 
 from app_pages import common
 from services.errors import ShootoutError, ValidationError
-from services.planner import PlanRequest, PlanResult, list_presets, make_plan, plan_to_dict
-from services.planner import catalog, charts, engines_reference, importers, launch, runs
+from services.figures import inert
+from services.planner import (
+    PlanRequest,
+    PlanResult,
+    catalog,
+    charts,
+    engines_reference,
+    importers,
+    launch,
+    list_presets,
+    make_plan,
+    plan_to_dict,
+    runs,
+)
 from services.planner.plan import gpu_rows, model_rows
 from services.planner.specs import GB, GIB, GpuSpec
-from services.figures import inert
 from services.safe_text import md_line, md_text
 
 NATIVE = "native"

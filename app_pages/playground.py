@@ -493,7 +493,7 @@ def answers_panel() -> None:
 def _compare(view: ExchangeView) -> None:
     columns, labels, hidden, cast = _arrangement(view)
     names = [c.engine for c in columns]
-    shown = (lambda n: labels[n]) if hidden else (lambda n: n)  # noqa: E731
+    shown = (lambda n: labels[n]) if hidden else (lambda n: n)
     st.subheader("Compare answers")
     left, right = st.columns(2)
     # The key changes at the reveal: with the same key the selectors kept showing "Answer A"

@@ -14,12 +14,12 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from services.figures import inert
 from services import importers, reports, runs
-from services.telemetry import monitor
 from services.errors import ShootoutError
-from web.exports import export_path
+from services.figures import inert
 from services.safe_text import md_line, md_text
+from services.telemetry import monitor
+from web.exports import export_path
 
 PAGE_SIZE = 25
 TABLE_ROW_PX = 35  # st.dataframe's row height: the comparison table shows every row, no inner scroll

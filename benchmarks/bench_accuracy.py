@@ -32,11 +32,11 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.bench.arrivals import LoadSpec  # noqa: E402
-from services.bench.runner import execute_load  # noqa: E402
-from services.bench.spec import EngineTarget  # noqa: E402
-from services.bench.workloads import WorkloadSpec  # noqa: E402
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from services.bench.arrivals import LoadSpec
+from services.bench.runner import execute_load
+from services.bench.spec import EngineTarget
+from services.bench.workloads import WorkloadSpec
+from tests.support.scripted_server import ScriptedServer
 
 
 def quantiles(values: list[float]) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.client import (  # noqa: E402
+from services.client import (
     ChatRequest,
     _request_bytes,
     _split_url,
@@ -41,8 +41,8 @@ from services.client import (  # noqa: E402
     run_blocking,
     stream_chat,
 )
-from services.engines import SamplingParams  # noqa: E402
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from services.engines import SamplingParams
+from tests.support.scripted_server import ScriptedServer
 
 
 def _request(base_url: str, tokens: int, itl: float) -> ChatRequest:

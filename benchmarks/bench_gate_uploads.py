@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import httpx2  # noqa: E402
+import httpx2
 
-from services import access  # noqa: E402
-from tests.support.served import start_served_app, stop  # noqa: E402
+from services import access
+from tests.support.served import start_served_app, stop
 
 
 def rss_mib(pid: int) -> float:

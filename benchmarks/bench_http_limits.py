@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.services.test_http_limits import CALL_SITES  # noqa: E402
-from tests.support.hostile_server import MODES, HostileServer  # noqa: E402
+from tests.services.test_http_limits import CALL_SITES
+from tests.support.hostile_server import MODES, HostileServer
 
 PROBE = """
 import json, resource, sys, time

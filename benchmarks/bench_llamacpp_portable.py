@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services import llamacpp_build, local_engines  # noqa: E402
+from services import llamacpp_build, local_engines
 
 
 def _native_bin(log: bool) -> Path:

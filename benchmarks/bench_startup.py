@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from tests.support.scripted_server import ScriptedServer
 
 
 def one(server: ScriptedServer, data_dir: Path, extra: list[str], entry: list[str]) -> float:
@@ -59,7 +59,7 @@ def one(server: ScriptedServer, data_dir: Path, extra: list[str], entry: list[st
     subprocess.run(command, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     summary = json.loads(out.read_text())
     block = next(iter(summary["engines"].values()))
-    from services.bench.jobs import load_records  # noqa: PLC0415 - after the env is set
+    from services.bench.jobs import load_records
 
     os.environ.update({k: env[k] for k in ("SHOOTOUT_DATA_DIR", "SHOOTOUT_DATABASE_URL")})
     from db.session import dispose_all

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from tests.support.scripted_server import ScriptedServer
 
 TOKENIZER = ROOT / ".engines" / "models" / "smollm2-135m-instruct-hf"
 

@@ -35,8 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_vs_aiperf import TOKENIZER, run_tree  # noqa: E402
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from bench_vs_aiperf import TOKENIZER, run_tree
+
+from tests.support.scripted_server import ScriptedServer
 
 
 def _raise_file_limit() -> None:

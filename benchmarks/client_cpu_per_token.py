@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx2  # noqa: E402
+import httpx2
 
 from services.client import (
     ChatRequest,
@@ -31,10 +31,9 @@ from services.client import (
     build_headers,
     make_http_client,
     stream_chat,
-)  # noqa: E402
-from services.engines import SamplingParams  # noqa: E402
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
-
+)
+from services.engines import SamplingParams
+from tests.support.scripted_server import ScriptedServer
 
 _SYSTEM_SHARE: list[float] = []
 
@@ -122,11 +121,11 @@ async def _run(
     return used, streamed, failures
 
 
-def _loop_runner(loop_name: str):  # noqa: ANN202
+def _loop_runner(loop_name: str):
     if loop_name == "uvloop":
         import uvloop
 
-        def run(coro):  # noqa: ANN001, ANN202
+        def run(coro):
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 return runner.run(coro)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.client import ChatRequest, new_event_loop, run_many  # noqa: E402
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from services.client import ChatRequest, new_event_loop, run_many
+from tests.support.scripted_server import ScriptedServer
 
 
 def _p(values: list[float], q: float) -> float:

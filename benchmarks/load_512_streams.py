@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.client import ChatRequest, make_http_client, new_event_loop, stream_chat  # noqa: E402
-from services.engines import SamplingParams  # noqa: E402
-from tests.support.scripted_server import ScriptedServer  # noqa: E402
+from services.client import ChatRequest, make_http_client, new_event_loop, stream_chat
+from services.engines import SamplingParams
+from tests.support.scripted_server import ScriptedServer
 
 
 def rss_mib() -> float:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +63,7 @@ def generate(path: Path, run_count: int, rows_per_run: int) -> dict[str, float]:
     connection = sqlite3.connect(path)
     connection.execute("PRAGMA journal_mode=DELETE")  # one big bulk load: no WAL file
     connection.execute("PRAGMA synchronous=OFF")
-    now = datetime(2026, 11, 30, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
     run_rows, tag_rows, engine_rows = [], [], []
     for run_id in range(1, run_count + 1):
         kind = KINDS[run_id % len(KINDS)]

@@ -18,6 +18,7 @@ import sqlite3
 import statistics
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +82,7 @@ def gpu_values(index: int, t: int, rng: random.Random) -> dict:
 def build(path: Path, days: float) -> int:
     """Create the database with the app's own schema, then bulk-load the samples."""
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{path}"
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from db.models import Run
     from db.session import dispose_all, session_scope
@@ -91,7 +92,7 @@ def build(path: Path, days: float) -> int:
             kind="recording",
             name="a week",
             status="finished",
-            started_at=datetime.fromtimestamp(START, timezone.utc),
+            started_at=datetime.fromtimestamp(START, UTC),
         )
         session.add(run)
         session.flush()

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +124,7 @@ def main() -> int:
         if args.record:
             folder = tempfile.mkdtemp(prefix="telemetry-bench-")
             os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder}/bench.db"
-            from datetime import datetime, timezone
+            from datetime import datetime
 
             from db.models import Run
             from db.session import session_scope
@@ -134,7 +135,7 @@ def main() -> int:
                     kind="recording",
                     name="bench",
                     status="running",
-                    started_at=datetime.now(timezone.utc),
+                    started_at=datetime.now(UTC),
                 )
                 session.add(run)
                 session.flush()

@@ -137,7 +137,7 @@ def _num(value: float | None, pattern: str = "{:.3f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def _print_text(view) -> None:  # noqa: ANN001  (views.ParityView; imported lazily)
+def _print_text(view) -> None:
     print(
         f"parity run #{view.run_id} ({view.status}): {view.source}, reference {view.reference}, "
         f"max_tokens {view.max_tokens}, seed {view.seed}"

@@ -169,7 +169,7 @@ def _line(config: dict[str, Any]) -> str:
         return f"  {config['label']:<28} {config['status']}"
     ttft = (metrics.get("ttft_s") or {}).get("p90")
     itl = (metrics.get("itl_s") or {}).get("p90")
-    ms = lambda v: f"{v * 1000:.0f} ms" if isinstance(v, (int, float)) else "-"  # noqa: E731
+    ms = lambda v: f"{v * 1000:.0f} ms" if isinstance(v, (int, float)) else "-"
     return (
         f"  {config['label']:<28} {metrics.get('output_throughput_tok_s', 0):7.1f} tok/s  "
         f"p90 TTFT {ms(ttft):>8}  p90 ITL {ms(itl):>7}  {config['status']}"

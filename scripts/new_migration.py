@@ -9,10 +9,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from alembic import command  # noqa: E402
-from sqlalchemy import create_engine  # noqa: E402
+from alembic import command
+from sqlalchemy import create_engine
 
-from db.schema import alembic_config  # noqa: E402
+from db.schema import alembic_config
 
 
 def main() -> int:

@@ -51,7 +51,7 @@ def main() -> None:
     dcgm = dcgm_file.read_bytes()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             if self.path == "/dcgm":
                 body = dcgm
             elif self.path == "/resetting":

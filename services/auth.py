@@ -31,7 +31,7 @@ class _Record:
 
 
 class LoginThrottle:
-    def __init__(self, clock: "callable[[], float]" = time.monotonic) -> None:  # type: ignore[valid-type]
+    def __init__(self, clock: callable[[], float] = time.monotonic) -> None:  # type: ignore[valid-type]
         self._clock = clock
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}

@@ -421,7 +421,7 @@ class StreamClient:
 
 
 class _Connection(asyncio.Protocol):
-    __slots__ = ("pool", "key", "transport", "exchange", "lost")
+    __slots__ = ("exchange", "key", "lost", "pool", "transport")
 
     def __init__(self, pool: StreamClient, key: _Key) -> None:
         self.pool = pool
@@ -478,33 +478,33 @@ class _Exchange:
     hot path. Fills `result`; `finished` resolves when the caller may judge it."""
 
     __slots__ = (
-        "connection",
-        "parser",
-        "result",
-        "choices",
-        "on_delta",
-        "deadline",
-        "read_timeout_s",
-        "finished",
-        "now",
-        "received_any",
-        "status",
-        "headers",
-        "mode",
-        "buffer",
         "body",
-        "complete",
-        "error_class",
-        "timer",
-        "loop",
-        "location",
+        "buffer",
         "bytes_left",
-        "shape_head",
-        "shape_tail",
+        "choices",
+        "complete",
+        "connection",
+        "deadline",
+        "error_class",
         "event_head",
         "event_tail",
+        "finished",
+        "headers",
+        "location",
+        "loop",
+        "mode",
+        "now",
+        "on_delta",
+        "parser",
+        "read_timeout_s",
+        "received_any",
+        "result",
         "shape_choice",
+        "shape_head",
+        "shape_tail",
         "shape_tries",
+        "status",
+        "timer",
     )
 
     def __init__(

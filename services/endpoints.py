@@ -112,8 +112,7 @@ def normalise_base_url(url: str) -> str:
     if parts.query or parts.fragment:
         raise ValidationError("The URL must not carry a query string or fragment.")
     path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
+    path = path.removesuffix("/v1")
     return f"{parts.scheme}://{parts.netloc.lower() if not parts.netloc.startswith('[') else parts.netloc}{path}"
 
 

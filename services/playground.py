@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -30,8 +30,8 @@ from services.client import (
     ChatRequest,
     StreamResult,
     as_curl,
-    build_body,
     as_openai_python,
+    build_body,
     make_http_client,
     new_event_loop,
     stream_chat,
@@ -203,7 +203,7 @@ def parse_schema(text: str) -> dict[str, Any]:
 def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
     """Validate an answer against the schema: valid, or where and why not."""
     stripped = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, flags=re.S)
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, flags=re.DOTALL)
     if fenced:
         stripped = fenced.group(1)
     try:
@@ -429,7 +429,7 @@ def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
                 setattr(row, key, value)
         run = session.get(Run, run_id)
         if run is not None:
-            run.heartbeat_at = datetime.now(timezone.utc)
+            run.heartbeat_at = datetime.now(UTC)
 
 
 def _finish_run(run_id: int, streams: list[_Stream], error: str | None = None) -> None:
@@ -453,7 +453,7 @@ def _finish_run(run_id: int, streams: list[_Stream], error: str | None = None) -
             run.error = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)[
                 :2000
             ]
-        run.finished_at = datetime.now(timezone.utc)
+        run.finished_at = datetime.now(UTC)
         run.progress = 1.0
         run.summary = {
             "engines": {
@@ -497,7 +497,7 @@ def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
         if turn == 0:
             raise NotFoundError(f"Conversation {request.conversation_id} not found.")
     turn += 1
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     streams: list[_Stream] = []
     with limits.admitted("playground", viewer) as requested_by, session_scope() as session:
         run = Run(

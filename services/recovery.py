@@ -8,7 +8,7 @@ samples, finished demo steps) stays.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import or_, select, update
 
@@ -31,7 +31,7 @@ def recover_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     from services.bench.jobs import mark_interrupted_runs
 
     changed = list(mark_interrupted_runs(stale_after_s))
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     cutoff = stale_cutoff(now, stale_after_s)
     with session_scope() as session:
         stale = session.scalars(

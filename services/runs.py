@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
 import numpy as np
@@ -354,8 +354,8 @@ def _utc(value: date | None, end_of_day: bool = False) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    return datetime.combine(value, time.max if end_of_day else time.min, tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.combine(value, time.max if end_of_day else time.min, tzinfo=UTC)
 
 
 def _split_names(engine_names: str | None) -> tuple[str, ...]:

@@ -42,7 +42,7 @@ _BACKTICKS = re.compile(r"`+")
 #: `@` leaves nothing its autolinker recognises.
 _AUTOLINK = re.compile(r"(?i)(://|\bwww\.|@)")
 #: `[name]: http://...` at the head of a line makes `[name]` anywhere a link.
-_LINK_DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]+\]:)", re.M)
+_LINK_DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]+\]:)", re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def shared_dir() -> Path:
     return SHARED_DIR
 
 
-from tests.support.fixtures import scripted_server  # noqa: E402,F401  (the scripted OpenAI-compatible server)
+from tests.support.fixtures import scripted_server  # noqa: F401  (the scripted OpenAI-compatible server)
 
 
 @pytest.fixture(scope="session")

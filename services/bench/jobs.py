@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
@@ -37,7 +37,6 @@ from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import CANCELLED, RequestRecord, summarize_engine
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
-from services.processes import launch_run_worker, pid_alive
 from services.errors import NotFoundError
 from services.lifecycle import (
     ACTIVE_STATUSES,
@@ -47,6 +46,7 @@ from services.lifecycle import (
     is_stale,
     request_cancel,
 )
+from services.processes import launch_run_worker, pid_alive
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -56,7 +56,7 @@ FLUSH_INTERVAL_S = 0.5
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # ---------------------------------------------------------------------------------------

@@ -219,7 +219,7 @@ def take_from(work: Any, most: int, timeout: float) -> list[Any]:
 def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
     """A worker's body (`multiprocessing` spawns it): one EngineLoad on its own fast loop,
     taking its requests and its start from the coordinator."""
-    from services.bench.runner import EngineLoad, MAX_IN_FLIGHT, WorkerPlan, quiet_gc
+    from services.bench.runner import MAX_IN_FLIGHT, EngineLoad, WorkerPlan, quiet_gc
     from services.client import make_http_client, run_blocking
 
     sink = _ResultSink(channels.results, setup.worker)

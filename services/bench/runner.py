@@ -21,8 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from services import http
 from services.bench.arrivals import LoadSpec, arrival_offsets, worker_start_offsets
-from services.bench.selfcheck import SelfCheck, WorkerCheck, report as selfcheck_report
+from services.bench.selfcheck import SelfCheck, WorkerCheck
+from services.bench.selfcheck import report as selfcheck_report
 from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.stats import RequestRecord, SloSpec, summarize_engine
 from services.bench.workloads import (
@@ -35,7 +37,6 @@ from services.bench.workloads import (
     calibrate_vocabulary,
     iter_conversations,
 )
-from services import http
 from services.client import (
     ChatRequest,
     StreamClient,
@@ -467,7 +468,7 @@ class EngineLoad:
                 return
             try:
                 await asyncio.wait_for(self.stopping.wait(), timeout=delay)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 return
 
     async def _watch_stop(self) -> None:

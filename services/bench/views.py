@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -772,7 +772,7 @@ def engine_metrics_figure(
             continue
         part = window.source_frame(source)
         name = source.split(":", 1)[1]
-        when = [datetime.fromtimestamp(t, timezone.utc) for t in part["ts"]]
+        when = [datetime.fromtimestamp(t, UTC) for t in part["ts"]]
         if "kv_cache_usage" in part and part["kv_cache_usage"].notna().any():
             # A percentage, as on the Monitor and in the results table.
             figure.add_trace(
@@ -827,4 +827,4 @@ def _wall(
     base = starts.get((engine, record.step))
     if base is None or record.start_s is None:
         return None
-    return datetime.fromtimestamp(base + record.start_s, timezone.utc)
+    return datetime.fromtimestamp(base + record.start_s, UTC)

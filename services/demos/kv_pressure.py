@@ -23,8 +23,8 @@ from services.demos.base import (
     StepOutcome,
     StepPlan,
     engine_data,
-    fmt_share,
     fmt_s,
+    fmt_share,
 )
 from services.demos.common import wave_figures
 from services.demos.context import DemoContext, words_prompt

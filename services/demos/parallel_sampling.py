@@ -21,9 +21,9 @@ from services.demos.base import (
     StepOutcome,
     StepPlan,
     engine_data,
-    fmt_share,
     fmt_rate,
     fmt_s,
+    fmt_share,
 )
 from services.demos.common import first_error
 from services.demos.context import DemoContext, words_prompt

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from services.engines.base import EngineAdapter, ProbeEvidence
 from services.engines.registry import register
 from services.telemetry.normalise import (

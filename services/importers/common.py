@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -276,20 +276,20 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+            return datetime.fromtimestamp(float(value), tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
     text = str(value).strip()
     for pattern in ("%Y%m%d-%H%M%S",):
         try:
-            return datetime.strptime(text, pattern).replace(tzinfo=timezone.utc)
+            return datetime.strptime(text, pattern).replace(tzinfo=UTC)
         except ValueError:
             pass
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def engine_snapshot(

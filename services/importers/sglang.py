@@ -20,14 +20,14 @@ from services.importers.common import (
     SourceFile,
     engine_snapshot,
     fill_from_requests,
-    headline_step,
     first_line,
+    headline_step,
     integer,
     number,
     request_row,
 )
-from services.measure import tpot
 from services.importers.vllm import engine_numbers, step_load
+from services.measure import tpot
 
 TOOL = "sglang"
 LABEL = "SGLang bench_serving (JSONL)"

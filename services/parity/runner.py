@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
@@ -58,7 +58,7 @@ RESPONSE_MAX_BYTES = 8 * 1024 * 1024
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def engine_labels(names: Sequence[str]) -> list[str]:

@@ -91,13 +91,13 @@ def _lines(*parts: str | None) -> str:
     return " \\\n  ".join(p for p in parts if p)
 
 
-def _q(value: str | int | float) -> str:
+def _q(value: str | float) -> str:
     if isinstance(value, float):
         value = f"{value:g}"
     return shlex.quote(str(value))
 
 
-def _arg(flag: str, value: str | int | float) -> str:
+def _arg(flag: str, value: str | float) -> str:
     return f"{flag} {_q(value)}"
 
 

@@ -15,14 +15,13 @@ one window old.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
 from services.telemetry.prometheus import RESTART_MARKERS, Aggregate, Families, Histogram, LabelFilter
-import math
-
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, SIGNALS, not_reported
 
 InputKind = Literal["gauge", "counter", "histogram"]

@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -487,7 +487,7 @@ def run_window(run_id: int) -> RunWindow:
             f"Run #{run_id} has no {'start' if started is None else 'end'} time, so it has no window to ask Prometheus for."
         )
     start_ts, end_ts = (
-        t.replace(tzinfo=timezone.utc).timestamp() if t.tzinfo is None else t.timestamp()
+        t.replace(tzinfo=UTC).timestamp() if t.tzinfo is None else t.timestamp()
         for t in (started, finished)
     )
     if end_ts <= start_ts:

@@ -14,9 +14,9 @@ Label names are matched case-insensitively (dcgm-exporter renamed `Hostname` to
 from __future__ import annotations
 
 import math
-from operator import add, sub
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import add, sub
 from typing import Any, Literal
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -39,7 +39,7 @@ class Histogram:
     count: float
 
     @classmethod
-    def from_pairs(cls, buckets: Iterable[tuple[float, float]], sum: float, count: float) -> Histogram:  # noqa: A002
+    def from_pairs(cls, buckets: Iterable[tuple[float, float]], sum: float, count: float) -> Histogram:
         pairs = tuple(buckets)
         return cls(tuple(b for b, _ in pairs), tuple(c for _, c in pairs), sum, count)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 import pandas as pd
@@ -191,7 +191,7 @@ def run_telemetry(run_id: int) -> RunTelemetry:
         ).all()
     window = load_window(run_id=run_id)
     if started is not None and started.tzinfo is None:
-        started = started.replace(tzinfo=timezone.utc)  # SQLite hands back naive UTC
+        started = started.replace(tzinfo=UTC)  # SQLite hands back naive UTC
     t0 = (
         started.timestamp()
         if started is not None

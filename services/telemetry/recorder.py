@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import insert, update
@@ -152,12 +152,12 @@ class Recorder:
                 if rows:
                     session.execute(insert(Sample), rows)
                 changes: dict[str, Any] = (
-                    {"heartbeat_at": datetime.now(timezone.utc)} if self.beats_heartbeat else {}
+                    {"heartbeat_at": datetime.now(UTC)} if self.beats_heartbeat else {}
                 )
                 if final and self.finish_run:
                     changes.update(
                         status="finished",
-                        finished_at=datetime.now(timezone.utc),
+                        finished_at=datetime.now(UTC),
                         progress=1.0,
                         summary={
                             "samples": self.samples_written + len(rows),
@@ -247,7 +247,7 @@ def begin_recording_run(
     targets = _targets(list(engine_names))
     if not targets and gpus is False and not dcgm_urls:
         raise ValidationError("Choose at least one engine or GPU to record.")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with session_scope() as session:
         run = Run(
             kind="recording",

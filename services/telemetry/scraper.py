@@ -269,8 +269,8 @@ def scrape_once(
     read it twice, `interval_s` apart, so windowed signals have a window."""
     from urllib.parse import urlsplit
 
-    from services.engines import kinds
     from services.endpoints import normalise_base_url
+    from services.engines import kinds
     from services.errors import EngineError, ValidationError
     from services.telemetry.gpu import DcgmSampler
 

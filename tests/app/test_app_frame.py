@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -55,7 +57,7 @@ def test_a_viewer_sees_no_operator_controls(db_url: str, monkeypatch: pytest.Mon
 
 
 def test_app_start_marks_stale_runs_interrupted(db_url: str) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from db.models import Run
     from db.session import session_scope
@@ -64,7 +66,7 @@ def test_app_start_marks_stale_runs_interrupted(db_url: str) -> None:
         run = Run(
             kind="recording",
             status="running",
-            heartbeat_at=datetime.now(timezone.utc) - timedelta(hours=1),
+            heartbeat_at=datetime.now(UTC) - timedelta(hours=1),
         )
         session.add(run)
         session.flush()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,10 @@ from services.telemetry.gpu import NvmlSampler
 from services.telemetry.hub import reset_hub
 from services.telemetry.recorder import active_recordings, stop_recording
 from tests.conftest import REPO_ROOT
-from tests.support.prometheus import SAMPLES_ORIGIN
 from tests.services.telemetry.fake_pynvml import FakeGpu, NVMLError_LibraryNotFound, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
 from tests.support.markdown import as_read
+from tests.support.prometheus import SAMPLES_ORIGIN
 
 
 def monitor_page() -> AppTest:
@@ -142,9 +143,9 @@ def test_recording_error_is_shown_not_raised(db_url: str, no_gpu: None) -> None:
 
 
 def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
     with session_scope() as session:
         run = Run(
             kind="recording", name="three hours", status="finished", started_at=start, engine_names="x"

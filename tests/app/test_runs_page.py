@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from streamlit.testing.v1 import AppTest
 
 from services import runs
 from tests.conftest import REPO_ROOT
-from tests.support.prometheus import SAMPLES_ORIGIN
 from tests.services.test_runs import engine_summary, make_run
 from tests.support.markdown import as_read
+from tests.support.prometheus import SAMPLES_ORIGIN
 
 
 def runs_page(**query: str | list[str]) -> AppTest:
@@ -141,7 +143,7 @@ def test_archive_hides_from_the_list(db_url: str) -> None:
 
 
 def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from db.models import Run
     from db.session import session_scope
@@ -150,7 +152,7 @@ def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) ->
     endpoints.add_engine(
         "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
     )
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with session_scope() as session:
         run = Run(
             kind="import",

@@ -4,6 +4,7 @@ window, and one clear line (exit 1) for a server that is down, a bad selector or
 from __future__ import annotations
 
 import json
+from datetime import UTC
 
 from services import endpoints
 from tests.commands.test_cli import cli
@@ -49,12 +50,12 @@ def test_history_of_a_registered_engine_for_a_run(db_url: str, prometheus: str) 
     endpoints.add_engine(
         "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
     )
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from db.models import Run
     from db.session import session_scope
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with session_scope() as session:
         run = Run(
             kind="import",

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 import cli
-from services.processes import pid_alive
 
 
 def test_tune_writes_its_json_with_the_best_and_a_failed_configuration(

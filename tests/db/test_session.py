@@ -59,17 +59,15 @@ def test_json_columns_keep_what_the_standard_library_kept(any_db_url: str) -> No
 
 
 def test_foreign_keys_enforced(any_db_url: str) -> None:
-    with pytest.raises(sa.exc.IntegrityError):
-        with session_scope() as session:
-            session.add(RequestResult(run_id=999_999, engine_name="e", index=0))
+    with pytest.raises(sa.exc.IntegrityError), session_scope() as session:
+        session.add(RequestResult(run_id=999_999, engine_name="e", index=0))
 
 
 def test_duplicate_engine_name_rejected(any_db_url: str) -> None:
     with session_scope() as session:
         session.add(Engine(name="same", base_url="http://a"))
-    with pytest.raises(sa.exc.IntegrityError):
-        with session_scope() as session:
-            session.add(Engine(name="same", base_url="http://b"))
+    with pytest.raises(sa.exc.IntegrityError), session_scope() as session:
+        session.add(Engine(name="same", base_url="http://b"))
 
 
 def test_new_database_is_stamped_at_head(any_db_url: str) -> None:
@@ -136,8 +134,9 @@ def test_a_new_sqlite_file_is_readable_by_its_owner_only(tmp_path) -> None:  # t
     """Issue 20: the SQLite file was created world-readable."""
     import stat
 
-    from db.session import make_engine
     from sqlalchemy import text
+
+    from db.session import make_engine
 
     path = tmp_path / "private" / "shootout.db"
     engine = make_engine(f"sqlite:///{path}")

@@ -33,13 +33,13 @@ class Canary:
         seen = self.requests
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 seen.append(self.path)
                 self.send_response(200)
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-            do_POST = do_HEAD = do_GET  # noqa: N815
+            do_POST = do_HEAD = do_GET
 
             def log_message(self, *args: object) -> None:
                 pass

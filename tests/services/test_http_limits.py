@@ -19,15 +19,16 @@ from typing import Any
 import pytest
 
 from services import http, local_engines
-from services.errors import EngineError
 from services.bench.runner import calibrate_prompt_text, discover_model
 from services.bench.spec import EngineTarget
 from services.client import ChatRequest, run_chat
 from services.demos.context import DemoContext
 from services.engines import probe
+from services.errors import EngineError
 from services.telemetry import prom_api
 from services.telemetry.gpu import DcgmSampler
-from services.telemetry.scraper import EngineScraper, EngineTarget as ScrapeTarget, scrape_once
+from services.telemetry.scraper import EngineScraper, scrape_once
+from services.telemetry.scraper import EngineTarget as ScrapeTarget
 from tests.support.hostile_server import MODES, HostileServer
 
 DEADLINE_S = 2.0
@@ -191,7 +192,7 @@ def test_redirects_only_to_http_and_without_the_key_across_hosts(scripted_server
     seen: dict[str, Any] = {}
 
     class Target(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             seen["authorization"] = self.headers.get("Authorization")
             self.send_response(200)
             self.send_header("Content-Length", "2")
@@ -205,7 +206,7 @@ def test_redirects_only_to_http_and_without_the_key_across_hosts(scripted_server
     threading.Thread(target=target.serve_forever, daemon=True).start()
 
     class Redirector(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             location = (
                 f"http://localhost:{target.server_port}/x"
                 if self.path == "/other"

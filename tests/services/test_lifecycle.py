@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
@@ -13,7 +13,7 @@ from services.recovery import recover_interrupted_runs
 
 
 def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation() -> None:
-    now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     just_fresh = (now - timedelta(seconds=STALE_AFTER_S - 1)).replace(
         tzinfo=None
     )  # SQLite's naive times
@@ -26,7 +26,7 @@ def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation()
 
 
 def test_every_kind_is_interrupted_after_the_same_silence(db_url: str) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     fresh, stale = (
         now - timedelta(seconds=STALE_AFTER_S - 10),
         now - timedelta(seconds=STALE_AFTER_S + 10),

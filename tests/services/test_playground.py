@@ -4,6 +4,7 @@ schema validation, votes, copy as code; against the scripted server and the real
 from __future__ import annotations
 
 import time
+from datetime import UTC
 
 import pytest
 
@@ -275,13 +276,13 @@ def test_reopen_resend_and_copy_as_code(
 
 
 def test_an_exchange_left_streaming_by_a_dead_app_is_marked_interrupted(db_url: str) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from db.models import Exchange, Run
     from db.session import session_scope
 
     with session_scope() as session:
-        old = datetime.now(timezone.utc) - timedelta(minutes=5)
+        old = datetime.now(UTC) - timedelta(minutes=5)
         run = Run(
             kind="playground",
             status="running",

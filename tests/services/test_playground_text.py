@@ -33,7 +33,7 @@ def test_diff_html_is_only_escaped_text_in_ins_and_del(answer: str) -> None:
     import html
 
     def text_of(drop: str) -> str:
-        kept = re.sub(rf"<{drop} [^>]*>.*?</{drop}>", "", markup, flags=re.S)
+        kept = re.sub(rf"<{drop} [^>]*>.*?</{drop}>", "", markup, flags=re.DOTALL)
         return html.unescape(re.sub(r"<[^>]+>", "", kept))
 
     assert text_of("ins") == answer and text_of("del") == other

@@ -3,7 +3,7 @@ and nothing stored is lost."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
@@ -13,8 +13,8 @@ from services.recovery import recover_interrupted_runs
 
 
 def test_stale_runs_become_interrupted_and_keep_their_data(any_db_url: str) -> None:
-    old = datetime.now(timezone.utc) - timedelta(minutes=10)
-    fresh = datetime.now(timezone.utc)
+    old = datetime.now(UTC) - timedelta(minutes=10)
+    fresh = datetime.now(UTC)
     with session_scope() as session:
         stale_play = Run(kind="playground", status="running", heartbeat_at=old)
         live_play = Run(kind="playground", status="running", heartbeat_at=fresh)

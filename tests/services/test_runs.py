@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
@@ -339,7 +339,7 @@ def test_format_value() -> None:
 
 
 def test_filters_and_pages(db_url: str) -> None:
-    day = lambda d: datetime(2026, 11, d, 12, tzinfo=timezone.utc)  # noqa: E731
+    day = lambda d: datetime(2026, 11, d, 12, tzinfo=UTC)
     ids = {
         "a": make_run(name="alpha", engines={"vllm": {}}, tags=["nightly"], created_at=day(1)),
         "b": make_run(
@@ -364,7 +364,7 @@ def test_filters_and_pages(db_url: str) -> None:
             workload="rag",
         ),
     }
-    listed = lambda **kw: [i.id for i in runs.list_runs(runs.RunFilter(**kw)).items]  # noqa: E731
+    listed = lambda **kw: [i.id for i in runs.list_runs(runs.RunFilter(**kw)).items]
     assert listed() == [ids["d"], ids["c"], ids["b"], ids["a"]]  # newest first
     assert listed(engine="vllm") == [ids["d"], ids["a"]]  # exact engine, not "vllm-cpu"
     assert listed(tag="nightly") == [ids["b"], ids["a"]]

@@ -152,7 +152,7 @@ def _schema_instance(schema: Any) -> Any:
     """A small valid instance of a JSON schema (enough for the schema mode of the playground)."""
     if not isinstance(schema, dict):
         return "x"
-    if "enum" in schema and schema["enum"]:
+    if schema.get("enum"):
         return schema["enum"][0]
     if "const" in schema:
         return schema["const"]

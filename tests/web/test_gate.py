@@ -44,7 +44,7 @@ def websocket_handshake_status(port: int, cookie: str | None = None, origin: str
     """The HTTP status a websocket upgrade to Streamlit's stream endpoint gets."""
     key = base64.b64encode(os.urandom(16)).decode()
     lines = [
-        f"GET /_stcore/stream HTTP/1.1",
+        "GET /_stcore/stream HTTP/1.1",
         f"Host: 127.0.0.1:{port}",
         "Upgrade: websocket",
         "Connection: Upgrade",

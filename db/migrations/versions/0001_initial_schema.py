@@ -5,9 +5,8 @@ Revises:
 Create Date: 2026-11-30 13:12:39.323978
 """
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = "0001"
 down_revision = None

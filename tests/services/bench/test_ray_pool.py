@@ -25,7 +25,6 @@ from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
 from tests.support.scripted_server import ScriptedServer
 from tests.support.waiting import wait_for
 
-
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 

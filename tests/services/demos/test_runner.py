@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -116,7 +116,7 @@ def test_worker_that_died_shows_as_interrupted(db_url: str) -> None:
             status="running",
             config={"scenario": "batching"},
             summary={"steps": [], "awaiting": None},
-            heartbeat_at=datetime.now(timezone.utc) - timedelta(minutes=5),
+            heartbeat_at=datetime.now(UTC) - timedelta(minutes=5),
         )
         session.add(run)
         session.flush()

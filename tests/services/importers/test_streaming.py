@@ -20,8 +20,7 @@ from tests.support.big_runs import make_big_run
 
 def _export(run_id: int, path) -> None:  # type: ignore[no-untyped-def]
     with open(path, "wb") as handle:
-        for chunk in exports.stream_run(run_id, "json").chunks:
-            handle.write(chunk)
+        handle.writelines(exports.stream_run(run_id, "json").chunks)
 
 
 def test_a_large_export_imports_with_bounded_memory(db_url: str, tmp_path) -> None:

@@ -14,8 +14,8 @@ from db.session import session_scope
 from services import endpoints, runs
 from services.errors import ValidationError
 from services.parity import runner, views
-from services.reports import export_run
 from services.parity.tasks import Task, load_prompt_lines, task_set
+from services.reports import export_run
 
 SHORT = 5
 TOKENS = 24

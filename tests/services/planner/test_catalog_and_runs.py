@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from db.models import Run, Sample
 from db.session import session_scope
 from services.errors import ConflictError, NotFoundError, ValidationError
-from services.planner import PlanRequest, make_plan
-from services.planner import catalog
+from services.planner import PlanRequest, catalog, make_plan
 from services.planner.presets import MODELS
 from services.planner.runs import runs_for_plan, stored_throughputs
 from services.planner.specs import GIB, GpuSpec
@@ -101,7 +100,7 @@ def test_stored_throughputs_skip_runs_without_numbers(db_url: str) -> None:
 def _bench(name: str, model: str | None, age_min: int, **fields: object) -> Run:
     summary = {"engines": {"vllm": {"output_throughput_tok_s": 100.0 + age_min, "concurrency_mean": 8}}}
     summary.update(fields.pop("summary", {}))  # type: ignore[arg-type]
-    created = datetime(2026, 1, 1, tzinfo=timezone.utc) - timedelta(minutes=age_min)
+    created = datetime(2026, 1, 1, tzinfo=UTC) - timedelta(minutes=age_min)
     return Run(kind="benchmark", name=name, model=model, summary=summary, created_at=created, **fields)
 
 

@@ -7,10 +7,10 @@ import shlex
 import pytest
 
 from services import endpoints
-from services.errors import ConflictError, ValidationError
 from services.engines import kinds
-from services.planner import engines_reference as ref
+from services.errors import ConflictError, ValidationError
 from services.planner import PlanRequest
+from services.planner import engines_reference as ref
 from services.planner.launch import (
     LaunchOptions,
     build_launch,

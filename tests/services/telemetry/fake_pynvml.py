@@ -35,12 +35,12 @@ class NVMLError(Exception):
         }.get(self.value, f"NVML error {self.value}")
 
 
-class NVMLError_LibraryNotFound(NVMLError):  # noqa: N801 (pynvml's name)
+class NVMLError_LibraryNotFound(NVMLError):
     def __init__(self) -> None:
         super().__init__(NVML_ERROR_LIBRARY_NOT_FOUND)
 
 
-class NVMLError_DriverNotLoaded(NVMLError):  # noqa: N801
+class NVMLError_DriverNotLoaded(NVMLError):
     def __init__(self) -> None:
         super().__init__(NVML_ERROR_DRIVER_NOT_LOADED)
 
@@ -48,7 +48,7 @@ class NVMLError_DriverNotLoaded(NVMLError):  # noqa: N801
 @dataclass
 class FakeProcess:
     pid: int
-    usedGpuMemory: int | None  # noqa: N815 (pynvml's field name)
+    usedGpuMemory: int | None
 
 
 @dataclass

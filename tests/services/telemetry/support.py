@@ -54,7 +54,7 @@ class MetricsServer:
                 owner._connections.discard(self.connection)
                 super().finish()
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 owner.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 route = owner.routes.get(path) or Route(status=404, body='{"error": "not found"}')

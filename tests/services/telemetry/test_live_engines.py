@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC
 
 import httpx2
 import pytest
@@ -93,13 +94,13 @@ def test_signals_move_under_load_and_missing_ones_say_so(two_engines, hub: Telem
 
 
 def test_recording_during_load(two_engines, hub: TelemetryHub) -> None:  # type: ignore[no-untyped-def]
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from db.models import Run
     from db.session import session_scope
 
     with session_scope() as session:
-        run = Run(kind="benchmark", name="live", status="running", started_at=datetime.now(timezone.utc))
+        run = Run(kind="benchmark", name="live", status="running", started_at=datetime.now(UTC))
         session.add(run)
         session.flush()
         run_id = run.id

@@ -128,7 +128,7 @@ def test_fixture_normalises(shared_dir: Path, name: str) -> None:
 
 def bump(text: str, metric: str, new_value: float) -> str:
     """Set the (single) sample of `metric` in real exposition text to new_value."""
-    pattern = re.compile(rf"^({re.escape(metric)}(?:{{[^}}]*}})?) \S+$", re.M)
+    pattern = re.compile(rf"^({re.escape(metric)}(?:{{[^}}]*}})?) \S+$", re.MULTILINE)
     assert pattern.search(text), metric
     return pattern.sub(lambda m: f"{m.group(1)} {new_value}", text)
 
@@ -187,7 +187,7 @@ def test_rates_use_the_newest_reading_at_least_one_window_old() -> None:
     engine = VllmLike()
     gen = engine.child(engine.generation)
     state = normaliser("vllm", rate_window_s=10.0)
-    for second in range(0, 31):
+    for second in range(31):
         gen.inc(100 if second <= 20 else 10)  # 100 tok/s, then 10 tok/s
         result = state.update(families("vllm", engine.text()), float(second))
     assert result.values["generation_tokens_per_s"] == pytest.approx(10.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -159,8 +159,8 @@ def test_a_run_window_from_its_stored_times(db_url: str, prometheus: str) -> Non
             name="elsewhere",
             status="done",
             engine_names="resetting,not-here",
-            started_at=datetime.fromtimestamp(end - 20, timezone.utc),
-            finished_at=datetime.fromtimestamp(end, timezone.utc),
+            started_at=datetime.fromtimestamp(end - 20, UTC),
+            finished_at=datetime.fromtimestamp(end, UTC),
         )
         undated = Run(kind="import", name="no times", status="done")
         session.add_all([imported, undated])

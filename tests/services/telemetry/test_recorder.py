@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import func, select
@@ -52,9 +52,7 @@ def hub(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 def make_run(kind: str = "benchmark", started: datetime | None = None) -> int:
     with session_scope() as session:
-        run = Run(
-            kind=kind, name="t", status="running", started_at=started or datetime.now(timezone.utc)
-        )
+        run = Run(kind=kind, name="t", status="running", started_at=started or datetime.now(UTC))
         session.add(run)
         session.flush()
         return run.id
@@ -222,7 +220,7 @@ def test_load_window_frames_and_not_reported(db_url: str) -> None:
 
 
 def test_run_replay_aligns_telemetry_with_requests(db_url: str) -> None:
-    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
     run_id = make_run(started=started)
     t0 = started.timestamp()
     insert_samples(
@@ -254,7 +252,7 @@ def test_run_replay_aligns_telemetry_with_requests(db_url: str) -> None:
 
 
 def test_recorded_view_shows_one_hour_of_a_long_recording(db_url: str) -> None:
-    started = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    started = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
     run_id = make_run(kind="recording", started=started)
     t0 = started.timestamp()
     insert_samples(
@@ -298,7 +296,7 @@ def test_recording_and_windows_on_both_databases(any_db_url: str, hub: Telemetry
 
 
 def test_replay_puts_each_engine_requests_on_the_run_clock(db_url: str) -> None:
-    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
     t0 = started.timestamp()
     run_id = make_run(started=started)
     with session_scope() as session:

@@ -15,7 +15,11 @@ from services.tune.spec import TuneSpec
 def test_a_tuning_run_lists_compares_and_exports(db_url: str, local_engines: list) -> None:
     from services.bench.jobs import (
         create_run as create_benchmark,
+    )
+    from services.bench.jobs import (
         engine_target,
+    )
+    from services.bench.jobs import (
         execute_run as run_benchmark,
     )
     from services.bench.spec import BenchSpec
