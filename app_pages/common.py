@@ -15,7 +15,7 @@ from services.safe_text import md_text
 def _oidc_configured() -> bool:
     try:
         return "auth" in st.secrets
-    except Exception:  # no secrets file at all
+    except Exception:  # noqa: BLE001 - no secrets file at all
         return False
 
 
@@ -84,7 +84,7 @@ def recover_once() -> None:
     process are marked interrupted (never left "running" forever)."""
     try:
         _recovered(get_settings().database_url)
-    except Exception as error:  # a broken database is shown by the sidebar; never block the app
+    except Exception as error:  # noqa: BLE001 - a broken database is shown by the sidebar; never block the app
         st.warning(f"Could not check for interrupted runs: {md_text(str(error))}")
 
 
@@ -93,7 +93,7 @@ def sidebar() -> None:
         st.caption("Shootout: compare, load-test and watch LLM serving engines.")
         try:
             count = len(endpoints.list_engines())
-        except Exception as error:  # the database itself is unreachable: say so, keep rendering
+        except Exception as error:  # noqa: BLE001 - the database itself is unreachable: say so, keep rendering
             st.error(f"Run database unavailable: {md_text(str(error))}")
             return
         st.caption(

@@ -139,7 +139,7 @@ def main() -> int:
     for s in samples[:: max(1, len(samples) // 40)]:
         v = s["values"]
 
-        def fmt(key: str, scale: float = 1.0, digits: int = 0) -> str:
+        def fmt(key: str, scale: float = 1.0, digits: int = 0, v: dict = v) -> str:
             return "-" if v.get(key) is None else f"{v[key] * scale:.{digits}f}"
 
         procs = ", ".join(

@@ -231,7 +231,7 @@ def _this_machine() -> frozenset[str]:
     for name in {socket.gethostname(), socket.getfqdn()}:
         found.add(name.lower())
         try:
-            found |= {info[4][0] for info in socket.getaddrinfo(name, None)}
+            found |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
         except OSError:
             pass
     return frozenset(found)

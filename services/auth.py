@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 FREE_FAILURES = 5
@@ -31,7 +32,7 @@ class _Record:
 
 
 class LoginThrottle:
-    def __init__(self, clock: callable[[], float] = time.monotonic) -> None:  # type: ignore[valid-type]
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}

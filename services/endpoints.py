@@ -129,7 +129,7 @@ def _normalise_metrics_url(url: str | None) -> str | None:
     """A full metrics URL (Triton serves them on another port: http://host:8002/metrics)."""
     if not (url or "").strip():
         return None
-    checked, _ = _check_url(url, "metrics URL")
+    checked, _ = _check_url(url or "", "metrics URL")
     return checked
 
 
@@ -211,7 +211,7 @@ def update_engine(name: str, /, **changes: Any) -> EngineRecord:
             raise NotFoundError(f"No engine named {name!r}.")
         new_name = (changes.get("name") or row.name).strip()
         new_kind = changes.get("kind") or row.kind
-        new_key_env = changes["api_key_env"] if "api_key_env" in changes else row.api_key_env
+        new_key_env = changes.get("api_key_env", row.api_key_env)
         new_key_env = (new_key_env or "").strip() or None
         _validate(new_name, new_kind, new_key_env)
         if (

@@ -638,7 +638,7 @@ def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
         state = _read_state()
         entry = state.get(_key(spec), {})
         pid = entry.get("pid")
-        if pid_alive(pid):
+        if pid is not None and pid_alive(pid):
             _terminate_group(pid, timeout_s)
         state[_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
         _write_state(state)

@@ -121,7 +121,7 @@ def output_tokens(usage: Mapping[str, Any] | None, content_chunks: int) -> int:
 def token_count(value: Any) -> int | None:
     """A token count as an engine reported it: a whole number, else None (an engine may send
     null, a float or a string; none of them may become a figure or a traceback)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return None
     return int(value) if float(value).is_integer() else None
 

@@ -21,7 +21,7 @@ from services.engines import SamplingParams
 
 # The escaping helpers live in services.safe_text (every page uses them); the Playground
 # page reaches them through this module as it always has.
-from services.safe_text import code_span, md_line, md_text, safe_answer  # noqa: F401
+from services.safe_text import code_span, md_line, md_text, safe_answer  # noqa: F401 - re-exported
 
 # ---------------------------------------------------------------------------------------
 # The word diff, as HTML built only from escaped pieces
@@ -82,7 +82,7 @@ def _finite(value: Any) -> bool:
 def duration_unit(values: Iterable[float | None]) -> str:
     """One unit for durations shown side by side ("s" once any of them reaches a second),
     so the same quantity never reads "1.20 s" in one place and "850 ms" beside it."""
-    finite = [v for v in values if _finite(v)]
+    finite = [v for v in values if v is not None and _finite(v)]
     return "s" if finite and max(finite) >= 1 else "ms"
 
 

@@ -53,7 +53,7 @@ def launch_run_worker(module: str, run_id: int, log_name: str) -> int:
 
 
 def worker_main(
-    argv: list[str], module: str, body: Callable[[int], None], on_stop: Callable[[int], None]
+    argv: list[str], module: str, body: Callable[[int], object], on_stop: Callable[[int], object]
 ) -> int:
     """The entry point of a run's worker process: `python -m MODULE RUN_ID`. SIGTERM and
     SIGINT call `on_stop(run_id)` (stop like the page's button; what ran is kept); a

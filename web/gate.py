@@ -66,7 +66,7 @@ def _oidc_configured() -> bool:
         from streamlit.runtime.secrets import secrets_singleton
 
         return "auth" in secrets_singleton
-    except Exception:  # no secrets file, or one that does not parse: no OIDC
+    except Exception:  # noqa: BLE001 - no secrets file, or one that does not parse: no OIDC
         return False
 
 
@@ -147,7 +147,7 @@ def _oidc_login_url() -> str:
         from streamlit.auth_util import encode_provider_token
 
         return "/auth/login?provider=" + quote(encode_provider_token("default"))
-    except Exception:  # Authlib missing or the [auth] section incomplete: Streamlit says why there
+    except Exception:  # noqa: BLE001 - Authlib missing or the [auth] section incomplete: Streamlit says why there
         return "/auth/login"
 
 
@@ -246,7 +246,7 @@ class Gate:
             from streamlit import config
 
             return config.get_option("server.address")
-        except Exception:  # outside a Streamlit server (tests of the gate alone)
+        except Exception:  # noqa: BLE001 - outside a Streamlit server (tests of the gate alone)
             return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -267,11 +267,14 @@ class Gate:
             return
         method = scope.get("method", "GET")
         origin = headers.get("origin")
-        if origin and (scope["type"] == "websocket" or method not in SAFE_METHODS):
-            if not access.host_allowed(urlsplit(origin).netloc or "", hosts):
-                log.warning("refused Origin %r from %s", origin, _client(scope))
-                await self._refuse(scope, receive, send, 403, "Requests from another site are refused.")
-                return
+        if (
+            origin
+            and (scope["type"] == "websocket" or method not in SAFE_METHODS)
+            and not access.host_allowed(urlsplit(origin).netloc or "", hosts)
+        ):
+            log.warning("refused Origin %r from %s", origin, _client(scope))
+            await self._refuse(scope, receive, send, 403, "Requests from another site are refused.")
+            return
         path = scope.get("path", "/")
         oidc = _oidc_configured()
         if path == "/login":

@@ -56,9 +56,10 @@ class LoadSpec:
             raise ValidationError("A closed-loop run needs a concurrency of at least 1.")
         if self.concurrency is not None and not 1 <= self.concurrency <= MAX_CONCURRENCY:
             raise ValidationError(f"Concurrency must be between 1 and {MAX_CONCURRENCY}.")
-        if self.mode == "rate":
-            if self.rate is None or not (self.rate > 0 and math.isfinite(self.rate)):
-                raise ValidationError("An open-loop run needs a request rate above 0 per second.")
+        if self.mode == "rate" and (
+            self.rate is None or not (self.rate > 0 and math.isfinite(self.rate))
+        ):
+            raise ValidationError("An open-loop run needs a request rate above 0 per second.")
         if self.arrival not in ARRIVAL_PROCESSES:
             raise ValidationError(
                 f"Unknown arrival process {self.arrival!r}; choose one of {', '.join(ARRIVAL_PROCESSES)}."

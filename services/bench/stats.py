@@ -11,6 +11,7 @@ Definitions of the run's figures:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -111,9 +112,7 @@ def meets_slo(record: RequestRecord, slo: SloSpec) -> bool:
     if slo.e2e_ms is not None and (record.e2e_s is None or record.e2e_s * 1000 > slo.e2e_ms):
         return False
     per_token = record.tpot_s
-    if slo.tpot_ms is not None and per_token is not None and per_token * 1000 > slo.tpot_ms:
-        return False
-    return True
+    return not (slo.tpot_ms is not None and per_token is not None and per_token * 1000 > slo.tpot_ms)
 
 
 def concurrency_timeline(records: Iterable[RequestRecord]) -> list[tuple[float, int]]:
@@ -140,7 +139,7 @@ def time_weighted_mean(timeline: Sequence[tuple[float, int]]) -> float | None:
     if len(timeline) < 2:
         return None
     area = 0.0
-    for (t0, level), (t1, _) in zip(timeline, timeline[1:]):
+    for (t0, level), (t1, _) in itertools.pairwise(timeline):
         area += level * (t1 - t0)
     span = timeline[-1][0] - timeline[0][0]
     return area / span if span > 0 else None
@@ -265,7 +264,7 @@ def throughput_series(records: Iterable[RequestRecord], bucket_s: float = 1.0) -
         return []
     begin = min(r.start_s for r in done if r.start_s is not None)
     end = max(r.end_s or 0.0 for r in done)
-    count = max(1, int(math.ceil((end - begin) / bucket_s - 1e-9)))
+    count = max(1, math.ceil((end - begin) / bucket_s - 1e-9))
     totals = [0] * count
     for record in done:
         for t in token_arrival_times(record):

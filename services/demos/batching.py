@@ -9,6 +9,7 @@ slot) serves requests one after another: throughput stays flat and latency piles
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -171,7 +172,7 @@ class ContinuousBatching(Scenario):
                 f"Ramp on {engine.name}",
                 f"Waves of {levels} simultaneous requests to {engine.name} alone, {options['max_tokens']} "
                 "tokens each. Each point: the wave's throughput against its mean request latency.",
-                lambda ctx, engine=engine: self._ramp(ctx, engine, options),
+                functools.partial(self._ramp, engine=engine, options=options),
             )
             for engine in engines
         ]

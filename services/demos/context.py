@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import Any, Self
 
 from db.models import RequestResult
 from db.session import session_scope
@@ -257,7 +257,7 @@ class EngineWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> EngineWatch:
+    def __enter__(self) -> Self:
         self.snapshots.append(self.scraper.scrape())
         if self.interval_s:
             self._thread = threading.Thread(

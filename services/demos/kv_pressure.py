@@ -10,6 +10,7 @@ the waves' latency.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -174,7 +175,7 @@ class KvCachePressure(Scenario):
                 f"Filling {engine.name}'s KV cache",
                 f"Waves of {levels} parallel requests with their own ~{options['prompt_tokens']}-token prompts, "
                 f"{options['max_tokens']} answer tokens each, to {engine.name} alone.",
-                lambda ctx, engine=engine: self._pressure(ctx, engine, options),
+                functools.partial(self._pressure, engine=engine, options=options),
             )
             for engine in engines
         ]

@@ -388,8 +388,8 @@ class PrefixCaching(Scenario):
                 v = {
                     "cold_ttft_s": c.get("first_ttft_s"),
                     "warm_ttft_s": c.get("later_ttft_s"),
-                    "cached_tokens": int(median(cached)) if median(cached) is not None else None,
-                    "prompt_tokens": int(median(prompts)) if median(prompts) is not None else None,
+                    "cached_tokens": _whole(median(cached)),
+                    "prompt_tokens": _whole(median(prompts)),
                     "hit_rate": c.get("hit_rate"),
                     "error": c.get("error"),
                 }
@@ -426,3 +426,7 @@ class PrefixCaching(Scenario):
         else:
             lead = "No engine in this run served a repeated prompt faster from a cache."
         return Conclusion(lead, lines, verdicts)
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else int(value)

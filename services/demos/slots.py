@@ -9,6 +9,7 @@ closed-loop load to each, and concludes from the measured throughput and p90 TTF
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -191,7 +192,7 @@ class HowManySlots(Scenario):
             return Conclusion("No slot count was measured, so there is nothing to conclude.", [], {})
         rows.sort(key=lambda r: r["slots"])
         best, base = rows[0], rows[0]
-        for previous, row in zip(rows, rows[1:]):
+        for previous, row in itertools.pairwise(rows):
             if row["tok_s"] >= previous["tok_s"] * WORTH_IT:
                 best = row
             else:

@@ -76,6 +76,10 @@ class SamplingParams:
     ignore_eos: bool = False
 
 
+#: What each adapter reads from its metrics: a signal name to its sources, best first.
+TelemetrySignals = Mapping[str, tuple[Any, ...]]
+
+
 class EngineAdapter:
     """Base adapter: a generic OpenAI-compatible server. Subclasses override what differs."""
 
@@ -182,7 +186,7 @@ class EngineAdapter:
     metric_markers: ClassVar[tuple[str, ...]] = ()
     #: Signal name -> alternatives, tried in order (specs from services.telemetry.normalise).
     #: A signal absent here, or whose alternatives match nothing, is "not reported by <label>".
-    telemetry_signals: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+    telemetry_signals: ClassVar[TelemetrySignals] = {}
     #: A JSON metrics endpoint used when `metrics_path` is missing (trtllm-serve).
     json_metrics_path: ClassVar[str | None] = None
 

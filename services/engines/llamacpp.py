@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams
+from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
@@ -30,7 +30,7 @@ class LlamaCppAdapter(EngineAdapter):
     # The *_tokens_seconds gauges reset their window on every read (a second scraper would
     # corrupt them), so every rate comes from counters. Newer builds count cached prompt
     # tokens apart from prompt_tokens_total; older ones include them.
-    telemetry_signals = {
+    telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             Gauge(metric("llamacpp:kv_cache_usage_ratio"), note="builds before May 2025"),
         ),

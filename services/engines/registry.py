@@ -19,7 +19,7 @@ def register(cls: A) -> A:
 
 def _load() -> None:
     # Importing the modules runs their @register decorators.
-    from services.engines import (  # noqa: F401
+    from services.engines import (  # noqa: F401 - imported for their @register side effect
         llamacpp,
         ollama,
         openai_compat,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from services.engines.base import EngineAdapter, ProbeEvidence
+from typing import ClassVar
+
+from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
@@ -31,7 +33,7 @@ class SglangAdapter(EngineAdapter):
     tokenize_path = "/v1/tokenize"
     metric_markers = ("sglang:",)
     # Gauges are per scheduler rank (and some carry a pid label): ratios take the max.
-    telemetry_signals = {
+    telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (Gauge(metric("sglang:token_usage"), agg="max"),),
         "prefix_cache_hit_rate": (
             CounterRatio(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence
+from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
@@ -28,7 +28,7 @@ class TgiAdapter(EngineAdapter):
     metric_markers = ("tgi_",)
     # TGI has no KV, prefix-cache, TTFT, ITL histogram or preemption metric; the KV figure is
     # a proxy and "ITL" is TGI's per-request mean time per token (prefill included).
-    telemetry_signals = {
+    telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             GaugeRatio(
                 metric("tgi_batch_current_max_tokens"),

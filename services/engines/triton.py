@@ -3,7 +3,9 @@ metrics on a separate port (8002 by default)."""
 
 from __future__ import annotations
 
-from services.engines.base import EngineAdapter, ProbeEvidence
+from typing import ClassVar
+
+from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
@@ -27,7 +29,7 @@ class TritonAdapter(EngineAdapter):
     metric_markers = ("nv_inference_", "nv_trt_llm_")
     # Backend gauges carry a category label; latencies are in ms (histogram) and the
     # user-facing model is the "ensemble" (else the bare "tensorrt_llm" model).
-    telemetry_signals = {
+    telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             Gauge(
                 metric("nv_trt_llm_kv_cache_block_metrics", kv_cache_block_type="fraction"), agg="max"

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence
+from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
@@ -37,7 +37,7 @@ class TrtllmServeAdapter(EngineAdapter):
     metric_markers = ("trtllm_", "request_success_total", "e2e_request_latency_seconds")
     # Three generations of names (guide/engines.md §5.1): trtllm_-prefixed first, then the
     # unprefixed first version; "trtllm_json:" series come from the JSON iteration stats.
-    telemetry_signals = {
+    telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             Gauge(metric("trtllm_kv_cache_utilization"), agg="max"),
             GaugeRatio(metric("trtllm_kv_cache_used_blocks"), metric("trtllm_kv_cache_max_blocks")),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from services.engines.base import EngineAdapter, ProbeEvidence
+from typing import ClassVar
+
+from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
@@ -30,7 +32,7 @@ class VllmAdapter(EngineAdapter):
 
     metric_markers = ("vllm:",)
     # Names per release from guide/engines.md §3.3: V1 >=0.9 first, then 0.8.x / V0 names.
-    telemetry_signals = {
+    telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             Gauge(metric("vllm:kv_cache_usage_perc"), agg="max"),
             Gauge(metric("vllm:gpu_cache_usage_perc"), agg="max"),

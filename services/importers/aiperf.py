@@ -218,13 +218,14 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
     ends = [integer((line.get("metadata") or {}).get("request_end_ns")) for line in lines]
     origin = min((s for s in starts if s is not None), default=None)
     rows = []
-    measured_starts, measured_ends = [], []
+    measured_starts: list[int] = []
+    measured_ends: list[int] = []
     for index, line in enumerate(lines):
         metadata = line.get("metadata") or {}
         metrics = line.get("metrics") or {}
         error = line.get("error")
 
-        def value(tag: str, as_seconds: bool = True) -> Any:
+        def value(tag: str, as_seconds: bool = True, metrics: dict[str, Any] = metrics) -> Any:
             item = metrics.get(tag)
             if not isinstance(item, dict):
                 return None
@@ -235,10 +236,10 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
 
         warmup = str(metadata.get("benchmark_phase") or "profiling").lower() == "warmup"
         ok = not error and not metadata.get("was_cancelled")
-        start = starts[index]
-        if not warmup and start is not None and ends[index] is not None:
+        start, end = starts[index], ends[index]
+        if not warmup and start is not None and end is not None:
             measured_starts.append(start)
-            measured_ends.append(ends[index])
+            measured_ends.append(end)
         itls = value("inter_chunk_latency")
         output_tokens = integer(
             value("output_sequence_length", False) or value("output_token_count", False)
@@ -246,9 +247,7 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
         rows.append(
             request_row(
                 engine,
-                integer(metadata.get("session_num"))
-                if integer(metadata.get("session_num")) is not None
-                else index,
+                _or_index(integer(metadata.get("session_num")), index),
                 warmup=warmup,
                 ok=ok,
                 start_s=(start - origin) / 1e9 if start is not None and origin is not None else None,
@@ -354,3 +353,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             warnings=warnings,
         )
     ]
+
+
+def _or_index(number: int | None, index: int) -> int:
+    return index if number is None else number

@@ -159,7 +159,7 @@ def number(value: Any) -> float | None:
 
 def integer(value: Any) -> int | None:
     result = number(value)
-    return int(round(result)) if result is not None else None
+    return round(result) if result is not None else None
 
 
 UNIT_SECONDS = {
@@ -286,7 +286,7 @@ def parse_timestamp(value: Any) -> datetime | None:
         except ValueError:
             pass
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -304,6 +304,12 @@ def engine_snapshot(
         "version": None,
         "info": {"imported_from": tool, **{k: v for k, v in info.items() if v is not None}},
     }
+
+
+def model_name(value: Any) -> str | None:
+    """A model name from another tool's file: text, else nothing (a file may hold a list or a
+    number there, which must not reach the database's text column)."""
+    return (value.strip()[:300] or None) if isinstance(value, str) else None
 
 
 def first_line(text: Any, limit: int = 60) -> str | None:

@@ -156,14 +156,14 @@ def _requests(
     if not isinstance(groups, dict):
         return []
     origin = number(benchmark.get("start_time"))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for status in ("successful", "errored", "incomplete"):
         for stats in groups.get(status) or []:
             if not isinstance(stats, dict):
                 continue
             ok = status == "successful"
             start = number(stats.get("request_start_time") or stats.get("start_time"))
-            info = stats.get("info") if isinstance(stats.get("info"), dict) else {}
+            info = stats["info"] if isinstance(stats.get("info"), dict) else {}
             error = info.get("error") or stats.get("error")
             rows.append(
                 request_row(

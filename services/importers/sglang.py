@@ -23,6 +23,7 @@ from services.importers.common import (
     first_line,
     headline_step,
     integer,
+    model_name,
     number,
     request_row,
 )
@@ -67,10 +68,10 @@ def _requests(
     ttfts = result.get("ttfts")
     if not isinstance(ttfts, list):
         return []
-    errors = result.get("errors") if isinstance(result.get("errors"), list) else []
-    itls_all = result.get("itls") if isinstance(result.get("itls"), list) else []
-    inputs = result.get("input_lens") if isinstance(result.get("input_lens"), list) else []
-    outputs = result.get("output_lens") if isinstance(result.get("output_lens"), list) else []
+    errors = _as_list(result.get("errors"))
+    itls_all = _as_list(result.get("itls"))
+    inputs = _as_list(result.get("input_lens"))
+    outputs = _as_list(result.get("output_lens"))
     rows = []
     for i, raw_ttft in enumerate(ttfts):
         error = errors[i] if i < len(errors) else ""
@@ -127,7 +128,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         rate_text = [("inf" if isinstance(v, float) and v == float("inf") else v) for v in values]
         config[key] = rate_text[0] if len({str(v) for v in rate_text}) == 1 else rate_text
     config["import"] = {"tool": LABEL, "file": source.name, "results": len(results)}
-    model = first.get("model_id") or first.get("model")
+    model = model_name(first.get("model_id") or first.get("model"))
     failed = sum(int(step.get("failed") or 0) for step in steps)
     return [
         ImportedRun(
@@ -136,9 +137,14 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             config=config,
             summary={"engines": {engine: headline}, "sweep": steps if many else []},
             engines=[engine_snapshot(engine, LABEL, model=model, backend=first.get("backend"))],
-            model=str(model) if model else None,
+            model=model,
             workload=str(first["dataset_name"]) if first.get("dataset_name") else None,
             status="finished_with_errors" if failed else "finished",
             requests=rows,
         )
     ]
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A per-request array of the result file; anything else reads as none."""
+    return value if isinstance(value, list) else []

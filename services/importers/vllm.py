@@ -24,6 +24,7 @@ from services.importers.common import (
     flat_latency_stats,
     headline_step,
     integer,
+    model_name,
     number,
     parse_timestamp,
     request_row,
@@ -118,7 +119,9 @@ def sniff(source: SourceFile) -> bool:
 def _requests(
     result: dict[str, Any], engine: str, step: int | None, offset: int
 ) -> list[dict[str, Any]]:
-    arrays = {key: result.get(key) for key in PER_REQUEST_KEYS if isinstance(result.get(key), list)}
+    arrays: dict[str, list[Any]] = {
+        key: values for key in PER_REQUEST_KEYS if isinstance(values := result.get(key), list)
+    }
     lengths = {len(values) for key, values in arrays.items() if key != "generated_texts"}
     if not lengths:
         return []
@@ -129,7 +132,7 @@ def _requests(
     rows = []
     for i in range(count):
 
-        def at(key: str) -> Any:
+        def at(key: str, i: int = i) -> Any:
             values = arrays.get(key)
             return values[i] if values is not None and i < len(values) else None
 
@@ -235,7 +238,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     metadata = extra_metadata(first)
     if metadata:
         config["metadata"] = metadata
-    model = first.get("model_id")
+    model = model_name(first.get("model_id"))
     created = parse_timestamp(first.get("date"))
     failed = sum(int(step.get("failed") or 0) for step in steps)
     return [

@@ -193,10 +193,10 @@ def compare(reference: Answer, other: Answer) -> PromptComparison:
                 hits += ref_token.token in other_token.top
             if divergence is not None and divergence < common:
                 at = other.tokens[divergence]
-                ref_token = reference.tokens[divergence].token
+                reference_text = reference.tokens[divergence].token
                 chosen = at.logprob if at.logprob is not None else at.top.get(at.token)
-                if ref_token in at.top and chosen is not None:
-                    margin = chosen - at.top[ref_token]
+                if reference_text in at.top and chosen is not None:
+                    margin = chosen - at.top[reference_text]
     return PromptComparison(
         exact_match=reference.text == other.text,
         unit=unit,

@@ -198,7 +198,7 @@ def build_summary(run_id: int) -> dict[str, Any]:
         engines[label] = engine_summary(
             label,
             answers.get(label, {}),
-            None if label == reference else answers.get(reference, {}),
+            None if label == reference else answers.get(reference or "", {}),
             _kind_label(snapshots, label),
             prompts,
         )
@@ -270,7 +270,7 @@ def divergence(reference: Answer, other: Answer, comparison: PromptComparison) -
         join = "".join
     else:
         ref_units, other_units = reference.text.split(), other.text.split()
-        join = " ".join  # type: ignore[assignment]
+        join = " ".join
     shared = join(ref_units[:position])
     return Divergence(
         position=position,

@@ -8,6 +8,7 @@ skipped alone and remembered, so it costs nothing on the next sample.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -114,7 +115,7 @@ class NvmlSampler:
         self._nvml = nvml
         try:
             nvml.nvmlInit()
-        except Exception as error:  # NVMLError_LibraryNotFound, DriverNotLoaded, OSError...
+        except Exception as error:  # noqa: BLE001 - pynvml raises NVMLError_LibraryNotFound, DriverNotLoaded, OSError...
             return GpuState(False, f"{NO_GPU}: {_nvml_reason(error)}.")
         try:
             count = int(nvml.nvmlDeviceGetCount())
@@ -137,7 +138,7 @@ class NvmlSampler:
                         memory_total_bytes=int(memory.total) if memory is not None else None,
                     )
                 )
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any NVML failure is the no-GPU view, never a crash
             return GpuState(
                 False, f"{NO_GPU}: NVML answered but listing GPUs failed ({_nvml_reason(error)})."
             )
@@ -153,7 +154,7 @@ class NvmlSampler:
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return fn(*args)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a field this driver lacks is shown as missing
             return None
 
     def close(self) -> None:
@@ -161,7 +162,7 @@ class NvmlSampler:
             if self._state is not None and self._state.available and self._nvml is not None:
                 try:
                     self._nvml.nvmlShutdown()
-                except Exception:
+                except Exception:  # noqa: BLE001, S110 - shutting down a library that already failed
                     pass
             self._state = None
 
@@ -188,7 +189,7 @@ class NvmlSampler:
             return None
         try:
             return fn()
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - an unsupported field is skipped from now on, any other failure is this sample's gap
             if getattr(error, "value", None) in self._unsupported_codes() or isinstance(
                 error, (AttributeError, TypeError)
             ):
@@ -322,7 +323,7 @@ class NvmlSampler:
             fn = getattr(nvml, getter, None)
             if fn is None:
                 continue
-            rows = self._field(i, name, lambda fn=fn: fn(handle)) or []
+            rows = self._field(i, name, functools.partial(fn, handle)) or []
             for row in rows:
                 pid = int(row.pid)
                 used = getattr(row, "usedGpuMemory", None)
@@ -346,7 +347,7 @@ class NvmlSampler:
             if cmdline:
                 name = os.path.basename(cmdline.split(" ", 1)[0])
             if not name:
-                raw = self._call(self._nvml.nvmlSystemGetProcessName, pid) if self._nvml else None  # type: ignore[union-attr]
+                raw = self._call(self._nvml.nvmlSystemGetProcessName, pid) if self._nvml else None
                 name = os.path.basename(_text(raw)) if raw else f"pid {pid}"
             cached = (name, cmdline)
             if len(self._process_names) > 4096:

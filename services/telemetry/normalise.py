@@ -19,7 +19,7 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from services.telemetry.prometheus import RESTART_MARKERS, Aggregate, Families, Histogram, LabelFilter
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, SIGNALS, not_reported
@@ -115,7 +115,7 @@ class HistogramMean:
         return (("histogram", self.metric),)
 
 
-Spec = Union[Gauge, GaugeRatio, CounterRate, CounterRatio, Quantile, HistogramMean]
+Spec = Gauge | GaugeRatio | CounterRate | CounterRatio | Quantile | HistogramMean
 SignalMap = Mapping[str, tuple[Spec, ...]]
 
 
@@ -211,7 +211,7 @@ class ResetTracker:
             )
         else:
             assert isinstance(previous_total, float | int)
-            delta = raw if restarted or raw < previous_raw else raw - previous_raw  # type: ignore[operator]
+            delta = raw if restarted or raw < previous_raw else raw - previous_raw  # type: ignore[operator]  # counters are numbers
             total = previous_total + delta
         self.total[key] = total
         return total
@@ -309,7 +309,7 @@ class EngineNormaliser:
                     continue
                 raw = _read(families, kind, m)
                 if kind == "gauge":
-                    gauges[key] = raw  # type: ignore[assignment]
+                    gauges[key] = raw  # type: ignore[assignment]  # a gauge reads as a number
                 elif raw is not None:
                     reading.totals[key] = self.tracker.update(key, raw, restarted)
         self.history.append(reading)
@@ -388,7 +388,7 @@ class EngineNormaliser:
                 assert isinstance(earlier, Histogram)
                 result = (current.minus(earlier), now.ts - base.ts)
             else:
-                result = (current - earlier, now.ts - base.ts)  # type: ignore[operator]
+                result = (current - earlier, now.ts - base.ts)  # type: ignore[operator]  # numbers here
         self._deltas[(key, base is not None and base.ts)] = result
         return result
 
@@ -414,7 +414,7 @@ class EngineNormaliser:
                 delta, seconds = self._delta(("counter", m), now, rate_base)
                 if delta is None or seconds <= 0:
                     return None
-                total += float(delta) * m.scale  # type: ignore[arg-type]
+                total += float(delta) * m.scale  # type: ignore[arg-type]  # a counter's delta is a number
             return total / seconds
         if isinstance(spec, CounterRatio):
             sums = []
@@ -424,7 +424,7 @@ class EngineNormaliser:
                     delta, _ = self._delta(("counter", m), now, rate_base)
                     if delta is None:
                         return None
-                    total += float(delta) * m.scale  # type: ignore[arg-type]
+                    total += float(delta) * m.scale  # type: ignore[arg-type]  # a counter's delta is a number
                 sums.append(total)
             return sums[0] / sums[1] if sums[1] > 0 else None
         # Histograms

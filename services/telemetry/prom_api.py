@@ -8,6 +8,7 @@ Engine history (the engines' own series, normalised) is `prom_history`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -228,7 +229,7 @@ def query_range(
                 number = float(value)
             except (TypeError, ValueError):
                 continue
-            if number == number and abs(number) != float("inf"):
+            if math.isfinite(number):
                 points.append((float(ts), number))
         result.append(RangeSeries(labels, points))
     return result

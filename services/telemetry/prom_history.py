@@ -264,8 +264,8 @@ def spec_expression(spec: Spec, names: set[str], selector: str, window: str) -> 
     if isinstance(spec, CounterRate):
         return counter_sum(spec.parts, "rate")
     if isinstance(spec, CounterRatio):
-        num, den = counter_sum(spec.num, "increase"), counter_sum(spec.den, "increase")
-        return None if num is None or den is None else f"({num}) / ({den})"
+        counted, base = counter_sum(spec.num, "increase"), counter_sum(spec.den, "increase")
+        return None if counted is None or base is None else f"({counted}) / ({base})"
     m = spec.metric
     if f"{m.name}_bucket" not in names:
         return None
@@ -427,7 +427,7 @@ def history(
     step = step_s if step_s is not None else prom_api.step_for(start_ts, end_ts)
     prom_api.check_points(start_ts, end_ts, step)
     window_s = max(rate_window_s, step)
-    window = f"{int(round(window_s * 1000))}ms"
+    window = f"{round(window_s * 1000)}ms"
     engine_signals = [s for s in (signals or ENGINE_SIGNAL_NAMES) if SIGNALS[s].group == "engine"]
     gpu_signals = [s for s in (signals or GPU_SIGNAL_NAMES) if SIGNALS[s].group == "gpu"]
     engines = registered_engines(server, engine_names, mapping) if engine_names else []

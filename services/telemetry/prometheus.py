@@ -281,7 +281,7 @@ class SeriesParser:
         ]
         if len(parsed) == len(lines):
             return list(zip(lines, parsed, strict=True))
-        pairs = []
+        pairs: list[tuple[str, Any]] = []
         for line in lines:
             for family in text_string_to_metric_families(line + "\n"):
                 pairs.extend((line, sample) for sample in family.samples)

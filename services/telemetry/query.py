@@ -20,7 +20,7 @@ from sqlalchemy import select
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
 from services.errors import NotFoundError
-from services.telemetry.signals import not_reported, signal_names
+from services.telemetry.signals import SourceGroup, not_reported, signal_names
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")
 
@@ -97,7 +97,7 @@ def load_window(
         seen = set(first) | set(last)
         kind = str(first.get("_kind") or "openai")
         label = str(first.get("_label") or kind)
-        group = "gpu" if kind == "gpu" else "engine"
+        group: SourceGroup = "gpu" if kind == "gpu" else "engine"
         missing = {n: not_reported(label) for n in signal_names(group) if n not in seen}
         if missing:
             window.not_reported[str(source)] = missing

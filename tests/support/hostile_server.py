@@ -19,6 +19,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Self
 
 MODES = ("endless", "stall", "trickle", "huge", "huge_declared")
 GIB = 1024 * 1024 * 1024
@@ -106,7 +107,7 @@ class HostileServer:
         self.process: subprocess.Popen[str] | None = None
         self.port = 0
 
-    def __enter__(self) -> HostileServer:
+    def __enter__(self) -> Self:
         root = Path(__file__).resolve().parents[2]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.hostile_server", "--mode", self.mode],

@@ -60,7 +60,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 WORDS = (" red", " fox", " sky", " sea", " sun", " oak", " elm", " ash", " ivy", " bay", " cod", " jay")
@@ -227,7 +227,7 @@ class ScriptedHandler:
         finally:
             try:
                 writer.close()
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - the client may have gone; closing is best effort
                 pass
 
     @staticmethod
@@ -767,7 +767,7 @@ class ScriptedServer:
         answer.raise_for_status()
         return answer.json()
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_: object) -> None:

@@ -42,11 +42,11 @@ def test_poisson_arrivals_are_seeded_and_exact() -> None:
 def test_poisson_mean_rate_and_gamma_burstiness() -> None:
     offsets = take(arrival_offsets(20.0, seed=1), 20_000)
     assert 20_000 / offsets[-1] == pytest.approx(20.0, rel=0.03)
-    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
     # Exponential gaps: coefficient of variation 1.
     assert statistics.pstdev(gaps) / statistics.mean(gaps) == pytest.approx(1.0, rel=0.05)
     bursty = take(arrival_offsets(20.0, arrival="gamma", burstiness=0.25, seed=1), 20_000)
-    bursty_gaps = [b - a for a, b in zip(bursty, bursty[1:])]
+    bursty_gaps = [b - a for a, b in itertools.pairwise(bursty)]
     assert 20_000 / bursty[-1] == pytest.approx(20.0, rel=0.05)
     # Gamma with shape k: CV = 1/sqrt(k) = 2 for k = 0.25.
     assert statistics.pstdev(bursty_gaps) / statistics.mean(bursty_gaps) == pytest.approx(2.0, rel=0.1)

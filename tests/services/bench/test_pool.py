@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -190,7 +191,7 @@ def test_workers_of_a_killed_coordinator_stop(scripted_server: ScriptedServer, t
         for entry in os.listdir("/proc"):
             if entry.isdigit():
                 try:
-                    fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
                 if int(fields[1]) == coordinator.pid:
@@ -213,7 +214,7 @@ def test_workers_of_a_killed_coordinator_stop(scripted_server: ScriptedServer, t
             pid
             for pid in children
             if os.path.exists(f"/proc/{pid}")
-            and open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+            and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
         ]
     assert alive == [], "orphaned workers went on loading the engine"
 

@@ -3,6 +3,7 @@ cancellation and an engine killed mid-run."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import threading
 import time
@@ -70,7 +71,7 @@ def test_open_loop_rate_with_a_cap_reports_queue_time(scripted_server: ScriptedS
     # 100/s arrivals, 2 slots of ~0.1 s each: requests wait in the client queue.
     assert summary["queue_s"]["p90"] > 0.2
     scheduled = sorted(r.scheduled_s for r in outcome.measured)
-    gaps = [b - a for a, b in zip(scheduled, scheduled[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(scheduled)]
     assert gaps == pytest.approx([0.01] * 19, abs=1e-9)
 
 
@@ -211,7 +212,7 @@ def test_prompt_lengths_are_calibrated_with_sglangs_tokenize_endpoint(
     """SGLang's POST /v1/tokenize (TokenizeRequest -> {tokens, count}) counts the prompt
     words; the scripted server answers in SGLang's shape and refuses a body without `prompt`."""
     sglang = EngineTarget(name="sg", base_url=scripted_server.base_url, kind="sglang", model="m")
-    text, calibration = run_blocking(calibrate_prompt_text((sglang,)))
+    _text, calibration = run_blocking(calibrate_prompt_text((sglang,)))
     assert (calibration.method, calibration.engine) == ("tokenize", "sg")
     assert calibration.words_kept == calibration.words_checked > 0
     # An engine kind without a tokenize endpoint keeps the word estimate.

@@ -37,7 +37,7 @@ def test_uploaded_json_alone_has_no_rows(samples) -> None:
 def test_per_request_records(samples) -> None:
     path = samples / "aiperf_run" / "profile_export.jsonl"
     _, [run] = importers.parse_file(path.read_bytes(), path.name, engine_name="vllm")
-    warmup, first, second, failed = run.requests
+    warmup, first, _second, failed = run.requests
     assert warmup["warmup"] and not first["warmup"]
     assert first["ttft_s"] == pytest.approx(0.1) and first["e2e_s"] == pytest.approx(0.25)
     assert first["itl_s"] == pytest.approx([0.05] * 3) and first["tpot_s"] == pytest.approx(0.05)

@@ -208,7 +208,7 @@ def test_dcgm_sampler_over_http(shared_dir: Path) -> None:
         state = sampler.state()
         assert (
             state.available
-            and [g.title for g in state.gpus][0] == "gpu-node-07 GPU 0: NVIDIA H100 80GB HBM3"
+            and next(g.title for g in state.gpus) == "gpu-node-07 GPU 0: NVIDIA H100 80GB HBM3"
         )
         assert len(sampler.sample()) == 2
         assert server.requests[-1][1]["accept"] == "text/plain"

@@ -76,8 +76,8 @@ def test_signals_move_under_load_and_missing_ones_say_so(two_engines, hub: Telem
     def values(source: str, signal: str) -> list[float]:
         return [v for s in seen[source] if (v := s.values.get(signal)) is not None]
 
-    for source in seen:
-        assert all(s.error is None for s in seen[source]), [s.error for s in seen[source]]
+    for source, samples in seen.items():
+        assert all(s.error is None for s in samples), [s.error for s in samples]
         assert max(values(source, "requests_running")) >= 1, source
         assert max(values(source, "generation_tokens_per_s")) > 0, source
         assert max(values(source, "prompt_tokens_per_s")) > 0, source

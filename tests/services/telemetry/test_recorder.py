@@ -246,7 +246,7 @@ def test_run_replay_aligns_telemetry_with_requests(db_url: str) -> None:
     # only KV usage was stored for this source: the other timeline signals say so
     assert notes == ["v: Running, Waiting, Generated tokens/s not reported by vLLM"]
     view = recorded_view(run_id)
-    assert [c.key for c in view.charts][0].startswith(f"recorded_{run_id}_")
+    assert next(c.key for c in view.charts).startswith(f"recorded_{run_id}_")
     kv_chart = next(c for c in view.charts if c.key.endswith("kv_cache"))
     assert kv_chart.has_data
 

@@ -24,9 +24,10 @@ def test_a_tuning_run_lists_compares_and_exports(db_url: str, local_engines: lis
     )
     from services.bench.spec import BenchSpec
 
-    tiny = dict(
-        workload=WorkloadSpec(input_len=16, output_len=8), load=LoadSpec(concurrency=1, requests=3)
-    )
+    tiny = {
+        "workload": WorkloadSpec(input_len=16, output_len=8),
+        "load": LoadSpec(concurrency=1, requests=3),
+    }
     tune_id = jobs.create_run(TuneSpec(kind="llamacpp", grid={"np": ("1", "2")}, **tiny), trusted=True)
     jobs.execute_run(tune_id)
     bench_id = create_benchmark(BenchSpec(engines=(engine_target("llamacpp-1slot"),), **tiny))

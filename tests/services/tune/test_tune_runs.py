@@ -17,7 +17,10 @@ from services.tune import jobs
 from services.tune.launch import render_template
 from services.tune.spec import TuneSpec
 
-TINY = dict(workload=WorkloadSpec(input_len=16, output_len=8), load=LoadSpec(concurrency=2, requests=4))
+TINY = {
+    "workload": WorkloadSpec(input_len=16, output_len=8),
+    "load": LoadSpec(concurrency=2, requests=4),
+}
 
 
 @pytest.fixture
@@ -80,9 +83,10 @@ def test_a_configuration_that_cannot_start_is_recorded_while_the_others_finish(
 def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(
     db_url: str, llamacpp_installed: None
 ) -> None:
-    long_load = dict(
-        workload=WorkloadSpec(input_len=16, output_len=32), load=LoadSpec(concurrency=1, requests=200)
-    )
+    long_load = {
+        "workload": WorkloadSpec(input_len=16, output_len=32),
+        "load": LoadSpec(concurrency=1, requests=200),
+    }
     spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2", "3")}, **long_load)
     run_id = jobs.start_tuning(spec)
     deadline = time.monotonic() + 90

