@@ -20,9 +20,8 @@ from services import runs
 from services.errors import NotFoundError, ValidationError
 from services.exports import REQUEST_COLUMNS, STREAM_FORMATS, export_filename, run_header, stream_run
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
-from services.reports import registry
 from services.reports.html_report import HTML_MIME, report_html, standard_html_report, table_html
-from services.reports.registry import ExportFile
+from services.reports.registry import ExportFile, html_exporter
 from services.reports.views import comparison_view
 
 ExportFormat = Literal["csv", "json", "html"]
@@ -68,7 +67,7 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"Unknown export format {fmt!r}: use csv, json or html.")
     if fmt == "html":
-        exporter = registry.html_exporter(runs.get_run(run_id).kind) or standard_html_report
+        exporter = html_exporter(runs.get_run(run_id).kind) or standard_html_report
         return exporter(run_id)
     # Whole in memory: for small runs and tests; the page and the CLI write the stream.
     data = b"".join(stream_run(run_id, fmt).chunks)
