@@ -8,7 +8,8 @@
 - `runner.demo_view(run_id)`: everything the page draws, from the database alone (live
   or replayed); `runner.demo_result(run_id)`: the `cli.py demo --json` document.
 - `charts.step_figure(step)`: the plotly figure of one step.
-- `report.export_demo_html(run_id)`: the run's HTML report with the demo's steps.
+- `report.export_demo_html(run_id)`: the run's HTML report with the demo's steps (registered as
+  the HTML report of demo runs: `services.reports.export_run` finds it by kind).
 """
 
 from services.demos.registry import get_scenario, scenarios

@@ -1,6 +1,7 @@
-"""A finished demo as the same self-contained HTML report as every other run
-(services.reports.export_run), with the demo's own story placed first: the measured
-conclusion, then each step's explanation, large numbers, finding and chart."""
+"""A finished demo as the same self-contained HTML report as every other run, with the
+demo's own story placed first: the measured conclusion, then each step's explanation, large
+numbers, finding and chart. Registered as the HTML report of demo runs, so
+services.reports.export_run gives it without importing this module's package."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import html
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
 from services.figures import inert
-from services.reports import ExportFile, standard_html_report
+from services.lifecycle import RunKind
+from services.reports.html_report import standard_html_report
+from services.reports.registry import ExportFile, register
 
 _STYLE = (
     "<style>.demo-conclusion{font-size:1.25em;line-height:1.5;padding:12px 16px;border-left:6px solid #1a7f37;"
@@ -61,6 +64,7 @@ def demo_section_html(run_id: int) -> str:
     return "".join(parts)
 
 
+@register(RunKind.DEMO)
 def export_demo_html(run_id: int) -> ExportFile:
     """The run's standard HTML report with the demo section after its title."""
     report = standard_html_report(run_id)

@@ -1,0 +1,45 @@
+"""What the Runs page shows and what leaves the server, in four parts:
+
+- `tables`: the comparison table (values, changes against the baseline) and engine settings;
+- `figures`: latency CDFs and latency against throughput;
+- `views`: what the Runs page draws for a comparison or one run, computed once;
+- `html_report` and `export`: a run as CSV, run JSON or HTML, a comparison as HTML;
+- `registry`: which HTML report a kind of run gets (a demo registers its own story).
+
+Callers import from here; the parts import each other, never this package's top.
+"""
+
+from services.exports import export_filename
+from services.reports.export import (
+    EXPORT_FORMATS,
+    ExportFormat,
+    export_comparison,
+    export_run,
+    run_document,
+)
+from services.reports.figures import cdf_figure, latency_throughput_figure
+from services.reports.html_report import standard_html_report
+from services.reports.registry import ExportFile, register
+from services.reports.tables import comparison_table, settings_table, style_comparison_table
+from services.reports.views import ComparisonView, RunView, comparison_view, run_view
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "ComparisonView",
+    "ExportFile",
+    "ExportFormat",
+    "RunView",
+    "cdf_figure",
+    "comparison_table",
+    "comparison_view",
+    "export_comparison",
+    "export_filename",
+    "export_run",
+    "latency_throughput_figure",
+    "register",
+    "run_document",
+    "run_view",
+    "settings_table",
+    "standard_html_report",
+    "style_comparison_table",
+]

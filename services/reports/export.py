@@ -1,0 +1,101 @@
+"""What leaves the server: a run as per-request CSV, run JSON (re-importable) or its HTML
+report, and a comparison of runs as one HTML report.
+
+CSV and JSON are streamed in batches (services.exports); run_document builds the same JSON
+in memory, for callers that want a dict and as the reference the stream is checked against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pandas as pd
+from sqlalchemy import select
+
+from db.models import Exchange, RequestResult, Run, Sample
+from db.session import session_scope
+from services import runs
+from services.errors import NotFoundError, ValidationError
+from services.exports import REQUEST_COLUMNS, STREAM_FORMATS, export_filename, run_header, stream_run
+from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
+from services.reports.html_report import HTML_MIME, report_html, standard_html_report, table_html
+from services.reports.registry import ExportFile, html_exporter
+from services.reports.views import comparison_view
+
+ExportFormat = Literal["csv", "json", "html"]
+EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": HTML_MIME}
+
+
+def _rows_of(
+    session: Any, model: Any, columns: Sequence[str], run_id: int, *order: Any
+) -> list[dict[str, Any]]:
+    """A run's rows of one table as plain dicts of `columns`, in `order`."""
+    query = (
+        select(*(getattr(model, column) for column in columns))
+        .where(model.run_id == run_id)
+        .order_by(*order)
+    )
+    return [dict(zip(columns, row)) for row in session.execute(query)]
+
+
+def run_document(run_id: int) -> dict[str, Any]:
+    """The run as Shootout run JSON (see services.importers.shootout for the format), whole
+    in memory: services.exports.stream_run writes the same document without holding it."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise NotFoundError(f"Run #{run_id} does not exist.")
+        requests = _rows_of(session, RequestResult, REQUEST_COLUMNS, run_id, RequestResult.id)
+        exchanges = _rows_of(session, Exchange, EXCHANGE_FIELDS, run_id, Exchange.id)
+        samples = _rows_of(session, Sample, SAMPLE_FIELDS, run_id, Sample.ts, Sample.id)
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "exported_at": datetime.now(UTC).isoformat(),
+            "run": run_header(run),
+            "requests": requests,
+            "exchanges": exchanges,
+            "samples": samples,
+        }
+
+
+def export_run(run_id: int, fmt: str) -> ExportFile:
+    """A run as CSV (per request), JSON (config, summary, engine info, rows) or HTML (the
+    report its kind registered, else the standard one)."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValidationError(f"Unknown export format {fmt!r}: use csv, json or html.")
+    if fmt == "html":
+        exporter = html_exporter(runs.get_run(run_id).kind) or standard_html_report
+        return exporter(run_id)
+    # Whole in memory: for small runs and tests; the page and the CLI write the stream.
+    data = b"".join(stream_run(run_id, fmt).chunks)
+    return ExportFile(filename=export_filename(run_id, fmt), mime=EXPORT_FORMATS[fmt], data=data)
+
+
+def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None) -> ExportFile:
+    """A comparison of runs as one self-contained HTML report."""
+    view = comparison_view(run_ids, baseline)
+    details = [runs.get_run(run_id) for run_id in view.comparison.run_ids]
+    intro = "<h2>Runs</h2>" + table_html(
+        pd.DataFrame.from_records(
+            [
+                {
+                    "Run": f"#{d.id}",
+                    "Name": d.name,
+                    "Kind": d.kind,
+                    "Created": d.created_at.strftime("%Y-%m-%d %H:%M") if d.created_at else "",
+                    "Engines": ", ".join(d.engine_names),
+                    "Model": d.model or "",
+                    "Tags": ", ".join(d.tags),
+                }
+                for d in details
+            ]
+        )
+    )
+    title = "Shootout comparison: " + ", ".join(f"#{d.id}" for d in details)
+    data = report_html(title, [intro], view, []).encode("utf-8")
+    return ExportFile(
+        filename=export_filename(list(view.comparison.run_ids), "html"), mime=HTML_MIME, data=data
+    )

@@ -1,0 +1,164 @@
+"""The comparison as plotly figures: latency CDFs overlaid per metric, and median latency
+against output throughput (a sweep draws a curve, a single load one point)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from services import runs
+from services.importers.common import number
+from services.runs import LATENCY_METRICS, Comparison
+
+CDF_POINTS = 1000
+#: One colour per series, the same in every figure (plotly's default qualitative palette).
+SERIES_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+
+
+def _cdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values = np.sort(values[np.isfinite(values)])
+    if values.size <= CDF_POINTS:
+        return values, np.arange(1, values.size + 1) / values.size
+    # Quantiles on an even grid draw the same curve as every point, at a bounded cost.
+    shares = np.linspace(0, 1, CDF_POINTS)
+    return np.quantile(values, shares), shares
+
+
+def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
+    """Overlaid cumulative distributions of one latency metric (None without samples)."""
+    figure = go.Figure()
+    for index, series in enumerate(comparison.series):
+        values = series.samples.get(metric)
+        if values is None or values.size == 0:
+            continue
+        x, y = _cdf_points(values)
+        notes = [
+            note
+            for note, on in (
+                ("all sweep steps", series.multi_step),
+                (f"1 in {series.sampled_every} requests", series.sampled_every > 1),
+            )
+            if on
+        ]
+        name = series.label + (f" ({', '.join(notes)})" if notes else "")
+        figure.add_trace(
+            go.Scatter(
+                x=x * 1000,
+                y=y,
+                mode="lines",
+                line={"shape": "hv", "color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
+                name=name,
+                hovertemplate="%{x:.1f} ms: %{y:.1%} of requests<extra>"
+                + html.escape(name)
+                + "</extra>",
+            )
+        )
+    if not figure.data:
+        return None
+    figure.update_layout(
+        title=f"{LATENCY_METRICS[metric]}: cumulative distribution",
+        xaxis_title=f"{LATENCY_METRICS[metric]} (ms)",
+        yaxis_title="share of requests at or below",
+        yaxis_tickformat=".0%",
+        legend={"orientation": "h", "y": -0.25},
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        height=380,
+    )
+    return figure
+
+
+def _points(series: runs.Series) -> list[dict[str, Any]]:
+    steps = series.sweep or [{**series.rates, **series.stats}]
+    points = []
+    for step in steps:
+        throughput = number(step.get("output_throughput_tok_s"))
+        if throughput is None:
+            continue
+        load = []
+        if step.get("concurrency") is not None:
+            load.append(f"concurrency {step['concurrency']}")
+        if step.get("rate") is not None:
+            load.append(f"rate {step['rate']}/s")
+        points.append(
+            {
+                "x": throughput,
+                "ttft": (step.get("ttft_s") or {}).get("p50")
+                if isinstance(step.get("ttft_s"), dict)
+                else None,
+                "e2e": (step.get("e2e_s") or {}).get("p50")
+                if isinstance(step.get("e2e_s"), dict)
+                else None,
+                "label": ", ".join(load) or "whole run",
+            }
+        )
+    return sorted(points, key=lambda point: point["x"])
+
+
+def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
+    """Median TTFT and E2E latency against output throughput, one curve per series (a
+    sweep draws a curve; a single-load run is one point)."""
+    figure = make_subplots(
+        rows=1, cols=2, subplot_titles=("TTFT p50 vs output throughput", "E2E p50 vs output throughput")
+    )
+    drawn = False
+    for index, series in enumerate(comparison.series):
+        points = _points(series)
+        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+        for column, key in ((1, "ttft"), (2, "e2e")):
+            usable = [p for p in points if p[key] is not None]
+            if not usable:
+                continue
+            drawn = True
+            figure.add_trace(
+                go.Scatter(
+                    x=[p["x"] for p in usable],
+                    y=[p[key] * 1000 for p in usable],
+                    text=[p["label"] for p in usable],
+                    mode="lines+markers",
+                    name=series.label,
+                    legendgroup=series.key,
+                    showlegend=column == 1,
+                    line={"color": colour},
+                    hovertemplate="%{text}<br>%{x:,.1f} tok/s, %{y:.1f} ms<extra>"
+                    + html.escape(series.label)
+                    + "</extra>",
+                ),
+                row=1,
+                col=column,
+            )
+    if not drawn:
+        return None
+    figure.update_xaxes(title_text="output tokens/s")
+    figure.update_yaxes(title_text="ms")
+    figure.update_layout(
+        height=400, legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 50, "b": 40}
+    )
+    return figure
+
+
+def comparison_figures(comparison: Comparison) -> dict[str, go.Figure]:
+    """Every figure the comparison can draw, keyed "cdf:<metric>" and "latency_throughput"."""
+    figures: dict[str, go.Figure] = {}
+    for metric in LATENCY_METRICS:
+        figure = cdf_figure(comparison, metric)
+        if figure is not None:
+            figures[f"cdf:{metric}"] = figure
+    curve = latency_throughput_figure(comparison)
+    if curve is not None:
+        figures["latency_throughput"] = curve
+    return figures

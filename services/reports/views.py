@@ -1,0 +1,137 @@
+"""What the Runs page draws, computed once: a comparison's tables and figures, and one run's
+details with its exchanges (playground) and telemetry sources (recordings)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+from sqlalchemy import func, select
+
+from db.models import Exchange, Sample
+from db.session import session_scope
+from services import runs
+from services.errors import ValidationError
+from services.importers.common import number
+from services.reports.figures import comparison_figures
+from services.reports.tables import comparison_table, settings_table
+from services.runs import Comparison, RunDetail, format_value
+
+
+@dataclass
+class ComparisonView:
+    comparison: Comparison
+    table: pd.DataFrame
+    figures: dict[str, go.Figure]
+    settings: pd.DataFrame
+
+
+@dataclass
+class RunView:
+    detail: RunDetail
+    view: ComparisonView | None
+    exchanges: pd.DataFrame | None
+    sample_sources: pd.DataFrame | None
+
+
+def view_of(comparison: Comparison) -> ComparisonView:
+    """The tables and figures of a comparison already made."""
+    return ComparisonView(
+        comparison=comparison,
+        table=comparison_table(comparison),
+        figures=comparison_figures(comparison),
+        settings=settings_table(comparison),
+    )
+
+
+def comparison_view(run_ids: Sequence[int], baseline: str | int | None = None) -> ComparisonView:
+    """Everything the comparison view draws, for the given runs."""
+    return view_of(runs.compare_runs(run_ids, baseline))
+
+
+def _exchanges(run_id: int) -> pd.DataFrame | None:
+    with session_scope() as session:
+        rows = session.execute(
+            select(
+                Exchange.turn,
+                Exchange.engine_name,
+                Exchange.status,
+                Exchange.answer,
+                Exchange.metrics,
+                Exchange.usage,
+                Exchange.finish_reason,
+                Exchange.error,
+            )
+            .where(Exchange.run_id == run_id)
+            .order_by(Exchange.turn, Exchange.id)
+            .limit(500)
+        ).all()
+    if not rows:
+        return None
+    records = []
+    for row in rows:
+        metrics, usage = row.metrics or {}, row.usage or {}
+        answer = row.answer or ""
+        records.append(
+            {
+                "Turn": row.turn,
+                "Engine": row.engine_name,
+                "Status": row.status,
+                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
+                "Output tokens": usage.get("completion_tokens"),
+                "Finish": row.finish_reason or "",
+                "Answer": answer if len(answer) <= 300 else answer[:299] + "…",
+                "Error": row.error or "",
+            }
+        )
+    return pd.DataFrame.from_records(records)
+
+
+def _sample_sources(run_id: int) -> pd.DataFrame | None:
+    with session_scope() as session:
+        rows = session.execute(
+            select(Sample.source, func.count(Sample.id), func.min(Sample.ts), func.max(Sample.ts))
+            .where(Sample.run_id == run_id)
+            .group_by(Sample.source)
+            .order_by(Sample.source)
+        ).all()
+        if not rows:
+            return None
+        signals = {}
+        for source, *_ in rows:
+            values = session.scalar(
+                select(Sample.values).where(Sample.run_id == run_id, Sample.source == source).limit(1)
+            )
+            # Keys starting with "_" are the store's own (kind, label, error), not signals.
+            signals[source] = ", ".join(sorted(k for k in (values or {}) if not k.startswith("_")))[:300]
+    return pd.DataFrame.from_records(
+        [
+            {
+                "Source": source,
+                "Readings": count,
+                "Seconds covered": round((last or 0) - (first or 0), 1),
+                "Signals": signals.get(source, ""),
+            }
+            for source, count, first, last in rows
+        ]
+    )
+
+
+def run_view(run_id: int) -> RunView:
+    """Everything the single-run view draws: details, its engines compared, exchanges
+    (playground) and telemetry sources (recordings)."""
+    detail = runs.get_run(run_id)
+    view = None
+    if detail.summary.get("engines") or detail.request_count or detail.exchange_count:
+        try:
+            view = view_of(runs.compare_runs([run_id]))
+        except ValidationError:
+            view = None
+    return RunView(
+        detail=detail,
+        view=view,
+        exchanges=_exchanges(run_id) if detail.exchange_count else None,
+        sample_sources=_sample_sources(run_id) if detail.sample_count else None,
+    )
