@@ -390,15 +390,10 @@ def run_view(run_id: int) -> RunView:
     """Everything the single-run view draws: details, its engines compared, exchanges
     (playground) and telemetry sources (recordings)."""
     detail = runs.get_run(run_id)
-    view = None
-    if detail.summary.get("engines") or detail.request_count or detail.exchange_count:
-        try:
-            view = _view(runs.compare_runs([run_id]))
-        except ValidationError:
-            view = None
+    comparison = runs.comparison_of_run(detail)
     return RunView(
         detail=detail,
-        view=view,
+        view=_view(comparison) if comparison is not None else None,
         exchanges=_exchanges(run_id) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
     )
