@@ -159,9 +159,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     detail = runs.get_run(args.run)
-    comparison = None
-    if detail.summary.get("engines") or detail.request_count:
-        comparison = runs.compare_runs([detail.id])
+    comparison = runs.comparison_of_run(detail)
     if args.json:
         payload = asdict(detail)
         if comparison is not None:

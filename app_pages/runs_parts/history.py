@@ -1,0 +1,118 @@
+"""The history: filters bound to the address, one page of runs, and what to do with a selection."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages import common
+from app_pages.runs_parts.actions import delete_confirmation, go, set_archived
+from services import importers, runs
+from services.errors import ShootoutError
+from services.runs import view as runs_view
+from services.safe_text import md_line, md_text
+
+
+def _import_box() -> None:
+    with st.expander("Import results from vLLM, SGLang, AIPerf, GuideLLM or a Shootout export"):
+        st.caption("Detected from the content: " + "; ".join(importers.formats().values()) + ".")
+        with st.form("runs_import", clear_on_submit=True):
+            upload = st.file_uploader(
+                "Results file", type=["json", "jsonl", "csv", "txt"], key="runs_import_file"
+            )
+            engine_name = st.text_input(
+                "Engine name (optional; default from the file)", key="runs_import_engine"
+            )
+            tags = st.text_input("Tags (comma-separated, optional)", key="runs_import_tags")
+            submitted = st.form_submit_button("Import")
+        if not submitted:
+            return
+        if upload is None:
+            st.error("Choose a file first.")
+            return
+        try:
+            # The upload's own file object: the importer reads it as a stream, and refuses
+            # one over SHOOTOUT_LIMIT_IMPORT_MB with a message before reading it.
+            result = importers.import_file(
+                upload, upload.name, engine_name=engine_name, tags=runs_view.tag_list(tags)
+            )
+        except ShootoutError as error:
+            st.error(md_text(str(error)))
+            return
+        st.success(
+            f"Imported {md_line(upload.name)} ({md_line(result.label)}) as run "
+            + ", ".join(f"#{i}" for i in result.run_ids)
+            + f" with {result.requests} request rows."
+        )
+
+
+def _first_page() -> None:
+    st.session_state["page"] = 1
+
+
+def _filters(options: runs.FilterOptions) -> tuple[runs.RunFilter, int]:
+    """The filter widgets, each bound to the address; a change goes back to page 1."""
+    bound = {"bind": "query-params", "on_change": _first_page}
+    first, second, third = st.columns(2), st.columns(4), st.columns([1, 1, 2, 1])
+    kinds = first[0].multiselect("Kind", runs.RUN_KINDS, key="kind", **bound)
+    text = first[1].text_input("Search name and notes", key="q", **bound)
+    picks = {
+        name: column.selectbox(name.title(), choices, index=None, key=name, **bound)
+        for column, name, choices in zip(
+            second,
+            ("engine", "model", "workload", "tag"),
+            (options.engines, options.models, options.workloads, options.tags),
+        )
+    }
+    since = third[0].date_input("From", value=None, key="since", **bound)
+    until = third[1].date_input("To", value=None, key="until", **bound)
+    archived = third[2].segmented_control(
+        "Archived runs", runs_view.ARCHIVED_CHOICES, default="hide", key="archived", **bound
+    )
+    page = third[3].number_input("Page", min_value=1, step=1, key="page", bind="query-params")
+    filters = runs_view.history_filter(
+        kinds=kinds, text=text, since=since, until=until, archived=archived, **picks
+    )
+    return filters, int(page)
+
+
+def history() -> None:
+    st.title("Runs")
+    if common.viewer().may("import_runs"):
+        _import_box()
+    try:
+        filters, page_number = _filters(runs.filter_options())
+        shown = runs_view.history_view(filters, page_number)
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return
+    if shown.table is None:
+        st.info(shown.empty_message or "")
+    else:
+        st.dataframe(
+            shown.table,
+            hide_index=True,
+            key="runs_table",
+            column_config={"Created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
+        )
+    st.caption(shown.caption)
+    chosen = st.multiselect(
+        "Select runs on this page",
+        list(shown.choices),
+        format_func=shown.choices.get,
+        key="runs_selected",
+    )
+    actions = st.columns(5)
+    if actions[0].button("Open", disabled=len(chosen) != 1, key="runs_open"):
+        go(run=str(chosen[0]))
+    if actions[1].button("Compare", disabled=not chosen, type="primary", key="runs_compare"):
+        go(compare=runs_view.id_list(chosen))
+    if actions[2].button("Archive", disabled=not chosen, key="runs_archive"):
+        set_archived(chosen, True)
+    if actions[3].button("Unarchive", disabled=not chosen, key="runs_unarchive"):
+        set_archived(chosen, False)
+    if common.viewer().may("delete_runs") and actions[4].button(
+        "Delete…", disabled=not chosen, key="runs_delete"
+    ):
+        st.session_state["runs_confirm_delete"] = list(chosen)
+    if chosen:
+        delete_confirmation(list(chosen))

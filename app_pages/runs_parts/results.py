@@ -1,0 +1,94 @@
+"""Measured results (one run's engines or several runs'): verdicts, the percentile table,
+distributions, the latency-throughput curve and engine settings; and the comparison view."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.runs_parts.actions import back, go
+from services import reports
+from services.errors import ShootoutError
+from services.figures import inert
+from services.runs import view as runs_view
+from services.safe_text import md_text
+
+
+def results(view: reports.ComparisonView, key: str) -> None:
+    comparison = view.comparison
+    if comparison.verdicts:
+        st.subheader("Verdicts")
+        st.markdown(runs_view.verdict_lines(view))
+    st.subheader("Percentiles and throughput")
+    caption = runs_view.baseline_caption(view)
+    if caption:
+        st.caption(caption)
+    # The metric names are the row labels: wide enough that "Output throughput" is never cut.
+    st.dataframe(
+        reports.style_comparison_table(view.table),
+        hide_index=True,
+        key=f"{key}_table",
+        height=runs_view.table_height(view),
+        column_config={"Metric": st.column_config.TextColumn(width=190)},
+    )
+    cdfs = runs_view.cdf_choices(view)
+    if cdfs:
+        st.subheader("Distributions")
+        labels = runs_view.CDF_LABELS
+        chosen = st.segmented_control(
+            "Metric", cdfs, format_func=labels.get, default=cdfs[0], key=f"{key}_cdf"
+        )
+        st.plotly_chart(inert(view.figures[chosen or cdfs[0]]), key=f"{key}_cdf_chart")
+    if "latency_throughput" in view.figures:
+        st.subheader("Latency against throughput")
+        st.caption("A load sweep draws a curve; a run at one load is one point.")
+        st.plotly_chart(inert(view.figures["latency_throughput"]), key=f"{key}_curve")
+    if not view.settings.empty:
+        st.subheader("Engine settings")
+        only = st.toggle(
+            "Only settings that differ", key=f"{key}_only_diff", value=len(comparison.series) > 1
+        )
+        table = runs_view.settings_shown(view, only_differences=only)
+        if table.empty:
+            st.caption("The engines report the same settings.")
+        else:
+            st.dataframe(
+                table,
+                hide_index=True,
+                key=f"{key}_settings",
+                column_config={"Setting": st.column_config.TextColumn(width=300)},
+            )
+
+
+def compare() -> None:
+    back()
+    try:
+        shown = runs_view.compare_page_view(
+            st.query_params.get_all("compare"), st.query_params.get("baseline")
+        )
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return
+    comparison = shown.view.comparison
+    st.title(shown.title)
+    st.caption("This page's address opens the same comparison for anyone on this server.")
+    keys = list(shown.series_labels)
+    if len(keys) > 1:
+        baseline = st.selectbox(
+            "Baseline",
+            keys,
+            index=comparison.baseline,
+            format_func=shown.series_labels.get,
+            key="runs_baseline",
+        )
+        if baseline != comparison.baseline_series.key:
+            go(compare=runs_view.id_list(comparison.run_ids), baseline=baseline)
+    results(shown.view, "compare")
+    st.download_button(
+        "HTML report of this comparison",
+        data=lambda: reports.export_comparison(shown.run_ids, comparison.baseline_series.key).data,
+        file_name=reports.export_filename(list(comparison.run_ids), "html"),
+        mime="text/html",
+        on_click="ignore",
+        key="runs_export_compare",
+    )
+    st.caption(f"Open one run: {shown.links}")

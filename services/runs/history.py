@@ -1,0 +1,166 @@
+"""The history list: every stored run, filtered and counted by the database, a page at a time."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, or_, select
+
+from db.models import Run, RunTag
+from db.session import session_scope
+from services.errors import ValidationError
+from services.runs.records import (
+    MAX_PAGE_SIZE,
+    RUN_KINDS,
+    FilterOptions,
+    RunFilter,
+    RunListItem,
+    RunPage,
+    finite_number,
+    format_value,
+    split_engine_names,
+)
+
+
+def _utc(value: date | None, end_of_day: bool = False) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.combine(value, time.max if end_of_day else time.min, tzinfo=UTC)
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
+    conditions: list[ColumnElement[bool]] = []
+    if filters.kinds:
+        unknown = set(filters.kinds) - set(RUN_KINDS)
+        if unknown:
+            raise ValidationError(
+                f"Unknown run kind(s): {', '.join(sorted(unknown))}. Known: {', '.join(RUN_KINDS)}."
+            )
+        conditions.append(Run.kind.in_(filters.kinds))
+    if filters.engine:
+        wrapped = literal(",") + Run.engine_names + literal(",")
+        conditions.append(wrapped.like(f"%,{_like_escape(filters.engine.strip())},%", escape="\\"))
+    if filters.model:
+        conditions.append(Run.model == filters.model)
+    if filters.workload:
+        conditions.append(Run.workload == filters.workload)
+    if filters.tag:
+        conditions.append(
+            exists().where(and_(RunTag.run_id == Run.id, RunTag.tag == filters.tag.strip()))
+        )
+    since, until = _utc(filters.since), _utc(filters.until, end_of_day=True)
+    if since and until and since > until:
+        raise ValidationError("The start date is after the end date.")
+    if since:
+        conditions.append(Run.created_at >= since)
+    if until:
+        conditions.append(Run.created_at <= until)
+    if filters.text and filters.text.strip():
+        pattern = f"%{_like_escape(filters.text.strip())}%"
+        conditions.append(
+            or_(Run.name.ilike(pattern, escape="\\"), Run.notes.ilike(pattern, escape="\\"))
+        )
+    if filters.archived == "hide":
+        conditions.append(Run.archived.is_(False))
+    elif filters.archived == "only":
+        conditions.append(Run.archived.is_(True))
+    return query.where(*conditions) if conditions else query
+
+
+def headline(kind: str, summary: dict[str, Any] | None) -> str:
+    """One short line per run for the list: each engine's median TTFT and output rate
+    (a demo: the first line of its measured conclusion)."""
+    conclusion = (summary or {}).get("conclusion_headline")
+    if isinstance(conclusion, str) and conclusion:
+        return conclusion if len(conclusion) <= 160 else conclusion[:159] + "…"
+    engines = (summary or {}).get("engines")
+    if not isinstance(engines, dict) or not engines:
+        return ""
+    parts = []
+    for name, numbers in list(engines.items())[:4]:
+        if not isinstance(numbers, dict):
+            continue
+        if numbers.get("not_run"):
+            parts.append(f"{name}: not run")
+            continue
+        bits = []
+        ttft = (
+            finite_number((numbers.get("ttft_s") or {}).get("p50"))
+            if isinstance(numbers.get("ttft_s"), dict)
+            else None
+        )
+        if ttft is not None:
+            bits.append(f"TTFT p50 {format_value('ttft_s', ttft)}")
+        rate = finite_number(numbers.get("output_throughput_tok_s"))
+        if rate is not None:
+            bits.append(format_value("output_throughput_tok_s", rate))
+        failed = finite_number(numbers.get("failed"))
+        if failed:
+            bits.append(f"{int(failed)} failed")
+        if bits:
+            parts.append(f"{name}: " + ", ".join(bits))
+    more = len(engines) - 4
+    return "; ".join(parts) + (f"; +{more} more" if more > 0 else "")
+
+
+def list_runs(filters: RunFilter | None = None, page: int = 1, page_size: int = 50) -> RunPage:
+    """One page of runs, newest first, and how many match in all."""
+    filters = filters or RunFilter()
+    if page_size < 1 or page_size > MAX_PAGE_SIZE:
+        raise ValidationError(f"Page size must be between 1 and {MAX_PAGE_SIZE}.")
+    page = max(1, int(page))
+    columns = (
+        Run.id,
+        Run.kind,
+        Run.name,
+        Run.status,
+        Run.created_at,
+        Run.engine_names,
+        Run.model,
+        Run.workload,
+        Run.tags,
+        Run.notes,
+        Run.archived,
+        Run.summary,
+    )
+    with session_scope() as session:
+        total = session.scalar(_filtered(select(func.count(Run.id)), filters)) or 0
+        query = _filtered(select(*columns), filters).order_by(Run.created_at.desc(), Run.id.desc())
+        rows = session.execute(query.limit(page_size).offset((page - 1) * page_size)).all()
+    items = [
+        RunListItem(
+            id=row.id,
+            kind=row.kind,
+            name=row.name or "",
+            status=row.status,
+            created_at=row.created_at,
+            engine_names=split_engine_names(row.engine_names),
+            model=row.model,
+            workload=row.workload,
+            tags=tuple(str(tag) for tag in (row.tags or [])),
+            notes=row.notes or "",
+            archived=bool(row.archived),
+            headline=headline(row.kind, row.summary),
+        )
+        for row in rows
+    ]
+    return RunPage(items=items, total=int(total), page=page, page_size=page_size)
+
+
+def filter_options() -> FilterOptions:
+    """The values the history filters offer (distinct kinds, engines, models, workloads, tags)."""
+    with session_scope() as session:
+        kinds = sorted(session.scalars(select(Run.kind).distinct()).all())
+        engine_sets = session.scalars(select(Run.engine_names).distinct()).all()
+        models = sorted(m for m in session.scalars(select(Run.model).distinct()).all() if m)
+        workloads = sorted(w for w in session.scalars(select(Run.workload).distinct()).all() if w)
+        tags = sorted(session.scalars(select(RunTag.tag).distinct()).all())
+    engines = sorted({name for names in engine_sets for name in split_engine_names(names)})
+    return FilterOptions(kinds=kinds, engines=engines, models=models, workloads=workloads, tags=tags)

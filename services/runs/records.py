@@ -1,0 +1,309 @@
+"""The run history's and the comparison's records, the metrics they name, and how a value reads."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from services.errors import ValidationError
+from services.lifecycle import RunKind
+
+RUN_KINDS = tuple(kind.value for kind in RunKind)
+LATENCY_METRICS: dict[str, str] = {
+    "ttft_s": "TTFT",
+    "tpot_s": "TPOT",
+    "itl_s": "ITL",
+    "e2e_s": "E2E latency",
+}
+#: Throughput-like metrics of an engine summary: label, unit. Higher is better.
+THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
+    "request_throughput_rps": ("Request throughput", "req/s"),
+    "output_throughput_tok_s": ("Output throughput", "tok/s"),
+    "total_token_throughput_tok_s": ("Total token throughput", "tok/s"),
+    "goodput_rps": ("Goodput", "req/s"),
+}
+#: Answer quality of a parity run's engine summary (services/parity): label. Shares, higher is better.
+QUALITY_METRICS: dict[str, str] = {
+    "task_score": "Task score",
+    "exact_match_rate": "Exact match vs the reference",
+    "token_agreement_mean": "Token agreement vs the reference",
+}
+STATS = ("mean", "p50", "p90", "p95", "p99", "min", "max")
+TABLE_STATS = ("mean", "p50", "p90", "p95", "p99")
+STAT_LABELS = {
+    "mean": "mean",
+    "p50": "p50",
+    "p90": "p90",
+    "p95": "p95",
+    "p99": "p99",
+    "min": "min",
+    "max": "max",
+}
+FINISHED_STATUSES = ("finished", "finished_with_errors")
+MAX_PAGE_SIZE = 500
+MAX_COMPARED_RUNS = 12
+MAX_REPEATS = 30
+#: Below this relative difference two values are called equal, not better or worse.
+EQUAL_TOLERANCE = 0.005
+NOISE_P_VALUE = 0.05
+BOOTSTRAP_RESAMPLES = 300
+BOOTSTRAP_MAX_SAMPLES = 4000
+MIN_BOOTSTRAP_SAMPLES = 20
+#: Per-request values loaded per series; beyond this, every k-th request (see load_samples).
+MAX_SAMPLES_PER_SERIES = 20_000
+SETTING_VALUE_MAX_CHARS = 300
+
+# ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What the history list shows. Empty fields do not filter."""
+
+    kinds: tuple[str, ...] = ()
+    engine: str | None = None
+    model: str | None = None
+    workload: str | None = None
+    tag: str | None = None
+    since: date | None = None
+    until: date | None = None
+    text: str | None = None
+    archived: Literal["hide", "include", "only"] = "hide"
+
+
+@dataclass(frozen=True)
+class RunListItem:
+    id: int
+    kind: str
+    name: str
+    status: str
+    created_at: datetime
+    engine_names: tuple[str, ...]
+    model: str | None
+    workload: str | None
+    tags: tuple[str, ...]
+    notes: str
+    archived: bool
+    headline: str
+
+    @property
+    def label(self) -> str:
+        return f"#{self.id} {self.name or self.kind}"
+
+
+@dataclass(frozen=True)
+class RunPage:
+    items: list[RunListItem]
+    total: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.page_size))
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    kinds: list[str]
+    engines: list[str]
+    models: list[str]
+    workloads: list[str]
+    tags: list[str]
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    id: int
+    kind: str
+    name: str
+    status: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    model: str | None
+    workload: str | None
+    engine_names: tuple[str, ...]
+    notes: str
+    tags: tuple[str, ...]
+    archived: bool
+    error: str | None
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    engines: list[dict[str, Any]]
+    request_count: int
+    exchange_count: int
+    sample_count: int
+    repeat_ids: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        return f"#{self.id} {self.name or self.kind}"
+
+    @property
+    def has_measurements(self) -> bool:
+        """Whether the run holds engine results to compare: stored engine summaries, request
+        rows or playground exchanges. The one test the page, the CLI and the reports share."""
+        return bool(self.summary.get("engines")) or self.request_count > 0 or self.exchange_count > 0
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    run_id: int
+    requests: int
+    exchanges: int
+    samples: int
+
+
+@dataclass
+class Series:
+    """One engine of one run, as the comparison sees it."""
+
+    run_id: int
+    engine: str
+    label: str
+    run_name: str
+    kind: str
+    created_at: datetime
+    model: str | None
+    workload: str | None
+    #: metric -> statistic -> value (seconds for latencies)
+    stats: dict[str, dict[str, float]]
+    #: throughput metric -> value
+    rates: dict[str, float]
+    completed: int | None
+    failed: int | None
+    #: metric -> per-request values of successful, non-warm-up requests (ITL: every gap)
+    samples: dict[str, np.ndarray]
+    sweep: list[dict[str, Any]]
+    engine_info: dict[str, Any]
+    #: 1 when `samples` holds every request, k when it holds every k-th (very large runs)
+    sampled_every: int = 1
+    repeat_run_ids: tuple[int, ...] = ()
+    #: "metric.stat" -> one value per repeated run (this run included)
+    repeat_values: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}:{self.engine}"
+
+    @property
+    def multi_step(self) -> bool:
+        """A sweep: its requests span several load steps, its headline numbers one step."""
+        return len(self.sweep) > 1
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    metric: str
+    stat: str | None
+    label: str
+    unit: str
+    higher_is_better: bool
+    values: tuple[float | None, ...]
+    #: value - baseline, per series (None for the baseline or a missing value)
+    deltas: tuple[float | None, ...]
+    #: per cent change against the baseline
+    changes: tuple[float | None, ...]
+    #: "better", "worse", "same" or None, per series
+    marks: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class NoiseCheck:
+    status: Literal["beyond", "within", "unknown"]
+    method: Literal["repeats", "bootstrap", "none"]
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    metric: str
+    label: str
+    text: str
+    winner: str | None
+    runner_up: str | None
+    #: how many times better the winner is (latency: slower/faster; throughput: higher/lower)
+    factor: float | None
+    noise: NoiseCheck
+
+
+@dataclass(frozen=True)
+class SettingRow:
+    key: str
+    values: tuple[str | None, ...]
+    differs: bool
+
+
+@dataclass
+class Comparison:
+    series: list[Series]
+    baseline: int
+    rows: list[MetricRow]
+    verdicts: list[Verdict]
+    settings: list[SettingRow]
+    run_ids: tuple[int, ...]
+
+    @property
+    def baseline_series(self) -> Series:
+        return self.series[self.baseline]
+
+
+def parse_run_ids(text: str | Iterable[str] | None) -> list[int]:
+    """`"12,13 14"` (or repeated query values) -> [12, 13, 14], in order, without duplicates."""
+    if text is None:
+        return []
+    parts: list[str] = []
+    for chunk in [text] if isinstance(text, str) else list(text):
+        parts.extend(str(chunk).replace(",", " ").split())
+    ids: list[int] = []
+    for part in parts:
+        part = part.strip().lstrip("#")
+        if not part.isdigit():
+            raise ValidationError(f"{part!r} is not a run number.")
+        value = int(part)
+        if value not in ids:
+            ids.append(value)
+    return ids
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """A value as a person reads it: latencies in ms (or s), rates with their unit."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    if metric in LATENCY_METRICS:
+        milliseconds = value * 1000
+        if abs(milliseconds) >= 1000:
+            return f"{value:.2f} s"
+        if abs(milliseconds) >= 100:
+            return f"{milliseconds:.0f} ms"
+        if abs(milliseconds) >= 1:
+            return f"{milliseconds:.1f} ms"
+        return f"{milliseconds:.3f} ms"
+    if metric in THROUGHPUT_METRICS:
+        unit = THROUGHPUT_METRICS[metric][1]
+        return f"{value:,.1f} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
+    if metric in ("completed", "failed"):
+        return f"{int(value):,}"
+    if metric == "error_rate" or metric in QUALITY_METRICS:
+        return f"{value * 100:.1f}%"
+    return f"{value:,.3g}"
+
+
+def split_engine_names(engine_names: str | None) -> tuple[str, ...]:
+    return tuple(name for name in (engine_names or "").split(",") if name)
+
+
+def finite_number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -1,0 +1,260 @@
+"""A compared run's engines as series: stored summaries, per-request samples and repeated runs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+from sqlalchemy import Text, and_, cast, func, select
+from sqlalchemy.orm import Session
+
+from db.models import Exchange, RequestResult, Run
+from services.measure import describe
+from services.runs.records import (
+    FINISHED_STATUSES,
+    LATENCY_METRICS,
+    MAX_REPEATS,
+    MAX_SAMPLES_PER_SERIES,
+    QUALITY_METRICS,
+    STATS,
+    THROUGHPUT_METRICS,
+    Series,
+    finite_number,
+    split_engine_names,
+)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """A stored JSON value that should be an object, or {} when it is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _engine_identity(snapshot: dict[str, Any] | None) -> tuple[Any, ...]:
+    """What must match for two runs of an engine to count as repeats: a new engine version
+    or another model is a change to measure, not noise."""
+    snapshot = snapshot or {}
+    reported = _mapping(snapshot.get("reported"))
+    return (
+        snapshot.get("kind"),
+        snapshot.get("model"),
+        snapshot.get("version") or reported.get("version"),
+    )
+
+
+def _snapshots(engines: Any) -> dict[str, dict[str, Any]]:
+    result: dict[str, dict[str, Any]] = {}
+    for snapshot in engines or []:
+        if isinstance(snapshot, dict) and snapshot.get("name"):
+            result[str(snapshot["name"])] = snapshot
+    return result
+
+
+def _empty_bucket() -> dict[str, Any]:
+    return {
+        "ttft_s": [],
+        "tpot_s": [],
+        "e2e_s": [],
+        "itl_s": [],
+        "ok": 0,
+        "failed": 0,
+        "sampled_every": 1,
+    }
+
+
+def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, str], dict[str, Any]]:
+    """Per (run, engine): latency arrays of successful measured requests, and counts.
+
+    Counts cover every request; the latency arrays hold every request up to
+    MAX_SAMPLES_PER_SERIES and an evenly spaced subset (every k-th request) beyond, which
+    draws the same CDF and keeps a comparison of million-request runs fast."""
+    collected: dict[tuple[int, str], dict[str, Any]] = {}
+    measured = and_(RequestResult.run_id.in_(run_ids), RequestResult.warmup.is_(False))
+    counts = session.execute(
+        select(RequestResult.run_id, RequestResult.engine_name, RequestResult.ok, func.count())
+        .where(measured)
+        .group_by(RequestResult.run_id, RequestResult.engine_name, RequestResult.ok)
+    ).all()
+    for run_id, engine, ok, count in counts:
+        bucket = collected.setdefault((run_id, engine), _empty_bucket())
+        bucket["ok" if ok else "failed"] += int(count)
+    for (run_id, engine), bucket in collected.items():
+        every = max(1, math.ceil(bucket["ok"] / MAX_SAMPLES_PER_SERIES))
+        bucket["sampled_every"] = every
+        query = select(
+            RequestResult.ttft_s,
+            RequestResult.tpot_s,
+            RequestResult.e2e_s,
+            # Raw JSON text: most rows hold "[]", and decoding a million of them costs seconds.
+            cast(RequestResult.itl_s, Text),
+        ).where(
+            RequestResult.run_id == run_id,
+            RequestResult.engine_name == engine,
+            RequestResult.warmup.is_(False),
+            RequestResult.ok.is_(True),
+        )
+        if every > 1:
+            query = query.where(RequestResult.index % every == 0)
+        for ttft, tpot, e2e, itl_text in session.execute(query):
+            if ttft is not None:
+                bucket["ttft_s"].append(ttft)
+            if tpot is not None:
+                bucket["tpot_s"].append(tpot)
+            if e2e is not None:
+                bucket["e2e_s"].append(e2e)
+            if itl_text and itl_text != "[]":
+                gaps = orjson.loads(itl_text)
+                if isinstance(gaps, list):
+                    bucket["itl_s"].extend(gaps)
+    loaded_runs = {run_id for run_id, _ in collected}
+    missing = [run_id for run_id in run_ids if run_id not in loaded_runs]
+    if missing:
+        # Playground runs keep their timings on the exchanges, not in request rows.
+        for run_id, engine, status, metrics in session.execute(
+            select(Exchange.run_id, Exchange.engine_name, Exchange.status, Exchange.metrics).where(
+                Exchange.run_id.in_(missing)
+            )
+        ):
+            bucket = collected.setdefault((run_id, engine), _empty_bucket())
+            if status in ("error", "failed", "cancelled"):
+                bucket["failed"] += 1
+                continue
+            bucket["ok"] += 1
+            metrics = metrics or {}
+            for metric in ("ttft_s", "tpot_s", "e2e_s"):
+                value = finite_number(metrics.get(metric))
+                if value is not None:
+                    bucket[metric].append(value)
+            if isinstance(metrics.get("itl_s"), list):
+                bucket["itl_s"].extend(v for v in metrics["itl_s"] if finite_number(v) is not None)
+    result = {}
+    for key, bucket in collected.items():
+        arrays = {}
+        for metric in LATENCY_METRICS:
+            try:
+                values = np.asarray(bucket[metric], dtype=float)  # None becomes NaN, dropped next
+            except (TypeError, ValueError):  # a stray string in a hand-edited row
+                values = np.asarray([finite_number(v) for v in bucket[metric]], dtype=float)
+            arrays[metric] = values[np.isfinite(values)]
+        result[key] = {
+            **arrays,
+            "ok": bucket["ok"],
+            "failed": bucket["failed"],
+            "sampled_every": bucket["sampled_every"],
+        }
+    return result
+
+
+def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
+    stats: dict[str, dict[str, float]] = {}
+    for metric in LATENCY_METRICS:
+        block = numbers.get(metric)
+        if isinstance(block, dict):
+            values = {
+                stat: v for stat in (*STATS, "std") if (v := finite_number(block.get(stat))) is not None
+            }
+            if values:
+                stats[metric] = values
+    return stats
+
+
+def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> list[Series]:
+    summary = run.summary or {}
+    engine_summaries = _mapping(summary.get("engines"))
+    names: list[str] = list(engine_summaries)
+    for name in split_engine_names(run.engine_names):
+        if name not in names:
+            names.append(name)
+    for run_id, engine in samples:
+        if run_id == run.id and engine not in names:
+            names.append(engine)
+    snapshots = _snapshots(run.engines)
+    sweep = summary.get("sweep")
+    steps = [step for step in sweep if isinstance(step, dict)] if isinstance(sweep, list) else []
+    result = []
+    for name in names:
+        numbers = _mapping(engine_summaries.get(name))
+        sampled = samples.get((run.id, name), {})
+        if numbers.get("not_run") and not sampled:
+            continue  # cancelled before its turn: nothing to compare (not "0 req/s, -100%")
+        stats = _summary_stats(numbers)
+        for metric in LATENCY_METRICS:
+            values = sampled.get(metric)
+            if values is not None and values.size:
+                computed = {stat: v for stat, v in describe(values).items() if v is not None}
+                # The stored summary wins; the rows fill what it lacks.
+                stats[metric] = {**computed, **stats.get(metric, {})}
+        rates = {
+            metric: v
+            for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS)
+            if (v := finite_number(numbers.get(metric))) is not None
+        }
+        completed = finite_number(numbers.get("completed"))
+        failed = finite_number(numbers.get("failed"))
+        if completed is None and sampled:
+            completed = float(sampled["ok"])
+        if failed is None and sampled:
+            failed = float(sampled["failed"])
+        result.append(
+            Series(
+                run_id=run.id,
+                engine=name,
+                label=f"#{run.id} {name}",
+                run_name=run.name or run.kind,
+                kind=run.kind,
+                created_at=run.created_at,
+                model=(snapshots.get(name) or {}).get("model") or run.model,
+                workload=run.workload,
+                stats=stats,
+                rates=rates,
+                completed=int(completed) if completed is not None else None,
+                failed=int(failed) if failed is not None else None,
+                samples={metric: sampled[metric] for metric in LATENCY_METRICS if metric in sampled},
+                sampled_every=int(sampled.get("sampled_every", 1)),
+                sweep=[step for step in steps if step.get("engine", name) == name],
+                engine_info=snapshots.get(name) or {"name": name},
+            )
+        )
+    return result
+
+
+def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) -> None:
+    """Give each series the values its metrics took in repeated runs of the same setup."""
+    fingerprints = {run.config_fingerprint for run in runs if run.config_fingerprint}
+    if not fingerprints:
+        return
+    candidates = session.execute(
+        select(Run.id, Run.config_fingerprint, Run.summary, Run.engines, Run.created_at)
+        .where(Run.config_fingerprint.in_(fingerprints), Run.status.in_(FINISHED_STATUSES))
+        .order_by(Run.created_at.desc())
+        .limit(MAX_REPEATS * len(fingerprints))
+    ).all()
+    by_run = {run.id: run for run in runs}
+    for item in series:
+        run = by_run[item.run_id]
+        identity = _engine_identity(item.engine_info)
+        repeat_ids: list[int] = []
+        values: dict[str, list[float]] = {}
+        for candidate in candidates:
+            if candidate.config_fingerprint != run.config_fingerprint:
+                continue
+            engines = (candidate.summary or {}).get("engines") or {}
+            numbers = engines.get(item.engine) if isinstance(engines, dict) else None
+            if not isinstance(numbers, dict):
+                continue
+            snapshot = _snapshots(candidate.engines).get(item.engine)
+            if candidate.id != run.id and _engine_identity(snapshot) != identity:
+                continue
+            repeat_ids.append(candidate.id)
+            for metric, block in _summary_stats(numbers).items():
+                for stat, value in block.items():
+                    values.setdefault(f"{metric}.{stat}", []).append(value)
+            for metric in THROUGHPUT_METRICS:
+                rate = finite_number(numbers.get(metric))
+                if rate is not None:
+                    values.setdefault(metric, []).append(rate)
+        if len(repeat_ids) >= 2:
+            item.repeat_run_ids = tuple(sorted(repeat_ids))
+            item.repeat_values = values

@@ -1,0 +1,252 @@
+"""What the Runs page shows, shaped here so the page only reads widgets and draws.
+
+Three views, each one call: `history_view` (the filtered list, a page at a time),
+`run_page_view` (one run) and `compare_page_view` (a comparison). Text that reaches
+markdown is escaped here (services.safe_text): names, notes and errors are untrusted.
+
+Imported as `services.runs.view`: it uses services.reports, which itself imports
+services.runs, so the package does not re-export it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal
+
+import pandas as pd
+
+from services import reports
+from services.runs.history import list_runs
+from services.runs.records import LATENCY_METRICS, RunFilter, RunPage, parse_run_ids
+from services.safe_text import md_line, md_text
+
+HISTORY_PAGE_SIZE = 25
+#: st.dataframe's row height: the comparison table shows every row, no inner scroll.
+TABLE_ROW_PX = 35
+CDF_LABELS = {f"cdf:{metric}": label for metric, label in LATENCY_METRICS.items()}
+ARCHIVED_CHOICES = ("hide", "include", "only")
+
+
+def id_list(run_ids: Iterable[int]) -> str:
+    """Run numbers as the address writes them: "12,13"."""
+    return ",".join(str(run_id) for run_id in dict.fromkeys(run_ids))
+
+
+def tag_list(text: str) -> list[str]:
+    """Comma-separated tags as typed ("nightly, a100") -> ["nightly", "a100"]."""
+    return [tag.strip() for tag in text.split(",") if tag.strip()]
+
+
+def delete_question(run_ids: Sequence[int]) -> str:
+    """The inline confirmation before a delete (nothing goes on the first click)."""
+    them = "it" if len(run_ids) == 1 else "them"
+    return (
+        f"Delete {', '.join('#' + str(i) for i in run_ids)} and every request, answer and sample stored "
+        f"with {them}? This cannot be undone; archiving hides a run and keeps it."
+    )
+
+
+# ---------------------------------------------------------------- history
+
+
+@dataclass(frozen=True)
+class HistoryView:
+    page: RunPage
+    #: the page's runs ready to show, None when there are none (then `empty_message` says why)
+    table: pd.DataFrame | None
+    empty_message: str | None
+    caption: str
+    #: run number -> its label in the selection box
+    choices: dict[int, str]
+
+
+def history_filter(
+    *,
+    kinds: Sequence[str] = (),
+    text: str | None = None,
+    engine: str | None = None,
+    model: str | None = None,
+    workload: str | None = None,
+    tag: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    archived: str | None = None,
+) -> RunFilter:
+    """The history filter from the form's values (a cleared date input gives no date)."""
+    shown: Literal["hide", "include", "only"] = "hide"
+    if archived == "include":
+        shown = "include"
+    elif archived == "only":
+        shown = "only"
+    return RunFilter(
+        kinds=tuple(kinds),
+        engine=engine,
+        model=model,
+        workload=workload,
+        tag=tag,
+        since=since if isinstance(since, date) else None,
+        until=until if isinstance(until, date) else None,
+        text=text or None,
+        archived=shown,
+    )
+
+
+def history_table(page: RunPage) -> pd.DataFrame:
+    items = page.items
+    return pd.DataFrame(
+        {
+            "Run": [f"#{i.id}" for i in items],
+            "Created (UTC)": [i.created_at for i in items],
+            "Kind": [i.kind for i in items],
+            "Status": [i.status for i in items],
+            "Name": [i.name for i in items],
+            "Engines": [", ".join(i.engine_names) for i in items],
+            "Model": [i.model or "" for i in items],
+            "Workload": [i.workload or "" for i in items],
+            "Tags": [", ".join(i.tags) for i in items],
+            "Results": [i.headline for i in items],
+            "Archived": [i.archived for i in items],
+        }
+    )
+
+
+def history_view(filters: RunFilter, page_number: int) -> HistoryView:
+    """One page of the history as the page draws it."""
+    page = list_runs(filters, page=page_number, page_size=HISTORY_PAGE_SIZE)
+    empty = None
+    if not page.items:
+        empty = (
+            "No runs match these filters."
+            if page.total == 0 and page_number == 1
+            else "No runs on this page."
+        )
+    return HistoryView(
+        page=page,
+        table=history_table(page) if page.items else None,
+        empty_message=empty,
+        caption=f"{page.total:,} runs match · page {page.page} of {page.pages}",
+        choices={
+            item.id: f"#{item.id} {item.name or item.kind} ({', '.join(item.engine_names) or '-'})"
+            for item in page.items
+        },
+    )
+
+
+# ---------------------------------------------------------------- results (one run or several)
+
+
+def cdf_choices(view: reports.ComparisonView) -> list[str]:
+    """The distribution figures the view holds, in the order of the latency metrics."""
+    return [name for name in view.figures if name in CDF_LABELS]
+
+
+def table_height(view: reports.ComparisonView) -> int:
+    return TABLE_ROW_PX * (len(view.table) + 1) + 3
+
+
+def baseline_caption(view: reports.ComparisonView) -> str | None:
+    comparison = view.comparison
+    if len(comparison.series) < 2:
+        return None
+    return (
+        f"Changes are against the baseline, {md_line(comparison.baseline_series.label)}; "
+        "green is better, red worse."
+    )
+
+
+def verdict_lines(view: reports.ComparisonView) -> str:
+    return "\n".join(f"- {md_line(verdict.text)}" for verdict in view.comparison.verdicts)
+
+
+def settings_shown(view: reports.ComparisonView, only_differences: bool) -> pd.DataFrame:
+    """The engines' settings side by side (empty when they report the same)."""
+    table = reports.settings_table(view.comparison, only_differences=only_differences)
+    return table if table.empty else table.drop(columns=["Differs"])
+
+
+# ---------------------------------------------------------------- one run
+
+
+@dataclass(frozen=True)
+class RunPageView:
+    run: reports.RunView
+    title: str
+    caption: str
+    #: the other runs of the same setup, when there are any
+    repeats_note: str | None
+    #: a demo's measured conclusion, a parity run's headline (markdown-safe)
+    demo_conclusion: str | None
+    parity_headline: str | None
+    parity_link: str | None
+    has_results: bool
+    #: the configuration and summary as stored, for the raw view
+    stored: dict[str, Any]
+
+
+def run_page_view(run_id: int) -> RunPageView:
+    run = reports.run_view(run_id)
+    detail = run.detail
+    summary = detail.summary
+    others = [i for i in detail.repeat_ids if i != detail.id]
+    demo = summary.get("conclusion") if detail.kind == "demo" else None
+    parity = summary.get("conclusion_headline") if detail.kind == "parity" else None
+    return RunPageView(
+        run=run,
+        title=f"Run #{detail.id}: {md_line(detail.name or detail.kind)}",
+        caption=(
+            f"{detail.kind} · {md_line(detail.status)} · {detail.created_at:%Y-%m-%d %H:%M} UTC · engines: "
+            f"{md_line(', '.join(detail.engine_names)) or '-'} · model: {md_line(detail.model) or '-'} · "
+            f"workload: {md_line(detail.workload) or '-'}" + (" · archived" if detail.archived else "")
+        ),
+        repeats_note=(
+            f"Repeated runs of this setup: {', '.join('#' + str(i) for i in others)}."
+            if len(detail.repeat_ids) > 1
+            else None
+        ),
+        demo_conclusion=md_text(str(demo)) if demo else None,
+        parity_headline=md_text(str(parity)) if parity else None,
+        parity_link=(
+            f"[Open it on the Parity page](/parity?run={detail.id}): the per-prompt table and the word "
+            "diff of each divergence."
+            if parity
+            else None
+        ),
+        has_results=(
+            run.view is not None or run.exchanges is not None or run.sample_sources is not None
+        ),
+        stored={"config": detail.config, "summary": detail.summary, "engines": detail.engines},
+    )
+
+
+def compare_with(run_id: int, others: str) -> str:
+    """The address value comparing a run with the numbers typed beside it ("14, 15")."""
+    return id_list([run_id, *parse_run_ids(others)])
+
+
+# ---------------------------------------------------------------- a comparison
+
+
+@dataclass(frozen=True)
+class ComparePageView:
+    view: reports.ComparisonView
+    run_ids: list[int]
+    title: str
+    #: series key -> label, for the baseline choice
+    series_labels: dict[str, str]
+    links: str
+
+
+def compare_page_view(compare: str | Sequence[str], baseline: str | None) -> ComparePageView:
+    """The comparison an address asks for (`?compare=12,13&baseline=13:vllm`)."""
+    run_ids = parse_run_ids(compare)
+    view = reports.comparison_view(run_ids, baseline)
+    comparison = view.comparison
+    return ComparePageView(
+        view=view,
+        run_ids=run_ids,
+        title="Compare " + ", ".join(f"#{i}" for i in comparison.run_ids),
+        series_labels={series.key: series.label for series in comparison.series},
+        links=" · ".join(f"[#{i}](?run={i})" for i in comparison.run_ids),
+    )
