@@ -13,7 +13,6 @@ from sqlalchemy import func, select
 from db.models import Exchange, Sample
 from db.session import session_scope
 from services import runs
-from services.errors import ValidationError
 from services.importers.common import number
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
@@ -123,15 +122,10 @@ def run_view(run_id: int) -> RunView:
     """Everything the single-run view draws: details, its engines compared, exchanges
     (playground) and telemetry sources (recordings)."""
     detail = runs.get_run(run_id)
-    view = None
-    if detail.summary.get("engines") or detail.request_count or detail.exchange_count:
-        try:
-            view = view_of(runs.compare_runs([run_id]))
-        except ValidationError:
-            view = None
+    comparison = runs.comparison_of_run(detail)
     return RunView(
         detail=detail,
-        view=view,
+        view=view_of(comparison) if comparison is not None else None,
         exchanges=_exchanges(run_id) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
     )
