@@ -9,13 +9,11 @@ import streamlit as st
 
 from app_pages import common
 from app_pages.common import refresh_interval
+from app_pages.parts import demos_view
 from services import endpoints
 from services.demos import runner, scenarios
-from services.demos.charts import step_figure
-from services.demos.report import export_demo_html
 from services.errors import ShootoutError
-from services.figures import inert
-from services.safe_text import html_text, md_line, md_text
+from services.safe_text import html_text, md_text
 
 # Larger reading text for a projector; colours come from the theme (dark or light).
 st.markdown(
@@ -84,36 +82,8 @@ def setup_section() -> None:
                     "Pause between steps (the presenter moves on with “Next step”)",
                     key=f"demo_pause_{name}",
                 )
-                settings: dict[str, object] = {}
                 with st.expander("Settings"):
-                    for option in scenario.options:
-                        key = f"demo_opt_{name}_{option.key}"
-                        if option.kind == "int":
-                            settings[option.key] = st.number_input(
-                                option.label,
-                                value=int(option.default),
-                                step=1,
-                                help=option.help or None,
-                                key=key,
-                            )
-                        elif option.kind == "float":
-                            settings[option.key] = st.number_input(
-                                option.label,
-                                value=float(option.default),
-                                help=option.help or None,
-                                key=key,
-                            )
-                        elif option.kind == "int_list":
-                            settings[option.key] = st.text_input(
-                                option.label,
-                                ", ".join(str(v) for v in option.default),
-                                help=option.help or None,
-                                key=key,
-                            )
-                        else:
-                            settings[option.key] = st.text_input(
-                                option.label, str(option.default), help=option.help or None, key=key
-                            )
+                    settings = demos_view.settings(scenario, name)
                 start = st.form_submit_button(
                     "Run the demo", type="primary", icon=":material/play_arrow:"
                 )
@@ -158,122 +128,6 @@ except ShootoutError as error:
     st.stop()
 
 
-def render_step(step: runner.StepView) -> None:
-    marker = {
-        "running": " · measuring…",
-        "pending": " · next",
-        "failed": " · failed",
-        "skipped": " · skipped",
-        "cancelled": " · stopped",
-    }
-    st.subheader(f"{step.index + 1}. {md_line(step.title)}{marker.get(step.status, '')}")
-    st.caption(md_text(step.explanation))
-    if step.numbers:
-        per_row = min(4, len(step.numbers))
-        for start_at in range(0, len(step.numbers), per_row):
-            columns = st.columns(per_row)
-            for column, number in zip(columns, step.numbers[start_at : start_at + per_row]):
-                unchanged = number.delta is None or number.delta.lstrip("+-") in ("0%", "×1.0")
-                column.metric(
-                    md_line(number.label),
-                    md_line(number.text),
-                    number.delta,
-                    border=True,
-                    help=md_text(number.help) if number.help else None,
-                    delta_color="off" if unchanged else number.delta_color,
-                )
-    figure = step_figure(step)
-    if figure is not None:
-        st.plotly_chart(
-            inert(figure),
-            theme="streamlit",
-            width="stretch",
-            key=f"demo_chart_{step.index}_{step.status}",
-        )
-    if step.finding:
-        st.markdown(f'<div class="demo-finding">{html_text(step.finding)}</div>', unsafe_allow_html=True)
-    for error in step.errors:
-        st.warning(md_text(error), icon=":material/warning:")
-
-
-def render(view: runner.DemoView) -> None:
-    status_text = {
-        "pending": "starting",
-        "running": "running",
-        "finished": "finished",
-        "finished_with_errors": "finished with errors",
-        "failed": "failed",
-        "cancelled": "stopped",
-        "interrupted": "interrupted",
-    }
-    st.header(md_line(view.title))
-    if view.explanation:
-        st.markdown(
-            f'<div class="demo-explanation">{html_text(view.explanation)}</div>', unsafe_allow_html=True
-        )
-    st.caption(
-        f"{md_line(view.mechanism)} · demo #{view.run_id} · {md_line(status_text.get(view.status, view.status))} · "
-        f"engines: {md_line(', '.join(view.engines))}"
-        f" · {view.request_count} requests stored"
-    )
-    if view.live:
-        st.progress(
-            min(1.0, view.progress),
-            text=f"Step {min(len(view.steps), int(view.progress * len(view.steps)) + 1)}"
-            f" of {len(view.steps) or '…'}",
-        )
-        controls = st.container(horizontal=True, vertical_alignment="center")
-        if view.awaiting is not None:
-            if controls.button(
-                "Next step",
-                type="primary",
-                key="demo_next",
-                icon=":material/skip_next:",
-                help=f"Next: {md_line(view.next_step_title)}",
-            ):
-                runner.advance(view.run_id)
-                st.rerun(scope="fragment")
-        paused = controls.toggle(
-            "Pause between steps", value=view.paused, key=f"demo_pause_live_{view.run_id}"
-        )
-        if paused != view.paused:
-            runner.set_pause(view.run_id, paused)
-        if controls.button("Stop", key="demo_stop", icon=":material/stop:"):
-            runner.stop_demo(view.run_id)
-            st.rerun(scope="fragment")
-    for engine, why in view.skipped_engines.items():
-        st.warning(f"{md_line(engine)} was left out: {md_text(why)}", icon=":material/cloud_off:")
-    for step in view.steps:
-        if step.status == "pending" and view.awaiting is None:
-            continue
-        render_step(step)
-        if view.awaiting == step.index + 1:
-            st.info(
-                f"Paused. Next: {md_line(view.next_step_title)}. Press “Next step” when ready.",
-                icon=":material/pause:",
-            )
-    if view.conclusion:
-        st.subheader("Conclusion, from the numbers above")
-        lines = "".join(f"<li>{html_text(line)}</li>" for line in view.conclusion_lines)
-        st.markdown(
-            f'<div class="demo-headline">{html_text(view.conclusion_headline or view.conclusion)}</div>'
-            f'<ul class="demo-lines">{lines}</ul>',
-            unsafe_allow_html=True,
-        )
-    if view.error:
-        st.error(md_text(view.error))
-    if not view.live:
-        st.download_button(
-            "Export as HTML report",
-            data=lambda: export_demo_html(view.run_id).data,
-            file_name=f"shootout-demo-{view.run_id}.html",
-            mime="text/html",
-            on_click="ignore",
-            icon=":material/download:",
-            key=f"demo_export_{view.run_id}",
-        )
-
-
 @st.fragment(run_every=refresh_interval(1.0) if first_view.live else None)
 def live_demo() -> None:
     try:
@@ -281,7 +135,7 @@ def live_demo() -> None:
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    render(view)
+    demos_view.demo(view)
     if first_view.live and not view.live:
         st.rerun()  # the demo ended: redraw once without the timed refresh
 

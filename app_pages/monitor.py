@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import streamlit as st
 
 from app_pages import common
 from app_pages.common import refresh_interval
+from app_pages.parts import monitor_panels
 from services import access
 from services.errors import ShootoutError
-from services.figures import inert
 from services.safe_text import md_line, md_text
-from services.telemetry import monitor, recorder
+from services.telemetry import monitor, monitor_view, recorder
 
 st.title("Monitor")
 st.caption(
@@ -38,135 +36,12 @@ mode = st.segmented_control(
 )
 
 
-def render(view: monitor.MonitorView) -> None:
-    for message in view.errors:
-        st.warning(md_text(message))
-    if view.statuses:
-        status_columns = st.columns(min(len(view.statuses), 4))
-        for index, status in enumerate(view.statuses):
-            icon = ":material/check_circle:" if status.ok else ":material/cloud_off:"
-            status_columns[index % 4].caption(
-                f"{icon} **{md_line(status.name)}** ({md_line(status.label)}): {md_line(status.message)}"
-            )
-    chart_columns = st.columns(2)
-    for index, chart in enumerate(view.charts):
-        with chart_columns[index % 2]:
-            st.plotly_chart(inert(chart.figure), key=chart.key, width="stretch")
-            for note in chart.notes:
-                st.caption(md_line(note))
-    if view.processes:
-        st.caption("Processes holding GPU memory")
-        st.dataframe(view.processes, hide_index=True, width="stretch")
-
-
 if mode == "History":
-    configured = options.prometheus_url or ""
-    left, middle, right = st.columns([3, 3, 2])
-    prometheus_url = left.text_input(
-        "Prometheus URL",
-        value=configured,
-        placeholder="http://prometheus:9090",
-        key="monitor_prometheus_url",
-        disabled=not may_fetch,
-        help=None if may_fetch else "The operator sets it (SHOOTOUT_PROMETHEUS_URL).",
-    )
-    selector = middle.text_input(
-        "Label selector",
-        value=options.prometheus_selector,
-        placeholder='namespace="prod"',
-        key="monitor_prometheus_selector",
-        disabled=not may_fetch,
-        help="Label matchers every query carries."
-        if may_fetch
-        else "The operator sets it (SHOOTOUT_PROMETHEUS_SELECTOR).",
-    )
-    if not may_fetch:  # a disabled widget's value still comes from the browser: use the operator's
-        prometheus_url, selector = configured, options.prometheus_selector
-    window_labels = [label for label, _ in monitor.HISTORY_WINDOWS] + ["Custom"]
-    window_label = right.selectbox("Window", window_labels, index=1, key="monitor_history_window")
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
-    if window_label == "Custom":
-        dates = st.columns(4)
-        start_day = dates[0].date_input(
-            "From (UTC)", value=(now - timedelta(hours=1)).date(), key="monitor_history_from_day"
-        )
-        start_time = dates[1].time_input(
-            "at", value=(now - timedelta(hours=1)).time(), key="monitor_history_from_time"
-        )
-        end_day = dates[2].date_input("To (UTC)", value=now.date(), key="monitor_history_to_day")
-        end_time = dates[3].time_input("at ", value=now.time(), key="monitor_history_to_time")
-        start_ts = datetime.combine(start_day, start_time, UTC).timestamp()
-        end_ts = datetime.combine(end_day, end_time, UTC).timestamp()
-    else:
-        end_ts = datetime.now(UTC).timestamp()
-        start_ts = end_ts - dict(monitor.HISTORY_WINDOWS)[window_label]
-    pick = st.columns([3, 2])
-    history_engines = pick[0].multiselect(
-        "Registered engines",
-        list(engine_labels),
-        default=list(engine_labels)[:4],
-        format_func=lambda name: f"{name} ({engine_labels[name]})",
-        key="monitor_history_engines",
-        help="Matched to Prometheus by their scrape target (SHOOTOUT_PROMETHEUS_ENGINES maps the others).",
-    )
-    job = (
-        pick[1].text_input(
-            "Or every instance of a scrape job",
-            placeholder="vllm",
-            key="monitor_history_job",
-        )
-        if may_fetch
-        else ""
-    )
-    if not prometheus_url.strip():
-        st.info(
-            "Give the URL of the Prometheus server that scrapes your engines and dcgm-exporter "
-            "(or set SHOOTOUT_PROMETHEUS_URL)."
-        )
-        st.stop()
-    try:
-        server = monitor.history_server(prometheus_url, selector)
-        render(monitor.history_view(server, start_ts, end_ts, history_engines, job.strip() or None))
-    except ShootoutError as error:
-        st.error(md_text(str(error)))
+    monitor_panels.history(options, may_fetch)
     st.stop()
 
 if mode == "Recorded":
-    runs = monitor.recording_runs()
-    if not runs:
-        st.info("No recordings yet: switch to Live and turn on recording.")
-        st.stop()
-    chosen = st.selectbox(
-        "Recording",
-        runs,
-        format_func=lambda r: f"#{r.run_id} {r.name} ({r.status}; {r.engine_names or 'GPUs only'})",
-        key="monitor_recorded_run",
-    )
-    end_key = f"monitor_recorded_end_{chosen.run_id}"
-    chosen_end = st.session_state.get(end_key)
-    try:
-        view = monitor.recorded_view(
-            chosen.run_id, end_ts=chosen_end.timestamp() if chosen_end else None
-        )
-    except ShootoutError as error:
-        st.error(md_text(str(error)))
-        st.stop()
-    if view.span is None:
-        st.info("This recording has no samples.")
-        st.stop()
-    first, last = (datetime.fromtimestamp(t, UTC) for t in view.span)
-    window = timedelta(seconds=monitor.RECORDED_WINDOW_S)
-    if last - first > window:
-        st.slider(
-            "Hour shown (ends at, UTC)",
-            min_value=first + window,
-            max_value=last,
-            value=datetime.fromtimestamp(view.window[1], UTC) if view.window else last,
-            step=timedelta(minutes=5),
-            format="YYYY-MM-DD HH:mm",
-            key=end_key,
-        )
-    render(view)
+    monitor_panels.recorded()
     st.stop()
 
 top = st.columns([3, 3, 1])
@@ -206,11 +81,7 @@ with st.expander("Remote GPUs (dcgm-exporter)"):
         disabled=not may_fetch,
         help=None if may_fetch else "The operator sets them (SHOOTOUT_DCGM_URLS).",
     )
-dcgm_urls = (
-    [url.strip() for url in dcgm_text.split(",") if url.strip()]
-    if may_fetch
-    else list(options.dcgm_urls)
-)
+dcgm_urls = monitor_view.parse_urls(dcgm_text) if may_fetch else list(options.dcgm_urls)
 
 
 def toggle_recording() -> None:
@@ -224,9 +95,7 @@ def toggle_recording() -> None:
             )
             st.session_state["monitor_record"] = False
             return
-        dcgm = [
-            url.strip() for url in st.session_state.get("monitor_dcgm", "").split(",") if url.strip()
-        ]
+        dcgm = monitor_view.parse_urls(st.session_state.get("monitor_dcgm", ""))
         try:
             started = recorder.begin_recording_run(
                 st.session_state.get("monitor_record_name", ""),
@@ -285,7 +154,7 @@ def live_panel() -> None:
                 st.session_state.pop("monitor_recording_run", None)
                 st.session_state["monitor_record_reset"] = True
             st.rerun()
-    render(view)
+    monitor_panels.render(view)
 
 
 live_panel()

@@ -110,6 +110,14 @@ def _client_host(bind_host: str) -> str:
     return "127.0.0.1" if bind_host in ("0.0.0.0", "::", "") else bind_host
 
 
+def _port(options: LaunchOptions) -> int:
+    """The port a builder writes: build_launch resolves it to the engine's default before any
+    builder runs, so a builder never sees None."""
+    if options.port is None:
+        raise ValidationError("No port: launch commands are built through build_launch.")
+    return options.port
+
+
 def _publish(options: LaunchOptions, container_port: int) -> str:
     return _arg("-p", f"{options.bind_host}:{options.port}:{container_port}")
 
@@ -169,7 +177,7 @@ def _base_url(options: LaunchOptions) -> str:
 def _vllm(o: LaunchOptions) -> LaunchCommand:
     def args(host: str) -> list[str | None]:
         return [
-            f"{_arg('--host', host)} {_arg('--port', o.port)}",
+            f"{_arg('--host', host)} {_arg('--port', _port(o))}",
             _arg("--tensor-parallel-size", o.gpus),
             _arg("--max-model-len", o.max_model_len),
             _arg("--gpu-memory-utilization", o.gpu_memory_utilization),
@@ -183,7 +191,7 @@ def _vllm(o: LaunchOptions) -> LaunchCommand:
         "docker run --gpus all --ipc=host",
         "-v ~/.cache/huggingface:/root/.cache/huggingface",
         '--env "HF_TOKEN=$HF_TOKEN"',
-        _publish(o, o.port),
+        _publish(o, _port(o)),
         "vllm/vllm-openai:latest",
         f"--model {_q(o.model)}",
         *args(CONTAINER_HOST),
@@ -207,7 +215,7 @@ def _sglang(o: LaunchOptions) -> LaunchCommand:
     def args(host: str) -> list[str | None]:
         return [
             f"--model-path {_q(o.model)}",
-            f"{_arg('--host', host)} {_arg('--port', o.port)}",
+            f"{_arg('--host', host)} {_arg('--port', _port(o))}",
             _arg("--tp", o.gpus),
             _arg("--context-length", o.max_model_len),
             _arg("--mem-fraction-static", o.gpu_memory_utilization),
@@ -222,7 +230,7 @@ def _sglang(o: LaunchOptions) -> LaunchCommand:
         "docker run --gpus all --shm-size 32g --ipc=host",
         "-v ~/.cache/huggingface:/root/.cache/huggingface",
         '--env "HF_TOKEN=$HF_TOKEN"',
-        _publish(o, o.port),
+        _publish(o, _port(o)),
         "lmsysorg/sglang:latest",
         "python3 -m sglang.launch_server",
         *args(CONTAINER_HOST),
@@ -259,7 +267,7 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
 
     def args(host: str, config_path: str) -> list[str | None]:
         return [
-            f"{_arg('--host', host)} {_arg('--port', o.port)}",
+            f"{_arg('--host', host)} {_arg('--port', _port(o))}",
             "--backend pytorch",
             _arg("--tp_size", o.gpus),
             _arg("--max_seq_len", o.max_model_len),
@@ -275,7 +283,7 @@ def _trtllm(o: LaunchOptions) -> LaunchCommand:
         "-v ~/.cache/huggingface:/root/.cache/huggingface",
         '-v "$PWD/extra-llm-api-config.yml:/config.yml:ro"',
         '--env "HF_TOKEN=$HF_TOKEN"',
-        _publish(o, o.port),
+        _publish(o, _port(o)),
         TRTLLM_IMAGE,
         f"trtllm-serve {_q(o.model)}",
         *args(CONTAINER_HOST, "/config.yml"),
@@ -365,7 +373,7 @@ def _llamacpp(o: LaunchOptions) -> LaunchCommand:
     # -c is shared by the slots: each slot gets c / np tokens.
     def args(host: str) -> list[str | None]:
         return [
-            f"{_arg('--host', host)} {_arg('--port', o.port)}",
+            f"{_arg('--host', host)} {_arg('--port', _port(o))}",
             "-ngl 999",
             _arg("-np", o.parallel_slots),
             _arg("-c", o.max_model_len * o.parallel_slots),
@@ -382,7 +390,7 @@ def _llamacpp(o: LaunchOptions) -> LaunchCommand:
         f"-v {_path(source.mount)}:/models"
         if source.mount
         else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
-        _publish(o, o.port),
+        _publish(o, _port(o)),
         "ghcr.io/ggml-org/llama.cpp:server-cuda",
         source.docker,
         *args(CONTAINER_HOST),
@@ -423,7 +431,7 @@ def _tgi(o: LaunchOptions) -> LaunchCommand:
         _arg("--cuda-memory-fraction", o.gpu_memory_utilization),
     ]
     env = "" if o.prefix_caching else "PREFIX_CACHING=0 "
-    listen = f"{_arg('--hostname', o.bind_host)} {_arg('--port', o.port)}"
+    listen = f"{_arg('--hostname', o.bind_host)} {_arg('--port', _port(o))}"
     plain = _lines(f"{env}text-generation-launcher", listen, *args)
     docker = _lines(
         "docker run --gpus all --shm-size 1g",

@@ -163,7 +163,8 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
             if not isinstance(engines, dict):
                 continue
             config = run.config if isinstance(run.config, dict) else {}
-            served = summary.get("models") if isinstance(summary.get("models"), dict) else {}
+            models_block = summary.get("models")
+            served = models_block if isinstance(models_block, dict) else {}
             for engine, block in engines.items():
                 if not isinstance(block, dict):
                     continue

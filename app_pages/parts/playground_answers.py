@@ -1,0 +1,162 @@
+"""The Playground's answers: one pane per engine, the diff and blind vote, and the recent
+exchanges. Everything untrusted goes through services.playground_text before markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from services import playground
+from services import playground_text as ptext
+from services import playground_view as view_model
+from services.playground import Column, ExchangeView
+
+
+def _title(column: Column, label: str, hidden: bool) -> str:
+    if hidden:
+        return f"**{label}**"
+    model = f" · {ptext.code_span(column.model)}" if column.model else ""
+    return f"**{ptext.md_line(column.engine)}**{model}"
+
+
+def pane(
+    view: ExchangeView, column: Column, label: str, hidden: bool, blind: bool, units: tuple[str, str]
+) -> None:
+    """One engine's pane: title, status, timings (unless hidden), notes, answer, checks, code."""
+    st.markdown(_title(column, label, hidden))
+    st.caption(view_model.STATUS_WORDS.get(column.status, ptext.md_line(column.status)))
+    if not hidden:
+        if blind:
+            st.caption(f"{label} in the blind vote")
+        ttft, itl = units
+        # A compact table: st.metric's large figures do not fit six narrow columns.
+        st.markdown(
+            "| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
+            f"| **{ptext.duration(column.ttft_s, ttft)}** | {ptext.duration(column.itl_mean_s, itl)} / "
+            f"{ptext.duration(column.itl_p90_s, itl)} | {ptext.number(column.tokens_per_s)} |"
+        )
+        cached = (
+            ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+        )
+        st.caption(
+            f"prompt {ptext.number(column.prompt_tokens)} · completion {ptext.number(column.completion_tokens)}"
+            f" · cached {cached} · finish {ptext.md_line(column.finish_reason) or '–'}"
+        )
+        if view.turn > 1 and column.first_turn_ttft_s is not None:
+            st.caption(
+                f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
+                f"{ptext.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
+                f"{ptext.number(column.cached_tokens)} vs {ptext.number(column.first_turn_cached_tokens)}"
+            )
+    for note in column.notes:
+        st.caption(f":material/info: {ptext.md_line(note)}")
+    # Answers keep their markdown, but safe_answer leaves no image to load.
+    if column.choices:
+        tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
+        for tab, text in zip(tabs, column.choices, strict=True):
+            tab.markdown(ptext.safe_answer(text) or "…")
+    else:
+        st.markdown(
+            ptext.safe_answer(column.answer) or ("…" if column.status == "streaming" else "_no text_")
+        )
+    if column.error and column.status != "cancelled":
+        st.error(ptext.md_text(column.error))
+    if column.schema_check is not None:
+        if column.schema_check.valid:
+            st.success("Valid against the schema.")
+        else:
+            st.error(
+                f"Invalid at {ptext.md_line(column.schema_check.path)}: "
+                f"{ptext.md_line(column.schema_check.message)}"
+            )
+    if not hidden and not view.active:
+        with st.expander("Copy as code"):
+            curl, python = playground.request_code(view.run_id, column.engine)
+            st.code(curl, language="bash")
+            st.code(python, language="python")
+
+
+def compare(view: ExchangeView, blind: bool, on_vote: Callable[[int, str], None]) -> None:
+    """The diff of two answers, then (blind mode) the vote buttons or the vote cast."""
+    arrangement = view_model.arrange(view, blind)
+    columns, labels, hidden, cast = (
+        arrangement.columns,
+        arrangement.labels,
+        arrangement.hidden,
+        arrangement.vote,
+    )
+    names = [c.engine for c in columns]
+    shown = (lambda n: labels[n]) if hidden else (lambda n: n)
+    st.subheader("Compare answers")
+    left, right = st.columns(2)
+    # The key changes at the reveal: with the same key the selectors kept showing "Answer A"
+    # after the vote (Streamlit keeps a keyed widget's option labels).
+    phase = "blind" if hidden else "named"
+    first = left.selectbox("Left", names, format_func=shown, key=f"pg_diff_a_{phase}")
+    second = right.selectbox(
+        "Right", names, index=min(1, len(names) - 1), format_func=shown, key=f"pg_diff_b_{phase}"
+    )
+    texts = {c.engine: c.answer for c in columns}
+    if first and second and first != second:
+        st.html(ptext.diff_html(texts[first], texts[second]))
+        st.caption(
+            f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}"
+        )
+    if not blind:
+        return
+    if cast is None:
+        st.markdown("**Which answer is best?**")
+        buttons = st.columns(len(columns) + 1)
+        for pane, name in zip(buttons, names, strict=False):
+            pane.button(
+                labels[name],
+                key=f"pg_vote_{labels[name][-1]}",
+                on_click=on_vote,
+                args=(view.run_id, name),
+            )
+        buttons[-1].button(
+            "No clear winner", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, "tie")
+        )
+        st.caption("Names and timings appear once you vote.")
+    elif cast.winner is None:
+        st.success(
+            "Vote recorded: no answer better than the others (a tie for every pair). Names are shown above."
+        )
+    else:
+        st.success(
+            f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
+            f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it."
+        )
+
+
+def earlier_turns(conversation_id: str, turn: int) -> None:
+    with st.expander(f"Conversation so far ({turn - 1} earlier turn(s))"):
+        for earlier in playground.conversation(conversation_id)[:-1]:
+            st.markdown(f"**Turn {earlier.turn}:** {ptext.md_line(earlier.prompt)}")
+            for engine, answer in earlier.answers.items():
+                st.caption(f"{ptext.md_line(engine)}: {ptext.md_line(answer[:300])}")
+
+
+def recent(busy: bool, on_open: Callable[[int], None], on_send_again: Callable[[int], None]) -> None:
+    """The last ten exchanges, each with Open and Send again."""
+    items = playground.history(10)
+    if not items:
+        st.caption("Nothing sent yet.")
+    for item in items:
+        row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
+        stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
+        row_left.markdown(
+            f"\\#{item.run_id} · {stamp} · turn {item.turn} · {ptext.md_line(item.status)} · "
+            f"{ptext.md_line(', '.join(item.engines))}  \n{ptext.md_line(item.prompt[:120])}"
+        )
+        row_open.button(
+            "Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy
+        )
+        row_again.button(
+            "Send again",
+            key=f"pg_again_{item.run_id}",
+            on_click=on_send_again,
+            args=(item.run_id,),
+            disabled=busy,
+        )

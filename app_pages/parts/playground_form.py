@@ -1,0 +1,162 @@
+"""The Playground's form: engines, parameters, prompt and the send buttons. Every widget keeps
+its value in session state under its ``pg_*`` key, which services.playground_view reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from services import playground_text as ptext
+from services import playground_view as view
+from services.endpoints import EngineRecord
+
+state = st.session_state
+
+
+def set_defaults(engine_names: list[str]) -> None:
+    """The first three engines, and the sampling defaults. Defaults live in session state (not
+    in value=) so reopening an exchange can refill the form."""
+    state.setdefault("pg_engines", engine_names[:3])
+    state.pg_engines = [name for name in state.pg_engines if name in engine_names]
+    for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
+        state.setdefault(key, default)
+
+
+def engines_and_parameters(engines: list[EngineRecord], busy: bool) -> None:
+    """The engine picker, then the collapsed Parameters expander: sampling, per-engine model
+    and extra_body, schema."""
+    st.multiselect(
+        "Engines (2 to 6)",
+        [e.name for e in engines],
+        key="pg_engines",
+        max_selections=6,
+        disabled=busy,
+        help="Each column is one engine; the model is the engine's own unless set below.",
+    )
+    # A fixed label and a key: a label that changes with the values makes a new expander on
+    # every change, which collapses under the user's hands; the values go in the caption.
+    with st.expander("Parameters", key="pg_params_open", on_change="rerun"):
+        st.text_area("System prompt", key="pg_system", height=68, disabled=busy, placeholder="optional")
+        c1, c2, c3, c4, c5 = st.columns(5)
+        c1.number_input(
+            "Temperature",
+            0.0,
+            2.0,
+            value=None,
+            step=0.1,
+            key="pg_temperature",
+            disabled=busy,
+            placeholder="engine default",
+        )
+        c2.number_input(
+            "top_p",
+            0.01,
+            1.0,
+            value=None,
+            step=0.05,
+            key="pg_top_p",
+            disabled=busy,
+            placeholder="engine default",
+        )
+        c3.number_input(
+            "Max tokens",
+            1,
+            32768,
+            value=None,
+            key="pg_max_tokens",
+            disabled=busy,
+            placeholder="engine default",
+        )
+        c4.number_input(
+            "Seed", 0, 2**31 - 1, value=None, key="pg_seed", disabled=busy, placeholder="none"
+        )
+        c5.text_input("Stop (comma-separated)", key="pg_stop_text", disabled=busy)
+        e1, e2, e3, e4 = st.columns(4)
+        e1.number_input(
+            "n (parallel samples)", 1, 8, value=None, key="pg_n", disabled=busy, placeholder="1"
+        )
+        e2.number_input(
+            "top_k (extra)",
+            0,
+            1000,
+            value=None,
+            key="pg_top_k",
+            disabled=busy,
+            placeholder="off",
+            help="Sent through extra_body to the engines that take it; the column says where it is ignored.",
+        )
+        e3.number_input(
+            "min_tokens (extra)",
+            0,
+            32768,
+            value=None,
+            key="pg_min_tokens",
+            disabled=busy,
+            placeholder="off",
+        )
+        e4.checkbox("ignore_eos (extra)", key="pg_ignore_eos", disabled=busy)
+        st.markdown("Per-engine model and `extra_body`")
+        for name in state.pg_engines:
+            left, right = st.columns(2)
+            record = next(e for e in engines if e.name == name)
+            left.text_input(
+                f"Model for {ptext.md_line(name)}",
+                key=f"pg_model_{name}",
+                disabled=busy,
+                placeholder=record.model or "the engine's model",
+            )
+            right.text_input(
+                f"extra_body for {ptext.md_line(name)} (JSON)",
+                key=f"pg_extra_{name}",
+                disabled=busy,
+                placeholder='{"repetition_penalty": 1.1}',
+            )
+        st.toggle(
+            "Structured output (JSON schema)",
+            key="pg_schema_on",
+            disabled=busy,
+            help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.",
+        )
+        if state.get("pg_schema_on"):
+            state.setdefault("pg_schema", view.DEFAULT_SCHEMA)
+            st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
+
+
+def prompt_and_buttons(
+    busy: bool,
+    continuing: bool,
+    on_send: Callable[[], None],
+    on_stop: Callable[[], None],
+    on_new: Callable[[], None],
+) -> None:
+    """The one-line summary of the parameters, the prompt, and Send / Stop all / New conversation."""
+    st.caption(
+        ptext.md_line(
+            ptext.params_summary(
+                view.sampling_params(state),
+                state.get("pg_system") or "",
+                bool(state.get("pg_schema_on")),
+            )
+        )
+    )
+    turn_word = "Next prompt (continues the conversation)" if continuing else "Prompt"
+    st.text_area(
+        turn_word,
+        key="pg_prompt",
+        height=80,
+        disabled=busy,
+        placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.",
+    )
+    b1, b2, b3, _ = st.columns([1, 1, 1.4, 3])
+    b1.button(
+        "Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy
+    )
+    b2.button("Stop all", key="pg_stop", icon=":material/stop:", on_click=on_stop, disabled=not busy)
+    b3.button(
+        "New conversation",
+        key="pg_new",
+        icon=":material/add_comment:",
+        on_click=on_new,
+        disabled=busy,
+    )

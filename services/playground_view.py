@@ -1,0 +1,182 @@
+"""What the Playground page shows, as plain values: its form's fields turned into a SendRequest
+and back (a reopened exchange refills the form), the order and labels of the answer columns in
+blind mode, and the blind-vote tally as a table.
+
+The form is a mapping of the page's widget keys (``pg_*``) to their values, so the page hands
+over its session state as it is and writes back what ``form_values`` returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from services import endpoints, playground
+from services import playground_text as ptext
+from services.engines import SamplingParams
+from services.errors import ShootoutError
+from services.playground import Column, EngineChoice, ExchangeView, SendRequest
+from services.playground_votes import BlindVote
+
+DEFAULT_SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    },
+    indent=2,
+)
+LABELS = "ABCDEF"
+#: How a column's status reads under its title (Streamlit's colour markup).
+STATUS_WORDS = {
+    "streaming": ":blue[streaming…]",
+    "finished": ":green[finished]",
+    "failed": ":red[failed]",
+    "cancelled": ":orange[stopped]",
+    "interrupted": ":orange[interrupted]",
+}
+
+
+def _optional_int(form: Mapping[str, Any], key: str) -> int | None:
+    value = form.get(key)
+    return None if value in (None, 0) else int(value)
+
+
+def _extra_body(form: Mapping[str, Any], engine: str) -> dict[str, Any] | None:
+    text = (form.get(f"pg_extra_{engine}") or "").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ShootoutError(f"extra_body of {engine} is not JSON: {error.msg}.") from None
+    if not isinstance(value, dict):
+        raise ShootoutError(f"extra_body of {engine} must be a JSON object.")
+    return value
+
+
+def sampling_params(form: Mapping[str, Any]) -> SamplingParams:
+    """The sampling parameters the form's fields say (an empty field: the engine's default)."""
+    parts = (part.strip() for part in (form.get("pg_stop_text") or "").split(","))
+    return SamplingParams(
+        temperature=form.get("pg_temperature"),
+        top_p=form.get("pg_top_p"),
+        max_tokens=_optional_int(form, "pg_max_tokens"),
+        seed=form.get("pg_seed"),
+        stop=tuple(s for s in parts if s),
+        n=int(form.get("pg_n") or 1),
+        top_k=_optional_int(form, "pg_top_k"),
+        min_tokens=_optional_int(form, "pg_min_tokens"),
+        ignore_eos=bool(form.get("pg_ignore_eos")),
+    )
+
+
+def form_request(form: Mapping[str, Any], conversation_id: str | None) -> SendRequest:
+    """The request the form describes; ShootoutError names a field that does not parse."""
+    schema = playground.parse_schema(form.get("pg_schema") or "") if form.get("pg_schema_on") else None
+    engines = tuple(
+        EngineChoice(name, (form.get(f"pg_model_{name}") or "").strip() or None, _extra_body(form, name))
+        for name in form.get("pg_engines") or []
+    )
+    return SendRequest(
+        engines=engines,
+        prompt=form.get("pg_prompt") or "",
+        system=form.get("pg_system") or "",
+        params=sampling_params(form),
+        schema=schema,
+        conversation_id=conversation_id,
+    )
+
+
+def form_values(request: SendRequest) -> dict[str, Any]:
+    """The form's fields for `request` (the inverse of form_request)."""
+    p = request.params
+    values: dict[str, Any] = {
+        "pg_engines": [c.engine for c in request.engines],
+        "pg_prompt": request.prompt,
+        "pg_system": request.system,
+        "pg_temperature": p.temperature,
+        "pg_top_p": p.top_p,
+        "pg_max_tokens": p.max_tokens,
+        "pg_seed": p.seed,
+        "pg_stop_text": ", ".join(p.stop),
+        "pg_n": p.n,
+        "pg_top_k": p.top_k,
+        "pg_min_tokens": p.min_tokens,
+        "pg_ignore_eos": p.ignore_eos,
+        "pg_schema_on": request.schema is not None,
+    }
+    if request.schema is not None:
+        values["pg_schema"] = json.dumps(request.schema, indent=2)
+    for choice in request.engines:
+        values[f"pg_model_{choice.engine}"] = choice.model or ""
+        values[f"pg_extra_{choice.engine}"] = json.dumps(choice.extra_body) if choice.extra_body else ""
+    return values
+
+
+@dataclass(frozen=True)
+class Reopened:
+    """A stored exchange put back on screen: its settings for the form, its conversation."""
+
+    form: dict[str, Any]
+    conversation_id: str | None
+
+
+def reopen_form(run_id: int) -> Reopened:
+    """The form for continuing `run_id`: its settings, an empty prompt, and only the engines
+    still registered (a removed one cannot be asked again)."""
+    view = playground.get_exchange(run_id)
+    request = playground.reopen(run_id)
+    known = {e.name for e in endpoints.list_engines()}
+    kept = SendRequest(
+        engines=tuple(c for c in request.engines if c.engine in known),
+        prompt="",
+        system=request.system,
+        params=request.params,
+        schema=request.schema,
+    )
+    return Reopened(form_values(kept), view.conversation_id)
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """The answer columns as the screen shows them."""
+
+    columns: list[Column]  # in screen order (shuffled per exchange in blind mode)
+    labels: dict[str, str]  # engine -> "Answer X"
+    hidden: bool  # names and timings hidden: blind mode before the vote
+    vote: BlindVote | None
+
+
+def arrange(view: ExchangeView, blind: bool) -> Arrangement:
+    cast = playground.blind_vote(view.run_id) if blind else None
+    engines = [c.engine for c in view.columns]
+    order = playground.blind_order(view.run_id, engines) if blind else engines
+    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
+    labels = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
+    return Arrangement(columns, labels, blind and cast is None, cast)
+
+
+def tally_rows() -> list[dict[str, object]]:
+    """The blind votes per engine pair, one row each (empty when nobody voted)."""
+    return [
+        {
+            "engine A": t.engine_a,
+            "engine B": t.engine_b,
+            "A wins": t.wins_a,
+            "B wins": t.wins_b,
+            "ties": t.ties,
+        }
+        for t in playground.tally()
+    ]
+
+
+def units(columns: list[Column]) -> tuple[str, str]:
+    """One unit for TTFT and one for ITL across the columns (and turn 1), so they compare at a
+    glance."""
+    return (
+        ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
+        ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]),
+    )
