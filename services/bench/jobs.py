@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from services import lifecycle
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import CANCELLED, RequestRecord, summarize_engine
@@ -167,28 +168,6 @@ def _update(run_id: int, **values: Any) -> None:
         session.execute(update(Run).where(Run.id == run_id).values(**values))
 
 
-def _claim(run_id: int, started: datetime) -> bool:
-    """pending -> running, atomically; False when the run is not pending any more."""
-    from sqlalchemy import update
-
-    from db.models import Run
-    from db.session import session_scope
-
-    with session_scope() as session:
-        changed = session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status == "pending")
-            .values(
-                status="running",
-                worker_pid=os.getpid(),
-                started_at=started,
-                heartbeat_at=started,
-                error=None,
-            )
-        ).rowcount
-    return changed == 1
-
-
 def _store_reported_settings(run_id: int, spec: BenchSpec) -> None:
     """Each engine's own account of its settings, kept in Run.engines for Compare."""
     from db.models import Run
@@ -205,16 +184,6 @@ def _store_reported_settings(run_id: int, spec: BenchSpec) -> None:
         run.engines = [
             {**item, "reported": reported.get(item.get("name"), {})} for item in (run.engines or [])
         ]
-
-
-def _status(run_id: int) -> str | None:
-    from sqlalchemy import select
-
-    from db.models import Run
-    from db.session import session_scope
-
-    with session_scope() as session:
-        return session.scalar(select(Run.status).where(Run.id == run_id))
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,8 +226,9 @@ def record_from_row(row: Any) -> RequestRecord:
     get = row.get if isinstance(row, dict) else (lambda key, default=None: getattr(row, key, default))
     extra = get("extra") or {}
     return RequestRecord(
-        engine=get("engine_name"),
-        index=get("index"),
+        # A stored row always has both (non-null columns); the getter's type cannot say so.
+        engine=cast(str, get("engine_name")),
+        index=cast(int, get("index")),
         ok=bool(get("ok")),
         warmup=bool(get("warmup")),
         scheduled_s=get("scheduled_s"),
@@ -319,9 +289,9 @@ class DatabaseSink:
         self.flush()
 
     def flush(self) -> None:
-        from sqlalchemy import insert, select, update
+        from sqlalchemy import insert
 
-        from db.models import RequestResult, Run
+        from db.models import RequestResult
         from db.session import session_scope
 
         records: list[RequestRecord] = []
@@ -349,14 +319,13 @@ class DatabaseSink:
             with session_scope() as session:
                 if records:
                     session.execute(insert(RequestResult), [_row(self.run_id, r) for r in records])
-                status = session.scalar(select(Run.status).where(Run.id == self.run_id))
-                live = {
-                    "live": {"engines": self.counts, "message": self.message, "updated": time.time()}
-                }
-                values: dict[str, Any] = {"heartbeat_at": _now(), "progress": round(self.progress(), 4)}
-                if status == "running":
-                    values["summary"] = live
-                session.execute(update(Run).where(Run.id == self.run_id).values(**values))
+                status = lifecycle.status_of(self.run_id, session)
+                values: dict[str, Any] = {"progress": round(self.progress(), 4)}
+                if status == RunStatus.RUNNING:
+                    values["summary"] = {
+                        "live": {"engines": self.counts, "message": self.message, "updated": time.time()}
+                    }
+                lifecycle.beat(self.run_id, session, **values)
             self.stored.extend(records)
             self.last_error = None
         except Exception as error:  # noqa: BLE001 - keep the rows and try again next beat
@@ -364,7 +333,7 @@ class DatabaseSink:
             for record in records:
                 self.pending.put(record)
             return
-        if status == "cancelled" or status is None:
+        if status in (RunStatus.CANCELLED, None):
             self.cancelled.set()
 
     def close(self) -> None:
@@ -403,12 +372,11 @@ def execute_run(
     from services.client import run_blocking
 
     spec = load_spec(run_id).validate()
-    started = _now()
-    if not _claim(run_id, started):
+    if not lifecycle.claim(run_id, clear_error=True):
         # Cancelled before its worker got going (or started twice): nothing to run.
         summary = build_summary(spec, _stored_records(run_id), None)
-        if _status(run_id) == "cancelled":
-            _finish(run_id, "cancelled", summary)
+        if lifecycle.status_of(run_id) == RunStatus.CANCELLED:
+            _finish(run_id, RunStatus.CANCELLED, summary)
         return summary
     _store_reported_settings(run_id, spec)
     benchmark: Benchmark | None = None
@@ -441,28 +409,22 @@ def execute_run(
     summary = build_summary(spec, stored, outcome, run_id=run_id)
     if failure is not None:
         message = str(failure) or type(failure).__name__
-        final = "cancelled" if isinstance(failure, KeyboardInterrupt) else "failed"
-        _finish(run_id, final, summary, error=None if final == "cancelled" else message)
+        final = RunStatus.CANCELLED if isinstance(failure, KeyboardInterrupt) else RunStatus.FAILED
+        _finish(run_id, final, summary, error=None if final == RunStatus.CANCELLED else message)
         raise failure
-    cancelled = (outcome is not None and outcome.cancelled) or _status(run_id) == "cancelled"
+    cancelled = (outcome is not None and outcome.cancelled) or lifecycle.cancel_requested(run_id)
     failed = sum(block.get("failed", 0) for block in summary["engines"].values())
-    status = "cancelled" if cancelled else ("finished_with_errors" if failed else "finished")
+    status = (
+        RunStatus.CANCELLED
+        if cancelled
+        else (RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED)
+    )
     _finish(run_id, status, summary)
     return summary
 
 
-def _finish(run_id: int, status: str, summary: dict[str, Any], error: str | None = None) -> None:
-    values: dict[str, Any] = {
-        "status": status,
-        "summary": summary,
-        "finished_at": _now(),
-        "heartbeat_at": _now(),
-    }
-    if status != "cancelled":
-        values["progress"] = 1.0
-    if error is not None:
-        values["error"] = error[:2000]
-    _update(run_id, **values)
+def _finish(run_id: int, status: RunStatus, summary: dict[str, Any], error: str | None = None) -> None:
+    lifecycle.finish(run_id, status, summary=summary, error=lifecycle.KEEP if error is None else error)
 
 
 def _stored_records(run_id: int) -> list[RequestRecord]:
@@ -641,8 +603,8 @@ def build_summary(
     runner knew (unsupported options, early stops, SLO search) when it finished."""
     steps_meta: dict[tuple[str, int | None], StepResult] = {}
     if outcome is not None:
-        for step in outcome.steps:
-            steps_meta[(step.engine, step.step)] = step
+        for result in outcome.steps:
+            steps_meta[(result.engine, result.step)] = result
     groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
     for record in records:
         groups.setdefault((record.engine, record.step), []).append(record)
@@ -788,14 +750,14 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             heartbeat, created, now=now, stale_after_s=11 * stale_after_s
         ):
             continue
-        if status == "cancelled" and "engines" in (summary or {}):
+        if status == RunStatus.CANCELLED and "engines" in (summary or {}):
             continue
         spec = load_spec(run_id)
         partial = build_summary(spec, _stored_records(run_id), None)
-        new_status = "cancelled" if status == "cancelled" else "interrupted"
+        new_status = RunStatus.CANCELLED if status == RunStatus.CANCELLED else RunStatus.INTERRUPTED
         error = (
             None
-            if status == "cancelled"
+            if status == RunStatus.CANCELLED
             else "The benchmark worker stopped without finishing (process gone)."
         )
         _finish(run_id, new_status, partial, error=error)
