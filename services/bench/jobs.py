@@ -36,6 +36,7 @@ from services import lifecycle
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import CANCELLED, RequestRecord, summarize_engine
+from services.bench.summary import BenchSummary
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.errors import NotFoundError
@@ -322,9 +323,9 @@ class DatabaseSink:
                 status = lifecycle.status_of(self.run_id, session)
                 values: dict[str, Any] = {"progress": round(self.progress(), 4)}
                 if status == RunStatus.RUNNING:
-                    values["summary"] = {
-                        "live": {"engines": self.counts, "message": self.message, "updated": time.time()}
-                    }
+                    values["summary"] = BenchSummary(
+                        live={"engines": self.counts, "message": self.message, "updated": time.time()}
+                    ).to_json()
                 lifecycle.beat(self.run_id, session, **values)
             self.stored.extend(records)
             self.last_error = None
@@ -413,7 +414,7 @@ def execute_run(
         _finish(run_id, final, summary, error=None if final == RunStatus.CANCELLED else message)
         raise failure
     cancelled = (outcome is not None and outcome.cancelled) or lifecycle.cancel_requested(run_id)
-    failed = sum(block.get("failed", 0) for block in summary["engines"].values())
+    failed = BenchSummary.from_json(summary).failed_requests
     status = (
         RunStatus.CANCELLED
         if cancelled
@@ -633,11 +634,11 @@ def build_summary(
             block["started_at_unix"] = meta.summary.get("started_at_unix")
             block["generator"] = meta.summary.get("generator") or {}
         per_step[key] = block
-    summary: dict[str, Any] = {"engines": {}}
+    engines: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
     sweep = spec.sweep
     if sweep.active:
         dimension = sweep.dimension
-        rows = []
         for (engine, step), block in sorted(
             per_step.items(),
             key=lambda item: (
@@ -656,7 +657,6 @@ def build_summary(
                     **block,
                 }
             )
-        summary["sweep"] = rows
         for name in engine_order:
             candidates = [row for row in rows if row["engine"] == name]
             if not candidates:
@@ -670,42 +670,42 @@ def build_summary(
                 chosen = next((r for r in candidates if r.get(dimension) == best_level), candidates[-1])
             else:
                 chosen = max(candidates, key=lambda r: r.get("request_throughput_rps") or 0.0)
-            summary["engines"][name] = {
+            engines[name] = {
                 **{k: v for k, v in chosen.items() if k not in ("engine", "phase")},
                 "from_step": chosen.get("step"),
             }
     else:
         for name in engine_order:
             if (name, None) in per_step:
-                summary["engines"][name] = per_step[(name, None)]
+                engines[name] = per_step[(name, None)]
     for name in engine_order:
-        if name not in summary["engines"]:
+        if name not in engines:
             # Never started (a run cancelled before its turn): "not run", never 0 req/s.
-            summary["engines"][name] = {
+            engines[name] = {
                 **summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
                 "not_run": True,
             }
-    if outcome is not None:
-        if outcome.slo_search:
-            summary["slo_search"] = outcome.slo_search
-        if outcome.stopped_early:
-            summary["stopped_early"] = outcome.stopped_early
-        if outcome.calibration is not None:
-            summary["prompt_calibration"] = outcome.calibration.to_dict()
-        summary["models"] = outcome.models
-    summary["load"] = spec.load.label()
-    summary["workload"] = workload_label(spec.workload)
-    summary["percentiles"] = list(spec.percentiles)
-    # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
-    # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
-    summary["ttft_includes_connect"] = not spec.connect_ahead
-    if spec.slo.active:
-        summary["slo"] = spec.slo.label()
-    if spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code"):
-        summary["data_attribution"] = TRACE_ATTRIBUTION
-    summary["engines_run"] = "together" if spec.parallel_engines else "one after another"
-    summary["generator"] = generator_verdict(per_step)
-    return summary
+    traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
+    return BenchSummary(
+        engines=engines,
+        sweep=rows,
+        slo_search=dict(outcome.slo_search) if outcome is not None else {},
+        stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
+        prompt_calibration=outcome.calibration.to_dict()
+        if outcome is not None and outcome.calibration is not None
+        else {},
+        models=outcome.models if outcome is not None else None,
+        load=spec.load.label(),
+        workload=workload_label(spec.workload),
+        percentiles=list(spec.percentiles),
+        # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
+        # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
+        ttft_includes_connect=not spec.connect_ahead,
+        slo=spec.slo.label() if spec.slo.active else None,
+        data_attribution=TRACE_ATTRIBUTION if traced else None,
+        engines_run="together" if spec.parallel_engines else "one after another",
+        generator=generator_verdict(per_step),
+    ).to_json()
 
 
 def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:
@@ -750,6 +750,7 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             heartbeat, created, now=now, stale_after_s=11 * stale_after_s
         ):
             continue
+        # A cancelled run whose worker wrote its summary before it died needs nothing.
         if status == RunStatus.CANCELLED and "engines" in (summary or {}):
             continue
         spec = load_spec(run_id)
@@ -783,6 +784,11 @@ class BenchRunView:
     started_at: datetime | None
     finished_at: datetime | None
     live: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> BenchSummary:
+        """The summary, typed (`summary` is the stored JSON, as exports and the API give it)."""
+        return BenchSummary.from_json(self.summary)
 
     @property
     def active(self) -> bool:
