@@ -7,12 +7,26 @@ running run whose heartbeat (or, before the first beat, its creation) is older t
 STALE_AFTER_S has lost its worker: the app or the command stopped, and the run is shown as
 "interrupted" with what it stored. One threshold for all of them, so a run killed with the
 app is not "interrupted" on one page and "running" on another.
+
+Every kind writes its life through the same few calls, each one short session (or a step of
+the caller's session, where the write belongs with the rows it stores): `claim` (pending ->
+running, once), `beat`, `cancel_requested`, `finish`, `interrupt` and, at app start,
+`mark_interrupted_after_restart`.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from db.models import Run
 
 #: The longest any worker goes between two heartbeats (the demo's beat thread, the
 #: playground's idle beat); the slowest other writers beat every second or faster.
@@ -91,3 +105,175 @@ def request_cancel(run_id: int, kind: str, noun: str) -> bool:
             return False
         run.status = RunStatus.CANCELLED
         return True
+
+
+class Keep:
+    """The default of `finish`'s optional fields: leave the stored value as it is."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Final = Keep()
+
+#: Run.error holds a reason for people, not a log.
+MAX_ERROR_CHARS = 2000
+
+#: What each kind's "interrupted" says (a benchmark's reason is written with its partial summary).
+INTERRUPTED_REASONS: dict[RunKind, str] = {
+    RunKind.PLAYGROUND: "The app stopped while this exchange was streaming; the partial answers are kept.",
+    RunKind.DEMO: "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
+    RunKind.RECORDING: "The recording stopped with the app; the samples recorded so far are kept.",
+    RunKind.TUNE: "The tuning worker stopped without finishing; the configurations measured so far are kept.",
+    RunKind.PARITY: "The parity run's worker stopped (the app was restarted); the answers stored so far are kept.",
+}
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextmanager
+def _session(session: Session | None) -> Iterator[Session]:
+    """The caller's session when it has one (the write joins its transaction), else a new one."""
+    if session is not None:
+        with nullcontext(session) as given:
+            yield given
+        return
+    from db.session import session_scope
+
+    with session_scope() as own:
+        yield own
+
+
+def claim(run_id: int, *, clear_error: bool = False, now: datetime | None = None) -> bool:
+    """pending -> running for this process, atomically; False when the run is not pending any
+    more (cancelled before its worker got going, or claimed by another)."""
+    from sqlalchemy import update
+
+    from db.models import Run
+
+    moment = now or now_utc()
+    values: dict[str, Any] = {
+        "status": RunStatus.RUNNING,
+        "worker_pid": os.getpid(),
+        "started_at": moment,
+        "heartbeat_at": moment,
+    }
+    if clear_error:
+        values["error"] = None
+    with _session(None) as session:
+        result = session.execute(
+            update(Run).where(Run.id == run_id, Run.status == RunStatus.PENDING).values(**values)
+        )
+    return getattr(result, "rowcount", 0) == 1
+
+
+def status_of(run_id: int, session: Session | None = None) -> RunStatus | None:
+    """The run's stored status; None when the run is gone (deleted under its worker)."""
+    from sqlalchemy import select
+
+    from db.models import Run
+
+    with _session(session) as active:
+        status = active.scalar(select(Run.status).where(Run.id == run_id))
+    return None if status is None else RunStatus(status)
+
+
+def cancel_requested(run_id: int, session: Session | None = None) -> bool:
+    """Whether the worker should stop: someone cancelled the run, or deleted it."""
+    return status_of(run_id, session) in (RunStatus.CANCELLED, None)
+
+
+def beat(
+    run_id: int, session: Session | None = None, *, only_running: bool = False, **values: Any
+) -> None:
+    """The worker's sign of life (with whatever else it writes on each beat: progress, a live
+    summary); `only_running` leaves an ended run's row alone."""
+    from sqlalchemy import update
+
+    from db.models import Run
+
+    condition = [Run.id == run_id]
+    if only_running:
+        condition.append(Run.status == RunStatus.RUNNING)
+    with _session(session) as active:
+        active.execute(update(Run).where(*condition).values(heartbeat_at=now_utc(), **values))
+
+
+def finish(
+    run_id: int,
+    status: RunStatus,
+    *,
+    summary: Any = KEEP,
+    error: str | None | Keep = KEEP,
+    progress: float | None | Keep = None,
+    session: Session | None = None,
+    **values: Any,
+) -> None:
+    """The run's end: its final status, finished_at, and what it leaves (summary, error).
+    `progress` None means the usual rule: complete (1.0) unless cancelled, where the bar stays
+    where the run stopped; KEEP leaves it alone."""
+    from sqlalchemy import update
+
+    from db.models import Run
+
+    moment = now_utc()
+    changes: dict[str, Any] = {"status": status, "finished_at": moment, "heartbeat_at": moment}
+    if summary is not KEEP:
+        changes["summary"] = summary
+    if not isinstance(error, Keep):
+        changes["error"] = None if error is None else error[:MAX_ERROR_CHARS]
+    if progress is None:
+        if status != RunStatus.CANCELLED:
+            changes["progress"] = 1.0
+    elif not isinstance(progress, Keep):
+        changes["progress"] = progress
+    changes.update(values)
+    with _session(session) as active:
+        active.execute(update(Run).where(Run.id == run_id).values(**changes))
+
+
+def interrupt(run: Run, reason: str | None = None, *, now: datetime | None = None) -> None:
+    """Mark one loaded run as interrupted (its worker is gone), keeping what it stored; the
+    reason defaults to its kind's. The caller's session writes it."""
+    run.status = RunStatus.INTERRUPTED
+    run.error = reason if reason is not None else INTERRUPTED_REASONS.get(RunKind(run.kind))
+    run.finished_at = run.finished_at or now or now_utc()
+
+
+def mark_interrupted_after_restart(stale_after_s: float = STALE_AFTER_S) -> list[int]:
+    """Mark runs whose worker is gone as interrupted; returns their ids. Safe to call at
+    every start, from several processes. Benchmarks also get the summary of the rows they
+    stored (services/bench/jobs.py), a tuning run's engines are stopped, and a playground
+    exchange's streaming answers are marked interrupted."""
+    from sqlalchemy import or_, select, update
+
+    from db.models import Exchange, Run
+    from services.bench.jobs import mark_interrupted_runs
+
+    changed = list(mark_interrupted_runs(stale_after_s))
+    now = now_utc()
+    cutoff = stale_cutoff(now, stale_after_s)
+    with _session(None) as session:
+        stale = session.scalars(
+            select(Run).where(
+                Run.kind.in_(tuple(INTERRUPTED_REASONS)),
+                Run.status.in_(ACTIVE_STATUSES),
+                or_(Run.heartbeat_at < cutoff, (Run.heartbeat_at.is_(None)) & (Run.created_at < cutoff)),
+            )
+        ).all()
+        for run in stale:
+            if run.kind == RunKind.TUNE:
+                from services.tune.jobs import stop_leftover_engines
+
+                stop_leftover_engines(run.id)  # a dead tuning worker leaves no engine running
+            interrupt(run, now=now)
+            changed.append(run.id)
+        if stale:
+            session.execute(
+                update(Exchange)
+                .where(Exchange.run_id.in_([r.id for r in stale]), Exchange.status == "streaming")
+                .values(status="interrupted")
+            )
+    return changed

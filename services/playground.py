@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services import endpoints, limits
+from services import endpoints, lifecycle, limits
 from services.client import (
     ChatRequest,
     StreamResult,
@@ -84,7 +84,7 @@ class SendRequest:
     engines: tuple[EngineChoice, ...]
     prompt: str
     system: str = ""
-    params: SamplingParams = SamplingParams()
+    params: SamplingParams = field(default_factory=SamplingParams)
     schema: dict[str, Any] | None = None
     #: Continue this conversation (None starts one).
     conversation_id: str | None = None
@@ -213,10 +213,10 @@ def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
             False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         )
     validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
-    if error is None:
+    violation = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if violation is None:
         return SchemaCheck(True)
-    return SchemaCheck(False, error.json_path, error.message)
+    return SchemaCheck(False, violation.json_path, violation.message)
 
 
 def _messages(system: str, history: list[tuple[str, str]], prompt: str) -> list[dict[str, Any]]:
@@ -427,35 +427,32 @@ def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
                 continue
             for key, value in values.items():
                 setattr(row, key, value)
-        run = session.get(Run, run_id)
-        if run is not None:
-            run.heartbeat_at = datetime.now(UTC)
+        lifecycle.beat(run_id, session)
 
 
 def _finish_run(run_id: int, streams: list[_Stream], error: str | None = None) -> None:
     rows = [(s.exchange_id, _row_values(s, final=True)) for s in streams]
     _write_rows(run_id, rows)
     statuses = [values["status"] for _, values in rows]
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            return
-        if error:
-            run.status, run.error = "failed", error
-        elif "cancelled" in statuses:
-            run.status = "cancelled"
-        elif all(s == "finished" for s in statuses):
-            run.status = "finished"
-        elif any(s == "finished" for s in statuses):
-            run.status = "finished_with_errors"
-        else:
-            run.status = "failed"
-            run.error = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)[
-                :2000
-            ]
-        run.finished_at = datetime.now(UTC)
-        run.progress = 1.0
-        run.summary = {
+    reason: str | None | lifecycle.Keep = lifecycle.KEEP
+    if error:
+        status, reason = RunStatus.FAILED, error
+    elif "cancelled" in statuses:
+        status = RunStatus.CANCELLED
+    elif all(s == "finished" for s in statuses):
+        status = RunStatus.FINISHED
+    elif any(s == "finished" for s in statuses):
+        status = RunStatus.FINISHED_WITH_ERRORS
+    else:
+        status = RunStatus.FAILED
+        reason = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)
+    # A cancelled exchange is complete too: each answer ended, cut or not.
+    lifecycle.finish(
+        run_id,
+        status,
+        error=reason,
+        progress=1.0,
+        summary={
             "engines": {
                 s.engine: {
                     "ttft_s": {"p50": values["metrics"]["ttft_s"]}
@@ -466,7 +463,8 @@ def _finish_run(run_id: int, streams: list[_Stream], error: str | None = None) -
                 }
                 for s, (_, values) in zip(streams, rows, strict=True)
             }
-        }
+        },
+    )
 
 
 def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tuple[str, str]]]]:
@@ -491,7 +489,8 @@ def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
     _validate(request)
     records = {c.engine: endpoints.get_engine(c.engine) for c in request.engines}
     conversation_id = request.conversation_id or uuid.uuid4().hex[:16]
-    turn, history = 0, {}
+    turn: int = 0
+    history: dict[str, list[tuple[str, str]]] = {}
     if request.conversation_id:
         turn, history = _conversation_history(request.conversation_id)
         if turn == 0:
@@ -642,8 +641,7 @@ def _mark_interrupted(session: Any, run: Run) -> None:
         or not is_stale(run.heartbeat_at, run.created_at)
     ):
         return
-    run.status = RunStatus.INTERRUPTED
-    run.error = "The app stopped while this exchange was streaming; the partial answers are kept."
+    lifecycle.interrupt(run)
     for row in session.scalars(
         select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")
     ):
@@ -780,7 +778,7 @@ def request_code(run_id: int, engine: str) -> tuple[str, str]:
         run = session.get(Run, run_id)
         if row is None or run is None:
             raise NotFoundError(f"No answer of {engine} in exchange {run_id}.")
-        snapshot = next((e for e in run.engines if e.get("name") == engine), {})
+        snapshot: dict[str, Any] = next((e for e in run.engines if e.get("name") == engine), {})
         messages, stored = list(row.messages), dict(row.params or {})
         model = row.model or ""
     try:

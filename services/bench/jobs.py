@@ -30,11 +30,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from services import lifecycle
 from services.bench.runner import Benchmark, BenchOutcome, StepResult
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import CANCELLED, RequestRecord, summarize_engine
+from services.bench.summary import BenchSummary
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.config import PROJECT_ROOT, get_settings
 from services.errors import NotFoundError
@@ -167,28 +169,6 @@ def _update(run_id: int, **values: Any) -> None:
         session.execute(update(Run).where(Run.id == run_id).values(**values))
 
 
-def _claim(run_id: int, started: datetime) -> bool:
-    """pending -> running, atomically; False when the run is not pending any more."""
-    from sqlalchemy import update
-
-    from db.models import Run
-    from db.session import session_scope
-
-    with session_scope() as session:
-        changed = session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status == "pending")
-            .values(
-                status="running",
-                worker_pid=os.getpid(),
-                started_at=started,
-                heartbeat_at=started,
-                error=None,
-            )
-        ).rowcount
-    return changed == 1
-
-
 def _store_reported_settings(run_id: int, spec: BenchSpec) -> None:
     """Each engine's own account of its settings, kept in Run.engines for Compare."""
     from db.models import Run
@@ -205,16 +185,6 @@ def _store_reported_settings(run_id: int, spec: BenchSpec) -> None:
         run.engines = [
             {**item, "reported": reported.get(item.get("name"), {})} for item in (run.engines or [])
         ]
-
-
-def _status(run_id: int) -> str | None:
-    from sqlalchemy import select
-
-    from db.models import Run
-    from db.session import session_scope
-
-    with session_scope() as session:
-        return session.scalar(select(Run.status).where(Run.id == run_id))
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,8 +227,9 @@ def record_from_row(row: Any) -> RequestRecord:
     get = row.get if isinstance(row, dict) else (lambda key, default=None: getattr(row, key, default))
     extra = get("extra") or {}
     return RequestRecord(
-        engine=get("engine_name"),
-        index=get("index"),
+        # A stored row always has both (non-null columns); the getter's type cannot say so.
+        engine=cast(str, get("engine_name")),
+        index=cast(int, get("index")),
         ok=bool(get("ok")),
         warmup=bool(get("warmup")),
         scheduled_s=get("scheduled_s"),
@@ -319,9 +290,9 @@ class DatabaseSink:
         self.flush()
 
     def flush(self) -> None:
-        from sqlalchemy import insert, select, update
+        from sqlalchemy import insert
 
-        from db.models import RequestResult, Run
+        from db.models import RequestResult
         from db.session import session_scope
 
         records: list[RequestRecord] = []
@@ -349,14 +320,13 @@ class DatabaseSink:
             with session_scope() as session:
                 if records:
                     session.execute(insert(RequestResult), [_row(self.run_id, r) for r in records])
-                status = session.scalar(select(Run.status).where(Run.id == self.run_id))
-                live = {
-                    "live": {"engines": self.counts, "message": self.message, "updated": time.time()}
-                }
-                values: dict[str, Any] = {"heartbeat_at": _now(), "progress": round(self.progress(), 4)}
-                if status == "running":
-                    values["summary"] = live
-                session.execute(update(Run).where(Run.id == self.run_id).values(**values))
+                status = lifecycle.status_of(self.run_id, session)
+                values: dict[str, Any] = {"progress": round(self.progress(), 4)}
+                if status == RunStatus.RUNNING:
+                    values["summary"] = BenchSummary(
+                        live={"engines": self.counts, "message": self.message, "updated": time.time()}
+                    ).to_json()
+                lifecycle.beat(self.run_id, session, **values)
             self.stored.extend(records)
             self.last_error = None
         except Exception as error:  # noqa: BLE001 - keep the rows and try again next beat
@@ -364,7 +334,7 @@ class DatabaseSink:
             for record in records:
                 self.pending.put(record)
             return
-        if status == "cancelled" or status is None:
+        if status in (RunStatus.CANCELLED, None):
             self.cancelled.set()
 
     def close(self) -> None:
@@ -403,12 +373,11 @@ def execute_run(
     from services.client import run_blocking
 
     spec = load_spec(run_id).validate()
-    started = _now()
-    if not _claim(run_id, started):
+    if not lifecycle.claim(run_id, clear_error=True):
         # Cancelled before its worker got going (or started twice): nothing to run.
         summary = build_summary(spec, _stored_records(run_id), None)
-        if _status(run_id) == "cancelled":
-            _finish(run_id, "cancelled", summary)
+        if lifecycle.status_of(run_id) == RunStatus.CANCELLED:
+            _finish(run_id, RunStatus.CANCELLED, summary)
         return summary
     _store_reported_settings(run_id, spec)
     benchmark: Benchmark | None = None
@@ -441,28 +410,22 @@ def execute_run(
     summary = build_summary(spec, stored, outcome, run_id=run_id)
     if failure is not None:
         message = str(failure) or type(failure).__name__
-        final = "cancelled" if isinstance(failure, KeyboardInterrupt) else "failed"
-        _finish(run_id, final, summary, error=None if final == "cancelled" else message)
+        final = RunStatus.CANCELLED if isinstance(failure, KeyboardInterrupt) else RunStatus.FAILED
+        _finish(run_id, final, summary, error=None if final == RunStatus.CANCELLED else message)
         raise failure
-    cancelled = (outcome is not None and outcome.cancelled) or _status(run_id) == "cancelled"
-    failed = sum(block.get("failed", 0) for block in summary["engines"].values())
-    status = "cancelled" if cancelled else ("finished_with_errors" if failed else "finished")
+    cancelled = (outcome is not None and outcome.cancelled) or lifecycle.cancel_requested(run_id)
+    failed = BenchSummary.from_json(summary).failed_requests
+    status = (
+        RunStatus.CANCELLED
+        if cancelled
+        else (RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED)
+    )
     _finish(run_id, status, summary)
     return summary
 
 
-def _finish(run_id: int, status: str, summary: dict[str, Any], error: str | None = None) -> None:
-    values: dict[str, Any] = {
-        "status": status,
-        "summary": summary,
-        "finished_at": _now(),
-        "heartbeat_at": _now(),
-    }
-    if status != "cancelled":
-        values["progress"] = 1.0
-    if error is not None:
-        values["error"] = error[:2000]
-    _update(run_id, **values)
+def _finish(run_id: int, status: RunStatus, summary: dict[str, Any], error: str | None = None) -> None:
+    lifecycle.finish(run_id, status, summary=summary, error=lifecycle.KEEP if error is None else error)
 
 
 def _stored_records(run_id: int) -> list[RequestRecord]:
@@ -641,8 +604,8 @@ def build_summary(
     runner knew (unsupported options, early stops, SLO search) when it finished."""
     steps_meta: dict[tuple[str, int | None], StepResult] = {}
     if outcome is not None:
-        for step in outcome.steps:
-            steps_meta[(step.engine, step.step)] = step
+        for result in outcome.steps:
+            steps_meta[(result.engine, result.step)] = result
     groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
     for record in records:
         groups.setdefault((record.engine, record.step), []).append(record)
@@ -671,11 +634,11 @@ def build_summary(
             block["started_at_unix"] = meta.summary.get("started_at_unix")
             block["generator"] = meta.summary.get("generator") or {}
         per_step[key] = block
-    summary: dict[str, Any] = {"engines": {}}
+    engines: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
     sweep = spec.sweep
     if sweep.active:
         dimension = sweep.dimension
-        rows = []
         for (engine, step), block in sorted(
             per_step.items(),
             key=lambda item: (
@@ -694,7 +657,6 @@ def build_summary(
                     **block,
                 }
             )
-        summary["sweep"] = rows
         for name in engine_order:
             candidates = [row for row in rows if row["engine"] == name]
             if not candidates:
@@ -708,42 +670,42 @@ def build_summary(
                 chosen = next((r for r in candidates if r.get(dimension) == best_level), candidates[-1])
             else:
                 chosen = max(candidates, key=lambda r: r.get("request_throughput_rps") or 0.0)
-            summary["engines"][name] = {
+            engines[name] = {
                 **{k: v for k, v in chosen.items() if k not in ("engine", "phase")},
                 "from_step": chosen.get("step"),
             }
     else:
         for name in engine_order:
             if (name, None) in per_step:
-                summary["engines"][name] = per_step[(name, None)]
+                engines[name] = per_step[(name, None)]
     for name in engine_order:
-        if name not in summary["engines"]:
+        if name not in engines:
             # Never started (a run cancelled before its turn): "not run", never 0 req/s.
-            summary["engines"][name] = {
+            engines[name] = {
                 **summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
                 "not_run": True,
             }
-    if outcome is not None:
-        if outcome.slo_search:
-            summary["slo_search"] = outcome.slo_search
-        if outcome.stopped_early:
-            summary["stopped_early"] = outcome.stopped_early
-        if outcome.calibration is not None:
-            summary["prompt_calibration"] = outcome.calibration.to_dict()
-        summary["models"] = outcome.models
-    summary["load"] = spec.load.label()
-    summary["workload"] = workload_label(spec.workload)
-    summary["percentiles"] = list(spec.percentiles)
-    # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
-    # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
-    summary["ttft_includes_connect"] = not spec.connect_ahead
-    if spec.slo.active:
-        summary["slo"] = spec.slo.label()
-    if spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code"):
-        summary["data_attribution"] = TRACE_ATTRIBUTION
-    summary["engines_run"] = "together" if spec.parallel_engines else "one after another"
-    summary["generator"] = generator_verdict(per_step)
-    return summary
+    traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
+    return BenchSummary(
+        engines=engines,
+        sweep=rows,
+        slo_search=dict(outcome.slo_search) if outcome is not None else {},
+        stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
+        prompt_calibration=outcome.calibration.to_dict()
+        if outcome is not None and outcome.calibration is not None
+        else {},
+        models=outcome.models if outcome is not None else None,
+        load=spec.load.label(),
+        workload=workload_label(spec.workload),
+        percentiles=list(spec.percentiles),
+        # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
+        # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
+        ttft_includes_connect=not spec.connect_ahead,
+        slo=spec.slo.label() if spec.slo.active else None,
+        data_attribution=TRACE_ATTRIBUTION if traced else None,
+        engines_run="together" if spec.parallel_engines else "one after another",
+        generator=generator_verdict(per_step),
+    ).to_json()
 
 
 def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:
@@ -788,14 +750,15 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             heartbeat, created, now=now, stale_after_s=11 * stale_after_s
         ):
             continue
-        if status == "cancelled" and "engines" in (summary or {}):
+        # A cancelled run whose worker wrote its summary before it died needs nothing.
+        if status == RunStatus.CANCELLED and "engines" in (summary or {}):
             continue
         spec = load_spec(run_id)
         partial = build_summary(spec, _stored_records(run_id), None)
-        new_status = "cancelled" if status == "cancelled" else "interrupted"
+        new_status = RunStatus.CANCELLED if status == RunStatus.CANCELLED else RunStatus.INTERRUPTED
         error = (
             None
-            if status == "cancelled"
+            if status == RunStatus.CANCELLED
             else "The benchmark worker stopped without finishing (process gone)."
         )
         _finish(run_id, new_status, partial, error=error)
@@ -821,6 +784,11 @@ class BenchRunView:
     started_at: datetime | None
     finished_at: datetime | None
     live: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> BenchSummary:
+        """The summary, typed (`summary` is the stored JSON, as exports and the API give it)."""
+        return BenchSummary.from_json(self.summary)
 
     @property
     def active(self) -> bool:

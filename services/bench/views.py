@@ -21,6 +21,7 @@ from services.bench import jobs, selfcheck
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, SweepSpec
 from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, throughput_series
+from services.bench.summary import BenchSummary
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WorkloadSpec
 from services.errors import ValidationError
 from services.measure import percentile_key
@@ -260,19 +261,17 @@ def run_view(run_id: int) -> RunView:
         else:
             block["sent"] += 1
             block[_outcome(record)] += 1
+    results = run.results
     averages = {
         name: block["output_throughput_tok_s"]
-        for name, block in (run.summary.get("engines") or {}).items()
-        if isinstance(block, dict)
-        and isinstance(block.get("output_throughput_tok_s"), (int, float))
-        and "from_step" not in block
+        for name, block in results.engines.items()
+        if isinstance(block.get("output_throughput_tok_s"), (int, float)) and "from_step" not in block
     }
     offsets = run_offsets(run.summary)
     figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
     notes = _notes(run)
-    has_summary = bool(run.summary.get("engines"))
-    table = percentile_table(run.summary, run.spec.percentiles) if has_summary else pd.DataFrame()
-    throughput = throughput_table(run.summary) if has_summary else pd.DataFrame()
+    table = percentile_table(results, run.spec.percentiles) if results.has_results else pd.DataFrame()
+    throughput = throughput_table(results) if results.has_results else pd.DataFrame()
     if finished and measured:
         figures["ttft_cdf"] = cdf_figure(
             {
@@ -285,9 +284,9 @@ def run_view(run_id: int) -> RunView:
             {e: [g for r in rs if r.ok for g in r.itl_s] for e, rs in _by_engine(measured).items()},
             "ITL",
         )
-        if run.summary.get("sweep"):
-            figures["latency_throughput"] = sweep_figure(run.summary["sweep"], run.spec.sweep.dimension)
-        labels = step_labels(run.summary)
+        if results.sweep:
+            figures["latency_throughput"] = sweep_figure(results.sweep, run.spec.sweep.dimension)
+        labels = results.step_labels()
         figures["concurrency"] = concurrency_figure(measured, labels, offsets)
         per_engine = max((len(rs) for rs in _by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
@@ -328,9 +327,9 @@ def _by_engine(records: list[RequestRecord]) -> dict[str, list[RequestRecord]]:
 
 
 def _notes(run: jobs.BenchRunView) -> list[str]:
-    summary = run.summary
+    summary = run.results
     notes = []
-    for name, block in (summary.get("engines") or {}).items():
+    for name, block in summary.engines.items():
         if block.get("not_run"):
             notes.append(f"{name} did not run: the run ended before its turn.")
         if block.get("honoured_output_len") is False:
@@ -341,23 +340,22 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
         unsupported = block.get("unsupported_options") or []
         if unsupported:
             notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
-    sweep = summary.get("sweep") or []
-    if sweep:
-        labels = step_labels(summary)
+    if summary.sweep:
+        labels = summary.step_labels()
         reported = [
-            f"{name} at {labels.get(block.get('from_step'), 'step ' + str(block.get('from_step')))}"
-            for name, block in (summary.get("engines") or {}).items()
-            if block.get("from_step") is not None
+            f"{name} at {labels.get(step, f'step {step}')}"
+            for name, block in summary.engines.items()
+            if (step := block.get("from_step")) is not None
         ]
-        how = "the SLO search's answer" if summary.get("slo_search") else "highest request throughput"
+        how = "the SLO search's answer" if summary.slo_search else "highest request throughput"
         if reported:
             notes.append(
                 f"The tables show one step per engine ({how}): {', '.join(reported)}; "
                 "the charts below show every step."
             )
-    for name, reason in (summary.get("stopped_early") or {}).items():
+    for name, reason in summary.stopped_early.items():
         notes.append(f"{name}: the sweep stopped early: {reason}.")
-    for name, found in (summary.get("slo_search") or {}).items():
+    for name, found in summary.slo_search.items():
         best = found.get("best")
         if best is None:
             notes.append(
@@ -369,28 +367,28 @@ def _notes(run: jobs.BenchRunView) -> list[str]:
                 f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}, "
                 f"{found['required_attainment']:.0%} of requests): {best:g}{more}."
             )
-    calibration = summary.get("prompt_calibration") or {}
+    calibration = summary.prompt_calibration
     if calibration.get("method") == "tokenize":
         notes.append(
             f"Prompt lengths checked against {calibration.get('engine')}'s tokenizer "
             f"({calibration.get('words_kept')} of {calibration.get('words_checked')} words are one token)."
         )
-    if summary.get("data_attribution"):
-        notes.append(summary["data_attribution"])
-    if summary.get("engines_run"):
-        notes.append(f"Engines ran {summary['engines_run']}.")
+    if summary.data_attribution:
+        notes.append(summary.data_attribution)
+    if summary.engines_run:
+        notes.append(f"Engines ran {summary.engines_run}.")
     if run.error:
         notes.append(f"Error: {run.error}")
     return notes
 
 
 def percentile_table(
-    summary: dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)
+    summary: BenchSummary | dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)
 ) -> pd.DataFrame:
     """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
     rows = []
     keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
-    for name, block in _run_engines(summary).items():
+    for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         for metric, title in METRIC_TITLES.items():
             stats = block.get(metric) or {}
             row: dict[str, Any] = {"engine": name, "metric": title}
@@ -401,19 +399,10 @@ def percentile_table(
     return fill_missing(pd.DataFrame(rows))
 
 
-def _run_engines(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The engine blocks of engines that ran (a "not run" engine is a note, not a row of zeros)."""
-    return {
-        name: block
-        for name, block in (summary.get("engines") or {}).items()
-        if isinstance(block, dict) and not block.get("not_run")
-    }
-
-
-def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
+def throughput_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per engine: counts, throughputs, goodput and the engine's own cache figures."""
     rows = []
-    for name, block in _run_engines(summary).items():
+    for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         metrics = block.get("engine_metrics") or {}
         errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
         rows.append(
@@ -444,7 +433,11 @@ def throughput_table(summary: dict[str, Any]) -> pd.DataFrame:
 
 
 def _percent(value: Any) -> float | None:
-    return round(float(value) * 100, 1) if isinstance(value, (int, float)) and value == value else None
+    return (
+        round(float(value) * 100, 1)
+        if isinstance(value, (int, float)) and not math.isnan(value)
+        else None
+    )
 
 
 def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
@@ -452,15 +445,9 @@ def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), mark)
 
 
-def step_labels(summary: dict[str, Any]) -> dict[int, str]:
+def step_labels(summary: BenchSummary | dict[str, Any]) -> dict[int, str]:
     """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
-    labels: dict[int, str] = {}
-    for row in summary.get("sweep") or []:
-        step = row.get("step")
-        for dimension in ("concurrency", "rate"):
-            if isinstance(step, int) and isinstance(row.get(dimension), (int, float)):
-                labels[step] = f"{dimension} {row[dimension]:g}"
-    return labels
+    return BenchSummary.from_json(summary).step_labels()
 
 
 def _round(value: Any, digits: int = 2) -> float | None:
@@ -503,8 +490,9 @@ def live_figure(
         shift = _offset(offsets, group[0])
         figure.add_trace(
             go.Scattergl(
-                x=[r.start_s + shift for r in done],
-                y=[r.ttft_s * 1000 for r in done],
+                # `done` holds only requests with both times (`or 0.0` is for the type checker).
+                x=[(r.start_s or 0.0) + shift for r in done],
+                y=[(r.ttft_s or 0.0) * 1000 for r in done],
                 mode="markers",
                 name=f"{name} TTFT",
                 marker={"size": 5, "color": colour},
@@ -810,12 +798,13 @@ def engine_metrics_figure(
     return figure
 
 
-def _start_times(summary: dict[str, Any]) -> dict[tuple[str, int | None], float]:
+def _start_times(summary: BenchSummary | dict[str, Any]) -> dict[tuple[str, int | None], float]:
+    results = BenchSummary.from_json(summary)
     starts: dict[tuple[str, int | None], float] = {}
-    for row in summary.get("sweep") or []:
+    for row in results.sweep:
         if row.get("started_at_unix"):
             starts[(row["engine"], row.get("step"))] = row["started_at_unix"]
-    for name, block in (summary.get("engines") or {}).items():
+    for name, block in results.engines.items():
         if block.get("started_at_unix") and "from_step" not in block:
             starts[(name, None)] = block["started_at_unix"]
     return starts

@@ -18,8 +18,8 @@ wakes it at once when the page runs in the same process; otherwise it polls the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services import endpoints, limits
+from services import endpoints, lifecycle, limits
 from services.demos.base import BigNumber, ChartSpec, Scenario, StepOutcome, join_sentences
 from services.demos.context import DemoContext, DemoStopped
 from services.demos.registry import get_scenario
@@ -209,9 +209,9 @@ def start_demo(
         # Streamlit server its reader would wait on the GIL behind every page run.
         pid = launch_run_worker("services.demos.worker", run_id, "demo")
         with session_scope() as session:
-            run = session.get(Run, run_id)
-            if run is not None and run.worker_pid is None:
-                run.worker_pid = pid
+            stored = session.get(Run, run_id)
+            if stored is not None and stored.worker_pid is None:
+                stored.worker_pid = pid
         return run_id
     # The CLI waits here (it is its own process already). A thread of its own all the same:
     # the worker runs event loops, and the caller's thread may already run one.
@@ -291,9 +291,9 @@ class _Writer:
             summary["steps"] = [dict(step) for step in self.steps]
             summary.update(self.extra)
             run.summary = summary
-            run.heartbeat_at = _utcnow()
             for key, value in fields.items():
                 setattr(run, key, value)
+            lifecycle.beat(self.run_id, session)
 
     def control(self) -> dict[str, Any]:
         with session_scope() as session:
@@ -303,18 +303,15 @@ class _Writer:
             return dict((run.config or {}).get("control") or {})
 
     def heartbeat(self) -> None:
-        with self.lock, session_scope() as session:
-            run = session.get(Run, self.run_id)
-            if run is not None:
-                run.heartbeat_at = _utcnow()
+        with self.lock:
+            lifecycle.beat(self.run_id)
 
     def start_heartbeat(self) -> None:
         def beat() -> None:
             while not self._beat_stop.wait(HEARTBEAT_INTERVAL_S):
-                try:
+                # A missed beat (a locked database) is retried at the next one.
+                with contextlib.suppress(Exception):
                     self.heartbeat()
-                except Exception:  # noqa: BLE001 - a missed beat is retried at the next one
-                    pass
 
         self._beat = threading.Thread(target=beat, name=f"demo-heartbeat-{self.run_id}", daemon=True)
         self._beat.start()
@@ -355,10 +352,11 @@ def run_demo(run_id: int) -> None:
             raise NotFoundError(f"No demo run #{run_id}.")
         config = dict(run.config or {})
         snapshots = list(run.engines or [])
-    status, error = "failed", None
+    if not lifecycle.claim(run_id):
+        return  # started twice, or ended before its worker got going
+    status, error = RunStatus.FAILED, None
     writer.start_heartbeat()
     try:
-        writer.write(status="running", started_at=_utcnow(), worker_pid=os.getpid())
         scenario = get_scenario(str(config.get("scenario")))
         options = scenario.resolve_options(config.get("options"))
         engines = [_record_from_snapshot(item) for item in snapshots]
@@ -440,18 +438,21 @@ def run_demo(run_id: int) -> None:
         had_errors = bool(skipped) or any(
             s["status"] != "finished" or s.get("errors") for s in writer.steps
         )
-        status = "finished_with_errors" if had_errors else "finished"
+        status = RunStatus.FINISHED_WITH_ERRORS if had_errors else RunStatus.FINISHED
     except DemoStopped:
-        status, error = "cancelled", "Stopped by the presenter; the steps measured so far are kept."
+        status, error = (
+            RunStatus.CANCELLED,
+            "Stopped by the presenter; the steps measured so far are kept.",
+        )
         writer.extra["awaiting"] = None
         for step in writer.steps:
             if step["status"] == "running":
                 step["status"] = "cancelled"
     except ShootoutError as failure:
-        status, error = "failed", str(failure)
+        status, error = RunStatus.FAILED, str(failure)
         writer.extra["awaiting"] = None
     except Exception as failure:  # noqa: BLE001 - the run must end in a stored state, never "running"
-        status, error = "failed", f"Unexpected error: {type(failure).__name__}: {failure}"
+        status, error = RunStatus.FAILED, f"Unexpected error: {type(failure).__name__}: {failure}"
         writer.extra["awaiting"] = None
     finally:
         writer.stop_heartbeat()
@@ -465,7 +466,7 @@ def run_demo(run_id: int) -> None:
                 _wakeups.pop(run_id, None)
 
 
-def _finish(writer: _Writer, status: str, error: str | None) -> None:
+def _finish(writer: _Writer, status: RunStatus, error: str | None) -> None:
     with writer.lock, session_scope() as session:
         run = session.get(Run, writer.run_id)
         if run is None:
@@ -477,12 +478,15 @@ def _finish(writer: _Writer, status: str, error: str | None) -> None:
         config = dict(run.config or {})
         config.pop("control", None)
         run.config = config
-        run.status = status
-        run.error = error
-        run.finished_at = _utcnow()
-        run.heartbeat_at = run.finished_at
-        if status in ("finished", "finished_with_errors"):
-            run.progress = 1.0
+        # A stopped or failed demo's bar stays at the steps it measured.
+        complete = status in (RunStatus.FINISHED, RunStatus.FINISHED_WITH_ERRORS)
+        lifecycle.finish(
+            writer.run_id,
+            status,
+            error=error,
+            progress=1.0 if complete else lifecycle.KEEP,
+            session=session,
+        )
 
 
 def _wait_for_release(writer: _Writer, index: int) -> None:
@@ -530,9 +534,10 @@ def _interrupt_if_stale(run_id: int) -> None:
             or not is_stale(run.heartbeat_at, run.created_at)
         ):
             return
-        run.status = RunStatus.INTERRUPTED
-        run.error = "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept."
-        run.finished_at = _utcnow()
+        lifecycle.interrupt(
+            run,
+            "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept.",
+        )
         summary = dict(run.summary or {})
         summary["awaiting"] = None
         run.summary = summary

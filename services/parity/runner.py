@@ -22,19 +22,18 @@ the status to "cancelled" and the worker stops before its next request, keeping 
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services import endpoints, http, limits
+from services import endpoints, http, lifecycle, limits
 from services.client import ChatRequest, build_body, build_headers, chat_url
 from services.engines import SamplingParams, get_adapter
 from services.errors import NotFoundError, ShootoutError, ValidationError
@@ -280,7 +279,7 @@ def send_one(
     try:
         payload = reply.json()
         choice = payload["choices"][0]
-        message = choice.get("message") or {}
+        chat_message = choice.get("message") or {}
     except (ShootoutError, KeyError, IndexError, TypeError, AttributeError):
         row.update(
             error_class="invalid_json", error="The engine's answer is not an OpenAI chat completion."
@@ -288,7 +287,9 @@ def send_one(
         return row
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
     answer = parse_answer(
-        message.get("content") if isinstance(message, dict) else None, choice.get("logprobs"), usage
+        chat_message.get("content") if isinstance(chat_message, dict) else None,
+        choice.get("logprobs"),
+        usage,
     )
     row.update(
         ok=True,
@@ -311,28 +312,6 @@ def send_one(
 # ---------------------------------------------------------------- the worker's loop
 
 
-def _status(run_id: int) -> str | None:
-    with session_scope() as session:
-        return session.scalar(select(Run.status).where(Run.id == run_id))
-
-
-def _claim(run_id: int) -> bool:
-    now = _utcnow()
-    with session_scope() as session:
-        changed = session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status == RunStatus.PENDING)
-            .values(
-                status=RunStatus.RUNNING,
-                worker_pid=os.getpid(),
-                started_at=now,
-                heartbeat_at=now,
-                error=None,
-            )
-        ).rowcount
-    return changed == 1
-
-
 def execute_parity(
     run_id: int,
     *,
@@ -342,7 +321,7 @@ def execute_parity(
     """Send every prompt to every engine, store each answer as it arrives, write the summary."""
     from services.parity.views import build_summary
 
-    if not _claim(run_id):
+    if not lifecycle.claim(run_id, clear_error=True):
         return
     with session_scope() as session:
         run = session.get(Run, run_id)
@@ -364,24 +343,12 @@ def execute_parity(
         RunStatus.FAILED
         if failure
         else RunStatus.CANCELLED
-        if stopped or _status(run_id) == RunStatus.CANCELLED
+        if stopped or lifecycle.status_of(run_id) == RunStatus.CANCELLED
         else RunStatus.FINISHED_WITH_ERRORS
         if errors
         else RunStatus.FINISHED
     )
-    with session_scope() as session:
-        session.execute(
-            update(Run)
-            .where(Run.id == run_id)
-            .values(
-                status=status,
-                summary=summary,
-                error=failure,
-                finished_at=_utcnow(),
-                heartbeat_at=_utcnow(),
-                progress=1.0 if status != RunStatus.CANCELLED else Run.progress,
-            )
-        )
+    lifecycle.finish(run_id, status, summary=summary, error=failure)
 
 
 class _Stopped(Exception):
@@ -403,7 +370,7 @@ def _send_all(
         except NotFoundError:
             record = None
         for index, task in enumerate(tasks):
-            if should_stop() or _status(run_id) == RunStatus.CANCELLED:
+            if should_stop() or lifecycle.status_of(run_id) == RunStatus.CANCELLED:
                 raise _Stopped
             if record is None:
                 row: dict[str, Any] = {
@@ -439,18 +406,13 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"parity-beat-{run_id}", daemon=True)
 
-    def __enter__(self) -> Heartbeat:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
     def _loop(self) -> None:
         while not self._stop.wait(HEARTBEAT_INTERVAL_S):
-            with session_scope() as session:
-                session.execute(
-                    update(Run)
-                    .where(Run.id == self.run_id, Run.status == RunStatus.RUNNING)
-                    .values(heartbeat_at=_utcnow())
-                )
+            lifecycle.beat(self.run_id, only_running=True)
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()

@@ -18,13 +18,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
 from db.models import Run, Sample
 from db.session import session_scope
+from services import lifecycle
 from services.config import get_settings
 from services.errors import NotFoundError, ValidationError
+from services.lifecycle import RunKind, RunStatus
 from services.telemetry.hub import TelemetryHub, get_hub
 from services.telemetry.scraper import EngineTarget, engine_targets
 from services.telemetry.snapshot import Snapshot
@@ -138,7 +140,7 @@ class Recorder:
             snapshots = self.hub.sample(
                 self.targets, self.gpus, self.dcgm_urls, max_age_s=min(0.5, self.interval_s / 2)
             )
-        except Exception as error:  # a sampler bug must not kill the recording
+        except Exception as error:  # noqa: BLE001 - a sampler bug must not kill the recording
             self.last_error = f"sampling failed: {error}"
             return
         self._buffer.extend(_row(self.run_id, s) for s in snapshots)
@@ -151,26 +153,23 @@ class Recorder:
             with session_scope(self.database_url) as session:
                 if rows:
                     session.execute(insert(Sample), rows)
-                changes: dict[str, Any] = (
-                    {"heartbeat_at": datetime.now(UTC)} if self.beats_heartbeat else {}
-                )
                 if final and self.finish_run:
-                    changes.update(
-                        status="finished",
-                        finished_at=datetime.now(UTC),
-                        progress=1.0,
+                    lifecycle.finish(
+                        self.run_id,
+                        RunStatus.FINISHED,
                         summary={
                             "samples": self.samples_written + len(rows),
                             "interval_s": self.interval_s,
                         },
+                        session=session,
                     )
-                if changes:
-                    session.execute(update(Run).where(Run.id == self.run_id).values(**changes))
+                elif self.beats_heartbeat:
+                    lifecycle.beat(self.run_id, session)
         except IntegrityError:
             self.last_error = f"run #{self.run_id} was deleted: recording stopped"
             self._stop.set()
             return
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a failed write is kept and retried, never fatal
             self.last_error = f"writing samples failed: {error}"
             if not final:
                 self._buffer[:0] = rows  # try again at the next flush
@@ -250,9 +249,9 @@ def begin_recording_run(
     now = datetime.now(UTC)
     with session_scope() as session:
         run = Run(
-            kind="recording",
+            kind=RunKind.RECORDING,
             name=name.strip() or f"Recording {now:%Y-%m-%d %H:%M}",
-            status="running",
+            status=RunStatus.RUNNING,
             engine_names=",".join(t.name for t in targets),
             engines=[
                 {"name": t.name, "kind": t.kind, "base_url": t.base_url, "metrics_url": t.metrics_url}

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from services import lifecycle
 from services.errors import NotFoundError, ShootoutError
 from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
 from services.tune import launch, pareto
@@ -214,10 +215,10 @@ class _Beat:
         while not self._stopped.wait(BEAT_S):
             self.flush()
 
-    def flush(self, final_status: str | None = None) -> None:
-        from sqlalchemy import insert, select, update
+    def flush(self, final_status: RunStatus | None = None) -> None:
+        from sqlalchemy import insert
 
-        from db.models import RequestResult, Run
+        from db.models import RequestResult
         from db.session import session_scope
         from services.bench.jobs import _row
 
@@ -232,17 +233,20 @@ class _Beat:
                 with session_scope() as session:
                     if batch:
                         session.execute(insert(RequestResult), [_row(self.run_id, r) for r in batch])
-                    status = session.scalar(select(Run.status).where(Run.id == self.run_id))
-                    values: dict[str, Any] = {
-                        "heartbeat_at": _now(),
-                        "progress": round(self.progress, 4),
-                        "summary": analyse(self.spec, self.configs),
-                    }
-                    if final_status is not None:
-                        values.update(status=final_status, finished_at=_now())
-                        if final_status != RunStatus.CANCELLED:
-                            values["progress"] = 1.0
-                    session.execute(update(Run).where(Run.id == self.run_id).values(**values))
+                    status = lifecycle.status_of(self.run_id, session)
+                    summary = analyse(self.spec, self.configs)
+                    progress = round(self.progress, 4)
+                    if final_status is None:
+                        lifecycle.beat(self.run_id, session, progress=progress, summary=summary)
+                    else:
+                        # Cancelled: the bar stays where the run stopped.
+                        lifecycle.finish(
+                            self.run_id,
+                            final_status,
+                            summary=summary,
+                            progress=progress if final_status == RunStatus.CANCELLED else 1.0,
+                            session=session,
+                        )
             except Exception:  # noqa: BLE001 - keep the rows and try again on the next beat
                 for record in batch:
                     self.pending.put(record)
@@ -252,29 +256,13 @@ class _Beat:
         if status in (RunStatus.CANCELLED, None):
             self.cancelled.set()
 
-    def close(self, final_status: str) -> None:
+    def close(self, final_status: RunStatus) -> None:
         self._stopped.set()
         self._thread.join(timeout=60)
         self.flush(final_status)
 
 
 # ---------------------------------------------------------------- executing a run
-
-
-def _claim(run_id: int) -> bool:
-    from sqlalchemy import update
-
-    from db.models import Run
-    from db.session import session_scope
-
-    now = _now()
-    with session_scope() as session:
-        changed = session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status == RunStatus.PENDING)
-            .values(status=RunStatus.RUNNING, worker_pid=os.getpid(), started_at=now, heartbeat_at=now)
-        ).rowcount
-    return changed == 1
 
 
 def log_dir() -> Path:
@@ -300,7 +288,7 @@ def execute_run(
         configs: list[dict[str, Any]] = list((run.summary or {}).get("configs") or []) if run else []
     if not configs:
         configs = [_initial(i, spec, own) for i, own in enumerate(spec.expanded())]
-    if not _claim(run_id):
+    if not lifecycle.claim(run_id):
         return analyse(spec, configs)
     beat = _Beat(run_id, spec, configs).start()
 
@@ -530,10 +518,15 @@ def stop_leftover_engines(run_id: int) -> list[int]:
 
     from services.processes import pid_alive
 
-    stopped = []
+    stopped: list[int] = []
     for config in get_run(run_id).configs:
         pid, port = config.get("pid"), config.get("port")
-        if config.get("status") not in ("starting", "running") or not pid_alive(pid) or not port:
+        if (
+            config.get("status") not in ("starting", "running")
+            or not isinstance(pid, int)
+            or not pid_alive(pid)
+            or not port
+        ):
             continue
         try:
             command = _Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")

@@ -74,3 +74,46 @@ def test_one_cancel_rule_for_every_worker_run_kind(db_url: str) -> None:
     with session_scope() as session:
         assert session.get(Run, running_id).status == RunStatus.CANCELLED
         assert session.get(Run, ended_id).status == RunStatus.FINISHED
+
+
+def _stored(run_id: int) -> Run:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run
+
+
+def test_a_run_is_claimed_once_and_its_end_keeps_what_the_caller_leaves_alone(db_url: str) -> None:
+    from services import lifecycle
+
+    with session_scope() as session:
+        run = Run(kind=RunKind.BENCHMARK, status=RunStatus.PENDING, error="old", progress=0.4)
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    assert lifecycle.claim(run_id, clear_error=True) is True
+    assert lifecycle.claim(run_id) is False  # a second worker does not take it over
+    claimed = _stored(run_id)
+    assert claimed.status == RunStatus.RUNNING and claimed.error is None and claimed.heartbeat_at
+    lifecycle.beat(run_id, progress=0.5)
+    assert _stored(run_id).progress == 0.5 and not lifecycle.cancel_requested(run_id)
+    lifecycle.finish(run_id, RunStatus.CANCELLED, summary={"engines": {}})
+    ended = _stored(run_id)
+    # Cancelled: the bar stays where the run stopped, the error is left as it was.
+    assert (ended.status, ended.progress, ended.error) == (RunStatus.CANCELLED, 0.5, None)
+    assert ended.finished_at is not None and ended.summary == {"engines": {}}
+    assert lifecycle.cancel_requested(run_id)
+    lifecycle.beat(run_id, only_running=True, progress=0.9)  # an ended run's row stays as it ended
+    assert _stored(run_id).progress == 0.5
+    lifecycle.finish(run_id, RunStatus.FAILED, error="x" * 3000)
+    failed = _stored(run_id)
+    assert failed.progress == 1.0 and len(failed.error or "") == lifecycle.MAX_ERROR_CHARS
+    assert failed.summary == {"engines": {}}  # KEEP: the stored summary stays
+
+
+def test_a_deleted_run_counts_as_cancelled_for_its_worker(db_url: str) -> None:
+    from services import lifecycle
+
+    assert lifecycle.status_of(987654) is None
+    assert lifecycle.cancel_requested(987654)
+    assert lifecycle.claim(987654) is False

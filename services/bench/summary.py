@@ -1,0 +1,159 @@
+"""A benchmark run's summary (Run.summary) as one typed record.
+
+services/bench/jobs.py builds it from the stored requests and writes `to_json()`; every
+reader goes through `BenchSummary.from_json`, which takes what any version stored (old runs,
+imports, a run still writing its live counts) and never raises on a missing or odd key. The
+stored JSON keeps its shape: `from_json(s).to_json() == s` for every summary written so far,
+keys unknown here included.
+
+Each engine's block (latency statistics, throughputs, counts, the generator's self-check) stays a
+mapping: it is summarize_engine's output, read metric by metric by tables and exports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EngineBlock = dict[str, Any]
+
+#: The keys this record knows; anything else a summary holds is kept in `extra`.
+_KNOWN = (
+    "engines",
+    "sweep",
+    "slo_search",
+    "stopped_early",
+    "prompt_calibration",
+    "models",
+    "load",
+    "workload",
+    "percentiles",
+    "ttft_includes_connect",
+    "slo",
+    "data_attribution",
+    "engines_run",
+    "generator",
+    "live",
+)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    #: Engine name -> its block; a sweep's shows the step reported (`from_step`).
+    engines: dict[str, EngineBlock] = field(default_factory=dict)
+    #: A sweep's rows, one per (engine, step), each with its load level.
+    sweep: list[EngineBlock] = field(default_factory=list)
+    slo_search: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stopped_early: dict[str, str] = field(default_factory=dict)
+    prompt_calibration: dict[str, Any] = field(default_factory=dict)
+    #: None: the runner did not say (a partial summary rebuilt after an interruption).
+    models: dict[str, Any] | None = None
+    load: str | None = None
+    workload: str | None = None
+    percentiles: list[float] | None = None
+    ttft_includes_connect: bool | None = None
+    slo: str | None = None
+    data_attribution: str | None = None
+    engines_run: str | None = None
+    generator: dict[str, Any] = field(default_factory=dict)
+    #: A running benchmark's counts so far (replaced by the summary when it ends).
+    live: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: BenchSummary | dict[str, Any] | None) -> BenchSummary:
+        if isinstance(data, BenchSummary):
+            return data
+        data = data if isinstance(data, dict) else {}
+        engines = {
+            str(name): block
+            for name, block in _mapping(data.get("engines")).items()
+            if isinstance(block, dict)
+        }
+        sweep = [row for row in data.get("sweep") or [] if isinstance(row, dict)]
+        percentiles = data.get("percentiles")
+        models = data.get("models")
+        connect = data.get("ttft_includes_connect")
+        live = data.get("live")
+        return cls(
+            engines=engines,
+            sweep=sweep,
+            slo_search={
+                k: v for k, v in _mapping(data.get("slo_search")).items() if isinstance(v, dict)
+            },
+            stopped_early={str(k): str(v) for k, v in _mapping(data.get("stopped_early")).items()},
+            prompt_calibration=_mapping(data.get("prompt_calibration")),
+            models=dict(models) if isinstance(models, dict) else None,
+            load=_text(data.get("load")),
+            workload=_text(data.get("workload")),
+            percentiles=list(percentiles) if isinstance(percentiles, list) else None,
+            ttft_includes_connect=connect if isinstance(connect, bool) else None,
+            slo=_text(data.get("slo")),
+            data_attribution=_text(data.get("data_attribution")),
+            engines_run=_text(data.get("engines_run")),
+            generator=_mapping(data.get("generator")),
+            live=dict(live) if isinstance(live, dict) else None,
+            extra={k: v for k, v in data.items() if k not in _KNOWN},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape: optional parts only when present, as build_summary always wrote."""
+        out: dict[str, Any] = {}
+        if self.live is not None:
+            out["live"] = self.live
+        if self.engines or self.live is None:
+            out["engines"] = self.engines
+        if self.sweep:
+            out["sweep"] = self.sweep
+        if self.slo_search:
+            out["slo_search"] = self.slo_search
+        if self.stopped_early:
+            out["stopped_early"] = self.stopped_early
+        if self.prompt_calibration:
+            out["prompt_calibration"] = self.prompt_calibration
+        optional = {
+            "models": self.models,
+            "load": self.load,
+            "workload": self.workload,
+            "percentiles": self.percentiles,
+            "ttft_includes_connect": self.ttft_includes_connect,
+            "slo": self.slo,
+            "data_attribution": self.data_attribution,
+            "engines_run": self.engines_run,
+        }
+        out.update({key: value for key, value in optional.items() if value is not None})
+        if self.generator:
+            out["generator"] = self.generator
+        out.update(self.extra)
+        return out
+
+    @property
+    def has_results(self) -> bool:
+        """Whether the run measured anything to show (its live counts are not results)."""
+        return bool(self.engines)
+
+    @property
+    def failed_requests(self) -> int:
+        return sum(int(block.get("failed") or 0) for block in self.engines.values())
+
+    def engines_that_ran(self) -> dict[str, EngineBlock]:
+        """The blocks of engines that ran (a "not run" engine is a note, not a row of zeros)."""
+        return {name: block for name, block in self.engines.items() if not block.get("not_run")}
+
+    def step_labels(self) -> dict[int, str]:
+        """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
+        labels: dict[int, str] = {}
+        for row in self.sweep:
+            step = row.get("step")
+            for dimension in ("concurrency", "rate"):
+                if isinstance(step, int) and isinstance(row.get(dimension), (int, float)):
+                    labels[step] = f"{dimension} {row[dimension]:g}"
+        return labels

@@ -1,0 +1,57 @@
+"""The run summary as one typed record: what older versions stored still reads, and what is
+written keeps the stored shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.bench import views
+from services.bench.summary import BenchSummary
+
+#: A summary as a run from before the typed record stored it (a sweep, an SLO search and a
+#: key this version does not know).
+OLD_SWEEP: dict[str, Any] = {
+    "engines": {
+        "llama": {"completed": 8, "failed": 1, "from_step": 1, "output_throughput_tok_s": 41.5},
+        "vllm": {"completed": 0, "failed": 0, "not_run": True},
+    },
+    "sweep": [
+        {"engine": "llama", "step": 0, "concurrency": 1, "phase": "sweep", "completed": 4},
+        {"engine": "llama", "step": 1, "concurrency": 4, "phase": "sweep", "completed": 8},
+    ],
+    "slo_search": {"llama": {"best": 4, "dimension": "concurrency", "slo": "TTFT p90 ≤ 500 ms"}},
+    "stopped_early": {"llama": "TTFT p90 over the SLO"},
+    "models": {"llama": "smollm2"},
+    "load": "closed loop, concurrency 1→4",
+    "workload": "chat",
+    "percentiles": [50, 90, 99],
+    "ttft_includes_connect": False,
+    "engines_run": "one after another",
+    "generator": {"client_bound": False, "flagged": [], "checked_loads": 2},
+    "a_key_from_a_later_version": {"kept": True},
+}
+
+
+def test_an_old_stored_summary_reads_and_is_written_back_unchanged() -> None:
+    summary = BenchSummary.from_json(OLD_SWEEP)
+    assert summary.has_results and summary.failed_requests == 1
+    assert list(summary.engines_that_ran()) == ["llama"]
+    assert summary.step_labels() == {0: "concurrency 1", 1: "concurrency 4"}
+    assert summary.slo_search["llama"]["best"] == 4 and summary.engines_run == "one after another"
+    assert summary.to_json() == OLD_SWEEP
+
+
+def test_a_summary_with_missing_or_odd_parts_reads_as_empty_not_as_an_error() -> None:
+    for stored in (None, {}, {"engines": None, "sweep": "x", "percentiles": "50"}):
+        summary = BenchSummary.from_json(stored)
+        assert not summary.has_results and summary.sweep == [] and summary.percentiles is None
+    live = {"live": {"engines": {"llama": {"sent": 3}}, "message": "step 1", "updated": 1.0}}
+    running = BenchSummary.from_json(live)
+    assert not running.has_results and running.to_json() == live  # live counts are not results
+
+
+def test_the_tables_read_the_typed_summary_and_the_stored_json_alike() -> None:
+    typed = views.throughput_table(BenchSummary.from_json(OLD_SWEEP))
+    stored = views.throughput_table(OLD_SWEEP)
+    assert typed.equals(stored) and list(typed["engine"]) == ["llama"]  # "not run" is a note
+    assert views.step_labels(OLD_SWEEP) == {0: "concurrency 1", 1: "concurrency 4"}
