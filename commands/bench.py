@@ -16,9 +16,16 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, NoReturn
 
+from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
+from services.bench.spec import MAX_WORKERS, BenchSpec
 from services.errors import ValidationError
+
+#: The flags' defaults: the Benchmarks page's (services/bench/form.py lists those that differed).
+DEFAULTS = BenchForm()
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -31,8 +38,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def _floats(text: str) -> tuple[float, ...]:
     try:
-        values = tuple(float(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
+        values = parse_levels(text)
+    except ValidationError:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
     if not values:
         raise argparse.ArgumentTypeError("expected at least one number")
@@ -40,15 +47,12 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def _workers(text: str) -> int:
-    from services.bench.spec import MAX_WORKERS, WORKERS_AUTO
-
-    if text.strip().lower() == "auto":
-        return WORKERS_AUTO
-    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+    try:
+        return parse_workers(text)
+    except ValidationError:
         raise argparse.ArgumentTypeError(
             f"expected a number from 1 to {MAX_WORKERS} or auto, got {text!r}"
-        )
-    return int(text)
+        ) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,31 +85,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
     load = parser.add_argument_group("load shape")
-    load.add_argument("--concurrency", type=int, help="closed loop: this many requests in flight")
+    load.add_argument(
+        "--concurrency",
+        type=int,
+        help=f"closed loop: this many requests in flight (default {DEFAULTS.concurrency} without --rate)",
+    )
     load.add_argument("--rate", type=float, help="open loop: requests per second")
     load.add_argument("--max-concurrency", type=int, help="with --rate: cap on requests in flight")
-    load.add_argument("--arrival", default="poisson", choices=("poisson", "gamma", "constant"))
+    load.add_argument("--arrival", default=DEFAULTS.arrival, choices=("poisson", "gamma", "constant"))
     load.add_argument(
-        "--burstiness", type=float, default=1.0, help="gamma shape: <1 burstier, >1 smoother"
+        "--burstiness",
+        type=float,
+        default=DEFAULTS.burstiness,
+        help="gamma shape: <1 burstier, >1 smoother",
     )
     load.add_argument(
         "--trace-replay", action="store_true", help="send at the trace's own arrival times"
     )
-    load.add_argument("--trace-speed", type=float, default=1.0, help="speed-up of trace replay")
+    load.add_argument(
+        "--trace-speed", type=float, default=DEFAULTS.trace_speed, help="speed-up of trace replay"
+    )
     load.add_argument("--requests", type=int, help="measured requests per engine (and per sweep step)")
     load.add_argument(
         "--duration", type=float, metavar="S", help="or: seconds per engine (and per step)"
     )
-    load.add_argument("--warmup", type=int, default=0, help="warm-up requests, left out of the results")
     load.add_argument(
-        "--ramp-up", type=float, default=0.0, metavar="S", help="ramp the rate/concurrency up over S s"
+        "--warmup",
+        type=int,
+        default=DEFAULTS.warmup,
+        help="warm-up requests per engine, left out of the results",
     )
-    load.add_argument("--seed", type=int, default=0)
+    load.add_argument(
+        "--ramp-up",
+        type=float,
+        default=DEFAULTS.ramp_up_s,
+        metavar="S",
+        help="ramp the rate/concurrency up over S s",
+    )
+    load.add_argument("--seed", type=int, default=DEFAULTS.seed)
 
     work = parser.add_argument_group("workload")
     work.add_argument(
         "--workload",
-        default="synthetic",
+        default=DEFAULTS.workload,
         choices=(
             "synthetic",
             "long_prompt",
@@ -117,40 +139,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     work.add_argument(
-        "--input-len", type=int, default=128, help="prompt tokens (mean for distributions)"
+        "--input-len",
+        type=int,
+        default=DEFAULTS.input_len,
+        help="prompt tokens (mean for distributions)",
     )
     work.add_argument(
-        "--output-len", type=int, default=128, help="answer tokens (mean for distributions)"
+        "--output-len",
+        type=int,
+        default=DEFAULTS.output_len,
+        help="answer tokens (mean for distributions)",
     )
     work.add_argument(
         "--length-dist",
-        default="fixed",
+        default=DEFAULTS.length_dist,
         choices=("fixed", "uniform", "normal", "sharegpt", "conversation", "code"),
     )
-    work.add_argument("--range-ratio", type=float, default=0.5)
+    work.add_argument("--range-ratio", type=float, default=DEFAULTS.range_ratio)
     work.add_argument("--max-input-len", type=int)
     work.add_argument("--max-output-len", type=int)
-    work.add_argument("--prefix-groups", type=int, default=4)
-    work.add_argument("--prefix-len", type=int, default=256)
-    work.add_argument("--turns", type=int, default=3)
+    work.add_argument("--prefix-groups", type=int, default=DEFAULTS.prefix_groups)
+    work.add_argument("--prefix-len", type=int, default=DEFAULTS.prefix_len)
+    work.add_argument("--turns", type=int, default=DEFAULTS.turns)
     work.add_argument("--schema", metavar="FILE", help="JSON schema file for --workload structured")
     work.add_argument("--prompts", metavar="FILE", help="JSONL prompts for --workload file")
-    work.add_argument("--trace", default="conversation", choices=("conversation", "conv", "code"))
-    work.add_argument("--length-scale", type=float, default=1.0, help="scales the trace's lengths")
+    work.add_argument("--trace", default=DEFAULTS.trace, choices=("conversation", "conv", "code"))
+    work.add_argument(
+        "--length-scale", type=float, default=DEFAULTS.length_scale, help="scales the trace's lengths"
+    )
     work.add_argument(
         "--free-output", action="store_true", help="let answers end early (no ignore_eos/min_tokens)"
     )
 
     options = parser.add_argument_group("measuring")
     options.add_argument(
-        "--timeout", type=float, default=600.0, metavar="S", help="limit on one request, seconds"
+        "--timeout",
+        type=float,
+        default=DEFAULTS.timeout_s,
+        metavar="S",
+        help="limit on one request, seconds",
     )
-    options.add_argument("--temperature", type=float, default=0.0)
-    options.add_argument("--percentiles", type=_floats, default=(50, 90, 95, 99), metavar="LIST")
+    options.add_argument("--temperature", type=float, default=DEFAULTS.temperature)
+    options.add_argument("--percentiles", type=_floats, default=DEFAULTS.percentiles, metavar="LIST")
     options.add_argument("--slo-ttft-ms", type=float)
     options.add_argument("--slo-tpot-ms", type=float)
     options.add_argument("--slo-e2e-ms", type=float)
-    options.add_argument("--slo-attainment", type=float, default=0.9)
+    options.add_argument("--slo-attainment", type=float, default=DEFAULTS.slo_attainment)
     options.add_argument(
         "--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values"
     )
@@ -158,9 +192,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument(
         "--slo-search", choices=("rate", "concurrency"), help="find the highest load meeting the SLOs"
     )
-    options.add_argument("--search-start", type=float, default=1.0)
-    options.add_argument("--search-max", type=float, default=64.0)
-    options.add_argument("--search-steps", type=int, default=4)
+    options.add_argument("--search-start", type=float, default=DEFAULTS.search_start)
+    options.add_argument("--search-max", type=float, default=DEFAULTS.search_max)
+    options.add_argument("--search-steps", type=int, default=DEFAULTS.search_steps)
     options.add_argument(
         "--no-calibrate", action="store_true", help="skip the tokenizer check of the prompt words"
     )
@@ -175,44 +209,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument(
         "--workers",
         type=_workers,
-        default=1,
+        default=DEFAULTS.workers,
         metavar="N|auto",
         help="load-generator processes on this host (auto: chosen by the self-check)",
     )
     options.add_argument(
         "--ray",
         metavar="ADDRESS",
-        default="",
+        default=DEFAULTS.ray_address,
         help="run the workers as Ray actors over this cluster's nodes (HOST:PORT; "
         "needs requirements-ray.txt); --workers then counts actors (1: one per node)",
     )
 
     output = parser.add_argument_group("output")
-    output.add_argument("--name", default="")
-    output.add_argument("--tag", action="append", default=[])
+    output.add_argument("--name", default=DEFAULTS.name)
+    output.add_argument("--tag", action="append", default=list(DEFAULTS.tags))
     output.add_argument(
         "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
     )
     output.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     parser.set_defaults(handler=run)
-
-
-def _targets(args: argparse.Namespace) -> list[Any]:
-
-    if args.engine and args.url:
-        raise ValidationError("Give --engine NAME or --url URL, not both.")
-    if not args.engine and not args.url:
-        raise ValidationError("Say what to benchmark: --engine NAME (registered) or --url URL.")
-    if args.engine:
-        from services.bench.jobs import engine_target
-
-        targets = [engine_target(name) for name in args.engine]
-        if args.model:
-            from dataclasses import replace
-
-            targets = [replace(t, model=args.model) for t in targets]
-        return targets
-    return [_url_target(args)]
 
 
 def _url_target(args: argparse.Namespace) -> Any:
@@ -235,7 +251,7 @@ def _url_target(args: argparse.Namespace) -> Any:
             base, kind=kind, model=model, api_key_env=args.api_key_env, timeout_s=3.0
         )
         kind, model = identified.kind, identified.model
-    except Exception:  # noqa: BLE001 - an engine that is down still gets its (failing) run
+    except Exception:  # noqa: BLE001, S110 - an engine that is down still gets its (failing) run
         pass
     if kind is not None:
         from services.engines import kinds
@@ -248,16 +264,10 @@ def _url_target(args: argparse.Namespace) -> Any:
     )
 
 
-def build_spec(args: argparse.Namespace) -> Any:
-    """The BenchSpec the flags describe (ValidationError with one line when they do not fit)."""
-    import json
-    from pathlib import Path
-
-    from services.bench.arrivals import LoadSpec
-    from services.bench.spec import BenchSpec, SweepSpec
-    from services.bench.stats import SloSpec
-    from services.bench.workloads import WorkloadSpec
-
+def form_from_args(args: argparse.Namespace) -> BenchForm:
+    """The choices the flags describe (ValidationError with one line when they do not fit).
+    The CLI asks for what a script should say: a bound (--requests/--duration), a sweep's
+    levels; --concurrency/--rate choose the loop, so their argparse defaults are None."""
     if args.concurrency is not None and args.rate is not None:
         raise ValidationError(
             "Give --concurrency N (closed loop) or --rate R (open loop), not both "
@@ -265,20 +275,24 @@ def build_spec(args: argparse.Namespace) -> Any:
         )
     if args.requests is None and args.duration is None:
         raise ValidationError("Bound the run: --requests N or --duration S.")
-    if args.trace_replay:
-        mode, concurrency = "trace", args.max_concurrency
-    elif args.rate is not None:
-        mode, concurrency = "rate", args.max_concurrency
-    else:
-        mode, concurrency = "concurrency", args.concurrency or 1
-    schema = None
+    if args.sweep and args.slo_search:
+        raise ValidationError("Choose --sweep or --slo-search, not both.")
+    if args.sweep and not args.sweep_values:
+        raise ValidationError("A sweep needs its load levels: --sweep-values, for example 1,2,4,8.")
+    schema_text = ""
     if args.schema:
         try:
-            schema = json.loads(Path(args.schema).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+            schema_text = Path(args.schema).read_text(encoding="utf-8")
+        except OSError as error:
             raise ValidationError(f"Cannot read the JSON schema {args.schema!r}: {error}") from None
-    workload = WorkloadSpec(
-        kind="trace" if args.trace_replay and args.workload == "synthetic" else args.workload,
+    mode = "trace" if args.trace_replay else "rate" if args.rate is not None else "concurrency"
+    return replace(
+        DEFAULTS,
+        engines=tuple(args.engine),
+        model=args.model,
+        parallel=args.parallel,
+        # --trace-replay alone means the trace's own requests at the trace's own times.
+        workload="trace" if args.trace_replay and args.workload == "synthetic" else args.workload,
         input_len=args.input_len,
         output_len=args.output_len,
         length_dist=args.length_dist,
@@ -288,54 +302,33 @@ def build_spec(args: argparse.Namespace) -> Any:
         prefix_groups=args.prefix_groups,
         prefix_len=args.prefix_len,
         turns=args.turns,
-        schema=schema,
-        prompts_file=args.prompts,
+        schema_text=schema_text,
+        prompts_file=args.prompts or "",
         trace=args.trace,
         length_scale=args.length_scale,
-        seed=args.seed,
         fixed_output=not args.free_output,
-    )
-    load = LoadSpec(
         mode=mode,
-        concurrency=concurrency,
-        rate=args.rate,
+        concurrency=DEFAULTS.concurrency if args.concurrency is None else args.concurrency,
+        rate=DEFAULTS.rate if args.rate is None else args.rate,
+        max_concurrency=args.max_concurrency,
         arrival=args.arrival,
         burstiness=args.burstiness,
-        ramp_up_s=args.ramp_up,
+        trace_speed=args.trace_speed,
         requests=args.requests,
         duration_s=args.duration,
-        warmup_requests=args.warmup,
-        trace_speed=args.trace_speed,
+        warmup=args.warmup,
+        ramp_up_s=args.ramp_up,
         seed=args.seed,
-    )
-    slo = SloSpec(
-        ttft_ms=args.slo_ttft_ms,
-        tpot_ms=args.slo_tpot_ms,
-        e2e_ms=args.slo_e2e_ms,
-        attainment=args.slo_attainment,
-    )
-    if args.sweep and args.slo_search:
-        raise ValidationError("Choose --sweep or --slo-search, not both.")
-    if args.sweep:
-        sweep = SweepSpec(kind=args.sweep, values=args.sweep_values or ())
-    elif args.slo_search:
-        sweep = SweepSpec(
-            kind="slo_search",
-            search_over=args.slo_search,
-            start=args.search_start,
-            max_value=args.search_max,
-            search_steps=args.search_steps,
-        )
-    else:
-        sweep = SweepSpec()
-    return BenchSpec(
-        engines=tuple(_targets(args)),
-        workload=workload,
-        load=load,
-        slo=slo,
-        sweep=sweep,
-        name=args.name,
-        parallel_engines=args.parallel,
+        sweep=args.sweep or ("slo_search" if args.slo_search else "none"),
+        sweep_values=args.sweep_values or (),
+        search_over=args.slo_search or DEFAULTS.search_over,
+        search_start=args.search_start,
+        search_max=args.search_max,
+        search_steps=args.search_steps,
+        slo_ttft_ms=args.slo_ttft_ms,
+        slo_tpot_ms=args.slo_tpot_ms,
+        slo_e2e_ms=args.slo_e2e_ms,
+        slo_attainment=args.slo_attainment,
         timeout_s=args.timeout,
         temperature=args.temperature,
         percentiles=args.percentiles,
@@ -343,9 +336,20 @@ def build_spec(args: argparse.Namespace) -> Any:
         connect_ahead=not args.no_connect_ahead,
         record_engine_metrics=not args.no_engine_metrics,
         workers=args.workers,
-        ray_address=args.ray.strip(),
+        ray_address=args.ray,
+        name=args.name,
         tags=tuple(args.tag),
-    ).validate()
+    )
+
+
+def build_spec(args: argparse.Namespace) -> BenchSpec:
+    """The BenchSpec the flags describe: the same translation as the Benchmarks page's."""
+    form = form_from_args(args)
+    if args.engine and args.url:
+        raise ValidationError("Give --engine NAME or --url URL, not both.")
+    if not args.engine and not args.url:
+        raise ValidationError("Say what to benchmark: --engine NAME (registered) or --url URL.")
+    return to_spec(form, None if args.engine else [_url_target(args)])
 
 
 class _Progress:
@@ -451,7 +455,7 @@ def _table(payload: dict[str, Any]) -> str:
         lines.append("per engine, the step reported as its result:")
     lines.append(header)
     for name, block in payload.get("engines", {}).items():
-        chosen = next(
+        chosen: dict[str, Any] = next(
             (
                 row
                 for row in sweep

@@ -17,13 +17,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from services.bench import jobs, selfcheck
-from services.bench.arrivals import LoadSpec
-from services.bench.spec import BenchSpec, SweepSpec
-from services.bench.stats import CANCELLED, RequestRecord, SloSpec, cdf_points, throughput_series
+from services.bench import form, jobs, selfcheck
+from services.bench.spec import BenchSpec
+from services.bench.stats import CANCELLED, RequestRecord, cdf_points, throughput_series
 from services.bench.summary import BenchSummary
-from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, WorkloadSpec
-from services.errors import ValidationError
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION
 from services.measure import percentile_key
 
 if TYPE_CHECKING:
@@ -63,6 +61,17 @@ class FormOptions:
     sweeps: dict[str, str] = field(default_factory=lambda: dict(SWEEP_TITLES))
     length_dists: tuple[str, ...] = LENGTH_DISTRIBUTIONS
     trace_attribution: str = TRACE_ATTRIBUTION
+    #: The widgets' initial values: the same defaults as `cli.py bench`'s.
+    defaults: form.BenchForm = field(default_factory=form.BenchForm)
+    suggested_duration_s: float = form.SUGGESTED_DURATION_S
+
+    @property
+    def sweep_levels_text(self) -> str:
+        return ", ".join(f"{level:g}" for level in self.defaults.sweep_values)
+
+    @property
+    def workers_text(self) -> str:
+        return form.workers_text(self.defaults.workers)
 
 
 def form_options() -> FormOptions:
@@ -71,107 +80,9 @@ def form_options() -> FormOptions:
     return FormOptions(engines=[engine.name for engine in list_engines()])
 
 
-def _levels(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(part) for part in text.replace(";", ",").replace(" ", ",").split(",") if part)
-    except ValueError:
-        raise ValidationError(
-            f"Sweep levels must be numbers separated by commas (got {text!r})."
-        ) from None
-
-
-def _optional(value: Any) -> float | None:
-    return float(value) if value not in (None, "", 0, 0.0) else None
-
-
 def spec_from_form(values: dict[str, Any]) -> BenchSpec:
-    """The validated spec of a filled form (ValidationError with a message for the user)."""
-    names = list(values.get("engines") or [])
-    if not names:
-        raise ValidationError("Choose at least one engine.")
-    engines = tuple(jobs.engine_target(name) for name in names)
-    schema = None
-    if values.get("schema_text"):
-        import json
-
-        try:
-            schema = json.loads(values["schema_text"])
-        except ValueError as error:
-            raise ValidationError(f"The JSON schema is not valid JSON: {error}") from None
-    workload = WorkloadSpec(
-        kind=values.get("workload", "synthetic"),
-        input_len=int(values.get("input_len", 128)),
-        output_len=int(values.get("output_len", 128)),
-        length_dist=values.get("length_dist", "fixed"),
-        range_ratio=float(values.get("range_ratio", 0.5)),
-        prefix_groups=int(values.get("prefix_groups", 4)),
-        prefix_len=int(values.get("prefix_len", 256)),
-        turns=int(values.get("turns", 3)),
-        schema=schema,
-        prompts_file=values.get("prompts_file") or None,
-        trace=values.get("trace", "conversation"),
-        length_scale=float(values.get("length_scale", 1.0)),
-        seed=int(values.get("seed", 0)),
-        fixed_output=bool(values.get("fixed_output", True)),
-    )
-    mode = values.get("mode", "concurrency")
-    bound = values.get("bound", "requests")
-    cap = int(values.get("max_concurrency") or 0) or None
-    load = LoadSpec(
-        mode=mode,
-        concurrency=int(values.get("concurrency", 1)) if mode == "concurrency" else cap,
-        rate=float(values.get("rate", 1.0)) if mode == "rate" else None,
-        arrival=values.get("arrival", "poisson"),
-        burstiness=float(values.get("burstiness", 1.0)),
-        ramp_up_s=float(values.get("ramp_up_s", 0.0)),
-        requests=int(values.get("requests", 100)) if bound == "requests" else None,
-        duration_s=float(values.get("duration_s", 60.0)) if bound == "duration" else None,
-        warmup_requests=int(values.get("warmup", 0)),
-        trace_speed=float(values.get("trace_speed", 1.0)),
-        seed=int(values.get("seed", 0)),
-    )
-    slo = SloSpec(
-        ttft_ms=_optional(values.get("slo_ttft_ms")),
-        tpot_ms=_optional(values.get("slo_tpot_ms")),
-        e2e_ms=_optional(values.get("slo_e2e_ms")),
-        attainment=float(values.get("slo_attainment", 0.9)),
-    )
-    sweep_kind = values.get("sweep", "none")
-    sweep = SweepSpec(
-        kind=sweep_kind,
-        values=_levels(values.get("sweep_values", "")) if sweep_kind in ("concurrency", "rate") else (),
-        search_over=values.get("search_over", "rate"),
-        start=float(values.get("search_start", 1.0)),
-        max_value=float(values.get("search_max", 64.0)),
-        search_steps=int(values.get("search_steps", 4)),
-    )
-    return BenchSpec(
-        engines=engines,
-        workload=workload,
-        load=load,
-        slo=slo,
-        sweep=sweep,
-        name=str(values.get("name", "")).strip(),
-        parallel_engines=bool(values.get("parallel", False)),
-        timeout_s=float(values.get("timeout_s", 600.0)),
-        temperature=float(values.get("temperature", 0.0)),
-        workers=parse_workers(values.get("workers", "1")),
-        ray_address=str(values.get("ray_address") or "").strip(),
-    ).validate()
-
-
-def parse_workers(value: Any) -> int:
-    """A worker count as typed (a number, or "auto") as BenchSpec.workers."""
-    from services.bench.spec import MAX_WORKERS, WORKERS_AUTO
-
-    text = str(value).strip().lower()
-    if text == "auto":
-        return WORKERS_AUTO
-    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
-        raise ValidationError(
-            f"Workers: a number from 1 to {MAX_WORKERS}, or auto (got {str(value)[:40]!r})."
-        )
-    return int(text)
+    """The validated spec of the page's widget values (ValidationError with a message for the user)."""
+    return form.to_spec(form.from_widgets(values))
 
 
 def save_prompt_file(name: str, content: bytes) -> str:
