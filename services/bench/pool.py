@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -171,6 +171,10 @@ class _Channels:
         self.go: Any = context.Event()
         self.start_at: Any = context.Value("d", 0.0, lock=False)
         self.budget = SharedBudget(context, requests)
+        #: A claim here is a lock in shared memory: taken when due, as in one process
+        #: (Ray's transport claims first turns as it hands them out: ray_pool.py).
+        self.claims_first_turns = False
+        self.claim_turn: Callable[[], Awaitable[bool]] | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,7 +255,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
                 break
         return channels.start_at.value or time.perf_counter()
 
-    async def next_conversation() -> Conversation:
+    async def next_conversation() -> Conversation | None:
         if not waiting:
             # One per hop: a conversation held back here could be left unsent when the budget
             # runs out while another worker sends a later one; the run's requests must be
@@ -285,6 +289,8 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
             ready=ready,
             next_conversation=next_conversation,
             schedule=schedule,
+            claims_first_turns=channels.claims_first_turns,
+            claim_turn=channels.claim_turn,
         )
         flushing = asyncio.create_task(flusher())
         try:

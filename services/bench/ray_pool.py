@@ -8,6 +8,14 @@ actors spread over the cluster; only the transport differs:
   schedule, the shared budget, the stop and start flags, and the records coming back.
   Workers take their requests in batches (`TAKE_MOST`, one per hop in closed loop, as on one
   host) and stream their records back in batches.
+- the budget: the hub claims each conversation's first turn as it hands the conversation
+  out, in the coordinator's order, so a batch of open-loop arrivals (those due within
+  pool.py's `LOOKAHEAD_S`) costs one round trip, not one per request on the event loop;
+  once the budget is spent a take answers the end (None) and no later conversation leaves.
+  The run's requests are still exactly the first ones of the sequence, at their instants.
+  A later turn of a conversation claims when it is due, by a round trip the worker awaits
+  (none where the run has no request budget, only a deadline, which each worker checks on
+  its own clock).
 - the clock: hosts do not share CLOCK_MONOTONIC. Before the run the coordinator asks each
   actor for its clock a few times and keeps the round trip with the least delay: offset =
   worker clock - the coordinator's clock at the round trip's midpoint (error at most RTT/2).
@@ -160,14 +168,23 @@ class Hub:
             return len(accepted)
 
     def take(self, worker: int, most: int, timeout: float) -> list[Any]:
+        """Up to `most` items, each conversation's first turn claimed from the budget; a
+        spent budget ends the list with None (the end of the worker's schedule)."""
         with self.space:
             if not self.work:
                 self.space.wait(timeout)
             items: list[Any] = []
             while self.work and len(items) < most:
+                if self.work[0] is not None and self.left == 0:
+                    items.append(None)
+                    break
                 items.append(self.work.popleft())
                 if items[-1] is None:
                     break
+                if self.left > 0:
+                    self.left -= 1
+            if not items and self.left == 0:
+                items.append(None)
             self.space.notify_all()
         held = self.taken.setdefault(worker, {})
         for item in items:
@@ -206,7 +223,7 @@ class Hub:
         self.results.append(message)
 
     def drain(self, most: int = 1000) -> list[Any]:
-        out = []
+        out: list[Any] = []
         while self.results and len(out) < most:
             out.append(self.results.popleft())
         return out
@@ -243,7 +260,7 @@ class LoadWorker:
     def run(self, setup: _WorkerSetup, hub: Any, offset_s: float) -> bool:
         from services.bench.pool import _worker_process
 
-        channels = _WorkerChannels(hub, setup.worker, offset_s)
+        channels = _WorkerChannels(hub, setup.worker, offset_s, limited=setup.load.requests is not None)
         try:
             _worker_process(setup, channels)  # type: ignore[arg-type]
         except SystemExit:
@@ -269,10 +286,15 @@ class _WorkerChannels:
     (a hub that no longer answers stops the worker: its coordinator is gone), the times
     shifted into this host's clock."""
 
-    def __init__(self, hub: Any, worker: int, offset_s: float) -> None:
+    #: The hub claims first turns as it hands them out (`Hub.take`).
+    claims_first_turns = True
+
+    def __init__(self, hub: Any, worker: int, offset_s: float, *, limited: bool) -> None:
         import ray
 
         self.ray, self.hub, self.worker, self.offset_s = ray, hub, worker, offset_s
+        #: A budget of requests to share (else only the deadline bounds the run).
+        self.limited = limited
         self.stop = threading.Event()
         self.go = threading.Event()
         self.start_at = _Value()
@@ -325,7 +347,12 @@ class _WorkerChannels:
     def claim(self) -> bool:
         if self._deadline and time.perf_counter() >= self._deadline:
             return False
-        return self.ray.get(self.hub.claim.remote())
+        return not self.limited or self.ray.get(self.hub.claim.remote())
+
+    async def claim_turn(self) -> bool:
+        if self._deadline and time.perf_counter() >= self._deadline:
+            return False
+        return not self.limited or await self.hub.claim.remote()
 
     def give_back(self) -> None:
         self.hub.give_back.remote()
@@ -502,7 +529,7 @@ class RayEngineLoad(PooledEngineLoad):
         requests end as failed)."""
         finished, _ = ray.wait(list(runs), num_returns=len(runs), timeout=POLL_S) if runs else ([], [])
         for message in ray.get(hub.drain.remote()):
-            self._handle(*message, ready, done)
+            self._handle(message[0], message[1], message[2], ready, done)
         for ref in finished:
             worker = runs.pop(ref)
             try:
@@ -510,7 +537,7 @@ class RayEngineLoad(PooledEngineLoad):
             except ray.exceptions.RayError as error:
                 clock = self.offsets[worker]
                 for message in ray.get(hub.drain.remote()):
-                    self._handle(*message, ready, done)
+                    self._handle(message[0], message[1], message[2], ready, done)
                 self._fail_lost(worker, ray.get(hub.lost.remote(worker)))
                 self.failures.append(f"worker {worker} on {clock.host}: lost ({type(error).__name__})")
                 ready.add(worker)

@@ -154,9 +154,18 @@ class WorkerPlan:
     budget: Any
     #: After the warm-up: waits for the coordinator's common start, returns it (perf_counter).
     ready: Callable[[], Awaitable[float]]
-    next_conversation: Callable[[], Awaitable[Conversation]]
+    #: The next conversation the coordinator drew; None once the budget is spent (only
+    #: where the transport claims first turns, below).
+    next_conversation: Callable[[], Awaitable[Conversation | None]]
     #: Open loop: (seconds after the start, conversation) in order, as the coordinator drew them.
     schedule: Callable[[], AsyncIterator[tuple[float, Conversation]]]
+    #: The transport claims each conversation's first turn from the budget as it hands the
+    #: conversation out, in the coordinator's order (Ray: a claim is a network round trip,
+    #: so one per batch instead of one per request on the event loop).
+    claims_first_turns: bool = False
+    #: A later turn's claim, awaited so that a round trip does not stall the event loop;
+    #: None: `budget.claim()`.
+    claim_turn: Callable[[], Awaitable[bool]] | None = None
 
 
 class _SchemaChecker:
@@ -365,7 +374,7 @@ class EngineLoad:
             if self.stopping.is_set():
                 return last
             if turn_number > 0 or not first_claimed:
-                if budget is not None and not budget.claim():
+                if budget is not None and not await self._claim_turn(budget):
                     return last
                 scheduled = None
             if semaphore is not None:
@@ -381,6 +390,19 @@ class EngineLoad:
             if not last.ok:
                 return last
         return last
+
+    async def _claim_turn(self, budget: _Budget) -> bool:
+        plan = self.plan
+        if plan is not None and plan.claim_turn is not None and budget is plan.budget:
+            return await plan.claim_turn()
+        return budget.claim()
+
+    def _claim_first(self, budget: _Budget) -> bool:
+        """A conversation's first turn: claimed here, or already by the transport (then
+        only the deadline can refuse it)."""
+        if self.plan is not None and self.plan.claims_first_turns and budget is self.plan.budget:
+            return budget.deadline is None or time.perf_counter() < budget.deadline
+        return budget.claim()
 
     # -- phases -----------------------------------------------------------------------
     async def _warmup(self, count: int) -> None:
@@ -407,10 +429,13 @@ class EngineLoad:
             if start_offset > 0:
                 await self._sleep_until(self.measure_start + start_offset)
             while not self.stopping.is_set():
-                if not budget.claim():
+                if not self._claim_first(budget):
                     return
                 if self.plan is not None:
-                    conversation = await self.plan.next_conversation()
+                    handed = await self.plan.next_conversation()
+                    if handed is None:  # the transport found the budget spent
+                        return
+                    conversation = handed
                 else:
                     conversation = next(conversations)
                 last = await self._conversation(conversation, budget, None, False, True, None)
@@ -444,7 +469,7 @@ class EngineLoad:
                 await self._sleep_until(due)
                 if self.selfcheck is not None:
                     self.selfcheck.late_send(time.perf_counter() - due)
-                if self.stopping.is_set() or not budget.claim():
+                if self.stopping.is_set() or not self._claim_first(budget):
                     break
                 scheduled = due - self.origin
                 task = asyncio.create_task(
@@ -575,54 +600,61 @@ async def calibrate_prompt_text(
     engines: tuple[EngineTarget, ...], timeout_s: float = 10.0
 ) -> tuple[PromptText, Calibration]:
     """Check the prompt vocabulary against the first engine that can tokenize."""
+    for engine in engines:
+        calibrated = await _calibrate_on(engine, timeout_s)
+        if calibrated is not None:
+            return calibrated
+    return PromptText(), Calibration("none")
+
+
+async def _calibrate_on(engine: EngineTarget, timeout_s: float) -> tuple[PromptText, Calibration] | None:
+    """One engine's tokenizer asked about the vocabulary; None where it cannot tell (no
+    tokenize endpoint, an error: calibration is an improvement, never a blocker)."""
     import httpx2
 
-    for engine in engines:
-        adapter = get_adapter(engine.kind)
-        if adapter.tokenize_path is None:
-            continue
-        root = engine.base_url.rstrip("/").removesuffix("/v1")
-        url = root + adapter.tokenize_path
-        try:
-            async with httpx2.AsyncClient(timeout=timeout_s) as client:
+    adapter = get_adapter(engine.kind)
+    if adapter.tokenize_path is None:
+        return None
+    url = engine.base_url.rstrip("/").removesuffix("/v1") + adapter.tokenize_path
+    try:
+        async with httpx2.AsyncClient(timeout=timeout_s) as client:
 
-                async def count(text: str) -> int | None:
-                    answer = await http.fetch_async(
-                        "POST",
-                        url,
-                        json=adapter.tokenize_body(text, engine.model),
-                        deadline_s=timeout_s,
-                        max_bytes=4 * 1024 * 1024,
-                        client=client,
-                    )
-                    if answer.status != 200:
-                        return None
-                    return adapter.tokenize_count(answer.json())
+            async def count(text: str) -> int | None:
+                answer = await http.fetch_async(
+                    "POST",
+                    url,
+                    json=adapter.tokenize_body(text, engine.model),
+                    deadline_s=timeout_s,
+                    max_bytes=4 * 1024 * 1024,
+                    client=client,
+                )
+                if answer.status != 200:
+                    return None
+                return adapter.tokenize_count(answer.json())
 
-                baseline = await count("")
-                whole = " " + " ".join(VOCABULARY)
-                total = await count(whole)
-                if baseline is None or total is None:
-                    continue
-                if total - baseline == len(VOCABULARY):
-                    return PromptText(), Calibration(
-                        "tokenize", engine.name, len(VOCABULARY), len(VOCABULARY)
-                    )
-                semaphore = asyncio.Semaphore(16)
+            baseline = await count("")
+            whole = " " + " ".join(VOCABULARY)
+            total = await count(whole)
+            if baseline is None or total is None:
+                return None
+            if total - baseline == len(VOCABULARY):
+                return PromptText(), Calibration(
+                    "tokenize", engine.name, len(VOCABULARY), len(VOCABULARY)
+                )
+            semaphore = asyncio.Semaphore(16)
 
-                async def one(word: str) -> tuple[str, int | None]:
-                    async with semaphore:
-                        return word, await count(" " + word)
+            async def one(word: str) -> tuple[str, int | None]:
+                async with semaphore:
+                    return word, await count(" " + word)
 
-                counted = await asyncio.gather(*(one(word) for word in VOCABULARY))
-        except Exception:  # noqa: BLE001 - calibration is an improvement, never a blocker
-            continue
-        counts = {" " + word: n for word, n in counted if n is not None}
-        kept, dropped = calibrate_vocabulary(counts, baseline)
-        return PromptText(vocabulary=kept), Calibration(
-            "tokenize", engine.name, len(VOCABULARY), len(kept), dropped
-        )
-    return PromptText(), Calibration("none")
+            counted = await asyncio.gather(*(one(word) for word in VOCABULARY))
+    except Exception:  # noqa: BLE001 - calibration is an improvement, never a blocker
+        return None
+    counts = {" " + word: n for word, n in counted if n is not None}
+    kept, dropped = calibrate_vocabulary(counts, baseline)
+    return PromptText(vocabulary=kept), Calibration(
+        "tokenize", engine.name, len(VOCABULARY), len(kept), dropped
+    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ unreachable cluster is one clear error."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ from services.bench.ray_pool import RayUnavailable, connect
 from services.bench.runner import ListSink, execute_load
 from services.bench.spec import EngineTarget
 from services.bench.stats import summarize_engine
-from services.bench.workloads import WorkloadSpec
+from services.bench.workloads import WorkloadSpec, iter_conversations
 from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
 from tests.support.scripted_server import ScriptedServer
 from tests.support.waiting import wait_for
@@ -31,6 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 def bench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "cli.py", "bench", *args],
+        check=False,  # the tests read the exit status themselves
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -204,3 +206,43 @@ def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(
     assert summary["sent"] <= 30
     (failure,) = outcome.generator["worker_failures"]
     assert "lost" in failure
+
+
+def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
+    # Hub is a plain class (Ray wraps it in an actor): its budget logic needs no cluster.
+    from services.bench.ray_pool import Hub
+
+    conversations = list(
+        itertools.islice(iter_conversations(WorkloadSpec(input_len=4, output_len=4)), 5)
+    )
+    hub = Hub(backlog=100, requests=3)
+    hub.put_many([(0.1 * i, c) for i, c in enumerate(conversations)], timeout=0)
+    first = hub.take(worker=0, most=2, timeout=0)
+    rest = hub.take(worker=1, most=10, timeout=0)
+    # The first three of the sequence, then the end: none later than the budget allows.
+    assert [item[1].id for item in first] == [c.id for c in conversations[:2]]
+    assert [item[1].id for item in rest[:-1]] == [conversations[2].id] and rest[-1] is None
+    assert hub.take(worker=0, most=10, timeout=0) == [None] and hub.exhausted()
+    hub.give_back()  # a claimed conversation never sent (stopped): the next one may go
+    (again,) = hub.take(worker=0, most=1, timeout=0)
+    assert again[1].id == conversations[3].id
+
+    unbounded = Hub(backlog=100, requests=None)
+    unbounded.put_many([(0.0, c) for c in conversations], timeout=0)
+    assert len(unbounded.take(worker=0, most=10, timeout=0)) == 5
+
+
+def test_later_turns_claim_by_an_awaited_round_trip_and_the_budget_stays_exact(
+    cluster: RayCluster, scripted_server: ScriptedServer
+) -> None:
+    # Three-turn conversations over 11 requests: the last conversation stops after two turns,
+    # its third claim refused by the hub while the loop went on.
+    outcome = execute_load(
+        engine(scripted_server, ttft=2, itl=1, tokens=4),
+        WorkloadSpec(kind="multi_turn", turns=3, input_len=8, output_len=4),
+        LoadSpec(concurrency=4, requests=11),
+        workers=2,
+        ray_address=cluster.address,
+    )
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert (summary["sent"], summary["completed"], summary["failed"]) == (11, 11, 0)
