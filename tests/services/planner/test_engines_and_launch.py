@@ -55,12 +55,12 @@ def test_ranking_follows_constraints_and_says_why() -> None:
 
 
 def test_launch_commands_carry_the_flags() -> None:
-    options = dict(
-        model="meta-llama/Llama-3.1-70B-Instruct",
-        gpus=4,
-        max_model_len=8192,
-        gpu_memory_utilization=0.85,
-    )
+    options = {
+        "model": "meta-llama/Llama-3.1-70B-Instruct",
+        "gpus": 4,
+        "max_model_len": 8192,
+        "gpu_memory_utilization": 0.85,
+    }
     vllm = build_launch(LaunchOptions("vllm", **options))
     for flag in (
         "vllm serve meta-llama/Llama-3.1-70B-Instruct",

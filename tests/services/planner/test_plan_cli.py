@@ -64,7 +64,7 @@ def test_issue_example_as_json(capsys: pytest.CaptureFixture[str], db_url: str) 
 
 
 def test_fp32_kv_gives_the_issue_figures(capsys: pytest.CaptureFixture[str], db_url: str) -> None:
-    code, out, _ = run_cli(
+    _, out, _ = run_cli(
         capsys,
         "--model",
         "llama-3-70b",
@@ -89,7 +89,7 @@ def test_fp32_kv_gives_the_issue_figures(capsys: pytest.CaptureFixture[str], db_
 
 
 def test_batch_one_decode_bound(capsys: pytest.CaptureFixture[str], db_url: str) -> None:
-    code, out, _ = run_cli(
+    _, out, _ = run_cli(
         capsys,
         "--model",
         "llama-3-70b",
