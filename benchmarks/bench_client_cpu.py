@@ -32,8 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.client import (
     ChatRequest,
-    _request_bytes,
-    _split_url,
     build_body,
     build_headers,
     chat_url,
@@ -41,6 +39,7 @@ from services.client import (
     run_blocking,
     stream_chat,
 )
+from services.client.transport import request_bytes, split_url
 from services.engines import SamplingParams
 from tests.support.scripted_server import ScriptedServer
 
@@ -112,8 +111,8 @@ async def _run_bare(
     import json
 
     request = _request(base_url, tokens, itl)
-    (_scheme, host, port), host_header, path = _split_url(chat_url(base_url))
-    payload = _request_bytes(
+    (_scheme, host, port), host_header, path = split_url(chat_url(base_url))
+    payload = request_bytes(
         host_header, path, json.dumps(build_body(request)).encode(), build_headers(request)
     )
     loop = asyncio.get_running_loop()

@@ -167,13 +167,13 @@ def main() -> int:
         "--json",
         choices=("json", "orjson"),
         default="orjson",
-        help="parser of the hot path (the product's is orjson: services.client._loads)",
+        help="parser of the hot path (the product's is orjson: services.client.stream._loads)",
     )
     args = parser.parse_args()
     if args.json == "json":
-        import services.client
+        import services.client.stream
 
-        services.client._loads = json.loads
+        services.client.stream._loads = json.loads
     _ = StreamResult  # the product's result type, imported so the script fails loudly if it moves
     with ScriptedServer() as server:
         asyncio.run(_run("ours", server.base_url, 32, 32, 16, 1))  # warm the server process

@@ -1,5 +1,5 @@
 """Every HTTP call the product makes, except the streaming chat client's hot path
-(`services/client.py`, which has its own deadline and byte limit): probes, detection,
+(`services/client/`, which has its own deadline and byte limit): probes, detection,
 tokenize, metrics scrapes, health checks, dcgm-exporter, Prometheus, fetching imports.
 
 Each call has a *total* deadline (connect, headers, body and redirects together) and a

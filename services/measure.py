@@ -2,7 +2,7 @@
 `cli.py ask`, load benchmarks, demos and the importers' recomputation all read their
 figures from here, so one stream gives one set of numbers wherever it is shown.
 
-Inputs are what the client records (services/client.py): the perf_counter at send, and per
+Inputs are what the client records (services/client/): the perf_counter at send, and per
 choice the arrival time of each content chunk and the characters it carried, plus the
 engine's usage trailer (and llama.cpp's `timings`). Definitions (the README's "How the
 benchmark measures"):

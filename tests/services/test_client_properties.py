@@ -169,10 +169,10 @@ stream_item = st.one_of(
 def test_the_shape_fast_path_reads_what_the_general_path_reads(
     items: list[dict], spaced: bool, framing: list[int], split: int
 ) -> None:
-    """Content chunks of one shape are taken without a JSON parse (services/client.py,
+    """Content chunks of one shape are taken without a JSON parse (services/client/stream.py,
     _learn_shape); whatever the texts (quotes, escapes, line breaks, non-ASCII), shapes and
     framing, the answer must equal the general path's and a plain json.loads reading."""
-    import services.client as client_module
+    import services.client.stream as stream_module
 
     separators = (", ", ": ") if spaced else (",", ":")
     closing = [
@@ -206,12 +206,12 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads(
     )
 
     fast = run_blocking(_exchange(response))
-    original = client_module._SHAPE_TRIES
-    client_module._SHAPE_TRIES = 0
+    original = stream_module._SHAPE_TRIES
+    stream_module._SHAPE_TRIES = 0
     try:
         general = run_blocking(_exchange(response))
     finally:
-        client_module._SHAPE_TRIES = original
+        stream_module._SHAPE_TRIES = original
 
     expected: dict[int, list[str]] = {}
     for item in items:
@@ -233,11 +233,11 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads(
 def test_chunks_of_the_learnt_shape_are_not_json_parsed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The point of the shape: after the first plain content chunk, chunks of the same shape
     are read without a JSON parse (the property test above only shows they read the same)."""
-    import services.client as client_module
+    import services.client.stream as stream_module
 
     parses = []
-    real = client_module._loads
-    monkeypatch.setattr(client_module, "_loads", lambda data: parses.append(data) or real(data))
+    real = stream_module._loads
+    monkeypatch.setattr(stream_module, "_loads", lambda data: parses.append(data) or real(data))
     events = [_content_chunk(f"word{i} ") for i in range(40)]
     events.append({**_BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     frames = [b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events] + [

@@ -1,0 +1,198 @@
+"""What one chat completion is and what came of it: the request, the per-choice arrival
+record, the result (whose figures services/measure.py defines) and the error classes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from services.engines import SamplingParams
+from services.measure import RequestMetrics, cached_tokens, measure_stream, output_tokens, token_count
+
+#: error_class -> what it means, in plain words (shown in the UI and in reports).
+ERROR_CLASSES: dict[str, str] = {
+    "config": "the request could not be built (bad URL or a missing API-key variable)",
+    "connect_refused": "nothing listens at that address (connection refused)",
+    "dns": "the host name does not resolve",
+    "tls": "the TLS (https) handshake failed",
+    "connect_error": "the connection could not be opened",
+    "connect_timeout": "no connection within the connect timeout",
+    "read_timeout": "the engine went silent for longer than the read timeout",
+    "write_timeout": "the request could not be sent in time",
+    "pool_timeout": "no free connection in the client pool in time",
+    "total_timeout": "the answer took longer than the request's total time limit",
+    "too_large": "the answer was larger than the request's byte limit",
+    "http_status": "the engine answered with an HTTP error status",
+    "redirect_loop": "the engine redirected too many times",
+    "bad_redirect": "the engine redirected to an address that is not http or https",
+    "wrong_content_type": "the engine did not answer with an event stream",
+    "invalid_json": "a stream chunk was not valid JSON",
+    "stream_error": "the engine sent an error object inside the stream",
+    "stream_cut": "the stream ended before the answer was complete",
+    "no_content": "the stream carried no text at all",
+    "protocol_error": "the HTTP exchange broke the protocol",
+    "cancelled": "stopped by the user",
+    "error": "an unexpected error",
+}
+
+#: Ten minutes covers a 32k-token answer at 60 tokens/s; benchmarks set their own.
+DEFAULT_TOTAL_TIMEOUT_S = 600.0
+#: About 200k streamed tokens of SSE (~150 bytes each): far beyond any real answer.
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Everything needed to send one chat completion. The API key is never held here:
+    `api_key_env` names the environment variable read at send time."""
+
+    base_url: str
+    model: str
+    messages: list[dict[str, Any]]
+    params: SamplingParams = field(default_factory=SamplingParams)
+    kind: str = "openai"
+    api_key_env: str | None = None
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
+    extra_body: dict[str, Any] | None = None
+    headers: dict[str, str] | None = None
+    include_usage: bool = True
+    #: Longest silence allowed between two reads, seconds.
+    read_timeout_s: float = 300.0
+    connect_timeout_s: float = 10.0
+    #: Limit on the whole answer in seconds (a never-ending stream stops here).
+    total_timeout_s: float | None = DEFAULT_TOTAL_TIMEOUT_S
+    #: Limit on the bytes received for one answer, headers included (a stream that never
+    #: ends, or one huge chunk, stops here instead of filling memory and the database).
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+
+@dataclass(slots=True)
+class ChoiceStream:
+    """One choice of the answer (n > 1 gives several), with its raw arrival record."""
+
+    index: int
+    parts: list[str] = field(default_factory=list)
+    #: perf_counter of each content chunk's arrival, and the characters it carried.
+    times: list[float] = field(default_factory=list)
+    chars: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """One request's outcome. Times are seconds; `start` is the perf_counter at send."""
+
+    ok: bool = False
+    start: float = 0.0
+    end: float | None = None
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    choices: dict[int, ChoiceStream] = field(default_factory=dict)
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    done: bool = False
+    http_status: int | None = None
+    error_class: str | None = None
+    error: str | None = None
+    response_id: str | None = None
+
+    # -- answer ----------------------------------------------------------------------
+    def choice(self, index: int = 0) -> ChoiceStream | None:
+        return self.choices.get(index)
+
+    @property
+    def text(self) -> str:
+        first = self.choices.get(0)
+        return first.text if first else ""
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.choices[i].text for i in sorted(self.choices)]
+
+    @property
+    def finish_reason(self) -> str | None:
+        first = self.choices.get(0)
+        return first.finish_reason if first else None
+
+    # -- figures (services/measure.py defines them) ----------------------------------
+    def metrics(self) -> RequestMetrics:
+        """TTFT, per-token ITL, TPOT, E2E and token counts of the stream so far."""
+        return measure_stream(
+            self.start, [self.choices[i] for i in sorted(self.choices)], self.usage, self.timings
+        )
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        return token_count(self.usage.get("prompt_tokens")) if self.usage else None
+
+    @property
+    def completion_tokens(self) -> int | None:
+        return token_count(self.usage.get("completion_tokens")) if self.usage else None
+
+    @property
+    def cached_tokens(self) -> int | None:
+        return cached_tokens(self.usage, self.timings)
+
+    @property
+    def output_tokens(self) -> int:
+        return output_tokens(self.usage, sum(len(c.times) for c in self.choices.values()))
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON-able figures (for storage and reports)."""
+        figures = self.metrics()
+        return {
+            "ok": self.ok,
+            "ttft_s": figures.ttft_s,
+            "e2e_s": figures.e2e_s,
+            "tpot_s": figures.tpot_s,
+            "itl_mean_s": figures.itl_mean_s,
+            "itl_p90_s": figures.itl_p90_s,
+            "output_tokens": figures.output_tokens,
+            "prompt_tokens": figures.prompt_tokens,
+            "completion_tokens": figures.completion_tokens,
+            "cached_tokens": figures.cached_tokens,
+            "finish_reason": self.finish_reason,
+            "http_status": self.http_status,
+            "error_class": self.error_class,
+            "error": self.error,
+        }
+
+
+#: Called for each content delta: (choice index, text delta, the result so far).
+DeltaCallback = Callable[[int, str, StreamResult], None]
+
+
+def merge_choice_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Usage of a stream that reports each choice separately: completions add up, the
+    prompt (the same for every choice) counts once."""
+    completion = (token_count(first.get("completion_tokens")) or 0) + (
+        token_count(second.get("completion_tokens")) or 0
+    )
+    prompt = max(
+        token_count(first.get("prompt_tokens")) or 0, token_count(second.get("prompt_tokens")) or 0
+    )
+    merged = {
+        **first,
+        "completion_tokens": completion,
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+    }
+    merged["usage_reports"] = int(first.get("usage_reports", 1)) + 1
+    return merged
+
+
+def fail_result(result: StreamResult, error_class: str, message: str) -> StreamResult:
+    """Mark `result` failed with one of `ERROR_CLASSES` and a plain-words message."""
+    result.ok = False
+    result.error_class = error_class
+    result.error = message
+    if result.end is None:
+        result.end = perf_counter()
+    return result

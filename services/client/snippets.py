@@ -1,0 +1,55 @@
+"""The "copy as code" text of a request: a curl command and openai-python code that send
+exactly what the client sends (the key stays in its environment variable)."""
+
+from __future__ import annotations
+
+import json
+import pprint
+import shlex
+from typing import Any
+
+from services.client.records import ChatRequest
+from services.client.request import build_body, chat_url, sdk_kwargs
+
+
+def as_curl(request: ChatRequest) -> str:
+    """The exact request as a curl command (the key stays in its environment variable)."""
+    lines = [
+        f"curl -N {shlex.quote(chat_url(request.base_url))}",
+        "  -H 'Content-Type: application/json'",
+    ]
+    if request.api_key_env:
+        lines.append(f'  -H "Authorization: Bearer ${request.api_key_env}"')
+    for name, value in (request.headers or {}).items():
+        lines.append(f"  -H {shlex.quote(f'{name}: {value}')}")
+    lines.append(f"  -d {shlex.quote(json.dumps(build_body(request), indent=2, ensure_ascii=False))}")
+    return " \\\n".join(lines)
+
+
+def as_openai_python(request: ChatRequest) -> str:
+    """The exact request as openai-python code (extras through `extra_body`)."""
+    base = chat_url(request.base_url).removesuffix("/chat/completions")
+    key = f'os.environ["{request.api_key_env}"]' if request.api_key_env else '"none"'
+    kwargs = sdk_kwargs(request)
+    if request.headers:
+        kwargs["extra_headers"] = request.headers
+    arguments = "\n".join(f"    {name}={_py(value)}," for name, value in kwargs.items())
+    return (
+        "import os\n\n"
+        "from openai import OpenAI\n\n"
+        f"client = OpenAI(base_url={base!r}, api_key={key})\n"
+        "stream = client.chat.completions.create(\n"
+        f"{arguments}\n"
+        ")\n"
+        "for chunk in stream:\n"
+        "    if chunk.choices and chunk.choices[0].delta.content:\n"
+        '        print(chunk.choices[0].delta.content, end="", flush=True)\n'
+        "    if chunk.usage:\n"
+        "        print()\n"
+        "        print(chunk.usage)\n"
+    )
+
+
+def _py(value: Any) -> str:
+    """A Python literal for JSON-like data (True/False/None, not true/false/null)."""
+    return pprint.pformat(value, indent=1, width=100, sort_dicts=False).replace("\n", "\n    ")
