@@ -101,7 +101,7 @@ def main() -> int:
     )
     from services.telemetry.gpu import NvmlSampler
     from services.telemetry.hub import TelemetryHub
-    from services.telemetry.scraper import EngineTarget
+    from services.telemetry.scraper import ScrapeTarget
 
     child = subprocess.Popen(
         [sys.executable, "-c", SERVER, *[str(FIXTURES / f) for _, _, f in ENGINES]],
@@ -112,7 +112,7 @@ def main() -> int:
     try:
         ports = [int(p) for p in child.stdout.readline().split()]  # type: ignore[union-attr]
         targets = [
-            EngineTarget(
+            ScrapeTarget(
                 name, kind, f"http://127.0.0.1:{port}/metrics", base_url=f"http://127.0.0.1:{port}"
             )
             for (name, kind, _), port in zip(ENGINES, ports, strict=True)

@@ -24,10 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from services.telemetry.hub import TelemetryHub
     from services.telemetry.recorder import start_recording
-    from services.telemetry.scraper import EngineTarget
+    from services.telemetry.scraper import ScrapeTarget
 
     targets = [
-        EngineTarget(
+        ScrapeTarget(
             name=t["name"],
             kind=t.get("kind") or "openai",
             metrics_url=t.get("metrics_url"),

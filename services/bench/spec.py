@@ -26,7 +26,11 @@ MAX_WORKERS = 64
 
 @dataclass(frozen=True)
 class EngineTarget:
-    """The endpoint one part of a run talks to (a snapshot: later edits of the engine do not change it)."""
+    """The endpoint one part of a run talks to (a snapshot: later edits of the engine do not change it).
+
+    Its metrics are read through a `services.telemetry.scraper.ScrapeTarget` built from the
+    same fields; the stored endpoint itself is `services.endpoints.EngineRecord`.
+    """
 
     name: str
     base_url: str

@@ -23,7 +23,7 @@ from services.endpoints import EngineRecord
 from services.engines import SamplingParams
 from services.engines.probe import auth_headers
 from services.measure import tpot
-from services.telemetry.scraper import EngineScraper, EngineTarget
+from services.telemetry.scraper import EngineScraper, ScrapeTarget
 from services.telemetry.snapshot import Snapshot
 
 #: Longest a single demo request may take before it is cut (a hung engine must not hang the demo).
@@ -247,7 +247,7 @@ class EngineWatch:
         self.engine = engine
         self.interval_s = interval_s
         self.scraper = EngineScraper(
-            EngineTarget.from_record(engine),
+            ScrapeTarget.from_record(engine),
             rate_window_s=WATCH_WINDOW_S,
             latency_window_s=WATCH_WINDOW_S,
             timeout_s=2.0,

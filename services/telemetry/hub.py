@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from services.telemetry.gpu import DcgmSampler, GpuState, NullGpuSampler, NvmlSampler
-from services.telemetry.scraper import EngineScraper, EngineTarget
+from services.telemetry.scraper import EngineScraper, ScrapeTarget
 from services.telemetry.snapshot import Snapshot
 
 HISTORY_S = 15 * 60.0
@@ -38,7 +38,7 @@ class TelemetryHub:
         self.history_s = history_s
         self._lock = threading.Lock()
         self._gpu_lock = threading.Lock()
-        self._scrapers: dict[EngineTarget, EngineScraper] = {}
+        self._scrapers: dict[ScrapeTarget, EngineScraper] = {}
         self._dcgm: dict[str, DcgmSampler] = {}
         self._history: dict[str, deque[Snapshot]] = {}
         self._latest: dict[str, Snapshot] = {}
@@ -46,7 +46,7 @@ class TelemetryHub:
 
     # -- pieces --
 
-    def scraper(self, target: EngineTarget) -> EngineScraper:
+    def scraper(self, target: ScrapeTarget) -> EngineScraper:
         with self._lock:
             scraper = self._scrapers.get(target)
             if scraper is None:
@@ -74,7 +74,7 @@ class TelemetryHub:
 
     def sample(
         self,
-        engines: Sequence[EngineTarget] = (),
+        engines: Sequence[ScrapeTarget] = (),
         gpus: bool | Sequence[int] = True,
         dcgm_urls: Sequence[str] = (),
         max_age_s: float = 0.0,
@@ -112,7 +112,7 @@ class TelemetryHub:
     def _gpus(
         self,
         indices: list[int] | None,
-        engines: Sequence[EngineTarget],
+        engines: Sequence[ScrapeTarget],
         max_age_s: float,
         now: float | None,
     ) -> list[Snapshot]:

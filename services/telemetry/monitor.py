@@ -22,7 +22,7 @@ from services.telemetry.gpu import GpuState, remote_gpu_settings
 from services.telemetry.hub import get_hub
 from services.telemetry.query import SampleWindow, load_window, run_telemetry
 from services.telemetry.recorder import RecorderInfo, active_recordings
-from services.telemetry.scraper import EngineTarget, engine_targets
+from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
 from services.telemetry.signals import SIGNALS, SourceGroup
 from services.telemetry.snapshot import Snapshot
 
@@ -316,7 +316,7 @@ def live_view(
     """Sample now (sharing fresh snapshots with any recording) and chart the live window.
     `gpu_sources`: local GPU sources to show ("gpu:0"...); None = all."""
     hub = get_hub()
-    targets: list[EngineTarget] = engine_targets(list(engine_names))
+    targets: list[ScrapeTarget] = scrape_targets_for(list(engine_names))
     gpu_state = hub.gpu_state()
     if gpu_sources is None:
         indices: list[int] | bool = [g.index for g in gpu_state.gpus]

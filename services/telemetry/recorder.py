@@ -28,7 +28,7 @@ from services.config import get_settings
 from services.errors import NotFoundError, ValidationError
 from services.lifecycle import RunKind, RunStatus
 from services.telemetry.hub import TelemetryHub, get_hub
-from services.telemetry.scraper import EngineTarget, engine_targets
+from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
 from services.telemetry.snapshot import Snapshot
 
 MIN_INTERVAL_S = 0.1
@@ -54,7 +54,7 @@ class Recorder:
     def __init__(
         self,
         run_id: int,
-        targets: Sequence[EngineTarget],
+        targets: Sequence[ScrapeTarget],
         *,
         gpus: bool | Sequence[int] = True,
         interval_s: float = 1.0,
@@ -193,15 +193,15 @@ def _forget(run_id: int, recorder: Recorder) -> None:
             del _active[run_id]
 
 
-def _targets(engines: Sequence[str | EngineTarget]) -> list[EngineTarget]:
+def _targets(engines: Sequence[str | ScrapeTarget]) -> list[ScrapeTarget]:
     names = [e for e in engines if isinstance(e, str)]
-    resolved = iter(engine_targets(names)) if names else iter(())
+    resolved = iter(scrape_targets_for(names)) if names else iter(())
     return [next(resolved) if isinstance(e, str) else e for e in engines]
 
 
 def start_recording(
     run_id: int,
-    engines: Sequence[str | EngineTarget],
+    engines: Sequence[str | ScrapeTarget],
     gpus: bool | Sequence[int] = True,
     interval_s: float = 1.0,
     dcgm_urls: Sequence[str] = (),

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services import http
 from services.engines import get_adapter
@@ -23,13 +23,22 @@ from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
 
+if TYPE_CHECKING:
+    from services.endpoints import EngineRecord
+
 ACCEPT = {"Accept": "text/plain"}  # else prometheus_client may answer OpenMetrics
 MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class EngineTarget:
-    """What a scraper needs to know about an engine."""
+class ScrapeTarget:
+    """Where an engine's metrics are read, and what reading them needs: the metrics URL (none
+    for a kind without one), the base URL for kinds whose signals come from the API, and the key.
+
+    Not `services.bench.spec.EngineTarget` (the endpoint a run sends its chat requests to, with
+    the model and a base URL it cannot do without): a scrape target may be a bare metrics URL
+    (`cli.py scrape URL`), and one scraper per target is shared by every reader (see `hub`).
+    """
 
     name: str
     kind: str
@@ -42,8 +51,8 @@ class EngineTarget:
         return f"engine:{self.name}"
 
     @classmethod
-    def from_record(cls, record: Any) -> EngineTarget:
-        """From a `services.endpoints.EngineRecord`."""
+    def from_record(cls, record: EngineRecord) -> ScrapeTarget:
+        """The stored endpoint's metrics, as they are now."""
         return cls(
             name=record.name,
             kind=record.kind,
@@ -53,11 +62,11 @@ class EngineTarget:
         )
 
 
-def engine_targets(engine_names: list[str] | tuple[str, ...]) -> list[EngineTarget]:
+def scrape_targets_for(engine_names: list[str] | tuple[str, ...]) -> list[ScrapeTarget]:
     """The registered engines of these names, as scrape targets (NotFoundError if unknown)."""
     from services.endpoints import get_engine
 
-    return [EngineTarget.from_record(get_engine(name)) for name in engine_names]
+    return [ScrapeTarget.from_record(get_engine(name)) for name in engine_names]
 
 
 class EngineScraper:
@@ -65,7 +74,7 @@ class EngineScraper:
 
     def __init__(
         self,
-        target: EngineTarget,
+        target: ScrapeTarget,
         *,
         rate_window_s: float = 10.0,
         latency_window_s: float = 60.0,
@@ -310,7 +319,7 @@ def scrape_once(
     metrics_url = (
         url if has_path else (url.rstrip("/") + adapter.metrics_path if adapter.metrics_path else "")
     )
-    target = EngineTarget(
+    target = ScrapeTarget(
         name=urlsplit(url).netloc, kind=kind, metrics_url=metrics_url or None, base_url=None
     )
     scraper = EngineScraper(target, rate_window_s=max(interval_s, 0.001), timeout_s=timeout_s)

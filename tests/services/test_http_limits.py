@@ -27,8 +27,7 @@ from services.engines import probe
 from services.errors import EngineError
 from services.telemetry import prom_api
 from services.telemetry.gpu import DcgmSampler
-from services.telemetry.scraper import EngineScraper, scrape_once
-from services.telemetry.scraper import EngineTarget as ScrapeTarget
+from services.telemetry.scraper import EngineScraper, ScrapeTarget, scrape_once
 from tests.support.hostile_server import MODES, HostileServer
 
 DEADLINE_S = 2.0

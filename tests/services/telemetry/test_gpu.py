@@ -10,7 +10,7 @@ import pytest
 from services.telemetry import gpu as gpu_module
 from services.telemetry.gpu import DcgmSampler, NvmlSampler, dcgm_snapshots, engine_for_process
 from services.telemetry.prometheus import parse_text
-from services.telemetry.scraper import EngineTarget
+from services.telemetry.scraper import ScrapeTarget
 from services.telemetry.signals import GPU_SIGNAL_NAMES
 from tests.services.telemetry.fake_pynvml import (
     FakeGpu,
@@ -168,7 +168,7 @@ def test_processes_and_which_engine_holds_them(monkeypatch: pytest.MonkeyPatch) 
     }
     monkeypatch.setattr(gpu_module, "_process_cmdline", lambda pid: cmdlines.get(pid, ""))
     engines = [
-        EngineTarget(
+        ScrapeTarget(
             "vllm-cpu", "vllm", "http://127.0.0.1:8082/metrics", base_url="http://127.0.0.1:8082"
         )
     ]
@@ -179,7 +179,7 @@ def test_processes_and_which_engine_holds_them(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_engine_for_process_matches_ports_only() -> None:
-    engines = [EngineTarget("a", "llamacpp", None, base_url="http://127.0.0.1:8081")]
+    engines = [ScrapeTarget("a", "llamacpp", None, base_url="http://127.0.0.1:8081")]
     assert engine_for_process("llama-server -m m.gguf --host 127.0.0.1 --port 8081", engines) == "a"
     assert engine_for_process("llama-server --port=8081", engines) == "a"
     assert engine_for_process("llama-server --port 18081", engines) is None

@@ -18,7 +18,7 @@ from services.telemetry.gpu import NullGpuSampler
 from services.telemetry.hub import TelemetryHub
 from services.telemetry.query import load_window
 from services.telemetry.recorder import start_recording
-from services.telemetry.scraper import EngineTarget
+from services.telemetry.scraper import ScrapeTarget
 from services.telemetry.snapshot import Snapshot
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
@@ -60,7 +60,7 @@ def hub() -> Iterator[TelemetryHub]:
 
 
 def test_signals_move_under_load_and_missing_ones_say_so(two_engines, hub: TelemetryHub) -> None:  # type: ignore[no-untyped-def]
-    targets = [EngineTarget.from_record(r) for r in two_engines]
+    targets = [ScrapeTarget.from_record(r) for r in two_engines]
     seen: dict[str, list[Snapshot]] = {t.source: [] for t in targets}
     worker = threading.Thread(target=load, args=(two_engines,))
     worker.start()

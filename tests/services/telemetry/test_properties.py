@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.telemetry.scraper import EngineScraper, EngineTarget
+from services.telemetry.scraper import EngineScraper, ScrapeTarget
 from services.telemetry.signals import SIGNALS
 from tests.services.telemetry.support import FIXTURES, MetricsServer, Route
 
@@ -49,7 +49,7 @@ any_text = st.one_of(
 
 def _scraper(server: MetricsServer, kind: str) -> EngineScraper:
     return EngineScraper(
-        EngineTarget("prop", kind, server.url + "/metrics", base_url=server.url), retry_after_s=0.0
+        ScrapeTarget("prop", kind, server.url + "/metrics", base_url=server.url), retry_after_s=0.0
     )
 
 

@@ -24,7 +24,7 @@ from services.telemetry.recorder import (
     start_recording,
     stop_recording,
 )
-from services.telemetry.scraper import EngineTarget
+from services.telemetry.scraper import ScrapeTarget
 from tests.services.telemetry.fake_pynvml import FakeGpu, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
 from tests.support.waiting import wait_for
@@ -74,7 +74,7 @@ def test_records_engines_and_gpus_linked_to_the_run(db_url: str, hub: TelemetryH
     with MetricsServer() as server:
         server.routes["/metrics"] = Route(body=engine.text)
         run_id = make_run()
-        target = EngineTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
+        target = ScrapeTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
         recording = start_recording(run_id, [target], gpus=True, interval_s=0.1, hub=hub)
         wait_for(lambda: recording.samples_written >= 6, 10)
         info = recording.stop()
@@ -99,7 +99,7 @@ def test_engine_disappears_mid_recording_and_comes_back(db_url: str, hub: Teleme
     server.routes["/metrics"] = Route(body=engine.text)
     server.start()
     run_id = make_run()
-    target = EngineTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
+    target = ScrapeTarget("v", "vllm", server.url + "/metrics", base_url=server.url)
     hub.scraper(target).retry_after_s = 0.0
     recording = start_recording(run_id, [target], gpus=False, interval_s=0.1, hub=hub)
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from services.telemetry.gpu import NullGpuSampler, NvmlSampler
 from services.telemetry.hub import TelemetryHub
-from services.telemetry.scraper import EngineScraper, EngineTarget
+from services.telemetry.scraper import EngineScraper, ScrapeTarget
 from tests.services.telemetry.fake_pynvml import FakeGpu, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
 
@@ -22,8 +22,8 @@ def server():  # type: ignore[no-untyped-def]
         yield running
 
 
-def target(server: MetricsServer, kind: str = "vllm", path: str = "/metrics") -> EngineTarget:
-    return EngineTarget("e1", kind, server.url + path, base_url=server.url)
+def target(server: MetricsServer, kind: str = "vllm", path: str = "/metrics") -> ScrapeTarget:
+    return ScrapeTarget("e1", kind, server.url + path, base_url=server.url)
 
 
 def test_scrape_sends_accept_text_plain_and_normalises(server: MetricsServer) -> None:
@@ -105,7 +105,7 @@ def test_trtllm_falls_back_to_json_iteration_stats(server: MetricsServer, shared
 
 
 def test_engine_without_metrics_is_not_scraped() -> None:
-    snapshot = EngineScraper(EngineTarget("o", "ollama", None, base_url="http://127.0.0.1:9")).scrape()
+    snapshot = EngineScraper(ScrapeTarget("o", "ollama", None, base_url="http://127.0.0.1:9")).scrape()
     assert snapshot.error is None and snapshot.values == {}
     assert snapshot.reading("kv_cache_usage").reason == "not reported by Ollama"
 
@@ -117,7 +117,7 @@ def test_hub_shares_fresh_snapshots_and_keeps_history(
     server.routes["/metrics"] = Route(body=engine.text)
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(gpus=[FakeGpu(), FakeGpu()]))
     hub = TelemetryHub(NvmlSampler())
-    engines = [target(server), EngineTarget("e2", "vllm", server.url + "/metrics", base_url=server.url)]
+    engines = [target(server), ScrapeTarget("e2", "vllm", server.url + "/metrics", base_url=server.url)]
     first = hub.sample(engines, gpus=[1], now=100.0)
     assert [s.source for s in first] == ["engine:e1", "engine:e2", "gpu:1"]
     requests = len(server.requests)
@@ -170,8 +170,8 @@ def test_slow_endpoints_are_read_in_parallel(monkeypatch: pytest.MonkeyPatch) ->
         b.routes["/metrics"] = Route(body=slow)
         hub = TelemetryHub(NullGpuSampler())
         targets = [
-            EngineTarget("a", "vllm", a.url + "/metrics"),
-            EngineTarget("b", "vllm", b.url + "/metrics"),
+            ScrapeTarget("a", "vllm", a.url + "/metrics"),
+            ScrapeTarget("b", "vllm", b.url + "/metrics"),
         ]
         for _ in range(2):
             started = time_module.perf_counter()
