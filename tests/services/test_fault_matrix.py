@@ -105,7 +105,7 @@ def _check_playground(expected: str | None) -> None:
     FAULTS
     + [
         # --timeout is the limit on one whole request, so a stall past it ends as total_timeout
-        # (the client's own read timeout is tested in tests/services/test_client.py).
+        # (the client's own read timeout is tested in tests/services/client/test_client.py).
         ({"fault": "stall", "delay": 3000, "at": 2}, "total_timeout"),
         ({"fault": "endless"}, "total_timeout"),
     ],
