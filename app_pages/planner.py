@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.parts import planner_plan, planner_tabs
+from app_pages.parts import planner_plan, planner_presets, planner_tabs
 from services.errors import ShootoutError
 from services.planner import list_presets
 from services.safe_text import md_text
@@ -32,4 +32,4 @@ with engines_tab:
 with launch_tab:
     planner_tabs.launch_tab(request)
 with presets_tab:
-    planner_tabs.presets_tab()
+    planner_presets.presets_tab()

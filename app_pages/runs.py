@@ -2,7 +2,7 @@
 
 Every view has an address another viewer of the same server can open: `?run=12` (one
 run), `?compare=12,13&baseline=13:vllm` (a comparison), and the list's filters (bound to
-the query string). The views are drawn by app_pages/runs_parts from services.runs.view;
+the query string). The views are drawn by app_pages/parts/runs_*.py from services.runs.view;
 logic lives in services.runs, services.reports and services.importers. Names, notes, labels
 and errors are untrusted (imports, engines): they reach markdown only through services.safe_text.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.runs_parts.actions import back
-from app_pages.runs_parts.history import history
-from app_pages.runs_parts.results import compare
-from app_pages.runs_parts.run import run
+from app_pages.parts.runs_actions import back
+from app_pages.parts.runs_history import history
+from app_pages.parts.runs_results import compare
+from app_pages.parts.runs_run import run
 from services import runs
 from services.errors import ShootoutError
 from services.safe_text import md_line

@@ -3,15 +3,12 @@ of the bound a stored run (or a typed number) reaches."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from services.errors import ShootoutError
 from services.figures import inert
 from services.planner import PlanRequest, PlanResult, charts, make_plan, plan_to_dict, view
-from services.planner.specs import GB, GIB
-from services.safe_text import md_line, md_text
+from services.safe_text import md_text
 
 NATIVE = "native"
 
@@ -95,6 +92,13 @@ def plan_form(presets: dict) -> PlanRequest:
     return state["planner_request"]
 
 
+def _metrics(row: list[view.Metric]) -> None:
+    for column, card in zip(st.columns(len(row)), row, strict=True):
+        column.metric(
+            card.label, card.value, card.delta, help=card.help, delta_color="off", delta_arrow="off"
+        )
+
+
 def show_plan(request: PlanRequest) -> None:
     try:
         plan = make_plan(request)
@@ -103,64 +107,8 @@ def show_plan(request: PlanRequest) -> None:
         return
     for warning in plan.warnings:
         st.warning(md_text(warning))
-    fit = plan.fit
-    c = st.columns(4)
-    # GiB first, as the memory bar, the fit warning and the GPU table use; GB beside it.
-    c[0].metric(
-        "KV cache per token",
-        f"{plan.kv_bytes_per_token:,.0f} B",
-        help=f"{plan.model.layers} layers × {plan.model.attention_kind} × {plan.kv.label}",
-    )
-    c[1].metric(
-        "KV cache for the batch",
-        f"{plan.kv_total_bytes / GIB:,.1f} GiB",
-        f"{plan.kv_total_bytes / GB:,.1f} GB",
-        delta_color="off",
-        delta_arrow="off",
-    )
-    c[2].metric(
-        "Weights",
-        f"{plan.weights.total / GIB:,.1f} GiB",
-        f"{plan.weights.total / GB:,.1f} GB · {plan.weights.bits_per_weight:.2f} bits/weight",
-        delta_color="off",
-        delta_arrow="off",
-    )
-    c[3].metric(
-        "Fits?",
-        "yes" if fit.fits else "no",
-        f"max {fit.max_sequences:,} sequences at this context",
-        delta_color="off",
-        delta_arrow="off",
-    )
-    c = st.columns(4)
-    d = plan.decode
-    c[0].metric(
-        "Decode bound",
-        view.rate(d.bound_tok_s),
-        f"{d.per_sequence_tok_s:,.1f} tok/s per sequence",
-        delta_color="off",
-        delta_arrow="off",
-    )
-    # "memory bandwidth" does not fit a quarter-width metric; "bandwidth" says the same.
-    c[1].metric(
-        "Decode limited by",
-        d.limited_by.replace("memory ", ""),
-        f"intensity {d.arithmetic_intensity:,.0f} FLOP/B (ridge {plan.roofline.ridge_point:,.0f})",
-        delta_color="off",
-        delta_arrow="off",
-    )
-    c[2].metric(
-        "Compute-bound from batch",
-        f"{plan.crossover_batch:,}" if plan.crossover_batch else "never",
-        help="Long contexts keep decode bandwidth-bound: every sequence adds its own KV bytes.",
-    )
-    c[3].metric(
-        "Prefill bound",
-        view.rate(plan.prefill.bound_tok_s),
-        f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms",
-        delta_color="off",
-        delta_arrow="off",
-    )
+    for row in view.plan_metrics(plan):
+        _metrics(row)
     st.plotly_chart(inert(charts.memory_bar_figure(plan)), key="planner_memory_chart")
     left, right = st.columns(2)
     left.plotly_chart(inert(charts.decode_ceiling_figure(plan)), key="planner_decode_chart")
@@ -170,8 +118,29 @@ def show_plan(request: PlanRequest) -> None:
     _measured(plan)
 
 
+def _stored_run(planned: PlanResult) -> view.MeasuredAgainstBound | None:
+    offer = view.run_offer(planned)
+    if offer.notice:
+        st.info(offer.notice)
+    include_others = bool(offer.others) and st.checkbox(
+        f"Also list the {len(offer.others)} run(s) of another model or hardware",
+        key="planner_run_any",
+        help="Their share of this bound measures a different setup: only for a deliberate comparison.",
+    )
+    choices = offer.choices(include_others)
+    if not choices:
+        return None
+    measured = view.measure_run(
+        planned, choices[st.selectbox("Run and engine", list(choices), key="planner_run")]
+    )
+    if measured.warning:
+        st.warning(measured.warning)
+    if measured.caption:
+        st.caption(measured.caption)
+    return measured
+
+
 def _measured(planned: PlanResult) -> None:
-    request = planned.request
     st.subheader("Measured against the limit")
     source = st.radio(
         "Achieved decode rate from",
@@ -179,66 +148,21 @@ def _measured(planned: PlanResult) -> None:
         horizontal=True,
         key="planner_measure_source",
     )
-    batch, context, achieved = request.batch, request.context, None
-    if source == "a stored benchmark run":
-        try:
-            found = view.stored_runs(request.model, request.gpu)
-        except ShootoutError as error:
-            st.error(md_text(str(error)))
-            return
-        if not found.all:
-            st.info("No stored run has an output throughput yet. Run a benchmark, or type a number.")
-            return
-        plan_names = f"{md_line(planned.model.name)} on {md_line(planned.gpu.name)}"
-        if not found.comparable:
-            st.info(
-                f"No stored run is comparable with this plan: none recorded {plan_names}. "
-                "Run a benchmark of that model on that GPU, or type a number."
-            )
-        choices = found.comparable
-        if found.others and st.checkbox(
-            f"Also list the {len(found.others)} run(s) of another model or hardware",
-            key="planner_run_any",
-            help="Their share of this bound measures a different setup: only for a deliberate comparison.",
-        ):
-            choices = found.all
-        if not choices:
-            return
-        labels = {match.entry.label: match for match in choices}
-        chosen = labels[st.selectbox("Run and engine", list(labels), key="planner_run")]
-        if not chosen.comparable:
-            st.warning(
-                "This run is not comparable with the plan ("
-                + md_line("; ".join(chosen.reasons))
-                + "): its share "
-                f"of the {plan_names} bound does not measure how close that setup comes to its limit."
-            )
-        entry = chosen.entry
-        batch, context, achieved = entry.batch, entry.context or request.context, entry.output_tok_s
-        st.caption(
-            f"Compared at batch {batch} and context {context:,} (the run's mean concurrency and mean "
-            "context), on the model, GPU and format chosen above; its throughput includes prefill time."
-        )
-    else:
-        achieved = st.number_input(
-            "Achieved decode tokens/s (all sequences)", 0.0, 1e9, 0.0, key="planner_achieved"
-        )
-        if not achieved:
-            return
     try:
-        plan = make_plan(replace(request, batch=batch, context=context, achieved_tok_s=achieved))
+        if source == "a stored benchmark run":
+            measured = _stored_run(planned)
+        else:
+            achieved = st.number_input(
+                "Achieved decode tokens/s (all sequences)", 0.0, 1e9, 0.0, key="planner_achieved"
+            )
+            measured = view.measure_number(planned, achieved) if achieved else None
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    m = plan.measured
-    assert m is not None
-    st.metric(
-        "Share of the bound",
-        f"{m.fraction:.1%}",
-        f"{m.achieved_tok_s:,.1f} of {m.bound_tok_s:,.1f} tok/s ({m.limited_by})",
-        delta_color="off",
-        delta_arrow="off",
-    )
+    if measured is None:
+        return
+    _metrics([measured.share])
     st.plotly_chart(
-        inert(charts.decode_ceiling_figure(plan, m.achieved_tok_s)), key="planner_measured_chart"
+        inert(charts.decode_ceiling_figure(measured.plan, measured.achieved_tok_s)),
+        key="planner_measured_chart",
     )

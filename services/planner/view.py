@@ -1,6 +1,8 @@
-"""What the Planner page shows and does, as plain functions: its tables ready to draw, the
-choices of the "Which engine?" form, the launch options from the launch form, and adding a model
-or GPU of one's own from what the forms hold. No Streamlit here."""
+"""What the Planner page shows and does, as plain functions: the plan's figures as metric cards,
+its tables ready to draw, the choices of the "Which engine?" form, the launch options from the
+launch form, the stored runs offered against the plan's bound, and adding a model or GPU of
+one's own from what the forms hold. No Streamlit here. Text meant for markdown escapes every
+untrusted piece (model names, run labels) with services.safe_text."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from services.errors import ShootoutError, ValidationError
 from services.planner import catalog, engines_reference, importers, launch, runs
-from services.planner.plan import gpu_rows, model_rows
-from services.planner.specs import GIB, GpuSpec, ModelSpec
+from services.planner.plan import PlanRequest, PlanResult, gpu_rows, make_plan, model_rows
+from services.planner.specs import GB, GIB, GpuSpec, ModelSpec
+from services.safe_text import md_line
 
 HARDWARE: tuple[str, ...] = get_args(engines_reference.Hardware)
 TRAFFIC: tuple[str, ...] = get_args(engines_reference.Traffic)
@@ -25,6 +28,67 @@ MODEL_FORMATS = {"hf": "Hugging Face checkpoint", "gguf": "GGUF"}
 def rate(tok_s: float) -> str:
     """Tokens/s short enough for a quarter-width metric: 12,345,678 would be cut to "12,345,6…"."""
     return f"{tok_s / 1e6:,.1f}M tok/s" if tok_s >= 1e6 else f"{tok_s:,.0f} tok/s"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One st.metric card: its delta (when there is one) is a second fact, not a change."""
+
+    label: str
+    value: str
+    delta: str | None = None
+    help: str | None = None
+
+
+def plan_metrics(plan: PlanResult) -> tuple[list[Metric], list[Metric]]:
+    """The plan's two rows of four cards: memory and fit, then the speed bounds."""
+    fit, decode = plan.fit, plan.decode
+    # GiB first, as the memory bar, the fit warning and the GPU table use; GB beside it.
+    memory = [
+        Metric(
+            "KV cache per token",
+            f"{plan.kv_bytes_per_token:,.0f} B",
+            help=f"{plan.model.layers} layers × {plan.model.attention_kind} × {plan.kv.label}",
+        ),
+        Metric(
+            "KV cache for the batch",
+            f"{plan.kv_total_bytes / GIB:,.1f} GiB",
+            f"{plan.kv_total_bytes / GB:,.1f} GB",
+        ),
+        Metric(
+            "Weights",
+            f"{plan.weights.total / GIB:,.1f} GiB",
+            f"{plan.weights.total / GB:,.1f} GB · {plan.weights.bits_per_weight:.2f} bits/weight",
+        ),
+        Metric(
+            "Fits?", "yes" if fit.fits else "no", f"max {fit.max_sequences:,} sequences at this context"
+        ),
+    ]
+    speed = [
+        Metric(
+            "Decode bound",
+            rate(decode.bound_tok_s),
+            f"{decode.per_sequence_tok_s:,.1f} tok/s per sequence",
+        ),
+        # "memory bandwidth" does not fit a quarter-width metric; "bandwidth" says the same.
+        Metric(
+            "Decode limited by",
+            decode.limited_by.replace("memory ", ""),
+            f"intensity {decode.arithmetic_intensity:,.0f} FLOP/B "
+            f"(ridge {plan.roofline.ridge_point:,.0f})",
+        ),
+        Metric(
+            "Compute-bound from batch",
+            f"{plan.crossover_batch:,}" if plan.crossover_batch else "never",
+            help="Long contexts keep decode bandwidth-bound: every sequence adds its own KV bytes.",
+        ),
+        Metric(
+            "Prefill bound",
+            rate(plan.prefill.bound_tok_s),
+            f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms",
+        ),
+    ]
+    return memory, speed
 
 
 def feature_matrix() -> pd.DataFrame:
@@ -73,6 +137,25 @@ def constraints(
             engines_reference.ModelFormat, _one_of(model_format, tuple(MODEL_FORMATS), "model format")
         ),
     )
+
+
+@dataclass(frozen=True)
+class RankingCard:
+    """One ranked engine as markdown: its place, name and score, then its reasons as a list."""
+
+    title: str
+    reasons: str
+
+
+def ranking_cards(constraints: engines_reference.Constraints) -> list[RankingCard]:
+    """The engines best-first for the "Which engine?" answers (names and reasons are ours)."""
+    cards = []
+    for ranking in engines_reference.rank_engines(constraints):
+        verdict = f"score {ranking.score:+d}" if ranking.supported else "not an option"
+        place = f"{ranking.place_label}. " if ranking.place else ""
+        reasons = "\n".join(f"- {reason}" for reason in ranking.reasons) or "- no rule applies"
+        cards.append(RankingCard(title=f"**{place}{ranking.label}** — {verdict}", reasons=reasons))
+    return cards
 
 
 @dataclass(frozen=True)
@@ -172,3 +255,95 @@ def stored_runs(model: str, gpu: str) -> runs.PlanRuns:
         return runs.runs_for_plan(model, gpu)
     except SQLAlchemyError as error:
         raise ShootoutError(f"Cannot read stored runs: {error}") from error
+
+
+# ------------------------------------------------- "Measured against the limit"
+
+
+@dataclass(frozen=True)
+class RunOffer:
+    """The stored runs offered to measure a plan against: those of the planned model and GPU,
+    and (listed only on request) the others, with a markdown notice when none is comparable."""
+
+    comparable: list[runs.RunMatch]
+    others: list[runs.RunMatch]
+    notice: str | None
+
+    def choices(self, include_others: bool = False) -> dict[str, runs.RunMatch]:
+        """Label -> run, the comparable runs first."""
+        matches = self.comparable + self.others if include_others else self.comparable
+        return {match.entry.label: match for match in matches}
+
+
+def _plan_names(planned: PlanResult) -> str:
+    return f"{md_line(planned.model.name)} on {md_line(planned.gpu.name)}"
+
+
+def run_offer(planned: PlanResult) -> RunOffer:
+    """The stored runs for the plan's model and GPU (a ShootoutError when the database cannot be read)."""
+    found = stored_runs(planned.request.model, planned.request.gpu)
+    notice = None
+    if not found.all:
+        notice = "No stored run has an output throughput yet. Run a benchmark, or type a number."
+    elif not found.comparable:
+        notice = (
+            f"No stored run is comparable with this plan: none recorded {_plan_names(planned)}. "
+            "Run a benchmark of that model on that GPU, or type a number."
+        )
+    return RunOffer(comparable=found.comparable, others=found.others, notice=notice)
+
+
+@dataclass(frozen=True)
+class MeasuredAgainstBound:
+    """A measured rate against the plan's bound at the batch and context it was measured at."""
+
+    plan: PlanResult
+    share: Metric
+    achieved_tok_s: float
+    warning: str | None = None  # markdown: the run measures a different setup
+    caption: str | None = None  # markdown: at which batch and context it was compared
+
+
+def _against(
+    request: PlanRequest, batch: int, context: int, achieved: float
+) -> tuple[PlanResult, Metric]:
+    plan = make_plan(replace(request, batch=batch, context=context, achieved_tok_s=achieved))
+    measured = plan.measured
+    if measured is None:  # make_plan measures whenever achieved_tok_s is given
+        raise ShootoutError("The plan did not measure the achieved rate.")
+    share = Metric(
+        "Share of the bound",
+        f"{measured.fraction:.1%}",
+        f"{measured.achieved_tok_s:,.1f} of {measured.bound_tok_s:,.1f} tok/s ({measured.limited_by})",
+    )
+    return plan, share
+
+
+def measure_number(planned: PlanResult, achieved_tok_s: float) -> MeasuredAgainstBound:
+    """A typed decode rate against the bound of the plan as it stands."""
+    request = planned.request
+    plan, share = _against(request, request.batch, request.context, achieved_tok_s)
+    return MeasuredAgainstBound(plan=plan, share=share, achieved_tok_s=achieved_tok_s)
+
+
+def measure_run(planned: PlanResult, match: runs.RunMatch) -> MeasuredAgainstBound:
+    """A stored run's throughput against the bound at its own mean concurrency and context, on
+    the plan's model, GPU and format; a run of another setup says why its share means little."""
+    entry = match.entry
+    batch, context = entry.batch, entry.context or planned.request.context
+    plan, share = _against(planned.request, batch, context, entry.output_tok_s)
+    warning = None
+    if not match.comparable:
+        warning = (
+            "This run is not comparable with the plan ("
+            + md_line("; ".join(match.reasons))
+            + f"): its share of the {_plan_names(planned)} bound does not measure how close that "
+            "setup comes to its limit."
+        )
+    caption = (
+        f"Compared at batch {batch} and context {context:,} (the run's mean concurrency and mean "
+        "context), on the model, GPU and format chosen above; its throughput includes prefill time."
+    )
+    return MeasuredAgainstBound(
+        plan=plan, share=share, achieved_tok_s=entry.output_tok_s, warning=warning, caption=caption
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from app_pages.runs_parts.actions import delete_confirmation, go, set_archived
+from app_pages.parts.runs_actions import delete_confirmation, go, set_archived
 from services import importers, runs
 from services.errors import ShootoutError
 from services.runs import view as runs_view

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.runs_parts.actions import back, go
+from app_pages.parts.runs_actions import back, go
 from services import reports
 from services.errors import ShootoutError
 from services.figures import inert

@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from app_pages.runs_parts.actions import back, delete_confirmation, go, set_archived
-from app_pages.runs_parts.results import results
+from app_pages.parts.runs_actions import back, delete_confirmation, go, set_archived
+from app_pages.parts.runs_results import results
 from services import reports, runs
 from services.errors import ShootoutError
 from services.figures import inert
