@@ -333,6 +333,7 @@ def _run_config(
     from services.bench.jobs import build_summary
     from services.bench.runner import Benchmark
     from services.bench.spec import BenchSpec, EngineTarget
+    from services.bench.summary import BenchSummary
     from services.client import run_blocking
     from services.engines.reported import reported_settings
 
@@ -383,16 +384,16 @@ def _run_config(
         outcome = run_blocking(benchmark.run())
         beat.flush()
         records = beat.records.get(config["label"], [])
-        summary = build_summary(bench, records, outcome)
-        block = summary["engines"].get(config["label"])
+        summary = BenchSummary.from_json(build_summary(bench, records, outcome))
+        block = summary.engine(config["label"])
         config["metrics"] = None if not block or block.get("not_run") else block
         dimension = bench.sweep.dimension if bench.sweep.active else None
         config["sweep"] = [
             {
                 **{k: v for k, v in row.items() if k not in ("engine", "phase")},
-                "level": row.get(dimension),
+                "level": row.get(dimension) if dimension else None,
             }
-            for row in summary.get("sweep", [])
+            for row in summary.sweep
         ]
         crashed = engine.exited()
         if crashed is not None:
