@@ -106,7 +106,7 @@ if run_id != selected:
 
 
 def show(view: jobs.TuneRunView) -> None:
-    summary = view.summary
+    summary = view.results
     st.subheader(f"#{view.id} {md_line(view.name)}")
     status = {
         "finished": st.success,
@@ -116,8 +116,8 @@ def show(view: jobs.TuneRunView) -> None:
         "pending": st.info,
     }.get(view.status, st.error)
     status(
-        f"Status: {md_line(view.status.replace('_', ' '))} · load: {md_line(summary.get('load'))} · "
-        f"SLOs: {md_line(summary.get('slo') or 'none')}"
+        f"Status: {md_line(view.status.replace('_', ' '))} · load: {md_line(summary.load)} · "
+        f"SLOs: {md_line(summary.slo or 'none')}"
     )
     if view.active:
         st.progress(

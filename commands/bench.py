@@ -434,13 +434,16 @@ def _level(value: Any) -> str:
 
 
 def _table(payload: dict[str, Any]) -> str:
-    sweep = payload.get("sweep") or []
-    dimension = next((key for key in ("concurrency", "rate") if sweep and key in sweep[0]), "")
-    load = payload.get("load", "")
+    from services.bench.selfcheck import summary_lines
+    from services.bench.summary import BenchSummary
+
+    summary = BenchSummary.from_json(payload)
+    sweep, dimension = summary.sweep, summary.sweep_dimension
+    load = summary.load or ""
     if sweep:  # the stored load is the sweep's base; say what actually ran
         levels = list(dict.fromkeys(_level(row.get(dimension)) for row in sweep))
         load = f"{dimension} {', '.join(levels)}, {load.split(', ', 1)[-1]} per step"
-    lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {payload.get('workload', '')}"]
+    lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {summary.workload or ''}"]
     header = (
         f"{'engine':24s} {dimension[:7]:>7} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} "
         f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
@@ -454,15 +457,8 @@ def _table(payload: dict[str, Any]) -> str:
         lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
         lines.append("per engine, the step reported as its result:")
     lines.append(header)
-    for name, block in payload.get("engines", {}).items():
-        chosen: dict[str, Any] = next(
-            (
-                row
-                for row in sweep
-                if row.get("engine") == name and row.get("step") == block.get("from_step")
-            ),
-            {},
-        )
+    for name, block in summary.engines.items():
+        chosen = summary.reported_step(name) or {}
         lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
@@ -472,19 +468,10 @@ def _table(payload: dict[str, Any]) -> str:
                 f"{'':24s} did not honour the fixed output length "
                 f"({block.get('short_output_requests')} shorter answers)"
             )
-    from services.bench.selfcheck import summary_lines
-
-    lines += summary_lines(
-        payload,
-        {
-            row["step"]: f"{dimension} {_level(row.get(dimension))}"
-            for row in sweep
-            if row.get("step") is not None
-        },
-    )[1]
-    for name, reason in (payload.get("stopped_early") or {}).items():
+    lines += summary_lines(summary)[1]
+    for name, reason in summary.stopped_early.items():
         lines.append(f"{name}: sweep stopped early: {reason}")
-    for name, found in (payload.get("slo_search") or {}).items():
+    for name, found in summary.slo_search.items():
         lines.append(
             f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}): {found['best']}"
         )

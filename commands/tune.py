@@ -181,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
     import signal
 
     from services.tune import jobs
+    from services.tune.summary import TuneSummary
 
     spec = build_spec(args)
     run_id = jobs.create_run(spec, trusted=True)
@@ -201,14 +202,19 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    best = summary.get("best") or {}
-    print(f"best: {best.get('reason')}", file=sys.stderr)
-    if best.get("launch"):
-        print(f"launch: {best['launch']['plain']}", file=sys.stderr)
+    results = TuneSummary.from_json(summary)
+    print(f"best: {results.best.get('reason')}", file=sys.stderr)
+    if results.launch:
+        print(f"launch: {results.launch['plain']}", file=sys.stderr)
     payload = {
         "run_id": run_id,
         "status": jobs.get_run(run_id).status,
-        **{k: summary[k] for k in ("kind", "load", "workload", "slo", "pareto", "best")},
+        "kind": results.kind,
+        "load": results.load,
+        "workload": results.workload,
+        "slo": results.slo,
+        "pareto": results.pareto,
+        "best": results.best,
         "configs": [
             {
                 k: c.get(k)
@@ -225,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
                     "reported",
                 )
             }
-            for c in summary["configs"]
+            for c in results.configs
         ],
     }
     if args.json:

@@ -169,6 +169,8 @@ def _batches(
 
 
 def _has_rows(session: Any, table: str, run_id: int) -> bool:
+    # Not "does this run have results" (RunDetail.has_measurements): a CSV is rows, so the
+    # question is which table holds them; a run with only a stored summary exports as JSON.
     model = _TABLES[table][0]
     return session.scalar(select(model.id).where(model.run_id == run_id).limit(1)) is not None
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.bench.summary import BenchSummary
 from services.measure import percentile
 
 LAG_PROBE_INTERVAL_S = 0.01
@@ -213,29 +214,18 @@ def headline(block: dict[str, Any] | None) -> str | None:
 
 
 def summary_lines(
-    summary: dict[str, Any], step_labels: dict[int, str] | None = None
+    summary: BenchSummary | dict[str, Any], step_labels: dict[int, str] | None = None
 ) -> tuple[bool, list[str]]:
     """A run summary's self-check: one line per engine (per step of a sweep), and whether
-    the run as a whole was client-bound."""
-    labels = step_labels or {}
-    blocks: list[tuple[str, dict[str, Any]]] = []
-    if summary.get("sweep"):
-        for row in summary["sweep"]:
-            step = row.get("step")
-            blocks.append(
-                (
-                    f"{row.get('engine')} at {labels.get(step, f'step {step}')}",
-                    row.get("generator") or {},
-                )
-            )
-    else:
-        blocks = [
-            (str(name), block.get("generator") or {})
-            for name, block in (summary.get("engines") or {}).items()
-            if isinstance(block, dict)
-        ]
-    lines = [f"{label}: {line}" for label, block in blocks if (line := headline(block))]
-    return bool((summary.get("generator") or {}).get("client_bound")), lines
+    the run as a whole was client-bound. Steps are named by `step_labels`, by default the
+    sweep's own load levels."""
+    results = BenchSummary.from_json(summary)
+    lines = [
+        f"{label}: {line}"
+        for label, block in results.self_checks(step_labels)
+        if (line := headline(block))
+    ]
+    return results.client_bound, lines
 
 
 def _fmt(value: float | None) -> str:

@@ -137,8 +137,70 @@ class BenchSummary:
 
     @property
     def has_results(self) -> bool:
-        """Whether the run measured anything to show (its live counts are not results)."""
+        """Whether the summary holds engine results (its live counts are not results).
+
+        The one rule for "does this run have results" as far as a summary tells it:
+        services/runs' RunDetail.has_measurements adds the run's stored rows to it.
+        """
         return bool(self.engines)
+
+    @property
+    def client_bound(self) -> bool:
+        """The generator's verdict on the whole run: could it keep the load it was asked for?"""
+        return bool(self.generator.get("client_bound"))
+
+    @property
+    def sweep_dimension(self) -> str:
+        """What a sweep varied ("concurrency" or "rate"); "" for a single-step run."""
+        first = self.sweep[0] if self.sweep else {}
+        return next((key for key in ("concurrency", "rate") if key in first), "")
+
+    def engine(self, name: str) -> EngineBlock | None:
+        return self.engines.get(name)
+
+    def served_model(self, name: str) -> str | None:
+        """The model the engine said it served (None: the run did not record it)."""
+        model = (self.models or {}).get(name)
+        return model if isinstance(model, str) and model else None
+
+    def steps_of(self, name: str) -> list[EngineBlock]:
+        """One engine's sweep rows, in the order they ran."""
+        return [row for row in self.sweep if row.get("engine") == name]
+
+    def reported_step(self, name: str) -> EngineBlock | None:
+        """The sweep row an engine's block reports (highest throughput, or the SLO search's answer)."""
+        step = (self.engines.get(name) or {}).get("from_step")
+        if step is None:
+            return None
+        return next((row for row in self.steps_of(name) if row.get("step") == step), None)
+
+    def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, EngineBlock]]:
+        """The generator's self-check per engine (per step of a sweep), each with its label."""
+        labels: dict[Any, str] = dict(self.step_labels() if step_labels is None else step_labels)
+        if self.sweep:
+            return [
+                (
+                    f"{row.get('engine')} at {labels.get(step, f'step {step}')}",
+                    _mapping(row.get("generator")),
+                )
+                for row in self.sweep
+                for step in [row.get("step")]
+            ]
+        return [(name, _mapping(block.get("generator"))) for name, block in self.engines.items()]
+
+    def start_times(self) -> dict[tuple[str, int | None], float]:
+        """Unix time each engine (each sweep step) started: request times count from there,
+        as a benchmark measures engines one after another. Empty for runs that did not say."""
+        starts: dict[tuple[str, int | None], float] = {}
+        for row in self.sweep:
+            started = row.get("started_at_unix")
+            if isinstance(started, (int, float)) and started:
+                starts[(str(row.get("engine")), row.get("step"))] = float(started)
+        for name, block in self.engines.items():
+            started = block.get("started_at_unix")
+            if isinstance(started, (int, float)) and started and "from_step" not in block:
+                starts[(name, None)] = float(started)
+        return starts
 
     @property
     def failed_requests(self) -> int:

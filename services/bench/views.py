@@ -178,7 +178,7 @@ def run_view(run_id: int) -> RunView:
         for name, block in results.engines.items()
         if isinstance(block.get("output_throughput_tok_s"), (int, float)) and "from_step" not in block
     }
-    offsets = run_offsets(run.summary)
+    offsets = run_offsets(results)
     figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
     notes = _notes(run)
     table = percentile_table(results, run.spec.percentiles) if results.has_results else pd.DataFrame()
@@ -203,10 +203,10 @@ def run_view(run_id: int) -> RunView:
         if per_engine <= TIMELINE_MAX_REQUESTS:
             figures["timeline"] = timeline_figure(measured, labels, offsets)
         if run.spec.record_engine_metrics:
-            engine_figure = engine_metrics_figure(run_id, run.summary, measured)
+            engine_figure = engine_metrics_figure(run_id, results, measured)
             if engine_figure is not None:
                 figures["engine_metrics"] = engine_figure
-    client_bound, generator = generator_lines(run.summary)
+    client_bound, generator = generator_lines(results)
     return RunView(
         run=run,
         counts=counts,
@@ -219,9 +219,9 @@ def run_view(run_id: int) -> RunView:
     )
 
 
-def generator_lines(summary: dict[str, Any]) -> tuple[bool, list[str]]:
+def generator_lines(summary: BenchSummary | dict[str, Any]) -> tuple[bool, list[str]]:
     """The self-check of each engine (each step of a sweep) as a line, and the verdict."""
-    return selfcheck.summary_lines(summary, step_labels(summary))
+    return selfcheck.summary_lines(summary)
 
 
 def _outcome(record: RequestRecord) -> str:
@@ -449,12 +449,12 @@ def live_figure(
     return figure
 
 
-def run_offsets(summary: dict[str, Any]) -> dict[tuple[str, int | None], float] | None:
+def run_offsets(summary: BenchSummary | dict[str, Any]) -> dict[tuple[str, int | None], float] | None:
     """Seconds from the run's first start to each engine's (and sweep step's) own time zero.
     Request times are kept from their own engine's start; engines run one after another
     drawn from their own zeros looked simultaneous. None when the run did not record when
     each part started (older runs): then each part is drawn from its own zero, and said so."""
-    starts = _start_times(summary)
+    starts = BenchSummary.from_json(summary).start_times()
     if not starts:
         return None
     first = min(starts.values())
@@ -618,7 +618,7 @@ def timeline_figure(
 
 
 def engine_metrics_figure(
-    run_id: int, summary: dict[str, Any], records: list[RequestRecord]
+    run_id: int, summary: BenchSummary | dict[str, Any], records: list[RequestRecord]
 ) -> go.Figure | None:
     """Engine KV-cache usage and running requests on the same clock as client TTFT and E2E."""
     from services.telemetry.query import load_window
@@ -627,7 +627,7 @@ def engine_metrics_figure(
     frame = window.frame
     if not len(frame):
         return None
-    starts = _start_times(summary)
+    starts = BenchSummary.from_json(summary).start_times()
     figure = make_subplots(
         rows=3,
         cols=1,
@@ -707,18 +707,6 @@ def engine_metrics_figure(
     figure.update_yaxes(title_text="requests", rangemode="tozero", row=3, col=1)
     figure.update_layout(height=620, margin={"t": 40, "b": 40}, uirevision="constant")
     return figure
-
-
-def _start_times(summary: BenchSummary | dict[str, Any]) -> dict[tuple[str, int | None], float]:
-    results = BenchSummary.from_json(summary)
-    starts: dict[tuple[str, int | None], float] = {}
-    for row in results.sweep:
-        if row.get("started_at_unix"):
-            starts[(row["engine"], row.get("step"))] = row["started_at_unix"]
-    for name, block in results.engines.items():
-        if block.get("started_at_unix") and "from_step" not in block:
-            starts[(name, None)] = block["started_at_unix"]
-    return starts
 
 
 def _wall(

@@ -31,6 +31,7 @@ from services.demos.context import DemoContext, DemoStopped
 from services.endpoints import EngineRecord
 from services.tune import jobs as tune_jobs
 from services.tune.spec import TuneSpec
+from services.tune.summary import TuneSummary
 
 #: A slot count "pays" when it brings at least this much more throughput than the one before.
 WORTH_IT = 1.10
@@ -122,8 +123,9 @@ class HowManySlots(Scenario):
 
         summary = tune_jobs.execute_run(run_id, should_stop=ctx.stop_requested, on_progress=progress)
         ctx.check_stop()
-        if summary.get("configs"):
-            outcome = self._outcome(run_id, summary["configs"])
+        configs = TuneSummary.from_json(summary).configs
+        if configs:
+            outcome = self._outcome(run_id, configs)
         if not any(row["tok_s"] for row in outcome.data.get("rows", [])):
             raise (
                 DemoStopped()

@@ -1,8 +1,9 @@
 """Stored benchmark runs, as the planner needs them: achieved decode tokens/s per engine,
 with the batch and context they ran at, to set against the roofline bound.
 
-Reads `Run.summary["engines"][name]`; runs or engines without an output throughput
-(older runs, failed runs, other kinds) are skipped rather than guessed. Each entry keeps
+Reads each engine's block of the run summary (services/bench/summary.py); runs or engines
+without an output throughput (older runs, failed runs, other kinds) are skipped rather than
+guessed. Each entry keeps
 the model names and GPU names the run recorded, so `runs_for_plan` can tell which runs
 measured the planned model on the planned GPU (see `matching`).
 """
@@ -17,6 +18,7 @@ from sqlalchemy import func, select
 
 from db.models import Run, Sample
 from db.session import session_scope
+from services.bench.summary import BenchSummary
 from services.planner import matching
 from services.planner.catalog import all_models, get_gpu, get_model
 
@@ -158,21 +160,16 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
         ).all()
         telemetry = _telemetry_gpus(session, [run.id for run in runs])
         for run in runs:
-            summary = run.summary if isinstance(run.summary, dict) else {}
-            engines = summary.get("engines")
-            if not isinstance(engines, dict):
-                continue
+            summary = BenchSummary.from_json(run.summary)
             config = run.config if isinstance(run.config, dict) else {}
-            models_block = summary.get("models")
-            served = models_block if isinstance(models_block, dict) else {}
-            for engine, block in engines.items():
-                if not isinstance(block, dict):
-                    continue
+            for engine, block in summary.engines.items():
                 rate = _number(block.get("output_throughput_tok_s"))
                 if not rate or rate <= 0:
                     continue
-                models = _unique([block.get("model"), served.get(engine), run.model])
-                hardware = _unique([*_hardware(block, summary, config), *telemetry.get(run.id, [])])
+                models = _unique([block.get("model"), summary.served_model(engine), run.model])
+                hardware = _unique(
+                    [*_hardware(block, summary.extra, config), *telemetry.get(run.id, [])]
+                )
                 entries.append(
                     StoredThroughput(
                         run_id=run.id,

@@ -9,6 +9,7 @@ from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, or_, 
 
 from db.models import Run, RunTag
 from db.session import session_scope
+from services.bench.summary import BenchSummary
 from services.errors import ValidationError
 from services.runs.records import (
     MAX_PAGE_SIZE,
@@ -80,13 +81,11 @@ def headline(kind: str, summary: dict[str, Any] | None) -> str:
     conclusion = (summary or {}).get("conclusion_headline")
     if isinstance(conclusion, str) and conclusion:
         return conclusion if len(conclusion) <= 160 else conclusion[:159] + "…"
-    engines = (summary or {}).get("engines")
-    if not isinstance(engines, dict) or not engines:
+    engines = BenchSummary.from_json(summary).engines
+    if not engines:
         return ""
     parts = []
     for name, numbers in list(engines.items())[:4]:
-        if not isinstance(numbers, dict):
-            continue
         if numbers.get("not_run"):
             parts.append(f"{name}: not run")
             continue

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from services.bench.summary import BenchSummary
 from services.errors import ValidationError
 from services.lifecycle import RunKind
 
@@ -148,8 +149,14 @@ class RunDetail:
     @property
     def has_measurements(self) -> bool:
         """Whether the run holds engine results to compare: stored engine summaries, request
-        rows or playground exchanges. The one test the page, the CLI and the reports share."""
-        return bool(self.summary.get("engines")) or self.request_count > 0 or self.exchange_count > 0
+        rows or playground exchanges. The one test the page, the CLI and the reports share; a
+        summary's own part of it is BenchSummary.has_results."""
+        return self.results.has_results or self.request_count > 0 or self.exchange_count > 0
+
+    @property
+    def results(self) -> BenchSummary:
+        """The summary, typed (`summary` is the stored JSON, as the raw view shows it)."""
+        return BenchSummary.from_json(self.summary)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from sqlalchemy import Text, and_, cast, func, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
+from services.bench.summary import BenchSummary
 from services.measure import describe
 from services.runs.records import (
     FINISHED_STATUSES,
@@ -161,8 +162,8 @@ def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> list[Series]:
-    summary = run.summary or {}
-    engine_summaries = _mapping(summary.get("engines"))
+    summary = BenchSummary.from_json(run.summary)
+    engine_summaries = summary.engines
     names: list[str] = list(engine_summaries)
     for name in split_engine_names(run.engine_names):
         if name not in names:
@@ -171,11 +172,10 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
         if run_id == run.id and engine not in names:
             names.append(engine)
     snapshots = _snapshots(run.engines)
-    sweep = summary.get("sweep")
-    steps = [step for step in sweep if isinstance(step, dict)] if isinstance(sweep, list) else []
+    steps = summary.sweep
     result = []
     for name in names:
-        numbers = _mapping(engine_summaries.get(name))
+        numbers = engine_summaries.get(name) or {}
         sampled = samples.get((run.id, name), {})
         if numbers.get("not_run") and not sampled:
             continue  # cancelled before its turn: nothing to compare (not "0 req/s, -100%")
@@ -240,9 +240,8 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
         for candidate in candidates:
             if candidate.config_fingerprint != run.config_fingerprint:
                 continue
-            engines = (candidate.summary or {}).get("engines") or {}
-            numbers = engines.get(item.engine) if isinstance(engines, dict) else None
-            if not isinstance(numbers, dict):
+            numbers = BenchSummary.from_json(candidate.summary).engine(item.engine)
+            if numbers is None:
                 continue
             snapshot = _snapshots(candidate.engines).get(item.engine)
             if candidate.id != run.id and _engine_identity(snapshot) != identity:

@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
+from services.bench.summary import BenchSummary
 from services.errors import NotFoundError
 from services.telemetry.signals import SourceGroup, not_reported, signal_names
 
@@ -156,19 +157,6 @@ class RunTelemetry:
     requests: pd.DataFrame
 
 
-def _request_origins(summary: dict[str, Any]) -> dict[tuple[str, int | None], float]:
-    """Where each engine's (and sweep step's) request times start, in unix seconds: a
-    benchmark measures engines one after another, each from its own start."""
-    origins: dict[tuple[str, int | None], float] = {}
-    for row in summary.get("sweep") or []:
-        if isinstance(row, dict) and row.get("started_at_unix"):
-            origins[(str(row.get("engine")), row.get("step"))] = float(row["started_at_unix"])
-    for name, block in (summary.get("engines") or {}).items():
-        if isinstance(block, dict) and block.get("started_at_unix") and "from_step" not in block:
-            origins[(str(name), None)] = float(block["started_at_unix"])
-    return origins
-
-
 def run_telemetry(run_id: int) -> RunTelemetry:
     """Everything needed to replay a run's telemetry aligned with its request latencies."""
     with session_scope() as session:
@@ -176,7 +164,8 @@ def run_telemetry(run_id: int) -> RunTelemetry:
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
         started = run.started_at or run.created_at
-        summary = dict(run.summary or {})
+        # Request times count from their engine's (sweep step's) own start.
+        origins = BenchSummary.from_json(run.summary).start_times()
         request_rows = session.execute(
             select(
                 RequestResult.engine_name,
@@ -199,7 +188,6 @@ def run_telemetry(run_id: int) -> RunTelemetry:
     )
     if len(window.frame):
         window.frame["t_s"] = window.frame["ts"] - t0
-    origins = _request_origins(summary)
     aligned = []
     for engine, start_s, ttft_s, e2e_s, ok, extra in request_rows:
         step = (extra or {}).get("step") if isinstance(extra, dict) else None

@@ -36,6 +36,7 @@ from services.errors import NotFoundError, ShootoutError
 from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
 from services.tune import launch, pareto
 from services.tune.spec import TuneSpec, config_label
+from services.tune.summary import TuneSummary
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -70,7 +71,7 @@ def create_run(spec: TuneSpec, *, trusted: bool, requested_by: str | None = None
             engines=[],
             engine_names=",".join(c["label"] for c in configs)[:1000],
             model=spec.model,
-            workload=summary["workload"][:100],
+            workload=(TuneSummary.from_json(summary).workload or "")[:100],
             notes=spec.notes,
             tags=["tune"],
             progress=0.0,
@@ -172,17 +173,17 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         winner = next(c for c in configs if c["label"] == choice.label)
         best["settings"] = winner["full_settings"]
         best["launch"] = launch_commands(spec, winner["full_settings"])
-    return {
-        "configs": configs,
-        "engines": engines,
-        "pareto": fronts,
-        "best": best,
-        "kind": spec.kind,
-        "load": spec.load.label(),
-        "workload": workload_label(spec.workload),
-        "slo": spec.slo.label() if spec.slo.active else None,
-        "conclusion_headline": choice.reason,
-    }
+    return TuneSummary(
+        configs=configs,
+        engines=engines,
+        pareto=fronts,
+        best=best,
+        kind=spec.kind,
+        load=spec.load.label(),
+        workload=workload_label(spec.workload),
+        slo=spec.slo.label() if spec.slo.active else None,
+        conclusion_headline=choice.reason,
+    ).to_json()
 
 
 # ---------------------------------------------------------------- the beat: rows, heartbeat, cancel
@@ -285,7 +286,7 @@ def execute_run(
     spec = load_spec(run_id)
     with session_scope() as session:
         run = session.get(Run, run_id)
-        configs: list[dict[str, Any]] = list((run.summary or {}).get("configs") or []) if run else []
+        configs = TuneSummary.from_json(run.summary).configs if run else []
     if not configs:
         configs = [_initial(i, spec, own) for i, own in enumerate(spec.expanded())]
     if not lifecycle.claim(run_id):
@@ -333,6 +334,7 @@ def _run_config(
     from services.bench.jobs import build_summary
     from services.bench.runner import Benchmark
     from services.bench.spec import BenchSpec, EngineTarget
+    from services.bench.summary import BenchSummary
     from services.client import run_blocking
     from services.engines.reported import reported_settings
 
@@ -383,16 +385,16 @@ def _run_config(
         outcome = run_blocking(benchmark.run())
         beat.flush()
         records = beat.records.get(config["label"], [])
-        summary = build_summary(bench, records, outcome)
-        block = summary["engines"].get(config["label"])
+        summary = BenchSummary.from_json(build_summary(bench, records, outcome))
+        block = summary.engine(config["label"])
         config["metrics"] = None if not block or block.get("not_run") else block
         dimension = bench.sweep.dimension if bench.sweep.active else None
         config["sweep"] = [
             {
                 **{k: v for k, v in row.items() if k not in ("engine", "phase")},
-                "level": row.get(dimension),
+                "level": row.get(dimension) if dimension else None,
             }
-            for row in summary.get("sweep", [])
+            for row in summary.sweep
         ]
         crashed = engine.exited()
         if crashed is not None:
@@ -457,8 +459,13 @@ class TuneRunView:
         )
 
     @property
+    def results(self) -> TuneSummary:
+        """The summary, typed (`summary` is the stored JSON)."""
+        return TuneSummary.from_json(self.summary)
+
+    @property
     def configs(self) -> list[dict[str, Any]]:
-        return list(self.summary.get("configs") or [])
+        return self.results.configs
 
 
 def get_run(run_id: int) -> TuneRunView:

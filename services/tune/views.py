@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from services.errors import ValidationError
 from services.tune import jobs
 from services.tune.spec import CATALOGUE, LOCAL_KINDS, TuneSpec, parse_set
+from services.tune.summary import TuneSummary
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -73,14 +74,13 @@ def _ms(stats: Any) -> float | None:
     return round(value * 1000, 1) if isinstance(value, (int, float)) else None
 
 
-def config_table(summary: dict[str, Any]) -> pd.DataFrame:
+def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per configuration: status, throughput, goodput, latency percentiles, reason."""
-    front = set(summary.get("pareto", {}).get("ttft_s") or []) | set(
-        summary.get("pareto", {}).get("itl_s") or []
-    )
-    best = (summary.get("best") or {}).get("label")
+    results = TuneSummary.from_json(summary)
+    front = results.on_front()
+    best = results.best_label
     rows = []
-    for config in summary.get("configs") or []:
+    for config in results.configs:
         metrics = config.get("metrics") or {}
         ttft = metrics.get("ttft_s") or {}
         rows.append(
@@ -111,12 +111,12 @@ def _round(value: Any, digits: int = 1) -> float | None:
     return round(float(value), digits) if isinstance(value, (int, float)) else None
 
 
-def pareto_figure(summary: dict[str, Any], metric: str) -> go.Figure | None:
+def pareto_figure(summary: TuneSummary | dict[str, Any], metric: str) -> go.Figure | None:
     """Output tokens/s against the p90 of `metric`, every configuration (and sweep level) a
     point, the Pareto front drawn as a line through its points."""
     from services.tune.pareto import pareto_front, points_of
 
-    points = points_of(summary.get("configs") or [], metric)
+    points = points_of(TuneSummary.from_json(summary).configs, metric)
     if not points:
         return None
     front = pareto_front(points)
@@ -172,15 +172,15 @@ class Winner:
     settings: dict[str, str]
 
 
-def winner(summary: dict[str, Any]) -> Winner:
-    best = summary.get("best") or {}
-    launch = best.get("launch") or {}
+def winner(summary: TuneSummary | dict[str, Any]) -> Winner:
+    results = TuneSummary.from_json(summary)
+    launch = results.launch
     return Winner(
-        best.get("label"),
-        best.get("reason") or "",
+        results.best_label,
+        results.best_reason,
         launch.get("plain"),
         launch.get("docker"),
-        dict(best.get("settings") or {}),
+        results.best_settings,
     )
 
 

@@ -55,3 +55,52 @@ def test_the_tables_read_the_typed_summary_and_the_stored_json_alike() -> None:
     stored = views.throughput_table(OLD_SWEEP)
     assert typed.equals(stored) and list(typed["engine"]) == ["llama"]  # "not run" is a note
     assert views.step_labels(OLD_SWEEP) == {0: "concurrency 1", 1: "concurrency 4"}
+
+
+def test_what_the_readers_ask_of_a_sweep_is_answered_by_the_record() -> None:
+    summary = BenchSummary.from_json(OLD_SWEEP)
+    assert summary.sweep_dimension == "concurrency"
+    assert summary.reported_step("llama") == OLD_SWEEP["sweep"][1]  # its block's from_step
+    assert summary.reported_step("vllm") is None and summary.reported_step("absent") is None
+    assert summary.served_model("llama") == "smollm2" and summary.served_model("vllm") is None
+    assert not summary.client_bound
+    labels = [label for label, _ in summary.self_checks()]
+    assert labels == ["llama at concurrency 1", "llama at concurrency 4"]
+    assert BenchSummary.from_json({"engines": {"a": {}}}).sweep_dimension == ""
+
+
+def test_start_times_place_each_engine_and_sweep_step_on_the_wall_clock() -> None:
+    stored = {
+        "engines": {
+            "a": {"started_at_unix": 100.0},
+            "b": {"started_at_unix": 130.5},
+            "c": {"started_at_unix": 200.0, "from_step": 1},  # a sweep's: its steps say
+            "d": {},
+        },
+        "sweep": [{"engine": "c", "step": 0, "started_at_unix": 150.0}, {"engine": "c", "step": 1}],
+    }
+    assert BenchSummary.from_json(stored).start_times() == {
+        ("a", None): 100.0,
+        ("b", None): 130.5,
+        ("c", 0): 150.0,
+    }
+    assert BenchSummary.from_json(OLD_SWEEP).start_times() == {}  # older runs did not record it
+
+
+def test_one_rule_for_results_a_run_detail_adds_its_rows_to_the_summary() -> None:
+    from datetime import UTC, datetime
+
+    from services.runs.records import RunDetail
+
+    def detail(summary: dict[str, Any], requests: int = 0) -> RunDetail:
+        return RunDetail(
+            id=1, kind="benchmark", name="", status="completed", created_at=datetime.now(UTC),
+            started_at=None, finished_at=None, model=None, workload=None, engine_names=(),
+            notes="", tags=(), archived=False, error=None, config={}, summary=summary,
+            engines=[], request_count=requests, exchange_count=0, sample_count=0, repeat_ids=(),
+        )  # fmt: skip
+
+    live = {"live": {"engines": {"llama": {"sent": 3}}}}
+    assert detail(OLD_SWEEP).has_measurements and detail(OLD_SWEEP).results.has_results
+    assert not detail(live).has_measurements  # live counts are not results, as in BenchSummary
+    assert detail(live, requests=3).has_measurements  # ...but stored rows are

@@ -1,0 +1,51 @@
+"""The tuning run's summary as one typed record: what analyse stores reads back unchanged,
+and what is missing or odd reads as empty."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.tune import views
+from services.tune.summary import TuneSummary
+
+STORED: dict[str, Any] = {
+    "configs": [
+        {"label": "a", "status": "finished", "metrics": {"output_throughput_tok_s": 40.0}},
+        {"label": "b", "status": "failed", "reason": "did not start", "metrics": None},
+    ],
+    "engines": {"a": {"output_throughput_tok_s": 40.0}, "b": {"not_run": True}},
+    "pareto": {"ttft_s": ["a"], "itl_s": []},
+    "best": {
+        "label": "a",
+        "reason": "a: highest output tokens/s",
+        "settings": {"ctx": "2048"},
+        "launch": {"plain": "llama-server -c 2048", "docker": "docker run x"},
+    },
+    "kind": "llamacpp",
+    "load": "closed loop, concurrency 2",
+    "workload": "chat",
+    "slo": None,
+    "conclusion_headline": "a: highest output tokens/s",
+}
+
+
+def test_a_stored_tune_summary_reads_and_is_written_back_unchanged() -> None:
+    summary = TuneSummary.from_json(STORED)
+    assert [c["label"] for c in summary.configs] == ["a", "b"]
+    assert summary.best_label == "a" and summary.on_front() == {"a"}
+    assert summary.launch["plain"] == "llama-server -c 2048" and summary.slo is None
+    assert summary.to_json() == STORED
+
+
+def test_a_missing_or_odd_tune_summary_reads_as_empty() -> None:
+    for stored in (None, {}, {"configs": "x", "best": [], "pareto": {"ttft_s": "a"}}):
+        summary = TuneSummary.from_json(stored)
+        assert summary.configs == [] and summary.best_label is None and summary.on_front() == set()
+        assert views.winner(stored).label is None and views.config_table(stored).empty
+
+
+def test_the_views_read_the_typed_summary_and_the_stored_json_alike() -> None:
+    typed = views.config_table(TuneSummary.from_json(STORED))
+    assert typed.equals(views.config_table(STORED))
+    assert list(typed["best"]) == ["★", ""] and list(typed["on front"]) == ["yes", ""]
+    assert views.winner(STORED).docker == "docker run x"
