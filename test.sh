@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
 scripts/system_packages.sh
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt -r requirements-ray.txt
+.venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt -r requirements-ray.txt -r requirements-dev.txt
 # An engine that cannot be installed fails only the tests that need it, with the reason.
 .venv/bin/python cli.py local install || echo "test.sh: some local engines are not installed; the tests that need them will fail" >&2
 eval "$(scripts/postgres.sh start)"

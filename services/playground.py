@@ -44,8 +44,8 @@ from services.measure import cached_tokens, token_count
 
 # Diff and votes live in modules of their own; importing them here keeps `playground.X` the one
 # entry point the page, the CLI and the tests use.
-from services.playground_text import word_diff  # noqa: F401
-from services.playground_votes import (  # noqa: F401
+from services.playground_text import word_diff  # noqa: F401 - re-exported
+from services.playground_votes import (  # noqa: F401 - re-exported
     BlindVote,
     PairTally,
     blind_order,

@@ -262,7 +262,7 @@ class LoadWorker:
 
         channels = _WorkerChannels(hub, setup.worker, offset_s, limited=setup.load.requests is not None)
         try:
-            _worker_process(setup, channels)  # type: ignore[arg-type]
+            _worker_process(setup, channels)  # type: ignore[arg-type]  # duck-typed: the pool's channel methods
         except SystemExit:
             return False
         finally:

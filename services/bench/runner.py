@@ -517,8 +517,9 @@ class EngineLoad:
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
-            if main.done() and not main.cancelled() and main.exception() is not None:
-                raise main.exception()  # type: ignore[misc]
+            failure = main.exception() if main.done() and not main.cancelled() else None
+            if failure is not None:
+                raise failure
         self.outcome.wall_end = time.time()
         return self.outcome
 

@@ -207,5 +207,5 @@ def _tuple_if_list(value: Any) -> Any:
 
 
 def _build(cls: type[T], data: dict[str, Any]) -> T:
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # always a dataclass
     return cls(**{k: _tuple_if_list(v) if k != "schema" else v for k, v in data.items() if k in known})

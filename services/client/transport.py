@@ -146,7 +146,7 @@ class Connection(asyncio.Protocol):
         self.lost = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a socket's transport here
         self.pool._open.add(self)
 
     def data_received(self, data: bytes) -> None:

@@ -47,7 +47,7 @@ def register(kind: RunKind) -> Callable[[E], E]:
 def _load() -> None:
     # Importing the modules runs their @register decorators; lazily, as these modules
     # build on the standard report.
-    from services.demos import report  # noqa: F401
+    from services.demos import report  # noqa: F401 - imported for its @register side effect
 
 
 def html_exporter(kind: str) -> HtmlExporter | None:
