@@ -4,9 +4,12 @@
   default engines, settings).
 - `runner.start_demo(name, engines, options=..., pause_between_steps=..., background=...)`
   stores a `Run(kind="demo")` and runs it in a worker (or inline for the CLI);
-  `advance`, `set_pause`, `stop_demo` are the presenter's buttons.
+  `advance`, `set_pause`, `stop_demo` are the presenter's buttons
+  (in `control.py`, re-exported by runner).
 - `runner.demo_view(run_id)`: everything the page draws, from the database alone (live
-  or replayed); `runner.demo_result(run_id)`: the `cli.py demo --json` document.
+  or replayed); `runner.demo_result(run_id)`: the `cli.py demo --json` document (both in
+  `reading.py`, over `records.py`'s StepView/DemoView, re-exported by runner).
+- `summary.DemoSummary`: the run's stored summary as one typed record (from_json/to_json).
 - `charts.step_figure(step)`: the plotly figure of one step.
 - `report.export_demo_html(run_id)`: the run's HTML report with the demo's steps (registered as
   the HTML report of demo runs: `services.reports.export_run` finds it by kind).

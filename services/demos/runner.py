@@ -5,8 +5,8 @@ A demo is a `Run(kind="demo", name=<scenario>)`:
 - `config`: {"scenario", "engines", "options"} (what was measured) and, while it runs,
   "control": {"pause", "released", "stop"} (the presenter's buttons; removed at the end
   so that repeated demos share a config fingerprint);
-- `summary`: {"scenario", "title", "steps": [...], "awaiting": index or None,
-  "conclusion": text, "verdicts": {engine: {...}}, "skipped_engines": {...}};
+- `summary`: a summary.DemoSummary (scenario, title, steps, the step awaited, the
+  conclusion, verdicts, the engines left out), written as JSON by this module's worker only;
 - one `RequestResult` per request, `extra={"step": key, ...labels}`;
 - `progress` (0-1), `status`, `heartbeat_at`, `worker_pid`, `error`.
 
@@ -14,6 +14,10 @@ The worker writes only status/progress/summary/heartbeat; the page writes only
 config["control"]. Pause: after a step, with control.pause on, the worker waits until
 control.released reaches the next step's index ("Next step"). A process-local event
 wakes it at once when the page runs in the same process; otherwise it polls the row.
+
+This module starts and runs a demo; control.py has the presenter's buttons, reading.py reads
+stored demos back into records.py's records. Their public names are importable from here too,
+as the page, the CLI and the tests always have.
 """
 
 from __future__ import annotations
@@ -21,24 +25,25 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
-
-from db.models import RequestResult, Run
+from db.models import Run
 from db.session import session_scope
 from services import endpoints, lifecycle, limits
-from services.demos.base import BigNumber, ChartSpec, Scenario, StepOutcome, join_sentences
+from services.demos.base import Scenario, StepOutcome, join_sentences
 from services.demos.context import DemoContext, DemoStopped
+from services.demos.control import advance, forget_wakeup, set_pause, stop_demo, wakeup
+from services.demos.reading import demo_result, demo_view, list_demos, wait_until_done
+from services.demos.records import DemoListItem, DemoView, StepView
 from services.demos.registry import get_scenario
+from services.demos.summary import DemoSummary, StepBlock
 from services.endpoints import EngineRecord
 from services.errors import NotFoundError, ShootoutError, ValidationError
-from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus, is_stale
+from services.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus
 from services.processes import launch_run_worker
 
 if TYPE_CHECKING:
@@ -48,86 +53,9 @@ RUN_KIND = RunKind.DEMO
 POLL_S = 0.5
 MAX_ENGINES = 6
 
-_wakeups: dict[int, threading.Event] = {}
-_wakeups_lock = threading.Lock()
-
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _wakeup(run_id: int) -> threading.Event:
-    with _wakeups_lock:
-        return _wakeups.setdefault(run_id, threading.Event())
-
-
-# ---------------------------------------------------------------- records the page shows
-
-
-@dataclass(frozen=True)
-class StepView:
-    index: int
-    key: str
-    title: str
-    explanation: str
-    status: str
-    numbers: list[BigNumber]
-    chart: ChartSpec | None
-    finding: str
-    errors: list[str]
-    data: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class DemoView:
-    run_id: int
-    scenario: str
-    title: str
-    mechanism: str
-    explanation: str
-    status: str
-    progress: float
-    engines: list[str]
-    options: dict[str, Any]
-    steps: list[StepView]
-    conclusion: str | None
-    conclusion_headline: str | None
-    conclusion_lines: list[str]
-    verdicts: dict[str, dict[str, Any]]
-    skipped_engines: dict[str, str]
-    #: Index of the step that waits for "Next step" (None when nothing waits).
-    awaiting: int | None
-    paused: bool
-    error: str | None
-    created_at: datetime | None
-    finished_at: datetime | None
-    request_count: int
-
-    @property
-    def live(self) -> bool:
-        return self.status in ("pending", "running")
-
-    @property
-    def next_step_title(self) -> str | None:
-        if self.awaiting is None or self.awaiting >= len(self.steps):
-            return None
-        return self.steps[self.awaiting].title
-
-
-@dataclass(frozen=True)
-class DemoListItem:
-    run_id: int
-    scenario: str
-    title: str
-    status: str
-    engines: list[str]
-    created_at: datetime
-    conclusion: str | None
-
-    @property
-    def label(self) -> str:
-        when = self.created_at.strftime("%Y-%m-%d %H:%M")
-        return f"#{self.run_id} {self.title} · {', '.join(self.engines)} · {when} · {self.status}"
 
 
 # ---------------------------------------------------------------- starting
@@ -227,47 +155,6 @@ def start_demo(
     return run_id
 
 
-# ---------------------------------------------------------------- presenter controls
-
-
-def _control(run_id: int, **changes: Any) -> None:
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != RUN_KIND:
-            raise NotFoundError(f"No demo run #{run_id}.")
-        if run.status not in ("pending", "running"):
-            return
-        config = dict(run.config or {})
-        control = dict(config.get("control") or {})
-        for key, value in changes.items():
-            control[key] = max(control.get(key, 0), value) if key == "released" else value
-        config["control"] = control
-        run.config = config  # a new dict: JSON columns do not track in-place changes
-    _wakeup(run_id).set()
-
-
-def advance(run_id: int) -> None:
-    """ "Next step": release the step the worker waits at."""
-    view = demo_view(run_id)
-    if view.awaiting is not None:
-        _control(run_id, released=view.awaiting)
-
-
-def set_pause(run_id: int, pause: bool) -> None:
-    """Turn waiting between steps on or off while the demo runs (off also releases a wait)."""
-    changes: dict[str, Any] = {"pause": bool(pause)}
-    if not pause:
-        view = demo_view(run_id)
-        if view.awaiting is not None:
-            changes["released"] = view.awaiting
-    _control(run_id, **changes)
-
-
-def stop_demo(run_id: int) -> None:
-    """Stop after the requests in flight; what was measured stays stored."""
-    _control(run_id, stop=True)
-
-
 # ---------------------------------------------------------------- the worker
 
 
@@ -277,8 +164,10 @@ class _Writer:
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
         self.lock = threading.Lock()
-        self.steps: list[dict[str, Any]] = []
-        self.extra: dict[str, Any] = {}
+        #: The steps as they measure: the scenarios' context fills these mappings in place.
+        self.steps: list[StepBlock] = []
+        #: Everything else of the summary (start_demo's scenario and title, then the worker's parts).
+        self.summary = DemoSummary()
         self._beat_stop = threading.Event()
         self._beat: threading.Thread | None = None
 
@@ -287,13 +176,13 @@ class _Writer:
             run = session.get(Run, self.run_id)
             if run is None:
                 raise DemoStopped()  # deleted under us
-            summary = dict(run.summary or {})
-            summary["steps"] = [dict(step) for step in self.steps]
-            summary.update(self.extra)
-            run.summary = summary
+            run.summary = self.summary_json()
             for key, value in fields.items():
                 setattr(run, key, value)
             lifecycle.beat(self.run_id, session)
+
+    def summary_json(self) -> dict[str, Any]:
+        return replace(self.summary, steps=[dict(step) for step in self.steps]).to_json()
 
     def control(self) -> dict[str, Any]:
         with session_scope() as session:
@@ -352,6 +241,7 @@ def run_demo(run_id: int) -> None:
             raise NotFoundError(f"No demo run #{run_id}.")
         config = dict(run.config or {})
         snapshots = list(run.engines or [])
+        writer.summary = DemoSummary.from_json(run.summary)
     if not lifecycle.claim(run_id):
         return  # started twice, or ended before its worker got going
     status, error = RunStatus.FAILED, None
@@ -361,9 +251,7 @@ def run_demo(run_id: int) -> None:
         options = scenario.resolve_options(config.get("options"))
         engines = [_record_from_snapshot(item) for item in snapshots]
         answering, skipped, versions = _reachable(engines)
-        writer.extra["skipped_engines"] = skipped
-        if versions:
-            writer.extra["engine_versions"] = versions
+        writer.summary = replace(writer.summary, skipped_engines=skipped, engine_versions=versions)
         if not answering:
             reasons = "; ".join(f"{name}: {why}" for name, why in skipped.items())
             raise ShootoutError(f"No engine answered, nothing was measured ({reasons}).")
@@ -428,7 +316,8 @@ def run_demo(run_id: int) -> None:
         conclusion = scenario.conclude(writer.steps, [e.name for e in answering], options)
         lines = list(conclusion.lines)
         lines.extend(f"{name} was left out: {why}" for name, why in skipped.items())
-        writer.extra.update(
+        writer.summary = replace(
+            writer.summary,
             conclusion=join_sentences([conclusion.headline, *lines]),
             conclusion_headline=conclusion.headline,
             conclusion_lines=lines,
@@ -444,16 +333,16 @@ def run_demo(run_id: int) -> None:
             RunStatus.CANCELLED,
             "Stopped by the presenter; the steps measured so far are kept.",
         )
-        writer.extra["awaiting"] = None
+        writer.summary = replace(writer.summary, awaiting=None)
         for step in writer.steps:
             if step["status"] == "running":
                 step["status"] = "cancelled"
     except ShootoutError as failure:
         status, error = RunStatus.FAILED, str(failure)
-        writer.extra["awaiting"] = None
+        writer.summary = replace(writer.summary, awaiting=None)
     except Exception as failure:  # noqa: BLE001 - the run must end in a stored state, never "running"
         status, error = RunStatus.FAILED, f"Unexpected error: {type(failure).__name__}: {failure}"
-        writer.extra["awaiting"] = None
+        writer.summary = replace(writer.summary, awaiting=None)
     finally:
         writer.stop_heartbeat()
         for step in writer.steps:
@@ -462,8 +351,7 @@ def run_demo(run_id: int) -> None:
         try:
             _finish(writer, status, error)
         finally:
-            with _wakeups_lock:
-                _wakeups.pop(run_id, None)
+            forget_wakeup(run_id)
 
 
 def _finish(writer: _Writer, status: RunStatus, error: str | None) -> None:
@@ -471,10 +359,7 @@ def _finish(writer: _Writer, status: RunStatus, error: str | None) -> None:
         run = session.get(Run, writer.run_id)
         if run is None:
             return
-        summary = dict(run.summary or {})
-        summary["steps"] = [dict(step) for step in writer.steps]
-        summary.update(writer.extra)
-        run.summary = summary
+        run.summary = writer.summary_json()
         config = dict(run.config or {})
         config.pop("control", None)
         run.config = config
@@ -495,9 +380,9 @@ def _wait_for_release(writer: _Writer, index: int) -> None:
         raise DemoStopped()
     if not control.get("pause") or int(control.get("released", 0)) >= index:
         return
-    writer.extra["awaiting"] = index
+    writer.summary = replace(writer.summary, awaiting=index)
     writer.write()
-    event = _wakeup(writer.run_id)
+    event = wakeup(writer.run_id)
     while True:
         event.wait(POLL_S)
         event.clear()
@@ -506,7 +391,7 @@ def _wait_for_release(writer: _Writer, index: int) -> None:
             raise DemoStopped()
         if not control.get("pause") or int(control.get("released", 0)) >= index:
             break
-    writer.extra["awaiting"] = None
+    writer.summary = replace(writer.summary, awaiting=None)
     writer.write()
 
 
@@ -519,155 +404,6 @@ def _record_from_snapshot(item: dict[str, Any]) -> EngineRecord:
     for name in ("model", "api_key_env", "metrics_url", "local_id"):
         data.setdefault(name, None)
     return EngineRecord(**data)
-
-
-# ---------------------------------------------------------------- reading back
-
-
-def _interrupt_if_stale(run_id: int) -> None:
-    """A demo left "running" by a process that died shows as interrupted, never forever running."""
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if (
-            run is None
-            or run.status not in ACTIVE_STATUSES
-            or not is_stale(run.heartbeat_at, run.created_at)
-        ):
-            return
-        lifecycle.interrupt(
-            run,
-            "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept.",
-        )
-        summary = dict(run.summary or {})
-        summary["awaiting"] = None
-        run.summary = summary
-
-
-def _step_view(index: int, step: dict[str, Any]) -> StepView:
-    chart = step.get("chart")
-    return StepView(
-        index=index,
-        key=str(step.get("key", "")),
-        title=str(step.get("title", "")),
-        explanation=str(step.get("explanation", "")),
-        status=str(step.get("status", "pending")),
-        numbers=[BigNumber(**n) for n in step.get("numbers") or []],
-        chart=ChartSpec.from_dict(chart) if isinstance(chart, dict) else None,
-        finding=str(step.get("finding") or ""),
-        errors=[str(e) for e in step.get("errors") or []],
-        data=dict(step.get("data") or {}),
-    )
-
-
-def demo_view(run_id: int) -> DemoView:
-    """Everything the page draws for one demo, from the database alone (live or replay)."""
-    _interrupt_if_stale(run_id)
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != RUN_KIND:
-            raise NotFoundError(f"No demo run #{run_id}.")
-        requests = session.scalar(
-            select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id)
-        )
-        config = dict(run.config or {})
-        summary = dict(run.summary or {})
-        name = str(config.get("scenario") or run.name)
-        try:
-            scenario: Scenario | None = get_scenario(name)
-        except NotFoundError:
-            scenario = None
-        control = config.get("control") or {}
-        return DemoView(
-            run_id=run.id,
-            scenario=name,
-            title=str(summary.get("title") or (scenario.title if scenario else name)),
-            mechanism=scenario.mechanism if scenario else "",
-            explanation=scenario.explanation if scenario else "",
-            status=run.status,
-            progress=float(run.progress or 0.0),
-            engines=[n for n in (run.engine_names or "").split(",") if n],
-            options=dict(config.get("options") or {}),
-            steps=[_step_view(i, s) for i, s in enumerate(summary.get("steps") or [])],
-            conclusion=summary.get("conclusion"),
-            conclusion_headline=summary.get("conclusion_headline"),
-            conclusion_lines=[str(line) for line in summary.get("conclusion_lines") or []],
-            verdicts=dict(summary.get("verdicts") or {}),
-            skipped_engines=dict(summary.get("skipped_engines") or {}),
-            awaiting=summary.get("awaiting") if run.status in ("pending", "running") else None,
-            paused=bool(control.get("pause")),
-            error=run.error,
-            created_at=run.created_at,
-            finished_at=run.finished_at,
-            request_count=int(requests or 0),
-        )
-
-
-def list_demos(limit: int = 50) -> list[DemoListItem]:
-    """Stored demos, newest first (to replay one without its engines)."""
-    with session_scope() as session:
-        rows = session.execute(
-            select(Run.id, Run.name, Run.status, Run.engine_names, Run.created_at, Run.summary)
-            .where(Run.kind == RUN_KIND, Run.archived.is_(False))
-            .order_by(Run.created_at.desc(), Run.id.desc())
-            .limit(limit)
-        ).all()
-    items = []
-    for run_id, name, status, engine_names, created_at, summary in rows:
-        summary = summary or {}
-        items.append(
-            DemoListItem(
-                run_id=run_id,
-                scenario=name,
-                title=str(summary.get("title") or name),
-                status=status,
-                engines=[n for n in (engine_names or "").split(",") if n],
-                created_at=created_at,
-                conclusion=summary.get("conclusion"),
-            )
-        )
-    return items
-
-
-def demo_result(run_id: int) -> dict[str, Any]:
-    """The JSON `cli.py demo --json` prints (format in the README)."""
-    view = demo_view(run_id)
-    return {
-        "run_id": view.run_id,
-        "scenario": view.scenario,
-        "title": view.title,
-        "status": view.status,
-        "engines": view.engines,
-        "skipped_engines": view.skipped_engines,
-        "options": view.options,
-        "conclusion": view.conclusion,
-        "verdicts": view.verdicts,
-        "error": view.error,
-        "requests": view.request_count,
-        "steps": [
-            {
-                "key": step.key,
-                "title": step.title,
-                "status": step.status,
-                "finding": step.finding,
-                "numbers": [{"label": n.label, "value": n.value, "text": n.text} for n in step.numbers],
-                "data": step.data,
-                "errors": step.errors,
-            }
-            for step in view.steps
-        ],
-    }
-
-
-def wait_until_done(run_id: int, timeout_s: float = 600.0) -> DemoView:
-    """Block until the demo ends (tests and scripts)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        view = demo_view(run_id)
-        if not view.live:
-            return view
-        if time.monotonic() > deadline:
-            raise ShootoutError(f"Demo #{run_id} did not finish within {timeout_s:.0f} s.")
-        time.sleep(0.2)
 
 
 __all__ = [

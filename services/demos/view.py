@@ -1,4 +1,4 @@
-"""How the Demos page words a demo's state, as plain functions over runner's records: the status
+"""How the Demos page words a demo's state, as plain functions over records.py's records: the status
 line, the step markers, the progress text, and when a big number's change is no change."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from services.demos.base import BigNumber
-from services.demos.runner import DemoView
+from services.demos.records import DemoView
 
 _STATUS_TEXT = {
     "pending": "starting",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from services import reports
+from services.demos.summary import DemoSummary
 from services.runs.history import list_runs
 from services.runs.records import LATENCY_METRICS, RunFilter, RunPage, parse_run_ids
 from services.safe_text import md_line, md_text
@@ -190,7 +191,7 @@ def run_page_view(run_id: int) -> RunPageView:
     detail = run.detail
     summary = detail.summary
     others = [i for i in detail.repeat_ids if i != detail.id]
-    demo = summary.get("conclusion") if detail.kind == "demo" else None
+    demo = DemoSummary.from_json(summary).conclusion if detail.kind == "demo" else None
     parity = summary.get("conclusion_headline") if detail.kind == "parity" else None
     return RunPageView(
         run=run,

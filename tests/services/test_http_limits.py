@@ -79,7 +79,7 @@ def _prometheus(url: str) -> str:
 
 
 def _health(url: str) -> str:
-    ok, detail = local_engines._health(url)
+    ok, detail = local_engines.state.health(url)
     assert not ok
     return detail
 

@@ -1,0 +1,68 @@
+"""The presenter's buttons on a running demo: "Next step", pause, stop.
+
+The page writes only config["control"] of the run row; the worker reads it between steps. A
+process-local event wakes a worker in the same process at once (the CLI); one in its own
+process polls the row (runner.POLL_S)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from db.models import Run
+from db.session import session_scope
+from services.demos.reading import demo_view
+from services.errors import NotFoundError
+from services.lifecycle import RunKind
+
+_wakeups: dict[int, threading.Event] = {}
+_wakeups_lock = threading.Lock()
+
+
+def wakeup(run_id: int) -> threading.Event:
+    """The event that wakes the worker of `run_id` in this process."""
+    with _wakeups_lock:
+        return _wakeups.setdefault(run_id, threading.Event())
+
+
+def forget_wakeup(run_id: int) -> None:
+    with _wakeups_lock:
+        _wakeups.pop(run_id, None)
+
+
+def _control(run_id: int, **changes: Any) -> None:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != RunKind.DEMO:
+            raise NotFoundError(f"No demo run #{run_id}.")
+        if run.status not in ("pending", "running"):
+            return
+        config = dict(run.config or {})
+        control = dict(config.get("control") or {})
+        for key, value in changes.items():
+            control[key] = max(control.get(key, 0), value) if key == "released" else value
+        config["control"] = control
+        run.config = config  # a new dict: JSON columns do not track in-place changes
+    wakeup(run_id).set()
+
+
+def advance(run_id: int) -> None:
+    """ "Next step": release the step the worker waits at."""
+    view = demo_view(run_id)
+    if view.awaiting is not None:
+        _control(run_id, released=view.awaiting)
+
+
+def set_pause(run_id: int, pause: bool) -> None:
+    """Turn waiting between steps on or off while the demo runs (off also releases a wait)."""
+    changes: dict[str, Any] = {"pause": bool(pause)}
+    if not pause:
+        view = demo_view(run_id)
+        if view.awaiting is not None:
+            changes["released"] = view.awaiting
+    _control(run_id, **changes)
+
+
+def stop_demo(run_id: int) -> None:
+    """Stop after the requests in flight; what was measured stays stored."""
+    _control(run_id, stop=True)

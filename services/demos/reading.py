@@ -1,0 +1,148 @@
+"""Reading stored demos back, live or replayed, from the database alone: one demo's view,
+the list of stored demos, the `cli.py demo --json` document, and waiting for the end."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import func, select
+
+from db.models import RequestResult, Run
+from db.session import session_scope
+from services import lifecycle
+from services.demos.base import Scenario
+from services.demos.records import DemoListItem, DemoView, step_view
+from services.demos.registry import get_scenario
+from services.demos.summary import DemoSummary
+from services.errors import NotFoundError, ShootoutError
+from services.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
+
+
+def _interrupt_if_stale(run_id: int) -> None:
+    """A demo left "running" by a process that died shows as interrupted, never forever running."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if (
+            run is None
+            or run.status not in ACTIVE_STATUSES
+            or not is_stale(run.heartbeat_at, run.created_at)
+        ):
+            return
+        lifecycle.interrupt(
+            run,
+            "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept.",
+        )
+        run.summary = replace(DemoSummary.from_json(run.summary), awaiting=None).to_json()
+
+
+def demo_view(run_id: int) -> DemoView:
+    """Everything the page draws for one demo, from the database alone (live or replay)."""
+    _interrupt_if_stale(run_id)
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != RunKind.DEMO:
+            raise NotFoundError(f"No demo run #{run_id}.")
+        requests = session.scalar(
+            select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id)
+        )
+        config = dict(run.config or {})
+        summary = DemoSummary.from_json(run.summary)
+        name = str(config.get("scenario") or run.name)
+        try:
+            scenario: Scenario | None = get_scenario(name)
+        except NotFoundError:
+            scenario = None
+        control = config.get("control") or {}
+        return DemoView(
+            run_id=run.id,
+            scenario=name,
+            title=summary.title or (scenario.title if scenario else name),
+            mechanism=scenario.mechanism if scenario else "",
+            explanation=scenario.explanation if scenario else "",
+            status=run.status,
+            progress=float(run.progress or 0.0),
+            engines=[n for n in (run.engine_names or "").split(",") if n],
+            options=dict(config.get("options") or {}),
+            steps=[step_view(i, s) for i, s in enumerate(summary.steps)],
+            conclusion=summary.conclusion,
+            conclusion_headline=summary.conclusion_headline,
+            conclusion_lines=list(summary.conclusion_lines or []),
+            verdicts=dict(summary.verdicts or {}),
+            skipped_engines=dict(summary.skipped_engines or {}),
+            awaiting=summary.awaiting if run.status in ("pending", "running") else None,
+            paused=bool(control.get("pause")),
+            error=run.error,
+            created_at=run.created_at,
+            finished_at=run.finished_at,
+            request_count=int(requests or 0),
+        )
+
+
+def list_demos(limit: int = 50) -> list[DemoListItem]:
+    """Stored demos, newest first (to replay one without its engines)."""
+    with session_scope() as session:
+        rows = session.execute(
+            select(Run.id, Run.name, Run.status, Run.engine_names, Run.created_at, Run.summary)
+            .where(Run.kind == RunKind.DEMO, Run.archived.is_(False))
+            .order_by(Run.created_at.desc(), Run.id.desc())
+            .limit(limit)
+        ).all()
+    items = []
+    for run_id, name, status, engine_names, created_at, summary in rows:
+        stored = DemoSummary.from_json(summary)
+        items.append(
+            DemoListItem(
+                run_id=run_id,
+                scenario=name,
+                title=stored.title or name,
+                status=status,
+                engines=[n for n in (engine_names or "").split(",") if n],
+                created_at=created_at,
+                conclusion=stored.conclusion,
+            )
+        )
+    return items
+
+
+def demo_result(run_id: int) -> dict[str, Any]:
+    """The JSON `cli.py demo --json` prints (format in the README)."""
+    view = demo_view(run_id)
+    return {
+        "run_id": view.run_id,
+        "scenario": view.scenario,
+        "title": view.title,
+        "status": view.status,
+        "engines": view.engines,
+        "skipped_engines": view.skipped_engines,
+        "options": view.options,
+        "conclusion": view.conclusion,
+        "verdicts": view.verdicts,
+        "error": view.error,
+        "requests": view.request_count,
+        "steps": [
+            {
+                "key": step.key,
+                "title": step.title,
+                "status": step.status,
+                "finding": step.finding,
+                "numbers": [{"label": n.label, "value": n.value, "text": n.text} for n in step.numbers],
+                "data": step.data,
+                "errors": step.errors,
+            }
+            for step in view.steps
+        ],
+    }
+
+
+def wait_until_done(run_id: int, timeout_s: float = 600.0) -> DemoView:
+    """Block until the demo ends (tests and scripts)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        view = demo_view(run_id)
+        if not view.live:
+            return view
+        if time.monotonic() > deadline:
+            raise ShootoutError(f"Demo #{run_id} did not finish within {timeout_s:.0f} s.")
+        time.sleep(0.2)

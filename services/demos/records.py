@@ -1,0 +1,94 @@
+"""What the Demos page, the report and `cli.py demo` read of one demo: typed records built
+from its run row and its summary (summary.DemoSummary), never from string keys elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from services.demos.base import BigNumber, ChartSpec
+from services.demos.summary import StepBlock
+
+
+@dataclass(frozen=True)
+class StepView:
+    index: int
+    key: str
+    title: str
+    explanation: str
+    status: str
+    numbers: list[BigNumber]
+    chart: ChartSpec | None
+    finding: str
+    errors: list[str]
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DemoView:
+    run_id: int
+    scenario: str
+    title: str
+    mechanism: str
+    explanation: str
+    status: str
+    progress: float
+    engines: list[str]
+    options: dict[str, Any]
+    steps: list[StepView]
+    conclusion: str | None
+    conclusion_headline: str | None
+    conclusion_lines: list[str]
+    verdicts: dict[str, dict[str, Any]]
+    skipped_engines: dict[str, str]
+    #: Index of the step that waits for "Next step" (None when nothing waits).
+    awaiting: int | None
+    paused: bool
+    error: str | None
+    created_at: datetime | None
+    finished_at: datetime | None
+    request_count: int
+
+    @property
+    def live(self) -> bool:
+        return self.status in ("pending", "running")
+
+    @property
+    def next_step_title(self) -> str | None:
+        if self.awaiting is None or self.awaiting >= len(self.steps):
+            return None
+        return self.steps[self.awaiting].title
+
+
+@dataclass(frozen=True)
+class DemoListItem:
+    run_id: int
+    scenario: str
+    title: str
+    status: str
+    engines: list[str]
+    created_at: datetime
+    conclusion: str | None
+
+    @property
+    def label(self) -> str:
+        when = self.created_at.strftime("%Y-%m-%d %H:%M")
+        return f"#{self.run_id} {self.title} · {', '.join(self.engines)} · {when} · {self.status}"
+
+
+def step_view(index: int, step: StepBlock) -> StepView:
+    """One stored step as the page draws it."""
+    chart = step.get("chart")
+    return StepView(
+        index=index,
+        key=str(step.get("key", "")),
+        title=str(step.get("title", "")),
+        explanation=str(step.get("explanation", "")),
+        status=str(step.get("status", "pending")),
+        numbers=[BigNumber(**n) for n in step.get("numbers") or []],
+        chart=ChartSpec.from_dict(chart) if isinstance(chart, dict) else None,
+        finding=str(step.get("finding") or ""),
+        errors=[str(e) for e in step.get("errors") or []],
+        data=dict(step.get("data") or {}),
+    )

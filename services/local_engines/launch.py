@@ -1,0 +1,261 @@
+"""Starting and stopping the local engines: their command lines, the detached processes (their
+own session, so they outlive the command or page that started them), the wait for /health,
+and their entries in the engine registry."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+
+from services import endpoints
+from services.errors import EngineError, NotFoundError, ShootoutError
+from services.local_engines.catalog import (
+    MODEL_NAME,
+    VLLM_SERVED_NAME,
+    LocalEngineSpec,
+    LocalEngineStatus,
+    get_spec,
+    niced,
+    specs,
+)
+from services.local_engines.installer import install
+from services.local_engines.paths import (
+    gguf_path,
+    hf_model_dir,
+    is_installed,
+    llama_server_path,
+    state_dir,
+    venv_python,
+)
+from services.local_engines.state import (
+    children,
+    death_reason,
+    log_tail,
+    mark_failed,
+    port_busy,
+    read_state,
+    state_key,
+    state_lock,
+    status,
+    write_state,
+)
+from services.processes import pid_alive
+
+
+def _command(spec: LocalEngineSpec) -> tuple[list[str], dict[str, str]]:
+    return server_command(spec.backend, spec.port, spec.args)
+
+
+def server_command(backend: str, port: int, args: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+    """(argv, extra environment) of a local engine of `backend` on 127.0.0.1:`port` with `args`
+    (the fixed specs above, and the tuning runs' configurations on free ports)."""
+    host_port = ["--host", "127.0.0.1", "--port", str(port)]
+    if backend == "llamacpp":
+        server, model = llama_server_path(), gguf_path()
+        if server is None or model is None:
+            raise EngineError("llama.cpp is not installed: run `python cli.py local install` first.")
+        return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
+    model_dir = hf_model_dir()
+    if not (model_dir / ".complete").exists():
+        raise EngineError(
+            f"The converted model is missing ({model_dir}): run `python cli.py local install`."
+        )
+    command = [
+        str(venv_python("vllm")),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        VLLM_SERVED_NAME,
+        *host_port,
+        *args,
+    ]
+    return command, {
+        "VLLM_CPU_KVCACHE_SPACE": "2",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngineStatus:
+    """Launch one local engine (no-op when it already runs). With `wait`, block until
+    /health answers or the engine dies, and raise with its log tail on failure."""
+    spec = get_spec(engine_id)
+    with state_lock:
+        state = read_state()
+        entry = state.get(state_key(spec), {})
+        if pid_alive(entry.get("pid")):
+            current = status(spec.id)[0]
+        else:
+            if port_busy(spec.port):
+                raise EngineError(
+                    f"Port {spec.port} is taken by another program, so {spec.id} cannot start there. "
+                    "Stop that program, or move all local engines with SHOOTOUT_LOCAL_PORT_BASE=<port>."
+                )
+            command, extra_env = _command(spec)
+            log_path = state_dir() / f"{spec.id}-{spec.port}.log"
+            with open(log_path, "ab") as log:
+                log.write(
+                    f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode()
+                )
+                log.flush()
+                process = subprocess.Popen(
+                    niced(command),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env={**os.environ, **extra_env},
+                    start_new_session=True,
+                    cwd=str(state_dir()),
+                )
+            children[process.pid] = process
+            state[state_key(spec)] = {
+                "pid": process.pid,
+                "port": spec.port,
+                "log": str(log_path),
+                "started": time.time(),
+            }
+            write_state(state)
+            current = status(spec.id)[0]
+    if register:
+        register_engine(spec)
+    if wait:
+        current = wait_healthy(spec.id, spec.start_timeout_s)
+    return current
+
+
+def wait_healthy(engine_id: str, timeout_s: float) -> LocalEngineStatus:
+    spec = get_spec(engine_id)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = status(spec.id)[0]
+        if current.status == "running":
+            return current
+        if current.status != "starting":
+            entry = read_state().get(state_key(spec), {})
+            tail = log_tail(entry.get("log"))
+            reason = death_reason(entry.get("pid"), entry.get("log"))
+            mark_failed(spec, f"exited during start-up: {reason}")
+            raise EngineError(
+                f"{spec.id} exited during start-up: {reason}. Last lines of its log:\n{tail}"
+            )
+        if time.monotonic() > deadline:
+            tail = log_tail(current.log_file)
+            raise EngineError(
+                f"{spec.id} was not healthy after {timeout_s:.0f} s. Last lines of its log:\n{tail}"
+            )
+        time.sleep(1.0)
+
+
+def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
+    """Stop one local engine: SIGTERM to its process group, SIGKILL after `timeout_s`."""
+    spec = get_spec(engine_id)
+    with state_lock:
+        state = read_state()
+        entry = state.get(state_key(spec), {})
+        pid = entry.get("pid")
+        if pid is not None and pid_alive(pid):
+            _terminate_group(pid, timeout_s)
+        state[state_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
+        write_state(state)
+    return status(spec.id)[0]
+
+
+def _terminate_group(pid: int, timeout_s: float) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            break
+        _reap(pid)
+        time.sleep(0.2)
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
+    """Put a local engine in the registry (or bring its entry up to date)."""
+    url = f"http://127.0.0.1:{spec.port}"
+    model = VLLM_SERVED_NAME if spec.backend == "vllm" else MODEL_NAME
+    info = {"local": True, "description": spec.description}
+    try:
+        endpoints.get_engine(spec.id)
+    except NotFoundError:
+        return endpoints.add_engine(
+            spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info
+        )
+    return endpoints.update_engine(
+        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info
+    )
+
+
+def up(
+    engine_ids: Iterable[str] | None = None,
+    install_missing: bool = True,
+    log: Callable[[str], None] = print,
+) -> list[LocalEngineStatus]:
+    """Install (when missing) and start the local engines, then wait until each is healthy
+    or has failed. Never raises for one engine: a failed engine comes back with status
+    "failed" and the reason (install error, signal, last log line), the others run.
+    The llama.cpp engines start in about 2 s; vLLM compiles on first start (about 2 minutes)."""
+    chosen = [get_spec(i) for i in engine_ids] if engine_ids else specs()
+    failed: dict[str, str] = {}
+    for backend in sorted({s.backend for s in chosen}, key=["llamacpp", "vllm"].index):
+        if install_missing and not is_installed(backend):
+            try:
+                install([backend], log=log)
+            except ShootoutError as error:
+                failed.update({s.id: str(error) for s in chosen if s.backend == backend})
+    for spec in chosen:
+        if spec.id in failed:
+            continue
+        try:
+            start(spec.id, wait=False)
+        except ShootoutError as error:
+            failed[spec.id] = str(error)
+    for spec in chosen:
+        if spec.id in failed:
+            continue
+        try:
+            current = wait_healthy(spec.id, spec.start_timeout_s)
+            log(f"{spec.id}: healthy at {current.url}")
+        except ShootoutError as error:
+            failed[spec.id] = str(error).split("\n", 1)[0]
+    for engine_id, reason in failed.items():
+        log(f"{engine_id}: DID NOT START: {reason}")
+        spec = get_spec(engine_id)
+        state_now = status(engine_id)[0].status
+        if state_now == "starting":  # not healthy in time: do not leave it running unwatched
+            stop(engine_id)
+        if state_now != "failed":
+            mark_failed(spec, reason)
+    return [status(s.id)[0] for s in chosen]
+
+
+def down(engine_ids: Iterable[str] | None = None) -> list[LocalEngineStatus]:
+    chosen = list(engine_ids) if engine_ids else [s.id for s in specs()]
+    return [stop(engine_id) for engine_id in chosen]
+
+
+def as_dicts(statuses: list[LocalEngineStatus]) -> list[dict]:
+    return [asdict(s) for s in statuses]

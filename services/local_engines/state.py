@@ -1,0 +1,132 @@
+"""The local engines' run state (`<engines dir>/run/state.json`: PID, port, log per engine) and
+their status as read from it, the processes and /health."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+from services import http, llamacpp_build
+from services.local_engines.catalog import LocalEngineSpec, LocalEngineStatus, Status, get_spec, specs
+from services.local_engines.paths import is_installed, state_dir
+from services.processes import pid_alive
+
+
+def state_key(spec: LocalEngineSpec) -> str:
+    # Keyed by port too: engines moved with SHOOTOUT_LOCAL_PORT_BASE are other processes.
+    return f"{spec.id}@{spec.port}"
+
+
+def _state_file() -> Path:
+    return state_dir() / "state.json"
+
+
+def read_state() -> dict[str, dict]:
+    try:
+        return json.loads(_state_file().read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def write_state(state: dict[str, dict]) -> None:
+    tmp = _state_file().with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(_state_file())
+
+
+state_lock = threading.Lock()
+#: Engines this process started, by PID: their exit status tells how they died.
+children: dict[int, subprocess.Popen] = {}
+
+
+def port_busy(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def health(url: str) -> tuple[bool, str]:
+    try:
+        response = http.fetch("GET", url + "/health", deadline_s=2.0, max_bytes=64 * 1024)
+    except http.HttpError as error:
+        return False, str(error)
+    return response.status == 200, f"HTTP {response.status}"
+
+
+def log_tail(path: str | None, lines: int = 6) -> str:
+    if not path:
+        return ""
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
+    chosen = [get_spec(engine_id)] if engine_id else specs()
+    state = read_state()
+    result = []
+    for spec in chosen:
+        entry = state.get(state_key(spec), {})
+        url = f"http://127.0.0.1:{spec.port}"
+        pid = entry.get("pid")
+        installed = is_installed(spec.backend)
+        if pid_alive(pid):
+            ok, detail = health(url)
+            state_name: Status = "running" if ok else "starting"
+            message = "healthy" if ok else f"process {pid} is up, /health: {detail}"
+        elif entry.get("failed"):
+            state_name, message = "failed", entry["failed"]
+        elif pid:
+            # Started and never stopped, yet gone: it died (a page's Start does not wait).
+            state_name, message = "failed", f"exited: {death_reason(pid, entry.get('log'))}"
+        elif not installed:
+            state_name, message = "not_installed", "not installed yet (Install, or `cli.py local up`)"
+            pid = None
+        else:
+            state_name, message = "stopped", "stopped"
+            pid = None
+        result.append(
+            LocalEngineStatus(
+                id=spec.id,
+                label=spec.label,
+                kind=spec.kind,
+                port=spec.port,
+                url=url,
+                status=state_name,
+                pid=pid if state_name in ("running", "starting") else None,
+                log_file=entry.get("log"),
+                message=message,
+                installed=installed,
+            )
+        )
+    return result
+
+
+def death_reason(pid: int | None, log_path: str | None) -> str:
+    """How an engine died, in plain words: its signal or exit status when this process
+    started it, and the last line of its log."""
+    parts = []
+    child = children.get(pid or -1)
+    if child is not None and child.poll() is not None:
+        how, name = llamacpp_build.describe_exit(child.returncode)
+        if name == "SIGILL":
+            how += ": the build uses an instruction this CPU does not run; `cli.py local install` rebuilds it"
+        parts.append(how)
+    last = log_tail(log_path, 1).strip()
+    if last:
+        parts.append(f"last log line: {last[:300]}")
+    return "; ".join(parts) or "no log"
+
+
+def mark_failed(spec: LocalEngineSpec, reason: str) -> None:
+    with state_lock:
+        state = read_state()
+        entry = state.get(state_key(spec), {})
+        entry.update({"pid": None, "failed": reason})
+        state[state_key(spec)] = entry
+        write_state(state)

@@ -1,0 +1,98 @@
+"""A demo's stored summary as one typed record: every shape written so far reads back and is
+written back unchanged, unknown keys included, and odd stored values never raise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from db.models import Run
+from db.session import session_scope
+from services.demos import runner
+from services.demos.summary import DemoSummary
+
+STEP = {
+    "key": "cold",
+    "title": "Cold prompt",
+    "explanation": "The first request.",
+    "status": "finished",
+    "numbers": [{"label": "TTFT", "value": 0.2, "text": "0.2 s"}],
+    "chart": None,
+    "finding": "",
+    "data": {"ttft_s": 0.2},
+    "errors": [],
+    "started_at": "2025-01-01T00:00:00+00:00",
+    "finished_at": "2025-01-01T00:00:01+00:00",
+}
+
+#: As start_demo stores it, as the worker has it mid-run, and as a concluded demo holds it.
+SHAPES: list[dict[str, Any]] = [
+    {"scenario": "prefix-cache", "title": "Prefix caching", "steps": [], "awaiting": None},
+    {
+        "scenario": "prefix-cache",
+        "title": "Prefix caching",
+        "steps": [STEP, {**STEP, "key": "warm", "status": "pending"}],
+        "awaiting": 1,
+        "skipped_engines": {},
+        "engine_versions": {"a": "b5000"},
+    },
+    {
+        "scenario": "prefix-cache",
+        "title": "Prefix caching",
+        "steps": [STEP],
+        "awaiting": None,
+        "skipped_engines": {"dead": "connection refused"},
+        "conclusion": "Caching halves TTFT. dead was left out: connection refused",
+        "conclusion_headline": "Caching halves TTFT.",
+        "conclusion_lines": ["dead was left out: connection refused"],
+        "verdicts": {"a": {"verdict": "cache", "ratio": 0.5}},
+        "a_key_from_a_later_version": [1, 2],
+    },
+]
+
+
+@pytest.mark.parametrize("stored", SHAPES)
+def test_every_written_shape_round_trips(stored: dict[str, Any]) -> None:
+    assert DemoSummary.from_json(stored).to_json() == stored
+
+
+def test_the_record_reads_its_parts() -> None:
+    summary = DemoSummary.from_json(SHAPES[2])
+    assert summary.concluded and summary.conclusion_headline == "Caching halves TTFT."
+    assert summary.skipped_engines == {"dead": "connection refused"}
+    assert summary.verdicts == {"a": {"verdict": "cache", "ratio": 0.5}}
+    assert summary.extra == {"a_key_from_a_later_version": [1, 2]}
+    assert not DemoSummary.from_json(SHAPES[0]).concluded
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        None,
+        {},
+        {"steps": "not a list", "awaiting": "1", "verdicts": [], "skipped_engines": 3},
+        {"steps": [1, None, {"key": "ok"}], "awaiting": True, "conclusion_lines": "one"},
+        {"title": 7, "engine_versions": None, "conclusion": {"text": "x"}},
+    ],
+)
+def test_odd_stored_values_read_as_absent(odd: Any) -> None:
+    summary = DemoSummary.from_json(odd)
+    assert summary.awaiting is None and summary.conclusion is None and summary.title is None
+    assert all(isinstance(step, dict) for step in summary.steps)
+    assert summary.verdicts is None or isinstance(summary.verdicts, dict)
+
+
+def test_a_finished_demo_stores_a_summary_that_round_trips(db_url: str, demo_server) -> None:  # type: ignore[no-untyped-def]
+    demo_server.register("typed", "ttft=200,itl=5", cache=0.5)
+    options = {"prompt_tokens": 150, "turns": 2, "max_tokens": 4}
+    run_id = runner.start_demo("prefix-cache", ["typed"], options=options, background=False)
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        stored = dict(run.summary or {})
+    summary = DemoSummary.from_json(stored)
+    assert summary.to_json() == stored
+    assert summary.scenario == "prefix-cache" and summary.concluded
+    assert summary.verdicts is not None and summary.verdicts["typed"]["verdict"] == "cache"
+    assert [step["status"] for step in summary.steps] == ["finished"] * len(summary.steps)
