@@ -18,11 +18,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from services.bench import form, jobs, selfcheck
+from services.bench.arrivals import ARRIVAL_PROCESSES
 from services.bench.spec import BenchSpec
 from services.bench.stats import CANCELLED, RequestRecord, cdf_points, throughput_series
 from services.bench.summary import BenchSummary
-from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
 from services.measure import percentile_key
+from services.safe_text import md_line
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -51,6 +53,16 @@ SWEEP_TITLES = {
     "rate": "Sweep the request rate",
     "slo_search": "Search the highest load meeting the SLOs",
 }
+#: The order the results view draws a finished run's charts in (those it has).
+FIGURE_ORDER = (
+    "latency_throughput",
+    "ttft_cdf",
+    "itl_cdf",
+    "engine_metrics",
+    "concurrency",
+    "timeline",
+    "live",
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,9 @@ class FormOptions:
     loads: dict[str, str] = field(default_factory=lambda: dict(LOAD_TITLES))
     sweeps: dict[str, str] = field(default_factory=lambda: dict(SWEEP_TITLES))
     length_dists: tuple[str, ...] = LENGTH_DISTRIBUTIONS
+    traces: tuple[str, ...] = tuple(TRACES)
+    arrivals: tuple[str, ...] = ARRIVAL_PROCESSES
+    search_over: tuple[str, ...] = ("rate", "concurrency")
     trace_attribution: str = TRACE_ATTRIBUTION
     #: The widgets' initial values: the same defaults as `cli.py bench`'s.
     defaults: form.BenchForm = field(default_factory=form.BenchForm)
@@ -146,6 +161,63 @@ class RunView:
     @property
     def active(self) -> bool:
         return self.run.active
+
+    @property
+    def status_level(self) -> str:
+        """How the status reads: "success", "warning" or "error"."""
+        return {"finished": "success", "finished_with_errors": "warning", "cancelled": "warning"}.get(
+            self.run.status, "error"
+        )
+
+    # The three texts below are markdown: what the run or a server named is escaped, the rest is ours.
+    @property
+    def status_markdown(self) -> str:
+        partial = (
+            " (partial results: what ran before the cancel)" if self.run.status == "cancelled" else ""
+        )
+        return f"Status: {md_line(self.run.status.replace('_', ' '))}{partial}"
+
+    @property
+    def progress_markdown(self) -> str:
+        return f"{md_line(self.run.status)}: {md_line(self.run.live.get('message'))}"
+
+    @property
+    def count_lines(self) -> list[str]:
+        """One line per engine of a live run: what completed, failed, was cancelled, warmed up."""
+        lines = []
+        for name, counts in self.counts.items():
+            stopped = f", {counts['cancelled']} cancelled" if counts.get("cancelled") else ""
+            lines.append(
+                f"{md_line(name)}: {counts['completed']} completed, {counts['failed']} failed{stopped}, "
+                f"{counts['warmup']} warm-up"
+            )
+        return lines
+
+    @property
+    def has_tables(self) -> bool:
+        return not self.table.empty
+
+    def ordered_figures(self) -> list[tuple[str, go.Figure]]:
+        return [(name, self.figures[name]) for name in FIGURE_ORDER if name in self.figures]
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """The run picker: its labels by run id, and the run on screen."""
+
+    labels: dict[int, str]
+    selected: int
+
+
+def run_choice(recent: list[jobs.BenchRunItem], wanted: str | None) -> RunChoice:
+    """The run the address asks for (`?run=ID`), else the newest; a run older than the list
+    still gets a label. No status in the labels: a label drawn while the run was pending
+    stayed "(pending)" above "Status: finished"; the results show the status once."""
+    labels = {item.id: f"#{item.id} {item.name}" for item in recent}
+    selected = int(wanted) if wanted and wanted.isdigit() else recent[0].id
+    if selected not in labels:
+        labels = {selected: f"#{selected}", **labels}
+    return RunChoice(labels=labels, selected=selected)
 
 
 def recent_runs(limit: int = 30) -> list[jobs.BenchRunItem]:

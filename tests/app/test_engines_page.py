@@ -37,3 +37,16 @@ def test_lists_local_engines(local_engines) -> None:  # type: ignore[no-untyped-
     text = " ".join(m.value for m in at.markdown)
     for name in ("llamacpp-4slot", "vllm-cpu", "llamacpp-1slot"):
         assert name in text
+
+
+def test_an_endpoint_added_is_listed_in_the_same_run(db_url: str) -> None:
+    at = engines_page().run()
+    at.text_input(key="add_name").set_value("later")
+    at.text_input(key="add_url").set_value("http://127.0.0.1:9")
+    at.checkbox(key="add_force").check()
+    submit = next(b for b in at.get("button") if getattr(b, "label", "") == "Probe and add")
+    submit.click().run()
+    assert not at.exception
+    assert any("Added" in s.value for s in at.success)
+    assert any("later" in m.value for m in at.markdown)
+    assert [e.name for e in endpoints.list_engines()] == ["later"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from services.bench import views
+from services.bench import jobs, views
+from services.bench.spec import BenchSpec, EngineTarget
 from services.endpoints import add_engine
 from services.errors import NotFoundError, ValidationError
 
@@ -124,3 +126,55 @@ def test_engines_run_one_after_another_are_drawn_one_after_another() -> None:
     concurrency = views.concurrency_figure(records, None, offsets)
     assert min(concurrency.data[1].x) == pytest.approx(13.0)
     assert "own start" in views.timeline_figure(records).layout.xaxis.title.text
+
+
+def _item(run_id: int, name: str) -> jobs.BenchRunItem:
+    return jobs.BenchRunItem(run_id, name, "finished", 1.0, "one", None)
+
+
+def test_the_run_picker_follows_the_address_else_the_newest() -> None:
+    recent = [_item(7, "newest"), _item(5, "older")]
+    assert views.run_choice(recent, None).selected == 7
+    assert views.run_choice(recent, "nonsense").selected == 7
+    chosen = views.run_choice(recent, "5")
+    assert (chosen.selected, chosen.labels) == (5, {7: "#7 newest", 5: "#5 older"})
+    # A run older than the list (a shared link) gets a label of its own, first.
+    assert list(views.run_choice(recent, "2").labels) == [2, 7, 5]
+
+
+def _view(status: str, counts: dict[str, dict[str, int]] | None = None) -> views.RunView:
+    run = jobs.BenchRunView(
+        id=3,
+        name="n",
+        status=status,
+        progress=0.5,
+        spec=BenchSpec(engines=(EngineTarget(name="one", base_url="http://127.0.0.1:9", model="m"),)),
+        summary={},
+        error=None,
+        created_at=None,
+        started_at=None,
+        finished_at=None,
+        live={"message": "3/10 *sent*"},
+    )
+    return views.RunView(run, counts or {}, pd.DataFrame(), pd.DataFrame(), {}, [])
+
+
+def test_a_run_view_says_its_status_once_in_the_right_tone() -> None:
+    assert _view("finished").status_level == "success"
+    assert _view("finished_with_errors").status_markdown == "Status: finished with errors"
+    cancelled = _view("cancelled")
+    assert cancelled.status_level == "warning"
+    assert "partial results" in cancelled.status_markdown
+    assert _view("failed").status_level == "error"
+    # What the worker wrote is escaped: a message does not become markup.
+    assert _view("running").progress_markdown == r"running: 3/10 \*sent\*"
+
+
+def test_live_counts_name_cancelled_requests_only_when_there_are_some() -> None:
+    block = {"sent": 4, "completed": 3, "failed": 1, "cancelled": 0, "warmup": 2}
+    view = _view("running", {"a": block, "b": {**block, "cancelled": 2}})
+    assert view.count_lines == [
+        "a: 3 completed, 1 failed, 2 warm-up",
+        "b: 3 completed, 1 failed, 2 cancelled, 2 warm-up",
+    ]
+    assert not view.has_tables

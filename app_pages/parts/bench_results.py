@@ -1,0 +1,55 @@
+"""The Benchmarks page's run view: a live run's progress (a fragment that polls the stored
+rows, so every viewer sees the same), and a finished run's status, notes, tables and charts.
+What is shown is decided in services.bench.views.RunView; this only draws it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages import common
+from services.bench import views
+from services.errors import ShootoutError
+from services.figures import inert
+from services.safe_text import md_line, md_text
+
+STATUS_BOXES = {"success": st.success, "warning": st.warning, "error": st.error}
+
+
+@st.fragment(run_every=common.refresh_interval(1.0))
+def live(run_id: int) -> None:
+    try:
+        view = views.run_view(run_id)
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return
+    if not view.active:
+        st.rerun()
+    st.progress(min(1.0, view.run.progress), text=view.progress_markdown)
+    for line in view.count_lines:
+        st.caption(line)
+    if st.button("Cancel run", key=f"bench_cancel_{run_id}"):
+        views.cancel(run_id)
+        st.rerun()
+    st.plotly_chart(inert(view.figures["live"]), key=f"bench_live_{run_id}")
+
+
+def results(view: views.RunView) -> None:
+    run = view.run
+    st.subheader(f"#{run.id} {md_line(run.name)}")
+    STATUS_BOXES[view.status_level](view.status_markdown)
+    for note in view.notes:
+        st.caption(md_text(note))
+    if view.client_bound:
+        st.warning(
+            "Client-bound: the load generator, not the engine, limited these figures (add workers, "
+            "see the README).\n\n" + "\n\n".join(md_line(line) for line in view.generator)
+        )
+    elif view.generator:
+        st.caption("Generator self-check: " + "; ".join(md_line(line) for line in view.generator))
+    if view.has_tables:
+        st.markdown("**Latency percentiles**")
+        st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")
+        st.markdown("**Throughput and counts**")
+        st.dataframe(view.throughput, hide_index=True, key=f"bench_throughput_{run.id}")
+    for name, figure in view.ordered_figures():
+        st.plotly_chart(inert(figure), key=f"bench_{name}_{run.id}")

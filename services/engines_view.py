@@ -1,0 +1,227 @@
+"""What the Engines page shows, as plain values: a probe's verdict as one message, the local
+engines as rows with the one action each allows, the outcome of "Probe and add" as messages,
+and each registered endpoint as a card. No streamlit in.
+
+Messages are markdown with a level ("success", "warning", "error", "info"): what a server or a
+user named (versions, model names, error bodies, engine names) is escaped here, the rest is ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from services import endpoints, local_engines, registration
+from services.endpoints import EngineRecord
+from services.engines import adapters, get_adapter
+from services.engines.probe import ProbeResult, probe
+from services.errors import ShootoutError
+from services.safe_text import code_span, md_line, md_text
+
+Level = Literal["success", "warning", "error", "info"]
+
+STATE_ICONS = {
+    "ok": ":material/check_circle:",
+    "unhealthy": ":material/hourglass_top:",
+    "unreachable": ":material/cloud_off:",
+    "auth_required": ":material/lock:",
+    "not_openai": ":material/help:",
+}
+LOCAL_ICONS = {
+    "running": ":green[●]",
+    "starting": ":orange[●]",
+    "stopped": ":gray[●]",
+    "failed": ":red[●]",
+    "not_installed": ":gray[○]",
+}
+#: Where the kind picker of "Add an endpoint" starts: the probe says what the server is.
+DETECT = "detect"
+
+
+@dataclass(frozen=True)
+class Message:
+    level: Level
+    markdown: str
+
+
+def kind_labels() -> dict[str, str]:
+    """Every engine kind an endpoint may be registered as, with its label, in adapter order."""
+    return {adapter.kind: adapter.label for adapter in adapters()}
+
+
+def probe_message(result: ProbeResult) -> Message:
+    """One probe's verdict: what the server said about itself when it answered well."""
+    icon = STATE_ICONS.get(result.state, "")
+    message = md_text(result.message)
+    if result.ok:
+        details = (
+            f"{md_line(result.kind_label)} · version {md_line(result.version) or 'unknown'} · "
+            f"models: {', '.join(code_span(m) for m in result.models) or 'none'} · "
+            f"context {md_line(str(result.context_length or 'unknown'))} · {result.latency_ms} ms"
+        )
+        return Message("success", f"{icon} {message}  \n{details}")
+    return Message("warning" if result.state == "unhealthy" else "error", f"{icon} {message}")
+
+
+def probe_engine(record: EngineRecord) -> Message:
+    try:
+        return probe_message(probe(record.base_url, api_key_env=record.api_key_env))
+    except ShootoutError as error:
+        return Message("error", md_text(str(error)))
+
+
+# ---------------------------------------------------------------- local engines
+
+
+@dataclass(frozen=True)
+class LocalRow:
+    id: str
+    title: str
+    detail: str
+    failed: bool
+    #: The one button the row offers ("stop" or "start"), None when neither applies.
+    action: Literal["stop", "start"] | None
+
+
+@dataclass(frozen=True)
+class LocalPanel:
+    rows: list[LocalRow]
+    #: Some engine is not installed yet (the page says how to install it).
+    missing: bool
+
+
+def _local_row(status: local_engines.LocalEngineStatus) -> LocalRow:
+    if status.status == "failed":
+        detail = f"{md_line(status.url)} · did not start: {md_text(status.message)}"
+    else:
+        pid = f"pid {status.pid}" if status.pid else ""
+        detail = f"{md_line(status.url)} · {status.status} · {pid} {md_line(status.message)}"
+    action: Literal["stop", "start"] | None = None
+    if status.status in ("running", "starting"):
+        action = "stop"
+    elif status.installed:
+        action = "start"
+    return LocalRow(
+        id=status.id,
+        title=f"{LOCAL_ICONS.get(status.status, '')} **{md_line(status.id)}**  \n{md_line(status.label)}",
+        detail=detail,
+        failed=status.status == "failed",
+        action=action,
+    )
+
+
+def local_panel() -> LocalPanel:
+    statuses = local_engines.status()
+    return LocalPanel([_local_row(s) for s in statuses], missing=any(not s.installed for s in statuses))
+
+
+def stop_local(engine_id: str) -> None:
+    local_engines.stop(engine_id)
+
+
+def start_local(engine_id: str) -> Message | None:
+    """Start one local engine without waiting for it; a message when it could not start."""
+    try:
+        local_engines.start(engine_id, wait=False)
+    except ShootoutError as error:
+        return Message("error", md_text(str(error)))
+    return None
+
+
+def start_all_local() -> list[Message]:
+    """Start every local engine (those running already stay as they are)."""
+    errors = [message for spec in local_engines.specs() if (message := start_local(spec.id))]
+    if errors:
+        return errors
+    return [
+        Message(
+            "success",
+            "Starting. llama.cpp is ready in seconds; vLLM compiles for about 2 minutes on first start.",
+        )
+    ]
+
+
+# ---------------------------------------------------------------- registered endpoints
+
+
+def add_endpoint(
+    name: str,
+    url: str,
+    kind: str = DETECT,
+    model: str = "",
+    api_key_env: str = "",
+    metrics_url: str = "",
+    store_unreachable: bool = False,
+) -> list[Message]:
+    """Probe a server and register it; what the probe said and what was stored, as messages."""
+    try:
+        done = registration.probe_and_register(
+            name,
+            url,
+            kind=None if kind == DETECT else kind,
+            model=model or None,
+            api_key_env=api_key_env or None,
+            metrics_url=metrics_url or None,
+            store_unreachable=store_unreachable,
+        )
+    except ShootoutError as error:
+        return [Message("error", md_text(str(error)))]
+    messages = [probe_message(done.probe)] if done.probe is not None else []
+    record = done.record
+    if record is None:
+        messages.append(
+            Message("info", "Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
+        )
+        return messages
+    messages.append(Message("success", f"Added **{md_line(record.name)}** ({md_line(record.label)})."))
+    if done.twins:
+        messages.append(
+            Message(
+                "warning",
+                f"{md_line(', '.join(done.twins))} already point(s) at {code_span(record.base_url)}: "
+                "two names for one server count its requests twice in comparisons.",
+            )
+        )
+    return messages
+
+
+@dataclass(frozen=True)
+class EngineCard:
+    record: EngineRecord
+    heading: str
+    #: How to get this kind's metrics (empty when there is nothing to say).
+    metrics_hint: str
+
+    @property
+    def name_markdown(self) -> str:
+        return md_line(self.record.name)
+
+
+def has_endpoints() -> bool:
+    return bool(endpoints.list_engines())
+
+
+def engine_cards() -> list[EngineCard]:
+    cards = []
+    for record in endpoints.list_engines():
+        key = f" · key from {code_span('$' + record.api_key_env)}" if record.api_key_env else ""
+        heading = (
+            f"**{md_line(record.name)}** · {md_line(record.label)}  \n{code_span(record.base_url)} · "
+            f"model {code_span(record.model or '-')}{key}"
+        )
+        cards.append(EngineCard(record, heading, get_adapter(record.kind).metrics_hint or ""))
+    return cards
+
+
+def save_engine(name: str, **changes: str) -> Message | None:
+    """Change an endpoint's address, model, kind, key variable or metrics URL; a message when
+    the change is refused."""
+    try:
+        endpoints.update_engine(name, **changes)
+    except ShootoutError as error:
+        return Message("error", md_text(str(error)))
+    return None
+
+
+def remove_engine(name: str) -> None:
+    endpoints.remove_engine(name)

@@ -1,0 +1,84 @@
+"""What the Engines page is given: probe verdicts, local-engine rows with their one action,
+the outcome of "Probe and add", and endpoint cards, with what servers and users named escaped."""
+
+from __future__ import annotations
+
+from services import engines_view, local_engines
+from services.endpoints import add_engine
+from services.engines.probe import ProbeResult
+from tests.support.markdown import as_read
+from tests.support.scripted_server import ScriptedServer
+
+
+def _status(status: str, installed: bool = True, message: str = "") -> local_engines.LocalEngineStatus:
+    return local_engines.LocalEngineStatus(
+        id="llamacpp-4slot",
+        label="llama.cpp",
+        kind="llamacpp",
+        port=8081,
+        url="http://127.0.0.1:8081",
+        status=status,  # type: ignore[arg-type]  # the tests name states as the page shows them
+        pid=42 if status == "running" else None,
+        log_file=None,
+        message=message,
+        installed=installed,
+    )
+
+
+def test_a_probe_that_answered_says_what_the_server_is_escaped() -> None:
+    ok = ProbeResult(
+        "http://h", "ok", "Ready", version="1.*2*", models=["m_1"], context_length=2048, latency_ms=3.0
+    )
+    message = engines_view.probe_message(ok)
+    assert message.level == "success"
+    assert message.markdown.startswith(":material/check_circle: Ready")
+    # Read as shown: the server's words stay words (no emphasis), its model a code span.
+    assert "version 1.*2* · models: ` m_1 `" in as_read(message.markdown)
+    assert engines_view.probe_message(ProbeResult("http://h", "unhealthy", "Loading")).level == "warning"
+    assert (
+        engines_view.probe_message(ProbeResult("http://h", "unreachable", "No answer")).level == "error"
+    )
+
+
+def test_each_local_engine_offers_the_one_action_its_state_allows() -> None:
+    running = engines_view._local_row(_status("running"))
+    assert (running.action, running.failed) == ("stop", False)
+    assert "pid 42" in running.detail
+    assert engines_view._local_row(_status("stopped")).action == "start"
+    assert engines_view._local_row(_status("not_installed", installed=False)).action is None
+    failed = engines_view._local_row(_status("failed", message="port *busy*"))
+    assert failed.failed
+    assert "did not start: port *busy*" in as_read(failed.detail)
+
+
+def test_an_address_that_does_not_answer_is_not_stored_unless_asked(db_url: str) -> None:
+    refused = engines_view.add_endpoint("dead", "http://127.0.0.1:9")
+    assert [m.level for m in refused] == ["error", "info"]
+    assert "Not stored" in refused[-1].markdown
+    assert not engines_view.has_endpoints()
+    stored = engines_view.add_endpoint("dead", "http://127.0.0.1:9", kind="vllm", store_unreachable=True)
+    assert stored[-1].level == "success"
+    assert engines_view.has_endpoints()
+    assert engines_view.add_endpoint("", "ftp://nowhere")[0].level == "error"
+
+
+def test_a_second_name_for_one_server_is_warned_about(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    model = scripted_server.model(ttft=1, itl=1)
+    engines_view.add_endpoint("first", scripted_server.base_url, kind="vllm", model=model)
+    second = engines_view.add_endpoint("second", scripted_server.base_url, kind="vllm", model=model)
+    assert [m.level for m in second] == ["success", "success", "warning"]
+    assert "first already point(s) at" in second[-1].markdown
+
+
+def test_cards_show_each_endpoint_with_its_key_variable_and_metrics_hint(db_url: str) -> None:
+    add_engine("llama_box", "http://127.0.0.1:9", kind="llamacpp", model="m", api_key_env="LLAMA_KEY")
+    (card,) = engine_cards = engines_view.engine_cards()
+    assert len(engine_cards) == 1
+    assert as_read(card.heading).startswith("**llama_box** · llama.cpp")
+    assert "key from ` $LLAMA_KEY `" in as_read(card.heading)
+    assert "--metrics" in card.metrics_hint
+    assert engines_view.save_engine("llama_box", base_url="ftp://nowhere") is not None
+    engines_view.remove_engine("llama_box")
+    assert engines_view.engine_cards() == []
