@@ -129,6 +129,12 @@ class RequestResult(Base):
     run: Mapped[Run] = relationship(back_populates="requests")
 
 
+#: A request row's own fields in column order (no ids): what exports write and imports read.
+REQUEST_RESULT_FIELDS: tuple[str, ...] = tuple(
+    column.name for column in RequestResult.__table__.columns if column.name not in ("id", "run_id")
+)
+
+
 class Sample(Base):
     """One telemetry reading of one source (a GPU or an engine) at one time:
     all of that source's normalised signals in one row, keyed by signal name."""
