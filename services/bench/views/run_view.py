@@ -1,0 +1,252 @@
+"""One run as the Benchmarks page shows it, live or finished: its status texts, counts,
+notes, tables and charts, and the run picker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from services.bench import jobs, selfcheck
+from services.bench.stats import CANCELLED, RequestRecord
+from services.bench.summary import BenchSummary
+from services.bench.views.charts import (
+    by_engine,
+    cdf_figure,
+    concurrency_figure,
+    engine_metrics_figure,
+    live_figure,
+    run_offsets,
+    sweep_figure,
+    timeline_figure,
+)
+from services.bench.views.tables import percentile_table, throughput_table
+from services.safe_text import md_line
+
+#: Runs with at most this many measured requests per engine get the per-request timeline.
+TIMELINE_MAX_REQUESTS = 300
+#: The order the results view draws a finished run's charts in (those it has).
+FIGURE_ORDER = (
+    "latency_throughput",
+    "ttft_cdf",
+    "itl_cdf",
+    "engine_metrics",
+    "concurrency",
+    "timeline",
+    "live",
+)
+
+
+@dataclass
+class RunView:
+    run: jobs.BenchRunView
+    counts: dict[str, dict[str, int]]
+    table: pd.DataFrame
+    throughput: pd.DataFrame
+    figures: dict[str, go.Figure]
+    notes: list[str]
+    #: The generator's self-check, one line per engine (and sweep step); client_bound when
+    #: any of them says the client, not the engine, limited the figures.
+    generator: list[str] = field(default_factory=list)
+    client_bound: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.run.active
+
+    @property
+    def status_level(self) -> str:
+        """How the status reads: "success", "warning" or "error"."""
+        return {"finished": "success", "finished_with_errors": "warning", "cancelled": "warning"}.get(
+            self.run.status, "error"
+        )
+
+    # The three texts below are markdown: what the run or a server named is escaped, the rest is ours.
+    @property
+    def status_markdown(self) -> str:
+        partial = (
+            " (partial results: what ran before the cancel)" if self.run.status == "cancelled" else ""
+        )
+        return f"Status: {md_line(self.run.status.replace('_', ' '))}{partial}"
+
+    @property
+    def progress_markdown(self) -> str:
+        return f"{md_line(self.run.status)}: {md_line(self.run.live.get('message'))}"
+
+    @property
+    def count_lines(self) -> list[str]:
+        """One line per engine of a live run: what completed, failed, was cancelled, warmed up."""
+        lines = []
+        for name, counts in self.counts.items():
+            stopped = f", {counts['cancelled']} cancelled" if counts.get("cancelled") else ""
+            lines.append(
+                f"{md_line(name)}: {counts['completed']} completed, {counts['failed']} failed{stopped}, "
+                f"{counts['warmup']} warm-up"
+            )
+        return lines
+
+    @property
+    def has_tables(self) -> bool:
+        return not self.table.empty
+
+    def ordered_figures(self) -> list[tuple[str, go.Figure]]:
+        return [(name, self.figures[name]) for name in FIGURE_ORDER if name in self.figures]
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """The run picker: its labels by run id, and the run on screen."""
+
+    labels: dict[int, str]
+    selected: int
+
+
+def run_choice(recent: list[jobs.BenchRunItem], wanted: str | None) -> RunChoice:
+    """The run the address asks for (`?run=ID`), else the newest; a run older than the list
+    still gets a label. No status in the labels: a label drawn while the run was pending
+    stayed "(pending)" above "Status: finished"; the results show the status once."""
+    labels = {item.id: f"#{item.id} {item.name}" for item in recent}
+    selected = int(wanted) if wanted and wanted.isdigit() else recent[0].id
+    if selected not in labels:
+        labels = {selected: f"#{selected}", **labels}
+    return RunChoice(labels=labels, selected=selected)
+
+
+def recent_runs(limit: int = 30) -> list[jobs.BenchRunItem]:
+    return jobs.list_runs(limit)
+
+
+def cancel(run_id: int) -> bool:
+    return jobs.cancel_run(run_id)
+
+
+def run_view(run_id: int) -> RunView:
+    """Everything the page shows for one run, live or finished."""
+    run = jobs.get_run(run_id)
+    finished = not run.active
+    records = jobs.load_records(run_id, with_itl=finished)
+    measured = [r for r in records if not r.warmup]
+    counts: dict[str, dict[str, int]] = {}
+    for record in records:
+        block = counts.setdefault(
+            record.engine, {"sent": 0, "completed": 0, "failed": 0, "cancelled": 0, "warmup": 0}
+        )
+        if record.warmup:
+            block["warmup"] += 1
+        else:
+            block["sent"] += 1
+            block[_outcome(record)] += 1
+    results = run.results
+    averages = {
+        name: block["output_throughput_tok_s"]
+        for name, block in results.engines.items()
+        if isinstance(block.get("output_throughput_tok_s"), (int, float)) and "from_step" not in block
+    }
+    offsets = run_offsets(results)
+    figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
+    notes = _notes(run)
+    table = percentile_table(results, run.spec.percentiles) if results.has_results else pd.DataFrame()
+    throughput = throughput_table(results) if results.has_results else pd.DataFrame()
+    if finished and measured:
+        figures["ttft_cdf"] = cdf_figure(
+            {
+                e: [r.ttft_s for r in rs if r.ok and r.ttft_s is not None]
+                for e, rs in by_engine(measured).items()
+            },
+            "TTFT",
+        )
+        figures["itl_cdf"] = cdf_figure(
+            {e: [g for r in rs if r.ok for g in r.itl_s] for e, rs in by_engine(measured).items()},
+            "ITL",
+        )
+        if results.sweep:
+            figures["latency_throughput"] = sweep_figure(results.sweep, run.spec.sweep.dimension)
+        labels = results.step_labels()
+        figures["concurrency"] = concurrency_figure(measured, labels, offsets)
+        per_engine = max((len(rs) for rs in by_engine(measured).values()), default=0)
+        if per_engine <= TIMELINE_MAX_REQUESTS:
+            figures["timeline"] = timeline_figure(measured, labels, offsets)
+        if run.spec.record_engine_metrics:
+            engine_figure = engine_metrics_figure(run_id, results, measured)
+            if engine_figure is not None:
+                figures["engine_metrics"] = engine_figure
+    client_bound, generator = generator_lines(results)
+    return RunView(
+        run=run,
+        counts=counts,
+        table=table,
+        throughput=throughput,
+        figures=figures,
+        notes=notes,
+        generator=generator,
+        client_bound=client_bound,
+    )
+
+
+def generator_lines(summary: BenchSummary | dict[str, Any]) -> tuple[bool, list[str]]:
+    """The self-check of each engine (each step of a sweep) as a line, and the verdict."""
+    return selfcheck.summary_lines(summary)
+
+
+def _outcome(record: RequestRecord) -> str:
+    if record.ok:
+        return "completed"
+    return "cancelled" if record.error_class == CANCELLED else "failed"
+
+
+def _notes(run: jobs.BenchRunView) -> list[str]:
+    summary = run.results
+    notes = []
+    for name, block in summary.engines.items():
+        if block.get("not_run"):
+            notes.append(f"{name} did not run: the run ended before its turn.")
+        if block.get("honoured_output_len") is False:
+            notes.append(
+                f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
+                "answers were shorter than asked (it stopped at its end-of-sequence token)."
+            )
+        unsupported = block.get("unsupported_options") or []
+        if unsupported:
+            notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
+    if summary.sweep:
+        labels = summary.step_labels()
+        reported = [
+            f"{name} at {labels.get(step, f'step {step}')}"
+            for name, block in summary.engines.items()
+            if (step := block.get("from_step")) is not None
+        ]
+        how = "the SLO search's answer" if summary.slo_search else "highest request throughput"
+        if reported:
+            notes.append(
+                f"The tables show one step per engine ({how}): {', '.join(reported)}; "
+                "the charts below show every step."
+            )
+    for name, reason in summary.stopped_early.items():
+        notes.append(f"{name}: the sweep stopped early: {reason}.")
+    for name, found in summary.slo_search.items():
+        best = found.get("best")
+        if best is None:
+            notes.append(
+                f"{name}: even the lowest {found['dimension']} missed the SLOs ({found['slo']})."
+            )
+        else:
+            more = " (the search maximum: it may go higher)" if found.get("reached_maximum") else ""
+            notes.append(
+                f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}, "
+                f"{found['required_attainment']:.0%} of requests): {best:g}{more}."
+            )
+    calibration = summary.prompt_calibration
+    if calibration.get("method") == "tokenize":
+        notes.append(
+            f"Prompt lengths checked against {calibration.get('engine')}'s tokenizer "
+            f"({calibration.get('words_kept')} of {calibration.get('words_checked')} words are one token)."
+        )
+    if summary.data_attribution:
+        notes.append(summary.data_attribution)
+    if summary.engines_run:
+        notes.append(f"Engines ran {summary.engines_run}.")
+    if run.error:
+        notes.append(f"Error: {run.error}")
+    return notes

@@ -1,0 +1,85 @@
+"""A finished run's results as tables: latency percentiles and throughput, one row per engine."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from services.bench.summary import BenchSummary
+from services.measure import percentile_key
+
+METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
+
+
+def percentile_table(
+    summary: BenchSummary | dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)
+) -> pd.DataFrame:
+    """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
+    rows = []
+    keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
+    for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
+        for metric, title in METRIC_TITLES.items():
+            stats = block.get(metric) or {}
+            row: dict[str, Any] = {"engine": name, "metric": title}
+            for key in keys:
+                value = stats.get(key)
+                row[f"{key} (ms)"] = round(value * 1000, 2) if isinstance(value, (int, float)) else None
+            rows.append(row)
+    return fill_missing(pd.DataFrame(rows))
+
+
+def throughput_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
+    """One row per engine: counts, throughputs, goodput and the engine's own cache figures."""
+    rows = []
+    for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
+        metrics = block.get("engine_metrics") or {}
+        errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
+        rows.append(
+            {
+                "engine": name,
+                "completed": block.get("completed"),
+                "failed": block.get("failed"),
+                # Stopped by the user in flight: neither completed nor the engine's failure.
+                "cancelled": block.get("cancelled_requests") or None,
+                "errors": errors,
+                "requests/s": _round(block.get("request_throughput_rps")),
+                "output tok/s": _round(block.get("output_throughput_tok_s")),
+                "total tok/s": _round(block.get("total_token_throughput_tok_s")),
+                "goodput req/s": _round(block.get("goodput_rps")),
+                "input tokens": block.get("input_tokens"),
+                "output tokens": block.get("output_tokens"),
+                "cached tokens": block.get("cached_tokens"),
+                # Shares as percentages, as the Monitor and Runs pages show them.
+                "prefix hit rate (%)": _percent(metrics.get("prefix_cache_hit_rate")),
+                "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
+                "schema valid (%)": _percent(block.get("schema_valid_rate")),
+            }
+        )
+    # A column no engine has a value for (goodput without SLOs, schema validity without a
+    # schema) says nothing: leave it out rather than show "None" in every row; a cell one
+    # engine lacks reads "–" (not reported), never "None".
+    return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
+
+
+def _percent(value: Any) -> float | None:
+    return (
+        round(float(value) * 100, 1)
+        if isinstance(value, (int, float)) and not math.isnan(value)
+        else None
+    )
+
+
+def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
+    """Missing cells as a dash: Streamlit draws None and NaN as the word "None"."""
+    return frame.astype(object).where(frame.notna(), mark)
+
+
+def step_labels(summary: BenchSummary | dict[str, Any]) -> dict[int, str]:
+    """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
+    return BenchSummary.from_json(summary).step_labels()
+
+
+def _round(value: Any, digits: int = 2) -> float | None:
+    return round(value, digits) if isinstance(value, (int, float)) and math.isfinite(value) else None
