@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.errors import ValidationError
 from services.measure import DEFAULT_PERCENTILES
+
+if TYPE_CHECKING:
+    from services.endpoints import EngineRecord
 
 SWEEP_KINDS = ("none", "concurrency", "rate", "slo_search")
 #: BenchSpec.workers: this value lets the self-check choose the count (`--workers auto`).
@@ -38,6 +41,18 @@ class EngineTarget:
     model: str | None = None
     api_key_env: str | None = None
     metrics_url: str | None = None
+
+    @classmethod
+    def from_record(cls, record: EngineRecord) -> EngineTarget:
+        """The stored endpoint, as it is now."""
+        return cls(
+            name=record.name,
+            base_url=record.base_url,
+            kind=record.kind,
+            model=record.model,
+            api_key_env=record.api_key_env,
+            metrics_url=record.resolved_metrics_url,
+        )
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,7 @@ class _Beat:
 
         from db.models import RequestResult
         from db.session import session_scope
-        from services.bench.jobs import _row
+        from services.bench.jobs import request_row
 
         with self._lock:
             batch: list[RequestRecord] = []
@@ -233,7 +233,9 @@ class _Beat:
             try:
                 with session_scope() as session:
                     if batch:
-                        session.execute(insert(RequestResult), [_row(self.run_id, r) for r in batch])
+                        session.execute(
+                            insert(RequestResult), [request_row(self.run_id, r) for r in batch]
+                        )
                     status = lifecycle.status_of(self.run_id, session)
                     summary = analyse(self.spec, self.configs)
                     progress = round(self.progress, 4)

@@ -179,7 +179,7 @@ def test_workers_from_the_form_and_the_self_check_on_the_results(
         "evidence": ["event-loop lag p99 9.00 ms > 2 ms"],
     }
     summary["generator"] = {"client_bound": True, "flagged": [], "checked_loads": 1}
-    jobs._update(run_id, summary=summary)
+    jobs.update_run(run_id, summary=summary)
     at = page(run=str(run_id))
     warning = " ".join(as_read(w.value) for w in at.warning)
     assert "Client-bound: the load generator, not the engine, limited these figures" in warning

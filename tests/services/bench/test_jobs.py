@@ -84,7 +84,7 @@ def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: S
     assert all(r.itl_s for r in records if r.ok)
     # The summary is built from the records the writer stored, not read back: reading them
     # back gives the same figures (the run's own facts, like its model, come from the run).
-    from_rows = jobs.build_summary(spec, jobs._stored_records(run_id), None, run_id=run_id)
+    from_rows = jobs.build_summary(spec, jobs.stored_records(run_id), None, run_id=run_id)
     from_the_run = {
         "cancelled",
         "connections_ahead",

@@ -1,0 +1,142 @@
+"""Reading benchmark runs back, for the pages and the CLI: one run, the list, its request records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from services.bench.jobs.starting import KIND
+from services.bench.jobs.writer import record_from_row
+from services.bench.spec import BenchSpec
+from services.bench.stats import RequestRecord
+from services.bench.summary import BenchSummary
+from services.errors import NotFoundError
+from services.lifecycle import ACTIVE_STATUSES
+
+
+@dataclass(frozen=True)
+class BenchRunView:
+    id: int
+    name: str
+    status: str
+    progress: float
+    spec: BenchSpec
+    summary: dict[str, Any]
+    error: str | None
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    live: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> BenchSummary:
+        """The summary, typed (`summary` is the stored JSON, as exports and the API give it)."""
+        return BenchSummary.from_json(self.summary)
+
+    @property
+    def active(self) -> bool:
+        # Cancelled but not yet finished: the worker is still writing what ran (its summary
+        # and tables); the page keeps polling instead of showing charts without tables.
+        return self.status in ACTIVE_STATUSES or (
+            self.status == "cancelled" and self.finished_at is None
+        )
+
+
+def get_run(run_id: int) -> BenchRunView:
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != KIND:
+            raise NotFoundError(f"No benchmark run #{run_id}.")
+        summary = dict(run.summary or {})
+        live = summary.pop("live", {}) if run.status in ACTIVE_STATUSES else {}
+        return BenchRunView(
+            id=run.id,
+            name=run.name,
+            status=run.status,
+            progress=run.progress or 0.0,
+            spec=BenchSpec.from_dict(run.config or {}),
+            summary=summary,
+            error=run.error,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            live=live,
+        )
+
+
+@dataclass(frozen=True)
+class BenchRunItem:
+    id: int
+    name: str
+    status: str
+    progress: float
+    engine_names: str
+    created_at: datetime | None
+
+
+def list_runs(limit: int = 50, *, active_only: bool = False) -> list[BenchRunItem]:
+    from sqlalchemy import select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    query = select(Run.id, Run.name, Run.status, Run.progress, Run.engine_names, Run.created_at).where(
+        Run.kind == KIND
+    )
+    if active_only:
+        query = query.where(Run.status.in_(ACTIVE_STATUSES))
+    with session_scope() as session:
+        rows = session.execute(query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit)).all()
+    return [
+        BenchRunItem(r.id, r.name, r.status, r.progress or 0.0, r.engine_names, r.created_at)
+        for r in rows
+    ]
+
+
+def load_records(run_id: int, *, with_itl: bool = True) -> list[RequestRecord]:
+    """The run's request records (all engines and steps), in the order they finished."""
+    if with_itl:
+        return stored_records(run_id)
+    from sqlalchemy import select
+
+    from db.models import RequestResult
+    from db.session import session_scope
+
+    columns = [
+        RequestResult.engine_name,
+        RequestResult.index,
+        RequestResult.ok,
+        RequestResult.warmup,
+        RequestResult.scheduled_s,
+        RequestResult.start_s,
+        RequestResult.ttft_s,
+        RequestResult.e2e_s,
+        RequestResult.input_tokens,
+        RequestResult.output_tokens,
+        RequestResult.cached_tokens,
+        RequestResult.error_class,
+        RequestResult.extra,
+    ]
+    with session_scope() as session:
+        rows = session.execute(
+            select(*columns).where(RequestResult.run_id == run_id).order_by(RequestResult.id)
+        ).all()
+    return [record_from_row(dict(row._mapping)) for row in rows]
+
+
+def stored_records(run_id: int) -> list[RequestRecord]:
+    """Every stored request of the run, inter-token gaps included, in the order of its row id."""
+    from sqlalchemy import select
+
+    from db.models import RequestResult
+    from db.session import session_scope
+
+    with session_scope() as session:
+        rows = session.scalars(
+            select(RequestResult).where(RequestResult.run_id == run_id).order_by(RequestResult.id)
+        ).all()
+        return [record_from_row(row) for row in rows]

@@ -1,0 +1,129 @@
+"""Creating and starting benchmark runs: the stored run, its worker process, the cancel request."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.workloads import workload_label
+from services.lifecycle import ACTIVE_STATUSES, RunKind, request_cancel
+from services.processes import launch_run_worker
+
+if TYPE_CHECKING:
+    from services.access import Viewer
+
+KIND = RunKind.BENCHMARK
+
+
+def engine_target(name: str) -> EngineTarget:
+    """A registered engine as a benchmark target (NotFoundError when unknown)."""
+    from services.endpoints import get_engine
+
+    return EngineTarget.from_record(get_engine(name))
+
+
+def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
+    """Validate `spec` and store it as a pending benchmark run; returns the run id."""
+    from db.models import Run
+    from db.session import session_scope
+
+    spec = spec.validate()
+    engines = [
+        {
+            "name": e.name,
+            "base_url": e.base_url,
+            "kind": e.kind,
+            "model": e.model,
+            "metrics_url": e.metrics_url,
+        }
+        for e in spec.engines
+    ]
+    models = sorted({e.model for e in spec.engines if e.model})
+    with session_scope() as session:
+        run = Run(
+            kind=KIND,
+            name=spec.label[:300],
+            status="pending",
+            config=spec.to_dict(),
+            summary={},
+            engines=engines,
+            engine_names=",".join(e.name for e in spec.engines)[:1000],
+            model=", ".join(models)[:300] or None,
+            workload=workload_label(spec.workload)[:100],
+            notes=spec.notes,
+            tags=list(spec.tags),
+            progress=0.0,
+            requested_by=requested_by,
+        )
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
+    """Store the run and start its worker process; returns the run id at once. Refused while
+    the server's or this viewer's limit of benchmarks runs (services/limits.py)."""
+    from services import limits
+
+    if viewer is not None:  # from the page; the CLI on the server is the operator's own
+        limits.check_benchmark(spec.validate())
+    with limits.admitted("benchmark", viewer) as requested_by:
+        run_id = create_run(spec, requested_by=requested_by)
+    launch_worker(run_id)
+    return run_id
+
+
+def count_active(kind: str, requested_by: str | None = None) -> int:
+    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
+    all of them or those one viewer started."""
+    from sqlalchemy import func, select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    query = select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES))
+    if requested_by is not None:
+        query = query.where(Run.requested_by == requested_by)
+    with session_scope() as session:
+        return int(session.scalar(query) or 0)
+
+
+def launch_worker(run_id: int) -> int:
+    """Start `python -m services.bench.worker RUN_ID` detached; returns its pid."""
+    pid = launch_run_worker("services.bench.worker", run_id, "bench")
+    update_run(run_id, worker_pid=pid)
+    return pid
+
+
+def cancel_run(run_id: int) -> bool:
+    """Ask a pending or running benchmark to stop; False when it had ended already."""
+    return request_cancel(run_id, KIND, "benchmark run")
+
+
+def update_run(run_id: int, **values: Any) -> None:
+    """Set these columns of one stored run, in one session."""
+    from sqlalchemy import update
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        session.execute(update(Run).where(Run.id == run_id).values(**values))
+
+
+def store_reported_settings(run_id: int, spec: BenchSpec) -> None:
+    """Each engine's own account of its settings, kept in Run.engines for Compare."""
+    from db.models import Run
+    from db.session import session_scope
+    from services.engines.reported import reported_settings
+
+    reported = {
+        e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env) for e in spec.engines
+    }
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            return
+        run.engines = [
+            {**item, "reported": reported.get(item.get("name"), {})} for item in (run.engines or [])
+        ]

@@ -1,0 +1,165 @@
+"""Run.summary built from the stored records (the format is documented in the README)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from services.bench.jobs.engine_metrics import engine_metrics_for
+from services.bench.runner import BenchOutcome, StepResult
+from services.bench.spec import BenchSpec
+from services.bench.stats import RequestRecord, summarize_engine
+from services.bench.summary import BenchSummary
+from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
+
+METRIC_FIELDS = (
+    "completed",
+    "failed",
+    "sent",
+    "errors_by_class",
+    "error_rate",
+    "duration_s",
+    "request_throughput_rps",
+    "input_throughput_tok_s",
+    "output_throughput_tok_s",
+    "total_token_throughput_tok_s",
+    "goodput_rps",
+    "slo_attainment",
+    "ttft_s",
+    "tpot_s",
+    "itl_s",
+    "e2e_s",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "schema_valid_rate",
+    "honoured_output_len",
+    "engine_metrics",
+)
+
+
+def build_summary(
+    spec: BenchSpec,
+    records: Sequence[RequestRecord],
+    outcome: BenchOutcome | None,
+    *,
+    run_id: int | None = None,
+) -> dict[str, Any]:
+    """Run.summary from the stored records (the source of truth), enriched with what the
+    runner knew (unsupported options, early stops, SLO search) when it finished."""
+    steps_meta: dict[tuple[str, int | None], StepResult] = {}
+    if outcome is not None:
+        for result in outcome.steps:
+            steps_meta[(result.engine, result.step)] = result
+    groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
+    for record in records:
+        groups.setdefault((record.engine, record.step), []).append(record)
+    engine_order = [e.name for e in spec.engines]
+    per_step: dict[tuple[str, int | None], dict[str, Any]] = {}
+    for key, group in groups.items():
+        engine, step = key
+        meta = steps_meta.get(key)
+        window = (meta.outcome.wall_start, meta.outcome.wall_end) if meta else None
+        metrics = None
+        if run_id is not None and spec.record_engine_metrics and window and window[0]:
+            metrics = engine_metrics_for(run_id, engine, window[0], window[1])
+        block = summarize_engine(
+            group,
+            slo=spec.slo,
+            percentiles=spec.percentiles,
+            fixed_output=spec.workload.uses_fixed_output,
+            engine_metrics=metrics,
+        )
+        if meta is not None:
+            block["unsupported_options"] = meta.summary.get("unsupported_options", [])
+            block["cancelled"] = meta.summary.get("cancelled", False)
+            block["max_streams"] = meta.summary.get("max_streams")
+            block["connections_ahead"] = meta.summary.get("connections_ahead")
+            block["model"] = meta.summary.get("model")
+            block["started_at_unix"] = meta.summary.get("started_at_unix")
+            block["generator"] = meta.summary.get("generator") or {}
+        per_step[key] = block
+    engines: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    sweep = spec.sweep
+    if sweep.active:
+        dimension = sweep.dimension
+        for (engine, step), block in sorted(
+            per_step.items(),
+            key=lambda item: (
+                item[0][1] or 0,
+                engine_order.index(item[0][0]) if item[0][0] in engine_order else 99,
+            ),
+        ):
+            meta = steps_meta.get((engine, step))
+            level = meta.level if meta else None
+            rows.append(
+                {
+                    "engine": engine,
+                    "step": step,
+                    dimension: level,
+                    "phase": meta.phase if meta else "sweep",
+                    **block,
+                }
+            )
+        for name in engine_order:
+            candidates = [row for row in rows if row["engine"] == name]
+            if not candidates:
+                continue
+            if (
+                sweep.kind == "slo_search"
+                and outcome is not None
+                and outcome.slo_search.get(name, {}).get("best")
+            ):
+                best_level = outcome.slo_search[name]["best"]
+                chosen = next((r for r in candidates if r.get(dimension) == best_level), candidates[-1])
+            else:
+                chosen = max(candidates, key=lambda r: r.get("request_throughput_rps") or 0.0)
+            engines[name] = {
+                **{k: v for k, v in chosen.items() if k not in ("engine", "phase")},
+                "from_step": chosen.get("step"),
+            }
+    else:
+        for name in engine_order:
+            if (name, None) in per_step:
+                engines[name] = per_step[(name, None)]
+    for name in engine_order:
+        if name not in engines:
+            # Never started (a run cancelled before its turn): "not run", never 0 req/s.
+            engines[name] = {
+                **summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
+                "not_run": True,
+            }
+    traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
+    return BenchSummary(
+        engines=engines,
+        sweep=rows,
+        slo_search=dict(outcome.slo_search) if outcome is not None else {},
+        stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
+        prompt_calibration=outcome.calibration.to_dict()
+        if outcome is not None and outcome.calibration is not None
+        else {},
+        models=outcome.models if outcome is not None else None,
+        load=spec.load.label(),
+        workload=workload_label(spec.workload),
+        percentiles=list(spec.percentiles),
+        # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
+        # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
+        ttft_includes_connect=not spec.connect_ahead,
+        slo=spec.slo.label() if spec.slo.active else None,
+        data_attribution=TRACE_ATTRIBUTION if traced else None,
+        engines_run="together" if spec.parallel_engines else "one after another",
+        generator=generator_verdict(per_step),
+    ).to_json()
+
+
+def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:
+    """The run's self-check in one place: client-bound when any engine or step was, with
+    the evidence of each (engine, step) that was."""
+    flagged = []
+    for (engine, step), block in per_step.items():
+        check = block.get("generator") or {}
+        if check.get("client_bound"):
+            flagged.append({"engine": engine, "step": step, "evidence": check.get("evidence", [])})
+    checked = sum(1 for block in per_step.values() if (block.get("generator") or {}).get("workers"))
+    return {"client_bound": bool(flagged), "flagged": flagged, "checked_loads": checked}
