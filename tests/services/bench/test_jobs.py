@@ -214,6 +214,24 @@ def test_validation_and_missing_runs(db_url: str) -> None:
         jobs.engine_target("no-such-engine")
 
 
+def test_a_registered_engine_becomes_a_target_with_its_metrics_url(db_url: str) -> None:
+    from services import endpoints
+
+    endpoints.add_engine(
+        "vllm-a", "http://gpu-box:8000/v1/", kind="vllm", model="m", api_key_env="VLLM_KEY"
+    )
+    target = jobs.engine_target("vllm-a")
+    assert target == EngineTarget.from_record(endpoints.get_engine("vllm-a"))
+    assert target == EngineTarget(
+        name="vllm-a",
+        base_url="http://gpu-box:8000",
+        kind="vllm",
+        model="m",
+        api_key_env="VLLM_KEY",
+        metrics_url="http://gpu-box:8000/metrics",  # the kind's path: scraped with the run
+    )
+
+
 def test_engine_samples_summary() -> None:
     rows = [
         {"prefix_cache_hit_rate": 0.5, "prompt_tokens_per_s": 100.0, "kv_cache_usage": 0.2},
