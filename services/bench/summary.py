@@ -1,6 +1,6 @@
 """A benchmark run's summary (Run.summary) as one typed record.
 
-services/bench/jobs.py builds it from the stored requests and writes `to_json()`; every
+services/bench/jobs/summarize.py builds it from the stored requests and writes `to_json()`; every
 reader goes through `BenchSummary.from_json`, which takes what any version stored (old runs,
 imports, a run still writing its live counts) and never raises on a missing or odd key. The
 stored JSON keeps its shape: `from_json(s).to_json() == s` for every summary written so far,
