@@ -245,7 +245,7 @@ def interrupt(run: Run, reason: str | None = None, *, now: datetime | None = Non
 def mark_interrupted_after_restart(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     """Mark runs whose worker is gone as interrupted; returns their ids. Safe to call at
     every start, from several processes. Benchmarks also get the summary of the rows they
-    stored (services/bench/jobs.py), a tuning run's engines are stopped, and a playground
+    stored (services/bench/jobs/), a tuning run's engines are stopped, and a playground
     exchange's streaming answers are marked interrupted."""
     from sqlalchemy import or_, select, update
 
