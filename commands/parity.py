@@ -146,16 +146,16 @@ def _print_text(view) -> None:
         f"{'engine':<22} {'score':>6} {'tok/s':>7} {'exact':>6} {'div p50':>8} {'agree':>6} {'|dlogp|':>8} "
         f"{'top-k':>6}  logprobs"
     )
-    for label, block in (view.summary.get("engines") or {}).items():
-        parity = block.get("parity") or {}
-        reference = block.get("is_reference")
+    for label, block in view.summary.engines.items():
+        parity = view.summary.comparison(label)
+        reference = block.is_reference
         print(
-            f"{label[:22]:<22} {_pct(block.get('task_score')):>6} {_num(block.get('output_throughput_tok_s'), '{:.1f}'):>7} "
-            f"{'ref' if reference else _pct(parity.get('exact_match_rate')):>6} "
-            f"{'' if reference else _num(parity.get('divergence_median'), '{:g}'):>8} "
-            f"{'' if reference else _pct(parity.get('token_agreement_mean')):>6} "
-            f"{'' if reference else _num(parity.get('logprob_diff_mean')):>8} "
-            f"{'' if reference else _pct(parity.get('topk_rate')):>6}  {block.get('logprobs')}"
+            f"{label[:22]:<22} {_pct(block.task_score):>6} {_num(block.output_throughput_tok_s, '{:.1f}'):>7} "
+            f"{'ref' if reference else _pct(parity.exact_match_rate):>6} "
+            f"{'' if reference else _num(parity.divergence_median, '{:g}'):>8} "
+            f"{'' if reference else _pct(parity.token_agreement_mean):>6} "
+            f"{'' if reference else _num(parity.logprob_diff_mean):>8} "
+            f"{'' if reference else _pct(parity.topk_rate):>6}  {block.logprobs}"
         )
-        for message in block.get("first_errors") or []:
+        for message in block.first_errors:
             print(f"  {label}: {message}")

@@ -15,15 +15,14 @@ from services.parity.views import ParityView
 def quality_speed_figure(view: ParityView) -> go.Figure | None:
     """Task score (y) against output tokens/s (x), from the same run; None before any engine answered."""
     figure = go.Figure()
-    for label, block in (view.summary.get("engines") or {}).items():
-        score, rate = block.get("task_score"), block.get("output_throughput_tok_s")
+    for label, block in view.summary.engines.items():
+        score, rate = block.task_score, block.output_throughput_tok_s
         if score is None or rate is None:
             continue
-        parity = block.get("parity") or {}
-        match = parity.get("exact_match_rate")
+        match = view.summary.comparison(label).exact_match_rate
         note = (
             "reference"
-            if block.get("is_reference")
+            if block.is_reference
             else (f"{match * 100:.0f}% exact match" if match is not None else "not compared")
         )
         figure.add_trace(
@@ -61,8 +60,7 @@ def divergence_figure(view: ParityView) -> go.Figure | None:
     figure = go.Figure()
     tallest = 1
     for label in view.others:
-        parity = ((view.summary.get("engines") or {}).get(label) or {}).get("parity") or {}
-        positions = parity.get("divergence_positions") or []
+        positions = view.summary.comparison(label).divergence_positions
         if positions:
             tallest = max(tallest, max(Counter(positions).values()))
             figure.add_trace(go.Histogram(x=positions, name=label, xbins={"size": 1}, opacity=0.75))

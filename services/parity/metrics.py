@@ -212,7 +212,7 @@ def compare(reference: Answer, other: Answer) -> PromptComparison:
 
 
 @dataclass(frozen=True, slots=True)
-class ParitySummary:
+class PooledComparison:
     """One engine's prompts pooled against the reference."""
 
     compared: int
@@ -244,13 +244,13 @@ class ParitySummary:
         }
 
 
-def summarise(comparisons: Sequence[PromptComparison]) -> ParitySummary:
+def summarise(comparisons: Sequence[PromptComparison]) -> PooledComparison:
     """Pool one engine's prompt comparisons."""
     count = len(comparisons)
     positions = tuple(c.first_divergence for c in comparisons if c.first_divergence is not None)
     diffs = [c.logprob_diff for c in comparisons if c.logprob_diff is not None]
     checked = sum(c.topk_checked for c in comparisons)
-    return ParitySummary(
+    return PooledComparison(
         compared=count,
         exact_match_rate=sum(c.exact_match for c in comparisons) / count if count else None,
         diverged=len(positions),

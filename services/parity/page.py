@@ -89,7 +89,7 @@ class RunHeader:
 
 
 def run_header(view: ParityView) -> RunHeader:
-    headline = view.summary.get("conclusion_headline")
+    headline = view.summary.conclusion_headline
     return RunHeader(
         title=f"Run #{view.run_id}: {md_line(view.name)}",
         caption=(

@@ -7,7 +7,8 @@ A parity run is a `Run(kind="parity")`:
 - one `RequestResult` per engine and prompt: E2E time, prompt and completion tokens (the
   engine's usage), and `extra={"task_id", "text", "tokens": [[token, logprob, {top}]] or None,
   "score"}`;
-- `summary` (written at the end, services/parity/views.build_summary): per engine its task score,
+- `summary` (written at the end, services/parity/views.build_summary, one typed record:
+  services/parity/summary.ParitySummary): per engine its task score,
   its output rate and its parity figures against the reference.
 
 Requests are chat completions without streaming (the log-probabilities arrive whole with the
@@ -338,7 +339,7 @@ def execute_parity(
     except Exception as error:  # noqa: BLE001  (the run must end with a status and a message)
         failure = f"{type(error).__name__}: {error}"
     summary = build_summary(run_id)
-    errors = any(block.get("failed") for block in summary.get("engines", {}).values())
+    errors = summary.any_failed
     status = (
         RunStatus.FAILED
         if failure
@@ -348,7 +349,7 @@ def execute_parity(
         if errors
         else RunStatus.FINISHED
     )
-    lifecycle.finish(run_id, status, summary=summary, error=failure)
+    lifecycle.finish(run_id, status, summary=summary.to_json(), error=failure)
 
 
 class _Stopped(Exception):

@@ -7,7 +7,7 @@ import html
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from services.errors import NotFoundError
 from services.lifecycle import ACTIVE_STATUSES, RunKind
 from services.measure import describe
 from services.parity.metrics import Answer, PromptComparison, TokenChoice, compare, summarise
+from services.parity.summary import ParityComparison, ParityEngine, ParitySummary
 from services.parity.tasks import Task
 
 #: Tokens of each answer shown after the shared prefix at the divergence.
@@ -113,7 +114,7 @@ def engine_summary(
     reference: dict[int, StoredAnswer] | None,
     kind_label: str,
     prompts: int,
-) -> dict[str, Any]:
+) -> ParityEngine:
     """One engine's block of the run summary (`reference` None: this engine is the reference)."""
     done = [a for a in answers.values() if a.ok]
     failed = [a for a in answers.values() if not a.ok]
@@ -123,65 +124,64 @@ def engine_summary(
     tokens = sum(a.completion_tokens or 0 for a in timed)
     with_logprobs = any(a.answer.has_logprobs for a in done)
     with_top = any(a.answer.has_top_logprobs for a in done)
-    block: dict[str, Any] = {
-        "prompts": prompts,
-        "sent": len(answers),
-        "completed": len(done),
-        "failed": len(failed),
-        "task_score": _share(sum(1 for a in scored if a.score), len(scored)),
-        "scored": len(scored),
-        "output_throughput_tok_s": tokens / seconds if seconds > 0 else None,
-        "completion_tokens": tokens,
-        "prompt_tokens": sum(a.prompt_tokens or 0 for a in done),
-        "e2e_s": describe([a.e2e_s for a in done if a.e2e_s is not None]),
-        "logprobs": "reported" if with_logprobs else f"not reported by {kind_label}",
-        "top_logprobs": "reported" if with_top else f"not reported by {kind_label}",
-        "errors": dict(Counter(a.error_class or "error" for a in failed)),
-        "first_errors": list(dict.fromkeys(a.error or "" for a in failed))[:3],
-        "is_reference": reference is None,
-    }
+    parity = None
     if reference is not None:
         comparisons = [
             compare(reference[i].answer, a.answer)
             for i, a in sorted(answers.items())
             if a.ok and i in reference and reference[i].ok
         ]
-        parity = summarise(comparisons).to_dict()
-        parity["not_compared"] = prompts - len(comparisons)
-        block["parity"] = parity
-        block["exact_match_rate"] = parity["exact_match_rate"]
-        block["token_agreement_mean"] = parity["token_agreement_mean"]
-    return block
+        parity = ParityComparison.pooled(summarise(comparisons), prompts - len(comparisons))
+    return ParityEngine(
+        prompts=prompts,
+        sent=len(answers),
+        completed=len(done),
+        failed=len(failed),
+        task_score=_share(sum(1 for a in scored if a.score), len(scored)),
+        scored=len(scored),
+        output_throughput_tok_s=tokens / seconds if seconds > 0 else None,
+        completion_tokens=tokens,
+        prompt_tokens=sum(a.prompt_tokens or 0 for a in done),
+        e2e_s=describe([a.e2e_s for a in done if a.e2e_s is not None]),
+        logprobs="reported" if with_logprobs else f"not reported by {kind_label}",
+        top_logprobs="reported" if with_top else f"not reported by {kind_label}",
+        errors=dict(Counter(a.error_class or "error" for a in failed)),
+        first_errors=list(dict.fromkeys(a.error or "" for a in failed))[:3],
+        is_reference=reference is None,
+        parity=parity,
+    )
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.0f}%"
 
 
-def headline(summary: dict[str, Any]) -> str:
+def headline(summary: ParitySummary) -> str:
     """One line for the Runs list and the demo: each engine's match rate, divergence and score."""
-    reference = summary.get("reference")
+    reference = summary.reference
     parts = []
-    for label, block in (summary.get("engines") or {}).items():
-        if block.get("is_reference"):
-            parts.append(f"{label} (reference): score {_pct(block.get('task_score'))}")
+    for label, block in summary.engines.items():
+        if block.is_reference:
+            parts.append(f"{label} (reference): score {_pct(block.task_score)}")
             continue
-        parity = block.get("parity") or {}
-        if not parity.get("compared"):
+        parity = summary.comparison(label)
+        if not parity.compared:
             parts.append(f"{label}: nothing compared with {reference} yet")
             continue
-        median = parity.get("divergence_median")
+        median = parity.divergence_median
         where = (
-            "no divergence" if not parity.get("diverged") else f"median divergence at token {median:g}"
+            "no divergence"
+            if not parity.diverged or median is None
+            else f"median divergence at token {median:g}"
         )
         parts.append(
-            f"{label}: {_pct(parity.get('exact_match_rate'))} exact match vs {reference}, {where}, "
-            f"score {_pct(block.get('task_score'))}"
+            f"{label}: {_pct(parity.exact_match_rate)} exact match vs {reference}, {where}, "
+            f"score {_pct(block.task_score)}"
         )
     return "; ".join(parts)
 
 
-def build_summary(run_id: int) -> dict[str, Any]:
+def build_summary(run_id: int) -> ParitySummary:
     """The run's summary from its stored rows (the worker writes it at the end; an interrupted
     run's summary is rebuilt from what it stored)."""
     with session_scope() as session:
@@ -192,7 +192,7 @@ def build_summary(run_id: int) -> dict[str, Any]:
     answers = load_answers(run_id)
     reference = config.get("reference")
     prompts = len(config.get("tasks") or [])
-    engines: dict[str, Any] = {}
+    engines: dict[str, ParityEngine] = {}
     for engine in config.get("engines") or []:
         label = engine["label"]
         engines[label] = engine_summary(
@@ -202,9 +202,8 @@ def build_summary(run_id: int) -> dict[str, Any]:
             _kind_label(snapshots, label),
             prompts,
         )
-    summary = {"reference": reference, "engines": engines}
-    summary["conclusion_headline"] = headline(summary)
-    return summary
+    summary = ParitySummary(reference=reference, engines=engines)
+    return replace(summary, conclusion_headline=headline(summary))
 
 
 # ---------------------------------------------------------------- the page's records
@@ -244,7 +243,7 @@ class ParityView:
     source: str
     max_tokens: int
     seed: int
-    summary: dict[str, Any]
+    summary: ParitySummary
     rows: list[PromptRow]
     error: str | None
     created_at: datetime | None
@@ -287,7 +286,7 @@ def parity_view(run_id: int) -> ParityView:
         run = session.get(Run, run_id)
         if run is None or run.kind != RunKind.PARITY:
             raise NotFoundError(f"No parity run #{run_id}.")
-        config, stored_summary = dict(run.config or {}), dict(run.summary or {})
+        config, stored_summary = dict(run.config or {}), ParitySummary.from_json(run.summary)
         status, progress, name, error, created = (
             run.status,
             run.progress,
@@ -296,7 +295,7 @@ def parity_view(run_id: int) -> ParityView:
             run.created_at,
         )
         snapshots = list(run.engines or [])
-    summary = stored_summary if stored_summary.get("engines") else build_summary(run_id)
+    summary = stored_summary if stored_summary.engines else build_summary(run_id)
     answers = load_answers(run_id)
     reference = config.get("reference", "")
     labels = [e["label"] for e in config.get("engines") or []]
@@ -362,7 +361,7 @@ def to_json(view: ParityView) -> dict[str, Any]:
         "source": view.source,
         "max_tokens": view.max_tokens,
         "seed": view.seed,
-        "summary": view.summary,
+        "summary": view.summary.to_json(),
         "prompts": [
             {
                 "index": row.index,
@@ -398,26 +397,24 @@ def _fixed(value: float | None, digits: int = 3) -> str:
 def summary_rows(view: ParityView) -> list[dict[str, Any]]:
     """One row per engine: quality next to speed, and the parity figures against the reference."""
     rows = []
-    for label, block in (view.summary.get("engines") or {}).items():
-        parity = block.get("parity") or {}
-        reference = bool(block.get("is_reference"))
-        median = parity.get("divergence_median")
+    for label, block in view.summary.engines.items():
+        parity = view.summary.comparison(label)
+        reference = block.is_reference
+        median = parity.divergence_median
         rows.append(
             {
                 "Engine": label + (" (reference)" if reference else ""),
-                "Task score": _pct(block.get("task_score")),
-                "Output tok/s": _fixed(block.get("output_throughput_tok_s"), 1),
-                "Exact match": "—" if reference else _pct(parity.get("exact_match_rate")),
-                "Diverged": "—"
-                if reference
-                else f"{parity.get('diverged', 0)} of {parity.get('compared', 0)}",
+                "Task score": _pct(block.task_score),
+                "Output tok/s": _fixed(block.output_throughput_tok_s, 1),
+                "Exact match": "—" if reference else _pct(parity.exact_match_rate),
+                "Diverged": "—" if reference else f"{parity.diverged} of {parity.compared}",
                 "First divergence p50": "—" if reference or median is None else f"token {median:g}",
-                "Token agreement": "—" if reference else _pct(parity.get("token_agreement_mean")),
-                "Mean |Δ logprob|": "—" if reference else _fixed(parity.get("logprob_diff_mean")),
-                "Ref. token in top-k": "—" if reference else _pct(parity.get("topk_rate")),
-                "Log-probabilities": str(block.get("logprobs", "")),
-                "Answered": f"{block.get('completed', 0)} of {block.get('prompts', 0)}",
-                "Errors": "; ".join(block.get("first_errors") or []),
+                "Token agreement": "—" if reference else _pct(parity.token_agreement_mean),
+                "Mean |Δ logprob|": "—" if reference else _fixed(parity.logprob_diff_mean),
+                "Ref. token in top-k": "—" if reference else _pct(parity.topk_rate),
+                "Log-probabilities": block.logprobs,
+                "Answered": f"{block.completed} of {block.prompts}",
+                "Errors": "; ".join(block.first_errors),
             }
         )
     return rows

@@ -19,6 +19,7 @@ import pandas as pd
 
 from services import reports
 from services.demos.summary import DemoSummary
+from services.parity.summary import ParitySummary
 from services.runs.history import list_runs
 from services.runs.records import LATENCY_METRICS, RunFilter, RunPage, parse_run_ids
 from services.safe_text import md_line, md_text
@@ -192,7 +193,7 @@ def run_page_view(run_id: int) -> RunPageView:
     summary = detail.summary
     others = [i for i in detail.repeat_ids if i != detail.id]
     demo = DemoSummary.from_json(summary).conclusion if detail.kind == "demo" else None
-    parity = summary.get("conclusion_headline") if detail.kind == "parity" else None
+    parity = ParitySummary.from_json(summary).conclusion_headline if detail.kind == "parity" else None
     return RunPageView(
         run=run,
         title=f"Run #{detail.id}: {md_line(detail.name or detail.kind)}",

@@ -8,6 +8,7 @@ import pytest
 from services.errors import ValidationError
 from services.parity import page
 from services.parity.metrics import Answer, compare
+from services.parity.summary import ParitySummary
 from services.parity.tasks import Task
 from services.parity.views import ParityView, PromptRow, StoredAnswer
 
@@ -83,7 +84,7 @@ def _view(reference_text: str | None, other_text: str | None, error: str | None 
         source="task set v1",
         max_tokens=8,
         seed=0,
-        summary={"conclusion_headline": "other: 0% exact match"},
+        summary=ParitySummary(conclusion_headline="other: 0% exact match"),
         rows=[row],
         error=None,
         created_at=None,

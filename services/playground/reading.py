@@ -1,0 +1,187 @@
+"""Reading exchanges back: one exchange's columns with their measurements, a
+conversation's turns, the history list, and the code of the request a column sent.
+A streaming run that lost its worker to a restart is marked interrupted here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from db.models import Exchange, Run
+from db.session import session_scope
+from services import endpoints, lifecycle
+from services.client import ChatRequest, as_curl, as_openai_python
+from services.errors import NotFoundError
+from services.lifecycle import RunStatus, is_stale
+from services.measure import cached_tokens, token_count
+from services.playground.checks import check_answer
+from services.playground.params import params_from_dict
+from services.playground.records import Column, ExchangeView, HistoryItem, Turn
+from services.playground.worker import is_active
+
+
+def _mark_interrupted(session: Any, run: Run) -> None:
+    """A streaming run with no worker in this process and no recent write: the app restarted."""
+    if (
+        run.status != RunStatus.RUNNING
+        or is_active(run.id)
+        or not is_stale(run.heartbeat_at, run.created_at)
+    ):
+        return
+    lifecycle.interrupt(run)
+    for row in session.scalars(
+        select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")
+    ):
+        row.status = "interrupted"
+
+
+def get_exchange(run_id: int) -> ExchangeView:
+    """One exchange with each engine's answer and measurements so far."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != "playground":
+            raise NotFoundError(f"Playground exchange {run_id} not found.")
+        _mark_interrupted(session, run)
+        rows = session.scalars(
+            select(Exchange).where(Exchange.run_id == run_id).order_by(Exchange.id)
+        ).all()
+        config = dict(run.config)
+        conversation_id = config.get("conversation_id", "")
+        first_turn = {}
+        if config.get("turn", 1) > 1:
+            first_turn = {
+                r.engine_name: r
+                for r in session.scalars(
+                    select(Exchange).where(
+                        Exchange.conversation_id == conversation_id, Exchange.turn == 1
+                    )
+                )
+            }
+        schema = config.get("schema")
+        columns = [_column(row, schema, first_turn.get(row.engine_name)) for row in rows]
+        return ExchangeView(
+            run_id=run.id,
+            conversation_id=conversation_id,
+            turn=int(config.get("turn", 1)),
+            prompt=_text(config.get("prompt")),
+            system=_text(config.get("system")),
+            status=run.status,
+            active=is_active(run.id),
+            columns=columns,
+            params=config.get("params") or {},
+            schema=schema,
+            created_at=run.created_at,
+        )
+
+
+def _text(value: Any) -> str:
+    """Stored text, "" where it is missing (JSON null must never show as "None")."""
+    return "" if value is None else str(value)
+
+
+def last_prompt(row: Exchange) -> str:
+    return _text((row.messages[-1] or {}).get("content")) if row.messages else ""
+
+
+def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None) -> Column:
+    metrics = row.metrics or {}
+    usage = row.usage or {}
+    kind = str((row.params or {}).get("kind") or "openai")
+    check = None
+    if (
+        schema is not None
+        and row.status in ("finished", "failed", "cancelled", "interrupted")
+        and row.answer
+    ):
+        check = check_answer(row.answer, schema)
+    column = Column(
+        engine=row.engine_name,
+        model=row.model,
+        kind=kind,
+        status=row.status,
+        answer=row.answer or "",
+        choices=list(row.choices or []),
+        ttft_s=metrics.get("ttft_s"),
+        itl_mean_s=metrics.get("itl_mean_s"),
+        itl_p90_s=metrics.get("itl_p90_s"),
+        tokens_per_s=metrics.get("tokens_per_s"),
+        e2e_s=metrics.get("e2e_s"),
+        prompt_tokens=token_count(usage.get("prompt_tokens")),
+        completion_tokens=token_count(usage.get("completion_tokens")),
+        cached_tokens=cached_tokens(usage),
+        finish_reason=row.finish_reason,
+        error_class=row.error_class,
+        error=row.error,
+        notes=list(metrics.get("notes") or []),
+        schema_check=check,
+    )
+    if first is not None and first.id != row.id:
+        column.first_turn_ttft_s = (first.metrics or {}).get("ttft_s")
+        column.first_turn_cached_tokens = cached_tokens(first.usage or {})
+    return column
+
+
+def conversation(conversation_id: str) -> list[Turn]:
+    """The turns of a conversation, oldest first, with each engine's answer."""
+    with session_scope() as session:
+        rows = session.scalars(
+            select(Exchange)
+            .where(Exchange.conversation_id == conversation_id)
+            .order_by(Exchange.turn, Exchange.id)
+        ).all()
+        turns: dict[int, Turn] = {}
+        for row in rows:
+            turn = turns.setdefault(row.turn, Turn(row.run_id, row.turn, last_prompt(row), {}))
+            turn.answers[row.engine_name] = row.answer or ""
+    return [turns[k] for k in sorted(turns)]
+
+
+def history(limit: int = 20) -> list[HistoryItem]:
+    """The latest playground exchanges, newest first."""
+    with session_scope() as session:
+        runs = session.scalars(
+            select(Run).where(Run.kind == "playground").order_by(Run.id.desc()).limit(limit)
+        ).all()
+        return [
+            HistoryItem(
+                run_id=r.id,
+                conversation_id=str(r.config.get("conversation_id", "")),
+                turn=int(r.config.get("turn", 1)),
+                prompt=_text(r.config.get("prompt")),
+                engines=[n for n in r.engine_names.split(",") if n],
+                status=r.status,
+                created_at=r.created_at,
+            )
+            for r in runs
+        ]
+
+
+def request_code(run_id: int, engine: str) -> tuple[str, str]:
+    """(curl, openai-python) for the exact request one column sent."""
+    with session_scope() as session:
+        row = session.scalars(
+            select(Exchange).where(Exchange.run_id == run_id, Exchange.engine_name == engine)
+        ).first()
+        run = session.get(Run, run_id)
+        if row is None or run is None:
+            raise NotFoundError(f"No answer of {engine} in exchange {run_id}.")
+        snapshot: dict[str, Any] = next((e for e in run.engines if e.get("name") == engine), {})
+        messages, stored = list(row.messages), dict(row.params or {})
+        model = row.model or ""
+    try:
+        record = endpoints.get_engine(engine)
+        api_key_env = record.api_key_env
+    except NotFoundError:
+        api_key_env = None
+    request = ChatRequest(
+        base_url=snapshot.get("base_url") or "http://engine-removed",
+        model=model,
+        messages=messages,
+        params=params_from_dict(stored),
+        kind=str(stored.get("kind") or "openai"),
+        api_key_env=api_key_env,
+        response_schema=stored.get("schema"),
+        extra_body=stored.get("extra_body") or None,
+    )
+    return as_curl(request), as_openai_python(request)

@@ -1,0 +1,121 @@
+"""The playground's records: what a send asks for, and what the page reads back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from services.engines import SamplingParams
+
+MIN_ENGINES = 2
+MAX_ENGINES = 6
+EXTRA_KEYS = ("top_k", "min_tokens", "ignore_eos")
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """One column: a registered engine, optionally another model and raw `extra_body` fields."""
+
+    engine: str
+    model: str | None = None
+    extra_body: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    engines: tuple[EngineChoice, ...]
+    prompt: str
+    system: str = ""
+    params: SamplingParams = field(default_factory=SamplingParams)
+    schema: dict[str, Any] | None = None
+    #: Continue this conversation (None starts one).
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SendHandle:
+    run_id: int
+    conversation_id: str
+    turn: int
+
+
+@dataclass
+class SchemaCheck:
+    valid: bool
+    #: Where it fails ("$.items[0].price"), and why, in words.
+    path: str = ""
+    message: str = ""
+
+
+@dataclass
+class Column:
+    """One engine's answer with its live measurements (what a page column shows)."""
+
+    engine: str
+    model: str | None
+    kind: str
+    status: str
+    answer: str
+    choices: list[str]
+    ttft_s: float | None = None
+    itl_mean_s: float | None = None
+    itl_p90_s: float | None = None
+    tokens_per_s: float | None = None
+    e2e_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    finish_reason: str | None = None
+    error_class: str | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    schema_check: SchemaCheck | None = None
+    #: Turn 1's figures of the same engine in this conversation (the prefix-cache effect).
+    first_turn_ttft_s: float | None = None
+    first_turn_cached_tokens: int | None = None
+
+
+@dataclass
+class ExchangeView:
+    run_id: int
+    conversation_id: str
+    turn: int
+    prompt: str
+    system: str
+    status: str
+    active: bool
+    columns: list[Column]
+    params: dict[str, Any]
+    schema: dict[str, Any] | None
+    created_at: datetime | None = None
+
+    @property
+    def first_token_engine(self) -> str | None:
+        timed = [c for c in self.columns if c.ttft_s is not None]
+        return min(timed, key=lambda c: c.ttft_s or 0).engine if timed else None
+
+    @property
+    def fastest_engine(self) -> str | None:
+        """Highest decode rate among the answers that finished."""
+        timed = [c for c in self.columns if c.tokens_per_s is not None and c.status == "finished"]
+        return max(timed, key=lambda c: c.tokens_per_s or 0).engine if timed else None
+
+
+@dataclass
+class Turn:
+    run_id: int
+    turn: int
+    prompt: str
+    answers: dict[str, str]
+
+
+@dataclass
+class HistoryItem:
+    run_id: int
+    conversation_id: str
+    turn: int
+    prompt: str
+    engines: list[str]
+    status: str
+    created_at: datetime

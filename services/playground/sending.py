@@ -1,0 +1,164 @@
+"""Sending an exchange: validate, store the run and one Exchange row per engine, hand the
+streams to a worker; and reopening or resending a stored one."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from db.models import Exchange, Run
+from db.session import session_scope
+from services import endpoints, limits
+from services.client import ChatRequest, build_body
+from services.errors import NotFoundError, ValidationError
+from services.playground import worker
+from services.playground.checks import validate
+from services.playground.params import engine_params, messages_for, params_dict, params_from_dict
+from services.playground.reading import last_prompt
+from services.playground.records import EngineChoice, SendHandle, SendRequest
+from services.playground.worker import Stream
+
+if TYPE_CHECKING:
+    from services.access import Viewer
+
+
+def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tuple[str, str]]]]:
+    """(last turn, per engine [(prompt, that engine's own answer)])."""
+    with session_scope() as session:
+        rows = session.scalars(
+            select(Exchange)
+            .where(Exchange.conversation_id == conversation_id)
+            .order_by(Exchange.turn, Exchange.id)
+        ).all()
+    history: dict[str, list[tuple[str, str]]] = {}
+    last = 0
+    for row in rows:
+        last = max(last, row.turn)
+        history.setdefault(row.engine_name, []).append((last_prompt(row), row.answer or ""))
+    return last, history
+
+
+def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
+    """Store the exchange and start streaming it to every chosen engine in the background.
+    Refused past the server's or this viewer's limit of exchanges streaming at once."""
+    validate(request)
+    records = {c.engine: endpoints.get_engine(c.engine) for c in request.engines}
+    conversation_id = request.conversation_id or uuid.uuid4().hex[:16]
+    turn: int = 0
+    history: dict[str, list[tuple[str, str]]] = {}
+    if request.conversation_id:
+        turn, history = _conversation_history(request.conversation_id)
+        if turn == 0:
+            raise NotFoundError(f"Conversation {request.conversation_id} not found.")
+    turn += 1
+    now = datetime.now(UTC)
+    streams: list[Stream] = []
+    with limits.admitted("playground", viewer) as requested_by, session_scope() as session:
+        run = Run(
+            kind="playground",
+            requested_by=requested_by,
+            name=request.prompt.strip().splitlines()[0][:120],
+            status="running",
+            config={
+                "conversation_id": conversation_id,
+                "turn": turn,
+                "prompt": request.prompt,
+                "system": request.system,
+                "params": params_dict(request.params),
+                "schema": request.schema,
+                "engines": [
+                    {"engine": c.engine, "model": c.model, "extra_body": c.extra_body}
+                    for c in request.engines
+                ],
+            },
+            engines=[
+                {"name": r.name, "kind": r.kind, "base_url": r.base_url, "model": r.model}
+                for r in records.values()
+            ],
+            engine_names=",".join(records),
+            model=next((c.model or records[c.engine].model for c in request.engines), None),
+            workload="playground",
+            started_at=now,
+            heartbeat_at=now,
+        )
+        session.add(run)
+        session.flush()
+        for choice in request.engines:
+            record = records[choice.engine]
+            params, notes = engine_params(record, request.params)
+            messages = messages_for(request.system, history.get(choice.engine, []), request.prompt)
+            model = choice.model or record.model or ""
+            exchange = Exchange(
+                run_id=run.id,
+                conversation_id=conversation_id,
+                turn=turn,
+                engine_name=record.name,
+                model=model,
+                messages=messages,
+                status="streaming",
+                params={
+                    **params_dict(params),
+                    "schema": request.schema,
+                    "extra_body": choice.extra_body,
+                    "kind": record.kind,
+                },
+                metrics={"notes": notes},
+            )
+            session.add(exchange)
+            session.flush()
+            chat = ChatRequest(
+                base_url=record.base_url,
+                model=model,
+                messages=messages,
+                params=params,
+                kind=record.kind,
+                api_key_env=record.api_key_env,
+                response_schema=request.schema,
+                extra_body=choice.extra_body or None,
+                read_timeout_s=120.0,
+                total_timeout_s=600.0,
+                max_response_bytes=limits.answer_bytes(),
+            )
+            limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
+            streams.append(Stream(exchange.id, record.name, chat, notes))
+        run_id = run.id
+    worker.start(run_id, streams)
+    return SendHandle(run_id, conversation_id, turn)
+
+
+def resend(run_id: int) -> SendHandle:
+    """Send a stored exchange again, as a new conversation with the same settings."""
+    return send(reopen(run_id))
+
+
+def exchange_id(value: str) -> int:
+    """The run id that a Playground address names (?exchange=12), or why it names none."""
+    text = str(value).strip().lstrip("#")
+    if not re.fullmatch(r"[0-9]{1,12}", text):
+        raise ValidationError(
+            f"The address names exchange “{str(value)[:40]}”, which is not an exchange number."
+        )
+    return int(text)
+
+
+def reopen(run_id: int) -> SendRequest:
+    """The request of a stored exchange (to fill the form again or send it again)."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != "playground":
+            raise NotFoundError(f"Playground exchange {run_id} not found.")
+        config = dict(run.config)
+    return SendRequest(
+        engines=tuple(
+            EngineChoice(e["engine"], e.get("model"), e.get("extra_body"))
+            for e in config.get("engines", [])
+        ),
+        prompt=config.get("prompt", ""),
+        system=config.get("system", ""),
+        params=params_from_dict(config.get("params") or {}),
+        schema=config.get("schema"),
+    )

@@ -1,0 +1,221 @@
+"""The background side of a send: a thread per exchange owning an event loop, streaming
+every engine through the shared client and writing partial answers every
+PERSIST_INTERVAL_S; its end sets the run's status and summary."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from db.models import Exchange
+from db.session import session_scope
+from services import lifecycle
+from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
+from services.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
+
+PERSIST_INTERVAL_S = 0.25
+
+
+@dataclass
+class Stream:
+    """One engine's stream of a send, with what arrived so far."""
+
+    exchange_id: int
+    engine: str
+    request: ChatRequest
+    notes: list[str]
+    result: StreamResult = field(default_factory=StreamResult)
+    status: str = "streaming"
+    dirty: bool = True
+
+
+class _Worker:
+    def __init__(self, run_id: int, streams: list[Stream]) -> None:
+        self.run_id = run_id
+        self.streams = streams
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.stop_requested = False
+        self.streams_done = False
+        self.thread = threading.Thread(target=self._main, name=f"playground-{run_id}", daemon=True)
+        self.done = threading.Event()
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_requested = True
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            for task in self.tasks:
+                loop.call_soon_threadsafe(task.cancel)
+
+    def _main(self) -> None:
+        try:
+            with asyncio.Runner(loop_factory=new_event_loop) as runner:
+                runner.run(self._run())
+        except Exception as error:  # noqa: BLE001 - the worker must record, never die silently
+            _finish_run(self.run_id, self.streams, error=f"{type(error).__name__}: {error}")
+        finally:
+            with _lock:
+                _workers.pop(self.run_id, None)
+            self.done.set()
+
+    async def _run(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        async with make_http_client(len(self.streams) * 2) as client:
+            for stream in self.streams:
+                self.tasks.append(asyncio.create_task(self._one(client, stream)))
+            if self.stop_requested:
+                for task in self.tasks:
+                    task.cancel()
+            persister = asyncio.create_task(self._persist_loop())
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            # Let an in-flight partial write land before the final one (never after it).
+            self.streams_done = True
+            await persister
+        await asyncio.to_thread(_finish_run, self.run_id, self.streams)
+
+    async def _one(self, client: Any, stream: Stream) -> None:
+        def mark(_index: int, _text: str, _result: StreamResult) -> None:
+            stream.dirty = True
+
+        try:
+            await stream_chat(client, stream.request, on_delta=mark, result=stream.result)
+        except asyncio.CancelledError:
+            stream.status = "cancelled"
+            return
+        stream.status = "finished" if stream.result.ok else "failed"
+        stream.dirty = True
+
+    async def _persist_loop(self) -> None:
+        last_beat = time.monotonic()
+        while not self.streams_done:
+            await asyncio.sleep(PERSIST_INTERVAL_S)
+            changed = [s for s in self.streams if s.dirty]
+            # An engine silent in a long prefill must not make the exchange look abandoned.
+            if not changed and time.monotonic() - last_beat < HEARTBEAT_INTERVAL_S:
+                continue
+            last_beat = time.monotonic()
+            rows = []
+            for stream in changed:
+                stream.dirty = False
+                rows.append((stream.exchange_id, _row_values(stream, final=False)))
+            # The database write happens off the event loop so it never delays a chunk's timestamp.
+            await asyncio.to_thread(_write_rows, self.run_id, rows)
+
+
+_lock = threading.Lock()
+_workers: dict[int, _Worker] = {}
+
+
+def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
+    result = stream.result
+    figures = result.metrics()
+    metrics: dict[str, Any] = {
+        "ttft_s": figures.ttft_s,
+        "e2e_s": figures.e2e_s,
+        "tpot_s": figures.tpot_s,
+        "itl_mean_s": figures.itl_mean_s,
+        "itl_p90_s": figures.itl_p90_s,
+        "output_tokens": figures.output_tokens,
+        "tokens_per_s": (1 / figures.tpot_s) if figures.tpot_s else None,
+        "notes": stream.notes,
+    }
+    if final:
+        metrics["itl_s"] = figures.itl_s
+        metrics["chunk_times_s"] = figures.chunk_times_s
+    texts = result.texts
+    values: dict[str, Any] = {
+        "answer": result.text,
+        "choices": texts if len(texts) > 1 else [],
+        "metrics": metrics,
+        "usage": {**(result.usage or {}), **({"timings": result.timings} if result.timings else {})},
+        "finish_reason": result.finish_reason,
+    }
+    if final:
+        values["status"] = (
+            stream.status if stream.status != "streaming" else ("finished" if result.ok else "failed")
+        )
+        values["error_class"] = result.error_class
+        values["error"] = result.error
+    return values
+
+
+def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
+    with session_scope() as session:
+        for exchange_id, values in rows:
+            row = session.get(Exchange, exchange_id)
+            if row is None:
+                continue
+            for key, value in values.items():
+                setattr(row, key, value)
+        lifecycle.beat(run_id, session)
+
+
+def _finish_run(run_id: int, streams: list[Stream], error: str | None = None) -> None:
+    rows = [(s.exchange_id, _row_values(s, final=True)) for s in streams]
+    _write_rows(run_id, rows)
+    statuses = [values["status"] for _, values in rows]
+    reason: str | None | lifecycle.Keep = lifecycle.KEEP
+    if error:
+        status, reason = RunStatus.FAILED, error
+    elif "cancelled" in statuses:
+        status = RunStatus.CANCELLED
+    elif all(s == "finished" for s in statuses):
+        status = RunStatus.FINISHED
+    elif any(s == "finished" for s in statuses):
+        status = RunStatus.FINISHED_WITH_ERRORS
+    else:
+        status = RunStatus.FAILED
+        reason = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)
+    # A cancelled exchange is complete too: each answer ended, cut or not.
+    lifecycle.finish(
+        run_id,
+        status,
+        error=reason,
+        progress=1.0,
+        summary={
+            "engines": {
+                s.engine: {
+                    "ttft_s": {"p50": values["metrics"]["ttft_s"]}
+                    if values["metrics"]["ttft_s"] is not None
+                    else None,
+                    "output_throughput_tok_s": values["metrics"]["tokens_per_s"],
+                    "failed": 0 if values["status"] == "finished" else 1,
+                }
+                for s, (_, values) in zip(streams, rows, strict=True)
+            }
+        },
+    )
+
+
+def start(run_id: int, streams: list[Stream]) -> None:
+    """Stream every engine of this stored exchange in a worker thread of its own."""
+    worker = _Worker(run_id, streams)
+    with _lock:
+        _workers[run_id] = worker
+    worker.start()
+
+
+def stop(run_id: int) -> None:
+    """Stop every stream of this exchange; what arrived is kept (status "cancelled")."""
+    with _lock:
+        worker = _workers.get(run_id)
+    if worker is not None:
+        worker.stop()
+
+
+def is_active(run_id: int) -> bool:
+    with _lock:
+        return run_id in _workers
+
+
+def wait(run_id: int, timeout_s: float = 60.0) -> bool:
+    """Block until the exchange's streams are done (CLI and tests); False on timeout."""
+    with _lock:
+        worker = _workers.get(run_id)
+    return True if worker is None else worker.done.wait(timeout_s)

@@ -1,0 +1,115 @@
+"""The live view: sample the chosen engines and GPUs now (sharing fresh snapshots with
+any recording) and chart the hub's recent history."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from services.telemetry.gpu import remote_gpu_settings
+from services.telemetry.hub import get_hub
+from services.telemetry.monitor.charts import build_charts, series_from_snapshots
+from services.telemetry.monitor.records import MonitorOptions, MonitorView, SourceStatus
+from services.telemetry.recorder import active_recordings
+from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
+from services.telemetry.snapshot import Snapshot
+
+WINDOW_CHOICES_S = (60, 300, 900)
+
+
+def monitor_options() -> MonitorOptions:
+    """What the Monitor page offers: registered engines and the GPUs this machine sees."""
+    from services.endpoints import list_engines
+
+    dcgm_urls, prometheus_url = remote_gpu_settings()
+    engines = [(e.name, e.label) for e in list_engines()]
+    selector = os.environ.get("SHOOTOUT_PROMETHEUS_SELECTOR", "").strip()
+    return MonitorOptions(engines, get_hub().gpu_state(), dcgm_urls, prometheus_url, selector)
+
+
+def _status(snapshot: Snapshot) -> SourceStatus:
+    name = snapshot.source.partition(":")[2]
+    if snapshot.kind == "gpu":
+        name = f"GPU {name}"
+    if snapshot.error:
+        return SourceStatus(snapshot.source, name, snapshot.label, False, snapshot.error)
+    reported = [n for n, v in snapshot.values.items() if v is not None]
+    if not snapshot.values:
+        return SourceStatus(
+            snapshot.source,
+            name,
+            snapshot.label,
+            True,
+            next(iter(snapshot.missing.values()), "no signals"),
+        )
+    return SourceStatus(
+        snapshot.source, name, snapshot.label, True, f"{len(reported)} signal(s) with data"
+    )
+
+
+def _processes(snapshots: Sequence[Snapshot]) -> list[dict[str, Any]]:
+    rows = []
+    for snapshot in snapshots:
+        if snapshot.kind != "gpu":
+            continue
+        for process in snapshot.processes:
+            used = process.get("used_bytes")
+            rows.append(
+                {
+                    "GPU": snapshot.source.partition(":")[2],
+                    "process": process.get("name") or "",
+                    "pid": process.get("pid"),
+                    "engine": process.get("engine") or "",
+                    "memory (GiB)": None if used is None else round(used / 2**30, 2),
+                }
+            )
+    return rows
+
+
+def live_view(
+    engine_names: Sequence[str],
+    gpu_sources: Sequence[str] | None = None,
+    window_s: float = 300.0,
+    dcgm_urls: Sequence[str] = (),
+) -> MonitorView:
+    """Sample now (sharing fresh snapshots with any recording) and chart the live window.
+    `gpu_sources`: local GPU sources to show ("gpu:0"...); None = all."""
+    hub = get_hub()
+    targets: list[ScrapeTarget] = scrape_targets_for(list(engine_names))
+    gpu_state = hub.gpu_state()
+    if gpu_sources is None:
+        indices: list[int] | bool = [g.index for g in gpu_state.gpus]
+    else:
+        indices = [g.index for g in gpu_state.gpus if g.source in set(gpu_sources)]
+    snapshots = hub.sample(
+        targets, gpus=indices if indices else False, dcgm_urls=dcgm_urls, max_age_s=0.5
+    )
+    now = time.time()
+    sources = [s.source for s in snapshots]
+    history = hub.history(sources, window_s, now)
+    series = [
+        item
+        for source in sources
+        if (item := series_from_snapshots(history.get(source, []))) is not None
+    ]
+    errors = [e for url in dcgm_urls if (e := hub.dcgm(url).error)]
+    return MonitorView(
+        charts=build_charts(series, (now - window_s, now)),
+        statuses=[_status(s) for s in snapshots],
+        processes=_processes(snapshots),
+        recordings=active_recordings(),
+        gpu_message=None if gpu_state.available else gpu_state.message,
+        errors=errors,
+    )
+
+
+def gpu_indices(gpu_sources: Sequence[str]) -> list[int]:
+    """Local GPU indices of sources like "gpu:0" (remote ones are read from their exporter)."""
+    indices = []
+    for source in gpu_sources:
+        _, _, rest = source.partition(":")
+        if rest.isdigit():
+            indices.append(int(rest))
+    return indices
