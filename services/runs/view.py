@@ -215,8 +215,13 @@ def run_page_view(run_id: int) -> RunPageView:
             if parity
             else None
         ),
+        # A demo or parity run that concluded shows its conclusion: that is its result.
         has_results=(
-            run.view is not None or run.exchanges is not None or run.sample_sources is not None
+            run.view is not None
+            or run.exchanges is not None
+            or run.sample_sources is not None
+            or bool(demo)
+            or bool(parity)
         ),
         stored={"config": detail.config, "summary": detail.summary, "engines": detail.engines},
     )

@@ -77,6 +77,19 @@ def test_playground_exchanges_count_as_results_for_the_page_and_the_cli_alike(db
     assert shown.has_results and shown.run.exchanges is not None
 
 
+def test_a_concluded_demo_shows_its_conclusion_as_its_result(db_url: str) -> None:
+    from db.models import Run
+
+    run_id = make_run(kind="demo", engines={})
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.summary = {"conclusion": "One slot is enough on this machine."}
+    shown = runs_view.run_page_view(run_id)
+    assert shown.demo_conclusion == "One slot is enough on this machine."
+    assert shown.has_results  # no "holds no results yet" under its conclusion
+
+
 def test_run_page_view_texts(db_url: str) -> None:
     first = make_run(name="a", engines={"vllm": engine_summary(0.1, 0.02, 1.0, 500.0)})
     second = make_run(name="b", engines={"vllm": engine_summary(0.1, 0.02, 1.0, 500.0)})
