@@ -13,7 +13,7 @@ A tuning run is a `Run(kind="tune")`:
 
 For each configuration the worker starts the engine on a free port (services/tune/launch.py),
 waits until it is healthy (the spec's timeout), reads the settings the engine reports, runs
-the benchmark (services/bench/runner.py, the same load for each), stops the engine and goes
+the benchmark (services/bench/runner/, the same load for each), stops the engine and goes
 on. A configuration that fails to start or crashes is stored with its reason and the last
 lines of its log; the sweep continues. Cancel (the page's button, `cancel_run`, SIGTERM to
 the worker) stops the benchmark in flight and the engine it started; what ran is kept.

@@ -160,7 +160,11 @@ def test_playground_benchmark_and_demo_give_identical_figures_for_one_stream(
     assert expected.chunk_tokens == chunk_tokens
 
     replay = replaying(recorded)
-    for module in ("services.playground.worker", "services.bench.runner", "services.client.running"):
+    for module in (
+        "services.playground.worker",
+        "services.bench.runner.engine_load",
+        "services.client.running",
+    ):
         monkeypatch.setattr(f"{module}.stream_chat", replay)
     paths = {
         "playground": through_the_playground(scripted_server),
