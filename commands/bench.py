@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
 from services.bench.spec import MAX_WORKERS, BenchSpec
+from services.bench.workloads import WORKLOAD_KINDS
 from services.errors import ValidationError
 
 #: The flags' defaults: the Benchmarks page's (services/bench/form.py lists those that differed).
@@ -128,15 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     work.add_argument(
         "--workload",
         default=DEFAULTS.workload,
-        choices=(
-            "synthetic",
-            "long_prompt",
-            "shared_prefix",
-            "multi_turn",
-            "structured",
-            "file",
-            "trace",
-        ),
+        choices=WORKLOAD_KINDS,
     )
     work.add_argument(
         "--input-len",

@@ -35,10 +35,11 @@ from services.bench.spec import MAX_WORKERS, WORKERS_AUTO, BenchSpec, EngineTarg
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.errors import ValidationError
-from services.measure import DEFAULT_PERCENTILES
 
 #: The page's seconds box when the user bounds a run by time (the form's bound is requests).
 SUGGESTED_DURATION_S = 60.0
+#: Where the form has no opinion of its own, its defaults are the spec's.
+_WORKLOAD = WorkloadSpec()
 
 
 @dataclass(frozen=True)
@@ -52,15 +53,15 @@ class BenchForm:
     parallel: bool = False
     # -- workload
     workload: str = "synthetic"
-    input_len: int = 128
-    output_len: int = 128
-    length_dist: str = "fixed"
-    range_ratio: float = 0.5
-    max_input_len: int | None = None
-    max_output_len: int | None = None
-    prefix_groups: int = 4
-    prefix_len: int = 256
-    turns: int = 3
+    input_len: int = _WORKLOAD.input_len
+    output_len: int = _WORKLOAD.output_len
+    length_dist: str = _WORKLOAD.length_dist
+    range_ratio: float = _WORKLOAD.range_ratio
+    max_input_len: int | None = _WORKLOAD.max_input_len
+    max_output_len: int | None = _WORKLOAD.max_output_len
+    prefix_groups: int = _WORKLOAD.prefix_groups
+    prefix_len: int = _WORKLOAD.prefix_len
+    turns: int = _WORKLOAD.turns
     #: JSON schema text for the structured workload (empty: the workload's small default).
     schema_text: str = ""
     prompts_file: str = ""
@@ -93,14 +94,14 @@ class BenchForm:
     slo_e2e_ms: float | None = None
     slo_attainment: float = 0.9
     # -- measuring
-    timeout_s: float = 600.0
+    timeout_s: float = BenchSpec.timeout_s
     temperature: float = 0.0
-    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
-    calibrate_prompts: bool = True
-    connect_ahead: bool = True
-    record_engine_metrics: bool = True
-    workers: int = 1
-    ray_address: str = ""
+    percentiles: tuple[float, ...] = BenchSpec.percentiles
+    calibrate_prompts: bool = BenchSpec.calibrate_prompts
+    connect_ahead: bool = BenchSpec.connect_ahead
+    record_engine_metrics: bool = BenchSpec.record_engine_metrics
+    workers: int = BenchSpec.workers
+    ray_address: str = BenchSpec.ray_address
     # -- output
     name: str = ""
     tags: tuple[str, ...] = ()

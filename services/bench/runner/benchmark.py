@@ -139,6 +139,17 @@ class Benchmark:
 
         def make(engine: EngineTarget) -> Any:
             workers = self._workers_for(engine.name, load)
+            # The same load, whichever transport carries it: one process, worker processes, Ray.
+            common: dict[str, Any] = {
+                "sink": self.sink,
+                "should_stop": self._stop,
+                "salt": salt,
+                "text": self.text,
+                "timeout_s": spec.timeout_s,
+                "temperature": spec.temperature,
+                "step": step,
+                "connect_ahead": spec.connect_ahead,
+            }
             if spec.ray_address:
                 from services.bench.ray_pool import RayEngineLoad, ray_workers
 
@@ -147,47 +158,14 @@ class Benchmark:
                     spec.workload,
                     load,
                     workers=ray_workers(spec.ray_address, workers),
-                    sink=self.sink,
-                    should_stop=self._stop,
-                    salt=salt,
-                    text=self.text,
-                    timeout_s=spec.timeout_s,
-                    temperature=spec.temperature,
-                    step=step,
-                    connect_ahead=spec.connect_ahead,
                     address=spec.ray_address,
+                    **common,
                 )
             if workers > 1:
                 from services.bench.pool import PooledEngineLoad
 
-                return PooledEngineLoad(
-                    engine,
-                    spec.workload,
-                    load,
-                    workers=workers,
-                    sink=self.sink,
-                    should_stop=self._stop,
-                    salt=salt,
-                    text=self.text,
-                    timeout_s=spec.timeout_s,
-                    temperature=spec.temperature,
-                    step=step,
-                    connect_ahead=spec.connect_ahead,
-                )
-            return EngineLoad(
-                client,
-                engine,
-                spec.workload,
-                load,
-                sink=self.sink,
-                should_stop=self._stop,
-                salt=salt,
-                text=self.text,
-                timeout_s=spec.timeout_s,
-                temperature=spec.temperature,
-                step=step,
-                connect_ahead=spec.connect_ahead,
-            )
+                return PooledEngineLoad(engine, spec.workload, load, workers=workers, **common)
+            return EngineLoad(client, engine, spec.workload, load, **common)
 
         results: list[StepResult] = []
         if spec.parallel_engines:
