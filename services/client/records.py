@@ -75,10 +75,14 @@ class ChoiceStream:
 
     index: int
     parts: list[str] = field(default_factory=list)
-    #: perf_counter of each content chunk's arrival, and the characters it carried.
+    #: perf_counter of each content chunk's arrival.
     times: list[float] = field(default_factory=list)
-    chars: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+
+    @property
+    def chars(self) -> list[int]:
+        """The characters each content chunk carried (worked out when asked, not per chunk)."""
+        return [len(part) for part in self.parts]
 
     @property
     def text(self) -> str:

@@ -253,3 +253,116 @@ def test_chunks_of_the_learnt_shape_are_not_json_parsed(monkeypatch) -> None:  #
     # The first content chunk, the shape's proof (the probe and the chunk again) and the finish
     # chunk are parsed; the 39 other content chunks are not.
     assert len(parses) == 4
+
+
+# -- the shape fast path, answers written in pieces: reads that end anywhere ------------------
+
+
+async def _exchange_in_writes(writes: list[bytes]) -> object:
+    """`_exchange`, but the answer goes out in separate writes, so that the client's reads
+    start and end where these do (mostly: the kernel may still join two)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            for piece in writes:
+                writer.write(piece)
+                await writer.drain()
+                await asyncio.sleep(0.001)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    request = ChatRequest(
+        base_url=f"http://127.0.0.1:{port}",
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        read_timeout_s=2,
+        total_timeout_s=5,
+    )
+    try:
+        async with make_http_client(2, read_timeout_s=2) as client:
+            return await stream_chat(client, request)
+    finally:
+        server.close()
+
+
+def _size_line(length: int, style: str) -> bytes:
+    """The size line of a chunk as servers may write it."""
+    return {
+        "plain": b"%x\r\n" % length,
+        "upper": b"%X\r\n" % length,
+        "zeros": b"00%x\r\n" % length,
+        "extension": b"%x;name=value\r\n" % length,
+    }[style]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=st.lists(stream_item, min_size=1, max_size=16),
+    styles=st.lists(
+        st.sampled_from(["plain", "plain", "plain", "upper", "zeros", "extension"]), min_size=1
+    ),
+    cuts=st.lists(st.integers(0, 400), max_size=6),
+    per_write=st.integers(1, 4),
+)
+def test_the_shape_fast_path_reads_what_the_general_path_reads_whatever_the_reads(
+    items: list[dict], styles: list[str], cuts: list[int], per_write: int
+) -> None:
+    """The answer goes out in separate writes, cut anywhere (inside a size line, an event,
+    a chunk's closing \\r\\n), with any size-line style: the reads the client sees then start
+    and end anywhere, and the shape fast path (Exchange.on_body) must read what the general
+    path reads (_SHAPE_TRIES = 0) and what a plain json reading gives."""
+    import services.client.stream as stream_module
+
+    events = [
+        b"data: " + json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+        for item in [
+            *items,
+            {**_BASE, "choices": [{"index": i, "delta": {}, "finish_reason": "stop"} for i in (0, 1)]},
+        ]
+    ] + [b"data: [DONE]\n\n"]
+    chunks = [
+        _size_line(len(event), styles[i % len(styles)]) + event + b"\r\n"
+        for i, event in enumerate(events)
+    ]
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    writes = (
+        [head]
+        + [b"".join(chunks[i : i + per_write]) for i in range(0, len(chunks), per_write)]
+        + [b"0\r\n\r\n"]
+    )
+    # Cut some writes inside a size line, an event or a chunk's closing \r\n.
+    for cut in cuts:
+        at = cut % len(writes)
+        piece = writes[at]
+        if len(piece) > 1:
+            middle = 1 + cut % (len(piece) - 1)
+            writes[at : at + 1] = [piece[:middle], piece[middle:]]
+
+    fast = run_blocking(_exchange_in_writes(writes))
+    original = stream_module._SHAPE_TRIES
+    stream_module._SHAPE_TRIES = 0
+    try:
+        general = run_blocking(_exchange_in_writes(writes))
+    finally:
+        stream_module._SHAPE_TRIES = original
+
+    expected: dict[int, list[str]] = {}
+    for item in items:
+        for entry in item["choices"]:
+            delta = entry["delta"]
+            text = delta.get("content") or delta.get("reasoning_content")
+            if text:
+                expected.setdefault(entry["index"], []).append(text)
+    for result in (fast, general):
+        assert result.ok or result.error_class == "no_content", (result.error_class, result.error)
+        assert {i: c.parts for i, c in result.choices.items() if c.parts} == expected
+        assert all(
+            c.chars == [len(p) for p in c.parts] and len(c.times) == len(c.parts)
+            for c in result.choices.values()
+        )
+    assert fast.usage == general.usage and fast.finish_reason == general.finish_reason

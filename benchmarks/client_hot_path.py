@@ -1,0 +1,96 @@
+"""The client's per-token hot path alone, without sockets, kernel or event-loop wake-ups
+(issue 15): HTTP chunks of a realistic content chunk are handed straight to
+`Connection.data_received`, one or several chunks a read, and the process CPU per token is
+timed (best of 5). Loopback runs (benchmarks/bench_client_cpu.py) spend most of a token's
+CPU in the kernel and the loop; this shows the Python share that code changes can move.
+
+    .venv/bin/python benchmarks/client_hot_path.py [--tree PATH] [--per-read 1,2,4]
+
+--tree points at another checkout (e.g. an earlier commit exported with git archive) to
+compare with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_BASE = {
+    "id": "chatcmpl-scripted-7f3a2b1c4d5e6123456",
+    "object": "chat.completion.chunk",
+    "created": 1764600000,
+    "model": "scripted:ttft=0,itl=0,tokens=256",
+}
+_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def _chunk(choice: dict[str, Any]) -> bytes:
+    event = (
+        b"data: " + json.dumps({**_BASE, "choices": [choice]}, separators=(",", ":")).encode() + b"\n\n"
+    )
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+def _content(text: str) -> bytes:
+    return _chunk({"index": 0, "delta": {"content": text}, "finish_reason": None})
+
+
+class _Transport:
+    def write(self, data: bytes) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+async def per_token(per_read: int, tokens: int = 20_000) -> float:
+    """Best-of-5 µs of process CPU per token, `per_read` chunks a read."""
+    from services.client.records import StreamResult
+    from services.client.stream import Exchange
+    from services.client.transport import Connection, StreamClient
+
+    pool = StreamClient(4)
+    tokens -= tokens % per_read
+    best = float("inf")
+    for _ in range(5):
+        connection = Connection(pool, ("http", "bench", 1))
+        connection.transport = _Transport()  # type: ignore[assignment]  # writes go nowhere
+        result = StreamResult(start=time.perf_counter())
+        exchange = Exchange(connection, result, None, None, 300.0)
+        connection.exchange = exchange
+        role = _chunk({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None})
+        connection.data_received(_HEAD + role)
+        for i in range(3):  # the chunks the shape is learnt from
+            connection.data_received(_content(f" w{i}"))
+        reads = [
+            b"".join(_content(f" tok{(i + j) % 50}") for j in range(per_read))
+            for i in range(0, tokens, per_read)
+        ]
+        started = time.process_time()
+        for data in reads:
+            connection.data_received(data)
+        best = min(best, time.process_time() - started)
+        assert len(result.choices[0].parts) == tokens + 3
+        exchange.settle()
+    return best / tokens * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent))
+    parser.add_argument("--per-read", default="1,2,4")
+    args = parser.parse_args()
+    sys.path.insert(0, args.tree)
+    for count in (int(n) for n in args.per_read.split(",")):
+        figure = asyncio.run(per_token(count))
+        print(f"{args.tree}: {count} chunk(s) a read: {figure:.3f} µs of CPU per token", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
