@@ -198,6 +198,8 @@ def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(
         ray_address=cluster.address,
     )
     lost.join(timeout=60)
+    # Leave the cluster as the other tests expect it: two nodes, the lost one known as gone.
+    wait_for(lambda: cluster.alive_nodes() == 2, timeout_s=120)
     summary = summarize_engine(outcome.records, fixed_output=True)
     classes = summary["errors_by_class"]
     assert classes.get("worker_lost", 0) >= 1, summary
@@ -235,6 +237,9 @@ def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
 def test_later_turns_claim_by_an_awaited_round_trip_and_the_budget_stays_exact(
     cluster: RayCluster, scripted_server: ScriptedServer
 ) -> None:
+    # A node killed by an earlier test stays "alive" to Ray until its health checks fail; an
+    # actor placed on it meanwhile dies (ActorDiedError). Start once the cluster knows.
+    wait_for(lambda: cluster.alive_nodes() == 2, timeout_s=120)
     # Three-turn conversations over 11 requests: the last conversation stops after two turns,
     # its third claim refused by the hub while the loop went on.
     outcome = execute_load(
