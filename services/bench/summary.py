@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services import stored_json
+
 EngineBlock = dict[str, Any]
 
 #: The keys this record knows; anything else a summary holds is kept in `extra`.
@@ -35,14 +37,6 @@ _KNOWN = (
     "generator",
     "live",
 )
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
@@ -75,7 +69,7 @@ class BenchSummary:
         data = data if isinstance(data, dict) else {}
         engines = {
             str(name): block
-            for name, block in _mapping(data.get("engines")).items()
+            for name, block in stored_json.mapping(data.get("engines")).items()
             if isinstance(block, dict)
         }
         sweep = [row for row in data.get("sweep") or [] if isinstance(row, dict)]
@@ -87,19 +81,23 @@ class BenchSummary:
             engines=engines,
             sweep=sweep,
             slo_search={
-                k: v for k, v in _mapping(data.get("slo_search")).items() if isinstance(v, dict)
+                k: v
+                for k, v in stored_json.mapping(data.get("slo_search")).items()
+                if isinstance(v, dict)
             },
-            stopped_early={str(k): str(v) for k, v in _mapping(data.get("stopped_early")).items()},
-            prompt_calibration=_mapping(data.get("prompt_calibration")),
+            stopped_early={
+                str(k): str(v) for k, v in stored_json.mapping(data.get("stopped_early")).items()
+            },
+            prompt_calibration=stored_json.mapping(data.get("prompt_calibration")),
             models=dict(models) if isinstance(models, dict) else None,
-            load=_text(data.get("load")),
-            workload=_text(data.get("workload")),
+            load=stored_json.nonempty_text(data.get("load")),
+            workload=stored_json.nonempty_text(data.get("workload")),
             percentiles=list(percentiles) if isinstance(percentiles, list) else None,
             ttft_includes_connect=connect if isinstance(connect, bool) else None,
-            slo=_text(data.get("slo")),
-            data_attribution=_text(data.get("data_attribution")),
-            engines_run=_text(data.get("engines_run")),
-            generator=_mapping(data.get("generator")),
+            slo=stored_json.nonempty_text(data.get("slo")),
+            data_attribution=stored_json.nonempty_text(data.get("data_attribution")),
+            engines_run=stored_json.nonempty_text(data.get("engines_run")),
+            generator=stored_json.mapping(data.get("generator")),
             live=dict(live) if isinstance(live, dict) else None,
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
@@ -181,12 +179,14 @@ class BenchSummary:
             return [
                 (
                     f"{row.get('engine')} at {labels.get(step, f'step {step}')}",
-                    _mapping(row.get("generator")),
+                    stored_json.mapping(row.get("generator")),
                 )
                 for row in self.sweep
                 for step in [row.get("step")]
             ]
-        return [(name, _mapping(block.get("generator"))) for name, block in self.engines.items()]
+        return [
+            (name, stored_json.mapping(block.get("generator"))) for name, block in self.engines.items()
+        ]
 
     def start_times(self) -> dict[tuple[str, int | None], float]:
         """Unix time each engine (each sweep step) started: request times count from there,

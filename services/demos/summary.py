@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services import stored_json
+
 StepBlock = dict[str, Any]
 
 #: The keys this record knows; anything else a summary holds is kept in `extra`.
@@ -31,10 +33,6 @@ _KNOWN = (
     "conclusion_lines",
     "verdicts",
 )
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _texts(value: Any) -> dict[str, str] | None:
@@ -69,14 +67,14 @@ class DemoSummary:
         lines = data.get("conclusion_lines")
         verdicts = data.get("verdicts")
         return cls(
-            scenario=_text(data.get("scenario")),
-            title=_text(data.get("title")),
+            scenario=stored_json.text(data.get("scenario")),
+            title=stored_json.text(data.get("title")),
             steps=[step for step in data.get("steps") or [] if isinstance(step, dict)],
             awaiting=awaiting if isinstance(awaiting, int) and not isinstance(awaiting, bool) else None,
             skipped_engines=_texts(data.get("skipped_engines")),
             engine_versions=_texts(data.get("engine_versions")) or {},
-            conclusion=_text(data.get("conclusion")),
-            conclusion_headline=_text(data.get("conclusion_headline")),
+            conclusion=stored_json.text(data.get("conclusion")),
+            conclusion_headline=stored_json.text(data.get("conclusion_headline")),
             conclusion_lines=[str(line) for line in lines] if isinstance(lines, list) else None,
             verdicts=(
                 {str(k): v for k, v in verdicts.items() if isinstance(v, dict)}

@@ -10,10 +10,10 @@ the engine blocks' `task_score`, `output_throughput_tok_s` and `exact_match_rate
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from services import stored_json
 from services.parity.metrics import PooledComparison
 
 _COMPARISON_KNOWN = (
@@ -53,25 +53,6 @@ _ENGINE_KNOWN = (
 _SUMMARY_KNOWN = ("reference", "engines", "conclusion_headline")
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _count(value: Any) -> int:
-    number = _number(value)
-    return int(number) if number is not None else 0
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 @dataclass(frozen=True)
 class ParityComparison:
     """One engine's answers pooled against the reference's, as stored."""
@@ -99,24 +80,24 @@ class ParityComparison:
 
     @classmethod
     def from_json(cls, data: Any) -> ParityComparison:
-        data = _mapping(data)
+        data = stored_json.mapping(data)
         positions = data.get("divergence_positions")
         units = data.get("units")
         return cls(
-            compared=_count(data.get("compared")),
-            exact_match_rate=_number(data.get("exact_match_rate")),
-            diverged=_count(data.get("diverged")),
-            divergence_positions=[int(p) for p in positions or [] if _number(p) is not None]
+            compared=stored_json.count(data.get("compared")),
+            exact_match_rate=stored_json.number(data.get("exact_match_rate")),
+            diverged=stored_json.count(data.get("diverged")),
+            divergence_positions=[int(p) for p in positions or [] if stored_json.number(p) is not None]
             if isinstance(positions, list)
             else [],
-            divergence_median=_number(data.get("divergence_median")),
-            divergence_p10=_number(data.get("divergence_p10")),
-            divergence_p90=_number(data.get("divergence_p90")),
-            token_agreement_mean=_number(data.get("token_agreement_mean")),
-            logprob_diff_mean=_number(data.get("logprob_diff_mean")),
-            topk_rate=_number(data.get("topk_rate")),
+            divergence_median=stored_json.number(data.get("divergence_median")),
+            divergence_p10=stored_json.number(data.get("divergence_p10")),
+            divergence_p90=stored_json.number(data.get("divergence_p90")),
+            token_agreement_mean=stored_json.number(data.get("token_agreement_mean")),
+            logprob_diff_mean=stored_json.number(data.get("logprob_diff_mean")),
+            topk_rate=stored_json.number(data.get("topk_rate")),
             units=[str(u) for u in units] if isinstance(units, list) else [],
-            not_compared=_count(data.get("not_compared")),
+            not_compared=stored_json.count(data.get("not_compared")),
             extra={k: v for k, v in data.items() if k not in _COMPARISON_KNOWN},
         )
 
@@ -170,24 +151,24 @@ class ParityEngine:
 
     @classmethod
     def from_json(cls, data: Any) -> ParityEngine:
-        data = _mapping(data)
+        data = stored_json.mapping(data)
         parity = data.get("parity")
-        errors = _mapping(data.get("errors"))
+        errors = stored_json.mapping(data.get("errors"))
         first_errors = data.get("first_errors")
         return cls(
-            prompts=_count(data.get("prompts")),
-            sent=_count(data.get("sent")),
-            completed=_count(data.get("completed")),
-            failed=_count(data.get("failed")),
-            task_score=_number(data.get("task_score")),
-            scored=_count(data.get("scored")),
-            output_throughput_tok_s=_number(data.get("output_throughput_tok_s")),
-            completion_tokens=_count(data.get("completion_tokens")),
-            prompt_tokens=_count(data.get("prompt_tokens")),
-            e2e_s=_mapping(data.get("e2e_s")),
-            logprobs=_text(data.get("logprobs")) or "",
-            top_logprobs=_text(data.get("top_logprobs")) or "",
-            errors={str(k): _count(v) for k, v in errors.items()},
+            prompts=stored_json.count(data.get("prompts")),
+            sent=stored_json.count(data.get("sent")),
+            completed=stored_json.count(data.get("completed")),
+            failed=stored_json.count(data.get("failed")),
+            task_score=stored_json.number(data.get("task_score")),
+            scored=stored_json.count(data.get("scored")),
+            output_throughput_tok_s=stored_json.number(data.get("output_throughput_tok_s")),
+            completion_tokens=stored_json.count(data.get("completion_tokens")),
+            prompt_tokens=stored_json.count(data.get("prompt_tokens")),
+            e2e_s=stored_json.mapping(data.get("e2e_s")),
+            logprobs=stored_json.text(data.get("logprobs")) or "",
+            top_logprobs=stored_json.text(data.get("top_logprobs")) or "",
+            errors={str(k): stored_json.count(v) for k, v in errors.items()},
             first_errors=[str(e) for e in first_errors] if isinstance(first_errors, list) else [],
             is_reference=data.get("is_reference") is True,
             parity=ParityComparison.from_json(parity) if isinstance(parity, dict) else None,
@@ -236,15 +217,15 @@ class ParitySummary:
     def from_json(cls, data: ParitySummary | dict[str, Any] | None) -> ParitySummary:
         if isinstance(data, ParitySummary):
             return data
-        data = _mapping(data)
+        data = stored_json.mapping(data)
         return cls(
-            reference=_text(data.get("reference")),
+            reference=stored_json.text(data.get("reference")),
             engines={
                 str(label): ParityEngine.from_json(block)
-                for label, block in _mapping(data.get("engines")).items()
+                for label, block in stored_json.mapping(data.get("engines")).items()
                 if isinstance(block, dict)
             },
-            conclusion_headline=_text(data.get("conclusion_headline")),
+            conclusion_headline=stored_json.text(data.get("conclusion_headline")),
             extra={k: v for k, v in data.items() if k not in _SUMMARY_KNOWN},
         )
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services import stored_json
+
 _KNOWN = (
     "configs",
     "engines",
@@ -22,14 +24,6 @@ _KNOWN = (
     "slo",
     "conclusion_headline",
 )
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
@@ -56,18 +50,22 @@ class TuneSummary:
         data = data if isinstance(data, dict) else {}
         return cls(
             configs=[c for c in data.get("configs") or [] if isinstance(c, dict)],
-            engines={str(k): v for k, v in _mapping(data.get("engines")).items() if isinstance(v, dict)},
+            engines={
+                str(k): v
+                for k, v in stored_json.mapping(data.get("engines")).items()
+                if isinstance(v, dict)
+            },
             pareto={
                 str(k): [str(label) for label in v]
-                for k, v in _mapping(data.get("pareto")).items()
+                for k, v in stored_json.mapping(data.get("pareto")).items()
                 if isinstance(v, list)
             },
-            best=_mapping(data.get("best")),
-            kind=_text(data.get("kind")),
-            load=_text(data.get("load")),
-            workload=_text(data.get("workload")),
-            slo=_text(data.get("slo")),
-            conclusion_headline=_text(data.get("conclusion_headline")),
+            best=stored_json.mapping(data.get("best")),
+            kind=stored_json.nonempty_text(data.get("kind")),
+            load=stored_json.nonempty_text(data.get("load")),
+            workload=stored_json.nonempty_text(data.get("workload")),
+            slo=stored_json.nonempty_text(data.get("slo")),
+            conclusion_headline=stored_json.nonempty_text(data.get("conclusion_headline")),
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 
@@ -88,7 +86,7 @@ class TuneSummary:
 
     @property
     def best_label(self) -> str | None:
-        return _text(self.best.get("label"))
+        return stored_json.nonempty_text(self.best.get("label"))
 
     @property
     def best_reason(self) -> str:
@@ -97,11 +95,11 @@ class TuneSummary:
     @property
     def launch(self) -> dict[str, Any]:
         """The winner's launch commands ("plain", "docker"); empty without a winner."""
-        return _mapping(self.best.get("launch"))
+        return stored_json.mapping(self.best.get("launch"))
 
     @property
     def best_settings(self) -> dict[str, Any]:
-        return _mapping(self.best.get("settings"))
+        return stored_json.mapping(self.best.get("settings"))
 
     def on_front(self) -> set[str]:
         """Labels on either Pareto front (TTFT or ITL against throughput)."""
