@@ -43,7 +43,7 @@ def on_send() -> None:
     state.pg_error = None
     try:
         request = view_model.form_request(state, state.pg_conversation_id)
-        handle = playground.send(request, common.viewer())
+        handle = playground.send(request, common.viewer(), isolated=True)
     except ShootoutError as error:
         state.pg_error = str(error)
         return
@@ -96,7 +96,7 @@ def _follow_address() -> None:
 def on_send_again(run_id: int) -> None:
     state.pg_error = None
     try:
-        handle = playground.resend(run_id)
+        handle = playground.resend(run_id, isolated=True)
     except ShootoutError as error:
         state.pg_error = str(error)
         return

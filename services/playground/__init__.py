@@ -29,7 +29,7 @@ from services.playground.records import (
     Turn,
 )
 from services.playground.sending import exchange_id, reopen, resend, send
-from services.playground.worker import PERSIST_INTERVAL_S, is_active, stop, wait
+from services.playground.worker import PERSIST_INTERVAL_S, is_active, running_here, stop, wait
 from services.playground_text import word_diff
 from services.playground_votes import (
     BlindVote,
@@ -70,6 +70,7 @@ __all__ = [
     "reopen",
     "request_code",
     "resend",
+    "running_here",
     "send",
     "stop",
     "tally",

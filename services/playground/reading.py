@@ -18,14 +18,16 @@ from services.measure import cached_tokens, token_count
 from services.playground.checks import check_answer
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
-from services.playground.worker import is_active
+from services.playground.worker import running_here
+from services.processes import pid_alive
 
 
 def _mark_interrupted(session: Any, run: Run) -> None:
-    """A streaming run with no worker in this process and no recent write: the app restarted."""
+    """A streaming run with no worker in this process and no recent write: its worker (a
+    thread of an app that restarted, or a worker process) is gone."""
     if (
         run.status != RunStatus.RUNNING
-        or is_active(run.id)
+        or running_here(run.id)
         or not is_stale(run.heartbeat_at, run.created_at)
     ):
         return
@@ -67,7 +69,11 @@ def get_exchange(run_id: int) -> ExchangeView:
             prompt=_text(config.get("prompt")),
             system=_text(config.get("system")),
             status=run.status,
-            active=is_active(run.id),
+            # A worker process still writing its last rows after a stop counts: the page
+            # keeps polling until the answers are final.
+            active=running_here(run.id)
+            or run.status in lifecycle.ACTIVE_STATUSES
+            or (run.worker_pid is not None and pid_alive(run.worker_pid)),
             columns=columns,
             params=config.get("params") or {},
             schema=schema,

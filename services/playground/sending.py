@@ -6,14 +6,15 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services import endpoints, limits
+from services import endpoints, lifecycle, limits
 from services.client import ChatRequest, build_body
+from services.engines import SamplingParams
 from services.errors import NotFoundError, ValidationError
 from services.playground import worker
 from services.playground.checks import validate
@@ -21,9 +22,11 @@ from services.playground.params import engine_params, messages_for, params_dict,
 from services.playground.reading import last_prompt
 from services.playground.records import EngineChoice, SendHandle, SendRequest
 from services.playground.worker import Stream
+from services.processes import launch_run_worker
 
 if TYPE_CHECKING:
     from services.access import Viewer
+    from services.endpoints import EngineRecord
 
 
 def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tuple[str, str]]]]:
@@ -42,9 +45,11 @@ def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tup
     return last, history
 
 
-def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
-    """Store the exchange and start streaming it to every chosen engine in the background.
-    Refused past the server's or this viewer's limit of exchanges streaming at once."""
+def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool = False) -> SendHandle:
+    """Store the exchange and start streaming it to every chosen engine in the background:
+    in a worker process of its own when `isolated` (the page: timestamps taken away from the
+    Streamlit server's GIL), else in a thread of this process. Refused past the server's or
+    this viewer's limit of exchanges streaming at once."""
     validate(request)
     records = {c.engine: endpoints.get_engine(c.engine) for c in request.engines}
     conversation_id = request.conversation_id or uuid.uuid4().hex[:16]
@@ -110,29 +115,71 @@ def send(request: SendRequest, viewer: Viewer | None = None) -> SendHandle:
             )
             session.add(exchange)
             session.flush()
-            chat = ChatRequest(
-                base_url=record.base_url,
-                model=model,
-                messages=messages,
-                params=params,
-                kind=record.kind,
-                api_key_env=record.api_key_env,
-                response_schema=request.schema,
-                extra_body=choice.extra_body or None,
-                read_timeout_s=120.0,
-                total_timeout_s=600.0,
-                max_response_bytes=limits.answer_bytes(),
-            )
+            chat = _chat_request(record, model, messages, params, request.schema, choice.extra_body)
             limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
             streams.append(Stream(exchange.id, record.name, chat, notes))
         run_id = run.id
-    worker.start(run_id, streams)
+    if isolated:
+        pid = launch_run_worker("services.playground.process", run_id, "playground")
+        lifecycle.beat(run_id, worker_pid=pid)
+    else:
+        worker.start(run_id, streams)
     return SendHandle(run_id, conversation_id, turn)
 
 
-def resend(run_id: int) -> SendHandle:
+def _chat_request(
+    record: EngineRecord,
+    model: str,
+    messages: list[dict[str, Any]],
+    params: SamplingParams,
+    schema: dict[str, Any] | None,
+    extra_body: dict[str, Any] | None,
+) -> ChatRequest:
+    return ChatRequest(
+        base_url=record.base_url,
+        model=model,
+        messages=messages,
+        params=params,
+        kind=record.kind,
+        api_key_env=record.api_key_env,
+        response_schema=schema,
+        extra_body=extra_body or None,
+        read_timeout_s=120.0,
+        total_timeout_s=600.0,
+        max_response_bytes=limits.answer_bytes(),
+    )
+
+
+def streams_for(run_id: int) -> list[Stream]:
+    """The streams of a stored exchange, as `send` built them (a worker process starts here)."""
+    with session_scope() as session:
+        rows = session.scalars(
+            select(Exchange)
+            .where(Exchange.run_id == run_id, Exchange.status == "streaming")
+            .order_by(Exchange.id)
+        ).all()
+        stored = [
+            (row.id, row.engine_name, row.model or "", list(row.messages), dict(row.params), row.metrics)
+            for row in rows
+        ]
+    streams = []
+    for exchange_id, engine, model, messages, params, metrics in stored:
+        record = endpoints.get_engine(engine)
+        chat = _chat_request(
+            record,
+            model,
+            messages,
+            params_from_dict(params),
+            params.get("schema"),
+            params.get("extra_body"),
+        )
+        streams.append(Stream(exchange_id, engine, chat, list((metrics or {}).get("notes") or [])))
+    return streams
+
+
+def resend(run_id: int, *, isolated: bool = False) -> SendHandle:
     """Send a stored exchange again, as a new conversation with the same settings."""
-    return send(reopen(run_id))
+    return send(reopen(run_id), isolated=isolated)
 
 
 def exchange_id(value: str) -> int:

@@ -1,6 +1,12 @@
-"""The background side of a send: a thread per exchange owning an event loop, streaming
-every engine through the shared client and writing partial answers every
-PERSIST_INTERVAL_S; its end sets the run's status and summary."""
+"""The background side of a send: an event loop per exchange, streaming every engine through
+the shared client and writing partial answers every PERSIST_INTERVAL_S; its end sets the
+run's status and summary.
+
+It runs in a process of its own when the page sends (services/playground/process.py, so the
+Streamlit server's GIL pauses never land between a chunk and its timestamp), or in a thread of
+the caller (`cli.py ask`, which is a process of its own already, and tests that replace the
+stream). A worker in another process is stopped through the database (`lifecycle`'s cancel);
+`is_active` and `wait` read the run's status then."""
 
 from __future__ import annotations
 
@@ -33,9 +39,11 @@ class Stream:
 
 
 class _Worker:
-    def __init__(self, run_id: int, streams: list[Stream]) -> None:
+    def __init__(self, run_id: int, streams: list[Stream], *, watch_cancel: bool = False) -> None:
         self.run_id = run_id
         self.streams = streams
+        #: A worker process learns of a stop from the database (the page is another process).
+        self.watch_cancel = watch_cancel
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: list[asyncio.Task[Any]] = []
         self.stop_requested = False
@@ -95,6 +103,12 @@ class _Worker:
         last_beat = time.monotonic()
         while not self.streams_done:
             await asyncio.sleep(PERSIST_INTERVAL_S)
+            if (
+                self.watch_cancel
+                and not self.stop_requested
+                and await asyncio.to_thread(lifecycle.cancel_requested, self.run_id)
+            ):
+                self.stop()
             changed = [s for s in self.streams if s.dirty]
             # An engine silent in a long prefill must not make the exchange look abandoned.
             if not changed and time.monotonic() - last_beat < HEARTBEAT_INTERVAL_S:
@@ -201,21 +215,61 @@ def start(run_id: int, streams: list[Stream]) -> None:
     worker.start()
 
 
+def run_here(run_id: int, streams: list[Stream]) -> None:
+    """Stream every engine of this stored exchange in the calling thread, until every answer
+    ended or a stop came (a signal, or a cancel stored by another process)."""
+    worker = _Worker(run_id, streams, watch_cancel=True)
+    with _lock:
+        _workers[run_id] = worker
+    worker._main()
+
+
 def stop(run_id: int) -> None:
     """Stop every stream of this exchange; what arrived is kept (status "cancelled")."""
     with _lock:
         worker = _workers.get(run_id)
     if worker is not None:
         worker.stop()
+        return
+    from services.errors import NotFoundError
+
+    try:  # its worker is another process: it sees the cancel within PERSIST_INTERVAL_S
+        lifecycle.request_cancel(run_id, "playground", "playground exchange")
+    except NotFoundError:
+        pass
+
+
+def running_here(run_id: int) -> bool:
+    """Whether this process streams the exchange."""
+    with _lock:
+        return run_id in _workers
 
 
 def is_active(run_id: int) -> bool:
-    with _lock:
-        return run_id in _workers
+    """Whether the exchange still streams, in this process or in a worker process (which may
+    still be writing its final rows after a stop has already marked the run cancelled)."""
+    if running_here(run_id):
+        return True
+    from db.models import Run
+    from services.processes import pid_alive
+
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            return False
+        status, pid = run.status, run.worker_pid
+    return status in lifecycle.ACTIVE_STATUSES or (pid is not None and pid_alive(pid))
 
 
 def wait(run_id: int, timeout_s: float = 60.0) -> bool:
     """Block until the exchange's streams are done (CLI and tests); False on timeout."""
     with _lock:
         worker = _workers.get(run_id)
-    return True if worker is None else worker.done.wait(timeout_s)
+    if worker is not None:
+        return worker.done.wait(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while is_active(run_id):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(PERSIST_INTERVAL_S / 2)
+    return True

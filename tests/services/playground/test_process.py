@@ -1,0 +1,93 @@
+"""A Playground exchange sent as the page sends it (`isolated=True`): a worker process of its
+own streams the stored exchange (the Streamlit server never timestamps a token), writes the
+answers as they arrive, and stops on a cancel stored by another process."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from db.models import Run
+from db.session import session_scope
+from services import endpoints, playground
+from services.playground import EngineChoice, SendRequest
+from services.processes import pid_alive
+from tests.support.scripted_server import WORDS, ScriptedServer
+
+
+def register(server: ScriptedServer, name: str, **scenario: object) -> str:
+    endpoints.add_engine(name, server.base_url, model=server.model(**scenario))
+    return name
+
+
+def worker_pid(run_id: int) -> int | None:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run.worker_pid
+
+
+def test_a_worker_process_streams_the_exchange_and_stores_its_figures(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    fast = register(scripted_server, "fast", ttft=20, itl=2, tokens=8)
+    slow = register(scripted_server, "slow", ttft=150, itl=10, tokens=8, salt=3)
+    handle = playground.send(
+        SendRequest(engines=(EngineChoice(fast), EngineChoice(slow)), prompt="Hello"), isolated=True
+    )
+    pid = worker_pid(handle.run_id)
+    assert pid is not None and not playground.running_here(handle.run_id)
+    assert playground.wait(handle.run_id, 60)
+    view = playground.get_exchange(handle.run_id)
+    assert view.status == "finished" and not view.active
+    by_name = {c.engine: c for c in view.columns}
+    assert by_name["fast"].answer == "".join(WORDS[:8])
+    for column in view.columns:
+        assert column.status == "finished" and column.completion_tokens == 8
+        assert column.ttft_s is not None and column.itl_mean_s is not None
+    # The figures are the worker's own clock: the slow engine's 150 ms first token shows as such.
+    assert by_name["slow"].ttft_s > 0.14 > by_name["fast"].ttft_s  # type: ignore[operator]
+    deadline = time.monotonic() + 10
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(pid)
+
+
+def test_stop_reaches_the_worker_process_and_keeps_what_arrived(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    a = register(scripted_server, "a", ttft=10, itl=20, tokens=400)
+    b = register(scripted_server, "b", ttft=10, itl=20, tokens=400, salt=1)
+    handle = playground.send(
+        SendRequest(engines=(EngineChoice(a), EngineChoice(b)), prompt="long"), isolated=True
+    )
+    deadline = time.monotonic() + 30
+    view = playground.get_exchange(handle.run_id)
+    while time.monotonic() < deadline and not all(c.answer for c in view.columns):
+        time.sleep(0.1)
+        view = playground.get_exchange(handle.run_id)
+    assert view.active and all(c.answer for c in view.columns)
+    playground.stop(handle.run_id)
+    assert playground.wait(handle.run_id, 15)
+    stopped = playground.get_exchange(handle.run_id)
+    assert stopped.status == "cancelled"
+    before = {c.engine: c.answer for c in view.columns}
+    for column in stopped.columns:
+        assert column.status == "cancelled" and len(column.answer) >= len(before[column.engine])
+        assert len(column.answer) < len("".join(WORDS)) * 400  # cut, not the whole answer
+
+
+def test_an_engine_removed_before_its_worker_started_fails_the_exchange_in_words(
+    db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.playground import process, worker
+
+    gone = register(scripted_server, "gone", tokens=4)
+    kept = register(scripted_server, "kept", tokens=4)
+    monkeypatch.setattr(worker, "start", lambda run_id, streams: None)  # stored, not started
+    handle = playground.send(SendRequest(engines=(EngineChoice(gone), EngineChoice(kept)), prompt="x"))
+    endpoints.remove_engine(gone)
+    assert process.main([str(handle.run_id)]) == 1  # one line on stderr, exit 1
+    view = playground.get_exchange(handle.run_id)
+    assert view.status == "failed" and not view.active
