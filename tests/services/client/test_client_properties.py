@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -172,7 +174,6 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads(
     """Content chunks of one shape are taken without a JSON parse (services/client/stream.py,
     _learn_shape); whatever the texts (quotes, escapes, line breaks, non-ASCII), shapes and
     framing, the answer must equal the general path's and a plain json.loads reading."""
-    import services.client.stream as stream_module
 
     separators = (", ", ": ") if spaced else (",", ":")
     closing = [
@@ -205,29 +206,9 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads(
         + b"0\r\n\r\n"
     )
 
-    fast = run_blocking(_exchange(response))
-    original = stream_module._SHAPE_TRIES
-    stream_module._SHAPE_TRIES = 0
-    try:
-        general = run_blocking(_exchange(response))
-    finally:
-        stream_module._SHAPE_TRIES = original
+    fast, general = _fast_and_general(lambda: _exchange(response))
 
-    expected: dict[int, list[str]] = {}
-    for item in items:
-        for entry in item["choices"]:
-            delta = entry["delta"]
-            text = delta.get("content") or delta.get("reasoning_content")
-            if text:
-                expected.setdefault(entry["index"], []).append(text)
-    for result in (fast, general):
-        assert result.ok or result.error_class == "no_content", (result.error_class, result.error)
-        assert {i: c.parts for i, c in result.choices.items() if c.parts} == expected
-        assert all(
-            c.chars == [len(p) for p in c.parts] and len(c.times) == len(c.parts)
-            for c in result.choices.values()
-        )
-    assert fast.usage == general.usage and fast.finish_reason == general.finish_reason
+    _assert_both_read_the_items(items, fast, general)
 
 
 def test_chunks_of_the_learnt_shape_are_not_json_parsed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -316,7 +297,6 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads_whatever_the_read
     a chunk's closing \\r\\n), with any size-line style: the reads the client sees then start
     and end anywhere, and the shape fast path (Exchange.on_body) must read what the general
     path reads (_SHAPE_TRIES = 0) and what a plain json reading gives."""
-    import services.client.stream as stream_module
 
     events = [
         b"data: " + json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
@@ -343,14 +323,26 @@ def test_the_shape_fast_path_reads_what_the_general_path_reads_whatever_the_read
             middle = 1 + cut % (len(piece) - 1)
             writes[at : at + 1] = [piece[:middle], piece[middle:]]
 
-    fast = run_blocking(_exchange_in_writes(writes))
+    fast, general = _fast_and_general(lambda: _exchange_in_writes(writes))
+
+    _assert_both_read_the_items(items, fast, general)
+
+
+def _fast_and_general(exchange: Callable[[], Coroutine[Any, Any, Any]]) -> tuple[Any, Any]:
+    """The same answer read with the fast path allowed, then with it off (the general parse)."""
+    import services.client.stream as stream_module
+
+    fast = run_blocking(exchange())
     original = stream_module._SHAPE_TRIES
     stream_module._SHAPE_TRIES = 0
     try:
-        general = run_blocking(_exchange_in_writes(writes))
+        general = run_blocking(exchange())
     finally:
         stream_module._SHAPE_TRIES = original
+    return fast, general
 
+
+def _assert_both_read_the_items(items: list[dict[str, Any]], fast: Any, general: Any) -> None:
     expected: dict[int, list[str]] = {}
     for item in items:
         for entry in item["choices"]:
