@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import select, tuple_
 from sqlalchemy.orm import InstrumentedAttribute
 
-from db.models import Exchange, RequestResult, Run, Sample
+from db.models import REQUEST_RESULT_FIELDS, Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.errors import NotFoundError, ValidationError
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
@@ -48,25 +48,7 @@ __all__ = [
 #: a batch with long inter-token lists stays a few megabytes.
 BATCH_ROWS = 2000
 STREAM_FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json"}
-REQUEST_COLUMNS = (
-    "engine_name",
-    "index",
-    "warmup",
-    "ok",
-    "scheduled_s",
-    "start_s",
-    "ttft_s",
-    "e2e_s",
-    "tpot_s",
-    "itl_s",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "finish_reason",
-    "error_class",
-    "error",
-    "extra",
-)
+REQUEST_COLUMNS = REQUEST_RESULT_FIELDS
 #: A cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` in an
 #: engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -14,30 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from db.models import REQUEST_RESULT_FIELDS
 from services.errors import ValidationError
 from services.importers import reading
 from services.measure import describe
 
 #: Per-request row fields, as RequestResult columns.
-REQUEST_FIELDS = (
-    "engine_name",
-    "index",
-    "warmup",
-    "ok",
-    "scheduled_s",
-    "start_s",
-    "ttft_s",
-    "e2e_s",
-    "tpot_s",
-    "itl_s",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "finish_reason",
-    "error_class",
-    "error",
-    "extra",
-)
+REQUEST_FIELDS = REQUEST_RESULT_FIELDS
 
 
 @dataclass
