@@ -45,6 +45,8 @@ def test_the_page_shows_the_pareto_front_of_a_real_grid(app_page, app_database) 
     app_page.get_by_text("Best configuration", exact=True).wait_for()
     text = main.inner_text()
     assert summary["best"]["label"] in text and "the highest goodput" in text
+    # The launch commands come after the charts; on a busy machine they land a moment later.
+    app_page.locator("[data-testid='stCode']", has_text="docker run").first.wait_for()
     screenshot(app_page, "tune-pareto")
     codes = app_page.locator("[data-testid='stCode']").all_inner_texts()
     assert any(code.startswith("docker run") and "-np" in code for code in codes), codes

@@ -46,7 +46,11 @@ def test_counter_resets_give_a_steady_rate_and_percentiles(db_url: str, promethe
     assert item.matched_by == "scrape target" and item.kind == "vllm"
     rate = values(result, "engine:resetting", "generation_tokens_per_s")
     assert len(rate) >= 15
-    assert rate.min() > 7 and rate.max() < 13, rate  # 10 tokens/s, never a negative jump at a reset
+    # 10 tokens/s, never a negative jump or a spike at a reset. One scrape that came late on a
+    # busy machine reads up to a third low for one rate window (seen in a fresh-clone run: 6.45),
+    # so the floor is loose while the median holds the rate.
+    assert 9 <= float(np.median(rate)) <= 11, rate
+    assert rate.min() > 5 and rate.max() < 13, rate
     assert set(values(result, "engine:resetting", "kv_cache_usage")) == {0.25}
     assert set(values(result, "engine:resetting", "requests_running")) == {3.0}
     p50 = values(result, "engine:resetting", "ttft_p50_s")
