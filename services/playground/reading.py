@@ -18,8 +18,7 @@ from services.measure import cached_tokens, token_count
 from services.playground.checks import check_answer
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
-from services.playground.worker import running_here
-from services.processes import pid_alive
+from services.playground.worker import running_here, streaming
 
 
 def _mark_interrupted(session: Any, run: Run) -> None:
@@ -69,11 +68,8 @@ def get_exchange(run_id: int) -> ExchangeView:
             prompt=_text(config.get("prompt")),
             system=_text(config.get("system")),
             status=run.status,
-            # A worker process still writing its last rows after a stop counts: the page
-            # keeps polling until the answers are final.
-            active=running_here(run.id)
-            or run.status in lifecycle.ACTIVE_STATUSES
-            or (run.worker_pid is not None and pid_alive(run.worker_pid)),
+            # The page keeps polling until the answers are final.
+            active=streaming(run.id, run.status, run.worker_pid),
             columns=columns,
             params=config.get("params") or {},
             schema=schema,

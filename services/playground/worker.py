@@ -245,20 +245,31 @@ def running_here(run_id: int) -> bool:
         return run_id in _workers
 
 
+def streaming(run_id: int, status: str, worker_pid: int | None) -> bool:
+    """Whether an exchange with this stored status and worker still streams: in this process,
+    or in a worker process (which may still be writing its final rows after a stop has already
+    marked the run cancelled)."""
+    from services.processes import pid_alive
+
+    return (
+        running_here(run_id)
+        or status in lifecycle.ACTIVE_STATUSES
+        or (worker_pid is not None and pid_alive(worker_pid))
+    )
+
+
 def is_active(run_id: int) -> bool:
-    """Whether the exchange still streams, in this process or in a worker process (which may
-    still be writing its final rows after a stop has already marked the run cancelled)."""
+    """Whether the exchange still streams, in this process or in a worker process."""
     if running_here(run_id):
         return True
     from db.models import Run
-    from services.processes import pid_alive
 
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
             return False
         status, pid = run.status, run.worker_pid
-    return status in lifecycle.ACTIVE_STATUSES or (pid is not None and pid_alive(pid))
+    return streaming(run_id, status, pid)
 
 
 def wait(run_id: int, timeout_s: float = 60.0) -> bool:
