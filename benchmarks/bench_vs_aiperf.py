@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -30,54 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import peers
+from peers import run_tree
+
 from tests.support.scripted_server import ScriptedServer
-
-TOKENIZER = ROOT / ".engines" / "models" / "smollm2-135m-instruct-hf"
-
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_table() -> dict[int, tuple[int, float]]:
-    """pid -> (parent pid, CPU seconds so far) for every process."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS)
-    return table
-
-
-def run_tree(command: list[str], **popen: object) -> float:
-    """Run `command`; its whole process tree's CPU seconds. Waited-for children show in
-    RUSAGE_CHILDREN, but a tool whose workers are not waited for (AIPerf's services) would
-    hide theirs: so /proc is also sampled every 0.1 s and the larger figure is kept."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    process = subprocess.Popen(command, **popen)  # type: ignore[call-overload]
-    seen: dict[int, float] = {}
-    while process.poll() is None:
-        table = _proc_table()
-        family = {process.pid}
-        changed = True
-        while changed:
-            changed = False
-            for pid, (parent, _) in table.items():
-                if parent in family and pid not in family:
-                    family.add(pid)
-                    changed = True
-        for pid in family:
-            if pid in table:
-                seen[pid] = max(seen.get(pid, 0.0), table[pid][1])
-        time.sleep(0.1)
-    if process.returncode != 0:
-        raise subprocess.CalledProcessError(process.returncode, command)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return max(waited, sum(seen.values()))
 
 
 def run_ours(
@@ -121,35 +76,10 @@ def run_ours(
 def run_aiperf(
     server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path
 ) -> tuple[float, int]:
-    artifacts = folder / f"aiperf-{requests}"
-    command = [
-        args.aiperf,
-        "profile",
-        "--model",
-        model,
-        "--url",
-        server.root_url,
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "--concurrency",
-        str(args.concurrency),
-        "--request-count",
-        str(requests),
-        "--tokenizer",
-        str(TOKENIZER),
-        "--isl",
-        "16",
-        "--osl",
-        str(args.tokens),
-        "--ui",
-        "none",
-        "--artifact-dir",
-        str(artifacts),
-    ]
-    used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = peers.aiperf(args.aiperf, server, model, requests, args.tokens, args.concurrency, folder)
+    assert run.completed == requests, f"AIPerf completed {run.completed} of {requests}"
     # Streamed tokens: the server's own count of what it sent (AIPerf's count is its tokenizer's).
-    return used, requests * args.tokens
+    return run.cpu_s, run.output_tokens
 
 
 def measure(name: str, runner, server: ScriptedServer, args: argparse.Namespace) -> float:  # type: ignore[no-untyped-def]

@@ -29,13 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_vs_aiperf import TOKENIZER, run_tree
+import peers
+from peers import run_tree
 
 from tests.support.scripted_server import ScriptedServer
 
@@ -94,108 +96,48 @@ def ours(
     return used, block
 
 
-def aiperf(
+def peer(
+    runner: Callable[..., peers.PeerRun],
     path: str,
     server: ScriptedServer,
-    model: str,
+    scenario: str,
     requests: int,
     tokens: int,
     concurrency: int,
     folder: Path,
 ) -> tuple[float, dict]:
-    artifacts = folder / f"aiperf-{requests}-{tokens}"
-    command = [
-        path,
-        "profile",
-        "--model",
-        model,
-        "--url",
-        server.root_url,
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "--concurrency",
-        str(concurrency),
-        "--request-count",
-        str(requests),
-        "--tokenizer",
-        str(TOKENIZER),
-        "--isl",
-        "16",
-        "--osl",
-        str(tokens),
-        "--ui",
-        "none",
-        "--artifact-dir",
-        str(artifacts),
-    ]
-    began = time.perf_counter()
-    used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - began
-    # Rates from the whole command's wall time (start-up included): a lower bound on AIPerf's.
-    return used, {
-        "output_tokens": requests * tokens,
-        "completed": requests,
-        "output_throughput_tok_s": requests * tokens / wall,
-        "request_throughput_rps": requests / wall,
-    }
-
-
-def inference_perf(
-    path: str,
-    server: ScriptedServer,
-    model: str,
-    requests: int,
-    tokens: int,
-    concurrency: int,
-    folder: Path,
-) -> tuple[float, dict]:
-    config = folder / f"ip-{requests}-{tokens}.yaml"
-    config.write_text(
-        "load:\n  type: concurrent\n  stages:\n"
-        f"  - num_requests: {requests}\n    concurrency_level: {concurrency}\n"
-        "api:\n  type: chat\n  streaming: true\n"
-        f"server:\n  type: vllm\n  model_name: '{model}'\n  base_url: {server.root_url}\n  ignore_eos: true\n"
-        f"tokenizer:\n  pretrained_model_name_or_path: {TOKENIZER}\n"
-        # Its random data does not do chat; mock prompts do, and the scripted server sends the
-        # model name's token count whatever the prompt.
-        "data:\n  type: mock\n"
-        f"report:\n  request_lifecycle:\n    summary: true\nstorage:\n  local_storage:\n    path: {folder / 'ip'}\n"
-    )
-    began = time.perf_counter()
-    used = run_tree(
-        [path, "--config_file", str(config)],
-        cwd=folder,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wall = time.perf_counter() - began
-    return used, {
-        "output_tokens": requests * tokens,
-        "completed": requests,
-        "output_throughput_tok_s": requests * tokens / wall,
-        "request_throughput_rps": requests / wall,
+    run = runner(path, server, scenario, requests, tokens, concurrency, folder)
+    # A per-token figure is only worth something if every token was streamed (peers.py).
+    assert run.completed == requests, f"{run.completed} of {requests} requests completed"
+    assert run.output_tokens == requests * tokens, f"{run.output_tokens} tokens, not {requests * tokens}"
+    return run.cpu_s, {
+        "output_tokens": run.output_tokens,
+        "completed": run.completed,
+        "output_throughput_tok_s": run.tok_s,
+        "request_throughput_rps": run.req_s,
     }
 
 
 def capacity(args: argparse.Namespace) -> None:
     print(
         f"1. capacity and client CPU ({args.concurrency} streams; unpaced server; marginal CPU of "
-        f"{args.large} minus {args.small} requests)",
+        f"{args.large} minus {args.small} requests of {args.tokens} tokens, {args.large_1} minus "
+        f"{args.small_1} of 1 token)",
         flush=True,
     )
     tools: list[tuple[str, object]] = [(f"shootout {n} worker(s)", n) for n in args.workers]
     if args.aiperf:
-        tools.append(("aiperf", "aiperf"))
+        tools.append(("aiperf", (peers.aiperf, args.aiperf)))
     if args.inference_perf:
-        tools.append(("inference-perf", "inference-perf"))
+        tools.append(("inference-perf", (peers.inference_perf, args.inference_perf)))
     with ScriptedServer() as server, tempfile.TemporaryDirectory() as folder:
         for label, tool in tools:
             figures = {}
             for tokens in (args.tokens, 1):
                 model = server.model(ttft=0, itl=0, tokens=tokens)
                 runs = []
-                for requests in (args.small, args.large):
+                sizes = (args.small, args.large) if tokens > 1 else (args.small_1, args.large_1)
+                for requests in sizes:
                     try:
                         if isinstance(tool, int):
                             runs.append(
@@ -203,22 +145,12 @@ def capacity(args: argparse.Namespace) -> None:
                                     server, model, requests, tokens, args.concurrency, tool, Path(folder)
                                 )
                             )
-                        elif tool == "aiperf":
-                            runs.append(
-                                aiperf(
-                                    args.aiperf,
-                                    server,
-                                    model,
-                                    requests,
-                                    tokens,
-                                    args.concurrency,
-                                    Path(folder),
-                                )
-                            )
                         else:
+                            runner, path = tool
                             runs.append(
-                                inference_perf(
-                                    args.inference_perf,
+                                peer(
+                                    runner,
+                                    path,
                                     server,
                                     model,
                                     requests,
@@ -344,6 +276,9 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--small", type=int, default=256)
     parser.add_argument("--large", type=int, default=1024)
+    # 1-token answers cost little each: more of them, or the marginal CPU is mostly noise.
+    parser.add_argument("--small-1", type=int, default=1024)
+    parser.add_argument("--large-1", type=int, default=8192)
     parser.add_argument("--streams", type=int, default=2000)
     parser.add_argument("--aiperf", help="path of an `aiperf` executable (its own virtual environment)")
     parser.add_argument(

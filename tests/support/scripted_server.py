@@ -13,6 +13,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | ttft | 20 | ms from the request to the first content chunk |
 | itl | 5 | ms between tokens (a chunk of `tpc` tokens follows the previous after tpc*itl) |
 | tokens | 16 | completion tokens per choice (the request's max_tokens caps it) |
+| cap | 1 | 0: ignore the request's max_tokens (a peer tool whose chat data always asks for 30) |
 | tpc | 1 | tokens per SSE chunk |
 | first | tpc | tokens in the first content chunk (later chunks carry tpc) |
 | empty | 0 | 1: an empty-content chunk (`"content": ""`) after every content chunk |
@@ -70,7 +71,19 @@ SERVER_MODEL = "scripted"
 # Scenario parsing (shared by the server and by tests that build model names)
 # ---------------------------------------------------------------------------------------
 
-_INT_KEYS = {"tokens", "tpc", "first", "empty", "prompt", "cached", "salt", "at", "status", "size"}
+_INT_KEYS = {
+    "tokens",
+    "cap",
+    "tpc",
+    "first",
+    "empty",
+    "prompt",
+    "cached",
+    "salt",
+    "at",
+    "status",
+    "size",
+}
 _FLOAT_KEYS = {"ttft", "itl", "delay"}
 
 
@@ -79,6 +92,7 @@ class Scenario:
     ttft: float = 20.0
     itl: float = 5.0
     tokens: int = 16
+    cap: int = 1
     tpc: int = 1
     first: int | None = None
     empty: int = 0
@@ -405,7 +419,7 @@ class ScriptedHandler:
         max_tokens = request.get("max_completion_tokens") or request.get("max_tokens")
         tokens = scenario.tokens
         finish = scenario.finish
-        if isinstance(max_tokens, int) and 0 < max_tokens < tokens:
+        if scenario.cap and isinstance(max_tokens, int) and 0 < max_tokens < tokens:
             tokens, finish = max_tokens, "length"
         schema_text = None
         response_format = request.get("response_format")
