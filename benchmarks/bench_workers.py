@@ -2,7 +2,8 @@
 
 1. capacity and client CPU: `python cli.py bench` end to end (database writer included)
    with 1 and with N workers, and the peers where their virtual environments exist
-   (AIPerf: --aiperf; inference-perf: --inference-perf). Unpaced server (ITL 0), 128
+   (AIPerf: --aiperf; inference-perf: --inference-perf), and with --ray over a local
+   2-node Ray cluster (2 actors; their CPU and the hub's count). Unpaced server (ITL 0), 128
    streams of 256 tokens for tokens/s and CPU per token, the same with 1-token answers for
    requests/s and CPU per request. CPU is the command's whole process tree (workers
    included), by the marginal method of benchmarks/bench_vs_aiperf.py (a large run minus a
@@ -15,13 +16,14 @@
 The server and the client share this machine's cores: figures from a 2-core VM are ratios
 measured back to back, not absolutes.
 
-    .venv/bin/python benchmarks/bench_workers.py [--workers 1,2] [--aiperf PATH] [--inference-perf PATH]
-        [--skip capacity,accuracy,streams]
+    .venv/bin/python benchmarks/bench_workers.py [--workers 1,2] [--ray] [--aiperf PATH]
+        [--inference-perf PATH] [--skip capacity,accuracy,streams]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -57,6 +59,7 @@ def ours(
     concurrency: int,
     workers: int,
     folder: Path,
+    ray: str | None = None,
 ) -> tuple[float, dict]:
     out = folder / f"ours-{workers}-{requests}-{tokens}.json"
     env = {
@@ -89,8 +92,10 @@ def ours(
         "--no-calibrate",
         "--workers",
         str(workers),
+        *(["--ray", ray] if ray else []),
     ]
-    used = run_tree(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    # With Ray the load runs in actors (and a hub actor): their CPU counts with the command's.
+    used = run_tree(command, ray_actors=bool(ray), env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     block = next(iter(json.loads(out.read_text())["engines"].values()))
     assert block["failed"] == 0, block["errors_by_class"]
     return used, block
@@ -126,11 +131,19 @@ def capacity(args: argparse.Namespace) -> None:
         flush=True,
     )
     tools: list[tuple[str, object]] = [(f"shootout {n} worker(s)", n) for n in args.workers]
+    if args.ray:
+        tools.append(("shootout Ray, 2 nodes", "ray"))
     if args.aiperf:
         tools.append(("aiperf", (peers.aiperf, args.aiperf)))
     if args.inference_perf:
         tools.append(("inference-perf", (peers.inference_perf, args.inference_perf)))
-    with ScriptedServer() as server, tempfile.TemporaryDirectory() as folder:
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ScriptedServer())
+        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        if args.ray:
+            from tests.support.ray_cluster import ray_cluster
+
+            cluster = stack.enter_context(ray_cluster(nodes=2))
         for label, tool in tools:
             figures = {}
             for tokens in (args.tokens, 1):
@@ -143,6 +156,19 @@ def capacity(args: argparse.Namespace) -> None:
                             runs.append(
                                 ours(
                                     server, model, requests, tokens, args.concurrency, tool, Path(folder)
+                                )
+                            )
+                        elif tool == "ray":
+                            runs.append(
+                                ours(
+                                    server,
+                                    model,
+                                    requests,
+                                    tokens,
+                                    args.concurrency,
+                                    2,
+                                    Path(folder),
+                                    ray=cluster.address,
                                 )
                             )
                         else:
@@ -283,6 +309,9 @@ def main() -> int:
     parser.add_argument("--aiperf", help="path of an `aiperf` executable (its own virtual environment)")
     parser.add_argument(
         "--inference-perf", help="path of an `inference-perf` executable (Python 3.12 venv)"
+    )
+    parser.add_argument(
+        "--ray", action="store_true", help="also a run over a local 2-node Ray cluster (2 actors)"
     )
     parser.add_argument("--skip", default="", help="parts to skip: capacity, accuracy, streams")
     args = parser.parse_args()

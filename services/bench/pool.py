@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import math
 import multiprocessing
 import os
@@ -51,6 +52,10 @@ from services.bench.workloads import Conversation, PromptText, WorkloadSpec, ite
 LOOKAHEAD_S = 0.25
 START_MARGIN_S = 0.05
 RECORD_BATCH = 64
+#: The coordinator hands conversations out in lists of up to this many (one hub round trip
+#: each over Ray); open-loop arrivals due within FEED_WINDOW_S of the first go together.
+FEED_CHUNK = 32
+FEED_WINDOW_S = 0.01
 #: Items a worker takes from the shared queue in one thread hop at most.
 TAKE_MOST = 32
 RECORD_FLUSH_S = 0.1
@@ -255,12 +260,18 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
                 break
         return channels.start_at.value or time.perf_counter()
 
+    # One per hop where a slot claims its request when due: a conversation held back here
+    # could be left unsent when the budget runs out while another worker sends a later one,
+    # and the run's requests must be exactly the first ones of the coordinator's sequence, as
+    # with one process. A transport that claims as it hands out (Ray's hub) can hand a few:
+    # claimed ones are sent (or, the node lost, failed), and a hop there is a round trip.
+    batch = (
+        max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // 4)) if channels.claims_first_turns else 1
+    )
+
     async def next_conversation() -> Conversation | None:
         if not waiting:
-            # One per hop: a conversation held back here could be left unsent when the budget
-            # runs out while another worker sends a later one; the run's requests must be
-            # exactly the first ones of the coordinator's sequence, as with one process.
-            waiting.extend(await asyncio.to_thread(take, 1))
+            waiting.extend(await asyncio.to_thread(take, batch))
         if not waiting:  # stopped: the stop watcher ends the load meanwhile
             await asyncio.sleep(3600)
         return waiting.popleft()
@@ -433,6 +444,17 @@ class PooledEngineLoad:
                 continue
         return False
 
+    def _put_all(self, channels: _Channels, items: list[Any], finished: threading.Event) -> bool:
+        """`items` in order; a transport of its own (Ray's hub) takes a list in one round trip."""
+        put_many = getattr(channels.work, "put_many", None)
+        if put_many is None:
+            return all(self._put(channels, item, finished) for item in items)
+        while items:
+            if finished.is_set() or channels.stop.is_set():
+                return False
+            items = items[put_many(items, POLL_S) :]
+        return True
+
     def _feed(
         self,
         body: Callable[[_Channels, threading.Event], None],
@@ -449,8 +471,9 @@ class PooledEngineLoad:
 
     def _feed_closed(self, channels: _Channels, finished: threading.Event) -> None:
         # The closed loop's conversations in order; each slot takes the next one it claims.
-        for conversation in self._conversations():
-            if not self._put(channels, conversation, finished):
+        conversations = self._conversations()
+        while chunk := list(itertools.islice(conversations, FEED_CHUNK)):
+            if not self._put_all(channels, chunk, finished):
                 return
 
     def _feed_open(self, channels: _Channels, finished: threading.Event) -> None:
@@ -460,21 +483,26 @@ class PooledEngineLoad:
         start, load = channels.start_at.value, self.load
         deadline = start + load.duration_s if load.duration_s else None
         limit = load.requests
+        # Arrivals due to go out within FEED_WINDOW_S of each other go in one put (a few ms
+        # earlier than LOOKAHEAD_S asks: harmless), so a burst costs one hub round trip.
+        pending: list[Any] = []
         for count, (offset, conversation) in enumerate(planned_arrivals(load, self._conversations())):
             if (limit is not None and count >= limit) or (
                 deadline is not None and start + offset >= deadline
             ):
                 break
-            if channels.budget.exhausted():
-                break
             wait = start + offset - LOOKAHEAD_S - time.perf_counter()
-            if wait > 0 and finished.wait(wait):
+            if pending and (wait > FEED_WINDOW_S or len(pending) >= FEED_CHUNK):
+                if not self._put_all(channels, pending, finished):
+                    return
+                pending = []
+            if not pending and channels.budget.exhausted():
+                break
+            if wait > FEED_WINDOW_S and finished.wait(wait):
                 return
-            if not self._put(channels, (offset, conversation), finished):
-                return
-        for _ in range(self.workers):
-            if not self._put(channels, None, finished):
-                return
+            pending.append((offset, conversation))
+        if not self._put_all(channels, [*pending, *([None] * self.workers)], finished):
+            return
 
     # -- running -----------------------------------------------------------------------
     def _coordinate(self) -> Any:

@@ -366,8 +366,12 @@ class _HubWork:
         self.ray, self.hub = ray, hub
 
     def put(self, item: Any, timeout: float) -> None:
-        if not self.ray.get(self.hub.put_many.remote([item], timeout)):
+        if not self.put_many([item], timeout):
             raise queue.Full
+
+    def put_many(self, items: list[Any], timeout: float) -> int:
+        """As many of `items` as the hub's backlog takes (waiting up to `timeout` for room)."""
+        return int(self.ray.get(self.hub.put_many.remote(items, timeout)))
 
     def cancel_join_thread(self) -> None:
         pass
