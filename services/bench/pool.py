@@ -148,6 +148,9 @@ class _WorkerSetup:
     temperature: float | None
     step: int | None
     connect_ahead: bool
+    #: Extra headers per request index; it travels to the workers, so a picklable callable
+    #: (a module-level function or a functools.partial of one).
+    request_headers: Callable[[int], dict[str, str]] | None
     #: The parent to watch (a worker whose coordinator is gone stops); None where the
     #: transport watches for itself (Ray actors: services/bench/ray_pool.py).
     coordinator_pid: int | None
@@ -320,6 +323,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
                         temperature=setup.temperature,
                         step=setup.step,
                         connect_ahead=setup.connect_ahead,
+                        request_headers=setup.request_headers,
                         plan=plan,
                     ).run()
         finally:
@@ -377,12 +381,14 @@ class PooledEngineLoad:
         temperature: float | None = 0.0,
         step: int | None = None,
         connect_ahead: bool = True,
+        request_headers: Callable[[int], dict[str, str]] | None = None,
     ) -> None:
         from services.bench.runner import EngineOutcome
 
         self.engine, self.workload, self.load = engine, workload, load
         self.sink, self.should_stop, self.salt = sink, should_stop, salt
         self.text = text or PromptText()
+        self.request_headers = request_headers
         self.timeout_s, self.temperature, self.step, self.connect_ahead = (
             timeout_s,
             temperature,
@@ -426,6 +432,7 @@ class PooledEngineLoad:
                 temperature=self.temperature,
                 step=self.step,
                 connect_ahead=self.connect_ahead,
+                request_headers=self.request_headers,
                 coordinator_pid=os.getpid(),
             )
             for index in range(count)

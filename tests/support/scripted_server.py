@@ -132,6 +132,13 @@ class Scenario:
         return scenario
 
 
+def log_id_header(tag: str, index: int) -> dict[str, str]:
+    """The header that has the server log request `index` under `tag + index` (for
+    /_scripted/log). A module-level function, so `functools.partial(log_id_header, tag)`
+    travels to load-generator worker processes."""
+    return {"x-scripted-id": f"{tag}{index}"}
+
+
 def scenario_model(**values: Any) -> str:
     """The model name that asks the server for a scenario: scenario_model(ttft=50, fault="cut")."""
     return "scripted:" + ",".join(f"{key}={value}" for key, value in values.items())

@@ -30,7 +30,8 @@ def execute_load(
 ) -> EngineOutcome:
     """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests);
     with `workers` > 1 spread over that many processes (services/bench/pool.py), with a
-    `ray_address` over that Ray cluster's nodes (services/bench/ray_pool.py)."""
+    `ray_address` over that Ray cluster's nodes (services/bench/ray_pool.py); there
+    `request_headers` must be picklable (it travels to the workers)."""
     from services.client import run_blocking
 
     if ray_address:
@@ -46,6 +47,7 @@ def execute_load(
             salt=salt,
             timeout_s=timeout_s,
             connect_ahead=connect_ahead,
+            request_headers=request_headers,
             address=ray_address,
         )._coordinate()
 
@@ -62,6 +64,7 @@ def execute_load(
             salt=salt,
             timeout_s=timeout_s,
             connect_ahead=connect_ahead,
+            request_headers=request_headers,
         )
         return pooled._coordinate()
 

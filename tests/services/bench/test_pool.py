@@ -3,10 +3,12 @@ merging, a shared budget, cancel, and a run stored through the job service."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from services.bench import jobs
@@ -16,7 +18,7 @@ from services.bench.runner import ListSink, execute_load
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
-from tests.support.scripted_server import ScriptedServer
+from tests.support.scripted_server import ScriptedServer, log_id_header
 
 
 def engine(server: ScriptedServer, **scenario) -> EngineTarget:
@@ -53,6 +55,28 @@ def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(
     generator = outcome.generator
     assert generator["workers"] == 2 and len(generator["cpu_share"]) == 2
     assert generator["loop_lag_samples"] == sum(len(check.loop_lag_s) for check in outcome.checks)
+
+
+def test_worker_timings_match_the_servers_own_record(scripted_server: ScriptedServer) -> None:
+    """Request headers travel to the workers; with them the server logs each request, and what
+    a worker measured lines up with the server's writes (one monotonic clock on a host)."""
+    outcome = execute_load(
+        engine(scripted_server, ttft=30, itl=5, tokens=8),
+        WorkloadSpec(input_len=8, output_len=8),
+        LoadSpec(concurrency=4, requests=24),
+        workers=2,
+        request_headers=functools.partial(log_id_header, "pool-"),
+    )
+    assert len(outcome.measured) == 24
+    with httpx2.Client(timeout=10) as http:
+        for record in outcome.measured:
+            writes = http.get(
+                f"{scripted_server.root_url}/_scripted/log", params={"id": f"pool-{record.index}"}
+            ).json()["writes"]
+            first_token_at = outcome.origin + record.start_s + record.ttft_s
+            # After the server wrote it, and soon after (the reading, on a loaded 2-core VM).
+            assert 0 <= first_token_at - writes[0] < 0.05
+            assert len(record.itl_s) == len(writes) - 1
 
 
 @pytest.mark.parametrize(
