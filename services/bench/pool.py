@@ -54,7 +54,7 @@ START_MARGIN_S = 0.05
 RECORD_BATCH = 64
 #: The coordinator hands conversations out in lists of up to this many (one hub round trip
 #: each over Ray); open-loop arrivals due within FEED_WINDOW_S of the first go together.
-FEED_CHUNK = 32
+FEED_CHUNK = 64
 FEED_WINDOW_S = 0.01
 #: Items a worker takes from the shared queue in one thread hop at most.
 TAKE_MOST = 32
@@ -183,6 +183,8 @@ class _Channels:
         #: (Ray's transport claims first turns as it hands them out: ray_pool.py).
         self.claims_first_turns = False
         self.claim_turn: Callable[[], Awaitable[bool]] | None = None
+        #: Records per message back (a queue put is cheap; a hub call is not: ray_pool.py).
+        self.record_batch = RECORD_BATCH
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,15 +195,16 @@ class _Channels:
 class _ResultSink:
     """Records back to the coordinator in small batches (one pickling per batch)."""
 
-    def __init__(self, results: Any, worker: int) -> None:
+    def __init__(self, results: Any, worker: int, most: int = RECORD_BATCH) -> None:
         self.results = results
         self.worker = worker
+        self.most = most
         self.batch: list[RequestRecord] = []
         self.flushed = time.perf_counter()
 
     def add(self, record: RequestRecord) -> None:
         self.batch.append(record)
-        if len(self.batch) >= RECORD_BATCH or time.perf_counter() - self.flushed >= RECORD_FLUSH_S:
+        if len(self.batch) >= self.most or time.perf_counter() - self.flushed >= RECORD_FLUSH_S:
             self.flush()
 
     def flush(self) -> None:
@@ -234,7 +237,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
     from services.bench.runner import MAX_IN_FLIGHT, EngineLoad, WorkerPlan, quiet_gc
     from services.client import make_http_client, run_blocking
 
-    sink = _ResultSink(channels.results, setup.worker)
+    sink = _ResultSink(channels.results, setup.worker, channels.record_batch)
 
     def orphaned() -> bool:
         return setup.coordinator_pid is not None and os.getppid() != setup.coordinator_pid
@@ -272,9 +275,15 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
         max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // 4)) if channels.claims_first_turns else 1
     )
 
+    # One take in flight per worker: slots freed together wait for it rather than each
+    # starting its own (over Ray those were many small round trips).
+    taking = asyncio.Lock()
+
     async def next_conversation() -> Conversation | None:
         if not waiting:
-            waiting.extend(await asyncio.to_thread(take, batch))
+            async with taking:
+                if not waiting:
+                    waiting.extend(await asyncio.to_thread(take, batch))
         if not waiting:  # stopped: the stop watcher ends the load meanwhile
             await asyncio.sleep(3600)
         return waiting.popleft()

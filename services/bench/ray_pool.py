@@ -32,6 +32,7 @@ Each node needs this checkout at the same path with the same packages (the actor
 
 from __future__ import annotations
 
+import pickle
 import queue
 import socket
 import threading
@@ -145,7 +146,11 @@ def ray_workers(address: str, workers: int) -> int:
 
 
 class Hub:
-    """The shared state of one pooled load (a threaded Ray actor)."""
+    """The shared state of one pooled load (a threaded Ray actor).
+
+    Conversations and records pass through it pickled (`_pack`, `_WorkerChannels.put`): the
+    hub reads only what it needs beside each blob (turn indices, how many records were
+    measured), since unpickling and pickling every item again here cost most of its CPU."""
 
     def __init__(self, backlog: int, requests: int | None) -> None:
         self.work: deque[Any] = deque()
@@ -188,11 +193,11 @@ class Hub:
             self.space.notify_all()
         held = self.taken.setdefault(worker, {})
         for item in items:
-            conversation = item[1] if isinstance(item, tuple) else item
-            if conversation is not None:
-                for turn in conversation.turns:
-                    held[turn.index] = (item, conversation.id)
-        return items
+            if item is not None:
+                blob, turn_indices, conversation_id = item
+                for turn_index in turn_indices:
+                    held[turn_index] = (blob, conversation_id)
+        return [None if item is None else item[0] for item in items]
 
     def claim(self) -> bool:
         with self.space:
@@ -214,12 +219,11 @@ class Hub:
     def put_result(self, message: tuple[str, int, Any]) -> None:
         kind, worker, payload = message
         if kind == "records":
+            indices, measured, _ = payload
             held = self.taken.get(worker, {})
-            for record in payload:
-                held.pop(record.index, None)
-            self.reported[worker] = self.reported.get(worker, 0) + sum(
-                1 for r in payload if not r.warmup
-            )
+            for index in indices:
+                held.pop(index, None)
+            self.reported[worker] = self.reported.get(worker, 0) + measured
         self.results.append(message)
 
     def drain(self, most: int = 1000) -> list[Any]:
@@ -233,7 +237,7 @@ class Hub:
 
     def lost(self, worker: int) -> list[tuple[int, Any]]:
         """A lost worker's unreported requests: each conversation's next turn (the one in
-        flight, or due), as (turn index, the item handed out)."""
+        flight, or due), as (turn index, the item handed out, pickled)."""
         first: dict[int, tuple[int, Any]] = {}
         for turn_index, (item, conversation_id) in sorted(self.taken.pop(worker, {}).items()):
             first.setdefault(conversation_id, (turn_index, item))
@@ -288,6 +292,8 @@ class _WorkerChannels:
 
     #: The hub claims first turns as it hands them out (`Hub.take`).
     claims_first_turns = True
+    #: Each message is a hub call (most of a millisecond of CPU on a small VM): fewer, larger.
+    record_batch = 256
 
     def __init__(self, hub: Any, worker: int, offset_s: float, *, limited: bool) -> None:
         import ray
@@ -325,12 +331,20 @@ class _WorkerChannels:
 
     # work
     def take(self, most: int, timeout: float) -> list[Any]:
-        return self.ray.get(self.hub.take.remote(self.worker, most, timeout))
+        blobs = self.ray.get(self.hub.take.remote(self.worker, most, timeout))
+        return [None if blob is None else pickle.loads(blob) for blob in blobs]
 
     # results: sent without waiting (a round trip would stall the event loop); the run
     # returns only once all have landed, and the coordinator drains the hub after that
     def put(self, message: Any) -> None:
-        self._sent.append(self.hub.put_result.remote(message))
+        kind, worker, payload = message
+        if kind == "records":
+            payload = (
+                [record.index for record in payload],
+                sum(1 for record in payload if not record.warmup),
+                pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL),
+            )
+        self._sent.append(self.hub.put_result.remote((kind, worker, payload)))
 
     def cancel_join_thread(self) -> None:
         self._sent.clear()
@@ -361,9 +375,30 @@ class _WorkerChannels:
         self._closed.set()
 
 
+def _pack(item: Any) -> Any:
+    """A work item as the hub holds it: (pickled item, its turn indices, conversation id)."""
+    if item is None:
+        return None
+    conversation = item[1] if isinstance(item, tuple) else item
+    return (
+        pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL),
+        tuple(turn.index for turn in conversation.turns),
+        conversation.id,
+    )
+
+
 class _HubWork:
     def __init__(self, ray: Any, hub: Any) -> None:
         self.ray, self.hub = ray, hub
+        #: Packed items the hub had no room for yet (the feeder offers them again).
+        self._packed: dict[int, tuple[Any, Any]] = {}
+
+    def _packed_once(self, item: Any) -> Any:
+        held = self._packed.get(id(item))
+        if held is None or held[0] is not item:
+            held = (item, _pack(item))
+            self._packed[id(item)] = held
+        return held[1]
 
     def put(self, item: Any, timeout: float) -> None:
         if not self.put_many([item], timeout):
@@ -371,7 +406,11 @@ class _HubWork:
 
     def put_many(self, items: list[Any], timeout: float) -> int:
         """As many of `items` as the hub's backlog takes (waiting up to `timeout` for room)."""
-        return int(self.ray.get(self.hub.put_many.remote(items, timeout)))
+        packed = [self._packed_once(item) for item in items]
+        accepted = int(self.ray.get(self.hub.put_many.remote(packed, timeout)))
+        for item in items[:accepted]:
+            self._packed.pop(id(item), None)
+        return accepted
 
     def cancel_join_thread(self) -> None:
         pass
@@ -532,19 +571,24 @@ class RayEngineLoad(PooledEngineLoad):
         """The records and messages the hub holds; the workers that ended (a lost one's
         requests end as failed)."""
         finished, _ = ray.wait(list(runs), num_returns=len(runs), timeout=POLL_S) if runs else ([], [])
-        for message in ray.get(hub.drain.remote()):
-            self._handle(message[0], message[1], message[2], ready, done)
+        self._drain(ray, hub, ready, done)
         for ref in finished:
             worker = runs.pop(ref)
             try:
                 ray.get(ref)
             except ray.exceptions.RayError as error:
                 clock = self.offsets[worker]
-                for message in ray.get(hub.drain.remote()):
-                    self._handle(message[0], message[1], message[2], ready, done)
-                self._fail_lost(worker, ray.get(hub.lost.remote(worker)))
+                self._drain(ray, hub, ready, done)
+                lost = [(index, pickle.loads(blob)) for index, blob in ray.get(hub.lost.remote(worker))]
+                self._fail_lost(worker, lost)
                 self.failures.append(f"worker {worker} on {clock.host}: lost ({type(error).__name__})")
                 ready.add(worker)
+
+    def _drain(self, ray: Any, hub: Any, ready: set[int], done: dict[int, dict[str, Any]]) -> None:
+        for kind, worker, payload in ray.get(hub.drain.remote()):
+            if kind == "records":
+                payload = pickle.loads(payload[2])  # packed by the worker (_WorkerChannels.put)
+            self._handle(kind, worker, payload, ready, done)
 
     def _fail_lost(self, worker: int, items: list[Any]) -> None:
         clock = self.offsets[worker]

@@ -74,8 +74,9 @@ def test_worker_timings_match_the_servers_own_record(scripted_server: ScriptedSe
                 f"{scripted_server.root_url}/_scripted/log", params={"id": f"pool-{record.index}"}
             ).json()["writes"]
             first_token_at = outcome.origin + record.start_s + record.ttft_s
-            # After the server wrote it, and soon after (the reading, on a loaded 2-core VM).
-            assert 0 <= first_token_at - writes[0] < 0.05
+            # When the server wrote it (it takes its time just after the write, so the client
+            # may read the bytes a little before), give or take the reading on a loaded VM.
+            assert -0.002 < first_token_at - writes[0] < 0.05
             assert len(record.itl_s) == len(writes) - 1
 
 

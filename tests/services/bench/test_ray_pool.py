@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -212,25 +213,33 @@ def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(
 
 def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
     # Hub is a plain class (Ray wraps it in an actor): its budget logic needs no cluster.
-    from services.bench.ray_pool import Hub
+    # Items travel through it pickled, with their turn indices beside them (_pack).
+    from services.bench.ray_pool import Hub, _pack
 
     conversations = list(
         itertools.islice(iter_conversations(WorkloadSpec(input_len=4, output_len=4)), 5)
     )
+
+    def ids(blobs: list) -> list:
+        return [None if blob is None else pickle.loads(blob)[1].id for blob in blobs]
+
     hub = Hub(backlog=100, requests=3)
-    hub.put_many([(0.1 * i, c) for i, c in enumerate(conversations)], timeout=0)
+    hub.put_many([_pack((0.1 * i, c)) for i, c in enumerate(conversations)], timeout=0)
     first = hub.take(worker=0, most=2, timeout=0)
     rest = hub.take(worker=1, most=10, timeout=0)
     # The first three of the sequence, then the end: none later than the budget allows.
-    assert [item[1].id for item in first] == [c.id for c in conversations[:2]]
-    assert [item[1].id for item in rest[:-1]] == [conversations[2].id] and rest[-1] is None
+    assert ids(first) == [c.id for c in conversations[:2]]
+    assert ids(rest) == [conversations[2].id, None]
     assert hub.take(worker=0, most=10, timeout=0) == [None] and hub.exhausted()
     hub.give_back()  # a claimed conversation never sent (stopped): the next one may go
-    (again,) = hub.take(worker=0, most=1, timeout=0)
-    assert again[1].id == conversations[3].id
+    assert ids(hub.take(worker=0, most=1, timeout=0)) == [conversations[3].id]
+    # Worker 1 is lost before reporting: what it held comes back, pickled, for failing.
+    ((turn_index, blob),) = hub.lost(worker=1)
+    assert turn_index == conversations[2].turns[0].index
+    assert pickle.loads(blob)[1].id == conversations[2].id
 
     unbounded = Hub(backlog=100, requests=None)
-    unbounded.put_many([(0.0, c) for c in conversations], timeout=0)
+    unbounded.put_many([_pack((0.0, c)) for c in conversations], timeout=0)
     assert len(unbounded.take(worker=0, most=10, timeout=0)) == 5
 
 
