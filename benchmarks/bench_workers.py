@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -124,11 +125,64 @@ def peer(
     }
 
 
+def _measure_tool(
+    args: argparse.Namespace, label: str, tool: object, server: ScriptedServer, folder: Path, ray: str
+) -> dict | None:
+    """One tool's figures: tokens/s and µs per token, requests/s and µs per request."""
+    figures: dict = {}
+    for tokens in (args.tokens, 1):
+        model = server.model(ttft=0, itl=0, tokens=tokens)
+        runs = []
+        sizes = (args.small, args.large) if tokens > 1 else (args.small_1, args.large_1)
+        for requests in sizes:
+            try:
+                if isinstance(tool, int):
+                    runs.append(ours(server, model, requests, tokens, args.concurrency, tool, folder))
+                elif tool == "ray":
+                    runs.append(
+                        ours(server, model, requests, tokens, args.concurrency, 2, folder, ray=ray)
+                    )
+                else:
+                    runner, path = tool
+                    runs.append(
+                        peer(runner, path, server, model, requests, tokens, args.concurrency, folder)
+                    )
+            except (subprocess.CalledProcessError, AssertionError, OSError) as error:
+                print(f"  {label}: failed ({error})", flush=True)
+                return None
+        (small_cpu, small), (large_cpu, large) = runs
+        if tokens > 1:
+            figures["us_per_token"] = (
+                (large_cpu - small_cpu) / max(1, large["output_tokens"] - small["output_tokens"]) * 1e6
+            )
+            figures["tok_s"] = large["output_throughput_tok_s"]
+            figures["generator"] = large.get("generator", {})
+        else:
+            figures["us_per_request"] = (
+                (large_cpu - small_cpu) / max(1, large["completed"] - small["completed"]) * 1e6
+            )
+            figures["req_s"] = large["request_throughput_rps"]
+    return figures
+
+
+def _line(label: str, figures: dict) -> str:
+    check = figures.get("generator") or {}
+    bound = (
+        ("client-bound: " + "; ".join(check.get("evidence", [])))
+        if check.get("client_bound")
+        else ("generator kept up" if check else "")
+    )
+    return (
+        f"  {label:22s} {figures['tok_s']:9.0f} tok/s {figures['us_per_token']:7.2f} µs/token   "
+        f"{figures['req_s']:7.0f} req/s {figures['us_per_request']:8.1f} µs/request  {bound}"
+    )
+
+
 def capacity(args: argparse.Namespace) -> None:
     print(
         f"1. capacity and client CPU ({args.concurrency} streams; unpaced server; marginal CPU of "
         f"{args.large} minus {args.small} requests of {args.tokens} tokens, {args.large_1} minus "
-        f"{args.small_1} of 1 token)",
+        f"{args.small_1} of 1 token; {args.rounds} round(s), the tools interleaved)",
         flush=True,
     )
     tools: list[tuple[str, object]] = [(f"shootout {n} worker(s)", n) for n in args.workers]
@@ -138,86 +192,32 @@ def capacity(args: argparse.Namespace) -> None:
         tools.append(("aiperf", (peers.aiperf, args.aiperf)))
     if args.inference_perf:
         tools.append(("inference-perf", (peers.inference_perf, args.inference_perf)))
+    rounds: dict[str, list[dict]] = {label: [] for label, _ in tools}
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(ScriptedServer())
-        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        address = ""
         if args.ray:
             from tests.support.ray_cluster import ray_cluster
 
-            cluster = stack.enter_context(ray_cluster(nodes=2))
-        for label, tool in tools:
-            figures = {}
-            for tokens in (args.tokens, 1):
-                model = server.model(ttft=0, itl=0, tokens=tokens)
-                runs = []
-                sizes = (args.small, args.large) if tokens > 1 else (args.small_1, args.large_1)
-                for requests in sizes:
-                    try:
-                        if isinstance(tool, int):
-                            runs.append(
-                                ours(
-                                    server, model, requests, tokens, args.concurrency, tool, Path(folder)
-                                )
-                            )
-                        elif tool == "ray":
-                            runs.append(
-                                ours(
-                                    server,
-                                    model,
-                                    requests,
-                                    tokens,
-                                    args.concurrency,
-                                    2,
-                                    Path(folder),
-                                    ray=cluster.address,
-                                )
-                            )
-                        else:
-                            runner, path = tool
-                            runs.append(
-                                peer(
-                                    runner,
-                                    path,
-                                    server,
-                                    model,
-                                    requests,
-                                    tokens,
-                                    args.concurrency,
-                                    Path(folder),
-                                )
-                            )
-                    except (subprocess.CalledProcessError, AssertionError, OSError) as error:
-                        print(f"  {label}: failed ({error})", flush=True)
-                        runs = []
-                        break
-                if len(runs) < 2:
-                    break
-                (small_cpu, small), (large_cpu, large) = runs
-                if tokens > 1:
-                    figures["us_per_token"] = (
-                        (large_cpu - small_cpu)
-                        / max(1, large["output_tokens"] - small["output_tokens"])
-                        * 1e6
-                    )
-                    figures["tok_s"] = large["output_throughput_tok_s"]
-                    figures["generator"] = large.get("generator", {})
-                else:
-                    figures["us_per_request"] = (
-                        (large_cpu - small_cpu) / max(1, large["completed"] - small["completed"]) * 1e6
-                    )
-                    figures["req_s"] = large["request_throughput_rps"]
-            if "req_s" in figures:
-                check = figures.get("generator") or {}
-                bound = (
-                    ("client-bound: " + "; ".join(check.get("evidence", [])))
-                    if check.get("client_bound")
-                    else ("generator kept up" if check else "")
-                )
-                print(
-                    f"  {label:22s} {figures['tok_s']:9.0f} tok/s {figures['us_per_token']:7.2f} µs/token   "
-                    f"{figures['req_s']:7.0f} req/s {figures['us_per_request']:8.1f} µs/request  {bound}",
-                    flush=True,
-                )
+            address = stack.enter_context(ray_cluster(nodes=2)).address
+        for number in range(1, args.rounds + 1):
+            if args.rounds > 1:
+                print(f" round {number}", flush=True)
+            for label, tool in tools:
+                figures = _measure_tool(args, label, tool, server, folder, address)
+                if figures is not None:
+                    rounds[label].append(figures)
+                    print(_line(label, figures), flush=True)
+    if args.rounds > 1:
+        print(" medians (this VM's noise is large: compare within a round or by medians)")
+        for label, measured in rounds.items():
+            if measured:
+                median = {
+                    key: statistics.median(f[key] for f in measured)
+                    for key in ("tok_s", "us_per_token", "req_s", "us_per_request")
+                }
+                print(_line(label, median), flush=True)
 
 
 # -- 2. accuracy -----------------------------------------------------------------------------
@@ -323,6 +323,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2", help="worker counts to measure, e.g. 1,2,4,8")
     parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=1, help="capacity rounds (medians printed)")
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--small", type=int, default=256)
     parser.add_argument("--large", type=int, default=1024)
