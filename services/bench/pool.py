@@ -127,6 +127,15 @@ class SharedBudget:
             self.left.value -= 1
             return True
 
+    def claim_many(self, count: int) -> int:
+        """Up to `count` requests at once (no deadline check: the caller's); how many."""
+        with self.left.get_lock():
+            if self.left.value < 0:
+                return count
+            granted = min(count, self.left.value)
+            self.left.value -= granted
+            return granted
+
     def give_back(self) -> None:
         with self.left.get_lock():
             if self.left.value >= 0:
@@ -179,8 +188,10 @@ class _Channels:
         self.go: Any = context.Event()
         self.start_at: Any = context.Value("d", 0.0, lock=False)
         self.budget = SharedBudget(context, requests)
-        #: A claim here is a lock in shared memory: taken when due, as in one process
-        #: (Ray's transport claims first turns as it hands them out: ray_pool.py).
+        #: Held while a worker takes closed-loop conversations and claims them together.
+        self.take_lock: Any = context.Lock()
+        #: False: first turns are claimed by the worker (as it takes them in closed loop,
+        #: when due in open loop); Ray's transport claims them as it hands them out.
         self.claims_first_turns = False
         self.claim_turn: Callable[[], Awaitable[bool]] | None = None
         #: Records per message back (a queue put is cheap; a hub call is not: ray_pool.py).
@@ -266,14 +277,36 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
                 break
         return channels.start_at.value or time.perf_counter()
 
-    # One per hop where a slot claims its request when due: a conversation held back here
-    # could be left unsent when the budget runs out while another worker sends a later one,
-    # and the run's requests must be exactly the first ones of the coordinator's sequence, as
-    # with one process. A transport that claims as it hands out (Ray's hub) can hand a few:
-    # claimed ones are sent (or, the node lost, failed), and a hop there is a round trip.
-    batch = (
-        max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // 4)) if channels.claims_first_turns else 1
-    )
+    # A closed loop's conversations are claimed from the budget as a worker takes them, a
+    # few at a time, under one lock with the taking (`take_claimed`); Ray's hub does the same
+    # as it hands them out. So the run's requests are exactly the first ones of the
+    # coordinator's sequence, as with one process, and every claimed one is sent (or, its
+    # worker lost, failed). Taking one per hop and claiming when due cost a worker twice the
+    # CPU of a request itself.
+    claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
+    batch = max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // 4))
+
+    def take_claimed(most: int) -> list[Any]:
+        """Up to `most` conversations, each claimed as it is taken; [None] once the budget
+        is spent (the end, for every slot that asks); [] once stopped."""
+        while not stopped():
+            # With a timeout: a worker killed while holding the lock must not hang the others.
+            if not channels.take_lock.acquire(timeout=POLL_S):
+                continue
+            try:
+                left = channels.budget.left.value
+                if left == 0:
+                    return [None]
+                items = take_from(channels.work, most if left < 0 else min(most, left), POLL_S)
+                if items:
+                    # A later turn's claim may have taken the last ones meanwhile: the
+                    # conversations not granted are the sequence's last taken, dropped.
+                    return items[: channels.budget.claim_many(len(items))] or [None]
+            finally:
+                channels.take_lock.release()
+        return []
+
+    take_first_turns = take if channels.claims_first_turns else take_claimed
 
     # One take in flight per worker: slots freed together wait for it rather than each
     # starting its own (over Ray those were many small round trips).
@@ -283,7 +316,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
         if not waiting:
             async with taking:
                 if not waiting:
-                    waiting.extend(await asyncio.to_thread(take, batch))
+                    waiting.extend(await asyncio.to_thread(take_first_turns, batch))
         if not waiting:  # stopped: the stop watcher ends the load meanwhile
             await asyncio.sleep(3600)
         return waiting.popleft()
@@ -312,7 +345,7 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
             ready=ready,
             next_conversation=next_conversation,
             schedule=schedule,
-            claims_first_turns=channels.claims_first_turns,
+            claims_first_turns=claims_first_turns,
             claim_turn=channels.claim_turn,
         )
         flushing = asyncio.create_task(flusher())

@@ -57,6 +57,23 @@ def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(
     assert generator["loop_lag_samples"] == sum(len(check.loop_lag_s) for check in outcome.checks)
 
 
+def test_closed_loop_claims_as_it_takes_and_the_budget_stays_exact_over_many_turns(
+    scripted_server: ScriptedServer,
+) -> None:
+    """Workers take a few conversations at a time, each claimed as taken; later turns claim
+    when due. Three-turn conversations over 11 requests: exactly 11 sent, the first turns
+    are the sequence's first ones, no conversation ran twice."""
+    outcome = execute_load(
+        engine(scripted_server, ttft=2, itl=1, tokens=4),
+        WorkloadSpec(kind="multi_turn", turns=3, input_len=8, output_len=4),
+        LoadSpec(concurrency=8, requests=11),
+        workers=2,
+    )
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert (summary["sent"], summary["completed"], summary["failed"]) == (11, 11, 0)
+    assert len({r.index for r in outcome.measured}) == 11
+
+
 def test_worker_timings_match_the_servers_own_record(scripted_server: ScriptedServer) -> None:
     """Request headers travel to the workers; with them the server logs each request, and what
     a worker measured lines up with the server's writes (one monotonic clock on a host)."""
