@@ -309,17 +309,26 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
     take_first_turns = take if channels.claims_first_turns else take_claimed
 
     # One take in flight per worker: slots freed together wait for it rather than each
-    # starting its own (over Ray those were many small round trips).
+    # starting its own (over Ray those were many small round trips). It takes no more than
+    # the slots waiting for one: a claimed conversation held for a busy slot would wait out
+    # a whole stream while another worker's slots stand idle (2,000 streams at once: seen).
     taking = asyncio.Lock()
+    wanting = 0
 
     async def next_conversation() -> Conversation | None:
-        if not waiting:
-            async with taking:
-                if not waiting:
-                    waiting.extend(await asyncio.to_thread(take_first_turns, batch))
-        if not waiting:  # stopped: the stop watcher ends the load meanwhile
-            await asyncio.sleep(3600)
-        return waiting.popleft()
+        nonlocal wanting
+        wanting += 1
+        try:
+            if not waiting:
+                async with taking:
+                    if not waiting:
+                        most = max(1, min(batch, wanting))
+                        waiting.extend(await asyncio.to_thread(take_first_turns, most))
+            if not waiting:  # stopped: the stop watcher ends the load meanwhile
+                await asyncio.sleep(3600)
+            return waiting.popleft()
+        finally:
+            wanting -= 1
 
     async def schedule() -> AsyncIterator[tuple[float, Conversation]]:
         while True:

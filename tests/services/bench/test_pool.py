@@ -74,6 +74,22 @@ def test_closed_loop_claims_as_it_takes_and_the_budget_stays_exact_over_many_tur
     assert len({r.index for r in outcome.measured}) == 11
 
 
+def test_as_many_streams_as_requests_are_all_in_flight_at_once(
+    scripted_server: ScriptedServer,
+) -> None:
+    """A worker takes no more conversations than it has slots waiting: none is held for a
+    busy slot while the other worker's slots stand idle."""
+    outcome = execute_load(
+        engine(scripted_server, ttft=1500, itl=1, tokens=2),
+        WorkloadSpec(input_len=8, output_len=2),
+        LoadSpec(concurrency=400, requests=400),
+        workers=2,
+    )
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert (summary["sent"], summary["completed"]) == (400, 400)
+    assert summary["concurrency_max"] == 400
+
+
 def test_worker_timings_match_the_servers_own_record(scripted_server: ScriptedServer) -> None:
     """Request headers travel to the workers; with them the server logs each request, and what
     a worker measured lines up with the server's writes (one monotonic clock on a host)."""
