@@ -225,11 +225,12 @@ class _ResultSink:
         self.flushed = time.perf_counter()
 
 
-def take_from(work: Any, most: int, timeout: float) -> list[Any]:
+def take_from(work: Any, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
     """Up to `most` items of a multiprocessing queue, waiting `timeout` for the first; a
-    transport of its own (Ray's) offers `take(most, timeout)` instead."""
+    transport of its own (Ray's) offers `take(most, timeout, fewest)` instead (it hands only
+    `fewest`, the slots waiting, once the budget nears its end)."""
     if hasattr(work, "take"):
-        return work.take(most, timeout)
+        return work.take(most, timeout, fewest)
     try:
         items = [work.get(timeout=timeout)]
     except queue.Empty:
@@ -258,11 +259,11 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
         # the OOM killer) sets no flag, and its workers must not go on loading the engine.
         return channels.stop.is_set() or orphaned()
 
-    def take(most: int) -> list[Any]:
+    def take(most: int, fewest: int | None = None) -> list[Any]:
         """What the coordinator has handed out, up to `most` items in one thread hop (a
         burst of arrivals costs one hop, not one each); [] once stopped."""
         while not stopped():
-            items = take_from(channels.work, most, POLL_S)
+            items = take_from(channels.work, most, POLL_S, fewest)
             if items:
                 return items
         return []
@@ -306,12 +307,12 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
                 channels.take_lock.release()
         return []
 
-    take_first_turns = take if channels.claims_first_turns else take_claimed
-
     # One take in flight per worker: slots freed together wait for it rather than each
     # starting its own (over Ray those were many small round trips). It takes no more than
     # the slots waiting for one: a claimed conversation held for a busy slot would wait out
     # a whole stream while another worker's slots stand idle (2,000 streams at once: seen).
+    # Ray's hub may hand a whole batch while the budget is far from its end (a round trip
+    # there costs milliseconds of CPU, and held ones are taken by the next free slots).
     taking = asyncio.Lock()
     wanting = 0
 
@@ -322,8 +323,12 @@ def _worker_process(setup: _WorkerSetup, channels: _Channels) -> None:
             if not waiting:
                 async with taking:
                     if not waiting:
-                        most = max(1, min(batch, wanting))
-                        waiting.extend(await asyncio.to_thread(take_first_turns, most))
+                        fewest = max(1, min(batch, wanting))
+                        if channels.claims_first_turns:
+                            taken = await asyncio.to_thread(take, batch, fewest)
+                        else:
+                            taken = await asyncio.to_thread(take_claimed, fewest)
+                        waiting.extend(taken)
             if not waiting:  # stopped: the stop watcher ends the load meanwhile
                 await asyncio.sleep(3600)
             return waiting.popleft()

@@ -42,7 +42,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from services.bench.pool import POLL_S, READY_TIMEOUT_S, PooledEngineLoad, _WorkerSetup
+from services.bench.pool import (
+    POLL_S,
+    READY_TIMEOUT_S,
+    TAKE_MOST,
+    PooledEngineLoad,
+    _WorkerSetup,
+)
 from services.bench.stats import RequestRecord
 from services.errors import ShootoutError
 
@@ -152,9 +158,11 @@ class Hub:
     hub reads only what it needs beside each blob (turn indices, how many records were
     measured), since unpickling and pickling every item again here cost most of its CPU."""
 
-    def __init__(self, backlog: int, requests: int | None) -> None:
+    def __init__(self, backlog: int, requests: int | None, reserve: int = 0) -> None:
         self.work: deque[Any] = deque()
         self.backlog = backlog
+        #: With no more than this many requests left, a take hands only the slots waiting.
+        self.reserve = reserve
         self.space = threading.Condition()
         self.left = -1 if requests is None else requests
         self.results: deque[Any] = deque()
@@ -172,10 +180,13 @@ class Hub:
             self.space.notify_all()
             return len(accepted)
 
-    def take(self, worker: int, most: int, timeout: float) -> list[Any]:
-        """Up to `most` items, each conversation's first turn claimed from the budget; a
-        spent budget ends the list with None (the end of the worker's schedule)."""
+    def take(self, worker: int, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
+        """Up to `most` items (`fewest`, the worker's slots waiting, once no more than
+        `reserve` requests are left), each conversation's first turn claimed from the budget;
+        a spent budget ends the list with None (the end of the worker's schedule)."""
         with self.space:
+            if fewest is not None and 0 <= self.left <= self.reserve:
+                most = min(most, fewest)
             if not self.work:
                 self.space.wait(timeout)
             items: list[Any] = []
@@ -330,8 +341,8 @@ class _WorkerChannels:
             self._closed.wait(STATE_POLL_S if not self.go.is_set() else POLL_S)
 
     # work
-    def take(self, most: int, timeout: float) -> list[Any]:
-        blobs = self.ray.get(self.hub.take.remote(self.worker, most, timeout))
+    def take(self, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
+        blobs = self.ray.get(self.hub.take.remote(self.worker, most, timeout, fewest))
         return [None if blob is None else pickle.loads(blob) for blob in blobs]
 
     # results: sent without waiting (a round trip would stall the event loop); the run
@@ -483,7 +494,7 @@ class RayEngineLoad(PooledEngineLoad):
         hub = (
             ray.remote(Hub)
             .options(num_cpus=0, max_concurrency=HUB_CONCURRENCY, resources={HEAD_RESOURCE: 0.001})
-            .remote(backlog, load.requests)
+            .remote(backlog, load.requests, (load.concurrency or 0) + self.workers * TAKE_MOST)
         )
         worker_class = ray.remote(LoadWorker).options(
             num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD"

@@ -211,6 +211,24 @@ def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(
     assert "lost" in failure
 
 
+def test_as_many_streams_as_requests_are_all_in_flight_at_once_over_ray(
+    cluster: RayCluster, scripted_server: ScriptedServer
+) -> None:
+    # Near the budget's end the hub hands a worker only the slots it has waiting, so no
+    # claimed conversation waits for a busy slot while the other node's slots stand idle.
+    wait_for(lambda: cluster.alive_nodes() == 2, timeout_s=120)
+    outcome = execute_load(
+        engine(scripted_server, ttft=2500, itl=1, tokens=2),
+        WorkloadSpec(input_len=8, output_len=2),
+        LoadSpec(concurrency=200, requests=200),
+        workers=2,
+        ray_address=cluster.address,
+    )
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert (summary["sent"], summary["completed"]) == (200, 200)
+    assert summary["concurrency_max"] == 200
+
+
 def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
     # Hub is a plain class (Ray wraps it in an actor): its budget logic needs no cluster.
     # Items travel through it pickled, with their turn indices beside them (_pack).
@@ -237,6 +255,12 @@ def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
     ((turn_index, blob),) = hub.lost(worker=1)
     assert turn_index == conversations[2].turns[0].index
     assert pickle.loads(blob)[1].id == conversations[2].id
+
+    # Far from the budget's end a take hands a whole batch; near it only the slots waiting.
+    near = Hub(backlog=100, requests=10, reserve=4)
+    near.put_many([_pack((0.0, c)) for c in conversations * 2], timeout=0)
+    assert len(near.take(worker=0, most=8, timeout=0, fewest=2)) == 8
+    assert len(near.take(worker=0, most=8, timeout=0, fewest=1)) == 1
 
     unbounded = Hub(backlog=100, requests=None)
     unbounded.put_many([_pack((0.0, c)) for c in conversations], timeout=0)
