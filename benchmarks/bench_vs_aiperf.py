@@ -76,7 +76,8 @@ def run_ours(
 def run_aiperf(
     server: ScriptedServer, model: str, requests: int, args: argparse.Namespace, folder: Path
 ) -> tuple[float, int]:
-    run = peers.aiperf(args.aiperf, server, model, requests, args.tokens, args.concurrency, folder)
+    load = peers.PeerLoad(server, model, requests, args.tokens, args.concurrency, folder)
+    run = peers.aiperf(args.aiperf, load)
     assert run.completed == requests, f"AIPerf completed {run.completed} of {requests}"
     # Streamed tokens: the server's own count of what it sent (AIPerf's count is its tokenizer's).
     return run.cpu_s, run.output_tokens

@@ -104,16 +104,10 @@ def ours(
 
 
 def peer(
-    runner: Callable[..., peers.PeerRun],
-    path: str,
-    server: ScriptedServer,
-    scenario: str,
-    requests: int,
-    tokens: int,
-    concurrency: int,
-    folder: Path,
+    runner: Callable[[str, peers.PeerLoad], peers.PeerRun], path: str, load: peers.PeerLoad
 ) -> tuple[float, dict]:
-    run = runner(path, server, scenario, requests, tokens, concurrency, folder)
+    run = runner(path, load)
+    requests, tokens = load.requests, load.tokens
     # A per-token figure is only worth something if every token was streamed (peers.py).
     assert run.completed == requests, f"{run.completed} of {requests} requests completed"
     assert run.output_tokens == requests * tokens, f"{run.output_tokens} tokens, not {requests * tokens}"
@@ -144,9 +138,8 @@ def _measure_tool(
                     )
                 else:
                     runner, path = tool
-                    runs.append(
-                        peer(runner, path, server, model, requests, tokens, args.concurrency, folder)
-                    )
+                    load = peers.PeerLoad(server, model, requests, tokens, args.concurrency, folder)
+                    runs.append(peer(runner, path, load))
             except (subprocess.CalledProcessError, AssertionError, OSError) as error:
                 print(f"  {label}: failed ({error})", flush=True)
                 return None

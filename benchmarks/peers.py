@@ -93,6 +93,19 @@ def run_tree(command: list[str], *, ray_actors: bool = False, **popen: object) -
 
 
 @dataclass(frozen=True)
+class PeerLoad:
+    """What a peer is asked to run: `requests` of `tokens` at `concurrency` against the
+    scripted server's `scenario`, its artifacts under `folder`."""
+
+    server: ScriptedServer
+    scenario: str
+    requests: int
+    tokens: int
+    concurrency: int
+    folder: Path
+
+
+@dataclass(frozen=True)
 class PeerRun:
     cpu_s: float
     completed: int
@@ -108,44 +121,36 @@ class PeerRun:
         return self.completed / self.duration_s if self.duration_s else 0.0
 
 
-def aiperf(
-    path: str,
-    server: ScriptedServer,
-    scenario: str,
-    requests: int,
-    tokens: int,
-    concurrency: int,
-    folder: Path,
-) -> PeerRun:
-    artifacts = folder / f"aiperf-{requests}-{tokens}"
+def aiperf(path: str, load: PeerLoad) -> PeerRun:
+    artifacts = load.folder / f"aiperf-{load.requests}-{load.tokens}"
     command = [
         path,
         "profile",
         "--model",
         "scripted",
         "--header",
-        json.dumps({"x-scripted": scenario}),
+        json.dumps({"x-scripted": load.scenario}),
         "--url",
-        server.root_url,
+        load.server.root_url,
         "--endpoint-type",
         "chat",
         "--streaming",
         "--concurrency",
-        str(concurrency),
+        str(load.concurrency),
         "--request-count",
-        str(requests),
+        str(load.requests),
         "--tokenizer",
         str(TOKENIZER),
         "--isl",
         "16",
         "--osl",
-        str(tokens),
+        str(load.tokens),
         "--ui",
         "none",
         "--artifact-dir",
         str(artifacts),
     ]
-    used = run_tree(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    used = run_tree(command, cwd=load.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report = json.loads((artifacts / "profile_export_aiperf.json").read_text())
     completed = int(report["request_count"]["avg"])
     return PeerRun(
@@ -156,23 +161,15 @@ def aiperf(
     )
 
 
-def inference_perf(
-    path: str,
-    server: ScriptedServer,
-    scenario: str,
-    requests: int,
-    tokens: int,
-    concurrency: int,
-    folder: Path,
-) -> PeerRun:
-    storage = folder / f"ip-{requests}-{tokens}"
-    config = folder / f"ip-{requests}-{tokens}.yaml"
+def inference_perf(path: str, load: PeerLoad) -> PeerRun:
+    storage = load.folder / f"ip-{load.requests}-{load.tokens}"
+    config = load.folder / f"ip-{load.requests}-{load.tokens}.yaml"
     config.write_text(
         "load:\n  type: concurrent\n  stages:\n"
-        f"  - num_requests: {requests}\n    concurrency_level: {concurrency}\n"
+        f"  - num_requests: {load.requests}\n    concurrency_level: {load.concurrency}\n"
         "api:\n  type: chat\n  streaming: true\n"
-        f"server:\n  type: vllm\n  model_name: '{scenario},cap=0'\n"
-        f"  base_url: {server.root_url}\n  ignore_eos: true\n"
+        f"server:\n  type: vllm\n  model_name: '{load.scenario},cap=0'\n"
+        f"  base_url: {load.server.root_url}\n  ignore_eos: true\n"
         f"tokenizer:\n  pretrained_model_name_or_path: {TOKENIZER}\n"
         "data:\n  type: mock\n"
         "report:\n  request_lifecycle:\n    summary: true\n"
@@ -180,7 +177,7 @@ def inference_perf(
     )
     used = run_tree(
         [path, "--config_file", str(config)],
-        cwd=folder,
+        cwd=load.folder,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
