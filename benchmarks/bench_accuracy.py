@@ -21,6 +21,7 @@ summary counts requests that still opened one in `connects_in_ttft`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import selectors
 import socket
@@ -36,7 +37,7 @@ from services.bench.arrivals import LoadSpec
 from services.bench.runner import execute_load
 from services.bench.spec import EngineTarget
 from services.bench.workloads import WorkloadSpec
-from tests.support.scripted_server import ScriptedServer
+from tests.support.scripted_server import ScriptedServer, log_id_header, timing_errors
 
 
 def quantiles(values: list[float]) -> str:
@@ -66,15 +67,9 @@ def run_ours(
         engine,
         WorkloadSpec(input_len=16, output_len=args.tokens),
         LoadSpec(concurrency=args.concurrency, requests=args.requests),
-        request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"},
+        request_headers=functools.partial(log_id_header, tag),
     )
-    logs = server_logs(server, [f"{tag}{r.index}" for r in outcome.measured])
-    ttft, itl = [], []
-    for record in outcome.measured:
-        writes = logs[f"{tag}{record.index}"]["writes"]
-        ttft.append(outcome.origin + record.start_s + record.ttft_s - writes[0])
-        itl.extend(gap - (b - a) for gap, a, b in zip(record.itl_s, writes, writes[1:]))
-    return ttft, itl
+    return timing_errors(server, outcome, tag)
 
 
 def run_bare(

@@ -220,14 +220,12 @@ def _ms_p50(values: list[float]) -> float:
 
 
 def accuracy(args: argparse.Namespace) -> None:
-    import httpx2
-
     from services.bench.arrivals import LoadSpec
     from services.bench.runner import execute_load
     from services.bench.spec import EngineTarget
     from services.bench.stats import summarize_engine
     from services.bench.workloads import WorkloadSpec
-    from tests.support.scripted_server import log_id_header
+    from tests.support.scripted_server import log_id_header, timing_errors
 
     print(
         "2. accuracy (concurrency 32, server TTFT 50 ms, ITL 10 ms, 64 tokens): p50 as measured, and "
@@ -235,7 +233,7 @@ def accuracy(args: argparse.Namespace) -> None:
         "benchmarks/bench_accuracy.py's method)",
         flush=True,
     )
-    with ScriptedServer() as server, httpx2.Client(timeout=10) as http:
+    with ScriptedServer() as server:
         target = EngineTarget(
             name="s",
             base_url=server.base_url,
@@ -252,16 +250,8 @@ def accuracy(args: argparse.Namespace) -> None:
                 request_headers=functools.partial(log_id_header, tag),
             )
             block = summarize_engine(outcome.records, fixed_output=True)
-            ttft_errors, itl_errors = [], []
-            for record in outcome.measured:
-                log = http.get(
-                    f"{server.root_url}/_scripted/log", params={"id": f"{tag}{record.index}"}
-                ).json()
-                writes = log["writes"]
-                ttft_errors.append(abs(outcome.origin + record.start_s + record.ttft_s - writes[0]))
-                itl_errors.extend(
-                    abs(gap - (b - a)) for gap, a, b in zip(record.itl_s, writes, writes[1:])
-                )
+            signed_ttft, signed_itl = timing_errors(server, outcome, tag)
+            ttft_errors, itl_errors = [abs(e) for e in signed_ttft], [abs(e) for e in signed_itl]
             ttft, itl = block["ttft_s"]["p50"] * 1000, block["itl_s"]["p50"] * 1000
             print(
                 f"  {workers} worker(s): TTFT p50 {ttft:.2f} ms, error p50 {_ms_p50(ttft_errors):.3f} ms; "

@@ -139,6 +139,23 @@ def log_id_header(tag: str, index: int) -> dict[str, str]:
     return {"x-scripted-id": f"{tag}{index}"}
 
 
+def timing_errors(server: ScriptedServer, outcome: Any, tag: str) -> tuple[list[float], list[float]]:
+    """A load's measured records (sent with `log_id_header(tag, ...)` headers) against the
+    server's own record of each write: per request the first-token time minus the first write,
+    per token the measured gap minus the server's gap between the writes. Signed: the server
+    stamps a write just after making it, so an error can be a few µs below 0."""
+    ttft: list[float] = []
+    itl: list[float] = []
+    for record in outcome.measured:
+        log = server.log(f"{tag}{record.index}")
+        assert log is not None, f"the server logged no request {tag}{record.index}"
+        writes = log["writes"]
+        assert len(record.itl_s) == len(writes) - 1, (record.index, len(record.itl_s), len(writes))
+        ttft.append(outcome.origin + record.start_s + record.ttft_s - writes[0])
+        itl.extend(gap - (b - a) for gap, a, b in zip(record.itl_s, writes, writes[1:]))
+    return ttft, itl
+
+
 def scenario_model(**values: Any) -> str:
     """The model name that asks the server for a scenario: scenario_model(ttft=50, fault="cut")."""
     return "scripted:" + ",".join(f"{key}={value}" for key, value in values.items())

@@ -3,12 +3,12 @@ cancellation and an engine killed mid-run."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import statistics
 import threading
 import time
 
-import httpx2
 import pytest
 
 from services.bench.arrivals import LoadSpec
@@ -17,7 +17,7 @@ from services.bench.spec import EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from services.client import run_blocking
-from tests.support.scripted_server import ScriptedServer
+from tests.support.scripted_server import ScriptedServer, log_id_header, timing_errors
 
 
 def engine(server: ScriptedServer, **scenario) -> EngineTarget:
@@ -126,20 +126,11 @@ def test_ttft_and_itl_within_1ms_of_the_server_at_concurrency_32(
         engine(scripted_server, ttft=50, itl=10, tokens=32),
         WorkloadSpec(input_len=16, output_len=32),
         LoadSpec(concurrency=32, requests=96),
-        request_headers=lambda i: {"x-scripted-id": f"{tag}{i}"},
+        request_headers=functools.partial(log_id_header, tag),
     )
     assert accounted(outcome)["completed"] == 96
-    ttft_errors, itl_errors = [], []
-    with httpx2.Client(timeout=10) as http:
-        for record in outcome.measured:
-            log = http.get(
-                f"{scripted_server.root_url}/_scripted/log", params={"id": f"{tag}{record.index}"}
-            ).json()
-            writes = log["writes"]
-            first_seen = outcome.origin + record.start_s + record.ttft_s
-            ttft_errors.append(first_seen - writes[0])
-            itl_errors.extend(gap - (b - a) for gap, a, b in zip(record.itl_s, writes, writes[1:]))
-            assert len(record.itl_s) == len(writes) - 1
+    # Also checks that each record has one gap per write after the first.
+    ttft_errors, itl_errors = timing_errors(scripted_server, outcome, tag)
     # The server stamps each write just after making it, so an error can be a few µs below 0.
     assert abs(statistics.median(ttft_errors)) < 0.001
     assert statistics.median(abs(e) for e in itl_errors) < 0.001
