@@ -107,9 +107,9 @@ class BenchSpec:
     #: Open the connections before the measured requests (TTFT then excludes connecting).
     connect_ahead: bool = True
     record_engine_metrics: bool = True
-    #: Load-generator processes on this host (services/bench/pool.py); WORKERS_AUTO = choose.
+    #: Load-generator processes on this host (services/bench/pool/); WORKERS_AUTO = choose.
     workers: int = 1
-    #: A Ray cluster's address: the workers run as Ray actors over its nodes (services/bench/ray_pool.py).
+    #: A Ray cluster's address: the workers run as Ray actors over its nodes (services/bench/ray_pool/).
     ray_address: str = ""
     notes: str = ""
     tags: tuple[str, ...] = ()

@@ -1,5 +1,5 @@
 """One engine under one load, synchronously (`execute_load`): on this process's loop, over
-worker processes (services/bench/pool.py) or over a Ray cluster (services/bench/ray_pool.py)."""
+worker processes (services/bench/pool/) or over a Ray cluster (services/bench/ray_pool/)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def execute_load(
     ray_address: str = "",
 ) -> EngineOutcome:
     """One engine under one load, synchronously, on the client's fast loop (benchmarks, tests);
-    with `workers` > 1 spread over that many processes (services/bench/pool.py), with a
-    `ray_address` over that Ray cluster's nodes (services/bench/ray_pool.py); there
+    with `workers` > 1 spread over that many processes (services/bench/pool/), with a
+    `ray_address` over that Ray cluster's nodes (services/bench/ray_pool/); there
     `request_headers` must be picklable (it travels to the workers)."""
     from services.client import run_blocking
 

@@ -56,7 +56,7 @@ class EngineOutcome:
 
 @dataclass
 class WorkerPlan:
-    """One worker process's part of a load the coordinator drew (services/bench/pool.py):
+    """One worker process's part of a load the coordinator drew (services/bench/pool/):
     the shared clock origin, its share of connections, warm-ups and concurrency, the shared
     request budget, and where its requests come from."""
 

@@ -4,10 +4,8 @@ unreachable cluster is one clear error."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import pickle
 import subprocess
 import sys
 import threading
@@ -22,12 +20,12 @@ from services.bench.ray_pool import RayUnavailable, connect
 from services.bench.runner import ListSink, execute_load
 from services.bench.spec import EngineTarget
 from services.bench.stats import summarize_engine
-from services.bench.workloads import WorkloadSpec, iter_conversations
+from services.bench.workloads import WorkloadSpec
 from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
 from tests.support.scripted_server import ScriptedServer
 from tests.support.waiting import wait_for
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
 def bench(*args: str) -> subprocess.CompletedProcess:
@@ -227,44 +225,6 @@ def test_as_many_streams_as_requests_are_all_in_flight_at_once_over_ray(
     summary = summarize_engine(outcome.records, fixed_output=True)
     assert (summary["sent"], summary["completed"]) == (200, 200)
     assert summary["concurrency_max"] == 200
-
-
-def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
-    # Hub is a plain class (Ray wraps it in an actor): its budget logic needs no cluster.
-    # Items travel through it pickled, with their turn indices beside them (_pack).
-    from services.bench.ray_pool import Hub, _pack
-
-    conversations = list(
-        itertools.islice(iter_conversations(WorkloadSpec(input_len=4, output_len=4)), 5)
-    )
-
-    def ids(blobs: list) -> list:
-        return [None if blob is None else pickle.loads(blob)[1].id for blob in blobs]
-
-    hub = Hub(backlog=100, requests=3)
-    hub.put_many([_pack((0.1 * i, c)) for i, c in enumerate(conversations)], timeout=0)
-    first = hub.take(worker=0, most=2, timeout=0)
-    rest = hub.take(worker=1, most=10, timeout=0)
-    # The first three of the sequence, then the end: none later than the budget allows.
-    assert ids(first) == [c.id for c in conversations[:2]]
-    assert ids(rest) == [conversations[2].id, None]
-    assert hub.take(worker=0, most=10, timeout=0) == [None] and hub.exhausted()
-    hub.give_back()  # a claimed conversation never sent (stopped): the next one may go
-    assert ids(hub.take(worker=0, most=1, timeout=0)) == [conversations[3].id]
-    # Worker 1 is lost before reporting: what it held comes back, pickled, for failing.
-    ((turn_index, blob),) = hub.lost(worker=1)
-    assert turn_index == conversations[2].turns[0].index
-    assert pickle.loads(blob)[1].id == conversations[2].id
-
-    # Far from the budget's end a take hands a whole batch; near it only the slots waiting.
-    near = Hub(backlog=100, requests=10, reserve=4)
-    near.put_many([_pack((0.0, c)) for c in conversations * 2], timeout=0)
-    assert len(near.take(worker=0, most=8, timeout=0, fewest=2)) == 8
-    assert len(near.take(worker=0, most=8, timeout=0, fewest=1)) == 1
-
-    unbounded = Hub(backlog=100, requests=None)
-    unbounded.put_many([_pack((0.0, c)) for c in conversations], timeout=0)
-    assert len(unbounded.take(worker=0, most=10, timeout=0)) == 5
 
 
 def test_later_turns_claim_by_an_awaited_round_trip_and_the_budget_stays_exact(

@@ -1,0 +1,59 @@
+"""How many workers a load gets and how its shares are dealt, and the pool's timings."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from services.bench.arrivals import LoadSpec
+from services.bench.selfcheck import CPU_SHARE_LIMIT
+
+#: Open-loop requests reach a worker this long before their instant (a queue hop costs
+#: tens of microseconds; the margin covers a busy worker's loop too).
+LOOKAHEAD_S = 0.25
+START_MARGIN_S = 0.05
+RECORD_BATCH = 64
+#: The coordinator hands conversations out in lists of up to this many (one hub round trip
+#: each over Ray); open-loop arrivals due within FEED_WINDOW_S of the first go together.
+FEED_CHUNK = 64
+FEED_WINDOW_S = 0.01
+#: Items a worker takes from the shared queue in one thread hop at most.
+TAKE_MOST = 32
+RECORD_FLUSH_S = 0.1
+POLL_S = 0.2
+#: How long workers may take to start, connect ahead and warm up before the run fails.
+READY_TIMEOUT_S = 120.0
+MAX_WORKERS = 64
+#: --workers auto: one worker per this many streams, as a first guess (then more when a
+#: step was client-bound, see `auto_workers`).
+STREAMS_PER_WORKER = 512
+
+
+def usable_cores() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def auto_workers(
+    load: LoadSpec, previous: dict[str, Any] | None = None, current: int | None = None
+) -> int:
+    """The worker count `--workers auto` uses for a load: a first guess from the streams
+    it will hold, then, after a step whose generator was client-bound (the self-check's
+    signals), as many more as the busiest worker's CPU share asks for, up to the cores
+    (one left for the coordinator and the writer where there are several)."""
+    cores = usable_cores()
+    ceiling = max(1, cores - 1) if cores > 2 else cores
+    streams = load.concurrency or max(1, math.ceil((load.rate or 1.0) * 2))
+    guess = max(1, min(ceiling, math.ceil(streams / STREAMS_PER_WORKER)))
+    if previous is None or current is None:
+        return guess
+    if not previous.get("client_bound"):
+        return max(guess, current)
+    busiest = max(previous.get("cpu_share") or [0.0])
+    wanted = math.ceil(current * max(busiest, CPU_SHARE_LIMIT) / (0.6 * 1.0)) if busiest else current * 2
+    return max(guess, min(ceiling, max(current + 1, wanted)))
+
+
+def split(total: int, parts: int) -> list[int]:
+    """`total` dealt into `parts` shares that sum to it (the first ones one larger)."""
+    return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]

@@ -1,0 +1,210 @@
+"""A worker process's body (`multiprocessing` spawns it; a Ray actor runs the same): one
+EngineLoad on its own fast loop, taking its requests and its start from the coordinator and
+sending its records back in batches."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from services.bench.pool.channels import Channels, WorkerSetup, take_from
+from services.bench.pool.plan import POLL_S, RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST
+from services.bench.selfcheck import WorkerCheck
+from services.bench.stats import RequestRecord
+from services.bench.workloads import Conversation
+
+
+class _ResultSink:
+    """Records back to the coordinator in small batches (one pickling per batch)."""
+
+    def __init__(self, results: Any, worker: int, most: int = RECORD_BATCH) -> None:
+        self.results = results
+        self.worker = worker
+        self.most = most
+        self.batch: list[RequestRecord] = []
+        self.flushed = time.perf_counter()
+
+    def add(self, record: RequestRecord) -> None:
+        self.batch.append(record)
+        if len(self.batch) >= self.most or time.perf_counter() - self.flushed >= RECORD_FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            self.results.put(("records", self.worker, self.batch))
+            self.batch = []
+        self.flushed = time.perf_counter()
+
+
+def worker_process(setup: WorkerSetup, channels: Channels) -> None:
+    """A worker's body (`multiprocessing` spawns it): one EngineLoad on its own fast loop,
+    taking its requests and its start from the coordinator."""
+    from services.bench.runner import MAX_IN_FLIGHT, EngineLoad, WorkerPlan, quiet_gc
+    from services.client import make_http_client, run_blocking
+
+    sink = _ResultSink(channels.results, setup.worker, channels.record_batch)
+
+    def orphaned() -> bool:
+        return setup.coordinator_pid is not None and os.getppid() != setup.coordinator_pid
+
+    def stopped() -> bool:
+        # Stopped by the coordinator, or orphaned: a coordinator killed outright (SIGKILL,
+        # the OOM killer) sets no flag, and its workers must not go on loading the engine.
+        return channels.stop.is_set() or orphaned()
+
+    def take(most: int, fewest: int | None = None) -> list[Any]:
+        """What the coordinator has handed out, up to `most` items in one thread hop (a
+        burst of arrivals costs one hop, not one each); [] once stopped."""
+        while not stopped():
+            items = take_from(channels.work, most, POLL_S, fewest)
+            if items:
+                return items
+        return []
+
+    waiting: collections.deque[Any] = collections.deque()
+
+    async def ready() -> float:
+        sink.flush()
+        channels.results.put(("ready", setup.worker, None))
+        while not await asyncio.to_thread(channels.go.wait, POLL_S):
+            if stopped():
+                break
+        return channels.start_at.value or time.perf_counter()
+
+    # A closed loop's conversations are claimed from the budget as a worker takes them, a
+    # few at a time, under one lock with the taking (`take_claimed`); Ray's hub does the same
+    # as it hands them out. So the run's requests are exactly the first ones of the
+    # coordinator's sequence, as with one process, and every claimed one is sent (or, its
+    # worker lost, failed). Taking one per hop and claiming when due cost a worker twice the
+    # CPU of a request itself.
+    claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
+    batch = max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // 4))
+
+    def take_claimed(most: int) -> list[Any]:
+        """Up to `most` conversations, each claimed as it is taken; [None] once the budget
+        is spent (the end, for every slot that asks); [] once stopped."""
+        while not stopped():
+            # With a timeout: a worker killed while holding the lock must not hang the others.
+            if not channels.take_lock.acquire(timeout=POLL_S):
+                continue
+            try:
+                left = channels.budget.left.value
+                if left == 0:
+                    return [None]
+                items = take_from(channels.work, most if left < 0 else min(most, left), POLL_S)
+                if items:
+                    # A later turn's claim may have taken the last ones meanwhile: the
+                    # conversations not granted are the sequence's last taken, dropped.
+                    return items[: channels.budget.claim_many(len(items))] or [None]
+            finally:
+                channels.take_lock.release()
+        return []
+
+    # One take in flight per worker: slots freed together wait for it rather than each
+    # starting its own (over Ray those were many small round trips). It takes no more than
+    # the slots waiting for one: a claimed conversation held for a busy slot would wait out
+    # a whole stream while another worker's slots stand idle (2,000 streams at once: seen).
+    # Ray's hub may hand a whole batch while the budget is far from its end (a round trip
+    # there costs milliseconds of CPU, and held ones are taken by the next free slots).
+    taking = asyncio.Lock()
+    wanting = 0
+
+    async def next_conversation() -> Conversation | None:
+        nonlocal wanting
+        wanting += 1
+        try:
+            if not waiting:
+                async with taking:
+                    if not waiting:
+                        fewest = max(1, min(batch, wanting))
+                        if channels.claims_first_turns:
+                            taken = await asyncio.to_thread(take, batch, fewest)
+                        else:
+                            taken = await asyncio.to_thread(take_claimed, fewest)
+                        waiting.extend(taken)
+            if not waiting:  # stopped: the stop watcher ends the load meanwhile
+                await asyncio.sleep(3600)
+            return waiting.popleft()
+        finally:
+            wanting -= 1
+
+    async def schedule() -> AsyncIterator[tuple[float, Conversation]]:
+        while True:
+            if not waiting:
+                waiting.extend(await asyncio.to_thread(take, TAKE_MOST))
+            item = waiting.popleft() if waiting else None
+            if item is None:
+                return
+            yield item
+
+    async def flusher() -> None:
+        while True:
+            await asyncio.sleep(RECORD_FLUSH_S)
+            sink.flush()
+
+    async def main() -> Any:
+        plan = WorkerPlan(
+            worker=setup.worker,
+            origin=setup.origin,
+            start_offsets=setup.start_offsets,
+            concurrency_cap=setup.concurrency_cap,
+            budget=channels.budget,
+            ready=ready,
+            next_conversation=next_conversation,
+            schedule=schedule,
+            claims_first_turns=claims_first_turns,
+            claim_turn=channels.claim_turn,
+        )
+        flushing = asyncio.create_task(flusher())
+        try:
+            with quiet_gc():
+                async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=setup.timeout_s) as client:
+                    return await EngineLoad(
+                        client,
+                        setup.engine,
+                        setup.workload,
+                        setup.load,
+                        sink=sink,
+                        should_stop=stopped,
+                        salt=setup.salt,
+                        text=setup.text,
+                        timeout_s=setup.timeout_s,
+                        temperature=setup.temperature,
+                        step=setup.step,
+                        connect_ahead=setup.connect_ahead,
+                        request_headers=setup.request_headers,
+                        plan=plan,
+                    ).run()
+        finally:
+            flushing.cancel()
+
+    try:
+        outcome = run_blocking(main())
+        if orphaned():
+            channels.results.cancel_join_thread()  # nobody reads the results any more
+            return
+    except BaseException as error:  # noqa: BLE001 - the coordinator reports it
+        sink.flush()
+        channels.results.put(("failed", setup.worker, f"{type(error).__name__}: {error}"))
+        raise SystemExit(1) from None
+    sink.flush()
+    check = outcome.checks[0] if outcome.checks else WorkerCheck(worker=setup.worker)
+    channels.results.put(
+        (
+            "done",
+            setup.worker,
+            {
+                "check": check,
+                "max_streams": outcome.max_streams,
+                "connections_ahead": outcome.connections_ahead,
+                "unsupported": outcome.unsupported,
+                "cancelled": outcome.cancelled,
+            },
+        )
+    )
+    channels.results.close()
+    channels.results.join_thread()

@@ -1,0 +1,133 @@
+"""The hub: one pooled load's shared state, a threaded Ray actor next to the coordinator."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from collections import deque
+from typing import Any
+
+
+class Hub:
+    """The shared state of one pooled load (a threaded Ray actor).
+
+    Conversations and records pass through it pickled (`pack`, `WorkerChannels.put`): the
+    hub reads only what it needs beside each blob (turn indices, how many records were
+    measured), since unpickling and pickling every item again here cost most of its CPU."""
+
+    def __init__(self, backlog: int, requests: int | None, reserve: int = 0) -> None:
+        self.work: deque[Any] = deque()
+        self.backlog = backlog
+        #: With no more than this many requests left, a take hands only the slots waiting.
+        self.reserve = reserve
+        self.space = threading.Condition()
+        self.left = -1 if requests is None else requests
+        self.results: deque[Any] = deque()
+        self.flags: dict[str, Any] = {"stop": False, "go": False, "start_at": 0.0, "deadline": 0.0}
+        #: Per worker: the turns taken and not reported yet (for a lost node).
+        self.taken: dict[int, dict[int, tuple[Any, int]]] = {}
+        self.reported: dict[int, int] = {}
+
+    def put_many(self, items: list[Any], timeout: float) -> int:
+        with self.space:
+            if len(self.work) >= self.backlog:
+                self.space.wait(timeout)
+            accepted = items[: max(0, self.backlog - len(self.work))]
+            self.work.extend(accepted)
+            self.space.notify_all()
+            return len(accepted)
+
+    def take(self, worker: int, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
+        """Up to `most` items (`fewest`, the worker's slots waiting, once no more than
+        `reserve` requests are left), each conversation's first turn claimed from the budget;
+        a spent budget ends the list with None (the end of the worker's schedule)."""
+        with self.space:
+            if fewest is not None and 0 <= self.left <= self.reserve:
+                most = min(most, fewest)
+            if not self.work:
+                self.space.wait(timeout)
+            items: list[Any] = []
+            while self.work and len(items) < most:
+                if self.work[0] is not None and self.left == 0:
+                    items.append(None)
+                    break
+                items.append(self.work.popleft())
+                if items[-1] is None:
+                    break
+                if self.left > 0:
+                    self.left -= 1
+            if not items and self.left == 0:
+                items.append(None)
+            self.space.notify_all()
+        held = self.taken.setdefault(worker, {})
+        for item in items:
+            if item is not None:
+                blob, turn_indices, conversation_id = item
+                for turn_index in turn_indices:
+                    held[turn_index] = (blob, conversation_id)
+        return [None if item is None else item[0] for item in items]
+
+    def claim(self) -> bool:
+        with self.space:
+            if self.left < 0:
+                return True
+            if self.left == 0:
+                return False
+            self.left -= 1
+            return True
+
+    def give_back(self) -> None:
+        with self.space:
+            if self.left >= 0:
+                self.left += 1
+
+    def exhausted(self) -> bool:
+        return self.left == 0
+
+    def put_result(self, message: tuple[str, int, Any]) -> None:
+        kind, worker, payload = message
+        if kind == "records":
+            indices, measured, _ = payload
+            held = self.taken.get(worker, {})
+            for index in indices:
+                held.pop(index, None)
+            self.reported[worker] = self.reported.get(worker, 0) + measured
+        self.results.append(message)
+
+    def drain(self, most: int = 1000) -> list[Any]:
+        out: list[Any] = []
+        while self.results and len(out) < most:
+            out.append(self.results.popleft())
+        return out
+
+    def counts(self) -> dict[int, int]:
+        return dict(self.reported)
+
+    def lost(self, worker: int) -> list[tuple[int, Any]]:
+        """A lost worker's unreported requests: each conversation's next turn (the one in
+        flight, or due), as (turn index, the item handed out, pickled)."""
+        first: dict[int, tuple[int, Any]] = {}
+        for turn_index, (item, conversation_id) in sorted(self.taken.pop(worker, {}).items()):
+            first.setdefault(conversation_id, (turn_index, item))
+        return list(first.values())
+
+    def set(self, **flags: Any) -> None:
+        self.flags.update(flags)
+        if flags.get("stop"):
+            with self.space:
+                self.space.notify_all()
+
+    def state(self) -> dict[str, Any]:
+        return dict(self.flags)
+
+
+def pack(item: Any) -> Any:
+    """A work item as the hub holds it: (pickled item, its turn indices, conversation id)."""
+    if item is None:
+        return None
+    conversation = item[1] if isinstance(item, tuple) else item
+    return (
+        pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL),
+        tuple(turn.index for turn in conversation.turns),
+        conversation.id,
+    )

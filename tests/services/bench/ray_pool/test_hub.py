@@ -1,0 +1,45 @@
+"""The Ray hub's budget and hand-out rules, on the plain class (no cluster)."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+
+from services.bench.ray_pool.hub import Hub, pack
+from services.bench.workloads import WorkloadSpec, iter_conversations
+
+
+def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
+    # Hub is a plain class (Ray wraps it in an actor): its budget logic needs no cluster.
+    # Items travel through it pickled, with their turn indices beside them (pack).
+    conversations = list(
+        itertools.islice(iter_conversations(WorkloadSpec(input_len=4, output_len=4)), 5)
+    )
+
+    def ids(blobs: list) -> list:
+        return [None if blob is None else pickle.loads(blob)[1].id for blob in blobs]
+
+    hub = Hub(backlog=100, requests=3)
+    hub.put_many([pack((0.1 * i, c)) for i, c in enumerate(conversations)], timeout=0)
+    first = hub.take(worker=0, most=2, timeout=0)
+    rest = hub.take(worker=1, most=10, timeout=0)
+    # The first three of the sequence, then the end: none later than the budget allows.
+    assert ids(first) == [c.id for c in conversations[:2]]
+    assert ids(rest) == [conversations[2].id, None]
+    assert hub.take(worker=0, most=10, timeout=0) == [None] and hub.exhausted()
+    hub.give_back()  # a claimed conversation never sent (stopped): the next one may go
+    assert ids(hub.take(worker=0, most=1, timeout=0)) == [conversations[3].id]
+    # Worker 1 is lost before reporting: what it held comes back, pickled, for failing.
+    ((turn_index, blob),) = hub.lost(worker=1)
+    assert turn_index == conversations[2].turns[0].index
+    assert pickle.loads(blob)[1].id == conversations[2].id
+
+    # Far from the budget's end a take hands a whole batch; near it only the slots waiting.
+    near = Hub(backlog=100, requests=10, reserve=4)
+    near.put_many([pack((0.0, c)) for c in conversations * 2], timeout=0)
+    assert len(near.take(worker=0, most=8, timeout=0, fewest=2)) == 8
+    assert len(near.take(worker=0, most=8, timeout=0, fewest=1)) == 1
+
+    unbounded = Hub(backlog=100, requests=None)
+    unbounded.put_many([pack((0.0, c)) for c in conversations], timeout=0)
+    assert len(unbounded.take(worker=0, most=10, timeout=0)) == 5
