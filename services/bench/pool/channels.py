@@ -120,19 +120,31 @@ class Channels:
         self.record_batch = RECORD_BATCH
 
 
+def takes_locally(work: Any) -> bool:
+    """A queue of this host, which a worker's event loop may try without blocking (a thread
+    hop costs more than the take itself); a transport of its own (Ray's hub) is a round trip."""
+    return not hasattr(work, "take")
+
+
 def take_from(work: Any, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
-    """Up to `most` items of a multiprocessing queue, waiting `timeout` for the first; a
-    transport of its own (Ray's) offers `take(most, timeout, fewest)` instead (it hands only
-    `fewest`, the slots waiting, once the budget nears its end)."""
+    """Up to `most` items of a multiprocessing queue, waiting `timeout` for the first (0:
+    what is there now, without blocking); a transport of its own (Ray's) offers
+    `take(most, timeout, fewest)` instead (it hands only `fewest`, the slots waiting, once
+    the budget nears its end)."""
     if hasattr(work, "take"):
         return work.take(most, timeout, fewest)
     try:
-        items = [work.get(timeout=timeout)]
+        items = _listed(work.get(timeout=timeout))
     except queue.Empty:
         return []
     while len(items) < most and items[-1] is not None:
         try:
-            items.append(work.get_nowait())
+            items += _listed(work.get_nowait())
         except queue.Empty:
             break
     return items
+
+
+def _listed(item: Any) -> list[Any]:
+    """A queue item: one, or a list the coordinator put together (taken whole)."""
+    return item if isinstance(item, list) else [item]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import multiprocessing
 import os
 import queue
@@ -24,6 +25,7 @@ from services.bench.pool.plan import (
     POLL_S,
     READY_TIMEOUT_S,
     START_MARGIN_S,
+    closed_loop_reserve,
     split,
 )
 from services.bench.pool.worker import worker_process
@@ -121,10 +123,16 @@ class PooledEngineLoad:
                 continue
         return False
 
-    def _put_all(self, channels: Channels, items: list[Any], finished: threading.Event) -> bool:
-        """`items` in order; a transport of its own (Ray's hub) takes a list in one round trip."""
+    def _put_all(
+        self, channels: Channels, items: list[Any], finished: threading.Event, together: int = 1
+    ) -> bool:
+        """`items` in order, in lists of up to `together` (one pickling and one pipe write
+        per list; a worker takes a list whole); a transport of its own (Ray's hub) takes
+        them all in one round trip."""
         put_many = getattr(channels.work, "put_many", None)
         if put_many is None:
+            if together > 1:
+                items = [items[start : start + together] for start in range(0, len(items), together)]
             return all(self._put(channels, item, finished) for item in items)
         while items:
             if finished.is_set() or channels.stop.is_set():
@@ -148,9 +156,24 @@ class PooledEngineLoad:
 
     def _feed_closed(self, channels: Channels, finished: threading.Event) -> None:
         # The closed loop's conversations in order; each slot takes the next one it claims.
+        # In lists while the budget is far from its end, the last ones one by one.
         conversations = self._conversations()
+        requests = self.load.requests
+        in_lists = None if requests is None else requests - closed_loop_reserve(self.load, self.workers)
+        handed = 0  # requests (turns) of the conversations handed out so far
+        # No more conversations than requests: each sent one takes at least one.
+        if requests is not None:
+            conversations = itertools.islice(conversations, requests)
         while chunk := list(itertools.islice(conversations, FEED_CHUNK)):
-            if not self._put_all(channels, chunk, finished):
+            listed = len(chunk)
+            if in_lists is not None:
+                listed = 0
+                while listed < len(chunk) and handed < in_lists:
+                    handed += len(chunk[listed].turns)
+                    listed += 1
+            if not self._put_all(channels, chunk[:listed], finished, together=FEED_CHUNK):
+                return
+            if not self._put_all(channels, chunk[listed:], finished):
                 return
 
     def _feed_open(self, channels: Channels, finished: threading.Event) -> None:
@@ -170,7 +193,7 @@ class PooledEngineLoad:
                 break
             wait = start + offset - LOOKAHEAD_S - time.perf_counter()
             if pending and (wait > FEED_WINDOW_S or len(pending) >= FEED_CHUNK):
-                if not self._put_all(channels, pending, finished):
+                if not self._put_all(channels, pending, finished, together=self._share(pending)):
                     return
                 pending = []
             if not pending and channels.budget.exhausted():
@@ -178,15 +201,23 @@ class PooledEngineLoad:
             if wait > FEED_WINDOW_S and finished.wait(wait):
                 return
             pending.append((offset, conversation))
-        if not self._put_all(channels, [*pending, *([None] * self.workers)], finished):
+        if not self._put_all(channels, pending, finished, together=self._share(pending)):
             return
+        self._put_all(channels, [None] * self.workers, finished)  # one end for each worker
+
+    def _share(self, arrivals: list[Any]) -> int:
+        """A burst of arrivals goes in one list per worker (each takes a list whole)."""
+        return max(1, -(-len(arrivals) // self.workers))
 
     # -- running -----------------------------------------------------------------------
     def _coordinate(self) -> Any:
         context = multiprocessing.get_context("spawn")
         load = self.load
         closed = load.mode == "concurrency"
-        backlog = 2 * (load.concurrency or 64) + 64 if closed else 100_000
+        # Closed loop: about twice the slots' conversations ahead, most of them in lists (the
+        # last ones of a budget go one by one through the same few entries).
+        ahead = 2 * (load.concurrency or 64) + 64
+        backlog = max(8, math.ceil(ahead / FEED_CHUNK)) if closed else 100_000
         channels = Channels(context, load.requests, backlog)
         origin = time.perf_counter()
         self.outcome.origin = origin

@@ -57,3 +57,12 @@ def auto_workers(
 def split(total: int, parts: int) -> list[int]:
     """`total` dealt into `parts` shares that sum to it (the first ones one larger)."""
     return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
+
+
+def closed_loop_reserve(load: LoadSpec, workers: int) -> int:
+    """With no more than this many requests left, a closed loop's conversations are handed
+    out only as many as a worker has slots waiting: a claimed conversation held for a busy
+    slot waits out a whole stream while another worker's slots stand idle. Farther from the
+    end they go in lists, claimed a list at a time (a take per conversation costs a worker
+    more CPU than the request itself)."""
+    return (load.concurrency or 0) + workers * TAKE_MOST

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.bench.pool.channels import Channels, WorkerSetup, take_from
+from services.bench.pool.channels import Channels, WorkerSetup, take_from, takes_locally
 from services.bench.pool.plan import POLL_S, RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST
 from services.bench.selfcheck import WorkerCheck
 from services.bench.stats import RequestRecord
@@ -84,24 +84,30 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
     batch = max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // 4))
 
+    def claimed_within(most: int, wait: float) -> list[Any]:
+        """Up to `most` conversations, each claimed as it is taken, waiting up to `wait` (0:
+        only what can be had without blocking); [None] once the budget is spent (the end,
+        for every slot that asks); [] when none came."""
+        # With a timeout: a worker killed while holding the lock must not hang the others.
+        if not (channels.take_lock.acquire(True, wait) if wait else channels.take_lock.acquire(False)):
+            return []
+        try:
+            left = channels.budget.left.value
+            if left == 0:
+                return [None]
+            items = take_from(channels.work, most if left < 0 else min(most, left), wait)
+            # A later turn's claim may have taken the last ones meanwhile: the conversations
+            # not granted are the sequence's last taken, dropped.
+            return (items[: channels.budget.claim_many(len(items))] or [None]) if items else []
+        finally:
+            channels.take_lock.release()
+
     def take_claimed(most: int) -> list[Any]:
-        """Up to `most` conversations, each claimed as it is taken; [None] once the budget
-        is spent (the end, for every slot that asks); [] once stopped."""
+        """`claimed_within`, waiting as long as it takes; [] once stopped."""
         while not stopped():
-            # With a timeout: a worker killed while holding the lock must not hang the others.
-            if not channels.take_lock.acquire(timeout=POLL_S):
-                continue
-            try:
-                left = channels.budget.left.value
-                if left == 0:
-                    return [None]
-                items = take_from(channels.work, most if left < 0 else min(most, left), POLL_S)
-                if items:
-                    # A later turn's claim may have taken the last ones meanwhile: the
-                    # conversations not granted are the sequence's last taken, dropped.
-                    return items[: channels.budget.claim_many(len(items))] or [None]
-            finally:
-                channels.take_lock.release()
+            items = claimed_within(most, POLL_S)
+            if items:
+                return items
         return []
 
     # One take in flight per worker: slots freed together wait for it rather than each
@@ -111,6 +117,7 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     # Ray's hub may hand a whole batch while the budget is far from its end (a round trip
     # there costs milliseconds of CPU, and held ones are taken by the next free slots).
     taking = asyncio.Lock()
+    local = takes_locally(channels.work)
     wanting = 0
 
     async def next_conversation() -> Conversation | None:
@@ -124,7 +131,10 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
                         if channels.claims_first_turns:
                             taken = await asyncio.to_thread(take, batch, fewest)
                         else:
-                            taken = await asyncio.to_thread(take_claimed, fewest)
+                            # Most takes find conversations waiting: no thread hop for those.
+                            taken = (claimed_within(fewest, 0) if local else []) or (
+                                await asyncio.to_thread(take_claimed, fewest)
+                            )
                         waiting.extend(taken)
             if not waiting:  # stopped: the stop watcher ends the load meanwhile
                 await asyncio.sleep(3600)
@@ -134,6 +144,8 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
 
     async def schedule() -> AsyncIterator[tuple[float, Conversation]]:
         while True:
+            if not waiting and local:
+                waiting.extend(take_from(channels.work, TAKE_MOST, 0))
             if not waiting:
                 waiting.extend(await asyncio.to_thread(take, TAKE_MOST))
             item = waiting.popleft() if waiting else None

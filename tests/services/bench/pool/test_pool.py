@@ -290,3 +290,65 @@ def test_a_sweep_with_workers_and_with_auto(db_url: str, scripted_server: Script
         counts = [row["generator"]["workers"] for row in rows]
         # auto starts with one worker at these loads (and grows only after a client-bound step).
         assert counts == [2, 2] if workers == 2 else counts[0] == 1
+
+
+class _RecordingQueue:
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def put(self, item, timeout=None) -> None:
+        self.items.append(item)
+
+
+def test_the_feeder_hands_lists_far_from_the_budgets_end_and_single_ones_near_it() -> None:
+    """Far from the end a list costs one pickling and one pipe write (a worker takes it whole
+    and claims it at once); the last `closed_loop_reserve` requests go one by one, so no
+    worker holds claimed conversations for busy slots at the end; no more conversations are
+    drawn than the budget's requests."""
+    from services.bench.pool import PooledEngineLoad
+    from services.bench.pool.plan import FEED_CHUNK, closed_loop_reserve
+
+    load = LoadSpec(concurrency=4, requests=500)
+    pooled = PooledEngineLoad(
+        EngineTarget(name="x", base_url="http://127.0.0.1:9/v1", kind="vllm"),
+        WorkloadSpec(input_len=8, output_len=1),
+        load,
+        workers=2,
+        sink=ListSink(),
+        should_stop=lambda: False,
+    )
+    channels = type("Channels", (), {"work": _RecordingQueue(), "stop": threading.Event()})()
+    pooled._feed_closed(channels, threading.Event())
+    items = channels.work.items
+    lists = [item for item in items if isinstance(item, list)]
+    singles = [item for item in items if not isinstance(item, list)]
+    in_lists = 500 - closed_loop_reserve(load, 2)
+    assert sum(len(item) for item in lists) == in_lists and {len(item) for item in lists[:-1]} == {
+        FEED_CHUNK
+    }
+    assert len(singles) == 500 - in_lists
+    flat = [c for item in items for c in (item if isinstance(item, list) else [item])]
+    assert [c.id for c in flat] == list(range(500))
+
+
+@pytest.mark.parametrize(("turns", "requests"), [(1, 500), (3, 301)], ids=["single-turn", "three-turn"])
+def test_a_run_handed_in_lists_stays_exact(
+    scripted_server: ScriptedServer, turns: int, requests: int
+) -> None:
+    """Most of these budgets go out in lists: still exactly `requests` sent, each request once,
+    the first turns the sequence's first conversations, the total concurrency held."""
+    kind = {"kind": "multi_turn", "turns": turns} if turns > 1 else {}
+    outcome = execute_load(
+        engine(scripted_server, ttft=0, itl=0, tokens=1),
+        WorkloadSpec(input_len=8, output_len=1, **kind),
+        LoadSpec(concurrency=4, requests=requests),
+        workers=2,
+    )
+    summary = summarize_engine(outcome.records, fixed_output=True)
+    assert (summary["sent"], summary["completed"], summary["failed"]) == (requests, requests, 0)
+    indices = [r.index for r in outcome.measured]
+    assert len(set(indices)) == requests
+    # Request indices count turns in the sequence's order: conversation k holds k*turns...
+    conversations = sorted({index // turns for index in indices})
+    assert conversations == list(range(len(conversations)))
+    assert summary["concurrency_max"] <= 4
