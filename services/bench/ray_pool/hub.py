@@ -44,7 +44,7 @@ class Hub:
         with self.space:
             if fewest is not None and 0 <= self.left <= self.reserve:
                 most = min(most, fewest)
-            if not self.work:
+            if not self.work and self.left != 0:  # a spent budget answers at once
                 self.space.wait(timeout)
             items: list[Any] = []
             while self.work and len(items) < most:
