@@ -137,16 +137,27 @@ def test_ttft_and_itl_within_1ms_of_the_server_at_concurrency_32(
 
 
 def test_cancel_records_the_requests_in_flight(scripted_server: ScriptedServer) -> None:
-    stop = threading.Event()
-    threading.Timer(0.6, stop.set).start()
-    started = time.perf_counter()
+    # Stopped once the server is streaming all four (a timer from the start raced a slow
+    # start: on a loaded VM nothing was in flight yet at 0.6 s, and nothing was cancelled).
+    stopped_at: list[float] = []
+    tag = f"cancel-{time.time_ns()}-"  # the server's log outlives a test
+
+    def should_stop() -> bool:
+        if not stopped_at:
+            logs = [scripted_server.log(f"{tag}{index}") for index in range(4)]
+            if all(log and log["writes"] for log in logs):
+                stopped_at.append(time.perf_counter())
+        return bool(stopped_at)
+
     outcome = execute_load(
         engine(scripted_server, ttft=5, itl=20, tokens=400),
         WorkloadSpec(output_len=400),
         LoadSpec(concurrency=4, requests=100),
-        should_stop=stop.is_set,
+        should_stop=should_stop,
+        request_headers=functools.partial(log_id_header, tag),
     )
-    assert time.perf_counter() - started < 3.0
+    # Each stream would take 8 s: the stop ended them.
+    assert stopped_at and time.perf_counter() - stopped_at[0] < 3.0
     summary = accounted(outcome)
     assert outcome.cancelled
     # Stopped by the user: their own class, not failures of the engine.
