@@ -131,7 +131,7 @@ def take_from(work: Any, most: int, timeout: float, fewest: int | None = None) -
     what is there now, without blocking); a transport of its own (Ray's) offers
     `take(most, timeout, fewest)` instead (it hands only `fewest`, the slots waiting, once
     the budget nears its end)."""
-    if hasattr(work, "take"):
+    if not takes_locally(work):
         return work.take(most, timeout, fewest)
     try:
         items = _listed(work.get(timeout=timeout))

@@ -26,6 +26,7 @@ from services.bench.pool.plan import (
     READY_TIMEOUT_S,
     START_MARGIN_S,
     closed_loop_reserve,
+    conversations_ahead,
     split,
 )
 from services.bench.pool.worker import worker_process
@@ -216,8 +217,7 @@ class PooledEngineLoad:
         closed = load.mode == "concurrency"
         # Closed loop: about twice the slots' conversations ahead, most of them in lists (the
         # last ones of a budget go one by one through the same few entries).
-        ahead = 2 * (load.concurrency or 64) + 64
-        backlog = max(8, math.ceil(ahead / FEED_CHUNK)) if closed else 100_000
+        backlog = max(8, math.ceil(conversations_ahead(load) / FEED_CHUNK)) if closed else 100_000
         channels = Channels(context, load.requests, backlog)
         origin = time.perf_counter()
         self.outcome.origin = origin

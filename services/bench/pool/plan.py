@@ -59,6 +59,12 @@ def split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
 
 
+def conversations_ahead(load: LoadSpec) -> int:
+    """How many closed-loop conversations the coordinator keeps handed out ahead of the
+    slots: about twice their number (a worker never waits for the feeder)."""
+    return 2 * (load.concurrency or 64) + 64
+
+
 def closed_loop_reserve(load: LoadSpec, workers: int) -> int:
     """With no more than this many requests left, a closed loop's conversations are handed
     out only as many as a worker has slots waiting: a claimed conversation held for a busy

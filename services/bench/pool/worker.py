@@ -133,8 +133,9 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
                         if channels.claims_first_turns:
                             taken = await asyncio.to_thread(take, batch, fewest)
                         else:
-                            # Most takes find conversations waiting: no thread hop for those.
-                            taken = (claimed_within(fewest, 0) if local else []) or (
+                            # Claiming as it takes is this host's queue (the take lock): most
+                            # takes find conversations waiting, and need no thread hop.
+                            taken = claimed_within(fewest, 0) or (
                                 await asyncio.to_thread(take_claimed, fewest)
                             )
                         waiting.extend(taken)

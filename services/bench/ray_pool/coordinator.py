@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from services.bench.pool import PooledEngineLoad
-from services.bench.pool.plan import POLL_S, READY_TIMEOUT_S, closed_loop_reserve
+from services.bench.pool.plan import POLL_S, READY_TIMEOUT_S, closed_loop_reserve, conversations_ahead
 from services.bench.ray_pool.actor import LoadWorker
 from services.bench.ray_pool.channels import CoordinatorChannels
 from services.bench.ray_pool.cluster import connect
@@ -72,7 +72,7 @@ class RayEngineLoad(PooledEngineLoad):
     def _coordinate_on(self, ray: Any) -> Any:
         load = self.load
         closed = load.mode == "concurrency"
-        backlog = 2 * (load.concurrency or 64) + 64 if closed else 100_000
+        backlog = conversations_ahead(load) if closed else 100_000
         # The hub on the head node: the one node a cluster cannot lose and go on.
         hub = (
             ray.remote(Hub)
