@@ -61,8 +61,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from services.bench.spec import EngineTarget
 
 WORDS = (" red", " fox", " sky", " sea", " sun", " oak", " elm", " ash", " ivy", " bay", " cod", " jay")
 SERVER_MODEL = "scripted"
@@ -130,6 +133,19 @@ class Scenario:
                 raise ValueError(f"unknown scenario key {key!r}")
         scenario.tpc = max(1, scenario.tpc)
         return scenario
+
+
+def scripted_engine(server: ScriptedServer, **scenario: Any) -> EngineTarget:
+    """The scripted server as a benchmark target (an EngineTarget), its scenario in the model
+    name: TTFT 10 ms, ITL 2 ms and 16 tokens unless `scenario` says otherwise."""
+    from services.bench.spec import EngineTarget
+
+    return EngineTarget(
+        name="scripted",
+        base_url=server.base_url,
+        kind="vllm",
+        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}),
+    )
 
 
 def log_id_header(tag: str, index: int) -> dict[str, str]:

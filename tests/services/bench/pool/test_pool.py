@@ -17,16 +17,7 @@ from services.bench.runner import ListSink, execute_load
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
-from tests.support.scripted_server import ScriptedServer, log_id_header, timing_errors
-
-
-def engine(server: ScriptedServer, **scenario) -> EngineTarget:
-    return EngineTarget(
-        name="scripted",
-        base_url=server.base_url,
-        kind="vllm",
-        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}),
-    )
+from tests.support.scripted_server import ScriptedServer, log_id_header, scripted_engine, timing_errors
 
 
 def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(
@@ -34,7 +25,7 @@ def test_closed_loop_over_two_workers_holds_the_total_and_merges_exactly(
 ) -> None:
     sink = ListSink()
     outcome = execute_load(
-        engine(scripted_server),
+        scripted_engine(scripted_server),
         WorkloadSpec(input_len=8, output_len=16),
         LoadSpec(concurrency=6, requests=60, warmup_requests=4),
         workers=2,
@@ -63,7 +54,7 @@ def test_closed_loop_claims_as_it_takes_and_the_budget_stays_exact_over_many_tur
     when due. Three-turn conversations over 11 requests: exactly 11 sent, the first turns
     are the sequence's first ones, no conversation ran twice."""
     outcome = execute_load(
-        engine(scripted_server, ttft=2, itl=1, tokens=4),
+        scripted_engine(scripted_server, ttft=2, itl=1, tokens=4),
         WorkloadSpec(kind="multi_turn", turns=3, input_len=8, output_len=4),
         LoadSpec(concurrency=8, requests=11),
         workers=2,
@@ -79,7 +70,7 @@ def test_as_many_streams_as_requests_are_all_in_flight_at_once(
     """A worker takes no more conversations than it has slots waiting: none is held for a
     busy slot while the other worker's slots stand idle."""
     outcome = execute_load(
-        engine(scripted_server, ttft=1500, itl=1, tokens=2),
+        scripted_engine(scripted_server, ttft=1500, itl=1, tokens=2),
         WorkloadSpec(input_len=8, output_len=2),
         LoadSpec(concurrency=400, requests=400),
         workers=2,
@@ -93,7 +84,7 @@ def test_worker_timings_match_the_servers_own_record(scripted_server: ScriptedSe
     """Request headers travel to the workers; with them the server logs each request, and what
     a worker measured lines up with the server's writes (one monotonic clock on a host)."""
     outcome = execute_load(
-        engine(scripted_server, ttft=30, itl=5, tokens=8),
+        scripted_engine(scripted_server, ttft=30, itl=5, tokens=8),
         WorkloadSpec(input_len=8, output_len=8),
         LoadSpec(concurrency=4, requests=24),
         workers=2,
@@ -133,8 +124,8 @@ def test_worker_timings_match_the_servers_own_record(scripted_server: ScriptedSe
 def test_open_loop_keeps_the_coordinators_schedule(
     scripted_server: ScriptedServer, load: LoadSpec, work: WorkloadSpec
 ) -> None:
-    alone = execute_load(engine(scripted_server, tokens=8), work, load, salt="same")
-    pooled = execute_load(engine(scripted_server, tokens=8), work, load, salt="same", workers=2)
+    alone = execute_load(scripted_engine(scripted_server, tokens=8), work, load, salt="same")
+    pooled = execute_load(scripted_engine(scripted_server, tokens=8), work, load, salt="same", workers=2)
 
     def schedule(outcome) -> dict[int, float]:
         first = min(r.scheduled_s for r in outcome.measured)
@@ -155,7 +146,7 @@ def test_cancel_reaches_every_worker_and_nothing_is_lost(scripted_server: Script
     threading.Timer(2.5, stop.set).start()
     began = time.monotonic()
     outcome = execute_load(
-        engine(scripted_server, itl=50, tokens=400),
+        scripted_engine(scripted_server, itl=50, tokens=400),
         WorkloadSpec(input_len=8, output_len=400),
         LoadSpec(concurrency=4, requests=None, duration_s=120),
         workers=2,
@@ -170,7 +161,7 @@ def test_cancel_reaches_every_worker_and_nothing_is_lost(scripted_server: Script
 
 def test_a_stored_run_with_two_workers(db_url: str, scripted_server: ScriptedServer) -> None:
     spec = BenchSpec(
-        engines=(engine(scripted_server),),
+        engines=(scripted_engine(scripted_server),),
         workload=WorkloadSpec(input_len=8, output_len=16),
         load=LoadSpec(concurrency=4, requests=30),
         workers=2,
@@ -276,7 +267,7 @@ def test_a_sweep_with_workers_and_with_auto(db_url: str, scripted_server: Script
 
     for workers in (2, WORKERS_AUTO):
         spec = BenchSpec(
-            engines=(engine(scripted_server, tokens=8),),
+            engines=(scripted_engine(scripted_server, tokens=8),),
             workload=WorkloadSpec(input_len=8, output_len=8),
             load=LoadSpec(requests=12),
             workers=workers,
@@ -339,7 +330,7 @@ def test_a_run_handed_in_lists_stays_exact(
     the first turns the sequence's first conversations, the total concurrency held."""
     kind = {"kind": "multi_turn", "turns": turns} if turns > 1 else {}
     outcome = execute_load(
-        engine(scripted_server, ttft=0, itl=0, tokens=1),
+        scripted_engine(scripted_server, ttft=0, itl=0, tokens=1),
         WorkloadSpec(input_len=8, output_len=1, **kind),
         LoadSpec(concurrency=4, requests=requests),
         workers=2,

@@ -18,11 +18,10 @@ import pytest
 from services.bench.arrivals import LoadSpec
 from services.bench.ray_pool import RayUnavailable, connect
 from services.bench.runner import ListSink, execute_load
-from services.bench.spec import EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from tests.support.ray_cluster import RayCluster, free_port, ray_cluster
-from tests.support.scripted_server import ScriptedServer
+from tests.support.scripted_server import ScriptedServer, scripted_engine
 from tests.support.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -46,21 +45,12 @@ def cluster() -> Iterator[RayCluster]:
         yield running
 
 
-def engine(server: ScriptedServer, **scenario) -> EngineTarget:
-    return EngineTarget(
-        name="scripted",
-        base_url=server.base_url,
-        kind="vllm",
-        model=server.model(**{"ttft": 10, "itl": 2, "tokens": 16, **scenario}),
-    )
-
-
 def test_a_closed_loop_across_two_nodes_merges_exactly(
     cluster: RayCluster, scripted_server: ScriptedServer
 ) -> None:
     sink = ListSink()
     outcome = execute_load(
-        engine(scripted_server),
+        scripted_engine(scripted_server),
         WorkloadSpec(input_len=8, output_len=16),
         LoadSpec(concurrency=4, requests=40, warmup_requests=2),
         workers=2,
@@ -92,9 +82,9 @@ def test_an_open_loop_across_two_nodes_keeps_the_schedule(
         WorkloadSpec(input_len=8, output_len=8),
         LoadSpec(mode="rate", rate=40.0, requests=30, seed=3),
     )
-    alone = execute_load(engine(scripted_server, tokens=8), work, load, salt="same")
+    alone = execute_load(scripted_engine(scripted_server, tokens=8), work, load, salt="same")
     spread = execute_load(
-        engine(scripted_server, tokens=8),
+        scripted_engine(scripted_server, tokens=8),
         work,
         load,
         salt="same",
@@ -189,7 +179,7 @@ def test_a_node_lost_mid_run_fails_its_requests_and_the_others_go_on(
 
     # Three workers over three one-CPU nodes: one on the node that goes.
     outcome = execute_load(
-        engine(scripted_server, ttft=5, itl=20, tokens=60),
+        scripted_engine(scripted_server, ttft=5, itl=20, tokens=60),
         WorkloadSpec(input_len=8, output_len=60),
         LoadSpec(concurrency=3, requests=30),
         workers=3,
@@ -216,7 +206,7 @@ def test_as_many_streams_as_requests_are_all_in_flight_at_once_over_ray(
     # claimed conversation waits for a busy slot while the other node's slots stand idle.
     wait_for(lambda: cluster.alive_nodes() == 2, timeout_s=120)
     outcome = execute_load(
-        engine(scripted_server, ttft=2500, itl=1, tokens=2),
+        scripted_engine(scripted_server, ttft=2500, itl=1, tokens=2),
         WorkloadSpec(input_len=8, output_len=2),
         LoadSpec(concurrency=200, requests=200),
         workers=2,
@@ -236,7 +226,7 @@ def test_later_turns_claim_by_an_awaited_round_trip_and_the_budget_stays_exact(
     # Three-turn conversations over 11 requests: the last conversation stops after two turns,
     # its third claim refused by the hub while the loop went on.
     outcome = execute_load(
-        engine(scripted_server, ttft=2, itl=1, tokens=4),
+        scripted_engine(scripted_server, ttft=2, itl=1, tokens=4),
         WorkloadSpec(kind="multi_turn", turns=3, input_len=8, output_len=4),
         LoadSpec(concurrency=4, requests=11),
         workers=2,
