@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.bench.arrivals import LoadSpec
-from services.bench.pool.plan import RECORD_BATCH
+from services.bench.pool.plan import RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST
 from services.bench.spec import EngineTarget
 from services.bench.workloads import PromptText, WorkloadSpec
 
@@ -118,6 +118,9 @@ class Channels:
         self.claim_turn: Callable[[], Awaitable[bool]] | None = None
         #: Records per message back (a queue put is cheap; a hub call is not: services/bench/ray_pool/).
         self.record_batch = RECORD_BATCH
+        self.record_flush_s = RECORD_FLUSH_S
+        #: A worker's largest take in closed loop (what it may hold claimed; `closed_loop_reserve`).
+        self.take_most = TAKE_MOST
 
 
 def takes_locally(work: Any) -> bool:

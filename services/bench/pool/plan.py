@@ -20,6 +20,8 @@ FEED_CHUNK = 64
 FEED_WINDOW_S = 0.01
 #: Items a worker takes from the shared queue in one thread hop at most.
 TAKE_MOST = 32
+#: Over Ray (services/bench/ray_pool/): each take is a hub round trip, so larger.
+RAY_TAKE_MOST = 64
 RECORD_FLUSH_S = 0.1
 POLL_S = 0.2
 #: How long workers may take to start, connect ahead and warm up before the run fails.
@@ -65,10 +67,11 @@ def conversations_ahead(load: LoadSpec) -> int:
     return 2 * (load.concurrency or 64) + 64
 
 
-def closed_loop_reserve(load: LoadSpec, workers: int) -> int:
+def closed_loop_reserve(load: LoadSpec, workers: int, take_most: int = TAKE_MOST) -> int:
     """With no more than this many requests left, a closed loop's conversations are handed
     out only as many as a worker has slots waiting: a claimed conversation held for a busy
     slot waits out a whole stream while another worker's slots stand idle. Farther from the
     end they go in lists, claimed a list at a time (a take per conversation costs a worker
-    more CPU than the request itself)."""
-    return (load.concurrency or 0) + workers * TAKE_MOST
+    more CPU than the request itself); `take_most`, a worker's largest take, is what it may
+    hold claimed when the end nears."""
+    return (load.concurrency or 0) + workers * take_most

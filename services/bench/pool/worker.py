@@ -21,16 +21,19 @@ from services.bench.workloads import Conversation
 class _ResultSink:
     """Records back to the coordinator in small batches (one pickling per batch)."""
 
-    def __init__(self, results: Any, worker: int, most: int = RECORD_BATCH) -> None:
+    def __init__(
+        self, results: Any, worker: int, most: int = RECORD_BATCH, every_s: float = RECORD_FLUSH_S
+    ) -> None:
         self.results = results
         self.worker = worker
         self.most = most
+        self.every_s = every_s
         self.batch: list[RequestRecord] = []
         self.flushed = time.perf_counter()
 
     def add(self, record: RequestRecord) -> None:
         self.batch.append(record)
-        if len(self.batch) >= self.most or time.perf_counter() - self.flushed >= RECORD_FLUSH_S:
+        if len(self.batch) >= self.most or time.perf_counter() - self.flushed >= self.every_s:
             self.flush()
 
     def flush(self) -> None:
@@ -46,7 +49,7 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     from services.bench.runner import MAX_IN_FLIGHT, EngineLoad, WorkerPlan, quiet_gc
     from services.client import make_http_client, run_blocking
 
-    sink = _ResultSink(channels.results, setup.worker, channels.record_batch)
+    sink = _ResultSink(channels.results, setup.worker, channels.record_batch, channels.record_flush_s)
 
     def orphaned() -> bool:
         return setup.coordinator_pid is not None and os.getppid() != setup.coordinator_pid
@@ -82,9 +85,9 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     # worker lost, failed). Taking one per hop and claiming when due cost a worker twice the
     # CPU of a request itself.
     claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
-    # Over Ray a take is a round trip of milliseconds of CPU: larger lists, half the slots.
-    share = 2 if channels.claims_first_turns else 4
-    batch = max(1, min(TAKE_MOST, (setup.concurrency_cap or 1) // share))
+    # Over Ray a take is a round trip of milliseconds of CPU: larger lists, up to all the slots.
+    share = 1 if channels.claims_first_turns else 4
+    batch = max(1, min(channels.take_most, (setup.concurrency_cap or 1) // share))
 
     def claimed_within(most: int, wait: float) -> list[Any]:
         """Up to `most` conversations, each claimed as it is taken, waiting up to `wait` (0:
@@ -144,7 +147,12 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
             handed = waiting.popleft()
             if handed is None:
                 waiting.appendleft(None)  # the end, for every slot: no take more to learn it
-            if channels.claims_first_turns and len(waiting) < batch // 2 and not taking.locked():
+            if (
+                channels.claims_first_turns
+                and not channels.work.near_end
+                and len(waiting) < batch // 2
+                and not taking.locked()
+            ):
                 prefetching.add(task := asyncio.create_task(prefetch()))
                 task.add_done_callback(prefetching.discard)
             return handed
@@ -175,7 +183,7 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
 
     async def flusher() -> None:
         while True:
-            await asyncio.sleep(RECORD_FLUSH_S)
+            await asyncio.sleep(sink.every_s)
             sink.flush()
 
     async def main() -> Any:

@@ -6,8 +6,9 @@ actors spread over the cluster; only the transport differs:
 - a hub actor (next to the coordinator where Ray allows) holds what services/bench/pool keeps in
   multiprocessing objects: the work queue the coordinator fills with its one seeded
   schedule, the shared budget, the stop and start flags, and the records coming back.
-  Workers take their requests in batches (`TAKE_MOST`, one per hop in closed loop, as on one
-  host) and stream their records back in batches.
+  Workers take their requests in batches (`RAY_TAKE_MOST`, one take in flight, the next
+  asked for ahead) and stream their records back in batches: every hub call costs about a
+  millisecond of CPU on each side, so the calls per request are what a worker's cost is.
 - the budget: the hub claims each conversation's first turn as it hands the conversation
   out, in the coordinator's order, so a batch of open-loop arrivals (those due within
   the pool's `LOOKAHEAD_S`) costs one round trip, not one per request on the event loop;

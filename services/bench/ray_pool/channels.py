@@ -9,10 +9,12 @@ import threading
 import time
 from typing import Any
 
-from services.bench.pool.plan import POLL_S
+from services.bench.pool.plan import RAY_TAKE_MOST
 from services.bench.ray_pool.hub import pack
 
 STATE_POLL_S = 0.05
+#: Once the run goes: a stop (a cancel, the coordinator's end) is seen within this; each poll is a hub call.
+RUN_POLL_S = 0.5
 
 
 class Value:
@@ -28,7 +30,10 @@ class WorkerChannels:
     #: The hub claims first turns as it hands them out (`Hub.take`).
     claims_first_turns = True
     #: Each message is a hub call (most of a millisecond of CPU on a small VM): fewer, larger.
-    record_batch = 256
+    record_batch = 1024
+    record_flush_s = 0.5
+    #: A take is a round trip of milliseconds of CPU: up to this many conversations each.
+    take_most = RAY_TAKE_MOST
 
     def __init__(self, hub: Any, worker: int, offset_s: float, *, limited: bool) -> None:
         import ray
@@ -43,6 +48,8 @@ class WorkerChannels:
         self.results = self
         self.budget = self
         self._deadline = 0.0
+        #: The hub hands only the slots waiting from here on: nothing to ask ahead for.
+        self.near_end = False
         self._sent: list[Any] = []
         self._closed = threading.Event()
         self._poller = threading.Thread(target=self._poll, daemon=True)
@@ -62,11 +69,12 @@ class WorkerChannels:
                 self.go.set()
             if flags["stop"]:
                 self.stop.set()
-            self._closed.wait(STATE_POLL_S if not self.go.is_set() else POLL_S)
+            self._closed.wait(STATE_POLL_S if not self.go.is_set() else RUN_POLL_S)
 
     # work
     def take(self, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
-        blobs = self.ray.get(self.hub.take.remote(self.worker, most, timeout, fewest))
+        blobs, near_end = self.ray.get(self.hub.take.remote(self.worker, most, timeout, fewest))
+        self.near_end = self.near_end or near_end
         return [None if blob is None else pickle.loads(blob) for blob in blobs]
 
     # results: sent without waiting (a round trip would stall the event loop); the run

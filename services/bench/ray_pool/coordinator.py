@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from services.bench.pool import PooledEngineLoad
-from services.bench.pool.plan import POLL_S, READY_TIMEOUT_S, closed_loop_reserve, conversations_ahead
+from services.bench.pool.plan import (
+    POLL_S,
+    RAY_TAKE_MOST,
+    READY_TIMEOUT_S,
+    closed_loop_reserve,
+    conversations_ahead,
+)
 from services.bench.ray_pool.actor import LoadWorker
 from services.bench.ray_pool.channels import CoordinatorChannels
 from services.bench.ray_pool.cluster import connect
@@ -77,7 +83,7 @@ class RayEngineLoad(PooledEngineLoad):
         hub = (
             ray.remote(Hub)
             .options(num_cpus=0, max_concurrency=HUB_CONCURRENCY, resources={HEAD_RESOURCE: 0.001})
-            .remote(backlog, load.requests, closed_loop_reserve(load, self.workers))
+            .remote(backlog, load.requests, closed_loop_reserve(load, self.workers, RAY_TAKE_MOST))
         )
         worker_class = ray.remote(LoadWorker).options(
             num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD"

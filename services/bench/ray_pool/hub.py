@@ -29,20 +29,30 @@ class Hub:
         self.reported: dict[int, int] = {}
 
     def put_many(self, items: list[Any], timeout: float) -> int:
+        # Room for the whole list (or a quarter of the backlog) before it is taken: each call
+        # costs the hub more than a millisecond of CPU, so a list accepted piecemeal as takes
+        # free a few places was several calls where one does.
+        wanted = min(len(items), max(1, self.backlog // 4))
         with self.space:
-            if len(self.work) >= self.backlog:
-                self.space.wait(timeout)
+            self.space.wait_for(
+                lambda: self.backlog - len(self.work) >= wanted or self.flags["stop"], timeout
+            )
             accepted = items[: max(0, self.backlog - len(self.work))]
             self.work.extend(accepted)
             self.space.notify_all()
             return len(accepted)
 
-    def take(self, worker: int, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
+    def take(
+        self, worker: int, most: int, timeout: float, fewest: int | None = None
+    ) -> tuple[list[Any], bool]:
         """Up to `most` items (`fewest`, the worker's slots waiting, once no more than
         `reserve` requests are left), each conversation's first turn claimed from the budget;
-        a spent budget ends the list with None (the end of the worker's schedule)."""
+        a spent budget ends the list with None (the end of the worker's schedule). Beside
+        them: whether the budget is that near its end (a worker stops asking ahead then: a
+        prefetch there is answered with nothing, a round trip per conversation wasted)."""
         with self.space:
-            if fewest is not None and 0 <= self.left <= self.reserve:
+            near_end = 0 <= self.left <= self.reserve
+            if fewest is not None and near_end:
                 most = min(most, fewest)
             if not self.work and self.left != 0:  # a spent budget answers at once
                 self.space.wait(timeout)
@@ -65,7 +75,7 @@ class Hub:
                 blob, turn_indices, conversation_id = item
                 for turn_index in turn_indices:
                     held[turn_index] = (blob, conversation_id)
-        return [None if item is None else item[0] for item in items]
+        return [None if item is None else item[0] for item in items], near_end
 
     def claim(self) -> bool:
         with self.space:

@@ -21,14 +21,14 @@ def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
 
     hub = Hub(backlog=100, requests=3)
     hub.put_many([pack((0.1 * i, c)) for i, c in enumerate(conversations)], timeout=0)
-    first = hub.take(worker=0, most=2, timeout=0)
-    rest = hub.take(worker=1, most=10, timeout=0)
+    first, _ = hub.take(worker=0, most=2, timeout=0)
+    rest, _ = hub.take(worker=1, most=10, timeout=0)
     # The first three of the sequence, then the end: none later than the budget allows.
     assert ids(first) == [c.id for c in conversations[:2]]
     assert ids(rest) == [conversations[2].id, None]
-    assert hub.take(worker=0, most=10, timeout=0) == [None] and hub.exhausted()
+    assert hub.take(worker=0, most=10, timeout=0)[0] == [None] and hub.exhausted()
     hub.give_back()  # a claimed conversation never sent (stopped): the next one may go
-    assert ids(hub.take(worker=0, most=1, timeout=0)) == [conversations[3].id]
+    assert ids(hub.take(worker=0, most=1, timeout=0)[0]) == [conversations[3].id]
     # Worker 1 is lost before reporting: what it held comes back, pickled, for failing.
     ((turn_index, blob),) = hub.lost(worker=1)
     assert turn_index == conversations[2].turns[0].index
@@ -37,12 +37,16 @@ def test_the_hub_claims_first_turns_as_it_hands_them_out() -> None:
     # Far from the budget's end a take hands a whole batch; near it only the slots waiting.
     near = Hub(backlog=100, requests=10, reserve=4)
     near.put_many([pack((0.0, c)) for c in conversations * 2], timeout=0)
-    assert len(near.take(worker=0, most=8, timeout=0, fewest=2)) == 8
-    assert len(near.take(worker=0, most=8, timeout=0, fewest=1)) == 1
+    # Beside each take, whether the end is that near (a worker stops asking ahead there).
+    far, near_end = near.take(worker=0, most=8, timeout=0, fewest=2)
+    assert len(far) == 8 and not near_end
+    close, near_end = near.take(worker=0, most=8, timeout=0, fewest=1)
+    assert len(close) == 1 and near_end
+    assert near.take(worker=0, most=8, timeout=0, fewest=0) == ([], True)  # a prefetch there
 
     unbounded = Hub(backlog=100, requests=None)
     unbounded.put_many([pack((0.0, c)) for c in conversations], timeout=0)
-    assert len(unbounded.take(worker=0, most=10, timeout=0)) == 5
+    assert len(unbounded.take(worker=0, most=10, timeout=0)[0]) == 5
 
 
 def test_a_spent_budget_answers_the_end_at_once() -> None:
@@ -52,5 +56,32 @@ def test_a_spent_budget_answers_the_end_at_once() -> None:
 
     hub = Hub(backlog=100, requests=0)
     started = time.perf_counter()
-    assert hub.take(worker=0, most=16, timeout=5.0) == [None]
+    assert hub.take(worker=0, most=16, timeout=5.0) == ([None], True)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_full_backlog_takes_a_list_whole_once_there_is_room() -> None:
+    """Each hub call costs about a millisecond of CPU: a list offered to a full backlog waits
+    for room for all of it (up to a quarter of the backlog) rather than going in a few at a
+    time as takes free places."""
+    import threading
+    import time
+
+    conversations = list(
+        itertools.islice(iter_conversations(WorkloadSpec(input_len=4, output_len=4)), 12)
+    )
+    hub = Hub(backlog=8, requests=None)
+    assert hub.put_many([pack((0.0, c)) for c in conversations[:8]], timeout=0) == 8
+    accepted: list[int] = []
+    putter = threading.Thread(
+        target=lambda: accepted.append(
+            hub.put_many([pack((0.0, c)) for c in conversations[8:]], timeout=5.0)
+        )
+    )
+    putter.start()
+    hub.take(worker=0, most=1, timeout=0)  # one place free: not yet room for the list of 2
+    time.sleep(0.2)
+    assert not accepted
+    hub.take(worker=0, most=1, timeout=0)
+    putter.join(timeout=5)
+    assert accepted == [2]
