@@ -9,12 +9,13 @@ for a user, for the page and for the CLI alike.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
-from services.bench.workloads import WorkloadSpec
+from services.bench.workloads import PromptText, WorkloadSpec
 from services.errors import ValidationError
 from services.measure import DEFAULT_PERCENTILES
 
@@ -53,6 +54,25 @@ class EngineTarget:
             api_key_env=record.api_key_env,
             metrics_url=record.resolved_metrics_url,
         )
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """How each request of a load is made and recorded, whichever transport carries the load
+    (one process, worker processes, Ray actors): one record handed through, not the same
+    seven parameters on each of them."""
+
+    #: Seeds the conversations (a step of a sweep gets its own, so its prompts differ).
+    salt: str = ""
+    text: PromptText = field(default_factory=PromptText)
+    timeout_s: float = 600.0
+    temperature: float | None = 0.0
+    #: The sweep step the records belong to.
+    step: int | None = None
+    connect_ahead: bool = True
+    #: Extra headers per request index; with worker processes or Ray it travels to the
+    #: workers, so a picklable callable (a module-level function or a functools.partial of one).
+    request_headers: Callable[[int], dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)

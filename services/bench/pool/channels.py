@@ -15,8 +15,8 @@ from typing import Any
 
 from services.bench.arrivals import LoadSpec
 from services.bench.pool.plan import RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST
-from services.bench.spec import EngineTarget
-from services.bench.workloads import PromptText, WorkloadSpec
+from services.bench.spec import EngineTarget, RequestSettings
+from services.bench.workloads import WorkloadSpec
 
 
 class SharedBudget:
@@ -73,15 +73,7 @@ class WorkerSetup:
     start_offsets: list[float]
     concurrency_cap: int | None
     origin: float
-    salt: str
-    text: PromptText
-    timeout_s: float
-    temperature: float | None
-    step: int | None
-    connect_ahead: bool
-    #: Extra headers per request index; it travels to the workers, so a picklable callable
-    #: (a module-level function or a functools.partial of one).
-    request_headers: Callable[[int], dict[str, str]] | None
+    settings: RequestSettings
     #: The parent to watch (a worker whose coordinator is gone stops); None where the
     #: transport watches for itself (Ray actors: services/bench/ray_pool/).
     coordinator_pid: int | None

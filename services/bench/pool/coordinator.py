@@ -31,8 +31,8 @@ from services.bench.pool.plan import (
 )
 from services.bench.pool.worker import worker_process
 from services.bench.selfcheck import report
-from services.bench.spec import EngineTarget
-from services.bench.workloads import Conversation, PromptText, WorkloadSpec, iter_conversations
+from services.bench.spec import EngineTarget, RequestSettings
+from services.bench.workloads import Conversation, WorkloadSpec, iter_conversations
 
 
 class PooledEngineLoad:
@@ -48,26 +48,14 @@ class PooledEngineLoad:
         workers: int,
         sink: Any,
         should_stop: Callable[[], bool],
-        salt: str = "",
-        text: PromptText | None = None,
-        timeout_s: float = 600.0,
-        temperature: float | None = 0.0,
-        step: int | None = None,
-        connect_ahead: bool = True,
-        request_headers: Callable[[int], dict[str, str]] | None = None,
+        settings: RequestSettings | None = None,
     ) -> None:
         from services.bench.runner import EngineOutcome
 
         self.engine, self.workload, self.load = engine, workload, load
-        self.sink, self.should_stop, self.salt = sink, should_stop, salt
-        self.text = text or PromptText()
-        self.request_headers = request_headers
-        self.timeout_s, self.temperature, self.step, self.connect_ahead = (
-            timeout_s,
-            temperature,
-            step,
-            connect_ahead,
-        )
+        self.sink, self.should_stop = sink, should_stop
+        self.settings = settings or RequestSettings()
+        self.step = self.settings.step
         closed = load.mode == "concurrency"
         width = (load.concurrency or 1) if closed else (load.concurrency or workers)
         self.workers = max(1, min(workers, width, MAX_WORKERS))
@@ -99,20 +87,14 @@ class PooledEngineLoad:
                 start_offsets=slots[index],
                 concurrency_cap=caps[index],
                 origin=origin,
-                salt=self.salt,
-                text=self.text,
-                timeout_s=self.timeout_s,
-                temperature=self.temperature,
-                step=self.step,
-                connect_ahead=self.connect_ahead,
-                request_headers=self.request_headers,
+                settings=self.settings,
                 coordinator_pid=os.getpid(),
             )
             for index in range(count)
         ]
 
     def _conversations(self) -> Iterator[Conversation]:
-        return iter_conversations(self.workload, salt=self.salt, text=self.text)
+        return iter_conversations(self.workload, salt=self.settings.salt, text=self.settings.text)
 
     # -- feeding -----------------------------------------------------------------------
     def _put(self, channels: Channels, item: Any, finished: threading.Event) -> bool:

@@ -202,7 +202,9 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
         flushing = asyncio.create_task(flusher())
         try:
             with quiet_gc():
-                async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=setup.timeout_s) as client:
+                async with make_http_client(
+                    MAX_IN_FLIGHT, read_timeout_s=setup.settings.timeout_s
+                ) as client:
                     return await EngineLoad(
                         client,
                         setup.engine,
@@ -210,13 +212,7 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
                         setup.load,
                         sink=sink,
                         should_stop=stopped,
-                        salt=setup.salt,
-                        text=setup.text,
-                        timeout_s=setup.timeout_s,
-                        temperature=setup.temperature,
-                        step=setup.step,
-                        connect_ahead=setup.connect_ahead,
-                        request_headers=setup.request_headers,
+                        settings=setup.settings,
                         plan=plan,
                     ).run()
         finally:

@@ -15,7 +15,7 @@ from services.bench.runner.engine_load import EngineLoad
 from services.bench.runner.outcome import EngineOutcome, RecordSink, never_stop
 from services.bench.runner.pacing import MAX_IN_FLIGHT, quiet_gc
 from services.bench.runner.preparation import calibrate_prompt_text, discover_model
-from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
+from services.bench.spec import BenchSpec, EngineTarget, RequestSettings, SweepSpec
 from services.bench.stats import SloSpec, summarize_engine
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
@@ -143,12 +143,14 @@ class Benchmark:
             common: dict[str, Any] = {
                 "sink": self.sink,
                 "should_stop": self._stop,
-                "salt": salt,
-                "text": self.text,
-                "timeout_s": spec.timeout_s,
-                "temperature": spec.temperature,
-                "step": step,
-                "connect_ahead": spec.connect_ahead,
+                "settings": RequestSettings(
+                    salt=salt,
+                    text=self.text,
+                    timeout_s=spec.timeout_s,
+                    temperature=spec.temperature,
+                    step=step,
+                    connect_ahead=spec.connect_ahead,
+                ),
             }
             if spec.ray_address:
                 from services.bench.ray_pool import RayEngineLoad, ray_workers

@@ -15,11 +15,10 @@ from services.bench.runner.outcome import EngineOutcome, RecordSink, WorkerPlan,
 from services.bench.runner.pacing import Budget, connect_ahead, planned_arrivals
 from services.bench.selfcheck import SelfCheck
 from services.bench.selfcheck import report as selfcheck_report
-from services.bench.spec import EngineTarget
+from services.bench.spec import EngineTarget, RequestSettings
 from services.bench.stats import RequestRecord
 from services.bench.workloads import (
     Conversation,
-    PromptText,
     WorkloadSpec,
     build_messages,
     iter_conversations,
@@ -66,30 +65,25 @@ class EngineLoad:
         *,
         sink: RecordSink,
         should_stop: Callable[[], bool] = never_stop,
-        salt: str = "",
-        text: PromptText | None = None,
-        timeout_s: float = 600.0,
-        temperature: float | None = 0.0,
-        step: int | None = None,
-        connect_ahead: bool = True,
-        request_headers: Callable[[int], dict[str, str]] | None = None,
+        settings: RequestSettings | None = None,
         plan: WorkerPlan | None = None,
     ) -> None:
         self.client = client
         self.plan = plan
         self.selfcheck: SelfCheck | None = None
-        self.request_headers = request_headers
+        self.settings = settings = settings or RequestSettings()
+        self.request_headers = settings.request_headers
         self.engine = engine
         self.workload = workload
         self.load = load
         self.sink = sink
         self.should_stop = should_stop
-        self.salt = salt
-        self.text = text or PromptText()
-        self.timeout_s = timeout_s
-        self.temperature = temperature
-        self.step = step
-        self.connect_ahead = connect_ahead
+        self.salt = settings.salt
+        self.text = settings.text
+        self.timeout_s = settings.timeout_s
+        self.temperature = settings.temperature
+        self.step = settings.step
+        self.connect_ahead = settings.connect_ahead
         self.adapter = get_adapter(engine.kind)
         self.fixed_output = workload.uses_fixed_output
         self.outcome = EngineOutcome(engine.name, model=engine.model)

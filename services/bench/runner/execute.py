@@ -9,7 +9,7 @@ from services.bench.arrivals import LoadSpec
 from services.bench.runner.engine_load import EngineLoad
 from services.bench.runner.outcome import EngineOutcome, ListSink, RecordSink, never_stop
 from services.bench.runner.pacing import MAX_IN_FLIGHT, quiet_gc
-from services.bench.spec import EngineTarget
+from services.bench.spec import EngineTarget, RequestSettings
 from services.bench.workloads import WorkloadSpec
 from services.client import make_http_client
 
@@ -34,6 +34,9 @@ def execute_load(
     `request_headers` must be picklable (it travels to the workers)."""
     from services.client import run_blocking
 
+    settings = RequestSettings(
+        salt=salt, timeout_s=timeout_s, connect_ahead=connect_ahead, request_headers=request_headers
+    )
     if ray_address:
         from services.bench.ray_pool import RayEngineLoad, ray_workers
 
@@ -44,10 +47,7 @@ def execute_load(
             workers=ray_workers(ray_address, workers),
             sink=sink or ListSink(),
             should_stop=should_stop,
-            salt=salt,
-            timeout_s=timeout_s,
-            connect_ahead=connect_ahead,
-            request_headers=request_headers,
+            settings=settings,
             address=ray_address,
         )._coordinate()
 
@@ -61,10 +61,7 @@ def execute_load(
             workers=workers,
             sink=sink or ListSink(),
             should_stop=should_stop,
-            salt=salt,
-            timeout_s=timeout_s,
-            connect_ahead=connect_ahead,
-            request_headers=request_headers,
+            settings=settings,
         )
         return pooled._coordinate()
 
@@ -77,11 +74,8 @@ def execute_load(
                     workload.validate(),
                     load.validate(),
                     sink=sink or ListSink(),
-                    salt=salt,
-                    timeout_s=timeout_s,
                     should_stop=should_stop,
-                    request_headers=request_headers,
-                    connect_ahead=connect_ahead,
+                    settings=settings,
                 ).run()
 
     return run_blocking(main())
