@@ -41,8 +41,9 @@ def results(view: views.RunView) -> None:
         st.caption(md_text(note))
     if view.client_bound:
         st.warning(
-            "Client-bound: the load generator, not the engine, limited these figures (add workers, "
-            "see the README).\n\n" + "\n\n".join(md_line(line) for line in view.generator)
+            "Client-bound: the load generator, not the engine, limited these figures (what helps "
+            "is said with each line; README: the generator's self-check).\n\n"
+            + "\n\n".join(md_line(line) for line in view.generator)
         )
     elif view.generator:
         st.caption("Generator self-check: " + "; ".join(md_line(line) for line in view.generator))

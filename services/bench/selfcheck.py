@@ -189,6 +189,19 @@ def verdict(block: dict[str, Any], *, open_loop: bool) -> tuple[bool, list[str]]
     return bool(evidence), evidence
 
 
+def remedy(block: dict[str, Any]) -> str:
+    """What helps a client-bound load. A worker above the CPU limit needs company (more
+    workers, where cores are free); a lagging loop with no worker short of a core of its own
+    means the host is busy (the engine, other processes or a hog share its cores), where more
+    workers only add to the crowd."""
+    if any(w["cpu_share"] > CPU_SHARE_LIMIT for w in block.get("per_worker") or []):
+        return "more workers (--workers, or hosts over Ray) where cores are free"
+    return (
+        "free cores or a quieter host, not more workers (no worker used as much as "
+        f"{CPU_SHARE_LIMIT:.0%} of a core: its host's cores are busy with other work)"
+    )
+
+
 def headline(block: dict[str, Any] | None) -> str | None:
     """One line for the CLI and the results view, or None for a block without figures."""
     if not block or "client_bound" not in block:
@@ -209,7 +222,10 @@ def headline(block: dict[str, Any] | None) -> str | None:
             for h in hosts
         )
     if block["client_bound"]:
-        return f"CLIENT-BOUND ({'; '.join(block.get('evidence') or [])}): {figures}"
+        return (
+            f"CLIENT-BOUND ({'; '.join(block.get('evidence') or [])}): {figures}; "
+            f"what helps: {remedy(block)}"
+        )
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {figures}"
 
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from services.bench.arrivals import LoadSpec
 from services.bench.runner import execute_load
-from services.bench.selfcheck import WorkerCheck, headline, report
+from services.bench.selfcheck import WorkerCheck, headline, remedy, report
 from services.bench.spec import EngineTarget
 from services.bench.workloads import WorkloadSpec
 from services.measure import percentile
@@ -90,7 +90,19 @@ def test_a_starved_worker_is_flagged_and_a_calm_one_is_not(scripted_server: Scri
     assert any("event-loop lag p99" in line for line in starved["evidence"]), starved["evidence"]
     assert starved["loop_lag_ms"]["p99"] > 1.0
     assert headline(starved).startswith("CLIENT-BOUND (event-loop lag p99")
+    # Starved beside a hog, the worker got less than a core: more workers would not help.
+    if not any(w["cpu_share"] > 0.85 for w in starved["per_worker"]):
+        assert "what helps: free cores or a quieter host, not more workers" in headline(starved)
     assert headline(calm).startswith("generator kept up")
+
+
+def test_the_remedy_tells_a_busy_worker_from_a_busy_host() -> None:
+    """More workers help a worker that used up its core; a lagging loop whose workers all had
+    CPU to spare is a busy host (the engine or other work on its cores), where they do not."""
+    busy_worker = {"per_worker": [{"worker": 0, "cpu_share": 0.97}, {"worker": 1, "cpu_share": 0.4}]}
+    busy_host = {"per_worker": [{"worker": 0, "cpu_share": 0.18}, {"worker": 1, "cpu_share": 0.19}]}
+    assert remedy(busy_worker).startswith("more workers")
+    assert remedy(busy_host).startswith("free cores or a quieter host, not more workers")
 
 
 def test_workers_merge_from_raw_samples_not_averaged_percentiles() -> None:
