@@ -71,19 +71,12 @@ class EngineLoad:
         self.client = client
         self.plan = plan
         self.selfcheck: SelfCheck | None = None
-        self.settings = settings = settings or RequestSettings()
-        self.request_headers = settings.request_headers
+        self.settings = settings or RequestSettings()
         self.engine = engine
         self.workload = workload
         self.load = load
         self.sink = sink
         self.should_stop = should_stop
-        self.salt = settings.salt
-        self.text = settings.text
-        self.timeout_s = settings.timeout_s
-        self.temperature = settings.temperature
-        self.step = settings.step
-        self.connect_ahead = settings.connect_ahead
         self.adapter = get_adapter(engine.kind)
         self.fixed_output = workload.uses_fixed_output
         self.outcome = EngineOutcome(engine.name, model=engine.model)
@@ -97,7 +90,7 @@ class EngineLoad:
     # -- one request ------------------------------------------------------------------
     def _params(self, output_len: int) -> SamplingParams:
         return SamplingParams(
-            temperature=self.temperature,
+            temperature=self.settings.temperature,
             max_tokens=output_len,
             min_tokens=output_len if self.fixed_output else None,
             ignore_eos=self.fixed_output,
@@ -120,9 +113,9 @@ class EngineLoad:
             kind=self.engine.kind,
             api_key_env=self.engine.api_key_env,
             response_schema=conversation.schema,
-            read_timeout_s=self.timeout_s,
-            total_timeout_s=self.timeout_s,
-            headers=self.request_headers(turn.index) if self.request_headers else None,
+            read_timeout_s=self.settings.timeout_s,
+            total_timeout_s=self.settings.timeout_s,
+            headers=self.settings.request_headers(turn.index) if self.settings.request_headers else None,
         )
         result = StreamResult()
         self.in_flight += 1
@@ -186,7 +179,7 @@ class EngineLoad:
             error=error,
             finish_reason=result.finish_reason,
             schema_valid=schema_valid,
-            step=self.step,
+            step=self.settings.step,
         )
         return record
 
@@ -244,7 +237,9 @@ class EngineLoad:
 
     # -- phases -----------------------------------------------------------------------
     async def _warmup(self, count: int) -> None:
-        conversations = iter_conversations(self.workload, salt=f"{self.salt}:warmup", text=self.text)
+        conversations = iter_conversations(
+            self.workload, salt=f"{self.settings.salt}:warmup", text=self.settings.text
+        )
         budget = Budget(count, None)
         width = max(1, min(count, self.load.concurrency or 1))
 
@@ -363,7 +358,7 @@ class EngineLoad:
 
     async def _run_phases(self) -> None:
         load = self.load
-        if self.connect_ahead:
+        if self.settings.connect_ahead:
             width = load.concurrency or min(64, max(1, int((load.rate or 1) * 2)))
             self.outcome.connections_ahead = await connect_ahead(
                 self.client, self.engine.base_url, width
@@ -384,7 +379,9 @@ class EngineLoad:
         else:
             deadline = self.measure_start + load.duration_s if load.duration_s else None
             budget = Budget(load.requests, deadline)
-        conversations = iter_conversations(self.workload, salt=self.salt, text=self.text)
+        conversations = iter_conversations(
+            self.workload, salt=self.settings.salt, text=self.settings.text
+        )
         self.selfcheck = SelfCheck(
             lambda: self.client.open_connections, worker=self.plan.worker if self.plan is not None else 0
         ).start()
