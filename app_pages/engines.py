@@ -35,9 +35,11 @@ with st.container(border=True):
         engines_endpoints.show(engines_view.start_all_local())
 
 if common.operator_only("manage_engines"):
-    with st.expander(
-        "Add an endpoint", expanded=not engines_view.has_endpoints(), icon=":material/add:"
-    ):
+    # Open by default only while nothing is registered, decided once per session: an untracked
+    # expander folds itself whenever `expanded` changes between runs, so an endpoint that appears
+    # meanwhile (a teammate's, a local engine coming up) folded the form under the user typing in it.
+    start_open = st.session_state.setdefault("add_endpoint_open", not engines_view.has_endpoints())
+    with st.expander("Add an endpoint", expanded=start_open, icon=":material/add:"):
         engines_endpoints.add_form(kind_labels)
 
 st.subheader("Registered endpoints")

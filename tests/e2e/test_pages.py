@@ -4,6 +4,7 @@ Engines page form and appears in the list."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, screenshot, wait_for_app
 
@@ -12,10 +13,22 @@ pytestmark = pytest.mark.e2e
 PAGES = ["playground", "benchmarks", "monitor", "runs", "engines", "planner", "demos", "parity"]
 
 
+def add_form_details(page):  # type: ignore[no-untyped-def]
+    return page.locator("[data-testid='stExpander']", has_text="Add an endpoint").locator(
+        "[data-testid='stExpanderDetails']"
+    )
+
+
+def add_form_is_open(page) -> bool:  # type: ignore[no-untyped-def]
+    # A folded expander's body is inert at once, while Playwright still calls its fields
+    # visible for the length of the folding animation.
+    return not add_form_details(page).evaluate("details => details.inert")
+
+
 def open_add_form(page) -> None:  # type: ignore[no-untyped-def]
-    if not page.get_by_label("Name").is_visible():
+    if not add_form_is_open(page):
         page.locator("[data-testid='stExpander'] summary", has_text="Add an endpoint").click()
-    page.get_by_label("Name").wait_for()
+    expect(page.get_by_label("Name")).to_be_editable()
 
 
 @pytest.mark.parametrize("slug", PAGES)
@@ -48,6 +61,36 @@ def test_register_engine_through_form(app_page, app_server, all_local_engines_up
     app_page.reload()
     wait_for_app(app_page)
     assert app_page.locator(".st-key-engine_card_browser-added").count() == 1
+
+
+def test_add_form_stays_open_when_an_endpoint_appears(app_page, app_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The form opens by itself while nothing is registered. An endpoint registered meanwhile
+    (a teammate's, a local engine coming up) must not fold it under the user on the next run:
+    an untracked expander folds when its `expanded` changes, hiding half-typed input (a form
+    test in CI saw the field turn inert, then invisible, as it does here)."""
+    from db.session import dispose_all
+    from services import endpoints
+
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
+    for record in endpoints.list_engines():  # tests that need engines register their own
+        endpoints.remove_engine(record.name)
+    try:
+        app_page.goto(f"{app_server.url}/engines")
+        wait_for_app(app_page)
+        assert add_form_is_open(app_page)
+        app_page.get_by_label("Name").fill("half-typed")
+        endpoints.add_engine("appeared-meanwhile", "http://127.0.0.1:9/v1", kind="vllm", model="m")
+        app_page.locator("h1").first.click()
+        app_page.keyboard.press("r")  # Streamlit's rerun key, as a user or any widget would rerun
+        app_page.locator(".st-key-engine_card_appeared-meanwhile").wait_for()
+        wait_for_app(app_page)
+        assert add_form_is_open(app_page)
+        expect(app_page.get_by_label("Name")).to_have_value("half-typed")
+        assert_no_exception(app_page)
+    finally:
+        endpoints.remove_engine("appeared-meanwhile")
+        dispose_all()
 
 
 def test_bad_url_is_a_clear_message(app_page, app_server) -> None:
