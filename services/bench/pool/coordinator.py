@@ -25,6 +25,7 @@ from services.bench.pool.plan import (
     POLL_S,
     READY_TIMEOUT_S,
     START_MARGIN_S,
+    ClosedLoopConversations,
     closed_loop_reserve,
     conversations_ahead,
     split,
@@ -96,6 +97,11 @@ class PooledEngineLoad:
     def _conversations(self) -> Iterator[Conversation]:
         return iter_conversations(self.workload, salt=self.settings.salt, text=self.settings.text)
 
+    def _closed_loop_conversations(self) -> ClosedLoopConversations:
+        return ClosedLoopConversations(
+            self.workload, self.settings.salt, self.settings.text, self.load.requests
+        )
+
     # -- feeding -----------------------------------------------------------------------
     def _put(self, channels: Channels, item: Any, finished: threading.Event) -> bool:
         while not finished.is_set() and not channels.stop.is_set():
@@ -140,13 +146,10 @@ class PooledEngineLoad:
     def _feed_closed(self, channels: Channels, finished: threading.Event) -> None:
         # The closed loop's conversations in order; each slot takes the next one it claims.
         # In lists while the budget is far from its end, the last ones one by one.
-        conversations = self._conversations()
+        conversations = self._closed_loop_conversations().draw()
         requests = self.load.requests
         in_lists = None if requests is None else requests - closed_loop_reserve(self.load, self.workers)
         handed = 0  # requests (turns) of the conversations handed out so far
-        # No more conversations than requests: each sent one takes at least one.
-        if requests is not None:
-            conversations = itertools.islice(conversations, requests)
         while chunk := list(itertools.islice(conversations, FEED_CHUNK)):
             listed = len(chunk)
             if in_lists is not None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from services.bench.arrivals import LoadSpec
 from services.bench.selfcheck import CPU_SHARE_LIMIT
+from services.bench.workloads import Conversation, PromptText, WorkloadSpec, iter_conversations
 
 #: Open-loop requests reach a worker this long before their instant (a queue hop costs
 #: tens of microseconds; the margin covers a busy worker's loop too).
@@ -75,3 +79,23 @@ def closed_loop_reserve(load: LoadSpec, workers: int, take_most: int = TAKE_MOST
     more CPU than the request itself); `take_most`, a worker's largest take, is what it may
     hold claimed when the end nears."""
     return (load.concurrency or 0) + workers * take_most
+
+
+@dataclass(frozen=True)
+class ClosedLoopConversations:
+    """What a closed loop sends, in order: the workload's seeded sequence, no more
+    conversations than the budget's requests (each sent one takes at least one). Drawn by
+    the process pool's coordinator, or by Ray's hub itself as workers take them (its
+    coordinator then hands nothing over: a hub call costs about a millisecond of CPU on
+    each side, once per list of conversations)."""
+
+    workload: WorkloadSpec
+    salt: str
+    text: PromptText
+    requests: int | None
+
+    def draw(self) -> Iterator[Conversation]:
+        conversations = iter_conversations(self.workload, salt=self.salt, text=self.text)
+        if self.requests is None:
+            return conversations
+        return itertools.islice(conversations, self.requests)

@@ -14,7 +14,6 @@ from services.bench.pool.plan import (
     RAY_TAKE_MOST,
     READY_TIMEOUT_S,
     closed_loop_reserve,
-    conversations_ahead,
 )
 from services.bench.ray_pool.actor import LoadWorker
 from services.bench.ray_pool.channels import CoordinatorChannels
@@ -27,6 +26,7 @@ from services.errors import ShootoutError
 RAY_START_MARGIN_S = 0.5
 CLOCK_ROUND_TRIPS = 5
 HUB_CONCURRENCY = 256
+OPEN_LOOP_BACKLOG = 100_000
 WORKER_LOST = "worker_lost"
 HEAD_RESOURCE = "node:__internal_head__"
 
@@ -78,12 +78,18 @@ class RayEngineLoad(PooledEngineLoad):
     def _coordinate_on(self, ray: Any) -> Any:
         load = self.load
         closed = load.mode == "concurrency"
-        backlog = conversations_ahead(load) if closed else 100_000
+        # Only an open loop's arrivals are put, each no sooner than LOOKAHEAD_S before its time.
+        backlog = OPEN_LOOP_BACKLOG
         # The hub on the head node: the one node a cluster cannot lose and go on.
         hub = (
             ray.remote(Hub)
             .options(num_cpus=0, max_concurrency=HUB_CONCURRENCY, resources={HEAD_RESOURCE: 0.001})
-            .remote(backlog, load.requests, closed_loop_reserve(load, self.workers, RAY_TAKE_MOST))
+            .remote(
+                backlog,
+                load.requests,
+                closed_loop_reserve(load, self.workers, RAY_TAKE_MOST),
+                self._closed_loop_conversations() if closed else None,
+            )
         )
         worker_class = ray.remote(LoadWorker).options(
             num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD"
@@ -91,10 +97,13 @@ class RayEngineLoad(PooledEngineLoad):
         actors = [worker_class.remote() for _ in range(self.workers)]
         channels = CoordinatorChannels(ray, hub)
         finished = threading.Event()
-        feeder = threading.Thread(
-            target=self._feed,
-            args=(self._feed_closed if closed else self._feed_open, channels, finished),
-            daemon=True,
+        # A closed loop's conversations the hub draws itself; an open loop's arrivals are fed.
+        feeder = (
+            None
+            if closed
+            else threading.Thread(
+                target=self._feed, args=(self._feed_open, channels, finished), daemon=True
+            )
         )
         done: dict[int, dict[str, Any]] = {}
         ready: set[int] = set()
@@ -113,7 +122,8 @@ class RayEngineLoad(PooledEngineLoad):
             for setup, clock in zip(self._setups(origin), self.offsets, strict=True):
                 shifted = replace(setup, origin=setup.origin + clock.offset_s, coordinator_pid=None)
                 runs[actors[setup.worker].run.remote(shifted, hub, clock.offset_s)] = setup.worker
-            feeder.start()
+            if feeder is not None:
+                feeder.start()
             ready_by = time.monotonic() + READY_TIMEOUT_S
             while len(ready) + len(self.failures) < len(actors):
                 self._pump(ray, hub, runs, ready, done)
@@ -137,7 +147,7 @@ class RayEngineLoad(PooledEngineLoad):
             finished.set()
             channels.stop.set()
             channels.go.set()
-            if feeder.is_alive() or feeder.ident is not None:
+            if feeder is not None and feeder.ident is not None:
                 feeder.join(timeout=5)
             for actor in [*actors, hub]:
                 ray.kill(actor)

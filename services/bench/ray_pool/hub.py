@@ -5,18 +5,31 @@ from __future__ import annotations
 import pickle
 import threading
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
+
+from services.bench.pool.plan import ClosedLoopConversations
 
 
 class Hub:
-    """The shared state of one pooled load (a threaded Ray actor).
+    """The shared state of one pooled load (a threaded Ray actor). A closed loop's
+    conversations are drawn here as workers take them; an open loop's schedule is put by the
+    coordinator, which alone keeps the clock of the arrivals.
 
     Conversations and records pass through it pickled (`pack`, `WorkerChannels.put`): the
     hub reads only what it needs beside each blob (turn indices, how many records were
     measured), since unpickling and pickling every item again here cost most of its CPU."""
 
-    def __init__(self, backlog: int, requests: int | None, reserve: int = 0) -> None:
+    def __init__(
+        self,
+        backlog: int,
+        requests: int | None,
+        reserve: int = 0,
+        conversations: ClosedLoopConversations | None = None,
+    ) -> None:
         self.work: deque[Any] = deque()
+        #: A closed loop's conversations, drawn here as workers take them (nothing is put).
+        self.drawing: Iterator[Any] | None = None if conversations is None else conversations.draw()
         self.backlog = backlog
         #: With no more than this many requests left, a take hands only the slots waiting.
         self.reserve = reserve
@@ -54,6 +67,7 @@ class Hub:
             near_end = 0 <= self.left <= self.reserve
             if fewest is not None and near_end:
                 most = min(most, fewest)
+            self._draw(most if self.left < 0 else min(most, self.left))
             if not self.work and self.left != 0:  # a spent budget answers at once
                 self.space.wait(timeout)
             items: list[Any] = []
@@ -76,6 +90,16 @@ class Hub:
                 for turn_index in turn_indices:
                     held[turn_index] = (blob, conversation_id)
         return [None if item is None else item[0] for item in items], near_end
+
+    def _draw(self, most: int) -> None:
+        """Enough of the closed loop's conversations queued for a take of `most` (in the
+        sequence's order; the take claims them)."""
+        while self.drawing is not None and len(self.work) < most:
+            conversation = next(self.drawing, None)
+            if conversation is None:
+                self.drawing = None
+            else:
+                self.work.append(pack(conversation))
 
     def claim(self) -> bool:
         with self.space:

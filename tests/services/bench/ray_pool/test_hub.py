@@ -85,3 +85,37 @@ def test_a_full_backlog_takes_a_list_whole_once_there_is_room() -> None:
     hub.take(worker=0, most=1, timeout=0)
     putter.join(timeout=5)
     assert accepted == [2]
+
+
+def test_the_hub_draws_a_closed_loops_conversations_as_they_are_taken() -> None:
+    """A closed loop's conversations are drawn in the hub, in the sequence's order, and only
+    as many as the takes ask for: the coordinator hands nothing over (a hub call costs about
+    a millisecond of CPU on each side)."""
+    from services.bench.pool.plan import ClosedLoopConversations
+    from services.bench.workloads import PromptText
+
+    workload = WorkloadSpec(input_len=4, output_len=4)
+    conversations = ClosedLoopConversations(workload, "salt", PromptText(), requests=5)
+    expected = [c.id for c in conversations.draw()]
+    assert len(expected) == 5  # no more conversations than the budget's requests
+
+    def ids(blobs: list) -> list:
+        return [None if blob is None else pickle.loads(blob).id for blob in blobs]
+
+    hub = Hub(backlog=100, requests=5, conversations=conversations)
+    first, _ = hub.take(worker=0, most=2, timeout=0)
+    assert ids(first) == expected[:2] and len(hub.work) == 0  # drawn as taken, none ahead
+    rest, _ = hub.take(worker=1, most=10, timeout=0)
+    assert ids(rest) == expected[2:5]
+    assert hub.take(worker=0, most=10, timeout=0)[0] == [None] and hub.exhausted()
+    # A worker lost before reporting: what it held comes back for failing, as with put items.
+    lost = hub.lost(worker=1)
+    assert [pickle.loads(blob).id for _, blob in lost] == expected[2:5]
+
+    # With no budget (a duration-bound run) the sequence is endless: each take gets its fill.
+    endless = Hub(
+        backlog=100,
+        requests=None,
+        conversations=ClosedLoopConversations(workload, "", PromptText(), None),
+    )
+    assert len(endless.take(worker=0, most=64, timeout=0)[0]) == 64
