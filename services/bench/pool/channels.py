@@ -4,6 +4,7 @@ Ray's transport (services/bench/ray_pool/) offers the same names over its hub.""
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import sys
 import time
@@ -138,6 +139,16 @@ def take_from(work: Any, most: int, timeout: float, fewest: int | None = None) -
         except queue.Empty:
             break
     return items
+
+
+async def take_awaited(work: Any, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
+    """`take_from` without blocking the event loop: awaited where the transport can be (Ray's
+    hub: its reply wakes the loop), else in a thread. A Ray `get` blocking in a thread cost
+    a worker about a tenth of its CPU: it wakes every few milliseconds to check for signals,
+    and takes the GIL from the loop each time."""
+    if hasattr(work, "take_awaited"):
+        return await work.take_awaited(most, timeout, fewest)
+    return await asyncio.to_thread(take_from, work, most, timeout, fewest)
 
 
 def _listed(item: Any) -> list[Any]:

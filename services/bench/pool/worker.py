@@ -11,7 +11,13 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.bench.pool.channels import Channels, WorkerSetup, take_from, takes_locally
+from services.bench.pool.channels import (
+    Channels,
+    WorkerSetup,
+    take_awaited,
+    take_from,
+    takes_locally,
+)
 from services.bench.pool.plan import POLL_S, RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST
 from services.bench.selfcheck import WorkerCheck
 from services.bench.stats import RequestRecord
@@ -59,11 +65,11 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
         # the OOM killer) sets no flag, and its workers must not go on loading the engine.
         return channels.stop.is_set() or orphaned()
 
-    def take(most: int, fewest: int | None = None) -> list[Any]:
-        """What the coordinator has handed out, up to `most` items in one thread hop (a
-        burst of arrivals costs one hop, not one each); [] once stopped."""
+    async def take(most: int, fewest: int | None = None) -> list[Any]:
+        """What the coordinator has handed out, up to `most` items a take (a burst of
+        arrivals costs one take, not one each); [] once stopped."""
         while not stopped():
-            items = take_from(channels.work, most, POLL_S, fewest)
+            items = await take_awaited(channels.work, most, POLL_S, fewest)
             if items:
                 return items
         return []
@@ -134,7 +140,7 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
                     if not waiting:
                         fewest = max(1, min(batch, wanting))
                         if channels.claims_first_turns:
-                            taken = await asyncio.to_thread(take, batch, fewest)
+                            taken = await take(batch, fewest)
                         else:
                             # Claiming as it takes is this host's queue (the take lock): most
                             # takes find conversations waiting, and need no thread hop.
@@ -168,14 +174,14 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     async def prefetch() -> None:
         async with taking:
             if len(waiting) < batch // 2 and not stopped():
-                waiting.extend(await asyncio.to_thread(take_from, channels.work, batch, 0, 0))
+                waiting.extend(await take_awaited(channels.work, batch, 0, 0))
 
     async def schedule() -> AsyncIterator[tuple[float, Conversation]]:
         while True:
             if not waiting and local:
                 waiting.extend(take_from(channels.work, TAKE_MOST, 0))
             if not waiting:
-                waiting.extend(await asyncio.to_thread(take, TAKE_MOST))
+                waiting.extend(await take(TAKE_MOST))
             item = waiting.popleft() if waiting else None
             if item is None:
                 return

@@ -73,7 +73,12 @@ class WorkerChannels:
 
     # work
     def take(self, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
-        blobs, near_end = self.ray.get(self.hub.take.remote(self.worker, most, timeout, fewest))
+        return self._taken(*self.ray.get(self.hub.take.remote(self.worker, most, timeout, fewest)))
+
+    async def take_awaited(self, most: int, timeout: float, fewest: int | None = None) -> list[Any]:
+        return self._taken(*await self.hub.take.remote(self.worker, most, timeout, fewest))
+
+    def _taken(self, blobs: list[Any], near_end: bool) -> list[Any]:
         self.near_end = self.near_end or near_end
         return [None if blob is None else pickle.loads(blob) for blob in blobs]
 
