@@ -37,8 +37,12 @@ def run() -> None:
         [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],
         position="top",
     )
-    common.sidebar()
-    navigation.run()
+    try:
+        navigation.run()
+    finally:
+        # After the page: what it just changed (an endpoint added, removed) is counted in the
+        # sidebar on the same run, not one interaction later. Pages put nothing there.
+        common.sidebar()
 
 
 run()

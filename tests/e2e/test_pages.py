@@ -56,6 +56,11 @@ def test_register_engine_through_form(app_page, app_server, all_local_engines_up
     wait_for_app(app_page)
     app_page.get_by_text("Added browser-added (vLLM).").wait_for()
     assert_no_exception(app_page)
+    # The sidebar counts the endpoint just added on the same run (it was one run behind).
+    cards = app_page.locator("[class*='st-key-engine_card_']").count()
+    expect(app_page.locator("[data-testid='stSidebar']")).to_contain_text(
+        f"{cards} engine(s) registered"
+    )
     screenshot(app_page, "engines-registered")
     # The list below shows it after a reload, from the database.
     app_page.reload()
