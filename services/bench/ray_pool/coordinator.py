@@ -26,6 +26,8 @@ from services.errors import ShootoutError
 RAY_START_MARGIN_S = 0.5
 CLOCK_ROUND_TRIPS = 5
 HUB_CONCURRENCY = 256
+#: Only an open loop's arrivals are put in the hub (a closed loop's it draws itself), each no
+#: sooner than LOOKAHEAD_S before its time: their times, not this, bound how far ahead they go.
 OPEN_LOOP_BACKLOG = 100_000
 WORKER_LOST = "worker_lost"
 HEAD_RESOURCE = "node:__internal_head__"
@@ -78,14 +80,12 @@ class RayEngineLoad(PooledEngineLoad):
     def _coordinate_on(self, ray: Any) -> Any:
         load = self.load
         closed = load.mode == "concurrency"
-        # Only an open loop's arrivals are put, each no sooner than LOOKAHEAD_S before its time.
-        backlog = OPEN_LOOP_BACKLOG
         # The hub on the head node: the one node a cluster cannot lose and go on.
         hub = (
             ray.remote(Hub)
             .options(num_cpus=0, max_concurrency=HUB_CONCURRENCY, resources={HEAD_RESOURCE: 0.001})
             .remote(
-                backlog,
+                OPEN_LOOP_BACKLOG,
                 load.requests,
                 closed_loop_reserve(load, self.workers, RAY_TAKE_MOST),
                 self._closed_loop_conversations() if closed else None,
