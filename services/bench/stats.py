@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.bench.pickling import pickled_as_fields
 from services.measure import DEFAULT_PERCENTILES, describe, tpot
 
 METRIC_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
@@ -45,6 +46,7 @@ class SloSpec:
         return ", ".join(parts) or "none"
 
 
+@pickled_as_fields
 @dataclass(slots=True)
 class RequestRecord:
     """One finished (or failed) request as the statistics see it. Times in seconds from the run start."""

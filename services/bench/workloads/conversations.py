@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from services.bench.pickling import pickled_as_fields
 from services.bench.workloads.prompt_files import load_prompt_file
 from services.bench.workloads.spec import STRUCTURED_INSTRUCTION, WorkloadSpec
 from services.bench.workloads.traces import TRACES, load_trace, trace_means
 from services.bench.workloads.vocabulary import TAG_WORDS, PromptText
 
 
+@pickled_as_fields
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One request: the user message added to the conversation, and the answer length asked."""
@@ -26,6 +28,7 @@ class Turn:
     messages: tuple[dict[str, Any], ...] | None = None
 
 
+@pickled_as_fields
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """A unit of work: its turns run one after another, each resending the history."""
