@@ -18,7 +18,7 @@ from services.bench.pool.channels import (
     take_from,
     takes_locally,
 )
-from services.bench.pool.plan import POLL_S, RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST
+from services.bench.pool.plan import POLL_S, RECORD_BATCH, RECORD_FLUSH_S, TAKE_MOST, take_batch
 from services.bench.selfcheck import WorkerCheck
 from services.bench.stats import RequestRecord
 from services.bench.workloads import Conversation
@@ -91,9 +91,7 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     # worker lost, failed). Taking one per hop and claiming when due cost a worker twice the
     # CPU of a request itself.
     claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
-    # Over Ray a take is a round trip of milliseconds of CPU: larger lists, up to all the slots.
-    share = 1 if channels.claims_first_turns else 4
-    batch = max(1, min(channels.take_most, (setup.concurrency_cap or 1) // share))
+    batch = take_batch(setup.concurrency_cap or 1, channels.take_most, channels.claims_first_turns)
 
     def claimed_within(most: int, wait: float) -> list[Any]:
         """Up to `most` conversations, each claimed as it is taken, waiting up to `wait` (0:

@@ -13,6 +13,7 @@ import pytest
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.pool import auto_workers, split
+from services.bench.pool.plan import RAY_TAKE_MOST, TAKE_MOST, take_batch
 from services.bench.runner import ListSink, execute_load
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine
@@ -185,6 +186,12 @@ def test_split_and_auto() -> None:
     grown = auto_workers(LoadSpec(concurrency=8), bound, 1)
     assert grown >= 1 and (grown > 1 or len(__import__("os").sched_getaffinity(0)) == 1)
     assert auto_workers(LoadSpec(concurrency=8), {"client_bound": False}, 3) == 3
+
+
+def test_a_take_through_rays_hub_holds_twice_the_slots_and_a_local_one_a_quarter() -> None:
+    # A hub round trip costs milliseconds of CPU: the fewer the cheaper, up to the cap.
+    assert [take_batch(slots, RAY_TAKE_MOST, True) for slots in (1, 16, 64, 200)] == [2, 32, 128, 128]
+    assert [take_batch(slots, TAKE_MOST, False) for slots in (1, 16, 64, 200)] == [1, 4, 16, 32]
 
 
 def test_workers_are_validated() -> None:
