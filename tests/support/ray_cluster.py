@@ -20,6 +20,11 @@ from pathlib import Path
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
 START_TIMEOUT_S = 120.0
+#: The test cluster's nodes and every client of it (this process, the `cli.py` runs it
+#: starts) without token authentication, whatever this machine holds: a `~/.ray/auth_token`
+#: left by any local `ray.init()` turns token mode on for whoever finds it unset, and a
+#: cluster and a client that disagree fail with "InvalidAuthToken".
+AUTH_MODE = {"RAY_AUTH_MODE": "disabled"}
 
 
 def free_port() -> int:
@@ -62,7 +67,7 @@ class RayCluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+            env={**os.environ, **AUTH_MODE, "RAY_USAGE_STATS_ENABLED": "0"},
         )
         self.nodes.append(node)
         return node
@@ -112,6 +117,8 @@ def ray_cluster(nodes: int = 2) -> Iterator[RayCluster]:
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     port = free_port()
     cluster = RayCluster(address=f"127.0.0.1:{port}", temp_dir=temp_dir)
+    saved = {name: os.environ.get(name) for name in AUTH_MODE}
+    os.environ.update(AUTH_MODE)
     try:
         head = cluster.start_node(head=True)
         _wait_for_port(port, head, Path(temp_dir) / "node-0.log")
@@ -133,3 +140,8 @@ def ray_cluster(nodes: int = 2) -> Iterator[RayCluster]:
         for node in reversed(cluster.nodes):
             cluster.stop_node(node)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
