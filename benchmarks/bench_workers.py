@@ -309,10 +309,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="capacity rounds (medians printed)")
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--small", type=int, default=256)
-    parser.add_argument("--large", type=int, default=1024)
-    # 1-token answers cost little each: more of them, or the marginal CPU is mostly noise.
+    parser.add_argument("--large", type=int, default=4096)
+    # 1-token answers cost little each: more of them, or the marginal CPU is mostly noise. A
+    # Ray run's fixed CPU (three actors starting, about 1 s each here) moves by a few tenths
+    # of a second from run to run: over 8,192 - 1,024 requests that moved Ray's figure from
+    # 80 to 290 µs between repeats; over 32,768 it moves by a quarter as much.
     parser.add_argument("--small-1", type=int, default=1024)
-    parser.add_argument("--large-1", type=int, default=8192)
+    parser.add_argument("--large-1", type=int, default=32768)
     parser.add_argument("--streams", type=int, default=2000)
     parser.add_argument("--aiperf", help="path of an `aiperf` executable (its own virtual environment)")
     parser.add_argument(
