@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
@@ -67,7 +68,7 @@ class RayCluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **AUTH_MODE, "RAY_USAGE_STATS_ENABLED": "0"},
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
         )
         self.nodes.append(node)
         return node
@@ -117,31 +118,25 @@ def ray_cluster(nodes: int = 2) -> Iterator[RayCluster]:
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     port = free_port()
     cluster = RayCluster(address=f"127.0.0.1:{port}", temp_dir=temp_dir)
-    saved = {name: os.environ.get(name) for name in AUTH_MODE}
-    os.environ.update(AUTH_MODE)
-    try:
-        head = cluster.start_node(head=True)
-        _wait_for_port(port, head, Path(temp_dir) / "node-0.log")
-        for _ in range(nodes - 1):
-            cluster.start_node()
-        from services.bench.ray_pool import connect
+    with mock.patch.dict(os.environ, AUTH_MODE):
+        try:
+            head = cluster.start_node(head=True)
+            _wait_for_port(port, head, Path(temp_dir) / "node-0.log")
+            for _ in range(nodes - 1):
+                cluster.start_node()
+            from services.bench.ray_pool import connect
 
-        connect(cluster.address)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while cluster.alive_nodes() < nodes:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"only {cluster.alive_nodes()} of {nodes} Ray nodes came up")
-            time.sleep(0.5)
-        yield cluster
-    finally:
-        import ray
+            connect(cluster.address)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while cluster.alive_nodes() < nodes:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"only {cluster.alive_nodes()} of {nodes} Ray nodes came up")
+                time.sleep(0.5)
+            yield cluster
+        finally:
+            import ray
 
-        ray.shutdown()
-        for node in reversed(cluster.nodes):
-            cluster.stop_node(node)
-        shutil.rmtree(temp_dir, ignore_errors=True)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+            ray.shutdown()
+            for node in reversed(cluster.nodes):
+                cluster.stop_node(node)
+            shutil.rmtree(temp_dir, ignore_errors=True)
