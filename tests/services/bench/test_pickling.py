@@ -48,6 +48,9 @@ def test_conversations_and_records_cross_processes_whole() -> None:
         assert copied == item and type(copied) is type(item)
         assert copy.deepcopy(item) == item
     assert round_trip(record).itl_s is not record.itl_s  # a copy, as before
+    # As constructor arguments: no field names travel (the dataclass's own state names each).
+    for item in (conversation, record):
+        assert b"turns" not in pickle.dumps(item) and b"ttft_s" not in pickle.dumps(item)
 
 
 def test_a_field_outside_init_is_refused() -> None:
