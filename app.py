@@ -37,12 +37,12 @@ def run() -> None:
         [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],
         position="top",
     )
-    try:
-        navigation.run()
-    finally:
-        # After the page: what it just changed (an endpoint added, removed) is counted in the
-        # sidebar on the same run, not one interaction later. Pages put nothing there.
-        common.sidebar()
+    counted = common.sidebar()
+    navigation.run()
+    # Counted again after a page that ran to its end: what it just changed (an endpoint added,
+    # removed) shows on the same run, not one interaction later. Nothing can be drawn after
+    # a page's st.stop(), so the sidebar itself comes before the page.
+    common.count_engines(counted)
 
 
 run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from services import access, endpoints
 from services.config import get_settings
@@ -88,17 +89,15 @@ def recover_once() -> None:
         st.warning(f"Could not check for interrupted runs: {md_text(str(error))}")
 
 
-def sidebar() -> None:
+def sidebar() -> DeltaGenerator:
+    """The frame's sidebar, drawn before the page so that a page ending early (`st.stop()`)
+    still has it. Returns the slot of the engine count, which `count_engines` fills again
+    once a page has run to its end."""
     with st.sidebar:
         st.caption("Shootout: compare, load-test and watch LLM serving engines.")
-        try:
-            count = len(endpoints.list_engines())
-        except Exception as error:  # noqa: BLE001 - the database itself is unreachable: say so, keep rendering
-            st.error(f"Run database unavailable: {md_text(str(error))}")
-            return
-        st.caption(
-            f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}"
-        )
+        counted = st.empty()
+        if not count_engines(counted):
+            return counted
         who = viewer()
         if access.login_required() or _oidc_configured() or not who.is_operator:
             st.caption(
@@ -113,6 +112,21 @@ def sidebar() -> None:
                 st.link_button("Log out", "/logout")
             elif _oidc_configured():
                 st.button("Log out", on_click=st.logout)
+    return counted
+
+
+def count_engines(slot: DeltaGenerator) -> bool:
+    """The registered engines' count in `slot` (replacing what it held), or why the database
+    cannot say; False then."""
+    try:
+        count = len(endpoints.list_engines())
+    except Exception as error:  # noqa: BLE001 - the database itself is unreachable: say so, keep rendering
+        slot.error(f"Run database unavailable: {md_text(str(error))}")
+        return False
+    slot.caption(
+        f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}"
+    )
+    return True
 
 
 def start_and_show(start: Callable[[], int]) -> None:

@@ -91,3 +91,12 @@ def test_streamlit_settings_leave_the_playground_reader_alone() -> None:
     assert settings["runner"]["postScriptGC"] is False
     assert settings["client"]["toolbarMode"] == "viewer"  # no Deploy button or developer menu
     assert settings["server"]["fileWatcherType"] == "none"
+
+
+def test_the_sidebar_stays_on_a_page_that_stops_early(db_url: str) -> None:
+    """Benchmarks with no run yet ends with st.stop(): the frame's sidebar is drawn all the same."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("app_pages/benchmarks.py").run()
+    assert not at.exception
+    assert any("No benchmark has run yet." in c.value for c in at.caption)
+    assert any("0 engine(s) registered" in c.value for c in at.sidebar.caption)
