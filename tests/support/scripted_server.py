@@ -29,6 +29,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | delay | 1000 | ms for fault=slow_headers and fault=stall |
 | size | 1000000 | characters of fault=huge's one chunk |
 | replay | | a file name in the replay folder, streamed verbatim event by event every itl ms |
+| canned | 0 | 1 (with ttft=0, itl=0, no fault): the stream's body is built once and every later request with the same answer gets those bytes in one write, its id included; the server's cost per token is then next to nothing, so a client's capacity is measured alone |
 
 Faults: none, slow_headers, stall, cut (connection closed mid-stream), cut_before_done
 (finish_reason and usage sent, then closed without [DONE]), invalid_json, error_in_stream
@@ -86,6 +87,7 @@ _INT_KEYS = {
     "at",
     "status",
     "size",
+    "canned",
 }
 _FLOAT_KEYS = {"ttft", "itl", "delay"}
 
@@ -111,6 +113,7 @@ class Scenario:
     delay: float = 1000.0
     size: int = 1_000_000
     replay: str = ""
+    canned: int = 0
 
     @classmethod
     def parse(cls, spec: str | None) -> Scenario:
@@ -132,6 +135,8 @@ class Scenario:
             else:
                 raise ValueError(f"unknown scenario key {key!r}")
         scenario.tpc = max(1, scenario.tpc)
+        if scenario.canned and (scenario.ttft or scenario.itl or scenario.fault != "none"):
+            raise ValueError("canned=1 needs ttft=0, itl=0 and no fault (the bytes are sent at once)")
         return scenario
 
 
@@ -241,12 +246,30 @@ class Identity:
     version: str = "scripted-1.0"
 
 
+class _Kept:
+    """A stream writer that keeps what is written: a canned stream's body, built once."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.transport = self
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    async def drain(self) -> None:
+        return None
+
+
 class ScriptedHandler:
     def __init__(self, replay_dir: Path | None, identity: Identity = Identity()) -> None:
         self.replay_dir = replay_dir
         self.identity = identity
         self.counters = _Counters()
         self.loop = asyncio.get_event_loop()
+        self.canned: dict[tuple[Any, ...], bytes] = {}
 
     # -- HTTP plumbing ----------------------------------------------------------------
 
@@ -526,9 +549,23 @@ class ScriptedHandler:
         try:
             if scenario.replay:
                 return await self._replay(scenario, writer, received, record)
-            return await self._stream(
+            canned_key = (
+                request.get("model"),
+                n,
+                tokens,
+                finish,
+                want_usage,
+                prompt_tokens,
+                schema_text,
+            )
+            if scenario.canned and record is None and canned_key in self.canned:
+                writer.write(self.canned[canned_key])
+                self.counters.generation_tokens += tokens * n
+                return True
+            kept = _Kept() if scenario.canned and record is None else None
+            done = await self._stream(
                 scenario,
-                writer,
+                kept or writer,  # type: ignore[arg-type]  # duck-typed: write, transport, drain
                 received,
                 record,
                 n,
@@ -541,6 +578,10 @@ class ScriptedHandler:
                 str(request.get("model")),
                 token_text,
             )
+            if kept is not None:
+                self.canned[canned_key] = b"".join(kept.parts)
+                writer.write(self.canned[canned_key])
+            return done
         except (ConnectionError, asyncio.CancelledError):
             return False
         finally:
