@@ -12,12 +12,17 @@
    ITL against those (the server's truth), beside one worker's.
 3. 2,000 concurrent streams held by 2 workers: lost requests (sent - completed - failed),
    the most streams in flight, peak RSS per worker.
+4. what a worker adds: tokens/s with 1 and N workers against the server's canned stream
+   (its bytes built once and resent whole, so the server's CPU per token is next to
+   nothing and the client's cores are its own), each added worker's gain as a fraction of
+   one worker's capacity, each worker's CPU share, and the server's and the whole
+   command's share of the cores, so a gain below 1 shows where the cores went.
 
 The server and the client share this machine's cores: figures from a 2-core VM are ratios
 measured back to back, not absolutes.
 
     .venv/bin/python benchmarks/bench_workers.py [--workers 1,2] [--ray] [--aiperf PATH]
-        [--inference-perf PATH] [--skip capacity,accuracy,streams]
+        [--inference-perf PATH] [--skip capacity,accuracy,streams,scaling]
 """
 
 from __future__ import annotations
@@ -302,6 +307,59 @@ def streams(args: argparse.Namespace) -> None:
         )
 
 
+# -- 4. what a worker adds ----------------------------------------------------------------
+def _cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (user and system, /proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scaling(args: argparse.Namespace) -> None:
+    cores = len(os.sched_getaffinity(0))
+    print(
+        f"4. what a worker adds ({args.concurrency} streams x {args.tokens} tokens, {args.large} "
+        f"requests, canned server stream; {cores} cores shared by the server, the command's "
+        f"coordinator and database writer, and its workers; {args.rounds} round(s))",
+        flush=True,
+    )
+    counts = sorted({1, *args.workers})
+    measured: dict[int, list[float]] = {count: [] for count in counts}
+    per_core: dict[int, list[float]] = {count: [] for count in counts}
+    with ScriptedServer() as server, tempfile.TemporaryDirectory() as folder:
+        assert server.process is not None
+        model = server.model(ttft=0, itl=0, tokens=args.tokens, canned=1)
+        for number in range(1, args.rounds + 1):
+            for count in counts:
+                server_before, began = _cpu_s(server.process.pid), time.perf_counter()
+                used, block = ours(
+                    server, model, args.large, args.tokens, args.concurrency, count, Path(folder)
+                )
+                wall = time.perf_counter() - began
+                server_share = (_cpu_s(server.process.pid) - server_before) / wall
+                tok_s = block["output_throughput_tok_s"]
+                measured[count].append(tok_s)
+                workers = (block.get("generator") or {}).get("per_worker", [])
+                shares = ", ".join(f"{w['cpu_share']:.0%}" for w in workers)
+                # Tokens per second of worker CPU: what a worker delivers for each core it gets.
+                per_core[count].append(tok_s / max(1e-9, sum(w["cpu_share"] for w in workers)))
+                print(
+                    f"  round {number}, {count} worker(s): {tok_s:9.0f} tok/s; CPU per worker {shares} "
+                    f"({per_core[count][-1]:.0f} tok/s per core of workers); "
+                    f"command {used / wall:.2f} cores, server {server_share:.2f} cores (of {cores})",
+                    flush=True,
+                )
+    one, one_per_core = statistics.median(measured[1]), statistics.median(per_core[1])
+    for count in counts[1:]:
+        many = statistics.median(measured[count])
+        gain = (many - one) / (count - 1) / one
+        print(
+            f"  medians: {count} workers {many:.0f} tok/s against 1 worker's {one:.0f}: each added worker "
+            f"adds {gain:.2f} of one worker's capacity; per core a worker got, {count} workers delivered "
+            f"{statistics.median(per_core[count]) / one_per_core:.2f} of what 1 worker did",
+            flush=True,
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,2", help="worker counts to measure, e.g. 1,2,4,8")
@@ -324,7 +382,7 @@ def main() -> int:
     parser.add_argument(
         "--ray", action="store_true", help="also a run over a local 2-node Ray cluster (2 actors)"
     )
-    parser.add_argument("--skip", default="", help="parts to skip: capacity, accuracy, streams")
+    parser.add_argument("--skip", default="", help="parts to skip: capacity, accuracy, streams, scaling")
     args = parser.parse_args()
     args.workers = [int(part) for part in args.workers.split(",") if part]
     skip = set(args.skip.split(","))
@@ -336,6 +394,8 @@ def main() -> int:
         accuracy(args)
     if "streams" not in skip:
         streams(args)
+    if "scaling" not in skip:
+        scaling(args)
     return 0
 
 
