@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -88,10 +89,14 @@ def run_load(server: ScriptedServer) -> dict:
 
 def test_a_starved_worker_is_flagged_and_a_calm_one_is_not(scripted_server: ScriptedServer) -> None:
     # Two cores shared with other engineers' work: a calm run may be genuinely starved by
-    # them (the check is right to say so then); one clean run in three shows the baseline.
+    # them (the check is right to say so then); one clean run in six shows the baseline. Real-time
+    # priority does not shield a VM the hypervisor pauses: in one slow CI run (the suite took
+    # twice its time) three calm tries in a row lagged 3.6-8.6 ms at p99, so a pause lets such
+    # a spell pass between tries.
     with ahead_of_the_neighbours():
         tries = [run_load(scripted_server)]
-        while tries[-1]["client_bound"] and len(tries) < 3:
+        while tries[-1]["client_bound"] and len(tries) < 6:
+            time.sleep(2)
             tries.append(run_load(scripted_server))
     calm = tries[-1]
     assert calm["client_bound"] is False, [t["evidence"] for t in tries]

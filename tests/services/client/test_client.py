@@ -415,8 +415,9 @@ async def test_ttft_and_itl_within_1ms_of_the_servers_write_times_at_concurrency
     assert statistics.median(itl_errors) < 0.001, statistics.median(itl_errors)
     # Against the scripted 50 ms the server adds its own lateness (new connections, its timers).
     # A sanity bound only (the accuracy is the two asserts above, against the server's own clock):
-    # 32 streams on a loaded 2-core machine wake the server up to ~15-30 ms late.
-    assert 0.050 <= statistics.median(r.ttft_s for r in results) < 0.080
+    # 32 streams on a loaded 2-core machine wake the server up to ~15-30 ms late, and ~40 ms
+    # in a CI run on a VM that ran at half its speed (median 89 ms, the two asserts above held).
+    assert 0.050 <= statistics.median(r.ttft_s for r in results) < 0.100
     assert abs(statistics.median(g for r in results for g in r.metrics().itl_s) - 0.010) < 0.002
 
 
