@@ -15,8 +15,10 @@
 4. what a worker adds: tokens/s with 1 and N workers against the server's canned stream
    (its bytes built once and resent whole, so the server's CPU per token is next to
    nothing and the client's cores are its own), each added worker's gain as a fraction of
-   one worker's capacity, each worker's CPU share, and the server's and the whole
-   command's share of the cores, so a gain below 1 shows where the cores went.
+   one worker's capacity, each worker's CPU share (over the measured phase), tokens/s per
+   core the workers got (so a gain below 1 shows whether the pooling or missing cores cost
+   it), and the server's share of the cores over the whole command (start-up included, so
+   it reads low: `top` during a run shows the rest).
 
 The server and the client share this machine's cores: figures from a 2-core VM are ratios
 measured back to back, not absolutes.
@@ -46,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import peers
-from peers import run_tree
+from peers import parent_and_cpu_s, run_tree
 
 from tests.support.scripted_server import ScriptedServer
 
@@ -308,12 +310,6 @@ def streams(args: argparse.Namespace) -> None:
 
 
 # -- 4. what a worker adds ----------------------------------------------------------------
-def _cpu_s(pid: int) -> float:
-    """A process's CPU seconds so far (user and system, /proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def scaling(args: argparse.Namespace) -> None:
     cores = len(os.sched_getaffinity(0))
     print(
@@ -330,12 +326,12 @@ def scaling(args: argparse.Namespace) -> None:
         model = server.model(ttft=0, itl=0, tokens=args.tokens, canned=1)
         for number in range(1, args.rounds + 1):
             for count in counts:
-                server_before, began = _cpu_s(server.process.pid), time.perf_counter()
-                used, block = ours(
+                server_before, began = parent_and_cpu_s(server.process.pid)[1], time.perf_counter()
+                _, block = ours(
                     server, model, args.large, args.tokens, args.concurrency, count, Path(folder)
                 )
                 wall = time.perf_counter() - began
-                server_share = (_cpu_s(server.process.pid) - server_before) / wall
+                server_share = (parent_and_cpu_s(server.process.pid)[1] - server_before) / wall
                 tok_s = block["output_throughput_tok_s"]
                 measured[count].append(tok_s)
                 workers = (block.get("generator") or {}).get("per_worker", [])
@@ -345,7 +341,7 @@ def scaling(args: argparse.Namespace) -> None:
                 print(
                     f"  round {number}, {count} worker(s): {tok_s:9.0f} tok/s; CPU per worker {shares} "
                     f"({per_core[count][-1]:.0f} tok/s per core of workers); "
-                    f"command {used / wall:.2f} cores, server {server_share:.2f} cores (of {cores})",
+                    f"server {server_share:.2f} cores (of {cores}) over the whole command, start-up included",
                     flush=True,
                 )
     one, one_per_core = statistics.median(measured[1]), statistics.median(per_core[1])

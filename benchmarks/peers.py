@@ -35,6 +35,13 @@ TOKENIZER = ROOT / ".engines" / "models" / "smollm2-135m-instruct-hf"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def parent_and_cpu_s(pid: int | str) -> tuple[int, float]:
+    """A process's parent pid and CPU seconds so far (user and system, /proc/PID/stat fields
+    4, 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS
+
+
 def _proc_table() -> dict[int, tuple[int, float]]:
     """pid -> (parent pid, CPU seconds so far) for every process."""
     table = {}
@@ -42,10 +49,9 @@ def _proc_table() -> dict[int, tuple[int, float]]:
         if not entry.isdigit():
             continue
         try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            table[int(entry)] = parent_and_cpu_s(entry)
         except (OSError, IndexError):
             continue
-        table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS)
     return table
 
 

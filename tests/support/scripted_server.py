@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -269,7 +270,7 @@ class ScriptedHandler:
         self.identity = identity
         self.counters = _Counters()
         self.loop = asyncio.get_event_loop()
-        self.canned: dict[tuple[Any, ...], bytes] = {}
+        self.canned: dict[tuple[Any, ...] | None, bytes] = {}
 
     # -- HTTP plumbing ----------------------------------------------------------------
 
@@ -549,20 +550,18 @@ class ScriptedHandler:
         try:
             if scenario.replay:
                 return await self._replay(scenario, writer, received, record)
+            # The whole scenario is in the key: with the `x-scripted` header it is not in the model.
             canned_key = (
-                request.get("model"),
-                n,
-                tokens,
-                finish,
-                want_usage,
-                prompt_tokens,
-                schema_text,
+                (dataclasses.astuple(scenario), request.get("model"), n, tokens, finish)
+                + (want_usage, prompt_tokens, schema_text)
+                if scenario.canned and record is None
+                else None
             )
-            if scenario.canned and record is None and canned_key in self.canned:
+            if canned_key in self.canned:
                 writer.write(self.canned[canned_key])
                 self.counters.generation_tokens += tokens * n
                 return True
-            kept = _Kept() if scenario.canned and record is None else None
+            kept = _Kept() if canned_key else None
             done = await self._stream(
                 scenario,
                 kept or writer,  # type: ignore[arg-type]  # duck-typed: write, transport, drain
@@ -578,7 +577,7 @@ class ScriptedHandler:
                 str(request.get("model")),
                 token_text,
             )
-            if kept is not None:
+            if kept is not None and canned_key is not None:
                 self.canned[canned_key] = b"".join(kept.parts)
                 writer.write(self.canned[canned_key])
             return done

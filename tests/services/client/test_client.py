@@ -178,13 +178,29 @@ async def test_several_tokens_per_chunk_are_spread_by_usage(scripted_server: Scr
 
 async def test_a_canned_stream_is_the_stream_it_was_built_from(scripted_server: ScriptedServer) -> None:
     """The scripted server's canned mode (client capacity benchmarks) sends the bytes of the
-    first stream again: later answers are whole and the same; a timed scenario is refused."""
+    first stream again (its id too): later answers are whole and the same; another scenario
+    under the same model name (the header) is another stream; a timed scenario is refused."""
     canned = [
         await run_chat(scripted(scripted_server, ttft=0, itl=0, tokens=9, canned=1)) for _ in range(3)
     ]
     assert all(result.ok for result in canned), [result.error for result in canned]
     assert {result.text for result in canned} == {"".join(WORDS[:9])}
     assert all(len(result.metrics().itl_s) == 8 for result in canned)
+    assert len({result.response_id for result in canned}) == 1  # the same bytes, not rebuilt
+    salted = ChatRequest(
+        base_url=scripted_server.base_url,
+        model="scripted",
+        messages=MESSAGES,
+        headers={"x-scripted": "ttft=0,itl=0,tokens=9,canned=1,salt=1"},
+    )
+    plain = ChatRequest(
+        base_url=scripted_server.base_url,
+        model="scripted",
+        messages=MESSAGES,
+        headers={"x-scripted": "ttft=0,itl=0,tokens=9,canned=1"},
+    )
+    assert (await run_chat(plain)).text == "".join(WORDS[:9])
+    assert (await run_chat(salted)).text == "".join(WORDS[1:10])
     timed = await run_chat(scripted(scripted_server, ttft=0, itl=5, tokens=9, canned=1))
     assert timed.error_class == "http_status" and "canned=1 needs" in (timed.error or "")
 
