@@ -9,6 +9,8 @@
 | SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
 | SHOOTOUT_LIMIT_BENCHMARK_REQUESTS | 20000 | requests of one benchmark step started from the page |
 | SHOOTOUT_LIMIT_BENCHMARK_MINUTES | 60 | duration of one benchmark step started from the page |
+| SHOOTOUT_LIMIT_RUN_REQUESTS_PER_VIEWER | 100000 | requests of one viewer's benchmark, all its steps and engines, warm-ups included |
+| SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER | 180 | minutes one viewer's benchmark may run, all its steps and engines, by their durations |
 | SHOOTOUT_LIMIT_TUNES | 1 | tuning runs at once (each starts engines on this machine or through templates) |
 | SHOOTOUT_LIMIT_PARITY | 2 | parity runs pending or running at once |
 | SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
@@ -23,10 +25,13 @@
 
 Per-viewer limits bind viewers (services/access.py); operators are bound by the server's limits only.
 A viewer is its OIDC e-mail or its client address, so logging in twice does not double the share.
+A viewer's benchmark also has at most as many load-generator workers as the server has cores.
 
 Found trying the team server as an attacker: `extra_body {"n": 1000, "max_tokens": 1000000}`
 reached the engine though the form caps n at 8, an 8.4 MB prompt was stored and took 34 s to
 render, 12 benchmarks started from one session in 24 s, and a 190 MB import peaked at 4.3 GB.
+Issue 31: the step bounds alone let a viewer start 64 sweep levels of 60 minutes each (64 hours)
+with 64 workers on a 2-core server.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ class Limits:
     tunes_per_viewer: int = 1
     parity: int = 2
     parity_per_viewer: int = 1
+    run_requests_per_viewer: int = 100_000
+    run_minutes_per_viewer: int = 180
 
 
 def _int(name: str, default: int) -> int:
@@ -99,6 +106,12 @@ def current() -> Limits:
         tunes_per_viewer=_int("SHOOTOUT_LIMIT_TUNES_PER_VIEWER", base.tunes_per_viewer),
         parity=_int("SHOOTOUT_LIMIT_PARITY", base.parity),
         parity_per_viewer=_int("SHOOTOUT_LIMIT_PARITY_PER_VIEWER", base.parity_per_viewer),
+        run_requests_per_viewer=_int(
+            "SHOOTOUT_LIMIT_RUN_REQUESTS_PER_VIEWER", base.run_requests_per_viewer
+        ),
+        run_minutes_per_viewer=_int(
+            "SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER", base.run_minutes_per_viewer
+        ),
     )
 
 
@@ -135,10 +148,58 @@ def check_body(body: dict[str, Any]) -> None:
             )
 
 
-def check_benchmark(spec: BenchSpec) -> None:
+@dataclass(frozen=True)
+class BenchmarkSize:
+    """The most a benchmark can ask of the server, read from its spec before it starts."""
+
+    #: Load levels each engine may run: a sweep's levels, or the SLO search's doublings and
+    #: bisections (a sweep that stops an engine early runs fewer).
+    steps: int
+    #: Engine-steps run one after another (parallel engines share a step's minutes).
+    sequential_steps: int
+    #: Requests of every step of every engine, warm-ups included; None when the steps are
+    #: bounded by their duration only.
+    requests: int | None
+    #: Minutes the steps' durations add up to; None when the steps are bounded by a request
+    #: count only.
+    minutes: float | None
+
+
+def benchmark_size(spec: BenchSpec) -> BenchmarkSize:
+    sweep, load = spec.sweep, spec.load
+    engines = len(spec.engines)
+    if sweep.kind == "slo_search":
+        # As the runner counts them: start, 2 start, ... up to the maximum, then the bisections.
+        doubling = 1
+        while sweep.start * 2**doubling <= sweep.max_value:
+            doubling += 1
+        steps = doubling + sweep.search_steps
+    elif sweep.active:
+        steps = len(sweep.values)
+    else:
+        steps = 1
+    # The SLO search probes one engine at a time, whatever parallel_engines says.
+    parallel = spec.parallel_engines and sweep.kind != "slo_search"
+    sequential_steps = steps * (1 if parallel else engines)
+    requests = (
+        None if load.requests is None else steps * engines * (load.requests + load.warmup_requests)
+    )
+    minutes = None if load.duration_s is None else sequential_steps * load.duration_s / 60
+    return BenchmarkSize(steps, sequential_steps, requests, minutes)
+
+
+def server_cores() -> int:
+    from services.bench.pool.plan import usable_cores
+
+    return usable_cores()
+
+
+def check_benchmark(spec: BenchSpec, viewer: Viewer) -> None:
     """A benchmark started from the page stays within the server's limits: its answers within
     SHOOTOUT_LIMIT_MAX_TOKENS, its prompts within SHOOTOUT_LIMIT_PROMPT_CHARS (at about four
-    characters a token), each step bounded by a request count and a duration. The CLI on the
+    characters a token), each step bounded by a request count and a duration. A viewer's run is
+    bounded as a whole as well: all its steps' requests and minutes, and its workers by the
+    server's cores (more only take CPU from the server and the engines on it). The CLI on the
     server is the operator's own and is not checked."""
     limits = current()
     workload, load = spec.workload, spec.load
@@ -165,6 +226,31 @@ def check_benchmark(spec: BenchSpec) -> None:
         raise ValidationError(
             f"A step of {load.duration_s / 60:,.0f} minutes is over this server's limit of "
             f"{limits.benchmark_minutes} (SHOOTOUT_LIMIT_BENCHMARK_MINUTES)."
+        )
+    if not viewer.is_operator:
+        _check_viewers_run(spec, limits)
+
+
+def _check_viewers_run(spec: BenchSpec, limits: Limits) -> None:
+    size = benchmark_size(spec)
+    shape = f"{size.steps} step(s) of {len(spec.engines)} engine(s)"
+    if size.requests is not None and size.requests > limits.run_requests_per_viewer:
+        raise ValidationError(
+            f"This benchmark sends up to {size.requests:,} requests in all ({shape}, warm-ups "
+            f"included); a viewer's benchmark may send {limits.run_requests_per_viewer:,} "
+            "(SHOOTOUT_LIMIT_RUN_REQUESTS_PER_VIEWER). Use fewer levels or requests per step."
+        )
+    if size.minutes is not None and size.minutes > limits.run_minutes_per_viewer:
+        raise ValidationError(
+            f"This benchmark runs up to {size.minutes:,.0f} minutes in all ({shape}); a viewer's "
+            f"benchmark may run {limits.run_minutes_per_viewer:,} "
+            "(SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER). Use fewer levels or shorter steps."
+        )
+    cores = server_cores()
+    if spec.workers > cores:
+        raise ValidationError(
+            f"{spec.workers} load-generator workers is more than this server's {cores} cores; a "
+            f"viewer's benchmark may use at most {cores} (or auto, which stays within them)."
         )
 
 

@@ -156,3 +156,57 @@ def test_a_benchmark_from_the_page_stays_within_the_servers_limits(
         with pytest.raises(ValidationError, match=message):
             jobs.start_benchmark(spec, viewer=viewer)
     assert jobs.count_active("benchmark") == 0  # nothing stored, no worker started
+
+
+def test_a_viewers_benchmark_is_bounded_as_a_whole(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: each step within the step bounds, the run as a whole not: 64 levels of 60
+    minutes, 64 levels x 2 engines of 20,000 requests, 64 workers on a 2-core server."""
+    from dataclasses import replace
+
+    from services.access import Viewer
+    from services.bench.arrivals import LoadSpec
+    from services.bench.pool import plan
+    from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
+
+    monkeypatch.setattr(plan, "usable_cores", lambda: 2)
+    viewer, operator = Viewer("viewer", "ip:10.0.0.3"), Viewer("operator", "op")
+    engines = (EngineTarget("a", "http://127.0.0.1:9"), EngineTarget("b", "http://127.0.0.1:9"))
+    levels = SweepSpec(kind="concurrency", values=tuple(float(v) for v in range(1, 65)))
+    base = BenchSpec(engines=engines[:1], load=LoadSpec(requests=10))
+    cases = {
+        "up to 3,840 minutes in all .64 step.s. of 1 engine.s..*SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER": replace(
+            base, sweep=levels, load=LoadSpec(requests=None, duration_s=3600)
+        ),
+        "up to 2,560,000 requests in all .64 step.s. of 2 engine.s., warm-ups included.*"
+        "SHOOTOUT_LIMIT_RUN_REQUESTS_PER_VIEWER": replace(
+            base, engines=engines, sweep=levels, load=LoadSpec(requests=20000)
+        ),
+        "64 load-generator workers is more than this server's 2 cores": replace(base, workers=64),
+    }
+    for message, spec in cases.items():
+        with pytest.raises(ValidationError, match=message):
+            jobs.start_benchmark(spec, viewer=viewer)
+    assert jobs.count_active("benchmark") == 0  # nothing stored, no worker started
+
+    # The SLO search's steps count too: 1, 2, 4 ... 64 is 7 levels, then 4 bisections.
+    search = replace(
+        base,
+        sweep=SweepSpec(kind="slo_search", start=1, max_value=64, search_steps=4),
+        load=LoadSpec(requests=None, duration_s=1200),
+    )
+    assert limits.benchmark_size(search).steps == 11
+    with pytest.raises(ValidationError, match="up to 220 minutes"):
+        limits.check_benchmark(search, viewer)
+    # Engines side by side share a step's minutes.
+    side_by_side = replace(
+        base, engines=engines, parallel_engines=True, sweep=SweepSpec(kind="rate", values=(1, 2, 4))
+    )
+    assert limits.benchmark_size(replace(side_by_side, load=LoadSpec(duration_s=600))).minutes == 30
+    monkeypatch.setenv("SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER", "1000")
+    limits.check_benchmark(search, viewer)  # the operator's variable moves the bound
+
+    # An operator is bound by the server's (per-step) limits only.
+    for spec in cases.values():
+        limits.check_benchmark(spec.validate(), operator)
+    with pytest.raises(ValidationError, match="SHOOTOUT_LIMIT_BENCHMARK_MINUTES"):
+        limits.check_benchmark(replace(base, load=LoadSpec(requests=None, duration_s=86_400)), operator)

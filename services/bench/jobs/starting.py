@@ -66,7 +66,7 @@ def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     from services import limits
 
     if viewer is not None:  # from the page; the CLI on the server is the operator's own
-        limits.check_benchmark(spec.validate())
+        limits.check_benchmark(spec.validate(), viewer)
     with limits.admitted("benchmark", viewer) as requested_by:
         run_id = create_run(spec, requested_by=requested_by)
     launch_worker(run_id)
