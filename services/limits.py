@@ -304,6 +304,18 @@ def check_active(kind: ActiveKind, active: int, active_for_viewer: int | None = 
 
 _admission = threading.Lock()
 
+#: Before an operator's identity in Run.requested_by: password logins name both roles by the
+#: client's address, and a viewer at the operator's address must not own the operator's runs.
+OPERATOR_OWNER = "operator:"
+
+
+def run_owner(viewer: Viewer | None) -> str | None:
+    """What a run started by `viewer` stores as its `requested_by`: a viewer's identity (their
+    per-viewer limits count it), an operator's after OPERATOR_OWNER, None from the CLI."""
+    if viewer is None:
+        return None
+    return OPERATOR_OWNER + viewer.identity if viewer.is_operator else viewer.identity
+
 
 @contextmanager
 def admitted(kind: ActiveKind, viewer: Viewer | None) -> Iterator[str | None]:
@@ -317,7 +329,7 @@ def admitted(kind: ActiveKind, viewer: Viewer | None) -> Iterator[str | None]:
         if viewer is not None and not viewer.is_operator:
             per_viewer = count_active(kind, requested_by=viewer.identity)
         check_active(kind, count_active(kind), per_viewer)
-        yield viewer.identity if viewer is not None else None
+        yield run_owner(viewer)
 
 
 UPLOAD_WINDOW_S = 600.0

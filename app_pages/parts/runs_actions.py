@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import common
 from services import runs
 from services.errors import ShootoutError
 from services.runs import view as runs_view
@@ -31,8 +32,7 @@ def back(key: str = "runs_back") -> None:
 
 def set_archived(run_ids: list[int], archived: bool) -> None:
     try:
-        for run_id in run_ids:
-            runs.set_archived(run_id, archived)
+        runs.archive_runs(run_ids, archived, common.viewer())
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return

@@ -74,6 +74,11 @@ def _prometheus_history(run_id: int) -> None:
 
 def _notes_and_tags(detail: runs.RunDetail) -> None:
     st.subheader("Notes and tags")
+    if not runs.may_change(detail.requested_by, common.viewer()):
+        st.caption(
+            ":material/lock: Someone else started this run: only they or an operator may rename, "
+            "annotate, tag or archive it."
+        )
     with st.form("runs_meta"):
         name = st.text_input("Name", value=detail.name, key="runs_meta_name")
         notes = st.text_area("Notes", value=detail.notes, key="runs_meta_notes")
@@ -86,7 +91,7 @@ def _notes_and_tags(detail: runs.RunDetail) -> None:
         )
         if st.form_submit_button("Save"):
             try:
-                runs.update_run(detail.id, name=name, notes=notes, tags=tags)
+                runs.update_run(detail.id, name=name, notes=notes, tags=tags, viewer=common.viewer())
             except ShootoutError as error:
                 st.error(md_text(str(error)))
             else:

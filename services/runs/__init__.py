@@ -31,7 +31,14 @@ services.reports, so it is imported as `services.runs.view`, not re-exported her
 from __future__ import annotations
 
 from services.runs.comparison import compare_runs, comparison_of_run
-from services.runs.detail import delete_run, get_run, set_archived, update_run
+from services.runs.detail import (
+    archive_runs,
+    delete_run,
+    get_run,
+    may_change,
+    set_archived,
+    update_run,
+)
 from services.runs.history import filter_options, headline, list_runs
 from services.runs.records import (
     LATENCY_METRICS,
@@ -76,6 +83,7 @@ __all__ = [
     "Series",
     "SettingRow",
     "Verdict",
+    "archive_runs",
     "compare_runs",
     "comparison_of_run",
     "delete_run",
@@ -84,6 +92,7 @@ __all__ = [
     "get_run",
     "headline",
     "list_runs",
+    "may_change",
     "parse_run_ids",
     "set_archived",
     "update_run",

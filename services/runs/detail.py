@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, func, select
@@ -10,7 +10,9 @@ from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
+from services.access import PermissionDenied, Viewer
 from services.errors import NotFoundError, ValidationError
+from services.limits import OPERATOR_OWNER
 from services.runs.records import (
     FINISHED_STATUSES,
     MAX_REPEATS,
@@ -70,6 +72,7 @@ def get_run(run_id: int) -> RunDetail:
             exchange_count=int(counts["exchanges"]),
             sample_count=int(counts["samples"]),
             repeat_ids=_repeat_ids(session, run),
+            requested_by=run.requested_by,
         )
 
 
@@ -88,14 +91,46 @@ def _clean_tag_list(tags: Iterable[str]) -> list[str]:
     return cleaned
 
 
+def may_change(requested_by: str | None, viewer: Viewer | None) -> bool:
+    """Whether `viewer` may rename, annotate or archive a run that `requested_by` started: an
+    operator (or the CLI on the server, None) any run, a viewer only their own. A run with no
+    requested_by was imported or started from the CLI: the operator's."""
+    if viewer is None or viewer.is_operator:
+        return True
+    return requested_by is not None and requested_by == viewer.identity
+
+
+def _require_owner(run: Run, viewer: Viewer | None) -> None:
+    if may_change(run.requested_by, viewer):
+        return
+    whose = (
+        "was imported or started on the server"
+        if run.requested_by is None
+        else "was started by the operator"
+        if run.requested_by.startswith(OPERATOR_OWNER)
+        else "was started by another viewer"
+    )
+    raise PermissionDenied(
+        f"Run #{run.id} {whose}; a viewer may rename, annotate, tag or archive only the runs they "
+        "started."
+    )
+
+
 def update_run(
-    run_id: int, *, notes: str | None = None, tags: Iterable[str] | None = None, name: str | None = None
+    run_id: int,
+    *,
+    notes: str | None = None,
+    tags: Iterable[str] | None = None,
+    name: str | None = None,
+    viewer: Viewer | None = None,
 ) -> RunDetail:
-    """Change a run's notes, tags or name (None leaves a field as it is)."""
+    """Change a run's notes, tags or name (None leaves a field as it is). `viewer` None: the
+    CLI on the server, which may change any run."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
+        _require_owner(run, viewer)
         if notes is not None:
             run.notes = notes
         if tags is not None:
@@ -107,13 +142,23 @@ def update_run(
     return get_run(run_id)
 
 
-def set_archived(run_id: int, archived: bool = True) -> None:
+def set_archived(run_id: int, archived: bool = True, viewer: Viewer | None = None) -> None:
     """Archive (hide from the default list, keep everything) or bring back a run."""
+    archive_runs([run_id], archived, viewer)
+
+
+def archive_runs(run_ids: Sequence[int], archived: bool = True, viewer: Viewer | None = None) -> None:
+    """set_archived of several runs, all or none: every run is checked before any changes."""
     with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            raise NotFoundError(f"Run #{run_id} does not exist.")
-        run.archived = archived
+        found = []
+        for run_id in run_ids:
+            run = session.get(Run, run_id)
+            if run is None:
+                raise NotFoundError(f"Run #{run_id} does not exist.")
+            _require_owner(run, viewer)
+            found.append(run)
+        for run in found:
+            run.archived = archived
 
 
 def delete_run(run_id: int) -> DeleteResult:

@@ -141,6 +141,8 @@ class RunDetail:
     exchange_count: int
     sample_count: int
     repeat_ids: tuple[int, ...]
+    #: Who started it (Run.requested_by): whether a viewer may change it (runs.may_change).
+    requested_by: str | None = None
 
     @property
     def label(self) -> str:

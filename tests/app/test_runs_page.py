@@ -112,6 +112,7 @@ def test_run_view_saves_notes_and_tags(db_url: str) -> None:
     at = runs_page(run=str(a))
     assert not at.exception
     assert at.title[0].value == f"Run #{a}: before"
+    assert "Someone else started this run" not in texts(at)  # the operator's to change
     at.text_area(key="runs_meta_notes").set_value("driver 560")
     at.multiselect(key="runs_meta_tags").set_value(["nightly", "h200"])
     next(b for b in at.button if b.label == "Save").click().run()
@@ -175,3 +176,37 @@ def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) ->
     assert any("gone of this run is not registered" in w.value for w in at.warning)
     at.text_input(key="runs_prometheus_url").set_value("http://127.0.0.1:9").run()
     assert any("connection refused" in e.value for e in at.error)
+
+
+def test_a_viewer_cannot_change_anothers_run_and_is_told_why(db_url: str) -> None:
+    """Issue 31: the services refuse; the page shows their message, never a traceback, and the
+    run stays as it was."""
+    from services import access
+
+    a, b = two_runs()  # imported-like runs: no requested_by, the operator's
+
+    def as_viewer(**query: str) -> AppTest:
+        at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "runs.py"), default_timeout=60)
+        at.session_state["viewer"] = access.Viewer(role="viewer", identity="ip:10.0.0.9")
+        for key, value in query.items():
+            at.query_params[key] = value
+        return at.run()
+
+    at = as_viewer(run=str(a))
+    assert "Someone else started this run" in texts(at)
+    at.text_input(key="runs_meta_name").set_value("mine now")
+    at.text_area(key="runs_meta_notes").set_value("defaced")
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception
+    assert f"Run #{a} was imported or started on the server; a viewer may rename" in texts(at)
+    at.button(key="runs_run_archive").click().run()
+    assert not at.exception and texts(at).count(f"Run #{a} was imported") == 1
+    detail = runs.get_run(a)
+    assert (detail.name, detail.notes, detail.archived) == ("before", "", False)
+
+    at = as_viewer()
+    at.multiselect(key="runs_selected").set_value([a, b]).run()
+    at.button(key="runs_archive").click().run()
+    assert not at.exception
+    assert "a viewer may rename, annotate, tag or archive only the runs they started" in texts(at)
+    assert runs.list_runs().total == 2  # neither archived

@@ -586,3 +586,59 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(db_url: str) -> 
     for dangerous in ('=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
         assert _csv_cell(dangerous) == "'" + dangerous
     assert _csv_cell("plain") == "plain" and _csv_cell(-1.5) == -1.5 and _csv_cell(None) == ""
+
+
+def started_by(viewer: Any, name: str) -> int:
+    """A finished run started from the page by `viewer`, stored as the page stores it."""
+    from services import limits
+
+    with limits.admitted("benchmark", viewer) as requested_by, session_scope() as session:
+        run = Run(kind="benchmark", name=name, status="finished", requested_by=requested_by)
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def test_a_viewer_renames_annotates_and_archives_only_their_own_runs(db_url: str) -> None:
+    """Issue 31: any viewer could rename, annotate and archive any run, the operator's too.
+    Password logins name both roles by the client's address: alice shares the operator's."""
+    from services.access import PermissionDenied, Viewer
+
+    alice, bob = Viewer("viewer", "ip:10.0.0.1"), Viewer("viewer", "ip:10.0.0.2")
+    operator = Viewer("operator", "ip:10.0.0.1")
+    mine, theirs = started_by(alice, "alice's"), started_by(operator, "operator's")
+    imported = make_run(name="imported")  # no requested_by: an import or the CLI
+
+    runs.update_run(mine, name="renamed", notes="n", tags=["t"], viewer=alice)
+    runs.set_archived(mine, True, viewer=alice)
+    assert runs.get_run(mine).name == "renamed" and runs.get_run(mine).archived
+    refusals = {
+        (mine, "bob"): "was started by another viewer",
+        (theirs, "alice"): "was started by the operator",
+        (imported, "alice"): "was imported or started on the server",
+    }
+    for (run_id, who), why in refusals.items():
+        viewer = alice if who == "alice" else bob
+        before = runs.get_run(run_id)
+        for change in ({"name": "x"}, {"notes": "x"}, {"tags": ["x"]}):
+            with pytest.raises(PermissionDenied, match=f"Run #{run_id} {why}"):
+                runs.update_run(run_id, viewer=viewer, **change)
+        with pytest.raises(PermissionDenied, match=f"Run #{run_id} {why}"):
+            runs.set_archived(run_id, not before.archived, viewer=viewer)
+        after = runs.get_run(run_id)
+        assert (after.name, after.notes, after.tags, after.archived) == (
+            before.name,
+            before.notes,
+            before.tags,
+            before.archived,
+        )
+    # Several at once: all or none.
+    with pytest.raises(PermissionDenied):
+        runs.archive_runs([mine, theirs], False, viewer=alice)
+    assert runs.get_run(mine).archived
+    # The operator, and the CLI on the server (no viewer), change any run.
+    for who in (operator, None):
+        for run_id in (mine, theirs, imported):
+            runs.update_run(run_id, notes=f"by {who}", viewer=who)
+        runs.archive_runs([mine, theirs, imported], who is None, viewer=who)
+    assert runs.get_run(imported).archived and runs.get_run(mine).notes == "by None"
