@@ -19,6 +19,7 @@ import csv
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,9 +50,14 @@ __all__ = [
 BATCH_ROWS = 2000
 STREAM_FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json"}
 REQUEST_COLUMNS = REQUEST_RESULT_FIELDS
-#: A cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` in an
-#: engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A cell whose text starts with one of these is a formula to a spreadsheet (`=HYPERLINK(...)`
+#: in an engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
+#: Spreadsheets also read the full-width forms as these (U+FF1D, U+FF0B, U+FF0D, U+FF20); other
+#: compatibility forms (the small ＝ of U+FE66, ...) are caught by their NFKC form.
+_FORMULA_CHARS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+#: A cell starting with one of these is neutralised whatever follows: a spreadsheet may drop them
+#: and read what follows as the cell, or start a new row of cells there.
+_BREAKS = frozenset("\t\r\n")
 
 
 @dataclass(frozen=True)
@@ -80,13 +86,30 @@ def json_safe(value: Any) -> Any:
 
 
 def csv_cell(value: Any) -> Any:
+    """One value as a CSV cell, neutralised when a spreadsheet would run it: every cell of every
+    CSV the product writes goes through here (`_csv_text`)."""
     if isinstance(value, (list, dict)):
         value = json.dumps(value, default=str)
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+    if isinstance(value, str) and _runs_as_formula(value):
         return "'" + value
     return value
+
+
+def _runs_as_formula(text: str) -> bool:
+    if text[:1] in _BREAKS:
+        return True
+    # Spreadsheets trim leading spaces (LibreOffice's import does by default) and ignore
+    # zero-width and control characters: " =1+1" and "\u200b=1+1" are formulas too.
+    first = next((c for c in text if not _ignorable(c)), "")
+    if first in _FORMULA_CHARS:
+        return True
+    return not first.isascii() and unicodedata.normalize("NFKC", first)[:1] in _FORMULA_CHARS
+
+
+def _ignorable(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp")
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -194,8 +217,10 @@ def _json_chunks(header: dict[str, Any], run_id: int) -> Iterator[bytes]:
 
 
 def _csv_text(rows: list[list[Any]]) -> bytes:
+    """Rows as CSV, every cell through csv_cell: the header too (a sample's signal names come
+    from the scraped engine) and the columns that look safe (an engine's name as a source)."""
     buffer = io.StringIO()
-    csv.writer(buffer).writerows(rows)
+    csv.writer(buffer).writerows([csv_cell(value) for value in row] for row in rows)
     return buffer.getvalue().encode("utf-8")
 
 
@@ -219,7 +244,7 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
                         run_id,
                         row["ts"],
                         row["source"],
-                        *(csv_cell((row["values"] or {}).get(s)) for s in signals),
+                        *((row["values"] or {}).get(s) for s in signals),
                     ]
                     for row in batch
                 ]
@@ -228,7 +253,7 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
     columns = _TABLES[table][1]
     yield _csv_text([["run_id", *columns]])
     for batch in _batches(table, run_id):
-        yield _csv_text([[run_id, *(csv_cell(row[column]) for column in columns)] for row in batch])
+        yield _csv_text([[run_id, *(row[column] for column in columns)] for row in batch])
 
 
 # ---------------------------------------------------------------- the export

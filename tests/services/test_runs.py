@@ -642,3 +642,45 @@ def test_a_viewer_renames_annotates_and_archives_only_their_own_runs(db_url: str
             runs.update_run(run_id, notes=f"by {who}", viewer=who)
         runs.archive_runs([mine, theirs, imported], who is None, viewer=who)
     assert runs.get_run(imported).archived and runs.get_run(mine).notes == "by None"
+
+
+def test_csv_cells_with_a_formula_behind_spaces_breaks_or_full_width_signs_are_neutralised(
+    db_url: str,
+) -> None:
+    """Issue 31: a spreadsheet trims a leading space, ignores zero-width and control characters
+    and reads the full-width ＝ ＋ － ＠ as = + - @; a leading line feed breaks the cell."""
+    import csv
+    import io
+
+    from db.models import Sample
+    from services.exports import csv_cell, stream_run
+
+    dangerous = [
+        ' =HYPERLINK("http://x","y")',
+        "  \t+1+1",
+        "\n=1+1",
+        "\nplain",
+        "\u200b-2+3",
+        "\x00@SUM(A1)",
+        "\u3000=1",
+        "＝1+1",
+        "＋1",
+        "－1",
+        "＠SUM(A1)",
+        " ＝1",
+        "\ufe66small equals",
+    ]
+    for cell in dangerous:
+        assert csv_cell(cell) == "'" + cell, repr(cell)
+    for harmless in (" plain", "日本語", "é=1", "", "a=b"):
+        assert csv_cell(harmless) == harmless
+    # The export writes every cell through the one function: the header and every column too.
+    name = " =cmd|' /C calc'!A0"
+    run_id = make_run(requests={name: [0.1]})
+    rows = list(csv.reader(io.StringIO(b"".join(stream_run(run_id, "csv").chunks).decode())))
+    assert rows[1][rows[0].index("engine_name")] == "'" + name
+    recording = make_run(kind="telemetry", name="rec")
+    with session_scope() as session:
+        session.add(Sample(run_id=recording, ts=1.0, source="＝gpu0", values={"\n=signal": "＠x"}))
+    rows = list(csv.reader(io.StringIO(b"".join(stream_run(recording, "csv").chunks).decode())))
+    assert rows == [["run_id", "ts", "source", "'\n=signal"], [str(recording), "1.0", "'＝gpu0", "'＠x"]]
