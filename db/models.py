@@ -247,3 +247,21 @@ def _keep_run_index_columns(session: Session, _flush_context: Any, _instances: A
             for tag in wanted:
                 if tag not in current:
                     obj.tag_rows.append(RunTag(tag=tag))
+
+
+class LoginSession(Base):
+    """A password login of a team server (web/gate.py): the cookie carries the session id, this
+    row only its SHA-256, so a copy of the database opens no session. A session ends when it is
+    revoked (logout, "log out everywhere"), when it expires, or when its role's password changes
+    (the fingerprint, an HMAC of the password with the signing secret, no longer matches)."""
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    id_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(20))
+    identity: Mapped[str] = mapped_column(String(200), default="")
+    password_fingerprint: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
