@@ -8,9 +8,12 @@ may address the app. No Streamlit and no HTTP framework here: the gate in front 
 | SHOOTOUT_VIEWER_PASSWORD | unset (SHOOTOUT_PASSWORD, its older name) | the viewers' password |
 | SHOOTOUT_OPERATOR_GROUP / SHOOTOUT_VIEWER_GROUP | unset | with OIDC (`[auth]` in secrets.toml): the group claim of each role |
 | SHOOTOUT_SESSION_SECRET | random per server process | signs session cookies (set it to keep logins across restarts) |
-| SHOOTOUT_SESSION_HOURS | 12 | how long a login lasts |
+| SHOOTOUT_SESSION_HOURS | 12 | how long a login lasts (a logout, "log out everywhere" or a changed password ends it sooner) |
 | SHOOTOUT_ALLOW_COMMANDS | unset | `1`: operators may run start/stop command templates from the app (tuning remote or containerised engines; the CLI always may) |
 | SHOOTOUT_ALLOWED_HOSTS | loopback names (+ this host's names when bound to all interfaces) | the `Host` values the app answers (DNS rebinding) |
+| SHOOTOUT_ALLOWED_ORIGINS | unset | origins (`https://shootout.example`) besides the one a request is addressed to that may open the websocket and post forms: a proxy that rewrites `Host` |
+| SHOOTOUT_TRUSTED_PROXIES | unset | addresses or networks (`10.0.0.5,10.1.0.0/16`) whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed; from any other peer the socket address is the client |
+| SHOOTOUT_HEADER_TIMEOUT_S | 10 | a connection that has not sent a request's headers within this many seconds is closed (slow clients holding connections open) |
 
 Roles. An **operator** starts and stops the local engines, registers and edits endpoints (with
 API key variables), reads paths on the server (GGUF files, JSONL files), points the server at
@@ -23,12 +26,16 @@ operator of its single-user app (as before roles existed) and any other client i
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import ipaddress
 import os
 import secrets
 import socket
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Literal
+from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
@@ -155,10 +162,16 @@ def role_for_groups(groups: object, config: AuthConfig | None = None) -> Role | 
     return "viewer"
 
 
+def _secret() -> str:
+    return os.environ.get("SHOOTOUT_SESSION_SECRET") or _PROCESS_SECRET
+
+
 def _serializer() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(
-        os.environ.get("SHOOTOUT_SESSION_SECRET") or _PROCESS_SECRET, salt="shootout-session"
-    )
+    return URLSafeTimedSerializer(_secret(), salt="shootout-session")
+
+
+def _mac(purpose: str, value: str) -> str:
+    return hmac.new(_secret().encode(), f"{purpose}\0{value}".encode(), hashlib.sha256).hexdigest()
 
 
 def session_max_age_s() -> int:
@@ -169,21 +182,131 @@ def session_max_age_s() -> int:
     return max(60, int(hours * 3600))
 
 
+def password_fingerprint(role: Role, config: AuthConfig | None = None) -> str:
+    """What a session remembers of its role's password: an HMAC with the signing secret (never
+    the password), so a changed password no longer matches and ends the sessions it opened."""
+    config = config or auth_config()
+    password = config.operator_password if role == "operator" else config.viewer_password
+    return _mac("password", password or "")
+
+
+def _id_hash(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
 def issue_session(role: Role, identity: str) -> str:
-    return _serializer().dumps({"role": role, "identity": identity})
+    """A new login session: stored (its id's hash only) and returned as the signed cookie value."""
+    from db.models import LoginSession
+    from db.session import session_scope
+
+    session_id = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    with session_scope() as db:
+        db.add(
+            LoginSession(
+                id_hash=_id_hash(session_id),
+                role=role,
+                identity=identity[:200],
+                password_fingerprint=password_fingerprint(role),
+                created_at=now,
+                expires_at=now + timedelta(seconds=session_max_age_s()),
+            )
+        )
+    return _serializer().dumps({"sid": session_id})
 
 
-def read_session(token: str | None) -> Viewer | None:
-    """The viewer a session cookie names, or None when it is missing, forged or expired."""
+def session_id(token: str | None) -> str | None:
+    """The session id a cookie carries when its signature holds and it has not expired."""
     if not token:
         return None
     try:
         data = _serializer().loads(token, max_age=session_max_age_s())
     except BadSignature:  # also SignatureExpired, its subclass
         return None
-    if not isinstance(data, dict) or data.get("role") not in ("operator", "viewer"):
+    sid = data.get("sid") if isinstance(data, dict) else None
+    return sid if isinstance(sid, str) and sid else None
+
+
+def read_session(token: str | None) -> Viewer | None:
+    """The viewer a session cookie names, or None when it is missing, forged, expired, logged
+    out, or opened with a password that has changed since."""
+    from sqlalchemy import select
+
+    from db.models import LoginSession
+    from db.session import session_scope
+
+    sid = session_id(token)
+    if sid is None:
         return None
-    return Viewer(role=data["role"], identity=str(data.get("identity") or "unknown"))
+    with session_scope() as db:
+        row = db.scalars(select(LoginSession).where(LoginSession.id_hash == _id_hash(sid))).first()
+        if row is None or row.revoked_at is not None or row.role not in ("operator", "viewer"):
+            return None
+        expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+        if expires <= datetime.now(UTC):
+            return None
+        role: Role = "operator" if row.role == "operator" else "viewer"
+        if not hmac.compare_digest(row.password_fingerprint, password_fingerprint(role)):
+            return None
+        return Viewer(role=role, identity=row.identity or "unknown")
+
+
+def end_session(token: str | None) -> bool:
+    """Log this session out (True when there was one to end)."""
+    from sqlalchemy import update
+
+    from db.models import LoginSession
+    from db.session import session_scope
+
+    sid = session_id(token)
+    if sid is None:
+        return False
+    with session_scope() as db:
+        ended = db.execute(
+            update(LoginSession)
+            .where(LoginSession.id_hash == _id_hash(sid), LoginSession.revoked_at.is_(None))
+            .values(revoked_at=datetime.now(UTC))
+        )
+    return bool(getattr(ended, "rowcount", 0))
+
+
+def end_all_sessions(by: Viewer) -> int:
+    """Log out everywhere: ends every password login on this server, the caller's too (a
+    leaked cookie of either role stops working at once). Operators only."""
+    from sqlalchemy import update
+
+    from db.models import LoginSession
+    from db.session import session_scope
+
+    if not by.is_operator:
+        raise PermissionDenied("Only an operator may log out every session on this server.")
+    with session_scope() as db:
+        ended = db.execute(
+            update(LoginSession)
+            .where(LoginSession.revoked_at.is_(None))
+            .values(revoked_at=datetime.now(UTC))
+        )
+    return int(getattr(ended, "rowcount", 0) or 0)
+
+
+def form_token(token: str | None, purpose: str) -> str:
+    """A token for a form of this session (logout): a page of another origin cannot read it, and
+    it is worthless with any other session."""
+    sid = session_id(token)
+    return _mac(f"form:{purpose}", sid) if sid else ""
+
+
+def form_token_valid(token: str | None, purpose: str, supplied: str | None) -> bool:
+    expected = form_token(token, purpose)
+    return bool(expected and supplied) and hmac.compare_digest(expected, supplied or "")
+
+
+def websocket_secret(token: str | None) -> bytes | None:
+    """The 16 bytes the websocket handshake must present (as Streamlit's XSRF token) for this
+    session: derived from the session id, so a value another port planted in the readable
+    `_streamlit_xsrf` cookie, or one of another login, does not match."""
+    sid = session_id(token)
+    return bytes.fromhex(_mac("websocket", sid))[:16] if sid else None
 
 
 def is_loopback(address: str | None) -> bool:
@@ -251,7 +374,99 @@ def host_allowed(host_header: str | None, hosts: set[str]) -> bool:
 
 
 def safe_next(target: str | None) -> str:
-    """Where to go after login: only a path on this app (never `//evil.example` or a scheme)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Where to go after login: only a plain path on this app. Browsers drop tabs and newlines
+    from a URL and read a backslash as a slash, so `/<TAB>/evil.example` would land on
+    `//evil.example`: any control character, whitespace or backslash, and anything that parses
+    with a scheme or a host, sends the user to `/` instead."""
+    if not target or not target.startswith("/") or "\\" in target:
+        return "/"
+    if any(ch.isspace() or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in target):
+        return "/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or target.startswith("//"):
         return "/"
     return target
+
+
+def _port(scheme: str, port: int | None) -> int:
+    return port if port is not None else (443 if scheme == "https" else 80)
+
+
+def _origin_parts(url: str) -> tuple[str, str, int] | None:
+    try:
+        parts = urlsplit(url.strip().lower())
+        port = parts.port
+    except ValueError:  # a port that is no number
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, _port(parts.scheme, port)
+
+
+def allowed_origins() -> set[str]:
+    """SHOOTOUT_ALLOWED_ORIGINS: origins a proxy serves the app at, when the `Host` the app sees
+    is not the one the browser typed."""
+    return {o.strip() for o in os.environ.get("SHOOTOUT_ALLOWED_ORIGINS", "").split(",") if o.strip()}
+
+
+def origin_allowed(origin: str, scheme: str, host_header: str | None) -> bool:
+    """Whether a browser's `Origin` is this app's own: scheme, host and port equal to the address
+    the request came to (`scheme://Host`), or listed in SHOOTOUT_ALLOWED_ORIGINS. Host names alone
+    are not enough: browsers send this app's cookies to every port of its host, so a page served
+    from another port of it (any local program) would otherwise pass."""
+    seen = _origin_parts(origin)
+    if seen is None:
+        return False
+    served_scheme = "https" if scheme in ("https", "wss") else "http"
+    if host_header and _origin_parts(f"{served_scheme}://{host_header}") == seen:
+        return True
+    return any(_origin_parts(allowed) == seen for allowed in allowed_origins())
+
+
+def trusted_proxies() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for item in os.environ.get("SHOOTOUT_TRUSTED_PROXIES", "").split(","):
+        if item.strip():
+            try:
+                networks.append(ipaddress.ip_network(item.strip(), strict=False))
+            except ValueError:
+                continue  # a name is no address: nothing is trusted for it
+    return networks
+
+
+def _trusted(address: str, networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.strip().strip("[]").split("%")[0])
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+@dataclass(frozen=True)
+class Client:
+    """Who is at the other end: the address the login lockout, the log and a viewer's share
+    follow, and the scheme the browser used (for the Origin check)."""
+
+    address: str | None
+    scheme: str
+
+
+def client_of(
+    peer: str | None, scheme: str, forwarded_for: str | None, forwarded_proto: str | None
+) -> Client:
+    """The socket's peer, unless it is a proxy the operator named in SHOOTOUT_TRUSTED_PROXIES:
+    then the nearest address in `X-Forwarded-For` that is not such a proxy (the ones left of it
+    the client wrote itself), and `X-Forwarded-Proto`. Loopback is not trusted by default: every
+    local program, and any client through an unconfigured local proxy, is loopback."""
+    networks = trusted_proxies()
+    if not peer or not networks or not _trusted(peer, networks):
+        return Client(peer, scheme)
+    address = peer
+    for hop in reversed([h.strip() for h in (forwarded_for or "").split(",") if h.strip()]):
+        address = hop
+        if not _trusted(hop, networks):
+            break
+    proto = (forwarded_proto or "").split(",")[0].strip().lower()
+    if proto in ("http", "https"):
+        scheme = {"http": "ws", "https": "wss"}[proto] if scheme in ("ws", "wss") else proto
+    return Client(address, scheme)

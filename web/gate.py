@@ -6,7 +6,15 @@ websocket, so a client that never logged in could take its session id and PUT 15
 `/_stcore/host-config`. This ASGI middleware runs before Streamlit's own routes, for HTTP and
 websocket alike: the login is a plain HTML form served here, the session a signed cookie
 (`services.access`), and every other path needs that cookie. It also checks the `Host` header
-(DNS rebinding) and the `Origin` of websockets and of requests that change state.
+(DNS rebinding) and the `Origin` of websockets and of requests that change state: scheme, host and
+port, since browsers send cookies to every port of a host.
+
+A login is a row of `login_sessions` (`services.access`): logout (a POST with a token of the
+session), "log out everywhere" (operators) and a changed password end it. The websocket's token
+(Streamlit's XSRF token, which its frontend reads from the `_streamlit_xsrf` cookie) is derived from
+that session and checked here, so a value another port plants in that readable cookie opens nothing.
+`harden_uvicorn` (called by serve.py) stops uvicorn believing `X-Forwarded-For` from loopback (the
+gate trusts only SHOOTOUT_TRUSTED_PROXIES) and closes connections that do not finish their headers.
 
 Open before login: `/login`, `/logout`, `/_stcore/health` (load balancers), and with OIDC the
 routes of Streamlit's own login flow (`/auth/login`, `/oauth2callback`, `/auth/logout`).
@@ -14,12 +22,15 @@ routes of Streamlit's own login flow (`/auth/login`, `/oauth2callback`, `/auth/l
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
+import os
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote
 
 from services import access, limits
 from services.auth import throttle
@@ -36,6 +47,8 @@ OPEN_PATHS = frozenset({"/login", "/logout", "/_stcore/health", "/favicon.ico"})
 OIDC_PATHS = frozenset({"/auth/login", "/auth/logout", "/oauth2callback"})
 #: The login form is a few fields; a bigger body is not a login.
 MAX_LOGIN_BODY = 4096
+XSRF_COOKIE = "_streamlit_xsrf"
+DEFAULT_HEADER_TIMEOUT_S = 10.0
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: An upload that does not say its size counts as Streamlit's largest (its default 200 MB).
 UNKNOWN_UPLOAD_SIZE = 200 * 1024 * 1024
@@ -151,6 +164,40 @@ def _oidc_login_url() -> str:
         return "/auth/login"
 
 
+def _xsrf_value(secret: bytes) -> str:
+    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
+
+    # A fixed timestamp: the same session always gets the same cookie value.
+    return generate_xsrf_token_string(secret, 0)
+
+
+def _xsrf_bytes(value: str | None) -> bytes | None:
+    from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
+
+    return decode_xsrf_token_string(value)[0] if value else None
+
+
+def _xsrf_cookie(secret: bytes) -> tuple[bytes, bytes]:
+    # Not HttpOnly: Streamlit's frontend reads it and sends it with the websocket handshake.
+    return (b"set-cookie", f"{XSRF_COOKIE}={_xsrf_value(secret)}; Path=/; SameSite=Strict".encode())
+
+
+def _with_cookie(scope: Scope, name: str, value: str) -> Scope:
+    """The scope with the request's cookie `name` replaced (Streamlit compares its XSRF header
+    and websocket token with this cookie: it gets the session's value, not a planted one)."""
+    headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"cookie"]
+    cookies = [
+        part.strip()
+        for k, v in scope.get("headers", [])
+        if k.lower() == b"cookie"
+        for part in v.decode("latin-1").split(";")
+        if part.strip() and part.strip().split("=", 1)[0].strip() != name
+    ]
+    cookies.append(f"{name}={value}")
+    headers.append((b"cookie", "; ".join(cookies).encode("latin-1")))
+    return {**scope, "headers": headers}
+
+
 def _session_cookie(token: str, max_age: int) -> tuple[bytes, bytes]:
     # SameSite=Strict: no other site can make the browser send it, which covers
     # cross-site form posts and websockets along with the Origin check.
@@ -174,7 +221,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
             return body
 
 
-async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool) -> None:
+async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client: str) -> None:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if scope["method"] in ("GET", "HEAD"):
         await _respond(
@@ -187,7 +234,6 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool) -> None
     if scope["method"] != "POST" or not access.auth_config().passwords:
         await _respond(send, 405, "Log in with the form at /login.")
         return
-    client = _client(scope) or "unknown"
     body = await _read_body(receive, MAX_LOGIN_BODY)
     if body is None:
         await _respond(send, 413, "That is not a login form.")
@@ -224,12 +270,76 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool) -> None
     throttle.succeeded(client)
     log.info("%s logged in as %s", client, role)
     token = access.issue_session(role, f"ip:{client}")
-    await _respond(
-        send,
-        303,
-        "",
-        extra=[(b"location", next_path.encode()), _session_cookie(token, access.session_max_age_s())],
+    extra = [(b"location", next_path.encode()), _session_cookie(token, access.session_max_age_s())]
+    secret = access.websocket_secret(token)
+    if secret:
+        extra.append(_xsrf_cookie(secret))
+    await _respond(send, 303, "", extra=extra)
+
+
+def _logout_page(token: str | None, viewer: access.Viewer | None, message: str = "") -> str:
+    forms = (
+        '<form method="post" action="/logout">'
+        f'<input type="hidden" name="token" value="{access.form_token(token, "logout")}">'
+        '<button type="submit">Log out</button></form>'
     )
+    if viewer is not None and viewer.is_operator:
+        forms += (
+            '<form method="post" action="/logout"><input type="hidden" name="everywhere" value="1">'
+            f'<input type="hidden" name="token" value="{access.form_token(token, "logout-everywhere")}">'
+            "<p>Or end every login on this server, yours and everyone else's (a password or a cookie "
+            'may have leaked): <button type="submit">Log out everywhere</button></p></form>'
+        )
+    note = f'<p role="alert" class="error">{html.escape(message)}</p>' if message else ""
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Shootout: log out</title>"
+        "<meta name=viewport content='width=device-width'><style>body{font-family:sans-serif;max-width:28rem;"
+        "margin:4rem auto;color:#262730}button{padding:.4rem .9rem}.error{color:#b00020}"
+        f"</style></head><body><h1>Shootout</h1>{note}{forms}</body></html>"
+    )
+
+
+_LOGGED_OUT = [
+    (b"location", b"/login"),
+    (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0".encode()),
+    (b"set-cookie", f"{XSRF_COOKIE}=; Path=/; Max-Age=0".encode()),
+]
+
+
+async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    """GET shows the logout form (a link or another site cannot log anyone out); its POST, with
+    the session's token, ends the session on the server, not only the cookie in this browser."""
+    token = _cookies(headers).get(access.SESSION_COOKIE)
+    viewer = access.read_session(token)
+    if viewer is None:
+        await _respond(send, 303, "", extra=_LOGGED_OUT)
+        return
+    if scope["method"] in ("GET", "HEAD"):
+        await _respond(send, 200, _logout_page(token, viewer), "text/html; charset=utf-8")
+        return
+    if scope["method"] != "POST":
+        await _respond(send, 405, "Log out with the form at /logout.")
+        return
+    body = await _read_body(receive, MAX_LOGIN_BODY)
+    form = parse_qs((body or b"").decode("utf-8", "replace"))
+    supplied = form.get("token", [""])[0]
+    everywhere = form.get("everywhere", [""])[0] == "1"
+    purpose = "logout-everywhere" if everywhere else "logout"
+    if not access.form_token_valid(token, purpose, supplied) or (everywhere and not viewer.is_operator):
+        await _respond(
+            send,
+            403,
+            _logout_page(token, viewer, "That logout form is not this session's: use this one."),
+            "text/html; charset=utf-8",
+        )
+        return
+    if everywhere:
+        ended = access.end_all_sessions(viewer)
+        log.warning("%s logged out every session (%d)", viewer.identity, ended)
+    else:
+        access.end_session(token)
+        log.info("%s logged out", viewer.identity)
+    await _respond(send, 303, "", extra=_LOGGED_OUT)
 
 
 class Gate:
@@ -254,9 +364,11 @@ class Gate:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
+        scope = _resolve_client(scope, headers)
+        client = _client(scope)
         hosts = access.allowed_hosts(self._bind())
         if not access.host_allowed(headers.get("host"), hosts):
-            log.warning("refused Host %r from %s", headers.get("host"), _client(scope))
+            log.warning("refused Host %r from %s", headers.get("host"), client)
             await self._refuse(
                 scope,
                 receive,
@@ -265,39 +377,49 @@ class Gate:
                 "This server does not answer to that host name (SHOOTOUT_ALLOWED_HOSTS).",
             )
             return
+        is_websocket = scope["type"] == "websocket"
         method = scope.get("method", "GET")
         origin = headers.get("origin")
         if (
             origin
-            and (scope["type"] == "websocket" or method not in SAFE_METHODS)
-            and not access.host_allowed(urlsplit(origin).netloc or "", hosts)
+            and (is_websocket or method not in SAFE_METHODS)
+            and not access.origin_allowed(origin, scope.get("scheme", "http"), headers.get("host"))
         ):
-            log.warning("refused Origin %r from %s", origin, _client(scope))
+            log.warning("refused Origin %r from %s", origin, client)
             await self._refuse(scope, receive, send, 403, "Requests from another site are refused.")
             return
         path = scope.get("path", "/")
         oidc = _oidc_configured()
+        if is_websocket and (path in OPEN_PATHS or path in OIDC_PATHS):
+            # These are pages and forms: a websocket there is refused, not an error inside the gate.
+            await self._refuse(scope, receive, send, 404, "No websocket here.")
+            return
         if path == "/login":
-            await _login(scope, receive, send, oidc)
+            await _login(scope, receive, send, oidc, client or "unknown")
             return
         if path == "/logout":
-            await _respond(
-                send,
-                303,
-                "",
-                extra=[
-                    (b"location", b"/login"),
-                    (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0".encode()),
-                ],
-            )
+            await _logout(scope, receive, send, headers)
             return
         if path in OPEN_PATHS or (oidc and path in OIDC_PATHS):
             await self.app(scope, receive, send)
             return
-        viewer = viewer_for(headers, _client(scope), oidc)
+        viewer = viewer_for(headers, client, oidc)
         if viewer is None:
             await self._refuse(scope, receive, send, 401, "Log in first: /login", login_redirect=True)
             return
+        # A password login binds Streamlit's XSRF token (websocket, uploads) to its session.
+        secret = access.websocket_secret(_cookies(headers).get(access.SESSION_COOKIE))
+        if secret is not None:
+            if is_websocket and not _presents(headers, secret):
+                log.warning("refused a websocket without its session's token from %s", client)
+                await self._refuse(
+                    scope, receive, send, 403, "The websocket needs this session's token."
+                )
+                return
+            planted = _xsrf_bytes(_cookies(headers).get(XSRF_COOKIE)) != secret
+            scope = _with_cookie(scope, XSRF_COOKIE, _xsrf_value(secret))
+            if planted and not is_websocket:
+                send = _adding_header(send, _xsrf_cookie(secret))
         if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:
             try:
                 size = int(headers.get("content-length") or UNKNOWN_UPLOAD_SIZE)
@@ -335,3 +457,116 @@ class Gate:
             )
             return
         await _respond(send, status, text)
+
+
+def _presents(headers: dict[str, str], secret: bytes) -> bool:
+    """Whether a websocket handshake carries this session's token (Streamlit's frontend sends
+    `streamlit, <token>[, <session id>]` as its subprotocols)."""
+    import hmac
+
+    entries = [e.strip() for e in headers.get("sec-websocket-protocol", "").split(",")]
+    supplied = _xsrf_bytes(entries[1]) if len(entries) > 1 else None
+    return supplied is not None and hmac.compare_digest(supplied, secret)
+
+
+def _adding_header(send: Send, header: tuple[bytes, bytes]) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), header]}
+        await send(message)
+
+    return wrapped
+
+
+def _resolve_client(scope: Scope, headers: dict[str, str]) -> Scope:
+    """The scope with the client (and scheme) a trusted proxy names; uvicorn's own handling is
+    off (`harden_uvicorn`), so without SHOOTOUT_TRUSTED_PROXIES this is the socket's peer."""
+    found = access.client_of(
+        _client(scope),
+        scope.get("scheme", "http"),
+        headers.get("x-forwarded-for"),
+        headers.get("x-forwarded-proto"),
+    )
+    if found.address == _client(scope) and found.scheme == scope.get("scheme"):
+        return scope
+    port = (scope.get("client") or (None, 0))[1]
+    return {**scope, "client": (found.address, port), "scheme": found.scheme}
+
+
+def header_timeout_s() -> float:
+    try:
+        value = float(os.environ.get("SHOOTOUT_HEADER_TIMEOUT_S") or DEFAULT_HEADER_TIMEOUT_S)
+    except ValueError:
+        value = DEFAULT_HEADER_TIMEOUT_S
+    return max(0.5, value)
+
+
+def with_header_timeout(base: type[asyncio.Protocol], timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol, closing a connection whose request headers are not complete
+    `timeout_s` after it opened or after its last response: an ASGI middleware only runs once
+    headers are in, so a client trickling them would otherwise hold a connection for ever."""
+
+    class HeaderTimeoutProtocol(base):  # type: ignore[misc, valid-type]  # uvicorn's protocol class
+        _header_timer: asyncio.TimerHandle | None = None
+        _armed_cycle: object = None
+
+        def _arm_header_timer(self) -> None:
+            self._disarm_header_timer()
+            self._armed_cycle = self.cycle
+            self._header_timer = self.loop.call_later(timeout_s, self._header_timeout)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_timeout(self) -> None:
+            self._header_timer = None
+            transport = self.transport
+            if transport.is_closing() or transport.get_protocol() is not self:
+                return  # closed, or now a websocket
+            if self.cycle is self._armed_cycle:  # no request's headers since the timer started
+                log.warning(
+                    "closed a connection from %s: no request headers in %.0f s", self.client, timeout_s
+                )
+                transport.close()
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
+
+
+def harden_uvicorn() -> bool:
+    """Called while uvicorn imports serve.py (Streamlit builds uvicorn's Config before that, with
+    uvicorn's defaults): turns off uvicorn's proxy headers, which it believes from loopback, and
+    adds the header-read timeout. The Config is found on the call stack, since Streamlit passes
+    no settings of ours to it; False (and a log line) when it is not there."""
+    from uvicorn.config import Config
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Config):
+            break
+        frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
+    else:
+        log.warning("serve.py was not loaded by uvicorn: proxy headers and header timeout unchanged")
+        return False
+    # load() wraps the app in ProxyHeadersMiddleware after this import, and the server makes its
+    # protocols from http_protocol_class after load(): both read what is set here.
+    candidate.proxy_headers = False
+    candidate.http_protocol_class = with_header_timeout(
+        candidate.http_protocol_class, header_timeout_s()
+    )
+    return True
