@@ -100,8 +100,10 @@ def test_the_operator_password_opens_the_operator_controls(team_server: Served, 
         assert page.get_by_role("button", name="Probe and add").is_visible()
         assert page.get_by_text("Signed in as operator").is_visible()
         screenshot(page, "team_operator_engines")
-        page.goto(f"{team_server.url}/logout")  # the sidebar's "Log out"
-        assert page.url.startswith(f"{team_server.url}/login")
+        page.goto(f"{team_server.url}/logout")  # the sidebar's "Log out": a form, then a POST
+        assert page.get_by_role("button", name="Log out everywhere").is_visible()  # operators only
+        page.get_by_role("button", name="Log out", exact=True).click()
+        page.wait_for_url(f"{team_server.url}/login")
         page.goto(f"{team_server.url}/engines")
         assert page.url.startswith(f"{team_server.url}/login?next=")  # the cookie is gone
     finally:
