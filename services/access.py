@@ -196,12 +196,16 @@ def _id_hash(session_id: str) -> str:
 
 def issue_session(role: Role, identity: str) -> str:
     """A new login session: stored (its id's hash only) and returned as the signed cookie value."""
+    from sqlalchemy import delete
+
     from db.models import LoginSession
     from db.session import session_scope
 
     session_id = secrets.token_urlsafe(32)
     now = datetime.now(UTC)
     with session_scope() as db:
+        # Rows of expired sessions say nothing any more; a day's grace keeps them for a look.
+        db.execute(delete(LoginSession).where(LoginSession.expires_at < now - timedelta(days=1)))
         db.add(
             LoginSession(
                 id_hash=_id_hash(session_id),

@@ -269,7 +269,7 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client:
         return
     throttle.succeeded(client)
     log.info("%s logged in as %s", client, role)
-    token = access.issue_session(role, f"ip:{client}")
+    token = await asyncio.to_thread(access.issue_session, role, f"ip:{client}")
     extra = [(b"location", next_path.encode()), _session_cookie(token, access.session_max_age_s())]
     secret = access.websocket_secret(token)
     if secret:
@@ -310,7 +310,7 @@ async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str,
     """GET shows the logout form (a link or another site cannot log anyone out); its POST, with
     the session's token, ends the session on the server, not only the cookie in this browser."""
     token = _cookies(headers).get(access.SESSION_COOKIE)
-    viewer = access.read_session(token)
+    viewer = await asyncio.to_thread(access.read_session, token)
     if viewer is None:
         await _respond(send, 303, "", extra=_LOGGED_OUT)
         return
@@ -334,10 +334,10 @@ async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str,
         )
         return
     if everywhere:
-        ended = access.end_all_sessions(viewer)
+        ended = await asyncio.to_thread(access.end_all_sessions, viewer)
         log.warning("%s logged out every session (%d)", viewer.identity, ended)
     else:
-        access.end_session(token)
+        await asyncio.to_thread(access.end_session, token)
         log.info("%s logged out", viewer.identity)
     await _respond(send, 303, "", extra=_LOGGED_OUT)
 
@@ -403,7 +403,9 @@ class Gate:
         if path in OPEN_PATHS or (oidc and path in OIDC_PATHS):
             await self.app(scope, receive, send)
             return
-        viewer = viewer_for(headers, client, oidc)
+        # The session is a database row: looked up in a thread, so a slow database (PostgreSQL
+        # across a network) holds this request only, not every connection of the server.
+        viewer = await asyncio.to_thread(viewer_for, headers, client, oidc)
         if viewer is None:
             await self._refuse(scope, receive, send, 401, "Log in first: /login", login_redirect=True)
             return

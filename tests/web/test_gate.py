@@ -487,3 +487,20 @@ def test_a_websocket_to_the_login_is_refused_not_an_error(served: Served) -> Non
     for path in ("/login", "/logout"):
         assert websocket_handshake_status(served.port, path=path) == 403, path
     assert "Traceback" not in served.log.read_text()
+
+
+def test_rows_of_long_expired_sessions_are_dropped(monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from db.models import LoginSession
+    from db.session import session_scope
+
+    monkeypatch.setenv("SHOOTOUT_VIEWER_PASSWORD", VIEWER)
+    old = access.issue_session("viewer", "ip:10.0.0.7")
+    with session_scope() as session:
+        for row in session.query(LoginSession):
+            row.expires_at = datetime.now(UTC) - timedelta(days=2)
+    assert access.read_session(old) is None
+    access.issue_session("viewer", "ip:10.0.0.8")  # the next login sweeps
+    with session_scope() as session:
+        assert [row.identity for row in session.query(LoginSession)] == ["ip:10.0.0.8"]
