@@ -32,6 +32,8 @@ import ipaddress
 import os
 import secrets
 import socket
+import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -231,6 +233,28 @@ def session_id(token: str | None) -> str | None:
     return sid if isinstance(sid, str) and sid else None
 
 
+@dataclass(frozen=True)
+class _Checked:
+    viewer: Viewer
+    fingerprint: str
+    expires: datetime
+    checked_at: float
+
+
+#: Sessions found valid in the last SESSION_RECHECK_S, by id hash: a page load makes dozens of
+#: requests, each of which would otherwise read the database (about 2 ms each). A logout or
+#: "log out everywhere" in this process clears it at once; one made by another server process
+#: sharing the database takes effect here within SESSION_RECHECK_S.
+SESSION_RECHECK_S = 1.0
+_checked: dict[str, _Checked] = {}
+_checked_lock = threading.Lock()
+
+
+def _forget_checked() -> None:
+    with _checked_lock:
+        _checked.clear()
+
+
 def read_session(token: str | None) -> Viewer | None:
     """The viewer a session cookie names, or None when it is missing, forged, expired, logged
     out, or opened with a password that has changed since."""
@@ -242,17 +266,33 @@ def read_session(token: str | None) -> Viewer | None:
     sid = session_id(token)
     if sid is None:
         return None
+    key = _id_hash(sid)
+    now = datetime.now(UTC)
+    with _checked_lock:
+        seen = _checked.get(key)
+    if (
+        seen is not None
+        and time.monotonic() - seen.checked_at < SESSION_RECHECK_S
+        and seen.expires > now
+        and hmac.compare_digest(seen.fingerprint, password_fingerprint(seen.viewer.role))
+    ):
+        return seen.viewer
     with session_scope() as db:
-        row = db.scalars(select(LoginSession).where(LoginSession.id_hash == _id_hash(sid))).first()
+        row = db.scalars(select(LoginSession).where(LoginSession.id_hash == key)).first()
         if row is None or row.revoked_at is not None or row.role not in ("operator", "viewer"):
             return None
         expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
-        if expires <= datetime.now(UTC):
+        if expires <= now:
             return None
         role: Role = "operator" if row.role == "operator" else "viewer"
         if not hmac.compare_digest(row.password_fingerprint, password_fingerprint(role)):
             return None
-        return Viewer(role=role, identity=row.identity or "unknown")
+        found = Viewer(role=role, identity=row.identity or "unknown")
+    with _checked_lock:
+        if len(_checked) > 10_000:  # many logins within a second: start afresh rather than grow
+            _checked.clear()
+        _checked[key] = _Checked(found, row.password_fingerprint, expires, time.monotonic())
+    return found
 
 
 def end_session(token: str | None) -> bool:
@@ -265,12 +305,14 @@ def end_session(token: str | None) -> bool:
     sid = session_id(token)
     if sid is None:
         return False
+    _forget_checked()
     with session_scope() as db:
         ended = db.execute(
             update(LoginSession)
             .where(LoginSession.id_hash == _id_hash(sid), LoginSession.revoked_at.is_(None))
             .values(revoked_at=datetime.now(UTC))
         )
+    _forget_checked()  # again: a check that read the row before the update may have cached it
     return bool(getattr(ended, "rowcount", 0))
 
 
@@ -284,12 +326,14 @@ def end_all_sessions(by: Viewer) -> int:
 
     if not by.is_operator:
         raise PermissionDenied("Only an operator may log out every session on this server.")
+    _forget_checked()
     with session_scope() as db:
         ended = db.execute(
             update(LoginSession)
             .where(LoginSession.revoked_at.is_(None))
             .values(revoked_at=datetime.now(UTC))
         )
+    _forget_checked()  # again: a check that read the row before the update may have cached it
     return int(getattr(ended, "rowcount", 0) or 0)
 
 
