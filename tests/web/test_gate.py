@@ -509,3 +509,24 @@ def test_rows_of_long_expired_sessions_are_dropped(monkeypatch: pytest.MonkeyPat
     access.issue_session("viewer", "ip:10.0.0.8")  # the next login sweeps
     with session_scope() as session:
         assert [row.identity for row in session.query(LoginSession)] == ["ip:10.0.0.8"]
+
+
+def test_a_checked_session_is_read_from_memory_for_a_second(
+    monkeypatch: pytest.MonkeyPatch, db_url: str
+) -> None:
+    """A page load's dozens of requests read the session row once; a revocation made by another
+    process (here: straight in the database) holds within SESSION_RECHECK_S."""
+    from datetime import UTC, datetime
+
+    from db.models import LoginSession
+    from db.session import session_scope
+
+    monkeypatch.setenv("SHOOTOUT_VIEWER_PASSWORD", VIEWER)
+    token = access.issue_session("viewer", "ip:10.0.0.7")
+    assert access.read_session(token) is not None
+    with session_scope() as session:
+        for row in session.query(LoginSession):
+            row.revoked_at = datetime.now(UTC)
+    assert access.read_session(token) is not None  # from memory
+    monkeypatch.setattr(access, "SESSION_RECHECK_S", 0.0)
+    assert access.read_session(token) is None
