@@ -13,7 +13,11 @@ Every load (one worker process or many) runs a `SelfCheck` beside its requests:
   (uvloop's timers tick in milliseconds: up to ~1 ms of it is the timer, not load).
 - open connections: the most keep-alive connections the client held at once.
 
-`verdict()` turns these into "client-bound" with the evidence, by the thresholds below.
+`verdict()` turns these into one of three states, by the thresholds below: "client-bound"
+with the evidence, "kept up", or "could not check" with the reason (a run too short for
+enough probes). A loop that is kept off its core takes few probes, and its lag percentiles
+are of the few moments it was awake: the share of the measured time it spent late (the probes
+it did not make) is the evidence that holds when the client is worst off.
 Raw samples travel with the report so that several workers merge exactly (percentiles of
 all samples, never averages of per-worker percentiles).
 """
@@ -24,10 +28,12 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from services.bench.summary import BenchSummary
 from services.measure import percentile
+
+if TYPE_CHECKING:  # summary.py reads the states defined here
+    from services.bench.summary import BenchSummary
 
 LAG_PROBE_INTERVAL_S = 0.01
 CPU_WINDOW_S = 1.0
@@ -41,6 +47,19 @@ SEND_LATENESS_P99_LIMIT_S = 0.001 + TIMER_TICK_S
 CPU_SHARE_LIMIT = 0.85
 #: A verdict needs at least this many lag probes (a 50 ms run says nothing either way).
 MIN_LAG_SAMPLES = 20
+#: A run shorter than this cannot be checked: a calm loop would not make MIN_LAG_SAMPLES probes.
+MIN_CHECK_S = MIN_LAG_SAMPLES * LAG_PROBE_INTERVAL_S
+#: Above this share of its measured time spent late, a loop was starved. A loop that woke
+#: every time at the p99 limit (2 ms late per 10 ms) was late a sixth of the time; beyond a
+#: fifth it missed probes: it was too late to take them. Calm runs on a 2-core VM: 0.5-3%;
+#: disturbed by other work (lag p99 3-37 ms): up to 13%; beside a hog holding the core 150 ms
+#: at a time: 87-95%.
+LATE_SHARE_LIMIT = 0.2
+
+CheckState = Literal["kept up", "client-bound", "could not check"]
+KEPT_UP: CheckState = "kept up"
+CLIENT_BOUND: CheckState = "client-bound"
+UNCHECKED: CheckState = "could not check"
 
 
 @dataclass
@@ -108,6 +127,22 @@ class SelfCheck:
                 window_cpu, window_wall = cpu, now
 
 
+def late_share(check: WorkerCheck) -> float:
+    """The share of a worker's measured time its loop spent late. A calm loop makes a probe
+    every interval, so the time not covered by the probes it made was spent late (one interval
+    is granted to the probe that was asleep when the run stopped). From the count, not the
+    lags: a starved loop's lags are those of the few moments it was awake."""
+    if check.wall_s <= 0:
+        return 0.0
+    covered = (len(check.loop_lag_s) + 1) * LAG_PROBE_INTERVAL_S
+    return max(0.0, check.wall_s - covered) / check.wall_s
+
+
+def calm_probes(wall_s: float) -> int:
+    """How many lag probes a calm loop makes in `wall_s`."""
+    return int(wall_s / LAG_PROBE_INTERVAL_S)
+
+
 def _peak_rss_mb() -> float:
     import resource
 
@@ -137,6 +172,9 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
             "connections_max": c.connections_max,
             "peak_rss_mb": c.peak_rss_mb,
             "loop_lag_p99_ms": _ms(percentile(c.loop_lag_s, 99)) if c.loop_lag_s else None,
+            "loop_lag_samples": len(c.loop_lag_s),
+            "wall_s": round(c.wall_s, 3),
+            "late_share": round(late_share(c), 3),
         }
         for c in checks
     ]
@@ -150,6 +188,9 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
         if lags
         else {},
         "loop_lag_samples": len(lags),
+        "loop_lag_calm_samples": sum(calm_probes(c.wall_s) for c in checks),
+        "loop_late_share": round(max((late_share(c) for c in checks), default=0.0), 3),
+        "measured_s": round(max((c.wall_s for c in checks), default=0.0), 3),
         "send_lateness_ms": {
             "p50": _ms(percentile(lateness, 50)),
             "p99": _ms(percentile(lateness, 99)),
@@ -161,32 +202,87 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
         "per_worker": workers,
         "open_connections_max": sum(c.connections_max for c in checks),
     }
-    bound, evidence = verdict(block, open_loop=open_loop)
-    block["client_bound"] = bound
-    block["evidence"] = evidence
+    found = verdict(block, open_loop=open_loop)
+    block["client_bound"] = found.state == CLIENT_BOUND
+    block["checked"] = found.state != UNCHECKED
+    block["evidence"] = found.evidence
+    if found.reason:
+        block["unchecked_reason"] = found.reason
     return block
 
 
-def verdict(block: dict[str, Any], *, open_loop: bool) -> tuple[bool, list[str]]:
-    """client-bound or not, and why, in words a user can check against the figures."""
+@dataclass(frozen=True)
+class Verdict:
+    state: CheckState
+    #: What made it client-bound, in words a user can check against the figures.
+    evidence: list[str]
+    #: Why it could not check ("" when it could).
+    reason: str = ""
+
+
+def verdict(block: dict[str, Any], *, open_loop: bool) -> Verdict:
+    """client-bound (with the evidence), kept up, or could not check (with the reason): a
+    verdict without enough probes to stand on is never "kept up"."""
     evidence: list[str] = []
+    samples = block.get("loop_lag_samples", 0)
     lag_p99 = (block.get("loop_lag_ms") or {}).get("p99")
-    if (
-        lag_p99 is not None
-        and block.get("loop_lag_samples", 0) >= MIN_LAG_SAMPLES
-        and lag_p99 > LOOP_LAG_P99_LIMIT_S * 1000
-    ):
+    if lag_p99 is not None and samples >= MIN_LAG_SAMPLES and lag_p99 > LOOP_LAG_P99_LIMIT_S * 1000:
         evidence.append(f"event-loop lag p99 {lag_p99:.2f} ms > {LOOP_LAG_P99_LIMIT_S * 1000:g} ms")
+    per_worker = block.get("per_worker") or []
+    for worker in per_worker:
+        wall, share = worker.get("wall_s", 0.0), worker.get("late_share", 0.0)
+        if wall >= MIN_CHECK_S and share > LATE_SHARE_LIMIT:
+            who = f"worker {worker['worker']}'s " if len(per_worker) > 1 else ""
+            evidence.append(
+                f"{who}event loop late for {share:.0%} of the run > {LATE_SHARE_LIMIT:.0%} "
+                f"({worker.get('loop_lag_samples', 0)} lag probes in {wall:.2f} s, "
+                f"a calm loop makes {calm_probes(wall)})"
+            )
     late_p99 = (block.get("send_lateness_ms") or {}).get("p99")
     if open_loop and late_p99 is not None and late_p99 > SEND_LATENESS_P99_LIMIT_S * 1000:
         evidence.append(f"send lateness p99 {late_p99:.2f} ms > {SEND_LATENESS_P99_LIMIT_S * 1000:g} ms")
-    for worker in block.get("per_worker") or []:
+    for worker in per_worker:
         if worker["cpu_share"] > CPU_SHARE_LIMIT:
             evidence.append(
                 f"worker {worker['worker']} used {worker['cpu_share']:.0%} of a core "
                 f"> {CPU_SHARE_LIMIT:.0%}"
             )
-    return bool(evidence), evidence
+    if evidence:
+        return Verdict(CLIENT_BOUND, evidence)
+    measured = block.get("measured_s", 0.0)
+    if measured < MIN_CHECK_S:
+        reason = f"the run lasted {measured:.2f} s; the check needs at least {MIN_CHECK_S:.1f} s"
+        return Verdict(UNCHECKED, [], reason)
+    if samples < MIN_LAG_SAMPLES:
+        return Verdict(UNCHECKED, [], _too_few(samples, measured))
+    return Verdict(KEPT_UP, [])
+
+
+def _too_few(samples: int, measured_s: float | None = None) -> str:
+    within = f" in {measured_s:.2f} s" if measured_s else ""
+    return f"only {samples} loop-lag probes{within}; a verdict needs {MIN_LAG_SAMPLES}"
+
+
+def state(block: dict[str, Any] | None) -> CheckState | None:
+    """A stored block's verdict, or None for a block without one (an import, an old run)."""
+    if not block or "client_bound" not in block:
+        return None
+    if block["client_bound"]:
+        return CLIENT_BOUND
+    if block.get("checked") is False:
+        return UNCHECKED
+    if "checked" not in block and (block.get("loop_lag_samples") or 0) < MIN_LAG_SAMPLES:
+        # Stored before the third state: this "kept up" had too few probes to say so.
+        return UNCHECKED
+    return KEPT_UP
+
+
+def unchecked_reason(block: dict[str, Any]) -> str:
+    return str(block.get("unchecked_reason") or _too_few(block.get("loop_lag_samples") or 0))
+
+
+def _cpu_bound(block: dict[str, Any]) -> bool:
+    return any(w["cpu_share"] > CPU_SHARE_LIMIT for w in block.get("per_worker") or [])
 
 
 def remedy(block: dict[str, Any]) -> str:
@@ -194,7 +290,7 @@ def remedy(block: dict[str, Any]) -> str:
     workers, where cores are free); a lagging loop with no worker short of a core of its own
     means the host is busy (the engine, other processes or a hog share its cores), where more
     workers only add to the crowd."""
-    if any(w["cpu_share"] > CPU_SHARE_LIMIT for w in block.get("per_worker") or []):
+    if _cpu_bound(block):
         return "more workers (--workers, or hosts over Ray) where cores are free"
     return (
         "free cores or a quieter host, not more workers (no worker used as much as "
@@ -203,14 +299,23 @@ def remedy(block: dict[str, Any]) -> str:
 
 
 def headline(block: dict[str, Any] | None) -> str | None:
-    """One line for the CLI and the results view, or None for a block without figures."""
-    if not block or "client_bound" not in block:
+    """The verdict and its raw figures in one line (the evidence the advice stands on), or
+    None for a block without figures."""
+    verdict_now = state(block)
+    if block is None or verdict_now is None:
         return None
     lag = block.get("loop_lag_ms") or {}
     late = block.get("send_lateness_ms") or {}
     shares = ", ".join(f"{share:.0%}" for share in block.get("cpu_share") or [])
+    late_share_now = block.get("loop_late_share")
     figures = (
         f"loop lag p50/p99 {_fmt(lag.get('p50'))}/{_fmt(lag.get('p99'))} ms"
+        + f" ({block.get('loop_lag_samples', 0)} probes"
+        + (
+            f" of a calm loop's {block['loop_lag_calm_samples']}, late {late_share_now:.0%} of the run)"
+            if late_share_now is not None and "loop_lag_calm_samples" in block
+            else ")"
+        )
         + (f", send lateness p99 {_fmt(late.get('p99'))} ms" if late else "")
         + f", CPU per worker {shares or '-'}, connections {block.get('open_connections_max', 0)}"
     )
@@ -221,11 +326,13 @@ def headline(block: dict[str, Any] | None) -> str | None:
             f"({h.get('requests', 0)} requests)"
             for h in hosts
         )
-    if block["client_bound"]:
+    if verdict_now == CLIENT_BOUND:
         return (
             f"CLIENT-BOUND ({'; '.join(block.get('evidence') or [])}): {figures}; "
             f"what helps: {remedy(block)}"
         )
+    if verdict_now == UNCHECKED:
+        return f"could not check ({unchecked_reason(block)}): {figures}"
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {figures}"
 
 
@@ -235,6 +342,8 @@ def summary_lines(
     """A run summary's self-check: one line per engine (per step of a sweep), and whether
     the run as a whole was client-bound. Steps are named by `step_labels`, by default the
     sweep's own load levels."""
+    from services.bench.summary import BenchSummary  # it imports the states from here
+
     results = BenchSummary.from_json(summary)
     lines = [
         f"{label}: {line}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services import stored_json
+from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, state
 
 EngineBlock = dict[str, Any]
 
@@ -144,8 +145,21 @@ class BenchSummary:
 
     @property
     def client_bound(self) -> bool:
-        """The generator's verdict on the whole run: could it keep the load it was asked for?"""
-        return bool(self.generator.get("client_bound"))
+        """Whether the generator limited the run's figures (any engine or step): could it keep
+        the load it was asked for? False is not "kept up": see `self_check`."""
+        return self.self_check == CLIENT_BOUND
+
+    @property
+    def self_check(self) -> CheckState | None:
+        """The generator's verdict on the whole run: client-bound when any engine or step was,
+        could not check when any other could not be checked, kept up when every one kept up;
+        None for a run without a self-check (an import)."""
+        states = {state(block) for _, block in self.self_checks()}
+        if self.generator.get("client_bound") or CLIENT_BOUND in states:
+            return CLIENT_BOUND
+        if UNCHECKED in states:
+            return UNCHECKED
+        return KEPT_UP if KEPT_UP in states else None
 
     @property
     def sweep_dimension(self) -> str:

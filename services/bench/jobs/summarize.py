@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from services.bench import selfcheck
 from services.bench.jobs.engine_metrics import engine_metrics_for
 from services.bench.runner import BenchOutcome, StepResult
 from services.bench.spec import BenchSpec
@@ -155,11 +156,23 @@ def build_summary(
 
 def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:
     """The run's self-check in one place: client-bound when any engine or step was, with
-    the evidence of each (engine, step) that was."""
-    flagged = []
+    the evidence of each (engine, step) that was; `checked` false when any could not be
+    checked, with the reason of each in `unchecked` (not flagged is not "kept up")."""
+    flagged, unchecked = [], []
     for (engine, step), block in per_step.items():
         check = block.get("generator") or {}
-        if check.get("client_bound"):
+        verdict = selfcheck.state(check)
+        if verdict == selfcheck.CLIENT_BOUND:
             flagged.append({"engine": engine, "step": step, "evidence": check.get("evidence", [])})
+        elif verdict == selfcheck.UNCHECKED:
+            unchecked.append(
+                {"engine": engine, "step": step, "reason": selfcheck.unchecked_reason(check)}
+            )
     checked = sum(1 for block in per_step.values() if (block.get("generator") or {}).get("workers"))
-    return {"client_bound": bool(flagged), "flagged": flagged, "checked_loads": checked}
+    return {
+        "client_bound": bool(flagged),
+        "checked": not unchecked,
+        "flagged": flagged,
+        "unchecked": unchecked,
+        "checked_loads": checked,
+    }

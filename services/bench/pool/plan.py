@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.bench.arrivals import LoadSpec
-from services.bench.selfcheck import CPU_SHARE_LIMIT
+from services.bench.selfcheck import CLIENT_BOUND, CPU_SHARE_LIMIT, state
 from services.bench.workloads import Conversation, PromptText, WorkloadSpec, iter_conversations
 
 #: Open-loop requests reach a worker this long before their instant (a queue hop costs
@@ -46,14 +46,15 @@ def auto_workers(
     """The worker count `--workers auto` uses for a load: a first guess from the streams
     it will hold, then, after a step whose generator was client-bound (the self-check's
     signals), as many more as the busiest worker's CPU share asks for, up to the cores
-    (one left for the coordinator and the writer where there are several)."""
+    (one left for the coordinator and the writer where there are several). A step that kept
+    up, or could not be checked, keeps the count: nothing says more would help."""
     cores = usable_cores()
     ceiling = max(1, cores - 1) if cores > 2 else cores
     streams = load.concurrency or max(1, math.ceil((load.rate or 1.0) * 2))
     guess = max(1, min(ceiling, math.ceil(streams / STREAMS_PER_WORKER)))
     if previous is None or current is None:
         return guess
-    if not previous.get("client_bound"):
+    if state(previous) != CLIENT_BOUND:
         return max(guess, current)
     busiest = max(previous.get("cpu_share") or [0.0])
     wanted = math.ceil(current * max(busiest, CPU_SHARE_LIMIT) / (0.6 * 1.0)) if busiest else current * 2

@@ -234,6 +234,7 @@ def test_workers_run_prints_the_self_check(db_url: str, scripted_server: Scripte
     assert block["generator"]["workers"] == 2
     # The table (on stderr beside --json -) says what the self-check found, with its figures.
     check = [line for line in result.stderr.splitlines() if "loop lag p50/p99" in line]
-    assert len(check) == 1 and (
-        "generator kept up (2 worker(s))" in check[0] or "CLIENT-BOUND (" in check[0]
+    assert len(check) == 1 and any(
+        verdict in check[0]
+        for verdict in ("generator kept up (2 worker(s))", "CLIENT-BOUND (", "could not check (")
     )

@@ -303,3 +303,28 @@ def test_a_cancelled_run_reports_cancelled_requests_and_engines_that_never_ran()
     assert list(table["engine"]) == ["a"] and table.iloc[0]["cancelled"] == 1
     assert list(views.percentile_table(summary)["engine"].unique()) == ["a"]
     assert "b: not run" in _headline("benchmark", summary)
+
+
+def test_the_runs_generator_verdict_names_the_loads_it_could_not_check() -> None:
+    """Issue 31: the stored run-level block carries the third state: `checked` false, with each
+    load that could not be checked and why, beside the flagged ones."""
+    from services.bench.selfcheck import WorkerCheck, report
+
+    kept = report([WorkerCheck(loop_lag_s=[0.0002] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False)
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    bound = report([WorkerCheck(loop_lag_s=[0.0002] * 100, cpu_s=0.97, wall_s=1.0)], open_loop=False)
+    per_step = {
+        ("a", None): {"generator": kept},
+        ("b", 0): {"generator": short},
+        ("b", 1): {"generator": bound},
+    }
+    assert jobs.generator_verdict(per_step) == {
+        "client_bound": True,
+        "checked": False,
+        "flagged": [{"engine": "b", "step": 1, "evidence": ["worker 0 used 97% of a core > 85%"]}],
+        "unchecked": [
+            {"engine": "b", "step": 0, "reason": "the run lasted 0.13 s; the check needs at least 0.2 s"}
+        ],
+        "checked_loads": 3,
+    }
+    assert jobs.generator_verdict({("a", None): {"generator": kept}})["checked"] is True

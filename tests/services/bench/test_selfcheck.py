@@ -1,5 +1,6 @@
 """The generator's self-check: a starved worker is flagged client-bound with evidence, a
-calm one is not, and several workers' reports merge from their raw samples."""
+calm one is not, a run too short to tell says it could not check, and several workers' reports
+merge from their raw samples."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 
 from services.bench.arrivals import LoadSpec
 from services.bench.runner import execute_load
-from services.bench.selfcheck import WorkerCheck, headline, remedy, report
+from services.bench.selfcheck import WorkerCheck, headline, remedy, report, state
 from services.bench.spec import EngineTarget
 from services.bench.workloads import WorkloadSpec
 from services.measure import percentile
@@ -31,6 +32,19 @@ while True:
     while time.perf_counter() < until:
         pass
     time.sleep(0.004)
+"""
+
+#: A hog that holds its core for 150 ms at a time (5 ms off): a loop beside it wakes a
+#: handful of times a second, fewer than the verdict's 20 lag probes in a short run, as in
+#: issue 31 (18 wake-ups beside two busy loops under taskset, and "kept up").
+LONG_HOG = """
+import os, time
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+while True:
+    until = time.perf_counter() + 0.15
+    while time.perf_counter() < until:
+        pass
+    time.sleep(0.005)
 """
 
 
@@ -57,22 +71,22 @@ def ahead_of_the_neighbours() -> Iterator[None]:
 
 
 @contextmanager
-def starved_on_one_core(hogs: int = 1) -> Iterator[None]:
+def starved_on_one_core(hogs: int = 1, hog: str = HOG) -> Iterator[None]:
     """This thread (the load's event loop) pinned to one core beside a process that takes
-    half of that core in real-time bursts."""
+    that core in real-time bursts (by default half of it)."""
     core = min(os.sched_getaffinity(0))
     before = os.sched_getaffinity(0)
-    started = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs)]
+    started = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(hogs)]
     try:
-        for hog in started:
-            os.sched_setaffinity(hog.pid, {core})
+        for process in started:
+            os.sched_setaffinity(process.pid, {core})
         os.sched_setaffinity(0, {core})
         yield
     finally:
         os.sched_setaffinity(0, before)
-        for hog in started:
-            hog.kill()
-            hog.wait()
+        for process in started:
+            process.kill()
+            process.wait()
 
 
 def run_load(server: ScriptedServer) -> dict:
@@ -138,6 +152,83 @@ def test_workers_merge_from_raw_samples_not_averaged_percentiles() -> None:
     assert block["client_bound"] is True
     assert "worker 1 used 90% of a core > 85%" in block["evidence"]
     # Lateness counts only in open loop (a closed loop has no schedule to be late against).
-    late = WorkerCheck(loop_lag_s=[0.0001] * 50, send_lateness_s=[0.01] * 50, cpu_s=0.1, wall_s=1.0)
+    late = WorkerCheck(loop_lag_s=[0.0001] * 50, send_lateness_s=[0.01] * 50, cpu_s=0.1, wall_s=0.5)
     assert report([late], open_loop=False)["client_bound"] is False
     assert report([late], open_loop=True)["evidence"] == ["send lateness p99 10.00 ms > 2 ms"]
+
+
+def test_a_loop_kept_off_its_core_is_flagged_by_the_probes_it_missed(
+    scripted_server: ScriptedServer,
+) -> None:
+    """Issue 31: beside a hog that holds the core 150 ms at a time, the loop wakes a handful of
+    times in a short closed-loop run (no send lateness to flag it, and a starved worker uses
+    little CPU). Its few lag probes are no reason to say "kept up": the time they do not cover
+    is the time it spent late."""
+    with starved_on_one_core(hog=LONG_HOG):
+        outcome = execute_load(
+            engine(scripted_server),
+            WorkloadSpec(input_len=16, output_len=64),
+            LoadSpec(mode="concurrency", concurrency=8, requests=None, duration_s=0.8),
+        )
+    starved = outcome.generator
+    assert starved["client_bound"] is True and starved["checked"] is True, starved
+    assert starved["loop_late_share"] > 0.5, starved
+    late = [line for line in starved["evidence"] if line.startswith("event loop late for")]
+    assert late, starved["evidence"]
+    assert f"{starved['loop_lag_samples']} lag probes in" in late[0]
+    assert headline(starved).startswith("CLIENT-BOUND (")
+
+
+def issue_31_check(**changes: float) -> WorkerCheck:
+    """Issue 31's starved worker: 18 lag probes (p50 19 ms, p99 176 ms) in a 2.6 s closed loop
+    at a quarter of a core."""
+    fields = {"loop_lag_s": [0.019] * 17 + [0.176], "cpu_s": 0.65, "wall_s": 2.6, **changes}
+    return WorkerCheck(**fields)  # type: ignore[arg-type]
+
+
+def test_far_fewer_probes_than_the_run_allows_is_client_bound_with_the_figure() -> None:
+    block = report([issue_31_check()], open_loop=False)
+    # (2.6 s - 19 probes of 10 ms) / 2.6 s: 93% of the run the loop was not where it should be.
+    assert block["loop_late_share"] == 0.927 and block["loop_lag_calm_samples"] == 260
+    assert block["client_bound"] is True and block["checked"] is True
+    assert block["evidence"] == [
+        "event loop late for 93% of the run > 20% (18 lag probes in 2.60 s, a calm loop makes 260)"
+    ]
+    assert state(block) == "client-bound"
+    assert headline(block).startswith("CLIENT-BOUND (event loop late for 93% of the run")
+    # Several workers: the starved one is named, its figure is its own (the merged lag p99
+    # flags the pool too, from the starved worker's few samples among the calm one's many).
+    calm = WorkerCheck(worker=1, loop_lag_s=[0.0002] * 259, cpu_s=0.4, wall_s=2.6)
+    pooled = report([issue_31_check(), calm], open_loop=False)
+    assert [line for line in pooled["evidence"] if "late for" in line] == [
+        (
+            "worker 0's event loop late for 93% of the run > 20% (18 lag probes in 2.60 s, "
+            "a calm loop makes 260)"
+        )
+    ]
+    assert [w["late_share"] for w in pooled["per_worker"]] == [0.927, 0.0]
+
+
+def test_a_run_too_short_to_tell_could_not_check_and_never_reads_kept_up() -> None:
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    assert short["client_bound"] is False and short["checked"] is False
+    assert short["unchecked_reason"] == "the run lasted 0.13 s; the check needs at least 0.2 s"
+    assert state(short) == "could not check"
+    assert headline(short).startswith("could not check (the run lasted 0.13 s; the check needs")
+    # Long enough, but its 18 probes do not fill the run by little enough to flag (9.5% late).
+    few = report([WorkerCheck(loop_lag_s=[0.0002] * 18, cpu_s=0.02, wall_s=0.21)], open_loop=False)
+    assert few["checked"] is False and few["evidence"] == []
+    assert few["unchecked_reason"] == "only 18 loop-lag probes in 0.21 s; a verdict needs 20"
+    # A block stored before the third state: its "kept up" on 18 probes reads as unchecked.
+    stored = {"client_bound": False, "evidence": [], "loop_lag_samples": 18, "loop_lag_ms": {"p99": 0.3}}
+    assert state(stored) == "could not check"
+    assert headline(stored).startswith("could not check (only 18 loop-lag probes; a verdict needs 20)")
+    assert state({}) is None and headline({}) is None
+
+
+def test_enough_probes_and_little_lag_kept_up() -> None:
+    calm = report([WorkerCheck(loop_lag_s=[0.0002] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False)
+    assert calm["client_bound"] is False and calm["checked"] is True and calm["evidence"] == []
+    assert "unchecked_reason" not in calm and calm["loop_late_share"] == 0.007
+    assert state(calm) == "kept up"
+    assert headline(calm).startswith("generator kept up (1 worker(s)): loop lag p50/p99 0.20/0.20 ms")

@@ -104,3 +104,34 @@ def test_one_rule_for_results_a_run_detail_adds_its_rows_to_the_summary() -> Non
     assert detail(OLD_SWEEP).has_measurements and detail(OLD_SWEEP).results.has_results
     assert not detail(live).has_measurements  # live counts are not results, as in BenchSummary
     assert detail(live, requests=3).has_measurements  # ...but stored rows are
+
+
+def test_the_runs_self_check_has_a_third_state_and_old_runs_read_honestly() -> None:
+    """Issue 31: not client-bound is not "kept up": a load that could not be checked makes the
+    run's verdict "could not check", and so does a stored "kept up" that had too few probes."""
+    from services.bench.selfcheck import WorkerCheck, report
+
+    kept = report([WorkerCheck(loop_lag_s=[0.0002] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False)
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    bound = report([WorkerCheck(loop_lag_s=[0.0002] * 100, cpu_s=0.97, wall_s=1.0)], open_loop=False)
+
+    def of(*blocks: dict) -> BenchSummary:
+        return BenchSummary.from_json(
+            {"engines": {f"e{i}": {"generator": b} for i, b in enumerate(blocks)}}
+        )
+
+    assert of(kept).self_check == "kept up" and not of(kept).client_bound
+    assert of(kept, short).self_check == "could not check" and not of(kept, short).client_bound
+    assert of(kept, short, bound).self_check == "client-bound" and of(short, bound).client_bound
+    sweep = {
+        "sweep": [
+            {"engine": "a", "step": 0, "generator": kept},
+            {"engine": "a", "step": 1, "generator": short},
+        ]
+    }
+    assert BenchSummary.from_json(sweep).self_check == "could not check"
+    stored_before = {"client_bound": False, "evidence": [], "loop_lag_samples": 18, "workers": 1}
+    assert of(kept, stored_before).self_check == "could not check"
+    assert of({**stored_before, "loop_lag_samples": 400}).self_check == "kept up"
+    assert BenchSummary.from_json(OLD_SWEEP).self_check is None  # its steps hold no self-check
+    assert of({}).self_check is None

@@ -186,6 +186,9 @@ def test_split_and_auto() -> None:
     grown = auto_workers(LoadSpec(concurrency=8), bound, 1)
     assert grown >= 1 and (grown > 1 or len(__import__("os").sched_getaffinity(0)) == 1)
     assert auto_workers(LoadSpec(concurrency=8), {"client_bound": False}, 3) == 3
+    # A step that could not be checked is no reason for more workers.
+    unchecked = {"client_bound": False, "checked": False, "cpu_share": [0.01], "loop_lag_samples": 5}
+    assert auto_workers(LoadSpec(concurrency=8), unchecked, 3) == 3
 
 
 def test_a_take_through_rays_hub_holds_twice_the_slots_and_a_local_one_a_quarter() -> None:
