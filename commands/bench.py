@@ -427,7 +427,7 @@ def _level(value: Any) -> str:
 
 
 def _table(payload: dict[str, Any]) -> str:
-    from services.bench.selfcheck import summary_lines
+    from services.bench.selfcheck import run_check
     from services.bench.summary import BenchSummary
 
     summary = BenchSummary.from_json(payload)
@@ -461,7 +461,12 @@ def _table(payload: dict[str, Any]) -> str:
                 f"{'':24s} did not honour the fixed output length "
                 f"({block.get('short_output_requests')} shorter answers)"
             )
-    lines += summary_lines(summary)[1]
+    check = run_check(summary)
+    if check.state is not None:
+        # The verdict and what it means first, then each load's evidence (its raw figures).
+        lines.append(f"self-check: {check.title}")
+        lines += [f"  {line}" for line in check.advice_lines]
+        lines += [f"  evidence: {line}" for line in check.evidence_lines]
     for name, reason in summary.stopped_early.items():
         lines.append(f"{name}: sweep stopped early: {reason}")
     for name, found in summary.slo_search.items():

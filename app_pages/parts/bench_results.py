@@ -7,12 +7,17 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services.bench import views
+from services.bench import selfcheck, views
 from services.errors import ShootoutError
 from services.figures import inert
 from services.safe_text import md_line, md_text
 
 STATUS_BOXES = {"success": st.success, "warning": st.warning, "error": st.error}
+SELF_CHECK_BOXES = {
+    selfcheck.CLIENT_BOUND: st.warning,
+    selfcheck.UNCHECKED: st.info,
+    selfcheck.KEPT_UP: st.caption,
+}
 
 
 @st.fragment(run_every=common.refresh_interval(1.0))
@@ -39,14 +44,7 @@ def results(view: views.RunView) -> None:
     STATUS_BOXES[view.status_level](view.status_markdown)
     for note in view.notes:
         st.caption(md_text(note))
-    if view.client_bound:
-        st.warning(
-            "Client-bound: the load generator, not the engine, limited these figures (what helps "
-            "is said with each line; README: the generator's self-check).\n\n"
-            + "\n\n".join(md_line(line) for line in view.generator)
-        )
-    elif view.generator:
-        st.caption("Generator self-check: " + "; ".join(md_line(line) for line in view.generator))
+    self_check(view.self_check, run.id)
     if view.has_tables:
         st.markdown("**Latency percentiles**")
         st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")
@@ -54,3 +52,17 @@ def results(view: views.RunView) -> None:
         st.dataframe(view.throughput, hide_index=True, key=f"bench_throughput_{run.id}")
     for name, figure in view.ordered_figures():
         st.plotly_chart(inert(figure), key=f"bench_{name}_{run.id}")
+
+
+def self_check(check: selfcheck.RunCheck, run_id: int) -> None:
+    """The generator's verdict in plain words (a warning when it limited the figures, a note
+    when it could not check, a caption when it kept up), its evidence one click away."""
+    if check.state is None:
+        return
+    text = "\n\n".join(md_line(line) for line in [check.title, *check.advice_lines])
+    SELF_CHECK_BOXES[check.state](text)
+    with st.expander(
+        "Self-check evidence (README: the generator's self-check)", key=f"bench_selfcheck_{run_id}"
+    ):
+        for line in check.evidence_lines:
+            st.markdown(md_line(line))

@@ -19,7 +19,8 @@ enough probes). A loop that is kept off its core takes few probes, and its lag p
 are of the few moments it was awake: the share of the measured time it spent late (the probes
 it did not make) is the evidence that holds when the client is worst off.
 Raw samples travel with the report so that several workers merge exactly (percentiles of
-all samples, never averages of per-worker percentiles).
+all samples, never averages of per-worker percentiles). `run_check()` says what a run's
+verdict means for its figures and what to do, in plain words, with the evidence beside it.
 """
 
 from __future__ import annotations
@@ -336,22 +337,148 @@ def headline(block: dict[str, Any] | None) -> str | None:
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {figures}"
 
 
-def summary_lines(
-    summary: BenchSummary | dict[str, Any], step_labels: dict[int, str] | None = None
-) -> tuple[bool, list[str]]:
-    """A run summary's self-check: one line per engine (per step of a sweep), and whether
-    the run as a whole was client-bound. Steps are named by `step_labels`, by default the
-    sweep's own load levels."""
-    from services.bench.summary import BenchSummary  # it imports the states from here
+def advice(block: dict[str, Any]) -> str:
+    """What a load's verdict means for its figures, by how much at most, and what to do,
+    in plain words ("" for a block without a verdict)."""
+    verdict_now = state(block)
+    lag_p99 = (block.get("loop_lag_ms") or {}).get("p99")
+    if verdict_now == KEPT_UP:
+        return (
+            f"TTFT and ITL are the engine's: the generator's own delay was ~{_fmt_ms(lag_p99)} ms "
+            "at p99."
+        )
+    if verdict_now == UNCHECKED:
+        return (
+            f"The load generator could not check itself ({unchecked_reason(block)}): TTFT and ITL "
+            "may include its own delay, unmeasured. What to do: run longer (more requests or a "
+            "duration) to get a verdict."
+        )
+    if verdict_now != CLIENT_BOUND:
+        return ""
+    share = block.get("loop_late_share") or 0.0
+    if lag_p99 is None:
+        words = [
+            (
+                "TTFT and ITL percentiles may be too high by an amount the check could not "
+                f"measure (the generator's loop woke {block.get('loop_lag_samples', 0)} times in the run)"
+            )
+        ]
+    else:
+        words = [
+            (
+                f"TTFT and ITL percentiles may be up to ~{_fmt_ms(lag_p99)} ms too high (the "
+                "generator's own delay at p99: tokens that arrived while it was busy got late times)"
+            )
+        ]
+    if _cpu_bound(block):
+        words.append(
+            "throughput may be the generator's limit, not the engine's (a worker ran out of CPU)"
+        )
+    elif share > LATE_SHARE_LIMIT:
+        words.append(
+            f"throughput may be the generator's limit, not the engine's (it was held up for {share:.0%} "
+            "of the run)"
+        )
+    else:
+        words.append("throughput and token counts are unaffected")
+    late_p99 = (block.get("send_lateness_ms") or {}).get("p99")
+    if late_p99 is not None and any(
+        line.startswith("send lateness") for line in block.get("evidence") or []
+    ):
+        words.append(
+            f"requests left up to ~{_fmt_ms(late_p99)} ms after their scheduled time (p99), so the "
+            "engine saw a lighter load than asked"
+        )
+    if _cpu_bound(block):
+        todo = (
+            "run it again with more load-generator workers (--workers N or auto, the page's "
+            "Load-generator workers field), as many as there are free cores"
+        )
+    else:
+        todo = (
+            "run it again on a quieter machine (other programs, or the engine itself, kept the "
+            "generator off its CPU); more workers would not help, none ran out of CPU"
+        )
+    return "; ".join(words) + f". What to do: {todo}."
 
-    results = BenchSummary.from_json(summary)
-    lines = [
-        f"{label}: {line}"
-        for label, block in results.self_checks(step_labels)
-        if (line := headline(block))
-    ]
-    return results.client_bound, lines
+
+@dataclass(frozen=True)
+class LoadCheck:
+    """One engine's (one sweep step's) self-check."""
+
+    label: str
+    state: CheckState
+    #: What the verdict means for the figures and what to do (`advice`).
+    advice: str
+    #: The verdict's evidence and raw figures (`headline`).
+    evidence: str
+    #: The loop's lag p99 (ms): how much late the generator's own delay made TTFT and ITL.
+    delay_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """A run's self-check: its verdict as a whole (None: the run has none, an import), and
+    each load's."""
+
+    state: CheckState | None
+    loads: tuple[LoadCheck, ...] = ()
+
+    @property
+    def client_bound(self) -> bool:
+        return self.state == CLIENT_BOUND
+
+    @property
+    def title(self) -> str:
+        """The run's verdict in one sentence."""
+        if self.state == CLIENT_BOUND:
+            return "Client-bound: the load generator, not the engine, limited some of these figures."
+        if self.state == UNCHECKED:
+            return "Could not check the load generator: some of these figures may include its own delay."
+        if self.state == KEPT_UP:
+            return "The load generator kept up."
+        return ""
+
+    @property
+    def advice_lines(self) -> list[str]:
+        """Each load whose figures the verdict affects, with what it means and what to do; a run
+        that kept up gets one line."""
+        if self.state == KEPT_UP and self.loads:
+            # One line: the load with the most delay speaks for all.
+            return [max(self.loads, key=lambda load: load.delay_ms or 0.0).advice]
+        return [
+            load.advice if len(self.loads) == 1 else f"{load.label}: {load.advice}"
+            for load in self.loads
+            if load.state != KEPT_UP
+        ]
+
+    @property
+    def evidence_lines(self) -> list[str]:
+        return [f"{load.label}: {load.evidence}" for load in self.loads]
+
+
+def run_check(summary: BenchSummary, step_labels: dict[int, str] | None = None) -> RunCheck:
+    """A run summary's self-check: its verdict, and each engine's (each sweep step's, named by
+    `step_labels`, by default the sweep's own load levels)."""
+    loads = tuple(
+        LoadCheck(
+            label,
+            found,
+            advice(block),
+            headline(block) or "",
+            (block.get("loop_lag_ms") or {}).get("p99"),
+        )
+        for label, block in summary.self_checks(step_labels)
+        if (found := state(block)) is not None
+    )
+    return RunCheck(summary.self_check, loads)
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"

@@ -182,8 +182,48 @@ def test_workers_from_the_form_and_the_self_check_on_the_results(
     jobs.update_run(run_id, summary=summary)
     at = page(run=str(run_id))
     warning = " ".join(as_read(w.value) for w in at.warning)
-    assert "Client-bound: the load generator, not the engine, limited these figures" in warning
-    assert "event-loop lag p99 9.00 ms > 2 ms" in warning
+    assert "Client-bound: the load generator, not the engine, limited some of these figures" in warning
+    assert "event-loop lag p99 9.00 ms > 2 ms" in texts(at)  # the evidence, under the warning
+
+
+def test_the_self_check_says_what_it_means_and_keeps_its_evidence_one_click_away(db_url: str) -> None:
+    """Issue 36: which figures a client-bound verdict affects, by how much at most, and what to
+    do, in the warning; the raw figures in an expander. Issue 31: an engine whose run was too
+    short to check says so."""
+    from services.bench.selfcheck import WorkerCheck, report
+    from services.bench.stats import summarize_engine
+
+    targets = tuple(EngineTarget(name, "http://127.0.0.1:9", "vllm", "m") for name in ("a", "b"))
+    run_id = jobs.create_run(BenchSpec(engines=targets, workload=WorkloadSpec(output_len=8)))
+    lagging = report(
+        [WorkerCheck(loop_lag_s=[0.0002] * 95 + [0.01242] * 5, cpu_s=0.02, wall_s=1.0)], open_loop=False
+    )
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    engines = {
+        "a": {**summarize_engine([]), "generator": lagging},
+        "b": {**summarize_engine([]), "generator": short},
+    }
+    jobs.update_run(run_id, status="finished", summary={"engines": engines})
+    at = page(run=str(run_id))
+    assert not at.exception, at.exception
+    warning = " ".join(as_read(w.value) for w in at.warning)
+    assert warning.startswith("Client-bound: the load generator, not the engine, limited some")
+    assert "a: TTFT and ITL percentiles may be up to ~12 ms too high" in warning
+    assert "throughput and token counts are unaffected. What to do: run it again on a quieter" in warning
+    assert "b: The load generator could not check itself (the run lasted 0.13 s" in warning
+    assert "loop lag p50/p99" not in warning  # the raw figures are one click away
+    (evidence,) = [e for e in at.expander if e.label.startswith("Self-check evidence")]
+    shown = " ".join(as_read(m.value) for m in evidence.markdown)
+    assert (
+        "a: CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)" in shown and "CPU per worker 2%" in shown
+    )
+    assert "b: could not check (the run lasted 0.13 s; the check needs at least 0.2 s)" in shown
+    # Only the unchecked engine: a note, not a warning, and never "kept up".
+    jobs.update_run(run_id, summary={"engines": {"b": engines["b"]}})
+    at = page(run=str(run_id))
+    assert not at.warning and not at.exception
+    assert any(as_read(i.value).startswith("Could not check the load generator") for i in at.info)
+    assert "kept up" not in texts(at)
 
 
 def test_the_ray_field_is_an_operators_and_an_unreachable_cluster_is_one_clear_error(

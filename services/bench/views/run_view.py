@@ -47,10 +47,9 @@ class RunView:
     throughput: pd.DataFrame
     figures: dict[str, go.Figure]
     notes: list[str]
-    #: The generator's self-check, one line per engine (and sweep step); client_bound when
-    #: any of them says the client, not the engine, limited the figures.
-    generator: list[str] = field(default_factory=list)
-    client_bound: bool = False
+    #: The generator's self-check: the run's verdict, what it means for the figures and what
+    #: to do, and each engine's (each sweep step's) evidence.
+    self_check: selfcheck.RunCheck = field(default_factory=lambda: selfcheck.RunCheck(None))
 
     @property
     def active(self) -> bool:
@@ -172,7 +171,6 @@ def run_view(run_id: int) -> RunView:
             engine_figure = engine_metrics_figure(run_id, results, measured)
             if engine_figure is not None:
                 figures["engine_metrics"] = engine_figure
-    client_bound, generator = generator_lines(results)
     return RunView(
         run=run,
         counts=counts,
@@ -180,14 +178,14 @@ def run_view(run_id: int) -> RunView:
         throughput=throughput,
         figures=figures,
         notes=notes,
-        generator=generator,
-        client_bound=client_bound,
+        self_check=run_self_check(results),
     )
 
 
-def generator_lines(summary: BenchSummary | dict[str, Any]) -> tuple[bool, list[str]]:
-    """The self-check of each engine (each step of a sweep) as a line, and the verdict."""
-    return selfcheck.summary_lines(summary)
+def run_self_check(summary: BenchSummary | dict[str, Any]) -> selfcheck.RunCheck:
+    """The generator's self-check of a run: its verdict in plain words, what to do, and the
+    evidence of each engine (each step of a sweep)."""
+    return selfcheck.run_check(BenchSummary.from_json(summary))
 
 
 def _outcome(record: RequestRecord) -> str:

@@ -238,3 +238,33 @@ def test_workers_run_prints_the_self_check(db_url: str, scripted_server: Scripte
         verdict in check[0]
         for verdict in ("generator kept up (2 worker(s))", "CLIENT-BOUND (", "could not check (")
     )
+    assert "self-check: " in result.stderr
+
+
+def test_the_table_says_what_the_self_check_means_then_its_evidence() -> None:
+    """Issue 36 in the CLI: the verdict, what it means for the figures and what to do, then
+    each engine's raw figures; issue 31: an engine too short to check says so."""
+    from commands.bench import _table
+    from services.bench.selfcheck import WorkerCheck, report
+    from services.bench.stats import summarize_engine
+
+    lagging = report(
+        [WorkerCheck(loop_lag_s=[0.0002] * 95 + [0.01242] * 5, cpu_s=0.02, wall_s=1.0)], open_loop=False
+    )
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    engines = {
+        "a": {**summarize_engine([]), "generator": lagging},
+        "b": {**summarize_engine([]), "generator": short},
+    }
+    lines = _table({"run_id": 7, "status": "finished", "engines": engines}).splitlines()
+    at = lines.index(
+        "self-check: Client-bound: the load generator, not the engine, limited some of these figures."
+    )
+    assert lines[at + 1].startswith("  a: TTFT and ITL percentiles may be up to ~12 ms too high")
+    assert "What to do: run it again on a quieter machine" in lines[at + 1]
+    assert lines[at + 2].startswith(
+        "  b: The load generator could not check itself (the run lasted 0.13 s"
+    )
+    assert lines[at + 3].startswith("  evidence: a: CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)")
+    assert lines[at + 4].startswith("  evidence: b: could not check (the run lasted 0.13 s")
+    assert "loop lag p50/p99" in lines[at + 4] and len(lines) == at + 5

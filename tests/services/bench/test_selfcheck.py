@@ -1,6 +1,6 @@
 """The generator's self-check: a starved worker is flagged client-bound with evidence, a
-calm one is not, a run too short to tell says it could not check, and several workers' reports
-merge from their raw samples."""
+calm one is not, a run too short to tell says it could not check, several workers' reports
+merge from their raw samples, and the advice says what the verdict means for the figures."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from services.bench.arrivals import LoadSpec
 from services.bench.runner import execute_load
-from services.bench.selfcheck import WorkerCheck, headline, remedy, report, state
+from services.bench.selfcheck import WorkerCheck, advice, headline, remedy, report, state
 from services.bench.spec import EngineTarget
 from services.bench.workloads import WorkloadSpec
 from services.measure import percentile
@@ -177,6 +177,7 @@ def test_a_loop_kept_off_its_core_is_flagged_by_the_probes_it_missed(
     assert late, starved["evidence"]
     assert f"{starved['loop_lag_samples']} lag probes in" in late[0]
     assert headline(starved).startswith("CLIENT-BOUND (")
+    assert "throughput may be the generator's limit" in advice(starved)
 
 
 def issue_31_check(**changes: float) -> WorkerCheck:
@@ -232,3 +233,40 @@ def test_enough_probes_and_little_lag_kept_up() -> None:
     assert "unchecked_reason" not in calm and calm["loop_late_share"] == 0.007
     assert state(calm) == "kept up"
     assert headline(calm).startswith("generator kept up (1 worker(s)): loop lag p50/p99 0.20/0.20 ms")
+
+
+def test_the_advice_says_which_figures_how_much_at_most_and_what_to_do() -> None:
+    """Issue 36: a flagged run says which figures to distrust, by how much at most, and what
+    to do, in plain words; the evidence (lag, lateness, CPU) stays in the headline."""
+    lagging = report(
+        [WorkerCheck(loop_lag_s=[0.0002] * 95 + [0.01242] * 5, cpu_s=0.02, wall_s=1.0)], open_loop=False
+    )
+    assert advice(lagging) == (
+        "TTFT and ITL percentiles may be up to ~12 ms too high (the generator's own delay at p99: "
+        "tokens that arrived while it was busy got late times); throughput and token counts are "
+        "unaffected. What to do: run it again on a quieter machine (other programs, or the engine "
+        "itself, kept the generator off its CPU); more workers would not help, none ran out of CPU."
+    )
+    busy = report([WorkerCheck(loop_lag_s=[0.0015] * 100, cpu_s=0.97, wall_s=1.0)], open_loop=False)
+    assert advice(busy).startswith("TTFT and ITL percentiles may be up to ~1.5 ms too high")
+    assert "; throughput may be the generator's limit, not the engine's (a worker ran out of CPU)" in (
+        advice(busy)
+    )
+    assert "What to do: run it again with more load-generator workers (--workers N or auto" in advice(
+        busy
+    )
+    starved = report([issue_31_check()], open_loop=False)
+    assert advice(starved).startswith("TTFT and ITL percentiles may be up to ~149 ms too high")
+    assert "(it was held up for 93% of the run)" in advice(starved)
+    late = report(
+        [WorkerCheck(loop_lag_s=[0.0001] * 50, send_lateness_s=[0.01] * 50, cpu_s=0.1, wall_s=0.5)],
+        open_loop=True,
+    )
+    assert "requests left up to ~10 ms after their scheduled time (p99)" in advice(late)
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    assert advice(short).startswith("The load generator could not check itself (the run lasted 0.13 s")
+    assert "What to do: run longer" in advice(short)
+    calm = report([WorkerCheck(loop_lag_s=[0.0002] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False)
+    assert advice(calm) == (
+        "TTFT and ITL are the engine's: the generator's own delay was ~0.2 ms at p99."
+    )

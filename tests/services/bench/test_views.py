@@ -178,3 +178,49 @@ def test_live_counts_name_cancelled_requests_only_when_there_are_some() -> None:
         "b: 3 completed, 1 failed, 2 cancelled, 2 warm-up",
     ]
     assert not view.has_tables
+
+
+def test_the_self_check_says_in_plain_words_which_figures_to_trust_and_what_to_do() -> None:
+    """Issue 36: a flagged run says which figures it affects, by how much at most, and what to
+    do; the raw evidence (lag, lateness, CPU) goes with each engine, one click away. Issue 31:
+    a run too short to check says so, never "kept up"."""
+    from services.bench.selfcheck import WorkerCheck, report
+
+    lagging = report(
+        [WorkerCheck(loop_lag_s=[0.0002] * 95 + [0.01242] * 5, cpu_s=0.02, wall_s=1.0)], open_loop=False
+    )
+    calm = report([WorkerCheck(loop_lag_s=[0.0002] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False)
+    short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
+    summary = {"engines": {"a": {"generator": lagging}, "b": {"generator": calm}}}
+    check = views.run_self_check(summary)
+    assert check.state == "client-bound" and check.client_bound
+    assert (
+        check.title == "Client-bound: the load generator, not the engine, limited some of these figures."
+    )
+    assert len(check.advice_lines) == 1  # b kept up: nothing to say about its figures
+    assert check.advice_lines[0].startswith("a: TTFT and ITL percentiles may be up to ~12 ms too high")
+    assert (
+        "throughput and token counts are unaffected. What to do: run it again on a quieter"
+        in (check.advice_lines[0])
+    )
+    assert [line.split(":")[0] for line in check.evidence_lines] == ["a", "b"]
+    assert "CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)" in check.evidence_lines[0]
+    assert "CPU per worker 2%" in check.evidence_lines[0]
+    assert check.evidence_lines[1].startswith("b: generator kept up (1 worker(s)): loop lag p50/p99")
+
+    unchecked = views.run_self_check({"engines": {"a": {"generator": short}, "b": {"generator": calm}}})
+    assert unchecked.state == "could not check" and not unchecked.client_bound
+    assert unchecked.title.startswith("Could not check the load generator")
+    assert unchecked.advice_lines == [
+        (
+            "a: The load generator could not check itself (the run lasted 0.13 s; the check needs at "
+            "least 0.2 s): TTFT and ITL may include its own delay, unmeasured. What to do: run longer "
+            "(more requests or a duration) to get a verdict."
+        )
+    ]
+    kept_up = views.run_self_check({"engines": {"b": {"generator": calm}}})
+    assert kept_up.state == "kept up" and kept_up.title.startswith("The load generator kept up")
+    assert kept_up.advice_lines == [
+        ("TTFT and ITL are the engine's: the generator's own delay was ~0.2 ms at p99.")
+    ]
+    assert views.run_self_check({"engines": {"imported": {}}}).state is None
