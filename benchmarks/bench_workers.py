@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import peers
 from peers import parent_and_cpu_s, run_tree
 
+from services.bench import selfcheck
 from tests.support.scripted_server import ScriptedServer
 
 
@@ -167,10 +168,15 @@ def _measure_tool(
 
 def _line(label: str, figures: dict) -> str:
     check = figures.get("generator") or {}
+    found = selfcheck.state(check)
     bound = (
-        ("client-bound: " + "; ".join(check.get("evidence", [])))
-        if check.get("client_bound")
-        else ("generator kept up" if check else "")
+        "client-bound: " + "; ".join(check.get("evidence", []))
+        if found == selfcheck.CLIENT_BOUND
+        else selfcheck.unchecked_reason(check).join(("could not check (", ")"))
+        if found == selfcheck.UNCHECKED
+        else "generator kept up"
+        if found
+        else ""
     )
     return (
         f"  {label:22s} {figures['tok_s']:9.0f} tok/s {figures['us_per_token']:7.2f} µs/token   "
@@ -304,7 +310,7 @@ def streams(args: argparse.Namespace) -> None:
             f"  sent {block['sent']}, completed {block['completed']}, failed {block['failed']} "
             f"({block['errors_by_class']}), lost {lost}; most in flight {block['concurrency_max']}; "
             f"peak RSS per worker {rss}; {time.perf_counter() - began:.1f} s; "
-            f"client-bound {outcome.generator['client_bound']} {outcome.generator['evidence']}",
+            f"self-check: {selfcheck.headline(outcome.generator)}",
             flush=True,
         )
 
