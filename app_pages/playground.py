@@ -103,11 +103,46 @@ def on_send_again(run_id: int) -> None:
     _on_screen(handle.run_id, handle.conversation_id)
 
 
+def on_pick(run_id: int, winner: str | None) -> None:
+    """A vote button only picks: the vote counts once confirmed (a misclick costs nothing)."""
+    state.pg_vote_pick = (run_id, winner) if winner is not None else None
+
+
 def on_vote(run_id: int, winner: str) -> None:
+    state.pg_vote_pick = None
     try:
-        playground.vote_best(run_id, winner)
+        playground.vote_best(run_id, winner, common.viewer())
     except ShootoutError as error:
         state.pg_error = str(error)
+
+
+def on_undo(run_id: int) -> None:
+    try:
+        playground.undo_vote(run_id, common.viewer())
+    except ShootoutError as error:
+        state.pg_error = str(error)
+
+
+def on_reveal(run_id: int) -> None:
+    state.pg_vote_pick = None
+    try:
+        playground.reveal(run_id, common.viewer())
+    except ShootoutError as error:
+        state.pg_error = str(error)
+
+
+def vote_controls(run_id: int) -> answers.VoteControls:
+    pick = state.get("pg_vote_pick")
+    viewer = common.viewer()
+    return answers.VoteControls(
+        picked=pick[1] if pick and pick[0] == run_id else None,
+        may_undo=playground.may_undo(run_id, viewer),
+        may_reveal=viewer.is_operator,
+        on_pick=on_pick,
+        on_vote=on_vote,
+        on_undo=on_undo,
+        on_reveal=on_reveal,
+    )
 
 
 # ---------------------------------------------------------------------------------------- page
@@ -146,8 +181,6 @@ if state.pg_error:
 if state.pg_conversation_id and current is not None and current.turn > 1:
     answers.earlier_turns(state.pg_conversation_id, current.turn)
 
-blind = st.toggle("Blind mode: hide which engine wrote what until you vote", key="pg_blind")
-
 
 @st.fragment(run_every=LIVE_INTERVAL_S if busy else None)
 def answers_panel() -> None:
@@ -164,7 +197,7 @@ def answers_panel() -> None:
         return
     if busy and not view.active:
         st.rerun()  # streams done: rerun the page once so the inputs, diff and votes come back
-    arrangement = view_model.arrange(view, blind)
+    arrangement = view_model.arrange(view)
     st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not arrangement.hidden and view.first_token_engine:
         fastest = (
@@ -176,12 +209,15 @@ def answers_panel() -> None:
     for pane, column in zip(panes, arrangement.columns, strict=True):
         with pane:
             label = arrangement.labels[column.engine]
-            answers.pane(view, column, label, arrangement.hidden, blind, units)
+            answers.pane(view, column, label, arrangement.hidden, view.blind, units)
 
 
 answers_panel()
 if current is not None and not busy:
-    answers.compare(current, blind, on_vote)
+    try:
+        answers.compare(current, vote_controls(current.run_id))
+    except ShootoutError as error:
+        st.error(ptext.md_text(str(error)))
 
 tally = view_model.tally_rows()
 if tally:

@@ -17,7 +17,7 @@ from services import endpoints, playground
 from services import playground_text as ptext
 from services.engines import SamplingParams
 from services.errors import ShootoutError
-from services.playground import Column, EngineChoice, ExchangeView, SendRequest
+from services.playground import Column, EngineChoice, ExchangeView, SendRequest, Turn
 from services.playground_votes import BlindVote
 
 DEFAULT_SCHEMA = json.dumps(
@@ -87,6 +87,7 @@ def form_request(form: Mapping[str, Any], conversation_id: str | None) -> SendRe
         params=sampling_params(form),
         schema=schema,
         conversation_id=conversation_id,
+        blind=bool(form.get("pg_blind")),
     )
 
 
@@ -107,6 +108,7 @@ def form_values(request: SendRequest) -> dict[str, Any]:
         "pg_min_tokens": p.min_tokens,
         "pg_ignore_eos": p.ignore_eos,
         "pg_schema_on": request.schema is not None,
+        "pg_blind": request.blind,
     }
     if request.schema is not None:
         values["pg_schema"] = json.dumps(request.schema, indent=2)
@@ -136,6 +138,7 @@ def reopen_form(run_id: int) -> Reopened:
         system=request.system,
         params=request.params,
         schema=request.schema,
+        blind=request.blind,
     )
     return Reopened(form_values(kept), view.conversation_id)
 
@@ -144,19 +147,29 @@ def reopen_form(run_id: int) -> Reopened:
 class Arrangement:
     """The answer columns as the screen shows them."""
 
-    columns: list[Column]  # in screen order (shuffled per exchange in blind mode)
+    columns: list[Column]  # in screen order (shuffled per exchange when sent blind)
     labels: dict[str, str]  # engine -> "Answer X"
-    hidden: bool  # names and timings hidden: blind mode before the vote
+    hidden: bool  # names and timings hidden: a blind exchange before its vote or reveal
     vote: BlindVote | None
 
 
-def arrange(view: ExchangeView, blind: bool) -> Arrangement:
-    cast = playground.blind_vote(view.run_id) if blind else None
+def arrange(view: ExchangeView) -> Arrangement:
+    """Blindness comes from the stored exchange, never from a viewer's toggle: a blind
+    exchange's address shows it blind to everyone until it is voted on or revealed."""
+    cast = playground.blind_vote(view.run_id) if view.blind else None
     engines = [c.engine for c in view.columns]
-    order = playground.blind_order(view.run_id, engines) if blind else engines
+    order = playground.blind_order(view.run_id, engines) if view.blind else engines
     columns = sorted(view.columns, key=lambda c: order.index(c.engine))
     labels = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
-    return Arrangement(columns, labels, blind and cast is None, cast)
+    return Arrangement(columns, labels, view.blind and cast is None and not view.revealed, cast)
+
+
+def turn_answers(turn: Turn) -> list[tuple[str, str]]:
+    """An earlier turn's (who, answer) pairs: "Answer X" while that turn is still hidden."""
+    arrangement = arrange(playground.get_exchange(turn.run_id))
+    if not arrangement.hidden:
+        return list(turn.answers.items())
+    return [(arrangement.labels[c.engine], turn.answers.get(c.engine, "")) for c in arrangement.columns]
 
 
 def tally_rows() -> list[dict[str, object]]:

@@ -4,6 +4,7 @@ exchanges. Everything untrusted goes through services.playground_text before mar
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -77,9 +78,23 @@ def pane(
             st.code(python, language="python")
 
 
-def compare(view: ExchangeView, blind: bool, on_vote: Callable[[int, str], None]) -> None:
-    """The diff of two answers, then (blind mode) the vote buttons or the vote cast."""
-    arrangement = view_model.arrange(view, blind)
+@dataclass(frozen=True)
+class VoteControls:
+    """What the blind vote under the diff may offer this viewer, and the page's callbacks."""
+
+    #: The answer picked and waiting for confirmation ("tie" for no clear winner), None if none.
+    picked: str | None
+    may_undo: bool
+    may_reveal: bool
+    on_pick: Callable[[int, str | None], None]
+    on_vote: Callable[[int, str], None]
+    on_undo: Callable[[int], None]
+    on_reveal: Callable[[int], None]
+
+
+def compare(view: ExchangeView, controls: VoteControls) -> None:
+    """The diff of two answers, then (a blind exchange) the vote, its confirmation and undo."""
+    arrangement = view_model.arrange(view)
     columns, labels, hidden, cast = (
         arrangement.columns,
         arrangement.labels,
@@ -103,30 +118,79 @@ def compare(view: ExchangeView, blind: bool, on_vote: Callable[[int, str], None]
         st.caption(
             f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}"
         )
-    if not blind:
+    if not view.blind:
         return
-    if cast is None:
+    if hidden:
+        _ballot(view.run_id, names, labels, controls)
+    elif cast is not None:
+        if cast.winner is None:
+            st.success(
+                "Vote recorded: no answer better than the others (a tie for every pair). Names are shown above."
+            )
+        else:
+            st.success(
+                f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
+                f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it."
+            )
+        if controls.may_undo:
+            st.button(
+                "Undo vote",
+                key="pg_undo_vote",
+                icon=":material/undo:",
+                on_click=controls.on_undo,
+                args=(view.run_id,),
+                help="Takes the vote out of the tally. The names stay shown, so this exchange takes "
+                "no new vote. Possible until the next vote on this server.",
+            )
+    else:
+        st.info(
+            "The engines were revealed without a vote (or the vote was undone): this exchange takes no vote."
+        )
+
+
+def _ballot(run_id: int, names: list[str], labels: dict[str, str], controls: VoteControls) -> None:
+    """The vote buttons; a pick counts only once confirmed (the names show at once after)."""
+    picked = controls.picked
+    if picked is None:
         st.markdown("**Which answer is best?**")
-        buttons = st.columns(len(columns) + 1)
+        buttons = st.columns(len(names) + 1)
         for pane, name in zip(buttons, names, strict=False):
             pane.button(
                 labels[name],
                 key=f"pg_vote_{labels[name][-1]}",
-                on_click=on_vote,
-                args=(view.run_id, name),
+                on_click=controls.on_pick,
+                args=(run_id, name),
             )
         buttons[-1].button(
-            "No clear winner", key="pg_vote_tie", on_click=on_vote, args=(view.run_id, "tie")
+            "No clear winner", key="pg_vote_tie", on_click=controls.on_pick, args=(run_id, "tie")
         )
         st.caption("Names and timings appear once you vote.")
-    elif cast.winner is None:
-        st.success(
-            "Vote recorded: no answer better than the others (a tie for every pair). Names are shown above."
-        )
     else:
-        st.success(
-            f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
-            f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it."
+        choice = (
+            "no clear winner (a tie)"
+            if picked == "tie"
+            else f"**{labels.get(picked, picked)}** as the best answer"
+        )
+        st.warning(
+            f"Vote for {choice}? The names show once you confirm, and the vote counts in the tally."
+        )
+        yes, no, _ = st.columns([1, 1, 4])
+        yes.button(
+            "Confirm vote",
+            key="pg_confirm_vote",
+            type="primary",
+            on_click=controls.on_vote,
+            args=(run_id, picked),
+        )
+        no.button("Cancel", key="pg_cancel_vote", on_click=controls.on_pick, args=(run_id, None))
+    if controls.may_reveal:
+        st.button(
+            "Reveal engines",
+            key="pg_reveal",
+            icon=":material/visibility:",
+            on_click=controls.on_reveal,
+            args=(run_id,),
+            help="An operator's call: shows the names to everyone without a vote; this exchange then takes no vote.",
         )
 
 
@@ -134,8 +198,8 @@ def earlier_turns(conversation_id: str, turn: int) -> None:
     with st.expander(f"Conversation so far ({turn - 1} earlier turn(s))"):
         for earlier in playground.conversation(conversation_id)[:-1]:
             st.markdown(f"**Turn {earlier.turn}:** {ptext.md_line(earlier.prompt)}")
-            for engine, answer in earlier.answers.items():
-                st.caption(f"{ptext.md_line(engine)}: {ptext.md_line(answer[:300])}")
+            for who, answer in view_model.turn_answers(earlier):
+                st.caption(f"{ptext.md_line(who)}: {ptext.md_line(answer[:300])}")
 
 
 def recent(busy: bool, on_open: Callable[[int], None], on_send_again: Callable[[int], None]) -> None:

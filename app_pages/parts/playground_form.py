@@ -148,6 +148,13 @@ def prompt_and_buttons(
         disabled=busy,
         placeholder="Ask something; the next prompt continues the conversation with each engine's own answers.",
     )
+    st.toggle(
+        "Blind mode: hide which engine wrote what until a vote",
+        key="pg_blind",
+        disabled=busy,
+        help="Stored with the exchange: its address shows it blind to everyone until someone votes "
+        "(or an operator reveals the engines).",
+    )
     b1, b2, b3, _ = st.columns([1, 1, 1.4, 3])
     b1.button(
         "Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy

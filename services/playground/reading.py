@@ -74,6 +74,8 @@ def get_exchange(run_id: int) -> ExchangeView:
             params=config.get("params") or {},
             schema=schema,
             created_at=run.created_at,
+            blind=bool(config.get("blind")),
+            revealed=bool(config.get("revealed")),
         )
 
 

@@ -31,6 +31,9 @@ class SendRequest:
     schema: dict[str, Any] | None = None
     #: Continue this conversation (None starts one).
     conversation_id: str | None = None
+    #: Hide which engine wrote what until a vote (stored with the exchange: it stays blind at
+    #: its address for every viewer, whatever their own toggle says).
+    blind: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,10 @@ class ExchangeView:
     params: dict[str, Any]
     schema: dict[str, Any] | None
     created_at: datetime | None = None
+    #: Sent in blind mode, and whether an operator revealed its engines without a vote (or a
+    #: vote was withdrawn after its names were seen): either way no vote may be cast any more.
+    blind: bool = False
+    revealed: bool = False
 
     @property
     def first_token_engine(self) -> str | None:

@@ -75,6 +75,7 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
                 "system": request.system,
                 "params": params_dict(request.params),
                 "schema": request.schema,
+                "blind": request.blind,
                 "engines": [
                     {"engine": c.engine, "model": c.model, "extra_body": c.extra_body}
                     for c in request.engines
@@ -208,4 +209,5 @@ def reopen(run_id: int) -> SendRequest:
         system=config.get("system", ""),
         params=params_from_dict(config.get("params") or {}),
         schema=config.get("schema"),
+        blind=bool(config.get("blind")),
     )

@@ -120,19 +120,58 @@ def test_errors_are_shown_in_words(db_url: str, scripted_server: ScriptedServer)
     assert any("HTTP 503 Service Unavailable" in e.value for e in at.error)
 
 
-def test_blind_mode_hides_names_until_a_vote(two_engines: list[str]) -> None:
+def test_blind_mode_hides_names_until_a_confirmed_vote_which_can_be_undone(
+    two_engines: list[str],
+) -> None:
     at = page().run()
     at.toggle(key="pg_blind").set_value(True)
     at.text_area(key="pg_prompt").set_value("Which is better?")
     at.button(key="pg_send").click().run()
     run_until_idle(at)
+    run_id = at.session_state["pg_run_id"]
     body = texts(at)
     assert "**Answer A**" in body and "**alpha**" not in body and "| TTFT |" not in body
+    # A vote button only picks: nothing is stored nor shown until the pick is confirmed.
     at.button(key="pg_vote_A").click().run()
-    assert not at.exception
+    assert not at.exception and playground.votes_for(run_id) == []
+    assert "**alpha**" not in texts(at) and any("Answer A" in w.value for w in at.warning)
+    at.button(key="pg_cancel_vote").click().run()
+    assert playground.votes_for(run_id) == [] and at.button(key="pg_vote_B").label == "Answer B"
+    at.button(key="pg_vote_A").click().run()
+    at.button(key="pg_confirm_vote").click().run()
+    assert not at.exception and not at.error
     assert "**alpha**" in texts(at)
     [pair] = playground.tally()
     assert (pair.engine_a, pair.engine_b) == ("alpha", "beta") and pair.wins_a + pair.wins_b == 1
+    # Undone before the next vote: out of the tally, the names stay, and no new vote is offered.
+    at.button(key="pg_undo_vote").click().run()
+    assert not at.exception and not at.error
+    assert playground.tally() == [] and "**alpha**" in texts(at)
+    assert any("takes no vote" in i.value for i in at.info)
+    assert not any(b.key and b.key.startswith(("pg_vote_", "pg_undo")) for b in at.button)
+
+
+def test_a_blind_exchange_stays_blind_at_its_address_until_revealed(two_engines: list[str]) -> None:
+    at = page().run()
+    at.toggle(key="pg_blind").set_value(True)
+    at.text_area(key="pg_prompt").set_value("Who wrote this?")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    run_id = at.session_state["pg_run_id"]
+    # Another session (a reload, a shared link): its own toggle never was on.
+    other = opened(run_id)
+    assert not other.exception
+    # Recent exchanges lists which engines took part ("alpha, beta"), never who wrote what.
+    body = " ".join(t for t in texts(other).split("\\#") if "· turn 1 ·" not in t)
+    assert "**Answer A**" in body and "**Answer B**" in body and "| TTFT |" not in body
+    assert not any(name in body for name in two_engines)
+    assert "First token" not in body
+    assert [o for o in other.selectbox(key="pg_diff_a_blind").options] == ["Answer A", "Answer B"]
+    # The operator (a loopback client here) reveals them without a vote, for everyone.
+    other.button(key="pg_reveal").click().run()
+    assert not other.exception and "**alpha**" in texts(other) and "**alpha**" in texts(opened(run_id))
+    assert playground.votes_for(run_id) == []
+    assert not any(b.key and b.key.startswith("pg_vote_") for b in opened(run_id).button)
 
 
 def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
@@ -355,6 +394,7 @@ def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(
     assert not any(e.label.startswith("Blind votes") for e in at.expander)
     winner = playground.blind_order(run_id, ["alpha", "beta", "gamma"])[2]
     at.button(key="pg_vote_C").click().run()
+    at.button(key="pg_confirm_vote").click().run()
     assert not at.exception and not at.error
     [confirmation] = at.success
     assert "Answer C" in confirmation.value and f"**{winner}**" in confirmation.value

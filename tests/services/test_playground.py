@@ -370,3 +370,17 @@ def test_three_local_engines_answer_side_by_side(local_engines: list) -> None:
         and llama.cached_tokens > 0
         and llama.first_turn_ttft_s is not None
     )
+
+
+def test_blind_mode_is_stored_with_the_exchange_and_kept_by_a_resend(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    register(scripted_server, "b1", tokens=2, itl=1)
+    register(scripted_server, "b2", tokens=2, itl=1)
+    choices = (EngineChoice("b1"), EngineChoice("b2"))
+    blind = send_and_wait(SendRequest(engines=choices, prompt="who?", blind=True))
+    named = send_and_wait(SendRequest(engines=choices, prompt="who?"))
+    assert blind.blind and not blind.revealed and not named.blind
+    assert playground.reopen(blind.run_id).blind and not playground.reopen(named.run_id).blind
+    again = playground.resend(blind.run_id)
+    assert playground.wait(again.run_id, 30) and playground.get_exchange(again.run_id).blind

@@ -1,15 +1,22 @@
 """Blind votes: the best of all N answers of an exchange, stored as the pairs it decides,
-once per exchange, and refused in words when it names no answer of that exchange."""
+once per exchange, and refused in words when it names no answer of that exchange; only a blind
+exchange still hidden takes one, an operator may reveal it, and a vote can be undone by its
+voter until the next vote."""
 
 from __future__ import annotations
 
 import pytest
 
 from services import playground_votes as votes
+from services.access import PermissionDenied, Viewer
 from services.errors import NotFoundError, ValidationError
 
+OPERATOR = Viewer(role="operator", identity="ip:127.0.0.1")
+ALICE = Viewer(role="viewer", identity="alice@example.org")
+BOB = Viewer(role="viewer", identity="bob@example.org")
 
-def stored_exchange(engines: list[str]) -> int:
+
+def stored_exchange(engines: list[str], blind: bool = True) -> int:
     from db.models import Exchange, Run
     from db.session import session_scope
 
@@ -18,7 +25,7 @@ def stored_exchange(engines: list[str]) -> int:
             kind="playground",
             status="finished",
             engine_names=",".join(engines),
-            config={"conversation_id": "c", "turn": 1, "prompt": "p"},
+            config={"conversation_id": "c", "turn": 1, "prompt": "p", "blind": blind},
         )
         session.add(run)
         session.flush()
@@ -63,3 +70,38 @@ def test_bad_votes_are_refused_in_words(db_url: str) -> None:
     with pytest.raises(ValidationError, match="already has a vote"):
         votes.vote_best(run_id, "b")
     assert len(votes.votes_for(run_id)) == 1
+
+
+def test_only_a_hidden_blind_exchange_takes_a_vote(db_url: str) -> None:
+    with pytest.raises(ValidationError, match="not sent in blind mode"):
+        votes.vote_best(stored_exchange(["a", "b"], blind=False), "a")
+    run_id = stored_exchange(["a", "b"])
+    with pytest.raises(PermissionDenied, match="Only an operator"):
+        votes.reveal(run_id, ALICE)
+    votes.reveal(run_id, OPERATOR)
+    with pytest.raises(ValidationError, match="were revealed"):
+        votes.vote_best(run_id, "a")
+    assert votes.votes_for(run_id) == []
+
+
+def test_a_vote_is_undone_by_its_voter_until_the_next_vote(db_url: str) -> None:
+    first, second = stored_exchange(["a", "b", "c"]), stored_exchange(["a", "b"])
+    votes.vote_best(first, "b", ALICE)
+    assert votes.may_undo(first, ALICE) and votes.may_undo(first, OPERATOR)
+    assert not votes.may_undo(first, BOB)
+    with pytest.raises(PermissionDenied, match="who cast this vote"):
+        votes.undo_vote(first, BOB)
+    votes.undo_vote(first, ALICE)
+    assert votes.votes_for(first) == [] and votes.tally() == []
+    # Its names were seen: no new vote on it, and nothing left to undo.
+    with pytest.raises(ValidationError, match="were revealed"):
+        votes.vote_best(first, "a", ALICE)
+    with pytest.raises(ValidationError, match="no vote to withdraw"):
+        votes.undo_vote(first, ALICE)
+    third = stored_exchange(["a", "b"])
+    votes.vote_best(second, "a", ALICE)
+    votes.vote_best(third, "b", BOB)  # the next vote on the server
+    assert not votes.may_undo(second, ALICE) and not votes.may_undo(second, OPERATOR)
+    with pytest.raises(ValidationError, match="later vote"):
+        votes.undo_vote(second, ALICE)
+    assert len(votes.votes_for(second)) == 1
