@@ -70,7 +70,8 @@ def setup_section() -> None:
             )
         else:
             defaults = [n for n in scenario.default_engines if n in registered] or list(registered)[:3]
-            with st.form(f"demo_form_{name}"):
+            # A demo runs for minutes on shared engines: only the button starts one, not Enter.
+            with st.form(f"demo_form_{name}", enter_to_submit=False):
                 chosen = st.multiselect(
                     "Engines",
                     list(registered),

@@ -27,7 +27,8 @@ def setup_section(registered: list[str], stored: list[views.ParityListItem]) -> 
                 "when started there or with `python cli.py local up`)."
             )
         else:
-            with st.form("parity_form"):
+            # Enter in a field must not start a run (it did, twice): only the button starts one.
+            with st.form("parity_form", enter_to_submit=False):
                 chosen = st.multiselect(
                     "Engines",
                     registered,

@@ -19,6 +19,21 @@ def page(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return AppTest.from_file(str(REPO_ROOT / "app_pages" / "demos.py"), default_timeout=60)
 
 
+def enter_submits(at: AppTest) -> dict[str, bool]:
+    """Each form on the page: whether Enter in one of its fields submits it."""
+    found: dict[str, bool] = {}
+
+    def walk(node: object) -> None:
+        if getattr(node, "type", None) == "form":
+            form = node.proto.form
+            found[form.form_id] = form.enter_to_submit
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
 @pytest.fixture(scope="module")
 def server():  # type: ignore[no-untyped-def]
     with DemoServer() as demo_server:
@@ -54,6 +69,15 @@ def test_bad_setting_is_a_clear_message(page: AppTest, server) -> None:  # type:
     assert not at.exception
     assert any("Concurrency levels must be whole numbers" in e.value for e in at.error)
     assert runner.list_demos() == []
+
+
+def test_enter_in_a_field_does_not_start_a_demo(page: AppTest, server) -> None:  # type: ignore[no-untyped-def]
+    """A demo runs for minutes on shared engines: only "Run the demo" starts it, not Enter."""
+    server.register("enter-engine")
+    at = page.run()
+    for scenario in ("batching", "decode-bound"):
+        at.selectbox(key="demo_scenario").set_value(scenario).run()
+        assert enter_submits(at) == {f"demo_form_{scenario}": False}
 
 
 def test_run_then_replay(page: AppTest, server) -> None:  # type: ignore[no-untyped-def]

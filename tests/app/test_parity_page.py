@@ -18,6 +18,21 @@ def page(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     return AppTest.from_file(str(REPO_ROOT / "app_pages" / "parity.py"), default_timeout=60)
 
 
+def enter_submits(at: AppTest) -> dict[str, bool]:
+    """Each form on the page: whether Enter in one of its fields submits it."""
+    found: dict[str, bool] = {}
+
+    def walk(node: object) -> None:
+        if getattr(node, "type", None) == "form":
+            form = node.proto.form
+            found[form.form_id] = form.enter_to_submit
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
 def test_without_engines_it_says_where_to_add_them(page: AppTest) -> None:
     at = page.run()
     assert not at.exception
@@ -32,6 +47,14 @@ def test_one_engine_is_a_clear_message(page: AppTest, scripted_server) -> None: 
     assert not at.exception
     assert any("compares 2 to 6 engines" in e.value for e in at.error)
     assert views.list_parity_runs() == []
+
+
+def test_enter_in_a_field_does_not_start_a_run(page: AppTest) -> None:
+    """Only the "Run parity" button starts a run (issue 36: Enter started two; the browser
+    test in tests/e2e/test_parity.py presses it)."""
+    endpoints.add_engine("enter-a", "http://127.0.0.1:9/v1")
+    at = page.run()
+    assert enter_submits(at) == {"parity_form": False}
 
 
 def test_a_stored_run_shows_its_summary_table_and_divergence(page: AppTest, scripted_server) -> None:  # type: ignore[no-untyped-def]

@@ -68,3 +68,54 @@ def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, mo
     page.locator(".parity-divergence").first.wait_for()  # the diverged prompt's next tokens, per engine
     page.locator(".parity-divergence").first.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot(page, "parity-diff").with_name("parity-diff-view.png")))
+
+
+def _parity_runs(database_url: str) -> int:
+    from sqlalchemy import func, select
+
+    from db.models import Run
+    from db.session import dispose_all, session_scope
+    from services.parity import runner
+
+    with session_scope() as session:
+        count = session.scalar(select(func.count()).select_from(Run).where(Run.kind == runner.RUN_KIND))
+    dispose_all()
+    return int(count or 0)
+
+
+def test_enter_in_a_field_starts_no_parity_run(app_page, app_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 36 item 3: Enter in a field of the form started a run at once (two runs without a
+    click); only "Run parity" starts one."""
+    from db.session import dispose_all
+    from services import endpoints
+    from tests.support.scripted_server import ScriptedServer
+
+    with ScriptedServer() as server:
+        monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
+        for record in endpoints.list_engines():
+            endpoints.remove_engine(record.name)
+        for name in ("enter-one", "enter-two"):
+            endpoints.add_engine(name, server.base_url, model=server.model(tokens=2, itl=1))
+        dispose_all()
+        before = _parity_runs(app_server.database_url)
+        page = app_page
+        page.goto(f"{app_server.url}/parity")
+        wait_for_app(page)
+        for label, value in (("Task-set prompts", "2"), ("Max tokens", "8"), ("Seed", "3")):
+            field = page.get_by_label(label)
+            field.fill(value)
+            field.press("Enter")
+            page.wait_for_timeout(1_500)  # a submitted form starts the run and moves to ?run=N
+            assert "run=" not in page.url, f"Enter in {label} started a parity run"
+        wait_for_app(page)
+        assert_no_exception(page)
+        assert _parity_runs(app_server.database_url) == before
+        # The button still starts one, with what was typed.
+        page.get_by_role("button", name="Run parity").click()
+        page.wait_for_url("**/parity?run=*")
+        assert _parity_runs(app_server.database_url) == before + 1
+        wait_for_app(page)
+        assert page.get_by_text("2 prompts").count()
+        for name in ("enter-one", "enter-two"):
+            endpoints.remove_engine(name)
+        dispose_all()
