@@ -11,11 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from sqlalchemy import select
+
+from db.models import Run
+from db.session import session_scope
 from services import endpoints, local_engines, registration
 from services.endpoints import EngineRecord
 from services.engines import adapters, get_adapter
 from services.engines.probe import ProbeResult, probe
 from services.errors import ShootoutError
+from services.lifecycle import ACTIVE_STATUSES
 from services.safe_text import code_span, md_line, md_text
 
 Level = Literal["success", "warning", "error", "info"]
@@ -115,6 +120,27 @@ def local_panel() -> LocalPanel:
     return LocalPanel([_local_row(s) for s in statuses], missing=any(not s.installed for s in statuses))
 
 
+def stop_question(engine_id: str) -> str:
+    """What Stop asks before it acts: the local engines are shared, and whatever runs on this
+    one now (anyone's benchmark, exchange, demo) fails when it goes."""
+    names = {r.name for r in endpoints.list_engines() if engine_id in (r.name, r.local_id)}
+    using = runs_using(names | {engine_id})
+    if using:
+        busy = f"{len(using)} run(s) use it now (#{', #'.join(str(i) for i in using)}) and would fail."
+    else:
+        busy = "No run uses it right now."
+    return f"Stop **{md_line(engine_id)}** for everyone? {busy}"
+
+
+def runs_using(names: set[str]) -> list[int]:
+    """The active runs (pending or running) that use any of these registered engine names."""
+    with session_scope() as session:
+        rows = session.execute(
+            select(Run.id, Run.engine_names).where(Run.status.in_(ACTIVE_STATUSES)).order_by(Run.id)
+        ).all()
+    return [run_id for run_id, joined in rows if names & set((joined or "").split(","))]
+
+
 def stop_local(engine_id: str) -> None:
     local_engines.stop(engine_id)
 
@@ -152,8 +178,11 @@ def add_endpoint(
     api_key_env: str = "",
     metrics_url: str = "",
     store_unreachable: bool = False,
+    same_url_ok: bool = False,
 ) -> list[Message]:
-    """Probe a server and register it; what the probe said and what was stored, as messages."""
+    """Probe a server and register it; what the probe said and what was stored, as messages.
+    A URL another engine points at already is refused unless `same_url_ok` (the user ticked
+    that a second name is meant)."""
     try:
         done = registration.probe_and_register(
             name,
@@ -163,11 +192,22 @@ def add_endpoint(
             api_key_env=api_key_env or None,
             metrics_url=metrics_url or None,
             store_unreachable=store_unreachable,
+            allow_twin=same_url_ok,
         )
     except ShootoutError as error:
         return [Message("error", md_text(str(error)))]
     messages = [probe_message(done.probe)] if done.probe is not None else []
     record = done.record
+    if record is None and done.twins:
+        return [
+            Message(
+                "warning",
+                f"Not stored: {md_line(', '.join(done.twins))} already point(s) at "
+                f"{code_span(endpoints.normalise_base_url(url))}, and two names for one server count "
+                "its requests twice in comparisons. If a second name is meant (another model on the "
+                "same server), tick 'Allow a URL another engine already uses' and add it again.",
+            )
+        ]
     if record is None:
         messages.append(
             Message("info", "Not stored. Fix the URL, or tick 'Store even if it does not answer now'.")
@@ -177,9 +217,9 @@ def add_endpoint(
     if done.twins:
         messages.append(
             Message(
-                "warning",
-                f"{md_line(', '.join(done.twins))} already point(s) at {code_span(record.base_url)}: "
-                "two names for one server count its requests twice in comparisons.",
+                "info",
+                f"As asked, a second name: {md_line(', '.join(done.twins))} point(s) at "
+                f"{code_span(record.base_url)} too.",
             )
         )
     return messages

@@ -26,7 +26,8 @@ class Identified:
 @dataclass(frozen=True)
 class Registration:
     probe: ProbeResult | None
-    #: None when the server did not answer and the caller did not ask to store it anyway.
+    #: None when the server did not answer and the caller did not ask to store it anyway, or
+    #: when `twins` point at the URL already and the caller did not allow a second name.
     record: EngineRecord | None
     #: Other registered engines at the same address (they would count its requests twice).
     twins: list[str] = field(default_factory=list)
@@ -70,9 +71,16 @@ def probe_and_register(
     metrics_url: str | None = None,
     store_unreachable: bool = False,
     probe_first: bool = True,
+    allow_twin: bool = True,
 ) -> Registration:
     """Probe `url` and store it as engine `name` when it answered (or when asked to store it
-    anyway). Bad names, URLs and key variables raise ValidationError before anything is stored."""
+    anyway). Bad names, URLs and key variables raise ValidationError before anything is stored.
+    With `allow_twin` False, a URL another engine already points at is not stored (nor probed):
+    the caller asks first, since two names for one server count its requests twice."""
+    if not allow_twin:
+        twins = endpoints.same_endpoint(url, except_name=name.strip())
+        if twins:
+            return Registration(probe=None, record=None, twins=twins)
     found = probe(url, api_key_env=api_key_env) if probe_first else None
     if found is not None and not found.ok and not store_unreachable:
         return Registration(probe=found, record=None)

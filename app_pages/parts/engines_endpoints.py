@@ -44,9 +44,19 @@ def add_form(kind_labels: dict[str, str]) -> None:
             key="add_metrics_url",
         )
         store_unreachable = st.checkbox("Store even if it does not answer now", key="add_force")
+        same_url_ok = st.checkbox(
+            "Allow a URL another engine already uses",
+            key="add_same_url",
+            help="Another model on the same server, say. Otherwise a URL another engine points at "
+            "is refused: two names for one server count its requests twice.",
+        )
         submitted = st.form_submit_button("Probe and add", type="primary")
     if submitted:
-        show(engines_view.add_endpoint(name, url, kind, model, key_env, metrics_url, store_unreachable))
+        show(
+            engines_view.add_endpoint(
+                name, url, kind, model, key_env, metrics_url, store_unreachable, same_url_ok
+            )
+        )
 
 
 def engine_card(card: EngineCard, kind_labels: dict[str, str], may_manage: bool) -> None:

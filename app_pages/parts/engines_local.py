@@ -27,13 +27,35 @@ def local_panel(may_manage: bool) -> None:
             mid.caption(row.detail)
         if not may_manage:
             continue
-        if row.action == "stop" and right.button("Stop", key=f"local_stop_{row.id}"):
-            engines_view.stop_local(row.id)
-            st.rerun(scope="fragment")
+        if row.action == "stop":
+            # One click only asks: the engines are shared, and a stop ends others' runs on it.
+            right.button("Stop", key=f"local_stop_{row.id}", on_click=_ask_stop, args=(row.id,))
         elif row.action == "start" and right.button("Start", key=f"local_start_{row.id}"):
             refused = engines_view.start_local(row.id)
             if refused is None:
                 st.rerun(scope="fragment")
             show([refused])
+    asked = st.session_state.get("local_stop_asked")
+    if asked is not None:
+        _confirm_stop(asked, [row for row in panel.rows if row.id == asked and row.action == "stop"])
     if panel.missing:
         st.info(INSTALL_HINT)
+
+
+def _ask_stop(engine_id: str | None) -> None:
+    st.session_state["local_stop_asked"] = engine_id
+
+
+def _stop(engine_id: str) -> None:
+    st.session_state["local_stop_asked"] = None
+    engines_view.stop_local(engine_id)
+
+
+def _confirm_stop(engine_id: str, rows: list[engines_view.LocalRow]) -> None:
+    if not rows:  # stopped meanwhile (another user, the CLI): nothing left to ask
+        st.session_state["local_stop_asked"] = None
+        return
+    st.warning(engines_view.stop_question(engine_id), icon=":material/warning:")
+    yes, no, _ = st.columns([1, 1, 4])
+    yes.button("Yes, stop it", key="local_stop_yes", type="primary", on_click=_stop, args=(engine_id,))
+    no.button("Cancel", key="local_stop_no", on_click=_ask_stop, args=(None,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from services import endpoints
+from services import endpoints, engines_view
 from tests.conftest import REPO_ROOT
 
 
@@ -50,3 +50,40 @@ def test_an_endpoint_added_is_listed_in_the_same_run(db_url: str) -> None:
     assert any("Added" in s.value for s in at.success)
     assert any("later" in m.value for m in at.markdown)
     assert [e.name for e in endpoints.list_engines()] == ["later"]
+
+
+def _probe_and_add(at: AppTest, name: str, url: str) -> AppTest:
+    at.text_input(key="add_name").set_value(name)
+    at.text_input(key="add_url").set_value(url)
+    at.checkbox(key="add_force").check()
+    submit = next(b for b in at.get("button") if getattr(b, "label", "") == "Probe and add")
+    return submit.click().run()
+
+
+def test_a_second_name_for_a_registered_url_asks_before_it_is_stored(db_url: str) -> None:
+    at = _probe_and_add(engines_page().run(), "first", "http://127.0.0.1:9")
+    _probe_and_add(at, "second", "http://127.0.0.1:9/v1")
+    assert not at.exception
+    assert any("Not stored: first already point(s) at" in w.value for w in at.warning)
+    assert [e.name for e in endpoints.list_engines()] == ["first"]
+    at.checkbox(key="add_same_url").check()
+    _probe_and_add(at, "second", "http://127.0.0.1:9/v1")
+    assert any("Added **second**" in s.value for s in at.success)
+    assert sorted(e.name for e in endpoints.list_engines()) == ["first", "second"]
+
+
+def test_stop_on_a_shared_local_engine_asks_first(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local engines are shared: one click on Stop only asks, naming what would fail."""
+    row = engines_view.LocalRow("local-x", "**local-x**", "running", failed=False, action="stop")
+    stopped: list[str] = []
+    monkeypatch.setattr(engines_view, "local_panel", lambda: engines_view.LocalPanel([row], False))
+    monkeypatch.setattr(engines_view, "stop_local", stopped.append)
+    at = engines_page().run()
+    at.button(key="local_stop_local-x").click().run()
+    assert not at.exception and stopped == []
+    assert any("Stop **local-x** for everyone?" in w.value for w in at.warning)
+    at.button(key="local_stop_no").click().run()
+    assert stopped == [] and not any("for everyone?" in w.value for w in at.warning)
+    at.button(key="local_stop_local-x").click().run()
+    at.button(key="local_stop_yes").click().run()
+    assert not at.exception and stopped == ["local-x"]

@@ -52,6 +52,8 @@ def test_register_engine_through_form(app_page, app_server, all_local_engines_up
     from services.local_engines import get_spec
 
     app_page.get_by_label("Base URL").fill(f"http://127.0.0.1:{get_spec('vllm-cpu').port}/v1")
+    # vllm-cpu itself may be registered at that URL already: a second name must be asked for.
+    app_page.locator(".st-key-add_same_url label").click()
     app_page.get_by_role("button", name="Probe and add").click()
     wait_for_app(app_page)
     app_page.get_by_text("Added browser-added (vLLM).").wait_for()

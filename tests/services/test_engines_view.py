@@ -3,7 +3,7 @@ the outcome of "Probe and add", and endpoint cards, with what servers and users 
 
 from __future__ import annotations
 
-from services import engines_view, local_engines
+from services import endpoints, engines_view, local_engines
 from services.endpoints import add_engine
 from services.engines.probe import ProbeResult
 from tests.support.markdown import as_read
@@ -62,14 +62,37 @@ def test_an_address_that_does_not_answer_is_not_stored_unless_asked(db_url: str)
     assert engines_view.add_endpoint("", "ftp://nowhere")[0].level == "error"
 
 
-def test_a_second_name_for_one_server_is_warned_about(
+def test_a_second_name_for_one_server_is_refused_before_it_is_stored(
     db_url: str, scripted_server: ScriptedServer
 ) -> None:
     model = scripted_server.model(ttft=1, itl=1)
     engines_view.add_endpoint("first", scripted_server.base_url, kind="vllm", model=model)
-    second = engines_view.add_endpoint("second", scripted_server.base_url, kind="vllm", model=model)
-    assert [m.level for m in second] == ["success", "success", "warning"]
-    assert "first already point(s) at" in second[-1].markdown
+    refused = engines_view.add_endpoint("second", scripted_server.base_url, kind="vllm")
+    assert [m.level for m in refused] == ["warning"]
+    assert "Not stored: first already point(s) at" in refused[0].markdown
+    assert [e.name for e in endpoints.list_engines()] == ["first"]
+    second = engines_view.add_endpoint(
+        "second", scripted_server.base_url, kind="vllm", model=model, same_url_ok=True
+    )
+    assert [m.level for m in second] == ["success", "success", "info"]
+    assert "As asked, a second name: first" in second[-1].markdown
+    assert sorted(e.name for e in endpoints.list_engines()) == ["first", "second"]
+
+
+def test_stop_asks_naming_the_runs_that_use_the_engine(db_url: str) -> None:
+    from db.models import Run
+    from db.session import session_scope
+
+    add_engine("local-a", "http://127.0.0.1:9", local_id="local-a")
+    assert engines_view.stop_question("local-a") == (
+        "Stop **local-a** for everyone? No run uses it right now."
+    )
+    with session_scope() as session:
+        for status, names in (("running", "local-a,other"), ("finished", "local-a"), ("pending", "b")):
+            session.add(Run(kind="benchmark", status=status, engine_names=names))
+    assert engines_view.stop_question("local-a") == (
+        "Stop **local-a** for everyone? 1 run(s) use it now (#1) and would fail."
+    )
 
 
 def test_cards_show_each_endpoint_with_its_key_variable_and_metrics_hint(db_url: str) -> None:

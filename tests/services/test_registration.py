@@ -33,3 +33,10 @@ def test_identify_asks_the_server_only_for_what_the_caller_left_open(scripted_se
     asked = registration.identify(scripted_server.base_url)
     assert asked.probe is not None and asked.kind == asked.probe.kind
     assert registration.identify("http://127.0.0.1:9").kind == "openai"  # nothing answered: generic
+
+
+def test_a_second_name_for_one_url_is_not_stored_unless_allowed(db_url: str, scripted_server) -> None:  # type: ignore[no-untyped-def]
+    registration.probe_and_register("one", scripted_server.base_url)
+    refused = registration.probe_and_register("two", scripted_server.base_url, allow_twin=False)
+    assert refused.record is None and refused.probe is None and refused.twins == ["one"]
+    assert [e.name for e in endpoints.list_engines()] == ["one"]
