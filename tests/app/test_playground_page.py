@@ -174,6 +174,19 @@ def test_a_blind_exchange_stays_blind_at_its_address_until_revealed(two_engines:
     assert not any(b.key and b.key.startswith("pg_vote_") for b in opened(run_id).button)
 
 
+def test_earlier_blind_turns_name_no_engine_until_their_vote(two_engines: list[str]) -> None:
+    at = page().run()
+    at.toggle(key="pg_blind").set_value(True)
+    at.text_area(key="pg_prompt").set_value("first blind question")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    at.text_area(key="pg_prompt").set_value("second blind question")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    earlier = [c.value for c in at.caption if c.value.startswith(("Answer ", "alpha", "beta"))]
+    assert sorted(v.split(":")[0] for v in earlier) == ["Answer A", "Answer B"]
+
+
 def test_multi_turn_and_reopen_from_history(two_engines: list[str]) -> None:
     at = page().run()
     at.text_area(key="pg_prompt").set_value("first question")
