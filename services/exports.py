@@ -30,6 +30,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from db.models import REQUEST_RESULT_FIELDS, Exchange, RequestResult, Run, Sample
 from db.session import session_scope
+from services import playground_votes
 from services.errors import NotFoundError, ValidationError
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 
@@ -259,6 +260,16 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
 # ---------------------------------------------------------------- the export
 
 
+def refuse_hidden(run_id: int) -> None:
+    """A file would say which engine wrote which answer of a blind exchange: none before its
+    vote (or an operator's reveal), as no page says it."""
+    if playground_votes.engines_hidden(run_id):
+        raise ValidationError(
+            f"Exchange #{run_id} is blind until its vote: export it once it is voted on "
+            "(or an operator reveals its engines)."
+        )
+
+
 def stream_run(run_id: int, fmt: str) -> ExportStream:
     """A run as per-request CSV or run JSON. What can be refused (an unknown format, a
     missing run, a CSV of a run with no rows) is refused here, before the first byte."""
@@ -268,6 +279,7 @@ def stream_run(run_id: int, fmt: str) -> ExportStream:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
+        refuse_hidden(run_id)
         if fmt == "json":
             header = {
                 "format": FORMAT,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services import endpoints, playground
+from services import endpoints, playground, playground_votes
 from services import playground_text as ptext
 from services.engines import SamplingParams
 from services.errors import ShootoutError
@@ -28,7 +28,6 @@ DEFAULT_SCHEMA = json.dumps(
     },
     indent=2,
 )
-LABELS = "ABCDEF"
 #: How a column's status reads under its title (Streamlit's colour markup).
 STATUS_WORDS = {
     "streaming": ":blue[streaming…]",
@@ -160,8 +159,10 @@ def arrange(view: ExchangeView) -> Arrangement:
     engines = [c.engine for c in view.columns]
     order = playground.blind_order(view.run_id, engines) if view.blind else engines
     columns = sorted(view.columns, key=lambda c: order.index(c.engine))
-    labels = {c.engine: f"Answer {LABELS[i]}" for i, c in enumerate(columns)}
-    return Arrangement(columns, labels, view.blind and cast is None and not view.revealed, cast)
+    labels = playground_votes.answer_labels(order)
+    return Arrangement(
+        columns, labels, playground_votes.hidden(view.blind, view.revealed, cast is not None), cast
+    )
 
 
 def turn_answers(turn: Turn) -> list[tuple[str, str]]:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from services.access import Viewer
 
 TIE = "tie"
+#: The blind answers' names, in column order (6 engines at most).
+LABELS = "ABCDEF"
 
 
 @dataclass
@@ -56,6 +58,30 @@ def blind_order(run_id: int, engines: list[str]) -> list[str]:
     order = list(engines)
     random.Random(run_id).shuffle(order)
     return order
+
+
+def answer_labels(order: list[str]) -> dict[str, str]:
+    """Each engine's name while its exchange is blind ("Answer A", ...) for engines in screen
+    order (`blind_order` of the order the exchange stored its answers): every page labels alike."""
+    return {engine: f"Answer {LABELS[i]}" for i, engine in enumerate(order)}
+
+
+def hidden(blind: bool, revealed: bool, voted: bool) -> bool:
+    """The one rule of who wrote what: hidden while a blind exchange has neither a vote nor an
+    operator's reveal, on every page and export, for every viewer."""
+    return blind and not revealed and not voted
+
+
+def engines_hidden(run_id: int) -> bool:
+    """Whether a stored run is a blind exchange whose engines are still hidden."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.kind != "playground":
+            return False
+        config = run.config or {}
+        return hidden(
+            bool(config.get("blind")), bool(config.get("revealed")), _has_vote(session, run_id)
+        )
 
 
 def vote(run_id: int, engine_a: str, engine_b: str, winner: str) -> None:

@@ -18,7 +18,14 @@ from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services import runs
 from services.errors import NotFoundError, ValidationError
-from services.exports import REQUEST_COLUMNS, STREAM_FORMATS, export_filename, run_header, stream_run
+from services.exports import (
+    REQUEST_COLUMNS,
+    STREAM_FORMATS,
+    export_filename,
+    refuse_hidden,
+    run_header,
+    stream_run,
+)
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.reports.html_report import HTML_MIME, report_html, standard_html_report, table_html
 from services.reports.registry import ExportFile, html_exporter
@@ -67,6 +74,7 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"Unknown export format {fmt!r}: use csv, json or html.")
     if fmt == "html":
+        refuse_hidden(run_id)
         exporter = html_exporter(runs.get_run(run_id).kind) or standard_html_report
         return exporter(run_id)
     # Whole in memory: for small runs and tests; the page and the CLI write the stream.

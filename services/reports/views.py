@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from db.models import Exchange, Sample
 from db.session import session_scope
-from services import runs
+from services import playground_votes, runs
 from services.importers.common import number
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
@@ -69,6 +69,13 @@ def _exchanges(run_id: int) -> pd.DataFrame | None:
         ).all()
     if not rows:
         return None
+    # A blind exchange before its vote shows here as in the Playground: answers by their blind
+    # names in the blind order, no timings (a fast engine is known by its TTFT).
+    hidden = playground_votes.engines_hidden(run_id)
+    if hidden:
+        order = playground_votes.blind_order(run_id, [row.engine_name for row in rows])
+        labels = playground_votes.answer_labels(order)
+        rows = sorted(rows, key=lambda row: order.index(row.engine_name))
     records = []
     for row in rows:
         metrics, usage = row.metrics or {}, row.usage or {}
@@ -76,9 +83,11 @@ def _exchanges(run_id: int) -> pd.DataFrame | None:
         records.append(
             {
                 "Turn": row.turn,
-                "Engine": row.engine_name,
+                "Engine": labels[row.engine_name] if hidden else row.engine_name,
                 "Status": row.status,
-                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
+                "TTFT": "hidden until the vote"
+                if hidden
+                else format_value("ttft_s", number(metrics.get("ttft_s"))),
                 "Output tokens": usage.get("completion_tokens"),
                 "Finish": row.finish_reason or "",
                 "Answer": answer if len(answer) <= 300 else answer[:299] + "…",

@@ -105,3 +105,33 @@ def test_a_vote_is_undone_by_its_voter_until_the_next_vote(db_url: str) -> None:
     with pytest.raises(ValidationError, match="later vote"):
         votes.undo_vote(second, ALICE)
     assert len(votes.votes_for(second)) == 1
+
+
+def test_the_runs_view_and_exports_keep_a_blind_exchange_blind_until_its_vote(db_url: str) -> None:
+    """Issue 36: the exchange's own address stayed blind, but /runs?run=N and its exports said
+    which engine wrote which answer before anyone voted."""
+    from services import exports, reports
+
+    engines = ["east-engine", "west-engine", "north-engine"]
+    run_id = stored_exchange(engines)
+    table = reports.run_view(run_id).exchanges
+    assert table is not None
+    shown = table.drop(columns=["Answer"]).to_string()  # each stored answer is its engine's name
+    assert not any(name in shown for name in engines), shown
+    order = votes.blind_order(run_id, engines)
+    assert list(table["Engine"]) == ["Answer A", "Answer B", "Answer C"]
+    # Each blind name labels the same answer as in the Playground (the stored answer is the name).
+    assert list(table["Answer"]) == order
+    assert set(table["TTFT"]) == {"hidden until the vote"}
+    for fmt in ("json", "csv", "html"):
+        with pytest.raises(ValidationError, match="blind until its vote"):
+            reports.export_run(run_id, fmt)
+    votes.vote_best(run_id, engines[0])
+    table = reports.run_view(run_id).exchanges
+    assert table is not None and sorted(table["Engine"]) == sorted(engines)
+    assert b"east-engine" in reports.export_run(run_id, "json").data
+    # A revealed one and one never blind show their names.
+    revealed = stored_exchange(engines)
+    votes.reveal(revealed, OPERATOR)
+    assert not votes.engines_hidden(revealed)
+    assert exports.stream_run(stored_exchange(engines, blind=False), "csv").filename
