@@ -27,9 +27,16 @@ from services.exports import (
     stream_run,
 )
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
-from services.reports.html_report import HTML_MIME, report_html, standard_html_report, table_html
+from services.reports.html_report import (
+    HTML_MIME,
+    caveats_html,
+    report_html,
+    standard_html_report,
+    table_html,
+)
 from services.reports.registry import ExportFile, html_exporter
 from services.reports.views import comparison_view
+from services.runs.caveats import run_caveats
 
 ExportFormat = Literal["csv", "json", "html"]
 EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": HTML_MIME}
@@ -102,8 +109,12 @@ def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None)
             ]
         )
     )
+    # Each run's figures keep their own caveats: two runs may differ in load or warm-up.
+    caveats = [
+        caveats_html(run_caveats(d.config, d.summary), f"What qualifies #{d.id}") for d in details
+    ]
     title = "Shootout comparison: " + ", ".join(f"#{d.id}" for d in details)
-    data = report_html(title, [intro], view, []).encode("utf-8")
+    data = report_html(title, [intro, *caveats], view, []).encode("utf-8")
     return ExportFile(
         filename=export_filename(list(view.comparison.run_ids), "html"), mime=HTML_MIME, data=data
     )

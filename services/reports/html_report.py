@@ -17,6 +17,7 @@ from services.reports.registry import ExportFile
 from services.reports.tables import mark_style
 from services.reports.views import ComparisonView, run_view
 from services.runs import RunDetail
+from services.runs.caveats import Caveats
 
 HTML_MIME = "text/html"
 
@@ -26,7 +27,7 @@ h1{font-size:1.6em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #
 table{border-collapse:collapse;font-size:0.9em;margin:8px 0}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.differs td{background:#fff8c5}
 .meta td:first-child{font-weight:600}pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:0.85em;white-space:pre-wrap}
-ul.verdicts li{margin:4px 0}.small{color:#57606a;font-size:0.85em}
+ul.verdicts li,ul.caveats li{margin:4px 0}.small{color:#57606a;font-size:0.85em}
 """
 
 
@@ -74,6 +75,14 @@ def _meta_html(detail: RunDetail) -> str:
         rows.append(("Error", detail.error))
     cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     return f'<table class="meta">{cells}</table>'
+
+
+def caveats_html(caveats: Caveats, heading: str = "What qualifies these figures") -> str:
+    """A run's caveats as a section ("" when it has none): the client-bound warning first."""
+    if not caveats:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in caveats.lines)
+    return f'<h2>{html.escape(heading)}</h2><ul class="caveats">{items}</ul>'
 
 
 def report_html(
@@ -128,7 +137,8 @@ def run_html(run_id: int) -> bytes:
         f"<h2>Configuration</h2><pre>{html.escape(json.dumps(detail.config, indent=2, sort_keys=True, default=str))}</pre>"
     )
     title = f"Shootout run #{detail.id}: {detail.name or detail.kind}"
-    return report_html(title, [_meta_html(detail)], run.view, extra).encode("utf-8")
+    intro = [_meta_html(detail), caveats_html(run.caveats)]
+    return report_html(title, intro, run.view, extra).encode("utf-8")
 
 
 def standard_html_report(run_id: int) -> ExportFile:

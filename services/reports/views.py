@@ -4,7 +4,7 @@ details with its exchanges (playground) and telemetry sources (recordings)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,6 +17,7 @@ from services.importers.common import number
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
+from services.runs.caveats import Caveats, run_caveats
 
 
 @dataclass
@@ -33,6 +34,8 @@ class RunView:
     view: ComparisonView | None
     exchanges: pd.DataFrame | None
     sample_sources: pd.DataFrame | None
+    #: What qualifies the figures (load, warm-up, self-check, engines' notes): shown with them.
+    caveats: Caveats = field(default_factory=Caveats)
 
 
 def view_of(comparison: Comparison) -> ComparisonView:
@@ -137,4 +140,5 @@ def run_view(run_id: int) -> RunView:
         view=view_of(comparison) if comparison is not None else None,
         exchanges=_exchanges(run_id) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
+        caveats=run_caveats(detail.config, detail.summary),
     )

@@ -185,6 +185,10 @@ class RunPageView:
     has_results: bool
     #: the configuration and summary as stored, for the raw view
     stored: dict[str, Any]
+    #: the client-bound warning (markdown-safe), None when the generator was not the bottleneck
+    caveat_warning: str | None = None
+    #: load, warm-up, self-check lines and engines' notes, each markdown-safe
+    caveat_lines: tuple[str, ...] = ()
 
 
 def run_page_view(run_id: int) -> RunPageView:
@@ -224,6 +228,15 @@ def run_page_view(run_id: int) -> RunPageView:
             or bool(parity)
         ),
         stored={"config": detail.config, "summary": detail.summary, "engines": detail.engines},
+        caveat_warning=md_line(run.caveats.verdict) if run.caveats.verdict else None,
+        caveat_lines=tuple(
+            md_line(line)
+            for line in (
+                *run.caveats.load,
+                *(f"Generator self-check: {line}" for line in run.caveats.generator),
+                *run.caveats.notes,
+            )
+        ),
     )
 
 

@@ -66,9 +66,11 @@ def make_run(
     created_at: datetime | None = None,
     requests: dict[str, list[float]] | None = None,
     info: dict[str, dict[str, Any]] | None = None,
+    summary: dict[str, Any] | None = None,
 ) -> int:
     """A stored run, written the way the benchmark worker writes one. `requests` gives
-    per-engine TTFT samples (seconds); E2E = 4 x TTFT, 8 output tokens."""
+    per-engine TTFT samples (seconds); E2E = 4 x TTFT, 8 output tokens. `summary` adds
+    run-wide summary keys (load, workload, generator) beside the engines' blocks."""
     engines = engines or {}
     versions = versions or {}
     snapshots = [
@@ -88,7 +90,7 @@ def make_run(
             name=name,
             status=status,
             config=config if config is not None else {"concurrency": 4, "requests": 100},
-            summary={"engines": engines, "sweep": []} if engines else {},
+            summary={"engines": engines, "sweep": [], **(summary or {})} if engines else {},
             engines=snapshots,
             engine_names=",".join(s["name"] for s in snapshots),
             model=model,

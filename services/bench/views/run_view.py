@@ -23,6 +23,7 @@ from services.bench.views.charts import (
     timeline_figure,
 )
 from services.bench.views.tables import percentile_table, throughput_table
+from services.runs.caveats import Caveats, run_caveats
 from services.safe_text import md_line
 
 #: Runs with at most this many measured requests per engine get the per-request timeline.
@@ -145,7 +146,9 @@ def run_view(run_id: int) -> RunView:
     }
     offsets = run_offsets(results)
     figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
-    notes = _notes(run)
+    config = run.spec.to_dict()
+    caveats = run_caveats(config, results)
+    notes = _notes(run, caveats)
     table = percentile_table(results, run.spec.percentiles) if results.has_results else pd.DataFrame()
     throughput = throughput_table(results) if results.has_results else pd.DataFrame()
     if finished and measured:
@@ -194,57 +197,9 @@ def _outcome(record: RequestRecord) -> str:
     return "cancelled" if record.error_class == CANCELLED else "failed"
 
 
-def _notes(run: jobs.BenchRunView) -> list[str]:
-    summary = run.results
-    notes = []
-    for name, block in summary.engines.items():
-        if block.get("not_run"):
-            notes.append(f"{name} did not run: the run ended before its turn.")
-        if block.get("honoured_output_len") is False:
-            notes.append(
-                f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
-                "answers were shorter than asked (it stopped at its end-of-sequence token)."
-            )
-        unsupported = block.get("unsupported_options") or []
-        if unsupported:
-            notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
-    if summary.sweep:
-        labels = summary.step_labels()
-        reported = [
-            f"{name} at {labels.get(step, f'step {step}')}"
-            for name, block in summary.engines.items()
-            if (step := block.get("from_step")) is not None
-        ]
-        how = "the SLO search's answer" if summary.slo_search else "highest request throughput"
-        if reported:
-            notes.append(
-                f"The tables show one step per engine ({how}): {', '.join(reported)}; "
-                "the charts below show every step."
-            )
-    for name, reason in summary.stopped_early.items():
-        notes.append(f"{name}: the sweep stopped early: {reason}.")
-    for name, found in summary.slo_search.items():
-        best = found.get("best")
-        if best is None:
-            notes.append(
-                f"{name}: even the lowest {found['dimension']} missed the SLOs ({found['slo']})."
-            )
-        else:
-            more = " (the search maximum: it may go higher)" if found.get("reached_maximum") else ""
-            notes.append(
-                f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}, "
-                f"{found['required_attainment']:.0%} of requests): {best:g}{more}."
-            )
-    calibration = summary.prompt_calibration
-    if calibration.get("method") == "tokenize":
-        notes.append(
-            f"Prompt lengths checked against {calibration.get('engine')}'s tokenizer "
-            f"({calibration.get('words_kept')} of {calibration.get('words_checked')} words are one token)."
-        )
-    if summary.data_attribution:
-        notes.append(summary.data_attribution)
-    if summary.engines_run:
-        notes.append(f"Engines ran {summary.engines_run}.")
+def _notes(run: jobs.BenchRunView, caveats: Caveats) -> list[str]:
+    """The run's caveats as the Runs page and the HTML report say them, and its error."""
+    notes = [*caveats.load, *caveats.notes]
     if run.error:
         notes.append(f"Error: {run.error}")
     return notes

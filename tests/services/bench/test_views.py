@@ -224,3 +224,13 @@ def test_the_self_check_says_in_plain_words_which_figures_to_trust_and_what_to_d
         ("TTFT and ITL are the engine's: the generator's own delay was ~0.2 ms at p99.")
     ]
     assert views.run_self_check({"engines": {"imported": {}}}).state is None
+
+
+def test_the_benchmarks_page_says_the_runs_caveats(db_url: str) -> None:
+    from tests.services.runs.test_caveats import caveated_run
+
+    view = views.run_view(caveated_run())
+    assert "Load: concurrency 4, 20 requests per engine." in view.notes
+    assert any(note.startswith("Warm-up: 2 request") for note in view.notes)
+    assert "llamacpp ignores min_tokens (its kind does not take them)." in view.notes
+    assert view.self_check.client_bound

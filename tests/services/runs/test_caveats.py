@@ -1,0 +1,141 @@
+"""services.runs.caveats: a run's load, warm-up, self-check verdict and engines' notes, built
+once from what was stored, and the Runs page's view of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services import runs
+from services.bench import selfcheck
+from services.bench.arrivals import LoadSpec
+from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.workloads import WorkloadSpec
+from services.runs import view as runs_view
+from services.runs.caveats import requested_input_tokens, run_caveats
+from services.safe_text import md_line
+from tests.services.test_runs import engine_summary, make_run
+
+#: What a client-bound check reads as (its evidence names the lag and its limit).
+LAG_EVIDENCE = "event-loop lag p99 6.00 ms > 2 ms"
+
+
+def caveated_config() -> dict[str, Any]:
+    """A benchmark's stored spec: concurrency 4, 20 requests, 2 warm-up, 64 tokens asked."""
+    return BenchSpec(
+        engines=(EngineTarget(name="llamacpp", base_url="http://127.0.0.1:9", kind="llamacpp"),),
+        workload=WorkloadSpec(input_len=64, output_len=32),
+        load=LoadSpec(concurrency=4, requests=20, warmup_requests=2),
+    ).to_dict()
+
+
+def caveated_summary() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(engine block, run-wide keys) of a client-bound llama.cpp run that ignored min_tokens,
+    as summarize wrote them; the self-check is selfcheck.report's own."""
+    # 50 probes in 0.5 s: a loop that woke every time, each 6 ms late (lag, not starvation).
+    check = selfcheck.WorkerCheck(loop_lag_s=[0.006] * 50, cpu_s=0.2, wall_s=0.5)
+    generator = selfcheck.report([check], open_loop=False)
+    block = {
+        **engine_summary(0.05, 0.01, 0.4, 300.0, completed=20),
+        "warmup": 2,
+        "input_tokens": 95 * 20,
+        "cached_tokens": 560,
+        "errors_by_class": {},
+        "unsupported_options": ["min_tokens"],
+        "generator": generator,
+        "engine_metrics": {"prefix_cache_hit_rate": 0.314, "kv_cache_usage_max": 0.2},
+    }
+    wide = {
+        "load": "concurrency 4, 20 requests",
+        "workload": "synthetic 64/32",
+        "engines_run": "one after another",
+        "ttft_includes_connect": False,
+        "generator": {
+            "client_bound": True,
+            "flagged": [{"engine": "llamacpp", "step": None, "evidence": [LAG_EVIDENCE]}],
+            "checked_loads": 1,
+        },
+    }
+    return block, wide
+
+
+def caveated_run(name: str = "caveats") -> int:
+    block, wide = caveated_summary()
+    return make_run(
+        name=name,
+        engines={"llamacpp": block},
+        config=caveated_config(),
+        summary=wide,
+        workload="synthetic 64/32",
+    )
+
+
+def test_a_runs_caveats_come_from_its_stored_config_and_summary() -> None:
+    block, wide = caveated_summary()
+    caveats = run_caveats(caveated_config(), {"engines": {"llamacpp": block}, **wide})
+    assert caveats.client_bound
+    assert caveats.lines[0] == caveats.verdict and "Client-bound" in caveats.lines[0]
+    assert caveats.load == [
+        "Load: concurrency 4, 20 requests per engine.",
+        "Measured requests: llamacpp 20.",
+        (
+            "Warm-up: 2 request(s) per engine before the measured ones, left out of the figures "
+            "(the engines' own counters include them)."
+        ),
+        "Workload: synthetic 64/32.",
+        (
+            "Input length: 64 tokens asked per request, before the chat template; token counts "
+            "are as served: the engine's prompt_tokens, chat template included, so they read higher."
+        ),
+        "Engines ran one after another.",
+    ]
+    advice, evidence = caveats.generator
+    assert advice.startswith("TTFT and ITL percentiles may be up to ~6.0 ms too high")
+    assert evidence.startswith(f"llamacpp: CLIENT-BOUND ({LAG_EVIDENCE})")
+    assert "llamacpp ignores min_tokens (its kind does not take them)." in caveats.notes
+
+
+def test_a_run_too_short_to_check_says_so_and_one_that_kept_up_says_that() -> None:
+    short = selfcheck.report(
+        [selfcheck.WorkerCheck(loop_lag_s=[0.0002] * 12, wall_s=0.13)], open_loop=False
+    )
+    caveats = run_caveats({}, {"engines": {"a": {"generator": short}}})
+    assert caveats.verdict is not None and caveats.verdict.startswith("Could not check")
+    assert not caveats.client_bound and caveats.lines[0] == caveats.verdict
+    calm = selfcheck.report(
+        [selfcheck.WorkerCheck(loop_lag_s=[0.0002] * 150, wall_s=1.52)], open_loop=False
+    )
+    kept_up = run_caveats({}, {"engines": {"a": {"generator": calm}}})
+    assert kept_up.verdict is None and kept_up.generator[0] == "The load generator kept up."
+
+
+def test_no_warm_up_is_said_and_an_old_summary_gives_no_caveats() -> None:
+    config = caveated_config()
+    config["load"]["warmup_requests"] = 0
+    assert "Warm-up: none; the first requests' cold start is in the figures." in (
+        run_caveats(config, {"engines": {}}).load
+    )
+    assert not run_caveats(None, None) and not run_caveats({}, {"engines": "odd"}).lines
+
+
+def test_the_length_asked_is_known_only_where_the_workload_fixes_it() -> None:
+    assert requested_input_tokens(caveated_config()) == 64
+    shared = {"workload": {"kind": "shared_prefix", "input_len": 16, "prefix_len": 256}}
+    assert requested_input_tokens(shared) == 272
+    assert requested_input_tokens({"workload": {"kind": "trace", "input_len": 16}}) is None
+    assert requested_input_tokens({}) is None
+
+
+def test_the_run_page_shows_every_caveat_escaped(db_url: str) -> None:
+    run_id = caveated_run()
+    shown = runs_view.run_page_view(run_id)
+    caveats = run_caveats(caveated_config(), runs.get_run(run_id).summary)
+    assert shown.caveat_warning == md_line(caveats.verdict)
+    assert shown.caveat_lines == tuple(
+        md_line(line)
+        for line in (
+            *caveats.load,
+            *(f"Generator self-check: {line}" for line in caveats.generator),
+            *caveats.notes,
+        )
+    )
+    assert md_line("llamacpp ignores min_tokens (its kind does not take them).") in shown.caveat_lines
