@@ -16,6 +16,10 @@ from services import stored_json
 from services.bench import selfcheck
 from services.bench.summary import BenchSummary
 
+#: Where the two prefix-cache figures come from. They disagree by design (different counters,
+#: different requests), so neither is shown without its source.
+ENGINE_HIT_SOURCE = "engine counters, warm-up included"
+USAGE_HIT_SOURCE = "usage cached_tokens / prompt tokens, measured requests"
 #: Why the served input length exceeds the one asked for.
 SERVED_INPUT_SOURCE = "as served: the engine's prompt_tokens, chat template included"
 

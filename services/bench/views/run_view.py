@@ -23,7 +23,7 @@ from services.bench.views.charts import (
     timeline_figure,
 )
 from services.bench.views.tables import percentile_table, throughput_table
-from services.runs.caveats import Caveats, run_caveats
+from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
 from services.safe_text import md_line
 
 #: Runs with at most this many measured requests per engine get the per-request timeline.
@@ -150,7 +150,11 @@ def run_view(run_id: int) -> RunView:
     caveats = run_caveats(config, results)
     notes = _notes(run, caveats)
     table = percentile_table(results, run.spec.percentiles) if results.has_results else pd.DataFrame()
-    throughput = throughput_table(results) if results.has_results else pd.DataFrame()
+    throughput = (
+        throughput_table(results, requested_input_tokens(config))
+        if results.has_results
+        else pd.DataFrame()
+    )
     if finished and measured:
         figures["ttft_cdf"] = cdf_figure(
             {

@@ -9,6 +9,7 @@ import pandas as pd
 
 from services.bench.summary import BenchSummary
 from services.measure import percentile_key
+from services.runs.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
 
 METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
 
@@ -30,12 +31,26 @@ def percentile_table(
     return fill_missing(pd.DataFrame(rows))
 
 
-def throughput_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
-    """One row per engine: counts, throughputs, goodput and the engine's own cache figures."""
+#: Columns whose figures have more than one reading: each says where it comes from.
+SERVED_INPUT_COLUMN = "input tok/request (as served, chat template included)"
+ASKED_INPUT_COLUMN = "input tok/request asked"
+ENGINE_HIT_COLUMN = f"prefix hit (%), {ENGINE_HIT_SOURCE}"
+USAGE_HIT_COLUMN = f"cached/input (%), {USAGE_HIT_SOURCE}"
+
+
+def throughput_table(
+    summary: BenchSummary | dict[str, Any], requested_input: int | None = None
+) -> pd.DataFrame:
+    """One row per engine: counts, throughputs, goodput and the cache figures. Input tokens
+    per request as served sit beside `requested_input` (the length the run asked for, before
+    the chat template), and the engine's prefix hit rate beside usage's cached share."""
     rows = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         metrics = block.get("engine_metrics") or {}
         errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
+        completed = block.get("completed")
+        input_tokens = block.get("input_tokens")
+        cached = block.get("cached_tokens")
         rows.append(
             {
                 "engine": name,
@@ -43,16 +58,19 @@ def throughput_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
                 "failed": block.get("failed"),
                 # Stopped by the user in flight: neither completed nor the engine's failure.
                 "cancelled": block.get("cancelled_requests") or None,
-                "errors": errors,
+                # No failures is a count of 0, not a blank that reads as "not reported".
+                "errors": errors or "0",
                 "requests/s": _round(block.get("request_throughput_rps")),
                 "output tok/s": _round(block.get("output_throughput_tok_s")),
                 "total tok/s": _round(block.get("total_token_throughput_tok_s")),
                 "goodput req/s": _round(block.get("goodput_rps")),
-                "input tokens": block.get("input_tokens"),
+                ASKED_INPUT_COLUMN: requested_input,
+                SERVED_INPUT_COLUMN: _ratio(input_tokens, completed, 1),
                 "output tokens": block.get("output_tokens"),
-                "cached tokens": block.get("cached_tokens"),
+                "cached tokens": cached,
                 # Shares as percentages, as the Monitor and Runs pages show them.
-                "prefix hit rate (%)": _percent(metrics.get("prefix_cache_hit_rate")),
+                ENGINE_HIT_COLUMN: _percent(metrics.get("prefix_cache_hit_rate")),
+                USAGE_HIT_COLUMN: _percent(_ratio(cached, input_tokens)),
                 "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
                 "schema valid (%)": _percent(block.get("schema_valid_rate")),
             }
@@ -61,6 +79,13 @@ def throughput_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
     # schema) says nothing: leave it out rather than show "None" in every row; a cell one
     # engine lacks reads "–" (not reported), never "None".
     return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
+
+
+def _ratio(part: Any, whole: Any, digits: int | None = None) -> float | None:
+    if not isinstance(part, (int, float)) or not isinstance(whole, (int, float)) or whole <= 0:
+        return None
+    value = part / whole
+    return round(value, digits) if digits is not None else value
 
 
 def _percent(value: Any) -> float | None:

@@ -226,6 +226,22 @@ def test_the_self_check_says_in_plain_words_which_figures_to_trust_and_what_to_d
     assert views.run_self_check({"engines": {"imported": {}}}).state is None
 
 
+def test_the_throughput_table_says_where_each_figure_comes_from() -> None:
+    """Issue 36: 64 tokens asked read as 95 served, with no word of the chat template; two
+    prefix-hit figures stood unlabelled side by side; no failures read as a blank."""
+    from tests.services.runs.test_caveats import caveated_summary
+
+    block, _ = caveated_summary()
+    row = views.throughput_table({"engines": {"llamacpp": block}}, 64).iloc[0]
+    assert row["input tok/request asked"] == 64
+    assert row["input tok/request (as served, chat template included)"] == 95.0
+    assert row["prefix hit (%), engine counters, warm-up included"] == 31.4
+    assert row["cached/input (%), usage cached_tokens / prompt tokens, measured requests"] == 29.5
+    assert row["errors"] == "0"
+    # Without a length asked (a trace, a prompt file) the column is left out, not "–".
+    assert "input tok/request asked" not in views.throughput_table({"engines": {"a": block}})
+
+
 def test_the_benchmarks_page_says_the_runs_caveats(db_url: str) -> None:
     from tests.services.runs.test_caveats import caveated_run
 
@@ -234,3 +250,4 @@ def test_the_benchmarks_page_says_the_runs_caveats(db_url: str) -> None:
     assert any(note.startswith("Warm-up: 2 request") for note in view.notes)
     assert "llamacpp ignores min_tokens (its kind does not take them)." in view.notes
     assert view.self_check.client_bound
+    assert view.throughput.iloc[0]["input tok/request asked"] == 64
