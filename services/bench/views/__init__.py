@@ -41,6 +41,7 @@ from services.bench.views.run_view import (
     run_choice,
     run_self_check,
     run_view,
+    time_left,
 )
 from services.bench.views.tables import (
     METRIC_TITLES,
@@ -82,5 +83,6 @@ __all__ = [
     "submit",
     "sweep_figure",
     "throughput_table",
+    "time_left",
     "timeline_figure",
 ]

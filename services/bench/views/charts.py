@@ -100,8 +100,20 @@ def live_figure(
                 col=2,
             )
     figure.update_xaxes(title_text=_time_axis(offsets))
-    figure.update_yaxes(title_text="ms", row=1, col=1)
+    figure.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=1)
     figure.update_yaxes(title_text="tokens/s", rangemode="tozero", row=1, col=2)
+    if not any(r.ok and r.start_s is not None and r.ttft_s is not None for r in records):
+        # Empty traces get plotly's default -1..4 axes, read as figures: say nothing came yet.
+        figure.update_xaxes(range=[0, 10], rangemode="tozero")
+        figure.update_yaxes(range=[0, 1], showticklabels=False)
+        figure.add_annotation(
+            text="No request has succeeded yet." if records else "Waiting for the first answers…",
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+            showarrow=False,
+        )
     figure.update_layout(height=340, margin={"t": 40, "b": 40}, uirevision="live")
     return figure
 

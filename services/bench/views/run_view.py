@@ -4,6 +4,7 @@ notes, tables and charts, and the run picker."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -73,7 +74,10 @@ class RunView:
 
     @property
     def progress_markdown(self) -> str:
-        return f"{md_line(self.run.status)}: {md_line(self.run.live.get('message'))}"
+        left = time_left(self.run.progress, self.run.started_at, datetime.now(UTC))
+        return f"{md_line(self.run.status)}: {md_line(self.run.live.get('message'))}" + (
+            f" · {left}" if left else ""
+        )
 
     @property
     def count_lines(self) -> list[str]:
@@ -93,6 +97,29 @@ class RunView:
 
     def ordered_figures(self) -> list[tuple[str, go.Figure]]:
         return [(name, self.figures[name]) for name in FIGURE_ORDER if name in self.figures]
+
+
+#: Below this share done, a pace is mostly start-up (finding the model, calibrating prompts).
+ESTIMATE_FROM_PROGRESS = 0.05
+
+
+def time_left(progress: float, started_at: datetime | None, now: datetime) -> str | None:
+    """A running benchmark's remaining time at its pace so far, in words ("about 2 min
+    left"); None until enough of it is done to tell, or when it did not say when it began."""
+    if started_at is None or not ESTIMATE_FROM_PROGRESS <= progress < 1:
+        return None
+    if started_at.tzinfo is None:  # SQLite gives back naive datetimes, stored in UTC
+        started_at = started_at.replace(tzinfo=UTC)
+    elapsed = (now - started_at).total_seconds()
+    if elapsed <= 0:
+        return None
+    seconds = round(elapsed * (1 - progress) / progress)
+    if seconds < 60:
+        return f"about {max(1, seconds)} s left at the pace so far"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"about {minutes} min {rest:02d} s left at the pace so far"
+    return f"about {minutes // 60} h {minutes % 60:02d} min left at the pace so far"
 
 
 @dataclass(frozen=True)

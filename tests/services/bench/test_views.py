@@ -251,3 +251,39 @@ def test_the_benchmarks_page_says_the_runs_caveats(db_url: str) -> None:
     assert "llamacpp ignores min_tokens (its kind does not take them)." in view.notes
     assert view.self_check.client_bound
     assert view.throughput.iloc[0]["input tok/request asked"] == 64
+
+
+def test_a_running_benchmark_says_how_long_it_has_left() -> None:
+    """Issue 36: a running benchmark gave no time estimate."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    assert views.time_left(0.25, now - timedelta(seconds=40), now) == (
+        "about 2 min 00 s left at the pace so far"
+    )
+    # A naive start (SQLite) is UTC; a fast pace reads in seconds, a slow one in hours.
+    assert views.time_left(0.8, (now - timedelta(seconds=40)).replace(tzinfo=None), now) == (
+        "about 10 s left at the pace so far"
+    )
+    assert views.time_left(0.1, now - timedelta(hours=1), now) == (
+        "about 9 h 00 min left at the pace so far"
+    )
+    # Too early to tell, finished, or no start recorded: no estimate.
+    assert views.time_left(0.01, now - timedelta(seconds=5), now) is None
+    assert views.time_left(1.0, now - timedelta(seconds=5), now) is None
+    assert views.time_left(0.5, None, now) is None
+
+
+def test_a_live_chart_with_no_answers_yet_says_so_on_zero_based_axes() -> None:
+    """Issue 36: before the first answer the live charts showed empty -1..4 axes."""
+    figure = views.live_figure([])
+    assert [a.text for a in figure.layout.annotations][-1] == "Waiting for the first answers…"
+    assert tuple(figure.layout.xaxis.range) == (0, 10) and tuple(figure.layout.yaxis.range) == (0, 1)
+    from services.bench.stats import RequestRecord
+
+    failed = [RequestRecord(engine="a", index=0, ok=False, start_s=0.5, error_class="http_500")]
+    assert views.live_figure(failed).layout.annotations[-1].text == "No request has succeeded yet."
+    done = [RequestRecord(engine="a", index=0, ok=True, start_s=0.5, ttft_s=0.1, e2e_s=1.0)]
+    answered = views.live_figure(done)
+    assert "Waiting for the first answers…" not in [a.text for a in answered.layout.annotations]
+    assert answered.layout.xaxis.range is None and answered.layout.yaxis.rangemode == "tozero"
