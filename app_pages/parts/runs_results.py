@@ -83,6 +83,14 @@ def compare() -> None:
         if baseline != comparison.baseline_series.key:
             go(compare=runs_view.id_list(comparison.run_ids), baseline=baseline)
     results(shown.view, "compare")
+    if shown.caveats:
+        st.subheader("What qualifies these figures")
+        for each in shown.caveats:
+            st.markdown(f"**#{each.run_id}**")
+            if each.warning:
+                st.warning(each.warning)
+            if each.lines:
+                st.caption("\n".join(f"- {line}" for line in each.lines))
     st.download_button(
         "HTML report of this comparison",
         data=lambda: reports.export_comparison(shown.run_ids, comparison.baseline_series.key).data,

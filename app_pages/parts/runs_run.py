@@ -135,12 +135,13 @@ def run(run_id: int) -> None:
     st.caption(shown.caption)
     if detail.error:
         st.error(md_text(detail.error))
-    if shown.caveat_warning or shown.caveat_lines:
+    caveats = shown.caveats
+    if caveats.warning or caveats.lines:
         st.subheader("What qualifies these figures")
-        if shown.caveat_warning:
-            st.warning(shown.caveat_warning)
-        if shown.caveat_lines:
-            st.caption("\n".join(f"- {line}" for line in shown.caveat_lines))
+        if caveats.warning:
+            st.warning(caveats.warning)
+        if caveats.lines:
+            st.caption("\n".join(f"- {line}" for line in caveats.lines))
     if shown.repeats_note:
         st.info(shown.repeats_note)
         if st.button("Compare with its repeats", key="runs_compare_repeats"):

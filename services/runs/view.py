@@ -20,6 +20,8 @@ import pandas as pd
 from services import reports
 from services.demos.summary import DemoSummary
 from services.parity.summary import ParitySummary
+from services.runs.caveats import Caveats, run_caveats
+from services.runs.detail import get_run
 from services.runs.history import list_runs
 from services.runs.records import LATENCY_METRICS, RunFilter, RunPage, parse_run_ids
 from services.safe_text import md_line, md_text
@@ -168,6 +170,35 @@ def settings_shown(view: reports.ComparisonView, only_differences: bool) -> pd.D
     return table if table.empty else table.drop(columns=["Differs"])
 
 
+# ---------------------------------------------------------------- caveats
+
+
+@dataclass(frozen=True)
+class CaveatsShown:
+    """A run's caveats as the page draws them, every line markdown-safe."""
+
+    run_id: int
+    #: the client-bound warning, None when the generator was not the bottleneck
+    warning: str | None
+    #: load, warm-up, self-check lines and the engines' notes
+    lines: tuple[str, ...]
+
+
+def _shown(caveats: Caveats, run_id: int = 0) -> CaveatsShown:
+    return CaveatsShown(
+        run_id=run_id,
+        warning=md_line(caveats.verdict) if caveats.verdict else None,
+        lines=tuple(
+            md_line(line)
+            for line in (
+                *caveats.load,
+                *(f"Generator self-check: {line}" for line in caveats.generator),
+                *caveats.notes,
+            )
+        ),
+    )
+
+
 # ---------------------------------------------------------------- one run
 
 
@@ -185,10 +216,8 @@ class RunPageView:
     has_results: bool
     #: the configuration and summary as stored, for the raw view
     stored: dict[str, Any]
-    #: the client-bound warning (markdown-safe), None when the generator was not the bottleneck
-    caveat_warning: str | None = None
-    #: load, warm-up, self-check lines and engines' notes, each markdown-safe
-    caveat_lines: tuple[str, ...] = ()
+    #: what qualifies the figures: load, warm-up, the self-check, the engines' notes
+    caveats: CaveatsShown
 
 
 def run_page_view(run_id: int) -> RunPageView:
@@ -228,15 +257,7 @@ def run_page_view(run_id: int) -> RunPageView:
             or bool(parity)
         ),
         stored={"config": detail.config, "summary": detail.summary, "engines": detail.engines},
-        caveat_warning=md_line(run.caveats.verdict) if run.caveats.verdict else None,
-        caveat_lines=tuple(
-            md_line(line)
-            for line in (
-                *run.caveats.load,
-                *(f"Generator self-check: {line}" for line in run.caveats.generator),
-                *run.caveats.notes,
-            )
-        ),
+        caveats=_shown(run.caveats, detail.id),
     )
 
 
@@ -256,6 +277,8 @@ class ComparePageView:
     #: series key -> label, for the baseline choice
     series_labels: dict[str, str]
     links: str
+    #: each compared run's caveats (runs without any are left out): runs may differ in load
+    caveats: tuple[CaveatsShown, ...] = ()
 
 
 def compare_page_view(compare: str | Sequence[str], baseline: str | None) -> ComparePageView:
@@ -269,4 +292,10 @@ def compare_page_view(compare: str | Sequence[str], baseline: str | None) -> Com
         title="Compare " + ", ".join(f"#{i}" for i in comparison.run_ids),
         series_labels={series.key: series.label for series in comparison.series},
         links=" · ".join(f"[#{i}](?run={i})" for i in comparison.run_ids),
+        caveats=tuple(
+            _shown(caveats, run_id)
+            for run_id in comparison.run_ids
+            for detail in [get_run(run_id)]
+            if (caveats := run_caveats(detail.config, detail.summary))
+        ),
     )

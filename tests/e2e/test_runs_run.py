@@ -53,3 +53,17 @@ def test_a_shared_run_shows_its_load_verdict_and_notes(app_page, app_server, sto
         "llamacpp ignores min_tokens",
     ):
         assert words in report, words
+
+
+def test_a_shared_comparison_keeps_each_runs_caveats(app_page, app_server, stored_run) -> None:  # type: ignore[no-untyped-def]
+    other = caveated_run("e2e caveats, again")
+    app_page.set_viewport_size({"width": 1440, "height": 2800})
+    app_page.goto(f"{app_server.url}/runs?compare={stored_run},{other}")
+    wait_for_app(app_page)
+    assert_no_exception(app_page)
+    app_page.get_by_role("heading", name="What qualifies these figures").wait_for()
+    text = app_page.locator("[data-testid='stMain']").inner_text()
+    assert text.count("Load: concurrency 4, 20 requests per engine.") == 2
+    assert text.count("llamacpp ignores min_tokens (its kind does not take them).") == 2
+    assert_no_missing_words(app_page)
+    screenshot(app_page, "runs-compare-caveats")

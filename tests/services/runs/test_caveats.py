@@ -129,8 +129,8 @@ def test_the_run_page_shows_every_caveat_escaped(db_url: str) -> None:
     run_id = caveated_run()
     shown = runs_view.run_page_view(run_id)
     caveats = run_caveats(caveated_config(), runs.get_run(run_id).summary)
-    assert shown.caveat_warning == md_line(caveats.verdict)
-    assert shown.caveat_lines == tuple(
+    assert shown.caveats.warning == md_line(caveats.verdict)
+    assert shown.caveats.lines == tuple(
         md_line(line)
         for line in (
             *caveats.load,
@@ -138,4 +138,16 @@ def test_the_run_page_shows_every_caveat_escaped(db_url: str) -> None:
             *caveats.notes,
         )
     )
-    assert md_line("llamacpp ignores min_tokens (its kind does not take them).") in shown.caveat_lines
+    assert md_line("llamacpp ignores min_tokens (its kind does not take them).") in shown.caveats.lines
+
+
+def test_a_comparison_shows_each_runs_caveats(db_url: str) -> None:
+    """Two compared runs may differ in load or warm-up: each keeps its own caveats, and a run
+    that has none (an old summary) gets no empty heading."""
+    block = engine_summary(0.1, 0.02, 1.0, 500.0)
+    del block["sent"]  # an old summary: nothing said about its load
+    caveated, plain = caveated_run(), make_run(engines={"vllm": block})
+    assert not run_caveats(runs.get_run(plain).config, runs.get_run(plain).summary)
+    shown = runs_view.compare_page_view(f"{caveated},{plain}", None)
+    [only] = shown.caveats
+    assert only == runs_view.run_page_view(caveated).caveats
