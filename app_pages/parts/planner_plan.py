@@ -21,74 +21,70 @@ def plan_form(presets: dict) -> PlanRequest:
     current: PlanRequest = state["planner_request"]
     models, gpus = list(presets["models"]), list(presets["gpus"])
     dtypes = [NATIVE, *presets["dtypes"]]
-    with st.form("planner_form"):
-        c1, c2, c3, c4 = st.columns(4)
-        model = c1.selectbox(
-            "Model",
-            models,
-            index=models.index(current.model) if current.model in models else 0,
-            format_func=lambda k: presets["models"][k],
-            key="planner_model",
-        )
-        gpu = c2.selectbox(
-            "GPU",
-            gpus,
-            index=gpus.index(current.gpu) if current.gpu in gpus else 0,
-            format_func=lambda k: presets["gpus"][k],
-            key="planner_gpu",
-        )
-        dtype = c3.selectbox(
-            "Weights",
-            dtypes,
-            index=dtypes.index(current.dtype or NATIVE),
-            format_func=lambda k: "model's own" if k == NATIVE else presets["dtypes"][k],
-            key="planner_dtype",
-        )
-        kv_keys = list(presets["kv_dtypes"])
-        kv_dtype = c4.selectbox(
-            "KV cache",
-            kv_keys,
-            index=kv_keys.index(current.kv_dtype),
-            format_func=lambda k: presets["kv_dtypes"][k],
-            key="planner_kv",
-        )
-        c1, c2, c3, c4 = st.columns(4)
-        batch = c1.number_input(
-            "Batch (sequences)", 1, 1_000_000, current.batch, step=1, key="planner_batch"
-        )
-        context = c2.number_input(
-            "Context (tokens)", 1, 100_000_000, current.context, step=1024, key="planner_context"
-        )
-        tp = c3.number_input("GPUs (tensor parallel)", 1, 1024, current.tp, step=1, key="planner_tp")
-        mem_util = c4.slider(
-            "GPU memory utilisation", 0.05, 1.0, current.mem_util, 0.01, key="planner_util"
-        )
-        c1, c2, c3, _ = st.columns(4)
-        block = c1.number_input(
-            "KV block size (tokens)", 1, 4096, current.block_size, key="planner_block"
-        )
-        reserve = c2.number_input(
-            "Reserve per GPU (GiB)",
-            0.0,
-            1024.0,
-            current.reserve_gib,
-            0.5,
-            key="planner_reserve",
-            help="activations, CUDA graphs, other processes",
-        )
-        if st.form_submit_button("Plan", type="primary"):
-            state["planner_request"] = PlanRequest(
-                model=model,
-                gpu=gpu,
-                dtype=None if dtype == NATIVE else dtype,
-                batch=int(batch),
-                context=int(context),
-                tp=int(tp),
-                kv_dtype=kv_dtype,
-                mem_util=float(mem_util),
-                block_size=int(block),
-                reserve_gib=float(reserve),
-            )
+    # No form: a form kept the results on the old inputs until "Plan" was clicked, with no sign
+    # that they were stale (issue 36). Planning is arithmetic, cheap enough for every change.
+    c1, c2, c3, c4 = st.columns(4)
+    model = c1.selectbox(
+        "Model",
+        models,
+        index=models.index(current.model) if current.model in models else 0,
+        format_func=lambda k: presets["models"][k],
+        key="planner_model",
+    )
+    gpu = c2.selectbox(
+        "GPU",
+        gpus,
+        index=gpus.index(current.gpu) if current.gpu in gpus else 0,
+        format_func=lambda k: presets["gpus"][k],
+        key="planner_gpu",
+    )
+    dtype = c3.selectbox(
+        "Weights",
+        dtypes,
+        index=dtypes.index(current.dtype or NATIVE),
+        format_func=lambda k: "model's own" if k == NATIVE else presets["dtypes"][k],
+        key="planner_dtype",
+    )
+    kv_keys = list(presets["kv_dtypes"])
+    kv_dtype = c4.selectbox(
+        "KV cache",
+        kv_keys,
+        index=kv_keys.index(current.kv_dtype),
+        format_func=lambda k: presets["kv_dtypes"][k],
+        key="planner_kv",
+    )
+    c1, c2, c3, c4 = st.columns(4)
+    batch = c1.number_input(
+        "Batch (sequences)", 1, 1_000_000, current.batch, step=1, key="planner_batch"
+    )
+    context = c2.number_input(
+        "Context (tokens)", 1, 100_000_000, current.context, step=1024, key="planner_context"
+    )
+    tp = c3.number_input("GPUs (tensor parallel)", 1, 1024, current.tp, step=1, key="planner_tp")
+    mem_util = c4.slider("GPU memory utilisation", 0.05, 1.0, current.mem_util, 0.01, key="planner_util")
+    c1, c2, c3, _ = st.columns(4)
+    block = c1.number_input("KV block size (tokens)", 1, 4096, current.block_size, key="planner_block")
+    reserve = c2.number_input(
+        "Reserve per GPU (GiB)",
+        0.0,
+        1024.0,
+        current.reserve_gib,
+        0.5,
+        key="planner_reserve",
+        help="activations, CUDA graphs, other processes",
+    )
+    state["planner_request"] = PlanRequest(
+        model=model,
+        gpu=gpu,
+        dtype=None if dtype == NATIVE else dtype,
+        batch=int(batch),
+        context=int(context),
+        tp=int(tp),
+        kv_dtype=kv_dtype,
+        mem_util=float(mem_util),
+        block_size=int(block),
+        reserve_gib=float(reserve),
+    )
     return state["planner_request"]
 
 
@@ -105,7 +101,10 @@ def show_plan(request: PlanRequest) -> None:
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    for warning in plan.warnings:
+    headline, warnings = view.plan_notices(plan)
+    if headline:
+        st.error(md_text(headline), icon=":material/block:")
+    for warning in warnings:
         st.warning(md_text(warning))
     for row in view.plan_metrics(plan):
         _metrics(row)

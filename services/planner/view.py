@@ -40,9 +40,39 @@ class Metric:
     help: str | None = None
 
 
+FIT_WARNING_START = "Does not fit:"
+
+
+def plan_notices(plan: PlanResult) -> tuple[str | None, list[str]]:
+    """What the page says before the figures: a plan that does not fit, first and as an error
+    (a plan where not one sequence fits still headlined "Decode bound 295 tok/s"), then the
+    plan's other warnings."""
+    others = [w for w in plan.warnings if not w.startswith(FIT_WARNING_START)]
+    fit, request = plan.fit, plan.request
+    if fit.fits:
+        return None, others
+    budget = (
+        f"needs {fit.needed_per_gpu / GIB:,.1f} GiB per GPU, "
+        f"{fit.usable_per_gpu / GIB:,.1f} GiB usable at {request.mem_util:.0%}"
+    )
+    if fit.max_sequences == 0:
+        headline = (
+            f"{FIT_WARNING_START} not one sequence of {request.context:,} tokens fits ({budget}). "
+            "The charts' ceilings below are for hardware that could hold it."
+        )
+    else:
+        headline = (
+            f"{FIT_WARNING_START} only {fit.max_sequences:,} of the {request.batch:,} sequences "
+            f"fit at {request.context:,} tokens ({budget})."
+        )
+    return headline, others
+
+
 def plan_metrics(plan: PlanResult) -> tuple[list[Metric], list[Metric]]:
-    """The plan's two rows of four cards: memory and fit, then the speed bounds."""
+    """The plan's two rows of four cards: memory and fit, then the speed bounds (no number for
+    a plan where not one sequence fits: nothing runs there)."""
     fit, decode = plan.fit, plan.decode
+    runs_nothing = not fit.fits and fit.max_sequences == 0
     # GiB first, as the memory bar, the fit warning and the GPU table use; GB beside it.
     memory = [
         Metric(
@@ -67,8 +97,10 @@ def plan_metrics(plan: PlanResult) -> tuple[list[Metric], list[Metric]]:
     speed = [
         Metric(
             "Decode bound",
-            rate(decode.bound_tok_s),
-            f"{decode.per_sequence_tok_s:,.1f} tok/s per sequence",
+            "—" if runs_nothing else rate(decode.bound_tok_s),
+            "not one sequence fits"
+            if runs_nothing
+            else f"{decode.per_sequence_tok_s:,.1f} tok/s per sequence",
         ),
         # "memory bandwidth" does not fit a quarter-width metric; "bandwidth" says the same.
         Metric(
@@ -84,8 +116,10 @@ def plan_metrics(plan: PlanResult) -> tuple[list[Metric], list[Metric]]:
         ),
         Metric(
             "Prefill bound",
-            rate(plan.prefill.bound_tok_s),
-            f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms",
+            "—" if runs_nothing else rate(plan.prefill.bound_tok_s),
+            "not one sequence fits"
+            if runs_nothing
+            else f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms",
         ),
     ]
     return memory, speed

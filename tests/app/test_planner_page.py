@@ -39,18 +39,46 @@ def test_plans_the_worked_example(db_url: str) -> None:
     at.selectbox(key="planner_dtype").set_value("bf16")
     at.number_input(key="planner_batch").set_value(1)
     at.number_input(key="planner_context").set_value(1)
-    submit(at, "Plan")
+    at.run()
     assert not at.exception
     assert metric(at, "KV cache per token") == "327,680 B"
-    assert metric(at, "Decode bound") == "24 tok/s"
     assert metric(at, "Fits?") == "no"
-    assert any("Does not fit" in w.value for w in at.warning)
+    # 140 GB of weights on one 80 GB card: no sequence runs, so no decode rate is headlined.
+    assert metric(at, "Decode bound") == "—"
+    assert any("not one sequence of 1 tokens fits" in e.value for e in at.error)
+
+
+def test_results_follow_their_inputs_without_a_plan_button(db_url: str) -> None:
+    """Issue 36: after changing the model the results stayed on the old one until "Plan" was
+    clicked, with no sign that they were stale."""
+    at = planner_page()
+    assert metric(at, "KV cache per token") == "131,072 B"
+    at.selectbox(key="planner_model").set_value("llama-3-70b").run()
+    assert not at.exception
+    assert metric(at, "KV cache per token") == "327,680 B"
+    assert "Plan" not in [getattr(b, "label", "") for b in at.get("button")]
+
+
+def test_an_impossible_plan_says_so_before_any_rate(db_url: str) -> None:
+    """Issue 36: a plan where not one sequence fits headlined "Decode bound 295 tok/s"."""
+    at = planner_page()
+    at.selectbox(key="planner_model").set_value("llama-3-405b").run()
+    assert not at.exception
+    shown = list(at.tabs[0].children.values())
+    kinds = [node.type for node in shown]
+    first_alert = next(i for i, kind in enumerate(kinds) if kind in ("error", "warning"))
+    assert kinds[first_alert] == "error" and first_alert < kinds.index("plotly_chart")
+    assert "not one sequence of 8,192 tokens fits" in shown[first_alert].value
+    assert metric(at, "Decode bound") == "—" and metric(at, "Prefill bound") == "—"
+    assert not any(w.value.startswith("Does not fit") for w in at.warning)  # said once, as the error
+    at.number_input(key="planner_tp").set_value(16).run()  # 16 GPUs hold it: rates come back
+    assert not at.error and "tok/s" in metric(at, "Decode bound")
 
 
 def test_bad_tensor_parallel_degree_is_a_clear_error(db_url: str) -> None:
     at = planner_page()
     at.number_input(key="planner_tp").set_value(3)
-    submit(at, "Plan")
+    at.run()
     assert not at.exception
     assert any("does not divide the 32 attention heads" in e.value for e in at.error)
 
@@ -101,7 +129,7 @@ def test_a_run_of_another_model_is_not_compared_unless_picked(db_url: str) -> No
     at = planner_page()
     at.selectbox(key="planner_model").set_value("llama-3-70b")
     at.number_input(key="planner_tp").set_value(4)
-    submit(at, "Plan")
+    at.run()
     assert not any(m.label == "Share of the bound" for m in at.metric)
     assert any("No stored run is comparable" in i.value and "Llama 3.1 70B" in i.value for i in at.info)
     at.checkbox(key="planner_run_any").check().run()
@@ -134,7 +162,7 @@ def test_launch_command_follows_the_plan(db_url: str) -> None:
     at.number_input(key="planner_tp").set_value(4)
     at.number_input(key="planner_context").set_value(16384)
     at.slider(key="planner_util").set_value(0.85)
-    submit(at, "Plan")
+    at.run()
     vllm = at.code[0].value
     for flag in (
         "vllm serve meta-llama/Llama-3.1-70B-Instruct",
@@ -156,7 +184,7 @@ def test_launch_command_follows_the_plan(db_url: str) -> None:
     submit(at, "Make command")
     assert at.number_input(key="planner_launch_gpus").value == 2
     at.number_input(key="planner_batch").set_value(32)
-    submit(at, "Plan")  # a new plan sets the fields again
+    at.run()  # a new plan sets the fields again
     assert at.number_input(key="planner_launch_gpus").value == 4
     assert at.number_input(key="planner_slots").value == 32
 
@@ -194,7 +222,7 @@ def test_no_cell_or_metric_shows_none_or_nan_and_units_agree(db_url: str) -> Non
     at = planner_page()
     at.selectbox(key="planner_model").set_value("llama-3-405b")
     at.selectbox(key="planner_gpu").set_value("a100-40gb")  # does not fit, no FP8: the awkward values
-    submit(at, "Plan")
+    at.run()
     for text in _shown_text(at):
         for word in text.replace("(", " ").replace(")", " ").split():
             assert word.strip(".,:;") not in ("None", "nan", "NaN", "inf"), (
@@ -225,7 +253,7 @@ def test_huge_rates_stay_short_enough_for_their_metric(db_url: str) -> None:
     at.selectbox(key="planner_gpu").set_value("b200")
     at.number_input(key="planner_batch").set_value(100_000)
     at.number_input(key="planner_context").set_value(1)
-    submit(at, "Plan")
+    at.run()
     assert not at.exception
     for label in ("Decode bound", "Prefill bound"):
         value = metric(at, label)
