@@ -7,22 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from services.runs import Comparison, format_value
+from services.runs import Comparison
+from services.runs.comparison import change_text, format_row
 
 MARK_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "same": "#57606a"}
-
-
-def _change_text(change: float | None, mark: str | None) -> str:
-    if mark is None:
-        return ""
-    if mark == "same":
-        return "same"
-    if change is None:
-        return mark
-    if change >= 200:
-        # "+21143.8%" reads worse than "212.4×"
-        return f"{1 + change / 100:.1f}× {mark}"
-    return f"{change:+.1f}% {mark}"
 
 
 def comparison_table(comparison: Comparison) -> pd.DataFrame:
@@ -31,10 +19,11 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
     records = []
     for row in comparison.rows:
         record: dict[str, str] = {"Metric": row.label}
+        cells = format_row(row.metric, row.values)
         for index, series in enumerate(comparison.series):
-            record[series.label] = format_value(row.metric, row.values[index])
+            record[series.label] = cells[index]
             if index != base:
-                record[f"Δ {series.label}"] = _change_text(row.changes[index], row.marks[index])
+                record[f"Δ {series.label}"] = change_text(row.changes[index], row.marks[index])
         records.append(record)
     columns = ["Metric"]
     for index, series in enumerate(comparison.series):

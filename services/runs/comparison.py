@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,9 +26,47 @@ from services.runs.records import (
     RunDetail,
     Series,
     SettingRow,
+    format_value,
 )
 from services.runs.series import attach_repeats, build_series, load_samples
 from services.runs.verdicts import verdicts_of
+
+
+def change_text(change: float | None, mark: str | None) -> str:
+    """A change against the baseline as its table cell: a signed percentage, whatever its size.
+    One rule for all: "+199.9% worse" next to "3.0× worse" (the old wording from +200%) read
+    as a jump from 2 to 3 where the values had barely moved."""
+    if mark is None:
+        return ""
+    if mark == "same":
+        return "same"
+    if change is None:
+        return mark
+    return f"{change:+,.1f}% {mark}"
+
+
+def _latency_text(seconds: float, unit: str) -> str:
+    if unit == "s":
+        return f"{seconds:,.2f} s" if abs(seconds) >= 1 else f"{seconds:.3f} s"
+    milliseconds = seconds * 1000
+    if abs(milliseconds) >= 100:
+        return f"{milliseconds:,.0f} ms"
+    if abs(milliseconds) >= 1:
+        return f"{milliseconds:.1f} ms"
+    return f"{milliseconds:.3f} ms"
+
+
+def format_row(metric: str, values: Sequence[float | None]) -> tuple[str, ...]:
+    """A metric row's values as its cells, latencies in one unit for the whole row (seconds once
+    any reaches a second): one E2E row read "850 ms" beside "1.20 s" (issue 36)."""
+    if metric not in LATENCY_METRICS:
+        return tuple(format_value(metric, value) for value in values)
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    unit = "s" if finite and max(finite) >= 1 else "ms"
+    return tuple(
+        "—" if value is None or not math.isfinite(value) else _latency_text(value, unit)
+        for value in values
+    )
 
 
 def _mark(

@@ -1,0 +1,28 @@
+"""The comparison table's wording: one rule for changes of any size, one unit per latency row."""
+
+from __future__ import annotations
+
+import math
+
+from services.runs.comparison import change_text, format_row
+
+
+def test_change_wording_is_one_rule_across_200_percent() -> None:
+    """Issue 36: "+199.9% worse" became "3.0× worse" at +200%, a jump where the values had not moved."""
+    assert change_text(199.9, "worse") == "+199.9% worse"
+    assert change_text(200.0, "worse") == "+200.0% worse"
+    assert change_text(21143.8, "worse") == "+21,143.8% worse"
+    assert change_text(-50.0, "better") == "-50.0% better"
+    assert change_text(0.01, "same") == "same"
+    assert change_text(None, "better") == "better"
+    assert change_text(None, None) == ""
+
+
+def test_a_latency_row_keeps_one_unit() -> None:
+    """Issue 36: Compare's E2E row read "850 ms" beside "1.20 s"."""
+    assert format_row("e2e_s", [0.85, 1.2, None]) == ("0.850 s", "1.20 s", "—")
+    assert format_row("ttft_s", [0.0123, 0.25, math.nan]) == ("12.3 ms", "250 ms", "—")
+    assert format_row("ttft_s", [0.0004, 0.002]) == ("0.400 ms", "2.0 ms")
+    units = {cell.split()[-1] for cell in format_row("e2e_s", [0.004, 0.9999, 12.5])}
+    assert units == {"s"}
+    assert format_row("output_throughput_tok_s", [12.34, 4321.0]) == ("12.3 tok/s", "4,321 tok/s")
