@@ -113,12 +113,15 @@ def recorded() -> None:
     """The Recorded mode: one recording run, an hour of it at a time."""
     runs = monitor.recording_runs()
     if not runs:
-        st.info("No recordings yet: switch to Live and turn on recording.")
+        st.info(
+            "No recordings yet: switch to Live and turn on recording, or run a benchmark "
+            "(its engines' metrics are recorded with it)."
+        )
         return
     chosen = st.selectbox(
         "Recording",
         runs,
-        format_func=lambda r: f"#{r.run_id} {r.name} ({r.status}; {r.engine_names or 'GPUs only'})",
+        format_func=lambda r: r.title,
         key="monitor_recorded_run",
     )
     end_key = f"monitor_recorded_end_{chosen.run_id}"

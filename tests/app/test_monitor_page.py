@@ -3,6 +3,7 @@ the recording switch, recorded replays."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -173,6 +174,67 @@ def test_long_recording_is_shown_an_hour_at_a_time(db_url: str, no_gpu: None) ->
     slider.set_value(start + timedelta(hours=1)).run()
     assert not at.exception, at.exception
     assert at.slider(key=f"monitor_recorded_end_{run_id}").value == start + timedelta(hours=1)
+    assert len(charts(at)) == 5
+
+
+def _benchmark_with_samples(name: str, start_ts: float, seconds: int, source: str) -> int:
+    """A benchmark run whose recorder (in its worker) stored engine samples, one a second."""
+    from datetime import datetime
+
+    with session_scope() as session:
+        run = Run(
+            kind="benchmark",
+            name=name,
+            status="finished",
+            started_at=datetime.fromtimestamp(start_ts, UTC),
+            engine_names=source.partition(":")[2],
+        )
+        session.add(run)
+        session.flush()
+        session.add_all(
+            Sample(
+                run_id=run.id,
+                ts=start_ts + t,
+                source=source,
+                values={"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": 0.9},
+            )
+            for t in range(seconds)
+        )
+        return run.id
+
+
+def _trace_points(at: AppTest, title: str, trace: str) -> list[str]:
+    for chart in charts(at):
+        figure = json.loads(chart.proto.spec)
+        if figure["layout"]["title"]["text"] == title:
+            return next(t["x"] for t in figure["data"] if t["name"] == trace)
+    raise AssertionError(f"no chart {title!r}")
+
+
+def test_live_starts_from_what_was_already_sampled(engines: MetricsServer, no_gpu: None) -> None:
+    """Issue 36: Live held only samples taken since the page opened, under a 5-minute axis, so a
+    benchmark two minutes earlier was absent."""
+    _benchmark_with_samples("earlier", time.time() - 120, 100, "engine:vllm-a")
+    at = monitor_page().run()
+    assert not at.exception, at.exception
+    points = _trace_points(at, "KV-cache usage", "vllm-a")
+    assert len(points) >= 101  # the benchmark's 100 stored samples, then this page's own
+    at.selectbox(key="monitor_window").set_value(60).run()  # the window still bounds them
+    assert 1 <= len(_trace_points(at, "KV-cache usage", "vllm-a")) < 70
+
+
+def test_recorded_lists_a_benchmarks_recording(db_url: str, no_gpu: None) -> None:
+    """Issue 36: Recorded said "No recordings yet" though benchmark runs record engine metrics."""
+    run_id = _benchmark_with_samples("bench A", time.time() - 600, 60, "engine:x")
+    with session_scope() as session:
+        session.add(Run(kind="benchmark", name="nothing recorded", status="finished"))
+    at = monitor_page()
+    at.session_state["monitor_mode"] = "Recorded"
+    at.run()
+    assert not at.exception, at.exception
+    assert not any("No recordings yet" in i.value for i in at.info)
+    options = at.selectbox(key="monitor_recorded_run").options
+    assert options == [f"#{run_id} bench A (benchmark, finished; x)"]
     assert len(charts(at)) == 5
 
 

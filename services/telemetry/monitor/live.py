@@ -8,10 +8,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from services.telemetry.gpu import remote_gpu_settings
 from services.telemetry.hub import get_hub
-from services.telemetry.monitor.charts import build_charts, series_from_snapshots
+from services.telemetry.monitor.charts import (
+    SourceSeries,
+    build_charts,
+    series_from_snapshots,
+    series_from_window,
+)
 from services.telemetry.monitor.records import MonitorOptions, MonitorView, SourceStatus
+from services.telemetry.query import load_window
 from services.telemetry.recorder import active_recordings
 from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
 from services.telemetry.snapshot import Snapshot
@@ -89,10 +97,12 @@ def live_view(
     now = time.time()
     sources = [s.source for s in snapshots]
     history = hub.history(sources, window_s, now)
+    stored = _stored_before(history, now - window_s, now)
     series = [
         item
         for source in sources
-        if (item := series_from_snapshots(history.get(source, []))) is not None
+        if (item := _joined(stored.get(source), series_from_snapshots(history.get(source, []))))
+        is not None
     ]
     errors = [e for url in dcgm_urls if (e := hub.dcgm(url).error)]
     return MonitorView(
@@ -102,6 +112,45 @@ def live_view(
         recordings=active_recordings(),
         gpu_message=None if gpu_state.available else gpu_state.message,
         errors=errors,
+    )
+
+
+def _stored_before(
+    history: dict[str, list[Snapshot]], start: float, now: float
+) -> dict[str, SourceSeries]:
+    """What the database holds of these sources from the window's start up to the first sample
+    this process took of each: a benchmark's recorder (in its own worker) or an earlier
+    recording sampled them while no one watched. Live held only samples since the page opened,
+    under a 5-minute axis, so a benchmark two minutes earlier was absent (issue 36)."""
+    firsts = {source: (items[0].ts if items else now) for source, items in history.items()}
+    if not firsts or max(firsts.values()) <= start:
+        return {}
+    window = load_window(start, max(firsts.values()), sources=list(firsts))
+    frame = window.frame
+    if not len(frame):
+        return {}
+    # Stored rows the hub holds too (a recording in this process) are left to the hub.
+    window.frame = frame[frame["ts"] < frame["source"].map(firsts)]
+    return series_from_window(window)
+
+
+def _joined(stored: SourceSeries | None, live: SourceSeries | None) -> SourceSeries | None:
+    """The stored samples followed by the live ones, as one series (the live states win)."""
+    if stored is None or live is None:
+        return live or stored
+    names = set(stored.signals) | set(live.signals)
+
+    def part(item: SourceSeries, name: str) -> np.ndarray:
+        return item.signals.get(name, np.full(len(item.ts), np.nan))
+
+    return SourceSeries(
+        live.source,
+        live.kind,
+        live.label,
+        np.concatenate([stored.ts, live.ts]),
+        {name: np.concatenate([part(stored, name), part(live, name)]) for name in names},
+        live.not_reported,
+        live.error,
     )
 
 

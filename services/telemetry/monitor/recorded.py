@@ -150,16 +150,19 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
 
 
 def recording_runs(limit: int = 30) -> list[RecordingRun]:
-    """The newest runs of kind "recording" (the Monitor page's replay list)."""
-    from sqlalchemy import select
+    """The newest runs that recorded telemetry: the Monitor's recordings and every benchmark (or
+    other run) with samples of its own. Only "recording" runs were listed, so a benchmark's
+    recorded engine metrics were reachable from the Runs page alone (issue 36)."""
+    from sqlalchemy import exists, or_, select
 
-    from db.models import Run
+    from db.models import Run, Sample
     from db.session import session_scope
 
+    recorded = exists().where(Sample.run_id == Run.id)
     with session_scope() as session:
         rows = session.execute(
-            select(Run.id, Run.name, Run.status, Run.started_at, Run.engine_names)
-            .where(Run.kind == "recording")
+            select(Run.id, Run.name, Run.status, Run.started_at, Run.engine_names, Run.kind)
+            .where(or_(Run.kind == "recording", recorded))
             .order_by(Run.id.desc())
             .limit(limit)
         ).all()

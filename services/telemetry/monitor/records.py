@@ -48,3 +48,10 @@ class RecordingRun:
     status: str
     started_at: Any
     engine_names: str
+    kind: str = "recording"
+
+    @property
+    def title(self) -> str:
+        """How the replay list names it: a benchmark's recording says it is one."""
+        what = "" if self.kind == "recording" else f"{self.kind}, "
+        return f"#{self.run_id} {self.name} ({what}{self.status}; {self.engine_names or 'GPUs only'})"
