@@ -10,9 +10,18 @@ from app_pages import common
 
 PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
+# The wide layout alone still left a third of a 1400 px screen to a sidebar holding two captions
+# and to 5rem margins, while wide tables scrolled at the right and the Playground's columns were
+# about 300 px (issue 36). A narrower sidebar and 2rem margins give the pages that room.
+FRAME_CSS = """<style>
+section[data-testid="stSidebar"]{width:15rem !important;min-width:15rem !important}
+[data-testid="stMainBlockContainer"]{padding-left:2rem;padding-right:2rem;max-width:none}
+</style>"""
+
 
 def run() -> None:
     st.set_page_config(page_title="Shootout", page_icon=":material/speed:", layout="wide")
+    st.html(FRAME_CSS)
     if common.viewer_gate() is None:
         return
     common.recover_once()

@@ -100,3 +100,20 @@ def test_the_sidebar_stays_on_a_page_that_stops_early(db_url: str) -> None:
     assert not at.exception
     assert any("No benchmark has run yet." in c.value for c in at.caption)
     assert any("0 engine(s) registered" in c.value for c in at.sidebar.caption)
+
+
+def test_the_frame_gives_pages_the_screens_width(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36: at 1400 px a third of the screen went to an almost empty sidebar and wide
+    margins while wide tables were cut at the right: the wide layout, a narrow sidebar, 2rem margins."""
+    import streamlit as st
+
+    configs: list[dict] = []
+    set_page_config = st.set_page_config
+    monkeypatch.setattr(st, "set_page_config", lambda **kw: configs.append(kw) or set_page_config(**kw))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert configs and {c.get("layout") for c in configs} == {"wide"}
+    styles = [h.proto.body for h in at.get("html")]
+    assert any(
+        'section[data-testid="stSidebar"]{width:15rem' in s and "padding-left:2rem" in s for s in styles
+    ), styles
