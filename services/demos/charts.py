@@ -7,6 +7,7 @@ uses plotly's default.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import plotly.graph_objects as go
@@ -23,16 +24,53 @@ HEIGHT = 460
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
 
 
+def _seconds(value: float | None, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if unit == "s":
+        return f"{value:.2f} s" if value >= 1 else f"{value:.3f} s"
+    return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
+
+
+def chart_unit(spec: ChartSpec) -> tuple[str, float]:
+    """A chart of seconds in ms while none of its values reaches a second, else in s; other
+    charts in their own unit (scale 1)."""
+    if not spec.y_title.endswith("(s)"):
+        return "", 1.0
+    values = [v for s in spec.series for v in s.y if v is not None and math.isfinite(v)]
+    return ("s", 1.0) if values and max(values) >= 1 else ("ms", 1000.0)
+
+
+def value_labels(spec: ChartSpec) -> list[list[str] | None]:
+    """Each series' value labels. On a chart of seconds, every label in the chart's one unit:
+    the labels were formatted one by one, so a turn chart read "0.20 s" beside "45 ms" under
+    an axis in seconds (issue 36). Other charts keep their stored texts."""
+    texts: list[list[str] | None] = [list(s.text) if s.text else None for s in spec.series]
+    unit, _ = chart_unit(spec)
+    if not unit:
+        return texts
+    return [
+        [_seconds(v, unit) for v in series.y] if text is not None else None
+        for series, text in zip(spec.series, texts, strict=True)
+    ]
+
+
+def _scaled(values: list[float | None], scale: float) -> list[float | None]:
+    return values if scale == 1 else [None if v is None else v * scale for v in values]
+
+
 def figure_from_spec(spec: ChartSpec) -> go.Figure:
     figure = go.Figure()
+    labels = value_labels(spec)
+    unit, scale = chart_unit(spec)
     for number, series in enumerate(spec.series):
         if spec.kind == "bar":
             figure.add_trace(
                 go.Bar(
                     name=series.name,
                     x=[str(x) for x in series.x],
-                    y=series.y,
-                    text=series.text,
+                    y=_scaled(series.y, scale),
+                    text=labels[number],
                     textposition="outside",
                     cliponaxis=False,
                 )
@@ -42,17 +80,19 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
                 go.Scatter(
                     name=series.name,
                     x=[str(x) for x in series.x] if spec.x_category else series.x,
-                    y=series.y,
-                    text=series.text,
+                    y=_scaled(series.y, scale),
+                    text=labels[number],
                     cliponaxis=False,
-                    mode="lines+markers+text" if series.text else "lines+markers",
+                    mode="lines+markers+text" if labels[number] else "lines+markers",
                     textposition=LABEL_POSITIONS[number % len(LABEL_POSITIONS)],
                     line={"width": 4},
                     marker={"size": 12},
                 )
             )
     for reference in spec.references:
-        figure.add_hline(y=reference["y"], line_dash="dash", annotation_text=reference.get("label", ""))
+        figure.add_hline(
+            y=reference["y"] * scale, line_dash="dash", annotation_text=reference.get("label", "")
+        )
     figure.update_layout(
         title={"text": spec.title, "font": {"size": TITLE_SIZE}},
         font={"size": FONT_SIZE},
@@ -64,7 +104,8 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
     )
     x_type = "category" if spec.x_category else "log" if spec.x_log else None
     figure.update_xaxes(title_text=spec.x_title, type=x_type)
-    figure.update_yaxes(title_text=spec.y_title, type="log" if spec.y_log else None, rangemode="tozero")
+    y_title = spec.y_title[: -len("(s)")] + "(ms)" if unit == "ms" else spec.y_title
+    figure.update_yaxes(title_text=y_title, type="log" if spec.y_log else None, rangemode="tozero")
     return figure
 
 
