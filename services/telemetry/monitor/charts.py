@@ -165,9 +165,12 @@ def build_chart(
     x_range: tuple[float, float] | None = None,
     key_prefix: str = "",
     webgl: bool = True,
+    origin_ts: float | None = None,
 ) -> Chart:
     """`webgl=False` draws SVG lines: a browser keeps about 16 WebGL contexts, and a page of
-    ten WebGL charts lost its first ones (drawn empty); a history has at most ~1000 points a line."""
+    ten WebGL charts lost its first ones (drawn empty); a history has at most ~1000 points a line.
+    `origin_ts`: time is drawn as seconds since then (a run's start), as the run's other charts
+    are, instead of on the wall clock."""
     trace_type = go.Scattergl if webgl else go.Scatter
     figure = go.Figure()
     notes: list[str] = []
@@ -191,7 +194,7 @@ def build_chart(
             has_data = has_data or bool(np.isfinite(values).any())
             figure.add_trace(
                 trace_type(
-                    x=_times(item.ts),
+                    x=_times(item.ts) if origin_ts is None else item.ts - origin_ts,
                     y=values * scale,
                     name=f"{item.name} · {suffix}" if many_signals and suffix else item.name,
                     mode="lines",
@@ -221,7 +224,11 @@ def build_chart(
         figure.update_yaxes(rangemode="tozero")
         if not has_data:
             figure.update_yaxes(range=[0, 1])
-    if x_range:
+    if origin_ts is not None:
+        figure.update_xaxes(type="linear", title_text="seconds since the run started")
+        if x_range:
+            figure.update_xaxes(range=[x_range[0] - origin_ts, x_range[1] - origin_ts])
+    elif x_range:
         figure.update_xaxes(range=[_times(np.array([x_range[0]]))[0], _times(np.array([x_range[1]]))[0]])
     return Chart(f"{key_prefix}{definition.key}", definition.title, figure, notes, has_data)
 
@@ -231,6 +238,11 @@ def build_charts(
     x_range: tuple[float, float] | None = None,
     key_prefix: str = "monitor_",
     webgl: bool = True,
+    origin_ts: float | None = None,
 ) -> list[Chart]:
     groups = {s.group for s in series}
-    return [build_chart(d, series, x_range, key_prefix, webgl) for d in CHARTS if d.group in groups]
+    return [
+        build_chart(d, series, x_range, key_prefix, webgl, origin_ts)
+        for d in CHARTS
+        if d.group in groups
+    ]

@@ -66,6 +66,7 @@ def history_view(
     job: str | None = None,
     key_prefix: str = "history_",
     step_s: float | None = None,
+    origin_ts: float | None = None,
 ) -> MonitorView:
     """Engine and GPU charts of a past window from a team's Prometheus (the engines' own
     series normalised like the live scraper's, dcgm-exporter GPUs), about 1000 points a series."""
@@ -90,10 +91,12 @@ def history_view(
         errors.append(
             f"Prometheus at {server.url} has no engine or dcgm-exporter series in this window."
         )
-    charts = build_charts(series, (start_ts, end_ts), key_prefix=key_prefix, webgl=False)
+    span = (start_ts, end_ts)
+    charts = build_charts(series, span, key_prefix=key_prefix, webgl=False, origin_ts=origin_ts)
     if any(s.group == "engine" for s in series):
         charts += [
-            build_chart(d, series, (start_ts, end_ts), key_prefix, webgl=False) for d in HISTORY_CHARTS
+            build_chart(d, series, span, key_prefix, webgl=False, origin_ts=origin_ts)
+            for d in HISTORY_CHARTS
         ]
     return MonitorView(
         charts=charts,
@@ -115,8 +118,16 @@ def run_history_view(server: Any, run_id: int, engine_names: Sequence[str] | Non
     names, unknown = registered_names(window.engine_names if engine_names is None else engine_names)
     # A benchmark lasts minutes: a finer step than the Monitor's default (15 s at least).
     step = step_for(window.start_ts, window.end_ts, points=500, least_s=1.0)
+    # On the run's clock, seconds since it started, as the Runs page's other charts: the page
+    # mixed wall-clock and since-start axes (issue 36).
     view = history_view(
-        server, window.start_ts, window.end_ts, names, key_prefix=f"run_history_{run_id}_", step_s=step
+        server,
+        window.start_ts,
+        window.end_ts,
+        names,
+        key_prefix=f"run_history_{run_id}_",
+        step_s=step,
+        origin_ts=window.start_ts,
     )
     view.errors[:0] = [
         f"Engine {name} of this run is not registered here, so Prometheus cannot be asked for it."

@@ -44,3 +44,17 @@ def test_other_charts_keep_their_own_unit() -> None:
     kv = next(d for d in CHARTS if d.key == "kv_cache")
     chart = build_chart(kv, [_engine("a", kv_cache_usage=[0.5])])
     assert chart.figure.layout.yaxis.title.text == "%" and list(chart.figure.data[0].y) == [50.0]
+
+
+def test_a_runs_chart_counts_seconds_from_the_runs_start() -> None:
+    """Issue 36: the Runs page drew its telemetry in seconds since the start and its Prometheus
+    history on the wall clock."""
+    series = [_engine("a", kv_cache_usage=[0.1, 0.2, 0.3])]
+    start = float(series[0].ts[0]) - 5
+    kv = next(d for d in CHARTS if d.key == "kv_cache")
+    chart = build_chart(kv, series, (start, start + 60), origin_ts=start)
+    xaxis = chart.figure.layout.xaxis
+    assert list(chart.figure.data[0].x) == [5.0, 6.0, 7.0]
+    assert xaxis.type == "linear" and xaxis.title.text == "seconds since the run started"
+    assert list(xaxis.range) == [0, 60]
+    assert build_chart(kv, series).figure.layout.xaxis.type == "date"  # Monitor: the wall clock

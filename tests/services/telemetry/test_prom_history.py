@@ -179,6 +179,8 @@ def test_a_run_window_from_its_stored_times(db_url: str, prometheus: str) -> Non
     view = monitor.run_history_view(server(prometheus), imported_id)
     assert any("not-here" in e for e in view.errors)
     assert any(c.has_data for c in view.charts if c.key.endswith("kv_cache"))
+    # On the run's own clock, as the Runs page's telemetry replay (it mixed in wall-clock axes).
+    assert {c.figure.layout.xaxis.title.text for c in view.charts} == {"seconds since the run started"}
     with pytest.raises(ValidationError, match="no start time"):
         prom_history.run_window(undated_id)
 
