@@ -34,9 +34,10 @@ def as_openai_python(request: ChatRequest) -> str:
     if request.headers:
         kwargs["extra_headers"] = request.headers
     arguments = "\n".join(f"    {name}={_py(value)}," for name, value in kwargs.items())
+    # `os` only when the key is read from the environment: an unused import is the first thing
+    # a linter flags in the pasted code (issue 36).
     return (
-        "import os\n\n"
-        "from openai import OpenAI\n\n"
+        ("import os\n\n" if request.api_key_env else "") + "from openai import OpenAI\n\n"
         f"client = OpenAI(base_url={base!r}, api_key={key})\n"
         "stream = client.chat.completions.create(\n"
         f"{arguments}\n"
