@@ -139,6 +139,8 @@ def show(view: jobs.TuneRunView) -> None:
     best = views.winner(summary)
     st.markdown("**Best configuration**")
     (st.success if best.label else st.warning)(md_text(best.reason))
+    if best.caveat:
+        st.caption(md_text(best.caveat))
     if best.plain:
         st.caption("Launch it (plain)")
         st.code(best.plain, language="bash")

@@ -170,6 +170,36 @@ class Winner:
     plain: str | None
     docker: str | None
     settings: dict[str, str]
+    #: What one run per configuration cannot tell (None without a winner).
+    caveat: str | None = None
+
+
+def _noise_caveat(results: TuneSummary) -> str | None:
+    """The verdict rests on one run of each configuration, with no measure of its noise: said
+    beside it, with the gap to the runner-up, so a 2% lead is not read as settled (issue 36)."""
+    if results.best_label is None:
+        return None
+    rates = sorted(
+        (
+            (float(rate), str(config["label"]))
+            for config in results.configs
+            if isinstance(
+                rate := (config.get("metrics") or {}).get("output_throughput_tok_s"), int | float
+            )
+            and rate > 0
+        ),
+        reverse=True,
+    )
+    gap = ""
+    if len(rates) > 1:
+        (top, first), (second, runner_up) = rates[0], rates[1]
+        gap = (
+            f" The top two by output tokens/s ({first}, {runner_up}) are {(top / second - 1):.0%} apart."
+        )
+    return (
+        "Each configuration ran once, so run-to-run noise is not measured: a lead of a few percent "
+        f"may not repeat.{gap} Run the leaders again before relying on the order."
+    )
 
 
 def winner(summary: TuneSummary | dict[str, Any]) -> Winner:
@@ -181,6 +211,7 @@ def winner(summary: TuneSummary | dict[str, Any]) -> Winner:
         launch.get("plain"),
         launch.get("docker"),
         results.best_settings,
+        _noise_caveat(results),
     )
 
 

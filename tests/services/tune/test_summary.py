@@ -49,3 +49,19 @@ def test_the_views_read_the_typed_summary_and_the_stored_json_alike() -> None:
     assert typed.equals(views.config_table(STORED))
     assert list(typed["best"]) == ["★", ""] and list(typed["on front"]) == ["yes", ""]
     assert views.winner(STORED).docker == "docker run x"
+
+
+def test_the_winner_says_one_run_each_does_not_measure_noise() -> None:
+    """Issue 36: Tune's verdict had no caveat that each configuration ran once."""
+    stored = {
+        **STORED,
+        "configs": [
+            {"label": "a", "status": "finished", "metrics": {"output_throughput_tok_s": 41.0}},
+            {"label": "c", "status": "finished", "metrics": {"output_throughput_tok_s": 40.0}},
+            {"label": "b", "status": "failed", "reason": "did not start", "metrics": None},
+        ],
+    }
+    caveat = views.winner(stored).caveat or ""
+    assert caveat.startswith("Each configuration ran once, so run-to-run noise is not measured")
+    assert "The top two by output tokens/s (a, c) are 2% apart." in caveat
+    assert views.winner({**STORED, "best": {}}).caveat is None  # no winner, nothing to qualify
