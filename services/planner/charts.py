@@ -23,8 +23,12 @@ def decode_batch_limit(plan: PlanResult) -> int:
     return max(2, math.ceil(max(marks) * 1.5))
 
 
-def _mark_batch(figure: go.Figure, batch: int, text: str, colour: str, top: bool) -> None:
-    """A labelled vertical line at `batch` on the log batch axis.
+def _mark_batch(
+    figure: go.Figure, batch: int, text: str, colour: str, top: bool, axis_end: float
+) -> None:
+    """A labelled vertical line at `batch` on the log batch axis; in the axis's right half the
+    label reads leftwards from the line (written rightwards, "KV memory full at 56" was cut at
+    the chart's edge, issue 36).
 
     Not `add_vline(annotation_text=...)`: on a log axis Plotly reads an annotation's x in
     log10 units but a shape's in data units, so the label of a line at batch 62 lands at
@@ -47,7 +51,7 @@ def _mark_batch(figure: go.Figure, batch: int, text: str, colour: str, top: bool
         yref="paper",
         text=text,
         showarrow=False,
-        xanchor="left",
+        xanchor="right" if math.log(batch) > 0.5 * math.log(axis_end) else "left",
         yanchor="top" if top else "bottom",
         font={"color": colour},
     )
@@ -95,6 +99,7 @@ def decode_ceiling_figure(plan: PlanResult, achieved_tok_s: float | None = None)
             f"compute-bound from batch {plan.crossover_batch:,}",
             "grey",
             top=True,
+            axis_end=limit,
         )
     else:
         notes.append("compute-bound: never (each sequence adds its own KV bytes)")
@@ -105,6 +110,7 @@ def decode_ceiling_figure(plan: PlanResult, achieved_tok_s: float | None = None)
             f"KV memory full at {plan.fit.max_sequences:,}",
             "orange",
             top=False,
+            axis_end=limit,
         )
     else:
         notes.append("KV memory: not one sequence fits at this context")
@@ -194,17 +200,20 @@ def memory_bar_figure(plan: PlanResult) -> go.Figure:
                 marker_color=colour,
                 hovertemplate=f"{name}: %{{x:,.1f}} GiB<extra></extra>",
             )
+    # The two labels on either side of their lines, which are often a few GiB apart: both
+    # written rightwards, "usable 71.7 GiB" ran into the total's line and label.
     figure.add_vline(
         x=fit.usable_per_gpu / GIB,
         line_dash="dash",
         line_color="black",
         annotation_text=f"usable {fit.usable_per_gpu / GIB:,.1f} GiB",
+        annotation_position="top left",
     )
     figure.add_vline(
         x=fit.memory_per_gpu / GIB,
         line_color="grey",
         annotation_text=f"total {fit.memory_per_gpu / GIB:,.1f} GiB",
-        annotation_position="bottom right",
+        annotation_position="top right",
     )
     figure.update_layout(
         barmode="stack",

@@ -91,3 +91,19 @@ def test_the_other_figures_build() -> None:
     plan = make_plan(PlanRequest("llama-3-8b", "h100-sxm", batch=16, context=8192))
     assert roofline_figure(plan).data
     assert memory_bar_figure(plan).data
+
+
+def test_labels_stay_inside_the_chart_and_apart() -> None:
+    """Issue 36: "KV memory full at 56" was cut at the decode chart's right edge, and the memory
+    bar's "usable" label ran into the total's line a few GiB further right."""
+    plan = make_plan(PlanRequest("llama-3-8b", "h100-sxm", batch=16, context=8192))
+    anchors = {
+        a.text: a.xanchor for a in decode_ceiling_figure(plan).layout.annotations if a.xref == "x"
+    }
+    assert anchors == {"KV memory full at 56": "right"}  # near the axis's end: reads leftwards
+    # A batch of 4,096 runs the axis to 6,144: the same mark, in the left half, reads rightwards.
+    wide = make_plan(PlanRequest("llama-3-8b", "h100-sxm", batch=4096, context=8192))
+    marks = {a.text: a.xanchor for a in decode_ceiling_figure(wide).layout.annotations if a.xref == "x"}
+    assert marks == {"KV memory full at 56": "left"}
+    bar = {a.text.split()[0]: a.xanchor for a in memory_bar_figure(plan).layout.annotations}
+    assert bar == {"usable": "right", "total": "left"}  # on either side of their two lines
