@@ -16,10 +16,14 @@ MARK_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "same": "#57606a"}
 def comparison_table(comparison: Comparison) -> pd.DataFrame:
     """Metric rows; for every series its value, and for all but the baseline the change."""
     base = comparison.baseline
+    by_metric: dict[str, list[float | None]] = {}
+    for row in comparison.rows:
+        by_metric.setdefault(row.metric, []).extend(row.values)
     records = []
     for row in comparison.rows:
         record: dict[str, str] = {"Metric": row.label}
-        cells = format_row(row.metric, row.values)
+        # One unit for all of a latency's statistics (mean to p99), not only within a row.
+        cells = format_row(row.metric, row.values, by_metric[row.metric])
         for index, series in enumerate(comparison.series):
             record[series.label] = cells[index]
             if index != base:

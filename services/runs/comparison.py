@@ -56,12 +56,17 @@ def _latency_text(seconds: float, unit: str) -> str:
     return f"{milliseconds:.3f} ms"
 
 
-def format_row(metric: str, values: Sequence[float | None]) -> tuple[str, ...]:
+def format_row(
+    metric: str, values: Sequence[float | None], unit_from: Sequence[float | None] | None = None
+) -> tuple[str, ...]:
     """A metric row's values as its cells, latencies in one unit for the whole row (seconds once
-    any reaches a second): one E2E row read "850 ms" beside "1.20 s" (issue 36)."""
+    any reaches a second): one E2E row read "850 ms" beside "1.20 s" (issue 36). `unit_from`:
+    the values that choose the unit, e.g. every statistic of the metric, so that its p99 row
+    is not in seconds under a p95 row in ms."""
     if metric not in LATENCY_METRICS:
         return tuple(format_value(metric, value) for value in values)
-    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    chosen_by = values if unit_from is None else unit_from
+    finite = [abs(v) for v in chosen_by if v is not None and math.isfinite(v)]
     unit = "s" if finite and max(finite) >= 1 else "ms"
     return tuple(
         "—" if value is None or not math.isfinite(value) else _latency_text(value, unit)

@@ -26,3 +26,10 @@ def test_a_latency_row_keeps_one_unit() -> None:
     units = {cell.split()[-1] for cell in format_row("e2e_s", [0.004, 0.9999, 12.5])}
     assert units == {"s"}
     assert format_row("output_throughput_tok_s", [12.34, 4321.0]) == ("12.3 tok/s", "4,321 tok/s")
+
+
+def test_every_statistic_of_a_latency_can_share_one_unit() -> None:
+    """A TTFT p99 row in seconds under a p95 row in ms read as a jump of a thousand."""
+    p95, p99 = [0.216, 0.9], [0.24, 1.0]
+    assert format_row("ttft_s", p95, p95 + p99) == ("0.216 s", "0.900 s")
+    assert format_row("ttft_s", p99, p95 + p99) == ("0.240 s", "1.00 s")
