@@ -28,7 +28,9 @@ def results(view: reports.ComparisonView, key: str) -> None:
         hide_index=True,
         key=f"{key}_table",
         height=runs_view.table_height(view),
-        column_config={"Metric": st.column_config.TextColumn(width=190)},
+        # Pinned: with several runs the last change columns sit past the right edge, and the
+        # row names must stay in view while scrolling to them.
+        column_config={"Metric": st.column_config.TextColumn(width=190, pinned=True)},
     )
     cdfs = runs_view.cdf_choices(view)
     if cdfs:
