@@ -28,7 +28,7 @@ def _seconds(value: float | None, unit: str) -> str:
     if value is None or not math.isfinite(value):
         return "n/a"
     if unit == "s":
-        return f"{value:.2f} s" if value >= 1 else f"{value:.3f} s"
+        return f"{value:.2f} s"
     return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
 
 

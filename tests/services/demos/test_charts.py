@@ -30,9 +30,9 @@ def test_a_sub_second_chart_reads_ms_on_its_labels_and_axis() -> None:
 
 
 def test_a_chart_with_a_value_past_a_second_is_all_seconds() -> None:
-    figure = figure_from_spec(_turns(("on", [1.37, 0.045])))
-    assert list(figure.data[0].text) == ["1.37 s", "0.045 s"]
-    assert list(figure.data[0].y) == [1.37, 0.045] and figure.layout.yaxis.title.text == "TTFT (s)"
+    figure = figure_from_spec(_turns(("on", [1.37, 0.97, 0.06])))
+    assert list(figure.data[0].text) == ["1.37 s", "0.97 s", "0.06 s"]  # one precision too
+    assert list(figure.data[0].y) == [1.37, 0.97, 0.06] and figure.layout.yaxis.title.text == "TTFT (s)"
 
 
 def test_other_charts_keep_their_stored_labels() -> None:
