@@ -25,6 +25,8 @@ from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
 from services.telemetry.snapshot import Snapshot
 
 WINDOW_CHOICES_S = (60, 300, 900)
+#: Seconds at a window's start the hub may miss before stored samples are looked up.
+STORED_GAP_S = 5.0
 
 
 def monitor_options() -> MonitorOptions:
@@ -123,8 +125,12 @@ def _stored_before(
     recording sampled them while no one watched. Live held only samples since the page opened,
     under a 5-minute axis, so a benchmark two minutes earlier was absent (issue 36)."""
     firsts = {source: (items[0].ts if items else now) for source, items in history.items()}
-    if not firsts or max(firsts.values()) <= start:
+    # Sources the hub has watched for the whole window need no query: the page refreshes every
+    # second, and a window the hub covers up to its first second would be asked for each time.
+    missing = {source: first for source, first in firsts.items() if first - start > STORED_GAP_S}
+    if not missing:
         return {}
+    firsts = missing
     window = load_window(start, max(firsts.values()), sources=list(firsts))
     frame = window.frame
     if not len(frame):
