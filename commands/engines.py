@@ -26,6 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--metrics-url", help="metrics URL when not at the base URL (Triton: http://host:8002/metrics)"
     )
     add.add_argument("--no-probe", action="store_true", help="store without contacting the server")
+    add.add_argument(
+        "--same-url",
+        action="store_true",
+        help="store a second name for a URL another engine already points at (another model there)",
+    )
     add.add_argument("--json", action="store_true")
     add.set_defaults(handler=_add)
 
@@ -75,14 +80,26 @@ def _add(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env,
         metrics_url=args.metrics_url,
         probe_first=not args.no_probe,
+        allow_twin=args.same_url,
     )
+    if done.record is None and done.twins:
+        # Refused before storing, as the Engines page does: two names for one server count its
+        # requests twice in comparisons.
+        print(
+            f"error: {', '.join(done.twins)} already point(s) at "
+            f"{endpoints.normalise_base_url(args.url)}; not stored. Two names for one server count "
+            "its requests twice. Use --same-url if a second name is meant.",
+            file=sys.stderr,
+        )
+        return 1
     if done.record is None:
         message = done.probe.message if done.probe is not None else "the server did not answer."
         print(f"error: {message} Use --no-probe to store it anyway.", file=sys.stderr)
         return 1
     if done.twins:
         print(
-            f"warning: {', '.join(done.twins)} already point(s) at {done.record.base_url}.",
+            f"note: as asked, a second name: {', '.join(done.twins)} point(s) at "
+            f"{done.record.base_url} too.",
             file=sys.stderr,
         )
     _print_record(done.record, args.json)

@@ -61,6 +61,24 @@ def test_engines_add_list_remove(db_url: str) -> None:
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
 
 
+def test_engines_add_refuses_a_second_name_for_a_url_unless_asked(db_url: str) -> None:
+    first = cli("engines", "add", "one", "http://10.0.0.1:8000", "--kind", "vllm", "--no-probe")
+    assert first.returncode == 0, first.stderr
+    twin = cli("engines", "add", "two", "http://10.0.0.1:8000/v1/", "--kind", "vllm", "--no-probe")
+    assert twin.returncode == 1
+    assert "Traceback" not in twin.stderr
+    assert "one already point(s) at http://10.0.0.1:8000" in twin.stderr
+    assert "--same-url" in twin.stderr
+    listed = cli("engines", "list", "--json")
+    assert [e["name"] for e in json.loads(listed.stdout)] == ["one"]
+    meant = cli(
+        "engines", "add", "two", "http://10.0.0.1:8000", "--kind", "vllm", "--no-probe", "--same-url"
+    )
+    assert meant.returncode == 0, meant.stderr
+    listed = cli("engines", "list", "--json")
+    assert sorted(e["name"] for e in json.loads(listed.stdout)) == ["one", "two"]
+
+
 def test_bad_input_exits_non_zero_without_traceback(db_url: str) -> None:
     for args in (
         ["engines", "add", "x", "ftp://nope", "--no-probe"],
