@@ -396,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             raise ValidationError(f"Cannot write {args.json!r}: {error}") from None
     if not args.quiet or not args.json:
-        print(_table(payload), file=sys.stderr if args.json == "-" else sys.stdout)
+        print(_table(payload, spec.to_dict()), file=sys.stderr if args.json == "-" else sys.stdout)
     return 0
 
 
@@ -426,9 +426,11 @@ def _level(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else "-"
 
 
-def _table(payload: dict[str, Any]) -> str:
-    from services.bench.selfcheck import run_check
+def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
+    """The results table, the self-check, then the run's caveats as every page says them
+    (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
     from services.bench.summary import BenchSummary
+    from services.runs.caveats import run_caveats
 
     summary = BenchSummary.from_json(payload)
     sweep, dimension = summary.sweep, summary.sweep_dimension
@@ -456,23 +458,18 @@ def _table(payload: dict[str, Any]) -> str:
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
             lines.append(f"{'':24s} failures by class: {errors}")
-        if block.get("honoured_output_len") is False:
-            lines.append(
-                f"{'':24s} did not honour the fixed output length "
-                f"({block.get('short_output_requests')} shorter answers)"
-            )
-    check = run_check(summary)
+    caveats = run_caveats(config, summary)
+    check = caveats.self_check
     if check.state is not None:
         # The verdict and what it means first, then each load's evidence (its raw figures).
         lines.append(f"self-check: {check.title}")
         lines += [f"  {line}" for line in check.advice_lines]
         lines += [f"  evidence: {line}" for line in check.evidence_lines]
-    for name, reason in summary.stopped_early.items():
-        lines.append(f"{name}: sweep stopped early: {reason}")
-    for name, found in summary.slo_search.items():
-        lines.append(
-            f"{name}: highest {found['dimension']} meeting the SLOs ({found['slo']}): {found['best']}"
-        )
+    # The notes say a short output length, an early stop and the SLO search's answer, which
+    # this table said in its own words before: one wording everywhere.
+    if caveats.load or caveats.notes:
+        lines.append("caveats:")
+        lines += [f"  {line}" for line in (*caveats.load, *caveats.notes)]
     return "\n".join(lines)
 
 

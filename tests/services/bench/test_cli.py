@@ -267,4 +267,36 @@ def test_the_table_says_what_the_self_check_means_then_its_evidence() -> None:
     )
     assert lines[at + 3].startswith("  evidence: a: CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)")
     assert lines[at + 4].startswith("  evidence: b: could not check (the run lasted 0.13 s")
-    assert "loop lag p50/p99" in lines[at + 4] and len(lines) == at + 5
+    assert "loop lag p50/p99" in lines[at + 4] and lines[at + 5] == "caveats:"
+
+
+def test_a_run_prints_its_caveats_under_the_table(
+    db_url: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """The caveats every page shows (services.runs.caveats) under the CLI's table too: the
+    warm-up from the run's config and an engine's short answers; --json keeps the summary."""
+    out = tmp_path / "out.json"
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(ttft=1, itl=1, tokens=4),
+        "--kind",
+        "vllm",
+        "--requests",
+        "3",
+        "--warmup",
+        "2",
+        "--output-len",
+        "8",
+        "--json",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("caveats:")
+    caveats = lines[at + 1 :]
+    assert any(line.startswith("  Load: concurrency") for line in caveats)
+    assert any(line.startswith("  Warm-up: 2 request(s) per engine") for line in caveats)
+    assert any("did not honour the fixed output length: 3 answers" in line for line in caveats)
+    assert "caveats" not in json.loads(out.read_text())
