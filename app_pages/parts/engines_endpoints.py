@@ -21,7 +21,7 @@ def show(messages: Iterable[Message | None]) -> None:
 
 
 def add_form(kind_labels: dict[str, str]) -> None:
-    with st.form("add_engine_form", clear_on_submit=False):
+    with st.form("add_engine_form", clear_on_submit=False, enter_to_submit=False):
         c1, c2 = st.columns(2)
         name = c1.text_input("Name", placeholder="vllm-h100", key="add_name")
         url = c2.text_input("Base URL", placeholder="http://gpu-box:8000", key="add_url")

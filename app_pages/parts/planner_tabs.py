@@ -135,7 +135,7 @@ def launch_tab(request: PlanRequest) -> None:
         st.caption(md_line(note))
     st.caption(f"Flags: {md_line(command.source)}")
     if common.operator_only("manage_engines"):
-        with st.form("planner_register"):
+        with st.form("planner_register", enter_to_submit=False):
             c1, c2 = st.columns(2)
             suggested = view.suggested_engine_name(command)
             name = c1.text_input("Engine name", suggested, key="planner_register_name")

@@ -15,7 +15,7 @@ from services.safe_text import md_line, md_text
 def _import_box() -> None:
     with st.expander("Import results from vLLM, SGLang, AIPerf, GuideLLM or a Shootout export"):
         st.caption("Detected from the content: " + "; ".join(importers.formats().values()) + ".")
-        with st.form("runs_import", clear_on_submit=True):
+        with st.form("runs_import", clear_on_submit=True, enter_to_submit=False):
             upload = st.file_uploader(
                 "Results file", type=["json", "jsonl", "csv", "txt"], key="runs_import_file"
             )

@@ -10,6 +10,7 @@ from services import endpoints
 from services.demos import runner
 from tests.conftest import REPO_ROOT
 from tests.services.demos.demo_server import DemoServer
+from tests.support.forms import enter_submits
 from tests.support.markdown import as_read
 
 
@@ -17,21 +18,6 @@ from tests.support.markdown import as_read
 def page(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("SHOOTOUT_NO_AUTOREFRESH", "1")
     return AppTest.from_file(str(REPO_ROOT / "app_pages" / "demos.py"), default_timeout=60)
-
-
-def enter_submits(at: AppTest) -> dict[str, bool]:
-    """Each form on the page: whether Enter in one of its fields submits it."""
-    found: dict[str, bool] = {}
-
-    def walk(node: object) -> None:
-        if getattr(node, "type", None) == "form":
-            form = node.proto.form
-            found[form.form_id] = form.enter_to_submit
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from services import endpoints, engines_view
 from tests.conftest import REPO_ROOT
+from tests.support.forms import enter_submits
 
 
 def engines_page() -> AppTest:
@@ -28,6 +29,13 @@ def test_add_form_rejects_bad_url(db_url: str) -> None:
     assert not at.exception
     assert any("Unsupported URL scheme" in e.value for e in at.error)
     assert endpoints.list_engines() == []
+
+
+def test_enter_in_a_field_does_not_probe_and_add(db_url: str) -> None:
+    """Only "Probe and add" contacts a server and stores it, not Enter in the name or URL."""
+    at = engines_page().run()
+    assert not at.exception
+    assert enter_submits(at)["add_engine_form"] is False
 
 
 @pytest.mark.engines

@@ -10,27 +10,13 @@ from services import endpoints
 from services.parity import runner, views
 from services.parity.tasks import task_set
 from tests.conftest import REPO_ROOT
+from tests.support.forms import enter_submits
 
 
 @pytest.fixture
 def page(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("SHOOTOUT_NO_AUTOREFRESH", "1")
     return AppTest.from_file(str(REPO_ROOT / "app_pages" / "parity.py"), default_timeout=60)
-
-
-def enter_submits(at: AppTest) -> dict[str, bool]:
-    """Each form on the page: whether Enter in one of its fields submits it."""
-    found: dict[str, bool] = {}
-
-    def walk(node: object) -> None:
-        if getattr(node, "type", None) == "form":
-            form = node.proto.form
-            found[form.form_id] = form.enter_to_submit
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return found
 
 
 def test_without_engines_it_says_where_to_add_them(page: AppTest) -> None:

@@ -8,6 +8,7 @@ from db.models import Run
 from db.session import session_scope
 from services import endpoints
 from tests.conftest import REPO_ROOT
+from tests.support.forms import enter_submits
 
 
 def planner_page() -> AppTest:
@@ -152,6 +153,14 @@ def test_launch_command_and_register(db_url: str) -> None:
     assert endpoints.get_engine("planned-sglang").kind == "sglang"
     submit(at, "Register this endpoint")
     assert any("exists already" in e.value for e in at.error)
+
+
+def test_enter_in_a_field_does_not_register_the_endpoint(db_url: str) -> None:
+    """Enter may make the command (nothing is stored), but only the button registers an engine."""
+    at = planner_page()
+    submit(at, "Make command")
+    assert enter_submits(at)["planner_register"] is False
+    assert endpoints.list_engines() == []
 
 
 def test_launch_command_follows_the_plan(db_url: str) -> None:

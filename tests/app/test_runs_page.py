@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from services import runs
 from tests.conftest import REPO_ROOT
 from tests.services.test_runs import engine_summary, make_run
+from tests.support.forms import enter_submits
 from tests.support.markdown import as_read
 from tests.support.prometheus import SAMPLES_ORIGIN
 
@@ -210,3 +211,10 @@ def test_a_viewer_cannot_change_anothers_run_and_is_told_why(db_url: str) -> Non
     assert not at.exception
     assert "a viewer may rename, annotate, tag or archive only the runs they started" in texts(at)
     assert runs.list_runs().total == 2  # neither archived
+
+
+def test_enter_in_an_import_field_does_not_import(db_url: str) -> None:
+    """Only the "Import" button stores a run: Enter in the engine name or tags field does not."""
+    at = runs_page()
+    assert not at.exception
+    assert enter_submits(at)["runs_import"] is False
