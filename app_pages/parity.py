@@ -22,7 +22,8 @@ st.caption(
 )
 
 try:
-    registered = [e.name for e in endpoints.list_engines()]
+    records = endpoints.list_engines()
+    registered = [e.name for e in records]
     stored = views.list_parity_runs()
 except ShootoutError as error:
     st.error(md_text(str(error)))
@@ -35,11 +36,11 @@ if query_run and query_run.isdigit():
 
 run_id = st.session_state.get("parity_run_id")
 if run_id is None:
-    parity_setup.setup_section(registered, stored)
+    parity_setup.setup_section(registered, page.default_engines(records), stored)
     st.stop()
 
 with st.expander("New parity run or another stored run"):
-    parity_setup.setup_section(registered, stored)
+    parity_setup.setup_section(registered, page.default_engines(records), stored)
 
 try:
     first_view = views.parity_view(int(run_id))

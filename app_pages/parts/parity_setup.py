@@ -17,8 +17,9 @@ def show_run(run_id: int) -> None:
     st.rerun()
 
 
-def setup_section(registered: list[str], stored: list[views.ParityListItem]) -> None:
-    """Start a new run from the form, or open a stored one."""
+def setup_section(registered: list[str], default: list[str], stored: list[views.ParityListItem]) -> None:
+    """Start a new run from the form (`default`: the engines it starts with, the reference
+    first), or open a stored one."""
     start_tab, stored_tab = st.tabs(["New parity run", "Stored runs"])
     with start_tab:
         if len(registered) < 1:
@@ -32,7 +33,7 @@ def setup_section(registered: list[str], stored: list[views.ParityListItem]) -> 
                 chosen = st.multiselect(
                     "Engines",
                     registered,
-                    default=registered[:2],
+                    default=default,
                     key="parity_engines",
                     help="2 to 6. They answer one after another, so they never share the machine.",
                 )
@@ -42,6 +43,7 @@ def setup_section(registered: list[str], stored: list[views.ParityListItem]) -> 
                 reference = st.selectbox(
                     "Reference",
                     registered,
+                    index=registered.index(default[0]) if default else 0,
                     key="parity_reference",
                     help="The engine every other one is compared with.",
                 )

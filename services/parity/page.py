@@ -16,6 +16,7 @@ from services.safe_text import code_span, md_line, md_text
 
 if TYPE_CHECKING:  # as in runner: access is only a type here
     from services.access import Viewer
+    from services.endpoints import EngineRecord
 
 TASK_SET_SOURCE = "Task set (checkable answers)"
 FILE_SOURCE = "JSONL file"
@@ -35,6 +36,17 @@ class ParityForm:
     seed: int
     top_logprobs: int
     upload: tuple[str, bytes] | None = None
+
+
+def default_engines(engines: list[EngineRecord]) -> list[str]:
+    """The engines the form starts with, the first one its reference: a vLLM engine and the
+    first engine of another kind when both are registered (the pair a parity check is usually
+    for: does this engine answer as vLLM does?), else the first two."""
+    vllm = [e.name for e in engines if e.kind == "vllm"]
+    others = [e.name for e in engines if e.kind != "vllm"]
+    if vllm and others:
+        return [vllm[0], others[0]]
+    return [e.name for e in engines[:2]]
 
 
 def engine_order(form: ParityForm) -> list[str]:

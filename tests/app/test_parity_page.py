@@ -43,6 +43,19 @@ def test_enter_in_a_field_does_not_start_a_run(page: AppTest) -> None:
     assert enter_submits(at) == {"parity_form": False}
 
 
+def test_the_form_starts_with_vllm_and_another_engine(page: AppTest) -> None:
+    for name, kind in (
+        ("llamacpp-1slot", "llamacpp"),
+        ("llamacpp-4slot", "llamacpp"),
+        ("vllm-cpu", "vllm"),
+    ):
+        endpoints.add_engine(name, f"http://127.0.0.1:9/{name}", kind=kind)
+    at = page.run()
+    assert not at.exception
+    assert at.multiselect(key="parity_engines").value == ["vllm-cpu", "llamacpp-1slot"]
+    assert at.selectbox(key="parity_reference").value == "vllm-cpu"
+
+
 def test_a_stored_run_shows_its_summary_table_and_divergence(page: AppTest, scripted_server) -> None:  # type: ignore[no-untyped-def]
     endpoints.add_engine("words-a", scripted_server.base_url, model=scripted_server.model(tokens=8))
     endpoints.add_engine(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.endpoints import EngineRecord
 from services.errors import ValidationError
 from services.parity import page
 from services.parity.metrics import Answer, compare
@@ -25,6 +26,35 @@ def _form(**changes: object) -> page.ParityForm:
         "top_logprobs": 0,
     }
     return page.ParityForm(**(fields | changes))
+
+
+def _engine(name: str, kind: str) -> EngineRecord:
+    return EngineRecord(
+        id=0,
+        name=name,
+        base_url="http://127.0.0.1:9",
+        kind=kind,
+        model=None,
+        api_key_env=None,
+        metrics_url=None,
+        local_id=None,
+    )
+
+
+def test_the_default_pair_is_vllm_and_another_kind_vllm_the_reference() -> None:
+    """The local engines sort as two llama.cpp before vLLM: the form used to start with the
+    two llama.cpp ones, leaving out the engine a parity check is usually made against."""
+    local = [
+        _engine("llamacpp-1slot", "llamacpp"),
+        _engine("llamacpp-4slot", "llamacpp"),
+        _engine("vllm-cpu", "vllm"),
+    ]
+    assert page.default_engines(local) == ["vllm-cpu", "llamacpp-1slot"]
+    same_kind = [_engine("a", "llamacpp"), _engine("b", "llamacpp"), _engine("c", "sglang")]
+    assert page.default_engines(same_kind) == ["a", "b"]
+    assert page.default_engines([_engine("v1", "vllm"), _engine("v2", "vllm")]) == ["v1", "v2"]
+    assert page.default_engines([_engine("solo", "vllm")]) == ["solo"]
+    assert page.default_engines([]) == []
 
 
 def test_the_reference_answers_first_and_its_second_self_right_after() -> None:
