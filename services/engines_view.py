@@ -22,6 +22,8 @@ from services.engines.probe import ProbeResult, probe
 from services.errors import ShootoutError
 from services.lifecycle import ACTIVE_STATUSES
 from services.safe_text import code_span, md_line, md_text
+from services.telemetry.hub import get_hub
+from services.telemetry.scraper import ScrapeTarget
 
 Level = Literal["success", "warning", "error", "info"]
 
@@ -229,7 +231,8 @@ def add_endpoint(
 class EngineCard:
     record: EngineRecord
     heading: str
-    #: How to get this kind's metrics (empty when there is nothing to say).
+    #: How to get this kind's metrics, only where reading them failed or found nothing (empty
+    #: when there is nothing to say).
     metrics_hint: str
 
     @property
@@ -249,8 +252,25 @@ def engine_cards() -> list[EngineCard]:
             f"**{md_line(record.name)}** · {md_line(record.label)}  \n{code_span(record.base_url)} · "
             f"model {code_span(record.model or '-')}{key}"
         )
-        cards.append(EngineCard(record, heading, get_adapter(record.kind).metrics_hint or ""))
+        cards.append(EngineCard(record, heading, metrics_hint(record)))
     return cards
+
+
+def metrics_hint(record: EngineRecord) -> str:
+    """The kind's advice on its metrics where the last read of them (the Monitor's, in this
+    process) failed or found no signal. A llama.cpp card said "start with --metrics" beside
+    metrics that worked. Not read here: a read of llama.cpp's /metrics resets its gauges."""
+    adapter = get_adapter(record.kind)
+    if not adapter.metrics_hint:
+        return ""
+    if adapter.metrics_need_url and not record.metrics_url:
+        return adapter.metrics_hint
+    last = get_hub().latest(ScrapeTarget.from_record(record).source)
+    if last is None:
+        return ""
+    if last.error or all(value is None for value in last.values.values()):
+        return adapter.metrics_hint
+    return ""
 
 
 def save_engine(name: str, **changes: str) -> Message | None:

@@ -97,6 +97,9 @@ class EngineAdapter:
     cached_tokens_source: ClassVar[str] = "usage.prompt_tokens_details.cached_tokens"
     #: How to turn on the metrics this dashboard reads, for the README and the Engines page.
     metrics_hint: ClassVar[str] = ""
+    #: Whether its metrics are off the base URL, so they need a metrics URL set by hand (Triton's
+    #: port 8002): its card shows the hint until one is set, read or not.
+    metrics_need_url: ClassVar[bool] = False
     #: Whether its chat completions return `logprobs.content` (the chosen tokens' log-probabilities)
     #: and `top_logprobs` alternatives when asked (answer parity, services/parity).
     reports_logprobs: ClassVar[bool] = True

@@ -26,6 +26,7 @@ class TritonAdapter(EngineAdapter):
     metrics_format = "prometheus"
     supports_n = False
     metrics_hint = "Metrics are on port 8002 (--allow-metrics, --metrics-port); set the metrics URL."
+    metrics_need_url = True
     metric_markers = ("nv_inference_", "nv_trt_llm_")
     # Backend gauges carry a category label; latencies are in ms (histogram) and the
     # user-facing model is the "ensemble" (else the bare "tensorrt_llm" model).

@@ -6,6 +6,10 @@ from __future__ import annotations
 from services import endpoints, engines_view, local_engines
 from services.endpoints import add_engine
 from services.engines.probe import ProbeResult
+from services.telemetry.gpu import NullGpuSampler
+from services.telemetry.hub import reset_hub
+from services.telemetry.scraper import ScrapeTarget
+from tests.services.telemetry.support import MetricsServer, Route
 from tests.support.markdown import as_read
 from tests.support.scripted_server import ScriptedServer
 
@@ -95,13 +99,51 @@ def test_stop_asks_naming_the_runs_that_use_the_engine(db_url: str) -> None:
     )
 
 
-def test_cards_show_each_endpoint_with_its_key_variable_and_metrics_hint(db_url: str) -> None:
+def test_cards_show_each_endpoint_with_its_key_variable(db_url: str) -> None:
     add_engine("llama_box", "http://127.0.0.1:9", kind="llamacpp", model="m", api_key_env="LLAMA_KEY")
     (card,) = engine_cards = engines_view.engine_cards()
     assert len(engine_cards) == 1
     assert as_read(card.heading).startswith("**llama_box** · llama.cpp")
     assert "key from ` $LLAMA_KEY `" in as_read(card.heading)
-    assert "--metrics" in card.metrics_hint
     assert engines_view.save_engine("llama_box", base_url="ftp://nowhere") is not None
     engines_view.remove_engine("llama_box")
     assert engines_view.engine_cards() == []
+
+
+LLAMACPP_METRICS = """# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 10
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total 20
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 1
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 0
+"""
+
+
+def test_the_metrics_hint_shows_only_where_reading_the_metrics_failed(db_url: str) -> None:
+    """A llama.cpp card said "start with --metrics" beside metrics that worked: the hint now
+    follows the last read of them (the Monitor's); Triton's says where they are until a metrics
+    URL is set."""
+    hub = reset_hub(gpu_sampler=NullGpuSampler())
+    working, off = MetricsServer(), MetricsServer()
+    working.routes["/metrics"] = Route(body=LLAMACPP_METRICS)
+    off.routes["/metrics"] = Route(status=501, body='{"error": "metrics disabled"}')
+    try:
+        with working, off:
+            records = [
+                add_engine("llama_ok", working.url, kind="llamacpp"),
+                add_engine("llama_off", off.url, kind="llamacpp"),
+            ]
+            add_engine("llama_unread", "http://127.0.0.1:9/a", kind="llamacpp")
+            add_engine("triton_box", "http://127.0.0.1:9/b", kind="triton")
+            hub.sample([ScrapeTarget.from_record(r) for r in records], gpus=False)
+            hints = {card.record.name: card.metrics_hint for card in engines_view.engine_cards()}
+    finally:
+        reset_hub()
+    assert hints["llama_ok"] == "" and hints["llama_unread"] == ""
+    assert "--metrics" in hints["llama_off"]
+    assert "port 8002" in hints["triton_box"]
+    endpoints.update_engine("triton_box", metrics_url="http://127.0.0.1:9/metrics")
+    (triton,) = [c for c in engines_view.engine_cards() if c.record.name == "triton_box"]
+    assert triton.metrics_hint == ""
