@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import difflib
 import html
+import itertools
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from services.engines import SamplingParams
@@ -27,20 +29,45 @@ from services.safe_text import code_span, md_line, md_text, safe_answer  # noqa:
 # The word diff, as HTML built only from escaped pieces
 # ---------------------------------------------------------------------------------------
 
+# Words, runs of white space and single punctuation marks are tokens of their own: with
+# white space alone as the separator "Paris." and "Paris" were two unrelated tokens, shown
+# struck and inserted side by side as "Paris.Paris", where only the full stop differs.
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def _changes(left: list[str], right: list[str]) -> list[tuple[str, str, str]]:
+    """("equal"|"change", left text, right text) runs, a change's sides kept together."""
+    runs: list[tuple[str, str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right, autojunk=False).get_opcodes():
+        runs.append(
+            ("equal" if tag == "equal" else "change", "".join(left[i1:i2]), "".join(right[j1:j2]))
+        )
+    # A lone space (or line break) matched between two changes cut answers that really differ
+    # into alternating one-word pieces; it joins the changes around it, so each side reads
+    # as a phrase.
+    merged: list[tuple[str, str, str]] = []
+    for index, (kind, a_text, b_text) in enumerate(runs):
+        between = 0 < index < len(runs) - 1 and runs[index - 1][0] == runs[index + 1][0] == "change"
+        if kind == "equal" and between and not a_text.strip():
+            kind = "change"
+        if kind == "change" and merged and merged[-1][0] == "change":
+            _, a_before, b_before = merged.pop()
+            a_text, b_text = a_before + a_text, b_before + b_text
+        merged.append((kind, a_text, b_text))
+    return merged
+
 
 def word_diff(a: str, b: str) -> list[tuple[str, str]]:
     """Word-level differences between two answers: ("equal"|"delete"|"insert", text)."""
-    left = re.findall(r"\s+|\S+", a)
-    right = re.findall(r"\s+|\S+", b)
     segments: list[tuple[str, str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right, autojunk=False).get_opcodes():
+    for tag, a_text, b_text in _changes(_TOKEN.findall(a), _TOKEN.findall(b)):
         if tag == "equal":
-            segments.append(("equal", "".join(left[i1:i2])))
+            segments.append(("equal", a_text))
             continue
-        if i2 > i1:
-            segments.append(("delete", "".join(left[i1:i2])))
-        if j2 > j1:
-            segments.append(("insert", "".join(right[j1:j2])))
+        if a_text:
+            segments.append(("delete", a_text))
+        if b_text:
+            segments.append(("insert", b_text))
     return segments
 
 
@@ -50,6 +77,23 @@ _DIFF_STYLE = (
 )
 _DELETE_STYLE = "background: rgba(255, 75, 75, 0.22); text-decoration: line-through; border-radius: 3px"
 _INSERT_STYLE = "background: rgba(33, 195, 84, 0.22); text-decoration: none; border-radius: 3px"
+# A struck phrase and its replacement touched ("redblue"): a gap keeps them two phrases
+# without adding a character to either answer.
+_GAP = "; margin-right: 0.3em"
+
+
+def _marked(segments: list[tuple[str, str]]) -> str:
+    parts = []
+    for index, (op, text) in enumerate(segments):
+        piece = html.escape(text, quote=True)
+        if op == "delete":
+            replaced = index + 1 < len(segments) and segments[index + 1][0] == "insert"
+            parts.append(f'<del style="{_DELETE_STYLE}{_GAP if replaced else ""}">{piece}</del>')
+        elif op == "insert":
+            parts.append(f'<ins style="{_INSERT_STYLE}">{piece}</ins>')
+        else:
+            parts.append(piece)
+    return "".join(parts)
 
 
 def diff_html(a: str, b: str) -> str:
@@ -57,17 +101,61 @@ def diff_html(a: str, b: str) -> str:
     (a paragraph break can no longer cut a highlight in two) and every piece of the answers
     goes through html.escape, so an answer shows as its own characters and loads nothing;
     line breaks show because the block keeps white space (pre-wrap)."""
-    parts = []
-    for op, text in word_diff(a or "", b or ""):
-        piece = html.escape(text, quote=True)
-        if op == "delete":
-            parts.append(f'<del style="{_DELETE_STYLE}">{piece}</del>')
-        elif op == "insert":
-            parts.append(f'<ins style="{_INSERT_STYLE}">{piece}</ins>')
-        else:
-            parts.append(piece)
-    body = "".join(parts) or "<em>both answers are empty</em>"
+    body = _marked(word_diff(a or "", b or "")) or "<em>both answers are empty</em>"
     return f'<div class="pg-diff" style="{_DIFF_STYLE}">{body}</div>'
+
+
+@dataclass(frozen=True)
+class LineRow:
+    """One row of the side-by-side view: a line of each answer (None where that answer has no
+    line here), and whether the two differ."""
+
+    left: str | None
+    right: str | None
+    changed: bool
+
+
+def line_rows(a: str, b: str) -> list[LineRow]:
+    """The two answers line by line, aligned: equal lines share a row, a changed block pairs
+    its lines in order, and a line only one answer has faces an empty cell."""
+    left, right = (a or "").splitlines(), (b or "").splitlines()
+    rows: list[LineRow] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows.extend(LineRow(line, line, False) for line in left[i1:i2])
+            continue
+        rows.extend(LineRow(x, y, True) for x, y in itertools.zip_longest(left[i1:i2], right[j1:j2]))
+    return rows
+
+
+_SIDE_TABLE_STYLE = "width: 100%; border-collapse: collapse; table-layout: fixed; font-size: 0.95rem"
+_SIDE_CELL_STYLE = (
+    "width: 50%; vertical-align: top; padding: 2px 8px; white-space: pre-wrap; "
+    "overflow-wrap: anywhere; border: 1px solid rgba(128, 128, 128, 0.25)"
+)
+_SIDE_CHANGED = "; background: rgba(255, 200, 0, 0.08)"
+
+
+def side_by_side_html(a: str, b: str) -> str:
+    """The two answers in two columns, line against line, changed lines tinted and their words
+    marked (struck on the left, green on the right); escaped as diff_html is."""
+    rows = []
+    for row in line_rows(a, b):
+        cells = []
+        for line, dropped in ((row.left, "insert"), (row.right, "delete")):
+            style = _SIDE_CELL_STYLE + (_SIDE_CHANGED if row.changed else "")
+            if line is None:
+                text = ""
+            elif row.changed and row.left is not None and row.right is not None:
+                words = word_diff(row.left, row.right)
+                text = _marked([(op, t) for op, t in words if op != dropped])
+            else:
+                text = html.escape(line, quote=True)
+            cells.append(f'<td style="{style}">{text}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    if not rows:
+        return '<div class="pg-diff-lines"><em>both answers are empty</em></div>'
+    return f'<div class="pg-diff-lines"><table style="{_SIDE_TABLE_STYLE}">{"".join(rows)}</table></div>'
 
 
 # ---------------------------------------------------------------------------------------

@@ -114,10 +114,26 @@ def compare(view: ExchangeView, controls: VoteControls) -> None:
     )
     texts = {c.engine: c.answer for c in columns}
     if first and second and first != second:
-        st.html(ptext.diff_html(texts[first], texts[second]))
-        st.caption(
-            f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}"
+        # Inline words suit answers that differ here and there; answers that really differ
+        # read better as two columns, line against line.
+        layout = st.radio(
+            "Show",
+            ("Words", "Side by side"),
+            horizontal=True,
+            key="pg_diff_view",
+            label_visibility="collapsed",
         )
+        if layout == "Side by side":
+            st.html(ptext.side_by_side_html(texts[first], texts[second]))
+            st.caption(
+                f"left: {ptext.md_line(shown(first))} · right: {ptext.md_line(shown(second))} · "
+                "changed lines tinted, their differing words marked"
+            )
+        else:
+            st.html(ptext.diff_html(texts[first], texts[second]))
+            st.caption(
+                f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}"
+            )
     if not view.blind:
         return
     if hidden:

@@ -4,6 +4,7 @@ words, stop, blind votes, history. (The Chromium run against the local engines i
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Any
 
@@ -282,6 +283,23 @@ def test_word_diff_renders_paragraphs_markup_and_brackets_as_text(offline_engine
     assert "[inference:" in diff and "\n\n" in diff and "&lt;img src=http://evil.test/a.png&gt;" in diff
     assert "<img" not in diff and "<b>" not in diff
     assert not any("-background[" in m.value for m in at.markdown)
+
+
+def test_answers_that_differ_show_side_by_side_line_against_line(offline_engines: list[str]) -> None:
+    at = reopened(
+        store_exchange(
+            {"alpha": {"answer": "Paris.\nIt is big."}, "beta": {"answer": "Paris\nIt is old."}}
+        )
+    )
+    [diff] = [h.value for h in at.html if "pg-diff" in h.value]
+    assert "Paris<del" in diff  # the full stop alone differs, not "Paris." against "Paris"
+    at.radio(key="pg_diff_view").set_value("Side by side").run()
+    assert not at.exception
+    [lines] = [h.value for h in at.html if "pg-diff" in h.value]
+    assert lines.startswith('<div class="pg-diff-lines">') and lines.count("<tr>") == 2
+    changed = r"<td [^>]*>It is <del [^>]*>big</del>\.</td><td [^>]*>It is <ins [^>]*>old</ins>\.</td>"
+    assert re.search(changed, lines)
+    assert any("left: alpha · right: beta" in c.value for c in at.caption)
 
 
 def test_answers_and_error_bodies_load_no_remote_image(offline_engines: list[str]) -> None:

@@ -42,8 +42,58 @@ def test_diff_html_is_only_escaped_text_in_ins_and_del(answer: str) -> None:
 def test_diff_html_keeps_paragraphs_and_marks_changes() -> None:
     markup = ptext.diff_html("one [inference: a]\n\ntwo", "one [inference: b]\n\ntwo")
     assert "[inference:" in markup and "\n\ntwo" in markup
-    assert re.search(r"<del [^>]*>a\]</del><ins [^>]*>b\]</ins>", markup)
+    assert re.search(r"<del [^>]*>a</del><ins [^>]*>b</ins>\]", markup)
     assert "both answers are empty" in ptext.diff_html("", "")
+
+
+def test_word_diff_keeps_punctuation_and_spaces_apart_from_words() -> None:
+    # "Paris." against "Paris": only the full stop differs (it used to be one struck token
+    # "Paris." then an inserted "Paris", read as "Paris.Paris").
+    assert ptext.word_diff("Paris.", "Paris") == [("equal", "Paris"), ("delete", ".")]
+    assert ptext.word_diff("It is Paris.", "Paris, it is.") == [
+        ("delete", "It"),
+        ("insert", "Paris, it"),
+        ("equal", " is"),
+        ("delete", " Paris"),
+        ("equal", "."),
+    ]
+    # Answers that really differ read as whole phrases, not word against word.
+    assert ptext.word_diff("the red fox jumps", "a blue dog jumps") == [
+        ("delete", "the red fox"),
+        ("insert", "a blue dog"),
+        ("equal", " jumps"),
+    ]
+
+
+def test_diff_html_keeps_a_gap_between_a_struck_phrase_and_its_replacement() -> None:
+    markup = ptext.diff_html("the red fox", "the blue fox")
+    assert re.search(r'<del style="[^"]*margin-right: 0.3em">red</del><ins [^>]*>blue</ins> fox', markup)
+    assert "margin-right" not in ptext.diff_html("the fox", "the fox ran")
+
+
+def test_line_rows_align_the_answers_line_against_line() -> None:
+    rows = ptext.line_rows("intro\nold line\nend", "intro\nnew line\nend\nmore")
+    assert rows == [
+        ptext.LineRow("intro", "intro", False),
+        ptext.LineRow("old line", "new line", True),
+        ptext.LineRow("end", "end", False),
+        ptext.LineRow(None, "more", True),
+    ]
+
+
+@pytest.mark.parametrize("answer", HOSTILE)
+def test_side_by_side_html_is_escaped_text_in_two_columns(answer: str) -> None:
+    other = answer.replace("a", "o", 3) + "\nextra line"
+    markup = ptext.side_by_side_html(answer, other)
+    assert set(re.findall(r"</?([a-zA-Z]+)", markup)) <= {"div", "table", "tr", "td", "del", "ins"}
+    import html
+
+    cells = re.findall(r"<td [^>]*>(.*?)</td>", markup, flags=re.DOTALL)
+    left = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in cells[0::2]]
+    right = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in cells[1::2]]
+    assert "\n".join(x for x in left if x) == "\n".join(line for line in answer.splitlines() if line)
+    assert "\n".join(x for x in right if x) == "\n".join(line for line in other.splitlines() if line)
+    assert "both answers are empty" in ptext.side_by_side_html("", "")
 
 
 def test_figures_never_read_none_or_nan_and_share_a_unit() -> None:
