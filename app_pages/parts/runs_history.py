@@ -49,10 +49,10 @@ def _first_page() -> None:
     st.session_state["page"] = 1
 
 
-def _filters(options: runs.FilterOptions) -> tuple[runs.RunFilter, int]:
+def _filters(options: runs.FilterOptions) -> tuple[runs.RunFilter, runs.RunSort, int]:
     """The filter widgets, each bound to the address; a change goes back to page 1."""
     bound = {"bind": "query-params", "on_change": _first_page}
-    first, second, third = st.columns(2), st.columns(4), st.columns([1, 1, 2, 1])
+    first, second, third = st.columns(2), st.columns(4), st.columns([1, 1, 2, 1.3, 1])
     kinds = first[0].multiselect("Kind", runs.RUN_KINDS, key="kind", **bound)
     text = first[1].text_input("Search name and notes", key="q", **bound)
     picks = {
@@ -68,11 +68,15 @@ def _filters(options: runs.FilterOptions) -> tuple[runs.RunFilter, int]:
     archived = third[2].segmented_control(
         "Archived runs", runs_view.ARCHIVED_CHOICES, default="hide", key="archived", **bound
     )
-    page = third[3].number_input("Page", min_value=1, step=1, key="page", bind="query-params")
+    # Ordered by the database's pages, not by clicking a column: a click sorts one page only,
+    # and a number column would draw a run without the figure as "None".
+    # The labels are the options (the address holds "?sort=Best TTFT p50", not an inner name).
+    sort = third[3].selectbox("Sort by", list(runs.RUN_SORTS.values()), key="sort", **bound)
+    page = third[4].number_input("Page", min_value=1, step=1, key="page", bind="query-params")
     filters = runs_view.history_filter(
         kinds=kinds, text=text, since=since, until=until, archived=archived, **picks
     )
-    return filters, int(page)
+    return filters, runs_view.history_sort(sort), int(page)
 
 
 def history() -> None:
@@ -80,8 +84,8 @@ def history() -> None:
     if common.viewer().may("import_runs"):
         _import_box()
     try:
-        filters, page_number = _filters(runs.filter_options())
-        shown = runs_view.history_view(filters, page_number)
+        filters, sort, page_number = _filters(runs.filter_options())
+        shown = runs_view.history_view(filters, page_number, sort)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return

@@ -47,6 +47,14 @@ STAT_LABELS = {
 }
 FINISHED_STATUSES = ("finished", "finished_with_errors")
 MAX_PAGE_SIZE = 500
+#: The orders the history list offers: newest first, or by a result (the best engine of each
+#: run; runs without that result come last).
+RUN_SORTS: dict[str, str] = {
+    "newest": "Newest first",
+    "output_tok_s": "Best output tok/s",
+    "ttft_p50": "Best TTFT p50",
+}
+RunSort = Literal["newest", "output_tok_s", "ttft_p50"]
 MAX_COMPARED_RUNS = 12
 MAX_REPEATS = 30
 #: Below this relative difference two values are called equal, not better or worse.
@@ -91,6 +99,10 @@ class RunListItem:
     notes: str
     archived: bool
     headline: str
+    #: The highest output rate of the run's engines, tokens/s; None when none reported one.
+    best_output_tok_s: float | None = None
+    #: The lowest median TTFT of the run's engines, seconds; None when none reported one.
+    best_ttft_p50_s: float | None = None
 
     @property
     def label(self) -> str:

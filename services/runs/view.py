@@ -23,7 +23,16 @@ from services.parity.summary import ParitySummary
 from services.runs.caveats import Caveats, run_caveats
 from services.runs.detail import get_run
 from services.runs.history import list_runs
-from services.runs.records import LATENCY_METRICS, RunFilter, RunPage, parse_run_ids
+from services.runs.records import (
+    LATENCY_METRICS,
+    RUN_SORTS,
+    RunFilter,
+    RunListItem,
+    RunPage,
+    RunSort,
+    format_value,
+    parse_run_ids,
+)
 from services.safe_text import md_line, md_text
 
 HISTORY_PAGE_SIZE = 25
@@ -97,15 +106,39 @@ def history_filter(
     )
 
 
-def history_table(page: RunPage) -> pd.DataFrame:
+def history_sort(choice: str | None) -> RunSort:
+    """The list's order from the form's label (or its inner name): newest first unless a
+    result is named."""
+    if choice in ("output_tok_s", RUN_SORTS["output_tok_s"]):
+        return "output_tok_s"
+    if choice in ("ttft_p50", RUN_SORTS["ttft_p50"]):
+        return "ttft_p50"
+    return "newest"
+
+
+def _sorted_figure(item: RunListItem, sort: RunSort) -> str:
+    # Text, not a number column: st.dataframe draws an empty number cell as "None".
+    if sort == "output_tok_s":
+        value, metric = item.best_output_tok_s, "output_throughput_tok_s"
+    else:
+        value, metric = item.best_ttft_p50_s, "ttft_s"
+    return "–" if value is None else format_value(metric, value)
+
+
+def history_table(page: RunPage, sort: RunSort = "newest") -> pd.DataFrame:
+    """The page's runs; sorted by a result, a column says each run's figure for it."""
     items = page.items
-    return pd.DataFrame(
+    columns: dict[str, list[Any]] = {
+        "Run": [f"#{i.id}" for i in items],
+        "Created (UTC)": [i.created_at for i in items],
+        "Kind": [i.kind for i in items],
+        "Status": [i.status for i in items],
+        "Name": [i.name for i in items],
+    }
+    if sort != "newest":
+        columns[RUN_SORTS[sort]] = [_sorted_figure(i, sort) for i in items]
+    columns.update(
         {
-            "Run": [f"#{i.id}" for i in items],
-            "Created (UTC)": [i.created_at for i in items],
-            "Kind": [i.kind for i in items],
-            "Status": [i.status for i in items],
-            "Name": [i.name for i in items],
             "Engines": [", ".join(i.engine_names) for i in items],
             "Model": [i.model or "" for i in items],
             "Workload": [i.workload or "" for i in items],
@@ -114,11 +147,12 @@ def history_table(page: RunPage) -> pd.DataFrame:
             "Archived": [i.archived for i in items],
         }
     )
+    return pd.DataFrame(columns)
 
 
-def history_view(filters: RunFilter, page_number: int) -> HistoryView:
+def history_view(filters: RunFilter, page_number: int, sort: RunSort = "newest") -> HistoryView:
     """One page of the history as the page draws it."""
-    page = list_runs(filters, page=page_number, page_size=HISTORY_PAGE_SIZE)
+    page = list_runs(filters, page=page_number, page_size=HISTORY_PAGE_SIZE, sort=sort)
     empty = None
     if not page.items:
         empty = (
@@ -126,11 +160,12 @@ def history_view(filters: RunFilter, page_number: int) -> HistoryView:
             if page.total == 0 and page_number == 1
             else "No runs on this page."
         )
+    order = "" if sort == "newest" else f" · {RUN_SORTS[sort].lower()} first, runs without it last"
     return HistoryView(
         page=page,
-        table=history_table(page) if page.items else None,
+        table=history_table(page, sort) if page.items else None,
         empty_message=empty,
-        caption=f"{page.total:,} runs match · page {page.page} of {page.pages}",
+        caption=f"{page.total:,} runs match · page {page.page} of {page.pages}{order}",
         choices={
             item.id: f"#{item.id} {item.name or item.kind} ({', '.join(item.engine_names) or '-'})"
             for item in page.items

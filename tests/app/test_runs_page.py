@@ -67,6 +67,22 @@ def test_history_lists_and_filters_from_the_address(db_url: str) -> None:
     assert runs_page(engine="sglang").dataframe[0].value["Run"].tolist() == [f"#{b}"]
 
 
+def test_history_sorts_by_a_result_shown_as_text(db_url: str) -> None:
+    a, b = two_runs()
+    # The newest run has no figures: it comes last, and reads "–", not "None".
+    empty = make_run(name="no figures", kind="playground", engines={"llamacpp": {}})
+    at = runs_page()
+    assert at.dataframe[0].value["Run"].tolist() == [f"#{empty}", f"#{b}", f"#{a}"]
+    at.selectbox(key="sort").set_value("Best TTFT p50").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["Run"].tolist() == [f"#{b}", f"#{a}", f"#{empty}"]
+    assert table["Best TTFT p50"].tolist() == ["50.0 ms", "100 ms", "–"]
+    assert "best ttft p50 first, runs without it last" in texts(at)
+    by_rate = runs_page(sort="Best output tok/s").dataframe[0].value
+    assert by_rate["Best output tok/s"].tolist() == ["700.0 tok/s", "500.0 tok/s", "–"]
+
+
 def test_select_and_compare_writes_the_address(db_url: str) -> None:
     a, b = two_runs()
     at = runs_page()
