@@ -210,6 +210,8 @@ def answers_panel() -> None:
         with pane:
             label = arrangement.labels[column.engine]
             answers.pane(view, column, label, arrangement.hidden, view.blind, units)
+    if not arrangement.hidden and not view.active:
+        answers.copy_as_code(view, arrangement.columns)
 
 
 answers_panel()

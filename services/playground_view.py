@@ -1,6 +1,6 @@
 """What the Playground page shows, as plain values: its form's fields turned into a SendRequest
 and back (a reopened exchange refills the form), the order and labels of the answer columns in
-blind mode, and the blind-vote tally as a table.
+blind mode, the figures of each pane, and the blind-vote tally as a table.
 
 The form is a mapping of the page's widget keys (``pg_*``) to their values, so the page hands
 over its session state as it is and writes back what ``form_values`` returns.
@@ -193,4 +193,43 @@ def units(columns: list[Column]) -> tuple[str, str]:
     return (
         ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
         ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]),
+    )
+
+
+#: Joins a number to its unit and a label to its value, so a narrow pane wraps only between
+#: figures, never inside one ("0.02" on one line and "s" on the next).
+_KEEP = "\u00a0"
+
+
+def _kept(text: str) -> str:
+    return text.replace(" ", _KEEP)
+
+
+def figures(column: Column, units: tuple[str, str]) -> str:
+    """A pane's timings as two markdown lines, figures separated by " · ". Six panes share
+    1400 px: a table of three columns wrapped its headings and its values mid-figure there."""
+    ttft, itl = units
+    first = (
+        f"TTFT{_KEEP}**{_kept(ptext.duration(column.ttft_s, ttft))}** · "
+        f"{_kept(ptext.number(column.tokens_per_s))}{_KEEP}tokens/s"
+    )
+    second = (
+        f"ITL{_KEEP}mean{_KEEP}{_kept(ptext.duration(column.itl_mean_s, itl))} · "
+        f"p90{_KEEP}{_kept(ptext.duration(column.itl_p90_s, itl))}"
+    )
+    return f"{first}  \n{second}"
+
+
+def token_counts(column: Column) -> str:
+    """The pane's token counts and finish reason in one markdown line, each kept whole."""
+    cached = ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+    finish = ptext.md_line(column.finish_reason) if column.finish_reason else "–"
+    return " · ".join(
+        _kept(part)
+        for part in (
+            f"prompt {ptext.number(column.prompt_tokens)}",
+            f"completion {ptext.number(column.completion_tokens)}",
+            f"cached {cached}",
+            f"finish {finish}",
+        )
     )

@@ -24,26 +24,15 @@ def _title(column: Column, label: str, hidden: bool) -> str:
 def pane(
     view: ExchangeView, column: Column, label: str, hidden: bool, blind: bool, units: tuple[str, str]
 ) -> None:
-    """One engine's pane: title, status, timings (unless hidden), notes, answer, checks, code."""
+    """One engine's pane: title, status, timings (unless hidden), notes, answer, checks."""
     st.markdown(_title(column, label, hidden))
     st.caption(view_model.STATUS_WORDS.get(column.status, ptext.md_line(column.status)))
     if not hidden:
         if blind:
             st.caption(f"{label} in the blind vote")
-        ttft, itl = units
-        # A compact table: st.metric's large figures do not fit six narrow columns.
-        st.markdown(
-            "| TTFT | ITL mean / p90 | tokens/s |\n|---|---|---|\n"
-            f"| **{ptext.duration(column.ttft_s, ttft)}** | {ptext.duration(column.itl_mean_s, itl)} / "
-            f"{ptext.duration(column.itl_p90_s, itl)} | {ptext.number(column.tokens_per_s)} |"
-        )
-        cached = (
-            ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
-        )
-        st.caption(
-            f"prompt {ptext.number(column.prompt_tokens)} · completion {ptext.number(column.completion_tokens)}"
-            f" · cached {cached} · finish {ptext.md_line(column.finish_reason) or '–'}"
-        )
+        ttft, _ = units
+        st.markdown(view_model.figures(column, units))
+        st.caption(view_model.token_counts(column))
         if view.turn > 1 and column.first_turn_ttft_s is not None:
             st.caption(
                 f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
@@ -71,11 +60,17 @@ def pane(
                 f"Invalid at {ptext.md_line(column.schema_check.path)}: "
                 f"{ptext.md_line(column.schema_check.message)}"
             )
-    if not hidden and not view.active:
-        with st.expander("Copy as code"):
+
+
+def copy_as_code(view: ExchangeView, columns: list[Column]) -> None:
+    """Each engine's request as curl and Python, one tab per engine under the panes: inside a
+    pane of six at 1400 px the code was cut off a third of the way along its lines."""
+    with st.expander("Copy as code"):
+        tabs = st.tabs([ptext.md_line(column.engine) for column in columns])
+        for tab, column in zip(tabs, columns, strict=True):
             curl, python = playground.request_code(view.run_id, column.engine)
-            st.code(curl, language="bash")
-            st.code(python, language="python")
+            tab.code(curl, language="bash")
+            tab.code(python, language="python")
 
 
 @dataclass(frozen=True)

@@ -69,12 +69,15 @@ def test_send_streams_both_columns_with_measurements(two_engines: list[str]) -> 
     assert "".join(WORDS[:6]).strip() in body
     assert "**alpha**" in body and "**beta**" in body
     assert "First token: **alpha**" in body
-    assert "| TTFT | ITL mean / p90 | tokens/s |" in body
-    assert "completion 6" in body and "finish stop" in body
+    assert "TTFT\xa0**" in body and "\xa0tokens/s" in body and "ITL\xa0mean\xa0" in body
+    assert "completion\xa06" in body and "finish\xa0stop" in body
     assert not at.button(key="pg_send").disabled and at.button(key="pg_stop").disabled
     assert at.text_area(key="pg_prompt").value == ""
     code = [c.value for c in at.code]
     assert any(c.startswith("curl -N") for c in code) and any("OpenAI(base_url=" in c for c in code)
+    # One "Copy as code" under the panes, a tab per engine: inside a narrow pane it was cut off.
+    [copy] = [e for e in at.expander if e.label == "Copy as code"]
+    assert [t.label for t in copy.tabs] == two_engines and len(copy.code) == 4
     [item] = playground.history()
     assert item.prompt == "Hello engines"
 
@@ -131,7 +134,7 @@ def test_blind_mode_hides_names_until_a_confirmed_vote_which_can_be_undone(
     run_until_idle(at)
     run_id = at.session_state["pg_run_id"]
     body = texts(at)
-    assert "**Answer A**" in body and "**alpha**" not in body and "| TTFT |" not in body
+    assert "**Answer A**" in body and "**alpha**" not in body and "TTFT\xa0" not in body
     # A vote button only picks: nothing is stored nor shown until the pick is confirmed.
     at.button(key="pg_vote_A").click().run()
     assert not at.exception and playground.votes_for(run_id) == []
@@ -164,7 +167,7 @@ def test_a_blind_exchange_stays_blind_at_its_address_until_revealed(two_engines:
     assert not other.exception
     # Recent exchanges lists which engines took part ("alpha, beta"), never who wrote what.
     body = " ".join(t for t in texts(other).split("\\#") if "· turn 1 ·" not in t)
-    assert "**Answer A**" in body and "**Answer B**" in body and "| TTFT |" not in body
+    assert "**Answer A**" in body and "**Answer B**" in body and "TTFT\xa0" not in body
     assert not any(name in body for name in two_engines)
     assert "First token" not in body
     assert [o for o in other.selectbox(key="pg_diff_a_blind").options] == ["Answer A", "Answer B"]
@@ -352,8 +355,8 @@ def test_no_none_or_nan_and_one_unit_per_quantity(offline_engines: list[str]) ->
     assert not at.exception
     body = texts(at)
     assert "None" not in body and "nan" not in body.lower() and "inf" not in body
-    assert "**1.50 s**" in body and "**0.85 s**" in body and "850 ms" not in body
-    assert "4.0 ms / 6.0 ms" in body
+    assert "**1.50\xa0s**" in body and "**0.85\xa0s**" in body and "850\xa0ms" not in body
+    assert "mean\xa04.0\xa0ms · p90\xa06.0\xa0ms" in body
     assert "**beta** · `` m`x`*y* ``" in body
 
 

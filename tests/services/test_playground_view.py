@@ -6,6 +6,7 @@ import pytest
 
 from services import playground_view as view
 from services.errors import ShootoutError
+from services.playground import Column
 
 
 def _form(**extra: object) -> dict[str, object]:
@@ -50,3 +51,30 @@ def test_form_values_refill_what_form_request_read() -> None:
 def test_a_bad_extra_body_names_its_engine(text: str, message: str) -> None:
     with pytest.raises(ShootoutError, match=f"extra_body of b {message}"):
         view.form_request(_form(pg_extra_b=text), None)
+
+
+def test_pane_figures_break_only_between_figures() -> None:
+    # Each figure is one unbreakable piece ("0.02 s" wrapped as "0.02" / "s" in a narrow pane).
+    column = Column(
+        engine="a",
+        model=None,
+        kind="vllm",
+        status="finished",
+        answer="",
+        choices=[],
+        ttft_s=0.0234,
+        itl_mean_s=0.012,
+        itl_p90_s=None,
+        tokens_per_s=1234.5,
+        prompt_tokens=12345,
+        completion_tokens=64,
+        finish_reason="length",
+    )
+    figures = view.figures(column, ("s", "ms"))
+    assert figures == (
+        "TTFT\xa0**0.02\xa0s** · 1,234.5\xa0tokens/s  \nITL\xa0mean\xa012\xa0ms · p90\xa0–"
+    )
+    counts = view.token_counts(column)
+    assert counts == "prompt\xa012,345 · completion\xa064 · cached\xa0not\xa0reported · finish\xa0length"
+    for line in (*figures.split("  \n"), counts):
+        assert all(" " not in piece for piece in line.split(" · "))
