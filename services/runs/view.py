@@ -160,7 +160,8 @@ def history_view(filters: RunFilter, page_number: int, sort: RunSort = "newest")
             if page.total == 0 and page_number == 1
             else "No runs on this page."
         )
-    order = "" if sort == "newest" else f" · {RUN_SORTS[sort].lower()} first, runs without it last"
+    label = RUN_SORTS[sort]
+    order = "" if sort == "newest" else f" · {label[0].lower()}{label[1:]} first, runs without it last"
     return HistoryView(
         page=page,
         table=history_table(page, sort) if page.items else None,

@@ -78,7 +78,7 @@ def test_history_sorts_by_a_result_shown_as_text(db_url: str) -> None:
     table = at.dataframe[0].value
     assert table["Run"].tolist() == [f"#{b}", f"#{a}", f"#{empty}"]
     assert table["Best TTFT p50"].tolist() == ["50.0 ms", "100 ms", "–"]
-    assert "best ttft p50 first, runs without it last" in texts(at)
+    assert "best TTFT p50 first, runs without it last" in texts(at)
     by_rate = runs_page(sort="Best output tok/s").dataframe[0].value
     assert by_rate["Best output tok/s"].tolist() == ["700.0 tok/s", "500.0 tok/s", "–"]
 
