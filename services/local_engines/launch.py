@@ -13,24 +13,17 @@ from dataclasses import asdict
 
 from services import endpoints
 from services.errors import EngineError, NotFoundError, ShootoutError
+from services.local_engines.backend import backends, get_backend
 from services.local_engines.catalog import (
-    MODEL_NAME,
-    VLLM_SERVED_NAME,
     LocalEngineSpec,
     LocalEngineStatus,
+    all_specs,
     get_spec,
     niced,
     specs,
 )
 from services.local_engines.installer import install
-from services.local_engines.paths import (
-    gguf_path,
-    hf_model_dir,
-    is_installed,
-    llama_server_path,
-    state_dir,
-    venv_python,
-)
+from services.local_engines.paths import is_installed, state_dir
 from services.local_engines.state import (
     children,
     death_reason,
@@ -52,35 +45,8 @@ def _command(spec: LocalEngineSpec) -> tuple[list[str], dict[str, str]]:
 
 def server_command(backend: str, port: int, args: Iterable[str]) -> tuple[list[str], dict[str, str]]:
     """(argv, extra environment) of a local engine of `backend` on 127.0.0.1:`port` with `args`
-    (the fixed specs above, and the tuning runs' configurations on free ports)."""
-    host_port = ["--host", "127.0.0.1", "--port", str(port)]
-    if backend == "llamacpp":
-        server, model = llama_server_path(), gguf_path()
-        if server is None or model is None:
-            raise EngineError("llama.cpp is not installed: run `python cli.py local install` first.")
-        return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
-    model_dir = hf_model_dir()
-    if not (model_dir / ".complete").exists():
-        raise EngineError(
-            f"The converted model is missing ({model_dir}): run `python cli.py local install`."
-        )
-    command = [
-        str(venv_python("vllm")),
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model_dir),
-        "--served-model-name",
-        VLLM_SERVED_NAME,
-        *host_port,
-        *args,
-    ]
-    return command, {
-        "VLLM_CPU_KVCACHE_SPACE": "2",
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-        "HF_HUB_OFFLINE": "1",
-    }
+    (the fixed specs, and the tuning runs' configurations on free ports)."""
+    return get_backend(backend).command(port, tuple(args))
 
 
 def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngineStatus:
@@ -196,7 +162,7 @@ def _reap(pid: int) -> None:
 def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
     """Put a local engine in the registry (or bring its entry up to date)."""
     url = f"http://127.0.0.1:{spec.port}"
-    model = VLLM_SERVED_NAME if spec.backend == "vllm" else MODEL_NAME
+    model = get_backend(spec.backend).served_model
     info = {"local": True, "description": spec.description}
     try:
         endpoints.get_engine(spec.id)
@@ -220,7 +186,8 @@ def up(
     The llama.cpp engines start in about 2 s; vLLM compiles on first start (about 2 minutes)."""
     chosen = [get_spec(i) for i in engine_ids] if engine_ids else specs()
     failed: dict[str, str] = {}
-    for backend in sorted({s.backend for s in chosen}, key=["llamacpp", "vllm"].index):
+    order = [b.name for b in backends()]
+    for backend in sorted({s.backend for s in chosen}, key=order.index):
         if install_missing and not is_installed(backend):
             try:
                 install([backend], log=log)
@@ -253,7 +220,7 @@ def up(
 
 
 def down(engine_ids: Iterable[str] | None = None) -> list[LocalEngineStatus]:
-    chosen = list(engine_ids) if engine_ids else [s.id for s in specs()]
+    chosen = list(engine_ids) if engine_ids else [s.id for s in all_specs()]
     return [stop(engine_id) for engine_id in chosen]
 
 

@@ -64,16 +64,17 @@ def hf_model_dir() -> Path:
 
 
 def is_installed(backend: str) -> bool:
-    if backend == "llamacpp":
-        return llama_server_path() is not None and gguf_path() is not None and _smoke_passed()
-    return venv_python("vllm").exists() and (hf_model_dir() / ".complete").exists()
+    """Installed and, where the backend proves itself by running, proven on this CPU."""
+    from services.local_engines.backend import get_backend
+
+    return get_backend(backend).installed()
 
 
 def smoke_marker() -> Path:
     return engines_dir() / "llamacpp-venv" / "shootout-smoke.json"
 
 
-def _smoke_passed() -> bool:
+def smoke_passed() -> bool:
     """The installed build ran here: its smoke run passed on this CPU (a copied engines
     folder on another machine is tested again)."""
     try:

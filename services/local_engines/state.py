@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from services import http, llamacpp_build
+from services.local_engines.backend import get_backend
 from services.local_engines.catalog import LocalEngineSpec, LocalEngineStatus, Status, get_spec, specs
 from services.local_engines.paths import is_installed, state_dir
 from services.processes import pid_alive
@@ -48,9 +49,9 @@ def port_busy(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def health(url: str) -> tuple[bool, str]:
+def health(url: str, path: str = "/health") -> tuple[bool, str]:
     try:
-        response = http.fetch("GET", url + "/health", deadline_s=2.0, max_bytes=64 * 1024)
+        response = http.fetch("GET", url + path, deadline_s=2.0, max_bytes=64 * 1024)
     except http.HttpError as error:
         return False, str(error)
     return response.status == 200, f"HTTP {response.status}"
@@ -76,9 +77,10 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
         pid = entry.get("pid")
         installed = is_installed(spec.backend)
         if pid_alive(pid):
-            ok, detail = health(url)
+            path = get_backend(spec.backend).health_path
+            ok, detail = health(url, path)
             state_name: Status = "running" if ok else "starting"
-            message = "healthy" if ok else f"process {pid} is up, /health: {detail}"
+            message = "healthy" if ok else f"process {pid} is up, {path}: {detail}"
         elif entry.get("failed"):
             state_name, message = "failed", entry["failed"]
         elif pid:

@@ -93,8 +93,7 @@ def _local_argv(
     spec: TuneSpec, port: int, settings: Mapping[str, str]
 ) -> tuple[list[str], dict[str, str]]:
     args, env = setting_args(spec.kind, settings)
-    if spec.kind == "llamacpp":
-        args = [*args, "--metrics", "--slots"]
+    args = [*args, *local_engines.get_backend(spec.kind).settings_args(dict(settings))]
     argv, extra = local_engines.server_command(spec.kind, port, args)
     return argv, {**extra, **env}
 

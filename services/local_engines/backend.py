@@ -1,0 +1,102 @@
+"""What a local engine backend is, and the registry of them.
+
+A backend is one way of running an engine kind on this machine: how to install it (its own
+virtual environment under the engines dir), whether it is installed and proven, the command
+that serves the model on a port, and the fixed specs (ids, ports, arguments) it offers. Each
+lives with its engine kind (`services/engines/<kind>/local.py`); this package only runs them.
+Adding a local engine is one such module, listed in `_MODULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import ClassVar
+
+from services.errors import ValidationError
+
+Log = Callable[[str], None]
+
+#: The modules whose import registers a backend, in install and start order: the router
+#: comes last because it fronts engines that must already run.
+_MODULES = (
+    "services.engines.llamacpp.local",
+    "services.engines.vllm.local",
+)
+
+
+@dataclass(frozen=True)
+class LocalEngineSpec:
+    id: str
+    kind: str
+    label: str
+    port: int
+    backend: str
+    args: tuple[str, ...]
+    start_timeout_s: float
+    description: str
+
+
+class LocalBackend:
+    """One backend. Subclasses set the class attributes and implement the methods."""
+
+    name: ClassVar[str]
+    #: What the installer says before it starts: what it installs and about how big it is.
+    install_note: ClassVar[str] = ""
+    #: The path that answers 200 once the engine serves (from the server root).
+    health_path: ClassVar[str] = "/health"
+    #: The model name clients send (the registry entry's model).
+    served_model: ClassVar[str]
+
+    def specs(self) -> list[LocalEngineSpec]:
+        raise NotImplementedError
+
+    def installed(self) -> bool:
+        raise NotImplementedError
+
+    def install(self, log: Log) -> None:
+        raise NotImplementedError
+
+    def command(self, port: int, args: tuple[str, ...] | list[str]) -> tuple[list[str], dict[str, str]]:
+        """(argv, extra environment) serving the model on 127.0.0.1:`port` with `args`."""
+        raise NotImplementedError
+
+    def settings_args(self, settings: dict[str, str]) -> list[str]:
+        """Arguments a tuning run adds to every configuration of this backend (beyond its
+        settings' own flags)."""
+        return []
+
+
+_BACKENDS: dict[str, LocalBackend] = {}
+
+
+def register_backend(cls: type[LocalBackend]) -> type[LocalBackend]:
+    _BACKENDS[cls.name] = cls()
+    return cls
+
+
+def _load() -> None:
+    for module in _MODULES:
+        import_module(module)
+
+
+def backends() -> list[LocalBackend]:
+    """Every backend, in install and start order."""
+    _load()
+    order = [m.rsplit(".", 2)[-2] for m in _MODULES]
+    return sorted(_BACKENDS.values(), key=lambda b: order.index(b.name) if b.name in order else 99)
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(b.name for b in backends())
+
+
+def get_backend(name: str) -> LocalBackend:
+    _load()
+    found = _BACKENDS.get(name)
+    if found is None:
+        raise ValidationError(
+            f"Unknown local backend {name!r}; the backends are: {', '.join(backend_names())}."
+        )
+    return found
