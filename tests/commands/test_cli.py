@@ -113,7 +113,9 @@ def test_local_install_arguments(db_url: str) -> None:
     is a one-line error."""
     assert cli("local", "install", "--help").returncode == 0
     wrong = cli("local", "install", "tgi")
-    assert wrong.returncode == 1 and wrong.stderr.strip() == "error: Unknown backend 'tgi'."
+    assert wrong.returncode == 1 and wrong.stderr.strip().startswith(
+        "error: Unknown local backend 'tgi'; the backends are: llamacpp, vllm"
+    )
 
 
 def test_a_deeply_nested_import_ends_with_one_clear_line(db_url: str, tmp_path: Path) -> None:
