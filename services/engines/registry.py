@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pkgutil
+from functools import cache
+from importlib import import_module
+from importlib.util import find_spec
+from types import ModuleType
 from typing import TypeVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence
@@ -29,6 +34,20 @@ def _load() -> None:
         trtllm,
         vllm,
     )
+
+
+@cache
+def kind_parts(part: str) -> tuple[tuple[str, ModuleType], ...]:
+    """(kind, module) for every kind package with a `part` module (`launch`, `tuning`), found
+    on disk: a kind's package is its one home, and no list elsewhere has to name it."""
+    import services.engines as package
+
+    found = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+        name = f"{package.__name__}.{info.name}.{part}"
+        if info.ispkg and find_spec(name) is not None:
+            found.append((info.name, import_module(name)))
+    return tuple(found)
 
 
 def adapters() -> list[EngineAdapter]:

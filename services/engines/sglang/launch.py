@@ -1,0 +1,63 @@
+"""How SGLang is started: `sglang.launch_server` or its image, with metrics and the cache report."""
+
+from __future__ import annotations
+
+from services.engines.launching import (
+    CONTAINER_HOST,
+    KindLaunch,
+    LaunchCommand,
+    LaunchOptions,
+    arg,
+    base_url,
+    lines,
+    port_of,
+    publish,
+    q,
+)
+
+IMAGE = "lmsysorg/sglang:latest"
+HEAD = ("python3", "-m", "sglang.launch_server", "--model-path", "{model}")
+
+
+def build(o: LaunchOptions) -> LaunchCommand:
+    def args(host: str) -> list[str | None]:
+        return [
+            f"--model-path {q(o.model)}",
+            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            arg("--tp", o.gpus),
+            arg("--context-length", o.max_model_len),
+            arg("--mem-fraction-static", o.gpu_memory_utilization),
+            None if o.prefix_caching else "--disable-radix-cache",
+            "--enable-metrics",
+            "--enable-cache-report",
+            f"--served-model-name {q(o.served_model_name)}" if o.served_model_name else None,
+        ]
+
+    plain = lines("python -m sglang.launch_server", *args(o.bind_host))
+    docker = lines(
+        "docker run --gpus all --shm-size 32g --ipc=host",
+        "-v ~/.cache/huggingface:/root/.cache/huggingface",
+        '--env "HF_TOKEN=$HF_TOKEN"',
+        publish(o, port_of(o)),
+        IMAGE,
+        "python3 -m sglang.launch_server",
+        *args(CONTAINER_HOST),
+    )
+    notes = [
+        "The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled."
+    ]
+    return LaunchCommand(
+        "sglang",
+        "SGLang",
+        plain,
+        docker,
+        base_url(o),
+        "sglang",
+        o.served_model_name or o.model,
+        "--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
+        notes + ["--mem-fraction-static is the share of GPU memory for weights plus the KV pool."],
+        "https://docs.sglang.io/advanced_features/server_arguments.html",
+    )
+
+
+LAUNCH = KindLaunch("sglang", "SGLang", 30000, IMAGE, build, order=20, docker_head=HEAD)

@@ -1,0 +1,58 @@
+"""How TGI is started: `text-generation-launcher` or its image (port 80 inside it)."""
+
+from __future__ import annotations
+
+from services.engines.launching import (
+    KindLaunch,
+    LaunchCommand,
+    LaunchOptions,
+    arg,
+    base_url,
+    lines,
+    port_of,
+    publish,
+    q,
+)
+
+IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
+CONTAINER_PORT = 80
+HEAD = ("--model-id", "{model}")
+
+
+def build(o: LaunchOptions) -> LaunchCommand:
+    args = [
+        f"--model-id {q(o.model)}",
+        arg("--num-shard", o.gpus),
+        arg("--max-total-tokens", o.max_model_len),
+        arg("--max-input-tokens", max(o.max_model_len - 1, 1)),
+        arg("--cuda-memory-fraction", o.gpu_memory_utilization),
+    ]
+    env = "" if o.prefix_caching else "PREFIX_CACHING=0 "
+    listen = f"{arg('--hostname', o.bind_host)} {arg('--port', port_of(o))}"
+    plain = lines(f"{env}text-generation-launcher", listen, *args)
+    docker = lines(
+        "docker run --gpus all --shm-size 1g",
+        '-v "$PWD/data:/data"',
+        '--env "HF_TOKEN=$HF_TOKEN"',
+        None if o.prefix_caching else "--env PREFIX_CACHING=0",
+        publish(o, CONTAINER_PORT),
+        IMAGE,
+        *args,
+    )
+    return LaunchCommand(
+        "tgi",
+        "TGI",
+        plain,
+        docker,
+        base_url(o),
+        "tgi",
+        o.model,
+        "/metrics is always on (and on --prometheus-port, default 9000).",
+        ["TGI is in maintenance mode."],
+        "https://huggingface.co/docs/text-generation-inference/reference/launcher",
+    )
+
+
+LAUNCH = KindLaunch(
+    "tgi", "TGI", 8080, IMAGE, build, order=50, container_port=CONTAINER_PORT, docker_head=HEAD
+)

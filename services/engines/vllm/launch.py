@@ -1,0 +1,58 @@
+"""How vLLM is started: `vllm serve` or its OpenAI image, prefix caching and cached-token counts on."""
+
+from __future__ import annotations
+
+from services.engines.launching import (
+    CONTAINER_HOST,
+    KindLaunch,
+    LaunchCommand,
+    LaunchOptions,
+    arg,
+    base_url,
+    lines,
+    port_of,
+    publish,
+    q,
+)
+
+IMAGE = "vllm/vllm-openai:latest"
+HEAD = ("--model", "{model}")
+
+
+def build(o: LaunchOptions) -> LaunchCommand:
+    def args(host: str) -> list[str | None]:
+        return [
+            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            arg("--tensor-parallel-size", o.gpus),
+            arg("--max-model-len", o.max_model_len),
+            arg("--gpu-memory-utilization", o.gpu_memory_utilization),
+            "--enable-prefix-caching" if o.prefix_caching else "--no-enable-prefix-caching",
+            "--enable-prompt-tokens-details",
+            f"--served-model-name {q(o.served_model_name)}" if o.served_model_name else None,
+        ]
+
+    plain = lines(f"vllm serve {q(o.model)}", *args(o.bind_host))
+    docker = lines(
+        "docker run --gpus all --ipc=host",
+        "-v ~/.cache/huggingface:/root/.cache/huggingface",
+        '--env "HF_TOKEN=$HF_TOKEN"',
+        publish(o, port_of(o)),
+        IMAGE,
+        f"--model {q(o.model)}",
+        *args(CONTAINER_HOST),
+    )
+    return LaunchCommand(
+        "vllm",
+        "vLLM",
+        plain,
+        docker,
+        base_url(o),
+        "vllm",
+        o.served_model_name or o.model,
+        "/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage.",
+        ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."],
+        "https://docs.vllm.ai/en/latest/cli/serve.html",
+    )
+
+
+LAUNCH = KindLaunch("vllm", "vLLM", 8000, IMAGE, build, order=10, docker_head=HEAD)
