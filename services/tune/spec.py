@@ -3,7 +3,8 @@ one workload and load, SLOs, and where the engine is started.
 
 Settings are named by short keys (`np`, `ctk`, `max-num-seqs`...) from a per-kind catalogue
 that knows each one's flag and checks its value, so the page can offer them without letting
-a browser type a command line. A key that starts with `-` is a raw flag passed as given: only
+a browser type a command line. Each kind declares its catalogue and local defaults in its own
+package (`services/engines/<kind>/tuning.py`); `tunings()` finds them. A key that starts with `-` is a raw flag passed as given: only
 trusted callers (the CLI, or an operator on a server started with SHOOTOUT_ALLOW_COMMANDS=1)
 may use raw flags or command templates (`TuneSpec.validate(trusted=...)`).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,168 +23,50 @@ from services.bench.spec import SweepSpec, _build
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.errors import ValidationError
+from services.tune.settings import KindTuning, Setting
+
+__all__ = ["KindTuning", "Setting", "TuneSpec"]
 
 MAX_CONFIGS = 64
 LAUNCHERS = ("local", "command")
-#: Kinds the local launcher starts on this machine; every kind can be started by templates.
-LOCAL_KINDS = ("llamacpp", "vllm")
 
 
-def _integer(low: int, high: int) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        try:
-            number = int(value)
-        except ValueError:
-            raise ValidationError(f"expected a whole number, got {value!r}") from None
-        if not low <= number <= high:
-            raise ValidationError(f"{number} is outside {low} to {high}")
-        return str(number)
+def tunings() -> dict[str, KindTuning]:
+    """Every kind whose package has a `tuning.py`: those the local launcher starts first, in
+    the local engines' order (the page's default is the first), then the others by name."""
+    from services.engines.registry import kind_parts
 
-    return check
-
-
-def _decimal(low: float, high: float) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValidationError(f"expected a number, got {value!r}") from None
-        if not low <= number <= high:
-            raise ValidationError(f"{number:g} is outside {low:g} to {high:g}")
-        return f"{number:g}"
-
-    return check
+    found: dict[str, KindTuning] = {}
+    for kind, module in kind_parts("tuning"):
+        tuning = module.TUNING
+        if not isinstance(tuning, KindTuning) or tuning.kind != kind:
+            raise TypeError(
+                f"services/engines/{kind}/tuning.py must define TUNING = KindTuning({kind!r}, ...)."
+            )
+        found[kind] = tuning
+    local = _local_kinds(found)
+    return {kind: found[kind] for kind in (*local, *sorted(set(found) - set(local)))}
 
 
-def _choice(*options: str) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        if value not in options:
-            raise ValidationError(f"{value!r} is not one of {', '.join(options)}")
-        return value
+def _local_kinds(tunable: Mapping[str, KindTuning]) -> tuple[str, ...]:
+    from services.local_engines import backend_names
 
-    return check
+    return tuple(name for name in backend_names() if name in tunable)
 
 
-_SWITCH = _choice("on", "off")
-_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+def local_kinds() -> tuple[str, ...]:
+    """Kinds the local launcher starts on this machine (those with a local backend); every
+    kind can be started by templates."""
+    return _local_kinds(tunings())
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One tunable server setting: its flag and how to check a value. A switch (`on`/`off`)
-    passes `flag` when on and `off_flag` (if any) when off."""
-
-    key: str
-    flag: str
-    check: Callable[[str], str]
-    help: str
-    switch: bool = False
-    off_flag: str | None = None
-    #: Given through the environment rather than a flag (vLLM CPU's KV-cache space).
-    env: str | None = None
-
-
-CATALOGUE: dict[str, tuple[Setting, ...]] = {
-    "llamacpp": (
-        Setting("np", "-np", _integer(1, 256), "parallel slots (continuous batching)"),
-        Setting("c", "-c", _integer(256, 1_048_576), "context size in tokens, shared by the slots"),
-        Setting("t", "-t", _integer(1, 512), "threads for generation"),
-        Setting("tb", "-tb", _integer(1, 512), "threads for prompt processing"),
-        Setting("b", "-b", _integer(1, 65_536), "logical batch size"),
-        Setting("ub", "-ub", _integer(1, 65_536), "physical batch size"),
-        Setting("ctk", "-ctk", _choice(*_KV_TYPES), "KV cache type for K"),
-        Setting("ctv", "-ctv", _choice(*_KV_TYPES), "KV cache type for V"),
-        Setting(
-            "cache-reuse", "--cache-reuse", _integer(0, 65_536), "minimum chunk reused by KV shifting"
-        ),
-        Setting("fa", "-fa", _choice("on", "off", "auto"), "flash attention"),
-        Setting("cache-prompt", "", _SWITCH, "prompt cache", switch=True, off_flag="--no-cache-prompt"),
-    ),
-    "vllm": (
-        Setting("max-num-seqs", "--max-num-seqs", _integer(1, 4096), "sequences scheduled at once"),
-        Setting(
-            "max-num-batched-tokens",
-            "--max-num-batched-tokens",
-            _integer(16, 1_048_576),
-            "tokens per step",
-        ),
-        Setting(
-            "block-size", "--block-size", _choice("8", "16", "32", "64", "128"), "KV-cache block size"
-        ),
-        Setting(
-            "prefix-caching",
-            "--enable-prefix-caching",
-            _SWITCH,
-            "automatic prefix caching",
-            switch=True,
-            off_flag="--no-enable-prefix-caching",
-        ),
-        Setting(
-            "kv-cache-dtype",
-            "--kv-cache-dtype",
-            _choice("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16"),
-            "KV-cache data type",
-        ),
-        Setting(
-            "gpu-memory-utilization",
-            "--gpu-memory-utilization",
-            _decimal(0.05, 0.99),
-            "GPU memory share",
-        ),
-        Setting(
-            "kv-space-gb",
-            "",
-            _integer(1, 1024),
-            "KV-cache space on the CPU, GiB",
-            env="VLLM_CPU_KVCACHE_SPACE",
-        ),
-        Setting("max-model-len", "--max-model-len", _integer(64, 1_048_576), "longest sequence"),
-    ),
-    "sglang": (
-        Setting(
-            "max-running-requests",
-            "--max-running-requests",
-            _integer(1, 4096),
-            "requests running at once",
-        ),
-        Setting(
-            "chunked-prefill-size",
-            "--chunked-prefill-size",
-            _integer(-1, 1_048_576),
-            "prefill chunk, tokens",
-        ),
-        Setting(
-            "schedule-policy",
-            "--schedule-policy",
-            _choice("lpm", "random", "fcfs", "dfs-weight", "lof"),
-            "scheduling policy",
-        ),
-        Setting(
-            "mem-fraction-static", "--mem-fraction-static", _decimal(0.05, 0.99), "static memory share"
-        ),
-    ),
-    "trtllm": (
-        Setting("max_batch_size", "--max_batch_size", _integer(1, 4096), "largest batch"),
-        Setting("max_num_tokens", "--max_num_tokens", _integer(16, 1_048_576), "tokens per iteration"),
-        Setting(
-            "kv_cache_free_gpu_memory_fraction",
-            "--kv_cache_free_gpu_memory_fraction",
-            _decimal(0.05, 0.99),
-            "free GPU memory share for the KV cache",
-        ),
-    ),
-}
-
-#: What the local launcher passes unless a configuration says otherwise: one thread each,
-#: as the shared local engines run (services/local_engines.LLAMACPP_THREADS says why).
-LOCAL_DEFAULTS: dict[str, dict[str, str]] = {
-    "llamacpp": {"t": "1", "tb": "1", "c": "4096"},
-    "vllm": {"max-model-len": "2048", "kv-space-gb": "1"},
-}
+def catalogue() -> dict[str, tuple[Setting, ...]]:
+    """Each tunable kind's settings."""
+    return {kind: tuning.settings for kind, tuning in tunings().items()}
 
 
 def setting(kind: str, key: str) -> Setting | None:
-    return next((s for s in CATALOGUE.get(kind, ()) if s.key == key), None)
+    return next((s for s in catalogue().get(kind, ()) if s.key == key), None)
 
 
 def is_raw(key: str) -> bool:
@@ -204,7 +87,7 @@ def check_value(kind: str, key: str, value: str, *, trusted: bool) -> str:
         return value
     found = setting(kind, key)
     if found is None:
-        known = ", ".join(s.key for s in CATALOGUE.get(kind, ()))
+        known = ", ".join(s.key for s in catalogue().get(kind, ()))
         raise ValidationError(f"{kind} has no setting {key!r}; the settings are: {known}.")
     try:
         return found.check(value)
@@ -283,18 +166,18 @@ class TuneSpec:
 
     def full_settings(self, own: Mapping[str, str]) -> dict[str, str]:
         """What one configuration passes: the launcher's defaults, the base, then its own."""
-        defaults = LOCAL_DEFAULTS.get(self.kind, {}) if self.launcher == "local" else {}
+        tuning = tunings().get(self.kind)
+        defaults = dict(tuning.local_defaults) if tuning and self.launcher == "local" else {}
         return {**defaults, **self.base, **own}
 
     # -- validation -----------------------------------------------------------------------
     def validate(self, *, trusted: bool) -> TuneSpec:
-        if self.kind not in CATALOGUE:
-            raise ValidationError(
-                f"Unknown engine kind {self.kind!r}; tuning knows {', '.join(CATALOGUE)}."
-            )
+        known = tunings()
+        if self.kind not in known:
+            raise ValidationError(f"Unknown engine kind {self.kind!r}; tuning knows {', '.join(known)}.")
         if self.launcher not in LAUNCHERS:
             raise ValidationError(f"Unknown launcher {self.launcher!r}; choose local or command.")
-        if self.launcher == "local" and self.kind not in LOCAL_KINDS:
+        if self.launcher == "local" and self.kind not in _local_kinds(known):
             raise ValidationError(
                 f"{self.kind} does not run on this machine; start it with command templates "
                 "(--start-command) instead."

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from services.errors import ValidationError
 from services.tune import jobs
-from services.tune.spec import CATALOGUE, LOCAL_KINDS, TuneSpec, parse_set
+from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
 from services.tune.summary import TuneSummary
 
 if TYPE_CHECKING:
@@ -25,11 +25,11 @@ def kinds(viewer: Viewer) -> list[str]:
     """Kinds this viewer may tune: local ones, and the others where command templates may run."""
     from services import access
 
-    return list(CATALOGUE) if access.commands_allowed(viewer) else list(LOCAL_KINDS)
+    return list(catalogue()) if access.commands_allowed(viewer) else list(local_kinds())
 
 
 def settings_help(kind: str) -> str:
-    return "; ".join(f"{s.key}: {s.help}" for s in CATALOGUE.get(kind, ()))
+    return "; ".join(f"{s.key}: {s.help}" for s in catalogue().get(kind, ()))
 
 
 def spec_from_form(values: dict[str, Any]) -> TuneSpec:
@@ -219,6 +219,7 @@ def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
     """Register the winning configuration as an engine (URL: its launch command's port on this
     host), with its launch commands and settings in the engine's info; returns the name."""
     from services import access, endpoints
+    from services.tune.commands import kind_launch
 
     if viewer is not None:
         access.require(viewer, "manage_engines")
@@ -227,7 +228,7 @@ def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
     if found.label is None:
         raise ValidationError("This tuning run has no winning configuration to register.")
     name = name.strip() or f"tuned-{view.spec.kind}-{run_id}"
-    port = 8080 if view.spec.kind == "llamacpp" else 8000
+    port = kind_launch(view.spec.kind).default_port
     info = {
         "tuned_by_run": run_id,
         "settings": found.settings,
