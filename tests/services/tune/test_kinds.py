@@ -38,9 +38,7 @@ def test_a_kind_with_a_local_backend_is_tuned_through_the_local_launcher(
     # The verified 2-core run's bounds, unless a configuration says otherwise.
     full = spec.full_settings({"max-running-requests": "4"})
     assert full == {"context-length": "2048", "max-total-tokens": "16384", "max-running-requests": "4"}
-
-
-def test_without_a_local_backend_a_kind_needs_command_templates() -> None:
+    # Without a local backend a kind needs command templates.
     assert "trtllm" not in local_kinds()
     with pytest.raises(ValidationError, match="does not run on this machine"):
         TuneSpec(kind="trtllm", grid={"max_batch_size": ("8",)}).validate(trusted=False)
