@@ -1,5 +1,6 @@
-"""One home per engine kind: the Planner's and Tune's registries are exactly the kinds whose
-packages provide them, and a kind's docker image and port read the same on both pages."""
+"""One home per engine kind: the Planner's (launch commands, the engines reference) and Tune's
+registries are exactly the kinds whose packages provide them, and a kind's docker image and
+port read the same on both pages."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 import services.engines
 from services.engines import kinds
+from services.planner import engines_reference
 from services.planner.launch import LaunchOptions, build_launch, launch_engines
 from services.tune.commands import launch_commands
 from services.tune.spec import TuneSpec, catalogue
@@ -42,6 +44,7 @@ def test_the_registries_list_exactly_the_kinds_whose_packages_provide_them() -> 
     assert launchable >= {"vllm", "sglang", "trtllm", "llamacpp", "tgi", "ollama"}
     assert set(launch_engines()) == launchable
     assert set(catalogue()) == packages_with("tuning")
+    assert set(engines_reference.tables().engines) == packages_with("reference")
     # Each such package is an engine kind's own (its adapter is the package).
     assert launchable | packages_with("tuning") <= set(kinds())
     assert next(iter(launch_engines())) == "vllm"  # the Planner form's default
