@@ -4,9 +4,10 @@ one workload and load, SLOs, and where the engine is started.
 Settings are named by short keys (`np`, `ctk`, `max-num-seqs`...) from a per-kind catalogue
 that knows each one's flag and checks its value, so the page can offer them without letting
 a browser type a command line. Each kind declares its catalogue and local defaults in its own
-package (`services/engines/<kind>/tuning.py`); `tunings()` finds them. A key that starts with `-` is a raw flag passed as given: only
-trusted callers (the CLI, or an operator on a server started with SHOOTOUT_ALLOW_COMMANDS=1)
-may use raw flags or command templates (`TuneSpec.validate(trusted=...)`).
+package (`services/engines/<kind>/tuning.py`); `tunings()` finds them. A key that starts with
+`-` is a raw flag passed as given: only trusted callers (the CLI, or an operator on a server
+started with SHOOTOUT_ALLOW_COMMANDS=1) may use raw flags or command templates
+(`TuneSpec.validate(trusted=...)`).
 """
 
 from __future__ import annotations
