@@ -140,7 +140,7 @@ class PrefixCaching(Scenario):
         "chat on a long system prompt, and compare the TTFT of cold and cached requests. vLLM caches in "
         "whole blocks (128 tokens on CPU), so prompts shorter than a block never hit."
     )
-    default_engines = ("vllm-cpu", "llamacpp-4slot", "llamacpp-1slot")
+    default_engines = ("vllm-cpu", "sglang-cpu", "llamacpp-4slot", "llamacpp-1slot")
     duration_hint = "about 1 minute on the local CPU engines"
     options = (
         OptionSpec(

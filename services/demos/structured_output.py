@@ -158,7 +158,7 @@ class StructuredOutput(Scenario):
         "the grammar must be compiled first. We send every engine the same requests for a small JSON object, "
         "first as a plain instruction, then with the schema, and count the answers that validate."
     )
-    default_engines = ("llamacpp-4slot", "vllm-cpu")
+    default_engines = ("llamacpp-4slot", "vllm-cpu", "sglang-cpu")
     duration_hint = "about 40 seconds on the local CPU engines"
     options = (
         OptionSpec(

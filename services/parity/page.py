@@ -41,9 +41,11 @@ class ParityForm:
 def default_engines(engines: list[EngineRecord]) -> list[str]:
     """The engines the form starts with, the first one its reference: a vLLM engine and the
     first engine of another kind when both are registered (the pair a parity check is usually
-    for: does this engine answer as vLLM does?), else the first two."""
+    for: does this engine answer as vLLM does?), SGLang first among those (it serves the same
+    HF weights, so any difference is the engine's), else the first two."""
     vllm = [e.name for e in engines if e.kind == "vllm"]
-    others = [e.name for e in engines if e.kind != "vllm"]
+    others = sorted((e for e in engines if e.kind != "vllm"), key=lambda e: e.kind != "sglang")
+    others = [e.name for e in others]
     if vllm and others:
         return [vllm[0], others[0]]
     return [e.name for e in engines[:2]]

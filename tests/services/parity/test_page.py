@@ -57,6 +57,19 @@ def test_the_default_pair_is_vllm_and_another_kind_vllm_the_reference() -> None:
     assert page.default_engines([]) == []
 
 
+def test_with_sglang_registered_the_pair_is_vllm_and_sglang() -> None:
+    """vLLM and SGLang serve the same converted HF weights here: the natural parity pair, even
+    when other kinds sort first."""
+    local = [
+        _engine("llamacpp-1slot", "llamacpp"),
+        _engine("llamacpp-4slot", "llamacpp"),
+        _engine("router", "router"),
+        _engine("sglang-cpu", "sglang"),
+        _engine("vllm-cpu", "vllm"),
+    ]
+    assert page.default_engines(local) == ["vllm-cpu", "sglang-cpu"]
+
+
 def test_the_reference_answers_first_and_its_second_self_right_after() -> None:
     assert page.engine_order(_form()) == ["a", "b", "c"]
     assert page.engine_order(_form(engines=["b", "a"], compare_with_itself=True)) == ["b", "a", "a"]
