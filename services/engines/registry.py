@@ -22,18 +22,15 @@ def register(cls: A) -> A:
     return cls
 
 
+@cache
 def _load() -> None:
-    # Importing the modules runs their @register decorators.
-    from services.engines import (  # noqa: F401 - imported for their @register side effect
-        llamacpp,
-        ollama,
-        openai_compat,
-        sglang,
-        tgi,
-        triton,
-        trtllm,
-        vllm,
-    )
+    """Import every kind package (each `services/engines/<kind>/` is one kind), which runs its
+    adapter's @register: a new kind is a new package, and no list here names it."""
+    import services.engines as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.ispkg:
+            import_module(f"{package.__name__}.{info.name}")
 
 
 @cache

@@ -3,27 +3,19 @@
 A backend is one way of running an engine kind on this machine: how to install it (its own
 virtual environment under the engines dir), whether it is installed and proven, the command
 that serves the model on a port, and the fixed specs (ids, ports, arguments) it offers. Each
-lives with its engine kind (`services/engines/<kind>/local.py`); this package only runs them.
-Adding a local engine is one such module, listed in `_MODULES`.
+lives with its engine kind (`services/engines/<kind>/local.py`, found on disk); this package only
+runs them. Adding a local engine is one such module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
 from typing import ClassVar
 
 from services.errors import ValidationError
 
 Log = Callable[[str], None]
-
-#: The modules whose import registers a backend, in install and start order: the router
-#: comes last because it fronts engines that must already run.
-_MODULES = (
-    "services.engines.llamacpp.local",
-    "services.engines.vllm.local",
-)
 
 
 @dataclass(frozen=True)
@@ -42,6 +34,9 @@ class LocalBackend:
     """One backend. Subclasses set the class attributes and implement the methods."""
 
     name: ClassVar[str]
+    #: Install and start order (low first): a router comes last, since it fronts engines that
+    #: must already run.
+    start_order: ClassVar[int] = 50
     #: What the installer says before it starts: what it installs and about how big it is.
     install_note: ClassVar[str] = ""
     #: The path that answers 200 once the engine serves (from the server root).
@@ -77,15 +72,16 @@ def register_backend(cls: type[LocalBackend]) -> type[LocalBackend]:
 
 
 def _load() -> None:
-    for module in _MODULES:
-        import_module(module)
+    # Each kind package with a `local.py` registers its backend on import (found on disk).
+    from services.engines.registry import kind_parts
+
+    kind_parts("local")
 
 
 def backends() -> list[LocalBackend]:
     """Every backend, in install and start order."""
     _load()
-    order = [m.rsplit(".", 2)[-2] for m in _MODULES]
-    return sorted(_BACKENDS.values(), key=lambda b: order.index(b.name) if b.name in order else 99)
+    return sorted(_BACKENDS.values(), key=lambda b: (b.start_order, b.name))
 
 
 def backend_names() -> tuple[str, ...]:

@@ -44,8 +44,10 @@ def default_engines(engines: list[EngineRecord]) -> list[str]:
     for: does this engine answer as vLLM does?), SGLang first among those (it serves the same
     HF weights, so any difference is the engine's), else the first two."""
     vllm = [e.name for e in engines if e.kind == "vllm"]
-    others = sorted((e for e in engines if e.kind != "vllm"), key=lambda e: e.kind != "sglang")
-    others = [e.name for e in others]
+    others = [
+        e.name
+        for e in sorted((e for e in engines if e.kind != "vllm"), key=lambda e: e.kind != "sglang")
+    ]
     if vllm and others:
         return [vllm[0], others[0]]
     return [e.name for e in engines[:2]]

