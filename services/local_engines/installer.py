@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -63,8 +64,10 @@ def install(backends: Iterable[str] | None = None, log: Log = print) -> None:
             continue
         if backend.install_note:
             log(f"{backend.name}: installing {backend.install_note}")
+        started = time.monotonic()
         try:
             backend.install(log)
+            log(f"{backend.name}: installed in {time.monotonic() - started:.0f} s")
         except (ShootoutError, OSError, subprocess.SubprocessError) as error:
             log(f"{backend.name}: NOT installed: {error}")
             failures.append(f"{backend.name}: {error}")
