@@ -31,6 +31,7 @@ PROBE_PATHS = (
     "/api/version",
     "/v2",
     "/server_info",
+    "/get_loads",  # SGLang's router: its version
 )
 MAX_BODY_BYTES = 256 * 1024
 

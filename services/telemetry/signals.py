@@ -58,7 +58,17 @@ GPU_SIGNALS: list[SignalInfo] = [
     SignalInfo("gpu_pcie_rx_bytes_per_s", "PCIe RX", "bytes/s", "gpu"),
 ]
 
-SIGNALS: dict[str, SignalInfo] = {s.name: s for s in ENGINE_SIGNALS + GPU_SIGNALS}
+#: What only a router (SGLang's smg) reports about itself: how many requests it routes, how
+#: many of its workers are healthy, and its own time per request. Known by name and unit, but
+#: not engine signals: an engine never lists them as "not reported".
+ROUTER_SIGNALS: list[SignalInfo] = [
+    SignalInfo("requests_per_s", "Requests/s", "1/s", "engine"),
+    SignalInfo("workers_healthy", "Healthy workers", "workers", "engine"),
+    SignalInfo("workers_total", "Workers", "workers", "engine"),
+    *_latency("router_request", "Router request time"),
+]
+
+SIGNALS: dict[str, SignalInfo] = {s.name: s for s in ENGINE_SIGNALS + GPU_SIGNALS + ROUTER_SIGNALS}
 ENGINE_SIGNAL_NAMES: tuple[str, ...] = tuple(s.name for s in ENGINE_SIGNALS)
 GPU_SIGNAL_NAMES: tuple[str, ...] = tuple(s.name for s in GPU_SIGNALS)
 

@@ -100,7 +100,9 @@ class Snapshot:
         from services.telemetry.signals import SIGNALS
 
         signals: dict[str, Any] = {}
-        for name in signal_names(self.group) + tuple(n for n in self.values if n not in SIGNALS):
+        group_names = signal_names(self.group)
+        # Then what only this source reports (a router's worker health), known by name or not.
+        for name in group_names + tuple(n for n in self.values if n not in group_names):
             reading = self.reading(name)
             entry: dict[str, Any] = {
                 "value": reading.value,
