@@ -28,6 +28,9 @@ class LocalEngineSpec:
     args: tuple[str, ...]
     start_timeout_s: float
     description: str
+    #: Where its Prometheus metrics are when not on the server's own port (SGLang's router):
+    #: its registry entry gets this metrics URL.
+    metrics_port: int | None = None
 
 
 class LocalBackend:

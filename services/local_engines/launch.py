@@ -164,14 +164,15 @@ def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
     url = f"http://127.0.0.1:{spec.port}"
     model = get_backend(spec.backend).served_model
     info = {"local": True, "description": spec.description}
+    extra = {"metrics_url": f"http://127.0.0.1:{spec.metrics_port}/metrics"} if spec.metrics_port else {}
     try:
         endpoints.get_engine(spec.id)
     except NotFoundError:
         return endpoints.add_engine(
-            spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info
+            spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info, **extra
         )
     return endpoints.update_engine(
-        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info
+        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info, **extra
     )
 
 

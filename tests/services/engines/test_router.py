@@ -1,5 +1,6 @@
-"""SGLang's router (smg) without a live server: detection from its recorded answers, and its own
-metrics normalised from two real scrapes (before and after four requests through it)."""
+"""SGLang's router (smg) without a live server: detection from its recorded answers, its own
+metrics normalised from two real scrapes (before and after four requests through it), and the
+local router's command and registry entry built from the chosen local engines."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from services.engines import ProbeEvidence, get_adapter
 from services.engines.base import HttpAnswer
 from services.engines.probe import interpret
+from services.errors import EngineError
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from services.telemetry.prometheus import parse_text
 from services.telemetry.scraper import kind_from_metrics
@@ -80,3 +82,53 @@ def test_router_signals_are_listed_with_their_units_in_the_json_form() -> None:
 
 def test_a_scrape_alone_names_the_router() -> None:
     assert kind_from_metrics(scrape("after")) == "router"
+
+
+@pytest.fixture
+def fake_smg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An engines dir where smg looks installed (the command is built, never run)."""
+    monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(tmp_path))
+    monkeypatch.delenv("SHOOTOUT_LOCAL_PORT_BASE", raising=False)
+    smg = tmp_path / "router-venv" / "bin" / "smg"
+    smg.parent.mkdir(parents=True)
+    smg.write_text("")
+    return smg
+
+
+def router_command(monkeypatch: pytest.MonkeyPatch, chosen: str) -> list[str]:
+    from services.local_engines import get_spec
+    from services.local_engines.backend import get_backend
+
+    monkeypatch.setenv("SHOOTOUT_LOCAL_ENGINES", chosen)
+    spec = get_spec("router-llamacpp")
+    return get_backend("router").command(spec.port, spec.args)[0]
+
+
+def test_the_local_router_fronts_the_chosen_llamacpp_servers(
+    fake_smg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = router_command(monkeypatch, "llamacpp,vllm,router")
+    assert command[:2] == [str(fake_smg), "launch"]
+    workers = command[command.index("--worker-urls") + 1 : command.index("--worker-urls") + 3]
+    assert workers == ["http://127.0.0.1:8081", "http://127.0.0.1:8083"]
+    assert "http://127.0.0.1:8082" not in command  # vLLM serves another model name
+    # Both listeners on loopback: smg's metrics default to 0.0.0.0:29000.
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert command[command.index("--prometheus-host") + 1] == "127.0.0.1"
+    assert command[command.index("--prometheus-port") + 1] == "8088"
+    assert command[-2:] == ["--policy", "cache_aware"]
+
+
+def test_a_router_without_workers_says_so(fake_smg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EngineError, match="no workers: choose llamacpp or sglang"):
+        router_command(monkeypatch, "router")
+
+
+def test_its_registry_entry_points_at_its_metrics_port(db_url: str) -> None:
+    from services.local_engines import get_spec, register_engine
+    from services.local_engines.catalog import local_port
+
+    router = register_engine(get_spec("router-llamacpp"))
+    assert (router.kind, router.model) == ("router", "SmolLM2-135M-Instruct")
+    assert router.resolved_metrics_url == f"http://127.0.0.1:{local_port(8088)}/metrics"
+    assert register_engine(get_spec("llamacpp-4slot")).metrics_url is None
