@@ -112,6 +112,10 @@ class RouterBackend(LocalBackend):
             "warn",
             "--shutdown-grace-period-secs",
             "2",
+            # A worker still starting (SGLang takes minutes) is retried every 5 s rather than 30:
+            # it joined 6 s after it came up here.
+            "--worker-startup-check-interval",
+            "5",
             *args,
         ]
         return command, {"HF_HUB_OFFLINE": "1"}

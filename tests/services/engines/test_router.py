@@ -116,6 +116,8 @@ def test_the_local_router_fronts_the_chosen_llamacpp_servers(
     assert command[command.index("--host") + 1] == "127.0.0.1"
     assert command[command.index("--prometheus-host") + 1] == "127.0.0.1"
     assert command[command.index("--prometheus-port") + 1] == "8088"
+    # A worker that starts later (SGLang) joins within seconds.
+    assert command[command.index("--worker-startup-check-interval") + 1] == "5"
     assert command[-2:] == ["--policy", "cache_aware"]
 
 
