@@ -1,6 +1,6 @@
 """SGLang's router as a local engine: PyPI's `smg` (a prebuilt Rust binary, no GPU libraries) in
 its own environment, fronting the chosen local chat servers: the two llama.cpp servers, and the
-SGLang server when that backend is chosen. It starts last (`_MODULES`): its workers run first."""
+SGLang server when that backend is chosen. It starts last (`start_order`): its workers run first."""
 
 from __future__ import annotations
 
