@@ -92,7 +92,7 @@ def test_bad_input_exits_non_zero_without_traceback(db_url: str) -> None:
 
 @pytest.mark.engines
 def test_probe_and_status_json(all_local_engines_up, db_url: str) -> None:  # type: ignore[no-untyped-def]
-    from services.local_engines import get_spec
+    from services.local_engines import get_spec, specs
 
     probe = cli("engines", "probe", f"http://127.0.0.1:{get_spec('llamacpp-4slot').port}", "--json")
     assert probe.returncode == 0
@@ -100,9 +100,7 @@ def test_probe_and_status_json(all_local_engines_up, db_url: str) -> None:  # ty
     status = cli("local", "status", "--json")
     assert status.returncode == 0
     assert {s["id"]: s["status"] for s in json.loads(status.stdout)} == {
-        "llamacpp-4slot": "running",
-        "vllm-cpu": "running",
-        "llamacpp-1slot": "running",
+        spec.id: "running" for spec in specs()
     }
     added = cli("engines", "add", "auto", f"http://127.0.0.1:{get_spec('vllm-cpu').port}", "--json")
     assert json.loads(added.stdout)["model"] == "smollm2"
