@@ -66,8 +66,9 @@ def all_local_engines_up(local_engines_running: list) -> list:
 
 @pytest.fixture
 def local_engines(all_local_engines_up: list, db_url: str) -> list:
-    """The three local engines, running and registered in this test's database.
-    Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu, llamacpp-1slot)."""
+    """The chosen local engines (SHOOTOUT_LOCAL_ENGINES, default all), running and registered in
+    this test's database. Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu,
+    llamacpp-1slot, sglang-cpu)."""
     from services import local_engines as service
 
     return [service.register_engine(spec) for spec in service.specs()]

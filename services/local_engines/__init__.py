@@ -8,6 +8,7 @@ environment and process (as in production, where each engine has its own contain
 | llamacpp-4slot | llama.cpp, 4 parallel slots, prompt cache on | 8081 | continuous batching + prefix reuse |
 | vllm-cpu | vLLM on CPU, automatic prefix caching | 8082 | the reference production engine |
 | llamacpp-1slot | llama.cpp, 1 slot, no prompt cache | 8083 | the baseline without batching or cache |
+| sglang-cpu | SGLang on CPU, radix prefix cache | 8084 | RadixAttention; vLLM's parity partner |
 
 Only these fixed specs can be launched: the page and the CLI pick an id, never a
 command line, so nothing typed in the browser can run a program.

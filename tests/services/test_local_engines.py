@@ -16,7 +16,7 @@ pytestmark = pytest.mark.engines
 
 def test_status_of_the_running_engines(all_local_engines_up) -> None:  # type: ignore[no-untyped-def]
     statuses = {s.id: s for s in local_engines.status()}
-    assert set(statuses) == {"llamacpp-4slot", "vllm-cpu", "llamacpp-1slot", "router-llamacpp"}
+    assert set(statuses) == {s.id for s in local_engines.specs()}
     for status in statuses.values():
         assert status.status == "running", status.message
         assert status.pid and status.log_file
