@@ -337,10 +337,6 @@ class SglangBackend(LocalBackend):
             "OMP_NUM_THREADS": "2",
         }
 
-    def settings_args(self, settings: dict[str, str]) -> list[str]:
-        given = {key if key.startswith("-") else f"--{key}" for key in settings}
-        return [part for flag, value in DEFAULT_SETTINGS if flag not in given for part in (flag, value)]
-
 
 @dataclass(frozen=True)
 class SmokeResult:

@@ -3,6 +3,7 @@ passes on this machine."""
 
 from __future__ import annotations
 
+from services.engines.sglang.local import DEFAULT_SETTINGS
 from services.tune.settings import KindTuning, Setting, choice, decimal, integer
 
 TUNING = KindTuning(
@@ -23,8 +24,8 @@ TUNING = KindTuning(
         Setting(
             "schedule-policy",
             "--schedule-policy",
-            choice("lpm", "random", "fcfs", "dfs-weight", "lof"),
-            "scheduling policy",
+            choice("fcfs", "lpm", "random", "dfs-weight", "lof", "hrrn", "shortest-prefill-first"),
+            "scheduling policy (0.5.23 default: fcfs)",
         ),
         Setting(
             "max-total-tokens",
@@ -39,7 +40,7 @@ TUNING = KindTuning(
     ),
     # The verified CPU run (guide: "SGLang 0.5.23 on CPU"): without a bound on the KV pool a CPU
     # run can claim tens of GB; 8 running requests is what 2 cores batch well.
-    local_defaults={"context-length": "2048", "max-total-tokens": "16384", "max-running-requests": "8"},
+    local_defaults={flag.removeprefix("--"): value for flag, value in DEFAULT_SETTINGS},
     portable_command="python -m sglang.launch_server --model-path MODEL",
     # The CPU engine, its sgl_kernel stand-in on PYTHONPATH and its thread count.
     command_env=("SGLANG_", "PYTHONPATH", "OMP_NUM_THREADS"),

@@ -122,13 +122,16 @@ def test_bf16_only_where_the_cpu_computes_it() -> None:
 
 
 def test_a_tune_keeps_the_kv_bound_unless_it_sets_it() -> None:
-    backend = get_backend("sglang")
-    assert backend.settings_args({}) == [
-        "--context-length", "2048", "--max-total-tokens", "16384", "--max-running-requests", "8",
-    ]  # fmt: skip
-    assert backend.settings_args({"max-running-requests": "2", "--max-total-tokens": "4096"}) == [
-        "--context-length", "2048",
-    ]  # fmt: skip
+    """One source for the CPU defaults: the local spec's arguments and a tune's defaults."""
+    from services.tune.spec import TuneSpec, tunings
+
+    assert tunings()["sglang"].local_defaults == {
+        "context-length": "2048", "max-total-tokens": "16384", "max-running-requests": "8",
+    }  # fmt: skip
+    spec = TuneSpec(kind="sglang", grid={"max-running-requests": ("2",)})
+    assert spec.full_settings({"max-running-requests": "2"}) == {
+        "context-length": "2048", "max-total-tokens": "16384", "max-running-requests": "2",
+    }  # fmt: skip
 
 
 def test_too_little_memory_or_disk_is_one_line_and_installs_nothing(
