@@ -1,7 +1,8 @@
 """One scenario end to end on the real local engines: prefix caching, kept short.
 
-vLLM (automatic prefix caching, 128-token blocks) and llama.cpp with its prompt cache must
-serve the repeated prompt from their caches and say so in their usage; llama.cpp started
+vLLM (automatic prefix caching, 128-token blocks), SGLang (RadixAttention) and llama.cpp with
+its prompt cache must serve the repeated prompt from their caches and say so in their usage;
+llama.cpp started
 with --no-cache-prompt must report none. The TTFT figures are printed for the record (they
 depend on what else the machine is doing; the verdicts do not)."""
 
@@ -15,7 +16,7 @@ pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
 
 def test_prefix_caching_on_the_local_engines(local_engines) -> None:  # type: ignore[no-untyped-def]
-    names = [e.name for e in local_engines]
+    names = ["vllm-cpu", "sglang-cpu", "llamacpp-4slot", "llamacpp-1slot"]
     run_id = runner.start_demo(
         "prefix-cache",
         names,
@@ -29,6 +30,10 @@ def test_prefix_caching_on_the_local_engines(local_engines) -> None:  # type: ig
     assert verdicts["vllm-cpu"]["verdict"] == "cache"
     assert verdicts["vllm-cpu"]["cached_tokens"] >= 256  # whole 128-token blocks of a ~400-token prompt
     assert verdicts["vllm-cpu"]["hit_rate"] > 0.25
+    # RadixAttention reuses every token but the last of the repeated prompt.
+    assert verdicts["sglang-cpu"]["verdict"] == "cache"
+    assert verdicts["sglang-cpu"]["cached_tokens"] >= 0.9 * verdicts["sglang-cpu"]["prompt_tokens"]
+    assert verdicts["sglang-cpu"]["hit_rate"] > 0.25
     assert verdicts["llamacpp-4slot"]["verdict"] == "cache"
     assert (
         verdicts["llamacpp-4slot"]["cached_tokens"] >= 0.9 * verdicts["llamacpp-4slot"]["prompt_tokens"]
