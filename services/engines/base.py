@@ -15,6 +15,9 @@ from typing import Any, ClassVar, Literal
 from services.telemetry.prometheus import Families
 
 MetricsFormat = Literal["prometheus", "json", "none"]
+#: How requests are sent: OpenAI chat completions, or Triton's generate extension
+#: (`generate_stream`, one SSE event per response).
+WireFormat = Literal["openai", "triton_generate"]
 
 
 @dataclass
@@ -105,9 +108,41 @@ class EngineAdapter:
     reports_logprobs: ClassVar[bool] = True
     reports_top_logprobs: ClassVar[bool] = True
 
+    #: How the client talks to it (services.client): OpenAI chat unless the kind says otherwise.
+    wire: ClassVar[WireFormat] = "openai"
+    #: The path that answers 200 once it serves (the probe's health).
+    health_path: ClassVar[str] = "/health"
+
     def detect(self, evidence: ProbeEvidence) -> bool:
         """True when the evidence shows this kind of engine."""
         return False
+
+    def describe(self, evidence: ProbeEvidence) -> str:
+        """The label of this server as probed (a kind may add what it serves with)."""
+        return self.label
+
+    def extra_probes(self, evidence: ProbeEvidence) -> list[tuple[str, str]]:
+        """(method, path) the probe asks next once this kind is detected (answers kept in the
+        evidence under "METHOD path" for a POST, the path for a GET)."""
+        return []
+
+    def more_probes(self, evidence: ProbeEvidence) -> list[tuple[str, str]]:
+        """A second round after `extra_probes` (e.g. one path per model they listed)."""
+        return []
+
+    def stream_path(self, model: str) -> str | None:
+        """The streaming request's path from the server root; None: OpenAI chat completions."""
+        return None
+
+    def stream_body(
+        self, model: str, messages: list[dict[str, Any]], params: SamplingParams
+    ) -> dict[str, Any]:
+        """The request body of a kind whose `wire` is not OpenAI."""
+        raise NotImplementedError
+
+    def signals_for(self, model: str | None) -> TelemetrySignals:
+        """The signals of one served model (a server with several may label its series)."""
+        return self.telemetry_signals
 
     def version(self, evidence: ProbeEvidence) -> str | None:
         body = evidence.get("/version").json

@@ -70,11 +70,16 @@ def auth_headers(api_key_env: str | None) -> dict[str, str]:
 
 
 async def _get(
-    client: httpx2.AsyncClient, base_url: str, path: str, headers: dict[str, str], deadline_s: float
+    client: httpx2.AsyncClient,
+    base_url: str,
+    path: str,
+    headers: dict[str, str],
+    deadline_s: float,
+    method: str = "GET",
 ) -> HttpAnswer:
     try:
         reply = await http.fetch_async(
-            "GET",
+            method,
             base_url + path,
             headers=headers,
             deadline_s=deadline_s,
@@ -104,7 +109,20 @@ async def gather_evidence(
         answers = await asyncio.gather(
             *(_get(client, base_url, path, headers, timeout_s) for path in PROBE_PATHS)
         )
-    return ProbeEvidence(base_url=base_url, answers=dict(zip(PROBE_PATHS, answers, strict=True)))
+        evidence = ProbeEvidence(base_url=base_url, answers=dict(zip(PROBE_PATHS, answers, strict=True)))
+        # A kind that needs more than these GETs (Triton's repository index, then each model's
+        # config) asks for it once detected: two short rounds, only for that kind.
+        adapter = detect_kind(evidence)
+        for round_of in (adapter.extra_probes, adapter.more_probes):
+            asks = round_of(evidence)
+            if not asks:
+                break
+            found = await asyncio.gather(
+                *(_get(client, base_url, path, headers, timeout_s, method) for method, path in asks)
+            )
+            for (method, path), answer in zip(asks, found, strict=True):
+                evidence.answers[path if method == "GET" else f"{method} {path}"] = answer
+    return evidence
 
 
 def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeResult:
@@ -126,7 +144,8 @@ def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeR
             hint = "name the environment variable that holds the key in 'API key env'"
         return ProbeResult(base_url, "auth_required", f"The server wants an API key: {hint}.")
     body = models_answer.json
-    if not (isinstance(body, dict) and isinstance(body.get("data"), list)):
+    adapter = detect_kind(evidence)
+    if adapter.wire == "openai" and not (isinstance(body, dict) and isinstance(body.get("data"), list)):
         status = models_answer.status
         detail = f"HTTP {status}" if status is not None else (models_answer.error or "no answer")
         return ProbeResult(
@@ -135,15 +154,15 @@ def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeR
             f"Something answers here, but GET /v1/models gave {detail} instead of an OpenAI model list: "
             "is this the engine's API port, and its base URL (without /v1/chat/completions)?",
         )
-    adapter = detect_kind(evidence)
-    health = evidence.get("/health")
+    health = evidence.get(adapter.health_path)
     healthy = None if health.status is None or health.status == 404 else health.ok
+    label = adapter.describe(evidence)
     result = ProbeResult(
         base_url,
         "ok",
-        f"{adapter.label} is up.",
+        f"{label} is up.",
         kind=adapter.kind,
-        kind_label=adapter.label,
+        kind_label=label,
         version=adapter.version(evidence),
         models=adapter.models(evidence),
         context_length=adapter.context_length(evidence),
@@ -153,7 +172,7 @@ def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeR
     if healthy is False:
         result.state = "unhealthy"
         result.message = (
-            f"{adapter.label} answers but /health says HTTP {health.status} (still loading?)."
+            f"{label} answers but {adapter.health_path} says HTTP {health.status} (still loading?)."
         )
     elif not result.models:
         result.message += " It lists no models."

@@ -45,6 +45,8 @@ class ScrapeTarget:
     metrics_url: str | None
     base_url: str | None = None
     api_key_env: str | None = None
+    #: The served model, for servers whose series are labelled per model (Triton).
+    model: str | None = None
 
     @property
     def source(self) -> str:
@@ -59,6 +61,7 @@ class ScrapeTarget:
             metrics_url=record.resolved_metrics_url,
             base_url=record.base_url,
             api_key_env=record.api_key_env,
+            model=record.model,
         )
 
 
@@ -84,13 +87,12 @@ class EngineScraper:
     ) -> None:
         self.target = target
         self.adapter: EngineAdapter = get_adapter(target.kind)
-        self.normaliser = EngineNormaliser(
-            self.adapter.telemetry_signals, self.adapter.label, rate_window_s, latency_window_s
-        )
-        self.parser = SeriesParser(metric_prefixes(self.adapter.telemetry_signals))
+        signals = self.adapter.signals_for(target.model)
+        self.normaliser = EngineNormaliser(signals, self.adapter.label, rate_window_s, latency_window_s)
+        self.parser = SeriesParser(metric_prefixes(signals))
         # Latency percentiles cover a long window: recomputing them more than about once a
         # second buys nothing, and their histogram lines are most of what an engine sends.
-        self.keep_without_histograms = metric_prefixes(self.adapter.telemetry_signals, histograms=False)
+        self.keep_without_histograms = metric_prefixes(signals, histograms=False)
         self.histogram_every_s = histogram_every_s
         self._histograms_at: float | None = None
         self.url = target.metrics_url

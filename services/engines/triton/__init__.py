@@ -1,58 +1,134 @@
-"""Triton Inference Server with the TensorRT-LLM backend: `GET /v2` names "triton";
-metrics on a separate port (8002 by default)."""
+"""Triton Inference Server, whatever backend serves its models: `GET /v2` names "triton"; the
+repository index and each model's config say which backend (Python, TensorRT-LLM, ...), so the
+label says what it is. Metrics on a separate port (8002 by default).
+
+Requests go to Triton's generate extension (`POST /v2/models/<model>/generate_stream`, one SSE
+event per response of a decoupled model), not OpenAI chat: the chat goes as JSON in the
+`messages` input and the model applies its chat template (the local Python-backend model does).
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import json
+from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
 from services.engines.registry import register
 from services.telemetry.normalise import (
     CounterRate,
     CounterRatio,
     Gauge,
+    Metric,
     counters,
     latency_signals,
     metric,
 )
 
+#: The probe's POST of the repository index, kept in the evidence under this key.
+REPOSITORY_INDEX = "POST /v2/repository/index"
+
+#: How Triton names its backends (a model config's "backend", or "platform" for ensembles).
+BACKEND_NAMES = {
+    "python": "Python backend",
+    "tensorrtllm": "TensorRT-LLM backend",
+    "ensemble": "ensemble",
+    "onnxruntime": "ONNX Runtime backend",
+    "pytorch": "PyTorch backend",
+    "vllm": "vLLM backend",
+}
+
+#: The Python-backend model's own counters (scripts/triton_model.py): Triton counts requests
+#: and durations itself, not tokens nor what generates now.
+_MODEL_METRICS = "shootout_llm_"
+
+
+def _python_backend_signals(model: str | None) -> TelemetrySignals:
+    """A Python-backend model's nv_inference_* series (and its own token counters): of
+    `model` when given, else summed over the repository's models."""
+
+    def of(name: str, scale: float = 1.0) -> Metric:
+        return metric(name, scale, model=model) if model else metric(name, scale)
+
+    return {
+        "requests_running": (Gauge(of(f"{_MODEL_METRICS}requests_running")),),
+        "requests_waiting": (
+            Gauge(
+                of("nv_inference_pending_request_count"),
+                note="requests in Triton's queue, awaiting the model",
+            ),
+        ),
+        "prompt_tokens_per_s": (CounterRate((of(f"{_MODEL_METRICS}prompt_tokens_total"),)),),
+        "generation_tokens_per_s": (CounterRate((of(f"{_MODEL_METRICS}generation_tokens_total"),)),),
+        "e2e_mean_s": (
+            CounterRatio(
+                (of("nv_inference_request_duration_us", 1e-6),),
+                (of("nv_inference_request_success"),),
+                note="Triton's request duration / successful requests",
+            ),
+        ),
+    }
+
+
+#: TensorRT-LLM behind Triton (fixture-tested: it needs an NVIDIA GPU). Backend gauges carry a
+#: category label; latencies are in ms (histogram) and the user-facing model is the "ensemble"
+#: (else the bare "tensorrt_llm" model).
+_TRTLLM_SIGNALS: TelemetrySignals = {
+    "kv_cache_usage": (
+        Gauge(metric("nv_trt_llm_kv_cache_block_metrics", kv_cache_block_type="fraction"), agg="max"),
+    ),
+    "requests_running": (Gauge(metric("nv_trt_llm_request_metrics", request_type="active")),),
+    "requests_waiting": (Gauge(metric("nv_trt_llm_request_metrics", request_type="waiting")),),
+    "prompt_tokens_per_s": (CounterRate(counters("nv_llm_input_token_len_sum")),),
+    "generation_tokens_per_s": (CounterRate(counters("nv_llm_output_token_len_sum")),),
+    **latency_signals(
+        "ttft",
+        metric("nv_inference_first_response_histogram_ms", 0.001, model="ensemble"),
+        metric("nv_inference_first_response_histogram_ms", 0.001, model="tensorrt_llm"),
+        note="first response (opt-in histogram_latencies=true)",
+    ),
+    "e2e_mean_s": (
+        CounterRatio(
+            (metric("nv_inference_request_duration_us", 1e-6, model="ensemble"),),
+            (metric("nv_inference_request_success", model="ensemble"),),
+        ),
+    ),
+}
+
+
+def _merge(*maps: TelemetrySignals) -> dict[str, tuple[Any, ...]]:
+    """Each signal's alternatives from every map, the earlier maps' first."""
+    merged: dict[str, tuple[Any, ...]] = {}
+    for signal_map in maps:
+        for name, specs in signal_map.items():
+            merged[name] = merged.get(name, ()) + tuple(specs)
+    return merged
+
 
 @register
 class TritonAdapter(EngineAdapter):
     kind = "triton"
-    label = "Triton + TensorRT-LLM"
+    label = "Triton"
     priority = 40
+    wire = "triton_generate"
+    health_path = "/v2/health/ready"
     metrics_path = "/metrics"  # on the metrics port: set the engine's metrics URL
     metrics_format = "prometheus"
     supports_n = False
+    supports_ignore_eos = True
+    reports_logprobs = False
+    reports_top_logprobs = False
     metrics_hint = "Metrics are on port 8002 (--allow-metrics, --metrics-port); set the metrics URL."
     metrics_need_url = True
     metric_markers = ("nv_inference_", "nv_trt_llm_")
-    # Backend gauges carry a category label; latencies are in ms (histogram) and the
-    # user-facing model is the "ensemble" (else the bare "tensorrt_llm" model).
-    telemetry_signals: ClassVar[TelemetrySignals] = {
-        "kv_cache_usage": (
-            Gauge(
-                metric("nv_trt_llm_kv_cache_block_metrics", kv_cache_block_type="fraction"), agg="max"
-            ),
-        ),
-        "requests_running": (Gauge(metric("nv_trt_llm_request_metrics", request_type="active")),),
-        "requests_waiting": (Gauge(metric("nv_trt_llm_request_metrics", request_type="waiting")),),
-        "prompt_tokens_per_s": (CounterRate(counters("nv_llm_input_token_len_sum")),),
-        "generation_tokens_per_s": (CounterRate(counters("nv_llm_output_token_len_sum")),),
-        **latency_signals(
-            "ttft",
-            metric("nv_inference_first_response_histogram_ms", 0.001, model="ensemble"),
-            metric("nv_inference_first_response_histogram_ms", 0.001, model="tensorrt_llm"),
-            note="first response (opt-in histogram_latencies=true)",
-        ),
-        "e2e_mean_s": (
-            CounterRatio(
-                (metric("nv_inference_request_duration_us", 1e-6, model="ensemble"),),
-                (metric("nv_inference_request_success", model="ensemble"),),
-            ),
-        ),
-    }
+    # TensorRT-LLM's series first (an ensemble's), then a Python-backend model's.
+    telemetry_signals: ClassVar[TelemetrySignals] = _merge(
+        _TRTLLM_SIGNALS, _python_backend_signals(None)
+    )
+
+    def signals_for(self, model: str | None) -> TelemetrySignals:
+        if not model:
+            return self.telemetry_signals
+        return _merge(_TRTLLM_SIGNALS, _python_backend_signals(model), _python_backend_signals(None))
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         body = evidence.get("/v2").json
@@ -61,3 +137,75 @@ class TritonAdapter(EngineAdapter):
     def version(self, evidence: ProbeEvidence) -> str | None:
         body = evidence.get("/v2").json
         return str(body.get("version")) if isinstance(body, dict) and body.get("version") else None
+
+    def models(self, evidence: ProbeEvidence) -> list[str]:
+        """The ready models of the repository index (else an OpenAI frontend's list)."""
+        index = evidence.get(REPOSITORY_INDEX).json
+        if isinstance(index, list):
+            return [
+                str(m["name"])
+                for m in index
+                if isinstance(m, dict) and m.get("name") and m.get("state", "READY") == "READY"
+            ]
+        return super().models(evidence)
+
+    def extra_probes(self, evidence: ProbeEvidence) -> list[tuple[str, str]]:
+        """(method, path) asked once `/v2` said triton: the repository index, then (see
+        `more_probes`) each ready model's config."""
+        if not self.detect(evidence):
+            return []
+        return [("POST", "/v2/repository/index"), ("GET", self.health_path)]
+
+    def more_probes(self, evidence: ProbeEvidence) -> list[tuple[str, str]]:
+        return [("GET", f"/v2/models/{name}/config") for name in self.models(evidence)[:8]]
+
+    def backends(self, evidence: ProbeEvidence) -> dict[str, str]:
+        """Model name -> the backend serving it, from the models' configs."""
+        found: dict[str, str] = {}
+        for name in self.models(evidence):
+            config = evidence.get(f"/v2/models/{name}/config").json
+            if isinstance(config, dict):
+                backend = config.get("backend") or config.get("platform")
+                if backend:
+                    found[name] = str(backend)
+        return found
+
+    def describe(self, evidence: ProbeEvidence) -> str:
+        """ "Triton (Python backend)", "Triton (TensorRT-LLM backend)", ...; an ensemble is named
+        by the backends of its steps."""
+        backends = set(self.backends(evidence).values())
+        if len(backends) > 1:
+            backends.discard("ensemble")
+        if not backends:
+            return self.label
+        names = sorted(BACKEND_NAMES.get(b, f"{b} backend") for b in backends)
+        return f"{self.label} ({', '.join(names)})"
+
+    # --- requests: Triton's generate extension ---------------------------------------
+
+    def stream_path(self, model: str) -> str | None:
+        return f"/v2/models/{model}/generate_stream"
+
+    def stream_body(
+        self, model: str, messages: list[dict[str, Any]], params: SamplingParams
+    ) -> dict[str, Any]:
+        """The generate_stream body: the chat as JSON (the model applies its chat template)
+        and the sampling parameters as the model's optional inputs."""
+        body: dict[str, Any] = {"messages": json.dumps(messages, ensure_ascii=False), "stream": True}
+        if params.max_tokens is not None:
+            body["max_tokens"] = params.max_tokens
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.seed is not None:
+            body["seed"] = params.seed
+        if params.ignore_eos:
+            body["ignore_eos"] = True
+        return body
+
+    def unsupported(self, params: SamplingParams) -> list[str]:
+        missing = super().unsupported(params)
+        if params.stop:
+            missing.append("stop")
+        return missing
