@@ -36,7 +36,7 @@ from services.client.records import (
     StreamResult,
     merge_choice_usage,
 )
-from services.client.request import build_body, build_headers, chat_url
+from services.client.request import build_body, build_headers, chat_url, request_url
 from services.client.running import new_event_loop, run_blocking, run_chat, run_many
 from services.client.sdk import SdkReading, read_with_openai_sdk
 from services.client.snippets import as_curl, as_openai_python
@@ -62,6 +62,7 @@ __all__ = [
     "merge_choice_usage",
     "new_event_loop",
     "read_with_openai_sdk",
+    "request_url",
     "run_blocking",
     "run_chat",
     "run_many",

@@ -48,9 +48,26 @@ def chat_url(base_url: str) -> str:
     return url + "/v1/chat/completions"
 
 
+def request_url(request: ChatRequest) -> str:
+    """Where the streaming request goes: OpenAI chat completions, or the path the engine's
+    kind names (Triton's `/v2/models/<model>/generate_stream`) from the server root."""
+    path = get_adapter(request.kind).stream_path(request.model)
+    if path is None:
+        return chat_url(request.base_url)
+    root = chat_url(request.base_url).removesuffix("/chat/completions").removesuffix("/v1")
+    return root + path
+
+
 def build_body(request: ChatRequest) -> dict[str, Any]:
-    """The JSON body: OpenAI fields, then the engine adapter's extras, then `extra_body`."""
+    """The JSON body: OpenAI fields, then the engine adapter's extras, then `extra_body` (a
+    kind with its own wire format builds its body itself; `extra_body` still goes last)."""
     params = request.params
+    adapter = get_adapter(request.kind)
+    if adapter.wire != "openai":
+        own = adapter.stream_body(request.model, request.messages, params)
+        if request.extra_body:
+            own.update(request.extra_body)
+        return own
     body: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
     if request.include_usage:
         body["stream_options"] = {"include_usage": True}
@@ -66,7 +83,6 @@ def build_body(request: ChatRequest) -> dict[str, Any]:
         body["stop"] = list(params.stop)
     if params.n > 1:
         body["n"] = params.n
-    adapter = get_adapter(request.kind)
     body.update(adapter.request_extras(params))
     if request.response_schema is not None:
         body["response_format"] = adapter.response_format(request.response_schema, request.schema_name)

@@ -9,13 +9,13 @@ import shlex
 from typing import Any
 
 from services.client.records import ChatRequest
-from services.client.request import build_body, chat_url, sdk_kwargs
+from services.client.request import build_body, chat_url, request_url, sdk_kwargs
 
 
 def as_curl(request: ChatRequest) -> str:
     """The exact request as a curl command (the key stays in its environment variable)."""
     lines = [
-        f"curl -N {shlex.quote(chat_url(request.base_url))}",
+        f"curl -N {shlex.quote(request_url(request))}",
         "  -H 'Content-Type: application/json'",
     ]
     if request.api_key_env:

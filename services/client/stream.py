@@ -392,6 +392,84 @@ class Exchange:
             self.fault("total_timeout", "The answer took longer than the request's total time limit.")
 
 
+class TritonExchange(Exchange):
+    """An exchange with Triton's generate extension (`generate_stream`): one SSE event per
+    response of a decoupled model, `{"text_output": <new text>, "output_tokens": <so far>,
+    "prompt_tokens": n, "finish_reason": "" | "stop" | "length", "model_name": ...}` and
+    `{"error": ...}` on failure. No [DONE]: the response's end is the stream's end. One JSON
+    parse per event (orjson), as the OpenAI path's general case; its learnt-shape shortcut does
+    not apply, since every event carries a new token count."""
+
+    __slots__ = ()
+
+    def _sse(self, data: bytes) -> None:
+        buffer = self.buffer + data if self.buffer else data
+        if b"\r" in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        events = buffer.split(b"\n\n")
+        rest = events.pop()
+        if rest and len(rest) > _MAX_EVENT_BYTES:
+            self.fault("invalid_json", "A stream event exceeded 16 MB without ending.")
+            return
+        self.buffer = rest
+        now = self.now
+        result = self.result
+        for event in events:
+            payload = event[6:] if event[:6] == b"data: " and b"\n" not in event else _event_data(event)
+            if payload is None:
+                continue
+            try:
+                chunk = _loads(payload)
+            except ValueError:
+                self.fault(
+                    "invalid_json",
+                    f"A stream event was not valid JSON: {payload[:120].decode('utf-8', 'replace')!r}",
+                )
+                return
+            if chunk.__class__ is not dict:
+                self.fault("invalid_json", "A stream event was JSON but not an object.")
+                return
+            if chunk.get("error"):
+                self.fault("stream_error", f"The engine reported an error mid-stream: {chunk['error']}")
+                return
+            choice = self.choices.get(0)
+            if choice is None:
+                choice = self.choices[0] = ChoiceStream(0)
+            text = chunk.get("text_output")
+            if text and text.__class__ is str:
+                choice.parts.append(text)
+                choice.times.append(now)
+                if result.ttft_s is None:
+                    result.ttft_s = now - result.start
+                if self.on_delta is not None:
+                    self.on_delta(0, text, result)
+            produced = chunk.get("output_tokens")
+            if produced is not None:
+                prompt = chunk.get("prompt_tokens")
+                usage: dict[str, Any] = {"completion_tokens": produced}
+                if prompt is not None:
+                    usage["prompt_tokens"] = prompt
+                    if isinstance(prompt, int) and isinstance(produced, int):
+                        usage["total_tokens"] = prompt + produced
+                result.usage = usage
+            reason = chunk.get("finish_reason")
+            if reason:
+                choice.finish_reason = str(reason)
+        if self.deadline is not None and now > self.deadline:
+            self.fault("total_timeout", "The answer took longer than the request's total time limit.")
+
+    def on_message_complete(self) -> None:
+        # The end of Triton's response is the end of the stream (it sends the model's final
+        # response last); a model that names no finish reason has finished all the same.
+        if self.mode == "sse" and self.error_class is None:
+            self.result.done = True
+            self.result.end = self.now
+            for choice in self.choices.values():
+                if choice.finish_reason is None:
+                    choice.finish_reason = "stop"
+        super().on_message_complete()
+
+
 def error_message(body: bytes) -> str:
     text = body.decode("utf-8", "replace").strip()
     try:

@@ -26,8 +26,9 @@ import httptools
 
 from services import http
 from services.client.records import ChatRequest, DeltaCallback, StreamResult, fail_result
-from services.client.request import build_body, build_headers, chat_url
-from services.client.stream import Exchange, error_message
+from services.client.request import build_body, build_headers, request_url
+from services.client.stream import Exchange, TritonExchange, error_message
+from services.engines import get_adapter
 
 
 def make_http_client(
@@ -270,7 +271,10 @@ async def stream_chat(
     if result is None:
         result = StreamResult()
     try:
-        url = chat_url(request.base_url)
+        url = request_url(request)
+        exchange_class = (
+            TritonExchange if get_adapter(request.kind).wire == "triton_generate" else Exchange
+        )
         if headers is None:
             headers = build_headers(request)
         if body is None:
@@ -283,7 +287,9 @@ async def stream_chat(
             result.start + request.total_timeout_s if request.total_timeout_s is not None else None
         )
         for _hop in range(_MAX_REDIRECTS + 1):
-            exchange = await _send(client, url, body, headers, request, result, on_delta, deadline)
+            exchange = await _send(
+                client, url, body, headers, request, result, on_delta, deadline, exchange_class
+            )
             if exchange is None:
                 return result
             if exchange.location is None or exchange.error_class is not None:
@@ -338,6 +344,7 @@ async def _send(
     result: StreamResult,
     on_delta: DeltaCallback | None,
     deadline: float | None,
+    exchange_class: type[Exchange] = Exchange,
 ) -> Exchange | None:
     """One HTTP exchange (a stale keep-alive connection is retried once on a fresh one)."""
     key, host_header, path = split_url(url)
@@ -356,7 +363,7 @@ async def _send(
             fresh = True
         else:
             fresh = False
-        exchange = Exchange(
+        exchange = exchange_class(
             connection, result, on_delta, deadline, request.read_timeout_s, request.max_response_bytes
         )
         connection.exchange = exchange
