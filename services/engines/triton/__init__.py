@@ -128,7 +128,9 @@ class TritonAdapter(EngineAdapter):
     def signals_for(self, model: str | None) -> TelemetrySignals:
         if not model:
             return self.telemetry_signals
-        return _merge(_TRTLLM_SIGNALS, _python_backend_signals(model), _python_backend_signals(None))
+        # This model's series only: summing a repository's models would count an ensemble's
+        # steps as requests of their own.
+        return _merge(_TRTLLM_SIGNALS, _python_backend_signals(model))
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         body = evidence.get("/v2").json

@@ -137,3 +137,4 @@ async def test_an_error_event_fails_the_request_in_plain_words(serve) -> None:
 async def test_a_cut_stream_is_not_a_finished_answer(serve) -> None:
     result = await run_chat(triton_request(await serve(CannedTriton([event("Hi", 1)], end=False))))
     assert not result.ok and result.error_class == "stream_cut"
+    assert result.choice(0).text == "Hi"  # type: ignore[union-attr]  # the partial answer is kept
