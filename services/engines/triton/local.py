@@ -6,7 +6,7 @@ NVIDIA GPU.
 The model's Python (the backend's stub) needs torch and transformers. The leanest way: the
 Triton environment reads them from the vLLM (or SGLang) environment through a .pth file placed
 after its own site-packages, so its numpy<2 (PyTriton's pin) wins and nothing is installed twice
-(0 bytes instead of about 0.9 GB: torch 754 MB, transformers 120 MB). Without such an environment, CPU torch and
+(0 bytes instead of 1.1 GB: torch 754 MB, transformers 120 MB and theirs). Without such an environment, CPU torch and
 transformers are installed into the Triton one.
 
 One Triton per machine at the fixed ports; the installer's smoke run uses free ports of its own.
@@ -32,6 +32,10 @@ from services.local_engines.installer import ensure_hf_model, make_venv, pip_ins
 from services.local_engines.paths import engines_dir, hf_model_dir, venv_python
 
 PYTRITON_PACKAGE = "nvidia-pytriton==0.7.0"
+#: Only the server binary and its Python backend are used, never PyTriton's Python API: its
+#: dependencies (grpcio, gevent, tritonclient, pydantic, ... about 180 MB) stay out. The stub's
+#: numpy stays below 2, PyTriton's own pin.
+PYTRITON_INSTALL = ("--no-deps", PYTRITON_PACKAGE, "numpy==1.26.4")
 #: The model's own dependencies when no other engine's environment has them (vLLM's pins).
 MODEL_PACKAGES = ("torch==2.13.0+cpu", "transformers==5.19.0")
 #: Environments whose torch and transformers the model may borrow, best first.
@@ -110,9 +114,9 @@ class TritonBackend(LocalBackend):
     name = "triton"
     start_order = 40
     install_note = (
-        "PyPI's nvidia-pytriton 0.7 (its tritonserver 2.51 binary and Python backend, about 370 MB) "
+        "PyPI's nvidia-pytriton 0.7 (its tritonserver 2.51 binary and Python backend, about 250 MB) "
         "and a Python-backend model repository; torch and transformers come from the vLLM "
-        "environment when it is installed (else about 0.9 GB more)"
+        "environment when it is installed (else about 1.1 GB more)"
     )
     health_path = "/v2/health/ready"
     served_model = SERVED_NAME
@@ -231,7 +235,7 @@ def install_triton(log: Log = print) -> None:
     Python's stub, give the model torch and transformers, and prove it: the real server
     answers one generate request. A failure says why in one line."""
     make_venv("triton", log)
-    pip_install("triton", [PYTRITON_PACKAGE], log)
+    pip_install("triton", list(PYTRITON_INSTALL), log)
     if not server_binary().exists():
         raise EngineError(f"nvidia-pytriton has no tritonserver at {server_binary()}")
     smoke_marker().unlink(missing_ok=True)
@@ -239,7 +243,7 @@ def install_triton(log: Log = print) -> None:
     _lay_out_backend(log)
     shared = _borrow_torch(log)
     if shared is None:
-        log("triton: installing CPU torch and transformers for the model (about 0.9 GB)")
+        log("triton: installing CPU torch and transformers for the model (about 1.1 GB)")
         pip_install("triton", list(MODEL_PACKAGES), log)
     ensure_hf_model("triton", log)
     marker = {"torch_from": str(shared) if shared else None, "libpython_dir": libdir}
