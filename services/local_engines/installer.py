@@ -4,16 +4,18 @@ its Hugging Face conversion for the servers that need that layout."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from services.errors import EngineError, ShootoutError
-from services.local_engines.backend import Log, get_backend
+from services.local_engines.backend import LocalBackend, Log, get_backend
 from services.local_engines.catalog import MODEL_PACKAGE, chosen_backends
 from services.local_engines.paths import engines_dir, gguf_path, hf_model_dir, venv_python
 
@@ -58,6 +60,31 @@ def install(backends: Iterable[str] | None = None, log: Log = print) -> None:
     names = list(backends) if backends else list(chosen_backends())
     chosen = [get_backend(name) for name in names]
     failures: list[str] = []
+    with _one_installer(log):
+        _install_each(chosen, failures, log)
+    if failures:
+        raise EngineError("Not installed: " + "; ".join(failures))
+
+
+@contextlib.contextmanager
+def _one_installer(log: Log) -> Iterator[None]:
+    """One installer at a time per engines folder: two at once (`./run.sh` and a test session, say)
+    ran pip in the same environment and undid each other's steps (a removed torchvision came
+    back and broke transformers). The second waits, then finds the first one's work done."""
+    engines_dir().mkdir(parents=True, exist_ok=True)
+    with open(engines_dir() / "install.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("waiting for another install of the local engines (in this folder) to finish")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _install_each(chosen: list[LocalBackend], failures: list[str], log: Log) -> None:
     for backend in chosen:
         if backend.installed():
             log(f"{backend.name}: installed")
@@ -71,8 +98,6 @@ def install(backends: Iterable[str] | None = None, log: Log = print) -> None:
         except (ShootoutError, OSError, subprocess.SubprocessError) as error:
             log(f"{backend.name}: NOT installed: {error}")
             failures.append(f"{backend.name}: {error}")
-    if failures:
-        raise EngineError("Not installed: " + "; ".join(failures))
 
 
 def ensure_gguf(log: Log) -> Path:

@@ -80,3 +80,26 @@ def test_missing_install_is_a_clear_error(db_url, tmp_path, monkeypatch) -> None
 def test_unknown_engine_id() -> None:
     with pytest.raises(ValidationError, match="llamacpp-4slot"):
         local_engines.get_spec("rm -rf /")
+
+
+def test_a_second_installer_waits_for_the_first(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from services.local_engines import installer
+
+    monkeypatch.setattr(installer, "engines_dir", lambda: tmp_path)
+    said: list[str] = []
+    inside: list[str] = []
+    with installer._one_installer(said.append):
+
+        def other_installer() -> None:
+            with installer._one_installer(said.append):
+                inside.append("second")
+
+        second = threading.Thread(target=other_installer)
+        second.start()
+        second.join(timeout=1.0)
+        assert second.is_alive() and inside == []
+        assert said == ["waiting for another install of the local engines (in this folder) to finish"]
+    second.join(timeout=5.0)
+    assert inside == ["second"]

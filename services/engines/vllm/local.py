@@ -49,11 +49,14 @@ class VllmBackend(LocalBackend):
     def install(self, log: Log) -> None:
         make_venv("vllm", log)
         pip_install("vllm", [VLLM_PACKAGE], log)
-        subprocess.run(
+        removed = subprocess.run(
             [str(venv_python("vllm")), "-m", "pip", "uninstall", "-y", *VLLM_UNWANTED],
             capture_output=True,
+            text=True,
             check=False,
         )
+        if removed.returncode != 0:
+            log(f"vllm: could not remove {', '.join(VLLM_UNWANTED)}: {removed.stderr.strip()[-300:]}")
         ensure_hf_model("vllm", log)
 
     def command(self, port: int, args: tuple[str, ...] | list[str]) -> tuple[list[str], dict[str, str]]:
