@@ -299,11 +299,38 @@ def _borrow_torch(log: Log) -> Path | None:
     minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for venv in SHARED_TORCH_FROM:
         other = engines_dir() / f"{venv}-venv" / "lib" / minor / "site-packages"
-        if (other / "torch").is_dir() and (other / "transformers").is_dir():
-            pth.write_text(f"{other}\n")
+        if not ((other / "torch").is_dir() and (other / "transformers").is_dir()):
+            continue
+        pth.write_text(f"{other}\n")
+        # Our numpy<2 comes first, and a package there may not load beside it (seen: a PyPI
+        # torchvision that does not match the CPU torch breaks transformers' LlamaConfig):
+        # borrow only what imports as the model will import it.
+        problem = _model_imports_fail()
+        if problem is None:
             log(f"triton: the model uses torch and transformers from {other}")
             return other
+        log(f"triton: cannot borrow torch and transformers from {other}: {problem}")
+        pth.unlink(missing_ok=True)
     return None
+
+
+def _model_imports_fail() -> str | None:
+    """None when the model's imports load in the Triton environment, else the last error line."""
+    check = "import torch, transformers; from transformers import AutoTokenizer, LlamaConfig"
+    try:
+        answer = subprocess.run(
+            [str(venv_python("triton")), "-c", check],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        return "importing torch and transformers took over 300 s"
+    if answer.returncode == 0:
+        return None
+    lines = [line for line in answer.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit code {answer.returncode}"
 
 
 def _free_port() -> int:
@@ -347,11 +374,24 @@ def smoke_run(log: Log, timeout_s: float = SMOKE_TIMEOUT_S) -> str:
     except (OSError, ValueError) as error:
         raise EngineError(f"the smoke request failed: {error}; {_last_error(log_path)}") from error
     finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop the smoke server's process group; one that already exited (a model that failed to
+    load) must not hide the reason with a ProcessLookupError."""
+    for sig, wait_s in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
         try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    if process.poll() is None:
+        process.wait(timeout=10)
 
 
 def _ready(url: str) -> bool:
