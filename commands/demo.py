@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--show", type=int, metavar="RUN_ID", help="print a stored demo instead of running one"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON (format in the README)")
+    parser.add_argument("--json", action="store_true", help="print JSON (format in docs/cli-formats.md)")
     parser.set_defaults(handler=_handle)
 
 

@@ -4,8 +4,8 @@ figures from here, so one stream gives one set of numbers wherever it is shown.
 
 Inputs are what the client records (services/client/): the perf_counter at send, and per
 choice the arrival time of each content chunk and the characters it carried, plus the
-engine's usage trailer (and llama.cpp's `timings`). Definitions (the README's "How the
-benchmark measures"):
+engine's usage trailer (and llama.cpp's `timings`). Definitions (docs/measuring.md, "The figures
+of one request"):
 
 - TTFT: send -> first chunk that carries content (a role-only chunk is not a token).
 - E2E: send -> last content chunk (the usage trailer after it does not extend it).

@@ -61,8 +61,6 @@ def self_check(check: selfcheck.RunCheck, run_id: int) -> None:
         return
     text = "\n\n".join(md_line(line) for line in [check.title, *check.advice_lines])
     SELF_CHECK_BOXES[check.state](text)
-    with st.expander(
-        "Self-check evidence (README: the generator's self-check)", key=f"bench_selfcheck_{run_id}"
-    ):
+    with st.expander("Self-check evidence (docs/measuring.md)", key=f"bench_selfcheck_{run_id}"):
         for line in check.evidence_lines:
             st.markdown(md_line(line))

@@ -159,7 +159,7 @@ def summarize_engine(
     fixed_output: bool = False,
     engine_metrics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One engine's block of Run.summary (format documented in the README) from its records."""
+    """One engine's block of Run.summary (format documented in docs/cli-formats.md) from its records."""
     measured = [r for r in records if not r.warmup]
     done = [r for r in measured if r.ok]
     # Requests the user stopped in flight are their own class, not the engine's failures:

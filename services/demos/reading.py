@@ -107,7 +107,7 @@ def list_demos(limit: int = 50) -> list[DemoListItem]:
 
 
 def demo_result(run_id: int) -> dict[str, Any]:
-    """The JSON `cli.py demo --json` prints (format in the README)."""
+    """The JSON `cli.py demo --json` prints (format in docs/cli-formats.md)."""
     view = demo_view(run_id)
     return {
         "run_id": view.run_id,

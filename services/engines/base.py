@@ -98,7 +98,7 @@ class EngineAdapter:
     supports_n: ClassVar[bool] = True
     #: Where the engine reports cached prompt tokens, in words for the UI.
     cached_tokens_source: ClassVar[str] = "usage.prompt_tokens_details.cached_tokens"
-    #: How to turn on the metrics this dashboard reads, for the README and the Engines page.
+    #: How to turn on the metrics this dashboard reads, for docs/remote-engines.md and the Engines page.
     metrics_hint: ClassVar[str] = ""
     #: Whether its metrics are off the base URL, so they need a metrics URL set by hand (Triton's
     #: port 8002): its card shows the hint until one is set, read or not.

@@ -2,7 +2,7 @@
 
 `make_plan` validates the inputs (clear messages, never a traceback), then computes
 KV cache, weights, fit, and the decode/prefill ceilings. `plan_to_dict` is the JSON
-shape `cli.py plan --json` prints (documented in the README).
+shape `cli.py plan --json` prints (documented in docs/cli-formats.md).
 """
 
 from __future__ import annotations

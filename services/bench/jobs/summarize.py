@@ -1,4 +1,4 @@
-"""Run.summary built from the stored records (the format is documented in the README)."""
+"""Run.summary built from the stored records (the format is documented in docs/cli-formats.md)."""
 
 from __future__ import annotations
 
