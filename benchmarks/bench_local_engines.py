@@ -13,6 +13,7 @@ Engines that the others would slow down are measured while the others are idle (
 generating). Install times come from `cli.py local install`, which logs each backend's time.
 
     .venv/bin/python benchmarks/bench_local_engines.py [ENGINE_ID ...] [--json]
+    .venv/bin/python benchmarks/bench_local_engines.py --idle-all   # all running engines, together
 """
 
 from __future__ import annotations
@@ -145,11 +146,33 @@ def measure(spec: local_engines.LocalEngineSpec) -> dict[str, object]:
     }
 
 
+def idle_all(seconds: float = 30.0) -> dict[str, object]:
+    """Every running local engine left alone together: the whole set's CPU (% of one core) and
+    RSS, what a laptop pays for keeping them all up."""
+    groups = {s.id: _tree(s.pid) for s in local_engines.status() if s.status == "running" and s.pid}
+    before = {engine: _cpu_ticks(pids) for engine, pids in groups.items()}
+    time.sleep(seconds)
+    per_engine = {
+        engine: round((_cpu_ticks(pids) - before[engine]) / os.sysconf("SC_CLK_TCK") / seconds * 100, 2)
+        for engine, pids in groups.items()
+    }
+    return {
+        "engines": sorted(groups),
+        "idle_cpu_pct_of_a_core": per_engine,
+        "idle_cpu_pct_total": round(sum(per_engine.values()), 2),
+        "rss_mb_total": round(sum(_rss_mb(pids) for pids in groups.values())),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("ids", nargs="*")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--idle-all", action="store_true", help="all running engines idle together")
     args = parser.parse_args()
+    if args.idle_all:
+        print(json.dumps(idle_all(), indent=2))
+        return 0
     chosen = [local_engines.get_spec(i) for i in args.ids] if args.ids else local_engines.specs()
     rows = []
     for spec in chosen:
