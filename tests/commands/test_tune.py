@@ -51,7 +51,7 @@ def test_tune_writes_its_json_with_the_best_and_a_failed_configuration(
     [
         (["--set", "np=two"], "Setting np: expected a whole number"),
         (["--set", "nope=1"], "llamacpp has no setting 'nope'"),
-        (["--kind", "sglang", "--set", "max-running-requests=8"], "does not run on this machine"),
+        (["--kind", "trtllm", "--set", "max_batch_size=8"], "does not run on this machine"),
         (["--set", "np=1", "--slo", "ttft=fast"], "--slo: 'fast' is not a number"),
         (["--set", "np"], "Expected SETTING=VALUE"),
     ],
