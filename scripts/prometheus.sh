@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throw-away Prometheus for the tests, on 127.0.0.1, scraping every second: the real local
-# engines (llama.cpp on 8081 and 8083 with --metrics, vLLM on 8082, Triton's metrics on 8086, SGLang's
+# engines (llama.cpp on 8081 and 8083 with --metrics, vLLM on 8082, SGLang on 8084, Triton's metrics on 8086, SGLang's
 # router's metrics on 8088, moved with SHOOTOUT_LOCAL_PORT_BASE as services/local_engines.py moves them)
 # and a loopback sample server (scripts/prometheus_samples.py: a dcgm-exporter sample and an
 # engine whose counters reset). Every target carries namespace="shootout-test".
@@ -33,6 +33,8 @@ scrape_configs:
     static_configs: [{targets: ["127.0.0.1:$ENGINE_BASE", "127.0.0.1:$((ENGINE_BASE + 2))"], labels: {namespace: shootout-test}}]
   - job_name: vllm
     static_configs: [{targets: ["127.0.0.1:$((ENGINE_BASE + 1))"], labels: {namespace: shootout-test}}]
+  - job_name: sglang
+    static_configs: [{targets: ["127.0.0.1:$((ENGINE_BASE + 3))"], labels: {namespace: shootout-test}}]
   - job_name: triton
     static_configs: [{targets: ["127.0.0.1:$((ENGINE_BASE + 5))"], labels: {namespace: shootout-test}}]
   - job_name: router
