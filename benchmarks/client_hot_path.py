@@ -4,10 +4,11 @@
 timed (best of 5). Loopback runs (benchmarks/bench_client_cpu.py) spend most of a token's
 CPU in the kernel and the loop; this shows the Python share that code changes can move.
 
-    .venv/bin/python benchmarks/client_hot_path.py [--tree PATH] [--per-read 1,2,4]
+    .venv/bin/python benchmarks/client_hot_path.py [--tree PATH] [--per-read 1,2,4] [--think N]
 
 --tree points at another checkout (e.g. an earlier commit exported with git archive) to
-compare with.
+compare with. --think N streams a reasoning model's answer: N `reasoning_content` chunks,
+then the answer's (a tree that cannot tell them apart reads both as answer chunks).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def _chunk(choice: dict[str, Any]) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
-def _content(text: str) -> bytes:
-    return _chunk({"index": 0, "delta": {"content": text}, "finish_reason": None})
+def _content(text: str, key: str = "content") -> bytes:
+    return _chunk({"index": 0, "delta": {key: text}, "finish_reason": None})
 
 
 class _Transport:
@@ -48,8 +49,9 @@ class _Transport:
         pass
 
 
-async def per_token(per_read: int, tokens: int = 20_000) -> float:
-    """Best-of-5 µs of process CPU per token, `per_read` chunks a read."""
+async def per_token(per_read: int, tokens: int = 20_000, think: int = 0) -> float:
+    """Best-of-5 µs of process CPU per token, `per_read` chunks a read, the first `think`
+    tokens (after the three the shape is learnt from) thinking."""
     from services.client.records import StreamResult
     from services.client.stream import Exchange
     from services.client.transport import Connection, StreamClient
@@ -66,9 +68,12 @@ async def per_token(per_read: int, tokens: int = 20_000) -> float:
         role = _chunk({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None})
         connection.data_received(_HEAD + role)
         for i in range(3):  # the chunks the shape is learnt from
-            connection.data_received(_content(f" w{i}"))
+            connection.data_received(_content(f" w{i}", "reasoning_content" if think else "content"))
         reads = [
-            b"".join(_content(f" tok{(i + j) % 50}") for j in range(per_read))
+            b"".join(
+                _content(f" tok{(i + j) % 50}", "reasoning_content" if i + j < think else "content")
+                for j in range(per_read)
+            )
             for i in range(0, tokens, per_read)
         ]
         started = time.process_time()
@@ -84,11 +89,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent))
     parser.add_argument("--per-read", default="1,2,4")
+    parser.add_argument("--think", type=int, default=0)
     args = parser.parse_args()
     sys.path.insert(0, args.tree)
     for count in (int(n) for n in args.per_read.split(",")):
-        figure = asyncio.run(per_token(count))
-        print(f"{args.tree}: {count} chunk(s) a read: {figure:.3f} µs of CPU per token", flush=True)
+        figure = asyncio.run(per_token(count, think=args.think))
+        print(
+            f"{args.tree}: {count} chunk(s) a read, {args.think} thinking: "
+            f"{figure:.3f} µs of CPU per token",
+            flush=True,
+        )
     return 0
 
 

@@ -23,6 +23,19 @@ of one request"):
   tokens); TTFT and E2E span all choices.
 - Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
   `timings.cache_n`.
+- Reasoning: a delta whose text is in `reasoning_content` or `reasoning` (vLLM, SGLang,
+  llama.cpp, DeepSeek) is a thinking chunk, not an answer chunk. TTFT stays the first chunk of
+  any kind (what the engine made the user wait for); TTFAT, time to first answer token, is
+  send -> first answer chunk (None when the answer never began). ITL and TPOT stay over every
+  output token, thinking included (the engine decodes both alike).
+- Reasoning tokens: `usage.completion_tokens_details.reasoning_tokens` when the engine reports
+  it (source "usage"), else the tokens the thinking chunks carried (source "stream"); answer
+  tokens are the output tokens less the reasoning tokens.
+- Reasoning rate: reasoning tokens / (TTFAT - TTFT): the thinking tokens after the first,
+  and the first answer token, each took one step of that span. Answer rate: (answer tokens
+  - 1) / (E2E - TTFAT), 1 / TPOT of the answer alone.
+- TTFT includes reasoning when a thinking chunk came before the first answer chunk (or there
+  was no answer): such a TTFT is not comparable with that of a model that answers at once.
 - Percentiles: linear interpolation between order statistics (numpy's default `linear`
   method, the one vLLM's benchmark uses).
 """
@@ -49,6 +62,9 @@ class ChoiceTrace(Protocol):
     @property
     def chars(self) -> Sequence[int]: ...
 
+    @property
+    def reasoning(self) -> Sequence[int]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class RequestMetrics:
@@ -66,6 +82,21 @@ class RequestMetrics:
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int | None
+    #: Send -> first answer chunk (not thinking); equal to TTFT for a model that does not think.
+    ttfat_s: float | None = None
+    reasoning_tokens: int = 0
+    #: "usage" (completion_tokens_details.reasoning_tokens) or "stream" (the thinking chunks).
+    reasoning_tokens_source: str = "stream"
+    answer_tokens: int = 0
+    ttft_includes_reasoning: bool = False
+
+    @property
+    def reasoning_tok_s(self) -> float | None:
+        return reasoning_rate(self.ttft_s, self.ttfat_s, self.reasoning_tokens)
+
+    @property
+    def answer_tok_s(self) -> float | None:
+        return answer_rate(self.ttfat_s, self.e2e_s, self.answer_tokens)
 
     @property
     def itl_mean_s(self) -> float | None:
@@ -98,6 +129,8 @@ def measure_stream(
     counts = chunk_token_counts(chars, choice_tokens)
     itl = token_gaps(times, counts)
     tpot_s = tpot(times[0] - start, times[-1] - start, sum(counts)) if times else None
+    total = output_tokens(usage, sum(len(c.times) for c in choices))
+    thinking = reasoning_of(start, choices, counts, choice_tokens, usage, total)
     return RequestMetrics(
         ttft_s=ttft,
         e2e_s=e2e,
@@ -105,11 +138,89 @@ def measure_stream(
         itl_s=itl,
         chunk_times_s=[t - start for t in times],
         chunk_tokens=counts,
-        output_tokens=output_tokens(usage, sum(len(c.times) for c in choices)),
+        output_tokens=total,
         prompt_tokens=token_count(usage.get("prompt_tokens")) if usage else None,
         completion_tokens=completion,
         cached_tokens=cached_tokens(usage, timings),
+        ttfat_s=thinking.ttfat_s,
+        reasoning_tokens=thinking.tokens,
+        reasoning_tokens_source=thinking.source,
+        answer_tokens=max(0, total - thinking.tokens),
+        ttft_includes_reasoning=thinking.first,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """A stream's thinking, as the module's definitions say."""
+
+    ttfat_s: float | None
+    tokens: int
+    source: str
+    #: A thinking chunk came before the first answer chunk (or there was no answer).
+    first: bool
+
+
+def reasoning_of(
+    start: float,
+    choices: Sequence[ChoiceTrace],
+    first_counts: Sequence[int],
+    choice_tokens: int | None,
+    usage: Mapping[str, Any] | None,
+    total_tokens: int,
+) -> Reasoning:
+    """TTFAT, reasoning tokens and whether thinking came first. `first_counts` are choice 0's
+    chunk token counts (worked out for its ITL already); another choice's are shared out the
+    same way from `choice_tokens`."""
+    answer_firsts: list[float] = []
+    streamed = 0
+    first = False
+    for number, choice in enumerate(choices):
+        marks = choice.reasoning
+        times = choice.times
+        if not marks:
+            if times:
+                answer_firsts.append(times[0])
+            continue
+        marked = set(marks)
+        answer_at = next((i for i in range(len(times)) if i not in marked), None)
+        if answer_at is not None:
+            answer_firsts.append(times[answer_at])
+        first = first or answer_at is None or answer_at > 0
+        counts = first_counts if number == 0 else chunk_token_counts(choice.chars, choice_tokens)
+        streamed += sum(counts[i] for i in marked if i < len(counts))
+    reported = usage_reasoning_tokens(usage)
+    return Reasoning(
+        ttfat_s=min(answer_firsts) - start if answer_firsts else None,
+        tokens=min(reported, total_tokens) if reported is not None else streamed,
+        source="usage" if reported is not None else "stream",
+        first=first,
+    )
+
+
+def usage_reasoning_tokens(usage: Mapping[str, Any] | None) -> int | None:
+    """`usage.completion_tokens_details.reasoning_tokens`, when the engine reported it."""
+    details = usage.get("completion_tokens_details") if usage else None
+    return token_count(details.get("reasoning_tokens")) if isinstance(details, Mapping) else None
+
+
+def reasoning_rate(
+    ttft_s: float | None, ttfat_s: float | None, reasoning_tokens: int | None
+) -> float | None:
+    """Thinking tokens per second, reasoning tokens / (TTFAT - TTFT); None without thinking or
+    without an answer after it."""
+    if ttft_s is None or ttfat_s is None or not reasoning_tokens or ttfat_s <= ttft_s:
+        return None
+    return reasoning_tokens / (ttfat_s - ttft_s)
+
+
+def answer_rate(ttfat_s: float | None, e2e_s: float | None, answer_tokens: int | None) -> float | None:
+    """Answer tokens per second after the first, (answer tokens - 1) / (E2E - TTFAT)."""
+    if ttfat_s is None or e2e_s is None or not answer_tokens or answer_tokens < 2:
+        return None
+    if e2e_s <= ttfat_s:
+        return None
+    return (answer_tokens - 1) / (e2e_s - ttfat_s)
 
 
 def output_tokens(usage: Mapping[str, Any] | None, content_chunks: int) -> int:

@@ -75,9 +75,12 @@ class ChoiceStream:
 
     index: int
     parts: list[str] = field(default_factory=list)
-    #: perf_counter of each content chunk's arrival.
+    #: perf_counter of each content chunk's arrival (thinking and answer alike).
     times: list[float] = field(default_factory=list)
     finish_reason: str | None = None
+    #: Positions in `parts` of the thinking chunks (`reasoning_content` / `reasoning` deltas):
+    #: one list append per thinking chunk, nothing for a model that does not think.
+    reasoning: list[int] = field(default_factory=list)
 
     @property
     def chars(self) -> list[int]:
@@ -86,7 +89,15 @@ class ChoiceStream:
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        """The answer, without the thinking."""
+        if not self.reasoning:
+            return "".join(self.parts)
+        marked = set(self.reasoning)
+        return "".join(part for i, part in enumerate(self.parts) if i not in marked)
+
+    @property
+    def reasoning_text(self) -> str:
+        return "".join(self.parts[i] for i in self.reasoning)
 
 
 @dataclass(slots=True)
@@ -119,6 +130,12 @@ class StreamResult:
     @property
     def texts(self) -> list[str]:
         return [self.choices[i].text for i in sorted(self.choices)]
+
+    @property
+    def reasoning_text(self) -> str:
+        """Choice 0's thinking ("" for a model that does not think)."""
+        first = self.choices.get(0)
+        return first.reasoning_text if first else ""
 
     @property
     def finish_reason(self) -> str | None:
@@ -162,6 +179,11 @@ class StreamResult:
             "prompt_tokens": figures.prompt_tokens,
             "completion_tokens": figures.completion_tokens,
             "cached_tokens": figures.cached_tokens,
+            "ttfat_s": figures.ttfat_s,
+            "reasoning_tokens": figures.reasoning_tokens,
+            "reasoning_tokens_source": figures.reasoning_tokens_source,
+            "answer_tokens": figures.answer_tokens,
+            "ttft_includes_reasoning": figures.ttft_includes_reasoning,
             "finish_reason": self.finish_reason,
             "http_status": self.http_status,
             "error_class": self.error_class,

@@ -63,6 +63,8 @@ class Exchange:
         "result",
         "shape_choice",
         "shape_head",
+        "shape_key",
+        "shape_marks",
         "shape_tail",
         "shape_tries",
         "status",
@@ -105,6 +107,9 @@ class Exchange:
         self.shape_head = self.shape_tail = self.event_head = self.event_tail = b""
         self.head_size = self.tail_size = 0
         self.shape_choice: ChoiceStream | None = None
+        # The delta key of the learnt text, and the choice's thinking marks when it is thinking.
+        self.shape_key = ""
+        self.shape_marks: list[int] | None = None
         self.shape_tries = _SHAPE_TRIES
         self.timer: asyncio.TimerHandle | None = self.loop.call_later(self._next_check(), self._watchdog)
 
@@ -219,6 +224,9 @@ class Exchange:
                         now = self.now
                         choice.parts.append(content)
                         choice.times.append(now)
+                        marks = self.shape_marks
+                        if marks is not None:
+                            marks.append(len(choice.parts) - 1)
                         if self.on_delta is not None:
                             self.on_delta(choice.index, content, self.result)
                         if now > self.deadline_at:
@@ -273,6 +281,8 @@ class Exchange:
                 self.event_tail = self.shape_tail + b"\n\n"
                 self.head_size, self.tail_size = len(self.event_head), len(self.event_tail)
                 self.shape_choice = choice
+                self.shape_key = key
+                self.shape_marks = choice.reasoning if key != "content" else None
                 return
 
     def _sse(self, data: bytes) -> None:
@@ -303,6 +313,8 @@ class Exchange:
                 if content is not None:
                     shape.parts.append(content)
                     shape.times.append(now)
+                    if self.shape_marks is not None:
+                        self.shape_marks.append(len(shape.parts) - 1)
                     if on_delta is not None:
                         on_delta(shape.index, content, result)
                     continue
@@ -332,7 +344,10 @@ class Exchange:
                 for entry in listed:
                     delta = entry.get("delta")
                     if delta:
-                        content = delta.get("content") or delta.get("reasoning_content")
+                        content = delta.get("content")
+                        key = "content"
+                        if not content:
+                            content, key = _thinking(delta)
                         if content:
                             index = entry.get("index") or 0
                             choice = choices.get(index)
@@ -340,6 +355,12 @@ class Exchange:
                                 choice = choices[index] = ChoiceStream(index)
                             choice.parts.append(content)
                             choice.times.append(now)
+                            if key != "content":
+                                choice.reasoning.append(len(choice.parts) - 1)
+                            if shape is not None and key != self.shape_key:
+                                # The answer began after the thinking (or the other way round):
+                                # learn this kind's shape, from the tries left.
+                                shape = self.shape_choice = None
                             if result.ttft_s is None:
                                 result.ttft_s = now - result.start
                             if on_delta is not None:
@@ -353,13 +374,7 @@ class Exchange:
                                 and not chunk.get("usage")
                                 and not chunk.get("error")
                             ):
-                                self._learn_shape(
-                                    payload,
-                                    chunk,
-                                    content,
-                                    choice,
-                                    "content" if delta.get("content") else "reasoning_content",
-                                )
+                                self._learn_shape(payload, chunk, content, choice, key)
                                 shape = self.shape_choice
                     reason = entry.get("finish_reason")
                     if reason:
@@ -489,6 +504,16 @@ def error_message(body: bytes) -> str:
         if parsed.get("message"):
             return str(parsed["message"])[:500]
     return text[:500]
+
+
+def _thinking(delta: dict[str, Any]) -> tuple[str | None, str]:
+    """A thinking delta's text and key: `reasoning_content` (vLLM before 0.11, SGLang,
+    llama.cpp, DeepSeek) or `reasoning` (vLLM since, OpenRouter); (None, "") otherwise."""
+    for key in ("reasoning_content", "reasoning"):
+        text = delta.get(key)
+        if text and text.__class__ is str:
+            return text, key
+    return None, ""
 
 
 def _text_between(data: bytes, head: bytes, tail: bytes) -> str | None:

@@ -25,13 +25,17 @@ from services.measure import (
 class Choice:
     times: list[float] = field(default_factory=list)
     chars: list[int] = field(default_factory=list)
+    reasoning: list[int] = field(default_factory=list)
 
 
-def stream(ttft: float, gaps: list[float], chars: list[int], start: float = 100.0) -> Choice:
+def stream(
+    ttft: float, gaps: list[float], chars: list[int], start: float = 100.0, thinking: int = 0
+) -> Choice:
+    """A choice whose first `thinking` chunks are thinking."""
     times = [start + ttft]
     for gap in gaps:
         times.append(times[-1] + gap)
-    return Choice(times, chars)
+    return Choice(times, chars, list(range(thinking)))
 
 
 def test_percentile_linear_interpolation() -> None:
@@ -174,3 +178,42 @@ def test_chunk_token_counts_add_up_and_follow_the_text() -> None:
         total = rng.randint(len(chars), 5 * len(chars))
         counts = chunk_token_counts(chars, total)
         assert sum(counts) == total and min(counts) >= 1
+
+
+def test_thinking_chunks_give_ttfat_reasoning_and_answer_tokens_and_rates() -> None:
+    """4 thinking chunks then 6 answer chunks, one token each, 10 ms apart, TTFT 50 ms: the
+    answer starts 40 ms after the first thinking token; ITL and TPOT stay over all 10 tokens."""
+    choice = stream(0.050, [0.010] * 9, [4] * 10, start=0.0, thinking=4)
+    figures = measure_stream(0.0, [choice], {"completion_tokens": 10})
+    assert figures.ttft_s == pytest.approx(0.050) and figures.ttfat_s == pytest.approx(0.090)
+    assert (figures.reasoning_tokens, figures.reasoning_tokens_source) == (4, "stream")
+    assert figures.answer_tokens == 6 and figures.output_tokens == 10
+    assert figures.ttft_includes_reasoning
+    assert figures.reasoning_tok_s == pytest.approx(4 / 0.040)
+    assert figures.answer_tok_s == pytest.approx(5 / 0.050)
+    assert figures.tpot_s == pytest.approx(0.010) and len(figures.itl_s) == 9
+
+
+def test_the_engines_reasoning_count_wins_and_says_so() -> None:
+    choice = stream(0.050, [0.010] * 9, [4] * 10, start=0.0, thinking=4)
+    usage = {"completion_tokens": 20, "completion_tokens_details": {"reasoning_tokens": 12}}
+    figures = measure_stream(0.0, [choice], usage)
+    assert (figures.reasoning_tokens, figures.reasoning_tokens_source) == (12, "usage")
+    assert figures.answer_tokens == 8
+    # Without the detail, the usage's 20 tokens are shared over the 10 chunks: 2 per chunk.
+    shared = measure_stream(0.0, [choice], {"completion_tokens": 20})
+    assert (shared.reasoning_tokens, shared.answer_tokens) == (8, 12)
+
+
+def test_a_model_that_does_not_think_has_ttfat_equal_to_ttft() -> None:
+    figures = measure_stream(0.0, [stream(0.1, [0.01, 0.03], [3, 3, 3], start=0.0)], None)
+    assert figures.ttfat_s == figures.ttft_s and figures.reasoning_tokens == 0
+    assert figures.answer_tokens == 3 and not figures.ttft_includes_reasoning
+    assert figures.reasoning_tok_s is None and figures.answer_tok_s == pytest.approx(2 / 0.04)
+
+
+def test_thinking_without_an_answer_has_no_ttfat() -> None:
+    figures = measure_stream(0.0, [stream(0.1, [0.01], [3, 3], start=0.0, thinking=2)], None)
+    assert figures.ttfat_s is None and figures.ttft_includes_reasoning
+    assert (figures.reasoning_tokens, figures.answer_tokens) == (2, 0)
+    assert figures.reasoning_tok_s is None and figures.answer_tok_s is None

@@ -13,6 +13,9 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | ttft | 20 | ms from the request to the first content chunk |
 | itl | 5 | ms between tokens (a chunk of `tpc` tokens follows the previous after tpc*itl) |
 | tokens | 16 | completion tokens per choice (the request's max_tokens caps it) |
+| think | 0 | thinking tokens sent before those, as `rkey` deltas (max_tokens caps both together) |
+| rkey | reasoning_content | the thinking delta's key (`reasoning` as vLLM sends since 0.11) |
+| rusage | 1 | 0: no `completion_tokens_details.reasoning_tokens` in the usage |
 | cap | 1 | 0: ignore the request's max_tokens (a peer tool whose chat data always asks for 30) |
 | tpc | 1 | tokens per SSE chunk |
 | first | tpc | tokens in the first content chunk (later chunks carry tpc) |
@@ -78,6 +81,8 @@ SERVER_MODEL = "scripted"
 
 _INT_KEYS = {
     "tokens",
+    "think",
+    "rusage",
     "cap",
     "tpc",
     "first",
@@ -98,6 +103,9 @@ class Scenario:
     ttft: float = 20.0
     itl: float = 5.0
     tokens: int = 16
+    think: int = 0
+    rkey: str = "reasoning_content"
+    rusage: int = 1
     cap: int = 1
     tpc: int = 1
     first: int | None = None
@@ -481,10 +489,11 @@ class ScriptedHandler:
             )
         )
         max_tokens = request.get("max_completion_tokens") or request.get("max_tokens")
-        tokens = scenario.tokens
+        tokens = scenario.think + scenario.tokens
         finish = scenario.finish
         if scenario.cap and isinstance(max_tokens, int) and 0 < max_tokens < tokens:
             tokens, finish = max_tokens, "length"
+        thinking = min(scenario.think, tokens)
         schema_text = None
         response_format = request.get("response_format")
         if isinstance(response_format, dict) and fault != "ignore_schema":
@@ -515,6 +524,8 @@ class ScriptedHandler:
             "total_tokens": prompt_tokens + tokens * n,
             "prompt_tokens_details": {"cached_tokens": scenario.cached},
         }
+        if thinking and scenario.rusage:
+            usage["completion_tokens_details"] = {"reasoning_tokens": thinking * n}
         timings = {
             "cache_n": scenario.cached,
             "prompt_n": prompt_tokens - scenario.cached,
@@ -533,7 +544,12 @@ class ScriptedHandler:
                         "index": c,
                         "message": {
                             "role": "assistant",
-                            "content": "".join(token_text(c, i) for i in range(tokens)),
+                            "content": "".join(token_text(c, i) for i in range(thinking, tokens)),
+                            **(
+                                {scenario.rkey: "".join(token_text(c, i) for i in range(thinking))}
+                                if thinking
+                                else {}
+                            ),
                         },
                         "finish_reason": finish,
                     }
@@ -645,6 +661,9 @@ class ScriptedHandler:
                 first += scenario.delay / 1000
             # Each chunk follows the previous one by its own tokens' inter-token latencies.
             count = min(first_count if chunk_no == 0 else scenario.tpc, total - sent)
+            if sent < scenario.think:  # a chunk is all thinking or all answer
+                count = min(count, scenario.think - sent)
+            key = scenario.rkey if sent < scenario.think else "content"
             await self._sleep_until(first + max(0, sent + count - first_count) * scenario.itl / 1000)
             if writer.transport.is_closing():  # the client went away: stop generating
                 return False
@@ -689,9 +708,7 @@ class ScriptedHandler:
                         [
                             {
                                 "index": c,
-                                "delta": {
-                                    "content": "".join(token_text(c, sent + k) for k in range(count))
-                                },
+                                "delta": {key: "".join(token_text(c, sent + k) for k in range(count))},
                                 "finish_reason": None,
                             }
                             for c in range(n)
