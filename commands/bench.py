@@ -175,6 +175,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument("--temperature", type=float, default=DEFAULTS.temperature)
     options.add_argument("--percentiles", type=_floats, default=DEFAULTS.percentiles, metavar="LIST")
     options.add_argument("--slo-ttft-ms", type=float)
+    options.add_argument(
+        "--slo-ttfat-ms",
+        type=float,
+        help="limit on time to first answer token (a reasoning model's first token after thinking)",
+    )
     options.add_argument("--slo-tpot-ms", type=float)
     options.add_argument("--slo-e2e-ms", type=float)
     options.add_argument("--slo-attainment", type=float, default=DEFAULTS.slo_attainment)
@@ -319,6 +324,7 @@ def form_from_args(args: argparse.Namespace) -> BenchForm:
         search_max=args.search_max,
         search_steps=args.search_steps,
         slo_ttft_ms=args.slo_ttft_ms,
+        slo_ttfat_ms=args.slo_ttfat_ms,
         slo_tpot_ms=args.slo_tpot_ms,
         slo_e2e_ms=args.slo_e2e_ms,
         slo_attainment=args.slo_attainment,
@@ -430,6 +436,7 @@ def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str
     """The results table, the self-check, then the run's caveats as every page says them
     (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
     from services.bench.summary import BenchSummary
+    from services.bench.views.tables import reasoning_line
     from services.runs.caveats import run_caveats
 
     summary = BenchSummary.from_json(payload)
@@ -455,6 +462,8 @@ def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str
     for name, block in summary.engines.items():
         chosen = summary.reported_step(name) or {}
         lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
+        if thinking := reasoning_line(block):
+            lines.append(f"{'':24s} {thinking}")
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
             lines.append(f"{'':24s} failures by class: {errors}")

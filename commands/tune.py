@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIM=V1,V2",
         help="a load sweep per configuration: concurrency=1,2,4 or rate=1,2",
     )
-    parser.add_argument("--slo", metavar="ttft=MS,tpot=MS,e2e=MS,attainment=F")
+    parser.add_argument("--slo", metavar="ttft=MS,ttfat=MS,tpot=MS,e2e=MS,attainment=F")
     parser.add_argument("--model", help="model name to request (default: the engine's first)")
     parser.add_argument("--start-command", help="start template for remote or containerised engines")
     parser.add_argument(
@@ -106,9 +106,17 @@ def _slo(text: str | None) -> Any:
     values: dict[str, float] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
-        names = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "attainment": "attainment"}
+        names = {
+            "ttft": "ttft_ms",
+            "ttfat": "ttfat_ms",
+            "tpot": "tpot_ms",
+            "e2e": "e2e_ms",
+            "attainment": "attainment",
+        }
         if not sep or key.strip() not in names:
-            raise ValidationError(f"--slo: expected ttft=MS,tpot=MS,e2e=MS,attainment=F, got {part!r}.")
+            raise ValidationError(
+                f"--slo: expected ttft=MS,ttfat=MS,tpot=MS,e2e=MS,attainment=F, got {part!r}."
+            )
         try:
             values[names[key.strip()]] = float(value)
         except ValueError:

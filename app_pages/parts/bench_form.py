@@ -121,6 +121,7 @@ def sweep_column(options: views.FormOptions, values: dict[str, Any]) -> None:
         )
     for field, label, key in (
         ("slo_ttft_ms", "SLO TTFT ms (0: none)", "bench_slo_ttft"),
+        ("slo_ttfat_ms", "SLO time to first answer token ms (0: none)", "bench_slo_ttfat"),
         ("slo_tpot_ms", "SLO TPOT ms (0: none)", "bench_slo_tpot"),
         ("slo_e2e_ms", "SLO E2E ms (0: none)", "bench_slo_e2e"),
     ):

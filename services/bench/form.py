@@ -90,6 +90,7 @@ class BenchForm:
     search_max: float = 64.0
     search_steps: int = 4
     slo_ttft_ms: float | None = None
+    slo_ttfat_ms: float | None = None
     slo_tpot_ms: float | None = None
     slo_e2e_ms: float | None = None
     slo_attainment: float = 0.9
@@ -152,6 +153,7 @@ def to_spec(form: BenchForm, targets: Sequence[EngineTarget] | None = None) -> B
     )
     slo = SloSpec(
         ttft_ms=form.slo_ttft_ms,
+        ttfat_ms=form.slo_ttfat_ms,
         tpot_ms=form.slo_tpot_ms,
         e2e_ms=form.slo_e2e_ms,
         attainment=form.slo_attainment,
@@ -223,7 +225,7 @@ def workers_text(workers: int) -> str:
 
 
 #: Number boxes on the page where 0 means "none".
-_ZERO_IS_NONE = ("max_concurrency", "slo_ttft_ms", "slo_tpot_ms", "slo_e2e_ms")
+_ZERO_IS_NONE = ("max_concurrency", "slo_ttft_ms", "slo_ttfat_ms", "slo_tpot_ms", "slo_e2e_ms")
 
 
 def from_widgets(values: Mapping[str, Any]) -> BenchForm:

@@ -160,7 +160,7 @@ class BenchSpec:
             if not 0 < q < 100:
                 raise ValidationError(f"Percentile {q} is not between 0 and 100.")
         slo = self.slo
-        for label, value in (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("E2E", slo.e2e_ms)):
+        for label, value in slo.limits():
             if value is not None and not value > 0:
                 raise ValidationError(f"The {label} SLO must be above 0 ms.")
         if not 0 < slo.attainment <= 1:

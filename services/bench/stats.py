@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.bench.pickling import pickled_as_fields
-from services.measure import DEFAULT_PERCENTILES, describe, tpot
+from services.measure import DEFAULT_PERCENTILES, answer_rate, describe, reasoning_rate, tpot
 
 METRIC_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 
@@ -30,19 +30,29 @@ class SloSpec:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     e2e_ms: float | None = None
+    #: On time to first answer token: a reasoning model's user waits for the answer, not
+    #: for its first thinking token (TTFT).
+    ttfat_ms: float | None = None
     #: Share of requests that must meet every SLO for a load level to "meet the SLOs".
     attainment: float = 0.9
 
     @property
     def active(self) -> bool:
-        return any(value is not None for value in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+        return any(
+            value is not None for value in (self.ttft_ms, self.tpot_ms, self.e2e_ms, self.ttfat_ms)
+        )
+
+    def limits(self) -> list[tuple[str, float | None]]:
+        """(name, limit in ms) of every objective, set or not."""
+        return [
+            ("TTFT", self.ttft_ms),
+            ("TTFAT", self.ttfat_ms),
+            ("TPOT", self.tpot_ms),
+            ("E2E", self.e2e_ms),
+        ]
 
     def label(self) -> str:
-        parts = [
-            f"{name} <= {value:g} ms"
-            for name, value in (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms))
-            if value is not None
-        ]
+        parts = [f"{name} <= {value:g} ms" for name, value in self.limits() if value is not None]
         return ", ".join(parts) or "none"
 
 
@@ -69,10 +79,34 @@ class RequestRecord:
     finish_reason: str | None = None
     schema_valid: bool | None = None
     step: int | None = None
+    #: Time to first answer token (services/measure.py): TTFT for a model that does not think.
+    ttfat_s: float | None = None
+    reasoning_tokens: int | None = None
+    #: Who counted them: "usage" (the engine) or "stream" (the thinking deltas).
+    reasoning_source: str | None = None
+    ttft_includes_reasoning: bool = False
 
     @property
     def tpot_s(self) -> float | None:
         return tpot(self.ttft_s, self.e2e_s, self.output_tokens)
+
+    @property
+    def answer_tokens(self) -> int | None:
+        """Output tokens less reasoning tokens; None when it thought but nobody counted how
+        much (an imported file with a first output token but no reasoning count)."""
+        if self.output_tokens is None or (
+            self.ttft_includes_reasoning and self.reasoning_tokens is None
+        ):
+            return None
+        return max(0, self.output_tokens - (self.reasoning_tokens or 0))
+
+    @property
+    def reasoning_tok_s(self) -> float | None:
+        return reasoning_rate(self.ttft_s, self.ttfat_s, self.reasoning_tokens)
+
+    @property
+    def answer_tok_s(self) -> float | None:
+        return answer_rate(self.ttfat_s, self.e2e_s, self.answer_tokens)
 
     @property
     def end_s(self) -> float | None:
@@ -112,6 +146,8 @@ def meets_slo(record: RequestRecord, slo: SloSpec) -> bool:
     if slo.ttft_ms is not None and (record.ttft_s is None or record.ttft_s * 1000 > slo.ttft_ms):
         return False
     if slo.e2e_ms is not None and (record.e2e_s is None or record.e2e_s * 1000 > slo.e2e_ms):
+        return False
+    if slo.ttfat_ms is not None and (record.ttfat_s is None or record.ttfat_s * 1000 > slo.ttfat_ms):
         return False
     per_token = record.tpot_s
     return not (slo.tpot_ms is not None and per_token is not None and per_token * 1000 > slo.tpot_ms)
@@ -222,6 +258,7 @@ def summarize_engine(
         "tpot_s": describe((t for t in (r.tpot_s for r in done) if t is not None), percentiles),
         "itl_s": describe(itl, percentiles),
         "e2e_s": describe((r.e2e_s for r in done if r.e2e_s is not None), percentiles),
+        **reasoning_block(done, percentiles),
         "queue_s": describe(queue, percentiles) if any(queue) else None,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
@@ -234,6 +271,31 @@ def summarize_engine(
         "engine_metrics": engine_metrics or {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None},
     }
     return summary
+
+
+def reasoning_block(
+    done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
+) -> dict[str, Any]:
+    """An engine's answer timing beside its TTFT: time to first answer token, reasoning and
+    answer tokens and their rates (per request, services/measure.py), who counted the
+    reasoning tokens, and whether any TTFT includes thinking (then it is not comparable with
+    that of a model that answers at once)."""
+    sources = sorted({r.reasoning_source for r in done if r.reasoning_tokens and r.reasoning_source})
+    uncounted = any(r.ttft_includes_reasoning and r.reasoning_tokens is None for r in done)
+    return {
+        "ttfat_s": describe((r.ttfat_s for r in done if r.ttfat_s is not None), percentiles),
+        "reasoning_tok_s": describe(
+            (v for v in (r.reasoning_tok_s for r in done) if v is not None), percentiles
+        ),
+        "answer_tok_s": describe(
+            (v for v in (r.answer_tok_s for r in done) if v is not None), percentiles
+        ),
+        # Unknown, not 0, when some request thought and nobody counted its thinking.
+        "reasoning_tokens": None if uncounted else sum(r.reasoning_tokens or 0 for r in done),
+        "answer_tokens": None if uncounted else sum(r.answer_tokens or 0 for r in done),
+        "reasoning_tokens_source": "+".join(sources) if sources else None,
+        "ttft_includes_reasoning": any(r.ttft_includes_reasoning for r in done),
+    }
 
 
 def token_arrival_times(record: RequestRecord) -> list[float]:

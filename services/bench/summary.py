@@ -32,6 +32,7 @@ _KNOWN = (
     "workload",
     "percentiles",
     "ttft_includes_connect",
+    "ttft_includes_reasoning",
     "slo",
     "data_attribution",
     "engines_run",
@@ -55,6 +56,9 @@ class BenchSummary:
     workload: str | None = None
     percentiles: list[float] | None = None
     ttft_includes_connect: bool | None = None
+    #: Some engine's TTFT is its first thinking token (services/measure.py); None: not said
+    #: (a run stored before reasoning was told apart).
+    ttft_includes_reasoning: bool | None = None
     slo: str | None = None
     data_attribution: str | None = None
     engines_run: str | None = None
@@ -77,6 +81,7 @@ class BenchSummary:
         percentiles = data.get("percentiles")
         models = data.get("models")
         connect = data.get("ttft_includes_connect")
+        thinking = data.get("ttft_includes_reasoning")
         live = data.get("live")
         return cls(
             engines=engines,
@@ -95,6 +100,7 @@ class BenchSummary:
             workload=stored_json.nonempty_text(data.get("workload")),
             percentiles=list(percentiles) if isinstance(percentiles, list) else None,
             ttft_includes_connect=connect if isinstance(connect, bool) else None,
+            ttft_includes_reasoning=thinking if isinstance(thinking, bool) else None,
             slo=stored_json.nonempty_text(data.get("slo")),
             data_attribution=stored_json.nonempty_text(data.get("data_attribution")),
             engines_run=stored_json.nonempty_text(data.get("engines_run")),
@@ -124,6 +130,7 @@ class BenchSummary:
             "workload": self.workload,
             "percentiles": self.percentiles,
             "ttft_includes_connect": self.ttft_includes_connect,
+            "ttft_includes_reasoning": self.ttft_includes_reasoning,
             "slo": self.slo,
             "data_attribution": self.data_attribution,
             "engines_run": self.engines_run,

@@ -30,6 +30,13 @@ METRIC_FIELDS = (
     "tpot_s",
     "itl_s",
     "e2e_s",
+    "ttfat_s",
+    "reasoning_tok_s",
+    "answer_tok_s",
+    "reasoning_tokens",
+    "answer_tokens",
+    "reasoning_tokens_source",
+    "ttft_includes_reasoning",
     "input_tokens",
     "output_tokens",
     "cached_tokens",
@@ -147,6 +154,7 @@ def build_summary(
         # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
         # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
         ttft_includes_connect=not spec.connect_ahead,
+        ttft_includes_reasoning=any(block.get("ttft_includes_reasoning") for block in per_step.values()),
         slo=spec.slo.label() if spec.slo.active else None,
         data_attribution=TRACE_ATTRIBUTION if traced else None,
         engines_run="together" if spec.parallel_engines else "one after another",

@@ -9,10 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from services import lifecycle
+from services import lifecycle, stored_json
 from services.bench.stats import CANCELLED, RequestRecord
 from services.bench.summary import BenchSummary
 from services.lifecycle import RunStatus
+from services.measure import token_count
 
 FLUSH_INTERVAL_S = 0.5
 
@@ -26,6 +27,7 @@ def request_row(run_id: int, record: RequestRecord) -> dict[str, Any]:
         extra["schema_valid"] = record.schema_valid
     if record.requested_output_tokens is not None:
         extra["requested_output_tokens"] = record.requested_output_tokens
+    extra.update(reasoning_extra(record))
     return {
         "run_id": run_id,
         "engine_name": record.engine,
@@ -46,6 +48,34 @@ def request_row(run_id: int, record: RequestRecord) -> dict[str, Any]:
         "error": record.error,
         "extra": extra,
     }
+
+
+def reasoning_extra(record: RequestRecord) -> dict[str, Any]:
+    """A request's answer timing as its row's `extra` keeps it (no columns: old rows and
+    imports read without them)."""
+    return reasoning_keys(
+        record.ttfat_s,
+        record.reasoning_tokens,
+        record.reasoning_source,
+        record.ttft_includes_reasoning,
+    )
+
+
+def reasoning_keys(
+    ttfat_s: float | None, reasoning_tokens: int | None, source: str | None, includes: bool
+) -> dict[str, Any]:
+    """The `extra` keys of a request's answer timing (ours or an imported one): time to first
+    answer token always (so a reader never has to guess that it equals TTFT), the reasoning
+    tokens and who counted them when there were any, and the flag when TTFT includes thinking."""
+    extra: dict[str, Any] = {}
+    if ttfat_s is not None:
+        extra["ttfat_s"] = ttfat_s
+    if reasoning_tokens:
+        extra["reasoning_tokens"] = reasoning_tokens
+        extra["reasoning_source"] = source
+    if includes:
+        extra["ttft_includes_reasoning"] = True
+    return extra
 
 
 def record_from_row(row: Any) -> RequestRecord:
@@ -72,6 +102,10 @@ def record_from_row(row: Any) -> RequestRecord:
         finish_reason=get("finish_reason"),
         schema_valid=extra.get("schema_valid"),
         step=extra.get("step"),
+        ttfat_s=stored_json.number(extra.get("ttfat_s")),
+        reasoning_tokens=token_count(extra.get("reasoning_tokens")),
+        reasoning_source=stored_json.text(extra.get("reasoning_source")),
+        ttft_includes_reasoning=extra.get("ttft_includes_reasoning") is True,
     )
 
 

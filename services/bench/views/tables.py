@@ -12,6 +12,8 @@ from services.measure import percentile_key
 from services.runs.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
 
 METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
+#: Shown beside TTFT for an engine whose TTFT includes thinking (for the others it is TTFT).
+TTFAT_TITLE = "time to first answer token"
 
 
 def percentile_table(
@@ -21,7 +23,10 @@ def percentile_table(
     rows = []
     keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
-        for metric, title in METRIC_TITLES.items():
+        titles = list(METRIC_TITLES.items())
+        if block.get("ttft_includes_reasoning"):
+            titles.insert(1, ("ttfat_s", TTFAT_TITLE))
+        for metric, title in titles:
             stats = block.get(metric) or {}
             row: dict[str, Any] = {"engine": name, "metric": title}
             for key in keys:
@@ -73,12 +78,67 @@ def throughput_table(
                 USAGE_HIT_COLUMN: _percent(_ratio(cached, input_tokens)),
                 "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
                 "schema valid (%)": _percent(block.get("schema_valid_rate")),
+                **reasoning_columns(block),
             }
         )
     # A column no engine has a value for (goodput without SLOs, schema validity without a
     # schema) says nothing: leave it out rather than show "None" in every row; a cell one
     # engine lacks reads "–" (not reported), never "None".
     return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
+
+
+def reasoning_columns(block: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning model's tokens and rates (median per request), and who counted the
+    reasoning tokens; None for an engine that did not think (the column then drops out)."""
+    reasoning = block.get("reasoning_tokens")
+    if not reasoning:
+        return dict.fromkeys(REASONING_COLUMNS)
+    source = block.get("reasoning_tokens_source")
+    return {
+        "reasoning tokens": reasoning,
+        "answer tokens": block.get("answer_tokens"),
+        "reasoning counted by": REASONING_SOURCES.get(source, source) if source else None,
+        "reasoning tok/s (p50)": _round((block.get("reasoning_tok_s") or {}).get("p50")),
+        "answer tok/s (p50)": _round((block.get("answer_tok_s") or {}).get("p50")),
+    }
+
+
+REASONING_COLUMNS = (
+    "reasoning tokens",
+    "answer tokens",
+    "reasoning counted by",
+    "reasoning tok/s (p50)",
+    "answer tok/s (p50)",
+)
+#: Who counted the reasoning tokens, in words.
+REASONING_SOURCES = {
+    "usage": "engine (usage.completion_tokens_details)",
+    "stream": "client (thinking deltas)",
+    "usage+stream": "engine for some requests, client for others",
+}
+
+
+def reasoning_line(block: dict[str, Any]) -> str | None:
+    """One line on an engine's thinking for the CLI table and reports; None when its TTFT
+    does not include thinking (its time to first answer token is its TTFT)."""
+    if not block.get("ttft_includes_reasoning"):
+        return None
+    answer = block.get("ttfat_s") or {}
+    columns = reasoning_columns(block)
+
+    def ms(value: Any) -> str:
+        return f"{value * 1000:.1f}" if isinstance(value, (int, float)) else "-"
+
+    def rate(value: Any) -> str:
+        return f"{value:.1f}" if isinstance(value, (int, float)) else "-"
+
+    return (
+        f"TTFT includes thinking; first answer token p50 {ms(answer.get('p50'))} ms, "
+        f"p99 {ms(answer.get('p99'))} ms; {columns['reasoning tokens']} reasoning tokens "
+        f"(counted by {columns['reasoning counted by'] or 'nobody'}), "
+        f"{columns['answer tokens']} answer tokens; p50 {rate(columns['reasoning tok/s (p50)'])} "
+        f"reasoning tok/s, {rate(columns['answer tok/s (p50)'])} answer tok/s"
+    )
 
 
 def _ratio(part: Any, whole: Any, digits: int | None = None) -> float | None:
