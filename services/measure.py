@@ -198,6 +198,14 @@ def reasoning_of(
     )
 
 
+def thinking_reported(ttft_s: float | None, ttfat_s: float | None, reasoning_tokens: int | None) -> bool:
+    """Whether another tool's figures say a TTFT includes thinking (its file has no chunks to
+    look at): it counted reasoning tokens, or its first answer token came after its first token."""
+    if reasoning_tokens:
+        return True
+    return ttft_s is not None and ttfat_s is not None and ttfat_s > ttft_s
+
+
 def usage_reasoning_tokens(usage: Mapping[str, Any] | None) -> int | None:
     """`usage.completion_tokens_details.reasoning_tokens`, when the engine reported it."""
     details = usage.get("completion_tokens_details") if usage else None

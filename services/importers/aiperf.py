@@ -14,7 +14,10 @@
   or picked up beside the JSON/CSV when a path is imported.
 
 AIPerf's "inter token latency" is (latency - TTFT) / (output tokens - 1): our TPOT. Its
-"inter chunk latency" (gaps between streamed chunks) is our ITL.
+"inter chunk latency" (gaps between streamed chunks) is our ITL. With a reasoning model its
+time_to_first_output_token (TTFO, the first non-reasoning token) is our time to first answer
+token, and reasoning_token_count (per record) / total_reasoning_tokens its reasoning tokens,
+counted with its tokenizer; output_sequence_length includes them, output_token_count does not.
 """
 
 from __future__ import annotations
@@ -34,16 +37,19 @@ from services.importers.common import (
     integer,
     number,
     parse_timestamp,
+    reasoning_extra,
     request_row,
     stat_name,
     summary_from_requests,
     to_seconds,
 )
+from services.measure import thinking_reported
 
 TOOL = "aiperf"
 LABEL = "NVIDIA AIPerf (profile export JSON/CSV/JSONL)"
 LATENCY_TAGS = {
     "time_to_first_token": "ttft_s",
+    "time_to_first_output_token": "ttfat_s",
     "inter_token_latency": "tpot_s",
     "inter_chunk_latency": "itl_s",
     "request_latency": "e2e_s",
@@ -54,9 +60,13 @@ RATE_TAGS = {
     "total_token_throughput": "total_token_throughput_tok_s",
     "goodput": "goodput_rps",
 }
+#: Who counted AIPerf's reasoning tokens (our rows' `reasoning_source`).
+REASONING_SOURCE = "aiperf tokenizer"
 #: CSV metric names (lower case, unit removed) -> tags
 CSV_NAMES = {
     "time to first token": "time_to_first_token",
+    "time to first output token": "time_to_first_output_token",
+    "total reasoning tokens": "total_reasoning_tokens",
     "inter token latency": "inter_token_latency",
     "inter chunk latency": "inter_chunk_latency",
     "request latency": "request_latency",
@@ -156,6 +166,7 @@ def _engine_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
             numbers["input_throughput_tok_s"] = input_tokens / numbers["duration_s"]
     if output_tokens is not None:
         numbers["output_tokens"] = output_tokens
+    numbers.update(_reasoning_numbers(metrics, numbers))
     extra = {}
     for tag in (
         "time_to_second_token",
@@ -168,6 +179,23 @@ def _engine_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
     if extra:
         numbers["engine_metrics"] = extra
     return {key: value for key, value in numbers.items() if value is not None}
+
+
+def _reasoning_numbers(metrics: dict[str, Any], numbers: dict[str, Any]) -> dict[str, Any]:
+    """The summary's thinking: total reasoning tokens, the answer's (total_osl includes them)
+    and whether TTFT includes thinking; {} when AIPerf reported neither TTFO nor reasoning."""
+    reasoning = integer(_rate(metrics.get("total_reasoning_tokens")))
+    ttft, ttfo = numbers.get("ttft_s") or {}, numbers.get("ttfat_s") or {}
+    if reasoning is None and not ttfo:
+        return {}
+    found: dict[str, Any] = {
+        "ttft_includes_reasoning": thinking_reported(ttft.get("mean"), ttfo.get("mean"), reasoning)
+    }
+    if reasoning is not None:
+        found.update(reasoning_tokens=reasoning, reasoning_tokens_source=REASONING_SOURCE)
+        if numbers.get("output_tokens") is not None:
+            found["answer_tokens"] = max(0, numbers["output_tokens"] - reasoning)
+    return found
 
 
 def _errors_by_class(document: dict[str, Any]) -> dict[str, int]:
@@ -241,8 +269,15 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
             measured_starts.append(start)
             measured_ends.append(end)
         itls = value("inter_chunk_latency")
-        output_tokens = integer(
-            value("output_sequence_length", False) or value("output_token_count", False)
+        reasoning = integer(value("reasoning_token_count", False))
+        output_tokens = integer(value("output_sequence_length", False)) or _plus(
+            integer(value("output_token_count", False)), reasoning
+        )
+        ttft = value("time_to_first_token") if ok else None
+        thinking = (
+            reasoning_extra(ttft, value("time_to_first_output_token"), reasoning, REASONING_SOURCE)
+            if ok
+            else {}
         )
         rows.append(
             request_row(
@@ -251,7 +286,7 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
                 warmup=warmup,
                 ok=ok,
                 start_s=(start - origin) / 1e9 if start is not None and origin is not None else None,
-                ttft_s=value("time_to_first_token") if ok else None,
+                ttft_s=ttft,
                 e2e_s=value("request_latency") if ok else None,
                 tpot_s=value("inter_token_latency") if ok else None,
                 itl_s=[v for v in itls if v is not None] if ok and isinstance(itls, list) else [],
@@ -260,9 +295,12 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
                 error_class=None if ok else str((error or {}).get("type") or "cancelled"),
                 error=None if ok else str((error or {}).get("message") or "request was cancelled"),
                 extra={
-                    k: metadata[k]
-                    for k in ("x_request_id", "conversation_id", "turn_index")
-                    if k in metadata
+                    **{
+                        k: metadata[k]
+                        for k in ("x_request_id", "conversation_id", "turn_index")
+                        if k in metadata
+                    },
+                    **thinking,
                 },
             )
         )
@@ -353,6 +391,11 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             warnings=warnings,
         )
     ]
+
+
+def _plus(answer: int | None, reasoning: int | None) -> int | None:
+    """output_token_count leaves the reasoning tokens out; output_sequence_length keeps them."""
+    return None if answer is None else answer + (reasoning or 0)
 
 
 def _or_index(number: int | None, index: int) -> int:

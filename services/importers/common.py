@@ -201,6 +201,31 @@ def request_row(engine: str, index: int, **values: Any) -> dict[str, Any]:
     return row
 
 
+def reasoning_extra(
+    ttft_s: float | None, ttfat_s: float | None, reasoning_tokens: int | None, source: str
+) -> dict[str, Any]:
+    """A request row's `extra` keys for what a peer's file says of its thinking: its time to
+    first output token and reasoning tokens (`source`: who counted them), as our own rows
+    keep them, so imported and measured runs read the same."""
+    from services.bench.jobs.writer import reasoning_keys
+    from services.measure import thinking_reported
+
+    includes = thinking_reported(ttft_s, ttfat_s, reasoning_tokens)
+    return reasoning_keys(ttfat_s, reasoning_tokens, source, includes)
+
+
+def reasoning_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The engine block's answer timing (services.bench.stats.reasoning_block) from completed
+    rows, when any says something of it; {} otherwise (a file without it stays as it was)."""
+    extras = [row.get("extra") or {} for row in rows]
+    if not any("ttfat_s" in extra or "reasoning_tokens" in extra for extra in extras):
+        return {}
+    from services.bench.jobs.writer import record_from_row
+    from services.bench.stats import reasoning_block
+
+    return reasoning_block([record_from_row(row) for row in rows])
+
+
 def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) -> dict[str, Any]:
     """An engine summary computed from per-request rows (when the tool gave no summary)."""
     measured = [row for row in rows if not row.get("warmup")]
@@ -237,6 +262,7 @@ def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) 
     ]
     if itls:
         result["itl_s"] = describe(itls)
+    result.update(reasoning_summary(good))
     return result
 
 
@@ -245,12 +271,28 @@ def fill_from_requests(engine_summary: dict[str, Any], rows: list[dict[str, Any]
     if not rows:
         return engine_summary
     computed = summary_from_requests(rows, number(engine_summary.get("duration_s")))
-    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "ttfat_s"):
         if metric in computed:
             engine_summary[metric] = merge_stats(engine_summary.get(metric) or {}, computed[metric])
     for key in ("completed", "failed", "sent", "errors_by_class", "input_tokens", "output_tokens"):
         engine_summary.setdefault(key, computed[key])
+    for key in REASONING_KEYS:
+        if key in computed:
+            engine_summary.setdefault(key, computed[key])
+    if computed.get("ttft_includes_reasoning"):
+        engine_summary["ttft_includes_reasoning"] = True
     return engine_summary
+
+
+#: An engine block's answer-timing keys besides `ttfat_s` (services.bench.stats.reasoning_block).
+REASONING_KEYS = (
+    "reasoning_tok_s",
+    "answer_tok_s",
+    "reasoning_tokens",
+    "answer_tokens",
+    "reasoning_tokens_source",
+    "ttft_includes_reasoning",
+)
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -16,7 +16,10 @@ prompt_tokens, output_tokens, info.error).
 
 The run's headline numbers are those of the step with the highest request throughput
 (as for our own sweeps); every step is in the sweep. GuideLLM has
-no chunk-gap ITL, so ITL stays empty for GuideLLM runs.
+no chunk-gap ITL, so ITL stays empty for GuideLLM runs. Its time_to_first_output_token_ms
+(summary and per request, releases that tell reasoning apart) is our time to first answer
+token; its files count no reasoning tokens apart, so a TTFT includes thinking when the first
+output token came after the first token.
 """
 
 from __future__ import annotations
@@ -33,15 +36,18 @@ from services.importers.common import (
     integer,
     number,
     parse_timestamp,
+    reasoning_extra,
     request_row,
     stat_name,
     to_seconds,
 )
+from services.measure import thinking_reported
 
 TOOL = "guidellm"
 LABEL = "GuideLLM (benchmarks.json)"
 LATENCY_METRICS = {
     "time_to_first_token_ms": ("ttft_s", "ms"),
+    "time_to_first_output_token_ms": ("ttfat_s", "ms"),
     "inter_token_latency_ms": ("tpot_s", "ms"),
     "request_latency": ("e2e_s", "s"),
 }
@@ -119,6 +125,9 @@ def _numbers(benchmark: dict[str, Any]) -> dict[str, Any]:
         numbers["duration_s"] = duration
         if numbers.get("input_tokens") is not None:
             numbers["input_throughput_tok_s"] = numbers["input_tokens"] / duration
+    if "ttfat_s" in numbers:
+        ttft, ttfo = numbers.get("ttft_s") or {}, numbers["ttfat_s"]
+        numbers["ttft_includes_reasoning"] = thinking_reported(ttft.get("mean"), ttfo.get("mean"), None)
     tpot_incl_first = _successful(metrics.get("time_per_output_token_ms"))
     if tpot_incl_first and number(tpot_incl_first.get("mean")) is not None:
         numbers["engine_metrics"] = {
@@ -165,13 +174,15 @@ def _requests(
             start = number(stats.get("request_start_time") or stats.get("start_time"))
             info = stats["info"] if isinstance(stats.get("info"), dict) else {}
             error = info.get("error") or stats.get("error")
+            ttft = to_seconds(stats.get("time_to_first_token_ms"), "ms") if ok else None
+            ttfo = to_seconds(stats.get("time_to_first_output_token_ms"), "ms") if ok else None
             rows.append(
                 request_row(
                     engine,
                     offset + len(rows),
                     ok=ok,
                     start_s=(start - origin) if start is not None and origin is not None else None,
-                    ttft_s=to_seconds(stats.get("time_to_first_token_ms"), "ms") if ok else None,
+                    ttft_s=ttft,
                     e2e_s=number(stats.get("request_latency")) if ok else None,
                     tpot_s=to_seconds(stats.get("inter_token_latency_ms"), "ms") if ok else None,
                     input_tokens=integer(stats.get("prompt_tokens")),
@@ -181,6 +192,7 @@ def _requests(
                     extra={
                         "request_id": stats.get("request_id"),
                         **({"step": step} if step is not None else {}),
+                        **(reasoning_extra(ttft, ttfo, None, "") if ttfo is not None else {}),
                     },
                 )
             )

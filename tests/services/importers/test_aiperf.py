@@ -65,3 +65,51 @@ def test_csv_sections(samples) -> None:
     assert engine["e2e_s"]["mean"] == pytest.approx(6.55036)
     assert engine["request_throughput_rps"] == 13.16 and engine["completed"] == 200
     assert engine["duration_s"] == pytest.approx(15.2)
+
+
+def test_a_reasoning_models_records_carry_ttfo_and_reasoning_tokens(samples) -> None:
+    """AIPerf's TTFO (first non-reasoning token) is our time to first answer token and its
+    reasoning_token_count our reasoning tokens (counted by its tokenizer): two requests of 30
+    and 60 thinking tokens, answers of 20 and 40, first tokens at 100 and 200 ms, first answer
+    tokens at 400 and 500 ms, ends at 600 and 900 ms."""
+    path = samples / "aiperf_reasoning" / "profile_export.jsonl"
+    _, [run] = importers.parse_file(path.read_bytes(), path.name, engine_name="qwen")
+    first, _second = run.requests
+    assert first["ttft_s"] == pytest.approx(0.1) and first["extra"]["ttfat_s"] == pytest.approx(0.4)
+    assert first["output_tokens"] == 50  # output_sequence_length: thinking and answer
+    assert first["extra"]["reasoning_tokens"] == 30 and first["extra"]["ttft_includes_reasoning"]
+    assert first["extra"]["reasoning_source"] == aiperf.REASONING_SOURCE
+    engine = run.summary["engines"]["qwen"]
+    assert engine["ttft_includes_reasoning"] is True
+    assert engine["ttfat_s"]["mean"] == pytest.approx(0.45) and engine["ttft_s"][
+        "mean"
+    ] == pytest.approx(0.15)
+    assert (engine["reasoning_tokens"], engine["answer_tokens"]) == (90, 60)
+    # Reasoning: 30 / (0.4 - 0.1) = 100 and 60 / 0.3 = 200 tok/s; answer: 19 / 0.2 = 95 and
+    # 39 / 0.4 = 97.5 tok/s.
+    assert engine["reasoning_tok_s"]["p50"] == pytest.approx(150.0)
+    assert engine["answer_tok_s"]["min"] == pytest.approx(95.0)
+    assert engine["answer_tok_s"]["max"] == pytest.approx(97.5)
+
+
+def test_a_reasoning_models_summary_carries_ttfo(samples) -> None:
+    path = samples / "aiperf_reasoning" / "profile_export_aiperf.json"
+    _, [run] = importers.parse_file(path.read_bytes(), path.name)  # an upload: no records
+    engine = run.summary["engines"]["localhost:8000"]
+    assert engine["ttfat_s"]["p50"] == pytest.approx(0.45) and engine["ttft_s"]["p50"] == pytest.approx(
+        0.15
+    )
+    assert (engine["reasoning_tokens"], engine["answer_tokens"], engine["output_tokens"]) == (
+        90,
+        60,
+        150,
+    )
+    assert engine["reasoning_tokens_source"] == aiperf.REASONING_SOURCE
+    assert engine["ttft_includes_reasoning"] is True
+
+
+def test_a_model_that_does_not_think_says_so(samples) -> None:
+    path = samples / "aiperf_run" / "profile_export_aiperf.json"
+    _, [run] = importers.parse_file(path.read_bytes(), path.name)
+    engine = run.summary["engines"]["localhost:9000"]
+    assert "ttfat_s" not in engine and not engine.get("ttft_includes_reasoning")

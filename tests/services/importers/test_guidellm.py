@@ -47,3 +47,22 @@ def test_sweep_report(samples) -> None:
         "ttft_s"
     ] == pytest.approx(0.25)
     assert run.status == "finished_with_errors"
+
+
+def test_first_output_token_of_a_reasoning_model(samples) -> None:
+    """GuideLLM's time_to_first_output_token_ms is our time to first answer token; it counts no
+    reasoning tokens apart, so those (and the answer's) are unknown, not 0."""
+    module, [run] = importers.parse_file(
+        (samples / "guidellm_reasoning_benchmarks.json").read_bytes(), "benchmarks.json"
+    )
+    assert module is guidellm
+    first, _second = run.requests
+    assert first["ttft_s"] == pytest.approx(0.1) and first["extra"]["ttfat_s"] == pytest.approx(0.4)
+    assert first["extra"]["ttft_includes_reasoning"] and "reasoning_tokens" not in first["extra"]
+    engine = run.summary["engines"]["127.0.0.1:8000"]
+    assert engine["ttfat_s"]["mean"] == pytest.approx(0.45) and engine["ttft_s"][
+        "mean"
+    ] == pytest.approx(0.15)
+    assert engine["ttft_includes_reasoning"] is True
+    assert engine["reasoning_tokens"] is None and engine["answer_tokens"] is None
+    assert engine["answer_tok_s"]["p50"] is None
