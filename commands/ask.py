@@ -26,6 +26,10 @@ def _ms(value: float | None) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
+def _rate(value: float | None) -> str:
+    return f"{value:.1f} tok/s" if value is not None else "- tok/s"
+
+
 def _payload(view: Any) -> dict[str, Any]:
     engines = {}
     for column in view.columns:
@@ -42,6 +46,14 @@ def _payload(view: Any) -> dict[str, Any]:
             "prompt_tokens": column.prompt_tokens,
             "completion_tokens": column.completion_tokens,
             "cached_tokens": column.cached_tokens,
+            "ttfat_s": column.ttfat_s,
+            "ttft_includes_reasoning": column.ttft_includes_reasoning,
+            "reasoning_tokens": column.reasoning_tokens,
+            "reasoning_tokens_source": column.reasoning_tokens_source,
+            "answer_tokens": column.answer_tokens,
+            "reasoning_tok_s": column.reasoning_tok_s,
+            "answer_tok_s": column.answer_tok_s,
+            "thinking": column.thinking,
             "finish_reason": column.finish_reason,
             "error_class": column.error_class,
             "error": column.error,
@@ -75,6 +87,13 @@ def _text(view: Any) -> str:
             f"{column.cached_tokens if column.cached_tokens is not None else '-'} · finish "
             f"{column.finish_reason or '-'}"
         )
+        if column.ttft_includes_reasoning:
+            lines.append(
+                f"thinking: first answer token {_ms(column.ttfat_s)} · reasoning "
+                f"{column.reasoning_tokens} tokens ({column.reasoning_tokens_source}) · answer "
+                f"{column.answer_tokens} tokens · {_rate(column.reasoning_tok_s)} reasoning, "
+                f"{_rate(column.answer_tok_s)} answer"
+            )
         if column.error:
             lines.append(f"error ({column.error_class}): {column.error}")
         if column.schema_check is not None:

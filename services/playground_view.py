@@ -209,8 +209,13 @@ def figures(column: Column, units: tuple[str, str]) -> str:
     """A pane's timings as two markdown lines, figures separated by " · ". Six panes share
     1400 px: a table of three columns wrapped its headings and its values mid-figure there."""
     ttft, itl = units
+    answer = (
+        f"first{_KEEP}answer{_KEEP}**{_kept(ptext.duration(column.ttfat_s, ttft))}** · "
+        if column.ttft_includes_reasoning
+        else ""
+    )
     first = (
-        f"TTFT{_KEEP}**{_kept(ptext.duration(column.ttft_s, ttft))}** · "
+        f"TTFT{_KEEP}**{_kept(ptext.duration(column.ttft_s, ttft))}** · {answer}"
         f"{_kept(ptext.number(column.tokens_per_s))}{_KEEP}tokens/s"
     )
     second = (
@@ -218,6 +223,29 @@ def figures(column: Column, units: tuple[str, str]) -> str:
         f"p90{_KEEP}{_kept(ptext.duration(column.itl_p90_s, itl))}"
     )
     return f"{first}  \n{second}"
+
+
+#: Who counted a reasoning model's thinking tokens, in a pane's words.
+REASONING_COUNTED_BY = {"usage": "by the engine", "stream": "from the stream"}
+
+
+def thinking_title(column: Column) -> str | None:
+    """The title of the collapsed thinking above the answer: its tokens, who counted them and
+    their rate, the answer's after it; None when the engine streamed no thinking."""
+    if not column.thinking:
+        return None
+    counted = REASONING_COUNTED_BY.get(column.reasoning_tokens_source or "", "")
+    parts = [f"Thinking: {ptext.number(column.reasoning_tokens)} tokens {counted}".rstrip()]
+    if column.reasoning_tok_s is not None:
+        parts.append(f"{ptext.number(column.reasoning_tok_s)} tokens/s")
+    if column.answer_tokens is not None:
+        answer_rate = (
+            f" at {ptext.number(column.answer_tok_s)} tokens/s"
+            if column.answer_tok_s is not None
+            else ""
+        )
+        parts.append(f"answer {ptext.number(column.answer_tokens)} tokens{answer_rate}")
+    return ptext.md_line(" · ".join(parts))
 
 
 def token_counts(column: Column) -> str:

@@ -42,6 +42,10 @@ def pane(
     for note in column.notes:
         st.caption(f":material/info: {ptext.md_line(note)}")
     # Answers keep their markdown, but safe_answer leaves no image to load.
+    thinking = view_model.thinking_title(column)
+    if thinking is not None:
+        with st.expander(thinking, expanded=False):
+            st.markdown(ptext.safe_answer(column.thinking))
     if column.choices:
         tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
         for tab, text in zip(tabs, column.choices, strict=True):

@@ -298,6 +298,23 @@ def reasoning_block(
     }
 
 
+def reasoning_keys(
+    ttfat_s: float | None, reasoning_tokens: int | None, source: str | None, includes: bool
+) -> dict[str, Any]:
+    """The `extra` keys of a request's answer timing (ours or an imported one): time to first
+    answer token always (so a reader never has to guess that it equals TTFT), the reasoning
+    tokens and who counted them when there were any, and the flag when TTFT includes thinking."""
+    extra: dict[str, Any] = {}
+    if ttfat_s is not None:
+        extra["ttfat_s"] = ttfat_s
+    if reasoning_tokens:
+        extra["reasoning_tokens"] = reasoning_tokens
+        extra["reasoning_source"] = source
+    if includes:
+        extra["ttft_includes_reasoning"] = True
+    return extra
+
+
 def token_arrival_times(record: RequestRecord) -> list[float]:
     """When each output token of a request arrived, seconds from the run start: the first
     at start + TTFT, the rest by its per-token gaps. Without the gaps (a live view reads

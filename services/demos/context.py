@@ -17,6 +17,7 @@ from typing import Any, Self
 from db.models import RequestResult
 from db.session import session_scope
 from services import http
+from services.bench.stats import reasoning_keys
 from services.client import ChatRequest, StreamResult, run_blocking, run_many
 from services.demos.base import StepOutcome
 from services.endpoints import EngineRecord
@@ -199,7 +200,16 @@ class DemoContext:
                         finish_reason=r.finish_reason,
                         error_class=r.error_class,
                         error=r.error,
-                        extra={"step": self.step_key, **item.labels},
+                        extra={
+                            "step": self.step_key,
+                            **item.labels,
+                            **reasoning_keys(
+                                figures.ttfat_s,
+                                figures.reasoning_tokens,
+                                figures.reasoning_tokens_source,
+                                figures.ttft_includes_reasoning,
+                            ),
+                        },
                     )
                 )
         with session_scope() as session:

@@ -207,7 +207,7 @@ def reasoning_extra(
     """A request row's `extra` keys for what a peer's file says of its thinking: its time to
     first output token and reasoning tokens (`source`: who counted them), as our own rows
     keep them, so imported and measured runs read the same."""
-    from services.bench.jobs.writer import reasoning_keys
+    from services.bench.stats import reasoning_keys
     from services.measure import thinking_reported
 
     includes = thinking_reported(ttft_s, ttfat_s, reasoning_tokens)

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services import endpoints, lifecycle
+from services import endpoints, lifecycle, stored_json
 from services.client import ChatRequest, as_curl, as_openai_python
 from services.errors import NotFoundError
 from services.lifecycle import RunStatus, is_stale
@@ -114,6 +114,14 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
         prompt_tokens=token_count(usage.get("prompt_tokens")),
         completion_tokens=token_count(usage.get("completion_tokens")),
         cached_tokens=cached_tokens(usage),
+        ttfat_s=stored_json.number(metrics.get("ttfat_s")),
+        reasoning_tokens=token_count(metrics.get("reasoning_tokens")),
+        reasoning_tokens_source=stored_json.text(metrics.get("reasoning_tokens_source")),
+        answer_tokens=token_count(metrics.get("answer_tokens")),
+        reasoning_tok_s=stored_json.number(metrics.get("reasoning_tok_s")),
+        answer_tok_s=stored_json.number(metrics.get("answer_tok_s")),
+        ttft_includes_reasoning=metrics.get("ttft_includes_reasoning") is True,
+        thinking=_text(metrics.get("thinking")),
         finish_reason=row.finish_reason,
         error_class=row.error_class,
         error=row.error,

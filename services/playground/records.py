@@ -69,6 +69,17 @@ class Column:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    #: A reasoning model's answer timing (services/measure.py); for a model that does not
+    #: think, TTFAT is its TTFT and there are no reasoning tokens.
+    ttfat_s: float | None = None
+    reasoning_tokens: int | None = None
+    reasoning_tokens_source: str | None = None
+    answer_tokens: int | None = None
+    reasoning_tok_s: float | None = None
+    answer_tok_s: float | None = None
+    ttft_includes_reasoning: bool = False
+    #: The thinking the engine streamed ("" when none), shown collapsed above the answer.
+    thinking: str = ""
     finish_reason: str | None = None
     error_class: str | None = None
     error: str | None = None

@@ -21,6 +21,7 @@ from db.session import session_scope
 from services import lifecycle
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
 from services.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
+from services.measure import RequestMetrics
 
 PERSIST_INTERVAL_S = 0.25
 
@@ -138,7 +139,11 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
         "output_tokens": figures.output_tokens,
         "tokens_per_s": (1 / figures.tpot_s) if figures.tpot_s else None,
         "notes": stream.notes,
+        **reasoning_figures(figures),
     }
+    thinking = result.reasoning_text
+    if thinking:
+        metrics["thinking"] = thinking
     if final:
         metrics["itl_s"] = figures.itl_s
         metrics["chunk_times_s"] = figures.chunk_times_s
@@ -157,6 +162,19 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
         values["error_class"] = result.error_class
         values["error"] = result.error
     return values
+
+
+def reasoning_figures(figures: RequestMetrics) -> dict[str, Any]:
+    """An answer's timing beside its TTFT, as an exchange's metrics keep it (services/measure.py)."""
+    return {
+        "ttfat_s": figures.ttfat_s,
+        "reasoning_tokens": figures.reasoning_tokens,
+        "reasoning_tokens_source": figures.reasoning_tokens_source,
+        "answer_tokens": figures.answer_tokens,
+        "reasoning_tok_s": figures.reasoning_tok_s,
+        "answer_tok_s": figures.answer_tok_s,
+        "ttft_includes_reasoning": figures.ttft_includes_reasoning,
+    }
 
 
 def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
@@ -199,6 +217,10 @@ def _finish_run(run_id: int, streams: list[Stream], error: str | None = None) ->
                     if values["metrics"]["ttft_s"] is not None
                     else None,
                     "output_throughput_tok_s": values["metrics"]["tokens_per_s"],
+                    "ttfat_s": {"p50": values["metrics"]["ttfat_s"]}
+                    if values["metrics"]["ttfat_s"] is not None
+                    else None,
+                    "ttft_includes_reasoning": values["metrics"]["ttft_includes_reasoning"],
                     "failed": 0 if values["status"] == "finished" else 1,
                 }
                 for s, (_, values) in zip(streams, rows, strict=True)

@@ -13,6 +13,7 @@ from db.models import Run
 from db.session import session_scope
 from services.errors import NotFoundError, ValidationError
 from services.runs.records import (
+    ANSWER_METRICS,
     EQUAL_TOLERANCE,
     LATENCY_METRICS,
     MAX_COMPARED_RUNS,
@@ -63,7 +64,7 @@ def format_row(
     any reaches a second): one E2E row read "850 ms" beside "1.20 s" (issue 36). `unit_from`:
     the values that choose the unit, e.g. every statistic of the metric, so that its p99 row
     is not in seconds under a p95 row in ms."""
-    if metric not in LATENCY_METRICS:
+    if metric not in LATENCY_METRICS and metric not in ANSWER_METRICS:
         return tuple(format_value(metric, value) for value in values)
     chosen_by = values if unit_from is None else unit_from
     finite = [abs(v) for v in chosen_by if v is not None and math.isfinite(v)]
@@ -126,6 +127,18 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
                 False,
                 [s.stats.get(metric, {}).get(stat) for s in series],
             )
+    if any(s.ttft_includes_reasoning for s in series):
+        # Beside TTFT, which for a thinking engine is its first thinking token.
+        for metric, name in ANSWER_METRICS.items():
+            for stat in TABLE_STATS:
+                add(
+                    metric,
+                    stat,
+                    f"{name} {STAT_LABELS[stat]}",
+                    "s",
+                    False,
+                    [s.stats.get(metric, {}).get(stat) for s in series],
+                )
     for metric, (name, unit) in THROUGHPUT_METRICS.items():
         add(metric, None, name, unit, True, [s.rates.get(metric) for s in series])
     for metric, name in QUALITY_METRICS.items():

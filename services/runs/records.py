@@ -21,6 +21,9 @@ LATENCY_METRICS: dict[str, str] = {
     "itl_s": "ITL",
     "e2e_s": "E2E latency",
 }
+#: A reasoning model's answer timing (services/measure.py): compared only when some engine's
+#: TTFT includes thinking (otherwise it is the TTFT row again).
+ANSWER_METRICS: dict[str, str] = {"ttfat_s": "Time to first answer token"}
 #: Throughput-like metrics of an engine summary: label, unit. Higher is better.
 THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
     "request_throughput_rps": ("Request throughput", "req/s"),
@@ -205,6 +208,8 @@ class Series:
     engine_info: dict[str, Any]
     #: 1 when `samples` holds every request, k when it holds every k-th (very large runs)
     sampled_every: int = 1
+    #: Its TTFT is its first thinking token (the run's summary says so; services/measure.py).
+    ttft_includes_reasoning: bool = False
     repeat_run_ids: tuple[int, ...] = ()
     #: "metric.stat" -> one value per repeated run (this run included)
     repeat_values: dict[str, list[float]] = field(default_factory=dict)
@@ -297,7 +302,7 @@ def format_value(metric: str, value: float | None) -> str:
     """A value as a person reads it: latencies in ms (or s), rates with their unit."""
     if value is None or not math.isfinite(value):
         return "—"
-    if metric in LATENCY_METRICS:
+    if metric in LATENCY_METRICS or metric in ANSWER_METRICS:
         milliseconds = value * 1000
         if abs(milliseconds) >= 1000:
             return f"{value:.2f} s"

@@ -15,6 +15,7 @@ from db.models import Exchange, RequestResult, Run
 from services.bench.summary import BenchSummary
 from services.measure import describe
 from services.runs.records import (
+    ANSWER_METRICS,
     FINISHED_STATUSES,
     LATENCY_METRICS,
     MAX_REPEATS,
@@ -150,7 +151,7 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
 
 def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
     stats: dict[str, dict[str, float]] = {}
-    for metric in LATENCY_METRICS:
+    for metric in (*LATENCY_METRICS, *ANSWER_METRICS):
         block = numbers.get(metric)
         if isinstance(block, dict):
             values = {
@@ -215,6 +216,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 sampled_every=int(sampled.get("sampled_every", 1)),
                 sweep=[step for step in steps if step.get("engine", name) == name],
                 engine_info=snapshots.get(name) or {"name": name},
+                ttft_includes_reasoning=numbers.get("ttft_includes_reasoning") is True,
             )
         )
     return result

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from services import lifecycle, stored_json
-from services.bench.stats import CANCELLED, RequestRecord
+from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
 from services.bench.summary import BenchSummary
 from services.lifecycle import RunStatus
 from services.measure import token_count
@@ -59,23 +59,6 @@ def reasoning_extra(record: RequestRecord) -> dict[str, Any]:
         record.reasoning_source,
         record.ttft_includes_reasoning,
     )
-
-
-def reasoning_keys(
-    ttfat_s: float | None, reasoning_tokens: int | None, source: str | None, includes: bool
-) -> dict[str, Any]:
-    """The `extra` keys of a request's answer timing (ours or an imported one): time to first
-    answer token always (so a reader never has to guess that it equals TTFT), the reasoning
-    tokens and who counted them when there were any, and the flag when TTFT includes thinking."""
-    extra: dict[str, Any] = {}
-    if ttfat_s is not None:
-        extra["ttfat_s"] = ttfat_s
-    if reasoning_tokens:
-        extra["reasoning_tokens"] = reasoning_tokens
-        extra["reasoning_source"] = source
-    if includes:
-        extra["ttft_includes_reasoning"] = True
-    return extra
 
 
 def record_from_row(row: Any) -> RequestRecord:
