@@ -53,6 +53,9 @@ def new_tuning_form() -> None:
         values["slo_tpot_ms"] = st.number_input(
             "SLO TPOT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_tpot"
         )
+        values["slo_ttfat_ms"] = st.number_input(
+            "SLO time to first answer token ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttfat"
+        )
         values["name"] = st.text_input("Name (optional)", key="tune_name")
     if access.commands_allowed(viewer):
         with st.expander("Remote or containerised engine (command templates)"):

@@ -47,6 +47,7 @@ def spec_from_form(values: dict[str, Any]) -> TuneSpec:
         raise ValidationError("Give at least one setting to vary, for example np=1,2,4.")
     ttft = float(values.get("slo_ttft_ms") or 0)
     itl = float(values.get("slo_tpot_ms") or 0)
+    answer = float(values.get("slo_ttfat_ms") or 0)
     return TuneSpec(
         kind=str(values.get("kind") or "llamacpp"),
         grid=grid,
@@ -56,7 +57,7 @@ def spec_from_form(values: dict[str, Any]) -> TuneSpec:
         load=LoadSpec(
             concurrency=int(values.get("concurrency") or 2), requests=int(values.get("requests") or 8)
         ),
-        slo=SloSpec(ttft_ms=ttft or None, tpot_ms=itl or None),
+        slo=SloSpec(ttft_ms=ttft or None, tpot_ms=itl or None, ttfat_ms=answer or None),
         launcher="command" if str(values.get("start_command") or "").strip() else "local",
         start_command=str(values.get("start_command") or ""),
         stop_command=str(values.get("stop_command") or ""),

@@ -445,3 +445,35 @@ def test_blind_vote_among_three_engines_confirms_and_reveals_at_once(
     # The best of three decides two pairs: the winner against each of the others.
     assert len(rows) == 2 and all(winner in (r["engine A"], r["engine B"]) for r in rows)
     assert all(r["A wins" if r["engine A"] == winner else "B wins"] == 1 for r in rows)
+
+
+def test_a_reasoning_models_thinking_shows_collapsed_above_its_answer(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    """4 thinking tokens then 5 answer tokens: the thinking in a collapsed expander titled with
+    its tokens, the answer without it, time to first answer beside TTFT; the other column (a
+    model that does not think) has neither."""
+    endpoints.add_engine(
+        "thinker",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=20, itl=2, think=4, tokens=5),
+    )
+    endpoints.add_engine(
+        "plain",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=20, itl=2, tokens=5),
+    )
+    at = page().run()
+    at.text_area(key="pg_prompt").set_value("Think first")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    assert not at.exception and not at.error
+    [thinking] = [e for e in at.expander if e.label.startswith("Thinking")]
+    assert "4 tokens by the engine" in thinking.label and "answer 5 tokens" in thinking.label
+    assert not thinking.proto.expanded
+    assert "".join(WORDS[:4]).strip() in " ".join(m.value for m in thinking.markdown)
+    body = texts(at)
+    assert "".join(WORDS[4:9]).strip() in body
+    assert body.count("first\xa0answer\xa0**") == 1  # only the column whose TTFT is thinking
