@@ -28,7 +28,14 @@ from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
-from services.importers.common import UNREAD_KEYS, ImportedRun, SourceFile, read_source, source_from
+from services.importers.common import (
+    UNREAD_KEYS,
+    ImportedRun,
+    SourceFile,
+    read_source,
+    source_from,
+    with_reasoning_flag,
+)
 
 __all__ = [
     "IMPORTERS",
@@ -159,7 +166,7 @@ def _save(
             name=(name or imported.name)[:300],
             status=imported.status,
             config=imported.config,
-            summary=imported.summary,
+            summary=with_reasoning_flag(imported.summary),
             engines=imported.engines,
             engine_names=imported.engine_names[:1000],
             model=imported.model,

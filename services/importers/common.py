@@ -284,6 +284,18 @@ def fill_from_requests(engine_summary: dict[str, Any], rows: list[dict[str, Any]
     return engine_summary
 
 
+def with_reasoning_flag(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary with the run-level `ttft_includes_reasoning` a benchmark run's has, when an
+    engine's TTFT includes thinking (a file that says nothing of it is stored as it was)."""
+    engines = summary.get("engines")
+    blocks = list(engines.values()) if isinstance(engines, dict) else []
+    if "ttft_includes_reasoning" in summary or not any(
+        isinstance(b, dict) and b.get("ttft_includes_reasoning") for b in blocks
+    ):
+        return summary
+    return {**summary, "ttft_includes_reasoning": True}
+
+
 #: An engine block's answer-timing keys besides `ttfat_s` (services.bench.stats.reasoning_block).
 REASONING_KEYS = (
     "reasoning_tok_s",

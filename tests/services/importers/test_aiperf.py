@@ -113,3 +113,22 @@ def test_a_model_that_does_not_think_says_so(samples) -> None:
     _, [run] = importers.parse_file(path.read_bytes(), path.name)
     engine = run.summary["engines"]["localhost:9000"]
     assert "ttfat_s" not in engine and not engine.get("ttft_includes_reasoning")
+
+
+def test_a_stored_import_says_its_ttft_includes_thinking(db_url: str, samples) -> None:
+    """The comparability check reads the run-level flag, as it does a benchmark run's."""
+    from db.models import Run
+    from db.session import session_scope
+    from services.bench.jobs import stored_records
+
+    [run_id] = importers.import_file(samples / "aiperf_reasoning" / "profile_export.jsonl").run_ids
+    [plain_id] = importers.import_file(samples / "aiperf_run" / "profile_export_aiperf.json").run_ids
+    with session_scope() as session:
+        thinking, plain = session.get(Run, run_id), session.get(Run, plain_id)
+        assert thinking is not None and plain is not None
+        assert thinking.summary["ttft_includes_reasoning"] is True
+        assert "ttft_includes_reasoning" not in plain.summary
+    records = stored_records(run_id)
+    assert [r.ttfat_s for r in records] == pytest.approx([0.4, 0.5])
+    assert [r.reasoning_tokens for r in records] == [30, 60]
+    assert all(r.ttft_includes_reasoning for r in records)
