@@ -267,6 +267,37 @@ def test_a_reasoning_model_has_its_thinking_and_its_answer_read_without_a_parse(
     assert len(parses) == 6
 
 
+def test_a_delta_with_both_thinking_keys_counts_its_text_once() -> None:
+    """vLLM sent the thinking as `reasoning_content` and then as `reasoning`; a server in
+    between may send both with the same text: one thinking chunk each, never two."""
+    events = [
+        {
+            **_BASE,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"reasoning": f"t{i} ", "reasoning_content": f"t{i} "},
+                    "finish_reason": None,
+                }
+            ],
+        }
+        for i in range(6)
+    ]
+    events += [_content_chunk(f"w{i} ") for i in range(3)]
+    events.append({**_BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    frames = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+    response = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        + b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in frames)
+        + b"0\r\n\r\n"
+    )
+    fast, general = _fast_and_general(lambda: _exchange(response))
+    for result in (fast, general):
+        assert result.ok and result.text == "w0 w1 w2 "
+        assert result.reasoning_text == "".join(f"t{i} " for i in range(6))
+        assert result.choices[0].reasoning == list(range(6))
+
+
 # -- the shape fast path, answers written in pieces: reads that end anywhere ------------------
 
 
