@@ -507,8 +507,9 @@ def error_message(body: bytes) -> str:
 
 
 def _thinking(delta: dict[str, Any]) -> tuple[str | None, str]:
-    """A thinking delta's text and key: `reasoning_content` (vLLM before 0.11, SGLang,
-    llama.cpp, DeepSeek) or `reasoning` (vLLM since, OpenRouter); (None, "") otherwise."""
+    """A thinking delta's text and key: `reasoning_content` (DeepSeek's name, kept by SGLang,
+    llama.cpp and older vLLM) or `reasoning` (vLLM's since vllm#27752, which sent both for a
+    while, and OpenRouter's); (None, "") otherwise."""
     for key in ("reasoning_content", "reasoning"):
         text = delta.get(key)
         if text and text.__class__ is str:

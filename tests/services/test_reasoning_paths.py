@@ -76,7 +76,7 @@ def _check_definitions(recorded: StreamResult, expected: RequestMetrics, source:
 @pytest.mark.parametrize(
     ("extra", "source"),
     [({}, "usage"), ({"rkey": "reasoning"}, "usage"), ({"rusage": 0}, "stream")],
-    ids=["reasoning_content with the engine's count", "reasoning (vLLM 0.11+)", "no usage detail"],
+    ids=["reasoning_content with the engine's count", "reasoning (current vLLM)", "no usage detail"],
 )
 def test_playground_benchmark_and_demo_give_identical_answer_timing(
     db_url: str,

@@ -14,7 +14,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | itl | 5 | ms between tokens (a chunk of `tpc` tokens follows the previous after tpc*itl) |
 | tokens | 16 | completion tokens per choice (the request's max_tokens caps it) |
 | think | 0 | thinking tokens sent before those, as `rkey` deltas (max_tokens caps both together) |
-| rkey | reasoning_content | the thinking delta's key (`reasoning` as vLLM sends since 0.11) |
+| rkey | reasoning_content | the thinking delta's key (`reasoning` as current vLLM sends it) |
 | rusage | 1 | 0: no `completion_tokens_details.reasoning_tokens` in the usage |
 | cap | 1 | 0: ignore the request's max_tokens (a peer tool whose chat data always asks for 30) |
 | tpc | 1 | tokens per SSE chunk |

@@ -268,8 +268,8 @@ def test_a_reasoning_model_has_its_thinking_and_its_answer_read_without_a_parse(
 
 
 def test_a_delta_with_both_thinking_keys_counts_its_text_once() -> None:
-    """vLLM sent the thinking as `reasoning_content` and then as `reasoning`; a server in
-    between may send both with the same text: one thinking chunk each, never two."""
+    """vLLM renamed `reasoning_content` to `reasoning` and sent both, with the same text, for
+    a while (vllm#27752 until #33402): one thinking chunk each, never two."""
     events = [
         {
             **_BASE,
