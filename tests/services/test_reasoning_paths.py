@@ -220,6 +220,15 @@ def test_a_stored_benchmark_says_its_ttft_includes_thinking(
     assert all(r.ttft_includes_reasoning and r.reasoning_tokens == 6 for r in records)
     assert summarize_engine(records)["ttfat_s"] == thinker["ttfat_s"]
 
+    # The Benchmarks page: a time-to-first-answer row and CDF beside TTFT's, reasoning columns.
+    from services.bench.views.run_view import run_view
+
+    view = run_view(run_id)
+    assert "ttfat_cdf" in view.figures
+    rows = view.table[view.table["metric"] == "time to first answer token"]
+    assert list(rows["engine"]) == ["thinker"]
+    assert view.throughput.set_index("engine").loc["thinker", "reasoning tokens"] == 36
+
     # The comparison shows time to first answer beside TTFT, and says which engine thinks.
     from services.runs import compare_runs
 

@@ -182,7 +182,7 @@ def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figur
         figure,
         f"{label} distribution (CDF)",
         f"{label} (ms)",
-        "share of requests" if label == "TTFT" else "share of tokens",
+        "share of tokens" if label == "ITL" else "share of requests",
     )
 
 

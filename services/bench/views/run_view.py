@@ -33,6 +33,7 @@ TIMELINE_MAX_REQUESTS = 300
 FIGURE_ORDER = (
     "latency_throughput",
     "ttft_cdf",
+    "ttfat_cdf",
     "itl_cdf",
     "engine_metrics",
     "concurrency",
@@ -190,6 +191,15 @@ def run_view(run_id: int) -> RunView:
             },
             "TTFT",
         )
+        if any(r.ttft_includes_reasoning for r in measured):
+            # A thinking engine's TTFT is its first thinking token: when its answer began.
+            figures["ttfat_cdf"] = cdf_figure(
+                {
+                    e: [r.ttfat_s for r in rs if r.ok and r.ttfat_s is not None]
+                    for e, rs in by_engine(measured).items()
+                },
+                "Time to first answer token",
+            )
         figures["itl_cdf"] = cdf_figure(
             {e: [g for r in rs if r.ok for g in r.itl_s] for e, rs in by_engine(measured).items()},
             "ITL",
