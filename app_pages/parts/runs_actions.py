@@ -13,7 +13,7 @@ from services.safe_text import md_text
 
 def go(**params: str | None) -> None:
     """Switch view by changing the view parameters of the address (filters stay)."""
-    for key in ("run", "compare", "baseline"):
+    for key in ("run", "compare", "baseline", "allow_incomparable"):
         if key in st.query_params and key not in params:
             del st.query_params[key]
     for key, value in params.items():

@@ -61,11 +61,37 @@ def results(view: reports.ComparisonView, key: str) -> None:
             )
 
 
+def _comparability(shown: runs_view.ComparePageView) -> None:
+    """The comparability verdict above the figures, and the explicit override (kept in the
+    address, so a shared link shows it too)."""
+    verdict = shown.comparability
+    if verdict is None:
+        return
+    st.subheader("Comparability")
+    getattr(st, verdict.level)(verdict.title)
+    if verdict.lines:
+        st.markdown("\n".join(f"- {line}" for line in verdict.lines))
+    if verdict.offer_override:
+        anyway = st.checkbox(
+            "Compare anyway: name winners although the setups differ",
+            value=verdict.override,
+            key="runs_allow_incomparable",
+        )
+        if anyway != verdict.override:
+            go(
+                compare=runs_view.id_list(shown.run_ids),
+                baseline=st.query_params.get("baseline"),
+                allow_incomparable="1" if anyway else None,
+            )
+
+
 def compare() -> None:
     back()
     try:
         shown = runs_view.compare_page_view(
-            st.query_params.get_all("compare"), st.query_params.get("baseline")
+            st.query_params.get_all("compare"),
+            st.query_params.get("baseline"),
+            runs_view.override_flag(st.query_params.get("allow_incomparable")),
         )
     except ShootoutError as error:
         st.error(md_text(str(error)))
@@ -84,6 +110,7 @@ def compare() -> None:
         )
         if baseline != comparison.baseline_series.key:
             go(compare=runs_view.id_list(comparison.run_ids), baseline=baseline)
+    _comparability(shown)
     results(shown.view, "compare")
     if shown.caveats:
         st.subheader("What qualifies these figures")
@@ -95,7 +122,13 @@ def compare() -> None:
                 st.caption("\n".join(f"- {line}" for line in each.lines))
     st.download_button(
         "HTML report of this comparison",
-        data=lambda: reports.export_comparison(shown.run_ids, comparison.baseline_series.key).data,
+        data=lambda: (
+            reports.export_comparison(
+                shown.run_ids,
+                comparison.baseline_series.key,
+                allow_incomparable=comparison.comparability.override,
+            ).data
+        ),
         file_name=reports.export_filename(list(comparison.run_ids), "html"),
         mime="text/html",
         on_click="ignore",

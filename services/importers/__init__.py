@@ -36,6 +36,7 @@ from services.importers.common import (
     source_from,
     with_reasoning_flag,
 )
+from services.runs import comparability
 
 __all__ = [
     "IMPORTERS",
@@ -133,6 +134,11 @@ def _parse(
         runs = module.parse(source, engine_name=(engine_name or "").strip() or None)
     if not runs:
         raise ValidationError(f"{source.name}: no results found in it.")
+    for run in runs:
+        # What the file says of how it measured, kept with the run (services.runs.comparability).
+        run.summary.setdefault(
+            comparability.SUMMARY_KEY, comparability.fingerprints_of_import(run.config, run.summary)
+        )
     return module, runs
 
 

@@ -124,7 +124,8 @@ def _strings(value: Any, depth: int = 0) -> list[str]:
     return []
 
 
-def _hardware(*blocks: dict[str, Any]) -> list[str]:
+def hardware_names(*blocks: dict[str, Any]) -> list[str]:
+    """GPU names under the hardware keys of the given mappings (summary, config, engine block)."""
     return [s for block in blocks for key in HARDWARE_KEYS if key in block for s in _strings(block[key])]
 
 
@@ -168,7 +169,7 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
                     continue
                 models = _unique([block.get("model"), summary.served_model(engine), run.model])
                 hardware = _unique(
-                    [*_hardware(block, summary.extra, config), *telemetry.get(run.id, [])]
+                    [*hardware_names(block, summary.extra, config), *telemetry.get(run.id, [])]
                 )
                 entries.append(
                     StoredThroughput(

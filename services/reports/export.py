@@ -30,6 +30,7 @@ from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, 
 from services.reports.html_report import (
     HTML_MIME,
     caveats_html,
+    comparability_html,
     report_html,
     standard_html_report,
     table_html,
@@ -89,9 +90,12 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
     return ExportFile(filename=export_filename(run_id, fmt), mime=EXPORT_FORMATS[fmt], data=data)
 
 
-def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None) -> ExportFile:
-    """A comparison of runs as one self-contained HTML report."""
-    view = comparison_view(run_ids, baseline)
+def export_comparison(
+    run_ids: Sequence[int], baseline: str | int | None = None, *, allow_incomparable: bool = False
+) -> ExportFile:
+    """A comparison of runs as one self-contained HTML report (an override to compare setups
+    that differ is written in it)."""
+    view = comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
     details = [runs.get_run(run_id) for run_id in view.comparison.run_ids]
     intro = "<h2>Runs</h2>" + table_html(
         pd.DataFrame.from_records(
@@ -114,7 +118,7 @@ def export_comparison(run_ids: Sequence[int], baseline: str | int | None = None)
         caveats_html(run_caveats(d.config, d.summary), f"What qualifies #{d.id}") for d in details
     ]
     title = "Shootout comparison: " + ", ".join(f"#{d.id}" for d in details)
-    data = report_html(title, [intro, *caveats], view, []).encode("utf-8")
+    data = report_html(title, [intro, comparability_html(view), *caveats], view, []).encode("utf-8")
     return ExportFile(
         filename=export_filename(list(view.comparison.run_ids), "html"), mime=HTML_MIME, data=data
     )

@@ -28,6 +28,7 @@ table{border-collapse:collapse;font-size:0.9em;margin:8px 0}th,td{border:1px sol
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.differs td{background:#fff8c5}
 .meta td:first-child{font-weight:600}pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:0.85em;white-space:pre-wrap}
 ul.verdicts li,ul.caveats li{margin:4px 0}.small{color:#57606a;font-size:0.85em}
+p.ok{color:#1a7f37}p.refused{color:#cf222e}p.override{color:#9a6700}
 """
 
 
@@ -85,6 +86,19 @@ def caveats_html(caveats: Caveats, heading: str = "What qualifies these figures"
     return f'<h2>{html.escape(heading)}</h2><ul class="caveats">{items}</ul>'
 
 
+def comparability_html(view: ComparisonView) -> str:
+    """Whether the compared series may be compared ("" for a single series): the verdict, what
+    differs, and an override when the user compared anyway."""
+    report = view.comparison.comparability
+    if not report.verdicts:
+        return ""
+    css = "ok" if report.comparable else "override" if report.override else "refused"
+    items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in report.lines)
+    return f'<h2>Comparability</h2><p class="{css}"><strong>{html.escape(report.title)}</strong></p>' + (
+        f'<ul class="caveats">{items}</ul>' if items else ""
+    )
+
+
 def report_html(
     title: str, intro: list[str], view: ComparisonView | None, extra_sections: list[str]
 ) -> str:
@@ -137,7 +151,8 @@ def run_html(run_id: int) -> bytes:
         f"<h2>Configuration</h2><pre>{html.escape(json.dumps(detail.config, indent=2, sort_keys=True, default=str))}</pre>"
     )
     title = f"Shootout run #{detail.id}: {detail.name or detail.kind}"
-    intro = [_meta_html(detail), caveats_html(run.caveats)]
+    shown = comparability_html(run.view) if run.view is not None else ""
+    intro = [_meta_html(detail), shown, caveats_html(run.caveats)]
     return report_html(title, intro, run.view, extra).encode("utf-8")
 
 

@@ -48,9 +48,11 @@ def view_of(comparison: Comparison) -> ComparisonView:
     )
 
 
-def comparison_view(run_ids: Sequence[int], baseline: str | int | None = None) -> ComparisonView:
+def comparison_view(
+    run_ids: Sequence[int], baseline: str | int | None = None, *, allow_incomparable: bool = False
+) -> ComparisonView:
     """Everything the comparison view draws, for the given runs."""
-    return view_of(runs.compare_runs(run_ids, baseline))
+    return view_of(runs.compare_runs(run_ids, baseline, allow_incomparable=allow_incomparable))
 
 
 def _exchanges(run_id: int) -> pd.DataFrame | None:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from db.models import Run
 from db.session import session_scope
 from services.errors import NotFoundError, ValidationError
+from services.runs import comparability
 from services.runs.records import (
     ANSWER_METRICS,
     EQUAL_TOLERANCE,
@@ -229,9 +230,13 @@ def comparison_of_run(detail: RunDetail) -> Comparison | None:
         return None
 
 
-def compare_runs(run_ids: Sequence[int], baseline: str | int | None = None) -> Comparison:
+def compare_runs(
+    run_ids: Sequence[int], baseline: str | int | None = None, *, allow_incomparable: bool = False
+) -> Comparison:
     """Compare the engines of the given runs. `baseline` is a series key ("12:vllm"), a run
-    id (its first engine) or None (the first series)."""
+    id (its first engine) or None (the first series). Series that are not comparable with the
+    baseline get no verdicts (no winner named) unless `allow_incomparable`, which the
+    comparison then carries wherever it is shown or exported."""
     ids = list(dict.fromkeys(int(run_id) for run_id in run_ids))
     if not ids:
         raise ValidationError("Pick at least one run to compare.")
@@ -262,11 +267,15 @@ def compare_runs(run_ids: Sequence[int], baseline: str | int | None = None) -> C
             raise ValidationError(
                 f"Baseline {text!r} is not one of the compared series ({', '.join(keys)})."
             )
+    report = comparability.report_of(
+        [(s.key, s.label, s.fingerprint) for s in series], index, override=allow_incomparable
+    )
     return Comparison(
         series=series,
         baseline=index,
         rows=_metric_rows(series, index),
-        verdicts=verdicts_of(series) if len(series) > 1 else [],
+        verdicts=verdicts_of(series) if len(series) > 1 and report.names_winners else [],
         settings=_settings(series),
         run_ids=tuple(ids),
+        comparability=report,
     )

@@ -13,6 +13,7 @@ import numpy as np
 from services.bench.summary import BenchSummary
 from services.errors import ValidationError
 from services.lifecycle import RunKind
+from services.runs.comparability import Comparability, ComparabilityReport
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
 LATENCY_METRICS: dict[str, str] = {
@@ -213,6 +214,8 @@ class Series:
     repeat_run_ids: tuple[int, ...] = ()
     #: "metric.stat" -> one value per repeated run (this run included)
     repeat_values: dict[str, list[float]] = field(default_factory=dict)
+    #: How its figures were produced (services.runs.comparability).
+    fingerprint: Comparability = field(default_factory=Comparability)
 
     @property
     def key(self) -> str:
@@ -274,6 +277,9 @@ class Comparison:
     verdicts: list[Verdict]
     settings: list[SettingRow]
     run_ids: tuple[int, ...]
+    #: Each series' fingerprint against the baseline's; when not comparable and not
+    #: overridden, `verdicts` is empty: no winner is named.
+    comparability: ComparabilityReport = field(default_factory=ComparabilityReport)
 
     @property
     def baseline_series(self) -> Series:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from db.models import Exchange, RequestResult, Run
 from services.bench.summary import BenchSummary
 from services.measure import describe
+from services.runs.comparability import run_fingerprint
 from services.runs.records import (
     ANSWER_METRICS,
     FINISHED_STATUSES,
@@ -217,6 +218,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 sweep=[step for step in steps if step.get("engine", name) == name],
                 engine_info=snapshots.get(name) or {"name": name},
                 ttft_includes_reasoning=numbers.get("ttft_includes_reasoning") is True,
+                fingerprint=run_fingerprint(run.config, run.summary, run.engines, name),
             )
         )
     return result

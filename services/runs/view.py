@@ -306,6 +306,36 @@ def compare_with(run_id: int, others: str) -> str:
 
 
 @dataclass(frozen=True)
+class ComparabilityShown:
+    """Whether the compared series may be compared, as the page draws it (markdown-safe)."""
+
+    #: "success" (comparable), "error" (not: no winner named) or "warning" (compared anyway)
+    level: Literal["success", "error", "warning"]
+    title: str
+    lines: tuple[str, ...]
+    #: Whether to offer "compare anyway" (only when something differs).
+    offer_override: bool
+    override: bool
+
+
+def comparability_shown(view: reports.ComparisonView) -> ComparabilityShown | None:
+    """None for one series (nothing to compare it with)."""
+    report = view.comparison.comparability
+    if not report.verdicts:
+        return None
+    level: Literal["success", "error", "warning"] = (
+        "success" if report.comparable else "warning" if report.override else "error"
+    )
+    return ComparabilityShown(
+        level=level,
+        title=md_line(report.title),
+        lines=tuple(md_line(line.strip()) for line in report.lines),
+        offer_override=not report.comparable,
+        override=report.override,
+    )
+
+
+@dataclass(frozen=True)
 class ComparePageView:
     view: reports.ComparisonView
     run_ids: list[int]
@@ -315,12 +345,21 @@ class ComparePageView:
     links: str
     #: each compared run's caveats (runs without any are left out): runs may differ in load
     caveats: tuple[CaveatsShown, ...] = ()
+    comparability: ComparabilityShown | None = None
 
 
-def compare_page_view(compare: str | Sequence[str], baseline: str | None) -> ComparePageView:
-    """The comparison an address asks for (`?compare=12,13&baseline=13:vllm`)."""
+def override_flag(value: str | None) -> bool:
+    """The address's `allow_incomparable` parameter ("1" when the user compares anyway)."""
+    return value in ("1", "true", "yes")
+
+
+def compare_page_view(
+    compare: str | Sequence[str], baseline: str | None, allow_incomparable: bool = False
+) -> ComparePageView:
+    """The comparison an address asks for (`?compare=12,13&baseline=13:vllm`, and
+    `&allow_incomparable=1` to name winners across setups that differ)."""
     run_ids = parse_run_ids(compare)
-    view = reports.comparison_view(run_ids, baseline)
+    view = reports.comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
     comparison = view.comparison
     return ComparePageView(
         view=view,
@@ -334,4 +373,5 @@ def compare_page_view(compare: str | Sequence[str], baseline: str | None) -> Com
             for detail in [get_run(run_id)]
             if (caveats := run_caveats(detail.config, detail.summary))
         ),
+        comparability=comparability_shown(view),
     )

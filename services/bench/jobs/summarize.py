@@ -12,6 +12,7 @@ from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.summary import BenchSummary
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
+from services.runs import comparability
 
 METRIC_FIELDS = (
     "completed",
@@ -139,7 +140,7 @@ def build_summary(
                 "not_run": True,
             }
     traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
-    return BenchSummary(
+    summary = BenchSummary(
         engines=engines,
         sweep=rows,
         slo_search=dict(outcome.slo_search) if outcome is not None else {},
@@ -160,6 +161,9 @@ def build_summary(
         engines_run="together" if spec.parallel_engines else "one after another",
         generator=generator_verdict(per_step),
     ).to_json()
+    # What makes these figures comparable, fixed now: later readers need not re-derive it.
+    summary[comparability.SUMMARY_KEY] = comparability.fingerprints_to_store(spec.to_dict(), summary)
+    return summary
 
 
 def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:

@@ -32,7 +32,11 @@ def test_each_sample_is_detected_stored_and_comparable(
 def test_imports_compare_with_each_other(db_url: str, samples) -> None:
     a = importers.import_file(samples / "vllm_bench_serve_detailed.json").run_ids[0]
     b = importers.import_file(samples / "sglang_bench_serving.jsonl").run_ids[0]
-    verdict = runs.compare_runs([a, b]).verdicts[0]
+    # Two tools, two clients, two loads: no winner is named unless asked to compare anyway.
+    refused = runs.compare_runs([a, b])
+    assert not refused.comparability.comparable and refused.verdicts == []
+    assert "Measured by" in "\n".join(refused.comparability.lines)
+    verdict = runs.compare_runs([a, b], allow_incomparable=True).verdicts[0]
     assert verdict.metric == "ttft_s" and verdict.winner == f"{b}:sglang-oai-chat"
 
 

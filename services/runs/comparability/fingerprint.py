@@ -1,0 +1,169 @@
+"""What makes one engine's figures of a run comparable with another's, as one typed record.
+
+A field left None is *unknown*: the run did not record it (an old run, an import whose file does
+not say). Unknown is never read as "the same": the comparison lists it as not checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from services import stored_json
+
+#: What the prompt cache held when the measured requests were served: no reuse, a cache already
+#: holding these prompts (a repeat of the same seed, vllm #52884), or a workload built to share.
+PrefixCache = Literal["cold", "warm", "shared prefixes"]
+#: Who counted the tokens the rates divide by.
+TokenCounter = Literal["engine usage", "tokenizer", "text chunks"]
+
+#: A prompt whose share of tokens served from the cache reaches this ran on a warm cache: the
+#: synthetic prompts share their first words (the chat template, the instruction), a block or two.
+WARM_CACHE_SHARE = 0.5
+#: Engine settings kept in a fingerprint at most (the Engine settings table shows them all).
+MAX_SETTINGS = 80
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """One engine of one run: how its figures were produced. None = not recorded."""
+
+    #: Which tool measured (Shootout, or the imported tool's label).
+    source: str | None = None
+    model: str | None = None
+    #: Mean prompt tokens per request asked for (before the chat template), and as served
+    #: (the engine's prompt_tokens, template included).
+    input_len_asked: float | None = None
+    input_len_served: float | None = None
+    output_len_asked: float | None = None
+    output_len_served: float | None = None
+    #: Whether every answer was asked to run to output_len (ignore_eos / min_tokens).
+    fixed_output: bool | None = None
+    #: Whether the engine did: no answer shorter than asked.
+    fixed_output_honoured: bool | None = None
+    warmup_requests: int | None = None
+    #: "closed" (a concurrency), "open" (a rate) or "trace replay".
+    loop: str | None = None
+    #: The load level the figures come from ("concurrency 8", "rate 2 req/s").
+    level: str | None = None
+    prefix_cache: PrefixCache | None = None
+    #: Share of prompt tokens served from the cache (usage cached_tokens), when reported.
+    cached_share: float | None = None
+    sampling: str | None = None
+    token_counter: TokenCounter | None = None
+    #: How the client timed: the tool, streaming, and whether TTFT includes connecting.
+    timing: str | None = None
+    #: Whether TTFT is the first thinking token of a reasoning model (stored by the benchmark
+    #: as `ttft_includes_reasoning`; runs from before it was recorded: unknown).
+    ttft_includes_reasoning: bool | None = None
+    hardware: str | None = None
+    engine_kind: str | None = None
+    engine_version: str | None = None
+    #: What the engine reported of its settings, flattened ("cache_config.block_size": "16").
+    engine_settings: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: known fields only (a missing key reads back as unknown)."""
+        out = {
+            key: value
+            for key, value in dataclasses.asdict(self).items()
+            if value is not None and value != {}
+        }
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Comparability:
+        """Leniently: a field of the wrong type reads as unknown, never an exception."""
+        data = stored_json.mapping(data)
+        values: dict[str, Any] = {}
+        for item in dataclasses.fields(cls):
+            raw = data.get(item.name)
+            if item.name == "engine_settings":
+                values[item.name] = {
+                    str(k): str(v) for k, v in stored_json.mapping(raw).items() if v is not None
+                }
+            elif item.name in _BOOLS:
+                values[item.name] = raw if isinstance(raw, bool) else None
+            elif item.name in _NUMBERS:
+                values[item.name] = stored_json.number(raw)
+            elif item.name == "warmup_requests":
+                number = stored_json.number(raw)
+                values[item.name] = int(number) if number is not None else None
+            elif item.name == "prefix_cache":
+                values[item.name] = raw if raw in ("cold", "warm", "shared prefixes") else None
+            elif item.name == "token_counter":
+                values[item.name] = raw if raw in ("engine usage", "tokenizer", "text chunks") else None
+            else:
+                values[item.name] = stored_json.nonempty_text(raw)
+        return cls(**values)
+
+    def merged_over(self, other: Comparability) -> Comparability:
+        """This record with its unknown fields taken from `other`."""
+        values = {}
+        for item in dataclasses.fields(self):
+            mine = getattr(self, item.name)
+            values[item.name] = mine if mine not in (None, {}) else getattr(other, item.name)
+        return Comparability(**values)
+
+
+_BOOLS = frozenset({"fixed_output", "fixed_output_honoured", "ttft_includes_reasoning"})
+_NUMBERS = frozenset(
+    {"input_len_asked", "input_len_served", "output_len_asked", "output_len_served", "cached_share"}
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one field is compared: equal, or within a relative tolerance; `blocking` fields make
+    two runs not comparable, the others (the engine itself: what a comparison measures) are
+    shown as what changed."""
+
+    name: str
+    label: str
+    blocking: bool = True
+    #: For numbers: the largest relative difference still called the same.
+    tolerance: float = 0.0
+    unit: str = ""
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("source", "Measured by"),
+    Rule("model", "Model"),
+    Rule("input_len_asked", "Input length asked", unit="tokens"),
+    Rule("input_len_served", "Input length as served", tolerance=0.10, unit="tokens"),
+    Rule("output_len_asked", "Output length asked", unit="tokens"),
+    Rule("output_len_served", "Output length as served", tolerance=0.05, unit="tokens"),
+    Rule("fixed_output", "Fixed output length asked (ignore_eos)"),
+    Rule("fixed_output_honoured", "Fixed output length honoured"),
+    Rule("warmup_requests", "Warm-up"),
+    Rule("loop", "Loop"),
+    Rule("level", "Load level"),
+    Rule("prefix_cache", "Prefix cache"),
+    Rule("sampling", "Sampling"),
+    Rule("token_counter", "Tokens counted by"),
+    Rule("timing", "Client timing"),
+    Rule("ttft_includes_reasoning", "TTFT includes reasoning"),
+    Rule("hardware", "Hardware"),
+    Rule("engine_kind", "Engine", blocking=False),
+    Rule("engine_version", "Engine version", blocking=False),
+    Rule("engine_settings", "Engine settings", blocking=False),
+)
+
+
+def value_text(rule: Rule, value: Any) -> str:
+    """A field's value as a person reads it."""
+    if value is None or value == {}:
+        return "not recorded"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if rule.name == "warmup_requests":
+        return "none (cold start in the figures)" if value == 0 else f"{value} request(s)"
+    if rule.name == "cached_share" or (rule.name == "prefix_cache" and isinstance(value, float)):
+        return f"{value:.0%}"
+    if isinstance(value, float):
+        text = f"{value:,.1f}".removesuffix(".0")
+        return f"{text} {rule.unit}".strip()
+    if isinstance(value, dict):
+        return f"{len(value)} setting(s)"
+    return str(value)

@@ -1,0 +1,98 @@
+"""Fingerprints of imported runs: what the other tool's file said, as its importer kept it in
+the run's config (setup keys, load, the command line), and the served lengths from its numbers.
+What a file does not say stays unknown."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from services import stored_json
+from services.bench.summary import BenchSummary
+from services.runs.comparability.fingerprint import Comparability, TokenCounter
+
+
+def _level_of(load: dict[str, Any]) -> tuple[str | None, str | None]:
+    """A step's or a setup's load: a finite rate is an open loop (capped by a concurrency), an
+    infinite or missing rate with a concurrency a closed one."""
+    rate = stored_json.number(load.get("rate", load.get("request_rate")))
+    concurrency = stored_json.number(load.get("concurrency", load.get("max_concurrency")))
+    if rate is not None:
+        cap = f", cap {concurrency:g}" if concurrency else ""
+        return "open", f"rate {rate:g} req/s{cap}"
+    if concurrency is not None:
+        return "closed", f"concurrency {concurrency:g}"
+    return None, None
+
+
+def _reported_load(config: dict[str, Any], summary: BenchSummary, engine: str) -> dict[str, Any]:
+    step = stored_json.number((summary.engine(engine) or {}).get("from_step"))
+    rows = summary.steps_of(engine) or [r for r in summary.sweep if "engine" not in r]
+    if step is not None and 0 <= int(step) < len(rows):
+        return rows[int(step)]
+    if len(rows) == 1:
+        return rows[0]
+    return config
+
+
+def _flag(command: str, name: str) -> str | None:
+    found = re.search(rf"{re.escape(name)}[ =]+\"?([^\s\"]+)", command)
+    return found.group(1) if found else None
+
+
+def _aiperf(config: dict[str, Any], values: dict[str, Any]) -> None:
+    command = stored_json.text(stored_json.mapping(config.get("import")).get("cli_command")) or ""
+    counter: TokenCounter = "engine usage" if "--use-server-token-count" in command else "tokenizer"
+    values["token_counter"] = counter
+    prompt = stored_json.mapping(config.get("prompt"))
+    for key, field in (("input_tokens", "input_len_asked"), ("output_tokens", "output_len_asked")):
+        mean = stored_json.number(stored_json.mapping(prompt.get(key)).get("mean"))
+        if mean is not None:
+            values[field] = mean
+    warmup = _flag(command, "--warmup-request-count")
+    values["warmup_requests"] = int(warmup) if warmup and warmup.isdigit() else 0 if command else None
+
+
+def _sglang(config: dict[str, Any], values: dict[str, Any]) -> None:
+    if config.get("dataset_name") == "random":
+        for key, field in (
+            ("random_input_len", "input_len_asked"),
+            ("random_output_len", "output_len_asked"),
+        ):
+            asked = stored_json.number(config.get(key))
+            if asked is not None:
+                values[field] = asked
+
+
+def imported_fingerprint(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
+    imported = stored_json.mapping(config.get("import"))
+    tool = stored_json.nonempty_text(imported.get("tool"))
+    block = summary.engine(engine) or {}
+    completed = stored_json.number(block.get("completed"))
+
+    def per_request(key: str) -> float | None:
+        total = stored_json.number(block.get(key))
+        return total / completed if completed and total is not None else None
+
+    loop, level = _level_of(_reported_load(config, summary, engine))
+    values: dict[str, Any] = {
+        "source": tool,
+        "input_len_served": per_request("input_tokens"),
+        "output_len_served": per_request("output_tokens"),
+        "loop": loop,
+        "level": level,
+        # Each tool times with its own client: two tools' TTFT and ITL differ by definition.
+        "timing": f"{tool} client" if tool else None,
+    }
+    lowered = (tool or "").lower()
+    if "aiperf" in lowered:
+        _aiperf(config, values)
+    elif "sglang" in lowered:
+        _sglang(config, values)
+    return Comparability(**values)
+
+
+def fingerprints_of_import(config: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """The `comparability` an importer stores with the run (per engine), from its file."""
+    results = BenchSummary.from_json(summary)
+    return {name: imported_fingerprint(config, results, name).to_json() for name in results.engines}
