@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from commands import gate
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
 from services.bench.spec import MAX_WORKERS, BenchSpec
 from services.bench.workloads import WORKLOAD_KINDS
@@ -226,6 +227,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
     )
     output.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
+    gate.add_arguments(parser, bench=True)
     parser.set_defaults(handler=run)
 
 
@@ -370,6 +372,7 @@ def run(args: argparse.Namespace) -> int:
     from services.bench.jobs import create_run, execute_run
 
     spec = build_spec(args)
+    baseline = gate.bench_baseline(args)
     if spec.ray_address:
         from services.bench.ray_pool import connect
 
@@ -403,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValidationError(f"Cannot write {args.json!r}: {error}") from None
     if not args.quiet or not args.json:
         print(_table(payload, spec.to_dict()), file=sys.stderr if args.json == "-" else sys.stdout)
-    return 0
+    return 0 if baseline is None else gate.finish(args, baseline, [run_id])
 
 
 def cli_summary(run_id: int, summary: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
+from commands import gate as gate_flags
 from services import exports, importers, reports, runs
 from services.errors import ValidationError
 
@@ -54,10 +55,18 @@ def _register_runs(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=_show)
 
-    compare = actions.add_parser("compare", help="percentile table and verdicts for runs")
+    compare = actions.add_parser(
+        "compare",
+        help="percentile table, comparability and verdicts for runs; with --fail-on, a CI gate",
+    )
     compare.add_argument("runs", nargs="+", help="run numbers (12 13 or 12,13)")
-    compare.add_argument("--baseline", help="series key (12:vllm) or run number; default: the first")
+    compare.add_argument(
+        "--baseline",
+        help="series key (12:vllm) or run number, added to the runs when not among them; "
+        "default: the first",
+    )
     compare.add_argument("--json", action="store_true")
+    gate_flags.add_arguments(compare)
     compare.set_defaults(handler=_compare)
 
     note = actions.add_parser("note", help="replace a run's notes")
@@ -94,6 +103,11 @@ def _register_export(subparsers: argparse._SubParsersAction) -> None:
         "-o", "--output", help="file to write (default: shootout-run-N.FORMAT here; - for stdout)"
     )
     parser.add_argument("--baseline", help="comparison baseline (series key or run number)")
+    parser.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help="html comparison: name winners although the runs are not comparable (said in the report)",
+    )
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
     parser.set_defaults(handler=_export)
 
@@ -185,14 +199,23 @@ def _show(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     ids = runs.parse_run_ids(args.runs)
-    comparison = runs.compare_runs(ids, args.baseline)
+    if args.baseline:
+        # `runs compare --baseline 12 13`: the baseline is one of the compared runs.
+        baseline_run = gate_flags.baseline_run_of(args.baseline)
+        ids = [baseline_run, *(i for i in ids if i != baseline_run)]
+    if gate_flags.wants_gate(args):
+        baseline_run = gate_flags.baseline_run_of(args.baseline) if args.baseline else ids[0]
+        return gate_flags.finish(args, baseline_run, ids[1:], as_json=args.json)
+    comparison = runs.compare_runs(ids, args.baseline, allow_incomparable=args.allow_incomparable)
     table = reports.comparison_table(comparison)
+    report = comparison.comparability
     if args.json:
         _print_json(
             {
                 "runs": list(comparison.run_ids),
                 "baseline": comparison.baseline_series.key,
                 "series": [s.key for s in comparison.series],
+                "comparability": report.to_json(),
                 "table": table.to_dict(orient="records"),
                 "verdicts": [
                     {
@@ -208,6 +231,11 @@ def _compare(args: argparse.Namespace) -> int:
         )
         return 0
     print(table.to_string(index=False))
+    if report.verdicts:
+        print()
+        print(report.title)
+        for line in report.lines:
+            print(f"  {line}")
     if comparison.verdicts:
         print()
         for verdict in comparison.verdicts:
@@ -268,7 +296,7 @@ def _export(args: argparse.Namespace) -> int:
         filename, chunks = stream.filename, stream.chunks
     else:
         exported = (
-            reports.export_comparison(ids, args.baseline)
+            reports.export_comparison(ids, args.baseline, allow_incomparable=args.allow_incomparable)
             if len(ids) > 1
             else reports.export_run(ids[0], "html")
         )

@@ -96,6 +96,12 @@ def _noise(metric: str, stat: str | None, winner: Series, other: Series) -> Nois
     return NoiseCheck("unknown", "none", "noise unknown: no repeated runs of both setups")
 
 
+def noise_between(metric: str, stat: str | None, a: Series, b: Series) -> NoiseCheck:
+    """Whether the difference of one metric between two series is beyond noise: the check the
+    verdicts make between a winner and its runner-up, for any pair (the CLI gate's)."""
+    return _noise(metric, stat, a, b)
+
+
 def _verdict(
     metric: str,
     stat: str | None,

@@ -1,0 +1,177 @@
+"""The CI gate's flags and ending, shared by `cli.py runs compare` and `cli.py bench`.
+
+    --fail-on "ttft_p90:+10%,output_tok_s:-5%"   checks (bad syntax: exit 2 before anything runs)
+    --allow-incomparable                          judge runs that are not comparable (kept visible)
+    --fail-on-unknown-noise                       a change past its limit fails without a noise verdict
+    --summary-md PATH                             Markdown summary (also appended to $GITHUB_STEP_SUMMARY)
+    --junit PATH                                  JUnit XML, one case per check
+
+Exit codes: 0 pass, 1 regression (past the limit, beyond noise, comparable runs), 2 bad
+arguments, 3 not comparable (what differs is printed and written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from services.errors import ValidationError
+from services.runs import gate
+
+#: GitHub Actions' job summary file: the Markdown is appended there when it is set.
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def fail_on(text: str) -> list[gate.Threshold]:
+    """argparse type: a bad --fail-on is an argument error (exit 2) with gate's own message."""
+    try:
+        return gate.parse_fail_on(text)
+    except gate.GateSyntaxError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--fail-on: ")) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser | Any, bench: bool = False) -> None:
+    group = parser.add_argument_group("CI gate")
+    if bench:
+        group.add_argument(
+            "--baseline",
+            metavar="RUN|FILE",
+            help="judge this run against a stored run, or a results file imported as one "
+            "(a Shootout export, vLLM, SGLang, AIPerf, GuideLLM)",
+        )
+    group.add_argument(
+        "--fail-on",
+        type=fail_on,
+        metavar="CHECKS",
+        help=f'exit 1 on a regression past these limits, e.g. "{gate.EXAMPLE}" '
+        "(beyond noise and between comparable runs only; not comparable: exit 3)",
+    )
+    group.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help="judge (and name winners) although the runs are not comparable; said in every output",
+    )
+    group.add_argument(
+        "--fail-on-unknown-noise",
+        action="store_true",
+        help="a change past its limit fails even when its noise is unknown (no repeats, no samples)",
+    )
+    group.add_argument("--summary-md", metavar="PATH", help="write the gate's Markdown summary here")
+    group.add_argument("--junit", metavar="PATH", help="write the gate's JUnit XML here")
+
+
+def wants_gate(args: argparse.Namespace) -> bool:
+    if (args.summary_md or args.junit or args.fail_on_unknown_noise) and args.fail_on is None:
+        raise ValidationError("--summary-md, --junit and --fail-on-unknown-noise go with --fail-on.")
+    return args.fail_on is not None
+
+
+def _write(path: str, text: str, append: bool = False) -> None:
+    try:
+        with Path(path).open("a" if append else "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise ValidationError(f"Cannot write {path}: {error.strerror or error}.") from None
+
+
+def result_json(result: gate.GateResult) -> dict[str, Any]:
+    return {
+        "outcome": result.outcome,
+        "exit_code": result.exit_code,
+        "message": result.message,
+        "comparable": result.comparable,
+        "override": result.override,
+        "runs": list(result.run_ids),
+        "comparability": [pair.verdict.to_json() for pair in result.pairs],
+        "checks": [
+            {
+                "check": check.threshold.text,
+                "engine": check.engine,
+                "baseline": check.baseline_value,
+                "candidate": check.candidate_value,
+                "change_pct": check.change_pct,
+                "noise": check.noise.status,
+                "noise_detail": check.noise.detail,
+                "status": check.status,
+            }
+            for check in result.checks
+        ],
+        "unpaired": list(result.unpaired),
+    }
+
+
+def finish(
+    args: argparse.Namespace, baseline_run: int, candidate_runs: list[int], as_json: bool = False
+) -> int:
+    """Judge the runs, print the result, write the Markdown and JUnit files; the exit code."""
+    result = gate.evaluate(
+        baseline_run,
+        candidate_runs,
+        args.fail_on or [],
+        allow_incomparable=args.allow_incomparable,
+        fail_on_unknown_noise=getattr(args, "fail_on_unknown_noise", False),
+    )
+    summary = gate.markdown(result)
+    if args.summary_md:
+        _write(args.summary_md, summary)
+    if os.environ.get(STEP_SUMMARY_ENV):
+        _write(os.environ[STEP_SUMMARY_ENV], summary, append=True)
+    if args.junit:
+        _write(args.junit, gate.junit(result))
+    if as_json:
+        from cli import print_json
+
+        print_json(result_json(result))
+    else:
+        # `bench --json -`: standard output is the JSON document; the gate's lines go beside it.
+        out = sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+        for pair in result.pairs:
+            print(pair.verdict.headline, file=out)
+            for difference in pair.verdict.differences:
+                print(f"  {difference.text}", file=out)
+        for check in result.checks:
+            print(f"[{check.status}] {check.text}", file=out)
+    plain = not as_json and getattr(args, "json", None) != "-"
+    stream = sys.stdout if result.exit_code == gate.EXIT_PASS and plain else sys.stderr
+    print(f"gate: {result.message}", file=stream)
+    return result.exit_code
+
+
+def baseline_run_of(value: str) -> int:
+    """A baseline given as a run number (12, #12) or a series key (12:vllm): its run."""
+    text = value.strip().lstrip("#").split(":", 1)[0]
+    if not text.isdigit():
+        raise ValidationError(f"--baseline {value!r} is not a run number (or RUN:ENGINE).")
+    return int(text)
+
+
+def bench_baseline(args: argparse.Namespace) -> int | None:
+    """The baseline run of `bench --baseline`, found (or imported) before the benchmark runs,
+    so that a wrong baseline costs no benchmark; None without one."""
+    if args.fail_on is not None and not args.baseline:
+        raise ValidationError("--fail-on needs --baseline RUN|FILE to compare with.")
+    if args.baseline:
+        wants_gate(args)
+        return baseline_for_bench(args.baseline)
+    wants_gate(args)
+    return None
+
+
+def baseline_for_bench(value: str) -> int:
+    """`bench --baseline RUN|FILE`: a stored run's number, or a results file (a `bench --json`
+    document, a Shootout export, another tool's results), imported now as the baseline run."""
+    text = value.strip()
+    if text.lstrip("#").isdigit():
+        from services.runs import get_run
+
+        return get_run(int(text.lstrip("#"))).id  # a missing run: one line, before the benchmark
+    path = Path(text)
+    if not path.is_file():
+        raise ValidationError(f"--baseline {value!r} is neither a run number nor a readable file.")
+    from services import importers
+
+    imported = importers.import_file(path, tags=["baseline"])
+    return imported.run_ids[0]

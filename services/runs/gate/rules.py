@@ -1,0 +1,94 @@
+"""The gate's thresholds: `--fail-on "ttft_p90:+10%,output_tok_s:-5%"` read into records.
+
+A latency threshold is a rise (`+N%`: fail when the candidate is more than N% slower), a
+throughput threshold a fall (`-N%`). Anything else is a `GateSyntaxError` whose message says
+what was expected (the CLI exits 2 with it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from services.errors import ValidationError
+from services.runs.records import LATENCY_METRICS, STAT_LABELS, TABLE_STATS, THROUGHPUT_METRICS
+
+#: Short names of the throughput metrics, as --fail-on writes them.
+THROUGHPUT_NAMES: dict[str, str] = {
+    "output_tok_s": "output_throughput_tok_s",
+    "total_tok_s": "total_token_throughput_tok_s",
+    "request_rps": "request_throughput_rps",
+    "goodput_rps": "goodput_rps",
+}
+LATENCY_NAMES: dict[str, str] = {metric.removesuffix("_s"): metric for metric in LATENCY_METRICS}
+_ITEM = re.compile(r"^(?P<name>[a-z0-9_]+):(?P<sign>[+-])(?P<limit>\d+(?:\.\d+)?)%$")
+EXAMPLE = "ttft_p90:+10%,output_tok_s:-5%"
+
+
+class GateSyntaxError(ValidationError):
+    """A --fail-on that does not read: exit 2, as bad arguments do."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One check: `metric` (a summary metric), `stat` (None for a throughput), the direction a
+    regression goes (+1: up, -1: down) and how far it may go, per cent."""
+
+    name: str
+    metric: str
+    stat: str | None
+    direction: int
+    limit_pct: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}:{'+' if self.direction > 0 else '-'}{self.limit_pct:g}%"
+
+    @property
+    def label(self) -> str:
+        if self.stat is None:
+            return THROUGHPUT_METRICS[self.metric][0]
+        return f"{LATENCY_METRICS[self.metric]} {STAT_LABELS[self.stat]}"
+
+    def breached(self, change_pct: float) -> bool:
+        return change_pct * self.direction > self.limit_pct
+
+
+def known_names() -> list[str]:
+    latencies = [f"{short}_{stat}" for short in LATENCY_NAMES for stat in TABLE_STATS]
+    return [*latencies, *THROUGHPUT_NAMES]
+
+
+def _threshold(item: str) -> Threshold:
+    found = _ITEM.match(item)
+    if not found:
+        raise GateSyntaxError(
+            f"--fail-on: {item!r} is not METRIC:+N% or METRIC:-N% (for example {EXAMPLE})."
+        )
+    name, sign, limit = found["name"], found["sign"], float(found["limit"])
+    direction = 1 if sign == "+" else -1
+    if name in THROUGHPUT_NAMES:
+        metric, stat, worse = THROUGHPUT_NAMES[name], None, -1
+    else:
+        short, _, stat_name = name.rpartition("_")
+        if short not in LATENCY_NAMES or stat_name not in TABLE_STATS:
+            raise GateSyntaxError(
+                f"--fail-on: unknown metric {name!r}; known: {', '.join(known_names())}."
+            )
+        metric, stat, worse = LATENCY_NAMES[short], stat_name, 1
+    if direction != worse:
+        way = "a rise: write +N%" if worse > 0 else "a fall: write -N%"
+        raise GateSyntaxError(f"--fail-on: {name} gets worse by {way} (got {item!r}).")
+    return Threshold(name=name, metric=metric, stat=stat, direction=direction, limit_pct=limit)
+
+
+def parse_fail_on(text: str | None) -> list[Threshold]:
+    """`"ttft_p90:+10%,output_tok_s:-5%"` -> its thresholds, in order."""
+    items = [part.strip() for part in (text or "").split(",") if part.strip()]
+    if not items:
+        raise GateSyntaxError(f"--fail-on is empty; give checks such as {EXAMPLE}.")
+    thresholds = [_threshold(item.lower()) for item in items]
+    names = [t.name for t in thresholds]
+    if len(set(names)) != len(names):
+        raise GateSyntaxError("--fail-on names a metric twice.")
+    return thresholds

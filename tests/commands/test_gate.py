@@ -1,0 +1,154 @@
+"""`cli.py runs compare --baseline N M --fail-on ...` and `cli.py bench ... --baseline RUN|FILE
+--fail-on ...`: exit 0 pass, 1 regression, 2 bad --fail-on, 3 not comparable; the Markdown
+summary (also into $GITHUB_STEP_SUMMARY) and the JUnit XML are written."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.services.bench.test_cli import bench
+from tests.services.runs.test_gate import steady, stored
+from tests.support.scripted_server import ScriptedServer
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as error:  # argparse's own exit (bad arguments)
+        code = int(error.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_runs_compare_gate_exit_codes_and_files(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = stored(0.100, steady(0.100))
+    same = stored(0.102, steady(0.102))
+    slower = stored(0.200, steady(0.200))
+    short = stored(0.100, steady(0.100), honoured_output_len=False, output_tokens=6_000)
+    step_summary = tmp_path / "step-summary.md"
+    step_summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    checks = "ttft_p90:+10%,output_tok_s:-5%"
+
+    code, out, _ = run_cli(
+        capsys, "runs", "compare", "--baseline", str(base), str(same), "--fail-on", checks
+    )
+    assert code == 0 and "gate: pass: 2 checks" in out
+
+    md, xml = tmp_path / "gate.md", tmp_path / "gate.xml"
+    code, out, err = run_cli(
+        capsys, "runs", "compare", "--baseline", str(base), str(slower), "--fail-on", checks,
+        "--summary-md", str(md), "--junit", str(xml),
+    )  # fmt: skip
+    assert code == 1
+    assert "[fail] vllm ttft_p90: 150 ms -> 300 ms (+100.0%, limit +10%)" in out
+    assert err.strip() == "gate: regression: 1 of 2 checks failed"
+    assert md.read_text().startswith("## Shootout gate: ❌ regression")
+    assert step_summary.read_text().startswith("earlier step\n## Shootout gate: ✅ pass")
+    assert step_summary.read_text().count("## Shootout gate") == 2  # appended, never replaced
+    suite = ET.parse(xml).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+
+    code, out, err = run_cli(
+        capsys, "runs", "compare", "--baseline", str(base), str(short), "--fail-on", checks
+    )
+    assert code == 3
+    assert "not comparable (output length as served, fixed output length honoured)" in out
+    assert err.startswith("gate: not comparable: the runs differ in fixed output length honoured")
+
+    code, out, _ = run_cli(
+        capsys, "runs", "compare", "--baseline", str(base), str(short), "--fail-on", checks,
+        "--allow-incomparable", "--json",
+    )  # fmt: skip
+    payload = json.loads(out)
+    assert code == 0 and payload["override"] is True and payload["comparable"] is False
+    assert payload["comparability"][0]["differences"][0].startswith("Output length as served")
+
+
+def test_bad_fail_on_is_exit_2_with_one_clear_message(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(
+        capsys, "runs", "compare", "--baseline", "1", "2", "--fail-on", "ttft_p90:10%"
+    )
+    assert code == 2
+    assert "argument --fail-on: 'ttft_p90:10%' is not METRIC:+N% or METRIC:-N%" in err
+    code, _, err = run_cli(capsys, "runs", "compare", "1", "2", "--junit", "x.xml")
+    assert code == 1 and err.strip() == (
+        "error: --summary-md, --junit and --fail-on-unknown-noise go with --fail-on."
+    )
+
+
+def test_plain_compare_shows_comparability(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    base = stored(0.100, steady(0.100), cached_tokens=0)
+    warm = stored(0.100, steady(0.100), cached_tokens=13_000)
+    code, out, _ = run_cli(capsys, "runs", "compare", str(base), str(warm))
+    assert code == 0
+    assert "Not comparable: no winner is named." in out and "Prefix cache:" in out
+    assert "is fastest" not in out and "is highest" not in out
+
+
+def bench_args(server: ScriptedServer, ttft: int, *extra: str) -> list[str]:
+    return [
+        "--url", server.base_url, "--model", server.model(ttft=ttft, itl=1, tokens=16),
+        "--concurrency", "4", "--requests", "24", "--input-len", "16", "--output-len", "8",
+        "--timeout", "30", "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def test_bench_gate_against_a_run_and_a_file(
+    db_url: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    first = bench(*bench_args(scripted_server, 5, "--json", str(tmp_path / "base.json")))
+    assert first.returncode == 0, first.stderr
+    base = json.loads((tmp_path / "base.json").read_text())["run_id"]
+
+    # The scripted server's scenario is its model name: a slower one is another model, so not
+    # comparable (exit 3) unless judged anyway, which the result then says.
+    gate = ("--baseline", str(base), "--fail-on", "ttft_p50:+50%")
+    slower = bench(*bench_args(scripted_server, 80, *gate))
+    assert slower.returncode == 3, slower.stderr
+    assert "gate: not comparable: the runs differ in model;" in slower.stderr
+    anyway = bench(*bench_args(scripted_server, 80, *gate, "--allow-incomparable"))
+    assert anyway.returncode == 1, anyway.stderr
+    assert "gate: regression: 1 of 1 checks failed (compared although not comparable" in anyway.stderr
+
+    # The baseline as a file (a Shootout export, as a CI job keeps one), imported as a run.
+    from services import reports
+
+    exported = tmp_path / "baseline.json"
+    exported.write_bytes(reports.export_run(base, "json").data)
+    md = tmp_path / "gate.md"
+    same = bench(
+        *bench_args(scripted_server, 5, "--baseline", str(exported), "--fail-on", "ttft_p50:+400%"),
+        "--summary-md", str(md),
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    assert "gate: pass" in same.stdout and md.read_text().startswith("## Shootout gate: ✅ pass")
+
+    free = bench(
+        *bench_args(
+            scripted_server, 5, "--free-output", "--baseline", str(base), "--fail-on", "ttft_p50:+50%"
+        )
+    )
+    assert free.returncode == 3, free.stderr
+    assert "fixed output length asked" in free.stderr
+
+    missing = bench(
+        *bench_args(scripted_server, 5, "--baseline", "nope.json", "--fail-on", "ttft_p50:+5%")
+    )
+    assert missing.returncode == 1
+    assert (
+        missing.stderr.strip()
+        == "error: --baseline 'nope.json' is neither a run number nor a readable file."
+    )
+    bad = bench(*bench_args(scripted_server, 5, "--baseline", str(base), "--fail-on", "ttft:+5%"))
+    assert bad.returncode == 2 and "unknown metric 'ttft'" in bad.stderr

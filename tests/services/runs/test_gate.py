@@ -1,0 +1,132 @@
+"""The CI gate on stored runs: thresholds read or refused, a check fails only past its limit,
+beyond noise and between comparable runs, and its Markdown and JUnit outputs parse."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import numpy as np
+import pytest
+
+from services.runs import gate
+from tests.services.runs.test_comparability import bench_config, block
+from tests.services.test_runs import make_run
+
+
+def stored(ttft_p50: float, samples: list[float], **fields: Any) -> int:
+    """A run of one vllm engine: its summary's TTFT p50 (p90 = 1.5 x) and its requests' TTFTs."""
+    numbers = block(**fields)
+    numbers["ttft_s"] = {"mean": ttft_p50, "p50": ttft_p50, "p90": ttft_p50 * 1.5, "p99": ttft_p50 * 2}
+    return make_run(engines={"vllm": numbers}, config=bench_config(), requests={"vllm": samples})
+
+
+def steady(centre: float, n: int = 40) -> list[float]:
+    return [centre * (1 + 0.01 * ((i % 5) - 2)) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "--fail-on is empty"),
+        ("ttft_p90:10%", "is not METRIC:+N% or METRIC:-N%"),
+        ("ttft_p90:+10", "is not METRIC:+N% or METRIC:-N%"),
+        ("ttft_p42:+10%", "unknown metric 'ttft_p42'; known: ttft_mean"),
+        ("ttft_p90:-10%", "ttft_p90 gets worse by a rise: write +N%"),
+        ("output_tok_s:+5%", "output_tok_s gets worse by a fall: write -N%"),
+        ("ttft_p90:+10%,ttft_p90:+20%", "names a metric twice"),
+    ],
+)
+def test_bad_fail_on_says_what_it_expected(text: str, message: str) -> None:
+    with pytest.raises(gate.GateSyntaxError, match=message.replace("+", r"\+").replace("(", r"\(")):
+        gate.parse_fail_on(text)
+
+
+def test_fail_on_reads_latencies_and_throughputs() -> None:
+    found = gate.parse_fail_on(" TTFT_P90:+10% , output_tok_s:-5.5% ")
+    assert [(t.metric, t.stat, t.direction, t.limit_pct) for t in found] == [
+        ("ttft_s", "p90", 1, 10.0),
+        ("output_throughput_tok_s", None, -1, 5.5),
+    ]
+    assert [t.text for t in found] == ["ttft_p90:+10%", "output_tok_s:-5.5%"]
+
+
+def test_a_regression_beyond_noise_between_comparable_runs_fails(db_url: str) -> None:
+    base = stored(0.100, steady(0.100))
+    slower = stored(0.200, steady(0.200))
+    result = gate.evaluate(base, [slower], gate.parse_fail_on("ttft_p90:+10%"))
+    assert result.comparable and result.exit_code == gate.EXIT_REGRESSION
+    (check,) = result.checks
+    assert check.status == "fail" and check.change_pct == pytest.approx(100.0)
+    assert check.noise.status == "beyond" and check.noise.method == "bootstrap"
+    assert result.message == "regression: 1 of 1 checks failed"
+
+
+def test_within_the_limit_passes(db_url: str) -> None:
+    base = stored(0.100, steady(0.100))
+    same = stored(0.105, steady(0.105))
+    result = gate.evaluate(base, [same], gate.parse_fail_on("ttft_p90:+10%"))
+    assert result.exit_code == gate.EXIT_PASS and result.checks[0].status == "pass"
+
+
+def test_past_the_limit_but_within_noise_passes(db_url: str) -> None:
+    rng = np.random.default_rng(7)
+    base = stored(0.100, list(rng.uniform(0.02, 0.60, 25)))
+    noisy = stored(0.120, list(rng.uniform(0.02, 0.62, 25)))
+    result = gate.evaluate(base, [noisy], gate.parse_fail_on("ttft_p90:+10%"))
+    (check,) = result.checks
+    assert check.change_pct == pytest.approx(20.0) and check.status == "within noise"
+    assert result.exit_code == gate.EXIT_PASS
+
+
+def test_unknown_noise_passes_unless_asked_to_fail(db_url: str) -> None:
+    base = stored(0.100, steady(0.100), output_throughput_tok_s=500.0)
+    fewer = stored(0.100, steady(0.100), output_throughput_tok_s=400.0)
+    checks = gate.parse_fail_on("output_tok_s:-5%")
+    lenient = gate.evaluate(base, [fewer], checks)
+    assert lenient.checks[0].status == "noise unknown" and lenient.exit_code == gate.EXIT_PASS
+    strict = gate.evaluate(base, [fewer], checks, fail_on_unknown_noise=True)
+    assert strict.exit_code == gate.EXIT_REGRESSION
+
+
+def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> None:
+    base = stored(0.100, steady(0.100))
+    short = stored(0.200, steady(0.200), honoured_output_len=False, output_tokens=7_000)
+    checks = gate.parse_fail_on("ttft_p90:+10%")
+    result = gate.evaluate(base, [short], checks)
+    assert not result.comparable and result.exit_code == gate.EXIT_NOT_COMPARABLE
+    assert result.message.startswith("not comparable: the runs differ in fixed output length honoured")
+    anyway = gate.evaluate(base, [short], checks, allow_incomparable=True)
+    assert anyway.exit_code == gate.EXIT_REGRESSION
+    assert anyway.message.endswith("(compared although not comparable: --allow-incomparable)")
+    assert "**Override:**" in gate.markdown(anyway)
+
+
+def test_markdown_and_junit_parse(db_url: str) -> None:
+    base = stored(0.100, steady(0.100))
+    slower = stored(0.200, steady(0.200))
+    result = gate.evaluate(base, [slower], gate.parse_fail_on("ttft_p90:+10%,ttft_p50:+150%"))
+    text = gate.markdown(result)
+    assert text.startswith("## Shootout gate: ❌ regression\n")
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| | Engine | Check |") and len(rows) == 3  # header and two checks
+    assert "| ❌ fail | vllm | `ttft_p90:+10%` | 150 ms | 300 ms | +100.0% |" in text
+    assert "| ✅ pass | vllm | `ttft_p50:+150%` |" in text
+    root = ET.fromstring(gate.junit(result))
+    suite = root.find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("3", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {"comparability", "ttft_p90:+10%", "ttft_p50:+150%"}
+    assert cases["ttft_p90:+10%"].find("failure") is not None
+    assert cases["comparability"].find("failure") is None
+
+
+def test_junit_fails_the_comparability_case_when_not_comparable(db_url: str) -> None:
+    base = stored(0.100, steady(0.100), cached_tokens=0)
+    warm = stored(0.100, steady(0.100), cached_tokens=13_000)
+    result = gate.evaluate(base, [warm], gate.parse_fail_on("ttft_p90:+10%"))
+    assert result.exit_code == gate.EXIT_NOT_COMPARABLE
+    failure = ET.fromstring(gate.junit(result)).find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("type") == "not comparable"
+    assert failure.text == f"Prefix cache: #{base} vllm cold, #{warm} vllm warm"
+    assert "⛔ not comparable" in gate.markdown(result)
