@@ -21,6 +21,7 @@ from db.session import session_scope
 from services.bench.summary import BenchSummary
 from services.planner import matching
 from services.planner.catalog import all_models, get_gpu, get_model
+from services.runs.comparability import Comparability, run_fingerprint
 
 #: Keys under which a summary, a config or an engine block may name the hardware.
 HARDWARE_KEYS = (
@@ -51,6 +52,8 @@ class StoredThroughput:
     models: tuple[str, ...] = ()
     #: GPU names from the summary, config, engine block or recorded telemetry; empty if none.
     hardware: tuple[str, ...] = ()
+    #: How the figures were produced (services.runs.comparability): its cautions qualify a share.
+    fingerprint: Comparability = field(default_factory=Comparability)
 
     @property
     def label(self) -> str:
@@ -183,6 +186,7 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
                         context=_context(block),
                         models=models,
                         hardware=hardware,
+                        fingerprint=run_fingerprint(run.config, run.summary, run.engines, engine),
                     )
                 )
     return entries

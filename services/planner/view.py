@@ -374,6 +374,12 @@ def measure_run(planned: PlanResult, match: runs.RunMatch) -> MeasuredAgainstBou
             + f"): its share of the {_plan_names(planned)} bound does not measure how close that "
             "setup comes to its limit."
         )
+    cautions = entry.fingerprint.cautions
+    if cautions:
+        # The same traps Compare refuses a winner for make a share of the bound read high.
+        warning = (warning + " " if warning else "") + (
+            "Its figures overstate what the setup sustains: " + md_line("; ".join(cautions)) + "."
+        )
     caption = (
         f"Compared at batch {batch} and context {context:,} (the run's mean concurrency and mean "
         "context), on the model, GPU and format chosen above; its throughput includes prefill time."

@@ -98,6 +98,24 @@ class Comparability:
                 values[item.name] = stored_json.nonempty_text(raw)
         return cls(**values)
 
+    @property
+    def cautions(self) -> list[str]:
+        """What makes this run's own figures read as more than they are, whatever they are set
+        against (a plan's bound, a threshold): plain text, one line each."""
+        out = []
+        if self.fixed_output_honoured is False:
+            out.append(
+                "fixed output length not honoured: answers ended early, so decode is under-counted"
+            )
+        if self.prefix_cache == "warm":
+            share = f" ({self.cached_share:.0%} of prompt tokens)" if self.cached_share else ""
+            out.append(f"warm prefix cache{share}: prefill was mostly skipped")
+        if self.token_counter == "text chunks":
+            out.append("tokens counted from the stream's text chunks, not the engine's usage")
+        if self.ttft_includes_reasoning:
+            out.append("TTFT is the first thinking token of a reasoning model")
+        return out
+
     def merged_over(self, other: Comparability) -> Comparability:
         """This record with its unknown fields taken from `other`."""
         values = {}

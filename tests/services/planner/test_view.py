@@ -54,9 +54,9 @@ def test_engines_are_ranked_as_markdown_cards() -> None:
     assert all(card.reasons.startswith("- ") for card in cards)
 
 
-def _stored_run(name: str, model: str | None, gpu: str | None, rate: float) -> None:
+def _stored_run(name: str, model: str | None, gpu: str | None, rate: float, **block: object) -> None:
     engine = {"output_throughput_tok_s": rate, "concurrency_mean": 16, "completed": 4}
-    engine |= {"input_tokens": 4000, "output_tokens": 1000}
+    engine |= {"input_tokens": 4000, "output_tokens": 1000, **block}
     with session_scope() as session:
         session.add(
             Run(
@@ -102,3 +102,22 @@ def test_a_typed_rate_is_measured_at_the_plans_batch() -> None:
     measured = view.measure_number(_plan(), 500.0)
     assert measured.plan.request.batch == 16 and measured.warning is None
     assert "500.0 of" in (measured.share.delta or "")
+
+
+def test_a_run_whose_figures_overstate_is_warned_although_it_matches(db_url: str) -> None:
+    """Issue 32: the traps Compare refuses a winner for qualify a share of the bound too."""
+    _stored_run(
+        "warm",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "NVIDIA H100 80GB HBM3",
+        800.0,
+        cached_tokens=3600,
+        honoured_output_len=False,
+    )
+    planned = _plan()
+    measured = view.measure_run(planned, next(iter(view.run_offer(planned).choices().values())))
+    assert measured.warning == (
+        "Its figures overstate what the setup sustains: fixed output length not honoured\\: answers "
+        "ended early, so decode is under-counted; warm prefix cache (90% of prompt tokens)\\: prefill "
+        "was mostly skipped."
+    )
