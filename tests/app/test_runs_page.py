@@ -234,3 +234,25 @@ def test_enter_in_an_import_field_does_not_import(db_url: str) -> None:
     at = runs_page()
     assert not at.exception
     assert enter_submits(at)["runs_import"] is False
+
+
+def test_compare_shows_not_comparable_and_the_override_stays_in_the_address(db_url: str) -> None:
+    """Issue 32: one engine honoured the fixed output length, the other stopped early: no winner
+    is named until the user compares anyway, and the address keeps that choice."""
+    honoured = engine_summary(0.100, 0.02, 1.0, 500.0)
+    honoured.update(output_tokens=12_800, input_tokens=14_000, honoured_output_len=True)
+    short = engine_summary(0.050, 0.02, 1.0, 700.0)
+    short.update(output_tokens=7_000, input_tokens=14_000, honoured_output_len=False)
+    a = make_run(name="vllm", engines={"vllm": honoured})
+    b = make_run(name="llama.cpp", engines={"llamacpp": short})
+    at = runs_page(compare=f"{a},{b}")
+    assert not at.exception
+    assert [as_read(e.value) for e in at.error] == ["Not comparable: no winner is named. What differs:"]
+    shown = texts(at)
+    assert "Fixed output length honoured: #1 vllm yes, #2 llamacpp no" in shown
+    assert "Verdicts" not in [s.value for s in at.subheader]
+    at.checkbox(key="runs_allow_incomparable").check().run()
+    assert param(at, "allow_incomparable") == "1" and not at.exception
+    assert as_read(at.warning[0].value).startswith("Not comparable, compared anyway (override)")
+    assert "Verdicts" in [s.value for s in at.subheader]
+    assert "is fastest" in texts(at)
