@@ -3,6 +3,8 @@ distributions, the latency-throughput curve and engine settings; and the compari
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from app_pages.parts.runs_actions import back, go
@@ -13,8 +15,10 @@ from services.runs import view as runs_view
 from services.safe_text import md_text
 
 
-def results(view: reports.ComparisonView, key: str) -> None:
+def results(view: reports.ComparisonView, key: str, override: Callable[[], None] | None = None) -> None:
     comparison = view.comparison
+    if _comparability(view) and override is not None:
+        override()
     if comparison.verdicts:
         st.subheader("Verdicts")
         st.markdown(runs_view.verdict_lines(view))
@@ -61,28 +65,33 @@ def results(view: reports.ComparisonView, key: str) -> None:
             )
 
 
-def _comparability(shown: runs_view.ComparePageView) -> None:
-    """The comparability verdict above the figures, and the explicit override (kept in the
-    address, so a shared link shows it too)."""
-    verdict = shown.comparability
+def _comparability(view: reports.ComparisonView) -> bool:
+    """The comparability verdict above the figures; whether the user may override it (only
+    when something differs)."""
+    verdict = runs_view.comparability_shown(view)
     if verdict is None:
-        return
+        return False
     st.subheader("Comparability")
     getattr(st, verdict.level)(verdict.title)
     if verdict.lines:
         st.markdown("\n".join(f"- {line}" for line in verdict.lines))
-    if verdict.offer_override:
-        anyway = st.checkbox(
-            "Compare anyway: name winners although the setups differ",
-            value=verdict.override,
-            key="runs_allow_incomparable",
+    return verdict.offer_override
+
+
+def _override(shown: runs_view.ComparePageView) -> None:
+    """The explicit "compare anyway", kept in the address so that a shared link shows it too."""
+    override = shown.view.comparison.comparability.override
+    anyway = st.checkbox(
+        "Compare anyway: name winners although the setups differ",
+        value=override,
+        key="runs_allow_incomparable",
+    )
+    if anyway != override:
+        go(
+            compare=runs_view.id_list(shown.run_ids),
+            baseline=st.query_params.get("baseline"),
+            allow_incomparable="1" if anyway else None,
         )
-        if anyway != verdict.override:
-            go(
-                compare=runs_view.id_list(shown.run_ids),
-                baseline=st.query_params.get("baseline"),
-                allow_incomparable="1" if anyway else None,
-            )
 
 
 def compare() -> None:
@@ -110,8 +119,7 @@ def compare() -> None:
         )
         if baseline != comparison.baseline_series.key:
             go(compare=runs_view.id_list(comparison.run_ids), baseline=baseline)
-    _comparability(shown)
-    results(shown.view, "compare")
+    results(shown.view, "compare", override=lambda: _override(shown))
     if shown.caveats:
         st.subheader("What qualifies these figures")
         for each in shown.caveats:

@@ -345,7 +345,6 @@ class ComparePageView:
     links: str
     #: each compared run's caveats (runs without any are left out): runs may differ in load
     caveats: tuple[CaveatsShown, ...] = ()
-    comparability: ComparabilityShown | None = None
 
 
 def override_flag(value: str | None) -> bool:
@@ -373,5 +372,4 @@ def compare_page_view(
             for detail in [get_run(run_id)]
             if (caveats := run_caveats(detail.config, detail.summary))
         ),
-        comparability=comparability_shown(view),
     )

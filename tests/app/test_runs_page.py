@@ -243,13 +243,16 @@ def test_compare_shows_not_comparable_and_the_override_stays_in_the_address(db_u
     honoured.update(output_tokens=12_800, input_tokens=14_000, honoured_output_len=True)
     short = engine_summary(0.050, 0.02, 1.0, 700.0)
     short.update(output_tokens=7_000, input_tokens=14_000, honoured_output_len=False)
+    both = make_run(name="one run, two engines", engines={"vllm": honoured, "llamacpp": short})
+    at = runs_page(run=str(both))  # one run's engines are judged the same way
+    assert not at.exception and "Not comparable" in as_read(at.error[0].value)
     a = make_run(name="vllm", engines={"vllm": honoured})
     b = make_run(name="llama.cpp", engines={"llamacpp": short})
     at = runs_page(compare=f"{a},{b}")
     assert not at.exception
     assert [as_read(e.value) for e in at.error] == ["Not comparable: no winner is named. What differs:"]
     shown = texts(at)
-    assert "Fixed output length honoured: #1 vllm yes, #2 llamacpp no" in shown
+    assert f"Fixed output length honoured: #{a} vllm yes, #{b} llamacpp no" in shown
     assert "Verdicts" not in [s.value for s in at.subheader]
     at.checkbox(key="runs_allow_incomparable").check().run()
     assert param(at, "allow_incomparable") == "1" and not at.exception
