@@ -22,20 +22,7 @@ from services.bench.summary import BenchSummary
 from services.planner import matching
 from services.planner.catalog import all_models, get_gpu, get_model
 from services.runs.comparability import Comparability, run_fingerprint
-
-#: Keys under which a summary, a config or an engine block may name the hardware.
-HARDWARE_KEYS = (
-    "hardware",
-    "gpu",
-    "gpus",
-    "gpu_name",
-    "gpu_names",
-    "gpu_model",
-    "device",
-    "devices",
-    "accelerator",
-)
-_NAME_KEYS = ("name", "model", "label", "type", *HARDWARE_KEYS)
+from services.runs.comparability.hardware import hardware_names
 
 
 @dataclass(frozen=True)
@@ -112,24 +99,6 @@ def _context(block: dict[str, Any]) -> int | None:
     if not completed or prompt is None or output is None:
         return None
     return max(1, round((prompt + output / 2) / completed))
-
-
-def _strings(value: Any, depth: int = 0) -> list[str]:
-    """Names inside a hardware field: a string, a list of them, or records with a name."""
-    if depth > 3:
-        return []
-    if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _strings(item, depth + 1)]
-    if isinstance(value, dict):
-        return [s for key in _NAME_KEYS if key in value for s in _strings(value[key], depth + 1)]
-    return []
-
-
-def hardware_names(*blocks: dict[str, Any]) -> list[str]:
-    """GPU names under the hardware keys of the given mappings (summary, config, engine block)."""
-    return [s for block in blocks for key in HARDWARE_KEYS if key in block for s in _strings(block[key])]
 
 
 def _unique(values: list[str | None]) -> tuple[str, ...]:

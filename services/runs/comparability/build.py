@@ -19,6 +19,7 @@ from services.runs.comparability.fingerprint import (
     PrefixCache,
     TokenCounter,
 )
+from services.runs.comparability.hardware import hardware_names
 
 SUMMARY_KEY = "comparability"
 SHOOTOUT = "Shootout"
@@ -157,8 +158,6 @@ def _reasoning(block: EngineBlock, summary: BenchSummary) -> bool | None:
 
 
 def _hardware(*places: Any) -> str | None:
-    from services.planner.runs import hardware_names
-
     blocks = [p.extra if isinstance(p, BenchSummary) else stored_json.mapping(p) for p in places]
     names = list(dict.fromkeys(hardware_names(*blocks)))
     return ", ".join(names) if names else None

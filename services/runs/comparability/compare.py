@@ -140,6 +140,8 @@ class ComparabilityReport:
     @property
     def title(self) -> str:
         if self.comparable:
+            if any(v.unchecked for v in self.verdicts):
+                return "Comparable as far as recorded: nothing that both sides recorded differs."
             return "Comparable: the runs measured the same thing the same way."
         if self.override:
             return (
