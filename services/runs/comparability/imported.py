@@ -42,8 +42,10 @@ def _flag(command: str, name: str) -> str | None:
 
 def _aiperf(config: dict[str, Any], values: dict[str, Any]) -> None:
     command = stored_json.text(stored_json.mapping(config.get("import")).get("cli_command")) or ""
-    counter: TokenCounter = "engine usage" if "--use-server-token-count" in command else "tokenizer"
-    values["token_counter"] = counter
+    if command:
+        # AIPerf counts with its own tokenizer unless told to take the server's usage.
+        counter: TokenCounter = "engine usage" if "--use-server-token-count" in command else "tokenizer"
+        values["token_counter"] = counter
     prompt = stored_json.mapping(config.get("prompt"))
     for key, field in (("input_tokens", "input_len_asked"), ("output_tokens", "output_len_asked")):
         mean = stored_json.number(stored_json.mapping(prompt.get(key)).get("mean"))
@@ -82,7 +84,7 @@ def imported_fingerprint(config: dict[str, Any], summary: BenchSummary, engine: 
         "loop": loop,
         "level": level,
         # Each tool times with its own client: two tools' TTFT and ITL differ by definition.
-        "timing": f"{tool} client" if tool else None,
+        "timing": f"{tool}'s own client" if tool else None,
     }
     lowered = (tool or "").lower()
     if "aiperf" in lowered:

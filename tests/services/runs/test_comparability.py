@@ -162,6 +162,9 @@ def test_imports_say_what_their_files_say(db_url: str) -> None:
     )  # fmt: skip
     assert (s.input_len_asked, s.output_len_asked, s.level) == (256.0, 4.0, "concurrency 4")
     assert s.token_counter is None  # bench_serving's file does not say who counted
+    csv = importers.import_file(samples / "aiperf_profile_export_aiperf.csv").run_ids[0]
+    # Without its command line the file cannot say whether --use-server-token-count was given.
+    assert runs.compare_runs([csv]).series[0].fingerprint.token_counter is None
 
 
 def test_compare_refuses_a_winner_and_the_override_stays_visible(db_url: str) -> None:
