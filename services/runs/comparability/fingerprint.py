@@ -147,7 +147,10 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule("source", "Measured by"),
-    Rule("model", "Model"),
+    # The model's name is the engine's to choose (a GGUF file, an HF id, a served alias, a
+    # quantisation): comparing builds of a model is what a comparison is for, so it is shown
+    # as what changed, like the engine, not refused.
+    Rule("model", "Model", blocking=False),
     Rule("input_len_asked", "Input length asked", unit="tokens"),
     Rule("input_len_served", "Input length as served", tolerance=0.10, unit="tokens"),
     Rule("output_len_asked", "Output length asked", unit="tokens"),
