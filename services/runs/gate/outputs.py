@@ -12,7 +12,9 @@ _ICON = {"pass": "✅", "fail": "❌", "within noise": "〰️", "noise unknown"
 
 def _cell(text: str) -> str:
     """A table cell: untrusted names (engines, runs) must not break the table or link."""
-    return text.replace("|", "\\|").replace("\n", " ").replace("[", "\\[").replace("]", "\\]")
+    for raw, safe in (("<", "&lt;"), ("|", "\\|"), ("\n", " "), ("[", "\\["), ("]", "\\]")):
+        text = text.replace(raw, safe)
+    return text
 
 
 def markdown(result: GateResult) -> str:

@@ -130,3 +130,13 @@ def test_junit_fails_the_comparability_case_when_not_comparable(db_url: str) -> 
     assert failure is not None and failure.get("type") == "not comparable"
     assert failure.text == f"Prefix cache: #{base} vllm cold, #{warm} vllm warm"
     assert "⛔ not comparable" in gate.markdown(result)
+
+
+def test_hostile_engine_names_stay_text_in_the_markdown(db_url: str) -> None:
+    name = "<img src=x>|[x](http://evil)"
+    base = make_run(engines={name: block()}, config=bench_config(), requests={name: steady(0.1)})
+    other = make_run(engines={name: block()}, config=bench_config(), requests={name: steady(0.1)})
+    text = gate.markdown(gate.evaluate(base, [other], gate.parse_fail_on("ttft_p50:+10%")))
+    assert "<img" not in text and "](http" not in text.replace("\\](http", "")
+    assert "&lt;img src=x>\\|\\[x\\](http://evil)" in text
+    ET.fromstring(gate.junit(gate.evaluate(base, [other], gate.parse_fail_on("ttft_p50:+10%"))))
