@@ -62,6 +62,7 @@ def test_runs_compare_gate_exit_codes_and_files(
     )
     assert code == 3
     assert "not comparable (output length as served, fixed output length honoured)" in out
+    assert "[not judged] vllm ttft_p90:" in out and "[fail]" not in out
     assert err.startswith("gate: not comparable: the runs differ in fixed output length honoured")
 
     code, out, _ = run_cli(

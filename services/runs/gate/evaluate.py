@@ -24,7 +24,7 @@ EXIT_REGRESSION = 1
 EXIT_BAD_ARGUMENTS = 2
 EXIT_NOT_COMPARABLE = 3
 
-CheckStatus = Literal["pass", "fail", "within noise", "noise unknown", "not measured"]
+CheckStatus = Literal["pass", "fail", "within noise", "noise unknown", "not measured", "not judged"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Check:
             "within noise": "past the limit but within noise",
             "noise unknown": "past the limit, noise unknown",
             "not measured": "not measured on both sides",
+            "not judged": "not judged: the runs are not comparable",
         }[self.status]
         return f"{self.engine} {self.threshold.name}: {figures}: {why}"
 
@@ -151,13 +152,15 @@ def _noise(threshold: Threshold, pair: Pair) -> NoiseCheck:
     return noise_between(threshold.metric, threshold.stat, candidate, baseline)
 
 
-def _check(threshold: Threshold, pair: Pair, fail_on_unknown_noise: bool) -> Check:
+def _check(threshold: Threshold, pair: Pair, fail_on_unknown_noise: bool, judged: bool) -> Check:
     base, cand = _value(pair.baseline, threshold), _value(pair.candidate, threshold)
     change = (cand - base) / base * 100 if base and cand is not None else None
     noise = _noise(threshold, pair)
     status: CheckStatus
     if change is None:
         status = "not measured"
+    elif not judged:
+        status = "not judged"
     elif not threshold.breached(change):
         status = "pass"
     elif noise.status == "beyond" or (noise.status == "unknown" and fail_on_unknown_noise):
@@ -221,7 +224,14 @@ def evaluate(
             "or compare runs of one engine each."
         )
     checks = tuple(
-        _check(threshold, pair, fail_on_unknown_noise) for pair in pairs for threshold in thresholds
+        _check(
+            threshold,
+            pair,
+            fail_on_unknown_noise,
+            judged=pair.verdict.comparable or allow_incomparable,
+        )
+        for pair in pairs
+        for threshold in thresholds
     )
     return GateResult(
         thresholds=tuple(thresholds),

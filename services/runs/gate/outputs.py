@@ -7,7 +7,14 @@ import xml.etree.ElementTree as ET
 
 from services.runs.gate.evaluate import EXIT_NOT_COMPARABLE, GateResult
 
-_ICON = {"pass": "✅", "fail": "❌", "within noise": "〰️", "noise unknown": "❔", "not measured": "—"}
+_ICON = {
+    "pass": "✅",
+    "fail": "❌",
+    "within noise": "〰️",
+    "noise unknown": "❔",
+    "not measured": "—",
+    "not judged": "⛔",
+}
 
 
 def _cell(text: str) -> str:

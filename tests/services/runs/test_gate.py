@@ -96,6 +96,7 @@ def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> 
     result = gate.evaluate(base, [short], checks)
     assert not result.comparable and result.exit_code == gate.EXIT_NOT_COMPARABLE
     assert result.message.startswith("not comparable: the runs differ in fixed output length honoured")
+    assert [c.status for c in result.checks] == ["not judged"]  # past its limit, yet not judged
     anyway = gate.evaluate(base, [short], checks, allow_incomparable=True)
     assert anyway.exit_code == gate.EXIT_REGRESSION
     assert anyway.message.endswith("(compared although not comparable: --allow-incomparable)")
