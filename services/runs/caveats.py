@@ -202,6 +202,20 @@ def _import_note(config: dict[str, Any]) -> list[str]:
     return [f"Imported from {tool}" + (f" ({source})" if source else "") + ": measured by that tool."]
 
 
+def _fingerprint_notes(config: dict[str, Any], results: BenchSummary) -> list[str]:
+    """The comparability traps of each engine's own figures (services.runs.comparability) that
+    the notes above do not already say (a short output length is said there)."""
+    from services.runs.comparability import run_fingerprint
+
+    notes = []
+    for name in results.engines_that_ran():
+        fingerprint = run_fingerprint(config, results.to_json(), [], name)
+        for caution in fingerprint.cautions:
+            if not caution.startswith("fixed output length"):
+                notes.append(f"{name}: {caution}.")
+    return notes
+
+
 def run_caveats(config: dict[str, Any] | None, summary: BenchSummary | dict[str, Any] | None) -> Caveats:
     """A run's caveats from its stored config and summary (any kind; empty where nothing is
     said, never raising on an old or odd summary)."""
@@ -210,5 +224,5 @@ def run_caveats(config: dict[str, Any] | None, summary: BenchSummary | dict[str,
     return Caveats(
         load=_load_lines(config, results),
         self_check=selfcheck.run_check(results),
-        notes=[*_import_note(config), *_engine_notes(results)],
+        notes=[*_import_note(config), *_engine_notes(results), *_fingerprint_notes(config, results)],
     )

@@ -151,3 +151,14 @@ def test_a_comparison_shows_each_runs_caveats(db_url: str) -> None:
     shown = runs_view.compare_page_view(f"{caveated},{plain}", None)
     [only] = shown.caveats
     assert only == runs_view.run_page_view(caveated).caveats
+
+
+def test_a_warm_prefix_cache_and_chunk_counted_tokens_are_caveats() -> None:
+    """Issue 32: what makes one run's figures read as more than they are is said with them."""
+    warm = {**engine_summary(0.05, 0.01, 0.4, 300.0), "input_tokens": 1000, "cached_tokens": 800}
+    chunks = {**engine_summary(0.05, 0.01, 0.4, 300.0), "input_tokens": 0}
+    caveats = run_caveats(caveated_config(), {"engines": {"vllm": warm, "tgi": chunks}})
+    assert caveats.notes[-2:] == [
+        "vllm: warm prefix cache (80% of prompt tokens): prefill was mostly skipped.",
+        "tgi: tokens counted from the stream's text chunks, not the engine's usage.",
+    ]
