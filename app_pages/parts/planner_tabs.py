@@ -58,6 +58,7 @@ def engines_tab() -> None:
         with st.container(border=True):
             st.markdown(card.title)
             st.markdown(card.reasons)
+    st.caption(view.RANKING_NOTE)
 
 
 def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:

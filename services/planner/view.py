@@ -173,6 +173,17 @@ def constraints(
     )
 
 
+#: What the ranking is, and where a measured winner comes from: the decision helper scores the
+#: engines' reference data and names no measured winner; Compare does, and only between runs
+#: whose setups are comparable (services.runs.comparability).
+RANKING_NOTE = (
+    "Ranked from the engines' reference data, not from measurements. For a measured winner, "
+    "benchmark the candidates and compare the runs on the Runs page: it names one only when "
+    "the runs are comparable (same lengths served, fixed output honoured, prefix cache, load, "
+    "token counter, timing) and lists what differs otherwise."
+)
+
+
 @dataclass(frozen=True)
 class RankingCard:
     """One ranked engine as markdown: its place, name and score, then its reasons as a list."""
