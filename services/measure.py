@@ -38,6 +38,10 @@ of one request"):
   was no answer): such a TTFT is not comparable with that of a model that answers at once.
 - Percentiles: linear interpolation between order statistics (numpy's default `linear`
   method, the one vLLM's benchmark uses).
+- Where the time went (`time_split`): the engine's own queue, prefill and decode times (read
+  by each adapter from its engine's report) beside the client's TTFT and E2E; the rest of
+  each is the time outside the engine's clock (network, HTTP, the server's front end, the
+  client): TTFT rest = TTFT - queue - prefill, E2E rest = E2E - queue - prefill - decode.
 """
 
 from __future__ import annotations
@@ -324,6 +328,131 @@ def tpot(ttft_s: float | None, e2e_s: float | None, output_tokens: int | None) -
     if ttft_s is None or e2e_s is None or not output_tokens or output_tokens < 2:
         return None
     return max(0.0, (e2e_s - ttft_s) / (output_tokens - 1))
+
+
+# ---------------------------------------------------------------------------------------
+# Where the time went: the engine's own per-request times beside the client's
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EngineTimes:
+    """What an engine said about one request's time, in seconds (each adapter reads its own
+    engine's report: `EngineAdapter.engine_times`); None: not reported.
+
+    queue: arrival in the scheduler -> scheduled; prefill: scheduled -> first token;
+    decode: first token -> last token. `inference_s` is prefill + decode for an engine that
+    reports only their sum (TGI's x-inference-time)."""
+
+    queue_s: float | None = None
+    prefill_s: float | None = None
+    decode_s: float | None = None
+    inference_s: float | None = None
+    #: The whole prompt as the engine counted it, and the part it took from its cache.
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    #: Where the figures came from, in words ("final chunk's metrics", "timings", "headers").
+    source: str = ""
+
+    @property
+    def reports_time(self) -> bool:
+        return any(
+            value is not None
+            for value in (self.queue_s, self.prefill_s, self.decode_s, self.inference_s)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The reported fields only (stored with each request; an import reads them back)."""
+        return {
+            key: value
+            for key in ENGINE_TIMES_FIELDS
+            if (value := getattr(self, key)) is not None and value != ""
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> EngineTimes | None:
+        """Stored fields back (lenient: a field of another type reads as not reported)."""
+        if not isinstance(data, Mapping):
+            return None
+
+        def seconds(key: str) -> float | None:
+            value = data.get(key)
+            return float(value) if value is not None and _finite(value) else None
+
+        source = data.get("source")
+        return cls(
+            queue_s=seconds("queue_s"),
+            prefill_s=seconds("prefill_s"),
+            decode_s=seconds("decode_s"),
+            inference_s=seconds("inference_s"),
+            prompt_tokens=token_count(data.get("prompt_tokens")),
+            cached_tokens=token_count(data.get("cached_tokens")),
+            source=source if isinstance(source, str) else "",
+        )
+
+
+ENGINE_TIMES_FIELDS = (
+    "queue_s",
+    "prefill_s",
+    "decode_s",
+    "inference_s",
+    "prompt_tokens",
+    "cached_tokens",
+    "source",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSplit:
+    """One request's time, split: the engine's queue, prefill and decode (as it saw them), and
+    the rest of TTFT and of E2E, spent outside the engine's own clock (network, HTTP, the
+    server's front end, the client). queue + prefill + ttft_rest = TTFT and
+    queue + prefill + decode + e2e_rest = E2E, exactly (a queue the engine does not report
+    counts 0 and stays in the rest). A rest is signed: below 0 means the engine counted more
+    time than the client saw, which its clock alone can explain."""
+
+    queue_s: float | None
+    prefill_s: float | None
+    decode_s: float | None
+    #: Everything the engine accounts for: queue + prefill + decode (or + inference).
+    engine_s: float | None
+    ttft_rest_s: float | None
+    e2e_rest_s: float | None
+
+
+def time_split(
+    ttft_s: float | None, e2e_s: float | None, engine: EngineTimes | None
+) -> TimeSplit | None:
+    """The split of one request's client TTFT and E2E by its engine's own times; None when
+    the engine reported no time (the caller says "not reported by <engine>")."""
+    if engine is None or not engine.reports_time:
+        return None
+    queue = engine.queue_s or 0.0
+    working = (
+        engine.prefill_s + engine.decode_s
+        if engine.prefill_s is not None and engine.decode_s is not None
+        else engine.inference_s
+    )
+    engine_s = queue + working if working is not None else None
+    return TimeSplit(
+        queue_s=engine.queue_s,
+        prefill_s=engine.prefill_s,
+        decode_s=engine.decode_s,
+        engine_s=engine_s,
+        ttft_rest_s=ttft_s - queue - engine.prefill_s
+        if ttft_s is not None and engine.prefill_s is not None
+        else None,
+        e2e_rest_s=e2e_s - engine_s if e2e_s is not None and engine_s is not None else None,
+    )
+
+
+def milliseconds(value: Any) -> float | None:
+    """An engine's millisecond figure in seconds; None for anything but a finite number."""
+    return float(value) / 1000 if _finite(value) else None
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 # ---------------------------------------------------------------------------------------

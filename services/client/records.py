@@ -9,7 +9,16 @@ from time import perf_counter
 from typing import Any
 
 from services.engines import SamplingParams
-from services.measure import RequestMetrics, cached_tokens, measure_stream, output_tokens, token_count
+from services.measure import (
+    EngineTimes,
+    RequestMetrics,
+    TimeSplit,
+    cached_tokens,
+    measure_stream,
+    output_tokens,
+    time_split,
+    token_count,
+)
 
 #: error_class -> what it means, in plain words (shown in the UI and in reports).
 ERROR_CLASSES: dict[str, str] = {
@@ -117,6 +126,10 @@ class StreamResult:
     error_class: str | None = None
     error: str | None = None
     response_id: str | None = None
+    #: The engine's own top-level fields of the closing chunks (services.client.stream), and
+    #: its own times read from them by its adapter when the stream ended.
+    engine_fields: dict[str, Any] | None = None
+    engine_times: EngineTimes | None = None
 
     # -- answer ----------------------------------------------------------------------
     def choice(self, index: int = 0) -> ChoiceStream | None:
@@ -148,6 +161,11 @@ class StreamResult:
         return measure_stream(
             self.start, [self.choices[i] for i in sorted(self.choices)], self.usage, self.timings
         )
+
+    def time_split(self, figures: RequestMetrics | None = None) -> TimeSplit | None:
+        """Where this request's time went, by its engine's own times (None: not reported)."""
+        figures = figures or self.metrics()
+        return time_split(figures.ttft_s, figures.e2e_s, self.engine_times)
 
     @property
     def prompt_tokens(self) -> int | None:

@@ -384,6 +384,7 @@ class Exchange:
                             choice = choices[index] = ChoiceStream(index)
                         choice.finish_reason = reason
                         result.timings = chunk.get("timings") or result.timings
+                        keep_engine_fields(result, chunk)
             usage = chunk.get("usage")
             if usage:
                 # llama.cpp sends one usage trailer per choice when n > 1; vLLM one for all
@@ -399,6 +400,7 @@ class Exchange:
                     result.usage = usage
                 result.timings = chunk.get("timings") or result.timings
                 result.response_id = chunk.get("id")
+                keep_engine_fields(result, chunk)
             elif chunk.get("error"):
                 message = error_message(json.dumps(chunk).encode())
                 self.fault("stream_error", f"The engine reported an error mid-stream: {message}")
@@ -483,6 +485,25 @@ class TritonExchange(Exchange):
                 if choice.finish_reason is None:
                     choice.finish_reason = "stop"
         super().on_message_complete()
+
+
+#: The top-level keys of an OpenAI chat chunk; anything else an engine adds is its own report.
+_OPENAI_CHUNK_KEYS = frozenset(
+    ("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier")
+)
+
+
+def keep_engine_fields(result: StreamResult, chunk: dict[str, Any]) -> None:
+    """Keep the engine's own top-level fields of a closing chunk (one with a finish reason or
+    usage: vLLM's `metrics`, llama.cpp's `timings`), the last value of each, for its adapter
+    to read once the stream ends (`EngineAdapter.engine_times`). Runs on those chunks only,
+    never on a plain content chunk."""
+    for key, value in chunk.items():
+        if value is not None and key not in _OPENAI_CHUNK_KEYS:
+            fields = result.engine_fields
+            if fields is None:
+                fields = result.engine_fields = {}
+            fields[key] = value
 
 
 def error_message(body: bytes) -> str:

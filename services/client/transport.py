@@ -332,7 +332,19 @@ async def stream_chat(
             f"Expected an event stream, got content type {content_type}: "
             f"{raw[:200].decode('utf-8', 'replace')!r}",
         )
+    read_engine_times(result, request.kind, exchange.headers)
     return _finish(result)
+
+
+def read_engine_times(result: StreamResult, kind: str, headers: dict[bytes, bytes]) -> None:
+    """The engine's own times of an ended stream, read by its kind's adapter from the closing
+    chunks' fields and the response headers: once per request, never per chunk."""
+    try:
+        result.engine_times = get_adapter(kind).engine_times(
+            result.engine_fields or {}, result.usage, headers
+        )
+    except Exception:  # noqa: BLE001 - an odd report is "not reported", never a lost answer
+        result.engine_times = None
 
 
 async def _send(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from services.measure import EngineTimes
 from services.telemetry.prometheus import Families
 
 MetricsFormat = Literal["prometheus", "json", "none"]
@@ -107,6 +108,24 @@ class EngineAdapter:
     #: and `top_logprobs` alternatives when asked (answer parity, services/parity).
     reports_logprobs: ClassVar[bool] = True
     reports_top_logprobs: ClassVar[bool] = True
+
+    # --- where the time went: the engine's own per-request times (services.measure) ---
+    #: Where it reports them, in words for the UI; "" when it does not (an answer then says
+    #: "not reported by <label>").
+    engine_times_source: ClassVar[str] = ""
+    #: Server flags it needs to report them (the local engines start with them).
+    engine_times_flags: ClassVar[tuple[str, ...]] = ()
+
+    def engine_times(
+        self,
+        fields: Mapping[str, Any],
+        usage: Mapping[str, Any] | None,
+        headers: Mapping[bytes, bytes],
+    ) -> EngineTimes | None:
+        """This engine's own times for one request, from what its answer carried: `fields`,
+        the stream's non-OpenAI top-level fields (the last value of each), `usage`, and the
+        response headers (lower-case names). None: it reported none."""
+        return None
 
     #: How the client talks to it (services.client): OpenAI chat unless the kind says otherwise.
     wire: ClassVar[WireFormat] = "openai"

@@ -32,6 +32,8 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | delay | 1000 | ms for fault=slow_headers and fault=stall |
 | size | 1000000 | characters of fault=huge's one chunk |
 | replay | | a file name in the replay folder, streamed verbatim event by event every itl ms |
+| report | | the engine's own times in its shape: vllm (`metrics` on the usage chunk), llamacpp (`timings.prompt_ms`/`predicted_ms`), tgi (`x-queue-time`/`x-inference-time` headers) |
+| etimes | | the times reported, ms `queue:prefill:decode` (default: measured, queue 0, prefill = received -> first write, decode = first -> last write; tgi: the scenario's ttft and itl) |
 | canned | 0 | 1 (with ttft=0, itl=0, no fault): the stream's body is built once and every later request with the same answer gets those bytes in one write, its id included; the server's cost per token is then next to nothing, so a client's capacity is measured alone |
 
 Faults: none, slow_headers, stall, cut (connection closed mid-stream), cut_before_done
@@ -123,6 +125,8 @@ class Scenario:
     size: int = 1_000_000
     replay: str = ""
     canned: int = 0
+    report: str = ""
+    etimes: str = ""
 
     @classmethod
     def parse(cls, spec: str | None) -> Scenario:
@@ -184,6 +188,52 @@ def timing_errors(server: ScriptedServer, outcome: Any, tag: str) -> tuple[list[
         ttft.append(outcome.origin + record.start_s + record.ttft_s - writes[0])
         itl.extend(gap - (b - a) for gap, a, b in zip(record.itl_s, writes, writes[1:]))
     return ttft, itl
+
+
+def _scripted_times(scenario: Scenario) -> tuple[float, float, float] | None:
+    """The `etimes` of a scenario (ms queue, prefill, decode), None when measured."""
+    if not scenario.etimes:
+        return None
+    queue, prefill, decode = (float(part) for part in scenario.etimes.split(":"))
+    return queue, prefill, decode
+
+
+def _reported_fields(
+    scenario: Scenario, timings: dict[str, Any], received: float, first: float, last: float
+) -> dict[str, Any]:
+    """The usage chunk's engine fields: llama.cpp's `timings` always (its counts), with the
+    times for report=llamacpp; vLLM's `metrics` for report=vllm."""
+    times = _scripted_times(scenario) or (0.0, (first - received) * 1000, (last - first) * 1000)
+    queue, prefill, decode = times
+    if scenario.report == "llamacpp":
+        return {"timings": {**timings, "prompt_ms": prefill, "predicted_ms": decode}}
+    if scenario.report == "vllm":
+        metrics = {
+            "queue_time_ms": queue,
+            "time_to_first_token_ms": prefill,
+            "generation_time_ms": decode,
+        }
+        return {"timings": timings, "metrics": metrics}
+    return {"timings": timings}
+
+
+def _reported_headers(scenario: Scenario, tokens: int, prompt_tokens: int) -> dict[str, str]:
+    """TGI's timing headers for report=tgi, whole ms as TGI writes them."""
+    if scenario.report != "tgi":
+        return {}
+    scripted = _scripted_times(scenario)
+    queue, inference = (
+        (scripted[0], scripted[1] + scripted[2])
+        if scripted
+        else (0.0, scenario.ttft + max(0, tokens - 1) * scenario.itl)
+    )
+    return {
+        "x-queue-time": str(round(queue)),
+        "x-inference-time": str(round(inference)),
+        "x-time-per-token": str(round(inference / max(1, tokens))),
+        "x-prompt-tokens": str(prompt_tokens),
+        "x-generated-tokens": str(tokens),
+    }
 
 
 def scenario_model(**values: Any) -> str:
@@ -561,7 +611,13 @@ class ScriptedHandler:
             self.counters.generation_tokens += tokens * n
             return self._plain(writer, 200, json.dumps(answer))
 
-        writer.write(self._head(200, "text/event-stream", {"cache-control": "no-cache"}))
+        writer.write(
+            self._head(
+                200,
+                "text/event-stream",
+                {"cache-control": "no-cache", **_reported_headers(scenario, tokens, prompt_tokens)},
+            )
+        )
         self.counters.running += 1
         try:
             if scenario.replay:
@@ -655,6 +711,7 @@ class ScriptedHandler:
         )
         first_count = max(1, scenario.first if scenario.first is not None else scenario.tpc)
         stalled = False
+        wrote = [received, received]  # the first and the last content write (report=...)
         while sent < total:
             if fault == "stall" and not stalled and sent >= at:
                 stalled = True
@@ -727,6 +784,10 @@ class ScriptedHandler:
             if record is not None:
                 record["writes"].append(time.perf_counter())
                 record["tokens"].append(count)
+            if scenario.report:
+                wrote[1] = time.perf_counter()
+                if not sent:
+                    wrote[0] = wrote[1]
             sent += count
             chunk_no += 1
             self.counters.generation_tokens += count * n
@@ -738,7 +799,7 @@ class ScriptedHandler:
         else:
             writer.write(chunk([{"index": c, "delta": {}, "finish_reason": finish} for c in range(n)]))
         if want_usage or fault == "usage_only":
-            writer.write(chunk([], usage=usage, timings=timings))
+            writer.write(chunk([], usage=usage, **_reported_fields(scenario, timings, received, *wrote)))
         if fault == "cut_before_done":
             await writer.drain()
             writer.transport.abort()

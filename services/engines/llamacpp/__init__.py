@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
 from services.engines.registry import register
+from services.measure import EngineTimes, milliseconds, token_count
 from services.telemetry.normalise import (
     CounterRate,
     CounterRatio,
@@ -66,6 +68,31 @@ class LlamaCppAdapter(EngineAdapter):
     }
 
     tokenize_path = "/tokenize"
+
+    # tools/server/server-common.cpp `server_slot_stats::to_json`, on the last chunk: prompt_ms
+    # is the prompt's processing (to the first token's logits), predicted_ms the generation
+    # after it; prompt_n counts only the tokens processed, cache_n those reused. A request
+    # that waits for a free slot is not timed: that wait stays in the rest.
+    engine_times_source = "`timings` on the last chunk (always on; no queue time)"
+
+    def engine_times(
+        self,
+        fields: Mapping[str, Any],
+        usage: Mapping[str, Any] | None,
+        headers: Mapping[bytes, bytes],
+    ) -> EngineTimes | None:
+        timings = fields.get("timings")
+        if not isinstance(timings, Mapping):
+            return None
+        processed, cached = token_count(timings.get("prompt_n")), token_count(timings.get("cache_n"))
+        times = EngineTimes(
+            prefill_s=milliseconds(timings.get("prompt_ms")),
+            decode_s=milliseconds(timings.get("predicted_ms")),
+            prompt_tokens=processed + (cached or 0) if processed is not None else None,
+            cached_tokens=cached,
+            source="timings",
+        )
+        return times if times.reports_time else None
 
     def models(self, evidence: ProbeEvidence) -> list[str]:
         """Started without `--alias`, llama-server lists its GGUF *path* as the model id; the

@@ -13,10 +13,12 @@ exist only when it tokenizes itself, in front of gRPC workers (smg's docs: "gRPC
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
-from services.engines.registry import register
+from services.engines.registry import get_adapter, register
+from services.measure import EngineTimes
 from services.telemetry.normalise import (
     CounterRate,
     Gauge,
@@ -43,6 +45,21 @@ class RouterAdapter(EngineAdapter):
         "0.0.0.0 unless --prometheus-host 127.0.0.1): set the metrics URL."
     )
     cached_tokens_source = "whatever the chosen worker reports (the router passes it on)"
+    engine_times_source = "whatever the chosen worker reports in its stream (vLLM, llama.cpp)"
+
+    def engine_times(
+        self,
+        fields: Mapping[str, Any],
+        usage: Mapping[str, Any] | None,
+        headers: Mapping[bytes, bytes],
+    ) -> EngineTimes | None:
+        # The router forwards the worker's bytes: its times are the worker's, in its shape.
+        for worker in ("vllm", "llamacpp"):
+            found = get_adapter(worker).engine_times(fields, usage, headers)
+            if found is not None:
+                return found
+        return None
+
     # What a request may carry depends on the worker it lands on; the router passes the body on.
     supports_top_k = True
     supports_min_tokens = True

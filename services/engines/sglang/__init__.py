@@ -68,6 +68,11 @@ class SglangAdapter(EngineAdapter):
         ),
     }
 
+    # entrypoints/openai/serving_chat.py (0.5.23): a streamed chat carries usage (cached tokens
+    # with --enable-cache-report) and `sglext` token details, never times; its `meta_info`
+    # (e2e_latency) is for /generate, and return_meta_info is refused with streaming.
+    engine_times_source = ""
+
     def detect(self, evidence: ProbeEvidence) -> bool:
         if evidence.owned_by() == "sglang":
             return True

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
+from services.measure import EngineTimes, milliseconds
 from services.telemetry.normalise import (
     CounterRate,
     Gauge,
@@ -48,6 +50,25 @@ class TgiAdapter(EngineAdapter):
         **latency_signals("e2e", metric("tgi_request_duration")),
     }
 
+    # router/src/server.rs: x-queue-time and x-inference-time (prefill + decode together) in
+    # whole milliseconds, with x-prompt-tokens. Headers go out before the body, so TGI sends
+    # them with an answer it had finished (not streamed); a streamed answer carries none.
+    engine_times_source = "response headers x-queue-time, x-inference-time (answers not streamed)"
+
+    def engine_times(
+        self,
+        fields: Mapping[str, Any],
+        usage: Mapping[str, Any] | None,
+        headers: Mapping[bytes, bytes],
+    ) -> EngineTimes | None:
+        times = EngineTimes(
+            queue_s=milliseconds(_header_number(headers.get(b"x-queue-time"))),
+            inference_s=milliseconds(_header_number(headers.get(b"x-inference-time"))),
+            prompt_tokens=_header_whole(headers.get(b"x-prompt-tokens")),
+            source="headers",
+        )
+        return times if times.reports_time else None
+
     def detect(self, evidence: ProbeEvidence) -> bool:
         info = evidence.get("/info").json
         return isinstance(info, dict) and info.get("router") == "text-generation-router"
@@ -65,3 +86,15 @@ class TgiAdapter(EngineAdapter):
     def response_format(self, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
         # TGI's own tagged shape; it rejects OpenAI's json_schema wrapper.
         return {"type": "json", "value": schema}
+
+
+def _header_number(value: bytes | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def _header_whole(value: bytes | None) -> int | None:
+    number = _header_number(value)
+    return int(number) if number is not None and number.is_integer() and number >= 0 else None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
+from services.measure import EngineTimes, cached_tokens, milliseconds, token_count
 from services.telemetry.normalise import (
     CounterRate,
     CounterRatio,
@@ -67,6 +69,32 @@ class VllmAdapter(EngineAdapter):
     }
 
     tokenize_path = "/tokenize"
+
+    # vllm/entrypoints/generate/base/serving.py build_per_request_timing_metrics (0.32): queue =
+    # scheduled - queued, time_to_first_token = first token - scheduled (no queue in it),
+    # generation = last token - first token. Streamed, they ride on the usage chunk (so only
+    # with include_usage, which the client always asks for), and not at all when n > 1.
+    engine_times_source = "the usage chunk's `metrics` (--enable-per-request-metrics)"
+    engine_times_flags = ("--enable-per-request-metrics",)
+
+    def engine_times(
+        self,
+        fields: Mapping[str, Any],
+        usage: Mapping[str, Any] | None,
+        headers: Mapping[bytes, bytes],
+    ) -> EngineTimes | None:
+        metrics = fields.get("metrics")
+        if not isinstance(metrics, Mapping):
+            return None
+        times = EngineTimes(
+            queue_s=milliseconds(metrics.get("queue_time_ms")),
+            prefill_s=milliseconds(metrics.get("time_to_first_token_ms")),
+            decode_s=milliseconds(metrics.get("generation_time_ms")),
+            prompt_tokens=token_count(usage.get("prompt_tokens")) if usage else None,
+            cached_tokens=cached_tokens(usage),
+            source="metrics",
+        )
+        return times if times.reports_time else None
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         return evidence.owned_by() == "vllm"
