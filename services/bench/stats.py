@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.bench.pickling import pickled_as_fields
-from services.measure import DEFAULT_PERCENTILES, answer_rate, describe, reasoning_rate, tpot
+from services.bench.time_split import split_block
+from services.measure import (
+    DEFAULT_PERCENTILES,
+    EngineTimes,
+    TimeSplit,
+    answer_rate,
+    describe,
+    reasoning_rate,
+    time_split,
+    tpot,
+)
 
 METRIC_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 
@@ -85,6 +95,8 @@ class RequestRecord:
     #: Who counted them: "usage" (the engine) or "stream" (the thinking deltas).
     reasoning_source: str | None = None
     ttft_includes_reasoning: bool = False
+    #: The engine's own times of this request, as its adapter read them (None: not reported).
+    engine_times: EngineTimes | None = None
 
     @property
     def tpot_s(self) -> float | None:
@@ -107,6 +119,11 @@ class RequestRecord:
     @property
     def answer_tok_s(self) -> float | None:
         return answer_rate(self.ttfat_s, self.e2e_s, self.answer_tokens)
+
+    @property
+    def time_split(self) -> TimeSplit | None:
+        """Where this request's time went: the engine's queue, prefill and decode and the rest."""
+        return time_split(self.ttft_s, self.e2e_s, self.engine_times) if self.ok else None
 
     @property
     def end_s(self) -> float | None:
@@ -269,6 +286,7 @@ def summarize_engine(
         "concurrency_max": max((level for _, level in timeline), default=0),
         "concurrency_mean": time_weighted_mean(timeline),
         "engine_metrics": engine_metrics or {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None},
+        "time_split": split_block(done, percentiles),
     }
     return summary
 

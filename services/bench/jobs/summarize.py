@@ -11,6 +11,7 @@ from services.bench.runner import BenchOutcome, StepResult
 from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.summary import BenchSummary
+from services.bench.time_split import add_rest_evidence
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.runs import comparability
 
@@ -44,6 +45,7 @@ METRIC_FIELDS = (
     "schema_valid_rate",
     "honoured_output_len",
     "engine_metrics",
+    "time_split",
 )
 
 
@@ -87,6 +89,7 @@ def build_summary(
             block["model"] = meta.summary.get("model")
             block["started_at_unix"] = meta.summary.get("started_at_unix")
             block["generator"] = meta.summary.get("generator") or {}
+            add_rest_evidence(block)
         per_step[key] = block
     engines: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []

@@ -13,7 +13,7 @@ from services import lifecycle, stored_json
 from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
 from services.bench.summary import BenchSummary
 from services.lifecycle import RunStatus
-from services.measure import token_count
+from services.measure import EngineTimes, token_count
 
 FLUSH_INTERVAL_S = 0.5
 
@@ -28,6 +28,8 @@ def request_row(run_id: int, record: RequestRecord) -> dict[str, Any]:
     if record.requested_output_tokens is not None:
         extra["requested_output_tokens"] = record.requested_output_tokens
     extra.update(reasoning_extra(record))
+    if record.engine_times is not None:
+        extra["engine_times"] = record.engine_times.to_json()
     return {
         "run_id": run_id,
         "engine_name": record.engine,
@@ -89,6 +91,7 @@ def record_from_row(row: Any) -> RequestRecord:
         reasoning_tokens=token_count(extra.get("reasoning_tokens")),
         reasoning_source=stored_json.text(extra.get("reasoning_source")),
         ttft_includes_reasoning=extra.get("ttft_includes_reasoning") is True,
+        engine_times=EngineTimes.from_json(extra.get("engine_times")),
     )
 
 

@@ -184,6 +184,7 @@ class EngineLoad:
             finish_reason=result.finish_reason,
             schema_valid=schema_valid,
             step=self.settings.step,
+            engine_times=result.engine_times,
         )
         return record
 

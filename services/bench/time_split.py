@@ -1,0 +1,85 @@
+"""Where an engine's time went over a run: its own queue, prefill and decode beside the rest
+of TTFT and E2E (services.measure.time_split defines them per request), as the summary's
+`time_split` block; and that rest as evidence for the generator's self-check.
+
+The block's means add up: over the requests the engine timed, mean queue + mean prefill +
+mean decode + mean E2E rest = mean E2E (the chart stacks them). Percentiles do not add up
+and are there to read one part at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from services.measure import DEFAULT_PERCENTILES, describe
+
+if TYPE_CHECKING:  # stats.py builds its summary with this module
+    from services.bench.stats import RequestRecord
+
+#: The parts of a split the block describes (seconds).
+SPLIT_PARTS = ("queue_s", "prefill_s", "decode_s", "engine_s", "ttft_rest_s", "e2e_rest_s")
+#: The self-check needs this many requests the engine timed before it reads their rest.
+MIN_TIMED_REQUESTS = 20
+#: Above this p99 of the E2E rest, the time outside the engine's clock is evidence that the
+#: figures are not the engine's alone (the client's loop, its host or the network added it).
+#: On loopback it stays within a few milliseconds (the README's figures per local engine).
+REST_P99_LIMIT_S = 0.020
+
+
+def split_block(
+    done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
+) -> dict[str, Any]:
+    """The `time_split` block of an engine's summary from its completed requests: how many
+    the engine timed, where it said so, and each part's statistics over those requests."""
+    timed = [
+        (record, split)
+        for record in done
+        if (split := record.time_split) is not None and split.e2e_rest_s is not None
+    ]
+    block: dict[str, Any] = {"requests": len(done), "reported": len(timed)}
+    if not timed:
+        return block
+    block["source"] = ", ".join(
+        sorted({record.engine_times.source for record, _ in timed if record.engine_times})
+    )
+    block["queue_reported"] = all(split.queue_s is not None for _, split in timed)
+    for key in SPLIT_PARTS:
+        values = [value for _, split in timed if (value := getattr(split, key)) is not None]
+        block[key] = describe(values, percentiles) if values else None
+    block["e2e_s"] = describe([record.e2e_s or 0.0 for record, _ in timed], percentiles)
+    return block
+
+
+def rest_evidence(block: dict[str, Any]) -> str | None:
+    """The self-check's evidence from an engine's block: its E2E rest when large, with the
+    figure. Only for an engine that times its queue: one that does not (llama.cpp) leaves the
+    wait for a free slot in the rest, and that wait is the engine's, not the client's."""
+    split = block.get("time_split") or {}
+    rest = split.get("e2e_rest_s") or {}
+    p50, p99 = rest.get("p50"), rest.get("p99")
+    if (
+        split.get("reported", 0) < MIN_TIMED_REQUESTS
+        or not split.get("queue_reported")
+        or p99 is None
+        or p99 <= REST_P99_LIMIT_S
+    ):
+        return None
+    return (
+        f"time outside the engine's own clock (network, HTTP, client) p99 {p99 * 1000:.1f} ms "
+        f"> {REST_P99_LIMIT_S * 1000:g} ms (p50 {(p50 or 0.0) * 1000:.1f} ms over "
+        f"{split['reported']} requests the engine timed)"
+    )
+
+
+def add_rest_evidence(block: dict[str, Any]) -> None:
+    """Add the rest's evidence to the block's self-check (`generator`), which then says
+    client-bound with the figure; a block without a self-check is left as it is."""
+    generator = block.get("generator")
+    evidence = rest_evidence(block)
+    if not generator or evidence is None:
+        return
+    generator["evidence"] = [*(generator.get("evidence") or []), evidence]
+    generator["client_bound"] = True
+    generator["checked"] = True
+    generator.pop("unchecked_reason", None)

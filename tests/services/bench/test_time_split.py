@@ -1,0 +1,115 @@
+"""Where a benchmark's time went: the engine's own times stored with each request, the
+summary's `time_split` block, and its rest as the self-check's evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.bench import jobs
+from services.bench.arrivals import LoadSpec
+from services.bench.jobs.writer import record_from_row, request_row
+from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.stats import RequestRecord
+from services.bench.time_split import (
+    MIN_TIMED_REQUESTS,
+    REST_P99_LIMIT_S,
+    add_rest_evidence,
+    rest_evidence,
+    split_block,
+)
+from services.bench.workloads import WorkloadSpec
+from services.measure import EngineTimes
+from tests.support.scripted_server import ScriptedServer
+
+
+def record(
+    index: int, *, e2e: float = 0.3, rest: float = 0.002, queue: float | None = 0.001
+) -> RequestRecord:
+    engine = EngineTimes(queue_s=queue, prefill_s=0.02, decode_s=e2e - 0.02 - (queue or 0) - rest)
+    return RequestRecord(
+        engine="e",
+        index=index,
+        ok=True,
+        start_s=float(index),
+        ttft_s=0.03,
+        e2e_s=e2e,
+        output_tokens=10,
+        engine_times=engine,
+    )
+
+
+def test_a_record_keeps_its_engine_times_through_the_database_row() -> None:
+    original = record(3)
+    row = request_row(1, original)
+    assert row["extra"]["engine_times"]["prefill_s"] == 0.02
+    back = record_from_row({**row, "engine_name": "e"})
+    assert back.engine_times == original.engine_times
+    assert back.time_split == original.time_split
+    assert (
+        record_from_row({**request_row(1, RequestRecord("e", 1, True)), "engine_name": "e"}).engine_times
+        is None
+    )
+
+
+def test_the_blocks_means_add_up_to_the_mean_e2e() -> None:
+    records = [record(i, e2e=0.2 + i / 100, rest=0.001 * i) for i in range(10)]
+    block = split_block(records)
+    assert (block["requests"], block["reported"], block["queue_reported"]) == (10, 10, True)
+    means = sum(block[key]["mean"] for key in ("queue_s", "prefill_s", "decode_s", "e2e_rest_s"))
+    assert means == pytest.approx(block["e2e_s"]["mean"], abs=1e-12)
+    assert block["e2e_rest_s"]["max"] == pytest.approx(0.009)
+
+
+def test_an_engine_that_reports_nothing_has_a_block_that_says_so() -> None:
+    plain = RequestRecord("e", 1, True, ttft_s=0.1, e2e_s=0.2)
+    assert split_block([plain]) == {"requests": 1, "reported": 0}
+
+
+def test_a_large_rest_is_evidence_with_its_figure_and_a_small_one_is_not() -> None:
+    count = MIN_TIMED_REQUESTS
+    calm = {
+        "time_split": split_block([record(i) for i in range(count)]),
+        "generator": {"client_bound": False},
+    }
+    assert rest_evidence(calm) is None
+    slow = [record(i, rest=0.002 if i < count - 2 else REST_P99_LIMIT_S * 4) for i in range(count)]
+    block = {"time_split": split_block(slow), "generator": {"client_bound": False, "evidence": []}}
+    add_rest_evidence(block)
+    evidence = block["generator"]["evidence"]
+    assert block["generator"]["client_bound"] is True and len(evidence) == 1
+    assert "time outside the engine's own clock" in evidence[0] and "ms" in evidence[0]
+    # Too few requests, or an engine that does not time its queue (the slot wait is its own).
+    assert rest_evidence({"time_split": split_block(slow[: count - 1])}) is None
+    untimed = [record(i, rest=0.002 if i < count - 2 else 0.1, queue=None) for i in range(count)]
+    assert rest_evidence({"time_split": split_block(untimed)}) is None
+
+
+def test_a_run_stores_the_split_of_an_engine_that_reports_it(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    def target(name: str, **scenario: object) -> EngineTarget:
+        return EngineTarget(
+            name=name,
+            base_url=scripted_server.base_url,
+            kind="vllm",
+            model=scripted_server.model(ttft=10, itl=2, tokens=8, **scenario),
+        )
+
+    spec = BenchSpec(
+        engines=(target("timed", report="vllm", etimes="1:8:14"), target("silent")),
+        workload=WorkloadSpec(input_len=8, output_len=8),
+        load=LoadSpec(concurrency=2, requests=6, warmup_requests=1),
+    )
+    run_id = jobs.create_run(spec)
+    summary = jobs.execute_run(run_id)
+    timed = summary["engines"]["timed"]["time_split"]
+    assert (timed["requests"], timed["reported"], timed["source"]) == (6, 6, "metrics")
+    assert timed["queue_s"]["p50"] == pytest.approx(0.001)
+    assert timed["prefill_s"]["p50"] == pytest.approx(0.008)
+    assert timed["decode_s"]["p50"] == pytest.approx(0.014)
+    assert summary["engines"]["silent"]["time_split"] == {"requests": 6, "reported": 0}
+    stored = [r for r in jobs.load_records(run_id) if r.engine == "timed" and not r.warmup]
+    for one in stored:
+        split = one.time_split
+        assert split is not None and one.e2e_s is not None
+        assert split.e2e_rest_s == pytest.approx(one.e2e_s - 0.023, abs=1e-12)
