@@ -50,6 +50,7 @@ def results(view: views.RunView) -> None:
         st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")
         st.markdown("**Throughput and counts**")
         st.dataframe(view.throughput, hide_index=True, key=f"bench_throughput_{run.id}")
+    where_the_time_went(view)
     for name, figure in view.ordered_figures():
         st.plotly_chart(inert(figure), key=f"bench_{name}_{run.id}")
 
@@ -64,3 +65,15 @@ def self_check(check: selfcheck.RunCheck, run_id: int) -> None:
     with st.expander("Self-check evidence (docs/measuring.md)", key=f"bench_selfcheck_{run_id}"):
         for line in check.evidence_lines:
             st.markdown(md_line(line))
+
+
+def where_the_time_went(view: views.RunView) -> None:
+    """Each engine's own queue, prefill and decode beside the rest of E2E, in words and as
+    percentiles (the chart is among the figures; each request's split is in the timeline)."""
+    if not view.split_lines:
+        return
+    st.markdown("**Where the time went** (the engine's own times beside the client's)")
+    for line in view.split_lines:
+        st.caption(md_line(line))
+    if not view.split_table.empty:
+        st.dataframe(view.split_table, hide_index=True, key=f"bench_split_{view.run.id}")

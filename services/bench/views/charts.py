@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from services.bench.stats import RequestRecord, cdf_points, throughput_series
 from services.bench.summary import BenchSummary
+from services.bench.views.split import request_words
 
 LIVE_POINTS = 2000
 
@@ -243,6 +244,8 @@ def timeline_figure(
     ttft = [(r.ttft_s or (r.e2e_s or 0.0)) if r.ok else 0.0 for r in ordered]
     decode = [max(0.0, (r.e2e_s or 0.0) - (r.ttft_s or 0.0)) if r.ok else 0.0 for r in ordered]
     failed = [(r.e2e_s or 0.0) if not r.ok else 0.0 for r in ordered]
+    # Each request's split by its engine's own times, one hover away.
+    words = [request_words(r) if r.ok else "" for r in ordered]
     figure.add_trace(
         go.Bar(
             y=bars,
@@ -251,6 +254,7 @@ def timeline_figure(
             orientation="h",
             name="until first token",
             marker_color="#f2a541",
+            hovertext=words,
         )
     )
     figure.add_trace(
@@ -261,6 +265,7 @@ def timeline_figure(
             orientation="h",
             name="streaming",
             marker_color="#3a86ff",
+            hovertext=words,
         )
     )
     if any(failed):

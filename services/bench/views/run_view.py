@@ -23,7 +23,9 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
+from services.bench.views.split import split_figure, split_lines, split_table
 from services.bench.views.tables import percentile_table, throughput_table
+from services.engines import get_adapter
 from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
 from services.safe_text import md_line
 
@@ -35,6 +37,7 @@ FIGURE_ORDER = (
     "ttft_cdf",
     "ttfat_cdf",
     "itl_cdf",
+    "time_split",
     "engine_metrics",
     "concurrency",
     "timeline",
@@ -53,6 +56,10 @@ class RunView:
     #: The generator's self-check: the run's verdict, what it means for the figures and what
     #: to do, and each engine's (each sweep step's) evidence.
     self_check: selfcheck.RunCheck = field(default_factory=lambda: selfcheck.RunCheck(None))
+    #: Where the time went: per engine in words (or "not reported by <engine>"), and the
+    #: percentiles of each part.
+    split_lines: list[str] = field(default_factory=list)
+    split_table: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def active(self) -> bool:
@@ -183,6 +190,7 @@ def run_view(run_id: int) -> RunView:
         if results.has_results
         else pd.DataFrame()
     )
+    kinds = {e.name: get_adapter(e.kind).label for e in run.spec.engines}
     if finished and measured:
         figures["ttft_cdf"] = cdf_figure(
             {
@@ -211,6 +219,9 @@ def run_view(run_id: int) -> RunView:
         per_engine = max((len(rs) for rs in by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
             figures["timeline"] = timeline_figure(measured, labels, offsets)
+        split = split_figure(results, kinds)
+        if split is not None:
+            figures["time_split"] = split
         if run.spec.record_engine_metrics:
             engine_figure = engine_metrics_figure(run_id, results, measured)
             if engine_figure is not None:
@@ -223,6 +234,8 @@ def run_view(run_id: int) -> RunView:
         figures=figures,
         notes=notes,
         self_check=run_self_check(results),
+        split_lines=split_lines(results, kinds) if finished and results.has_results else [],
+        split_table=split_table(results) if results.has_results else pd.DataFrame(),
     )
 
 

@@ -113,3 +113,60 @@ def test_a_run_stores_the_split_of_an_engine_that_reports_it(
         split = one.time_split
         assert split is not None and one.e2e_s is not None
         assert split.e2e_rest_s == pytest.approx(one.e2e_s - 0.023, abs=1e-12)
+
+
+def test_the_page_shows_the_split_per_engine_and_says_who_reported_nothing() -> None:
+    from services.bench.views.split import request_words, split_figure, split_lines, split_table
+
+    timed = [record(i) for i in range(4)]
+    summary = {
+        "engines": {
+            "vllm-cpu": {"completed": 4, "time_split": split_block(timed)},
+            "sglang-cpu": {"completed": 4, "time_split": {"requests": 4, "reported": 0}},
+        }
+    }
+    labels = {"vllm-cpu": "vLLM", "sglang-cpu": "SGLang"}
+    figure = split_figure(summary, labels)
+    assert figure is not None
+    assert [trace.name for trace in figure.data] == [
+        "queue (engine)",
+        "prefill (engine)",
+        "decode (engine)",
+        "rest: network, HTTP, client",
+    ]
+    stacked = sum(trace.x[0] for trace in figure.data)
+    assert stacked == pytest.approx(300.0)
+    assert [a.text for a in figure.layout.annotations] == ["not reported by SGLang"]
+    lines = split_lines(summary, labels)
+    assert lines[0].startswith("vllm-cpu: mean E2E 300.0 ms = queue 1.0 + prefill 20.0 + decode 277.0")
+    assert lines[1] == "sglang-cpu: where the time went: not reported by SGLang"
+    assert set(split_table(summary)["engine"]) == {"vllm-cpu"}
+    assert request_words(timed[0]).startswith("queue 1.0 ms · prefill 20.0 ms · decode 277.0 ms")
+    assert request_words(RequestRecord("e", 1, True)) == "engine times not reported"
+    assert split_figure({"engines": {"sglang-cpu": summary["engines"]["sglang-cpu"]}}, labels) is None
+
+
+def test_tgi_shows_prefill_and_decode_as_one_part() -> None:
+    from services.bench.views.split import split_figure
+
+    tgi = [
+        RequestRecord(
+            "tgi",
+            i,
+            True,
+            ttft_s=0.05,
+            e2e_s=0.3,
+            engine_times=EngineTimes(queue_s=0.01, inference_s=0.28),
+        )
+        for i in range(3)
+    ]
+    figure = split_figure({"engines": {"tgi": {"completed": 3, "time_split": split_block(tgi)}}}, {})
+    assert figure is not None
+    parts = {trace.name: trace.x[0] for trace in figure.data}
+    assert parts == pytest.approx(
+        {
+            "queue (engine)": 10.0,
+            "prefill + decode (engine, not apart)": 280.0,
+            "rest: network, HTTP, client": 10.0,
+        }
+    )
