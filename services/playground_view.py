@@ -15,7 +15,7 @@ from typing import Any
 
 from services import endpoints, playground, playground_votes
 from services import playground_text as ptext
-from services.engines import SamplingParams
+from services.engines import SamplingParams, get_adapter
 from services.errors import ShootoutError
 from services.playground import Column, EngineChoice, ExchangeView, SendRequest, Turn
 from services.playground_votes import BlindVote
@@ -246,6 +246,45 @@ def thinking_title(column: Column) -> str | None:
         )
         parts.append(f"answer {ptext.number(column.answer_tokens)} tokens{answer_rate}")
     return ptext.md_line(" · ".join(parts))
+
+
+def engine_split(column: Column, units: tuple[str, str]) -> str | None:
+    """The engine's own prefill and decode beside the client's TTFT and ITL, and the rest
+    outside its clock, in one markdown line; "not reported by <engine>" when it timed nothing;
+    None while the answer streams (the engine says its times at the end)."""
+    if column.status != "finished":
+        return None
+    split = column.time_split
+    if split is None:
+        return f"Engine's own times: not reported by {ptext.md_line(get_adapter(column.kind).label)}"
+    ttft, itl = units
+    parts = []
+    if split.queue_s is not None:
+        parts.append(f"queue {ptext.duration(split.queue_s, ttft)}")
+    if split.prefill_s is not None:
+        parts.append(f"prefill {ptext.duration(split.prefill_s, ttft)}")
+    if split.decode_s is not None:
+        tokens = column.completion_tokens
+        per_token = (
+            f" ({ptext.duration(split.decode_s / (tokens - 1), itl)}/token)"
+            if tokens and tokens > 1
+            else ""
+        )
+        parts.append(f"decode {_own_unit(split.decode_s)}{per_token}")
+    elif split.engine_s is not None:
+        parts.append(f"prefill + decode {_own_unit(split.engine_s - (split.queue_s or 0.0))}")
+    rests = [
+        f"{name} {ptext.duration(value, ttft)}"
+        for name, value in (("of TTFT", split.ttft_rest_s), ("of E2E", split.e2e_rest_s))
+        if value is not None
+    ]
+    if rests:
+        parts.append("rest " + ", ".join(rests))
+    return "Engine's own: " + " · ".join(_kept(part) for part in parts)
+
+
+def _own_unit(seconds: float) -> str:
+    return ptext.duration(seconds, ptext.duration_unit([seconds]))
 
 
 def token_counts(column: Column) -> str:

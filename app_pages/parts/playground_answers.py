@@ -33,6 +33,9 @@ def pane(
         ttft, _ = units
         st.markdown(view_model.figures(column, units))
         st.caption(view_model.token_counts(column))
+        split = view_model.engine_split(column, units)
+        if split is not None:
+            st.caption(split)
         if view.turn > 1 and column.first_turn_ttft_s is not None:
             st.caption(
                 f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "

@@ -14,7 +14,7 @@ from services import endpoints, lifecycle, stored_json
 from services.client import ChatRequest, as_curl, as_openai_python
 from services.errors import NotFoundError
 from services.lifecycle import RunStatus, is_stale
-from services.measure import cached_tokens, token_count
+from services.measure import EngineTimes, cached_tokens, time_split, token_count
 from services.playground.checks import check_answer
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
@@ -128,6 +128,8 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
         notes=list(metrics.get("notes") or []),
         schema_check=check,
     )
+    column.engine_times = EngineTimes.from_json(metrics.get("engine_times"))
+    column.time_split = time_split(column.ttft_s, column.e2e_s, column.engine_times)
     if first is not None and first.id != row.id:
         column.first_turn_ttft_s = (first.metrics or {}).get("ttft_s")
         column.first_turn_cached_tokens = cached_tokens(first.usage or {})

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from services.engines import SamplingParams
+from services.measure import EngineTimes, TimeSplit
 
 MIN_ENGINES = 2
 MAX_ENGINES = 6
@@ -88,6 +89,9 @@ class Column:
     #: Turn 1's figures of the same engine in this conversation (the prefix-cache effect).
     first_turn_ttft_s: float | None = None
     first_turn_cached_tokens: int | None = None
+    #: The engine's own times of this answer (None: not reported), and the split they give.
+    engine_times: EngineTimes | None = None
+    time_split: TimeSplit | None = None
 
 
 @dataclass

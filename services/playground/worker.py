@@ -147,6 +147,8 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
     if final:
         metrics["itl_s"] = figures.itl_s
         metrics["chunk_times_s"] = figures.chunk_times_s
+    if final and result.engine_times is not None:
+        metrics["engine_times"] = result.engine_times.to_json()
     texts = result.texts
     values: dict[str, Any] = {
         "answer": result.text,
