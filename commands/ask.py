@@ -59,6 +59,7 @@ def _payload(view: Any) -> dict[str, Any]:
             "error": column.error,
             "notes": column.notes,
             "schema_valid": column.schema_check.valid if column.schema_check else None,
+            **_engine_split(column),
         }
     return {
         "run_id": view.run_id,
@@ -70,6 +71,27 @@ def _payload(view: Any) -> dict[str, Any]:
         "fastest_engine": view.fastest_engine,
         "engines": engines,
     }
+
+
+def _engine_split(column: Any) -> dict[str, Any]:
+    """The engine's own times of an answer and the split they give (None: not reported)."""
+    from dataclasses import asdict
+
+    split = column.time_split
+    return {
+        "engine_times": column.engine_times.to_json() if column.engine_times else None,
+        "time_split": asdict(split) if split is not None else None,
+    }
+
+
+def _split_line(column: Any) -> str:
+    from services.bench.views.split import not_reported, split_words
+    from services.engines import get_adapter
+
+    split = column.time_split
+    if split is None:
+        return f"engine's own times: {not_reported(get_adapter(column.kind).label)}"
+    return f"engine's own times: {split_words(split)}"
 
 
 def _text(view: Any) -> str:
@@ -94,6 +116,8 @@ def _text(view: Any) -> str:
                 f"{column.answer_tokens} tokens · {_rate(column.reasoning_tok_s)} reasoning, "
                 f"{_rate(column.answer_tok_s)} answer"
             )
+        if column.status == "finished":
+            lines.append(_split_line(column))
         if column.error:
             lines.append(f"error ({column.error_class}): {column.error}")
         if column.schema_check is not None:

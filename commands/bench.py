@@ -440,6 +440,7 @@ def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str
     (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
     from services.bench.summary import BenchSummary
     from services.bench.views.tables import reasoning_line
+    from services.bench.views.split import kind_labels, split_lines
     from services.runs.caveats import run_caveats
 
     summary = BenchSummary.from_json(payload)
@@ -470,6 +471,10 @@ def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
             lines.append(f"{'':24s} failures by class: {errors}")
+    split = split_lines(summary, kind_labels(config))
+    if split:
+        lines.append("where the time went (the engine's own times; ms):")
+        lines += [f"  {line}" for line in split]
     caveats = run_caveats(config, summary)
     check = caveats.self_check
     if check.state is not None:

@@ -91,3 +91,25 @@ def test_bad_input_is_one_line_and_exit_1(
         result = ask(*args)
         assert result.returncode == 1, (args, result.stdout)
         assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+
+
+def test_each_answer_says_where_its_engines_time_went(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    add_engine(
+        "timed",
+        scripted_server.base_url,
+        kind="vllm",
+        model=scripted_server.model(ttft=5, itl=1, tokens=8, report="vllm", etimes="1:4:7"),
+    )
+    add_engine("silent", scripted_server.base_url, kind="sglang", model=scripted_server.model(tokens=4))
+    result = ask("Hi", "--json")
+    assert result.returncode == 0, result.stderr
+    engines = json.loads(result.stdout)["engines"]
+    timed = engines["timed"]
+    assert timed["engine_times"]["decode_s"] == 0.007 and timed["time_split"]["queue_s"] == 0.001
+    assert timed["time_split"]["e2e_rest_s"] == timed["e2e_s"] - (0.001 + (0.004 + 0.007))
+    assert engines["silent"]["engine_times"] is None and engines["silent"]["time_split"] is None
+    text = ask("Hi").stdout
+    assert "engine's own times: queue 1.0 ms · prefill 4.0 ms · decode 7.0 ms" in text
+    assert "engine's own times: not reported by SGLang" in text

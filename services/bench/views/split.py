@@ -114,6 +114,8 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
     lines = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         split = block.get("time_split") or {}
+        if not split.get("requests"):
+            continue  # nothing completed, or a run stored before engines' times were read
         if not split.get("reported"):
             lines.append(f"{name}: where the time went: {not_reported(labels.get(name, name))}")
             continue
@@ -131,6 +133,14 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
             f"from its {split.get('source') or 'report'})"
         )
     return lines
+
+
+def kind_labels(config: dict[str, Any] | None) -> dict[str, str]:
+    """Each engine's kind as words ("vLLM"), by engine name, from a run's stored spec."""
+    from services.engines import get_adapter
+
+    engines = (config or {}).get("engines") or []
+    return {str(e.get("name")): get_adapter(e.get("kind")).label for e in engines if isinstance(e, dict)}
 
 
 def request_words(record: RequestRecord) -> str:

@@ -300,3 +300,35 @@ def test_a_run_prints_its_caveats_under_the_table(
     assert any(line.startswith("  Warm-up: 2 request(s) per engine") for line in caveats)
     assert any("did not honour the fixed output length: 3 answers" in line for line in caveats)
     assert "caveats" not in json.loads(out.read_text())
+
+
+def test_the_table_says_where_each_engines_time_went() -> None:
+    from commands.bench import _table
+    from services.bench.stats import RequestRecord, summarize_engine
+    from services.measure import EngineTimes
+
+    timed = [
+        RequestRecord(
+            "v",
+            i,
+            True,
+            start_s=float(i),
+            ttft_s=0.03,
+            e2e_s=0.3,
+            output_tokens=8,
+            engine_times=EngineTimes(queue_s=0.001, prefill_s=0.02, decode_s=0.27, source="metrics"),
+        )
+        for i in range(3)
+    ]
+    silent = [
+        RequestRecord("s", i, True, start_s=float(i), ttft_s=0.03, e2e_s=0.3, output_tokens=8)
+        for i in range(3)
+    ]
+    engines = {"v": summarize_engine(timed), "s": summarize_engine(silent)}
+    config = {"engines": [{"name": "v", "kind": "vllm"}, {"name": "s", "kind": "sglang"}]}
+    lines = _table({"run_id": 7, "status": "finished", "engines": engines}, config).splitlines()
+    at = lines.index("where the time went (the engine's own times; ms):")
+    assert lines[at + 1].startswith(
+        "  v: mean E2E 300.0 ms = queue 1.0 + prefill 20.0 + decode 270.0 + rest"
+    )
+    assert lines[at + 2] == "  s: where the time went: not reported by SGLang"
