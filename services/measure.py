@@ -335,7 +335,7 @@ def tpot(ttft_s: float | None, e2e_s: float | None, output_tokens: int | None) -
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EngineTimes:
     """What an engine said about one request's time, in seconds (each adapter reads its own
     engine's report: `EngineAdapter.engine_times`); None: not reported.
@@ -356,9 +356,24 @@ class EngineTimes:
 
     @property
     def reports_time(self) -> bool:
-        return any(
-            value is not None
-            for value in (self.queue_s, self.prefill_s, self.decode_s, self.inference_s)
+        return (
+            self.prefill_s is not None
+            or self.decode_s is not None
+            or self.inference_s is not None
+            or self.queue_s is not None
+        )
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Pickled as its fields (a pooled load sends each record back once): a slotted
+        # dataclass's own state lookup costs more (benchmarks/engine_times_cost.py).
+        return EngineTimes, (
+            self.queue_s,
+            self.prefill_s,
+            self.decode_s,
+            self.inference_s,
+            self.prompt_tokens,
+            self.cached_tokens,
+            self.source,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -402,7 +417,7 @@ ENGINE_TIMES_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TimeSplit:
     """One request's time, split: the engine's queue, prefill and decode (as it saw them), and
     the rest of TTFT and of E2E, spent outside the engine's own clock (network, HTTP, the

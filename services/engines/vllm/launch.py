@@ -28,6 +28,7 @@ def build(o: LaunchOptions) -> LaunchCommand:
             arg("--gpu-memory-utilization", o.gpu_memory_utilization),
             "--enable-prefix-caching" if o.prefix_caching else "--no-enable-prefix-caching",
             "--enable-prompt-tokens-details",
+            "--enable-per-request-metrics",
             f"--served-model-name {q(o.served_model_name)}" if o.served_model_name else None,
         ]
 
@@ -49,7 +50,8 @@ def build(o: LaunchOptions) -> LaunchCommand:
         base_url(o),
         "vllm",
         o.served_model_name or o.model,
-        "/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage.",
+        "/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage, "
+        "--enable-per-request-metrics each request's own queue, prefill and decode times.",
         ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."],
         "https://docs.vllm.ai/en/latest/cli/serve.html",
     )

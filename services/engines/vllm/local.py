@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
+from services.engines.vllm import VllmAdapter
 from services.errors import EngineError
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port
@@ -37,6 +38,8 @@ class VllmBackend(LocalBackend):
                     "--dtype",
                     "bfloat16",
                     "--enable-prompt-tokens-details",
+                    # Its own queue, prefill and decode per request (where the time went).
+                    *VllmAdapter.engine_times_flags,
                 ),
                 start_timeout_s=420,
                 description="vLLM's OpenAI server on the CPU with automatic prefix caching (128-token blocks).",
