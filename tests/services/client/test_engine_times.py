@@ -157,3 +157,46 @@ def test_a_malformed_report_reads_as_not_reported() -> None:
     assert get_adapter("tgi").engine_times({}, None, {b"x-queue-time": b"soon"}) is None
     llama = get_adapter("llamacpp").engine_times({"timings": {"prompt_ms": 5.0}}, None, {})
     assert llama == EngineTimes(prefill_s=0.005, source="timings")
+
+
+# -- the real local engines -----------------------------------------------------------------
+
+
+@pytest.mark.engines
+def test_real_engines_split_adds_up_and_leaves_little_on_loopback(local_engines: list) -> None:
+    """llama.cpp (timings) and vLLM (--enable-per-request-metrics) time their own work: prefill
+    + decode (+ queue) + rest is the client's E2E, and on loopback the rest is small; SGLang's
+    streamed chat carries no times: not reported."""
+    from services.client import run_many
+    from services.engines import SamplingParams
+
+    for engine in local_engines:
+        if engine.kind not in ("llamacpp", "vllm", "sglang"):
+            continue
+        requests = [
+            ChatRequest(
+                base_url=engine.base_url,
+                model=engine.model or "",
+                kind=engine.kind,
+                messages=[{"role": "user", "content": f"Count to five, take {i}."}],
+                params=SamplingParams(temperature=0.0, max_tokens=16),
+                read_timeout_s=120,
+            )
+            for i in range(4)
+        ]
+        results = asyncio.run(run_many(requests, concurrency=1))
+        for result in results:
+            assert result.ok, f"{engine.name}: {result.error}"
+            if engine.kind == "sglang":
+                assert result.engine_times is None and result.time_split() is None
+                continue
+            figures = result.metrics()
+            split = result.time_split(figures)
+            assert split is not None, f"{engine.name} reported no times: {result.engine_fields}"
+            assert split.prefill_s is not None and split.decode_s is not None
+            assert (split.queue_s or 0.0) + split.prefill_s + split.decode_s + split.e2e_rest_s == (
+                pytest.approx(figures.e2e_s, abs=1e-9)
+            )
+            # Loopback, one request at a time: what the engine did not time is the HTTP exchange,
+            # its front end (vLLM's tokenizer and detokenizer) and our client: tens of ms at most.
+            assert -0.005 < split.e2e_rest_s < 0.25, (engine.name, split)
