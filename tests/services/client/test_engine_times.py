@@ -164,15 +164,16 @@ def test_a_malformed_report_reads_as_not_reported() -> None:
 
 @pytest.mark.engines
 def test_real_engines_split_adds_up_and_leaves_little_on_loopback(local_engines: list) -> None:
-    """llama.cpp (timings) and vLLM (--enable-per-request-metrics) time their own work: prefill
-    + decode (+ queue) + rest is the client's E2E, and on loopback the rest is small; SGLang's
-    streamed chat carries no times: not reported."""
+    """llama.cpp (timings, passed on by the router in front of it) and vLLM
+    (--enable-per-request-metrics) time their own work: prefill + decode (+ queue) + rest is
+    the client's E2E, and on loopback the rest is small; SGLang's streamed chat carries no
+    times: not reported."""
     from services.client import run_many
     from services.engines import SamplingParams
 
     for engine in local_engines:
-        if engine.kind not in ("llamacpp", "vllm", "sglang"):
-            continue
+        if engine.kind not in ("llamacpp", "vllm", "sglang", "router"):
+            continue  # Triton's generate extension has no per-request times
         requests = [
             ChatRequest(
                 base_url=engine.base_url,
