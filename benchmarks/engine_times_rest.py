@@ -70,6 +70,14 @@ def report(engine_id: str, kind: str, results: list[StreamResult]) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> int:
+    if args.url:
+        # An engine of one's own (a local engine started by hand with other flags).
+        kind, model = args.kind or "openai", args.model or "smollm2"
+        results = await run_many(
+            requests_for(args.url, kind, args.url, model, args), concurrency=args.concurrency
+        )
+        print(report(args.url, kind, results), flush=True)
+        return 0
     running = [s for s in status() if s.status == "running" and (not args.engine or s.id in args.engine)]
     if not running:
         print("no local engine is running (python cli.py local up)", file=sys.stderr)
@@ -101,6 +109,9 @@ def main() -> int:
     parser.add_argument(
         "--engine", action="append", help="a local engine id (default: every running one)"
     )
+    parser.add_argument("--url", help="instead, the engine at this base URL (with --kind, --model)")
+    parser.add_argument("--kind", help="its kind (vllm, llamacpp...)")
+    parser.add_argument("--model", help="the model it serves")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -23,8 +23,10 @@ SPLIT_PARTS = ("queue_s", "prefill_s", "decode_s", "engine_s", "ttft_rest_s", "e
 MIN_TIMED_REQUESTS = 20
 #: Above this p99 of the E2E rest, the time outside the engine's clock is evidence that the
 #: figures are not the engine's alone (the client's loop, its host or the network added it).
-#: On loopback it stays within a few milliseconds (the README's figures per local engine).
-REST_P99_LIMIT_S = 0.020
+#: Measured on loopback, one request at a time on a 2-core host busy with other work: vLLM's
+#: rest (its front end's tokenizing and detokenizing included) p50 9.4 ms, p99 20.0 ms; the
+#: limit leaves room for a front end busier under load (benchmarks/engine_times_rest.py).
+REST_P99_LIMIT_S = 0.050
 
 
 def split_block(
@@ -66,7 +68,7 @@ def rest_evidence(block: dict[str, Any]) -> str | None:
     ):
         return None
     return (
-        f"time outside the engine's own clock (network, HTTP, client) p99 {p99 * 1000:.1f} ms "
+        f"time outside the engine's own clock (network, HTTP, its front end, the client) p99 {p99 * 1000:.1f} ms "
         f"> {REST_P99_LIMIT_S * 1000:g} ms (p50 {(p50 or 0.0) * 1000:.1f} ms over "
         f"{split['reported']} requests the engine timed)"
     )

@@ -20,7 +20,7 @@ PARTS = (
     ("prefill_s", "prefill (engine)", "#f2a541"),
     ("decode_s", "decode (engine)", "#3a86ff"),
     ("inference_s", "prefill + decode (engine, not apart)", "#5e60ce"),
-    ("e2e_rest_s", "rest: network, HTTP, client", "#d62828"),
+    ("e2e_rest_s", "rest: network, HTTP, front end, client", "#d62828"),
 )
 TABLE_PARTS = (
     ("queue_s", "queue (engine)"),

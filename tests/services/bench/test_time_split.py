@@ -132,7 +132,7 @@ def test_the_page_shows_the_split_per_engine_and_says_who_reported_nothing() -> 
         "queue (engine)",
         "prefill (engine)",
         "decode (engine)",
-        "rest: network, HTTP, client",
+        "rest: network, HTTP, front end, client",
     ]
     stacked = sum(trace.x[0] for trace in figure.data)
     assert stacked == pytest.approx(300.0)
@@ -167,6 +167,6 @@ def test_tgi_shows_prefill_and_decode_as_one_part() -> None:
         {
             "queue (engine)": 10.0,
             "prefill + decode (engine, not apart)": 280.0,
-            "rest: network, HTTP, client": 10.0,
+            "rest: network, HTTP, front end, client": 10.0,
         }
     )
