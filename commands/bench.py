@@ -439,8 +439,8 @@ def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str
     """The results table, the self-check, then the run's caveats as every page says them
     (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
     from services.bench.summary import BenchSummary
-    from services.bench.views.tables import reasoning_line
     from services.bench.views.split import kind_labels, split_lines
+    from services.bench.views.tables import reasoning_line
     from services.runs.caveats import run_caveats
 
     summary = BenchSummary.from_json(payload)
