@@ -35,7 +35,10 @@ class EngineRecord:
 
     @property
     def label(self) -> str:
-        return get_adapter(self.kind).label
+        """What serves it: the probe's or the local engine's name for it where that says more
+        than the kind ("Triton (Python backend)", never plain "Triton"), else the kind's label."""
+        served_by = self.info.get("served_by")
+        return served_by if isinstance(served_by, str) and served_by else get_adapter(self.kind).label
 
     @property
     def resolved_metrics_url(self) -> str | None:

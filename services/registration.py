@@ -11,6 +11,7 @@ from typing import Any
 
 from services import endpoints
 from services.endpoints import EngineRecord
+from services.engines import get_adapter
 from services.engines.probe import ProbeResult, probe
 
 
@@ -92,6 +93,8 @@ def probe_and_register(
             "context_length": found.context_length,
             "server": found.server_info,
         }
+        if found.kind_label != get_adapter(kind or "openai").label:
+            info["served_by"] = found.kind_label
     record = endpoints.add_engine(
         name,
         url,

@@ -31,6 +31,8 @@ class LocalEngineSpec:
     #: Where its Prometheus metrics are when not on the server's own port (SGLang's router):
     #: its registry entry gets this metrics URL.
     metrics_port: int | None = None
+    #: What serves it where the kind's label says less (Triton's backend): the registry entry's label.
+    served_by: str | None = None
 
 
 class LocalBackend:

@@ -163,7 +163,9 @@ def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
     """Put a local engine in the registry (or bring its entry up to date)."""
     url = f"http://127.0.0.1:{spec.port}"
     model = get_backend(spec.backend).served_model
-    info = {"local": True, "description": spec.description}
+    info: dict[str, object] = {"local": True, "description": spec.description}
+    if spec.served_by:
+        info["served_by"] = spec.served_by
     extra = {"metrics_url": f"http://127.0.0.1:{spec.metrics_port}/metrics"} if spec.metrics_port else {}
     try:
         endpoints.get_engine(spec.id)

@@ -142,3 +142,16 @@ def test_the_apps_own_settings_are_never_an_engines_key(
         endpoints.add_engine("vllm", "http://a:1", api_key_env="VLLM_API_KEY").api_key_env
         == "VLLM_API_KEY"
     )
+
+
+def test_a_local_triton_is_labelled_by_its_backend(db_url: str) -> None:
+    """The registry names what serves an entry where the kind says less: the local Triton is
+    "Triton (Python backend)" on every card, never plain "Triton" (nor TensorRT-LLM)."""
+    from services import local_engines
+
+    record = local_engines.register_engine(local_engines.get_spec("triton-python"))
+    assert endpoints.get_engine("triton-python").label == "Triton (Python backend)" == record.label
+    vllm = local_engines.register_engine(local_engines.get_spec("vllm-cpu"))
+    assert vllm.label == "vLLM"
+    plain = endpoints.add_engine("remote-triton", "http://10.0.0.9:8000", kind="triton")
+    assert plain.label == "Triton"

@@ -132,6 +132,7 @@ class TritonBackend(LocalBackend):
                 args=("--metrics-port", str(local_port(8086))),
                 start_timeout_s=180,
                 metrics_port=local_port(8086),
+                served_by="Triton (Python backend)",
                 description=(
                     "Triton Inference Server 2.51 (from nvidia-pytriton) serving SmolLM2 through a "
                     "decoupled Python-backend model with torch: generate and generate_stream, "
