@@ -24,9 +24,9 @@ may_manage = common.viewer().may("manage_engines")
 with st.container(border=True):
     st.subheader("Local engines")
     st.caption(
-        "Real engines on this machine, all serving SmolLM2-135M-Instruct on 127.0.0.1: "
-        "a three-way comparison with no GPU. They share this machine's cores, so compare them "
-        "one at a time (the benchmark default) or under the same load."
+        "Real engines on this machine, all serving SmolLM2-135M-Instruct on 127.0.0.1 with no "
+        "GPU. They share this machine's cores, so compare them one at a time (the benchmark "
+        "default) or under the same load."
     )
     local_panel(may_manage)
     if may_manage and st.button(

@@ -166,7 +166,7 @@ engine_names = [e.name for e in engines]
 if len(engines) < 2:
     st.info(
         "Register at least two engines to compare them: the Engines page, or `python cli.py local up` "
-        "for the three local engines (llama.cpp twice and vLLM on CPU)."
+        "for the local engines (llama.cpp, vLLM, SGLang, Triton and SGLang's router, on CPU)."
     )
     st.stop()
 
