@@ -200,6 +200,7 @@ def test_real_engines_split_adds_up_and_leaves_little_on_loopback(local_engines:
             )
             # Loopback, one request at a time: what the engine did not time is the HTTP exchange,
             # its front end (vLLM's tokenizer and detokenizer) and our client: tens of ms at most.
-            # It can fall a little below 0 for llama.cpp, whose decode time runs to the end of
-            # its last step, after the last text went out (-11 ms seen on a busy host).
-            assert -0.05 < split.e2e_rest_s < 0.25, (engine.name, split)
+            # It can fall a little below 0: llama.cpp's decode time runs to the end of its last
+            # step, after the last text went out (-11 ms seen on a busy host), and vLLM's engine
+            # clock stops after its last output is handed over (-53 ms seen on a busy host).
+            assert -0.1 < split.e2e_rest_s < 0.25, (engine.name, split)

@@ -147,7 +147,7 @@ def test_a_finished_benchmark_stores_its_fingerprints() -> None:
     assert (a.fixed_output_honoured, b.fixed_output_honoured) == (True, False)
     assert (a.token_counter, b.token_counter) == ("engine usage", "text chunks")
     assert a.timing == "Shootout streaming client, connections opened ahead"
-    assert a.ttft_includes_reasoning is None  # not recorded by this benchmark: unknown
+    assert a.ttft_includes_reasoning is False  # recorded: the scripted model does not think
 
 
 def test_imports_say_what_their_files_say(db_url: str) -> None:
