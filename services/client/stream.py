@@ -285,7 +285,10 @@ class Exchange:
                 self.shape_marks = choice.reasoning if key != "content" else None
                 return
 
-    def _sse(self, data: bytes) -> None:
+    def _events(self, data: bytes) -> list[bytes] | None:
+        """The complete SSE events in what has arrived (the unfinished rest kept for the next
+        read); None after an event grew past the limit without ending (the stream is faulted).
+        One method per read, not per token: both dialects split events the same way."""
         buffer = self.buffer + data if self.buffer else data
         if b"\r" in buffer:
             buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -293,8 +296,14 @@ class Exchange:
         rest = events.pop()
         if rest and len(rest) > _MAX_EVENT_BYTES:
             self.fault("invalid_json", "A stream event exceeded 16 MB without ending.")
-            return
+            return None
         self.buffer = rest
+        return events
+
+    def _sse(self, data: bytes) -> None:
+        events = self._events(data)
+        if events is None:
+            return
         now = self.now
         result = self.result
         choices = self.choices
@@ -420,15 +429,9 @@ class TritonExchange(Exchange):
     __slots__ = ()
 
     def _sse(self, data: bytes) -> None:
-        buffer = self.buffer + data if self.buffer else data
-        if b"\r" in buffer:
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        events = buffer.split(b"\n\n")
-        rest = events.pop()
-        if rest and len(rest) > _MAX_EVENT_BYTES:
-            self.fault("invalid_json", "A stream event exceeded 16 MB without ending.")
+        events = self._events(data)
+        if events is None:
             return
-        self.buffer = rest
         now = self.now
         result = self.result
         for event in events:
