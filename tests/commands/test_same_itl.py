@@ -68,8 +68,19 @@ def test_ask_and_bench_print_the_same_itl_mean_for_four_tokens_per_chunk(
     bench_itl_ms = block["itl_s"]["mean"] * 1000
     tpot_ms = block["tpot_s"]["mean"] * 1000
 
-    # The two commands used to differ by 0.48 ms here; what is left is the clocks' jitter.
-    for value in (*ask_itl_ms, bench_itl_ms, tpot_ms):
-        assert value == pytest.approx(EXPECTED_ITL_MS, abs=0.15)
-    assert max(ask_itl_ms) - bench_itl_ms == pytest.approx(0, abs=0.1)
+    # The old fault was a definition: `ask` divided the stream's time by one count and `bench` by
+    # another. Each command's own numbers must obey the one definition exactly, whatever the
+    # clock did: ITL = (E2E - TTFT) / (output tokens - 1).
+    for name in ("first", "second"):
+        answer = answers[name]
+        own = (answer["e2e_s"] - answer["ttft_s"]) / (answer["completion_tokens"] - 1)
+        assert answer["itl_mean_s"] == pytest.approx(own, rel=1e-6), name
+    per_request_tokens = block["output_tokens"] / block["completed"]
+    own = (block["e2e_s"]["mean"] - block["ttft_s"]["mean"]) / (per_request_tokens - 1)
+    assert block["tpot_s"]["mean"] == pytest.approx(own, rel=1e-6)
     assert bench_itl_ms == pytest.approx(tpot_ms, abs=1e-9)
+    # And the stream's shape comes through. A loaded machine delivers the last chunk late and that
+    # lateness is spread over 63 tokens (CI once saw +0.38 ms), so this bound is the shape's, not
+    # the definition's: the definition is held exactly above.
+    for value in (*ask_itl_ms, bench_itl_ms):
+        assert value == pytest.approx(EXPECTED_ITL_MS, abs=1.0)
