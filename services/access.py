@@ -2,18 +2,9 @@
 may address the app. No Streamlit and no HTTP framework here: the gate in front of Streamlit
 (`web/gate.py`) and the pages both ask this module, so they cannot disagree.
 
-| variable | default | meaning |
-|---|---|---|
-| SHOOTOUT_OPERATOR_PASSWORD | unset | the operator's password |
-| SHOOTOUT_VIEWER_PASSWORD | unset (SHOOTOUT_PASSWORD, its older name) | the viewers' password |
-| SHOOTOUT_OPERATOR_GROUP / SHOOTOUT_VIEWER_GROUP | unset | with OIDC (`[auth]` in secrets.toml): the group claim of each role |
-| SHOOTOUT_SESSION_SECRET | random per server process | signs session cookies (set it to keep logins across restarts) |
-| SHOOTOUT_SESSION_HOURS | 12 | how long a login lasts (a logout, "log out everywhere" or a changed password ends it sooner) |
-| SHOOTOUT_ALLOW_COMMANDS | unset | `1`: operators may run start/stop command templates from the app (tuning remote or containerised engines; the CLI always may) |
-| SHOOTOUT_ALLOWED_HOSTS | loopback names (+ this host's names when bound to all interfaces) | the `Host` values the app answers (DNS rebinding) |
-| SHOOTOUT_ALLOWED_ORIGINS | unset | origins (`https://shootout.example`) besides the one a request is addressed to that may open the websocket and post forms: a proxy that rewrites `Host` |
-| SHOOTOUT_TRUSTED_PROXIES | unset | addresses or networks (`10.0.0.5,10.1.0.0/16`) whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed; from any other peer the socket address is the client |
-| SHOOTOUT_HEADER_TIMEOUT_S | 10 | a connection that has not sent a request's headers within this many seconds is closed (slow clients holding connections open) |
+Its settings (passwords, OIDC groups, session secret and length, allowed hosts and origins,
+trusted proxies, command templates) are SHOOTOUT_* attributes of services/config `Settings`;
+their defaults and meanings are in docs/configuration.md.
 
 Roles. An **operator** starts and stops the local engines, registers and edits endpoints (with
 API key variables), reads paths on the server (GGUF files, JSONL files), points the server at
@@ -29,7 +20,6 @@ import functools
 import hashlib
 import hmac
 import ipaddress
-import os
 import secrets
 import socket
 import threading
@@ -41,6 +31,7 @@ from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from services.config import get_settings
 from services.errors import ValidationError
 
 Role = Literal["operator", "viewer"]
@@ -98,7 +89,7 @@ def commands_allowed(viewer: Viewer) -> bool:
     """Whether this viewer may have the server run command templates or raw engine flags: an
     operator, on a server started with SHOOTOUT_ALLOW_COMMANDS=1 (off by default: a template
     is a program run on the server)."""
-    return viewer.is_operator and os.environ.get("SHOOTOUT_ALLOW_COMMANDS", "").strip() == "1"
+    return viewer.is_operator and get_settings().allow_commands
 
 
 def describe(action: Action) -> str:
@@ -125,12 +116,12 @@ class AuthConfig:
 
 
 def auth_config() -> AuthConfig:
-    env = os.environ.get
+    settings = get_settings()
     return AuthConfig(
-        operator_password=env("SHOOTOUT_OPERATOR_PASSWORD") or None,
-        viewer_password=env("SHOOTOUT_VIEWER_PASSWORD") or env("SHOOTOUT_PASSWORD") or None,
-        operator_group=env("SHOOTOUT_OPERATOR_GROUP") or None,
-        viewer_group=env("SHOOTOUT_VIEWER_GROUP") or None,
+        operator_password=settings.operator_password,
+        viewer_password=settings.viewer_password,
+        operator_group=settings.operator_group,
+        viewer_group=settings.viewer_group,
     )
 
 
@@ -165,7 +156,7 @@ def role_for_groups(groups: object, config: AuthConfig | None = None) -> Role | 
 
 
 def _secret() -> str:
-    return os.environ.get("SHOOTOUT_SESSION_SECRET") or _PROCESS_SECRET
+    return get_settings().session_secret or _PROCESS_SECRET
 
 
 def _serializer() -> URLSafeTimedSerializer:
@@ -177,11 +168,7 @@ def _mac(purpose: str, value: str) -> str:
 
 
 def session_max_age_s() -> int:
-    try:
-        hours = float(os.environ.get("SHOOTOUT_SESSION_HOURS") or 12)
-    except ValueError:
-        hours = 12
-    return max(60, int(hours * 3600))
+    return max(60, int(get_settings().session_hours * 3600))
 
 
 def password_fingerprint(role: Role, config: AuthConfig | None = None) -> str:
@@ -381,10 +368,7 @@ def allowed_hosts(bind_address: str | None) -> set[str]:
     """Host names (without port) this app answers to. Anything else is a DNS-rebinding attempt
     or a misconfigured proxy: SHOOTOUT_ALLOWED_HOSTS adds names (comma-separated, `*` for any)."""
     hosts = {"localhost", "127.0.0.1", "::1", "[::1]"}
-    extra = {
-        h.strip().lower() for h in os.environ.get("SHOOTOUT_ALLOWED_HOSTS", "").split(",") if h.strip()
-    }
-    hosts |= extra
+    hosts |= set(get_settings().allowed_hosts)
     bind = (bind_address or "").strip().lower()
     if bind and bind not in ("0.0.0.0", "::"):
         hosts.add(bind)
@@ -454,7 +438,7 @@ def _origin_parts(url: str) -> tuple[str, str, int] | None:
 def allowed_origins() -> set[str]:
     """SHOOTOUT_ALLOWED_ORIGINS: origins a proxy serves the app at, when the `Host` the app sees
     is not the one the browser typed."""
-    return {o.strip() for o in os.environ.get("SHOOTOUT_ALLOWED_ORIGINS", "").split(",") if o.strip()}
+    return set(get_settings().allowed_origins)
 
 
 def origin_allowed(origin: str, scheme: str, host_header: str | None) -> bool:
@@ -472,14 +456,7 @@ def origin_allowed(origin: str, scheme: str, host_header: str | None) -> bool:
 
 
 def trusted_proxies() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-    for item in os.environ.get("SHOOTOUT_TRUSTED_PROXIES", "").split(","):
-        if item.strip():
-            try:
-                networks.append(ipaddress.ip_network(item.strip(), strict=False))
-            except ValueError:
-                continue  # a name is no address: nothing is trusted for it
-    return networks
+    return list(get_settings().trusted_proxies)
 
 
 def _trusted(address: str, networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:

@@ -22,3 +22,7 @@ class ConflictError(ShootoutError):
 
 class EngineError(ShootoutError):
     """An engine could not be reached or answered in a way we cannot use."""
+
+
+class SettingError(ValidationError):
+    """A SHOOTOUT_* environment variable holds a value the app cannot use."""

@@ -1,27 +1,7 @@
 """Limits of a shared server, configurable by its operator, with messages that say which.
 
-| variable | default | what it bounds |
-|---|---|---|
-| SHOOTOUT_LIMIT_N | 8 | `n` of one request, as sent (extra_body included) |
-| SHOOTOUT_LIMIT_MAX_TOKENS | 32768 | `max_tokens` / `max_completion_tokens` / `min_tokens` as sent |
-| SHOOTOUT_LIMIT_PROMPT_CHARS | 200000 | characters of one prompt (system prompt included) |
-| SHOOTOUT_LIMIT_BENCHMARKS | 2 | benchmarks pending or running at once, on the whole server |
-| SHOOTOUT_LIMIT_DEMOS | 2 | demos running at once |
-| SHOOTOUT_LIMIT_BENCHMARK_REQUESTS | 20000 | requests of one benchmark step started from the page |
-| SHOOTOUT_LIMIT_BENCHMARK_MINUTES | 60 | duration of one benchmark step started from the page |
-| SHOOTOUT_LIMIT_RUN_REQUESTS_PER_VIEWER | 100000 | requests of one viewer's benchmark, all its steps and engines, warm-ups included |
-| SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER | 180 | minutes one viewer's benchmark may run, all its steps and engines, by their durations |
-| SHOOTOUT_LIMIT_TUNES | 1 | tuning runs at once (each starts engines on this machine or through templates) |
-| SHOOTOUT_LIMIT_PARITY | 2 | parity runs pending or running at once |
-| SHOOTOUT_LIMIT_IMPORT_MB | 200 | size of one imported results file (page upload or `cli.py import`), in MB |
-| SHOOTOUT_LIMIT_EXCHANGES | 8 | playground exchanges streaming at once, on the whole server |
-| SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER | 1 | benchmarks one viewer has pending or running |
-| SHOOTOUT_LIMIT_DEMOS_PER_VIEWER | 1 | demos one viewer has running |
-| SHOOTOUT_LIMIT_TUNES_PER_VIEWER | 1 | tuning runs one viewer has running |
-| SHOOTOUT_LIMIT_PARITY_PER_VIEWER | 1 | parity runs one viewer has pending or running |
-| SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER | 2 | playground exchanges one viewer has streaming |
-| SHOOTOUT_LIMIT_ANSWER_MB | 4 | bytes of one engine's streamed answer (the stream ends as "too_large" past it) |
-| SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER | 400 | megabytes one viewer may upload in 10 minutes (Streamlit holds uploads in memory) |
+Each limit is a SHOOTOUT_LIMIT_* setting (services/config; defaults and meanings in
+docs/configuration.md); `current()` reads them now.
 
 Per-viewer limits bind viewers (services/access.py); operators are bound by the server's limits only.
 A viewer is its OIDC e-mail or its client address, so logging in twice does not double the share.
@@ -36,7 +16,6 @@ with 64 workers on a 2-core server.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from services.config import get_settings
 from services.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -53,65 +33,51 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Limits:
-    n: int = 8
-    max_tokens: int = 32768
-    prompt_chars: int = 200_000
-    benchmarks: int = 2
-    demos: int = 2
-    exchanges: int = 8
-    benchmarks_per_viewer: int = 1
-    demos_per_viewer: int = 1
-    exchanges_per_viewer: int = 2
-    answer_mb: int = 4
-    upload_mb_per_viewer: int = 400
-    import_mb: int = 200
-    benchmark_requests: int = 20000
-    benchmark_minutes: int = 60
-    tunes: int = 1
-    tunes_per_viewer: int = 1
-    parity: int = 2
-    parity_per_viewer: int = 1
-    run_requests_per_viewer: int = 100_000
-    run_minutes_per_viewer: int = 180
-
-
-def _int(name: str, default: int) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        return max(1, int(text))
-    except ValueError:
-        return default
+    n: int
+    max_tokens: int
+    prompt_chars: int
+    benchmarks: int
+    demos: int
+    exchanges: int
+    benchmarks_per_viewer: int
+    demos_per_viewer: int
+    exchanges_per_viewer: int
+    answer_mb: int
+    upload_mb_per_viewer: int
+    import_mb: int
+    benchmark_requests: int
+    benchmark_minutes: int
+    tunes: int
+    tunes_per_viewer: int
+    parity: int
+    parity_per_viewer: int
+    run_requests_per_viewer: int
+    run_minutes_per_viewer: int
 
 
 def current() -> Limits:
-    base = Limits()
+    settings = get_settings()
     return Limits(
-        n=_int("SHOOTOUT_LIMIT_N", base.n),
-        max_tokens=_int("SHOOTOUT_LIMIT_MAX_TOKENS", base.max_tokens),
-        prompt_chars=_int("SHOOTOUT_LIMIT_PROMPT_CHARS", base.prompt_chars),
-        benchmarks=_int("SHOOTOUT_LIMIT_BENCHMARKS", base.benchmarks),
-        demos=_int("SHOOTOUT_LIMIT_DEMOS", base.demos),
-        exchanges=_int("SHOOTOUT_LIMIT_EXCHANGES", base.exchanges),
-        benchmarks_per_viewer=_int("SHOOTOUT_LIMIT_BENCHMARKS_PER_VIEWER", base.benchmarks_per_viewer),
-        demos_per_viewer=_int("SHOOTOUT_LIMIT_DEMOS_PER_VIEWER", base.demos_per_viewer),
-        exchanges_per_viewer=_int("SHOOTOUT_LIMIT_EXCHANGES_PER_VIEWER", base.exchanges_per_viewer),
-        answer_mb=_int("SHOOTOUT_LIMIT_ANSWER_MB", base.answer_mb),
-        upload_mb_per_viewer=_int("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", base.upload_mb_per_viewer),
-        import_mb=_int("SHOOTOUT_LIMIT_IMPORT_MB", base.import_mb),
-        benchmark_requests=_int("SHOOTOUT_LIMIT_BENCHMARK_REQUESTS", base.benchmark_requests),
-        benchmark_minutes=_int("SHOOTOUT_LIMIT_BENCHMARK_MINUTES", base.benchmark_minutes),
-        tunes=_int("SHOOTOUT_LIMIT_TUNES", base.tunes),
-        tunes_per_viewer=_int("SHOOTOUT_LIMIT_TUNES_PER_VIEWER", base.tunes_per_viewer),
-        parity=_int("SHOOTOUT_LIMIT_PARITY", base.parity),
-        parity_per_viewer=_int("SHOOTOUT_LIMIT_PARITY_PER_VIEWER", base.parity_per_viewer),
-        run_requests_per_viewer=_int(
-            "SHOOTOUT_LIMIT_RUN_REQUESTS_PER_VIEWER", base.run_requests_per_viewer
-        ),
-        run_minutes_per_viewer=_int(
-            "SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER", base.run_minutes_per_viewer
-        ),
+        n=settings.limit_n,
+        max_tokens=settings.limit_max_tokens,
+        prompt_chars=settings.limit_prompt_chars,
+        benchmarks=settings.limit_benchmarks,
+        demos=settings.limit_demos,
+        exchanges=settings.limit_exchanges,
+        benchmarks_per_viewer=settings.limit_benchmarks_per_viewer,
+        demos_per_viewer=settings.limit_demos_per_viewer,
+        exchanges_per_viewer=settings.limit_exchanges_per_viewer,
+        answer_mb=settings.limit_answer_mb,
+        upload_mb_per_viewer=settings.limit_upload_mb_per_viewer,
+        import_mb=settings.limit_import_mb,
+        benchmark_requests=settings.limit_benchmark_requests,
+        benchmark_minutes=settings.limit_benchmark_minutes,
+        tunes=settings.limit_tunes,
+        tunes_per_viewer=settings.limit_tunes_per_viewer,
+        parity=settings.limit_parity,
+        parity_per_viewer=settings.limit_parity_per_viewer,
+        run_requests_per_viewer=settings.limit_run_requests_per_viewer,
+        run_minutes_per_viewer=settings.limit_run_minutes_per_viewer,
     )
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services import http
+from services.config import get_settings
 
 #: What every build leaves out: tests and examples double the compile time and llama-server
 #: is not among them.
@@ -177,11 +178,7 @@ def native_tier() -> BuildTier:
 def wheelhouse() -> Path:
     """Proven llama.cpp wheels, one folder per package and build flags. Beside pip's cache
     (and kept as long), so a fresh clone on the same machine installs in seconds."""
-    override = os.environ.get("SHOOTOUT_WHEELHOUSE")
-    if override:
-        return Path(override)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "shootout" / "wheels"
+    return get_settings().wheelhouse
 
 
 def _slot(package: str, tier: BuildTier) -> Path:

@@ -26,7 +26,6 @@ import asyncio
 import html
 import json
 import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -34,6 +33,7 @@ from urllib.parse import parse_qs, quote
 
 from services import access, limits
 from services.auth import throttle
+from services.config import get_settings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -496,11 +496,7 @@ def _resolve_client(scope: Scope, headers: dict[str, str]) -> Scope:
 
 
 def header_timeout_s() -> float:
-    try:
-        value = float(os.environ.get("SHOOTOUT_HEADER_TIMEOUT_S") or DEFAULT_HEADER_TIMEOUT_S)
-    except ValueError:
-        value = DEFAULT_HEADER_TIMEOUT_S
-    return max(0.5, value)
+    return max(0.5, get_settings().header_timeout_s)
 
 
 def with_header_timeout(base: type[asyncio.Protocol], timeout_s: float) -> type[asyncio.Protocol]:

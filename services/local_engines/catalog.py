@@ -5,11 +5,11 @@ so nothing typed in the browser can run a program."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from typing import Literal
 
+from services.config import get_settings
 from services.errors import ValidationError
 from services.local_engines.backend import LocalEngineSpec
 
@@ -23,15 +23,10 @@ Status = Literal["running", "starting", "stopped", "failed", "not_installed"]
 __all__ = ["LocalEngineSpec"]
 
 
-def _port(default: int, offset_env: str = "SHOOTOUT_LOCAL_PORT_BASE") -> int:
-    # A second checkout on the same machine (or CI beside a developer) moves all ports at once.
-    base = os.environ.get(offset_env)
-    return default - 8081 + int(base) if base else default
-
-
 def local_port(default: int) -> int:
-    """`default` (a port from 8081 up) moved by SHOOTOUT_LOCAL_PORT_BASE."""
-    return _port(default)
+    """`default` (a port from 8081 up) moved by SHOOTOUT_LOCAL_PORT_BASE: a second checkout on
+    the same machine (or CI beside a developer) moves all ports at once."""
+    return default - 8081 + get_settings().local_port_base
 
 
 #: The local engines run at a lower CPU priority than the app (nice 10). While they generate they
@@ -49,7 +44,6 @@ def niced(command: list[str]) -> list[str]:
 def chosen_backends() -> tuple[str, ...]:
     """The backends this machine installs and starts: SHOOTOUT_LOCAL_ENGINES (comma-separated
     backend names, for small laptops), else all of them."""
-    from services.config import get_settings
     from services.local_engines.backend import backend_names
 
     names = backend_names()

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from services import http
+from services.config import get_settings
 from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import GPU_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
@@ -533,5 +534,5 @@ class DcgmSampler:
 def remote_gpu_settings() -> tuple[list[str], str | None]:
     """dcgm-exporter URLs (SHOOTOUT_DCGM_URLS, comma-separated) and a Prometheus server URL
     (SHOOTOUT_PROMETHEUS_URL) for teams that have them."""
-    urls = [u.strip() for u in os.environ.get("SHOOTOUT_DCGM_URLS", "").split(",") if u.strip()]
-    return urls, (os.environ.get("SHOOTOUT_PROMETHEUS_URL") or "").strip() or None
+    settings = get_settings()
+    return list(settings.dcgm_urls), settings.prometheus_url

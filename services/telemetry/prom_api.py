@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from services import http
+from services.config import get_settings
 from services.errors import EngineError, ValidationError
 from services.telemetry.gpu import dcgm_source
 
@@ -116,13 +117,11 @@ class PromServer:
 def configured_server() -> PromServer | None:
     """The operator's Prometheus: SHOOTOUT_PROMETHEUS_URL, SHOOTOUT_PROMETHEUS_SELECTOR and
     SHOOTOUT_PROMETHEUS_TOKEN_ENV (the name of the variable holding a bearer token)."""
-    url = os.environ.get("SHOOTOUT_PROMETHEUS_URL", "").strip()
-    if not url:
+    settings = get_settings()
+    if not settings.prometheus_url:
         return None
     return PromServer.from_input(
-        url,
-        os.environ.get("SHOOTOUT_PROMETHEUS_SELECTOR", ""),
-        os.environ.get("SHOOTOUT_PROMETHEUS_TOKEN_ENV"),
+        settings.prometheus_url, settings.prometheus_selector, settings.prometheus_token_env
     )
 
 

@@ -17,7 +17,6 @@ labels differ (behind a proxy, relabelled in Kubernetes).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from services.config import get_settings
 from services.engines import get_adapter
 from services.engines.registry import adapters
 from services.errors import NotFoundError, ValidationError
@@ -145,7 +145,7 @@ def parse_engine_mapping(text: str) -> dict[str, str]:
 
 
 def configured_mapping() -> dict[str, str]:
-    return parse_engine_mapping(os.environ.get("SHOOTOUT_PROMETHEUS_ENGINES", ""))
+    return parse_engine_mapping(get_settings().prometheus_engines)
 
 
 def _host_port(url: str) -> str | None:

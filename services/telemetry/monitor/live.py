@@ -3,13 +3,13 @@ any recording) and chart the hub's recent history."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from services.config import get_settings
 from services.telemetry.gpu import remote_gpu_settings
 from services.telemetry.hub import get_hub
 from services.telemetry.monitor.charts import (
@@ -35,7 +35,7 @@ def monitor_options() -> MonitorOptions:
 
     dcgm_urls, prometheus_url = remote_gpu_settings()
     engines = [(e.name, e.label) for e in list_engines()]
-    selector = os.environ.get("SHOOTOUT_PROMETHEUS_SELECTOR", "").strip()
+    selector = get_settings().prometheus_selector
     return MonitorOptions(engines, get_hub().gpu_state(), dcgm_urls, prometheus_url, selector)
 
 
