@@ -8,10 +8,13 @@ PYTHON=${PYTHON:-python3}
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Shootout needs Python 3.11 or newer")'
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt
+# Every SHOOTOUT_* setting is checked before anything starts: a bad one stops here, named.
+SERVE=$(.venv/bin/python -m services.config)
+ADDRESS=${SERVE% *} PORT=${SERVE#* }
 # An engine that does not start never keeps the app down: `local up` says which and why
 # (exit 4), and the app serves the engines that did start.
 .venv/bin/python cli.py local up || echo "Shootout: starting the app with the engines that did start (see above)." >&2
-echo "Shootout: http://localhost:${SHOOTOUT_PORT:-8501}"
+echo "Shootout: http://localhost:$PORT"
 exec .venv/bin/python -m streamlit run serve.py \
-  --server.address "${SHOOTOUT_ADDRESS:-127.0.0.1}" --server.port "${SHOOTOUT_PORT:-8501}" \
+  --server.address "$ADDRESS" --server.port "$PORT" \
   --server.headless true --browser.gatherUsageStats false

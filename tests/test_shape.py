@@ -1,5 +1,6 @@
 """The shape the developers' guide asks for, kept by a test: services/ and db/ never import
-Streamlit (the CLI and the workers use them without it), pages hold no SQL, HTTP or NVML, and only services/config reads SHOOTOUT_* variables."""
+Streamlit (the CLI and the workers use them without it), pages hold no SQL, HTTP or NVML, and
+only services/config reads SHOOTOUT_* variables."""
 
 from __future__ import annotations
 
