@@ -21,6 +21,9 @@ T = TypeVar("T")
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+_get = os.environ.get
+
+
 class Unfit(ValueError):
     """A parser's refusal; the text says what the variable expects."""
 
@@ -48,7 +51,7 @@ class Setting(Generic[T]):
         self.keep_blank = keep_blank
         self.cache = cache
         self.attr = ""
-        self._last: tuple[str | None, T] | None = None
+        self._last: tuple[object, T] | None = None
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.attr = name
@@ -73,13 +76,16 @@ class Setting(Generic[T]):
     def __get__(self, obj: object | None, owner: type | None = None) -> T | Setting[T]:
         if obj is None:
             return self
-        text, name = self.raw()
+        # The fast path (the gate reads settings on every request): one lookup per name, and the
+        # parsed value again while the variables' texts are the ones it was parsed from.
+        seen = _get(self.env) if not self.aliases else tuple(map(_get, self.names))
         last = self._last
-        if last is not None and last[0] == text:
+        if last is not None and last[0] == seen:
             return last[1]
+        text, name = self.raw()
         value = self._value(obj, text, name)
         if self.cache and (text is not None or not callable(self.default)):
-            self._last = (text, value)
+            self._last = (seen, value)
         return value
 
     def __set__(self, obj: object, value: object) -> None:
