@@ -236,10 +236,14 @@ def summarize_engine(
     per_second = (lambda amount: amount / duration) if duration > 0 else (lambda amount: 0.0)
 
     goodput = None
+    goodput_tokens = None
     attainment = None
     if slo is not None and slo.active:
-        good = sum(1 for r in done if meets_slo(r, slo))
+        within = [r for r in done if meets_slo(r, slo)]
+        good = len(within)
         goodput = per_second(good)
+        # Over the same duration as the throughput: the rate of the tokens that count (cost at goodput).
+        goodput_tokens = per_second(sum(r.output_tokens or 0 for r in within))
         attainment = good / len(measured) if measured else None
 
     schema_checked = [r.schema_valid for r in done if r.schema_valid is not None]
@@ -270,6 +274,7 @@ def summarize_engine(
         "output_throughput_tok_s": per_second(output_tokens),
         "total_token_throughput_tok_s": per_second(input_tokens + output_tokens),
         "goodput_rps": goodput,
+        "goodput_output_tok_s": goodput_tokens,
         "slo_attainment": attainment,
         "ttft_s": describe((r.ttft_s for r in done if r.ttft_s is not None), percentiles),
         "tpot_s": describe((t for t in (r.tpot_s for r in done) if t is not None), percentiles),
