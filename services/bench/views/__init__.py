@@ -21,6 +21,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
+from services.bench.views.costs import CostRow, cost_lines, cost_rows, cost_table
 from services.bench.views.options import (
     LOAD_TITLES,
     SWEEP_TITLES,
@@ -60,6 +61,7 @@ __all__ = [
     "SWEEP_TITLES",
     "TIMELINE_MAX_REQUESTS",
     "WORKLOAD_TITLES",
+    "CostRow",
     "FormOptions",
     "RunChoice",
     "RunView",
@@ -67,6 +69,9 @@ __all__ = [
     "cancel",
     "cdf_figure",
     "concurrency_figure",
+    "cost_lines",
+    "cost_rows",
+    "cost_table",
     "engine_metrics_figure",
     "fill_missing",
     "form_options",

@@ -23,6 +23,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
+from services.bench.views.costs import cost_table
 from services.bench.views.split import split_figure, split_lines, split_table
 from services.bench.views.tables import percentile_table, throughput_table
 from services.engines import get_adapter
@@ -60,6 +61,8 @@ class RunView:
     #: percentiles of each part.
     split_lines: list[str] = field(default_factory=list)
     split_table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The price the run used and $ per 1M tokens per engine (per step of a sweep).
+    cost: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def active(self) -> bool:
@@ -236,6 +239,7 @@ def run_view(run_id: int) -> RunView:
         self_check=run_self_check(results),
         split_lines=split_lines(results, kinds) if finished and results.has_results else [],
         split_table=split_table(results) if results.has_results else pd.DataFrame(),
+        cost=cost_table(results, steps=True) if finished and results.has_results else pd.DataFrame(),
     )
 
 

@@ -1,0 +1,65 @@
+"""services/bench/views/costs.py: a run's cost per engine and step, "not priced" when it had no price."""
+
+from __future__ import annotations
+
+from services import cost
+from services.bench import views
+from services.bench.stats import summarize_engine
+
+
+def block(price: float | None, out_tok_s: float, goodput_tok_s: float | None = None) -> dict:
+    base = {
+        **summarize_engine([]),
+        "output_throughput_tok_s": out_tok_s,
+        "total_token_throughput_tok_s": out_tok_s * 2,
+        "goodput_output_tok_s": goodput_tok_s,
+    }
+    return {**base, cost.SUMMARY_KEY: cost.cost_of_block(price, base).to_json()}
+
+
+def test_each_engine_shows_its_price_and_cost_or_not_priced() -> None:
+    summary = {
+        "engines": {"a": block(3.6, 1000.0, 500.0), "b": block(None, 1000.0, 500.0)},
+        "slo": "TTFT <= 100 ms",
+    }
+    table = views.cost_table(summary)
+    a, b = table.to_dict("records")
+    assert a == {
+        "engine": "a",
+        "price ($/h)": "3.6",
+        "$/1M output tok": "$1.00",
+        "$/1M total tok": "$0.5000",
+        "$/1M output tok at goodput": "$2.00",
+    }
+    assert set(b.values()) == {"b", "not priced"}
+    assert views.cost_lines(summary) == [
+        (
+            "a: 3.6 $/h, $1.00 per 1M output tokens, $0.5000 per 1M total tokens, "
+            "$2.00 per 1M output tokens at goodput"
+        ),
+        "b: not priced",
+    ]
+
+
+def test_without_slos_there_is_no_goodput_column() -> None:
+    table = views.cost_table({"engines": {"a": block(1.0, 10.0)}})
+    assert "$/1M output tok at goodput" not in table.columns
+
+
+def test_a_run_stored_before_prices_reads_not_priced() -> None:
+    old = summarize_engine([])
+    assert views.cost_lines({"engines": {"a": old}}) == ["a: not priced"]
+
+
+def test_a_sweep_has_a_row_per_step() -> None:
+    summary = {
+        "engines": {"a": {**block(2.0, 20.0), "from_step": 1}},
+        "sweep": [
+            {"engine": "a", "step": 0, "concurrency": 1, **block(2.0, 10.0)},
+            {"engine": "a", "step": 1, "concurrency": 2, **block(2.0, 20.0)},
+        ],
+    }
+    rows = views.cost_rows(summary, steps=True)
+    assert [(r.engine, r.step) for r in rows] == [("a", "concurrency 1"), ("a", "concurrency 2")]
+    assert rows[0].cost.usd_per_1m_output == 2 * rows[1].cost.usd_per_1m_output  # type: ignore[operator]
+    assert list(views.cost_table(summary, steps=True)["step"]) == ["concurrency 1", "concurrency 2"]
