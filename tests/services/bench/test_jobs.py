@@ -385,3 +385,8 @@ def test_a_price_does_not_change_what_repeats_a_run() -> None:
     )
     fingerprints = {run_fingerprint("benchmark", "m", "w", c) for c in (bare, priced, before)}
     assert len(fingerprints) == 1
+    # A tuning run's price sits at the top of its config: ignored there too.
+    tunes = {
+        run_fingerprint("tune", "m", "w", {"kind": "llamacpp", **p}) for p in ({}, {"usd_per_hour": 2.0})
+    }
+    assert len(tunes) == 1
