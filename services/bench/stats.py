@@ -170,6 +170,18 @@ def meets_slo(record: RequestRecord, slo: SloSpec) -> bool:
     return not (slo.tpot_ms is not None and per_token is not None and per_token * 1000 > slo.tpot_ms)
 
 
+def block_meets_slo(block: dict[str, Any], slo: SloSpec) -> bool:
+    """A step (a summary block) meets the SLOs: it completed requests and, with SLOs set, at
+    least the required share of its requests met every limit. Tune's winner and the cheapest
+    step or configuration are chosen among these."""
+    if not block.get("completed"):
+        return False
+    if not slo.active:
+        return True
+    attainment = block.get("slo_attainment")
+    return isinstance(attainment, (int, float)) and attainment >= slo.attainment
+
+
 def concurrency_timeline(records: Iterable[RequestRecord]) -> list[tuple[float, int]]:
     """(time, requests in flight from then on) at every start and end, in time order."""
     events: list[tuple[float, int]] = []

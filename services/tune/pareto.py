@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services import cost
-from services.bench.stats import SloSpec
+from services.bench.stats import SloSpec, block_meets_slo
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,7 @@ class Choice:
 
 
 def meets(block: dict[str, Any], slo: SloSpec) -> bool:
-    if not block.get("completed"):
-        return False
-    if not slo.active:
-        return True
-    attainment = _number(block.get("slo_attainment"))
-    return attainment is not None and attainment >= slo.attainment
+    return block_meets_slo(block, slo)
 
 
 def best_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choice:

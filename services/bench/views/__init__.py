@@ -21,7 +21,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
-from services.bench.views.costs import CostRow, cost_lines, cost_rows, cost_table
+from services.bench.views.costs import CostRow, cheapest_line, cost_lines, cost_rows, cost_table
 from services.bench.views.options import (
     LOAD_TITLES,
     SWEEP_TITLES,
@@ -68,6 +68,7 @@ __all__ = [
     "by_engine",
     "cancel",
     "cdf_figure",
+    "cheapest_line",
     "concurrency_figure",
     "cost_lines",
     "cost_rows",

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from services import cost
+from services.bench.stats import SloSpec, block_meets_slo
 from services.bench.summary import BenchSummary
 
 PRICE_COLUMN = "price ($/h)"
@@ -95,3 +96,32 @@ def cost_lines(summary: BenchSummary | dict[str, Any]) -> list[str]:
             text += f", {cells[GOODPUT_COLUMN]} per 1M output tokens at goodput"
         lines.append(text)
     return lines
+
+
+def cheapest_line(summary: BenchSummary | dict[str, Any], slo: SloSpec) -> str | None:
+    """Which engine (at which step of a sweep) serves a million tokens for the least money
+    while meeting the SLOs: per output token at goodput with SLOs, else per output token.
+    None when nothing is priced; says so when nothing priced meets the SLOs."""
+    results = BenchSummary.from_json(summary)
+    blocks = results.sweep or [
+        {"engine": name, **block} for name, block in results.engines_that_ran().items()
+    ]
+    labels = results.step_labels()
+    candidates = []
+    any_priced = False
+    for block in blocks:
+        figures = cost.Cost.from_json(block.get(cost.SUMMARY_KEY))
+        any_priced = any_priced or figures.priced
+        value = figures.usd_per_1m_output_goodput if slo.active else figures.usd_per_1m_output
+        if value is not None and block_meets_slo(block, slo):
+            step = block.get("step")
+            where = f" at {labels[step]}" if isinstance(step, int) and step in labels else ""
+            candidates.append((value, f"{block.get('engine', '?')}{where}"))
+    if not any_priced:
+        return None
+    counted = "output tokens at goodput" if slo.active else "output tokens"
+    if not candidates:
+        return f"Cheapest meeting the SLOs: none ({slo.label()}, {slo.attainment:.0%} of requests) among the priced."
+    value, where = min(candidates)
+    among = "meeting the SLOs" if slo.active else "(no SLOs set)"
+    return f"Cheapest {among}: {where}, {cost.format_usd(value)} per 1M {counted}."

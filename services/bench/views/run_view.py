@@ -23,7 +23,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
-from services.bench.views.costs import cost_table
+from services.bench.views.costs import cheapest_line, cost_table
 from services.bench.views.split import split_figure, split_lines, split_table
 from services.bench.views.tables import percentile_table, throughput_table
 from services.engines import get_adapter
@@ -63,6 +63,8 @@ class RunView:
     split_table: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: The price the run used and $ per 1M tokens per engine (per step of a sweep).
     cost: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The cheapest engine (step) meeting the SLOs in words; None when nothing is priced.
+    cheapest: str | None = None
 
     @property
     def active(self) -> bool:
@@ -240,6 +242,7 @@ def run_view(run_id: int) -> RunView:
         split_lines=split_lines(results, kinds) if finished and results.has_results else [],
         split_table=split_table(results) if results.has_results else pd.DataFrame(),
         cost=cost_table(results, steps=True) if finished and results.has_results else pd.DataFrame(),
+        cheapest=cheapest_line(results, run.spec.slo) if finished and results.has_results else None,
     )
 
 

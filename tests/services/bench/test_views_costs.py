@@ -63,3 +63,38 @@ def test_a_sweep_has_a_row_per_step() -> None:
     assert [(r.engine, r.step) for r in rows] == [("a", "concurrency 1"), ("a", "concurrency 2")]
     assert rows[0].cost.usd_per_1m_output == 2 * rows[1].cost.usd_per_1m_output  # type: ignore[operator]
     assert list(views.cost_table(summary, steps=True)["step"]) == ["concurrency 1", "concurrency 2"]
+
+
+def test_the_cheapest_step_meeting_the_slos_is_named() -> None:
+    """Issue 33: across engines and sweep steps, the least money per token that counts."""
+    from services.bench.stats import SloSpec
+
+    def step(engine: str, level: int, price: float, goodput_tok_s: float, attainment: float) -> dict:
+        base = {
+            **block(price, goodput_tok_s * 2, goodput_tok_s),
+            "completed": 10,
+            "slo_attainment": attainment,
+        }
+        return {"engine": engine, "step": level, "concurrency": level, **base}
+
+    slo = SloSpec(ttft_ms=500, attainment=0.9)
+    summary = {
+        "engines": {"a": {}, "b": {}},
+        "sweep": [
+            step("a", 1, 3.6, 100.0, 0.97),  # $10 per 1M tokens within the SLO
+            step("b", 1, 7.2, 400.0, 0.95),  # $5: the cheapest that meets them
+            step("b", 2, 7.2, 900.0, 0.5),  # cheaper still, but misses the SLOs
+        ],
+    }
+    assert views.cheapest_line(summary, slo) == (
+        "Cheapest meeting the SLOs: b at concurrency 1, $5.00 per 1M output tokens at goodput."
+    )
+    missed = views.cheapest_line(summary, SloSpec(ttft_ms=500, attainment=0.99))
+    assert missed is not None and missed.startswith("Cheapest meeting the SLOs: none")
+    unpriced = {"engines": {"a": {**block(None, 10.0), "completed": 3}}}
+    assert views.cheapest_line(unpriced, SloSpec()) is None
+    single = {"engines": {"a": {**block(3.6, 1000.0), "completed": 3}}}
+    assert (
+        views.cheapest_line(single, SloSpec())
+        == "Cheapest (no SLOs set): a, $1.00 per 1M output tokens."
+    )
