@@ -145,6 +145,9 @@ def show(view: jobs.TuneRunView) -> None:
         figure = views.pareto_figure(summary, metric)
         if figure is not None:
             column.plotly_chart(inert(figure), key=f"tune_pareto_{metric}_{view.id}")
+    frontier = views.cost_frontier_figure(summary)
+    if frontier is not None:
+        st.plotly_chart(inert(frontier), key=f"tune_cost_frontier_{view.id}")
     best = views.winner(summary)
     st.markdown("**Best configuration**")
     (st.success if best.label else st.warning)(md_text(best.reason))

@@ -141,6 +141,24 @@ def _round(value: Any, digits: int = 1) -> float | None:
     return round(float(value), digits) if isinstance(value, (int, float)) else None
 
 
+def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | None:
+    """$ per 1M output tokens against tokens/s per user, every configuration (and sweep level)
+    a point, the frontier across configurations drawn; None when the run was not priced."""
+    from services.bench.views.costs import cost_frontier_figure as figure_of
+    from services.bench.views.costs import cost_point
+
+    points = []
+    for config in TuneSummary.from_json(summary).configs:
+        blocks = config.get("sweep") or ([config["metrics"]] if config.get("metrics") else [])
+        for block in blocks:
+            level = block.get("level")
+            label = config["label"] + (f" @ {level:g}" if isinstance(level, (int, float)) else "")
+            point = cost_point(config["label"], label, block)
+            if point is not None:
+                points.append(point)
+    return figure_of(points)
+
+
 def pareto_figure(summary: TuneSummary | dict[str, Any], metric: str) -> go.Figure | None:
     """Output tokens/s against the p90 of `metric`, every configuration (and sweep level) a
     point, the Pareto front drawn as a line through its points."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from services import cost
 from services.bench.stats import SloSpec, block_meets_slo
@@ -125,3 +126,108 @@ def cheapest_line(summary: BenchSummary | dict[str, Any], slo: SloSpec) -> str |
     value, where = min(candidates)
     among = "meeting the SLOs" if slo.active else "(no SLOs set)"
     return f"Cheapest {among}: {where}, {cost.format_usd(value)} per 1M {counted}."
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    """One engine's step (or one tune configuration at one level): what a user sees of its
+    speed against what a million tokens cost."""
+
+    series: str
+    label: str
+    per_user_tok_s: float
+    usd_per_1m: float
+
+
+def per_user_tok_s(block: dict[str, Any]) -> float | None:
+    """A user's output tokens per second: 1 / median TPOT (InferenceX's "interactivity")."""
+    median = (block.get("tpot_s") or {}).get("p50") if isinstance(block.get("tpot_s"), dict) else None
+    return 1.0 / median if isinstance(median, (int, float)) and median > 0 else None
+
+
+def cost_point(series: str, label: str, block: dict[str, Any]) -> CostPoint | None:
+    """The point of a priced block with a TPOT; None otherwise (not priced is not $0)."""
+    speed = per_user_tok_s(block)
+    usd = cost.Cost.from_json(block.get(cost.SUMMARY_KEY)).usd_per_1m_output
+    if speed is None or usd is None or not block.get("completed"):
+        return None
+    return CostPoint(series, label, speed, usd)
+
+
+def cost_frontier(points: list[CostPoint]) -> list[CostPoint]:
+    """The points no other beats on both axes (as fast for a user or faster, and as cheap or
+    cheaper, one strictly), by speed: the choices worth paying for."""
+    front = [
+        p
+        for p in points
+        if not any(
+            o.per_user_tok_s >= p.per_user_tok_s
+            and o.usd_per_1m <= p.usd_per_1m
+            and (o.per_user_tok_s > p.per_user_tok_s or o.usd_per_1m < p.usd_per_1m)
+            for o in points
+        )
+    ]
+    return sorted(front, key=lambda p: p.per_user_tok_s)
+
+
+def sweep_cost_points(summary: BenchSummary | dict[str, Any]) -> list[CostPoint]:
+    """A sweep's priced steps, one series per engine (a single-step run: one point per engine)."""
+    results = BenchSummary.from_json(summary)
+    labels = results.step_labels()
+    if results.sweep:
+        found = [
+            cost_point(
+                str(row.get("engine", "?")),
+                f"{row.get('engine', '?')} {labels.get(step, '')}".strip()
+                if isinstance(step := row.get("step"), int)
+                else str(row.get("engine", "?")),
+                row,
+            )
+            for row in results.sweep
+        ]
+    else:
+        found = [cost_point(name, name, block) for name, block in results.engines_that_ran().items()]
+    return [p for p in found if p is not None]
+
+
+def cost_frontier_figure(points: list[CostPoint]) -> go.Figure | None:
+    """$ per 1M output tokens against tokens/s per user, one series per engine (or
+    configuration), the frontier across them drawn as a line; None with fewer than two points."""
+    if len(points) < 2:
+        return None
+    figure = go.Figure()
+    by_series: dict[str, list[CostPoint]] = {}
+    for point in points:
+        by_series.setdefault(point.series, []).append(point)
+    for name, mine in by_series.items():
+        mine = sorted(mine, key=lambda p: p.per_user_tok_s)
+        figure.add_trace(
+            go.Scatter(
+                x=[p.per_user_tok_s for p in mine],
+                y=[p.usd_per_1m for p in mine],
+                mode="markers",
+                name=name,
+                text=[p.label for p in mine],
+                hovertemplate="%{text}<br>%{x:.1f} tok/s per user, $%{y:.4f} per 1M output tokens",
+            )
+        )
+    front = cost_frontier(points)
+    figure.add_trace(
+        go.Scatter(
+            x=[p.per_user_tok_s for p in front],
+            y=[p.usd_per_1m for p in front],
+            mode="lines",
+            name="frontier",
+            line={"dash": "dot", "color": "#444"},
+            hoverinfo="skip",
+        )
+    )
+    figure.update_layout(
+        title="Cost against speed per user (lower right is better)",
+        xaxis_title="output tokens/s per user (1 / median TPOT)",
+        yaxis_title="$ per 1M output tokens",
+        height=380,
+        margin={"t": 40, "b": 40},
+        uirevision="constant",
+    )
+    return figure

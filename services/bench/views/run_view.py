@@ -23,7 +23,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
-from services.bench.views.costs import cheapest_line, cost_table
+from services.bench.views.costs import cheapest_line, cost_frontier_figure, cost_table, sweep_cost_points
 from services.bench.views.split import split_figure, split_lines, split_table
 from services.bench.views.tables import percentile_table, throughput_table
 from services.engines import get_adapter
@@ -35,6 +35,7 @@ TIMELINE_MAX_REQUESTS = 300
 #: The order the results view draws a finished run's charts in (those it has).
 FIGURE_ORDER = (
     "latency_throughput",
+    "cost_frontier",
     "ttft_cdf",
     "ttfat_cdf",
     "itl_cdf",
@@ -219,6 +220,9 @@ def run_view(run_id: int) -> RunView:
         )
         if results.sweep:
             figures["latency_throughput"] = sweep_figure(results.sweep, run.spec.sweep.dimension)
+        frontier = cost_frontier_figure(sweep_cost_points(results))
+        if frontier is not None:
+            figures["cost_frontier"] = frontier
         labels = results.step_labels()
         figures["concurrency"] = concurrency_figure(measured, labels, offsets)
         per_engine = max((len(rs) for rs in by_engine(measured).values()), default=0)

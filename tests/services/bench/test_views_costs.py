@@ -98,3 +98,40 @@ def test_the_cheapest_step_meeting_the_slos_is_named() -> None:
         views.cheapest_line(single, SloSpec())
         == "Cheapest (no SLOs set): a, $1.00 per 1M output tokens."
     )
+
+
+def test_the_cost_frontier_keeps_only_the_choices_worth_paying_for() -> None:
+    """Issue 33: $ per 1M output tokens against tokens/s per user (1 / median TPOT), the
+    frontier across engines; an unpriced step is no point (not a $0 one)."""
+    from services.bench.views.costs import (
+        CostPoint,
+        cost_frontier,
+        cost_frontier_figure,
+        sweep_cost_points,
+    )
+
+    def step(engine: str, level: int, price: float | None, tok_s: float, tpot: float) -> dict:
+        base = {**block(price, tok_s), "completed": 10, "tpot_s": {"p50": tpot}}
+        return {"engine": engine, "step": level, "concurrency": level, **base}
+
+    summary = {
+        "engines": {"a": {}, "b": {}},
+        "sweep": [
+            step("a", 0, 3.6, 100.0, 0.01),  # 100 tok/s per user, $10
+            step("a", 1, 3.6, 400.0, 0.02),  # 50 tok/s per user, $2.50
+            step("b", 0, 3.6, 80.0, 0.02),  # 50 tok/s per user, $12.50: beaten by a at 1
+            step("b", 1, None, 500.0, 0.04),  # not priced: no point
+        ],
+    }
+    points = sweep_cost_points(summary)
+    assert [(p.label, round(p.per_user_tok_s), round(p.usd_per_1m, 2)) for p in points] == [
+        ("a concurrency 0", 100, 10.0),
+        ("a concurrency 1", 50, 2.5),
+        ("b concurrency 0", 50, 12.5),
+    ]
+    assert [p.label for p in cost_frontier(points)] == ["a concurrency 1", "a concurrency 0"]
+    figure = cost_frontier_figure(points)
+    assert figure is not None
+    assert [trace.name for trace in figure.data] == ["a", "b", "frontier"]
+    assert list(figure.data[-1].y) == [2.5, 10.0]
+    assert cost_frontier_figure([CostPoint("a", "a", 1.0, 1.0)]) is None

@@ -96,3 +96,22 @@ def test_each_configuration_shows_its_cost_and_the_cheapest_is_named() -> None:
     assert TuneSummary.from_json(stored).to_json() == stored
     old = views.cheapest(STORED)
     assert old.label is None and "not priced" in old.reason
+
+
+def test_the_cost_frontier_spans_the_priced_configurations() -> None:
+    from services import cost
+
+    def metrics(tok_s: float, tpot: float, price: float | None) -> dict[str, Any]:
+        block = {"output_throughput_tok_s": tok_s, "completed": 8, "tpot_s": {"p50": tpot}}
+        return {**block, cost.SUMMARY_KEY: cost.cost_of_block(price, block).to_json()}
+
+    stored = {
+        **STORED,
+        "configs": [
+            {"label": "np=1", "status": "finished", "metrics": metrics(40.0, 0.01, 3.6)},
+            {"label": "np=4", "status": "finished", "metrics": metrics(120.0, 0.03, 3.6)},
+        ],
+    }
+    figure = views.cost_frontier_figure(stored)
+    assert figure is not None and [t.name for t in figure.data] == ["np=1", "np=4", "frontier"]
+    assert views.cost_frontier_figure(STORED) is None  # not priced: no chart, not a $0 one
