@@ -56,6 +56,12 @@ def new_tuning_form() -> None:
         values["slo_ttfat_ms"] = st.number_input(
             "SLO time to first answer token ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttfat"
         )
+        values["usd_per_hour"] = st.text_input(
+            "Price, $/hour of the GPUs (optional)",
+            key="tune_usd_per_hour",
+            placeholder="3.50",
+            help="For cost per 1M tokens per configuration and the cheapest one meeting the SLOs.",
+        )
         values["name"] = st.text_input("Name (optional)", key="tune_name")
     if access.commands_allowed(viewer):
         with st.expander("Remote or containerised engine (command templates)"):
@@ -139,6 +145,9 @@ def show(view: jobs.TuneRunView) -> None:
         figure = views.pareto_figure(summary, metric)
         if figure is not None:
             column.plotly_chart(inert(figure), key=f"tune_pareto_{metric}_{view.id}")
+    frontier = views.cost_frontier_figure(summary)
+    if frontier is not None:
+        st.plotly_chart(inert(frontier), key=f"tune_cost_frontier_{view.id}")
     best = views.winner(summary)
     st.markdown("**Best configuration**")
     (st.success if best.label else st.warning)(md_text(best.reason))
@@ -158,6 +167,11 @@ def show(view: jobs.TuneRunView) -> None:
                     st.success(f"Registered {md_line(views.register_winner(view.id, name, viewer))}.")
                 except ShootoutError as error:
                     st.error(md_text(str(error)))
+    cheapest = views.cheapest(summary)
+    st.markdown("**Cheapest configuration meeting the SLOs**")
+    (st.success if cheapest.label else st.info)(md_text(cheapest.reason))
+    if cheapest.plain and cheapest.label != best.label:
+        st.code(cheapest.plain, language="bash")
     failures = [c for c in view.configs if c.get("log_tail")]
     for config in failures:
         with st.expander(f"{md_line(config['label'])}: {md_line(config['status'].replace('_', ' '))}"):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from commands import gate
+from commands.bench_table import results_table as _table
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
 from services.bench.spec import MAX_WORKERS, BenchSpec
 from services.bench.workloads import WORKLOAD_KINDS
@@ -80,6 +81,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     target.add_argument("--kind", help="engine kind for --url (default: detected by probing it)")
     target.add_argument("--api-key-env", help="environment variable holding the API key (for --url)")
+    target.add_argument(
+        "--usd-per-hour",
+        help="price per hour in dollars behind --url (e.g. 3.50), for cost per 1M tokens",
+    )
     target.add_argument(
         "--parallel",
         action="store_true",
@@ -234,8 +239,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _url_target(args: argparse.Namespace) -> Any:
     from urllib.parse import urlsplit
 
+    from services import cost
     from services.bench.spec import EngineTarget
 
+    # Before the probe: a bad price is named at once, not after a 3 s wait.
+    price = cost.parse_usd_per_hour(args.usd_per_hour)
     url = args.url.strip()
     if "://" not in url:
         url = "http://" + url
@@ -260,7 +268,12 @@ def _url_target(args: argparse.Namespace) -> Any:
             raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
     name = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
     return EngineTarget(
-        name=name, base_url=base, kind=kind or "openai", model=model, api_key_env=args.api_key_env
+        name=name,
+        base_url=base,
+        kind=kind or "openai",
+        model=model,
+        api_key_env=args.api_key_env,
+        usd_per_hour=price,
     )
 
 
@@ -350,6 +363,11 @@ def build_spec(args: argparse.Namespace) -> BenchSpec:
         raise ValidationError("Give --engine NAME or --url URL, not both.")
     if not args.engine and not args.url:
         raise ValidationError("Say what to benchmark: --engine NAME (registered) or --url URL.")
+    if args.engine and args.usd_per_hour is not None:
+        raise ValidationError(
+            "--usd-per-hour prices a --url; a registered engine's price is its own: "
+            "`cli.py engines edit NAME --usd-per-hour X`."
+        )
     return to_spec(form, None if args.engine else [_url_target(args)])
 
 
@@ -415,79 +433,6 @@ def cli_summary(run_id: int, summary: dict[str, Any]) -> dict[str, Any]:
 
     view = get_run(run_id)
     return {"run_id": run_id, "status": view.status, **summary}
-
-
-def _ms(block: Any, key: str) -> str:
-    value = block.get(key) if isinstance(block, dict) else None
-    return f"{value * 1000:9.1f}" if isinstance(value, (int, float)) else f"{'-':>9}"
-
-
-def _row(label: str, block: dict[str, Any], level: str = "") -> str:
-    return (
-        f"{label[:24]:24s} {level:>7} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
-        f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
-        f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
-        f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}"
-    )
-
-
-def _level(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) else "-"
-
-
-def _table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
-    """The results table, the self-check, then the run's caveats as every page says them
-    (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
-    from services.bench.summary import BenchSummary
-    from services.bench.views.split import kind_labels, split_lines
-    from services.bench.views.tables import reasoning_line
-    from services.runs.caveats import run_caveats
-
-    summary = BenchSummary.from_json(payload)
-    sweep, dimension = summary.sweep, summary.sweep_dimension
-    load = summary.load or ""
-    if sweep:  # the stored load is the sweep's base; say what actually ran
-        levels = list(dict.fromkeys(_level(row.get(dimension)) for row in sweep))
-        load = f"{dimension} {', '.join(levels)}, {load.split(', ', 1)[-1]} per step"
-    lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {summary.workload or ''}"]
-    header = (
-        f"{'engine':24s} {dimension[:7]:>7} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} "
-        f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
-    )
-    if sweep:
-        # Every step, then each engine's chosen one (highest throughput, or the SLO search's answer).
-        lines.append(
-            f"steps ({'SLO search' if sweep[0].get('phase') == 'search' else 'sweep'} over {dimension}):"
-        )
-        lines.append(header)
-        lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
-        lines.append("per engine, the step reported as its result:")
-    lines.append(header)
-    for name, block in summary.engines.items():
-        chosen = summary.reported_step(name) or {}
-        lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
-        if thinking := reasoning_line(block):
-            lines.append(f"{'':24s} {thinking}")
-        if block.get("errors_by_class"):
-            errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
-            lines.append(f"{'':24s} failures by class: {errors}")
-    split = split_lines(summary, kind_labels(config))
-    if split:
-        lines.append("where the time went (the engine's own times; ms):")
-        lines += [f"  {line}" for line in split]
-    caveats = run_caveats(config, summary)
-    check = caveats.self_check
-    if check.state is not None:
-        # The verdict and what it means first, then each load's evidence (its raw figures).
-        lines.append(f"self-check: {check.title}")
-        lines += [f"  {line}" for line in check.advice_lines]
-        lines += [f"  evidence: {line}" for line in check.evidence_lines]
-    # The notes say a short output length, an early stop and the SLO search's answer, which
-    # this table said in its own words before: one wording everywhere.
-    if caveats.load or caveats.notes:
-        lines.append("caveats:")
-        lines += [f"  {line}" for line in (*caveats.load, *caveats.notes)]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,15 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from services import endpoints
+from services import cost, endpoints
 from services.engines import kinds
 from services.engines.probe import probe
 from services.errors import NotFoundError
+
+#: Taken as text: services/cost.py explains a "$3.50" or "3,50" better than argparse would.
+PRICE_HELP = (
+    "price per hour in dollars of the instance or GPUs behind it (e.g. 3.50), for cost per 1M tokens"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument(
         "--metrics-url", help="metrics URL when not at the base URL (Triton: http://host:8002/metrics)"
     )
+    add.add_argument("--usd-per-hour", help=PRICE_HELP)
     add.add_argument("--no-probe", action="store_true", help="store without contacting the server")
     add.add_argument(
         "--same-url",
@@ -52,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     edit.add_argument("--model")
     edit.add_argument("--api-key-env")
     edit.add_argument("--metrics-url")
+    edit.add_argument("--usd-per-hour", help=PRICE_HELP + "; '' removes the price")
     edit.add_argument("--json", action="store_true")
     edit.set_defaults(handler=_edit)
 
@@ -66,7 +73,10 @@ def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
     if as_json:
         print_json(asdict(record))
     else:
-        print(f"{record.name}: {record.label} at {record.base_url} (model {record.model or '-'})")
+        price = f"{record.usd_per_hour:g} $/h" if record.usd_per_hour is not None else cost.NOT_PRICED
+        print(
+            f"{record.name}: {record.label} at {record.base_url} (model {record.model or '-'}, {price})"
+        )
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -81,6 +91,7 @@ def _add(args: argparse.Namespace) -> int:
         metrics_url=args.metrics_url,
         probe_first=not args.no_probe,
         allow_twin=args.same_url,
+        usd_per_hour=args.usd_per_hour,
     )
     if done.record is None and done.twins:
         # Refused before storing, as the Engines page does: two names for one server count its
@@ -157,6 +168,7 @@ def _edit(args: argparse.Namespace) -> int:
             "model": args.model,
             "api_key_env": args.api_key_env,
             "metrics_url": args.metrics_url,
+            "usd_per_hour": args.usd_per_hour,
         }.items()
         if value is not None
     }

@@ -120,6 +120,9 @@ def _register_import(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file")
     parser.add_argument("--format", choices=tuple(importers.IMPORTERS), help="skip detection")
     parser.add_argument("--engine-name", help="name the engine (default: from the file)")
+    parser.add_argument(
+        "--usd-per-hour", help="price per hour in dollars of what served the run: its cost per 1M tokens"
+    )
     parser.add_argument("--name", help="run name (default: tool and file name)")
     parser.add_argument("--tag", action="append", default=[])
     parser.add_argument("--json", action="store_true")
@@ -335,7 +338,12 @@ def _write_atomically(path: Path, chunks: Iterator[bytes]) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     result = importers.import_file(
-        Path(args.file), tool=args.format, engine_name=args.engine_name, name=args.name, tags=args.tag
+        Path(args.file),
+        tool=args.format,
+        engine_name=args.engine_name,
+        name=args.name,
+        tags=args.tag,
+        usd_per_hour=args.usd_per_hour,
     )
     if args.json:
         _print_json(asdict(result))

@@ -81,6 +81,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--start-timeout", type=float, default=120.0, help="seconds to become healthy")
     parser.add_argument("--name", default="")
     parser.add_argument(
+        "--usd-per-hour",
+        help="price per hour in dollars of the GPUs (e.g. 3.50): cost per 1M tokens and the cheapest configuration",
+    )
+    parser.add_argument(
         "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
     )
     parser.set_defaults(handler=run)
@@ -125,6 +129,7 @@ def _slo(text: str | None) -> Any:
 
 
 def build_spec(args: argparse.Namespace) -> Any:
+    from services import cost
     from services.bench.arrivals import LoadSpec
     from services.bench.spec import SweepSpec
     from services.bench.workloads import WorkloadSpec
@@ -166,6 +171,7 @@ def build_spec(args: argparse.Namespace) -> Any:
         model=args.model,
         start_timeout_s=args.start_timeout,
         name=args.name,
+        usd_per_hour=cost.parse_usd_per_hour(args.usd_per_hour),
     )
 
 
@@ -214,6 +220,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"best: {results.best.get('reason')}", file=sys.stderr)
     if results.launch:
         print(f"launch: {results.launch['plain']}", file=sys.stderr)
+    cheapest = results.cheapest
+    if cheapest:
+        print(f"cheapest: {cheapest.get('reason')}", file=sys.stderr)
+        launch = cheapest.get("launch") or {}
+        if cheapest.get("label") != results.best_label and launch.get("plain"):
+            print(f"launch: {launch['plain']}", file=sys.stderr)
     payload = {
         "run_id": run_id,
         "status": jobs.get_run(run_id).status,
@@ -223,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
         "slo": results.slo,
         "pareto": results.pareto,
         "best": results.best,
+        "cheapest": cheapest,
         "configs": [
             {
                 k: c.get(k)

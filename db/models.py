@@ -40,6 +40,8 @@ class Engine(Base):
     metrics_url: Mapped[str | None] = mapped_column(String(500))
     local_id: Mapped[str | None] = mapped_column(String(60))
     info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: Dollars per hour of the instance or GPUs behind it (services/cost.py); NULL: not priced.
+    usd_per_hour: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow
@@ -194,7 +196,11 @@ class Vote(Base):
 
 
 # Keys of Run.config that name or describe a run rather than what it measured.
-FINGERPRINT_IGNORED_CONFIG_KEYS = frozenset({"name", "label", "notes", "tags", "import", "created_by"})
+FINGERPRINT_IGNORED_CONFIG_KEYS = frozenset(
+    {"name", "label", "notes", "tags", "import", "created_by", "usd_per_hour"}
+)
+# Keys of an engine in Run.config that price it: two runs differing only in price are repeats.
+FINGERPRINT_IGNORED_ENGINE_KEYS = frozenset({"usd_per_hour"})
 
 
 def run_fingerprint(
@@ -204,6 +210,13 @@ def run_fingerprint(
     measured = {
         key: value for key, value in (config or {}).items() if key not in FINGERPRINT_IGNORED_CONFIG_KEYS
     }
+    if isinstance(measured.get("engines"), (list, tuple)):
+        measured["engines"] = [
+            {k: v for k, v in engine.items() if k not in FINGERPRINT_IGNORED_ENGINE_KEYS}
+            if isinstance(engine, dict)
+            else engine
+            for engine in measured["engines"]
+        ]
     canonical = json.dumps(
         [kind, model, workload, measured], sort_keys=True, default=str, separators=(",", ":")
     )

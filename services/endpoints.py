@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from db.models import Engine
 from db.session import session_scope
+from services import cost
 from services.config import key_env_allowed, key_env_refusal
 from services.engines import get_adapter, kinds
 from services.errors import ConflictError, NotFoundError, ValidationError
@@ -32,6 +33,8 @@ class EngineRecord:
     metrics_url: str | None
     local_id: str | None
     info: dict[str, Any] = field(default_factory=dict)
+    #: What an hour of it costs (the instance, or the GPUs it uses); None: not priced.
+    usd_per_hour: float | None = None
 
     @property
     def label(self) -> str:
@@ -60,6 +63,7 @@ def _record(row: Engine) -> EngineRecord:
         metrics_url=row.metrics_url,
         local_id=row.local_id,
         info=dict(row.info or {}),
+        usd_per_hour=row.usd_per_hour,
     )
 
 
@@ -176,12 +180,14 @@ def add_engine(
     metrics_url: str | None = None,
     local_id: str | None = None,
     info: dict[str, Any] | None = None,
+    usd_per_hour: float | str | None = None,
 ) -> EngineRecord:
     name = (name or "").strip()
     api_key_env = (api_key_env or "").strip() or None
     _validate(name, kind, api_key_env)
     url = normalise_base_url(base_url)
     metrics = _normalise_metrics_url(metrics_url)
+    price = cost.parse_usd_per_hour(usd_per_hour)
     with session_scope() as session:
         if session.scalar(select(Engine.id).where(Engine.name == name)) is not None:
             raise ConflictError(
@@ -196,6 +202,7 @@ def add_engine(
             metrics_url=metrics,
             local_id=local_id,
             info=info or {},
+            usd_per_hour=price,
         )
         session.add(row)
         session.flush()
@@ -203,8 +210,19 @@ def add_engine(
 
 
 def update_engine(name: str, /, **changes: Any) -> EngineRecord:
-    """Change fields of an engine (name, base_url, kind, model, api_key_env, metrics_url, info)."""
-    allowed = {"name", "base_url", "kind", "model", "api_key_env", "metrics_url", "info", "local_id"}
+    """Change fields of an engine (name, base_url, kind, model, api_key_env, metrics_url, info,
+    usd_per_hour: an empty one removes the price)."""
+    allowed = {
+        "name",
+        "base_url",
+        "kind",
+        "model",
+        "api_key_env",
+        "metrics_url",
+        "info",
+        "local_id",
+        "usd_per_hour",
+    }
     unknown = set(changes) - allowed
     if unknown:
         raise ValidationError(f"Cannot change {', '.join(sorted(unknown))}.")
@@ -235,6 +253,8 @@ def update_engine(name: str, /, **changes: Any) -> EngineRecord:
             row.info = dict(changes["info"] or {})
         if "local_id" in changes:
             row.local_id = changes["local_id"]
+        if "usd_per_hour" in changes:
+            row.usd_per_hour = cost.parse_usd_per_hour(changes["usd_per_hour"])
         session.flush()
         return _record(row)
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
-from services import endpoints, local_engines, registration
+from services import cost, endpoints, local_engines, registration
 from services.endpoints import EngineRecord
 from services.engines import adapters, get_adapter
 from services.engines.probe import ProbeResult, probe
@@ -181,6 +181,7 @@ def add_endpoint(
     metrics_url: str = "",
     store_unreachable: bool = False,
     same_url_ok: bool = False,
+    usd_per_hour: str = "",
 ) -> list[Message]:
     """Probe a server and register it; what the probe said and what was stored, as messages.
     A URL another engine points at already is refused unless `same_url_ok` (the user ticked
@@ -195,6 +196,7 @@ def add_endpoint(
             metrics_url=metrics_url or None,
             store_unreachable=store_unreachable,
             allow_twin=same_url_ok,
+            usd_per_hour=usd_per_hour,
         )
     except ShootoutError as error:
         return [Message("error", md_text(str(error)))]
@@ -250,10 +252,27 @@ def engine_cards() -> list[EngineCard]:
         key = f" · key from {code_span('$' + record.api_key_env)}" if record.api_key_env else ""
         heading = (
             f"**{md_line(record.name)}** · {md_line(record.label)}  \n{code_span(record.base_url)} · "
-            f"model {code_span(record.model or '-')}{key}"
+            f"model {code_span(record.model or '-')}{key} · {price_text(record)}"
         )
         cards.append(EngineCard(record, heading, metrics_hint(record)))
     return cards
+
+
+def price_text(record: EngineRecord) -> str:
+    """The card's price: "2.5 $/h", or "not priced" (its runs' cost then reads the same)."""
+    return f"{record.usd_per_hour:g} $/h" if record.usd_per_hour is not None else cost.NOT_PRICED
+
+
+def price_field(record: EngineRecord) -> str:
+    """The edit form's price field: the price as typed back, empty for none."""
+    return f"{record.usd_per_hour:.10g}" if record.usd_per_hour is not None else ""
+
+
+#: The price fields' help: what the figure is for, and what it must look like.
+PRICE_HELP = (
+    "Dollars per hour of the instance or GPUs behind this engine, a plain number such as 3.50. "
+    "Each benchmark stores the price it ran with and shows $ per 1M tokens; empty: not priced."
+)
 
 
 def metrics_hint(record: EngineRecord) -> str:
@@ -274,8 +293,8 @@ def metrics_hint(record: EngineRecord) -> str:
 
 
 def save_engine(name: str, **changes: str) -> Message | None:
-    """Change an endpoint's address, model, kind, key variable or metrics URL; a message when
-    the change is refused."""
+    """Change an endpoint's address, model, kind, key variable, metrics URL or price per hour;
+    a message when the change is refused (nothing is changed then)."""
     try:
         endpoints.update_engine(name, **changes)
     except ShootoutError as error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services import endpoints
+from services import cost, endpoints
 from services.endpoints import EngineRecord
 from services.engines import get_adapter
 from services.engines.probe import ProbeResult, probe
@@ -73,11 +73,14 @@ def probe_and_register(
     store_unreachable: bool = False,
     probe_first: bool = True,
     allow_twin: bool = True,
+    usd_per_hour: float | str | None = None,
 ) -> Registration:
     """Probe `url` and store it as engine `name` when it answered (or when asked to store it
     anyway). Bad names, URLs and key variables raise ValidationError before anything is stored.
     With `allow_twin` False, a URL another engine already points at is not stored (nor probed):
     the caller asks first, since two names for one server count its requests twice."""
+    # A bad price is refused before the probe: the user fixes one thing, not two.
+    price = cost.parse_usd_per_hour(usd_per_hour)
     if not allow_twin:
         twins = endpoints.same_endpoint(url, except_name=name.strip())
         if twins:
@@ -103,6 +106,7 @@ def probe_and_register(
         api_key_env=api_key_env,
         metrics_url=metrics_url,
         info=info,
+        usd_per_hour=price,
     )
     return Registration(
         probe=found,

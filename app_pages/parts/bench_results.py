@@ -50,6 +50,11 @@ def results(view: views.RunView) -> None:
         st.dataframe(view.table, hide_index=True, key=f"bench_table_{run.id}")
         st.markdown("**Throughput and counts**")
         st.dataframe(view.throughput, hide_index=True, key=f"bench_throughput_{run.id}")
+    if not view.cost.empty:
+        st.markdown("**Cost** (the price per hour the run used; docs/measuring.md)")
+        st.dataframe(view.cost, hide_index=True, key=f"bench_cost_{run.id}")
+        if view.cheapest:
+            st.caption(md_line(view.cheapest))
     where_the_time_went(view)
     for name, figure in view.ordered_figures():
         st.plotly_chart(inert(figure), key=f"bench_{name}_{run.id}")

@@ -38,10 +38,17 @@ def add_form(kind_labels: dict[str, str]) -> None:
         key_env = c5.text_input(
             "API key env variable (optional)", placeholder="VLLM_API_KEY", key="add_key_env"
         )
-        metrics_url = st.text_input(
+        c6, c7 = st.columns([2, 1])
+        metrics_url = c6.text_input(
             "Metrics URL (optional)",
             placeholder="http://gpu-box:8002/metrics (Triton)",
             key="add_metrics_url",
+        )
+        usd_per_hour = c7.text_input(
+            "Price, $/hour (optional)",
+            placeholder="3.50",
+            key="add_usd_per_hour",
+            help=engines_view.PRICE_HELP,
         )
         store_unreachable = st.checkbox("Store even if it does not answer now", key="add_force")
         same_url_ok = st.checkbox(
@@ -54,7 +61,15 @@ def add_form(kind_labels: dict[str, str]) -> None:
     if submitted:
         show(
             engines_view.add_endpoint(
-                name, url, kind, model, key_env, metrics_url, store_unreachable, same_url_ok
+                name,
+                url,
+                kind,
+                model,
+                key_env,
+                metrics_url,
+                store_unreachable,
+                same_url_ok,
+                usd_per_hour=usd_per_hour,
             )
         )
 
@@ -94,6 +109,12 @@ def _edit_form(card: EngineCard, kind_labels: dict[str, str]) -> None:
             ),
             "metrics_url": st.text_input(
                 "Metrics URL", value=record.metrics_url or "", key=f"edit_metrics_{record.name}"
+            ),
+            "usd_per_hour": st.text_input(
+                "Price, $/hour",
+                value=engines_view.price_field(record),
+                key=f"edit_usd_per_hour_{record.name}",
+                help=engines_view.PRICE_HELP,
             ),
         }
         if st.form_submit_button("Save"):

@@ -23,6 +23,11 @@ def _import_box() -> None:
                 "Engine name (optional; default from the file)", key="runs_import_engine"
             )
             tags = st.text_input("Tags (comma-separated, optional)", key="runs_import_tags")
+            usd_per_hour = st.text_input(
+                "Price, $/hour of what served it (optional; for cost per 1M tokens)",
+                key="runs_import_usd_per_hour",
+                placeholder="3.50",
+            )
             submitted = st.form_submit_button("Import")
         if not submitted:
             return
@@ -33,7 +38,11 @@ def _import_box() -> None:
             # The upload's own file object: the importer reads it as a stream, and refuses
             # one over SHOOTOUT_LIMIT_IMPORT_MB with a message before reading it.
             result = importers.import_file(
-                upload, upload.name, engine_name=engine_name, tags=runs_view.tag_list(tags)
+                upload,
+                upload.name,
+                engine_name=engine_name,
+                tags=runs_view.tag_list(tags),
+                usd_per_hour=usd_per_hour,
             )
         except ShootoutError as error:
             st.error(md_text(str(error)))

@@ -42,6 +42,9 @@ class EngineTarget:
     model: str | None = None
     api_key_env: str | None = None
     metrics_url: str | None = None
+    #: The price per hour when the run started (services/cost.py): stored with the run so a
+    #: later price edit does not rewrite its cost. None: not priced.
+    usd_per_hour: float | None = None
 
     @classmethod
     def from_record(cls, record: EngineRecord) -> EngineTarget:
@@ -53,6 +56,7 @@ class EngineTarget:
             model=record.model,
             api_key_env=record.api_key_env,
             metrics_url=record.resolved_metrics_url,
+            usd_per_hour=record.usd_per_hour,
         )
 
 

@@ -170,6 +170,18 @@ def meets_slo(record: RequestRecord, slo: SloSpec) -> bool:
     return not (slo.tpot_ms is not None and per_token is not None and per_token * 1000 > slo.tpot_ms)
 
 
+def block_meets_slo(block: dict[str, Any], slo: SloSpec) -> bool:
+    """A step (a summary block) meets the SLOs: it completed requests and, with SLOs set, at
+    least the required share of its requests met every limit. Tune's winner and the cheapest
+    step or configuration are chosen among these."""
+    if not block.get("completed"):
+        return False
+    if not slo.active:
+        return True
+    attainment = block.get("slo_attainment")
+    return isinstance(attainment, (int, float)) and attainment >= slo.attainment
+
+
 def concurrency_timeline(records: Iterable[RequestRecord]) -> list[tuple[float, int]]:
     """(time, requests in flight from then on) at every start and end, in time order."""
     events: list[tuple[float, int]] = []
@@ -236,10 +248,14 @@ def summarize_engine(
     per_second = (lambda amount: amount / duration) if duration > 0 else (lambda amount: 0.0)
 
     goodput = None
+    goodput_tokens = None
     attainment = None
     if slo is not None and slo.active:
-        good = sum(1 for r in done if meets_slo(r, slo))
+        within = [r for r in done if meets_slo(r, slo)]
+        good = len(within)
         goodput = per_second(good)
+        # Over the same duration as the throughput: the rate of the tokens that count (cost at goodput).
+        goodput_tokens = per_second(sum(r.output_tokens or 0 for r in within))
         attainment = good / len(measured) if measured else None
 
     schema_checked = [r.schema_valid for r in done if r.schema_valid is not None]
@@ -270,6 +286,7 @@ def summarize_engine(
         "output_throughput_tok_s": per_second(output_tokens),
         "total_token_throughput_tok_s": per_second(input_tokens + output_tokens),
         "goodput_rps": goodput,
+        "goodput_output_tok_s": goodput_tokens,
         "slo_attainment": attainment,
         "ttft_s": describe((r.ttft_s for r in done if r.ttft_s is not None), percentiles),
         "tpot_s": describe((t for t in (r.tpot_s for r in done) if t is not None), percentiles),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +26,7 @@ from sqlalchemy.exc import StatementError
 
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
+from services import cost
 from services.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
 from services.importers.common import (
@@ -197,6 +198,28 @@ def _save(
         return run.id, requests[0]
 
 
+def priced(imported: ImportedRun, usd_per_hour: float | None) -> ImportedRun:
+    """The run with the price given at import and the cost of each engine and step at it
+    (services/cost.py, from the throughputs the file gave); unchanged without a price."""
+    if usd_per_hour is None:
+        return imported
+    summary = dict(imported.summary)
+    for key in ("engines", "sweep"):
+        blocks = summary.get(key)
+        if isinstance(blocks, dict):
+            summary[key] = {name: _with_cost(block, usd_per_hour) for name, block in blocks.items()}
+        elif isinstance(blocks, list):
+            summary[key] = [_with_cost(block, usd_per_hour) for block in blocks]
+    config = {**imported.config, "usd_per_hour": usd_per_hour}
+    return replace(imported, summary=summary, config=config)
+
+
+def _with_cost(block: Any, usd_per_hour: float) -> Any:
+    if not isinstance(block, dict):
+        return block
+    return {**block, cost.SUMMARY_KEY: cost.cost_of_block(usd_per_hour, block).to_json()}
+
+
 def import_file(
     source: Path | str | bytes | IO[bytes],
     filename: str | None = None,
@@ -205,9 +228,12 @@ def import_file(
     engine_name: str | None = None,
     name: str | None = None,
     tags: list[str] | tuple[str, ...] = (),
+    usd_per_hour: float | str | None = None,
 ) -> ImportResult:
     """Import a results file (a path, or an upload's bytes or file object with its file name)
-    as runs, reading it as a stream (services.importers.reading)."""
+    as runs, reading it as a stream (services.importers.reading). `usd_per_hour` prices another
+    tool's run (a Shootout export keeps the cost its run stored)."""
+    price = cost.parse_usd_per_hour(usd_per_hour)
     if isinstance(source, str):
         source = Path(source)
     with reading.open_upload(source, filename) as upload:
@@ -227,7 +253,7 @@ def import_file(
                 run_ids=[run_id], tool=shootout.TOOL, label=shootout.LABEL, requests=requests
             )
         module, runs = _parse(source_from(upload, scanned), tool, engine_name)
-        saved = [_save(run, name=name, tags=tags) for run in runs]
+        saved = [_save(priced(run, price), name=name, tags=tags) for run in runs]
     return ImportResult(
         run_ids=[run_id for run_id, _ in saved],
         tool=module.TOOL,

@@ -15,6 +15,7 @@ from services.errors import NotFoundError, ValidationError
 from services.runs import comparability
 from services.runs.records import (
     ANSWER_METRICS,
+    COST_METRICS,
     EQUAL_TOLERANCE,
     LATENCY_METRICS,
     MAX_COMPARED_RUNS,
@@ -96,9 +97,15 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
     rows: list[MetricRow] = []
 
     def add(
-        metric: str, stat: str | None, label: str, unit: str, higher: bool, values: list[float | None]
+        metric: str,
+        stat: str | None,
+        label: str,
+        unit: str,
+        higher: bool,
+        values: list[float | None],
+        keep: bool = False,
     ) -> None:
-        if all(v is None for v in values):
+        if all(v is None for v in values) and not keep:
             return
         base = values[baseline]
         marks = [
@@ -144,6 +151,11 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
         add(metric, None, name, unit, True, [s.rates.get(metric) for s in series])
     for metric, name in QUALITY_METRICS.items():
         add(metric, None, name, "%", True, [s.rates.get(metric) for s in series])
+    # A benchmark without a price keeps its cost row, reading "not priced" (never $0 or blank).
+    benchmarks = any(s.kind == "benchmark" for s in series)
+    for metric, name in COST_METRICS.items():
+        keep = benchmarks and metric == "usd_per_1m_output"
+        add(metric, None, name, "$", False, [s.rates.get(metric) for s in series], keep)
     add(
         "completed",
         None,

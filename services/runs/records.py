@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from services import cost
 from services.bench.summary import BenchSummary
 from services.errors import ValidationError
 from services.lifecycle import RunKind
@@ -31,6 +32,12 @@ THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
     "output_throughput_tok_s": ("Output throughput", "tok/s"),
     "total_token_throughput_tok_s": ("Total token throughput", "tok/s"),
     "goodput_rps": ("Goodput", "req/s"),
+}
+#: What a million tokens cost at the price the run stored (services/cost.py): label. Lower is better.
+COST_METRICS: dict[str, str] = {
+    "usd_per_1m_output": "Cost per 1M output tokens",
+    "usd_per_1m_total": "Cost per 1M total tokens",
+    "usd_per_1m_output_goodput": "Cost per 1M output tokens at goodput",
 }
 #: Answer quality of a parity run's engine summary (services/parity): label. Shares, higher is better.
 QUALITY_METRICS: dict[str, str] = {
@@ -306,8 +313,13 @@ def parse_run_ids(text: str | Iterable[str] | None) -> list[int]:
 
 def format_value(metric: str, value: float | None) -> str:
     """A value as a person reads it: latencies in ms (or s), rates with their unit."""
+    if metric in COST_METRICS and value is None and metric != "usd_per_1m_output_goodput":
+        # No price is "not priced", never $0 (at goodput, no figure may also mean no SLOs).
+        return cost.NOT_PRICED
     if value is None or not math.isfinite(value):
         return "—"
+    if metric in COST_METRICS:
+        return cost.format_usd(value)
     if metric in LATENCY_METRICS or metric in ANSWER_METRICS:
         milliseconds = value * 1000
         if abs(milliseconds) >= 1000:

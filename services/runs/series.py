@@ -12,11 +12,13 @@ from sqlalchemy import Text, and_, cast, func, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
+from services import cost
 from services.bench.summary import BenchSummary
 from services.measure import describe
 from services.runs.comparability import run_fingerprint
 from services.runs.records import (
     ANSWER_METRICS,
+    COST_METRICS,
     FINISHED_STATUSES,
     LATENCY_METRICS,
     MAX_REPEATS,
@@ -193,6 +195,9 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
             for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS)
             if (v := finite_number(numbers.get(metric))) is not None
         }
+        # The cost the run stored with its price (never recomputed from today's price).
+        priced = cost.Cost.from_json(numbers.get(cost.SUMMARY_KEY)).to_json()
+        rates.update({metric: v for metric in COST_METRICS if (v := priced.get(metric)) is not None})
         completed = finite_number(numbers.get("completed"))
         failed = finite_number(numbers.get("failed"))
         if completed is None and sampled:

@@ -173,6 +173,11 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         winner = next(c for c in configs if c["label"] == choice.label)
         best["settings"] = winner["full_settings"]
         best["launch"] = launch_commands(spec, winner["full_settings"])
+    cheap = pareto.cheapest_configuration(configs, spec.slo)
+    cheapest: dict[str, Any] = {"label": cheap.label, "reason": cheap.reason}
+    if cheap.label is not None:
+        found = next(c for c in configs if c["label"] == cheap.label)
+        cheapest["launch"] = launch_commands(spec, found["full_settings"])
     return TuneSummary(
         configs=configs,
         engines=engines,
@@ -183,6 +188,7 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         workload=workload_label(spec.workload),
         slo=spec.slo.label() if spec.slo.active else None,
         conclusion_headline=choice.reason,
+        extra={"cheapest": cheapest},
     ).to_json()
 
 
@@ -366,7 +372,11 @@ def _run_config(
         bench = BenchSpec(
             engines=(
                 EngineTarget(
-                    name=config["label"], base_url=engine.base_url, kind=spec.kind, model=spec.model
+                    name=config["label"],
+                    base_url=engine.base_url,
+                    kind=spec.kind,
+                    model=spec.model,
+                    usd_per_hour=spec.usd_per_hour,
                 ),
             ),
             workload=spec.workload,

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.bench.stats import SloSpec
+from services import cost
+from services.bench.stats import SloSpec, block_meets_slo
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,7 @@ class Choice:
 
 
 def meets(block: dict[str, Any], slo: SloSpec) -> bool:
-    if not block.get("completed"):
-        return False
-    if not slo.active:
-        return True
-    attainment = _number(block.get("slo_attainment"))
-    return attainment is not None and attainment >= slo.attainment
+    return block_meets_slo(block, slo)
 
 
 def best_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choice:
@@ -117,3 +113,36 @@ def best_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choic
         runner_up = ordered[1]
         reason += f"; next {runner_up['label']} at {_number(runner_up['metrics'].get(key)) or 0.0:.3g}"
     return Choice(winner["label"], reason + ".")
+
+
+def cost_figure(block: dict[str, Any], with_slos: bool) -> tuple[float | None, str]:
+    """A configuration's cost per 1M output tokens as stored with it, and what it counts: at
+    goodput (the tokens within the SLOs) when SLOs are set, else every output token."""
+    figures = cost.Cost.from_json(block.get(cost.SUMMARY_KEY))
+    if with_slos:
+        return figures.usd_per_1m_output_goodput, "output tokens at goodput"
+    return figures.usd_per_1m_output, "output tokens"
+
+
+def cheapest_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choice:
+    """The configuration with the lowest cost per 1M output tokens (at goodput with SLOs) among
+    those meeting the SLOs; None, saying why, when none qualifies or the run had no price."""
+    qualifying = [
+        r
+        for r in results
+        if r.get("metrics") and r["metrics"].get("completed") and meets(r["metrics"], slo)
+    ]
+    if not qualifying:
+        return Choice(None, "No configuration met the SLOs, so none is the cheapest that does.")
+    priced = [(cost_figure(r["metrics"], slo.active)[0], r) for r in qualifying]
+    known = [(value, r) for value, r in priced if value is not None]
+    if not known:
+        return Choice(None, f"Cost per 1M tokens: {cost.NOT_PRICED} (give a price per hour).")
+    value, winner = min(known, key=lambda pair: pair[0])
+    counted = cost_figure(winner["metrics"], slo.active)[1]
+    among = f"meeting {slo.label()}" if slo.active else "(no SLOs set)"
+    return Choice(
+        winner["label"],
+        f"{winner['label']}: the cheapest of the {len(known)} configurations {among}, "
+        f"{cost.format_usd(value)} per 1M {counted}.",
+    )

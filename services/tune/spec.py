@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from services import cost
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import SweepSpec, _build
 from services.bench.stats import SloSpec
@@ -151,6 +152,8 @@ class TuneSpec:
     request_timeout_s: float = 120.0
     name: str = ""
     notes: str = ""
+    #: Dollars per hour of the GPUs every configuration runs on (services/cost.py); None: not priced.
+    usd_per_hour: float | None = None
 
     # -- the configurations ---------------------------------------------------------------
     def expanded(self) -> list[dict[str, str]]:
@@ -233,7 +236,8 @@ class TuneSpec:
             sweep=self.sweep,
             timeout_s=self.request_timeout_s,
         ).validate()
-        return replace(checked, workload=probe.workload, load=probe.load)
+        price = cost.parse_usd_per_hour(self.usd_per_hour)
+        return replace(checked, workload=probe.workload, load=probe.load, usd_per_hour=price)
 
     @property
     def label(self) -> str:

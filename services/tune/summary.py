@@ -101,6 +101,12 @@ class TuneSummary:
     def best_settings(self) -> dict[str, Any]:
         return stored_json.mapping(self.best.get("settings"))
 
+    @property
+    def cheapest(self) -> dict[str, Any]:
+        """The cheapest configuration meeting the SLOs (label, reason, launch); empty for a run
+        stored before prices (services/tune/pareto.py `cheapest_configuration`)."""
+        return stored_json.mapping(self.extra.get("cheapest"))
+
     def on_front(self) -> set[str]:
         """Labels on either Pareto front (TTFT or ITL against throughput)."""
         return {label for labels in self.pareto.values() for label in labels}

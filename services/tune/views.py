@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from services import cost, stored_json
 from services.errors import ValidationError
 from services.tune import jobs
+from services.tune.pareto import cost_figure
 from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
 from services.tune.summary import TuneSummary
 
@@ -58,6 +60,7 @@ def spec_from_form(values: dict[str, Any]) -> TuneSpec:
             concurrency=int(values.get("concurrency") or 2), requests=int(values.get("requests") or 8)
         ),
         slo=SloSpec(ttft_ms=ttft or None, tpot_ms=itl or None, ttfat_ms=answer or None),
+        usd_per_hour=cost.parse_usd_per_hour(str(values.get("usd_per_hour") or "")),
         launcher="command" if str(values.get("start_command") or "").strip() else "local",
         start_command=str(values.get("start_command") or ""),
         stop_command=str(values.get("stop_command") or ""),
@@ -80,6 +83,9 @@ def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
     results = TuneSummary.from_json(summary)
     front = results.on_front()
     best = results.best_label
+    cheapest = stored_json.nonempty_text(results.cheapest.get("label"))
+    # With SLOs the cost counts only the tokens within them, as the cheapest's choice does.
+    with_slos = results.slo is not None
     rows = []
     for config in results.configs:
         metrics = config.get("metrics") or {}
@@ -93,6 +99,8 @@ def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
                 "output tok/s": _round(metrics.get("output_throughput_tok_s")),
                 "req/s": _round(metrics.get("request_throughput_rps"), 3),
                 "goodput req/s": _round(metrics.get("goodput_rps"), 3),
+                COST_COLUMN: cost.format_usd(cost_figure(metrics, with_slos)[0]) if metrics else "",
+                "cheapest": "$" if config["label"] == cheapest else "",
                 "TTFT p50 ms": _ms({"p90": ttft.get("p50")}),
                 "TTFT p90 ms": _ms(ttft),
                 "TTFT p99 ms": _ms({"p90": ttft.get("p99")}),
@@ -108,8 +116,47 @@ def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
     return table.dropna(axis="columns", how="all")
 
 
+#: The table's cost column: at goodput with SLOs, else per output token (services/tune/pareto.py).
+COST_COLUMN = "$/1M output tok"
+
+
+def cheapest(summary: TuneSummary | dict[str, Any]) -> Winner:
+    """The cheapest configuration meeting the SLOs, with its launch commands; label None (and
+    the reason: no price, none met the SLOs, a run from before prices) when there is none."""
+    results = TuneSummary.from_json(summary)
+    found = results.cheapest
+    launch = stored_json.mapping(found.get("launch"))
+    reason = str(found.get("reason") or f"Cost per 1M tokens: {cost.NOT_PRICED}.")
+    return Winner(
+        stored_json.nonempty_text(found.get("label")),
+        reason,
+        launch.get("plain"),
+        launch.get("docker"),
+        {},
+        None,
+    )
+
+
 def _round(value: Any, digits: int = 1) -> float | None:
     return round(float(value), digits) if isinstance(value, (int, float)) else None
+
+
+def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | None:
+    """$ per 1M output tokens against tokens/s per user, every configuration (and sweep level)
+    a point, the frontier across configurations drawn; None when the run was not priced."""
+    from services.bench.views.costs import cost_frontier_figure as figure_of
+    from services.bench.views.costs import cost_point
+
+    points = []
+    for config in TuneSummary.from_json(summary).configs:
+        blocks = config.get("sweep") or ([config["metrics"]] if config.get("metrics") else [])
+        for block in blocks:
+            level = block.get("level")
+            label = config["label"] + (f" @ {level:g}" if isinstance(level, (int, float)) else "")
+            point = cost_point(config["label"], label, block)
+            if point is not None:
+                points.append(point)
+    return figure_of(points)
 
 
 def pareto_figure(summary: TuneSummary | dict[str, Any], metric: str) -> go.Figure | None:
@@ -238,6 +285,11 @@ def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
         "description": f"Tuned by run #{run_id}: {found.label}",
     }
     endpoints.add_engine(
-        name, f"http://127.0.0.1:{port}", kind=view.spec.kind, model=view.spec.model, info=info
+        name,
+        f"http://127.0.0.1:{port}",
+        kind=view.spec.kind,
+        model=view.spec.model,
+        info=info,
+        usd_per_hour=view.spec.usd_per_hour,
     )
     return name

@@ -61,6 +61,7 @@ def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server:
         scripted_server.base_url,
         kind="vllm",
         model=scripted_server.model(ttft=5, itl=2, tokens=16),
+        usd_per_hour=3.6,
     )
     at = page()
     at.multiselect(key="bench_engines").set_value(["scripted"]).run()
@@ -85,6 +86,9 @@ def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server:
     assert set(table["metric"]) == {"TTFT", "TPOT", "ITL", "E2E latency"}
     counts = at.dataframe[1].value
     assert counts["completed"].tolist() == [20]
+    # Issue 33: the engine's price, stored with the run, and what 1M tokens cost at it.
+    cost = at.dataframe[2].value
+    assert cost["price ($/h)"].tolist() == ["3.6"] and cost["$/1M output tok"].iloc[0].startswith("$")
     charts = [e for e in at.get("plotly_chart")]
     assert len(charts) >= 3  # TTFT and ITL CDFs, timeline (and engine metrics)
 

@@ -95,3 +95,17 @@ def test_stop_on_a_shared_local_engine_asks_first(db_url: str, monkeypatch: pyte
     at.button(key="local_stop_local-x").click().run()
     at.button(key="local_stop_yes").click().run()
     assert not at.exception and stopped == ["local-x"]
+
+
+def test_a_currency_formatted_price_is_an_error_box_and_nothing_is_stored(db_url: str) -> None:
+    """Issue 33: "$3.50" in the price field reads as a message, never a traceback or a store."""
+    at = engines_page().run()
+    at.text_input(key="add_name").set_value("gpu")
+    at.text_input(key="add_url").set_value("http://127.0.0.1:9")
+    at.text_input(key="add_usd_per_hour").set_value("$3.50")
+    at.checkbox(key="add_force").check()
+    submit = next(b for b in at.get("button") if getattr(b, "label", "") == "Probe and add")
+    submit.click().run()
+    assert not at.exception
+    assert any("not a plain number" in e.value for e in at.error)
+    assert endpoints.list_engines() == []

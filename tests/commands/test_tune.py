@@ -54,6 +54,9 @@ def test_tune_writes_its_json_with_the_best_and_a_failed_configuration(
         (["--kind", "trtllm", "--set", "max_batch_size=8"], "does not run on this machine"),
         (["--set", "np=1", "--slo", "ttft=fast"], "--slo: 'fast' is not a number"),
         (["--set", "np"], "Expected SETTING=VALUE"),
+        (["--set", "np=1", "--usd-per-hour", "$3.50"], "not a plain number"),
+        (["--set", "np=1", "--usd-per-hour", "0"], "above 0"),
+        (["--set", "np=1", "--usd-per-hour", "12000"], "really per hour"),
     ],
 )
 def test_bad_input_exits_1_with_one_line(

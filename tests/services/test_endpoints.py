@@ -155,3 +155,22 @@ def test_a_local_triton_is_labelled_by_its_backend(db_url: str) -> None:
     assert vllm.label == "vLLM"
     plain = endpoints.add_engine("remote-triton", "http://10.0.0.9:8000", kind="triton")
     assert plain.label == "Triton"
+
+
+def test_a_price_per_hour_is_stored_edited_and_cleared(db_url: str) -> None:
+    assert endpoints.add_engine("a", "http://a:1").usd_per_hour is None
+    assert endpoints.add_engine("b", "http://b:1", usd_per_hour="2.5").usd_per_hour == 2.5
+    assert endpoints.update_engine("a", usd_per_hour=4).usd_per_hour == 4.0
+    assert endpoints.get_engine("a").usd_per_hour == 4.0
+    assert endpoints.update_engine("a", usd_per_hour="").usd_per_hour is None
+
+
+@pytest.mark.parametrize("price", ["$3.50", "3,50", "-1", "0", "50000"])
+def test_a_bad_price_is_refused_and_nothing_changes(db_url: str, price: str) -> None:
+    endpoints.add_engine("a", "http://a:1", usd_per_hour=1.0)
+    with pytest.raises(ValidationError, match="per hour|plain number|above"):
+        endpoints.update_engine("a", usd_per_hour=price)
+    with pytest.raises(ValidationError):
+        endpoints.add_engine("b", "http://b:1", usd_per_hour=price)
+    assert endpoints.get_engine("a").usd_per_hour == 1.0
+    assert [e.name for e in endpoints.list_engines()] == ["a"]

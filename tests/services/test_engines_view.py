@@ -147,3 +147,26 @@ def test_the_metrics_hint_shows_only_where_reading_the_metrics_failed(db_url: st
     endpoints.update_engine("triton_box", metrics_url="http://127.0.0.1:9/metrics")
     (triton,) = [c for c in engines_view.engine_cards() if c.record.name == "triton_box"]
     assert triton.metrics_hint == ""
+
+
+def test_a_price_is_added_shown_edited_and_a_bad_one_says_why(db_url: str) -> None:
+    stored = engines_view.add_endpoint(
+        "gpu", "http://127.0.0.1:9", kind="vllm", store_unreachable=True, usd_per_hour="2.75"
+    )
+    assert stored[-1].level == "success"
+    (card,) = engines_view.engine_cards()
+    assert as_read(card.heading).endswith("· 2.75 $/h")
+    assert engines_view.price_field(card.record) == "2.75"
+    for typed, says in (
+        ("$3.50", "not a plain number"),
+        ("3,50", "not a plain number"),
+        ("-2", "above 0"),
+    ):
+        refused = engines_view.save_engine("gpu", usd_per_hour=typed)
+        assert refused is not None and refused.level == "error" and says in refused.markdown
+    assert endpoints.get_engine("gpu").usd_per_hour == 2.75
+    absurd = engines_view.add_endpoint("big", "http://127.0.0.1:8", usd_per_hour="99999")
+    assert [m.level for m in absurd] == ["error"] and "really per hour" in absurd[0].markdown
+    assert engines_view.save_engine("gpu", usd_per_hour="") is None
+    (card,) = engines_view.engine_cards()
+    assert as_read(card.heading).endswith("· not priced") and engines_view.price_field(card.record) == ""

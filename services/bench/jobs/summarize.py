@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from services import cost
 from services.bench import selfcheck
 from services.bench.jobs.engine_metrics import engine_metrics_for
 from services.bench.runner import BenchOutcome, StepResult
@@ -27,6 +28,7 @@ METRIC_FIELDS = (
     "output_throughput_tok_s",
     "total_token_throughput_tok_s",
     "goodput_rps",
+    "goodput_output_tok_s",
     "slo_attainment",
     "ttft_s",
     "tpot_s",
@@ -66,6 +68,7 @@ def build_summary(
     for record in records:
         groups.setdefault((record.engine, record.step), []).append(record)
     engine_order = [e.name for e in spec.engines]
+    prices = {e.name: e.usd_per_hour for e in spec.engines}
     per_step: dict[tuple[str, int | None], dict[str, Any]] = {}
     for key, group in groups.items():
         engine, step = key
@@ -90,6 +93,8 @@ def build_summary(
             block["started_at_unix"] = meta.summary.get("started_at_unix")
             block["generator"] = meta.summary.get("generator") or {}
             add_rest_evidence(block)
+        # The price the run started with, so later price edits leave this run's cost as it was.
+        block[cost.SUMMARY_KEY] = cost.cost_of_block(prices.get(engine), block).to_json()
         per_step[key] = block
     engines: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []

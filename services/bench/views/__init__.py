@@ -21,6 +21,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
+from services.bench.views.costs import CostRow, cheapest_line, cost_lines, cost_rows, cost_table
 from services.bench.views.options import (
     LOAD_TITLES,
     SWEEP_TITLES,
@@ -60,13 +61,18 @@ __all__ = [
     "SWEEP_TITLES",
     "TIMELINE_MAX_REQUESTS",
     "WORKLOAD_TITLES",
+    "CostRow",
     "FormOptions",
     "RunChoice",
     "RunView",
     "by_engine",
     "cancel",
     "cdf_figure",
+    "cheapest_line",
     "concurrency_figure",
+    "cost_lines",
+    "cost_rows",
+    "cost_table",
     "engine_metrics_figure",
     "fill_missing",
     "form_options",

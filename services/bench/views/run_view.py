@@ -23,6 +23,7 @@ from services.bench.views.charts import (
     sweep_figure,
     timeline_figure,
 )
+from services.bench.views.costs import cheapest_line, cost_frontier_figure, cost_table, sweep_cost_points
 from services.bench.views.split import split_figure, split_lines, split_table
 from services.bench.views.tables import percentile_table, throughput_table
 from services.engines import get_adapter
@@ -34,6 +35,7 @@ TIMELINE_MAX_REQUESTS = 300
 #: The order the results view draws a finished run's charts in (those it has).
 FIGURE_ORDER = (
     "latency_throughput",
+    "cost_frontier",
     "ttft_cdf",
     "ttfat_cdf",
     "itl_cdf",
@@ -60,6 +62,10 @@ class RunView:
     #: percentiles of each part.
     split_lines: list[str] = field(default_factory=list)
     split_table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The price the run used and $ per 1M tokens per engine (per step of a sweep).
+    cost: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The cheapest engine (step) meeting the SLOs in words; None when nothing is priced.
+    cheapest: str | None = None
 
     @property
     def active(self) -> bool:
@@ -214,6 +220,9 @@ def run_view(run_id: int) -> RunView:
         )
         if results.sweep:
             figures["latency_throughput"] = sweep_figure(results.sweep, run.spec.sweep.dimension)
+        frontier = cost_frontier_figure(sweep_cost_points(results))
+        if frontier is not None:
+            figures["cost_frontier"] = frontier
         labels = results.step_labels()
         figures["concurrency"] = concurrency_figure(measured, labels, offsets)
         per_engine = max((len(rs) for rs in by_engine(measured).values()), default=0)
@@ -236,6 +245,8 @@ def run_view(run_id: int) -> RunView:
         self_check=run_self_check(results),
         split_lines=split_lines(results, kinds) if finished and results.has_results else [],
         split_table=split_table(results) if results.has_results else pd.DataFrame(),
+        cost=cost_table(results, steps=True) if finished and results.has_results else pd.DataFrame(),
+        cheapest=cheapest_line(results, run.spec.slo) if finished and results.has_results else None,
     )
 
 

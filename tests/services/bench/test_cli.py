@@ -45,6 +45,8 @@ def test_url_run_writes_the_json_summary_and_the_database(
         "8",
         "--timeout",
         "30",
+        "--usd-per-hour",
+        "3.6",
         "--json",
         str(out),
     )
@@ -52,6 +54,13 @@ def test_url_run_writes_the_json_summary_and_the_database(
     payload = json.loads(out.read_text())
     assert payload["status"] == "finished"
     ((name, block),) = payload["engines"].items()
+    # The price given for the URL is the run's, and its cost is in the summary and the table.
+    assert block["cost"]["usd_per_hour"] == 3.6
+    assert block["cost"]["usd_per_1m_output"] == pytest.approx(
+        1e6 / (block["output_throughput_tok_s"] * 1000)
+    )
+    assert block["cost"]["usd_per_1m_output_goodput"] is None
+    assert f"{name}: 3.6 $/h, $" in result.stdout
     assert name == scripted_server.base_url.split("//")[1].removesuffix("/v1")
     assert (block["completed"], block["failed"], block["sent"]) == (12, 0, 12)
     assert block["output_tokens"] == 12 * 8
@@ -165,6 +174,28 @@ def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedS
             ["--url", "http://127.0.0.1:9", "--requests", "3", "--workers", "many"],
             2,
             "expected a number from 1",
+        ),
+        (
+            ["--url", "http://127.0.0.1:9", "--requests", "3", "--usd-per-hour", "$3.50"],
+            1,
+            "not a plain number",
+        ),
+        (
+            ["--url", "http://127.0.0.1:9", "--requests", "3", "--usd-per-hour", "3,50"],
+            1,
+            "not a plain number",
+        ),
+        (["--url", "http://127.0.0.1:9", "--requests", "3", "--usd-per-hour", "-2"], 1, "above 0"),
+        (["--url", "http://127.0.0.1:9", "--requests", "3", "--usd-per-hour", "0"], 1, "above 0"),
+        (
+            ["--url", "http://127.0.0.1:9", "--requests", "3", "--usd-per-hour", "25000"],
+            1,
+            "really per hour",
+        ),
+        (
+            ["--engine", "x", "--requests", "3", "--usd-per-hour", "2"],
+            1,
+            "engines edit NAME --usd-per-hour",
         ),
     ],
 )

@@ -328,3 +328,65 @@ def test_the_runs_generator_verdict_names_the_loads_it_could_not_check() -> None
         "checked_loads": 3,
     }
     assert jobs.generator_verdict({("a", None): {"generator": kept}})["checked"] is True
+
+
+def test_each_step_carries_the_price_it_ran_with_and_its_cost() -> None:
+    """Issue 33: the cost comes from the price stored with the run (the spec's snapshot of the
+    engine), through services/cost.py; an engine without a price says so, never 0."""
+    from services import cost
+    from services.bench.stats import RequestRecord
+
+    spec = BenchSpec(
+        engines=(
+            EngineTarget(name="priced", base_url="http://x:1", usd_per_hour=3.6),
+            EngineTarget(name="free", base_url="http://x:2"),
+        ),
+        load=LoadSpec(concurrency=1, requests=2),
+        slo=SloSpec(ttft_ms=100),
+    )
+    records = [
+        RequestRecord(
+            engine=name,
+            index=i,
+            ok=True,
+            start_s=float(i),
+            ttft_s=ttft,
+            e2e_s=1.0,
+            input_tokens=100,
+            output_tokens=1000,
+        )
+        for name in ("priced", "free")
+        for i, ttft in enumerate((0.05, 0.5))
+    ]
+    summary = jobs.build_summary(spec, records, None)
+    priced = summary["engines"]["priced"]
+    figures = cost.Cost.from_json(priced[cost.SUMMARY_KEY])
+    # 2000 output tokens over 2 s, 1000 of them within the SLO: 1000 and 500 tok/s.
+    assert figures.usd_per_hour == 3.6
+    assert figures.usd_per_1m_output == pytest.approx(cost.usd_per_million(3.6, 1000.0))
+    assert figures.usd_per_1m_total == pytest.approx(cost.usd_per_million(3.6, 1100.0))
+    assert figures.usd_per_1m_output_goodput == pytest.approx(cost.usd_per_million(3.6, 500.0))
+    free = cost.Cost.from_json(summary["engines"]["free"][cost.SUMMARY_KEY])
+    assert free == cost.Cost() and not free.priced
+    # The spec stored with the run keeps the price, so a later edit of the engine changes nothing.
+    again = BenchSpec.from_dict(spec.to_dict())
+    assert again.engines[0].usd_per_hour == 3.6
+
+
+def test_a_price_does_not_change_what_repeats_a_run() -> None:
+    from db.models import run_fingerprint
+
+    bare = BenchSpec(engines=(EngineTarget(name="a", base_url="http://x:1"),)).to_dict()
+    priced = BenchSpec(
+        engines=(EngineTarget(name="a", base_url="http://x:1", usd_per_hour=2.0),)
+    ).to_dict()
+    before = dict(
+        bare, engines=[{k: v for k, v in e.items() if k != "usd_per_hour"} for e in bare["engines"]]
+    )
+    fingerprints = {run_fingerprint("benchmark", "m", "w", c) for c in (bare, priced, before)}
+    assert len(fingerprints) == 1
+    # A tuning run's price sits at the top of its config: ignored there too.
+    tunes = {
+        run_fingerprint("tune", "m", "w", {"kind": "llamacpp", **p}) for p in ({}, {"usd_per_hour": 2.0})
+    }
+    assert len(tunes) == 1

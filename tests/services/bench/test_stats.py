@@ -62,6 +62,7 @@ def test_summary_counts_throughput_and_errors() -> None:
     assert summary["tpot_s"]["p50"] == pytest.approx((0.9 / 9 + 1.9 / 9) / 2)
     assert summary["error_rate"] == 0.5
     assert summary["goodput_rps"] is None
+    assert summary["goodput_output_tok_s"] is None
     assert summary["engine_metrics"] == {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None}
 
 
@@ -77,6 +78,9 @@ def test_goodput_and_slo_attainment() -> None:
     summary = summarize_engine(records, slo=slo)
     assert summary["slo_attainment"] == 0.25
     assert summary["goodput_rps"] == pytest.approx(1 / summary["duration_s"])
+    # Only the one request within the SLOs counts its tokens, over the same duration.
+    good_tokens = records[0].output_tokens or 0
+    assert summary["goodput_output_tok_s"] == pytest.approx(good_tokens / summary["duration_s"])
     # TPOT limits do not apply to one-token answers.
     assert meets_slo(record(5, out=1, ttft=0.01, e2e=0.01), SloSpec(tpot_ms=1))
 

@@ -81,3 +81,24 @@ def test_a_deeply_nested_file_is_one_clear_line(db_url: str) -> None:
     for text in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
         with pytest.raises(ValidationError, match="nested too deeply"):
             import_file(text.encode(), "deep.json")
+
+
+def test_a_price_given_at_import_costs_each_engine_and_step(db_url: str, samples) -> None:  # type: ignore[no-untyped-def]
+    """Issue 33: an imported run with a price shows $ per 1M tokens from the file's throughputs."""
+    from services import cost
+
+    result = importers.import_file(samples / "vllm_bench_serve_append.jsonl", usd_per_hour="3.6")
+    detail = runs.get_run(result.run_ids[0])
+    blocks = [*detail.summary["engines"].values(), *detail.summary.get("sweep", [])]
+    assert blocks
+    for block in blocks:
+        figures = cost.Cost.from_json(block["cost"])
+        assert figures.usd_per_hour == 3.6
+        assert figures.usd_per_1m_output == pytest.approx(
+            cost.usd_per_million(3.6, block["output_throughput_tok_s"])
+        )
+    assert detail.config["usd_per_hour"] == 3.6
+    with pytest.raises(ValidationError, match="not a plain number"):
+        importers.import_file(samples / "vllm_bench_serve_append.jsonl", usd_per_hour="$3.60")
+    unpriced = runs.get_run(importers.import_file(samples / "vllm_bench_serve_append.jsonl").run_ids[0])
+    assert all("cost" not in block for block in unpriced.summary["engines"].values())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from services.runs.comparison import change_text, format_row
 
 
@@ -33,3 +35,31 @@ def test_every_statistic_of_a_latency_can_share_one_unit() -> None:
     p95, p99 = [0.216, 0.9], [0.24, 1.0]
     assert format_row("ttft_s", p95, p95 + p99) == ("0.216 s", "0.900 s")
     assert format_row("ttft_s", p99, p95 + p99) == ("0.240 s", "1.00 s")
+
+
+def test_cost_rows_compare_the_price_each_run_stored_and_say_not_priced(db_url: str) -> None:
+    """Issue 33: lower cost is better; a run without a price reads "not priced", never $0."""
+    from services import cost, runs
+    from services.runs.comparison import format_row
+    from tests.services.test_runs import engine_summary, make_run
+
+    def priced(price: float | None, out_rate: float) -> dict:
+        block = {
+            **engine_summary(0.1, 0.02, 1.0, out_rate),
+            "total_token_throughput_tok_s": out_rate * 2,
+        }
+        return {**block, cost.SUMMARY_KEY: cost.cost_of_block(price, block).to_json()}
+
+    a = make_run(name="A", engines={"vllm": priced(3.6, 1000.0)})
+    b = make_run(name="B", engines={"sglang": priced(3.6, 2000.0)})
+    c = make_run(name="C", engines={"tgi": priced(None, 2000.0)})
+    rows = {row.label: row for row in runs.compare_runs([a, b, c]).rows}
+    output = rows["Cost per 1M output tokens"]
+    assert output.values == (pytest.approx(1.0), pytest.approx(0.5), None)
+    assert output.marks[1] == "better" and not output.higher_is_better
+    assert format_row(output.metric, output.values) == ("$1.00", "$0.5000", "not priced")
+    assert "Cost per 1M output tokens at goodput" not in rows  # no SLOs: no empty row
+    unpriced = {row.label: row for row in runs.compare_runs([c]).rows}
+    assert format_row("usd_per_1m_output", unpriced["Cost per 1M output tokens"].values) == (
+        "not priced",
+    )

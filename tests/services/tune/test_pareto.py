@@ -94,3 +94,47 @@ def test_none_meeting_the_slos_names_the_closest() -> None:
     assert choice.reason == (
         "No configuration met the SLOs (TTFT <= 100 ms, 90% of requests); the closest was np=4 with 50%."
     )
+
+
+def _priced(config: dict, price: float | None, goodput_tok_s: float | None) -> dict:
+    from services import cost
+
+    metrics = {**config["metrics"], "goodput_output_tok_s": goodput_tok_s}
+    metrics["total_token_throughput_tok_s"] = metrics["output_throughput_tok_s"] * 2
+    return {
+        **config,
+        "metrics": {**metrics, cost.SUMMARY_KEY: cost.cost_of_block(price, metrics).to_json()},
+    }
+
+
+def test_the_cheapest_meeting_the_slos_is_the_lowest_cost_at_goodput() -> None:
+    """Issue 33: at one price, the cheapest per token that counts; it need not be the best by
+    goodput in req/s (np=1 serves fewer requests within the SLO but more of their tokens)."""
+    from services.tune.pareto import cheapest_configuration
+
+    slo = SloSpec(ttft_ms=600, attainment=0.9)
+    priced = [
+        _priced(FIXTURE[0], 3.6, 40.0),  # $25 per 1M tokens within the SLO
+        _priced(FIXTURE[1], 3.6, 20.0),  # $50
+        _priced(FIXTURE[3], 3.6, 90.0),  # cheapest of all, but misses the SLO
+    ]
+    choice = cheapest_configuration(priced, slo)
+    assert choice.label == "np=1"
+    assert choice.reason == (
+        "np=1: the cheapest of the 2 configurations meeting TTFT <= 600 ms, "
+        "$25.00 per 1M output tokens at goodput."
+    )
+    assert best_configuration(priced, slo).label == "np=2"
+    unslo = cheapest_configuration(priced, SloSpec())
+    assert unslo.label == "np=8" and "$11.11 per 1M output tokens." in unslo.reason
+
+
+def test_without_a_price_there_is_no_cheapest_and_it_says_not_priced() -> None:
+    from services.tune.pareto import cheapest_configuration
+
+    unpriced = [_priced(FIXTURE[0], None, 40.0)]
+    choice = cheapest_configuration(unpriced, SloSpec(ttft_ms=600))
+    assert choice.label is None and "not priced" in choice.reason
+    assert cheapest_configuration(FIXTURE[:1], SloSpec()).label is None  # a run stored before prices
+    none_met = cheapest_configuration([_priced(FIXTURE[3], 1.0, 1.0)], SloSpec(ttft_ms=100))
+    assert none_met.label is None and "No configuration met the SLOs" in none_met.reason

@@ -65,3 +65,53 @@ def test_the_winner_says_one_run_each_does_not_measure_noise() -> None:
     assert caveat.startswith("Each configuration ran once, so run-to-run noise is not measured")
     assert "The top two by output tokens/s (a, c) are 2% apart." in caveat
     assert views.winner({**STORED, "best": {}}).caveat is None  # no winner, nothing to qualify
+
+
+def test_each_configuration_shows_its_cost_and_the_cheapest_is_named() -> None:
+    """Issue 33: cost per 1M output tokens per configuration, "not priced" without a price, and
+    the cheapest meeting the SLOs with its launch command; a run from before prices has none."""
+    from services import cost
+
+    def metrics(tok_s: float) -> dict[str, Any]:
+        block = {"output_throughput_tok_s": tok_s, "completed": 8}
+        return {**block, cost.SUMMARY_KEY: cost.cost_of_block(3.6, block).to_json()}
+
+    stored = {
+        **STORED,
+        "configs": [
+            {"label": "a", "status": "finished", "metrics": metrics(40.0)},
+            {"label": "c", "status": "finished", "metrics": {"output_throughput_tok_s": 9.0}},
+        ],
+        "cheapest": {
+            "label": "a",
+            "reason": "a: the cheapest of the 1 configurations (no SLOs set), $25.00 per 1M output tokens.",
+            "launch": {"plain": "llama-server -np 1", "docker": "docker run y"},
+        },
+    }
+    table = views.config_table(stored)
+    assert list(table[views.COST_COLUMN]) == ["$25.00", "not priced"]
+    assert list(table["cheapest"]) == ["$", ""]
+    found = views.cheapest(stored)
+    assert (found.label, found.plain) == ("a", "llama-server -np 1")
+    assert TuneSummary.from_json(stored).to_json() == stored
+    old = views.cheapest(STORED)
+    assert old.label is None and "not priced" in old.reason
+
+
+def test_the_cost_frontier_spans_the_priced_configurations() -> None:
+    from services import cost
+
+    def metrics(tok_s: float, tpot: float, price: float | None) -> dict[str, Any]:
+        block = {"output_throughput_tok_s": tok_s, "completed": 8, "tpot_s": {"p50": tpot}}
+        return {**block, cost.SUMMARY_KEY: cost.cost_of_block(price, block).to_json()}
+
+    stored = {
+        **STORED,
+        "configs": [
+            {"label": "np=1", "status": "finished", "metrics": metrics(40.0, 0.01, 3.6)},
+            {"label": "np=4", "status": "finished", "metrics": metrics(120.0, 0.03, 3.6)},
+        ],
+    }
+    figure = views.cost_frontier_figure(stored)
+    assert figure is not None and [t.name for t in figure.data] == ["np=1", "np=4", "frontier"]
+    assert views.cost_frontier_figure(STORED) is None  # not priced: no chart, not a $0 one

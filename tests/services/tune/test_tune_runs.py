@@ -188,3 +188,39 @@ def test_a_dead_workers_engine_is_stopped_at_recovery(db_url: str, llamacpp_inst
         time.sleep(0.2)
     assert not pid_alive(running["pid"])
     assert jobs.get_run(run_id).status == "interrupted"
+
+
+def test_a_price_is_checked_kept_and_names_the_cheapest_configuration() -> None:
+    """Issue 33: the spec's price is validated like an engine's and kept in the stored spec;
+    analyse stores the cheapest configuration meeting the SLOs with its launch command."""
+    from services import cost
+
+    spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2")}, usd_per_hour="3.6", **TINY)  # type: ignore[arg-type]
+    checked = spec.validate(trusted=False)
+    assert checked.usd_per_hour == 3.6
+    assert TuneSpec.from_dict(checked.to_dict()).usd_per_hour == 3.6
+    with pytest.raises(ValidationError, match="not a plain number"):
+        TuneSpec(kind="llamacpp", grid={"np": ("1",)}, usd_per_hour="3,60", **TINY).validate(
+            trusted=False
+        )  # type: ignore[arg-type]
+
+    def entry(np: str, tok_s: float) -> dict:
+        block = {
+            "completed": 4,
+            "output_throughput_tok_s": tok_s,
+            "ttft_s": {"p90": 0.1},
+            "itl_s": {"p90": 0.01},
+        }
+        block[cost.SUMMARY_KEY] = cost.cost_of_block(3.6, block).to_json()
+        return {
+            "label": f"np={np}",
+            "status": "finished",
+            "sweep": [],
+            "metrics": block,
+            "full_settings": {"np": np},
+        }
+
+    summary = jobs.analyse(checked, [entry("1", 40.0), entry("2", 80.0)])
+    cheapest = summary["cheapest"]
+    assert cheapest["label"] == "np=2" and "$12.50 per 1M output tokens" in cheapest["reason"]
+    assert "-np 2" in cheapest["launch"]["plain"]

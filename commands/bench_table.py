@@ -1,0 +1,84 @@
+"""`cli.py bench`'s printed results: the table, the cost, the self-check and the caveats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ms(block: Any, key: str) -> str:
+    value = block.get(key) if isinstance(block, dict) else None
+    return f"{value * 1000:9.1f}" if isinstance(value, (int, float)) else f"{'-':>9}"
+
+
+def _row(label: str, block: dict[str, Any], level: str = "") -> str:
+    return (
+        f"{label[:24]:24s} {level:>7} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
+        f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
+        f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
+        f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}"
+    )
+
+
+def _level(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "-"
+
+
+def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
+    """The results table, the self-check, then the run's caveats as every page says them
+    (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
+    from services.bench.spec import BenchSpec
+    from services.bench.summary import BenchSummary
+    from services.bench.views.costs import cheapest_line, cost_lines
+    from services.bench.views.split import kind_labels, split_lines
+    from services.bench.views.tables import reasoning_line
+    from services.runs.caveats import run_caveats
+
+    summary = BenchSummary.from_json(payload)
+    sweep, dimension = summary.sweep, summary.sweep_dimension
+    load = summary.load or ""
+    if sweep:  # the stored load is the sweep's base; say what actually ran
+        levels = list(dict.fromkeys(_level(row.get(dimension)) for row in sweep))
+        load = f"{dimension} {', '.join(levels)}, {load.split(', ', 1)[-1]} per step"
+    lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {summary.workload or ''}"]
+    header = (
+        f"{'engine':24s} {dimension[:7]:>7} {'done':>6} {'failed':>6} {'req/s':>8} {'out tok/s':>10} "
+        f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>9} {'ITL p99':>9}  (ms)"
+    )
+    if sweep:
+        # Every step, then each engine's chosen one (highest throughput, or the SLO search's answer).
+        lines.append(
+            f"steps ({'SLO search' if sweep[0].get('phase') == 'search' else 'sweep'} over {dimension}):"
+        )
+        lines.append(header)
+        lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
+        lines.append("per engine, the step reported as its result:")
+    lines.append(header)
+    for name, block in summary.engines.items():
+        chosen = summary.reported_step(name) or {}
+        lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
+        if thinking := reasoning_line(block):
+            lines.append(f"{'':24s} {thinking}")
+        if block.get("errors_by_class"):
+            errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
+            lines.append(f"{'':24s} failures by class: {errors}")
+    lines.append("cost (the price per hour the run used):")
+    lines += [f"  {line}" for line in cost_lines(summary)]
+    if config and (cheapest := cheapest_line(summary, BenchSpec.from_dict(config).slo)):
+        lines.append(f"  {cheapest}")
+    split = split_lines(summary, kind_labels(config))
+    if split:
+        lines.append("where the time went (the engine's own times; ms):")
+        lines += [f"  {line}" for line in split]
+    caveats = run_caveats(config, summary)
+    check = caveats.self_check
+    if check.state is not None:
+        # The verdict and what it means first, then each load's evidence (its raw figures).
+        lines.append(f"self-check: {check.title}")
+        lines += [f"  {line}" for line in check.advice_lines]
+        lines += [f"  evidence: {line}" for line in check.evidence_lines]
+    # The notes say a short output length, an early stop and the SLO search's answer, which
+    # this table said in its own words before: one wording everywhere.
+    if caveats.load or caveats.notes:
+        lines.append("caveats:")
+        lines += [f"  {line}" for line in (*caveats.load, *caveats.notes)]
+    return "\n".join(lines)
