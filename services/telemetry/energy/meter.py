@@ -15,7 +15,7 @@ import functools
 import socket
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol
@@ -109,6 +109,9 @@ class EnergyMeter:
             except EnergyUnavailable as error:
                 source.close()
                 found = str(error)
+            except Exception as error:  # noqa: BLE001 - energy is a figure beside the run, never its end
+                source.close()
+                found = f"{source.name} failed to start ({type(error).__name__}: {error})"
             self._sources[key] = found
         return found
 
@@ -166,13 +169,14 @@ class EnergyMeter:
             scope = plan.scope
             if len(sharing) > 1:
                 scope = f"{scope}; shared by the engines that ran together ({', '.join(sharing)})"
-            results[engine] = _window_result(
+            result = _window_result(
                 self._source_name(plan.source),
                 window.readings[plan.source],
                 ends[plan.source],
                 scope,
                 duration,
             )
+            results[engine] = replace(result, engines=tuple(sharing)) if result.measured else result
         return results
 
     def _read(self, key: str) -> list[CounterReading] | str:
@@ -183,6 +187,8 @@ class EnergyMeter:
             return source.read()
         except EnergyUnavailable as error:
             return str(error)
+        except Exception as error:  # noqa: BLE001 - energy is a figure beside the run, never its end
+            return f"{source.name} failed ({type(error).__name__}: {error})"
 
     def _source_name(self, key: str) -> str:
         source = self._sources.get(key)

@@ -45,6 +45,8 @@ class EnergyResult:
     scope: str | None = None
     duration_s: float | None = None
     reason: str | None = None
+    #: The engines whose load these joules cover: more than one when they ran together.
+    engines: tuple[str, ...] = ()
     j_per_output_token: float | None = None
     output_tokens_per_j: float | None = None
 
@@ -71,6 +73,7 @@ class EnergyResult:
             "devices": list(self.devices),
             "scope": self.scope,
             "duration_s": self.duration_s,
+            "engines": list(self.engines),
             "j_per_output_token": self.j_per_output_token,
             "output_tokens_per_j": self.output_tokens_per_j,
         }
@@ -83,7 +86,7 @@ class EnergyResult:
         joules = stored_json.number(data.get("joules")) if data.get("measured") else None
         if joules is None:
             return cls(reason=stored_json.nonempty_text(data.get("reason")) or "no energy counter")
-        devices = data.get("devices")
+        devices, engines = data.get("devices"), data.get("engines")
         return cls(
             joules=joules,
             method=stored_json.nonempty_text(data.get("method")),
@@ -91,6 +94,7 @@ class EnergyResult:
             devices=tuple(str(d) for d in devices) if isinstance(devices, list) else (),
             scope=stored_json.nonempty_text(data.get("scope")),
             duration_s=stored_json.number(data.get("duration_s")),
+            engines=tuple(str(e) for e in engines) if isinstance(engines, list) else (),
             j_per_output_token=stored_json.number(data.get("j_per_output_token")),
             output_tokens_per_j=stored_json.number(data.get("output_tokens_per_j")),
         )

@@ -50,6 +50,7 @@ def test_engines_run_together_share_the_window() -> None:
     gpu.energy_mj = 90_000
     results = meter.end(window)
     assert results["a"].joules == results["b"].joules == 90.0
+    assert results["a"].engines == results["b"].engines == ("a", "b")
     assert "shared by the engines that ran together (a, b)" in (results["a"].scope or "")
 
 
@@ -113,6 +114,7 @@ def test_the_stored_form_round_trips() -> None:
         devices=("GPU 0: X",),
         scope="all 1 GPU(s)",
         duration_s=3.0,
+        engines=("a",),
         j_per_output_token=0.125,
         output_tokens_per_j=8.0,
     )
