@@ -5,8 +5,9 @@ when there are NVIDIA GPUs, else by the CPU packages' RAPL counters (the CPU-ser
 engines). An engine elsewhere is measured by a dcgm-exporter on its host when one is
 configured (SHOOTOUT_DCGM_URLS); otherwise it is "not measured here", with the reason.
 
-Nothing says which GPUs an engine uses, so a GPU source counts all the GPUs it sees and the
-result says so (shared GPUs); engines run together share one window, and say that too.
+Local GPUs count where the engine's processes run (NVML's process list, matched by the port in
+their command lines); where no process can be tied to the engine, a GPU source counts all the
+GPUs it sees and says so (shared GPUs). Engines run together share one window, and say so.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class EnergyPlan:
     source: str | None = None
     scope: str | None = None
     reason: str | None = None
+    #: The source's devices that count (the GPUs running the engine); None: all of them.
+    devices: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -83,7 +86,9 @@ class EnergyMeter:
         nvml: ModuleType | None = None,
         rapl_root: Path = POWERCAP_ROOT,
         clock: Callable[[], float] = time.monotonic,
+        sources: dict[str, EnergySource] | None = None,
     ) -> None:
+        """`sources` replaces a source by key ("nvml", "rapl", "dcgm:URL"), opened or not."""
         self.engines = dict(engines)
         self.dcgm_urls = [metrics_url(u) for u in dcgm_urls]
         self._factories: dict[str, Callable[[], EnergySource]] = {
@@ -92,6 +97,8 @@ class EnergyMeter:
         }
         for url in self.dcgm_urls:
             self._factories[f"dcgm:{url}"] = functools.partial(DcgmEnergySource, url)
+        for key, given in (sources or {}).items():
+            self._factories[key] = functools.partial(lambda source: source, given)
         self._clock = clock
         self._sources: dict[str, EnergySource | str] = {}
         self._plans: dict[str, EnergyPlan] = {}
@@ -137,6 +144,14 @@ class EnergyMeter:
             if isinstance(source, str):
                 reasons.append(source)
                 continue
+            if isinstance(source, NvmlEnergySource):
+                owned = source.engine_devices(engine, self.engines.get(engine) or "")
+                if owned is not None:
+                    devices, others = owned
+                    scope = f"the {len(devices)} GPU(s) running the engine's processes" + (
+                        f", shared with {others} other process(es)" if others else ""
+                    )
+                    return EnergyPlan(key, scope, devices=devices)
             return EnergyPlan(key, _scope(key, source.devices(), host))
         if not local:
             reasons.insert(
@@ -165,14 +180,14 @@ class EnergyMeter:
             if plan.source is None:
                 results[engine] = EnergyResult(reason=plan.reason)
                 continue
-            sharing = [e for e in window.engines if self.plan(e).source == plan.source]
+            sharing = [e for e in window.engines if _overlap(plan, self.plan(e))]
             scope = plan.scope
             if len(sharing) > 1:
                 scope = f"{scope}; shared by the engines that ran together ({', '.join(sharing)})"
             result = _window_result(
                 self._source_name(plan.source),
-                window.readings[plan.source],
-                ends[plan.source],
+                _only(window.readings[plan.source], plan.devices),
+                _only(ends[plan.source], plan.devices),
                 scope,
                 duration,
             )
@@ -200,6 +215,21 @@ class EnergyMeter:
                 source.close()
         self._sources.clear()
         self._plans.clear()
+
+
+def _overlap(one: EnergyPlan, other: EnergyPlan) -> bool:
+    """Whether two engines' figures count some device in common."""
+    if one.source != other.source:
+        return False
+    return one.devices is None or other.devices is None or bool(set(one.devices) & set(other.devices))
+
+
+def _only(
+    readings: list[CounterReading] | str, devices: tuple[str, ...] | None
+) -> list[CounterReading] | str:
+    if isinstance(readings, str) or devices is None:
+        return readings
+    return [r for r in readings if r.device in devices]
 
 
 def _scope(key: str, devices: tuple[str, ...], host: str | None) -> str:

@@ -13,7 +13,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from services.telemetry.energy.maths import integrate_power
@@ -23,7 +23,7 @@ from services.telemetry.energy.records import (
     CounterReading,
     EnergyUnavailable,
 )
-from services.telemetry.gpu import NO_GPU, nvml_reason
+from services.telemetry.gpu import NO_GPU, engine_for_process, nvml_reason
 
 #: Boards update their power reading every 20 to 100 ms; a tenth of a second follows it.
 POWER_INTERVAL_S = 0.1
@@ -39,6 +39,29 @@ def _unsupported(nvml: ModuleType, error: BaseException) -> bool:
         if hasattr(nvml, n)
     }
     return getattr(error, "value", None) in codes
+
+
+#: How far up a GPU process's parents to look for the engine's command line (vLLM and SGLang
+#: hold the GPUs in spawned workers whose own command line names no port).
+ANCESTORS = 6
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return int(fields[1]) or None
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class _PowerIntegral:
@@ -66,8 +89,12 @@ class NvmlEnergySource:
         indices: Sequence[int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval_s: float = POWER_INTERVAL_S,
+        cmdline: Callable[[int], str] = _cmdline,
+        parent: Callable[[int], int | None] = _parent,
     ) -> None:
         self._nvml = nvml
+        self._cmdline = cmdline
+        self._parent = parent
         self._indices = list(indices) if indices is not None else None
         self._clock = clock
         self._interval_s = interval_s
@@ -142,6 +169,37 @@ class NvmlEnergySource:
     def devices(self) -> tuple[str, ...]:
         self.open()
         return tuple(label for label, _, _ in self._gpus or ())
+
+    def engine_devices(self, name: str, base_url: str) -> tuple[tuple[str, ...], int] | None:
+        """The GPUs running the engine's processes (a process whose command line, or a
+        parent's, names the engine's port) and how many other processes share them; None
+        when no GPU process can be tied to the engine (a container, another user's process)."""
+        self.open()
+        nvml = self._nvml
+        assert nvml is not None
+        target = [SimpleNamespace(name=name, base_url=base_url)]
+        owned: list[str] = []
+        others = 0
+        for label, handle, _ in self._gpus or ():
+            try:
+                pids = {int(p.pid) for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+            except Exception:  # noqa: BLE001, S112 - no process list: this GPU cannot be tied
+                continue
+            mine = {pid for pid in pids if self._is_engines(pid, target)}
+            if mine:
+                owned.append(label)
+                others += len(pids - mine)
+        return (tuple(owned), others) if owned else None
+
+    def _is_engines(self, pid: int, target: list[SimpleNamespace]) -> bool:
+        current: int | None = pid
+        for _ in range(ANCESTORS):
+            if current is None or current <= 1:
+                return False
+            if engine_for_process(self._cmdline(current), target):
+                return True
+            current = self._parent(current)
+        return False
 
     def _sample_power(self) -> None:
         nvml = self._nvml

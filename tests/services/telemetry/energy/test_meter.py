@@ -123,3 +123,36 @@ def test_the_stored_form_round_trips() -> None:
     assert EnergyResult.from_json(missing.to_json()) == missing
     assert EnergyResult.from_json(None) is None
     assert EnergyResult.from_json({"measured": True, "joules": "x"}).reason == "no energy counter"
+
+
+def test_the_gpus_running_the_engines_processes_are_the_ones_counted() -> None:
+    from services.telemetry.energy.nvml import NvmlEnergySource
+    from tests.services.telemetry.fake_pynvml import FakeProcess
+
+    # vLLM's API server (pid 100) names the port; its spawned EngineCore (300) holds the GPUs.
+    cmdlines = {
+        100: "python -m vllm.entrypoints.openai.api_server --port 8081",
+        300: "VLLM::EngineCore",
+        200: "python train.py",
+        201: "python other.py",
+    }
+    parents = {300: 100, 100: 1, 200: 1, 201: 1}
+    gpus = [
+        FakeGpu(energy_mj=0, processes=[FakeProcess(300, 2**30)]),
+        FakeGpu(energy_mj=0, processes=[FakeProcess(200, 2**30)]),
+        FakeGpu(energy_mj=0, processes=[FakeProcess(300, 2**30), FakeProcess(201, 2**30)]),
+    ]
+    source = NvmlEnergySource(make_fake_pynvml(gpus), cmdline=cmdlines.get, parent=parents.get)
+    meter = EnergyMeter({**LOCAL, "other": "http://127.0.0.1:9999"}, sources={"nvml": source})
+    window = meter.begin(["a", "other"])
+    for gpu in gpus:
+        gpu.energy_mj = 10_000
+    results = meter.end(window)
+    engine = results["a"]
+    assert engine.joules == 20.0  # GPUs 0 and 2, not GPU 1's trainer
+    assert engine.devices == ("GPU 0: NVIDIA H100 80GB HBM3", "GPU 2: NVIDIA H100 80GB HBM3")
+    assert engine.scope and engine.scope.startswith("the 2 GPU(s) running the engine's processes")
+    assert "shared with 1 other process(es)" in engine.scope
+    # An engine tied to no GPU process counts them all, and shares the window with "a".
+    assert results["other"].joules == 30.0 and "shared GPUs" in (results["other"].scope or "")
+    assert results["a"].engines == ("a", "other")
