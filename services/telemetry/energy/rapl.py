@@ -10,13 +10,17 @@ the result is a reason, never 0 joules.
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
+from services.telemetry.energy.maths import joules_between
 from services.telemetry.energy.records import COUNTER, CounterReading, EnergyUnavailable
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 _PACKAGE = re.compile(r"^intel-rapl:\d+$")
 MICRO = 1e-6
+#: More than any CPU package draws: the counters are read before they can wrap at this power.
+MAX_WATTS = 2000.0
 
 
 def _read_int(path: Path) -> int:
@@ -24,13 +28,24 @@ def _read_int(path: Path) -> int:
 
 
 class RaplSource:
-    """CPU package energy from RAPL, under `root` (a parameter so tests use a folder of their own)."""
+    """CPU package energy from RAPL, under `root` (a parameter so tests use a folder of their own).
+
+    Each package's counter wraps at its `max_energy_range_uj`: 262 kJ on most Intel parts
+    (minutes at full power), 4.3 kJ on some (seconds). A thread reads the counters more often
+    than the fastest can wrap at 2 kW and adds the steps up, so `read()` answers the joules
+    since `open()`, which never wrap, however long the step."""
 
     name = "RAPL (CPU package)"
 
-    def __init__(self, root: Path = POWERCAP_ROOT) -> None:
+    def __init__(self, root: Path = POWERCAP_ROOT, poll_s: float | None = None) -> None:
         self.root = Path(root)
+        self._poll_s = poll_s
         self._zones: list[tuple[str, Path, float]] | None = None
+        self._last: dict[str, float] = {}
+        self._total: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def _find(self) -> list[tuple[str, Path, float]]:
         if not self.root.is_dir():
@@ -54,24 +69,58 @@ class RaplSource:
         return found
 
     def open(self) -> None:
-        """Find the package zones; raises EnergyUnavailable with the reason there are none."""
-        if self._zones is None:
-            self._zones = self._find()
+        """Find the package zones and start counting; raises EnergyUnavailable with the
+        reason there are none."""
+        if self._zones is not None:
+            return
+        self._zones = self._find()
+        self._poll()
+        fastest = min(wrap for _, _, wrap in self._zones)
+        interval = self._poll_s or max(0.5, min(5.0, fastest / MAX_WATTS / 2))
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(interval,), name="rapl", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        """Read each counter once and add its step since the last read (one wrap at most)."""
+        with self._lock:
+            for label, path, wrap in self._zones or ():
+                try:
+                    value = _read_int(path) * MICRO
+                except (OSError, ValueError) as error:
+                    raise EnergyUnavailable(
+                        f"the RAPL counter {path} cannot be read ({error})"
+                    ) from None
+                last = self._last.get(label)
+                self._last[label] = value
+                step = 0.0 if last is None else joules_between(last, value, wrap)
+                self._total[label] = self._total.get(label, 0.0) + (step or 0.0)
+
+    def _run(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self._poll()
+            except EnergyUnavailable:
+                continue  # the read at the window's end says it
 
     def devices(self) -> tuple[str, ...]:
         self.open()
         return tuple(label for label, _, _ in self._zones or ())
 
     def read(self) -> list[CounterReading]:
+        """Joules per package since open(): a counter that does not wrap."""
         self.open()
-        readings = []
-        for label, path, wrap in self._zones or ():
-            try:
-                value = _read_int(path) * MICRO
-            except (OSError, ValueError) as error:
-                raise EnergyUnavailable(f"the RAPL counter {path} cannot be read ({error})") from None
-            readings.append(CounterReading(label, value, COUNTER, wrap))
-        return readings
+        self._poll()
+        with self._lock:
+            return [
+                CounterReading(label, self._total[label], COUNTER) for label, _, _ in self._zones or ()
+            ]
 
     def close(self) -> None:
-        """Nothing held: each read opens the files."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        self._zones = None
+        self._last.clear()
+        self._total.clear()

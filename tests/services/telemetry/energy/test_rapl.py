@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from services.telemetry.energy.maths import joules_between
 from services.telemetry.energy.rapl import RaplSource
 from services.telemetry.energy.records import EnergyUnavailable
 
@@ -23,26 +23,41 @@ def zone(root: Path, name: str, label: str, energy_uj: int, range_uj: int = RANG
     return folder
 
 
-def test_packages_are_read_in_joules_with_their_range(tmp_path: Path) -> None:
-    zone(tmp_path, "intel-rapl:0", "package-0", 1_500_000)
+def test_packages_count_joules_from_when_they_were_opened(tmp_path: Path) -> None:
+    first = zone(tmp_path, "intel-rapl:0", "package-0", 1_500_000)
     zone(tmp_path, "intel-rapl:1", "package-1", 2_000_000)
     zone(tmp_path, "intel-rapl:0:0", "core", 999)  # a part of package 0: never added again
     zone(tmp_path, "intel-rapl-mmio:0", "package-0", 5)  # the same package seen another way
-    source = RaplSource(tmp_path)
-    readings = source.read()
-    assert [(r.device, r.joules, r.wrap_j) for r in readings] == [
-        ("package-0 (intel-rapl:0)", 1.5, RANGE_UJ * 1e-6),
-        ("package-1 (intel-rapl:1)", 2.0, RANGE_UJ * 1e-6),
-    ]
+    source = RaplSource(tmp_path, poll_s=3600)
+    assert source.devices() == ("package-0 (intel-rapl:0)", "package-1 (intel-rapl:1)")
+    assert [r.joules for r in source.read()] == [0.0, 0.0]
+    (first / "energy_uj").write_text("4000000\n")
+    assert [r.joules for r in source.read()] == [2.5, 0.0]
+    source.close()
 
 
 def test_a_counter_that_wraps_between_two_reads(tmp_path: Path) -> None:
     package = zone(tmp_path, "intel-rapl:0", "package-0", RANGE_UJ - 3_000_000)
-    source = RaplSource(tmp_path)
+    source = RaplSource(tmp_path, poll_s=3600)
     (start,) = source.read()
     (package / "energy_uj").write_text("7000000\n")
     (end,) = source.read()
-    assert joules_between(start.joules, end.joules, end.wrap_j) == pytest.approx(10.0)
+    assert end.joules - start.joules == pytest.approx(10.0)
+    source.close()
+
+
+def test_the_background_reads_catch_every_wrap_of_a_long_step(tmp_path: Path) -> None:
+    # A 4.3 kJ counter (2**32 uJ) wraps in seconds at full power: twice between two reads here.
+    small = 2**32
+    package = zone(tmp_path, "intel-rapl:0", "package-0", 0, range_uj=small)
+    source = RaplSource(tmp_path, poll_s=0.01)
+    (start,) = source.read()
+    for value in (small - 1_000_000, 1_000_000, small - 1_000_000, 2_000_000):
+        (package / "energy_uj").write_text(f"{value}\n")
+        time.sleep(0.1)  # ten background reads
+    (end,) = source.read()
+    assert end.joules - start.joules == pytest.approx((2 * small + 2_000_000) * 1e-6)
+    source.close()
 
 
 def test_no_tree_or_no_package_is_a_reason(tmp_path: Path) -> None:
