@@ -125,19 +125,23 @@ class EnergyMeter:
     def plan(self, engine: str) -> EnergyPlan:
         cached = self._plans.get(engine)
         if cached is None:
-            cached = self._plans[engine] = self._plan(engine)
+            try:
+                cached = self._plan(engine)
+            except Exception as error:  # noqa: BLE001 - energy is a figure beside the run, never its end
+                cached = EnergyPlan(reason=f"choosing an energy source failed ({error})")
+            self._plans[engine] = cached
         return cached
 
     def _plan(self, engine: str) -> EnergyPlan:
         host = urlsplit(self.engines.get(engine) or "").hostname
         local = is_local(host)
-        candidates = [
+        exporters = [
             f"dcgm:{url}"
             for url in self.dcgm_urls
             if (urlsplit(url).hostname or "") == host or (local and is_local(urlsplit(url).hostname))
         ]
-        if local:
-            candidates += ["nvml", "rapl"]
+        # Here NVML first: it ties GPUs to the engine's processes and has no collect interval.
+        candidates = ["nvml", *exporters, "rapl"] if local else exporters
         reasons = []
         for key in candidates:
             source = self._source(key)
@@ -271,6 +275,12 @@ def _window_result(
         total += spent
         methods.add(reading.method)
         devices.append(reading.device)
+    if total == 0.0 and duration > 0:
+        # Hardware at work never spends nothing: the source did not update inside the window.
+        return EnergyResult(
+            reason=f"the energy counters did not move during the step ({duration:.1f} s): "
+            f"{source} updates less often than that"
+        )
     method = (
         COUNTER
         if methods == {COUNTER}

@@ -86,7 +86,10 @@ def test_a_dcgm_exporter_on_the_engines_host_measures_it(shared_dir: Path) -> No
     text = (shared_dir / "fixtures/metrics/dcgm_exporter.txt").read_text()
     with MetricsServer() as server:
         server.routes["/metrics"] = Route(body=text)
-        meter = EnergyMeter(LOCAL, dcgm_urls=[server.url], nvml=make_fake_pynvml([FakeGpu()]))
+        # NVML comes first for an engine here; without it, the exporter on this host.
+        no_driver = make_fake_pynvml(init_error=NVMLError_LibraryNotFound)
+        meter = EnergyMeter(LOCAL, dcgm_urls=[server.url], nvml=no_driver)
+        same = meter.end(meter.begin(["a"]))["a"]
         window = meter.begin(["a"])
         server.routes["/metrics"] = Route(
             body=text.replace("418223119405", "418224119405").replace("402917006311", "402917506311")
@@ -94,6 +97,8 @@ def test_a_dcgm_exporter_on_the_engines_host_measures_it(shared_dir: Path) -> No
         (result,) = meter.end(window).values()
     assert result.joules == pytest.approx(1500.0)
     assert result.source == f"dcgm-exporter at {server.url}/metrics"
+    # An exporter that has not refreshed inside the step (its collect interval) is not 0 J.
+    assert same.joules is None and "did not move during the step" in (same.reason or "")
     assert "gpu-node-07 GPU 1: NVIDIA H100 80GB HBM3" in result.devices
 
 
