@@ -30,7 +30,7 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
     from services.bench.summary import BenchSummary
     from services.bench.views.costs import cheapest_line, cost_lines
     from services.bench.views.split import kind_labels, split_lines
-    from services.bench.views.tables import reasoning_line
+    from services.bench.views.tables import energy_line, reasoning_line
     from services.runs.caveats import run_caveats
 
     summary = BenchSummary.from_json(payload)
@@ -51,6 +51,15 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
         )
         lines.append(header)
         lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
+        # Each step's energy when measured; a reason it was not is said once per engine below.
+        measured = [
+            f"  {row.get('engine', '?')} at {_level(row.get(dimension))}: {line}"
+            for row in sweep
+            if (line := energy_line(row)) and (row.get("energy") or {}).get("measured")
+        ]
+        if measured:
+            lines.append("energy per step:")
+            lines += measured
         lines.append("per engine, the step reported as its result:")
     lines.append(header)
     for name, block in summary.engines.items():
@@ -58,6 +67,8 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
         lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
         if thinking := reasoning_line(block):
             lines.append(f"{'':24s} {thinking}")
+        if energy := energy_line(block):
+            lines.append(f"{'':24s} {energy}")
         if block.get("errors_by_class"):
             errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
             lines.append(f"{'':24s} failures by class: {errors}")

@@ -10,6 +10,7 @@ use `services.telemetry.normalise` without an import cycle):
   (windowed rates, counter resets).
 - `snapshot`: `Snapshot`, one reading of one source, and its database row form.
 - `gpu`: NVML sampler, "no NVIDIA GPU here" sampler, dcgm-exporter sampler.
+- `energy`: energy counters (NVML, dcgm-exporter, RAPL) and a benchmark step's joules.
 - `prom_api`: a Prometheus server's API (query_range, names, targets; selector, token) and GPU history.
 - `prom_history`: engine history from Prometheus, the adapters' specs as PromQL.
 - `scraper`: one HTTP scraper per engine metrics endpoint.

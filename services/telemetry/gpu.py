@@ -117,7 +117,7 @@ class NvmlSampler:
         try:
             nvml.nvmlInit()
         except Exception as error:  # noqa: BLE001 - pynvml raises NVMLError_LibraryNotFound, DriverNotLoaded, OSError...
-            return GpuState(False, f"{NO_GPU}: {_nvml_reason(error)}.")
+            return GpuState(False, f"{NO_GPU}: {nvml_reason(error)}.")
         try:
             count = int(nvml.nvmlDeviceGetCount())
             driver = self._call(nvml.nvmlSystemGetDriverVersion)
@@ -141,7 +141,7 @@ class NvmlSampler:
                 )
         except Exception as error:  # noqa: BLE001 - any NVML failure is the no-GPU view, never a crash
             return GpuState(
-                False, f"{NO_GPU}: NVML answered but listing GPUs failed ({_nvml_reason(error)})."
+                False, f"{NO_GPU}: NVML answered but listing GPUs failed ({nvml_reason(error)})."
             )
         if not gpus:
             return GpuState(False, f"{NO_GPU}: the NVIDIA driver sees no GPU.")
@@ -357,7 +357,7 @@ class NvmlSampler:
         return cached
 
 
-def _nvml_reason(error: Exception) -> str:
+def nvml_reason(error: Exception) -> str:
     name = type(error).__name__
     if "LibraryNotFound" in name:
         return "the NVIDIA driver library (libnvidia-ml.so) is not installed"

@@ -89,6 +89,17 @@ def test_start_from_the_page_then_read_the_results(db_url: str, scripted_server:
     # Issue 33: the engine's price, stored with the run, and what 1M tokens cost at it.
     cost = at.dataframe[2].value
     assert cost["price ($/h)"].tolist() == ["3.6"] and cost["$/1M output tok"].iloc[0].startswith("$")
+    # The step's energy, or why this machine cannot measure it (never 0 joules).
+    from services.telemetry.energy.meter import EnergyMeter
+
+    plan = EnergyMeter({"scripted": scripted_server.base_url}).plan("scripted")
+    (measured_by,) = counts["energy measured by"].tolist()
+    if plan.source is None:
+        assert measured_by == f"not measured here: {plan.reason}"
+        assert "energy (J)" not in counts  # no engine measured: no column of dashes
+        assert f"scripted: energy: not measured here: {plan.reason}" in texts(at)
+    else:
+        assert "energy counter" in measured_by or "power samples" in measured_by
     charts = [e for e in at.get("plotly_chart")]
     assert len(charts) >= 3  # TTFT and ITL CDFs, timeline (and engine metrics)
 

@@ -19,6 +19,8 @@ from services.bench.summary import BenchSummary
 from services.errors import NotFoundError
 from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
 from services.processes import pid_alive
+from services.telemetry.energy.meter import EnergyMeter
+from services.telemetry.gpu import remote_gpu_settings
 
 
 def _now() -> datetime:
@@ -70,7 +72,10 @@ def execute_run(
         if on_progress is not None:
             on_progress(fraction, message)
 
-    benchmark = Benchmark(spec, sink=sink, should_stop=stop, progress=progress, salt=f"run{run_id}")
+    energy = energy_meter(spec)
+    benchmark = Benchmark(
+        spec, sink=sink, should_stop=stop, progress=progress, salt=f"run{run_id}", energy=energy
+    )
     outcome: BenchOutcome | None = None
     failure: BaseException | None = None
     try:
@@ -79,6 +84,7 @@ def execute_run(
         failure = error
     finally:
         sink.close()
+        energy.close()
         if recording is not None:
             recording.stop()
     # The writer kept what it stored; after a write error, read the database instead.
@@ -98,6 +104,15 @@ def execute_run(
     )
     _finish(run_id, status, summary)
     return summary
+
+
+def energy_meter(spec: BenchSpec) -> EnergyMeter:
+    """Counters for each step's energy: this machine's for engines on it, a dcgm-exporter
+    (SHOOTOUT_DCGM_URLS) on an engine's host for the others."""
+    return EnergyMeter(
+        {engine.name: engine.base_url for engine in spec.engines},
+        dcgm_urls=remote_gpu_settings()[0],
+    )
 
 
 def _finish(run_id: int, status: RunStatus, summary: dict[str, Any], error: str | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from services import cost
@@ -15,6 +16,8 @@ from services.bench.summary import BenchSummary
 from services.bench.time_split import add_rest_evidence
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.runs import comparability
+from services.telemetry.energy.maths import energy_per_token
+from services.telemetry.energy.records import EnergyResult
 
 METRIC_FIELDS = (
     "completed",
@@ -48,6 +51,7 @@ METRIC_FIELDS = (
     "honoured_output_len",
     "engine_metrics",
     "time_split",
+    "energy",
 )
 
 
@@ -96,6 +100,10 @@ def build_summary(
         # The price the run started with, so later price edits leave this run's cost as it was.
         block[cost.SUMMARY_KEY] = cost.cost_of_block(prices.get(engine), block).to_json()
         per_step[key] = block
+    for (engine, step), block in per_step.items():
+        meta = steps_meta.get((engine, step))
+        if meta is not None and meta.energy is not None:
+            block["energy"] = energy_block(meta.energy, engine, step, per_step)
     engines: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     sweep = spec.sweep
@@ -172,6 +180,26 @@ def build_summary(
     # What makes these figures comparable, fixed now: later readers need not re-derive it.
     summary[comparability.SUMMARY_KEY] = comparability.fingerprints_to_store(spec.to_dict(), summary)
     return summary
+
+
+def energy_block(
+    energy: EnergyResult,
+    engine: str,
+    step: int | None,
+    per_step: dict[tuple[str, int | None], dict[str, Any]],
+) -> dict[str, Any]:
+    """A step's energy with its per-token figures: over the output tokens of every engine the
+    joules cover (engines run together share one window and one figure)."""
+    if not energy.measured:
+        return energy.to_json()
+    blocks = [per_step.get((name, step)) or {} for name in energy.engines or (engine,)]
+    tokens = sum(int(block.get("output_tokens") or 0) for block in blocks)
+    per_token = energy_per_token(energy.joules, tokens)
+    return replace(
+        energy,
+        j_per_output_token=per_token.j_per_output_token,
+        output_tokens_per_j=per_token.output_tokens_per_j,
+    ).to_json()
 
 
 def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:

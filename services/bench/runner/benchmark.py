@@ -19,6 +19,7 @@ from services.bench.spec import BenchSpec, EngineTarget, RequestSettings, SweepS
 from services.bench.stats import SloSpec, summarize_engine
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
+from services.telemetry.energy.records import EnergyResult
 
 
 @dataclass
@@ -30,6 +31,8 @@ class StepResult:
     phase: str
     outcome: EngineOutcome
     summary: dict[str, Any]
+    #: The energy over the step's window; None: the run measured none (no meter).
+    energy: EnergyResult | None = None
 
 
 @dataclass
@@ -44,6 +47,14 @@ class BenchOutcome:
 
 class EngineMetricsReader(Protocol):
     def __call__(self, engine: str, wall_start: float, wall_end: float) -> dict[str, Any]: ...
+
+
+class EnergyMeter(Protocol):
+    """Counters read at a step's start and end (services.telemetry.energy.meter.EnergyMeter)."""
+
+    def begin(self, engines: list[str]) -> Any: ...
+
+    def end(self, window: Any) -> dict[str, EnergyResult]: ...
 
 
 def _no_engine_metrics(engine: str, wall_start: float, wall_end: float) -> dict[str, Any]:
@@ -62,6 +73,7 @@ class Benchmark:
         progress: Callable[[float, str], None] | None = None,
         salt: str = "",
         engine_metrics: EngineMetricsReader = _no_engine_metrics,
+        energy: EnergyMeter | None = None,
     ) -> None:
         self.spec = spec
         self.sink = sink
@@ -69,6 +81,7 @@ class Benchmark:
         self.progress = progress or (lambda fraction, message: None)
         self.salt = salt
         self.engine_metrics = engine_metrics
+        self.energy = energy
         self.result = BenchOutcome()
         self.text = PromptText()
         self._phases_total = 1
@@ -173,11 +186,15 @@ class Benchmark:
         if spec.parallel_engines:
             loads = [make(e) for e in engines]
             self._live = loads
+            window = await self._energy_begin([e.name for e in engines])
             outcomes = await asyncio.gather(*(load_.run() for load_ in loads))
+            energy = await self._energy_end(window)
             self._live = []
             self._phases_done += len(loads)
             for outcome in outcomes:
-                results.append(self._step_result(outcome, load, step, level, phase))
+                results.append(
+                    self._step_result(outcome, load, step, level, phase, energy.get(outcome.engine))
+                )
         else:
             for engine in engines:
                 if self._stop():
@@ -185,13 +202,28 @@ class Benchmark:
                 engine_load = make(engine)
                 self._live = [engine_load]
                 self.progress(self.phase_fraction(), f"{engine.name}: {load.label()}")
+                window = await self._energy_begin([engine.name])
                 outcome = await engine_load.run()
+                energy = await self._energy_end(window)
                 self._live = []
                 self._phases_done += 1
-                results.append(self._step_result(outcome, load, step, level, phase))
+                results.append(
+                    self._step_result(outcome, load, step, level, phase, energy.get(engine.name))
+                )
         self.result.steps.extend(results)
         self.progress(self.phase_fraction(), "")
         return results
+
+    async def _energy_begin(self, engines: list[str]) -> Any:
+        """The counters at a step's start, read off the event loop (NVML, files, HTTP block)."""
+        if self.energy is None:
+            return None
+        return await asyncio.to_thread(self.energy.begin, engines)
+
+    async def _energy_end(self, window: Any) -> dict[str, EnergyResult]:
+        if self.energy is None or window is None:
+            return {}
+        return await asyncio.to_thread(self.energy.end, window)
 
     def _workers_for(self, engine: str, load: LoadSpec) -> int:
         """The spec's worker count, or for auto: the self-check's choice, grown after a step
@@ -208,7 +240,13 @@ class Benchmark:
         return chosen
 
     def _step_result(
-        self, outcome: EngineOutcome, load: LoadSpec, step: int | None, level: float | None, phase: str
+        self,
+        outcome: EngineOutcome,
+        load: LoadSpec,
+        step: int | None,
+        level: float | None,
+        phase: str,
+        energy: EnergyResult | None = None,
     ) -> StepResult:
         self._last_generator[outcome.engine] = outcome.generator
         summary = summarize_engine(
@@ -226,7 +264,7 @@ class Benchmark:
         summary["started_at_unix"] = outcome.wall_start
         summary["generator"] = outcome.generator
         dimension = self.spec.sweep.dimension if self.spec.sweep.active else None
-        return StepResult(outcome.engine, dimension, level, step, phase, outcome, summary)
+        return StepResult(outcome.engine, dimension, level, step, phase, outcome, summary, energy)
 
     def _load_at(self, dimension: str, level: float) -> LoadSpec:
         load = self.spec.load

@@ -25,7 +25,7 @@ from services.bench.views.charts import (
 )
 from services.bench.views.costs import cheapest_line, cost_frontier_figure, cost_table, sweep_cost_points
 from services.bench.views.split import split_figure, split_lines, split_table
-from services.bench.views.tables import percentile_table, throughput_table
+from services.bench.views.tables import energy_line, percentile_table, throughput_table
 from services.engines import get_adapter
 from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
 from services.safe_text import md_line
@@ -189,7 +189,7 @@ def run_view(run_id: int) -> RunView:
     figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}
     config = run.spec.to_dict()
     caveats = run_caveats(config, results)
-    notes = _notes(run, caveats)
+    notes = _notes(run, caveats) + _energy_notes(results)
     table = percentile_table(results, run.spec.percentiles) if results.has_results else pd.DataFrame()
     throughput = (
         throughput_table(results, requested_input_tokens(config))
@@ -268,3 +268,13 @@ def _notes(run: jobs.BenchRunView, caveats: Caveats) -> list[str]:
     if run.error:
         notes.append(f"Error: {run.error}")
     return notes
+
+
+def _energy_notes(results: BenchSummary) -> list[str]:
+    """What each engine's energy covers (shared GPUs, the whole CPU package) or why it was
+    not measured: the table has the figures, these the words they need."""
+    return [
+        f"{name}: {line}"
+        for name, block in results.engines_that_ran().items()
+        if (line := energy_line(block))
+    ]

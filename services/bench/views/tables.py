@@ -10,6 +10,7 @@ import pandas as pd
 from services.bench.summary import BenchSummary
 from services.measure import percentile_key
 from services.runs.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
+from services.telemetry.energy.records import EnergyResult
 
 METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
 #: Shown beside TTFT for an engine whose TTFT includes thinking (for the others it is TTFT).
@@ -79,6 +80,7 @@ def throughput_table(
                 "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
                 "schema valid (%)": _percent(block.get("schema_valid_rate")),
                 **reasoning_columns(block),
+                **energy_columns(block),
             }
         )
     # A column no engine has a value for (goodput without SLOs, schema validity without a
@@ -101,6 +103,47 @@ def reasoning_columns(block: dict[str, Any]) -> dict[str, Any]:
         "reasoning tok/s (p50)": _round((block.get("reasoning_tok_s") or {}).get("p50")),
         "answer tok/s (p50)": _round((block.get("answer_tok_s") or {}).get("p50")),
     }
+
+
+ENERGY_COLUMNS = ("energy (J)", "J/output token", "output tokens/J", "energy measured by")
+
+
+def energy_columns(block: dict[str, Any]) -> dict[str, Any]:
+    """The step's joules, per output token and tokens per joule, and how they were measured,
+    or "not measured here: <reason>"; None for a run from before energy (the columns drop)."""
+    energy = EnergyResult.from_json(block.get("energy"))
+    if energy is None:
+        return dict.fromkeys(ENERGY_COLUMNS)
+    return {
+        "energy (J)": _round(energy.joules, 1),
+        "J/output token": _significant(energy.j_per_output_token),
+        "output tokens/J": _significant(energy.output_tokens_per_j),
+        "energy measured by": f"{energy.method}, {energy.source}" if energy.measured else energy.label,
+    }
+
+
+def energy_line(block: dict[str, Any]) -> str | None:
+    """One line on a step's energy for the CLI table and the page's notes; None for a run
+    from before energy."""
+    energy = EnergyResult.from_json(block.get("energy"))
+    if energy is None:
+        return None
+    if not energy.measured:
+        return f"energy: {energy.label}"
+    per_token = (
+        f", {energy.j_per_output_token:.4g} J/output token, "
+        f"{energy.output_tokens_per_j:.4g} output tokens/J"
+        if energy.j_per_output_token is not None and energy.output_tokens_per_j is not None
+        else ", no output tokens to divide by"
+    )
+    return (
+        f"energy: {energy.joules:.1f} J over {energy.duration_s or 0:.1f} s{per_token} "
+        f"({energy.method}, {energy.source}; {energy.scope})"
+    )
+
+
+def _significant(value: float | None, digits: int = 4) -> float | None:
+    return float(f"{value:.{digits}g}") if value is not None and math.isfinite(value) else None
 
 
 REASONING_COLUMNS = (

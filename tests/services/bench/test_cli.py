@@ -363,3 +363,37 @@ def test_the_table_says_where_each_engines_time_went() -> None:
         "  v: mean E2E 300.0 ms = queue 1.0 + prefill 20.0 + decode 270.0 + rest"
     )
     assert lines[at + 2] == "  s: where the time went: not reported by SGLang"
+
+
+def test_energy_is_measured_or_says_why_not_here(
+    db_url: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    from services.telemetry.energy.meter import EnergyMeter
+
+    # What this machine can read decides which answer is right: no GPU and no readable RAPL
+    # (most VMs, this one) must read "not measured here: <reason>", never 0 joules.
+    plan = EnergyMeter({"here": scripted_server.base_url}).plan("here")
+    out = tmp_path / "out.json"
+    result = bench(
+        "--url",
+        scripted_server.base_url,
+        "--model",
+        scripted_server.model(ttft=1, itl=1, tokens=8),
+        "--requests",
+        "4",
+        "--output-len",
+        "8",
+        "--json",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    ((block,),) = [list(json.loads(out.read_text())["engines"].values())]
+    energy = block["energy"]
+    if plan.source is None:
+        assert energy == {"measured": False, "reason": plan.reason}
+        assert f"energy: not measured here: {plan.reason}" in result.stdout
+        assert "no NVIDIA GPU here" in result.stdout
+    else:
+        assert energy["measured"] is True and energy["joules"] >= 0
+        assert energy["j_per_output_token"] == pytest.approx(energy["joules"] / block["output_tokens"])
+        assert "energy: " in result.stdout and " J over " in result.stdout

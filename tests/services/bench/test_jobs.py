@@ -88,6 +88,7 @@ def test_two_engines_side_by_side_summary_format(db_url: str, scripted_server: S
     from_the_run = {
         "cancelled",
         "connections_ahead",
+        "energy",
         "engine_metrics",
         "generator",
         "max_streams",

@@ -220,3 +220,61 @@ def test_prompt_lengths_are_calibrated_with_sglangs_tokenize_endpoint(
     # An engine kind without a tokenize endpoint keeps the word estimate.
     plain = EngineTarget(name="o", base_url=scripted_server.base_url, kind="openai", model="m")
     assert run_blocking(calibrate_prompt_text((plain,)))[1].method == "none"
+
+
+class FakeGpuCounter:
+    """A stand-in energy meter: one counter that rises 2 J per call, shared by all engines."""
+
+    def __init__(self) -> None:
+        self.joules = 0.0
+        self.windows: list[tuple[str, ...]] = []
+
+    def begin(self, engines: list[str]) -> tuple[tuple[str, ...], float]:
+        self.windows.append(tuple(engines))
+        self.joules += 2.0
+        return tuple(engines), self.joules
+
+    def end(self, window: tuple[tuple[str, ...], float]):
+        from services.telemetry.energy.records import EnergyResult
+
+        engines, start = window
+        self.joules += 2.0
+        return {
+            e: EnergyResult(
+                joules=self.joules - start, method="energy counter", source="fake", engines=engines
+            )
+            for e in engines
+        }
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_each_step_records_its_energy_and_joules_per_token(
+    scripted_server: ScriptedServer, together: bool
+) -> None:
+    from services.bench.jobs.summarize import build_summary
+    from services.bench.runner import Benchmark, ListSink
+    from services.bench.spec import BenchSpec
+
+    targets = tuple(
+        EngineTarget(name=n, base_url=scripted_server.base_url, model=scripted_server.model(tokens=5))
+        for n in ("a", "b")
+    )
+    spec = BenchSpec(
+        engines=targets,
+        workload=WorkloadSpec(input_len=8, output_len=5),
+        load=LoadSpec(concurrency=2, requests=4),
+        calibrate_prompts=False,
+        record_engine_metrics=False,
+        parallel_engines=together,
+    ).validate()
+    meter, sink = FakeGpuCounter(), ListSink()
+    outcome = run_blocking(Benchmark(spec, sink=sink, energy=meter).run())
+    assert meter.windows == ([("a", "b")] if together else [("a",), ("b",)])
+    summary = build_summary(spec, sink.records, outcome)
+    for name in ("a", "b"):
+        energy = summary["engines"][name]["energy"]
+        assert energy["measured"] and energy["joules"] == 2.0 and energy["source"] == "fake"
+        # Run together, the 2 J cover both engines' 20 output tokens; alone, each its own 20.
+        tokens = 40 if together else 20
+        assert energy["j_per_output_token"] == pytest.approx(2.0 / tokens)
+        assert energy["output_tokens_per_j"] == pytest.approx(tokens / 2.0)

@@ -287,3 +287,39 @@ def test_a_live_chart_with_no_answers_yet_says_so_on_zero_based_axes() -> None:
     answered = views.live_figure(done)
     assert "Waiting for the first answers…" not in [a.text for a in answered.layout.annotations]
     assert answered.layout.xaxis.range is None and answered.layout.yaxis.rangemode == "tozero"
+
+
+def test_the_throughput_table_has_each_engines_energy_or_why_not() -> None:
+    from services.bench.views.tables import energy_line
+
+    measured = {
+        "measured": True,
+        "joules": 812.345,
+        "method": "power samples",
+        "source": "NVML",
+        "devices": ["GPU 0: NVIDIA L4"],
+        "scope": "all 1 GPU(s) of this machine: which ones the engine uses is not known",
+        "duration_s": 10.0,
+        "engines": ["gpu"],
+        "j_per_output_token": 0.40617,
+        "output_tokens_per_j": 2.46201,
+    }
+    missing = {"measured": False, "reason": "no RAPL counters: /sys/class/powercap does not exist"}
+    table = views.throughput_table(
+        {"engines": {"gpu": {"energy": measured}, "cpu": {"energy": missing}, "old": {}}}
+    )
+    rows = {row["engine"]: row for _, row in table.iterrows()}
+    assert (rows["gpu"]["energy (J)"], rows["gpu"]["J/output token"]) == (812.3, 0.4062)
+    assert rows["gpu"]["output tokens/J"] == 2.462
+    assert rows["gpu"]["energy measured by"] == "power samples, NVML"
+    assert rows["cpu"]["energy (J)"] == "–"  # not 0
+    assert rows["cpu"]["energy measured by"] == f"not measured here: {missing['reason']}"
+    assert rows["old"]["energy measured by"] == "–"  # a run from before energy
+    assert energy_line({"energy": measured}) == (
+        "energy: 812.3 J over 10.0 s, 0.4062 J/output token, 2.462 output tokens/J "
+        f"(power samples, NVML; {measured['scope']})"
+    )
+    assert energy_line({"energy": missing}) == f"energy: not measured here: {missing['reason']}"
+    assert energy_line({}) is None
+    # A run from before energy has no energy columns at all.
+    assert "energy (J)" not in views.throughput_table({"engines": {"old": {"completed": 1}}})

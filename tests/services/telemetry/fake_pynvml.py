@@ -68,6 +68,9 @@ class FakeGpu:
     pcie_rx_bytes: int = 0
     pcie_tx_kbps: int = 1000
     pcie_rx_kbps: int = 2000
+    #: nvmlDeviceGetTotalEnergyConsumption, millijoules since the driver loaded; add "energy"
+    #: to `unsupported` for a board without it (NVMLError_NotSupported).
+    energy_mj: int = 0
     processes: list[FakeProcess] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)
     lost: bool = False
@@ -178,6 +181,10 @@ def make_fake_pynvml(
     @counted("nvmlDeviceGetPowerUsage")
     def power(handle: int) -> int:
         return gpu_of(handle, "power").power_mw
+
+    @counted("nvmlDeviceGetTotalEnergyConsumption")
+    def total_energy(handle: int) -> int:
+        return gpu_of(handle, "energy").energy_mj
 
     @counted("nvmlDeviceGetTemperature")
     def temperature(handle: int, sensor: int) -> int:

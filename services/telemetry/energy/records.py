@@ -1,0 +1,100 @@
+"""Energy records: a source's counters at one moment, and a window's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from services import stored_json
+
+#: How the joules were obtained.
+COUNTER = "energy counter"
+POWER_SAMPLES = "power samples"
+
+NOT_MEASURED = "not measured here"
+
+
+class EnergyUnavailable(Exception):
+    """A source that cannot measure here; its message is the reason, in words."""
+
+
+@dataclass(frozen=True)
+class CounterReading:
+    """One device's cumulative energy, in joules, at one moment.
+
+    `wrap_j`: the value at which the counter starts again from 0 (RAPL's max_energy_range_uj);
+    None for counters that never wrap in practice (NVML's and DCGM's 64-bit millijoules)."""
+
+    device: str
+    joules: float
+    method: str = COUNTER
+    wrap_j: float | None = None
+
+
+@dataclass(frozen=True)
+class EnergyResult:
+    """Energy over one benchmark step's window, or why it was not measured.
+
+    `scope` says what the joules cover (which GPUs, shared or not) in words; the per-token
+    figures are filled in by the summary, which knows the step's output tokens."""
+
+    joules: float | None = None
+    method: str | None = None
+    source: str | None = None
+    devices: tuple[str, ...] = ()
+    scope: str | None = None
+    duration_s: float | None = None
+    reason: str | None = None
+    #: The engines whose load these joules cover: more than one when they ran together.
+    engines: tuple[str, ...] = ()
+    j_per_output_token: float | None = None
+    output_tokens_per_j: float | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.joules is not None
+
+    @property
+    def label(self) -> str:
+        """In words, for tables: the joules and how, or "not measured here: <reason>"."""
+        if self.joules is None:
+            return f"{NOT_MEASURED}: {self.reason or 'no energy counter'}"
+        per_token = f", {self.j_per_output_token:.4g} J/output token" if self.j_per_output_token else ""
+        return f"{self.joules:.1f} J ({self.method}, {self.source}){per_token}"
+
+    def to_json(self) -> dict[str, Any]:
+        if self.joules is None:
+            return {"measured": False, "reason": self.reason or "no energy counter"}
+        return {
+            "measured": True,
+            "joules": self.joules,
+            "method": self.method,
+            "source": self.source,
+            "devices": list(self.devices),
+            "scope": self.scope,
+            "duration_s": self.duration_s,
+            "engines": list(self.engines),
+            "j_per_output_token": self.j_per_output_token,
+            "output_tokens_per_j": self.output_tokens_per_j,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> EnergyResult | None:
+        """A stored block; None when the step stored none (runs from before energy)."""
+        if not isinstance(data, dict):
+            return None
+        joules = stored_json.number(data.get("joules")) if data.get("measured") else None
+        if joules is None:
+            return cls(reason=stored_json.nonempty_text(data.get("reason")) or "no energy counter")
+        devices, engines = data.get("devices"), data.get("engines")
+        return cls(
+            joules=joules,
+            method=stored_json.nonempty_text(data.get("method")),
+            source=stored_json.nonempty_text(data.get("source")),
+            devices=tuple(str(d) for d in devices) if isinstance(devices, list) else (),
+            scope=stored_json.nonempty_text(data.get("scope")),
+            duration_s=stored_json.number(data.get("duration_s")),
+            engines=tuple(str(e) for e in engines) if isinstance(engines, list) else (),
+            j_per_output_token=stored_json.number(data.get("j_per_output_token")),
+            output_tokens_per_j=stored_json.number(data.get("output_tokens_per_j")),
+        )
