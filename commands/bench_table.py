@@ -26,7 +26,7 @@ def _level(value: Any) -> str:
 def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
     """The results table, the self-check, then the run's caveats as every page says them
     (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
-    from services.bench.spec import BenchSpec
+    from services.bench.spec import slo_of
     from services.bench.summary import BenchSummary
     from services.bench.views.costs import cheapest_line, cost_lines
     from services.bench.views.split import kind_labels, split_lines
@@ -74,7 +74,7 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
             lines.append(f"{'':24s} failures by class: {errors}")
     lines.append("cost (the price per hour the run used):")
     lines += [f"  {line}" for line in cost_lines(summary)]
-    if config and (cheapest := cheapest_line(summary, BenchSpec.from_dict(config).slo)):
+    if config and (cheapest := cheapest_line(summary, slo_of(config))):
         lines.append(f"  {cheapest}")
     split = split_lines(summary, kind_labels(config))
     if split:

@@ -245,6 +245,11 @@ def _tuple_if_list(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def slo_of(config: dict[str, Any]) -> SloSpec:
+    """The SLOs of a stored run's config, whatever else it holds (a table printed from part of one)."""
+    return _build(SloSpec, config.get("slo") or {})
+
+
 def _build(cls: type[T], data: dict[str, Any]) -> T:
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # always a dataclass
     return cls(**{k: _tuple_if_list(v) if k != "schema" else v for k, v in data.items() if k in known})
