@@ -38,17 +38,19 @@ from tests.support.fixtures import scripted_server  # noqa: F401  (the scripted 
 
 @pytest.fixture(scope="session")
 def local_engines_running() -> Iterator[list]:
-    """Start the real local engines once per test session (installing them when missing).
-    Engines already running are reused and left running; those this fixture started are
+    """The real local engines, started once per test session (installing them when missing): in
+    the background from the session's start (tests/support/engines_early.py), awaited here.
+    Engines already running are reused and left running; those this session started are
     stopped at the end. A failure to start is a test failure, never a skip."""
     from services import local_engines
+    from tests.support.engines_early import EARLY
 
-    before = {s.id for s in local_engines.status() if s.status == "running"}
+    EARLY.claimed = True
+    EARLY.wait()
+    # Starts whatever the background start did not (a no-op for engines already running).
     statuses = local_engines.up(install_missing=True, log=lambda line: None)
     yield statuses
-    for spec in local_engines.specs():
-        if spec.id not in before:
-            local_engines.stop(spec.id)
+    EARLY.stop_what_the_session_started()
 
 
 @pytest.fixture
@@ -114,10 +116,31 @@ def any_db_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, 
     return url
 
 
+def _needs_engines(item: pytest.Item) -> bool:
+    return "local_engines_running" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Browser tests run last: Playwright's sync API leaves an event loop on the main
-    thread, and later `asyncio.run` calls in the same session would refuse to start."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+    """The tests that need the real local engines run after the others, so the engines start
+    while those run; browser tests run last: Playwright's sync API leaves an event loop on the
+    main thread, and later `asyncio.run` calls in the same session would refuse to start."""
+    items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None, _needs_engines(item)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly or not any(_needs_engines(i) for i in session.items):
+        return
+    from tests.support.engines_early import EARLY
+
+    EARLY.begin()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from tests.support.engines_early import EARLY
+
+    # The session ended before any engine test took the engines over (-x, an interrupt).
+    if EARLY.log_path is not None and not EARLY.claimed:
+        EARLY.stop_what_the_session_started()
 
 
 @pytest.fixture(scope="session")

@@ -179,9 +179,10 @@ def test_rows_are_read_in_batched_queries_each_in_its_own_transaction(db_url: st
 
 
 def test_export_memory_does_not_grow_with_the_run(db_url: str) -> None:
-    """50,000 requests: the streamed export's peak stays a few batches' worth (the whole
-    document in memory was over 150 MB for the same run)."""
-    run_id = make_big_run(50_000)
+    """15,000 requests: the streamed export's peak stays a few batches' worth (the whole
+    document in memory was over 150 MB for 50,000). The figure for
+    larger runs is benchmarks/bench_export_import_memory.py's."""
+    run_id = make_big_run(15_000)
     for fmt in ("json", "csv"):
         tracemalloc.start()
         try:
@@ -189,5 +190,5 @@ def test_export_memory_does_not_grow_with_the_run(db_url: str) -> None:
             _current, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        assert size > 10_000_000, (fmt, size)
+        assert size > 3_000_000, (fmt, size)
         assert peak < 25 * 1024**2, (fmt, peak / 1024**2)
