@@ -21,6 +21,8 @@ from typing import Any
 from services.errors import ValidationError
 from services.runs import gate
 
+_EXAMPLE_IN_HELP = gate.EXAMPLE.replace("%", "%%")
+
 #: GitHub Actions' job summary file: the Markdown is appended there when it is set.
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -46,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser | Any, bench: bool = False) ->
         "--fail-on",
         type=fail_on,
         metavar="CHECKS",
-        help=f'exit 1 on a regression past these limits, e.g. "{gate.EXAMPLE}" '
+        # argparse formats help with %: the example's own % signs are doubled.
+        help=f'exit 1 on a regression past these limits, e.g. "{_EXAMPLE_IN_HELP}" '
         "(beyond noise and between comparable runs only; not comparable: exit 3)",
     )
     group.add_argument(

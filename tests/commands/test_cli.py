@@ -42,6 +42,28 @@ def test_help_lists_every_command() -> None:
         assert command in result.stdout
 
 
+def test_every_commands_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse formats help with %: one bare % in a help text made `bench --help` a traceback."""
+    import argparse
+
+    from cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert commands.choices
+    for name, sub in commands.choices.items():
+        with pytest.raises(SystemExit) as ended:
+            sub.parse_args(["--help"])
+        assert ended.value.code == 0, name
+        nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+        for action in nested:
+            for child_name, child in action.choices.items():
+                with pytest.raises(SystemExit) as ended:
+                    child.parse_args(["--help"])
+                assert ended.value.code == 0, f"{name} {child_name}"
+    assert "--fail-on" in capsys.readouterr().out
+
+
 def test_engines_add_list_remove(db_url: str) -> None:
     added = cli(
         "engines", "add", "remote", "http://10.0.0.1:8000", "--kind", "vllm", "--no-probe", "--json"
