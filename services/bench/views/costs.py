@@ -49,6 +49,10 @@ def cost_rows(summary: BenchSummary | dict[str, Any], *, steps: bool = False) ->
     ]
 
 
+#: A priced step whose requests all missed the SLOs: no token that counts, so no price per one.
+NO_GOODPUT = "no goodput (no request met the SLOs)"
+
+
 def cost_columns(figures: cost.Cost, *, goodput: bool = True) -> dict[str, str]:
     """The cost cells of one row, as words ("not priced" for a run without a price)."""
     if not figures.priced:
@@ -60,9 +64,13 @@ def cost_columns(figures: cost.Cost, *, goodput: bool = True) -> dict[str, str]:
             TOTAL_COLUMN: cost.format_usd(figures.usd_per_1m_total),
         }
     if goodput:
-        cells[GOODPUT_COLUMN] = (
-            cost.format_usd(figures.usd_per_1m_output_goodput) if figures.priced else cost.NOT_PRICED
-        )
+        if not figures.priced:
+            cells[GOODPUT_COLUMN] = cost.NOT_PRICED
+        elif figures.usd_per_1m_output_goodput is None:
+            # Priced, but no request met the SLOs: "not priced" here read as a missing price.
+            cells[GOODPUT_COLUMN] = NO_GOODPUT
+        else:
+            cells[GOODPUT_COLUMN] = cost.format_usd(figures.usd_per_1m_output_goodput)
     return cells
 
 
@@ -93,7 +101,9 @@ def cost_lines(summary: BenchSummary | dict[str, Any]) -> list[str]:
             lines.append(f"{row.engine}: {cost.NOT_PRICED}")
             continue
         text = f"{row.engine}: {cells[PRICE_COLUMN]} $/h, {cells[OUTPUT_COLUMN]} per 1M output tokens, {cells[TOTAL_COLUMN]} per 1M total tokens"
-        if goodput:
+        if goodput and cells[GOODPUT_COLUMN] == NO_GOODPUT:
+            text += f", {NO_GOODPUT}"
+        elif goodput:
             text += f", {cells[GOODPUT_COLUMN]} per 1M output tokens at goodput"
         lines.append(text)
     return lines

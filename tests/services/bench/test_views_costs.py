@@ -41,6 +41,16 @@ def test_each_engine_shows_its_price_and_cost_or_not_priced() -> None:
     ]
 
 
+def test_a_priced_engine_that_met_no_slo_says_so_not_not_priced() -> None:
+    summary = {"engines": {"a": block(3.6, 1000.0, 0.0)}, "slo": "TPOT <= 15 ms"}
+    (row,) = views.cost_table(summary).to_dict("records")
+    assert row["$/1M output tok"] == "$1.00"
+    assert row["$/1M output tok at goodput"] == "no goodput (no request met the SLOs)"
+    assert views.cost_lines(summary)[0].endswith(
+        "per 1M total tokens, no goodput (no request met the SLOs)"
+    )
+
+
 def test_without_slos_there_is_no_goodput_column() -> None:
     table = views.cost_table({"engines": {"a": block(1.0, 10.0)}})
     assert "$/1M output tok at goodput" not in table.columns
