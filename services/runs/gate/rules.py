@@ -11,7 +11,13 @@ import re
 from dataclasses import dataclass
 
 from services.errors import ValidationError
-from services.runs.records import LATENCY_METRICS, STAT_LABELS, TABLE_STATS, THROUGHPUT_METRICS
+from services.runs.records import (
+    COST_METRICS,
+    LATENCY_METRICS,
+    STAT_LABELS,
+    TABLE_STATS,
+    THROUGHPUT_METRICS,
+)
 
 #: Short names of the throughput metrics, as --fail-on writes them.
 THROUGHPUT_NAMES: dict[str, str] = {
@@ -19,6 +25,12 @@ THROUGHPUT_NAMES: dict[str, str] = {
     "total_tok_s": "total_token_throughput_tok_s",
     "request_rps": "request_throughput_rps",
     "goodput_rps": "goodput_rps",
+}
+#: What a million tokens cost at the run's stored price (services/cost.py): a rise is the regression.
+COST_NAMES: dict[str, str] = {
+    "usd_1m_output": "usd_per_1m_output",
+    "usd_1m_total": "usd_per_1m_total",
+    "usd_1m_goodput": "usd_per_1m_output_goodput",
 }
 LATENCY_NAMES: dict[str, str] = {metric.removesuffix("_s"): metric for metric in LATENCY_METRICS}
 _ITEM = re.compile(r"^(?P<name>[a-z0-9_]+):(?P<sign>[+-])(?P<limit>\d+(?:\.\d+)?)%$")
@@ -46,6 +58,8 @@ class Threshold:
 
     @property
     def label(self) -> str:
+        if self.metric in COST_METRICS:
+            return COST_METRICS[self.metric]
         if self.stat is None:
             return THROUGHPUT_METRICS[self.metric][0]
         return f"{LATENCY_METRICS[self.metric]} {STAT_LABELS[self.stat]}"
@@ -56,7 +70,7 @@ class Threshold:
 
 def known_names() -> list[str]:
     latencies = [f"{short}_{stat}" for short in LATENCY_NAMES for stat in TABLE_STATS]
-    return [*latencies, *THROUGHPUT_NAMES]
+    return [*latencies, *THROUGHPUT_NAMES, *COST_NAMES]
 
 
 def _threshold(item: str) -> Threshold:
@@ -69,6 +83,8 @@ def _threshold(item: str) -> Threshold:
     direction = 1 if sign == "+" else -1
     if name in THROUGHPUT_NAMES:
         metric, stat, worse = THROUGHPUT_NAMES[name], None, -1
+    elif name in COST_NAMES:
+        metric, stat, worse = COST_NAMES[name], None, 1
     else:
         short, _, stat_name = name.rpartition("_")
         if short not in LATENCY_NAMES or stat_name not in TABLE_STATS:

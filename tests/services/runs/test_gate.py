@@ -34,6 +34,7 @@ def steady(centre: float, n: int = 40) -> list[float]:
         ("ttft_p42:+10%", "unknown metric 'ttft_p42'; known: ttft_mean"),
         ("ttft_p90:-10%", "ttft_p90 gets worse by a rise: write +N%"),
         ("output_tok_s:+5%", "output_tok_s gets worse by a fall: write -N%"),
+        ("usd_1m_output:-5%", "usd_1m_output gets worse by a rise: write +N%"),
         ("ttft_p90:+10%,ttft_p90:+20%", "names a metric twice"),
     ],
 )
@@ -87,6 +88,28 @@ def test_unknown_noise_passes_unless_asked_to_fail(db_url: str) -> None:
     assert lenient.checks[0].status == "noise unknown" and lenient.exit_code == gate.EXIT_PASS
     strict = gate.evaluate(base, [fewer], checks, fail_on_unknown_noise=True)
     assert strict.exit_code == gate.EXIT_REGRESSION
+
+
+def test_cost_per_million_tokens_is_gated_as_a_rise(db_url: str) -> None:
+    from services import cost
+
+    def priced(usd_per_1m_output: float | None) -> int:
+        figures = cost.Cost(3.6, usd_per_1m_output, None, None) if usd_per_1m_output else cost.Cost()
+        return stored(0.100, steady(0.100), **{cost.SUMMARY_KEY: figures.to_json()})
+
+    checks = gate.parse_fail_on("usd_1m_output:+10%")
+    assert [(t.metric, t.stat, t.direction) for t in checks] == [("usd_per_1m_output", None, 1)]
+    assert checks[0].label == "Cost per 1M output tokens"
+    base, dearer = priced(1.00), priced(1.25)
+    lenient = gate.evaluate(base, [dearer], checks)
+    (check,) = lenient.checks
+    assert check.change_pct == pytest.approx(25.0) and check.status == "noise unknown"
+    assert "$1.00 -> $1.25" in check.text
+    strict = gate.evaluate(base, [dearer], checks, fail_on_unknown_noise=True)
+    assert strict.exit_code == gate.EXIT_REGRESSION
+    # A run without a price is not measured on cost, never a 100% change from $0.
+    unpriced = gate.evaluate(base, [priced(None)], checks, fail_on_unknown_noise=True)
+    assert unpriced.checks[0].status == "not measured"
 
 
 def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> None:
