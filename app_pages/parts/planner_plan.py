@@ -62,8 +62,14 @@ def plan_form(presets: dict) -> PlanRequest:
     )
     tp = c3.number_input("GPUs (tensor parallel)", 1, 1024, current.tp, step=1, key="planner_tp")
     mem_util = c4.slider("GPU memory utilisation", 0.05, 1.0, current.mem_util, 0.01, key="planner_util")
-    c1, c2, c3, _ = st.columns(4)
+    c1, c2, c3, c4 = st.columns(4)
     block = c1.number_input("KV block size (tokens)", 1, 4096, current.block_size, key="planner_block")
+    c4.text_input(
+        "Your price ($ per GPU-hour)",
+        key="planner_gpu_usd",
+        placeholder="e.g. 3.50",
+        help="No default: your cloud's or your own amortised price. Gives the cost floor below.",
+    )
     reserve = c2.number_input(
         "Reserve per GPU (GiB)",
         0.0,
@@ -108,6 +114,10 @@ def show_plan(request: PlanRequest) -> None:
         st.warning(md_text(warning))
     for row in view.plan_metrics(plan):
         _metrics(row)
+    try:
+        _metrics([view.cost_floor(plan, st.session_state.get("planner_gpu_usd", ""))])
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
     st.plotly_chart(inert(charts.memory_bar_figure(plan)), key="planner_memory_chart")
     left, right = st.columns(2)
     left.plotly_chart(inert(charts.decode_ceiling_figure(plan)), key="planner_decode_chart")

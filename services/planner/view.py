@@ -12,6 +12,7 @@ from typing import cast, get_args
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
+from services import cost
 from services.errors import ShootoutError, ValidationError
 from services.planner import catalog, engines_reference, importers, launch, runs
 from services.planner.plan import PlanRequest, PlanResult, gpu_rows, make_plan, model_rows
@@ -123,6 +124,27 @@ def plan_metrics(plan: PlanResult) -> tuple[list[Metric], list[Metric]]:
         ),
     ]
     return memory, speed
+
+
+def cost_floor(plan: PlanResult, gpu_usd_per_hour: str) -> Metric:
+    """What a million output tokens cost at the decode bound, at the user's own price per
+    GPU-hour (there is no default price: a silent one would read as a quote). A floor: engines
+    reach a fraction of the bound, and the real cost is higher by the same factor. Raises
+    ValidationError for a price that does not read (services/cost.py says why)."""
+    price = cost.parse_usd_per_hour(gpu_usd_per_hour)
+    label = "Cost floor per 1M output tokens"
+    if price is None:
+        return Metric(label, cost.NOT_PRICED, help="Give your price per GPU-hour above.")
+    gpus = plan.request.tp
+    runs_nothing = not plan.fit.fits and plan.fit.max_sequences == 0
+    floor = None if runs_nothing else cost.usd_per_million(price * gpus, plan.decode.bound_tok_s)
+    return Metric(
+        label,
+        "—" if floor is None else cost.format_usd(floor),
+        f"at the decode bound, {gpus} GPU(s) at ${price:g}/GPU-hour",
+        help="A floor: real engines reach a fraction of the decode bound, so they cost more per "
+        "token by the same factor. A benchmark with the engine's price gives the measured cost.",
+    )
 
 
 def feature_matrix() -> pd.DataFrame:

@@ -269,3 +269,14 @@ def test_huge_rates_stay_short_enough_for_their_metric(db_url: str) -> None:
     for label in ("Decode bound", "Prefill bound"):
         value = metric(at, label)
         assert value.endswith("tok/s") and len(value) <= 12, value
+
+
+def test_a_price_per_gpu_hour_gives_the_cost_floor_and_a_bad_one_says_why(db_url: str) -> None:
+    at = planner_page()
+    assert metric(at, "Cost floor per 1M output tokens") == "not priced"  # no silent default price
+    at.text_input(key="planner_gpu_usd").set_value("2.5").run()
+    assert metric(at, "Cost floor per 1M output tokens").startswith("$")
+    assert not at.error
+    at.text_input(key="planner_gpu_usd").set_value("2,50 €").run()
+    assert not at.exception
+    assert any("not a plain number" in e.value for e in at.error)

@@ -121,3 +121,16 @@ def test_a_run_whose_figures_overstate_is_warned_although_it_matches(db_url: str
         "ended early, so decode is under-counted; warm prefix cache (90% of prompt tokens)\\: prefill "
         "was mostly skipped."
     )
+
+
+def test_the_cost_floor_uses_the_users_price_and_no_default() -> None:
+    plan = _plan()
+    assert view.cost_floor(plan, "").value == "not priced"
+    card = view.cost_floor(plan, "3.6")
+    gpus = plan.request.tp
+    # $3.6 x GPUs per hour over the decode bound's tokens per hour, per million.
+    expected = 3.6 * gpus * 1e6 / (plan.decode.bound_tok_s * 3600)
+    assert card.value == (f"${expected:,.2f}" if expected >= 1 else f"${expected:,.4f}")
+    assert card.delta == f"at the decode bound, {gpus} GPU(s) at $3.6/GPU-hour"
+    with pytest.raises(ValidationError, match="not a plain number"):
+        view.cost_floor(plan, "$3.50")
