@@ -16,6 +16,7 @@ from services.runs import comparability
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
+    ENERGY_METRICS,
     EQUAL_TOLERANCE,
     LATENCY_METRICS,
     MAX_COMPARED_RUNS,
@@ -156,6 +157,8 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
     for metric, name in COST_METRICS.items():
         keep = benchmarks and metric == "usd_per_1m_output"
         add(metric, None, name, "$", False, [s.rates.get(metric) for s in series], keep)
+    for metric, (name, unit, higher) in ENERGY_METRICS.items():
+        add(metric, None, name, unit, higher, [s.rates.get(metric) for s in series])
     add(
         "completed",
         None,

@@ -39,6 +39,11 @@ COST_METRICS: dict[str, str] = {
     "usd_per_1m_total": "Cost per 1M total tokens",
     "usd_per_1m_output_goodput": "Cost per 1M output tokens at goodput",
 }
+#: Energy over a step's window (services/telemetry/energy): label, unit, higher is better.
+ENERGY_METRICS: dict[str, tuple[str, str, bool]] = {
+    "j_per_output_token": ("Energy per output token", "J", False),
+    "output_tokens_per_j": ("Output tokens per joule", "tok/J", True),
+}
 #: Answer quality of a parity run's engine summary (services/parity): label. Shares, higher is better.
 QUALITY_METRICS: dict[str, str] = {
     "task_score": "Task score",
@@ -332,6 +337,8 @@ def format_value(metric: str, value: float | None) -> str:
     if metric in THROUGHPUT_METRICS:
         unit = THROUGHPUT_METRICS[metric][1]
         return f"{value:,.1f} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
+    if metric in ENERGY_METRICS:
+        return f"{value:,.4g} {ENERGY_METRICS[metric][1]}"
     if metric in ("completed", "failed"):
         return f"{int(value):,}"
     if metric == "error_rate" or metric in QUALITY_METRICS:

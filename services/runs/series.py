@@ -19,6 +19,7 @@ from services.runs.comparability import run_fingerprint
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
+    ENERGY_METRICS,
     FINISHED_STATUSES,
     LATENCY_METRICS,
     MAX_REPEATS,
@@ -198,6 +199,12 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
         # The cost the run stored with its price (never recomputed from today's price).
         priced = cost.Cost.from_json(numbers.get(cost.SUMMARY_KEY)).to_json()
         rates.update({metric: v for metric in COST_METRICS if (v := priced.get(metric)) is not None})
+        # Energy only where it was measured: a reason is no figure, never 0 J.
+        energy = numbers.get("energy")
+        if isinstance(energy, dict) and energy.get("measured"):
+            rates.update(
+                {m: v for m in ENERGY_METRICS if (v := finite_number(energy.get(m))) is not None}
+            )
         completed = finite_number(numbers.get("completed"))
         failed = finite_number(numbers.get("failed"))
         if completed is None and sampled:

@@ -63,3 +63,36 @@ def test_cost_rows_compare_the_price_each_run_stored_and_say_not_priced(db_url: 
     assert format_row("usd_per_1m_output", unpriced["Cost per 1M output tokens"].values) == (
         "not priced",
     )
+
+
+def test_energy_rows_compare_what_was_measured_and_leave_reasons_out(db_url: str) -> None:
+    """Issue 33: energy per output token (lower is better) and tokens per joule on Compare; a step
+    whose energy was not measured has no figure, never 0 J."""
+    from services import runs
+    from tests.services.test_runs import engine_summary, make_run
+
+    def with_energy(j_per_token: float | None) -> dict:
+        energy = (
+            {
+                "measured": True,
+                "joules": 640.0,
+                "j_per_output_token": j_per_token,
+                "output_tokens_per_j": 1 / j_per_token,
+            }
+            if j_per_token
+            else {"measured": False, "reason": "no NVIDIA GPU here"}
+        )
+        return {**engine_summary(0.1, 0.02, 1.0, 500.0), "energy": energy}
+
+    a = make_run(name="A", engines={"vllm": with_energy(0.5)})
+    b = make_run(name="B", engines={"sglang": with_energy(0.25)})
+    c = make_run(name="C", engines={"tgi": with_energy(None)})
+    rows = {row.label: row for row in runs.compare_runs([a, b, c]).rows}
+    per_token = rows["Energy per output token"]
+    assert per_token.values == (0.5, 0.25, None)
+    assert per_token.marks[1] == "better" and not per_token.higher_is_better
+    assert format_row(per_token.metric, per_token.values) == ("0.5 J", "0.25 J", "—")
+    assert rows["Output tokens per joule"].values == (2.0, 4.0, None)
+    assert rows["Output tokens per joule"].higher_is_better
+    unmeasured = {row.label for row in runs.compare_runs([c]).rows}
+    assert "Energy per output token" not in unmeasured
