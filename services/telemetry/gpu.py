@@ -468,13 +468,44 @@ def dcgm_snapshots(families: Families, default_host: str, ts: float) -> list[Sna
     return snapshots
 
 
+def dcgm_metrics_url(url: str) -> str:
+    """`host:9400` or `http://host:9400` -> its /metrics URL."""
+    full = url if "://" in url else f"http://{url}"
+    if not urlsplit(full).path.strip("/"):
+        full = full.rstrip("/") + "/metrics"
+    return full
+
+
+class DcgmUnreadable(Exception):
+    """A dcgm-exporter that could not be read; the message says which and why."""
+
+
+def fetch_dcgm(url: str, parser: SeriesParser, timeout_s: float) -> Families:
+    """One scrape of a dcgm-exporter (deadline and byte limit), parsed by prometheus_client:
+    the GPU sampler and the energy meter read it the same way."""
+    try:
+        response = http.fetch(
+            "GET",
+            url,
+            headers={"Accept": "text/plain"},
+            deadline_s=timeout_s,
+            max_bytes=DCGM_MAX_BYTES,
+        )
+    except http.HttpError as error:
+        raise DcgmUnreadable(f"dcgm-exporter at {url}: {error.detail}") from None
+    if response.status != 200:
+        raise DcgmUnreadable(f"dcgm-exporter at {url}: HTTP {response.status}")
+    try:
+        return parser.parse(response.text)
+    except ValueError as error:
+        raise DcgmUnreadable(f"dcgm-exporter at {url}: unreadable metrics ({error})") from None
+
+
 class DcgmSampler:
     """Remote GPUs from a dcgm-exporter endpoint (`http://host:9400/metrics`)."""
 
     def __init__(self, url: str, timeout_s: float = 2.0) -> None:
-        self.url = url if "://" in url else f"http://{url}"
-        if not urlsplit(self.url).path.strip("/"):
-            self.url = self.url.rstrip("/") + "/metrics"
+        self.url = dcgm_metrics_url(url)
         self.host = urlsplit(self.url).hostname or "remote"
         self.timeout_s = timeout_s
         self.lock = threading.Lock()
@@ -485,23 +516,9 @@ class DcgmSampler:
         ts = time.time() if now is None else now
         with self.lock:
             try:
-                response = http.fetch(
-                    "GET",
-                    self.url,
-                    headers={"Accept": "text/plain"},
-                    deadline_s=self.timeout_s,
-                    max_bytes=DCGM_MAX_BYTES,
-                )
-            except http.HttpError as error:
-                self.error = f"dcgm-exporter at {self.url}: {error.detail}"
-                return []
-            if response.status != 200:
-                self.error = f"dcgm-exporter at {self.url}: HTTP {response.status}"
-                return []
-            try:
-                families = self._parser.parse(response.text)
-            except ValueError as error:
-                self.error = f"dcgm-exporter at {self.url}: unreadable metrics ({error})"
+                families = fetch_dcgm(self.url, self._parser, self.timeout_s)
+            except DcgmUnreadable as error:
+                self.error = str(error)
                 return []
             self.error = None
             snapshots = dcgm_snapshots(families, self.host, ts)

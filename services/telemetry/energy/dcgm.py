@@ -11,20 +11,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from services import http
 from services.telemetry.energy.records import COUNTER, CounterReading, EnergyUnavailable
-from services.telemetry.gpu import DCGM_MAX_BYTES
+from services.telemetry.gpu import DcgmUnreadable, dcgm_metrics_url, fetch_dcgm
 from services.telemetry.prometheus import Families, SeriesParser
 
 ENERGY_FIELD = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-
-
-def metrics_url(url: str) -> str:
-    """`host:9400` or `http://host:9400` -> its /metrics URL (as the dcgm sampler reads it)."""
-    full = url if "://" in url else f"http://{url}"
-    if not urlsplit(full).path.strip("/"):
-        full = full.rstrip("/") + "/metrics"
-    return full
 
 
 def energy_readings(families: Families, default_host: str) -> list[CounterReading]:
@@ -43,7 +34,7 @@ class DcgmEnergySource:
     """The energy of the GPUs one dcgm-exporter reports."""
 
     def __init__(self, url: str, timeout_s: float = 2.0) -> None:
-        self.url = metrics_url(url)
+        self.url = dcgm_metrics_url(url)
         self.host = urlsplit(self.url).hostname or "remote"
         self.name = f"dcgm-exporter at {self.url}"
         self.timeout_s = timeout_s
@@ -57,21 +48,9 @@ class DcgmEnergySource:
 
     def read(self) -> list[CounterReading]:
         try:
-            response = http.fetch(
-                "GET",
-                self.url,
-                headers={"Accept": "text/plain"},
-                deadline_s=self.timeout_s,
-                max_bytes=DCGM_MAX_BYTES,
-            )
-        except http.HttpError as error:
-            raise EnergyUnavailable(f"{self.name}: {error.detail}") from None
-        if response.status != 200:
-            raise EnergyUnavailable(f"{self.name}: HTTP {response.status}")
-        try:
-            families = self._parser.parse(response.text)
-        except ValueError as error:
-            raise EnergyUnavailable(f"{self.name}: unreadable metrics ({error})") from None
+            families = fetch_dcgm(self.url, self._parser, self.timeout_s)
+        except DcgmUnreadable as error:
+            raise EnergyUnavailable(str(error)) from None
         readings = energy_readings(families, self.host)
         if not readings:
             raise EnergyUnavailable(

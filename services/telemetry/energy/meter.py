@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from services.telemetry.energy.dcgm import DcgmEnergySource, metrics_url
+from services.telemetry.energy.dcgm import DcgmEnergySource
 from services.telemetry.energy.maths import joules_between
 from services.telemetry.energy.nvml import NvmlEnergySource
 from services.telemetry.energy.rapl import POWERCAP_ROOT, RaplSource
@@ -33,6 +33,7 @@ from services.telemetry.energy.records import (
     EnergyResult,
     EnergyUnavailable,
 )
+from services.telemetry.gpu import dcgm_metrics_url
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]")
 
@@ -90,7 +91,7 @@ class EnergyMeter:
     ) -> None:
         """`sources` replaces a source by key ("nvml", "rapl", "dcgm:URL"), opened or not."""
         self.engines = dict(engines)
-        self.dcgm_urls = [metrics_url(u) for u in dcgm_urls]
+        self.dcgm_urls = [dcgm_metrics_url(u) for u in dcgm_urls]
         self._factories: dict[str, Callable[[], EnergySource]] = {
             "nvml": lambda: NvmlEnergySource(nvml),
             "rapl": lambda: RaplSource(rapl_root),
