@@ -67,7 +67,7 @@ def _text(value: Any) -> str:
 _PORT_PATTERNS = ("--port {port}", "--port={port}", ":{port}", "-p {port}")
 
 
-def _process_cmdline(pid: int) -> str:
+def process_cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -343,7 +343,7 @@ class NvmlSampler:
     def _process_name(self, pid: int) -> tuple[str, str]:
         cached = self._process_names.get(pid)
         if cached is None:
-            cmdline = _process_cmdline(pid)
+            cmdline = process_cmdline(pid)
             name = ""
             if cmdline:
                 name = os.path.basename(cmdline.split(" ", 1)[0])

@@ -23,7 +23,7 @@ from services.telemetry.energy.records import (
     CounterReading,
     EnergyUnavailable,
 )
-from services.telemetry.gpu import NO_GPU, engine_for_process, nvml_reason
+from services.telemetry.gpu import NO_GPU, engine_for_process, nvml_reason, process_cmdline
 
 #: Boards update their power reading every 20 to 100 ms; a tenth of a second follows it.
 POWER_INTERVAL_S = 0.1
@@ -44,14 +44,6 @@ def _unsupported(nvml: ModuleType, error: BaseException) -> bool:
 #: How far up a GPU process's parents to look for the engine's command line (vLLM and SGLang
 #: hold the GPUs in spawned workers whose own command line names no port).
 ANCESTORS = 6
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
 
 
 def _parent(pid: int) -> int | None:
@@ -89,7 +81,7 @@ class NvmlEnergySource:
         indices: Sequence[int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval_s: float = POWER_INTERVAL_S,
-        cmdline: Callable[[int], str] = _cmdline,
+        cmdline: Callable[[int], str] = process_cmdline,
         parent: Callable[[int], int | None] = _parent,
     ) -> None:
         self._nvml = nvml

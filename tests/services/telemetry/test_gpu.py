@@ -166,7 +166,7 @@ def test_processes_and_which_engine_holds_them(monkeypatch: pytest.MonkeyPatch) 
         4343: "",
         4444: "",
     }
-    monkeypatch.setattr(gpu_module, "_process_cmdline", lambda pid: cmdlines.get(pid, ""))
+    monkeypatch.setattr(gpu_module, "process_cmdline", lambda pid: cmdlines.get(pid, ""))
     engines = [
         ScrapeTarget(
             "vllm-cpu", "vllm", "http://127.0.0.1:8082/metrics", base_url="http://127.0.0.1:8082"
