@@ -9,7 +9,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from services import access, endpoints
 from services.config import get_settings
-from services.recovery import recover_interrupted_runs
+from services.run_kinds import mark_interrupted_after_restart
 from services.safe_text import md_text
 
 
@@ -77,7 +77,7 @@ def operator_only(action: access.Action) -> bool:
 
 @st.cache_resource(show_spinner=False)
 def _recovered(database_url: str) -> list[int]:
-    return recover_interrupted_runs()
+    return mark_interrupted_after_restart()
 
 
 def recover_once() -> None:

@@ -10,8 +10,9 @@ app is not "interrupted" on one page and "running" on another.
 
 Every kind writes its life through the same few calls, each one short session (or a step of
 the caller's session, where the write belongs with the rows it stores): `claim` (pending ->
-running, once), `beat`, `cancel_requested`, `finish`, `interrupt` and, at app start,
-`mark_interrupted_after_restart`.
+running, once), `beat`, `cancel_requested`, `finish` and `interrupt`. What differs by kind
+(the worker's body, what "interrupted" says, recovery at app start) is declared once per kind
+in services/run_kinds.py.
 """
 
 from __future__ import annotations
@@ -119,15 +120,6 @@ KEEP: Final = Keep()
 #: Run.error holds a reason for people, not a log.
 MAX_ERROR_CHARS = 2000
 
-#: What each kind's "interrupted" says (a benchmark's reason is written with its partial summary).
-INTERRUPTED_REASONS: dict[RunKind, str] = {
-    RunKind.PLAYGROUND: "The app stopped while this exchange was streaming; the partial answers are kept.",
-    RunKind.DEMO: "The demo's worker stopped (the app was restarted); the steps measured so far are kept.",
-    RunKind.RECORDING: "The recording stopped with the app; the samples recorded so far are kept.",
-    RunKind.TUNE: "The tuning worker stopped without finishing; the configurations measured so far are kept.",
-    RunKind.PARITY: "The parity run's worker stopped (the app was restarted); the answers stored so far are kept.",
-}
-
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
@@ -234,46 +226,9 @@ def finish(
         active.execute(update(Run).where(Run.id == run_id).values(**changes))
 
 
-def interrupt(run: Run, reason: str | None = None, *, now: datetime | None = None) -> None:
+def interrupt(run: Run, reason: str | None, *, now: datetime | None = None) -> None:
     """Mark one loaded run as interrupted (its worker is gone), keeping what it stored; the
-    reason defaults to its kind's. The caller's session writes it."""
+    reason is its kind's (services.run_kinds). The caller's session writes it."""
     run.status = RunStatus.INTERRUPTED
-    run.error = reason if reason is not None else INTERRUPTED_REASONS.get(RunKind(run.kind))
+    run.error = reason
     run.finished_at = run.finished_at or now or now_utc()
-
-
-def mark_interrupted_after_restart(stale_after_s: float = STALE_AFTER_S) -> list[int]:
-    """Mark runs whose worker is gone as interrupted; returns their ids. Safe to call at
-    every start, from several processes. Benchmarks also get the summary of the rows they
-    stored (services/bench/jobs/), a tuning run's engines are stopped, and a playground
-    exchange's streaming answers are marked interrupted."""
-    from sqlalchemy import or_, select, update
-
-    from db.models import Exchange, Run
-    from services.bench.jobs import mark_interrupted_runs
-
-    changed = list(mark_interrupted_runs(stale_after_s))
-    now = now_utc()
-    cutoff = stale_cutoff(now, stale_after_s)
-    with _session(None) as session:
-        stale = session.scalars(
-            select(Run).where(
-                Run.kind.in_(tuple(INTERRUPTED_REASONS)),
-                Run.status.in_(ACTIVE_STATUSES),
-                or_(Run.heartbeat_at < cutoff, (Run.heartbeat_at.is_(None)) & (Run.created_at < cutoff)),
-            )
-        ).all()
-        for run in stale:
-            if run.kind == RunKind.TUNE:
-                from services.tune.jobs import stop_leftover_engines
-
-                stop_leftover_engines(run.id)  # a dead tuning worker leaves no engine running
-            interrupt(run, now=now)
-            changed.append(run.id)
-        if stale:
-            session.execute(
-                update(Exchange)
-                .where(Exchange.run_id.in_([r.id for r in stale]), Exchange.status == "streaming")
-                .values(status="interrupted")
-            )
-    return changed

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from services.config import get_settings
 from services.errors import ValidationError
+from services.run_kinds import count_active
 
 if TYPE_CHECKING:
     from services.access import Viewer
@@ -288,8 +289,6 @@ def admitted(kind: ActiveKind, viewer: Viewer | None) -> Iterator[str | None]:
     """Check the server's and this viewer's limits for one more run of `kind`, and hold the check
     while the caller stores the run (two clicks at once cannot both pass); yields the identity to
     store as the run's `requested_by`. `viewer` None: the CLI on the server, no per-viewer limit."""
-    from services.bench.jobs import count_active
-
     with _admission:
         per_viewer = None
         if viewer is not None and not viewer.is_operator:

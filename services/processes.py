@@ -1,5 +1,5 @@
 """Small helpers about operating-system processes, shared by the engine launcher and the
-benchmark worker."""
+run workers."""
 
 from __future__ import annotations
 
@@ -27,10 +27,11 @@ def pid_alive(pid: int | None) -> bool:
     return state != "Z"
 
 
-def launch_run_worker(module: str, run_id: int, log_name: str) -> int:
-    """Start `python -m MODULE RUN_ID` detached (its own session, so it outlives the page or
-    command that started it), with this process's database; returns its pid. Timed work
-    runs there rather than in the Streamlit server, whose GIL pauses would skew timings."""
+def launch_run_worker(kind: str, run_id: int) -> int:
+    """Start `python -m services.worker KIND RUN_ID` detached (its own session, so it outlives
+    the page or command that started it), with this process's database; returns its pid.
+    Timed work runs there rather than in the Streamlit server, whose GIL pauses would skew
+    timings. Its output goes to <data dir>/logs/KIND-RUN_ID.log."""
     from services.config import PROJECT_ROOT, get_settings
 
     settings = get_settings()
@@ -39,9 +40,9 @@ def launch_run_worker(module: str, run_id: int, log_name: str) -> int:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env["SHOOTOUT_DATABASE_URL"] = settings.database_url
     env["SHOOTOUT_DATA_DIR"] = str(settings.data_dir)
-    with open(log_dir / f"{log_name}-{run_id}.log", "ab") as log:
+    with open(log_dir / f"{kind}-{run_id}.log", "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", module, str(run_id)],
+            [sys.executable, "-m", "services.worker", kind, str(run_id)],
             cwd=PROJECT_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=log,

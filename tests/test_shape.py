@@ -100,3 +100,32 @@ def test_the_environment_gate_catches_a_read(tmp_path: Path) -> None:
     writer.write_text('import os\nenv = dict(os.environ)\nenv["SHOOTOUT_DATA_DIR"] = "/x"\n')
     for path, reads in ((module, 1), (helper, 1), (writer, 0)):
         assert len(_environment_reads(path, tmp_path)) == reads, path.name
+
+
+#: What every run kind shares: it must not name a feature, or each new kind edits it. (The
+#: limits count active runs through the registry but also check a benchmark's own size.)
+RUN_CORE = ("lifecycle.py", "run_kinds.py", "worker.py", "processes.py")
+
+
+def _service_modules(path: Path) -> set[str]:
+    """The services.<name> modules `path` imports, anywhere in it (inside functions too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(m.split(".")[1] for m in modules if m.startswith("services.") and m.count(".") >= 1)
+    return found
+
+
+def test_the_run_core_names_no_feature() -> None:
+    features = {p.name for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists()}
+    features -= {"config"}
+    offenders = {
+        name: sorted(_service_modules(ROOT / "services" / name) & features) for name in RUN_CORE
+    }
+    assert not any(offenders.values()), offenders

@@ -15,6 +15,7 @@ from services import lifecycle
 from services.demos.base import Scenario
 from services.demos.records import DemoListItem, DemoView, step_view
 from services.demos.registry import get_scenario
+from services.demos.run_kind import INTERRUPTED
 from services.demos.summary import DemoSummary
 from services.errors import NotFoundError, ShootoutError
 from services.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
@@ -32,7 +33,7 @@ def _interrupt_if_stale(run_id: int) -> None:
             return
         lifecycle.interrupt(
             run,
-            "The demo's worker stopped (the app or the command was restarted); the steps measured so far are kept.",
+            INTERRUPTED,
         )
         run.summary = replace(DemoSummary.from_json(run.summary), awaiting=None).to_json()
 

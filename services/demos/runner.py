@@ -135,7 +135,7 @@ def start_demo(
     if background:
         # A worker process, as benchmarks have: the demo timestamps tokens, and in the
         # Streamlit server its reader would wait on the GIL behind every page run.
-        pid = launch_run_worker("services.demos.worker", run_id, "demo")
+        pid = launch_run_worker(RunKind.DEMO, run_id)
         with session_scope() as session:
             stored = session.get(Run, run_id)
             if stored is not None and stored.worker_pid is None:

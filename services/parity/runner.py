@@ -16,7 +16,7 @@ answer), one at a time, one engine after another, as benchmarks do by default: e
 shared hardware are compared at the same load. The same engine may appear twice (its label
 gets "#2"): an engine against itself shows whether it is deterministic.
 
-It runs in a worker process (`python -m services.parity.worker RUN_ID`); `cancel_parity` sets
+It runs in a worker process (`python -m services.worker parity RUN_ID`); `cancel_parity` sets
 the status to "cancelled" and the worker stops before its next request, keeping what it stored.
 """
 
@@ -156,7 +156,7 @@ def start_parity(
         session.flush()
         run_id = run.id
     if background:
-        pid = launch_run_worker("services.parity.worker", run_id, "parity")
+        pid = launch_run_worker(RunKind.PARITY, run_id)
         with session_scope() as session:
             session.execute(
                 update(Run).where(Run.id == run_id, Run.worker_pid.is_(None)).values(worker_pid=pid)

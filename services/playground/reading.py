@@ -18,6 +18,7 @@ from services.measure import EngineTimes, cached_tokens, time_split, token_count
 from services.playground.checks import check_answer
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
+from services.playground.run_kind import INTERRUPTED, mark_streams_interrupted
 from services.playground.worker import running_here, streaming
 
 
@@ -30,11 +31,8 @@ def _mark_interrupted(session: Any, run: Run) -> None:
         or not is_stale(run.heartbeat_at, run.created_at)
     ):
         return
-    lifecycle.interrupt(run)
-    for row in session.scalars(
-        select(Exchange).where(Exchange.run_id == run.id, Exchange.status == "streaming")
-    ):
-        row.status = "interrupted"
+    lifecycle.interrupt(run, INTERRUPTED)
+    mark_streams_interrupted(run)
 
 
 def get_exchange(run_id: int) -> ExchangeView:

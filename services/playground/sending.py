@@ -16,6 +16,7 @@ from services import endpoints, lifecycle, limits
 from services.client import ChatRequest, build_body
 from services.engines import SamplingParams
 from services.errors import NotFoundError, ValidationError
+from services.lifecycle import RunKind
 from services.playground import worker
 from services.playground.checks import validate
 from services.playground.params import engine_params, messages_for, params_dict, params_from_dict
@@ -121,7 +122,7 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
             streams.append(Stream(exchange.id, record.name, chat, notes))
         run_id = run.id
     if isolated:
-        pid = launch_run_worker("services.playground.process", run_id, "playground")
+        pid = launch_run_worker(RunKind.PLAYGROUND, run_id)
         lifecycle.beat(run_id, worker_pid=pid)
     else:
         worker.start(run_id, streams)

@@ -95,7 +95,7 @@ def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
         trusted = access.commands_allowed(viewer)
     with limits.admitted("tune", viewer) as requested_by:
         run_id = create_run(spec, trusted=trusted, requested_by=requested_by)
-    pid = launch_run_worker("services.tune.worker", run_id, "tune")
+    pid = launch_run_worker(KIND, run_id)
     _update(run_id, worker_pid=pid)
     return run_id
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from db.models import Run
 from db.session import session_scope
 from services.lifecycle import HEARTBEAT_INTERVAL_S, STALE_AFTER_S, RunKind, RunStatus, is_stale
-from services.recovery import recover_interrupted_runs
+from services.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
 
 
 def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation() -> None:

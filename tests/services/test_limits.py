@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services import endpoints, limits, playground
+from services import endpoints, limits, playground, run_kinds
 from services.bench import jobs
 from services.engines import SamplingParams
 from services.errors import ValidationError
@@ -58,7 +58,7 @@ def test_concurrent_benchmarks_are_capped(db_url: str, monkeypatch: pytest.Monke
     monkeypatch.setenv("SHOOTOUT_LIMIT_BENCHMARKS", "1")
     limits.check_active("benchmark", 0)
     with pytest.raises(ValidationError, match="1 benchmarks are running on this server already"):
-        limits.check_active("benchmark", jobs.count_active(jobs.KIND) + 1)
+        limits.check_active("benchmark", run_kinds.count_active(jobs.KIND) + 1)
 
 
 def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(
@@ -88,7 +88,7 @@ def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(
     start(operator)  # operators: the server's limit only
     with pytest.raises(ValidationError, match="3 benchmarks are running on this server already"):
         start(operator)
-    assert jobs.count_active("benchmark", requested_by="ip:10.0.0.1") == 1
+    assert run_kinds.count_active("benchmark", requested_by="ip:10.0.0.1") == 1
 
 
 def test_answers_are_cut_at_the_stored_answer_limit(
@@ -155,7 +155,7 @@ def test_a_benchmark_from_the_page_stays_within_the_servers_limits(
     for message, spec in cases.items():
         with pytest.raises(ValidationError, match=message):
             jobs.start_benchmark(spec, viewer=viewer)
-    assert jobs.count_active("benchmark") == 0  # nothing stored, no worker started
+    assert run_kinds.count_active("benchmark") == 0  # nothing stored, no worker started
 
 
 def test_a_viewers_benchmark_is_bounded_as_a_whole(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,7 +186,7 @@ def test_a_viewers_benchmark_is_bounded_as_a_whole(db_url: str, monkeypatch: pyt
     for message, spec in cases.items():
         with pytest.raises(ValidationError, match=message):
             jobs.start_benchmark(spec, viewer=viewer)
-    assert jobs.count_active("benchmark") == 0  # nothing stored, no worker started
+    assert run_kinds.count_active("benchmark") == 0  # nothing stored, no worker started
 
     # The SLO search's steps count too: 1, 2, 4 ... 64 is 7 levels, then 4 bisections.
     search = replace(

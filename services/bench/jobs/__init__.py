@@ -2,7 +2,7 @@
 outlives the page.
 
 Life of a run: `start_benchmark(spec)` stores a Run (kind "benchmark", status "pending",
-config = the full spec) and starts a worker process (`python -m services.bench.worker ID`,
+config = the full spec) and starts a worker process (`python -m services.worker benchmark ID`,
 its own session, so it goes on when the page closes or the app restarts). The worker sets
 "running", executes the benchmark on its own event loop (uvloop) and hands every finished
 request to a writer thread, which inserts RequestResult rows in batches about twice a
@@ -42,7 +42,6 @@ from services.bench.jobs.reading import (
 from services.bench.jobs.starting import (
     KIND,
     cancel_run,
-    count_active,
     create_run,
     engine_target,
     launch_worker,
@@ -64,7 +63,6 @@ __all__ = [
     "DatabaseSink",
     "build_summary",
     "cancel_run",
-    "count_active",
     "create_run",
     "default_metrics_url",
     "engine_metrics_for",

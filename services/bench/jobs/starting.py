@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import workload_label
-from services.lifecycle import ACTIVE_STATUSES, RunKind, request_cancel
+from services.lifecycle import RunKind, request_cancel
 from services.processes import launch_run_worker
 
 if TYPE_CHECKING:
@@ -73,24 +73,9 @@ def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     return run_id
 
 
-def count_active(kind: str, requested_by: str | None = None) -> int:
-    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
-    all of them or those one viewer started."""
-    from sqlalchemy import func, select
-
-    from db.models import Run
-    from db.session import session_scope
-
-    query = select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES))
-    if requested_by is not None:
-        query = query.where(Run.requested_by == requested_by)
-    with session_scope() as session:
-        return int(session.scalar(query) or 0)
-
-
 def launch_worker(run_id: int) -> int:
-    """Start `python -m services.bench.worker RUN_ID` detached; returns its pid."""
-    pid = launch_run_worker("services.bench.worker", run_id, "bench")
+    """Start its worker process (`python -m services.worker benchmark RUN_ID`); returns its pid."""
+    pid = launch_run_worker(KIND, run_id)
     update_run(run_id, worker_pid=pid)
     return pid
 

@@ -81,13 +81,14 @@ def test_stop_reaches_the_worker_process_and_keeps_what_arrived(
 def test_an_engine_removed_before_its_worker_started_fails_the_exchange_in_words(
     db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from services.playground import process, worker
+    from services import worker as run_worker
+    from services.playground import worker
 
     gone = register(scripted_server, "gone", tokens=4)
     kept = register(scripted_server, "kept", tokens=4)
     monkeypatch.setattr(worker, "start", lambda run_id, streams: None)  # stored, not started
     handle = playground.send(SendRequest(engines=(EngineChoice(gone), EngineChoice(kept)), prompt="x"))
     endpoints.remove_engine(gone)
-    assert process.main([str(handle.run_id)]) == 1  # one line on stderr, exit 1
+    assert run_worker.main(["playground", str(handle.run_id)]) == 1  # one line on stderr, exit 1
     view = playground.get_exchange(handle.run_id)
     assert view.status == "failed" and not view.active
