@@ -12,133 +12,59 @@ mapping: it is summarize_engine's output, read metric by metric by tables and ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from services import stored_json
 from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, state
+from services.stored_json import Stored, stored
 
 EngineBlock = dict[str, Any]
 
-#: The keys this record knows; anything else a summary holds is kept in `extra`.
-_KNOWN = (
-    "engines",
-    "sweep",
-    "slo_search",
-    "stopped_early",
-    "prompt_calibration",
-    "models",
-    "load",
-    "workload",
-    "percentiles",
-    "ttft_includes_connect",
-    "ttft_includes_reasoning",
-    "slo",
-    "data_attribution",
-    "engines_run",
-    "generator",
-    "live",
-)
-
 
 @dataclass(frozen=True)
-class BenchSummary:
-    #: Engine name -> its block; a sweep's shows the step reported (`from_step`).
-    engines: dict[str, EngineBlock] = field(default_factory=dict)
+class BenchSummary(Stored):
+    """Optional parts are stored only when present, as build_summary always wrote them."""
+
+    #: Engine name -> its block; a sweep's shows the step reported (`from_step`). Written
+    #: also when empty, except beside a running benchmark's `live` counts.
+    engines: dict[str, EngineBlock] = stored(stored_json.dict_values, factory=dict)
     #: A sweep's rows, one per (engine, step), each with its load level.
-    sweep: list[EngineBlock] = field(default_factory=list)
-    slo_search: dict[str, dict[str, Any]] = field(default_factory=dict)
-    stopped_early: dict[str, str] = field(default_factory=dict)
-    prompt_calibration: dict[str, Any] = field(default_factory=dict)
+    sweep: list[EngineBlock] = stored(stored_json.dicts, factory=list, write="unless_empty")
+    slo_search: dict[str, dict[str, Any]] = stored(
+        stored_json.dict_values, factory=dict, write="unless_empty"
+    )
+    stopped_early: dict[str, str] = stored(stored_json.texts, factory=dict, write="unless_empty")
+    prompt_calibration: dict[str, Any] = stored(stored_json.mapping, factory=dict, write="unless_empty")
     #: None: the runner did not say (a partial summary rebuilt after an interruption).
-    models: dict[str, Any] | None = None
-    load: str | None = None
-    workload: str | None = None
-    percentiles: list[float] | None = None
-    ttft_includes_connect: bool | None = None
+    models: dict[str, Any] | None = stored(
+        stored_json.optional_mapping, default=None, write="unless_none"
+    )
+    load: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    workload: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    percentiles: list[float] | None = stored(
+        stored_json.optional_list, default=None, write="unless_none"
+    )
+    ttft_includes_connect: bool | None = stored(
+        stored_json.optional_flag, default=None, write="unless_none"
+    )
     #: Some engine's TTFT is its first thinking token (services/measure.py); None: not said
     #: (a run stored before reasoning was told apart).
-    ttft_includes_reasoning: bool | None = None
-    slo: str | None = None
-    data_attribution: str | None = None
-    engines_run: str | None = None
-    generator: dict[str, Any] = field(default_factory=dict)
+    ttft_includes_reasoning: bool | None = stored(
+        stored_json.optional_flag, default=None, write="unless_none"
+    )
+    slo: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    data_attribution: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    engines_run: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    generator: dict[str, Any] = stored(stored_json.mapping, factory=dict, write="unless_empty")
     #: A running benchmark's counts so far (replaced by the summary when it ends).
-    live: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: BenchSummary | dict[str, Any] | None) -> BenchSummary:
-        if isinstance(data, BenchSummary):
-            return data
-        data = data if isinstance(data, dict) else {}
-        engines = {
-            str(name): block
-            for name, block in stored_json.mapping(data.get("engines")).items()
-            if isinstance(block, dict)
-        }
-        sweep = [row for row in data.get("sweep") or [] if isinstance(row, dict)]
-        percentiles = data.get("percentiles")
-        models = data.get("models")
-        connect = data.get("ttft_includes_connect")
-        thinking = data.get("ttft_includes_reasoning")
-        live = data.get("live")
-        return cls(
-            engines=engines,
-            sweep=sweep,
-            slo_search={
-                k: v
-                for k, v in stored_json.mapping(data.get("slo_search")).items()
-                if isinstance(v, dict)
-            },
-            stopped_early={
-                str(k): str(v) for k, v in stored_json.mapping(data.get("stopped_early")).items()
-            },
-            prompt_calibration=stored_json.mapping(data.get("prompt_calibration")),
-            models=dict(models) if isinstance(models, dict) else None,
-            load=stored_json.nonempty_text(data.get("load")),
-            workload=stored_json.nonempty_text(data.get("workload")),
-            percentiles=list(percentiles) if isinstance(percentiles, list) else None,
-            ttft_includes_connect=connect if isinstance(connect, bool) else None,
-            ttft_includes_reasoning=thinking if isinstance(thinking, bool) else None,
-            slo=stored_json.nonempty_text(data.get("slo")),
-            data_attribution=stored_json.nonempty_text(data.get("data_attribution")),
-            engines_run=stored_json.nonempty_text(data.get("engines_run")),
-            generator=stored_json.mapping(data.get("generator")),
-            live=dict(live) if isinstance(live, dict) else None,
-            extra={k: v for k, v in data.items() if k not in _KNOWN},
-        )
+    live: dict[str, Any] | None = stored(stored_json.optional_mapping, default=None, write="unless_none")
+    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The stored shape: optional parts only when present, as build_summary always wrote."""
-        out: dict[str, Any] = {}
-        if self.live is not None:
-            out["live"] = self.live
-        if self.engines or self.live is None:
-            out["engines"] = self.engines
-        if self.sweep:
-            out["sweep"] = self.sweep
-        if self.slo_search:
-            out["slo_search"] = self.slo_search
-        if self.stopped_early:
-            out["stopped_early"] = self.stopped_early
-        if self.prompt_calibration:
-            out["prompt_calibration"] = self.prompt_calibration
-        optional = {
-            "models": self.models,
-            "load": self.load,
-            "workload": self.workload,
-            "percentiles": self.percentiles,
-            "ttft_includes_connect": self.ttft_includes_connect,
-            "ttft_includes_reasoning": self.ttft_includes_reasoning,
-            "slo": self.slo,
-            "data_attribution": self.data_attribution,
-            "engines_run": self.engines_run,
-        }
-        out.update({key: value for key, value in optional.items() if value is not None})
-        if self.generator:
-            out["generator"] = self.generator
-        out.update(self.extra)
+        out = super().to_json()
+        if not self.engines and self.live is not None:
+            del out["engines"]
         return out
 
     @property

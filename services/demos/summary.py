@@ -13,93 +13,39 @@ and records.step_view reads it into a typed StepView for the page, the report an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from services import stored_json
+from services.stored_json import Stored, stored
 
 StepBlock = dict[str, Any]
 
-#: The keys this record knows; anything else a summary holds is kept in `extra`.
-_KNOWN = (
-    "scenario",
-    "title",
-    "steps",
-    "awaiting",
-    "skipped_engines",
-    "engine_versions",
-    "conclusion",
-    "conclusion_headline",
-    "conclusion_lines",
-    "verdicts",
-)
-
-
-def _texts(value: Any) -> dict[str, str] | None:
-    if not isinstance(value, dict):
-        return None
-    return {str(k): str(v) for k, v in value.items()}
-
 
 @dataclass(frozen=True)
-class DemoSummary:
-    scenario: str | None = None
-    title: str | None = None
-    steps: list[StepBlock] = field(default_factory=list)
+class DemoSummary(Stored):
+    """The parts a demo writes as it goes are stored only once it has written them."""
+
+    scenario: str | None = stored(stored_json.text, default=None, write="unless_none")
+    title: str | None = stored(stored_json.text, default=None, write="unless_none")
+    steps: list[StepBlock] = stored(stored_json.dicts, factory=list)
     #: Index of the step that waits for "Next step" (None when nothing waits).
-    awaiting: int | None = None
+    awaiting: int | None = stored(stored_json.optional_int, default=None)
     #: Engine -> why it was left out; None until the worker has probed the engines.
-    skipped_engines: dict[str, str] | None = None
-    engine_versions: dict[str, str] = field(default_factory=dict)
+    skipped_engines: dict[str, str] | None = stored(
+        stored_json.optional_texts, default=None, write="unless_none"
+    )
+    engine_versions: dict[str, str] = stored(stored_json.texts, factory=dict, write="unless_empty")
     #: The measured conclusion in one text; None until the demo has concluded.
-    conclusion: str | None = None
-    conclusion_headline: str | None = None
-    conclusion_lines: list[str] | None = None
-    verdicts: dict[str, dict[str, Any]] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: DemoSummary | dict[str, Any] | None) -> DemoSummary:
-        if isinstance(data, DemoSummary):
-            return data
-        data = data if isinstance(data, dict) else {}
-        awaiting = data.get("awaiting")
-        lines = data.get("conclusion_lines")
-        verdicts = data.get("verdicts")
-        return cls(
-            scenario=stored_json.text(data.get("scenario")),
-            title=stored_json.text(data.get("title")),
-            steps=[step for step in data.get("steps") or [] if isinstance(step, dict)],
-            awaiting=awaiting if isinstance(awaiting, int) and not isinstance(awaiting, bool) else None,
-            skipped_engines=_texts(data.get("skipped_engines")),
-            engine_versions=_texts(data.get("engine_versions")) or {},
-            conclusion=stored_json.text(data.get("conclusion")),
-            conclusion_headline=stored_json.text(data.get("conclusion_headline")),
-            conclusion_lines=[str(line) for line in lines] if isinstance(lines, list) else None,
-            verdicts=(
-                {str(k): v for k, v in verdicts.items() if isinstance(v, dict)}
-                if isinstance(verdicts, dict)
-                else None
-            ),
-            extra={k: v for k, v in data.items() if k not in _KNOWN},
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The stored shape: the parts a demo writes as it goes only once it has written them."""
-        out: dict[str, Any] = {"steps": self.steps, "awaiting": self.awaiting}
-        optional: dict[str, Any] = {
-            "scenario": self.scenario,
-            "title": self.title,
-            "skipped_engines": self.skipped_engines,
-            "engine_versions": self.engine_versions or None,
-            "conclusion": self.conclusion,
-            "conclusion_headline": self.conclusion_headline,
-            "conclusion_lines": self.conclusion_lines,
-            "verdicts": self.verdicts,
-        }
-        out.update({key: value for key, value in optional.items() if value is not None})
-        out.update(self.extra)
-        return out
+    conclusion: str | None = stored(stored_json.text, default=None, write="unless_none")
+    conclusion_headline: str | None = stored(stored_json.text, default=None, write="unless_none")
+    conclusion_lines: list[str] | None = stored(
+        stored_json.optional_text_list, default=None, write="unless_none"
+    )
+    verdicts: dict[str, dict[str, Any]] | None = stored(
+        stored_json.optional_dict_values, default=None, write="unless_none"
+    )
+    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
 
     @property
     def concluded(self) -> bool:

@@ -8,81 +8,30 @@ stays a mapping (its settings, status, metrics, sweep), as the Pareto code reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from services import stored_json
-
-_KNOWN = (
-    "configs",
-    "engines",
-    "pareto",
-    "best",
-    "kind",
-    "load",
-    "workload",
-    "slo",
-    "conclusion_headline",
-)
+from services.stored_json import Stored, stored
 
 
 @dataclass(frozen=True)
-class TuneSummary:
+class TuneSummary(Stored):
     #: One entry per configuration tried, in order: label, settings, status, metrics, sweep...
-    configs: list[dict[str, Any]] = field(default_factory=list)
+    configs: list[dict[str, Any]] = stored(stored_json.dicts, factory=list)
     #: Configuration label -> its benchmark block (a "not run" block for those that did not run).
-    engines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    engines: dict[str, dict[str, Any]] = stored(stored_json.dict_values, factory=dict)
     #: Metric ("ttft_s", "itl_s") -> the labels on its Pareto front.
-    pareto: dict[str, list[str]] = field(default_factory=dict)
+    pareto: dict[str, list[str]] = stored(stored_json.text_lists, factory=dict)
     #: The chosen configuration: label (None: none qualified), reason, settings, launch commands.
-    best: dict[str, Any] = field(default_factory=dict)
-    kind: str | None = None
-    load: str | None = None
-    workload: str | None = None
-    slo: str | None = None
-    conclusion_headline: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: TuneSummary | dict[str, Any] | None) -> TuneSummary:
-        if isinstance(data, TuneSummary):
-            return data
-        data = data if isinstance(data, dict) else {}
-        return cls(
-            configs=[c for c in data.get("configs") or [] if isinstance(c, dict)],
-            engines={
-                str(k): v
-                for k, v in stored_json.mapping(data.get("engines")).items()
-                if isinstance(v, dict)
-            },
-            pareto={
-                str(k): [str(label) for label in v]
-                for k, v in stored_json.mapping(data.get("pareto")).items()
-                if isinstance(v, list)
-            },
-            best=stored_json.mapping(data.get("best")),
-            kind=stored_json.nonempty_text(data.get("kind")),
-            load=stored_json.nonempty_text(data.get("load")),
-            workload=stored_json.nonempty_text(data.get("workload")),
-            slo=stored_json.nonempty_text(data.get("slo")),
-            conclusion_headline=stored_json.nonempty_text(data.get("conclusion_headline")),
-            extra={k: v for k, v in data.items() if k not in _KNOWN},
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The stored shape, every key present (`slo` None without SLOs), as analyse wrote it."""
-        return {
-            "configs": self.configs,
-            "engines": self.engines,
-            "pareto": self.pareto,
-            "best": self.best,
-            "kind": self.kind,
-            "load": self.load,
-            "workload": self.workload,
-            "slo": self.slo,
-            "conclusion_headline": self.conclusion_headline,
-            **self.extra,
-        }
+    best: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    kind: str | None = stored(stored_json.nonempty_text, default=None)
+    load: str | None = stored(stored_json.nonempty_text, default=None)
+    workload: str | None = stored(stored_json.nonempty_text, default=None)
+    #: Written as None without SLOs, as analyse always wrote it.
+    slo: str | None = stored(stored_json.nonempty_text, default=None)
+    conclusion_headline: str | None = stored(stored_json.nonempty_text, default=None)
+    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
 
     @property
     def best_label(self) -> str | None:
