@@ -19,6 +19,15 @@ if TYPE_CHECKING:  # stats.py builds its summary with this module
 
 #: The parts of a split the block describes (seconds).
 SPLIT_PARTS = ("queue_s", "prefill_s", "decode_s", "engine_s", "ttft_rest_s", "e2e_rest_s")
+#: The parts every table of a split shows, with their names: the Benchmarks page, the Runs
+#: page's run and comparison, and the HTML reports read this one list.
+PART_TITLES = {
+    "queue_s": "queue (engine)",
+    "prefill_s": "prefill (engine)",
+    "decode_s": "decode (engine)",
+    "ttft_rest_s": "rest of TTFT",
+    "e2e_rest_s": "rest of E2E",
+}
 #: The self-check needs this many requests the engine timed before it reads their rest.
 MIN_TIMED_REQUESTS = 20
 #: Above this p99 of the E2E rest, the time outside the engine's clock is evidence that the
@@ -27,6 +36,23 @@ MIN_TIMED_REQUESTS = 20
 #: rest (its front end's tokenizing and detokenizing included) p50 9.4 ms, p99 20.0 ms; the
 #: limit leaves room for a front end busier under load (benchmarks/engine_times_rest.py).
 REST_P99_LIMIT_S = 0.050
+
+
+def not_reported(label: str) -> str:
+    """What a split says for an engine that timed nothing (or not that part)."""
+    return f"not reported by {label}"
+
+
+def part_note(block: dict[str, Any], key: str, label: str) -> str | None:
+    """Why one part of an engine's stored block has no figure, in words: its engine reported
+    no time, or not that part (llama.cpp's queue, TGI's prefill apart from decode). None when
+    the part has a figure, or when the block says nothing (a run stored before engines' times
+    were read, or an import): no one can say whether the engine reported it."""
+    if not block.get("requests"):
+        return None
+    if not block.get("reported") or not block.get(key):
+        return not_reported(label)
+    return None
 
 
 def split_block(

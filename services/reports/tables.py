@@ -25,7 +25,8 @@ def comparison_table(comparison: Comparison) -> pd.DataFrame:
         # One unit for all of a latency's statistics (mean to p99), not only within a row.
         cells = format_row(row.metric, row.values, by_metric[row.metric])
         for index, series in enumerate(comparison.series):
-            record[series.label] = cells[index]
+            note = row.notes[index] if row.notes and row.values[index] is None else None
+            record[series.label] = note or cells[index]
             if index != base:
                 record[f"Δ {series.label}"] = change_text(row.changes[index], row.marks[index])
         records.append(record)

@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
+from services.bench.time_split import part_note
 from services.errors import NotFoundError, ValidationError
 from services.runs import comparability
 from services.runs.records import (
@@ -22,6 +23,8 @@ from services.runs.records import (
     MAX_COMPARED_RUNS,
     QUALITY_METRICS,
     SETTING_VALUE_MAX_CHARS,
+    SPLIT_METRICS,
+    SPLIT_STATS,
     STAT_LABELS,
     TABLE_STATS,
     THROUGHPUT_METRICS,
@@ -30,6 +33,7 @@ from services.runs.records import (
     RunDetail,
     Series,
     SettingRow,
+    finite_number,
     format_value,
 )
 from services.runs.series import attach_repeats, build_series, load_samples
@@ -67,7 +71,7 @@ def format_row(
     any reaches a second): one E2E row read "850 ms" beside "1.20 s" (issue 36). `unit_from`:
     the values that choose the unit, e.g. every statistic of the metric, so that its p99 row
     is not in seconds under a p95 row in ms."""
-    if metric not in LATENCY_METRICS and metric not in ANSWER_METRICS:
+    if metric not in LATENCY_METRICS and metric not in ANSWER_METRICS and metric not in SPLIT_METRICS:
         return tuple(format_value(metric, value) for value in values)
     chosen_by = values if unit_from is None else unit_from
     finite = [abs(v) for v in chosen_by if v is not None and math.isfinite(v)]
@@ -84,7 +88,8 @@ def _mark(
     if value is None or base is None:
         return None, None, None
     delta = value - base
-    change = (delta / base * 100) if base else None
+    # Per cent of a rest at or below 0 (the engine's clock ran past the client's) means nothing.
+    change = (delta / base * 100) if base > 0 else None
     if base == 0 and value == 0:
         return 0.0, 0.0, "same"
     relative = abs(delta) / max(abs(base), abs(value))
@@ -92,6 +97,11 @@ def _mark(
         return delta, change, "same"
     improved = delta > 0 if higher_is_better else delta < 0
     return delta, change, "better" if improved else "worse"
+
+
+def _stat_of(block: Any, stat: str) -> float | None:
+    """One statistic of a stored statistics block, when it is a finite number."""
+    return finite_number(block.get(stat)) if isinstance(block, dict) else None
 
 
 def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
@@ -105,6 +115,7 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
         higher: bool,
         values: list[float | None],
         keep: bool = False,
+        notes: tuple[str | None, ...] = (),
     ) -> None:
         if all(v is None for v in values) and not keep:
             return
@@ -123,6 +134,7 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
                 deltas=tuple(m[0] for m in marks),
                 changes=tuple(m[1] for m in marks),
                 marks=tuple(m[2] for m in marks),
+                notes=notes if any(notes) else (),
             )
         )
 
@@ -148,6 +160,20 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
                     False,
                     [s.stats.get(metric, {}).get(stat) for s in series],
                 )
+    # Where the time went, as each engine timed it: rows only when some engine did; an engine
+    # that did not says so in its cell.
+    for metric, name in SPLIT_METRICS.items():
+        notes = tuple(part_note(s.time_split, metric, s.engine_label or s.engine) for s in series)
+        for stat in SPLIT_STATS:
+            add(
+                metric,
+                stat,
+                f"{name} {STAT_LABELS[stat]}",
+                "s",
+                False,
+                [_stat_of(s.time_split.get(metric), stat) for s in series],
+                notes=notes,
+            )
     for metric, (name, unit) in THROUGHPUT_METRICS.items():
         add(metric, None, name, unit, True, [s.rates.get(metric) for s in series])
     for metric, name in QUALITY_METRICS.items():

@@ -12,6 +12,7 @@ import numpy as np
 
 from services import cost
 from services.bench.summary import BenchSummary
+from services.bench.time_split import PART_TITLES
 from services.errors import ValidationError
 from services.lifecycle import RunKind
 from services.runs.comparability import Comparability, ComparabilityReport
@@ -26,6 +27,11 @@ LATENCY_METRICS: dict[str, str] = {
 #: A reasoning model's answer timing (services/measure.py): compared only when some engine's
 #: TTFT includes thinking (otherwise it is the TTFT row again).
 ANSWER_METRICS: dict[str, str] = {"ttfat_s": "Time to first answer token"}
+#: Where the time went (services/bench/time_split.py): the engine's own queue, prefill and
+#: decode and the rest of TTFT and E2E outside its clock, from each engine's `time_split` block.
+SPLIT_METRICS: dict[str, str] = {key: title[0].upper() + title[1:] for key, title in PART_TITLES.items()}
+#: Their statistics in a comparison: percentiles read one part at a time (only means add up).
+SPLIT_STATS = ("p50", "p99")
 #: Throughput-like metrics of an engine summary: label, unit. Higher is better.
 THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
     "request_throughput_rps": ("Request throughput", "req/s"),
@@ -228,6 +234,10 @@ class Series:
     repeat_values: dict[str, list[float]] = field(default_factory=dict)
     #: How its figures were produced (services.runs.comparability).
     fingerprint: Comparability = field(default_factory=Comparability)
+    #: Its summary's `time_split` block as stored ({} for a run stored without one, or an import).
+    time_split: dict[str, Any] = field(default_factory=dict)
+    #: Its engine's kind in words ("vLLM"), for "not reported by vLLM"; its name when unknown.
+    engine_label: str = ""
 
     @property
     def key(self) -> str:
@@ -253,6 +263,9 @@ class MetricRow:
     changes: tuple[float | None, ...]
     #: "better", "worse", "same" or None, per series
     marks: tuple[str | None, ...]
+    #: Why a series has no value, per series, when words say it better than "—" ("not
+    #: reported by SGLang"); () when no series needs one.
+    notes: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -325,7 +338,7 @@ def format_value(metric: str, value: float | None) -> str:
         return "—"
     if metric in COST_METRICS:
         return cost.format_usd(value)
-    if metric in LATENCY_METRICS or metric in ANSWER_METRICS:
+    if metric in LATENCY_METRICS or metric in ANSWER_METRICS or metric in SPLIT_METRICS:
         milliseconds = value * 1000
         if abs(milliseconds) >= 1000:
             return f"{value:.2f} s"

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from db.models import Exchange, RequestResult, Run
 from services import cost
 from services.bench.summary import BenchSummary
+from services.engines import get_adapter
 from services.measure import describe
 from services.runs.comparability import run_fingerprint
 from services.runs.records import (
@@ -56,6 +57,17 @@ def _snapshots(engines: Any) -> dict[str, dict[str, Any]]:
         if isinstance(snapshot, dict) and snapshot.get("name"):
             result[str(snapshot["name"])] = snapshot
     return result
+
+
+def _engine_label(snapshot: dict[str, Any] | None, config: Any, name: str) -> str:
+    """The engine's kind in words, from its snapshot or the run's spec; its name when neither
+    says (an import)."""
+    kind = (snapshot or {}).get("kind")
+    engines = _mapping(config).get("engines")
+    for spec in engines if isinstance(engines, list) and not kind else []:
+        if isinstance(spec, dict) and spec.get("name") == name:
+            kind = spec.get("kind")
+    return get_adapter(str(kind)).label if kind else name
 
 
 def _empty_bucket() -> dict[str, Any]:
@@ -231,6 +243,8 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 engine_info=snapshots.get(name) or {"name": name},
                 ttft_includes_reasoning=numbers.get("ttft_includes_reasoning") is True,
                 fingerprint=run_fingerprint(run.config, run.summary, run.engines, name),
+                time_split=_mapping(numbers.get("time_split")),
+                engine_label=_engine_label(snapshots.get(name), run.config, name),
             )
         )
     return result
