@@ -12,7 +12,7 @@ from services import reports
 from services.errors import ShootoutError
 from services.figures import inert
 from services.runs import view as runs_view
-from services.safe_text import md_text
+from services.safe_text import md_line, md_text
 
 
 def results(view: reports.ComparisonView, key: str, override: Callable[[], None] | None = None) -> None:
@@ -36,6 +36,7 @@ def results(view: reports.ComparisonView, key: str, override: Callable[[], None]
         # row names must stay in view while scrolling to them.
         column_config={"Metric": st.column_config.TextColumn(width=190, pinned=True)},
     )
+    _where_the_time_went(view, key)
     cdfs = runs_view.cdf_choices(view)
     if cdfs:
         st.subheader("Distributions")
@@ -63,6 +64,22 @@ def results(view: reports.ComparisonView, key: str, override: Callable[[], None]
                 key=f"{key}_settings",
                 column_config={"Setting": st.column_config.TextColumn(width=300)},
             )
+
+
+def _where_the_time_went(view: reports.ComparisonView, key: str) -> None:
+    """Each engine's own queue, prefill and decode beside the rest, as the Benchmarks page
+    shows them (one split view, services.bench.views.split)."""
+    split = view.split
+    if not split.shown:
+        return
+    st.subheader("Where the time went")
+    st.caption(split.note)
+    for line in split.lines:
+        st.caption(md_line(line))
+    if not split.table.empty:
+        st.dataframe(split.table, hide_index=True, key=f"{key}_split")
+    if split.figure is not None:
+        st.plotly_chart(inert(split.figure), key=f"{key}_split_chart")
 
 
 def _comparability(view: reports.ComparisonView) -> bool:

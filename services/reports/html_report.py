@@ -99,6 +99,21 @@ def comparability_html(view: ComparisonView) -> str:
     )
 
 
+def split_html(view: ComparisonView) -> str:
+    """Where the time went ("" when no series has a split): each engine's own queue, prefill
+    and decode and the rest, in words, as percentiles and as the chart the Runs page draws."""
+    split = view.split
+    if not split.shown:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in split.lines)
+    return (
+        f'<h2>Where the time went</h2><p class="small">{html.escape(split.note)}</p>'
+        f'<ul class="caveats">{items}</ul>'
+        + (table_html(split.table) if not split.table.empty else "")
+        + (_figure_html(split.figure) if split.figure is not None else "")
+    )
+
+
 def report_html(
     title: str, intro: list[str], view: ComparisonView | None, extra_sections: list[str]
 ) -> str:
@@ -117,6 +132,7 @@ def report_html(
             sections.append(
                 f'<p class="small">Changes are against the baseline, {html.escape(comparison.baseline_series.label)}.</p>'
             )
+        sections.append(split_html(view))
         plots = [_figure_html(figure) for figure in view.figures.values()]
         if plots:
             sections.append("<h2>Distributions and load</h2>" + "".join(plots))

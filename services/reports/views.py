@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from db.models import Exchange, Sample
 from db.session import session_scope
 from services import playground_votes, runs
+from services.bench import views as bench_views
 from services.importers.common import number
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
@@ -26,6 +27,8 @@ class ComparisonView:
     table: pd.DataFrame
     figures: dict[str, go.Figure]
     settings: pd.DataFrame
+    #: Where each series' time went, as its engine timed it (the Benchmarks page's split).
+    split: bench_views.SplitView = field(default_factory=bench_views.SplitView)
 
 
 @dataclass
@@ -38,6 +41,14 @@ class RunView:
     caveats: Caveats = field(default_factory=Caveats)
 
 
+def split_of(comparison: Comparison) -> bench_views.SplitView:
+    """Where the time went per series: each series' stored `time_split` block read as one
+    engine of a summary, by the Benchmarks page's own split view."""
+    series = comparison.series
+    summary = {"engines": {s.label: {"time_split": s.time_split} for s in series}}
+    return bench_views.split_view(summary, {s.label: s.engine_label or s.engine for s in series})
+
+
 def view_of(comparison: Comparison) -> ComparisonView:
     """The tables and figures of a comparison already made."""
     return ComparisonView(
@@ -45,6 +56,7 @@ def view_of(comparison: Comparison) -> ComparisonView:
         table=comparison_table(comparison),
         figures=comparison_figures(comparison),
         settings=settings_table(comparison),
+        split=split_of(comparison),
     )
 
 

@@ -259,3 +259,22 @@ def test_compare_shows_not_comparable_and_the_override_stays_in_the_address(db_u
     assert as_read(at.warning[0].value).startswith("Not comparable, compared anyway (override)")
     assert "Verdicts" in [s.value for s in at.subheader]
     assert "is fastest" in texts(at)
+
+
+def test_a_run_and_a_comparison_show_where_the_time_went(db_url: str) -> None:
+    """Issue 32: the Benchmarks page's split on the Runs page, "not reported by" included."""
+    from tests.services.runs.test_comparison_split import split_run, timed
+
+    a = split_run("timed", "vllm-cpu", "vllm", timed())
+    b = split_run("silent", "sglang-cpu", "sglang", {"requests": 4, "reported": 0})
+    at = runs_page(run=str(a))
+    assert not at.exception
+    assert "Where the time went" in [s.value for s in at.subheader]
+    assert f"#{a} vllm-cpu: mean E2E 300.0 ms = queue 1.0 + prefill 20.0" in texts(at)
+    assert len(at.get("plotly_chart")) >= 1
+    at = runs_page(compare=f"{a},{b}")
+    assert not at.exception
+    assert f"#{b} sglang-cpu: where the time went: not reported by SGLang" in texts(at)
+    table = at.dataframe[0].value
+    row = table[table["Metric"] == "Queue (engine) p50"].iloc[0]
+    assert row[f"#{b} sglang-cpu"] == "not reported by SGLang"

@@ -44,6 +44,7 @@ from services.bench.views.run_view import (
     run_view,
     time_left,
 )
+from services.bench.views.split import SplitView, split_view
 from services.bench.views.tables import (
     METRIC_TITLES,
     fill_missing,
@@ -65,6 +66,7 @@ __all__ = [
     "FormOptions",
     "RunChoice",
     "RunView",
+    "SplitView",
     "by_engine",
     "cancel",
     "cdf_figure",
@@ -85,6 +87,7 @@ __all__ = [
     "run_view",
     "save_prompt_file",
     "spec_from_form",
+    "split_view",
     "step_labels",
     "submit",
     "sweep_figure",

@@ -1,10 +1,12 @@
-"""Where the time went, as the Benchmarks page and `cli.py bench` show it: per engine a stacked
-bar of the engine's own queue, prefill and decode and the rest of E2E (the means over the
-requests it timed, which add up to their mean E2E), a table of each part's percentiles, one
-line per engine in words, and per request the same split in words (the timeline's hover)."""
+"""Where the time went, as the Benchmarks page, the Runs page, the HTML reports and `cli.py
+bench` show it: per engine a stacked bar of the engine's own queue, prefill and decode and the
+rest of E2E (the means over the requests it timed, which add up to their mean E2E), a table of
+each part's percentiles, one line per engine in words, and per request the same split in words
+(the timeline's hover). `split_view` is the three together, for a stored run or comparison."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -12,6 +14,7 @@ import plotly.graph_objects as go
 
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
+from services.bench.time_split import PART_TITLES, not_reported
 from services.measure import TimeSplit
 
 #: Each part of a split: its key in the summary's block, its name, its colour.
@@ -22,17 +25,7 @@ PARTS = (
     ("inference_s", "prefill + decode (engine, not apart)", "#5e60ce"),
     ("e2e_rest_s", "rest: network, HTTP, front end, client", "#d62828"),
 )
-TABLE_PARTS = (
-    ("queue_s", "queue (engine)"),
-    ("prefill_s", "prefill (engine)"),
-    ("decode_s", "decode (engine)"),
-    ("ttft_rest_s", "rest of TTFT"),
-    ("e2e_rest_s", "rest of E2E"),
-)
-
-
-def not_reported(label: str) -> str:
-    return f"not reported by {label}"
+TABLE_PARTS = tuple(PART_TITLES.items())
 
 
 def _means(block: dict[str, Any]) -> dict[str, float]:
@@ -133,6 +126,42 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
             f"from its {split.get('source') or 'report'})"
         )
     return lines
+
+
+#: What the split means, said once above it on the Runs page and in the HTML reports.
+SPLIT_NOTE = (
+    "The engine's own queue, prefill and decode beside the client's TTFT and E2E; the rest is "
+    "time outside the engine's clock (network, HTTP, its front end, the client). The means add "
+    "up to the mean E2E of the requests the engine timed; percentiles are one part at a time."
+)
+
+
+@dataclass(frozen=True)
+class SplitView:
+    """Where the time went, whole: the lines in words, the percentile table, the chart (None
+    when no engine timed anything). Empty (`shown` false) when no engine has a split block."""
+
+    lines: tuple[str, ...] = ()
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    figure: go.Figure | None = None
+
+    @property
+    def shown(self) -> bool:
+        return bool(self.lines)
+
+    @property
+    def note(self) -> str:
+        return SPLIT_NOTE
+
+
+def split_view(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) -> SplitView:
+    """The split of a summary's engines (a run's, or a comparison's series as engines)."""
+    lines = split_lines(summary, labels)
+    if not lines:
+        return SplitView()
+    return SplitView(
+        lines=tuple(lines), table=split_table(summary), figure=split_figure(summary, labels)
+    )
 
 
 def kind_labels(config: dict[str, Any] | None) -> dict[str, str]:
