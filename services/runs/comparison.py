@@ -22,6 +22,8 @@ from services.runs.records import (
     LATENCY_METRICS,
     MAX_COMPARED_RUNS,
     QUALITY_METRICS,
+    REASONING_COUNTS,
+    REASONING_RATES,
     SETTING_VALUE_MAX_CHARS,
     SPLIT_METRICS,
     SPLIT_STATS,
@@ -116,12 +118,14 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
         values: list[float | None],
         keep: bool = False,
         notes: tuple[str | None, ...] = (),
+        judged: bool = True,
     ) -> None:
         if all(v is None for v in values) and not keep:
             return
         base = values[baseline]
         marks = [
-            _mark(v, base, higher) if i != baseline else (None, None, None) for i, v in enumerate(values)
+            _mark(v, base, higher) if i != baseline and judged else (None, None, None)
+            for i, v in enumerate(values)
         ]
         rows.append(
             MetricRow(
@@ -160,6 +164,12 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
                     False,
                     [s.stats.get(metric, {}).get(stat) for s in series],
                 )
+        # Its thinking and its answer apart: their rates per request and their tokens.
+        for metric, name in REASONING_RATES.items():
+            values = [s.stats.get(metric, {}).get("p50") for s in series]
+            add(metric, "p50", f"{name} p50", "tok/s", True, values)
+        for metric, name in REASONING_COUNTS.items():
+            add(metric, None, name, "", False, [s.rates.get(metric) for s in series], judged=False)
     # Where the time went, as each engine timed it: rows only when some engine did; an engine
     # that did not says so in its cell.
     for metric, name in SPLIT_METRICS.items():

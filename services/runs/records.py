@@ -27,6 +27,18 @@ LATENCY_METRICS: dict[str, str] = {
 #: A reasoning model's answer timing (services/measure.py): compared only when some engine's
 #: TTFT includes thinking (otherwise it is the TTFT row again).
 ANSWER_METRICS: dict[str, str] = {"ttfat_s": "Time to first answer token"}
+#: A reasoning model's rates per request (services/measure.py), compared beside TTFAT: label.
+#: Higher is better.
+REASONING_RATES: dict[str, str] = {
+    "reasoning_tok_s": "Reasoning tokens/s",
+    "answer_tok_s": "Answer tokens/s",
+}
+#: A reasoning model's token counts over the run: label. Shown, not judged (more thinking is
+#: neither better nor worse by itself).
+REASONING_COUNTS: dict[str, str] = {
+    "reasoning_tokens": "Reasoning tokens",
+    "answer_tokens": "Answer tokens",
+}
 #: Where the time went (services/bench/time_split.py): the engine's own queue, prefill and
 #: decode and the rest of TTFT and E2E outside its clock, from each engine's `time_split` block.
 SPLIT_METRICS: dict[str, str] = {key: title[0].upper() + title[1:] for key, title in PART_TITLES.items()}
@@ -347,12 +359,14 @@ def format_value(metric: str, value: float | None) -> str:
         if abs(milliseconds) >= 1:
             return f"{milliseconds:.1f} ms"
         return f"{milliseconds:.3f} ms"
+    if metric in REASONING_RATES:
+        return f"{value:,.1f} tok/s"
     if metric in THROUGHPUT_METRICS:
         unit = THROUGHPUT_METRICS[metric][1]
         return f"{value:,.1f} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
     if metric in ENERGY_METRICS:
         return f"{value:,.4g} {ENERGY_METRICS[metric][1]}"
-    if metric in ("completed", "failed"):
+    if metric in ("completed", "failed") or metric in REASONING_COUNTS:
         return f"{int(value):,}"
     if metric == "error_rate" or metric in QUALITY_METRICS:
         return f"{value * 100:.1f}%"

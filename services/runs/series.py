@@ -26,6 +26,8 @@ from services.runs.records import (
     MAX_REPEATS,
     MAX_SAMPLES_PER_SERIES,
     QUALITY_METRICS,
+    REASONING_COUNTS,
+    REASONING_RATES,
     STATS,
     THROUGHPUT_METRICS,
     Series,
@@ -167,7 +169,7 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
 
 def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
     stats: dict[str, dict[str, float]] = {}
-    for metric in (*LATENCY_METRICS, *ANSWER_METRICS):
+    for metric in (*LATENCY_METRICS, *ANSWER_METRICS, *REASONING_RATES):
         block = numbers.get(metric)
         if isinstance(block, dict):
             values = {
@@ -205,7 +207,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 stats[metric] = {**computed, **stats.get(metric, {})}
         rates = {
             metric: v
-            for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS)
+            for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS, *REASONING_COUNTS)
             if (v := finite_number(numbers.get(metric))) is not None
         }
         # The cost the run stored with its price (never recomputed from today's price).
