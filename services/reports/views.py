@@ -14,7 +14,11 @@ from db.models import Exchange, Sample
 from db.session import session_scope
 from services import playground_votes, runs
 from services.bench import views as bench_views
+from services.bench.time_split import not_reported
+from services.bench.views.split import split_words
+from services.engines import get_adapter
 from services.importers.common import number
+from services.measure import EngineTimes, time_split
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
@@ -67,7 +71,17 @@ def comparison_view(
     return view_of(runs.compare_runs(run_ids, baseline, allow_incomparable=allow_incomparable))
 
 
-def _exchanges(run_id: int) -> pd.DataFrame | None:
+def _own_times(status: str, metrics: dict[str, object], label: str) -> str:
+    """An answer's split as the Playground says it: the engine's own times and the rest, or
+    that its engine reported none; nothing for an answer that did not finish."""
+    if status != "finished":
+        return ""
+    engine = EngineTimes.from_json(metrics.get("engine_times"))
+    split = time_split(number(metrics.get("ttft_s")), number(metrics.get("e2e_s")), engine)
+    return split_words(split) if split is not None else not_reported(label)
+
+
+def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
     with session_scope() as session:
         rows = session.execute(
             select(
@@ -105,6 +119,10 @@ def _exchanges(run_id: int) -> pd.DataFrame | None:
                 "TTFT": "hidden until the vote"
                 if hidden
                 else format_value("ttft_s", number(metrics.get("ttft_s"))),
+                # The split tells engines apart as surely as TTFT: hidden with it.
+                "Engine's own times": "hidden until the vote"
+                if hidden
+                else _own_times(row.status, metrics, labels.get(row.engine_name, row.engine_name)),
                 "Output tokens": usage.get("completion_tokens"),
                 "Finish": row.finish_reason or "",
                 "Answer": answer if len(answer) <= 300 else answer[:299] + "…",
@@ -144,6 +162,15 @@ def _sample_sources(run_id: int) -> pd.DataFrame | None:
     )
 
 
+def _kind_labels(detail: RunDetail) -> dict[str, str]:
+    """Each engine's kind in words ("vLLM"), by name, from the run's engine snapshots."""
+    return {
+        str(snapshot["name"]): get_adapter(snapshot.get("kind")).label
+        for snapshot in detail.engines
+        if isinstance(snapshot, dict) and snapshot.get("name")
+    }
+
+
 def run_view(run_id: int) -> RunView:
     """Everything the single-run view draws: details, its engines compared, exchanges
     (playground) and telemetry sources (recordings)."""
@@ -152,7 +179,7 @@ def run_view(run_id: int) -> RunView:
     return RunView(
         detail=detail,
         view=view_of(comparison) if comparison is not None else None,
-        exchanges=_exchanges(run_id) if detail.exchange_count else None,
+        exchanges=_exchanges(run_id, _kind_labels(detail)) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
         caveats=run_caveats(detail.config, detail.summary),
     )

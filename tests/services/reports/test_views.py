@@ -46,3 +46,47 @@ def test_runs_without_a_split_show_none(db_url: str) -> None:
     a = split_run("old", "vllm", "vllm", None)
     split = reports.comparison_view([a]).split
     assert not split.shown and split.figure is None and split.table.empty
+
+
+def test_a_playground_runs_answers_carry_their_engines_own_times(db_url: str) -> None:
+    """Each answer's split as the Playground shows it, "not reported by" where its engine timed
+    nothing, and nothing for an answer that did not finish."""
+    from db.models import Exchange, Run
+    from db.session import session_scope
+    from services.measure import EngineTimes
+    from tests.services.test_runs import make_run
+
+    run_id = make_run(kind="playground", engines={})
+    timed = EngineTimes(queue_s=0.001, prefill_s=0.02, decode_s=0.277).to_json()
+    answers = {
+        "vllm": ("finished", {"ttft_s": 0.03, "e2e_s": 0.3, "engine_times": timed}),
+        "sglang": ("finished", {"ttft_s": 0.03, "e2e_s": 0.3}),
+        "llama": ("failed", {}),
+    }
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.engines = [
+            {"name": "vllm", "kind": "vllm"},
+            {"name": "sglang", "kind": "sglang"},
+            {"name": "llama", "kind": "llamacpp"},
+        ]
+        for engine, (status, metrics) in answers.items():
+            session.add(
+                Exchange(
+                    run_id=run_id,
+                    conversation_id="c1",
+                    engine_name=engine,
+                    status=status,
+                    answer="hi",
+                    metrics=metrics,
+                )
+            )
+    exchanges = reports.run_view(run_id).exchanges
+    assert exchanges is not None
+    own = dict(zip(exchanges["Engine"], exchanges["Engine's own times"]))
+    assert own["vllm"] == (
+        "queue 1.0 ms · prefill 20.0 ms · decode 277.0 ms · rest of TTFT 9.0 ms · rest of E2E 2.0 ms"
+    )
+    assert own["sglang"] == "not reported by SGLang"
+    assert own["llama"] == ""
