@@ -197,7 +197,19 @@ def _show(args: argparse.Namespace) -> int:
     if comparison is not None:
         print()
         print(reports.comparison_table(comparison).to_string(index=False))
+        _print_split(comparison)
     return 0
+
+
+def _print_split(comparison: runs.Comparison) -> None:
+    """Where each engine's time went, in the Benchmarks page's words (nothing for runs
+    stored without engines' times)."""
+    lines = reports.split_lines_of(comparison)
+    if lines:
+        print()
+        print("where the time went (the engine's own times beside the client's):")
+        for line in lines:
+            print(f"  {line}")
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -234,6 +246,7 @@ def _compare(args: argparse.Namespace) -> int:
         )
         return 0
     print(table.to_string(index=False))
+    _print_split(comparison)
     if report.verdicts:
         print()
         print(report.title)

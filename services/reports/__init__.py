@@ -21,7 +21,13 @@ from services.reports.figures import cdf_figure, latency_throughput_figure
 from services.reports.html_report import standard_html_report
 from services.reports.registry import ExportFile, register
 from services.reports.tables import comparison_table, settings_table, style_comparison_table
-from services.reports.views import ComparisonView, RunView, comparison_view, run_view
+from services.reports.views import (
+    ComparisonView,
+    RunView,
+    comparison_view,
+    run_view,
+    split_lines_of,
+)
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -40,6 +46,7 @@ __all__ = [
     "run_document",
     "run_view",
     "settings_table",
+    "split_lines_of",
     "standard_html_report",
     "style_comparison_table",
 ]

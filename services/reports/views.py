@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -15,7 +16,7 @@ from db.session import session_scope
 from services import playground_votes, runs
 from services.bench import views as bench_views
 from services.bench.time_split import not_reported
-from services.bench.views.split import split_words
+from services.bench.views.split import split_lines, split_words
 from services.engines import get_adapter
 from services.importers.common import number
 from services.measure import EngineTimes, time_split
@@ -45,12 +46,22 @@ class RunView:
     caveats: Caveats = field(default_factory=Caveats)
 
 
-def split_of(comparison: Comparison) -> bench_views.SplitView:
-    """Where the time went per series: each series' stored `time_split` block read as one
-    engine of a summary, by the Benchmarks page's own split view."""
+def _split_input(comparison: Comparison) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each series' stored `time_split` block as one engine of a summary, and its kind in
+    words: what the Benchmarks page's split reads."""
     series = comparison.series
     summary = {"engines": {s.label: {"time_split": s.time_split} for s in series}}
-    return bench_views.split_view(summary, {s.label: s.engine_label or s.engine for s in series})
+    return summary, {s.label: s.engine_label or s.engine for s in series}
+
+
+def split_of(comparison: Comparison) -> bench_views.SplitView:
+    """Where the time went per series, by the Benchmarks page's own split view."""
+    return bench_views.split_view(*_split_input(comparison))
+
+
+def split_lines_of(comparison: Comparison) -> list[str]:
+    """The same in words only, one line per series (the command line's)."""
+    return split_lines(*_split_input(comparison))
 
 
 def view_of(comparison: Comparison) -> ComparisonView:

@@ -41,3 +41,19 @@ def test_an_export_that_fails_leaves_no_file(db_url: str, tmp_path) -> None:
     result = cli("export", "404", "--format", "json", "-o", str(tmp_path / "x.json"))
     assert result.returncode == 1 and result.stderr.strip() == "error: Run #404 does not exist."
     assert not list(tmp_path.glob("x.json*"))
+
+
+def test_runs_show_and_compare_say_where_the_time_went(db_url: str, capsys) -> None:
+    """Issue 32: the split the Runs page shows, in the same words on the command line."""
+    from tests.commands.test_gate import run_cli
+    from tests.services.runs.test_comparison_split import split_run, timed
+
+    a = split_run("timed", "vllm-cpu", "vllm", timed())
+    b = split_run("silent", "sglang-cpu", "sglang", {"requests": 4, "reported": 0})
+    code, out, _ = run_cli(capsys, "runs", "show", str(a))
+    assert code == 0 and "where the time went" in out
+    assert f"#{a} vllm-cpu: mean E2E 300.0 ms = queue 1.0 + prefill 20.0" in out
+    code, out, _ = run_cli(capsys, "runs", "compare", str(a), str(b))
+    assert code == 0
+    assert f"#{b} sglang-cpu: where the time went: not reported by SGLang" in out
+    assert "Queue (engine) p50" in out and "not reported by SGLang" in out
