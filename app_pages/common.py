@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
 import streamlit as st
@@ -11,6 +12,7 @@ from services import access, endpoints
 from services.config import get_settings
 from services.run_kinds import mark_interrupted_after_restart
 from services.safe_text import md_text
+from services.votes import participants
 
 
 def _oidc_configured() -> bool:
@@ -65,6 +67,16 @@ def viewer() -> access.Viewer:
     if isinstance(found, access.Viewer):
         return found
     return _resolve_viewer() or access.Viewer(role="viewer", identity="unknown")
+
+
+def participant() -> str:
+    """This voter's stored key (services/votes/participants.py): the OIDC login, else the
+    password login's session, else this browser's session of the app."""
+    if _oidc_configured():
+        return participants.participant_key(oidc_identity=viewer().identity)
+    login = access.session_id(st.context.cookies.get(access.SESSION_COOKIE))
+    browser = st.session_state.setdefault("vote_browser_id", secrets.token_urlsafe(16))
+    return participants.participant_key(login_session=login, browser=browser)
 
 
 def operator_only(action: access.Action) -> bool:

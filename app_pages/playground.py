@@ -111,14 +111,14 @@ def on_pick(run_id: int, winner: str | None) -> None:
 def on_vote(run_id: int, winner: str) -> None:
     state.pg_vote_pick = None
     try:
-        playground.vote_best(run_id, winner, common.viewer())
+        playground.vote_best(run_id, winner, participant=common.participant())
     except ShootoutError as error:
         state.pg_error = str(error)
 
 
 def on_undo(run_id: int) -> None:
     try:
-        playground.undo_vote(run_id, common.viewer())
+        playground.undo_vote(run_id, common.viewer(), common.participant())
     except ShootoutError as error:
         state.pg_error = str(error)
 
@@ -134,9 +134,11 @@ def on_reveal(run_id: int) -> None:
 def vote_controls(run_id: int) -> answers.VoteControls:
     pick = state.get("pg_vote_pick")
     viewer = common.viewer()
+    participant = common.participant()
     return answers.VoteControls(
+        participant=participant,
         picked=pick[1] if pick and pick[0] == run_id else None,
-        may_undo=playground.may_undo(run_id, viewer),
+        may_undo=playground.may_undo(run_id, viewer, participant),
         may_reveal=viewer.is_operator,
         on_pick=on_pick,
         on_vote=on_vote,
@@ -179,7 +181,7 @@ if state.pg_error:
     st.error(ptext.md_text(state.pg_error))
 
 if state.pg_conversation_id and current is not None and current.turn > 1:
-    answers.earlier_turns(state.pg_conversation_id, current.turn)
+    answers.earlier_turns(state.pg_conversation_id, current.turn, common.participant())
 
 
 @st.fragment(run_every=LIVE_INTERVAL_S if busy else None)
@@ -197,7 +199,7 @@ def answers_panel() -> None:
         return
     if busy and not view.active:
         st.rerun()  # streams done: rerun the page once so the inputs, diff and votes come back
-    arrangement = view_model.arrange(view)
+    arrangement = view_model.arrange(view, common.participant())
     st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not arrangement.hidden and view.first_token_engine:
         fastest = (

@@ -12,7 +12,19 @@ import json
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, event
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+)
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
@@ -183,15 +195,28 @@ class Exchange(Base):
 
 
 class Vote(Base):
-    """A blind-mode vote between two engines' answers."""
+    """One engine pair decided by one participant's blind vote on one exchange (a ballot is
+    the pairs it decides). The pair is stored in name order, so the unique constraint refuses
+    a participant's second ballot on an exchange even when it names another winner: any two
+    ballots on one exchange share a pair."""
 
     __tablename__ = "votes"
+    __table_args__ = (
+        UniqueConstraint("run_id", "voter", "engine_a", "engine_b", name="uq_votes_voter_pair"),
+        Index("ix_votes_run_voter", "run_id", "voter"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     engine_a: Mapped[str] = mapped_column(String(100))
     engine_b: Mapped[str] = mapped_column(String(100))
     winner: Mapped[str] = mapped_column(String(100))  # engine name, or "tie"
+    #: Who voted: an HMAC of the login or browser identity with the server secret
+    #: (services/votes/participants.py), never the login itself; "legacy" for votes stored
+    #: before participants (one per exchange then).
+    voter: Mapped[str] = mapped_column(String(80))
+    #: The team demo session the vote was cast in; no foreign key until sessions are stored.
+    session_id: Mapped[int | None] = mapped_column(Integer, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

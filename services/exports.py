@@ -261,12 +261,12 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
 
 
 def refuse_hidden(run_id: int) -> None:
-    """A file would say which engine wrote which answer of a blind exchange: none before its
-    vote (or an operator's reveal), as no page says it."""
+    """A file would say which engine wrote which answer of a blind exchange: none before an
+    operator reveals it (a room may still be voting), as no page says it."""
     if playground_votes.engines_hidden(run_id):
         raise ValidationError(
-            f"Exchange #{run_id} is blind until its vote: export it once it is voted on "
-            "(or an operator reveals its engines)."
+            f"Exchange #{run_id} is blind until an operator reveals its engines (others may "
+            "still be voting on it): export it after the reveal."
         )
 
 

@@ -19,6 +19,7 @@ from services.engines import SamplingParams, get_adapter
 from services.errors import ShootoutError
 from services.playground import Column, EngineChoice, ExchangeView, SendRequest, Turn
 from services.playground_votes import BlindVote
+from services.votes import live
 
 DEFAULT_SCHEMA = json.dumps(
     {
@@ -152,22 +153,22 @@ class Arrangement:
     vote: BlindVote | None
 
 
-def arrange(view: ExchangeView) -> Arrangement:
+def arrange(view: ExchangeView, participant: str | None = None) -> Arrangement:
     """Blindness comes from the stored exchange, never from a viewer's toggle: a blind
-    exchange's address shows it blind to everyone until it is voted on or revealed."""
-    cast = playground.blind_vote(view.run_id) if view.blind else None
+    exchange's address shows it blind to every participant until they vote or an operator
+    reveals it (None: a reader who is no participant, who waits for the reveal)."""
+    cast = playground.blind_vote(view.run_id, participant) if view.blind else None
     engines = [c.engine for c in view.columns]
     order = playground.blind_order(view.run_id, engines) if view.blind else engines
     columns = sorted(view.columns, key=lambda c: order.index(c.engine))
     labels = playground_votes.answer_labels(order)
-    return Arrangement(
-        columns, labels, playground_votes.hidden(view.blind, view.revealed, cast is not None), cast
-    )
+    shown_hidden = playground_votes.engines_hidden(view.run_id, participant) if view.blind else False
+    return Arrangement(columns, labels, shown_hidden, cast)
 
 
-def turn_answers(turn: Turn) -> list[tuple[str, str]]:
+def turn_answers(turn: Turn, participant: str | None = None) -> list[tuple[str, str]]:
     """An earlier turn's (who, answer) pairs: "Answer X" while that turn is still hidden."""
-    arrangement = arrange(playground.get_exchange(turn.run_id))
+    arrangement = arrange(playground.get_exchange(turn.run_id), participant)
     if not arrangement.hidden:
         return list(turn.answers.items())
     return [(arrangement.labels[c.engine], turn.answers.get(c.engine, "")) for c in arrangement.columns]
@@ -185,6 +186,21 @@ def tally_rows() -> list[dict[str, object]]:
         }
         for t in playground.tally()
     ]
+
+
+def live_tally_line(run_id: int) -> str | None:
+    """The exchange's votes so far in one line (blind labels while hidden), None before any:
+    what an operator presenting, or a participant who voted, sees under the vote."""
+    found = live.exchange_tally(run_id)
+    if not found.voters:
+        return None
+    parts = [
+        f"{ptext.md_line(a.label if a.engine is None else f'{a.engine} ({a.label})')}: {a.votes}"
+        for a in found.answers
+    ]
+    parts.append(f"no clear winner: {found.no_winner}")
+    who = "participant" if found.voters == 1 else "participants"
+    return f"Votes so far, {found.voters} {who}: " + " · ".join(parts)
 
 
 def units(columns: list[Column]) -> tuple[str, str]:

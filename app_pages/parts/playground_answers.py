@@ -84,6 +84,8 @@ def copy_as_code(view: ExchangeView, columns: list[Column]) -> None:
 class VoteControls:
     """What the blind vote under the diff may offer this viewer, and the page's callbacks."""
 
+    #: This voter's stored key (app_pages.common.participant).
+    participant: str
     #: The answer picked and waiting for confirmation ("tie" for no clear winner), None if none.
     picked: str | None
     may_undo: bool
@@ -96,7 +98,7 @@ class VoteControls:
 
 def compare(view: ExchangeView, controls: VoteControls) -> None:
     """The diff of two answers, then (a blind exchange) the vote, its confirmation and undo."""
-    arrangement = view_model.arrange(view)
+    arrangement = view_model.arrange(view, controls.participant)
     columns, labels, hidden, cast = (
         arrangement.columns,
         arrangement.labels,
@@ -157,12 +159,25 @@ def compare(view: ExchangeView, controls: VoteControls) -> None:
                 icon=":material/undo:",
                 on_click=controls.on_undo,
                 args=(view.run_id,),
-                help="Takes the vote out of the tally. The names stay shown, so this exchange takes "
-                "no new vote. Possible until the next vote on this server.",
+                help="Takes your vote out of the tally. The names stay shown to you, so you take "
+                "no new vote on this exchange. Possible until the next vote on this server.",
             )
     else:
         st.info(
             "The engines were revealed without a vote (or the vote was undone): this exchange takes no vote."
+        )
+    # The room's tally: to the presenter (an operator) at any time, to others once they voted.
+    line = view_model.live_tally_line(view.run_id) if controls.may_reveal or not hidden else None
+    if line is not None:
+        st.caption(line)
+    if controls.may_reveal and not hidden and not view.revealed:
+        st.button(
+            "Reveal to everyone",
+            key="pg_reveal_all",
+            icon=":material/visibility:",
+            on_click=controls.on_reveal,
+            args=(view.run_id,),
+            help="Ends the vote: shows the names on every screen, the Runs page and exports.",
         )
 
 
@@ -212,11 +227,11 @@ def _ballot(run_id: int, names: list[str], labels: dict[str, str], controls: Vot
         )
 
 
-def earlier_turns(conversation_id: str, turn: int) -> None:
+def earlier_turns(conversation_id: str, turn: int, participant: str) -> None:
     with st.expander(f"Conversation so far ({turn - 1} earlier turn(s))"):
         for earlier in playground.conversation(conversation_id)[:-1]:
             st.markdown(f"**Turn {earlier.turn}:** {ptext.md_line(earlier.prompt)}")
-            for who, answer in view_model.turn_answers(earlier):
+            for who, answer in view_model.turn_answers(earlier, participant):
                 st.caption(f"{ptext.md_line(who)}: {ptext.md_line(answer[:300])}")
 
 

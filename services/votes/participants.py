@@ -1,0 +1,31 @@
+"""Who a voter is, as stored: a keyed hash, never the login.
+
+Each participant votes once per exchange, so a vote needs a key that is the same for one person
+and different for two. On a team server with OIDC that is the login (the e-mail). A password
+login is shared by the whole room (one password per role, and the identity the gate stores is
+the client's address, shared behind a NAT), so there it is the login session: each browser that
+logged in. With no login at all it is the browser's own session of the app.
+
+The key is an HMAC-SHA256 with the server's secret (SHOOTOUT_SESSION_SECRET): a copy of the
+database does not say who voted, and a guessed e-mail cannot be checked against it without the
+secret. Without SHOOTOUT_SESSION_SECRET the secret is new in each server process, so after a
+restart the same login is a new voter: a team server sets it (docs/team-server.md).
+"""
+
+from __future__ import annotations
+
+from services import access
+from services.errors import ValidationError
+
+_PURPOSE = "voter"
+
+
+def participant_key(
+    *, oidc_identity: str | None = None, login_session: str | None = None, browser: str | None = None
+) -> str:
+    """The stored voter key: from the OIDC login when there is one, else from the password login
+    session, else from the browser's session of the app."""
+    for kind, value in (("oidc", oidc_identity), ("login", login_session), ("browser", browser)):
+        if value:
+            return access.keyed_hash(_PURPOSE, f"{kind}:{value}")
+    raise ValidationError("A vote needs to know who casts it: log in, or reload the page.")
