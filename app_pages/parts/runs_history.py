@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages import common
 from app_pages.parts.runs_actions import delete_confirmation, go, set_archived
+from app_pages.parts.runs_ranking import ranking
 from services import importers, runs
 from services.errors import ShootoutError
 from services.runs import view as runs_view
@@ -129,3 +130,4 @@ def history() -> None:
         st.session_state["runs_confirm_delete"] = list(chosen)
     if chosen:
         delete_confirmation(list(chosen))
+    ranking()

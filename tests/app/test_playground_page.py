@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from services import endpoints, playground
+from services import endpoints, playground, playground_votes
 from tests.conftest import REPO_ROOT
 from tests.support.scripted_server import WORDS, ScriptedServer
 
@@ -176,6 +176,36 @@ def test_a_blind_exchange_stays_blind_at_its_address_until_revealed(two_engines:
     assert not other.exception and "**alpha**" in texts(other) and "**alpha**" in texts(opened(run_id))
     assert playground.votes_for(run_id) == []
     assert not any(b.key and b.key.startswith("pg_vote_") for b in opened(run_id).button)
+
+
+def test_each_browser_votes_once_and_the_presenter_sees_the_tally_then_reveals(
+    two_engines: list[str],
+) -> None:
+    """Issue 34: a room votes. Each browser session is a participant: one's vote shows the
+    names to that one only; the presenter (the loopback operator) sees the tally and reveals."""
+    at = page().run()
+    at.toggle(key="pg_blind").set_value(True)
+    at.text_area(key="pg_prompt").set_value("Room vote?")
+    at.button(key="pg_send").click().run()
+    run_until_idle(at)
+    run_id = at.session_state["pg_run_id"]
+    voters = [opened(run_id), opened(run_id)]
+    for voter, choice in zip(voters, "AB", strict=True):
+        voter.button(key=f"pg_vote_{choice}").click().run()
+        voter.button(key="pg_confirm_vote").click().run()
+        assert not voter.exception and not voter.error and "**alpha**" in texts(voter)
+    # The presenter has not voted: still blind, with the room's tally by blind labels.
+    at.run()
+    assert "**Answer A**" in texts(at) and "**alpha**" not in texts(at)
+    assert any("Votes so far, 2 participants: Answer A: 1 · Answer B: 1" in c.value for c in at.caption)
+    at.button(key="pg_vote_A").click().run()
+    at.button(key="pg_confirm_vote").click().run()
+    assert any("Votes so far, 3 participants" in c.value for c in at.caption)
+    assert playground_votes.engines_hidden(run_id)  # the Runs page and exports wait for the reveal
+    at.button(key="pg_reveal_all").click().run()
+    assert not at.exception and not playground_votes.engines_hidden(run_id)
+    assert "(Answer A): 2" in " ".join(c.value for c in at.caption)
+    assert not any(b.key == "pg_reveal_all" for b in at.button)
 
 
 def test_earlier_blind_turns_name_no_engine_until_their_vote(two_engines: list[str]) -> None:

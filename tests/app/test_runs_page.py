@@ -278,3 +278,23 @@ def test_a_run_and_a_comparison_show_where_the_time_went(db_url: str) -> None:
     table = at.dataframe[0].value
     row = table[table["Metric"] == "Queue (engine) p50"].iloc[0]
     assert row[f"#{b} sglang-cpu"] == "not reported by SGLang"
+
+
+def test_the_history_shows_the_ranking_from_blind_votes(db_url: str) -> None:
+    from services import playground_votes as votes
+    from services.votes.participants import participant_key
+    from tests.services.test_playground_votes import stored_exchange
+
+    assert not any(e.label.startswith("Engine ranking") for e in runs_page().expander)
+    for who, winner in enumerate("aab"):
+        votes.vote_best(
+            stored_exchange(["a", "b"]), winner, participant=participant_key(browser=str(who))
+        )
+    at = runs_page()
+    assert not at.exception
+    assert any(e.label == "Engine ranking from blind votes" for e in at.expander)
+    # Under the history's table: the ranking, then the votes per pair.
+    _, table, pairs = (d.value for d in at.dataframe)
+    assert table["Engine"].tolist() == ["a", "b"] and table["Votes"].tolist() == [3, 3]
+    assert int(pairs.loc["a", "b"]) == 3
+    assert "bootstrap" in texts(at)

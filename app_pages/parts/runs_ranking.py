@@ -1,0 +1,26 @@
+"""The ranking of engines from every blind vote, under the Runs history."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from services.errors import ShootoutError
+from services.runs.ranking_view import ranking_view
+from services.safe_text import md_text
+
+
+def ranking() -> None:
+    try:
+        shown = ranking_view()
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return
+    if shown is None:
+        return
+    with st.expander("Engine ranking from blind votes"):
+        st.dataframe(shown.table, hide_index=True, key="runs_ranking")
+        st.caption(md_text(shown.caption))
+        for note in shown.notes:
+            st.warning(md_text(note))
+        st.markdown("**Votes per engine pair**")
+        st.dataframe(shown.pairs, key="runs_ranking_pairs")
