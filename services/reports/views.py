@@ -111,7 +111,7 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
         ).all()
     if not rows:
         return None
-    # A blind exchange before its vote shows here as in the Playground: answers by their blind
+    # A blind exchange before its reveal shows here as in the Playground: answers by their blind
     # names in the blind order, no timings (a fast engine is known by its TTFT).
     hidden = playground_votes.engines_hidden(run_id)
     if hidden:
@@ -127,11 +127,11 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
                 "Turn": row.turn,
                 "Engine": labels[row.engine_name] if hidden else row.engine_name,
                 "Status": row.status,
-                "TTFT": "hidden until the vote"
+                "TTFT": "hidden until the reveal"
                 if hidden
                 else format_value("ttft_s", number(metrics.get("ttft_s"))),
                 # The split tells engines apart as surely as TTFT: hidden with it.
-                "Engine's own times": "hidden until the vote"
+                "Engine's own times": "hidden until the reveal"
                 if hidden
                 else _own_times(row.status, metrics, labels.get(row.engine_name, row.engine_name)),
                 "Output tokens": usage.get("completion_tokens"),

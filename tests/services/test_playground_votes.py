@@ -192,8 +192,10 @@ def test_the_runs_view_and_exports_keep_a_blind_exchange_blind_until_revealed(db
     assert list(table["Engine"]) == ["Answer A", "Answer B", "Answer C"]
     # Each blind name labels the same answer as in the Playground (the stored answer is the name).
     assert list(table["Answer"]) == order
-    assert set(table["TTFT"]) == {"hidden until the vote"}
-    assert set(table["Engine's own times"]) == {"hidden until the vote"}  # "not reported by vLLM" tells
+    assert set(table["TTFT"]) == {"hidden until the reveal"}
+    assert set(table["Engine's own times"]) == {
+        "hidden until the reveal"
+    }  # "not reported by vLLM" tells
     for fmt in ("json", "csv", "html"):
         with pytest.raises(ValidationError, match="blind until an operator reveals"):
             reports.export_run(run_id, fmt)
