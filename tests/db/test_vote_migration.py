@@ -4,21 +4,21 @@ pairwise API becomes a voter of its own), and the new unique constraint holds af
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
 
 from db.schema import current_revision, ensure_schema, head_revision
 from db.session import make_engine
 
+pytestmark = pytest.mark.postgres
 
-def test_old_votes_migrate_without_loss(tmp_path: Path) -> None:
+
+def test_old_votes_migrate_without_loss(any_db_url: str) -> None:
     from alembic import command
 
     from db.schema import alembic_config
 
-    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    engine = make_engine(any_db_url)
     command.upgrade(alembic_config(engine), "0004")
     with engine.begin() as connection:
         for run_id in (1, 2):
@@ -26,9 +26,9 @@ def test_old_votes_migrate_without_loss(tmp_path: Path) -> None:
                 sa.text(
                     "INSERT INTO runs (id, kind, name, status, config, summary, engines, engine_names, "
                     "progress, notes, tags, archived, created_at) VALUES (:id, 'playground', '', "
-                    "'finished', '{}', '{}', '[]', '', 1.0, '', '[]', 0, '2026-01-01')"
+                    "'finished', '{}', '{}', '[]', '', 1.0, '', '[]', :no, '2026-01-01')"
                 ),
-                {"id": run_id},
+                {"id": run_id, "no": False},
             )
         rows = [
             (1, "c", "a", "c"),  # a best-of-three ballot: c beat a and b
