@@ -303,3 +303,65 @@ class LoginSession(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class DemoSession(Base):
+    """A team demo session (services/sessions): a presenter drives, followers' screens show what
+    the presenter shows. The presenter's current view is kept on this row itself, so a
+    follower's poll reads one row by its primary key (30 followers polling every second do not
+    compete with the presenter's exchange for the database)."""
+
+    __tablename__ = "demo_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    #: Short, of unambiguous characters; unique among live sessions (an ended one frees it).
+    join_code: Mapped[str] = mapped_column(String(12), index=True)
+    #: SHA-256 of the presenter's identity within this session (services/sessions/identity.py).
+    presenter_hash: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    #: What the presenter shows now: the newest event's sequence number, kind and reference.
+    shown_seq: Mapped[int] = mapped_column(Integer, default=0)
+    shown_kind: Mapped[str | None] = mapped_column(String(30))
+    shown_ref: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    shown_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    events: Mapped[list[SessionEvent]] = relationship(
+        back_populates="session", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class SessionEvent(Base):
+    """One entry of a session's timeline: what the presenter showed (a run, an exchange, a demo
+    step, a parity run, the Planner's inputs, a compare of runs) or a note, in order."""
+
+    __tablename__ = "session_events"
+    __table_args__ = (Index("ix_session_events_session_seq", "session_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("demo_sessions.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    kind: Mapped[str] = mapped_column(String(30))
+    #: The typed reference (services/sessions/records.py Shown), stored as its fields.
+    ref: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    session: Mapped[DemoSession] = relationship(back_populates="events")
+
+
+class SessionParticipant(Base):
+    """Someone in a session: only a hash of who they are, when last seen, and whether their
+    screen follows the presenter now."""
+
+    __tablename__ = "session_participants"
+    __table_args__ = (
+        Index("ix_session_participants_session_identity", "session_id", "identity_hash", unique=True),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("demo_sessions.id", ondelete="CASCADE"))
+    identity_hash: Mapped[str] = mapped_column(String(64))
+    following: Mapped[bool] = mapped_column(Boolean, default=True)
+    joined_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)

@@ -157,6 +157,12 @@ class Settings:
     session_hours = f.Setting(
         "SHOOTOUT_SESSION_HOURS", "how long a login lasts at most", f.positive("hours"), 12.0
     )
+    session_presenters = f.Setting(
+        "SHOOTOUT_SESSION_PRESENTERS",
+        "viewers (login identities, `*` for every viewer) who may start a demo session",
+        f.words(),
+        (),
+    )
     header_timeout_s = f.Setting(
         "SHOOTOUT_HEADER_TIMEOUT_S",
         "seconds a connection has to send its headers (at least 0.5 is used)",

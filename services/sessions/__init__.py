@@ -1,0 +1,78 @@
+"""Team demo sessions: a presenter drives, followers' screens show what the presenter shows,
+and the session keeps a timeline and ends with an offline HTML report.
+
+- `records`: Shown (what is on the presenter's screen, by reference), Seat, LiveState, errors;
+- `identity`: who someone is in a session (a hash), who may present;
+- `codes`: join codes;
+- `store`: start, join, hand over, end, list;
+- `live`: publish, the followers' poll, following or not, presence, notes;
+- `addresses`: what a page's address shows; `planner`: the Planner's inputs;
+- `timeline` and `report`: the record.
+
+No Streamlit here: the Session page and the frame's hook (app_pages/parts/session_*.py) call this.
+Votes are not kept here: a follower's vote goes through services.playground_votes.
+"""
+
+from services.sessions.addresses import shown_for_run, shown_from_address
+from services.sessions.identity import may_present, new_tab_token, participant_key
+from services.sessions.live import (
+    is_following,
+    note,
+    poll,
+    presence,
+    publish,
+    set_following,
+    state,
+)
+from services.sessions.planner import plan_request, planner_shown
+from services.sessions.records import (
+    LiveState,
+    NotPresenter,
+    Presence,
+    Seat,
+    SessionEnded,
+    SessionInfo,
+    SessionSummary,
+    Shown,
+    ShownKind,
+    TimelineEntry,
+)
+from services.sessions.report import session_report
+from services.sessions.store import by_code, end, get, join, list_sessions, start, take_over
+from services.sessions.timeline import timeline
+
+__all__ = [
+    "LiveState",
+    "NotPresenter",
+    "Presence",
+    "Seat",
+    "SessionEnded",
+    "SessionInfo",
+    "SessionSummary",
+    "Shown",
+    "ShownKind",
+    "TimelineEntry",
+    "by_code",
+    "end",
+    "get",
+    "is_following",
+    "join",
+    "list_sessions",
+    "may_present",
+    "new_tab_token",
+    "note",
+    "participant_key",
+    "plan_request",
+    "planner_shown",
+    "poll",
+    "presence",
+    "publish",
+    "session_report",
+    "set_following",
+    "shown_for_run",
+    "shown_from_address",
+    "start",
+    "state",
+    "take_over",
+    "timeline",
+]

@@ -1,0 +1,64 @@
+"""A session's timeline in words: what was shown, in order, with the runs' own names."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from db.models import Run, SessionEvent
+from db.session import session_scope
+from services.sessions.records import Shown, TimelineEntry
+
+KIND_WORDS = {
+    "benchmark": "Benchmark run",
+    "tune": "Tuning run",
+    "demo": "Demo",
+    "parity": "Parity run",
+    "playground": "Playground exchange",
+}
+
+
+def _run_words(run_id: int, runs: dict[int, tuple[str, str]]) -> str:
+    kind, name = runs.get(run_id, ("", ""))
+    what = KIND_WORDS.get(kind, "Run")
+    return f"{what} #{run_id}" + (f" ({name})" if name else "") if kind else f"Run #{run_id} (deleted)"
+
+
+def label(shown: Shown, runs: dict[int, tuple[str, str]]) -> str:
+    """One timeline entry in words."""
+    if shown.kind == "note":
+        return "Note: " + shown.text
+    if shown.kind == "planner":
+        inputs = dict(shown.inputs)
+        return f"Planner: {inputs.get('model', '?')} on {inputs.get('gpu', '?')}"
+    if shown.kind == "compare":
+        return "Compare of runs " + ", ".join(f"#{i}" for i in shown.run_ids)
+    if shown.run_id is None:
+        return shown.kind
+    words = _run_words(shown.run_id, runs)
+    if shown.kind == "demo_step" and shown.step is not None:
+        words += f", step {shown.step + 1}"
+    return words
+
+
+def timeline(session_id: int) -> list[TimelineEntry]:
+    with session_scope() as db:
+        events = list(
+            db.scalars(
+                select(SessionEvent)
+                .where(SessionEvent.session_id == session_id)
+                .order_by(SessionEvent.seq)
+            )
+        )
+        shown = [(event, Shown.from_json(event.ref)) for event in events]
+        ids = {i for _, s in shown if s is not None for i in s.run_ids}
+        runs = {
+            run_id: (kind, name)
+            for run_id, kind, name in db.execute(
+                select(Run.id, Run.kind, Run.name).where(Run.id.in_(ids))
+            )
+        }
+    return [
+        TimelineEntry(seq=event.seq, at=event.at, shown=s, label=label(s, runs))
+        for event, s in shown
+        if s is not None
+    ]

@@ -1,0 +1,98 @@
+"""Publishing what the presenter shows, the followers' poll, following or not, presence."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import update
+
+from db.models import SessionParticipant
+from db.session import session_scope
+from services import sessions
+from services.errors import ValidationError
+from services.sessions import Shown, live
+from tests.services.sessions.conftest import Room
+
+
+def test_followers_see_what_the_presenter_shows(room: Room) -> None:
+    assert sessions.poll(room.followers[0]).shown is None
+    seq = sessions.publish(room.presenter, Shown(kind="exchange", run_ids=(7,)))
+    state = sessions.poll(room.followers[0])
+    assert (state.seq, state.shown, state.title, state.ended) == (
+        seq,
+        Shown(kind="exchange", run_ids=(7,)),
+        "Friday demo",
+        False,
+    )
+
+
+def test_showing_the_same_thing_again_adds_nothing(room: Room) -> None:
+    first = sessions.publish(room.presenter, Shown(kind="run", run_ids=(3,)))
+    assert sessions.publish(room.presenter, Shown(kind="run", run_ids=(3,))) == first
+    assert (
+        sessions.publish(room.presenter, Shown(kind="compare", run_ids=(3, 4), baseline="4:vllm"))
+        == first + 1
+    )
+    assert len(sessions.timeline(room.info.id)) == 2
+
+
+def test_a_follower_cannot_act_as_the_presenter(room: Room) -> None:
+    for act in (
+        lambda: sessions.publish(room.followers[0], Shown(kind="run", run_ids=(1,))),
+        lambda: sessions.note(room.followers[1], "I present now"),
+        lambda: sessions.end(room.followers[0]),
+    ):
+        with pytest.raises(sessions.NotPresenter):
+            act()
+    assert sessions.state(room.info.id).shown is None and sessions.timeline(room.info.id) == []
+
+
+def test_notes_go_to_the_timeline_not_to_the_screens(room: Room) -> None:
+    sessions.publish(room.presenter, Shown(kind="exchange", run_ids=(2,)))
+    sessions.note(room.presenter, "  vLLM answers first here  ")
+    assert sessions.state(room.info.id).shown == Shown(kind="exchange", run_ids=(2,))
+    assert sessions.timeline(room.info.id)[-1].label == "Note: vLLM answers first here"
+    with pytest.raises(ValidationError):
+        sessions.note(room.presenter, "   ")
+
+
+def test_nothing_is_published_after_the_end(room: Room) -> None:
+    sessions.end(room.presenter)
+    with pytest.raises(sessions.SessionEnded):
+        sessions.publish(room.presenter, Shown(kind="run", run_ids=(1,)))
+
+
+def test_stop_and_resume_following_and_the_count(room: Room) -> None:
+    a, b = room.followers
+    assert sessions.presence(room.info.id).following == 2
+    sessions.set_following(a, False)
+    assert not sessions.is_following(a) and sessions.presence(room.info.id).following == 1
+    sessions.set_following(a, True)
+    assert sessions.is_following(a) and sessions.presence(room.info.id).following == 2
+
+
+def test_a_follower_not_seen_for_a_while_no_longer_counts(room: Room) -> None:
+    a, b = room.followers
+    long_ago = datetime.now(UTC) - timedelta(seconds=live.AWAY_AFTER_S + 5)
+    with session_scope() as db:
+        db.execute(update(SessionParticipant).values(last_seen_at=long_ago))
+    assert sessions.presence(room.info.id).following == 0
+    sessions.poll(a)  # its first poll in this process says "still here"
+    assert sessions.presence(room.info.id).following == 1
+
+
+def test_a_poll_writes_seldom(room: Room, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[object] = []
+    monkeypatch.setattr(live, "_mark_seen", lambda seat, following=None: writes.append(seat))
+    for _ in range(20):
+        sessions.poll(room.followers[0])
+    assert len(writes) == 1
+
+
+def test_stored_references_read_leniently() -> None:
+    assert Shown.from_json({"kind": "nonsense"}) is None
+    assert Shown.from_json(["run"]) is None
+    assert Shown.from_json(
+        {"kind": "run", "run_ids": [1, "x"], "step": "2", "inputs": [["a", 1], "bad"]}
+    ) == Shown(kind="run", run_ids=(1,), inputs=(("a", "1"),))

@@ -1,0 +1,100 @@
+"""Starting, joining, handing over and ending sessions; who may present."""
+
+from __future__ import annotations
+
+import pytest
+
+from services import sessions
+from services.access import PermissionDenied, Viewer
+from services.errors import NotFoundError, ValidationError
+from services.sessions import codes
+from tests.services.sessions.conftest import OPERATOR, ROOM, Room
+
+
+def test_a_join_code_is_short_and_unambiguous(room: Room) -> None:
+    code = room.info.join_code
+    assert codes.well_formed(code)
+    assert not set(code) & set("0O1IL2Z5S8B6GUV")
+    assert sessions.by_code(f" {code[:2].lower()}-{code[2:]} ").id == room.info.id
+
+
+def test_codes_are_unique_among_live_sessions(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    picks = iter(["AAAAA", "AAAAA", "CCCCC"])
+    monkeypatch.setattr(codes, "new_code", lambda: next(picks))
+    first, seat = sessions.start(OPERATOR, "t1")
+    second, _ = sessions.start(OPERATOR, "t2")
+    assert (first.join_code, second.join_code) == ("AAAAA", "CCCCC")
+    sessions.end(seat)
+    monkeypatch.setattr(codes, "new_code", lambda: "AAAAA")
+    assert sessions.start(OPERATOR, "t3")[0].join_code == "AAAAA"  # an ended session frees it
+
+
+def test_a_viewer_presents_only_when_the_operator_allows(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = Viewer(role="viewer", identity="alice@example.com")
+    with pytest.raises(PermissionDenied):
+        sessions.start(alice, "tab")
+    monkeypatch.setenv("SHOOTOUT_SESSION_PRESENTERS", "alice@example.com")
+    info, seat = sessions.start(alice, "tab", "Alice's")
+    assert info.is_presenter(seat)
+    # The same login in another tab is the same person: the presenter again, not a follower.
+    _, again = sessions.join(info.join_code, alice, "another-tab")
+    assert again == seat
+
+
+def test_tabs_of_a_shared_identity_are_distinct_participants(room: Room) -> None:
+    a, b = room.followers
+    assert a.identity_hash != b.identity_hash
+    assert room.presenter.identity_hash not in (a.identity_hash, b.identity_hash)
+    assert sessions.presence(room.info.id).joined == 2
+    # Joining twice from one tab keeps one participant.
+    sessions.join(room.info.join_code, ROOM, "tab-0")
+    assert sessions.presence(room.info.id).joined == 2
+
+
+def test_identities_are_stored_only_as_hashes(room: Room) -> None:
+    from sqlalchemy import select
+
+    from db.models import DemoSession, SessionParticipant
+    from db.session import session_scope
+
+    with session_scope() as db:
+        stored = [
+            *db.scalars(select(SessionParticipant.identity_hash)),
+            db.scalar(select(DemoSession.presenter_hash)),
+        ]
+    assert all(len(value) == 64 and "10.0.0.9" not in value and "tab" not in value for value in stored)
+
+
+def test_bad_codes_say_why(room: Room) -> None:
+    with pytest.raises(ValidationError, match="not a join code"):
+        sessions.join("12", ROOM, "x")
+    with pytest.raises(NotFoundError, match="No live session"):
+        sessions.join("XXXXX" if room.info.join_code != "XXXXX" else "YYYYY", ROOM, "x")
+
+
+def test_only_the_presenter_ends_and_then_nobody_joins(room: Room) -> None:
+    with pytest.raises(sessions.NotPresenter):
+        sessions.end(room.followers[0])
+    assert sessions.end(room.presenter).ended_at is not None
+    with pytest.raises(NotFoundError):
+        sessions.join(room.info.join_code, ROOM, "late")
+    assert sessions.state(room.info.id).ended
+
+
+def test_take_over_needs_a_presenter_and_moves_the_seat(room: Room) -> None:
+    with pytest.raises(PermissionDenied):
+        sessions.take_over(room.info.id, ROOM, "tab-0")
+    seat = sessions.take_over(room.info.id, OPERATOR, "after-reload")
+    sessions.publish(seat, sessions.Shown(kind="note", text="back"))
+    with pytest.raises(sessions.NotPresenter):
+        sessions.publish(room.presenter, sessions.Shown(kind="note", text="old tab"))
+
+
+def test_the_list_counts_events_and_participants(room: Room) -> None:
+    sessions.publish(room.presenter, sessions.Shown(kind="note", text="hello"))
+    listed = sessions.list_sessions()
+    assert [(s.id, s.title, s.events, s.participants) for s in listed] == [
+        (room.info.id, "Friday demo", 1, 2)
+    ]
