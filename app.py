@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages import common
+from app_pages.parts import session_share
 
 PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
@@ -41,12 +42,16 @@ def run() -> None:
         st.Page(PAGES_DIR / "planner.py", title="Planner", icon=":material/calculate:"),
         st.Page(PAGES_DIR / "demos.py", title="Demos", icon=":material/co_present:"),
         st.Page(PAGES_DIR / "parity.py", title="Parity", icon=":material/compare:"),
+        st.Page(PAGES_DIR / "session.py", title="Session", icon=":material/groups:", url_path="session"),
     ]
     navigation = st.navigation(
         [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],
         position="top",
     )
     counted = common.sidebar()
+    # A presenter's tab shows the room what this page's address shows (app_pages/parts/session_share.py).
+    session_share.share_address(navigation.url_path)
+    session_share.sidebar_line()
     navigation.run()
     # Counted again after a page that ran to its end: what it just changed (an endpoint added,
     # removed) shows on the same run, not one interaction later. Nothing can be drawn after

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.parts import planner_plan, planner_presets, planner_tabs
+from app_pages.parts import planner_plan, planner_presets, planner_tabs, session_share
 from services.errors import ShootoutError
 from services.planner import list_presets
 from services.safe_text import md_text
@@ -26,6 +26,7 @@ plan_tab, engines_tab, launch_tab, presets_tab = st.tabs(
 )
 with plan_tab:
     request = planner_plan.plan_form(presets)
+    session_share.publish_planner(request)
     planner_plan.show_plan(request)
 with engines_tab:
     planner_tabs.engines_tab()

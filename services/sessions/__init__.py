@@ -14,6 +14,7 @@ Votes are not kept here: a follower's vote goes through services.playground_vote
 """
 
 from services.sessions.addresses import shown_for_run, shown_from_address
+from services.sessions.codes import normalise as normalise_code
 from services.sessions.identity import may_present, new_tab_token, participant_key
 from services.sessions.live import (
     is_following,
@@ -25,6 +26,7 @@ from services.sessions.live import (
     state,
 )
 from services.sessions.planner import plan_request, planner_shown
+from services.sessions.qr import qr_svg
 from services.sessions.records import (
     LiveState,
     NotPresenter,
@@ -39,7 +41,7 @@ from services.sessions.records import (
 )
 from services.sessions.report import session_report
 from services.sessions.store import by_code, end, get, join, list_sessions, start, take_over
-from services.sessions.timeline import timeline
+from services.sessions.timeline import describe, timeline
 
 __all__ = [
     "LiveState",
@@ -53,6 +55,7 @@ __all__ = [
     "ShownKind",
     "TimelineEntry",
     "by_code",
+    "describe",
     "end",
     "get",
     "is_following",
@@ -60,6 +63,7 @@ __all__ = [
     "list_sessions",
     "may_present",
     "new_tab_token",
+    "normalise_code",
     "note",
     "participant_key",
     "plan_request",
@@ -67,6 +71,7 @@ __all__ = [
     "poll",
     "presence",
     "publish",
+    "qr_svg",
     "session_report",
     "set_following",
     "shown_for_run",

@@ -62,3 +62,15 @@ def timeline(session_id: int) -> list[TimelineEntry]:
         for event, s in shown
         if s is not None
     ]
+
+
+def describe(shown: Shown) -> str:
+    """One thing shown in words, with its run's kind and name."""
+    with session_scope() as db:
+        runs = {
+            run_id: (kind, name)
+            for run_id, kind, name in db.execute(
+                select(Run.id, Run.kind, Run.name).where(Run.id.in_(shown.run_ids))
+            )
+        }
+    return label(shown, runs)

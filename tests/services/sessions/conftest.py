@@ -26,3 +26,35 @@ def room(db_url: str) -> Room:
     info, presenter = sessions.start(OPERATOR, "presenter-tab", "Friday demo")
     followers = [sessions.join(info.join_code, ROOM, f"tab-{n}")[1] for n in range(2)]
     return Room(info, presenter, followers)
+
+
+def stored_exchange(
+    prompt: str = "Name a colour.", answers: dict[str, str] | None = None, blind: bool = False
+) -> int:
+    """A finished Playground exchange, as the Playground's worker leaves it; its run id."""
+    from db.models import Exchange, Run
+    from db.session import session_scope
+
+    answers = answers or {"engine-a": "red fox", "engine-b": "blue sky"}
+    with session_scope() as db:
+        run = Run(
+            kind="playground",
+            status="finished",
+            name="exchange",
+            config={"conversation_id": "c1", "turn": 1, "prompt": prompt, "blind": blind},
+        )
+        db.add(run)
+        db.flush()
+        for engine, answer in answers.items():
+            db.add(
+                Exchange(
+                    run_id=run.id,
+                    conversation_id="c1",
+                    engine_name=engine,
+                    messages=[{"role": "user", "content": prompt}],
+                    answer=answer,
+                    status="finished",
+                    metrics={"ttft_s": 0.05},
+                )
+            )
+        return run.id

@@ -1,0 +1,187 @@
+"""A follower's read-only screen: what the presenter shows, drawn with the pages' own pieces
+(the Playground's answer panes, the Benchmarks live view, the Runs page's results, the
+Planner's plan, a demo's steps). Nothing here starts, cancels or changes a run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages import common
+from app_pages.parts import demos_view, planner_plan
+from app_pages.parts import playground_answers as answers
+from app_pages.parts.runs_results import results
+from services import playground, runs, sessions
+from services import playground_text as ptext
+from services import playground_view as exchange_view
+from services.bench import views as bench_views
+from services.demos import runner
+from services.errors import ShootoutError
+from services.figures import inert
+from services.lifecycle import ACTIVE_STATUSES
+from services.runs import view as runs_view
+from services.safe_text import md_line, md_text
+
+
+def shown(what: sessions.Shown) -> None:
+    """Draw `what` read-only; a run deleted since, or any other refusal, as a message."""
+    try:
+        if what.kind == "exchange" and what.run_id is not None:
+            exchange(what.run_id)
+        elif what.kind == "compare":
+            compare(what)
+        elif what.kind == "planner":
+            planner(what)
+        elif what.kind == "demo_step" and what.run_id is not None:
+            demo(what.run_id)
+        elif what.run_id is not None:
+            run(what.run_id)
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+
+
+def exchange(run_id: int) -> None:
+    """The presenter's Playground exchange as its panes show it, streaming while it streams;
+    a blind one stays blind here too (the arrangement comes from the stored exchange)."""
+    if playground.is_active(run_id):
+        _exchange_live(run_id)
+    else:
+        _exchange(run_id)
+
+
+@st.fragment(run_every=common.refresh_interval(0.5))
+def _exchange_live(run_id: int) -> None:
+    if not _exchange(run_id):
+        st.rerun()  # the streams ended: drawn once more without the timed refresh
+
+
+def _exchange(run_id: int) -> bool:
+    """The panes; True while the exchange still streams."""
+    view = playground.get_exchange(run_id)
+    arrangement = exchange_view.arrange(view)
+    st.markdown(f"**Playground · turn {view.turn}:** {ptext.md_text(view.prompt)}")
+    units = exchange_view.units(arrangement.columns)
+    panes = st.columns(len(arrangement.columns), border=True)
+    for pane, column in zip(panes, arrangement.columns, strict=True):
+        with pane:
+            answers.pane(
+                view, column, arrangement.labels[column.engine], arrangement.hidden, view.blind, units
+            )
+    if arrangement.hidden and not view.active:
+        _vote(run_id, arrangement)
+    return view.active
+
+
+def _vote(run_id: int, arrangement: exchange_view.Arrangement) -> None:
+    """The room's blind vote on the shown exchange.
+
+    TODO(issue 34, votes): this calls the Playground's one-vote-per-exchange service, so only
+    the first participant's vote counts. The ranking branch's per-participant vote (one vote per
+    participant per exchange, by hashed identity) goes here: pass the follower's
+    `sessions.Seat.identity_hash` (st.session_state["session_seat"]) to it."""
+    st.caption("Which answer is best? The engines stay hidden until the presenter reveals them.")
+    buttons = st.columns(len(arrangement.columns) + 1)
+    choices = [(arrangement.labels[c.engine], c.engine) for c in arrangement.columns] + [
+        ("No clear winner", "tie")
+    ]
+    for slot, (label, winner) in zip(buttons, choices, strict=True):
+        if slot.button(label, key=f"session_vote_{run_id}_{winner}"):
+            try:
+                playground.vote_best(run_id, winner, common.viewer())
+            except ShootoutError as error:
+                st.error(md_text(str(error)))
+            else:
+                st.success("Vote counted.")
+
+
+def run(run_id: int) -> None:
+    detail = runs.get_run(run_id)
+    active = detail.status in ACTIVE_STATUSES
+    if detail.kind == "benchmark" and active:
+        _benchmark_live(run_id)
+    else:
+        _run_live(run_id) if active else _run_view(run_id)
+
+
+@st.fragment(run_every=common.refresh_interval(1.0))
+def _benchmark_live(run_id: int) -> None:
+    """The Benchmarks page's live view, without its Cancel button."""
+    view = bench_views.run_view(run_id)
+    st.subheader(f"#{run_id} {md_line(view.run.name)}")
+    st.progress(min(1.0, view.run.progress), text=view.progress_markdown)
+    for line in view.count_lines:
+        st.caption(line)
+    st.plotly_chart(inert(view.figures["live"]), key=f"session_bench_live_{run_id}")
+    if not view.active:
+        st.rerun()
+
+
+@st.fragment(run_every=common.refresh_interval(1.0))
+def _run_live(run_id: int) -> None:
+    _run_view(run_id)
+    if runs.get_run(run_id).status not in ACTIVE_STATUSES:
+        st.rerun()
+
+
+def _run_view(run_id: int) -> None:
+    """A stored run as the Runs page shows its results (no notes, tags or actions)."""
+    page = runs_view.run_page_view(run_id)
+    st.subheader(page.title)
+    st.caption(page.caption)
+    if page.run.detail.error:
+        st.error(md_text(page.run.detail.error))
+    if page.run.view is not None:
+        results(page.run.view, f"session_run_{run_id}")
+    if page.run.exchanges is not None:
+        st.dataframe(page.run.exchanges, hide_index=True, key=f"session_exchanges_{run_id}")
+    if page.demo_conclusion:
+        st.success(page.demo_conclusion)
+    if page.parity_headline:
+        st.info(page.parity_headline)
+    if not page.has_results:
+        st.info("This run holds no results yet.")
+
+
+def compare(what: sessions.Shown) -> None:
+    page = runs_view.compare_page_view(runs_view.id_list(what.run_ids), what.baseline)
+    st.subheader(page.title)
+    results(page.view, "session_compare")
+
+
+def demo(run_id: int) -> None:
+    """A demo's steps so far, as the Demos page draws them, without its controls."""
+    if runner.demo_view(run_id).live:
+        _demo_live(run_id)
+    else:
+        _demo(run_id)
+
+
+@st.fragment(run_every=common.refresh_interval(1.0))
+def _demo_live(run_id: int) -> None:
+    if not _demo(run_id):
+        st.rerun()
+
+
+def _demo(run_id: int) -> bool:
+    view = runner.demo_view(run_id)
+    st.subheader(md_line(view.title))
+    st.caption(f"{md_line(view.mechanism)} · demo #{view.run_id}")
+    if view.live:
+        st.progress(min(1.0, view.progress))
+    for step in view.steps:
+        demos_view.step(step)
+    if view.conclusion:
+        st.success(md_text(view.conclusion))
+    return view.live
+
+
+def planner(what: sessions.Shown) -> None:
+    request = sessions.plan_request(what)
+    if request is None:
+        st.warning("The presenter's Planner inputs could not be read.")
+        return
+    st.subheader("Planner")
+    st.caption(
+        f"{md_line(request.model)} on {md_line(request.gpu)} · batch {request.batch} · context "
+        f"{request.context} · TP {request.tp}"
+    )
+    planner_plan.show_plan(request)

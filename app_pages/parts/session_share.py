@@ -1,0 +1,86 @@
+"""The frame's hook of team sessions: what a presenter opens goes to the room, and the
+sidebar says which session this tab presents or follows. Cheap when no session is open: one
+look at this tab's state."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from services import sessions
+from services.errors import ShootoutError
+from services.planner.plan import PlanRequest
+from services.safe_text import md_line
+
+SEAT = "session_seat"
+PRESENTING = "session_presenting"
+FOLLOWING = "session_following"
+CODE = "session_code"
+LAST = "session_last_shown"
+
+
+def tab_token() -> str:
+    """This browser tab's own participant token (see services/sessions/identity.py)."""
+    return str(st.session_state.setdefault("session_tab", sessions.new_tab_token()))
+
+
+def seat() -> sessions.Seat | None:
+    found = st.session_state.get(SEAT)
+    return found if isinstance(found, sessions.Seat) else None
+
+
+def presenting() -> sessions.Seat | None:
+    return seat() if st.session_state.get(PRESENTING) else None
+
+
+def leave() -> None:
+    for key in (SEAT, PRESENTING, FOLLOWING, CODE, LAST):
+        st.session_state.pop(key, None)
+
+
+def publish(shown: sessions.Shown | None) -> None:
+    """Show `shown` to the room when this tab presents (once per change: pages rerun often)."""
+    presenter = presenting()
+    if presenter is None or shown is None or st.session_state.get(LAST) == shown:
+        return
+    try:
+        sessions.publish(presenter, shown)
+    except sessions.SessionEnded:
+        leave()
+        return
+    except ShootoutError as error:
+        st.sidebar.warning(f"Not shown to the room: {md_line(str(error))}")
+        return
+    st.session_state[LAST] = shown
+
+
+def share_address(page: str) -> None:
+    """Called by the frame before each page: what this page's address shows, to the room."""
+    if presenting() is None or page == "session":
+        return
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    try:
+        publish(sessions.shown_from_address(page, params))
+    except ShootoutError as error:
+        st.sidebar.warning(f"Not shown to the room: {md_line(str(error))}")
+
+
+def sidebar_line() -> None:
+    """Which session this tab is in, with the way back to it."""
+    if seat() is None:
+        return
+    code = md_line(str(st.session_state.get(CODE, "")))
+    if st.session_state.get(PRESENTING):
+        text = f":material/co_present: Presenting session **{code}**: what you open, the room sees."
+    elif st.session_state.get(FOLLOWING):
+        text = f":material/group: Following session **{code}**."
+    else:
+        text = f":material/group: In session **{code}**, not following."
+    with st.sidebar:
+        st.caption(text)
+        st.page_link("app_pages/session.py", label="Session", icon=":material/groups:")
+
+
+def publish_planner(request: PlanRequest) -> None:
+    """The Planner has no address: it passes its inputs itself."""
+    if presenting() is not None:
+        publish(sessions.planner_shown(request))

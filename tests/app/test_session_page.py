@@ -1,0 +1,80 @@
+"""The Session page in AppTest: start, join by the link's code, the follower sees the
+presenter's exchange read-only, stops and follows again; the record for those who missed it."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from services import sessions
+from tests.conftest import REPO_ROOT
+from tests.services.sessions.conftest import stored_exchange
+
+
+def session_page(**params: str) -> AppTest:
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "session.py"), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at: AppTest, label: str) -> None:
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, at.exception
+
+
+def text(at: AppTest) -> str:
+    return " ".join(
+        str(e.value) for e in [*at.markdown, *at.caption, *at.subheader, *at.info, *at.metric]
+    )
+
+
+def test_start_join_follow_stop_and_follow_again(db_url: str) -> None:
+    presenter = session_page()
+    presenter.text_input(key="session_title").set_value("Friday demo")
+    button(presenter, "Start session")
+    live = sessions.list_sessions()[0]
+    assert live.join_code in text(presenter) and "Presenting: Friday demo" in text(presenter)
+    assert len(presenter.get("image")) == 1  # the QR code
+
+    follower = session_page(join=live.join_code)
+    assert "The presenter has shown nothing yet" in text(follower)
+
+    # The presenter opens an exchange on the Playground (the frame's hook publishes it).
+    exchange = stored_exchange(answers={"engine-a": "red fox", "engine-b": "blue sky"})
+    seat = presenter.session_state["session_seat"]
+    sessions.publish(seat, sessions.Shown(kind="exchange", run_ids=(exchange,)))
+    follower.run()
+    shown = text(follower)
+    assert "red fox" in shown and "blue sky" in shown and "Name a colour." in shown
+    assert not [b for b in follower.button if b.label in ("Send", "Stop", "Cancel run")]
+
+    button(follower, "Stop following")
+    assert "You stopped following" in text(follower) and "red fox" not in text(follower)
+    assert sessions.presence(live.id).following == 0
+    button(follower, "Follow again")
+    assert "red fox" in text(follower)
+    assert sessions.presence(live.id).following == 1
+
+    presenter.run()
+    assert any(m.label == "Following now" and m.value == "1" for m in presenter.metric)
+    button(presenter, "End session")
+    assert presenter.query_params["session"] == str(live.id)
+    assert "Timeline" in text(presenter)
+
+
+def test_a_viewer_not_allowed_cannot_start(db_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app_pages import common
+    from services.access import Viewer
+
+    monkeypatch.setattr(common, "viewer", lambda: Viewer(role="viewer", identity="ip:10.1.1.1"))
+    at = session_page()
+    assert not [b for b in at.button if b.label == "Start session"]
+    assert "SHOOTOUT_SESSION_PRESENTERS" in text(at)
+
+
+def test_a_bad_code_and_a_bad_record_say_why(db_url: str) -> None:
+    assert "not a join code" in " ".join(e.value for e in session_page(join="12").error)
+    assert "not a session number" in " ".join(e.value for e in session_page(session="x").error)
+    assert "no session #7" in " ".join(e.value for e in session_page(session="7").error)
