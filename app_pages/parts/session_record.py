@@ -3,8 +3,6 @@ missed it (`/session?session=<id>`)."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import pandas as pd
 import streamlit as st
 
@@ -15,9 +13,7 @@ from services.safe_text import md_line
 
 def join_link(code: str) -> str:
     """`/session?join=<code>` at the address the presenter's browser uses for this app."""
-    here = urlsplit(st.context.url or "")
-    base = f"{here.scheme}://{here.netloc}" if here.scheme and here.netloc else ""
-    return f"{base}/session?join={code}"
+    return sessions.join_link(st.context.url, code)
 
 
 def label(shown: sessions.Shown) -> str:

@@ -14,6 +14,7 @@ Votes are not kept here: a follower's vote goes through services.playground_vote
 """
 
 from services.sessions.addresses import shown_for_run, shown_from_address
+from services.sessions.codes import join_link
 from services.sessions.codes import normalise as normalise_code
 from services.sessions.identity import may_present, new_tab_token, participant_key
 from services.sessions.live import (
@@ -60,6 +61,7 @@ __all__ = [
     "get",
     "is_following",
     "join",
+    "join_link",
     "list_sessions",
     "may_present",
     "new_tab_token",

@@ -67,6 +67,15 @@ def test_identities_are_stored_only_as_hashes(room: Room) -> None:
     assert all(len(value) == 64 and "10.0.0.9" not in value and "tab" not in value for value in stored)
 
 
+def test_the_join_link_uses_the_browser_s_address() -> None:
+    assert (
+        sessions.join_link("https://team.example:8443/session", "K7M3X")
+        == "https://team.example:8443/session?join=K7M3X"
+    )
+    assert sessions.join_link(None, "K7M3X") == "/session?join=K7M3X"
+    assert sessions.join_link("javascript:alert(1)", "K7M3X") == "/session?join=K7M3X"
+
+
 def test_bad_codes_say_why(room: Room) -> None:
     with pytest.raises(ValidationError, match="not a join code"):
         sessions.join("12", ROOM, "x")
