@@ -15,6 +15,7 @@ from app_pages.parts.runs_actions import back
 from app_pages.parts.runs_history import history
 from app_pages.parts.runs_results import compare
 from app_pages.parts.runs_run import run
+from app_pages.parts.session_record import sessions_list
 from services import runs
 from services.errors import ShootoutError
 from services.safe_text import md_line
@@ -31,3 +32,4 @@ elif "run" in st.query_params:
         run(run_id)
 else:
     history()
+    sessions_list()

@@ -68,3 +68,17 @@ def record_page(raw_id: str) -> None:
     info = sessions.get(int(raw_id))
     if info.live:
         st.link_button("Join this session", f"/session?join={info.join_code}")
+
+
+def sessions_list() -> None:
+    """The Runs page's list of team sessions, each opening its record."""
+    table = sessions.sessions_table()
+    if table is None:
+        return
+    with st.expander(f"Team sessions ({len(table)})"):
+        st.dataframe(
+            table,
+            hide_index=True,
+            key="runs_sessions",
+            column_config={"Session": st.column_config.LinkColumn(display_text=r"session=(\d+)")},
+        )

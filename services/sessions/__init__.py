@@ -42,7 +42,7 @@ from services.sessions.records import (
 )
 from services.sessions.report import session_report
 from services.sessions.store import by_code, end, get, join, list_sessions, start, take_over
-from services.sessions.timeline import describe, timeline
+from services.sessions.timeline import describe, sessions_table, timeline
 
 __all__ = [
     "LiveState",
@@ -75,6 +75,7 @@ __all__ = [
     "publish",
     "qr_svg",
     "session_report",
+    "sessions_table",
     "set_following",
     "shown_for_run",
     "shown_from_address",

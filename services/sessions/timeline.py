@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from sqlalchemy import select
 
 from db.models import Run, SessionEvent
 from db.session import session_scope
 from services.sessions.records import Shown, TimelineEntry
+from services.sessions.store import list_sessions
 
 KIND_WORDS = {
     "benchmark": "Benchmark run",
@@ -74,3 +76,21 @@ def describe(shown: Shown) -> str:
             )
         }
     return label(shown, runs)
+
+
+def sessions_table(limit: int = 50) -> pd.DataFrame | None:
+    """The newest sessions for the Runs page, each with the address of its record; None if none."""
+    listed = list_sessions(limit)
+    if not listed:
+        return None
+    return pd.DataFrame(
+        {
+            "Session": [f"/session?session={s.id}" for s in listed],
+            "Title": [s.title or "untitled" for s in listed],
+            "Code": [s.join_code for s in listed],
+            "Started (UTC)": [s.started_at.strftime("%Y-%m-%d %H:%M") for s in listed],
+            "Status": ["live" if s.ended_at is None else "ended" for s in listed],
+            "Things shown": [s.events for s in listed],
+            "Joined": [s.participants for s in listed],
+        }
+    )

@@ -78,3 +78,17 @@ def test_a_bad_code_and_a_bad_record_say_why(db_url: str) -> None:
     assert "not a join code" in " ".join(e.value for e in session_page(join="12").error)
     assert "not a session number" in " ".join(e.value for e in session_page(session="x").error)
     assert "no session #7" in " ".join(e.value for e in session_page(session="7").error)
+
+
+def test_the_runs_page_lists_sessions(db_url: str) -> None:
+    from services.access import Viewer
+
+    info, seat = sessions.start(Viewer(role="operator", identity="local"), "tab", "Quarterly")
+    sessions.note(seat, "hello")
+    at = AppTest.from_file(str(REPO_ROOT / "app_pages" / "runs.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert any(e.label == "Team sessions (1)" for e in at.expander)
+    table = next(d for d in at.dataframe if "Code" in d.value.columns)
+    assert list(table.value["Session"]) == [f"/session?session={info.id}"]
+    assert list(table.value["Things shown"]) == [1]
