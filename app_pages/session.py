@@ -40,13 +40,14 @@ def on_start() -> None:
     _seated(info, seat)
 
 
-def join(code: str) -> None:
+def join(code: str) -> bool:
     try:
         info, seat = sessions.join(code, common.viewer(), share.tab_token())
     except ShootoutError as error:
         state["session_error"] = str(error)
-        return
+        return False
     _seated(info, seat)
+    return True
 
 
 def on_follow(following: bool) -> None:
@@ -191,8 +192,8 @@ def watch(seat: sessions.Seat) -> None:
 
 st.title("Session")
 wanted = st.query_params.get("join")
-if wanted and sessions.normalise_code(wanted) != state.get(share.CODE):
-    join(wanted)
+if wanted and sessions.normalise_code(wanted) != state.get(share.CODE) and join(wanted):
+    st.rerun()  # once: the frame's sidebar, drawn before this page, names the session too
 error = state.pop("session_error", None)
 if error:
     st.error(md_text(str(error)))
