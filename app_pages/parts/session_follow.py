@@ -59,6 +59,9 @@ def _exchange(run_id: int) -> bool:
     view = playground.get_exchange(run_id)
     arrangement = exchange_view.arrange(view)
     st.markdown(f"**Playground · turn {view.turn}:** {ptext.md_text(view.prompt)}")
+    if not arrangement.columns:
+        st.caption("Waiting for the engines' first answers…")
+        return view.active
     units = exchange_view.units(arrangement.columns)
     panes = st.columns(len(arrangement.columns), border=True)
     for pane, column in zip(panes, arrangement.columns, strict=True):
