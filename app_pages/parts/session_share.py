@@ -47,6 +47,10 @@ def publish(shown: sessions.Shown | None) -> None:
     except sessions.SessionEnded:
         leave()
         return
+    except sessions.NotPresenter:
+        # Someone took the session over: this tab follows it from now on.
+        st.session_state[PRESENTING], st.session_state[FOLLOWING] = False, True
+        return
     except ShootoutError as error:
         st.sidebar.warning(f"Not shown to the room: {md_line(str(error))}")
         return

@@ -6,12 +6,16 @@ identity is shared (the loopback user "local" of a server without logins, a pass
 participant through a random token the page keeps: otherwise a room behind one NAT, or three
 browsers on one machine, would be one participant.
 
-Hashes are salted with the session id, so a session's record cannot be joined with another's.
+Hashes are keyed with the session id, so a session's record cannot be joined with another's,
+and with SHOOTOUT_SESSION_SECRET where the operator set one, so a copy of the database does not
+give away who took part to someone who tries e-mail addresses. (Not the random per-process
+secret used when it is unset: a restart would turn every seat into a stranger.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 
 from services.access import Viewer
@@ -36,7 +40,10 @@ def participant_key(viewer: Viewer, tab_token: str) -> str:
 
 
 def identity_hash(session_id: int, key: str) -> str:
-    return hashlib.sha256(f"shootout-session\0{session_id}\0{key}".encode()).hexdigest()
+    secret = (get_settings().session_secret or "").encode()
+    return hmac.new(
+        secret, f"shootout-session\0{session_id}\0{key}".encode(), hashlib.sha256
+    ).hexdigest()
 
 
 def may_present(viewer: Viewer) -> bool:

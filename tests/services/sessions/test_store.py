@@ -107,3 +107,13 @@ def test_the_list_counts_events_and_participants(room: Room) -> None:
     assert [(s.id, s.title, s.events, s.participants) for s in listed] == [
         (room.info.id, "Friday demo", 1, 2)
     ]
+
+
+def test_hashes_are_keyed_with_the_operator_s_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.sessions.identity import identity_hash
+
+    plain = identity_hash(1, "login:alice@example.com")
+    monkeypatch.setenv("SHOOTOUT_SESSION_SECRET", "s3cret")
+    assert identity_hash(1, "login:alice@example.com") != plain
+    assert identity_hash(1, "login:alice@example.com") == identity_hash(1, "login:alice@example.com")
+    assert identity_hash(2, "login:alice@example.com") != identity_hash(1, "login:alice@example.com")
