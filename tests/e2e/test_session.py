@@ -79,7 +79,7 @@ def test_followers_see_the_presenter_s_exchange_and_stop_and_resume(  # type: ig
             follower.get_by_text("The presenter has shown nothing yet").wait_for()
 
         # The presenter goes to the Playground inside the app (the tab keeps its seat) and sends.
-        presenter.get_by_role("link", name="Playground").first.click()
+        presenter.get_by_role("link", name="Playground", exact=True).filter(visible=True).first.click()
         presenter.locator(".st-key-pg_prompt textarea").wait_for()
         send(presenter, "Colours of the sky, please.")
         for follower in (east, west):
@@ -117,7 +117,7 @@ def test_followers_see_the_presenter_s_exchange_and_stop_and_resume(  # type: ig
         assert_no_exception(west)
 
         # Back on the Session page the presenter sees the room and the timeline.
-        presenter.get_by_role("link", name="Session").first.click()
+        presenter.get_by_role("link", name="Session", exact=True).filter(visible=True).first.click()
         presenter.get_by_text("Following now").wait_for()
         presenter.get_by_text("Timeline").wait_for()
         screenshot(presenter, "session-presenter-timeline")
