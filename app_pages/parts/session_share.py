@@ -73,8 +73,16 @@ def sidebar_line() -> None:
     if seat() is None:
         return
     code = md_line(str(st.session_state.get(CODE, "")))
-    if st.session_state.get(PRESENTING):
-        text = f":material/co_present: Presenting session **{code}**: what you open, the room sees."
+    current = seat()
+    if st.session_state.get(PRESENTING) and current is not None:
+        try:
+            following = sessions.presence(current.session_id).following
+        except ShootoutError:
+            following = 0
+        text = (
+            f":material/co_present: Presenting session **{code}** to {following} following: what you "
+            "open, the room sees."
+        )
     elif st.session_state.get(FOLLOWING):
         text = f":material/group: Following session **{code}**."
     else:

@@ -1,10 +1,11 @@
 """The live part of a session: the presenter publishes what they show, followers poll it.
 
-A follower's poll is one primary-key read of the session row (`state`), plus at most one
-write every SEEN_EVERY_S to say the follower is still there: thirty followers polling every
-second cost the database thirty small reads a second and a write every few hundred
-milliseconds, not a write each, so the presenter's own exchange is not kept waiting for the
-database's write lock (benchmarks/session_followers.py measures it).
+A follower's poll reads the session row by its key (`state`), and the followers served by one
+server process share that read for SHARED_READ_S; the "still here" of all of a session's
+followers is one write every SEEN_EVERY_S. Thirty followers polling each second then cost the
+database about five small reads a second and one write every ten seconds, so neither the
+presenter's exchange nor the server's CPU waits on the room (benchmarks/session_followers.py
+measures it).
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ SEEN_EVERY_S = 10.0
 AWAY_AFTER_S = 3 * SEEN_EVERY_S
 NOTE_CHARS = 2000
 
-_seen: dict[tuple[int, str], float] = {}
-_seen_lock = threading.Lock()
+#: How long followers in this process share one read of a session (what they see lags the
+#: presenter by at most this on top of their poll interval).
+SHARED_READ_S = 0.2
+
+_lock = threading.Lock()
+#: Session id -> (when read, what was read).
+_read: dict[int, tuple[float, LiveState]] = {}
+#: Session id -> followers polled since its last "still here" write, and when that was.
+_pending: dict[int, set[str]] = {}
+_flushed: dict[int, float] = {}
 
 
 def publish(seat: Seat, shown: Shown) -> int:
@@ -45,7 +54,9 @@ def publish(seat: Seat, shown: Shown) -> int:
         seq = _append(db, row, shown)
         now = datetime.now(UTC)
         row.shown_kind, row.shown_ref, row.shown_at = shown.kind, shown.to_json(), now
-        return seq
+    with _lock:
+        _read.pop(seat.session_id, None)  # followers served here see it at their next poll
+    return seq
 
 
 def note(seat: Seat, text: str) -> int:
@@ -83,22 +94,31 @@ def state(session_id: int) -> LiveState:
 
 
 def poll(seat: Seat) -> LiveState:
-    """A follower's poll: the state, and now and then a "still here"."""
-    found = state(seat.session_id)
-    key = (seat.session_id, seat.identity_hash)
+    """A follower's poll: the state (shared with this process's other followers for
+    SHARED_READ_S), and this follower's "still here", written with the others' now and then."""
     now = time.monotonic()
-    with _seen_lock:
-        due = now - _seen.get(key, float("-inf")) >= SEEN_EVERY_S
+    with _lock:
+        cached = _read.get(seat.session_id)
+    if cached is not None and now - cached[0] < SHARED_READ_S:
+        found = cached[1]
+    else:
+        found = state(seat.session_id)
+        with _lock:
+            if len(_read) > 10_000:  # a server running for months: start afresh rather than grow
+                _read.clear()
+            _read[seat.session_id] = (now, found)
+    with _lock:
+        _pending.setdefault(seat.session_id, set()).add(seat.identity_hash)
+        due = now - _flushed.get(seat.session_id, float("-inf")) >= SEEN_EVERY_S
+        seen = _pending.pop(seat.session_id) if due else set()
         if due:
-            if len(_seen) > 50_000:  # a server running for months: start afresh rather than grow
-                _seen.clear()
-            _seen[key] = now
-    if due and not found.ended:
-        _mark_seen(seat)
+            _flushed[seat.session_id] = now
+    if seen and not found.ended:
+        _mark_seen(seat.session_id, seen)
     return found
 
 
-def _mark_seen(seat: Seat, following: bool | None = None) -> None:
+def _mark_seen(session_id: int, identity_hashes: set[str], following: bool | None = None) -> None:
     values: dict[str, object] = {"last_seen_at": datetime.now(UTC)}
     if following is not None:
         values["following"] = following
@@ -106,8 +126,8 @@ def _mark_seen(seat: Seat, following: bool | None = None) -> None:
         db.execute(
             update(SessionParticipant)
             .where(
-                SessionParticipant.session_id == seat.session_id,
-                SessionParticipant.identity_hash == seat.identity_hash,
+                SessionParticipant.session_id == session_id,
+                SessionParticipant.identity_hash.in_(sorted(identity_hashes)),
             )
             .values(**values)
         )
@@ -115,7 +135,7 @@ def _mark_seen(seat: Seat, following: bool | None = None) -> None:
 
 def set_following(seat: Seat, following: bool) -> None:
     """Stop following (look around on one's own) or follow again."""
-    _mark_seen(seat, following)
+    _mark_seen(seat.session_id, {seat.identity_hash}, following)
 
 
 def is_following(seat: Seat) -> bool:
@@ -147,6 +167,8 @@ def presence(session_id: int) -> Presence:
 
 
 def forget_seen() -> None:
-    """Tests and the benchmark: every follower's next poll says "still here" again."""
-    with _seen_lock:
-        _seen.clear()
+    """Tests and the benchmark: the next poll reads afresh and says "still here" again."""
+    with _lock:
+        _read.clear()
+        _pending.clear()
+        _flushed.clear()

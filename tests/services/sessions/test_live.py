@@ -82,12 +82,30 @@ def test_a_follower_not_seen_for_a_while_no_longer_counts(room: Room) -> None:
     assert sessions.presence(room.info.id).following == 1
 
 
-def test_a_poll_writes_seldom(room: Room, monkeypatch: pytest.MonkeyPatch) -> None:
-    writes: list[object] = []
-    monkeypatch.setattr(live, "_mark_seen", lambda seat, following=None: writes.append(seat))
-    for _ in range(20):
-        sessions.poll(room.followers[0])
-    assert len(writes) == 1
+def test_a_room_s_polls_share_reads_and_writes(room: Room, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    writes: list[set[str]] = []
+    real_state = live.state
+    monkeypatch.setattr(
+        live, "state", lambda session_id: reads.append(session_id) or real_state(session_id)
+    )
+    monkeypatch.setattr(
+        live, "_mark_seen", lambda session_id, hashes, following=None: writes.append(set(hashes))
+    )
+    for _ in range(10):
+        for seat in room.followers:
+            sessions.poll(seat)
+    assert len(reads) == 1  # within SHARED_READ_S, one read serves every follower here
+    assert writes == [{room.followers[0].identity_hash}]  # the first poll; the rest wait their turn
+    monkeypatch.setattr(live, "_flushed", {room.info.id: float("-inf")})
+    sessions.poll(room.followers[0])
+    assert writes[-1] == {f.identity_hash for f in room.followers}  # one write for the whole room
+
+
+def test_a_poll_sees_what_is_published_here_at_once(room: Room) -> None:
+    assert sessions.poll(room.followers[0]).shown is None
+    sessions.publish(room.presenter, Shown(kind="run", run_ids=(9,)))
+    assert sessions.poll(room.followers[1]).shown == Shown(kind="run", run_ids=(9,))
 
 
 def test_stored_references_read_leniently() -> None:
