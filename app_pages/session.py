@@ -57,6 +57,11 @@ def on_follow(following: bool) -> None:
         state[share.FOLLOWING] = following
 
 
+def on_leave() -> None:
+    share.leave()
+    st.query_params.pop("join", None)  # else the address would join again at once
+
+
 def on_take_over(session_id: int) -> None:
     try:
         seat = sessions.take_over(session_id, common.viewer(), share.tab_token())
@@ -164,7 +169,7 @@ def follower(seat: sessions.Seat) -> None:
         buttons.button(
             "Follow again", key="session_follow", type="primary", on_click=on_follow, args=(True,)
         )
-    buttons.button("Leave", key="session_leave", on_click=share.leave)
+    buttons.button("Leave", key="session_leave", on_click=on_leave)
     if sessions.may_present(common.viewer()):
         buttons.button(
             "Present from here", key="session_take_over", on_click=on_take_over, args=(seat.session_id,)

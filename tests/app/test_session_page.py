@@ -92,3 +92,13 @@ def test_the_runs_page_lists_sessions(db_url: str) -> None:
     table = next(d for d in at.dataframe if "Code" in d.value.columns)
     assert list(table.value["Session"]) == [f"/session?session={info.id}"]
     assert list(table.value["Things shown"]) == [1]
+
+
+def test_leaving_drops_the_join_address(db_url: str) -> None:
+    from services.access import Viewer
+
+    info, _ = sessions.start(Viewer(role="operator", identity="local"), "presenter-tab", "")
+    follower = session_page(join=info.join_code)
+    button(follower, "Leave")
+    assert "join" not in follower.query_params
+    assert "Join a session" in text(follower)
