@@ -64,7 +64,7 @@ def share_address(page: str) -> None:
     params = {key: st.query_params.get_all(key) for key in st.query_params}
     try:
         publish(sessions.shown_from_address(page, params))
-    except ShootoutError as error:
+    except Exception as error:  # noqa: BLE001 - the database may be down: the page itself must still draw
         st.sidebar.warning(f"Not shown to the room: {md_line(str(error))}")
 
 
@@ -77,7 +77,7 @@ def sidebar_line() -> None:
     if st.session_state.get(PRESENTING) and current is not None:
         try:
             following = sessions.presence(current.session_id).following
-        except ShootoutError:
+        except Exception:  # noqa: BLE001 - the database may be down: the page itself must still draw
             following = 0
         text = (
             f":material/co_present: Presenting session **{code}** to {following} following: what you "
