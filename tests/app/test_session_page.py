@@ -102,3 +102,37 @@ def test_leaving_drops_the_join_address(db_url: str) -> None:
     button(follower, "Leave")
     assert "join" not in follower.query_params
     assert "Join a session" in text(follower)
+
+
+def test_a_follower_sees_a_run_a_plan_and_a_refusal_read_only(db_url: str) -> None:
+    from db.models import Run
+    from db.session import session_scope
+    from services.access import Viewer
+    from services.planner.plan import PlanRequest
+
+    with session_scope() as db:
+        run = Run(kind="benchmark", status="finished", name="nightly")
+        db.add(run)
+        db.flush()
+        run_id = run.id
+    info, seat = sessions.start(Viewer(role="operator", identity="local"), "presenter-tab", "")
+    follower = session_page(join=info.join_code)
+
+    sessions.publish(seat, sessions.Shown(kind="run", run_ids=(run_id,)))
+    follower.run()
+    assert not follower.exception
+    assert "nightly" in " ".join(h.value for h in follower.subheader)
+    assert not [b for b in follower.button if b.label in ("Archive", "Delete…", "Cancel run")]
+
+    sessions.publish(
+        seat, sessions.planner_shown(PlanRequest(model="llama-3-70b", gpu="h100-sxm", batch=4))
+    )
+    follower.run()
+    assert not follower.exception
+    assert any(m.label == "Fits?" for m in follower.metric)
+    assert "llama-3-70b on h100-sxm" in text(follower)
+
+    sessions.publish(seat, sessions.Shown(kind="compare", run_ids=(run_id, 999)))
+    follower.run()
+    assert not follower.exception
+    assert "999" in " ".join(e.value for e in follower.error)
