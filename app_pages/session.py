@@ -16,7 +16,8 @@ from app_pages import common
 from app_pages.parts import session_follow as follow
 from app_pages.parts import session_record as record
 from app_pages.parts import session_share as share
-from services import sessions
+from services import playground, sessions
+from services import playground_view as exchange_view
 from services.errors import ShootoutError
 from services.safe_text import md_line, md_text
 
@@ -122,6 +123,26 @@ def room_count(session_id: int) -> None:
     st.metric("Following now", presence.following, help=f"{presence.joined} joined in all")
 
 
+def on_reveal(run_id: int) -> None:
+    try:
+        playground.reveal(run_id, common.viewer())
+    except ShootoutError as error:
+        st.session_state["session_error"] = str(error)
+
+
+@st.fragment(run_every=common.refresh_interval(1.0))
+def room_votes(run_id: int) -> None:
+    """The room's blind vote on the shown exchange, live, and the reveal when the presenter
+    chooses (an operator's call, as on the Playground)."""
+    line = exchange_view.live_tally_line(run_id)
+    st.markdown(line or "No votes yet on the shown exchange.")
+    view = playground.get_exchange(run_id)
+    if view.blind and not view.revealed and common.viewer().is_operator:
+        st.button(
+            "Reveal the engines", key=f"session_reveal_{run_id}", on_click=on_reveal, args=(run_id,)
+        )
+
+
 def presenter(seat: sessions.Seat) -> None:
     info = sessions.get(seat.session_id)
     if not info.is_presenter(seat):
@@ -144,6 +165,8 @@ def presenter(seat: sessions.Seat) -> None:
     current = sessions.state(info.id)
     if current.shown is not None:
         st.caption(f"The room sees now: {md_line(record.label(current.shown))}")
+        if current.shown.kind == "exchange" and current.shown.run_ids:
+            room_votes(current.shown.run_ids[0])
     with st.form("session_note_form", clear_on_submit=True, enter_to_submit=True):
         st.text_input("Note for the record", key="session_note")
         st.form_submit_button("Add note", on_click=on_note)

@@ -9,6 +9,7 @@ import streamlit as st
 from app_pages import common
 from app_pages.parts import demos_view, planner_plan
 from app_pages.parts import playground_answers as answers
+from app_pages.parts import session_share as share
 from app_pages.parts.runs_results import results
 from services import playground, runs, sessions
 from services import playground_text as ptext
@@ -57,7 +58,7 @@ def _exchange_live(run_id: int) -> None:
 def _exchange(run_id: int) -> bool:
     """The panes; True while the exchange still streams."""
     view = playground.get_exchange(run_id)
-    arrangement = exchange_view.arrange(view)
+    arrangement = exchange_view.arrange(view, common.participant())
     st.markdown(f"**Playground · turn {view.turn}:** {ptext.md_text(view.prompt)}")
     if not arrangement.columns:
         st.caption("Waiting for the engines' first answers…")
@@ -75,12 +76,8 @@ def _exchange(run_id: int) -> bool:
 
 
 def _vote(run_id: int, arrangement: exchange_view.Arrangement) -> None:
-    """The room's blind vote on the shown exchange.
-
-    TODO(issue 34, votes): this calls the Playground's one-vote-per-exchange service, so only
-    the first participant's vote counts. The ranking branch's per-participant vote (one vote per
-    participant per exchange, by hashed identity) goes here: pass the follower's
-    `sessions.Seat.identity_hash` (st.session_state["session_seat"]) to it."""
+    """The room's blind vote on the shown exchange: one per participant (the same key as the
+    Playground's votes, so a vote here and there is one vote), tied to the session."""
     st.caption("Which answer is best? The engines stay hidden until the presenter reveals them.")
     buttons = st.columns(len(arrangement.columns) + 1)
     choices = [(arrangement.labels[c.engine], c.engine) for c in arrangement.columns] + [
@@ -89,7 +86,13 @@ def _vote(run_id: int, arrangement: exchange_view.Arrangement) -> None:
     for slot, (label, winner) in zip(buttons, choices, strict=True):
         if slot.button(label, key=f"session_vote_{run_id}_{winner}"):
             try:
-                playground.vote_best(run_id, winner, common.viewer())
+                current = share.seat()
+                playground.vote_best(
+                    run_id,
+                    winner,
+                    participant=common.participant(),
+                    session_id=current.session_id if current is not None else None,
+                )
             except ShootoutError as error:
                 st.error(md_text(str(error)))
             else:

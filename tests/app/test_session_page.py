@@ -136,3 +136,28 @@ def test_a_follower_sees_a_run_a_plan_and_a_refusal_read_only(db_url: str) -> No
     follower.run()
     assert not follower.exception
     assert "999" in " ".join(e.value for e in follower.error)
+
+
+def test_the_room_votes_once_each_and_the_presenter_sees_the_tally_and_reveals(db_url: str) -> None:
+    presenter = session_page()
+    button(presenter, "Start session")
+    live = sessions.list_sessions()[0]
+    exchange = stored_exchange(blind=True)
+    sessions.publish(
+        presenter.session_state["session_seat"], sessions.Shown(kind="exchange", run_ids=(exchange,))
+    )
+    presenter.run()
+    assert "No votes yet on the shown exchange." in text(presenter)
+
+    room = [session_page(join=live.join_code) for _ in range(3)]
+    for follower, choice in zip(room, ("Answer A", "Answer A", "No clear winner"), strict=True):
+        assert "red fox" in text(follower) and "engine-a" not in text(follower)  # blind
+        button(follower, choice)
+    # A second vote by the same participant is refused, not counted.
+    if any(b.label == "Answer B" for b in room[0].button):
+        button(room[0], "Answer B")
+    presenter.run()
+    tally = text(presenter)
+    assert "Votes so far, 3 participants" in tally and "no clear winner: 1" in tally
+    button(presenter, "Reveal the engines")
+    assert "Reveal the engines" not in [b.label for b in presenter.button]

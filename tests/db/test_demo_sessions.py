@@ -1,4 +1,4 @@
-"""The demo-session tables (revision 0005): the migrated schema matches the models, deleting a
+"""The demo-session tables (revision 0006): the migrated schema matches the models, deleting a
 session deletes its timeline and participants, and a participant is one row per session."""
 
 from __future__ import annotations
