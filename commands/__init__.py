@@ -1,1 +1,1 @@
-"""CLI subcommands (see cli.py)."""
+"""CLI subcommands (see shootout/cli.py)."""

@@ -409,7 +409,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     payload = cli_summary(run_id, summary)
     if args.json == "-":
-        from cli import print_json
+        from shootout.cli import print_json
 
         print_json(payload)
     elif args.json:

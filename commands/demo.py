@@ -58,8 +58,8 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from cli import print_json
     from services.demos import runner, scenarios
+    from shootout.cli import print_json
 
     if args.list:
         described = [s.describe() for s in scenarios()]

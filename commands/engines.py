@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
-    from cli import print_json
+    from shootout.cli import print_json
 
     if as_json:
         print_json(asdict(record))
@@ -118,7 +118,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from cli import print_json
+    from shootout.cli import print_json
 
     records = endpoints.list_engines()
     if args.json:
@@ -134,7 +134,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from cli import print_json
+    from shootout.cli import print_json
 
     api_key_env = None
     target = args.target

@@ -125,7 +125,7 @@ def finish(
     if args.junit:
         _write(args.junit, gate.junit(result))
     if as_json:
-        from cli import print_json
+        from shootout.cli import print_json
 
         print_json(result_json(result))
     else:

@@ -80,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
     result.messages[:0] = messages
     payload = result.to_json()
     if args.json:
-        from cli import print_json
+        from shootout.cli import print_json
 
         print_json(payload)
         return 0

@@ -50,7 +50,7 @@ def _log(line: str) -> None:
 
 
 def _show(statuses: list[local_engines.LocalEngineStatus], as_json: bool) -> None:
-    from cli import print_json
+    from shootout.cli import print_json
 
     if as_json:
         print_json(local_engines.as_dicts(statuses))

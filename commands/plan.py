@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from cli import print_json
+    from shootout.cli import print_json
 
     if args.list:
         presets = list_presets()

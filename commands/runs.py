@@ -130,7 +130,7 @@ def _register_import(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _print_json(payload: object) -> None:
-    from cli import print_json
+    from shootout.cli import print_json
 
     print_json(payload)
 

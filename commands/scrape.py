@@ -28,7 +28,7 @@ def _format(value: float | None, unit: str) -> str:
 def handle(args: argparse.Namespace) -> int:
     result = scrape_once(args.url, kind=args.kind, interval_s=args.interval, timeout_s=args.timeout)
     if args.json:
-        from cli import print_json
+        from shootout.cli import print_json
 
         print_json(result.to_json())
         return 0

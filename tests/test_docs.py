@@ -18,7 +18,7 @@ CELL_MAX_CHARS = 300
 
 #: What the product is: the code whose SHOOTOUT_* reads must be documented (tests and
 #: benchmarks set their own).
-PRODUCT_PY = ("services", "web", "commands", "db", "app_pages", "scripts")
+PRODUCT_PY = ("shootout", "services", "web", "commands", "db", "app_pages", "scripts")
 PRODUCT_ROOT_FILES = ("app.py", "serve.py", "cli.py", "run.sh", "test.sh")
 SETTING = re.compile(r"SHOOTOUT_[A-Z0-9_]*[A-Z0-9]")
 

@@ -1,0 +1,7 @@
+"""`python -m shootout ...`: the same as the `shootout` command."""
+
+import sys
+
+from shootout.cli import main
+
+sys.exit(main())
