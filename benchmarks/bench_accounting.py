@@ -7,21 +7,17 @@ of the engine's generated-token counter over the run (vLLM `vllm:generation_toke
 llama.cpp `llamacpp:tokens_predicted_total`), and prompt tokens likewise. Anything else
 using the engines at the same time shows up as a difference, so run it on idle engines.
 
-    .venv/bin/python benchmarks/bench_accounting.py [--requests 16]
+    .venv/bin/python -m benchmarks.bench_accounting [--requests 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
-from pathlib import Path
 
 import httpx2
 from prometheus_client.parser import text_string_to_metric_families
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ENGINES = {
     "vllm": (

@@ -15,7 +15,7 @@ Connections are opened ahead of the measured requests by both, so TTFT here excl
 connecting (the product's default; `--no-connect-ahead` makes TTFT include it, and the
 summary counts requests that still opened one in `connects_in_ttft`).
 
-    .venv/bin/python benchmarks/bench_accuracy.py [--concurrency 32] [--requests 256]
+    .venv/bin/python -m benchmarks.bench_accuracy [--concurrency 32] [--requests 256]
 """
 
 from __future__ import annotations
@@ -25,13 +25,9 @@ import functools
 import json
 import selectors
 import socket
-import sys
 import time
-from pathlib import Path
 
 import httpx2
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.bench.arrivals import LoadSpec
 from services.bench.runner import execute_load

@@ -16,7 +16,7 @@ by benchmarks/bench_vs_aiperf.py.)
 
 The scripted server runs in its own process, so only the client's CPU is counted.
 
-    .venv/bin/python benchmarks/bench_client_cpu.py [--paths bare,client,runner] [--itl 10]
+    .venv/bin/python -m benchmarks.bench_client_cpu [--paths bare,client,runner] [--itl 10]
 """
 
 from __future__ import annotations
@@ -24,11 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.client import (
     ChatRequest,

@@ -1,7 +1,7 @@
 """Memory of exporting and importing a large run, streamed against the whole-in-memory way
 (issue 20), each measured in a fresh process: peak RSS and traced Python allocations.
 
-    .venv/bin/python benchmarks/bench_export_import_memory.py [--requests 200000]
+    .venv/bin/python -m benchmarks.bench_export_import_memory [--requests 200000]
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import json, resource, sys, time, tracemalloc
-sys.path.insert(0, {root!r})
 from db.session import get_session_factory
 get_session_factory()  # the schema check is not what is measured
 from services import exports, importers, reports
@@ -81,8 +80,8 @@ def main() -> int:
             f"os.environ['SHOOTOUT_DATABASE_URL'] = 'sqlite:///{folder}/shootout.db'\n"
         )
         build = (
-            env_code + f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-            f"from tests.support.big_runs import make_big_run; print(make_big_run({args.requests}))"
+            env_code
+            + f"from tests.support.big_runs import make_big_run; print(make_big_run({args.requests}))"
         )
         run_id = int(
             subprocess.run(

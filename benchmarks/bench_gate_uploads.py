@@ -3,7 +3,7 @@ operator and a viewer password: five 150 MB PUTs to Streamlit's upload endpoint 
 in, then as a logged-in viewer past the per-viewer budget. Prints each answer, how long it took,
 and the app process's resident memory before and after (it was 192 MB -> 945 MB before the gate).
 
-    .venv/bin/python benchmarks/bench_gate_uploads.py [--mb 150] [--count 5]
+    .venv/bin/python -m benchmarks.bench_gate_uploads [--mb 150] [--count 5]
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import httpx2
 

@@ -1,7 +1,7 @@
 """Each HTTP call site of the product against hostile servers, in a fresh process each:
 how long it took to give up and the process's peak memory (issue 13's table).
 
-    .venv/bin/python benchmarks/bench_http_limits.py [--modes huge,endless,stall,trickle]
+    .venv/bin/python -m benchmarks.bench_http_limits [--modes huge,endless,stall,trickle]
 """
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tests.services.test_http_limits import CALL_SITES
 from tests.support.hostile_server import MODES, HostileServer
 
 PROBE = """
 import json, resource, sys, time
-sys.path.insert(0, {root!r})
 from tests.services.test_http_limits import CALL_SITES
 started = time.monotonic()
 try:

@@ -6,7 +6,7 @@ one is compiled here once (7 to 15 minutes on 2 cores) into the wheelhouse slot 
 which the installer never uses. Each build runs `llama-bench` on SmolLM2-135M (Q4_1),
 one thread (as the local engines run), rounds alternating the two builds.
 
-    .venv/bin/python benchmarks/bench_llamacpp_portable.py --rounds 5
+    .venv/bin/python -m benchmarks.bench_llamacpp_portable --rounds 5
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services import llamacpp_build, local_engines
 

@@ -12,8 +12,8 @@
 Engines that the others would slow down are measured while the others are idle (never
 generating). Install times come from `cli.py local install`, which logs each backend's time.
 
-    .venv/bin/python benchmarks/bench_local_engines.py [ENGINE_ID ...] [--json]
-    .venv/bin/python benchmarks/bench_local_engines.py --idle-all   # all running engines, together
+    .venv/bin/python -m benchmarks.bench_local_engines [ENGINE_ID ...] [--json]
+    .venv/bin/python -m benchmarks.bench_local_engines --idle-all   # all running engines, together
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services import local_engines
 from services.client.records import ChatRequest

@@ -2,7 +2,7 @@
 coordinator, or Ray's hub, to a worker) and a request record (back), per object, with the
 dataclasses' own pickling and with services/bench/pickling.py's, measured in the same run.
 
-    .venv/bin/python benchmarks/bench_pickling.py [--rounds 5]
+    .venv/bin/python -m benchmarks.bench_pickling [--rounds 5]
 """
 
 from __future__ import annotations
@@ -10,13 +10,9 @@ from __future__ import annotations
 import argparse
 import pickle
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.bench.spec import RequestSettings
 from services.bench.stats import RequestRecord

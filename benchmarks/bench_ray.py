@@ -5,18 +5,16 @@ server on this host; open loop (Poisson) at --rate for --duration seconds, then 
 loop of --concurrency streams for as long, both with 2 Ray workers. Prints the self-check's
 figures (loop lag, send lateness, CPU per worker), the verdict and requests/s.
 
-    .venv/bin/python benchmarks/bench_ray.py [--rate 50] [--concurrency 16] [--duration 8]
+    .venv/bin/python -m benchmarks.bench_ray [--rate 50] [--concurrency 16] [--duration 8]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from services.bench.arrivals import LoadSpec
 from services.bench.runner import execute_load

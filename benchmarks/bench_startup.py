@@ -7,7 +7,7 @@ handed to its connection (the run's stored start time plus the first request's s
 against the scripted server, with a fresh database each time (so the schema creation is
 counted too) and with an existing one. Prints each try and the median.
 
-    .venv/bin/python benchmarks/bench_startup.py [--tries 5]
+    .venv/bin/python -m benchmarks.bench_startup [--tries 5]
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tests.support.scripted_server import ScriptedServer
 

@@ -11,7 +11,7 @@ default.
 
 AIPerf goes in a virtual environment of its own (its dependencies clash with the app's):
     python -m venv /tmp/aiperf-venv && /tmp/aiperf-venv/bin/pip install aiperf==0.13.0
-    .venv/bin/python benchmarks/bench_vs_aiperf.py --aiperf /tmp/aiperf-venv/bin/aiperf
+    .venv/bin/python -m benchmarks.bench_vs_aiperf --aiperf /tmp/aiperf-venv/bin/aiperf
 """
 
 from __future__ import annotations
@@ -27,11 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import peers
-from peers import run_tree
-
+from benchmarks import peers
+from benchmarks.peers import run_tree
 from tests.support.scripted_server import ScriptedServer
 
 

@@ -23,7 +23,7 @@
 The server and the client share this machine's cores: figures from a 2-core VM are ratios
 measured back to back, not absolutes.
 
-    .venv/bin/python benchmarks/bench_workers.py [--workers 1,2] [--ray] [--aiperf PATH]
+    .venv/bin/python -m benchmarks.bench_workers [--workers 1,2] [--ray] [--aiperf PATH]
         [--inference-perf PATH] [--skip capacity,accuracy,streams,scaling]
 """
 
@@ -44,12 +44,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import peers
-from peers import parent_and_cpu_s, run_tree
-
+from benchmarks import peers
+from benchmarks.peers import parent_and_cpu_s, run_tree
 from services.bench import selfcheck
 from tests.support.scripted_server import ScriptedServer
 

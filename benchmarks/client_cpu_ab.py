@@ -6,7 +6,7 @@ process, unpaced) in the old tree, then in this one, alternating so that the mac
 falls on both; the medians are reported. Per request is the same figure with 1-token answers
 (one content chunk a request: the per-request work dominates).
 
-    .venv/bin/python benchmarks/client_cpu_ab.py [--baseline HEAD] [--rounds 5] [--paths client,runner]
+    .venv/bin/python -m benchmarks.client_cpu_ab [--baseline HEAD] [--rounds 5] [--paths client,runner]
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def run_once(
     """{path: (µs per token, of which kernel)} of one bench_client_cpu.py run in `tree`."""
     command = [
         sys.executable,
-        str(tree / "benchmarks" / "bench_client_cpu.py"),
+        "-m",
+        "benchmarks.bench_client_cpu",
         "--paths",
         paths,
         "--itl",

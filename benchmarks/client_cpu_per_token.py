@@ -6,7 +6,7 @@ costs (imports, pool start, the first connections) cancel out.
 The scripted server runs in its own process, so its CPU is not counted. Several reading
 paths can be compared (--paths); the product uses "ours".
 
-    .venv/bin/python benchmarks/client_cpu_per_token.py [--itl 10] [--paths ours,eventsource,sdk]
+    .venv/bin/python -m benchmarks.client_cpu_per_token [--itl 10] [--paths ours,eventsource,sdk]
 """
 
 from __future__ import annotations
@@ -16,11 +16,7 @@ import asyncio
 import gc
 import json
 import os
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx2
 

@@ -4,7 +4,7 @@
 timed (best of 5). Loopback runs (benchmarks/bench_client_cpu.py) spend most of a token's
 CPU in the kernel and the loop; this shows the Python share that code changes can move.
 
-    .venv/bin/python benchmarks/client_hot_path.py [--tree PATH] [--per-read 1,2,4] [--think N]
+    .venv/bin/python -m benchmarks.client_hot_path [--tree PATH] [--per-read 1,2,4] [--think N]
 
 --tree points at another checkout (e.g. an earlier commit exported with git archive) to
 compare with. --think N streams a reasoning model's answer: N `reasoning_content` chunks,
@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -87,16 +89,22 @@ async def per_token(per_read: int, tokens: int = 20_000, think: int = 0) -> floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent))
+    parser.add_argument("--tree", help="another checkout to time instead of this one")
     parser.add_argument("--per-read", default="1,2,4")
     parser.add_argument("--think", type=int, default=0)
     args = parser.parse_args()
-    sys.path.insert(0, args.tree)
+    if args.tree:
+        # The tree's code, not this checkout's: this script again, in a child whose imports
+        # find the tree first (the script's own folder holds no package).
+        command = [sys.executable, __file__, "--per-read", args.per_read, "--think", str(args.think)]
+        return subprocess.run(command, env={**os.environ, "PYTHONPATH": args.tree}).returncode
+    import services
+
+    tree = Path(services.__file__).resolve().parents[1]
     for count in (int(n) for n in args.per_read.split(",")):
         figure = asyncio.run(per_token(count, think=args.think))
         print(
-            f"{args.tree}: {count} chunk(s) a read, {args.think} thinking: "
-            f"{figure:.3f} µs of CPU per token",
+            f"{tree}: {count} chunk(s) a read, {args.think} thinking: {figure:.3f} µs of CPU per token",
             flush=True,
         )
     return 0

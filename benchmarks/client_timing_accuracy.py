@@ -3,7 +3,7 @@ records when it wrote each chunk (perf_counter, CLOCK_MONOTONIC, shared by proce
 client records when each chunk arrived. Prints p50/p90 of |client - server| per concurrency
 (issue 4 target: within 1 ms at p50 at concurrency 32 with TTFT 50 ms, ITL 10 ms).
 
-    .venv/bin/python benchmarks/client_timing_accuracy.py [--concurrency 32,128] [--loop uvloop]
+    .venv/bin/python -m benchmarks.client_timing_accuracy [--concurrency 32,128] [--loop uvloop]
 """
 
 from __future__ import annotations
@@ -11,11 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import uuid
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.client import ChatRequest, new_event_loop, run_many
 from tests.support.scripted_server import ScriptedServer

@@ -3,7 +3,7 @@ shape: keeping the closing chunks' own fields (the stream's hot path, on those c
 the adapter reading them once the stream ended, the split of TTFT and E2E, the stored row's
 JSON, and a pooled load's record pickled with them (against one without).
 
-    .venv/bin/python benchmarks/engine_times_cost.py [--rounds 7] [--count 20000]
+    .venv/bin/python -m benchmarks.engine_times_cost [--rounds 7] [--count 20000]
 """
 
 from __future__ import annotations
@@ -11,15 +11,11 @@ from __future__ import annotations
 import argparse
 import pickle
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.bench.stats import RequestRecord
 from services.client.records import StreamResult

@@ -3,7 +3,7 @@ own queue, prefill and decode and of the rest of TTFT and E2E (the time outside 
 clock: loopback HTTP, its front end, this client), over requests sent one at a time (or
 `--concurrency N` at once), and the worst |queue + prefill + decode + rest - E2E|.
 
-    .venv/bin/python benchmarks/engine_times_rest.py [--requests 30] [--max-tokens 32]
+    .venv/bin/python -m benchmarks.engine_times_rest [--requests 30] [--max-tokens 32]
         [--concurrency 1] [--engine ID ...]
 """
 
@@ -12,9 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.client import ChatRequest, StreamResult, run_many
 from services.engines import SamplingParams, get_adapter

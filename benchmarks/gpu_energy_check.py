@@ -2,7 +2,7 @@
 with an NVIDIA GPU (issue 33). Standalone: only nvidia-ml-py is needed.
 
     pip install nvidia-ml-py            # torch too, for a load (else the GPUs are sampled idle)
-    python benchmarks/gpu_energy_check.py [--seconds 30] [--interval 0.05] [--gpu 0] [--json]
+    python -m benchmarks.gpu_energy_check [--seconds 30] [--interval 0.05] [--gpu 0] [--json]
 
 For each GPU it reads `nvmlDeviceGetTotalEnergyConsumption` (mJ) at the window's start and end
 and samples `nvmlDeviceGetPowerUsage` (mW) every --interval in between, integrating the samples

@@ -2,7 +2,7 @@
 and frees memory. For a machine with a GPU (none was lent while this was written).
 
     .venv/bin/pip install torch          # a CUDA build; any recent one
-    .venv/bin/python benchmarks/gpu_sampler_check.py [--gib 4] [--device 0] [--hz 10]
+    .venv/bin/python -m benchmarks.gpu_sampler_check [--gib 4] [--device 0] [--hz 10]
 
 It samples GPU `--device` through services.telemetry.gpu.NvmlSampler at --hz in a thread
 while the main thread: idles 2 s, allocates --gib GiB, runs matmuls for 3 s, allocates as
@@ -24,13 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 GIB = 2**30
 

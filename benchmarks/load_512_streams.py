@@ -4,7 +4,7 @@ Closed loop: 512 requests in flight at all times; each one that ends is replaced
 Prints requests sent / completed / failed by error class, tokens, and the client's RSS
 sampled every 5 s (its peak and its growth after warm-up show whether memory is bounded).
 
-    .venv/bin/python benchmarks/load_512_streams.py [--streams 512] [--seconds 60]
+    .venv/bin/python -m benchmarks.load_512_streams [--streams 512] [--seconds 60]
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ import collections
 import resource
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.client import ChatRequest, make_http_client, new_event_loop, stream_chat
 from services.engines import SamplingParams

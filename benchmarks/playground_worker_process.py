@@ -9,7 +9,7 @@ the engine's own TTFT and mean ITL as the exchange stored them (truth: 50 ms and
 the wait from `send()` returning to the first answer text in the database (what a user sees
 as the start; a worker process first has to start Python).
 
-    .venv/bin/python benchmarks/playground_worker_process.py [--rounds 5]
+    .venv/bin/python -m benchmarks.playground_worker_process [--rounds 5]
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def busy(stop: threading.Event) -> None:

@@ -8,7 +8,7 @@ openmetrics`) into a temporary data directory; a Prometheus (Debian's) is starte
 (`monitor.history_view`: target discovery, one query per engine, one for the GPUs, the
 plotly charts), the figures' JSON that Streamlit sends, and the whole page in AppTest.
 
-    .venv/bin/python benchmarks/prometheus_history_render.py [--repeat 5]
+    .venv/bin/python -m benchmarks.prometheus_history_render [--repeat 5]
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 ENGINES = 4
 GPUS = 8

@@ -5,8 +5,8 @@ the history and a 4-run comparison in headless Chromium, and prints the time fro
 navigation to "script finished and the table/charts are on screen" (median of a few
 loads; the first load also pays the app's imports).
 
-    .venv/bin/python benchmarks/runs_list_speed.py --keep /tmp/runs-speed   # once
-    .venv/bin/python benchmarks/runs_browser_speed.py /tmp/runs-speed
+    .venv/bin/python -m benchmarks.runs_list_speed --keep /tmp/runs-speed   # once
+    .venv/bin/python -m benchmarks.runs_browser_speed /tmp/runs-speed
 """
 
 from __future__ import annotations

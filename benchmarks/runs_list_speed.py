@@ -6,7 +6,7 @@ deep), the filter options, the whole history page rendered by AppTest, a 4-run c
 (service and rendered page), and prints the figures. Targets: list < 1 s, 4-run
 comparison < 2 s.
 
-    .venv/bin/python benchmarks/runs_list_speed.py [--runs 10000] [--rows-per-run 500] [--keep DIR]
+    .venv/bin/python -m benchmarks.runs_list_speed [--runs 10000] [--rows-per-run 500] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 
 ENGINES = ["vllm", "sglang", "llamacpp-4slot", "llamacpp-1slot", "trtllm", "vllm-cpu", "tgi", "ollama"]
 MODELS = ["SmolLM2-135M-Instruct", "Llama-3.1-8B-Instruct", "Qwen3-8B", "gpt-oss-20b"]

@@ -5,7 +5,7 @@ and 4 engines, all in one recording run, shaped like the recorder's rows (the re
 schema, realistic JSON values), then times what the Monitor page's "Recorded" view does
 for a one-hour window: the query, the DataFrame, and the plotly figures.
 
-    .venv/bin/python benchmarks/telemetry_query_window.py [--days 7] [--db PATH] [--repeat 5]
+    .venv/bin/python -m benchmarks.telemetry_query_window [--days 7] [--db PATH] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -16,13 +16,11 @@ import os
 import random
 import sqlite3
 import statistics
-import sys
 import time
 from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 GPUS = 8
 ENGINES = [

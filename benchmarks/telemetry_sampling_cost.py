@@ -6,7 +6,7 @@ llama.cpp fixtures) with every counter and histogram value growing on each read,
 busy server, so nothing can be cached between reads. The figure is this process's CPU
 time (all threads: scrapes, parsing, normalising, NVML, the hub) over wall time.
 
-    .venv/bin/python benchmarks/telemetry_sampling_cost.py [--seconds 30] [--rate 4] [--record]
+    .venv/bin/python -m benchmarks.telemetry_sampling_cost [--seconds 30] [--rate 4] [--record]
 
 --record also writes every sample to a SQLite database (the recorder), as a recording does.
 """
@@ -23,7 +23,6 @@ from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "metrics"
 ENGINES = [

@@ -1,13 +1,12 @@
 """Write the next Alembic revision by comparing the models with the newest schema.
 
-Usage: .venv/bin/python scripts/new_migration.py "what changed"
+Usage, from the checkout's root: .venv/bin/python -m scripts.new_migration "what changed"
+(`python scripts/new_migration.py` also works once `pip install -e .` installed the package,
+but then reads the models of the checkout that was installed.)
 """
 
 import sys
 import tempfile
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from alembic import command
 from sqlalchemy import create_engine

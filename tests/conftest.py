@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,8 +9,6 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = (REPO_ROOT.parent / "shared").resolve()
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 
 @pytest.fixture

@@ -62,3 +62,29 @@ def test_every_suppression_says_why() -> None:
             ):
                 unexplained.append(f"{relative}:{number}: {line.strip()}")
     assert not unexplained, "a suppression without its reason:\n" + "\n".join(unexplained)
+
+
+#: A script that edits the import path: the package is installed instead (pyproject.toml).
+PATH_PATCH = re.compile(r"\bsys\.path\.(insert|append|extend)\(|\bsys\.path\s*(\+?=)[^=]")
+
+
+def test_no_python_file_patches_the_import_path() -> None:
+    # `pip install -e .` (run.sh, test.sh) makes the product importable from anywhere, and
+    # pytest puts the checkout first for the tests. A patch hid a missing install and could
+    # load another checkout's code.
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    patched = []
+    for name in filter(None, listed.stdout.split("\0")):
+        path = ROOT / name
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if PATH_PATCH.search(line):
+                patched.append(f"{name}:{number}: {line.strip()}")
+    assert not patched, "the import path patched (install the package instead):\n" + "\n".join(patched)
