@@ -22,7 +22,6 @@ The parts, by concept:
   stream     reading one response as it arrives: httptools callbacks, SSE, the hot path
   transport  the connection pool and `stream_chat`
   running    the fast event loop, one request or a batch with a client of their own
-  sdk        the openai SDK reading the same request (the reference in tests)
   snippets   "copy as curl / python"
 """
 
@@ -38,7 +37,6 @@ from services.client.records import (
 )
 from services.client.request import build_body, build_headers, chat_url, request_url
 from services.client.running import new_event_loop, run_blocking, run_chat, run_many
-from services.client.sdk import SdkReading, read_with_openai_sdk
 from services.client.snippets import as_curl, as_openai_python
 from services.client.transport import StreamClient, classify_exception, make_http_client, stream_chat
 
@@ -49,7 +47,6 @@ __all__ = [
     "ChatRequest",
     "ChoiceStream",
     "DeltaCallback",
-    "SdkReading",
     "StreamClient",
     "StreamResult",
     "as_curl",
@@ -61,7 +58,6 @@ __all__ = [
     "make_http_client",
     "merge_choice_usage",
     "new_event_loop",
-    "read_with_openai_sdk",
     "request_url",
     "run_blocking",
     "run_chat",

@@ -22,12 +22,12 @@ from services.client import (
     build_headers,
     chat_url,
     make_http_client,
-    read_with_openai_sdk,
     run_chat,
     run_many,
     stream_chat,
 )
 from services.engines import SamplingParams
+from tests.support.openai_sdk import read_with_openai_sdk
 from tests.support.scripted_server import WORDS, ScriptedServer
 
 MESSAGES = [{"role": "user", "content": "Say something short."}]

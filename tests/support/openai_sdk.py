@@ -1,4 +1,6 @@
-"""The openai SDK reading the same request: the reference our reader is tested against."""
+"""The openai SDK reading the same request: the reference our reader is tested against.
+
+A test's tool, so `openai` is a test requirement (requirements-dev.txt), not the product's."""
 
 from __future__ import annotations
 
