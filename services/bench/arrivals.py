@@ -145,14 +145,6 @@ def arrival_offsets(
         yield ramp_time(work, rate, ramp_up_s, ramp_start_rate)
 
 
-def trace_offsets(offsets_s: list[float], speed: float = 1.0) -> list[float]:
-    """A trace's arrival times relative to its first, compressed (speed > 1) or stretched."""
-    if not offsets_s:
-        return []
-    first = offsets_s[0]
-    return [(offset - first) / speed for offset in offsets_s]
-
-
 def worker_start_offsets(concurrency: int, ramp_up_s: float) -> list[float]:
     """When each closed-loop worker starts: all at once, or evenly over the ramp."""
     if ramp_up_s <= 0 or concurrency <= 1:

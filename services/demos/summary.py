@@ -46,7 +46,3 @@ class DemoSummary(Stored):
         stored_json.optional_dict_values, default=None, write="unless_none"
     )
     extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
-
-    @property
-    def concluded(self) -> bool:
-        return self.conclusion is not None

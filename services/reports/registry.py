@@ -58,8 +58,3 @@ def html_exporter(kind: str) -> HtmlExporter | None:
         return _EXPORTERS.get(RunKind(kind))
     except ValueError:
         return None
-
-
-def registered_kinds() -> list[RunKind]:
-    _load()
-    return sorted(_EXPORTERS)

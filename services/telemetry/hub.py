@@ -13,7 +13,6 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from services.telemetry.gpu import DcgmSampler, GpuState, NullGpuSampler, NvmlSampler
 from services.telemetry.scraper import EngineScraper, ScrapeTarget
@@ -192,14 +191,4 @@ def get_hub() -> TelemetryHub:
     with _hub_lock:
         if _hub is None:
             _hub = TelemetryHub()
-        return _hub
-
-
-def reset_hub(hub: TelemetryHub | None = None, **options: Any) -> TelemetryHub:
-    """Replace the process-wide hub (tests; or a fresh NVML after a driver reload)."""
-    global _hub
-    with _hub_lock:
-        if _hub is not None:
-            _hub.close()
-        _hub = hub if hub is not None else TelemetryHub(**options)
         return _hub

@@ -135,7 +135,7 @@ def latency_signals(base: str, *histograms: Metric, note: str = "") -> dict[str,
 
 
 def metric_prefixes(signal_map: SignalMap, histograms: bool = True) -> tuple[str, ...]:
-    """Metric names (line prefixes) the signals need, for `prometheus.select_lines`;
+    """Metric names (line prefixes) the signals need, for `prometheus.SeriesParser`;
     without the latency histograms' names when `histograms` is False."""
     names = {
         m.name

@@ -16,12 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from services import http
 from services.config import get_settings
 from services.errors import EngineError, ValidationError
-from services.telemetry.gpu import dcgm_source
 
 MAX_POINTS = 11_000  # Prometheus refuses more than 11,000 points per series
 #: 11,000 points of 30 series at ~40 bytes each, with room to spare.
@@ -288,43 +285,3 @@ GPU_QUERIES: dict[str, str] = {
 
 def gpu_query(signal: str, selector: str = "") -> str:
     return GPU_QUERIES[signal].replace("{s}", "{" + selector + "}" if selector else "")
-
-
-def gpu_history(
-    server: PromServer | str,
-    start_ts: float,
-    end_ts: float,
-    step_s: float = 15.0,
-    signals: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """GPU signals over a past window: columns ts, source, _kind, _label, _error and one
-    per signal (the shape of `query.SampleWindow.frame`), from one combined query."""
-    server = as_server(server)
-    wanted = list(signals or GPU_QUERIES)
-    unknown = [s for s in wanted if s not in GPU_QUERIES]
-    if unknown:
-        raise ValidationError(f"No Prometheus query for {', '.join(unknown)}.")
-    query = signals_query({signal: gpu_query(signal, server.selector) for signal in wanted})
-    cells: dict[tuple[float, str], dict[str, Any]] = {}
-    for series in query_range(server, query, start_ts, end_ts, step_s):
-        signal = series.labels.get(SIGNAL_LABEL)
-        if signal not in GPU_QUERIES:
-            continue
-        host = series.labels.get("hostname") or series.labels.get("instance", "remote").split(":")[0]
-        source = dcgm_source(host, series.labels.get("gpu", "0"))
-        label = series.labels.get("modelname", "GPU")
-        for ts, value in series.points:
-            row = cells.get((ts, source))
-            if row is None:
-                row = cells[(ts, source)] = {
-                    "ts": ts,
-                    "source": source,
-                    "_kind": "gpu",
-                    "_label": label,
-                    "_error": None,
-                }
-            row[signal] = value
-    if not cells:
-        return pd.DataFrame(columns=["ts", "source", "_kind", "_label", "_error", *wanted])
-    frame = pd.DataFrame.from_records(list(cells.values()))
-    return frame.sort_values(["ts", "source"], ignore_index=True)

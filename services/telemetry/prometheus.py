@@ -14,7 +14,7 @@ Label names are matched case-insensitively (dcgm-exporter renamed `Hostname` to
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import add, sub
 from typing import Any, Literal
@@ -37,11 +37,6 @@ class Histogram:
     counts: tuple[float, ...]
     sum: float
     count: float
-
-    @classmethod
-    def from_pairs(cls, buckets: Iterable[tuple[float, float]], sum: float, count: float) -> Histogram:
-        pairs = tuple(buckets)
-        return cls(tuple(b for b, _ in pairs), tuple(c for _, c in pairs), sum, count)
 
     @property
     def buckets(self) -> tuple[tuple[float, float], ...]:
@@ -185,38 +180,8 @@ class Families:
         return None
 
 
-def select_lines(text: str, keep: tuple[str, ...] | None) -> str:
-    """The sample lines whose metric name starts with one of `keep` (all sample lines when
-    None). Choosing lines first keeps parsing cheap: an engine exposes ~600 lines, the
-    normalised signals need ~80."""
-    lines = text.splitlines()
-    if keep is None:
-        kept: Iterable[str] = (line for line in lines if line and not line.startswith("#"))
-    else:
-        kept = (line for line in lines if line.startswith(keep) and "_created" not in line)
-    return "\n".join(kept) + "\n"
-
-
-def parse_text(text: str, keep: tuple[str, ...] | None = None) -> Families:
-    """Parse Prometheus text (only lines starting with `keep` when given) into Families.
-
-    Raises ValueError when prometheus_client cannot parse the text."""
-    families = Families()
-    samples = families.samples
-    for family in text_string_to_metric_families(select_lines(text, keep)):
-        for sample in family.samples:
-            labels = {k.lower(): v for k, v in sample.labels.items()} if sample.labels else {}
-            samples.setdefault(sample.name, []).append((labels, float(sample.value)))
-    return families
-
-
-def parse_typed(text: str) -> list:
-    """The full typed parse (families with HELP/TYPE), for inspection and tests."""
-    return list(text_string_to_metric_families(text))
-
-
 class SeriesParser:
-    """`parse_text` for one endpoint read again and again: a series (a line without its
+    """Prometheus text -> Families for one endpoint read again and again: a series (a line without its
     value) is parsed by prometheus_client the first time it is seen; later reads reuse
     that parse and convert only the new value. On first sight the value read from the
     line's last field is checked against prometheus_client's own parse of it; a line where

@@ -129,21 +129,6 @@ def _decode(texts: list[Any]) -> list[dict[str, Any]]:
     return [json.loads(t) if isinstance(t, str) else dict(t or {}) for t in texts]
 
 
-def list_sources(
-    start_ts: float | None = None, end_ts: float | None = None, run_id: int | None = None
-) -> list[str]:
-    """Sources with samples in the window (or the run)."""
-    query = select(Sample.source).distinct()
-    if run_id is not None:
-        query = query.where(Sample.run_id == run_id)
-    if start_ts is not None:
-        query = query.where(Sample.ts >= start_ts)
-    if end_ts is not None:
-        query = query.where(Sample.ts <= end_ts)
-    with session_scope() as session:
-        return sorted(session.scalars(query))
-
-
 @dataclass
 class RunTelemetry:
     """A run's telemetry and its requests on one clock: seconds since the run started.

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from services import lifecycle
 from services.errors import NotFoundError, ShootoutError
-from services.lifecycle import ACTIVE_STATUSES, HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
+from services.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
 from services.tune import launch, pareto
 from services.tune.spec import TuneSpec, config_label
 from services.tune.summary import TuneSummary
@@ -516,16 +515,6 @@ def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
             .limit(limit)
         ).all()
     return [(r.id, r.name, r.status) for r in rows]
-
-
-def wait_until_ended(run_id: int, timeout_s: float) -> TuneRunView:
-    """Poll until the run has ended (tests, the CLI's --detach-less path)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        view = get_run(run_id)
-        if not view.active or time.monotonic() > deadline:
-            return view
-        time.sleep(HEARTBEAT_INTERVAL_S / 10)
 
 
 def stop_leftover_engines(run_id: int) -> list[int]:

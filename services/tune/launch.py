@@ -24,7 +24,6 @@ from pathlib import Path
 
 from services import http, local_engines
 from services.errors import EngineError
-from services.processes import pid_alive
 from services.tune.spec import TuneSpec, setting_args
 
 LOG_TAIL_LINES = 12
@@ -213,7 +212,3 @@ def stop(engine: StartedEngine, timeout_s: float = 15.0) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def still_running(pid: int | None) -> bool:
-    return pid_alive(pid)

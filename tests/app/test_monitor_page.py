@@ -18,13 +18,13 @@ from db.models import Run, Sample
 from db.session import session_scope
 from services import endpoints
 from services.telemetry.gpu import NvmlSampler
-from services.telemetry.hub import reset_hub
 from services.telemetry.recorder import active_recordings, stop_recording
 from tests.conftest import REPO_ROOT
 from tests.services.telemetry.fake_pynvml import FakeGpu, NVMLError_LibraryNotFound, make_fake_pynvml
 from tests.services.telemetry.support import MetricsServer, Route, VllmLike
 from tests.support.markdown import as_read
 from tests.support.prometheus import SAMPLES_ORIGIN
+from tests.support.telemetry_hub import reset_hub
 
 
 def monitor_page() -> AppTest:

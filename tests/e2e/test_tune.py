@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tests.e2e.conftest import assert_no_exception, plotted_traces, screenshot, wait_for_app
+from tests.support.tune import wait_until_ended
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 
@@ -35,7 +36,7 @@ def test_the_page_shows_the_pareto_front_of_a_real_grid(app_page, app_database) 
         load=LoadSpec(concurrency=2, requests=4),
     )
     run_id = jobs.start_tuning(spec)  # its worker process (Playwright holds this thread's event loop)
-    view = jobs.wait_until_ended(run_id, 180)
+    view = wait_until_ended(run_id, 180)
     assert view.status == "finished", view.configs
     summary = view.summary
     app_page.goto(f"{app_database.url}/tune?run={run_id}")
@@ -65,7 +66,6 @@ def test_the_page_shows_the_pareto_front_of_a_real_grid(app_page, app_database) 
 
 def test_a_tuning_run_started_from_the_form_runs_in_its_worker(app_page, app_database) -> None:  # type: ignore[no-untyped-def]
     from services.processes import pid_alive
-    from services.tune import jobs
 
     app_page.goto(f"{app_database.url}/tune")
     wait_for_app(app_page)
@@ -80,7 +80,7 @@ def test_a_tuning_run_started_from_the_form_runs_in_its_worker(app_page, app_dat
     while "run=" not in app_page.url and time.monotonic() < deadline:
         app_page.wait_for_timeout(300)
     run_id = int(app_page.url.split("run=")[1].split("&")[0])
-    view = jobs.wait_until_ended(run_id, 120)
+    view = wait_until_ended(run_id, 120)
     assert view.status == "finished", view.configs
     assert [c["label"] for c in view.configs] == ["np=1", "np=2"]
     assert all(not pid_alive(c["pid"]) for c in view.configs)

@@ -7,11 +7,11 @@ from services import endpoints, engines_view, local_engines
 from services.endpoints import add_engine
 from services.engines.probe import ProbeResult
 from services.telemetry.gpu import NullGpuSampler
-from services.telemetry.hub import reset_hub
 from services.telemetry.scraper import ScrapeTarget
 from tests.services.telemetry.support import MetricsServer, Route
 from tests.support.markdown import as_read
 from tests.support.scripted_server import ScriptedServer
+from tests.support.telemetry_hub import reset_hub
 
 
 def _status(status: str, installed: bool = True, message: str = "") -> local_engines.LocalEngineStatus:

@@ -14,7 +14,6 @@ from services.bench.arrivals import (
     arrival_offsets,
     ramp_time,
     sweep_values,
-    trace_offsets,
     worker_start_offsets,
 )
 from services.errors import ValidationError
@@ -69,10 +68,9 @@ def test_linear_ramp_inverts_the_cumulative_rate() -> None:
     assert sum(1 for t in constant if t < 1.0) < sum(1 for t in constant if 3.0 <= t < 4.0)
 
 
-def test_worker_starts_and_trace_offsets() -> None:
+def test_worker_starts() -> None:
     assert worker_start_offsets(4, 0.0) == [0.0] * 4
     assert worker_start_offsets(4, 2.0) == [0.0, 0.5, 1.0, 1.5]
-    assert trace_offsets([10.0, 11.0, 13.0], speed=2.0) == [0.0, 0.5, 1.5]
 
 
 def test_sweep_values() -> None:

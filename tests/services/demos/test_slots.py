@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from services.demos import runner
 from services.demos.slots import HowManySlots
+from services.processes import pid_alive
 from services.tune import jobs as tune_jobs
-from services.tune.launch import still_running
 
 
 def test_how_many_slots_runs_each_slot_count_and_concludes(local_engines: list) -> None:
@@ -26,7 +26,7 @@ def test_how_many_slots_runs_each_slot_count_and_concludes(local_engines: list) 
     tune_run = int(conclusion.split("run #")[1].split(" ")[0])
     view = tune_jobs.get_run(tune_run)
     assert view.status == "finished" and [c["settings"]["np"] for c in view.configs] == ["1", "2"]
-    assert not any(still_running(c["pid"]) for c in view.configs)  # every engine it started is stopped
+    assert not any(pid_alive(c["pid"]) for c in view.configs)  # every engine it started is stopped
 
 
 def test_the_conclusion_reads_the_numbers() -> None:

@@ -59,11 +59,11 @@ def test_every_written_shape_round_trips(stored: dict[str, Any]) -> None:
 
 def test_the_record_reads_its_parts() -> None:
     summary = DemoSummary.from_json(SHAPES[2])
-    assert summary.concluded and summary.conclusion_headline == "Caching halves TTFT."
+    assert summary.conclusion is not None and summary.conclusion_headline == "Caching halves TTFT."
     assert summary.skipped_engines == {"dead": "connection refused"}
     assert summary.verdicts == {"a": {"verdict": "cache", "ratio": 0.5}}
     assert summary.extra == {"a_key_from_a_later_version": [1, 2]}
-    assert not DemoSummary.from_json(SHAPES[0]).concluded
+    assert DemoSummary.from_json(SHAPES[0]).conclusion is None
 
 
 @pytest.mark.parametrize(
@@ -93,6 +93,6 @@ def test_a_finished_demo_stores_a_summary_that_round_trips(db_url: str, demo_ser
         stored = dict(run.summary or {})
     summary = DemoSummary.from_json(stored)
     assert summary.to_json() == stored
-    assert summary.scenario == "prefix-cache" and summary.concluded
+    assert summary.scenario == "prefix-cache" and summary.conclusion is not None
     assert summary.verdicts is not None and summary.verdicts["typed"]["verdict"] == "cache"
     assert [step["status"] for step in summary.steps] == ["finished"] * len(summary.steps)

@@ -14,9 +14,9 @@ from services.engines.base import HttpAnswer
 from services.engines.probe import interpret
 from services.errors import EngineError
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
-from services.telemetry.prometheus import parse_text
 from services.telemetry.scraper import kind_from_metrics
 from services.telemetry.snapshot import Snapshot
+from tests.support.metrics_text import parse_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

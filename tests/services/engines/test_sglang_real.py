@@ -17,8 +17,8 @@ from services.engines.probe import probe
 from services.engines.sglang.local import SGLANG_VERSION, STANDIN_MARK
 from services.telemetry.gpu import NullGpuSampler
 from services.telemetry.hub import TelemetryHub
-from services.telemetry.prometheus import parse_text
 from services.telemetry.scraper import ScrapeTarget
+from tests.support.metrics_text import parse_text
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 

@@ -13,8 +13,8 @@ from services.engines import get_adapter
 from services.engines.base import HttpAnswer, ProbeEvidence
 from services.engines.probe import interpret
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
-from services.telemetry.prometheus import parse_text
 from services.telemetry.scraper import kind_from_metrics
+from tests.support.metrics_text import parse_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOT_FOUND = HttpAnswer(404, {"error": "Not Found"})

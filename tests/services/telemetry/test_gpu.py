@@ -9,7 +9,6 @@ import pytest
 
 from services.telemetry import gpu as gpu_module
 from services.telemetry.gpu import DcgmSampler, NvmlSampler, dcgm_snapshots, engine_for_process
-from services.telemetry.prometheus import parse_text
 from services.telemetry.scraper import ScrapeTarget
 from services.telemetry.signals import GPU_SIGNAL_NAMES
 from tests.services.telemetry.fake_pynvml import (
@@ -20,6 +19,7 @@ from tests.services.telemetry.fake_pynvml import (
     make_fake_pynvml,
 )
 from tests.services.telemetry.support import MetricsServer, Route
+from tests.support.metrics_text import parse_text
 
 GIB = 2**30
 

@@ -11,10 +11,10 @@ import pytest
 
 from services.engines import get_adapter
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
-from services.telemetry.prometheus import parse_text
 from services.telemetry.scraper import kind_from_metrics
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES
 from tests.services.telemetry.support import VllmLike
+from tests.support.metrics_text import parse_text
 
 LATENCY = [f"{b}_{s}" for b in ("ttft", "itl", "e2e") for s in ("p50_s", "p90_s", "p99_s", "mean_s")]
 

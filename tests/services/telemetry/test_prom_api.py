@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from services.errors import EngineError, ValidationError
-from services.telemetry.prom_api import SIGNAL_LABEL, gpu_history, query_range
+from services.telemetry.prom_api import query_range
 from tests.services.telemetry.support import MetricsServer, Route
 
 
@@ -46,29 +46,6 @@ def test_query_range_reads_the_matrix_and_lowercases_labels() -> None:
     assert query["query"] == ["DCGM_FI_DEV_GPU_UTIL"] and query["step"] == ["15"]
 
 
-def test_gpu_history_builds_a_sample_frame_from_one_combined_query() -> None:
-    with MetricsServer() as server:
-        labels = {"hostname": "n7", "gpu": "1", "modelName": "NVIDIA H100"}
-        server.routes["/api/v1/query_range"] = Route(
-            body=matrix(
-                ({**labels, SIGNAL_LABEL: "gpu_utilization_pct"}, [(100, 70), (115, 70)]),
-                ({**labels, SIGNAL_LABEL: "gpu_memory_used_bytes"}, [(100, 2**30), (115, 2**30)]),
-            ),
-            content_type="application/json",
-        )
-        frame = gpu_history(server.url, 100, 130, 15, ["gpu_utilization_pct", "gpu_memory_used_bytes"])
-        queries = [parse_qs(urlsplit(path).query)["query"][0] for path, *_ in server.requests]
-    assert (
-        len(queries) == 1
-        and "DCGM_FI_DEV_GPU_UTIL" in queries[0]
-        and "DCGM_FI_DEV_FB_USED" in queries[0]
-    )
-    assert list(frame["source"].unique()) == ["gpu:n7/1"]
-    assert list(frame["ts"]) == [100.0, 115.0]
-    assert list(frame["gpu_utilization_pct"]) == [70.0, 70.0]
-    assert frame["_label"].iloc[0] == "NVIDIA H100"
-
-
 def test_prometheus_errors_are_clear() -> None:
     with MetricsServer() as server:
         server.routes["/api/v1/query_range"] = Route(
@@ -82,5 +59,3 @@ def test_prometheus_errors_are_clear() -> None:
         query_range(server.url, "up", 0, 10, 1)
     with pytest.raises(ValidationError):
         query_range(server.url, "up", 10, 0, 1)
-    with pytest.raises(ValidationError):
-        gpu_history(server.url, 0, 10, 1, ["kv_cache_usage"])

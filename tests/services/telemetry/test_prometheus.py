@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from services.telemetry.prometheus import Families, Histogram, parse_text, parse_typed
+from services.telemetry.prometheus import Families, Histogram
+from tests.support.metrics_text import parse_text
 
 TEXT_FIXTURES = sorted(
     p.name
@@ -23,7 +25,7 @@ def test_fixture_folder_is_there(shared_dir: Path) -> None:
 @pytest.mark.parametrize("name", TEXT_FIXTURES)
 def test_every_fixture_parses_typed_and_untyped(shared_dir: Path, name: str) -> None:
     text = (shared_dir / "fixtures/metrics" / name).read_text()
-    typed = parse_typed(text)
+    typed = list(text_string_to_metric_families(text))
     families = parse_text(text)
     assert typed and len(families) > 0
     samples_typed = sum(len(f.samples) for f in typed)
@@ -86,7 +88,7 @@ def test_unparseable_text_raises_value_error() -> None:
 
 
 def hist(*pairs: tuple[float, float], total: float = 0.0) -> Histogram:
-    return Histogram.from_pairs(pairs, sum=total, count=pairs[-1][1])
+    return Histogram(tuple(b for b, _ in pairs), tuple(c for _, c in pairs), total, pairs[-1][1])
 
 
 def test_quantile_interpolates_inside_the_bucket() -> None:

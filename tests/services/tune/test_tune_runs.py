@@ -16,6 +16,7 @@ from services.processes import pid_alive
 from services.tune import jobs
 from services.tune.launch import render_template
 from services.tune.spec import TuneSpec
+from tests.support.tune import wait_until_ended
 
 TINY = {
     "workload": WorkloadSpec(input_len=16, output_len=8),
@@ -112,7 +113,7 @@ def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(
     while time.monotonic() < deadline + 60 and _stored_progress(run_id) <= 0:
         time.sleep(0.2)
     assert jobs.cancel_run(run_id)
-    view = jobs.wait_until_ended(run_id, 60)
+    view = wait_until_ended(run_id, 60)
     assert view.status == "cancelled" and view.finished_at is not None
     for config in view.configs:
         assert not pid_alive(config["pid"]), (

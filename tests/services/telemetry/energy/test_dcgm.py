@@ -8,8 +8,8 @@ import pytest
 
 from services.telemetry.energy.dcgm import DcgmEnergySource, energy_readings
 from services.telemetry.energy.records import EnergyUnavailable
-from services.telemetry.prometheus import parse_text
 from tests.services.telemetry.support import MetricsServer, Route
+from tests.support.metrics_text import parse_text
 
 
 def fixture_text(shared_dir: Path) -> str:
