@@ -8,7 +8,7 @@ two engines of the scripted server (first token at 50 ms, 10 ms per token, 32 to
 worker process as the page does, and publishes each to the session. Figures: the engine TTFT
 the exchange stored, and the wait from `send()` to the first answer text in the database.
 
-    .venv/bin/python benchmarks/session_followers.py [--rounds 10] [--followers 30]
+    .venv/bin/python -m benchmarks.session_followers [--rounds 10] [--followers 30]
 """
 
 from __future__ import annotations
@@ -17,14 +17,10 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 POLL_EVERY_S = 1.0
 
