@@ -148,3 +148,21 @@ def test_every_path_the_architecture_map_names_exists() -> None:
     assert len(paths) > 40, f"the map names only {len(paths)} paths: has its format changed?"
     missing = [p for p in paths if not (ROOT / p.rstrip("/")).exists()]
     assert not missing, "docs/architecture.md names paths that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_ci_jobs_shown_run_commands_that_parse() -> None:
+    """The README's and docs/ci-gate.md's CI job: its `shootout` command is one the CLI takes."""
+    import shlex
+
+    from shootout.cli import build_parser
+
+    for page in ("README.md", "docs/ci-gate.md"):
+        text = (ROOT / page).read_text()
+        job = re.search(r"```yaml\n(.*?)```", text, re.DOTALL)
+        assert job, f"{page} shows no CI job"
+        command = re.search(r"- run: >\n((?:        .*\n)+)", job.group(1))
+        assert command, f"{page}: the job runs no folded command"
+        words = shlex.split(" ".join(line.strip() for line in command.group(1).splitlines()))
+        assert words[0] == "shootout", words
+        parsed = build_parser().parse_args(words[1:])
+        assert parsed.fail_on and parsed.baseline, page
