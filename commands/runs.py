@@ -3,7 +3,7 @@
 runs list [filters]          runs show RUN        runs compare RUN RUN ...
 runs note RUN TEXT           runs tag RUN --add T --remove T
 runs archive RUN [--undo]    runs delete RUN --yes
-export RUN [RUN ...] --format csv|json|html [-o PATH]
+export RUN [RUN ...] --format csv|json|html|steps [-o PATH]
 import FILE [--format vllm|sglang|aiperf|guidellm|shootout] [--engine-name NAME] [--tag T]
 """
 
@@ -93,7 +93,9 @@ def _register_runs(subparsers: argparse._SubParsersAction) -> None:
 
 def _register_export(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "export", help="write a run as CSV, JSON or a self-contained HTML report"
+        "export",
+        help="write a run as CSV, JSON, a self-contained HTML report, or its steps' cost and "
+        "energy as CSV (--format steps)",
     )
     parser.add_argument(
         "runs", nargs="+", help="run number; several runs (html only) give a comparison report"
@@ -314,7 +316,7 @@ def _export(args: argparse.Namespace) -> int:
         exported = (
             reports.export_comparison(ids, args.baseline, allow_incomparable=args.allow_incomparable)
             if len(ids) > 1
-            else reports.export_run(ids[0], "html")
+            else reports.export_run(ids[0], args.format)
         )
         filename, chunks = exported.filename, iter([exported.data])
     if args.output == "-":

@@ -105,9 +105,10 @@ def _notes_and_tags(detail: runs.RunDetail) -> None:
             st.error(md_text(str(error)))
 
 
-def _exports(run_id: int) -> None:
+def _exports(run_id: int, kind: str) -> None:
     st.subheader("Export")
-    buttons = st.columns(3)
+    with_steps = kind in reports.KINDS_WITH_STEPS
+    buttons = st.columns(4 if with_steps else 3)
     # CSV and JSON are links to the server's streamed download (web/exports.py): a download
     # button would build the whole file in the app's memory first. The HTML report is one
     # page of summaries and figures (at most 1,000 points a curve), small at any run size.
@@ -121,6 +122,15 @@ def _exports(run_id: int) -> None:
         on_click="ignore",
         key="runs_export_html",
     )
+    if with_steps:
+        buttons[3].download_button(
+            "Steps CSV (cost, energy)",
+            data=lambda: reports.export_run(run_id, "steps").data,
+            file_name=reports.export_filename(run_id, "csv").replace(".csv", "-steps.csv"),
+            mime=reports.EXPORT_FORMATS["steps"],
+            on_click="ignore",
+            key="runs_export_steps",
+        )
 
 
 def run(run_id: int) -> None:
@@ -165,7 +175,7 @@ def run(run_id: int) -> None:
         st.info("This run holds no results yet.")
     _prometheus_history(detail.id)
     _notes_and_tags(detail)
-    _exports(run_id)
+    _exports(run_id, detail.kind)
     actions = st.columns(2)
     if actions[0].button("Unarchive" if detail.archived else "Archive", key="runs_run_archive"):
         set_archived([detail.id], not detail.archived)

@@ -4,6 +4,7 @@
 - `figures`: latency CDFs and latency against throughput;
 - `views`: what the Runs page draws for a comparison or one run, computed once;
 - `html_report` and `export`: a run as CSV, run JSON or HTML, a comparison as HTML;
+- `steps`: each step's cost and energy, for the HTML report and the steps CSV;
 - `registry`: which HTML report a kind of run gets (a demo registers its own story).
 
 Callers import from here; the parts import each other, never this package's top.
@@ -20,6 +21,7 @@ from services.reports.export import (
 from services.reports.figures import cdf_figure, latency_throughput_figure
 from services.reports.html_report import standard_html_report
 from services.reports.registry import ExportFile, register
+from services.reports.steps import KINDS_WITH_STEPS, steps_csv, steps_frame
 from services.reports.tables import comparison_table, settings_table, style_comparison_table
 from services.reports.views import (
     ComparisonView,
@@ -31,6 +33,7 @@ from services.reports.views import (
 
 __all__ = [
     "EXPORT_FORMATS",
+    "KINDS_WITH_STEPS",
     "ComparisonView",
     "ExportFile",
     "ExportFormat",
@@ -48,5 +51,7 @@ __all__ = [
     "settings_table",
     "split_lines_of",
     "standard_html_report",
+    "steps_csv",
+    "steps_frame",
     "style_comparison_table",
 ]

@@ -33,14 +33,18 @@ from services.reports.html_report import (
     comparability_html,
     report_html,
     standard_html_report,
+    steps_html,
     table_html,
 )
 from services.reports.registry import ExportFile, html_exporter
+from services.reports.steps import KINDS_WITH_STEPS, steps_csv
 from services.reports.views import comparison_view
 from services.runs.caveats import run_caveats
 
-ExportFormat = Literal["csv", "json", "html"]
-EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": HTML_MIME}
+ExportFormat = Literal["csv", "json", "html", "steps"]
+#: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the
+#: run's summary, never its requests).
+EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": HTML_MIME, "steps": "text/csv"}
 
 
 def _rows_of(
@@ -77,10 +81,12 @@ def run_document(run_id: int) -> dict[str, Any]:
 
 
 def export_run(run_id: int, fmt: str) -> ExportFile:
-    """A run as CSV (per request), JSON (config, summary, engine info, rows) or HTML (the
-    report its kind registered, else the standard one)."""
+    """A run as CSV (per request), JSON (config, summary, engine info, rows), HTML (the
+    report its kind registered, else the standard one) or its steps' cost and energy as CSV."""
     if fmt not in EXPORT_FORMATS:
-        raise ValidationError(f"Unknown export format {fmt!r}: use csv, json or html.")
+        raise ValidationError(f"Unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}.")
+    if fmt == "steps":
+        return export_steps(run_id)
     if fmt == "html":
         refuse_hidden(run_id)
         exporter = html_exporter(runs.get_run(run_id).kind) or standard_html_report
@@ -88,6 +94,22 @@ def export_run(run_id: int, fmt: str) -> ExportFile:
     # Whole in memory: for small runs and tests; the page and the CLI write the stream.
     data = b"".join(stream_run(run_id, fmt).chunks)
     return ExportFile(filename=export_filename(run_id, fmt), mime=EXPORT_FORMATS[fmt], data=data)
+
+
+def export_steps(run_id: int) -> ExportFile:
+    """The steps CSV: each engine result or sweep step with its cost and energy."""
+    refuse_hidden(run_id)
+    detail = runs.get_run(run_id)
+    if detail.kind not in KINDS_WITH_STEPS:
+        raise ValidationError(
+            f"Run #{run_id} is a {detail.kind} run: only benchmark, import and tune runs have "
+            "steps with a cost and an energy. Export its CSV or JSON instead."
+        )
+    return ExportFile(
+        filename=export_filename(run_id, "csv").replace(".csv", "-steps.csv"),
+        mime=EXPORT_FORMATS["steps"],
+        data=steps_csv(run_id, detail.kind, detail.summary),
+    )
 
 
 def export_comparison(
@@ -118,7 +140,9 @@ def export_comparison(
         caveats_html(run_caveats(d.config, d.summary), f"What qualifies #{d.id}") for d in details
     ]
     title = "Shootout comparison: " + ", ".join(f"#{d.id}" for d in details)
-    data = report_html(title, [intro, comparability_html(view), *caveats], view, []).encode("utf-8")
+    # Each run's steps: how its energy was measured (or why not) is not a row of the table.
+    steps = [steps_html(d, f"Cost and energy per step of #{d.id}") for d in details]
+    data = report_html(title, [intro, comparability_html(view), *caveats], view, steps).encode("utf-8")
     return ExportFile(
         filename=export_filename(list(view.comparison.run_ids), "html"), mime=HTML_MIME, data=data
     )

@@ -14,6 +14,7 @@ import plotly.offline
 from services.exports import export_filename
 from services.figures import inert
 from services.reports.registry import ExportFile
+from services.reports.steps import steps_frame
 from services.reports.tables import mark_style
 from services.reports.views import ComparisonView, run_view
 from services.runs import RunDetail
@@ -114,6 +115,16 @@ def split_html(view: ComparisonView) -> str:
     )
 
 
+def steps_html(detail: RunDetail, heading: str = "Cost and energy per step") -> str:
+    """Each step's cost per 1M tokens ("not priced" without a price) and energy (J per output
+    token, output tokens per joule, how it was measured or why not); "" for a run without steps."""
+    goodput = bool(detail.summary.get("slo"))
+    frame = steps_frame(detail.kind, detail.summary, goodput=goodput)
+    if frame.empty:
+        return ""
+    return f"<h2>{html.escape(heading)}</h2>" + table_html(frame)
+
+
 def report_html(
     title: str, intro: list[str], view: ComparisonView | None, extra_sections: list[str]
 ) -> str:
@@ -156,7 +167,7 @@ def run_html(run_id: int) -> bytes:
     """The standard report of one run, as UTF-8 bytes."""
     run = run_view(run_id)
     detail = run.detail
-    extra = []
+    extra = [steps_html(detail)]
     if run.exchanges is not None:
         extra.append("<h2>Playground answers</h2>" + table_html(run.exchanges))
     if run.sample_sources is not None:

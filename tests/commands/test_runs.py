@@ -57,3 +57,17 @@ def test_runs_show_and_compare_say_where_the_time_went(db_url: str, capsys) -> N
     assert code == 0
     assert f"#{b} sglang-cpu: where the time went: not reported by SGLang" in out
     assert "Queue (engine) p50" in out and "not reported by SGLang" in out
+
+
+def test_export_steps_writes_each_steps_cost_and_energy(db_url: str, tmp_path) -> None:
+    from tests.services.reports.test_steps import MEASURED, block
+    from tests.services.test_runs import make_run
+
+    run_id = make_run(engines={"vllm": block(price=3.6, energy=MEASURED)})
+    result = cli("export", str(run_id), "--format", "steps", "-o", "-")
+    assert result.returncode == 0, result.stderr
+    (row,) = csv.DictReader(io.StringIO(result.stdout))
+    assert row["engine"] == "vllm" and row["cost"] == "priced" and row["energy"] == "measured"
+    played = make_run(kind="playground", engines={})
+    refused = cli("export", str(played), "--format", "steps", "-o", str(tmp_path / "x.csv"))
+    assert refused.returncode == 1 and "only benchmark, import and tune runs" in refused.stderr
