@@ -167,6 +167,15 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
     return result
 
 
+def stored_energy(numbers: dict[str, Any]) -> dict[str, float]:
+    """A block's energy figures (ENERGY_METRICS) as the run stored them, only where measured:
+    a step with a reason has no figure, never 0 J (and so no change from 0 for the gate)."""
+    energy = numbers.get("energy")
+    if not isinstance(energy, dict) or not energy.get("measured"):
+        return {}
+    return {m: v for m in ENERGY_METRICS if (v := finite_number(energy.get(m))) is not None}
+
+
 def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
     stats: dict[str, dict[str, float]] = {}
     for metric in (*LATENCY_METRICS, *ANSWER_METRICS, *REASONING_RATES):
@@ -213,12 +222,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
         # The cost the run stored with its price (never recomputed from today's price).
         priced = cost.Cost.from_json(numbers.get(cost.SUMMARY_KEY)).to_json()
         rates.update({metric: v for metric in COST_METRICS if (v := priced.get(metric)) is not None})
-        # Energy only where it was measured: a reason is no figure, never 0 J.
-        energy = numbers.get("energy")
-        if isinstance(energy, dict) and energy.get("measured"):
-            rates.update(
-                {m: v for m in ENERGY_METRICS if (v := finite_number(energy.get(m))) is not None}
-            )
+        rates.update(stored_energy(numbers))
         completed = finite_number(numbers.get("completed"))
         failed = finite_number(numbers.get("failed"))
         if completed is None and sampled:
@@ -286,6 +290,9 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
                 rate = finite_number(numbers.get(metric))
                 if rate is not None:
                     values.setdefault(metric, []).append(rate)
+            # Energy varies from run to run too: its repeats judge the gate's energy checks.
+            for metric, rate in stored_energy(numbers).items():
+                values.setdefault(metric, []).append(rate)
         if len(repeat_ids) >= 2:
             item.repeat_run_ids = tuple(sorted(repeat_ids))
             item.repeat_values = values

@@ -1,7 +1,8 @@
 """The gate's thresholds: `--fail-on "ttft_p90:+10%,output_tok_s:-5%"` read into records.
 
 A latency threshold is a rise (`+N%`: fail when the candidate is more than N% slower), a
-throughput threshold a fall (`-N%`). Anything else is a `GateSyntaxError` whose message says
+throughput threshold a fall (`-N%`); cost and joules per output token rise, output tokens per
+joule fall. Anything else is a `GateSyntaxError` whose message says
 what was expected (the CLI exits 2 with it).
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from services.errors import ValidationError
 from services.runs.records import (
     COST_METRICS,
+    ENERGY_METRICS,
     LATENCY_METRICS,
     STAT_LABELS,
     TABLE_STATS,
@@ -31,6 +33,13 @@ COST_NAMES: dict[str, str] = {
     "usd_1m_output": "usd_per_1m_output",
     "usd_1m_total": "usd_per_1m_total",
     "usd_1m_goodput": "usd_per_1m_output_goodput",
+}
+#: Energy over each step's window as each run stored it (services/telemetry/energy): joules per
+#: output token regress by rising, output tokens per joule by falling. A run whose energy was not
+#: measured has no figure, so its check reads "not measured", never a change from 0.
+ENERGY_NAMES: dict[str, str] = {
+    "j_per_output_token": "j_per_output_token",
+    "output_tok_per_j": "output_tokens_per_j",
 }
 LATENCY_NAMES: dict[str, str] = {metric.removesuffix("_s"): metric for metric in LATENCY_METRICS}
 _ITEM = re.compile(r"^(?P<name>[a-z0-9_]+):(?P<sign>[+-])(?P<limit>\d+(?:\.\d+)?)%$")
@@ -60,6 +69,8 @@ class Threshold:
     def label(self) -> str:
         if self.metric in COST_METRICS:
             return COST_METRICS[self.metric]
+        if self.metric in ENERGY_METRICS:
+            return ENERGY_METRICS[self.metric][0]
         if self.stat is None:
             return THROUGHPUT_METRICS[self.metric][0]
         return f"{LATENCY_METRICS[self.metric]} {STAT_LABELS[self.stat]}"
@@ -70,7 +81,7 @@ class Threshold:
 
 def known_names() -> list[str]:
     latencies = [f"{short}_{stat}" for short in LATENCY_NAMES for stat in TABLE_STATS]
-    return [*latencies, *THROUGHPUT_NAMES, *COST_NAMES]
+    return [*latencies, *THROUGHPUT_NAMES, *COST_NAMES, *ENERGY_NAMES]
 
 
 def _threshold(item: str) -> Threshold:
@@ -85,6 +96,10 @@ def _threshold(item: str) -> Threshold:
         metric, stat, worse = THROUGHPUT_NAMES[name], None, -1
     elif name in COST_NAMES:
         metric, stat, worse = COST_NAMES[name], None, 1
+    elif name in ENERGY_NAMES:
+        metric, stat = ENERGY_NAMES[name], None
+        # Higher is better for tokens per joule: a fall is the regression.
+        worse = -1 if ENERGY_METRICS[metric][2] else 1
     else:
         short, _, stat_name = name.rpartition("_")
         if short not in LATENCY_NAMES or stat_name not in TABLE_STATS:

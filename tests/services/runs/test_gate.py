@@ -35,6 +35,8 @@ def steady(centre: float, n: int = 40) -> list[float]:
         ("ttft_p90:-10%", "ttft_p90 gets worse by a rise: write +N%"),
         ("output_tok_s:+5%", "output_tok_s gets worse by a fall: write -N%"),
         ("usd_1m_output:-5%", "usd_1m_output gets worse by a rise: write +N%"),
+        ("j_per_output_token:-5%", "j_per_output_token gets worse by a rise: write +N%"),
+        ("output_tok_per_j:+5%", "output_tok_per_j gets worse by a fall: write -N%"),
         ("ttft_p90:+10%,ttft_p90:+20%", "names a metric twice"),
     ],
 )
@@ -110,6 +112,51 @@ def test_cost_per_million_tokens_is_gated_as_a_rise(db_url: str) -> None:
     # A run without a price is not measured on cost, never a 100% change from $0.
     unpriced = gate.evaluate(base, [priced(None)], checks, fail_on_unknown_noise=True)
     assert unpriced.checks[0].status == "not measured"
+
+
+def energy_run(j_per_output_token: float | None) -> int:
+    energy = (
+        {
+            "measured": True,
+            "joules": 640.0,
+            "method": "energy counter",
+            "j_per_output_token": j_per_output_token,
+            "output_tokens_per_j": 1 / j_per_output_token,
+        }
+        if j_per_output_token
+        else {"measured": False, "reason": "no NVIDIA GPU here"}
+    )
+    return stored(0.100, steady(0.100), energy=energy)
+
+
+def test_energy_is_gated_a_rise_per_token_and_a_fall_per_joule(db_url: str) -> None:
+    checks = gate.parse_fail_on("j_per_output_token:+10%,output_tok_per_j:-10%")
+    assert [(t.metric, t.stat, t.direction) for t in checks] == [
+        ("j_per_output_token", None, 1),
+        ("output_tokens_per_j", None, -1),
+    ]
+    assert [t.label for t in checks] == ["Energy per output token", "Output tokens per joule"]
+    base, hungrier = energy_run(0.5), energy_run(0.625)
+    strict = gate.evaluate(base, [hungrier], checks, fail_on_unknown_noise=True)
+    per_token, per_joule = strict.checks
+    assert per_token.change_pct == pytest.approx(25.0) and per_token.status == "fail"
+    assert per_joule.change_pct == pytest.approx(-20.0) and per_joule.status == "fail"
+    assert "0.5 J -> 0.625 J" in per_token.text
+    thriftier = gate.evaluate(base, [energy_run(0.4)], checks, fail_on_unknown_noise=True)
+    assert [c.status for c in thriftier.checks] == ["pass", "pass"]
+
+
+def test_unmeasured_energy_is_not_measured_never_a_change_from_zero(db_url: str) -> None:
+    checks = gate.parse_fail_on("j_per_output_token:+10%,output_tok_per_j:-10%")
+    for base, candidate in ((energy_run(0.5), energy_run(None)), (energy_run(None), energy_run(0.5))):
+        result = gate.evaluate(base, [candidate], checks, fail_on_unknown_noise=True)
+        assert [c.status for c in result.checks] == ["not measured", "not measured"]
+        assert result.exit_code == gate.EXIT_PASS
+        assert all(c.change_pct is None for c in result.checks)
+    # A run from before energy (no block at all) reads the same.
+    old = stored(0.100, steady(0.100))
+    result = gate.evaluate(energy_run(0.5), [old], checks, fail_on_unknown_noise=True)
+    assert [c.status for c in result.checks] == ["not measured", "not measured"]
 
 
 def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> None:
