@@ -339,6 +339,7 @@ def _run_config(
     total: int,
 ) -> None:
     from services.bench.jobs import build_summary
+    from services.bench.jobs.executing import energy_meter
     from services.bench.runner import Benchmark
     from services.bench.spec import BenchSpec, EngineTarget
     from services.bench.summary import BenchSummary
@@ -387,13 +388,18 @@ def _run_config(
             record_engine_metrics=False,
             name=config["label"],
         ).validate()
-        benchmark = Benchmark(bench, sink=beat, should_stop=stop, salt=f"tune{run_id}-{config['index']}")
+        energy = energy_meter(bench)  # each configuration's J per output token, beside its cost
+        salt = f"tune{run_id}-{config['index']}"
+        benchmark = Benchmark(bench, sink=beat, should_stop=stop, salt=salt, energy=energy)
 
         def progress_now() -> None:
             beat.progress = (config["index"] + benchmark.phase_fraction()) / total
 
         benchmark.progress = lambda fraction, message: progress_now()
-        outcome = run_blocking(benchmark.run())
+        try:
+            outcome = run_blocking(benchmark.run())
+        finally:
+            energy.close()
         beat.flush()
         records = beat.records.get(config["label"], [])
         summary = BenchSummary.from_json(build_summary(bench, records, outcome))

@@ -12,6 +12,8 @@ from typing import Any
 
 from services import cost
 from services.bench.stats import SloSpec, block_meets_slo
+from services.runs.records import format_value
+from services.telemetry.energy.records import EnergyResult
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,18 @@ def cost_figure(block: dict[str, Any], with_slos: bool) -> tuple[float | None, s
     return figures.usd_per_1m_output, "output tokens"
 
 
+def energy_figure(block: dict[str, Any]) -> tuple[float | None, str]:
+    """A configuration's joules per output token as stored with it, and in words: "0.13 J",
+    "not measured here: <reason>", or "" for a run from before energy (never 0 J)."""
+    energy = EnergyResult.from_json(block.get("energy"))
+    if energy is None:
+        return None, ""
+    if not energy.measured:
+        return None, energy.label
+    value = energy.j_per_output_token
+    return value, format_value("j_per_output_token", value)
+
+
 def cheapest_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choice:
     """The configuration with the lowest cost per 1M output tokens (at goodput with SLOs) among
     those meeting the SLOs; None, saying why, when none qualifies or the run had no price."""
@@ -141,8 +155,14 @@ def cheapest_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> C
     value, winner = min(known, key=lambda pair: pair[0])
     counted = cost_figure(winner["metrics"], slo.active)[1]
     among = f"meeting {slo.label()}" if slo.active else "(no SLOs set)"
+    joules, energy = energy_figure(winner["metrics"])
+    energy = (
+        f"; {energy} per output token"
+        if joules is not None
+        else (f"; energy {energy}" if energy else "")
+    )
     return Choice(
         winner["label"],
         f"{winner['label']}: the cheapest of the {len(known)} configurations {among}, "
-        f"{cost.format_usd(value)} per 1M {counted}.",
+        f"{cost.format_usd(value)} per 1M {counted}{energy}.",
     )

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from services import cost, stored_json
 from services.errors import ValidationError
 from services.tune import jobs
-from services.tune.pareto import cost_figure
+from services.tune.pareto import cost_figure, energy_figure
 from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
 from services.tune.summary import TuneSummary
 
@@ -100,6 +100,7 @@ def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
                 "req/s": _round(metrics.get("request_throughput_rps"), 3),
                 "goodput req/s": _round(metrics.get("goodput_rps"), 3),
                 COST_COLUMN: cost.format_usd(cost_figure(metrics, with_slos)[0]) if metrics else "",
+                ENERGY_COLUMN: energy_figure(metrics)[1] if metrics else "",
                 "cheapest": "$" if config["label"] == cheapest else "",
                 "TTFT p50 ms": _ms({"p90": ttft.get("p50")}),
                 "TTFT p90 ms": _ms(ttft),
@@ -118,6 +119,8 @@ def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
 
 #: The table's cost column: at goodput with SLOs, else per output token (services/tune/pareto.py).
 COST_COLUMN = "$/1M output tok"
+#: The table's energy column: joules per output token, or why it was not measured.
+ENERGY_COLUMN = "J/output tok"
 
 
 def cheapest(summary: TuneSummary | dict[str, Any]) -> Winner:

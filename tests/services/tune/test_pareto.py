@@ -138,3 +138,18 @@ def test_without_a_price_there_is_no_cheapest_and_it_says_not_priced() -> None:
     assert cheapest_configuration(FIXTURE[:1], SloSpec()).label is None  # a run stored before prices
     none_met = cheapest_configuration([_priced(FIXTURE[3], 1.0, 1.0)], SloSpec(ttft_ms=100))
     assert none_met.label is None and "No configuration met the SLOs" in none_met.reason
+
+
+def test_the_cheapest_says_its_energy_where_measured_and_why_not_elsewhere() -> None:
+    """Issue 33: the cheapest configuration carries its joules per output token beside its cost."""
+    from services.tune.pareto import cheapest_configuration, energy_figure
+
+    measured = {"measured": True, "joules": 64.0, "j_per_output_token": 0.128}
+    config = _priced(FIXTURE[0], 3.6, 40.0)
+    config["metrics"]["energy"] = measured
+    choice = cheapest_configuration([config], SloSpec(ttft_ms=600))
+    assert choice.reason.endswith("$25.00 per 1M output tokens at goodput; 0.128 J per output token.")
+    config["metrics"]["energy"] = {"measured": False, "reason": "no NVIDIA GPU here"}
+    choice = cheapest_configuration([config], SloSpec(ttft_ms=600))
+    assert choice.reason.endswith("; energy not measured here: no NVIDIA GPU here.")
+    assert energy_figure({}) == (None, "")  # a run from before energy: nothing, never 0 J

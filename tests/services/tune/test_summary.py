@@ -88,8 +88,15 @@ def test_each_configuration_shows_its_cost_and_the_cheapest_is_named() -> None:
             "launch": {"plain": "llama-server -np 1", "docker": "docker run y"},
         },
     }
+    stored["configs"][0]["metrics"]["energy"] = {
+        "measured": True,
+        "joules": 64.0,
+        "j_per_output_token": 0.128,
+    }
+    stored["configs"][1]["metrics"]["energy"] = {"measured": False, "reason": "no counter"}
     table = views.config_table(stored)
     assert list(table[views.COST_COLUMN]) == ["$25.00", "not priced"]
+    assert list(table[views.ENERGY_COLUMN]) == ["0.128 J", "not measured here: no counter"]
     assert list(table["cheapest"]) == ["$", ""]
     found = views.cheapest(stored)
     assert (found.label, found.plain) == ("a", "llama-server -np 1")

@@ -236,3 +236,36 @@ def test_a_price_is_checked_kept_and_names_the_cheapest_configuration() -> None:
     cheapest = summary["cheapest"]
     assert cheapest["label"] == "np=2" and "$12.50 per 1M output tokens" in cheapest["reason"]
     assert "-np 2" in cheapest["launch"]["plain"]
+
+
+def test_each_configuration_carries_its_energy_or_why_not(db_url: str) -> None:
+    """Issue 33: a configuration's step is metered like a benchmark's, so it stores joules per
+    output token where a counter is readable and the reason where not, never 0 J. The engine
+    here is the scripted server, started by a command template."""
+    import sys
+
+    from services.telemetry.energy.records import EnergyResult
+    from services.tune import views
+    from tests.support import scripted_server
+
+    template = f"{sys.executable} {scripted_server.__file__} --port {{port}}"
+    spec = TuneSpec(
+        kind="llamacpp",
+        launcher="command",
+        start_command=template,
+        grid={"np": ("1",)},
+        usd_per_hour="3.6",  # type: ignore[arg-type]
+        **TINY,
+    )
+    run_id = jobs.create_run(spec, trusted=True)
+    summary = jobs.execute_run(run_id)
+    (config,) = summary["configs"]
+    assert config["status"] == "finished", config
+    energy = EnergyResult.from_json(config["metrics"]["energy"])
+    assert energy is not None
+    if energy.measured:
+        assert energy.j_per_output_token and energy.j_per_output_token > 0
+    else:
+        assert energy.reason and energy.joules is None
+    cell = views.config_table(summary)[views.ENERGY_COLUMN].iloc[0]
+    assert cell.endswith(" J") if energy.measured else cell.startswith("not measured here: ")
