@@ -54,10 +54,13 @@ def engines_tab() -> None:
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    for card in view.ranking_cards(constraints):
+    decided = view.decision(constraints)
+    st.markdown(decided.cheapest)
+    for card in decided.cards:
         with st.container(border=True):
             st.markdown(card.title)
             st.markdown(card.reasons)
+            st.caption(card.measured)
     st.caption(view.RANKING_NOTE)
 
 

@@ -6,6 +6,7 @@ Entry points (the page and `cli.py plan` use these):
 - `list_presets()`, `catalog.*`: models and GPUs by key, the user's own included.
 - `importers.model_from_config(dict)`, `importers.model_from_gguf(path)`: fill a model.
 - `engines_reference.feature_rows()`, `rank_engines(Constraints)`: the engines side by side.
+- `measured.measured_by_kind()`: per engine kind, the cheapest stored step meeting its SLOs and its energy.
 - `launch.options_for_plan(PlanRequest)` + `launch.build_launch(LaunchOptions)`: the start command, plain and docker.
 - `runs.runs_for_plan(model, gpu)` + `measure(...)`: a stored run of the planned model and GPU against its bound.
 """

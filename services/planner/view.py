@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from services import cost
 from services.errors import ShootoutError, ValidationError
 from services.planner import catalog, engines_reference, importers, launch, runs
+from services.planner.measured import NO_RUNS, MeasuredKind, measured_by_kind
 from services.planner.plan import PlanRequest, PlanResult, gpu_rows, make_plan, model_rows
 from services.planner.specs import GB, GIB, GpuSpec, ModelSpec
 from services.safe_text import md_line
@@ -199,7 +200,10 @@ def constraints(
 #: engines' reference data and names no measured winner; Compare does, and only between runs
 #: whose setups are comparable (services.runs.comparability).
 RANKING_NOTE = (
-    "Ranked from the engines' reference data, not from measurements. For a measured winner, "
+    "Ranked from the engines' reference data, not from measurements; the line under each "
+    "engine is what your stored runs of its kind measured (cost per 1M output tokens at the "
+    "price each run stored, energy per output token), whatever model or GPU they ran. For a "
+    "measured winner, "
     "benchmark the candidates and compare the runs on the Runs page: it names one only when "
     "the runs are comparable (same lengths served, fixed output honoured, prefix cache, load, "
     "token counter, timing) and lists what differs otherwise."
@@ -208,21 +212,71 @@ RANKING_NOTE = (
 
 @dataclass(frozen=True)
 class RankingCard:
-    """One ranked engine as markdown: its place, name and score, then its reasons as a list."""
+    """One ranked engine as markdown: its place, name and score, then its reasons as a list,
+    then what the stored runs measured of its kind (cost and energy; "" when not asked)."""
 
     title: str
     reasons: str
+    measured: str = ""
 
 
-def ranking_cards(constraints: engines_reference.Constraints) -> list[RankingCard]:
-    """The engines best-first for the "Which engine?" answers (names and reasons are ours)."""
+def ranking_cards(
+    constraints: engines_reference.Constraints,
+    measured: dict[str, MeasuredKind] | None = None,
+) -> list[RankingCard]:
+    """The engines best-first for the "Which engine?" answers (names and reasons are ours);
+    with `measured`, each card also says its kind's cheapest stored step meeting the SLOs."""
     cards = []
     for ranking in engines_reference.rank_engines(constraints):
         verdict = f"score {ranking.score:+d}" if ranking.supported else "not an option"
         place = f"{ranking.place_label}. " if ranking.place else ""
         reasons = "\n".join(f"- {reason}" for reason in ranking.reasons) or "- no rule applies"
-        cards.append(RankingCard(title=f"**{place}{ranking.label}** — {verdict}", reasons=reasons))
+        line = ""
+        if measured is not None:
+            line = measured[ranking.kind].line if ranking.kind in measured else NO_RUNS
+        cards.append(
+            RankingCard(title=f"**{place}{ranking.label}** — {verdict}", reasons=reasons, measured=line)
+        )
     return cards
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The "Which engine?" answer: the ranked cards, each with its kind's measured cost and
+    energy, and the cheapest stored step meeting its SLOs across kinds (markdown)."""
+
+    cards: list[RankingCard]
+    cheapest: str
+
+
+def decision(constraints: engines_reference.Constraints) -> Decision:
+    """The ranking with what the stored runs measured; an unreadable run database is said in
+    the cheapest line and leaves the ranking whole."""
+    try:
+        measured = measured_by_kind()
+    except SQLAlchemyError as error:
+        line = md_line(f"Stored runs cannot be read, so no measured cost or energy: {error}")
+        return Decision(ranking_cards(constraints), line)
+    labels = engines_reference.tables().engines
+    best = [(m.cheapest, labels.get(kind, kind)) for kind, m in measured.items() if m.cheapest]
+    if best:
+        step, label = min(best, key=lambda pair: (pair[0].usd_per_1m or 0.0, pair[0].run_id))
+        cheapest = md_line(
+            f"Cheapest measured meeting its SLOs: {label} ({step.where}), "
+            f"{cost.format_usd(step.usd_per_1m)} per 1M {step.counted}. Runs of other models "
+            "or GPUs are not comparable: check each line's run."
+        )
+    elif measured:
+        cheapest = md_line(
+            "No stored step both has a price and met its SLOs: cost per 1M tokens is "
+            f"{cost.NOT_PRICED} or over the SLOs for every engine kind measured."
+        )
+    else:
+        cheapest = md_line(
+            "No finished benchmark or tuning run is stored: benchmark the candidates with a "
+            "price per hour to see what a million tokens cost each."
+        )
+    return Decision(ranking_cards(constraints, measured), cheapest)
 
 
 @dataclass(frozen=True)

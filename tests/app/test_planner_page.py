@@ -280,3 +280,23 @@ def test_a_price_per_gpu_hour_gives_the_cost_floor_and_a_bad_one_says_why(db_url
     at.text_input(key="planner_gpu_usd").set_value("2,50 €").run()
     assert not at.exception
     assert any("not a plain number" in e.value for e in at.error)
+
+
+def test_the_decision_helper_says_measured_cost_and_energy_or_not_priced(db_url: str) -> None:
+    """Issue 33: under each ranked engine, the cheapest stored step of its kind meeting its SLOs
+    with its cost and energy; "not priced" where its runs had no price."""
+    from tests.services.planner.test_measured import SLO, step
+    from tests.services.test_runs import make_run
+    from tests.support.markdown import as_read
+
+    make_run(config=SLO, engines={"vllm": step(500.0, 3.6, j_per_token=0.25)})
+    at = planner_page()
+    read = [as_read(m.value) for m in at.markdown]
+    assert any(
+        line.startswith("Cheapest measured meeting its SLOs: vLLM (#") and "$2.00" in line
+        for line in read
+    )
+    captions = [as_read(c.value) for c in at.caption]
+    assert any("0.25 J per output token" in c and "$2.00 per 1M" in c for c in captions)
+    assert any(c.startswith("Measured: no finished benchmark") for c in captions)
+    assert not at.error and not at.exception
