@@ -298,3 +298,17 @@ def test_the_history_shows_the_ranking_from_blind_votes(db_url: str) -> None:
     assert table["Engine"].tolist() == ["a", "b"] and table["Votes"].tolist() == [3, 3]
     assert int(pairs.loc["a", "b"]) == 3
     assert "bootstrap" in texts(at)
+
+
+def test_a_benchmark_offers_its_steps_csv_and_a_playground_exchange_does_not(db_url: str) -> None:
+    """Issue 33: the steps CSV (each step's cost and energy) is offered where a run has steps."""
+    bench = make_run(engines={"vllm": engine_summary(0.100, 0.02, 1.0, 500.0)})
+    at = runs_page(run=str(bench))
+    assert not at.exception
+    assert [b.label for b in at.get("download_button") if b.key == "runs_export_steps"] == [
+        "Steps CSV (cost, energy)"
+    ]
+    played = make_run(kind="playground", engines={})
+    at = runs_page(run=str(played))
+    assert not at.exception
+    assert not [b for b in at.get("download_button") if b.key == "runs_export_steps"]
