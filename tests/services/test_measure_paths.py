@@ -162,7 +162,7 @@ def test_playground_benchmark_and_demo_give_identical_figures_for_one_stream(
     replay = replaying(recorded)
     for module in (
         "services.playground.worker",
-        "services.bench.runner.engine_load",
+        "services.bench.load.engine_load",
         "services.client.running",
     ):
         monkeypatch.setattr(f"{module}.stream_chat", replay)

@@ -93,7 +93,7 @@ def test_playground_benchmark_and_demo_give_identical_answer_timing(
     replay = replaying(recorded)
     for module in (
         "services.playground.worker",
-        "services.bench.runner.engine_load",
+        "services.bench.load.engine_load",
         "services.client.running",
     ):
         monkeypatch.setattr(f"{module}.stream_chat", replay)

@@ -24,10 +24,21 @@ Exact meaning with N workers:
 
 Modules: `plan` (the worker count and how a load's shares are dealt), `channels` (what the
 coordinator shares with its workers: queues, flags, the budget, each worker's setup), `worker`
-(a worker's body, the same over Ray: services/bench/ray_pool/), `coordinator` (`PooledEngineLoad`).
+(a worker's body, the same over Ray: services/bench/ray_pool/), `coordination` (what any
+coordinator does: shares, feeding, records, the merged outcome; Ray's holds one too),
+`coordinator` (`PooledEngineLoad`, and `ProcessTransport`, this package's `LoadTransport`).
 """
 
-from services.bench.pool.coordinator import PooledEngineLoad
+from services.bench.pool.coordination import Coordination
+from services.bench.pool.coordinator import PooledEngineLoad, ProcessTransport
 from services.bench.pool.plan import MAX_WORKERS, auto_workers, split, usable_cores
 
-__all__ = ["MAX_WORKERS", "PooledEngineLoad", "auto_workers", "split", "usable_cores"]
+__all__ = [
+    "MAX_WORKERS",
+    "Coordination",
+    "PooledEngineLoad",
+    "ProcessTransport",
+    "auto_workers",
+    "split",
+    "usable_cores",
+]

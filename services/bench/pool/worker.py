@@ -11,6 +11,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from services.bench.load.engine_load import EngineLoad
+from services.bench.load.outcome import WorkerPlan
+from services.bench.load.pacing import MAX_IN_FLIGHT, quiet_gc
 from services.bench.pool.channels import (
     Channels,
     WorkerSetup,
@@ -22,6 +25,7 @@ from services.bench.pool.plan import POLL_S, RECORD_BATCH, RECORD_FLUSH_S, TAKE_
 from services.bench.selfcheck import WorkerCheck
 from services.bench.stats import RequestRecord
 from services.bench.workloads import Conversation
+from services.client import make_http_client, run_blocking
 
 
 class _ResultSink:
@@ -52,9 +56,6 @@ class _ResultSink:
 def worker_process(setup: WorkerSetup, channels: Channels) -> None:
     """A worker's body (`multiprocessing` spawns it): one EngineLoad on its own fast loop,
     taking its requests and its start from the coordinator."""
-    from services.bench.runner import MAX_IN_FLIGHT, EngineLoad, WorkerPlan, quiet_gc
-    from services.client import make_http_client, run_blocking
-
     sink = _ResultSink(channels.results, setup.worker, channels.record_batch, channels.record_flush_s)
 
     def orphaned() -> bool:

@@ -32,7 +32,8 @@ Each node needs this checkout at the same path with the same packages (the actor
 
 Modules: `cluster` (joining the cluster, and saying plainly why not), `hub` (the shared
 state actor), `channels` (the pool's channel names over the hub, for a worker and for the
-coordinator), `actor` (the worker actor), `coordinator` (`RayEngineLoad`).
+coordinator), `actor` (the worker actor), `coordinator` (`RayEngineLoad`, which holds the pool's
+`Coordination` for what any coordinator does, and `RayTransport`, this package's `LoadTransport`).
 """
 
 from services.bench.ray_pool.cluster import (
@@ -42,12 +43,18 @@ from services.bench.ray_pool.cluster import (
     connect,
     ray_workers,
 )
-from services.bench.ray_pool.coordinator import WORKER_LOST, ClockOffset, RayEngineLoad
+from services.bench.ray_pool.coordinator import (
+    WORKER_LOST,
+    ClockOffset,
+    RayEngineLoad,
+    RayTransport,
+)
 
 __all__ = [
     "WORKER_LOST",
     "ClockOffset",
     "RayEngineLoad",
+    "RayTransport",
     "RayUnavailable",
     "check_reachable",
     "cluster_nodes",

@@ -1,14 +1,19 @@
-"""The coordinator of a load over a Ray cluster: the hub, the actors, their clocks."""
+"""The Ray transport (`RayTransport`) and its coordinator (`RayEngineLoad`): the hub, the
+actors, their clocks; what any coordinator does is services/bench/pool's `Coordination`."""
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from services.bench.pool import PooledEngineLoad
+from services.bench.arrivals import LoadSpec
+from services.bench.load.outcome import EngineOutcome
+from services.bench.load.transport import LoadJob, Placement
+from services.bench.pool.coordination import Coordination
 from services.bench.pool.plan import (
     POLL_S,
     RAY_TAKE_MOST,
@@ -17,9 +22,10 @@ from services.bench.pool.plan import (
 )
 from services.bench.ray_pool.actor import LoadWorker
 from services.bench.ray_pool.channels import CoordinatorChannels
-from services.bench.ray_pool.cluster import connect
+from services.bench.ray_pool.cluster import check_reachable, connect, ray_workers
 from services.bench.ray_pool.hub import Hub
 from services.bench.stats import RequestRecord
+from services.client import StreamClient
 from services.errors import ShootoutError
 
 #: Ray's start flag reaches the workers by polling: a start far enough ahead for all to see it.
@@ -42,13 +48,26 @@ class ClockOffset:
     rtt_s: float
 
 
-class RayEngineLoad(PooledEngineLoad):
-    """PooledEngineLoad with its workers as Ray actors over the cluster at `address`."""
+class RayEngineLoad:
+    """One load over `workers` Ray actors of the cluster at `address`: the same `run()`,
+    progress and `coordinate()` as the process pool's `PooledEngineLoad`."""
 
-    def __init__(self, *args: Any, address: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, job: LoadJob, workers: int, address: str) -> None:
+        self.shared = Coordination(job, workers)
+        self.load: LoadSpec = job.load
         self.address = address
         self.offsets: list[ClockOffset] = []
+
+    @property
+    def done_count(self) -> int:
+        return self.shared.done_count
+
+    @property
+    def measure_start(self) -> float:
+        return self.shared.measure_start
+
+    async def run(self) -> EngineOutcome:
+        return await asyncio.to_thread(self.coordinate)
 
     def _measure_offsets(self, ray: Any, actors: list[Any]) -> list[ClockOffset]:
         offsets = []
@@ -67,7 +86,8 @@ class RayEngineLoad(PooledEngineLoad):
             )
         return offsets
 
-    def _coordinate(self) -> Any:
+    def coordinate(self) -> EngineOutcome:
+        """The whole load, synchronously: join the cluster, start, feed, gather, merge."""
         ray = connect(self.address)
         try:
             return self._coordinate_on(ray)
@@ -77,8 +97,8 @@ class RayEngineLoad(PooledEngineLoad):
                 f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
             ) from None
 
-    def _coordinate_on(self, ray: Any) -> Any:
-        load = self.load
+    def _coordinate_on(self, ray: Any) -> EngineOutcome:
+        shared, load = self.shared, self.load
         closed = load.mode == "concurrency"
         # The hub on the head node: the one node a cluster cannot lose and go on.
         hub = (
@@ -87,14 +107,14 @@ class RayEngineLoad(PooledEngineLoad):
             .remote(
                 OPEN_LOOP_BACKLOG,
                 load.requests,
-                closed_loop_reserve(load, self.workers, RAY_TAKE_MOST),
-                self._closed_loop_conversations() if closed else None,
+                closed_loop_reserve(load, shared.workers, RAY_TAKE_MOST),
+                shared.closed_loop_conversations() if closed else None,
             )
         )
         worker_class = ray.remote(LoadWorker).options(
             num_cpus=1, max_concurrency=2, scheduling_strategy="SPREAD"
         )
-        actors = [worker_class.remote() for _ in range(self.workers)]
+        actors = [worker_class.remote() for _ in range(shared.workers)]
         channels = CoordinatorChannels(ray, hub)
         finished = threading.Event()
         # A closed loop's conversations the hub draws itself; an open loop's arrivals are fed.
@@ -102,7 +122,7 @@ class RayEngineLoad(PooledEngineLoad):
             None
             if closed
             else threading.Thread(
-                target=self._feed, args=(self._feed_open, channels, finished), daemon=True
+                target=shared.feed, args=(shared.feed_open, channels, finished), daemon=True
             )
         )
         done: dict[int, dict[str, Any]] = {}
@@ -112,28 +132,28 @@ class RayEngineLoad(PooledEngineLoad):
                 self.offsets = self._measure_offsets(ray, actors)
             except ray.exceptions.GetTimeoutError:
                 raise ShootoutError(
-                    f"Ray: {self.workers} load-generator workers did not start within "
+                    f"Ray: {shared.workers} load-generator workers did not start within "
                     f"{READY_TIMEOUT_S:.0f} s (each needs one CPU of the cluster)."
                 ) from None
             origin = time.perf_counter()
-            self.outcome.origin = origin
-            self.outcome.wall_start = time.time()
+            shared.outcome.origin = origin
+            shared.outcome.wall_start = time.time()
             runs = {}
-            for setup, clock in zip(self._setups(origin), self.offsets, strict=True):
+            for setup, clock in zip(shared.setups(origin), self.offsets, strict=True):
                 shifted = replace(setup, origin=setup.origin + clock.offset_s, coordinator_pid=None)
                 runs[actors[setup.worker].run.remote(shifted, hub, clock.offset_s)] = setup.worker
             if feeder is not None:
                 feeder.start()
             ready_by = time.monotonic() + READY_TIMEOUT_S
-            while len(ready) + len(self.failures) < len(actors):
+            while len(ready) + len(shared.failures) < len(actors):
                 self._pump(ray, hub, runs, ready, done)
                 if self._stopping(ray, hub, channels) or time.monotonic() > ready_by:
                     break
-            if not self.failures and not channels.stop.is_set():
-                self.measure_start = time.perf_counter() + RAY_START_MARGIN_S
-                deadline = self.measure_start + load.duration_s if load.duration_s else 0.0
-                channels.start_at.value = self.measure_start
-                ray.get(hub.set.remote(go=True, start_at=self.measure_start, deadline=deadline))
+            if not shared.failures and not channels.stop.is_set():
+                shared.measure_start = time.perf_counter() + RAY_START_MARGIN_S
+                deadline = shared.measure_start + load.duration_s if load.duration_s else 0.0
+                channels.start_at.value = shared.measure_start
+                ray.get(hub.set.remote(go=True, start_at=shared.measure_start, deadline=deadline))
             else:
                 channels.stop.set()
                 ray.get(hub.set.remote(stop=True, go=True))
@@ -151,9 +171,9 @@ class RayEngineLoad(PooledEngineLoad):
                 feeder.join(timeout=5)
             for actor in [*actors, hub]:
                 ray.kill(actor)
-        if self.failures and not done:
-            raise ShootoutError("The load's Ray workers failed: " + "; ".join(self.failures))
-        outcome = self._outcome(done)
+        if shared.failures and not done:
+            raise ShootoutError("The load's Ray workers failed: " + "; ".join(shared.failures))
+        outcome = shared.finish(done)
         outcome.generator["ray"] = self.address
         outcome.generator["hosts"] = [
             {
@@ -169,8 +189,8 @@ class RayEngineLoad(PooledEngineLoad):
         return outcome
 
     def _stopping(self, ray: Any, hub: Any, channels: CoordinatorChannels) -> bool:
-        if not channels.stop.is_set() and self.should_stop():
-            self.outcome.cancelled = True
+        if not channels.stop.is_set() and self.shared.should_stop():
+            self.shared.outcome.cancelled = True
             channels.stop.set()
             hub.set.remote(stop=True)
         return channels.stop.is_set()
@@ -191,31 +211,55 @@ class RayEngineLoad(PooledEngineLoad):
                 self._drain(ray, hub, ready, done)
                 lost = [(index, pickle.loads(blob)) for index, blob in ray.get(hub.lost.remote(worker))]
                 self._fail_lost(worker, lost)
-                self.failures.append(f"worker {worker} on {clock.host}: lost ({type(error).__name__})")
+                self.shared.failures.append(
+                    f"worker {worker} on {clock.host}: lost ({type(error).__name__})"
+                )
                 ready.add(worker)
 
     def _drain(self, ray: Any, hub: Any, ready: set[int], done: dict[int, dict[str, Any]]) -> None:
         for kind, worker, payload in ray.get(hub.drain.remote()):
             if kind == "records":
                 payload = pickle.loads(payload[2])  # packed by the worker (WorkerChannels.put)
-            self._handle(kind, worker, payload, ready, done)
+            self.shared.handle(kind, worker, payload, ready, done)
 
     def _fail_lost(self, worker: int, items: list[Any]) -> None:
-        clock = self.offsets[worker]
+        shared, clock = self.shared, self.offsets[worker]
         for turn_index, item in items:
             # Open loop: the item's time counts from the start; records count from the origin.
             scheduled = (
-                self.measure_start - self.outcome.origin + item[0] if isinstance(item, tuple) else None
+                shared.measure_start - shared.outcome.origin + item[0]
+                if isinstance(item, tuple)
+                else None
             )
             record = RequestRecord(
-                engine=self.engine.name,
+                engine=shared.engine.name,
                 index=turn_index,
                 ok=False,
                 scheduled_s=scheduled,
                 error_class=WORKER_LOST,
                 error=f"the load-generator worker on {clock.host} was lost mid-request (its Ray node left)",
-                step=self.step,
+                step=shared.step,
             )
-            self.outcome.records.append(record)
-            self.done_count += 1
-            self.sink.add(record)
+            shared.add(record)
+
+
+class RayTransport:
+    """Ray actors over a cluster's nodes (`--ray ADDRESS`)."""
+
+    name = "ray"
+
+    def carries(self, placement: Placement) -> bool:
+        return bool(placement.ray_address)
+
+    def check(self, placement: Placement) -> None:
+        check_reachable(placement.ray_address)
+
+    def start(self, job: LoadJob, client: StreamClient) -> RayEngineLoad:
+        return self._load(job)
+
+    def execute(self, job: LoadJob) -> EngineOutcome:
+        return self._load(job).coordinate()
+
+    def _load(self, job: LoadJob) -> RayEngineLoad:
+        address = job.placement.ray_address
+        return RayEngineLoad(job, ray_workers(address, job.placement.workers), address)

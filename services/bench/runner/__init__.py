@@ -8,30 +8,31 @@ second. Accounting rule: every request that was handed to the HTTP layer produce
 one record (completed, failed, or cancelled = failed with class "cancelled"), so
 completed + failed = sent holds for every engine and step, whatever happens.
 
-
-Parts: `outcome.py` (sinks, an engine's outcome, a worker's plan), `pacing.py` (budget,
-arrival schedule, GC, connections ahead), `engine_load.py` (one engine under one load),
-`preparation.py` (model discovery, prompt calibration), `benchmark.py` (engines x steps,
-the SLO search), `execute.py` (one load, synchronously, here or over workers). Every name
-is importable from here.
+One engine's load on one event loop (`EngineLoad`) and the transport interface live in
+services/bench/load/, below the transports (services/bench/pool/, services/bench/ray_pool/)
+and this package, which sits above them all. Parts here: `preparation.py` (model discovery,
+prompt calibration), `transports.py` (the registry of load transports, by name),
+`benchmark.py` (engines x steps, the SLO search), `execute.py` (one load, synchronously, on
+the transport its placement asks for). Every name, the load's included, is importable from
+here.
 """
 
-from services.bench.runner.benchmark import (
-    Benchmark,
-    BenchOutcome,
-    EngineMetricsReader,
-    StepResult,
-)
-from services.bench.runner.engine_load import (
+from services.bench.load.engine_load import (
     CONNECT_ERRORS,
     CONNECT_FAILURE_BACKOFF_S,
     MAX_ERROR_TEXT,
     STOP_POLL_S,
     EngineLoad,
 )
+from services.bench.load.outcome import EngineOutcome, ListSink, RecordSink, WorkerPlan
+from services.bench.load.pacing import MAX_IN_FLIGHT, connect_ahead, planned_arrivals, quiet_gc
+from services.bench.runner.benchmark import (
+    Benchmark,
+    BenchOutcome,
+    EngineMetricsReader,
+    StepResult,
+)
 from services.bench.runner.execute import execute_load
-from services.bench.runner.outcome import EngineOutcome, ListSink, RecordSink, WorkerPlan
-from services.bench.runner.pacing import MAX_IN_FLIGHT, connect_ahead, planned_arrivals, quiet_gc
 from services.bench.runner.preparation import calibrate_prompt_text, discover_model
 
 # Re-exported because callers (benchmarks/bench_client_cpu.py) import it from here; it lives in

@@ -1,5 +1,6 @@
 """A whole benchmark (`Benchmark`): engines one after another or together, each sweep step
-and the SLO search, over `EngineLoad`s sharing one client."""
+and the SLO search, each engine's load on the transport its placement asks for (the registry:
+`transports.py`), one process's loads sharing one client."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from services.bench.arrivals import LoadSpec
-from services.bench.runner.engine_load import EngineLoad
-from services.bench.runner.outcome import EngineOutcome, RecordSink, never_stop
-from services.bench.runner.pacing import MAX_IN_FLIGHT, quiet_gc
+from services.bench.load.outcome import EngineOutcome, RecordSink, never_stop
+from services.bench.load.pacing import MAX_IN_FLIGHT, quiet_gc
+from services.bench.load.transport import LoadJob, LoadRun, Placement
+from services.bench.pool.plan import auto_workers
 from services.bench.runner.preparation import calibrate_prompt_text, discover_model
-from services.bench.spec import BenchSpec, EngineTarget, RequestSettings, SweepSpec
+from services.bench.runner.transports import transport_for
+from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget, RequestSettings, SweepSpec
 from services.bench.stats import SloSpec, summarize_engine
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
@@ -86,7 +89,7 @@ class Benchmark:
         self.text = PromptText()
         self._phases_total = 1
         self._phases_done = 0
-        self._live: list[Any] = []
+        self._live: list[LoadRun] = []
         self._last_generator: dict[str, dict[str, Any]] = {}
         self._auto_count: dict[str, int] = {}
         self.cancelled = False
@@ -150,13 +153,16 @@ class Benchmark:
         spec = self.spec
         salt = f"{self.salt}:{step}" if step is not None else self.salt
 
-        def make(engine: EngineTarget) -> Any:
-            workers = self._workers_for(engine.name, load)
+        def make(engine: EngineTarget) -> LoadRun:
             # The same load, whichever transport carries it: one process, worker processes, Ray.
-            common: dict[str, Any] = {
-                "sink": self.sink,
-                "should_stop": self._stop,
-                "settings": RequestSettings(
+            placement = Placement(self._workers_for(engine.name, load), spec.ray_address)
+            job = LoadJob(
+                engine,
+                spec.workload,
+                load,
+                sink=self.sink,
+                should_stop=self._stop,
+                settings=RequestSettings(
                     salt=salt,
                     text=self.text,
                     timeout_s=spec.timeout_s,
@@ -164,23 +170,9 @@ class Benchmark:
                     step=step,
                     connect_ahead=spec.connect_ahead,
                 ),
-            }
-            if spec.ray_address:
-                from services.bench.ray_pool import RayEngineLoad, ray_workers
-
-                return RayEngineLoad(
-                    engine,
-                    spec.workload,
-                    load,
-                    workers=ray_workers(spec.ray_address, workers),
-                    address=spec.ray_address,
-                    **common,
-                )
-            if workers > 1:
-                from services.bench.pool import PooledEngineLoad
-
-                return PooledEngineLoad(engine, spec.workload, load, workers=workers, **common)
-            return EngineLoad(client, engine, spec.workload, load, **common)
+                placement=placement,
+            )
+            return transport_for(placement).start(job, client)
 
         results: list[StepResult] = []
         if spec.parallel_engines:
@@ -228,12 +220,8 @@ class Benchmark:
     def _workers_for(self, engine: str, load: LoadSpec) -> int:
         """The spec's worker count, or for auto: the self-check's choice, grown after a step
         of this engine that was client-bound."""
-        from services.bench.spec import WORKERS_AUTO
-
         if self.spec.workers != WORKERS_AUTO:
             return self.spec.workers
-        from services.bench.pool import auto_workers
-
         previous = self._last_generator.get(engine)
         chosen = auto_workers(load, previous, self._auto_count.get(engine))
         self._auto_count[engine] = chosen

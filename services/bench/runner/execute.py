@@ -1,17 +1,17 @@
-"""One engine under one load, synchronously (`execute_load`): on this process's loop, over
-worker processes (services/bench/pool/) or over a Ray cluster (services/bench/ray_pool/)."""
+"""One engine under one load, synchronously (`execute_load`), on whichever transport carries
+its placement: this process's loop, worker processes (services/bench/pool/) or a Ray cluster
+(services/bench/ray_pool/)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from services.bench.arrivals import LoadSpec
-from services.bench.runner.engine_load import EngineLoad
-from services.bench.runner.outcome import EngineOutcome, ListSink, RecordSink, never_stop
-from services.bench.runner.pacing import MAX_IN_FLIGHT, quiet_gc
+from services.bench.load.outcome import EngineOutcome, ListSink, RecordSink, never_stop
+from services.bench.load.transport import LoadJob, Placement
+from services.bench.runner.transports import transport_for
 from services.bench.spec import EngineTarget, RequestSettings
 from services.bench.workloads import WorkloadSpec
-from services.client import make_http_client
 
 
 def execute_load(
@@ -32,50 +32,16 @@ def execute_load(
     with `workers` > 1 spread over that many processes (services/bench/pool/), with a
     `ray_address` over that Ray cluster's nodes (services/bench/ray_pool/); there
     `request_headers` must be picklable (it travels to the workers)."""
-    from services.client import run_blocking
-
-    settings = RequestSettings(
-        salt=salt, timeout_s=timeout_s, connect_ahead=connect_ahead, request_headers=request_headers
+    placement = Placement(workers=workers, ray_address=ray_address)
+    job = LoadJob(
+        engine,
+        workload.validate(),
+        load.validate(),
+        sink=sink or ListSink(),
+        should_stop=should_stop,
+        settings=RequestSettings(
+            salt=salt, timeout_s=timeout_s, connect_ahead=connect_ahead, request_headers=request_headers
+        ),
+        placement=placement,
     )
-    if ray_address:
-        from services.bench.ray_pool import RayEngineLoad, ray_workers
-
-        return RayEngineLoad(
-            engine,
-            workload.validate(),
-            load.validate(),
-            workers=ray_workers(ray_address, workers),
-            sink=sink or ListSink(),
-            should_stop=should_stop,
-            settings=settings,
-            address=ray_address,
-        )._coordinate()
-
-    if workers > 1:
-        from services.bench.pool import PooledEngineLoad
-
-        pooled = PooledEngineLoad(
-            engine,
-            workload.validate(),
-            load.validate(),
-            workers=workers,
-            sink=sink or ListSink(),
-            should_stop=should_stop,
-            settings=settings,
-        )
-        return pooled._coordinate()
-
-    async def main() -> EngineOutcome:
-        with quiet_gc():
-            async with make_http_client(MAX_IN_FLIGHT, read_timeout_s=timeout_s) as client:
-                return await EngineLoad(
-                    client,
-                    engine,
-                    workload.validate(),
-                    load.validate(),
-                    sink=sink or ListSink(),
-                    should_stop=should_stop,
-                    settings=settings,
-                ).run()
-
-    return run_blocking(main())
+    return transport_for(placement).execute(job)

@@ -306,20 +306,19 @@ def test_the_feeder_hands_lists_far_from_the_budgets_end_and_single_ones_near_it
     and claims it at once); the last `closed_loop_reserve` requests go one by one, so no
     worker holds claimed conversations for busy slots at the end; no more conversations are
     drawn than the budget's requests."""
-    from services.bench.pool import PooledEngineLoad
+    from services.bench.load import LoadJob
+    from services.bench.pool import Coordination
     from services.bench.pool.plan import FEED_CHUNK, closed_loop_reserve
 
     load = LoadSpec(concurrency=4, requests=500)
-    pooled = PooledEngineLoad(
+    job = LoadJob(
         EngineTarget(name="x", base_url="http://127.0.0.1:9/v1", kind="vllm"),
         WorkloadSpec(input_len=8, output_len=1),
         load,
-        workers=2,
         sink=ListSink(),
-        should_stop=lambda: False,
     )
     channels = type("Channels", (), {"work": _RecordingQueue(), "stop": threading.Event()})()
-    pooled._feed_closed(channels, threading.Event())
+    Coordination(job, workers=2).feed_closed(channels, threading.Event())
     items = channels.work.items
     lists = [item for item in items if isinstance(item, list)]
     singles = [item for item in items if not isinstance(item, list)]

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from services.bench.arrivals import LoadSpec, worker_start_offsets
-from services.bench.runner.outcome import EngineOutcome, RecordSink, WorkerPlan, never_stop
-from services.bench.runner.pacing import Budget, connect_ahead, planned_arrivals
+from services.bench.load.outcome import EngineOutcome, RecordSink, WorkerPlan, never_stop
+from services.bench.load.pacing import Budget, connect_ahead, planned_arrivals
 from services.bench.selfcheck import SelfCheck
 from services.bench.selfcheck import report as selfcheck_report
 from services.bench.spec import EngineTarget, RequestSettings
