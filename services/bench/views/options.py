@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from services.bench import form, jobs
 from services.bench.arrivals import ARRIVAL_PROCESSES
+from services.bench.load import Placement
+from services.bench.runner.transports import transport_for
 from services.bench.spec import BenchSpec
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
 
@@ -103,10 +105,8 @@ def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
         if Path(prompts_file).resolve().parent != uploads:
             access.require(viewer, "read_server_paths")
     spec = spec_from_form(values)
-    if spec.ray_address:
-        from services.bench.ray_pool import check_reachable
-
-        if viewer is not None:
-            access.require(viewer, "fetch_urls")
-        check_reachable(spec.ray_address)
+    if spec.ray_address and viewer is not None:
+        access.require(viewer, "fetch_urls")  # the server connects to the address a viewer named
+    placement = Placement(spec.workers, spec.ray_address)
+    transport_for(placement).check(placement)
     return jobs.start_benchmark(spec, viewer=viewer)
