@@ -12,7 +12,7 @@ PYTHON=${PYTHON:-python3}
 # place already (setuptools, the build backend, with them), so no download and no isolated build.
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 # Every SHOOTOUT_* setting is checked before anything starts: a bad one stops here, named.
-SERVE=$(.venv/bin/python -m services.config)
+SERVE=$(.venv/bin/python -m services.core.config)
 ADDRESS=${SERVE% *} PORT=${SERVE#* }
 # An engine that does not start never keeps the app down: `local up` says which and why
 # (exit 4), and the app serves the engines that did start.

@@ -2,7 +2,7 @@
 
 Runs execute in a worker process (services.bench.jobs), so they go on when this page
 closes; every viewer of `?run=ID` sees the same live progress. Logic lives in
-services.bench.views; the form and the run view are drawn by app_pages/parts/bench_*.py.
+services.bench.view; the form and the run view are drawn by app_pages/parts/bench_*.py.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import streamlit as st
 
 from app_pages.parts import bench_results
 from app_pages.parts.bench_form import new_benchmark_form
-from services.bench import views
-from services.errors import ShootoutError
-from services.safe_text import md_text
+from services.bench import view as views
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_text
 
 st.title("Benchmarks")
 

@@ -8,10 +8,11 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from services import access, endpoints
-from services.config import get_settings
-from services.run_kinds import mark_interrupted_after_restart
-from services.safe_text import md_text
+from services.core.config import get_settings
+from services.core.run_kinds import mark_interrupted_after_restart
+from services.core.safe_text import md_text
+from services.engines import endpoints
+from services.team import access
 from services.votes import participants
 
 
@@ -143,7 +144,7 @@ def count_engines(slot: DeltaGenerator) -> bool:
 
 def start_and_show(start: Callable[[], int]) -> None:
     """Start a run from a form and open its address (`?run=N`), or show why it was refused."""
-    from services.errors import ShootoutError
+    from services.core.errors import ShootoutError
 
     try:
         run_id = start()

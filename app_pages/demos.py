@@ -1,7 +1,7 @@
 """Demos page: one mechanism of LLM serving per scenario, shown live on the engines the
 presenter picks, with a conclusion written from the measured numbers. Stored demos replay
 from the database, without their engines. What a demo shows (engine names, what engines
-report, errors) is untrusted: it reaches markdown and HTML only through services.safe_text."""
+report, errors) is untrusted: it reaches markdown and HTML only through services.core.safe_text."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import streamlit as st
 from app_pages import common
 from app_pages.common import refresh_interval
 from app_pages.parts import demos_view
-from services import endpoints
+from services.core.errors import ShootoutError
+from services.core.safe_text import html_text, md_text
 from services.demos import runner, scenarios
-from services.errors import ShootoutError
-from services.safe_text import html_text, md_text
+from services.engines import endpoints
 
 # Larger reading text for a projector; colours come from the theme (dark or light).
 st.markdown(

@@ -7,10 +7,11 @@ import streamlit as st
 from app_pages import common
 from app_pages.common import refresh_interval
 from app_pages.parts import monitor_panels
-from services import access
-from services.errors import ShootoutError
-from services.safe_text import md_line, md_text
-from services.telemetry import monitor, monitor_view, recorder
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line, md_text
+from services.team import access
+from services.telemetry import monitor, recorder
+from services.telemetry import view as monitor_view
 
 st.title("Monitor")
 st.caption(

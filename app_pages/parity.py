@@ -1,7 +1,7 @@
 """Parity page: do engines serving "the same model" give the same answers? A prompt set goes
 greedily to 2-6 engines; quality (task score, match against a reference) shows beside speed.
 Answers, engine names and errors are untrusted: they reach markdown and HTML only through
-services.safe_text and services.playground_text."""
+services.core.safe_text and services.playground.text."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import streamlit as st
 
 from app_pages.common import refresh_interval
 from app_pages.parts import parity_setup
-from services import endpoints
-from services.errors import ShootoutError
-from services.parity import charts, page, runner, views
-from services.safe_text import md_line, md_text
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line, md_text
+from services.engines import endpoints
+from services.parity import charts, runner
+from services.parity import results as views
+from services.parity import view as page
 
 st.title("Answer parity")
 st.caption(

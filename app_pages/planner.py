@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.parts import planner_plan, planner_presets, planner_tabs, session_share
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_text
 from services.planner import list_presets
-from services.safe_text import md_text
 
 st.title("Planner")
 st.caption(

@@ -4,7 +4,7 @@ The page only reads widgets and calls services.playground; the streams run in a 
 worker that stores partial answers, and the answer panel (a fragment) polls them while a send
 is active. The exchange on screen has an address, /playground?exchange=<run id>, so a reload
 shows it again. Everything untrusted (answers, errors, names) goes through
-services.playground_text before Streamlit renders it as markdown.
+services.playground.text before Streamlit renders it as markdown.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import streamlit as st
 from app_pages import common
 from app_pages.parts import playground_answers as answers
 from app_pages.parts import playground_form as form
-from services import endpoints, playground
-from services import playground_text as ptext
-from services import playground_view as view_model
-from services.errors import ShootoutError
+from services import playground
+from services.core.errors import ShootoutError
+from services.engines import endpoints
+from services.playground import text as ptext
+from services.playground import view as view_model
 
 LIVE_INTERVAL_S = 0.5
 #: The query parameter that gives the exchange on screen an address of its own (a reload while

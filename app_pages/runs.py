@@ -4,7 +4,7 @@ Every view has an address another viewer of the same server can open: `?run=12` 
 run), `?compare=12,13&baseline=13:vllm` (a comparison), and the list's filters (bound to
 the query string). The views are drawn by app_pages/parts/runs_*.py from services.runs.view;
 logic lives in services.runs, services.reports and services.importers. Names, notes, labels
-and errors are untrusted (imports, engines): they reach markdown only through services.safe_text.
+and errors are untrusted (imports, engines): they reach markdown only through services.core.safe_text.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from app_pages.parts.runs_results import compare
 from app_pages.parts.runs_run import run
 from app_pages.parts.session_record import sessions_list
 from services import runs
-from services.errors import ShootoutError
-from services.safe_text import md_line
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line
 
 if "compare" in st.query_params:
     compare()

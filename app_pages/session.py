@@ -16,10 +16,9 @@ from app_pages import common
 from app_pages.parts import session_follow as follow
 from app_pages.parts import session_record as record
 from app_pages.parts import session_share as share
-from services import playground, sessions
-from services import playground_view as exchange_view
-from services.errors import ShootoutError
-from services.safe_text import md_line, md_text
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line, md_text
+from services.sessions import view as sessions
 
 state = st.session_state
 
@@ -125,7 +124,7 @@ def room_count(session_id: int) -> None:
 
 def on_reveal(run_id: int) -> None:
     try:
-        playground.reveal(run_id, common.viewer())
+        sessions.reveal(run_id, common.viewer())
     except ShootoutError as error:
         st.session_state["session_error"] = str(error)
 
@@ -134,9 +133,9 @@ def on_reveal(run_id: int) -> None:
 def room_votes(run_id: int) -> None:
     """The room's blind vote on the shown exchange, live, and the reveal when the presenter
     chooses (an operator's call, as on the Playground)."""
-    line = exchange_view.live_tally_line(run_id)
+    line = sessions.live_tally_line(run_id)
     st.markdown(line or "No votes yet on the shown exchange.")
-    view = playground.get_exchange(run_id)
+    view = sessions.get_exchange(run_id)
     if view.blind and not view.revealed and common.viewer().is_operator:
         st.button(
             "Reveal the engines", key=f"session_reveal_{run_id}", on_click=on_reveal, args=(run_id,)

@@ -2,7 +2,7 @@
 copy the winner's launch command.
 
 Runs execute in a worker process (services.tune.jobs), so they go on when this page closes;
-every viewer of `?run=ID` sees the same progress. Logic lives in services.tune.views.
+every viewer of `?run=ID` sees the same progress. Logic lives in services.tune.view.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services import access
-from services.errors import ShootoutError
-from services.figures import inert
-from services.safe_text import md_line, md_text
-from services.tune import jobs, views
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_line, md_text
+from services.team import access
+from services.tune import jobs
+from services.tune import view as views
 
 st.title("Tune")
 st.caption(

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import httpx2
 
-from services import access
+from services.team import access
 from tests.support.served import start_served_app, stop
 
 

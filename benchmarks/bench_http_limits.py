@@ -14,12 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from tests.services.test_http_limits import CALL_SITES
+from tests.services.core.test_http_limits import CALL_SITES
 from tests.support.hostile_server import MODES, HostileServer
 
 PROBE = """
 import json, resource, sys, time
-from tests.services.test_http_limits import CALL_SITES
+from tests.services.core.test_http_limits import CALL_SITES
 started = time.monotonic()
 try:
     said = CALL_SITES[{site!r}]({url!r})

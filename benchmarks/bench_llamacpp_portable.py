@@ -19,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from services import llamacpp_build, local_engines
+from services import local_engines
+from services.engines.llamacpp import build as llamacpp_build
 
 
 def _native_bin(log: bool) -> Path:

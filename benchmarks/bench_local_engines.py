@@ -4,7 +4,7 @@
 - start-up: from launch to a healthy answer (the engine is stopped first, then started);
 - decode tok/s of one stream and of 4 concurrent streams on the same prompt (128 new tokens,
   temperature 0, ignore_eos where the engine takes it): output tokens / (E2E - TTFT), the
-  `services.measure` figures of each request; for 4 streams, all their tokens over the wall time
+  `services.core.measure` figures of each request; for 4 streams, all their tokens over the wall time
   from the first token to the last;
 - prefix cache: TTFT of a ~1,000-token prompt sent cold (a fresh nonce), then warm (same prompt);
 - idle: CPU of all its processes over 20 s with no traffic, in % of one core, and their RSS.

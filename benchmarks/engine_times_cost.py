@@ -21,7 +21,7 @@ from services.bench.stats import RequestRecord
 from services.client.records import StreamResult
 from services.client.stream import keep_engine_fields
 from services.client.transport import read_engine_times
-from services.measure import EngineTimes, time_split
+from services.core.measure import EngineTimes, time_split
 
 USAGE = {
     "prompt_tokens": 41,

@@ -14,10 +14,10 @@ import asyncio
 import sys
 
 from services.client import ChatRequest, StreamResult, run_many
+from services.core.measure import percentile
 from services.engines import SamplingParams, get_adapter
 from services.local_engines.backend import get_backend
 from services.local_engines.state import status
-from services.measure import percentile
 
 PARTS = ("queue_s", "prefill_s", "decode_s", "ttft_rest_s", "e2e_rest_s")
 

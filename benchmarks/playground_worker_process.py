@@ -60,7 +60,7 @@ def main() -> int:
     os.environ["SHOOTOUT_DATA_DIR"] = str(folder)
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder / 'shootout.db'}"
 
-    from services import endpoints
+    from services.engines import endpoints
     from tests.support.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:

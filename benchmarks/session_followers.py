@@ -64,7 +64,7 @@ def measure(
     """Exchanges with the followers idle and polling, alternately (the machine's own load drifts
     over minutes; pairs side by side compare under the same drift)."""
     from services import sessions
-    from services.access import Viewer
+    from services.team.access import Viewer
 
     operator = Viewer(role="operator", identity="local")
     room = Viewer(role="viewer", identity="ip:10.0.0.2")
@@ -111,7 +111,7 @@ def main() -> int:
     os.environ["SHOOTOUT_DATA_DIR"] = str(folder)
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder / 'shootout.db'}"
 
-    from services import endpoints
+    from services.engines import endpoints
     from tests.support.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 def _ms(value: float | None) -> str:
@@ -85,7 +85,7 @@ def _engine_split(column: Any) -> dict[str, Any]:
 
 
 def _split_line(column: Any) -> str:
-    from services.bench.views.split import not_reported, split_words
+    from services.bench.view.split import not_reported, split_words
     from services.engines import get_adapter
 
     split = column.time_split
@@ -133,8 +133,8 @@ def _text(view: Any) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     from services import playground
-    from services.endpoints import list_engines
     from services.engines import SamplingParams
+    from services.engines.endpoints import list_engines
 
     names = args.engine or [record.name for record in list_engines()][: playground.MAX_ENGINES]
     schema = None

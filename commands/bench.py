@@ -25,7 +25,7 @@ from commands.bench_table import results_table as _table
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
 from services.bench.spec import MAX_WORKERS, BenchSpec
 from services.bench.workloads import WORKLOAD_KINDS
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 #: The flags' defaults: the Benchmarks page's (services/bench/form.py lists those that differed).
 DEFAULTS = BenchForm()
@@ -239,8 +239,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _url_target(args: argparse.Namespace) -> Any:
     from urllib.parse import urlsplit
 
-    from services import cost
     from services.bench.spec import EngineTarget
+    from services.core import cost
 
     # Before the probe: a bad price is named at once, not after a 3 s wait.
     price = cost.parse_usd_per_hour(args.usd_per_hour)
@@ -251,7 +251,7 @@ def _url_target(args: argparse.Namespace) -> Any:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(f"{args.url!r} is not an http(s) URL.")
     base = url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
-    from services import registration
+    from services.engines import registration
 
     kind, model = args.kind, args.model
     try:
@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     root = argparse.ArgumentParser(prog="python -m commands.bench")
     register(root.add_subparsers(dest="command"))
     args = root.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
-    from services.errors import ShootoutError
+    from services.core.errors import ShootoutError
 
     try:
         return int(args.handler(args) or 0)

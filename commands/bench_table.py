@@ -28,9 +28,9 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
     (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
     from services.bench.spec import slo_of
     from services.bench.summary import BenchSummary
-    from services.bench.views.costs import cheapest_line, cost_lines
-    from services.bench.views.split import kind_labels, split_lines
-    from services.bench.views.tables import energy_line, reasoning_line
+    from services.bench.view.costs import cheapest_line, cost_lines
+    from services.bench.view.split import kind_labels, split_lines
+    from services.bench.view.tables import energy_line, reasoning_line
     from services.runs.caveats import run_caveats
 
     summary = BenchSummary.from_json(payload)

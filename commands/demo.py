@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

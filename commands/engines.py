@@ -6,12 +6,12 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from services import cost, endpoints
-from services.engines import kinds
+from services.core import cost
+from services.core.errors import NotFoundError
+from services.engines import endpoints, kinds
 from services.engines.probe import probe
-from services.errors import NotFoundError
 
-#: Taken as text: services/cost.py explains a "$3.50" or "3,50" better than argparse would.
+#: Taken as text: services/core/cost.py explains a "$3.50" or "3,50" better than argparse would.
 PRICE_HELP = (
     "price per hour in dollars of the instance or GPUs behind it (e.g. 3.50), for cost per 1M tokens"
 )
@@ -80,7 +80,7 @@ def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from services import registration
+    from services.engines import registration
 
     done = registration.probe_and_register(
         args.name,

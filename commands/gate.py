@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.runs import gate
 
 _EXAMPLE_IN_HELP = gate.EXAMPLE.replace("%", "%%")

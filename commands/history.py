@@ -14,7 +14,7 @@ import argparse
 import re
 import time
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

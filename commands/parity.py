@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -88,7 +88,8 @@ def _tasks(args: argparse.Namespace) -> tuple[list, str]:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from services.parity import runner, views
+    from services.parity import results as views
+    from services.parity import runner
 
     if args.show is not None:
         view = views.parity_view(args.show)

@@ -17,8 +17,9 @@ from datetime import date
 from pathlib import Path
 
 from commands import gate as gate_flags
-from services import exports, importers, reports, runs
-from services.errors import ValidationError
+from services import importers, reports, runs
+from services.core.errors import ValidationError
+from services.reports import streamed as exports
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

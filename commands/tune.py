@@ -21,7 +21,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -129,10 +129,10 @@ def _slo(text: str | None) -> Any:
 
 
 def build_spec(args: argparse.Namespace) -> Any:
-    from services import cost
     from services.bench.arrivals import LoadSpec
     from services.bench.spec import SweepSpec
     from services.bench.workloads import WorkloadSpec
+    from services.core import cost
     from services.tune.spec import TuneSpec, parse_set
 
     grid = dict(parse_set(text) for text in args.set)

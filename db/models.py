@@ -52,7 +52,7 @@ class Engine(Base):
     metrics_url: Mapped[str | None] = mapped_column(String(500))
     local_id: Mapped[str | None] = mapped_column(String(60))
     info: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    #: Dollars per hour of the instance or GPUs behind it (services/cost.py); NULL: not priced.
+    #: Dollars per hour of the instance or GPUs behind it (services/core/cost.py); NULL: not priced.
     usd_per_hour: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(
@@ -83,7 +83,7 @@ class Run(Base):
     #: without names and provenance); kept by the flush hook below, used to find repeats.
     config_fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
-    #: Who started it (an OIDC e-mail or "ip:<address>", services.access.Viewer.identity): the
+    #: Who started it (an OIDC e-mail or "ip:<address>", services.team.access.Viewer.identity): the
     #: per-viewer limits of a team server count a viewer's own active runs by it.
     requested_by: Mapped[str | None] = mapped_column(String(200), index=True)
     worker_pid: Mapped[int | None] = mapped_column(Integer)

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.config import get_settings
+from services.core.config import get_settings
 
 _lock = threading.Lock()
 _factories: dict[str, sessionmaker[Session]] = {}

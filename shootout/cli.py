@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 
 #: Subcommand -> the module that registers it. Only the chosen command's module is
 #: imported (a benchmark must start sending within a second; pandas alone takes 0.25 s).

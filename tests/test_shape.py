@@ -1,6 +1,6 @@
 """The shape the developers' guide asks for, kept by a test: services/ and db/ never import
 Streamlit (the CLI and the workers use them without it), pages hold no SQL, HTTP or NVML, and
-only services/config reads SHOOTOUT_* variables."""
+only services/core/config reads SHOOTOUT_* variables."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_pages_hold_no_sql_http_or_nvml() -> None:
     assert not _imports(ROOT / "app.py") & banned
 
 
-#: The product: where a SHOOTOUT_* variable may be read only through services/config.
+#: The product: where a SHOOTOUT_* variable may be read only through services/core/config.
 PRODUCT = ("services", "db", "web", "commands", "app_pages")
 PRODUCT_FILES = ("app.py", "cli.py", "serve.py")
 SETTING_NAME = re.compile(r"SHOOTOUT_[A-Z0-9_]*[A-Z0-9]")
@@ -81,10 +81,10 @@ def test_only_services_config_reads_shootout_variables() -> None:
     paths = [ROOT / name for name in PRODUCT_FILES if (ROOT / name).exists()]
     for folder in PRODUCT:
         paths += sorted((ROOT / folder).rglob("*.py"))
-    config = ROOT / "services" / "config"
+    config = ROOT / "services" / "core" / "config"
     reads = [hit for path in paths if config not in path.parents for hit in _environment_reads(path)]
     assert not reads, (
-        "read SHOOTOUT_* settings through services.config.get_settings(), not the environment:\n"
+        "read SHOOTOUT_* settings through services.core.config.get_settings(), not the environment:\n"
         + "\n".join(reads)
     )
 
@@ -102,13 +102,22 @@ def test_the_environment_gate_catches_a_read(tmp_path: Path) -> None:
         assert len(_environment_reads(path, tmp_path)) == reads, path.name
 
 
-#: What every run kind shares: it must not name a feature, or each new kind edits it. (The
-#: limits count active runs through the registry but also check a benchmark's own size.)
-RUN_CORE = ("lifecycle.py", "run_kinds.py", "worker.py", "processes.py")
+#: services/ reads from `ls`: a package per feature, the core below them, the team server.
+FEATURES = {
+    "bench", "client", "demos", "engines", "importers", "local_engines", "parity", "planner",
+    "playground", "reports", "runs", "sessions", "telemetry", "tune", "votes",
+}  # fmt: skip
+
+#: Each page's feature package, where its one view module lives (`view.py` or `view/`).
+PAGE_FEATURES = {
+    "benchmarks": "bench", "demos": "demos", "engines": "engines", "monitor": "telemetry",
+    "parity": "parity", "planner": "planner", "playground": "playground", "runs": "runs",
+    "session": "sessions", "tune": "tune",
+}  # fmt: skip
 
 
 def _service_modules(path: Path) -> set[str]:
-    """The services.<name> modules `path` imports, anywhere in it (inside functions too)."""
+    """The services.<name> packages `path` imports, anywhere in it (inside functions too)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -122,10 +131,29 @@ def _service_modules(path: Path) -> set[str]:
     return found
 
 
-def test_the_run_core_names_no_feature() -> None:
-    features = {p.name for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists()}
-    features -= {"config"}
+def test_services_holds_one_package_per_feature_and_no_loose_module() -> None:
+    entries = {p.name for p in (ROOT / "services").iterdir() if p.name != "__pycache__"}
+    assert entries - {"__init__.py"} == FEATURES | {"core", "team"}
+    for name in entries - {"__init__.py"}:
+        assert (ROOT / "services" / name / "__init__.py").exists(), name
+
+
+def test_the_core_imports_no_feature() -> None:
+    """The core sits below the features: a feature imports the core, never the other way (the
+    run-kind registry finds the features' run kinds on disk instead of naming them)."""
     offenders = {
-        name: sorted(_service_modules(ROOT / "services" / name) & features) for name in RUN_CORE
+        str(path.relative_to(ROOT)): sorted(_service_modules(path) - {"core"})
+        for path in sorted((ROOT / "services" / "core").rglob("*.py"))
     }
-    assert not any(offenders.values()), offenders
+    assert not {path: names for path, names in offenders.items() if names}
+
+
+def test_every_page_has_one_view_module_in_its_feature() -> None:
+    pages = {p.stem for p in (ROOT / "app_pages").glob("*.py")} - {"__init__", "common"}
+    assert pages == set(PAGE_FEATURES)
+    for page, feature in PAGE_FEATURES.items():
+        package = ROOT / "services" / feature
+        views = [
+            p.name for p in package.iterdir() if p.stem in ("view", "views") or p.stem.endswith("_view")
+        ]
+        assert views in (["view.py"], ["view"]), (page, views)

@@ -5,11 +5,11 @@ websocket, so a client that never logged in could take its session id and PUT 15
 `/_stcore/upload_file/...` (all accepted, held in memory), and read `/_stcore/metrics` and
 `/_stcore/host-config`. This ASGI middleware runs before Streamlit's own routes, for HTTP and
 websocket alike: the login is a plain HTML form served here, the session a signed cookie
-(`services.access`), and every other path needs that cookie. It also checks the `Host` header
+(`services.team.access`), and every other path needs that cookie. It also checks the `Host` header
 (DNS rebinding) and the `Origin` of websockets and of requests that change state: scheme, host and
 port, since browsers send cookies to every port of a host.
 
-A login is a row of `login_sessions` (`services.access`): logout (a POST with a token of the
+A login is a row of `login_sessions` (`services.team.access`): logout (a POST with a token of the
 session), "log out everywhere" (operators) and a changed password end it. The websocket's token
 (Streamlit's XSRF token, which its frontend reads from the `_streamlit_xsrf` cookie) is derived from
 that session and checked here, so a value another port plants in that readable cookie opens nothing.
@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from services import access, limits
-from services.auth import throttle
-from services.config import get_settings
+from services.core.config import get_settings
+from services.team import access, limits
+from services.team.throttle import throttle
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -1,5 +1,5 @@
 """The Benchmarks page's "New benchmark" form: workload, load, sweep and SLOs in three columns,
-then Start. Widget values go into one dict that services.bench.views.submit validates; the
+then Start. Widget values go into one dict that services.bench.view.submit validates; the
 initial values are services.bench.form's defaults (the same as `cli.py bench`'s)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import streamlit as st
 
 from app_pages import common
 from app_pages.parts.bench_workload import workload_column
-from services.bench import views
+from services.bench import view as views
 
 
 def new_benchmark_form(options: views.FormOptions) -> None:

@@ -1,16 +1,17 @@
 """The Benchmarks page's run view: a live run's progress (a fragment that polls the stored
 rows, so every viewer sees the same), and a finished run's status, notes, tables and charts.
-What is shown is decided in services.bench.views.RunView; this only draws it."""
+What is shown is decided in services.bench.view.RunView; this only draws it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app_pages import common
-from services.bench import selfcheck, views
-from services.errors import ShootoutError
-from services.figures import inert
-from services.safe_text import md_line, md_text
+from services.bench import selfcheck
+from services.bench import view as views
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_line, md_text
 
 STATUS_BOXES = {"success": st.success, "warning": st.warning, "error": st.error}
 SELF_CHECK_BOXES = {

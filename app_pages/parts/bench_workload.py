@@ -8,9 +8,9 @@ from typing import Any
 import streamlit as st
 
 from app_pages import common
-from services.bench import views
-from services.errors import ShootoutError
-from services.safe_text import md_text
+from services.bench import view as views
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_text
 
 
 def workload_column(options: views.FormOptions, values: dict[str, Any]) -> None:

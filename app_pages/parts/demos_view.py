@@ -1,18 +1,18 @@
 """The Demos page's drawing: a scenario's settings, a demo's steps with their numbers and
 charts, its conclusion and export. Untrusted text reaches markdown and HTML only through
-services.safe_text."""
+services.core.safe_text."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from services.core.figures import inert
+from services.core.safe_text import html_text, md_line, md_text
 from services.demos import runner
 from services.demos import view as demo_view
 from services.demos.base import Scenario
 from services.demos.charts import step_figure
 from services.demos.report import export_demo_html
-from services.figures import inert
-from services.safe_text import html_text, md_line, md_text
 
 
 def settings(scenario: Scenario, name: str) -> dict[str, object]:

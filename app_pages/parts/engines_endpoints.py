@@ -1,6 +1,6 @@
 """The Engines page's endpoints: the "Add an endpoint" form and one card per registered
 endpoint (probe, edit, remove). What the cards and messages say is built in
-services.engines_view; this only draws it."""
+services.engines.view; this only draws it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-from services import engines_view
-from services.engines_view import DETECT, EngineCard, Message
+from services.engines import view as engines_view
+from services.engines.view import DETECT, EngineCard, Message
 
 BOXES = {"success": st.success, "warning": st.warning, "error": st.error, "info": st.info}
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app_pages.common import refresh_interval
 from app_pages.parts.engines_endpoints import show
-from services import engines_view
+from services.engines import view as engines_view
 
 INSTALL_HINT = (
     "Some engines are not installed yet. `python cli.py local up` installs and starts them "

@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from services.errors import ShootoutError
-from services.figures import inert
-from services.safe_text import md_line, md_text
-from services.telemetry import monitor, monitor_view
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_line, md_text
+from services.telemetry import monitor
+from services.telemetry import view as monitor_view
 
 
 def render(view: monitor.MonitorView) -> None:

@@ -1,4 +1,4 @@
-"""The Parity page's setup: the new-run form (handed to services.parity.page as a ParityForm)
+"""The Parity page's setup: the new-run form (handed to services.parity.view as a ParityForm)
 and the picker of stored runs."""
 
 from __future__ import annotations
@@ -6,9 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services.errors import ShootoutError
-from services.parity import page, runner, tasks, views
-from services.safe_text import md_text
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_text
+from services.parity import results as views
+from services.parity import runner, tasks
+from services.parity import view as page
 
 
 def show_run(run_id: int) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from services.errors import ShootoutError
-from services.figures import inert
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_text
 from services.planner import PlanRequest, PlanResult, charts, make_plan, plan_to_dict, view
-from services.safe_text import md_text
 
 NATIVE = "native"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line, md_text
 from services.planner import catalog, view
-from services.safe_text import md_line, md_text
 
 
 def presets_tab() -> None:

@@ -1,5 +1,5 @@
 """The Playground's answers: one pane per engine, the diff and blind vote, and the recent
-exchanges. Everything untrusted goes through services.playground_text before markdown."""
+exchanges. Everything untrusted goes through services.playground.text before markdown."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from services import playground
-from services import playground_text as ptext
-from services import playground_view as view_model
 from services.playground import Column, ExchangeView
+from services.playground import text as ptext
+from services.playground import view as view_model
 
 
 def _title(column: Column, label: str, hidden: bool) -> str:

@@ -1,5 +1,5 @@
 """The Playground's form: engines, parameters, prompt and the send buttons. Every widget keeps
-its value in session state under its ``pg_*`` key, which services.playground_view reads."""
+its value in session state under its ``pg_*`` key, which services.playground.view reads."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from services import playground_text as ptext
-from services import playground_view as view
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
+from services.playground import text as ptext
+from services.playground import view
 
 state = st.session_state
 

@@ -6,9 +6,9 @@ import streamlit as st
 
 from app_pages import common
 from services import runs
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_text
 from services.runs import view as runs_view
-from services.safe_text import md_text
 
 
 def go(**params: str | None) -> None:

@@ -8,9 +8,9 @@ from app_pages import common
 from app_pages.parts.runs_actions import delete_confirmation, go, set_archived
 from app_pages.parts.runs_ranking import ranking
 from services import importers, runs
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line, md_text
 from services.runs import view as runs_view
-from services.safe_text import md_line, md_text
 
 
 def _import_box() -> None:

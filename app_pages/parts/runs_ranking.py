@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from services.errors import ShootoutError
-from services.runs.ranking_view import ranking_view
-from services.safe_text import md_text
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_text
+from services.runs.ranking import ranking_view
 
 
 def ranking() -> None:

@@ -9,10 +9,10 @@ import streamlit as st
 
 from app_pages.parts.runs_actions import back, go
 from services import reports
-from services.errors import ShootoutError
-from services.figures import inert
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_line, md_text
 from services.runs import view as runs_view
-from services.safe_text import md_line, md_text
 
 
 def results(view: reports.ComparisonView, key: str, override: Callable[[], None] | None = None) -> None:
@@ -68,7 +68,7 @@ def results(view: reports.ComparisonView, key: str, override: Callable[[], None]
 
 def _where_the_time_went(view: reports.ComparisonView, key: str) -> None:
     """Each engine's own queue, prefill and decode beside the rest, as the Benchmarks page
-    shows them (one split view, services.bench.views.split)."""
+    shows them (one split view, services.bench.view.split)."""
     split = view.split
     if not split.shown:
         return

@@ -9,10 +9,10 @@ from app_pages import common
 from app_pages.parts.runs_actions import back, delete_confirmation, go, set_archived
 from app_pages.parts.runs_results import results
 from services import reports, runs
-from services.errors import ShootoutError
-from services.figures import inert
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_line, md_text
 from services.runs import view as runs_view
-from services.safe_text import md_line, md_text
 from services.telemetry import monitor
 from web.exports import export_path
 

@@ -11,16 +11,10 @@ from app_pages.parts import demos_view, planner_plan
 from app_pages.parts import playground_answers as answers
 from app_pages.parts import session_share as share
 from app_pages.parts.runs_results import results
-from services import playground, runs, sessions
-from services import playground_text as ptext
-from services import playground_view as exchange_view
-from services.bench import views as bench_views
-from services.demos import runner
-from services.errors import ShootoutError
-from services.figures import inert
-from services.lifecycle import ACTIVE_STATUSES
-from services.runs import view as runs_view
-from services.safe_text import md_line, md_text
+from services.core.errors import ShootoutError
+from services.core.figures import inert
+from services.core.safe_text import md_line, md_text
+from services.sessions import view as sessions
 
 
 def shown(what: sessions.Shown) -> None:
@@ -43,7 +37,7 @@ def shown(what: sessions.Shown) -> None:
 def exchange(run_id: int) -> None:
     """The presenter's Playground exchange as its panes show it, streaming while it streams;
     a blind one stays blind here too (the arrangement comes from the stored exchange)."""
-    if playground.is_active(run_id):
+    if sessions.exchange_streaming(run_id):
         _exchange_live(run_id)
     else:
         _exchange(run_id)
@@ -57,13 +51,13 @@ def _exchange_live(run_id: int) -> None:
 
 def _exchange(run_id: int) -> bool:
     """The panes; True while the exchange still streams."""
-    view = playground.get_exchange(run_id)
-    arrangement = exchange_view.arrange(view, common.participant())
-    st.markdown(f"**Playground · turn {view.turn}:** {ptext.md_text(view.prompt)}")
+    view = sessions.get_exchange(run_id)
+    arrangement = sessions.arrange(view, common.participant())
+    st.markdown(f"**Playground · turn {view.turn}:** {md_text(view.prompt)}")
     if not arrangement.columns:
         st.caption("Waiting for the engines' first answers…")
         return view.active
-    units = exchange_view.units(arrangement.columns)
+    units = sessions.units(arrangement.columns)
     panes = st.columns(len(arrangement.columns), border=True)
     for pane, column in zip(panes, arrangement.columns, strict=True):
         with pane:
@@ -75,7 +69,7 @@ def _exchange(run_id: int) -> bool:
     return view.active
 
 
-def _vote(run_id: int, arrangement: exchange_view.Arrangement) -> None:
+def _vote(run_id: int, arrangement: sessions.Arrangement) -> None:
     """The room's blind vote on the shown exchange: one per participant (the same key as the
     Playground's votes, so a vote here and there is one vote), tied to the session."""
     st.caption("Which answer is best? The engines stay hidden until the presenter reveals them.")
@@ -87,7 +81,7 @@ def _vote(run_id: int, arrangement: exchange_view.Arrangement) -> None:
         if slot.button(label, key=f"session_vote_{run_id}_{winner}"):
             try:
                 current = share.seat()
-                playground.vote_best(
+                sessions.vote_best(
                     run_id,
                     winner,
                     participant=common.participant(),
@@ -100,9 +94,8 @@ def _vote(run_id: int, arrangement: exchange_view.Arrangement) -> None:
 
 
 def run(run_id: int) -> None:
-    detail = runs.get_run(run_id)
-    active = detail.status in ACTIVE_STATUSES
-    if detail.kind == "benchmark" and active:
+    kind, active = sessions.is_running(run_id)
+    if kind == "benchmark" and active:
         _benchmark_live(run_id)
     else:
         _run_live(run_id) if active else _run_view(run_id)
@@ -111,7 +104,7 @@ def run(run_id: int) -> None:
 @st.fragment(run_every=common.refresh_interval(1.0))
 def _benchmark_live(run_id: int) -> None:
     """The Benchmarks page's live view, without its Cancel button."""
-    view = bench_views.run_view(run_id)
+    view = sessions.benchmark_view(run_id)
     st.subheader(f"#{run_id} {md_line(view.run.name)}")
     st.progress(min(1.0, view.run.progress), text=view.progress_markdown)
     for line in view.count_lines:
@@ -124,13 +117,13 @@ def _benchmark_live(run_id: int) -> None:
 @st.fragment(run_every=common.refresh_interval(1.0))
 def _run_live(run_id: int) -> None:
     _run_view(run_id)
-    if runs.get_run(run_id).status not in ACTIVE_STATUSES:
+    if not sessions.is_running(run_id)[1]:
         st.rerun()
 
 
 def _run_view(run_id: int) -> None:
     """A stored run as the Runs page shows its results (no notes, tags or actions)."""
-    page = runs_view.run_page_view(run_id)
+    page = sessions.run_page_view(run_id)
     st.subheader(page.title)
     st.caption(page.caption)
     if page.run.detail.error:
@@ -148,14 +141,14 @@ def _run_view(run_id: int) -> None:
 
 
 def compare(what: sessions.Shown) -> None:
-    page = runs_view.compare_page_view(runs_view.id_list(what.run_ids), what.baseline)
+    page = sessions.compare_page_view(sessions.id_list(what.run_ids), what.baseline)
     st.subheader(page.title)
     results(page.view, "session_compare")
 
 
 def demo(run_id: int) -> None:
     """A demo's steps so far, as the Demos page draws them, without its controls."""
-    if runner.demo_view(run_id).live:
+    if sessions.demo_view(run_id).live:
         _demo_live(run_id)
     else:
         _demo(run_id)
@@ -168,7 +161,7 @@ def _demo_live(run_id: int) -> None:
 
 
 def _demo(run_id: int) -> bool:
-    view = runner.demo_view(run_id)
+    view = sessions.demo_view(run_id)
     st.subheader(md_line(view.title))
     st.caption(f"{md_line(view.mechanism)} · demo #{view.run_id}")
     if view.live:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from services import sessions
-from services.errors import ValidationError
-from services.safe_text import md_line
+from services.core.errors import ValidationError
+from services.core.safe_text import md_line
+from services.sessions import view as sessions
 
 
 def join_link(code: str) -> str:

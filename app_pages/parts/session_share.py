@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from services import sessions
-from services.errors import ShootoutError
-from services.planner.plan import PlanRequest
-from services.safe_text import md_line
+from services.core.errors import ShootoutError
+from services.core.safe_text import md_line
+from services.sessions import view as sessions
 
 SEAT = "session_seat"
 PRESENTING = "session_presenting"
@@ -92,7 +91,7 @@ def sidebar_line() -> None:
         st.page_link("app_pages/session.py", label="Session", icon=":material/groups:")
 
 
-def publish_planner(request: PlanRequest) -> None:
+def publish_planner(request: sessions.PlanRequest) -> None:
     """The Planner has no address: it passes its inputs itself."""
     if presenting() is not None:
         publish(sessions.planner_shown(request))

@@ -22,7 +22,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 LOAD_MODES = ("concurrency", "rate", "trace")
 ARRIVAL_PROCESSES = ("poisson", "gamma", "constant")

@@ -34,7 +34,7 @@ from services.bench.arrivals import LoadSpec
 from services.bench.spec import MAX_WORKERS, WORKERS_AUTO, BenchSpec, EngineTarget, SweepSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 #: The page's seconds box when the user bounds a run by time (the form's bound is requests).
 SUGGESTED_DURATION_S = 60.0

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from services.measure import percentile
+from services.core.measure import percentile
 
 if TYPE_CHECKING:  # summary.py reads the states defined here
     from services.bench.summary import BenchSummary

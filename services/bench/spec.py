@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import PromptText, WorkloadSpec
-from services.errors import ValidationError
-from services.measure import DEFAULT_PERCENTILES
+from services.core.errors import ValidationError
+from services.core.measure import DEFAULT_PERCENTILES
 
 if TYPE_CHECKING:
-    from services.endpoints import EngineRecord
+    from services.engines.endpoints import EngineRecord
 
 SWEEP_KINDS = ("none", "concurrency", "rate", "slo_search")
 #: BenchSpec.workers: this value lets the self-check choose the count (`--workers auto`).
@@ -33,7 +33,7 @@ class EngineTarget:
     """The endpoint one part of a run talks to (a snapshot: later edits of the engine do not change it).
 
     Its metrics are read through a `services.telemetry.scraper.ScrapeTarget` built from the
-    same fields; the stored endpoint itself is `services.endpoints.EngineRecord`.
+    same fields; the stored endpoint itself is `services.engines.endpoints.EngineRecord`.
     """
 
     name: str
@@ -42,7 +42,7 @@ class EngineTarget:
     model: str | None = None
     api_key_env: str | None = None
     metrics_url: str | None = None
-    #: The price per hour when the run started (services/cost.py): stored with the run so a
+    #: The price per hour when the run started (services/core/cost.py): stored with the run so a
     #: later price edit does not rewrite its cost. None: not priced.
     usd_per_hour: float | None = None
 

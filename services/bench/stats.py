@@ -2,7 +2,7 @@
 
 Pure functions over plain records, so every number in a report can be checked by hand
 (tests pin exact values). Per-request figures (TTFT, ITL, TPOT, E2E) and percentiles are
-defined once, in services/measure.py, for every page and command.
+defined once, in services/core/measure.py, for every page and command.
 
 Definitions of the run's figures:
 - Duration: first measured request sent -> last measured request ended. Throughputs divide
@@ -19,7 +19,7 @@ from typing import Any
 
 from services.bench.pickling import pickled_as_fields
 from services.bench.time_split import split_block
-from services.measure import (
+from services.core.measure import (
     DEFAULT_PERCENTILES,
     EngineTimes,
     TimeSplit,
@@ -89,7 +89,7 @@ class RequestRecord:
     finish_reason: str | None = None
     schema_valid: bool | None = None
     step: int | None = None
-    #: Time to first answer token (services/measure.py): TTFT for a model that does not think.
+    #: Time to first answer token (services/core/measure.py): TTFT for a model that does not think.
     ttfat_s: float | None = None
     reasoning_tokens: int | None = None
     #: Who counted them: "usage" (the engine) or "stream" (the thinking deltas).
@@ -312,7 +312,7 @@ def reasoning_block(
     done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
 ) -> dict[str, Any]:
     """An engine's answer timing beside its TTFT: time to first answer token, reasoning and
-    answer tokens and their rates (per request, services/measure.py), who counted the
+    answer tokens and their rates (per request, services/core/measure.py), who counted the
     reasoning tokens, and whether any TTFT includes thinking (then it is not comparable with
     that of a model that answers at once)."""
     sources = sorted({r.reasoning_source for r in done if r.reasoning_tokens and r.reasoning_source})

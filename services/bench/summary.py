@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services import stored_json
 from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, state
-from services.stored_json import Stored, stored
+from services.core import stored_json
+from services.core.stored_json import Stored, stored
 
 EngineBlock = dict[str, Any]
 
@@ -48,7 +48,7 @@ class BenchSummary(Stored):
     ttft_includes_connect: bool | None = stored(
         stored_json.optional_flag, default=None, write="unless_none"
     )
-    #: Some engine's TTFT is its first thinking token (services/measure.py); None: not said
+    #: Some engine's TTFT is its first thinking token (services/core/measure.py); None: not said
     #: (a run stored before reasoning was told apart).
     ttft_includes_reasoning: bool | None = stored(
         stored_json.optional_flag, default=None, write="unless_none"

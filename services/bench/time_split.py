@@ -1,5 +1,5 @@
 """Where an engine's time went over a run: its own queue, prefill and decode beside the rest
-of TTFT and E2E (services.measure.time_split defines them per request), as the summary's
+of TTFT and E2E (services.core.measure.time_split defines them per request), as the summary's
 `time_split` block; and that rest as evidence for the generator's self-check.
 
 The block's means add up: over the requests the engine timed, mean queue + mean prefill +
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from services.measure import DEFAULT_PERCENTILES, describe
+from services.core.measure import DEFAULT_PERCENTILES, describe
 
 if TYPE_CHECKING:  # stats.py builds its summary with this module
     from services.bench.stats import RequestRecord

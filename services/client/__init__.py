@@ -10,7 +10,7 @@ spreading) is computed once, after the stream ends.
 
 Timing: `time.perf_counter` at the send and at each content chunk's arrival (the role-only
 chunk and the usage trailer carry no content). TTFT, ITL, TPOT and E2E are derived from
-those times and the usage by services/measure.py, the one definition every page uses
+those times and the usage by services/core/measure.py, the one definition every page uses
 (`StreamResult.metrics()`); `ttft_s` and `e2e_s` are also kept live for the Playground.
 
 One request's failure never raises: `stream_chat` returns a `StreamResult` with ok=False,

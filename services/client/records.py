@@ -1,5 +1,5 @@
 """What one chat completion is and what came of it: the request, the per-choice arrival
-record, the result (whose figures services/measure.py defines) and the error classes."""
+record, the result (whose figures services/core/measure.py defines) and the error classes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from services.engines import SamplingParams
-from services.measure import (
+from services.core.measure import (
     EngineTimes,
     RequestMetrics,
     TimeSplit,
@@ -19,6 +18,7 @@ from services.measure import (
     time_split,
     token_count,
 )
+from services.engines import SamplingParams
 
 #: error_class -> what it means, in plain words (shown in the UI and in reports).
 ERROR_CLASSES: dict[str, str] = {
@@ -155,7 +155,7 @@ class StreamResult:
         first = self.choices.get(0)
         return first.finish_reason if first else None
 
-    # -- figures (services/measure.py defines them) ----------------------------------
+    # -- figures (services/core/measure.py defines them) ----------------------------------
     def metrics(self) -> RequestMetrics:
         """TTFT, per-token ITL, TPOT, E2E and token counts of the stream so far."""
         return measure_stream(

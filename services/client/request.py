@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from services.client.records import ChatRequest
-from services.config import key_env_allowed, key_env_refusal
+from services.core.config import key_env_allowed, key_env_refusal
 from services.engines import get_adapter
 
 _STANDARD_FIELDS = frozenset(

@@ -24,10 +24,10 @@ from urllib.parse import urljoin, urlsplit
 
 import httptools
 
-from services import http
 from services.client.records import ChatRequest, DeltaCallback, StreamResult, fail_result
 from services.client.request import build_body, build_headers, request_url
 from services.client.stream import Exchange, TritonExchange, error_message
+from services.core import http
 from services.engines import get_adapter
 
 

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 if TYPE_CHECKING:
     from services.demos.context import DemoContext
-    from services.endpoints import EngineRecord
+    from services.engines.endpoints import EngineRecord
 
 
 # ---------------------------------------------------------------- measured records

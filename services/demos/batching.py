@@ -28,7 +28,7 @@ from services.demos.base import (
 )
 from services.demos.common import wave_figures
 from services.demos.context import DemoContext
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
 
 #: Requests decoding at once (measured on our clocks) from which an engine is batching.
 BATCHED = 1.5

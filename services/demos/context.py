@@ -16,14 +16,14 @@ from typing import Any, Self
 
 from db.models import RequestResult
 from db.session import session_scope
-from services import http
 from services.bench.stats import reasoning_keys
 from services.client import ChatRequest, StreamResult, run_blocking, run_many
+from services.core import http
+from services.core.measure import tpot
 from services.demos.base import StepOutcome
-from services.endpoints import EngineRecord
 from services.engines import SamplingParams
+from services.engines.endpoints import EngineRecord
 from services.engines.probe import auth_headers
-from services.measure import tpot
 from services.telemetry.scraper import EngineScraper, ScrapeTarget
 from services.telemetry.snapshot import Snapshot
 

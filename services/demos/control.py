@@ -11,9 +11,9 @@ from typing import Any
 
 from db.models import Run
 from db.session import session_scope
+from services.core.errors import NotFoundError
+from services.core.lifecycle import RunKind
 from services.demos.reading import demo_view
-from services.errors import NotFoundError
-from services.lifecycle import RunKind
 
 _wakeups: dict[int, threading.Event] = {}
 _wakeups_lock = threading.Lock()

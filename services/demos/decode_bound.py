@@ -29,7 +29,7 @@ from services.demos.base import (
 )
 from services.demos.common import wave_figures
 from services.demos.context import DemoContext
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
 from services.planner.catalog import get_gpu, get_model, get_weight_format
 
 #: At or above this share of the bound, decode runs at the memory-bandwidth limit.

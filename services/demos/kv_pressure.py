@@ -29,7 +29,7 @@ from services.demos.base import (
 )
 from services.demos.common import wave_figures
 from services.demos.context import DemoContext, words_prompt
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.25
 #: KV usage at or above this is "near full".

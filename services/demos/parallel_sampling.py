@@ -27,8 +27,8 @@ from services.demos.base import (
 )
 from services.demos.common import first_error
 from services.demos.context import DemoContext, words_prompt
-from services.endpoints import EngineRecord
 from services.engines import get_adapter
+from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.2
 #: Throughput with n answers at least this many times that of one answer: the n sequences shared the work.

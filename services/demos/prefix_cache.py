@@ -30,7 +30,7 @@ from services.demos.base import (
 )
 from services.demos.common import first_error
 from services.demos.context import DemoContext, words_prompt
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
 
 #: TTFT must fall at least this much (relative) to count as "faster from the cache".
 CACHE_DROP = 0.25

@@ -11,14 +11,14 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services import lifecycle
+from services.core import lifecycle
+from services.core.errors import NotFoundError, ShootoutError
+from services.core.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
 from services.demos.base import Scenario
 from services.demos.records import DemoListItem, DemoView, step_view
 from services.demos.registry import get_scenario
 from services.demos.run_kind import INTERRUPTED
 from services.demos.summary import DemoSummary
-from services.errors import NotFoundError, ShootoutError
-from services.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
 
 
 def _interrupt_if_stale(run_id: int) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from services.core.errors import NotFoundError
 from services.demos.base import Scenario
-from services.errors import NotFoundError
 
 
 def _all() -> list[Scenario]:

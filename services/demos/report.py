@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import html
 
+from services.core.figures import inert
+from services.core.lifecycle import RunKind
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
-from services.figures import inert
-from services.lifecycle import RunKind
 from services.reports.html_report import standard_html_report
 from services.reports.registry import ExportFile, register
 

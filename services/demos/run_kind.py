@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from services.lifecycle import RunKind
-from services.run_kinds import RunKindSpec, register
+from services.core.lifecycle import RunKind
+from services.core.run_kinds import RunKindSpec, register
 
 INTERRUPTED = (
     "The demo's worker stopped (the app or the command was restarted); the steps measured so "

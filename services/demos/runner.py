@@ -33,7 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from db.models import Run
 from db.session import session_scope
-from services import endpoints, lifecycle, limits
+from services.core import lifecycle
+from services.core.errors import NotFoundError, ShootoutError, ValidationError
+from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus
+from services.core.processes import launch_run_worker
 from services.demos.base import Scenario, StepOutcome, join_sentences
 from services.demos.context import DemoContext, DemoStopped
 from services.demos.control import advance, forget_wakeup, set_pause, stop_demo, wakeup
@@ -41,13 +44,12 @@ from services.demos.reading import demo_result, demo_view, list_demos, wait_unti
 from services.demos.records import DemoListItem, DemoView, StepView
 from services.demos.registry import get_scenario
 from services.demos.summary import DemoSummary, StepBlock
-from services.endpoints import EngineRecord
-from services.errors import NotFoundError, ShootoutError, ValidationError
-from services.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus
-from services.processes import launch_run_worker
+from services.engines import endpoints
+from services.engines.endpoints import EngineRecord
+from services.team import limits
 
 if TYPE_CHECKING:
-    from services.access import Viewer
+    from services.team.access import Viewer
 
 RUN_KIND = RunKind.DEMO
 POLL_S = 0.5

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from services.core.measure import percentile
 from services.demos.base import (
     BigNumber,
     ChartSpec,
@@ -28,8 +29,7 @@ from services.demos.base import (
     fmt_rate,
 )
 from services.demos.context import DemoContext
-from services.endpoints import EngineRecord
-from services.measure import percentile
+from services.engines.endpoints import EngineRecord
 from services.parity.metrics import Answer, TokenChoice, compare, summarise
 from services.parity.runner import send_one
 from services.parity.tasks import TASK_SET_SIZE, task_set

@@ -28,7 +28,7 @@ from services.demos.base import (
     fmt_rate,
 )
 from services.demos.context import DemoContext, DemoStopped
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
 from services.tune import jobs as tune_jobs
 from services.tune.spec import TuneSpec
 from services.tune.summary import TuneSummary

@@ -32,7 +32,7 @@ from services.demos.base import (
 )
 from services.demos.common import first_error
 from services.demos.context import DemoContext, Sent
-from services.endpoints import EngineRecord
+from services.engines.endpoints import EngineRecord
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

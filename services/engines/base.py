@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from services.measure import EngineTimes
+from services.core.measure import EngineTimes
 from services.telemetry.prometheus import Families
 
 MetricsFormat = Literal["prometheus", "json", "none"]
@@ -30,7 +30,7 @@ class HttpAnswer:
     text: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     error: str | None = None
-    #: services.http's class of the failure: "unreachable", "deadline", "too_large", ...
+    #: services.core.http's class of the failure: "unreachable", "deadline", "too_large", ...
     error_reason: str | None = None
 
     @property
@@ -109,7 +109,7 @@ class EngineAdapter:
     reports_logprobs: ClassVar[bool] = True
     reports_top_logprobs: ClassVar[bool] = True
 
-    # --- where the time went: the engine's own per-request times (services.measure) ---
+    # --- where the time went: the engine's own per-request times (services.core.measure) ---
     #: Where it reports them, in words for the UI; "" when it does not (an answer then says
     #: "not reported by <label>").
     engine_times_source: ClassVar[str] = ""

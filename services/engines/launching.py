@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 #: Where a server listens inside its container; docker publishes the port on the bind host.
 CONTAINER_HOST = "0.0.0.0"

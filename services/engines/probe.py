@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import httpx2
 
-from services import http
-from services.config import key_env_allowed
+from services.core import http
+from services.core.config import key_env_allowed
 from services.engines.base import HttpAnswer, ProbeEvidence
 from services.engines.registry import detect_kind
 
@@ -194,7 +194,7 @@ def _server_info(evidence: ProbeEvidence) -> dict[str, Any]:
 
 def probe(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeResult:
     """Probe `base_url` (synchronous; runs its own event loop)."""
-    from services.endpoints import normalise_base_url
+    from services.engines.endpoints import normalise_base_url
 
     url = normalise_base_url(base_url)
     started = time.perf_counter()

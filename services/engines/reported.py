@@ -2,7 +2,7 @@
 that Compare and the HTML report can set two runs' engines side by side as *they* reported
 themselves: vLLM's `/version` and its `vllm:cache_config_info` labels (block size, prefix
 caching, memory fraction...), llama.cpp's `/props`, SGLang's `/server_info`, TGI's `/info`,
-Triton's `/v2`. Every read is bounded (services/http.py) and a missing one is left out.
+Triton's `/v2`. Every read is bounded (services/core/http.py) and a missing one is left out.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from services import http
+from services.core import http
 from services.engines.probe import auth_headers, probe
 
 #: Info-style gauges whose labels are settings (value 1, the settings in the labels).

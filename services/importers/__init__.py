@@ -7,7 +7,7 @@ Shootout's own run JSON. Each importer module has `TOOL`, `LABEL`, `sniff(source
 
 Imported runs get kind "import" (Shootout JSON keeps its own kind), the tool's numbers
 mapped onto the benchmark summary format, and per-request rows where the file has them.
-Files are read as streams (reading.py), at most SHOOTOUT_LIMIT_IMPORT_MB (services.limits);
+Files are read as streams (reading.py), at most SHOOTOUT_LIMIT_IMPORT_MB (services.team.limits);
 Shootout's own JSON is stored as it is read, a batch of rows at a time.
 """
 
@@ -26,8 +26,8 @@ from sqlalchemy.exc import StatementError
 
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
-from services import cost
-from services.errors import ValidationError
+from services.core import cost
+from services.core.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
 from services.importers.common import (
     UNREAD_KEYS,
@@ -200,7 +200,7 @@ def _save(
 
 def priced(imported: ImportedRun, usd_per_hour: float | None) -> ImportedRun:
     """The run with the price given at import and the cost of each engine and step at it
-    (services/cost.py, from the throughputs the file gave); unchanged without a price."""
+    (services/core/cost.py, from the throughputs the file gave); unchanged without a price."""
     if usd_per_hour is None:
         return imported
     summary = dict(imported.summary)

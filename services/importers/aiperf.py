@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.core.measure import thinking_reported
 from services.importers.common import (
     ImportedRun,
     SourceFile,
@@ -43,7 +44,6 @@ from services.importers.common import (
     summary_from_requests,
     to_seconds,
 )
-from services.measure import thinking_reported
 
 TOOL = "aiperf"
 LABEL = "NVIDIA AIPerf (profile export JSON/CSV/JSONL)"

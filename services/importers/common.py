@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from db.models import REQUEST_RESULT_FIELDS
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.core.measure import describe
 from services.importers import reading
-from services.measure import describe
 
 #: Per-request row fields, as RequestResult columns.
 REQUEST_FIELDS = REQUEST_RESULT_FIELDS
@@ -208,7 +208,7 @@ def reasoning_extra(
     first output token and reasoning tokens (`source`: who counted them), as our own rows
     keep them, so imported and measured runs read the same."""
     from services.bench.stats import reasoning_keys
-    from services.measure import thinking_reported
+    from services.core.measure import thinking_reported
 
     includes = thinking_reported(ttft_s, ttfat_s, reasoning_tokens)
     return reasoning_keys(ttfat_s, reasoning_tokens, source, includes)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from services.core.measure import thinking_reported
 from services.importers.common import (
     ImportedRun,
     SourceFile,
@@ -41,7 +42,6 @@ from services.importers.common import (
     stat_name,
     to_seconds,
 )
-from services.measure import thinking_reported
 
 TOOL = "guidellm"
 LABEL = "GuideLLM (benchmarks.json)"

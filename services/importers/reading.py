@@ -21,8 +21,8 @@ from typing import IO, Any
 
 import ijson
 
-from services import limits
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.team import limits
 
 __all__ = [
     "MAX_DEPTH",

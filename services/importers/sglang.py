@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.measure import tpot
 from services.importers.common import (
     ImportedRun,
     SourceFile,
@@ -28,7 +29,6 @@ from services.importers.common import (
     request_row,
 )
 from services.importers.vllm import engine_numbers, step_load
-from services.measure import tpot
 
 TOOL = "sglang"
 LABEL = "SGLang bench_serving (JSONL)"

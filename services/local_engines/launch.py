@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 
-from services import endpoints
-from services.errors import EngineError, NotFoundError, ShootoutError
+from services.core.errors import EngineError, NotFoundError, ShootoutError
+from services.core.processes import pid_alive
+from services.engines import endpoints
 from services.local_engines.backend import backends, get_backend
 from services.local_engines.catalog import (
     LocalEngineSpec,
@@ -36,7 +37,6 @@ from services.local_engines.state import (
     status,
     write_state,
 )
-from services.processes import pid_alive
 
 
 def _command(spec: LocalEngineSpec) -> tuple[list[str], dict[str, str]]:

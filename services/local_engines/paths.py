@@ -8,9 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from services import llamacpp_build
-from services.config import get_settings
-from services.errors import EngineError
+from services.core.config import get_settings
+from services.core.errors import EngineError
+from services.engines.llamacpp import build as llamacpp_build
 
 
 def engines_dir() -> Path:

@@ -9,11 +9,12 @@ import subprocess
 import threading
 from pathlib import Path
 
-from services import http, llamacpp_build
+from services.core import http
+from services.core.processes import pid_alive
+from services.engines.llamacpp import build as llamacpp_build
 from services.local_engines.backend import get_backend
 from services.local_engines.catalog import LocalEngineSpec, LocalEngineStatus, Status, get_spec, specs
 from services.local_engines.paths import is_installed, state_dir
-from services.processes import pid_alive
 
 
 def state_key(spec: LocalEngineSpec) -> str:

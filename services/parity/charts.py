@@ -8,8 +8,8 @@ from collections import Counter
 
 import plotly.graph_objects as go
 
-from services.figures import inert
-from services.parity.views import ParityView
+from services.core.figures import inert
+from services.parity.results import ParityView
 
 
 def quality_speed_figure(view: ParityView) -> go.Figure | None:

@@ -22,7 +22,7 @@ records where the engine returns them). Definitions, per prompt:
   different model, template or tokenizer.
 
 Per engine, the summary pools prompts: exact-match rate, the divergence positions'
-distribution (median through THE percentile function of services/measure.py), mean token
+distribution (median through THE percentile function of services/core/measure.py), mean token
 agreement, mean log-probability difference and the pooled top-k rate.
 """
 
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from services.measure import percentile, token_count
+from services.core.measure import percentile, token_count
 
 Unit = Literal["token", "word"]
 

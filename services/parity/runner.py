@@ -16,7 +16,7 @@ answer), one at a time, one engine after another, as benchmarks do by default: e
 shared hardware are compared at the same load. The same engine may appear twice (its label
 gets "#2"): an engine against itself shows whether it is deterministic.
 
-It runs in a worker process (`python -m services.worker parity RUN_ID`); `cancel_parity` sets
+It runs in a worker process (`python -m services.core.worker parity RUN_ID`); `cancel_parity` sets
 the status to "cancelled" and the worker stops before its next request, keeping what it stored.
 """
 
@@ -34,18 +34,19 @@ from sqlalchemy import update
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services import endpoints, http, lifecycle, limits
 from services.client import ChatRequest, build_body, build_headers, chat_url
-from services.engines import SamplingParams, get_adapter
-from services.errors import NotFoundError, ShootoutError, ValidationError
-from services.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
-from services.measure import token_count
+from services.core import http, lifecycle
+from services.core.errors import NotFoundError, ShootoutError, ValidationError
+from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
+from services.core.measure import token_count
+from services.core.processes import launch_run_worker
+from services.engines import SamplingParams, endpoints, get_adapter
 from services.parity.metrics import parse_answer
 from services.parity.tasks import DEFAULT_SEED, TASK_SET_SIZE, TASK_SET_VERSION, Task, score, task_set
-from services.processes import launch_run_worker
+from services.team import limits
 
 if TYPE_CHECKING:
-    from services.access import Viewer
+    from services.team.access import Viewer
 
 RUN_KIND = RunKind.PARITY
 MIN_ENGINES, MAX_ENGINES = 2, 6
@@ -320,7 +321,7 @@ def execute_parity(
     on_progress: Callable[[float, str], None] | None = None,
 ) -> None:
     """Send every prompt to every engine, store each answer as it arrives, write the summary."""
-    from services.parity.views import build_summary
+    from services.parity.results import build_summary
 
     if not lifecycle.claim(run_id, clear_error=True):
         return

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 TASK_SET_VERSION = "v1"
 DEFAULT_SEED = 7

@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from services.config import get_settings
-from services.errors import ConflictError, NotFoundError, ValidationError
+from services.core.config import get_settings
+from services.core.errors import ConflictError, NotFoundError, ValidationError
 from services.planner.presets import GPUS, KV_FORMATS, MODELS, WEIGHT_FORMATS
 from services.planner.specs import GpuSpec, KvFormat, ModelSpec, WeightFormat
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.planner.catalog import slugify, validate_model
 from services.planner.presets import GGUF_FILE_TYPES
 from services.planner.specs import ModelSpec

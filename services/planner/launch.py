@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from services.core.errors import ValidationError
 from services.engines.launching import LaunchCommand, LaunchOptions, launches
-from services.errors import ValidationError
 from services.planner.catalog import get_model, get_weight_format
 
 if TYPE_CHECKING:
-    from services.endpoints import EngineRecord
+    from services.engines.endpoints import EngineRecord
     from services.planner.plan import PlanRequest
 
 __all__ = [
@@ -90,7 +90,7 @@ def register_launched_engine(
     command: LaunchCommand, name: str, base_url: str | None = None
 ) -> EngineRecord:
     """Add the endpoint the command will serve to the engine registry (same kind and model)."""
-    from services import endpoints
+    from services.engines import endpoints
 
     return endpoints.add_engine(
         name, base_url or command.base_url, kind=command.kind, model=command.model_name

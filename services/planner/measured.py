@@ -16,13 +16,13 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
-from services import cost, stored_json
 from services.bench.spec import slo_of
 from services.bench.stats import block_meets_slo
-from services.lifecycle import RunKind
+from services.core import cost, stored_json
+from services.core.lifecycle import RunKind
+from services.core.safe_text import md_line
 from services.reports.steps import StepRow, step_rows
 from services.runs.records import FINISHED_STATUSES
-from services.safe_text import md_line
 from services.tune.pareto import cost_figure, energy_figure
 from services.tune.summary import TuneSummary
 

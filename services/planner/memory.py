@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.planner.specs import GIB, GpuSpec, KvFormat, ModelSpec, ParamBreakdown, WeightFormat
 
 SIXTEEN_BIT = 2.0

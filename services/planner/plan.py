@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.planner import memory
 from services.planner.catalog import (
     all_gpus,

@@ -2,7 +2,7 @@
 its tables ready to draw, the choices of the "Which engine?" form, the launch options from the
 launch form, the stored runs offered against the plan's bound, and adding a model or GPU of
 one's own from what the forms hold. No Streamlit here. Text meant for markdown escapes every
-untrusted piece (model names, run labels) with services.safe_text."""
+untrusted piece (model names, run labels) with services.core.safe_text."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from typing import cast, get_args
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
-from services import cost
-from services.errors import ShootoutError, ValidationError
+from services.core import cost
+from services.core.errors import ShootoutError, ValidationError
+from services.core.safe_text import md_line
 from services.planner import catalog, engines_reference, importers, launch, runs
 from services.planner.measured import NO_RUNS, MeasuredKind, measured_by_kind
 from services.planner.plan import PlanRequest, PlanResult, gpu_rows, make_plan, model_rows
 from services.planner.specs import GB, GIB, GpuSpec, ModelSpec
-from services.safe_text import md_line
 
 HARDWARE: tuple[str, ...] = get_args(engines_reference.Hardware)
 TRAFFIC: tuple[str, ...] = get_args(engines_reference.Traffic)
@@ -131,7 +131,7 @@ def cost_floor(plan: PlanResult, gpu_usd_per_hour: str) -> Metric:
     """What a million output tokens cost at the decode bound, at the user's own price per
     GPU-hour (there is no default price: a silent one would read as a quote). A floor: engines
     reach a fraction of the bound, and the real cost is higher by the same factor. Raises
-    ValidationError for a price that does not read (services/cost.py says why)."""
+    ValidationError for a price that does not read (services/core/cost.py says why)."""
     price = cost.parse_usd_per_hour(gpu_usd_per_hour)
     label = "Cost floor per 1M output tokens"
     if price is None:

@@ -29,9 +29,8 @@ from services.playground.records import (
     Turn,
 )
 from services.playground.sending import exchange_id, reopen, resend, send
-from services.playground.worker import PERSIST_INTERVAL_S, is_active, running_here, stop, wait
-from services.playground_text import word_diff
-from services.playground_votes import (
+from services.playground.text import word_diff
+from services.playground.votes import (
     BlindVote,
     PairTally,
     blind_order,
@@ -44,6 +43,7 @@ from services.playground_votes import (
     vote_best,
     votes_for,
 )
+from services.playground.worker import PERSIST_INTERVAL_S, is_active, running_here, stop, wait
 
 __all__ = [
     "EXTRA_KEYS",

@@ -9,9 +9,9 @@ from typing import Any
 
 import jsonschema
 
-from services import limits
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.playground.records import MAX_ENGINES, MIN_ENGINES, SchemaCheck, SendRequest
+from services.team import limits
 
 
 def parse_schema(text: str) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from services.endpoints import EngineRecord
 from services.engines import SamplingParams, get_adapter
+from services.engines.endpoints import EngineRecord
 
 
 def messages_for(system: str, history: list[tuple[str, str]], prompt: str) -> list[dict[str, Any]]:

@@ -10,11 +10,12 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services import endpoints, lifecycle, stored_json
 from services.client import ChatRequest, as_curl, as_openai_python
-from services.errors import NotFoundError
-from services.lifecycle import RunStatus, is_stale
-from services.measure import EngineTimes, cached_tokens, time_split, token_count
+from services.core import lifecycle, stored_json
+from services.core.errors import NotFoundError
+from services.core.lifecycle import RunStatus, is_stale
+from services.core.measure import EngineTimes, cached_tokens, time_split, token_count
+from services.engines import endpoints
 from services.playground.checks import check_answer
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn

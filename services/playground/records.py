@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from services.core.measure import EngineTimes, TimeSplit
 from services.engines import SamplingParams
-from services.measure import EngineTimes, TimeSplit
 
 MIN_ENGINES = 2
 MAX_ENGINES = 6
@@ -70,7 +70,7 @@ class Column:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
-    #: A reasoning model's answer timing (services/measure.py); for a model that does not
+    #: A reasoning model's answer timing (services/core/measure.py); for a model that does not
     #: think, TTFAT is its TTFT and there are no reasoning tokens.
     ttfat_s: float | None = None
     reasoning_tokens: int | None = None

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from services.lifecycle import RunKind
-from services.run_kinds import RunKindSpec, register
+from services.core.lifecycle import RunKind
+from services.core.run_kinds import RunKindSpec, register
 
 if TYPE_CHECKING:
     from db.models import Run
@@ -20,9 +20,9 @@ INTERRUPTED = "The app stopped while this exchange was streaming; the partial an
 
 def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:
     # The streaming code is imported by the worker, not by the registry.
-    from services import lifecycle
-    from services.errors import ShootoutError
-    from services.lifecycle import RunStatus
+    from services.core import lifecycle
+    from services.core.errors import ShootoutError
+    from services.core.lifecycle import RunStatus
     from services.playground import sending, worker
 
     try:

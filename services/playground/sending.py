@@ -12,22 +12,23 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services import endpoints, lifecycle, limits
 from services.client import ChatRequest, build_body
-from services.engines import SamplingParams
-from services.errors import NotFoundError, ValidationError
-from services.lifecycle import RunKind
+from services.core import lifecycle
+from services.core.errors import NotFoundError, ValidationError
+from services.core.lifecycle import RunKind
+from services.core.processes import launch_run_worker
+from services.engines import SamplingParams, endpoints
 from services.playground import worker
 from services.playground.checks import validate
 from services.playground.params import engine_params, messages_for, params_dict, params_from_dict
 from services.playground.reading import last_prompt
 from services.playground.records import EngineChoice, SendHandle, SendRequest
 from services.playground.worker import Stream
-from services.processes import launch_run_worker
+from services.team import limits
 
 if TYPE_CHECKING:
-    from services.access import Viewer
-    from services.endpoints import EngineRecord
+    from services.engines.endpoints import EngineRecord
+    from services.team.access import Viewer
 
 
 def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tuple[str, str]]]]:

@@ -18,10 +18,10 @@ from typing import Any
 
 from db.models import Exchange
 from db.session import session_scope
-from services import lifecycle
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
-from services.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
-from services.measure import RequestMetrics
+from services.core import lifecycle
+from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
+from services.core.measure import RequestMetrics
 
 PERSIST_INTERVAL_S = 0.25
 
@@ -167,7 +167,7 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
 
 
 def reasoning_figures(figures: RequestMetrics) -> dict[str, Any]:
-    """An answer's timing beside its TTFT, as an exchange's metrics keep it (services/measure.py)."""
+    """An answer's timing beside its TTFT, as an exchange's metrics keep it (services/core/measure.py)."""
     return {
         "ttfat_s": figures.ttfat_s,
         "reasoning_tokens": figures.reasoning_tokens,
@@ -255,7 +255,7 @@ def stop(run_id: int) -> None:
     if worker is not None:
         worker.stop()
         return
-    from services.errors import NotFoundError
+    from services.core.errors import NotFoundError
 
     try:  # its worker is another process: it sees the cancel within PERSIST_INTERVAL_S
         lifecycle.request_cancel(run_id, "playground", "playground exchange")
@@ -273,7 +273,7 @@ def streaming(run_id: int, status: str, worker_pid: int | None) -> bool:
     """Whether an exchange with this stored status and worker still streams: in this process,
     or in a worker process (which may still be writing its final rows after a stop has already
     marked the run cancelled)."""
-    from services.processes import pid_alive
+    from services.core.processes import pid_alive
 
     return (
         running_here(run_id)

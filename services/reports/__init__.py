@@ -10,7 +10,6 @@
 Callers import from here; the parts import each other, never this package's top.
 """
 
-from services.exports import export_filename
 from services.reports.export import (
     EXPORT_FORMATS,
     ExportFormat,
@@ -22,8 +21,9 @@ from services.reports.figures import cdf_figure, latency_throughput_figure
 from services.reports.html_report import standard_html_report
 from services.reports.registry import ExportFile, register
 from services.reports.steps import KINDS_WITH_STEPS, steps_csv, steps_frame
+from services.reports.streamed import export_filename
 from services.reports.tables import comparison_table, settings_table, style_comparison_table
-from services.reports.views import (
+from services.runs.display import (
     ComparisonView,
     RunView,
     comparison_view,

@@ -1,7 +1,7 @@
 """What leaves the server: a run as per-request CSV, run JSON (re-importable) or its HTML
 report, and a comparison of runs as one HTML report.
 
-CSV and JSON are streamed in batches (services.exports); run_document builds the same JSON
+CSV and JSON are streamed in batches (services.reports.streamed); run_document builds the same JSON
 in memory, for callers that want a dict and as the reference the stream is checked against.
 """
 
@@ -17,15 +17,7 @@ from sqlalchemy import select
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services import runs
-from services.errors import NotFoundError, ValidationError
-from services.exports import (
-    REQUEST_COLUMNS,
-    STREAM_FORMATS,
-    export_filename,
-    refuse_hidden,
-    run_header,
-    stream_run,
-)
+from services.core.errors import NotFoundError, ValidationError
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.reports.html_report import (
     HTML_MIME,
@@ -38,8 +30,16 @@ from services.reports.html_report import (
 )
 from services.reports.registry import ExportFile, html_exporter
 from services.reports.steps import KINDS_WITH_STEPS, steps_csv
-from services.reports.views import comparison_view
+from services.reports.streamed import (
+    REQUEST_COLUMNS,
+    STREAM_FORMATS,
+    export_filename,
+    refuse_hidden,
+    run_header,
+    stream_run,
+)
 from services.runs.caveats import run_caveats
+from services.runs.display import comparison_view
 
 ExportFormat = Literal["csv", "json", "html", "steps"]
 #: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the
@@ -61,7 +61,7 @@ def _rows_of(
 
 def run_document(run_id: int) -> dict[str, Any]:
     """The run as Shootout run JSON (see services.importers.shootout for the format), whole
-    in memory: services.exports.stream_run writes the same document without holding it."""
+    in memory: services.reports.streamed.stream_run writes the same document without holding it."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:

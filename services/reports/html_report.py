@@ -11,14 +11,14 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.offline
 
-from services.exports import export_filename
-from services.figures import inert
+from services.core.figures import inert
 from services.reports.registry import ExportFile
 from services.reports.steps import steps_frame
+from services.reports.streamed import export_filename
 from services.reports.tables import mark_style
-from services.reports.views import ComparisonView, run_view
 from services.runs import RunDetail
 from services.runs.caveats import Caveats
+from services.runs.display import ComparisonView, run_view
 
 HTML_MIME = "text/html"
 

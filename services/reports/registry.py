@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from services.lifecycle import RunKind
+from services.core.lifecycle import RunKind
 
 
 @dataclass(frozen=True)

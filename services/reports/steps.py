@@ -2,7 +2,7 @@
 
 One row per engine's reported result, or per sweep step (a tuning run: per configuration, and
 per level of its sweep). The figures are the ones the run stored when it finished (cost from
-services/cost.py at the price the run used, energy from services/telemetry/energy): nothing is
+services/core/cost.py at the price the run used, energy from services/telemetry/energy): nothing is
 recomputed here. Cost and energy are per step, not per request: a request does not own a share
 of the hour or of the joules (docs/cli-formats.md, "Steps CSV").
 """
@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from services import cost, stored_json
 from services.bench.summary import BenchSummary
-from services.bench.views.costs import cost_columns
-from services.bench.views.tables import energy_columns
-from services.exports import csv_cell
-from services.lifecycle import RunKind
+from services.bench.view.costs import cost_columns
+from services.bench.view.tables import energy_columns
+from services.core import cost, stored_json
+from services.core.lifecycle import RunKind
+from services.reports.streamed import csv_cell
 from services.telemetry.energy.records import EnergyResult
 from services.tune.summary import TuneSummary
 
@@ -63,7 +63,7 @@ class StepRow:
     cost: cost.Cost
     #: None: the run stored no energy block (a run from before energy, an import).
     energy: EnergyResult | None
-    #: The stored block, for the shared table cells (services/bench/views).
+    #: The stored block, for the shared table cells (services/bench/view).
     block: dict[str, Any]
 
     @property

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services import stored_json
 from services.bench import selfcheck
 from services.bench.summary import BenchSummary
+from services.core import stored_json
 
 #: Where the two prefix-cache figures come from. They disagree by design (different counters,
 #: different requests), so neither is shown without its source.

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from db.models import Run
 from db.session import session_scope
 from services.bench.time_split import part_note
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
 from services.runs import comparability
 from services.runs.records import (
     ANSWER_METRICS,

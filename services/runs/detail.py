@@ -10,9 +10,7 @@ from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
-from services.access import PermissionDenied, Viewer
-from services.errors import NotFoundError, ValidationError
-from services.limits import OPERATOR_OWNER
+from services.core.errors import NotFoundError, ValidationError
 from services.runs.records import (
     FINISHED_STATUSES,
     MAX_REPEATS,
@@ -20,6 +18,8 @@ from services.runs.records import (
     RunDetail,
     split_engine_names,
 )
+from services.team.access import PermissionDenied, Viewer
+from services.team.limits import OPERATOR_OWNER
 
 
 def _repeat_ids(session: Session, run: Run) -> tuple[int, ...]:

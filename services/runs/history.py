@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, or_, 
 from db.models import Run, RunTag
 from db.session import session_scope
 from services.bench.summary import BenchSummary
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.runs.records import (
     MAX_PAGE_SIZE,
     RUN_KINDS,

@@ -10,11 +10,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from services import cost
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
-from services.errors import ValidationError
-from services.lifecycle import RunKind
+from services.core import cost
+from services.core.errors import ValidationError
+from services.core.lifecycle import RunKind
 from services.runs.comparability import Comparability, ComparabilityReport
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
@@ -24,10 +24,10 @@ LATENCY_METRICS: dict[str, str] = {
     "itl_s": "ITL",
     "e2e_s": "E2E latency",
 }
-#: A reasoning model's answer timing (services/measure.py): compared only when some engine's
+#: A reasoning model's answer timing (services/core/measure.py): compared only when some engine's
 #: TTFT includes thinking (otherwise it is the TTFT row again).
 ANSWER_METRICS: dict[str, str] = {"ttfat_s": "Time to first answer token"}
-#: A reasoning model's rates per request (services/measure.py), compared beside TTFAT: label.
+#: A reasoning model's rates per request (services/core/measure.py), compared beside TTFAT: label.
 #: Higher is better.
 REASONING_RATES: dict[str, str] = {
     "reasoning_tok_s": "Reasoning tokens/s",
@@ -51,7 +51,7 @@ THROUGHPUT_METRICS: dict[str, tuple[str, str]] = {
     "total_token_throughput_tok_s": ("Total token throughput", "tok/s"),
     "goodput_rps": ("Goodput", "req/s"),
 }
-#: What a million tokens cost at the price the run stored (services/cost.py): label. Lower is better.
+#: What a million tokens cost at the price the run stored (services/core/cost.py): label. Lower is better.
 COST_METRICS: dict[str, str] = {
     "usd_per_1m_output": "Cost per 1M output tokens",
     "usd_per_1m_total": "Cost per 1M total tokens",
@@ -239,7 +239,7 @@ class Series:
     engine_info: dict[str, Any]
     #: 1 when `samples` holds every request, k when it holds every k-th (very large runs)
     sampled_every: int = 1
-    #: Its TTFT is its first thinking token (the run's summary says so; services/measure.py).
+    #: Its TTFT is its first thinking token (the run's summary says so; services/core/measure.py).
     ttft_includes_reasoning: bool = False
     repeat_run_ids: tuple[int, ...] = ()
     #: "metric.stat" -> one value per repeated run (this run included)

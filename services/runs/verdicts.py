@@ -6,7 +6,7 @@ from typing import Literal
 
 import numpy as np
 
-from services.measure import percentile
+from services.core.measure import percentile
 from services.runs.records import (
     BOOTSTRAP_MAX_SAMPLES,
     BOOTSTRAP_RESAMPLES,

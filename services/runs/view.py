@@ -2,7 +2,7 @@
 
 Three views, each one call: `history_view` (the filtered list, a page at a time),
 `run_page_view` (one run) and `compare_page_view` (a comparison). Text that reaches
-markdown is escaped here (services.safe_text): names, notes and errors are untrusted.
+markdown is escaped here (services.core.safe_text): names, notes and errors are untrusted.
 
 Imported as `services.runs.view`: it uses services.reports, which itself imports
 services.runs, so the package does not re-export it.
@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from services import reports
+from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.parity.summary import ParitySummary
 from services.runs.caveats import Caveats, run_caveats
@@ -33,7 +34,6 @@ from services.runs.records import (
     format_value,
     parse_run_ids,
 )
-from services.safe_text import md_line, md_text
 
 HISTORY_PAGE_SIZE = 25
 #: st.dataframe's row height: the comparison table shows every row, no inner scroll.

@@ -10,7 +10,7 @@ and the session keeps a timeline and ends with an offline HTML report.
 - `timeline` and `report`: the record.
 
 No Streamlit here: the Session page and the frame's hook (app_pages/parts/session_*.py) call this.
-Votes are not kept here: a follower's vote goes through services.playground_votes.
+Votes are not kept here: a follower's vote goes through services.playground.votes.
 """
 
 from services.sessions.addresses import shown_for_run, shown_from_address

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 from services.runs import parse_run_ids
 from services.sessions.records import Shown, ShownKind
 

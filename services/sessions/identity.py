@@ -18,8 +18,8 @@ import hashlib
 import hmac
 import secrets
 
-from services.access import Viewer
-from services.config import get_settings
+from services.core.config import get_settings
+from services.team.access import Viewer
 
 #: Identities that name an address or the machine rather than a person.
 _SHARED_PREFIXES = ("ip:",)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from db.models import DemoSession, SessionEvent, SessionParticipant
 from db.session import session_scope
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
 from services.sessions.records import LiveState, Presence, Seat, Shown
 from services.sessions.store import presenter_row
 

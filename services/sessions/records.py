@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, get_args
 
-from services.access import PermissionDenied
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.team.access import PermissionDenied
 
 ShownKind = Literal["run", "exchange", "demo_step", "parity", "planner", "compare", "note"]
 SHOWN_KINDS: tuple[str, ...] = get_args(ShownKind)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 
 from services import playground
-from services import playground_view as exchange_view
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
+from services.playground import view as exchange_view
 from services.reports import run_view
 from services.reports.html_report import HTML_MIME, report_html, table_html
 from services.reports.registry import ExportFile

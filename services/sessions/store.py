@@ -9,11 +9,11 @@ from sqlalchemy.orm import Session
 
 from db.models import DemoSession, SessionEvent, SessionParticipant
 from db.session import session_scope
-from services.access import PermissionDenied, Viewer
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
 from services.sessions import codes
 from services.sessions.identity import identity_hash, may_present, participant_key
 from services.sessions.records import NotPresenter, Seat, SessionEnded, SessionInfo, SessionSummary
+from services.team.access import PermissionDenied, Viewer
 
 TITLE_CHARS = 200
 #: Tries at a code no live session holds: 3.2 million codes, so a clash is already rare.

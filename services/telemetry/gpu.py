@@ -20,8 +20,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from services import http
-from services.config import get_settings
+from services.core import http
+from services.core.config import get_settings
 from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import GPU_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
@@ -545,7 +545,7 @@ class DcgmSampler:
         return GpuState(True, f"{len(gpus)} GPU(s) from dcgm-exporter at {self.url}.", gpus)
 
     def close(self) -> None:
-        """Nothing to release: connections belong to services.http's shared client."""
+        """Nothing to release: connections belong to services.core.http's shared client."""
 
 
 def remote_gpu_settings() -> tuple[list[str], str | None]:

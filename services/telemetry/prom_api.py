@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from services import http
-from services.config import get_settings
-from services.errors import EngineError, ValidationError
+from services.core import http
+from services.core.config import get_settings
+from services.core.errors import EngineError, ValidationError
 
 MAX_POINTS = 11_000  # Prometheus refuses more than 11,000 points per series
 #: 11,000 points of 30 series at ~40 bytes each, with room to spare.

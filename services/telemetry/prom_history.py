@@ -26,10 +26,10 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from services.config import get_settings
+from services.core.config import get_settings
+from services.core.errors import NotFoundError, ValidationError
 from services.engines import get_adapter
 from services.engines.registry import adapters
-from services.errors import NotFoundError, ValidationError
 from services.telemetry import prom_api
 from services.telemetry.gpu import dcgm_source
 from services.telemetry.normalise import (
@@ -174,7 +174,7 @@ def registered_engines(
     server: PromServer, engine_names: Sequence[str], mapping: dict[str, str] | None = None
 ) -> list[PromEngine]:
     """Registered engines, each with the selector of its series in Prometheus."""
-    from services.endpoints import get_engine
+    from services.engines.endpoints import get_engine
 
     mapping = configured_mapping() if mapping is None else mapping
     targets: list[dict[str, Any]] | None = None
@@ -497,7 +497,7 @@ def run_window(run_id: int) -> RunWindow:
 
 def registered_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """(registered, unknown) among engine names."""
-    from services.endpoints import list_engines
+    from services.engines.endpoints import list_engines
 
     known = {e.name for e in list_engines()}
     return [n for n in names if n in known], [n for n in names if n not in known]

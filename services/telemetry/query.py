@@ -20,7 +20,7 @@ from sqlalchemy import select
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
 from services.bench.summary import BenchSummary
-from services.errors import NotFoundError
+from services.core.errors import NotFoundError
 from services.telemetry.signals import SourceGroup, not_reported, signal_names
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from services import http
+from services.core import http
 from services.engines import get_adapter
 from services.engines.base import EngineAdapter
 from services.engines.probe import auth_headers
@@ -24,7 +24,7 @@ from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from services.endpoints import EngineRecord
+    from services.engines.endpoints import EngineRecord
 
 ACCEPT = {"Accept": "text/plain"}  # else prometheus_client may answer OpenMetrics
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -67,7 +67,7 @@ class ScrapeTarget:
 
 def scrape_targets_for(engine_names: list[str] | tuple[str, ...]) -> list[ScrapeTarget]:
     """The registered engines of these names, as scrape targets (NotFoundError if unknown)."""
-    from services.endpoints import get_engine
+    from services.engines.endpoints import get_engine
 
     return [ScrapeTarget.from_record(get_engine(name)) for name in engine_names]
 
@@ -112,7 +112,7 @@ class EngineScraper:
         return self.last_duration_s is not None and self.last_duration_s < 0.05
 
     def close(self) -> None:
-        """Nothing to release: connections belong to services.http's shared client."""
+        """Nothing to release: connections belong to services.core.http's shared client."""
 
     def _snapshot(self, ts: float, **fields: Any) -> Snapshot:
         snapshot = Snapshot(
@@ -280,9 +280,9 @@ def scrape_once(
     read it twice, `interval_s` apart, so windowed signals have a window."""
     from urllib.parse import urlsplit
 
-    from services.endpoints import normalise_base_url
+    from services.core.errors import EngineError, ValidationError
     from services.engines import kinds
-    from services.errors import EngineError, ValidationError
+    from services.engines.endpoints import normalise_base_url
     from services.telemetry.gpu import DcgmSampler
 
     if interval_s < 0:

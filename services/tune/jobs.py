@@ -30,16 +30,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from services import lifecycle
-from services.errors import NotFoundError, ShootoutError
-from services.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
+from services.core import lifecycle
+from services.core.errors import NotFoundError, ShootoutError
+from services.core.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
 from services.tune import launch, pareto
 from services.tune.spec import TuneSpec, config_label
 from services.tune.summary import TuneSummary
 
 if TYPE_CHECKING:
-    from services.access import Viewer
     from services.bench.stats import RequestRecord
+    from services.team.access import Viewer
 
 KIND = RunKind.TUNE
 BEAT_S = 0.5
@@ -85,8 +85,8 @@ def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
     """Store the run and start its worker; returns the run id at once. Tuning starts engines on
     the server: an operator's action; command templates also need SHOOTOUT_ALLOW_COMMANDS=1
     (`viewer` None: the CLI, always allowed)."""
-    from services import access, limits
-    from services.processes import launch_run_worker
+    from services.core.processes import launch_run_worker
+    from services.team import access, limits
 
     trusted = viewer is None
     if viewer is not None:
@@ -530,7 +530,7 @@ def stop_leftover_engines(run_id: int) -> list[int]:
     import signal
     from pathlib import Path as _Path
 
-    from services.processes import pid_alive
+    from services.core.processes import pid_alive
 
     stopped: list[int] = []
     for config in get_run(run_id).configs:

@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services import http, local_engines
-from services.errors import EngineError
+from services import local_engines
+from services.core import http
+from services.core.errors import EngineError
 from services.tune.spec import TuneSpec, setting_args
 
 LOG_TAIL_LINES = 12
@@ -178,7 +179,7 @@ def wait_healthy(
 
 
 def _describe_exit(code: int) -> tuple[str, str | None]:
-    from services import llamacpp_build
+    from services.engines.llamacpp import build as llamacpp_build
 
     return llamacpp_build.describe_exit(code)
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services import cost
 from services.bench.stats import SloSpec, block_meets_slo
+from services.core import cost
 from services.runs.records import format_value
 from services.telemetry.energy.records import EnergyResult
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 def integer(low: int, high: int) -> Callable[[str], str]:

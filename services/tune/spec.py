@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from services import cost
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import SweepSpec, _build
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
-from services.errors import ValidationError
+from services.core import cost
+from services.core.errors import ValidationError
 from services.tune.settings import KindTuning, Setting
 
 __all__ = ["KindTuning", "Setting", "TuneSpec"]
@@ -152,7 +152,7 @@ class TuneSpec:
     request_timeout_s: float = 120.0
     name: str = ""
     notes: str = ""
-    #: Dollars per hour of the GPUs every configuration runs on (services/cost.py); None: not priced.
+    #: Dollars per hour of the GPUs every configuration runs on (services/core/cost.py); None: not priced.
     usd_per_hour: float | None = None
 
     # -- the configurations ---------------------------------------------------------------

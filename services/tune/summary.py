@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services import stored_json
-from services.stored_json import Stored, stored
+from services.core import stored_json
+from services.core.stored_json import Stored, stored
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
-from services import playground_votes
-from services.errors import NotFoundError
+from services.core.errors import NotFoundError
+from services.playground import votes as playground_votes
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ restart the same login is a new voter: a team server sets it (docs/team-server.m
 
 from __future__ import annotations
 
-from services import access
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.team import access
 
 _PURPOSE = "voter"
 

@@ -33,7 +33,8 @@ def test_a_configured_login_shows_nothing_without_the_gates_cookie(
 
 def test_a_viewer_sees_no_operator_controls(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """No login configured, a client from another host: a viewer (the loopback user is the operator)."""
-    from services import access, endpoints
+    from services.engines import endpoints
+    from services.team import access
 
     endpoints.add_engine("a", "http://127.0.0.1:9", kind="vllm", model="m")
     monkeypatch.setattr(

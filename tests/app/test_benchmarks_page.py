@@ -11,7 +11,7 @@ from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.workloads import WorkloadSpec
-from services.endpoints import add_engine
+from services.engines.endpoints import add_engine
 from tests.conftest import REPO_ROOT
 from tests.support.markdown import as_read
 from tests.support.scripted_server import ScriptedServer
@@ -244,7 +244,7 @@ def test_the_self_check_says_what_it_means_and_keeps_its_evidence_one_click_away
 def test_the_ray_field_is_an_operators_and_an_unreachable_cluster_is_one_clear_error(
     db_url: str, scripted_server: ScriptedServer
 ) -> None:
-    from services import access
+    from services.team import access
     from tests.support.ray_cluster import free_port
 
     add_engine(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from services import endpoints
 from services.demos import runner
+from services.engines import endpoints
 from tests.conftest import REPO_ROOT
 from tests.services.demos.demo_server import DemoServer
 from tests.support.forms import enter_submits

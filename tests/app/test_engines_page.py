@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from services import endpoints, engines_view
+from services.engines import endpoints
+from services.engines import view as engines_view
 from tests.conftest import REPO_ROOT
 from tests.support.forms import enter_submits
 

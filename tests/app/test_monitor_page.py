@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.models import Run, Sample
 from db.session import session_scope
-from services import endpoints
+from services.engines import endpoints
 from services.telemetry.gpu import NvmlSampler
 from services.telemetry.recorder import active_recordings, stop_recording
 from tests.conftest import REPO_ROOT

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from services import endpoints
-from services.parity import runner, views
+from services.engines import endpoints
+from services.parity import results as views
+from services.parity import runner
 from services.parity.tasks import task_set
 from tests.conftest import REPO_ROOT
 from tests.support.forms import enter_submits

@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.models import Run
 from db.session import session_scope
-from services import endpoints
+from services.engines import endpoints
 from tests.conftest import REPO_ROOT
 from tests.support.forms import enter_submits
 
@@ -286,7 +286,7 @@ def test_the_decision_helper_says_measured_cost_and_energy_or_not_priced(db_url:
     """Issue 33: under each ranked engine, the cheapest stored step of its kind meeting its SLOs
     with its cost and energy; "not priced" where its runs had no price."""
     from tests.services.planner.test_measured import SLO, step
-    from tests.services.test_runs import make_run
+    from tests.services.runs.test_runs import make_run
     from tests.support.markdown import as_read
 
     make_run(config=SLO, engines={"vllm": step(500.0, 3.6, j_per_token=0.25)})

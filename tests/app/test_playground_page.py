@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from services import endpoints, playground, playground_votes
+from services import playground
+from services.engines import endpoints
+from services.playground import votes as playground_votes
 from tests.conftest import REPO_ROOT
 from tests.support.scripted_server import WORDS, ScriptedServer
 

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from services import runs
 from tests.conftest import REPO_ROOT
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 from tests.support.forms import enter_submits
 from tests.support.markdown import as_read
 from tests.support.prometheus import SAMPLES_ORIGIN
@@ -165,7 +165,7 @@ def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) ->
 
     from db.models import Run
     from db.session import session_scope
-    from services import endpoints
+    from services.engines import endpoints
 
     endpoints.add_engine(
         "resetting", SAMPLES_ORIGIN, kind="vllm", metrics_url=SAMPLES_ORIGIN + "/resetting"
@@ -198,7 +198,7 @@ def test_a_runs_window_from_the_real_prometheus(db_url: str, prometheus: str) ->
 def test_a_viewer_cannot_change_anothers_run_and_is_told_why(db_url: str) -> None:
     """Issue 31: the services refuse; the page shows their message, never a traceback, and the
     run stays as it was."""
-    from services import access
+    from services.team import access
 
     a, b = two_runs()  # imported-like runs: no requested_by, the operator's
 
@@ -281,9 +281,9 @@ def test_a_run_and_a_comparison_show_where_the_time_went(db_url: str) -> None:
 
 
 def test_the_history_shows_the_ranking_from_blind_votes(db_url: str) -> None:
-    from services import playground_votes as votes
+    from services.playground import votes
     from services.votes.participants import participant_key
-    from tests.services.test_playground_votes import stored_exchange
+    from tests.services.playground.test_votes import stored_exchange
 
     assert not any(e.label.startswith("Engine ranking") for e in runs_page().expander)
     for who, winner in enumerate("aab"):

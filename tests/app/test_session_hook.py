@@ -43,7 +43,7 @@ def test_what_the_presenter_opens_reaches_the_room(db_url: str) -> None:
 
 
 def test_a_follower_s_pages_send_nothing(db_url: str) -> None:
-    from services.access import Viewer
+    from services.team.access import Viewer
 
     info, _ = sessions.start(Viewer(role="operator", identity="local"), "presenter-tab", "")
     at = AppTest.from_file(APP, default_timeout=60).run()

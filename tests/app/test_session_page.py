@@ -66,7 +66,7 @@ def test_start_join_follow_stop_and_follow_again(db_url: str) -> None:
 
 def test_a_viewer_not_allowed_cannot_start(db_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from app_pages import common
-    from services.access import Viewer
+    from services.team.access import Viewer
 
     monkeypatch.setattr(common, "viewer", lambda: Viewer(role="viewer", identity="ip:10.1.1.1"))
     at = session_page()
@@ -81,7 +81,7 @@ def test_a_bad_code_and_a_bad_record_say_why(db_url: str) -> None:
 
 
 def test_the_runs_page_lists_sessions(db_url: str) -> None:
-    from services.access import Viewer
+    from services.team.access import Viewer
 
     info, seat = sessions.start(Viewer(role="operator", identity="local"), "tab", "Quarterly")
     sessions.note(seat, "hello")
@@ -95,7 +95,7 @@ def test_the_runs_page_lists_sessions(db_url: str) -> None:
 
 
 def test_leaving_drops_the_join_address(db_url: str) -> None:
-    from services.access import Viewer
+    from services.team.access import Viewer
 
     info, _ = sessions.start(Viewer(role="operator", identity="local"), "presenter-tab", "")
     follower = session_page(join=info.join_code)
@@ -107,8 +107,8 @@ def test_leaving_drops_the_join_address(db_url: str) -> None:
 def test_a_follower_sees_a_run_a_plan_and_a_refusal_read_only(db_url: str) -> None:
     from db.models import Run
     from db.session import session_scope
-    from services.access import Viewer
     from services.planner.plan import PlanRequest
+    from services.team.access import Viewer
 
     with session_scope() as db:
         run = Run(kind="benchmark", status="finished", name="nightly")

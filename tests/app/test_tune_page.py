@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from services import access
+from services.team import access
 from services.tune import jobs
 from services.tune.spec import TuneSpec
 from tests.conftest import REPO_ROOT

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from services.endpoints import add_engine
+from services.engines.endpoints import add_engine
 from tests.support.scripted_server import ScriptedServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

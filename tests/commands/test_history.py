@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC
 
-from services import endpoints
+from services.engines import endpoints
 from tests.commands.test_cli import cli
 from tests.support.prometheus import SAMPLES_ORIGIN, TEST_SELECTOR, wait_for_scrapes
 

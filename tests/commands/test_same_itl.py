@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from services.endpoints import add_engine
+from services.engines.endpoints import add_engine
 from tests.support.scripted_server import ScriptedServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

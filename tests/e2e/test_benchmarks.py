@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 def two_engines(app_server, all_local_engines_up, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
-    from services import endpoints, local_engines
+    from services import local_engines
+    from services.engines import endpoints
 
     registered = {e.name for e in endpoints.list_engines()}
     for spec in local_engines.specs():
@@ -76,7 +77,7 @@ def test_small_benchmark_over_two_local_engines(app_page, app_server, two_engine
     assert_no_missing_words(app_page)
     # Issue 19: the token-rate chart agrees with the table beside it. The table's output
     # tokens/s is drawn as each engine's run average; the 1 s bins add up to its output tokens.
-    from services.bench import views
+    from services.bench import view as views
 
     table = views.throughput_table(summary).set_index("engine")
     traces = {t["name"]: t for t in plotted_traces(app_page)}

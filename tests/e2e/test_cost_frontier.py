@@ -64,7 +64,7 @@ def priced_sweep(app_server, scripted_server: ScriptedServer, monkeypatch: pytes
 
 def test_the_cost_frontier_and_its_cheapest_configuration(priced_sweep, app_page, app_server) -> None:  # type: ignore[no-untyped-def]
     from services.bench import jobs
-    from services.bench.views.costs import cheapest_line, cost_frontier, sweep_cost_points
+    from services.bench.view.costs import cheapest_line, cost_frontier, sweep_cost_points
 
     run = jobs.get_run(priced_sweep)
     summary = run.summary

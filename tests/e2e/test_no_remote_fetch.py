@@ -189,11 +189,12 @@ def test_untrusted_text_fetches_nothing_on_any_page(
     app_page, app_server, tmp_path, canary, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     from db.session import dispose_all
-    from services import endpoints, importers, runs
+    from services import importers, runs
     from services.bench import jobs
     from services.bench.arrivals import LoadSpec
     from services.bench.spec import BenchSpec, EngineTarget
     from services.bench.workloads import WorkloadSpec
+    from services.engines import endpoints
 
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))

@@ -76,7 +76,7 @@ def test_add_form_stays_open_when_an_endpoint_appears(app_page, app_server, monk
     an untracked expander folds when its `expanded` changes, hiding half-typed input (a form
     test in CI saw the field turn inert, then invisible, as it does here)."""
     from db.session import dispose_all
-    from services import endpoints
+    from services.engines import endpoints
 
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))

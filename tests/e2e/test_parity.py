@@ -87,7 +87,7 @@ def test_enter_in_a_field_starts_no_parity_run(app_page, app_server, monkeypatch
     """Issue 36 item 3: Enter in a field of the form started a run at once (two runs without a
     click); only "Run parity" starts one."""
     from db.session import dispose_all
-    from services import endpoints
+    from services.engines import endpoints
     from tests.support.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:

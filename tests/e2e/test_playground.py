@@ -17,7 +17,8 @@ def engines_in_app(app_server, all_local_engines_up, monkeypatch):  # type: igno
     """Exactly the local engines registered in the browser app's own database (other browser
     tests share that app and register engines of their own)."""
     from db.session import dispose_all
-    from services import endpoints, local_engines
+    from services import local_engines
+    from services.engines import endpoints
 
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     for record in endpoints.list_engines():

@@ -18,7 +18,7 @@ def test_a_blind_exchange_reopened_at_its_address_names_no_engine(  # type: igno
     app_page, app_server, browser, browser_context_args, monkeypatch
 ) -> None:
     from db.session import dispose_all
-    from services import endpoints
+    from services.engines import endpoints
 
     with ScriptedServer() as server:
         monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)

@@ -13,7 +13,7 @@ from tests.e2e.conftest import (
     screenshot,
     wait_for_app,
 )
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 pytestmark = pytest.mark.e2e
 

@@ -59,7 +59,7 @@ def _stream_file(path) -> None:  # type: ignore[no-untyped-def]
 
 def test_hostile_answer_is_inert(app_page, app_server, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from db.session import dispose_all
-    from services import endpoints
+    from services.engines import endpoints
 
     _stream_file(tmp_path / "hostile.txt")
     with ScriptedServer(replay_dir=tmp_path) as server:

@@ -43,7 +43,8 @@ def test_followers_see_the_presenter_s_exchange_and_stop_and_resume(  # type: ig
     browser, browser_context_args, live_app, monkeypatch
 ) -> None:
     from db.session import dispose_all
-    from services import endpoints, sessions
+    from services import sessions
+    from services.engines import endpoints
 
     served, data_dir = live_app
     url = served.url

@@ -65,7 +65,7 @@ def test_the_page_shows_the_pareto_front_of_a_real_grid(app_page, app_database) 
 
 
 def test_a_tuning_run_started_from_the_form_runs_in_its_worker(app_page, app_database) -> None:  # type: ignore[no-untyped-def]
-    from services.processes import pid_alive
+    from services.core.processes import pid_alive
 
     app_page.goto(f"{app_database.url}/tune")
     wait_for_app(app_page)

@@ -11,11 +11,11 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
-from services import endpoints
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import WorkloadSpec
+from services.engines import endpoints
 from services.runs import list_runs
 from services.telemetry import recorder
 from tests.support.scripted_server import ScriptedServer

@@ -8,13 +8,13 @@ import socket
 
 import pytest
 
-from services import endpoints, playground
+from services import playground
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import WorkloadSpec
 from services.client import ERROR_CLASSES
-from services.engines import SamplingParams
+from services.engines import SamplingParams, endpoints
 from tests.support.scripted_server import ScriptedServer
 
 # (scenario of the faulty engine, expected error class; None: the request succeeds)

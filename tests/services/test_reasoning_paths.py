@@ -3,7 +3,7 @@
 The scripted server streams known thinking (`reasoning_content` / `reasoning` deltas) and then
 the answer; the client records it once and the Playground, a benchmark and a demo step get that
 recording (test_measure_paths' replay), so their time to first answer token, reasoning and
-answer tokens and rates must be identical and equal to services/measure.py's definitions. A
+answer tokens and rates must be identical and equal to services/core/measure.py's definitions. A
 benchmark job then runs against the live scripted stream, and its stored run is read back the
 ways a person reads it: the run summary, the SLOs, the comparison, the CSV export, the CLI table.
 """
@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from db.models import Exchange, RequestResult
 from db.session import session_scope
-from services import playground, playground_view
+from services import playground
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.jobs.writer import record_from_row, request_row
@@ -28,8 +28,9 @@ from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import SloSpec, meets_slo, summarize_engine
 from services.bench.workloads import WorkloadSpec
 from services.client import StreamResult
-from services.measure import RequestMetrics
-from tests.services.test_measure_paths import (
+from services.core.measure import RequestMetrics
+from services.playground import view as playground_view
+from tests.services.core.test_measure_paths import (
     record_stream,
     replaying,
     through_a_benchmark,
@@ -54,7 +55,7 @@ def _answer_timing(figures: RequestMetrics) -> dict[str, Any]:
 
 
 def _check_definitions(recorded: StreamResult, expected: RequestMetrics, source: str) -> None:
-    """The figures are services/measure.py's definitions on the scripted stream."""
+    """The figures are services/core/measure.py's definitions on the scripted stream."""
     assert recorded.reasoning_text == " red fox sky sea sun"
     assert recorded.text == " oak elm ash ivy bay cod jay"  # the answer alone
     assert recorded.choices[0].reasoning == [0, 1, 2, 3, 4]
@@ -221,7 +222,7 @@ def test_a_stored_benchmark_says_its_ttft_includes_thinking(
     assert summarize_engine(records)["ttfat_s"] == thinker["ttfat_s"]
 
     # The Benchmarks page: a time-to-first-answer row and CDF beside TTFT's, reasoning columns.
-    from services.bench.views.run_view import run_view
+    from services.bench.view.run_view import run_view
 
     view = run_view(run_id)
     assert "ttfat_cdf" in view.figures
@@ -241,7 +242,7 @@ def test_a_stored_benchmark_says_its_ttft_includes_thinking(
     assert ttfat.values[order.index("thinker")] == pytest.approx(thinker["ttfat_s"]["p50"])
 
     # The CSV export carries each request's answer timing (in its extra column).
-    from services.exports import stream_run
+    from services.reports.streamed import stream_run
 
     text = b"".join(stream_run(run_id, "csv").chunks).decode()
     exported = [r for r in csv.DictReader(io.StringIO(text)) if r["engine_name"] == "thinker"]

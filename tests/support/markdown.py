@@ -1,5 +1,5 @@
 """What a reader sees of the markdown a page sent: AppTest hands back the source, where
-services.safe_text escaped every untrusted character (`llama-b\\: ...`) and put word joiners
+services.core.safe_text escaped every untrusted character (`llama-b\\: ...`) and put word joiners
 where a link would have formed."""
 
 from __future__ import annotations

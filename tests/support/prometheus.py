@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services import http
+from services.core import http
 
 #: Every target of the test Prometheus carries this label (scripts/prometheus.sh).
 TEST_SELECTOR = 'namespace="shootout-test"'

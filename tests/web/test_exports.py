@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services import http
+from services.core import http
 from tests.support.big_runs import make_big_run
 from tests.support.served import start_served_app, stop
 

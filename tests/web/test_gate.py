@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from services import access
+from services.team import access
 from tests.support.served import Served, start_served_app, stop
 
 OPERATOR, VIEWER = "op-secret-1", "view-secret-2"

@@ -1,4 +1,4 @@
-"""engines.usd_per_hour: an engine's price per hour, for the cost of its runs (services/cost.py)
+"""engines.usd_per_hour: an engine's price per hour, for the cost of its runs (services/core/cost.py)
 
 Revision ID: 0004
 Revises: 0003

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.bench.spec import BenchSpec, EngineTarget
-from services.config import PROJECT_ROOT, get_settings
+from services.core.config import PROJECT_ROOT, get_settings
 
 
 def default_metrics_url(engine: EngineTarget) -> str | None:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from services import lifecycle
 from services.bench.jobs.engine_metrics import start_engine_metrics
 from services.bench.jobs.reading import stored_records
 from services.bench.jobs.starting import KIND, store_reported_settings
@@ -16,9 +15,10 @@ from services.bench.jobs.writer import DatabaseSink
 from services.bench.runner import Benchmark, BenchOutcome
 from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
-from services.errors import NotFoundError
-from services.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
-from services.processes import pid_alive
+from services.core import lifecycle
+from services.core.errors import NotFoundError
+from services.core.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
+from services.core.processes import pid_alive
 from services.telemetry.energy.meter import EnergyMeter
 from services.telemetry.gpu import remote_gpu_settings
 

@@ -11,8 +11,8 @@ from services.bench.jobs.writer import record_from_row
 from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
-from services.errors import NotFoundError
-from services.lifecycle import ACTIVE_STATUSES
+from services.core.errors import NotFoundError
+from services.core.lifecycle import ACTIVE_STATUSES
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING, Any
 
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import workload_label
-from services.lifecycle import RunKind, request_cancel
-from services.processes import launch_run_worker
+from services.core.lifecycle import RunKind, request_cancel
+from services.core.processes import launch_run_worker
 
 if TYPE_CHECKING:
-    from services.access import Viewer
+    from services.team.access import Viewer
 
 KIND = RunKind.BENCHMARK
 
 
 def engine_target(name: str) -> EngineTarget:
     """A registered engine as a benchmark target (NotFoundError when unknown)."""
-    from services.endpoints import get_engine
+    from services.engines.endpoints import get_engine
 
     return EngineTarget.from_record(get_engine(name))
 
@@ -62,8 +62,8 @@ def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
 
 def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     """Store the run and start its worker process; returns the run id at once. Refused while
-    the server's or this viewer's limit of benchmarks runs (services/limits.py)."""
-    from services import limits
+    the server's or this viewer's limit of benchmarks runs (services/team/limits.py)."""
+    from services.team import limits
 
     if viewer is not None:  # from the page; the CLI on the server is the operator's own
         limits.check_benchmark(spec.validate(), viewer)
@@ -74,7 +74,7 @@ def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
 
 
 def launch_worker(run_id: int) -> int:
-    """Start its worker process (`python -m services.worker benchmark RUN_ID`); returns its pid."""
+    """Start its worker process (`python -m services.core.worker benchmark RUN_ID`); returns its pid."""
     pid = launch_run_worker(KIND, run_id)
     update_run(run_id, worker_pid=pid)
     return pid

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from services import lifecycle, stored_json
 from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
 from services.bench.summary import BenchSummary
-from services.lifecycle import RunStatus
-from services.measure import EngineTimes, token_count
+from services.core import lifecycle, stored_json
+from services.core.lifecycle import RunStatus
+from services.core.measure import EngineTimes, token_count
 
 FLUSH_INTERVAL_S = 0.5
 

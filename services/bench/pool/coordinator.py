@@ -26,7 +26,7 @@ from services.bench.pool.plan import (
 )
 from services.bench.pool.worker import worker_process
 from services.client import StreamClient
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 
 
 class PooledEngineLoad:

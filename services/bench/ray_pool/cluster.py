@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 
 CONNECT_PROBE_S = 3.0
 #: The checkout the actors import `services` from (the same path on every node).

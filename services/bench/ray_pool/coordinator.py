@@ -26,7 +26,7 @@ from services.bench.ray_pool.cluster import check_reachable, connect, ray_worker
 from services.bench.ray_pool.hub import Hub
 from services.bench.stats import RequestRecord
 from services.client import StreamClient
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 
 #: Ray's start flag reaches the workers by polling: a start far enough ahead for all to see it.
 RAY_START_MARGIN_S = 0.5

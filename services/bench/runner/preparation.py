@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from services import http
 from services.bench.spec import EngineTarget
 from services.bench.workloads import VOCABULARY, Calibration, PromptText, calibrate_vocabulary
 from services.client import ChatRequest
+from services.core import http
 from services.engines import get_adapter
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from services.bench.load import InProcessTransport, LoadTransport, Placement
 from services.bench.pool import ProcessTransport
 from services.bench.ray_pool import RayTransport
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 
 TRANSPORTS: dict[str, LoadTransport] = {
     transport.name: transport for transport in (RayTransport(), ProcessTransport(), InProcessTransport())

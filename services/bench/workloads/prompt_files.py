@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 @dataclass(frozen=True)

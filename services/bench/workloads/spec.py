@@ -9,7 +9,7 @@ from typing import Any
 
 from services.bench.workloads.prompt_files import load_prompt_file
 from services.bench.workloads.traces import TRACE_ALIASES, TRACES
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 WORKLOAD_KINDS = (
     "synthetic",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 # The data folder is services/bench/data, beside this package.
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"

@@ -7,9 +7,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from services import llamacpp_build
-from services.config import get_settings
-from services.errors import EngineError
+from services.core.config import get_settings
+from services.core.errors import EngineError
+from services.engines.llamacpp import build as llamacpp_build
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import MODEL_NAME, MODEL_PACKAGE, local_port
 from services.local_engines.installer import make_venv, pip_install

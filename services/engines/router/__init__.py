@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from services.core.measure import EngineTimes
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import get_adapter, register
-from services.measure import EngineTimes
 from services.telemetry.normalise import (
     CounterRate,
     Gauge,

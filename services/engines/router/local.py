@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from services.errors import EngineError
+from services.core.errors import EngineError
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import MODEL_NAME, local_port
 from services.local_engines.installer import make_venv, pip_install

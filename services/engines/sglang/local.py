@@ -22,8 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from services import http, llamacpp_build
-from services.errors import EngineError
+from services.core import http
+from services.core.errors import EngineError
+from services.engines.llamacpp import build as llamacpp_build
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port, niced
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install

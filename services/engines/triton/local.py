@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from services.errors import EngineError
+from services.core.errors import EngineError
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from services.core.measure import EngineTimes, cached_tokens, milliseconds, token_count
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.registry import register
-from services.measure import EngineTimes, cached_tokens, milliseconds, token_count
 from services.telemetry.normalise import (
     CounterRate,
     CounterRatio,

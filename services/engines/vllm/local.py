@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
+from services.core.errors import EngineError
 from services.engines.vllm import VllmAdapter
-from services.errors import EngineError
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from services import stored_json
 from services.bench.summary import BenchSummary, EngineBlock
+from services.core import stored_json
 from services.runs.comparability.fingerprint import (
     MAX_SETTINGS,
     WARM_CACHE_SHARE,
@@ -39,7 +39,7 @@ def _per_request(block: EngineBlock, key: str) -> float | None:
 
 def _token_counter(block: EngineBlock) -> TokenCounter | None:
     """Prompt tokens come only from the engine's usage: completed requests with none counted
-    had no usage, so their output tokens were the stream's content chunks (services.measure)."""
+    had no usage, so their output tokens were the stream's content chunks (services.core.measure)."""
     completed = stored_json.number(block.get("completed"))
     if not completed:
         return None

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from services import stored_json
+from services.core import stored_json
 
 #: What the prompt cache held when the measured requests were served: no reuse, a cache already
 #: holding these prompts (a repeat of the same seed, vllm #52884), or a workload built to share.

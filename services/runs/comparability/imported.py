@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from services import stored_json
 from services.bench.summary import BenchSummary
+from services.core import stored_json
 from services.runs.comparability.fingerprint import Comparability, TokenCounter
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.runs.comparability import ComparabilityVerdict, compare_fingerprints
 from services.runs.comparison import compare_runs
 from services.runs.gate.rules import Threshold

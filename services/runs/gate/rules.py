@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.runs.records import (
     COST_METRICS,
     ENERGY_METRICS,
@@ -28,7 +28,7 @@ THROUGHPUT_NAMES: dict[str, str] = {
     "request_rps": "request_throughput_rps",
     "goodput_rps": "goodput_rps",
 }
-#: What a million tokens cost at the run's stored price (services/cost.py): a rise is the regression.
+#: What a million tokens cost at the run's stored price (services/core/cost.py): a rise is the regression.
 COST_NAMES: dict[str, str] = {
     "usd_1m_output": "usd_per_1m_output",
     "usd_1m_total": "usd_per_1m_total",

@@ -59,4 +59,4 @@ class DcgmEnergySource:
         return readings
 
     def close(self) -> None:
-        """Nothing held: connections belong to services.http's shared client."""
+        """Nothing held: connections belong to services.core.http's shared client."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services import stored_json
+from services.core import stored_json
 
 #: How the joules were obtained.
 COUNTER = "energy counter"

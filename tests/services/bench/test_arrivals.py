@@ -16,7 +16,7 @@ from services.bench.arrivals import (
     sweep_values,
     worker_start_offsets,
 )
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 def take(iterator, n):

@@ -96,7 +96,7 @@ def test_failing_requests_end_normally_with_counts(db_url: str, scripted_server:
 
 
 def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedServer) -> None:
-    from services.endpoints import add_engine
+    from services.engines.endpoints import add_engine
 
     add_engine("one", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=5, itl=1))
     add_engine("two", scripted_server.base_url, kind="vllm", model=scripted_server.model(ttft=9, itl=1))
@@ -336,7 +336,7 @@ def test_a_run_prints_its_caveats_under_the_table(
 def test_the_table_says_where_each_engines_time_went() -> None:
     from commands.bench import _table
     from services.bench.stats import RequestRecord, summarize_engine
-    from services.measure import EngineTimes
+    from services.core.measure import EngineTimes
 
     timed = [
         RequestRecord(

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from commands import bench as bench_command
-from services.bench import form, views
+from services.bench import form
+from services.bench import view as views
 from services.bench.spec import WORKERS_AUTO, BenchSpec
-from services.endpoints import add_engine
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.engines.endpoints import add_engine
 
 SCHEMA = '{"type": "object", "properties": {"city": {"type": "string"}}}'
 

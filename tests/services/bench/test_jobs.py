@@ -16,7 +16,7 @@ from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
 from tests.support.scripted_server import ScriptedServer
 from tests.support.waiting import wait_for
 
@@ -216,7 +216,7 @@ def test_validation_and_missing_runs(db_url: str) -> None:
 
 
 def test_a_registered_engine_becomes_a_target_with_its_metrics_url(db_url: str) -> None:
-    from services import endpoints
+    from services.engines import endpoints
 
     endpoints.add_engine(
         "vllm-a", "http://gpu-box:8000/v1/", kind="vllm", model="m", api_key_env="VLLM_KEY"
@@ -275,7 +275,7 @@ def test_engines_at_the_same_time(db_url: str, scripted_server: ScriptedServer) 
 def test_a_cancelled_run_reports_cancelled_requests_and_engines_that_never_ran() -> None:
     """Issue 19: requests the user stopped counted as failures (error rate 0.25), and an
     engine cancelled before its turn read "0.0 req/s, -100% worse" in Compare."""
-    from services.bench import views
+    from services.bench import view as views
     from services.bench.stats import RequestRecord
     from services.runs import _headline
 
@@ -333,9 +333,9 @@ def test_the_runs_generator_verdict_names_the_loads_it_could_not_check() -> None
 
 def test_each_step_carries_the_price_it_ran_with_and_its_cost() -> None:
     """Issue 33: the cost comes from the price stored with the run (the spec's snapshot of the
-    engine), through services/cost.py; an engine without a price says so, never 0."""
-    from services import cost
+    engine), through services/core/cost.py; an engine without a price says so, never 0."""
     from services.bench.stats import RequestRecord
+    from services.core import cost
 
     spec = BenchSpec(
         engines=(

@@ -16,7 +16,7 @@ from services.bench.runner import execute_load
 from services.bench.selfcheck import WorkerCheck, advice, headline, remedy, report, state
 from services.bench.spec import EngineTarget
 from services.bench.workloads import WorkloadSpec
-from services.measure import percentile
+from services.core.measure import percentile
 from tests.support.scripted_server import ScriptedServer
 
 #: A hog that takes its core in real-time bursts: 4 ms busy, 4 ms asleep, over and over.

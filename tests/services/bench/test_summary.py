@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.bench import views
+from services.bench import view as views
 from services.bench.summary import BenchSummary
 
 #: A summary as a run from before the typed record stored it (a sweep, an SLO search and a

@@ -18,7 +18,7 @@ from services.bench.time_split import (
     split_block,
 )
 from services.bench.workloads import WorkloadSpec
-from services.measure import EngineTimes
+from services.core.measure import EngineTimes
 from tests.support.scripted_server import ScriptedServer
 
 
@@ -116,7 +116,7 @@ def test_a_run_stores_the_split_of_an_engine_that_reports_it(
 
 
 def test_the_page_shows_the_split_per_engine_and_says_who_reported_nothing() -> None:
-    from services.bench.views.split import request_words, split_figure, split_lines, split_table
+    from services.bench.view.split import request_words, split_figure, split_lines, split_table
 
     timed = [record(i) for i in range(4)]
     summary = {
@@ -147,7 +147,7 @@ def test_the_page_shows_the_split_per_engine_and_says_who_reported_nothing() -> 
 
 
 def test_tgi_shows_prefill_and_decode_as_one_part() -> None:
-    from services.bench.views.split import split_figure
+    from services.bench.view.split import split_figure
 
     tgi = [
         RequestRecord(

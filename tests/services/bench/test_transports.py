@@ -9,7 +9,7 @@ from services.bench.load import InProcessTransport, Placement
 from services.bench.pool import ProcessTransport
 from services.bench.ray_pool import RayTransport, RayUnavailable
 from services.bench.runner.transports import TRANSPORTS, get_transport, transport_for
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from services.bench import jobs, views
+from services.bench import jobs
+from services.bench import view as views
 from services.bench.spec import BenchSpec, EngineTarget
-from services.endpoints import add_engine
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
+from services.engines.endpoints import add_engine
 
 
 def test_form_values_make_a_validated_spec(db_url: str) -> None:
@@ -290,7 +291,7 @@ def test_a_live_chart_with_no_answers_yet_says_so_on_zero_based_axes() -> None:
 
 
 def test_the_throughput_table_has_each_engines_energy_or_why_not() -> None:
-    from services.bench.views.tables import energy_line
+    from services.bench.view.tables import energy_line
 
     measured = {
         "measured": True,

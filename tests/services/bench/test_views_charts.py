@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from services.bench.views.charts import cdf_figure as bench_cdf
+from services.bench.view.charts import cdf_figure as bench_cdf
 from services.reports.figures import cdf_figure as runs_cdf
 from services.runs import compare_runs
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 
 def test_a_latency_cdf_is_drawn_as_steps_on_both_pages(db_url: str) -> None:

@@ -1,10 +1,10 @@
-"""services/bench/views/costs.py: a run's cost per engine and step, "not priced" when it had no price."""
+"""services/bench/view/costs.py: a run's cost per engine and step, "not priced" when it had no price."""
 
 from __future__ import annotations
 
-from services import cost
-from services.bench import views
+from services.bench import view as views
 from services.bench.stats import summarize_engine
+from services.core import cost
 
 
 def block(price: float | None, out_tok_s: float, goodput_tok_s: float | None = None) -> dict:
@@ -113,7 +113,7 @@ def test_the_cheapest_step_meeting_the_slos_is_named() -> None:
 def test_the_cost_frontier_keeps_only_the_choices_worth_paying_for() -> None:
     """Issue 33: $ per 1M output tokens against tokens/s per user (1 / median TPOT), the
     frontier across engines; an unpriced step is no point (not a $0 one)."""
-    from services.bench.views.costs import (
+    from services.bench.view.costs import (
         CostPoint,
         cost_frontier,
         cost_frontier_figure,

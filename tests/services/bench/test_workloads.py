@@ -22,7 +22,7 @@ from services.bench.workloads import (
     take_requests,
     workload_label,
 )
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 def first(spec: WorkloadSpec, n: int, salt: str = "") -> list[Conversation]:

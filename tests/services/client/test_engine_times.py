@@ -1,6 +1,6 @@
 """Where each request's time went: the engine's own times read by its adapter from a scripted
 server that reports them in vLLM's, llama.cpp's and TGI's shapes, and the split of the client's
-TTFT and E2E (services.measure.time_split), exact against known server times."""
+TTFT and E2E (services.core.measure.time_split), exact against known server times."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from services.client import ChatRequest, StreamResult, run_chat
+from services.core.measure import EngineTimes, time_split
 from services.engines import get_adapter
-from services.measure import EngineTimes, time_split
 from tests.support.scripted_server import ScriptedServer
 
 MESSAGES = [{"role": "user", "content": "Say something short."}]

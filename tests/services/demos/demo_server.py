@@ -223,7 +223,7 @@ class DemoServer(ScriptedServer):
 
     def register(self, name: str, scenario: str = "ttft=50,itl=5", **options: Any) -> Any:
         """Register an emulated engine in the current test database (kind vllm, own metrics)."""
-        from services import endpoints
+        from services.engines import endpoints
 
         return endpoints.add_engine(
             name,

@@ -69,7 +69,7 @@ def test_engine_verdict_thresholds() -> None:
 
 
 def test_unknown_gpu_is_refused_before_anything_runs(db_url: str, demo_server) -> None:
-    from services.errors import ShootoutError
+    from services.core.errors import ShootoutError
 
     demo_server.register("decoder2")
     with pytest.raises(ShootoutError, match="Unknown GPU"):

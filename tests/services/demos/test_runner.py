@@ -11,9 +11,9 @@ import pytest
 
 from db.models import Run
 from db.session import session_scope
-from services import endpoints
+from services.core.errors import NotFoundError, ValidationError
 from services.demos import runner
-from services.errors import NotFoundError, ValidationError
+from services.engines import endpoints
 from tests.support.waiting import wait_for
 
 FAST = {"prompt_tokens": 150, "turns": 2, "max_tokens": 4}
@@ -48,7 +48,7 @@ def test_page_demos_run_in_a_worker_process(db_url: str, demo_server) -> None:
     a thread of the Streamlit server."""
     import os
 
-    from services.processes import pid_alive
+    from services.core.processes import pid_alive
 
     demo_server.register("worker-engine", "ttft=30,itl=5")
     run_id = runner.start_demo("prefix-cache", ["worker-engine"], options=FAST)

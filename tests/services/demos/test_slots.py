@@ -3,9 +3,9 @@ same load, stored as its own run, and a conclusion written from the measured thr
 
 from __future__ import annotations
 
+from services.core.processes import pid_alive
 from services.demos import runner
 from services.demos.slots import HowManySlots
-from services.processes import pid_alive
 from services.tune import jobs as tune_jobs
 
 

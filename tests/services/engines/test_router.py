@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from services.core.errors import EngineError
 from services.engines import ProbeEvidence, get_adapter
 from services.engines.base import HttpAnswer
 from services.engines.probe import interpret
-from services.errors import EngineError
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from services.telemetry.scraper import kind_from_metrics
 from services.telemetry.snapshot import Snapshot

@@ -16,8 +16,8 @@ from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec
 from services.bench.workloads import WorkloadSpec
 from services.client import ChatRequest, run_chat
-from services.endpoints import EngineRecord
 from services.engines import SamplingParams
+from services.engines.endpoints import EngineRecord
 from services.engines.probe import probe
 from services.engines.router.local import worker_urls
 from services.local_engines.catalog import local_port

@@ -15,9 +15,10 @@ from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
-from services.parity import runner, views
+from services.core.processes import pid_alive
+from services.parity import results as views
+from services.parity import runner
 from services.parity.tasks import task_set
-from services.processes import pid_alive
 from services.tune import jobs as tune_jobs
 from services.tune.spec import TuneSpec
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from services import llamacpp_build
+from services.core.errors import EngineError
+from services.engines.llamacpp import build as llamacpp_build
 from services.engines.sglang import local
-from services.errors import EngineError
 from services.local_engines import get_backend, installer
 
 #: What SGLang 0.5.23 takes from sgl_kernel on the CPU path (traced at start-up and under traffic).

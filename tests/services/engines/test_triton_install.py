@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from services.core.errors import EngineError
 from services.engines.triton import local
-from services.errors import EngineError
 
 
 def test_a_server_that_dies_at_model_load_gives_its_reason(

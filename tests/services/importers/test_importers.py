@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services import importers, runs
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_missing_path(tmp_path) -> None:
 
 def test_a_deeply_nested_file_is_one_clear_line(db_url: str) -> None:
     """Issue 20: 100,000 nested brackets showed a RecursionError traceback with server paths."""
-    from services.errors import ValidationError
+    from services.core.errors import ValidationError
     from services.importers import import_file
 
     for text in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
@@ -85,7 +85,7 @@ def test_a_deeply_nested_file_is_one_clear_line(db_url: str) -> None:
 
 def test_a_price_given_at_import_costs_each_engine_and_step(db_url: str, samples) -> None:  # type: ignore[no-untyped-def]
     """Issue 33: an imported run with a price shows $ per 1M tokens from the file's throughputs."""
-    from services import cost
+    from services.core import cost
 
     result = importers.import_file(samples / "vllm_bench_serve_append.jsonl", usd_per_hour="3.6")
     detail = runs.get_run(result.run_ids[0])

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.errors import ShootoutError
+from services.core.errors import ShootoutError
 from services.importers import import_file
 
 SAMPLES = Path(__file__).resolve().parent / "samples"

@@ -12,9 +12,10 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult
 from db.session import session_scope
-from services import exports, importers, runs
-from services.errors import ValidationError
+from services import importers, runs
+from services.core.errors import ValidationError
 from services.importers import reading
+from services.reports import streamed as exports
 from tests.support.big_runs import make_big_run
 
 

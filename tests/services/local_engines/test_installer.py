@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from services.errors import EngineError
+from services.core.errors import EngineError
 from services.local_engines import installer
 from services.local_engines.backend import LocalBackend
 

@@ -11,9 +11,11 @@ import pytest
 from cli import main as cli_main
 from db.models import RequestResult
 from db.session import session_scope
-from services import endpoints, runs
-from services.errors import ValidationError
-from services.parity import runner, views
+from services import runs
+from services.core.errors import ValidationError
+from services.engines import endpoints
+from services.parity import results as views
+from services.parity import runner
 from services.parity.tasks import Task, load_prompt_lines, task_set
 from services.reports import export_run
 

@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from services.parity import views
+from services.parity import results as views
 from services.parity.metrics import Answer, compare, summarise
 from services.parity.summary import ParityComparison, ParityEngine, ParitySummary
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.parity.tasks import TASK_SET_SIZE, Task, load_prompt_lines, score, task_set
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from db.models import Run, Sample
 from db.session import session_scope
-from services.errors import ConflictError, NotFoundError, ValidationError
+from services.core.errors import ConflictError, NotFoundError, ValidationError
 from services.planner import PlanRequest, catalog, make_plan
 from services.planner.presets import MODELS
 from services.planner.runs import runs_for_plan, stored_throughputs

@@ -6,9 +6,8 @@ import shlex
 
 import pytest
 
-from services import endpoints
-from services.engines import kinds
-from services.errors import ConflictError, ValidationError
+from services.core.errors import ConflictError, ValidationError
+from services.engines import endpoints, kinds
 from services.planner import PlanRequest
 from services.planner import engines_reference as ref
 from services.planner.launch import (

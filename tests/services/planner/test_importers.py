@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.planner import memory
 from services.planner.importers import (
     model_from_config,

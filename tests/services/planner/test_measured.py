@@ -8,10 +8,10 @@ from typing import Any
 
 from db.models import Run
 from db.session import session_scope
-from services import cost
+from services.core import cost
 from services.planner import view
 from services.planner.measured import NO_RUNS, measured_by_kind
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 from tests.support.markdown import as_read
 
 SLO = {"slo": {"ttft_ms": 500, "attainment": 0.9}}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.planner import PlanRequest, make_plan, memory
 from services.planner.presets import GPUS, KV_FORMATS, MODELS, WEIGHT_FORMATS
 from services.planner.specs import GB, GIB

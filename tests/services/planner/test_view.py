@@ -7,7 +7,7 @@ import pytest
 
 from db.models import Run
 from db.session import session_scope
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.planner import PlanRequest, PlanResult, make_plan, view
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from db.models import Run
 from db.session import session_scope
-from services import endpoints, playground
+from services import playground
+from services.core.processes import pid_alive
+from services.engines import endpoints
 from services.playground import EngineChoice, SendRequest
-from services.processes import pid_alive
 from tests.support.scripted_server import WORDS, ScriptedServer
 
 
@@ -81,7 +82,7 @@ def test_stop_reaches_the_worker_process_and_keeps_what_arrived(
 def test_an_engine_removed_before_its_worker_started_fails_the_exchange_in_words(
     db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from services import worker as run_worker
+    from services.core import worker as run_worker
     from services.playground import worker
 
     gone = register(scripted_server, "gone", tokens=4)

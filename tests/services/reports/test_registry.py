@@ -12,8 +12,8 @@ import pytest
 from db.models import Run
 from db.session import session_scope
 from services import reports
+from services.core.lifecycle import RunKind
 from services.demos.report import export_demo_html
-from services.lifecycle import RunKind
 from services.reports import registry
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from services import cost, reports
-from services.errors import ValidationError
+from services import reports
+from services.core import cost
+from services.core.errors import ValidationError
 from services.reports.steps import CSV_COLUMNS, NOT_RECORDED, step_rows
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 MEASURED = {
     "measured": True,

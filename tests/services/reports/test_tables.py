@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.reports.tables import comparison_table
 from services.runs import compare_runs
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 
 def test_a_latencys_rows_share_one_unit(db_url: str) -> None:

@@ -10,10 +10,10 @@ from services.bench import selfcheck
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import WorkloadSpec
+from services.core.safe_text import md_line
 from services.runs import view as runs_view
 from services.runs.caveats import requested_input_tokens, run_caveats
-from services.safe_text import md_line
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 #: What a client-bound check reads as (its evidence names the lag and its limit).
 LAG_EVIDENCE = "event-loop lag p99 6.00 ms > 2 ms"

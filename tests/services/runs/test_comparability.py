@@ -19,7 +19,7 @@ from services.runs.comparability import (
     run_fingerprint,
     stored_fingerprints,
 )
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 
 def bench_config(**load: Any) -> dict[str, Any]:

@@ -39,9 +39,10 @@ def test_every_statistic_of_a_latency_can_share_one_unit() -> None:
 
 def test_cost_rows_compare_the_price_each_run_stored_and_say_not_priced(db_url: str) -> None:
     """Issue 33: lower cost is better; a run without a price reads "not priced", never $0."""
-    from services import cost, runs
+    from services import runs
+    from services.core import cost
     from services.runs.comparison import format_row
-    from tests.services.test_runs import engine_summary, make_run
+    from tests.services.runs.test_runs import engine_summary, make_run
 
     def priced(price: float | None, out_rate: float) -> dict:
         block = {
@@ -69,7 +70,7 @@ def test_energy_rows_compare_what_was_measured_and_leave_reasons_out(db_url: str
     """Issue 33: energy per output token (lower is better) and tokens per joule on Compare; a step
     whose energy was not measured has no figure, never 0 J."""
     from services import runs
-    from tests.services.test_runs import engine_summary, make_run
+    from tests.services.runs.test_runs import engine_summary, make_run
 
     def with_energy(j_per_token: float | None) -> dict:
         energy = (

@@ -9,7 +9,7 @@ import pytest
 
 from services import runs
 from services.reports import comparison_table
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 
 def stats(p50: float) -> dict[str, float]:

@@ -13,10 +13,10 @@ from db.session import session_scope
 from services import runs
 from services.bench.stats import RequestRecord
 from services.bench.time_split import part_note, split_block
-from services.measure import EngineTimes
+from services.core.measure import EngineTimes
 from services.reports import comparison_table
 from services.runs.records import SPLIT_METRICS
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 
 def timed(rest: float = 0.002, queue: float | None = 0.001, count: int = 4) -> dict[str, Any]:

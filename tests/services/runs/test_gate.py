@@ -11,7 +11,7 @@ import pytest
 
 from services.runs import gate
 from tests.services.runs.test_comparability import bench_config, block
-from tests.services.test_runs import make_run
+from tests.services.runs.test_runs import make_run
 
 
 def stored(ttft_p50: float, samples: list[float], **fields: Any) -> int:
@@ -93,7 +93,7 @@ def test_unknown_noise_passes_unless_asked_to_fail(db_url: str) -> None:
 
 
 def test_cost_per_million_tokens_is_gated_as_a_rise(db_url: str) -> None:
-    from services import cost
+    from services.core import cost
 
     def priced(usd_per_1m_output: float | None) -> int:
         figures = cost.Cost(3.6, usd_per_1m_output, None, None) if usd_per_1m_output else cost.Cost()

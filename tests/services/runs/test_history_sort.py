@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from services import runs
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.runs import view as runs_view
-from tests.services.test_runs import engine_summary, make_run
+from tests.services.runs.test_runs import engine_summary, make_run
 
 
 def day(n: int) -> datetime:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from services import sessions
-from services.access import Viewer
+from services.team.access import Viewer
 
 OPERATOR = Viewer(role="operator", identity="local")
 ROOM = Viewer(role="viewer", identity="ip:10.0.0.9")

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from db.models import SessionParticipant
 from db.session import session_scope
 from services import sessions
-from services.errors import ValidationError
+from services.core.errors import ValidationError
 from services.sessions import Shown, live
 from tests.services.sessions.conftest import Room
 

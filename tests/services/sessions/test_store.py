@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from services import sessions
-from services.access import PermissionDenied, Viewer
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
 from services.sessions import codes
+from services.team.access import PermissionDenied, Viewer
 from tests.services.sessions.conftest import OPERATOR, ROOM, Room
 
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from services.errors import EngineError, ValidationError
+from services.core.errors import EngineError, ValidationError
 from services.telemetry.prom_api import query_range
 from tests.services.telemetry.support import MetricsServer, Route
 

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from services import endpoints, http
 from services import local_engines as local_engines_service
-from services.errors import EngineError, NotFoundError, ValidationError
+from services.core import http
+from services.core.errors import EngineError, NotFoundError, ValidationError
+from services.engines import endpoints
 from services.telemetry import prom_api, prom_history
 from services.telemetry.prom_api import PromServer
 from tests.services.telemetry.support import MetricsServer, Route

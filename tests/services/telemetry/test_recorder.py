@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
-from services.errors import NotFoundError, ValidationError
+from services.core.errors import NotFoundError, ValidationError
 from services.telemetry import recorder as recorder_module
 from services.telemetry.gpu import NvmlSampler
 from services.telemetry.hub import TelemetryHub

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 import services.tune
-from services import endpoints
-from services.errors import ValidationError
+from services.core.errors import ValidationError
+from services.engines import endpoints
 from services.local_engines import backend
-from services.tune import jobs, views
+from services.tune import jobs
+from services.tune import view as views
 from services.tune.spec import TuneSpec, catalogue, local_kinds, setting_args
 
 

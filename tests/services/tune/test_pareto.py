@@ -97,7 +97,7 @@ def test_none_meeting_the_slos_names_the_closest() -> None:
 
 
 def _priced(config: dict, price: float | None, goodput_tok_s: float | None) -> dict:
-    from services import cost
+    from services.core import cost
 
     metrics = {**config["metrics"], "goodput_output_tok_s": goodput_tok_s}
     metrics["total_token_throughput_tok_s"] = metrics["output_throughput_tok_s"] * 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.tune import views
+from services.tune import view as views
 from services.tune.summary import TuneSummary
 
 STORED: dict[str, Any] = {
@@ -70,7 +70,7 @@ def test_the_winner_says_one_run_each_does_not_measure_noise() -> None:
 def test_each_configuration_shows_its_cost_and_the_cheapest_is_named() -> None:
     """Issue 33: cost per 1M output tokens per configuration, "not priced" without a price, and
     the cheapest meeting the SLOs with its launch command; a run from before prices has none."""
-    from services import cost
+    from services.core import cost
 
     def metrics(tok_s: float) -> dict[str, Any]:
         block = {"output_throughput_tok_s": tok_s, "completed": 8}
@@ -106,7 +106,7 @@ def test_each_configuration_shows_its_cost_and_the_cheapest_is_named() -> None:
 
 
 def test_the_cost_frontier_spans_the_priced_configurations() -> None:
-    from services import cost
+    from services.core import cost
 
     def metrics(tok_s: float, tpot: float, price: float | None) -> dict[str, Any]:
         block = {"output_throughput_tok_s": tok_s, "completed": 8, "tpot_s": {"p50": tpot}}

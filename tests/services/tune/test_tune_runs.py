@@ -11,8 +11,8 @@ from services import local_engines
 from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
-from services.errors import ValidationError
-from services.processes import pid_alive
+from services.core.errors import ValidationError
+from services.core.processes import pid_alive
 from services.tune import jobs
 from services.tune.launch import render_template
 from services.tune.spec import TuneSpec
@@ -169,7 +169,7 @@ def test_a_dead_workers_engine_is_stopped_at_recovery(db_url: str, llamacpp_inst
     import os
     import signal
 
-    from services.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
+    from services.core.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
 
     spec = TuneSpec(
         kind="llamacpp",
@@ -205,7 +205,7 @@ def test_a_dead_workers_engine_is_stopped_at_recovery(db_url: str, llamacpp_inst
 def test_a_price_is_checked_kept_and_names_the_cheapest_configuration() -> None:
     """Issue 33: the spec's price is validated like an engine's and kept in the stored spec;
     analyse stores the cheapest configuration meeting the SLOs with its launch command."""
-    from services import cost
+    from services.core import cost
 
     spec = TuneSpec(kind="llamacpp", grid={"np": ("1", "2")}, usd_per_hour="3.6", **TINY)  # type: ignore[arg-type]
     checked = spec.validate(trusted=False)
@@ -245,7 +245,7 @@ def test_each_configuration_carries_its_energy_or_why_not(db_url: str) -> None:
     import sys
 
     from services.telemetry.energy.records import EnergyResult
-    from services.tune import views
+    from services.tune import view as views
     from tests.support import scripted_server
 
     template = f"{sys.executable} {scripted_server.__file__} --port {{port}}"

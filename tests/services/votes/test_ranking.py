@@ -3,10 +3,10 @@ only one team demo session's when asked, and a new vote is seen at once."""
 
 from __future__ import annotations
 
-from services import playground_votes as votes
+from services.playground import votes
 from services.votes.participants import participant_key
 from services.votes.ranking import engine_ranking
-from tests.services.test_playground_votes import stored_exchange
+from tests.services.playground.test_votes import stored_exchange
 
 
 def test_the_ranking_counts_every_participants_ballot(db_url: str) -> None:

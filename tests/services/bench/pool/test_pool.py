@@ -198,7 +198,7 @@ def test_a_take_through_rays_hub_holds_twice_the_slots_and_a_local_one_a_quarter
 
 
 def test_workers_are_validated() -> None:
-    from services.errors import ValidationError
+    from services.core.errors import ValidationError
 
     with pytest.raises(ValidationError, match="Workers must be 1 to 64, or auto"):
         BenchSpec(engines=(EngineTarget("a", "http://127.0.0.1:1"),), workers=65).validate()

@@ -1,0 +1,112 @@
+"""The Benchmarks page's form: its choices and titles, the spec a filled form describes,
+an uploaded prompt file kept with the app's data, and starting the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from services.bench import form, jobs
+from services.bench.arrivals import ARRIVAL_PROCESSES
+from services.bench.load import Placement
+from services.bench.runner.transports import transport_for
+from services.bench.spec import BenchSpec
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
+
+if TYPE_CHECKING:
+    from services.team.access import Viewer
+
+WORKLOAD_TITLES = {
+    "synthetic": "Synthetic prompts",
+    "long_prompt": "Long prompts, short answers (prefill)",
+    "shared_prefix": "Shared prefixes (prefix cache)",
+    "multi_turn": "Multi-turn conversations",
+    "structured": "Structured output (JSON schema)",
+    "file": "Prompts from a JSONL file",
+    "trace": "Azure production trace",
+}
+LOAD_TITLES = {
+    "concurrency": "Closed loop: fixed concurrency",
+    "rate": "Open loop: request rate",
+    "trace": "Trace replay: real arrival times",
+}
+SWEEP_TITLES = {
+    "none": "Single load level",
+    "concurrency": "Sweep the concurrency",
+    "rate": "Sweep the request rate",
+    "slo_search": "Search the highest load meeting the SLOs",
+}
+
+
+@dataclass(frozen=True)
+class FormOptions:
+    engines: list[str]
+    workloads: dict[str, str] = field(default_factory=lambda: dict(WORKLOAD_TITLES))
+    loads: dict[str, str] = field(default_factory=lambda: dict(LOAD_TITLES))
+    sweeps: dict[str, str] = field(default_factory=lambda: dict(SWEEP_TITLES))
+    length_dists: tuple[str, ...] = LENGTH_DISTRIBUTIONS
+    traces: tuple[str, ...] = tuple(TRACES)
+    arrivals: tuple[str, ...] = ARRIVAL_PROCESSES
+    search_over: tuple[str, ...] = ("rate", "concurrency")
+    trace_attribution: str = TRACE_ATTRIBUTION
+    #: The widgets' initial values: the same defaults as `cli.py bench`'s.
+    defaults: form.BenchForm = field(default_factory=form.BenchForm)
+    suggested_duration_s: float = form.SUGGESTED_DURATION_S
+
+    @property
+    def sweep_levels_text(self) -> str:
+        return ", ".join(f"{level:g}" for level in self.defaults.sweep_values)
+
+    @property
+    def workers_text(self) -> str:
+        return form.workers_text(self.defaults.workers)
+
+
+def form_options() -> FormOptions:
+    from services.engines.endpoints import list_engines
+
+    return FormOptions(engines=[engine.name for engine in list_engines()])
+
+
+def spec_from_form(values: dict[str, Any]) -> BenchSpec:
+    """The validated spec of the page's widget values (ValidationError with a message for the user)."""
+    return form.to_spec(form.from_widgets(values))
+
+
+def save_prompt_file(name: str, content: bytes) -> str:
+    """Keep an uploaded JSONL prompt file with the app's data (named by its content, so a
+    rerun of the same run finds the same file); returns its path. Validated right away."""
+    import hashlib
+
+    from services.bench.workloads import load_prompt_file
+    from services.core.config import get_settings
+
+    folder = get_settings().data_dir / "workloads"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = (
+        "".join(c if c.isalnum() or c in "-_" else "_" for c in name.rsplit(".", 1)[0])[:60] or "prompts"
+    )
+    path = folder / f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}.jsonl"
+    path.write_bytes(content)
+    load_prompt_file(str(path))
+    return str(path)
+
+
+def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
+    """Validate a filled form and start its run in a worker; returns the run id. A viewer's
+    prompt file must be one they uploaded: a path on the server is an operator's to name."""
+    from services.core.config import get_settings
+    from services.team import access
+
+    prompts_file = str(values.get("prompts_file") or "").strip()
+    if viewer is not None and prompts_file and values.get("workload") == "file":
+        uploads = (get_settings().data_dir / "workloads").resolve()
+        if Path(prompts_file).resolve().parent != uploads:
+            access.require(viewer, "read_server_paths")
+    spec = spec_from_form(values)
+    if spec.ray_address and viewer is not None:
+        access.require(viewer, "fetch_urls")  # the server connects to the address a viewer named
+    placement = Placement(spec.workers, spec.ray_address)
+    transport_for(placement).check(placement)
+    return jobs.start_benchmark(spec, viewer=viewer)

@@ -1,0 +1,213 @@
+"""A finished run's results as tables: latency percentiles and throughput, one row per engine."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from services.bench.summary import BenchSummary
+from services.core.measure import percentile_key
+from services.runs.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
+from services.telemetry.energy.records import EnergyResult
+
+METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
+#: Shown beside TTFT for an engine whose TTFT includes thinking (for the others it is TTFT).
+TTFAT_TITLE = "time to first answer token"
+
+
+def percentile_table(
+    summary: BenchSummary | dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)
+) -> pd.DataFrame:
+    """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
+    rows = []
+    keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
+    for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
+        titles = list(METRIC_TITLES.items())
+        if block.get("ttft_includes_reasoning"):
+            titles.insert(1, ("ttfat_s", TTFAT_TITLE))
+        for metric, title in titles:
+            stats = block.get(metric) or {}
+            row: dict[str, Any] = {"engine": name, "metric": title}
+            for key in keys:
+                value = stats.get(key)
+                row[f"{key} (ms)"] = round(value * 1000, 2) if isinstance(value, (int, float)) else None
+            rows.append(row)
+    return fill_missing(pd.DataFrame(rows))
+
+
+#: Columns whose figures have more than one reading: each says where it comes from.
+SERVED_INPUT_COLUMN = "input tok/request (as served, chat template included)"
+ASKED_INPUT_COLUMN = "input tok/request asked"
+ENGINE_HIT_COLUMN = f"prefix hit (%), {ENGINE_HIT_SOURCE}"
+USAGE_HIT_COLUMN = f"cached/input (%), {USAGE_HIT_SOURCE}"
+
+
+def throughput_table(
+    summary: BenchSummary | dict[str, Any], requested_input: int | None = None
+) -> pd.DataFrame:
+    """One row per engine: counts, throughputs, goodput and the cache figures. Input tokens
+    per request as served sit beside `requested_input` (the length the run asked for, before
+    the chat template), and the engine's prefix hit rate beside usage's cached share."""
+    rows = []
+    for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
+        metrics = block.get("engine_metrics") or {}
+        errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
+        completed = block.get("completed")
+        input_tokens = block.get("input_tokens")
+        cached = block.get("cached_tokens")
+        rows.append(
+            {
+                "engine": name,
+                "completed": block.get("completed"),
+                "failed": block.get("failed"),
+                # Stopped by the user in flight: neither completed nor the engine's failure.
+                "cancelled": block.get("cancelled_requests") or None,
+                # No failures is a count of 0, not a blank that reads as "not reported".
+                "errors": errors or "0",
+                "requests/s": _round(block.get("request_throughput_rps")),
+                "output tok/s": _round(block.get("output_throughput_tok_s")),
+                "total tok/s": _round(block.get("total_token_throughput_tok_s")),
+                "goodput req/s": _round(block.get("goodput_rps")),
+                ASKED_INPUT_COLUMN: requested_input,
+                SERVED_INPUT_COLUMN: _ratio(input_tokens, completed, 1),
+                "output tokens": block.get("output_tokens"),
+                "cached tokens": cached,
+                # Shares as percentages, as the Monitor and Runs pages show them.
+                ENGINE_HIT_COLUMN: _percent(metrics.get("prefix_cache_hit_rate")),
+                USAGE_HIT_COLUMN: _percent(_ratio(cached, input_tokens)),
+                "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
+                "schema valid (%)": _percent(block.get("schema_valid_rate")),
+                **reasoning_columns(block),
+                **energy_columns(block),
+            }
+        )
+    # A column no engine has a value for (goodput without SLOs, schema validity without a
+    # schema) says nothing: leave it out rather than show "None" in every row; a cell one
+    # engine lacks reads "–" (not reported), never "None".
+    return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
+
+
+def reasoning_columns(block: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning model's tokens and rates (median per request), and who counted the
+    reasoning tokens; None for an engine that did not think (the column then drops out)."""
+    reasoning = block.get("reasoning_tokens")
+    if not reasoning:
+        return dict.fromkeys(REASONING_COLUMNS)
+    source = block.get("reasoning_tokens_source")
+    return {
+        "reasoning tokens": reasoning,
+        "answer tokens": block.get("answer_tokens"),
+        "reasoning counted by": REASONING_SOURCES.get(source, source) if source else None,
+        "reasoning tok/s (p50)": _round((block.get("reasoning_tok_s") or {}).get("p50")),
+        "answer tok/s (p50)": _round((block.get("answer_tok_s") or {}).get("p50")),
+    }
+
+
+ENERGY_COLUMNS = ("energy (J)", "J/output token", "output tokens/J", "energy measured by")
+
+
+def energy_columns(block: dict[str, Any]) -> dict[str, Any]:
+    """The step's joules, per output token and tokens per joule, and how they were measured,
+    or "not measured here: <reason>"; None for a run from before energy (the columns drop)."""
+    energy = EnergyResult.from_json(block.get("energy"))
+    if energy is None:
+        return dict.fromkeys(ENERGY_COLUMNS)
+    return {
+        "energy (J)": _round(energy.joules, 1),
+        "J/output token": _significant(energy.j_per_output_token),
+        "output tokens/J": _significant(energy.output_tokens_per_j),
+        "energy measured by": f"{energy.method}, {energy.source}" if energy.measured else energy.label,
+    }
+
+
+def energy_line(block: dict[str, Any]) -> str | None:
+    """One line on a step's energy for the CLI table and the page's notes; None for a run
+    from before energy."""
+    energy = EnergyResult.from_json(block.get("energy"))
+    if energy is None:
+        return None
+    if not energy.measured:
+        return f"energy: {energy.label}"
+    per_token = (
+        f", {energy.j_per_output_token:.4g} J/output token, "
+        f"{energy.output_tokens_per_j:.4g} output tokens/J"
+        if energy.j_per_output_token is not None and energy.output_tokens_per_j is not None
+        else ", no output tokens to divide by"
+    )
+    return (
+        f"energy: {energy.joules:.1f} J over {energy.duration_s or 0:.1f} s{per_token} "
+        f"({energy.method}, {energy.source}; {energy.scope})"
+    )
+
+
+def _significant(value: float | None, digits: int = 4) -> float | None:
+    return float(f"{value:.{digits}g}") if value is not None and math.isfinite(value) else None
+
+
+REASONING_COLUMNS = (
+    "reasoning tokens",
+    "answer tokens",
+    "reasoning counted by",
+    "reasoning tok/s (p50)",
+    "answer tok/s (p50)",
+)
+#: Who counted the reasoning tokens, in words.
+REASONING_SOURCES = {
+    "usage": "engine (usage.completion_tokens_details)",
+    "stream": "client (thinking deltas)",
+    "usage+stream": "engine for some requests, client for others",
+}
+
+
+def reasoning_line(block: dict[str, Any]) -> str | None:
+    """One line on an engine's thinking for the CLI table and reports; None when its TTFT
+    does not include thinking (its time to first answer token is its TTFT)."""
+    if not block.get("ttft_includes_reasoning"):
+        return None
+    answer = block.get("ttfat_s") or {}
+    columns = reasoning_columns(block)
+
+    def ms(value: Any) -> str:
+        return f"{value * 1000:.1f}" if isinstance(value, (int, float)) else "-"
+
+    def rate(value: Any) -> str:
+        return f"{value:.1f}" if isinstance(value, (int, float)) else "-"
+
+    return (
+        f"TTFT includes thinking; first answer token p50 {ms(answer.get('p50'))} ms, "
+        f"p99 {ms(answer.get('p99'))} ms; {columns['reasoning tokens']} reasoning tokens "
+        f"(counted by {columns['reasoning counted by'] or 'nobody'}), "
+        f"{columns['answer tokens']} answer tokens; p50 {rate(columns['reasoning tok/s (p50)'])} "
+        f"reasoning tok/s, {rate(columns['answer tok/s (p50)'])} answer tok/s"
+    )
+
+
+def _ratio(part: Any, whole: Any, digits: int | None = None) -> float | None:
+    if not isinstance(part, (int, float)) or not isinstance(whole, (int, float)) or whole <= 0:
+        return None
+    value = part / whole
+    return round(value, digits) if digits is not None else value
+
+
+def _percent(value: Any) -> float | None:
+    return (
+        round(float(value) * 100, 1)
+        if isinstance(value, (int, float)) and not math.isnan(value)
+        else None
+    )
+
+
+def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
+    """Missing cells as a dash: Streamlit draws None and NaN as the word "None"."""
+    return frame.astype(object).where(frame.notna(), mark)
+
+
+def step_labels(summary: BenchSummary | dict[str, Any]) -> dict[int, str]:
+    """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
+    return BenchSummary.from_json(summary).step_labels()
+
+
+def _round(value: Any, digits: int = 2) -> float | None:
+    return round(value, digits) if isinstance(value, (int, float)) and math.isfinite(value) else None

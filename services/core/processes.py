@@ -1,0 +1,77 @@
+"""Small helpers about operating-system processes, shared by the engine launcher and the
+run workers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+def pid_alive(pid: int | None) -> bool:
+    """True when a process with this PID runs (a zombie, exited but not yet reaped, does not)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def launch_run_worker(kind: str, run_id: int) -> int:
+    """Start `python -m services.core.worker KIND RUN_ID` detached (its own session, so it outlives
+    the page or command that started it), with this process's database; returns its pid.
+    Timed work runs there rather than in the Streamlit server, whose GIL pauses would skew
+    timings. Its output goes to <data dir>/logs/KIND-RUN_ID.log."""
+    from services.core.config import PROJECT_ROOT, get_settings
+
+    settings = get_settings()
+    log_dir = settings.data_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env["SHOOTOUT_DATABASE_URL"] = settings.database_url
+    env["SHOOTOUT_DATA_DIR"] = str(settings.data_dir)
+    with open(log_dir / f"{kind}-{run_id}.log", "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "services.core.worker", kind, str(run_id)],
+            cwd=PROJECT_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def worker_main(
+    argv: list[str], module: str, body: Callable[[int], object], on_stop: Callable[[int], object]
+) -> int:
+    """The entry point of a run's worker process: `python -m MODULE RUN_ID`. SIGTERM and
+    SIGINT call `on_stop(run_id)` (stop like the page's button; what ran is kept); a
+    ShootoutError ends it with one line and exit 1."""
+    import signal
+
+    from services.core.errors import ShootoutError
+
+    if len(argv) != 1 or not argv[0].isdigit():
+        print(f"usage: python -m {module} RUN_ID", file=sys.stderr)
+        return 2
+    run_id = int(argv[0])
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: on_stop(run_id))
+    try:
+        body(run_id)
+    except ShootoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,150 @@
+"""The registry of run kinds: what a worker process executes for each kind, what stopping it
+means, what "interrupted" says, and what the kind does for a run whose worker is gone.
+
+Each feature declares its kind in its own `services/<feature>/run_kind.py` (found on disk,
+as engine kinds are, so this core module names no feature), and everything that treats runs
+alike iterates over the registry: the one worker entry point (`services.core.worker`), the
+restart recovery below, and the limits' count of active runs.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from importlib.util import find_spec
+from typing import TYPE_CHECKING
+
+from services.core.lifecycle import (
+    ACTIVE_STATUSES,
+    STALE_AFTER_S,
+    RunKind,
+    interrupt,
+    now_utc,
+    stale_cutoff,
+)
+
+if TYPE_CHECKING:
+    from db.models import Run
+
+#: The worker's body: (run id, "should I stop now?"). The stop flag is set by SIGTERM/SIGINT.
+Execute = Callable[[int, Callable[[], bool]], object]
+
+
+@dataclass(frozen=True)
+class RunKindSpec:
+    kind: RunKind
+    #: How messages name one run: "benchmark run", "tuning run".
+    noun: str
+    #: What its worker process runs; None for a kind with no worker (imports, recordings).
+    execute: Execute | None = None
+    #: Called on SIGTERM/SIGINT beside setting the stop flag, for a body that does not poll it.
+    stop: Callable[[int], object] | None = None
+    #: Stored as the error of a run whose worker is gone; None: restart recovery leaves the
+    #: kind to `recover` (or the kind never has a worker).
+    interrupted: str | None = None
+    #: A kind that must build what its dead worker did not write (a benchmark's summary)
+    #: marks its own stale runs here and returns their ids.
+    recover: Callable[[float], Sequence[int]] | None = None
+    #: Called in the recovery's session for each run marked interrupted (stop the engines a
+    #: tuning worker left, mark a playground exchange's streams).
+    on_interrupted: Callable[[Run], object] | None = None
+    #: Hundreds of concurrent streams need as many sockets.
+    many_sockets: bool = False
+
+
+_SPECS: dict[RunKind, RunKindSpec] = {}
+
+
+def register(spec: RunKindSpec) -> RunKindSpec:
+    known = _SPECS.get(spec.kind)
+    if known is not None and known != spec:
+        raise ValueError(f"Run kind {spec.kind!s} is declared twice.")
+    _SPECS[spec.kind] = spec
+    return spec
+
+
+@cache
+def _load() -> None:
+    """Import every `services/<feature>/run_kind.py`, which registers its kind."""
+    import services as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+        name = f"{package.__name__}.{info.name}.run_kind"
+        if info.ispkg and find_spec(name) is not None:
+            import_module(name)
+
+
+def specs() -> list[RunKindSpec]:
+    _load()
+    return [_SPECS[kind] for kind in RunKind if kind in _SPECS]
+
+
+def get(kind: str) -> RunKindSpec | None:
+    """The declared kind, None for a name this version does not know."""
+    _load()
+    try:
+        return _SPECS.get(RunKind(kind))
+    except ValueError:
+        return None
+
+
+def interrupted_reason(kind: str) -> str | None:
+    spec = get(kind)
+    return spec.interrupted if spec is not None else None
+
+
+def count_active(kind: str, requested_by: str | None = None) -> int:
+    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
+    all of them or those one viewer started."""
+    from sqlalchemy import func, select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    query = select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES))
+    if requested_by is not None:
+        query = query.where(Run.requested_by == requested_by)
+    with session_scope() as session:
+        return int(session.scalar(query) or 0)
+
+
+def mark_interrupted_after_restart(stale_after_s: float = STALE_AFTER_S) -> list[int]:
+    """Mark runs whose worker is gone as interrupted, kind by kind; returns their ids. Safe to
+    call at every start, from several processes."""
+    from sqlalchemy import or_, select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    changed: list[int] = []
+    generic: dict[str, RunKindSpec] = {}
+    for spec in specs():
+        if spec.recover is not None:
+            changed.extend(spec.recover(stale_after_s))
+        elif spec.interrupted is not None:
+            generic[spec.kind] = spec
+    if not generic:
+        return changed
+    now = now_utc()
+    cutoff = stale_cutoff(now, stale_after_s)
+    with session_scope() as session:
+        stale = session.scalars(
+            select(Run).where(
+                Run.kind.in_(tuple(generic)),
+                Run.status.in_(ACTIVE_STATUSES),
+                or_(
+                    Run.heartbeat_at < cutoff,
+                    (Run.heartbeat_at.is_(None)) & (Run.created_at < cutoff),
+                ),
+            )
+        ).all()
+        for run in stale:
+            spec = generic[run.kind]
+            if spec.on_interrupted is not None:
+                spec.on_interrupted(run)
+            interrupt(run, spec.interrupted, now=now)
+            changed.append(run.id)
+    return changed

@@ -1,0 +1,268 @@
+"""The stored list of engine endpoints (the registry the pages and the CLI pick from)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+
+from db.models import Engine
+from db.session import session_scope
+from services.core import cost
+from services.core.config import key_env_allowed, key_env_refusal
+from services.core.errors import ConflictError, NotFoundError, ValidationError
+from services.engines import get_adapter, kinds
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """An engine as pages and services see it (never holds an API key)."""
+
+    id: int
+    name: str
+    base_url: str
+    kind: str
+    model: str | None
+    api_key_env: str | None
+    metrics_url: str | None
+    local_id: str | None
+    info: dict[str, Any] = field(default_factory=dict)
+    #: What an hour of it costs (the instance, or the GPUs it uses); None: not priced.
+    usd_per_hour: float | None = None
+
+    @property
+    def label(self) -> str:
+        """What serves it: the probe's or the local engine's name for it where that says more
+        than the kind ("Triton (Python backend)", never plain "Triton"), else the kind's label."""
+        served_by = self.info.get("served_by")
+        return served_by if isinstance(served_by, str) and served_by else get_adapter(self.kind).label
+
+    @property
+    def resolved_metrics_url(self) -> str | None:
+        """Where its Prometheus metrics are: the explicit URL, else base URL + the kind's path."""
+        if self.metrics_url:
+            return self.metrics_url
+        path = get_adapter(self.kind).metrics_path
+        return self.base_url + path if path else None
+
+
+def _record(row: Engine) -> EngineRecord:
+    return EngineRecord(
+        id=row.id,
+        name=row.name,
+        base_url=row.base_url,
+        kind=row.kind,
+        model=row.model,
+        api_key_env=row.api_key_env,
+        metrics_url=row.metrics_url,
+        local_id=row.local_id,
+        info=dict(row.info or {}),
+        usd_per_hour=row.usd_per_hour,
+    )
+
+
+_SCHEME_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
+_HOST = re.compile(
+    r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$"
+)
+
+
+def _check_url(url: str, what: str) -> tuple[str, Any]:
+    """Parse `url` strictly: a typo must be named as a typo, never stored or reported as a
+    host that does not resolve (`htp:/bad url` once became `http://htp:/bad url`)."""
+    url = (url or "").strip()
+    if not url:
+        raise ValidationError(f"The {what} is empty.")
+    if any(c.isspace() for c in url):
+        raise ValidationError(f"{url!r} contains a space; a {what} has none.")
+    if "://" not in url:
+        scheme = _SCHEME_LIKE.match(url)
+        if scheme:
+            raise ValidationError(
+                f"{url!r} does not start with http:// or https:// (it starts with {scheme.group(1)!r}:)."
+            )
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValidationError(f"Unsupported URL scheme {parts.scheme!r}: use http:// or https://.")
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError(
+            "Put no user name or password in the URL: name the environment variable that holds "
+            "the API key instead."
+        )
+    host = parts.hostname or ""
+    if not host:
+        raise ValidationError(f"{url!r} has no host name.")
+    is_ip6 = parts.netloc.split("@")[-1].startswith("[")
+    if not is_ip6 and not _HOST.match(host):
+        raise ValidationError(f"{host!r} in {url!r} is not a valid host name.")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValidationError(f"{url!r} has an invalid port (1-65535).") from None
+    if port is None and parts.netloc.endswith(":"):
+        raise ValidationError(f"{url!r} has a ':' but no port number after it.")
+    if port == 0:
+        raise ValidationError(f"{url!r} has an invalid port (1-65535).")
+    return url, parts
+
+
+def normalise_base_url(url: str) -> str:
+    """`http://host:port[/prefix]` without a trailing slash or `/v1`; rejects anything else."""
+    url, parts = _check_url(url, "URL")
+    if parts.query or parts.fragment:
+        raise ValidationError("The URL must not carry a query string or fragment.")
+    path = parts.path.rstrip("/")
+    path = path.removesuffix("/v1")
+    return f"{parts.scheme}://{parts.netloc.lower() if not parts.netloc.startswith('[') else parts.netloc}{path}"
+
+
+def same_endpoint(base_url: str, *, except_name: str | None = None) -> list[str]:
+    """Names of registered engines that already point at this base URL (a duplicate is
+    allowed, e.g. one server under two models, but it is worth a warning)."""
+    url = normalise_base_url(base_url)
+    with session_scope() as session:
+        rows = session.scalars(select(Engine).where(Engine.base_url == url)).all()
+        return sorted(row.name for row in rows if row.name != except_name)
+
+
+def _normalise_metrics_url(url: str | None) -> str | None:
+    """A full metrics URL (Triton serves them on another port: http://host:8002/metrics)."""
+    if not (url or "").strip():
+        return None
+    checked, _ = _check_url(url or "", "metrics URL")
+    return checked
+
+
+def _validate(name: str, kind: str, api_key_env: str | None) -> None:
+    if not NAME_PATTERN.match(name or ""):
+        raise ValidationError(
+            "Engine names are 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit."
+        )
+    if kind not in kinds():
+        raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
+    if api_key_env and not ENV_VAR_PATTERN.match(api_key_env):
+        raise ValidationError(
+            "The API key setting is the NAME of an environment variable (like OPENAI_API_KEY), not the key."
+        )
+    if api_key_env and not key_env_allowed(api_key_env):
+        raise ValidationError(key_env_refusal(api_key_env))
+
+
+def list_engines() -> list[EngineRecord]:
+    with session_scope() as session:
+        return [_record(row) for row in session.scalars(select(Engine).order_by(Engine.name))]
+
+
+def get_engine(name: str) -> EngineRecord:
+    with session_scope() as session:
+        row = session.scalar(select(Engine).where(Engine.name == name))
+        if row is None:
+            raise NotFoundError(
+                f"No engine named {name!r}. Add it first (Engines page or `cli.py engines add`)."
+            )
+        return _record(row)
+
+
+def add_engine(
+    name: str,
+    base_url: str,
+    *,
+    kind: str = "openai",
+    model: str | None = None,
+    api_key_env: str | None = None,
+    metrics_url: str | None = None,
+    local_id: str | None = None,
+    info: dict[str, Any] | None = None,
+    usd_per_hour: float | str | None = None,
+) -> EngineRecord:
+    name = (name or "").strip()
+    api_key_env = (api_key_env or "").strip() or None
+    _validate(name, kind, api_key_env)
+    url = normalise_base_url(base_url)
+    metrics = _normalise_metrics_url(metrics_url)
+    price = cost.parse_usd_per_hour(usd_per_hour)
+    with session_scope() as session:
+        if session.scalar(select(Engine.id).where(Engine.name == name)) is not None:
+            raise ConflictError(
+                f"An engine named {name!r} exists already; choose another name or edit it."
+            )
+        row = Engine(
+            name=name,
+            base_url=url,
+            kind=kind,
+            model=(model or "").strip() or None,
+            api_key_env=api_key_env,
+            metrics_url=metrics,
+            local_id=local_id,
+            info=info or {},
+            usd_per_hour=price,
+        )
+        session.add(row)
+        session.flush()
+        return _record(row)
+
+
+def update_engine(name: str, /, **changes: Any) -> EngineRecord:
+    """Change fields of an engine (name, base_url, kind, model, api_key_env, metrics_url, info,
+    usd_per_hour: an empty one removes the price)."""
+    allowed = {
+        "name",
+        "base_url",
+        "kind",
+        "model",
+        "api_key_env",
+        "metrics_url",
+        "info",
+        "local_id",
+        "usd_per_hour",
+    }
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValidationError(f"Cannot change {', '.join(sorted(unknown))}.")
+    with session_scope() as session:
+        row = session.scalar(select(Engine).where(Engine.name == name))
+        if row is None:
+            raise NotFoundError(f"No engine named {name!r}.")
+        new_name = (changes.get("name") or row.name).strip()
+        new_kind = changes.get("kind") or row.kind
+        new_key_env = changes.get("api_key_env", row.api_key_env)
+        new_key_env = (new_key_env or "").strip() or None
+        _validate(new_name, new_kind, new_key_env)
+        if (
+            new_name != row.name
+            and session.scalar(select(Engine.id).where(Engine.name == new_name)) is not None
+        ):
+            raise ConflictError(f"An engine named {new_name!r} exists already.")
+        row.name = new_name
+        row.kind = new_kind
+        row.api_key_env = new_key_env
+        if "base_url" in changes:
+            row.base_url = normalise_base_url(changes["base_url"])
+        if "model" in changes:
+            row.model = (changes["model"] or "").strip() or None
+        if "metrics_url" in changes:
+            row.metrics_url = _normalise_metrics_url(changes["metrics_url"])
+        if "info" in changes:
+            row.info = dict(changes["info"] or {})
+        if "local_id" in changes:
+            row.local_id = changes["local_id"]
+        if "usd_per_hour" in changes:
+            row.usd_per_hour = cost.parse_usd_per_hour(changes["usd_per_hour"])
+        session.flush()
+        return _record(row)
+
+
+def remove_engine(name: str) -> None:
+    """Forget an endpoint. Stored runs keep their own snapshot of it."""
+    with session_scope() as session:
+        row = session.scalar(select(Engine).where(Engine.name == name))
+        if row is None:
+            raise NotFoundError(f"No engine named {name!r}.")
+        session.delete(row)

@@ -1,0 +1,319 @@
+"""What the Playground page shows, as plain values: its form's fields turned into a SendRequest
+and back (a reopened exchange refills the form), the order and labels of the answer columns in
+blind mode, the figures of each pane, and the blind-vote tally as a table.
+
+The form is a mapping of the page's widget keys (``pg_*``) to their values, so the page hands
+over its session state as it is and writes back what ``form_values`` returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from services import playground
+from services.core.errors import ShootoutError
+from services.engines import SamplingParams, endpoints, get_adapter
+from services.playground import Column, EngineChoice, ExchangeView, SendRequest, Turn
+from services.playground import text as ptext
+from services.playground import votes as playground_votes
+from services.playground.votes import BlindVote
+from services.votes import live
+
+DEFAULT_SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    },
+    indent=2,
+)
+#: How a column's status reads under its title (Streamlit's colour markup).
+STATUS_WORDS = {
+    "streaming": ":blue[streaming…]",
+    "finished": ":green[finished]",
+    "failed": ":red[failed]",
+    "cancelled": ":orange[stopped]",
+    "interrupted": ":orange[interrupted]",
+}
+
+
+def _optional_int(form: Mapping[str, Any], key: str) -> int | None:
+    value = form.get(key)
+    return None if value in (None, 0) else int(value)
+
+
+def _extra_body(form: Mapping[str, Any], engine: str) -> dict[str, Any] | None:
+    text = (form.get(f"pg_extra_{engine}") or "").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ShootoutError(f"extra_body of {engine} is not JSON: {error.msg}.") from None
+    if not isinstance(value, dict):
+        raise ShootoutError(f"extra_body of {engine} must be a JSON object.")
+    return value
+
+
+def sampling_params(form: Mapping[str, Any]) -> SamplingParams:
+    """The sampling parameters the form's fields say (an empty field: the engine's default)."""
+    parts = (part.strip() for part in (form.get("pg_stop_text") or "").split(","))
+    return SamplingParams(
+        temperature=form.get("pg_temperature"),
+        top_p=form.get("pg_top_p"),
+        max_tokens=_optional_int(form, "pg_max_tokens"),
+        seed=form.get("pg_seed"),
+        stop=tuple(s for s in parts if s),
+        n=int(form.get("pg_n") or 1),
+        top_k=_optional_int(form, "pg_top_k"),
+        min_tokens=_optional_int(form, "pg_min_tokens"),
+        ignore_eos=bool(form.get("pg_ignore_eos")),
+    )
+
+
+def form_request(form: Mapping[str, Any], conversation_id: str | None) -> SendRequest:
+    """The request the form describes; ShootoutError names a field that does not parse."""
+    schema = playground.parse_schema(form.get("pg_schema") or "") if form.get("pg_schema_on") else None
+    engines = tuple(
+        EngineChoice(name, (form.get(f"pg_model_{name}") or "").strip() or None, _extra_body(form, name))
+        for name in form.get("pg_engines") or []
+    )
+    return SendRequest(
+        engines=engines,
+        prompt=form.get("pg_prompt") or "",
+        system=form.get("pg_system") or "",
+        params=sampling_params(form),
+        schema=schema,
+        conversation_id=conversation_id,
+        blind=bool(form.get("pg_blind")),
+    )
+
+
+def form_values(request: SendRequest) -> dict[str, Any]:
+    """The form's fields for `request` (the inverse of form_request)."""
+    p = request.params
+    values: dict[str, Any] = {
+        "pg_engines": [c.engine for c in request.engines],
+        "pg_prompt": request.prompt,
+        "pg_system": request.system,
+        "pg_temperature": p.temperature,
+        "pg_top_p": p.top_p,
+        "pg_max_tokens": p.max_tokens,
+        "pg_seed": p.seed,
+        "pg_stop_text": ", ".join(p.stop),
+        "pg_n": p.n,
+        "pg_top_k": p.top_k,
+        "pg_min_tokens": p.min_tokens,
+        "pg_ignore_eos": p.ignore_eos,
+        "pg_schema_on": request.schema is not None,
+        "pg_blind": request.blind,
+    }
+    if request.schema is not None:
+        values["pg_schema"] = json.dumps(request.schema, indent=2)
+    for choice in request.engines:
+        values[f"pg_model_{choice.engine}"] = choice.model or ""
+        values[f"pg_extra_{choice.engine}"] = json.dumps(choice.extra_body) if choice.extra_body else ""
+    return values
+
+
+@dataclass(frozen=True)
+class Reopened:
+    """A stored exchange put back on screen: its settings for the form, its conversation."""
+
+    form: dict[str, Any]
+    conversation_id: str | None
+
+
+def reopen_form(run_id: int) -> Reopened:
+    """The form for continuing `run_id`: its settings, an empty prompt, and only the engines
+    still registered (a removed one cannot be asked again)."""
+    view = playground.get_exchange(run_id)
+    request = playground.reopen(run_id)
+    known = {e.name for e in endpoints.list_engines()}
+    kept = SendRequest(
+        engines=tuple(c for c in request.engines if c.engine in known),
+        prompt="",
+        system=request.system,
+        params=request.params,
+        schema=request.schema,
+        blind=request.blind,
+    )
+    return Reopened(form_values(kept), view.conversation_id)
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """The answer columns as the screen shows them."""
+
+    columns: list[Column]  # in screen order (shuffled per exchange when sent blind)
+    labels: dict[str, str]  # engine -> "Answer X"
+    hidden: bool  # names and timings hidden: a blind exchange before its vote or reveal
+    vote: BlindVote | None
+
+
+def arrange(view: ExchangeView, participant: str | None = None) -> Arrangement:
+    """Blindness comes from the stored exchange, never from a viewer's toggle: a blind
+    exchange's address shows it blind to every participant until they vote or an operator
+    reveals it (None: a reader who is no participant, who waits for the reveal)."""
+    cast = playground.blind_vote(view.run_id, participant) if view.blind else None
+    engines = [c.engine for c in view.columns]
+    order = playground.blind_order(view.run_id, engines) if view.blind else engines
+    columns = sorted(view.columns, key=lambda c: order.index(c.engine))
+    labels = playground_votes.answer_labels(order)
+    shown_hidden = playground_votes.engines_hidden(view.run_id, participant) if view.blind else False
+    return Arrangement(columns, labels, shown_hidden, cast)
+
+
+def turn_answers(turn: Turn, participant: str | None = None) -> list[tuple[str, str]]:
+    """An earlier turn's (who, answer) pairs: "Answer X" while that turn is still hidden."""
+    arrangement = arrange(playground.get_exchange(turn.run_id), participant)
+    if not arrangement.hidden:
+        return list(turn.answers.items())
+    return [(arrangement.labels[c.engine], turn.answers.get(c.engine, "")) for c in arrangement.columns]
+
+
+def tally_rows() -> list[dict[str, object]]:
+    """The blind votes per engine pair, one row each (empty when nobody voted)."""
+    return [
+        {
+            "engine A": t.engine_a,
+            "engine B": t.engine_b,
+            "A wins": t.wins_a,
+            "B wins": t.wins_b,
+            "ties": t.ties,
+        }
+        for t in playground.tally()
+    ]
+
+
+def live_tally_line(run_id: int) -> str | None:
+    """The exchange's votes so far in one line (blind labels while hidden), None before any:
+    what an operator presenting, or a participant who voted, sees under the vote."""
+    found = live.exchange_tally(run_id)
+    if not found.voters:
+        return None
+    parts = [
+        f"{ptext.md_line(a.label if a.engine is None else f'{a.engine} ({a.label})')}: {a.votes}"
+        for a in found.answers
+    ]
+    parts.append(f"no clear winner: {found.no_winner}")
+    who = "participant" if found.voters == 1 else "participants"
+    return f"Votes so far, {found.voters} {who}: " + " · ".join(parts)
+
+
+def units(columns: list[Column]) -> tuple[str, str]:
+    """One unit for TTFT and one for ITL across the columns (and turn 1), so they compare at a
+    glance."""
+    return (
+        ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
+        ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]),
+    )
+
+
+#: Joins a number to its unit and a label to its value, so a narrow pane wraps only between
+#: figures, never inside one ("0.02" on one line and "s" on the next).
+_KEEP = "\u00a0"
+
+
+def _kept(text: str) -> str:
+    return text.replace(" ", _KEEP)
+
+
+def figures(column: Column, units: tuple[str, str]) -> str:
+    """A pane's timings as two markdown lines, figures separated by " · ". Six panes share
+    1400 px: a table of three columns wrapped its headings and its values mid-figure there."""
+    ttft, itl = units
+    answer = (
+        f"first{_KEEP}answer{_KEEP}**{_kept(ptext.duration(column.ttfat_s, ttft))}** · "
+        if column.ttft_includes_reasoning
+        else ""
+    )
+    first = (
+        f"TTFT{_KEEP}**{_kept(ptext.duration(column.ttft_s, ttft))}** · {answer}"
+        f"{_kept(ptext.number(column.tokens_per_s))}{_KEEP}tokens/s"
+    )
+    second = (
+        f"ITL{_KEEP}mean{_KEEP}{_kept(ptext.duration(column.itl_mean_s, itl))} · "
+        f"p90{_KEEP}{_kept(ptext.duration(column.itl_p90_s, itl))}"
+    )
+    return f"{first}  \n{second}"
+
+
+#: Who counted a reasoning model's thinking tokens, in a pane's words.
+REASONING_COUNTED_BY = {"usage": "by the engine", "stream": "from the stream"}
+
+
+def thinking_title(column: Column) -> str | None:
+    """The title of the collapsed thinking above the answer: its tokens, who counted them and
+    their rate, the answer's after it; None when the engine streamed no thinking."""
+    if not column.thinking:
+        return None
+    counted = REASONING_COUNTED_BY.get(column.reasoning_tokens_source or "", "")
+    parts = [f"Thinking: {ptext.number(column.reasoning_tokens)} tokens {counted}".rstrip()]
+    if column.reasoning_tok_s is not None:
+        parts.append(f"{ptext.number(column.reasoning_tok_s)} tokens/s")
+    if column.answer_tokens is not None:
+        answer_rate = (
+            f" at {ptext.number(column.answer_tok_s)} tokens/s"
+            if column.answer_tok_s is not None
+            else ""
+        )
+        parts.append(f"answer {ptext.number(column.answer_tokens)} tokens{answer_rate}")
+    return ptext.md_line(" · ".join(parts))
+
+
+def engine_split(column: Column, units: tuple[str, str]) -> str | None:
+    """The engine's own prefill and decode beside the client's TTFT and ITL, and the rest
+    outside its clock, in one markdown line; "not reported by <engine>" when it timed nothing;
+    None while the answer streams (the engine says its times at the end)."""
+    if column.status != "finished":
+        return None
+    split = column.time_split
+    if split is None:
+        return f"Engine's own times: not reported by {ptext.md_line(get_adapter(column.kind).label)}"
+    ttft, itl = units
+    parts = []
+    if split.queue_s is not None:
+        parts.append(f"queue {ptext.duration(split.queue_s, ttft)}")
+    if split.prefill_s is not None:
+        parts.append(f"prefill {ptext.duration(split.prefill_s, ttft)}")
+    if split.decode_s is not None:
+        tokens = column.completion_tokens
+        per_token = (
+            f" ({ptext.duration(split.decode_s / (tokens - 1), itl)}/token)"
+            if tokens and tokens > 1
+            else ""
+        )
+        parts.append(f"decode {_own_unit(split.decode_s)}{per_token}")
+    elif split.engine_s is not None:
+        parts.append(f"prefill + decode {_own_unit(split.engine_s - (split.queue_s or 0.0))}")
+    rests = [
+        f"{name} {ptext.duration(value, ttft)}"
+        for name, value in (("of TTFT", split.ttft_rest_s), ("of E2E", split.e2e_rest_s))
+        if value is not None
+    ]
+    if rests:
+        parts.append("rest " + ", ".join(rests))
+    return "Engine's own: " + " · ".join(_kept(part) for part in parts)
+
+
+def _own_unit(seconds: float) -> str:
+    return ptext.duration(seconds, ptext.duration_unit([seconds]))
+
+
+def token_counts(column: Column) -> str:
+    """The pane's token counts and finish reason in one markdown line, each kept whole."""
+    cached = ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+    finish = ptext.md_line(column.finish_reason) if column.finish_reason else "–"
+    return " · ".join(
+        _kept(part)
+        for part in (
+            f"prompt {ptext.number(column.prompt_tokens)}",
+            f"completion {ptext.number(column.completion_tokens)}",
+            f"cached {cached}",
+            f"finish {finish}",
+        )
+    )

@@ -1,0 +1,197 @@
+"""What the Runs page draws, computed once: a comparison's tables and figures, and one run's
+details with its exchanges (playground) and telemetry sources (recordings)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from sqlalchemy import func, select
+
+from db.models import Exchange, Sample
+from db.session import session_scope
+from services import runs
+from services.bench import view as bench_views
+from services.bench.time_split import not_reported
+from services.bench.view.split import split_lines, split_words
+from services.core.measure import EngineTimes, time_split
+from services.engines import get_adapter
+from services.importers.common import number
+from services.playground import votes as playground_votes
+from services.reports.figures import comparison_figures
+from services.reports.tables import comparison_table, settings_table
+from services.runs import Comparison, RunDetail, format_value
+from services.runs.caveats import Caveats, run_caveats
+
+
+@dataclass
+class ComparisonView:
+    comparison: Comparison
+    table: pd.DataFrame
+    figures: dict[str, go.Figure]
+    settings: pd.DataFrame
+    #: Where each series' time went, as its engine timed it (the Benchmarks page's split).
+    split: bench_views.SplitView = field(default_factory=bench_views.SplitView)
+
+
+@dataclass
+class RunView:
+    detail: RunDetail
+    view: ComparisonView | None
+    exchanges: pd.DataFrame | None
+    sample_sources: pd.DataFrame | None
+    #: What qualifies the figures (load, warm-up, self-check, engines' notes): shown with them.
+    caveats: Caveats = field(default_factory=Caveats)
+
+
+def _split_input(comparison: Comparison) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each series' stored `time_split` block as one engine of a summary, and its kind in
+    words: what the Benchmarks page's split reads."""
+    series = comparison.series
+    summary = {"engines": {s.label: {"time_split": s.time_split} for s in series}}
+    return summary, {s.label: s.engine_label or s.engine for s in series}
+
+
+def split_of(comparison: Comparison) -> bench_views.SplitView:
+    """Where the time went per series, by the Benchmarks page's own split view."""
+    return bench_views.split_view(*_split_input(comparison))
+
+
+def split_lines_of(comparison: Comparison) -> list[str]:
+    """The same in words only, one line per series (the command line's)."""
+    return split_lines(*_split_input(comparison))
+
+
+def view_of(comparison: Comparison) -> ComparisonView:
+    """The tables and figures of a comparison already made."""
+    return ComparisonView(
+        comparison=comparison,
+        table=comparison_table(comparison),
+        figures=comparison_figures(comparison),
+        settings=settings_table(comparison),
+        split=split_of(comparison),
+    )
+
+
+def comparison_view(
+    run_ids: Sequence[int], baseline: str | int | None = None, *, allow_incomparable: bool = False
+) -> ComparisonView:
+    """Everything the comparison view draws, for the given runs."""
+    return view_of(runs.compare_runs(run_ids, baseline, allow_incomparable=allow_incomparable))
+
+
+def _own_times(status: str, metrics: dict[str, object], label: str) -> str:
+    """An answer's split as the Playground says it: the engine's own times and the rest, or
+    that its engine reported none; nothing for an answer that did not finish."""
+    if status != "finished":
+        return ""
+    engine = EngineTimes.from_json(metrics.get("engine_times"))
+    split = time_split(number(metrics.get("ttft_s")), number(metrics.get("e2e_s")), engine)
+    return split_words(split) if split is not None else not_reported(label)
+
+
+def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
+    with session_scope() as session:
+        rows = session.execute(
+            select(
+                Exchange.turn,
+                Exchange.engine_name,
+                Exchange.status,
+                Exchange.answer,
+                Exchange.metrics,
+                Exchange.usage,
+                Exchange.finish_reason,
+                Exchange.error,
+            )
+            .where(Exchange.run_id == run_id)
+            .order_by(Exchange.turn, Exchange.id)
+            .limit(500)
+        ).all()
+    if not rows:
+        return None
+    # A blind exchange before its reveal shows here as in the Playground: answers by their blind
+    # names in the blind order, no timings (a fast engine is known by its TTFT).
+    hidden = playground_votes.engines_hidden(run_id)
+    if hidden:
+        order = playground_votes.blind_order(run_id, [row.engine_name for row in rows])
+        labels = playground_votes.answer_labels(order)
+        rows = sorted(rows, key=lambda row: order.index(row.engine_name))
+    records = []
+    for row in rows:
+        metrics, usage = row.metrics or {}, row.usage or {}
+        answer = row.answer or ""
+        records.append(
+            {
+                "Turn": row.turn,
+                "Engine": labels[row.engine_name] if hidden else row.engine_name,
+                "Status": row.status,
+                "TTFT": "hidden until the reveal"
+                if hidden
+                else format_value("ttft_s", number(metrics.get("ttft_s"))),
+                # The split tells engines apart as surely as TTFT: hidden with it.
+                "Engine's own times": "hidden until the reveal"
+                if hidden
+                else _own_times(row.status, metrics, labels.get(row.engine_name, row.engine_name)),
+                "Output tokens": usage.get("completion_tokens"),
+                "Finish": row.finish_reason or "",
+                "Answer": answer if len(answer) <= 300 else answer[:299] + "…",
+                "Error": row.error or "",
+            }
+        )
+    return pd.DataFrame.from_records(records)
+
+
+def _sample_sources(run_id: int) -> pd.DataFrame | None:
+    with session_scope() as session:
+        rows = session.execute(
+            select(Sample.source, func.count(Sample.id), func.min(Sample.ts), func.max(Sample.ts))
+            .where(Sample.run_id == run_id)
+            .group_by(Sample.source)
+            .order_by(Sample.source)
+        ).all()
+        if not rows:
+            return None
+        signals = {}
+        for source, *_ in rows:
+            values = session.scalar(
+                select(Sample.values).where(Sample.run_id == run_id, Sample.source == source).limit(1)
+            )
+            # Keys starting with "_" are the store's own (kind, label, error), not signals.
+            signals[source] = ", ".join(sorted(k for k in (values or {}) if not k.startswith("_")))[:300]
+    return pd.DataFrame.from_records(
+        [
+            {
+                "Source": source,
+                "Readings": count,
+                "Seconds covered": round((last or 0) - (first or 0), 1),
+                "Signals": signals.get(source, ""),
+            }
+            for source, count, first, last in rows
+        ]
+    )
+
+
+def _kind_labels(detail: RunDetail) -> dict[str, str]:
+    """Each engine's kind in words ("vLLM"), by name, from the run's engine snapshots."""
+    return {
+        str(snapshot["name"]): get_adapter(snapshot.get("kind")).label
+        for snapshot in detail.engines
+        if isinstance(snapshot, dict) and snapshot.get("name")
+    }
+
+
+def run_view(run_id: int) -> RunView:
+    """Everything the single-run view draws: details, its engines compared, exchanges
+    (playground) and telemetry sources (recordings)."""
+    detail = runs.get_run(run_id)
+    comparison = runs.comparison_of_run(detail)
+    return RunView(
+        detail=detail,
+        view=view_of(comparison) if comparison is not None else None,
+        exchanges=_exchanges(run_id, _kind_labels(detail)) if detail.exchange_count else None,
+        sample_sources=_sample_sources(run_id) if detail.sample_count else None,
+        caveats=run_caveats(detail.config, detail.summary),
+    )

@@ -1,0 +1,100 @@
+"""What the Session page reads, in one place: the session itself (start, join, follow, the
+presenter's seat, the record) and, for a follower's screen, the other features' views of what
+the presenter shows (an exchange, a run, a compare, a demo, the Planner). The follower draws
+them with the pages' own pieces, read-only: nothing here starts, cancels or changes a run.
+"""
+
+from __future__ import annotations
+
+from services.bench.view import run_view as benchmark_view
+from services.core.lifecycle import ACTIVE_STATUSES
+from services.demos.runner import demo_view
+from services.planner.plan import PlanRequest
+from services.playground import get_exchange, reveal, vote_best
+from services.playground import is_active as exchange_streaming
+from services.playground.view import Arrangement, arrange, live_tally_line, units
+from services.runs import get_run
+from services.runs.view import compare_page_view, id_list, run_page_view
+from services.sessions import (
+    NotPresenter,
+    Seat,
+    SessionEnded,
+    SessionInfo,
+    Shown,
+    describe,
+    end,
+    get,
+    join,
+    join_link,
+    may_present,
+    new_tab_token,
+    normalise_code,
+    note,
+    plan_request,
+    planner_shown,
+    poll,
+    presence,
+    publish,
+    qr_svg,
+    session_report,
+    sessions_table,
+    set_following,
+    shown_from_address,
+    start,
+    state,
+    take_over,
+    timeline,
+)
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "Arrangement",
+    "NotPresenter",
+    "PlanRequest",
+    "Seat",
+    "SessionEnded",
+    "SessionInfo",
+    "Shown",
+    "arrange",
+    "benchmark_view",
+    "compare_page_view",
+    "demo_view",
+    "describe",
+    "end",
+    "exchange_streaming",
+    "get",
+    "get_exchange",
+    "id_list",
+    "is_running",
+    "join",
+    "join_link",
+    "live_tally_line",
+    "may_present",
+    "new_tab_token",
+    "normalise_code",
+    "note",
+    "plan_request",
+    "planner_shown",
+    "poll",
+    "presence",
+    "publish",
+    "qr_svg",
+    "reveal",
+    "run_page_view",
+    "session_report",
+    "sessions_table",
+    "set_following",
+    "shown_from_address",
+    "start",
+    "state",
+    "take_over",
+    "timeline",
+    "units",
+    "vote_best",
+]
+
+
+def is_running(run_id: int) -> tuple[str, bool]:
+    """A shown run's kind, and whether it still runs (a follower's pane refreshes while it does)."""
+    detail = get_run(run_id)
+    return detail.kind, detail.status in ACTIVE_STATUSES

