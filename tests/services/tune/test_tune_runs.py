@@ -119,8 +119,16 @@ def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(
         assert not pid_alive(config["pid"]), (
             f"{config['label']} (pid {config['pid']}) still runs after cancel"
         )
+    # The configuration running when the cancel lands is cancelled and the later ones never run.
+    # On a loaded machine the first may finish its requests before the worker's next beat reads
+    # the cancel: then it stays finished, and the one after it is the cancelled one.
     statuses = [c["status"] for c in view.configs]
-    assert statuses[0] == "cancelled" and statuses[1:] == ["not_run", "not_run"]
+    stopped_at = statuses.index("cancelled")
+    assert statuses[:stopped_at] == ["finished"] * stopped_at, statuses
+    assert statuses[stopped_at + 1 :] == ["not_run"] * (len(statuses) - stopped_at - 1), statuses
+    assert stopped_at < len(statuses) - 1, (
+        f"the cancel came only after the last configuration: {statuses}"
+    )
     assert view.configs[0]["metrics"]["completed"] >= 1
 
 
