@@ -12,8 +12,7 @@ from app_pages.common import refresh_interval
 from app_pages.parts import demos_view
 from services.core.errors import ShootoutError
 from services.core.safe_text import html_text, md_text
-from services.demos import runner, scenarios
-from services.engines import endpoints
+from services.demos import view as demos
 
 # Larger reading text for a projector; colours come from the theme (dark or light).
 st.markdown(
@@ -29,10 +28,10 @@ st.markdown(
 
 st.title("Demos")
 
-catalog = {s.name: s for s in scenarios()}
+catalog = {s.name: s for s in demos.scenarios()}
 try:
-    registered = {e.name: e for e in endpoints.list_engines()}
-    stored = runner.list_demos()
+    registered = {e.name: e for e in demos.list_engines()}
+    stored = demos.list_demos()
 except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()
@@ -91,7 +90,7 @@ def setup_section() -> None:
             if start:
                 try:
                     show_run(
-                        runner.start_demo(
+                        demos.start_demo(
                             name,
                             chosen,
                             options=settings,
@@ -122,7 +121,7 @@ if run_id is None:
     st.stop()
 
 try:
-    first_view = runner.demo_view(int(run_id))
+    first_view = demos.demo_view(int(run_id))
 except ShootoutError as error:
     st.error(md_text(str(error)))
     setup_section()
@@ -132,7 +131,7 @@ except ShootoutError as error:
 @st.fragment(run_every=refresh_interval(1.0) if first_view.live else None)
 def live_demo() -> None:
     try:
-        view = runner.demo_view(int(run_id))
+        view = demos.demo_view(int(run_id))
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return

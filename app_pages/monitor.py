@@ -9,9 +9,7 @@ from app_pages.common import refresh_interval
 from app_pages.parts import monitor_panels
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line, md_text
-from services.team import access
-from services.telemetry import monitor, recorder
-from services.telemetry import view as monitor_view
+from services.telemetry import view as monitor
 
 st.title("Monitor")
 st.caption(
@@ -82,7 +80,7 @@ with st.expander("Remote GPUs (dcgm-exporter)"):
         disabled=not may_fetch,
         help=None if may_fetch else "The operator sets them (SHOOTOUT_DCGM_URLS).",
     )
-dcgm_urls = monitor_view.parse_urls(dcgm_text) if may_fetch else list(options.dcgm_urls)
+dcgm_urls = monitor.parse_urls(dcgm_text) if may_fetch else list(options.dcgm_urls)
 
 
 def toggle_recording() -> None:
@@ -92,13 +90,13 @@ def toggle_recording() -> None:
         gpus = st.session_state.get("monitor_gpus") or []
         if not common.viewer().may("record_telemetry"):
             st.session_state["monitor_record_error"] = (
-                f"Only an operator may {access.describe('record_telemetry')} on this server."
+                f"Only an operator may {monitor.describe_action('record_telemetry')} on this server."
             )
             st.session_state["monitor_record"] = False
             return
-        dcgm = monitor_view.parse_urls(st.session_state.get("monitor_dcgm", ""))
+        dcgm = monitor.parse_urls(st.session_state.get("monitor_dcgm", ""))
         try:
-            started = recorder.begin_recording_run(
+            started = monitor.begin_recording_run(
                 st.session_state.get("monitor_record_name", ""),
                 st.session_state.get("monitor_engines") or [],
                 gpus=monitor.gpu_indices(gpus) if gpus else False,
@@ -112,7 +110,7 @@ def toggle_recording() -> None:
     else:
         run_id = st.session_state.pop("monitor_recording_run", None)
         if run_id is not None:
-            recorder.stop_recording(run_id)
+            monitor.stop_recording(run_id)
 
 
 if st.session_state.pop("monitor_record_reset", False):
@@ -150,7 +148,7 @@ def live_panel() -> None:
             + (f" · {md_line(info.last_error)}" if info.last_error else "")
         )
         if right.button("Stop", key=f"monitor_stop_{info.run_id}"):
-            recorder.stop_recording(info.run_id)
+            monitor.stop_recording(info.run_id)
             if st.session_state.get("monitor_recording_run") == info.run_id:
                 st.session_state.pop("monitor_recording_run", None)
                 st.session_state["monitor_record_reset"] = True

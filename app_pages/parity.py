@@ -11,9 +11,6 @@ from app_pages.common import refresh_interval
 from app_pages.parts import parity_setup
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line, md_text
-from services.engines import endpoints
-from services.parity import charts, runner
-from services.parity import results as views
 from services.parity import view as page
 
 st.title("Answer parity")
@@ -24,9 +21,9 @@ st.caption(
 )
 
 try:
-    records = endpoints.list_engines()
+    records = page.list_engines()
     registered = [e.name for e in records]
-    stored = views.list_parity_runs()
+    stored = page.list_parity_runs()
 except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()
@@ -45,7 +42,7 @@ with st.expander("New parity run or another stored run"):
     parity_setup.setup_section(registered, page.default_engines(records), stored)
 
 try:
-    first_view = views.parity_view(int(run_id))
+    first_view = page.parity_view(int(run_id))
 except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()
@@ -54,7 +51,7 @@ except ShootoutError as error:
 @st.fragment(run_every=refresh_interval(1.0) if first_view.live else None)
 def run_section() -> None:
     try:
-        view = views.parity_view(int(run_id))
+        view = page.parity_view(int(run_id))
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -64,7 +61,7 @@ def run_section() -> None:
     if view.live:
         st.progress(min(1.0, view.progress), text=header.progress_text)
         if st.button("Cancel", key="parity_cancel", icon=":material/stop:"):
-            runner.cancel_parity(view.run_id)
+            page.cancel_parity(view.run_id)
             st.rerun(scope="fragment")
     if view.error:
         st.error(md_text(view.error))
@@ -72,14 +69,14 @@ def run_section() -> None:
         st.rerun()  # draw the finished run's charts and tables outside the fragment's refresh
     if header.headline:
         st.markdown(header.headline)
-    st.dataframe(views.summary_rows(view), hide_index=True, use_container_width=True)
+    st.dataframe(page.summary_rows(view), hide_index=True, use_container_width=True)
 
 
 run_section()
-view = views.parity_view(int(run_id))
+view = page.parity_view(int(run_id))
 left, right = st.columns(2)
-quality = charts.quality_speed_figure(view)
-spread = charts.divergence_figure(view)
+quality = page.quality_speed_figure(view)
+spread = page.divergence_figure(view)
 if quality is not None:
     left.plotly_chart(quality, use_container_width=True, key="parity_quality")
 if spread is not None:
@@ -89,7 +86,7 @@ elif view.others and not view.live:
 
 st.subheader("Per prompt")
 only_diverged = st.toggle("Only the prompts that diverged", key="parity_only_diverged")
-rows = views.prompt_rows(view, only_diverged=only_diverged)
+rows = page.prompt_rows(view, only_diverged=only_diverged)
 if rows:
     st.dataframe(rows, hide_index=True, use_container_width=True)
 else:

@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages.parts import planner_plan, planner_presets, planner_tabs, session_share
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_text
-from services.planner import list_presets
+from services.planner import view as planner
 
 st.title("Planner")
 st.caption(
@@ -16,7 +16,7 @@ st.caption(
 )
 
 try:
-    presets = list_presets()
+    presets = planner.list_presets()
 except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()

@@ -14,11 +14,8 @@ import streamlit as st
 from app_pages import common
 from app_pages.parts import playground_answers as answers
 from app_pages.parts import playground_form as form
-from services import playground
 from services.core.errors import ShootoutError
-from services.engines import endpoints
-from services.playground import text as ptext
-from services.playground import view as view_model
+from services.playground import view as playground
 
 LIVE_INTERVAL_S = 0.5
 #: The query parameter that gives the exchange on screen an address of its own (a reload while
@@ -43,7 +40,7 @@ def _on_screen(run_id: int | None, conversation_id: str | None) -> None:
 def on_send() -> None:
     state.pg_error = None
     try:
-        request = view_model.form_request(state, state.pg_conversation_id)
+        request = playground.form_request(state, state.pg_conversation_id)
         handle = playground.send(request, common.viewer(), isolated=True)
     except ShootoutError as error:
         state.pg_error = str(error)
@@ -64,7 +61,7 @@ def on_new_conversation() -> None:
 
 def _show(run_id: int) -> None:
     """Put a stored exchange on screen, its settings in the form (the next prompt continues it)."""
-    reopened = view_model.reopen_form(run_id)
+    reopened = playground.reopen_form(run_id)
     state.update(reopened.form)
     _on_screen(run_id, reopened.conversation_id)
 
@@ -157,11 +154,11 @@ st.caption(
 )
 
 try:
-    engines = endpoints.list_engines()
+    engines = playground.list_engines()
     _follow_address()
     current = playground.get_exchange(state.pg_run_id) if state.pg_run_id is not None else None
 except ShootoutError as error:
-    st.error(ptext.md_text(str(error)))
+    st.error(playground.md_text(str(error)))
     st.stop()
 
 busy = bool(current and current.active)
@@ -179,7 +176,7 @@ with st.container(border=True):
     form.prompt_and_buttons(busy, bool(state.pg_conversation_id), on_send, on_stop, on_new_conversation)
 
 if state.pg_error:
-    st.error(ptext.md_text(state.pg_error))
+    st.error(playground.md_text(state.pg_error))
 
 if state.pg_conversation_id and current is not None and current.turn > 1:
     answers.earlier_turns(state.pg_conversation_id, current.turn, common.participant())
@@ -196,18 +193,20 @@ def answers_panel() -> None:
     try:
         view = playground.get_exchange(run_id)
     except ShootoutError as error:
-        st.error(ptext.md_text(str(error)))
+        st.error(playground.md_text(str(error)))
         return
     if busy and not view.active:
         st.rerun()  # streams done: rerun the page once so the inputs, diff and votes come back
-    arrangement = view_model.arrange(view, common.participant())
-    st.markdown(f"**Turn {view.turn}:** {ptext.md_text(view.prompt)}")
+    arrangement = playground.arrange(view, common.participant())
+    st.markdown(f"**Turn {view.turn}:** {playground.md_text(view.prompt)}")
     if not arrangement.hidden and view.first_token_engine:
         fastest = (
-            f" · fastest decode: **{ptext.md_line(view.fastest_engine)}**" if view.fastest_engine else ""
+            f" · fastest decode: **{playground.md_line(view.fastest_engine)}**"
+            if view.fastest_engine
+            else ""
         )
-        st.markdown(f"First token: **{ptext.md_line(view.first_token_engine)}**{fastest}")
-    units = view_model.units(arrangement.columns)
+        st.markdown(f"First token: **{playground.md_line(view.first_token_engine)}**{fastest}")
+    units = playground.units(arrangement.columns)
     panes = st.columns(len(arrangement.columns), border=True)
     for pane, column in zip(panes, arrangement.columns, strict=True):
         with pane:
@@ -222,9 +221,9 @@ if current is not None and not busy:
     try:
         answers.compare(current, vote_controls(current.run_id))
     except ShootoutError as error:
-        st.error(ptext.md_text(str(error)))
+        st.error(playground.md_text(str(error)))
 
-tally = view_model.tally_rows()
+tally = playground.tally_rows()
 if tally:
     with st.expander("Blind votes per engine pair"):
         st.dataframe(tally, hide_index=True)

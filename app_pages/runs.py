@@ -16,9 +16,9 @@ from app_pages.parts.runs_history import history
 from app_pages.parts.runs_results import compare
 from app_pages.parts.runs_run import run
 from app_pages.parts.session_record import sessions_list
-from services import runs
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line
+from services.runs import view as runs
 
 if "compare" in st.query_params:
     compare()

@@ -13,9 +13,7 @@ from app_pages import common
 from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import md_line, md_text
-from services.team import access
-from services.tune import jobs
-from services.tune import view as views
+from services.tune import view as tune
 
 st.title("Tune")
 st.caption(
@@ -30,7 +28,7 @@ def new_tuning_form() -> None:
     if not common.operator_only("manage_engines"):
         return
     values: dict = {}
-    kinds = views.kinds(viewer)
+    kinds = tune.kinds(viewer)
     left, middle, right = st.columns(3)
     with left:
         values["kind"] = st.selectbox("Engine kind", kinds, key="tune_kind")
@@ -38,7 +36,7 @@ def new_tuning_form() -> None:
             "Settings to vary (one KEY=V1,V2 per line)",
             "np=1,2\nctk=f16,q8_0",
             key="tune_grid",
-            help=views.settings_help(values["kind"]),
+            help=tune.settings_help(values["kind"]),
         )
     with middle:
         values["concurrency"] = st.number_input("Concurrency", 1, 256, 2, key="tune_concurrency")
@@ -64,7 +62,7 @@ def new_tuning_form() -> None:
             help="For cost per 1M tokens per configuration and the cheapest one meeting the SLOs.",
         )
         values["name"] = st.text_input("Name (optional)", key="tune_name")
-    if access.commands_allowed(viewer):
+    if tune.commands_allowed(viewer):
         with st.expander("Remote or containerised engine (command templates)"):
             values["start_command"] = st.text_input(
                 "Start command ({port}, {name}, {args})",
@@ -83,14 +81,14 @@ def new_tuning_form() -> None:
             "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `cli.py tune` always may."
         )
     if st.button("Start tuning", type="primary", key="tune_start"):
-        common.start_and_show(lambda: views.submit(values, viewer))
+        common.start_and_show(lambda: tune.submit(values, viewer))
 
 
 with st.expander("New tuning run", expanded="run" not in st.query_params):
     new_tuning_form()
 
 try:
-    recent = jobs.list_runs()
+    recent = tune.list_runs()
 except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()
@@ -115,7 +113,7 @@ if run_id != selected:
     st.rerun()
 
 
-def show(view: jobs.TuneRunView) -> None:
+def show(view: tune.TuneRunView) -> None:
     summary = view.results
     st.subheader(f"#{view.id} {md_line(view.name)}")
     status = {
@@ -136,20 +134,20 @@ def show(view: jobs.TuneRunView) -> None:
             f" of {len(view.configs)} configurations done",
         )
         if viewer.may("manage_engines") and st.button("Cancel tuning", key=f"tune_cancel_{view.id}"):
-            jobs.cancel_run(view.id)
+            tune.cancel_run(view.id)
             st.rerun()
-    table = views.config_table(summary)
+    table = tune.config_table(summary)
     if not table.empty:
         st.dataframe(table, hide_index=True, key=f"tune_table_{view.id}")
     charts = st.columns(2)
     for column, metric in zip(charts, ("ttft_s", "itl_s"), strict=True):
-        figure = views.pareto_figure(summary, metric)
+        figure = tune.pareto_figure(summary, metric)
         if figure is not None:
             column.plotly_chart(inert(figure), key=f"tune_pareto_{metric}_{view.id}")
-    frontier = views.cost_frontier_figure(summary)
+    frontier = tune.cost_frontier_figure(summary)
     if frontier is not None:
         st.plotly_chart(inert(frontier), key=f"tune_cost_frontier_{view.id}")
-    best = views.winner(summary)
+    best = tune.winner(summary)
     st.markdown("**Best configuration**")
     (st.success if best.label else st.warning)(md_text(best.reason))
     if best.caveat:
@@ -165,10 +163,10 @@ def show(view: jobs.TuneRunView) -> None:
             )
             if st.button("Register as an engine", key=f"tune_register_{view.id}"):
                 try:
-                    st.success(f"Registered {md_line(views.register_winner(view.id, name, viewer))}.")
+                    st.success(f"Registered {md_line(tune.register_winner(view.id, name, viewer))}.")
                 except ShootoutError as error:
                     st.error(md_text(str(error)))
-    cheapest = views.cheapest(summary)
+    cheapest = tune.cheapest(summary)
     st.markdown("**Cheapest configuration meeting the SLOs**")
     (st.success if cheapest.label else st.info)(md_text(cheapest.reason))
     if cheapest.plain and cheapest.label != best.label:
@@ -183,7 +181,7 @@ def show(view: jobs.TuneRunView) -> None:
 @st.fragment(run_every=common.refresh_interval(1.0))
 def live(run_id: int) -> None:
     try:
-        view = jobs.get_run(run_id)
+        view = tune.get_run(run_id)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -193,7 +191,7 @@ def live(run_id: int) -> None:
 
 
 try:
-    current = jobs.get_run(run_id)
+    current = tune.get_run(run_id)
 except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()

@@ -158,3 +158,41 @@ def test_every_page_has_one_view_module_in_its_feature() -> None:
             p.name for p in package.iterdir() if p.stem in ("view", "views") or p.stem.endswith("_view")
         ]
         assert views in (["view.py"], ["view"]), (page, views)
+
+
+#: A part's name starts with its page's (`bench_form.py` draws for Benchmarks).
+PART_FEATURES = {**PAGE_FEATURES, "bench": "bench"}
+
+
+def _services_imported(path: Path) -> set[str]:
+    """The services modules `path` imports, as dotted names (a `from services.x import y` of a
+    module y counts as services.x.y)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("services"):
+            found.update(
+                f"{node.module}.{a.name}"
+                if (ROOT / Path(*node.module.split("."), a.name)).with_suffix(".py").exists()
+                or (ROOT / Path(*node.module.split("."), a.name)).is_dir()
+                else node.module
+                for a in node.names
+            )
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("services"))
+    return found
+
+
+def test_pages_read_services_through_their_view_only() -> None:
+    """Pages are thin: a page and its parts read their feature's one view module, and the core
+    (errors, safe text, figures); what else the page needs, the view passes on. (common.py is
+    the frame every page shares: who is looking, the engines list, the session hook.)"""
+    offenders = {}
+    files = [p for p in (ROOT / "app_pages").glob("*.py") if p.stem not in ("__init__", "common")]
+    files += [p for p in (ROOT / "app_pages" / "parts").glob("*.py") if p.stem != "__init__"]
+    for path in files:
+        prefix = path.stem if path.parent.name == "app_pages" else path.stem.split("_")[0]
+        view = f"services.{PART_FEATURES[prefix]}.view"
+        stray = sorted(m for m in _services_imported(path) if not m.startswith(("services.core.", view)))
+        if stray:
+            offenders[str(path.relative_to(ROOT))] = stray
+    assert not offenders, offenders

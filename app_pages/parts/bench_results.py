@@ -7,7 +7,6 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services.bench import selfcheck
 from services.bench import view as views
 from services.core.errors import ShootoutError
 from services.core.figures import inert
@@ -15,9 +14,9 @@ from services.core.safe_text import md_line, md_text
 
 STATUS_BOXES = {"success": st.success, "warning": st.warning, "error": st.error}
 SELF_CHECK_BOXES = {
-    selfcheck.CLIENT_BOUND: st.warning,
-    selfcheck.UNCHECKED: st.info,
-    selfcheck.KEPT_UP: st.caption,
+    views.CLIENT_BOUND: st.warning,
+    views.UNCHECKED: st.info,
+    views.KEPT_UP: st.caption,
 }
 
 
@@ -61,7 +60,7 @@ def results(view: views.RunView) -> None:
         st.plotly_chart(inert(figure), key=f"bench_{name}_{run.id}")
 
 
-def self_check(check: selfcheck.RunCheck, run_id: int) -> None:
+def self_check(check: views.RunCheck, run_id: int) -> None:
     """The generator's verdict in plain words (a warning when it limited the figures, a note
     when it could not check, a caption when it kept up), its evidence one click away."""
     if check.state is None:

@@ -8,14 +8,10 @@ import streamlit as st
 
 from services.core.figures import inert
 from services.core.safe_text import html_text, md_line, md_text
-from services.demos import runner
-from services.demos import view as demo_view
-from services.demos.base import Scenario
-from services.demos.charts import step_figure
-from services.demos.report import export_demo_html
+from services.demos import view as demos
 
 
-def settings(scenario: Scenario, name: str) -> dict[str, object]:
+def settings(scenario: demos.Scenario, name: str) -> dict[str, object]:
     """One widget per option of the scenario, by its kind; the values as the user left them."""
     settings: dict[str, object] = {}
     for option in scenario.options:
@@ -49,8 +45,8 @@ def settings(scenario: Scenario, name: str) -> dict[str, object]:
     return settings
 
 
-def step(step: runner.StepView) -> None:
-    st.subheader(f"{step.index + 1}. {md_line(step.title)}{demo_view.STEP_MARKERS.get(step.status, '')}")
+def step(step: demos.StepView) -> None:
+    st.subheader(f"{step.index + 1}. {md_line(step.title)}{demos.STEP_MARKERS.get(step.status, '')}")
     st.caption(md_text(step.explanation))
     if step.numbers:
         per_row = min(4, len(step.numbers))
@@ -63,9 +59,9 @@ def step(step: runner.StepView) -> None:
                     number.delta,
                     border=True,
                     help=md_text(number.help) if number.help else None,
-                    delta_color=demo_view.delta_color(number),
+                    delta_color=demos.delta_color(number),
                 )
-    figure = step_figure(step)
+    figure = demos.step_figure(step)
     if figure is not None:
         st.plotly_chart(
             inert(figure),
@@ -79,7 +75,7 @@ def step(step: runner.StepView) -> None:
         st.warning(md_text(error), icon=":material/warning:")
 
 
-def demo(view: runner.DemoView) -> None:
+def demo(view: demos.DemoView) -> None:
     """A demo as it stands: header, live controls, the steps so far, conclusion, export."""
     st.header(md_line(view.title))
     if view.explanation:
@@ -87,14 +83,14 @@ def demo(view: runner.DemoView) -> None:
             f'<div class="demo-explanation">{html_text(view.explanation)}</div>', unsafe_allow_html=True
         )
     st.caption(
-        f"{md_line(view.mechanism)} · demo #{view.run_id} · {md_line(demo_view.status_text(view.status))} · "
+        f"{md_line(view.mechanism)} · demo #{view.run_id} · {md_line(demos.status_text(view.status))} · "
         f"engines: {md_line(', '.join(view.engines))}"
         f" · {view.request_count} requests stored"
     )
     if view.live:
         st.progress(
             min(1.0, view.progress),
-            text=demo_view.progress_text(view),
+            text=demos.progress_text(view),
         )
         controls = st.container(horizontal=True, vertical_alignment="center")
         if view.awaiting is not None and controls.button(
@@ -104,15 +100,15 @@ def demo(view: runner.DemoView) -> None:
             icon=":material/skip_next:",
             help=f"Next: {md_line(view.next_step_title)}",
         ):
-            runner.advance(view.run_id)
+            demos.advance(view.run_id)
             st.rerun(scope="fragment")
         paused = controls.toggle(
             "Pause between steps", value=view.paused, key=f"demo_pause_live_{view.run_id}"
         )
         if paused != view.paused:
-            runner.set_pause(view.run_id, paused)
+            demos.set_pause(view.run_id, paused)
         if controls.button("Stop", key="demo_stop", icon=":material/stop:"):
-            runner.stop_demo(view.run_id)
+            demos.stop_demo(view.run_id)
             st.rerun(scope="fragment")
     for engine, why in view.skipped_engines.items():
         st.warning(f"{md_line(engine)} was left out: {md_text(why)}", icon=":material/cloud_off:")
@@ -138,7 +134,7 @@ def demo(view: runner.DemoView) -> None:
     if not view.live:
         st.download_button(
             "Export as HTML report",
-            data=lambda: export_demo_html(view.run_id).data,
+            data=lambda: demos.export_demo_html(view.run_id).data,
             file_name=f"shootout-demo-{view.run_id}.html",
             mime="text/html",
             on_click="ignore",

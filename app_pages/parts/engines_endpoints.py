@@ -9,12 +9,11 @@ from collections.abc import Iterable
 import streamlit as st
 
 from services.engines import view as engines_view
-from services.engines.view import DETECT, EngineCard, Message
 
 BOXES = {"success": st.success, "warning": st.warning, "error": st.error, "info": st.info}
 
 
-def show(messages: Iterable[Message | None]) -> None:
+def show(messages: Iterable[engines_view.Message | None]) -> None:
     for message in messages:
         if message is not None:
             BOXES[message.level](message.markdown)
@@ -28,8 +27,10 @@ def add_form(kind_labels: dict[str, str]) -> None:
         c3, c4, c5 = st.columns(3)
         kind = c3.selectbox(
             "Kind",
-            [DETECT, *kind_labels],
-            format_func=lambda k: "Detect from the server" if k == DETECT else kind_labels[k],
+            [engines_view.DETECT, *kind_labels],
+            format_func=lambda k: (
+                "Detect from the server" if k == engines_view.DETECT else kind_labels[k]
+            ),
             key="add_kind",
         )
         model = c4.text_input(
@@ -74,7 +75,7 @@ def add_form(kind_labels: dict[str, str]) -> None:
         )
 
 
-def engine_card(card: EngineCard, kind_labels: dict[str, str], may_manage: bool) -> None:
+def engine_card(card: engines_view.EngineCard, kind_labels: dict[str, str], may_manage: bool) -> None:
     record = card.record
     with st.container(border=True, key=f"engine_card_{record.name}"):
         top, buttons = st.columns([7, 3], vertical_alignment="center")
@@ -91,7 +92,7 @@ def engine_card(card: EngineCard, kind_labels: dict[str, str], may_manage: bool)
             st.caption(f"Metrics: {card.metrics_hint}")
 
 
-def _edit_form(card: EngineCard, kind_labels: dict[str, str]) -> None:
+def _edit_form(card: engines_view.EngineCard, kind_labels: dict[str, str]) -> None:
     record = card.record
     with st.form(f"edit_{record.name}"):
         changes = {

@@ -10,8 +10,7 @@ import streamlit as st
 from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import md_line, md_text
-from services.telemetry import monitor
-from services.telemetry import view as monitor_view
+from services.telemetry import view as monitor
 
 
 def render(view: monitor.MonitorView) -> None:
@@ -61,10 +60,10 @@ def history(options: monitor.MonitorOptions, may_fetch: bool) -> None:
     )
     if not may_fetch:  # a disabled widget's value still comes from the browser: use the operator's
         prometheus_url, selector = configured, options.prometheus_selector
-    window_labels = monitor_view.history_window_labels()
+    window_labels = monitor.history_window_labels()
     window_label = right.selectbox("Window", window_labels, index=1, key="monitor_history_window")
     now = datetime.now(UTC).replace(second=0, microsecond=0)
-    if window_label == monitor_view.CUSTOM_WINDOW:
+    if window_label == monitor.CUSTOM_WINDOW:
         dates = st.columns(4)
         start_day = dates[0].date_input(
             "From (UTC)", value=(now - timedelta(hours=1)).date(), key="monitor_history_from_day"
@@ -74,11 +73,11 @@ def history(options: monitor.MonitorOptions, may_fetch: bool) -> None:
         )
         end_day = dates[2].date_input("To (UTC)", value=now.date(), key="monitor_history_to_day")
         end_time = dates[3].time_input("at ", value=now.time(), key="monitor_history_to_time")
-        start_ts, end_ts = monitor_view.history_span(
+        start_ts, end_ts = monitor.history_span(
             window_label, now, (start_day, start_time), (end_day, end_time)
         )
     else:
-        start_ts, end_ts = monitor_view.history_span(window_label, datetime.now(UTC))
+        start_ts, end_ts = monitor.history_span(window_label, datetime.now(UTC))
     pick = st.columns([3, 2])
     history_engines = pick[0].multiselect(
         "Registered engines",

@@ -8,8 +8,6 @@ import streamlit as st
 from app_pages import common
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_text
-from services.parity import results as views
-from services.parity import runner, tasks
 from services.parity import view as page
 
 
@@ -19,7 +17,7 @@ def show_run(run_id: int) -> None:
     st.rerun()
 
 
-def setup_section(registered: list[str], default: list[str], stored: list[views.ParityListItem]) -> None:
+def setup_section(registered: list[str], default: list[str], stored: list[page.ParityListItem]) -> None:
     """Start a new run from the form (`default`: the engines it starts with, the reference
     first), or open a stored one."""
     start_tab, stored_tab = st.tabs(["New parity run", "Stored runs"])
@@ -52,17 +50,17 @@ def setup_section(registered: list[str], default: list[str], stored: list[views.
                 source = st.radio("Prompts", page.SOURCES, horizontal=True, key="parity_source")
                 left, middle, right, last = st.columns(4)
                 count = left.number_input(
-                    "Task-set prompts", 1, tasks.TASK_SET_SIZE, 20, key="parity_count"
+                    "Task-set prompts", 1, page.TASK_SET_SIZE, 20, key="parity_count"
                 )
                 max_tokens = middle.number_input(
-                    "Max tokens", 1, 4096, runner.DEFAULT_MAX_TOKENS, key="parity_max_tokens"
+                    "Max tokens", 1, 4096, page.DEFAULT_MAX_TOKENS, key="parity_max_tokens"
                 )
                 seed = right.number_input("Seed", 0, 2**31 - 1, 0, key="parity_seed")
                 top = last.number_input(
                     "top_logprobs",
                     0,
-                    runner.MAX_TOP_LOGPROBS,
-                    runner.DEFAULT_TOP_LOGPROBS,
+                    page.MAX_TOP_LOGPROBS,
+                    page.DEFAULT_TOP_LOGPROBS,
                     key="parity_top",
                 )
                 upload = st.file_uploader(

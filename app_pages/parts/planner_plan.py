@@ -8,17 +8,18 @@ import streamlit as st
 from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import md_text
-from services.planner import PlanRequest, PlanResult, charts, make_plan, plan_to_dict, view
+from services.planner import view as planner
 
 NATIVE = "native"
 
 
-def plan_form(presets: dict) -> PlanRequest:
+def plan_form(presets: dict) -> planner.PlanRequest:
     state = st.session_state
     state.setdefault(
-        "planner_request", PlanRequest(model="llama-3-8b", gpu="h100-sxm", batch=16, context=8192)
+        "planner_request",
+        planner.PlanRequest(model="llama-3-8b", gpu="h100-sxm", batch=16, context=8192),
     )
-    current: PlanRequest = state["planner_request"]
+    current: planner.PlanRequest = state["planner_request"]
     models, gpus = list(presets["models"]), list(presets["gpus"])
     dtypes = [NATIVE, *presets["dtypes"]]
     # No form: a form kept the results on the old inputs until "Plan" was clicked, with no sign
@@ -79,7 +80,7 @@ def plan_form(presets: dict) -> PlanRequest:
         key="planner_reserve",
         help="activations, CUDA graphs, other processes",
     )
-    state["planner_request"] = PlanRequest(
+    state["planner_request"] = planner.PlanRequest(
         model=model,
         gpu=gpu,
         dtype=None if dtype == NATIVE else dtype,
@@ -94,41 +95,41 @@ def plan_form(presets: dict) -> PlanRequest:
     return state["planner_request"]
 
 
-def _metrics(row: list[view.Metric]) -> None:
+def _metrics(row: list[planner.Metric]) -> None:
     for column, card in zip(st.columns(len(row)), row, strict=True):
         column.metric(
             card.label, card.value, card.delta, help=card.help, delta_color="off", delta_arrow="off"
         )
 
 
-def show_plan(request: PlanRequest) -> None:
+def show_plan(request: planner.PlanRequest) -> None:
     try:
-        plan = make_plan(request)
+        plan = planner.make_plan(request)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    headline, warnings = view.plan_notices(plan)
+    headline, warnings = planner.plan_notices(plan)
     if headline:
         st.error(md_text(headline), icon=":material/block:")
     for warning in warnings:
         st.warning(md_text(warning))
-    for row in view.plan_metrics(plan):
+    for row in planner.plan_metrics(plan):
         _metrics(row)
     try:
-        _metrics([view.cost_floor(plan, st.session_state.get("planner_gpu_usd", ""))])
+        _metrics([planner.cost_floor(plan, st.session_state.get("planner_gpu_usd", ""))])
     except ShootoutError as error:
         st.error(md_text(str(error)))
-    st.plotly_chart(inert(charts.memory_bar_figure(plan)), key="planner_memory_chart")
+    st.plotly_chart(inert(planner.memory_bar_figure(plan)), key="planner_memory_chart")
     left, right = st.columns(2)
-    left.plotly_chart(inert(charts.decode_ceiling_figure(plan)), key="planner_decode_chart")
-    right.plotly_chart(inert(charts.roofline_figure(plan)), key="planner_roofline_chart")
+    left.plotly_chart(inert(planner.decode_ceiling_figure(plan)), key="planner_decode_chart")
+    right.plotly_chart(inert(planner.roofline_figure(plan)), key="planner_roofline_chart")
     with st.expander("All numbers (same as `cli.py plan --json`)"):
-        st.json(plan_to_dict(plan))
+        st.json(planner.plan_to_dict(plan))
     _measured(plan)
 
 
-def _stored_run(planned: PlanResult) -> view.MeasuredAgainstBound | None:
-    offer = view.run_offer(planned)
+def _stored_run(planned: planner.PlanResult) -> planner.MeasuredAgainstBound | None:
+    offer = planner.run_offer(planned)
     if offer.notice:
         st.info(offer.notice)
     include_others = bool(offer.others) and st.checkbox(
@@ -139,7 +140,7 @@ def _stored_run(planned: PlanResult) -> view.MeasuredAgainstBound | None:
     choices = offer.choices(include_others)
     if not choices:
         return None
-    measured = view.measure_run(
+    measured = planner.measure_run(
         planned, choices[st.selectbox("Run and engine", list(choices), key="planner_run")]
     )
     if measured.warning:
@@ -149,7 +150,7 @@ def _stored_run(planned: PlanResult) -> view.MeasuredAgainstBound | None:
     return measured
 
 
-def _measured(planned: PlanResult) -> None:
+def _measured(planned: planner.PlanResult) -> None:
     st.subheader("Measured against the limit")
     source = st.radio(
         "Achieved decode rate from",
@@ -164,7 +165,7 @@ def _measured(planned: PlanResult) -> None:
             achieved = st.number_input(
                 "Achieved decode tokens/s (all sequences)", 0.0, 1e9, 0.0, key="planner_achieved"
             )
-            measured = view.measure_number(planned, achieved) if achieved else None
+            measured = planner.measure_number(planned, achieved) if achieved else None
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -172,6 +173,6 @@ def _measured(planned: PlanResult) -> None:
         return
     _metrics([measured.share])
     st.plotly_chart(
-        inert(charts.decode_ceiling_figure(measured.plan, measured.achieved_tok_s)),
+        inert(planner.decode_ceiling_figure(measured.plan, measured.achieved_tok_s)),
         key="planner_measured_chart",
     )

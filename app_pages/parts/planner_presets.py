@@ -8,13 +8,13 @@ import streamlit as st
 from app_pages import common
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line, md_text
-from services.planner import catalog, view
+from services.planner import view as planner
 
 
 def presets_tab() -> None:
     st.subheader("Models")
     st.dataframe(
-        view.model_table(),
+        planner.model_table(),
         hide_index=True,
         key="planner_models_table",
         column_config={
@@ -33,7 +33,7 @@ def presets_tab() -> None:
     st.subheader("GPUs")
     missing = "— : no such tensor path (runs at BF16 speed)"
     st.dataframe(
-        view.gpu_table(),
+        planner.gpu_table(),
         hide_index=True,
         key="planner_gpus_table",
         column_config={
@@ -61,7 +61,7 @@ def presets_tab() -> None:
         )
         if st.form_submit_button("Add model"):
             try:
-                saved = view.add_model(
+                saved = planner.add_model(
                     key=key,
                     name=name,
                     hf_id=hf_id,
@@ -86,7 +86,7 @@ def presets_tab() -> None:
         fp8 = c2.number_input("Dense FP8 TFLOPS (0 = none)", 0.0, 1e6, 0.0, key="planner_new_gpu_fp8")
         if st.form_submit_button("Add GPU"):
             try:
-                saved_gpu = view.add_gpu(
+                saved_gpu = planner.add_gpu(
                     key=key,
                     name=name,
                     memory_gib=memory_gib,
@@ -97,7 +97,7 @@ def presets_tab() -> None:
                 st.success(f"Saved {md_line(saved_gpu.name)} as {md_line(repr(saved_gpu.key))}.")
             except ShootoutError as error:
                 st.error(md_text(str(error)))
-    custom = view.removable()
+    custom = planner.removable()
     if custom:
         c1, c2 = st.columns([3, 1])
         chosen = c1.selectbox(
@@ -108,7 +108,7 @@ def presets_tab() -> None:
         )
         if c2.button("Remove", key="planner_remove_button"):
             try:
-                catalog.delete_custom(*chosen)
+                planner.delete_custom(*chosen)
                 st.rerun()
             except ShootoutError as error:
                 st.error(md_text(str(error)))

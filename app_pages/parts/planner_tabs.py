@@ -8,15 +8,15 @@ import streamlit as st
 from app_pages import common
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line, md_text
-from services.planner import PlanRequest, launch, view
+from services.planner import view as planner
 
 
 def engines_tab() -> None:
     st.subheader("Feature matrix")
-    st.dataframe(view.feature_matrix(), key="planner_matrix")
+    st.dataframe(planner.feature_matrix(), key="planner_matrix")
     with st.expander("Every cell with its source"):
         st.dataframe(
-            view.feature_sources(),
+            planner.feature_sources(),
             hide_index=True,
             column_config={"source": st.column_config.LinkColumn("source")},
             key="planner_sources",
@@ -26,45 +26,45 @@ def engines_tab() -> None:
         c1, c2, c3 = st.columns(3)
         hardware = c1.selectbox(
             "Hardware",
-            view.HARDWARE,
+            planner.HARDWARE,
             key="planner_hw",
         )
         gpus = c2.number_input("GPUs per replica", 1, 1024, 1, key="planner_gpus")
         traffic = c3.selectbox(
             "Traffic",
-            view.TRAFFIC,
+            planner.TRAFFIC,
             index=1,
             key="planner_traffic",
         )
         c1, c2, c3, c4 = st.columns(4)
-        sharing = c1.selectbox("Shared prefixes", view.PREFIX_SHARING, index=1, key="planner_prefix")
+        sharing = c1.selectbox("Shared prefixes", planner.PREFIX_SHARING, index=1, key="planner_prefix")
         structured = c2.checkbox("Structured output (JSON schema)", key="planner_structured")
-        operations = c3.selectbox("Operations", view.OPERATIONS, index=1, key="planner_ops")
+        operations = c3.selectbox("Operations", planner.OPERATIONS, index=1, key="planner_ops")
         model_format = c4.selectbox(
             "Model format",
-            list(view.MODEL_FORMATS),
+            list(planner.MODEL_FORMATS),
             key="planner_format",
-            format_func=view.MODEL_FORMATS.__getitem__,
+            format_func=planner.MODEL_FORMATS.__getitem__,
         )
         st.form_submit_button("Rank engines")
     try:
-        constraints = view.constraints(
+        constraints = planner.constraints(
             hardware, int(gpus), traffic, sharing, structured, operations, model_format
         )
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    decided = view.decision(constraints)
+    decided = planner.decision(constraints)
     st.markdown(decided.cheapest)
     for card in decided.cards:
         with st.container(border=True):
             st.markdown(card.title)
             st.markdown(card.reasons)
             st.caption(card.measured)
-    st.caption(view.RANKING_NOTE)
+    st.caption(planner.RANKING_NOTE)
 
 
-def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:
+def _follow_plan(request: planner.PlanRequest) -> planner.LaunchOptions | None:
     """Set the launch fields to the plan whenever the plan changes.
 
     Keyed widgets keep their own value across reruns, so a default taken from the plan
@@ -73,7 +73,7 @@ def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:
     the user's edits stand until the next plan.
     """
     try:
-        planned = launch.options_for_plan(request)
+        planned = planner.options_for_plan(request)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return None
@@ -92,11 +92,11 @@ def _follow_plan(request: PlanRequest) -> launch.LaunchOptions | None:
     return planned
 
 
-def launch_tab(request: PlanRequest) -> None:
+def launch_tab(request: planner.PlanRequest) -> None:
     planned = _follow_plan(request)
     if planned is None:
         return
-    engines = launch.launch_engines()
+    engines = planner.launch_engines()
     with st.form("planner_launch"):
         c1, c2, c3 = st.columns(3)
         engine = c1.selectbox("Engine", list(engines), format_func=engines.get, key="planner_engine")
@@ -114,7 +114,7 @@ def launch_tab(request: PlanRequest) -> None:
         )
         served = c3.text_input("Served model name (optional)", "", key="planner_served")
         st.form_submit_button("Make command", type="primary")
-    form = view.LaunchForm(
+    form = planner.LaunchForm(
         engine=engine or "",
         model=model,
         gpus=int(gpus),
@@ -127,7 +127,7 @@ def launch_tab(request: PlanRequest) -> None:
         served_model_name=served,
     )
     try:
-        command = view.launch_command(planned, form)
+        command = planner.launch_command(planned, form)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -141,14 +141,14 @@ def launch_tab(request: PlanRequest) -> None:
     if common.operator_only("manage_engines"):
         with st.form("planner_register", enter_to_submit=False):
             c1, c2 = st.columns(2)
-            suggested = view.suggested_engine_name(command)
+            suggested = planner.suggested_engine_name(command)
             name = c1.text_input("Engine name", suggested, key="planner_register_name")
             url = c2.text_input(
                 "Base URL the dashboard will use", command.base_url, key="planner_register_url"
             )
             if st.form_submit_button("Register this endpoint"):
                 try:
-                    record = launch.register_launched_engine(command, name.strip(), url.strip())
+                    record = planner.register_launched_engine(command, name.strip(), url.strip())
                     st.success(
                         f"Registered {md_line(record.name)} ({md_line(record.kind)}) at {md_line(record.base_url)}."
                     )

@@ -8,72 +8,75 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from services import playground
-from services.playground import Column, ExchangeView
-from services.playground import text as ptext
-from services.playground import view as view_model
+from services.playground import view as playground
 
 
-def _title(column: Column, label: str, hidden: bool) -> str:
+def _title(column: playground.Column, label: str, hidden: bool) -> str:
     if hidden:
         return f"**{label}**"
-    model = f" · {ptext.code_span(column.model)}" if column.model else ""
-    return f"**{ptext.md_line(column.engine)}**{model}"
+    model = f" · {playground.code_span(column.model)}" if column.model else ""
+    return f"**{playground.md_line(column.engine)}**{model}"
 
 
 def pane(
-    view: ExchangeView, column: Column, label: str, hidden: bool, blind: bool, units: tuple[str, str]
+    view: playground.ExchangeView,
+    column: playground.Column,
+    label: str,
+    hidden: bool,
+    blind: bool,
+    units: tuple[str, str],
 ) -> None:
     """One engine's pane: title, status, timings (unless hidden), notes, answer, checks."""
     st.markdown(_title(column, label, hidden))
-    st.caption(view_model.STATUS_WORDS.get(column.status, ptext.md_line(column.status)))
+    st.caption(playground.STATUS_WORDS.get(column.status, playground.md_line(column.status)))
     if not hidden:
         if blind:
             st.caption(f"{label} in the blind vote")
         ttft, _ = units
-        st.markdown(view_model.figures(column, units))
-        st.caption(view_model.token_counts(column))
-        split = view_model.engine_split(column, units)
+        st.markdown(playground.figures(column, units))
+        st.caption(playground.token_counts(column))
+        split = playground.engine_split(column, units)
         if split is not None:
             st.caption(split)
         if view.turn > 1 and column.first_turn_ttft_s is not None:
             st.caption(
-                f"Prefix cache, turn {view.turn} vs turn 1: TTFT {ptext.duration(column.ttft_s, ttft)} vs "
-                f"{ptext.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
-                f"{ptext.number(column.cached_tokens)} vs {ptext.number(column.first_turn_cached_tokens)}"
+                f"Prefix cache, turn {view.turn} vs turn 1: TTFT {playground.duration(column.ttft_s, ttft)} vs "
+                f"{playground.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
+                f"{playground.number(column.cached_tokens)} vs {playground.number(column.first_turn_cached_tokens)}"
             )
     for note in column.notes:
-        st.caption(f":material/info: {ptext.md_line(note)}")
+        st.caption(f":material/info: {playground.md_line(note)}")
     # Answers keep their markdown, but safe_answer leaves no image to load.
-    thinking = view_model.thinking_title(column)
+    thinking = playground.thinking_title(column)
     if thinking is not None:
         with st.expander(thinking, expanded=False):
-            st.markdown(ptext.safe_answer(column.thinking))
+            st.markdown(playground.safe_answer(column.thinking))
     if column.choices:
         tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
         for tab, text in zip(tabs, column.choices, strict=True):
-            tab.markdown(ptext.safe_answer(text) or "…")
+            tab.markdown(playground.safe_answer(text) or "…")
     else:
         st.markdown(
-            ptext.safe_answer(column.answer) or ("…" if column.status == "streaming" else "_no text_")
+            playground.safe_answer(column.answer)
+            or ("…" if column.status == "streaming" else "_no text_")
         )
     if column.error and column.status != "cancelled":
-        st.error(ptext.md_text(column.error))
+        st.error(playground.md_text(column.error))
     if column.schema_check is not None:
         if column.schema_check.valid:
             st.success("Valid against the schema.")
         else:
             st.error(
-                f"Invalid at {ptext.md_line(column.schema_check.path)}: "
-                f"{ptext.md_line(column.schema_check.message)}"
+                f"Invalid at {playground.md_line(column.schema_check.path)}: "
+                f"{playground.md_line(column.schema_check.message)}"
             )
 
 
-def copy_as_code(view: ExchangeView, columns: list[Column]) -> None:
+def copy_as_code(view: playground.ExchangeView, columns: list[playground.Column]) -> None:
     """Each engine's request as curl and Python, one tab per engine under the panes: inside a
     pane of six at 1400 px the code was cut off a third of the way along its lines."""
     with st.expander("Copy as code"):
-        tabs = st.tabs([ptext.md_line(column.engine) for column in columns])
+        tabs = st.tabs([playground.md_line(column.engine) for column in columns])
         for tab, column in zip(tabs, columns, strict=True):
             curl, python = playground.request_code(view.run_id, column.engine)
             tab.code(curl, language="bash")
@@ -96,9 +99,9 @@ class VoteControls:
     on_reveal: Callable[[int], None]
 
 
-def compare(view: ExchangeView, controls: VoteControls) -> None:
+def compare(view: playground.ExchangeView, controls: VoteControls) -> None:
     """The diff of two answers, then (a blind exchange) the vote, its confirmation and undo."""
-    arrangement = view_model.arrange(view, controls.participant)
+    arrangement = playground.arrange(view, controls.participant)
     columns, labels, hidden, cast = (
         arrangement.columns,
         arrangement.labels,
@@ -128,15 +131,15 @@ def compare(view: ExchangeView, controls: VoteControls) -> None:
             label_visibility="collapsed",
         )
         if layout == "Side by side":
-            st.html(ptext.side_by_side_html(texts[first], texts[second]))
+            st.html(playground.side_by_side_html(texts[first], texts[second]))
             st.caption(
-                f"left: {ptext.md_line(shown(first))} · right: {ptext.md_line(shown(second))} · "
+                f"left: {playground.md_line(shown(first))} · right: {playground.md_line(shown(second))} · "
                 "changed lines tinted, their differing words marked"
             )
         else:
-            st.html(ptext.diff_html(texts[first], texts[second]))
+            st.html(playground.diff_html(texts[first], texts[second]))
             st.caption(
-                f"red: only in {ptext.md_line(shown(first))} · green: only in {ptext.md_line(shown(second))}"
+                f"red: only in {playground.md_line(shown(first))} · green: only in {playground.md_line(shown(second))}"
             )
     if not view.blind:
         return
@@ -150,7 +153,7 @@ def compare(view: ExchangeView, controls: VoteControls) -> None:
         else:
             st.success(
                 f"Vote recorded: **{labels.get(cast.winner, 'the answer')}** is best, written by "
-                f"**{ptext.md_line(cast.winner)}**. Names are shown above; the tally below counts it."
+                f"**{playground.md_line(cast.winner)}**. Names are shown above; the tally below counts it."
             )
         if controls.may_undo:
             st.button(
@@ -167,7 +170,7 @@ def compare(view: ExchangeView, controls: VoteControls) -> None:
             "The engines were revealed without a vote (or the vote was undone): this exchange takes no vote."
         )
     # The room's tally: to the presenter (an operator) at any time, to others once they voted.
-    line = view_model.live_tally_line(view.run_id) if controls.may_reveal or not hidden else None
+    line = playground.live_tally_line(view.run_id) if controls.may_reveal or not hidden else None
     if line is not None:
         st.caption(line)
     if controls.may_reveal and not hidden and not view.revealed:
@@ -230,9 +233,9 @@ def _ballot(run_id: int, names: list[str], labels: dict[str, str], controls: Vot
 def earlier_turns(conversation_id: str, turn: int, participant: str) -> None:
     with st.expander(f"Conversation so far ({turn - 1} earlier turn(s))"):
         for earlier in playground.conversation(conversation_id)[:-1]:
-            st.markdown(f"**Turn {earlier.turn}:** {ptext.md_line(earlier.prompt)}")
-            for who, answer in view_model.turn_answers(earlier, participant):
-                st.caption(f"{ptext.md_line(who)}: {ptext.md_line(answer[:300])}")
+            st.markdown(f"**Turn {earlier.turn}:** {playground.md_line(earlier.prompt)}")
+            for who, answer in playground.turn_answers(earlier, participant):
+                st.caption(f"{playground.md_line(who)}: {playground.md_line(answer[:300])}")
 
 
 def recent(busy: bool, on_open: Callable[[int], None], on_send_again: Callable[[int], None]) -> None:
@@ -244,8 +247,8 @@ def recent(busy: bool, on_open: Callable[[int], None], on_send_again: Callable[[
         row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
         stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
         row_left.markdown(
-            f"\\#{item.run_id} · {stamp} · turn {item.turn} · {ptext.md_line(item.status)} · "
-            f"{ptext.md_line(', '.join(item.engines))}  \n{ptext.md_line(item.prompt[:120])}"
+            f"\\#{item.run_id} · {stamp} · turn {item.turn} · {playground.md_line(item.status)} · "
+            f"{playground.md_line(', '.join(item.engines))}  \n{playground.md_line(item.prompt[:120])}"
         )
         row_open.button(
             "Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy

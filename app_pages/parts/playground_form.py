@@ -7,9 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from services.engines.endpoints import EngineRecord
-from services.playground import text as ptext
-from services.playground import view
+from services.playground import view as playground
 
 state = st.session_state
 
@@ -23,7 +21,7 @@ def set_defaults(engine_names: list[str]) -> None:
         state.setdefault(key, default)
 
 
-def engines_and_parameters(engines: list[EngineRecord], busy: bool) -> None:
+def engines_and_parameters(engines: list[playground.EngineRecord], busy: bool) -> None:
     """The engine picker, then the collapsed Parameters expander: sampling, per-engine model
     and extra_body, schema."""
     st.multiselect(
@@ -101,13 +99,13 @@ def engines_and_parameters(engines: list[EngineRecord], busy: bool) -> None:
             left, right = st.columns(2)
             record = next(e for e in engines if e.name == name)
             left.text_input(
-                f"Model for {ptext.md_line(name)}",
+                f"Model for {playground.md_line(name)}",
                 key=f"pg_model_{name}",
                 disabled=busy,
                 placeholder=record.model or "the engine's model",
             )
             right.text_input(
-                f"extra_body for {ptext.md_line(name)} (JSON)",
+                f"extra_body for {playground.md_line(name)} (JSON)",
                 key=f"pg_extra_{name}",
                 disabled=busy,
                 placeholder='{"repetition_penalty": 1.1}',
@@ -119,7 +117,7 @@ def engines_and_parameters(engines: list[EngineRecord], busy: bool) -> None:
             help="Sends response_format json_schema (each engine's adapter adapts it) and validates every answer.",
         )
         if state.get("pg_schema_on"):
-            state.setdefault("pg_schema", view.DEFAULT_SCHEMA)
+            state.setdefault("pg_schema", playground.DEFAULT_SCHEMA)
             st.text_area("JSON schema", key="pg_schema", height=150, disabled=busy)
 
 
@@ -132,9 +130,9 @@ def prompt_and_buttons(
 ) -> None:
     """The one-line summary of the parameters, the prompt, and Send / Stop all / New conversation."""
     st.caption(
-        ptext.md_line(
-            ptext.params_summary(
-                view.sampling_params(state),
+        playground.md_line(
+            playground.params_summary(
+                playground.sampling_params(state),
                 state.get("pg_system") or "",
                 bool(state.get("pg_schema_on")),
             )

@@ -5,10 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import common
-from services import runs
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_text
-from services.runs import view as runs_view
+from services.runs import view as runs
 
 
 def go(**params: str | None) -> None:
@@ -44,7 +43,7 @@ def delete_confirmation(run_ids: list[int]) -> None:
     """Inline confirmation: nothing is deleted on the first click."""
     if st.session_state.get("runs_confirm_delete") != run_ids:
         return
-    st.warning(runs_view.delete_question(run_ids))
+    st.warning(runs.delete_question(run_ids))
     yes, no = st.columns(2)
     if yes.button("Yes, delete for good", type="primary", key="runs_delete_yes"):
         try:

@@ -7,15 +7,14 @@ import streamlit as st
 from app_pages import common
 from app_pages.parts.runs_actions import delete_confirmation, go, set_archived
 from app_pages.parts.runs_ranking import ranking
-from services import importers, runs
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line, md_text
-from services.runs import view as runs_view
+from services.runs import view as runs
 
 
 def _import_box() -> None:
     with st.expander("Import results from vLLM, SGLang, AIPerf, GuideLLM or a Shootout export"):
-        st.caption("Detected from the content: " + "; ".join(importers.formats().values()) + ".")
+        st.caption("Detected from the content: " + "; ".join(runs.import_formats().values()) + ".")
         with st.form("runs_import", clear_on_submit=True, enter_to_submit=False):
             upload = st.file_uploader(
                 "Results file", type=["json", "jsonl", "csv", "txt"], key="runs_import_file"
@@ -38,11 +37,11 @@ def _import_box() -> None:
         try:
             # The upload's own file object: the importer reads it as a stream, and refuses
             # one over SHOOTOUT_LIMIT_IMPORT_MB with a message before reading it.
-            result = importers.import_file(
+            result = runs.import_file(
                 upload,
                 upload.name,
                 engine_name=engine_name,
-                tags=runs_view.tag_list(tags),
+                tags=runs.tag_list(tags),
                 usd_per_hour=usd_per_hour,
             )
         except ShootoutError as error:
@@ -76,17 +75,17 @@ def _filters(options: runs.FilterOptions) -> tuple[runs.RunFilter, runs.RunSort,
     since = third[0].date_input("From", value=None, key="since", **bound)
     until = third[1].date_input("To", value=None, key="until", **bound)
     archived = third[2].segmented_control(
-        "Archived runs", runs_view.ARCHIVED_CHOICES, default="hide", key="archived", **bound
+        "Archived runs", runs.ARCHIVED_CHOICES, default="hide", key="archived", **bound
     )
     # Ordered by the database's pages, not by clicking a column: a click sorts one page only,
     # and a number column would draw a run without the figure as "None".
     # The labels are the options (the address holds "?sort=Best TTFT p50", not an inner name).
     sort = third[3].selectbox("Sort by", list(runs.RUN_SORTS.values()), key="sort", **bound)
     page = third[4].number_input("Page", min_value=1, step=1, key="page", bind="query-params")
-    filters = runs_view.history_filter(
+    filters = runs.history_filter(
         kinds=kinds, text=text, since=since, until=until, archived=archived, **picks
     )
-    return filters, runs_view.history_sort(sort), int(page)
+    return filters, runs.history_sort(sort), int(page)
 
 
 def history() -> None:
@@ -95,7 +94,7 @@ def history() -> None:
         _import_box()
     try:
         filters, sort, page_number = _filters(runs.filter_options())
-        shown = runs_view.history_view(filters, page_number, sort)
+        shown = runs.history_view(filters, page_number, sort)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -119,7 +118,7 @@ def history() -> None:
     if actions[0].button("Open", disabled=len(chosen) != 1, key="runs_open"):
         go(run=str(chosen[0]))
     if actions[1].button("Compare", disabled=not chosen, type="primary", key="runs_compare"):
-        go(compare=runs_view.id_list(chosen))
+        go(compare=runs.id_list(chosen))
     if actions[2].button("Archive", disabled=not chosen, key="runs_archive"):
         set_archived(chosen, True)
     if actions[3].button("Unarchive", disabled=not chosen, key="runs_unarchive"):

@@ -6,12 +6,12 @@ import streamlit as st
 
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_text
-from services.runs.ranking import ranking_view
+from services.runs import view as runs
 
 
 def ranking() -> None:
     try:
-        shown = ranking_view()
+        shown = runs.ranking_view()
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return

@@ -8,39 +8,38 @@ from collections.abc import Callable
 import streamlit as st
 
 from app_pages.parts.runs_actions import back, go
-from services import reports
 from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import md_line, md_text
-from services.runs import view as runs_view
+from services.runs import view as runs
 
 
-def results(view: reports.ComparisonView, key: str, override: Callable[[], None] | None = None) -> None:
+def results(view: runs.ComparisonView, key: str, override: Callable[[], None] | None = None) -> None:
     comparison = view.comparison
     if _comparability(view) and override is not None:
         override()
     if comparison.verdicts:
         st.subheader("Verdicts")
-        st.markdown(runs_view.verdict_lines(view))
+        st.markdown(runs.verdict_lines(view))
     st.subheader("Percentiles and throughput")
-    caption = runs_view.baseline_caption(view)
+    caption = runs.baseline_caption(view)
     if caption:
         st.caption(caption)
     # The metric names are the row labels: wide enough that "Output throughput" is never cut.
     st.dataframe(
-        reports.style_comparison_table(view.table),
+        runs.style_comparison_table(view.table),
         hide_index=True,
         key=f"{key}_table",
-        height=runs_view.table_height(view),
+        height=runs.table_height(view),
         # Pinned: with several runs the last change columns sit past the right edge, and the
         # row names must stay in view while scrolling to them.
         column_config={"Metric": st.column_config.TextColumn(width=190, pinned=True)},
     )
     _where_the_time_went(view, key)
-    cdfs = runs_view.cdf_choices(view)
+    cdfs = runs.cdf_choices(view)
     if cdfs:
         st.subheader("Distributions")
-        labels = runs_view.CDF_LABELS
+        labels = runs.CDF_LABELS
         chosen = st.segmented_control(
             "Metric", cdfs, format_func=labels.get, default=cdfs[0], key=f"{key}_cdf"
         )
@@ -54,7 +53,7 @@ def results(view: reports.ComparisonView, key: str, override: Callable[[], None]
         only = st.toggle(
             "Only settings that differ", key=f"{key}_only_diff", value=len(comparison.series) > 1
         )
-        table = runs_view.settings_shown(view, only_differences=only)
+        table = runs.settings_shown(view, only_differences=only)
         if table.empty:
             st.caption("The engines report the same settings.")
         else:
@@ -66,7 +65,7 @@ def results(view: reports.ComparisonView, key: str, override: Callable[[], None]
             )
 
 
-def _where_the_time_went(view: reports.ComparisonView, key: str) -> None:
+def _where_the_time_went(view: runs.ComparisonView, key: str) -> None:
     """Each engine's own queue, prefill and decode beside the rest, as the Benchmarks page
     shows them (one split view, services.bench.view.split)."""
     split = view.split
@@ -82,10 +81,10 @@ def _where_the_time_went(view: reports.ComparisonView, key: str) -> None:
         st.plotly_chart(inert(split.figure), key=f"{key}_split_chart")
 
 
-def _comparability(view: reports.ComparisonView) -> bool:
+def _comparability(view: runs.ComparisonView) -> bool:
     """The comparability verdict above the figures; whether the user may override it (only
     when something differs)."""
-    verdict = runs_view.comparability_shown(view)
+    verdict = runs.comparability_shown(view)
     if verdict is None:
         return False
     st.subheader("Comparability")
@@ -95,7 +94,7 @@ def _comparability(view: reports.ComparisonView) -> bool:
     return verdict.offer_override
 
 
-def _override(shown: runs_view.ComparePageView) -> None:
+def _override(shown: runs.ComparePageView) -> None:
     """The explicit "compare anyway", kept in the address so that a shared link shows it too."""
     override = shown.view.comparison.comparability.override
     anyway = st.checkbox(
@@ -105,7 +104,7 @@ def _override(shown: runs_view.ComparePageView) -> None:
     )
     if anyway != override:
         go(
-            compare=runs_view.id_list(shown.run_ids),
+            compare=runs.id_list(shown.run_ids),
             baseline=st.query_params.get("baseline"),
             allow_incomparable="1" if anyway else None,
         )
@@ -114,10 +113,10 @@ def _override(shown: runs_view.ComparePageView) -> None:
 def compare() -> None:
     back()
     try:
-        shown = runs_view.compare_page_view(
+        shown = runs.compare_page_view(
             st.query_params.get_all("compare"),
             st.query_params.get("baseline"),
-            runs_view.override_flag(st.query_params.get("allow_incomparable")),
+            runs.override_flag(st.query_params.get("allow_incomparable")),
         )
     except ShootoutError as error:
         st.error(md_text(str(error)))
@@ -135,7 +134,7 @@ def compare() -> None:
             key="runs_baseline",
         )
         if baseline != comparison.baseline_series.key:
-            go(compare=runs_view.id_list(comparison.run_ids), baseline=baseline)
+            go(compare=runs.id_list(comparison.run_ids), baseline=baseline)
     results(shown.view, "compare", override=lambda: _override(shown))
     if shown.caveats:
         st.subheader("What qualifies these figures")
@@ -148,13 +147,13 @@ def compare() -> None:
     st.download_button(
         "HTML report of this comparison",
         data=lambda: (
-            reports.export_comparison(
+            runs.export_comparison(
                 shown.run_ids,
                 comparison.baseline_series.key,
                 allow_incomparable=comparison.comparability.override,
             ).data
         ),
-        file_name=reports.export_filename(list(comparison.run_ids), "html"),
+        file_name=runs.export_filename(list(comparison.run_ids), "html"),
         mime="text/html",
         on_click="ignore",
         key="runs_export_compare",

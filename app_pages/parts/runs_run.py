@@ -8,12 +8,10 @@ import streamlit as st
 from app_pages import common
 from app_pages.parts.runs_actions import back, delete_confirmation, go, set_archived
 from app_pages.parts.runs_results import results
-from services import reports, runs
 from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import md_line, md_text
-from services.runs import view as runs_view
-from services.telemetry import monitor
+from services.runs import view as runs
 from web.exports import export_path
 
 
@@ -21,7 +19,7 @@ def _telemetry(run_id: int, sources: pd.DataFrame) -> None:
     st.subheader("Telemetry recorded")
     st.dataframe(sources, hide_index=True, key="runs_samples")
     try:
-        figure, notes = monitor.run_timeline_figure(run_id)
+        figure, notes = runs.run_timeline_figure(run_id)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -37,7 +35,7 @@ def _prometheus_history(run_id: int) -> None:
     """The run's window read back from the team's Prometheus: the engines' own side of a
     benchmark, including one run elsewhere and imported."""
     st.subheader("Engine history from Prometheus")
-    url = configured = monitor.configured_prometheus_url() or ""
+    url = configured = runs.configured_prometheus_url() or ""
     if common.viewer().may("fetch_urls"):
         url = st.text_input(
             "Prometheus URL",
@@ -58,7 +56,7 @@ def _prometheus_history(run_id: int) -> None:
     if st.session_state.get("runs_prometheus_for") != run_id:
         return
     try:
-        view = monitor.run_history_view(monitor.history_server(url), run_id)
+        view = runs.run_history_view(runs.history_server(url), run_id)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -100,14 +98,14 @@ def _notes_and_tags(detail: runs.RunDetail) -> None:
     other = st.text_input("Compare with runs (numbers, e.g. 14, 15)", key="runs_compare_with")
     if st.button("Compare", key="runs_compare_go", disabled=not other.strip()):
         try:
-            go(compare=runs_view.compare_with(detail.id, other))
+            go(compare=runs.compare_with(detail.id, other))
         except ShootoutError as error:
             st.error(md_text(str(error)))
 
 
 def _exports(run_id: int, kind: str) -> None:
     st.subheader("Export")
-    with_steps = kind in reports.KINDS_WITH_STEPS
+    with_steps = kind in runs.KINDS_WITH_STEPS
     buttons = st.columns(4 if with_steps else 3)
     # CSV and JSON are links to the server's streamed download (web/exports.py): a download
     # button would build the whole file in the app's memory first. The HTML report is one
@@ -116,18 +114,18 @@ def _exports(run_id: int, kind: str) -> None:
         column.link_button(label, export_path(run_id, fmt), key=f"runs_export_{fmt}")
     buttons[2].download_button(
         "HTML report",
-        data=lambda: reports.export_run(run_id, "html").data,
-        file_name=reports.export_filename(run_id, "html"),
-        mime=reports.EXPORT_FORMATS["html"],
+        data=lambda: runs.export_run(run_id, "html").data,
+        file_name=runs.export_filename(run_id, "html"),
+        mime=runs.EXPORT_FORMATS["html"],
         on_click="ignore",
         key="runs_export_html",
     )
     if with_steps:
         buttons[3].download_button(
             "Steps CSV (cost, energy)",
-            data=lambda: reports.export_run(run_id, "steps").data,
-            file_name=reports.export_filename(run_id, "csv").replace(".csv", "-steps.csv"),
-            mime=reports.EXPORT_FORMATS["steps"],
+            data=lambda: runs.export_run(run_id, "steps").data,
+            file_name=runs.export_filename(run_id, "csv").replace(".csv", "-steps.csv"),
+            mime=runs.EXPORT_FORMATS["steps"],
             on_click="ignore",
             key="runs_export_steps",
         )
@@ -136,7 +134,7 @@ def _exports(run_id: int, kind: str) -> None:
 def run(run_id: int) -> None:
     back()
     try:
-        shown = runs_view.run_page_view(run_id)
+        shown = runs.run_page_view(run_id)
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
@@ -155,7 +153,7 @@ def run(run_id: int) -> None:
     if shown.repeats_note:
         st.info(shown.repeats_note)
         if st.button("Compare with its repeats", key="runs_compare_repeats"):
-            go(compare=runs_view.id_list(detail.repeat_ids))
+            go(compare=runs.id_list(detail.repeat_ids))
     if run.view is not None:
         results(run.view, "run")
     if run.exchanges is not None:

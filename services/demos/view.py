@@ -5,8 +5,42 @@ from __future__ import annotations
 
 from typing import Literal
 
-from services.demos.base import BigNumber
+from services.demos import scenarios
+from services.demos.base import BigNumber, Scenario
+from services.demos.charts import step_figure
 from services.demos.records import DemoView
+from services.demos.report import export_demo_html
+from services.demos.runner import (
+    StepView,
+    advance,
+    demo_view,
+    list_demos,
+    set_pause,
+    start_demo,
+    stop_demo,
+)
+from services.engines.endpoints import list_engines
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "STEP_MARKERS",
+    "DemoView",
+    "Scenario",
+    "StepView",
+    "advance",
+    "delta_color",
+    "demo_view",
+    "export_demo_html",
+    "list_demos",
+    "list_engines",
+    "progress_text",
+    "scenarios",
+    "set_pause",
+    "start_demo",
+    "status_text",
+    "step_figure",
+    "stop_demo",
+]
 
 _STATUS_TEXT = {
     "pending": "starting",

@@ -10,9 +10,58 @@ from typing import TYPE_CHECKING, Literal
 
 from services.core.errors import ValidationError
 from services.core.safe_text import code_span, md_line, md_text
+from services.engines.endpoints import list_engines
 from services.parity import runner, tasks
-from services.parity.results import ParityView, PromptRow, divergence, divergence_html
+from services.parity.charts import divergence_figure, quality_speed_figure
+from services.parity.results import (
+    ParityListItem,
+    ParityView,
+    PromptRow,
+    divergence,
+    divergence_html,
+    list_parity_runs,
+    parity_view,
+    prompt_rows,
+    summary_rows,
+)
+from services.parity.runner import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TOP_LOGPROBS,
+    MAX_TOP_LOGPROBS,
+    cancel_parity,
+)
+from services.parity.tasks import TASK_SET_SIZE
 from services.playground.text import diff_html
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TOP_LOGPROBS",
+    "FILE_SOURCE",
+    "MAX_TOP_LOGPROBS",
+    "SOURCES",
+    "TASK_SET_SIZE",
+    "TASK_SET_SOURCE",
+    "ParityForm",
+    "ParityListItem",
+    "PromptDetail",
+    "RunHeader",
+    "cancel_parity",
+    "default_engines",
+    "divergence_figure",
+    "engine_order",
+    "list_engines",
+    "list_parity_runs",
+    "parity_view",
+    "prompt_choices",
+    "prompt_detail",
+    "prompt_rows",
+    "prompts_of",
+    "quality_speed_figure",
+    "run_header",
+    "start_from_form",
+    "summary_rows",
+]
 
 if TYPE_CHECKING:  # as in runner: access is only a type here
     from services.engines.endpoints import EngineRecord

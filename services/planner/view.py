@@ -15,10 +15,76 @@ from sqlalchemy.exc import SQLAlchemyError
 from services.core import cost
 from services.core.errors import ShootoutError, ValidationError
 from services.core.safe_text import md_line
-from services.planner import catalog, engines_reference, importers, launch, runs
+from services.planner import (
+    catalog,
+    engines_reference,
+    importers,
+    launch,
+    list_presets,
+    plan_to_dict,
+    runs,
+)
+from services.planner.catalog import delete_custom
+from services.planner.charts import decode_ceiling_figure, memory_bar_figure, roofline_figure
+from services.planner.launch import (
+    LaunchOptions,
+    launch_engines,
+    options_for_plan,
+    register_launched_engine,
+)
 from services.planner.measured import NO_RUNS, MeasuredKind, measured_by_kind
 from services.planner.plan import PlanRequest, PlanResult, gpu_rows, make_plan, model_rows
 from services.planner.specs import GB, GIB, GpuSpec, ModelSpec
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "FIT_WARNING_START",
+    "HARDWARE",
+    "MODEL_FORMATS",
+    "OPERATIONS",
+    "PREFIX_SHARING",
+    "RANKING_NOTE",
+    "TRAFFIC",
+    "Decision",
+    "LaunchForm",
+    "LaunchOptions",
+    "MeasuredAgainstBound",
+    "Metric",
+    "PlanRequest",
+    "PlanResult",
+    "RankingCard",
+    "RunOffer",
+    "add_gpu",
+    "add_model",
+    "constraints",
+    "cost_floor",
+    "decision",
+    "decode_ceiling_figure",
+    "delete_custom",
+    "feature_matrix",
+    "feature_sources",
+    "gpu_table",
+    "launch_command",
+    "launch_engines",
+    "list_presets",
+    "make_plan",
+    "measure_number",
+    "measure_run",
+    "memory_bar_figure",
+    "model_table",
+    "options_for_plan",
+    "plan_metrics",
+    "plan_notices",
+    "plan_to_dict",
+    "ranking_cards",
+    "rate",
+    "register_launched_engine",
+    "removable",
+    "roofline_figure",
+    "run_offer",
+    "stored_runs",
+    "suggested_engine_name",
+]
 
 HARDWARE: tuple[str, ...] = get_args(engines_reference.Hardware)
 TRAFFIC: tuple[str, ...] = get_args(engines_reference.Traffic)

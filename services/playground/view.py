@@ -16,11 +16,88 @@ from typing import Any
 from services import playground
 from services.core.errors import ShootoutError
 from services.engines import SamplingParams, endpoints, get_adapter
-from services.playground import Column, EngineChoice, ExchangeView, SendRequest, Turn
+from services.engines.endpoints import EngineRecord, list_engines
+from services.playground import (
+    Column,
+    EngineChoice,
+    ExchangeView,
+    SendRequest,
+    Turn,
+    conversation,
+    exchange_id,
+    get_exchange,
+    history,
+    may_undo,
+    request_code,
+    resend,
+    reveal,
+    send,
+    stop,
+    undo_vote,
+    vote_best,
+)
 from services.playground import text as ptext
 from services.playground import votes as playground_votes
+from services.playground.text import (
+    code_span,
+    diff_html,
+    duration,
+    md_line,
+    md_text,
+    number,
+    params_summary,
+    safe_answer,
+    side_by_side_html,
+)
 from services.playground.votes import BlindVote
 from services.votes import live
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "REASONING_COUNTED_BY",
+    "STATUS_WORDS",
+    "Arrangement",
+    "Column",
+    "EngineRecord",
+    "ExchangeView",
+    "Reopened",
+    "arrange",
+    "code_span",
+    "conversation",
+    "diff_html",
+    "duration",
+    "engine_split",
+    "exchange_id",
+    "figures",
+    "form_request",
+    "form_values",
+    "get_exchange",
+    "history",
+    "list_engines",
+    "live_tally_line",
+    "may_undo",
+    "md_line",
+    "md_text",
+    "number",
+    "params_summary",
+    "reopen_form",
+    "request_code",
+    "resend",
+    "reveal",
+    "safe_answer",
+    "sampling_params",
+    "send",
+    "side_by_side_html",
+    "stop",
+    "tally_rows",
+    "thinking_title",
+    "token_counts",
+    "turn_answers",
+    "undo_vote",
+    "units",
+    "vote_best",
+]
 
 DEFAULT_SCHEMA = json.dumps(
     {

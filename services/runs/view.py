@@ -20,10 +20,32 @@ import pandas as pd
 from services import reports
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
+from services.importers import formats as import_formats
+from services.importers import import_file
 from services.parity.summary import ParitySummary
+from services.reports import (
+    EXPORT_FORMATS,
+    KINDS_WITH_STEPS,
+    ComparisonView,
+    export_comparison,
+    export_filename,
+    export_run,
+    style_comparison_table,
+)
+from services.runs import (
+    RUN_KINDS,
+    FilterOptions,
+    RunDetail,
+    archive_runs,
+    delete_run,
+    filter_options,
+    may_change,
+    update_run,
+)
 from services.runs.caveats import Caveats, run_caveats
 from services.runs.detail import get_run
 from services.runs.history import list_runs
+from services.runs.ranking import ranking_view
 from services.runs.records import (
     LATENCY_METRICS,
     RUN_SORTS,
@@ -34,6 +56,68 @@ from services.runs.records import (
     format_value,
     parse_run_ids,
 )
+from services.telemetry.monitor import (
+    configured_prometheus_url,
+    history_server,
+    run_history_view,
+    run_timeline_figure,
+)
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "ARCHIVED_CHOICES",
+    "CDF_LABELS",
+    "EXPORT_FORMATS",
+    "HISTORY_PAGE_SIZE",
+    "KINDS_WITH_STEPS",
+    "RUN_KINDS",
+    "RUN_SORTS",
+    "TABLE_ROW_PX",
+    "CaveatsShown",
+    "ComparabilityShown",
+    "ComparePageView",
+    "ComparisonView",
+    "FilterOptions",
+    "HistoryView",
+    "RunDetail",
+    "RunFilter",
+    "RunPageView",
+    "RunSort",
+    "archive_runs",
+    "baseline_caption",
+    "cdf_choices",
+    "comparability_shown",
+    "compare_page_view",
+    "compare_with",
+    "configured_prometheus_url",
+    "delete_question",
+    "delete_run",
+    "export_comparison",
+    "export_filename",
+    "export_run",
+    "filter_options",
+    "history_filter",
+    "history_server",
+    "history_sort",
+    "history_table",
+    "history_view",
+    "id_list",
+    "import_file",
+    "import_formats",
+    "may_change",
+    "override_flag",
+    "parse_run_ids",
+    "ranking_view",
+    "run_history_view",
+    "run_page_view",
+    "run_timeline_figure",
+    "settings_shown",
+    "style_comparison_table",
+    "table_height",
+    "tag_list",
+    "update_run",
+    "verdict_lines",
+]
 
 HISTORY_PAGE_SIZE = 25
 #: st.dataframe's row height: the comparison table shows every row, no inner scroll.

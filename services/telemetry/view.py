@@ -5,7 +5,44 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time
 
-from services.telemetry.monitor import HISTORY_WINDOWS
+from services.team.access import describe as describe_action
+from services.telemetry.monitor import (
+    HISTORY_WINDOWS,
+    RECORDED_WINDOW_S,
+    WINDOW_CHOICES_S,
+    MonitorOptions,
+    MonitorView,
+    gpu_indices,
+    history_server,
+    history_view,
+    live_view,
+    monitor_options,
+    recorded_view,
+    recording_runs,
+)
+from services.telemetry.recorder import begin_recording_run, stop_recording
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "CUSTOM_WINDOW",
+    "RECORDED_WINDOW_S",
+    "WINDOW_CHOICES_S",
+    "MonitorOptions",
+    "MonitorView",
+    "begin_recording_run",
+    "describe_action",
+    "gpu_indices",
+    "history_server",
+    "history_span",
+    "history_view",
+    "history_window_labels",
+    "live_view",
+    "monitor_options",
+    "parse_urls",
+    "recorded_view",
+    "recording_runs",
+    "stop_recording",
+]
 
 CUSTOM_WINDOW = "Custom"
 

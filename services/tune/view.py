@@ -12,10 +12,35 @@ import plotly.graph_objects as go
 
 from services.core import cost, stored_json
 from services.core.errors import ValidationError
+from services.team.access import commands_allowed
 from services.tune import jobs
+from services.tune.jobs import TuneRunView, cancel_run, get_run, list_runs
 from services.tune.pareto import cost_figure, energy_figure
 from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
 from services.tune.summary import TuneSummary
+
+#: What the page reads: this module's own, and what it passes on from the feature's others.
+__all__ = [
+    "COST_COLUMN",
+    "ENERGY_COLUMN",
+    "LATENCY_AXES",
+    "TuneRunView",
+    "Winner",
+    "cancel_run",
+    "cheapest",
+    "commands_allowed",
+    "config_table",
+    "cost_frontier_figure",
+    "get_run",
+    "kinds",
+    "list_runs",
+    "pareto_figure",
+    "register_winner",
+    "settings_help",
+    "spec_from_form",
+    "submit",
+    "winner",
+]
 
 if TYPE_CHECKING:
     from services.team.access import Viewer

@@ -9,6 +9,7 @@ tables (`tables`), the charts (`charts`). Callers import from here (`from servic
 import views`), so the split stays an inside matter.
 """
 
+from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, RunCheck
 from services.bench.view.charts import (
     ENGINE_COLOURS,
     LIVE_POINTS,
@@ -54,16 +55,20 @@ from services.bench.view.tables import (
 )
 
 __all__ = [
+    "CLIENT_BOUND",
     "ENGINE_COLOURS",
     "FIGURE_ORDER",
+    "KEPT_UP",
     "LIVE_POINTS",
     "LOAD_TITLES",
     "METRIC_TITLES",
     "SWEEP_TITLES",
     "TIMELINE_MAX_REQUESTS",
+    "UNCHECKED",
     "WORKLOAD_TITLES",
     "CostRow",
     "FormOptions",
+    "RunCheck",
     "RunChoice",
     "RunView",
     "SplitView",
