@@ -71,12 +71,16 @@ def viewer() -> access.Viewer:
 
 
 def participant() -> str:
-    """This voter's stored key (services/votes/participants.py): the OIDC login, else the
-    password login's session, else this browser's session of the app."""
+    """Who this person is, for votes and session seats (services/votes/participants.py): the
+    OIDC login, else the password login's session, else this browser (the gate's cookie), else
+    this tab (an app run without the gate, as in AppTest)."""
     if _oidc_configured():
         return participants.participant_key(oidc_identity=viewer().identity)
-    login = access.session_id(st.context.cookies.get(access.SESSION_COOKIE))
-    browser = st.session_state.setdefault("vote_browser_id", secrets.token_urlsafe(16))
+    cookies = st.context.cookies
+    login = access.session_id(cookies.get(access.SESSION_COOKIE))
+    browser = access.browser_id(cookies.get(access.BROWSER_COOKIE)) or st.session_state.setdefault(
+        "vote_browser_id", secrets.token_urlsafe(16)
+    )
     return participants.participant_key(login_session=login, browser=browser)
 
 

@@ -198,6 +198,16 @@ def _with_cookie(scope: Scope, name: str, value: str) -> Scope:
     return {**scope, "headers": headers}
 
 
+def _browser_cookie(secure: bool) -> tuple[bytes, bytes]:
+    """This browser's id (access.BROWSER_COOKIE): HttpOnly, as no script of the page needs it."""
+    flags = "; Secure" if secure else ""
+    return (
+        b"set-cookie",
+        f"{access.BROWSER_COOKIE}={access.new_browser_id()}; Path=/; "
+        f"Max-Age={access.BROWSER_COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Strict{flags}".encode(),
+    )
+
+
 def _session_cookie(token: str, max_age: int) -> tuple[bytes, bytes]:
     # SameSite=Strict: no other site can make the browser send it, which covers
     # cross-site form posts and websockets along with the Origin check.
@@ -422,6 +432,8 @@ class Gate:
             scope = _with_cookie(scope, XSRF_COOKIE, _xsrf_value(secret))
             if planted and not is_websocket:
                 send = _adding_header(send, _xsrf_cookie(secret))
+        if not is_websocket and access.browser_id(_cookies(headers).get(access.BROWSER_COOKIE)) is None:
+            send = _adding_header(send, _browser_cookie(scope.get("scheme") == "https"))
         if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:
             try:
                 size = int(headers.get("content-length") or UNKNOWN_UPLOAD_SIZE)

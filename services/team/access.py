@@ -40,6 +40,11 @@ Action = Literal[
 ]
 
 SESSION_COOKIE = "shootout_session"
+#: A random id per browser, set by the gate (web/gate.py) on every server, with logins or
+#: without: who a participant is where no login tells people apart (services/votes/participants.py),
+#: and what lets a reloaded tab take its session seat back.
+BROWSER_COOKIE = "shootout_browser"
+BROWSER_COOKIE_MAX_AGE_S = 400 * 24 * 3600  # browsers cap a cookie's life at 400 days
 #: Operators may do everything; viewers none of these.
 OPERATOR_ONLY: frozenset[Action] = frozenset(
     (
@@ -212,6 +217,17 @@ def issue_session(role: Role, identity: str) -> str:
             )
         )
     return _serializer().dumps({"sid": session_id})
+
+
+def new_browser_id() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def browser_id(value: str | None) -> str | None:
+    """The browser id a cookie carries, None for anything that is not one the gate would set."""
+    if not value or len(value) != 32:
+        return None
+    return value if all(c.isascii() and (c.isalnum() or c in "-_") for c in value) else None
 
 
 def session_id(token: str | None) -> str | None:

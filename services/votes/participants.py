@@ -4,7 +4,9 @@ Each participant votes once per exchange, so a vote needs a key that is the same
 and different for two. On a team server with OIDC that is the login (the e-mail). A password
 login is shared by the whole room (one password per role, and the identity the gate stores is
 the client's address, shared behind a NAT), so there it is the login session: each browser that
-logged in. With no login at all it is the browser's own session of the app.
+logged in. With no login at all it is the browser, by the random id the gate keeps in a cookie
+(access.BROWSER_COOKIE): two tabs of one browser are one voter, and a reload is the same one.
+The same key is who someone is in a team session (services/sessions/identity.py).
 
 The key is an HMAC-SHA256 with the server's secret (SHOOTOUT_SESSION_SECRET): a copy of the
 database does not say who voted, and a guessed e-mail cannot be checked against it without the

@@ -530,3 +530,41 @@ def test_a_checked_session_is_read_from_memory_for_a_second(
     assert access.read_session(token) is not None  # from memory
     monkeypatch.setattr(access, "SESSION_RECHECK_S", 0.0)
     assert access.read_session(token) is None
+
+
+def test_each_browser_gets_an_id_once_that_no_script_reads(served: Served) -> None:
+    """Who a participant is where no login tells people apart (votes, session seats): a
+    random id per browser, set on the first page load, kept after it, HttpOnly."""
+    cookie = login(served, OPERATOR).cookies[access.SESSION_COOKIE]
+    first = httpx2.get(served.url + "/", cookies={access.SESSION_COOKIE: cookie}, timeout=10)
+    browser = first.cookies[access.BROWSER_COOKIE]
+    assert access.browser_id(browser) == browser
+    header = next(
+        value
+        for key, value in first.headers.multi_items()
+        if key == "set-cookie" and access.BROWSER_COOKIE in value
+    )
+    assert "HttpOnly" in header and "SameSite=Strict" in header and "Max-Age=" in header
+    again = httpx2.get(
+        served.url + "/",
+        cookies={access.SESSION_COOKIE: cookie, access.BROWSER_COOKIE: browser},
+        timeout=10,
+    )
+    assert access.BROWSER_COOKIE not in again.cookies
+    # Anything else in that cookie is no id: the browser gets a real one.
+    odd = httpx2.get(
+        served.url + "/",
+        cookies={access.SESSION_COOKIE: cookie, access.BROWSER_COOKIE: "admin"},
+        timeout=10,
+    )
+    assert access.browser_id(odd.cookies[access.BROWSER_COOKIE]) is not None
+    # Nothing is set before a login: the refusal carries no id.
+    refused = httpx2.get(served.url + "/_stcore/host-config", timeout=10)
+    assert refused.status_code == 401 and access.BROWSER_COOKIE not in refused.cookies
+
+
+def test_a_browser_id_is_only_what_the_gate_sets() -> None:
+    made = access.new_browser_id()
+    assert access.browser_id(made) == made
+    for bad in (None, "", "short", made[:-1] + "!", made + "x", "é" * 32):
+        assert access.browser_id(bad) is None
