@@ -50,6 +50,7 @@ def run() -> None:
     )
     counted = common.sidebar()
     # A presenter's tab shows the room what this page's address shows (app_pages/parts/session_share.py).
+    session_share.rejoin()
     session_share.share_address(navigation.url_path)
     session_share.sidebar_line()
     navigation.run()

@@ -24,16 +24,15 @@ state = st.session_state
 
 
 def _seated(info: sessions.SessionInfo, seat: sessions.Seat) -> None:
-    state[share.SEAT] = seat
-    state[share.CODE] = info.join_code
-    state[share.PRESENTING] = info.is_presenter(seat)
-    state[share.FOLLOWING] = not info.is_presenter(seat)
-    state.pop(share.LAST, None)
+    presenting = info.is_presenter(seat)
+    share.seat_at(info, seat, presenting=presenting, following=not presenting)
 
 
 def on_start() -> None:
     try:
-        info, seat = sessions.start(common.viewer(), share.tab_token(), state.get("session_title", ""))
+        info, seat = sessions.start(
+            common.viewer(), common.participant(), state.get("session_title", "")
+        )
     except ShootoutError as error:
         state["session_error"] = str(error)
         return
@@ -42,7 +41,7 @@ def on_start() -> None:
 
 def join(code: str) -> bool:
     try:
-        info, seat = sessions.join(code, common.viewer(), share.tab_token())
+        info, seat = sessions.join(code, common.participant())
     except ShootoutError as error:
         state["session_error"] = str(error)
         return False
@@ -58,13 +57,17 @@ def on_follow(following: bool) -> None:
 
 
 def on_leave() -> None:
+    seat = share.seat()
+    if seat is not None:
+        # Not following any more: a reload of this browser does not seat it again (share.rejoin).
+        sessions.set_following(seat, False)
     share.leave()
     st.query_params.pop("join", None)  # else the address would join again at once
 
 
 def on_take_over(session_id: int) -> None:
     try:
-        seat = sessions.take_over(session_id, common.viewer(), share.tab_token())
+        seat = sessions.take_over(session_id, common.viewer(), common.participant())
         _seated(sessions.get(session_id), seat)
     except ShootoutError as error:
         state["session_error"] = str(error)

@@ -67,9 +67,8 @@ def measure(
     from services.team.access import Viewer
 
     operator = Viewer(role="operator", identity="local")
-    room = Viewer(role="viewer", identity="ip:10.0.0.2")
     info, presenter = sessions.start(operator, "presenter", f"{followers} followers")
-    seats = [sessions.join(info.join_code, room, f"follower-{n}")[1] for n in range(followers)]
+    seats = [sessions.join(info.join_code, f"follower-{n}")[1] for n in range(followers)]
     polling, stop = threading.Event(), threading.Event()
     polls: list[float] = []
     threads = [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import common
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line
 from services.sessions import view as sessions
@@ -15,11 +16,8 @@ PRESENTING = "session_presenting"
 FOLLOWING = "session_following"
 CODE = "session_code"
 LAST = "session_last_shown"
-
-
-def tab_token() -> str:
-    """This browser tab's own participant token (see services/sessions/identity.py)."""
-    return str(st.session_state.setdefault("session_tab", sessions.new_tab_token()))
+#: Set once this tab has looked for a seat its participant already holds.
+LOOKED = "session_rejoin_looked"
 
 
 def seat() -> sessions.Seat | None:
@@ -54,6 +52,30 @@ def publish(shown: sessions.Shown | None) -> None:
         st.sidebar.warning(f"Not shown to the room: {md_line(str(error))}")
         return
     st.session_state[LAST] = shown
+
+
+def seat_at(info: sessions.SessionInfo, seat: sessions.Seat, presenting: bool, following: bool) -> None:
+    st.session_state[SEAT] = seat
+    st.session_state[CODE] = info.join_code
+    st.session_state[PRESENTING] = presenting
+    st.session_state[FOLLOWING] = following
+    st.session_state.pop(LAST, None)
+
+
+def rejoin() -> None:
+    """A fresh tab (a reload, a new tab) of someone who presents or joined a live session takes
+    their seat back: a presenter's F5 must not leave the room looking at a frozen screen. Once
+    per tab: a participant in no session costs two small reads when the tab opens."""
+    if st.session_state.get(LOOKED) or seat() is not None:
+        return
+    st.session_state[LOOKED] = True
+    try:
+        found = sessions.rejoin(common.participant())
+    except Exception as error:  # noqa: BLE001 - the database may be down: the page itself must still draw
+        st.sidebar.warning(f"Could not look for your session: {md_line(str(error))}")
+        return
+    if found is not None:
+        seat_at(found.info, found.seat, found.presenting, found.following)
 
 
 def share_address(page: str) -> None:

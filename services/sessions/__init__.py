@@ -16,7 +16,7 @@ Votes are not kept here: a follower's vote goes through services.playground.vote
 from services.sessions.addresses import shown_for_run, shown_from_address
 from services.sessions.codes import join_link
 from services.sessions.codes import normalise as normalise_code
-from services.sessions.identity import may_present, new_tab_token, participant_key
+from services.sessions.identity import may_present
 from services.sessions.live import (
     is_following,
     note,
@@ -32,6 +32,7 @@ from services.sessions.records import (
     LiveState,
     NotPresenter,
     Presence,
+    Rejoined,
     Seat,
     SessionEnded,
     SessionInfo,
@@ -41,13 +42,23 @@ from services.sessions.records import (
     TimelineEntry,
 )
 from services.sessions.report import session_report
-from services.sessions.store import by_code, end, get, join, list_sessions, start, take_over
+from services.sessions.store import (
+    by_code,
+    end,
+    get,
+    join,
+    list_sessions,
+    rejoin,
+    start,
+    take_over,
+)
 from services.sessions.timeline import describe, sessions_table, timeline
 
 __all__ = [
     "LiveState",
     "NotPresenter",
     "Presence",
+    "Rejoined",
     "Seat",
     "SessionEnded",
     "SessionInfo",
@@ -64,16 +75,15 @@ __all__ = [
     "join_link",
     "list_sessions",
     "may_present",
-    "new_tab_token",
     "normalise_code",
     "note",
-    "participant_key",
     "plan_request",
     "planner_shown",
     "poll",
     "presence",
     "publish",
     "qr_svg",
+    "rejoin",
     "session_report",
     "sessions_table",
     "set_following",

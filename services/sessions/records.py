@@ -104,6 +104,16 @@ class SessionInfo:
 
 
 @dataclass(frozen=True)
+class Rejoined:
+    """A seat found again for a participant whose tab lost it (a reload, a new tab)."""
+
+    info: SessionInfo
+    seat: Seat
+    presenting: bool
+    following: bool
+
+
+@dataclass(frozen=True)
 class LiveState:
     """What a follower's poll reads: one row, by primary key."""
 

@@ -11,8 +11,15 @@ from db.models import DemoSession, SessionEvent, SessionParticipant
 from db.session import session_scope
 from services.core.errors import NotFoundError, ValidationError
 from services.sessions import codes
-from services.sessions.identity import identity_hash, may_present, participant_key
-from services.sessions.records import NotPresenter, Seat, SessionEnded, SessionInfo, SessionSummary
+from services.sessions.identity import identity_hash, may_present
+from services.sessions.records import (
+    NotPresenter,
+    Rejoined,
+    Seat,
+    SessionEnded,
+    SessionInfo,
+    SessionSummary,
+)
 from services.team.access import PermissionDenied, Viewer
 
 TITLE_CHARS = 200
@@ -50,14 +57,15 @@ def _free_code(db: Session) -> str:
     raise ValidationError("Could not find a free join code: end some of the live sessions first.")
 
 
-def start(viewer: Viewer, tab_token: str, title: str = "") -> tuple[SessionInfo, Seat]:
-    """A new live session presented by `viewer` in this tab; its presenter's seat."""
+def start(viewer: Viewer, participant: str, title: str = "") -> tuple[SessionInfo, Seat]:
+    """A new live session presented by `viewer` (as `participant`, see identity.py); the
+    presenter's seat."""
     _refuse_unless_may_present(viewer)
     with session_scope() as db:
         row = DemoSession(title=title.strip()[:TITLE_CHARS], join_code=_free_code(db), presenter_hash="")
         db.add(row)
         db.flush()
-        row.presenter_hash = identity_hash(row.id, participant_key(viewer, tab_token))
+        row.presenter_hash = identity_hash(row.id, participant)
         info = _info(row)
     return info, Seat(info.id, info.presenter_hash)
 
@@ -86,11 +94,11 @@ def by_code(typed: str) -> SessionInfo:
         return _info(row)
 
 
-def join(typed_code: str, viewer: Viewer, tab_token: str) -> tuple[SessionInfo, Seat]:
+def join(typed_code: str, participant: str) -> tuple[SessionInfo, Seat]:
     """Join a live session by its code (following from the start); the presenter joining their
     own session gets the presenter's seat back."""
     info = by_code(typed_code)
-    seat = Seat(info.id, identity_hash(info.id, participant_key(viewer, tab_token)))
+    seat = Seat(info.id, identity_hash(info.id, participant))
     if info.is_presenter(seat):
         return info, seat
     now = datetime.now(UTC)
@@ -113,15 +121,52 @@ def join(typed_code: str, viewer: Viewer, tab_token: str) -> tuple[SessionInfo, 
     return info, seat
 
 
-def take_over(session_id: int, viewer: Viewer, tab_token: str) -> Seat:
-    """Present a live session from this tab (after a reload lost the presenter's tab, or to
-    hand over): only someone who may present at all."""
+def take_over(session_id: int, viewer: Viewer, participant: str) -> Seat:
+    """Present a live session from this tab (to hand over, or where a reload lost the
+    presenter's seat on a server without logins): only someone who may present at all."""
     _refuse_unless_may_present(viewer)
-    seat = Seat(session_id, identity_hash(session_id, participant_key(viewer, tab_token)))
+    seat = Seat(session_id, identity_hash(session_id, participant))
     with session_scope() as db:
         row = _live(db, session_id)
         row.presenter_hash = seat.identity_hash
     return seat
+
+
+#: The live sessions a fresh tab looks through for its participant's seat (newest first).
+REJOIN_LOOKS = 50
+
+
+def rejoin(participant: str) -> Rejoined | None:
+    """The seat `participant` holds in a live session, for a tab that lost it (a reload): the
+    session they present, else the newest one they follow (not one they left or stopped
+    following: they chose to look elsewhere). Two reads, once per tab."""
+    with session_scope() as db:
+        rows = list(
+            db.scalars(
+                select(DemoSession)
+                .where(DemoSession.ended_at.is_(None))
+                .order_by(DemoSession.id.desc())
+                .limit(REJOIN_LOOKS)
+            )
+        )
+        hashes = {row.id: identity_hash(row.id, participant) for row in rows}
+        for row in rows:
+            if row.presenter_hash == hashes[row.id]:
+                info = _info(row)
+                return Rejoined(info, Seat(row.id, hashes[row.id]), presenting=True, following=False)
+        session_id = db.scalar(
+            select(SessionParticipant.session_id)
+            .where(
+                SessionParticipant.identity_hash.in_(list(hashes.values())),
+                SessionParticipant.following.is_(True),
+            )
+            .order_by(SessionParticipant.session_id.desc())
+            .limit(1)
+        )
+        if session_id is None:
+            return None
+        info = _info(next(row for row in rows if row.id == session_id))
+    return Rejoined(info, Seat(session_id, hashes[session_id]), presenting=False, following=True)
 
 
 def _live(db: Session, session_id: int) -> DemoSession:

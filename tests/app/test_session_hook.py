@@ -51,3 +51,26 @@ def test_a_follower_s_pages_send_nothing(db_url: str) -> None:
     assert any("Following session" in c.value for c in at.sidebar.caption)
     open_page(at, "runs", run=str(stored_exchange()))
     assert sessions.state(info.id).shown is None
+
+
+def test_a_reloaded_tab_takes_its_seat_back(db_url: str) -> None:
+    """A reload is a new tab state for the same person (in the browser, the gate's cookie; here
+    the same browser id): the presenter presents again and what they open reaches the room;
+    someone in no session sees no session."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["vote_browser_id"] = "one-browser"
+    at.run()
+    open_page(at, "session")
+    next(b for b in at.button if b.label == "Start session").click().run()
+    live = sessions.list_sessions()[0]
+
+    reloaded = AppTest.from_file(APP, default_timeout=60)
+    reloaded.session_state["vote_browser_id"] = "one-browser"
+    reloaded.run()
+    assert any("Presenting session" in c.value for c in reloaded.sidebar.caption)
+    exchange = stored_exchange()
+    open_page(reloaded, "runs", run=str(exchange))
+    assert sessions.state(live.id).shown == sessions.Shown(kind="exchange", run_ids=(exchange,))
+
+    stranger = AppTest.from_file(APP, default_timeout=60).run()
+    assert not any("session" in c.value.lower() for c in stranger.sidebar.caption)

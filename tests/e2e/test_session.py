@@ -1,6 +1,7 @@
 """Issue 34 in Chromium, three browser contexts: a presenter starts a session, two followers
 join by its link; the presenter's Playground exchange streams on the followers' screens; one
-follower stops following (and no longer sees what the presenter opens), then follows again.
+follower stops following (and no longer sees what the presenter opens), then follows again;
+a reload of the presenter's tab and a follower's fresh visit keep their seats.
 
 The app runs with timed refresh on (the shared browser-test app has it off): following live is
 a follower's screen polling once a second."""
@@ -117,8 +118,19 @@ def test_followers_see_the_presenter_s_exchange_and_stop_and_resume(  # type: ig
         assert sessions.presence(sessions.list_sessions()[0].id).following == 2
         assert_no_exception(west)
 
+        # A reload loses the tab's state, not the seat (the gate's browser cookie): the follower
+        # opening /session anew follows at once, and the presenter still presents.
+        east.goto(f"{url}/session")
+        wait_for_app(east)
+        east.get_by_text("And of the sea?").wait_for(timeout=30_000)
+        assert "Live: this screen follows the presenter" in main_text(east)
+        presenter.reload()
+        wait_for_app(presenter)
+        presenter.get_by_text("Presenting session").wait_for()
+
         # Back on the Session page the presenter sees the room and the timeline.
         presenter.get_by_role("link", name="Session", exact=True).filter(visible=True).first.click()
+        presenter.get_by_text("Presenting: Friday demo").wait_for()
         presenter.get_by_text("Following now").wait_for()
         presenter.get_by_text("Timeline").wait_for()
         screenshot(presenter, "session-presenter-timeline")

@@ -24,7 +24,7 @@ class Room:
 def room(db_url: str) -> Room:
     sessions.live.forget_seen()
     info, presenter = sessions.start(OPERATOR, "presenter-tab", "Friday demo")
-    followers = [sessions.join(info.join_code, ROOM, f"tab-{n}")[1] for n in range(2)]
+    followers = [sessions.join(info.join_code, f"tab-{n}")[1] for n in range(2)]
     return Room(info, presenter, followers)
 
 

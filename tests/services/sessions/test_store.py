@@ -8,6 +8,7 @@ from services import sessions
 from services.core.errors import NotFoundError, ValidationError
 from services.sessions import codes
 from services.team.access import PermissionDenied, Viewer
+from services.votes.participants import participant_key
 from tests.services.sessions.conftest import OPERATOR, ROOM, Room
 
 
@@ -33,23 +34,24 @@ def test_a_viewer_presents_only_when_the_operator_allows(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     alice = Viewer(role="viewer", identity="alice@example.com")
+    as_alice = participant_key(oidc_identity=alice.identity)
     with pytest.raises(PermissionDenied):
-        sessions.start(alice, "tab")
+        sessions.start(alice, as_alice)
     monkeypatch.setenv("SHOOTOUT_SESSION_PRESENTERS", "alice@example.com")
-    info, seat = sessions.start(alice, "tab", "Alice's")
+    info, seat = sessions.start(alice, as_alice, "Alice's")
     assert info.is_presenter(seat)
     # The same login in another tab is the same person: the presenter again, not a follower.
-    _, again = sessions.join(info.join_code, alice, "another-tab")
+    _, again = sessions.join(info.join_code, participant_key(oidc_identity=alice.identity))
     assert again == seat
 
 
-def test_tabs_of_a_shared_identity_are_distinct_participants(room: Room) -> None:
+def test_participants_are_distinct_and_join_once(room: Room) -> None:
     a, b = room.followers
     assert a.identity_hash != b.identity_hash
     assert room.presenter.identity_hash not in (a.identity_hash, b.identity_hash)
     assert sessions.presence(room.info.id).joined == 2
-    # Joining twice from one tab keeps one participant.
-    sessions.join(room.info.join_code, ROOM, "tab-0")
+    # Joining twice as one participant keeps one participant.
+    sessions.join(room.info.join_code, "tab-0")
     assert sessions.presence(room.info.id).joined == 2
 
 
@@ -78,9 +80,9 @@ def test_the_join_link_uses_the_browser_s_address() -> None:
 
 def test_bad_codes_say_why(room: Room) -> None:
     with pytest.raises(ValidationError, match="not a join code"):
-        sessions.join("12", ROOM, "x")
+        sessions.join("12", "x")
     with pytest.raises(NotFoundError, match="No live session"):
-        sessions.join("XXXXX" if room.info.join_code != "XXXXX" else "YYYYY", ROOM, "x")
+        sessions.join("XXXXX" if room.info.join_code != "XXXXX" else "YYYYY", "x")
 
 
 def test_only_the_presenter_ends_and_then_nobody_joins(room: Room) -> None:
@@ -88,7 +90,7 @@ def test_only_the_presenter_ends_and_then_nobody_joins(room: Room) -> None:
         sessions.end(room.followers[0])
     assert sessions.end(room.presenter).ended_at is not None
     with pytest.raises(NotFoundError):
-        sessions.join(room.info.join_code, ROOM, "late")
+        sessions.join(room.info.join_code, "late")
     assert sessions.state(room.info.id).ended
 
 
@@ -117,3 +119,28 @@ def test_hashes_are_keyed_with_the_operator_s_secret(monkeypatch: pytest.MonkeyP
     assert identity_hash(1, "login:alice@example.com") != plain
     assert identity_hash(1, "login:alice@example.com") == identity_hash(1, "login:alice@example.com")
     assert identity_hash(2, "login:alice@example.com") != identity_hash(1, "login:alice@example.com")
+
+
+def test_a_reloaded_tab_gets_its_seat_back(room: Room) -> None:
+    """A reload loses the tab's state, not the person: the presenter presents again and a
+    follower follows again; one who left, or anyone in no live session, gets nothing."""
+    back = sessions.rejoin("presenter-tab")
+    assert back is not None and back.presenting and back.seat == room.presenter
+    assert back.info.join_code == room.info.join_code
+    follower = sessions.rejoin("tab-1")
+    assert follower is not None and not follower.presenting and follower.following
+    assert follower.seat == room.followers[1]
+    sessions.set_following(room.followers[0], False)  # left, or stopped following
+    assert sessions.rejoin("tab-0") is None
+    assert sessions.rejoin("stranger") is None
+    sessions.end(room.presenter)
+    assert sessions.rejoin("presenter-tab") is None
+    assert sessions.rejoin("tab-1") is None
+
+
+def test_a_participant_rejoins_the_session_they_present_before_one_they_follow(
+    room: Room,
+) -> None:
+    own, seat = sessions.start(OPERATOR, "tab-1", "Their own")
+    back = sessions.rejoin("tab-1")
+    assert back is not None and back.presenting and back.info.id == own.id and back.seat == seat
