@@ -91,11 +91,6 @@ def get(kind: str) -> RunKindSpec | None:
         return None
 
 
-def interrupted_reason(kind: str) -> str | None:
-    spec = get(kind)
-    return spec.interrupted if spec is not None else None
-
-
 def count_active(kind: str, requested_by: str | None = None) -> int:
     """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
     all of them or those one viewer started."""

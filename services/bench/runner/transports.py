@@ -8,19 +8,10 @@ from __future__ import annotations
 from services.bench.load import InProcessTransport, LoadTransport, Placement
 from services.bench.pool import ProcessTransport
 from services.bench.ray_pool import RayTransport
-from services.core.errors import ShootoutError
 
 TRANSPORTS: dict[str, LoadTransport] = {
     transport.name: transport for transport in (RayTransport(), ProcessTransport(), InProcessTransport())
 }
-
-
-def get_transport(name: str) -> LoadTransport:
-    try:
-        return TRANSPORTS[name]
-    except KeyError:
-        known = ", ".join(TRANSPORTS)
-        raise ShootoutError(f"No load transport {name[:40]!r}; known: {known}.") from None
 
 
 def transport_for(placement: Placement) -> LoadTransport:

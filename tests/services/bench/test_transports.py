@@ -8,8 +8,7 @@ import pytest
 from services.bench.load import InProcessTransport, Placement
 from services.bench.pool import ProcessTransport
 from services.bench.ray_pool import RayTransport, RayUnavailable
-from services.bench.runner.transports import TRANSPORTS, get_transport, transport_for
-from services.core.errors import ShootoutError
+from services.bench.runner.transports import TRANSPORTS, transport_for
 
 
 @pytest.mark.parametrize(
@@ -27,15 +26,13 @@ def test_each_placement_has_one_transport(placement: Placement, kind: type) -> N
     assert [t.name for t in TRANSPORTS.values() if t.carries(placement)][-1] == "process"
 
 
-def test_transports_are_looked_up_by_name() -> None:
+def test_transports_are_registered_by_their_names() -> None:
     assert list(TRANSPORTS) == ["ray", "processes", "process"]
-    assert all(get_transport(name).name == name for name in TRANSPORTS)
-    with pytest.raises(ShootoutError, match="No load transport 'carrier pigeon'; known: ray"):
-        get_transport("carrier pigeon")
+    assert all(transport.name == name for name, transport in TRANSPORTS.items())
 
 
 def test_a_transport_says_why_it_cannot_run_here() -> None:
-    get_transport("process").check(Placement())
-    get_transport("processes").check(Placement(workers=2))
+    TRANSPORTS["process"].check(Placement())
+    TRANSPORTS["processes"].check(Placement(workers=2))
     with pytest.raises(RayUnavailable):  # not installed, or no port: said either way
-        get_transport("ray").check(Placement(ray_address="no-port"))
+        TRANSPORTS["ray"].check(Placement(ray_address="no-port"))

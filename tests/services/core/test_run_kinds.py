@@ -39,7 +39,6 @@ def test_a_second_declaration_of_a_kind_is_refused() -> None:
 
 def test_an_unknown_kind_reads_as_none() -> None:
     assert run_kinds.get("teleport") is None
-    assert run_kinds.interrupted_reason("teleport") is None
 
 
 @pytest.mark.parametrize("argv", [[], ["teleport", "1"], ["import", "1"], ["benchmark"], ["tune", "x"]])
