@@ -35,14 +35,15 @@ def trapezoid(samples: list[tuple[float, float]]) -> float:
     return total
 
 
-def start_load(indices: list[int], stop: threading.Event) -> str:
-    """Matmuls on each GPU until `stop`; returns what runs, in words."""
+def start_load(indices: list[int], stop: threading.Event) -> tuple[str, list[threading.Thread]]:
+    """Matmuls on each GPU until `stop`; what runs, in words, and the threads to join (a CUDA
+    thread still running when the interpreter exits aborts it: seen on an H200)."""
     try:
         torch = importlib.import_module("torch")
     except ImportError:
-        return "idle (torch is not installed)"
+        return "idle (torch is not installed)", []
     if not torch.cuda.is_available():
-        return "idle (torch sees no CUDA device)"
+        return "idle (torch sees no CUDA device)", []
 
     def work(index: int) -> None:
         device = torch.device(f"cuda:{index}")
@@ -55,9 +56,10 @@ def start_load(indices: list[int], stop: threading.Event) -> str:
             torch.cuda.synchronize(device)
 
     # NVML's and CUDA's indices agree when CUDA_DEVICE_ORDER=PCI_BUS_ID (the usual case).
-    for index in indices:
-        threading.Thread(target=work, args=(index,), daemon=True).start()
-    return f"bf16 8192x8192 matmuls (torch {torch.__version__})"
+    threads = [threading.Thread(target=work, args=(index,), daemon=True) for index in indices]
+    for thread in threads:
+        thread.start()
+    return f"bf16 8192x8192 matmuls (torch {torch.__version__})", threads
 
 
 def main() -> int:
@@ -102,7 +104,7 @@ def check(pynvml: Any, indices: list[int], args: argparse.Namespace) -> int:
 
     unsupported: dict[int, str] = {}
     stop = threading.Event()
-    load = start_load(indices, stop)
+    load, workers = start_load(indices, stop)
     if not load.startswith("idle"):
         time.sleep(1.0)  # the load reaches its power before the window opens
     samples: dict[int, list[tuple[float, float]]] = {i: [] for i in indices}
@@ -123,6 +125,8 @@ def check(pynvml: Any, indices: list[int], args: argparse.Namespace) -> int:
     ends = {i: counter(i) for i in indices}
     window = time.monotonic() - window_start
     stop.set()
+    for worker in workers:
+        worker.join(timeout=60)
     results = []
     print(f"window {window:.2f} s, load: {load}, power sampled every {args.interval:g} s")
     for i in indices:

@@ -1,5 +1,5 @@
 """Check the NVML sampler on a real NVIDIA GPU while a torch workload allocates, computes
-and frees memory. For a machine with a GPU (none was lent while this was written).
+and frees memory. For a machine with a GPU (figures on an H200: docs/figures.md).
 
     .venv/bin/pip install torch          # a CUDA build; any recent one
     .venv/bin/python -m benchmarks.gpu_sampler_check [--gib 4] [--device 0] [--hz 10]
