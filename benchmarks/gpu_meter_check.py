@@ -7,6 +7,7 @@ counter read directly over the same window; the power samples integrated over th
 printed beside it. A second window after the load has stopped gives the idle figure.
 
     python -m benchmarks.gpu_meter_check [--seconds 10] [--device 0] [--port 18080]
+    python -m benchmarks.gpu_meter_check --load-only 40 --port 18181   # the load alone
 
 Needs nvidia-ml-py, torch with CUDA, and the product's light dependencies (httpx2, orjson,
 prometheus-client). Prints one JSON object, also to $OUT/gpu_meter_check.json when OUT is set,
@@ -82,7 +83,17 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument(
+        "--load-only",
+        type=float,
+        metavar="S",
+        help="only run the engine-like GPU load for S seconds, --port in its command line "
+        "(benchmarks/gpu_bench_energy.sh runs a benchmark beside it)",
+    )
     args = parser.parse_args()
+    if args.load_only is not None:
+        command = [sys.executable, "-c", LOAD, "--port", str(args.port), "--device", str(args.device)]
+        return subprocess.call([*command, "--seconds", str(args.load_only)])
     try:
         import pynvml as nvml
 
