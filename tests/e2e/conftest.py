@@ -90,6 +90,19 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:  # type: ignore[no-unt
     page.wait_for_timeout(300)
 
 
+def close_lists(page) -> None:  # type: ignore[no-untyped-def]
+    """Close a multiselect's open list. Escape alone can land while a rerun redraws the widget
+    (a loaded machine), leaving its "No results" list over the next thing to click: then a
+    click on the page's title closes it."""
+    page.keyboard.press("Escape")
+    lists = page.locator("[role='listbox']")
+    try:
+        lists.first.wait_for(state="hidden", timeout=5_000)
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError: still open
+        page.locator("h1").first.click()
+        lists.first.wait_for(state="hidden", timeout=10_000)
+
+
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOT_DIR / f"{name}.png"

@@ -12,6 +12,7 @@ from services.demos.base import fmt_s
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,
+    close_lists,
     plotted_traces,
     screenshot,
     wait_for_app,
@@ -49,7 +50,9 @@ def pick_engines(page, names: list[str]) -> None:  # type: ignore[no-untyped-def
         box.locator("input").click()
         box.locator("input").fill(name)
         page.keyboard.press("Enter")
-    page.keyboard.press("Escape")
+        wait_for_app(page)  # each pick reruns the page: the next keys wait for it
+        box.get_by_text(name, exact=True).first.wait_for()
+    close_lists(page)
 
 
 def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch, browser) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,13 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    assert_no_exception,
+    assert_no_missing_words,
+    close_lists,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -35,7 +41,7 @@ def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, mo
         page.keyboard.press("Enter")
         wait_for_app(page)
         engines.get_by_text(name, exact=True).first.wait_for()
-    page.keyboard.press("Escape")
+    close_lists(page)
     wait_for_app(page)
     page.locator("[data-testid='stSelectbox']").filter(has_text="Reference").click()
     page.get_by_role("option", name="llamacpp-4slot").click()
