@@ -24,10 +24,15 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
+from sqlalchemy import select, update
+
+from db.models import Run
+from db.session import session_scope
+from services.core.errors import NotFoundError
+
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from db.models import Run
 
 #: The longest any worker goes between two heartbeats (the demo's beat thread, the
 #: playground's idle beat); the slowest other writers beat every second or faster.
@@ -94,10 +99,6 @@ def request_cancel(run_id: int, kind: str, noun: str) -> bool:
     """Ask a pending or running run of `kind` to stop: its worker sees the status at its next
     check, stops, and keeps what it measured. False when it had ended already; NotFoundError
     ("No {noun} #N.") when there is no such run of that kind."""
-    from db.models import Run
-    from db.session import session_scope
-    from services.core.errors import NotFoundError
-
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != kind:
@@ -132,7 +133,6 @@ def _session(session: Session | None) -> Iterator[Session]:
         with nullcontext(session) as given:
             yield given
         return
-    from db.session import session_scope
 
     with session_scope() as own:
         yield own
@@ -141,10 +141,6 @@ def _session(session: Session | None) -> Iterator[Session]:
 def claim(run_id: int, *, clear_error: bool = False, now: datetime | None = None) -> bool:
     """pending -> running for this process, atomically; False when the run is not pending any
     more (cancelled before its worker got going, or claimed by another)."""
-    from sqlalchemy import update
-
-    from db.models import Run
-
     moment = now or now_utc()
     values: dict[str, Any] = {
         "status": RunStatus.RUNNING,
@@ -163,10 +159,6 @@ def claim(run_id: int, *, clear_error: bool = False, now: datetime | None = None
 
 def status_of(run_id: int, session: Session | None = None) -> RunStatus | None:
     """The run's stored status; None when the run is gone (deleted under its worker)."""
-    from sqlalchemy import select
-
-    from db.models import Run
-
     with _session(session) as active:
         status = active.scalar(select(Run.status).where(Run.id == run_id))
     return None if status is None else RunStatus(status)
@@ -182,10 +174,6 @@ def beat(
 ) -> None:
     """The worker's sign of life (with whatever else it writes on each beat: progress, a live
     summary); `only_running` leaves an ended run's row alone."""
-    from sqlalchemy import update
-
-    from db.models import Run
-
     condition = [Run.id == run_id]
     if only_running:
         condition.append(Run.status == RunStatus.RUNNING)
@@ -206,10 +194,6 @@ def finish(
     """The run's end: its final status, finished_at, and what it leaves (summary, error).
     `progress` None means the usual rule: complete (1.0) unless cancelled, where the bar stays
     where the run stopped; KEEP leaves it alone."""
-    from sqlalchemy import update
-
-    from db.models import Run
-
     moment = now_utc()
     changes: dict[str, Any] = {"status": status, "finished_at": moment, "heartbeat_at": moment}
     if summary is not KEEP:

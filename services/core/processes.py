@@ -4,10 +4,14 @@ run workers."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from services.core.config import PROJECT_ROOT, get_settings
+from services.core.errors import ShootoutError
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -32,8 +36,6 @@ def launch_run_worker(kind: str, run_id: int) -> int:
     the page or command that started it), with this process's database; returns its pid.
     Timed work runs there rather than in the Streamlit server, whose GIL pauses would skew
     timings. Its output goes to <data dir>/logs/KIND-RUN_ID.log."""
-    from services.core.config import PROJECT_ROOT, get_settings
-
     settings = get_settings()
     log_dir = settings.data_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -59,10 +61,6 @@ def worker_main(
     """The entry point of a run's worker process: `python -m MODULE RUN_ID`. SIGTERM and
     SIGINT call `on_stop(run_id)` (stop like the page's button; what ran is kept); a
     ShootoutError ends it with one line and exit 1."""
-    import signal
-
-    from services.core.errors import ShootoutError
-
     if len(argv) != 1 or not argv[0].isdigit():
         print(f"usage: python -m {module} RUN_ID", file=sys.stderr)
         return 2

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
 
+from sqlalchemy import func, or_, select
+
+import services as package
+from db.models import Run
+from db.session import session_scope
 from services.core.lifecycle import (
     ACTIVE_STATUSES,
     STALE_AFTER_S,
@@ -25,9 +29,6 @@ from services.core.lifecycle import (
     now_utc,
     stale_cutoff,
 )
-
-if TYPE_CHECKING:
-    from db.models import Run
 
 #: The worker's body: (run id, "should I stop now?"). The stop flag is set by SIGTERM/SIGINT.
 Execute = Callable[[int, Callable[[], bool]], object]
@@ -69,8 +70,6 @@ def register(spec: RunKindSpec) -> RunKindSpec:
 @cache
 def _load() -> None:
     """Import every `services/<feature>/run_kind.py`, which registers its kind."""
-    import services as package
-
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
         name = f"{package.__name__}.{info.name}.run_kind"
         if info.ispkg and find_spec(name) is not None:
@@ -94,11 +93,6 @@ def get(kind: str) -> RunKindSpec | None:
 def count_active(kind: str, requested_by: str | None = None) -> int:
     """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
     all of them or those one viewer started."""
-    from sqlalchemy import func, select
-
-    from db.models import Run
-    from db.session import session_scope
-
     query = select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES))
     if requested_by is not None:
         query = query.where(Run.requested_by == requested_by)
@@ -109,11 +103,6 @@ def count_active(kind: str, requested_by: str | None = None) -> int:
 def mark_interrupted_after_restart(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     """Mark runs whose worker is gone as interrupted, kind by kind; returns their ids. Safe to
     call at every start, from several processes."""
-    from sqlalchemy import or_, select
-
-    from db.models import Run
-    from db.session import session_scope
-
     changed: list[int] = []
     generic: dict[str, RunKindSpec] = {}
     for spec in specs():
