@@ -91,6 +91,7 @@ def get_session_factory(url: str | None = None) -> sessionmaker[Session]:
     with _lock:
         factory = _factories.get(url)
         if factory is None:
+            # Alembic (0.2 s) loads with the first session, not with every importer of this module.
             from db.schema import ensure_schema
 
             engine = make_engine(url)
