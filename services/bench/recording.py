@@ -13,6 +13,10 @@ import json
 import sys
 import time
 
+from services.telemetry.hub import TelemetryHub
+from services.telemetry.recorder import start_recording
+from services.telemetry.scraper import ScrapeTarget
+
 RECORD_INTERVAL_S = 0.5
 RATE_WINDOW_S = 2.0
 
@@ -22,9 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m services.bench.recording RUN_ID TARGETS_JSON", file=sys.stderr)
         return 2
-    from services.telemetry.hub import TelemetryHub
-    from services.telemetry.recorder import start_recording
-    from services.telemetry.scraper import ScrapeTarget
 
     targets = [
         ScrapeTarget(

@@ -17,6 +17,7 @@ def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:
 
 
 def _recover(stale_after_s: float) -> Sequence[int]:
+    # As above: recovery loads the jobs modules when it runs.
     from services.bench.jobs import mark_interrupted_runs
 
     return mark_interrupted_runs(stale_after_s)

@@ -26,6 +26,8 @@ verdict means for its figures and what to do, in plain words, with the evidence 
 from __future__ import annotations
 
 import asyncio
+import resource
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -145,14 +147,10 @@ def calm_probes(wall_s: float) -> int:
 
 
 def _peak_rss_mb() -> float:
-    import resource
-
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
 
 
 def _host() -> str:
-    import socket
-
     return socket.gethostname()
 
 

@@ -3,21 +3,27 @@ hold the worker's GIL while it timestamps tokens), and the figures read back fro
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+import sqlalchemy as sa
+
+from db.models import Sample
+from db.session import session_scope
 from services.bench.spec import BenchSpec, EngineTarget
 from services.core.config import PROJECT_ROOT, get_settings
+from services.engines import get_adapter
 
 
 def default_metrics_url(engine: EngineTarget) -> str | None:
     """The engine's metrics URL: the one given, else its kind's path on the server root."""
     if engine.metrics_url:
         return engine.metrics_url
-    from services.engines import get_adapter
 
     path = get_adapter(engine.kind).metrics_path
     if not path:
@@ -44,8 +50,6 @@ def start_engine_metrics(run_id: int, spec: BenchSpec, wait_ready_s: float = 0.0
     first samples are being taken, so the run's first second has engine metrics too."""
     if not spec.record_engine_metrics:
         return None
-    import json
-    import select
 
     targets = [
         {
@@ -80,14 +84,9 @@ def start_engine_metrics(run_id: int, spec: BenchSpec, wait_ready_s: float = 0.0
 def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: float) -> dict[str, Any]:
     """Prefix-cache hit rate (weighted by prompt tokens) and KV-cache usage of one engine
     over [wall_start, wall_end], from the samples recorded with the run."""
-    from sqlalchemy import select
-
-    from db.models import Sample
-    from db.session import session_scope
-
     with session_scope() as session:
         rows = session.execute(
-            select(Sample.ts, Sample.values).where(
+            sa.select(Sample.ts, Sample.values).where(
                 Sample.run_id == run_id,
                 Sample.source == f"engine:{engine}",
                 Sample.ts >= wall_start,

@@ -7,6 +7,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import select
+
+from db.models import Run
+from db.session import session_scope
 from services.bench.jobs.engine_metrics import start_engine_metrics
 from services.bench.jobs.reading import stored_records
 from services.bench.jobs.starting import KIND, store_reported_settings
@@ -15,6 +19,7 @@ from services.bench.jobs.writer import DatabaseSink
 from services.bench.runner import Benchmark, BenchOutcome
 from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
+from services.client import run_blocking
 from services.core import lifecycle
 from services.core.errors import NotFoundError
 from services.core.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
@@ -28,9 +33,6 @@ def _now() -> datetime:
 
 
 def load_spec(run_id: int) -> BenchSpec:
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -48,8 +50,6 @@ def execute_run(
     """Run a stored benchmark in this process (the worker's and the CLI's path); returns
     the summary it stored. Never raises for failing requests; a run that cannot go on at
     all ends "failed" with its reason in Run.error and the ShootoutError re-raised."""
-    from services.client import run_blocking
-
     spec = load_spec(run_id).validate()
     if not lifecycle.claim(run_id, clear_error=True):
         # Cancelled before its worker got going (or started twice): nothing to run.
@@ -123,11 +123,6 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     """Mark benchmark runs whose worker is gone as "interrupted", with the summary of the
     rows they had stored; also finish the summary of cancelled runs whose worker died
     before writing it. Returns the ids changed. Safe to call at every app start."""
-    from sqlalchemy import select
-
-    from db.models import Run
-    from db.session import session_scope
-
     now = _now()
     with session_scope() as session:
         candidates = session.execute(

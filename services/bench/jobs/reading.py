@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
+
+from db.models import RequestResult, Run
+from db.session import session_scope
 from services.bench.jobs.starting import KIND
 from services.bench.jobs.writer import record_from_row
 from services.bench.spec import BenchSpec
@@ -44,9 +48,6 @@ class BenchRunView:
 
 
 def get_run(run_id: int) -> BenchRunView:
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -79,11 +80,6 @@ class BenchRunItem:
 
 
 def list_runs(limit: int = 50, *, active_only: bool = False) -> list[BenchRunItem]:
-    from sqlalchemy import select
-
-    from db.models import Run
-    from db.session import session_scope
-
     query = select(Run.id, Run.name, Run.status, Run.progress, Run.engine_names, Run.created_at).where(
         Run.kind == KIND
     )
@@ -101,10 +97,6 @@ def load_records(run_id: int, *, with_itl: bool = True) -> list[RequestRecord]:
     """The run's request records (all engines and steps), in the order they finished."""
     if with_itl:
         return stored_records(run_id)
-    from sqlalchemy import select
-
-    from db.models import RequestResult
-    from db.session import session_scope
 
     columns = [
         RequestResult.engine_name,
@@ -130,11 +122,6 @@ def load_records(run_id: int, *, with_itl: bool = True) -> list[RequestRecord]:
 
 def stored_records(run_id: int) -> list[RequestRecord]:
     """Every stored request of the run, inter-token gaps included, in the order of its row id."""
-    from sqlalchemy import select
-
-    from db.models import RequestResult
-    from db.session import session_scope
-
     with session_scope() as session:
         rows = session.scalars(
             select(RequestResult).where(RequestResult.run_id == run_id).order_by(RequestResult.id)

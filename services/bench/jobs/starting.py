@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import update
+
+from db.models import Run
+from db.session import session_scope
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import workload_label
 from services.core.lifecycle import RunKind, request_cancel
 from services.core.processes import launch_run_worker
+from services.engines.endpoints import get_engine
+from services.engines.reported import reported_settings
+from services.team import limits
 
 if TYPE_CHECKING:
     from services.team.access import Viewer
@@ -17,16 +24,11 @@ KIND = RunKind.BENCHMARK
 
 def engine_target(name: str) -> EngineTarget:
     """A registered engine as a benchmark target (NotFoundError when unknown)."""
-    from services.engines.endpoints import get_engine
-
     return EngineTarget.from_record(get_engine(name))
 
 
 def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
     """Validate `spec` and store it as a pending benchmark run; returns the run id."""
-    from db.models import Run
-    from db.session import session_scope
-
     spec = spec.validate()
     engines = [
         {
@@ -63,8 +65,6 @@ def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
 def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     """Store the run and start its worker process; returns the run id at once. Refused while
     the server's or this viewer's limit of benchmarks runs (services/team/limits.py)."""
-    from services.team import limits
-
     if viewer is not None:  # from the page; the CLI on the server is the operator's own
         limits.check_benchmark(spec.validate(), viewer)
     with limits.admitted("benchmark", viewer) as requested_by:
@@ -87,21 +87,12 @@ def cancel_run(run_id: int) -> bool:
 
 def update_run(run_id: int, **values: Any) -> None:
     """Set these columns of one stored run, in one session."""
-    from sqlalchemy import update
-
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         session.execute(update(Run).where(Run.id == run_id).values(**values))
 
 
 def store_reported_settings(run_id: int, spec: BenchSpec) -> None:
     """Each engine's own account of its settings, kept in Run.engines for Compare."""
-    from db.models import Run
-    from db.session import session_scope
-    from services.engines.reported import reported_settings
-
     reported = {
         e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env) for e in spec.engines
     }

@@ -9,6 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from sqlalchemy import insert
+
+from db.models import RequestResult
+from db.session import session_scope
 from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
 from services.bench.summary import BenchSummary
 from services.core import lifecycle, stored_json
@@ -136,11 +140,6 @@ class DatabaseSink:
         self.flush()
 
     def flush(self) -> None:
-        from sqlalchemy import insert
-
-        from db.models import RequestResult
-        from db.session import session_scope
-
         records: list[RequestRecord] = []
         while True:
             try:

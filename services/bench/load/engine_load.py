@@ -42,6 +42,7 @@ class _SchemaChecker:
         key = json.dumps(schema, sort_keys=True)
         validator = self._validators.get(key)
         if validator is None:
+            # jsonschema costs 0.05-0.1 s: only a worker that checks structured output loads it.
             import jsonschema
 
             validator = jsonschema.validators.validator_for(schema)(schema)

@@ -15,6 +15,7 @@ class LoadWorker:
     """One load-generator worker on some node: services/bench/pool's worker body over the hub."""
 
     def clock(self) -> tuple[float, str, str]:
+        # Ray is optional (requirements-ray.txt): loaded where a Ray pool runs, never on import.
         import ray
 
         return time.perf_counter(), socket.gethostname(), ray.get_runtime_context().get_node_id()

@@ -36,6 +36,7 @@ class WorkerChannels:
     take_most = RAY_TAKE_MOST
 
     def __init__(self, hub: Any, worker: int, offset_s: float, *, limited: bool) -> None:
+        # Ray is optional (requirements-ray.txt): loaded where a Ray pool runs, never on import.
         import ray
 
         self.ray, self.hub, self.worker, self.offset_s = ray, hub, worker, offset_s

@@ -20,6 +20,7 @@ class RayUnavailable(ShootoutError):
 
 def _ray() -> Any:
     try:
+        # Ray is optional (requirements-ray.txt): its absence is a RayUnavailable, not an ImportError.
         import ray
     except ImportError:
         raise RayUnavailable("Ray is not installed: pip install -r requirements-ray.txt") from None

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx2
+
 from services.bench.spec import EngineTarget
 from services.bench.workloads import VOCABULARY, Calibration, PromptText, calibrate_vocabulary
-from services.client import ChatRequest
+from services.client import ChatRequest, build_headers
 from services.core import http
 from services.engines import get_adapter
 
 
 async def discover_model(engine: EngineTarget, timeout_s: float = 10.0) -> str | None:
     """The first model the engine lists in /v1/models (for engines given without one)."""
-    from services.client import build_headers
-
     headers = build_headers(
         ChatRequest(base_url=engine.base_url, model="", messages=[], api_key_env=engine.api_key_env)
     )
@@ -52,8 +52,6 @@ async def calibrate_prompt_text(
 async def _calibrate_on(engine: EngineTarget, timeout_s: float) -> tuple[PromptText, Calibration] | None:
     """One engine's tokenizer asked about the vocabulary; None where it cannot tell (no
     tokenize endpoint, an error: calibration is an improvement, never a blocker)."""
-    import httpx2
-
     adapter = get_adapter(engine.kind)
     if adapter.tokenize_path is None:
         return None

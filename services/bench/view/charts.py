@@ -9,9 +9,10 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from services.bench.stats import RequestRecord, cdf_points, throughput_series
+from services.bench.stats import RequestRecord, cdf_points, concurrency_timeline, throughput_series
 from services.bench.summary import BenchSummary
 from services.bench.view.split import request_words
+from services.telemetry.query import load_window
 
 LIVE_POINTS = 2000
 
@@ -151,8 +152,6 @@ def concurrency_figure(
     offsets: dict[tuple[str, int | None], float] | None = None,
 ) -> go.Figure:
     """Requests in flight over time, per engine (and sweep step), on the run's wall clock."""
-    from services.bench.stats import concurrency_timeline
-
     figure = go.Figure()
     groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
     for record in records:
@@ -296,8 +295,6 @@ def engine_metrics_figure(
     run_id: int, summary: BenchSummary | dict[str, Any], records: list[RequestRecord]
 ) -> go.Figure | None:
     """Engine KV-cache usage and running requests on the same clock as client TTFT and E2E."""
-    from services.telemetry.query import load_window
-
     window = load_window(run_id=run_id)
     frame = window.frame
     if not len(frame):

@@ -3,6 +3,7 @@ an uploaded prompt file kept with the app's data, and starting the run."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,10 @@ from services.bench.arrivals import ARRIVAL_PROCESSES
 from services.bench.load import Placement
 from services.bench.runner.transports import transport_for
 from services.bench.spec import BenchSpec
-from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES, load_prompt_file
+from services.core.config import get_settings
+from services.engines.endpoints import list_engines
+from services.team import access
 
 if TYPE_CHECKING:
     from services.team.access import Viewer
@@ -64,8 +68,6 @@ class FormOptions:
 
 
 def form_options() -> FormOptions:
-    from services.engines.endpoints import list_engines
-
     return FormOptions(engines=[engine.name for engine in list_engines()])
 
 
@@ -77,11 +79,6 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
 def save_prompt_file(name: str, content: bytes) -> str:
     """Keep an uploaded JSONL prompt file with the app's data (named by its content, so a
     rerun of the same run finds the same file); returns its path. Validated right away."""
-    import hashlib
-
-    from services.bench.workloads import load_prompt_file
-    from services.core.config import get_settings
-
     folder = get_settings().data_dir / "workloads"
     folder.mkdir(parents=True, exist_ok=True)
     stem = (
@@ -96,9 +93,6 @@ def save_prompt_file(name: str, content: bytes) -> str:
 def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
     """Validate a filled form and start its run in a worker; returns the run id. A viewer's
     prompt file must be one they uploaded: a path on the server is an operator's to name."""
-    from services.core.config import get_settings
-    from services.team import access
-
     prompts_file = str(values.get("prompts_file") or "").strip()
     if viewer is not None and prompts_file and values.get("workload") == "file":
         uploads = (get_settings().data_dir / "workloads").resolve()

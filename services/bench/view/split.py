@@ -16,6 +16,7 @@ from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES, not_reported
 from services.core.measure import TimeSplit
+from services.engines import get_adapter
 
 #: Each part of a split: its key in the summary's block, its name, its colour.
 PARTS = (
@@ -166,8 +167,6 @@ def split_view(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) -
 
 def kind_labels(config: dict[str, Any] | None) -> dict[str, str]:
     """Each engine's kind as words ("vLLM"), by engine name, from a run's stored spec."""
-    from services.engines import get_adapter
-
     engines = (config or {}).get("engines") or []
     return {str(e.get("name")): get_adapter(e.get("kind")).label for e in engines if isinstance(e, dict)}
 
