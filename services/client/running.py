@@ -15,6 +15,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop's event loop (its per-read cost is a fraction of asyncio's, see
     benchmarks/client_cpu_per_token.py --loop), else the standard one."""
     try:
+        # Optional (the standard loop stands in), and only a process that sends requests pays for it.
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is in requirements.txt
         return asyncio.new_event_loop()

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from services.core.errors import NotFoundError
 from services.demos.base import Scenario
+from services.demos.batching import ContinuousBatching
+from services.demos.decode_bound import DecodeBound
+from services.demos.kv_pressure import KvCachePressure
+from services.demos.parallel_sampling import ParallelSampling
+from services.demos.prefix_cache import PrefixCaching
+from services.demos.same_model import SameModel
+from services.demos.slots import HowManySlots
+from services.demos.structured_output import StructuredOutput
 
 
 def _all() -> list[Scenario]:
-    from services.demos.batching import ContinuousBatching
-    from services.demos.decode_bound import DecodeBound
-    from services.demos.kv_pressure import KvCachePressure
-    from services.demos.parallel_sampling import ParallelSampling
-    from services.demos.prefix_cache import PrefixCaching
-    from services.demos.same_model import SameModel
-    from services.demos.slots import HowManySlots
-    from services.demos.structured_output import StructuredOutput
-
     return [
         PrefixCaching(),
         ContinuousBatching(),

@@ -16,13 +16,15 @@ INTERRUPTED = (
 
 
 def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:
-    # The demo polls its run's status itself; `_stop` tells it a signal came.
+    # The demo polls its run's status itself; `_stop` tells it a signal came. Its runner is
+    # imported by the worker, not by the registry (which every page loads).
     from services.demos.runner import run_demo
 
     run_demo(run_id)
 
 
 def _stop(run_id: int) -> None:
+    # As above: the worker's code, not the registry's.
     from services.demos.runner import stop_demo
 
     stop_demo(run_id)

@@ -46,6 +46,7 @@ from services.demos.registry import get_scenario
 from services.demos.summary import DemoSummary, StepBlock
 from services.engines import endpoints
 from services.engines.endpoints import EngineRecord
+from services.engines.probe import probe
 from services.team import limits
 
 if TYPE_CHECKING:
@@ -213,8 +214,6 @@ class _Writer:
 
 def _reachable(engines: list[EngineRecord]) -> tuple[list[EngineRecord], dict[str, str], dict[str, str]]:
     """Engines that answer, the ones that do not (with why) and the versions seen."""
-    from services.engines.probe import probe
-
     answering: list[EngineRecord] = []
     skipped: dict[str, str] = {}
     versions: dict[str, str] = {}

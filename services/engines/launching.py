@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.core.errors import ValidationError
+from services.engines.registry import kind_parts
 
 #: Where a server listens inside its container; docker publishes the port on the bind host.
 CONTAINER_HOST = "0.0.0.0"
@@ -141,8 +142,6 @@ def is_hf_repo(model: str) -> bool:
 
 def launches() -> dict[str, KindLaunch]:
     """Every kind whose package has a `launch.py`, in the Planner's order."""
-    from services.engines.registry import kind_parts
-
     found: list[KindLaunch] = []
     for kind, module in kind_parts("launch"):
         launch = module.LAUNCH

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from services.engines.registry import kind_parts
+
 #: A constraint and one of its values ("traffic", "single-user"); ("gpus", "several") applies
 #: with more than one GPU and ("maintenance", True) always.
 RuleKey = tuple[str, object]
@@ -35,8 +37,6 @@ class KindReference:
 
 def references() -> dict[str, KindReference]:
     """Every kind whose package has a `reference.py`, by kind name."""
-    from services.engines.registry import kind_parts
-
     found: dict[str, KindReference] = {}
     for kind, module in kind_parts("reference"):
         reference = module.REFERENCE

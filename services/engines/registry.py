@@ -26,6 +26,7 @@ def register(cls: A) -> A:
 def _load() -> None:
     """Import every kind package (each `services/engines/<kind>/` is one kind), which runs its
     adapter's @register: a new kind is a new package, and no list here names it."""
+    # Its own package: services/engines/__init__.py imports this module.
     import services.engines as package
 
     for info in pkgutil.iter_modules(package.__path__):
@@ -37,6 +38,7 @@ def _load() -> None:
 def kind_parts(part: str) -> tuple[tuple[str, ModuleType], ...]:
     """(kind, module) for every kind package with a `part` module (`launch`, `tuning`), found
     on disk: a kind's package is its one home, and no list elsewhere has to name it."""
+    # Its own package: services/engines/__init__.py imports this module.
     import services.engines as package
 
     found = []

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from db.models import REQUEST_RESULT_FIELDS
+from services.bench.jobs.writer import record_from_row
+from services.bench.stats import reasoning_block, reasoning_keys
 from services.core.errors import ValidationError
-from services.core.measure import describe
+from services.core.measure import describe, thinking_reported
 from services.importers import reading
 
 #: Per-request row fields, as RequestResult columns.
@@ -207,9 +209,6 @@ def reasoning_extra(
     """A request row's `extra` keys for what a peer's file says of its thinking: its time to
     first output token and reasoning tokens (`source`: who counted them), as our own rows
     keep them, so imported and measured runs read the same."""
-    from services.bench.stats import reasoning_keys
-    from services.core.measure import thinking_reported
-
     includes = thinking_reported(ttft_s, ttfat_s, reasoning_tokens)
     return reasoning_keys(ttfat_s, reasoning_tokens, source, includes)
 
@@ -220,8 +219,6 @@ def reasoning_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     extras = [row.get("extra") or {} for row in rows]
     if not any("ttfat_s" in extra or "reasoning_tokens" in extra for extra in extras):
         return {}
-    from services.bench.jobs.writer import record_from_row
-    from services.bench.stats import reasoning_block
 
     return reasoning_block([record_from_row(row) for row in rows])
 

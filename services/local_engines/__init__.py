@@ -25,6 +25,8 @@ from this package.
 """
 
 # Callers (and tests) read a PID's liveness here, as before the split.
+from importlib import import_module
+
 from services.core.processes import pid_alive
 from services.local_engines.backend import LocalBackend, backend_names, backends, get_backend
 from services.local_engines.catalog import (
@@ -76,7 +78,6 @@ def __getattr__(name: str) -> object:
     module = _KIND_NAMES.get(name)
     if module is None:
         raise AttributeError(name)
-    from importlib import import_module
 
     return getattr(import_module(module), name)
 

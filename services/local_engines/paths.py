@@ -11,6 +11,7 @@ from pathlib import Path
 from services.core.config import get_settings
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines.backend import get_backend
 
 
 def engines_dir() -> Path:
@@ -65,8 +66,6 @@ def hf_model_dir() -> Path:
 
 def is_installed(backend: str) -> bool:
     """Installed and, where the backend proves itself by running, proven on this CPU."""
-    from services.local_engines.backend import get_backend
-
     return get_backend(backend).installed()
 
 

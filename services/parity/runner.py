@@ -42,6 +42,7 @@ from services.core.measure import token_count
 from services.core.processes import launch_run_worker
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.parity.metrics import parse_answer
+from services.parity.results import build_summary
 from services.parity.tasks import DEFAULT_SEED, TASK_SET_SIZE, TASK_SET_VERSION, Task, score, task_set
 from services.team import limits
 
@@ -321,8 +322,6 @@ def execute_parity(
     on_progress: Callable[[float, str], None] | None = None,
 ) -> None:
     """Send every prompt to every engine, store each answer as it arrives, write the summary."""
-    from services.parity.results import build_summary
-
     if not lifecycle.claim(run_id, clear_error=True):
         return
     with session_scope() as session:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from services.engines.reference import Cell, RuleKey
+from services.engines.launching import launches
+from services.engines.reference import Cell, RuleKey, references
 
 __all__ = [
     "Cell",
@@ -130,9 +131,6 @@ class Tables:
 
 
 def tables() -> Tables:
-    from services.engines.launching import launches
-    from services.engines.reference import references
-
     found = references()
     labels = {kind: launch.label for kind, launch in launches().items() if kind in found}
     if set(found) - set(labels):

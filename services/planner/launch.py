@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from services.core.errors import ValidationError
+from services.engines import endpoints
 from services.engines.launching import LaunchCommand, LaunchOptions, launches
 from services.planner.catalog import get_model, get_weight_format
 
@@ -90,8 +91,6 @@ def register_launched_engine(
     command: LaunchCommand, name: str, base_url: str | None = None
 ) -> EngineRecord:
     """Add the endpoint the command will serve to the engine registry (same kind and model)."""
-    from services.engines import endpoints
-
     return endpoints.add_engine(
         name, base_url or command.base_url, kind=command.kind, model=command.model_name
     )

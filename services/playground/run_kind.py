@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from services.core.lifecycle import RunKind
+from sqlalchemy import update
+from sqlalchemy.orm import object_session
+
+from db.models import Exchange
+from services.core import lifecycle
+from services.core.errors import ShootoutError
+from services.core.lifecycle import RunKind, RunStatus
 from services.core.run_kinds import RunKindSpec, register
 
 if TYPE_CHECKING:
@@ -20,9 +26,6 @@ INTERRUPTED = "The app stopped while this exchange was streaming; the partial an
 
 def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:
     # The streaming code is imported by the worker, not by the registry.
-    from services.core import lifecycle
-    from services.core.errors import ShootoutError
-    from services.core.lifecycle import RunStatus
     from services.playground import sending, worker
 
     try:
@@ -34,6 +37,7 @@ def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:
 
 
 def _stop(run_id: int) -> None:
+    # The streaming code is imported by the worker, not by the registry.
     from services.playground import worker
 
     worker.stop(run_id)
@@ -41,11 +45,6 @@ def _stop(run_id: int) -> None:
 
 def mark_streams_interrupted(run: Run) -> None:
     """The exchange's answers still "streaming" when its worker went are interrupted too."""
-    from sqlalchemy import update
-    from sqlalchemy.orm import object_session
-
-    from db.models import Exchange
-
     session = object_session(run)
     if session is not None:
         session.execute(

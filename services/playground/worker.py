@@ -16,12 +16,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from db.models import Exchange
+from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
 from services.core import lifecycle
+from services.core.errors import NotFoundError
 from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
 from services.core.measure import RequestMetrics
+from services.core.processes import pid_alive
 
 PERSIST_INTERVAL_S = 0.25
 
@@ -255,7 +257,6 @@ def stop(run_id: int) -> None:
     if worker is not None:
         worker.stop()
         return
-    from services.core.errors import NotFoundError
 
     try:  # its worker is another process: it sees the cancel within PERSIST_INTERVAL_S
         lifecycle.request_cancel(run_id, "playground", "playground exchange")
@@ -273,8 +274,6 @@ def streaming(run_id: int, status: str, worker_pid: int | None) -> bool:
     """Whether an exchange with this stored status and worker still streams: in this process,
     or in a worker process (which may still be writing its final rows after a stop has already
     marked the run cancelled)."""
-    from services.core.processes import pid_alive
-
     return (
         running_here(run_id)
         or status in lifecycle.ACTIVE_STATUSES
@@ -286,7 +285,6 @@ def is_active(run_id: int) -> bool:
     """Whether the exchange still streams, in this process or in a worker process."""
     if running_here(run_id):
         return True
-    from db.models import Run
 
     with session_scope() as session:
         run = session.get(Run, run_id)

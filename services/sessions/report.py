@@ -12,6 +12,7 @@ from services.playground import view as exchange_view
 from services.reports import run_view
 from services.reports.html_report import HTML_MIME, report_html, table_html
 from services.reports.registry import ExportFile
+from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry
 from services.sessions.store import get
 from services.sessions.timeline import timeline
@@ -93,8 +94,6 @@ def _shown_sections(entries: list[TimelineEntry]) -> list[str]:
 
 
 def session_report(session_id: int) -> ExportFile:
-    from services.sessions.live import presence
-
     info = get(session_id)
     entries = timeline(session_id)
     title = f"Shootout session {info.join_code}" + (f": {info.title}" if info.title else "")

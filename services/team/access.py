@@ -30,7 +30,10 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlalchemy import delete, select, update
 
+from db.models import LoginSession
+from db.session import session_scope
 from services.core.config import get_settings
 from services.core.errors import ValidationError
 
@@ -196,11 +199,6 @@ def _id_hash(session_id: str) -> str:
 
 def issue_session(role: Role, identity: str) -> str:
     """A new login session: stored (its id's hash only) and returned as the signed cookie value."""
-    from sqlalchemy import delete
-
-    from db.models import LoginSession
-    from db.session import session_scope
-
     session_id = secrets.token_urlsafe(32)
     now = datetime.now(UTC)
     with session_scope() as db:
@@ -267,11 +265,6 @@ def _forget_checked() -> None:
 def read_session(token: str | None) -> Viewer | None:
     """The viewer a session cookie names, or None when it is missing, forged, expired, logged
     out, or opened with a password that has changed since."""
-    from sqlalchemy import select
-
-    from db.models import LoginSession
-    from db.session import session_scope
-
     sid = session_id(token)
     if sid is None:
         return None
@@ -306,11 +299,6 @@ def read_session(token: str | None) -> Viewer | None:
 
 def end_session(token: str | None) -> bool:
     """Log this session out (True when there was one to end)."""
-    from sqlalchemy import update
-
-    from db.models import LoginSession
-    from db.session import session_scope
-
     sid = session_id(token)
     if sid is None:
         return False
@@ -328,11 +316,6 @@ def end_session(token: str | None) -> bool:
 def end_all_sessions(by: Viewer) -> int:
     """Log out everywhere: ends every password login on this server, the caller's too (a
     leaked cookie of either role stops working at once). Operators only."""
-    from sqlalchemy import update
-
-    from db.models import LoginSession
-    from db.session import session_scope
-
     if not by.is_operator:
         raise PermissionDenied("Only an operator may log out every session on this server.")
     _forget_checked()

@@ -156,6 +156,8 @@ def benchmark_size(spec: BenchSpec) -> BenchmarkSize:
 
 
 def server_cores() -> int:
+    # CLI start: services.bench.pool loads the worker machinery (0.1 s). Tests patch plan.usable_cores,
+    # read here when called.
     from services.bench.pool.plan import usable_cores
 
     return usable_cores()

@@ -13,11 +13,15 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from services.core import http
-from services.engines import get_adapter
+from services.core.errors import EngineError, ValidationError
+from services.engines import adapters, get_adapter, kinds
 from services.engines.base import EngineAdapter
-from services.engines.probe import auth_headers
+from services.engines.endpoints import get_engine, normalise_base_url
+from services.engines.probe import auth_headers, probe
+from services.telemetry.gpu import DcgmSampler
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from services.telemetry.prometheus import Families, SeriesParser
 from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
@@ -67,8 +71,6 @@ class ScrapeTarget:
 
 def scrape_targets_for(engine_names: list[str] | tuple[str, ...]) -> list[ScrapeTarget]:
     """The registered engines of these names, as scrape targets (NotFoundError if unknown)."""
-    from services.engines.endpoints import get_engine
-
     return [ScrapeTarget.from_record(get_engine(name)) for name in engine_names]
 
 
@@ -228,8 +230,6 @@ DCGM_MARKER = "DCGM_FI_"
 def kind_from_metrics(text: str) -> str | None:
     """The engine kind (or "dcgm") whose metric names dominate a scrape; None if unknown.
     A JSON list is trtllm-serve's iteration stats."""
-    from services.engines import adapters
-
     stripped = text.lstrip()
     if stripped.startswith("["):
         return "trtllm"
@@ -278,13 +278,6 @@ def scrape_once(
 ) -> ScrapeResult:
     """Detect what `url` is (an engine base URL or a metrics URL, or a dcgm-exporter) and
     read it twice, `interval_s` apart, so windowed signals have a window."""
-    from urllib.parse import urlsplit
-
-    from services.core.errors import EngineError, ValidationError
-    from services.engines import kinds
-    from services.engines.endpoints import normalise_base_url
-    from services.telemetry.gpu import DcgmSampler
-
     if interval_s < 0:
         raise ValidationError("The interval must not be negative.")
     url = url.strip()
@@ -295,8 +288,6 @@ def scrape_once(
     if kind is not None and kind != "dcgm" and kind not in kinds():
         raise ValidationError(f"Unknown kind {kind!r}; known: dcgm, {', '.join(kinds())}.")
     if kind is None and not has_path:
-        from services.engines.probe import probe
-
         result = probe(normalise_base_url(url), timeout_s=timeout_s)
         if result.ok or result.state == "unhealthy":
             kind, detected_by = result.kind, "probe"

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.telemetry.signals import SourceGroup, not_reported, signal_names
+from services.telemetry.signals import SIGNALS, SourceGroup, not_reported, signal_names
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,6 @@ class Snapshot:
     def to_json(self) -> dict[str, Any]:
         """The `scrape --json` / API form: every signal of the source's group with its
         value, unit and, when there is no value, the reason."""
-        from services.telemetry.signals import SIGNALS
-
         signals: dict[str, Any] = {}
         group_names = signal_names(self.group)
         # Then what only this source reports (a router's worker health), known by name or not.

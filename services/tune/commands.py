@@ -6,7 +6,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
+from services import local_engines
 from services.engines.launching import KindLaunch, get_launch
+from services.tune.launch import render_template
 from services.tune.settings import KindTuning
 from services.tune.spec import TuneSpec, setting_args, tunings
 
@@ -25,8 +27,6 @@ def kind_launch(kind: str) -> KindLaunch:
 
 def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> dict[str, str]:
     """{"plain": ..., "docker": ...} for these full settings, quoted for a POSIX shell."""
-    from services import local_engines
-
     tuning = tunings()[spec.kind]
     launch = kind_launch(spec.kind)
     args, env = setting_args(spec.kind, settings)
@@ -40,8 +40,6 @@ def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> dict[str, st
     gpus = "" if on_cpu else "--gpus all "
     docker_env = "".join(f"-e {key}={shlex.quote(value)} " for key, value in env.items())
     if spec.launcher == "command":
-        from services.tune.launch import render_template
-
         plain = shlex.join(
             render_template(spec.start_command, port=port, name="shootout-tuned", args=args)
         )
@@ -58,8 +56,6 @@ def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> dict[str, st
 
 
 def _local_plain(tuning: KindTuning, port: int, args: list[str], env: Mapping[str, str]) -> str:
-    from services import local_engines
-
     try:
         argv, base_env = local_engines.server_command(tuning.kind, port, args)
     except Exception:  # noqa: BLE001 - not installed here: show the portable form

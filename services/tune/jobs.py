@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,10 +31,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import insert, select, update
+
+from db.models import RequestResult, Run
+from db.session import session_scope
+from services.bench.jobs import build_summary, request_row
+from services.bench.jobs.executing import energy_meter
+from services.bench.runner import Benchmark
+from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.stats import summarize_engine
+from services.bench.summary import BenchSummary
+from services.bench.workloads import workload_label
+from services.client import run_blocking
 from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
+from services.core.processes import launch_run_worker, pid_alive
+from services.engines.reported import reported_settings
+from services.local_engines import state_dir
+from services.team import access, limits
 from services.tune import launch, pareto
+from services.tune.commands import launch_commands
 from services.tune.spec import TuneSpec, config_label
 from services.tune.summary import TuneSummary
 
@@ -54,9 +72,6 @@ def _now() -> datetime:
 
 
 def create_run(spec: TuneSpec, *, trusted: bool, requested_by: str | None = None) -> int:
-    from db.models import Run
-    from db.session import session_scope
-
     spec = spec.validate(trusted=trusted)
     configs = [_initial(i, spec, own) for i, own in enumerate(spec.expanded())]
     summary = analyse(spec, configs)
@@ -85,9 +100,6 @@ def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
     """Store the run and start its worker; returns the run id at once. Tuning starts engines on
     the server: an operator's action; command templates also need SHOOTOUT_ALLOW_COMMANDS=1
     (`viewer` None: the CLI, always allowed)."""
-    from services.core.processes import launch_run_worker
-    from services.team import access, limits
-
     trusted = viewer is None
     if viewer is not None:
         access.require(viewer, "manage_engines")
@@ -105,19 +117,11 @@ def cancel_run(run_id: int) -> bool:
 
 
 def _update(run_id: int, **values: Any) -> None:
-    from sqlalchemy import update
-
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         session.execute(update(Run).where(Run.id == run_id).values(**values))
 
 
 def load_spec(run_id: int) -> TuneSpec:
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -148,10 +152,6 @@ def _initial(index: int, spec: TuneSpec, own: dict[str, str]) -> dict[str, Any]:
 
 def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's summary from its configurations' entries (live and final alike)."""
-    from services.bench.stats import summarize_engine
-    from services.bench.workloads import workload_label
-    from services.tune.commands import launch_commands
-
     engines: dict[str, Any] = {}
     for config in configs:
         if config.get("metrics"):
@@ -222,12 +222,6 @@ class _Beat:
             self.flush()
 
     def flush(self, final_status: RunStatus | None = None) -> None:
-        from sqlalchemy import insert
-
-        from db.models import RequestResult
-        from db.session import session_scope
-        from services.bench.jobs import request_row
-
         with self._lock:
             batch: list[RequestRecord] = []
             while True:
@@ -274,8 +268,6 @@ class _Beat:
 
 
 def log_dir() -> Path:
-    from services.local_engines import state_dir
-
     return state_dir() / "tune"
 
 
@@ -287,9 +279,6 @@ def execute_run(
 ) -> dict[str, Any]:
     """Run a stored tuning run in this process (the worker's and the CLI's path); returns the
     summary it stored. Never raises for a configuration that fails: it is recorded."""
-    from db.models import Run
-    from db.session import session_scope
-
     spec = load_spec(run_id)
     with session_scope() as session:
         run = session.get(Run, run_id)
@@ -338,14 +327,6 @@ def _run_config(
     stop: Callable[[], bool],
     total: int,
 ) -> None:
-    from services.bench.jobs import build_summary
-    from services.bench.jobs.executing import energy_meter
-    from services.bench.runner import Benchmark
-    from services.bench.spec import BenchSpec, EngineTarget
-    from services.bench.summary import BenchSummary
-    from services.client import run_blocking
-    from services.engines.reported import reported_settings
-
     config["status"] = "starting"
     name = f"tune-{run_id}-{config['index']}"
     try:
@@ -435,9 +416,6 @@ def _run_config(
 
 def _snapshot(run_id: int, spec: TuneSpec, config: dict[str, Any], engine: launch.StartedEngine) -> None:
     """Run.engines: each configuration as an engine snapshot (Compare's settings table)."""
-    from db.models import Run
-    from db.session import session_scope
-
     reported = config.get("reported") or {}
     snapshot = {
         "name": config["label"],
@@ -486,9 +464,6 @@ class TuneRunView:
 
 
 def get_run(run_id: int) -> TuneRunView:
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -508,11 +483,6 @@ def get_run(run_id: int) -> TuneRunView:
 
 def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
     """(id, name, status) of the latest tuning runs, newest first."""
-    from sqlalchemy import select
-
-    from db.models import Run
-    from db.session import session_scope
-
     with session_scope() as session:
         rows = session.execute(
             select(Run.id, Run.name, Run.status)
@@ -527,10 +497,6 @@ def stop_leftover_engines(run_id: int) -> list[int]:
     """After a tuning worker died (killed, the machine restarted the app): stop the engine it was
     running, if that process still runs and is still the one started (its command line holds
     the configuration's port, so a reused PID is left alone); returns the PIDs stopped."""
-    import signal
-    from pathlib import Path as _Path
-
-    from services.core.processes import pid_alive
 
     stopped: list[int] = []
     for config in get_run(run_id).configs:
@@ -543,7 +509,7 @@ def stop_leftover_engines(run_id: int) -> list[int]:
         ):
             continue
         try:
-            command = _Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if str(port).encode() not in command:

@@ -25,6 +25,7 @@ from pathlib import Path
 from services import local_engines
 from services.core import http
 from services.core.errors import EngineError
+from services.engines.llamacpp import build as llamacpp_build
 from services.tune.spec import TuneSpec, setting_args
 
 LOG_TAIL_LINES = 12
@@ -179,8 +180,6 @@ def wait_healthy(
 
 
 def _describe_exit(code: int) -> tuple[str, str | None]:
-    from services.engines.llamacpp import build as llamacpp_build
-
     return llamacpp_build.describe_exit(code)
 
 

@@ -21,6 +21,7 @@ def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:
 
 
 def _stop_engines(run: Run) -> None:
+    # Recovery loads the tuning jobs only when a tuning worker died.
     from services.tune.jobs import stop_leftover_engines
 
     stop_leftover_engines(run.id)  # a dead tuning worker leaves no engine running

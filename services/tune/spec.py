@@ -20,11 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.bench.arrivals import LoadSpec
-from services.bench.spec import SweepSpec, _build
+from services.bench.spec import BenchSpec, EngineTarget, SweepSpec, _build
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.core import cost
 from services.core.errors import ValidationError
+from services.engines.registry import kind_parts
+from services.local_engines import backend_names
 from services.tune.settings import KindTuning, Setting
 
 __all__ = ["KindTuning", "Setting", "TuneSpec"]
@@ -36,8 +38,6 @@ LAUNCHERS = ("local", "command")
 def tunings() -> dict[str, KindTuning]:
     """Every kind whose package has a `tuning.py`: those the local launcher starts first, in
     the local engines' order (the page's default is the first), then the others by name."""
-    from services.engines.registry import kind_parts
-
     found: dict[str, KindTuning] = {}
     for kind, module in kind_parts("tuning"):
         tuning = module.TUNING
@@ -51,8 +51,6 @@ def tunings() -> dict[str, KindTuning]:
 
 
 def _local_kinds(tunable: Mapping[str, KindTuning]) -> tuple[str, ...]:
-    from services.local_engines import backend_names
-
     return tuple(name for name in backend_names() if name in tunable)
 
 
@@ -225,7 +223,6 @@ class TuneSpec:
             raise ValidationError("Two configurations are the same; list each once.")
         if not 5 <= self.start_timeout_s <= 3600:
             raise ValidationError("The start-up timeout is between 5 and 3,600 seconds.")
-        from services.bench.spec import BenchSpec, EngineTarget
 
         # The load, workload, sweep and SLOs are checked exactly as a benchmark's are.
         probe = BenchSpec(

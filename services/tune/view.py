@@ -10,12 +10,20 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from services.bench.arrivals import LoadSpec
+from services.bench.stats import SloSpec
+from services.bench.view.costs import cost_frontier_figure as figure_of
+from services.bench.view.costs import cost_point
+from services.bench.workloads import WorkloadSpec
 from services.core import cost, stored_json
 from services.core.errors import ValidationError
+from services.engines import endpoints
+from services.team import access
 from services.team.access import commands_allowed
 from services.tune import jobs
+from services.tune.commands import kind_launch
 from services.tune.jobs import TuneRunView, cancel_run, get_run, list_runs
-from services.tune.pareto import cost_figure, energy_figure
+from services.tune.pareto import cost_figure, energy_figure, pareto_front, points_of
 from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
 from services.tune.summary import TuneSummary
 
@@ -50,8 +58,6 @@ LATENCY_AXES = {"ttft_s": "p90 TTFT (ms)", "itl_s": "p90 ITL (ms)"}
 
 def kinds(viewer: Viewer) -> list[str]:
     """Kinds this viewer may tune: local ones, and the others where command templates may run."""
-    from services.team import access
-
     return list(catalogue()) if access.commands_allowed(viewer) else list(local_kinds())
 
 
@@ -61,10 +67,6 @@ def settings_help(kind: str) -> str:
 
 def spec_from_form(values: dict[str, Any]) -> TuneSpec:
     """The page's form as a TuneSpec (its grid: one `KEY=V1,V2` per line)."""
-    from services.bench.arrivals import LoadSpec
-    from services.bench.stats import SloSpec
-    from services.bench.workloads import WorkloadSpec
-
     grid: dict[str, tuple[str, ...]] = {}
     for line in str(values.get("grid") or "").splitlines():
         if line.strip():
@@ -172,9 +174,6 @@ def _round(value: Any, digits: int = 1) -> float | None:
 def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | None:
     """$ per 1M output tokens against tokens/s per user, every configuration (and sweep level)
     a point, the frontier across configurations drawn; None when the run was not priced."""
-    from services.bench.view.costs import cost_frontier_figure as figure_of
-    from services.bench.view.costs import cost_point
-
     points = []
     for config in TuneSummary.from_json(summary).configs:
         blocks = config.get("sweep") or ([config["metrics"]] if config.get("metrics") else [])
@@ -190,8 +189,6 @@ def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | N
 def pareto_figure(summary: TuneSummary | dict[str, Any], metric: str) -> go.Figure | None:
     """Output tokens/s against the p90 of `metric`, every configuration (and sweep level) a
     point, the Pareto front drawn as a line through its points."""
-    from services.tune.pareto import pareto_front, points_of
-
     points = points_of(TuneSummary.from_json(summary).configs, metric)
     if not points:
         return None
@@ -294,10 +291,6 @@ def winner(summary: TuneSummary | dict[str, Any]) -> Winner:
 def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
     """Register the winning configuration as an engine (URL: its launch command's port on this
     host), with its launch commands and settings in the engine's info; returns the name."""
-    from services.engines import endpoints
-    from services.team import access
-    from services.tune.commands import kind_launch
-
     if viewer is not None:
         access.require(viewer, "manage_engines")
     view = jobs.get_run(run_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services import local_engines
 from services.tune.settings import SWITCH, KindTuning, Setting, choice, integer
 
 _KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
@@ -9,8 +10,6 @@ _KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5
 
 def _docker_model() -> tuple[str | None, str]:
     """The GGUF this machine serves, its folder mounted at /models (placeholders without one)."""
-    from services import local_engines
-
     found = local_engines.gguf_path()
     if found is None:
         return "/path/to/models", "/models/model.gguf"

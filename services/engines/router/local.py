@@ -9,7 +9,7 @@ from pathlib import Path
 
 from services.core.errors import EngineError
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
-from services.local_engines.catalog import MODEL_NAME, local_port
+from services.local_engines.catalog import MODEL_NAME, local_port, specs
 from services.local_engines.installer import make_venv, pip_install
 from services.local_engines.paths import engines_dir
 
@@ -36,8 +36,6 @@ def metrics_port(port: int) -> int:
 
 def worker_urls() -> list[str]:
     """The base URLs of the chosen local servers the router fronts, in port order."""
-    from services.local_engines.catalog import specs
-
     return [f"http://127.0.0.1:{s.port}" for s in specs() if s.backend in ROUTED_BACKENDS]
 
 

@@ -20,6 +20,7 @@ from services.runs.comparability.fingerprint import (
     TokenCounter,
 )
 from services.runs.comparability.hardware import hardware_names
+from services.runs.comparability.imported import imported_fingerprint
 
 SUMMARY_KEY = "comparability"
 SHOOTOUT = "Shootout"
@@ -92,6 +93,7 @@ def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[
 
 def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
     """A Shootout benchmark's engine, from its stored spec and summary."""
+    # A cycle: services.runs.caveats imports this package at its top.
     from services.runs.caveats import requested_input_tokens
 
     block = summary.engine(engine) or {}
@@ -226,6 +228,4 @@ def run_fingerprint(
 def from_imported(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
     """An imported run's engine: what the other tool's file said (its setup keys, kept in the
     run's config), the served lengths from its numbers; the rest unknown."""
-    from services.runs.comparability.imported import imported_fingerprint
-
     return imported_fingerprint(config, summary, engine)

@@ -11,6 +11,8 @@ import numpy as np
 from services.telemetry.gpu import remote_gpu_settings
 from services.telemetry.monitor.charts import ChartDef, SourceSeries, build_chart, build_charts
 from services.telemetry.monitor.records import MonitorView, SourceStatus
+from services.telemetry.prom_api import PromServer, configured_server, step_for
+from services.telemetry.prom_history import history, registered_names, run_window
 
 #: The History view's windows ending now (label, seconds); "Custom" takes dates.
 HISTORY_WINDOWS: tuple[tuple[str, float], ...] = (
@@ -42,8 +44,6 @@ def configured_prometheus_url() -> str | None:
 def history_server(url: str, selector: str | None = None) -> Any:
     """The Prometheus to ask: the operator's (with its selector and token) when `url` is
     theirs or empty; another URL gets no token (a token is never sent where it was not meant)."""
-    from services.telemetry.prom_api import PromServer, configured_server
-
     configured = configured_server()
     text = (url or "").strip()
     if configured is not None and (not text or PromServer.from_input(text).url == configured.url):
@@ -70,8 +70,6 @@ def history_view(
 ) -> MonitorView:
     """Engine and GPU charts of a past window from a team's Prometheus (the engines' own
     series normalised like the live scraper's, dcgm-exporter GPUs), about 1000 points a series."""
-    from services.telemetry.prom_history import history
-
     result = history(server, start_ts, end_ts, step_s=step_s, engine_names=engine_names, job=job or None)
     series = [_history_source(item) for item in result.series]
     statuses = [
@@ -111,9 +109,6 @@ def history_view(
 def run_history_view(server: Any, run_id: int, engine_names: Sequence[str] | None = None) -> MonitorView:
     """A stored run's window (imported runs too) from Prometheus: its registered engines
     (or `engine_names`) and the GPUs."""
-    from services.telemetry.prom_api import step_for
-    from services.telemetry.prom_history import registered_names, run_window
-
     window = run_window(run_id)
     names, unknown = registered_names(window.engine_names if engine_names is None else engine_names)
     # A benchmark lasts minutes: a finer step than the Monitor's default (15 s at least).

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from services.core.config import get_settings
+from services.engines.endpoints import list_engines
 from services.telemetry.gpu import remote_gpu_settings
 from services.telemetry.hub import get_hub
 from services.telemetry.monitor.charts import (
@@ -31,8 +32,6 @@ STORED_GAP_S = 5.0
 
 def monitor_options() -> MonitorOptions:
     """What the Monitor page offers: registered engines and the GPUs this machine sees."""
-    from services.engines.endpoints import list_engines
-
     dcgm_urls, prometheus_url = remote_gpu_settings()
     engines = [(e.name, e.label) for e in list_engines()]
     selector = get_settings().prometheus_selector

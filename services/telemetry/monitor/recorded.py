@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+from sqlalchemy import exists, func, or_, select
 
+from db.models import Run, Sample
+from db.session import session_scope
 from services.telemetry.monitor.charts import build_charts, series_from_window
 from services.telemetry.monitor.records import MonitorView, RecordingRun, SourceStatus
 from services.telemetry.query import load_window, run_telemetry
@@ -16,11 +19,6 @@ RECORDED_WINDOW_S = 3600.0
 
 def recording_span(run_id: int) -> tuple[float, float] | None:
     """First and last sample time of a run (two index lookups, however long the run)."""
-    from sqlalchemy import func, select
-
-    from db.models import Sample
-    from db.session import session_scope
-
     with session_scope() as session:
         first = session.scalar(select(func.min(Sample.ts)).where(Sample.run_id == run_id))
         last = session.scalar(select(func.max(Sample.ts)).where(Sample.run_id == run_id))
@@ -153,11 +151,6 @@ def recording_runs(limit: int = 30) -> list[RecordingRun]:
     """The newest runs that recorded telemetry: the Monitor's recordings and every benchmark (or
     other run) with samples of its own. Only "recording" runs were listed, so a benchmark's
     recorded engine metrics were reachable from the Runs page alone (issue 36)."""
-    from sqlalchemy import exists, or_, select
-
-    from db.models import Run, Sample
-    from db.session import session_scope
-
     recorded = exists().where(Sample.run_id == Run.id)
     with session_scope() as session:
         rows = session.execute(
