@@ -19,6 +19,11 @@ import tempfile
 import httpx2
 from prometheus_client.parser import text_string_to_metric_families
 
+from services.bench import jobs
+from services.bench.arrivals import LoadSpec
+from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.workloads import WorkloadSpec
+
 ENGINES = {
     "vllm": (
         "http://127.0.0.1:8082",
@@ -50,10 +55,6 @@ def main() -> int:
     folder = tempfile.mkdtemp()
     os.environ["SHOOTOUT_DATA_DIR"] = folder
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder}/accounting.db"
-    from services.bench import jobs
-    from services.bench.arrivals import LoadSpec
-    from services.bench.spec import BenchSpec, EngineTarget
-    from services.bench.workloads import WorkloadSpec
 
     for name, (url, kind, generated, prompt) in ENGINES.items():
         before = counter(url, generated), counter(url, prompt)

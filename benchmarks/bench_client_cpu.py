@@ -24,8 +24,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
+import resource
 import time
 
+from services.bench.arrivals import LoadSpec
+from services.bench.runner import EngineTarget, execute_load
+from services.bench.workloads import WorkloadSpec
 from services.client import (
     ChatRequest,
     build_body,
@@ -53,8 +58,6 @@ def _request(base_url: str, tokens: int, itl: float) -> ChatRequest:
 async def _run_client(
     base_url: str, requests: int, concurrency: int, tokens: int, itl: float
 ) -> tuple[float, int, int]:
-    import json
-
     request = _request(base_url, tokens, itl)
     semaphore = asyncio.Semaphore(concurrency)
     counts = {"failures": 0, "tokens": 0}
@@ -104,8 +107,6 @@ class _Null:
 async def _run_bare(
     base_url: str, requests: int, concurrency: int, tokens: int, itl: float
 ) -> tuple[float, int, int]:
-    import json
-
     request = _request(base_url, tokens, itl)
     (_scheme, host, port), host_header, path = split_url(chat_url(base_url))
     payload = request_bytes(
@@ -141,10 +142,6 @@ async def _run_bare(
 def _run_runner(
     base_url: str, requests: int, concurrency: int, tokens: int, itl: float
 ) -> tuple[float, int, int]:
-    from services.bench.arrivals import LoadSpec
-    from services.bench.runner import EngineTarget, execute_load
-    from services.bench.workloads import WorkloadSpec
-
     engine = EngineTarget(
         name="scripted",
         base_url=base_url,
@@ -168,8 +165,6 @@ def measure(path: str, base_url: str, args: argparse.Namespace) -> dict[str, flo
         if path == "runner":
             return _run_runner(base_url, requests, args.concurrency, args.tokens, args.itl)
         return run_blocking(_run_client(base_url, requests, args.concurrency, args.tokens, args.itl))
-
-    import resource
 
     def timed(requests: int) -> tuple[float, int, int, float]:
         before = resource.getrusage(resource.RUSAGE_SELF)

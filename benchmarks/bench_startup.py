@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from db.session import dispose_all
+from services.bench.jobs import load_records
 from tests.support.scripted_server import ScriptedServer
 
 
@@ -58,10 +60,8 @@ def one(server: ScriptedServer, data_dir: Path, extra: list[str], entry: list[st
     subprocess.run(command, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     summary = json.loads(out.read_text())
     block = next(iter(summary["engines"].values()))
-    from services.bench.jobs import load_records
 
     os.environ.update({k: env[k] for k in ("SHOOTOUT_DATA_DIR", "SHOOTOUT_DATABASE_URL")})
-    from db.session import dispose_all
 
     dispose_all()
     records = [r for r in load_records(summary["run_id"]) if not r.warmup]

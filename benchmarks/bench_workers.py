@@ -48,7 +48,13 @@ ROOT = Path(__file__).resolve().parent.parent
 from benchmarks import peers
 from benchmarks.peers import parent_and_cpu_s, run_tree
 from services.bench import selfcheck
-from tests.support.scripted_server import ScriptedServer
+from services.bench.arrivals import LoadSpec
+from services.bench.runner import execute_load
+from services.bench.spec import EngineTarget
+from services.bench.stats import summarize_engine
+from services.bench.workloads import WorkloadSpec
+from tests.support.ray_cluster import ray_cluster
+from tests.support.scripted_server import ScriptedServer, log_id_header, timing_errors
 
 
 def _raise_file_limit() -> None:
@@ -201,8 +207,6 @@ def capacity(args: argparse.Namespace) -> None:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         address = ""
         if args.ray:
-            from tests.support.ray_cluster import ray_cluster
-
             address = stack.enter_context(ray_cluster(nodes=2)).address
         for number in range(1, args.rounds + 1):
             if args.rounds > 1:
@@ -230,13 +234,6 @@ def _ms_p50(values: list[float]) -> float:
 
 
 def accuracy(args: argparse.Namespace) -> None:
-    from services.bench.arrivals import LoadSpec
-    from services.bench.runner import execute_load
-    from services.bench.spec import EngineTarget
-    from services.bench.stats import summarize_engine
-    from services.bench.workloads import WorkloadSpec
-    from tests.support.scripted_server import log_id_header, timing_errors
-
     print(
         "2. accuracy (concurrency 32, server TTFT 50 ms, ITL 10 ms, 64 tokens): p50 as measured, and "
         "p50 of the error against the server's own record of each write (the truth; "
@@ -274,12 +271,6 @@ def accuracy(args: argparse.Namespace) -> None:
 
 # -- 3. many streams -------------------------------------------------------------------------
 def streams(args: argparse.Namespace) -> None:
-    from services.bench.arrivals import LoadSpec
-    from services.bench.runner import execute_load
-    from services.bench.spec import EngineTarget
-    from services.bench.stats import summarize_engine
-    from services.bench.workloads import WorkloadSpec
-
     count = args.streams
     print(
         f"3. {count} concurrent streams over 2 workers (server ITL 100 ms, 40 tokens: each stream lasts ~4 s)",

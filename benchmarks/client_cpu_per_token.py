@@ -19,7 +19,9 @@ import os
 import time
 
 import httpx2
+import uvloop
 
+import services.client.stream
 from services.client import (
     ChatRequest,
     StreamResult,
@@ -67,6 +69,8 @@ async def _run(
     failures = 0
     streamed = 0
     if path == "sdk":
+        # openai is a test dependency (requirements-dev.txt) and takes 0.7 s to import: only --paths sdk
+        # needs it.
         import openai
 
         limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -119,7 +123,6 @@ async def _run(
 
 def _loop_runner(loop_name: str):
     if loop_name == "uvloop":
-        import uvloop
 
         def run(coro):
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
@@ -167,8 +170,6 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.json == "json":
-        import services.client.stream
-
         services.client.stream._loads = json.loads
     _ = StreamResult  # the product's result type, imported so the script fails loudly if it moves
     with ScriptedServer() as server:

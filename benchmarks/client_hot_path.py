@@ -54,6 +54,8 @@ class _Transport:
 async def per_token(per_read: int, tokens: int = 20_000, think: int = 0) -> float:
     """Best-of-5 µs of process CPU per token, `per_read` chunks a read, the first `think`
     tokens (after the three the shape is learnt from) thinking."""
+    # Not at the top: with --tree, main times the other tree in a child (its services found
+    # first), and this process loads none of this checkout's code.
     from services.client.records import StreamResult
     from services.client.stream import Exchange
     from services.client.transport import Connection, StreamClient
@@ -98,6 +100,7 @@ def main() -> int:
         # find the tree first (the script's own folder holds no package).
         command = [sys.executable, __file__, "--per-read", args.per_read, "--think", str(args.think)]
         return subprocess.run(command, env={**os.environ, "PYTHONPATH": args.tree}).returncode
+    # As in per_token: with --tree this process imports none of this checkout's code.
     import services
 
     tree = Path(services.__file__).resolve().parents[1]

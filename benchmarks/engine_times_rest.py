@@ -17,6 +17,7 @@ from services.client import ChatRequest, StreamResult, run_many
 from services.core.measure import percentile
 from services.engines import SamplingParams, get_adapter
 from services.local_engines.backend import get_backend
+from services.local_engines.catalog import all_specs
 from services.local_engines.state import status
 
 PARTS = ("queue_s", "prefill_s", "decode_s", "ttft_rest_s", "e2e_rest_s")
@@ -79,7 +80,6 @@ async def main_async(args: argparse.Namespace) -> int:
     if not running:
         print("no local engine is running (python cli.py local up)", file=sys.stderr)
         return 1
-    from services.local_engines.catalog import all_specs
 
     specs = {spec.id: spec for spec in all_specs()}
     print(

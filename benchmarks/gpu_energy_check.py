@@ -70,6 +70,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
     try:
+        # Optional: without NVML the check says so and exits 2 (tests put a fake in sys.modules).
         import pynvml
     except ImportError:
         print("no NVML here: pip install nvidia-ml-py", file=sys.stderr)

@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from services.telemetry.gpu import NvmlSampler
+
 ROOT = Path(__file__).resolve().parent.parent
 
 GIB = 2**30
@@ -39,8 +41,6 @@ def main() -> int:
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--hz", type=float, default=10.0)
     args = parser.parse_args()
-
-    from services.telemetry.gpu import NvmlSampler
 
     sampler = NvmlSampler()
     state = sampler.state()
@@ -54,6 +54,7 @@ def main() -> int:
         return 1
     print(f"GPU {gpu.index}: {gpu.name}, {gpu.memory_total_bytes / GIB:.1f} GiB, uuid {gpu.uuid}")
     try:
+        # Optional and heavy: a CUDA build of torch only where the check runs.
         import torch
     except ImportError:
         print("FAIL torch is not installed here (pip install torch, a CUDA build)")

@@ -22,6 +22,11 @@ import threading
 import time
 from pathlib import Path
 
+from services import playground
+from services.engines import endpoints
+from services.playground import EngineChoice, SendRequest
+from tests.support.scripted_server import ScriptedServer
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -32,9 +37,6 @@ def busy(stop: threading.Event) -> None:
 
 
 def one(engines: tuple[str, str], isolated: bool) -> tuple[float, float, float]:
-    from services import playground
-    from services.playground import EngineChoice, SendRequest
-
     handle = playground.send(
         SendRequest(engines=tuple(EngineChoice(e) for e in engines), prompt="hello"), isolated=isolated
     )
@@ -59,9 +61,6 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="shootout-pg-process-"))
     os.environ["SHOOTOUT_DATA_DIR"] = str(folder)
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder / 'shootout.db'}"
-
-    from services.engines import endpoints
-    from tests.support.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:
         model = server.model(ttft=50, itl=10, tokens=32)

@@ -25,6 +25,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import plotly.io as pio
+from streamlit.testing.v1 import AppTest
+
+from services.telemetry import monitor
+from services.telemetry.prom_api import PromServer
+
 ROOT = Path(__file__).resolve().parent.parent
 
 ENGINES = 4
@@ -170,11 +176,6 @@ def main() -> int:
 
 
 def measure(url: str, end: int, repeat: int) -> int:
-    import plotly.io as pio
-
-    from services.telemetry import monitor
-    from services.telemetry.prom_api import PromServer
-
     server = PromServer.from_input(url)
     start_ts, end_ts = float(end - HOUR_S), float(end)
     view_s, json_s = [], []
@@ -206,8 +207,6 @@ def measure(url: str, end: int, repeat: int) -> int:
 
 
 def page_run(url: str, repeat: int) -> list[float]:
-    from streamlit.testing.v1 import AppTest
-
     os.environ["SHOOTOUT_PROMETHEUS_URL"] = url
     os.environ.setdefault("SHOOTOUT_DATA_DIR", tempfile.mkdtemp(prefix="shootout-bench-"))
     at = AppTest.from_file(str(ROOT / "app_pages" / "monitor.py"), default_timeout=60)

@@ -25,6 +25,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import func, select
+from streamlit.testing.v1 import AppTest
+
+from db.models import RequestResult, Run, run_fingerprint
+from db.session import dispose_all, get_session_factory, session_scope
+from services import reports, runs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,9 +57,6 @@ def stats_block(rng: np.random.Generator, median: float) -> dict[str, float]:
 
 def generate(path: Path, run_count: int, rows_per_run: int) -> dict[str, float]:
     """Fill `path` with the history; returns how long each part took."""
-    from db.models import run_fingerprint
-    from db.session import dispose_all, get_session_factory
-
     url = f"sqlite:///{path}"
     get_session_factory(url)  # schema, as the app creates it
     dispose_all()
@@ -243,11 +246,6 @@ def main() -> int:
                     **parts
                 )
             )
-        from sqlalchemy import func, select
-
-        from db.models import RequestResult, Run
-        from db.session import session_scope
-        from services import reports, runs
 
         with session_scope() as session:
             run_total = session.scalar(select(func.count(Run.id)))
@@ -287,8 +285,6 @@ def main() -> int:
         measure("list: page 300 of 400", lambda: runs.list_runs(page=300, page_size=25), 1.0)
         measure("filter options (distinct values)", runs.filter_options, 1.0)
         measure(f"compare 4 runs (service) {compared}", lambda: reports.comparison_view(compared), 2.0)
-
-        from streamlit.testing.v1 import AppTest
 
         page = str(REPO_ROOT / "app_pages" / "runs.py")
 
@@ -333,8 +329,6 @@ def main() -> int:
         print("\nfirst = first call in this process (cold caches); median = of the next calls.")
     finally:
         if not args.keep:
-            from db.session import dispose_all
-
             dispose_all()
             shutil.rmtree(folder, ignore_errors=True)
     return 0

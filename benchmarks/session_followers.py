@@ -22,12 +22,16 @@ import threading
 import time
 from pathlib import Path
 
+from services import playground, sessions
+from services.engines import endpoints
+from services.playground import EngineChoice, SendRequest
+from services.team.access import Viewer
+from tests.support.scripted_server import ScriptedServer
+
 POLL_EVERY_S = 1.0
 
 
 def follower(seat: object, polling: threading.Event, stop: threading.Event, polls: list[float]) -> None:
-    from services import sessions
-
     assert isinstance(seat, sessions.Seat)
     stop.wait(random.uniform(0, POLL_EVERY_S))
     while not stop.is_set():
@@ -39,9 +43,6 @@ def follower(seat: object, polling: threading.Event, stop: threading.Event, poll
 
 
 def exchange(engines: tuple[str, str], presenter: object) -> tuple[float, float]:
-    from services import playground, sessions
-    from services.playground import EngineChoice, SendRequest
-
     assert isinstance(presenter, sessions.Seat)
     handle = playground.send(
         SendRequest(engines=tuple(EngineChoice(e) for e in engines), prompt="hello"), isolated=True
@@ -63,9 +64,6 @@ def measure(
 ) -> dict[bool, list[tuple[float, float]]]:
     """Exchanges with the followers idle and polling, alternately (the machine's own load drifts
     over minutes; pairs side by side compare under the same drift)."""
-    from services import sessions
-    from services.team.access import Viewer
-
     operator = Viewer(role="operator", identity="local")
     info, presenter = sessions.start(operator, "presenter", f"{followers} followers")
     seats = [sessions.join(info.join_code, f"follower-{n}")[1] for n in range(followers)]
@@ -109,9 +107,6 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="shootout-session-followers-"))
     os.environ["SHOOTOUT_DATA_DIR"] = str(folder)
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder / 'shootout.db'}"
-
-    from services.engines import endpoints
-    from tests.support.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:
         model = server.model(ttft=50, itl=10, tokens=32)

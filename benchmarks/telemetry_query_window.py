@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import sqlite3
 import statistics
 import time
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from db.models import Run
+from db.session import dispose_all, session_scope
+from services.telemetry.monitor import recorded_view, recording_span
+from services.telemetry.query import load_window
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,10 +88,6 @@ def gpu_values(index: int, t: int, rng: random.Random) -> dict:
 def build(path: Path, days: float) -> int:
     """Create the database with the app's own schema, then bulk-load the samples."""
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{path}"
-    from datetime import datetime
-
-    from db.models import Run
-    from db.session import dispose_all, session_scope
 
     with session_scope() as session:
         run = Run(
@@ -155,8 +159,6 @@ def main() -> int:
         print(f"building {args.db} ({expected:,} rows)...")
         build(args.db, args.days)
     os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{args.db}"
-    from services.telemetry.monitor import recorded_view, recording_span
-    from services.telemetry.query import load_window
 
     size_gb = args.db.stat().st_size / 1e9
     run_id = 1
@@ -190,10 +192,6 @@ def main() -> int:
         )
 
     # The whole page, headless: Monitor in "Recorded" mode showing the last hour.
-    import logging
-
-    from streamlit.testing.v1 import AppTest
-
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # "missing ScriptRunContext" noise
 
     def page() -> None:

@@ -19,8 +19,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
+
+from db.models import Run
+from db.session import session_scope
+from services.telemetry.gpu import NvmlSampler
+from services.telemetry.hub import TelemetryHub
+from services.telemetry.recorder import start_recording
+from services.telemetry.scraper import ScrapeTarget
+from tests.services.telemetry.fake_pynvml import FakeGpu, FakeProcess, make_fake_pynvml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,17 +98,12 @@ def main() -> int:
     parser.add_argument("--record", action="store_true", help="also write samples to SQLite")
     args = parser.parse_args()
 
-    from tests.services.telemetry.fake_pynvml import FakeGpu, FakeProcess, make_fake_pynvml
-
     sys.modules["pynvml"] = make_fake_pynvml(
         gpus=[
             FakeGpu(processes=[FakeProcess(100 + i, 2**30), FakeProcess(200 + i, 2**31)])
             for i in range(args.gpus)
         ]
     )
-    from services.telemetry.gpu import NvmlSampler
-    from services.telemetry.hub import TelemetryHub
-    from services.telemetry.scraper import ScrapeTarget
 
     child = subprocess.Popen(
         [sys.executable, "-c", SERVER, *[str(FIXTURES / f) for _, _, f in ENGINES]],
@@ -123,11 +126,6 @@ def main() -> int:
         if args.record:
             folder = tempfile.mkdtemp(prefix="telemetry-bench-")
             os.environ["SHOOTOUT_DATABASE_URL"] = f"sqlite:///{folder}/bench.db"
-            from datetime import datetime
-
-            from db.models import Run
-            from db.session import session_scope
-            from services.telemetry.recorder import start_recording
 
             with session_scope() as session:
                 run = Run(
