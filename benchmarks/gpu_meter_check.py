@@ -95,6 +95,7 @@ def main() -> int:
         command = [sys.executable, "-c", LOAD, "--port", str(args.port), "--device", str(args.device)]
         return subprocess.call([*command, "--seconds", str(args.load_only)])
     try:
+        # Optional: without NVML the check says so and exits 2.
         import pynvml as nvml
 
         nvml.nvmlInit()
