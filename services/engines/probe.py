@@ -19,7 +19,6 @@ import httpx2
 from services.core import http
 from services.core.config import key_env_allowed
 from services.engines.base import HttpAnswer, ProbeEvidence
-from services.engines.endpoints import normalise_base_url
 from services.engines.registry import detect_kind
 
 PROBE_PATHS = (
@@ -195,6 +194,10 @@ def _server_info(evidence: ProbeEvidence) -> dict[str, Any]:
 
 def probe(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeResult:
     """Probe `base_url` (synchronous; runs its own event loop)."""
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), and `cli.py scrape` imports this
+    # module without needing it.
+    from services.engines.endpoints import normalise_base_url
+
     url = normalise_base_url(base_url)
     started = time.perf_counter()
     evidence = asyncio.run(gather_evidence(url, api_key_env, timeout_s))

@@ -16,7 +16,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from services.core.errors import ValidationError
-from services.engines import endpoints
 from services.engines.launching import LaunchCommand, LaunchOptions, launches
 from services.planner.catalog import get_model, get_weight_format
 
@@ -91,6 +90,10 @@ def register_launched_engine(
     command: LaunchCommand, name: str, base_url: str | None = None
 ) -> EngineRecord:
     """Add the endpoint the command will serve to the engine registry (same kind and model)."""
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `cli.py plan` otherwise
+    # never needs.
+    from services.engines import endpoints
+
     return endpoints.add_engine(
         name, base_url or command.base_url, kind=command.kind, model=command.model_name
     )

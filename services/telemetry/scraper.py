@@ -19,7 +19,6 @@ from services.core import http
 from services.core.errors import EngineError, ValidationError
 from services.engines import adapters, get_adapter, kinds
 from services.engines.base import EngineAdapter
-from services.engines.endpoints import get_engine, normalise_base_url
 from services.engines.probe import auth_headers, probe
 from services.telemetry.gpu import DcgmSampler
 from services.telemetry.normalise import EngineNormaliser, metric_prefixes
@@ -71,6 +70,10 @@ class ScrapeTarget:
 
 def scrape_targets_for(engine_names: list[str] | tuple[str, ...]) -> list[ScrapeTarget]:
     """The registered engines of these names, as scrape targets (NotFoundError if unknown)."""
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `cli.py scrape` otherwise
+    # never needs.
+    from services.engines.endpoints import get_engine
+
     return [ScrapeTarget.from_record(get_engine(name)) for name in engine_names]
 
 
@@ -278,6 +281,10 @@ def scrape_once(
 ) -> ScrapeResult:
     """Detect what `url` is (an engine base URL or a metrics URL, or a dcgm-exporter) and
     read it twice, `interval_s` apart, so windowed signals have a window."""
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `cli.py scrape` otherwise
+    # never needs.
+    from services.engines.endpoints import normalise_base_url
+
     if interval_s < 0:
         raise ValidationError("The interval must not be negative.")
     url = url.strip()
