@@ -14,18 +14,23 @@ lazy (no pandas, plotly or streamlit here) so the first request leaves within a 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from commands import gate
 from commands.bench_table import results_table as _table
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
-from services.bench.spec import MAX_WORKERS, BenchSpec
+from services.bench.spec import MAX_WORKERS, BenchSpec, EngineTarget
 from services.bench.workloads import WORKLOAD_KINDS
-from services.core.errors import ValidationError
+from services.core import cost
+from services.core.errors import ShootoutError, ValidationError
+from services.engines import kinds
+from shootout.cli import print_json
 
 #: The flags' defaults: the Benchmarks page's (services/bench/form.py lists those that differed).
 DEFAULTS = BenchForm()
@@ -237,11 +242,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _url_target(args: argparse.Namespace) -> Any:
-    from urllib.parse import urlsplit
-
-    from services.bench.spec import EngineTarget
-    from services.core import cost
-
     # Before the probe: a bad price is named at once, not after a 3 s wait.
     price = cost.parse_usd_per_hour(args.usd_per_hour)
     url = args.url.strip()
@@ -251,6 +251,8 @@ def _url_target(args: argparse.Namespace) -> Any:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError(f"{args.url!r} is not an http(s) URL.")
     base = url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
+    # CLI start: registration brings the probe's HTTP client (httpx2, 120 modules), which only
+    # a run against a URL needs.
     from services.engines import registration
 
     kind, model = args.kind, args.model
@@ -261,11 +263,8 @@ def _url_target(args: argparse.Namespace) -> Any:
         kind, model = identified.kind, identified.model
     except Exception:  # noqa: BLE001, S110 - an engine that is down still gets its (failing) run
         pass
-    if kind is not None:
-        from services.engines import kinds
-
-        if kind not in kinds():
-            raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
+    if kind is not None and kind not in kinds():
+        raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
     name = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
     return EngineTarget(
         name=name,
@@ -387,11 +386,13 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    # CLI start: the jobs package adds 0.17 s to `cli.py bench --help` and to a bad argument's exit.
     from services.bench.jobs import create_run, execute_run
 
     spec = build_spec(args)
     baseline = gate.bench_baseline(args)
     if spec.ray_address:
+        # Only a --ray run needs the Ray pool (Ray itself is optional).
         from services.bench.ray_pool import connect
 
         connect(spec.ray_address)  # unreachable: one line and exit 1 before a run is stored
@@ -409,13 +410,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
     payload = cli_summary(run_id, summary)
     if args.json == "-":
-        from shootout.cli import print_json
-
         print_json(payload)
     elif args.json:
-        import json
-        from pathlib import Path
-
         try:
             Path(args.json).write_text(
                 json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
@@ -429,6 +425,7 @@ def run(args: argparse.Namespace) -> int:
 
 def cli_summary(run_id: int, summary: dict[str, Any]) -> dict[str, Any]:
     """The --json document: the stored summary plus the run id and final status."""
+    # CLI start, as in run.
     from services.bench.jobs import get_run
 
     view = get_run(run_id)
@@ -440,7 +437,6 @@ def main(argv: list[str] | None = None) -> int:
     root = argparse.ArgumentParser(prog="python -m commands.bench")
     register(root.add_subparsers(dest="command"))
     args = root.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
-    from services.core.errors import ShootoutError
 
     try:
         return int(args.handler(args) or 0)

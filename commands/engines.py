@@ -8,8 +8,9 @@ from dataclasses import asdict
 
 from services.core import cost
 from services.core.errors import NotFoundError
-from services.engines import endpoints, kinds
+from services.engines import endpoints, kinds, registration
 from services.engines.probe import probe
+from shootout.cli import print_json
 
 #: Taken as text: services/core/cost.py explains a "$3.50" or "3,50" better than argparse would.
 PRICE_HELP = (
@@ -68,8 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
-    from shootout.cli import print_json
-
     if as_json:
         print_json(asdict(record))
     else:
@@ -80,8 +79,6 @@ def _print_record(record: endpoints.EngineRecord, as_json: bool) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from services.engines import registration
-
     done = registration.probe_and_register(
         args.name,
         args.url,
@@ -118,8 +115,6 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from shootout.cli import print_json
-
     records = endpoints.list_engines()
     if args.json:
         print_json([asdict(r) for r in records])
@@ -134,8 +129,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from shootout.cli import print_json
-
     api_key_env = None
     target = args.target
     if "://" not in target and ":" not in target:

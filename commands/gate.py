@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from services.core.errors import ValidationError
-from services.runs import gate
+from services.runs import gate, get_run
+from shootout.cli import print_json
 
 _EXAMPLE_IN_HELP = gate.EXAMPLE.replace("%", "%%")
 
@@ -125,8 +126,6 @@ def finish(
     if args.junit:
         _write(args.junit, gate.junit(result))
     if as_json:
-        from shootout.cli import print_json
-
         print_json(result_json(result))
     else:
         # `bench --json -`: standard output is the JSON document; the gate's lines go beside it.
@@ -168,12 +167,12 @@ def baseline_for_bench(value: str) -> int:
     document, a Shootout export, another tool's results), imported now as the baseline run."""
     text = value.strip()
     if text.lstrip("#").isdigit():
-        from services.runs import get_run
-
         return get_run(int(text.lstrip("#"))).id  # a missing run: one line, before the benchmark
     path = Path(text)
     if not path.is_file():
         raise ValidationError(f"--baseline {value!r} is neither a run number nor a readable file.")
+    # CLI start: the importers bring the bench jobs and the HTTP client (0.2 s to `cli.py bench`),
+    # which only a baseline file needs.
     from services import importers
 
     imported = importers.import_file(path, tags=["baseline"])

@@ -15,6 +15,7 @@ import re
 import time
 
 from services.core.errors import ValidationError
+from shootout.cli import print_json
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -36,6 +37,8 @@ def _summary(values: list[float | None]) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
+    # CLI start: prom_history brings the HTTP client, the database and numpy (1 s);
+    # `cli.py history --help` loads 90 modules.
     from services.telemetry import prom_api, prom_history
 
     if args.prometheus:
@@ -80,8 +83,6 @@ def handle(args: argparse.Namespace) -> int:
     result.messages[:0] = messages
     payload = result.to_json()
     if args.json:
-        from shootout.cli import print_json
-
         print_json(payload)
         return 0
     print(

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from services import local_engines
+from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,8 +51,6 @@ def _log(line: str) -> None:
 
 
 def _show(statuses: list[local_engines.LocalEngineStatus], as_json: bool) -> None:
-    from shootout.cli import print_json
-
     if as_json:
         print_json(local_engines.as_dicts(statuses))
         return

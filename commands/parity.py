@@ -69,6 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _tasks(args: argparse.Namespace) -> tuple[list, str]:
+    # CLI start, as in _handle: `cli.py parity --help` loads 90 modules.
     from services.parity import tasks as task_module
 
     if args.prompts:
@@ -88,6 +89,7 @@ def _tasks(args: argparse.Namespace) -> tuple[list, str]:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    # CLI start: the parity runner and its views bring the HTTP client, the database and numpy (1.2 s).
     from services.parity import results as views
     from services.parity import runner
 

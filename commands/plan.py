@@ -13,6 +13,7 @@ from services.core.errors import ValidationError
 from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
 from services.planner.launch import build_launch, launch_engines, options_for_plan
 from services.planner.specs import GB, GIB
+from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,8 +58,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from shootout.cli import print_json
-
     if args.list:
         presets = list_presets()
         if args.json:

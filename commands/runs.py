@@ -20,6 +20,7 @@ from commands import gate as gate_flags
 from services import importers, reports, runs
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
+from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -133,8 +134,6 @@ def _register_import(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _print_json(payload: object) -> None:
-    from shootout.cli import print_json
-
     print_json(payload)
 
 

@@ -11,6 +11,7 @@ import argparse
 
 from services.telemetry.scraper import scrape_once
 from services.telemetry.signals import SIGNALS
+from shootout.cli import print_json
 
 
 def _format(value: float | None, unit: str) -> str:
@@ -28,8 +29,6 @@ def _format(value: float | None, unit: str) -> str:
 def handle(args: argparse.Namespace) -> int:
     result = scrape_once(args.url, kind=args.kind, interval_s=args.interval, timeout_s=args.timeout)
     if args.json:
-        from shootout.cli import print_json
-
         print_json(result.to_json())
         return 0
     print(f"{result.label} ({result.kind}, detected by {result.detected_by}) at {result.metrics_url}")

@@ -17,6 +17,8 @@ exits 0 when the sweep ran, 1 with one line when it could not start at all.
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
 import threading
 from typing import Any, NoReturn
@@ -91,6 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pairs(text: str) -> dict[str, str]:
+    # CLI start, as in build_spec.
     from services.tune.spec import parse_set
 
     result = {}
@@ -103,6 +106,7 @@ def _pairs(text: str) -> dict[str, str]:
 
 
 def _slo(text: str | None) -> Any:
+    # CLI start, as in build_spec.
     from services.bench.stats import SloSpec
 
     if not text:
@@ -129,6 +133,7 @@ def _slo(text: str | None) -> Any:
 
 
 def build_spec(args: argparse.Namespace) -> Any:
+    # CLI start: services.tune.spec alone loads 500 modules (0.5 s); `cli.py tune --help` loads 90.
     from services.bench.arrivals import LoadSpec
     from services.bench.spec import SweepSpec
     from services.bench.workloads import WorkloadSpec
@@ -191,9 +196,7 @@ def _line(config: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import signal
-
+    # CLI start: the tuning jobs bring the whole load generator; `cli.py tune --help` loads 90 modules.
     from services.tune import jobs
     from services.tune.summary import TuneSummary
 
