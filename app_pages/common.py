@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from services.core.config import get_settings
+from services.core.errors import ShootoutError
 from services.core.run_kinds import mark_interrupted_after_restart
 from services.core.safe_text import md_text
 from services.engines import endpoints
@@ -148,8 +149,6 @@ def count_engines(slot: DeltaGenerator) -> bool:
 
 def start_and_show(start: Callable[[], int]) -> None:
     """Start a run from a form and open its address (`?run=N`), or show why it was refused."""
-    from services.core.errors import ShootoutError
-
     try:
         run_id = start()
     except ShootoutError as error:

@@ -23,11 +23,13 @@ routes of Streamlit's own login flow (`/auth/login`, `/oauth2callback`, `/auth/l
 from __future__ import annotations
 
 import asyncio
+import hmac
 import html
 import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -59,8 +61,6 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    from http.cookies import CookieError, SimpleCookie
-
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(headers.get("cookie", ""))
@@ -76,6 +76,7 @@ def _client(scope: Scope) -> str | None:
 
 def _oidc_configured() -> bool:
     try:
+        # Streamlit internals, used in its server only: the gate imports without Streamlit.
         from streamlit.runtime.secrets import secrets_singleton
 
         return "auth" in secrets_singleton
@@ -85,7 +86,8 @@ def _oidc_configured() -> bool:
 
 def _oidc_viewer(cookies: dict[str, str]) -> access.Viewer | None:
     """The viewer of Streamlit's own signed login cookie (set by its OIDC callback)."""
-    # Streamlit's reader, so chunked cookies and its signing secret are handled as Streamlit does.
+    # Streamlit's reader, so chunked cookies and its signing secret are handled as Streamlit does;
+    # imported here, as its other internals are, so the gate imports without Streamlit.
     from streamlit.web.server.starlette.starlette_websocket import _get_signed_cookie_with_chunks
 
     raw = _get_signed_cookie_with_chunks(cookies, "_streamlit_user")
@@ -157,6 +159,7 @@ def _login_page(next_path: str, message: str = "", oidc: bool = False) -> str:
 
 def _oidc_login_url() -> str:
     try:
+        # Streamlit internals, used in its server only: the gate imports without Streamlit.
         from streamlit.auth_util import encode_provider_token
 
         return "/auth/login?provider=" + quote(encode_provider_token("default"))
@@ -165,6 +168,7 @@ def _oidc_login_url() -> str:
 
 
 def _xsrf_value(secret: bytes) -> str:
+    # Streamlit internals, used in its server only: the gate imports without Streamlit.
     from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
 
     # A fixed timestamp: the same session always gets the same cookie value.
@@ -172,6 +176,7 @@ def _xsrf_value(secret: bytes) -> str:
 
 
 def _xsrf_bytes(value: str | None) -> bytes | None:
+    # Streamlit internals, used in its server only: the gate imports without Streamlit.
     from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
 
     return decode_xsrf_token_string(value)[0] if value else None
@@ -363,6 +368,7 @@ class Gate:
         if self.bind_address is not None:
             return self.bind_address
         try:
+            # Streamlit internals, used in its server only: the gate imports without Streamlit.
             from streamlit import config
 
             return config.get_option("server.address")
@@ -476,8 +482,6 @@ class Gate:
 def _presents(headers: dict[str, str], secret: bytes) -> bool:
     """Whether a websocket handshake carries this session's token (Streamlit's frontend sends
     `streamlit, <token>[, <session id>]` as its subprotocols)."""
-    import hmac
-
     entries = [e.strip() for e in headers.get("sec-websocket-protocol", "").split(",")]
     supplied = _xsrf_bytes(entries[1]) if len(entries) > 1 else None
     return supplied is not None and hmac.compare_digest(supplied, secret)
@@ -562,6 +566,7 @@ def harden_uvicorn() -> bool:
     uvicorn's defaults): turns off uvicorn's proxy headers, which it believes from loopback, and
     adds the header-read timeout. The Config is found on the call stack, since Streamlit passes
     no settings of ours to it; False (and a log line) when it is not there."""
+    # uvicorn's internals: loaded in the server that imports serve.py; the gate alone does not need them.
     from uvicorn.config import Config
 
     frame = sys._getframe(1)
