@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from services.core.errors import NotFoundError
 from services.demos.base import Scenario
-from services.demos.batching import ContinuousBatching
-from services.demos.decode_bound import DecodeBound
-from services.demos.kv_pressure import KvCachePressure
-from services.demos.parallel_sampling import ParallelSampling
-from services.demos.prefix_cache import PrefixCaching
-from services.demos.same_model import SameModel
-from services.demos.slots import HowManySlots
-from services.demos.structured_output import StructuredOutput
 
 
 def _all() -> list[Scenario]:
+    # services/demos/__init__.py imports this module: the scenarios would bring the parity runner
+    # and the tuning jobs (680 modules) to all that imports the package, the run-kind registry too.
+    from services.demos.batching import ContinuousBatching
+    from services.demos.decode_bound import DecodeBound
+    from services.demos.kv_pressure import KvCachePressure
+    from services.demos.parallel_sampling import ParallelSampling
+    from services.demos.prefix_cache import PrefixCaching
+    from services.demos.same_model import SameModel
+    from services.demos.slots import HowManySlots
+    from services.demos.structured_output import StructuredOutput
+
     return [
         PrefixCaching(),
         ContinuousBatching(),

@@ -26,12 +26,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from db.models import Run
-from db.session import session_scope
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
 from services.engines import get_adapter
-from services.engines.endpoints import get_engine, list_engines
 from services.engines.registry import adapters
 from services.telemetry import prom_api
 from services.telemetry.gpu import dcgm_source
@@ -177,6 +174,10 @@ def registered_engines(
     server: PromServer, engine_names: Sequence[str], mapping: dict[str, str] | None = None
 ) -> list[PromEngine]:
     """Registered engines, each with the selector of its series in Prometheus."""
+    # CLI start: `cli.py history` asks Prometheus only; the database (0.2 s) loads when a run or a
+    # registered engine is named.
+    from services.engines.endpoints import get_engine
+
     mapping = configured_mapping() if mapping is None else mapping
     targets: list[dict[str, Any]] | None = None
     result = []
@@ -474,6 +475,11 @@ class RunWindow:
 
 def run_window(run_id: int) -> RunWindow:
     """A stored run's window (its start and end times, imported runs included) and its engines."""
+    # CLI start: `cli.py history` asks Prometheus only; the database (0.2 s) loads when a run or a
+    # registered engine is named.
+    from db.models import Run
+    from db.session import session_scope
+
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
@@ -495,5 +501,9 @@ def run_window(run_id: int) -> RunWindow:
 
 def registered_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """(registered, unknown) among engine names."""
+    # CLI start: `cli.py history` asks Prometheus only; the database (0.2 s) loads when a run or a
+    # registered engine is named.
+    from services.engines.endpoints import list_engines
+
     known = {e.name for e in list_engines()}
     return [n for n in names if n in known], [n for n in names if n not in known]
