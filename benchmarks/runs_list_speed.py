@@ -30,7 +30,8 @@ from streamlit.testing.v1 import AppTest
 
 from db.models import RequestResult, Run, run_fingerprint
 from db.session import dispose_all, get_session_factory, session_scope
-from services import reports, runs
+from services import runs
+from services.runs import display
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -284,7 +285,7 @@ def main() -> int:
         )
         measure("list: page 300 of 400", lambda: runs.list_runs(page=300, page_size=25), 1.0)
         measure("filter options (distinct values)", runs.filter_options, 1.0)
-        measure(f"compare 4 runs (service) {compared}", lambda: reports.comparison_view(compared), 2.0)
+        measure(f"compare 4 runs (service) {compared}", lambda: display.comparison_view(compared), 2.0)
 
         page = str(REPO_ROOT / "app_pages" / "runs.py")
 
@@ -307,7 +308,7 @@ def main() -> int:
             heavy = add_heavy_runs(database, 4, args.heavy_rows)
             measure(
                 f"compare 4 runs of {args.heavy_rows:,} requests each (service)",
-                lambda: reports.comparison_view(heavy),
+                lambda: display.comparison_view(heavy),
                 None,
                 repeats=3,
             )

@@ -20,6 +20,7 @@ from commands import gate as gate_flags
 from services import importers, reports, runs
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
+from services.runs import display
 from shootout.cli import print_json
 
 
@@ -206,7 +207,7 @@ def _show(args: argparse.Namespace) -> int:
 def _print_split(comparison: runs.Comparison) -> None:
     """Where each engine's time went, in the Benchmarks page's words (nothing for runs
     stored without engines' times)."""
-    lines = reports.split_lines_of(comparison)
+    lines = display.split_lines_of(comparison)
     if lines:
         print()
         print("where the time went (the engine's own times beside the client's):")

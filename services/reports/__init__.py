@@ -2,12 +2,12 @@
 
 - `tables`: the comparison table (values, changes against the baseline) and engine settings;
 - `figures`: latency CDFs and latency against throughput;
-- `views`: what the Runs page draws for a comparison or one run, computed once;
 - `html_report` and `export`: a run as CSV, run JSON or HTML, a comparison as HTML;
 - `steps`: each step's cost and energy, for the HTML report and the steps CSV;
 - `registry`: which HTML report a kind of run gets (a demo registers its own story).
 
-Callers import from here; the parts import each other, never this package's top.
+Callers import from here; the parts import each other, never this package's top. What the Runs
+page draws for a comparison or one run is services.runs.display (it uses these parts).
 """
 
 from services.reports.export import (
@@ -23,33 +23,21 @@ from services.reports.registry import ExportFile, register
 from services.reports.steps import KINDS_WITH_STEPS, steps_csv, steps_frame
 from services.reports.streamed import export_filename
 from services.reports.tables import comparison_table, settings_table, style_comparison_table
-from services.runs.display import (
-    ComparisonView,
-    RunView,
-    comparison_view,
-    run_view,
-    split_lines_of,
-)
 
 __all__ = [
     "EXPORT_FORMATS",
     "KINDS_WITH_STEPS",
-    "ComparisonView",
     "ExportFile",
     "ExportFormat",
-    "RunView",
     "cdf_figure",
     "comparison_table",
-    "comparison_view",
     "export_comparison",
     "export_filename",
     "export_run",
     "latency_throughput_figure",
     "register",
     "run_document",
-    "run_view",
     "settings_table",
-    "split_lines_of",
     "standard_html_report",
     "steps_csv",
     "steps_frame",

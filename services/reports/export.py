@@ -38,8 +38,11 @@ from services.reports.streamed import (
     run_header,
     stream_run,
 )
+
+# The module, not its names: services.runs.display imports this package, so whichever of
+# the two loads first finds the other half-built.
+from services.runs import display
 from services.runs.caveats import run_caveats
-from services.runs.display import comparison_view
 
 ExportFormat = Literal["csv", "json", "html", "steps"]
 #: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the
@@ -117,7 +120,7 @@ def export_comparison(
 ) -> ExportFile:
     """A comparison of runs as one self-contained HTML report (an override to compare setups
     that differ is written in it)."""
-    view = comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
+    view = display.comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
     details = [runs.get_run(run_id) for run_id in view.comparison.run_ids]
     intro = "<h2>Runs</h2>" + table_html(
         pd.DataFrame.from_records(

@@ -16,9 +16,11 @@ from services.reports.registry import ExportFile
 from services.reports.steps import steps_frame
 from services.reports.streamed import export_filename
 from services.reports.tables import mark_style
-from services.runs import RunDetail
+
+# The module, not its names: services.runs.display imports this package (its figures and
+# tables), so whichever of the two loads first finds the other half-built.
+from services.runs import RunDetail, display
 from services.runs.caveats import Caveats
-from services.runs.display import ComparisonView, run_view
 
 HTML_MIME = "text/html"
 
@@ -87,7 +89,7 @@ def caveats_html(caveats: Caveats, heading: str = "What qualifies these figures"
     return f'<h2>{html.escape(heading)}</h2><ul class="caveats">{items}</ul>'
 
 
-def comparability_html(view: ComparisonView) -> str:
+def comparability_html(view: display.ComparisonView) -> str:
     """Whether the compared series may be compared ("" for a single series): the verdict, what
     differs, and an override when the user compared anyway."""
     report = view.comparison.comparability
@@ -100,7 +102,7 @@ def comparability_html(view: ComparisonView) -> str:
     )
 
 
-def split_html(view: ComparisonView) -> str:
+def split_html(view: display.ComparisonView) -> str:
     """Where the time went ("" when no series has a split): each engine's own queue, prefill
     and decode and the rest, in words, as percentiles and as the chart the Runs page draws."""
     split = view.split
@@ -126,7 +128,7 @@ def steps_html(detail: RunDetail, heading: str = "Cost and energy per step") -> 
 
 
 def report_html(
-    title: str, intro: list[str], view: ComparisonView | None, extra_sections: list[str]
+    title: str, intro: list[str], view: display.ComparisonView | None, extra_sections: list[str]
 ) -> str:
     """A whole self-contained page: title, intro, the comparison's verdicts, tables and
     figures, then `extra_sections` (HTML fragments the caller escaped)."""
@@ -165,7 +167,7 @@ def report_html(
 
 def run_html(run_id: int) -> bytes:
     """The standard report of one run, as UTF-8 bytes."""
-    run = run_view(run_id)
+    run = display.run_view(run_id)
     detail = run.detail
     extra = [steps_html(detail)]
     if run.exchanges is not None:

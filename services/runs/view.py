@@ -26,7 +26,6 @@ from services.parity.summary import ParitySummary
 from services.reports import (
     EXPORT_FORMATS,
     KINDS_WITH_STEPS,
-    ComparisonView,
     export_comparison,
     export_filename,
     export_run,
@@ -38,12 +37,14 @@ from services.runs import (
     RunDetail,
     archive_runs,
     delete_run,
+    display,
     filter_options,
     may_change,
     update_run,
 )
 from services.runs.caveats import Caveats, run_caveats
 from services.runs.detail import get_run
+from services.runs.display import ComparisonView
 from services.runs.history import list_runs
 from services.runs.ranking import ranking_view
 from services.runs.records import (
@@ -261,16 +262,16 @@ def history_view(filters: RunFilter, page_number: int, sort: RunSort = "newest")
 # ---------------------------------------------------------------- results (one run or several)
 
 
-def cdf_choices(view: reports.ComparisonView) -> list[str]:
+def cdf_choices(view: display.ComparisonView) -> list[str]:
     """The distribution figures the view holds, in the order of the latency metrics."""
     return [name for name in view.figures if name in CDF_LABELS]
 
 
-def table_height(view: reports.ComparisonView) -> int:
+def table_height(view: display.ComparisonView) -> int:
     return TABLE_ROW_PX * (len(view.table) + 1) + 3
 
 
-def baseline_caption(view: reports.ComparisonView) -> str | None:
+def baseline_caption(view: display.ComparisonView) -> str | None:
     comparison = view.comparison
     if len(comparison.series) < 2:
         return None
@@ -280,11 +281,11 @@ def baseline_caption(view: reports.ComparisonView) -> str | None:
     )
 
 
-def verdict_lines(view: reports.ComparisonView) -> str:
+def verdict_lines(view: display.ComparisonView) -> str:
     return "\n".join(f"- {md_line(verdict.text)}" for verdict in view.comparison.verdicts)
 
 
-def settings_shown(view: reports.ComparisonView, only_differences: bool) -> pd.DataFrame:
+def settings_shown(view: display.ComparisonView, only_differences: bool) -> pd.DataFrame:
     """The engines' settings side by side (empty when they report the same)."""
     table = reports.settings_table(view.comparison, only_differences=only_differences)
     return table if table.empty else table.drop(columns=["Differs"])
@@ -324,7 +325,7 @@ def _shown(caveats: Caveats, run_id: int = 0) -> CaveatsShown:
 
 @dataclass(frozen=True)
 class RunPageView:
-    run: reports.RunView
+    run: display.RunView
     title: str
     caption: str
     #: the other runs of the same setup, when there are any
@@ -341,7 +342,7 @@ class RunPageView:
 
 
 def run_page_view(run_id: int) -> RunPageView:
-    run = reports.run_view(run_id)
+    run = display.run_view(run_id)
     detail = run.detail
     summary = detail.summary
     others = [i for i in detail.repeat_ids if i != detail.id]
@@ -402,7 +403,7 @@ class ComparabilityShown:
     override: bool
 
 
-def comparability_shown(view: reports.ComparisonView) -> ComparabilityShown | None:
+def comparability_shown(view: display.ComparisonView) -> ComparabilityShown | None:
     """None for one series (nothing to compare it with)."""
     report = view.comparison.comparability
     if not report.verdicts:
@@ -421,7 +422,7 @@ def comparability_shown(view: reports.ComparisonView) -> ComparabilityShown | No
 
 @dataclass(frozen=True)
 class ComparePageView:
-    view: reports.ComparisonView
+    view: display.ComparisonView
     run_ids: list[int]
     title: str
     #: series key -> label, for the baseline choice
@@ -442,7 +443,7 @@ def compare_page_view(
     """The comparison an address asks for (`?compare=12,13&baseline=13:vllm`, and
     `&allow_incomparable=1` to name winners across setups that differ)."""
     run_ids = parse_run_ids(compare)
-    view = reports.comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
+    view = display.comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
     comparison = view.comparison
     return ComparePageView(
         view=view,

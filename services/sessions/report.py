@@ -9,9 +9,9 @@ import html
 from services import playground
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
-from services.reports import run_view
 from services.reports.html_report import HTML_MIME, report_html, table_html
 from services.reports.registry import ExportFile
+from services.runs.display import run_view
 from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry
 from services.sessions.store import get

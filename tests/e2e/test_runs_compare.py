@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from services.runs import display
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,
@@ -67,9 +68,7 @@ def test_compare_two_runs_from_the_history(app_page, app_server, two_stored_runs
     assert_no_missing_words(app_page)
     # Issue 19: what the charts plot is what the table says. Latency against throughput puts
     # each run at its output tokens/s and its p50 TTFT, the figures of the percentile table.
-    from services import reports
-
-    table = reports.comparison_view([before, after]).table.set_index("Metric")
+    table = display.comparison_view([before, after]).table.set_index("Metric")
     traces = {t["name"]: t for t in plotted_traces(app_page) if t["x"]}
     for run_id in (before, after):
         point = next(t for name, t in traces.items() if name == f"#{run_id} vllm" and len(t["x"]) == 1)

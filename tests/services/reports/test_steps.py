@@ -13,6 +13,7 @@ from services import reports
 from services.core import cost
 from services.core.errors import ValidationError
 from services.reports.steps import CSV_COLUMNS, NOT_RECORDED, step_rows
+from services.runs import display
 from tests.services.runs.test_runs import engine_summary, make_run
 
 MEASURED = {
@@ -65,7 +66,7 @@ def test_a_run_from_before_energy_says_so(db_url: str) -> None:
 def test_the_compare_report_holds_the_compare_pages_cost_and_energy_rows(db_url: str) -> None:
     a = make_run(name="A", engines={"vllm": block(price=3.6, energy=MEASURED)})
     b = make_run(name="B", engines={"vllm": block(price=None, energy=UNMEASURED)})
-    view = reports.comparison_view([a, b])
+    view = display.comparison_view([a, b])
     page = reports.export_comparison([a, b]).data.decode("utf-8")
     shown = {str(label) for label in view.table["Metric"]}
     for label in (

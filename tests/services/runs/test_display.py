@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from services import reports
+from services.runs import display
 from tests.services.runs.test_comparison_split import split_run, timed
 
 
 def test_a_comparison_view_holds_each_series_split_in_words_table_and_chart(db_url: str) -> None:
     a = split_run("timed", "vllm-cpu", "vllm", timed())
     b = split_run("silent", "sglang-cpu", "sglang", {"requests": 4, "reported": 0})
-    split = reports.comparison_view([a, b]).split
+    split = display.comparison_view([a, b]).split
     assert split.shown
     assert split.lines[0] == (
         f"#{a} vllm-cpu: mean E2E 300.0 ms = queue 1.0 + prefill 20.0 + decode 277.0 + "
@@ -35,7 +35,7 @@ def test_a_comparison_view_holds_each_series_split_in_words_table_and_chart(db_u
 
 def test_one_runs_view_holds_its_engines_split(db_url: str) -> None:
     run_id = split_run("one", "llama", "llamacpp", timed(queue=None))
-    split = reports.run_view(run_id).view
+    split = display.run_view(run_id).view
     assert split is not None and split.split.shown
     (line,) = split.split.lines
     # llama.cpp times no queue: its line leaves the queue out, its wait stays in the rest.
@@ -44,7 +44,7 @@ def test_one_runs_view_holds_its_engines_split(db_url: str) -> None:
 
 def test_runs_without_a_split_show_none(db_url: str) -> None:
     a = split_run("old", "vllm", "vllm", None)
-    split = reports.comparison_view([a]).split
+    split = display.comparison_view([a]).split
     assert not split.shown and split.figure is None and split.table.empty
 
 
@@ -82,7 +82,7 @@ def test_a_playground_runs_answers_carry_their_engines_own_times(db_url: str) ->
                     metrics=metrics,
                 )
             )
-    exchanges = reports.run_view(run_id).exchanges
+    exchanges = display.run_view(run_id).exchanges
     assert exchanges is not None
     own = dict(zip(exchanges["Engine"], exchanges["Engine's own times"]))
     assert own["vllm"] == (
