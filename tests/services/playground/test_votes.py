@@ -177,16 +177,17 @@ def test_the_runs_view_and_exports_keep_a_blind_exchange_blind_until_revealed(db
     presenter's reveal does."""
     from services import reports
     from services.reports import streamed as exports
+    from services.runs import display
 
     engines = ["east-engine", "west-engine", "north-engine"]
     run_id = stored_exchange(engines)
 
     def shows_names() -> bool:
-        table = reports.run_view(run_id).exchanges
+        table = display.run_view(run_id).exchanges
         assert table is not None
         return any(name in table.drop(columns=["Answer"]).to_string() for name in engines)
 
-    table = reports.run_view(run_id).exchanges
+    table = display.run_view(run_id).exchanges
     assert table is not None
     assert not shows_names()  # each stored answer is its engine's name
     order = votes.blind_order(run_id, engines)
