@@ -205,6 +205,9 @@ class _Beat:
         self.pending: queue.SimpleQueue[RequestRecord] = queue.SimpleQueue()
         self.records: dict[str, list[RequestRecord]] = {}
         self.progress = 0.0
+        #: While a configuration runs, where it is (its requests answered so far): read on each
+        #: beat, so the bar moves during a configuration and not only between them.
+        self.live: Callable[[], float] | None = None
         self.cancelled = threading.Event()
         self._stopped = threading.Event()
         self._lock = threading.Lock()
@@ -237,7 +240,8 @@ class _Beat:
                         )
                     status = lifecycle.status_of(self.run_id, session)
                     summary = analyse(self.spec, self.configs)
-                    progress = round(self.progress, 4)
+                    live = self.live
+                    progress = round(live() if live is not None else self.progress, 4)
                     if final_status is None:
                         lifecycle.beat(self.run_id, session, progress=progress, summary=summary)
                     else:
@@ -377,9 +381,12 @@ def _run_config(
             beat.progress = (config["index"] + benchmark.phase_fraction()) / total
 
         benchmark.progress = lambda fraction, message: progress_now()
+        beat.live = lambda: (config["index"] + benchmark.phase_fraction()) / total
         try:
             outcome = run_blocking(benchmark.run())
         finally:
+            beat.progress = (config["index"] + benchmark.phase_fraction()) / total  # a cancel keeps it
+            beat.live = None
             energy.close()
         beat.flush()
         records = beat.records.get(config["label"], [])
