@@ -377,15 +377,14 @@ def _run_config(
         salt = f"tune{run_id}-{config['index']}"
         benchmark = Benchmark(bench, sink=beat, should_stop=stop, salt=salt, energy=energy)
 
-        def progress_now() -> None:
-            beat.progress = (config["index"] + benchmark.phase_fraction()) / total
+        def where() -> float:
+            return (config["index"] + benchmark.phase_fraction()) / total
 
-        benchmark.progress = lambda fraction, message: progress_now()
-        beat.live = lambda: (config["index"] + benchmark.phase_fraction()) / total
+        beat.live = where  # each beat reads it: the bar moves with every answered request
         try:
             outcome = run_blocking(benchmark.run())
         finally:
-            beat.progress = (config["index"] + benchmark.phase_fraction()) / total  # a cancel keeps it
+            beat.progress = where()  # where a cancel stopped it
             beat.live = None
             energy.close()
         beat.flush()

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from db.models import Run
+from db.session import session_scope
 from services import local_engines
 from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
@@ -81,10 +83,21 @@ def test_a_configuration_that_cannot_start_is_recorded_while_the_others_finish(
     assert jobs.get_run(run_id).status == "finished_with_errors"
 
 
-def _stored_progress(run_id: int) -> float:
-    from db.models import Run
-    from db.session import session_scope
+def _stored_progress_and_requests(run_id: int) -> tuple[float, int]:
+    """The run's stored progress and its stored requests, read together."""
+    from sqlalchemy import func, select
 
+    from db.models import RequestResult
+
+    with session_scope() as session:
+        answered = session.scalar(
+            select(func.count(RequestResult.id)).where(RequestResult.run_id == run_id)
+        )
+        run = session.get(Run, run_id)
+        return (run.progress if run is not None else 0.0), int(answered or 0)
+
+
+def _stored_progress(run_id: int) -> float:
     with session_scope() as session:
         run = session.get(Run, run_id)
         return run.progress if run is not None else 0.0
@@ -113,8 +126,10 @@ def test_cancel_mid_sweep_stops_the_engine_and_keeps_what_ran(
     # (it once moved only between configurations: this waited out its whole minute).
     while time.monotonic() < deadline + 60 and _stored_progress(run_id) <= 0:
         time.sleep(0.2)
-    moved = _stored_progress(run_id)
-    assert 0 < moved < 1 / 3, f"progress {moved} during the first of three configurations"
+    moved, answered = _stored_progress_and_requests(run_id)
+    assert 0 < moved < 1 / 3 and answered < 200, (
+        f"progress {moved} first stored with {answered} of the first configuration's 200 requests"
+    )
     assert jobs.cancel_run(run_id)
     view = wait_until_ended(run_id, 60)
     assert view.status == "cancelled" and view.finished_at is not None
