@@ -69,10 +69,8 @@ def test_every_suppression_says_why() -> None:
 PATH_PATCH = re.compile(r"\bsys\.path\.(insert|append|extend)\(|\bsys\.path\s*(\+?=)[^=]")
 
 
-def test_no_python_file_patches_the_import_path() -> None:
-    # `pip install -e .` (run.sh, test.sh) makes the product importable from anywhere, and
-    # pytest puts the checkout first for the tests. A patch hid a missing install and could
-    # load another checkout's code.
+def python_files() -> list[str]:
+    """The checkout's Python files, tracked or new, as git names them (ignored ones left out)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.py"],
         cwd=ROOT,
@@ -80,8 +78,15 @@ def test_no_python_file_patches_the_import_path() -> None:
         text=True,
         check=True,
     )
+    return [name for name in listed.stdout.split("\0") if name]
+
+
+def test_no_python_file_patches_the_import_path() -> None:
+    # `pip install -e .` (run.sh, test.sh) makes the product importable from anywhere, and
+    # pytest puts the checkout first for the tests. A patch hid a missing install and could
+    # load another checkout's code.
     patched = []
-    for name in filter(None, listed.stdout.split("\0")):
+    for name in python_files():
         path = ROOT / name
         if not path.is_file():
             continue
@@ -135,15 +140,8 @@ def test_every_import_inside_a_function_says_why() -> None:
     # An import belongs at the top of its module, where a cycle shows at once and the reader
     # sees what the module needs; the ones that stay lazy (a heavy or optional dependency, a
     # real cycle, a name tests patch) say which it is, so the next reader keeps them lazy.
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
     found = []
-    for name in filter(None, listed.stdout.split("\0")):
+    for name in python_files():
         path = ROOT / name
         if Path(name).parts[0] not in NOT_PRODUCT and path.is_file():
             found += unexplained_lazy_imports(path, name)

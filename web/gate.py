@@ -426,7 +426,8 @@ class Gate:
             await self._refuse(scope, receive, send, 401, "Log in first: /login", login_redirect=True)
             return
         # A password login binds Streamlit's XSRF token (websocket, uploads) to its session.
-        secret = access.websocket_secret(_cookies(headers).get(access.SESSION_COOKIE))
+        cookies = _cookies(headers)
+        secret = access.websocket_secret(cookies.get(access.SESSION_COOKIE))
         if secret is not None:
             if is_websocket and not _presents(headers, secret):
                 log.warning("refused a websocket without its session's token from %s", client)
@@ -434,11 +435,11 @@ class Gate:
                     scope, receive, send, 403, "The websocket needs this session's token."
                 )
                 return
-            planted = _xsrf_bytes(_cookies(headers).get(XSRF_COOKIE)) != secret
+            planted = _xsrf_bytes(cookies.get(XSRF_COOKIE)) != secret
             scope = _with_cookie(scope, XSRF_COOKIE, _xsrf_value(secret))
             if planted and not is_websocket:
                 send = _adding_header(send, _xsrf_cookie(secret))
-        if not is_websocket and access.browser_id(_cookies(headers).get(access.BROWSER_COOKIE)) is None:
+        if not is_websocket and access.browser_id(cookies.get(access.BROWSER_COOKIE)) is None:
             send = _adding_header(send, _browser_cookie(scope.get("scheme") == "https"))
         if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:
             try:
