@@ -10,9 +10,10 @@ import streamlit as st
 from starlette.middleware import Middleware
 
 from web import exports
-from web.gate import Gate, harden_uvicorn
+from web.gate import Gate
+from web.guard import harden_uvicorn
 
 # Before `app` is returned to uvicorn, whose Config is still being loaded: no proxy headers from
-# loopback, and slow headers time out (web/gate.py says why).
+# loopback, slow headers time out, connections per client are capped (web/guard.py says why).
 harden_uvicorn()
 app = st.App("app.py", routes=exports.ROUTES, middleware=[Middleware(Gate)])

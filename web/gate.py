@@ -13,8 +13,10 @@ A login is a row of `login_sessions` (`services.team.access`): logout (a POST wi
 session), "log out everywhere" (operators) and a changed password end it. The websocket's token
 (Streamlit's XSRF token, which its frontend reads from the `_streamlit_xsrf` cookie) is derived from
 that session and checked here, so a value another port plants in that readable cookie opens nothing.
-`harden_uvicorn` (called by serve.py) stops uvicorn believing `X-Forwarded-For` from loopback (the
-gate trusts only SHOOTOUT_TRUSTED_PROXIES) and closes connections that do not finish their headers.
+`web/guard.py` holds what works around the gate: uvicorn's proxy headers off (the gate trusts only
+SHOOTOUT_TRUSTED_PROXIES), connections that do not finish their headers or bodies in time closed,
+connections per client capped, and the frame headers on every answer. `web/sockets.py` closes the
+websockets of logins that have ended.
 
 Open before login: `/login`, `/logout`, `/_stcore/health` (load balancers), and with OIDC the
 routes of Streamlit's own login flow (`/auth/login`, `/oauth2callback`, `/auth/logout`).
@@ -27,7 +29,6 @@ import hmac
 import html
 import json
 import logging
-import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
@@ -35,7 +36,9 @@ from urllib.parse import parse_qs, quote
 
 from services.core.config import get_settings
 from services.team import access, limits
-from services.team.throttle import throttle
+from services.team.throttle import client_key, throttle
+from web import guard
+from web.sockets import LiveSocket, sockets
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -50,7 +53,6 @@ OIDC_PATHS = frozenset({"/auth/login", "/auth/logout", "/oauth2callback"})
 #: The login form is a few fields; a bigger body is not a login.
 MAX_LOGIN_BODY = 4096
 XSRF_COOKIE = "_streamlit_xsrf"
-DEFAULT_HEADER_TIMEOUT_S = 10.0
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: An upload that does not say its size counts as Streamlit's largest (its default 200 MB).
 UNKNOWN_UPLOAD_SIZE = 200 * 1024 * 1024
@@ -182,9 +184,19 @@ def _xsrf_bytes(value: str | None) -> bytes | None:
     return decode_xsrf_token_string(value)[0] if value else None
 
 
-def _xsrf_cookie(secret: bytes) -> tuple[bytes, bytes]:
+def _xsrf_cookie(secret: bytes, secure: bool) -> tuple[bytes, bytes]:
     # Not HttpOnly: Streamlit's frontend reads it and sends it with the websocket handshake.
-    return (b"set-cookie", f"{XSRF_COOKIE}={_xsrf_value(secret)}; Path=/; SameSite=Strict".encode())
+    flags = "; Secure" if secure else ""
+    return (
+        b"set-cookie",
+        f"{XSRF_COOKIE}={_xsrf_value(secret)}; Path=/; SameSite=Strict{flags}".encode(),
+    )
+
+
+def _https(scope: Scope) -> bool:
+    """Whether the browser came by HTTPS: the socket's own TLS, or a trusted proxy's
+    `X-Forwarded-Proto` (the scope's scheme is already resolved: `_resolve_client`)."""
+    return scope.get("scheme") in ("https", "wss")
 
 
 def _with_cookie(scope: Scope, name: str, value: str) -> Scope:
@@ -213,13 +225,15 @@ def _browser_cookie(secure: bool) -> tuple[bytes, bytes]:
     )
 
 
-def _session_cookie(token: str, max_age: int) -> tuple[bytes, bytes]:
+def _session_cookie(token: str, max_age: int, secure: bool) -> tuple[bytes, bytes]:
     # SameSite=Strict: no other site can make the browser send it, which covers
-    # cross-site form posts and websockets along with the Origin check.
+    # cross-site form posts and websockets along with the Origin check. Secure behind HTTPS
+    # (a trusted proxy's X-Forwarded-Proto included): never sent over plain HTTP then.
+    flags = "; Secure" if secure else ""
     return (
         b"set-cookie",
         f"{access.SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; "
-        f"Max-Age={max_age}".encode(),
+        f"Max-Age={max_age}{flags}".encode(),
     )
 
 
@@ -268,6 +282,7 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client:
             "text/html; charset=utf-8",
         )
         return
+    # One failure counter per client across roles, which a right password does not clear.
     role = access.role_for_password(form.get("password", [""])[0])
     if role is None:
         lockout = throttle.failed(client)
@@ -282,14 +297,40 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client:
             "text/html; charset=utf-8",
         )
         return
-    throttle.succeeded(client)
+    refusal = await _too_many_logins(client)
+    if refusal:
+        await _respond(send, 429, _login_page(next_path, refusal, oidc), "text/html; charset=utf-8")
+        return
     log.info("%s logged in as %s", client, role)
     token = await asyncio.to_thread(access.issue_session, role, f"ip:{client}")
-    extra = [(b"location", next_path.encode()), _session_cookie(token, access.session_max_age_s())]
+    secure = _https(scope)
+    extra = [
+        (b"location", next_path.encode()),
+        _session_cookie(token, access.session_max_age_s(), secure),
+    ]
     secret = access.websocket_secret(token)
     if secret:
-        extra.append(_xsrf_cookie(secret))
+        extra.append(_xsrf_cookie(secret, secure))
     await _respond(send, 303, "", extra=extra)
+
+
+async def _too_many_logins(client: str) -> str | None:
+    """Why this client may not log in again now (issue 44: 300 logins in 2.3 s, each kept a
+    day): too many right passwords in a short time, or SHOOTOUT_LOGIN_SESSIONS_PER_CLIENT
+    logins of its address still live. None when it may."""
+    wait = throttle.login_wait_s(client)
+    if wait:
+        return f"Too many logins from this address: try again in {max(1.0, wait):.0f} s."
+    key = client_key(client)
+    live = await asyncio.to_thread(access.live_session_identities)
+    held = sum(1 for identity in live if identity.startswith("ip:") and client_key(identity[3:]) == key)
+    if held >= get_settings().login_sessions_per_client:
+        log.warning("refused a login from %s: %d live logins from its address", client, held)
+        return (
+            f"This address already has {held} live logins (SHOOTOUT_LOGIN_SESSIONS_PER_CLIENT): "
+            "log out of one, or ask the operator."
+        )
+    return None
 
 
 def _logout_page(token: str | None, viewer: access.Viewer | None, message: str = "") -> str:
@@ -314,11 +355,13 @@ def _logout_page(token: str | None, viewer: access.Viewer | None, message: str =
     )
 
 
-_LOGGED_OUT = [
-    (b"location", b"/login"),
-    (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0".encode()),
-    (b"set-cookie", f"{XSRF_COOKIE}=; Path=/; Max-Age=0".encode()),
-]
+def _logged_out(secure: bool) -> list[tuple[bytes, bytes]]:
+    flags = "; Secure" if secure else ""
+    return [
+        (b"location", b"/login"),
+        (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0{flags}".encode()),
+        (b"set-cookie", f"{XSRF_COOKIE}=; Path=/; Max-Age=0{flags}".encode()),
+    ]
 
 
 async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
@@ -327,7 +370,7 @@ async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str,
     token = _cookies(headers).get(access.SESSION_COOKIE)
     viewer = await asyncio.to_thread(access.read_session, token)
     if viewer is None:
-        await _respond(send, 303, "", extra=_LOGGED_OUT)
+        await _respond(send, 303, "", extra=_logged_out(_https(scope)))
         return
     if scope["method"] in ("GET", "HEAD"):
         await _respond(send, 200, _logout_page(token, viewer), "text/html; charset=utf-8")
@@ -350,11 +393,13 @@ async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str,
         return
     if everywhere:
         ended = await asyncio.to_thread(access.end_all_sessions, viewer)
-        log.warning("%s logged out every session (%d)", viewer.identity, ended)
+        closed = await sockets.close_all()
+        log.warning("%s logged out every session (%d, %d open pages)", viewer.identity, ended, closed)
     else:
         await asyncio.to_thread(access.end_session, token)
-        log.info("%s logged out", viewer.identity)
-    await _respond(send, 303, "", extra=_LOGGED_OUT)
+        closed = await sockets.close_session(token)
+        log.info("%s logged out (%d open pages)", viewer.identity, closed)
+    await _respond(send, 303, "", extra=_logged_out(_https(scope)))
 
 
 class Gate:
@@ -382,6 +427,10 @@ class Gate:
         headers = _headers(scope)
         scope = _resolve_client(scope, headers)
         client = _client(scope)
+        if scope["type"] == "http":
+            # The body deadline and the frame headers, for every answer (web/guard.py).
+            request = guard.RequestGuard(scope.get("path", "/"), headers, receive, send)
+            receive, send = request.receive, request.send
         hosts = access.allowed_hosts(self._bind())
         if not access.host_allowed(headers.get("host"), hosts):
             log.warning("refused Host %r from %s", headers.get("host"), client)
@@ -438,9 +487,14 @@ class Gate:
             planted = _xsrf_bytes(cookies.get(XSRF_COOKIE)) != secret
             scope = _with_cookie(scope, XSRF_COOKIE, _xsrf_value(secret))
             if planted and not is_websocket:
-                send = _adding_header(send, _xsrf_cookie(secret))
+                send = _adding_header(send, _xsrf_cookie(secret, _https(scope)))
+            if is_websocket:
+                # Checked again on every message, closed when the login ends (web/sockets.py).
+                socket = LiveSocket(cookies.get(access.SESSION_COOKIE) or "", receive, send)
+                sockets.add(socket)
+                receive, send = socket.receive, socket.send
         if not is_websocket and access.browser_id(cookies.get(access.BROWSER_COOKIE)) is None:
-            send = _adding_header(send, _browser_cookie(scope.get("scheme") == "https"))
+            send = _adding_header(send, _browser_cookie(_https(scope)))
         if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:
             try:
                 size = int(headers.get("content-length") or UNKNOWN_UPLOAD_SIZE)
@@ -510,79 +564,3 @@ def _resolve_client(scope: Scope, headers: dict[str, str]) -> Scope:
         return scope
     port = (scope.get("client") or (None, 0))[1]
     return {**scope, "client": (found.address, port), "scheme": found.scheme}
-
-
-def header_timeout_s() -> float:
-    return max(0.5, get_settings().header_timeout_s)
-
-
-def with_header_timeout(base: type[asyncio.Protocol], timeout_s: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol, closing a connection whose request headers are not complete
-    `timeout_s` after it opened or after its last response: an ASGI middleware only runs once
-    headers are in, so a client trickling them would otherwise hold a connection for ever."""
-
-    class HeaderTimeoutProtocol(base):  # type: ignore[misc, valid-type]  # uvicorn's protocol class
-        _header_timer: asyncio.TimerHandle | None = None
-        _armed_cycle: object = None
-
-        def _arm_header_timer(self) -> None:
-            self._disarm_header_timer()
-            self._armed_cycle = self.cycle
-            self._header_timer = self.loop.call_later(timeout_s, self._header_timeout)
-
-        def _disarm_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _header_timeout(self) -> None:
-            self._header_timer = None
-            transport = self.transport
-            if transport.is_closing() or transport.get_protocol() is not self:
-                return  # closed, or now a websocket
-            if self.cycle is self._armed_cycle:  # no request's headers since the timer started
-                log.warning(
-                    "closed a connection from %s: no request headers in %.0f s", self.client, timeout_s
-                )
-                transport.close()
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            self._arm_header_timer()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm_header_timer()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_header_timer()
-            super().connection_lost(exc)
-
-    return HeaderTimeoutProtocol
-
-
-def harden_uvicorn() -> bool:
-    """Called while uvicorn imports serve.py (Streamlit builds uvicorn's Config before that, with
-    uvicorn's defaults): turns off uvicorn's proxy headers, which it believes from loopback, and
-    adds the header-read timeout. The Config is found on the call stack, since Streamlit passes
-    no settings of ours to it; False (and a log line) when it is not there."""
-    # uvicorn's internals: loaded in the server that imports serve.py; the gate alone does not need them.
-    from uvicorn.config import Config
-
-    frame = sys._getframe(1)
-    while frame is not None:
-        candidate = frame.f_locals.get("self")
-        if isinstance(candidate, Config):
-            break
-        frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
-    else:
-        log.warning("serve.py was not loaded by uvicorn: proxy headers and header timeout unchanged")
-        return False
-    # load() wraps the app in ProxyHeadersMiddleware after this import, and the server makes its
-    # protocols from http_protocol_class after load(): both read what is set here.
-    candidate.proxy_headers = False
-    candidate.http_protocol_class = with_header_timeout(
-        candidate.http_protocol_class, header_timeout_s()
-    )
-    return True

@@ -217,6 +217,19 @@ def issue_session(role: Role, identity: str) -> str:
     return _serializer().dumps({"sid": session_id})
 
 
+def live_session_identities() -> list[str]:
+    """The identity of every password login that is neither revoked nor expired (the gate caps
+    them per client)."""
+    with session_scope() as db:
+        return list(
+            db.scalars(
+                select(LoginSession.identity).where(
+                    LoginSession.revoked_at.is_(None), LoginSession.expires_at > datetime.now(UTC)
+                )
+            )
+        )
+
+
 def new_browser_id() -> str:
     return secrets.token_urlsafe(24)
 
@@ -470,6 +483,12 @@ def _trusted(address: str, networks: list[ipaddress.IPv4Network | ipaddress.IPv6
     except ValueError:
         return False
     return any(ip in network for network in networks)
+
+
+def is_trusted_proxy(address: str | None) -> bool:
+    """Whether this peer is one of SHOOTOUT_TRUSTED_PROXIES (its connections carry many clients)."""
+    networks = trusted_proxies()
+    return bool(address and networks and _trusted(address, networks))
 
 
 @dataclass(frozen=True)

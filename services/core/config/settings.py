@@ -169,6 +169,24 @@ class Settings:
         f.positive("seconds"),
         10.0,
     )
+    body_timeout_s = f.Setting(
+        "SHOOTOUT_BODY_TIMEOUT_S",
+        "seconds a login or logout form has to arrive, and any request body may pause",
+        f.positive("seconds"),
+        10.0,
+    )
+    connections_per_client = f.Setting(
+        "SHOOTOUT_CONNECTIONS_PER_CLIENT",
+        "open connections of one client address (trusted proxies excepted)",
+        _LIMIT,
+        500,
+    )
+    login_sessions_per_client = f.Setting(
+        "SHOOTOUT_LOGIN_SESSIONS_PER_CLIENT",
+        "live password logins from one client address",
+        _LIMIT,
+        1000,
+    )
 
     # ------------------------------------------------------------ limits of a shared server
     limit_n = f.Setting("SHOOTOUT_LIMIT_N", "`n` of one playground request", _LIMIT, 8)
