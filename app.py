@@ -21,7 +21,9 @@ section[data-testid="stSidebar"]{width:15rem !important;min-width:15rem !importa
 
 
 def run() -> None:
-    st.set_page_config(page_title="Shootout", page_icon=":material/speed:", layout="wide")
+    # An emoji: Streamlit draws it as an inline SVG, where a `:material/...:` icon made every
+    # page fetch the favicon from a font CDN (an offline team server never reaches out).
+    st.set_page_config(page_title="Shootout", page_icon="⏱️", layout="wide")
     st.html(FRAME_CSS)
     if common.viewer_gate() is None:
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import secrets
 from collections.abc import Callable
 
@@ -63,12 +64,36 @@ def viewer_gate() -> access.Viewer | None:
 
 
 def viewer() -> access.Viewer:
-    """The viewer of this session, for pages (the frame sets it on every run; a page run on its
+    """The viewer of this session, for pages. With a login, looked up again on every call (a
+    cheap lookup: `access.read_session` keeps a checked session for a second), so a fragment or
+    a callback acts for the login as it is now, not as it was when the page was drawn (issue
+    44); a login that has ended stops the run. Without one, the frame's value (a page run on its
     own, as in tests, resolves it the same way). Nobody known: the least a viewer may do."""
-    found = st.session_state.get("viewer")
-    if isinstance(found, access.Viewer):
+    if access.login_required() or _oidc_configured():
+        found = _resolve_viewer()
+        if found is None:
+            st.error("Your login has ended (logged out, or expired): [log in again](/login).")
+            st.stop()
+        st.session_state["viewer"] = found
         return found
+    cached = st.session_state.get("viewer")
+    if isinstance(cached, access.Viewer):
+        return cached
     return _resolve_viewer() or access.Viewer(role="viewer", identity="unknown")
+
+
+def _logout_form() -> str:
+    """The sidebar's "Log out": a form posting this session's logout token to the gate's
+    /logout in this tab, which then shows the login page (a link opened the form in a new tab
+    and left this one signed in)."""
+    token = access.form_token(st.context.cookies.get(access.SESSION_COOKIE), "logout")
+    return (
+        '<form method="post" action="/logout" class="shootout-logout">'
+        f'<input type="hidden" name="token" value="{html.escape(token)}">'
+        '<button type="submit" style="padding:.25rem .75rem;border-radius:.5rem;'
+        'border:1px solid rgba(49,51,63,.2);background:transparent;cursor:pointer;color:inherit">'
+        "Log out</button></form>"
+    )
 
 
 def participant() -> str:
@@ -127,7 +152,7 @@ def sidebar() -> DeltaGenerator:
                 )
             )
             if access.login_required() and not _oidc_configured():
-                st.link_button("Log out", "/logout")
+                st.html(_logout_form())
             elif _oidc_configured():
                 st.button("Log out", on_click=st.logout)
     return counted

@@ -108,3 +108,49 @@ def test_the_operator_password_opens_the_operator_controls(team_server: Served, 
         assert page.url.startswith(f"{team_server.url}/login?next=")  # the cookie is gone
     finally:
         context.close()
+
+
+def test_log_out_in_place_ends_the_other_tabs_and_nothing_is_fetched_from_outside(
+    team_server: Served, browser
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 44, items 5 and 16: the sidebar's "Log out" opened the logout form in a new tab and
+    left this one signed in, and another open tab went on acting for the ended login; and the
+    favicon made every page fetch from a font CDN."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    outside: list[str] = []
+    context.on(
+        "request",
+        lambda request: (
+            None
+            if request.url.startswith((team_server.url, "data:", "blob:"))
+            else outside.append(request.url)
+        ),
+    )
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{team_server.url}/engines")
+        _log_in(page, OPERATOR)
+        wait_for_app(page)
+        other = context.new_page()
+        other.set_default_timeout(60_000)
+        other.goto(f"{team_server.url}/runs")
+        wait_for_app(other)
+        icon = page.evaluate("() => document.querySelector(\"link[rel='shortcut icon']\").href")
+        assert icon.startswith("data:image/svg+xml"), icon
+        page.locator("[data-testid='stSidebar']").get_by_role("button", name="Log out").click()
+        page.wait_for_url(f"{team_server.url}/login")  # this tab, at once
+        assert page.locator("input[name=password]").is_visible()
+        assert len(context.pages) == 2  # no new tab
+        screenshot(page, "team_logged_out_in_place")
+        # The other tab's websocket is closed by the server: it can no longer act for the login.
+        other.wait_for_function(
+            "() => document.querySelector(\"[data-testid='stApp']\")"
+            ".getAttribute('data-test-connection-state') !== 'CONNECTED'",
+            timeout=15_000,
+        )
+        other.reload()
+        assert other.url.startswith(f"{team_server.url}/login?next=")
+        assert outside == []
+    finally:
+        context.close()
