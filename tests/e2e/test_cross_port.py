@@ -87,3 +87,25 @@ def test_a_page_on_another_port_cannot_open_the_apps_websocket(
     assert result["sawToken"] is True  # the premise: cookies are shared across ports of a host
     assert result["opened"] is False
     assert "refused Origin 'http://127.0.0.1:" in team_server.log.read_text()
+
+
+def test_a_page_on_another_port_cannot_frame_the_app(team_server: Served, other_port: str, page) -> None:  # type: ignore[no-untyped-def]
+    """Issue 44, item 11: the browser sends the session cookie to a frame of the app inside a
+    page of another port (same site), so that page could show the operator's app and have them
+    click in it. The frame headers make the browser refuse to draw it."""
+    page.set_default_timeout(60_000)
+    page.goto(f"{team_server.url}/login")
+    page.fill("input[name=password]", OPERATOR)
+    page.click("button[type=submit]")
+    wait_for_app(page)
+    other = page.context.new_page()
+    other.goto(other_port)
+    other.evaluate(
+        "(url) => new Promise(r => { const f = document.createElement('iframe'); f.src = url;"
+        " f.width = 1000; f.height = 700; f.onload = () => r(true); document.body.appendChild(f); })",
+        f"{team_server.url}/engines",
+    )
+    other.wait_for_timeout(3_000)  # time enough for the app to draw, had it been allowed to
+    child = next(frame for frame in other.frames if frame != other.main_frame)
+    screenshot(other, "cross_port_frame")
+    assert child.locator("[data-testid='stApp']").count() == 0
