@@ -91,7 +91,8 @@ def _logout_form() -> str:
         '<form method="post" action="/logout" class="shootout-logout">'
         f'<input type="hidden" name="token" value="{html.escape(token)}">'
         '<button type="submit" style="padding:.25rem .75rem;border-radius:.5rem;'
-        'border:1px solid rgba(49,51,63,.2);background:transparent;cursor:pointer;color:inherit">'
+        "border:1px solid rgba(49,51,63,.2);background:transparent;cursor:pointer;color:inherit;"
+        'font:inherit;font-size:.875rem">'
         "Log out</button></form>"
     )
 

@@ -138,6 +138,7 @@ def test_log_out_in_place_ends_the_other_tabs_and_nothing_is_fetched_from_outsid
         wait_for_app(other)
         icon = page.evaluate("() => document.querySelector(\"link[rel='shortcut icon']\").href")
         assert icon.startswith("data:image/svg+xml"), icon
+        screenshot(page, "team_sidebar_logout")
         page.locator("[data-testid='stSidebar']").get_by_role("button", name="Log out").click()
         page.wait_for_url(f"{team_server.url}/login")  # this tab, at once
         assert page.locator("input[name=password]").is_visible()
