@@ -82,18 +82,24 @@ def viewer() -> access.Viewer:
     return _resolve_viewer() or access.Viewer(role="viewer", identity="unknown")
 
 
-def _logout_form() -> str:
+def _logout_form(operator: bool) -> str:
     """The sidebar's "Log out": a form posting this session's logout token to the gate's
     /logout in this tab, which then shows the login page (a link opened the form in a new tab
-    and left this one signed in)."""
+    and left this one signed in). Operators also get a link to the /logout page, where "Log out
+    everywhere" says what it does before it is pressed."""
     token = access.form_token(st.context.cookies.get(access.SESSION_COOKIE), "logout")
+    everywhere = (
+        '<p style="margin:.5rem 0 0;font-size:.875rem"><a href="/logout">Log out everywhere…</a></p>'
+        if operator
+        else ""
+    )
     return (
         '<form method="post" action="/logout" class="shootout-logout">'
         f'<input type="hidden" name="token" value="{html.escape(token)}">'
         '<button type="submit" style="padding:.25rem .75rem;border-radius:.5rem;'
         "border:1px solid rgba(49,51,63,.2);background:transparent;cursor:pointer;color:inherit;"
         'font:inherit;font-size:.875rem">'
-        "Log out</button></form>"
+        f"Log out</button></form>{everywhere}"
     )
 
 
@@ -153,7 +159,7 @@ def sidebar() -> DeltaGenerator:
                 )
             )
             if access.login_required() and not _oidc_configured():
-                st.html(_logout_form())
+                st.html(_logout_form(who.is_operator))
             elif _oidc_configured():
                 st.button("Log out", on_click=st.logout)
     return counted

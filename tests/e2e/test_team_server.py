@@ -100,7 +100,7 @@ def test_the_operator_password_opens_the_operator_controls(team_server: Served, 
         assert page.get_by_role("button", name="Probe and add").is_visible()
         assert page.get_by_text("Signed in as operator").is_visible()
         screenshot(page, "team_operator_engines")
-        page.goto(f"{team_server.url}/logout")  # the sidebar's "Log out": a form, then a POST
+        page.goto(f"{team_server.url}/logout")  # the logout page: a form, then a POST
         assert page.get_by_role("button", name="Log out everywhere").is_visible()  # operators only
         page.get_by_role("button", name="Log out", exact=True).click()
         page.wait_for_url(f"{team_server.url}/login")
@@ -139,7 +139,12 @@ def test_log_out_in_place_ends_the_other_tabs_and_nothing_is_fetched_from_outsid
         icon = page.evaluate("() => document.querySelector(\"link[rel='shortcut icon']\").href")
         assert icon.startswith("data:image/svg+xml"), icon
         screenshot(page, "team_sidebar_logout")
-        page.locator("[data-testid='stSidebar']").get_by_role("button", name="Log out").click()
+        sidebar = page.locator("[data-testid='stSidebar']")
+        # Operators reach "Log out everywhere" from the sidebar, on the page that explains it.
+        everywhere = sidebar.get_by_role("link", name="Log out everywhere…")
+        assert everywhere.get_attribute("href") == "/logout"
+        assert everywhere.get_attribute("target") is None  # this tab
+        sidebar.get_by_role("button", name="Log out").click()
         page.wait_for_url(f"{team_server.url}/login")  # this tab, at once
         assert page.locator("input[name=password]").is_visible()
         assert len(context.pages) == 2  # no new tab
