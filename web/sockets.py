@@ -48,17 +48,22 @@ class LiveSocket:
 
     async def receive(self) -> Message:
         message = await self._receive()
-        if (
-            message["type"] == "websocket.receive"
-            and not self.closed
-            and await asyncio.to_thread(access.read_session, self.token) is None
-        ):
-            log.info("closed a websocket whose login has ended")
+        if message["type"] == "websocket.receive" and not self.closed and not await self._login_holds():
             await self.close()
             return {"type": "websocket.disconnect", "code": CLOSE_CODE}
         if message["type"] == "websocket.disconnect":
             sockets.discard(self)
         return message
+
+    async def _login_holds(self) -> bool:
+        try:
+            found = await asyncio.to_thread(access.read_session, self.token)
+        except Exception as error:  # noqa: BLE001 - the database is unreachable: closed, not acted on (the page reconnects)
+            log.warning("closed a websocket: its login could not be checked (%s)", error)
+            return False
+        if found is None:
+            log.info("closed a websocket whose login has ended")
+        return found is not None
 
     async def send(self, message: Message) -> None:
         if self.closed:

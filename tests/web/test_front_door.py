@@ -301,3 +301,30 @@ def test_connections_per_client_are_capped(direct: Served) -> None:
     time.sleep(0.3)
     assert httpx2.get(direct.url + "/_stcore/health", timeout=10).text.strip() == "ok"
     assert "refused connections from loopback" in Path(direct.log).read_text()
+
+
+async def test_a_websocket_whose_login_cannot_be_checked_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A database that does not answer closes the page's websocket (it reconnects) rather than
+    acting on a message for a login nobody could check."""
+    from web.sockets import CLOSE_CODE, LiveSocket
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "websocket.receive", "bytes": b"rerun"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    def unreachable(token: str | None) -> None:
+        raise OSError("database unreachable")
+
+    monkeypatch.setattr(access, "read_session", unreachable)
+    socket_ = LiveSocket("token", receive, send)  # type: ignore[arg-type]  # plain dicts for ASGI messages
+    await socket_.send({"type": "websocket.accept"})
+    assert (await socket_.receive())["type"] == "websocket.disconnect"
+    assert sent[-1] == {"type": "websocket.close", "code": CLOSE_CODE}
+    await socket_.send({"type": "websocket.send", "bytes": b"late"})  # what Streamlit still sends
+    assert len(sent) == 2
