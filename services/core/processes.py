@@ -7,8 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from services.core.config import PROJECT_ROOT, get_settings
 from services.core.errors import ShootoutError
@@ -73,3 +76,27 @@ def worker_main(
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)  # Python's (KeyboardInterrupt) or asyncio.Runner's
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a job started with `&`): stop all the same
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While the block runs, SIGTERM (a CI timeout, `docker stop`, systemd) does what Ctrl-C
+    does: whatever handles SIGINT at that moment runs, so a command stops its run, keeps what
+    it measured and exits 130 instead of dying with its run stored as "running" for ever.
+    Only the main thread can set a handler; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
