@@ -34,6 +34,20 @@ def pid_alive(pid: int | None) -> bool:
     return state != "Z"
 
 
+#: The run workers this process started, by pid: `worker_exited` asks the process itself (a
+#: pid alone could be another host's, with a shared database, or reused once reaped).
+_workers: dict[int, subprocess.Popen[bytes]] = {}
+_workers_lock = threading.Lock()
+
+
+def worker_exited(pid: int | None) -> bool:
+    """True when `pid` is a run worker this process started and it has ended (killed, crashed
+    or done); False for a pid this process did not start, whose liveness it cannot know."""
+    with _workers_lock:
+        process = _workers.get(pid) if pid else None
+    return process is not None and process.poll() is not None
+
+
 def launch_run_worker(kind: str, run_id: int) -> int:
     """Start `python -m services.core.worker KIND RUN_ID` detached (its own session, so it outlives
     the page or command that started it), with this process's database; returns its pid.
@@ -55,6 +69,10 @@ def launch_run_worker(kind: str, run_id: int) -> int:
             env=env,
             start_new_session=True,
         )
+    with _workers_lock:
+        for pid in [pid for pid, known in _workers.items() if known.poll() is not None]:
+            del _workers[pid]  # ended and reaped: its run was seen ended or marked since
+        _workers[process.pid] = process
     return process.pid
 
 

@@ -47,6 +47,7 @@ from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
 from services.core.processes import launch_run_worker, pid_alive
+from services.core.run_kinds import notice_gone_workers
 from services.engines.reported import reported_settings
 from services.local_engines import state_dir
 from services.team import access, limits
@@ -470,6 +471,7 @@ class TuneRunView:
 
 
 def get_run(run_id: int) -> TuneRunView:
+    notice_gone_workers(KIND)  # a killed worker's run shows interrupted, its engine stopped
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -489,6 +491,7 @@ def get_run(run_id: int) -> TuneRunView:
 
 def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
     """(id, name, status) of the latest tuning runs, newest first."""
+    notice_gone_workers(KIND)
     with session_scope() as session:
         rows = session.execute(
             select(Run.id, Run.name, Run.status)
