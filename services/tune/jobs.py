@@ -50,7 +50,7 @@ from services.core.processes import launch_run_worker, pid_alive
 from services.core.run_kinds import notice_gone_workers
 from services.engines.reported import reported_settings
 from services.local_engines import state_dir
-from services.team import access, limits
+from services.team import access, limits, owners
 from services.tune import launch, pareto
 from services.tune.commands import launch_commands
 from services.tune.spec import TuneSpec, config_label
@@ -112,8 +112,10 @@ def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
     return run_id
 
 
-def cancel_run(run_id: int) -> bool:
-    """Ask a pending or running tuning run to stop; False when it had ended already."""
+def cancel_run(run_id: int, viewer: Viewer | None = None) -> bool:
+    """Ask a pending or running tuning run to stop; False when it had ended already. Only its
+    owner or an operator (NotOwner); `viewer` None: the CLI on the server."""
+    owners.require_control(run_id, viewer, "cancel it")
     return request_cancel(run_id, KIND, "tuning run")
 
 
