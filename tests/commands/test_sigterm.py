@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,9 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
+from services.core.processes import pid_alive
 from services.engines import endpoints
+from services.local_engines import is_installed
 from tests.services.demos.demo_server import DemoServer
 from tests.support.scripted_server import ScriptedServer
 from tests.support.waiting import wait_for
@@ -48,6 +50,10 @@ def _stored_rows() -> tuple[int, str, int] | None:
 def _sigterm_after_rows(args: list[str], rows: int = 2) -> tuple[int, str, str]:
     """Start `cli.py ARGS`, SIGTERM it once its run stored `rows` requests; (exit code, the
     run's status, stderr)."""
+    return _sigterm_when(args, lambda: (stored := _stored_rows()) is not None and stored[2] >= rows)
+
+
+def _sigterm_when(args: list[str], ready: Callable[[], object]) -> tuple[int, str, str]:
     process = subprocess.Popen(
         [sys.executable, "cli.py", *args],
         cwd=REPO_ROOT,
@@ -57,7 +63,7 @@ def _sigterm_after_rows(args: list[str], rows: int = 2) -> tuple[int, str, str]:
         env=dict(os.environ),
     )
     try:
-        wait_for(lambda: (stored := _stored_rows()) is not None and stored[2] >= rows, timeout_s=60)
+        wait_for(ready, timeout_s=90)
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:
@@ -115,3 +121,21 @@ def test_demo_stopped_by_sigterm_keeps_its_run_cancelled(db_url: str, demo_serve
     )
     assert (code, status) == (130, "cancelled"), stderr
     assert "Traceback" not in stderr
+
+
+def _running_configuration() -> dict | None:
+    with session_scope() as session:
+        run = session.scalars(select(Run)).first()
+        configs = ((run.summary or {}).get("configs") or []) if run is not None else []
+    return next((c for c in configs if c.get("status") == "running" and c.get("pid")), None)
+
+
+def test_tune_stopped_by_sigterm_keeps_its_run_cancelled_and_stops_its_engine(db_url: str) -> None:
+    assert is_installed("llamacpp"), "llama.cpp is not installed: `python cli.py local install`"
+    args = ["tune", "--kind", "llamacpp", "--config", "np=1", "--requests", "500"]
+    args += ["--input-len", "16", "--output-len", "64"]
+    code, status, stderr = _sigterm_when(args, _running_configuration)
+    assert (code, status) == (130, "cancelled"), stderr
+    with session_scope() as session:
+        (config,) = session.scalars(select(Run)).one().summary["configs"]
+    assert config["status"] == "cancelled" and not pid_alive(config["pid"])  # its engine stopped
