@@ -135,7 +135,7 @@ def live_demo() -> None:
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    demos_view.demo(view)
+    demos_view.demo(view, may_steer=demos.may_control_run(view.run_id, common.viewer()))
     if first_view.live and not view.live:
         st.rerun()  # the demo ended: redraw once without the timed refresh
 

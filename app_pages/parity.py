@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import common
 from app_pages.common import refresh_interval
 from app_pages.parts import parity_setup
 from services.core.errors import ShootoutError
@@ -60,8 +61,15 @@ def run_section() -> None:
     st.caption(header.caption)
     if view.live:
         st.progress(min(1.0, view.progress), text=header.progress_text)
-        if st.button("Cancel", key="parity_cancel", icon=":material/stop:"):
-            page.cancel_parity(view.run_id)
+        viewer = common.viewer()
+        if page.may_control_run(view.run_id, viewer) and st.button(
+            "Cancel", key="parity_cancel", icon=":material/stop:"
+        ):
+            try:
+                page.cancel_parity(view.run_id, viewer)
+            except ShootoutError as error:
+                st.error(md_text(str(error)))
+                return
             st.rerun(scope="fragment")
     if view.error:
         st.error(md_text(view.error))

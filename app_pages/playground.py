@@ -50,8 +50,12 @@ def on_send() -> None:
 
 
 def on_stop() -> None:
-    if state.pg_run_id is not None:
-        playground.stop(state.pg_run_id)
+    if state.pg_run_id is None:
+        return
+    try:
+        playground.stop(state.pg_run_id, common.viewer())
+    except ShootoutError as error:
+        state.pg_error = str(error)
 
 
 def on_new_conversation() -> None:
@@ -94,7 +98,7 @@ def _follow_address() -> None:
 def on_send_again(run_id: int) -> None:
     state.pg_error = None
     try:
-        handle = playground.resend(run_id, isolated=True)
+        handle = playground.resend(run_id, common.viewer(), isolated=True)
     except ShootoutError as error:
         state.pg_error = str(error)
         return
@@ -173,7 +177,11 @@ if len(engines) < 2:
 form.set_defaults(engine_names)
 with st.container(border=True):
     form.engines_and_parameters(engines, busy)
-    form.prompt_and_buttons(busy, bool(state.pg_conversation_id), on_send, on_stop, on_new_conversation)
+    # Stop is offered to whoever sent the exchange on screen, and to operators.
+    may_stop = current is None or playground.may_control_run(current.run_id, common.viewer())
+    form.prompt_and_buttons(
+        busy, bool(state.pg_conversation_id), on_send, on_stop if may_stop else None, on_new_conversation
+    )
 
 if state.pg_error:
     st.error(playground.md_text(state.pg_error))

@@ -133,8 +133,14 @@ def show(view: tune.TuneRunView) -> None:
             text=f"{sum(c['status'] not in ('not_run', 'starting', 'running') for c in view.configs)}"
             f" of {len(view.configs)} configurations done",
         )
-        if viewer.may("manage_engines") and st.button("Cancel tuning", key=f"tune_cancel_{view.id}"):
-            tune.cancel_run(view.id)
+        if tune.may_control_run(view.id, viewer) and st.button(
+            "Cancel tuning", key=f"tune_cancel_{view.id}"
+        ):
+            try:
+                tune.cancel_run(view.id, viewer)
+            except ShootoutError as error:
+                st.error(md_text(str(error)))
+                return
             st.rerun()
     table = tune.config_table(summary)
     if not table.empty:

@@ -29,6 +29,7 @@ from services.bench.spec import MAX_WORKERS, BenchSpec, EngineTarget
 from services.bench.workloads import WORKLOAD_KINDS
 from services.core import cost
 from services.core.errors import ShootoutError, ValidationError
+from services.core.processes import sigterm_as_ctrl_c
 from services.engines import kinds
 from shootout.cli import print_json
 
@@ -439,7 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     args = root.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
 
     try:
-        return int(args.handler(args) or 0)
+        with sigterm_as_ctrl_c():
+            return int(args.handler(args) or 0)
     except ShootoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
 from typing import Any, NoReturn
@@ -203,7 +202,6 @@ def run(args: argparse.Namespace) -> int:
     spec = build_spec(args)
     run_id = jobs.create_run(spec, trusted=True)
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(
         f"tuning run #{run_id}: {len(spec.validate(trusted=True).expanded())} configurations",
         file=sys.stderr,
@@ -214,11 +212,9 @@ def run(args: argparse.Namespace) -> int:
             should_stop=stop.is_set,
             on_progress=lambda config: print(_line(config), file=sys.stderr),
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (shootout.cli turns it into Ctrl-C)
         stop.set()
         raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     results = TuneSummary.from_json(summary)
     print(f"best: {results.best.get('reason')}", file=sys.stderr)
     if results.launch:

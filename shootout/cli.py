@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from services.core.errors import ShootoutError
+from services.core.processes import sigterm_as_ctrl_c
 
 #: Subcommand -> the module that registers it. Only the chosen command's module is
 #: imported (a benchmark must start sending within a second; pandas alone takes 0.25 s).
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(handler(args) or 0)
+        with sigterm_as_ctrl_c():  # a CI timeout or `docker stop` ends a run as Ctrl-C does
+            return int(handler(args) or 0)
     except ShootoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

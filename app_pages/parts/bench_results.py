@@ -32,8 +32,14 @@ def live(run_id: int) -> None:
     st.progress(min(1.0, view.run.progress), text=view.progress_markdown)
     for line in view.count_lines:
         st.caption(line)
-    if st.button("Cancel run", key=f"bench_cancel_{run_id}"):
-        views.cancel(run_id)
+    viewer = common.viewer()
+    # Only whoever started the run, or an operator, is offered Cancel (the service refuses others).
+    if views.may_control_run(run_id, viewer) and st.button("Cancel run", key=f"bench_cancel_{run_id}"):
+        try:
+            views.cancel(run_id, viewer)
+        except ShootoutError as error:
+            st.error(md_text(str(error)))
+            return
         st.rerun()
     st.plotly_chart(inert(view.figures["live"]), key=f"bench_live_{run_id}")
 

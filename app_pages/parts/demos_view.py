@@ -4,8 +4,12 @@ services.core.safe_text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
+from app_pages import common
+from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import html_text, md_line, md_text
 from services.demos import view as demos
@@ -75,8 +79,17 @@ def step(step: demos.StepView) -> None:
         st.warning(md_text(error), icon=":material/warning:")
 
 
-def demo(view: demos.DemoView) -> None:
-    """A demo as it stands: header, live controls, the steps so far, conclusion, export."""
+def _steer(action: Callable[..., object], *args: object) -> None:
+    try:
+        action(*args, common.viewer())
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+
+
+def demo(view: demos.DemoView, may_steer: bool = False) -> None:
+    """A demo as it stands: header, the steps so far, conclusion, export; and the live
+    controls (Next step, Pause, Stop) when `may_steer`: for whoever started the demo, or an
+    operator (the services refuse anyone else too)."""
     st.header(md_line(view.title))
     if view.explanation:
         st.markdown(
@@ -92,6 +105,7 @@ def demo(view: demos.DemoView) -> None:
             min(1.0, view.progress),
             text=demos.progress_text(view),
         )
+    if view.live and may_steer:
         controls = st.container(horizontal=True, vertical_alignment="center")
         if view.awaiting is not None and controls.button(
             "Next step",
@@ -100,15 +114,15 @@ def demo(view: demos.DemoView) -> None:
             icon=":material/skip_next:",
             help=f"Next: {md_line(view.next_step_title)}",
         ):
-            demos.advance(view.run_id)
+            _steer(demos.advance, view.run_id)
             st.rerun(scope="fragment")
         paused = controls.toggle(
             "Pause between steps", value=view.paused, key=f"demo_pause_live_{view.run_id}"
         )
         if paused != view.paused:
-            demos.set_pause(view.run_id, paused)
+            _steer(demos.set_pause, view.run_id, paused)
         if controls.button("Stop", key="demo_stop", icon=":material/stop:"):
-            demos.stop_demo(view.run_id)
+            _steer(demos.stop_demo, view.run_id)
             st.rerun(scope="fragment")
     for engine, why in view.skipped_engines.items():
         st.warning(f"{md_line(engine)} was left out: {md_text(why)}", icon=":material/cloud_off:")

@@ -125,10 +125,11 @@ def prompt_and_buttons(
     busy: bool,
     continuing: bool,
     on_send: Callable[[], None],
-    on_stop: Callable[[], None],
+    on_stop: Callable[[], None] | None,
     on_new: Callable[[], None],
 ) -> None:
-    """The one-line summary of the parameters, the prompt, and Send / Stop all / New conversation."""
+    """The one-line summary of the parameters, the prompt, and Send / Stop all / New conversation
+    (no Stop all where `on_stop` is None: the exchange on screen is someone else's)."""
     st.caption(
         playground.md_line(
             playground.params_summary(
@@ -157,7 +158,8 @@ def prompt_and_buttons(
     b1.button(
         "Send", key="pg_send", type="primary", icon=":material/send:", on_click=on_send, disabled=busy
     )
-    b2.button("Stop all", key="pg_stop", icon=":material/stop:", on_click=on_stop, disabled=not busy)
+    if on_stop is not None:
+        b2.button("Stop all", key="pg_stop", icon=":material/stop:", on_click=on_stop, disabled=not busy)
     b3.button(
         "New conversation",
         key="pg_new",

@@ -7,8 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from services.core.config import PROJECT_ROOT, get_settings
 from services.core.errors import ShootoutError
@@ -29,6 +32,20 @@ def pid_alive(pid: int | None) -> bool:
     except (OSError, IndexError):
         return True
     return state != "Z"
+
+
+#: The run workers this process started, by pid: `worker_exited` asks the process itself (a
+#: pid alone could be another host's, with a shared database, or reused once reaped).
+_workers: dict[int, subprocess.Popen[bytes]] = {}
+_workers_lock = threading.Lock()
+
+
+def worker_exited(pid: int | None) -> bool:
+    """True when `pid` is a run worker this process started and it has ended (killed, crashed
+    or done); False for a pid this process did not start, whose liveness it cannot know."""
+    with _workers_lock:
+        process = _workers.get(pid) if pid else None
+    return process is not None and process.poll() is not None
 
 
 def launch_run_worker(kind: str, run_id: int) -> int:
@@ -52,6 +69,10 @@ def launch_run_worker(kind: str, run_id: int) -> int:
             env=env,
             start_new_session=True,
         )
+    with _workers_lock:
+        for pid in [pid for pid, known in _workers.items() if known.poll() is not None]:
+            del _workers[pid]  # ended and reaped: its run was seen ended or marked since
+        _workers[process.pid] = process
     return process.pid
 
 
@@ -73,3 +94,27 @@ def worker_main(
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)  # Python's (KeyboardInterrupt) or asyncio.Runner's
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a job started with `&`): stop all the same
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While the block runs, SIGTERM (a CI timeout, `docker stop`, systemd) does what Ctrl-C
+    does: whatever handles SIGINT at that moment runs, so a command stops its run, keeps what
+    it measured and exits 130 instead of dying with its run stored as "running" for ever.
+    Only the main thread can set a handler; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

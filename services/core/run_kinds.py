@@ -10,8 +10,10 @@ restart recovery below, and the limits' count of active runs.
 from __future__ import annotations
 
 import pkgutil
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from importlib import import_module
 from importlib.util import find_spec
@@ -26,9 +28,11 @@ from services.core.lifecycle import (
     STALE_AFTER_S,
     RunKind,
     interrupt,
+    is_stale,
     now_utc,
     stale_cutoff,
 )
+from services.core.processes import pid_alive, worker_exited
 
 #: The worker's body: (run id, "should I stop now?"). The stop flag is set by SIGTERM/SIGINT.
 Execute = Callable[[int, Callable[[], bool]], object]
@@ -90,9 +94,77 @@ def get(kind: str) -> RunKindSpec | None:
         return None
 
 
+_notice_lock = threading.Lock()
+_noticing = threading.local()
+
+#: A worker still alive but silent (a long database lock) is given this many times longer.
+ALIVE_GRACE = 11
+
+
+def _gone(
+    pid: int | None, heartbeat_at: datetime | None, created_at: datetime | None, now: datetime
+) -> bool:
+    if worker_exited(pid):
+        return True
+    if not is_stale(heartbeat_at, created_at, now=now):
+        return False
+    return not (
+        pid_alive(pid)
+        and not is_stale(heartbeat_at, created_at, now=now, stale_after_s=ALIVE_GRACE * STALE_AFTER_S)
+    )
+
+
+def notice_gone_workers(kind: str | None = None) -> list[int]:
+    """Mark the active runs (of `kind`, else of every kind with a worker) whose worker is gone
+    as interrupted, keeping what they stored, while the server runs: a worker this process
+    started that has ended (the OOM killer's SIGKILL), or a run silent for STALE_AFTER_S.
+    Called where runs are listed, counted or drawn, so a dead worker neither shows "running"
+    nor holds a limit's place until the app restarts. Returns the ids it marked. One thread at
+    a time; a kind's hook that reads its runs back (and so calls this again) is not re-entered."""
+    if getattr(_noticing, "active", False):
+        return []
+    with _notice_lock:
+        _noticing.active = True
+        try:
+            return _notice(kind)
+        finally:
+            _noticing.active = False
+
+
+def _notice(kind: str | None) -> list[int]:
+    specs_by_kind = {
+        spec.kind: spec
+        for spec in specs()
+        if spec.execute is not None and (kind is None or spec.kind == kind)
+    }
+    if not specs_by_kind:
+        return []
+    now = now_utc()
+    with session_scope() as session:
+        candidates = session.execute(
+            select(Run.id, Run.worker_pid, Run.heartbeat_at, Run.created_at).where(
+                Run.kind.in_(tuple(specs_by_kind)), Run.status.in_(ACTIVE_STATUSES)
+            )
+        ).all()
+    gone = [run_id for run_id, pid, beat, created in candidates if _gone(pid, beat, created, now)]
+    marked: list[int] = []
+    for run_id in gone:
+        with session_scope() as session:
+            run = session.get(Run, run_id)
+            if run is None or run.status not in ACTIVE_STATUSES:
+                continue  # it ended meanwhile
+            spec = specs_by_kind[RunKind(run.kind)]
+            if spec.on_interrupted is not None:
+                spec.on_interrupted(run)
+            interrupt(run, spec.interrupted, now=now)
+        marked.append(run_id)
+    return marked
+
+
 def count_active(kind: str, requested_by: str | None = None) -> int:
-    """Runs of `kind` pending or running now (a stale one was marked interrupted at start-up),
-    all of them or those one viewer started."""
+    """Runs of `kind` pending or running now (a run whose worker is gone is marked interrupted
+    first), all of them or those one viewer started."""
+    notice_gone_workers(kind)
     query = select(func.count(Run.id)).where(Run.kind == kind, Run.status.in_(ACTIVE_STATUSES))
     if requested_by is not None:
         query = query.where(Run.requested_by == requested_by)

@@ -7,13 +7,17 @@ process polls the row (runner.POLL_S)."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from db.models import Run
 from db.session import session_scope
 from services.core.errors import NotFoundError
 from services.core.lifecycle import RunKind
 from services.demos.reading import demo_view
+from services.team import owners
+
+if TYPE_CHECKING:
+    from services.team.access import Viewer
 
 _wakeups: dict[int, threading.Event] = {}
 _wakeups_lock = threading.Lock()
@@ -46,15 +50,18 @@ def _control(run_id: int, **changes: Any) -> None:
     wakeup(run_id).set()
 
 
-def advance(run_id: int) -> None:
-    """ "Next step": release the step the worker waits at."""
+def advance(run_id: int, viewer: Viewer | None = None) -> None:
+    """ "Next step": release the step the worker waits at. The presenter's buttons are whoever
+    started the demo's or an operator's (NotOwner); `viewer` None: the CLI, the worker."""
+    owners.require_control(run_id, viewer, "steer it")
     view = demo_view(run_id)
     if view.awaiting is not None:
         _control(run_id, released=view.awaiting)
 
 
-def set_pause(run_id: int, pause: bool) -> None:
+def set_pause(run_id: int, pause: bool, viewer: Viewer | None = None) -> None:
     """Turn waiting between steps on or off while the demo runs (off also releases a wait)."""
+    owners.require_control(run_id, viewer, "steer it")
     changes: dict[str, Any] = {"pause": bool(pause)}
     if not pause:
         view = demo_view(run_id)
@@ -63,6 +70,7 @@ def set_pause(run_id: int, pause: bool) -> None:
     _control(run_id, **changes)
 
 
-def stop_demo(run_id: int) -> None:
+def stop_demo(run_id: int, viewer: Viewer | None = None) -> None:
     """Stop after the requests in flight; what was measured stays stored."""
+    owners.require_control(run_id, viewer, "stop it")
     _control(run_id, stop=True)

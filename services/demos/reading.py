@@ -14,6 +14,7 @@ from db.session import session_scope
 from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
+from services.core.run_kinds import notice_gone_workers
 from services.demos.base import Scenario
 from services.demos.records import DemoListItem, DemoView, step_view
 from services.demos.registry import get_scenario
@@ -23,6 +24,7 @@ from services.demos.summary import DemoSummary
 
 def _interrupt_if_stale(run_id: int) -> None:
     """A demo left "running" by a process that died shows as interrupted, never forever running."""
+    notice_gone_workers(RunKind.DEMO)  # a killed worker this server started: at once
     with session_scope() as session:
         run = session.get(Run, run_id)
         if (

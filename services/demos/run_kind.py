@@ -10,8 +10,8 @@ from services.core.lifecycle import RunKind
 from services.core.run_kinds import RunKindSpec, register
 
 INTERRUPTED = (
-    "The demo's worker stopped (the app or the command was restarted); the steps measured so "
-    "far are kept."
+    "The demo's worker stopped without finishing (killed, or the app or the command restarted); "
+    "the steps measured so far are kept."
 )
 
 

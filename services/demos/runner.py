@@ -146,14 +146,23 @@ def start_demo(
         return run_id
     # The CLI waits here (it is its own process already). A thread of its own all the same:
     # the worker runs event loops, and the caller's thread may already run one.
-    thread = threading.Thread(target=run_demo, args=(run_id,), name=f"demo-{run_id}", daemon=True)
-    thread.start()
+    # Waited for on an Event, not Thread.join: a join that Ctrl-C interrupts returns at once
+    # from then on (CPython 3.11), which left the demo "running" when the CLI exited.
+    done = threading.Event()
+
+    def body() -> None:
+        try:
+            run_demo(run_id)
+        finally:
+            done.set()
+
+    threading.Thread(target=body, name=f"demo-{run_id}", daemon=True).start()
     try:
-        while thread.is_alive():
-            thread.join(0.5)
+        while not done.wait(0.5):
+            pass
     except KeyboardInterrupt:
         stop_demo(run_id)  # Ctrl-C: stop after the requests in flight, keep what was measured
-        thread.join(timeout=60)
+        done.wait(timeout=60)
         raise
     return run_id
 

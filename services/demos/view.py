@@ -20,6 +20,7 @@ from services.demos.runner import (
     stop_demo,
 )
 from services.engines.endpoints import list_engines
+from services.team.owners import may_control_run
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "export_demo_html",
     "list_demos",
     "list_engines",
+    "may_control_run",
     "progress_text",
     "scenarios",
     "set_pause",

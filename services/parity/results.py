@@ -18,6 +18,7 @@ from db.session import session_scope
 from services.core.errors import NotFoundError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind
 from services.core.measure import describe
+from services.core.run_kinds import notice_gone_workers
 from services.engines import get_adapter
 from services.parity.metrics import Answer, PromptComparison, TokenChoice, compare, summarise
 from services.parity.summary import ParityComparison, ParityEngine, ParitySummary
@@ -282,6 +283,7 @@ def divergence(reference: Answer, other: Answer, comparison: PromptComparison) -
 
 def parity_view(run_id: int) -> ParityView:
     """A parity run as the page and the CLI show it (live: the summary is computed from the rows so far)."""
+    notice_gone_workers(RunKind.PARITY)  # a killed worker's run shows interrupted
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != RunKind.PARITY:
@@ -341,6 +343,7 @@ class ParityListItem:
 
 
 def list_parity_runs(limit: int = 30) -> list[ParityListItem]:
+    notice_gone_workers(RunKind.PARITY)
     with session_scope() as session:
         rows = session.execute(
             select(Run.id, Run.name, Run.status, Run.created_at)

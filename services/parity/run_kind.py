@@ -21,6 +21,9 @@ SPEC = register(
         RunKind.PARITY,
         "parity run",
         execute=_execute,
-        interrupted="The parity run's worker stopped (the app was restarted); the answers stored so far are kept.",
+        interrupted=(
+            "The parity run's worker stopped without finishing (killed, or the app restarted); the "
+            "answers stored so far are kept."
+        ),
     )
 )

@@ -44,7 +44,7 @@ from services.engines import SamplingParams, endpoints, get_adapter
 from services.parity.metrics import parse_answer
 from services.parity.results import build_summary
 from services.parity.tasks import DEFAULT_SEED, TASK_SET_SIZE, TASK_SET_VERSION, Task, score, task_set
-from services.team import limits
+from services.team import limits, owners
 
 if TYPE_CHECKING:
     from services.team.access import Viewer
@@ -173,8 +173,10 @@ def start_parity(
     return run_id
 
 
-def cancel_parity(run_id: int) -> bool:
-    """Ask a pending or running parity run to stop; False when it had ended already."""
+def cancel_parity(run_id: int, viewer: Viewer | None = None) -> bool:
+    """Ask a pending or running parity run to stop; False when it had ended already. Only its
+    owner or an operator (NotOwner); `viewer` None: the CLI on the server."""
+    owners.require_control(run_id, viewer, "cancel it")
     return request_cancel(run_id, RUN_KIND, "parity run")
 
 

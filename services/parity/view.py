@@ -32,6 +32,7 @@ from services.parity.runner import (
 )
 from services.parity.tasks import TASK_SET_SIZE
 from services.playground.text import diff_html
+from services.team.owners import may_control_run
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "engine_order",
     "list_engines",
     "list_parity_runs",
+    "may_control_run",
     "parity_view",
     "prompt_choices",
     "prompt_detail",

@@ -28,7 +28,7 @@ from services.playground.records import (
     SendRequest,
     Turn,
 )
-from services.playground.sending import exchange_id, reopen, resend, send
+from services.playground.sending import exchange_id, reopen, resend, send, stop
 from services.playground.text import word_diff
 from services.playground.votes import (
     BlindVote,
@@ -43,7 +43,7 @@ from services.playground.votes import (
     vote_best,
     votes_for,
 )
-from services.playground.worker import PERSIST_INTERVAL_S, is_active, running_here, stop, wait
+from services.playground.worker import PERSIST_INTERVAL_S, is_active, running_here, wait
 
 __all__ = [
     "EXTRA_KEYS",

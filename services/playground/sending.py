@@ -24,7 +24,7 @@ from services.playground.params import engine_params, messages_for, params_dict,
 from services.playground.reading import last_prompt
 from services.playground.records import EngineChoice, SendHandle, SendRequest
 from services.playground.worker import Stream
-from services.team import limits
+from services.team import limits, owners
 
 if TYPE_CHECKING:
     from services.engines.endpoints import EngineRecord
@@ -180,9 +180,17 @@ def streams_for(run_id: int) -> list[Stream]:
     return streams
 
 
-def resend(run_id: int, *, isolated: bool = False) -> SendHandle:
-    """Send a stored exchange again, as a new conversation with the same settings."""
-    return send(reopen(run_id), isolated=isolated)
+def resend(run_id: int, viewer: Viewer | None = None, *, isolated: bool = False) -> SendHandle:
+    """Send a stored exchange again, as a new conversation with the same settings: admitted
+    and owned as a Send by `viewer` (None: the CLI on the server)."""
+    return send(reopen(run_id), viewer, isolated=isolated)
+
+
+def stop(run_id: int, viewer: Viewer | None = None) -> None:
+    """Stop every stream of this exchange, keeping what arrived: its sender's or an operator's
+    (NotOwner for another viewer); `viewer` None: the CLI on the server."""
+    owners.require_control(run_id, viewer, "stop it")
+    worker.stop(run_id)
 
 
 def exchange_id(value: str) -> int:

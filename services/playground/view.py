@@ -50,6 +50,7 @@ from services.playground.text import (
     side_by_side_html,
 )
 from services.playground.votes import BlindVote
+from services.team.owners import may_control_run
 from services.votes import live
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
@@ -76,6 +77,7 @@ __all__ = [
     "history",
     "list_engines",
     "live_tally_line",
+    "may_control_run",
     "may_undo",
     "md_line",
     "md_text",

@@ -18,8 +18,8 @@ from services.runs.records import (
     RunDetail,
     split_engine_names,
 )
-from services.team.access import PermissionDenied, Viewer
-from services.team.limits import OPERATOR_OWNER
+from services.team import owners
+from services.team.access import Viewer
 
 
 def _repeat_ids(session: Session, run: Run) -> tuple[int, ...]:
@@ -93,26 +93,17 @@ def _clean_tag_list(tags: Iterable[str]) -> list[str]:
 
 def may_change(requested_by: str | None, viewer: Viewer | None) -> bool:
     """Whether `viewer` may rename, annotate or archive a run that `requested_by` started: an
-    operator (or the CLI on the server, None) any run, a viewer only their own. A run with no
-    requested_by was imported or started from the CLI: the operator's."""
-    if viewer is None or viewer.is_operator:
-        return True
-    return requested_by is not None and requested_by == viewer.identity
+    operator (or the CLI on the server, None) any run, a viewer only their own
+    (services/team/owners.py, the rule of the stop buttons too)."""
+    return owners.may_control(requested_by, viewer)
 
 
 def _require_owner(run: Run, viewer: Viewer | None) -> None:
     if may_change(run.requested_by, viewer):
         return
-    whose = (
-        "was imported or started on the server"
-        if run.requested_by is None
-        else "was started by the operator"
-        if run.requested_by.startswith(OPERATOR_OWNER)
-        else "was started by another viewer"
-    )
-    raise PermissionDenied(
-        f"Run #{run.id} {whose}; a viewer may rename, annotate, tag or archive only the runs they "
-        "started."
+    raise owners.NotOwner(
+        f"{owners.whose(run.id, run.requested_by)}; a viewer may rename, annotate, tag or archive "
+        "only the runs they started."
     )
 
 

@@ -11,6 +11,7 @@ from db.models import Run, RunTag
 from db.session import session_scope
 from services.bench.summary import BenchSummary
 from services.core.errors import ValidationError
+from services.core.run_kinds import notice_gone_workers
 from services.runs.records import (
     MAX_PAGE_SIZE,
     RUN_KINDS,
@@ -159,6 +160,7 @@ def list_runs(
     if sort not in RUN_SORTS:
         raise ValidationError(f"Unknown order {sort!r}. Known: {', '.join(RUN_SORTS)}.")
     page = max(1, int(page))
+    notice_gone_workers()  # every kind's runs whose worker is gone show interrupted
     columns = (
         Run.id,
         Run.kind,

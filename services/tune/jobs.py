@@ -47,9 +47,10 @@ from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
 from services.core.processes import launch_run_worker, pid_alive
+from services.core.run_kinds import notice_gone_workers
 from services.engines.reported import reported_settings
 from services.local_engines import state_dir
-from services.team import access, limits
+from services.team import access, limits, owners
 from services.tune import launch, pareto
 from services.tune.commands import launch_commands
 from services.tune.spec import TuneSpec, config_label
@@ -111,8 +112,10 @@ def start_tuning(spec: TuneSpec, viewer: Viewer | None = None) -> int:
     return run_id
 
 
-def cancel_run(run_id: int) -> bool:
-    """Ask a pending or running tuning run to stop; False when it had ended already."""
+def cancel_run(run_id: int, viewer: Viewer | None = None) -> bool:
+    """Ask a pending or running tuning run to stop; False when it had ended already. Only its
+    owner or an operator (NotOwner); `viewer` None: the CLI on the server."""
+    owners.require_control(run_id, viewer, "cancel it")
     return request_cancel(run_id, KIND, "tuning run")
 
 
@@ -470,6 +473,7 @@ class TuneRunView:
 
 
 def get_run(run_id: int) -> TuneRunView:
+    notice_gone_workers(KIND)  # a killed worker's run shows interrupted, its engine stopped
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -489,6 +493,7 @@ def get_run(run_id: int) -> TuneRunView:
 
 def list_runs(limit: int = 30) -> list[tuple[int, str, str]]:
     """(id, name, status) of the latest tuning runs, newest first."""
+    notice_gone_workers(KIND)
     with session_scope() as session:
         rows = session.execute(
             select(Run.id, Run.name, Run.status)

@@ -20,6 +20,7 @@ from services.core.errors import ValidationError
 from services.engines import endpoints
 from services.team import access
 from services.team.access import commands_allowed
+from services.team.owners import may_control_run
 from services.tune import jobs
 from services.tune.commands import kind_launch
 from services.tune.jobs import TuneRunView, cancel_run, get_run, list_runs
@@ -42,6 +43,7 @@ __all__ = [
     "get_run",
     "kinds",
     "list_runs",
+    "may_control_run",
     "pareto_figure",
     "register_winner",
     "settings_help",

@@ -30,7 +30,12 @@ from services.bench.jobs.engine_metrics import (
     start_engine_metrics,
     summarize_engine_samples,
 )
-from services.bench.jobs.executing import execute_run, load_spec, mark_interrupted_runs
+from services.bench.jobs.executing import (
+    execute_run,
+    load_spec,
+    mark_interrupted_runs,
+    partial_summary,
+)
 from services.bench.jobs.reading import (
     BenchRunItem,
     BenchRunView,
@@ -75,6 +80,7 @@ __all__ = [
     "load_records",
     "load_spec",
     "mark_interrupted_runs",
+    "partial_summary",
     "record_from_row",
     "request_row",
     "start_benchmark",

@@ -16,6 +16,7 @@ from services.bench.jobs.reading import stored_records
 from services.bench.jobs.starting import KIND, store_reported_settings
 from services.bench.jobs.summarize import build_summary
 from services.bench.jobs.writer import DatabaseSink
+from services.bench.run_kind import INTERRUPTED
 from services.bench.runner import Benchmark, BenchOutcome
 from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
@@ -119,6 +120,11 @@ def _finish(run_id: int, status: RunStatus, summary: dict[str, Any], error: str 
     lifecycle.finish(run_id, status, summary=summary, error=lifecycle.KEEP if error is None else error)
 
 
+def partial_summary(run_id: int) -> dict[str, Any]:
+    """The summary of the rows a benchmark stored, for a run whose worker ended without one."""
+    return build_summary(load_spec(run_id), stored_records(run_id), None)
+
+
 def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
     """Mark benchmark runs whose worker is gone as "interrupted", with the summary of the
     rows they had stored; also finish the summary of cancelled runs whose worker died
@@ -142,14 +148,9 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
         # A cancelled run whose worker wrote its summary before it died needs nothing.
         if status == RunStatus.CANCELLED and "engines" in (summary or {}):
             continue
-        spec = load_spec(run_id)
-        partial = build_summary(spec, stored_records(run_id), None)
+        partial = partial_summary(run_id)
         new_status = RunStatus.CANCELLED if status == RunStatus.CANCELLED else RunStatus.INTERRUPTED
-        error = (
-            None
-            if status == RunStatus.CANCELLED
-            else "The benchmark worker stopped without finishing (process gone)."
-        )
+        error = None if status == RunStatus.CANCELLED else INTERRUPTED
         _finish(run_id, new_status, partial, error=error)
         changed.append(run_id)
     return changed

@@ -17,6 +17,7 @@ from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
 from services.core.errors import NotFoundError
 from services.core.lifecycle import ACTIVE_STATUSES
+from services.core.run_kinds import notice_gone_workers
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class BenchRunView:
 
 
 def get_run(run_id: int) -> BenchRunView:
+    notice_gone_workers(KIND)  # a killed worker's run shows interrupted, not running for ever
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
@@ -80,6 +82,7 @@ class BenchRunItem:
 
 
 def list_runs(limit: int = 50, *, active_only: bool = False) -> list[BenchRunItem]:
+    notice_gone_workers(KIND)
     query = select(Run.id, Run.name, Run.status, Run.progress, Run.engine_names, Run.created_at).where(
         Run.kind == KIND
     )

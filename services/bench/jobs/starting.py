@@ -14,7 +14,7 @@ from services.core.lifecycle import RunKind, request_cancel
 from services.core.processes import launch_run_worker
 from services.engines.endpoints import get_engine
 from services.engines.reported import reported_settings
-from services.team import limits
+from services.team import limits, owners
 
 if TYPE_CHECKING:
     from services.team.access import Viewer
@@ -80,8 +80,10 @@ def launch_worker(run_id: int) -> int:
     return pid
 
 
-def cancel_run(run_id: int) -> bool:
-    """Ask a pending or running benchmark to stop; False when it had ended already."""
+def cancel_run(run_id: int, viewer: Viewer | None = None) -> bool:
+    """Ask a pending or running benchmark to stop; False when it had ended already. Only its
+    owner or an operator (NotOwner); `viewer` None: the CLI on the server."""
+    owners.require_control(run_id, viewer, "cancel it")
     return request_cancel(run_id, KIND, "benchmark run")
 
 

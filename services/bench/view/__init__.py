@@ -53,6 +53,7 @@ from services.bench.view.tables import (
     step_labels,
     throughput_table,
 )
+from services.team.owners import may_control_run
 
 __all__ = [
     "CLIENT_BOUND",
@@ -84,6 +85,7 @@ __all__ = [
     "fill_missing",
     "form_options",
     "live_figure",
+    "may_control_run",
     "percentile_table",
     "recent_runs",
     "run_choice",

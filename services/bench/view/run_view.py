@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -29,6 +29,9 @@ from services.bench.view.tables import energy_line, percentile_table, throughput
 from services.core.safe_text import md_line
 from services.engines import get_adapter
 from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
+
+if TYPE_CHECKING:
+    from services.team.access import Viewer
 
 #: Runs with at most this many measured requests per engine get the per-request timeline.
 TIMELINE_MAX_REQUESTS = 300
@@ -159,8 +162,8 @@ def recent_runs(limit: int = 30) -> list[jobs.BenchRunItem]:
     return jobs.list_runs(limit)
 
 
-def cancel(run_id: int) -> bool:
-    return jobs.cancel_run(run_id)
+def cancel(run_id: int, viewer: Viewer) -> bool:
+    return jobs.cancel_run(run_id, viewer)
 
 
 def run_view(run_id: int) -> RunView:
