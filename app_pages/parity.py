@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import common
 from app_pages.common import refresh_interval
 from app_pages.parts import parity_setup
 from services.core.errors import ShootoutError
@@ -28,9 +29,9 @@ except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()
 
-query_run = st.query_params.get("run")
-if query_run and query_run.isdigit():
-    st.session_state["parity_run_id"] = int(query_run)
+query_run = common.address_run_id()
+if query_run is not None:
+    st.session_state["parity_run_id"] = query_run
 
 
 run_id = st.session_state.get("parity_run_id")

@@ -225,7 +225,7 @@ def _resolve(ref: str, root: dict[str, Any], anchors: dict[str, dict[str, Any]],
         part = part.replace("~1", "/").replace("~0", "~")
         if isinstance(target, dict) and part in target:
             target = target[part]
-        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+        elif isinstance(target, list) and part.isdigit() and len(part) < 10 and int(part) < len(target):
             target = target[int(part)]
         else:
             raise ValidationError(f"The schema's {key} {ref[:100]!r} points at nothing in it.")
