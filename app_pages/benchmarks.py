@@ -32,6 +32,8 @@ if not recent:
     st.stop()
 
 choice = views.run_choice(recent, st.query_params.get("run"))
+if choice.refused:
+    st.error(md_text(choice.refused))
 run_id = st.selectbox(
     "Run",
     list(choice.labels),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from services.core import ids
 from services.core.config import get_settings
 from services.core.errors import ShootoutError
 from services.core.run_kinds import mark_interrupted_after_restart
@@ -193,3 +194,13 @@ def start_and_show(start: Callable[[], int]) -> None:
 def refresh_interval(seconds: float) -> float | None:
     """The `run_every` for live fragments, or None where timed refresh is off (browser tests)."""
     return seconds if get_settings().autorefresh else None
+
+
+def address_run_id(key: str = "run") -> int | None:
+    """The run the address names (`?run=12`), None when it names none; one that cannot be a
+    run number (letters, 20 digits) is said in one line and ignored."""
+    try:
+        return ids.address_id(st.query_params.get(key))
+    except ShootoutError as error:
+        st.error(md_text(str(error)))
+        return None

@@ -37,9 +37,9 @@ except ShootoutError as error:
     st.stop()
 
 # The demo on screen: ?run=ID (survives a reload and can be shared), else the one started here.
-query_run = st.query_params.get("run")
-if query_run and query_run.isdigit():
-    st.session_state["demo_run_id"] = int(query_run)
+query_run = common.address_run_id()
+if query_run is not None:
+    st.session_state["demo_run_id"] = query_run
 
 
 def show_run(run_id: int) -> None:

@@ -29,9 +29,9 @@ except ShootoutError as error:
     st.error(md_text(str(error)))
     st.stop()
 
-query_run = st.query_params.get("run")
-if query_run and query_run.isdigit():
-    st.session_state["parity_run_id"] = int(query_run)
+query_run = common.address_run_id()
+if query_run is not None:
+    st.session_state["parity_run_id"] = query_run
 
 
 run_id = st.session_state.get("parity_run_id")

@@ -97,8 +97,7 @@ if not recent:
     st.stop()
 
 labels = {run_id: f"#{run_id} {name}" for run_id, name, _status in recent}
-wanted = st.query_params.get("run")
-selected = int(wanted) if wanted and wanted.isdigit() else recent[0][0]
+selected = common.address_run_id() or recent[0][0]
 if selected not in labels:
     labels = {selected: f"#{selected}", **labels}
 run_id = st.selectbox(

@@ -125,9 +125,14 @@ def _text(view: Any) -> str:
             lines.append(f"error ({column.error_class}): {column.error}")
         if column.schema_check is not None:
             check = column.schema_check
-            lines.append(
-                "schema: valid" if check.valid else f"schema: invalid at {check.path}: {check.message}"
-            )
+            if check.valid is None:
+                lines.append(f"schema: not checked: {check.message}")
+            else:
+                lines.append(
+                    "schema: valid"
+                    if check.valid
+                    else f"schema: invalid at {check.path}: {check.message}"
+                )
         lines += [f"note: {note}" for note in column.notes]
         if column.answer:
             lines.append(column.answer)

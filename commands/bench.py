@@ -248,8 +248,12 @@ def _url_target(args: argparse.Namespace) -> Any:
     url = args.url.strip()
     if "://" not in url:
         url = "http://" + url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # "http://[::1" (an unclosed IPv6 address), a port past 65535
+        raise ValidationError(f"{args.url!r} is not an http(s) URL: {error}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
         raise ValidationError(f"{args.url!r} is not an http(s) URL.")
     base = url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
     # CLI start: registration brings the probe's HTTP client (httpx2, 120 modules), which only
@@ -266,7 +270,7 @@ def _url_target(args: argparse.Namespace) -> Any:
         pass
     if kind is not None and kind not in kinds():
         raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
-    name = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    name = f"{parts.hostname}:{port}" if port else parts.hostname
     return EngineTarget(
         name=name,
         base_url=base,

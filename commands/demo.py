@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Any
 
+from services.core import ids
 from services.core.errors import ValidationError
 from shootout.cli import print_json
 
@@ -42,7 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and their settings")
     parser.add_argument(
-        "--show", type=int, metavar="RUN_ID", help="print a stored demo instead of running one"
+        "--show",
+        type=ids.run_number,
+        metavar="RUN_ID",
+        help="print a stored demo instead of running one",
     )
     parser.add_argument("--json", action="store_true", help="print JSON (format in docs/cli-formats.md)")
     parser.set_defaults(handler=_handle)

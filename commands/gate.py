@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from services.core import ids
 from services.core.errors import ValidationError
 from services.runs import gate, get_run
 from shootout.cli import print_json
@@ -145,9 +146,10 @@ def finish(
 def baseline_run_of(value: str) -> int:
     """A baseline given as a run number (12, #12) or a series key (12:vllm): its run."""
     text = value.strip().lstrip("#").split(":", 1)[0]
-    if not text.isdigit():
-        raise ValidationError(f"--baseline {value!r} is not a run number (or RUN:ENGINE).")
-    return int(text)
+    try:
+        return ids.parse_id(text)
+    except ValidationError:
+        raise ValidationError(f"--baseline {value!r} is not a run number (or RUN:ENGINE).") from None
 
 
 def bench_baseline(args: argparse.Namespace) -> int | None:
@@ -167,7 +169,7 @@ def baseline_for_bench(value: str) -> int:
     document, a Shootout export, another tool's results), imported now as the baseline run."""
     text = value.strip()
     if text.lstrip("#").isdigit():
-        return get_run(int(text.lstrip("#"))).id  # a missing run: one line, before the benchmark
+        return get_run(ids.parse_id(text)).id  # a missing run: one line, before the benchmark
     path = Path(text)
     if not path.is_file():
         raise ValidationError(f"--baseline {value!r} is neither a run number nor a readable file.")

@@ -14,6 +14,7 @@ import argparse
 import re
 import time
 
+from services.core import ids
 from services.core.errors import ValidationError
 from shootout.cli import print_json
 
@@ -123,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--since", default="15m", help="window ending now: 90s, 15m, 2h, 1d (default 15m)")
     when.add_argument(
-        "--run", type=int, metavar="N", help="the window of stored run N (and its engines)"
+        "--run", type=ids.run_number, metavar="N", help="the window of stored run N (and its engines)"
     )
     parser.add_argument(
         "--signal", action="append", metavar="NAME", help="a normalised signal (repeatable; default all)"

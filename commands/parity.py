@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from services.core import ids
 from services.core.errors import ValidationError
 
 
@@ -60,7 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--top-logprobs", type=int, default=None, help="top_logprobs asked for (0-20, default 5)"
     )
     parser.add_argument(
-        "--show", type=int, metavar="RUN_ID", help="print a stored parity run instead of running one"
+        "--show",
+        type=ids.run_number,
+        metavar="RUN_ID",
+        help="print a stored parity run instead of running one",
     )
     parser.add_argument(
         "--json", metavar="OUT", help='write the result as JSON to OUT ("-" for standard output)'

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from commands import gate as gate_flags
 from services import importers, reports, runs
+from services.core import ids
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
 from services.runs import display
@@ -54,7 +55,7 @@ def _register_runs(subparsers: argparse._SubParsersAction) -> None:
     listing.set_defaults(handler=_list)
 
     show = actions.add_parser("show", help="one run: details and its engines' numbers")
-    show.add_argument("run", type=int)
+    show.add_argument("run", type=ids.run_number)
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=_show)
 
@@ -73,23 +74,23 @@ def _register_runs(subparsers: argparse._SubParsersAction) -> None:
     compare.set_defaults(handler=_compare)
 
     note = actions.add_parser("note", help="replace a run's notes")
-    note.add_argument("run", type=int)
+    note.add_argument("run", type=ids.run_number)
     note.add_argument("text")
     note.set_defaults(handler=_note)
 
     tag = actions.add_parser("tag", help="add or remove tags")
-    tag.add_argument("run", type=int)
+    tag.add_argument("run", type=ids.run_number)
     tag.add_argument("--add", action="append", default=[])
     tag.add_argument("--remove", action="append", default=[])
     tag.set_defaults(handler=_tag)
 
     archive = actions.add_parser("archive", help="hide a run from the default list (keeps everything)")
-    archive.add_argument("run", type=int)
+    archive.add_argument("run", type=ids.run_number)
     archive.add_argument("--undo", action="store_true", help="bring it back")
     archive.set_defaults(handler=_archive)
 
     remove = actions.add_parser("delete", help="delete a run and all its rows (asks unless --yes)")
-    remove.add_argument("run", type=int)
+    remove.add_argument("run", type=ids.run_number)
     remove.add_argument("--yes", action="store_true", help="do not ask")
     remove.set_defaults(handler=_delete)
 

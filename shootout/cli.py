@@ -56,7 +56,11 @@ def print_json(payload: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except ShootoutError as error:  # an argument's type refused it (services/core/ids.py)
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -65,6 +65,10 @@ def pane(
     if column.schema_check is not None:
         if column.schema_check.valid:
             st.success("Valid against the schema.")
+        elif column.schema_check.valid is None:
+            st.warning(
+                f"Not checked against the schema: {playground.md_line(column.schema_check.message)}"
+            )
         else:
             st.error(
                 f"Invalid at {playground.md_line(column.schema_check.path)}: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from services.core.errors import ValidationError
+from services.core import ids
 from services.core.safe_text import md_line
 from services.sessions import view as sessions
 
@@ -62,10 +62,9 @@ def record(session_id: int) -> None:
 
 def record_page(raw_id: str) -> None:
     """`?session=<id>`: the record, and a way in while it is live."""
-    if not raw_id.isdigit():
-        raise ValidationError(f"{raw_id[:20]!r} is not a session number.")
-    record(int(raw_id))
-    info = sessions.get(int(raw_id))
+    session_id = ids.parse_id(raw_id, "session")
+    record(session_id)
+    info = sessions.get(session_id)
     if info.live:
         st.link_button("Join this session", f"/session?join={info.join_code}")
 

@@ -14,6 +14,7 @@ and a model name with backticks broke out of its code span.
 | inline code (a URL, a model name shown as code) | `code_span` |
 | an answer that may keep its formatting | `safe_answer` |
 | HTML given to `unsafe_allow_html` or `st.html` | `html_text` |
+| a cell of a CSV file or of a table (`st.dataframe`'s toolbar downloads it as CSV) | `spreadsheet_cell`, `spreadsheet_rows` |
 
 Plotly figures have their own pass (services.core.figures.inert). No Streamlit import: the page
 decides where the text goes, these helpers decide what it may contain.
@@ -23,6 +24,9 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
 
 #: Characters that make markdown anywhere in a line: emphasis, code, links and images (`[`),
 #: HTML, tables, strikethrough, entities, KaTeX's `$` and Streamlit's `:emoji:` shortcodes.
@@ -178,3 +182,45 @@ def html_text(text: str | None) -> str:
     should the HTML not start a block."""
     lines = html.escape(str(text or ""), quote=True).translate(_HTML_MARKDOWN).splitlines()
     return "<br>".join(_AUTOLINK.sub(_unlinked, line.strip()) for line in lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Cells a spreadsheet would run
+# ---------------------------------------------------------------------------------------
+#: A cell whose text starts with one of these is a formula to a spreadsheet (`=HYPERLINK(...)`
+#: in an engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
+#: Spreadsheets also read the full-width forms as these (U+FF1D, U+FF0B, U+FF0D, U+FF20); other
+#: compatibility forms (the small ＝ of U+FE66, ...) are caught by their NFKC form.
+_FORMULA_CHARS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+#: A cell starting with one of these is neutralised whatever follows: a spreadsheet may drop them
+#: and read what follows as the cell, or start a new row of cells there.
+_BREAKS = frozenset("\t\r\n")
+
+
+def runs_as_formula(text: str) -> bool:
+    if text[:1] in _BREAKS:
+        return True
+    # Spreadsheets trim leading spaces (LibreOffice's import does by default) and ignore
+    # zero-width and control characters: " =1+1" and "\u200b=1+1" are formulas too.
+    first = next((c for c in text if not _ignorable(c)), "")
+    if first in _FORMULA_CHARS:
+        return True
+    return not first.isascii() and unicodedata.normalize("NFKC", first)[:1] in _FORMULA_CHARS
+
+
+def _ignorable(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A value as a spreadsheet may take it: text it would run as a formula gets a leading
+    apostrophe; anything else is unchanged."""
+    if isinstance(value, str) and runs_as_formula(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A table's rows (names and cells) for `st.dataframe`, whose toolbar's "Download as CSV"
+    writes the cells as they are: model text in them must not run when the file is opened."""
+    return [{spreadsheet_cell(k): spreadsheet_cell(v) for k, v in row.items()} for row in rows]

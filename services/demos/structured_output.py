@@ -12,8 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import jsonschema
-
+from services.core import json_schema
 from services.demos.base import (
     BigNumber,
     ChartSpec,
@@ -44,6 +43,7 @@ SCHEMA: dict[str, Any] = {
     "required": ["city", "country", "population"],
     "additionalProperties": False,
 }
+_VALIDATOR = json_schema.validator(SCHEMA)
 CITIES = ("Paris", "Tokyo", "Lima", "Cairo", "Oslo", "Delhi", "Quito", "Rome")
 #: A cost change smaller than this (relative) is "about the same".
 SAME = 0.10
@@ -58,10 +58,9 @@ def schema_valid(text: str) -> tuple[bool, str]:
         value = json.loads(stripped)
     except ValueError:
         return False, "not JSON"
-    try:
-        jsonschema.validate(value, SCHEMA)
-    except jsonschema.ValidationError as error:
-        return False, f"JSON, but {error.message}"
+    check = json_schema.check(_VALIDATOR, value)
+    if not check.valid:
+        return False, f"JSON, but {check.message}"
     return True, ""
 
 

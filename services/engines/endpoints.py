@@ -88,7 +88,10 @@ def _check_url(url: str, what: str) -> tuple[str, Any]:
                 f"{url!r} does not start with http:// or https:// (it starts with {scheme.group(1)!r}:)."
             )
         url = "http://" + url
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # "http://[::1": an unclosed or invalid IPv6 address
+        raise ValidationError(f"{url[:200]!r} is not a valid {what}: {error}.") from None
     if parts.scheme not in ("http", "https"):
         raise ValidationError(f"Unsupported URL scheme {parts.scheme!r}: use http:// or https://.")
     if parts.username is not None or parts.password is not None:

@@ -19,6 +19,7 @@ from services.core.errors import NotFoundError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind
 from services.core.measure import describe
 from services.core.run_kinds import notice_gone_workers
+from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.parity.metrics import Answer, PromptComparison, TokenChoice, compare, summarise
 from services.parity.summary import ParityComparison, ParityEngine, ParitySummary
@@ -420,7 +421,8 @@ def summary_rows(view: ParityView) -> list[dict[str, Any]]:
                 "Errors": "; ".join(block.first_errors),
             }
         )
-    return rows
+    # Engines' labels and errors are their text: the table's "Download as CSV" must not run it.
+    return spreadsheet_rows(rows)
 
 
 def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[str, Any]]:
@@ -451,7 +453,7 @@ def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[s
             else:
                 record[f"{label} divergence"] = f"{comparison.unit} {comparison.first_divergence}"
         rows.append(record)
-    return rows
+    return spreadsheet_rows(rows)
 
 
 _SHARED_STYLE = (

@@ -3,51 +3,24 @@ against a user's schema."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-import jsonschema
-
+from services.core import json_schema
 from services.core.errors import ValidationError
-from services.playground.records import MAX_ENGINES, MIN_ENGINES, SchemaCheck, SendRequest
+from services.core.json_schema import SchemaCheck
+from services.playground.records import MAX_ENGINES, MIN_ENGINES, SendRequest
 from services.team import limits
 
 
 def parse_schema(text: str) -> dict[str, Any]:
-    """A JSON schema typed by the user, checked to be a schema."""
-    try:
-        schema = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValidationError(
-            f"The schema is not JSON: {error.msg} at line {error.lineno}, column {error.colno}."
-        ) from None
-    if not isinstance(schema, dict):
-        raise ValidationError("The schema must be a JSON object.")
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as error:
-        raise ValidationError(f"Not a valid JSON schema: {error.message}") from None
-    return schema
+    """A JSON schema typed by the user, checked to be one answers can be checked against
+    without reaching outside it (services/core/json_schema.py)."""
+    return json_schema.parse_schema(text)
 
 
 def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
-    """Validate an answer against the schema: valid, or where and why not."""
-    stripped = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, flags=re.DOTALL)
-    if fenced:
-        stripped = fenced.group(1)
-    try:
-        instance = json.loads(stripped)
-    except json.JSONDecodeError as error:
-        return SchemaCheck(
-            False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-        )
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    violation = jsonschema.exceptions.best_match(validator.iter_errors(instance))
-    if violation is None:
-        return SchemaCheck(True)
-    return SchemaCheck(False, violation.json_path, violation.message)
+    """An answer against the schema: valid, where and why not, or why it could not be checked."""
+    return json_schema.check_text(text, schema)
 
 
 def validate(request: SendRequest) -> None:

@@ -13,10 +13,10 @@ from db.session import session_scope
 from services.client import ChatRequest, as_curl, as_openai_python
 from services.core import lifecycle, stored_json
 from services.core.errors import NotFoundError
+from services.core.json_schema import SchemaCheck
 from services.core.lifecycle import RunStatus, is_stale
 from services.core.measure import EngineTimes, cached_tokens, time_split, token_count
 from services.engines import endpoints
-from services.playground.checks import check_answer
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
 from services.playground.run_kind import INTERRUPTED, mark_streams_interrupted
@@ -91,13 +91,8 @@ def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None
     metrics = row.metrics or {}
     usage = row.usage or {}
     kind = str((row.params or {}).get("kind") or "openai")
-    check = None
-    if (
-        schema is not None
-        and row.status in ("finished", "failed", "cancelled", "interrupted")
-        and row.answer
-    ):
-        check = check_answer(row.answer, schema)
+    # The worker checked the answer once when it ended (never again per render or poll).
+    check = SchemaCheck.from_json(metrics.get("schema_check")) if schema is not None else None
     column = Column(
         engine=row.engine_name,
         model=row.model,

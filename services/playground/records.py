@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from services.core.json_schema import SchemaCheck
 from services.core.measure import EngineTimes, TimeSplit
 from services.engines import SamplingParams
 
@@ -42,14 +43,6 @@ class SendHandle:
     run_id: int
     conversation_id: str
     turn: int
-
-
-@dataclass
-class SchemaCheck:
-    valid: bool
-    #: Where it fails ("$.items[0].price"), and why, in words.
-    path: str = ""
-    message: str = ""
 
 
 @dataclass

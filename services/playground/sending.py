@@ -3,7 +3,6 @@ streams to a worker; and reopening or resending a stored one."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,7 @@ from sqlalchemy import select
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, build_body
-from services.core import lifecycle
+from services.core import ids, lifecycle
 from services.core.errors import NotFoundError, ValidationError
 from services.core.lifecycle import RunKind
 from services.core.processes import launch_run_worker
@@ -195,12 +194,12 @@ def stop(run_id: int, viewer: Viewer | None = None) -> None:
 
 def exchange_id(value: str) -> int:
     """The run id that a Playground address names (?exchange=12), or why it names none."""
-    text = str(value).strip().lstrip("#")
-    if not re.fullmatch(r"[0-9]{1,12}", text):
+    try:
+        return ids.parse_id(value, "exchange")
+    except ValidationError:
         raise ValidationError(
             f"The address names exchange “{str(value)[:40]}”, which is not an exchange number."
-        )
-    return int(text)
+        ) from None
 
 
 def reopen(run_id: int) -> SendRequest:

@@ -19,7 +19,7 @@ from typing import Any
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
-from services.core import lifecycle
+from services.core import json_schema, lifecycle
 from services.core.errors import NotFoundError
 from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
 from services.core.measure import RequestMetrics
@@ -151,6 +151,10 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
         metrics["chunk_times_s"] = figures.chunk_times_s
     if final and result.engine_times is not None:
         metrics["engine_times"] = result.engine_times.to_json()
+    if final and stream.request.response_schema is not None and result.text:
+        # Checked once, here, and stored: a page or a follower's poll reads it, never reruns it.
+        check = json_schema.check_text(result.text, stream.request.response_schema)
+        metrics["schema_check"] = check.to_json()
     texts = result.texts
     values: dict[str, Any] = {
         "answer": result.text,

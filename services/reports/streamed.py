@@ -19,7 +19,6 @@ import csv
 import io
 import json
 import math
-import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from db.models import REQUEST_RESULT_FIELDS, Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.core.errors import NotFoundError, ValidationError
+from services.core.safe_text import spreadsheet_cell
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.playground import votes as playground_votes
 
@@ -51,14 +51,6 @@ __all__ = [
 BATCH_ROWS = 2000
 STREAM_FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json"}
 REQUEST_COLUMNS = REQUEST_RESULT_FIELDS
-#: A cell whose text starts with one of these is a formula to a spreadsheet (`=HYPERLINK(...)`
-#: in an engine's answer would run when the CSV is opened): such cells get a leading apostrophe.
-#: Spreadsheets also read the full-width forms as these (U+FF1D, U+FF0B, U+FF0D, U+FF20); other
-#: compatibility forms (the small ＝ of U+FE66, ...) are caught by their NFKC form.
-_FORMULA_CHARS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
-#: A cell starting with one of these is neutralised whatever follows: a spreadsheet may drop them
-#: and read what follows as the cell, or start a new row of cells there.
-_BREAKS = frozenset("\t\r\n")
 
 
 @dataclass(frozen=True)
@@ -93,24 +85,7 @@ def csv_cell(value: Any) -> Any:
         value = json.dumps(value, default=str)
     if value is None:
         return ""
-    if isinstance(value, str) and _runs_as_formula(value):
-        return "'" + value
-    return value
-
-
-def _runs_as_formula(text: str) -> bool:
-    if text[:1] in _BREAKS:
-        return True
-    # Spreadsheets trim leading spaces (LibreOffice's import does by default) and ignore
-    # zero-width and control characters: " =1+1" and "\u200b=1+1" are formulas too.
-    first = next((c for c in text if not _ignorable(c)), "")
-    if first in _FORMULA_CHARS:
-        return True
-    return not first.isascii() and unicodedata.normalize("NFKC", first)[:1] in _FORMULA_CHARS
-
-
-def _ignorable(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+    return spreadsheet_cell(value)
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -18,6 +18,7 @@ from services.bench import view as bench_views
 from services.bench.time_split import not_reported
 from services.bench.view.split import split_lines, split_words
 from services.core.measure import EngineTimes, time_split
+from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.importers.common import number
 from services.playground import votes as playground_votes
@@ -141,7 +142,8 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
                 "Error": row.error or "",
             }
         )
-    return pd.DataFrame.from_records(records)
+    # An answer is model text: the table's "Download as CSV" must not carry a formula.
+    return pd.DataFrame.from_records(spreadsheet_rows(records))
 
 
 def _sample_sources(run_id: int) -> pd.DataFrame | None:

@@ -13,7 +13,7 @@ import numpy as np
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
 from services.core import cost
-from services.core.errors import ValidationError
+from services.core.ids import parse_id
 from services.core.lifecycle import RunKind
 from services.runs.comparability import Comparability, ComparabilityReport
 
@@ -330,15 +330,12 @@ def parse_run_ids(text: str | Iterable[str] | None) -> list[int]:
     parts: list[str] = []
     for chunk in [text] if isinstance(text, str) else list(text):
         parts.extend(str(chunk).replace(",", " ").split())
-    ids: list[int] = []
+    found: list[int] = []
     for part in parts:
-        part = part.strip().lstrip("#")
-        if not part.isdigit():
-            raise ValidationError(f"{part!r} is not a run number.")
-        value = int(part)
-        if value not in ids:
-            ids.append(value)
-    return ids
+        value = parse_id(part)
+        if value not in found:
+            found.append(value)
+    return found
 
 
 def format_value(metric: str, value: float | None) -> str:

@@ -113,3 +113,36 @@ def test_each_answer_says_where_its_engines_time_went(
     text = ask("Hi").stdout
     assert "engine's own times: queue 1.0 ms · prefill 4.0 ms · decode 7.0 ms" in text
     assert "engine's own times: not reported by SGLang" in text
+
+
+def test_a_schema_pointing_outside_itself_is_one_line_and_exit_1_and_never_fetched(
+    db_url: str, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Issue 44, item 1, from the command line: http, https, file:// and a remote $id base."""
+    import socket
+
+    add_engine("one", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
+    add_engine("two", scripted_server.base_url, kind="vllm", model=scripted_server.model(tokens=4))
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "integer"}')
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.5)
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        for name, schema in {
+            "http": {"$ref": f"http://{address}/internal-admin/delete"},
+            "https": {"$ref": f"https://{address}/s.json"},
+            "file": {"$ref": secret.as_uri()},
+            "id": {"$id": f"http://{address}/base/", "properties": {"a": {"$ref": "a.json"}}},
+        }.items():
+            path = tmp_path / f"{name}.json"
+            path.write_text(json.dumps(schema))
+            result = ask("hi", "--engine", "one", "--engine", "two", "--schema", str(path))
+            assert result.returncode == 1, (name, result.stdout)
+            assert result.stderr.count("\n") == 1 and "points outside it" in result.stderr, result.stderr
+        try:
+            listener.accept()
+            raise AssertionError("the schema's URL was fetched")
+        except TimeoutError:
+            pass

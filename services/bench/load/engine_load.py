@@ -38,20 +38,22 @@ class _SchemaChecker:
     def __init__(self) -> None:
         self._validators: dict[str, Any] = {}
 
-    def valid(self, schema: dict[str, Any], text: str) -> bool:
+    def valid(self, schema: dict[str, Any], text: str) -> bool | None:
+        """Valid, invalid, or None: not checked (a pattern slower than the deadline)."""
+        # jsonschema costs 0.05-0.1 s: only a worker that checks structured output loads it.
+        from services.core import json_schema
+
         key = json.dumps(schema, sort_keys=True)
         validator = self._validators.get(key)
         if validator is None:
-            # jsonschema costs 0.05-0.1 s: only a worker that checks structured output loads it.
-            import jsonschema
-
-            validator = jsonschema.validators.validator_for(schema)(schema)
+            validator = json_schema.validator(schema)
             self._validators[key] = validator
         try:
             instance = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
-        return bool(validator.is_valid(instance))
+        # The same bound as the Playground's: at most CHECK_DEADLINE_S of regex matching.
+        return json_schema.check(validator, instance).valid
 
 
 class EngineLoad:
@@ -137,7 +139,14 @@ class EngineLoad:
             )
         finally:
             self.in_flight -= 1
-        record = self._record(result, turn.index, turn.output_len, conversation, scheduled, warmup)
+        schema_valid = None
+        if result.ok and conversation.schema is not None:
+            # Off the event loop (the match lets go of the GIL): a slow pattern, bounded as it
+            # is, must not delay the other streams' chunks and their timestamps.
+            schema_valid = await asyncio.to_thread(self.schemas.valid, conversation.schema, result.text)
+        record = self._record(
+            result, turn.index, turn.output_len, conversation, scheduled, warmup, schema_valid
+        )
         self._emit(record)
         if record.ok:
             answers.append(result.text)
@@ -151,6 +160,7 @@ class EngineLoad:
         conversation: Conversation,
         scheduled: float | None,
         warmup: bool,
+        schema_valid: bool | None = None,
     ) -> RequestRecord:
         start = result.start - self.origin if result.start else None
         metrics = result.metrics()
@@ -158,9 +168,6 @@ class EngineLoad:
         e2e = metrics.e2e_s
         if not result.ok and result.end is not None and result.start:
             e2e = result.end - result.start
-        schema_valid = None
-        if result.ok and conversation.schema is not None:
-            schema_valid = self.schemas.valid(conversation.schema, result.text)
         error = result.error[:MAX_ERROR_TEXT] if result.error else None
         record = RequestRecord(
             engine=self.engine.name,

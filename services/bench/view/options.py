@@ -3,7 +3,6 @@ an uploaded prompt file kept with the app's data, and starting the run."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,8 @@ from services.bench.arrivals import ARRIVAL_PROCESSES
 from services.bench.load import Placement
 from services.bench.runner.transports import transport_for
 from services.bench.spec import BenchSpec
-from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES, load_prompt_file
+from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
+from services.bench.workloads.prompt_files import store_upload
 from services.core.config import get_settings
 from services.engines.endpoints import list_engines
 from services.team import access
@@ -77,17 +77,9 @@ def spec_from_form(values: dict[str, Any]) -> BenchSpec:
 
 
 def save_prompt_file(name: str, content: bytes) -> str:
-    """Keep an uploaded JSONL prompt file with the app's data (named by its content, so a
-    rerun of the same run finds the same file); returns its path. Validated right away."""
-    folder = get_settings().data_dir / "workloads"
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = (
-        "".join(c if c.isalnum() or c in "-_" else "_" for c in name.rsplit(".", 1)[0])[:60] or "prompts"
-    )
-    path = folder / f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}.jsonl"
-    path.write_bytes(content)
-    load_prompt_file(str(path))
-    return str(path)
+    """Keep an uploaded JSONL prompt file with the app's data (checked before it is written,
+    0600, expired: services/bench/workloads/prompt_files.py); returns its path."""
+    return str(store_upload(get_settings().data_dir / "workloads", name, content))
 
 
 def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:

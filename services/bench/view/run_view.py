@@ -26,6 +26,8 @@ from services.bench.view.charts import (
 from services.bench.view.costs import cheapest_line, cost_frontier_figure, cost_table, sweep_cost_points
 from services.bench.view.split import split_figure, split_lines, split_table
 from services.bench.view.tables import energy_line, percentile_table, throughput_table
+from services.core import ids
+from services.core.errors import ValidationError
 from services.core.safe_text import md_line
 from services.engines import get_adapter
 from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
@@ -145,6 +147,8 @@ class RunChoice:
 
     labels: dict[int, str]
     selected: int
+    #: Why the address's run was not taken ("" when it was, or named none).
+    refused: str = ""
 
 
 def run_choice(recent: list[jobs.BenchRunItem], wanted: str | None) -> RunChoice:
@@ -152,10 +156,13 @@ def run_choice(recent: list[jobs.BenchRunItem], wanted: str | None) -> RunChoice
     still gets a label. No status in the labels: a label drawn while the run was pending
     stayed "(pending)" above "Status: finished"; the results show the status once."""
     labels = {item.id: f"#{item.id} {item.name}" for item in recent}
-    selected = int(wanted) if wanted and wanted.isdigit() else recent[0].id
+    try:
+        selected, refused = ids.address_id(wanted) or recent[0].id, ""
+    except ValidationError as error:
+        selected, refused = recent[0].id, str(error)
     if selected not in labels:
         labels = {selected: f"#{selected}", **labels}
-    return RunChoice(labels=labels, selected=selected)
+    return RunChoice(labels=labels, selected=selected, refused=refused)
 
 
 def recent_runs(limit: int = 30) -> list[jobs.BenchRunItem]:

@@ -155,6 +155,30 @@ def test_json_schema_mode_validates_every_answer(db_url: str, scripted_server: S
     assert check is not None and not check.valid and "not JSON" in check.message
 
 
+def test_an_answer_is_checked_once_when_it_ends_and_never_per_read(
+    db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44, item 2: a page's render and a follower's poll read the stored verdict."""
+    from services.core import json_schema
+
+    one = register(scripted_server, "one", kind="vllm", itl=1)
+    two = register(scripted_server, "two", kind="vllm", itl=1)
+    schema = playground.parse_schema('{"type": "object", "required": ["city"]}')
+    send_and_wait(
+        SendRequest(engines=(EngineChoice(one), EngineChoice(two)), prompt="json", schema=schema)
+    )
+    run_id = playground.history()[0].run_id
+
+    def never(*_args: object) -> None:
+        raise AssertionError("an answer was checked again on a read")
+
+    monkeypatch.setattr(json_schema, "check_text", never)
+    monkeypatch.setattr(json_schema, "check", never)
+    for _ in range(3):
+        view = playground.get_exchange(run_id)
+        assert all(c.schema_check is not None and c.schema_check.valid is False for c in view.columns)
+
+
 def test_schema_checks_report_the_failing_path() -> None:
     schema = {
         "type": "object",

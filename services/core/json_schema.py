@@ -1,0 +1,311 @@
+"""The one way to check JSON against a user's schema (the Playground, `ask --schema`, benchmark
+workloads and their workers' per-response check, the structured-output demo).
+
+No schema reaches anything outside itself. Its validator resolves `$ref` in a registry whose
+retrieve always refuses (jsonschema's default fetched http(s) URLs, and urlopen reads file://),
+and `check_schema`, run when a schema is entered, refuses with one line: a `$ref` that is not a
+fragment of the schema itself (`#...`), an `$id` below the top that moves the base, an unknown
+`$schema`, a schema over MAX_SCHEMA_BYTES or MAX_SCHEMA_DEPTH levels, a pattern that does not
+compile, and a `$ref` that leads back to itself without going into the answer (a RecursionError
+on every check otherwise).
+
+Its regexes (`pattern`, `patternProperties`, which `additionalProperties` and
+`unevaluatedProperties` match too) run on the `regex` package under a deadline: one check matches
+for at most CHECK_DEADLINE_S (the package counts the process's CPU time), then says it could not
+be checked. The match lets go of the GIL, so the process's other threads run meanwhile. jsonschema has no hook for its
+regex engine; the three modules of it that match call `re.search` and nothing else of `re`, so
+they get `_BoundedRe` instead, which outside a check is `re.search` itself and has nothing else
+(a new use of `re` in a jsonschema upgrade fails loudly: tests/services/core/test_json_schema.py).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import jsonschema
+import jsonschema._keywords
+import jsonschema._legacy_keywords
+import jsonschema._utils
+import regex
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+
+from services.core.errors import ValidationError
+
+MAX_SCHEMA_BYTES = 64 * 1024
+MAX_SCHEMA_DEPTH = 32
+MAX_PATTERN_CHARS = 1000
+CHECK_DEADLINE_S = 1.0
+#: Keys whose values are data (an instance), not subschemas: never read for `$ref` and the like.
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+_ANCHOR_KEYS = ("$anchor", "$dynamicAnchor")
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "json_schema_deadline", default=None
+)
+
+
+class _BoundedRe:
+    """What jsonschema's matching modules see as `re`: `search`, under the check's deadline."""
+
+    @staticmethod
+    def search(pattern: str, string: str) -> Any:
+        deadline = _deadline.get()
+        if deadline is None:
+            return re.search(pattern, string)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("regular expression time-out")
+        # concurrent: the match lets go of the GIL (a benchmark worker's event loop runs on).
+        return regex.search(pattern, string, timeout=remaining, concurrent=True)
+
+
+for _module in (jsonschema._keywords, jsonschema._legacy_keywords, jsonschema._utils):
+    _module.re = _BoundedRe
+
+
+def _refuse(uri: str) -> Resource[Any]:
+    raise LookupError(f"{uri} is outside the schema")
+
+
+#: Every validator's registry: the metaschemas (jsonschema adds them, from its own files) and
+#: the schema itself; anything else is refused, never fetched or read.
+# referencing's attrs field is `_retrieve`, its argument `retrieve`: mypy's attrs plugin misses that.
+NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True)
+class SchemaCheck:
+    """One answer against a schema: valid, invalid (where and why), or not checked (why)."""
+
+    #: None: it could not be checked (too slow, too deep, a reference it cannot follow).
+    valid: bool | None
+    #: Where it fails ("$.items[0].price"), and why, in words.
+    path: str = ""
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"valid": self.valid, "path": self.path, "message": self.message}
+
+    @classmethod
+    def from_json(cls, value: Any) -> SchemaCheck | None:
+        if not isinstance(value, dict) or value.get("valid") not in (True, False, None):
+            return None
+        return cls(value["valid"], str(value.get("path") or ""), str(value.get("message") or ""))
+
+
+def parse_schema(text: str) -> dict[str, Any]:
+    """A JSON schema typed or uploaded by a user, checked (`check_schema`)."""
+    if len(text.encode("utf-8", "replace")) > MAX_SCHEMA_BYTES:
+        raise ValidationError(f"The schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValidationError(
+            f"The schema is not JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+        ) from None
+    except RecursionError:
+        raise ValidationError(f"The schema nests deeper than {MAX_SCHEMA_DEPTH} levels.") from None
+    return check_schema(schema)
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """The schema if it is one this app checks answers against, else one line why not."""
+    if not isinstance(schema, dict):
+        raise ValidationError("The schema must be a JSON object.")
+    nodes = _walk(schema)
+    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+        raise ValidationError(f"The schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
+    cls = jsonschema.validators.validator_for(schema, default=None)
+    if "$schema" not in schema:
+        cls = jsonschema.Draft202012Validator
+    elif cls is None:
+        raise ValidationError(
+            f"Unknown $schema {str(schema.get('$schema'))[:100]!r}: use a JSON Schema draft's "
+            "address (draft-04 to 2020-12) or leave it out."
+        )
+    anchors: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        _check_node(node, node is schema, anchors)
+    _refuse_ref_cycles(schema, nodes, anchors)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise ValidationError(f"Not a valid JSON schema: {error.message}") from None
+    return schema
+
+
+def _walk(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object in the schema outside its data keywords; refuses one nested too deep."""
+    nodes: list[dict[str, Any]] = []
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ValidationError(f"The schema nests deeper than {MAX_SCHEMA_DEPTH} levels.")
+        if isinstance(value, dict):
+            nodes.append(value)
+            stack.extend((v, depth + 1) for k, v in value.items() if k not in _DATA_KEYS)
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return nodes
+
+
+def _check_node(node: dict[str, Any], top: bool, anchors: dict[str, dict[str, Any]]) -> None:
+    for key in _REF_KEYS:
+        ref = node.get(key)
+        if isinstance(ref, str) and not ref.startswith("#"):
+            raise ValidationError(
+                f"The schema's {key} {ref[:100]!r} points outside it: only references inside the "
+                "schema (#/...) are followed."
+            )
+    for key in ("$id", "id"):
+        ident = node.get(key)
+        if isinstance(ident, str) and ident.startswith("#"):
+            anchors[ident[1:]] = node  # draft 4 to 7's plain-name anchor
+        elif isinstance(ident, str) and not top:
+            raise ValidationError(
+                f"The schema's {key} {ident[:100]!r} below its top changes where references point: "
+                "use $defs and #/... references instead."
+            )
+    for key in _ANCHOR_KEYS:
+        if isinstance(node.get(key), str):
+            anchors[node[key]] = node
+    patterns = []
+    if isinstance(node.get("pattern"), str):
+        patterns.append(node["pattern"])
+    if isinstance(node.get("patternProperties"), dict):
+        patterns.extend(node["patternProperties"])
+    for pattern in patterns:
+        if len(pattern) > MAX_PATTERN_CHARS:
+            raise ValidationError(
+                f"A pattern of the schema is longer than {MAX_PATTERN_CHARS} characters."
+            )
+        try:
+            regex.compile(pattern)
+        except (regex.error, OverflowError, RecursionError) as error:
+            raise ValidationError(
+                f"The pattern {pattern[:100]!r} is not a regular expression: {error}"
+            ) from None
+
+
+def _in_place(
+    node: dict[str, Any], root: dict[str, Any], anchors: dict[str, dict[str, Any]]
+) -> Iterator[Any]:
+    """The subschemas applied to the same value as `node` (no step into the answer)."""
+    for key in ("allOf", "anyOf", "oneOf"):
+        if isinstance(node.get(key), list):
+            yield from node[key]
+    for key in ("not", "if", "then", "else"):
+        yield node.get(key)
+    for key in ("dependentSchemas", "dependencies"):
+        if isinstance(node.get(key), dict):
+            yield from node[key].values()
+    for key in _REF_KEYS:
+        if isinstance(node.get(key), str):
+            yield _resolve(node[key], root, anchors, key)
+
+
+def _resolve(ref: str, root: dict[str, Any], anchors: dict[str, dict[str, Any]], key: str) -> Any:
+    fragment = unquote(ref[1:])
+    if fragment and not fragment.startswith("/"):
+        if fragment not in anchors:
+            raise ValidationError(f"The schema's {key} {ref[:100]!r} names no anchor in it.")
+        return anchors[fragment]
+    target: Any = root
+    for part in fragment.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and len(part) < 10 and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            raise ValidationError(f"The schema's {key} {ref[:100]!r} points at nothing in it.")
+    return target
+
+
+def _children(
+    node: dict[str, Any], root: dict[str, Any], anchors: dict[str, dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    return iter([child for child in _in_place(node, root, anchors) if isinstance(child, dict)])
+
+
+def _refuse_ref_cycles(
+    root: dict[str, Any], nodes: list[dict[str, Any]], anchors: dict[str, dict[str, Any]]
+) -> None:
+    """A loop of references and in-place keywords never reaches the answer: it would recurse
+    until Python's limit on every check."""
+    done: set[int] = set()
+    for start in nodes:
+        if id(start) in done:
+            continue
+        path = {id(start)}
+        stack = [(start, _children(start, root, anchors))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            while child is not None and id(child) in done:
+                child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.discard(id(node))
+                done.add(id(node))
+                continue
+            if id(child) in path:
+                raise ValidationError(
+                    "The schema refers to itself in a loop that never goes into the answer "
+                    "(a $ref back to where it is, directly or through allOf/anyOf/oneOf/not/if)."
+                )
+            path.add(id(child))
+            stack.append((child, _children(child, root, anchors)))
+
+
+def validator(schema: dict[str, Any]) -> Any:
+    """A validator of the (checked) schema that follows references inside it only."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, registry=NO_RETRIEVAL)
+
+
+def check(schema_validator: Any, instance: Any) -> SchemaCheck:
+    """An instance against a validator, with at most CHECK_DEADLINE_S of regex matching."""
+    token = _deadline.set(time.monotonic() + CHECK_DEADLINE_S)
+    try:
+        violation = jsonschema.exceptions.best_match(schema_validator.iter_errors(instance))
+    except TimeoutError:
+        return SchemaCheck(None, "$", f"could not be checked in {CHECK_DEADLINE_S:g} s (a slow pattern)")
+    except RecursionError:
+        return SchemaCheck(None, "$", "could not be checked: it nests too deeply")
+    except Unresolvable as error:
+        return SchemaCheck(
+            None, "$", f"could not be checked: the schema refers outside itself ({error})"[:300]
+        )
+    finally:
+        _deadline.reset(token)
+    if violation is None:
+        return SchemaCheck(True)
+    return SchemaCheck(False, violation.json_path, violation.message[:500])
+
+
+def check_text(text: str, schema: dict[str, Any], schema_validator: Any = None) -> SchemaCheck:
+    """An answer's text (JSON, perhaps in a ```json fence) against a schema."""
+    stripped = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, flags=re.DOTALL)
+    if fenced:
+        stripped = fenced.group(1)
+    try:
+        instance = json.loads(stripped)
+    except json.JSONDecodeError as error:
+        return SchemaCheck(
+            False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        )
+    except RecursionError:
+        return SchemaCheck(None, "$", "could not be checked: it nests too deeply")
+    return check(schema_validator or validator(schema), instance)
