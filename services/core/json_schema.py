@@ -79,7 +79,7 @@ def _refuse(uri: str) -> Resource[Any]:
 #: Every validator's registry: the metaschemas (jsonschema adds them, from its own files) and
 #: the schema itself; anything else is refused, never fetched or read.
 # referencing's attrs field is `_retrieve`, its argument `retrieve`: mypy's attrs plugin misses that.
-NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
+NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # an attrs field mypy does not see
 
 
 @dataclass(frozen=True)
