@@ -124,6 +124,7 @@ def result_json(result: gate.GateResult) -> dict[str, Any]:
             for check in result.checks
         ],
         "unpaired": list(result.unpaired),
+        "not_repeats": list(result.not_repeats),
     }
 
 
@@ -157,6 +158,8 @@ def finish(
                 print(f"  {gate.plain(difference.text)}", file=out)
             for unknown in pair.verdict.unchecked:
                 print(f"  not recorded on one side, not checked: {gate.plain(unknown)}", file=out)
+        for note in result.not_repeats:
+            print(f"  note: {gate.plain(note)}", file=out)
         for check in result.checks:
             print(f"[{check.status}] {gate.plain(check.text)}", file=out)
     plain = not as_json and getattr(args, "json", None) != "-"

@@ -322,6 +322,8 @@ class Comparison:
     #: Each series' fingerprint against the baseline's; when not comparable and not
     #: overridden, `verdicts` is empty: no winner is named.
     comparability: ComparabilityReport = field(default_factory=ComparabilityReport)
+    #: Series that look like repeats of the baseline and are not: what differs (services/runs/repeats.py).
+    repeat_notes: list[str] = field(default_factory=list)
 
     @property
     def baseline_series(self) -> Series:

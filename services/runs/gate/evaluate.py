@@ -148,6 +148,8 @@ class GateResult:
     #: Series of either run with no partner in the other (engines only one side measured).
     unpaired: tuple[str, ...] = ()
     run_ids: tuple[int, ...] = field(default=())
+    #: Candidates that look like repeats of the baseline and are not: what differs.
+    not_repeats: tuple[str, ...] = ()
 
     @property
     def comparable(self) -> bool:
@@ -322,4 +324,5 @@ def evaluate(
         allow_unknown_noise=allow_unknown_noise,
         unpaired=tuple(unpaired),
         run_ids=tuple(ids),
+        not_repeats=tuple(comparison.repeat_notes),
     )

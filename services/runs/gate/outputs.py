@@ -88,6 +88,7 @@ def markdown(result: GateResult) -> str:
         lines.append("- **Override:** judged although not comparable (`--allow-incomparable`).")
     for text in result.nothing_completed:
         lines.append(f"- **{_cell(text)}**: the gate fails whatever the flags.")
+    lines += [f"- {_cell(note)}" for note in result.not_repeats]
     if result.unpaired:
         lines.append(f"- Not paired with the other run: {_cell(', '.join(result.unpaired))}")
     lines += [
