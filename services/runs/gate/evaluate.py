@@ -311,7 +311,8 @@ def evaluate(
             threshold,
             pair,
             allow_unknown_noise,
-            judged=pair.verdict.comparable or allow_incomparable,
+            # A run where nothing completed fails anyway: its checks say by how much.
+            judged=pair.verdict.comparable or allow_incomparable or bool(pair.nothing_completed),
         )
         for pair in pairs
         for threshold in checked
