@@ -78,14 +78,20 @@ def add_arguments(parser: argparse.ArgumentParser | Any, bench: bool = False) ->
     group.add_argument("--junit", metavar="PATH", help="write the gate's JUnit XML here")
 
 
+class GateUsageError(ValidationError):
+    """Gate flags that do not go together: bad arguments, exit 2 (as argparse's own)."""
+
+    exit_code = gate.EXIT_BAD_ARGUMENTS
+
+
 def wants_gate(args: argparse.Namespace) -> bool:
     noise_flags = args.fail_on_unknown_noise or args.allow_unknown_noise
     if (args.summary_md or args.junit or noise_flags) and args.fail_on is None:
-        raise ValidationError(
+        raise GateUsageError(
             "--summary-md, --junit, --allow-unknown-noise and --fail-on-unknown-noise go with --fail-on."
         )
     if args.fail_on_unknown_noise and args.allow_unknown_noise:
-        raise ValidationError("--allow-unknown-noise and --fail-on-unknown-noise contradict each other.")
+        raise GateUsageError("--allow-unknown-noise and --fail-on-unknown-noise contradict each other.")
     return args.fail_on is not None
 
 
@@ -180,7 +186,7 @@ def bench_baseline(args: argparse.Namespace) -> int | None:
     """The baseline run of `bench --baseline`, found (or imported) before the benchmark runs,
     so that a wrong baseline costs no benchmark; None without one."""
     if args.fail_on is not None and not args.baseline:
-        raise ValidationError("--fail-on needs --baseline RUN|FILE to compare with.")
+        raise GateUsageError("--fail-on needs --baseline RUN|FILE to compare with.")
     if args.baseline:
         wants_gate(args)
         return baseline_for_bench(args.baseline)

@@ -83,10 +83,20 @@ def test_bad_fail_on_is_exit_2_with_one_clear_message(
     assert code == 2
     assert "argument --fail-on: 'ttft_p90:10%' is not METRIC:+N% or METRIC:-N%" in err
     code, _, err = run_cli(capsys, "runs", "compare", "1", "2", "--junit", "x.xml")
-    assert code == 1 and err.strip() == (
+    assert code == 2 and err.strip() == (
         "error: --summary-md, --junit, --allow-unknown-noise and --fail-on-unknown-noise go "
         "with --fail-on."
     )
+    code, _, err = run_cli(
+        capsys, "runs", "compare", "--baseline", "1", "2", "--fail-on", "ttft_p90:+10%",
+        "--allow-unknown-noise", "--fail-on-unknown-noise",
+    )  # fmt: skip
+    assert code == 2 and "contradict each other" in err
+    # A missing run is a tool error: exit 5.
+    code, _, err = run_cli(
+        capsys, "runs", "compare", "--baseline", "1", "2", "--fail-on", "ttft_p90:+10%"
+    )
+    assert code == 5 and "do not exist" in err
 
 
 def test_plain_compare_shows_comparability(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
