@@ -284,17 +284,6 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
         repeat_ids: list[int] = []
         values: dict[str, list[float]] = {}
         value_runs: dict[str, list[int]] = {}
-
-        def add(
-            key: str,
-            value: float,
-            run_id: int,
-            values: dict[str, list[float]] = values,
-            value_runs: dict[str, list[int]] = value_runs,
-        ) -> None:
-            values.setdefault(key, []).append(value)
-            value_runs.setdefault(key, []).append(run_id)
-
         for candidate in candidates:
             if candidate.config_fingerprint != run.config_fingerprint:
                 continue
@@ -305,16 +294,21 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
             if candidate.id != run.id and _engine_identity(snapshot) != identity:
                 continue
             repeat_ids.append(candidate.id)
-            for metric, block in _summary_stats(numbers).items():
-                for stat, value in block.items():
-                    add(f"{metric}.{stat}", value, candidate.id)
-            for metric in THROUGHPUT_METRICS:
-                rate = finite_number(numbers.get(metric))
-                if rate is not None:
-                    add(metric, rate, candidate.id)
+            found = [
+                (f"{metric}.{stat}", value)
+                for metric, block in _summary_stats(numbers).items()
+                for stat, value in block.items()
+            ]
+            found += [
+                (metric, rate)
+                for metric in THROUGHPUT_METRICS
+                if (rate := finite_number(numbers.get(metric))) is not None
+            ]
             # Energy varies from run to run too: its repeats judge the gate's energy checks.
-            for metric, rate in stored_energy(numbers).items():
-                add(metric, rate, candidate.id)
+            found += list(stored_energy(numbers).items())
+            for key, value in found:
+                values.setdefault(key, []).append(value)
+                value_runs.setdefault(key, []).append(candidate.id)
         if len(repeat_ids) >= 2:
             item.repeat_run_ids = tuple(sorted(repeat_ids))
             item.repeat_values = values
