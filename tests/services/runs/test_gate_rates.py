@@ -96,5 +96,7 @@ def test_readme_limits_hold_false_alarms_and_catch_a_15_percent_drop(db_url: str
         result = gate.evaluate(base, [drawn_run(rng, 100 + i, SLOWER_ITL)], checks)
         rate = next(c for c in result.checks if c.threshold.name == "output_tok_s")
         assert -18 < (rate.change_pct or 0) < -12  # the drop is about 15%
+        # Caught by the within-run interval, not merely for want of a noise verdict.
+        assert rate.noise.method == "bootstrap" and rate.noise.status == "beyond"
         caught.append(rate.status == "fail" and result.exit_code == gate.EXIT_REGRESSION)
     assert sum(caught) == 20
