@@ -1,13 +1,15 @@
 """The CI gate's flags and ending, shared by `cli.py runs compare` and `cli.py bench`.
 
-    --fail-on "ttft_p90:+10%,output_tok_s:-5%"   checks (bad syntax: exit 2 before anything runs)
+    --fail-on "ttft_p90:+10%,output_tok_s:-5%"   checks (bad syntax: exit 2 before anything runs);
+                                                  a trailing ? makes one optional
     --allow-incomparable                          judge runs that are not comparable (kept visible)
-    --fail-on-unknown-noise                       a change past its limit fails without a noise verdict
+    --allow-unknown-noise                         a change past its limit without a noise verdict passes
+    --fail-on-unknown-noise                       accepted for old scripts: it is the default now
     --summary-md PATH                             Markdown summary (also appended to $GITHUB_STEP_SUMMARY)
     --junit PATH                                  JUnit XML, one case per check
 
-Exit codes: 0 pass, 1 regression (past the limit, beyond noise, comparable runs), 2 bad
-arguments, 3 not comparable (what differs is printed and written).
+Exit codes: 0 pass, 1 regression (or nothing completed), 2 bad arguments, 3 not comparable,
+4 not measured, 5 tool error (a missing run, an unreadable baseline): docs/ci-gate.md.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.core import ids
-from services.core.errors import ValidationError
+from services.core.errors import ShootoutError, ValidationError
 from services.runs import gate, get_run
 from shootout.cli import print_json
 
@@ -51,8 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser | Any, bench: bool = False) ->
         type=fail_on,
         metavar="CHECKS",
         # argparse formats help with %: the example's own % signs are doubled.
-        help=f'exit 1 on a regression past these limits, e.g. "{_EXAMPLE_IN_HELP}" '
-        "(beyond noise and between comparable runs only; not comparable: exit 3)",
+        help=f'exit 1 on a regression past these limits, e.g. "{_EXAMPLE_IN_HELP}"; '
+        "error_rate:+Npp and success_rate:-Npp count failed requests in percentage points "
+        "(error_rate:+1pp is checked unless named); a trailing ? makes a check optional "
+        "(not comparable: exit 3; a figure not measured: exit 4)",
     )
     group.add_argument(
         "--allow-incomparable",
@@ -60,17 +64,35 @@ def add_arguments(parser: argparse.ArgumentParser | Any, bench: bool = False) ->
         help="judge (and name winners) although the runs are not comparable; said in every output",
     )
     group.add_argument(
+        "--allow-unknown-noise",
+        action="store_true",
+        help="a change past its limit whose noise is unknown (no repeats, no request records) "
+        "passes, and says so; without it, such a change fails",
+    )
+    group.add_argument(
         "--fail-on-unknown-noise",
         action="store_true",
-        help="a change past its limit fails even when its noise is unknown (no repeats, no samples)",
+        help="the default (kept so that existing CI scripts work): a change past its limit fails "
+        "when its noise is unknown",
     )
     group.add_argument("--summary-md", metavar="PATH", help="write the gate's Markdown summary here")
     group.add_argument("--junit", metavar="PATH", help="write the gate's JUnit XML here")
 
 
+class GateUsageError(ValidationError):
+    """Gate flags that do not go together: bad arguments, exit 2 (as argparse's own)."""
+
+    exit_code = gate.EXIT_BAD_ARGUMENTS
+
+
 def wants_gate(args: argparse.Namespace) -> bool:
-    if (args.summary_md or args.junit or args.fail_on_unknown_noise) and args.fail_on is None:
-        raise ValidationError("--summary-md, --junit and --fail-on-unknown-noise go with --fail-on.")
+    noise_flags = args.fail_on_unknown_noise or args.allow_unknown_noise
+    if (args.summary_md or args.junit or noise_flags) and args.fail_on is None:
+        raise GateUsageError(
+            "--summary-md, --junit, --allow-unknown-noise and --fail-on-unknown-noise go with --fail-on."
+        )
+    if args.fail_on_unknown_noise and args.allow_unknown_noise:
+        raise GateUsageError("--allow-unknown-noise and --fail-on-unknown-noise contradict each other.")
     return args.fail_on is not None
 
 
@@ -89,11 +111,15 @@ def result_json(result: gate.GateResult) -> dict[str, Any]:
         "message": result.message,
         "comparable": result.comparable,
         "override": result.override,
+        "counts": result.counts,
+        "nothing_completed": result.nothing_completed,
         "runs": list(result.run_ids),
         "comparability": [pair.verdict.to_json() for pair in result.pairs],
         "checks": [
             {
                 "check": check.threshold.text,
+                "optional": check.threshold.optional,
+                "default": check.threshold.implicit,
                 "engine": check.engine,
                 "baseline": check.baseline_value,
                 "candidate": check.candidate_value,
@@ -105,6 +131,7 @@ def result_json(result: gate.GateResult) -> dict[str, Any]:
             for check in result.checks
         ],
         "unpaired": list(result.unpaired),
+        "not_repeats": list(result.not_repeats),
     }
 
 
@@ -117,7 +144,7 @@ def finish(
         candidate_runs,
         args.fail_on or [],
         allow_incomparable=args.allow_incomparable,
-        fail_on_unknown_noise=getattr(args, "fail_on_unknown_noise", False),
+        allow_unknown_noise=getattr(args, "allow_unknown_noise", False),
     )
     summary = gate.markdown(result)
     if args.summary_md:
@@ -131,15 +158,20 @@ def finish(
     else:
         # `bench --json -`: standard output is the JSON document; the gate's lines go beside it.
         out = sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+        # Names come from imported files too: no control character reaches the terminal.
         for pair in result.pairs:
-            print(pair.verdict.headline, file=out)
+            print(gate.plain(pair.verdict.headline), file=out)
             for difference in pair.verdict.differences:
-                print(f"  {difference.text}", file=out)
+                print(f"  {gate.plain(difference.text)}", file=out)
+            for unknown in pair.verdict.unchecked:
+                print(f"  not recorded on one side, not checked: {gate.plain(unknown)}", file=out)
+        for note in result.not_repeats:
+            print(f"  note: {gate.plain(note)}", file=out)
         for check in result.checks:
-            print(f"[{check.status}] {check.text}", file=out)
+            print(f"[{check.status}] {gate.plain(check.text)}", file=out)
     plain = not as_json and getattr(args, "json", None) != "-"
     stream = sys.stdout if result.exit_code == gate.EXIT_PASS and plain else sys.stderr
-    print(f"gate: {result.message}", file=stream)
+    print(f"gate: {gate.plain(result.message)}", file=stream)
     return result.exit_code
 
 
@@ -156,7 +188,7 @@ def bench_baseline(args: argparse.Namespace) -> int | None:
     """The baseline run of `bench --baseline`, found (or imported) before the benchmark runs,
     so that a wrong baseline costs no benchmark; None without one."""
     if args.fail_on is not None and not args.baseline:
-        raise ValidationError("--fail-on needs --baseline RUN|FILE to compare with.")
+        raise GateUsageError("--fail-on needs --baseline RUN|FILE to compare with.")
     if args.baseline:
         wants_gate(args)
         return baseline_for_bench(args.baseline)
@@ -169,13 +201,19 @@ def baseline_for_bench(value: str) -> int:
     document, a Shootout export, another tool's results), imported now as the baseline run."""
     text = value.strip()
     if text.lstrip("#").isdigit():
-        return get_run(ids.parse_id(text)).id  # a missing run: one line, before the benchmark
+        try:
+            return get_run(ids.parse_id(text)).id  # a missing run: one line, before the benchmark
+        except ShootoutError as error:
+            raise gate.GateToolError(str(error)) from None
     path = Path(text)
     if not path.is_file():
-        raise ValidationError(f"--baseline {value!r} is neither a run number nor a readable file.")
+        raise gate.GateToolError(f"--baseline {value!r} is neither a run number nor a readable file.")
     # CLI start: the importers bring the bench jobs and the HTTP client (0.2 s to `cli.py bench`),
     # which only a baseline file needs.
     from services import importers
 
-    imported = importers.import_file(path, tags=["baseline"])
+    try:
+        imported = importers.import_file(path, tags=["baseline"])
+    except ShootoutError as error:  # a file that does not read as results
+        raise gate.GateToolError(f"--baseline {value!r}: {error}") from None
     return imported.run_ids[0]

@@ -246,6 +246,7 @@ def _compare(args: argparse.Namespace) -> int:
                     }
                     for v in comparison.verdicts
                 ],
+                "not_repeats": comparison.repeat_notes,
             }
         )
         return 0
@@ -260,6 +261,8 @@ def _compare(args: argparse.Namespace) -> int:
         print()
         for verdict in comparison.verdicts:
             print(f"- {verdict.text}")
+    for note in comparison.repeat_notes:
+        print(f"note: {note}")
     return 0
 
 

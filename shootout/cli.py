@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             return int(handler(args) or 0)
     except ShootoutError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        # An error may carry its own exit code (the CI gate's tool error: 5).
+        return int(getattr(error, "exit_code", 1))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

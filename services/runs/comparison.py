@@ -38,6 +38,7 @@ from services.runs.records import (
     finite_number,
     format_value,
 )
+from services.runs.repeats import not_repeat_notes
 from services.runs.series import attach_repeats, build_series, load_samples
 from services.runs.verdicts import verdicts_of
 
@@ -329,4 +330,5 @@ def compare_runs(
         settings=_settings(series),
         run_ids=tuple(ids),
         comparability=report,
+        repeat_notes=not_repeat_notes(runs, series, index, report.verdicts),
     )

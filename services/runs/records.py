@@ -244,6 +244,11 @@ class Series:
     repeat_run_ids: tuple[int, ...] = ()
     #: "metric.stat" -> one value per repeated run (this run included)
     repeat_values: dict[str, list[float]] = field(default_factory=dict)
+    #: "metric.stat" -> the run each of `repeat_values` came from, in the same order
+    repeat_value_runs: dict[str, list[int]] = field(default_factory=dict)
+    #: Per successful measured request: e2e seconds, output tokens, input tokens (N x 3); the
+    #: gate's within-run interval of a rate. None when the run stored no request rows.
+    request_rates: np.ndarray | None = None
     #: How its figures were produced (services.runs.comparability).
     fingerprint: Comparability = field(default_factory=Comparability)
     #: Its summary's `time_split` block as stored ({} for a run stored without one, or an import).
@@ -317,6 +322,8 @@ class Comparison:
     #: Each series' fingerprint against the baseline's; when not comparable and not
     #: overridden, `verdicts` is empty: no winner is named.
     comparability: ComparabilityReport = field(default_factory=ComparabilityReport)
+    #: Series that look like repeats of the baseline and are not: what differs (services/runs/repeats.py).
+    repeat_notes: list[str] = field(default_factory=list)
 
     @property
     def baseline_series(self) -> Series:

@@ -78,6 +78,7 @@ def _empty_bucket() -> dict[str, Any]:
         "tpot_s": [],
         "e2e_s": [],
         "itl_s": [],
+        "rates": [],
         "ok": 0,
         "failed": 0,
         "sampled_every": 1,
@@ -109,6 +110,8 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             RequestResult.e2e_s,
             # Raw JSON text: most rows hold "[]", and decoding a million of them costs seconds.
             cast(RequestResult.itl_s, Text),
+            RequestResult.output_tokens,
+            RequestResult.input_tokens,
         ).where(
             RequestResult.run_id == run_id,
             RequestResult.engine_name == engine,
@@ -117,7 +120,11 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
         )
         if every > 1:
             query = query.where(RequestResult.index % every == 0)
-        for ttft, tpot, e2e, itl_text in session.execute(query):
+        for ttft, tpot, e2e, itl_text, output_tokens, input_tokens in session.execute(query):
+            if e2e is not None and e2e > 0 and output_tokens is not None:
+                # Each request's time and tokens, side by side: the gate's within-run interval
+                # of a rate (services/runs/gate/noise.py).
+                bucket["rates"].append((e2e, output_tokens, input_tokens or 0))
             if ttft is not None:
                 bucket["ttft_s"].append(ttft)
             if tpot is not None:
@@ -158,8 +165,10 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             except (TypeError, ValueError):  # a stray string in a hand-edited row
                 values = np.asarray([finite_number(v) for v in bucket[metric]], dtype=float)
             arrays[metric] = values[np.isfinite(values)]
+        rates = np.asarray(bucket["rates"], dtype=float).reshape(-1, 3)
         result[key] = {
             **arrays,
+            "rates": rates[np.isfinite(rates).all(axis=1)],
             "ok": bucket["ok"],
             "failed": bucket["failed"],
             "sampled_every": bucket["sampled_every"],
@@ -244,6 +253,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 completed=int(completed) if completed is not None else None,
                 failed=int(failed) if failed is not None else None,
                 samples={metric: sampled[metric] for metric in LATENCY_METRICS if metric in sampled},
+                request_rates=sampled.get("rates"),
                 sampled_every=int(sampled.get("sampled_every", 1)),
                 sweep=[step for step in steps if step.get("engine", name) == name],
                 engine_info=snapshots.get(name) or {"name": name},
@@ -273,6 +283,7 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
         identity = _engine_identity(item.engine_info)
         repeat_ids: list[int] = []
         values: dict[str, list[float]] = {}
+        value_runs: dict[str, list[int]] = {}
         for candidate in candidates:
             if candidate.config_fingerprint != run.config_fingerprint:
                 continue
@@ -283,16 +294,22 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
             if candidate.id != run.id and _engine_identity(snapshot) != identity:
                 continue
             repeat_ids.append(candidate.id)
-            for metric, block in _summary_stats(numbers).items():
-                for stat, value in block.items():
-                    values.setdefault(f"{metric}.{stat}", []).append(value)
-            for metric in THROUGHPUT_METRICS:
-                rate = finite_number(numbers.get(metric))
-                if rate is not None:
-                    values.setdefault(metric, []).append(rate)
+            found = [
+                (f"{metric}.{stat}", value)
+                for metric, block in _summary_stats(numbers).items()
+                for stat, value in block.items()
+            ]
+            found += [
+                (metric, rate)
+                for metric in THROUGHPUT_METRICS
+                if (rate := finite_number(numbers.get(metric))) is not None
+            ]
             # Energy varies from run to run too: its repeats judge the gate's energy checks.
-            for metric, rate in stored_energy(numbers).items():
-                values.setdefault(metric, []).append(rate)
+            found += list(stored_energy(numbers).items())
+            for key, value in found:
+                values.setdefault(key, []).append(value)
+                value_runs.setdefault(key, []).append(candidate.id)
         if len(repeat_ids) >= 2:
             item.repeat_run_ids = tuple(sorted(repeat_ids))
             item.repeat_values = values
+            item.repeat_value_runs = value_runs

@@ -1,6 +1,6 @@
 """`cli.py runs compare --baseline N M --fail-on ...` and `cli.py bench ... --baseline RUN|FILE
---fail-on ...`: exit 0 pass, 1 regression, 2 bad --fail-on, 3 not comparable; the Markdown
-summary (also into $GITHUB_STEP_SUMMARY) and the JUnit XML are written."""
+--fail-on ...`: exit 0 pass, 1 regression, 2 bad --fail-on, 3 not comparable, 5 tool error;
+the Markdown summary (also into $GITHUB_STEP_SUMMARY) and the JUnit XML are written."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_runs_compare_gate_exit_codes_and_files(
     code, out, _ = run_cli(
         capsys, "runs", "compare", "--baseline", str(base), str(same), "--fail-on", checks
     )
-    assert code == 0 and "gate: pass: 2 checks" in out
+    assert code == 0 and "gate: pass: 3 passed (exit 0)" in out
 
     md, xml = tmp_path / "gate.md", tmp_path / "gate.xml"
     code, out, err = run_cli(
@@ -50,7 +50,7 @@ def test_runs_compare_gate_exit_codes_and_files(
     )  # fmt: skip
     assert code == 1
     assert "[fail] vllm ttft_p90: 150 ms -> 300 ms (+100.0%, limit +10%)" in out
-    assert err.strip() == "gate: regression: 1 of 2 checks failed"
+    assert err.strip() == "gate: regression: 1 failed, 2 passed (exit 1)"
     assert md.read_text().startswith("## Shootout gate: ❌ regression")
     assert step_summary.read_text().startswith("earlier step\n## Shootout gate: ✅ pass")
     assert step_summary.read_text().count("## Shootout gate") == 2  # appended, never replaced
@@ -83,9 +83,20 @@ def test_bad_fail_on_is_exit_2_with_one_clear_message(
     assert code == 2
     assert "argument --fail-on: 'ttft_p90:10%' is not METRIC:+N% or METRIC:-N%" in err
     code, _, err = run_cli(capsys, "runs", "compare", "1", "2", "--junit", "x.xml")
-    assert code == 1 and err.strip() == (
-        "error: --summary-md, --junit and --fail-on-unknown-noise go with --fail-on."
+    assert code == 2 and err.strip() == (
+        "error: --summary-md, --junit, --allow-unknown-noise and --fail-on-unknown-noise go "
+        "with --fail-on."
     )
+    code, _, err = run_cli(
+        capsys, "runs", "compare", "--baseline", "1", "2", "--fail-on", "ttft_p90:+10%",
+        "--allow-unknown-noise", "--fail-on-unknown-noise",
+    )  # fmt: skip
+    assert code == 2 and "contradict each other" in err
+    # A missing run is a tool error: exit 5.
+    code, _, err = run_cli(
+        capsys, "runs", "compare", "--baseline", "1", "2", "--fail-on", "ttft_p90:+10%"
+    )
+    assert code == 5 and "do not exist" in err
 
 
 def test_plain_compare_shows_comparability(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +136,7 @@ def test_bench_gate_against_a_run_and_a_file(
         )
     )
     assert slower.returncode == 1, slower.stderr
-    assert "gate: regression: 1 of 1 checks failed" in slower.stderr
+    assert "gate: regression: 1 failed, 1 passed (exit 1)" in slower.stderr
     assert "[fail] " in slower.stdout and "ttft_p50" in slower.stdout
 
     # The baseline as a file (a Shootout export, as a CI job keeps one), imported as a run.
@@ -158,7 +169,7 @@ def test_bench_gate_against_a_run_and_a_file(
     missing = bench(
         *bench_args(scripted_server, 5, "--baseline", "nope.json", "--fail-on", "ttft_p50:+5%")
     )
-    assert missing.returncode == 1
+    assert missing.returncode == 5  # a tool error: its own exit code
     assert (
         missing.stderr.strip()
         == "error: --baseline 'nope.json' is neither a run number nor a readable file."

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.runs.comparability.fingerprint import RULES, Comparability, Rule, value_text
+from services.runs.comparability.fingerprint import (
+    CACHED_SHARE_POINTS,
+    RULES,
+    UNKNOWN_BLOCKS,
+    Comparability,
+    Rule,
+    value_text,
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,8 @@ def _same(rule: Rule, a: Any, b: Any) -> bool:
     if rule.name == "warmup_requests":
         # Two and five warm-up requests both keep the cold start out; none keeps it in.
         return (a == 0) == (b == 0)
+    if rule.name == "cached_share" and isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= CACHED_SHARE_POINTS + 1e-9
     if rule.name in ("model", "hardware"):
         return str(a).strip().lower() == str(b).strip().lower()
     if isinstance(a, float) and isinstance(b, float):
@@ -97,11 +106,26 @@ def compare_fingerprints(
                 )
             continue
         if a is None or b is None:
-            if a is not None or b is not None or rule.blocking:
+            if rule.name in UNKNOWN_BLOCKS and (a is not None or b is not None):
+                # Known on one side only: the unknown side may hide a difference that moves
+                # every figure, so it blocks, and says that it is unknown.
+                values = (value_text(rule, a), value_text(rule, b))
+                differences.append(
+                    Difference(
+                        rule.name,
+                        rule.label,
+                        values,
+                        f"{rule.label}: {labels[0]} {values[0]}, {labels[1]} {values[1]} "
+                        "(unknown on one side, so a difference cannot be ruled out)",
+                    )
+                )
+            elif a is not None or b is not None or rule.blocking:
                 unchecked.append(rule.label)
             continue
         if _same(rule, a, b):
             continue
+        if rule.name == "cached_share" and any(d.field == "prefix_cache" for d in differences):
+            continue  # "cold" against "warm" already says it
         values = (value_text(rule, a), value_text(rule, b))
         item = Difference(
             rule.name,

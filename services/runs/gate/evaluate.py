@@ -1,30 +1,61 @@
 """The gate's judgement: each threshold on each engine of a candidate run against the baseline.
 
-A check fails only when three things hold: the change passes its threshold, it is beyond the
-noise verdict the comparison already computes (repeats, else a bootstrap of the requests), and
-the two setups are comparable. Not comparable is its own outcome (exit 3), unless the user
-compares anyway, which the outputs then say.
+A check fails when its change passes its threshold and is beyond the noise verdict
+(services/runs/gate/noise.py), or when its noise is unknown (unless `--allow-unknown-noise`),
+between comparable setups. A figure missing on either side is "not measured", which fails the
+gate with an exit code of its own unless the check is optional. A run where nothing completed
+fails whatever the flags. Not comparable is its own outcome (exit 3), unless the user compares
+anyway, which the outputs then say.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
-from services.core.errors import ValidationError
+from services.core.errors import ShootoutError, ValidationError
 from services.runs.comparability import ComparabilityVerdict, compare_fingerprints
 from services.runs.comparison import compare_runs
-from services.runs.gate.rules import Threshold
+from services.runs.gate.noise import gate_noise
+from services.runs.gate.rules import REQUEST_NAMES, Threshold, with_default_checks
 from services.runs.records import Comparison, NoiseCheck, Series, format_value
-from services.runs.verdicts import noise_between
 
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
 EXIT_BAD_ARGUMENTS = 2
 EXIT_NOT_COMPARABLE = 3
+EXIT_NOT_MEASURED = 4
+EXIT_TOOL_ERROR = 5
+#: Each exit code in words: the closing line, the Markdown title, `--json`'s outcome.
+OUTCOMES: dict[int, str] = {
+    EXIT_PASS: "pass",
+    EXIT_REGRESSION: "regression",
+    EXIT_BAD_ARGUMENTS: "bad arguments",
+    EXIT_NOT_COMPARABLE: "not comparable",
+    EXIT_NOT_MEASURED: "not measured",
+    EXIT_TOOL_ERROR: "tool error",
+}
 
-CheckStatus = Literal["pass", "fail", "within noise", "noise unknown", "not measured", "not judged"]
+CheckStatus = Literal[
+    "pass", "fail", "within noise", "noise unknown", "not measured", "skipped", "not judged"
+]
+#: The order the closing line counts them in, and its words for each.
+_COUNTED: tuple[tuple[CheckStatus, str], ...] = (
+    ("fail", "failed"),
+    ("not measured", "not measured"),
+    ("not judged", "not judged"),
+    ("within noise", "within noise"),
+    ("noise unknown", "past the limit with noise unknown (allowed)"),
+    ("pass", "passed"),
+    ("skipped", "skipped (optional, not measured)"),
+)
+
+
+class GateToolError(ShootoutError):
+    """The gate could not judge: a missing run, an unreadable baseline. Its own exit code."""
+
+    exit_code = EXIT_TOOL_ERROR
 
 
 @dataclass(frozen=True)
@@ -41,31 +72,53 @@ class Check:
 
     @property
     def failed(self) -> bool:
-        return self.status == "fail"
+        """Whether this check fails the gate: a regression, a required figure not measured, a
+        check not judged because the runs are not comparable."""
+        return self.status in ("fail", "not measured", "not judged")
 
     def value_text(self, value: float | None) -> str:
+        if self.threshold.points:
+            return "—" if value is None else f"{value:.1f}%"
         return format_value(self.threshold.metric, value)
 
     @property
     def change_text(self) -> str:
-        return "—" if self.change_pct is None else f"{self.change_pct:+.1f}%"
+        if self.change_pct is None:
+            return "—"
+        return f"{self.change_pct:+.1f}{'pp' if self.threshold.points else '%'}"
 
     @property
     def text(self) -> str:
         """One line: the check, its figures and why it passed or failed."""
         figures = (
             f"{self.value_text(self.baseline_value)} -> {self.value_text(self.candidate_value)} "
-            f"({self.change_text}, limit {self.threshold.text.split(':', 1)[1]})"
+            f"({self.change_text}, limit {self.threshold.limit_text})"
         )
-        why = {
-            "pass": "within the limit",
-            "fail": "regression beyond the limit and beyond noise",
-            "within noise": "past the limit but within noise",
-            "noise unknown": "past the limit, noise unknown",
-            "not measured": "not measured on both sides",
-            "not judged": "not judged: the runs are not comparable",
-        }[self.status]
-        return f"{self.engine} {self.threshold.name}: {figures}: {why}"
+        if self.status == "fail" and self.threshold.points:
+            why = "more failed requests than the limit allows"
+        elif self.status == "fail" and self.noise.status == "unknown":
+            why = "past the limit, noise unknown (--allow-unknown-noise passes it)"
+        else:
+            why = {
+                "pass": "within the limit",
+                "fail": "regression beyond the limit and beyond noise",
+                "within noise": "past the limit but within noise",
+                "noise unknown": "past the limit, noise unknown: allowed by --allow-unknown-noise",
+                "not measured": "not measured on both sides: fails (mark the check optional "
+                "with a trailing ? to skip it)",
+                "skipped": "not measured on both sides: skipped (optional check)",
+                "not judged": "not judged: the runs are not comparable",
+            }[self.status]
+        default = " (default check)" if self.threshold.implicit else ""
+        return f"{self.engine} {self.threshold.name}{default}: {figures}: {why}"
+
+
+def _nothing_completed(series: Series) -> str | None:
+    """Words for a series whose measured requests all failed (or that has none); None otherwise."""
+    if series.completed is None or series.completed > 0:
+        return None
+    failed = series.failed or 0
+    return f"{series.label}: nothing completed (0 of {failed} requests; {failed} failed)"
 
 
 @dataclass(frozen=True)
@@ -79,6 +132,11 @@ class Pair:
         same = self.baseline.engine == self.candidate.engine
         return self.candidate.engine if same else f"{self.baseline.engine} -> {self.candidate.engine}"
 
+    @property
+    def nothing_completed(self) -> list[str]:
+        """Each side of the pair on which nothing completed, in words."""
+        return [text for s in (self.baseline, self.candidate) if (text := _nothing_completed(s))]
+
 
 @dataclass(frozen=True)
 class GateResult:
@@ -86,14 +144,20 @@ class GateResult:
     pairs: tuple[Pair, ...]
     checks: tuple[Check, ...]
     override: bool
-    fail_on_unknown_noise: bool
+    allow_unknown_noise: bool
     #: Series of either run with no partner in the other (engines only one side measured).
     unpaired: tuple[str, ...] = ()
     run_ids: tuple[int, ...] = field(default=())
+    #: Candidates that look like repeats of the baseline and are not: what differs.
+    not_repeats: tuple[str, ...] = ()
 
     @property
     def comparable(self) -> bool:
         return all(pair.verdict.comparable for pair in self.pairs)
+
+    @property
+    def nothing_completed(self) -> list[str]:
+        return list(dict.fromkeys(text for pair in self.pairs for text in pair.nothing_completed))
 
     @property
     def failed_checks(self) -> list[Check]:
@@ -101,74 +165,88 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
+        if self.nothing_completed:
+            return EXIT_REGRESSION  # whatever the flags, --allow-incomparable included
         if not self.comparable and not self.override:
             return EXIT_NOT_COMPARABLE
-        return EXIT_REGRESSION if self.failed_checks else EXIT_PASS
+        if any(check.status == "fail" for check in self.checks):
+            return EXIT_REGRESSION
+        if any(check.status == "not measured" for check in self.checks):
+            return EXIT_NOT_MEASURED
+        return EXIT_PASS
 
     @property
     def outcome(self) -> str:
-        return {
-            EXIT_PASS: "pass",
-            EXIT_REGRESSION: "regression",
-            EXIT_NOT_COMPARABLE: "not comparable",
-        }[self.exit_code]
+        return OUTCOMES[self.exit_code]
+
+    @property
+    def counts(self) -> str:
+        """What happened to the checks: "2 failed, 1 within noise, 1 not measured"."""
+        parts = []
+        for status, words in _COUNTED:
+            count = sum(1 for check in self.checks if check.status == status)
+            if count:
+                parts.append(f"{count} {words}")
+        return ", ".join(parts) or "no checks"
 
     @property
     def message(self) -> str:
         """The one line the CLI ends with."""
-        if self.exit_code == EXIT_NOT_COMPARABLE:
+        code = self.exit_code
+        if self.nothing_completed:
+            return (
+                f"regression: {'; '.join(self.nothing_completed)}; checks: {self.counts} (exit {code})"
+            )
+        if code == EXIT_NOT_COMPARABLE:
             differing = sorted({d.label.lower() for p in self.pairs for d in p.verdict.differences})
             return (
-                "not comparable: the runs differ in " + ", ".join(differing) + "; no check was "
-                "judged (exit 3). Fix the setup, or pass --allow-incomparable to judge anyway."
+                "not comparable: the runs differ in " + ", ".join(differing) + f"; no check was "
+                f"judged ({self.counts}; exit {code}). Fix the setup, or pass --allow-incomparable "
+                "to judge anyway."
             )
         overridden = (
             " (compared although not comparable: --allow-incomparable)"
             if (self.override and not self.comparable)
             else ""
         )
-        if self.failed_checks:
-            return (
-                f"regression: {len(self.failed_checks)} of {len(self.checks)} checks failed{overridden}"
-            )
-        return f"pass: {len(self.checks)} checks within their limits or within noise{overridden}"
+        return f"{OUTCOMES[code]}: {self.counts}{overridden} (exit {code})"
 
 
 def _value(series: Series, threshold: Threshold) -> float | None:
+    """The check's figure of one series; failed requests in per cent of the measured ones."""
+    if threshold.metric in REQUEST_NAMES:
+        if series.completed is None or series.failed is None:
+            return None
+        total = series.completed + series.failed
+        if total <= 0:
+            return None
+        share = series.failed / total if threshold.metric == "error_rate" else series.completed / total
+        return share * 100
     if threshold.stat is None:
         return series.rates.get(threshold.metric)
     return series.stats.get(threshold.metric, {}).get(threshold.stat)
 
 
-def _noise(threshold: Threshold, pair: Pair) -> NoiseCheck:
-    """The comparison's noise verdict for the pair. A candidate run of the baseline's own
-    configuration is a repeat to the comparison, whose spread then includes the candidate's
-    change itself: calling that change noise would pass every regression, so such a pair is
-    judged on its requests alone (the bootstrap), as two runs of different setups are."""
-    candidate, baseline = pair.candidate, pair.baseline
-    if candidate.run_id in baseline.repeat_run_ids:
-        candidate = replace(candidate, repeat_run_ids=(), repeat_values={})
-        baseline = replace(baseline, repeat_run_ids=(), repeat_values={})
-    return noise_between(threshold.metric, threshold.stat, candidate, baseline)
-
-
-def _check(threshold: Threshold, pair: Pair, fail_on_unknown_noise: bool, judged: bool) -> Check:
+def _check(threshold: Threshold, pair: Pair, allow_unknown_noise: bool, judged: bool) -> Check:
     base, cand = _value(pair.baseline, threshold), _value(pair.candidate, threshold)
-    change = (cand - base) / base * 100 if base and cand is not None else None
-    noise = _noise(threshold, pair)
+    if threshold.points:
+        change = cand - base if base is not None and cand is not None else None
+    else:
+        change = (cand - base) / base * 100 if base and cand is not None else None
+    noise = gate_noise(threshold, pair.baseline, pair.candidate, base, cand)
     status: CheckStatus
     if change is None:
-        status = "not measured"
+        status = "skipped" if threshold.optional else "not measured"
     elif not judged:
         status = "not judged"
     elif not threshold.breached(change):
         status = "pass"
-    elif noise.status == "beyond" or (noise.status == "unknown" and fail_on_unknown_noise):
+    elif threshold.points or noise.status == "beyond":
         status = "fail"
     elif noise.status == "within":
         status = "within noise"
     else:
-        status = "noise unknown"
+        status = "noise unknown" if allow_unknown_noise else "fail"
     return Check(
         threshold=threshold,
         engine=pair.engine,
@@ -210,35 +288,42 @@ def evaluate(
     thresholds: Sequence[Threshold],
     *,
     allow_incomparable: bool = False,
-    fail_on_unknown_noise: bool = False,
+    allow_unknown_noise: bool = False,
 ) -> GateResult:
-    """The gate for stored runs: `baseline_run` against each of `candidate_runs`."""
+    """The gate for stored runs: `baseline_run` against each of `candidate_runs`. The default
+    error check is added unless failed requests are named."""
     ids = [baseline_run, *(r for r in candidate_runs if r != baseline_run)]
     if len(ids) < 2:
         raise ValidationError("The gate needs a baseline run and at least one other run.")
-    comparison = compare_runs(ids, baseline_run, allow_incomparable=allow_incomparable)
+    try:
+        comparison = compare_runs(ids, baseline_run, allow_incomparable=allow_incomparable)
+    except ShootoutError as error:  # a missing run, a run with nothing to compare
+        raise GateToolError(str(error)) from None
     pairs, unpaired = _pairs(comparison, baseline_run)
     if not pairs:
-        raise ValidationError(
+        raise GateToolError(
             "No engine of the compared runs matches one of the baseline's: name them alike, "
             "or compare runs of one engine each."
         )
+    checked = with_default_checks(list(thresholds))
     checks = tuple(
         _check(
             threshold,
             pair,
-            fail_on_unknown_noise,
-            judged=pair.verdict.comparable or allow_incomparable,
+            allow_unknown_noise,
+            # A run where nothing completed fails anyway: its checks say by how much.
+            judged=pair.verdict.comparable or allow_incomparable or bool(pair.nothing_completed),
         )
         for pair in pairs
-        for threshold in thresholds
+        for threshold in checked
     )
     return GateResult(
-        thresholds=tuple(thresholds),
+        thresholds=tuple(checked),
         pairs=tuple(pairs),
         checks=checks,
         override=allow_incomparable,
-        fail_on_unknown_noise=fail_on_unknown_noise,
+        allow_unknown_noise=allow_unknown_noise,
         unpaired=tuple(unpaired),
         run_ids=tuple(ids),
+        not_repeats=tuple(comparison.repeat_notes),
     )

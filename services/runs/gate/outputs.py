@@ -1,41 +1,77 @@
 """What the gate writes for a CI job: a Markdown summary (a job's summary page) and JUnit XML
-(one test case per check, and one for comparability, so a CI's test view lists them)."""
+(one test case per check, one for comparability and one for completed requests per engine, so a
+CI's test view lists them). Every check that fails the gate is a JUnit failure; only an optional
+check whose figure is missing is skipped. Names come from imported files too: control characters
+are dropped from text and Markdown, and XML-illegal ones replaced in the JUnit."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
-from services.runs.gate.evaluate import EXIT_NOT_COMPARABLE, GateResult
+from services.runs.gate.evaluate import (
+    EXIT_BAD_ARGUMENTS,
+    EXIT_NOT_COMPARABLE,
+    EXIT_NOT_MEASURED,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    EXIT_TOOL_ERROR,
+    GateResult,
+)
 
 _ICON = {
     "pass": "✅",
     "fail": "❌",
     "within noise": "〰️",
     "noise unknown": "❔",
-    "not measured": "—",
+    "not measured": "❓",
+    "skipped": "—",
     "not judged": "⛔",
 }
+#: The Markdown title of each exit code.
+TITLES: dict[int, str] = {
+    EXIT_PASS: "✅ pass",
+    EXIT_REGRESSION: "❌ regression",
+    EXIT_BAD_ARGUMENTS: "⚠️ bad arguments",
+    EXIT_NOT_COMPARABLE: "⛔ not comparable",
+    EXIT_NOT_MEASURED: "❓ not measured",
+    EXIT_TOOL_ERROR: "⚠️ tool error",
+}
+#: C0 controls (a terminal escape starts with one), DEL and C1 controls, newlines included.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: What XML 1.0 cannot hold at all (tab, newline and carriage return it can).
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def plain(text: str) -> str:
+    """One line of text for a terminal or a Markdown cell: control characters dropped (an
+    imported name's terminal escapes, newlines)."""
+    return _CONTROLS.sub("", text)
+
+
+def _xml_text(text: str | None) -> str | None:
+    return None if text is None else _XML_ILLEGAL.sub("\ufffd", text)
 
 
 def _cell(text: str) -> str:
     """A table cell: untrusted names (engines, runs) must not break the table or link."""
-    for raw, safe in (("<", "&lt;"), ("|", "\\|"), ("\n", " "), ("[", "\\["), ("]", "\\]")):
+    text = plain(text.replace("\n", " "))
+    for raw, safe in (("<", "&lt;"), ("|", "\\|"), ("[", "\\["), ("]", "\\]")):
         text = text.replace(raw, safe)
     return text
 
 
 def markdown(result: GateResult) -> str:
     """The gate's result as GitHub-flavoured Markdown."""
-    title = {0: "✅ pass", 1: "❌ regression", EXIT_NOT_COMPARABLE: "⛔ not comparable"}[
-        result.exit_code
-    ]
+    title = TITLES[result.exit_code]
     runs = ", ".join(f"#{run_id}" for run_id in result.run_ids)
     lines = [
         f"## Shootout gate: {title}",
         "",
         f"Runs {runs}; baseline #{result.run_ids[0]}. Checks: "
         + ", ".join(f"`{t.text}`" for t in result.thresholds)
-        + ". A check fails only beyond its limit, beyond noise, and between comparable runs.",
+        + ". A check fails past its limit when beyond noise or when its noise is unknown "
+        "(unless allowed); a figure not measured fails unless the check is optional (`?`).",
         "",
         _cell(result.message),
         "",
@@ -50,6 +86,9 @@ def markdown(result: GateResult) -> str:
             lines.append(f"  - not recorded on one side: {_cell(', '.join(verdict.unchecked))}")
     if result.override and not result.comparable:
         lines.append("- **Override:** judged although not comparable (`--allow-incomparable`).")
+    for text in result.nothing_completed:
+        lines.append(f"- **{_cell(text)}**: the gate fails whatever the flags.")
+    lines += [f"- {_cell(note)}" for note in result.not_repeats]
     if result.unpaired:
         lines.append(f"- Not paired with the other run: {_cell(', '.join(result.unpaired))}")
     lines += [
@@ -68,17 +107,22 @@ def markdown(result: GateResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _failure(case: ET.Element, message: str, kind: str, text: str) -> None:
+    failure = ET.SubElement(case, "failure", message=message, type=kind)
+    failure.text = text
+
+
 def junit(result: GateResult) -> str:
-    """The gate's result as JUnit XML: a suite with a case per check and one for comparability."""
+    """The gate's result as JUnit XML: a suite with a case per check, and per engine one for
+    comparability and one for completed requests. Every case that fails the gate is a
+    `<failure>` (CI pages show skipped cases green): only optional checks are ever skipped."""
     suites = ET.Element("testsuites", name="shootout-gate")
     suite = ET.SubElement(suites, "testsuite", name="shootout-gate")
-    cases = 0
-    failures = 0
+    cases = failures = skipped = 0
     for pair in result.pairs:
-        cases += 1
-        case = ET.SubElement(
-            suite, "testcase", classname=f"shootout.gate.{pair.engine}", name="comparability"
-        )
+        cases += 2
+        classname = f"shootout.gate.{pair.engine}"
+        case = ET.SubElement(suite, "testcase", classname=classname, name="comparability")
         if not pair.verdict.comparable:
             differences = "\n".join(d.text for d in pair.verdict.differences)
             if result.override:
@@ -87,10 +131,12 @@ def junit(result: GateResult) -> str:
                 )
             else:
                 failures += 1
-                failure = ET.SubElement(
-                    case, "failure", message=pair.verdict.headline, type="not comparable"
-                )
-                failure.text = differences
+                _failure(case, pair.verdict.headline, "not comparable", differences)
+        case = ET.SubElement(suite, "testcase", classname=classname, name="requests completed")
+        if pair.nothing_completed:
+            failures += 1
+            words = "; ".join(pair.nothing_completed)
+            _failure(case, words, "nothing completed", words)
     for check in result.checks:
         cases += 1
         case = ET.SubElement(
@@ -99,11 +145,19 @@ def junit(result: GateResult) -> str:
         ET.SubElement(case, "system-out").text = f"{check.text}\n{check.noise.detail}"
         if check.failed:
             failures += 1
-            failure = ET.SubElement(case, "failure", message=check.text, type="regression")
-            failure.text = check.noise.detail
+            kind = "regression" if check.status == "fail" else check.status
+            _failure(case, check.text, kind, check.noise.detail)
+        elif check.status == "skipped":
+            skipped += 1
+            ET.SubElement(case, "skipped", message=check.text)
     suite.set("tests", str(cases))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
     suites.set("tests", str(cases))
     suites.set("failures", str(failures))
+    for element in suites.iter():
+        element.text = _xml_text(element.text)
+        for key, value in element.attrib.items():
+            element.set(key, _xml_text(value) or "")
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

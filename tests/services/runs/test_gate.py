@@ -25,6 +25,11 @@ def steady(centre: float, n: int = 40) -> list[float]:
     return [centre * (1 + 0.01 * ((i % 5) - 2)) for i in range(n)]
 
 
+def named(result: gate.GateResult) -> list[gate.Check]:
+    """The checks --fail-on named (not the default error check)."""
+    return [check for check in result.checks if not check.threshold.implicit]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -59,10 +64,10 @@ def test_a_regression_beyond_noise_between_comparable_runs_fails(db_url: str) ->
     slower = stored(0.200, steady(0.200))
     result = gate.evaluate(base, [slower], gate.parse_fail_on("ttft_p90:+10%"))
     assert result.comparable and result.exit_code == gate.EXIT_REGRESSION
-    (check,) = result.checks
+    (check,) = named(result)
     assert check.status == "fail" and check.change_pct == pytest.approx(100.0)
     assert check.noise.status == "beyond" and check.noise.method == "bootstrap"
-    assert result.message == "regression: 1 of 1 checks failed"
+    assert result.message == "regression: 1 failed, 1 passed (exit 1)"
 
 
 def test_within_the_limit_passes(db_url: str) -> None:
@@ -77,19 +82,24 @@ def test_past_the_limit_but_within_noise_passes(db_url: str) -> None:
     base = stored(0.100, list(rng.uniform(0.02, 0.60, 25)))
     noisy = stored(0.120, list(rng.uniform(0.02, 0.62, 25)))
     result = gate.evaluate(base, [noisy], gate.parse_fail_on("ttft_p90:+10%"))
-    (check,) = result.checks
+    (check,) = named(result)
     assert check.change_pct == pytest.approx(20.0) and check.status == "within noise"
     assert result.exit_code == gate.EXIT_PASS
 
 
-def test_unknown_noise_passes_unless_asked_to_fail(db_url: str) -> None:
-    base = stored(0.100, steady(0.100), output_throughput_tok_s=500.0)
-    fewer = stored(0.100, steady(0.100), output_throughput_tok_s=400.0)
+def test_unknown_noise_fails_unless_allowed(db_url: str) -> None:
+    # No request rows (an import of a summary): no within-run interval of the rate.
+    base = make_run(engines={"vllm": block(output_throughput_tok_s=500.0)}, config=bench_config())
+    fewer = make_run(engines={"vllm": block(output_throughput_tok_s=400.0)}, config=bench_config())
     checks = gate.parse_fail_on("output_tok_s:-5%")
-    lenient = gate.evaluate(base, [fewer], checks)
-    assert lenient.checks[0].status == "noise unknown" and lenient.exit_code == gate.EXIT_PASS
-    strict = gate.evaluate(base, [fewer], checks, fail_on_unknown_noise=True)
+    strict = gate.evaluate(base, [fewer], checks)
+    (check,) = named(strict)
+    assert check.status == "fail" and check.noise.status == "unknown"
+    assert "past the limit, noise unknown (--allow-unknown-noise passes it)" in check.text
     assert strict.exit_code == gate.EXIT_REGRESSION
+    lenient = gate.evaluate(base, [fewer], checks, allow_unknown_noise=True)
+    assert named(lenient)[0].status == "noise unknown" and lenient.exit_code == gate.EXIT_PASS
+    assert lenient.message == ("pass: 1 past the limit with noise unknown (allowed), 1 passed (exit 0)")
 
 
 def test_cost_per_million_tokens_is_gated_as_a_rise(db_url: str) -> None:
@@ -103,15 +113,17 @@ def test_cost_per_million_tokens_is_gated_as_a_rise(db_url: str) -> None:
     assert [(t.metric, t.stat, t.direction) for t in checks] == [("usd_per_1m_output", None, 1)]
     assert checks[0].label == "Cost per 1M output tokens"
     base, dearer = priced(1.00), priced(1.25)
-    lenient = gate.evaluate(base, [dearer], checks)
-    (check,) = lenient.checks
-    assert check.change_pct == pytest.approx(25.0) and check.status == "noise unknown"
+    result = gate.evaluate(base, [dearer], checks)
+    (check,) = named(result)
+    # Same requests on both sides: the within-run interval of the output rate is tight.
+    assert check.change_pct == pytest.approx(25.0) and check.status == "fail"
+    assert check.noise.method == "bootstrap" and "within-run noise" in check.noise.detail
     assert "$1.00 -> $1.25" in check.text
-    strict = gate.evaluate(base, [dearer], checks, fail_on_unknown_noise=True)
-    assert strict.exit_code == gate.EXIT_REGRESSION
+    assert result.exit_code == gate.EXIT_REGRESSION
     # A run without a price is not measured on cost, never a 100% change from $0.
-    unpriced = gate.evaluate(base, [priced(None)], checks, fail_on_unknown_noise=True)
-    assert unpriced.checks[0].status == "not measured"
+    unpriced = gate.evaluate(base, [priced(None)], checks)
+    assert named(unpriced)[0].status == "not measured"
+    assert unpriced.exit_code == gate.EXIT_NOT_MEASURED
 
 
 def energy_run(j_per_output_token: float | None) -> int:
@@ -137,26 +149,32 @@ def test_energy_is_gated_a_rise_per_token_and_a_fall_per_joule(db_url: str) -> N
     ]
     assert [t.label for t in checks] == ["Energy per output token", "Output tokens per joule"]
     base, hungrier = energy_run(0.5), energy_run(0.625)
-    strict = gate.evaluate(base, [hungrier], checks, fail_on_unknown_noise=True)
-    per_token, per_joule = strict.checks
+    strict = gate.evaluate(base, [hungrier], checks)
+    per_token, per_joule = named(strict)
     assert per_token.change_pct == pytest.approx(25.0) and per_token.status == "fail"
     assert per_joule.change_pct == pytest.approx(-20.0) and per_joule.status == "fail"
     assert "0.5 J -> 0.625 J" in per_token.text
-    thriftier = gate.evaluate(base, [energy_run(0.4)], checks, fail_on_unknown_noise=True)
-    assert [c.status for c in thriftier.checks] == ["pass", "pass"]
+    thriftier = gate.evaluate(base, [energy_run(0.4)], checks)
+    assert [c.status for c in named(thriftier)] == ["pass", "pass"]
 
 
 def test_unmeasured_energy_is_not_measured_never_a_change_from_zero(db_url: str) -> None:
     checks = gate.parse_fail_on("j_per_output_token:+10%,output_tok_per_j:-10%")
     for base, candidate in ((energy_run(0.5), energy_run(None)), (energy_run(None), energy_run(0.5))):
-        result = gate.evaluate(base, [candidate], checks, fail_on_unknown_noise=True)
-        assert [c.status for c in result.checks] == ["not measured", "not measured"]
-        assert result.exit_code == gate.EXIT_PASS
-        assert all(c.change_pct is None for c in result.checks)
+        result = gate.evaluate(base, [candidate], checks)
+        assert [c.status for c in named(result)] == ["not measured", "not measured"]
+        assert result.exit_code == gate.EXIT_NOT_MEASURED
+        assert all(c.change_pct is None for c in named(result))
     # A run from before energy (no block at all) reads the same.
     old = stored(0.100, steady(0.100))
-    result = gate.evaluate(energy_run(0.5), [old], checks, fail_on_unknown_noise=True)
-    assert [c.status for c in result.checks] == ["not measured", "not measured"]
+    result = gate.evaluate(energy_run(0.5), [old], checks)
+    assert [c.status for c in named(result)] == ["not measured", "not measured"]
+    # Marked optional (a trailing ?), a missing figure is a skip: the gate passes.
+    optional = gate.parse_fail_on("j_per_output_token:+10%?,output_tok_per_j:-10%?")
+    result = gate.evaluate(energy_run(0.5), [old], optional)
+    assert [c.status for c in named(result)] == ["skipped", "skipped"]
+    assert result.exit_code == gate.EXIT_PASS
+    assert result.message == "pass: 1 passed, 2 skipped (optional, not measured) (exit 0)"
 
 
 def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> None:
@@ -166,10 +184,10 @@ def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> 
     result = gate.evaluate(base, [short], checks)
     assert not result.comparable and result.exit_code == gate.EXIT_NOT_COMPARABLE
     assert result.message.startswith("not comparable: the runs differ in fixed output length honoured")
-    assert [c.status for c in result.checks] == ["not judged"]  # past its limit, yet not judged
+    assert [c.status for c in named(result)] == ["not judged"]  # past its limit, yet not judged
     anyway = gate.evaluate(base, [short], checks, allow_incomparable=True)
     assert anyway.exit_code == gate.EXIT_REGRESSION
-    assert anyway.message.endswith("(compared although not comparable: --allow-incomparable)")
+    assert anyway.message.endswith("(compared although not comparable: --allow-incomparable) (exit 1)")
     assert "**Override:**" in gate.markdown(anyway)
 
 
@@ -180,14 +198,20 @@ def test_markdown_and_junit_parse(db_url: str) -> None:
     text = gate.markdown(result)
     assert text.startswith("## Shootout gate: ❌ regression\n")
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert rows[0].startswith("| | Engine | Check |") and len(rows) == 3  # header and two checks
+    assert rows[0].startswith("| | Engine | Check |") and len(rows) == 4  # header, 2 + default
     assert "| ❌ fail | vllm | `ttft_p90:+10%` | 150 ms | 300 ms | +100.0% |" in text
     assert "| ✅ pass | vllm | `ttft_p50:+150%` |" in text
     root = ET.fromstring(gate.junit(result))
     suite = root.find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("3", "1")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("5", "1")
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert set(cases) == {"comparability", "ttft_p90:+10%", "ttft_p50:+150%"}
+    assert set(cases) == {
+        "comparability",
+        "requests completed",
+        "ttft_p90:+10%",
+        "ttft_p50:+150%",
+        "error_rate:+1pp?",
+    }
     assert cases["ttft_p90:+10%"].find("failure") is not None
     assert cases["comparability"].find("failure") is None
 

@@ -1,0 +1,167 @@
+"""The gate's noise verdict for one check: is a candidate's change beyond what repeating the
+baseline's setup would give?
+
+In order, the first that has what it needs:
+
+1. **Stored repeats of the baseline's setup** when the candidate is one more run of it: the
+   other repeats (the candidate's own run left out) give a 95% prediction interval for one more
+   run; the candidate's figure outside it is beyond noise.
+2. **Repeats of both setups** (two setups, each run at least twice): a Welch t-test
+   (services/runs/verdicts.py).
+3. **Within one run**, for a latency statistic: a bootstrap of the two runs' requests
+   (services/runs/verdicts.py).
+4. **Within one run**, for a rate (throughput, goodput, cost per token, energy per token): a
+   bootstrap over each run's requests of its per-request rate, tokens (or requests) over the
+   requests' own time, scaled to the run's stored figure; cost and joules per token move as the
+   inverse of the output rate (a price or a power spread over those tokens).
+
+Failed requests are counted, not sampled: their check has no noise allowance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from services.core.measure import percentile
+from services.runs.gate.rules import REQUEST_NAMES, Threshold
+from services.runs.records import (
+    BOOTSTRAP_MAX_SAMPLES,
+    BOOTSTRAP_RESAMPLES,
+    MIN_BOOTSTRAP_SAMPLES,
+    NoiseCheck,
+    Series,
+    format_value,
+)
+from services.runs.verdicts import noise_between
+
+#: Rate metrics: which per-request weight they count over the requests' time ("output": output
+#: tokens, "total": input and output tokens, "requests": one per request), and whether the
+#: figure moves with that rate (+1) or against it (-1: per-token cost and energy).
+RATE_WEIGHTS: dict[str, tuple[str, int]] = {
+    "output_throughput_tok_s": ("output", 1),
+    "total_token_throughput_tok_s": ("total", 1),
+    "request_throughput_rps": ("requests", 1),
+    # Which requests met their SLOs is not reloaded: the request rate's spread stands for it.
+    "goodput_rps": ("requests", 1),
+    "usd_per_1m_output": ("output", -1),
+    "usd_per_1m_total": ("total", -1),
+    "usd_per_1m_output_goodput": ("output", -1),
+    "j_per_output_token": ("output", -1),
+    "output_tokens_per_j": ("output", 1),
+}
+#: Two-sided 95% Student t quantiles by degrees of freedom (beyond 30: the normal's 1.96).
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def _key(threshold: Threshold) -> str:
+    return f"{threshold.metric}.{threshold.stat}" if threshold.stat else threshold.metric
+
+
+def _other_repeats(threshold: Threshold, baseline: Series, candidate_run: int) -> list[float]:
+    """The baseline setup's stored values of this figure, the candidate's own run left out."""
+    key = _key(threshold)
+    values = baseline.repeat_values.get(key, [])
+    runs = baseline.repeat_value_runs.get(key, [])
+    if len(runs) != len(values):
+        return []
+    return [v for v, run in zip(values, runs, strict=True) if run != candidate_run]
+
+
+def _from_repeats(threshold: Threshold, others: list[float], value: float) -> NoiseCheck:
+    metric = threshold.metric
+    n = len(others)
+    mean, sd = float(np.mean(others)), float(np.std(others, ddof=1))
+    half = _T95[min(n - 1, len(_T95)) - 1] * sd * (1 + 1 / n) ** 0.5 if n <= len(_T95) else 1.96 * sd
+    low, high = mean - half, mean + half
+    beyond = not (low <= value <= high)
+    words = "beyond" if beyond else "within"
+    return NoiseCheck(
+        "beyond" if beyond else "within",
+        "repeats",
+        f"{words} run-to-run noise: {n} other stored runs of this setup range "
+        f"{format_value(metric, min(others))} to {format_value(metric, max(others))} (95% "
+        f"prediction interval {format_value(metric, low)} to {format_value(metric, high)})",
+    )
+
+
+def _weights(records: np.ndarray, weight: str) -> np.ndarray:
+    if weight == "output":
+        return records[:, 1]
+    if weight == "total":
+        return records[:, 1] + records[:, 2]
+    return np.ones(records.shape[0])
+
+
+def _rate_draws(
+    series: Series, value: float, weight: str, power: int, rng: np.random.Generator
+) -> np.ndarray | None:
+    """Bootstrap draws of the series' figure: its stored value times how its per-request rate
+    moves when its requests are resampled."""
+    records = series.request_rates
+    if records is None or records.shape[0] < MIN_BOOTSTRAP_SAMPLES or series.multi_step:
+        return None
+    if records.shape[0] > BOOTSTRAP_MAX_SAMPLES:
+        records = records[rng.choice(records.shape[0], BOOTSTRAP_MAX_SAMPLES, replace=False)]
+    weights, times = _weights(records, weight), records[:, 0]
+    if weights.sum() <= 0 or times.sum() <= 0:
+        return None
+    rate = weights.sum() / times.sum()
+    index = rng.integers(0, records.shape[0], size=(BOOTSTRAP_RESAMPLES, records.shape[0]))
+    drawn = weights[index].sum(axis=1) / times[index].sum(axis=1)
+    return np.asarray(value * (drawn / rate) ** power)
+
+
+def within_run_rate(
+    threshold: Threshold, baseline: Series, candidate: Series, base: float, cand: float
+) -> NoiseCheck | None:
+    """The within-run interval of a rate's difference (candidate minus baseline); None when a
+    side has too few request records (an import, a sweep, a dead run)."""
+    if threshold.metric not in RATE_WEIGHTS:
+        return None
+    weight, power = RATE_WEIGHTS[threshold.metric]
+    rng = np.random.default_rng(20261205)
+    a = _rate_draws(baseline, base, weight, power, rng)
+    b = _rate_draws(candidate, cand, weight, power, rng)
+    if a is None or b is None:
+        return None
+    differences = b - a
+    low, high = percentile(differences, 2.5), percentile(differences, 97.5)
+    beyond = low > 0 or high < 0
+    words = "beyond" if beyond else "within"
+    metric = threshold.metric
+    return NoiseCheck(
+        "beyond" if beyond else "within",
+        "bootstrap",
+        f"{words} within-run noise (95% bootstrap interval over the requests, {candidate.label} "
+        f"minus {baseline.label}: {format_value(metric, low)} to {format_value(metric, high)}); "
+        "no repeated runs, so run-to-run noise is unknown",
+    )
+
+
+def gate_noise(
+    threshold: Threshold,
+    baseline: Series,
+    candidate: Series,
+    base: float | None,
+    cand: float | None,
+) -> NoiseCheck:
+    """The noise verdict for one check of one pair (see the module's order)."""
+    if threshold.metric in REQUEST_NAMES:
+        return NoiseCheck("unknown", "none", "failed requests are counted, not sampled: no noise")
+    if cand is not None and candidate.run_id in baseline.repeat_run_ids:
+        others = _other_repeats(threshold, baseline, candidate.run_id)
+        if len(others) >= 2:
+            return _from_repeats(threshold, others, cand)
+    # A candidate of the baseline's own setup (with too few other repeats) is judged on its
+    # requests: the comparison's repeat verdict would hold the candidate's change as noise.
+    if candidate.run_id in baseline.repeat_run_ids:
+        candidate = replace(candidate, repeat_run_ids=(), repeat_values={})
+        baseline = replace(baseline, repeat_run_ids=(), repeat_values={})
+    noise = noise_between(threshold.metric, threshold.stat, candidate, baseline)
+    if noise.status != "unknown" or base is None or cand is None:
+        return noise
+    return within_run_rate(threshold, baseline, candidate, base, cand) or noise
