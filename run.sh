@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One command on a fresh machine: install the app and the local engines, start the
-# engines, open the app at http://localhost:8501. Ctrl-C stops the app; the engines keep
-# running until `.venv/bin/shootout local down`.
+# One command on a fresh machine: install the app, serve it at http://localhost:8501 at once,
+# and install and start the local engines behind it (a detached `shootout local up`; its lines
+# appear here, each engine's whole output in its own log). Ctrl-C stops the app; installs and
+# engines go on until `.venv/bin/shootout local down`. Running it again picks up where things
+# stand. SHOOTOUT_LOCAL_ENGINES chooses fewer engines (`none`: the app alone).
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
@@ -14,9 +16,13 @@ PYTHON=${PYTHON:-python3}
 # Every SHOOTOUT_* setting is checked before anything starts: a bad one stops here, named.
 SERVE=$(.venv/bin/python -m services.core.config)
 ADDRESS=${SERVE% *} PORT=${SERVE#* }
-# An engine that does not start never keeps the app down: `local up` says which and why
-# (exit 4), and the app serves the engines that did start.
-.venv/bin/shootout local up || echo "Shootout: starting the app with the engines that did start (see above)." >&2
+# The engines never keep the app waiting: `local plan` says what will be installed (GB, minutes,
+# the disk check), `local up --background` does it detached and prints where its lines go, and
+# `tail` shows them here until the app stops (--pid: this script's PID, the app's after exec).
+if .venv/bin/shootout local plan; then
+  UP_LOG=$(.venv/bin/shootout local up --background) || UP_LOG=
+  [ -z "$UP_LOG" ] || tail -n +1 -F --pid=$$ "$UP_LOG" 2>/dev/null &
+fi
 echo "Shootout: http://localhost:$PORT"
 exec .venv/bin/python -m streamlit run serve.py \
   --server.address "$ADDRESS" --server.port "$PORT" \
