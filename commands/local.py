@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 
 from services import local_engines
 from services.local_engines import background
@@ -60,8 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status.set_defaults(handler=_status)
 
 
+_said = threading.Lock()
+
+
 def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    # Whole lines: the installs beside each other say theirs from two threads.
+    with _said:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def _show(statuses: list[local_engines.LocalEngineStatus], as_json: bool) -> None:

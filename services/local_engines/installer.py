@@ -43,9 +43,13 @@ def stream(command: list[str], log: Log, env: dict[str, str] | None = None) -> N
     for line in process.stdout:
         log(line.rstrip())
     if process.wait() != 0:
-        raise EngineError(
-            f"{Path(command[0]).name} {' '.join(command[1:3])} failed (exit {process.returncode}); see its log."
+        # `python -m pip install ...` is "pip install"; a script is its own name.
+        what = (
+            " ".join(command[2:4])
+            if command[1:2] == ["-m"]
+            else f"{Path(command[0]).name} {Path(command[1]).name}"
         )
+        raise EngineError(f"{what} failed (exit {process.returncode})")
 
 
 def make_venv(name: str, log: Log) -> None:

@@ -51,7 +51,7 @@ _NOISE = re.compile(
     r"^\s*$|^WARNING|^\s*(Collecting|Downloading|Using cached|Requirement already|Obtaining|"
     r"Installing collected|Attempting uninstall|Found existing|Uninstalling|Successfully uninstalled|"
     r"Looking in|Processing|Building wheel|Created wheel|Stored in|Preparing metadata|Getting requirements|"
-    r"Installing build|Building editable|Running command|DEPRECATION|\[notice\])|[━█]"
+    r"Installing build|Building editable|Running command|DEPRECATION|\[notice\]|===|NOT installed:)|[━█]"
 )
 
 
@@ -255,7 +255,12 @@ class Recorder:
     def fail(self, reason: str) -> None:
         self.line(f"NOT installed: {reason}")
         self.record.state, self.record.finished = "failed", time.time()
-        self.record.reason = reason.splitlines()[0][:500] if reason else "unknown"
+        first = reason.splitlines()[0] if reason else "unknown"
+        # The tool's own last error says more than its exit status ("No matching distribution").
+        errors = [t for t in meaningful_tail(self.record.log, 20) if t.startswith("ERROR")]
+        if errors and errors[-1] not in first:
+            first = f"{first}: {errors[-1].removeprefix('ERROR:').strip()}"
+        self.record.reason = first[:500]
         _write(self.record)
         self._file.close()
         self.say(
