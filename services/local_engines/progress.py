@@ -150,7 +150,7 @@ def _remember(backend: str, seconds: float) -> None:
         history = json.loads(_history_path().read_text())
     except (OSError, ValueError):
         history = {}
-    history[backend] = round(seconds, 1)
+    history[backend] = max(1.0, round(seconds, 1))
     _history_path().write_text(json.dumps(history, indent=2))
 
 
