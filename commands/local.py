@@ -98,6 +98,8 @@ def _up(args: argparse.Namespace) -> int:
     """Exit 0 when every engine runs, 4 when some did not start (each says why): run.sh
     then serves the app with the engines that did."""
     if args.background:
+        if not args.ids and not local_engines.specs():
+            return 0  # SHOOTOUT_LOCAL_ENGINES=none: nothing to run behind the app
         pid, fresh = background.start(args.ids or None)
         _log(
             f"Shootout: {'installing and starting' if fresh else 'still installing and starting'} the "

@@ -102,25 +102,20 @@ class Scratch:
         return {s["id"]: s for s in json.loads(answer.stdout)}
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scratch]:
-    root = tmp_path_factory.mktemp("first-minute")
+def _clone(root: Path) -> Path:
+    """A git clone of this checkout, with the working tree as it is now (a run before a commit
+    tests what is on disk: tracked and untracked files, never what git ignores), and a `.venv`
+    that reads this test run's packages."""
     clone = root / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True, timeout=120)
-    # The working tree as it is now (a run before a commit tests what is on disk): its tracked
-    # and untracked files, never what git ignores (.venv, .engines, data).
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            check=True,
-            timeout=60,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, listed):
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
         source = REPO_ROOT / name
         if source.is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
@@ -128,19 +123,12 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scratch]:
     subprocess.run([sys.executable, "-m", "venv", str(clone / ".venv")], check=True, timeout=120)
     lib = next((clone / ".venv" / "lib").glob("python3*")) / "site-packages"
     (lib / "zz_test_packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return clone
 
+
+def _run_sh(root: Path, clone: Path, settings: dict[str, str]) -> Scratch:
+    """`./run.sh` in `clone` with its own ports, engines and data folders; back once the app answers."""
     engines = root / "engines"
-    dead = _free_port()
-    _venv(
-        engines / "router-venv",
-        f"[global]\nindex-url = http://127.0.0.1:{dead}/simple/\nextra-index-url =\nfind-links =\n"
-        "retries = 0\ntimeout = 5\nno-cache-dir = true\n",
-    )
-    given = "".join(
-        f"{key} = {os.environ[var]}\n" for var, key in PIP_SOURCES.items() if os.environ.get(var)
-    )
-    _venv(engines / "llamacpp-venv", f"[global]\n{given}" if given else "")
-
     port, base = _free_port(), _free_port_run(8)
     env = {k: v for k, v in os.environ.items() if k not in PIP_SOURCES and not k.startswith("SHOOTOUT_")}
     env.update(
@@ -150,11 +138,9 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scratch]:
             "SHOOTOUT_ENGINES_DIR": str(engines),
             "SHOOTOUT_DATA_DIR": str(root / "data"),
             "SHOOTOUT_WHEELHOUSE": str(root / "wheels"),
-            "SHOOTOUT_LOCAL_ENGINES": "llamacpp,router",
-            "SHOOTOUT_LLAMA_CPP_SOURCE": str(FAKE_SOURCE),
             "SHOOTOUT_NO_AUTOREFRESH": "1",
-            "FAKE_LLAMA_BUILD_SECONDS": "600",
             "PYTHON": sys.executable,
+            **settings,
         }
     )
     terminal = root / "terminal.txt"
@@ -178,13 +164,54 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scratch]:
             return False
 
     wait_for(answers, timeout_s=240, step_s=0.5)
-    found = Scratch(clone, engines, env, url, terminal, process, time.monotonic() - started)
+    return Scratch(clone, engines, env, url, terminal, process, time.monotonic() - started)
+
+
+def _end(scratch: Scratch) -> None:
+    scratch.cli("down")
+    os.killpg(scratch.process.pid, signal.SIGTERM)
+    scratch.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scratch]:
+    root = tmp_path_factory.mktemp("first-minute")
+    clone = _clone(root)
+    dead = _free_port()
+    _venv(
+        root / "engines" / "router-venv",
+        f"[global]\nindex-url = http://127.0.0.1:{dead}/simple/\nextra-index-url =\nfind-links =\n"
+        "retries = 0\ntimeout = 5\nno-cache-dir = true\n",
+    )
+    given = "".join(
+        f"{key} = {os.environ[var]}\n" for var, key in PIP_SOURCES.items() if os.environ.get(var)
+    )
+    _venv(root / "engines" / "llamacpp-venv", f"[global]\n{given}" if given else "")
+    found = _run_sh(
+        root,
+        clone,
+        {
+            "SHOOTOUT_LOCAL_ENGINES": "llamacpp,router",
+            "SHOOTOUT_LLAMA_CPP_SOURCE": str(FAKE_SOURCE),
+            "FAKE_LLAMA_BUILD_SECONDS": "600",
+        },
+    )
     try:
         yield found
     finally:
-        found.cli("down")
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        _end(found)
+
+
+def test_none_serves_the_app_alone(tmp_path: Path) -> None:
+    alone = _run_sh(tmp_path, _clone(tmp_path), {"SHOOTOUT_LOCAL_ENGINES": "none"})
+    try:
+        text = alone.terminal.read_text()
+        assert "Shootout: no local engines (SHOOTOUT_LOCAL_ENGINES=none)." in text
+        assert "in the background" not in text
+        assert alone.cli("status").stdout == ""
+        assert not (alone.engines / "run" / "background.json").exists()
+    finally:
+        _end(alone)
 
 
 def test_the_app_serves_while_the_engines_install_and_status_shows_each_phase(scratch: Scratch) -> None:
