@@ -9,10 +9,19 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Shootout needs Python 3.11 or newer")'
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt "setuptools>=70.1"
+# pip's own output (its environment warnings too) goes to a log; a failure shows its last lines.
+PIP_LOG=.venv/shootout-pip.log
+quiet() {
+  "$@" >>"$PIP_LOG" 2>&1 && return 0
+  echo "Shootout: installing the app's packages failed; the last lines of $PIP_LOG:" >&2
+  grep -v '^WARNING' "$PIP_LOG" | tail -n 12 >&2
+  exit 1
+}
+echo "Shootout: installing the app's packages into .venv (pip's lines: $PIP_LOG)"
+quiet .venv/bin/python -m pip install --disable-pip-version-check -q -r requirements.txt "setuptools>=70.1"
 # The checkout itself, editable (pyproject.toml): the `shootout` command. The packages are in
 # place already (setuptools, the build backend, with them), so no download and no isolated build.
-.venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+quiet .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 # Every SHOOTOUT_* setting is checked before anything starts: a bad one stops here, named.
 SERVE=$(.venv/bin/python -m services.core.config)
 ADDRESS=${SERVE% *} PORT=${SERVE#* }
