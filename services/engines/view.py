@@ -166,6 +166,7 @@ def retry_install(engine_id: str) -> Message:
         backend = local_engines.get_spec(engine_id).backend
         ids = [s.id for s in local_engines.all_specs() if s.backend == backend]
         pid, _fresh = background.start(ids)
+        progress.mark_queued(backend, pid)
     except (ShootoutError, OSError) as error:
         return Message("error", md_text(str(error)))
     return Message(

@@ -15,6 +15,7 @@ import contextvars
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -145,13 +146,18 @@ def estimate_s(backend: str, cores: int | None = None) -> float:
     return seconds * (1 - share) + seconds * share * DOCUMENTED_CORES / cores
 
 
+_history_lock = threading.Lock()
+
+
 def _remember(backend: str, seconds: float) -> None:
-    try:
-        history = json.loads(_history_path().read_text())
-    except (OSError, ValueError):
-        history = {}
-    history[backend] = max(1.0, round(seconds, 1))
-    _history_path().write_text(json.dumps(history, indent=2))
+    # Two installs (llama.cpp's thread and another) may end at once: one writer at a time.
+    with _history_lock:
+        try:
+            history = json.loads(_history_path().read_text())
+        except (OSError, ValueError):
+            history = {}
+        history[backend] = max(1.0, round(seconds, 1))
+        _history_path().write_text(json.dumps(history, indent=2))
 
 
 def size_gb(path: Path) -> float:
@@ -270,6 +276,26 @@ class Recorder:
         for text in meaningful_tail(self.record.log):
             self.say(f"{self.backend}|   {text}")
         self.say(f"{self.backend}: whole log: {self.record.log}")
+
+
+def mark_queued(backend: str, pid: int) -> None:
+    """`backend`'s install is asked for again (Retry) in process `pid`, which may first wait for
+    another install: shown as queued from now on, not as the failure it retries."""
+    now = time.time()
+    _write(
+        InstallProgress(
+            backend=backend,
+            state="queued",
+            phase="queued",
+            started=now,
+            phase_started=now,
+            finished=None,
+            reason="",
+            log=str(log_path(backend)),
+            pid=pid,
+            estimate_s=round(estimate_s(backend)),
+        )
+    )
 
 
 def coming() -> list[str]:
