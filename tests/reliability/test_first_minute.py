@@ -126,7 +126,9 @@ def _clone(root: Path) -> Path:
     return clone
 
 
-def _run_sh(root: Path, clone: Path, settings: dict[str, str]) -> Scratch:
+def _run_sh(
+    root: Path, clone: Path, settings: dict[str, str], terminal_name: str = "terminal.txt"
+) -> Scratch:
     """`./run.sh` in `clone` with its own ports, engines and data folders; back once the app answers."""
     engines = root / "engines"
     port, base = _free_port(), _free_port_run(8)
@@ -143,7 +145,7 @@ def _run_sh(root: Path, clone: Path, settings: dict[str, str]) -> Scratch:
             **settings,
         }
     )
-    terminal = root / "terminal.txt"
+    terminal = root / terminal_name
     started = time.monotonic()
     with open(terminal, "wb") as out:
         process = subprocess.Popen(
@@ -287,8 +289,20 @@ def test_ctrl_c_stops_the_app_only_and_down_stops_the_install(scratch: Scratch) 
     scratch.process.wait(timeout=60)
     with pytest.raises(httpx2.HTTPError):
         httpx2.get(scratch.url + "/_stcore/health", timeout=2.0)
-    assert "background install and start: pid" in scratch.cli("status").stdout
+    shown = scratch.cli("status").stdout
+    assert "background install and start: pid" in shown
     assert scratch.statuses()["llamacpp-4slot"]["status"] == "installing"
+
+    # ./run.sh again picks up where things stand: the same background install, its lines so far.
+    settings = {k: scratch.env[k] for k in ("SHOOTOUT_LOCAL_ENGINES", "SHOOTOUT_LLAMA_CPP_SOURCE")}
+    again = _run_sh(scratch.clone.parent, scratch.clone, settings, "terminal-again.txt")
+    text = again.terminal.read_text()
+    pid = shown.split("background install and start: pid ")[1].split(",")[0]
+    assert f"still installing and starting the local engines in the background (pid {pid})" in text
+    assert "router: NOT installed after" in text  # what happened before, from its log's top
+    os.killpg(again.process.pid, signal.SIGINT)
+    again.process.wait(timeout=60)
+    assert again.statuses()["llamacpp-4slot"]["status"] == "installing"
 
     stopped = scratch.cli("down")
     assert "stopped the background install and start" in stopped.stderr
