@@ -96,9 +96,11 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
             state_name, message = "failed", f"exited: {death_reason(pid, entry.get('log'))}"
         elif not installed:
             state_name = "not_installed"
-            message = (
-                record.summary() if record else "not installed yet (`./run.sh`, or `cli.py local up`)"
-            )
+            # A record of an install that went well says nothing of a backend missing now.
+            if record is None or record.state == "installed":
+                message = "not installed yet (`./run.sh`, or `cli.py local up`)"
+            else:
+                message = record.summary()
             pid = None
         else:
             state_name, message = "stopped", "stopped"

@@ -162,3 +162,20 @@ def test_a_background_run_is_found_again_and_stopped(monkeypatch: pytest.MonkeyP
     assert len(asked) == 1
     assert background.stop(timeout_s=5) == [pid]
     assert background.running() == {}
+
+
+def test_status_reads_the_install_record(monkeypatch: pytest.MonkeyPatch, engines) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SHOOTOUT_LOCAL_ENGINES", "vllm")
+    recorder = progress.Recorder("vllm", lambda line: None)
+    recorder.begin()
+    recorder.phase("convert")
+    going = launch.status("vllm-cpu")[0]
+    assert going.status == "installing" and going.message.startswith("installing: convert, ")
+    assert going.install is not None and going.install["phase"] == "convert"
+    recorder.fail("pip install failed (exit 1)")
+    failed = launch.status("vllm-cpu")[0]
+    assert failed.status == "failed" and "install failed after" in failed.message
+    # An install that went well, of a backend missing since (its folder removed): not installed.
+    progress.Recorder("vllm", lambda line: None).finish()
+    gone = launch.status("vllm-cpu")[0]
+    assert gone.status == "not_installed" and gone.message.startswith("not installed yet")
