@@ -117,7 +117,7 @@ def _install_each(
     in_turn = [b for b in missing if not b.install_alongside]
     if not (alongside and in_turn):
         for backend in missing:
-            _install_one(backend, failures, recorders[backend.name], on_done)
+            _install_guarded(backend, failures, recorders[backend.name], on_done)
         return
     # Every install but the router's reads the model, and the GGUF comes into llama.cpp's
     # environment: fetched once here, before two threads could both create that environment.
@@ -130,7 +130,7 @@ def _install_each(
         first.line(f"the model: NOT installed: {error}")
     threads = [
         threading.Thread(
-            target=_install_in_thread,
+            target=_install_guarded,
             args=(backend, failures, recorders[backend.name], on_done),
             name=f"install-{backend.name}",
             daemon=True,
@@ -141,16 +141,17 @@ def _install_each(
         thread.start()
     log(f"installing {', '.join(b.name for b in alongside)} alongside the others")
     for backend in in_turn:
-        _install_one(backend, failures, recorders[backend.name], on_done)
+        _install_guarded(backend, failures, recorders[backend.name], on_done)
     for thread in threads:
         thread.join()
 
 
-def _install_in_thread(
+def _install_guarded(
     backend: LocalBackend, failures: list[str], recorder: progress.Recorder, on_done: Done
 ) -> None:
-    # An error nobody foresaw must still fail the install: a thread's exception would
-    # otherwise only be printed, and the command would end as if all went well.
+    # An error nobody foresaw must still fail this install, and only this one: a thread's
+    # exception would otherwise only be printed, and the command would end as if all went
+    # well; one in this thread would end the installs still to come.
     try:
         _install_one(backend, failures, recorder, on_done)
     except Exception as error:  # noqa: BLE001 - reported as this backend's failure

@@ -89,3 +89,14 @@ def test_one_backend_alone_installs_in_this_thread(quiet_model) -> None:  # type
     installer._install_each([llama], failures := [], lambda line: None)
     assert where == [threading.main_thread().name] and failures == []
     assert quiet_model == []
+
+
+def test_an_unforeseen_error_in_one_install_never_stops_the_next(quiet_model, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def broken(log) -> None:  # type: ignore[no-untyped-def]
+        raise RuntimeError("a bug of ours")
+
+    backends = {"vllm": Fake("vllm", False, broken), "router": Fake("router", False, lambda log: None)}
+    monkeypatch.setattr(installer, "get_backend", backends.__getitem__)
+    with pytest.raises(EngineError, match="vllm: RuntimeError: a bug of ours"):
+        installer.install(["vllm", "router"], lambda line: None)
+    assert backends["router"].done
