@@ -15,6 +15,7 @@ from services.core.errors import ShootoutError
 from services.core.run_kinds import mark_interrupted_after_restart
 from services.core.safe_text import md_text
 from services.engines import endpoints
+from services.local_engines import progress
 from services.team import access
 from services.votes import participants
 
@@ -174,8 +175,10 @@ def count_engines(slot: DeltaGenerator) -> bool:
     except Exception as error:  # noqa: BLE001 - the database itself is unreachable: say so, keep rendering
         slot.error(f"Run database unavailable: {md_text(str(error))}")
         return False
+    coming = progress.coming()
+    still = f" · still installing: {', '.join(coming)} (Engines page)" if coming else ""
     slot.caption(
-        f"{count} engine(s) registered · database: {get_settings().database_url.split('://')[0]}"
+        f"{count} engine(s) registered{still} · database: {get_settings().database_url.split('://')[0]}"
     )
     return True
 

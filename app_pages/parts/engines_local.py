@@ -1,5 +1,6 @@
-"""The Engines page's local engines panel: one row per engine on this machine with its state
-and its Start or Stop button (for an operator), refreshed every few seconds."""
+"""The Engines page's local engines panel: one row per engine on this machine with its state (its
+install's phase, time and last log lines while it installs) and its Start, Stop or Retry button
+(for an operator), refreshed every few seconds."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from app_pages.parts.engines_endpoints import show
 from services.engines import view as engines_view
 
 INSTALL_HINT = (
-    "Some engines are not installed yet. `python cli.py local up` installs and starts them "
-    "(llama.cpp compiles once, 7-15 minutes on 2 cores)."
+    "Some engines are not installed yet. `./run.sh` installs and starts them behind the app, as "
+    "does `python cli.py local up` (llama.cpp compiles once, 7-15 minutes on 2 cores)."
 )
 
 
@@ -25,8 +26,12 @@ def local_panel(may_manage: bool) -> None:
             mid.error(row.detail, icon=":material/error:")
         else:
             mid.caption(row.detail)
+        if row.log_lines:
+            mid.code(row.log_lines, language=None)
         if not may_manage:
             continue
+        if row.action == "retry" and right.button("Retry", key=f"local_retry_{row.id}"):
+            show([engines_view.retry_install(row.id)])
         if row.action == "stop":
             # One click only asks: the engines are shared, and a stop ends others' runs on it.
             right.button("Stop", key=f"local_stop_{row.id}", on_click=_ask_stop, args=(row.id,))

@@ -23,6 +23,7 @@ from services.core.safe_text import code_span, md_line, md_text
 from services.engines import adapters, endpoints, get_adapter, registration
 from services.engines.endpoints import EngineRecord
 from services.engines.probe import ProbeResult, probe
+from services.local_engines import background, progress
 from services.telemetry.hub import get_hub
 from services.telemetry.scraper import ScrapeTarget
 
@@ -38,6 +39,7 @@ STATE_ICONS = {
 LOCAL_ICONS = {
     "running": ":green[●]",
     "starting": ":orange[●]",
+    "installing": ":blue[◐]",
     "stopped": ":gray[●]",
     "failed": ":red[●]",
     "not_installed": ":gray[○]",
@@ -87,8 +89,12 @@ class LocalRow:
     title: str
     detail: str
     failed: bool
-    #: The one button the row offers ("stop" or "start"), None when neither applies.
-    action: Literal["stop", "start"] | None
+    #: The one button the row offers ("stop", "start", or "retry" a failed or stopped install),
+    #: None when none applies.
+    action: Literal["stop", "start", "retry"] | None
+    #: The last meaningful lines of its install's log while it installs or after it failed, and
+    #: where that log is (plain text, shown as code).
+    log_lines: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,22 +105,32 @@ class LocalPanel:
 
 
 def _local_row(status: local_engines.LocalEngineStatus) -> LocalRow:
+    install = status.install or {}
     if status.status == "failed":
         detail = f"{md_line(status.url)} · did not start: {md_text(status.message)}"
+    elif status.status == "installing":
+        detail = f"{md_line(status.url)} · {md_line(status.message)}"
     else:
         pid = f"pid {status.pid}" if status.pid else ""
         detail = f"{md_line(status.url)} · {status.status} · {pid} {md_line(status.message)}"
-    action: Literal["stop", "start"] | None = None
+    action: Literal["stop", "start", "retry"] | None = None
     if status.status in ("running", "starting"):
         action = "stop"
     elif status.installed:
         action = "start"
+    elif install and status.status != "installing":
+        action = "retry"  # its install failed or was stopped
+    log_lines = ""
+    if install and not status.installed and install.get("log"):
+        tail = progress.meaningful_tail(install["log"], lines=4)
+        log_lines = "\n".join([*tail, f"(whole log: {install['log']})"])
     return LocalRow(
         id=status.id,
         title=f"{LOCAL_ICONS.get(status.status, '')} **{md_line(status.id)}**  \n{md_line(status.label)}",
         detail=detail,
         failed=status.status == "failed",
         action=action,
+        log_lines=log_lines,
     )
 
 
@@ -142,6 +158,21 @@ def runs_using(names: set[str]) -> list[int]:
             select(Run.id, Run.engine_names).where(Run.status.in_(ACTIVE_STATUSES)).order_by(Run.id)
         ).all()
     return [run_id for run_id, joined in rows if names & set((joined or "").split(","))]
+
+
+def retry_install(engine_id: str) -> Message:
+    """Install (again) and start one local engine's backend behind the page."""
+    try:
+        backend = local_engines.get_spec(engine_id).backend
+        ids = [s.id for s in local_engines.all_specs() if s.backend == backend]
+        pid, _fresh = background.start(ids)
+        progress.mark_queued(backend, pid)
+    except (ShootoutError, OSError) as error:
+        return Message("error", md_text(str(error)))
+    return Message(
+        "info",
+        f"Installing {md_line(backend)} again behind the app (pid {pid}); its row shows how it goes.",
+    )
 
 
 def stop_local(engine_id: str) -> None:

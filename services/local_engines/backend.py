@@ -46,6 +46,8 @@ class LocalBackend:
     #: A long install bound by the CPU (llama.cpp's compile) that runs in its own thread beside
     #: the others, whose installs are mostly downloads and unpacking and leave the cores idle.
     install_alongside: ClassVar[bool] = False
+    #: It fronts the other engines (a router): it starts once every other install has ended.
+    fronts_others: ClassVar[bool] = False
     #: What the installer says before it starts: what it installs and about how big it is.
     install_note: ClassVar[str] = ""
     #: The path that answers 200 once the engine serves (from the server root).

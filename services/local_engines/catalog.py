@@ -18,7 +18,7 @@ MODEL_NAME = "SmolLM2-135M-Instruct"
 #: The name the HF-layout servers (vLLM, SGLang, Triton) serve the model under.
 SERVED_NAME = "smollm2"
 
-Status = Literal["running", "starting", "stopped", "failed", "not_installed"]
+Status = Literal["running", "starting", "installing", "stopped", "failed", "not_installed"]
 
 __all__ = ["LocalEngineSpec"]
 
@@ -43,7 +43,7 @@ def niced(command: list[str]) -> list[str]:
 
 def chosen_backends() -> tuple[str, ...]:
     """The backends this machine installs and starts: SHOOTOUT_LOCAL_ENGINES (comma-separated
-    backend names, for small laptops), else all of them."""
+    backend names, for small laptops; `none`: no local engines), else all of them."""
     names = backend_names()
     wanted = get_settings().local_engines
     if wanted is None:
@@ -87,6 +87,9 @@ class LocalEngineStatus:
     log_file: str | None
     message: str
     installed: bool
+    #: Its backend's install as it goes or last went (progress.InstallProgress as a dict, with
+    #: `elapsed_s`), None when this engines folder never installed it.
+    install: dict | None = None
 
     @property
     def healthy(self) -> bool:

@@ -11,11 +11,11 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from services.core.errors import EngineError, ShootoutError
+from services.local_engines import progress
 from services.local_engines.backend import LocalBackend, Log, get_backend
 from services.local_engines.catalog import MODEL_PACKAGE, chosen_backends
 from services.local_engines.paths import engines_dir, gguf_path, hf_model_dir, venv_python
@@ -26,6 +26,7 @@ CONVERT_PACKAGES = ("accelerate==1.15.0", "gguf==0.19.0")
 
 def pip_install(venv: str, args: list[str], log: Log, env: dict[str, str] | None = None) -> None:
     command = [str(venv_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *args]
+    progress.phase("download")
     log(f"$ {' '.join(command)}")
     stream(command, log, env=env)
 
@@ -42,9 +43,13 @@ def stream(command: list[str], log: Log, env: dict[str, str] | None = None) -> N
     for line in process.stdout:
         log(line.rstrip())
     if process.wait() != 0:
-        raise EngineError(
-            f"{Path(command[0]).name} {' '.join(command[1:3])} failed (exit {process.returncode}); see the log above."
+        # `python -m pip install ...` is "pip install"; a script is its own name.
+        what = (
+            " ".join(command[2:4])
+            if command[1:2] == ["-m"]
+            else f"{Path(command[0]).name} {Path(command[1]).name}"
         )
+        raise EngineError(f"{what} failed (exit {process.returncode})")
 
 
 def make_venv(name: str, log: Log) -> None:
@@ -54,15 +59,22 @@ def make_venv(name: str, log: Log) -> None:
         subprocess.run([sys.executable, "-m", "venv", str(engines_dir() / f"{name}-venv")], check=True)
 
 
-def install(backends: Iterable[str] | None = None, log: Log = print) -> None:
+#: Told of each backend as its install ends: (name, installed, reason); the engines start from it.
+Done = Callable[[str, bool, str], None]
+
+
+def install(
+    backends: Iterable[str] | None = None, log: Log = print, on_done: Done | None = None
+) -> None:
     """Install what is missing of `backends` (default: the chosen ones, SHOOTOUT_LOCAL_ENGINES).
     Each backend says what it installs and how big it is, and is proven by running it; one that
-    fails is reported with its reason and never keeps the others out."""
+    fails is reported with its reason and never keeps the others out. `on_done` hears of each
+    backend as soon as its install ended (at once for one installed already)."""
     names = list(backends) if backends else list(chosen_backends())
     chosen = [get_backend(name) for name in names]
     failures: list[str] = []
     with _one_installer(log):
-        _install_each(chosen, failures, log)
+        _install_each(chosen, failures, log, on_done or _nobody)
     if failures:
         raise EngineError("Not installed: " + "; ".join(failures))
 
@@ -85,27 +97,41 @@ def _one_installer(log: Log) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _install_each(chosen: list[LocalBackend], failures: list[str], log: Log) -> None:
+def _nobody(name: str, ok: bool, reason: str) -> None:
+    return None
+
+
+def _install_each(
+    chosen: list[LocalBackend], failures: list[str], log: Log, on_done: Done = _nobody
+) -> None:
     missing = [backend for backend in chosen if not backend.installed()]
     for backend in chosen:
         if backend not in missing:
             log(f"{backend.name}: installed")
+            _tell(on_done, backend.name, True, "", log)
+    # Each backend's output goes to its own log file; the terminal gets its phases (progress.py).
+    recorders = {
+        b.name: progress.Recorder(b.name, log, engines_dir() / f"{b.name}-venv") for b in missing
+    }
     alongside = [b for b in missing if b.install_alongside]
     in_turn = [b for b in missing if not b.install_alongside]
     if not (alongside and in_turn):
         for backend in missing:
-            _install_one(backend, failures, log)
+            _install_guarded(backend, failures, recorders[backend.name], on_done)
         return
     # Every install but the router's reads the model, and the GGUF comes into llama.cpp's
     # environment: fetched once here, before two threads could both create that environment.
+    first = recorders[alongside[0].name]
+    first.begin()
     try:
-        ensure_gguf(log)
+        with first.active():
+            ensure_gguf(first.line)
     except (ShootoutError, OSError, subprocess.SubprocessError) as error:
-        log(f"the model: NOT installed: {error}")
+        first.line(f"the model: NOT installed: {error}")
     threads = [
         threading.Thread(
-            target=_install_in_thread,
-            args=(backend, failures, _prefixed(backend.name, log)),
+            target=_install_guarded,
+            args=(backend, failures, recorders[backend.name], on_done),
             name=f"install-{backend.name}",
             daemon=True,
         )
@@ -113,40 +139,52 @@ def _install_each(chosen: list[LocalBackend], failures: list[str], log: Log) -> 
     ]
     for thread in threads:
         thread.start()
-    log(
-        f"installing {', '.join(b.name for b in alongside)} alongside the others "
-        f"(its lines start with its name)"
-    )
+    log(f"installing {', '.join(b.name for b in alongside)} alongside the others")
     for backend in in_turn:
-        _install_one(backend, failures, log)
+        _install_guarded(backend, failures, recorders[backend.name], on_done)
     for thread in threads:
         thread.join()
 
 
-def _install_in_thread(backend: LocalBackend, failures: list[str], log: Log) -> None:
-    # An error nobody foresaw must still fail the install: a thread's exception would
-    # otherwise only be printed, and the command would end as if all went well.
+def _install_guarded(
+    backend: LocalBackend, failures: list[str], recorder: progress.Recorder, on_done: Done
+) -> None:
+    # An error nobody foresaw must still fail this install, and only this one: a thread's
+    # exception would otherwise only be printed, and the command would end as if all went
+    # well; one in this thread would end the installs still to come.
     try:
-        _install_one(backend, failures, log)
+        _install_one(backend, failures, recorder, on_done)
     except Exception as error:  # noqa: BLE001 - reported as this backend's failure
-        log(f"{backend.name}: NOT installed: {type(error).__name__}: {error}")
+        recorder.fail(f"{type(error).__name__}: {error}")
         failures.append(f"{backend.name}: {type(error).__name__}: {error}")
+        _tell(on_done, backend.name, False, f"{type(error).__name__}: {error}", recorder.say)
 
 
-def _prefixed(name: str, log: Log) -> Log:
-    return lambda line: log(f"{name}| {line}")
-
-
-def _install_one(backend: LocalBackend, failures: list[str], log: Log) -> None:
-    if backend.install_note:
-        log(f"{backend.name}: installing {backend.install_note}")
-    started = time.monotonic()
+def _tell(on_done: Done, name: str, ok: bool, reason: str, log: Log) -> None:
+    # What the listener does (start the engines) is not part of the install: its error is said.
     try:
-        backend.install(log)
-        log(f"{backend.name}: installed in {time.monotonic() - started:.0f} s")
+        on_done(name, ok, reason)
+    except Exception as error:  # noqa: BLE001 - said, the other installs go on
+        log(f"{name}: after its install: {type(error).__name__}: {error}")
+
+
+def _install_one(
+    backend: LocalBackend, failures: list[str], recorder: progress.Recorder, on_done: Done = _nobody
+) -> None:
+    if recorder.record.state == "queued":
+        recorder.begin()
+    note = f"installing {backend.install_note}" if backend.install_note else "installing"
+    recorder.say(f"{backend.name}: {note}; its log: {recorder.record.log}")
+    try:
+        with recorder.active():
+            backend.install(recorder.line)
+        recorder.finish()
     except (ShootoutError, OSError, subprocess.SubprocessError) as error:
-        log(f"{backend.name}: NOT installed: {error}")
+        recorder.fail(str(error))
         failures.append(f"{backend.name}: {error}")
+        _tell(on_done, backend.name, False, str(error), recorder.say)
+        return
+    _tell(on_done, backend.name, True, "", recorder.say)
 
 
 def ensure_gguf(log: Log) -> Path:
@@ -170,6 +208,7 @@ def ensure_hf_model(venv: str, log: Log) -> Path:
     pip_install(venv, list(CONVERT_PACKAGES), log)
     if target.exists():
         shutil.rmtree(target)
+    progress.phase("convert")
     log(f"converting {source.name} to the Hugging Face layout (about 30 s)")
     script = Path(__file__).resolve().parents[2] / "scripts" / "convert_gguf_to_hf.py"
     stream([str(venv_python(venv)), str(script), str(source), str(target)], log)

@@ -184,31 +184,52 @@ def up(
     log: Callable[[str], None] = print,
 ) -> list[LocalEngineStatus]:
     """Install (when missing) and start the local engines, then wait until each is healthy
-    or has failed. Never raises for one engine: a failed engine comes back with status
-    "failed" and the reason (install error, signal, last log line), the others run.
+    or has failed. Each backend's engines start as soon as its install ends (llama.cpp's two
+    while vLLM still installs, say); a backend that fronts the others (the router) starts once
+    every other install ended. Never raises for one engine: a failed engine comes back with
+    status "failed" and the reason (install error, signal, last log line), the others run.
     The llama.cpp engines start in about 2 s; vLLM compiles on first start (about 2 minutes)."""
     chosen = [get_spec(i) for i in engine_ids] if engine_ids else specs()
     failed: dict[str, str] = {}
+    started_at: dict[str, float] = {}
     order = [b.name for b in backends()]
-    for backend in sorted({s.backend for s in chosen}, key=order.index):
-        if install_missing and not is_installed(backend):
-            try:
-                install([backend], log=log)
-            except ShootoutError as error:
-                failed.update({s.id: str(error) for s in chosen if s.backend == backend})
-    for spec in chosen:
-        if spec.id in failed:
-            continue
+    needed = sorted({s.backend for s in chosen}, key=order.index)
+    last = [b for b in needed if get_backend(b).fronts_others]
+
+    def start_backend(backend: str) -> None:
+        for spec in chosen:
+            if spec.backend == backend and spec.id not in failed:
+                try:
+                    start(spec.id, wait=False)
+                    started_at[spec.id] = time.monotonic()
+                    log(f"{spec.id}: starting on {spec.port}")
+                except ShootoutError as error:
+                    failed[spec.id] = str(error)
+
+    def installed(backend: str, ok: bool, reason: str) -> None:
+        if not ok:
+            failed.update({s.id: f"not installed: {reason}" for s in chosen if s.backend == backend})
+        elif backend not in last:
+            start_backend(backend)
+
+    missing = [b for b in needed if install_missing and not is_installed(b)]
+    for backend in needed:
+        if backend not in missing:
+            installed(backend, True, "")
+    if missing:
         try:
-            start(spec.id, wait=False)
-        except ShootoutError as error:
-            failed[spec.id] = str(error)
+            install(missing, log=log, on_done=installed)
+        except ShootoutError:
+            pass  # each backend's failure came through installed()
+    for backend in last:
+        start_backend(backend)
     for spec in chosen:
         if spec.id in failed:
             continue
         try:
             current = wait_healthy(spec.id, spec.start_timeout_s)
-            log(f"{spec.id}: healthy at {current.url}")
+            took = time.monotonic() - started_at.get(spec.id, time.monotonic())
+            log(f"{spec.id}: healthy at {current.url} ({took:.0f} s after its start)")
         except ShootoutError as error:
             failed[spec.id] = str(error).split("\n", 1)[0]
     for engine_id, reason in failed.items():

@@ -7,11 +7,13 @@ import json
 import socket
 import subprocess
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 from services.core import http
 from services.core.processes import pid_alive
 from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines import progress
 from services.local_engines.backend import get_backend
 from services.local_engines.catalog import LocalEngineSpec, LocalEngineStatus, Status, get_spec, specs
 from services.local_engines.paths import is_installed, state_dir
@@ -77,18 +79,28 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
         url = f"http://127.0.0.1:{spec.port}"
         pid = entry.get("pid")
         installed = is_installed(spec.backend)
+        record = progress.read(spec.backend)
         if pid_alive(pid):
             path = get_backend(spec.backend).health_path
             ok, detail = health(url, path)
             state_name: Status = "running" if ok else "starting"
             message = "healthy" if ok else f"process {pid} is up, {path}: {detail}"
+        elif record is not None and record.active:
+            state_name, message = "installing", record.summary()
+        elif record is not None and record.state == "failed" and not installed:
+            state_name, message = "failed", record.summary()
         elif entry.get("failed"):
             state_name, message = "failed", entry["failed"]
         elif pid:
             # Started and never stopped, yet gone: it died (a page's Start does not wait).
             state_name, message = "failed", f"exited: {death_reason(pid, entry.get('log'))}"
         elif not installed:
-            state_name, message = "not_installed", "not installed yet (Install, or `cli.py local up`)"
+            state_name = "not_installed"
+            # A record of an install that went well says nothing of a backend missing now.
+            if record is None or record.state == "installed":
+                message = "not installed yet (`./run.sh`, or `cli.py local up`)"
+            else:
+                message = record.summary()
             pid = None
         else:
             state_name, message = "stopped", "stopped"
@@ -105,9 +117,16 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
                 log_file=entry.get("log"),
                 message=message,
                 installed=installed,
+                install=_install_dict(record),
             )
         )
     return result
+
+
+def _install_dict(record: progress.InstallProgress | None) -> dict | None:
+    if record is None:
+        return None
+    return {**asdict(record), "elapsed_s": round(record.elapsed_s, 1), "summary": record.summary()}
 
 
 def death_reason(pid: int | None, log_path: str | None) -> str:

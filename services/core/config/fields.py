@@ -178,10 +178,12 @@ def words(lower: bool = False, upper: bool = False) -> Callable[[str], tuple[str
 
 
 def backends(raw: str) -> tuple[str, ...] | None:
-    """Local backend names; `all` (or nothing) is all of them. Which names exist is checked
-    where the backends are known (services/local_engines/catalog.py)."""
+    """Local backend names; `all` (or nothing) is all of them, `none` none. Which names exist is
+    checked where the backends are known (services/local_engines/catalog.py)."""
     if raw.strip().lower() == "all":
         return None
+    if raw.strip().lower() == "none":
+        return ()
     return words(lower=True)(raw)
 
 

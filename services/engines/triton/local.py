@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from services.core.errors import EngineError
+from services.local_engines import progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install
@@ -249,6 +250,7 @@ def install_triton(log: Log = print) -> None:
     ensure_hf_model("triton", log)
     marker = {"torch_from": str(shared) if shared else None, "libpython_dir": libdir}
     smoke_marker().write_text(json.dumps(marker))
+    progress.phase("smoke test")
     message = smoke_run(log)
     smoke_marker().write_text(json.dumps({**marker, "smoke": message}))
     log(f"triton works here: {message}")

@@ -33,11 +33,11 @@ class Fake(LocalBackend):
 def quiet_model(monkeypatch, tmp_path):  # type: ignore[no-untyped-def]
     fetched: list[str] = []
     monkeypatch.setattr(installer, "ensure_gguf", lambda log: fetched.append("gguf"))
-    monkeypatch.setattr(installer, "engines_dir", lambda: tmp_path)
+    monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(tmp_path))
     return fetched
 
 
-def test_the_compile_runs_while_the_others_install(quiet_model) -> None:  # type: ignore[no-untyped-def]
+def test_the_compile_runs_while_the_others_install(quiet_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
     others_started = threading.Event()
     compile_seen_others = threading.Event()
 
@@ -58,7 +58,9 @@ def test_the_compile_runs_while_the_others_install(quiet_model) -> None:  # type
     assert failures == []
     assert llama.done and vllm.done
     assert quiet_model == ["gguf"]  # fetched once, before the threads
-    assert "llamacpp| compiled" in said  # the thread's lines say whose they are
+    # Each backend's own lines go to its log file; the terminal gets its phases and its end.
+    assert "compiled" in (tmp_path / "run" / "install-llamacpp.log").read_text()
+    assert not any("compiled" in line for line in said)
     assert any(line.startswith("vllm: installed in") for line in said)
 
 
@@ -75,7 +77,10 @@ def test_an_unforeseen_error_in_the_thread_fails_the_install(quiet_model, monkey
     with pytest.raises(EngineError, match="llamacpp: RuntimeError: cmake vanished"):
         installer.install(["llamacpp", "vllm"], said.append)
     assert backends["vllm"].done
-    assert "llamacpp| llamacpp: NOT installed: RuntimeError: cmake vanished" in said
+    assert any(
+        line.startswith("llamacpp: NOT installed after") and "RuntimeError: cmake vanished" in line
+        for line in said
+    )
 
 
 def test_one_backend_alone_installs_in_this_thread(quiet_model) -> None:  # type: ignore[no-untyped-def]
@@ -84,3 +89,14 @@ def test_one_backend_alone_installs_in_this_thread(quiet_model) -> None:  # type
     installer._install_each([llama], failures := [], lambda line: None)
     assert where == [threading.main_thread().name] and failures == []
     assert quiet_model == []
+
+
+def test_an_unforeseen_error_in_one_install_never_stops_the_next(quiet_model, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def broken(log) -> None:  # type: ignore[no-untyped-def]
+        raise RuntimeError("a bug of ours")
+
+    backends = {"vllm": Fake("vllm", False, broken), "router": Fake("router", False, lambda log: None)}
+    monkeypatch.setattr(installer, "get_backend", backends.__getitem__)
+    with pytest.raises(EngineError, match="vllm: RuntimeError: a bug of ours"):
+        installer.install(["vllm", "router"], lambda line: None)
+    assert backends["router"].done

@@ -6,10 +6,13 @@ compiles llama.cpp from CMAKE_ARGS:
   SIGILL at start (a build with an instruction the CPU does not run);
 - otherwise it execs the real llama-server named by FAKE_LLAMA_REAL_SERVER (unless
   FAKE_LLAMA_SIGILL_AT_RUN is set when it runs).
+FAKE_LLAMA_BUILD_SECONDS makes the build take that long, as a real compile does
+(tests/reliability/test_first_minute.py watches the app serve meanwhile).
 """
 
 import os
 import stat
+import time
 from pathlib import Path
 
 from setuptools import setup
@@ -26,4 +29,5 @@ else:
     body = f'#!/bin/sh\n# built with: {args}\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "{real}" "$@"\n'
 binary.write_text(body)
 binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+time.sleep(float(os.environ.get("FAKE_LLAMA_BUILD_SECONDS", "0")))
 setup()
