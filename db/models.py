@@ -222,7 +222,7 @@ class Vote(Base):
 
 # Keys of Run.config that name or describe a run rather than what it measured.
 FINGERPRINT_IGNORED_CONFIG_KEYS = frozenset(
-    {"name", "label", "notes", "tags", "import", "created_by", "usd_per_hour"}
+    {"name", "label", "notes", "tags", "import", "created_by", "usd_per_hour", "blind_order"}
 )
 # Keys of an engine in Run.config that price it: two runs differing only in price are repeats.
 FINGERPRINT_IGNORED_ENGINE_KEYS = frozenset({"usd_per_hour"})

@@ -21,7 +21,6 @@ on the server; the names stay shown to its voter, who takes no new vote on that 
 
 from __future__ import annotations
 
-import random
 import secrets
 from collections import Counter
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
+from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
 from services.team.access import PermissionDenied
 
@@ -43,9 +43,9 @@ if TYPE_CHECKING:
 
 TIE = "tie"
 #: The blind answers' names, in column order (6 engines at most).
-LABELS = "ABCDEF"
+LABELS = blind.LABELS
 #: Run.config key: voters (hashed) who withdrew their vote on the exchange after seeing its names.
-WITHDRAWN = "withdrawn"
+WITHDRAWN = blind.WITHDRAWN
 
 
 @dataclass
@@ -65,22 +65,19 @@ class BlindVote:
 
 
 def blind_order(run_id: int, engines: list[str]) -> list[str]:
-    """The shuffled column order of blind mode (the same on every rerun of one exchange)."""
-    order = list(engines)
-    random.Random(run_id).shuffle(order)
-    return order
+    """The exchange's screen order in blind mode: the one stored with it (services/core/blind.py)."""
+    return blind.stored_order(run_id, engines)
 
 
 def answer_labels(order: list[str]) -> dict[str, str]:
     """Each engine's name while its exchange is blind ("Answer A", ...) for engines in screen
-    order (`blind_order` of the order the exchange stored its answers): every page labels alike."""
-    return {engine: f"Answer {LABELS[i]}" for i, engine in enumerate(order)}
+    order (`blind_order`): every page labels alike."""
+    return blind.labels(order)
 
 
-def hidden(blind: bool, revealed: bool, seen: bool) -> bool:
-    """The one rule of who wrote what: hidden while a blind exchange is neither revealed by an
-    operator nor seen by this participant (their vote, or their withdrawn vote)."""
-    return blind and not revealed and not seen
+def hidden(blind_sent: bool, revealed: bool, seen: bool) -> bool:
+    """The one rule of who wrote what (services/core/blind.py)."""
+    return blind.hidden(blind_sent, revealed, seen)
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:
@@ -92,25 +89,10 @@ def _has_ballot(session: Session, run_id: int, participant: str) -> bool:
     return bool(session.scalar(select(exists().where(Vote.run_id == run_id, Vote.voter == participant))))
 
 
-def _seen(session: Session, run: Run, participant: str | None) -> bool:
-    if participant is None:
-        return False
-    return participant in (run.config or {}).get(WITHDRAWN, []) or _has_ballot(
-        session, run.id, participant
-    )
-
-
 def engines_hidden(run_id: int, participant: str | None = None) -> bool:
     """Whether a stored run is a blind exchange whose engines are still hidden from this
     participant (None: a page or export that knows no participant, which waits for the reveal)."""
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != "playground":
-            return False
-        config = run.config or {}
-        return hidden(
-            bool(config.get("blind")), bool(config.get("revealed")), _seen(session, run, participant)
-        )
+    return blind.is_hidden(run_id, participant)
 
 
 def vote(
