@@ -130,7 +130,13 @@ def _run_view(run_id: int) -> None:
         st.error(md_text(page.run.detail.error))
     if page.run.view is not None:
         results(page.run.view, f"session_run_{run_id}")
-    if page.run.exchanges is not None:
+    if page.run.exchanges is not None and page.run.detail.hidden:
+        # A blind exchange before its reveal: each answer by its blind name, as the Runs page.
+        for heading, text in sessions.blind_answers(page.run.exchanges):
+            with st.container(border=True):
+                st.markdown(heading)
+                st.markdown(text)
+    elif page.run.exchanges is not None:
         st.dataframe(page.run.exchanges, hide_index=True, key=f"session_exchanges_{run_id}")
     if page.demo_conclusion:
         st.success(page.demo_conclusion)

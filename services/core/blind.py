@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, exists, false, func, not_, select
+from sqlalchemy import and_, exists, false, func, not_, or_, select
 
 from db.models import Run, Vote
 from db.session import session_scope
@@ -124,6 +124,12 @@ def hidden_ids(session: Session, run_ids: Iterable[int]) -> set[int]:
     if not ids:
         return set()
     return set(session.scalars(select(Run.id).where(Run.id.in_(ids), hidden_clause())))
+
+
+def votes_shown_clause() -> ColumnElement[bool]:
+    """SQL true for the votes a tally across exchanges may count: none of a hidden exchange (a
+    pair's wins named by engine beside its live tally by answer would say who wrote what)."""
+    return or_(Vote.run_id.is_(None), Vote.run_id.not_in(select(Run.id).where(hidden_clause())))
 
 
 def refuse(run_ids: Iterable[int], what: str) -> None:

@@ -281,12 +281,13 @@ def blind_vote(run_id: int, participant: str | None) -> BlindVote | None:
 
 
 def tally() -> list[PairTally]:
-    """Wins and ties per engine pair over every stored vote (pairs in name order)."""
+    """Wins and ties per engine pair over every stored vote of an exchange no longer hidden
+    (pairs in name order)."""
     with session_scope() as session:
         rows = session.execute(
-            select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count()).group_by(
-                Vote.engine_a, Vote.engine_b, Vote.winner
-            )
+            select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count())
+            .where(blind.votes_shown_clause())
+            .group_by(Vote.engine_a, Vote.engine_b, Vote.winner)
         ).all()
     pairs: dict[tuple[str, str], PairTally] = {}
     for engine_a, engine_b, winner, count in rows:

@@ -17,10 +17,10 @@ from services import runs
 from services.bench import view as bench_views
 from services.bench.time_split import not_reported
 from services.bench.view.split import split_lines, split_words
+from services.core import blind
 from services.core.measure import EngineTimes, time_split
 from services.engines import get_adapter
 from services.importers.common import number
-from services.playground import votes as playground_votes
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
@@ -112,13 +112,8 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
         ).all()
     if not rows:
         return None
-    # A blind exchange before its reveal shows here as in the Playground: answers by their blind
-    # names in the blind order, no timings (a fast engine is known by its TTFT).
-    hidden = playground_votes.engines_hidden(run_id)
-    if hidden:
-        order = playground_votes.blind_order(run_id, [row.engine_name for row in rows])
-        labels = playground_votes.answer_labels(order)
-        rows = sorted(rows, key=lambda row: order.index(row.engine_name))
+    if blind.is_hidden(run_id):
+        return _blind_answers(run_id, rows)
     records = []
     for row in rows:
         metrics, usage = row.metrics or {}, row.usage or {}
@@ -126,19 +121,42 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
         records.append(
             {
                 "Turn": row.turn,
-                "Engine": labels[row.engine_name] if hidden else row.engine_name,
+                "Engine": row.engine_name,
                 "Status": row.status,
-                "TTFT": "hidden until the reveal"
-                if hidden
-                else format_value("ttft_s", number(metrics.get("ttft_s"))),
-                # The split tells engines apart as surely as TTFT: hidden with it.
-                "Engine's own times": "hidden until the reveal"
-                if hidden
-                else _own_times(row.status, metrics, labels.get(row.engine_name, row.engine_name)),
+                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
+                "Engine's own times": _own_times(
+                    row.status, metrics, labels.get(row.engine_name, row.engine_name)
+                ),
                 "Output tokens": usage.get("completion_tokens"),
                 "Finish": row.finish_reason or "",
                 "Answer": answer if len(answer) <= 300 else answer[:299] + "…",
                 "Error": row.error or "",
+            }
+        )
+    return pd.DataFrame.from_records(records)
+
+
+def _blind_answers(run_id: int, rows: Sequence[Any]) -> pd.DataFrame:
+    """A blind exchange before its reveal: each answer by its blind name in the stored order,
+    with its own timings, and nothing that names its engine (no engine's own times: "not
+    reported by vLLM" names a kind; no error text: it may quote an engine or its address)."""
+    order = blind.stored_order(run_id, [row.engine_name for row in rows])
+    labels = blind.labels(order)
+    records = []
+    for row in sorted(rows, key=lambda row: (row.turn, order.index(row.engine_name))):
+        metrics, usage = row.metrics or {}, row.usage or {}
+        answer = row.answer or ""
+        records.append(
+            {
+                "Turn": row.turn,
+                "Answer": labels[row.engine_name],
+                "Status": row.status,
+                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
+                "E2E": format_value("e2e_s", number(metrics.get("e2e_s"))),
+                "Output tokens": usage.get("completion_tokens"),
+                "Finish": row.finish_reason or "",
+                "Text": answer if len(answer) <= 300 else answer[:299] + "…",
+                "Error": "failed" if row.error else "",
             }
         )
     return pd.DataFrame.from_records(records)
@@ -187,6 +205,10 @@ def run_view(run_id: int) -> RunView:
     """Everything the single-run view draws: details, its engines compared, exchanges
     (playground) and telemetry sources (recordings)."""
     detail = runs.get_run(run_id)
+    if detail.hidden:
+        # A blind exchange before its reveal (services/core/blind.py): its answers by their
+        # blind names, no per-engine table, verdict, chart, telemetry or caveat.
+        return RunView(detail, None, _exchanges(run_id, {}) if detail.exchange_count else None, None)
     comparison = runs.comparison_of_run(detail)
     return RunView(
         detail=detail,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from services import playground
+from services.core import blind
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
 from services.reports.html_report import HTML_MIME, report_html, table_html
@@ -67,9 +68,11 @@ def _run(run_id: int) -> str:
     shown = run_view(run_id)
     detail = shown.detail
     head = f"<h2>{html.escape(f'Run #{detail.id}: {detail.name or detail.kind}')}</h2>"
-    engines = ", ".join(detail.engine_names)
+    engines = blind.HIDDEN_NOTE if detail.hidden else ", ".join(detail.engine_names)
     meta = f'<p class="small">{html.escape(f"{detail.kind} · {detail.status} · engines: {engines}")}</p>'
     table = table_html(shown.view.table, colour_marks=True) if shown.view is not None else ""
+    if detail.hidden and shown.exchanges is not None:  # its answers by their blind names only
+        table = table_html(shown.exchanges)
     return head + meta + table
 
 

@@ -14,7 +14,7 @@ from services.playground import get_exchange, reveal, vote_best
 from services.playground import is_active as exchange_streaming
 from services.playground.view import Arrangement, arrange, live_tally_line, units
 from services.runs import get_run
-from services.runs.view import compare_page_view, id_list, run_page_view
+from services.runs.view import HIDDEN_ENGINES, blind_answers, compare_page_view, id_list, run_page_view
 from services.sessions import (
     NotPresenter,
     Rejoined,
@@ -49,6 +49,7 @@ from services.sessions import (
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "HIDDEN_ENGINES",
     "Arrangement",
     "NotPresenter",
     "PlanRequest",
@@ -59,6 +60,7 @@ __all__ = [
     "Shown",
     "arrange",
     "benchmark_view",
+    "blind_answers",
     "compare_page_view",
     "demo_view",
     "describe",
