@@ -33,6 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
 from services.core import blind
+from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
 from services.team.access import PermissionDenied
 
@@ -151,10 +152,35 @@ def _already(run_id: int) -> ValidationError:
     )
 
 
-def vote_best(run_id: int, winner: str, *, participant: str, session_id: int | None = None) -> BlindVote:
+def _refuse_over_cap(session: Session, run_id: int, client: str | None) -> None:
+    """SHOOTOUT_VOTES_PER_ADDRESS: at most that many voters from one client address on one
+    exchange (unset: no cap, as a room behind one NAT is many people)."""
+    cap = get_settings().votes_per_address
+    if cap is None or client is None:
+        return
+    used = session.scalar(
+        select(func.count(func.distinct(Vote.voter))).where(Vote.run_id == run_id, Vote.client == client)
+    )
+    if int(used or 0) >= cap:
+        raise ValidationError(
+            f"Exchange {run_id} already has {cap} vote{'s' if cap != 1 else ''} from your network "
+            "address, as many as this server takes from one address (SHOOTOUT_VOTES_PER_ADDRESS)."
+        )
+
+
+def vote_best(
+    run_id: int,
+    winner: str,
+    *,
+    participant: str,
+    session_id: int | None = None,
+    client: str | None = None,
+) -> BlindVote:
     """Store `participant`'s best answer among all of an exchange's engines (`winner` an engine,
-    or "tie"), in team demo session `session_id` if any. Only a blind exchange still hidden
-    from this participant takes it; a second vote by the same participant is refused."""
+    or "tie"), in team demo session `session_id` if any, from client address key `client`
+    (services/votes/participants.address_key). Only a blind exchange still hidden from this
+    participant takes it; a second vote by the same participant is refused, and one over
+    SHOOTOUT_VOTES_PER_ADDRESS from one address."""
     try:
         with session_scope() as session:
             run = _blind_exchange(session, run_id)
@@ -187,6 +213,7 @@ def vote_best(run_id: int, winner: str, *, participant: str, session_id: int | N
                 raise ValidationError(
                     f"The engines of exchange {run_id} were revealed: a vote would not be blind."
                 )
+            _refuse_over_cap(session, run_id, client)
             if winner == TIE:
                 pairs = [(a, b, TIE) for a, b in combinations(engines, 2)]
             else:
@@ -199,6 +226,7 @@ def vote_best(run_id: int, winner: str, *, participant: str, session_id: int | N
                     winner=w,
                     voter=participant,
                     session_id=session_id,
+                    client=client,
                 )
                 for a, b, w in pairs
             )

@@ -12,7 +12,7 @@ from services.demos.runner import demo_view
 from services.planner.plan import PlanRequest
 from services.playground import get_exchange, reveal, vote_best
 from services.playground import is_active as exchange_streaming
-from services.playground.view import Arrangement, arrange, live_tally_line, units
+from services.playground.view import VOTER_WORDS, Arrangement, arrange, live_tally_line, units
 from services.runs import get_run
 from services.runs.view import HIDDEN_ENGINES, blind_answers, compare_page_view, id_list, run_page_view
 from services.sessions import (
@@ -50,6 +50,7 @@ from services.sessions import (
 __all__ = [
     "ACTIVE_STATUSES",
     "HIDDEN_ENGINES",
+    "VOTER_WORDS",
     "Arrangement",
     "NotPresenter",
     "PlanRequest",
