@@ -169,6 +169,12 @@ def run(run_id: int) -> None:
     elif run.exchanges is not None:
         st.subheader("Playground answers")
         st.dataframe(run.exchanges, hide_index=True, key="runs_exchanges")
+    if run.votes is not None:
+        st.subheader("Blind votes")
+        st.caption(run.votes.caption)
+        st.dataframe(run.votes.engines, hide_index=True, key="runs_votes")
+        if run.votes.pairs is not None:
+            st.dataframe(run.votes.pairs, hide_index=True, key="runs_vote_pairs")
     if shown.demo_conclusion:
         st.subheader("Demo conclusion")
         st.success(shown.demo_conclusion)

@@ -25,6 +25,7 @@ from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
 from services.runs.caveats import Caveats, run_caveats
+from services.votes.tally import TallyTables, tally_tables, vote_tally
 
 
 @dataclass
@@ -45,6 +46,8 @@ class RunView:
     sample_sources: pd.DataFrame | None
     #: What qualifies the figures (load, warm-up, self-check, engines' notes): shown with them.
     caveats: Caveats = field(default_factory=Caveats)
+    #: A blind exchange's votes after its reveal (per engine, per pair, intervals); None before.
+    votes: TallyTables | None = None
 
 
 def _split_input(comparison: Comparison) -> tuple[dict[str, Any], dict[str, str]]:
@@ -210,10 +213,12 @@ def run_view(run_id: int) -> RunView:
         # blind names, no per-engine table, verdict, chart, telemetry or caveat.
         return RunView(detail, None, _exchanges(run_id, {}) if detail.exchange_count else None, None)
     comparison = runs.comparison_of_run(detail)
+    blind_sent = detail.kind == blind.PLAYGROUND and bool(detail.config.get("blind"))
     return RunView(
         detail=detail,
         view=view_of(comparison) if comparison is not None else None,
         exchanges=_exchanges(run_id, _kind_labels(detail)) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
         caveats=run_caveats(detail.config, detail.summary),
+        votes=tally_tables(vote_tally(run_id)) if blind_sent else None,
     )

@@ -17,6 +17,7 @@ from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry
 from services.sessions.store import get
 from services.sessions.timeline import timeline
+from services.votes.tally import tally_tables, vote_tally
 
 TIME = "%Y-%m-%d %H:%M:%S UTC"
 
@@ -45,6 +46,20 @@ def _timeline(entries: list[TimelineEntry]) -> str:
         for e in entries
     )
     return f"<h2>Timeline</h2><table><thead><tr><th>#</th><th>UTC</th><th>What</th></tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _votes(run_id: int, session_id: int) -> str:
+    """The room's votes on the exchange (cast in this session), by blind label while hidden."""
+    tables = tally_tables(vote_tally(run_id, session_id))
+    if tables is None:
+        return "<p>No votes in this session.</p>"
+    parts = [
+        f'<h3>Votes</h3><p class="small">{html.escape(tables.caption)}</p>',
+        table_html(tables.engines),
+    ]
+    if tables.pairs is not None:
+        parts.append(table_html(tables.pairs))
+    return "".join(parts)
 
 
 def _exchange(run_id: int) -> str:
@@ -76,7 +91,7 @@ def _run(run_id: int) -> str:
     return head + meta + table
 
 
-def _shown_sections(entries: list[TimelineEntry]) -> list[str]:
+def _shown_sections(entries: list[TimelineEntry], session_id: int) -> list[str]:
     """Each exchange and run shown, once, in the order first shown; one that was deleted since
     says so instead of failing the report."""
     sections: list[str] = []
@@ -90,7 +105,10 @@ def _shown_sections(entries: list[TimelineEntry]) -> list[str]:
                 continue
             done.add(run_id)
             try:
-                sections.append(_exchange(run_id) if kind == "exchange" else _run(run_id))
+                if kind == "exchange":
+                    sections.append(_exchange(run_id) + _votes(run_id, session_id))
+                else:
+                    sections.append(_run(run_id))
             except ShootoutError as error:
                 sections.append(f"<h2>Run #{run_id}</h2><p>{html.escape(str(error))}</p>")
     return sections
@@ -101,5 +119,5 @@ def session_report(session_id: int) -> ExportFile:
     entries = timeline(session_id)
     title = f"Shootout session {info.join_code}" + (f": {info.title}" if info.title else "")
     intro = [_meta(info, entries, presence(session_id).joined), _timeline(entries)]
-    data = report_html(title, intro, None, _shown_sections(entries)).encode("utf-8")
+    data = report_html(title, intro, None, _shown_sections(entries, session_id)).encode("utf-8")
     return ExportFile(filename=f"shootout-session-{session_id}.html", mime=HTML_MIME, data=data)

@@ -66,6 +66,7 @@ __all__ = [
     "demo_view",
     "describe",
     "end",
+    "end_question",
     "exchange_streaming",
     "get",
     "get_exchange",
@@ -97,6 +98,19 @@ __all__ = [
     "units",
     "vote_best",
 ]
+
+
+def end_question(session_id: int) -> str:
+    """What ending the session costs the room, asked before it ends (markdown-safe)."""
+    info = get(session_id)
+    following = presence(session_id).following
+    people = f"{following} follower{'s' if following != 1 else ''}"
+    return (
+        f"End this session? The room loses it at once: the screens of the {people} following now "
+        f"stop showing what you open, join code `{info.join_code}` joins no one any more, and a "
+        "blind vote on their screens ends with it. The timeline, "
+        "the votes cast and the HTML report stay."
+    )
 
 
 def is_running(run_id: int) -> tuple[str, bool]:
