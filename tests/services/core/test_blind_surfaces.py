@@ -16,6 +16,7 @@ from db.models import Exchange, Run
 from db.session import session_scope
 from services import reports, sessions
 from services.core.errors import ShootoutError
+from services.planner.measured import measured_by_kind
 from services.playground import view as pg_view
 from services.playground import votes
 from services.runs import history
@@ -155,6 +156,11 @@ def _session_report(run_id: int) -> str:
     return sessions.session_report(info.id).data.decode()
 
 
+def _decision_helper(run_id: int) -> str:
+    # The Planner's decision helper reads finished benchmark and tuning runs only.
+    return _text({kind: asdict(found) for kind, found in measured_by_kind().items()})
+
+
 def _timeline(run_id: int) -> str:
     return _text(run_timeline_figure(run_id))
 
@@ -179,6 +185,7 @@ SURFACES: dict[str, Callable[[int], str]] = {
     "export comparison": _export_comparison,
     "session report": _session_report,
     "telemetry timeline": _timeline,
+    "decision helper": _decision_helper,
     "prometheus history": _prometheus,
 }
 
