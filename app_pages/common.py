@@ -119,6 +119,13 @@ def participant() -> str:
     return participants.participant_key(login_session=login, browser=browser)
 
 
+def client_key() -> str | None:
+    """This browser's network address as votes store it (a keyed hash, never the address), for
+    the tally per address and SHOOTOUT_VOTES_PER_ADDRESS; None where Streamlit knows none."""
+    address = st.context.ip_address
+    return participants.address_key(address if isinstance(address, str) else None)
+
+
 def operator_only(action: access.Action) -> bool:
     """True when this viewer may do `action`; else a caption that says who may."""
     if viewer().may(action):

@@ -113,7 +113,9 @@ def on_pick(run_id: int, winner: str | None) -> None:
 def on_vote(run_id: int, winner: str) -> None:
     state.pg_vote_pick = None
     try:
-        playground.vote_best(run_id, winner, participant=common.participant())
+        playground.vote_best(
+            run_id, winner, participant=common.participant(), client=common.client_key()
+        )
     except ShootoutError as error:
         state.pg_error = str(error)
 

@@ -73,7 +73,16 @@ def on_take_over(session_id: int) -> None:
         state["session_error"] = str(error)
 
 
+def on_ask_end() -> None:
+    state["session_confirm_end"] = True
+
+
+def on_keep() -> None:
+    state["session_confirm_end"] = False
+
+
 def on_end() -> None:
+    state["session_confirm_end"] = False
     seat = share.seat()
     if seat is None:
         return
@@ -172,7 +181,14 @@ def presenter(seat: sessions.Seat) -> None:
     with st.form("session_note_form", clear_on_submit=True, enter_to_submit=True):
         st.text_input("Note for the record", key="session_note")
         st.form_submit_button("Add note", on_click=on_note)
-    st.button("End session", key="session_end", on_click=on_end)
+    if state.get("session_confirm_end"):
+        # Ending loses the room at once: asked first, saying what goes (issue 45).
+        st.warning(sessions.end_question(info.id))
+        yes, no = st.columns(2)
+        yes.button("End it now", key="session_end_confirm", type="primary", on_click=on_end)
+        no.button("Keep presenting", key="session_end_cancel", on_click=on_keep)
+    else:
+        st.button("End session…", key="session_end", on_click=on_ask_end)
     record.timeline(info.id)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from commands import gate as gate_flags
 from services import importers, reports, runs
 from services.core import ids
+from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
 from services.runs import display
@@ -189,7 +190,8 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     print(f"{detail.label}  ({detail.kind}, {detail.status}, {detail.created_at:%Y-%m-%d %H:%M} UTC)")
     print(
-        f"engines: {', '.join(detail.engine_names) or '-'}   model: {detail.model or '-'}   workload: {detail.workload or '-'}"
+        f"engines: {HIDDEN_NOTE if detail.hidden else ', '.join(detail.engine_names) or '-'}   "
+        f"model: {detail.model or '-'}   workload: {detail.workload or '-'}"
     )
     print(f"tags: {', '.join(detail.tags) or '-'}   requests stored: {detail.request_count}")
     if len(detail.repeat_ids) > 1:

@@ -204,6 +204,7 @@ class Vote(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "voter", "engine_a", "engine_b", name="uq_votes_voter_pair"),
         Index("ix_votes_run_voter", "run_id", "voter"),
+        Index("ix_votes_run_client", "run_id", "client"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -215,6 +216,9 @@ class Vote(Base):
     #: (services/votes/participants.py), never the login itself; "legacy" for votes stored
     #: before participants (one per exchange then).
     voter: Mapped[str] = mapped_column(String(80))
+    #: Where the ballot came from: an HMAC of the client's address (services/votes/participants.py),
+    #: so a tally can say how many votes one address cast; None for ballots stored before.
+    client: Mapped[str | None] = mapped_column(String(80))
     #: The team demo session the vote was cast in; no foreign key until sessions are stored.
     session_id: Mapped[int | None] = mapped_column(Integer, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -222,7 +226,7 @@ class Vote(Base):
 
 # Keys of Run.config that name or describe a run rather than what it measured.
 FINGERPRINT_IGNORED_CONFIG_KEYS = frozenset(
-    {"name", "label", "notes", "tags", "import", "created_by", "usd_per_hour"}
+    {"name", "label", "notes", "tags", "import", "created_by", "usd_per_hour", "blind_order"}
 )
 # Keys of an engine in Run.config that price it: two runs differing only in price are repeats.
 FINGERPRINT_IGNORED_ENGINE_KEYS = frozenset({"usd_per_hour"})

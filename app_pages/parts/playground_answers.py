@@ -193,6 +193,7 @@ def _ballot(run_id: int, names: list[str], labels: dict[str, str], controls: Vot
     picked = controls.picked
     if picked is None:
         st.markdown("**Which answer is best?**")
+        st.caption(playground.VOTER_WORDS)
         buttons = st.columns(len(names) + 1)
         for pane, name in zip(buttons, names, strict=False):
             pane.button(

@@ -156,9 +156,25 @@ def run(run_id: int) -> None:
             go(compare=runs.id_list(detail.repeat_ids))
     if run.view is not None:
         results(run.view, "run")
-    if run.exchanges is not None:
+    if run.exchanges is not None and detail.hidden:
+        st.subheader("Playground answers")
+        st.caption(
+            f"A blind exchange: {runs.HIDDEN_ENGINES}. Each answer with its own timings; no "
+            "engine's name, table or chart until an operator reveals them."
+        )
+        for heading, text in runs.blind_answers(run.exchanges):
+            with st.container(border=True):
+                st.markdown(heading)
+                st.markdown(text)
+    elif run.exchanges is not None:
         st.subheader("Playground answers")
         st.dataframe(run.exchanges, hide_index=True, key="runs_exchanges")
+    if run.votes is not None:
+        st.subheader("Blind votes")
+        st.caption(run.votes.caption)
+        st.dataframe(run.votes.engines, hide_index=True, key="runs_votes")
+        if run.votes.pairs is not None:
+            st.dataframe(run.votes.pairs, hide_index=True, key="runs_vote_pairs")
     if shown.demo_conclusion:
         st.subheader("Demo conclusion")
         st.success(shown.demo_conclusion)

@@ -73,6 +73,7 @@ def _vote(run_id: int, arrangement: sessions.Arrangement) -> None:
     """The room's blind vote on the shown exchange: one per participant (the same key as the
     Playground's votes, so a vote here and there is one vote), tied to the session."""
     st.caption("Which answer is best? The engines stay hidden until the presenter reveals them.")
+    st.caption(sessions.VOTER_WORDS)
     buttons = st.columns(len(arrangement.columns) + 1)
     choices = [(arrangement.labels[c.engine], c.engine) for c in arrangement.columns] + [
         ("No clear winner", "tie")
@@ -86,6 +87,7 @@ def _vote(run_id: int, arrangement: sessions.Arrangement) -> None:
                     winner,
                     participant=common.participant(),
                     session_id=current.session_id if current is not None else None,
+                    client=common.client_key(),
                 )
             except ShootoutError as error:
                 st.error(md_text(str(error)))
@@ -130,7 +132,13 @@ def _run_view(run_id: int) -> None:
         st.error(md_text(page.run.detail.error))
     if page.run.view is not None:
         results(page.run.view, f"session_run_{run_id}")
-    if page.run.exchanges is not None:
+    if page.run.exchanges is not None and page.run.detail.hidden:
+        # A blind exchange before its reveal: each answer by its blind name, as the Runs page.
+        for heading, text in sessions.blind_answers(page.run.exchanges):
+            with st.container(border=True):
+                st.markdown(heading)
+                st.markdown(text)
+    elif page.run.exchanges is not None:
         st.dataframe(page.run.exchanges, hide_index=True, key=f"session_exchanges_{run_id}")
     if page.demo_conclusion:
         st.success(page.demo_conclusion)

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, build_body
-from services.core import ids, lifecycle
+from services.core import blind, ids, lifecycle
 from services.core.errors import NotFoundError, ValidationError
 from services.core.lifecycle import RunKind
 from services.core.processes import launch_run_worker
@@ -77,6 +77,8 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
                 "params": params_dict(request.params),
                 "schema": request.schema,
                 "blind": request.blind,
+                # Drawn per exchange from `secrets` and stored: every view reads this order.
+                **({blind.ORDER_KEY: blind.new_order(records)} if request.blind else {}),
                 "engines": [
                     {"engine": c.engine, "model": c.model, "extra_body": c.extra_body}
                     for c in request.engines

@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_SCHEMA",
     "REASONING_COUNTED_BY",
     "STATUS_WORDS",
+    "VOTER_WORDS",
     "Arrangement",
     "Column",
     "EngineRecord",
@@ -280,7 +281,28 @@ def live_tally_line(run_id: int) -> str | None:
     ]
     parts.append(f"no clear winner: {found.no_winner}")
     who = "participant" if found.voters == 1 else "participants"
-    return f"Votes so far, {found.voters} {who}: " + " · ".join(parts)
+    return f"Votes so far, {found.voters} {who}: " + " · ".join(parts) + address_words(found)
+
+
+def address_words(found: live.ExchangeTally) -> str:
+    """How many of the votes came from each client address (a room behind one NAT is one
+    address: many votes from one address are a room, or one person with many logins)."""
+    if not found.per_address and not found.no_address:
+        return ""
+    counts = ", ".join(str(n) for n in found.per_address)
+    places = len(found.per_address)
+    words = f" · from {places} address{'es' if places != 1 else ''} ({counts} votes)" if places else ""
+    if found.no_address:
+        words += f" · {found.no_address} with no address stored"
+    return words
+
+
+#: What counts as a voter, said where the room votes (docs/team-server.md#blind-votes).
+VOTER_WORDS = (
+    "One vote per person and exchange: a person is their OIDC login (one voter whatever the "
+    "browser), else their password login session, else their browser. The tally says how many "
+    "votes came from each network address."
+)
 
 
 def units(columns: list[Column]) -> tuple[str, str]:

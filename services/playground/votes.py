@@ -21,7 +21,6 @@ on the server; the names stay shown to its voter, who takes no new vote on that 
 
 from __future__ import annotations
 
-import random
 import secrets
 from collections import Counter
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from sqlalchemy.exc import IntegrityError
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
+from services.core import blind
+from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
 from services.team.access import PermissionDenied
 
@@ -43,9 +44,9 @@ if TYPE_CHECKING:
 
 TIE = "tie"
 #: The blind answers' names, in column order (6 engines at most).
-LABELS = "ABCDEF"
+LABELS = blind.LABELS
 #: Run.config key: voters (hashed) who withdrew their vote on the exchange after seeing its names.
-WITHDRAWN = "withdrawn"
+WITHDRAWN = blind.WITHDRAWN
 
 
 @dataclass
@@ -65,22 +66,19 @@ class BlindVote:
 
 
 def blind_order(run_id: int, engines: list[str]) -> list[str]:
-    """The shuffled column order of blind mode (the same on every rerun of one exchange)."""
-    order = list(engines)
-    random.Random(run_id).shuffle(order)
-    return order
+    """The exchange's screen order in blind mode: the one stored with it (services/core/blind.py)."""
+    return blind.stored_order(run_id, engines)
 
 
 def answer_labels(order: list[str]) -> dict[str, str]:
     """Each engine's name while its exchange is blind ("Answer A", ...) for engines in screen
-    order (`blind_order` of the order the exchange stored its answers): every page labels alike."""
-    return {engine: f"Answer {LABELS[i]}" for i, engine in enumerate(order)}
+    order (`blind_order`): every page labels alike."""
+    return blind.labels(order)
 
 
-def hidden(blind: bool, revealed: bool, seen: bool) -> bool:
-    """The one rule of who wrote what: hidden while a blind exchange is neither revealed by an
-    operator nor seen by this participant (their vote, or their withdrawn vote)."""
-    return blind and not revealed and not seen
+def hidden(blind_sent: bool, revealed: bool, seen: bool) -> bool:
+    """The one rule of who wrote what (services/core/blind.py)."""
+    return blind.hidden(blind_sent, revealed, seen)
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:
@@ -92,25 +90,10 @@ def _has_ballot(session: Session, run_id: int, participant: str) -> bool:
     return bool(session.scalar(select(exists().where(Vote.run_id == run_id, Vote.voter == participant))))
 
 
-def _seen(session: Session, run: Run, participant: str | None) -> bool:
-    if participant is None:
-        return False
-    return participant in (run.config or {}).get(WITHDRAWN, []) or _has_ballot(
-        session, run.id, participant
-    )
-
-
 def engines_hidden(run_id: int, participant: str | None = None) -> bool:
     """Whether a stored run is a blind exchange whose engines are still hidden from this
     participant (None: a page or export that knows no participant, which waits for the reveal)."""
-    with session_scope() as session:
-        run = session.get(Run, run_id)
-        if run is None or run.kind != "playground":
-            return False
-        config = run.config or {}
-        return hidden(
-            bool(config.get("blind")), bool(config.get("revealed")), _seen(session, run, participant)
-        )
+    return blind.is_hidden(run_id, participant)
 
 
 def vote(
@@ -169,10 +152,35 @@ def _already(run_id: int) -> ValidationError:
     )
 
 
-def vote_best(run_id: int, winner: str, *, participant: str, session_id: int | None = None) -> BlindVote:
+def _refuse_over_cap(session: Session, run_id: int, client: str | None) -> None:
+    """SHOOTOUT_VOTES_PER_ADDRESS: at most that many voters from one client address on one
+    exchange (unset: no cap, as a room behind one NAT is many people)."""
+    cap = get_settings().votes_per_address
+    if cap is None or client is None:
+        return
+    used = session.scalar(
+        select(func.count(func.distinct(Vote.voter))).where(Vote.run_id == run_id, Vote.client == client)
+    )
+    if int(used or 0) >= cap:
+        raise ValidationError(
+            f"Exchange {run_id} already has {cap} vote{'s' if cap != 1 else ''} from your network "
+            "address, as many as this server takes from one address (SHOOTOUT_VOTES_PER_ADDRESS)."
+        )
+
+
+def vote_best(
+    run_id: int,
+    winner: str,
+    *,
+    participant: str,
+    session_id: int | None = None,
+    client: str | None = None,
+) -> BlindVote:
     """Store `participant`'s best answer among all of an exchange's engines (`winner` an engine,
-    or "tie"), in team demo session `session_id` if any. Only a blind exchange still hidden
-    from this participant takes it; a second vote by the same participant is refused."""
+    or "tie"), in team demo session `session_id` if any, from client address key `client`
+    (services/votes/participants.address_key). Only a blind exchange still hidden from this
+    participant takes it; a second vote by the same participant is refused, and one over
+    SHOOTOUT_VOTES_PER_ADDRESS from one address."""
     try:
         with session_scope() as session:
             run = _blind_exchange(session, run_id)
@@ -205,6 +213,7 @@ def vote_best(run_id: int, winner: str, *, participant: str, session_id: int | N
                 raise ValidationError(
                     f"The engines of exchange {run_id} were revealed: a vote would not be blind."
                 )
+            _refuse_over_cap(session, run_id, client)
             if winner == TIE:
                 pairs = [(a, b, TIE) for a, b in combinations(engines, 2)]
             else:
@@ -217,6 +226,7 @@ def vote_best(run_id: int, winner: str, *, participant: str, session_id: int | N
                     winner=w,
                     voter=participant,
                     session_id=session_id,
+                    client=client,
                 )
                 for a, b, w in pairs
             )
@@ -299,12 +309,13 @@ def blind_vote(run_id: int, participant: str | None) -> BlindVote | None:
 
 
 def tally() -> list[PairTally]:
-    """Wins and ties per engine pair over every stored vote (pairs in name order)."""
+    """Wins and ties per engine pair over every stored vote of an exchange no longer hidden
+    (pairs in name order)."""
     with session_scope() as session:
         rows = session.execute(
-            select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count()).group_by(
-                Vote.engine_a, Vote.engine_b, Vote.winner
-            )
+            select(Vote.engine_a, Vote.engine_b, Vote.winner, func.count())
+            .where(blind.votes_shown_clause())
+            .group_by(Vote.engine_a, Vote.engine_b, Vote.winner)
         ).all()
     pairs: dict[tuple[str, str], PairTally] = {}
     for engine_a, engine_b, winner, count in rows:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from db.models import Run
 from db.session import session_scope
 from services.bench.time_split import part_note
+from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
 from services.runs import comparability
 from services.runs.records import (
@@ -294,6 +295,8 @@ def compare_runs(
         raise ValidationError("Pick at least one run to compare.")
     if len(ids) > MAX_COMPARED_RUNS:
         raise ValidationError(f"Compare at most {MAX_COMPARED_RUNS} runs at once.")
+    # Every surface with per-engine tables, verdicts or charts comes through here.
+    blind.refuse(ids, "Comparing")
     with session_scope() as session:
         runs = {run.id: run for run in session.scalars(select(Run).where(Run.id.in_(ids)))}
         missing = [run_id for run_id in ids if run_id not in runs]

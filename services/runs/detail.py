@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, func, select
@@ -10,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
+from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
 from services.runs.records import (
     FINISHED_STATUSES,
@@ -50,7 +52,7 @@ def get_run(run_id: int) -> RunDetail:
                 ("samples", Sample),
             )
         }
-        return RunDetail(
+        detail = RunDetail(
             id=run.id,
             kind=run.kind,
             name=run.name or "",
@@ -74,6 +76,27 @@ def get_run(run_id: int) -> RunDetail:
             repeat_ids=_repeat_ids(session, run),
             requested_by=run.requested_by,
         )
+        return _blinded(detail) if blind.run_hidden(session, run) else detail
+
+
+#: What a hidden exchange's stored config may show: the prompt and the sampling, no engine.
+_BLIND_CONFIG_KEYS = ("conversation_id", "turn", "prompt", "system", "params", "schema", "blind")
+
+
+def _blinded(detail: RunDetail) -> RunDetail:
+    """A blind exchange before its reveal, as every reader outside the Playground gets it: no
+    engine names, no model (engines may serve different ones), no summary, no error text
+    (it may quote an engine), the stored config without its engines or order."""
+    return replace(
+        detail,
+        engine_names=(),
+        model=None,
+        error="An answer failed." if detail.error else None,
+        config={key: detail.config[key] for key in _BLIND_CONFIG_KEYS if key in detail.config},
+        summary={},
+        engines=[],
+        hidden=True,
+    )
 
 
 def _clean_tag_list(tags: Iterable[str]) -> list[str]:

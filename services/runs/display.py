@@ -17,15 +17,16 @@ from services import runs
 from services.bench import view as bench_views
 from services.bench.time_split import not_reported
 from services.bench.view.split import split_lines, split_words
+from services.core import blind
 from services.core.measure import EngineTimes, time_split
 from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.importers.common import number
-from services.playground import votes as playground_votes
 from services.reports.figures import comparison_figures
 from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
 from services.runs.caveats import Caveats, run_caveats
+from services.votes.tally import TallyTables, tally_tables, vote_tally
 
 
 @dataclass
@@ -46,6 +47,8 @@ class RunView:
     sample_sources: pd.DataFrame | None
     #: What qualifies the figures (load, warm-up, self-check, engines' notes): shown with them.
     caveats: Caveats = field(default_factory=Caveats)
+    #: A blind exchange's votes after its reveal (per engine, per pair, intervals); None before.
+    votes: TallyTables | None = None
 
 
 def _split_input(comparison: Comparison) -> tuple[dict[str, Any], dict[str, str]]:
@@ -113,13 +116,8 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
         ).all()
     if not rows:
         return None
-    # A blind exchange before its reveal shows here as in the Playground: answers by their blind
-    # names in the blind order, no timings (a fast engine is known by its TTFT).
-    hidden = playground_votes.engines_hidden(run_id)
-    if hidden:
-        order = playground_votes.blind_order(run_id, [row.engine_name for row in rows])
-        labels = playground_votes.answer_labels(order)
-        rows = sorted(rows, key=lambda row: order.index(row.engine_name))
+    if blind.is_hidden(run_id):
+        return _blind_answers(run_id, rows)
     records = []
     for row in rows:
         metrics, usage = row.metrics or {}, row.usage or {}
@@ -127,15 +125,12 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
         records.append(
             {
                 "Turn": row.turn,
-                "Engine": labels[row.engine_name] if hidden else row.engine_name,
+                "Engine": row.engine_name,
                 "Status": row.status,
-                "TTFT": "hidden until the reveal"
-                if hidden
-                else format_value("ttft_s", number(metrics.get("ttft_s"))),
-                # The split tells engines apart as surely as TTFT: hidden with it.
-                "Engine's own times": "hidden until the reveal"
-                if hidden
-                else _own_times(row.status, metrics, labels.get(row.engine_name, row.engine_name)),
+                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
+                "Engine's own times": _own_times(
+                    row.status, metrics, labels.get(row.engine_name, row.engine_name)
+                ),
                 "Output tokens": usage.get("completion_tokens"),
                 "Finish": row.finish_reason or "",
                 "Answer": answer if len(answer) <= 300 else answer[:299] + "…",
@@ -144,6 +139,32 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
         )
     # An answer is model text: the table's "Download as CSV" must not carry a formula.
     return pd.DataFrame.from_records(spreadsheet_rows(records))
+
+
+def _blind_answers(run_id: int, rows: Sequence[Any]) -> pd.DataFrame:
+    """A blind exchange before its reveal: each answer by its blind name in the stored order,
+    with its own timings, and nothing that names its engine (no engine's own times: "not
+    reported by vLLM" names a kind; no error text: it may quote an engine or its address)."""
+    order = blind.stored_order(run_id, [row.engine_name for row in rows])
+    labels = blind.labels(order)
+    records = []
+    for row in sorted(rows, key=lambda row: (row.turn, order.index(row.engine_name))):
+        metrics, usage = row.metrics or {}, row.usage or {}
+        answer = row.answer or ""
+        records.append(
+            {
+                "Turn": row.turn,
+                "Answer": labels[row.engine_name],
+                "Status": row.status,
+                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
+                "E2E": format_value("e2e_s", number(metrics.get("e2e_s"))),
+                "Output tokens": usage.get("completion_tokens"),
+                "Finish": row.finish_reason or "",
+                "Text": answer if len(answer) <= 300 else answer[:299] + "…",
+                "Error": "failed" if row.error else "",
+            }
+        )
+    return pd.DataFrame.from_records(records)
 
 
 def _sample_sources(run_id: int) -> pd.DataFrame | None:
@@ -189,11 +210,17 @@ def run_view(run_id: int) -> RunView:
     """Everything the single-run view draws: details, its engines compared, exchanges
     (playground) and telemetry sources (recordings)."""
     detail = runs.get_run(run_id)
+    if detail.hidden:
+        # A blind exchange before its reveal (services/core/blind.py): its answers by their
+        # blind names, no per-engine table, verdict, chart, telemetry or caveat.
+        return RunView(detail, None, _exchanges(run_id, {}) if detail.exchange_count else None, None)
     comparison = runs.comparison_of_run(detail)
+    blind_sent = detail.kind == blind.PLAYGROUND and bool(detail.config.get("blind"))
     return RunView(
         detail=detail,
         view=view_of(comparison) if comparison is not None else None,
         exchanges=_exchanges(run_id, _kind_labels(detail)) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
         caveats=run_caveats(detail.config, detail.summary),
+        votes=tally_tables(vote_tally(run_id)) if blind_sent else None,
     )

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, or_, select
+from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, not_, or_, select
 
 from db.models import Run, RunTag
 from db.session import session_scope
 from services.bench.summary import BenchSummary
+from services.core import blind
 from services.core.errors import ValidationError
 from services.core.run_kinds import notice_gone_workers
 from services.runs.records import (
@@ -53,6 +54,9 @@ def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
         conditions.append(wrapped.like(f"%,{_like_escape(filters.engine.strip())},%", escape="\\"))
     if filters.model:
         conditions.append(Run.model == filters.model)
+    if filters.engine or filters.model:
+        # A hidden blind exchange found by an engine's name would name that engine.
+        conditions.append(not_(blind.hidden_clause()))
     if filters.workload:
         conditions.append(Run.workload == filters.workload)
     if filters.tag:
@@ -185,8 +189,12 @@ def list_runs(
             wanted = _ranked_ids(session, filters, sort)[offset : offset + page_size]
             found = {row.id: row for row in session.execute(select(*columns).where(Run.id.in_(wanted)))}
             rows = [found[run_id] for run_id in wanted if run_id in found]
+        hidden = blind.hidden_ids(session, [row.id for row in rows])
     items = []
     for row in rows:
+        if row.id in hidden:
+            items.append(_hidden_item(row))
+            continue
         rate, ttft = best_results(row.summary)
         items.append(
             RunListItem(
@@ -209,12 +217,32 @@ def list_runs(
     return RunPage(items=items, total=int(total), page=page, page_size=page_size)
 
 
+def _hidden_item(row: Any) -> RunListItem:
+    """A blind exchange before its reveal in the list: its prompt, no engine, model or figure."""
+    return RunListItem(
+        id=row.id,
+        kind=row.kind,
+        name=row.name or "",
+        status=row.status,
+        created_at=row.created_at,
+        engine_names=(),
+        model=None,
+        workload=row.workload,
+        tags=tuple(str(tag) for tag in (row.tags or [])),
+        notes=row.notes or "",
+        archived=bool(row.archived),
+        headline=f"blind exchange: {blind.HIDDEN_NOTE}",
+    )
+
+
 def filter_options() -> FilterOptions:
     """The values the history filters offer (distinct kinds, engines, models, workloads, tags)."""
     with session_scope() as session:
         kinds = sorted(session.scalars(select(Run.kind).distinct()).all())
-        engine_sets = session.scalars(select(Run.engine_names).distinct()).all()
-        models = sorted(m for m in session.scalars(select(Run.model).distinct()).all() if m)
+        # A name offered only by a hidden blind exchange would say it took part.
+        shown = not_(blind.hidden_clause())
+        engine_sets = session.scalars(select(Run.engine_names).where(shown).distinct()).all()
+        models = sorted(m for m in session.scalars(select(Run.model).where(shown).distinct()).all() if m)
         workloads = sorted(w for w in session.scalars(select(Run.workload).distinct()).all() if w)
         tags = sorted(session.scalars(select(RunTag.tag).distinct()).all())
     engines = sorted({name for names in engine_sets for name in split_engine_names(names)})

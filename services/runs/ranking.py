@@ -21,6 +21,20 @@ class RankingView:
     notes: list[str]
 
 
+def places_words(found: bradley_terry.Ranking) -> str:
+    """How many votes back each place ("Place 1: a, on 8 votes; ..."), within each group when the
+    votes fall in several."""
+    parts = []
+    for group in sorted({s.group for s in found.scores}):
+        ranked = [s for s in found.scores if s.group == group]
+        prefix = f"group {group + 1}, " if not found.connected else ""
+        parts += [
+            f"{prefix}place {place}: {s.engine}, on {s.votes} vote{'s' if s.votes != 1 else ''}"
+            for place, s in enumerate(ranked, start=1)
+        ]
+    return "Places: " + "; ".join(parts) + "."
+
+
 def ranking_view(session_id: int | None = None) -> RankingView | None:
     """The ranking as the page shows it; None before any vote."""
     found = engine_ranking(session_id)
@@ -51,6 +65,7 @@ def ranking_view(session_id: int | None = None) -> RankingView | None:
         f"Bradley-Terry scores on the Elo scale (1000 is the average engine; +120 is twice as "
         f"likely to be preferred), ties counted as half a win each. {level}% intervals: "
         f"{found.resamples} bootstrap resamples of the {found.ballots} ballots (seed {found.seed}). "
-        "Votes: the pairs an engine's ballots decided (a best-of-three ballot decides two)."
+        "Votes: the pairs an engine's ballots decided (a best-of-three ballot decides two). "
+        + places_words(found)
     )
     return RankingView(table, pairs, caption, list(found.notes))

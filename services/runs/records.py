@@ -189,6 +189,9 @@ class RunDetail:
     repeat_ids: tuple[int, ...]
     #: Who started it (Run.requested_by): whether a viewer may change it (runs.may_change).
     requested_by: str | None = None
+    #: A blind exchange before its reveal (services/core/blind.py): engines, model, summary
+    #: and the config's engines are left out of this record.
+    hidden: bool = False
 
     @property
     def label(self) -> str:

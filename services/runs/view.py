@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from services import reports
+from services.core import blind
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.importers import formats as import_formats
@@ -69,6 +70,7 @@ __all__ = [
     "ARCHIVED_CHOICES",
     "CDF_LABELS",
     "EXPORT_FORMATS",
+    "HIDDEN_ENGINES",
     "HISTORY_PAGE_SIZE",
     "KINDS_WITH_STEPS",
     "RUN_KINDS",
@@ -86,6 +88,7 @@ __all__ = [
     "RunSort",
     "archive_runs",
     "baseline_caption",
+    "blind_answers",
     "cdf_choices",
     "comparability_shown",
     "compare_page_view",
@@ -341,6 +344,38 @@ class RunPageView:
     caveats: CaveatsShown
 
 
+#: What a blind exchange's caption says in place of its engines.
+HIDDEN_ENGINES = blind.HIDDEN_NOTE
+
+
+def engines_words(detail: RunDetail) -> str:
+    """The run's engines for a caption (markdown-safe): "hidden until revealed" for a blind
+    exchange before its reveal."""
+    if detail.hidden:
+        return HIDDEN_ENGINES
+    return md_line(", ".join(detail.engine_names)) or "-"
+
+
+def blind_answers(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """A hidden exchange's answers as the page writes them: a markdown-safe heading per answer
+    ("**Answer A** · finished · TTFT 110 ms · ...") and its text (markdown-safe)."""
+    shown = []
+    for row in table.to_dict(orient="records"):
+        heading = " · ".join(
+            [
+                f"**{md_line(str(row['Answer']))}**",
+                md_line(str(row["Status"])),
+                f"TTFT {md_line(str(row['TTFT']))}",
+                f"E2E {md_line(str(row['E2E']))}",
+                f"{md_line(str(row['Output tokens']))} output tokens",
+            ]
+            + ([f"turn {row['Turn']}"] if row["Turn"] != 1 else [])
+            + (["failed"] if row["Error"] else [])
+        )
+        shown.append((heading, md_text(str(row["Text"]))))
+    return shown
+
+
 def run_page_view(run_id: int) -> RunPageView:
     run = display.run_view(run_id)
     detail = run.detail
@@ -353,7 +388,7 @@ def run_page_view(run_id: int) -> RunPageView:
         title=f"Run #{detail.id}: {md_line(detail.name or detail.kind)}",
         caption=(
             f"{detail.kind} · {md_line(detail.status)} · {detail.created_at:%Y-%m-%d %H:%M} UTC · engines: "
-            f"{md_line(', '.join(detail.engine_names)) or '-'} · model: {md_line(detail.model) or '-'} · "
+            f"{engines_words(detail)} · model: {md_line(detail.model) or '-'} · "
             f"workload: {md_line(detail.workload) or '-'}" + (" · archived" if detail.archived else "")
         ),
         repeats_note=(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from services import playground
+from services.core import blind
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
 from services.reports.html_report import HTML_MIME, report_html, table_html
@@ -16,6 +17,7 @@ from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry
 from services.sessions.store import get
 from services.sessions.timeline import timeline
+from services.votes.tally import tally_tables, vote_tally
 
 TIME = "%Y-%m-%d %H:%M:%S UTC"
 
@@ -46,6 +48,20 @@ def _timeline(entries: list[TimelineEntry]) -> str:
     return f"<h2>Timeline</h2><table><thead><tr><th>#</th><th>UTC</th><th>What</th></tr></thead><tbody>{rows}</tbody></table>"
 
 
+def _votes(run_id: int, session_id: int) -> str:
+    """The room's votes on the exchange (cast in this session), by blind label while hidden."""
+    tables = tally_tables(vote_tally(run_id, session_id))
+    if tables is None:
+        return "<p>No votes in this session.</p>"
+    parts = [
+        f'<h3>Votes</h3><p class="small">{html.escape(tables.caption)}</p>',
+        table_html(tables.engines),
+    ]
+    if tables.pairs is not None:
+        parts.append(table_html(tables.pairs))
+    return "".join(parts)
+
+
 def _exchange(run_id: int) -> str:
     view = playground.get_exchange(run_id)
     arrangement = exchange_view.arrange(view)
@@ -67,13 +83,15 @@ def _run(run_id: int) -> str:
     shown = run_view(run_id)
     detail = shown.detail
     head = f"<h2>{html.escape(f'Run #{detail.id}: {detail.name or detail.kind}')}</h2>"
-    engines = ", ".join(detail.engine_names)
+    engines = blind.HIDDEN_NOTE if detail.hidden else ", ".join(detail.engine_names)
     meta = f'<p class="small">{html.escape(f"{detail.kind} · {detail.status} · engines: {engines}")}</p>'
     table = table_html(shown.view.table, colour_marks=True) if shown.view is not None else ""
+    if detail.hidden and shown.exchanges is not None:  # its answers by their blind names only
+        table = table_html(shown.exchanges)
     return head + meta + table
 
 
-def _shown_sections(entries: list[TimelineEntry]) -> list[str]:
+def _shown_sections(entries: list[TimelineEntry], session_id: int) -> list[str]:
     """Each exchange and run shown, once, in the order first shown; one that was deleted since
     says so instead of failing the report."""
     sections: list[str] = []
@@ -87,7 +105,10 @@ def _shown_sections(entries: list[TimelineEntry]) -> list[str]:
                 continue
             done.add(run_id)
             try:
-                sections.append(_exchange(run_id) if kind == "exchange" else _run(run_id))
+                if kind == "exchange":
+                    sections.append(_exchange(run_id) + _votes(run_id, session_id))
+                else:
+                    sections.append(_run(run_id))
             except ShootoutError as error:
                 sections.append(f"<h2>Run #{run_id}</h2><p>{html.escape(str(error))}</p>")
     return sections
@@ -98,5 +119,5 @@ def session_report(session_id: int) -> ExportFile:
     entries = timeline(session_id)
     title = f"Shootout session {info.join_code}" + (f": {info.title}" if info.title else "")
     intro = [_meta(info, entries, presence(session_id).joined), _timeline(entries)]
-    data = report_html(title, intro, None, _shown_sections(entries)).encode("utf-8")
+    data = report_html(title, intro, None, _shown_sections(entries, session_id)).encode("utf-8")
     return ExportFile(filename=f"shootout-session-{session_id}.html", mime=HTML_MIME, data=data)

@@ -12,9 +12,9 @@ from services.demos.runner import demo_view
 from services.planner.plan import PlanRequest
 from services.playground import get_exchange, reveal, vote_best
 from services.playground import is_active as exchange_streaming
-from services.playground.view import Arrangement, arrange, live_tally_line, units
+from services.playground.view import VOTER_WORDS, Arrangement, arrange, live_tally_line, units
 from services.runs import get_run
-from services.runs.view import compare_page_view, id_list, run_page_view
+from services.runs.view import HIDDEN_ENGINES, blind_answers, compare_page_view, id_list, run_page_view
 from services.sessions import (
     NotPresenter,
     Rejoined,
@@ -49,6 +49,8 @@ from services.sessions import (
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "HIDDEN_ENGINES",
+    "VOTER_WORDS",
     "Arrangement",
     "NotPresenter",
     "PlanRequest",
@@ -59,10 +61,12 @@ __all__ = [
     "Shown",
     "arrange",
     "benchmark_view",
+    "blind_answers",
     "compare_page_view",
     "demo_view",
     "describe",
     "end",
+    "end_question",
     "exchange_streaming",
     "get",
     "get_exchange",
@@ -94,6 +98,19 @@ __all__ = [
     "units",
     "vote_best",
 ]
+
+
+def end_question(session_id: int) -> str:
+    """What ending the session costs the room, asked before it ends (markdown-safe)."""
+    info = get(session_id)
+    following = presence(session_id).following
+    people = f"{following} follower{'s' if following != 1 else ''}"
+    return (
+        f"End this session? The room loses it at once: the screens of the {people} following now "
+        f"stop showing what you open, join code `{info.join_code}` joins no one any more, and a "
+        "blind vote on their screens ends with it. The timeline, "
+        "the votes cast and the HTML report stay."
+    )
 
 
 def is_running(run_id: int) -> tuple[str, bool]:

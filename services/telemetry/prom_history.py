@@ -479,11 +479,14 @@ def run_window(run_id: int) -> RunWindow:
     # registered engine is named.
     from db.models import Run
     from db.session import session_scope
+    from services.core import blind
 
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
+        if blind.run_hidden(session, run):  # its engines' charts would name them
+            raise ValidationError(f"Run #{run_id} is a blind exchange: {blind.HIDDEN_NOTE}.")
         started, finished = run.started_at, run.finished_at
         names = [n.strip() for n in (run.engine_names or "").split(",") if n.strip()]
     if started is None or finished is None:

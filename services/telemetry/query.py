@@ -20,7 +20,8 @@ from sqlalchemy import select
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
 from services.bench.summary import BenchSummary
-from services.core.errors import NotFoundError
+from services.core import blind
+from services.core.errors import NotFoundError, ValidationError
 from services.telemetry.signals import SourceGroup, not_reported, signal_names
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")
@@ -148,6 +149,8 @@ def run_telemetry(run_id: int) -> RunTelemetry:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"Run #{run_id} does not exist.")
+        if blind.run_hidden(session, run):  # its requests' latencies are per engine
+            raise ValidationError(f"Run #{run_id} is a blind exchange: {blind.HIDDEN_NOTE}.")
         started = run.started_at or run.created_at
         # Request times count from their engine's (sweep step's) own start.
         origins = BenchSummary.from_json(run.summary).start_times()

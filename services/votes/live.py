@@ -4,7 +4,7 @@ names each answer by its blind label only (the presenter's screen is on the proj
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -34,6 +34,11 @@ class ExchangeTally:
     voters: int
     #: Names hidden: blind and not revealed (the presenter reveals them when they choose).
     hidden: bool
+    #: Voters per client address, most first (the addresses themselves are not kept: a keyed
+    #: hash each); ballots stored before addresses were kept are left out here.
+    per_address: tuple[int, ...] = ()
+    #: Ballots without an address (stored before addresses were kept, or cast with none known).
+    no_address: int = 0
 
 
 def exchange_tally(run_id: int, session_id: int | None = None) -> ExchangeTally:
@@ -51,7 +56,7 @@ def exchange_tally(run_id: int, session_id: int | None = None) -> ExchangeTally:
                 )
             )
         )
-        query = select(Vote.voter, Vote.winner).where(Vote.run_id == run_id)
+        query = select(Vote.voter, Vote.winner, Vote.client).where(Vote.run_id == run_id)
         if session_id is not None:
             query = query.where(Vote.session_id == session_id)
         rows = session.execute(query).all()
@@ -59,8 +64,10 @@ def exchange_tally(run_id: int, session_id: int | None = None) -> ExchangeTally:
     hidden = playground_votes.hidden(blind, bool(config.get("revealed")), seen=False)
     # A ballot is its voter's rows: a winner (named in each of its rows) or ties only.
     ballots: dict[str, set[str]] = defaultdict(set)
-    for voter, winner in rows:
+    address_of: dict[str, str | None] = {}
+    for voter, winner, client in rows:
         ballots[voter].add(winner)
+        address_of[voter] = client
     best: dict[str, int] = defaultdict(int)
     no_winner = 0
     for winners in ballots.values():
@@ -74,4 +81,13 @@ def exchange_tally(run_id: int, session_id: int | None = None) -> ExchangeTally:
     answers = [
         AnswerCount(labels[engine], None if hidden else engine, best.get(engine, 0)) for engine in order
     ]
-    return ExchangeTally(run_id, answers, no_winner, len(ballots), hidden)
+    per_address = Counter(client for client in address_of.values() if client is not None)
+    return ExchangeTally(
+        run_id,
+        answers,
+        no_winner,
+        len(ballots),
+        hidden,
+        per_address=tuple(sorted(per_address.values(), reverse=True)),
+        no_address=sum(1 for client in address_of.values() if client is None),
+    )

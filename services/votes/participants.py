@@ -22,6 +22,12 @@ from services.team import access
 _PURPOSE = "voter"
 
 
+def address_key(address: str | None) -> str | None:
+    """The stored key of a client's address (an HMAC, as a voter's): how many ballots came from
+    one address, never which. None when the address is unknown."""
+    return access.keyed_hash("address", address) if address else None
+
+
 def participant_key(
     *, oidc_identity: str | None = None, login_session: str | None = None, browser: str | None = None
 ) -> str:

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from db.models import Vote
 from db.session import session_scope
+from services.core import blind
 from services.core.config import get_settings
 from services.votes.bradley_terry import TIE, Comparison, Ranking, rank
 
@@ -23,7 +24,9 @@ _lock = threading.Lock()
 def engine_ranking(session_id: int | None = None) -> Ranking:
     """The Bradley-Terry ranking of engines from every stored vote (or only those cast in team
     demo session `session_id`), with bootstrap intervals and the votes per pair."""
-    where = [] if session_id is None else [Vote.session_id == session_id]
+    where = [blind.votes_shown_clause()]
+    if session_id is not None:
+        where.append(Vote.session_id == session_id)
     with session_scope() as session:
         count, newest = session.execute(select(func.count(), func.max(Vote.id)).where(*where)).one()
         key = (get_settings().database_url, session_id, int(count), int(newest or 0))

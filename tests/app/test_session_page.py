@@ -59,7 +59,15 @@ def test_start_join_follow_stop_and_follow_again(db_url: str) -> None:
 
     presenter.run()
     assert any(m.label == "Following now" and m.value == "1" for m in presenter.metric)
-    button(presenter, "End session")
+    # Issue 45: "End session" asks first and says what the room loses; "Keep presenting" keeps it.
+    button(presenter, "End session…")
+    [question] = presenter.warning
+    assert "1 follower following now" in question.value and live.join_code in question.value
+    button(presenter, "Keep presenting")
+    assert sessions.get(live.id).ended_at is None and not presenter.warning
+    button(presenter, "End session…")
+    button(presenter, "End it now")
+    assert sessions.get(live.id).ended_at is not None
     assert presenter.query_params["session"] == str(live.id)
     assert "Timeline" in text(presenter)
 

@@ -21,6 +21,10 @@ _LIMIT = f.whole(1)
 _PORT = f.whole(1, 65535)
 
 
+def _optional_limit(raw: str) -> int | None:
+    return _LIMIT(raw)
+
+
 def _database_url(settings: Settings) -> str:
     return f"sqlite:///{settings.data_dir / 'shootout.db'}"
 
@@ -248,6 +252,12 @@ class Settings:
     )
     limit_import_mb = f.Setting(
         "SHOOTOUT_LIMIT_IMPORT_MB", "MB of one imported results file", _LIMIT, 200
+    )
+    votes_per_address = f.Setting(
+        "SHOOTOUT_VOTES_PER_ADDRESS",
+        "blind votes one client address may cast on one exchange (unset: no cap)",
+        _optional_limit,
+        None,
     )
 
     @property

@@ -8,11 +8,21 @@ from datetime import UTC
 
 import pytest
 
+from db.models import Run
+from db.session import session_scope
 from services import playground
 from services.core.errors import NotFoundError, ValidationError
 from services.engines import SamplingParams, endpoints
 from services.playground import EngineChoice, SendRequest
+from services.playground import view as pg_view
 from tests.support.scripted_server import WORDS, ScriptedServer
+
+
+def get_run_config(run_id: int) -> dict[str, object]:
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return dict(run.config)
 
 
 def register(server: ScriptedServer, name: str, kind: str = "openai", **scenario: object) -> str:
@@ -405,6 +415,10 @@ def test_blind_mode_is_stored_with_the_exchange_and_kept_by_a_resend(
     blind = send_and_wait(SendRequest(engines=choices, prompt="who?", blind=True))
     named = send_and_wait(SendRequest(engines=choices, prompt="who?"))
     assert blind.blind and not blind.revealed and not named.blind
+    # Issue 45: the order is drawn when it is sent, stored with it, and the screen shows that one.
+    stored = get_run_config(blind.run_id)["blind_order"]
+    assert sorted(stored) == ["b1", "b2"] and "blind_order" not in get_run_config(named.run_id)
+    assert [c.engine for c in pg_view.arrange(blind).columns] == stored
     assert playground.reopen(blind.run_id).blind and not playground.reopen(named.run_id).blind
     again = playground.resend(blind.run_id)
     assert playground.wait(again.run_id, 30) and playground.get_exchange(again.run_id).blind

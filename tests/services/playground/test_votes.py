@@ -47,6 +47,19 @@ def stored_exchange(engines: list[str], blind: bool = True) -> int:
         return run.id
 
 
+def reveal_all() -> None:
+    """Reveal every stored exchange: a tally or ranking by engine counts revealed ones only."""
+    from sqlalchemy import select
+
+    from db.models import Run
+    from db.session import session_scope
+
+    with session_scope() as session:
+        ids = list(session.scalars(select(Run.id).where(Run.kind == "playground")))
+    for run_id in ids:
+        votes.reveal(run_id, OPERATOR)
+
+
 def test_the_best_of_three_beats_each_other_engine_once(db_url: str) -> None:
     run_id = stored_exchange(["a", "b", "c"])
     assert votes.blind_vote(run_id, P_ALICE) is None
@@ -55,6 +68,10 @@ def test_the_best_of_three_beats_each_other_engine_once(db_url: str) -> None:
     assert votes.blind_vote(run_id, P_BOB) is None and votes.blind_vote(run_id, None) is None
     # Pairs in name order: any two ballots of one voter on one exchange share a pair.
     assert sorted(votes.votes_for(run_id)) == [("a", "c", "c"), ("b", "c", "c")]
+    # Issue 45: the tally by engine counts no vote of a hidden exchange (beside its live tally
+    # by answer it would say who wrote what).
+    assert votes.tally() == []
+    votes.reveal(run_id, OPERATOR)
     assert [(t.engine_a, t.engine_b, t.wins_a, t.wins_b, t.ties) for t in votes.tally()] == [
         ("a", "c", 0, 1, 0),
         ("b", "c", 0, 1, 0),
@@ -65,6 +82,7 @@ def test_no_clear_winner_is_a_tie_for_every_pair(db_url: str) -> None:
     run_id = stored_exchange(["a", "b", "c", "d"])
     assert votes.vote_best(run_id, votes.TIE, participant=P_ALICE) == votes.BlindVote(None)
     assert votes.blind_vote(run_id, P_ALICE) == votes.BlindVote(None)
+    reveal_all()
     tally = votes.tally()
     assert len(tally) == 6 and all(t.ties == 1 and t.wins_a == t.wins_b == 0 for t in tally)
 
@@ -185,19 +203,20 @@ def test_the_runs_view_and_exports_keep_a_blind_exchange_blind_until_revealed(db
     def shows_names() -> bool:
         table = display.run_view(run_id).exchanges
         assert table is not None
-        return any(name in table.drop(columns=["Answer"]).to_string() for name in engines)
+        text = "Text" if "Text" in table.columns else "Answer"
+        return any(name in table.drop(columns=[text]).to_string() for name in engines)
 
     table = display.run_view(run_id).exchanges
     assert table is not None
     assert not shows_names()  # each stored answer is its engine's name
     order = votes.blind_order(run_id, engines)
-    assert list(table["Engine"]) == ["Answer A", "Answer B", "Answer C"]
+    assert list(table["Answer"]) == ["Answer A", "Answer B", "Answer C"]
     # Each blind name labels the same answer as in the Playground (the stored answer is the name).
-    assert list(table["Answer"]) == order
-    assert set(table["TTFT"]) == {"hidden until the reveal"}
-    assert set(table["Engine's own times"]) == {
-        "hidden until the reveal"
-    }  # "not reported by vLLM" tells
+    assert list(table["Text"]) == order
+    # Issue 45: each answer with its own timings; nothing that names a kind ("not reported by
+    # vLLM" did) and no per-engine column.
+    assert {"TTFT", "E2E", "Output tokens"} <= set(table.columns)
+    assert "Engine" not in table.columns and "Engine's own times" not in table.columns
     for fmt in ("json", "csv", "html"):
         with pytest.raises(ValidationError, match="blind until an operator reveals"):
             reports.export_run(run_id, fmt)

@@ -7,7 +7,7 @@ import pandas as pd
 from services.playground import votes
 from services.runs.ranking import ranking_view
 from services.votes.participants import participant_key
-from tests.services.playground.test_votes import stored_exchange
+from tests.services.playground.test_votes import reveal_all, stored_exchange
 
 
 def test_no_votes_no_ranking(db_url: str) -> None:
@@ -21,6 +21,7 @@ def test_the_table_and_the_matrix_of_votes_per_pair(db_url: str) -> None:
         for winner in winners:
             run_id = stored_exchange(engines)
             votes.vote_best(run_id, winner, participant=participant_key(browser=str(next(voter))))
+    reveal_all()
     shown = ranking_view()
     assert shown is not None
     assert list(shown.table.columns) == ["Engine", "Score", "CI low", "CI high", "Votes"]
@@ -44,6 +45,7 @@ def test_the_table_and_the_matrix_of_votes_per_pair(db_url: str) -> None:
 def test_pieces_and_clean_sweeps_are_said(db_url: str) -> None:
     for who, (engines, winner) in enumerate(((["a", "b"], "a"), (["c", "d"], "tie"))):
         votes.vote_best(stored_exchange(engines), winner, participant=participant_key(browser=str(who)))
+    reveal_all()
     shown = ranking_view()
     assert shown is not None and "Group" in shown.table.columns
     assert shown.table["Group"].tolist() == [1, 1, 2, 2]

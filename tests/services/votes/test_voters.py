@@ -1,0 +1,76 @@
+"""Issue 45, who counts as a voter: one vote per login session (or browser) and exchange, an
+OIDC subject one voter whatever its sessions, and stuffing with fresh logins from one address
+visible in the tally and bounded by SHOOTOUT_VOTES_PER_ADDRESS."""
+
+from __future__ import annotations
+
+import pytest
+
+from db.models import Vote
+from db.session import session_scope
+from services.core.errors import ValidationError
+from services.playground import view as pg_view
+from services.playground import votes
+from services.votes import live
+from services.votes.participants import address_key, participant_key
+from tests.services.playground.test_votes import stored_exchange
+
+ROOM = address_key("10.0.0.7")
+HOME = address_key("192.0.2.44")
+
+
+def _stuff(run_id: int, logins: int) -> list[str]:
+    """`logins` fresh password logins from one address each voting "a"; the refusals."""
+    refused = []
+    for n in range(logins):
+        try:
+            votes.vote_best(
+                run_id, "a", participant=participant_key(login_session=f"fresh-{n}"), client=ROOM
+            )
+        except ValidationError as error:
+            refused.append(str(error))
+    return refused
+
+
+def test_fresh_logins_from_one_address_are_visible_in_the_tally(db_url: str) -> None:
+    run_id = stored_exchange(["a", "b"])
+    assert _stuff(run_id, 6) == []  # unlimited by default: a room behind one NAT is many people
+    votes.vote_best(run_id, "b", participant=participant_key(login_session="home"), client=HOME)
+    found = live.exchange_tally(run_id)
+    assert found.voters == 7 and found.per_address == (6, 1) and found.no_address == 0
+    line = pg_view.live_tally_line(run_id)
+    assert line is not None and "from 2 addresses (6, 1 votes)" in line
+
+
+def test_votes_per_address_bounds_stuffing(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOOTOUT_VOTES_PER_ADDRESS", "2")
+    run_id = stored_exchange(["a", "b"])
+    refused = _stuff(run_id, 6)
+    assert len(refused) == 4 and all("SHOOTOUT_VOTES_PER_ADDRESS" in r for r in refused)
+    # Another address still votes, and so does the same room on the next exchange.
+    votes.vote_best(run_id, "b", participant=participant_key(login_session="home"), client=HOME)
+    assert live.exchange_tally(run_id).per_address == (2, 1)
+    assert _stuff(stored_exchange(["a", "b"]), 2) == []
+
+
+def test_an_oidc_subject_is_one_voter_across_sessions(db_url: str) -> None:
+    run_id = stored_exchange(["a", "b"])
+    # Two browsers, two OIDC sessions of one subject: the same voter.
+    first = participant_key(oidc_identity="sub-123", login_session="session-1")
+    again = participant_key(oidc_identity="sub-123", login_session="session-2")
+    assert first == again
+    votes.vote_best(run_id, "a", participant=first, client=ROOM)
+    with pytest.raises(ValidationError, match="already voted"):
+        votes.vote_best(run_id, "b", participant=again, client=HOME)
+    # A password login session is a voter of its own (a shared password is a whole room).
+    assert participant_key(login_session="session-1") != participant_key(login_session="session-2")
+
+
+def test_ballots_stored_before_addresses_keep_counting(db_url: str) -> None:
+    run_id = stored_exchange(["a", "b"])
+    with session_scope() as session:  # as the 0007 migration leaves an older ballot
+        session.add(Vote(run_id=run_id, engine_a="a", engine_b="b", winner="a", voter="legacy"))
+    votes.vote_best(run_id, "b", participant=participant_key(browser="new"), client=ROOM)
+    found = live.exchange_tally(run_id)
+    assert found.voters == 2 and found.per_address == (1,) and found.no_address == 1
+    assert [a.votes for a in sorted(found.answers, key=lambda a: a.label)] != [0, 0]
