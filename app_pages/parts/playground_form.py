@@ -32,6 +32,9 @@ def engines_and_parameters(engines: list[playground.EngineRecord], busy: bool) -
         disabled=busy,
         help="Each column is one engine; the model is the engine's own unless set below.",
     )
+    shared = playground.shared_cores_note(st.session_state.get("pg_engines") or [])
+    if shared:
+        st.caption(f":material/memory: {shared}")
     # A fixed label and a key: a label that changes with the values makes a new expander on
     # every change, which collapses under the user's hands; the values go in the caption.
     with st.expander("Parameters", key="pg_params_open", on_change="rerun"):

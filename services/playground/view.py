@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services import playground
+from services import local_engines, playground
 from services.core.errors import ShootoutError
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.engines.endpoints import EngineRecord, list_engines
@@ -447,3 +447,10 @@ def cached_zero_why(kind: str) -> str:
     if kind == "llamacpp":
         return "llama.cpp reuses a slot's previous prompt: this turn went to another slot"
     return "the engine cached nothing of this prompt (its own counter)"
+
+
+def shared_cores_note(engine_names: list[str]) -> str | None:
+    """The Playground's note when local engines are compared: its columns answer at the same
+    time on this machine's cores, beside whatever other local engines run (issue 47)."""
+    local_ids = {engine.name: engine.local_id for engine in list_engines()}
+    return local_engines.shared_cores_note((local_ids.get(n) for n in engine_names), together=True)

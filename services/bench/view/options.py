@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from services import local_engines
 from services.bench import form, jobs
 from services.bench.arrivals import ARRIVAL_PROCESSES
 from services.bench.load import Placement
@@ -104,3 +105,10 @@ def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
     placement = Placement(spec.workers, spec.ray_address)
     transport_for(placement).check(placement)
     return jobs.start_benchmark(spec, viewer=viewer)
+
+
+def shared_cores_note(engine_names: list[str], together: bool) -> str | None:
+    """What the form says when the chosen engines include local ones: they share this
+    machine's cores, with each other when they run together, and with the others running."""
+    local_ids = {engine.name: engine.local_id for engine in list_engines()}
+    return local_engines.shared_cores_note((local_ids.get(n) for n in engine_names), together)
