@@ -19,7 +19,10 @@ def new_benchmark_form(options: views.FormOptions) -> None:
         return
     values: dict[str, Any] = {}
     values["engines"] = st.multiselect(
-        "Engines (same workload, side by side)", options.engines, key="bench_engines"
+        "Engines (same workload, side by side)",
+        options.engines,
+        default=options.default_engines,
+        key="bench_engines",
     )
     left, middle, right = st.columns(3)
     with left:

@@ -454,3 +454,12 @@ def shared_cores_note(engine_names: list[str]) -> str | None:
     time on this machine's cores, beside whatever other local engines run (issue 47)."""
     local_ids = {engine.name: engine.local_id for engine in list_engines()}
     return local_engines.shared_cores_note((local_ids.get(n) for n in engine_names), together=True)
+
+
+def default_engines() -> list[str]:
+    """The engines the form starts with: the pick every comparing page starts with (issue 47),
+    three of it here (the first two are the Benchmarks and Parity pair), in the registry's
+    order as the columns always were."""
+    engines = list_engines()
+    picks = endpoints.default_picks(engines, 3)
+    return [e.name for e in engines if e.name in picks]

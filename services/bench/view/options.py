@@ -16,7 +16,7 @@ from services.bench.runner.transports import transport_for
 from services.bench.spec import BenchSpec
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES, load_prompt_file
 from services.core.config import get_settings
-from services.engines.endpoints import list_engines
+from services.engines.endpoints import default_picks, list_engines
 from services.team import access
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ SWEEP_TITLES = {
 @dataclass(frozen=True)
 class FormOptions:
     engines: list[str]
+    #: The engines the form starts with: the same pick as the Playground's and Parity's.
+    default_engines: list[str] = field(default_factory=list)
     workloads: dict[str, str] = field(default_factory=lambda: dict(WORKLOAD_TITLES))
     loads: dict[str, str] = field(default_factory=lambda: dict(LOAD_TITLES))
     sweeps: dict[str, str] = field(default_factory=lambda: dict(SWEEP_TITLES))
@@ -69,7 +71,8 @@ class FormOptions:
 
 
 def form_options() -> FormOptions:
-    return FormOptions(engines=[engine.name for engine in list_engines()])
+    engines = list_engines()
+    return FormOptions(engines=[e.name for e in engines], default_engines=default_picks(engines))
 
 
 def spec_from_form(values: dict[str, Any]) -> BenchSpec:
