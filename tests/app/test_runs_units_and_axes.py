@@ -1,4 +1,5 @@
-"""The TTFT distribution's axis is a share: it stops at 100% (issue 47: it ran to 200%)."""
+"""The Runs page reads its figures one way: one unit per sentence, shares that stop at 100%
+(issue 47)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,21 @@ def test_the_share_axis_stops_at_100_percent(db_url: str) -> None:
 def test_the_benchmarks_page_distribution_stops_at_100_percent_too() -> None:
     figure = cdf_figure({"a": [0.1]}, "TTFT")
     assert tuple(figure.layout.yaxis.range) == (0, 1.0) and figure.layout.yaxis.tickformat == ".0%"
+
+
+def test_a_verdict_gives_one_unit_per_sentence(db_url: str) -> None:
+    """Issue 47: "E2E latency (median): ... (500 ms vs 2.00 s at the median; p99 1.00 s vs
+    4.00 s)": the same kind of figure in ms and in s in one sentence."""
+    run_id = make_run(
+        engines={
+            "a": engine_summary(0.05, 0.01, 0.5, 900.0),
+            "b": engine_summary(0.2, 0.04, 2.0, 300.0),
+        },
+        requests={"a": [0.04, 0.05], "b": [0.19, 0.2]},
+    )
+    at = runs_page(run=str(run_id))
+    assert not at.exception, at.exception
+    e2e = next(
+        line for m in at.markdown for line in m.value.splitlines() if "E2E latency (median)" in line
+    )
+    assert "0.50 s vs 2.00 s at the median; p99 1.00 s vs 4.00 s" in e2e and " ms" not in e2e
