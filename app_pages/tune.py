@@ -141,9 +141,11 @@ def show(view: tune.TuneRunView) -> None:
                 st.error(md_text(str(error)))
                 return
             st.rerun()
-    table = tune.config_table(summary)
+    table, energy_note = tune.fold_not_measured(tune.config_table(summary), tune.ENERGY_COLUMN, "Energy")
     if not table.empty:
         st.dataframe(table, hide_index=True, key=f"tune_table_{view.id}")
+    if energy_note:
+        st.caption(md_text(energy_note))
     charts = st.columns(2)
     for column, metric in zip(charts, ("ttft_s", "itl_s"), strict=True):
         figure = tune.pareto_figure(summary, metric)

@@ -19,7 +19,10 @@ def new_benchmark_form(options: views.FormOptions) -> None:
         return
     values: dict[str, Any] = {}
     values["engines"] = st.multiselect(
-        "Engines (same workload, side by side)", options.engines, key="bench_engines"
+        "Engines (same workload, side by side)",
+        options.engines,
+        default=options.default_engines,
+        key="bench_engines",
     )
     left, middle, right = st.columns(3)
     with left:
@@ -29,6 +32,9 @@ def new_benchmark_form(options: views.FormOptions) -> None:
     with right:
         sweep_column(options, values)
     values["name"] = st.text_input("Name (optional)", options.defaults.name, key="bench_name")
+    shared = views.shared_cores_note(values["engines"], bool(values.get("parallel")))
+    if shared:
+        st.info(shared, icon=":material/memory:")
     if st.button("Start benchmark", type="primary", key="bench_start"):
         common.start_and_show(lambda: views.submit(values, common.viewer()))
 

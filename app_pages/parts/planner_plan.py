@@ -133,7 +133,7 @@ def _stored_run(planned: planner.PlanResult) -> planner.MeasuredAgainstBound | N
     if offer.notice:
         st.info(offer.notice)
     include_others = bool(offer.others) and st.checkbox(
-        f"Also list the {len(offer.others)} run(s) of another model or hardware",
+        offer.others_label,
         key="planner_run_any",
         help="Their share of this bound measures a different setup: only for a deliberate comparison.",
     )

@@ -34,7 +34,10 @@ def pane(
             st.caption(f"{label} in the blind vote")
         ttft, _ = units
         st.markdown(playground.figures(column, units))
-        st.caption(playground.token_counts(column))
+        st.caption(
+            playground.token_counts(column),
+            help=playground.cached_tokens_help(column.kind, column.cached_tokens),
+        )
         split = playground.engine_split(column, units)
         if split is not None:
             st.caption(split)
@@ -43,6 +46,7 @@ def pane(
                 f"Prefix cache, turn {view.turn} vs turn 1: TTFT {playground.duration(column.ttft_s, ttft)} vs "
                 f"{playground.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
                 f"{playground.number(column.cached_tokens)} vs {playground.number(column.first_turn_cached_tokens)}"
+                + (f" ({playground.cached_zero_why(column.kind)})" if column.cached_tokens == 0 else "")
             )
     for note in column.notes:
         st.caption(f":material/info: {playground.md_line(note)}")

@@ -13,9 +13,10 @@ state = st.session_state
 
 
 def set_defaults(engine_names: list[str]) -> None:
-    """The first three engines, and the sampling defaults. Defaults live in session state (not
-    in value=) so reopening an exchange can refill the form."""
-    state.setdefault("pg_engines", engine_names[:3])
+    """The engines every comparing page starts with, and the sampling defaults. Defaults live
+    in session state (not in value=) so reopening an exchange can refill the form."""
+    if "pg_engines" not in state:
+        state.pg_engines = playground.default_engines()
     state.pg_engines = [name for name in state.pg_engines if name in engine_names]
     for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
         state.setdefault(key, default)
@@ -32,6 +33,9 @@ def engines_and_parameters(engines: list[playground.EngineRecord], busy: bool) -
         disabled=busy,
         help="Each column is one engine; the model is the engine's own unless set below.",
     )
+    shared = playground.shared_cores_note(st.session_state.get("pg_engines") or [])
+    if shared:
+        st.caption(f":material/memory: {shared}")
     # A fixed label and a key: a label that changes with the values makes a new expander on
     # every change, which collapses under the user's hands; the values go in the caption.
     with st.expander("Parameters", key="pg_params_open", on_change="rerun"):

@@ -163,6 +163,20 @@ def list_engines() -> list[EngineRecord]:
         return [_record(row) for row in session.scalars(select(Engine).order_by(Engine.name))]
 
 
+def default_picks(engines: list[EngineRecord], count: int = 2) -> list[str]:
+    """The engines every comparing page starts with (Playground, Benchmarks, Parity; issue 47:
+    each page picked its own): a vLLM engine first (the usual reference), then engines of
+    other kinds, SGLang first (it serves the same HF weights, so a difference is the
+    engine's), then the rest in name order; `count` of them."""
+    vllm = [e for e in engines if e.kind == "vllm"]
+    others = sorted((e for e in engines if e.kind != "vllm"), key=lambda e: (e.kind != "sglang", e.name))
+    picks = [*vllm[:1], *others, *vllm[1:]]
+    # Two of the same kind only when nothing else is registered.
+    kinds_first = [e for i, e in enumerate(picks) if e.kind not in {p.kind for p in picks[:i]}]
+    ordered = kinds_first + [e for e in picks if e not in kinds_first]
+    return [e.name for e in ordered[:count]]
+
+
 def get_engine(name: str) -> EngineRecord:
     with session_scope() as session:
         row = session.scalar(select(Engine).where(Engine.name == name))

@@ -20,7 +20,8 @@ Each engine kind's backend (its specs, install steps, smoke run and command line
 the kind, in `services/engines/<kind>/local.py`; `backend` is their interface and registry.
 The parts here: `catalog` (the chosen specs, the status record), `paths` (what is installed
 where), `installer` (the shared steps: venvs, pip, the model and its HF conversion), `state`
-(the state file, status), `launch` (start, stop, up, down, registration). Callers import
+(the state file, status), `launch` (start, stop, up, down, registration), `sharing` (what a
+comparison says of the cores the engines share). Callers import
 from this package.
 """
 
@@ -62,6 +63,7 @@ from services.local_engines.paths import (
     llama_server_path,
     state_dir,
 )
+from services.local_engines.sharing import live_ids, shared_cores_note
 from services.local_engines.state import status
 
 #: Names that live with their engine kind, read here lazily (the kinds import this package).
@@ -105,11 +107,13 @@ __all__ = [
     "hf_model_dir",
     "install",
     "is_installed",
+    "live_ids",
     "llama_server_path",
     "niced",
     "pid_alive",
     "register_engine",
     "server_command",
+    "shared_cores_note",
     "specs",
     "start",
     "state_dir",

@@ -166,6 +166,9 @@ def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
     info: dict[str, object] = {"local": True, "description": spec.description}
     if spec.served_by:
         info["served_by"] = spec.served_by
+    if "--dtype" in spec.args[:-1]:
+        # Compare's settings diff names the weights' dtype (issue 47); vLLM does not report it.
+        info["dtype"] = spec.args[spec.args.index("--dtype") + 1]
     extra = {"metrics_url": f"http://127.0.0.1:{spec.metrics_port}/metrics"} if spec.metrics_port else {}
     try:
         endpoints.get_engine(spec.id)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from services.core.errors import ValidationError
 from services.core.safe_text import code_span, md_line, md_text
-from services.engines.endpoints import list_engines
+from services.engines.endpoints import default_picks, list_engines
 from services.parity import runner, tasks
 from services.parity.charts import divergence_figure, quality_speed_figure
 from services.parity.results import (
@@ -90,18 +90,10 @@ class ParityForm:
 
 
 def default_engines(engines: list[EngineRecord]) -> list[str]:
-    """The engines the form starts with, the first one its reference: a vLLM engine and the
-    first engine of another kind when both are registered (the pair a parity check is usually
-    for: does this engine answer as vLLM does?), SGLang first among those (it serves the same
-    HF weights, so any difference is the engine's), else the first two."""
-    vllm = [e.name for e in engines if e.kind == "vllm"]
-    others = [
-        e.name
-        for e in sorted((e for e in engines if e.kind != "vllm"), key=lambda e: e.kind != "sglang")
-    ]
-    if vllm and others:
-        return [vllm[0], others[0]]
-    return [e.name for e in engines[:2]]
+    """The engines the form starts with, the first one its reference: the pick every comparing
+    page starts with (services.engines.endpoints.default_picks: vLLM, then SGLang, which serves
+    the same HF weights, so any difference is the engine's, then the others)."""
+    return default_picks(engines, 2)
 
 
 def engine_order(form: ParityForm) -> list[str]:

@@ -456,6 +456,17 @@ class RunOffer:
     others: list[runs.RunMatch]
     notice: str | None
 
+    @property
+    def others_label(self) -> str:
+        """The checkbox that lists the others: engine results and the runs they come from, as
+        the list counts them (issue 47: "28 runs" beside 9 runs, one entry per engine)."""
+        entries, run_count = len(self.others), len({m.entry.run_id for m in self.others})
+        results = "engine result" if entries == 1 else "engine results"
+        return (
+            f"Also list {entries} {results} from {run_count} run{'s' if run_count != 1 else ''} "
+            "of another model or hardware"
+        )
+
     def choices(self, include_others: bool = False) -> dict[str, runs.RunMatch]:
         """Label -> run, the comparable runs first."""
         matches = self.comparable + self.others if include_others else self.comparable

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services import playground
+from services import local_engines, playground
 from services.core.errors import ShootoutError
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.engines.endpoints import EngineRecord, list_engines
@@ -418,3 +418,72 @@ def token_counts(column: Column) -> str:
             f"finish {finish}",
         )
     )
+
+
+#: Where each kind's cached-token count comes from and when it is 0 (issue 47: "24 on turn 1,
+#: vLLM 0 on turn 2" went unexplained). The count is always the engine's own: Shootout reads it,
+#: never works it out.
+_CACHED_SOURCES = {
+    "vllm": (
+        "vLLM's own counter (usage.prompt_tokens_details.cached_tokens, only with "
+        "--enable-prompt-tokens-details). Automatic prefix caching reuses whole KV blocks only "
+        "(128 tokens each on the local CPU vLLM, 16 by default on a GPU): a prompt shorter than "
+        "one block, or the tail past its last whole block, is never cached, so a short "
+        "conversation shows 0 on turn 2 too."
+    ),
+    "sglang": (
+        "SGLang's own counter (usage.prompt_tokens_details.cached_tokens, with "
+        "--enable-cache-report). RadixAttention reuses any shared prefix token by token: 0 when "
+        "the prefix was evicted or the server runs without a radix cache."
+    ),
+    "llamacpp": (
+        "llama.cpp's own counter (timings.cache_n, also in usage): a slot reuses the longest "
+        "start its previous prompt shares with this one, so turn 1 can already count the chat "
+        "template's tokens. 0 when the request lands on another slot or the prompt cache is off "
+        "(--no-cache-prompt)."
+    ),
+    "router": (
+        "The worker engine's own counter, passed on by the router: cache-aware routing sends a "
+        "conversation back to the worker that holds its prefix, else the count is 0."
+    ),
+}
+
+
+def cached_tokens_help(kind: str, cached: int | None) -> str:
+    """Where the pane's "cached" count comes from and why it can be 0 (the counts line's help)."""
+    if cached is None:
+        return (
+            "Not reported: this engine's answer carries no cached-token count "
+            "(usage.prompt_tokens_details.cached_tokens or llama.cpp's timings.cache_n)."
+        )
+    return _CACHED_SOURCES.get(
+        kind,
+        "The engine's own counter (usage.prompt_tokens_details.cached_tokens), as it reports "
+        "it: prompt tokens it served from its prefix cache instead of computing them. Engines "
+        "that cache whole blocks report 0 until a shared prefix fills one.",
+    )
+
+
+def cached_zero_why(kind: str) -> str:
+    """A short reason for a 0 on a later turn, for the turn-vs-turn-1 line."""
+    if kind == "vllm":
+        return "vLLM caches whole 128-token blocks (on CPU): a shorter history is never cached"
+    if kind == "llamacpp":
+        return "llama.cpp reuses a slot's previous prompt: this turn went to another slot"
+    return "the engine cached nothing of this prompt (its own counter)"
+
+
+def shared_cores_note(engine_names: list[str]) -> str | None:
+    """The Playground's note when local engines are compared: its columns answer at the same
+    time on this machine's cores, beside whatever other local engines run (issue 47)."""
+    local_ids = {engine.name: engine.local_id for engine in list_engines()}
+    return local_engines.shared_cores_note((local_ids.get(n) for n in engine_names), together=True)
+
+
+def default_engines() -> list[str]:
+    """The engines the form starts with: the pick every comparing page starts with (issue 47),
+    three of it here (the first two are the Benchmarks and Parity pair), in the registry's
+    order as the columns always were."""
+    engines = list_engines()
+    picks = endpoints.default_picks(engines, 3)
+    return [e.name for e in engines if e.name in picks]

@@ -15,6 +15,7 @@ from services.bench.time_split import part_note
 from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
 from services.runs import comparability
+from services.runs.comparability import weights
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
@@ -255,6 +256,7 @@ def _settings(series: list[Series]) -> list[SettingRow]:
             if "version" in reported and not out.get("version"):
                 out["version"] = str(reported["version"])
             _flatten("", {k: v for k, v in reported.items() if k != "version"}, out)
+        out.update(weights.weights_of(item.engine_info))
         flattened.append(out)
     order: list[str] = []
     for out in flattened:
@@ -262,7 +264,9 @@ def _settings(series: list[Series]) -> list[SettingRow]:
             if key not in order:
                 order.append(key)
     head = [k for k in ("name", "kind", "version", "model", "base_url") if k in order]
-    rest = sorted(k for k in order if k not in head)
+    # The settings that explain a speed difference (the weights' format and dtype, batch
+    # width, prefix cache...) before the rest (issue 47).
+    rest = sorted((k for k in order if k not in head), key=lambda k: (weights.speed_rank(k), k))
     rows = []
     for key in head + rest:
         values = tuple(out.get(key) for out in flattened)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -348,8 +348,16 @@ def parse_run_ids(text: str | Iterable[str] | None) -> list[int]:
     return found
 
 
-def format_value(metric: str, value: float | None) -> str:
-    """A value as a person reads it: latencies in ms (or s), rates with their unit."""
+def latency_unit(values: Sequence[float | None]) -> str | None:
+    """One unit for latencies read side by side: "s" once any reaches a second (issue 47: "500 ms
+    vs 2.00 s" in one sentence), else None (each in ms)."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    return "s" if finite and max(finite) >= 1 else None
+
+
+def format_value(metric: str, value: float | None, unit: str | None = None) -> str:
+    """A value as a person reads it: latencies in ms (or s; `unit` "s" keeps every latency of
+    a line in seconds), rates with their unit."""
     if metric in COST_METRICS and value is None and metric != "usd_per_1m_output_goodput":
         # No price is "not priced", never $0 (at goodput, no figure may also mean no SLOs).
         return cost.NOT_PRICED
@@ -359,7 +367,7 @@ def format_value(metric: str, value: float | None) -> str:
         return cost.format_usd(value)
     if metric in LATENCY_METRICS or metric in ANSWER_METRICS or metric in SPLIT_METRICS:
         milliseconds = value * 1000
-        if abs(milliseconds) >= 1000:
+        if unit == "s" or abs(milliseconds) >= 1000:
             return f"{value:.2f} s"
         if abs(milliseconds) >= 100:
             return f"{milliseconds:.0f} ms"

@@ -19,6 +19,7 @@ from services.runs.records import (
     Series,
     Verdict,
     format_value,
+    latency_unit,
 )
 
 _STAT_QUANTILE = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
@@ -110,6 +111,7 @@ def _verdict(
     values: list[float | None],
     higher: bool,
     extra: str = "",
+    unit: str | None = None,
 ) -> Verdict | None:
     present = [(i, v) for i, v in enumerate(values) if v is not None]
     if len(present) < 2:
@@ -122,7 +124,9 @@ def _verdict(
         max(abs(best), abs(runner))
         and abs(best - runner) / max(abs(best), abs(runner)) < EQUAL_TOLERANCE
     ):
-        text = f"{label}: {winner.label} and {other.label} are level ({format_value(metric, best)})"
+        text = (
+            f"{label}: {winner.label} and {other.label} are level ({format_value(metric, best, unit)})"
+        )
         return Verdict(metric, label, text + f"; {noise.detail}.", None, None, 1.0, noise)
     if higher:
         factor = best / runner if runner > 0 else None
@@ -142,7 +146,7 @@ def _verdict(
             amount = f"{(1 - best / runner) * 100:.0f}% faster" if runner > 0 else "faster"
         text = (
             f"{label}: {winner.label} is fastest, {amount} than {other.label} "
-            f"({format_value(metric, best)} vs {format_value(metric, runner)}{extra})"
+            f"({format_value(metric, best, unit)} vs {format_value(metric, runner, unit)}{extra})"
         )
     return Verdict(metric, label, f"{text}; {noise.detail}.", winner.key, other.key, factor, noise)
 
@@ -154,12 +158,15 @@ def verdicts_of(series: list[Series]) -> list[Verdict]:
         tails = [s.stats.get(metric, {}).get("p99") for s in series]
         present = [(i, v) for i, v in enumerate(medians) if v is not None]
         extra = ""
+        # One unit for the whole sentence: medians and tails alike.
+        unit = latency_unit([*medians, *tails])
         if len(present) >= 2:
             ranked = sorted(present, key=lambda item: item[1])
             a, b = ranked[0][0], ranked[1][0]
             if tails[a] is not None and tails[b] is not None:
-                extra = f" at the median; p99 {format_value(metric, tails[a])} vs {format_value(metric, tails[b])}"
-        verdict = _verdict(metric, "p50", f"{name} (median)", series, medians, False, extra)
+                low, high = format_value(metric, tails[a], unit), format_value(metric, tails[b], unit)
+                extra = f" at the median; p99 {low} vs {high}"
+        verdict = _verdict(metric, "p50", f"{name} (median)", series, medians, False, extra, unit)
         if verdict:
             verdicts.append(verdict)
     for metric, (name, _unit) in THROUGHPUT_METRICS.items():

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from services import reports
+from services.bench import selfcheck
 from services.core import blind
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
@@ -308,17 +309,25 @@ class CaveatsShown:
     lines: tuple[str, ...]
 
 
+def _self_check_lines(caveats: Caveats) -> list[str]:
+    """The self-check in two lines at most: its verdict and what it means in one, each load's
+    raw figures in the other (issue 47: one "Generator self-check:" line per sentence said
+    "kept up" three times)."""
+    check = caveats.self_check
+    verdict = [check.title] if check.state == selfcheck.KEPT_UP else []
+    said = " ".join([*verdict, *check.advice_lines])
+    lines = [f"Generator self-check: {said}"] if said else []
+    if check.evidence_lines:
+        lines.append("Self-check evidence: " + "; ".join(check.evidence_lines))
+    return lines
+
+
 def _shown(caveats: Caveats, run_id: int = 0) -> CaveatsShown:
     return CaveatsShown(
         run_id=run_id,
         warning=md_line(caveats.verdict) if caveats.verdict else None,
         lines=tuple(
-            md_line(line)
-            for line in (
-                *caveats.load,
-                *(f"Generator self-check: {line}" for line in caveats.generator),
-                *caveats.notes,
-            )
+            md_line(line) for line in (*caveats.load, *_self_check_lines(caveats), *caveats.notes)
         ),
     )
 

@@ -14,6 +14,7 @@ from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
 from services.bench.view.costs import cost_frontier_figure as figure_of
 from services.bench.view.costs import cost_point
+from services.bench.view.tables import fold_not_measured
 from services.bench.workloads import WorkloadSpec
 from services.core import cost, stored_json
 from services.core.errors import ValidationError
@@ -40,6 +41,7 @@ __all__ = [
     "commands_allowed",
     "config_table",
     "cost_frontier_figure",
+    "fold_not_measured",
     "get_run",
     "kinds",
     "list_runs",

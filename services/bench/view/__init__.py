@@ -30,6 +30,7 @@ from services.bench.view.options import (
     FormOptions,
     form_options,
     save_prompt_file,
+    shared_cores_note,
     spec_from_form,
     submit,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "run_self_check",
     "run_view",
     "save_prompt_file",
+    "shared_cores_note",
     "spec_from_form",
     "split_view",
     "step_labels",

@@ -178,12 +178,15 @@ def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figur
         xs, ys = cdf_points([v * 1000 for v in values])
         # Steps, as the Runs page draws the same CDF: an empirical CDF rises only at a sample.
         figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv"}, name=name))
-    return _layout(
+    _layout(
         figure,
         f"{label} distribution (CDF)",
         f"{label} (ms)",
         "share of tokens" if label == "ITL" else "share of requests",
     )
+    # A share stops at 100%: left to autorange, one sample drew the axis to 200% (issue 47).
+    figure.update_yaxes(range=[0, 1.0], tickformat=".0%")
+    return figure
 
 
 def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:

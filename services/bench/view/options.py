@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from services import local_engines
 from services.bench import form, jobs
 from services.bench.arrivals import ARRIVAL_PROCESSES
 from services.bench.load import Placement
@@ -15,7 +16,7 @@ from services.bench.spec import BenchSpec
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
 from services.bench.workloads.prompt_files import store_upload
 from services.core.config import get_settings
-from services.engines.endpoints import list_engines
+from services.engines.endpoints import default_picks, list_engines
 from services.team import access
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ SWEEP_TITLES = {
 @dataclass(frozen=True)
 class FormOptions:
     engines: list[str]
+    #: The engines the form starts with: the same pick as the Playground's and Parity's.
+    default_engines: list[str] = field(default_factory=list)
     workloads: dict[str, str] = field(default_factory=lambda: dict(WORKLOAD_TITLES))
     loads: dict[str, str] = field(default_factory=lambda: dict(LOAD_TITLES))
     sweeps: dict[str, str] = field(default_factory=lambda: dict(SWEEP_TITLES))
@@ -68,7 +71,8 @@ class FormOptions:
 
 
 def form_options() -> FormOptions:
-    return FormOptions(engines=[engine.name for engine in list_engines()])
+    engines = list_engines()
+    return FormOptions(engines=[e.name for e in engines], default_engines=default_picks(engines))
 
 
 def spec_from_form(values: dict[str, Any]) -> BenchSpec:
@@ -96,3 +100,10 @@ def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
     placement = Placement(spec.workers, spec.ray_address)
     transport_for(placement).check(placement)
     return jobs.start_benchmark(spec, viewer=viewer)
+
+
+def shared_cores_note(engine_names: list[str], together: bool) -> str | None:
+    """What the form says when the chosen engines include local ones: they share this
+    machine's cores, with each other when they run together, and with the others running."""
+    local_ids = {engine.name: engine.local_id for engine in list_engines()}
+    return local_engines.shared_cores_note((local_ids.get(n) for n in engine_names), together)

@@ -25,12 +25,18 @@ from services.bench.view.charts import (
 )
 from services.bench.view.costs import cheapest_line, cost_frontier_figure, cost_table, sweep_cost_points
 from services.bench.view.split import split_figure, split_lines, split_table
-from services.bench.view.tables import energy_line, percentile_table, throughput_table
+from services.bench.view.tables import (
+    energy_line,
+    fold_not_measured,
+    percentile_table,
+    throughput_table,
+)
 from services.core import ids
 from services.core.errors import ValidationError
 from services.core.safe_text import md_line
 from services.engines import get_adapter
 from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
+from services.telemetry.energy.records import NOT_MEASURED
 
 if TYPE_CHECKING:
     from services.team.access import Viewer
@@ -206,6 +212,9 @@ def run_view(run_id: int) -> RunView:
         if results.has_results
         else pd.DataFrame()
     )
+    # One note instead of "not measured here: <reason>" in every engine's row (issue 47).
+    throughput, energy_note = fold_not_measured(throughput, "energy measured by", "Energy")
+    notes += [energy_note] if energy_note else []
     kinds = {e.name: get_adapter(e.kind).label for e in run.spec.engines}
     if finished and measured:
         figures["ttft_cdf"] = cdf_figure(
@@ -286,5 +295,6 @@ def _energy_notes(results: BenchSummary) -> list[str]:
     return [
         f"{name}: {line}"
         for name, block in results.engines_that_ran().items()
-        if (line := energy_line(block))
+        # Not measured: the table's one note says why, for every engine at once.
+        if (line := energy_line(block)) and not line.startswith(f"energy: {NOT_MEASURED}")
     ]

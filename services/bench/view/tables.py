@@ -10,7 +10,7 @@ import pandas as pd
 from services.bench.summary import BenchSummary
 from services.core.measure import percentile_key
 from services.runs.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
-from services.telemetry.energy.records import EnergyResult
+from services.telemetry.energy.records import NOT_MEASURED, EnergyResult
 
 METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}
 #: Shown beside TTFT for an engine whose TTFT includes thinking (for the others it is TTFT).
@@ -211,3 +211,22 @@ def step_labels(summary: BenchSummary | dict[str, Any]) -> dict[int, str]:
 
 def _round(value: Any, digits: int = 2) -> float | None:
     return round(value, digits) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def fold_not_measured(frame: pd.DataFrame, column: str, subject: str) -> tuple[pd.DataFrame, str | None]:
+    """The table with `column`'s long "not measured here: <reason>" cells folded into one note
+    (issue 47: the same sentence in every row). Every row not measured: the column goes and the
+    note says why; some rows: their cells read "not measured" and the note gives the reasons."""
+    if frame.empty or column not in frame:
+        return frame, None
+    cells = frame[column].astype(str)
+    folded = cells.str.startswith(NOT_MEASURED)
+    if not folded.any():
+        return frame, None
+    reasons = list(dict.fromkeys(cell.removeprefix(NOT_MEASURED).lstrip(": ") for cell in cells[folded]))
+    note = f"{subject}: {NOT_MEASURED}: " + "; ".join(reasons)
+    if folded.all():
+        return frame.drop(columns=[column]), note + "."
+    frame = frame.copy()
+    frame.loc[folded, column] = "not measured"
+    return frame, note + " (the rows that say not measured)."

@@ -9,7 +9,8 @@ their config and summary still tell, the rest unknown. `compare_fingerprints` is
 judgement, read by Compare, the HTML report, the CLI gate and the Planner.
 
 Parts: `fingerprint` (the record and its rules), `build` (from what a run stored),
-`imported` (from another tool's file), `compare` (the verdict and a comparison's report).
+`imported` (from another tool's file), `compare` (the verdict and a comparison's report),
+`weights` (the model's format and dtype, and which settings explain speed).
 """
 
 from __future__ import annotations

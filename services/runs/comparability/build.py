@@ -21,6 +21,7 @@ from services.runs.comparability.fingerprint import (
 )
 from services.runs.comparability.hardware import hardware_names
 from services.runs.comparability.imported import imported_fingerprint
+from services.runs.comparability.weights import weights_of
 
 SUMMARY_KEY = "comparability"
 SHOOTOUT = "Shootout"
@@ -179,7 +180,8 @@ def from_snapshot(snapshot: dict[str, Any] | None) -> Comparability:
     """What the engine's snapshot (Run.engines) says of it: kind, version, settings, hardware."""
     snapshot = stored_json.mapping(snapshot)
     reported = stored_json.mapping(snapshot.get("reported"))
-    settings: dict[str, str] = {}
+    # The weights first: a capped, alphabetical flattening must never leave out Q4_1 vs BF16.
+    settings: dict[str, str] = weights_of(snapshot)
     _flatten("", {k: v for k, v in reported.items() if k != "version"}, settings)
     version = snapshot.get("version") or reported.get("version")
     return Comparability(

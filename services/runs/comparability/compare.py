@@ -19,6 +19,7 @@ from services.runs.comparability.fingerprint import (
     Rule,
     value_text,
 )
+from services.runs.comparability.weights import speed_rank
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def _same(rule: Rule, a: Any, b: Any) -> bool:
 
 
 def _settings_difference(a: dict[str, str], b: dict[str, str]) -> str | None:
-    keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    # What explains a speed difference first (the weights' dtype before a sampler default).
+    keys = sorted((k for k in set(a) | set(b) if a.get(k) != b.get(k)), key=lambda k: (speed_rank(k), k))
     if not keys:
         return None
     shown = ", ".join(f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys[:5])
@@ -164,8 +166,21 @@ class ComparabilityReport:
     @property
     def title(self) -> str:
         if self.comparable:
+            # The engines differing is what a comparison measures, never "nothing differs"
+            # above the list of what does (issue 47).
+            engines = any(v.engine_changes for v in self.verdicts)
             if any(v.unchecked for v in self.verdicts):
+                if engines:
+                    return (
+                        "Comparable as far as recorded: the workload and the measurement match; "
+                        "the engines differ as listed below (what is compared)."
+                    )
                 return "Comparable as far as recorded: nothing that both sides recorded differs."
+            if engines:
+                return (
+                    "Comparable: the runs measured the same thing the same way; the engines "
+                    "differ as listed below (what is compared)."
+                )
             return "Comparable: the runs measured the same thing the same way."
         if self.override:
             return (

@@ -51,7 +51,8 @@ def test_the_default_pair_is_vllm_and_another_kind_vllm_the_reference() -> None:
     ]
     assert page.default_engines(local) == ["vllm-cpu", "llamacpp-1slot"]
     same_kind = [_engine("a", "llamacpp"), _engine("b", "llamacpp"), _engine("c", "sglang")]
-    assert page.default_engines(same_kind) == ["a", "b"]
+    # No vLLM: SGLang, then another kind (issue 47: the same pick on every comparing page).
+    assert page.default_engines(same_kind) == ["c", "a"]
     assert page.default_engines([_engine("v1", "vllm"), _engine("v2", "vllm")]) == ["v1", "v2"]
     assert page.default_engines([_engine("solo", "vllm")]) == ["solo"]
     assert page.default_engines([]) == []

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from services import runs
-from services.bench import selfcheck
+from services.bench import jobs, selfcheck
 from services.bench.arrivals import LoadSpec
+from services.bench.selfcheck import WorkerCheck, report
 from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from services.core.safe_text import md_line
 from services.runs import view as runs_view
@@ -130,11 +132,14 @@ def test_the_run_page_shows_every_caveat_escaped(db_url: str) -> None:
     shown = runs_view.run_page_view(run_id)
     caveats = run_caveats(caveated_config(), runs.get_run(run_id).summary)
     assert shown.caveats.warning == md_line(caveats.verdict)
+    check = caveats.self_check
     assert shown.caveats.lines == tuple(
         md_line(line)
         for line in (
             *caveats.load,
-            *(f"Generator self-check: {line}" for line in caveats.generator),
+            # Issue 47: one line for the verdict, one for the evidence, the prefix once each.
+            "Generator self-check: " + " ".join(check.advice_lines),
+            "Self-check evidence: " + "; ".join(check.evidence_lines),
             *caveats.notes,
         )
     )
@@ -162,3 +167,17 @@ def test_a_warm_prefix_cache_and_chunk_counted_tokens_are_caveats() -> None:
         "vllm: warm prefix cache (80% of prompt tokens): prefill was mostly skipped.",
         "tgi: tokens counted from the stream's text chunks, not the engine's usage.",
     ]
+
+
+def test_a_run_that_kept_up_says_so_once(db_url: str) -> None:
+    """Issue 47: the Runs page printed "Generator self-check:" before every sentence, saying
+    the generator kept up once per line."""
+    targets = tuple(EngineTarget(name, "http://127.0.0.1:9", "vllm", "m") for name in ("a", "b"))
+    run_id = jobs.create_run(BenchSpec(engines=targets, workload=WorkloadSpec(output_len=8)))
+    calm = report([WorkerCheck(loop_lag_s=[0.0002] * 400, cpu_s=0.02, wall_s=2.0)], open_loop=False)
+    engines = {name: {**summarize_engine([]), "generator": calm} for name in ("a", "b")}
+    jobs.update_run(run_id, status="finished", summary={"engines": engines})
+    lines = runs_view.run_page_view(run_id).caveats.lines
+    said = [line for line in lines if line.startswith("Generator self-check")]
+    assert len(said) == 1 and said[0].count("kept up") == 1, lines
+    assert sum(line.startswith("Self-check evidence") for line in lines) == 1
