@@ -18,6 +18,8 @@ QUIET_S = 0.05
 #: The panel is drawn again this often while an exchange streams, even with no new status: a
 #: worker gone silent is found out there (services.playground.reading marks it interrupted).
 RECHECK_S = 10.0
+#: How often a follower's screen asks whether the presenter still shows the exchange.
+STILL_SHOWN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ def grow(
     *,
     every_s: float = 0.0,
     quiet_s: float = QUIET_S,
+    still_shown: Callable[[], bool] | None = None,
 ) -> None:
     """Grow the answers in their places while the exchange streams, in a run of the fragment
     that drew them: each change as soon as it is read (services.playground.watching reads it
@@ -112,15 +115,21 @@ def grow(
     in place too ("finished" under its own column when its engine ends), then the fragment runs
     again for its figures; so it does when the first words arrive and every RECHECK_S; the
     exchange's end reruns the page. With nothing new it touches the screen every `quiet_s` (a
-    yield point, where a click is taken). Returns never: it ends in a rerun."""
+    yield point, where a click is taken). `still_shown`, asked every STILL_SHOWN_S, says whether
+    the screen should show this exchange still (a follower's presenter may show something else).
+    Returns never: it ends in a rerun."""
     drawn = {c.engine: (c.status, c.answer) for c in view.columns}
     seen = 0
-    began = time.monotonic()
+    began = asked = time.monotonic()
     while True:
         now = playground.growing(view.run_id, seen, quiet_s)
         seen = now.version
         if not now.active:
             st.rerun()
+        if still_shown is not None and time.monotonic() - asked > STILL_SHOWN_S:
+            asked = time.monotonic()
+            if not still_shown():
+                st.rerun()
         rerun = time.monotonic() - began > RECHECK_S
         touched = False
         for engine, (status, text) in now.answers.items():
