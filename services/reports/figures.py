@@ -75,6 +75,8 @@ def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
         xaxis_title=f"{LATENCY_METRICS[metric]} (ms)",
         yaxis_title="share of requests at or below",
         yaxis_tickformat=".0%",
+        # A share stops at 100% (one sample autoranged the axis to 200%).
+        yaxis_range=[0, 1],
         legend={"orientation": "h", "y": -0.25},
         margin={"l": 60, "r": 20, "t": 50, "b": 40},
         height=380,

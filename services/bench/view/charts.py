@@ -178,12 +178,14 @@ def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figur
         xs, ys = cdf_points([v * 1000 for v in values])
         # Steps, as the Runs page draws the same CDF: an empirical CDF rises only at a sample.
         figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv"}, name=name))
-    return _layout(
+    laid = _layout(
         figure,
         f"{label} distribution (CDF)",
         f"{label} (ms)",
         "share of tokens" if label == "ITL" else "share of requests",
     )
+    # A share stops at 100% (one sample autoranged the axis to 200%).
+    return laid.update_yaxes(range=[0, 1])
 
 
 def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
