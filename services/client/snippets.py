@@ -10,6 +10,10 @@ from typing import Any
 
 from services.client.records import ChatRequest
 from services.client.request import build_body, chat_url, request_url, sdk_kwargs
+from services.engines import get_adapter
+
+#: Where a kind with a wire format of its own puts the new text in each streamed event.
+_TEXT_FIELD = {"triton_generate": "text_output"}
 
 
 def as_curl(request: ChatRequest) -> str:
@@ -27,7 +31,12 @@ def as_curl(request: ChatRequest) -> str:
 
 
 def as_openai_python(request: ChatRequest) -> str:
-    """The exact request as openai-python code (extras through `extra_body`)."""
+    """The exact request as openai-python code (extras through `extra_body`); for a kind with a
+    wire format of its own (Triton's generate_stream, where /v1/chat/completions is a 404),
+    Python's standard library posting the same body to the same URL as the client."""
+    wire = get_adapter(request.kind).wire
+    if wire != "openai":
+        return _as_plain_python(request, _TEXT_FIELD.get(wire, "text_output"))
     base = chat_url(request.base_url).removesuffix("/chat/completions")
     key = f'os.environ["{request.api_key_env}"]' if request.api_key_env else '"none"'
     kwargs = sdk_kwargs(request)
@@ -48,6 +57,27 @@ def as_openai_python(request: ChatRequest) -> str:
         "    if chunk.usage:\n"
         "        print()\n"
         "        print(chunk.usage)\n"
+    )
+
+
+def _as_plain_python(request: ChatRequest, text_field: str) -> str:
+    headers: dict[str, str] = {"Content-Type": "application/json", **(request.headers or {})}
+    key_line = ""
+    if request.api_key_env:
+        key_line = f'headers["Authorization"] = "Bearer " + os.environ["{request.api_key_env}"]\n'
+    return (
+        ("import os\n" if request.api_key_env else "") + "import json\nimport urllib.request\n\n"
+        f"url = {request_url(request)!r}\n"
+        f"body = {_py(build_body(request))}\n"
+        f"headers = {_py(headers)}\n"
+        f"{key_line}"
+        "request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)\n"
+        "with urllib.request.urlopen(request, timeout=600) as response:\n"
+        "    for line in response:\n"
+        '        if line.startswith(b"data:"):\n'
+        f"            event = json.loads(line[5:])\n"
+        f'            print(event.get({text_field!r}, ""), end="", flush=True)\n'
+        "print()\n"
     )
 
 
