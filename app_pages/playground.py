@@ -1,8 +1,10 @@
 """Playground: one prompt to 2-6 engines side by side, streamed and measured live.
 
-The page only reads widgets and calls services.playground; the streams run in a background
-worker that stores partial answers, and the answer panel (a fragment) polls them while a send
-is active. The exchange on screen has an address, /playground?exchange=<run id>, so a reload
+The page only reads widgets and calls services.playground; the streams run in the warm worker
+process that stores partial answers as they grow. While a send is active the answer panel (a
+fragment) reruns on its own and, in such a run, grows each answer in its place as the shared
+reader sees it (parts/playground_answers.grow), drawing the panel again only when a column's
+status changes, and the page when the exchange ends. The exchange on screen has an address, /playground?exchange=<run id>, so a reload
 shows it again. Everything untrusted (answers, errors, names) goes through
 services.playground.text before Streamlit renders it as markdown.
 """
@@ -17,10 +19,16 @@ from app_pages.parts import playground_form as form
 from services.core.errors import ShootoutError
 from services.playground import view as playground
 
-LIVE_INTERVAL_S = 0.5
 #: The query parameter that gives the exchange on screen an address of its own (a reload while
 #: it streams, or a shared link, shows it again).
 ADDRESS = "exchange"
+
+#: While a send streams, the panel's own reruns start this soon after the page is drawn (each
+#: then grows the answers until something else than text changes).
+LIVE_INTERVAL_S = 0.05
+#: Set while the whole page draws: the panel grows its answers only in a run of its own (a page
+#: stuck in that loop would leave what follows the panel undrawn).
+DRAWING_PAGE = "pg_drawing_page"
 
 state = st.session_state
 state.setdefault("pg_run_id", None)
@@ -56,6 +64,8 @@ def on_stop() -> None:
         playground.stop(state.pg_run_id, common.viewer())
     except ShootoutError as error:
         state.pg_error = str(error)
+        return
+    playground.wait_stopped(state.pg_run_id)
 
 
 def on_new_conversation() -> None:
@@ -161,6 +171,7 @@ st.caption(
 
 try:
     engines = playground.list_engines()
+    playground.keep_worker_warm()
     _follow_address()
     current = playground.get_exchange(state.pg_run_id) if state.pg_run_id is not None else None
 except ShootoutError as error:
@@ -218,15 +229,22 @@ def answers_panel() -> None:
         st.markdown(f"First token: **{playground.md_line(view.first_token_engine)}**{fastest}")
     units = playground.units(arrangement.columns)
     panes = st.columns(len(arrangement.columns), border=True)
+    places = {}
     for pane, column in zip(panes, arrangement.columns, strict=True):
         with pane:
             label = arrangement.labels[column.engine]
-            answers.pane(view, column, label, arrangement.hidden, view.blind, units)
+            places[column.engine] = answers.pane(
+                view, column, label, arrangement.hidden, view.blind, units
+            )
     if not arrangement.hidden and not view.active:
         answers.copy_as_code(view, arrangement.columns)
+    if view.active and not state.get(DRAWING_PAGE):
+        answers.grow(view, places)
 
 
+state[DRAWING_PAGE] = True
 answers_panel()
+state[DRAWING_PAGE] = False
 if current is not None and not busy:
     try:
         answers.compare(current, vote_controls(current.run_id))

@@ -3,12 +3,36 @@ exchanges. Everything untrusted goes through services.playground.text before mar
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from services.playground import view as playground
+
+#: While an exchange streams, a change is drawn as soon as it is read; with nothing new the
+#: presenter's screen is still touched this often, so a click (Stop) is taken within it.
+QUIET_S = 0.05
+#: The panel is drawn again this often while an exchange streams, even with no new status: a
+#: worker gone silent is found out there (services.playground.reading marks it interrupted).
+RECHECK_S = 10.0
+#: How often a follower's screen asks whether the presenter still shows the exchange.
+STILL_SHOWN_S = 1.0
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where a pane shows its status and its answer: `grow` draws them there while it streams
+    (answer None: several choices, drawn by the page)."""
+
+    status: DeltaGenerator
+    answer: DeltaGenerator | None
+
+
+def status_words(status: str) -> str:
+    return playground.STATUS_WORDS.get(status, playground.md_line(status))
 
 
 def _title(column: playground.Column, label: str, hidden: bool) -> str:
@@ -25,10 +49,12 @@ def pane(
     hidden: bool,
     blind: bool,
     units: tuple[str, str],
-) -> None:
-    """One engine's pane: title, status, timings (unless hidden), notes, answer, checks."""
+) -> Places:
+    """One engine's pane: title, status, timings (unless hidden), notes, answer, checks; returns
+    the places of its status and answer, where `grow` draws them while it streams."""
     st.markdown(_title(column, label, hidden))
-    st.caption(playground.STATUS_WORDS.get(column.status, playground.md_line(column.status)))
+    status = st.empty()
+    status.caption(status_words(column.status))
     if not hidden:
         if blind:
             st.caption(f"{label} in the blind vote")
@@ -55,12 +81,14 @@ def pane(
     if thinking is not None:
         with st.expander(thinking, expanded=False):
             st.markdown(playground.safe_answer(column.thinking))
+    slot = None
     if column.choices:
         tabs = st.tabs([f"choice {i}" for i in range(len(column.choices))])
         for tab, text in zip(tabs, column.choices, strict=True):
             tab.markdown(playground.safe_answer(text) or "…")
     else:
-        st.markdown(
+        slot = st.empty()
+        slot.markdown(
             playground.safe_answer(column.answer)
             or ("…" if column.status == "streaming" else "_no text_")
         )
@@ -78,6 +106,66 @@ def pane(
                 f"Invalid at {playground.md_line(column.schema_check.path)}: "
                 f"{playground.md_line(column.schema_check.message)}"
             )
+    return Places(status, slot)
+
+
+def grow(
+    view: playground.ExchangeView,
+    places: dict[str, Places],
+    *,
+    every_s: float = 0.0,
+    quiet_s: float = QUIET_S,
+    still_shown: Callable[[], bool] | None = None,
+) -> None:
+    """Grow the answers in their places while the exchange streams, in a run of the fragment
+    that drew them: each change as soon as it is read (services.playground.watching reads it
+    once for every screen), at most every `every_s` (a follower). A column's new status is drawn
+    in place too ("finished" under its own column when its engine ends), then the fragment runs
+    again for its figures; so it does when the first words arrive and every RECHECK_S; the
+    exchange's end reruns the page. With nothing new it touches the screen every `quiet_s` (a
+    yield point, where a click is taken). `still_shown`, asked every STILL_SHOWN_S, says whether
+    the screen should show this exchange still (a follower's presenter may show something else).
+    Returns never: it ends in a rerun."""
+    drawn = {c.engine: (c.status, c.answer) for c in view.columns}
+    seen = 0
+    began = asked = time.monotonic()
+    while True:
+        now = playground.growing(view.run_id, seen, quiet_s)
+        seen = now.version
+        if not now.active:
+            st.rerun()
+        if still_shown is not None and time.monotonic() - asked > STILL_SHOWN_S:
+            asked = time.monotonic()
+            if not still_shown():
+                st.rerun()
+        rerun = time.monotonic() - began > RECHECK_S
+        touched = False
+        for engine, (status, text) in now.answers.items():
+            status_then, text_then = drawn.get(engine, (status, text))
+            # Only forward: a read older than the page's own draws nothing back.
+            if len(text) < len(text_then) or status_then != "streaming":
+                continue
+            place = places.get(engine)
+            if text != text_then:
+                if place is None or place.answer is None:  # choices: the page draws them
+                    time.sleep(0.4)  # at most twice a second
+                    rerun = True
+                else:
+                    place.answer.markdown(playground.safe_answer(text))
+                    touched = True
+            if status != status_then and place is not None:
+                place.status.caption(status_words(status))
+                touched = True
+            if status != status_then or (text and not text_then):
+                rerun = True
+            drawn[engine] = (status, text)
+        if rerun:
+            st.rerun(scope="fragment")
+        if not touched and places:  # a yield point, so a click is taken now
+            engine, place = next(iter(places.items()))
+            place.status.caption(status_words(drawn[engine][0]))
+        if every_s:
+            time.sleep(every_s)
 
 
 def copy_as_code(view: playground.ExchangeView, columns: list[playground.Column]) -> None:

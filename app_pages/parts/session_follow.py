@@ -34,39 +34,66 @@ def shown(what: sessions.Shown) -> None:
         st.error(md_text(str(error)))
 
 
+#: A follower's screen grows a streaming answer at most this often (the presenter's: at once);
+#: the room sees what the presenter sees within it, at a fraction of the cost.
+FOLLOW_EVERY_S = 0.25
+#: With nothing new, a follower's screen is touched this often (a click is taken there).
+FOLLOW_QUIET_S = 0.5
+#: Set while the follower's whole page draws: the panes grow only in a run of their own.
+DRAWING_PAGE = "session_drawing_page"
+
+
 def exchange(run_id: int) -> None:
     """The presenter's Playground exchange as its panes show it, streaming while it streams;
     a blind one stays blind here too (the arrangement comes from the stored exchange)."""
     if sessions.exchange_streaming(run_id):
+        st.session_state[DRAWING_PAGE] = True
         _exchange_live(run_id)
+        st.session_state[DRAWING_PAGE] = False
     else:
         _exchange(run_id)
 
 
+def _still_shown() -> bool:
+    """Whether the presenter still shows what this screen shows (the followers' shared poll)."""
+    seat = share.seat()
+    if seat is None:
+        return True
+    live = sessions.poll(seat)
+    return not live.ended and live.seq == st.session_state.get("session_seen_seq")
+
+
 @st.fragment(run_every=common.refresh_interval(0.5))
 def _exchange_live(run_id: int) -> None:
-    if not _exchange(run_id):
+    found = _exchange(run_id)
+    if found is None:
         st.rerun()  # the streams ended: drawn once more without the timed refresh
+    elif not st.session_state.get(DRAWING_PAGE):
+        # A run of its own: grow the answers in place (one shared read for the whole room).
+        answers.grow(*found, every_s=FOLLOW_EVERY_S, quiet_s=FOLLOW_QUIET_S, still_shown=_still_shown)
 
 
-def _exchange(run_id: int) -> bool:
-    """The panes; True while the exchange still streams."""
+def _exchange(
+    run_id: int,
+) -> tuple[answers.playground.ExchangeView, dict[str, answers.Places]] | None:
+    """The panes; while the exchange streams, it and the places of its answers."""
     view = sessions.get_exchange(run_id)
     arrangement = sessions.arrange(view, common.participant())
     st.markdown(f"**Playground · turn {view.turn}:** {md_text(view.prompt)}")
     if not arrangement.columns:
         st.caption("Waiting for the engines' first answers…")
-        return view.active
+        return (view, {}) if view.active else None
     units = sessions.units(arrangement.columns)
     panes = st.columns(len(arrangement.columns), border=True)
+    places = {}
     for pane, column in zip(panes, arrangement.columns, strict=True):
         with pane:
-            answers.pane(
+            places[column.engine] = answers.pane(
                 view, column, arrangement.labels[column.engine], arrangement.hidden, view.blind, units
             )
     if arrangement.hidden and not view.active:
         _vote(run_id, arrangement)
-    return view.active
+    return (view, places) if view.active else None
 
 
 def _vote(run_id: int, arrangement: sessions.Arrangement) -> None:

@@ -12,12 +12,10 @@ from sqlalchemy import select
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, build_body
-from services.core import blind, ids, lifecycle
+from services.core import blind, ids
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import RunKind
-from services.core.processes import launch_run_worker
 from services.engines import SamplingParams, endpoints
-from services.playground import worker
+from services.playground import pool, worker
 from services.playground.checks import validate
 from services.playground.params import engine_params, messages_for, params_dict, params_from_dict
 from services.playground.reading import last_prompt
@@ -48,8 +46,8 @@ def _conversation_history(conversation_id: str) -> tuple[int, dict[str, list[tup
 
 def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool = False) -> SendHandle:
     """Store the exchange and start streaming it to every chosen engine in the background:
-    in a worker process of its own when `isolated` (the page: timestamps taken away from the
-    Streamlit server's GIL), else in a thread of this process. Refused past the server's or
+    in the warm worker process when `isolated` (the page: timestamps taken away from the
+    Streamlit server's GIL, services/playground/pool.py), else in a thread of this process. Refused past the server's or
     this viewer's limit of exchanges streaming at once."""
     validate(request)
     records = {c.engine: endpoints.get_engine(c.engine) for c in request.engines}
@@ -124,8 +122,7 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
             streams.append(Stream(exchange.id, record.name, chat, notes))
         run_id = run.id
     if isolated:
-        pid = launch_run_worker(RunKind.PLAYGROUND, run_id)
-        lifecycle.beat(run_id, worker_pid=pid)
+        pool.hand_over(run_id)
     else:
         worker.start(run_id, streams)
     return SendHandle(run_id, conversation_id, turn)

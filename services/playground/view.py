@@ -38,6 +38,7 @@ from services.playground import (
 )
 from services.playground import text as ptext
 from services.playground import votes as playground_votes
+from services.playground.pool import prepare
 from services.playground.text import (
     code_span,
     diff_html,
@@ -50,6 +51,7 @@ from services.playground.text import (
     side_by_side_html,
 )
 from services.playground.votes import BlindVote
+from services.playground.watching import Growing, growing
 from services.team.owners import may_control_run
 from services.votes import live
 
@@ -63,6 +65,7 @@ __all__ = [
     "Column",
     "EngineRecord",
     "ExchangeView",
+    "Growing",
     "Reopened",
     "arrange",
     "code_span",
@@ -75,7 +78,9 @@ __all__ = [
     "form_request",
     "form_values",
     "get_exchange",
+    "growing",
     "history",
+    "keep_worker_warm",
     "list_engines",
     "live_tally_line",
     "may_control_run",
@@ -100,6 +105,7 @@ __all__ = [
     "undo_vote",
     "units",
     "vote_best",
+    "wait_stopped",
 ]
 
 DEFAULT_SCHEMA = json.dumps(
@@ -118,6 +124,22 @@ STATUS_WORDS = {
     "cancelled": ":orange[stopped]",
     "interrupted": ":orange[interrupted]",
 }
+
+
+def keep_worker_warm() -> None:
+    """Have the worker process that streams the next send started already (a send then costs
+    no process start: services/playground/pool.py)."""
+    prepare()
+
+
+#: How long the Stop button's click waits for the streams to end, so the page it draws next says
+#: "stopped" (a worker hears a stop at once: services/playground/pool.py).
+STOP_WAIT_S = 0.3
+
+
+def wait_stopped(run_id: int) -> None:
+    """Give a stopped exchange's worker a moment to store its last rows."""
+    playground.wait(run_id, STOP_WAIT_S)
 
 
 def _optional_int(form: Mapping[str, Any], key: str) -> int | None:

@@ -1,12 +1,14 @@
 """The background side of a send: an event loop per exchange, streaming every engine through
-the shared client and writing partial answers every PERSIST_INTERVAL_S; its end sets the
-run's status and summary.
+the shared client and writing partial answers as they grow: the first token at once, then at
+most every PERSIST_INTERVAL_S; an engine's own end writes its final row at once (its column
+says finished while the others stream); the exchange's end sets the run's status and summary.
 
-It runs in a process of its own when the page sends (services/playground/process.py, so the
-Streamlit server's GIL pauses never land between a chunk and its timestamp), or in a thread of
-the caller (`cli.py ask`, which is a process of its own already, and tests that replace the
-stream). A worker in another process is stopped through the database (`lifecycle`'s cancel);
-`is_active` and `wait` read the run's status then."""
+It runs in a worker process when the page sends (the warm one of services/playground/warm.py,
+so the Streamlit server's GIL pauses never land between a chunk and its timestamp, and no
+process starts per send), or in a thread of the caller (`cli.py ask`, which is a process of its
+own already, and tests that replace the stream). A worker in another process is stopped through
+its pipe (services/playground/pool.py) and the database (`lifecycle`'s cancel, checked every
+CANCEL_CHECK_S); `is_active` and `wait` read the run's status then."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import update
+
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
@@ -24,8 +28,14 @@ from services.core.errors import NotFoundError
 from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
 from services.core.measure import RequestMetrics
 from services.core.processes import pid_alive
+from services.playground import pool
 
-PERSIST_INTERVAL_S = 0.25
+#: The shortest time between two writes of an exchange's growing answers (the first token of a
+#: quiet exchange is written at once).
+PERSIST_INTERVAL_S = 0.05
+#: How often a worker process reads whether someone stored a cancel (a stop sent through the
+#: warm worker's pipe arrives at once).
+CANCEL_CHECK_S = 0.1
 
 
 @dataclass
@@ -48,6 +58,8 @@ class _Worker:
         #: A worker process learns of a stop from the database (the page is another process).
         self.watch_cancel = watch_cancel
         self.loop: asyncio.AbstractEventLoop | None = None
+        #: Set when something arrived or ended: the persister writes at once, not on a timer.
+        self.wake: asyncio.Event | None = None
         self.tasks: list[asyncio.Task[Any]] = []
         self.stop_requested = False
         self.streams_done = False
@@ -77,6 +89,7 @@ class _Worker:
 
     async def _run(self) -> None:
         self.loop = asyncio.get_running_loop()
+        self.wake = asyncio.Event()
         async with make_http_client(len(self.streams) * 2) as client:
             for stream in self.streams:
                 self.tasks.append(asyncio.create_task(self._one(client, stream)))
@@ -87,12 +100,17 @@ class _Worker:
             await asyncio.gather(*self.tasks, return_exceptions=True)
             # Let an in-flight partial write land before the final one (never after it).
             self.streams_done = True
+            self.wake.set()
             await persister
         await asyncio.to_thread(_finish_run, self.run_id, self.streams)
 
     async def _one(self, client: Any, stream: Stream) -> None:
+        wake = self.wake
+        assert wake is not None
+
         def mark(_index: int, _text: str, _result: StreamResult) -> None:
             stream.dirty = True
+            wake.set()
 
         try:
             await stream_chat(client, stream.request, on_delta=mark, result=stream.result)
@@ -101,28 +119,39 @@ class _Worker:
             return
         stream.status = "finished" if stream.result.ok else "failed"
         stream.dirty = True
+        wake.set()
 
     async def _persist_loop(self) -> None:
-        last_beat = time.monotonic()
+        wake = self.wake
+        assert wake is not None
+        last_beat = last_check = time.monotonic()
         while not self.streams_done:
-            await asyncio.sleep(PERSIST_INTERVAL_S)
-            if (
-                self.watch_cancel
-                and not self.stop_requested
-                and await asyncio.to_thread(lifecycle.cancel_requested, self.run_id)
-            ):
-                self.stop()
+            try:
+                await asyncio.wait_for(wake.wait(), timeout=CANCEL_CHECK_S)
+            except TimeoutError:
+                pass
+            wake.clear()
+            now = time.monotonic()
+            if self.watch_cancel and not self.stop_requested and now - last_check >= CANCEL_CHECK_S:
+                last_check = now
+                if await asyncio.to_thread(lifecycle.cancel_requested, self.run_id):
+                    self.stop()
             changed = [s for s in self.streams if s.dirty]
             # An engine silent in a long prefill must not make the exchange look abandoned.
-            if not changed and time.monotonic() - last_beat < HEARTBEAT_INTERVAL_S:
+            if not changed and now - last_beat < HEARTBEAT_INTERVAL_S:
                 continue
-            last_beat = time.monotonic()
+            last_beat = now
             rows = []
             for stream in changed:
                 stream.dirty = False
-                rows.append((stream.exchange_id, _row_values(stream, final=False)))
+                # An engine that ended is final now: its column says so while others stream.
+                rows.append(
+                    (stream.exchange_id, _row_values(stream, final=stream.status != "streaming"))
+                )
             # The database write happens off the event loop so it never delays a chunk's timestamp.
             await asyncio.to_thread(_write_rows, self.run_id, rows)
+            if not self.streams_done:
+                await asyncio.sleep(PERSIST_INTERVAL_S)
 
 
 _lock = threading.Lock()
@@ -186,13 +215,11 @@ def reasoning_figures(figures: RequestMetrics) -> dict[str, Any]:
 
 
 def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
+    # One UPDATE per row, no load: the less Python here, the less this thread holds the GIL
+    # while a chunk waits for its timestamp.
     with session_scope() as session:
         for exchange_id, values in rows:
-            row = session.get(Exchange, exchange_id)
-            if row is None:
-                continue
-            for key, value in values.items():
-                setattr(row, key, value)
+            session.execute(update(Exchange).where(Exchange.id == exchange_id).values(**values))
         lifecycle.beat(run_id, session)
 
 
@@ -212,12 +239,14 @@ def _finish_run(run_id: int, streams: list[Stream], error: str | None = None) ->
     else:
         status = RunStatus.FAILED
         reason = "; ".join(f"{s.engine}: {s.result.error}" for s in streams if s.result.error)
-    # A cancelled exchange is complete too: each answer ended, cut or not.
+    # A cancelled exchange is complete too: each answer ended, cut or not. Its worker (a warm
+    # process that lives on for the next send) writes nothing more: the run names none now.
     lifecycle.finish(
         run_id,
         status,
         error=reason,
         progress=1.0,
+        worker_pid=None,
         summary={
             "engines": {
                 s.engine: {
@@ -262,7 +291,10 @@ def stop(run_id: int) -> None:
         worker.stop()
         return
 
-    try:  # its worker is another process: it sees the cancel within PERSIST_INTERVAL_S
+    # Its worker is another process: the warm worker hears it through its pipe at once; any
+    # worker sees the stored cancel within CANCEL_CHECK_S.
+    pool.tell_stop(run_id)
+    try:
         lifecycle.request_cancel(run_id, "playground", "playground exchange")
     except NotFoundError:
         pass

@@ -34,6 +34,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | replay | | a file name in the replay folder, streamed verbatim event by event every itl ms |
 | report | | the engine's own times in its shape: vllm (`metrics` on the usage chunk), llamacpp (`timings.prompt_ms`/`predicted_ms`), tgi (`x-queue-time`/`x-inference-time` headers) |
 | etimes | | the times reported, ms `queue:prefill:decode` (default: measured, queue 0, prefill = received -> first write, decode = first -> last write; tgi: the scenario's ttft and itl) |
+| logas | | keep the server's own timing record of each such request under this id, as the `x-scripted-id` header does (for a client that sends no headers of its own: the Playground) |
 | canned | 0 | 1 (with ttft=0, itl=0, no fault): the stream's body is built once and every later request with the same answer gets those bytes in one write, its id included; the server's cost per token is then next to nothing, so a client's capacity is measured alone |
 
 Faults: none, slow_headers, stall, cut (connection closed mid-stream), cut_before_done
@@ -125,6 +126,7 @@ class Scenario:
     size: int = 1_000_000
     replay: str = ""
     canned: int = 0
+    logas: str = ""
     report: str = ""
     etimes: str = ""
 
@@ -496,7 +498,7 @@ class ScriptedHandler:
             return self._plain(
                 writer, 400, json.dumps({"error": {"message": f"bad request: {error}", "code": 400}})
             )
-        log_id = headers.get("x-scripted-id")
+        log_id = headers.get("x-scripted-id") or scenario.logas
         record: dict[str, Any] | None = None
         if log_id:
             record = {"received": received, "writes": [], "tokens": []}

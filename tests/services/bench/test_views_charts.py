@@ -17,3 +17,14 @@ def test_a_latency_cdf_is_drawn_as_steps_on_both_pages(db_url: str) -> None:
     benchmarks = bench_cdf({"vllm": ttfts}, "TTFT")
     shapes = {trace.line.shape for figure in (runs, benchmarks) for trace in figure.data}
     assert shapes == {"hv"}
+
+
+def test_a_cdf_s_share_axis_stops_at_100_percent(db_url: str) -> None:
+    """Issue 47: one sample autoranged "share of requests at or below" to 200%."""
+    run_id = make_run(
+        engines={"vllm": engine_summary(0.08, 0.02, 1.0, 400.0)}, requests={"vllm": [0.05]}
+    )
+    runs = runs_cdf(compare_runs([run_id]), "ttft_s")
+    assert runs is not None
+    for figure in (runs, bench_cdf({"vllm": [0.05]}, "TTFT")):
+        assert tuple(figure.layout.yaxis.range) == (0, 1)

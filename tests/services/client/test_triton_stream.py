@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
 
-from services.client import ChatRequest, build_body, request_url, run_chat
+from services.client import ChatRequest, as_openai_python, build_body, request_url, run_chat
 from services.engines import SamplingParams
 
 MESSAGES = [{"role": "user", "content": "Name three colours."}]
@@ -138,3 +139,21 @@ async def test_a_cut_stream_is_not_a_finished_answer(serve) -> None:
     result = await run_chat(triton_request(await serve(CannedTriton([event("Hi", 1)], end=False))))
     assert not result.ok and result.error_class == "stream_cut"
     assert result.choice(0).text == "Hi"  # type: ignore[union-attr]  # the partial answer is kept
+
+
+async def test_the_copy_as_python_sample_streams_from_generate_stream(serve) -> None:
+    """Issue 47: Triton's "copy as Python" called /v1/chat/completions (a 404 on Triton). The
+    sample, run as it is pasted, now posts to generate_stream and prints the answer."""
+    canned = CannedTriton([event("1. Red", 1), event(" blue", 2), event("", 2, "stop")])
+    base = await serve(canned)
+    code = as_openai_python(triton_request(base + "/v1", max_tokens=2))
+    assert "chat/completions" not in code and "from openai" not in code
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().strip() == "1. Red blue"
+    [(line, body)] = canned.requests
+    assert line.startswith(b"POST /v2/models/smollm2/generate_stream")
+    assert json.loads(json.loads(body)["messages"]) == MESSAGES

@@ -1,6 +1,7 @@
-"""A Playground exchange sent as the page sends it (`isolated=True`): a worker process of its
-own streams the stored exchange (the Streamlit server never timestamps a token), writes the
-answers as they arrive, and stops on a cancel stored by another process."""
+"""A Playground exchange sent as the page sends it (`isolated=True`): the warm worker process
+streams the stored exchange (the Streamlit server never timestamps a token, and no process
+starts per send), writes the answers as they arrive, each engine's end at once, and stops on
+the Stop button within 200 ms."""
 
 from __future__ import annotations
 
@@ -49,10 +50,33 @@ def test_a_worker_process_streams_the_exchange_and_stores_its_figures(
         assert column.ttft_s is not None and column.itl_mean_s is not None
     # The figures are the worker's own clock: the slow engine's 150 ms first token shows as such.
     assert by_name["slow"].ttft_s > 0.14 > by_name["fast"].ttft_s  # type: ignore[operator]
-    deadline = time.monotonic() + 10
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not pid_alive(pid)
+    # The warm worker lives on, and the ended exchange names it no more; the next send reuses it.
+    assert worker_pid(handle.run_id) is None and pid_alive(pid)
+    again = playground.send(
+        SendRequest(engines=(EngineChoice(fast), EngineChoice(slow)), prompt="Again"), isolated=True
+    )
+    assert worker_pid(again.run_id) == pid
+    assert playground.wait(again.run_id, 60)
+
+
+def test_each_column_finishes_when_its_own_engine_does(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    fast = register(scripted_server, "quick", ttft=10, itl=1, tokens=4)
+    slow = register(scripted_server, "slowpoke", ttft=10, itl=50, tokens=60, salt=2)
+    handle = playground.send(
+        SendRequest(engines=(EngineChoice(fast), EngineChoice(slow)), prompt="Hi"), isolated=True
+    )
+    deadline = time.monotonic() + 30
+    seen: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        seen = {c.engine: c.status for c in playground.get_exchange(handle.run_id).columns}
+        if seen["quick"] == "finished":
+            break
+        time.sleep(0.02)
+    assert seen == {"quick": "finished", "slowpoke": "streaming"}
+    playground.stop(handle.run_id)
+    assert playground.wait(handle.run_id, 15)
 
 
 def test_stop_reaches_the_worker_process_and_keeps_what_arrived(
@@ -69,8 +93,10 @@ def test_stop_reaches_the_worker_process_and_keeps_what_arrived(
         time.sleep(0.1)
         view = playground.get_exchange(handle.run_id)
     assert view.active and all(c.answer for c in view.columns)
+    clicked = time.monotonic()
     playground.stop(handle.run_id)
     assert playground.wait(handle.run_id, 15)
+    assert time.monotonic() - clicked < 0.2  # every stream ended, the exchange stored as stopped
     stopped = playground.get_exchange(handle.run_id)
     assert stopped.status == "cancelled"
     before = {c.engine: c.answer for c in view.columns}
