@@ -3,8 +3,9 @@ of TTFT and E2E (services.core.measure.time_split defines them per request), as 
 `time_split` block; and that rest as evidence for the generator's self-check.
 
 The block's means add up: over the requests the engine timed, mean queue + mean prefill +
-mean decode + mean E2E rest = mean E2E (the chart stacks them). Percentiles do not add up
-and are there to read one part at a time.
+mean decode + mean E2E rest = mean E2E (the chart stacks them), except where a rest was clamped
+at 0 (`clamped`: the engine counted more time than the client saw; `clamp_note` says so beside
+every split shown). Percentiles do not add up and are there to read one part at a time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from services.core.measure import DEFAULT_PERCENTILES, describe
+from services.core.measure import DEFAULT_PERCENTILES, clamp_note, describe
 
 if TYPE_CHECKING:  # stats.py builds its summary with this module
     from services.bench.stats import RequestRecord
@@ -76,7 +77,39 @@ def split_block(
         values = [value for _, split in timed if (value := getattr(split, key)) is not None]
         block[key] = describe(values, percentiles) if values else None
     block["e2e_s"] = describe([record.e2e_s or 0.0 for record, _ in timed], percentiles)
+    over = [split.overcount_s for _, split in timed if split.overcount_s > 0]
+    if over:
+        block["clamped"] = {"requests": len(over), "max_s": max(over)}
     return block
+
+
+#: The rests of a split: never shown below 0.
+REST_PARTS = ("ttft_rest_s", "e2e_rest_s")
+
+
+def block_clamp_note(block: dict[str, Any]) -> str:
+    """Why a stored block's rest reads 0 somewhere, in words ("" when it adds up): from its
+    `clamped` count, or, for a run stored before rests were clamped, from its rests' minimum."""
+    clamped = block.get("clamped")
+    if isinstance(clamped, dict) and clamped.get("max_s"):
+        return clamp_note(float(clamped["max_s"]), int(clamped.get("requests") or 0) or None)
+    lowest = min(
+        (
+            float(value)
+            for key in REST_PARTS
+            for value in ((block.get(key) or {}).get("min"),)
+            if isinstance(value, (int, float))
+        ),
+        default=0.0,
+    )
+    return clamp_note(-lowest) if lowest < 0 else ""
+
+
+def shown(key: str, value: Any) -> Any:
+    """A stored part's figure as shown: a rest never below 0 (the note says why)."""
+    if key in REST_PARTS and isinstance(value, (int, float)):
+        return max(0.0, float(value))
+    return value
 
 
 #: How the rest's evidence begins, in the generator block and in runs stored before it stopped

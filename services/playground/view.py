@@ -374,7 +374,8 @@ def engine_split(column: Column, units: tuple[str, str]) -> str | None:
     ]
     if rests:
         parts.append("rest " + ", ".join(rests))
-    return "Engine's own: " + " · ".join(_kept(part) for part in parts)
+    note = f" · {ptext.md_line(split.clamp_note)}" if split.clamp_note else ""
+    return "Engine's own: " + " · ".join(_kept(part) for part in parts) + note
 
 
 def _own_unit(seconds: float) -> str:

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
-from services.bench.time_split import PART_TITLES, not_reported
+from services.bench.time_split import PART_TITLES, block_clamp_note, not_reported, shown
 from services.core.measure import TimeSplit
 from services.engines import get_adapter
 
@@ -34,7 +34,7 @@ def _means(block: dict[str, Any]) -> dict[str, float]:
     gets that sum as one part."""
 
     def mean(key: str) -> float:
-        return ((block.get(key) or {}).get("mean") or 0.0) * 1000
+        return (shown(key, (block.get(key) or {}).get("mean")) or 0.0) * 1000
 
     means = {key: mean(key) for key in ("queue_s", "prefill_s", "decode_s", "e2e_rest_s")}
     if block.get("prefill_s") is None:
@@ -97,7 +97,7 @@ def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
                 {
                     "engine": name,
                     "part": title,
-                    **{f"{q} (ms)": _ms(stats.get(q)) for q in ("mean", "p50", "p99")},
+                    **{f"{q} (ms)": _ms(shown(key, stats.get(q))) for q in ("mean", "p50", "p99")},
                 }
             )
     return pd.DataFrame(rows)
@@ -120,11 +120,13 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
             if key in means and (key != "queue_s" or split.get("queue_reported"))
         )
         rest = split.get("e2e_rest_s") or {}
+        note = block_clamp_note(split)
         lines.append(
-            f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms = "
-            f"{parts} ms (rest p50 {_ms(rest.get('p50'))} / p99 {_ms(rest.get('p99'))} ms; "
+            f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms "
+            f"{'≈' if note else '='} {parts} ms (rest p50 {_ms(shown('e2e_rest_s', rest.get('p50')))} / p99 "
+            f"{_ms(shown('e2e_rest_s', rest.get('p99')))} ms; "
             f"{split['reported']} of {split.get('requests', 0)} requests timed by the engine, "
-            f"from its {split.get('source') or 'report'})"
+            f"from its {split.get('source') or 'report'})" + (f"; {note}" if note else "")
         )
     return lines
 
@@ -132,8 +134,9 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
 #: What the split means, said once above it on the Runs page and in the HTML reports.
 SPLIT_NOTE = (
     "The engine's own queue, prefill and decode beside the client's TTFT and E2E; the rest is "
-    "time outside the engine's clock (network, HTTP, its front end, the client). The means add "
-    "up to the mean E2E of the requests the engine timed; percentiles are one part at a time."
+    "what is left of them, time outside the engine's clock (network, HTTP, its front end, the "
+    "client), never below 0 (where the engine counted more than the client saw, a note says by "
+    "how much). Percentiles are one part at a time."
 )
 
 
@@ -191,6 +194,8 @@ def split_words(split: TimeSplit) -> str:
     ]
     if split.prefill_s is None and split.engine_s is not None:
         parts.insert(1, f"prefill + decode {(split.engine_s - (split.queue_s or 0.0)) * 1000:.1f} ms")
+    if split.clamp_note:
+        parts.append(split.clamp_note)
     return " · ".join(parts)
 
 
