@@ -39,6 +39,24 @@ MIN_TIMED_REQUESTS = 20
 REST_P99_LIMIT_S = 0.050
 
 
+#: How a split of a router's worker's times names its parts (`via` "router"): the parts are
+#: the worker's, and the router's own time is in the rest.
+VIA_ROUTER = "the worker's times (the router passes them on; its own time is in the rest)"
+
+
+def part_title(key: str, via: str = "") -> str:
+    """A part's name in a split's table: "(engine)" for the engine's own, "(worker)" for a
+    router's worker's, whose rest holds the router's own time."""
+    title = PART_TITLES[key]
+    if via != "router":
+        return title
+    if key == "e2e_rest_s":
+        return "rest of E2E (the router's own time among it)"
+    if key == "ttft_rest_s":
+        return "rest of TTFT (the router's own time among it)"
+    return title.replace("(engine)", "(worker)")
+
+
 def not_reported(label: str) -> str:
     """What a split says for an engine that timed nothing (or not that part)."""
     return f"not reported by {label}"
@@ -73,6 +91,8 @@ def split_block(
         sorted({record.engine_times.source for record, _ in timed if record.engine_times})
     )
     block["queue_reported"] = all(split.queue_s is not None for _, split in timed)
+    if any(split.via for _, split in timed):
+        block["via"] = ", ".join(sorted({split.via for _, split in timed if split.via}))
     for key in SPLIT_PARTS:
         values = [value for _, split in timed if (value := getattr(split, key)) is not None]
         block[key] = describe(values, percentiles) if values else None

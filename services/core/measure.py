@@ -354,6 +354,9 @@ class EngineTimes:
     cached_tokens: int | None = None
     #: Where the figures came from, in words ("final chunk's metrics", "timings", "headers").
     source: str = ""
+    #: What passed them on when they are another server's ("router": its worker's times, the
+    #: router's own time then in the rest); "" for the engine's own.
+    via: str = ""
 
     @property
     def reports_time(self) -> bool:
@@ -375,6 +378,7 @@ class EngineTimes:
             self.prompt_tokens,
             self.cached_tokens,
             self.source,
+            self.via,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -404,6 +408,7 @@ class EngineTimes:
             prompt_tokens=token_count(data.get("prompt_tokens")),
             cached_tokens=token_count(data.get("cached_tokens")),
             source=source if isinstance(source, str) else "",
+            via=via if isinstance(via := data.get("via"), str) else "",
         )
 
 
@@ -415,6 +420,7 @@ ENGINE_TIMES_FIELDS = (
     "prompt_tokens",
     "cached_tokens",
     "source",
+    "via",
 )
 
 
@@ -443,6 +449,9 @@ class TimeSplit:
     e2e_rest_s: float | None
     #: How much more time than the client saw the engine counted (s): 0 when the split adds up.
     overcount_s: float = 0.0
+    #: "router" when the times are a router's worker's (`EngineTimes.via`): the parts are the
+    #: worker's, the router's own time is in the rest.
+    via: str = ""
 
     @property
     def clamp_note(self) -> str:
@@ -489,6 +498,7 @@ def time_split(
         ttft_rest_s=None if ttft_rest is None else max(0.0, ttft_rest),
         e2e_rest_s=None if e2e_rest is None else max(0.0, e2e_rest),
         overcount_s=overcount,
+        via=engine.via,
     )
 
 

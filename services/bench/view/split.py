@@ -14,7 +14,14 @@ import plotly.graph_objects as go
 
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
-from services.bench.time_split import PART_TITLES, block_clamp_note, not_reported, shown
+from services.bench.time_split import (
+    PART_TITLES,
+    VIA_ROUTER,
+    block_clamp_note,
+    not_reported,
+    part_title,
+    shown,
+)
 from services.core.measure import TimeSplit
 from services.engines import get_adapter
 
@@ -49,6 +56,11 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
     blocks = {name: block.get("time_split") or {} for name, block in engines.items()}
     if not any(block.get("reported") for block in blocks.values()):
         return None
+    # A router's bar is its worker's times, the router's own time in the rest: its name says so.
+    shown_names = {
+        name: f"{name} (its worker's times)" if block.get("via") == "router" else name
+        for name, block in blocks.items()
+    }
     names = list(blocks)
     means = {name: _means(block) if block.get("reported") else {} for name, block in blocks.items()}
     figure = go.Figure()
@@ -58,7 +70,7 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
             continue
         figure.add_trace(
             go.Bar(
-                y=names,
+                y=[shown_names[name] for name in names],
                 x=[value or 0.0 for value in values],
                 orientation="h",
                 name=title,
@@ -69,7 +81,11 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
     for name in names:
         if not blocks[name].get("reported"):
             figure.add_annotation(
-                x=0, y=name, xanchor="left", showarrow=False, text=not_reported(labels.get(name, name))
+                x=0,
+                y=shown_names[name],
+                xanchor="left",
+                showarrow=False,
+                text=not_reported(labels.get(name, name)),
             )
     figure.update_layout(
         barmode="stack",
@@ -89,14 +105,14 @@ def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
         split = block.get("time_split") or {}
         if not split.get("reported"):
             continue
-        for key, title in TABLE_PARTS:
+        for key, _ in TABLE_PARTS:
             stats = split.get(key)
             if not stats:
                 continue
             rows.append(
                 {
                     "engine": name,
-                    "part": title,
+                    "part": part_title(key, split.get("via") or ""),
                     **{f"{q} (ms)": _ms(shown(key, stats.get(q))) for q in ("mean", "p50", "p99")},
                 }
             )
@@ -120,10 +136,12 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
             if key in means and (key != "queue_s" or split.get("queue_reported"))
         )
         rest = split.get("e2e_rest_s") or {}
-        note = block_clamp_note(split)
+        clamped = block_clamp_note(split)
+        via = VIA_ROUTER if split.get("via") == "router" else ""
+        note = "; ".join(part for part in (via, clamped) if part)
         lines.append(
             f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms "
-            f"{'≈' if note else '='} {parts} ms (rest p50 {_ms(shown('e2e_rest_s', rest.get('p50')))} / p99 "
+            f"{'≈' if clamped else '='} {parts} ms (rest p50 {_ms(shown('e2e_rest_s', rest.get('p50')))} / p99 "
             f"{_ms(shown('e2e_rest_s', rest.get('p99')))} ms; "
             f"{split['reported']} of {split.get('requests', 0)} requests timed by the engine, "
             f"from its {split.get('source') or 'report'})" + (f"; {note}" if note else "")
@@ -196,6 +214,8 @@ def split_words(split: TimeSplit) -> str:
         parts.insert(1, f"prefill + decode {(split.engine_s - (split.queue_s or 0.0)) * 1000:.1f} ms")
     if split.clamp_note:
         parts.append(split.clamp_note)
+    if split.via == "router":
+        parts.insert(0, VIA_ROUTER)
     return " · ".join(parts)
 
 
