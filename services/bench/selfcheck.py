@@ -302,8 +302,8 @@ def run_flagged(generator: dict[str, Any]) -> bool:
     if not generator.get("client_bound"):
         return False
     flagged = generator.get("flagged")
-    if not isinstance(flagged, list):
-        return True
+    if not isinstance(flagged, list) or not flagged:
+        return True  # nothing says on what: as stored
     return any(
         own_evidence(f.get("evidence")) or not f.get("evidence") for f in flagged if isinstance(f, dict)
     )

@@ -79,6 +79,7 @@ def test_a_run_stored_client_bound_on_the_rest_alone_is_judged_again() -> None:
     assert line is not None and line.startswith("generator kept up") and rest_line in line
     run_level = {"client_bound": True, "flagged": [{"engine": "vllm", "evidence": [rest_line]}]}
     assert not run_flagged(run_level)
+    assert run_flagged({"client_bound": True, "flagged": []})  # nothing says on what: as stored
     summary = BenchSummary.from_json(
         {"engines": {"vllm": {"completed": 20, "generator": stored}}, "generator": run_level}
     )
