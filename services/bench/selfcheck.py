@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from services.bench.time_split import REST_PREFIX
 from services.core.measure import percentile
 
 if TYPE_CHECKING:  # summary.py reads the states defined here
@@ -262,18 +263,50 @@ def _too_few(samples: int, measured_s: float | None = None) -> str:
     return f"only {samples} loop-lag probes{within}; a verdict needs {MIN_LAG_SAMPLES}"
 
 
+def own_evidence(lines: Sequence[str] | None) -> list[str]:
+    """The generator's own evidence among a block's lines: a run stored before the rest stopped
+    deciding the verdict listed the rest among them."""
+    return [line for line in lines or () if not str(line).startswith(REST_PREFIX)]
+
+
+def rest_lines(block: dict[str, Any]) -> list[str]:
+    """The time outside the engine's clock as evidence beside the verdict (time_split.py),
+    where it was large: kept apart now, among the evidence in runs stored before."""
+    stored = block.get("rest_evidence")
+    older = [line for line in block.get("evidence") or () if str(line).startswith(REST_PREFIX)]
+    return [str(stored)] if stored else older
+
+
 def state(block: dict[str, Any] | None) -> CheckState | None:
-    """A stored block's verdict, or None for a block without one (an import, an old run)."""
+    """A stored block's verdict, or None for a block without one (an import, an old run). A
+    block stored client-bound on the rest alone (before the rest stopped deciding) is judged again
+    on the generator's own figures."""
     if not block or "client_bound" not in block:
         return None
     if block["client_bound"]:
-        return CLIENT_BOUND
+        if own_evidence(block.get("evidence")) or not rest_lines(block):
+            return CLIENT_BOUND
+        # Its own figures passed no limit (else they would be evidence): judge them again.
+        return verdict(block, open_loop=False).state
     if block.get("checked") is False:
         return UNCHECKED
     if "checked" not in block and (block.get("loop_lag_samples") or 0) < MIN_LAG_SAMPLES:
         # Stored before the third state: this "kept up" had too few probes to say so.
         return UNCHECKED
     return KEPT_UP
+
+
+def run_flagged(generator: dict[str, Any]) -> bool:
+    """Whether a run's stored verdict (its top-level `generator`) says client-bound on some
+    load's own evidence: not a run stored client-bound on the rest alone."""
+    if not generator.get("client_bound"):
+        return False
+    flagged = generator.get("flagged")
+    if not isinstance(flagged, list) or not flagged:
+        return True  # nothing says on what: as stored
+    return any(
+        own_evidence(f.get("evidence")) or not f.get("evidence") for f in flagged if isinstance(f, dict)
+    )
 
 
 def unchecked_reason(block: dict[str, Any]) -> str:
@@ -325,9 +358,10 @@ def headline(block: dict[str, Any] | None) -> str | None:
             f"({h.get('requests', 0)} requests)"
             for h in hosts
         )
+    figures += "".join(f"; {line}" for line in rest_lines(block))
     if verdict_now == CLIENT_BOUND:
         return (
-            f"CLIENT-BOUND ({'; '.join(block.get('evidence') or [])}): {figures}; "
+            f"CLIENT-BOUND ({'; '.join(own_evidence(block.get('evidence')))}): {figures}; "
             f"what helps: {remedy(block)}"
         )
     if verdict_now == UNCHECKED:
@@ -343,13 +377,13 @@ def advice(block: dict[str, Any]) -> str:
     if verdict_now == KEPT_UP:
         return (
             f"TTFT and ITL are the engine's: the generator's own delay was ~{_fmt_ms(lag_p99)} ms "
-            "at p99."
+            "at p99." + _rest_words(block)
         )
     if verdict_now == UNCHECKED:
         return (
             f"The load generator could not check itself ({unchecked_reason(block)}): TTFT and ITL "
             "may include its own delay, unmeasured. What to do: run longer (more requests or a "
-            "duration) to get a verdict."
+            "duration) to get a verdict." + _rest_words(block)
         )
     if verdict_now != CLIENT_BOUND:
         return ""
@@ -381,7 +415,7 @@ def advice(block: dict[str, Any]) -> str:
         words.append("throughput and token counts are unaffected")
     late_p99 = (block.get("send_lateness_ms") or {}).get("p99")
     if late_p99 is not None and any(
-        line.startswith("send lateness") for line in block.get("evidence") or []
+        line.startswith("send lateness") for line in own_evidence(block.get("evidence"))
     ):
         words.append(
             f"requests left up to ~{_fmt_ms(late_p99)} ms after their scheduled time (p99), so the "
@@ -397,7 +431,12 @@ def advice(block: dict[str, Any]) -> str:
             "run it again on a quieter machine (other programs, or the engine itself, kept the "
             "generator off its CPU); more workers would not help, none ran out of CPU"
         )
-    return "; ".join(words) + f". What to do: {todo}."
+    return "; ".join(words) + f". What to do: {todo}." + _rest_words(block)
+
+
+def _rest_words(block: dict[str, Any]) -> str:
+    """The rest's evidence as a sentence of the advice ("" when it was small)."""
+    return "".join(f" Beside it: {line}." for line in rest_lines(block))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, state
+from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, run_flagged, state
 from services.core import stored_json
 from services.core.stored_json import Stored, stored
 
@@ -88,7 +88,7 @@ class BenchSummary(Stored):
         could not check when any other could not be checked, kept up when every one kept up;
         None for a run without a self-check (an import)."""
         states = {state(block) for _, block in self.self_checks()}
-        if self.generator.get("client_bound") or CLIENT_BOUND in states:
+        if run_flagged(self.generator) or CLIENT_BOUND in states:
             return CLIENT_BOUND
         if UNCHECKED in states:
             return UNCHECKED

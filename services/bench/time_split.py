@@ -3,8 +3,9 @@ of TTFT and E2E (services.core.measure.time_split defines them per request), as 
 `time_split` block; and that rest as evidence for the generator's self-check.
 
 The block's means add up: over the requests the engine timed, mean queue + mean prefill +
-mean decode + mean E2E rest = mean E2E (the chart stacks them). Percentiles do not add up
-and are there to read one part at a time.
+mean decode + mean E2E rest = mean E2E (the chart stacks them), except where a rest was clamped
+at 0 (`clamped`: the engine counted more time than the client saw; `clamp_note` says so beside
+every split shown). Percentiles do not add up and are there to read one part at a time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from services.core.measure import DEFAULT_PERCENTILES, describe
+from services.core.measure import DEFAULT_PERCENTILES, clamp_note, describe
 
 if TYPE_CHECKING:  # stats.py builds its summary with this module
     from services.bench.stats import RequestRecord
@@ -36,6 +37,24 @@ MIN_TIMED_REQUESTS = 20
 #: rest (its front end's tokenizing and detokenizing included) p50 9.4 ms, p99 20.0 ms; the
 #: limit leaves room for a front end busier under load (benchmarks/engine_times_rest.py).
 REST_P99_LIMIT_S = 0.050
+
+
+#: How a split of a router's worker's times names its parts (`via` "router"): the parts are
+#: the worker's, and the router's own time is in the rest.
+VIA_ROUTER = "the worker's times (the router passes them on; its own time is in the rest)"
+
+
+def part_title(key: str, via: str = "") -> str:
+    """A part's name in a split's table: "(engine)" for the engine's own, "(worker)" for a
+    router's worker's, whose rest holds the router's own time."""
+    title = PART_TITLES[key]
+    if via != "router":
+        return title
+    if key == "e2e_rest_s":
+        return "rest of E2E (the router's own time among it)"
+    if key == "ttft_rest_s":
+        return "rest of TTFT (the router's own time among it)"
+    return title.replace("(engine)", "(worker)")
 
 
 def not_reported(label: str) -> str:
@@ -72,16 +91,60 @@ def split_block(
         sorted({record.engine_times.source for record, _ in timed if record.engine_times})
     )
     block["queue_reported"] = all(split.queue_s is not None for _, split in timed)
+    if any(split.via for _, split in timed):
+        block["via"] = ", ".join(sorted({split.via for _, split in timed if split.via}))
     for key in SPLIT_PARTS:
         values = [value for _, split in timed if (value := getattr(split, key)) is not None]
         block[key] = describe(values, percentiles) if values else None
     block["e2e_s"] = describe([record.e2e_s or 0.0 for record, _ in timed], percentiles)
+    over = [split.overcount_s for _, split in timed if split.overcount_s > 0]
+    if over:
+        block["clamped"] = {"requests": len(over), "max_s": max(over)}
     return block
 
 
+#: The rests of a split: never shown below 0.
+REST_PARTS = ("ttft_rest_s", "e2e_rest_s")
+
+
+def block_clamp_note(block: dict[str, Any]) -> str:
+    """Why a stored block's rest reads 0 somewhere, in words ("" when it adds up): from its
+    `clamped` count, or, for a run stored before rests were clamped, from its rests' minimum."""
+    clamped = block.get("clamped")
+    if isinstance(clamped, dict) and clamped.get("max_s"):
+        return clamp_note(float(clamped["max_s"]), int(clamped.get("requests") or 0) or None)
+    lowest = min(
+        (
+            float(value)
+            for key in REST_PARTS
+            for value in ((block.get(key) or {}).get("min"),)
+            if isinstance(value, (int, float))
+        ),
+        default=0.0,
+    )
+    return clamp_note(-lowest) if lowest < 0 else ""
+
+
+def shown(key: str, value: Any) -> Any:
+    """A stored part's figure as shown: a rest never below 0 (the note says why)."""
+    if key in REST_PARTS and isinstance(value, (int, float)):
+        return max(0.0, float(value))
+    return value
+
+
+#: How the rest's evidence begins, in the generator block and in runs stored before it stopped
+#: deciding the verdict (they listed it among the client-bound evidence).
+REST_PREFIX = "time outside the engine's own clock"
+#: Whose the rest most likely is when the generator kept up: on loopback there is no network to
+#: speak of, so it is the engine's front end (vLLM tokenizes, applies the chat template and
+#: detokenizes outside its queue and decode: a mean rest of 942 ms at concurrency 2 on 2 busy
+#: cores) or its HTTP server.
+FRONT_END = "the engine's front end (tokenizing, detokenizing, its HTTP server) or the network"
+
+
 def rest_evidence(block: dict[str, Any]) -> str | None:
-    """The self-check's evidence from an engine's block: its E2E rest when large, with the
-    figure. Only for an engine that times its queue: one that does not (llama.cpp) leaves the
+    """The rest of an engine's block as evidence, with its figure and whose it likely is, when
+    large. Only for an engine that times its queue: one that does not (llama.cpp) leaves the
     wait for a free slot in the rest, and that wait is the engine's, not the client's."""
     split = block.get("time_split") or {}
     rest = split.get("e2e_rest_s") or {}
@@ -93,21 +156,27 @@ def rest_evidence(block: dict[str, Any]) -> str | None:
         or p99 <= REST_P99_LIMIT_S
     ):
         return None
+    generator = block.get("generator") or {}
+    lag_p99 = (generator.get("loop_lag_ms") or {}).get("p99")
+    if generator.get("client_bound"):
+        whose = f"part of it the generator's own delay (see its evidence), the rest {FRONT_END}"
+    elif lag_p99 is not None:
+        whose = f"likely {FRONT_END}, not the generator (its own delay was {lag_p99:.2f} ms at p99)"
+    else:
+        whose = f"likely {FRONT_END}"
     return (
-        f"time outside the engine's own clock (network, HTTP, its front end, the client) p99 {p99 * 1000:.1f} ms "
-        f"> {REST_P99_LIMIT_S * 1000:g} ms (p50 {(p50 or 0.0) * 1000:.1f} ms over "
-        f"{split['reported']} requests the engine timed)"
+        f"{REST_PREFIX} p99 {p99 * 1000:.1f} ms > {REST_P99_LIMIT_S * 1000:g} ms (p50 "
+        f"{(p50 or 0.0) * 1000:.1f} ms over {split['reported']} requests the engine timed): {whose}"
     )
 
 
 def add_rest_evidence(block: dict[str, Any]) -> None:
-    """Add the rest's evidence to the block's self-check (`generator`), which then says
-    client-bound with the figure; a block without a self-check is left as it is."""
+    """Keep the rest's evidence in the block's self-check (`generator["rest_evidence"]`), shown
+    beside the verdict; it never makes the verdict: only the generator's own evidence (loop lag,
+    late share, send lateness, CPU) says client-bound. A block without a self-check is left as
+    it is."""
     generator = block.get("generator")
     evidence = rest_evidence(block)
     if not generator or evidence is None:
         return
-    generator["evidence"] = [*(generator.get("evidence") or []), evidence]
-    generator["client_bound"] = True
-    generator["checked"] = True
-    generator.pop("unchecked_reason", None)
+    generator["rest_evidence"] = evidence

@@ -41,7 +41,8 @@ of one request"):
 - Where the time went (`time_split`): the engine's own queue, prefill and decode times (read
   by each adapter from its engine's report) beside the client's TTFT and E2E; the rest of
   each is the time outside the engine's clock (network, HTTP, the server's front end, the
-  client): TTFT rest = TTFT - queue - prefill, E2E rest = E2E - queue - prefill - decode.
+  client): TTFT rest = TTFT - queue - prefill, E2E rest = E2E - queue - prefill - decode,
+  clamped at 0 (a note says by how much the engine's clock counted more than the client saw).
 """
 
 from __future__ import annotations
@@ -353,6 +354,9 @@ class EngineTimes:
     cached_tokens: int | None = None
     #: Where the figures came from, in words ("final chunk's metrics", "timings", "headers").
     source: str = ""
+    #: What passed them on when they are another server's ("router": its worker's times, the
+    #: router's own time then in the rest); "" for the engine's own.
+    via: str = ""
 
     @property
     def reports_time(self) -> bool:
@@ -374,6 +378,7 @@ class EngineTimes:
             self.prompt_tokens,
             self.cached_tokens,
             self.source,
+            self.via,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -403,6 +408,7 @@ class EngineTimes:
             prompt_tokens=token_count(data.get("prompt_tokens")),
             cached_tokens=token_count(data.get("cached_tokens")),
             source=source if isinstance(source, str) else "",
+            via=via if isinstance(via := data.get("via"), str) else "",
         )
 
 
@@ -414,6 +420,13 @@ ENGINE_TIMES_FIELDS = (
     "prompt_tokens",
     "cached_tokens",
     "source",
+    "via",
+)
+
+
+#: Why a rest can come out below 0, said wherever one is clamped.
+CLAMP_WHY = (
+    "the engine's clock resolution or rounding (its last step can end after the last text went out)"
 )
 
 
@@ -422,9 +435,10 @@ class TimeSplit:
     """One request's time, split: the engine's queue, prefill and decode (as it saw them), and
     the rest of TTFT and of E2E, spent outside the engine's own clock (network, HTTP, the
     server's front end, the client). queue + prefill + ttft_rest = TTFT and
-    queue + prefill + decode + e2e_rest = E2E, exactly (a queue the engine does not report
-    counts 0 and stays in the rest). A rest is signed: below 0 means the engine counted more
-    time than the client saw, which its clock alone can explain."""
+    queue + prefill + decode + e2e_rest = E2E, by definition (a queue the engine does not
+    report counts 0 and stays in the rest), except where the engine counted more time than the
+    client saw: a rest is never below 0, it is clamped there and `overcount_s` keeps how much
+    more the engine counted (its clock's resolution or rounding, `CLAMP_WHY`)."""
 
     queue_s: float | None
     prefill_s: float | None
@@ -433,13 +447,33 @@ class TimeSplit:
     engine_s: float | None
     ttft_rest_s: float | None
     e2e_rest_s: float | None
+    #: How much more time than the client saw the engine counted (s): 0 when the split adds up.
+    overcount_s: float = 0.0
+    #: "router" when the times are a router's worker's (`EngineTimes.via`): the parts are the
+    #: worker's, the router's own time is in the rest.
+    via: str = ""
+
+    @property
+    def clamp_note(self) -> str:
+        """Why a rest reads 0, in words ("" when none was clamped)."""
+        return clamp_note(self.overcount_s) if self.overcount_s > 0 else ""
+
+
+def clamp_note(overcount_s: float, requests: int | None = None) -> str:
+    """A clamped rest's note: by how much the engine's times exceeded the client's, and why."""
+    where = f" in {requests} request(s)" if requests else ""
+    return (
+        f"rest clamped at 0{where}: the engine counted up to {overcount_s * 1000:.1f} ms more than "
+        f"the client saw ({CLAMP_WHY})"
+    )
 
 
 def time_split(
     ttft_s: float | None, e2e_s: float | None, engine: EngineTimes | None
 ) -> TimeSplit | None:
     """The split of one request's client TTFT and E2E by its engine's own times; None when
-    the engine reported no time (the caller says "not reported by <engine>")."""
+    the engine reported no time (the caller says "not reported by <engine>"). A rest below 0
+    is clamped at 0 with the overcount kept."""
     if engine is None or not engine.reports_time:
         return None
     queue = engine.queue_s or 0.0
@@ -449,15 +483,22 @@ def time_split(
         else engine.inference_s
     )
     engine_s = queue + working if working is not None else None
+    ttft_rest = (
+        ttft_s - queue - engine.prefill_s
+        if ttft_s is not None and engine.prefill_s is not None
+        else None
+    )
+    e2e_rest = e2e_s - engine_s if e2e_s is not None and engine_s is not None else None
+    overcount = max(0.0, -min(ttft_rest or 0.0, e2e_rest or 0.0))
     return TimeSplit(
         queue_s=engine.queue_s,
         prefill_s=engine.prefill_s,
         decode_s=engine.decode_s,
         engine_s=engine_s,
-        ttft_rest_s=ttft_s - queue - engine.prefill_s
-        if ttft_s is not None and engine.prefill_s is not None
-        else None,
-        e2e_rest_s=e2e_s - engine_s if e2e_s is not None and engine_s is not None else None,
+        ttft_rest_s=None if ttft_rest is None else max(0.0, ttft_rest),
+        e2e_rest_s=None if e2e_rest is None else max(0.0, e2e_rest),
+        overcount_s=overcount,
+        via=engine.via,
     )
 
 

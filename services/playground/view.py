@@ -420,7 +420,14 @@ def engine_split(column: Column, units: tuple[str, str]) -> str | None:
     ]
     if rests:
         parts.append("rest " + ", ".join(rests))
-    return "Engine's own: " + " · ".join(_kept(part) for part in parts)
+    note = f" · {ptext.md_line(split.clamp_note)}" if split.clamp_note else ""
+    # Behind a router the times are its worker's; the router's own time is in the rest.
+    whose = (
+        "Its worker's own (the router's time is in the rest): "
+        if split.via == "router"
+        else "Engine's own: "
+    )
+    return whose + " · ".join(_kept(part) for part in parts) + note
 
 
 def _own_unit(seconds: float) -> str:

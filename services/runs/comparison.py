@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
-from services.bench.time_split import part_note
+from services.bench.time_split import part_note, shown
 from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
 from services.runs import comparability
@@ -184,7 +184,8 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
                 f"{name} {STAT_LABELS[stat]}",
                 "s",
                 False,
-                [_stat_of(s.time_split.get(metric), stat) for s in series],
+                # A rest never below 0: the split's lines above the table say why one reads 0.
+                [shown(metric, _stat_of(s.time_split.get(metric), stat)) for s in series],
                 notes=notes,
             )
     for metric, (name, unit) in THROUGHPUT_METRICS.items():

@@ -100,10 +100,11 @@ def build_summary(
         # The price the run started with, so later price edits leave this run's cost as it was.
         block[cost.SUMMARY_KEY] = cost.cost_of_block(prices.get(engine), block).to_json()
         per_step[key] = block
+    warm = warmup_output_tokens(groups)
     for (engine, step), block in per_step.items():
         meta = steps_meta.get((engine, step))
         if meta is not None and meta.energy is not None:
-            block["energy"] = energy_block(meta.energy, engine, step, per_step)
+            block["energy"] = energy_block(meta.energy, engine, step, per_step, warm)
     engines: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     sweep = spec.sweep
@@ -187,19 +188,36 @@ def energy_block(
     engine: str,
     step: int | None,
     per_step: dict[tuple[str, int | None], dict[str, Any]],
+    warmup_tokens: dict[tuple[str, int | None], int] | None = None,
 ) -> dict[str, Any]:
-    """A step's energy with its per-token figures: over the output tokens of every engine the
-    joules cover (engines run together share one window and one figure)."""
+    """A step's energy with its per-token figures, the one definition every path reads: the
+    joules of the step's window over the output tokens of every request in that window, the
+    measured ones and the warm-up's (the window spans the warm-up and connecting ahead: their
+    energy is in it, so their tokens count too), of every engine the joules cover (engines run
+    together share one window and one figure). The stored block says which tokens it counted."""
     if not energy.measured:
         return energy.to_json()
-    blocks = [per_step.get((name, step)) or {} for name in energy.engines or (engine,)]
-    tokens = sum(int(block.get("output_tokens") or 0) for block in blocks)
-    per_token = energy_per_token(energy.joules, tokens)
+    names = energy.engines or (engine,)
+    measured = sum(int((per_step.get((name, step)) or {}).get("output_tokens") or 0) for name in names)
+    warm = sum((warmup_tokens or {}).get((name, step), 0) for name in names)
+    per_token = energy_per_token(energy.joules, measured + warm)
     return replace(
         energy,
         j_per_output_token=per_token.j_per_output_token,
         output_tokens_per_j=per_token.output_tokens_per_j,
+        output_tokens=measured + warm,
+        warmup_output_tokens=warm,
     ).to_json()
+
+
+def warmup_output_tokens(
+    groups: dict[tuple[str, int | None], list[RequestRecord]],
+) -> dict[tuple[str, int | None], int]:
+    """Each (engine, step)'s warm-up output tokens (its completed warm-up requests')."""
+    return {
+        key: sum(r.output_tokens or 0 for r in group if r.warmup and r.ok)
+        for key, group in groups.items()
+    }
 
 
 def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:

@@ -14,7 +14,14 @@ import plotly.graph_objects as go
 
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
-from services.bench.time_split import PART_TITLES, not_reported
+from services.bench.time_split import (
+    PART_TITLES,
+    VIA_ROUTER,
+    block_clamp_note,
+    not_reported,
+    part_title,
+    shown,
+)
 from services.core.measure import TimeSplit
 from services.engines import get_adapter
 
@@ -34,7 +41,7 @@ def _means(block: dict[str, Any]) -> dict[str, float]:
     gets that sum as one part."""
 
     def mean(key: str) -> float:
-        return ((block.get(key) or {}).get("mean") or 0.0) * 1000
+        return (shown(key, (block.get(key) or {}).get("mean")) or 0.0) * 1000
 
     means = {key: mean(key) for key in ("queue_s", "prefill_s", "decode_s", "e2e_rest_s")}
     if block.get("prefill_s") is None:
@@ -49,6 +56,11 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
     blocks = {name: block.get("time_split") or {} for name, block in engines.items()}
     if not any(block.get("reported") for block in blocks.values()):
         return None
+    # A router's bar is its worker's times, the router's own time in the rest: its name says so.
+    shown_names = {
+        name: f"{name} (its worker's times)" if block.get("via") == "router" else name
+        for name, block in blocks.items()
+    }
     names = list(blocks)
     means = {name: _means(block) if block.get("reported") else {} for name, block in blocks.items()}
     figure = go.Figure()
@@ -58,7 +70,7 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
             continue
         figure.add_trace(
             go.Bar(
-                y=names,
+                y=[shown_names[name] for name in names],
                 x=[value or 0.0 for value in values],
                 orientation="h",
                 name=title,
@@ -69,7 +81,11 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
     for name in names:
         if not blocks[name].get("reported"):
             figure.add_annotation(
-                x=0, y=name, xanchor="left", showarrow=False, text=not_reported(labels.get(name, name))
+                x=0,
+                y=shown_names[name],
+                xanchor="left",
+                showarrow=False,
+                text=not_reported(labels.get(name, name)),
             )
     figure.update_layout(
         barmode="stack",
@@ -89,15 +105,15 @@ def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
         split = block.get("time_split") or {}
         if not split.get("reported"):
             continue
-        for key, title in TABLE_PARTS:
+        for key, _ in TABLE_PARTS:
             stats = split.get(key)
             if not stats:
                 continue
             rows.append(
                 {
                     "engine": name,
-                    "part": title,
-                    **{f"{q} (ms)": _ms(stats.get(q)) for q in ("mean", "p50", "p99")},
+                    "part": part_title(key, split.get("via") or ""),
+                    **{f"{q} (ms)": _ms(shown(key, stats.get(q))) for q in ("mean", "p50", "p99")},
                 }
             )
     return pd.DataFrame(rows)
@@ -120,11 +136,15 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
             if key in means and (key != "queue_s" or split.get("queue_reported"))
         )
         rest = split.get("e2e_rest_s") or {}
+        clamped = block_clamp_note(split)
+        via = VIA_ROUTER if split.get("via") == "router" else ""
+        note = "; ".join(part for part in (via, clamped) if part)
         lines.append(
-            f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms = "
-            f"{parts} ms (rest p50 {_ms(rest.get('p50'))} / p99 {_ms(rest.get('p99'))} ms; "
+            f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms "
+            f"{'≈' if clamped else '='} {parts} ms (rest p50 {_ms(shown('e2e_rest_s', rest.get('p50')))} / p99 "
+            f"{_ms(shown('e2e_rest_s', rest.get('p99')))} ms; "
             f"{split['reported']} of {split.get('requests', 0)} requests timed by the engine, "
-            f"from its {split.get('source') or 'report'})"
+            f"from its {split.get('source') or 'report'})" + (f"; {note}" if note else "")
         )
     return lines
 
@@ -132,8 +152,9 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
 #: What the split means, said once above it on the Runs page and in the HTML reports.
 SPLIT_NOTE = (
     "The engine's own queue, prefill and decode beside the client's TTFT and E2E; the rest is "
-    "time outside the engine's clock (network, HTTP, its front end, the client). The means add "
-    "up to the mean E2E of the requests the engine timed; percentiles are one part at a time."
+    "what is left of them, time outside the engine's clock (network, HTTP, its front end, the "
+    "client), never below 0 (where the engine counted more than the client saw, a note says by "
+    "how much). Percentiles are one part at a time."
 )
 
 
@@ -191,6 +212,10 @@ def split_words(split: TimeSplit) -> str:
     ]
     if split.prefill_s is None and split.engine_s is not None:
         parts.insert(1, f"prefill + decode {(split.engine_s - (split.queue_s or 0.0)) * 1000:.1f} ms")
+    if split.clamp_note:
+        parts.append(split.clamp_note)
+    if split.via == "router":
+        parts.insert(0, VIA_ROUTER)
     return " · ".join(parts)
 
 

@@ -118,7 +118,11 @@ def energy_columns(block: dict[str, Any]) -> dict[str, Any]:
         "energy (J)": _round(energy.joules, 1),
         "J/output token": _significant(energy.j_per_output_token),
         "output tokens/J": _significant(energy.output_tokens_per_j),
-        "energy measured by": f"{energy.method}, {energy.source}" if energy.measured else energy.label,
+        "energy measured by": (
+            ", ".join(part for part in (energy.method, energy.source, energy.tokens_counted) if part)
+            if energy.measured
+            else energy.label
+        ),
     }
 
 
@@ -133,6 +137,7 @@ def energy_line(block: dict[str, Any]) -> str | None:
     per_token = (
         f", {energy.j_per_output_token:.4g} J/output token, "
         f"{energy.output_tokens_per_j:.4g} output tokens/J"
+        + (f" ({energy.tokens_counted})" if energy.tokens_counted else "")
         if energy.j_per_output_token is not None and energy.output_tokens_per_j is not None
         else ", no output tokens to divide by"
     )

@@ -14,6 +14,7 @@ exist only when it tokenizes itself, in front of gRPC workers (smg's docs: "gRPC
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes
@@ -45,7 +46,10 @@ class RouterAdapter(EngineAdapter):
         "0.0.0.0 unless --prometheus-host 127.0.0.1): set the metrics URL."
     )
     cached_tokens_source = "whatever the chosen worker reports (the router passes it on)"
-    engine_times_source = "whatever the chosen worker reports in its stream (vLLM, llama.cpp)"
+    engine_times_source = (
+        "whatever the chosen worker reports in its stream (vLLM, llama.cpp): the worker's times; "
+        "the router's own time is in the rest"
+    )
 
     def engine_times(
         self,
@@ -53,11 +57,12 @@ class RouterAdapter(EngineAdapter):
         usage: Mapping[str, Any] | None,
         headers: Mapping[bytes, bytes],
     ) -> EngineTimes | None:
-        # The router forwards the worker's bytes: its times are the worker's, in its shape.
+        # The router forwards the worker's bytes: its times are the worker's, in its shape,
+        # marked as such (the router's own time is in the rest).
         for worker in ("vllm", "llamacpp"):
             found = get_adapter(worker).engine_times(fields, usage, headers)
             if found is not None:
-                return found
+                return replace(found, via="router")
         return None
 
     # What a request may carry depends on the worker it lands on; the router passes the body on.

@@ -40,6 +40,8 @@ BACKEND_NAMES = {
 #: The Python-backend model's own counters (scripts/triton_model.py): Triton counts requests
 #: and durations itself, not tokens nor what generates now.
 _MODEL_METRICS = "shootout_llm_"
+#: What a figure read from those counters says beside it: Shootout's script counts, not Triton.
+FROM_MODEL_SCRIPT = "counted by Shootout's model script (scripts/triton_model.py), not by Triton"
 
 
 def _python_backend_signals(model: str | None) -> TelemetrySignals:
@@ -50,15 +52,19 @@ def _python_backend_signals(model: str | None) -> TelemetrySignals:
         return metric(name, scale, model=model) if model else metric(name, scale)
 
     return {
-        "requests_running": (Gauge(of(f"{_MODEL_METRICS}requests_running")),),
+        "requests_running": (Gauge(of(f"{_MODEL_METRICS}requests_running"), note=FROM_MODEL_SCRIPT),),
         "requests_waiting": (
             Gauge(
                 of("nv_inference_pending_request_count"),
                 note="requests in Triton's queue, awaiting the model",
             ),
         ),
-        "prompt_tokens_per_s": (CounterRate((of(f"{_MODEL_METRICS}prompt_tokens_total"),)),),
-        "generation_tokens_per_s": (CounterRate((of(f"{_MODEL_METRICS}generation_tokens_total"),)),),
+        "prompt_tokens_per_s": (
+            CounterRate((of(f"{_MODEL_METRICS}prompt_tokens_total"),), note=FROM_MODEL_SCRIPT),
+        ),
+        "generation_tokens_per_s": (
+            CounterRate((of(f"{_MODEL_METRICS}generation_tokens_total"),), note=FROM_MODEL_SCRIPT),
+        ),
         "e2e_mean_s": (
             CounterRatio(
                 (of("nv_inference_request_duration_us", 1e-6),),

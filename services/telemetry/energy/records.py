@@ -49,6 +49,21 @@ class EnergyResult:
     engines: tuple[str, ...] = ()
     j_per_output_token: float | None = None
     output_tokens_per_j: float | None = None
+    #: The output tokens the per-token figures divide by, and of them the warm-up's: the window
+    #: spans the warm-up (and connecting ahead), so its tokens count too.
+    output_tokens: int | None = None
+    warmup_output_tokens: int | None = None
+
+    @property
+    def tokens_counted(self) -> str:
+        """Which tokens the per-token figures count, in words ("" for a run stored before it
+        said: those divided by the measured requests' tokens alone)."""
+        if self.output_tokens is None:
+            return ""
+        warm = self.warmup_output_tokens or 0
+        return f"over {self.output_tokens:,} output tokens" + (
+            f", the warm-up's {warm:,} included (the window spans the warm-up)" if warm else ""
+        )
 
     @property
     def measured(self) -> bool:
@@ -59,7 +74,11 @@ class EnergyResult:
         """In words, for tables: the joules and how, or "not measured here: <reason>"."""
         if self.joules is None:
             return f"{NOT_MEASURED}: {self.reason or 'no energy counter'}"
-        per_token = f", {self.j_per_output_token:.4g} J/output token" if self.j_per_output_token else ""
+        per_token = (
+            f", {self.j_per_output_token:.4g} J/output token {self.tokens_counted}".rstrip()
+            if self.j_per_output_token
+            else ""
+        )
         return f"{self.joules:.1f} J ({self.method}, {self.source}){per_token}"
 
     def to_json(self) -> dict[str, Any]:
@@ -76,6 +95,8 @@ class EnergyResult:
             "engines": list(self.engines),
             "j_per_output_token": self.j_per_output_token,
             "output_tokens_per_j": self.output_tokens_per_j,
+            "output_tokens": self.output_tokens,
+            "warmup_output_tokens": self.warmup_output_tokens,
         }
 
     @classmethod
@@ -97,4 +118,11 @@ class EnergyResult:
             engines=tuple(str(e) for e in engines) if isinstance(engines, list) else (),
             j_per_output_token=stored_json.number(data.get("j_per_output_token")),
             output_tokens_per_j=stored_json.number(data.get("output_tokens_per_j")),
+            output_tokens=_count(data.get("output_tokens")),
+            warmup_output_tokens=_count(data.get("warmup_output_tokens")),
         )
+
+
+def _count(value: Any) -> int | None:
+    number = stored_json.number(value)
+    return int(number) if number is not None and number >= 0 else None

@@ -73,11 +73,15 @@ def test_a_large_rest_is_evidence_with_its_figure_and_a_small_one_is_not() -> No
     }
     assert rest_evidence(calm) is None
     slow = [record(i, rest=0.002 if i < count - 2 else REST_P99_LIMIT_S * 4) for i in range(count)]
-    block = {"time_split": split_block(slow), "generator": {"client_bound": False, "evidence": []}}
+    generator = {"client_bound": False, "evidence": [], "loop_lag_ms": {"p99": 0.3}}
+    block = {"time_split": split_block(slow), "generator": generator}
     add_rest_evidence(block)
-    evidence = block["generator"]["evidence"]
-    assert block["generator"]["client_bound"] is True and len(evidence) == 1
-    assert "time outside the engine's own clock" in evidence[0] and "ms" in evidence[0]
+    # Evidence beside the verdict, with its figure and whose it likely is; never the verdict.
+    assert block["generator"]["client_bound"] is False and block["generator"]["evidence"] == []
+    words = block["generator"]["rest_evidence"]
+    assert words.startswith("time outside the engine's own clock p99 ")
+    assert "likely the engine's front end (tokenizing, detokenizing, its HTTP server)" in words
+    assert "not the generator (its own delay was 0.30 ms at p99)" in words
     # Too few requests, or an engine that does not time its queue (the slot wait is its own).
     assert rest_evidence({"time_split": split_block(slow[: count - 1])}) is None
     untimed = [record(i, rest=0.002 if i < count - 2 else 0.1, queue=None) for i in range(count)]
