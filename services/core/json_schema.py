@@ -110,7 +110,7 @@ def parse_schema(text: str) -> dict[str, Any]:
         schema = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValidationError(
-            f"The schema is not JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+            f"The schema is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
         ) from None
     except RecursionError:
         raise ValidationError(f"The schema nests deeper than {MAX_SCHEMA_DEPTH} levels.") from None

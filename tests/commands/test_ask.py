@@ -81,7 +81,7 @@ def test_bad_input_is_one_line_and_exit_1(
         (["  ", "--engine", "one", "--engine", "two"], "Type a prompt first."),
         (
             ["hi", "--engine", "one", "--engine", "two", "--schema", str(schema)],
-            "The schema is not JSON",
+            "The schema is not valid JSON",
         ),
         (
             ["hi", "--engine", "one", "--engine", "two", "--schema", str(tmp_path / "missing.json")],
