@@ -204,7 +204,7 @@ def test_schema_checks_report_the_failing_path() -> None:
         not check.valid and check.path == "$.items[0].price" and "not of type 'number'" in check.message
     )
     assert playground.check_answer('```json\n{"items": []}\n```', schema).valid
-    with pytest.raises(ValidationError, match="not JSON"):
+    with pytest.raises(ValidationError, match="not valid JSON"):
         playground.parse_schema("{oops")
     with pytest.raises(ValidationError, match="Not a valid JSON schema"):
         playground.parse_schema('{"type": 12}')
