@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.playground_first_words import chromium, first_words_lag, new_conversation, register
+from benchmarks.playground_first_words import first_words_lag, new_conversation, register
 from benchmarks.room_followers import one_room, start_session
 from tests.support.scripted_server import ScriptedServer
 from tests.support.served import Served, start_served_app, stop
@@ -30,28 +30,27 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served,
     stop(served)
 
 
-def test_followers_keep_up_and_a_dropped_websocket_resumes(live_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # Imported here as the other browser tests do: Playwright and the app's database belong to
-    # the test's run, not to the collection of every test.
-    from playwright.sync_api import sync_playwright
-
+def test_followers_keep_up_and_a_dropped_websocket_resumes(live_app, browser, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Imported here as the other browser tests do: the app's database belongs to the test's
+    # run, not to the collection of every test.
     from db.session import dispose_all
 
     served, data_dir = live_app
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", f"sqlite:///{data_dir / 'shootout.db'}")
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(data_dir))
-    with ScriptedServer() as server, sync_playwright() as playwright:
+    # pytest-playwright's browser: a second sync_playwright in the suite's thread is refused
+    # ("Sync API inside the asyncio loop") once the other browser tests have started theirs.
+    with ScriptedServer() as server:
         register(server, 300, tokens=40)
-        browser = chromium(playwright)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.set_default_timeout(60_000)
             code = start_session(page, served.url)
             new_conversation(page)
             first_words_lag(page, server, "Warm-up, not counted.")
             found = one_room(page, served.url, code, server, size=3, sends=2, pid=served.process.pid)
         finally:
-            browser.close()
+            page.close()
             dispose_all()
     assert found["missed"] == 0 and len(found["delays"]) == 6
     assert max(found["delays"]) < FOLLOWER_LIMIT_S, found["delays"]
