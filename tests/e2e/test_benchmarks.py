@@ -15,6 +15,7 @@ from tests.e2e.conftest import (
     screenshot,
     wait_for_app,
 )
+from tests.e2e.test_demos import pick_engines
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 
@@ -39,17 +40,9 @@ def test_small_benchmark_over_two_local_engines(app_page, app_server, two_engine
     app_page.goto(f"{app_server.url}/benchmarks")
     wait_for_app(app_page)
     assert_no_exception(app_page)
-    engines = app_page.locator(".st-key-bench_engines")
-    # The form starts from the default pick (services/engines/endpoints.default_picks): clear
-    # it, then choose, so an engine already picked is not looked for among the options.
-    clear = engines.get_by_role("button", name="Clear all")
-    if clear.count():
-        clear.first.click()
-        wait_for_app(app_page)
-    for name in two_engines:
-        engines.locator("input").click()
-        app_page.get_by_role("option", name=name).click()
-        wait_for_app(app_page)
+    # The form starts from the default pick: pick_engines clears it and types each name, as
+    # the Demos test does (an option already picked is not in the list to click).
+    pick_engines(app_page, two_engines)
     app_page.keyboard.press("Escape")
     for key, value in (
         ("bench_input_len", "32"),
