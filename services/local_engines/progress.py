@@ -195,19 +195,7 @@ class Recorder:
         self.backend = backend
         self.say = say
         self.venv = venv
-        now = time.time()
-        self.record = InstallProgress(
-            backend=backend,
-            state="queued",
-            phase="queued",
-            started=now,
-            phase_started=now,
-            finished=None,
-            reason="",
-            log=str(log_path(backend)),
-            pid=os.getpid(),
-            estimate_s=round(estimate_s(backend)),
-        )
+        self.record = queued_record(backend, os.getpid())
         log_path(backend).parent.mkdir(parents=True, exist_ok=True)
         self._file = open(log_path(backend), "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by finish()
         _write(self.record)
@@ -281,21 +269,7 @@ class Recorder:
 def mark_queued(backend: str, pid: int) -> None:
     """`backend`'s install is asked for again (Retry) in process `pid`, which may first wait for
     another install: shown as queued from now on, not as the failure it retries."""
-    now = time.time()
-    _write(
-        InstallProgress(
-            backend=backend,
-            state="queued",
-            phase="queued",
-            started=now,
-            phase_started=now,
-            finished=None,
-            reason="",
-            log=str(log_path(backend)),
-            pid=pid,
-            estimate_s=round(estimate_s(backend)),
-        )
-    )
+    _write(queued_record(backend, pid))
 
 
 def coming() -> list[str]:
@@ -319,3 +293,20 @@ def stop_all() -> list[str]:
             _write(record)
             stopped.append(record.backend)
     return stopped
+
+
+def queued_record(backend: str, pid: int) -> InstallProgress:
+    """A fresh record of an install waiting its turn, by the process `pid` that will run it."""
+    now = time.time()
+    return InstallProgress(
+        backend=backend,
+        state="queued",
+        phase="queued",
+        started=now,
+        phase_started=now,
+        finished=None,
+        reason="",
+        log=str(log_path(backend)),
+        pid=pid,
+        estimate_s=round(estimate_s(backend)),
+    )
