@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.served import start_served_app, stop
 
@@ -101,6 +102,29 @@ def close_lists(page) -> None:  # type: ignore[no-untyped-def]
     except Exception:  # noqa: BLE001 - playwright's TimeoutError: still open
         page.locator("h1").first.click()
         lists.first.wait_for(state="hidden", timeout=10_000)
+
+
+def pick_engines(page, names: list[str], label: str = "Engines") -> None:  # type: ignore[no-untyped-def]
+    """Pick exactly `names`, in this order, in the multiselect labelled `label`. Comparing pages
+    start from a default pick: it is cleared first, and the clear's rerun is waited for (a name
+    typed during it is lost, and the default comes back first: the CI failure of stop 41)."""
+    box = page.locator("[data-testid='stMultiSelect']").filter(has_text=label)
+    tags = box.locator("[data-tag]")
+    clear = box.get_by_role("button", name="Clear all")
+    if clear.count():
+        clear.first.click()
+        wait_for_app(page)
+        expect(tags).to_have_count(0, timeout=30_000)
+    for name in names:
+        box.locator("input").click()
+        box.locator("input").fill(name)
+        page.keyboard.press("Enter")
+        wait_for_app(page)  # each pick reruns the page: the next keys wait for it
+        box.locator(f"[data-tag][aria-label='{name}']").first.wait_for()
+    close_lists(page)
+    wait_for_app(page)
+    picked = [tags.nth(i).get_attribute("aria-label") for i in range(tags.count())]
+    assert picked == names, f"picked {picked}, wanted {names}"
 
 
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]

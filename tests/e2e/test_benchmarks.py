@@ -11,11 +11,11 @@ import pytest
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,
+    pick_engines,
     plotted_traces,
     screenshot,
     wait_for_app,
 )
-from tests.e2e.test_demos import pick_engines
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 

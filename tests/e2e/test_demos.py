@@ -12,7 +12,7 @@ from services.demos.base import fmt_s
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,
-    close_lists,
+    pick_engines,
     plotted_traces,
     screenshot,
     wait_for_app,
@@ -39,20 +39,6 @@ def reload_until(page, text: str, timeout_s: float = 90.0) -> None:  # type: ign
         time.sleep(1.0)
         page.reload()
         wait_for_app(page)
-
-
-def pick_engines(page, names: list[str]) -> None:  # type: ignore[no-untyped-def]
-    box = page.locator("[data-testid='stMultiSelect']").filter(has_text="Engines")
-    clear = box.get_by_role("button", name="Clear all")
-    if clear.count():
-        clear.first.click()
-    for name in names:
-        box.locator("input").click()
-        box.locator("input").fill(name)
-        page.keyboard.press("Enter")
-        wait_for_app(page)  # each pick reruns the page: the next keys wait for it
-        box.get_by_text(name, exact=True).first.wait_for()
-    close_lists(page)
 
 
 def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch, browser) -> None:  # type: ignore[no-untyped-def]

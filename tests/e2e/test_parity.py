@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,
-    close_lists,
+    pick_engines,
     screenshot,
     wait_for_app,
 )
@@ -30,19 +30,7 @@ def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, mo
     page.goto(f"{app_server.url}/parity")
     wait_for_app(page)
     page.get_by_text("A broken chat template or quantisation").wait_for()
-    engines = page.locator("[data-testid='stMultiSelect']").filter(has_text="Engines")
-    engines.get_by_role("button", name="Clear all").first.click()
-    wait_for_app(
-        page
-    )  # each change reruns the script: a key typed meanwhile can be lost on a loaded machine
-    for name in ("llamacpp-4slot", "vllm-cpu"):
-        engines.locator("input").click()
-        engines.locator("input").fill(name)
-        page.keyboard.press("Enter")
-        wait_for_app(page)
-        engines.get_by_text(name, exact=True).first.wait_for()
-    close_lists(page)
-    wait_for_app(page)
+    pick_engines(page, ["llamacpp-4slot", "vllm-cpu"])
     page.locator("[data-testid='stSelectbox']").filter(has_text="Reference").click()
     page.get_by_role("option", name="llamacpp-4slot").click()
     count = page.get_by_label("Task-set prompts")
