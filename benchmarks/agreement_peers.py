@@ -26,6 +26,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = Path(os.environ.get("SHOOTOUT_ENGINES_DIR", ROOT / ".engines"))
 TOKENIZER = ENGINES / "models" / "smollm2-135m-instruct-hf"
@@ -61,12 +63,18 @@ def engine_itl(url: str) -> tuple[float, float]:
     with urllib.request.urlopen(f"{url}/metrics", timeout=30) as answer:
         text = answer.read(4_000_000).decode()
     found: dict[str, list[float]] = {}
-    for line in text.splitlines():
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        for family in ("inter_token_latency_seconds", "time_per_output_token_seconds"):
+    for family in text_string_to_metric_families(text):
+        if not family.name.endswith(("inter_token_latency_seconds", "time_per_output_token_seconds")):
+            continue
+        key = (
+            "inter_token_latency_seconds"
+            if "inter_token" in family.name
+            else "time_per_output_token_seconds"
+        )
+        for sample in family.samples:
             for part, index in (("_sum", 0), ("_count", 1)):
-                if name.endswith(family + part):
-                    found.setdefault(family, [0.0, 0.0])[index] += float(line.rsplit(" ", 1)[1])
+                if sample.name.endswith(part):
+                    found.setdefault(key, [0.0, 0.0])[index] += sample.value
     total, count = found.get("inter_token_latency_seconds") or found.get(
         "time_per_output_token_seconds", [0.0, 0.0]
     )
