@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import secrets
 from collections.abc import Callable
+from typing import NoReturn
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -16,7 +17,7 @@ from services.core.run_kinds import mark_interrupted_after_restart
 from services.core.safe_text import md_text
 from services.engines import endpoints
 from services.local_engines import progress
-from services.team import access
+from services.team import access, oidc_logins
 from services.votes import participants
 
 
@@ -32,8 +33,8 @@ def _resolve_viewer() -> access.Viewer | None:
         if not st.user.is_logged_in:
             return None
         role = access.role_for_groups(st.user.get("groups"))
-        if role is None:
-            return None
+        if role is None or oidc_logins.ended(oidc_logins.login_key(st.context.cookies)):
+            return None  # not in a group, or this login logged out (in any tab)
         return access.Viewer(
             role=role, identity=str(st.user.get("email") or st.user.get("sub") or "oidc-user")
         )
@@ -53,8 +54,10 @@ def viewer_gate() -> access.Viewer | None:
         st.title("Shootout")
         if _oidc_configured() and not st.user.is_logged_in:
             st.button("Log in", on_click=st.login, type="primary")
-        elif _oidc_configured():
+        elif _oidc_configured() and access.role_for_groups(st.user.get("groups")) is None:
             st.error("Your account is in none of the groups that may use this server.")
+        elif _oidc_configured() or access.session_id(st.context.cookies.get(access.SESSION_COOKIE)):
+            _logged_out()  # a login this page had has ended
         else:
             st.error(
                 "This server needs a login, and the login sits in front of Streamlit: serve the app with "
@@ -74,14 +77,26 @@ def viewer() -> access.Viewer:
     if access.login_required() or _oidc_configured():
         found = _resolve_viewer()
         if found is None:
-            st.error("Your login has ended (logged out, or expired): [log in again](/login).")
-            st.stop()
+            _logged_out()
         st.session_state["viewer"] = found
         return found
     cached = st.session_state.get("viewer")
     if isinstance(cached, access.Viewer):
         return cached
     return _resolve_viewer() or access.Viewer(role="viewer", identity="unknown")
+
+
+def _logged_out() -> NoReturn:
+    """This page's login ended (a logout in this tab or another, log out everywhere, expiry):
+    say so, offer the login, and stop."""
+    if _oidc_configured():
+        st.error("You were logged out. Your login has ended (here or in another tab).")
+        st.button("Log in", on_click=st.login, type="primary", key="relogin")
+    else:
+        st.error(
+            "You were logged out. Your login has ended (logged out, or expired): [log in again](/login)."
+        )
+    st.stop()
 
 
 def _logout_form(operator: bool) -> str:

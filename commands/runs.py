@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from commands import gate as gate_flags
 from services import importers, reports, runs
@@ -24,6 +25,9 @@ from services.core.errors import ValidationError
 from services.reports import streamed as exports
 from services.runs import display
 from shootout.cli import print_json
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -182,10 +186,13 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     detail = runs.get_run(args.run)
     comparison = runs.comparison_of_run(detail)
+    answers = display.answers_of(detail) if detail.kind == "playground" else None
     if args.json:
         payload = asdict(detail)
         if comparison is not None:
             payload["table"] = reports.comparison_table(comparison).to_dict(orient="records")
+        if answers is not None:
+            payload["answers"] = answers.to_dict(orient="records")
         _print_json(payload)
         return 0
     print(f"{detail.label}  ({detail.kind}, {detail.status}, {detail.created_at:%Y-%m-%d %H:%M} UTC)")
@@ -204,7 +211,34 @@ def _show(args: argparse.Namespace) -> int:
         print()
         print(reports.comparison_table(comparison).to_string(index=False))
         _print_split(comparison)
+    if answers is not None:
+        _print_answers(answers, detail.hidden)
     return 0
+
+
+def _print_answers(answers: pd.DataFrame, hidden: bool) -> None:
+    """A Playground run's answers, as the run page shows them: while a blind exchange is hidden
+    by blind name in its stored order with each answer's own timings and no engine (issue 45),
+    after the reveal with its engine."""
+    print()
+    print("answers (" + (f"{HIDDEN_NOTE}):" if hidden else "engines shown):"))
+    for row in answers.to_dict(orient="records"):
+        who = row["Answer"] if hidden else row["Engine"]
+        times = f"TTFT {row['TTFT']}" + (f" · E2E {row['E2E']}" if hidden else "")
+        facts = [str(who), str(row["Status"]), times, f"{row['Output tokens']} output tokens"]
+        if row["Turn"] != 1:
+            facts.append(f"turn {row['Turn']}")
+        if row["Error"]:
+            facts.append("failed" if hidden else f"error: {row['Error']}")
+        print("  " + _printable(" · ".join(facts)))
+        text = row["Text"] if hidden else row["Answer"]
+        for line in str(text).splitlines() or [""]:
+            print(f"    {_printable(line)}")
+
+
+def _printable(line: str) -> str:
+    """Model text on a terminal: no control character (an escape sequence) gets through."""
+    return "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in line)
 
 
 def _print_split(comparison: runs.Comparison) -> None:

@@ -35,10 +35,10 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from services.core.config import get_settings
-from services.team import access, limits
+from services.team import access, limits, oidc_logins
 from services.team.throttle import client_key, throttle
 from web import guard
-from web.sockets import LiveSocket, sockets
+from web.sockets import LiveSocket, oidc_login_holds, sockets
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -118,7 +118,23 @@ def viewer_for(
     viewer = access.read_session(cookies.get(access.SESSION_COOKIE))
     if viewer is None and oidc:
         viewer = _oidc_viewer(cookies)
+        if viewer is not None and oidc_logins.ended(oidc_logins.login_key(cookies)):
+            return None  # that login logged out: its cookie (a copy, another tab's) opens nothing
     return viewer
+
+
+async def _oidc_logout(headers: dict[str, str]) -> None:
+    """Before Streamlit's /auth/logout (which deletes its login cookie in this browser only):
+    record that this OIDC login ended and close its open pages (services/team/oidc_logins.py).
+    A missing or forged cookie ends nothing."""
+    cookies = _cookies(headers)
+    key = oidc_logins.login_key(cookies)
+    viewer = await asyncio.to_thread(_oidc_viewer, cookies) if key else None
+    if viewer is None or key is None:
+        return
+    await asyncio.to_thread(oidc_logins.end, key, viewer.identity)
+    closed = await sockets.close_session(key)
+    log.info("%s logged out (%d open pages)", viewer.identity, closed)
 
 
 async def _respond(
@@ -465,6 +481,8 @@ class Gate:
         if path == "/logout":
             await _logout(scope, receive, send, headers)
             return
+        if oidc and path == "/auth/logout":
+            await _oidc_logout(headers)
         if path in OPEN_PATHS or (oidc and path in OIDC_PATHS):
             await self.app(scope, receive, send)
             return
@@ -493,6 +511,11 @@ class Gate:
                 socket = LiveSocket(cookies.get(access.SESSION_COOKIE) or "", receive, send)
                 sockets.add(socket)
                 receive, send = socket.receive, socket.send
+        elif is_websocket and oidc and (key := oidc_logins.login_key(cookies)) is not None:
+            # An OIDC login's page: closed when that login logs out, in any tab (web/sockets.py).
+            socket = LiveSocket(key, receive, send, holds=oidc_login_holds)
+            sockets.add(socket)
+            receive, send = socket.receive, socket.send
         if not is_websocket and access.browser_id(cookies.get(access.BROWSER_COOKIE)) is None:
             send = _adding_header(send, _browser_cookie(_https(scope)))
         if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:

@@ -12,6 +12,10 @@ after "log out everywhere". Now the gate hands each password-login websocket to 
   once (`close_session`, `close_all`);
 - a sweep every SWEEP_S closes the websockets whose login ended otherwise: expired, its password
   changed, or revoked by another server process sharing the database.
+
+An OIDC login's websocket is handed over the same way, keyed by its login cookie's hash and
+checked against the OIDC logouts (services/team/oidc_logins.py): Streamlit's own logout only
+deletes the cookie in the browser that pressed it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from services.team import access
+from services.team import access, oidc_logins
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -36,11 +40,28 @@ SWEEP_S = 5.0
 CLOSE_CODE = 1008
 
 
-class LiveSocket:
-    """One websocket's receive and send, closed when its login ends."""
+def password_login_holds(token: str) -> bool:
+    return access.read_session(token) is not None
 
-    def __init__(self, token: str, receive: Receive, send: Send) -> None:
+
+def oidc_login_holds(key: str) -> bool:
+    return not oidc_logins.ended(key)
+
+
+class LiveSocket:
+    """One websocket's receive and send, closed when its login ends. `token` names the login
+    (a password login's cookie value, an OIDC login's key); `holds` says whether it still does
+    (called in a thread: it may read the database)."""
+
+    def __init__(
+        self,
+        token: str,
+        receive: Receive,
+        send: Send,
+        holds: Callable[[str], bool] = password_login_holds,
+    ) -> None:
         self.token = token
+        self.holds = holds
         self._receive = receive
         self._send = send
         self._accepted = False
@@ -57,13 +78,13 @@ class LiveSocket:
 
     async def _login_holds(self) -> bool:
         try:
-            found = await asyncio.to_thread(access.read_session, self.token)
+            found = await asyncio.to_thread(self.holds, self.token)
         except Exception as error:  # noqa: BLE001 - the database is unreachable: closed, not acted on (the page reconnects)
             log.warning("closed a websocket: its login could not be checked (%s)", error)
             return False
-        if found is None:
+        if not found:
             log.info("closed a websocket whose login has ended")
-        return found is not None
+        return found
 
     async def send(self, message: Message) -> None:
         if self.closed:
@@ -90,7 +111,7 @@ class LiveSocket:
 
 
 class OpenSockets:
-    """The open password-login websockets of this server process (its event loop only)."""
+    """The open login websockets of this server process (its event loop only)."""
 
     def __init__(self) -> None:
         self._open: set[LiveSocket] = set()
@@ -123,8 +144,8 @@ class OpenSockets:
     async def sweep_once(self) -> int:
         """Close the websockets whose login has ended; how many were closed."""
         closed = 0
-        for token in {s.token for s in self._open}:
-            if await asyncio.to_thread(access.read_session, token) is None:
+        for token, holds in {(s.token, s.holds) for s in self._open}:
+            if not await asyncio.to_thread(holds, token):
                 closed += await self.close_session(token)
         if closed:
             log.info("closed %d websocket(s) whose login has ended", closed)

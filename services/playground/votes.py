@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from db.models import Exchange, Run, Vote
@@ -152,6 +152,23 @@ def _already(run_id: int) -> ValidationError:
     )
 
 
+def _lock_exchange(session: Session, run_id: int) -> None:
+    """Hold the exchange's row until this transaction ends, so two ballots on one exchange are
+    counted and stored one after the other: SHOOTOUT_VOTES_PER_ADDRESS is a count then an
+    insert, and two at once both saw room for one. PostgreSQL locks the row (SELECT ... FOR
+    UPDATE); SQLite has no row locks and ignores FOR UPDATE, so a write to the row takes the
+    database's write lock first (the others wait on the busy timeout), before the count reads."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(id=Run.id)
+            .execution_options(synchronize_session=False)
+        )
+    else:
+        session.execute(select(Run.id).where(Run.id == run_id).with_for_update())
+
+
 def _refuse_over_cap(session: Session, run_id: int, client: str | None) -> None:
     """SHOOTOUT_VOTES_PER_ADDRESS: at most that many voters from one client address on one
     exchange (unset: no cap, as a room behind one NAT is many people)."""
@@ -183,6 +200,7 @@ def vote_best(
     SHOOTOUT_VOTES_PER_ADDRESS from one address."""
     try:
         with session_scope() as session:
+            _lock_exchange(session, run_id)
             run = _blind_exchange(session, run_id)
             engines = list(
                 dict.fromkeys(

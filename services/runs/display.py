@@ -206,6 +206,15 @@ def _kind_labels(detail: RunDetail) -> dict[str, str]:
     }
 
 
+def answers_of(detail: RunDetail) -> pd.DataFrame | None:
+    """A Playground run's answers as the run page lists them: before a blind exchange's reveal
+    by blind name in the stored order, with each answer's own timings and no engine; after it
+    (or never blind) with its engine. None for a run without answers."""
+    if not detail.exchange_count:
+        return None
+    return _exchanges(detail.id, {} if detail.hidden else _kind_labels(detail))
+
+
 def run_view(run_id: int) -> RunView:
     """Everything the single-run view draws: details, its engines compared, exchanges
     (playground) and telemetry sources (recordings)."""

@@ -33,4 +33,4 @@ def may_present(viewer: Viewer) -> bool:
     if viewer.is_operator:
         return True
     allowed = get_settings().session_presenters
-    return "*" in allowed or viewer.identity in allowed
+    return "*" in allowed or viewer.account in allowed

@@ -43,6 +43,8 @@ Action = Literal[
 ]
 
 SESSION_COOKIE = "shootout_session"
+#: Between a password login's address and its session's hash in `Viewer.identity`.
+LOGIN_PART = " login:"
 #: A random id per browser, set by the gate (web/gate.py) on every server, with logins or
 #: without: who a participant is where no login tells people apart (services/votes/participants.py),
 #: and what lets a reloaded tab take its session seat back.
@@ -82,12 +84,21 @@ class PermissionDenied(ValidationError):
 @dataclass(frozen=True)
 class Viewer:
     role: Role
-    #: Whose limits apply: the OIDC e-mail, else the client's address.
+    #: Who this is, for a viewer's limits and the runs they own: the OIDC login (its e-mail,
+    #: else its subject), else the password login's session (`login_identity`: a room behind
+    #: one NAT is many people, each with a share of their own), else, with no login
+    #: configured, the client's address (a trusted proxy's X-Forwarded-For, `client_of`).
     identity: str
 
     @property
     def is_operator(self) -> bool:
         return self.role == "operator"
+
+    @property
+    def account(self) -> str:
+        """The identity without a password login's session part: the OIDC login, or the
+        address a password login came from (what SHOOTOUT_SESSION_PRESENTERS names)."""
+        return self.identity.split(LOGIN_PART, 1)[0]
 
     def may(self, action: Action) -> bool:
         return self.is_operator or action not in OPERATOR_ONLY
@@ -302,12 +313,21 @@ def read_session(token: str | None) -> Viewer | None:
         role: Role = "operator" if row.role == "operator" else "viewer"
         if not hmac.compare_digest(row.password_fingerprint, password_fingerprint(role)):
             return None
-        found = Viewer(role=role, identity=row.identity or "unknown")
+        found = Viewer(role=role, identity=login_identity(row.identity or "unknown", key))
     with _checked_lock:
         if len(_checked) > 10_000:  # many logins within a second: start afresh rather than grow
             _checked.clear()
         _checked[key] = _Checked(found, row.password_fingerprint, expires, time.monotonic())
     return found
+
+
+def login_identity(stored: str, id_hash: str) -> str:
+    """A password login's viewer: its own session, so two logins from one address (a room behind
+    one NAT) have a share each of the per-viewer limits, and own their runs apart. It keeps the
+    address it logged in from, for the log, then the start of the session's stored hash
+    ("ip:10.0.0.7 login:1f2e..."), never the session id (it is stored as a run's owner). What
+    bounds one person's many logins is the login throttle and the server's own limits."""
+    return f"{stored}{LOGIN_PART}{id_hash[:16]}"
 
 
 def end_session(token: str | None) -> bool:

@@ -4,7 +4,9 @@ Each limit is a SHOOTOUT_LIMIT_* setting (services/core/config; defaults and mea
 docs/configuration.md); `current()` reads them now.
 
 Per-viewer limits bind viewers (services/team/access.py); operators are bound by the server's limits only.
-A viewer is its OIDC e-mail or its client address, so logging in twice does not double the share.
+A viewer is its OIDC login, else its password login's session, else (no login configured) its
+client address: `access.Viewer.identity`. A room behind one NAT is many viewers; what bounds one
+person who logs in many times is the login throttle and the server's own limits.
 A viewer's benchmark also has at most as many load-generator workers as the server has cores.
 
 Found trying the team server as an attacker: `extra_body {"n": 1000, "max_tokens": 1000000}`

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from services.team.access import login_identity
 from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
 from tests.support.served import Served, start_served_app, stop
 
@@ -78,11 +79,14 @@ def _viewer_identity(data_dir: Path) -> str:
     from db.session import session_scope
 
     with _ServerDatabase(data_dir), session_scope() as session:
-        return session.scalars(
-            select(LoginSession.identity)
+        # A password login's viewer is its session (services/team/access.login_identity).
+        login = session.execute(
+            select(LoginSession.identity, LoginSession.id_hash)
             .where(LoginSession.role == "viewer")
             .order_by(LoginSession.created_at.desc())
         ).first()
+    assert login is not None
+    return login_identity(login.identity, login.id_hash)
 
 
 def test_a_viewer_is_offered_cancel_on_their_own_benchmark_only(team_server: Served, page) -> None:  # type: ignore[no-untyped-def]

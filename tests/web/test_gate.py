@@ -7,6 +7,7 @@ password, driven over HTTP and a raw websocket handshake as an attacker on loopb
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import socket
 import time
@@ -183,7 +184,8 @@ def test_passwords_open_their_roles(monkeypatch: pytest.MonkeyPatch, db_url: str
     assert access.role_for_password(VIEWER) == "viewer"
     assert access.role_for_password("") is None and access.role_for_password(OPERATOR + "x") is None
     token = access.issue_session("viewer", "ip:10.0.0.7")
-    assert access.read_session(token) == access.Viewer("viewer", "ip:10.0.0.7")
+    found = access.read_session(token)
+    assert found is not None and found.role == "viewer" and found.account == "ip:10.0.0.7"
 
 
 def test_oidc_groups_name_the_role(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -435,6 +437,10 @@ def test_the_operator_logs_out_every_session(tmp_path: Path) -> None:
         stop(app)
 
 
+def _stored_hash(token: str) -> str:
+    return hashlib.sha256((access.session_id(token) or "").encode()).hexdigest()
+
+
 def test_a_changed_password_ends_the_sessions_it_opened(
     monkeypatch: pytest.MonkeyPatch, db_url: str
 ) -> None:
@@ -444,10 +450,14 @@ def test_a_changed_password_ends_the_sessions_it_opened(
         access.issue_session("viewer", "ip:10.0.0.7"),
         access.issue_session("operator", "ip:x"),
     )
-    assert access.read_session(viewer) == access.Viewer("viewer", "ip:10.0.0.7")
+    assert access.read_session(viewer) == access.Viewer(
+        "viewer", access.login_identity("ip:10.0.0.7", _stored_hash(viewer))
+    )
     monkeypatch.setenv("SHOOTOUT_VIEWER_PASSWORD", VIEWER + "-changed")
     assert access.read_session(viewer) is None
-    assert access.read_session(operator) == access.Viewer("operator", "ip:x")  # its password held
+    assert access.read_session(operator) == access.Viewer(  # its password held
+        "operator", access.login_identity("ip:x", _stored_hash(operator))
+    )
     from db.models import LoginSession
     from db.session import session_scope
 

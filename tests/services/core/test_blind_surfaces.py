@@ -236,6 +236,35 @@ CLI_COMMANDS = {
 }
 
 
+def test_runs_show_prints_the_answers_by_label_in_the_stored_order_until_the_reveal(
+    db_url: str,
+) -> None:
+    run_id = hidden_exchange()
+    with session_scope() as session:  # the stored order, not the order the engines answered in
+        session.get(Run, run_id).config = {
+            **session.get(Run, run_id).config,
+            "blind_order": [ENGINES[1], ENGINES[0]],
+        }
+    shown = cli("runs", "show", str(run_id))
+    assert shown.returncode == 0, shown.stderr
+    answers = shown.stdout.split("answers (")[1]
+    assert answers.splitlines()[1:] == [
+        "  Answer A · finished · TTFT 220 ms · E2E 500 ms · 9 output tokens",
+        "    blue",
+        "  Answer B · finished · TTFT 110 ms · E2E 500 ms · 9 output tokens",
+        "    red",
+    ]
+    assert not _leaks(shown.stdout)
+    as_json = json.loads(cli("runs", "show", str(run_id), "--json").stdout)
+    assert [(a["Answer"], a["Text"]) for a in as_json["answers"]] == [
+        ("Answer A", "blue"),
+        ("Answer B", "red"),
+    ]
+    votes.reveal(run_id, OPERATOR)
+    revealed = cli("runs", "show", str(run_id)).stdout
+    assert f"  {ENGINES[0]} · finished · TTFT 110 ms" in revealed and "Answer A" not in revealed
+
+
 @pytest.mark.parametrize("command", sorted(CLI_COMMANDS))
 def test_no_cli_command_names_an_engine_of_a_hidden_exchange(db_url: str, command: str) -> None:
     run_id = hidden_exchange()

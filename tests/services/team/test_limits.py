@@ -93,6 +93,40 @@ def test_per_viewer_limits_bind_viewers_and_the_server_binds_everyone(
     assert run_kinds.count_active("benchmark", requested_by="ip:10.0.0.1") == 1
 
 
+def test_two_password_logins_from_one_address_are_two_viewers(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A room behind one NAT logs in with the viewer password from one address: each login is a
+    viewer with its own share of the per-viewer limits (and its own runs), not one viewer for
+    the room. The identity names the address for the log, never the session id."""
+    from db.models import Run
+    from db.session import session_scope
+    from services.team import access
+
+    monkeypatch.setenv("SHOOTOUT_VIEWER_PASSWORD", "viewer-secret")
+    monkeypatch.setenv("SHOOTOUT_LIMIT_BENCHMARKS", "3")
+    first, second = (access.issue_session("viewer", "ip:10.0.0.7") for _ in range(2))
+    alice, bob = access.read_session(first), access.read_session(second)
+    assert alice is not None and bob is not None and alice != bob
+    assert alice == access.read_session(first)  # the same login is the same viewer
+    assert alice.account == bob.account == "ip:10.0.0.7"
+    assert access.session_id(first) not in alice.identity
+
+    def start(viewer: access.Viewer) -> None:
+        with limits.admitted("benchmark", viewer) as requested_by, session_scope() as session:
+            session.add(Run(kind="benchmark", status="running", requested_by=requested_by))
+
+    start(alice)
+    start(bob)  # the same address, another login: a share of its own
+    with pytest.raises(ValidationError, match="You have 1 benchmarks running already"):
+        start(alice)
+    budget = limits.UploadBudget()
+    monkeypatch.setenv("SHOOTOUT_LIMIT_UPLOAD_MB_PER_VIEWER", "1")
+    assert budget.take(alice.identity, 1024 * 1024) is None
+    assert budget.take(bob.identity, 1024 * 1024) is None
+    assert budget.take(alice.identity, 1) is not None
+
+
 def test_answers_are_cut_at_the_stored_answer_limit(
     db_url: str,
     scripted_server,  # type: ignore[no-untyped-def]

@@ -4,6 +4,8 @@ visible in the tally and bounded by SHOOTOUT_VOTES_PER_ADDRESS."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from db.models import Vote
@@ -51,6 +53,47 @@ def test_votes_per_address_bounds_stuffing(db_url: str, monkeypatch: pytest.Monk
     votes.vote_best(run_id, "b", participant=participant_key(login_session="home"), client=HOME)
     assert live.exchange_tally(run_id).per_address == (2, 1)
     assert _stuff(stored_exchange(["a", "b"]), 2) == []
+
+
+@pytest.mark.parametrize("voters", [2, 4])
+def test_the_cap_holds_when_ballots_from_one_address_arrive_at_once(
+    any_db_url: str, monkeypatch: pytest.MonkeyPatch, voters: int
+) -> None:
+    """The cap is a count then an insert: ballots that all count before any inserts would all
+    pass. Each ballot waits after its count until all have counted (or 1.5 s, when the exchange
+    is held by the one counting first, as it must be), on SQLite and on PostgreSQL."""
+    monkeypatch.setenv("SHOOTOUT_VOTES_PER_ADDRESS", "1")
+    run_id = stored_exchange(["a", "b"])
+    counted = threading.Barrier(voters, timeout=1.5)
+    check = votes._refuse_over_cap
+
+    def count_then_wait(*args: object) -> None:
+        check(*args)  # type: ignore[arg-type]
+        try:
+            counted.wait()
+        except threading.BrokenBarrierError:
+            pass
+
+    monkeypatch.setattr(votes, "_refuse_over_cap", count_then_wait)
+    results: list[str] = []
+
+    def ballot(n: int) -> None:
+        try:
+            votes.vote_best(
+                run_id, "a", participant=participant_key(login_session=f"at-once-{n}"), client=ROOM
+            )
+            results.append("counted")
+        except ValidationError as error:
+            results.append(str(error))
+
+    threads = [threading.Thread(target=ballot, args=(n,)) for n in range(voters)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results.count("counted") == 1, results
+    assert all("SHOOTOUT_VOTES_PER_ADDRESS" in r for r in results if r != "counted")
+    assert live.exchange_tally(run_id).per_address == (1,)
 
 
 def test_an_oidc_subject_is_one_voter_across_sessions(db_url: str) -> None:
