@@ -13,6 +13,7 @@ A login is a row of `login_sessions` (`services.team.access`): logout (a POST wi
 session), "log out everywhere" (operators) and a changed password end it. The websocket's token
 (Streamlit's XSRF token, which its frontend reads from the `_streamlit_xsrf` cookie) is derived from
 that session and checked here, so a value another port plants in that readable cookie opens nothing.
+`web/login.py` serves the login and logout forms; `web/asgi.py` holds the pieces both share.
 `web/guard.py` holds what works around the gate: uvicorn's proxy headers off (the gate trusts only
 SHOOTOUT_TRUSTED_PROXIES), connections that do not finish their headers or bodies in time closed,
 connections per client capped, and the frame headers on every answer. `web/sockets.py` closes the
@@ -26,49 +27,37 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import html
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from http.cookies import CookieError, SimpleCookie
-from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
-from services.core.config import get_settings
 from services.team import access, limits, oidc_logins
-from services.team.throttle import client_key, throttle
 from web import guard
+from web.asgi import (
+    XSRF_COOKIE,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    _cookies,
+    _headers,
+    _https,
+    _respond,
+    _xsrf_bytes,
+    _xsrf_cookie,
+    _xsrf_value,
+)
+from web.login import _login, _logout
 from web.sockets import LiveSocket, oidc_login_holds, sockets
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("shootout.gate")
 
 OPEN_PATHS = frozenset({"/login", "/logout", "/_stcore/health", "/favicon.ico"})
 OIDC_PATHS = frozenset({"/auth/login", "/auth/logout", "/oauth2callback"})
-#: The login form is a few fields; a bigger body is not a login.
-MAX_LOGIN_BODY = 4096
-XSRF_COOKIE = "_streamlit_xsrf"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: An upload that does not say its size counts as Streamlit's largest (its default 200 MB).
 UNKNOWN_UPLOAD_SIZE = 200 * 1024 * 1024
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-
-
-def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(headers.get("cookie", ""))
-    except CookieError:
-        return {}
-    return {name: morsel.value for name, morsel in jar.items()}
 
 
 def _client(scope: Scope) -> str | None:
@@ -137,84 +126,6 @@ async def _oidc_logout(headers: dict[str, str]) -> None:
     log.info("%s logged out (%d open pages)", viewer.identity, closed)
 
 
-async def _respond(
-    send: Send,
-    status: int,
-    body: str,
-    content_type: str = "text/plain; charset=utf-8",
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    data = body.encode()
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(data)).encode()),
-        (b"cache-control", b"no-store"),
-        (b"x-content-type-options", b"nosniff"),
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
-
-
-def _login_page(next_path: str, message: str = "", oidc: bool = False) -> str:
-    form = ""
-    if access.auth_config().passwords:
-        form = (
-            f'<form method="post" action="/login"><input type="hidden" name="next" value="{html.escape(next_path)}">'
-            '<label>Password <input type="password" name="password" autofocus required></label> '
-            '<button type="submit">Log in</button></form>'
-        )
-    if oidc:
-        form += f'<p><a href="{html.escape(_oidc_login_url())}">Log in with your organisation</a></p>'
-    note = f'<p role="alert" class="error">{html.escape(message)}</p>' if message else ""
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Shootout: log in</title>"
-        "<meta name=viewport content='width=device-width'><style>body{font-family:sans-serif;max-width:28rem;"
-        "margin:4rem auto;color:#262730}input{padding:.4rem}button{padding:.4rem .9rem}.error{color:#b00020}"
-        f"</style></head><body><h1>Shootout</h1>{note}{form}</body></html>"
-    )
-
-
-def _oidc_login_url() -> str:
-    try:
-        # Streamlit internals, used in its server only: the gate imports without Streamlit.
-        from streamlit.auth_util import encode_provider_token
-
-        return "/auth/login?provider=" + quote(encode_provider_token("default"))
-    except Exception:  # noqa: BLE001 - Authlib missing or the [auth] section incomplete: Streamlit says why there
-        return "/auth/login"
-
-
-def _xsrf_value(secret: bytes) -> str:
-    # Streamlit internals, used in its server only: the gate imports without Streamlit.
-    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
-
-    # A fixed timestamp: the same session always gets the same cookie value.
-    return generate_xsrf_token_string(secret, 0)
-
-
-def _xsrf_bytes(value: str | None) -> bytes | None:
-    # Streamlit internals, used in its server only: the gate imports without Streamlit.
-    from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
-
-    return decode_xsrf_token_string(value)[0] if value else None
-
-
-def _xsrf_cookie(secret: bytes, secure: bool) -> tuple[bytes, bytes]:
-    # Not HttpOnly: Streamlit's frontend reads it and sends it with the websocket handshake.
-    flags = "; Secure" if secure else ""
-    return (
-        b"set-cookie",
-        f"{XSRF_COOKIE}={_xsrf_value(secret)}; Path=/; SameSite=Strict{flags}".encode(),
-    )
-
-
-def _https(scope: Scope) -> bool:
-    """Whether the browser came by HTTPS: the socket's own TLS, or a trusted proxy's
-    `X-Forwarded-Proto` (the scope's scheme is already resolved: `_resolve_client`)."""
-    return scope.get("scheme") in ("https", "wss")
-
-
 def _with_cookie(scope: Scope, name: str, value: str) -> Scope:
     """The scope with the request's cookie `name` replaced (Streamlit compares its XSRF header
     and websocket token with this cookie: it gets the session's value, not a planted one)."""
@@ -239,183 +150,6 @@ def _browser_cookie(secure: bool) -> tuple[bytes, bytes]:
         f"{access.BROWSER_COOKIE}={access.new_browser_id()}; Path=/; "
         f"Max-Age={access.BROWSER_COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Strict{flags}".encode(),
     )
-
-
-def _session_cookie(token: str, max_age: int, secure: bool) -> tuple[bytes, bytes]:
-    # SameSite=Strict: no other site can make the browser send it, which covers
-    # cross-site form posts and websockets along with the Origin check. Secure behind HTTPS
-    # (a trusted proxy's X-Forwarded-Proto included): never sent over plain HTTP then.
-    flags = "; Secure" if secure else ""
-    return (
-        b"set-cookie",
-        f"{access.SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; "
-        f"Max-Age={max_age}{flags}".encode(),
-    )
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    body = b""
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        body += message.get("body", b"")
-        if len(body) > limit:
-            return None
-        if not message.get("more_body"):
-            return body
-
-
-async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client: str) -> None:
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    if scope["method"] in ("GET", "HEAD"):
-        await _respond(
-            send,
-            200,
-            _login_page(access.safe_next(query.get("next", ["/"])[0]), oidc=oidc),
-            "text/html; charset=utf-8",
-        )
-        return
-    if scope["method"] != "POST" or not access.auth_config().passwords:
-        await _respond(send, 405, "Log in with the form at /login.")
-        return
-    body = await _read_body(receive, MAX_LOGIN_BODY)
-    if body is None:
-        await _respond(send, 413, "That is not a login form.")
-        return
-    form = parse_qs(body.decode("utf-8", "replace"))
-    next_path = access.safe_next(form.get("next", ["/"])[0])
-    wait = throttle.wait_s(client)
-    if wait:
-        await _respond(
-            send,
-            429,
-            _login_page(
-                next_path,
-                f"Too many wrong passwords from this address: try again in {wait:.0f} s.",
-                oidc,
-            ),
-            "text/html; charset=utf-8",
-        )
-        return
-    # One failure counter per client across roles, which a right password does not clear.
-    role = access.role_for_password(form.get("password", [""])[0])
-    if role is None:
-        lockout = throttle.failed(client)
-        await _respond(
-            send,
-            401,
-            _login_page(
-                next_path,
-                "Wrong password." + (f" Locked out for {lockout:.0f} s." if lockout else ""),
-                oidc,
-            ),
-            "text/html; charset=utf-8",
-        )
-        return
-    refusal = await _too_many_logins(client)
-    if refusal:
-        await _respond(send, 429, _login_page(next_path, refusal, oidc), "text/html; charset=utf-8")
-        return
-    log.info("%s logged in as %s", client, role)
-    token = await asyncio.to_thread(access.issue_session, role, f"ip:{client}")
-    secure = _https(scope)
-    extra = [
-        (b"location", next_path.encode()),
-        _session_cookie(token, access.session_max_age_s(), secure),
-    ]
-    secret = access.websocket_secret(token)
-    if secret:
-        extra.append(_xsrf_cookie(secret, secure))
-    await _respond(send, 303, "", extra=extra)
-
-
-async def _too_many_logins(client: str) -> str | None:
-    """Why this client may not log in again now (issue 44: 300 logins in 2.3 s, each kept a
-    day): too many right passwords in a short time, or SHOOTOUT_LOGIN_SESSIONS_PER_CLIENT
-    logins of its address still live. None when it may."""
-    wait = throttle.login_wait_s(client)
-    if wait:
-        return f"Too many logins from this address: try again in {max(1.0, wait):.0f} s."
-    key = client_key(client)
-    live = await asyncio.to_thread(access.live_session_identities)
-    held = sum(1 for identity in live if identity.startswith("ip:") and client_key(identity[3:]) == key)
-    if held >= get_settings().login_sessions_per_client:
-        log.warning("refused a login from %s: %d live logins from its address", client, held)
-        return (
-            f"This address already has {held} live logins (SHOOTOUT_LOGIN_SESSIONS_PER_CLIENT): "
-            "log out of one, or ask the operator."
-        )
-    return None
-
-
-def _logout_page(token: str | None, viewer: access.Viewer | None, message: str = "") -> str:
-    forms = (
-        '<form method="post" action="/logout">'
-        f'<input type="hidden" name="token" value="{access.form_token(token, "logout")}">'
-        '<button type="submit">Log out</button></form>'
-    )
-    if viewer is not None and viewer.is_operator:
-        forms += (
-            '<form method="post" action="/logout"><input type="hidden" name="everywhere" value="1">'
-            f'<input type="hidden" name="token" value="{access.form_token(token, "logout-everywhere")}">'
-            "<p>Or end every login on this server, yours and everyone else's (a password or a cookie "
-            'may have leaked): <button type="submit">Log out everywhere</button></p></form>'
-        )
-    note = f'<p role="alert" class="error">{html.escape(message)}</p>' if message else ""
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Shootout: log out</title>"
-        "<meta name=viewport content='width=device-width'><style>body{font-family:sans-serif;max-width:28rem;"
-        "margin:4rem auto;color:#262730}button{padding:.4rem .9rem}.error{color:#b00020}"
-        f"</style></head><body><h1>Shootout</h1>{note}{forms}</body></html>"
-    )
-
-
-def _logged_out(secure: bool) -> list[tuple[bytes, bytes]]:
-    flags = "; Secure" if secure else ""
-    return [
-        (b"location", b"/login"),
-        (b"set-cookie", f"{access.SESSION_COOKIE}=; Path=/; Max-Age=0{flags}".encode()),
-        (b"set-cookie", f"{XSRF_COOKIE}=; Path=/; Max-Age=0{flags}".encode()),
-    ]
-
-
-async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
-    """GET shows the logout form (a link or another site cannot log anyone out); its POST, with
-    the session's token, ends the session on the server, not only the cookie in this browser."""
-    token = _cookies(headers).get(access.SESSION_COOKIE)
-    viewer = await asyncio.to_thread(access.read_session, token)
-    if viewer is None:
-        await _respond(send, 303, "", extra=_logged_out(_https(scope)))
-        return
-    if scope["method"] in ("GET", "HEAD"):
-        await _respond(send, 200, _logout_page(token, viewer), "text/html; charset=utf-8")
-        return
-    if scope["method"] != "POST":
-        await _respond(send, 405, "Log out with the form at /logout.")
-        return
-    body = await _read_body(receive, MAX_LOGIN_BODY)
-    form = parse_qs((body or b"").decode("utf-8", "replace"))
-    supplied = form.get("token", [""])[0]
-    everywhere = form.get("everywhere", [""])[0] == "1"
-    purpose = "logout-everywhere" if everywhere else "logout"
-    if not access.form_token_valid(token, purpose, supplied) or (everywhere and not viewer.is_operator):
-        await _respond(
-            send,
-            403,
-            _logout_page(token, viewer, "That logout form is not this session's: use this one."),
-            "text/html; charset=utf-8",
-        )
-        return
-    if everywhere:
-        ended = await asyncio.to_thread(access.end_all_sessions, viewer)
-        closed = await sockets.close_all()
-        log.warning("%s logged out every session (%d, %d open pages)", viewer.identity, ended, closed)
-    else:
-        await asyncio.to_thread(access.end_session, token)
-        closed = await sockets.close_session(token)
-        log.info("%s logged out (%d open pages)", viewer.identity, closed)
-    await _respond(send, 303, "", extra=_logged_out(_https(scope)))
 
 
 class Gate:
