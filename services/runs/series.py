@@ -266,6 +266,14 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
     return result
 
 
+def _had_failures(numbers: Any) -> bool:
+    """A stored run of the setup whose requests failed (an engine that restarted mid-run, a
+    full disk) is not a repeat: its lower rates would widen the noise and hide a regression.
+    The run being judged keeps its place: its failures have the gate's error check."""
+    failed = finite_number(numbers.get("failed")) or 0
+    return failed > 0 or not finite_number(numbers.get("completed"))
+
+
 def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) -> None:
     """Give each series the values its metrics took in repeated runs of the same setup."""
     fingerprints = {run.config_fingerprint for run in runs if run.config_fingerprint}
@@ -291,7 +299,9 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
             if numbers is None:
                 continue
             snapshot = _snapshots(candidate.engines).get(item.engine)
-            if candidate.id != run.id and _engine_identity(snapshot) != identity:
+            if candidate.id != run.id and (
+                _engine_identity(snapshot) != identity or _had_failures(numbers)
+            ):
                 continue
             repeat_ids.append(candidate.id)
             found = [

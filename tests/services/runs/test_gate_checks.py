@@ -112,6 +112,22 @@ def test_stored_repeats_judge_a_candidate_of_the_baselines_setup(db_url: str) ->
     assert named(same)[0].status == "pass" and named(same)[0].noise.status == "within"
 
 
+def test_stored_runs_with_failed_requests_are_not_repeats(db_url: str) -> None:
+    """A run of the setup where the engine died half-way has a low rate: counted as a repeat,
+    it would stretch the interval until a real 16% drop reads as noise."""
+    base = rated(500.0)
+    for rate in (505.0, 495.0, 502.0):
+        rated(rate)
+    make_run(
+        engines={"vllm": block(output_throughput_tok_s=250.0, completed=50, failed=50)},
+        config=bench_config(),
+    )
+    slower = gate.evaluate(base, [rated(420.0)], gate.parse_fail_on("output_tok_s:-5%"))
+    (check,) = named(slower)
+    assert check.status == "fail" and check.noise.method == "repeats"
+    assert "4 other stored runs of this setup range 495.0 tok/s to 505.0 tok/s" in check.noise.detail
+
+
 def test_alike_runs_that_are_not_repeats_say_what_differs(
     db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
