@@ -6,16 +6,20 @@ over the app at 1440x1100 and writes `docs/<page>.png`.
     python scripts/screenshots.py http://127.0.0.1:8501  # a running app (with your data)
     python scripts/screenshots.py --serve --pages runs parity
     python scripts/screenshots.py URL --demo 12 --compare 14,15
+    python scripts/screenshots.py --serve --sample-data  # the README's shots: data made first
 
 `--serve` runs `streamlit run serve.py` on 127.0.0.1 with a database of its own and the local
 engines that are registered on this machine (so the pages show real engines); the app and its
-data folder go when the script ends. The playground shot reopens the latest exchange when there
+data folder go when the script ends. `--sample-data` first makes what the pages show, by the
+command line, on the running local engines: a Playground exchange (`ask`), two small benchmarks
+(compared on the Runs shot) and the prefix-cache demo. The playground shot reopens the latest exchange when there
 is one, the demos shot a stored demo (`--demo`), the runs shot a comparison (`--compare`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -89,6 +93,52 @@ def serve(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]
     raise SystemExit(f"serve.py did not start: {log.read_text()[-2000:]}")
 
 
+def cli_json(env: dict[str, str], *args: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "cli.py", *args],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"cli.py {' '.join(args)} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def sample_data(env: dict[str, str], engines: list[str]) -> tuple[str, str]:
+    """What the README's shots show, made on the running local engines: (demo run, the two
+    benchmark runs to compare)."""
+    picks = [arg for name in engines for arg in ("--engine", name)]
+    prompt = "Explain prefix caching to a new engineer in three sentences."
+    cli_json(env, "ask", prompt, *picks, "--max-tokens", "96", "--json")
+    benches = [
+        cli_json(
+            env,
+            "bench",
+            *picks,
+            *(
+                "--concurrency",
+                str(level),
+                "--requests",
+                "16",
+                "--input-len",
+                "128",
+                "--output-len",
+                "32",
+            ),
+            *("--quiet", "--json", "-"),
+        )["run_id"]
+        for level in (1, 4)
+    ]
+    demo = cli_json(
+        env, "demo", "prefix-cache", "--engines", ",".join(engines), "--set", "turns=2", "--json"
+    )["run_id"]
+    return str(demo), ",".join(str(run) for run in benches)
+
+
 def shoot(base: str, pages: list[str], demo: str | None, compare: str | None) -> None:
     paths = {name: f"/{name}" for name in PAGES}
     if compare:
@@ -129,6 +179,10 @@ def main() -> int:
     parser.add_argument("--pages", nargs="+", choices=PAGES, default=list(PAGES))
     parser.add_argument("--demo", help="demo run id to show")
     parser.add_argument("--compare", help="run ids to compare on the Runs shot")
+    parser.add_argument(
+        "--sample-data", action="store_true", help="with --serve: make runs to show first"
+    )
+    parser.add_argument("--engines", default="vllm-cpu,llamacpp-4slot", help="engines for --sample-data")
     args = parser.parse_args()
     if not args.serve:
         shoot(args.base, args.pages, args.demo, args.compare)
@@ -141,6 +195,8 @@ def main() -> int:
             "SHOOTOUT_NO_AUTOREFRESH": "1",
         }
         register_local_engines(env)
+        if args.sample_data:
+            args.demo, args.compare = sample_data(env, args.engines.split(","))
         base, process = serve(env, Path(data) / "serve.log")
         try:
             shoot(base, args.pages, args.demo, args.compare)
