@@ -77,7 +77,7 @@ def run_section() -> None:
         st.rerun()  # draw the finished run's charts and tables outside the fragment's refresh
     if header.headline:
         st.markdown(header.headline)
-    st.dataframe(page.summary_rows(view), hide_index=True, use_container_width=True)
+    st.dataframe(page.summary_rows(view), hide_index=True, width="stretch")
 
 
 run_section()
@@ -86,9 +86,9 @@ left, right = st.columns(2)
 quality = page.quality_speed_figure(view)
 spread = page.divergence_figure(view)
 if quality is not None:
-    left.plotly_chart(quality, use_container_width=True, key="parity_quality")
+    left.plotly_chart(quality, width="stretch", key="parity_quality")
 if spread is not None:
-    right.plotly_chart(spread, use_container_width=True, key="parity_divergence")
+    right.plotly_chart(spread, width="stretch", key="parity_divergence")
 elif view.others and not view.live:
     right.info(f"No answer diverged from {md_line(view.reference)}'s.")
 
@@ -96,7 +96,7 @@ st.subheader("Per prompt")
 only_diverged = st.toggle("Only the prompts that diverged", key="parity_only_diverged")
 rows = page.prompt_rows(view, only_diverged=only_diverged)
 if rows:
-    st.dataframe(rows, hide_index=True, use_container_width=True)
+    st.dataframe(rows, hide_index=True, width="stretch")
 else:
     st.info("No prompt diverged." if only_diverged else "No answers yet.")
 

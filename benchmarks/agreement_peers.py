@@ -151,7 +151,8 @@ def theirs(url: str, engine: str, args: argparse.Namespace, out: Path) -> dict[s
         "--random-output-len",
         "32",
         "--random-range-ratio",
-        "1.0",
+        # Fixed lengths: SGLang samples in [ratio * len, len], vLLM in [(1 - ratio) * len, (1 + ratio) * len].
+        "1.0" if engine == "sglang" else "0.0",
     ]
     if engine == "sglang":
         python = ENGINES / "sglang-venv" / "bin" / "python"

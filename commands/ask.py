@@ -1,7 +1,7 @@
-"""`python cli.py ask PROMPT`: the Playground without a browser. One prompt to several
+"""`shootout ask PROMPT`: the Playground without a browser. One prompt to several
 registered engines at once; each answer with its TTFT, inter-token latency, decode rate and
 usage, stored in the run history like an exchange sent from the page (so the Runs page and
-`cli.py export` see it). `--conversation ID` continues a conversation: each engine gets its
+`shootout export` see it). `--conversation ID` continues a conversation: each engine gets its
 own earlier answers back.
 
 Failed answers end the command normally (exit 0) and show their error class, as a benchmark's
@@ -75,7 +75,7 @@ def _payload(view: Any) -> dict[str, Any]:
 
 def _engine_split(column: Any) -> dict[str, Any]:
     """The engine's own times of an answer and the split they give (None: not reported)."""
-    # CLI start: dataclasses adds 16 modules (7 ms) to the 90 of `cli.py ask --help`.
+    # CLI start: dataclasses adds 16 modules (7 ms) to the 90 of `shootout ask --help`.
     from dataclasses import asdict
 
     split = column.time_split
@@ -141,7 +141,7 @@ def _text(view: Any) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     # CLI start: the playground and the engines bring the database and the HTTP client (0.3 s or more);
-    # `cli.py ask --help` loads 90 modules and none of them.
+    # `shootout ask --help` loads 90 modules and none of them.
     from services import playground
     from services.engines import SamplingParams
     from services.engines.endpoints import list_engines

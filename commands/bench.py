@@ -1,6 +1,6 @@
-"""`python cli.py bench`: a load benchmark from the command line, stored like the page's.
+"""`shootout bench`: a load benchmark from the command line, stored like the page's.
 
-    python cli.py bench --engine NAME [--engine NAME2] | --url URL [--model M]
+    shootout bench --engine NAME [--engine NAME2] | --url URL [--model M]
                         --concurrency N | --rate R [--max-concurrency N]
                         --requests N | --duration S  --input-len N --output-len N
                         [--workload KIND] [--timeout S] [--workers N|auto] [--ray ADDRESS] [--json OUT]
@@ -41,7 +41,7 @@ class _OneLineParser(argparse.ArgumentParser):
     """Argument errors as one clear line (not the usage block), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see `python cli.py bench --help`)", file=sys.stderr)
+        print(f"error: {message} (see `shootout bench --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -370,7 +370,7 @@ def build_spec(args: argparse.Namespace) -> BenchSpec:
     if args.engine and args.usd_per_hour is not None:
         raise ValidationError(
             "--usd-per-hour prices a --url; a registered engine's price is its own: "
-            "`cli.py engines edit NAME --usd-per-hour X`."
+            "`shootout engines edit NAME --usd-per-hour X`."
         )
     return to_spec(form, None if args.engine else [_url_target(args)])
 
@@ -391,7 +391,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    # CLI start: the jobs package adds 0.17 s to `cli.py bench --help` and to a bad argument's exit.
+    # CLI start: the jobs package adds 0.17 s to `shootout bench --help` and to a bad argument's exit.
     from services.bench.jobs import create_run, execute_run
 
     spec = build_spec(args)

@@ -1,4 +1,4 @@
-"""`cli.py bench`'s printed results: the table, the cost, the self-check and the caveats."""
+"""`shootout bench`'s printed results: the table, the cost, the self-check and the caveats."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""`python cli.py demo`: run a guided demo headless and print its measured conclusion.
+"""`shootout demo`: run a guided demo headless and print its measured conclusion.
 
-    python cli.py demo --list [--json]
-    python cli.py demo NAME [--engines A,B] [--set KEY=VALUE ...] [--json]
-    python cli.py demo --show RUN_ID [--json]
+    shootout demo --list [--json]
+    shootout demo NAME [--engines A,B] [--set KEY=VALUE ...] [--json]
+    shootout demo --show RUN_ID [--json]
 
 The demo is stored as a run (kind "demo") in the app's database, so it shows on the Demos
 and Runs pages and replays there without the engines. Exit status: 0 when every step
@@ -64,7 +64,7 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
 
 def _handle(args: argparse.Namespace) -> int:
     # CLI start: the demos bring the HTTP client, the database and numpy (1.3 s);
-    # `cli.py demo --help` loads 90 modules.
+    # `shootout demo --help` loads 90 modules.
     from services.demos import runner, scenarios
 
     if args.list:
@@ -82,7 +82,7 @@ def _handle(args: argparse.Namespace) -> int:
         result = runner.demo_result(args.show)
     else:
         if not args.name:
-            raise ValidationError("Name a scenario (python cli.py demo --list shows them).")
+            raise ValidationError("Name a scenario (shootout demo --list shows them).")
         engines = [n for n in (args.engines or "").split(",") if n.strip()] or None
         if not args.json:
             print(f"running demo {args.name}...", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""`python cli.py engines add|list|probe|edit|remove`: the stored list of endpoints."""
+"""`shootout engines add|list|probe|edit|remove`: the stored list of endpoints."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def _list(args: argparse.Namespace) -> int:
         print_json([asdict(r) for r in records])
     elif not records:
         print(
-            "No engines registered. Add one with `python cli.py engines add NAME URL` or `python cli.py local up`."
+            "No engines registered. Add one with `shootout engines add NAME URL` or `shootout local up`."
         )
     else:
         for record in records:

@@ -1,4 +1,4 @@
-"""The CI gate's flags and ending, shared by `cli.py runs compare` and `cli.py bench`.
+"""The CI gate's flags and ending, shared by `shootout runs compare` and `shootout bench`.
 
     --fail-on "ttft_p90:+10%,output_tok_s:-5%"   checks (bad syntax: exit 2 before anything runs);
                                                   a trailing ? makes one optional
@@ -208,7 +208,7 @@ def baseline_for_bench(value: str) -> int:
     path = Path(text)
     if not path.is_file():
         raise gate.GateToolError(f"--baseline {value!r} is neither a run number nor a readable file.")
-    # CLI start: the importers bring the bench jobs and the HTTP client (0.2 s to `cli.py bench`),
+    # CLI start: the importers bring the bench jobs and the HTTP client (0.2 s to `shootout bench`),
     # which only a baseline file needs.
     from services import importers
 

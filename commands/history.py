@@ -1,8 +1,8 @@
-"""`python cli.py history`: engine and GPU history from a team's Prometheus, normalised.
+"""`shootout history`: engine and GPU history from a team's Prometheus, normalised.
 
-  python cli.py history --prometheus http://prom:9090 --engine vllm-a --since 15m --json
-  python cli.py history --job vllm --selector 'namespace="prod"' --since 2h --signal kv_cache_usage
-  python cli.py history --run 12 --json     # a stored run's window, its registered engines
+  shootout history --prometheus http://prom:9090 --engine vllm-a --since 15m --json
+  shootout history --job vllm --selector 'namespace="prod"' --since 2h --signal kv_cache_usage
+  shootout history --run 12 --json     # a stored run's window, its registered engines
 
 The URL, selector and token variable default to SHOOTOUT_PROMETHEUS_URL,
 SHOOTOUT_PROMETHEUS_SELECTOR and SHOOTOUT_PROMETHEUS_TOKEN_ENV.
@@ -39,7 +39,7 @@ def _summary(values: list[float | None]) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     # CLI start: prom_history brings the HTTP client, the database and numpy (1 s);
-    # `cli.py history --help` loads 90 modules.
+    # `shootout history --help` loads 90 modules.
     from services.telemetry import prom_api, prom_history
 
     if args.prometheus:

@@ -1,4 +1,4 @@
-"""`python cli.py local install|up|down|status`: the real engines on this machine."""
+"""`shootout local install|up|down|status`: the real engines on this machine."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""`python cli.py parity`: the same prompts, greedily, to several engines; do the answers match?
+"""`shootout parity`: the same prompts, greedily, to several engines; do the answers match?
 
-    python cli.py parity --engine A --engine B [--reference A] [--prompts FILE | --count N] [--json OUT]
-    python cli.py parity --show RUN_ID [--json OUT]
+    shootout parity --engine A --engine B [--reference A] [--prompts FILE | --count N] [--json OUT]
+    shootout parity --show RUN_ID [--json OUT]
 
 Each prompt goes to each engine at temperature 0 with one seed and one max_tokens, with
 log-probabilities where the engine returns them. Against the reference (the first engine by
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _tasks(args: argparse.Namespace) -> tuple[list, str]:
-    # CLI start, as in _handle: `cli.py parity --help` loads 90 modules.
+    # CLI start, as in _handle: `shootout parity --help` loads 90 modules.
     from services.parity import tasks as task_module
 
     if args.prompts:
@@ -102,7 +102,7 @@ def _handle(args: argparse.Namespace) -> int:
     else:
         if not args.engines:
             raise ValidationError(
-                "Name the engines: --engine A --engine B (python cli.py engines list shows them)."
+                "Name the engines: --engine A --engine B (shootout engines list shows them)."
             )
         chosen, source = _tasks(args)
         options = {}

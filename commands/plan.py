@@ -1,8 +1,8 @@
-"""`python cli.py plan`: KV cache, weights, fit and speed limits, the same numbers as the Planner page.
+"""`shootout plan`: KV cache, weights, fit and speed limits, the same numbers as the Planner page.
 
-python cli.py plan --model llama-3-70b --dtype bf16 --batch 64 --context 8192 --gpu h100-sxm --json
-python cli.py plan --list
-python cli.py plan --model smollm2-135m --gpu rtx-4090 --engine llamacpp   # plus a launch command
+shootout plan --model llama-3-70b --dtype bf16 --batch 64 --context 8192 --gpu h100-sxm --json
+shootout plan --list
+shootout plan --model smollm2-135m --gpu rtx-4090 --engine llamacpp   # plus a launch command
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def handle(args: argparse.Namespace) -> int:
                     print(f"  {key:<18} {label}")
         return 0
     if not args.model or not args.gpu:
-        raise ValidationError("Give --model and --gpu (see `python cli.py plan --list`).")
+        raise ValidationError("Give --model and --gpu (see `shootout plan --list`).")
     plan = make_plan(
         PlanRequest(
             model=args.model,

@@ -1,4 +1,4 @@
-"""`python cli.py runs|export|import`: the run history from the command line.
+"""`shootout runs|export|import`: the run history from the command line.
 
 runs list [filters]          runs show RUN        runs compare RUN RUN ...
 runs note RUN TEXT           runs tag RUN --add T --remove T

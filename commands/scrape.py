@@ -1,4 +1,4 @@
-"""`python cli.py scrape URL`: detect what serves URL and print its normalised signals.
+"""`shootout scrape URL`: detect what serves URL and print its normalised signals.
 
 URL is an engine's base URL (the kind comes from the HTTP probe), a metrics URL (the kind
 comes from the metric names), or a dcgm-exporter. It is read twice, --interval apart, so

@@ -1,6 +1,6 @@
-"""`python cli.py tune`: sweep an engine's own settings, benchmark each, print the best.
+"""`shootout tune`: sweep an engine's own settings, benchmark each, print the best.
 
-    python cli.py tune --kind llamacpp --set np=1,2,4 --set ctk=f16,q8_0
+    shootout tune --kind llamacpp --set np=1,2,4 --set ctk=f16,q8_0
                        [--base c=8192] [--config "np=1 ctk=f16" ...]
                        [--workload KIND --input-len N --output-len N]
                        [--concurrency N | --rate R] [--requests N] [--sweep concurrency=1,2,4]
@@ -27,7 +27,7 @@ from services.core.errors import ValidationError
 
 class _OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see `python cli.py tune --help`)", file=sys.stderr)
+        print(f"error: {message} (see `shootout tune --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -132,7 +132,7 @@ def _slo(text: str | None) -> Any:
 
 
 def build_spec(args: argparse.Namespace) -> Any:
-    # CLI start: services.tune.spec alone loads 500 modules (0.5 s); `cli.py tune --help` loads 90.
+    # CLI start: services.tune.spec alone loads 500 modules (0.5 s); `shootout tune --help` loads 90.
     from services.bench.arrivals import LoadSpec
     from services.bench.spec import SweepSpec
     from services.bench.workloads import WorkloadSpec
@@ -195,7 +195,7 @@ def _line(config: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    # CLI start: the tuning jobs bring the whole load generator; `cli.py tune --help` loads 90 modules.
+    # CLI start: the tuning jobs bring the whole load generator; `shootout tune --help` loads 90 modules.
     from services.tune import jobs
     from services.tune.summary import TuneSummary
 
