@@ -34,7 +34,7 @@ from sqlalchemy import update
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services.client import ChatRequest, build_body, build_headers, chat_url
+from services.client import ChatRequest, build_body, build_headers, chat_url, run_blocking, run_chat
 from services.core import http, lifecycle
 from services.core.errors import NotFoundError, ShootoutError, ValidationError
 from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
@@ -236,6 +236,8 @@ def send_one(
         "error": None,
         "extra": {"task_id": task.id, "text": "", "tokens": None, "score": None},
     }
+    if adapter.wire != "openai":
+        return _streamed(request, task, row)
     try:
         body = build_body(request)
         headers = build_headers(request)
@@ -311,6 +313,25 @@ def send_one(
         else None,
         score=score(task, answer.text),
     )
+    return row
+
+
+def _streamed(request: ChatRequest, task: Task, row: dict[str, Any]) -> dict[str, Any]:
+    """A kind with a wire format of its own (Triton's `generate_stream`: a chat completion URL
+    is a 404 there) answers through the streaming client the Playground and benchmarks use:
+    its text is compared, and it reports no log-probabilities (its adapter says so)."""
+    result = run_blocking(run_chat(request))
+    row["e2e_s"] = result.e2e_s
+    if not result.ok:
+        row.update(error_class=result.error_class or "error", error=result.error or "the request failed")
+        return row
+    row.update(
+        ok=True,
+        input_tokens=result.prompt_tokens,
+        output_tokens=result.output_tokens,
+        finish_reason=result.finish_reason,
+    )
+    row["extra"].update(text=result.text, tokens=None, score=score(task, result.text))
     return row
 
 

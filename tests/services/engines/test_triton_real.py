@@ -19,6 +19,8 @@ from services.engines import SamplingParams
 from services.engines.endpoints import EngineRecord
 from services.engines.probe import probe
 from services.local_engines.catalog import local_port
+from services.parity.runner import send_one
+from services.parity.tasks import task_set
 from services.telemetry.scraper import EngineScraper, ScrapeTarget
 
 pytestmark = pytest.mark.engines
@@ -111,3 +113,13 @@ def test_a_short_benchmark_completes(triton: EngineRecord) -> None:
     assert (block["completed"], block["failed"]) == (3, 0)
     assert block["output_tokens"] > 0
     assert block["ttft_s"]["p50"] > 0
+
+
+def test_parity_compares_tritons_answers(triton: EngineRecord) -> None:
+    """Parity asks Triton through generate_stream (its chat completion URL was a 404): the
+    answer's text is scored, and Triton reports no log-probabilities."""
+    row = send_one(triton, task_set(1)[0], max_tokens=12, seed=0, top_logprobs=5)
+    assert row["ok"], row["error"]
+    assert row["extra"]["text"].strip() and row["extra"]["tokens"] is None
+    assert 0 < row["output_tokens"] <= 12 and row["e2e_s"] > 0
+    assert (row["extra"]["score"] is None) == (task_set(1)[0].expected is None)
