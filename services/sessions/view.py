@@ -24,6 +24,7 @@ from services.sessions import (
     Shown,
     describe,
     end,
+    follow,
     get,
     join,
     join_link,
@@ -46,6 +47,7 @@ from services.sessions import (
     take_over,
     timeline,
 )
+from services.sessions.live import wait_for_change
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -68,6 +70,7 @@ __all__ = [
     "end",
     "end_question",
     "exchange_streaming",
+    "first_words",
     "get",
     "get_exchange",
     "id_list",
@@ -90,6 +93,7 @@ __all__ = [
     "session_report",
     "sessions_table",
     "set_following",
+    "shared_exchange",
     "shown_from_address",
     "start",
     "state",
@@ -97,7 +101,12 @@ __all__ = [
     "timeline",
     "units",
     "vote_best",
+    "wait_for_change",
 ]
+
+#: A follower's read of an exchange, shared by the room (services/sessions/follow.py).
+shared_exchange = follow.exchange
+first_words = follow.first_words
 
 
 def end_question(session_id: int) -> str:
