@@ -31,10 +31,10 @@ FOLLOW_EVERY_S = 0.25
 FOLLOW_QUIET_S = 0.5
 FOLLOW_IDLE_S = 1.0
 #: A newly shown exchange is drawn once its first words are there (at most this long after it
-#: is shown), and AFTER_PRESENTER_S after them: the presenter's screen gets its first words
-#: before thirty screens draw the exchange.
+#: is shown), and AFTER_PRESENTER_S after them: the presenter's screen (the projector) draws its
+#: first words before thirty screens draw the exchange, well within the room's second.
 FIRST_WORDS_WAIT_S = 2.0
-AFTER_PRESENTER_S = 0.1
+AFTER_PRESENTER_S = 0.25
 #: A shown run, benchmark or demo that is still live is drawn again this often.
 LIVE_EVERY_S = 1.0
 #: Set while the follower's whole page draws: the screen waits in place only in a run of its own.
