@@ -11,7 +11,6 @@ from services.core.lifecycle import ACTIVE_STATUSES
 from services.demos.runner import demo_view
 from services.planner.plan import PlanRequest
 from services.playground import get_exchange, reveal, vote_best
-from services.playground import is_active as exchange_streaming
 from services.playground.view import VOTER_WORDS, Arrangement, arrange, live_tally_line, units
 from services.runs import get_run
 from services.runs.view import HIDDEN_ENGINES, blind_answers, compare_page_view, id_list, run_page_view
@@ -69,7 +68,6 @@ __all__ = [
     "describe",
     "end",
     "end_question",
-    "exchange_streaming",
     "first_words",
     "get",
     "get_exchange",
