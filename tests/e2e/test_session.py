@@ -4,7 +4,7 @@ follower stops following (and no longer sees what the presenter opens), then fol
 a reload of the presenter's tab and a follower's fresh visit keep their seats.
 
 The app runs with timed refresh on (the shared browser-test app has it off): following live is
-a follower's screen polling once a second."""
+a follower's screen that a timer starts and that then waits in place for the presenter."""
 
 from __future__ import annotations
 
