@@ -42,6 +42,12 @@ DRAWING_PAGE = "session_drawing_page"
 #: The presenter's sequence number the screen shows.
 DRAWN = "session_seen_seq"
 LIVE_WORDS = ":material/sensors: Live: this screen follows the presenter."
+#: The screen's run lasts while it waits in place, so the header would say "Running…" with a
+#: Stop button for as long as the room follows: hidden here (a lost connection still shows).
+FOLLOWING_CSS = (
+    '<style>[data-testid="stStatusWidget"]:has([data-testid="stStatusWidgetRunningIcon"])'
+    "{visibility:hidden}</style>"
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class Drawn:
 
 def screen(seat: sessions.Seat) -> None:
     """The follower's screen: what the presenter shows, live."""
+    st.html(FOLLOWING_CSS)
     st.session_state[DRAWING_PAGE] = True
     try:
         _screen(seat)

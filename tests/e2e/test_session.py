@@ -124,6 +124,11 @@ def test_followers_see_the_presenter_s_exchange_and_stop_and_resume(  # type: ig
         wait_for_app(east)
         east.get_by_text("And of the sea?").wait_for(timeout=30_000)
         assert "Live: this screen follows the presenter" in main_text(east)
+        # The screen's run lasts while it waits in place: the header says nothing of it (no
+        # "Running…" with a Stop button for as long as the room follows).
+        east.wait_for_timeout(2_500)
+        assert east.get_by_test_id("stStatusWidget").count() == 1  # the run is on ...
+        assert not east.get_by_test_id("stStatusWidgetRunningIcon").is_visible()  # ... unsaid
         presenter.reload()
         wait_for_app(presenter)
         presenter.get_by_text("Presenting session").wait_for()
