@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import secrets
+import time
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -20,11 +21,22 @@ from services.local_engines import progress
 from services.team import access, oidc_logins
 from services.votes import participants
 
+#: Without a secrets file Streamlit looks for one again on every `st.secrets` access (under
+#: one lock, with a config read, file checks and an exception): a room of thirty followers'
+#: page runs queued there (issue 47). "No secrets file" is believed for this long; a secrets
+#: file, once read, Streamlit keeps itself.
+NO_SECRETS_S = 2.0
+#: When "no secrets file" was last found (monotonic seconds).
+_no_secrets_at = [float("-inf")]
+
 
 def _oidc_configured() -> bool:
+    if time.monotonic() - _no_secrets_at[0] < NO_SECRETS_S:
+        return False
     try:
         return "auth" in st.secrets
     except Exception:  # noqa: BLE001 - no secrets file at all
+        _no_secrets_at[0] = time.monotonic()
         return False
 
 

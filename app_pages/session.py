@@ -218,22 +218,7 @@ def follower(seat: sessions.Seat) -> None:
     if not following:
         st.info("You stopped following: look around on any page, then come back here and follow again.")
         return
-    state["session_seen_seq"] = live.seq
-    watch(seat)
-    if live.shown is None:
-        st.caption("The presenter has shown nothing yet: it appears here when they open it.")
-    else:
-        follow.shown(live.shown)
-
-
-@st.fragment(run_every=common.refresh_interval(1.0))
-def watch(seat: sessions.Seat) -> None:
-    """The followers' poll: one row read each second; the page redraws when the presenter
-    shows something else (or ends the session)."""
-    live = sessions.poll(seat)
-    if live.ended or live.seq != state.get("session_seen_seq"):
-        st.rerun()
-    st.caption(":material/sensors: Live: this screen follows the presenter.")
+    follow.screen(seat)
 
 
 st.title("Session")

@@ -47,6 +47,8 @@ from tests.support.scripted_server import WORDS, ScriptedServer
 from tests.support.served import start_served_app, stop
 
 FIRST_WORDS = tuple(w.strip() for w in WORDS)
+#: Seconds the room idles before the sends, its followers' script runs counted.
+IDLE_S = 4.0
 
 
 def _has_words(text: str) -> bool:
@@ -68,6 +70,8 @@ class Follower:
         self.socket: Any = None
         self.cookies = ""
         self.texts: list[str] = []
+        #: Script runs (of the page or a fragment) this session's server has finished.
+        self.runs = 0
         self.stopped = False
         #: The address's query, as the page leaves it (a browser sends it with every rerun).
         self.query = f"join={code}"
@@ -111,6 +115,8 @@ class Follower:
                 task = self.timers.pop(fragment_id, None)
                 if task is not None:
                     task.cancel()
+        elif kind == "script_finished":
+            self.runs += 1
         elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
             element = message.delta.new_element
             if element.WhichOneof("type") == "markdown":
@@ -214,6 +220,10 @@ def one_room(
 ) -> dict[str, Any]:
     with Room(url, code, size) as room:
         time.sleep(3 + size * 0.2)  # every follower's first run
+        idle_runs = [f.runs for f in room.followers]
+        time.sleep(IDLE_S)  # nothing shown changes: what does a follower's screen cost then?
+        idle_runs = [f.runs - before for f, before in zip(room.followers, idle_runs, strict=True)]
+        send_runs = [f.runs for f in room.followers]
         lags: list[float] = []
         delays: list[float] = []
         missed = 0
@@ -230,6 +240,7 @@ def one_room(
                 else:
                     delays.append(follower.first_words - shown)
         cpu = (cpu_seconds(pid) - began_cpu) / (time.monotonic() - began)
+        send_runs = [f.runs - before for f, before in zip(room.followers, send_runs, strict=True)]
         resumed = None
         if size:
             follower = room.drop_one()
@@ -246,6 +257,9 @@ def one_room(
         "missed": missed,
         "cpu": cpu,
         "resumed": resumed,
+        #: Script runs per follower: over IDLE_S with nothing new, and per send.
+        "idle_runs": idle_runs,
+        "runs_per_send": [runs / sends for runs in send_runs],
     }
 
 
@@ -259,6 +273,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     rooms = [int(n) for n in args.rooms.split(",")]
+    load_before = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer() as server:
         data_dir = Path(tmp)
@@ -284,7 +299,8 @@ def main() -> int:
             stop(app)
             dispose_all()
     print(
-        f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; engines {', '.join(ENGINES)}"
+        f"cores: {os.cpu_count()}, load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; engines {', '.join(ENGINES)}; "
+        "the team server's per-client caps (SHOOTOUT_CONNECTIONS_PER_CLIENT, 500) left as they are"
     )
     for found in results:
         lags = [lag * 1000 for lag in found["lags"]]
@@ -297,7 +313,9 @@ def main() -> int:
             line += (
                 f"; follower behind the presenter p50 {percentile(delays, 0.5):.0f} ms, "
                 f"p90 {percentile(delays, 0.9):.0f}, max {max(delays):.0f} ms, missed {found['missed']}; "
-                f"dropped websocket resumed: {found['resumed']}"
+                f"dropped websocket resumed: {found['resumed']}; a follower's script runs: "
+                f"{statistics.mean(found['idle_runs']) / IDLE_S:.2f} a second idle, "
+                f"{statistics.mean(found['runs_per_send']):.1f} per send"
             )
         print(line)
     return 0

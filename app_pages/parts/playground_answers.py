@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -116,6 +117,7 @@ def grow(
     every_s: float = 0.0,
     quiet_s: float = QUIET_S,
     still_shown: Callable[[], bool] | None = None,
+    scope: Literal["app", "fragment"] = "app",
 ) -> None:
     """Grow the answers in their places while the exchange streams, in a run of the fragment
     that drew them: each change as soon as it is read (services.playground.watching reads it
@@ -125,7 +127,8 @@ def grow(
     exchange's end reruns the page. With nothing new it touches the screen every `quiet_s` (a
     yield point, where a click is taken). `still_shown`, asked every STILL_SHOWN_S, says whether
     the screen should show this exchange still (a follower's presenter may show something else).
-    Returns never: it ends in a rerun."""
+    Returns never: it ends in a rerun, of the page or (`scope`, a follower's screen) of the
+    fragment when the exchange ends or is no longer shown."""
     drawn = {c.engine: (c.status, c.answer) for c in view.columns}
     seen = 0
     began = asked = time.monotonic()
@@ -133,11 +136,11 @@ def grow(
         now = playground.growing(view.run_id, seen, quiet_s)
         seen = now.version
         if not now.active:
-            st.rerun()
+            st.rerun(scope=scope)
         if still_shown is not None and time.monotonic() - asked > STILL_SHOWN_S:
             asked = time.monotonic()
             if not still_shown():
-                st.rerun()
+                st.rerun(scope=scope)
         rerun = time.monotonic() - began > RECHECK_S
         touched = False
         for engine, (status, text) in now.answers.items():

@@ -4,6 +4,9 @@ Planner's plan, a demo's steps). Nothing here starts, cancels or changes a run."
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import streamlit as st
 
 from app_pages import common
@@ -16,42 +19,120 @@ from services.core.figures import inert
 from services.core.safe_text import md_line, md_text
 from services.sessions import view as sessions
 
+#: The follower's screen, in a fragment of its own: its first timed run comes this long after
+#: the page drew it, then it waits in place for the presenter (a publish here wakes it at once)
+#: and draws again only what changed. No page reruns while the room follows.
+FOLLOW_START_S = 1.0
+#: A follower's screen grows a streaming answer at most this often (the presenter's: at once);
+#: the room sees what the presenter sees within it, at a fraction of the cost.
+FOLLOW_EVERY_S = 0.25
+#: With nothing new, a follower's screen is touched this often while an answer streams, and
+#: FOLLOW_IDLE_S while nothing does (a click is taken there).
+FOLLOW_QUIET_S = 0.5
+FOLLOW_IDLE_S = 1.0
+#: A newly shown exchange is drawn once its first words are there (at most this long after it
+#: is shown), and AFTER_PRESENTER_S after them: the presenter's screen (the projector) draws its
+#: first words before thirty screens draw the exchange, well within the room's second.
+FIRST_WORDS_WAIT_S = 2.0
+AFTER_PRESENTER_S = 0.25
+#: A shown run, benchmark or demo that is still live is drawn again this often.
+LIVE_EVERY_S = 1.0
+#: Set while the follower's whole page draws: the screen waits in place only in a run of its own.
+DRAWING_PAGE = "session_drawing_page"
+#: The presenter's sequence number the screen shows.
+DRAWN = "session_seen_seq"
+LIVE_WORDS = ":material/sensors: Live: this screen follows the presenter."
+#: The screen's run lasts while it waits in place, so the header would say "Running…" with a
+#: Stop button for as long as the room follows: hidden here (a lost connection still shows).
+FOLLOWING_CSS = (
+    '<style>[data-testid="stStatusWidget"]:has([data-testid="stStatusWidgetRunningIcon"])'
+    "{visibility:hidden}</style>"
+)
 
-def shown(what: sessions.Shown) -> None:
+
+@dataclass(frozen=True)
+class Drawn:
+    """How a drawn thing goes on: still live (drawn again every LIVE_EVERY_S), or a streaming
+    exchange's panes, which grow in place."""
+
+    live: bool = False
+    growing: tuple[answers.playground.ExchangeView, dict[str, answers.Places]] | None = None
+
+
+def screen(seat: sessions.Seat) -> None:
+    """The follower's screen: what the presenter shows, live."""
+    st.html(FOLLOWING_CSS)
+    st.session_state[DRAWING_PAGE] = True
+    try:
+        _screen(seat)
+    finally:
+        st.session_state[DRAWING_PAGE] = False
+
+
+@st.fragment(run_every=common.refresh_interval(FOLLOW_START_S))
+def _screen(seat: sessions.Seat) -> None:
+    live = sessions.poll(seat)
+    if live.ended:
+        st.rerun()  # the page says so and shows the record
+    page = bool(st.session_state.get(DRAWING_PAGE))
+    st.session_state[DRAWN] = live.seq
+    line = st.empty()
+    line.caption(LIVE_WORDS)
+    if live.shown is None:
+        st.caption("The presenter has shown nothing yet: it appears here when they open it.")
+        drawn = Drawn()
+    else:
+        drawn = shown(live.shown)
+    if page:
+        return  # a page run: the fragment's first timed run waits in place
+    if drawn.growing is not None:
+        view, places = drawn.growing
+        answers.grow(
+            view,
+            places,
+            every_s=FOLLOW_EVERY_S,
+            quiet_s=FOLLOW_QUIET_S,
+            still_shown=_still_shown,
+            scope="fragment",
+        )
+    began = time.monotonic()
+    while not drawn.live or time.monotonic() - began < LIVE_EVERY_S:
+        now = sessions.wait_for_change(seat, live.seq, FOLLOW_IDLE_S)
+        if now.ended or now.seq != live.seq:
+            _after_first_words(now.shown)
+            break
+        line.caption(LIVE_WORDS)  # a yield point: a click is taken here
+    st.rerun(scope="fragment")
+
+
+def _after_first_words(what: sessions.Shown | None) -> None:
+    """Before a screen draws what the presenter shows now: a streaming exchange once its first
+    words are there (the screen waits here, not in a run of its own, so it costs nothing)."""
+    if (
+        what is not None
+        and what.kind == "exchange"
+        and what.run_id is not None
+        and sessions.first_words(what.run_id, FIRST_WORDS_WAIT_S)
+    ):
+        time.sleep(AFTER_PRESENTER_S)
+
+
+def shown(what: sessions.Shown) -> Drawn:
     """Draw `what` read-only; a run deleted since, or any other refusal, as a message."""
     try:
         if what.kind == "exchange" and what.run_id is not None:
-            exchange(what.run_id)
-        elif what.kind == "compare":
+            return exchange(what.run_id)
+        if what.kind == "compare":
             compare(what)
         elif what.kind == "planner":
             planner(what)
         elif what.kind == "demo_step" and what.run_id is not None:
-            demo(what.run_id)
+            return Drawn(live=_demo(what.run_id))
         elif what.run_id is not None:
-            run(what.run_id)
+            return run(what.run_id)
     except ShootoutError as error:
         st.error(md_text(str(error)))
-
-
-#: A follower's screen grows a streaming answer at most this often (the presenter's: at once);
-#: the room sees what the presenter sees within it, at a fraction of the cost.
-FOLLOW_EVERY_S = 0.25
-#: With nothing new, a follower's screen is touched this often (a click is taken there).
-FOLLOW_QUIET_S = 0.5
-#: Set while the follower's whole page draws: the panes grow only in a run of their own.
-DRAWING_PAGE = "session_drawing_page"
-
-
-def exchange(run_id: int) -> None:
-    """The presenter's Playground exchange as its panes show it, streaming while it streams;
-    a blind one stays blind here too (the arrangement comes from the stored exchange)."""
-    if sessions.exchange_streaming(run_id):
-        st.session_state[DRAWING_PAGE] = True
-        _exchange_live(run_id)
-        st.session_state[DRAWING_PAGE] = False
-    else:
-        _exchange(run_id)
+    return Drawn()
 
 
 def _still_shown() -> bool:
@@ -60,24 +141,25 @@ def _still_shown() -> bool:
     if seat is None:
         return True
     live = sessions.poll(seat)
-    return not live.ended and live.seq == st.session_state.get("session_seen_seq")
+    if live.ended:
+        return False
+    if live.seq == st.session_state.get(DRAWN):
+        return True
+    _after_first_words(live.shown)
+    return False
 
 
-@st.fragment(run_every=common.refresh_interval(0.5))
-def _exchange_live(run_id: int) -> None:
-    found = _exchange(run_id)
-    if found is None:
-        st.rerun()  # the streams ended: drawn once more without the timed refresh
-    elif not st.session_state.get(DRAWING_PAGE):
-        # A run of its own: grow the answers in place (one shared read for the whole room).
-        answers.grow(*found, every_s=FOLLOW_EVERY_S, quiet_s=FOLLOW_QUIET_S, still_shown=_still_shown)
+def exchange(run_id: int) -> Drawn:
+    """The presenter's Playground exchange as its panes show it, growing while it streams; a
+    blind one stays blind here too (the arrangement comes from the stored exchange)."""
+    return Drawn(growing=_exchange(run_id))
 
 
 def _exchange(
     run_id: int,
 ) -> tuple[answers.playground.ExchangeView, dict[str, answers.Places]] | None:
     """The panes; while the exchange streams, it and the places of its answers."""
-    view = sessions.get_exchange(run_id)
+    view = sessions.shared_exchange(run_id)
     arrangement = sessions.arrange(view, common.participant())
     st.markdown(f"**Playground · turn {view.turn}:** {md_text(view.prompt)}")
     if not arrangement.columns:
@@ -122,32 +204,25 @@ def _vote(run_id: int, arrangement: sessions.Arrangement) -> None:
                 st.success("Vote counted.")
 
 
-def run(run_id: int) -> None:
+def run(run_id: int) -> Drawn:
+    """A shown run: a benchmark still running as the Benchmarks page's live view, any other as
+    the Runs page shows its results; drawn again while it runs."""
     kind, active = sessions.is_running(run_id)
     if kind == "benchmark" and active:
-        _benchmark_live(run_id)
-    else:
-        _run_live(run_id) if active else _run_view(run_id)
+        return Drawn(live=_benchmark_live(run_id))
+    _run_view(run_id)
+    return Drawn(live=active)
 
 
-@st.fragment(run_every=common.refresh_interval(1.0))
-def _benchmark_live(run_id: int) -> None:
-    """The Benchmarks page's live view, without its Cancel button."""
+def _benchmark_live(run_id: int) -> bool:
+    """The Benchmarks page's live view, without its Cancel button; whether it still runs."""
     view = sessions.benchmark_view(run_id)
     st.subheader(f"#{run_id} {md_line(view.run.name)}")
     st.progress(min(1.0, view.run.progress), text=view.progress_markdown)
     for line in view.count_lines:
         st.caption(line)
     st.plotly_chart(inert(view.figures["live"]), key=f"session_bench_live_{run_id}")
-    if not view.active:
-        st.rerun()
-
-
-@st.fragment(run_every=common.refresh_interval(1.0))
-def _run_live(run_id: int) -> None:
-    _run_view(run_id)
-    if not sessions.is_running(run_id)[1]:
-        st.rerun()
+    return view.active
 
 
 def _run_view(run_id: int) -> None:
@@ -181,21 +256,9 @@ def compare(what: sessions.Shown) -> None:
     results(page.view, "session_compare")
 
 
-def demo(run_id: int) -> None:
-    """A demo's steps so far, as the Demos page draws them, without its controls."""
-    if sessions.demo_view(run_id).live:
-        _demo_live(run_id)
-    else:
-        _demo(run_id)
-
-
-@st.fragment(run_every=common.refresh_interval(1.0))
-def _demo_live(run_id: int) -> None:
-    if not _demo(run_id):
-        st.rerun()
-
-
 def _demo(run_id: int) -> bool:
+    """A demo's steps so far, as the Demos page draws them, without its controls; whether it
+    still runs."""
     view = sessions.demo_view(run_id)
     st.subheader(md_line(view.title))
     st.caption(f"{md_line(view.mechanism)} · demo #{view.run_id}")

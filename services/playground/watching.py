@@ -10,6 +10,7 @@ asked for IDLE_S.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ class Growing:
 class _Reader:
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
+        #: Tells this reader's versions from those of a reader before or after it.
+        self.serial = next(_serials)
         self.changed = threading.Condition()
         self.now = Growing(0, {}, True)
         self.asked = time.monotonic()
@@ -80,6 +83,15 @@ class _Reader:
 
 _lock = threading.Lock()
 _readers: dict[int, _Reader] = {}
+_serials = itertools.count()
+
+
+def version(run_id: int) -> tuple[int, int] | None:
+    """Which read of the exchange its screens see now (one reader's serial and version: it
+    changes whenever the answers or the end do), None when no screen is watching it."""
+    with _lock:
+        reader = _readers.get(run_id)
+    return None if reader is None else (reader.serial, reader.now.version)
 
 
 def growing(run_id: int, seen: int, timeout_s: float) -> Growing:

@@ -5,7 +5,8 @@ and the session keeps a timeline and ends with an offline HTML report.
 - `identity`: who someone is in a session (a hash), who may present;
 - `codes`: join codes;
 - `store`: start, join, hand over, end, list;
-- `live`: publish, the followers' poll, following or not, presence, notes;
+- `live`: publish, the followers' poll and wait, following or not, presence, notes;
+- `follow`: a follower's read of a Playground exchange, shared by the room;
 - `addresses`: what a page's address shows; `planner`: the Planner's inputs;
 - `timeline` and `report`: the record.
 

@@ -1,11 +1,13 @@
 """The live part of a session: the presenter publishes what they show, followers poll it.
 
 A follower's poll reads the session row by its key (`state`), and the followers served by one
-server process share that read for SHARED_READ_S; the "still here" of all of a session's
-followers is one write every SEEN_EVERY_S. Thirty followers polling each second then cost the
-database about five small reads a second and one write every ten seconds, so neither the
-presenter's exchange nor the server's CPU waits on the room (benchmarks/session_followers.py
-measures it).
+server process share that read for SHARED_READ_S (IDLE_READ_S once nothing changed for
+IDLE_AFTER_S); the "still here" of all of a session's followers is one write every
+SEEN_EVERY_S. A follower's screen waits in `wait_for_change`, which a publish in this process
+wakes at once. Thirty followers then cost the database at most five small reads a second (one
+every two seconds while the presenter shows the same thing) and one write every ten seconds,
+so neither the presenter's exchange nor the server's CPU waits on the room
+(benchmarks/session_followers.py and benchmarks/room_followers.py measure it).
 """
 
 from __future__ import annotations
@@ -32,8 +34,17 @@ NOTE_CHARS = 2000
 #: How long followers in this process share one read of a session (what they see lags the
 #: presenter by at most this on top of their poll interval).
 SHARED_READ_S = 0.2
+#: A session whose shown thing has not changed for IDLE_AFTER_S is read only every IDLE_READ_S
+#: (a publish in this process is seen at once all the same; another process's within it).
+IDLE_AFTER_S = 10.0
+IDLE_READ_S = 2.0
 
 _lock = threading.Lock()
+#: Session id -> when this process last saw its sequence change (or first read it).
+_changed_at: dict[int, float] = {}
+#: Woken by every publish in this process; `_published` counts them.
+_published_here = threading.Condition()
+_published = [0]
 #: Session id -> (when read, what was read).
 _read: dict[int, tuple[float, LiveState]] = {}
 #: Session id -> followers polled since its last "still here" write, and when that was.
@@ -56,6 +67,10 @@ def publish(seat: Seat, shown: Shown) -> int:
         row.shown_kind, row.shown_ref, row.shown_at = shown.kind, shown.to_json(), now
     with _lock:
         _read.pop(seat.session_id, None)  # followers served here see it at their next poll
+        _changed_at[seat.session_id] = time.monotonic()
+    with _published_here:  # and the screens waiting in wait_for_change see it now
+        _published[0] += 1
+        _published_here.notify_all()
     return seq
 
 
@@ -99,13 +114,18 @@ def poll(seat: Seat) -> LiveState:
     now = time.monotonic()
     with _lock:
         cached = _read.get(seat.session_id)
-    if cached is not None and now - cached[0] < SHARED_READ_S:
+        idle = now - _changed_at.get(seat.session_id, float("-inf")) >= IDLE_AFTER_S
+    if cached is not None and now - cached[0] < (IDLE_READ_S if idle else SHARED_READ_S):
         found = cached[1]
     else:
         found = state(seat.session_id)
         with _lock:
             if len(_read) > 10_000:  # a server running for months: start afresh rather than grow
                 _read.clear()
+                _changed_at.clear()
+            before = _read.get(seat.session_id)
+            if before is None or (before[1].seq, before[1].ended) != (found.seq, found.ended):
+                _changed_at[seat.session_id] = now
             _read[seat.session_id] = (now, found)
     with _lock:
         _pending.setdefault(seat.session_id, set()).add(seat.identity_hash)
@@ -116,6 +136,23 @@ def poll(seat: Seat) -> LiveState:
     if seen and not found.ended:
         _mark_seen(seat.session_id, seen)
     return found
+
+
+def wait_for_change(seat: Seat, seq: int, timeout_s: float) -> LiveState:
+    """A follower's screen waiting for the presenter: the state once its sequence is no longer
+    `seq` or the session ended, else after `timeout_s` as it is. A publish in this process wakes
+    it at once; waiting costs nothing but the polls at its start and end."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with _published_here:
+            published = _published[0]
+        found = poll(seat)
+        left = deadline - time.monotonic()
+        if found.ended or found.seq != seq or left <= 0:
+            return found
+        with _published_here:
+            if _published[0] == published:
+                _published_here.wait(left)
 
 
 def _mark_seen(session_id: int, identity_hashes: set[str], following: bool | None = None) -> None:
@@ -172,3 +209,4 @@ def forget_seen() -> None:
         _read.clear()
         _pending.clear()
         _flushed.clear()
+        _changed_at.clear()

@@ -11,7 +11,6 @@ from services.core.lifecycle import ACTIVE_STATUSES
 from services.demos.runner import demo_view
 from services.planner.plan import PlanRequest
 from services.playground import get_exchange, reveal, vote_best
-from services.playground import is_active as exchange_streaming
 from services.playground.view import VOTER_WORDS, Arrangement, arrange, live_tally_line, units
 from services.runs import get_run
 from services.runs.view import HIDDEN_ENGINES, blind_answers, compare_page_view, id_list, run_page_view
@@ -24,6 +23,7 @@ from services.sessions import (
     Shown,
     describe,
     end,
+    follow,
     get,
     join,
     join_link,
@@ -46,6 +46,7 @@ from services.sessions import (
     take_over,
     timeline,
 )
+from services.sessions.live import wait_for_change
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -67,7 +68,7 @@ __all__ = [
     "describe",
     "end",
     "end_question",
-    "exchange_streaming",
+    "first_words",
     "get",
     "get_exchange",
     "id_list",
@@ -90,6 +91,7 @@ __all__ = [
     "session_report",
     "sessions_table",
     "set_following",
+    "shared_exchange",
     "shown_from_address",
     "start",
     "state",
@@ -97,7 +99,12 @@ __all__ = [
     "timeline",
     "units",
     "vote_best",
+    "wait_for_change",
 ]
+
+#: A follower's read of an exchange, shared by the room (services/sessions/follow.py).
+shared_exchange = follow.exchange
+first_words = follow.first_words
 
 
 def end_question(session_id: int) -> str:

@@ -2,7 +2,9 @@
 followers, real Streamlit sessions on the follow page (benchmarks/room_followers.py, which
 measures 0, 10 and 30 of them), see the answer's first words within a second of the presenter's
 screen; a follower whose websocket drops comes back to the same session (its seat kept, no
-reload) and sees the next exchange."""
+reload) and sees the next exchange. An idle follower's screen waits in place: while the
+presenter shows the same thing, its session runs nothing (before: a fragment run a second and a
+page run per change)."""
 
 from __future__ import annotations
 
@@ -55,3 +57,5 @@ def test_followers_keep_up_and_a_dropped_websocket_resumes(live_app, browser, mo
     assert found["missed"] == 0 and len(found["delays"]) == 6
     assert max(found["delays"]) < FOLLOWER_LIMIT_S, found["delays"]
     assert found["resumed"] is True
+    # Over IDLE_S with nothing new, no follower's session ran its script or a fragment.
+    assert found["idle_runs"] == [0, 0, 0], found["idle_runs"]

@@ -4,7 +4,7 @@ follower stops following (and no longer sees what the presenter opens), then fol
 a reload of the presenter's tab and a follower's fresh visit keep their seats.
 
 The app runs with timed refresh on (the shared browser-test app has it off): following live is
-a follower's screen polling once a second."""
+a follower's screen that a timer starts and that then waits in place for the presenter."""
 
 from __future__ import annotations
 
@@ -124,6 +124,11 @@ def test_followers_see_the_presenter_s_exchange_and_stop_and_resume(  # type: ig
         wait_for_app(east)
         east.get_by_text("And of the sea?").wait_for(timeout=30_000)
         assert "Live: this screen follows the presenter" in main_text(east)
+        # The screen's run lasts while it waits in place: the header says nothing of it (no
+        # "Running…" with a Stop button for as long as the room follows).
+        east.wait_for_timeout(2_500)
+        assert east.get_by_test_id("stStatusWidget").count() == 1  # the run is on ...
+        assert not east.get_by_test_id("stStatusWidgetRunningIcon").is_visible()  # ... unsaid
         presenter.reload()
         wait_for_app(presenter)
         presenter.get_by_text("Presenting session").wait_for()

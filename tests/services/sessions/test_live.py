@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import update
@@ -114,3 +117,58 @@ def test_stored_references_read_leniently() -> None:
     assert Shown.from_json(
         {"kind": "run", "run_ids": [1, "x"], "step": "2", "inputs": [["a", 1], "bad"]}
     ) == Shown(kind="run", run_ids=(1,), inputs=(("a", "1"),))
+
+
+def test_a_publish_here_wakes_the_waiting_screens_at_once(room: Room) -> None:
+    seq = sessions.poll(room.followers[0]).seq
+    woke: list[tuple[float, int]] = []
+
+    def wait(seat: sessions.Seat) -> None:
+        began = time.monotonic()
+        found = live.wait_for_change(seat, seq, timeout_s=10.0)
+        woke.append((time.monotonic() - began, found.seq))
+
+    screens = [threading.Thread(target=wait, args=(seat,)) for seat in room.followers]
+    for thread in screens:
+        thread.start()
+    time.sleep(0.3)
+    published = sessions.publish(room.presenter, Shown(kind="run", run_ids=(5,)))
+    for thread in screens:
+        thread.join(5)
+    assert [found for _, found in woke] == [published, published]
+    assert all(0.3 <= waited < 1.0 for waited, _ in woke), woke  # woken, not timed out
+
+
+def test_a_screen_with_nothing_new_waits_its_timeout(room: Room) -> None:
+    seq = sessions.poll(room.followers[0]).seq
+    began = time.monotonic()
+    assert live.wait_for_change(room.followers[0], seq, timeout_s=0.3).seq == seq
+    assert 0.3 <= time.monotonic() - began < 1.0
+
+
+def test_an_idle_room_reads_less_often_until_the_next_change(
+    room: Room, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(live, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    reads: list[int] = []
+    real_state = live.state
+    monkeypatch.setattr(
+        live, "state", lambda session_id: reads.append(session_id) or real_state(session_id)
+    )
+
+    def reads_over(seconds: float) -> int:
+        """The room's reads while its two followers poll every 0.1 s for `seconds`."""
+        before = len(reads)
+        for _ in range(round(seconds / 0.1)):
+            clock[0] += 0.1
+            for seat in room.followers:
+                sessions.poll(seat)
+        return len(reads) - before
+
+    # Just changed (the room's first read): one read per SHARED_READ_S for IDLE_AFTER_S.
+    assert 4 <= reads_over(1.0) <= 6
+    reads_over(live.IDLE_AFTER_S)
+    assert reads_over(4.0) <= 3  # idle: one read per IDLE_READ_S
+    sessions.publish(room.presenter, Shown(kind="run", run_ids=(6,)))
+    assert 4 <= reads_over(1.0) <= 6  # a change: back to SHARED_READ_S
