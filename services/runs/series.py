@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 import orjson
-from sqlalchemy import Text, and_, cast, func, select
+from sqlalchemy import Text, and_, cast, func, literal, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
+from services.bench.spec import slo_of
+from services.bench.stats import SloSpec, within_slo
 from services.bench.summary import BenchSummary
 from services.core import cost
 from services.core.measure import describe
@@ -101,9 +103,14 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
     for run_id, engine, ok, count in counts:
         bucket = collected.setdefault((run_id, engine), _empty_bucket())
         bucket["ok" if ok else "failed"] += int(count)
+    slos = {
+        run_id: slo_of(config if isinstance(config, dict) else {})
+        for run_id, config in session.execute(select(Run.id, Run.config).where(Run.id.in_(run_ids)))
+    }
     for (run_id, engine), bucket in collected.items():
         every = max(1, math.ceil(bucket["ok"] / MAX_SAMPLES_PER_SERIES))
         bucket["sampled_every"] = every
+        slo = slos.get(run_id, SloSpec())
         query = select(
             RequestResult.ttft_s,
             RequestResult.tpot_s,
@@ -112,6 +119,8 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             cast(RequestResult.itl_s, Text),
             RequestResult.output_tokens,
             RequestResult.input_tokens,
+            # The time to the first answer token lives in `extra`: read only where an SLO needs it.
+            RequestResult.extra if slo.ttfat_ms is not None else literal(None),
         ).where(
             RequestResult.run_id == run_id,
             RequestResult.engine_name == engine,
@@ -120,11 +129,13 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
         )
         if every > 1:
             query = query.where(RequestResult.index % every == 0)
-        for ttft, tpot, e2e, itl_text, output_tokens, input_tokens in session.execute(query):
+        for ttft, tpot, e2e, itl_text, output_tokens, input_tokens, extra in session.execute(query):
             if e2e is not None and e2e > 0 and output_tokens is not None:
-                # Each request's time and tokens, side by side: the gate's within-run interval
-                # of a rate (services/runs/gate/noise.py).
-                bucket["rates"].append((e2e, output_tokens, input_tokens or 0))
+                # Each request's time and tokens, side by side, and whether it met the run's
+                # SLOs: the gate's within-run interval of a rate (services/runs/gate/noise.py).
+                ttfat = finite_number(extra.get("ttfat_s")) if isinstance(extra, dict) else None
+                met = within_slo(slo, ttft, tpot, e2e, ttfat)
+                bucket["rates"].append((e2e, output_tokens, input_tokens or 0, float(met)))
             if ttft is not None:
                 bucket["ttft_s"].append(ttft)
             if tpot is not None:
@@ -165,7 +176,7 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             except (TypeError, ValueError):  # a stray string in a hand-edited row
                 values = np.asarray([finite_number(v) for v in bucket[metric]], dtype=float)
             arrays[metric] = values[np.isfinite(values)]
-        rates = np.asarray(bucket["rates"], dtype=float).reshape(-1, 3)
+        rates = np.asarray(bucket["rates"], dtype=float).reshape(-1, 4)
         result[key] = {
             **arrays,
             "rates": rates[np.isfinite(rates).all(axis=1)],

@@ -11,8 +11,8 @@ In order, the first that has what it needs:
 3. **Within one run**, for a latency statistic: a bootstrap of the two runs' requests
    (services/runs/verdicts.py).
 4. **Within one run**, for a rate (throughput, goodput, cost per token, energy per token): a
-   bootstrap over each run's requests of its per-request rate, tokens (or requests) over the
-   requests' own time, scaled to the run's stored figure; cost and joules per token move as the
+   bootstrap over each run's requests of its per-request rate, tokens (or requests; for goodput
+   those that met the run's SLOs) over the requests' own time, scaled to the run's stored figure; cost and joules per token move as the
    inverse of the output rate (a price or a power spread over those tokens).
 
 Failed requests are counted, not sampled: their check has no noise allowance.
@@ -43,11 +43,11 @@ RATE_WEIGHTS: dict[str, tuple[str, int]] = {
     "output_throughput_tok_s": ("output", 1),
     "total_token_throughput_tok_s": ("total", 1),
     "request_throughput_rps": ("requests", 1),
-    # Which requests met their SLOs is not reloaded: the request rate's spread stands for it.
-    "goodput_rps": ("requests", 1),
+    # Goodput counts the requests that met the run's SLOs (services.bench.stats.within_slo).
+    "goodput_rps": ("good requests", 1),
     "usd_per_1m_output": ("output", -1),
     "usd_per_1m_total": ("total", -1),
-    "usd_per_1m_output_goodput": ("output", -1),
+    "usd_per_1m_output_goodput": ("good output", -1),
     "j_per_output_token": ("output", -1),
     "output_tokens_per_j": ("output", 1),
 }
@@ -89,10 +89,16 @@ def _from_repeats(threshold: Threshold, others: list[float], value: float) -> No
 
 
 def _weights(records: np.ndarray, weight: str) -> np.ndarray:
+    """Each request's share of the rate: columns are its time, output tokens, input tokens
+    and whether it met the run's SLOs (services/runs/series.py)."""
     if weight == "output":
         return records[:, 1]
     if weight == "total":
         return records[:, 1] + records[:, 2]
+    if weight == "good requests":
+        return records[:, 3]
+    if weight == "good output":
+        return records[:, 1] * records[:, 3]
     return np.ones(records.shape[0])
 
 

@@ -150,3 +150,29 @@ def test_alike_runs_that_are_not_repeats_say_what_differs(
         ).repeat_notes
         == []
     )
+
+
+def slo_run(ttfts: list[float], goodput: float, seed: int) -> int:
+    """A run with an SLO (TTFT at most 100 ms) whose requests took these TTFTs; each seed its
+    own setup, so no run is a stored repeat of another and the within-run interval judges."""
+    config = {**bench_config(), "slo": {"ttft_ms": 100.0}, "seed": seed}
+    numbers = block(goodput_rps=goodput, completed=len(ttfts))
+    return make_run(engines={"vllm": numbers}, config=config, requests={"vllm": ttfts})
+
+
+def test_goodputs_noise_counts_which_requests_met_the_slos(db_url: str) -> None:
+    """Goodput's within-run interval resamples which requests met the SLOs: 3 of 50 late
+    requests are within what chance gives such a run, half of them late is beyond it. The
+    request rate's spread, which stood for it before, is far narrower than either."""
+    base = slo_run([0.050] * 50, goodput=10.0, seed=1)
+    checks = gate.parse_fail_on("goodput_rps:-5%")
+    few = slo_run([0.050] * 47 + [0.101] * 3, goodput=9.4, seed=2)
+    (check,) = named(gate.evaluate(base, [few], checks))
+    assert (check.status, check.noise.method, check.noise.status) == (
+        "within noise",
+        "bootstrap",
+        "within",
+    )
+    half = slo_run([0.050] * 25 + [0.101] * 25, goodput=5.0, seed=3)
+    (check,) = named(gate.evaluate(base, [half], checks))
+    assert (check.status, check.noise.status) == ("fail", "beyond")
