@@ -107,7 +107,7 @@ def viewer_for(
     viewer = access.read_session(cookies.get(access.SESSION_COOKIE))
     if viewer is None and oidc:
         viewer = _oidc_viewer(cookies)
-        if viewer is not None and oidc_logins.ended(oidc_logins.login_key(cookies)):
+        if viewer is not None and oidc_logins.ended(oidc_logins.login_key(cookies), viewer.identity):
             return None  # that login logged out: its cookie (a copy, another tab's) opens nothing
     return viewer
 

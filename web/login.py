@@ -10,7 +10,7 @@ import logging
 from urllib.parse import parse_qs, quote
 
 from services.core.config import get_settings
-from services.team import access
+from services.team import access, oidc_logins
 from services.team.throttle import client_key, throttle
 from web.asgi import (
     XSRF_COOKIE,
@@ -216,6 +216,7 @@ async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str,
         return
     if everywhere:
         ended = await asyncio.to_thread(access.end_all_sessions, viewer)
+        oidc_logins.forget_live()  # the OIDC logins' rows were revoked with the rest
         closed = await sockets.close_all()
         log.warning("%s logged out every session (%d, %d open pages)", viewer.identity, ended, closed)
     else:

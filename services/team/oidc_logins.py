@@ -64,24 +64,40 @@ def end(key: str, identity: str) -> None:
         _ended.add(key)
     try:
         with session_scope() as db:
-            if db.scalar(select(LoginSession.id).where(LoginSession.id_hash == key)) is None:
-                db.add(
-                    LoginSession(
-                        id_hash=key,
-                        role=ROLE,
-                        identity=identity[:200],
-                        password_fingerprint="",
-                        created_at=now,
-                        expires_at=now + KEEP,
-                        revoked_at=now,
-                    )
-                )
+            row = db.scalars(select(LoginSession).where(LoginSession.id_hash == key)).first()
+            if row is None:
+                db.add(_row(key, identity, now, revoked=True))
+            elif row.revoked_at is None:  # a login seen live before (`ended`): end it now
+                row.revoked_at = now
     except IntegrityError:  # the same login's other tab logged out at the same moment
         pass
 
 
-def ended(key: str | None) -> bool:
-    """Whether this OIDC login logged out (on this server, or another sharing the database)."""
+def _row(key: str, identity: str, now: datetime, *, revoked: bool) -> LoginSession:
+    return LoginSession(
+        id_hash=key,
+        role=ROLE,
+        identity=f"oidc:{identity}"[:200],
+        password_fingerprint="",
+        created_at=now,
+        expires_at=now + KEEP,
+        revoked_at=now if revoked else None,
+    )
+
+
+def forget_live() -> None:
+    """Forget which logins this process found live: after "log out everywhere" (which revokes
+    every row, these too), the next check of each reads the database again."""
+    with _lock:
+        _live.clear()
+
+
+def ended(key: str | None, identity: str | None = None) -> bool:
+    """Whether this OIDC login logged out (on this server, or another sharing the database).
+
+    With `identity` (the gate, once it checked the cookie's signature), a login seen for the
+    first time gets a live row of its own, so that "log out everywhere", which revokes every
+    row, ends the OIDC logins it has seen as well as the password ones."""
     if key is None:
         return False
     with _lock:
@@ -90,20 +106,24 @@ def ended(key: str | None) -> bool:
         seen = _live.get(key)
     if seen is not None and time.monotonic() - seen < SESSION_RECHECK_S:
         return False
-    with session_scope() as db:
-        found = db.scalar(
-            select(LoginSession.id).where(
-                LoginSession.id_hash == key,
-                LoginSession.role == ROLE,
-                LoginSession.revoked_at.is_not(None),
-            )
-        )
+    try:
+        with session_scope() as db:
+            row = db.execute(
+                select(LoginSession.revoked_at).where(
+                    LoginSession.id_hash == key, LoginSession.role == ROLE
+                )
+            ).first()
+            if row is None and identity is not None:
+                db.add(_row(key, identity, datetime.now(UTC), revoked=False))
+    except IntegrityError:  # another request of this login recorded it at the same moment
+        row = None
+    found = row is not None and row[0] is not None
     with _lock:
         if len(_live) > 10_000 or len(_ended) > 10_000:  # start afresh rather than grow
             _live.clear()
             _ended.clear()
-        if found is None:
+        if not found:
             _live[key] = time.monotonic()
         else:
             _ended.add(key)
-    return found is not None
+    return found

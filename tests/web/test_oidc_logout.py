@@ -12,7 +12,7 @@ import pytest
 from streamlit.web.server.server_util import get_cookie_secret
 from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
 
-from services.team import oidc_logins
+from services.team import access, oidc_logins
 from web import gate
 from web.sockets import CLOSE_CODE, LiveSocket, oidc_login_holds, sockets
 
@@ -126,3 +126,23 @@ async def test_a_forged_cookie_ends_no_login(db_url: str, monkeypatch: pytest.Mo
     await _get("/auth/logout", forged)
     assert not oidc_logins.ended(oidc_logins.login_key({"_streamlit_user": forged}))
     assert gate.viewer_for({"cookie": f"_streamlit_user={ada}"}, "10.0.0.1", oidc=True) is not None
+
+
+async def test_log_out_everywhere_ends_the_oidc_logins_seen(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "Log out everywhere" revokes every row of login_sessions: an OIDC login the gate has
+    seen has one, so its cookie (and any copy) opens nothing after, in every process."""
+    monkeypatch.setattr(gate, "_oidc_configured", lambda: True)
+    ada = _cookie(ADA)
+    assert gate.viewer_for({"cookie": f"_streamlit_user={ada}"}, "10.0.0.1", oidc=True) is not None
+    access.end_all_sessions(access.Viewer(role="operator", identity="ops"))
+    oidc_logins.forget_live()
+    assert gate.viewer_for({"cookie": f"_streamlit_user={ada}"}, "10.0.0.1", oidc=True) is None
+    _forget()  # another server process sharing the database
+    assert gate.viewer_for({"cookie": f"_streamlit_user={ada}"}, "10.0.0.1", oidc=True) is None
+    # A login after that (a new cookie) is live, and one logout of it still works.
+    again = _cookie({**ADA, "iat": 3})
+    assert gate.viewer_for({"cookie": f"_streamlit_user={again}"}, "10.0.0.1", oidc=True) is not None
+    await _get("/auth/logout", again)
+    assert gate.viewer_for({"cookie": f"_streamlit_user={again}"}, "10.0.0.1", oidc=True) is None
