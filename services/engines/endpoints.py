@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,11 +164,23 @@ def list_engines() -> list[EngineRecord]:
         return [_record(row) for row in session.scalars(select(Engine).order_by(Engine.name))]
 
 
-def default_picks(engines: list[EngineRecord], count: int = 2) -> list[str]:
+def default_picks(
+    engines: list[EngineRecord], count: int = 2, live: Collection[str] | None = None
+) -> list[str]:
     """The engines every comparing page starts with (Playground, Benchmarks, Parity; issue 47:
     each page picked its own): a vLLM engine first (the usual reference), then engines of
     other kinds, SGLang first (it serves the same HF weights, so a difference is the
-    engine's), then the rest in name order; `count` of them."""
+    engine's), then the rest in name order; `count` of them. Local engines whose process is
+    not `live` (by default the local launcher's word: stopped, or still installing in the
+    first minute) are left out while two others can be picked (issue 48)."""
+    if live is None:
+        # A real cycle: the local launcher registers its engines through this module.
+        from services.local_engines import live_ids
+
+        live = live_ids()
+    up = [e for e in engines if e.local_id is None or e.local_id in live]
+    if len(up) >= min(count, 2):
+        engines = up
     vllm = [e for e in engines if e.kind == "vllm"]
     others = sorted((e for e in engines if e.kind != "vllm"), key=lambda e: (e.kind != "sglang", e.name))
     picks = [*vllm[:1], *others, *vllm[1:]]

@@ -174,3 +174,28 @@ def test_a_bad_price_is_refused_and_nothing_changes(db_url: str, price: str) -> 
         endpoints.add_engine("b", "http://b:1", usd_per_hour=price)
     assert endpoints.get_engine("a").usd_per_hour == 1.0
     assert [e.name for e in endpoints.list_engines()] == ["a"]
+
+
+def test_the_default_pick_leaves_out_local_engines_that_are_not_running() -> None:
+    """In the first minute SGLang is still installing: the comparing pages start with two
+    engines that answer, not with one that is down (issue 48)."""
+
+    def local(name: str, kind: str) -> endpoints.EngineRecord:
+        return endpoints.EngineRecord(
+            id=0, name=name, base_url="http://127.0.0.1:9", kind=kind, model=None,
+            api_key_env=None, metrics_url=None, local_id=name,
+        )  # fmt: skip
+
+    engines = [
+        local("llamacpp-4slot", "llamacpp"),
+        local("sglang-cpu", "sglang"),
+        local("vllm-cpu", "vllm"),
+    ]
+    everything = {"llamacpp-4slot", "sglang-cpu", "vllm-cpu"}
+    assert endpoints.default_picks(engines, live=everything) == ["vllm-cpu", "sglang-cpu"]
+    assert endpoints.default_picks(engines, live={"llamacpp-4slot", "vllm-cpu"}) == [
+        "vllm-cpu",
+        "llamacpp-4slot",
+    ]
+    # Fewer than two up: the usual pick, so the form is never empty.
+    assert endpoints.default_picks(engines, live={"vllm-cpu"}) == ["vllm-cpu", "sglang-cpu"]
