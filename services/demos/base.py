@@ -11,6 +11,7 @@ from the database alone and the threshold logic is unit-tested on known numbers.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -249,15 +250,35 @@ def change(before: float | None, after: float | None) -> float | None:
     return after / before - 1
 
 
-def fmt_s(value: float | None) -> str:
-    """Seconds as people read them on a slide: 1.37 s, 0.20 s, 45 ms."""
+def fmt_s(value: float | None, unit: Literal["s", "ms"] | None = None) -> str:
+    """Seconds as people read them on a slide: 1.37 s, 0.20 s, 45 ms; in `unit` when figures
+    shown side by side must share one (`one_time_unit`)."""
     if value is None:
         return "n/a"
-    if value >= 0.1:
-        return f"{value:.2f} s"
-    if value >= 0.001:
-        return f"{value * 1000:.0f} ms"
+    if unit == "s" or (unit is None and value >= 0.1):
+        return f"{value:.2f} s" if value >= 0.1 or value == 0 else f"{value:.3f} s"
+    if unit == "ms" or value >= 0.001:
+        return f"{value * 1000:.0f} ms" if value >= 0.001 or value == 0 else f"{value * 1000:.2f} ms"
     return f"{value * 1e6:.0f} µs"
+
+
+#: A figure fmt_s wrote: a number and a time unit, nothing else.
+_TIME_TEXT = re.compile(r"^-?[0-9][0-9.,]* (s|ms|µs)$")
+
+
+def one_time_unit(texts: Sequence[str], values: Sequence[float | None]) -> list[str]:
+    """Times shown side by side (a step's big numbers, one chart's labels) in one unit
+    (issue 47: "0.19 s" beside "21 ms"): seconds when any is 0.1 s or more, else ms. Texts
+    that are not a time fmt_s wrote are kept."""
+    timed = [
+        i
+        for i, (text, value) in enumerate(zip(texts, values, strict=True))
+        if value is not None and _TIME_TEXT.match(text)
+    ]
+    if len(timed) < 2:
+        return list(texts)
+    unit: Literal["s", "ms"] = "s" if any((values[i] or 0) >= 0.1 for i in timed) else "ms"
+    return [fmt_s(values[i], unit) if i in timed else text for i, text in enumerate(texts)]
 
 
 def fmt_pct(value: float | None, signed: bool = True) -> str:

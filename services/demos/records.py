@@ -3,11 +3,11 @@ from its run row and its summary (summary.DemoSummary), never from string keys e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from services.demos.base import BigNumber, ChartSpec
+from services.demos.base import BigNumber, ChartSpec, one_time_unit
 from services.demos.summary import StepBlock
 
 
@@ -79,15 +79,26 @@ class DemoListItem:
 
 def step_view(index: int, step: StepBlock) -> StepView:
     """One stored step as the page draws it."""
-    chart = step.get("chart")
+    stored = step.get("chart")
+    numbers = [BigNumber(**n) for n in step.get("numbers") or []]
+    texts = one_time_unit([n.text for n in numbers], [n.value for n in numbers])
+    numbers = [replace(n, text=text) for n, text in zip(numbers, texts, strict=True)]
+    chart = ChartSpec.from_dict(stored) if isinstance(stored, dict) else None
+    if chart is not None:
+        labelled = [s for s in chart.series if s.text is not None and len(s.text) == len(s.y)]
+        labels = one_time_unit(
+            [t for s in labelled for t in s.text or []], [v for s in labelled for v in s.y]
+        )
+        for series in labelled:
+            series.text, labels = labels[: len(series.y)], labels[len(series.y) :]
     return StepView(
         index=index,
         key=str(step.get("key", "")),
         title=str(step.get("title", "")),
         explanation=str(step.get("explanation", "")),
         status=str(step.get("status", "pending")),
-        numbers=[BigNumber(**n) for n in step.get("numbers") or []],
-        chart=ChartSpec.from_dict(chart) if isinstance(chart, dict) else None,
+        numbers=numbers,
+        chart=chart,
         finding=str(step.get("finding") or ""),
         errors=[str(e) for e in step.get("errors") or []],
         data=dict(step.get("data") or {}),
