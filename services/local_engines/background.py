@@ -1,5 +1,5 @@
 """Installing and starting the local engines behind the app: `./run.sh` serves the app at once and
-leaves `cli.py local up` to run detached (its own session: Ctrl-C on the app never reaches it),
+leaves `shootout local up` to run detached (its own session: Ctrl-C on the app never reaches it),
 its lines in `<engines dir>/run/up.log`, its PID in `<engines dir>/run/background.json`.
 `local down` stops it with the engines; `./run.sh` again finds it running and leaves it be.
 
@@ -47,10 +47,18 @@ def _read() -> dict[str, dict]:
 
 def _is_ours(pid: int) -> bool:
     # A PID the system gave to another program since is not ours to report or stop.
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return pid_alive(pid)
+    command = b""
+    for _ in range(20):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return pid_alive(pid)
+        # A child just started shows no arguments for a moment: the kernel closes its
+        # close-on-exec files (which ends Popen's wait) before it sets the new program's
+        # arguments. A flaky test found it (2 runs in 3 on a busy machine).
+        if command or not pid_alive(pid):
+            break
+        time.sleep(0.05)
     return pid_alive(pid) and b"cli.py" in command and b"up" in command
 
 
@@ -60,7 +68,7 @@ def running() -> dict[int, dict]:
 
 
 def start(engine_ids: list[str] | None = None) -> tuple[int, bool]:
-    """Start `cli.py local up [ENGINE_IDS]` detached; (its PID, True), or (the PID of the one
+    """Start `shootout local up [ENGINE_IDS]` detached; (its PID, True), or (the PID of the one
     running already, False) when the whole set is asked for again."""
     alive = running()
     if not engine_ids:
@@ -156,7 +164,7 @@ class Plan:
         )
         fewer = (
             "  Fewer: SHOOTOUT_LOCAL_ENGINES=vllm (or llamacpp,router; none for no engines). "
-            "Watch: the Engines page, or `cli.py local status`; stop: `cli.py local down`."
+            "Watch: the Engines page, or `shootout local status`; stop: `shootout local down`."
         )
         said = [first, fewer]
         if not self.fits:
