@@ -65,7 +65,7 @@ def setup_section() -> None:
         if not registered:
             st.info(
                 "No engines registered yet: add some on the Engines page (the local engines register themselves "
-                "when started there or with `python cli.py local up`)."
+                "when started there or with `shootout local up`)."
             )
         else:
             defaults = [n for n in scenario.default_engines if n in registered] or list(registered)[:3]

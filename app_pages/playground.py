@@ -182,7 +182,7 @@ busy = bool(current and current.active)
 engine_names = [e.name for e in engines]
 if len(engines) < 2:
     st.info(
-        "Register at least two engines to compare them: the Engines page, or `python cli.py local up` "
+        "Register at least two engines to compare them: the Engines page, or `shootout local up` "
         "for the local engines (llama.cpp, vLLM, SGLang, Triton and SGLang's router, on CPU)."
     )
     st.stop()

@@ -78,7 +78,7 @@ def new_tuning_form() -> None:
     else:
         st.caption(
             "Command templates (remote or containerised engines) are off on this server: start it with "
-            "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `cli.py tune` always may."
+            "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `shootout tune` always may."
         )
     if st.button("Start tuning", type="primary", key="tune_start"):
         common.start_and_show(lambda: tune.submit(values, viewer))

@@ -1,6 +1,6 @@
 """The Benchmarks page's "New benchmark" form: workload, load, sweep and SLOs in three columns,
 then Start. Widget values go into one dict that services.bench.view.submit validates; the
-initial values are services.bench.form's defaults (the same as `cli.py bench`'s)."""
+initial values are services.bench.form's defaults (the same as `shootout bench`'s)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from services.engines import view as engines_view
 
 INSTALL_HINT = (
     "Some engines are not installed yet. `./run.sh` installs and starts them behind the app, as "
-    "does `python cli.py local up` (llama.cpp compiles once, 7-15 minutes on 2 cores)."
+    "does `shootout local up` (llama.cpp compiles once, 7-15 minutes on 2 cores)."
 )
 
 

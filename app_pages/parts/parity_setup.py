@@ -25,7 +25,7 @@ def setup_section(registered: list[str], default: list[str], stored: list[page.P
         if len(registered) < 1:
             st.info(
                 "No engines registered yet: add some on the Engines page (the local engines register themselves "
-                "when started there or with `python cli.py local up`)."
+                "when started there or with `shootout local up`)."
             )
         else:
             # Enter in a field must not start a run (it did, twice): only the button starts one.

@@ -123,7 +123,7 @@ def show_plan(request: planner.PlanRequest) -> None:
     left, right = st.columns(2)
     left.plotly_chart(inert(planner.decode_ceiling_figure(plan)), key="planner_decode_chart")
     right.plotly_chart(inert(planner.roofline_figure(plan)), key="planner_roofline_chart")
-    with st.expander("All numbers (same as `cli.py plan --json`)"):
+    with st.expander("All numbers (same as `shootout plan --json`)"):
         st.json(planner.plan_to_dict(plan))
     _measured(plan)
 

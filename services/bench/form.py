@@ -1,6 +1,6 @@
 """A benchmark as the user chose it, and the one translation of those choices into a spec.
 
-`BenchForm` holds what a person picks on the Benchmarks page or types as `cli.py bench`
+`BenchForm` holds what a person picks on the Benchmarks page or types as `shootout bench`
 flags, with the defaults of both in one place: the page's widgets and the CLI's argparse
 defaults are read from `BenchForm()`. `to_spec` turns a form into the validated
 `BenchSpec` (ValidationError with a message for the user), so the same choices give the
@@ -188,7 +188,7 @@ def to_spec(form: BenchForm, targets: Sequence[EngineTarget] | None = None) -> B
 def _registered_targets(form: BenchForm) -> tuple[EngineTarget, ...]:
     if not form.engines:
         raise ValidationError("Choose at least one engine.")
-    # CLI start: the jobs package adds 0.17 s to `cli.py bench`, and only registered names need it.
+    # CLI start: the jobs package adds 0.17 s to `shootout bench`, and only registered names need it.
     from services.bench.jobs import engine_target
 
     targets = tuple(engine_target(name) for name in form.engines)

@@ -1,5 +1,5 @@
 """Per-request metrics of one streamed answer, and the one percentile: the Playground,
-`cli.py ask`, load benchmarks, demos and the importers' recomputation all read their
+`shootout ask`, load benchmarks, demos and the importers' recomputation all read their
 figures from here, so one stream gives one set of numbers wherever it is shown.
 
 Inputs are what the client records (services/client/): the perf_counter at send, and per

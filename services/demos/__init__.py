@@ -7,7 +7,7 @@
   `advance`, `set_pause`, `stop_demo` are the presenter's buttons
   (in `control.py`, re-exported by runner).
 - `runner.demo_view(run_id)`: everything the page draws, from the database alone (live
-  or replayed); `runner.demo_result(run_id)`: the `cli.py demo --json` document (both in
+  or replayed); `runner.demo_result(run_id)`: the `shootout demo --json` document (both in
   `reading.py`, over `records.py`'s StepView/DemoView, re-exported by runner).
 - `summary.DemoSummary`: the run's stored summary as one typed record (from_json/to_json).
 - `charts.step_figure(step)`: the plotly figure of one step.

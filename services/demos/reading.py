@@ -1,5 +1,5 @@
 """Reading stored demos back, live or replayed, from the database alone: one demo's view,
-the list of stored demos, the `cli.py demo --json` document, and waiting for the end."""
+the list of stored demos, the `shootout demo --json` document, and waiting for the end."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def list_demos(limit: int = 50) -> list[DemoListItem]:
 
 
 def demo_result(run_id: int) -> dict[str, Any]:
-    """The JSON `cli.py demo --json` prints (format in docs/cli-formats.md)."""
+    """The JSON `shootout demo --json` prints (format in docs/cli-formats.md)."""
     view = demo_view(run_id)
     return {
         "run_id": view.run_id,

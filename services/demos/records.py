@@ -1,4 +1,4 @@
-"""What the Demos page, the report and `cli.py demo` read of one demo: typed records built
+"""What the Demos page, the report and `shootout demo` read of one demo: typed records built
 from its run row and its summary (summary.DemoSummary), never from string keys elsewhere."""
 
 from __future__ import annotations

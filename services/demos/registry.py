@@ -1,4 +1,4 @@
-"""The scenarios, by name (the page lists them in this order; `cli.py demo NAME`)."""
+"""The scenarios, by name (the page lists them in this order; `shootout demo NAME`)."""
 
 from __future__ import annotations
 

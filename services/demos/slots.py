@@ -3,7 +3,7 @@
 llama.cpp serves `-np N` requests at once from one set of weights. More slots share each decode
 step among more streams, which pays while the machine has compute to spare and costs latency once
 it has not. The demo starts llama.cpp once per slot count on a free port (services/tune, the
-same tuning run as the Tune page and `cli.py tune`, stored as its own run), sends the same
+same tuning run as the Tune page and `shootout tune`, stored as its own run), sends the same
 closed-loop load to each, and concludes from the measured throughput and p90 TTFT.
 """
 

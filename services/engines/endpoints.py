@@ -195,7 +195,7 @@ def get_engine(name: str) -> EngineRecord:
         row = session.scalar(select(Engine).where(Engine.name == name))
         if row is None:
             raise NotFoundError(
-                f"No engine named {name!r}. Add it first (Engines page or `cli.py engines add`)."
+                f"No engine named {name!r}. Add it first (Engines page or `shootout engines add`)."
             )
         return _record(row)
 

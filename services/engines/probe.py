@@ -40,7 +40,7 @@ ProbeState = Literal["ok", "unreachable", "auth_required", "not_openai", "unheal
 
 @dataclass
 class ProbeResult:
-    """What the Engines page and `cli.py engines probe` show."""
+    """What the Engines page and `shootout engines probe` show."""
 
     base_url: str
     state: ProbeState
@@ -194,7 +194,7 @@ def _server_info(evidence: ProbeEvidence) -> dict[str, Any]:
 
 def probe(base_url: str, api_key_env: str | None = None, timeout_s: float = 5.0) -> ProbeResult:
     """Probe `base_url` (synchronous; runs its own event loop)."""
-    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), and `cli.py scrape` imports this
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), and `shootout scrape` imports this
     # module without needing it.
     from services.engines.endpoints import normalise_base_url
 

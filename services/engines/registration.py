@@ -1,5 +1,5 @@
 """Probe an endpoint, then register it: the one use case behind the Engines page's "Probe and
-add", `cli.py engines add` and `cli.py bench --url` (which asks the same question, what kind
+add", `shootout engines add` and `shootout bench --url` (which asks the same question, what kind
 and model is this, without storing the answer). Three copies of it had three rules for which
 kind and model win: the caller's choice, else what the server said, else generic OpenAI.
 """

@@ -1,4 +1,4 @@
-"""Our own run JSON (`python cli.py export RUN --format json`), so a run moves between
+"""Our own run JSON (`shootout export RUN --format json`), so a run moves between
 Shootout servers and comes back as it left: same kind, status, config, summary, engine
 snapshots, notes, tags, per-request rows, playground exchanges and telemetry samples.
 

@@ -43,7 +43,7 @@ def shared_cores_note(compared: Iterable[str | None], together: bool) -> str | N
         parts.append(
             f"Also running here: {', '.join(others)}. Whatever they generate meanwhile (another "
             "user's exchange, a benchmark) takes cores from the engines compared; stop them on "
-            "the Engines page (Local engines) or with `python cli.py local down <id>` for "
+            "the Engines page (Local engines) or with `shootout local down <id>` for "
             "figures that are theirs alone."
         )
     else:

@@ -98,7 +98,7 @@ def status(engine_id: str | None = None) -> list[LocalEngineStatus]:
             state_name = "not_installed"
             # A record of an install that went well says nothing of a backend missing now.
             if record is None or record.state == "installed":
-                message = "not installed yet (`./run.sh`, or `cli.py local up`)"
+                message = "not installed yet (`./run.sh`, or `shootout local up`)"
             else:
                 message = record.summary()
             pid = None
@@ -137,7 +137,7 @@ def death_reason(pid: int | None, log_path: str | None) -> str:
     if child is not None and child.poll() is not None:
         how, name = llamacpp_build.describe_exit(child.returncode)
         if name == "SIGILL":
-            how += ": the build uses an instruction this CPU does not run; `cli.py local install` rebuilds it"
+            how += ": the build uses an instruction this CPU does not run; `shootout local install` rebuilds it"
         parts.append(how)
     last = log_tail(log_path, 1).strip()
     if last:

@@ -1,6 +1,6 @@
 """The Planner: will it fit, how fast can it possibly go, which engine, and how to start it.
 
-Entry points (the page and `cli.py plan` use these):
+Entry points (the page and `shootout plan` use these):
 
 - `make_plan(PlanRequest) -> PlanResult` and `plan_to_dict(PlanResult)`: every number.
 - `list_presets()`, `catalog.*`: models and GPUs by key, the user's own included.

@@ -83,7 +83,7 @@ def get_model(key: str) -> ModelSpec:
     models = all_models()
     if key not in models:
         raise NotFoundError(
-            f"Unknown model {key!r}. Known: {', '.join(models)} (see `cli.py plan --list`)."
+            f"Unknown model {key!r}. Known: {', '.join(models)} (see `shootout plan --list`)."
         )
     return models[key]
 
@@ -91,7 +91,9 @@ def get_model(key: str) -> ModelSpec:
 def get_gpu(key: str) -> GpuSpec:
     gpus = all_gpus()
     if key not in gpus:
-        raise NotFoundError(f"Unknown GPU {key!r}. Known: {', '.join(gpus)} (see `cli.py plan --list`).")
+        raise NotFoundError(
+            f"Unknown GPU {key!r}. Known: {', '.join(gpus)} (see `shootout plan --list`)."
+        )
     return gpus[key]
 
 

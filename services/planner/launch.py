@@ -7,7 +7,7 @@ Each kind's builder lives in its own package (`services/engines/<kind>/launch.py
 
 `options_for_plan` turns a plan into options (its model, tensor-parallel degree,
 context length, memory fraction, batch as llama.cpp/Ollama slots, GGUF quantisation),
-so the page and `cli.py plan --engine` start what was planned.
+so the page and `shootout plan --engine` start what was planned.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def register_launched_engine(
     command: LaunchCommand, name: str, base_url: str | None = None
 ) -> EngineRecord:
     """Add the endpoint the command will serve to the engine registry (same kind and model)."""
-    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `cli.py plan` otherwise
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `shootout plan` otherwise
     # never needs.
     from services.engines import endpoints
 

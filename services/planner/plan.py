@@ -1,8 +1,8 @@
-"""One planning question in, every number out: the page and `cli.py plan` both call this.
+"""One planning question in, every number out: the page and `shootout plan` both call this.
 
 `make_plan` validates the inputs (clear messages, never a traceback), then computes
 KV cache, weights, fit, and the decode/prefill ceilings. `plan_to_dict` is the JSON
-shape `cli.py plan --json` prints (documented in docs/cli-formats.md).
+shape `shootout plan --json` prints (documented in docs/cli-formats.md).
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def _number(value: float) -> float | int:
 
 
 def plan_to_dict(plan: PlanResult) -> dict[str, Any]:
-    """The `cli.py plan --json` document (see /work/notes/readme-planner.md for its fields)."""
+    """The `shootout plan --json` document (see /work/notes/readme-planner.md for its fields)."""
     r = plan.request
     fit = plan.fit
     d = plan.decode

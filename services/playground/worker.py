@@ -5,7 +5,7 @@ says finished while the others stream); the exchange's end sets the run's status
 
 It runs in a worker process when the page sends (the warm one of services/playground/warm.py,
 so the Streamlit server's GIL pauses never land between a chunk and its timestamp, and no
-process starts per send), or in a thread of the caller (`cli.py ask`, which is a process of its
+process starts per send), or in a thread of the caller (`shootout ask`, which is a process of its
 own already, and tests that replace the stream). A worker in another process is stopped through
 its pipe (services/playground/pool.py) and the database (`lifecycle`'s cancel, checked every
 CANCEL_CHECK_S); `is_active` and `wait` read the run's status then."""

@@ -174,7 +174,7 @@ def registered_engines(
     server: PromServer, engine_names: Sequence[str], mapping: dict[str, str] | None = None
 ) -> list[PromEngine]:
     """Registered engines, each with the selector of its series in Prometheus."""
-    # CLI start: `cli.py history` asks Prometheus only; the database (0.2 s) loads when a run or a
+    # CLI start: `shootout history` asks Prometheus only; the database (0.2 s) loads when a run or a
     # registered engine is named.
     from services.engines.endpoints import get_engine
 
@@ -475,7 +475,7 @@ class RunWindow:
 
 def run_window(run_id: int) -> RunWindow:
     """A stored run's window (its start and end times, imported runs included) and its engines."""
-    # CLI start: `cli.py history` asks Prometheus only; the database (0.2 s) loads when a run or a
+    # CLI start: `shootout history` asks Prometheus only; the database (0.2 s) loads when a run or a
     # registered engine is named.
     from db.models import Run
     from db.session import session_scope
@@ -504,7 +504,7 @@ def run_window(run_id: int) -> RunWindow:
 
 def registered_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """(registered, unknown) among engine names."""
-    # CLI start: `cli.py history` asks Prometheus only; the database (0.2 s) loads when a run or a
+    # CLI start: `shootout history` asks Prometheus only; the database (0.2 s) loads when a run or a
     # registered engine is named.
     from services.engines.endpoints import list_engines
 

@@ -40,7 +40,7 @@ class ScrapeTarget:
 
     Not `services.bench.spec.EngineTarget` (the endpoint a run sends its chat requests to, with
     the model and a base URL it cannot do without): a scrape target may be a bare metrics URL
-    (`cli.py scrape URL`), and one scraper per target is shared by every reader (see `hub`).
+    (`shootout scrape URL`), and one scraper per target is shared by every reader (see `hub`).
     """
 
     name: str
@@ -70,7 +70,7 @@ class ScrapeTarget:
 
 def scrape_targets_for(engine_names: list[str] | tuple[str, ...]) -> list[ScrapeTarget]:
     """The registered engines of these names, as scrape targets (NotFoundError if unknown)."""
-    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `cli.py scrape` otherwise
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `shootout scrape` otherwise
     # never needs.
     from services.engines.endpoints import get_engine
 
@@ -225,7 +225,7 @@ def _start_time(header: str | None) -> float | None:
         return None
 
 
-# --- one-off scrapes (`cli.py scrape`) ---------------------------------------------------
+# --- one-off scrapes (`shootout scrape`) ---------------------------------------------------
 
 DCGM_MARKER = "DCGM_FI_"
 
@@ -281,7 +281,7 @@ def scrape_once(
 ) -> ScrapeResult:
     """Detect what `url` is (an engine base URL or a metrics URL, or a dcgm-exporter) and
     read it twice, `interval_s` apart, so windowed signals have a window."""
-    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `cli.py scrape` otherwise
+    # CLI start: endpoints loads the database (SQLAlchemy, 0.2 s), which `shootout scrape` otherwise
     # never needs.
     from services.engines.endpoints import normalise_base_url
 

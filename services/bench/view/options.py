@@ -57,7 +57,7 @@ class FormOptions:
     arrivals: tuple[str, ...] = ARRIVAL_PROCESSES
     search_over: tuple[str, ...] = ("rate", "concurrency")
     trace_attribution: str = TRACE_ATTRIBUTION
-    #: The widgets' initial values: the same defaults as `cli.py bench`'s.
+    #: The widgets' initial values: the same defaults as `shootout bench`'s.
     defaults: form.BenchForm = field(default_factory=form.BenchForm)
     suggested_duration_s: float = form.SUGGESTED_DURATION_S
 

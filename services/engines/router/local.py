@@ -82,9 +82,7 @@ class RouterBackend(LocalBackend):
 
     def command(self, port: int, args: tuple[str, ...] | list[str]) -> tuple[list[str], dict[str, str]]:
         if not smg_path().exists():
-            raise EngineError(
-                "SGLang's router is not installed: run `python cli.py local install router`."
-            )
+            raise EngineError("SGLang's router is not installed: run `shootout local install router`.")
         workers = worker_urls()
         if not workers:
             raise EngineError(

@@ -310,10 +310,10 @@ class SglangBackend(LocalBackend):
         model_dir = hf_model_dir()
         if not (model_dir / ".complete").exists():
             raise EngineError(
-                f"The converted model is missing ({model_dir}): run `python cli.py local install`."
+                f"The converted model is missing ({model_dir}): run `shootout local install`."
             )
         if not venv_python("sglang").exists():
-            raise EngineError("SGLang is not installed: run `python cli.py local install sglang`.")
+            raise EngineError("SGLang is not installed: run `shootout local install sglang`.")
         command = [
             str(venv_python("sglang")),
             "-m",

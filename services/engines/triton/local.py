@@ -158,7 +158,7 @@ class TritonBackend(LocalBackend):
 
     def command(self, port: int, args: tuple[str, ...] | list[str]) -> tuple[list[str], dict[str, str]]:
         if not server_binary().exists():
-            raise EngineError("Triton is not installed: run `python cli.py local install triton`.")
+            raise EngineError("Triton is not installed: run `shootout local install triton`.")
         # Written at every start, so a changed model script needs no reinstall.
         repository = write_repository()
         metrics_port = _arg(args, "--metrics-port") or str(local_port(8086))
@@ -220,9 +220,7 @@ def write_repository(name: str = SERVED_NAME) -> Path:
     """The model repository: one decoupled Python-backend model generating with SmolLM2."""
     model_dir = hf_model_dir()
     if not (model_dir / ".complete").exists():
-        raise EngineError(
-            f"The converted model is missing ({model_dir}): run `python cli.py local install`."
-        )
+        raise EngineError(f"The converted model is missing ({model_dir}): run `shootout local install`.")
     version = repository_dir() / name / "1"
     version.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(MODEL_SCRIPT, version / "model.py")

@@ -66,7 +66,7 @@ class VllmBackend(LocalBackend):
         model_dir = hf_model_dir()
         if not (model_dir / ".complete").exists():
             raise EngineError(
-                f"The converted model is missing ({model_dir}): run `python cli.py local install`."
+                f"The converted model is missing ({model_dir}): run `shootout local install`."
             )
         command = [
             str(venv_python("vllm")),

@@ -3,7 +3,7 @@
 `parse_fail_on` reads the thresholds (`"ttft_p90:+10%,output_tok_s:-5%"`), `evaluate` judges
 stored runs (a check fails past its limit beyond noise or with noise unknown, between comparable
 runs; nothing completed fails; not comparable, not measured and tool errors have exit codes of
-their own), and `markdown` / `junit` write what a CI job shows. `cli.py runs compare` and `cli.py bench` call these (commands/gate.py).
+their own), and `markdown` / `junit` write what a CI job shows. `shootout runs compare` and `shootout bench` call these (commands/gate.py).
 """
 
 from __future__ import annotations
