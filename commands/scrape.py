@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from services.engines.signals import SIGNALS
 from services.telemetry.scraper import scrape_once
-from services.telemetry.signals import SIGNALS
 from shootout.cli import print_json
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services import runs
+from services.bench.caveats import run_caveats
 from services.core.errors import NotFoundError, ValidationError
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.reports.html_report import (
@@ -42,7 +43,6 @@ from services.reports.streamed import (
 # The module, not its names: services.runs.display imports this package, so whichever of
 # the two loads first finds the other half-built.
 from services.runs import display
-from services.runs.caveats import run_caveats
 
 ExportFormat = Literal["csv", "json", "html", "steps"]
 #: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.offline
 
+from services.bench.caveats import Caveats
 from services.core.figures import inert
 from services.reports.registry import ExportFile
 from services.reports.steps import steps_frame
@@ -20,7 +21,6 @@ from services.reports.tables import mark_style
 # The module, not its names: services.runs.display imports this package (its figures and
 # tables), so whichever of the two loads first finds the other half-built.
 from services.runs import RunDetail, display
-from services.runs.caveats import Caveats
 
 HTML_MIME = "text/html"
 

@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from services.bench.comparability import Comparability, ComparabilityReport
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
 from services.core import cost
 from services.core.ids import parse_id
 from services.core.lifecycle import RunKind
-from services.runs.comparability import Comparability, ComparabilityReport
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
 LATENCY_METRICS: dict[str, str] = {
@@ -252,7 +252,7 @@ class Series:
     #: Per successful measured request: e2e seconds, output tokens, input tokens (N x 3); the
     #: gate's within-run interval of a rate. None when the run stored no request rows.
     request_rates: np.ndarray | None = None
-    #: How its figures were produced (services.runs.comparability).
+    #: How its figures were produced (services.bench.comparability).
     fingerprint: Comparability = field(default_factory=Comparability)
     #: Its summary's `time_split` block as stored ({} for a run stored without one, or an import).
     time_split: dict[str, Any] = field(default_factory=dict)

@@ -12,11 +12,11 @@ from sqlalchemy import Text, and_, cast, func, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
+from services.bench.comparability import run_fingerprint
 from services.bench.summary import BenchSummary
 from services.core import cost
 from services.core.measure import describe
 from services.engines import get_adapter
-from services.runs.comparability import run_fingerprint
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from services import reports
 from services.bench import selfcheck
+from services.bench.caveats import Caveats, run_caveats
 from services.core import blind
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
@@ -44,7 +45,6 @@ from services.runs import (
     may_change,
     update_run,
 )
-from services.runs.caveats import Caveats, run_caveats
 from services.runs.detail import get_run
 from services.runs.display import ComparisonView
 from services.runs.history import list_runs

@@ -1,7 +1,7 @@
 """Live telemetry: GPU and engine metrics, normalised across engine kinds, recorded with runs.
 
 Modules (import them directly; this package imports nothing so that engine adapters can
-use `services.telemetry.normalise` without an import cycle):
+use `services.engines.normalise` without an import cycle):
 
 - `signals`: the catalogue of normalised signal names, titles and units.
 - `prometheus`: Prometheus text -> `Families` (prometheus_client's parser), label

@@ -22,7 +22,7 @@ from db.session import session_scope
 from services.bench.summary import BenchSummary
 from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
-from services.telemetry.signals import SourceGroup, not_reported, signal_names
+from services.engines.signals import SourceGroup, not_reported, signal_names
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")
 

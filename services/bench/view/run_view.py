@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from services.bench import jobs, selfcheck
+from services.bench.caveats import Caveats, requested_input_tokens, run_caveats
 from services.bench.stats import CANCELLED, RequestRecord
 from services.bench.summary import BenchSummary
 from services.bench.view.charts import (
@@ -35,7 +36,6 @@ from services.core import ids
 from services.core.errors import ValidationError
 from services.core.safe_text import md_line
 from services.engines import get_adapter
-from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
 from services.telemetry.energy.records import NOT_MEASURED
 
 if TYPE_CHECKING:

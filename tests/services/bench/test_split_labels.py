@@ -15,8 +15,8 @@ from services.bench.view.split import request_words, split_figure, split_lines, 
 from services.client import ChatRequest, run_chat
 from services.core.measure import EngineTimes
 from services.engines import get_adapter
+from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.playground import Column, view
-from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from tests.support.metrics_text import parse_text
 from tests.support.scripted_server import ScriptedServer
 

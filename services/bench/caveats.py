@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.bench import selfcheck
+from services.bench.comparability import run_fingerprint
 from services.bench.summary import BenchSummary
 from services.core import stored_json
-from services.runs.comparability import run_fingerprint
 
 #: Where the two prefix-cache figures come from. They disagree by design (different counters,
 #: different requests), so neither is shown without its source.
@@ -204,7 +204,7 @@ def _import_note(config: dict[str, Any]) -> list[str]:
 
 
 def _fingerprint_notes(config: dict[str, Any], results: BenchSummary) -> list[str]:
-    """The comparability traps of each engine's own figures (services.runs.comparability) that
+    """The comparability traps of each engine's own figures (services.bench.comparability) that
     the notes above do not already say (a short output length is said there)."""
     notes = []
     for name in results.engines_that_ran():

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.bench.summary import BenchSummary, EngineBlock
-from services.core import stored_json
-from services.runs.comparability.fingerprint import (
+from services.bench.comparability.fingerprint import (
     MAX_SETTINGS,
     WARM_CACHE_SHARE,
     Comparability,
     PrefixCache,
     TokenCounter,
 )
-from services.runs.comparability.hardware import hardware_names
-from services.runs.comparability.imported import imported_fingerprint
-from services.runs.comparability.weights import weights_of
+from services.bench.comparability.hardware import hardware_names
+from services.bench.comparability.imported import imported_fingerprint
+from services.bench.comparability.weights import weights_of
+from services.bench.summary import BenchSummary, EngineBlock
+from services.core import stored_json
 
 SUMMARY_KEY = "comparability"
 SHOOTOUT = "Shootout"
@@ -94,8 +94,8 @@ def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[
 
 def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
     """A Shootout benchmark's engine, from its stored spec and summary."""
-    # A cycle: services.runs.caveats imports this package at its top.
-    from services.runs.caveats import requested_input_tokens
+    # A cycle: services.bench.caveats imports this package at its top.
+    from services.bench.caveats import requested_input_tokens
 
     block = summary.engine(engine) or {}
     workload = stored_json.mapping(config.get("workload"))
