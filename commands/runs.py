@@ -17,13 +17,13 @@ from datetime import date
 from pathlib import Path
 
 from commands import gate as gate_flags
+from commands import print_json
 from services import importers, reports, runs
 from services.core import ids
 from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
 from services.runs import display
-from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -116,37 +116,12 @@ PAGE_FEATURES = {
 }  # fmt: skip
 
 
-def _service_modules(path: Path) -> set[str]:
-    """The services.<name> packages `path` imports, anywhere in it (inside functions too)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found.update(m.split(".")[1] for m in modules if m.startswith("services.") and m.count(".") >= 1)
-    return found
-
-
 def test_services_holds_one_package_per_feature_and_no_loose_module() -> None:
     # A folder left with only __pycache__ by a checkout that moved on is not an entry.
     entries = {p.name for p in (ROOT / "services").iterdir() if p.is_file() or any(p.rglob("*.py"))}
     assert entries - {"__init__.py"} == FEATURES | {"core", "team"}
     for name in entries - {"__init__.py"}:
         assert (ROOT / "services" / name / "__init__.py").exists(), name
-
-
-def test_the_core_imports_no_feature() -> None:
-    """The core sits below the features: a feature imports the core, never the other way (the
-    run-kind registry finds the features' run kinds on disk instead of naming them)."""
-    offenders = {
-        str(path.relative_to(ROOT)): sorted(_service_modules(path) - {"core"})
-        for path in sorted((ROOT / "services" / "core").rglob("*.py"))
-    }
-    assert not {path: names for path, names in offenders.items() if names}
 
 
 def test_every_page_has_one_view_module_in_its_feature() -> None:

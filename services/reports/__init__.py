@@ -10,6 +10,7 @@ Callers import from here; the parts import each other, never this package's top.
 page draws for a comparison or one run is services.runs.display (it uses these parts).
 """
 
+from services.planner.steps import KINDS_WITH_STEPS, steps_csv, steps_frame
 from services.reports.export import (
     EXPORT_FORMATS,
     ExportFormat,
@@ -20,7 +21,6 @@ from services.reports.export import (
 from services.reports.figures import cdf_figure, latency_throughput_figure
 from services.reports.html_report import standard_html_report
 from services.reports.registry import ExportFile, register
-from services.reports.steps import KINDS_WITH_STEPS, steps_csv, steps_frame
 from services.reports.streamed import export_filename
 from services.reports.tables import comparison_table, settings_table, style_comparison_table
 

@@ -20,6 +20,7 @@ from services import runs
 from services.bench.caveats import run_caveats
 from services.core.errors import NotFoundError, ValidationError
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
+from services.planner.steps import KINDS_WITH_STEPS, steps_csv
 from services.reports.html_report import (
     HTML_MIME,
     caveats_html,
@@ -30,7 +31,6 @@ from services.reports.html_report import (
     table_html,
 )
 from services.reports.registry import ExportFile, html_exporter
-from services.reports.steps import KINDS_WITH_STEPS, steps_csv
 from services.reports.streamed import (
     REQUEST_COLUMNS,
     STREAM_FORMATS,

@@ -13,8 +13,8 @@ import plotly.offline
 
 from services.bench.caveats import Caveats
 from services.core.figures import inert
+from services.planner.steps import steps_frame
 from services.reports.registry import ExportFile
-from services.reports.steps import steps_frame
 from services.reports.streamed import export_filename
 from services.reports.tables import mark_style
 

@@ -1,6 +1,6 @@
 """The HTML report of each kind of run: a kind whose report tells more than the standard one
-(a demo's story) registers its exporter here, and services.reports.export looks the kind up
-instead of importing the kind's module (the same idiom as the engine adapters).
+(a demo's story: services/reports/demo.py) registers its exporter here, and
+services.reports.export looks the kind up, loading that module only when a report is asked for.
 
 This module imports nothing else of services.reports, so a kind's module may import it
 (and the standard report it builds on) without a cycle at import time.
@@ -47,7 +47,7 @@ def register(kind: RunKind) -> Callable[[E], E]:
 def _load() -> None:
     # Importing the modules runs their @register decorators; lazily, as these modules
     # build on the standard report.
-    from services.demos import report  # noqa: F401 - imported for its @register side effect
+    from services.reports import demo  # noqa: F401 - imported for its @register side effect
 
 
 def html_exporter(kind: str) -> HtmlExporter | None:

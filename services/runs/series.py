@@ -15,13 +15,13 @@ from db.models import Exchange, RequestResult, Run
 from services.bench.comparability import run_fingerprint
 from services.bench.summary import BenchSummary
 from services.core import cost
+from services.core.lifecycle import FINISHED_STATUSES
 from services.core.measure import describe
 from services.engines import get_adapter
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
     ENERGY_METRICS,
-    FINISHED_STATUSES,
     LATENCY_METRICS,
     MAX_REPEATS,
     MAX_SAMPLES_PER_SERIES,
