@@ -18,6 +18,7 @@ from typing import Any
 from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, run_flagged, state
 from services.core import stored_json
 from services.core.stored_json import Stored, stored
+from services.telemetry.origins import start_times
 
 EngineBlock = dict[str, Any]
 
@@ -136,18 +137,8 @@ class BenchSummary(Stored):
         ]
 
     def start_times(self) -> dict[tuple[str, int | None], float]:
-        """Unix time each engine (each sweep step) started: request times count from there,
-        as a benchmark measures engines one after another. Empty for runs that did not say."""
-        starts: dict[tuple[str, int | None], float] = {}
-        for row in self.sweep:
-            started = row.get("started_at_unix")
-            if isinstance(started, (int, float)) and started:
-                starts[(str(row.get("engine")), row.get("step"))] = float(started)
-        for name, block in self.engines.items():
-            started = block.get("started_at_unix")
-            if isinstance(started, (int, float)) and started and "from_step" not in block:
-                starts[(name, None)] = float(started)
-        return starts
+        """Unix time each engine (each sweep step) started (services/telemetry/origins.py)."""
+        return start_times(self.sweep, self.engines)
 
     @property
     def failed_requests(self) -> int:
