@@ -64,6 +64,14 @@ def test_every_let_through_import_says_why() -> None:
                 assert text.splitlines()[number - 1].startswith("#"), option
 
 
+def test_only_a_page_view_imports_a_higher_layer() -> None:
+    """What the contract lets through is a page's view reaching up for what its page offers
+    (docs/architecture.md, "Layers"); nothing else is excused."""
+    for ignored in _contract()["ignore_imports"]:
+        importer = ignored.split(" -> ")[0]
+        assert re.fullmatch(r"services\.\w+\.view", importer), ignored
+
+
 def _doc_layers() -> list[str]:
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = doc.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]

@@ -18,11 +18,11 @@ from services.reports.export import (
     export_run,
     run_document,
 )
-from services.reports.figures import cdf_figure, latency_throughput_figure
 from services.reports.html_report import standard_html_report
 from services.reports.registry import ExportFile, register
 from services.reports.streamed import export_filename
-from services.reports.tables import comparison_table, settings_table, style_comparison_table
+from services.runs.figures import cdf_figure, latency_throughput_figure
+from services.runs.tables import comparison_table, settings_table, style_comparison_table
 
 __all__ = [
     "EXPORT_FORMATS",

@@ -16,11 +16,11 @@ from services.core.figures import inert
 from services.planner.steps import steps_frame
 from services.reports.registry import ExportFile
 from services.reports.streamed import export_filename
-from services.reports.tables import mark_style
 
 # The module, not its names: services.runs.display imports this package (its figures and
 # tables), so whichever of the two loads first finds the other half-built.
 from services.runs import RunDetail, display
+from services.runs.tables import mark_style
 
 HTML_MIME = "text/html"
 

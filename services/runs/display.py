@@ -23,9 +23,9 @@ from services.core.measure import EngineTimes, time_split
 from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.importers.common import number
-from services.reports.figures import comparison_figures
-from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
+from services.runs.figures import comparison_figures
+from services.runs.tables import comparison_table, settings_table
 from services.votes.tally import TallyTables, tally_tables, vote_tally
 
 
