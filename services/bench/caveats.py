@@ -14,6 +14,7 @@ from typing import Any
 
 from services.bench import selfcheck
 from services.bench.comparability import run_fingerprint
+from services.bench.comparability.build import requested_input_tokens
 from services.bench.summary import BenchSummary
 from services.core import stored_json
 
@@ -71,20 +72,6 @@ class Caveats:
 def _count(value: Any) -> int | None:
     number = stored_json.number(value)
     return int(number) if number is not None else None
-
-
-def requested_input_tokens(config: dict[str, Any]) -> int | None:
-    """The prompt length a benchmark asked for (mean tokens per request, before the chat
-    template), or None where the workload does not fix one (traces, files, growing turns)."""
-    workload = stored_json.mapping(config.get("workload"))
-    kind = workload.get("kind", "synthetic")
-    input_len = _count(workload.get("input_len"))
-    if input_len is None or kind not in ("synthetic", "structured", "shared_prefix"):
-        return None
-    if kind == "shared_prefix":
-        prefix = _count(workload.get("prefix_len"))
-        return input_len + prefix if prefix is not None else None
-    return input_len
 
 
 def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.bench.spec import BenchSpec
+from services.core import processes
 from services.core.errors import ValidationError
 from services.team.access import Viewer
 from services.team.limits import Limits, current
@@ -50,14 +51,6 @@ def benchmark_size(spec: BenchSpec) -> BenchmarkSize:
     )
     minutes = None if load.duration_s is None else sequential_steps * load.duration_s / 60
     return BenchmarkSize(steps, sequential_steps, requests, minutes)
-
-
-def server_cores() -> int:
-    # CLI start: services.bench.pool loads the worker machinery (0.1 s). Tests patch plan.usable_cores,
-    # read here when called.
-    from services.bench.pool.plan import usable_cores
-
-    return usable_cores()
 
 
 def check_benchmark(spec: BenchSpec, viewer: Viewer) -> None:
@@ -112,7 +105,7 @@ def _check_viewers_run(spec: BenchSpec, limits: Limits) -> None:
             f"benchmark may run {limits.run_minutes_per_viewer:,} "
             "(SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER). Use fewer levels or shorter steps."
         )
-    cores = server_cores()
+    cores = processes.usable_cores()
     if spec.workers > cores:
         raise ValidationError(
             f"{spec.workers} load-generator workers is more than this server's {cores} cores; a "

@@ -11,7 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from services.bench import jobs, selfcheck
-from services.bench.caveats import Caveats, requested_input_tokens, run_caveats
+from services.bench.caveats import Caveats, run_caveats
+from services.bench.comparability.build import requested_input_tokens
 from services.bench.stats import CANCELLED, RequestRecord
 from services.bench.summary import BenchSummary
 from services.bench.view.charts import (

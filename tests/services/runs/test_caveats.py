@@ -8,7 +8,8 @@ from typing import Any
 from services import runs
 from services.bench import jobs, selfcheck
 from services.bench.arrivals import LoadSpec
-from services.bench.caveats import requested_input_tokens, run_caveats
+from services.bench.caveats import run_caveats
+from services.bench.comparability.build import requested_input_tokens
 from services.bench.selfcheck import WorkerCheck, report
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine

@@ -167,11 +167,11 @@ def test_a_viewers_benchmark_is_bounded_as_a_whole(db_url: str, monkeypatch: pyt
     from dataclasses import replace
 
     from services.bench.arrivals import LoadSpec
-    from services.bench.pool import plan
     from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
+    from services.core import processes
     from services.team.access import Viewer
 
-    monkeypatch.setattr(plan, "usable_cores", lambda: 2)
+    monkeypatch.setattr(processes, "usable_cores", lambda: 2)
     viewer, operator = Viewer("viewer", "ip:10.0.0.3"), Viewer("operator", "op")
     engines = (EngineTarget("a", "http://127.0.0.1:9"), EngineTarget("b", "http://127.0.0.1:9"))
     levels = SweepSpec(kind="concurrency", values=tuple(float(v) for v in range(1, 65)))
