@@ -50,13 +50,14 @@ def test_every_let_through_import_says_why() -> None:
     """An ignored import has a comment above it (entries in a row share one); the options
     that let whole kinds of import through are not used without one."""
     text = PYPROJECT.read_text(encoding="utf-8")
-    block = text[text.index("ignore_imports = [") :].split("]", 1)[0].splitlines()[1:]
-    explained, bare = False, []
-    for line in (line.strip() for line in block):
-        if line.startswith("#"):
-            explained = True
-        elif line and not explained:
-            bare.append(line)
+    bare = []
+    for block in text.split("ignore_imports = [")[1:]:
+        explained = False
+        for line in (line.strip() for line in block.split("]", 1)[0].splitlines()[1:]):
+            if line.startswith("#"):
+                explained = True
+            elif line and not explained:
+                bare.append(line)
     assert not bare, bare
     for option in ("exclude_type_checking_imports", "allow_indirect_imports"):
         for number, line in enumerate(text.splitlines()):
