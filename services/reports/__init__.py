@@ -4,7 +4,7 @@
 - `figures`: latency CDFs and latency against throughput;
 - `html_report` and `export`: a run as CSV, run JSON or HTML, a comparison as HTML;
 - `steps`: each step's cost and energy, for the HTML report and the steps CSV;
-- `registry`: which HTML report a kind of run gets (a demo registers its own story).
+- `demo`: a demo run's HTML report, the standard one with the demo's story first.
 
 Callers import from here; the parts import each other, never this package's top. What the Runs
 page draws for a comparison or one run is services.runs.display (it uses these parts).
@@ -18,8 +18,7 @@ from services.reports.export import (
     export_run,
     run_document,
 )
-from services.reports.html_report import standard_html_report
-from services.reports.registry import ExportFile, register
+from services.reports.html_report import ExportFile, standard_html_report
 from services.reports.streamed import export_filename
 from services.runs.figures import cdf_figure, latency_throughput_figure
 from services.runs.tables import comparison_table, settings_table, style_comparison_table
@@ -35,7 +34,6 @@ __all__ = [
     "export_filename",
     "export_run",
     "latency_throughput_figure",
-    "register",
     "run_document",
     "settings_table",
     "standard_html_report",

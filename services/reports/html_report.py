@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -14,8 +15,15 @@ import plotly.offline
 from services.bench.caveats import Caveats
 from services.core.figures import inert
 from services.planner.steps import steps_frame
-from services.reports.registry import ExportFile
 from services.reports.streamed import export_filename
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    filename: str
+    mime: str
+    data: bytes
+
 
 # The module, not its names: services.runs.display imports this package (its figures and
 # tables), so whichever of the two loads first finds the other half-built.
