@@ -33,7 +33,7 @@ class Caveats:
 
     #: How the figures were measured: load, requests, warm-up, engines' order, workload.
     load: list[str] = field(default_factory=list)
-    #: The generator's self-check (services.bench.selfcheck.run_check), its state None for a
+    #: The generator's self-check (BenchSummary.run_check), its state None for a
     #: run without one (an import).
     self_check: selfcheck.RunCheck = field(default_factory=lambda: selfcheck.RunCheck(None))
     #: What the engines did not do as asked, what a sweep reported, where data came from.
@@ -209,6 +209,6 @@ def run_caveats(config: dict[str, Any] | None, summary: BenchSummary | dict[str,
     results = BenchSummary.from_json(summary)
     return Caveats(
         load=_load_lines(config, results),
-        self_check=selfcheck.run_check(results),
+        self_check=results.run_check(),
         notes=[*_import_note(config), *_engine_notes(results), *_fingerprint_notes(config, results)],
     )

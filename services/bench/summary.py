@@ -15,7 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, run_flagged, state
+from services.bench.selfcheck import (
+    CLIENT_BOUND,
+    KEPT_UP,
+    UNCHECKED,
+    CheckState,
+    LoadCheck,
+    RunCheck,
+    advice,
+    headline,
+    run_flagged,
+    state,
+)
 from services.core import stored_json
 from services.core.stored_json import Stored, stored
 from services.telemetry.origins import start_times
@@ -119,6 +130,22 @@ class BenchSummary(Stored):
         if step is None:
             return None
         return next((row for row in self.steps_of(name) if row.get("step") == step), None)
+
+    def run_check(self, step_labels: dict[int, str] | None = None) -> RunCheck:
+        """The run's self-check: its verdict, and each engine's (each sweep step's, named by
+        `step_labels`, by default the sweep's own load levels)."""
+        loads = tuple(
+            LoadCheck(
+                label,
+                found,
+                advice(block),
+                headline(block) or "",
+                (block.get("loop_lag_ms") or {}).get("p99"),
+            )
+            for label, block in self.self_checks(step_labels)
+            if (found := state(block)) is not None
+        )
+        return RunCheck(self.self_check, loads)
 
     def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, EngineBlock]]:
         """The generator's self-check per engine (per step of a sweep), each with its label."""

@@ -273,7 +273,7 @@ def run_view(run_id: int) -> RunView:
 def run_self_check(summary: BenchSummary | dict[str, Any]) -> selfcheck.RunCheck:
     """The generator's self-check of a run: its verdict in plain words, what to do, and the
     evidence of each engine (each step of a sweep)."""
-    return selfcheck.run_check(BenchSummary.from_json(summary))
+    return BenchSummary.from_json(summary).run_check()
 
 
 def _outcome(record: RequestRecord) -> str:

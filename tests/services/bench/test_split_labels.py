@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services.bench.stats import RequestRecord
-from services.bench.time_split import split_block
+from services.bench.stats import RequestRecord, split_block
 from services.bench.view.split import request_words, split_figure, split_lines, split_table
 from services.client import ChatRequest, run_chat
 from services.core.measure import EngineTimes
