@@ -24,6 +24,7 @@ from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
 from services.runs import display
+from services.runs.tables import comparison_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -185,7 +186,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         payload = asdict(detail)
         if comparison is not None:
-            payload["table"] = reports.comparison_table(comparison).to_dict(orient="records")
+            payload["table"] = comparison_table(comparison).to_dict(orient="records")
         _print_json(payload)
         return 0
     print(f"{detail.label}  ({detail.kind}, {detail.status}, {detail.created_at:%Y-%m-%d %H:%M} UTC)")
@@ -202,7 +203,7 @@ def _show(args: argparse.Namespace) -> int:
         print(f"error: {detail.error}")
     if comparison is not None:
         print()
-        print(reports.comparison_table(comparison).to_string(index=False))
+        print(comparison_table(comparison).to_string(index=False))
         _print_split(comparison)
     return 0
 
@@ -228,7 +229,7 @@ def _compare(args: argparse.Namespace) -> int:
         baseline_run = gate_flags.baseline_run_of(args.baseline) if args.baseline else ids[0]
         return gate_flags.finish(args, baseline_run, ids[1:], as_json=args.json)
     comparison = runs.compare_runs(ids, args.baseline, allow_incomparable=args.allow_incomparable)
-    table = reports.comparison_table(comparison)
+    table = comparison_table(comparison)
     report = comparison.comparability
     if args.json:
         _print_json(
