@@ -1,10 +1,9 @@
 """The layers (docs/architecture.md, "Layers"): `lint-imports` keeps the contract that
 pyproject.toml declares, the doc lists the same layers, and what import-linter cannot see
-(modules loaded by name, the entry points outside any package) is checked here."""
+(modules loaded by name) is checked here."""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
@@ -130,24 +129,3 @@ def test_modules_loaded_by_name_sit_at_or_below_their_loader() -> None:
             if not exists or layer is None or (layer < own and loader not in LOADS_UPWARD):
                 wrong[module] = loader
     assert not wrong, wrong
-
-
-ENTRY_POINTS = {"app", "serve", "cli"}
-
-
-def test_nothing_imports_the_entry_points() -> None:
-    """app.py, serve.py and cli.py sit above every layer: no product module imports them."""
-    found = []
-    for folder in ("services", "db", "app_pages", "commands", "shootout", "web"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                else:
-                    continue
-                found += [
-                    f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ENTRY_POINTS
-                ]
-    assert not found, found
