@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from shootout.cli import COMMAND_MODULES, COMMANDS, build_parser, main, print_json
+from commands import print_json
+from shootout.cli import COMMAND_MODULES, COMMANDS, build_parser, main
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "build_parser", "main", "print_json"]
 

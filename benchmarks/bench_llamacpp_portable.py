@@ -21,11 +21,12 @@ from pathlib import Path
 
 from services import local_engines
 from services.engines.llamacpp import build as llamacpp_build
+from services.engines.llamacpp.local import llamacpp_package
 
 
 def _native_bin(log: bool) -> Path:
     """The native build's bin folder, compiled once into the wheelhouse."""
-    package = local_engines.llamacpp_package()
+    package = llamacpp_package()
     tier = llamacpp_build.native_tier()
     venv = local_engines.engines_dir() / "bench-native-venv"
     bin_dir = (

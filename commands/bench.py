@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from commands import gate
+from commands import gate, print_json
 from commands.bench_table import results_table as _table
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
 from services.bench.spec import MAX_WORKERS, BenchSpec, EngineTarget
@@ -31,7 +31,6 @@ from services.core import cost
 from services.core.errors import ShootoutError, ValidationError
 from services.core.processes import sigterm_as_ctrl_c
 from services.engines import kinds
-from shootout.cli import print_json
 
 #: The flags' defaults: the Benchmarks page's (services/bench/form.py lists those that differed).
 DEFAULTS = BenchForm()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.bench.caveats import run_caveats
 from services.bench.spec import slo_of
 from services.bench.summary import BenchSummary
-from services.runs.caveats import run_caveats
 
 
 def _ms(block: Any, key: str) -> str:
@@ -29,7 +29,7 @@ def _level(value: Any) -> str:
 
 def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
     """The results table, the self-check, then the run's caveats as every page says them
-    (services.runs.caveats); the --json document stays the stored summary, caveats left out."""
+    (services.bench.caveats); the --json document stays the stored summary, caveats left out."""
     # CLI start: the bench views bring plotly and pandas (about 1 s); the table is printed after the run.
     from services.bench.view.costs import cheapest_line, cost_lines
     from services.bench.view.split import kind_labels, split_lines

@@ -16,9 +16,9 @@ import argparse
 import sys
 from typing import Any
 
+from commands import print_json
 from services.core import ids
 from services.core.errors import ValidationError
-from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,11 +6,11 @@ import argparse
 import sys
 from dataclasses import asdict
 
+from commands import print_json
 from services.core import cost
 from services.core.errors import NotFoundError
 from services.engines import endpoints, kinds, registration
 from services.engines.probe import probe
-from shootout.cli import print_json
 
 #: Taken as text: services/core/cost.py explains a "$3.50" or "3,50" better than argparse would.
 PRICE_HELP = (

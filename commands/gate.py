@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from commands import print_json
 from services.core import ids
 from services.core.errors import ShootoutError, ValidationError
 from services.runs import gate, get_run
-from shootout.cli import print_json
 
 _EXAMPLE_IN_HELP = gate.EXAMPLE.replace("%", "%%")
 

@@ -14,9 +14,9 @@ import argparse
 import re
 import time
 
+from commands import print_json
 from services.core import ids
 from services.core.errors import ValidationError
-from shootout.cli import print_json
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

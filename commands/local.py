@@ -6,9 +6,9 @@ import argparse
 import sys
 import threading
 
+from commands import print_json
 from services import local_engines
 from services.local_engines import background
-from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from commands import print_json
 from services.core.errors import ValidationError
 from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
 from services.planner.launch import build_launch, launch_engines, options_for_plan
 from services.planner.specs import GB, GIB
-from shootout.cli import print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

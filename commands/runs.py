@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from commands import gate as gate_flags
+from commands import print_json
 from services import importers, reports, runs
 from services.core import ids
 from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
 from services.reports import streamed as exports
 from services.runs import display
-from shootout.cli import print_json
+from services.runs.tables import comparison_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -190,7 +191,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         payload = asdict(detail)
         if comparison is not None:
-            payload["table"] = reports.comparison_table(comparison).to_dict(orient="records")
+            payload["table"] = comparison_table(comparison).to_dict(orient="records")
         if answers is not None:
             payload["answers"] = answers.to_dict(orient="records")
         _print_json(payload)
@@ -209,7 +210,7 @@ def _show(args: argparse.Namespace) -> int:
         print(f"error: {detail.error}")
     if comparison is not None:
         print()
-        print(reports.comparison_table(comparison).to_string(index=False))
+        print(comparison_table(comparison).to_string(index=False))
         _print_split(comparison)
     if answers is not None:
         _print_answers(answers, detail.hidden)
@@ -262,7 +263,7 @@ def _compare(args: argparse.Namespace) -> int:
         baseline_run = gate_flags.baseline_run_of(args.baseline) if args.baseline else ids[0]
         return gate_flags.finish(args, baseline_run, ids[1:], as_json=args.json)
     comparison = runs.compare_runs(ids, args.baseline, allow_incomparable=args.allow_incomparable)
-    table = reports.comparison_table(comparison)
+    table = comparison_table(comparison)
     report = comparison.comparability
     if args.json:
         _print_json(

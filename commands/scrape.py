@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 
+from commands import print_json
+from services.engines.signals import SIGNALS
 from services.telemetry.scraper import scrape_once
-from services.telemetry.signals import SIGNALS
-from shootout.cli import print_json
 
 
 def _format(value: float | None, unit: str) -> str:

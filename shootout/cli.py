@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
-from typing import Any
 
 from services.core.errors import ShootoutError
 from services.core.processes import sigterm_as_ctrl_c
@@ -46,11 +44,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in modules:
         importlib.import_module(name).register(subparsers)
     return parser
-
-
-def print_json(payload: Any) -> None:
-    """Print JSON the way every subcommand does (stable keys, dates as strings)."""
-    print(json.dumps(payload, indent=2, sort_keys=True, default=str))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""The shape the developers' guide asks for, kept by a test: services/ and db/ never import
-Streamlit (the CLI and the workers use them without it), pages hold no SQL, HTTP or NVML, and
-only services/core/config reads SHOOTOUT_* variables."""
+"""The shape the developers' guide asks for, kept by a test: the app frame holds no SQL, HTTP
+or NVML, only services/core/config reads SHOOTOUT_* variables, one package per feature, one
+view per page. That services/ and db/ never import Streamlit and that pages hold no SQL, HTTP
+or NVML are import contracts (pyproject.toml, tests/test_import_contracts.py)."""
 
 from __future__ import annotations
 
@@ -22,23 +23,9 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def _offenders(folders: list[str], banned: set[str]) -> list[str]:
-    found = []
-    for folder in folders:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            hits = _imports(path) & banned
-            if hits:
-                found.append(f"{path.relative_to(ROOT)}: {', '.join(sorted(hits))}")
-    return found
-
-
-def test_services_and_db_never_import_streamlit() -> None:
-    assert _offenders(["services", "db"], {"streamlit"}) == []
-
-
-def test_pages_hold_no_sql_http_or_nvml() -> None:
+def test_the_app_frame_holds_no_sql_http_or_nvml() -> None:
+    # The pages' own rule is a contract (pyproject.toml: thin-pages); app.py is no package.
     banned = {"sqlalchemy", "db", "httpx", "httpx2", "requests", "urllib", "pynvml", "socket"}
-    assert _offenders(["app_pages"], banned) == []
     assert not _imports(ROOT / "app.py") & banned
 
 
@@ -116,37 +103,12 @@ PAGE_FEATURES = {
 }  # fmt: skip
 
 
-def _service_modules(path: Path) -> set[str]:
-    """The services.<name> packages `path` imports, anywhere in it (inside functions too)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found.update(m.split(".")[1] for m in modules if m.startswith("services.") and m.count(".") >= 1)
-    return found
-
-
 def test_services_holds_one_package_per_feature_and_no_loose_module() -> None:
     # A folder left with only __pycache__ by a checkout that moved on is not an entry.
     entries = {p.name for p in (ROOT / "services").iterdir() if p.is_file() or any(p.rglob("*.py"))}
     assert entries - {"__init__.py"} == FEATURES | {"core", "team"}
     for name in entries - {"__init__.py"}:
         assert (ROOT / "services" / name / "__init__.py").exists(), name
-
-
-def test_the_core_imports_no_feature() -> None:
-    """The core sits below the features: a feature imports the core, never the other way (the
-    run-kind registry finds the features' run kinds on disk instead of naming them)."""
-    offenders = {
-        str(path.relative_to(ROOT)): sorted(_service_modules(path) - {"core"})
-        for path in sorted((ROOT / "services" / "core").rglob("*.py"))
-    }
-    assert not {path: names for path, names in offenders.items() if names}
 
 
 def test_every_page_has_one_view_module_in_its_feature() -> None:

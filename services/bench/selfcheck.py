@@ -19,7 +19,7 @@ enough probes). A loop that is kept off its core takes few probes, and its lag p
 are of the few moments it was awake: the share of the measured time it spent late (the probes
 it did not make) is the evidence that holds when the client is worst off.
 Raw samples travel with the report so that several workers merge exactly (percentiles of
-all samples, never averages of per-worker percentiles). `run_check()` says what a run's
+all samples, never averages of per-worker percentiles). BenchSummary.run_check() says what a run's
 verdict means for its figures and what to do, in plain words, with the evidence beside it.
 """
 
@@ -31,13 +31,10 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from services.bench.time_split import REST_PREFIX
 from services.core.measure import percentile
-
-if TYPE_CHECKING:  # summary.py reads the states defined here
-    from services.bench.summary import BenchSummary
 
 LAG_PROBE_INTERVAL_S = 0.01
 CPU_WINDOW_S = 1.0
@@ -492,23 +489,6 @@ class RunCheck:
     @property
     def evidence_lines(self) -> list[str]:
         return [f"{load.label}: {load.evidence}" for load in self.loads]
-
-
-def run_check(summary: BenchSummary, step_labels: dict[int, str] | None = None) -> RunCheck:
-    """A run summary's self-check: its verdict, and each engine's (each sweep step's, named by
-    `step_labels`, by default the sweep's own load levels)."""
-    loads = tuple(
-        LoadCheck(
-            label,
-            found,
-            advice(block),
-            headline(block) or "",
-            (block.get("loop_lag_ms") or {}).get("p99"),
-        )
-        for label, block in summary.self_checks(step_labels)
-        if (found := state(block)) is not None
-    )
-    return RunCheck(summary.self_check, loads)
 
 
 def _fmt(value: float | None) -> str:

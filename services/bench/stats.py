@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.bench.pickling import pickled_as_fields
-from services.bench.time_split import split_block
+from services.bench.time_split import SPLIT_PARTS
 from services.core.measure import (
     DEFAULT_PERCENTILES,
     EngineTimes,
@@ -395,3 +395,32 @@ def throughput_series(records: Iterable[RequestRecord], bucket_s: float = 1.0) -
         for t in token_arrival_times(record):
             totals[min(count - 1, max(0, int((t - begin) // bucket_s)))] += 1
     return [{"t_s": begin + i * bucket_s, "output_tok_s": n / bucket_s} for i, n in enumerate(totals)]
+
+
+def split_block(
+    done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
+) -> dict[str, Any]:
+    """The `time_split` block of an engine's summary from its completed requests: how many
+    the engine timed, where it said so, and each part's statistics over those requests."""
+    timed = [
+        (record, split)
+        for record in done
+        if (split := record.time_split) is not None and split.e2e_rest_s is not None
+    ]
+    block: dict[str, Any] = {"requests": len(done), "reported": len(timed)}
+    if not timed:
+        return block
+    block["source"] = ", ".join(
+        sorted({record.engine_times.source for record, _ in timed if record.engine_times})
+    )
+    block["queue_reported"] = all(split.queue_s is not None for _, split in timed)
+    if any(split.via for _, split in timed):
+        block["via"] = ", ".join(sorted({split.via for _, split in timed if split.via}))
+    for key in SPLIT_PARTS:
+        values = [value for _, split in timed if (value := getattr(split, key)) is not None]
+        block[key] = describe(values, percentiles) if values else None
+    block["e2e_s"] = describe([record.e2e_s or 0.0 for record, _ in timed], percentiles)
+    over = [split.overcount_s for _, split in timed if split.overcount_s > 0]
+    if over:
+        block["clamped"] = {"requests": len(over), "max_s": max(over)}
+    return block

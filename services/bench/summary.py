@@ -15,9 +15,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services.bench.selfcheck import CLIENT_BOUND, KEPT_UP, UNCHECKED, CheckState, run_flagged, state
+from services.bench.selfcheck import (
+    CLIENT_BOUND,
+    KEPT_UP,
+    UNCHECKED,
+    CheckState,
+    LoadCheck,
+    RunCheck,
+    advice,
+    headline,
+    run_flagged,
+    state,
+)
 from services.core import stored_json
 from services.core.stored_json import Stored, stored
+from services.telemetry.origins import start_times
 
 EngineBlock = dict[str, Any]
 
@@ -119,6 +131,22 @@ class BenchSummary(Stored):
             return None
         return next((row for row in self.steps_of(name) if row.get("step") == step), None)
 
+    def run_check(self, step_labels: dict[int, str] | None = None) -> RunCheck:
+        """The run's self-check: its verdict, and each engine's (each sweep step's, named by
+        `step_labels`, by default the sweep's own load levels)."""
+        loads = tuple(
+            LoadCheck(
+                label,
+                found,
+                advice(block),
+                headline(block) or "",
+                (block.get("loop_lag_ms") or {}).get("p99"),
+            )
+            for label, block in self.self_checks(step_labels)
+            if (found := state(block)) is not None
+        )
+        return RunCheck(self.self_check, loads)
+
     def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, EngineBlock]]:
         """The generator's self-check per engine (per step of a sweep), each with its label."""
         labels: dict[Any, str] = dict(self.step_labels() if step_labels is None else step_labels)
@@ -136,18 +164,8 @@ class BenchSummary(Stored):
         ]
 
     def start_times(self) -> dict[tuple[str, int | None], float]:
-        """Unix time each engine (each sweep step) started: request times count from there,
-        as a benchmark measures engines one after another. Empty for runs that did not say."""
-        starts: dict[tuple[str, int | None], float] = {}
-        for row in self.sweep:
-            started = row.get("started_at_unix")
-            if isinstance(started, (int, float)) and started:
-                starts[(str(row.get("engine")), row.get("step"))] = float(started)
-        for name, block in self.engines.items():
-            started = block.get("started_at_unix")
-            if isinstance(started, (int, float)) and started and "from_step" not in block:
-                starts[(name, None)] = float(started)
-        return starts
+        """Unix time each engine (each sweep step) started (services/telemetry/origins.py)."""
+        return start_times(self.sweep, self.engines)
 
     @property
     def failed_requests(self) -> int:

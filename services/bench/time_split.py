@@ -10,13 +10,9 @@ every split shown). Percentiles do not add up and are there to read one part at 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from services.core.measure import DEFAULT_PERCENTILES, clamp_note, describe
-
-if TYPE_CHECKING:  # stats.py builds its summary with this module
-    from services.bench.stats import RequestRecord
+from services.core.measure import clamp_note
 
 #: The parts of a split the block describes (seconds).
 SPLIT_PARTS = ("queue_s", "prefill_s", "decode_s", "engine_s", "ttft_rest_s", "e2e_rest_s")
@@ -72,35 +68,6 @@ def part_note(block: dict[str, Any], key: str, label: str) -> str | None:
     if not block.get("reported") or not block.get(key):
         return not_reported(label)
     return None
-
-
-def split_block(
-    done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
-) -> dict[str, Any]:
-    """The `time_split` block of an engine's summary from its completed requests: how many
-    the engine timed, where it said so, and each part's statistics over those requests."""
-    timed = [
-        (record, split)
-        for record in done
-        if (split := record.time_split) is not None and split.e2e_rest_s is not None
-    ]
-    block: dict[str, Any] = {"requests": len(done), "reported": len(timed)}
-    if not timed:
-        return block
-    block["source"] = ", ".join(
-        sorted({record.engine_times.source for record, _ in timed if record.engine_times})
-    )
-    block["queue_reported"] = all(split.queue_s is not None for _, split in timed)
-    if any(split.via for _, split in timed):
-        block["via"] = ", ".join(sorted({split.via for _, split in timed if split.via}))
-    for key in SPLIT_PARTS:
-        values = [value for _, split in timed if (value := getattr(split, key)) is not None]
-        block[key] = describe(values, percentiles) if values else None
-    block["e2e_s"] = describe([record.e2e_s or 0.0 for record, _ in timed], percentiles)
-    over = [split.overcount_s for _, split in timed if split.overcount_s > 0]
-    if over:
-        block["clamped"] = {"requests": len(over), "max_s": max(over)}
-    return block
 
 
 #: The rests of a split: never shown below 0.

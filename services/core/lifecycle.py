@@ -64,6 +64,8 @@ class RunStatus(StrEnum):
 
 #: A worker is (or should be) on it.
 ACTIVE_STATUSES: tuple[RunStatus, ...] = (RunStatus.PENDING, RunStatus.RUNNING)
+#: It ran to its end: its figures are there to compare.
+FINISHED_STATUSES = ("finished", "finished_with_errors")
 
 
 def utc(moment: datetime | None) -> datetime | None:

@@ -17,6 +17,11 @@ from services.core.config import PROJECT_ROOT, get_settings
 from services.core.errors import ShootoutError
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity)."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
 def pid_alive(pid: int | None) -> bool:
     """True when a process with this PID runs (a zombie, exited but not yet reaped, does not)."""
     if not pid:

@@ -23,6 +23,7 @@ decides where the text goes, these helpers decide what it may contain.
 from __future__ import annotations
 
 import html
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -224,3 +225,13 @@ def spreadsheet_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """A table's rows (names and cells) for `st.dataframe`, whose toolbar's "Download as CSV"
     writes the cells as they are: model text in them must not run when the file is opened."""
     return [{spreadsheet_cell(k): spreadsheet_cell(v) for k, v in row.items()} for row in rows]
+
+
+def csv_cell(value: Any) -> Any:
+    """One value as a CSV cell, neutralised when a spreadsheet would run it: every cell of every
+    CSV the product writes goes through here (services/reports/streamed.py)."""
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value, default=str)
+    if value is None:
+        return ""
+    return spreadsheet_cell(value)

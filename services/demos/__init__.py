@@ -11,8 +11,8 @@
   `reading.py`, over `records.py`'s StepView/DemoView, re-exported by runner).
 - `summary.DemoSummary`: the run's stored summary as one typed record (from_json/to_json).
 - `charts.step_figure(step)`: the plotly figure of one step.
-- `report.export_demo_html(run_id)`: the run's HTML report with the demo's steps (registered as
-  the HTML report of demo runs: `services.reports.export_run` finds it by kind).
+- The run's HTML report with the demo's steps is services/reports/demo.py's
+  `export_demo_html(run_id)` (reports sits above demos: docs/architecture.md, "Layers").
 """
 
 from services.demos.registry import get_scenario, scenarios

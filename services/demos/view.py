@@ -9,7 +9,6 @@ from services.demos import scenarios
 from services.demos.base import BigNumber, Scenario
 from services.demos.charts import step_figure
 from services.demos.records import DemoView
-from services.demos.report import export_demo_html
 from services.demos.runner import (
     StepView,
     advance,
@@ -20,6 +19,7 @@ from services.demos.runner import (
     stop_demo,
 )
 from services.engines.endpoints import list_engines
+from services.reports.demo import export_demo_html
 from services.team.owners import may_control_run
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from services.core.measure import EngineTimes
-from services.telemetry.prometheus import Families
+from services.engines.prometheus import Families
 
 MetricsFormat = Literal["prometheus", "json", "none"]
 #: How requests are sent: OpenAI chat completions, or Triton's generate extension
@@ -236,12 +236,12 @@ class EngineAdapter:
         return None
 
     # --- telemetry: how this kind's metrics map to the normalised signals -------------
-    # (services.telemetry.signals names the signals; services.telemetry.normalise has the
+    # (services.engines.signals names the signals; services.engines.normalise has the
     # spec types and the windowing.)
 
     #: Metric-name prefixes that identify this kind from a metrics scrape alone.
     metric_markers: ClassVar[tuple[str, ...]] = ()
-    #: Signal name -> alternatives, tried in order (specs from services.telemetry.normalise).
+    #: Signal name -> alternatives, tried in order (specs from services.engines.normalise).
     #: A signal absent here, or whose alternatives match nothing, is "not reported by <label>".
     telemetry_signals: ClassVar[TelemetrySignals] = {}
     #: A JSON metrics endpoint used when `metrics_path` is missing (trtllm-serve).

@@ -26,6 +26,7 @@ from sqlalchemy.exc import StatementError
 
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
+from services.bench import comparability
 from services.core import cost
 from services.core.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
@@ -37,7 +38,6 @@ from services.importers.common import (
     source_from,
     with_reasoning_flag,
 )
-from services.runs import comparability
 
 __all__ = [
     "IMPORTERS",
@@ -136,7 +136,7 @@ def _parse(
     if not runs:
         raise ValidationError(f"{source.name}: no results found in it.")
     for run in runs:
-        # What the file says of how it measured, kept with the run (services.runs.comparability).
+        # What the file says of how it measured, kept with the run (services.bench.comparability).
         run.summary.setdefault(
             comparability.SUMMARY_KEY, comparability.fingerprints_of_import(run.config, run.summary)
         )

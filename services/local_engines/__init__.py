@@ -26,8 +26,6 @@ from this package.
 """
 
 # Callers (and tests) read a PID's liveness here, as before the split.
-from importlib import import_module
-
 from services.core.processes import pid_alive
 from services.local_engines.backend import LocalBackend, backend_names, backends, get_backend
 from services.local_engines.catalog import (
@@ -65,24 +63,6 @@ from services.local_engines.paths import (
 )
 from services.local_engines.sharing import live_ids, shared_cores_note
 from services.local_engines.state import status
-
-#: Names that live with their engine kind, read here lazily (the kinds import this package).
-_KIND_NAMES = {
-    "LLAMACPP_THREADS": "services.engines.llamacpp.local",
-    "LLAMA_CPP_PACKAGE": "services.engines.llamacpp.local",
-    "install_llamacpp": "services.engines.llamacpp.local",
-    "llamacpp_package": "services.engines.llamacpp.local",
-    "VLLM_PACKAGE": "services.engines.vllm.local",
-}
-
-
-def __getattr__(name: str) -> object:
-    module = _KIND_NAMES.get(name)
-    if module is None:
-        raise AttributeError(name)
-
-    return getattr(import_module(module), name)
-
 
 __all__ = [
     "ENGINE_NICENESS",

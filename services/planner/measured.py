@@ -2,7 +2,7 @@
 step that met its run's SLOs ($ per 1M output tokens, at goodput where the run set SLOs) and
 its energy per output token; "not priced" where no step of that kind had a price.
 
-The figures are those each run stored when it finished (services/reports/steps.py reads them;
+The figures are those each run stored when it finished (services/planner/steps.py reads them;
 services/tune/pareto.py `cost_figure` says which cost counts): nothing is recomputed, and a
 missing price or energy counter is said, never 0. Runs of different models and GPUs are not
 comparable, so each line names the run, its model and its load, for the user to judge.
@@ -19,10 +19,9 @@ from db.session import session_scope
 from services.bench.spec import slo_of
 from services.bench.stats import block_meets_slo
 from services.core import cost, stored_json
-from services.core.lifecycle import RunKind
+from services.core.lifecycle import FINISHED_STATUSES, RunKind
 from services.core.safe_text import md_line
-from services.reports.steps import StepRow, step_rows
-from services.runs.records import FINISHED_STATUSES
+from services.planner.steps import StepRow, step_rows
 from services.tune.pareto import cost_figure, energy_figure
 from services.tune.summary import TuneSummary
 

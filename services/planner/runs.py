@@ -18,11 +18,11 @@ from sqlalchemy import func, select
 
 from db.models import Run, Sample
 from db.session import session_scope
+from services.bench.comparability import Comparability, run_fingerprint
+from services.bench.comparability.hardware import hardware_names
 from services.bench.summary import BenchSummary
 from services.planner import matching
 from services.planner.catalog import all_models, get_gpu, get_model
-from services.runs.comparability import Comparability, run_fingerprint
-from services.runs.comparability.hardware import hardware_names
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class StoredThroughput:
     models: tuple[str, ...] = ()
     #: GPU names from the summary, config, engine block or recorded telemetry; empty if none.
     hardware: tuple[str, ...] = ()
-    #: How the figures were produced (services.runs.comparability): its cautions qualify a share.
+    #: How the figures were produced (services.bench.comparability): its cautions qualify a share.
     fingerprint: Comparability = field(default_factory=Comparability)
 
     @property

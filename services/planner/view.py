@@ -264,7 +264,7 @@ def constraints(
 
 #: What the ranking is, and where a measured winner comes from: the decision helper scores the
 #: engines' reference data and names no measured winner; Compare does, and only between runs
-#: whose setups are comparable (services.runs.comparability).
+#: whose setups are comparable (services.bench.comparability).
 RANKING_NOTE = (
     "Ranked from the engines' reference data, not from measurements; the line under each "
     "engine is what your stored runs of its kind measured (cost per 1M output tokens at the "

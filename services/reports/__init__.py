@@ -1,45 +1,23 @@
-"""What the Runs page shows and what leaves the server, in four parts:
+"""What leaves the server: a run as CSV, run JSON or HTML, a comparison as HTML.
 
-- `tables`: the comparison table (values, changes against the baseline) and engine settings;
-- `figures`: latency CDFs and latency against throughput;
-- `html_report` and `export`: a run as CSV, run JSON or HTML, a comparison as HTML;
-- `steps`: each step's cost and energy, for the HTML report and the steps CSV;
-- `registry`: which HTML report a kind of run gets (a demo registers its own story).
+- `html_report` and `export`: the exports (`export.HTML_REPORTS`: the HTML report by kind);
+- `demo`: a demo run's HTML report, the standard one with the demo's story first;
+- `streamed`: exports streamed in batches of rows.
 
-Callers import from here; the parts import each other, never this package's top. What the Runs
-page draws for a comparison or one run is services.runs.display (it uses these parts).
+Callers import from here; the parts import each other, never this package's top. The
+comparison's tables and figures are services.runs' (`tables`, `figures`); each step's cost and
+energy is services.planner.steps.
 """
 
-from services.reports.export import (
-    EXPORT_FORMATS,
-    ExportFormat,
-    export_comparison,
-    export_run,
-    run_document,
-)
-from services.reports.figures import cdf_figure, latency_throughput_figure
-from services.reports.html_report import standard_html_report
-from services.reports.registry import ExportFile, register
-from services.reports.steps import KINDS_WITH_STEPS, steps_csv, steps_frame
+from services.reports.export import EXPORT_FORMATS, export_comparison, export_run, run_document
+from services.reports.html_report import ExportFile
 from services.reports.streamed import export_filename
-from services.reports.tables import comparison_table, settings_table, style_comparison_table
 
 __all__ = [
     "EXPORT_FORMATS",
-    "KINDS_WITH_STEPS",
     "ExportFile",
-    "ExportFormat",
-    "cdf_figure",
-    "comparison_table",
     "export_comparison",
     "export_filename",
     "export_run",
-    "latency_throughput_figure",
-    "register",
     "run_document",
-    "settings_table",
-    "standard_html_report",
-    "steps_csv",
-    "steps_frame",
-    "style_comparison_table",
 ]

@@ -7,7 +7,7 @@ in memory, for callers that want a dict and as the reference the stream is check
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -17,10 +17,15 @@ from sqlalchemy import select
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services import runs
+from services.bench.caveats import run_caveats
 from services.core.errors import NotFoundError, ValidationError
+from services.core.lifecycle import RunKind
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
+from services.planner.steps import KINDS_WITH_STEPS, steps_csv
+from services.reports.demo import export_demo_html
 from services.reports.html_report import (
     HTML_MIME,
+    ExportFile,
     caveats_html,
     comparability_html,
     report_html,
@@ -28,8 +33,6 @@ from services.reports.html_report import (
     steps_html,
     table_html,
 )
-from services.reports.registry import ExportFile, html_exporter
-from services.reports.steps import KINDS_WITH_STEPS, steps_csv
 from services.reports.streamed import (
     REQUEST_COLUMNS,
     STREAM_FORMATS,
@@ -42,12 +45,13 @@ from services.reports.streamed import (
 # The module, not its names: services.runs.display imports this package, so whichever of
 # the two loads first finds the other half-built.
 from services.runs import display
-from services.runs.caveats import run_caveats
 
 ExportFormat = Literal["csv", "json", "html", "steps"]
 #: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the
 #: run's summary, never its requests).
 EXPORT_FORMATS: dict[str, str] = {**STREAM_FORMATS, "html": HTML_MIME, "steps": "text/csv"}
+#: The HTML report of a kind whose report tells more than the standard one (a demo's story).
+HTML_REPORTS: dict[str, Callable[[int], ExportFile]] = {RunKind.DEMO: export_demo_html}
 
 
 def _rows_of(
@@ -85,15 +89,14 @@ def run_document(run_id: int) -> dict[str, Any]:
 
 def export_run(run_id: int, fmt: str) -> ExportFile:
     """A run as CSV (per request), JSON (config, summary, engine info, rows), HTML (the
-    report its kind registered, else the standard one) or its steps' cost and energy as CSV."""
+    report of its kind in HTML_REPORTS, else the standard one) or its steps' cost and energy as CSV."""
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"Unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}.")
     if fmt == "steps":
         return export_steps(run_id)
     if fmt == "html":
         refuse_hidden(run_id)
-        exporter = html_exporter(runs.get_run(run_id).kind) or standard_html_report
-        return exporter(run_id)
+        return HTML_REPORTS.get(runs.get_run(run_id).kind, standard_html_report)(run_id)
     # Whole in memory: for small runs and tests; the page and the CLI write the stream.
     data = b"".join(stream_run(run_id, fmt).chunks)
     return ExportFile(filename=export_filename(run_id, fmt), mime=EXPORT_FORMATS[fmt], data=data)

@@ -5,22 +5,30 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.offline
 
+from services.bench.caveats import Caveats
 from services.core.figures import inert
-from services.reports.registry import ExportFile
-from services.reports.steps import steps_frame
+from services.planner.steps import steps_frame
 from services.reports.streamed import export_filename
-from services.reports.tables import mark_style
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    filename: str
+    mime: str
+    data: bytes
+
 
 # The module, not its names: services.runs.display imports this package (its figures and
 # tables), so whichever of the two loads first finds the other half-built.
 from services.runs import RunDetail, display
-from services.runs.caveats import Caveats
+from services.runs.tables import mark_style
 
 HTML_MIME = "text/html"
 

@@ -30,7 +30,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from db.models import REQUEST_RESULT_FIELDS, Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.core.errors import NotFoundError, ValidationError
-from services.core.safe_text import spreadsheet_cell
+from services.core.safe_text import csv_cell
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.playground import votes as playground_votes
 
@@ -76,16 +76,6 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(item) for item in value]
     return value
-
-
-def csv_cell(value: Any) -> Any:
-    """One value as a CSV cell, neutralised when a spreadsheet would run it: every cell of every
-    CSV the product writes goes through here (`_csv_text`)."""
-    if isinstance(value, (list, dict)):
-        value = json.dumps(value, default=str)
-    if value is None:
-        return ""
-    return spreadsheet_cell(value)
 
 
 def _iso(value: datetime | None) -> str | None:

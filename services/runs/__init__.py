@@ -21,7 +21,7 @@ Statistics are taken from the run's stored summary (what the benchmark or the im
 tool reported) and computed from the per-request rows only where the summary lacks them.
 All times are in seconds.
 
-Before any winner is named, each series' fingerprint (`comparability`: lengths asked and
+Before any winner is named, each series' fingerprint (services.bench.comparability: lengths asked and
 served, fixed output honoured, warm-up, load, prefix cache, sampling, token counter, timing,
 reasoning, hardware, engine) is judged against the baseline's: setups that differ get the list
 of what differs and no verdicts, unless the caller compares anyway (`allow_incomparable`).
@@ -29,7 +29,7 @@ of what differs and no verdicts, unless the caller compares anyway (`allow_incom
 The package's parts: `records` (the typed records, metric names, how a value reads),
 `history` (the filtered list), `detail` (one run; notes, tags, archive, delete), `series`
 (loading a compared run's engines), `verdicts` (winner and noise per metric),
-`comparability` (fingerprints and their verdict), `comparison` (compare_runs) and `gate`
+`comparison` (compare_runs) and `gate`
 (the CI gate: thresholds, exit codes, Markdown and JUnit). `view` shapes them for the Runs page; it imports
 services.reports, so it is imported as `services.runs.view`, not re-exported here.
 """

@@ -11,11 +11,11 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
+from services.bench import comparability
+from services.bench.comparability import weights
 from services.bench.time_split import part_note, shown
 from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
-from services.runs import comparability
-from services.runs.comparability import weights
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,

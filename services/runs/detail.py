@@ -13,8 +13,8 @@ from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
 from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
+from services.core.lifecycle import FINISHED_STATUSES
 from services.runs.records import (
-    FINISHED_STATUSES,
     MAX_REPEATS,
     DeleteResult,
     RunDetail,

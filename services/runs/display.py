@@ -15,6 +15,7 @@ from db.models import Exchange, Sample
 from db.session import session_scope
 from services import runs
 from services.bench import view as bench_views
+from services.bench.caveats import Caveats, run_caveats
 from services.bench.time_split import not_reported
 from services.bench.view.split import split_lines, split_words
 from services.core import blind
@@ -22,10 +23,9 @@ from services.core.measure import EngineTimes, time_split
 from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.importers.common import number
-from services.reports.figures import comparison_figures
-from services.reports.tables import comparison_table, settings_table
 from services.runs import Comparison, RunDetail, format_value
-from services.runs.caveats import Caveats, run_caveats
+from services.runs.figures import comparison_figures
+from services.runs.tables import comparison_table, settings_table
 from services.votes.tally import TallyTables, tally_tables, vote_tally
 
 

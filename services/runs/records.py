@@ -10,12 +10,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from services.bench.comparability import Comparability, ComparabilityReport
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
 from services.core import cost
 from services.core.ids import parse_id
 from services.core.lifecycle import RunKind
-from services.runs.comparability import Comparability, ComparabilityReport
+from services.telemetry.energy.records import ENERGY_METRICS, format_energy
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
 LATENCY_METRICS: dict[str, str] = {
@@ -57,11 +58,6 @@ COST_METRICS: dict[str, str] = {
     "usd_per_1m_total": "Cost per 1M total tokens",
     "usd_per_1m_output_goodput": "Cost per 1M output tokens at goodput",
 }
-#: Energy over a step's window (services/telemetry/energy): label, unit, higher is better.
-ENERGY_METRICS: dict[str, tuple[str, str, bool]] = {
-    "j_per_output_token": ("Energy per output token", "J", False),
-    "output_tokens_per_j": ("Output tokens per joule", "tok/J", True),
-}
 #: Answer quality of a parity run's engine summary (services/parity): label. Shares, higher is better.
 QUALITY_METRICS: dict[str, str] = {
     "task_score": "Task score",
@@ -79,7 +75,6 @@ STAT_LABELS = {
     "min": "min",
     "max": "max",
 }
-FINISHED_STATUSES = ("finished", "finished_with_errors")
 MAX_PAGE_SIZE = 500
 #: The orders the history list offers: newest first, or by a result (the best engine of each
 #: run; runs without that result come last).
@@ -252,7 +247,7 @@ class Series:
     #: Per successful measured request: e2e seconds, output tokens, input tokens (N x 3); the
     #: gate's within-run interval of a rate. None when the run stored no request rows.
     request_rates: np.ndarray | None = None
-    #: How its figures were produced (services.runs.comparability).
+    #: How its figures were produced (services.bench.comparability).
     fingerprint: Comparability = field(default_factory=Comparability)
     #: Its summary's `time_split` block as stored ({} for a run stored without one, or an import).
     time_split: dict[str, Any] = field(default_factory=dict)
@@ -380,7 +375,7 @@ def format_value(metric: str, value: float | None, unit: str | None = None) -> s
         unit = THROUGHPUT_METRICS[metric][1]
         return f"{value:,.1f} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
     if metric in ENERGY_METRICS:
-        return f"{value:,.4g} {ENERGY_METRICS[metric][1]}"
+        return format_energy(metric, value)
     if metric in ("completed", "failed") or metric in REASONING_COUNTS:
         return f"{int(value):,}"
     if metric == "error_rate" or metric in QUALITY_METRICS:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from db.models import FINGERPRINT_IGNORED_CONFIG_KEYS, FINGERPRINT_IGNORED_ENGINE_KEYS, Run
-from services.runs.comparability import ComparabilityVerdict
+from services.bench.comparability import ComparabilityVerdict
 from services.runs.records import Series
 
 #: At most this many differing fields are named per pair.

@@ -12,18 +12,18 @@ from sqlalchemy import Text, and_, cast, func, literal, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
+from services.bench.comparability import run_fingerprint
 from services.bench.spec import slo_of
 from services.bench.stats import SloSpec, within_slo
 from services.bench.summary import BenchSummary
 from services.core import cost
+from services.core.lifecycle import FINISHED_STATUSES
 from services.core.measure import describe
 from services.engines import get_adapter
-from services.runs.comparability import run_fingerprint
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
     ENERGY_METRICS,
-    FINISHED_STATUSES,
     LATENCY_METRICS,
     MAX_REPEATS,
     MAX_SAMPLES_PER_SERIES,

@@ -4,8 +4,9 @@ Three views, each one call: `history_view` (the filtered list, a page at a time)
 `run_page_view` (one run) and `compare_page_view` (a comparison). Text that reaches
 markdown is escaped here (services.core.safe_text): names, notes and errors are untrusted.
 
-Imported as `services.runs.view`: it uses services.reports, which itself imports
-services.runs, so the package does not re-export it.
+Imported as `services.runs.view`: it uses services.reports (the one import of a layer above,
+docs/architecture.md "Layers"), which itself imports services.runs, so the package does not
+re-export it.
 """
 
 from __future__ import annotations
@@ -17,22 +18,16 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from services import reports
 from services.bench import selfcheck
+from services.bench.caveats import Caveats, run_caveats
 from services.core import blind
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.importers import formats as import_formats
 from services.importers import import_file
 from services.parity.summary import ParitySummary
-from services.reports import (
-    EXPORT_FORMATS,
-    KINDS_WITH_STEPS,
-    export_comparison,
-    export_filename,
-    export_run,
-    style_comparison_table,
-)
+from services.planner.steps import KINDS_WITH_STEPS
+from services.reports import EXPORT_FORMATS, export_comparison, export_filename, export_run
 from services.runs import (
     RUN_KINDS,
     FilterOptions,
@@ -44,7 +39,6 @@ from services.runs import (
     may_change,
     update_run,
 )
-from services.runs.caveats import Caveats, run_caveats
 from services.runs.detail import get_run
 from services.runs.display import ComparisonView
 from services.runs.history import list_runs
@@ -59,6 +53,7 @@ from services.runs.records import (
     format_value,
     parse_run_ids,
 )
+from services.runs.tables import settings_table, style_comparison_table
 from services.telemetry.monitor import (
     configured_prometheus_url,
     history_server,
@@ -291,7 +286,7 @@ def verdict_lines(view: display.ComparisonView) -> str:
 
 def settings_shown(view: display.ComparisonView, only_differences: bool) -> pd.DataFrame:
     """The engines' settings side by side (empty when they report the same)."""
-    table = reports.settings_table(view.comparison, only_differences=only_differences)
+    table = settings_table(view.comparison, only_differences=only_differences)
     return table if table.empty else table.drop(columns=["Differs"])
 
 

@@ -10,8 +10,7 @@ from services import playground
 from services.core import blind
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
-from services.reports.html_report import HTML_MIME, report_html, table_html
-from services.reports.registry import ExportFile
+from services.reports.html_report import HTML_MIME, ExportFile, report_html, table_html
 from services.runs.display import run_view
 from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry

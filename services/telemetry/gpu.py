@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from services.core import http
 from services.core.config import get_settings
-from services.telemetry.prometheus import Families, SeriesParser
-from services.telemetry.signals import GPU_SIGNAL_NAMES, not_reported
+from services.engines.prometheus import Families, SeriesParser
+from services.engines.signals import GPU_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
 
 MIB = 1024 * 1024

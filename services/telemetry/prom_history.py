@@ -29,10 +29,7 @@ import numpy as np
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
 from services.engines import get_adapter
-from services.engines.registry import adapters
-from services.telemetry import prom_api
-from services.telemetry.gpu import dcgm_source
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     CounterRatio,
     Gauge,
@@ -42,8 +39,11 @@ from services.telemetry.normalise import (
     Quantile,
     Spec,
 )
+from services.engines.registry import adapters
+from services.engines.signals import ENGINE_SIGNAL_NAMES, GPU_SIGNAL_NAMES, SIGNALS, not_reported
+from services.telemetry import prom_api
+from services.telemetry.gpu import dcgm_source
 from services.telemetry.prom_api import PromServer, quote
-from services.telemetry.signals import ENGINE_SIGNAL_NAMES, GPU_SIGNAL_NAMES, SIGNALS, not_reported
 
 #: The shortest rate window: Prometheus needs two samples inside it, and teams scrape
 #: every 15-30 s (the live scraper's latency window is 60 s too).

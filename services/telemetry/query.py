@@ -19,10 +19,10 @@ from sqlalchemy import select
 
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
-from services.bench.summary import BenchSummary
-from services.core import blind
+from services.core import blind, stored_json
 from services.core.errors import NotFoundError, ValidationError
-from services.telemetry.signals import SourceGroup, not_reported, signal_names
+from services.engines.signals import SourceGroup, not_reported, signal_names
+from services.telemetry.origins import start_times
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")
 
@@ -153,7 +153,10 @@ def run_telemetry(run_id: int) -> RunTelemetry:
             raise ValidationError(f"Run #{run_id} is a blind exchange: {blind.HIDDEN_NOTE}.")
         started = run.started_at or run.created_at
         # Request times count from their engine's (sweep step's) own start.
-        origins = BenchSummary.from_json(run.summary).start_times()
+        summary = stored_json.mapping(run.summary)
+        origins = start_times(
+            stored_json.dicts(summary.get("sweep")), stored_json.dict_values(summary.get("engines"))
+        )
         request_rows = session.execute(
             select(
                 RequestResult.engine_name,

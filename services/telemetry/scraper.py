@@ -19,11 +19,11 @@ from services.core import http
 from services.core.errors import EngineError, ValidationError
 from services.engines import adapters, get_adapter, kinds
 from services.engines.base import EngineAdapter
+from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.engines.probe import auth_headers, probe
+from services.engines.prometheus import Families, SeriesParser
+from services.engines.signals import ENGINE_SIGNAL_NAMES, not_reported
 from services.telemetry.gpu import DcgmSampler
-from services.telemetry.normalise import EngineNormaliser, metric_prefixes
-from services.telemetry.prometheus import Families, SeriesParser
-from services.telemetry.signals import ENGINE_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
 
 if TYPE_CHECKING:

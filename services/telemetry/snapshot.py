@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.telemetry.signals import SIGNALS, SourceGroup, not_reported, signal_names
+from services.engines.signals import SIGNALS, SourceGroup, not_reported, signal_names
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 from services import local_engines
 from services.engines.launching import KindLaunch, get_launch
+from services.engines.tuning import KindTuning
 from services.tune.launch import render_template
-from services.tune.settings import KindTuning
 from services.tune.spec import TuneSpec, setting_args, tunings
 
 

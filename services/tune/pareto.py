@@ -12,8 +12,7 @@ from typing import Any
 
 from services.bench.stats import SloSpec, block_meets_slo
 from services.core import cost
-from services.runs.records import format_value
-from services.telemetry.energy.records import EnergyResult
+from services.telemetry.energy.records import EnergyResult, format_energy
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,7 @@ def energy_figure(block: dict[str, Any]) -> tuple[float | None, str]:
     if not energy.measured:
         return None, energy.label
     value = energy.j_per_output_token
-    return value, format_value("j_per_output_token", value)
+    return value, format_energy("j_per_output_token", value)
 
 
 def cheapest_configuration(results: Sequence[dict[str, Any]], slo: SloSpec) -> Choice:

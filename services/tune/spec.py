@@ -26,8 +26,8 @@ from services.bench.workloads import WorkloadSpec
 from services.core import cost
 from services.core.errors import ValidationError
 from services.engines.registry import kind_parts
+from services.engines.tuning import KindTuning, Setting
 from services.local_engines import backend_names
-from services.tune.settings import KindTuning, Setting
 
 __all__ = ["KindTuning", "Setting", "TuneSpec"]
 

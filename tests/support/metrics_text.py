@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.telemetry.prometheus import Families
+from services.engines.prometheus import Families
 
 
 def select_lines(text: str, keep: tuple[str, ...] | None) -> str:

@@ -8,6 +8,7 @@ from sqlalchemy import update
 
 from db.models import Run
 from db.session import session_scope
+from services.bench import limits as bench_limits
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import workload_label
 from services.core.lifecycle import RunKind, request_cancel
@@ -66,7 +67,7 @@ def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
     """Store the run and start its worker process; returns the run id at once. Refused while
     the server's or this viewer's limit of benchmarks runs (services/team/limits.py)."""
     if viewer is not None:  # from the page; the CLI on the server is the operator's own
-        limits.check_benchmark(spec.validate(), viewer)
+        bench_limits.check_benchmark(spec.validate(), viewer)
     with limits.admitted("benchmark", viewer) as requested_by:
         run_id = create_run(spec, requested_by=requested_by)
     launch_worker(run_id)

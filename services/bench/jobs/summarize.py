@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from services.bench import selfcheck
+from services.bench import comparability, selfcheck
 from services.bench.jobs.engine_metrics import engine_metrics_for
 from services.bench.runner import BenchOutcome, StepResult
 from services.bench.spec import BenchSpec
@@ -15,7 +15,6 @@ from services.bench.summary import BenchSummary
 from services.bench.time_split import add_rest_evidence
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.core import cost
-from services.runs import comparability
 from services.telemetry.energy.maths import energy_per_token
 from services.telemetry.energy.records import EnergyResult
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from services.bench.arrivals import LoadSpec
 from services.bench.selfcheck import CLIENT_BOUND, CPU_SHARE_LIMIT, state
 from services.bench.workloads import Conversation, PromptText, WorkloadSpec, iter_conversations
+from services.core.processes import usable_cores
 
 #: Open-loop requests reach a worker this long before their instant (a queue hop costs
 #: tens of microseconds; the margin covers a busy worker's loop too).
@@ -34,10 +34,6 @@ MAX_WORKERS = 64
 #: --workers auto: one worker per this many streams, as a first guess (then more when a
 #: step was client-bound, see `auto_workers`).
 STREAMS_PER_WORKER = 512
-
-
-def usable_cores() -> int:
-    return max(1, len(os.sched_getaffinity(0)))
 
 
 def auto_workers(

@@ -11,6 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from services.bench import jobs, selfcheck
+from services.bench.caveats import Caveats, run_caveats
+from services.bench.comparability.build import requested_input_tokens
 from services.bench.stats import CANCELLED, RequestRecord
 from services.bench.summary import BenchSummary
 from services.bench.view.charts import (
@@ -35,7 +37,6 @@ from services.core import ids
 from services.core.errors import ValidationError
 from services.core.safe_text import md_line
 from services.engines import get_adapter
-from services.runs.caveats import Caveats, requested_input_tokens, run_caveats
 from services.telemetry.energy.records import NOT_MEASURED
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ def run_view(run_id: int) -> RunView:
 def run_self_check(summary: BenchSummary | dict[str, Any]) -> selfcheck.RunCheck:
     """The generator's self-check of a run: its verdict in plain words, what to do, and the
     evidence of each engine (each step of a sweep)."""
-    return selfcheck.run_check(BenchSummary.from_json(summary))
+    return BenchSummary.from_json(summary).run_check()
 
 
 def _outcome(record: RequestRecord) -> str:

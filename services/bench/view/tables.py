@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
+from services.bench.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
 from services.bench.summary import BenchSummary
 from services.core.measure import percentile_key
-from services.runs.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
 from services.telemetry.energy.records import NOT_MEASURED, EnergyResult
 
 METRIC_TITLES = {"ttft_s": "TTFT", "tpot_s": "TPOT", "itl_s": "ITL", "e2e_s": "E2E latency"}

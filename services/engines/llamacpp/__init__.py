@@ -7,14 +7,14 @@ from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes, milliseconds, token_count
 from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
-from services.engines.registry import register
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     CounterRatio,
     Gauge,
     counters,
     metric,
 )
+from services.engines.registry import register
 
 
 @register

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services import local_engines
-from services.tune.settings import SWITCH, KindTuning, Setting, choice, integer
+from services.engines.tuning import SWITCH, KindTuning, Setting, choice, integer
 
 _KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 

@@ -19,14 +19,14 @@ from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
-from services.engines.registry import get_adapter, register
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     Gauge,
     counters,
     latency_signals,
     metric,
 )
+from services.engines.registry import get_adapter, register
 
 SMG_VERSION_PREFIX = "smg-"
 

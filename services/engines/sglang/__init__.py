@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
-from services.engines.registry import register
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     CounterRatio,
     Gauge,
@@ -14,6 +13,7 @@ from services.telemetry.normalise import (
     latency_signals,
     metric,
 )
+from services.engines.registry import register
 
 
 @register

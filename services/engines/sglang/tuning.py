@@ -4,7 +4,7 @@ passes on this machine."""
 from __future__ import annotations
 
 from services.engines.sglang.local import DEFAULT_SETTINGS
-from services.tune.settings import KindTuning, Setting, choice, decimal, integer
+from services.engines.tuning import KindTuning, Setting, choice, decimal, integer
 
 TUNING = KindTuning(
     "sglang",

@@ -7,8 +7,7 @@ from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes, milliseconds
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
-from services.engines.registry import register
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     Gauge,
     GaugeRatio,
@@ -16,6 +15,7 @@ from services.telemetry.normalise import (
     latency_signals,
     metric,
 )
+from services.engines.registry import register
 
 
 @register

@@ -13,8 +13,7 @@ import json
 from typing import Any, ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
-from services.engines.registry import register
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     CounterRatio,
     Gauge,
@@ -23,6 +22,7 @@ from services.telemetry.normalise import (
     latency_signals,
     metric,
 )
+from services.engines.registry import register
 
 #: The probe's POST of the repository index, kept in the evidence under this key.
 REPOSITORY_INDEX = "POST /v2/repository/index"

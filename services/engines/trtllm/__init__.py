@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
-from services.engines.registry import register
-from services.telemetry.normalise import (
+from services.engines.normalise import (
     CounterRate,
     CounterRatio,
     Gauge,
@@ -16,7 +15,8 @@ from services.telemetry.normalise import (
     latency_signals,
     metric,
 )
-from services.telemetry.prometheus import Families
+from services.engines.prometheus import Families
+from services.engines.registry import register
 
 
 @register

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.tune.settings import KindTuning, Setting, decimal, integer
+from services.engines.tuning import KindTuning, Setting, decimal, integer
 
 TUNING = KindTuning(
     "trtllm",

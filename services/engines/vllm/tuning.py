@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.tune.settings import SWITCH, KindTuning, Setting, choice, decimal, integer
+from services.engines.tuning import SWITCH, KindTuning, Setting, choice, decimal, integer
 
 TUNING = KindTuning(
     "vllm",

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from services.bench.comparability import ComparabilityVerdict, compare_fingerprints
 from services.core.errors import ShootoutError, ValidationError
-from services.runs.comparability import ComparabilityVerdict, compare_fingerprints
 from services.runs.comparison import compare_runs
 from services.runs.gate.noise import gate_noise
 from services.runs.gate.rules import REQUEST_NAMES, Threshold, with_default_checks

@@ -1,7 +1,7 @@
 """Remote GPUs' energy from dcgm-exporter: `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`, a counter
 in millijoules since boot, one series per GPU (in dcgm-exporter's default counters).
 
-The text is parsed by prometheus_client (services.telemetry.prometheus); the exporter
+The text is parsed by prometheus_client (services.engines.prometheus); the exporter
 refreshes its values every `collect-interval` (30 s by default, often set to 1 s), so a
 window shorter than that interval reads the same value twice: the figure is reported with
 the exporter's granularity, never interpolated.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from services.engines.prometheus import Families, SeriesParser
 from services.telemetry.energy.records import COUNTER, CounterReading, EnergyUnavailable
 from services.telemetry.gpu import DcgmUnreadable, dcgm_metrics_url, fetch_dcgm
-from services.telemetry.prometheus import Families, SeriesParser
 
 ENERGY_FIELD = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 

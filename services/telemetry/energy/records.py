@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,19 @@ COUNTER = "energy counter"
 POWER_SAMPLES = "power samples"
 
 NOT_MEASURED = "not measured here"
+
+#: Energy over a step's window: label, unit, higher is better.
+ENERGY_METRICS: dict[str, tuple[str, str, bool]] = {
+    "j_per_output_token": ("Energy per output token", "J", False),
+    "output_tokens_per_j": ("Output tokens per joule", "tok/J", True),
+}
+
+
+def format_energy(metric: str, value: float | None) -> str:
+    """An energy figure as a person reads it: "0.132 J", "7.58 tok/J"; "—" for none."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:,.4g} {ENERGY_METRICS[metric][1]}"
 
 
 class EnergyUnavailable(Exception):

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import plotly.graph_objects as go
 
+from services.engines.signals import SIGNALS, SourceGroup
 from services.telemetry.query import SampleWindow
-from services.telemetry.signals import SIGNALS, SourceGroup
 from services.telemetry.snapshot import Snapshot
 
 CHART_HEIGHT = 250

@@ -304,7 +304,7 @@ def test_the_table_says_what_the_self_check_means_then_its_evidence() -> None:
 def test_a_run_prints_its_caveats_under_the_table(
     db_url: str, scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
-    """The caveats every page shows (services.runs.caveats) under the CLI's table too: the
+    """The caveats every page shows (services.bench.caveats) under the CLI's table too: the
     warm-up from the run's config and an engine's short answers; --json keeps the summary."""
     out = tmp_path / "out.json"
     result = bench(

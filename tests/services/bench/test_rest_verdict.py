@@ -5,9 +5,9 @@ verdict with its figure and whose it likely is, and no longer makes a load clien
 from __future__ import annotations
 
 from services.bench.selfcheck import WorkerCheck, advice, headline, report, run_flagged, state
-from services.bench.stats import RequestRecord
+from services.bench.stats import RequestRecord, split_block
 from services.bench.summary import BenchSummary
-from services.bench.time_split import MIN_TIMED_REQUESTS, add_rest_evidence, split_block
+from services.bench.time_split import MIN_TIMED_REQUESTS, add_rest_evidence
 from services.core.measure import EngineTimes
 
 

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from services.bench.stats import RequestRecord
-from services.bench.time_split import split_block
+from services.bench.stats import RequestRecord, split_block
 from services.bench.view.split import request_words, split_figure, split_lines, split_table
 from services.client import ChatRequest, run_chat
 from services.core.measure import EngineTimes
 from services.engines import get_adapter
+from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.playground import Column, view
-from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from tests.support.metrics_text import parse_text
 from tests.support.scripted_server import ScriptedServer
 

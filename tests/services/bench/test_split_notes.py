@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from services.bench.stats import RequestRecord
-from services.bench.time_split import block_clamp_note, split_block
+from services.bench.stats import RequestRecord, split_block
+from services.bench.time_split import block_clamp_note
 from services.bench.view.split import request_words, split_lines, split_table
 from services.core.measure import CLAMP_WHY, EngineTimes, time_split
 from services.playground import Column, view

@@ -9,13 +9,12 @@ from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.jobs.writer import record_from_row, request_row
 from services.bench.spec import BenchSpec, EngineTarget
-from services.bench.stats import RequestRecord
+from services.bench.stats import RequestRecord, split_block
 from services.bench.time_split import (
     MIN_TIMED_REQUESTS,
     REST_P99_LIMIT_S,
     add_rest_evidence,
     rest_evidence,
-    split_block,
 )
 from services.bench.workloads import WorkloadSpec
 from services.core.measure import EngineTimes

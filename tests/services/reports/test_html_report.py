@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from services import reports, runs
-from services.runs.caveats import run_caveats
+from services.bench.caveats import run_caveats
 from tests.services.runs.test_caveats import caveated_run
 from tests.services.runs.test_comparison_split import split_run, timed
 

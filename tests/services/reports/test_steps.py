@@ -12,7 +12,7 @@ import pytest
 from services import reports
 from services.core import cost
 from services.core.errors import ValidationError
-from services.reports.steps import CSV_COLUMNS, NOT_RECORDED, step_rows
+from services.planner.steps import CSV_COLUMNS, NOT_RECORDED, step_rows
 from services.runs import display
 from tests.services.runs.test_runs import engine_summary, make_run
 

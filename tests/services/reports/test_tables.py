@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.reports.tables import comparison_table
 from services.runs import compare_runs
+from services.runs.tables import comparison_table
 from tests.services.runs.test_runs import engine_summary, make_run
 
 

@@ -1,4 +1,4 @@
-"""services.runs.caveats: a run's load, warm-up, self-check verdict and engines' notes, built
+"""services.bench.caveats: a run's load, warm-up, self-check verdict and engines' notes, built
 once from what was stored, and the Runs page's view of them."""
 
 from __future__ import annotations
@@ -8,13 +8,14 @@ from typing import Any
 from services import runs
 from services.bench import jobs, selfcheck
 from services.bench.arrivals import LoadSpec
+from services.bench.caveats import run_caveats
+from services.bench.comparability.build import requested_input_tokens
 from services.bench.selfcheck import WorkerCheck, report
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from services.core.safe_text import md_line
 from services.runs import view as runs_view
-from services.runs.caveats import requested_input_tokens, run_caveats
 from tests.services.runs.test_runs import engine_summary, make_run
 
 #: What a client-bound check reads as (its evidence names the lag and its limit).

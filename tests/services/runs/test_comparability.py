@@ -10,15 +10,15 @@ from typing import Any
 from services import importers, reports, runs
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
-from services.bench.spec import BenchSpec, EngineTarget
-from services.bench.stats import RequestRecord
-from services.bench.workloads import WorkloadSpec
-from services.runs.comparability import (
+from services.bench.comparability import (
     Comparability,
     compare_fingerprints,
     run_fingerprint,
     stored_fingerprints,
 )
+from services.bench.spec import BenchSpec, EngineTarget
+from services.bench.stats import RequestRecord
+from services.bench.workloads import WorkloadSpec
 from tests.services.runs.test_runs import engine_summary, make_run
 
 

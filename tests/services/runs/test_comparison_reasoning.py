@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from services import runs
-from services.reports import comparison_table
+from services.runs.tables import comparison_table
 from tests.services.runs.test_runs import engine_summary, make_run
 
 

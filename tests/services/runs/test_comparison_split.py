@@ -11,11 +11,11 @@ import pytest
 from db.models import Run
 from db.session import session_scope
 from services import runs
-from services.bench.stats import RequestRecord
-from services.bench.time_split import part_note, split_block
+from services.bench.stats import RequestRecord, split_block
+from services.bench.time_split import part_note
 from services.core.measure import EngineTimes
-from services.reports import comparison_table
 from services.runs.records import SPLIT_METRICS
+from services.runs.tables import comparison_table
 from tests.services.runs.test_runs import engine_summary, make_run
 
 

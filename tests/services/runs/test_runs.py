@@ -16,6 +16,7 @@ from db.models import RequestResult, Run, RunTag
 from db.session import session_scope
 from services import importers, reports, runs
 from services.core.errors import NotFoundError, ValidationError
+from services.runs.tables import settings_table
 
 
 def stats_block(p50: float, scale: float = 1.0) -> dict[str, float]:
@@ -306,7 +307,7 @@ def test_settings_side_by_side_mark_differences(db_url: str) -> None:
     assert settings["version"].values == ("0.10.0", "0.11.0") and settings["version"].differs
     assert not settings["cache_config_info.block_size"].differs
     assert settings["cache_config_info.enable_prefix_caching"].differs
-    table = reports.settings_table(runs.compare_runs([a, b]), only_differences=True)
+    table = settings_table(runs.compare_runs([a, b]), only_differences=True)
     assert "cache_config_info.block_size" not in set(table["Setting"])
 
 

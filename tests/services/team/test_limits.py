@@ -6,6 +6,7 @@ import pytest
 
 from services import playground
 from services.bench import jobs
+from services.bench import limits as bench_limits
 from services.core import run_kinds
 from services.core.errors import ValidationError
 from services.engines import SamplingParams, endpoints
@@ -200,11 +201,11 @@ def test_a_viewers_benchmark_is_bounded_as_a_whole(db_url: str, monkeypatch: pyt
     from dataclasses import replace
 
     from services.bench.arrivals import LoadSpec
-    from services.bench.pool import plan
     from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
+    from services.core import processes
     from services.team.access import Viewer
 
-    monkeypatch.setattr(plan, "usable_cores", lambda: 2)
+    monkeypatch.setattr(processes, "usable_cores", lambda: 2)
     viewer, operator = Viewer("viewer", "ip:10.0.0.3"), Viewer("operator", "op")
     engines = (EngineTarget("a", "http://127.0.0.1:9"), EngineTarget("b", "http://127.0.0.1:9"))
     levels = SweepSpec(kind="concurrency", values=tuple(float(v) for v in range(1, 65)))
@@ -230,19 +231,23 @@ def test_a_viewers_benchmark_is_bounded_as_a_whole(db_url: str, monkeypatch: pyt
         sweep=SweepSpec(kind="slo_search", start=1, max_value=64, search_steps=4),
         load=LoadSpec(requests=None, duration_s=1200),
     )
-    assert limits.benchmark_size(search).steps == 11
+    assert bench_limits.benchmark_size(search).steps == 11
     with pytest.raises(ValidationError, match="up to 220 minutes"):
-        limits.check_benchmark(search, viewer)
+        bench_limits.check_benchmark(search, viewer)
     # Engines side by side share a step's minutes.
     side_by_side = replace(
         base, engines=engines, parallel_engines=True, sweep=SweepSpec(kind="rate", values=(1, 2, 4))
     )
-    assert limits.benchmark_size(replace(side_by_side, load=LoadSpec(duration_s=600))).minutes == 30
+    assert (
+        bench_limits.benchmark_size(replace(side_by_side, load=LoadSpec(duration_s=600))).minutes == 30
+    )
     monkeypatch.setenv("SHOOTOUT_LIMIT_RUN_MINUTES_PER_VIEWER", "1000")
-    limits.check_benchmark(search, viewer)  # the operator's variable moves the bound
+    bench_limits.check_benchmark(search, viewer)  # the operator's variable moves the bound
 
     # An operator is bound by the server's (per-step) limits only.
     for spec in cases.values():
-        limits.check_benchmark(spec.validate(), operator)
+        bench_limits.check_benchmark(spec.validate(), operator)
     with pytest.raises(ValidationError, match="SHOOTOUT_LIMIT_BENCHMARK_MINUTES"):
-        limits.check_benchmark(replace(base, load=LoadSpec(requests=None, duration_s=86_400)), operator)
+        bench_limits.check_benchmark(
+            replace(base, load=LoadSpec(requests=None, duration_s=86_400)), operator
+        )

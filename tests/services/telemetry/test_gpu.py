@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from services.engines.signals import GPU_SIGNAL_NAMES
 from services.telemetry import gpu as gpu_module
 from services.telemetry.gpu import DcgmSampler, NvmlSampler, dcgm_snapshots, engine_for_process
 from services.telemetry.scraper import ScrapeTarget
-from services.telemetry.signals import GPU_SIGNAL_NAMES
 from tests.services.telemetry.fake_pynvml import (
     FakeGpu,
     FakeProcess,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from services.engines import get_adapter
-from services.telemetry.normalise import EngineNormaliser, metric_prefixes
+from services.engines.normalise import EngineNormaliser, metric_prefixes
+from services.engines.signals import ENGINE_SIGNAL_NAMES
 from services.telemetry.scraper import kind_from_metrics
-from services.telemetry.signals import ENGINE_SIGNAL_NAMES
 from tests.services.telemetry.support import VllmLike
 from tests.support.metrics_text import parse_text
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.telemetry.prometheus import Families, Histogram
+from services.engines.prometheus import Families, Histogram
 from tests.support.metrics_text import parse_text
 
 TEXT_FIXTURES = sorted(
@@ -133,7 +133,7 @@ def test_families_built_by_hand() -> None:
 
 @pytest.mark.parametrize("name", TEXT_FIXTURES)
 def test_series_parser_matches_the_full_parse_read_after_read(shared_dir: Path, name: str) -> None:
-    from services.telemetry.prometheus import SeriesParser
+    from services.engines.prometheus import SeriesParser
 
     text = (shared_dir / "fixtures/metrics" / name).read_text()
     parser = SeriesParser()
@@ -151,7 +151,7 @@ def test_series_parser_matches_the_full_parse_read_after_read(shared_dir: Path, 
 
 
 def test_series_parser_never_caches_lines_it_cannot_reread() -> None:
-    from services.telemetry.prometheus import SeriesParser
+    from services.engines.prometheus import SeriesParser
 
     parser = SeriesParser()
     first = parser.parse('a{x="1"} 1 1700000000000\nb NaN\nc{y="q w"} +Inf\n')
@@ -166,7 +166,7 @@ def test_series_parser_never_caches_lines_it_cannot_reread() -> None:
 
 
 def test_series_parser_keep_per_call() -> None:
-    from services.telemetry.prometheus import SeriesParser
+    from services.engines.prometheus import SeriesParser
 
     parser = SeriesParser(("a",))
     assert parser.parse("a 1\nb 2\n").names() == ["a"]

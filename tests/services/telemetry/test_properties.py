@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from services.engines.signals import SIGNALS
 from services.telemetry.scraper import EngineScraper, ScrapeTarget
-from services.telemetry.signals import SIGNALS
 from tests.services.telemetry.support import FIXTURES, MetricsServer, Route
 
 VLLM_REAL = (FIXTURES / "vllm_cpu_0.32_real.txt").read_text()

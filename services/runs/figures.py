@@ -10,9 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from services import runs
 from services.importers.common import number
-from services.runs import LATENCY_METRICS, Comparison
+from services.runs.records import LATENCY_METRICS, Comparison, Series
 
 CDF_POINTS = 1000
 #: One colour per series, the same in every figure (plotly's default qualitative palette).
@@ -84,7 +83,7 @@ def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
     return figure
 
 
-def _points(series: runs.Series) -> list[dict[str, Any]]:
+def _points(series: Series) -> list[dict[str, Any]]:
     steps = series.sweep or [{**series.rates, **series.stats}]
     points = []
     for step in steps:

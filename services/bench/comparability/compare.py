@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.runs.comparability.fingerprint import (
+from services.bench.comparability.fingerprint import (
     CACHED_SHARE_POINTS,
     RULES,
     UNKNOWN_BLOCKS,
@@ -19,7 +19,7 @@ from services.runs.comparability.fingerprint import (
     Rule,
     value_text,
 )
-from services.runs.comparability.weights import speed_rank
+from services.bench.comparability.weights import speed_rank
 
 
 @dataclass(frozen=True)

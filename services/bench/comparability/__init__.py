@@ -15,21 +15,21 @@ Parts: `fingerprint` (the record and its rules), `build` (from what a run stored
 
 from __future__ import annotations
 
-from services.runs.comparability.build import (
+from services.bench.comparability.build import (
     SUMMARY_KEY,
     fingerprints_to_store,
     run_fingerprint,
     stored_fingerprints,
 )
-from services.runs.comparability.compare import (
+from services.bench.comparability.compare import (
     ComparabilityReport,
     ComparabilityVerdict,
     Difference,
     compare_fingerprints,
     report_of,
 )
-from services.runs.comparability.fingerprint import RULES, Comparability, Rule
-from services.runs.comparability.imported import fingerprints_of_import
+from services.bench.comparability.fingerprint import RULES, Comparability, Rule
+from services.bench.comparability.imported import fingerprints_of_import
 
 __all__ = [
     "RULES",

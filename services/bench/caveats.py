@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.bench import selfcheck
+from services.bench.comparability import run_fingerprint
+from services.bench.comparability.build import requested_input_tokens
 from services.bench.summary import BenchSummary
 from services.core import stored_json
-from services.runs.comparability import run_fingerprint
 
 #: Where the two prefix-cache figures come from. They disagree by design (different counters,
 #: different requests), so neither is shown without its source.
@@ -32,7 +33,7 @@ class Caveats:
 
     #: How the figures were measured: load, requests, warm-up, engines' order, workload.
     load: list[str] = field(default_factory=list)
-    #: The generator's self-check (services.bench.selfcheck.run_check), its state None for a
+    #: The generator's self-check (BenchSummary.run_check), its state None for a
     #: run without one (an import).
     self_check: selfcheck.RunCheck = field(default_factory=lambda: selfcheck.RunCheck(None))
     #: What the engines did not do as asked, what a sweep reported, where data came from.
@@ -71,20 +72,6 @@ class Caveats:
 def _count(value: Any) -> int | None:
     number = stored_json.number(value)
     return int(number) if number is not None else None
-
-
-def requested_input_tokens(config: dict[str, Any]) -> int | None:
-    """The prompt length a benchmark asked for (mean tokens per request, before the chat
-    template), or None where the workload does not fix one (traces, files, growing turns)."""
-    workload = stored_json.mapping(config.get("workload"))
-    kind = workload.get("kind", "synthetic")
-    input_len = _count(workload.get("input_len"))
-    if input_len is None or kind not in ("synthetic", "structured", "shared_prefix"):
-        return None
-    if kind == "shared_prefix":
-        prefix = _count(workload.get("prefix_len"))
-        return input_len + prefix if prefix is not None else None
-    return input_len
 
 
 def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
@@ -204,7 +191,7 @@ def _import_note(config: dict[str, Any]) -> list[str]:
 
 
 def _fingerprint_notes(config: dict[str, Any], results: BenchSummary) -> list[str]:
-    """The comparability traps of each engine's own figures (services.runs.comparability) that
+    """The comparability traps of each engine's own figures (services.bench.comparability) that
     the notes above do not already say (a short output length is said there)."""
     notes = []
     for name in results.engines_that_ran():
@@ -222,6 +209,6 @@ def run_caveats(config: dict[str, Any] | None, summary: BenchSummary | dict[str,
     results = BenchSummary.from_json(summary)
     return Caveats(
         load=_load_lines(config, results),
-        self_check=selfcheck.run_check(results),
+        self_check=results.run_check(),
         notes=[*_import_note(config), *_engine_notes(results), *_fingerprint_notes(config, results)],
     )

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from services.runs import Comparison
 from services.runs.comparison import change_text, format_row
+from services.runs.records import Comparison
 
 MARK_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "same": "#57606a"}
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from services.telemetry.prometheus import RESTART_MARKERS, Aggregate, Families, Histogram, LabelFilter
-from services.telemetry.signals import ENGINE_SIGNAL_NAMES, SIGNALS, not_reported
+from services.engines.prometheus import RESTART_MARKERS, Aggregate, Families, Histogram, LabelFilter
+from services.engines.signals import ENGINE_SIGNAL_NAMES, SIGNALS, not_reported
 
 InputKind = Literal["gauge", "counter", "histogram"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from services.bench.comparability.fingerprint import Comparability, TokenCounter
 from services.bench.summary import BenchSummary
 from services.core import stored_json
-from services.runs.comparability.fingerprint import Comparability, TokenCounter
 
 
 def _level_of(load: dict[str, Any]) -> tuple[str | None, str | None]:

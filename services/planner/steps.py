@@ -21,7 +21,7 @@ from services.bench.view.costs import cost_columns
 from services.bench.view.tables import energy_columns
 from services.core import cost, stored_json
 from services.core.lifecycle import RunKind
-from services.reports.streamed import csv_cell
+from services.core.safe_text import csv_cell
 from services.telemetry.energy.records import EnergyResult
 from services.tune.summary import TuneSummary
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.bench.summary import BenchSummary, EngineBlock
-from services.core import stored_json
-from services.runs.comparability.fingerprint import (
+from services.bench.comparability.fingerprint import (
     MAX_SETTINGS,
     WARM_CACHE_SHARE,
     Comparability,
     PrefixCache,
     TokenCounter,
 )
-from services.runs.comparability.hardware import hardware_names
-from services.runs.comparability.imported import imported_fingerprint
-from services.runs.comparability.weights import weights_of
+from services.bench.comparability.hardware import hardware_names
+from services.bench.comparability.imported import imported_fingerprint
+from services.bench.comparability.weights import weights_of
+from services.bench.summary import BenchSummary, EngineBlock
+from services.core import stored_json
 
 SUMMARY_KEY = "comparability"
 SHOOTOUT = "Shootout"
@@ -94,9 +94,6 @@ def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[
 
 def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
     """A Shootout benchmark's engine, from its stored spec and summary."""
-    # A cycle: services.runs.caveats imports this package at its top.
-    from services.runs.caveats import requested_input_tokens
-
     block = summary.engine(engine) or {}
     workload = stored_json.mapping(config.get("workload"))
     kind = stored_json.nonempty_text(workload.get("kind")) if workload else None
@@ -231,3 +228,17 @@ def from_imported(config: dict[str, Any], summary: BenchSummary, engine: str) ->
     """An imported run's engine: what the other tool's file said (its setup keys, kept in the
     run's config), the served lengths from its numbers; the rest unknown."""
     return imported_fingerprint(config, summary, engine)
+
+
+def requested_input_tokens(config: dict[str, Any]) -> int | None:
+    """The prompt length a benchmark asked for (mean tokens per request, before the chat
+    template), or None where the workload does not fix one (traces, files, growing turns)."""
+    workload = stored_json.mapping(config.get("workload"))
+    kind = workload.get("kind", "synthetic")
+    input_len = stored_json.number(workload.get("input_len"))
+    if input_len is None or kind not in ("synthetic", "structured", "shared_prefix"):
+        return None
+    if kind == "shared_prefix":
+        prefix = stored_json.number(workload.get("prefix_len"))
+        return int(input_len) + int(prefix) if prefix is not None else None
+    return int(input_len)

@@ -1,18 +1,15 @@
 """A finished demo as the same self-contained HTML report as every other run, with the
 demo's own story placed first: the measured conclusion, then each step's explanation, large
-numbers, finding and chart. Registered as the HTML report of demo runs, so
-services.reports.export_run gives it without importing this module's package."""
+numbers, finding and chart: the HTML report of demo runs (export.HTML_REPORTS)."""
 
 from __future__ import annotations
 
 import html
 
 from services.core.figures import inert
-from services.core.lifecycle import RunKind
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
-from services.reports.html_report import standard_html_report
-from services.reports.registry import ExportFile, register
+from services.reports.html_report import ExportFile, standard_html_report
 
 _STYLE = (
     "<style>.demo-conclusion{font-size:1.25em;line-height:1.5;padding:12px 16px;border-left:6px solid #1a7f37;"
@@ -64,7 +61,6 @@ def demo_section_html(run_id: int) -> str:
     return "".join(parts)
 
 
-@register(RunKind.DEMO)
 def export_demo_html(run_id: int) -> ExportFile:
     """The run's standard HTML report with the demo section after its title."""
     report = standard_html_report(run_id)
