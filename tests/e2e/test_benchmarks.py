@@ -42,7 +42,7 @@ def test_small_benchmark_over_two_local_engines(app_page, app_server, two_engine
     assert_no_exception(app_page)
     # The form starts from the default pick: pick_engines clears it and types each name, as
     # the Demos test does (an option already picked is not in the list to click).
-    pick_engines(app_page, two_engines)
+    two_engines = pick_engines(app_page, two_engines)  # the order the run follows
     app_page.keyboard.press("Escape")
     for key, value in (
         ("bench_input_len", "32"),
