@@ -41,7 +41,7 @@ from services.bench.runner import Benchmark
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.summary import BenchSummary
-from services.bench.workloads import workload_label
+from services.bench.workloads import run_salt, workload_label
 from services.client import run_blocking
 from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
@@ -377,7 +377,7 @@ def _run_config(
             name=config["label"],
         ).validate()
         energy = energy_meter(bench)  # each configuration's J per output token, beside its cost
-        salt = f"tune{run_id}-{config['index']}"
+        salt = run_salt(f"tune{run_id}-{config['index']}")
         benchmark = Benchmark(bench, sink=beat, should_stop=stop, salt=salt, energy=energy)
 
         def where() -> float:

@@ -20,6 +20,7 @@ from services.bench.run_kind import INTERRUPTED
 from services.bench.runner import Benchmark, BenchOutcome
 from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
+from services.bench.workloads import run_salt
 from services.client import run_blocking
 from services.core import lifecycle
 from services.core.errors import NotFoundError
@@ -75,7 +76,12 @@ def execute_run(
 
     energy = energy_meter(spec)
     benchmark = Benchmark(
-        spec, sink=sink, should_stop=stop, progress=progress, salt=f"run{run_id}", energy=energy
+        spec,
+        sink=sink,
+        should_stop=stop,
+        progress=progress,
+        salt=run_salt(f"run{run_id}"),
+        energy=energy,
     )
     outcome: BenchOutcome | None = None
     failure: BaseException | None = None

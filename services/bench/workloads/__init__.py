@@ -39,6 +39,7 @@ from services.bench.workloads.conversations import (
     Turn,
     build_messages,
     iter_conversations,
+    run_salt,
     take_requests,
 )
 from services.bench.workloads.prompt_files import PromptFileEntry, load_prompt_file
@@ -92,6 +93,7 @@ __all__ = [
     "iter_conversations",
     "load_prompt_file",
     "load_trace",
+    "run_salt",
     "take_requests",
     "workload_label",
 ]

@@ -19,6 +19,7 @@ from services.bench.workloads import (
     calibrate_vocabulary,
     iter_conversations,
     load_trace,
+    run_salt,
     take_requests,
     workload_label,
 )
@@ -37,6 +38,20 @@ def test_same_seed_same_prompts_other_seed_other_prompts() -> None:
     spec = WorkloadSpec(input_len=50, output_len=20, seed=3)
     assert first(spec, 5) == first(spec, 5)
     assert first(spec, 5) != first(WorkloadSpec(input_len=50, output_len=20, seed=4), 5)
+
+
+def test_run_one_of_two_databases_sends_other_prompts() -> None:
+    """Every fresh database has a run 1: its salt was "run1" each time, so a CI job sent the
+    prompts the last job sent, and a long-lived engine served 81% of a "cold" run from its
+    prefix cache. The salt now has a random part; the run's name stays in it."""
+    one, other = run_salt("run1"), run_salt("run1")
+    assert one.startswith("run1:") and other.startswith("run1:") and one != other
+    spec = WorkloadSpec(input_len=50, output_len=20)
+    first_words = {
+        c.turns[0].content.split()[0:4] == o.turns[0].content.split()[0:4]
+        for c, o in zip(first(spec, 5, salt=one), first(spec, 5, salt=other), strict=True)
+    }
+    assert first_words == {False}
 
 
 def test_fixed_lengths_are_exact_in_vocabulary_words() -> None:
