@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,15 @@ from tests.support.metrics_text import parse_text
 from tests.support.scripted_server import ScriptedServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "engines" / "fixtures"
+
+
+def pane_split(engine: str, kind: str, e2e_s: float, time_split: Any) -> str | None:
+    """The Playground pane's split line of one finished answer of 32 tokens."""
+    column = Column(
+        engine=engine, model=None, kind=kind, status="finished", answer="", choices=[],
+        ttft_s=0.05, completion_tokens=32, finish_reason="length", e2e_s=e2e_s, time_split=time_split,
+    )  # fmt: skip
+    return view.engine_split(column, ("ms", "ms"))
 
 
 def test_the_router_passes_its_workers_times_on_marked_as_the_workers(
@@ -66,24 +76,7 @@ def test_every_display_of_a_routers_split_names_the_workers_times() -> None:
     figure = split_figure(summary, {})
     assert figure is not None and figure.data[0].y[0] == "router (its worker's times)"
     assert request_words(records[0]).startswith("the worker's times (the router passes them on")
-    column = Column(
-        engine="router",
-        model=None,
-        kind="router",
-        status="finished",
-        answer="",
-        choices=[],
-        ttft_s=0.05,
-        itl_mean_s=None,
-        itl_p90_s=None,
-        tokens_per_s=None,
-        prompt_tokens=None,
-        completion_tokens=32,
-        finish_reason="length",
-        e2e_s=0.5,
-        time_split=records[0].time_split,
-    )
-    pane = view.engine_split(column, ("ms", "ms"))
+    pane = pane_split("router", "router", 0.5, records[0].time_split)
     assert pane is not None and pane.startswith("Its worker's own (the router's time is in the rest):")
     # The engine's own times stay the engine's.
     plain = [

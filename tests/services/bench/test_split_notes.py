@@ -13,7 +13,7 @@ from services.bench.stats import RequestRecord, split_block
 from services.bench.time_split import block_clamp_note
 from services.bench.view.split import request_words, split_lines, split_table
 from services.core.measure import CLAMP_WHY, EngineTimes, time_split
-from services.playground import Column, view
+from tests.services.bench.test_split_labels import pane_split
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -57,24 +57,7 @@ def test_every_display_of_a_split_shows_0_and_the_note() -> None:
     assert (table.filter(like="(ms)") >= 0).all().all()
     words = request_words(records[1])
     assert "rest of E2E 0.0 ms" in words and "-" not in words and "rest clamped at 0" in words
-    column = Column(
-        engine="llama",
-        model=None,
-        kind="llamacpp",
-        status="finished",
-        answer="",
-        choices=[],
-        ttft_s=0.05,
-        itl_mean_s=None,
-        itl_p90_s=None,
-        tokens_per_s=None,
-        prompt_tokens=None,
-        completion_tokens=32,
-        finish_reason="length",
-        e2e_s=1.0,
-        time_split=records[1].time_split,
-    )
-    pane = view.engine_split(column, ("ms", "ms"))
+    pane = pane_split("llama", "llamacpp", 1.0, records[1].time_split)
     assert pane is not None and "rest clamped at 0" in pane and "-" not in pane.split("rest clamped")[0]
 
 
