@@ -30,22 +30,28 @@ class OneCounter:
         }
 
 
-@pytest.mark.parametrize("together", [False, True])
-def test_the_warm_ups_tokens_count_since_its_energy_is_in_the_window(
-    scripted_server: ScriptedServer, together: bool
-) -> None:
+def energy_spec(scripted_server: ScriptedServer, together: bool, warmup_requests: int = 0) -> BenchSpec:
+    """Engines "a" and "b" on the scripted server, 4 requests of 5 tokens each, one after
+    another or together: what the energy tests measure a window over."""
     targets = tuple(
         EngineTarget(name=n, base_url=scripted_server.base_url, model=scripted_server.model(tokens=5))
         for n in ("a", "b")
     )
-    spec = BenchSpec(
+    return BenchSpec(
         engines=targets,
         workload=WorkloadSpec(input_len=8, output_len=5),
-        load=LoadSpec(concurrency=2, requests=4, warmup_requests=2),
+        load=LoadSpec(concurrency=2, requests=4, warmup_requests=warmup_requests),
         calibrate_prompts=False,
         record_engine_metrics=False,
         parallel_engines=together,
     ).validate()
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_the_warm_ups_tokens_count_since_its_energy_is_in_the_window(
+    scripted_server: ScriptedServer, together: bool
+) -> None:
+    spec = energy_spec(scripted_server, together, warmup_requests=2)
     sink = ListSink()
     outcome = run_blocking(Benchmark(spec, sink=sink, energy=OneCounter()).run())
     summary = build_summary(spec, sink.records, outcome)

@@ -17,6 +17,7 @@ from services.bench.spec import EngineTarget
 from services.bench.stats import summarize_engine
 from services.bench.workloads import WorkloadSpec
 from services.client import run_blocking
+from tests.services.bench.test_energy_window import energy_spec
 from tests.support.scripted_server import ScriptedServer, log_id_header, timing_errors
 
 
@@ -253,20 +254,8 @@ def test_each_step_records_its_energy_and_joules_per_token(
 ) -> None:
     from services.bench.jobs.summarize import build_summary
     from services.bench.runner import Benchmark, ListSink
-    from services.bench.spec import BenchSpec
 
-    targets = tuple(
-        EngineTarget(name=n, base_url=scripted_server.base_url, model=scripted_server.model(tokens=5))
-        for n in ("a", "b")
-    )
-    spec = BenchSpec(
-        engines=targets,
-        workload=WorkloadSpec(input_len=8, output_len=5),
-        load=LoadSpec(concurrency=2, requests=4),
-        calibrate_prompts=False,
-        record_engine_metrics=False,
-        parallel_engines=together,
-    ).validate()
+    spec = energy_spec(scripted_server, together)
     meter, sink = FakeGpuCounter(), ListSink()
     outcome = run_blocking(Benchmark(spec, sink=sink, energy=meter).run())
     assert meter.windows == ([("a", "b")] if together else [("a",), ("b",)])
