@@ -247,6 +247,10 @@ class Series:
     #: Per successful measured request: e2e seconds, output tokens, input tokens (N x 3); the
     #: gate's within-run interval of a rate. None when the run stored no request rows.
     request_rates: np.ndarray | None = None
+    #: A closed loop's concurrency (its slots): the within-run interval of a rate replays the
+    #: resampled requests through that many slots, so the run's end (slots idle while the last
+    #: requests finish) moves as it does from run to run. None for an open loop or a trace.
+    closed_loop_slots: int | None = None
     #: How its figures were produced (services.bench.comparability).
     fingerprint: Comparability = field(default_factory=Comparability)
     #: Its summary's `time_split` block as stored ({} for a run stored without one, or an import).

@@ -129,6 +129,8 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
         )
         if every > 1:
             query = query.where(RequestResult.index % every == 0)
+        # In the order they were sent: the gate replays a closed loop's requests in it.
+        query = query.order_by(RequestResult.index)
         for ttft, tpot, e2e, itl_text, output_tokens, input_tokens, extra in session.execute(query):
             if e2e is not None and e2e > 0 and output_tokens is not None:
                 # Each request's time and tokens, side by side, and whether it met the run's
@@ -265,6 +267,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 failed=int(failed) if failed is not None else None,
                 samples={metric: sampled[metric] for metric in LATENCY_METRICS if metric in sampled},
                 request_rates=sampled.get("rates"),
+                closed_loop_slots=_closed_loop_slots(run.config),
                 sampled_every=int(sampled.get("sampled_every", 1)),
                 sweep=[step for step in steps if step.get("engine", name) == name],
                 engine_info=snapshots.get(name) or {"name": name},
@@ -275,6 +278,14 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
             )
         )
     return result
+
+
+def _closed_loop_slots(config: Any) -> int | None:
+    load = _mapping(_mapping(config).get("load"))
+    slots = load.get("concurrency")
+    if load.get("mode") != "concurrency" or not isinstance(slots, int) or slots < 1:
+        return None
+    return slots
 
 
 def _had_failures(numbers: Any) -> bool:

@@ -27,7 +27,7 @@ def bench_config(**load: Any) -> dict[str, Any]:
     spec = BenchSpec(
         engines=(EngineTarget(name="vllm", base_url="http://127.0.0.1:8000"),),
         workload=WorkloadSpec(input_len=128, output_len=128),
-        load=LoadSpec(concurrency=4, requests=100, warmup_requests=2, **load),
+        load=LoadSpec(**{"concurrency": 4, "requests": 100, "warmup_requests": 2, **load}),
     )
     return spec.to_dict()
 
