@@ -13,6 +13,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | ttft | 20 | ms from the request to the first content chunk |
 | itl | 5 | ms between tokens (a chunk of `tpc` tokens follows the previous after tpc*itl) |
 | tokens | 16 | completion tokens per choice (the request's max_tokens caps it) |
+| spread | 0 | each request draws its own TTFT (ttft x lognormal(0, spread)) and ITL (itl x lognormal(0, spread/3)), so a run has the request-to-request spread of a real engine; the nth request of one scenario always draws the same |
 | think | 0 | thinking tokens sent before those, as `rkey` deltas (max_tokens caps both together) |
 | rkey | reasoning_content | the thinking delta's key (`reasoning` as current vLLM sends it) |
 | rusage | 1 | 0: no `completion_tokens_details.reasoning_tokens` in the usage |
@@ -63,6 +64,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -98,7 +100,7 @@ _INT_KEYS = {
     "size",
     "canned",
 }
-_FLOAT_KEYS = {"ttft", "itl", "delay"}
+_FLOAT_KEYS = {"ttft", "itl", "delay", "spread"}
 
 
 @dataclass
@@ -106,6 +108,7 @@ class Scenario:
     ttft: float = 20.0
     itl: float = 5.0
     tokens: int = 16
+    spread: float = 0.0
     think: int = 0
     rkey: str = "reasoning_content"
     rusage: int = 1
@@ -255,6 +258,8 @@ class _Counters:
     prompt_tokens: int = 0
     generation_tokens: int = 0
     log: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Requests seen per scenario with a spread: the nth one's draws are seeded by both.
+    drawn: dict[str, int] = field(default_factory=dict)
 
 
 _REASONS = {
@@ -498,6 +503,15 @@ class ScriptedHandler:
             return self._plain(
                 writer, 400, json.dumps({"error": {"message": f"bad request: {error}", "code": 400}})
             )
+        if scenario.spread > 0:
+            # Seeded by the scenario and the request's place: one scenario's runs draw the same
+            # times whatever order its concurrent requests arrive in.
+            spec = str(request.get("model") or headers.get("x-scripted"))
+            nth = self.counters.drawn.get(spec, 0)
+            self.counters.drawn[spec] = nth + 1
+            draws = random.Random(f"{spec}#{nth}")
+            scenario.ttft *= draws.lognormvariate(0.0, scenario.spread)
+            scenario.itl *= draws.lognormvariate(0.0, scenario.spread / 3)
         log_id = headers.get("x-scripted-id") or scenario.logas
         record: dict[str, Any] | None = None
         if log_id:
