@@ -43,9 +43,6 @@ class LocalBackend:
     #: Install and start order (low first): a router comes last, since it fronts engines that
     #: must already run.
     start_order: ClassVar[int] = 50
-    #: A long install bound by the CPU (llama.cpp's compile) that runs in its own thread beside
-    #: the others, whose installs are mostly downloads and unpacking and leave the cores idle.
-    install_alongside: ClassVar[bool] = False
     #: It fronts the other engines (a router): it starts once every other install has ended.
     fronts_others: ClassVar[bool] = False
     #: What the installer says before it starts: what it installs and about how big it is.

@@ -131,12 +131,10 @@ class Plan:
 
     @property
     def seconds(self) -> float:
-        """llama.cpp's compile runs beside the others, which run one after another."""
-        beside = [s for name, (s, _gb) in self.to_install.items() if get_backend(name).install_alongside]
-        in_turn = [
-            s for name, (s, _gb) in self.to_install.items() if not get_backend(name).install_alongside
-        ]
-        return max([*beside, sum(in_turn)], default=0.0)
+        """All install at once: the longest one, or the cores' share of them all, whichever
+        is longer (the compile needs the cores the others unpack with)."""
+        each = [s for s, _gb in self.to_install.values()]
+        return max([*each, sum(each) / max(1, self.cores)], default=0.0)
 
     @property
     def fits(self) -> bool:

@@ -25,7 +25,13 @@ CONVERT_PACKAGES = ("accelerate==1.15.0", "gguf==0.19.0")
 
 
 def pip_install(venv: str, args: list[str], log: Log, env: dict[str, str] | None = None) -> None:
-    command = [str(venv_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *args]
+    # --no-compile: byte-compiling every file of torch, transformers, vLLM and SGLang (52,000
+    # of them) costs about 2 CPU minutes that the compile beside needs; an engine compiles only
+    # the modules it imports, once, at its first start.
+    command = [
+        str(venv_python(venv)),
+        *("-m", "pip", "install", "--disable-pip-version-check", "--no-compile", *args),
+    ]
     progress.phase("download")
     log(f"$ {' '.join(command)}")
     stream(command, log, env=env)
@@ -113,37 +119,67 @@ def _install_each(
     recorders = {
         b.name: progress.Recorder(b.name, log, engines_dir() / f"{b.name}-venv") for b in missing
     }
-    alongside = [b for b in missing if b.install_alongside]
-    in_turn = [b for b in missing if not b.install_alongside]
-    if not (alongside and in_turn):
+    if len(missing) < 2:
         for backend in missing:
             _install_guarded(backend, failures, recorders[backend.name], on_done)
         return
     # Every install but the router's reads the model, and the GGUF comes into llama.cpp's
     # environment: fetched once here, before two threads could both create that environment.
-    first = recorders[alongside[0].name]
+    first = recorders[missing[0].name]
     first.begin()
     try:
         with first.active():
             ensure_gguf(first.line)
     except (ShootoutError, OSError, subprocess.SubprocessError) as error:
         first.line(f"the model: NOT installed: {error}")
+    # All at once: the compile is bound by the cores, the others mostly by downloads and
+    # unpacking, and one that needs another's work waits for it where it does (wait_for_install).
+    ended = {backend.name: threading.Event() for backend in missing}
+    _ENDED.update(ended)
     threads = [
         threading.Thread(
-            target=_install_guarded,
-            args=(backend, failures, recorders[backend.name], on_done),
+            target=_install_then_say,
+            args=(backend, failures, recorders[backend.name], on_done, ended[backend.name]),
             name=f"install-{backend.name}",
             daemon=True,
         )
-        for backend in alongside
+        for backend in missing
     ]
-    for thread in threads:
-        thread.start()
-    log(f"installing {', '.join(b.name for b in alongside)} alongside the others")
-    for backend in in_turn:
-        _install_guarded(backend, failures, recorders[backend.name], on_done)
-    for thread in threads:
-        thread.join()
+    log(f"installing {', '.join(b.name for b in missing)} at the same time")
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for name in ended:
+            _ENDED.pop(name, None)
+
+
+#: The installs running now, by backend: set as each one ends, however it ends.
+_ENDED: dict[str, threading.Event] = {}
+
+
+def wait_for_install(name: str, log: Log) -> None:
+    """Wait until `name`'s install, if it is running beside this one, has ended (Triton borrows
+    vLLM's torch). At once when it is not being installed."""
+    ended = _ENDED.get(name)
+    if ended is not None and not ended.is_set():
+        log(f"waiting for {name}'s install to end")
+        ended.wait()
+
+
+def _install_then_say(
+    backend: LocalBackend,
+    failures: list[str],
+    recorder: progress.Recorder,
+    on_done: Done,
+    ended: threading.Event,
+) -> None:
+    try:
+        _install_guarded(backend, failures, recorder, on_done)
+    finally:
+        ended.set()
 
 
 def _install_guarded(
@@ -198,9 +234,18 @@ def ensure_gguf(log: Log) -> Path:
     return source
 
 
+#: Two installs at once (vLLM and SGLang) both need the converted model: one converts it.
+_CONVERTING = threading.Lock()
+
+
 def ensure_hf_model(venv: str, log: Log) -> Path:
     """The GGUF converted once to the Hugging Face layout that vLLM, SGLang and Triton serve,
     using `venv`'s torch and transformers."""
+    with _CONVERTING:
+        return _convert_once(venv, log)
+
+
+def _convert_once(venv: str, log: Log) -> Path:
     target = hf_model_dir()
     if (target / ".complete").exists():
         return target

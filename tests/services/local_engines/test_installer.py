@@ -1,9 +1,12 @@
-"""The installer runs a compile-bound install beside the download-bound ones, and a failure in
-either still fails the install with its reason."""
+"""The installer runs every missing install at once (the compile beside the downloads, one that
+needs another's work waiting for it there), and a failure in any still fails the install with
+its reason while the others go on."""
 
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -15,9 +18,8 @@ from services.local_engines.backend import LocalBackend
 class Fake(LocalBackend):
     served_model = "m"
 
-    def __init__(self, name: str, alongside: bool, work) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str, work) -> None:  # type: ignore[no-untyped-def]
         self.name = name  # type: ignore[misc]
-        self.install_alongside = alongside  # type: ignore[misc]
         self._work = work
         self.done = False
 
@@ -52,8 +54,8 @@ def test_the_compile_runs_while_the_others_install(quiet_model, tmp_path) -> Non
         assert compile_seen_others.wait(10)
 
     said: list[str] = []
-    llama = Fake("llamacpp", True, compile_)
-    vllm = Fake("vllm", False, download)
+    llama = Fake("llamacpp", compile_)
+    vllm = Fake("vllm", download)
     installer._install_each([llama, vllm], failures := [], said.append)
     assert failures == []
     assert llama.done and vllm.done
@@ -69,8 +71,8 @@ def test_an_unforeseen_error_in_the_thread_fails_the_install(quiet_model, monkey
         raise RuntimeError("cmake vanished")
 
     backends = {
-        "llamacpp": Fake("llamacpp", True, broken),
-        "vllm": Fake("vllm", False, lambda log: None),
+        "llamacpp": Fake("llamacpp", broken),
+        "vllm": Fake("vllm", lambda log: None),
     }
     monkeypatch.setattr(installer, "get_backend", backends.__getitem__)
     said: list[str] = []
@@ -85,7 +87,7 @@ def test_an_unforeseen_error_in_the_thread_fails_the_install(quiet_model, monkey
 
 def test_one_backend_alone_installs_in_this_thread(quiet_model) -> None:  # type: ignore[no-untyped-def]
     where: list[str] = []
-    llama = Fake("llamacpp", True, lambda log: where.append(threading.current_thread().name))
+    llama = Fake("llamacpp", lambda log: where.append(threading.current_thread().name))
     installer._install_each([llama], failures := [], lambda line: None)
     assert where == [threading.main_thread().name] and failures == []
     assert quiet_model == []
@@ -95,8 +97,77 @@ def test_an_unforeseen_error_in_one_install_never_stops_the_next(quiet_model, mo
     def broken(log) -> None:  # type: ignore[no-untyped-def]
         raise RuntimeError("a bug of ours")
 
-    backends = {"vllm": Fake("vllm", False, broken), "router": Fake("router", False, lambda log: None)}
+    backends = {"vllm": Fake("vllm", broken), "router": Fake("router", lambda log: None)}
     monkeypatch.setattr(installer, "get_backend", backends.__getitem__)
     with pytest.raises(EngineError, match="vllm: RuntimeError: a bug of ours"):
         installer.install(["vllm", "router"], lambda line: None)
     assert backends["router"].done
+
+
+def test_downloads_run_together_and_a_dependent_waits_only_where_it_needs_to(quiet_model) -> None:  # type: ignore[no-untyped-def]
+    """vLLM, SGLang and Triton install at the same time; Triton's own download overlaps vLLM's,
+    and it waits for vLLM's end only where it borrows vLLM's torch."""
+    running: set[str] = set()
+    together: list[set[str]] = []
+    lock = threading.Lock()
+    all_in = threading.Barrier(3, timeout=10)
+    vllm_ended = threading.Event()
+    order: list[str] = []
+
+    def work(name: str):  # type: ignore[no-untyped-def]
+        def install(log) -> None:  # type: ignore[no-untyped-def]
+            with lock:
+                running.add(name)
+                together.append(set(running))
+            all_in.wait()  # each one's download: all three at once, or this times out
+            if name == "triton":
+                installer.wait_for_install("vllm", log)
+                order.append(f"triton borrows torch, vllm ended: {vllm_ended.is_set()}")
+            if name == "vllm":
+                time.sleep(0.2)
+                vllm_ended.set()
+            with lock:
+                running.discard(name)
+
+        return install
+
+    backends = [Fake(name, work(name)) for name in ("vllm", "sglang", "triton")]
+    said: list[str] = []
+    installer._install_each(backends, failures := [], said.append)
+    assert failures == [] and all(b.done for b in backends)
+    assert max(len(group) for group in together) == 3
+    assert order == ["triton borrows torch, vllm ended: True"]
+    assert "installing vllm, sglang, triton at the same time" in said
+    assert installer._ENDED == {}  # nothing left for a later install to wait on
+
+
+def test_waiting_for_an_install_that_is_not_running_returns_at_once() -> None:
+    said: list[str] = []
+    installer.wait_for_install("vllm", said.append)
+    assert said == []
+
+
+def test_two_installs_convert_the_model_once(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """vLLM and SGLang, installing at once, both ask for the converted model: one converts it
+    while the other waits, then finds it done."""
+    monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(tmp_path))
+    conversions: list[str] = []
+
+    def convert(command, log, env=None) -> None:  # type: ignore[no-untyped-def]
+        time.sleep(0.2)
+        conversions.append(command[0])
+        (Path(command[-1]) / ".complete").parent.mkdir(parents=True, exist_ok=True)
+        (Path(command[-1]) / ".complete").write_text("")
+
+    monkeypatch.setattr(installer, "ensure_gguf", lambda log: tmp_path / "model.gguf")
+    monkeypatch.setattr(installer, "pip_install", lambda venv, args, log: None)
+    monkeypatch.setattr(installer, "stream", convert)
+    threads = [
+        threading.Thread(target=installer.ensure_hf_model, args=(venv, lambda line: None))
+        for venv in ("vllm", "sglang")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(conversions) == 1
