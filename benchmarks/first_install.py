@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -26,7 +27,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-POLL_S = 5.0
+#: `local status` is a process of its own (a fraction of a core each time): not too often.
+POLL_S = 10.0
 
 
 def free_port() -> int:
@@ -37,7 +39,7 @@ def free_port() -> int:
 
 def answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(url, timeout=2) as response:
             response.read(1024)
             return bool(response.status == 200)
     except OSError:
@@ -90,7 +92,9 @@ def main() -> int:
     run_sh = subprocess.Popen(
         ["./run.sh"], cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
-    print(f"clone {repo}, app port {app_port}, engines from port {engine_base}; run.sh's lines: {log.name}")
+    print(
+        f"clone {repo}, app port {app_port}, engines from port {engine_base}; run.sh's lines: {log.name}"
+    )
     app_at: float | None = None
     healthy: dict[str, float] = {}
     installed: dict[str, float] = {}
@@ -131,7 +135,7 @@ def main() -> int:
             os.killpg(run_sh.pid, signal.SIGTERM)
             run_sh.wait(timeout=30)
         log.close()
-    done = [t for t in healthy.values() if t == t]
+    done = [t for t in healthy.values() if not math.isnan(t)]
     print()
     print(f"app answered: {app_at:.0f} s" if app_at is not None else "app never answered")
     for kind, at in sorted(installed.items(), key=lambda item: item[1]):
