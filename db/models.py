@@ -180,6 +180,8 @@ class Exchange(Base):
     model: Mapped[str | None] = mapped_column(String(300))
     messages: Mapped[list[Any]] = mapped_column(default=list)
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: The chat request as built when it was sent (ChatRequest.to_json): what the worker sends.
+    request: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     answer: Mapped[str] = mapped_column(Text, default="")
     choices: Mapped[list[Any]] = mapped_column(default=list)
     status: Mapped[str] = mapped_column(String(30), default="streaming")

@@ -4,7 +4,7 @@ record, the result (whose figures services/core/measure.py defines) and the erro
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
@@ -76,6 +76,18 @@ class ChatRequest:
     #: Limit on the bytes received for one answer, headers included (a stream that never
     #: ends, or one huge chunk, stops here instead of filling memory and the database).
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+    def to_json(self) -> dict[str, Any]:
+        """The request as stored (JSON types), so a worker process sends what was built."""
+        values = asdict(self)
+        values["params"]["stop"] = list(self.params.stop)
+        return values
+
+    @classmethod
+    def from_json(cls, values: dict[str, Any]) -> ChatRequest:
+        params = dict(values.get("params") or {})
+        params["stop"] = tuple(params.get("stop") or ())
+        return cls(**{**values, "params": SamplingParams(**params)})
 
 
 @dataclass(slots=True)

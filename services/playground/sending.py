@@ -99,6 +99,8 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
             params, notes = engine_params(record, request.params)
             messages = messages_for(request.system, history.get(choice.engine, []), request.prompt)
             model = choice.model or record.model or ""
+            chat = _chat_request(record, model, messages, params, request.schema, choice.extra_body)
+            limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
             exchange = Exchange(
                 run_id=run.id,
                 conversation_id=conversation_id,
@@ -113,12 +115,11 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
                     "extra_body": choice.extra_body,
                     "kind": record.kind,
                 },
+                request=chat.to_json(),
                 metrics={"notes": notes},
             )
             session.add(exchange)
             session.flush()
-            chat = _chat_request(record, model, messages, params, request.schema, choice.extra_body)
-            limits.check_body(build_body(chat))  # as sent: extra_body cannot lift n or max_tokens
             streams.append(Stream(exchange.id, record.name, chat, notes))
         run_id = run.id
     if isolated:
@@ -159,23 +160,17 @@ def streams_for(run_id: int) -> list[Stream]:
             .where(Exchange.run_id == run_id, Exchange.status == "streaming")
             .order_by(Exchange.id)
         ).all()
-        stored = [
-            (row.id, row.engine_name, row.model or "", list(row.messages), dict(row.params), row.metrics)
+        return [
+            Stream(
+                row.id,
+                row.engine_name,
+                ChatRequest.from_json(row.request),
+                list((row.metrics or {}).get("notes") or []),
+            )
             for row in rows
+            # Stored before requests were (migration 0008): long finished streaming.
+            if row.request
         ]
-    streams = []
-    for exchange_id, engine, model, messages, params, metrics in stored:
-        record = endpoints.get_engine(engine)
-        chat = _chat_request(
-            record,
-            model,
-            messages,
-            params_from_dict(params),
-            params.get("schema"),
-            params.get("extra_body"),
-        )
-        streams.append(Stream(exchange_id, engine, chat, list((metrics or {}).get("notes") or [])))
-    return streams
 
 
 def resend(run_id: int, viewer: Viewer | None = None, *, isolated: bool = False) -> SendHandle:

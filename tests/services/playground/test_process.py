@@ -105,17 +105,23 @@ def test_stop_reaches_the_worker_process_and_keeps_what_arrived(
         assert len(column.answer) < len("".join(WORDS)) * 400  # cut, not the whole answer
 
 
-def test_an_engine_removed_before_its_worker_started_fails_the_exchange_in_words(
+def test_the_worker_sends_the_request_as_built_even_if_its_engine_changed_since(
     db_url: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The request is built once, at the send, and stored: the worker process sends that, not
+    one built again from the registry (which may have changed or lost the engine since)."""
     from services.core import worker as run_worker
     from services.playground import worker
 
     gone = register(scripted_server, "gone", tokens=4)
-    kept = register(scripted_server, "kept", tokens=4)
+    moved = register(scripted_server, "moved", tokens=4)
     monkeypatch.setattr(worker, "start", lambda run_id, streams: None)  # stored, not started
-    handle = playground.send(SendRequest(engines=(EngineChoice(gone), EngineChoice(kept)), prompt="x"))
+    handle = playground.send(SendRequest(engines=(EngineChoice(gone), EngineChoice(moved)), prompt="x"))
     endpoints.remove_engine(gone)
-    assert run_worker.main(["playground", str(handle.run_id)]) == 1  # one line on stderr, exit 1
+    endpoints.remove_engine(moved)
+    endpoints.add_engine(moved, "http://127.0.0.1:9/v1", model="elsewhere")
+    assert run_worker.main(["playground", str(handle.run_id)]) == 0
     view = playground.get_exchange(handle.run_id)
-    assert view.status == "failed" and not view.active
+    assert view.status == "finished" and not view.active
+    assert [column.answer for column in view.columns] == [view.columns[0].answer] * 2
+    assert view.columns[0].answer
