@@ -27,61 +27,71 @@ viewer = common.viewer()
 def new_tuning_form() -> None:
     if not common.operator_only("manage_engines"):
         return
-    values: dict = {}
     kinds = tune.kinds(viewer)
     left, middle, right = st.columns(3)
     with left:
-        values["kind"] = st.selectbox("Engine kind", kinds, key="tune_kind")
-        values["grid"] = st.text_area(
+        kind = st.selectbox("Engine kind", kinds, key="tune_kind")
+        grid = st.text_area(
             "Settings to vary (one KEY=V1,V2 per line)",
             "np=1,2\nctk=f16,q8_0",
             key="tune_grid",
-            help=tune.settings_help(values["kind"]),
+            help=tune.settings_help(kind),
         )
     with middle:
-        values["concurrency"] = st.number_input("Concurrency", 1, 256, 2, key="tune_concurrency")
-        values["requests"] = st.number_input(
-            "Requests per configuration", 1, 10_000, 8, key="tune_requests"
-        )
-        values["input_len"] = st.number_input("Input tokens", 1, 100_000, 32, key="tune_input_len")
-        values["output_len"] = st.number_input("Output tokens", 1, 100_000, 16, key="tune_output_len")
+        concurrency = st.number_input("Concurrency", 1, 256, 2, key="tune_concurrency")
+        requests = st.number_input("Requests per configuration", 1, 10_000, 8, key="tune_requests")
+        input_len = st.number_input("Input tokens", 1, 100_000, 32, key="tune_input_len")
+        output_len = st.number_input("Output tokens", 1, 100_000, 16, key="tune_output_len")
     with right:
-        values["slo_ttft_ms"] = st.number_input(
-            "SLO TTFT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttft"
-        )
-        values["slo_tpot_ms"] = st.number_input(
-            "SLO TPOT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_tpot"
-        )
-        values["slo_ttfat_ms"] = st.number_input(
+        slo_ttft = st.number_input("SLO TTFT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttft")
+        slo_tpot = st.number_input("SLO TPOT ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_tpot")
+        slo_ttfat = st.number_input(
             "SLO time to first answer token ms (0: none)", 0.0, 1e7, 0.0, key="tune_slo_ttfat"
         )
-        values["usd_per_hour"] = st.text_input(
+        usd_per_hour = st.text_input(
             "Price, $/hour of the GPUs (optional)",
             key="tune_usd_per_hour",
             placeholder="3.50",
             help="For cost per 1M tokens per configuration and the cheapest one meeting the SLOs.",
         )
-        values["name"] = st.text_input("Name (optional)", key="tune_name")
+        name = st.text_input("Name (optional)", key="tune_name")
+    templates = tune.TuneForm()
     if tune.commands_allowed(viewer):
         with st.expander("Remote or containerised engine (command templates)"):
-            values["start_command"] = st.text_input(
-                "Start command ({port}, {name}, {args})",
-                key="tune_start_cmd",
-                placeholder="docker run -d --name {name} -p {port}:8000 image {args}",
-            )
-            values["stop_command"] = st.text_input(
-                "Stop command", key="tune_stop_cmd", placeholder="docker rm -f {name}"
-            )
-            values["base_url"] = st.text_input(
-                "Base URL", "http://127.0.0.1:{port}", key="tune_base_url"
+            templates = tune.TuneForm(
+                start_command=st.text_input(
+                    "Start command ({port}, {name}, {args})",
+                    key="tune_start_cmd",
+                    placeholder="docker run -d --name {name} -p {port}:8000 image {args}",
+                ),
+                stop_command=st.text_input(
+                    "Stop command", key="tune_stop_cmd", placeholder="docker rm -f {name}"
+                ),
+                base_url=st.text_input("Base URL", "http://127.0.0.1:{port}", key="tune_base_url"),
             )
     else:
         st.caption(
             "Command templates (remote or containerised engines) are off on this server: start it with "
             "SHOOTOUT_ALLOW_COMMANDS=1 to let operators run them; `shootout tune` always may."
         )
+    form = tune.TuneForm(
+        kind=str(kind or ""),
+        grid=grid,
+        concurrency=int(concurrency),
+        requests=int(requests),
+        input_len=int(input_len),
+        output_len=int(output_len),
+        slo_ttft_ms=float(slo_ttft),
+        slo_tpot_ms=float(slo_tpot),
+        slo_ttfat_ms=float(slo_ttfat),
+        usd_per_hour=usd_per_hour,
+        name=name,
+        start_command=templates.start_command,
+        stop_command=templates.stop_command,
+        base_url=templates.base_url,
+    )
     if st.button("Start tuning", type="primary", key="tune_start"):
-        common.start_and_show(lambda: tune.submit(values, viewer))
+        common.start_and_show(lambda: tune.submit(form, viewer))
 
 
 with st.expander("New tuning run", expanded="run" not in st.query_params):

@@ -34,6 +34,7 @@ __all__ = [
     "COST_COLUMN",
     "ENERGY_COLUMN",
     "LATENCY_AXES",
+    "TuneForm",
     "TuneRunView",
     "Winner",
     "cancel_run",
@@ -69,39 +70,58 @@ def settings_help(kind: str) -> str:
     return "; ".join(f"{s.key}: {s.help}" for s in catalogue().get(kind, ()))
 
 
-def spec_from_form(values: dict[str, Any]) -> TuneSpec:
-    """The page's form as a TuneSpec (its grid: one `KEY=V1,V2` per line)."""
+@dataclass(frozen=True)
+class TuneForm:
+    """What the page's form holds; 0 for an SLO is none, an empty start command is the local
+    launcher."""
+
+    kind: str = "llamacpp"
+    #: One `KEY=V1,V2` per line.
+    grid: str = ""
+    concurrency: int = 2
+    requests: int = 8
+    input_len: int = 32
+    output_len: int = 16
+    slo_ttft_ms: float = 0.0
+    slo_tpot_ms: float = 0.0
+    slo_ttfat_ms: float = 0.0
+    usd_per_hour: str = ""
+    name: str = ""
+    start_command: str = ""
+    stop_command: str = ""
+    base_url: str = "http://127.0.0.1:{port}"
+
+
+def spec_from_form(form: TuneForm) -> TuneSpec:
+    """The page's form as a TuneSpec."""
     grid: dict[str, tuple[str, ...]] = {}
-    for line in str(values.get("grid") or "").splitlines():
+    for line in form.grid.splitlines():
         if line.strip():
             key, found = parse_set(line)
             grid[key] = found
     if not grid:
         raise ValidationError("Give at least one setting to vary, for example np=1,2,4.")
-    ttft = float(values.get("slo_ttft_ms") or 0)
-    itl = float(values.get("slo_tpot_ms") or 0)
-    answer = float(values.get("slo_ttfat_ms") or 0)
     return TuneSpec(
-        kind=str(values.get("kind") or "llamacpp"),
+        kind=form.kind,
         grid=grid,
-        workload=WorkloadSpec(
-            input_len=int(values.get("input_len") or 32), output_len=int(values.get("output_len") or 16)
+        workload=WorkloadSpec(input_len=int(form.input_len), output_len=int(form.output_len)),
+        load=LoadSpec(concurrency=int(form.concurrency), requests=int(form.requests)),
+        slo=SloSpec(
+            ttft_ms=form.slo_ttft_ms or None,
+            tpot_ms=form.slo_tpot_ms or None,
+            ttfat_ms=form.slo_ttfat_ms or None,
         ),
-        load=LoadSpec(
-            concurrency=int(values.get("concurrency") or 2), requests=int(values.get("requests") or 8)
-        ),
-        slo=SloSpec(ttft_ms=ttft or None, tpot_ms=itl or None, ttfat_ms=answer or None),
-        usd_per_hour=cost.parse_usd_per_hour(str(values.get("usd_per_hour") or "")),
-        launcher="command" if str(values.get("start_command") or "").strip() else "local",
-        start_command=str(values.get("start_command") or ""),
-        stop_command=str(values.get("stop_command") or ""),
-        base_url=str(values.get("base_url") or "http://127.0.0.1:{port}"),
-        name=str(values.get("name") or ""),
+        usd_per_hour=cost.parse_usd_per_hour(form.usd_per_hour),
+        launcher="command" if form.start_command.strip() else "local",
+        start_command=form.start_command,
+        stop_command=form.stop_command,
+        base_url=form.base_url,
+        name=form.name,
     )
 
 
-def submit(values: dict[str, Any], viewer: Viewer) -> int:
-    return jobs.start_tuning(spec_from_form(values), viewer)
+def submit(form: TuneForm, viewer: Viewer) -> int:
+    return jobs.start_tuning(spec_from_form(form), viewer)
 
 
 def _ms(stats: Any) -> float | None:
