@@ -14,19 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.demos import common
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    fmt_rate,
-    fmt_s,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_rate, fmt_s
 from services.engines.endpoints import EngineRecord
 
 #: Requests decoding at once (measured on our clocks) from which an engine is batching.

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from services.client import ERROR_CLASSES
-from services.demos.base import BigNumber, Series, StepOutcome, engine_data, fmt_s, mean
+from services.demos.base import StepOutcome, engine_data
 from services.demos.context import DemoContext, Sent
+from services.demos.readout import BigNumber, Series, fmt_s, mean
 from services.engines.endpoints import EngineRecord
 
 T = TypeVar("T")

@@ -14,20 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.demos import common, hardware
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_bytes,
-    fmt_pct,
-    fmt_rate,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
 from services.demos.context import DemoContext
+from services.demos.readout import BigNumber, ChartSpec, fmt_bytes, fmt_pct, fmt_rate
 from services.engines.endpoints import EngineRecord
 from services.planner.catalog import get_gpu, get_model, get_weight_format
 

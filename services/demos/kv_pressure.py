@@ -15,19 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.demos import common
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    fmt_s,
-    fmt_share,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_s, fmt_share
 from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.25

@@ -13,19 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.demos import common
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    StepOutcome,
-    StepPlan,
-    fmt_rate,
-    fmt_s,
-    fmt_share,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
+from services.demos.readout import BigNumber, ChartSpec, fmt_rate, fmt_s, fmt_share
 from services.engines import get_adapter
 from services.engines.endpoints import EngineRecord
 

@@ -13,22 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.demos import common
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    change,
-    fmt_pct,
-    fmt_s,
-    mean,
-    median,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
+from services.demos.readout import BigNumber, ChartSpec, Series, change, fmt_pct, fmt_s, mean, median
 from services.engines.endpoints import EngineRecord
 
 #: TTFT must fall at least this much (relative) to count as "faster from the cache".

@@ -17,20 +17,9 @@ from typing import Any
 
 from services.core.measure import percentile
 from services.demos import common
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_pct,
-    fmt_rate,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
 from services.demos.context import DemoContext
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_pct, fmt_rate
 from services.engines.endpoints import EngineRecord
 from services.parity.metrics import Answer, TokenChoice, compare, summarise
 from services.parity.runner import send_one

@@ -15,21 +15,9 @@ from typing import Any
 
 from services.core import json_schema
 from services.demos import common
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    StepOutcome,
-    StepPlan,
-    change,
-    fmt_pct,
-    fmt_rate,
-    fmt_s,
-    median,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, Sent
+from services.demos.readout import BigNumber, ChartSpec, change, fmt_pct, fmt_rate, fmt_s, median
 from services.engines.endpoints import EngineRecord
 
 SCHEMA: dict[str, Any] = {
