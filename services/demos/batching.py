@@ -16,7 +16,7 @@ from typing import Any
 from services.demos import common
 from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber, ChartSpec, Series, fmt_rate, fmt_s
+from services.demos.readout import BigNumber, fmt_rate, fmt_s
 from services.engines.endpoints import EngineRecord
 
 #: Requests decoding at once (measured on our clocks) from which an engine is batching.
@@ -170,15 +170,7 @@ class ContinuousBatching(Scenario):
         common.warm_up(ctx, engine)
 
         def wave(concurrency: int) -> dict[str, Any]:
-            requests = [
-                ctx.chat_request(
-                    engine,
-                    [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPTS[i % len(PROMPTS)]}"}],
-                    max_tokens=options["max_tokens"],
-                    ignore_eos=True,
-                )
-                for i in range(concurrency)
-            ]
+            requests = common.fresh_requests(ctx, engine, PROMPTS, concurrency, options["max_tokens"])
             sent = ctx.send(
                 engine, requests, concurrency=concurrency, labels={"concurrency": concurrency}
             )
@@ -194,21 +186,15 @@ class ContinuousBatching(Scenario):
         if verdict["verdict"] == "failed":
             verdict["error"] = next((lv["error"] for lv in levels if lv.get("error")), None)
         data = {"engine": name, "levels": levels, "verdict": verdict}
-        curves = common.engine_curves(ctx, "ramp:", name, levels)
-        chart = ChartSpec(
+        chart = common.waves_chart(
+            ctx,
+            "ramp:",
+            name,
+            levels,
+            lambda lv: (lv.get("e2e_mean_s"), lv.get("throughput_tok_s"), str(lv["concurrency"])),
             title="Throughput against per-request latency (labels: parallel requests)",
             x_title="mean request latency (s)",
             y_title="output throughput (tok/s)",
-            kind="line",
-            series=[
-                Series(
-                    engine,
-                    [lv.get("e2e_mean_s") for lv in curve],
-                    [lv.get("throughput_tok_s") for lv in curve],
-                    [str(lv["concurrency"]) for lv in curve],
-                )
-                for engine, curve in curves
-            ],
         )
         numbers = []
         if verdict["verdict"] != "failed":
@@ -238,21 +224,19 @@ class ContinuousBatching(Scenario):
     ) -> Conclusion:
         verdicts = common.stored_verdicts(steps, engines, "ramp:")
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
-        paying = [n for n, v in verdicts.items() if v.get("verdict") == "pays"]
+        paying, little = (
+            common.best(verdicts, "pays", "peak_tok_s"),
+            common.best(verdicts, "little", "gain"),
+        )
         if paying:
-            best = max(paying, key=lambda n: verdicts[n]["peak_tok_s"])
-            v = verdicts[best]
+            best, v = paying
             headline = (
                 f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
                 f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."
             )
-        elif any(v.get("verdict") == "little" for v in verdicts.values()):
+        elif little:
             # "No engine gained" above a line that says one gained ×1.5 contradicted itself.
-            best = max(
-                (n for n, v in verdicts.items() if v.get("verdict") == "little"),
-                key=lambda n: verdicts[n]["gain"],
-            )
-            v = verdicts[best]
+            best, v = little
             headline = (
                 f"Parallel requests gained little here: ×{v['gain']:.1f} at best, on {best} "
                 f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."

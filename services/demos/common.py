@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from services.client import ERROR_CLASSES
-from services.demos.base import StepOutcome, engine_data
+from services.client import ERROR_CLASSES, ChatRequest
+from services.demos.base import StepOutcome, engine_data, join_sentences
 from services.demos.context import DemoContext, Sent
-from services.demos.readout import BigNumber, Series, fmt_s, mean
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_s, mean
 from services.engines.endpoints import EngineRecord
 
 T = TypeVar("T")
@@ -22,6 +22,22 @@ def warm_up(ctx: DemoContext, engine: EngineRecord, max_tokens: int = 2) -> None
     that have nothing to do with what the step measures."""
     request = ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=max_tokens)
     ctx.send(engine, [request], concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+
+
+def fresh_requests(
+    ctx: DemoContext, engine: EngineRecord, prompts: Sequence[str], count: int, max_tokens: int
+) -> list[ChatRequest]:
+    """`count` requests through `prompts` in turn, each behind a fresh nonce (no cache can help)
+    and answered with exactly `max_tokens` tokens."""
+    return [
+        ctx.chat_request(
+            engine,
+            [{"role": "user", "content": f"({ctx.fresh_nonce()}) {prompts[i % len(prompts)]}"}],
+            max_tokens=max_tokens,
+            ignore_eos=True,
+        )
+        for i in range(count)
+    ]
 
 
 def each_engine(
@@ -55,11 +71,17 @@ def each_wave(
     return shown
 
 
-def engine_curves(
-    ctx: DemoContext, prefix: str, name: str, levels: list[Figures]
-) -> list[tuple[str, list[Figures]]]:
-    """One chart for the whole scenario, growing by one curve per step: the waves of the other
-    engines' finished steps (keys `prefix` + engine), then this engine's."""
+def waves_chart(
+    ctx: DemoContext,
+    prefix: str,
+    name: str,
+    levels: list[Figures],
+    point: Callable[[Figures], tuple[Any, float | None, str]],
+    **spec: Any,
+) -> ChartSpec:
+    """One line chart for the whole scenario, growing by one curve per step: the waves of the
+    other engines' finished steps (keys `prefix` + engine), then this engine's; `point` gives
+    a wave's x, y and label."""
     curves = [
         (s["data"]["engine"], s["data"]["levels"])
         for s in ctx.steps
@@ -67,7 +89,13 @@ def engine_curves(
         and s.get("status") == "finished"
         and s.get("data", {}).get("engine") not in (None, name)
     ]
-    return [*curves, (name, levels)]
+    series = []
+    for engine, curve in [*curves, (name, levels)]:
+        points = [point(lv) for lv in curve]
+        series.append(
+            Series(engine, [p[0] for p in points], [p[1] for p in points], [p[2] for p in points])
+        )
+    return ChartSpec(kind="line", series=series, **spec)
 
 
 def step_engines(steps: Sequence[dict[str, Any]], key: str) -> dict[str, Figures]:
@@ -128,6 +156,33 @@ def latency_number(name: str, verdict: Figures, help: str | None = None) -> BigN
         "inverse",
         help=help,
     )
+
+
+def engines_outcome(
+    numbers: list[BigNumber],
+    chart: ChartSpec,
+    results: dict[str, Figures],
+    sentence: Callable[[str, Figures], str],
+    measured: str | None = None,
+    **data: Any,
+) -> StepOutcome:
+    """The outcome of a step that measured each engine: one sentence per engine for the finding
+    ("not measured" for an engine without its `measured` figure), `data` beside the engines'
+    figures, and every engine's error."""
+    finding = join_sentences(
+        not_measured(name, v) if measured and v.get(measured) is None else sentence(name, v)
+        for name, v in results.items()
+    )
+    return StepOutcome(numbers, chart, finding, {**data, "engines": results}, engine_errors(results))
+
+
+def best(verdicts: dict[str, Figures], verdict: str, key: str) -> tuple[str, Figures] | None:
+    """The engine with the highest `key` among those whose verdict is `verdict` (None if none)."""
+    found = [name for name, v in verdicts.items() if v.get("verdict") == verdict]
+    if not found:
+        return None
+    name = max(found, key=lambda n: verdicts[n][key])
+    return name, verdicts[name]
 
 
 def not_measured(name: str, figures: Figures) -> str:

@@ -281,15 +281,7 @@ class DecodeBound(Scenario):
         def measure(engine: EngineRecord) -> dict[str, Any]:
             if batch == 1:
                 common.warm_up(ctx, engine)
-            requests = [
-                ctx.chat_request(
-                    engine,
-                    [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPT}"}],
-                    max_tokens=options["max_tokens"],
-                    ignore_eos=True,
-                )
-                for _ in range(batch)
-            ]
+            requests = common.fresh_requests(ctx, engine, (PROMPT,), batch, options["max_tokens"])
             figures = common.wave_figures(
                 ctx.send(engine, requests, concurrency=batch, labels={"batch": batch})
             )
@@ -317,28 +309,30 @@ class DecodeBound(Scenario):
                 common.engine_series("bandwidth bound", results, "bound_tok_s", fmt_rate),
             ],
         )
-        numbers, parts = [], []
-        for n, v in results.items():
-            share = (
-                v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
+        shares = {
+            n: v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
+            for n, v in results.items()
+        }
+        numbers = [
+            BigNumber(
+                f"{n} · batch {batch}",
+                fmt_rate(v["decode_tok_s"]),
+                v["decode_tok_s"],
+                f"{fmt_pct(shares[n], False)} of bound" if shares[n] is not None else None,
             )
-            numbers.append(
-                BigNumber(
-                    f"{n} · batch {batch}",
-                    fmt_rate(v["decode_tok_s"]),
-                    v["decode_tok_s"],
-                    f"{fmt_pct(share, False)} of bound" if share is not None else None,
-                )
-            )
-            if v["decode_tok_s"] is None:
-                parts.append(common.not_measured(n, v))
-            else:
-                parts.append(
-                    f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(share, False)} of its "
-                    f"{fmt_rate(v['bound_tok_s'])} bound."
-                )
-        errors = common.engine_errors(results)
-        return StepOutcome(numbers, chart, " ".join(parts), {"batch": batch, "engines": results}, errors)
+            for n, v in results.items()
+        ]
+        return common.engines_outcome(
+            numbers,
+            chart,
+            results,
+            lambda n, v: (
+                f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(shares[n], False)} of its "
+                f"{fmt_rate(v['bound_tok_s'])} bound."
+            ),
+            "decode_tok_s",
+            batch=batch,
+        )
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]

@@ -17,7 +17,7 @@ from typing import Any
 from services.demos import common
 from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber, ChartSpec, Series, fmt_s, fmt_share
+from services.demos.readout import BigNumber, fmt_s, fmt_share
 from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.25
@@ -209,7 +209,6 @@ class KvCachePressure(Scenario):
 
     def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
         verdict = engine_verdict(levels)
-        curves = common.engine_curves(ctx, "pressure:", name, levels)
 
         def label(lv: dict[str, Any]) -> str:
             bits = [f"{lv['concurrency']} parallel"]
@@ -221,21 +220,16 @@ class KvCachePressure(Scenario):
                 bits.append(f"{lv['preemptions']:.0f} preempted")
             return " · ".join(bits)
 
-        chart = ChartSpec(
+        chart = common.waves_chart(
+            ctx,
+            "pressure:",
+            name,
+            levels,
+            lambda lv: (lv["concurrency"], lv.get("e2e_mean_s"), label(lv)),
             title="Latency as parallel long prompts fill the KV cache (labels: the engine's metrics)",
             x_title="parallel requests",
             y_title="mean request latency (s)",
-            kind="line",
             x_category=True,
-            series=[
-                Series(
-                    engine,
-                    [lv["concurrency"] for lv in curve],
-                    [lv.get("e2e_mean_s") for lv in curve],
-                    [label(lv) for lv in curve],
-                )
-                for engine, curve in curves
-            ],
         )
         numbers = []
         if verdict["verdict"] != "failed":

@@ -213,10 +213,9 @@ class ParallelSampling(Scenario):
             steps, engines, ("n1", f"n{n}"), functools.partial(engine_verdict, n)
         )
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
-        shared = [x for x, v in verdicts.items() if v["verdict"] == "shared"]
+        shared = common.best(verdicts, "shared", "throughput_gain")
         if shared:
-            best = max(shared, key=lambda x: verdicts[x]["throughput_gain"])
-            v = verdicts[best]
+            best, v = shared
             headline = (
                 f"{n} answers from one prompt cost {best} only ×{v['latency_ratio']:.1f} the time of one: "
                 f"×{v['throughput_gain']:.1f} the throughput."

@@ -239,8 +239,7 @@ class PrefixCaching(Scenario):
                     help=f"TTFT of the second, identical request (the change: against the first){detail}",
                 )
             )
-        finding = " ".join(verdict_sentence(n, v) for n, v in results.items())
-        return StepOutcome(numbers, chart, finding, {"engines": results}, common.engine_errors(results))
+        return common.engines_outcome(numbers, chart, results, verdict_sentence)
 
     # -- step 2 --
 
@@ -317,17 +316,16 @@ class PrefixCaching(Scenario):
             )
             for name, v in results.items()
         ]
-        parts = []
-        for name, v in results.items():
-            if v["later_ttft_s"] is None:
-                parts.append(common.not_measured(name, v))
-            else:
-                parts.append(
-                    f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns {fmt_s(v['later_ttft_s'])} "
-                    f"({fmt_pct(v['later_turns_change'])})."
-                )
-        errors = common.engine_errors(results)
-        return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
+        return common.engines_outcome(
+            numbers,
+            chart,
+            results,
+            lambda name, v: (
+                f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns "
+                f"{fmt_s(v['later_ttft_s'])} ({fmt_pct(v['later_turns_change'])})."
+            ),
+            "later_ttft_s",
+        )
 
     # -- conclusion --
 

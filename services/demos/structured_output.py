@@ -133,6 +133,16 @@ def verdict_sentence(name: str, v: dict[str, Any], requests: int) -> str:
     return f"{name}: the schema was not enforced: {constrained}/{requests} valid with it, {free}/{requests} without{cost}."
 
 
+def _step_sentence(name: str, v: dict[str, Any]) -> str:
+    if v["answered"] == 0:
+        return f"{name}: no answer ({v.get('error')})."
+    why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
+    return (
+        f"{name}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
+        f"{fmt_rate(v['decode_tok_s'])}."
+    )
+
+
 class StructuredOutput(Scenario):
     name = "structured-output"
     title = "Structured output"
@@ -213,22 +223,15 @@ class StructuredOutput(Scenario):
             y_title="schema-valid share",
             series=series,
         )
-        numbers, parts = [], []
-        for n, v in results.items():
-            numbers.append(
-                BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"])
+        numbers = [
+            number
+            for n, v in results.items()
+            for number in (
+                BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"]),
+                BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]),
             )
-            numbers.append(BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]))
-            if v["answered"] == 0:
-                parts.append(f"{n}: no answer ({v.get('error')}).")
-                continue
-            why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
-            parts.append(
-                f"{n}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
-                f"{fmt_rate(v['decode_tok_s'])}."
-            )
-        errors = common.engine_errors(results)
-        return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
+        ]
+        return common.engines_outcome(numbers, chart, results, _step_sentence)
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
