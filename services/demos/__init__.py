@@ -10,6 +10,9 @@
   or replayed); `runner.demo_result(run_id)`: the `shootout demo --json` document (both in
   `reading.py`, over `records.py`'s StepView/DemoView, re-exported by runner).
 - `summary.DemoSummary`: the run's stored summary as one typed record (from_json/to_json).
+- A scenario module (`batching.py`, ...) holds its steps and its words: what a scenario is made
+  of is `base.py`, what a step shows (big numbers, chart spec, figures) `readout.py`, and the
+  shared step runner (warm-up, engine after engine, the common sentences) `common.py`.
 - `charts.step_figure(step)`: the plotly figure of one step.
 - The run's HTML report with the demo's steps is services/reports/demo.py's
   `export_demo_html(run_id)` (reports sits above demos: docs/architecture.md, "Layers").

@@ -13,21 +13,10 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_rate,
-    fmt_s,
-)
-from services.demos.common import wave_figures
+from services.demos import common
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext
+from services.demos.readout import BigNumber, fmt_rate, fmt_s
 from services.engines.endpoints import EngineRecord
 
 #: Requests decoding at once (measured on our clocks) from which an engine is batching.
@@ -98,7 +87,7 @@ def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
 
 def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     if v.get("verdict") == "failed":
-        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+        return common.not_measured(name, v)
     latency = ""
     if v.get("latency_growth") is not None:
         latency = (
@@ -178,27 +167,18 @@ class ContinuousBatching(Scenario):
         ]
 
     def _ramp(self, ctx: DemoContext, engine: EngineRecord, options: dict[str, Any]) -> StepOutcome:
-        warm = ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)
-        ctx.send(engine, [warm], concurrency=1, labels={"phase": "warm-up"}, warmup=True)
-        levels: list[dict[str, Any]] = []
-        outcome = StepOutcome()
-        for concurrency in options["levels"]:
-            requests = [
-                ctx.chat_request(
-                    engine,
-                    [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPTS[i % len(PROMPTS)]}"}],
-                    max_tokens=options["max_tokens"],
-                    ignore_eos=True,
-                )
-                for i in range(concurrency)
-            ]
+        common.warm_up(ctx, engine)
+
+        def wave(concurrency: int) -> dict[str, Any]:
+            requests = common.fresh_requests(ctx, engine, PROMPTS, concurrency, options["max_tokens"])
             sent = ctx.send(
                 engine, requests, concurrency=concurrency, labels={"concurrency": concurrency}
             )
-            levels.append({"concurrency": concurrency, **wave_figures(sent)})
-            outcome = self._outcome(ctx, engine.name, levels)
-            ctx.publish(outcome)
-        return outcome
+            return common.wave_figures(sent)
+
+        return common.each_wave(
+            ctx, options["levels"], wave, lambda levels: self._outcome(ctx, engine.name, levels)
+        )
 
     def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
         verdict = ramp_verdict(levels)
@@ -206,32 +186,15 @@ class ContinuousBatching(Scenario):
         if verdict["verdict"] == "failed":
             verdict["error"] = next((lv["error"] for lv in levels if lv.get("error")), None)
         data = {"engine": name, "levels": levels, "verdict": verdict}
-        # One chart for the whole scenario, growing by one curve per step.
-        previous = [
-            s
-            for s in ctx.steps
-            if s.get("key", "").startswith("ramp:") and s.get("status") == "finished"
-        ]
-        curves = [
-            (s["data"]["engine"], s["data"]["levels"])
-            for s in previous
-            if s.get("data", {}).get("engine") not in (None, name)
-        ]
-        curves.append((name, levels))
-        chart = ChartSpec(
+        chart = common.waves_chart(
+            ctx,
+            "ramp:",
+            name,
+            levels,
+            lambda lv: (lv.get("e2e_mean_s"), lv.get("throughput_tok_s"), str(lv["concurrency"])),
             title="Throughput against per-request latency (labels: parallel requests)",
             x_title="mean request latency (s)",
             y_title="output throughput (tok/s)",
-            kind="line",
-            series=[
-                Series(
-                    engine,
-                    [lv.get("e2e_mean_s") for lv in curve],
-                    [lv.get("throughput_tok_s") for lv in curve],
-                    [str(lv["concurrency"]) for lv in curve],
-                )
-                for engine, curve in curves
-            ],
         )
         numbers = []
         if verdict["verdict"] != "failed":
@@ -250,13 +213,8 @@ class ContinuousBatching(Scenario):
                     "normal",
                     help=f"best output throughput, at {verdict['peak_concurrency']} parallel requests",
                 ),
-                BigNumber(
-                    f"{name} · latency at {verdict['last_concurrency']}",
-                    fmt_s(verdict["last_e2e_s"]),
-                    verdict["last_e2e_s"],
-                    f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None,
-                    "inverse",
-                    help="mean request latency at the highest level, against one request alone",
+                common.latency_number(
+                    name, verdict, "mean request latency at the highest level, against one request alone"
                 ),
             ]
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
@@ -264,27 +222,21 @@ class ContinuousBatching(Scenario):
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
-        verdicts = {}
-        for name in engines:
-            data = engine_data(steps, f"ramp:{name}")
-            if data:
-                verdicts[name] = data.get("verdict") or {"verdict": "failed"}
+        verdicts = common.stored_verdicts(steps, engines, "ramp:")
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
-        paying = [n for n, v in verdicts.items() if v.get("verdict") == "pays"]
+        paying, little = (
+            common.best(verdicts, "pays", "peak_tok_s"),
+            common.best(verdicts, "little", "gain"),
+        )
         if paying:
-            best = max(paying, key=lambda n: verdicts[n]["peak_tok_s"])
-            v = verdicts[best]
+            best, v = paying
             headline = (
                 f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
                 f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."
             )
-        elif any(v.get("verdict") == "little" for v in verdicts.values()):
+        elif little:
             # "No engine gained" above a line that says one gained ×1.5 contradicted itself.
-            best = max(
-                (n for n, v in verdicts.items() if v.get("verdict") == "little"),
-                key=lambda n: verdicts[n]["gain"],
-            )
-            v = verdicts[best]
+            best, v = little
             headline = (
                 f"Parallel requests gained little here: ×{v['gain']:.1f} at best, on {best} "
                 f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."

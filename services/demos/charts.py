@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from services.demos.base import ChartSpec
+from services.demos.readout import ChartSpec
 
 FONT_SIZE = 18
 TITLE_SIZE = 22

@@ -1,13 +1,197 @@
-"""Small pieces several scenarios share: reading a batch of requests, the failure line."""
+"""The pieces every scenario's steps are written with: warm an engine up, measure engine after
+engine (or wave after wave) while the page plots each result, read a batch of requests, and the
+shared words, numbers and series of a step's outcome and conclusion."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from services.client import ERROR_CLASSES
-from services.demos.base import mean
-from services.demos.context import Sent
+from services.client import ERROR_CLASSES, ChatRequest
+from services.demos.base import StepOutcome, engine_data, join_sentences
+from services.demos.context import DemoContext, Sent
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_s, mean
+from services.engines.endpoints import EngineRecord
+
+T = TypeVar("T")
+Figures = dict[str, Any]
+
+
+def warm_up(ctx: DemoContext, engine: EngineRecord, max_tokens: int = 2) -> None:
+    """A tiny request first: an engine's first request after a pause can be slow for reasons
+    that have nothing to do with what the step measures."""
+    request = ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=max_tokens)
+    ctx.send(engine, [request], concurrency=1, labels={"phase": "warm-up"}, warmup=True)
+
+
+def fresh_requests(
+    ctx: DemoContext, engine: EngineRecord, prompts: Sequence[str], count: int, max_tokens: int
+) -> list[ChatRequest]:
+    """`count` requests through `prompts` in turn, each behind a fresh nonce (no cache can help)
+    and answered with exactly `max_tokens` tokens."""
+    return [
+        ctx.chat_request(
+            engine,
+            [{"role": "user", "content": f"({ctx.fresh_nonce()}) {prompts[i % len(prompts)]}"}],
+            max_tokens=max_tokens,
+            ignore_eos=True,
+        )
+        for i in range(count)
+    ]
+
+
+def each_engine(
+    ctx: DemoContext,
+    measure: Callable[[EngineRecord], T],
+    outcome: Callable[[dict[str, T]], StepOutcome],
+) -> StepOutcome:
+    """Measure the step's engines one after another; after each, publish the outcome so far."""
+    results: dict[str, T] = {}
+    shown = StepOutcome()
+    for engine in ctx.engines:
+        results[engine.name] = measure(engine)
+        shown = outcome(results)
+        ctx.publish(shown)
+    return shown
+
+
+def each_wave(
+    ctx: DemoContext,
+    concurrencies: Iterable[int],
+    measure: Callable[[int], Figures],
+    outcome: Callable[[list[Figures]], StepOutcome],
+) -> StepOutcome:
+    """One wave per concurrency level; after each, publish the outcome of the waves so far."""
+    levels: list[Figures] = []
+    shown = StepOutcome()
+    for concurrency in concurrencies:
+        levels.append({"concurrency": concurrency, **measure(concurrency)})
+        shown = outcome(levels)
+        ctx.publish(shown)
+    return shown
+
+
+def waves_chart(
+    ctx: DemoContext,
+    prefix: str,
+    name: str,
+    levels: list[Figures],
+    point: Callable[[Figures], tuple[Any, float | None, str]],
+    **spec: Any,
+) -> ChartSpec:
+    """One line chart for the whole scenario, growing by one curve per step: the waves of the
+    other engines' finished steps (keys `prefix` + engine), then this engine's; `point` gives
+    a wave's x, y and label."""
+    curves = [
+        (s["data"]["engine"], s["data"]["levels"])
+        for s in ctx.steps
+        if s.get("key", "").startswith(prefix)
+        and s.get("status") == "finished"
+        and s.get("data", {}).get("engine") not in (None, name)
+    ]
+    series = []
+    for engine, curve in [*curves, (name, levels)]:
+        points = [point(lv) for lv in curve]
+        series.append(
+            Series(engine, [p[0] for p in points], [p[1] for p in points], [p[2] for p in points])
+        )
+    return ChartSpec(kind="line", series=series, **spec)
+
+
+def step_engines(steps: Sequence[dict[str, Any]], key: str) -> dict[str, Figures]:
+    """The per-engine figures of the stored step with this key ({} when it did not run)."""
+    return engine_data(steps, key).get("engines") or {}
+
+
+def stored_verdicts(
+    steps: Sequence[dict[str, Any]], engines: Sequence[str], prefix: str
+) -> dict[str, Figures]:
+    """Each engine's verdict, stored by its own step (key `prefix` + engine); engines whose step
+    did not run are left out, one whose step stored no verdict "failed"."""
+    verdicts = {}
+    for name in engines:
+        data = engine_data(steps, f"{prefix}{name}")
+        if data:
+            verdicts[name] = data.get("verdict") or {"verdict": "failed"}
+    return verdicts
+
+
+def paired_verdicts(
+    steps: Sequence[dict[str, Any]],
+    engines: Sequence[str],
+    keys: tuple[str, str],
+    judge: Callable[[Figures | None, Figures | None], Figures],
+) -> dict[str, Figures]:
+    """Each engine's verdict from its figures in two steps (before and after the change the
+    scenario shows), for the engines either step measured."""
+    first, second = step_engines(steps, keys[0]), step_engines(steps, keys[1])
+    return {
+        name: judge(first.get(name), second.get(name))
+        for name in engines
+        if name in first or name in second
+    }
+
+
+def engine_series(
+    label: str,
+    results: dict[str, Figures],
+    key: str,
+    fmt: Callable[[Any], str],
+    names: Sequence[str] | None = None,
+) -> Series:
+    """A series over the engines (bars or points per engine): each one's `key`, labelled by `fmt`."""
+    names = list(results) if names is None else list(names)
+    values = [(results.get(name) or {}).get(key) for name in names]
+    return Series(label, names, values, [fmt(value) for value in values])
+
+
+def latency_number(name: str, verdict: Figures, help: str | None = None) -> BigNumber:
+    """Mean request latency at the highest level, with its growth against the first level."""
+    growth = verdict.get("latency_growth")
+    return BigNumber(
+        f"{name} · latency at {verdict['last_concurrency']}",
+        fmt_s(verdict["last_e2e_s"]),
+        verdict["last_e2e_s"],
+        f"×{growth:.1f}" if growth else None,
+        "inverse",
+        help=help,
+    )
+
+
+def engines_outcome(
+    numbers: list[BigNumber],
+    chart: ChartSpec,
+    results: dict[str, Figures],
+    sentence: Callable[[str, Figures], str],
+    measured: str | None = None,
+    **data: Any,
+) -> StepOutcome:
+    """The outcome of a step that measured each engine: one sentence per engine for the finding
+    ("not measured" for an engine without its `measured` figure), `data` beside the engines'
+    figures, and every engine's error."""
+    finding = join_sentences(
+        not_measured(name, v) if measured and v.get(measured) is None else sentence(name, v)
+        for name, v in results.items()
+    )
+    return StepOutcome(numbers, chart, finding, {**data, "engines": results}, engine_errors(results))
+
+
+def best(verdicts: dict[str, Figures], verdict: str, key: str) -> tuple[str, Figures] | None:
+    """The engine with the highest `key` among those whose verdict is `verdict` (None if none)."""
+    found = [name for name, v in verdicts.items() if v.get("verdict") == verdict]
+    if not found:
+        return None
+    name = max(found, key=lambda n: verdicts[n][key])
+    return name, verdicts[name]
+
+
+def not_measured(name: str, figures: Figures) -> str:
+    return f"{name}: not measured ({figures.get('error') or 'no answer'})."
+
+
+def engine_errors(results: dict[str, Figures]) -> list[str]:
+    """One line per engine whose figures carry an error."""
+    return [f"{name}: {v['error']}" for name, v in results.items() if v.get("error")]
 
 
 def first_error(sent: Sequence[Sent]) -> str | None:

@@ -9,26 +9,14 @@ bound for each engine's weights, and measure decode at batch 1 and at a larger b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from services.demos import hardware
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_bytes,
-    fmt_pct,
-    fmt_rate,
-)
-from services.demos.common import wave_figures
+from services.demos import common, hardware
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
 from services.demos.context import DemoContext
+from services.demos.readout import BigNumber, ChartSpec, fmt_bytes, fmt_pct, fmt_rate
 from services.engines.endpoints import EngineRecord
 from services.planner.catalog import get_gpu, get_model, get_weight_format
 
@@ -82,7 +70,7 @@ def engine_verdict(
 
 def verdict_sentence(name: str, v: dict[str, Any], bandwidth_text: str) -> str:
     if v["verdict"] == "failed":
-        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+        return common.not_measured(name, v)
     text = (
         f"{name}: {fmt_rate(v['decode_tok_s_batch1'])} at batch 1, {fmt_pct(v['fraction_batch1'], False)} of the "
         f"{fmt_rate(v['bound_tok_s_batch1'])} that {bandwidth_text} allows for its {fmt_bytes(v['bytes_per_step'])} "
@@ -250,14 +238,7 @@ class DecodeBound(Scenario):
             title="Memory-bandwidth bound on decode at batch 1",
             x_title="engine",
             y_title="tokens/s (upper bound)",
-            series=[
-                Series(
-                    "bound",
-                    names,
-                    [engines[n]["bound_tok_s_batch1"] for n in names],
-                    [fmt_rate(engines[n]["bound_tok_s_batch1"]) for n in names],
-                )
-            ],
+            series=[common.engine_series("bound", engines, "bound_tok_s_batch1", fmt_rate)],
         )
         numbers = [
             BigNumber(
@@ -295,32 +276,17 @@ class DecodeBound(Scenario):
     # -- steps 2 and 3 --
 
     def _decode(self, ctx: DemoContext, options: dict[str, Any], batch: int) -> StepOutcome:
-        bounds = engine_data(ctx.steps, "bandwidth").get("engines") or {}
-        results: dict[str, dict[str, Any]] = {}
-        outcome = StepOutcome()
-        for engine in ctx.engines:
+        bounds = common.step_engines(ctx.steps, "bandwidth")
+
+        def measure(engine: EngineRecord) -> dict[str, Any]:
             if batch == 1:
-                ctx.send(
-                    engine,
-                    [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
-                    concurrency=1,
-                    labels={"phase": "warm-up"},
-                    warmup=True,
-                )
-            requests = [
-                ctx.chat_request(
-                    engine,
-                    [{"role": "user", "content": f"({ctx.fresh_nonce()}) {PROMPT}"}],
-                    max_tokens=options["max_tokens"],
-                    ignore_eos=True,
-                )
-                for _ in range(batch)
-            ]
-            figures = wave_figures(
+                common.warm_up(ctx, engine)
+            requests = common.fresh_requests(ctx, engine, (PROMPT,), batch, options["max_tokens"])
+            figures = common.wave_figures(
                 ctx.send(engine, requests, concurrency=batch, labels={"batch": batch})
             )
             bound = bounds.get(engine.name) or {}
-            results[engine.name] = {
+            return {
                 "decode_tok_s": figures.get("decode_tok_s"),
                 "bound_tok_s": bound.get("bound_tok_s_batch1" if batch == 1 else "bound_tok_s_batchN"),
                 "bytes_per_step": bound.get("bytes_per_step"),
@@ -329,54 +295,44 @@ class DecodeBound(Scenario):
                 "ok": figures.get("ok"),
                 "parallel": figures.get("parallel"),
             }
-            outcome = self._decode_outcome(results, batch)
-            ctx.publish(outcome)
-        return outcome
+
+        return common.each_engine(ctx, measure, lambda results: self._decode_outcome(results, batch))
 
     @staticmethod
     def _decode_outcome(results: dict[str, dict[str, Any]], batch: int) -> StepOutcome:
-        names = list(results)
         chart = ChartSpec(
             title=f"Decode at batch {batch}: measured against the memory-bandwidth bound",
             x_title="engine",
             y_title="tokens/s (all sequences)",
             series=[
-                Series(
-                    "measured",
-                    names,
-                    [results[n]["decode_tok_s"] for n in names],
-                    [fmt_rate(results[n]["decode_tok_s"]) for n in names],
-                ),
-                Series(
-                    "bandwidth bound",
-                    names,
-                    [results[n]["bound_tok_s"] for n in names],
-                    [fmt_rate(results[n]["bound_tok_s"]) for n in names],
-                ),
+                common.engine_series("measured", results, "decode_tok_s", fmt_rate),
+                common.engine_series("bandwidth bound", results, "bound_tok_s", fmt_rate),
             ],
         )
-        numbers, parts = [], []
-        for n, v in results.items():
-            share = (
-                v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
+        shares = {
+            n: v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
+            for n, v in results.items()
+        }
+        numbers = [
+            BigNumber(
+                f"{n} · batch {batch}",
+                fmt_rate(v["decode_tok_s"]),
+                v["decode_tok_s"],
+                f"{fmt_pct(shares[n], False)} of bound" if shares[n] is not None else None,
             )
-            numbers.append(
-                BigNumber(
-                    f"{n} · batch {batch}",
-                    fmt_rate(v["decode_tok_s"]),
-                    v["decode_tok_s"],
-                    f"{fmt_pct(share, False)} of bound" if share is not None else None,
-                )
-            )
-            if v["decode_tok_s"] is None:
-                parts.append(f"{n}: not measured ({v.get('error') or 'no answer'}).")
-            else:
-                parts.append(
-                    f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(share, False)} of its "
-                    f"{fmt_rate(v['bound_tok_s'])} bound."
-                )
-        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
-        return StepOutcome(numbers, chart, " ".join(parts), {"batch": batch, "engines": results}, errors)
+            for n, v in results.items()
+        ]
+        return common.engines_outcome(
+            numbers,
+            chart,
+            results,
+            lambda n, v: (
+                f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(shares[n], False)} of its "
+                f"{fmt_rate(v['bound_tok_s'])} bound."
+            ),
+            "decode_tok_s",
+            batch=batch,
+        )
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
@@ -385,13 +341,9 @@ class DecodeBound(Scenario):
         bandwidth = engine_data(steps, "bandwidth")
         gbs = (bandwidth.get("bandwidth_bytes_s") or 0) / 1e9
         bandwidth_text = f"{gbs:,.1f} GB/s" + (" (measured here)" if bandwidth.get("measured") else "")
-        one = engine_data(steps, "batch1").get("engines") or {}
-        many = engine_data(steps, f"batch{batch}").get("engines") or {}
-        verdicts = {
-            name: engine_verdict(batch, one.get(name), many.get(name))
-            for name in engines
-            if name in one or name in many
-        }
+        verdicts = common.paired_verdicts(
+            steps, engines, ("batch1", f"batch{batch}"), functools.partial(engine_verdict, batch)
+        )
         lines = [verdict_sentence(name, v, bandwidth_text) for name, v in verdicts.items()]
         lines.extend(bandwidth.get("warnings") or [])
         measured = [v for v in verdicts.values() if v["fraction_batch1"] is not None]

@@ -14,21 +14,10 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_s,
-    fmt_share,
-)
-from services.demos.common import wave_figures
+from services.demos import common
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
+from services.demos.readout import BigNumber, fmt_s, fmt_share
 from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.25
@@ -96,7 +85,7 @@ def engine_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
 
 def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     if v["verdict"] == "failed":
-        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+        return common.not_measured(name, v)
     parts = []
     if v["kv_peak"] is not None:
         kv = f"KV-cache usage peaked at {fmt_share(v['kv_peak'])}"
@@ -181,9 +170,7 @@ class KvCachePressure(Scenario):
         ]
 
     def _pressure(self, ctx: DemoContext, engine: EngineRecord, options: dict[str, Any]) -> StepOutcome:
-        levels: list[dict[str, Any]] = []
-        outcome = StepOutcome()
-        for concurrency in options["levels"]:
+        def wave(concurrency: int) -> dict[str, Any]:
             requests = [
                 ctx.chat_request(
                     engine,
@@ -203,39 +190,25 @@ class KvCachePressure(Scenario):
                 sent = ctx.send(
                     engine, requests, concurrency=concurrency, labels={"concurrency": concurrency}
                 )
-            figures = wave_figures(sent)
             preemptions = watch.count("preemptions_per_s")
-            levels.append(
-                {
-                    "concurrency": concurrency,
-                    **figures,
-                    "kv_peak": watch.peak("kv_cache_usage"),
-                    "kv_reason": watch.reason("kv_cache_usage"),
-                    "waiting_peak": watch.peak("requests_waiting"),
-                    "waiting_reason": watch.reason("requests_waiting"),
-                    "running_peak": watch.peak("requests_running"),
-                    "preemptions": round(preemptions, 1) if preemptions is not None else None,
-                    "preemptions_reason": watch.reason("preemptions_per_s"),
-                    "metrics_error": watch.error,
-                }
-            )
-            outcome = self._outcome(ctx, engine.name, levels)
-            ctx.publish(outcome)
-        return outcome
+            return {
+                **common.wave_figures(sent),
+                "kv_peak": watch.peak("kv_cache_usage"),
+                "kv_reason": watch.reason("kv_cache_usage"),
+                "waiting_peak": watch.peak("requests_waiting"),
+                "waiting_reason": watch.reason("requests_waiting"),
+                "running_peak": watch.peak("requests_running"),
+                "preemptions": round(preemptions, 1) if preemptions is not None else None,
+                "preemptions_reason": watch.reason("preemptions_per_s"),
+                "metrics_error": watch.error,
+            }
+
+        return common.each_wave(
+            ctx, options["levels"], wave, lambda levels: self._outcome(ctx, engine.name, levels)
+        )
 
     def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
         verdict = engine_verdict(levels)
-        previous = [
-            s
-            for s in ctx.steps
-            if s.get("key", "").startswith("pressure:") and s.get("status") == "finished"
-        ]
-        curves = [
-            (s["data"]["engine"], s["data"]["levels"])
-            for s in previous
-            if s["data"].get("engine") != name
-        ]
-        curves.append((name, levels))
 
         def label(lv: dict[str, Any]) -> str:
             bits = [f"{lv['concurrency']} parallel"]
@@ -247,21 +220,16 @@ class KvCachePressure(Scenario):
                 bits.append(f"{lv['preemptions']:.0f} preempted")
             return " · ".join(bits)
 
-        chart = ChartSpec(
+        chart = common.waves_chart(
+            ctx,
+            "pressure:",
+            name,
+            levels,
+            lambda lv: (lv["concurrency"], lv.get("e2e_mean_s"), label(lv)),
             title="Latency as parallel long prompts fill the KV cache (labels: the engine's metrics)",
             x_title="parallel requests",
             y_title="mean request latency (s)",
-            kind="line",
             x_category=True,
-            series=[
-                Series(
-                    engine,
-                    [lv["concurrency"] for lv in curve],
-                    [lv.get("e2e_mean_s") for lv in curve],
-                    [label(lv) for lv in curve],
-                )
-                for engine, curve in curves
-            ],
         )
         numbers = []
         if verdict["verdict"] != "failed":
@@ -285,13 +253,7 @@ class KvCachePressure(Scenario):
                     else "not reported",
                     verdict["preemptions"],
                 ),
-                BigNumber(
-                    f"{name} · latency at {verdict['last_concurrency']}",
-                    fmt_s(verdict["last_e2e_s"]),
-                    verdict["last_e2e_s"],
-                    f"×{verdict['latency_growth']:.1f}" if verdict.get("latency_growth") else None,
-                    "inverse",
-                ),
+                common.latency_number(name, verdict),
             ]
         errors = [f"{name} at {lv['concurrency']}: {lv['error']}" for lv in levels if lv.get("error")]
         errors += [
@@ -303,11 +265,7 @@ class KvCachePressure(Scenario):
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
-        verdicts = {}
-        for name in engines:
-            data = engine_data(steps, f"pressure:{name}")
-            if data:
-                verdicts[name] = data.get("verdict") or {"verdict": "failed"}
+        verdicts = common.stored_verdicts(steps, engines, "pressure:")
         lines = [verdict_sentence(n, v) for n, v in verdicts.items()]
         kinds = {v["verdict"] for v in verdicts.values()}
         top = max(options["levels"])

@@ -8,25 +8,14 @@ n = 4 on a fresh prompt of the same length: latency, throughput and, where repor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_rate,
-    fmt_s,
-    fmt_share,
-)
-from services.demos.common import first_error
+from services.demos import common
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
+from services.demos.readout import BigNumber, ChartSpec, fmt_rate, fmt_s, fmt_share
 from services.engines import get_adapter
 from services.engines.endpoints import EngineRecord
 
@@ -85,7 +74,7 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     if v["verdict"] == "unsupported":
         return f"{name}: does not take n (left out)."
     if v["verdict"] == "failed":
-        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+        return common.not_measured(name, v)
     if v["verdict"] == "ignored_n":
         return f"{name}: asked for {n} answers, returned {v['choices_nN']}: it ignores n."
     base = (
@@ -149,20 +138,11 @@ class ParallelSampling(Scenario):
         ]
 
     def _sample(self, ctx: DemoContext, options: dict[str, Any], n: int) -> StepOutcome:
-        results: dict[str, dict[str, Any]] = {}
-        outcome = StepOutcome()
-        for engine in ctx.engines:
+        def measure(engine: EngineRecord) -> dict[str, Any]:
             if n > 1 and not get_adapter(engine.kind).supports_n:
-                results[engine.name] = {"unsupported": True}
-                continue
+                return {"unsupported": True}
             if n == 1:
-                ctx.send(
-                    engine,
-                    [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
-                    concurrency=1,
-                    labels={"phase": "warm-up"},
-                    warmup=True,
-                )
+                common.warm_up(ctx, engine)
             messages = [
                 {"role": "system", "content": words_prompt(options["prompt_tokens"], ctx.fresh_nonce())},
                 {"role": "user", "content": "Invent a short name for rule 2."},
@@ -174,7 +154,7 @@ class ParallelSampling(Scenario):
                 sent = ctx.send(engine, [request], concurrency=1, labels={"n": n})[0]
             r = sent.result
             tokens = answer_tokens(r) if sent.ok else None
-            results[engine.name] = {
+            return {
                 "e2e_s": r.e2e_s if sent.ok else None,
                 "ttft_s": r.ttft_s if sent.ok else None,
                 "tokens": tokens,
@@ -182,33 +162,18 @@ class ParallelSampling(Scenario):
                 "throughput_tok_s": (tokens / r.e2e_s) if tokens and r.e2e_s else None,
                 "kv_peak": watch.peak("kv_cache_usage"),
                 "kv_reason": watch.reason("kv_cache_usage"),
-                "error": first_error([sent]),
+                "error": common.first_error([sent]),
             }
-            outcome = self._outcome(ctx, results, n)
-            ctx.publish(outcome)
-        return self._outcome(ctx, results, n)
+
+        return common.each_engine(ctx, measure, lambda results: self._outcome(ctx, results, n))
 
     def _outcome(self, ctx: DemoContext, results: dict[str, dict[str, Any]], n: int) -> StepOutcome:
         names = [name for name, v in results.items() if not v.get("unsupported")]
-        first = engine_data(ctx.steps, "n1").get("engines") or {} if n > 1 else {}
-        series = []
-        if n > 1:
-            series.append(
-                Series(
-                    "n = 1",
-                    names,
-                    [(first.get(x) or {}).get("throughput_tok_s") for x in names],
-                    [fmt_rate((first.get(x) or {}).get("throughput_tok_s")) for x in names],
-                )
-            )
-        series.append(
-            Series(
-                f"n = {n}",
-                names,
-                [results[x]["throughput_tok_s"] for x in names],
-                [fmt_rate(results[x]["throughput_tok_s"]) for x in names],
-            )
+        first = common.step_engines(ctx.steps, "n1")
+        series = (
+            [common.engine_series("n = 1", first, "throughput_tok_s", fmt_rate, names)] if n > 1 else []
         )
+        series.append(common.engine_series(f"n = {n}", results, "throughput_tok_s", fmt_rate, names))
         chart = ChartSpec(
             title="Output throughput of one request", x_title="engine", y_title="tokens/s", series=series
         )
@@ -237,25 +202,20 @@ class ParallelSampling(Scenario):
                     f"({fmt_rate(v['throughput_tok_s'])}){kv}."
                 )
         parts += [f"{name}: does not take n." for name, v in results.items() if v.get("unsupported")]
-        errors = [f"{name}: {v['error']}" for name, v in results.items() if v.get("error")]
+        errors = common.engine_errors(results)
         return StepOutcome(numbers, chart, " ".join(parts), {"n": n, "engines": results}, errors)
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
         n = options["n"]
-        one = engine_data(steps, "n1").get("engines") or {}
-        many = engine_data(steps, f"n{n}").get("engines") or {}
-        verdicts = {
-            name: engine_verdict(n, one.get(name), many.get(name))
-            for name in engines
-            if name in one or name in many
-        }
+        verdicts = common.paired_verdicts(
+            steps, engines, ("n1", f"n{n}"), functools.partial(engine_verdict, n)
+        )
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
-        shared = [x for x, v in verdicts.items() if v["verdict"] == "shared"]
+        shared = common.best(verdicts, "shared", "throughput_gain")
         if shared:
-            best = max(shared, key=lambda x: verdicts[x]["throughput_gain"])
-            v = verdicts[best]
+            best, v = shared
             headline = (
                 f"{n} answers from one prompt cost {best} only ×{v['latency_ratio']:.1f} the time of one: "
                 f"×{v['throughput_gain']:.1f} the throughput."

@@ -12,24 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    change,
-    engine_data,
-    fmt_pct,
-    fmt_s,
-    mean,
-    median,
-)
-from services.demos.common import first_error
+from services.demos import common
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, words_prompt
+from services.demos.readout import BigNumber, ChartSpec, Series, change, fmt_pct, fmt_s, mean, median
 from services.engines.endpoints import EngineRecord
 
 #: TTFT must fall at least this much (relative) to count as "faster from the cache".
@@ -88,7 +74,7 @@ def verdict_sentence(name: str, v: dict[str, Any]) -> str:
     )
     verdict = v.get("verdict")
     if verdict == "failed":
-        return f"{name}: not measured ({v.get('error') or 'no answer'})."
+        return common.not_measured(name, v)
     if verdict == "cache":
         text = f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}) on the repeated prompt; {tokens}."
     elif verdict == "hit_no_gain":
@@ -181,18 +167,8 @@ class PrefixCaching(Scenario):
     # -- step 1 --
 
     def _repeat(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
-        results: dict[str, dict[str, Any]] = {}
-        outcome = StepOutcome()
-        for engine in ctx.engines:
-            # A tiny request first: an engine's first request after a pause can be slow for
-            # reasons that have nothing to do with caching.
-            ctx.send(
-                engine,
-                [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=1)],
-                concurrency=1,
-                labels={"phase": "warm-up"},
-                warmup=True,
-            )
+        def measure(engine: EngineRecord) -> dict[str, Any]:
+            common.warm_up(ctx, engine, max_tokens=1)
             system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
             messages = [{"role": "system", "content": system}, {"role": "user", "content": QUESTIONS[0]}]
             with ctx.watch(engine, interval_s=None) as watch:
@@ -208,14 +184,13 @@ class PrefixCaching(Scenario):
                     concurrency=1,
                     labels={"phase": "cached", "turn": 2},
                 )
-            results[engine.name] = self._engine_figures(cold[0], warm[0], watch)
-            outcome = self._repeat_outcome(results)
-            ctx.publish(outcome)
-        return outcome
+            return self._engine_figures(cold[0], warm[0], watch)
+
+        return common.each_engine(ctx, measure, self._repeat_outcome)
 
     @staticmethod
     def _engine_figures(cold: Any, warm: Any, watch: Any) -> dict[str, Any]:
-        error = first_error([cold, warm])
+        error = common.first_error([cold, warm])
         figures: dict[str, Any] = {
             "cold_ttft_s": cold.result.ttft_s if cold.ok else None,
             "warm_ttft_s": warm.result.ttft_s if warm.ok else None,
@@ -236,25 +211,14 @@ class PrefixCaching(Scenario):
 
     @staticmethod
     def _repeat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
-        names = list(results)
         chart = ChartSpec(
             title="Time to first token: cold prompt, then the same prompt again",
             x_title="engine",
             y_title="TTFT (s)",
             kind="bar",
             series=[
-                Series(
-                    "cold (1st request)",
-                    names,
-                    [results[n]["cold_ttft_s"] for n in names],
-                    [fmt_s(results[n]["cold_ttft_s"]) for n in names],
-                ),
-                Series(
-                    "repeated (2nd request)",
-                    names,
-                    [results[n]["warm_ttft_s"] for n in names],
-                    [fmt_s(results[n]["warm_ttft_s"]) for n in names],
-                ),
+                common.engine_series("cold (1st request)", results, "cold_ttft_s", fmt_s),
+                common.engine_series("repeated (2nd request)", results, "warm_ttft_s", fmt_s),
             ],
         )
         numbers = []
@@ -275,16 +239,12 @@ class PrefixCaching(Scenario):
                     help=f"TTFT of the second, identical request (the change: against the first){detail}",
                 )
             )
-        finding = " ".join(verdict_sentence(n, v) for n, v in results.items())
-        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
-        return StepOutcome(numbers, chart, finding, {"engines": results}, errors)
+        return common.engines_outcome(numbers, chart, results, verdict_sentence)
 
     # -- step 2 --
 
     def _chat(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
-        results: dict[str, dict[str, Any]] = {}
-        outcome = StepOutcome()
-        for engine in ctx.engines:
+        def measure(engine: EngineRecord) -> dict[str, Any]:
             system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
             messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
             turns: list[dict[str, Any]] = []
@@ -308,12 +268,12 @@ class PrefixCaching(Scenario):
                         }
                     )
                     if not sent.ok:
-                        error = first_error([sent])
+                        error = common.first_error([sent])
                         break
                     messages.append({"role": "assistant", "content": r.text})
             first = turns[0]["ttft_s"] if turns else None
             later = mean(t["ttft_s"] for t in turns[1:])
-            results[engine.name] = {
+            return {
                 "turns": turns,
                 "first_ttft_s": first,
                 "later_ttft_s": later,
@@ -322,9 +282,8 @@ class PrefixCaching(Scenario):
                 "hit_rate_reason": watch.reason("prefix_cache_hit_rate"),
                 "error": error,
             }
-            outcome = self._chat_outcome(results)
-            ctx.publish(outcome)
-        return outcome
+
+        return common.each_engine(ctx, measure, self._chat_outcome)
 
     @staticmethod
     def _chat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
@@ -357,25 +316,23 @@ class PrefixCaching(Scenario):
             )
             for name, v in results.items()
         ]
-        parts = []
-        for name, v in results.items():
-            if v["later_ttft_s"] is None:
-                parts.append(f"{name}: not measured ({v.get('error') or 'no answer'}).")
-            else:
-                parts.append(
-                    f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns {fmt_s(v['later_ttft_s'])} "
-                    f"({fmt_pct(v['later_turns_change'])})."
-                )
-        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
-        return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
+        return common.engines_outcome(
+            numbers,
+            chart,
+            results,
+            lambda name, v: (
+                f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns "
+                f"{fmt_s(v['later_ttft_s'])} ({fmt_pct(v['later_turns_change'])})."
+            ),
+            "later_ttft_s",
+        )
 
     # -- conclusion --
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
-        repeat = engine_data(steps, "repeat").get("engines") or {}
-        chat = engine_data(steps, "chat").get("engines") or {}
+        repeat, chat = common.step_engines(steps, "repeat"), common.step_engines(steps, "chat")
         verdicts: dict[str, dict[str, Any]] = {}
         lines = []
         for name in engines:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from services.demos.base import BigNumber, ChartSpec, one_time_unit
+from services.demos.readout import BigNumber, ChartSpec, one_time_unit
 from services.demos.summary import StepBlock
 
 

@@ -385,10 +385,7 @@ def _finish(writer: _Writer, status: RunStatus, error: str | None) -> None:
 
 
 def _wait_for_release(writer: _Writer, index: int) -> None:
-    control = writer.control()
-    if control.get("stop"):
-        raise DemoStopped()
-    if not control.get("pause") or int(control.get("released", 0)) >= index:
+    if _released(writer, index):
         return
     writer.summary = replace(writer.summary, awaiting=index)
     writer.write()
@@ -396,13 +393,18 @@ def _wait_for_release(writer: _Writer, index: int) -> None:
     while True:
         event.wait(POLL_S)
         event.clear()
-        control = writer.control()
-        if control.get("stop"):
-            raise DemoStopped()
-        if not control.get("pause") or int(control.get("released", 0)) >= index:
+        if _released(writer, index):
             break
     writer.summary = replace(writer.summary, awaiting=None)
     writer.write()
+
+
+def _released(writer: _Writer, index: int) -> bool:
+    """Whether step `index` may run (no pause, or the presenter released it); Stop raises."""
+    control = writer.control()
+    if control.get("stop"):
+        raise DemoStopped()
+    return not control.get("pause") or int(control.get("released", 0)) >= index
 
 
 def _record_from_snapshot(item: dict[str, Any]) -> EngineRecord:

@@ -10,25 +10,16 @@ The metrics are services/parity's, the same as the Parity page's.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from services.core.measure import percentile
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_pct,
-    fmt_rate,
-)
+from services.demos import common
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
 from services.demos.context import DemoContext
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_pct, fmt_rate
 from services.engines.endpoints import EngineRecord
 from services.parity.metrics import Answer, TokenChoice, compare, summarise
 from services.parity.runner import send_one
@@ -91,19 +82,17 @@ class SameModel(Scenario):
 
     def _run(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
         tasks = task_set(options["prompts"])
-        answers: dict[str, list[dict[str, Any]]] = {}
-        outcome = StepOutcome()
-        for engine in ctx.engines:
+
+        def answers(engine: EngineRecord) -> list[dict[str, Any]]:
             rows = []
             for task in tasks:
                 ctx.check_stop()
                 rows.append(
                     send_one(engine, task, max_tokens=options["max_tokens"], seed=0, top_logprobs=5)
                 )
-            answers[engine.name] = rows
-            outcome = self._outcome(ctx, answers)
-            ctx.publish(outcome)
-        return outcome
+            return rows
+
+        return common.each_engine(ctx, answers, lambda answered: self._outcome(ctx, answered))
 
     def _outcome(self, ctx: DemoContext, answers: dict[str, list[dict[str, Any]]]) -> StepOutcome:
         reference = ctx.engines[0].name
@@ -138,11 +127,8 @@ class SameModel(Scenario):
             x_title="engine",
             y_title="share of prompts",
             series=[
-                Series(
-                    "task score",
-                    names,
-                    [results[n]["task_score"] for n in names],
-                    [fmt_pct(results[n]["task_score"], False) for n in names],
+                common.engine_series(
+                    "task score", results, "task_score", functools.partial(fmt_pct, signed=False)
                 ),
                 Series(
                     f"identical to {reference}",

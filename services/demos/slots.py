@@ -15,19 +15,9 @@ from typing import Any
 
 from services.bench.arrivals import LoadSpec
 from services.bench.workloads import WorkloadSpec
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    engine_data,
-    fmt_rate,
-)
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
 from services.demos.context import DemoContext, DemoStopped
+from services.demos.readout import BigNumber, ChartSpec, Series, fmt_rate
 from services.engines.endpoints import EngineRecord
 from services.tune import jobs as tune_jobs
 from services.tune.spec import TuneSpec

@@ -8,29 +8,16 @@ answers that parse and validate against the schema, TTFT, and decode tokens/s.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from services.core import json_schema
-from services.demos.base import (
-    BigNumber,
-    ChartSpec,
-    Conclusion,
-    OptionSpec,
-    Scenario,
-    Series,
-    StepOutcome,
-    StepPlan,
-    change,
-    engine_data,
-    fmt_pct,
-    fmt_rate,
-    fmt_s,
-    median,
-)
-from services.demos.common import first_error
+from services.demos import common
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
 from services.demos.context import DemoContext, Sent
+from services.demos.readout import BigNumber, ChartSpec, change, fmt_pct, fmt_rate, fmt_s, median
 from services.engines.endpoints import EngineRecord
 
 SCHEMA: dict[str, Any] = {
@@ -79,7 +66,7 @@ def judge(sent: Sequence[Sent]) -> dict[str, Any]:
         "ttft_s": median(s.result.ttft_s for s in answered),
         "decode_tok_s": median(s.decode_tok_s for s in answered),
         "example": answered[0].result.text[:300] if answered else None,
-        "error": first_error(sent),
+        "error": common.first_error(sent),
     }
 
 
@@ -146,6 +133,16 @@ def verdict_sentence(name: str, v: dict[str, Any], requests: int) -> str:
     return f"{name}: the schema was not enforced: {constrained}/{requests} valid with it, {free}/{requests} without{cost}."
 
 
+def _step_sentence(name: str, v: dict[str, Any]) -> str:
+    if v["answered"] == 0:
+        return f"{name}: no answer ({v.get('error')})."
+    why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
+    return (
+        f"{name}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
+        f"{fmt_rate(v['decode_tok_s'])}."
+    )
+
+
 class StructuredOutput(Scenario):
     name = "structured-output"
     title = "Structured output"
@@ -185,17 +182,9 @@ class StructuredOutput(Scenario):
         ]
 
     def _run(self, ctx: DemoContext, options: dict[str, Any], *, constrained: bool) -> StepOutcome:
-        results: dict[str, dict[str, Any]] = {}
-        outcome = StepOutcome()
-        for engine in ctx.engines:
+        def measure(engine: EngineRecord) -> dict[str, Any]:
             if not constrained:
-                ctx.send(
-                    engine,
-                    [ctx.chat_request(engine, [{"role": "user", "content": "Hi"}], max_tokens=2)],
-                    concurrency=1,
-                    labels={"phase": "warm-up"},
-                    warmup=True,
-                )
+                common.warm_up(ctx, engine)
             requests = []
             for city in CITIES[: options["requests"]]:
                 prompt = (
@@ -212,67 +201,42 @@ class StructuredOutput(Scenario):
                 )
             # One at a time: TTFT then measures the engine, not a queue of our own requests.
             sent = ctx.send(engine, requests, concurrency=1, labels={"constrained": constrained})
-            results[engine.name] = judge(sent)
-            outcome = self._outcome(ctx, results, constrained)
-            ctx.publish(outcome)
-        return outcome
+            return judge(sent)
+
+        return common.each_engine(ctx, measure, lambda results: self._outcome(ctx, results, constrained))
 
     def _outcome(
         self, ctx: DemoContext, results: dict[str, dict[str, Any]], constrained: bool
     ) -> StepOutcome:
-        names = list(results)
-        free = engine_data(ctx.steps, "free").get("engines") or {} if constrained else {}
-        series = []
-        if constrained:
-            series.append(
-                Series(
-                    "prompt only",
-                    names,
-                    [(free.get(n) or {}).get("valid_rate") for n in names],
-                    [fmt_pct((free.get(n) or {}).get("valid_rate"), False) for n in names],
-                )
-            )
-        series.append(
-            Series(
-                "schema enforced" if constrained else "prompt only",
-                names,
-                [results[n]["valid_rate"] for n in names],
-                [fmt_pct(results[n]["valid_rate"], False) for n in names],
-            )
+        names, share = list(results), functools.partial(fmt_pct, signed=False)
+        free = common.step_engines(ctx.steps, "free")
+        series = (
+            [common.engine_series("prompt only", free, "valid_rate", share, names)]
+            if constrained
+            else []
         )
+        label = "schema enforced" if constrained else "prompt only"
+        series.append(common.engine_series(label, results, "valid_rate", share))
         chart = ChartSpec(
             title="Answers that validate against the schema",
             x_title="engine",
             y_title="schema-valid share",
             series=series,
         )
-        numbers, parts = [], []
-        for n, v in results.items():
-            numbers.append(
-                BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"])
+        numbers = [
+            number
+            for n, v in results.items()
+            for number in (
+                BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"]),
+                BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]),
             )
-            numbers.append(BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]))
-            if v["answered"] == 0:
-                parts.append(f"{n}: no answer ({v.get('error')}).")
-                continue
-            why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
-            parts.append(
-                f"{n}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
-                f"{fmt_rate(v['decode_tok_s'])}."
-            )
-        errors = [f"{n}: {v['error']}" for n, v in results.items() if v.get("error")]
-        return StepOutcome(numbers, chart, " ".join(parts), {"engines": results}, errors)
+        ]
+        return common.engines_outcome(numbers, chart, results, _step_sentence)
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
-        free = engine_data(steps, "free").get("engines") or {}
-        constrained = engine_data(steps, "constrained").get("engines") or {}
-        verdicts = {
-            n: engine_verdict(free.get(n), constrained.get(n))
-            for n in engines
-            if n in free or n in constrained
-        }
+        verdicts = common.paired_verdicts(steps, engines, ("free", "constrained"), engine_verdict)
         lines = [verdict_sentence(n, v, options["requests"]) for n, v in verdicts.items()]
         enforced = [n for n, v in verdicts.items() if v["verdict"] == "enforced"]
         if enforced and len(enforced) == len(verdicts):

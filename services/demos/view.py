@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Literal
 
 from services.demos import scenarios
-from services.demos.base import BigNumber, Scenario
+from services.demos.base import Scenario
 from services.demos.charts import step_figure
+from services.demos.readout import BigNumber
 from services.demos.records import DemoView
 from services.demos.runner import (
     StepView,

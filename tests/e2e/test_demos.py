@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services.demos.base import fmt_s
+from services.demos.readout import fmt_s
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.demos.base import ChartSpec, Series
 from services.demos.charts import figure_from_spec
+from services.demos.readout import ChartSpec, Series
 
 
 def _turns(*ttfts: tuple[str, list[float | None]]) -> ChartSpec:

@@ -186,8 +186,8 @@ def test_bad_stored_scenario_ends_failed_not_running(db_url: str) -> None:
 
 def test_two_lines_at_the_same_value_put_their_labels_apart() -> None:
     """Issue 19: overlapping value labels in demo charts (both engines at 0.80 s on turn 1)."""
-    from services.demos.base import ChartSpec, Series
     from services.demos.charts import figure_from_spec
+    from services.demos.readout import ChartSpec, Series
 
     spec = ChartSpec(
         title="TTFT per chat turn",

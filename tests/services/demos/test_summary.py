@@ -10,7 +10,7 @@ import pytest
 from db.models import Run
 from db.session import session_scope
 from services.demos import runner
-from services.demos.base import fmt_s
+from services.demos.readout import fmt_s
 from services.demos.records import step_view
 from services.demos.summary import DemoSummary
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.demos import view
-from services.demos.base import BigNumber
+from services.demos.readout import BigNumber
 
 
 def test_no_change_is_drawn_grey_whatever_the_number_asks() -> None:
