@@ -22,6 +22,7 @@ from pathlib import Path
 
 from services.core import ids
 from services.core.errors import ValidationError
+from services.core.lifecycle import RunStatus
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -129,7 +130,7 @@ def _handle(args: argparse.Namespace) -> int:
             Path(args.json).expanduser().write_text(text + "\n", encoding="utf-8")
     if args.json != "-":
         _print_text(view)
-    if view.status == "finished":
+    if view.status == RunStatus.FINISHED:
         return 0
     reason = view.error or "some requests failed (see the errors above)"
     print(f"error: parity run #{view.run_id} {view.status}: {reason}", file=sys.stderr)

@@ -23,6 +23,7 @@ from services import importers, reports, runs
 from services.core import ids
 from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
+from services.core.lifecycle import RunKind
 from services.reports import streamed as exports
 from services.runs import display
 from services.runs.tables import comparison_table
@@ -187,7 +188,7 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     detail = runs.get_run(args.run)
     comparison = runs.comparison_of_run(detail)
-    answers = display.answers_of(detail) if detail.kind == "playground" else None
+    answers = display.answers_of(detail) if detail.kind == RunKind.PLAYGROUND else None
     if args.json:
         payload = asdict(detail)
         if comparison is not None:

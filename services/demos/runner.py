@@ -122,7 +122,7 @@ def start_demo(
             kind=RUN_KIND,
             requested_by=requested_by,
             name=scenario.name,
-            status="pending",
+            status=RunStatus.PENDING,
             config=config,
             summary={"scenario": scenario.name, "title": scenario.title, "steps": [], "awaiting": None},
             engines=[_snapshot(e) for e in engines],

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from services.core.errors import ValidationError
+from services.core.lifecycle import RunStatus
 from services.core.measure import thinking_reported
 from services.importers.common import (
     ImportedRun,
@@ -383,7 +384,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             summary={"engines": {engine: numbers}, "sweep": []},
             engines=[engine_snapshot(engine, LABEL, model=model, base_url=str(url) if url else None)],
             model=model,
-            status="finished_with_errors" if failed else "finished",
+            status=RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED,
             created_at=started or finished,
             started_at=started,
             finished_at=finished,

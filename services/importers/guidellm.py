@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from services.core.lifecycle import RunStatus
 from services.core.measure import thinking_reported
 from services.importers.common import (
     ImportedRun,
@@ -265,7 +266,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             summary={"engines": {engine: headline}, "sweep": steps if many else []},
             engines=[engine_snapshot(engine, LABEL, model=model, base_url=target)],
             model=model,
-            status="finished_with_errors" if failed else "finished",
+            status=RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED,
             created_at=started,
             started_at=started,
             finished_at=finished,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.lifecycle import RunStatus
 from services.core.measure import tpot
 from services.importers.common import (
     ImportedRun,
@@ -139,7 +140,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             engines=[engine_snapshot(engine, LABEL, model=model, backend=first.get("backend"))],
             model=model,
             workload=str(first["dataset_name"]) if first.get("dataset_name") else None,
-            status="finished_with_errors" if failed else "finished",
+            status=RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED,
             requests=rows,
         )
     ]

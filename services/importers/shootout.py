@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from services.core.errors import ValidationError
+from services.core.lifecycle import ACTIVE_STATUSES, RunStatus
 from services.importers import reading
 from services.importers.common import REQUEST_FIELDS, ImportedRun, SourceFile, parse_timestamp
 
@@ -128,9 +129,9 @@ def _run(
     }
     kind = str(run.get("kind") or "import")
     status = str(run.get("status") or "finished")
-    if status in ("pending", "running"):
+    if status in ACTIVE_STATUSES:
         # Exported mid-run: no worker will ever finish it here.
-        status = "interrupted"
+        status = RunStatus.INTERRUPTED
     return ImportedRun(
         tool=TOOL,
         name=str(run.get("name") or ""),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.core.lifecycle import RunStatus
 from services.core.measure import tpot
 from services.importers.common import (
     ImportedRun,
@@ -258,7 +259,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
             ],
             model=model,
             workload=str(metadata["dataset_name"]) if "dataset_name" in metadata else None,
-            status="finished_with_errors" if failed else "finished",
+            status=RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED,
             created_at=created,
             finished_at=created,
             requests=rows,

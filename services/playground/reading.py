@@ -14,7 +14,7 @@ from services.client import ChatRequest, as_curl, as_openai_python
 from services.core import lifecycle, stored_json
 from services.core.errors import NotFoundError
 from services.core.json_schema import SchemaCheck
-from services.core.lifecycle import RunStatus, is_stale
+from services.core.lifecycle import RunKind, RunStatus, is_stale
 from services.core.measure import EngineTimes, cached_tokens, time_split, token_count
 from services.engines import endpoints
 from services.playground.params import params_from_dict
@@ -40,7 +40,7 @@ def get_exchange(run_id: int) -> ExchangeView:
     """One exchange with each engine's answer and measurements so far."""
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.kind != "playground":
+        if run is None or run.kind != RunKind.PLAYGROUND:
             raise NotFoundError(f"Playground exchange {run_id} not found.")
         _mark_interrupted(session, run)
         rows = session.scalars(
@@ -149,7 +149,7 @@ def history(limit: int = 20) -> list[HistoryItem]:
     """The latest playground exchanges, newest first."""
     with session_scope() as session:
         runs = session.scalars(
-            select(Run).where(Run.kind == "playground").order_by(Run.id.desc()).limit(limit)
+            select(Run).where(Run.kind == RunKind.PLAYGROUND).order_by(Run.id.desc()).limit(limit)
         ).all()
         return [
             HistoryItem(

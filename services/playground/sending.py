@@ -14,6 +14,7 @@ from db.session import session_scope
 from services.client import ChatRequest, build_body
 from services.core import blind, ids
 from services.core.errors import NotFoundError, ValidationError
+from services.core.lifecycle import RunKind, RunStatus
 from services.engines import SamplingParams, endpoints
 from services.playground import pool, worker
 from services.playground.checks import validate
@@ -63,10 +64,10 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
     streams: list[Stream] = []
     with limits.admitted("playground", viewer) as requested_by, session_scope() as session:
         run = Run(
-            kind="playground",
+            kind=RunKind.PLAYGROUND,
             requested_by=requested_by,
             name=request.prompt.strip().splitlines()[0][:120],
-            status="running",
+            status=RunStatus.RUNNING,
             config={
                 "conversation_id": conversation_id,
                 "turn": turn,
@@ -200,7 +201,7 @@ def reopen(run_id: int) -> SendRequest:
     """The request of a stored exchange (to fill the form again or send it again)."""
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.kind != "playground":
+        if run is None or run.kind != RunKind.PLAYGROUND:
             raise NotFoundError(f"Playground exchange {run_id} not found.")
         config = dict(run.config)
     return SendRequest(

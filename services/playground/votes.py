@@ -35,6 +35,7 @@ from db.session import session_scope
 from services.core import blind
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
+from services.core.lifecycle import RunKind
 from services.team.access import PermissionDenied
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def vote(
 
 def _blind_exchange(session: Session, run_id: int) -> Run:
     run = session.get(Run, run_id)
-    if run is None or run.kind != "playground":
+    if run is None or run.kind != RunKind.PLAYGROUND:
         raise NotFoundError(f"Playground exchange {run_id} not found.")
     return run
 

@@ -16,6 +16,7 @@ from services.bench.comparability import weights
 from services.bench.time_split import part_note, shown
 from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
+from services.core.lifecycle import RunKind
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
@@ -193,7 +194,7 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
     for metric, name in QUALITY_METRICS.items():
         add(metric, None, name, "%", True, [s.rates.get(metric) for s in series])
     # A benchmark without a price keeps its cost row, reading "not priced" (never $0 or blank).
-    benchmarks = any(s.kind == "benchmark" for s in series)
+    benchmarks = any(s.kind == RunKind.BENCHMARK for s in series)
     for metric, name in COST_METRICS.items():
         keep = benchmarks and metric == "usd_per_1m_output"
         add(metric, None, name, "$", False, [s.rates.get(metric) for s in series], keep)

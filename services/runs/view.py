@@ -21,6 +21,7 @@ import pandas as pd
 from services.bench import selfcheck
 from services.bench.caveats import Caveats, run_caveats
 from services.core import blind
+from services.core.lifecycle import RunKind
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.importers import formats as import_formats
@@ -385,8 +386,10 @@ def run_page_view(run_id: int) -> RunPageView:
     detail = run.detail
     summary = detail.summary
     others = [i for i in detail.repeat_ids if i != detail.id]
-    demo = DemoSummary.from_json(summary).conclusion if detail.kind == "demo" else None
-    parity = ParitySummary.from_json(summary).conclusion_headline if detail.kind == "parity" else None
+    demo = DemoSummary.from_json(summary).conclusion if detail.kind == RunKind.DEMO else None
+    parity = (
+        ParitySummary.from_json(summary).conclusion_headline if detail.kind == RunKind.PARITY else None
+    )
     return RunPageView(
         run=run,
         title=f"Run #{detail.id}: {md_line(detail.name or detail.kind)}",

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
 from services.core.errors import NotFoundError
+from services.core.lifecycle import RunKind
 from services.playground import votes as playground_votes
 
 
@@ -46,7 +47,7 @@ def exchange_tally(run_id: int, session_id: int | None = None) -> ExchangeTally:
     demo session `session_id`, when given)."""
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.kind != "playground":
+        if run is None or run.kind != RunKind.PLAYGROUND:
             raise NotFoundError(f"Playground exchange {run_id} not found.")
         config = run.config or {}
         engines = list(

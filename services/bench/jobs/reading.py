@@ -16,7 +16,7 @@ from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
 from services.core.errors import NotFoundError
-from services.core.lifecycle import ACTIVE_STATUSES
+from services.core.lifecycle import ACTIVE_STATUSES, RunStatus
 from services.core.run_kinds import notice_gone_workers
 
 
@@ -44,7 +44,7 @@ class BenchRunView:
         # Cancelled but not yet finished: the worker is still writing what ran (its summary
         # and tables); the page keeps polling instead of showing charts without tables.
         return self.status in ACTIVE_STATUSES or (
-            self.status == "cancelled" and self.finished_at is None
+            self.status == RunStatus.CANCELLED and self.finished_at is None
         )
 
 

@@ -11,7 +11,7 @@ from db.session import session_scope
 from services.bench import limits as bench_limits
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import workload_label
-from services.core.lifecycle import RunKind, request_cancel
+from services.core.lifecycle import RunKind, RunStatus, request_cancel
 from services.core.processes import launch_run_worker
 from services.engines.endpoints import get_engine
 from services.engines.reported import reported_settings
@@ -46,7 +46,7 @@ def create_run(spec: BenchSpec, requested_by: str | None = None) -> int:
         run = Run(
             kind=KIND,
             name=spec.label[:300],
-            status="pending",
+            status=RunStatus.PENDING,
             config=spec.to_dict(),
             summary={},
             engines=engines,

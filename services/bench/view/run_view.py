@@ -35,6 +35,7 @@ from services.bench.view.tables import (
 )
 from services.core import ids
 from services.core.errors import ValidationError
+from services.core.lifecycle import RunStatus
 from services.core.safe_text import md_line
 from services.engines import get_adapter
 from services.telemetry.energy.records import NOT_MEASURED
@@ -94,7 +95,9 @@ class RunView:
     @property
     def status_markdown(self) -> str:
         partial = (
-            " (partial results: what ran before the cancel)" if self.run.status == "cancelled" else ""
+            " (partial results: what ran before the cancel)"
+            if self.run.status == RunStatus.CANCELLED
+            else ""
         )
         return f"Status: {md_line(self.run.status.replace('_', ' '))}{partial}"
 

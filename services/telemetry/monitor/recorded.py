@@ -9,6 +9,7 @@ from sqlalchemy import exists, func, or_, select
 
 from db.models import Run, Sample
 from db.session import session_scope
+from services.core.lifecycle import RunKind
 from services.telemetry.monitor.charts import build_charts, series_from_window
 from services.telemetry.monitor.records import MonitorView, RecordingRun, SourceStatus
 from services.telemetry.query import load_window, run_telemetry
@@ -155,7 +156,7 @@ def recording_runs(limit: int = 30) -> list[RecordingRun]:
     with session_scope() as session:
         rows = session.execute(
             select(Run.id, Run.name, Run.status, Run.started_at, Run.engine_names, Run.kind)
-            .where(or_(Run.kind == "recording", recorded))
+            .where(or_(Run.kind == RunKind.RECORDING, recorded))
             .order_by(Run.id.desc())
             .limit(limit)
         ).all()

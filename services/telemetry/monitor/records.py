@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.core.lifecycle import RunKind
 from services.telemetry.gpu import GpuState
 from services.telemetry.monitor.charts import Chart
 from services.telemetry.recorder import RecorderInfo
@@ -53,5 +54,5 @@ class RecordingRun:
     @property
     def title(self) -> str:
         """How the replay list names it: a benchmark's recording says it is one."""
-        what = "" if self.kind == "recording" else f"{self.kind}, "
+        what = "" if self.kind == RunKind.RECORDING else f"{self.kind}, "
         return f"#{self.run_id} {self.name} ({what}{self.status}; {self.engine_names or 'GPUs only'})"
