@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     is_gguf_repo,
     is_hf_repo,
     is_local_file,
@@ -78,7 +77,7 @@ def _source(o: LaunchOptions) -> _GgufSource:
     )
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     # -c is shared by the slots: each slot gets c / np tokens.
     def args(host: str) -> list[str | None]:
         return [
@@ -113,20 +112,18 @@ def build(o: LaunchOptions) -> LaunchCommand:
         notes.append(
             "llama.cpp splits layers across all visible GPUs (-sm layer); it has no tensor parallelism."
         )
-    return LaunchCommand(
-        "llamacpp",
-        "llama.cpp",
-        plain,
-        docker,
-        base_url(o),
-        "llamacpp",
-        o.served_model_name or o.model,
-        "--metrics turns on /metrics (else HTTP 501); --slots keeps /slots.",
-        notes,
-        "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
-    )
+    return Launched(plain, docker, notes)
 
 
 LAUNCH = KindLaunch(
-    "llamacpp", "llama.cpp", 8080, IMAGE, build, order=40, docker_head=HEAD, cpu_image=CPU_IMAGE
+    "llamacpp",
+    "llama.cpp",
+    8080,
+    IMAGE,
+    build,
+    order=40,
+    metrics="--metrics turns on /metrics (else HTTP 501); --slots keeps /slots.",
+    source="https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
+    docker_head=HEAD,
+    cpu_image=CPU_IMAGE,
 )

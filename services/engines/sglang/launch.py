@@ -5,10 +5,9 @@ from __future__ import annotations
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     lines,
     port_of,
     publish,
@@ -19,7 +18,7 @@ IMAGE = "lmsysorg/sglang:latest"
 HEAD = ("python3", "-m", "sglang.launch_server", "--model-path", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     def args(host: str) -> list[str | None]:
         return [
             f"--model-path {q(o.model)}",
@@ -44,20 +43,20 @@ def build(o: LaunchOptions) -> LaunchCommand:
         *args(CONTAINER_HOST),
     )
     notes = [
-        "The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled."
+        "The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled.",
+        "--mem-fraction-static is the share of GPU memory for weights plus the KV pool.",
     ]
-    return LaunchCommand(
-        "sglang",
-        "SGLang",
-        plain,
-        docker,
-        base_url(o),
-        "sglang",
-        o.served_model_name or o.model,
-        "--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
-        notes + ["--mem-fraction-static is the share of GPU memory for weights plus the KV pool."],
-        "https://docs.sglang.io/advanced_features/server_arguments.html",
-    )
+    return Launched(plain, docker, notes)
 
 
-LAUNCH = KindLaunch("sglang", "SGLang", 30000, IMAGE, build, order=20, docker_head=HEAD)
+LAUNCH = KindLaunch(
+    "sglang",
+    "SGLang",
+    30000,
+    IMAGE,
+    build,
+    order=20,
+    metrics="--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
+    source="https://docs.sglang.io/advanced_features/server_arguments.html",
+    docker_head=HEAD,
+)

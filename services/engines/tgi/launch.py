@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from services.engines.launching import (
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     lines,
     port_of,
     publish,
@@ -19,7 +18,7 @@ CONTAINER_PORT = 80
 HEAD = ("--model-id", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     args = [
         f"--model-id {q(o.model)}",
         arg("--num-shard", o.gpus),
@@ -39,20 +38,19 @@ def build(o: LaunchOptions) -> LaunchCommand:
         IMAGE,
         *args,
     )
-    return LaunchCommand(
-        "tgi",
-        "TGI",
-        plain,
-        docker,
-        base_url(o),
-        "tgi",
-        o.model,
-        "/metrics is always on (and on --prometheus-port, default 9000).",
-        ["TGI is in maintenance mode."],
-        "https://huggingface.co/docs/text-generation-inference/reference/launcher",
-    )
+    # TGI takes no served name: clients ask for the model.
+    return Launched(plain, docker, ["TGI is in maintenance mode."], model_name=o.model)
 
 
 LAUNCH = KindLaunch(
-    "tgi", "TGI", 8080, IMAGE, build, order=50, container_port=CONTAINER_PORT, docker_head=HEAD
+    "tgi",
+    "TGI",
+    8080,
+    IMAGE,
+    build,
+    order=50,
+    metrics="/metrics is always on (and on --prometheus-port, default 9000).",
+    source="https://huggingface.co/docs/text-generation-inference/reference/launcher",
+    container_port=CONTAINER_PORT,
+    docker_head=HEAD,
 )

@@ -5,10 +5,9 @@ from __future__ import annotations
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     lines,
     port_of,
     publish,
@@ -20,7 +19,7 @@ IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.0.0"
 HEAD = ("trtllm-serve", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     yaml_lines = [
         "enable_iter_perf_stats: true",
         "return_perf_metrics: true",
@@ -50,21 +49,21 @@ def build(o: LaunchOptions) -> LaunchCommand:
         f"trtllm-serve {q(o.model)}",
         *args(CONTAINER_HOST, "/config.yml"),
     )
-    return LaunchCommand(
-        "trtllm",
-        "TensorRT-LLM",
-        plain,
-        docker,
-        base_url(o),
-        "trtllm",
-        o.served_model_name or o.model,
-        "return_perf_metrics: true mounts Prometheus text at /prometheus/metrics.",
-        [
-            "--kv_cache_free_gpu_memory_fraction is the share of memory left AFTER weights that goes to KV cache.",
-            f"Pick a current release tag for {IMAGE.rsplit(':', 1)[0]} on NGC.",
-        ],
-        "https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/commands/serve.py",
-    )
+    notes = [
+        "--kv_cache_free_gpu_memory_fraction is the share of memory left AFTER weights that goes to KV cache.",
+        f"Pick a current release tag for {IMAGE.rsplit(':', 1)[0]} on NGC.",
+    ]
+    return Launched(plain, docker, notes)
 
 
-LAUNCH = KindLaunch("trtllm", "TensorRT-LLM", 8000, IMAGE, build, order=30, docker_head=HEAD)
+LAUNCH = KindLaunch(
+    "trtllm",
+    "TensorRT-LLM",
+    8000,
+    IMAGE,
+    build,
+    order=30,
+    metrics="return_perf_metrics: true mounts Prometheus text at /prometheus/metrics.",
+    source="https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/commands/serve.py",
+    docker_head=HEAD,
+)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     lines,
     port_of,
     publish,
@@ -19,7 +18,7 @@ IMAGE = "vllm/vllm-openai:latest"
 HEAD = ("--model", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     def args(host: str) -> list[str | None]:
         return [
             f"{arg('--host', host)} {arg('--port', port_of(o))}",
@@ -42,19 +41,19 @@ def build(o: LaunchOptions) -> LaunchCommand:
         f"--model {q(o.model)}",
         *args(CONTAINER_HOST),
     )
-    return LaunchCommand(
-        "vllm",
-        "vLLM",
-        plain,
-        docker,
-        base_url(o),
-        "vllm",
-        o.served_model_name or o.model,
-        "/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage, "
-        "--enable-per-request-metrics each request's own queue, prefill and decode times.",
-        ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."],
-        "https://docs.vllm.ai/en/latest/cli/serve.html",
-    )
+    notes = ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."]
+    return Launched(plain, docker, notes)
 
 
-LAUNCH = KindLaunch("vllm", "vLLM", 8000, IMAGE, build, order=10, docker_head=HEAD)
+LAUNCH = KindLaunch(
+    "vllm",
+    "vLLM",
+    8000,
+    IMAGE,
+    build,
+    order=10,
+    metrics="/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage, "
+    "--enable-per-request-metrics each request's own queue, prefill and decode times.",
+    source="https://docs.vllm.ai/en/latest/cli/serve.html",
+    docker_head=HEAD,
+)
