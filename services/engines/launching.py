@@ -148,8 +148,27 @@ def port_of(options: LaunchOptions) -> int:
     return options.port
 
 
-def publish(options: LaunchOptions, container_port: int) -> str:
-    return arg("-p", f"{options.bind_host}:{options.port}:{container_port}")
+def listen(options: LaunchOptions, host: str, flag: str = "--host") -> str:
+    """Where the server listens: `flag` `host` and --port."""
+    return f"{arg(flag, host)} {arg('--port', port_of(options))}"
+
+
+def publish(options: LaunchOptions, container_port: int | None = None) -> str:
+    """docker's -p: the bind host and port onto `container_port` (the same port when None)."""
+    port = port_of(options)
+    return arg("-p", f"{options.bind_host}:{port}:{container_port or port}")
+
+
+def hub_image(options: LaunchOptions, image: str, *mounts: str) -> tuple[str, ...]:
+    """What `docker run` carries between its flags and what runs in `image`, for a server that
+    downloads from the Hugging Face Hub: the Hub cache, `mounts`, the token, the published port."""
+    return (
+        "-v ~/.cache/huggingface:/root/.cache/huggingface",
+        *mounts,
+        '--env "HF_TOKEN=$HF_TOKEN"',
+        publish(options),
+        image,
+    )
 
 
 def base_url(options: LaunchOptions) -> str:

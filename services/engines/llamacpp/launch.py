@@ -16,8 +16,8 @@ from services.engines.launching import (
     is_hf_repo,
     is_local_file,
     lines,
+    listen,
     path,
-    port_of,
     publish,
 )
 
@@ -81,7 +81,7 @@ def build(o: LaunchOptions) -> Launched:
     # -c is shared by the slots: each slot gets c / np tokens.
     def args(host: str) -> list[str | None]:
         return [
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             "-ngl 999",
             arg("-np", o.parallel_slots),
             arg("-c", o.max_model_len * o.parallel_slots),
@@ -98,7 +98,7 @@ def build(o: LaunchOptions) -> Launched:
         f"-v {path(source.mount)}:/models"
         if source.mount
         else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
-        publish(o, port_of(o)),
+        publish(o),
         IMAGE,
         source.docker,
         *args(CONTAINER_HOST),

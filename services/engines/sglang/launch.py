@@ -8,9 +8,9 @@ from services.engines.launching import (
     Launched,
     LaunchOptions,
     arg,
+    hub_image,
     lines,
-    port_of,
-    publish,
+    listen,
     q,
 )
 
@@ -22,7 +22,7 @@ def build(o: LaunchOptions) -> Launched:
     def args(host: str) -> list[str | None]:
         return [
             f"--model-path {q(o.model)}",
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             arg("--tp", o.gpus),
             arg("--context-length", o.max_model_len),
             arg("--mem-fraction-static", o.gpu_memory_utilization),
@@ -35,10 +35,7 @@ def build(o: LaunchOptions) -> Launched:
     plain = lines("python -m sglang.launch_server", *args(o.bind_host))
     docker = lines(
         "docker run --gpus all --shm-size 32g --ipc=host",
-        "-v ~/.cache/huggingface:/root/.cache/huggingface",
-        '--env "HF_TOKEN=$HF_TOKEN"',
-        publish(o, port_of(o)),
-        IMAGE,
+        *hub_image(o, IMAGE),
         "python3 -m sglang.launch_server",
         *args(CONTAINER_HOST),
     )

@@ -8,7 +8,7 @@ from services.engines.launching import (
     LaunchOptions,
     arg,
     lines,
-    port_of,
+    listen,
     publish,
     q,
 )
@@ -27,8 +27,7 @@ def build(o: LaunchOptions) -> Launched:
         arg("--cuda-memory-fraction", o.gpu_memory_utilization),
     ]
     env = "" if o.prefix_caching else "PREFIX_CACHING=0 "
-    listen = f"{arg('--hostname', o.bind_host)} {arg('--port', port_of(o))}"
-    plain = lines(f"{env}text-generation-launcher", listen, *args)
+    plain = lines(f"{env}text-generation-launcher", listen(o, o.bind_host, "--hostname"), *args)
     docker = lines(
         "docker run --gpus all --shm-size 1g",
         '-v "$PWD/data:/data"',

@@ -8,9 +8,9 @@ from services.engines.launching import (
     Launched,
     LaunchOptions,
     arg,
+    hub_image,
     lines,
-    port_of,
-    publish,
+    listen,
     q,
 )
 
@@ -30,7 +30,7 @@ def build(o: LaunchOptions) -> Launched:
 
     def args(host: str, config_path: str) -> list[str | None]:
         return [
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             "--backend pytorch",
             arg("--tp_size", o.gpus),
             arg("--max_seq_len", o.max_model_len),
@@ -41,11 +41,7 @@ def build(o: LaunchOptions) -> Launched:
     plain = config + lines(f"trtllm-serve {q(o.model)}", *args(o.bind_host, "extra-llm-api-config.yml"))
     docker = config + lines(
         "docker run --rm --gpus all --ipc=host --ulimit memlock=-1 --ulimit stack=67108864",
-        "-v ~/.cache/huggingface:/root/.cache/huggingface",
-        '-v "$PWD/extra-llm-api-config.yml:/config.yml:ro"',
-        '--env "HF_TOKEN=$HF_TOKEN"',
-        publish(o, port_of(o)),
-        IMAGE,
+        *hub_image(o, IMAGE, '-v "$PWD/extra-llm-api-config.yml:/config.yml:ro"'),
         f"trtllm-serve {q(o.model)}",
         *args(CONTAINER_HOST, "/config.yml"),
     )

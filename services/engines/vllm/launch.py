@@ -8,9 +8,9 @@ from services.engines.launching import (
     Launched,
     LaunchOptions,
     arg,
+    hub_image,
     lines,
-    port_of,
-    publish,
+    listen,
     q,
 )
 
@@ -21,7 +21,7 @@ HEAD = ("--model", "{model}")
 def build(o: LaunchOptions) -> Launched:
     def args(host: str) -> list[str | None]:
         return [
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             arg("--tensor-parallel-size", o.gpus),
             arg("--max-model-len", o.max_model_len),
             arg("--gpu-memory-utilization", o.gpu_memory_utilization),
@@ -34,10 +34,7 @@ def build(o: LaunchOptions) -> Launched:
     plain = lines(f"vllm serve {q(o.model)}", *args(o.bind_host))
     docker = lines(
         "docker run --gpus all --ipc=host",
-        "-v ~/.cache/huggingface:/root/.cache/huggingface",
-        '--env "HF_TOKEN=$HF_TOKEN"',
-        publish(o, port_of(o)),
-        IMAGE,
+        *hub_image(o, IMAGE),
         f"--model {q(o.model)}",
         *args(CONTAINER_HOST),
     )
