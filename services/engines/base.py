@@ -48,6 +48,21 @@ class ProbeEvidence:
     def get(self, path: str) -> HttpAnswer:
         return self.answers.get(path) or HttpAnswer(status=None, error="not probed")
 
+    def value(self, path: str, *keys: str) -> Any:
+        """The JSON answer to `path`, followed down `keys` through objects; None where a step
+        is missing or not an object."""
+        value = self.get(path).json
+        for key in keys:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(key)
+        return value
+
+    def says(self, path: str, text: str) -> bool:
+        """Whether `path` answered with success and `text` in its body."""
+        answer = self.get(path)
+        return answer.ok and text in (answer.text or "")
+
     def owned_by(self) -> str | None:
         body = self.get("/v1/models").json
         if isinstance(body, dict) and isinstance(body.get("data"), list) and body["data"]:
@@ -82,6 +97,11 @@ class SamplingParams:
 
 #: What each adapter reads from its metrics: a signal name to its sources, best first.
 TelemetrySignals = Mapping[str, tuple[Any, ...]]
+#: What an answer carried, for `EngineAdapter.engine_times`: the stream's non-OpenAI top-level
+#: fields (the last value of each), its usage, and the response headers (lower-case names).
+Fields = Mapping[str, Any]
+Usage = Mapping[str, Any]
+Headers = Mapping[bytes, bytes]
 
 
 class EngineAdapter:
@@ -116,15 +136,9 @@ class EngineAdapter:
     #: Server flags it needs to report them (the local engines start with them).
     engine_times_flags: ClassVar[tuple[str, ...]] = ()
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
-        """This engine's own times for one request, from what its answer carried: `fields`,
-        the stream's non-OpenAI top-level fields (the last value of each), `usage`, and the
-        response headers (lower-case names). None: it reported none."""
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
+        """This engine's own times for one request, from what its answer carried (`Fields`,
+        `Usage`, `Headers`). None: it reported none."""
         return None
 
     #: How the client talks to it (services.client): OpenAI chat unless the kind says otherwise.
@@ -132,9 +146,14 @@ class EngineAdapter:
     #: The path that answers 200 once it serves (the probe's health).
     health_path: ClassVar[str] = "/health"
 
+    #: The `owned_by` of its /v1/models entries, where that names it.
+    owned_by: ClassVar[str | None] = None
+    #: Where its version is, tried in order: (path, key) of a JSON object the probe got.
+    version_at: ClassVar[tuple[tuple[str, str], ...]] = (("/version", "version"),)
+
     def detect(self, evidence: ProbeEvidence) -> bool:
-        """True when the evidence shows this kind of engine."""
-        return False
+        """True when the evidence shows this kind of engine (by default: its `owned_by`)."""
+        return self.owned_by is not None and evidence.owned_by() == self.owned_by
 
     def describe(self, evidence: ProbeEvidence) -> str:
         """The label of this server as probed (a kind may add what it serves with)."""
@@ -164,9 +183,10 @@ class EngineAdapter:
         return self.telemetry_signals
 
     def version(self, evidence: ProbeEvidence) -> str | None:
-        body = evidence.get("/version").json
-        if isinstance(body, dict) and body.get("version"):
-            return str(body["version"])
+        for path, key in self.version_at:
+            value = evidence.value(path, key)
+            if value:
+                return str(value)
         return None
 
     def context_length(self, evidence: ProbeEvidence) -> int | None:

@@ -13,12 +13,11 @@ exist only when it tokenizes itself, in front of gRPC workers (smg's docs: "gRPC
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from services.core.measure import EngineTimes
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, Fields, Headers, ProbeEvidence, TelemetrySignals, Usage
 from services.engines.normalise import (
     CounterRate,
     Gauge,
@@ -51,12 +50,7 @@ class RouterAdapter(EngineAdapter):
         "the router's own time is in the rest"
     )
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
         # The router forwards the worker's bytes: its times are the worker's, in its shape,
         # marked as such (the router's own time is in the rest).
         for worker in ("vllm", "llamacpp"):
@@ -94,9 +88,5 @@ class RouterAdapter(EngineAdapter):
         return bool(evidence.header("x-smg-error-code")) or self.version(evidence) is not None
 
     def version(self, evidence: ProbeEvidence) -> str | None:
-        body = evidence.get("/get_loads").json
-        if isinstance(body, dict):
-            value = str(body.get("version") or "")
-            if value.startswith(SMG_VERSION_PREFIX):
-                return value.removeprefix(SMG_VERSION_PREFIX)
-        return None
+        value = str(evidence.value("/get_loads", "version") or "")
+        return value.removeprefix(SMG_VERSION_PREFIX) if value.startswith(SMG_VERSION_PREFIX) else None

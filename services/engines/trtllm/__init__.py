@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, TelemetrySignals
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -24,6 +24,7 @@ class TrtllmServeAdapter(EngineAdapter):
     kind = "trtllm"
     label = "TensorRT-LLM (trtllm-serve)"
     priority = 50
+    owned_by = "tensorrt_llm"
     metrics_path = "/prometheus/metrics"
     metrics_format = "prometheus"
     supports_top_k = True
@@ -151,6 +152,3 @@ class TrtllmServeAdapter(EngineAdapter):
             if key in state:
                 families.add(f"trtllm_json:{name}_total", state[key])
         return families
-
-    def detect(self, evidence: ProbeEvidence) -> bool:
-        return evidence.owned_by() == "tensorrt_llm"
