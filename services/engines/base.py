@@ -80,6 +80,10 @@ class ProbeEvidence:
         return ""
 
 
+#: The sampling options beyond OpenAI's, sent in `extra_body` to the kinds that take them.
+EXTRAS = ("top_k", "min_tokens", "ignore_eos")
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """Parameters shared by every engine in a comparison; None means "engine default"."""
@@ -93,6 +97,13 @@ class SamplingParams:
     top_k: int | None = None
     min_tokens: int | None = None
     ignore_eos: bool = False
+
+    def extras(self) -> dict[str, Any]:
+        """The `EXTRAS` it asks for, with their values (ignore_eos only when True)."""
+        values = {name: getattr(self, name) for name in EXTRAS}
+        return {
+            name: value for name, value in values.items() if value is not None and value is not False
+        }
 
 
 #: What each adapter reads from its metrics: a signal name to its sources, best first.
@@ -113,9 +124,8 @@ class EngineAdapter:
     priority: ClassVar[int] = 0
     metrics_path: ClassVar[str | None] = None
     metrics_format: ClassVar[MetricsFormat] = "none"
-    supports_top_k: ClassVar[bool] = False
-    supports_min_tokens: ClassVar[bool] = False
-    supports_ignore_eos: ClassVar[bool] = False
+    #: Which of `EXTRAS` it takes.
+    takes_extras: ClassVar[frozenset[str]] = frozenset()
     supports_n: ClassVar[bool] = True
     #: Where the engine reports cached prompt tokens, in words for the UI.
     cached_tokens_source: ClassVar[str] = "usage.prompt_tokens_details.cached_tokens"
@@ -207,24 +217,11 @@ class EngineAdapter:
 
     def request_extras(self, params: SamplingParams) -> dict[str, Any]:
         """Non-OpenAI fields for `extra_body`; silently drops what the kind does not take."""
-        extras: dict[str, Any] = {}
-        if params.top_k is not None and self.supports_top_k:
-            extras["top_k"] = params.top_k
-        if params.min_tokens is not None and self.supports_min_tokens:
-            extras["min_tokens"] = params.min_tokens
-        if params.ignore_eos and self.supports_ignore_eos:
-            extras["ignore_eos"] = True
-        return extras
+        return {name: value for name, value in params.extras().items() if name in self.takes_extras}
 
     def unsupported(self, params: SamplingParams) -> list[str]:
         """Names of requested options this kind ignores (said in the UI and reports)."""
-        missing = []
-        if params.top_k is not None and not self.supports_top_k:
-            missing.append("top_k")
-        if params.min_tokens is not None and not self.supports_min_tokens:
-            missing.append("min_tokens")
-        if params.ignore_eos and not self.supports_ignore_eos:
-            missing.append("ignore_eos")
+        missing = [name for name in params.extras() if name not in self.takes_extras]
         if params.n > 1 and not self.supports_n:
             missing.append("n")
         return missing

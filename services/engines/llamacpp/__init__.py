@@ -26,10 +26,9 @@ class LlamaCppAdapter(EngineAdapter):
     version_at = (("/props", "build_info"),)
     metrics_path = "/metrics"
     metrics_format = "prometheus"
-    supports_top_k = True
-    # A fair comparison needs the exact output length: llama.cpp stops at max_tokens when told
-    # to ignore the end-of-sequence token.
-    supports_ignore_eos = True
+    # ignore_eos: a fair comparison needs the exact output length, and llama.cpp stops at
+    # max_tokens when told to ignore the end-of-sequence token.
+    takes_extras = frozenset({"top_k", "ignore_eos"})
     cached_tokens_source = "timings.cache_n (and usage.prompt_tokens_details.cached_tokens)"
     metrics_hint = "Start llama-server with --metrics (else /metrics answers 501); --slots for /slots."
     metric_markers = ("llamacpp:",)

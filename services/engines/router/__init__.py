@@ -60,9 +60,7 @@ class RouterAdapter(EngineAdapter):
         return None
 
     # What a request may carry depends on the worker it lands on; the router passes the body on.
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metric_markers = ("smg_router_", "smg_worker_")
     telemetry_signals: ClassVar[TelemetrySignals] = {
         "requests_running": (Gauge(metric("smg_worker_requests_active")),),

@@ -25,9 +25,7 @@ class SglangAdapter(EngineAdapter):
     version_at = (("/server_info", "version"), ("/version", "version"))
     metrics_path = "/metrics"
     metrics_format = "prometheus"
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = "Start with --enable-metrics (else /metrics answers 404)."
     # http_server.py: POST /v1/tokenize (and a hidden /tokenize), TokenizeRequest {model, prompt,
     # add_special_tokens} -> {tokens, count, max_model_len}; older releases answer 404 and the

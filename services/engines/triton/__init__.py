@@ -121,7 +121,7 @@ class TritonAdapter(EngineAdapter):
     metrics_path = "/metrics"  # on the metrics port: set the engine's metrics URL
     metrics_format = "prometheus"
     supports_n = False
-    supports_ignore_eos = True
+    takes_extras = frozenset({"ignore_eos"})
     reports_logprobs = False
     reports_top_logprobs = False
     metrics_hint = "Metrics are on port 8002 (--allow-metrics, --metrics-port); set the metrics URL."

@@ -27,9 +27,7 @@ class TrtllmServeAdapter(EngineAdapter):
     owned_by = "tensorrt_llm"
     metrics_path = "/prometheus/metrics"
     metrics_format = "prometheus"
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = (
         "Set `return_perf_metrics: true` and `enable_iter_perf_stats: true` in the "
         "--extra_llm_api_options YAML; Prometheus text is at /prometheus/metrics."

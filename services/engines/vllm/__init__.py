@@ -26,9 +26,7 @@ class VllmAdapter(EngineAdapter):
     owned_by = "vllm"
     metrics_path = "/metrics"
     metrics_format = "prometheus"
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = (
         "/metrics is always on. Add --enable-prompt-tokens-details for per-request cached tokens."
     )
