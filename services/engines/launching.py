@@ -189,6 +189,12 @@ def is_hf_repo(model: str) -> bool:
     return bool(_HF_REPO.fullmatch(model))
 
 
+def tagged_repo(options: LaunchOptions) -> str:
+    """The GGUF repository with the plan's quantisation as its tag, unless it names one."""
+    model, quant = options.model, options.gguf_quant
+    return model if ":" in model or not quant else f"{model}:{quant}"
+
+
 # -- the registry -----------------------------------------------------------------------------
 
 

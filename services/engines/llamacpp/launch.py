@@ -19,6 +19,7 @@ from services.engines.launching import (
     listen,
     path,
     publish,
+    tagged_repo,
 )
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
@@ -57,8 +58,7 @@ def _source(o: LaunchOptions) -> _GgufSource:
     if is_local_file(o.model):
         return _file_source(o.model)
     if is_gguf_repo(o.model):
-        repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
-        return _GgufSource(arg("-hf", repo), arg("-hf", repo), None)
+        return _GgufSource(arg("-hf", tagged_repo(o)), arg("-hf", tagged_repo(o)), None)
     # llama.cpp loads GGUF only: `-hf` on a safetensors checkpoint fails after the download starts.
     placeholder = _gguf_placeholder(o)
     what = (

@@ -13,6 +13,7 @@ from services.engines.launching import (
     lines,
     publish,
     q,
+    tagged_repo,
 )
 
 IMAGE = "ollama/ollama"
@@ -22,8 +23,8 @@ CONTAINER_PORT = 11434
 def _model(o: LaunchOptions) -> tuple[str, str | None]:
     """The name `ollama pull` takes, and a note when the planned model is not one."""
     if is_gguf_repo(o.model) and not o.model.startswith("hf.co/"):
-        repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
-        return "hf.co/" + repo, None  # Ollama pulls GGUF repositories from the Hub under hf.co/
+        # Ollama pulls GGUF repositories from the Hub under hf.co/
+        return "hf.co/" + tagged_repo(o), None
     if is_local_file(o.model):
         return o.model, (
             f"{o.model} is a file: Ollama imports one with a Modelfile (FROM {o.model}) and "
