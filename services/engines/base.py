@@ -123,7 +123,6 @@ class EngineAdapter:
     #: Higher runs first when several adapters could claim the same evidence.
     priority: ClassVar[int] = 0
     metrics_path: ClassVar[str | None] = None
-    metrics_format: ClassVar[MetricsFormat] = "none"
     #: Which of `EXTRAS` it takes.
     takes_extras: ClassVar[frozenset[str]] = frozenset()
     supports_n: ClassVar[bool] = True
@@ -263,6 +262,11 @@ class EngineAdapter:
     telemetry_signals: ClassVar[TelemetrySignals] = {}
     #: A JSON metrics endpoint used when `metrics_path` is missing (trtllm-serve).
     json_metrics_path: ClassVar[str | None] = None
+
+    @property
+    def metrics_format(self) -> MetricsFormat:
+        """Prometheus text wherever it has a `metrics_path` (a JSON one is `json_metrics_path`)."""
+        return "prometheus" if self.metrics_path else "none"
 
     def telemetry_from_json(self, payload: Any, state: dict[str, Any]) -> Families:
         """Turn a JSON metrics answer into series the `telemetry_signals` can read.

@@ -25,7 +25,6 @@ class LlamaCppAdapter(EngineAdapter):
     owned_by = "llamacpp"
     version_at = (("/props", "build_info"),)
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
     # ignore_eos: a fair comparison needs the exact output length, and llama.cpp stops at
     # max_tokens when told to ignore the end-of-sequence token.
     takes_extras = frozenset({"top_k", "ignore_eos"})

@@ -38,7 +38,6 @@ class RouterAdapter(EngineAdapter):
     # worker answered /get_server_info through it), so a worker's traits can show in its answers.
     priority = 70
     metrics_path = "/metrics"  # on the Prometheus port: the metrics URL says where
-    metrics_format = "prometheus"
     metrics_need_url = True
     metrics_hint = (
         "Metrics are on the router's Prometheus port (--prometheus-port, default 29000, bound to "

@@ -24,7 +24,6 @@ class SglangAdapter(EngineAdapter):
     owned_by = "sglang"
     version_at = (("/server_info", "version"), ("/version", "version"))
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
     takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = "Start with --enable-metrics (else /metrics answers 404)."
     # http_server.py: POST /v1/tokenize (and a hidden /tokenize), TokenizeRequest {model, prompt,

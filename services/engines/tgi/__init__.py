@@ -24,7 +24,6 @@ class TgiAdapter(EngineAdapter):
     priority = 45
     version_at = (("/info", "version"),)
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
     supports_n = False  # parsed but unused by TGI's router
     cached_tokens_source = "not reported by TGI"
     metric_markers = ("tgi_",)

@@ -119,7 +119,6 @@ class TritonAdapter(EngineAdapter):
     health_path = "/v2/health/ready"
     version_at = (("/v2", "version"),)
     metrics_path = "/metrics"  # on the metrics port: set the engine's metrics URL
-    metrics_format = "prometheus"
     supports_n = False
     takes_extras = frozenset({"ignore_eos"})
     reports_logprobs = False

@@ -26,7 +26,6 @@ class TrtllmServeAdapter(EngineAdapter):
     priority = 50
     owned_by = "tensorrt_llm"
     metrics_path = "/prometheus/metrics"
-    metrics_format = "prometheus"
     takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = (
         "Set `return_perf_metrics: true` and `enable_iter_perf_stats: true` in the "

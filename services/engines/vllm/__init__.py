@@ -25,7 +25,6 @@ class VllmAdapter(EngineAdapter):
     priority = 50
     owned_by = "vllm"
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
     takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = (
         "/metrics is always on. Add --enable-prompt-tokens-details for per-request cached tokens."
