@@ -80,10 +80,6 @@ class ProbeEvidence:
         return ""
 
 
-#: The sampling options beyond OpenAI's, sent in `extra_body` to the kinds that take them.
-EXTRAS = ("top_k", "min_tokens", "ignore_eos")
-
-
 @dataclass(frozen=True)
 class SamplingParams:
     """Parameters shared by every engine in a comparison; None means "engine default"."""
@@ -99,11 +95,13 @@ class SamplingParams:
     ignore_eos: bool = False
 
     def extras(self) -> dict[str, Any]:
-        """The `EXTRAS` it asks for, with their values (ignore_eos only when True)."""
-        values = {name: getattr(self, name) for name in EXTRAS}
-        return {
-            name: value for name, value in values.items() if value is not None and value is not False
+        """The options beyond OpenAI's it asks for, with their values (for `extra_body`)."""
+        asked = {
+            "top_k": self.top_k,
+            "min_tokens": self.min_tokens,
+            "ignore_eos": True if self.ignore_eos else None,
         }
+        return {name: value for name, value in asked.items() if value is not None}
 
 
 #: What each adapter reads from its metrics: a signal name to its sources, best first.
@@ -123,7 +121,7 @@ class EngineAdapter:
     #: Higher runs first when several adapters could claim the same evidence.
     priority: ClassVar[int] = 0
     metrics_path: ClassVar[str | None] = None
-    #: Which of `EXTRAS` it takes.
+    #: Which of `SamplingParams.extras` it takes.
     takes_extras: ClassVar[frozenset[str]] = frozenset()
     supports_n: ClassVar[bool] = True
     #: Where the engine reports cached prompt tokens, in words for the UI.
