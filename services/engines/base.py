@@ -64,13 +64,10 @@ class ProbeEvidence:
         return answer.ok and text in (answer.text or "")
 
     def owned_by(self) -> str | None:
-        body = self.get("/v1/models").json
-        if isinstance(body, dict) and isinstance(body.get("data"), list) and body["data"]:
-            first = body["data"][0]
-            if isinstance(first, dict):
-                value = first.get("owned_by")
-                return str(value) if value is not None else None
-        return None
+        data = self.value("/v1/models", "data")
+        first = data[0] if isinstance(data, list) and data else None
+        value = first.get("owned_by") if isinstance(first, dict) else None
+        return None if value is None else str(value)
 
     def header(self, name: str) -> str:
         for answer in self.answers.values():
@@ -197,20 +194,18 @@ class EngineAdapter:
         return None
 
     def context_length(self, evidence: ProbeEvidence) -> int | None:
-        body = evidence.get("/v1/models").json
-        if isinstance(body, dict):
-            for model in body.get("data") or []:
-                if isinstance(model, dict):
-                    for key in ("max_model_len", "context_length", "max_context_length"):
-                        if isinstance(model.get(key), int):
-                            return int(model[key])
+        for model in evidence.value("/v1/models", "data") or []:
+            if isinstance(model, dict):
+                for key in ("max_model_len", "context_length", "max_context_length"):
+                    if isinstance(model.get(key), int):
+                        return int(model[key])
         return None
 
     def models(self, evidence: ProbeEvidence) -> list[str]:
-        body = evidence.get("/v1/models").json
-        if isinstance(body, dict) and isinstance(body.get("data"), list):
-            return [str(m["id"]) for m in body["data"] if isinstance(m, dict) and m.get("id")]
-        return []
+        data = evidence.value("/v1/models", "data")
+        if not isinstance(data, list):
+            return []
+        return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
 
     def request_extras(self, params: SamplingParams) -> dict[str, Any]:
         """Non-OpenAI fields for `extra_body`; silently drops what the kind does not take."""
