@@ -23,9 +23,6 @@ from services.engines.launching import (
 )
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
-#: The CPU build of the same server, for a configuration tuned on this machine's CPU.
-CPU_IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
-HEAD = ("-m", "{model}")
 
 
 def _gguf_placeholder(o: LaunchOptions) -> str:
@@ -124,6 +121,6 @@ LAUNCH = KindLaunch(
     order=40,
     metrics="--metrics turns on /metrics (else HTTP 501); --slots keeps /slots.",
     source="https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
-    docker_head=HEAD,
-    cpu_image=CPU_IMAGE,
+    docker_head=("-m", "{model}"),
+    cpu_image="ghcr.io/ggml-org/llama.cpp:server",  # the same server, CPU build
 )

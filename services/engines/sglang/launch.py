@@ -15,7 +15,6 @@ from services.engines.launching import (
 )
 
 IMAGE = "lmsysorg/sglang:latest"
-HEAD = ("python3", "-m", "sglang.launch_server", "--model-path", "{model}")
 
 
 def build(o: LaunchOptions) -> Launched:
@@ -55,5 +54,5 @@ LAUNCH = KindLaunch(
     order=20,
     metrics="--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
     source="https://docs.sglang.io/advanced_features/server_arguments.html",
-    docker_head=HEAD,
+    docker_head=("python3", "-m", "sglang.launch_server", "--model-path", "{model}"),
 )

@@ -15,7 +15,6 @@ from services.engines.launching import (
 
 IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
 CONTAINER_PORT = 80
-HEAD = ("--model-id", "{model}")
 
 
 def build(o: LaunchOptions) -> Launched:
@@ -51,5 +50,5 @@ LAUNCH = KindLaunch(
     metrics="/metrics is always on (and on --prometheus-port, default 9000).",
     source="https://huggingface.co/docs/text-generation-inference/reference/launcher",
     container_port=CONTAINER_PORT,
-    docker_head=HEAD,
+    docker_head=("--model-id", "{model}"),
 )

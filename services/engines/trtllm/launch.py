@@ -16,7 +16,6 @@ from services.engines.launching import (
 
 #: A pinned release: NGC tags each release, and the notes ask for a current one.
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.0.0"
-HEAD = ("trtllm-serve", "{model}")
 
 
 def build(o: LaunchOptions) -> Launched:
@@ -61,5 +60,5 @@ LAUNCH = KindLaunch(
     order=30,
     metrics="return_perf_metrics: true mounts Prometheus text at /prometheus/metrics.",
     source="https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/commands/serve.py",
-    docker_head=HEAD,
+    docker_head=("trtllm-serve", "{model}"),
 )

@@ -15,7 +15,6 @@ from services.engines.launching import (
 )
 
 IMAGE = "vllm/vllm-openai:latest"
-HEAD = ("--model", "{model}")
 
 
 def build(o: LaunchOptions) -> Launched:
@@ -52,5 +51,5 @@ LAUNCH = KindLaunch(
     metrics="/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage, "
     "--enable-per-request-metrics each request's own queue, prefill and decode times.",
     source="https://docs.vllm.ai/en/latest/cli/serve.html",
-    docker_head=HEAD,
+    docker_head=("--model", "{model}"),
 )
