@@ -48,14 +48,26 @@ class ProbeEvidence:
     def get(self, path: str) -> HttpAnswer:
         return self.answers.get(path) or HttpAnswer(status=None, error="not probed")
 
+    def value(self, path: str, *keys: str) -> Any:
+        """The JSON answer to `path`, followed down `keys` through objects; None where a step
+        is missing or not an object."""
+        value = self.get(path).json
+        for key in keys:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(key)
+        return value
+
+    def says(self, path: str, text: str) -> bool:
+        """Whether `path` answered with success and `text` in its body."""
+        answer = self.get(path)
+        return answer.ok and text in (answer.text or "")
+
     def owned_by(self) -> str | None:
-        body = self.get("/v1/models").json
-        if isinstance(body, dict) and isinstance(body.get("data"), list) and body["data"]:
-            first = body["data"][0]
-            if isinstance(first, dict):
-                value = first.get("owned_by")
-                return str(value) if value is not None else None
-        return None
+        data = self.value("/v1/models", "data")
+        first = data[0] if isinstance(data, list) and data else None
+        value = first.get("owned_by") if isinstance(first, dict) else None
+        return None if value is None else str(value)
 
     def header(self, name: str) -> str:
         for answer in self.answers.values():
@@ -79,9 +91,23 @@ class SamplingParams:
     min_tokens: int | None = None
     ignore_eos: bool = False
 
+    def extras(self) -> dict[str, Any]:
+        """The options beyond OpenAI's it asks for, with their values (for `extra_body`)."""
+        asked = {
+            "top_k": self.top_k,
+            "min_tokens": self.min_tokens,
+            "ignore_eos": True if self.ignore_eos else None,
+        }
+        return {name: value for name, value in asked.items() if value is not None}
+
 
 #: What each adapter reads from its metrics: a signal name to its sources, best first.
 TelemetrySignals = Mapping[str, tuple[Any, ...]]
+#: What an answer carried, for `EngineAdapter.engine_times`: the stream's non-OpenAI top-level
+#: fields (the last value of each), its usage, and the response headers (lower-case names).
+Fields = Mapping[str, Any]
+Usage = Mapping[str, Any]
+Headers = Mapping[bytes, bytes]
 
 
 class EngineAdapter:
@@ -92,10 +118,8 @@ class EngineAdapter:
     #: Higher runs first when several adapters could claim the same evidence.
     priority: ClassVar[int] = 0
     metrics_path: ClassVar[str | None] = None
-    metrics_format: ClassVar[MetricsFormat] = "none"
-    supports_top_k: ClassVar[bool] = False
-    supports_min_tokens: ClassVar[bool] = False
-    supports_ignore_eos: ClassVar[bool] = False
+    #: Which of `SamplingParams.extras` it takes.
+    takes_extras: ClassVar[frozenset[str]] = frozenset()
     supports_n: ClassVar[bool] = True
     #: Where the engine reports cached prompt tokens, in words for the UI.
     cached_tokens_source: ClassVar[str] = "usage.prompt_tokens_details.cached_tokens"
@@ -116,15 +140,9 @@ class EngineAdapter:
     #: Server flags it needs to report them (the local engines start with them).
     engine_times_flags: ClassVar[tuple[str, ...]] = ()
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
-        """This engine's own times for one request, from what its answer carried: `fields`,
-        the stream's non-OpenAI top-level fields (the last value of each), `usage`, and the
-        response headers (lower-case names). None: it reported none."""
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
+        """This engine's own times for one request, from what its answer carried (`Fields`,
+        `Usage`, `Headers`). None: it reported none."""
         return None
 
     #: How the client talks to it (services.client): OpenAI chat unless the kind says otherwise.
@@ -132,9 +150,14 @@ class EngineAdapter:
     #: The path that answers 200 once it serves (the probe's health).
     health_path: ClassVar[str] = "/health"
 
+    #: The `owned_by` of its /v1/models entries, where that names it.
+    owned_by: ClassVar[str | None] = None
+    #: Where its version is, tried in order: (path, key) of a JSON object the probe got.
+    version_at: ClassVar[tuple[tuple[str, str], ...]] = (("/version", "version"),)
+
     def detect(self, evidence: ProbeEvidence) -> bool:
-        """True when the evidence shows this kind of engine."""
-        return False
+        """True when the evidence shows this kind of engine (by default: its `owned_by`)."""
+        return self.owned_by is not None and evidence.owned_by() == self.owned_by
 
     def describe(self, evidence: ProbeEvidence) -> str:
         """The label of this server as probed (a kind may add what it serves with)."""
@@ -164,47 +187,33 @@ class EngineAdapter:
         return self.telemetry_signals
 
     def version(self, evidence: ProbeEvidence) -> str | None:
-        body = evidence.get("/version").json
-        if isinstance(body, dict) and body.get("version"):
-            return str(body["version"])
+        for path, key in self.version_at:
+            value = evidence.value(path, key)
+            if value:
+                return str(value)
         return None
 
     def context_length(self, evidence: ProbeEvidence) -> int | None:
-        body = evidence.get("/v1/models").json
-        if isinstance(body, dict):
-            for model in body.get("data") or []:
-                if isinstance(model, dict):
-                    for key in ("max_model_len", "context_length", "max_context_length"):
-                        if isinstance(model.get(key), int):
-                            return int(model[key])
+        for model in evidence.value("/v1/models", "data") or []:
+            if isinstance(model, dict):
+                for key in ("max_model_len", "context_length", "max_context_length"):
+                    if isinstance(model.get(key), int):
+                        return int(model[key])
         return None
 
     def models(self, evidence: ProbeEvidence) -> list[str]:
-        body = evidence.get("/v1/models").json
-        if isinstance(body, dict) and isinstance(body.get("data"), list):
-            return [str(m["id"]) for m in body["data"] if isinstance(m, dict) and m.get("id")]
-        return []
+        data = evidence.value("/v1/models", "data")
+        if not isinstance(data, list):
+            return []
+        return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
 
     def request_extras(self, params: SamplingParams) -> dict[str, Any]:
         """Non-OpenAI fields for `extra_body`; silently drops what the kind does not take."""
-        extras: dict[str, Any] = {}
-        if params.top_k is not None and self.supports_top_k:
-            extras["top_k"] = params.top_k
-        if params.min_tokens is not None and self.supports_min_tokens:
-            extras["min_tokens"] = params.min_tokens
-        if params.ignore_eos and self.supports_ignore_eos:
-            extras["ignore_eos"] = True
-        return extras
+        return {name: value for name, value in params.extras().items() if name in self.takes_extras}
 
     def unsupported(self, params: SamplingParams) -> list[str]:
         """Names of requested options this kind ignores (said in the UI and reports)."""
-        missing = []
-        if params.top_k is not None and not self.supports_top_k:
-            missing.append("top_k")
-        if params.min_tokens is not None and not self.supports_min_tokens:
-            missing.append("min_tokens")
-        if params.ignore_eos and not self.supports_ignore_eos:
-            missing.append("ignore_eos")
+        missing = [name for name in params.extras() if name not in self.takes_extras]
         if params.n > 1 and not self.supports_n:
             missing.append("n")
         return missing
@@ -246,6 +255,11 @@ class EngineAdapter:
     telemetry_signals: ClassVar[TelemetrySignals] = {}
     #: A JSON metrics endpoint used when `metrics_path` is missing (trtllm-serve).
     json_metrics_path: ClassVar[str | None] = None
+
+    @property
+    def metrics_format(self) -> MetricsFormat:
+        """Prometheus text wherever it has a `metrics_path` (a JSON one is `json_metrics_path`)."""
+        return "prometheus" if self.metrics_path else "none"
 
     def telemetry_from_json(self, payload: Any, state: dict[str, Any]) -> Families:
         """Turn a JSON metrics answer into series the `telemetry_signals` can read.

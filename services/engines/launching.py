@@ -2,8 +2,9 @@
 its builder uses, and the registry of kinds that have one.
 
 Each kind's package (`services/engines/<kind>/launch.py`) defines `LAUNCH`, a `KindLaunch`: its
-label, default port, docker image and the builder that turns `LaunchOptions` into a
-`LaunchCommand` (plain CLI and docker, metrics always on). The Planner builds its commands from
+label, default port, docker image, what turns its metrics on, its docs, and the recipe that turns
+`LaunchOptions` into its two commands (plain CLI and docker, metrics always on); `KindLaunch.build`
+adds what every `LaunchCommand` shares. The Planner builds its commands from
 it and Tune copies the image and port into a tuned configuration's docker command, so the two
 cannot disagree. Nothing here imports the planner or tune: both import this.
 
@@ -55,7 +56,18 @@ class LaunchCommand:
     source: str = ""
 
 
-Build = Callable[[LaunchOptions], LaunchCommand]
+@dataclass(frozen=True)
+class Launched:
+    """What a kind's recipe writes: its commands, its notes, and the model name clients ask for
+    where that is not the served name (else the model)."""
+
+    plain: str
+    docker: str
+    notes: list[str] = field(default_factory=list)
+    model_name: str | None = None
+
+
+Recipe = Callable[[LaunchOptions], Launched]
 
 
 @dataclass(frozen=True)
@@ -67,15 +79,36 @@ class KindLaunch:
     default_port: int
     #: The official image the docker commands run (the GPU build where there are several).
     image: str
-    build: Build
+    recipe: Recipe
     #: Where the kind comes in the Planner's list (its first is the form's default).
     order: int
+    #: What turns its metrics on, in words.
+    metrics: str
+    #: The server's own docs for its arguments.
+    source: str
     #: The port the server listens on inside its image, when it is not the published one.
     container_port: int | None = None
     #: What runs in the image before the server's own arguments; "{model}" is the model.
     docker_head: tuple[str, ...] = ()
     #: The image that runs without a GPU, where it is another build (a CPU-tuned configuration's).
     cpu_image: str | None = None
+
+    def build(self, options: LaunchOptions) -> LaunchCommand:
+        """Its commands for `options`, whose port the planner has resolved (`port_of`)."""
+        made = self.recipe(options)
+        model_name = made.model_name or options.served_model_name or options.model
+        return LaunchCommand(
+            self.kind,
+            self.label,
+            made.plain,
+            made.docker,
+            base_url(options),
+            self.kind,
+            model_name,
+            self.metrics,
+            made.notes,
+            self.source,
+        )
 
 
 # -- the helpers builders share ---------------------------------------------------------------
@@ -115,8 +148,27 @@ def port_of(options: LaunchOptions) -> int:
     return options.port
 
 
-def publish(options: LaunchOptions, container_port: int) -> str:
-    return arg("-p", f"{options.bind_host}:{options.port}:{container_port}")
+def listen(options: LaunchOptions, host: str, flag: str = "--host") -> str:
+    """Where the server listens: `flag` `host` and --port."""
+    return f"{arg(flag, host)} {arg('--port', port_of(options))}"
+
+
+def publish(options: LaunchOptions, container_port: int | None = None) -> str:
+    """docker's -p: the bind host and port onto `container_port` (the same port when None)."""
+    port = port_of(options)
+    return arg("-p", f"{options.bind_host}:{port}:{container_port or port}")
+
+
+def hub_image(options: LaunchOptions, image: str, *mounts: str) -> tuple[str, ...]:
+    """What `docker run` carries between its flags and what runs in `image`, for a server that
+    downloads from the Hugging Face Hub: the Hub cache, `mounts`, the token, the published port."""
+    return (
+        "-v ~/.cache/huggingface:/root/.cache/huggingface",
+        *mounts,
+        '--env "HF_TOKEN=$HF_TOKEN"',
+        publish(options),
+        image,
+    )
 
 
 def base_url(options: LaunchOptions) -> str:
@@ -135,6 +187,12 @@ def is_gguf_repo(model: str) -> bool:
 
 def is_hf_repo(model: str) -> bool:
     return bool(_HF_REPO.fullmatch(model))
+
+
+def tagged_repo(options: LaunchOptions) -> str:
+    """The GGUF repository with the plan's quantisation as its tag, unless it names one."""
+    model, quant = options.model, options.gguf_quant
+    return model if ":" in model or not quant else f"{model}:{quant}"
 
 
 # -- the registry -----------------------------------------------------------------------------

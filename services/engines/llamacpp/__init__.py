@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes, milliseconds, token_count
-from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
+from services.engines.base import EngineAdapter, Fields, Headers, ProbeEvidence, TelemetrySignals, Usage
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -22,10 +22,12 @@ class LlamaCppAdapter(EngineAdapter):
     kind = "llamacpp"
     label = "llama.cpp"
     priority = 50
+    owned_by = "llamacpp"
+    version_at = (("/props", "build_info"),)
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
-    supports_top_k = True
-    supports_ignore_eos = True
+    # ignore_eos: a fair comparison needs the exact output length, and llama.cpp stops at
+    # max_tokens when told to ignore the end-of-sequence token.
+    takes_extras = frozenset({"top_k", "ignore_eos"})
     cached_tokens_source = "timings.cache_n (and usage.prompt_tokens_details.cached_tokens)"
     metrics_hint = "Start llama-server with --metrics (else /metrics answers 501); --slots for /slots."
     metric_markers = ("llamacpp:",)
@@ -75,12 +77,7 @@ class LlamaCppAdapter(EngineAdapter):
     # that waits for a free slot is not timed: that wait stays in the rest.
     engine_times_source = "`timings` on the last chunk (always on; no queue time)"
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
         timings = fields.get("timings")
         if not isinstance(timings, Mapping):
             return None
@@ -103,32 +100,16 @@ class LlamaCppAdapter(EngineAdapter):
         return {"content": text, "add_special": False}
 
     def detect(self, evidence: ProbeEvidence) -> bool:
-        if evidence.owned_by() == "llamacpp":
+        if super().detect(evidence):
             return True
         props = evidence.get("/props").json
         if isinstance(props, dict) and ("total_slots" in props or "build_info" in props):
             return True
         return evidence.header("server").lower().startswith("llama.cpp")
 
-    def version(self, evidence: ProbeEvidence) -> str | None:
-        props = evidence.get("/props").json
-        if isinstance(props, dict) and props.get("build_info"):
-            return str(props["build_info"])
-        return None
-
     def context_length(self, evidence: ProbeEvidence) -> int | None:
-        props = evidence.get("/props").json
-        if isinstance(props, dict):
-            settings = props.get("default_generation_settings")
-            if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
-                return int(settings["n_ctx"])
-        return super().context_length(evidence)
-
-    def request_extras(self, params: SamplingParams) -> dict[str, Any]:
-        extras = super().request_extras(params)
-        # A fair comparison needs the exact output length: llama.cpp stops at
-        # max_tokens when told to ignore the end-of-sequence token.
-        return extras
+        n_ctx = evidence.value("/props", "default_generation_settings", "n_ctx")
+        return int(n_ctx) if isinstance(n_ctx, int) else super().context_length(evidence)
 
 
 def _file_name(model: str) -> str:

@@ -9,23 +9,20 @@ from dataclasses import dataclass
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     is_gguf_repo,
     is_hf_repo,
     is_local_file,
     lines,
+    listen,
     path,
-    port_of,
     publish,
+    tagged_repo,
 )
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
-#: The CPU build of the same server, for a configuration tuned on this machine's CPU.
-CPU_IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
-HEAD = ("-m", "{model}")
 
 
 def _gguf_placeholder(o: LaunchOptions) -> str:
@@ -58,8 +55,7 @@ def _source(o: LaunchOptions) -> _GgufSource:
     if is_local_file(o.model):
         return _file_source(o.model)
     if is_gguf_repo(o.model):
-        repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
-        return _GgufSource(arg("-hf", repo), arg("-hf", repo), None)
+        return _GgufSource(arg("-hf", tagged_repo(o)), arg("-hf", tagged_repo(o)), None)
     # llama.cpp loads GGUF only: `-hf` on a safetensors checkpoint fails after the download starts.
     placeholder = _gguf_placeholder(o)
     what = (
@@ -78,11 +74,11 @@ def _source(o: LaunchOptions) -> _GgufSource:
     )
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     # -c is shared by the slots: each slot gets c / np tokens.
     def args(host: str) -> list[str | None]:
         return [
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             "-ngl 999",
             arg("-np", o.parallel_slots),
             arg("-c", o.max_model_len * o.parallel_slots),
@@ -99,7 +95,7 @@ def build(o: LaunchOptions) -> LaunchCommand:
         f"-v {path(source.mount)}:/models"
         if source.mount
         else "-v ~/.cache/llama.cpp:/root/.cache/llama.cpp",
-        publish(o, port_of(o)),
+        publish(o),
         IMAGE,
         source.docker,
         *args(CONTAINER_HOST),
@@ -113,20 +109,18 @@ def build(o: LaunchOptions) -> LaunchCommand:
         notes.append(
             "llama.cpp splits layers across all visible GPUs (-sm layer); it has no tensor parallelism."
         )
-    return LaunchCommand(
-        "llamacpp",
-        "llama.cpp",
-        plain,
-        docker,
-        base_url(o),
-        "llamacpp",
-        o.served_model_name or o.model,
-        "--metrics turns on /metrics (else HTTP 501); --slots keeps /slots.",
-        notes,
-        "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
-    )
+    return Launched(plain, docker, notes)
 
 
 LAUNCH = KindLaunch(
-    "llamacpp", "llama.cpp", 8080, IMAGE, build, order=40, docker_head=HEAD, cpu_image=CPU_IMAGE
+    "llamacpp",
+    "llama.cpp",
+    8080,
+    IMAGE,
+    build,
+    order=40,
+    metrics="--metrics turns on /metrics (else HTTP 501); --slots keeps /slots.",
+    source="https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
+    docker_head=("-m", "{model}"),
+    cpu_image="ghcr.io/ggml-org/llama.cpp:server",  # the same server, CPU build
 )

@@ -12,13 +12,9 @@ class OllamaAdapter(EngineAdapter):
     label = "Ollama"
     priority = 30
     supports_n = False
+    version_at = (("/api/version", "version"),)
     cached_tokens_source = "not reported by Ollama"
 
     def detect(self, evidence: ProbeEvidence) -> bool:
-        root = evidence.get("/")
         version = evidence.get("/api/version").json
-        return bool(root.ok and "Ollama is running" in (root.text or "")) and isinstance(version, dict)
-
-    def version(self, evidence: ProbeEvidence) -> str | None:
-        body = evidence.get("/api/version").json
-        return str(body["version"]) if isinstance(body, dict) and body.get("version") else None
+        return evidence.says("/", "Ollama is running") and isinstance(version, dict)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from services.engines.launching import (
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     is_gguf_repo,
     is_hf_repo,
     is_local_file,
     lines,
     publish,
     q,
+    tagged_repo,
 )
 
 IMAGE = "ollama/ollama"
@@ -23,8 +23,8 @@ CONTAINER_PORT = 11434
 def _model(o: LaunchOptions) -> tuple[str, str | None]:
     """The name `ollama pull` takes, and a note when the planned model is not one."""
     if is_gguf_repo(o.model) and not o.model.startswith("hf.co/"):
-        repo = o.model if ":" in o.model or not o.gguf_quant else f"{o.model}:{o.gguf_quant}"
-        return "hf.co/" + repo, None  # Ollama pulls GGUF repositories from the Hub under hf.co/
+        # Ollama pulls GGUF repositories from the Hub under hf.co/
+        return "hf.co/" + tagged_repo(o), None
     if is_local_file(o.model):
         return o.model, (
             f"{o.model} is a file: Ollama imports one with a Modelfile (FROM {o.model}) and "
@@ -38,7 +38,7 @@ def _model(o: LaunchOptions) -> tuple[str, str | None]:
     return o.model, None
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     model, note = _model(o)
     host = "OLLAMA_HOST=" + q(
         f"{o.bind_host}:{o.port}"
@@ -60,20 +60,18 @@ def build(o: LaunchOptions) -> LaunchCommand:
         )
         + f"\ndocker exec ollama ollama pull {q(model)}"
     )
-    return LaunchCommand(
-        "ollama",
-        "Ollama",
-        plain,
-        docker,
-        base_url(o),
-        "ollama",
-        model,
-        "Ollama has no Prometheus endpoint: the dashboard sees only client-side timings.",
-        ([note] if note else []) + ["Model names are Ollama tags (for example llama3.1:8b)."],
-        "https://github.com/ollama/ollama/blob/main/docs/faq.md",
-    )
+    notes = ([note] if note else []) + ["Model names are Ollama tags (for example llama3.1:8b)."]
+    return Launched(plain, docker, notes, model_name=model)
 
 
 LAUNCH = KindLaunch(
-    "ollama", "Ollama", CONTAINER_PORT, IMAGE, build, order=60, container_port=CONTAINER_PORT
+    "ollama",
+    "Ollama",
+    CONTAINER_PORT,
+    IMAGE,
+    build,
+    order=60,
+    metrics="Ollama has no Prometheus endpoint: the dashboard sees only client-side timings.",
+    source="https://github.com/ollama/ollama/blob/main/docs/faq.md",
+    container_port=CONTAINER_PORT,
 )

@@ -13,12 +13,11 @@ exist only when it tokenizes itself, in front of gRPC workers (smg's docs: "gRPC
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from services.core.measure import EngineTimes
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, Fields, Headers, ProbeEvidence, TelemetrySignals, Usage
 from services.engines.normalise import (
     CounterRate,
     Gauge,
@@ -39,7 +38,6 @@ class RouterAdapter(EngineAdapter):
     # worker answered /get_server_info through it), so a worker's traits can show in its answers.
     priority = 70
     metrics_path = "/metrics"  # on the Prometheus port: the metrics URL says where
-    metrics_format = "prometheus"
     metrics_need_url = True
     metrics_hint = (
         "Metrics are on the router's Prometheus port (--prometheus-port, default 29000, bound to "
@@ -51,12 +49,7 @@ class RouterAdapter(EngineAdapter):
         "the router's own time is in the rest"
     )
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
         # The router forwards the worker's bytes: its times are the worker's, in its shape,
         # marked as such (the router's own time is in the rest).
         for worker in ("vllm", "llamacpp"):
@@ -66,9 +59,7 @@ class RouterAdapter(EngineAdapter):
         return None
 
     # What a request may carry depends on the worker it lands on; the router passes the body on.
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metric_markers = ("smg_router_", "smg_worker_")
     telemetry_signals: ClassVar[TelemetrySignals] = {
         "requests_running": (Gauge(metric("smg_worker_requests_active")),),
@@ -94,9 +85,5 @@ class RouterAdapter(EngineAdapter):
         return bool(evidence.header("x-smg-error-code")) or self.version(evidence) is not None
 
     def version(self, evidence: ProbeEvidence) -> str | None:
-        body = evidence.get("/get_loads").json
-        if isinstance(body, dict):
-            value = str(body.get("version") or "")
-            if value.startswith(SMG_VERSION_PREFIX):
-                return value.removeprefix(SMG_VERSION_PREFIX)
-        return None
+        value = str(evidence.value("/get_loads", "version") or "")
+        return value.removeprefix(SMG_VERSION_PREFIX) if value.startswith(SMG_VERSION_PREFIX) else None

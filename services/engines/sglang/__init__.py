@@ -21,11 +21,10 @@ class SglangAdapter(EngineAdapter):
     kind = "sglang"
     label = "SGLang"
     priority = 60  # before Ollama: SGLang can answer "Ollama is running" on GET /
+    owned_by = "sglang"
+    version_at = (("/server_info", "version"), ("/version", "version"))
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = "Start with --enable-metrics (else /metrics answers 404)."
     # http_server.py: POST /v1/tokenize (and a hidden /tokenize), TokenizeRequest {model, prompt,
     # add_special_tokens} -> {tokens, count, max_model_len}; older releases answer 404 and the
@@ -74,16 +73,7 @@ class SglangAdapter(EngineAdapter):
     engine_times_source = ""
 
     def detect(self, evidence: ProbeEvidence) -> bool:
-        if evidence.owned_by() == "sglang":
-            return True
-        root = evidence.get("/")
-        if root.ok and "SGLang is running" in (root.text or ""):
+        if super().detect(evidence) or evidence.says("/", "SGLang is running"):
             return True
         info = evidence.get("/server_info").json
         return isinstance(info, dict) and "version" in info and "tp_size" in info
-
-    def version(self, evidence: ProbeEvidence) -> str | None:
-        info = evidence.get("/server_info").json
-        if isinstance(info, dict) and info.get("version"):
-            return str(info["version"])
-        return super().version(evidence)

@@ -5,25 +5,23 @@ from __future__ import annotations
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
+    hub_image,
     lines,
-    port_of,
-    publish,
+    listen,
     q,
 )
 
 IMAGE = "lmsysorg/sglang:latest"
-HEAD = ("python3", "-m", "sglang.launch_server", "--model-path", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     def args(host: str) -> list[str | None]:
         return [
             f"--model-path {q(o.model)}",
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             arg("--tp", o.gpus),
             arg("--context-length", o.max_model_len),
             arg("--mem-fraction-static", o.gpu_memory_utilization),
@@ -36,28 +34,25 @@ def build(o: LaunchOptions) -> LaunchCommand:
     plain = lines("python -m sglang.launch_server", *args(o.bind_host))
     docker = lines(
         "docker run --gpus all --shm-size 32g --ipc=host",
-        "-v ~/.cache/huggingface:/root/.cache/huggingface",
-        '--env "HF_TOKEN=$HF_TOKEN"',
-        publish(o, port_of(o)),
-        IMAGE,
+        *hub_image(o, IMAGE),
         "python3 -m sglang.launch_server",
         *args(CONTAINER_HOST),
     )
     notes = [
-        "The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled."
+        "The radix (prefix) cache is on by default." if o.prefix_caching else "Radix cache disabled.",
+        "--mem-fraction-static is the share of GPU memory for weights plus the KV pool.",
     ]
-    return LaunchCommand(
-        "sglang",
-        "SGLang",
-        plain,
-        docker,
-        base_url(o),
-        "sglang",
-        o.served_model_name or o.model,
-        "--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
-        notes + ["--mem-fraction-static is the share of GPU memory for weights plus the KV pool."],
-        "https://docs.sglang.io/advanced_features/server_arguments.html",
-    )
+    return Launched(plain, docker, notes)
 
 
-LAUNCH = KindLaunch("sglang", "SGLang", 30000, IMAGE, build, order=20, docker_head=HEAD)
+LAUNCH = KindLaunch(
+    "sglang",
+    "SGLang",
+    30000,
+    IMAGE,
+    build,
+    order=20,
+    metrics="--enable-metrics exposes /metrics; --enable-cache-report adds cached tokens to usage.",
+    source="https://docs.sglang.io/advanced_features/server_arguments.html",
+    docker_head=("python3", "-m", "sglang.launch_server", "--model-path", "{model}"),
+)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes, milliseconds
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, Fields, Headers, ProbeEvidence, TelemetrySignals, Usage
 from services.engines.normalise import (
     CounterRate,
     Gauge,
@@ -23,8 +22,8 @@ class TgiAdapter(EngineAdapter):
     kind = "tgi"
     label = "Hugging Face TGI"
     priority = 45
+    version_at = (("/info", "version"),)
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
     supports_n = False  # parsed but unused by TGI's router
     cached_tokens_source = "not reported by TGI"
     metric_markers = ("tgi_",)
@@ -55,12 +54,7 @@ class TgiAdapter(EngineAdapter):
     # them with an answer it had finished (not streamed); a streamed answer carries none.
     engine_times_source = "response headers x-queue-time, x-inference-time (answers not streamed)"
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
         times = EngineTimes(
             queue_s=milliseconds(_header_number(headers.get(b"x-queue-time"))),
             inference_s=milliseconds(_header_number(headers.get(b"x-inference-time"))),
@@ -70,18 +64,11 @@ class TgiAdapter(EngineAdapter):
         return times if times.reports_time else None
 
     def detect(self, evidence: ProbeEvidence) -> bool:
-        info = evidence.get("/info").json
-        return isinstance(info, dict) and info.get("router") == "text-generation-router"
-
-    def version(self, evidence: ProbeEvidence) -> str | None:
-        info = evidence.get("/info").json
-        return str(info["version"]) if isinstance(info, dict) and info.get("version") else None
+        return evidence.value("/info", "router") == "text-generation-router"
 
     def context_length(self, evidence: ProbeEvidence) -> int | None:
-        info = evidence.get("/info").json
-        if isinstance(info, dict) and isinstance(info.get("max_total_tokens"), int):
-            return int(info["max_total_tokens"])
-        return None
+        tokens = evidence.value("/info", "max_total_tokens")
+        return int(tokens) if isinstance(tokens, int) else None
 
     def response_format(self, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
         # TGI's own tagged shape; it rejects OpenAI's json_schema wrapper.

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from services.engines.launching import (
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
     lines,
-    port_of,
+    listen,
     publish,
     q,
 )
 
 IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
 CONTAINER_PORT = 80
-HEAD = ("--model-id", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     args = [
         f"--model-id {q(o.model)}",
         arg("--num-shard", o.gpus),
@@ -28,8 +26,7 @@ def build(o: LaunchOptions) -> LaunchCommand:
         arg("--cuda-memory-fraction", o.gpu_memory_utilization),
     ]
     env = "" if o.prefix_caching else "PREFIX_CACHING=0 "
-    listen = f"{arg('--hostname', o.bind_host)} {arg('--port', port_of(o))}"
-    plain = lines(f"{env}text-generation-launcher", listen, *args)
+    plain = lines(f"{env}text-generation-launcher", listen(o, o.bind_host, "--hostname"), *args)
     docker = lines(
         "docker run --gpus all --shm-size 1g",
         '-v "$PWD/data:/data"',
@@ -39,20 +36,19 @@ def build(o: LaunchOptions) -> LaunchCommand:
         IMAGE,
         *args,
     )
-    return LaunchCommand(
-        "tgi",
-        "TGI",
-        plain,
-        docker,
-        base_url(o),
-        "tgi",
-        o.model,
-        "/metrics is always on (and on --prometheus-port, default 9000).",
-        ["TGI is in maintenance mode."],
-        "https://huggingface.co/docs/text-generation-inference/reference/launcher",
-    )
+    # TGI takes no served name: clients ask for the model.
+    return Launched(plain, docker, ["TGI is in maintenance mode."], model_name=o.model)
 
 
 LAUNCH = KindLaunch(
-    "tgi", "TGI", 8080, IMAGE, build, order=50, container_port=CONTAINER_PORT, docker_head=HEAD
+    "tgi",
+    "TGI",
+    8080,
+    IMAGE,
+    build,
+    order=50,
+    metrics="/metrics is always on (and on --prometheus-port, default 9000).",
+    source="https://huggingface.co/docs/text-generation-inference/reference/launcher",
+    container_port=CONTAINER_PORT,
+    docker_head=("--model-id", "{model}"),
 )

@@ -117,10 +117,10 @@ class TritonAdapter(EngineAdapter):
     priority = 40
     wire = "triton_generate"
     health_path = "/v2/health/ready"
+    version_at = (("/v2", "version"),)
     metrics_path = "/metrics"  # on the metrics port: set the engine's metrics URL
-    metrics_format = "prometheus"
     supports_n = False
-    supports_ignore_eos = True
+    takes_extras = frozenset({"ignore_eos"})
     reports_logprobs = False
     reports_top_logprobs = False
     metrics_hint = "Metrics are on port 8002 (--allow-metrics, --metrics-port); set the metrics URL."
@@ -139,12 +139,7 @@ class TritonAdapter(EngineAdapter):
         return _merge(_TRTLLM_SIGNALS, _python_backend_signals(model))
 
     def detect(self, evidence: ProbeEvidence) -> bool:
-        body = evidence.get("/v2").json
-        return isinstance(body, dict) and body.get("name") == "triton"
-
-    def version(self, evidence: ProbeEvidence) -> str | None:
-        body = evidence.get("/v2").json
-        return str(body.get("version")) if isinstance(body, dict) and body.get("version") else None
+        return evidence.value("/v2", "name") == "triton"
 
     def models(self, evidence: ProbeEvidence) -> list[str]:
         """The ready models of the repository index (else an OpenAI frontend's list)."""

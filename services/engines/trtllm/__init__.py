@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, TelemetrySignals
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -24,11 +24,9 @@ class TrtllmServeAdapter(EngineAdapter):
     kind = "trtllm"
     label = "TensorRT-LLM (trtllm-serve)"
     priority = 50
+    owned_by = "tensorrt_llm"
     metrics_path = "/prometheus/metrics"
-    metrics_format = "prometheus"
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = (
         "Set `return_perf_metrics: true` and `enable_iter_perf_stats: true` in the "
         "--extra_llm_api_options YAML; Prometheus text is at /prometheus/metrics."
@@ -151,6 +149,3 @@ class TrtllmServeAdapter(EngineAdapter):
             if key in state:
                 families.add(f"trtllm_json:{name}_total", state[key])
         return families
-
-    def detect(self, evidence: ProbeEvidence) -> bool:
-        return evidence.owned_by() == "tensorrt_llm"

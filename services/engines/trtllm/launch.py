@@ -5,22 +5,20 @@ from __future__ import annotations
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
+    hub_image,
     lines,
-    port_of,
-    publish,
+    listen,
     q,
 )
 
 #: A pinned release: NGC tags each release, and the notes ask for a current one.
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.0.0"
-HEAD = ("trtllm-serve", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     yaml_lines = [
         "enable_iter_perf_stats: true",
         "return_perf_metrics: true",
@@ -31,7 +29,7 @@ def build(o: LaunchOptions) -> LaunchCommand:
 
     def args(host: str, config_path: str) -> list[str | None]:
         return [
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             "--backend pytorch",
             arg("--tp_size", o.gpus),
             arg("--max_seq_len", o.max_model_len),
@@ -42,29 +40,25 @@ def build(o: LaunchOptions) -> LaunchCommand:
     plain = config + lines(f"trtllm-serve {q(o.model)}", *args(o.bind_host, "extra-llm-api-config.yml"))
     docker = config + lines(
         "docker run --rm --gpus all --ipc=host --ulimit memlock=-1 --ulimit stack=67108864",
-        "-v ~/.cache/huggingface:/root/.cache/huggingface",
-        '-v "$PWD/extra-llm-api-config.yml:/config.yml:ro"',
-        '--env "HF_TOKEN=$HF_TOKEN"',
-        publish(o, port_of(o)),
-        IMAGE,
+        *hub_image(o, IMAGE, '-v "$PWD/extra-llm-api-config.yml:/config.yml:ro"'),
         f"trtllm-serve {q(o.model)}",
         *args(CONTAINER_HOST, "/config.yml"),
     )
-    return LaunchCommand(
-        "trtllm",
-        "TensorRT-LLM",
-        plain,
-        docker,
-        base_url(o),
-        "trtllm",
-        o.served_model_name or o.model,
-        "return_perf_metrics: true mounts Prometheus text at /prometheus/metrics.",
-        [
-            "--kv_cache_free_gpu_memory_fraction is the share of memory left AFTER weights that goes to KV cache.",
-            f"Pick a current release tag for {IMAGE.rsplit(':', 1)[0]} on NGC.",
-        ],
-        "https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/commands/serve.py",
-    )
+    notes = [
+        "--kv_cache_free_gpu_memory_fraction is the share of memory left AFTER weights that goes to KV cache.",
+        f"Pick a current release tag for {IMAGE.rsplit(':', 1)[0]} on NGC.",
+    ]
+    return Launched(plain, docker, notes)
 
 
-LAUNCH = KindLaunch("trtllm", "TensorRT-LLM", 8000, IMAGE, build, order=30, docker_head=HEAD)
+LAUNCH = KindLaunch(
+    "trtllm",
+    "TensorRT-LLM",
+    8000,
+    IMAGE,
+    build,
+    order=30,
+    metrics="return_perf_metrics: true mounts Prometheus text at /prometheus/metrics.",
+    source="https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/commands/serve.py",
+    docker_head=("trtllm-serve", "{model}"),
+)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from services.core.measure import EngineTimes, cached_tokens, milliseconds, token_count
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import EngineAdapter, Fields, Headers, TelemetrySignals, Usage
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -23,11 +23,9 @@ class VllmAdapter(EngineAdapter):
     kind = "vllm"
     label = "vLLM"
     priority = 50
+    owned_by = "vllm"
     metrics_path = "/metrics"
-    metrics_format = "prometheus"
-    supports_top_k = True
-    supports_min_tokens = True
-    supports_ignore_eos = True
+    takes_extras = frozenset({"top_k", "min_tokens", "ignore_eos"})
     metrics_hint = (
         "/metrics is always on. Add --enable-prompt-tokens-details for per-request cached tokens."
     )
@@ -77,12 +75,7 @@ class VllmAdapter(EngineAdapter):
     engine_times_source = "the usage chunk's `metrics` (--enable-per-request-metrics)"
     engine_times_flags = ("--enable-per-request-metrics",)
 
-    def engine_times(
-        self,
-        fields: Mapping[str, Any],
-        usage: Mapping[str, Any] | None,
-        headers: Mapping[bytes, bytes],
-    ) -> EngineTimes | None:
+    def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
         metrics = fields.get("metrics")
         if not isinstance(metrics, Mapping):
             return None
@@ -95,6 +88,3 @@ class VllmAdapter(EngineAdapter):
             source="metrics",
         )
         return times if times.reports_time else None
-
-    def detect(self, evidence: ProbeEvidence) -> bool:
-        return evidence.owned_by() == "vllm"

@@ -5,24 +5,22 @@ from __future__ import annotations
 from services.engines.launching import (
     CONTAINER_HOST,
     KindLaunch,
-    LaunchCommand,
+    Launched,
     LaunchOptions,
     arg,
-    base_url,
+    hub_image,
     lines,
-    port_of,
-    publish,
+    listen,
     q,
 )
 
 IMAGE = "vllm/vllm-openai:latest"
-HEAD = ("--model", "{model}")
 
 
-def build(o: LaunchOptions) -> LaunchCommand:
+def build(o: LaunchOptions) -> Launched:
     def args(host: str) -> list[str | None]:
         return [
-            f"{arg('--host', host)} {arg('--port', port_of(o))}",
+            listen(o, host),
             arg("--tensor-parallel-size", o.gpus),
             arg("--max-model-len", o.max_model_len),
             arg("--gpu-memory-utilization", o.gpu_memory_utilization),
@@ -35,26 +33,23 @@ def build(o: LaunchOptions) -> LaunchCommand:
     plain = lines(f"vllm serve {q(o.model)}", *args(o.bind_host))
     docker = lines(
         "docker run --gpus all --ipc=host",
-        "-v ~/.cache/huggingface:/root/.cache/huggingface",
-        '--env "HF_TOKEN=$HF_TOKEN"',
-        publish(o, port_of(o)),
-        IMAGE,
+        *hub_image(o, IMAGE),
         f"--model {q(o.model)}",
         *args(CONTAINER_HOST),
     )
-    return LaunchCommand(
-        "vllm",
-        "vLLM",
-        plain,
-        docker,
-        base_url(o),
-        "vllm",
-        o.served_model_name or o.model,
-        "/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage, "
-        "--enable-per-request-metrics each request's own queue, prefill and decode times.",
-        ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."],
-        "https://docs.vllm.ai/en/latest/cli/serve.html",
-    )
+    notes = ["--gpu-memory-utilization is the share of each GPU for weights, activations and KV cache."]
+    return Launched(plain, docker, notes)
 
 
-LAUNCH = KindLaunch("vllm", "vLLM", 8000, IMAGE, build, order=10, docker_head=HEAD)
+LAUNCH = KindLaunch(
+    "vllm",
+    "vLLM",
+    8000,
+    IMAGE,
+    build,
+    order=10,
+    metrics="/metrics is always on; --enable-prompt-tokens-details adds cached-token counts to usage, "
+    "--enable-per-request-metrics each request's own queue, prefill and decode times.",
+    source="https://docs.vllm.ai/en/latest/cli/serve.html",
+    docker_head=("--model", "{model}"),
+)
