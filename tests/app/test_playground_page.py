@@ -95,7 +95,13 @@ def test_inputs_are_disabled_while_streaming_and_stop_keeps_partials(
     at = page().run()
     at.text_area(key="pg_prompt").set_value("long answer please")
     at.button(key="pg_send").click().run()
-    time.sleep(0.5)
+    # Until both columns hold words (a loaded machine's worker may take more than 0.5 s to start
+    # streaming): the stop must keep partial answers, so there must be some.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if all(c.answer for c in playground.get_exchange(at.session_state["pg_run_id"]).columns):
+            break
+        time.sleep(0.1)
     at.run()
     assert at.button(key="pg_send").disabled and at.text_area(key="pg_prompt").disabled
     assert not at.button(key="pg_stop").disabled
