@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from services.team import access
-from services.team.throttle import FREE_FAILURES, LOGIN_BURST
+from services.team.throttle import FREE_FAILURES, LOGIN_BURST, LOGINS_PER_S
 from tests.support.served import Served, start_served_app, stop
 from web.sockets import SWEEP_S
 
@@ -85,6 +85,7 @@ def test_live_logins_per_client_are_capped_and_right_passwords_throttled(proxied
     """300 logins in 2.3 s, each kept a day: now LIVE_LOGINS live logins per client (a setting,
     1,000 by default), and after a burst of LOGIN_BURST one login a second."""
     client = "198.51.100.20"
+    started = time.monotonic()
     cookies = [login(proxied, VIEWER, client).cookies[access.SESSION_COOKIE] for _ in range(LIVE_LOGINS)]
     full = login(proxied, VIEWER, client)
     assert full.status_code == 429 and "SHOOTOUT_LOGIN_SESSIONS_PER_CLIENT" in full.text
@@ -104,7 +105,9 @@ def test_live_logins_per_client_are_capped_and_right_passwords_throttled(proxied
     answers = [login(proxied, VIEWER, client) for _ in range(LOGIN_BURST + 60)]
     assert {a.status_code for a in answers} == {429}
     first = next(i for i, a in enumerate(answers) if "Too many logins" in a.text)
-    assert LOGIN_BURST - 10 <= first + 5 <= LOGIN_BURST + 40, first
+    # The bucket refills while the test runs: a loaded machine's slower logins earn more.
+    refilled = (time.monotonic() - started) * LOGINS_PER_S
+    assert LOGIN_BURST - 10 <= first + 5 <= LOGIN_BURST + max(40, 10 + refilled), (first, refilled)
     assert "try again in 1 s" in answers[-1].text
 
 
