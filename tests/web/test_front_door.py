@@ -108,7 +108,9 @@ def test_live_logins_per_client_are_capped_and_right_passwords_throttled(proxied
     # The bucket refills while the test runs: a loaded machine's slower logins earn more.
     refilled = (time.monotonic() - started) * LOGINS_PER_S
     assert LOGIN_BURST - 10 <= first + 5 <= LOGIN_BURST + max(40, 10 + refilled), (first, refilled)
-    assert "try again in 1 s" in answers[-1].text
+    # Once throttled, it says when to come back (a token refilled meanwhile lets one through to
+    # the cap instead, so not every answer says it).
+    assert any("try again in 1 s" in a.text for a in answers[first:])
 
 
 def test_the_session_cookie_is_secure_behind_an_https_proxy(proxied: Served) -> None:
