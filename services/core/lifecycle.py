@@ -65,7 +65,7 @@ class RunStatus(StrEnum):
 #: A worker is (or should be) on it.
 ACTIVE_STATUSES: tuple[RunStatus, ...] = (RunStatus.PENDING, RunStatus.RUNNING)
 #: It ran to its end: its figures are there to compare.
-FINISHED_STATUSES = ("finished", "finished_with_errors")
+FINISHED_STATUSES: tuple[RunStatus, ...] = (RunStatus.FINISHED, RunStatus.FINISHED_WITH_ERRORS)
 
 
 def utc(moment: datetime | None) -> datetime | None:
