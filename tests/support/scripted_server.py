@@ -506,7 +506,7 @@ class ScriptedHandler:
         if scenario.spread > 0:
             # Seeded by the scenario and the request's place: one scenario's runs draw the same
             # times whatever order its concurrent requests arrive in.
-            spec = str(request.get("model") or headers.get("x-scripted"))
+            spec = headers.get("x-scripted") or str(request.get("model") or "")
             nth = self.counters.drawn.get(spec, 0)
             self.counters.drawn[spec] = nth + 1
             draws = random.Random(f"{spec}#{nth}")
