@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httptools
 import orjson
@@ -21,8 +21,15 @@ from services.client.records import (
     merge_choice_usage,
 )
 
-if TYPE_CHECKING:
-    from services.client.transport import Connection
+
+class Link(Protocol):
+    """What an exchange asks of the socket it reads (services.client.transport.Connection,
+    which is built on this module)."""
+
+    def close(self) -> None: ...
+
+    def release(self) -> None: ...
+
 
 _MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: The JSON parser of the hot path: orjson parses a typical 250-byte chunk in 0.47 µs
@@ -74,7 +81,7 @@ class Exchange:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: Link,
         result: StreamResult,
         on_delta: DeltaCallback | None,
         deadline: float | None,

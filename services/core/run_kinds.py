@@ -101,6 +101,21 @@ _noticing = threading.local()
 ALIVE_GRACE = 11
 
 
+def interrupt_run(run: Run, now: datetime | None = None) -> None:
+    """Mark `run` interrupted as its kind declares: the kind's hook, then its text. The kind's
+    own modules call this too, so none of them imports its run_kind.py (which loads them)."""
+    spec = get(run.kind)
+    if spec is not None and spec.on_interrupted is not None:
+        spec.on_interrupted(run)
+    interrupt(run, interrupted_text(run.kind), now=now)
+
+
+def interrupted_text(kind: str) -> str | None:
+    """Run.error of a run of `kind` whose worker is gone, as its kind declares it."""
+    spec = get(kind)
+    return spec.interrupted if spec is not None else None
+
+
 def _gone(
     pid: int | None, heartbeat_at: datetime | None, created_at: datetime | None, now: datetime
 ) -> bool:
@@ -153,10 +168,7 @@ def _notice(kind: str | None) -> list[int]:
             run = session.get(Run, run_id)
             if run is None or run.status not in ACTIVE_STATUSES:
                 continue  # it ended meanwhile
-            spec = specs_by_kind[RunKind(run.kind)]
-            if spec.on_interrupted is not None:
-                spec.on_interrupted(run)
-            interrupt(run, spec.interrupted, now=now)
+            interrupt_run(run, now=now)
         marked.append(run_id)
     return marked
 
@@ -198,9 +210,6 @@ def mark_interrupted_after_restart(stale_after_s: float = STALE_AFTER_S) -> list
             )
         ).all()
         for run in stale:
-            spec = generic[run.kind]
-            if spec.on_interrupted is not None:
-                spec.on_interrupted(run)
-            interrupt(run, spec.interrupted, now=now)
+            interrupt_run(run, now=now)
             changed.append(run.id)
     return changed

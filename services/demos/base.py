@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from services.core.errors import ValidationError
-from services.demos.readout import BigNumber, ChartSpec
+from services.demos.readout import StepOutcome
 
 if TYPE_CHECKING:
     from services.demos.context import DemoContext
@@ -24,26 +24,6 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------- measured records
-
-
-@dataclass
-class StepOutcome:
-    """What one step measured. `data` holds the raw figures the conclusion reads."""
-
-    numbers: list[BigNumber] = field(default_factory=list)
-    chart: ChartSpec | None = None
-    finding: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "numbers": [asdict(n) for n in self.numbers],
-            "chart": self.chart.to_dict() if self.chart else None,
-            "finding": self.finding,
-            "data": self.data,
-            "errors": list(self.errors),
-        }
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from services.bench.stats import reasoning_keys
 from services.client import ChatRequest, StreamResult, run_blocking, run_many
 from services.core import http
 from services.core.measure import tpot
-from services.demos.base import StepOutcome
+from services.demos.readout import StepOutcome
 from services.engines import SamplingParams
 from services.engines.endpoints import EngineRecord
 from services.engines.probe import auth_headers

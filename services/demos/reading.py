@@ -11,14 +11,12 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
-from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
 from services.core.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
-from services.core.run_kinds import notice_gone_workers
+from services.core.run_kinds import interrupt_run, notice_gone_workers
 from services.demos.base import Scenario
 from services.demos.records import DemoListItem, DemoView, step_view
 from services.demos.registry import get_scenario
-from services.demos.run_kind import INTERRUPTED
 from services.demos.summary import DemoSummary
 
 
@@ -33,10 +31,7 @@ def _interrupt_if_stale(run_id: int) -> None:
             or not is_stale(run.heartbeat_at, run.created_at)
         ):
             return
-        lifecycle.interrupt(
-            run,
-            INTERRUPTED,
-        )
+        interrupt_run(run)
         run.summary = replace(DemoSummary.from_json(run.summary), awaiting=None).to_json()
 
 

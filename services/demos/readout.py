@@ -144,3 +144,23 @@ def fmt_bytes(value: float | None) -> str:
         if value >= size:
             return f"{value / size:.1f} {unit}"
     return f"{value:.0f} B"
+
+
+@dataclass
+class StepOutcome:
+    """What one step measured. `data` holds the raw figures the conclusion reads."""
+
+    numbers: list[BigNumber] = field(default_factory=list)
+    chart: ChartSpec | None = None
+    finding: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "numbers": [asdict(n) for n in self.numbers],
+            "chart": self.chart.to_dict() if self.chart else None,
+            "finding": self.finding,
+            "data": self.data,
+            "errors": list(self.errors),
+        }

@@ -11,15 +11,15 @@ from sqlalchemy import select
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, as_curl, as_openai_python
-from services.core import lifecycle, stored_json
+from services.core import stored_json
 from services.core.errors import NotFoundError
 from services.core.json_schema import SchemaCheck
 from services.core.lifecycle import RunKind, RunStatus, is_stale
 from services.core.measure import EngineTimes, cached_tokens, time_split, token_count
+from services.core.run_kinds import interrupt_run
 from services.engines import endpoints
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
-from services.playground.run_kind import INTERRUPTED, mark_streams_interrupted
 from services.playground.worker import running_here, streaming
 
 
@@ -32,8 +32,7 @@ def _mark_interrupted(session: Any, run: Run) -> None:
         or not is_stale(run.heartbeat_at, run.created_at)
     ):
         return
-    lifecycle.interrupt(run, INTERRUPTED)
-    mark_streams_interrupted(run)
+    interrupt_run(run)
 
 
 def get_exchange(run_id: int) -> ExchangeView:

@@ -27,6 +27,7 @@ from services.playground import (
     exchange_id,
     get_exchange,
     history,
+    live_tally,
     may_undo,
     request_code,
     resend,
@@ -53,7 +54,6 @@ from services.playground.text import (
 from services.playground.votes import BlindVote
 from services.playground.watching import Growing, growing
 from services.team.owners import may_control_run
-from services.votes import live
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
 __all__ = [
@@ -294,7 +294,7 @@ def tally_rows() -> list[dict[str, object]]:
 def live_tally_line(run_id: int) -> str | None:
     """The exchange's votes so far in one line (blind labels while hidden), None before any:
     what an operator presenting, or a participant who voted, sees under the vote."""
-    found = live.exchange_tally(run_id)
+    found = live_tally.exchange_tally(run_id)
     if not found.voters:
         return None
     parts = [
@@ -306,7 +306,7 @@ def live_tally_line(run_id: int) -> str | None:
     return f"Votes so far, {found.voters} {who}: " + " · ".join(parts) + address_words(found)
 
 
-def address_words(found: live.ExchangeTally) -> str:
+def address_words(found: live_tally.ExchangeTally) -> str:
     """How many of the votes came from each client address (a room behind one NAT is one
     address: many votes from one address are a room, or one person with many logins)."""
     if not found.per_address and not found.no_address:

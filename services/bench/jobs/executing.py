@@ -16,7 +16,6 @@ from services.bench.jobs.reading import stored_records
 from services.bench.jobs.starting import KIND, store_reported_settings
 from services.bench.jobs.summarize import build_summary
 from services.bench.jobs.writer import DatabaseSink
-from services.bench.run_kind import INTERRUPTED
 from services.bench.runner import Benchmark, BenchOutcome
 from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
@@ -26,6 +25,7 @@ from services.core import lifecycle
 from services.core.errors import NotFoundError
 from services.core.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
 from services.core.processes import pid_alive
+from services.core.run_kinds import interrupted_text
 from services.telemetry.energy.meter import EnergyMeter
 from services.telemetry.gpu import remote_gpu_settings
 
@@ -156,7 +156,7 @@ def mark_interrupted_runs(stale_after_s: float = STALE_AFTER_S) -> list[int]:
             continue
         partial = partial_summary(run_id)
         new_status = RunStatus.CANCELLED if status == RunStatus.CANCELLED else RunStatus.INTERRUPTED
-        error = None if status == RunStatus.CANCELLED else INTERRUPTED
+        error = None if status == RunStatus.CANCELLED else interrupted_text(KIND)
         _finish(run_id, new_status, partial, error=error)
         changed.append(run_id)
     return changed

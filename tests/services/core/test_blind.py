@@ -6,8 +6,7 @@ from __future__ import annotations
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.core import blind
-from services.playground import votes
-from services.votes import live
+from services.playground import live_tally, votes
 
 
 def _exchange(engines: list[str], order: list[str] | None) -> int:
@@ -44,7 +43,11 @@ def test_every_view_reads_the_stored_order_and_old_exchanges_keep_theirs(db_url:
     stored = ["e3", "e1", "e2"]
     run_id = _exchange(engines, stored)
     assert votes.blind_order(run_id, engines) == stored
-    assert [a.label for a in live.exchange_tally(run_id).answers] == ["Answer A", "Answer B", "Answer C"]
+    assert [a.label for a in live_tally.exchange_tally(run_id).answers] == [
+        "Answer A",
+        "Answer B",
+        "Answer C",
+    ]
     # The stored answer is its engine's name: the tally's Answer A is the stored first.
     assert blind.labels(votes.blind_order(run_id, engines))["e3"] == "Answer A"
     # Stored before orders were stored: the order its voters saw, so their ballots keep counting.

@@ -17,15 +17,15 @@ from db.session import session_scope
 from services import reports, sessions
 from services.core.errors import ShootoutError
 from services.planner.measured import measured_by_kind
+from services.playground import live_tally, votes
 from services.playground import view as pg_view
-from services.playground import votes
 from services.runs import history
 from services.runs import view as runs_view
 from services.sessions import view as sessions_view
 from services.sessions.records import Shown
 from services.team.access import Viewer
 from services.telemetry.monitor import run_history_view, run_timeline_figure
-from services.votes import live, ranking
+from services.votes import ranking
 from tests.commands.test_cli import cli
 
 ENGINES = ("zebra-engine", "yak-engine")
@@ -117,7 +117,7 @@ def _follower(run_id: int) -> str:
 def _playground(run_id: int) -> str:
     arrangement = pg_view.arrange(pg_view.playground.get_exchange(run_id))
     labels = [arrangement.labels[c.engine] for c in arrangement.columns] if arrangement.hidden else []
-    return _text(labels) + _text(asdict(live.exchange_tally(run_id)))
+    return _text(labels) + _text(asdict(live_tally.exchange_tally(run_id)))
 
 
 def _runs_list(run_id: int) -> str:

@@ -11,9 +11,8 @@ import threading
 import pytest
 
 from services.core.errors import NotFoundError, ValidationError
-from services.playground import votes
+from services.playground import live_tally, votes
 from services.team.access import PermissionDenied, Viewer
-from services.votes import live
 from services.votes.participants import participant_key
 
 OPERATOR = Viewer(role="operator", identity="ip:127.0.0.1")
@@ -112,7 +111,7 @@ def test_three_participants_count_once_each_and_a_second_vote_is_refused(db_url:
     for again in ("a", "c", votes.TIE):
         with pytest.raises(ValidationError, match="already voted"):
             votes.vote_best(run_id, again, participant=P_ALICE)
-    found = live.exchange_tally(run_id)
+    found = live_tally.exchange_tally(run_id)
     assert found.voters == 3 and found.no_winner == 1 and found.hidden
     order = votes.blind_order(run_id, ["a", "b", "c"])
     labels = votes.answer_labels(order)
@@ -120,9 +119,9 @@ def test_three_participants_count_once_each_and_a_second_vote_is_refused(db_url:
         (labels[e], None, {"a": 1, "b": 1, "c": 0}[e]) for e in order
     ]
     # Only the votes of team demo session 7.
-    assert live.exchange_tally(run_id, session_id=7).voters == 2
+    assert live_tally.exchange_tally(run_id, session_id=7).voters == 2
     votes.reveal(run_id, OPERATOR)
-    revealed = live.exchange_tally(run_id)
+    revealed = live_tally.exchange_tally(run_id)
     assert not revealed.hidden and [x.engine for x in revealed.answers] == order
     assert [(t.wins_a, t.wins_b, t.ties) for t in votes.tally()] == [(1, 1, 1), (1, 0, 1), (1, 0, 1)]
 
@@ -145,7 +144,7 @@ def test_a_second_vote_racing_the_first_counts_once(db_url: str) -> None:
     for thread in threads:
         thread.join()
     assert len(errors) == 3 and all("already voted" in str(e) for e in errors)
-    assert live.exchange_tally(run_id).voters == 1
+    assert live_tally.exchange_tally(run_id).voters == 1
 
 
 def test_only_a_hidden_blind_exchange_takes_a_vote(db_url: str) -> None:

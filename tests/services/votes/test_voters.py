@@ -11,9 +11,8 @@ import pytest
 from db.models import Vote
 from db.session import session_scope
 from services.core.errors import ValidationError
+from services.playground import live_tally, votes
 from services.playground import view as pg_view
-from services.playground import votes
-from services.votes import live
 from services.votes.participants import address_key, participant_key
 from tests.services.playground.test_votes import stored_exchange
 
@@ -38,7 +37,7 @@ def test_fresh_logins_from_one_address_are_visible_in_the_tally(db_url: str) -> 
     run_id = stored_exchange(["a", "b"])
     assert _stuff(run_id, 6) == []  # unlimited by default: a room behind one NAT is many people
     votes.vote_best(run_id, "b", participant=participant_key(login_session="home"), client=HOME)
-    found = live.exchange_tally(run_id)
+    found = live_tally.exchange_tally(run_id)
     assert found.voters == 7 and found.per_address == (6, 1) and found.no_address == 0
     line = pg_view.live_tally_line(run_id)
     assert line is not None and "from 2 addresses (6, 1 votes)" in line
@@ -51,7 +50,7 @@ def test_votes_per_address_bounds_stuffing(db_url: str, monkeypatch: pytest.Monk
     assert len(refused) == 4 and all("SHOOTOUT_VOTES_PER_ADDRESS" in r for r in refused)
     # Another address still votes, and so does the same room on the next exchange.
     votes.vote_best(run_id, "b", participant=participant_key(login_session="home"), client=HOME)
-    assert live.exchange_tally(run_id).per_address == (2, 1)
+    assert live_tally.exchange_tally(run_id).per_address == (2, 1)
     assert _stuff(stored_exchange(["a", "b"]), 2) == []
 
 
@@ -93,7 +92,7 @@ def test_the_cap_holds_when_ballots_from_one_address_arrive_at_once(
         thread.join(timeout=60)
     assert results.count("counted") == 1, results
     assert all("SHOOTOUT_VOTES_PER_ADDRESS" in r for r in results if r != "counted")
-    assert live.exchange_tally(run_id).per_address == (1,)
+    assert live_tally.exchange_tally(run_id).per_address == (1,)
 
 
 def test_an_oidc_subject_is_one_voter_across_sessions(db_url: str) -> None:
@@ -114,6 +113,6 @@ def test_ballots_stored_before_addresses_keep_counting(db_url: str) -> None:
     with session_scope() as session:  # as the 0007 migration leaves an older ballot
         session.add(Vote(run_id=run_id, engine_a="a", engine_b="b", winner="a", voter="legacy"))
     votes.vote_best(run_id, "b", participant=participant_key(browser="new"), client=ROOM)
-    found = live.exchange_tally(run_id)
+    found = live_tally.exchange_tally(run_id)
     assert found.voters == 2 and found.per_address == (1,) and found.no_address == 1
     assert [a.votes for a in sorted(found.answers, key=lambda a: a.label)] != [0, 0]
