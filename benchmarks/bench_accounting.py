@@ -1,7 +1,7 @@
 """Accounting against the engines' own counters (issue 4: completed + failed = sent, always;
 output tokens equal the engine's own counters).
 
-Runs a small benchmark on each real local engine (they must be up: `python cli.py local up`)
+Runs a small benchmark on each real local engine (they must be up: `shootout local up`)
 and compares the output tokens the run reports (from each answer's usage) with the increase
 of the engine's generated-token counter over the run (vLLM `vllm:generation_tokens_total`,
 llama.cpp `llamacpp:tokens_predicted_total`), and prompt tokens likewise. Anything else

@@ -108,7 +108,7 @@ def main() -> int:
     model = local_engines.gguf_path()
     if server is None or model is None or not local_engines.is_installed("llamacpp"):
         print(
-            "llama.cpp is not installed: run `python cli.py local install llamacpp` first",
+            "llama.cpp is not installed: run `shootout local install llamacpp` first",
             file=sys.stderr,
         )
         return 1

@@ -1,4 +1,4 @@
-"""Start-up of `python cli.py bench` (issue 4 target: the first request leaves within 1 s of
+"""Start-up of `shootout bench` (issue 4 target: the first request leaves within 1 s of
 the command starting). Peers on this kind of machine: SGLang 2 s, AIPerf 6 s, vLLM 9.5 s,
 GuideLLM 16 s.
 

@@ -1,4 +1,4 @@
-"""Client CPU per streamed token, whole commands side by side: `python cli.py bench` (the
+"""Client CPU per streamed token, whole commands side by side: `shootout bench` (the
 product end to end: the load generator, the database writer, the engine-metrics recorder)
 against NVIDIA AIPerf (`aiperf profile`), in the same run, on the same scripted server.
 

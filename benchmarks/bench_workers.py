@@ -1,6 +1,6 @@
 """Load-generator workers (issue 15) against the scripted server, in one run:
 
-1. capacity and client CPU: `python cli.py bench` end to end (database writer included)
+1. capacity and client CPU: `shootout bench` end to end (database writer included)
    with 1 and with N workers, and the peers where their virtual environments exist
    (AIPerf: --aiperf; inference-perf: --inference-perf), and with --ray over a local
    2-node Ray cluster (2 actors; their CPU and the hub's count). Unpaced server (ITL 0), 128

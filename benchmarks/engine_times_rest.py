@@ -71,7 +71,7 @@ async def main_async(args: argparse.Namespace) -> int:
         return 0
     running = [s for s in status() if s.status == "running" and (not args.engine or s.id in args.engine)]
     if not running:
-        print("no local engine is running (python cli.py local up)", file=sys.stderr)
+        print("no local engine is running (shootout local up)", file=sys.stderr)
         return 1
 
     specs = {spec.id: spec for spec in all_specs()}
