@@ -1,5 +1,5 @@
 """`GET /export/runs/{run_id}.{fmt}`: a run's per-request CSV or run JSON, streamed to the
-browser as it is read from the database (services.reports.streamed), as a file download.
+browser as it is read from the database (services.runs.reports.streamed), as a file download.
 
 The Runs page links here instead of handing Streamlit the whole export: a download button
 builds its data in the app's memory (a 500k-request run's JSON was 2.8 GB there).
@@ -14,7 +14,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from services.core.errors import NotFoundError, ValidationError
-from services.reports import streamed as exports
+from services.runs.reports import streamed as exports
 
 __all__ = ["ROUTES", "export_path"]
 

@@ -20,7 +20,7 @@ from services.demos.runner import (
     stop_demo,
 )
 from services.engines.endpoints import list_engines
-from services.reports.demo import export_demo_html
+from services.runs.reports.demo import export_demo_html
 from services.team.owners import may_control_run
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
