@@ -52,7 +52,7 @@ from services.runs.records import (
     format_value,
     parse_run_ids,
 )
-from services.runs.reports import EXPORT_FORMATS, export_comparison, export_filename, export_run
+from services.runs.reports import export_comparison, export_filename
 from services.runs.tables import settings_table, style_comparison_table
 from services.telemetry.monitor import (
     configured_prometheus_url,
@@ -65,7 +65,6 @@ from services.telemetry.monitor import (
 __all__ = [
     "ARCHIVED_CHOICES",
     "CDF_LABELS",
-    "EXPORT_FORMATS",
     "HIDDEN_ENGINES",
     "HISTORY_PAGE_SIZE",
     "KINDS_WITH_STEPS",
@@ -94,7 +93,6 @@ __all__ = [
     "delete_run",
     "export_comparison",
     "export_filename",
-    "export_run",
     "filter_options",
     "history_filter",
     "history_server",
