@@ -3,7 +3,7 @@
 Every view has an address another viewer of the same server can open: `?run=12` (one
 run), `?compare=12,13&baseline=13:vllm` (a comparison), and the list's filters (bound to
 the query string). The views are drawn by app_pages/parts/runs_*.py from services.runs.view;
-logic lives in services.runs, services.reports and services.importers. Names, notes, labels
+logic lives in services.runs, services.runs.reports and services.importers. Names, notes, labels
 and errors are untrusted (imports, engines): they reach markdown only through services.core.safe_text.
 """
 

@@ -19,7 +19,8 @@ PROBE = """
 import json, resource, sys, time, tracemalloc
 from db.session import get_session_factory
 get_session_factory()  # the schema check is not what is measured
-from services import exports, importers, reports
+from services import exports, importers
+from services.runs import reports
 from services.importers import shootout
 from services.importers.common import SourceFile
 mode, run_id, path = {mode!r}, {run_id}, {path!r}

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from commands import gate as gate_flags
 from commands import print_json
-from services import importers, reports, runs
+from services import importers, runs
 from services.core import ids
 from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
 from services.core.lifecycle import RunKind
-from services.reports import streamed as exports
-from services.runs import display
+from services.runs import display, reports
+from services.runs.reports import streamed as exports
 from services.runs.tables import comparison_table
 
 if TYPE_CHECKING:

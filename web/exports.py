@@ -1,8 +1,10 @@
 """`GET /export/runs/{run_id}.{fmt}`: a run's per-request CSV or run JSON, streamed to the
-browser as it is read from the database (services.reports.streamed), as a file download.
+browser as it is read from the database (services.runs.reports.streamed), or its HTML report
+or steps CSV (services.runs.reports), as a file download.
 
 The Runs page links here instead of handing Streamlit the whole export: a download button
-builds its data in the app's memory (a 500k-request run's JSON was 2.8 GB there).
+builds its data in the app's memory (a 500k-request run's JSON was 2.8 GB there). The Demos
+page links here for the demo's HTML report: the demos feature sits below the runs' reports.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from services.core.errors import NotFoundError, ValidationError
-from services.reports import streamed as exports
+from services.runs import reports
+from services.runs.reports import streamed as exports
 
 __all__ = ["ROUTES", "export_path"]
 
@@ -39,21 +42,23 @@ def export_run(request: Request) -> Response:
     text, fmt = request.path_params["run_id"], request.path_params["fmt"]
     if not RUN_NUMBER.fullmatch(text):
         return _refusal(404, f"{text!r} is not a run number.")
-    if fmt not in exports.STREAM_FORMATS:
-        return _refusal(
-            400, f"Unknown export format {fmt!r}: use {' or '.join(exports.STREAM_FORMATS)}."
-        )
     try:
-        stream = exports.stream_run(int(text), fmt)
+        if fmt in exports.STREAM_FORMATS:
+            stream = exports.stream_run(int(text), fmt)
+            filename, mime, chunks = stream.filename, stream.mime, stream.chunks
+        else:
+            # The HTML report and the steps CSV are summaries, small at any run size: built whole.
+            exported = reports.export_run(int(text), fmt)
+            filename, mime, chunks = exported.filename, exported.mime, iter([exported.data])
     except NotFoundError as error:
         return _refusal(404, str(error))
     except ValidationError as error:
         return _refusal(400, str(error))
     return StreamingResponse(
-        stream.chunks,
-        media_type=f"{stream.mime}; charset=utf-8",
+        chunks,
+        media_type=f"{mime}; charset=utf-8",
         headers={
-            "Content-Disposition": f'attachment; filename="{stream.filename}"',
+            "Content-Disposition": f'attachment; filename="{filename}"',
             "Cache-Control": "no-store",
         },
     )

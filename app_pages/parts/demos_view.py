@@ -13,6 +13,7 @@ from services.core.errors import ShootoutError
 from services.core.figures import inert
 from services.core.safe_text import html_text, md_line, md_text
 from services.demos import view as demos
+from web.exports import export_path
 
 
 def settings(scenario: demos.Scenario, name: str) -> dict[str, object]:
@@ -146,12 +147,10 @@ def demo(view: demos.DemoView, may_steer: bool = False) -> None:
     if view.error:
         st.error(md_text(view.error))
     if not view.live:
-        st.download_button(
+        # The run's HTML report, the demo's story first, from the server's export route.
+        st.link_button(
             "Export as HTML report",
-            data=lambda: demos.export_demo_html(view.run_id).data,
-            file_name=f"shootout-demo-{view.run_id}.html",
-            mime="text/html",
-            on_click="ignore",
+            export_path(view.run_id, "html"),
             icon=":material/download:",
             key=f"demo_export_{view.run_id}",
         )

@@ -105,30 +105,13 @@ def _notes_and_tags(detail: runs.RunDetail) -> None:
 
 def _exports(run_id: int, kind: str) -> None:
     st.subheader("Export")
-    with_steps = kind in runs.KINDS_WITH_STEPS
-    buttons = st.columns(4 if with_steps else 3)
-    # CSV and JSON are links to the server's streamed download (web/exports.py): a download
-    # button would build the whole file in the app's memory first. The HTML report is one
-    # page of summaries and figures (at most 1,000 points a curve), small at any run size.
-    for column, fmt, label in zip(buttons, ("csv", "json"), ("Per-request CSV", "Run JSON")):
+    # Links to the server's export route (web/exports.py): a download button would build the
+    # file in the app's memory first (CSV and JSON are streamed there as they are read).
+    formats = {"csv": "Per-request CSV", "json": "Run JSON", "html": "HTML report"}
+    if kind in runs.KINDS_WITH_STEPS:
+        formats["steps"] = "Steps CSV (cost, energy)"
+    for column, (fmt, label) in zip(st.columns(len(formats)), formats.items()):
         column.link_button(label, export_path(run_id, fmt), key=f"runs_export_{fmt}")
-    buttons[2].download_button(
-        "HTML report",
-        data=lambda: runs.export_run(run_id, "html").data,
-        file_name=runs.export_filename(run_id, "html"),
-        mime=runs.EXPORT_FORMATS["html"],
-        on_click="ignore",
-        key="runs_export_html",
-    )
-    if with_steps:
-        buttons[3].download_button(
-            "Steps CSV (cost, energy)",
-            data=lambda: runs.export_run(run_id, "steps").data,
-            file_name=runs.export_filename(run_id, "csv").replace(".csv", "-steps.csv"),
-            mime=runs.EXPORT_FORMATS["steps"],
-            on_click="ignore",
-            key="runs_export_steps",
-        )
 
 
 def run(run_id: int) -> None:

@@ -229,7 +229,7 @@ def spreadsheet_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def csv_cell(value: Any) -> Any:
     """One value as a CSV cell, neutralised when a spreadsheet would run it: every cell of every
-    CSV the product writes goes through here (services/reports/streamed.py)."""
+    CSV the product writes goes through here (services/runs/reports/streamed.py)."""
     if isinstance(value, (list, dict)):
         value = json.dumps(value, default=str)
     if value is None:

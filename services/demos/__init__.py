@@ -14,8 +14,8 @@
   of is `base.py`, what a step shows (big numbers, chart spec, figures) `readout.py`, and the
   shared step runner (warm-up, engine after engine, the common sentences) `common.py`.
 - `charts.step_figure(step)`: the plotly figure of one step.
-- The run's HTML report with the demo's steps is services/reports/demo.py's
-  `export_demo_html(run_id)` (reports sits above demos: docs/architecture.md, "Layers").
+- The run's HTML report with the demo's steps is services/runs/reports/demo.py's (runs sit
+  above demos: docs/architecture.md, "Layers"); the Demos page links to web/exports.py's route.
 """
 
 from services.demos.registry import get_scenario, scenarios

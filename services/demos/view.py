@@ -20,7 +20,6 @@ from services.demos.runner import (
     stop_demo,
 )
 from services.engines.endpoints import list_engines
-from services.reports.demo import export_demo_html
 from services.team.owners import may_control_run
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
@@ -32,7 +31,6 @@ __all__ = [
     "advance",
     "delta_color",
     "demo_view",
-    "export_demo_html",
     "list_demos",
     "list_engines",
     "may_control_run",

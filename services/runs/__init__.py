@@ -30,8 +30,9 @@ The package's parts: `records` (the typed records, metric names, how a value rea
 `history` (the filtered list), `detail` (one run; notes, tags, archive, delete), `series`
 (loading a compared run's engines), `verdicts` (winner and noise per metric),
 `comparison` (compare_runs) and `gate`
-(the CI gate: thresholds, exit codes, Markdown and JUnit). `view` shapes them for the Runs page; it imports
-services.reports, so it is imported as `services.runs.view`, not re-exported here.
+(the CI gate: thresholds, exit codes, Markdown and JUnit), `reports` (a run's exports and
+HTML reports). `view` shapes them for the Runs page. `reports` and `view` import this package,
+so they are imported by their own names, not re-exported here.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ Three views, each one call: `history_view` (the filtered list, a page at a time)
 `run_page_view` (one run) and `compare_page_view` (a comparison). Text that reaches
 markdown is escaped here (services.core.safe_text): names, notes and errors are untrusted.
 
-Imported as `services.runs.view`: it uses services.reports (the one import of a layer above,
-docs/architecture.md "Layers"), which itself imports services.runs, so the package does not
-re-export it.
+Imported as `services.runs.view`: it uses the run reports (services.runs.reports), which
+import services.runs, so the package does not re-export it.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from services.importers import formats as import_formats
 from services.importers import import_file
 from services.parity.summary import ParitySummary
 from services.planner.steps import KINDS_WITH_STEPS
-from services.reports import EXPORT_FORMATS, export_comparison, export_filename, export_run
 from services.runs import (
     RUN_KINDS,
     FilterOptions,
@@ -54,6 +52,7 @@ from services.runs.records import (
     format_value,
     parse_run_ids,
 )
+from services.runs.reports import export_comparison, export_filename
 from services.runs.tables import settings_table, style_comparison_table
 from services.telemetry.monitor import (
     configured_prometheus_url,
@@ -66,7 +65,6 @@ from services.telemetry.monitor import (
 __all__ = [
     "ARCHIVED_CHOICES",
     "CDF_LABELS",
-    "EXPORT_FORMATS",
     "HIDDEN_ENGINES",
     "HISTORY_PAGE_SIZE",
     "KINDS_WITH_STEPS",
@@ -95,7 +93,6 @@ __all__ = [
     "delete_run",
     "export_comparison",
     "export_filename",
-    "export_run",
     "filter_options",
     "history_filter",
     "history_server",

@@ -1,6 +1,6 @@
 """A session's offline HTML report: who, when, the timeline, and what each shown thing held
 (a Playground exchange's answers, a run's percentile table), built on the run reports' page
-(services/reports/html_report.py: inline styles and plotly.js, every text escaped)."""
+(services/runs/reports/html_report.py: inline styles and plotly.js, every text escaped)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from services import playground
 from services.core import blind
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
-from services.reports.html_report import HTML_MIME, ExportFile, report_html, table_html
 from services.runs.display import run_view
+from services.runs.reports.html_report import HTML_MIME, ExportFile, report_html, table_html
 from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry
 from services.sessions.store import get

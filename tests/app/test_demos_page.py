@@ -89,3 +89,5 @@ def test_run_then_replay(page: AppTest, server) -> None:  # type: ignore[no-unty
     assert view.conclusion_headline in shown and "page-cached: TTFT fell from" in shown
     assert len(replay.get("plotly_chart")) == 2
     assert any(m.label == "page-cached · repeat" for m in replay.metric)
+    # The report comes from the server's export route (web/exports.py), the demo's story first.
+    assert [b.proto.url for b in replay.get("link_button")] == [f"export/runs/{run_id}.html"]

@@ -306,10 +306,11 @@ def test_a_benchmark_offers_its_steps_csv_and_a_playground_exchange_does_not(db_
     bench = make_run(engines={"vllm": engine_summary(0.100, 0.02, 1.0, 500.0)})
     at = runs_page(run=str(bench))
     assert not at.exception
-    assert [b.label for b in at.get("download_button") if b.key == "runs_export_steps"] == [
-        "Steps CSV (cost, energy)"
-    ]
+    links = {b.proto.label: b.proto.url for b in at.get("link_button")}
+    assert links["Steps CSV (cost, energy)"] == f"export/runs/{bench}.steps"
     played = make_run(kind="playground", engines={})
     at = runs_page(run=str(played))
     assert not at.exception
-    assert not [b for b in at.get("download_button") if b.key == "runs_export_steps"]
+    assert [b.proto.url for b in at.get("link_button")] == [
+        f"export/runs/{played}.{fmt}" for fmt in ("csv", "json", "html")
+    ]

@@ -140,7 +140,7 @@ def test_bench_gate_against_a_run_and_a_file(
     assert "[fail] " in slower.stdout and "ttft_p50" in slower.stdout
 
     # The baseline as a file (a Shootout export, as a CI job keeps one), imported as a run.
-    from services import reports
+    from services.runs import reports
 
     exported = tmp_path / "baseline.json"
     exported.write_bytes(reports.export_run(base, "json").data)

@@ -126,7 +126,7 @@ def test_a_49_percent_warm_cache_is_not_cold(
 def test_a_field_unknown_on_one_side_blocks_and_says_so(
     db_url: str, scripted_server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from services import reports
+    from services.runs import reports
 
     base = baseline(capsys, scripted_server, tmp_path)
     exported = json.loads(reports.export_run(base, "json").data)

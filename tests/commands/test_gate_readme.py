@@ -78,7 +78,7 @@ def test_the_readme_job_fails_a_dead_and_a_slower_candidate(
         baseline_args = [a.replace(STAGING_URL, server.root_url) for a in _without_gate_flags(argv)]
         code, _, err = run_cli(capsys, *baseline_args[1:], "--json", "base.json", "--quiet")
         assert code == 0, err
-    from services import reports
+    from services.runs import reports
 
     run_id = json.loads(Path("base.json").read_text())["run_id"]
     Path("perf").mkdir()

@@ -60,7 +60,7 @@ def test_runs_show_and_compare_say_where_the_time_went(db_url: str, capsys) -> N
 
 
 def test_export_steps_writes_each_steps_cost_and_energy(db_url: str, tmp_path) -> None:
-    from tests.services.reports.test_steps import MEASURED, block
+    from tests.services.runs.reports.test_steps import MEASURED, block
     from tests.services.runs.test_runs import make_run
 
     run_id = make_run(engines={"vllm": block(price=3.6, energy=MEASURED)})

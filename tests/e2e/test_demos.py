@@ -83,7 +83,10 @@ def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch
     assert repeated and all(
         fmt_s(y / 1000) in text for y in repeated[0]["y"]
     )  # as the big numbers write them (45 ms)
-    page.get_by_role("button", name="Export as HTML report").wait_for()
+    export = page.get_by_role("link", name="Export as HTML report")
+    report = page.request.get(f"{app_server.url}/{export.get_attribute('href')}")
+    assert report.ok and report.headers["content-disposition"].startswith("attachment;")
+    assert "<h2>Demo: Prefix caching" in report.text()  # the demo's story, in the run's report
     screenshot(page, "demos-finished")
 
     # The stored demo replays in a dark-themed browser too (the theme follows the system's).

@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from db.session import dispose_all
-from services import playground, reports
+from services import playground
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec
 from services.bench.workloads import WorkloadSpec
 from services.client import ChatRequest, build_headers
 from services.engines import SamplingParams, endpoints
+from services.runs import reports
 from services.telemetry import recorder
 from tests.support.scripted_server import ScriptedServer
 

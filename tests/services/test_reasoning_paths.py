@@ -242,7 +242,7 @@ def test_a_stored_benchmark_says_its_ttft_includes_thinking(
     assert ttfat.values[order.index("thinker")] == pytest.approx(thinker["ttfat_s"]["p50"])
 
     # The CSV export carries each request's answer timing (in its extra column).
-    from services.reports.streamed import stream_run
+    from services.runs.reports.streamed import stream_run
 
     text = b"".join(stream_run(run_id, "csv").chunks).decode()
     exported = [r for r in csv.DictReader(io.StringIO(text)) if r["engine_name"] == "thinker"]

@@ -1,5 +1,5 @@
 """The export route, on the real server (`streamlit run serve.py`): an attachment streamed
-in chunks, 404 for a missing run, 400 for an unknown format."""
+in chunks, the HTML report whole, 404 for a missing run, 400 for an unknown format."""
 
 from __future__ import annotations
 
@@ -50,9 +50,20 @@ def test_the_route_streams_an_attachment_and_refuses_clearly(
     assert csv_reply.status == 200 and csv_reply.headers["content-type"].startswith("text/csv")
     assert csv_reply.body.count(b"\r\n") == 5001  # csv ends rows with CRLF; error texts hold bare LFs
 
+    # The Demos page links here for a demo's report: the report of the run's kind.
+    html_reply = http.fetch(
+        "GET", f"{url}/export/runs/{run_id}.html", max_bytes=50 * 1024**2, deadline_s=60
+    )
+    assert html_reply.status == 200 and html_reply.headers["content-type"].startswith("text/html")
+    assert (
+        html_reply.headers["content-disposition"] == f'attachment; filename="shootout-run-{run_id}.html"'
+    )
+    assert f"<h1>Shootout run #{run_id}: " in html_reply.body.decode()
+
     for path, status, text in (
         ("/export/runs/999.json", 404, "Run #999 does not exist."),
-        (f"/export/runs/{run_id}.xml", 400, "Unknown export format 'xml': use csv or json."),
+        ("/export/runs/999.html", 404, "Run #999 does not exist."),
+        (f"/export/runs/{run_id}.xml", 400, "Unknown export format 'xml': use csv, json, html, steps."),
         ("/export/runs/abc.csv", 404, "'abc' is not a run number."),
     ):
         refused = http.fetch("GET", url + path, deadline_s=10)

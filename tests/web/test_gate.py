@@ -92,6 +92,7 @@ def test_streamlit_endpoints_refuse_a_client_that_has_not_logged_in(served: Serv
         "/runs?run=1",
         "/export/runs/1.csv",
         "/export/runs/1.json",
+        "/export/runs/1.html",
     ):
         response = httpx2.get(served.url + path, timeout=10)
         assert response.status_code == 401, path

@@ -14,12 +14,12 @@ import pytest
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services import reports, sessions
+from services import sessions
 from services.core.errors import ShootoutError
 from services.planner.measured import measured_by_kind
 from services.playground import live_tally, votes
 from services.playground import view as pg_view
-from services.runs import history
+from services.runs import history, reports
 from services.runs import view as runs_view
 from services.sessions import view as sessions_view
 from services.sessions.records import Shown

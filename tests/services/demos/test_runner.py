@@ -140,7 +140,7 @@ def test_replay_without_the_engines(db_url: str, demo_server) -> None:
 
 
 def test_html_report_carries_the_demo(db_url: str, demo_server) -> None:
-    from services.reports.demo import export_demo_html
+    from services.runs.reports.demo import export_demo_html
 
     demo_server.register("reported", "ttft=200,itl=5", cache=0.5)
     run_id = runner.start_demo("prefix-cache", ["reported"], options=FAST, background=False)

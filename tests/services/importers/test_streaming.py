@@ -15,7 +15,7 @@ from db.session import session_scope
 from services import importers, runs
 from services.core.errors import ValidationError
 from services.importers import reading
-from services.reports import streamed as exports
+from services.runs.reports import streamed as exports
 from tests.support.big_runs import make_big_run
 
 

@@ -17,7 +17,7 @@ from services.engines import endpoints
 from services.parity import results as views
 from services.parity import runner
 from services.parity.tasks import Task, load_prompt_lines, task_set
-from services.reports import export_run
+from services.runs.reports import export_run
 
 SHORT = 5
 TOKENS = 24

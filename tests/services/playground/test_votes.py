@@ -192,9 +192,8 @@ def test_the_runs_view_and_exports_keep_a_blind_exchange_blind_until_revealed(db
     which engine wrote which answer before anyone voted. With a room voting (issue 34) one
     participant's vote no longer shows the names to readers who are no participant: the
     presenter's reveal does."""
-    from services import reports
-    from services.reports import streamed as exports
-    from services.runs import display
+    from services.runs import display, reports
+    from services.runs.reports import streamed as exports
 
     engines = ["east-engine", "west-engine", "north-engine"]
     run_id = stored_exchange(engines)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from services import importers, reports, runs
+from services import importers, runs
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.comparability import (
@@ -19,6 +19,7 @@ from services.bench.comparability import (
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import RequestRecord
 from services.bench.workloads import WorkloadSpec
+from services.runs import reports
 from tests.services.runs.test_runs import engine_summary, make_run
 
 

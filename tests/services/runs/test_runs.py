@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 
 from db.models import RequestResult, Run, RunTag
 from db.session import session_scope
-from services import importers, reports, runs
+from services import importers, runs
 from services.core.errors import NotFoundError, ValidationError
+from services.runs import reports
 from services.runs.tables import settings_table
 
 
@@ -559,7 +560,8 @@ def test_cli_failures_are_one_clear_line(db_url: str, tmp_path, capsys) -> None:
 def test_demo_runs_show_their_conclusion_in_the_list_and_the_html_export(db_url: str) -> None:
     from db.models import Run
     from db.session import session_scope
-    from services import reports, runs
+    from services import runs
+    from services.runs import reports
 
     with session_scope() as session:
         run = Run(
@@ -584,7 +586,7 @@ def test_demo_runs_show_their_conclusion_in_the_list_and_the_html_export(db_url:
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(db_url: str) -> None:
     """Issue 20: an engine name or error text such as =HYPERLINK(...) was written as is."""
-    from services.reports.streamed import csv_cell as _csv_cell
+    from services.runs.reports.streamed import csv_cell as _csv_cell
 
     for dangerous in ('=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
         assert _csv_cell(dangerous) == "'" + dangerous
@@ -656,7 +658,7 @@ def test_csv_cells_with_a_formula_behind_spaces_breaks_or_full_width_signs_are_n
     import io
 
     from db.models import Sample
-    from services.reports.streamed import csv_cell, stream_run
+    from services.runs.reports.streamed import csv_cell, stream_run
 
     dangerous = [
         ' =HYPERLINK("http://x","y")',

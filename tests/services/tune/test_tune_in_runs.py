@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from services import reports, runs
+from services import runs
 from services.bench.arrivals import LoadSpec
 from services.bench.workloads import WorkloadSpec
+from services.runs import reports
 from services.tune import jobs
 from services.tune.spec import TuneSpec
 

@@ -15,7 +15,9 @@ import plotly.offline
 from services.bench.caveats import Caveats
 from services.core.figures import inert
 from services.planner.steps import steps_frame
-from services.reports.streamed import export_filename
+from services.runs import RunDetail, display
+from services.runs.reports.streamed import export_filename
+from services.runs.tables import mark_style
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,6 @@ class ExportFile:
     mime: str
     data: bytes
 
-
-# The module, not its names: services.runs.display imports this package (its figures and
-# tables), so whichever of the two loads first finds the other half-built.
-from services.runs import RunDetail, display
-from services.runs.tables import mark_style
 
 HTML_MIME = "text/html"
 

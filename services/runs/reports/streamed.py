@@ -3,7 +3,7 @@ in batches, so exporting a 500,000-request run holds one batch of rows, never th
 (issue 20: a JSON export of such a run built 2.8 GB in memory).
 
 The JSON is byte for byte what `json.dumps(document, indent=1)` of the whole run gives
-(services.reports.run_document), so Shootout's importer reads it back unchanged.
+(services.runs.reports.run_document), so Shootout's importer reads it back unchanged.
 
 Rows are read by keyset pagination, each batch in its own short session, rather than in
 one session held open for the whole stream: a browser that downloads slowly would keep a

@@ -7,10 +7,10 @@ import pytest
 
 from db.models import Run
 from db.session import session_scope
-from services import reports
 from services.core.lifecycle import RunKind
-from services.reports import export
-from services.reports.demo import export_demo_html
+from services.runs import reports
+from services.runs.reports import export
+from services.runs.reports.demo import export_demo_html
 
 
 def _stored_run(kind: str) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import html
 
-from services import reports, runs
+from services import runs
 from services.bench.caveats import run_caveats
+from services.runs import reports
 from tests.services.runs.test_caveats import caveated_run
 from tests.services.runs.test_comparison_split import split_run, timed
 

@@ -1,7 +1,7 @@
 """What leaves the server: a run as per-request CSV, run JSON (re-importable) or its HTML
 report, and a comparison of runs as one HTML report.
 
-CSV and JSON are streamed in batches (services.reports.streamed); run_document builds the same JSON
+CSV and JSON are streamed in batches (services.runs.reports.streamed); run_document builds the same JSON
 in memory, for callers that want a dict and as the reference the stream is checked against.
 """
 
@@ -22,8 +22,9 @@ from services.core.errors import NotFoundError, ValidationError
 from services.core.lifecycle import RunKind
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.planner.steps import KINDS_WITH_STEPS, steps_csv
-from services.reports.demo import export_demo_html
-from services.reports.html_report import (
+from services.runs import display
+from services.runs.reports.demo import export_demo_html
+from services.runs.reports.html_report import (
     HTML_MIME,
     ExportFile,
     caveats_html,
@@ -33,7 +34,7 @@ from services.reports.html_report import (
     steps_html,
     table_html,
 )
-from services.reports.streamed import (
+from services.runs.reports.streamed import (
     REQUEST_COLUMNS,
     STREAM_FORMATS,
     export_filename,
@@ -41,10 +42,6 @@ from services.reports.streamed import (
     run_header,
     stream_run,
 )
-
-# The module, not its names: services.runs.display imports this package, so whichever of
-# the two loads first finds the other half-built.
-from services.runs import display
 
 ExportFormat = Literal["csv", "json", "html", "steps"]
 #: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the
@@ -68,7 +65,7 @@ def _rows_of(
 
 def run_document(run_id: int) -> dict[str, Any]:
     """The run as Shootout run JSON (see services.importers.shootout for the format), whole
-    in memory: services.reports.streamed.stream_run writes the same document without holding it."""
+    in memory: services.runs.reports.streamed.stream_run writes the same document without holding it."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:

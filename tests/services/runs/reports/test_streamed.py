@@ -14,9 +14,10 @@ from sqlalchemy import event
 
 from db.models import Exchange, Sample
 from db.session import get_session_factory, session_scope
-from services import importers, reports, runs
+from services import importers, runs
 from services.core.errors import NotFoundError, ValidationError
-from services.reports import streamed as exports
+from services.runs import reports
+from services.runs.reports import streamed as exports
 from tests.support.big_runs import make_big_run
 
 EXPORTED_AT = re.compile(rb'"exported_at": "[^"]+"')

@@ -9,7 +9,7 @@ import html
 from services.core.figures import inert
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
-from services.reports.html_report import ExportFile, standard_html_report
+from services.runs.reports.html_report import ExportFile, standard_html_report
 
 _STYLE = (
     "<style>.demo-conclusion{font-size:1.25em;line-height:1.5;padding:12px 16px;border-left:6px solid #1a7f37;"

@@ -5,13 +5,13 @@
 - `streamed`: exports streamed in batches of rows.
 
 Callers import from here; the parts import each other, never this package's top. The
-comparison's tables and figures are services.runs' (`tables`, `figures`); each step's cost and
-energy is services.planner.steps.
+comparison's tables and figures are services.runs.tables' and `figures`'; each step's cost
+and energy is services.planner.steps.
 """
 
-from services.reports.export import EXPORT_FORMATS, export_comparison, export_run, run_document
-from services.reports.html_report import ExportFile
-from services.reports.streamed import export_filename
+from services.runs.reports.export import EXPORT_FORMATS, export_comparison, export_run, run_document
+from services.runs.reports.html_report import ExportFile
+from services.runs.reports.streamed import export_filename
 
 __all__ = [
     "EXPORT_FORMATS",

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from services import reports
 from services.core import cost
 from services.core.errors import ValidationError
 from services.planner.steps import CSV_COLUMNS, NOT_RECORDED, step_rows
-from services.runs import display
+from services.runs import display, reports
 from tests.services.runs.test_runs import engine_summary, make_run
 
 MEASURED = {
