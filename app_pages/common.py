@@ -14,10 +14,10 @@ from streamlit.delta_generator import DeltaGenerator
 from services.core import ids
 from services.core.config import get_settings
 from services.core.errors import ShootoutError
-from services.core.run_kinds import mark_interrupted_after_restart
 from services.core.safe_text import md_text
 from services.engines import endpoints
 from services.local_engines import progress
+from services.runstate.run_kinds import mark_interrupted_after_restart
 from services.team import access, oidc_logins
 from services.votes import participants
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from services.core import ids
 from services.core.errors import ValidationError
-from services.core.lifecycle import RunStatus
+from services.runstate.lifecycle import RunStatus
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,12 +21,12 @@ from commands import gate as gate_flags
 from commands import print_json
 from services import importers, runs
 from services.core import ids
-from services.core.blind import HIDDEN_NOTE
 from services.core.errors import ValidationError
-from services.core.lifecycle import RunKind
 from services.runs import display, reports
 from services.runs.reports import streamed as exports
 from services.runs.tables import comparison_table
+from services.runstate.blind import HIDDEN_NOTE
+from services.runstate.lifecycle import RunKind
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -95,7 +95,7 @@ def test_every_product_package_sits_in_a_layer() -> None:
 LOADS_UPWARD = {
     # Each feature's run_kind.py registers its kind with the core (the worker and restart
     # recovery treat runs alike); the contract checks what each of those modules imports.
-    "services.core.run_kinds",
+    "services.runstate.run_kinds",
 }
 
 
@@ -110,14 +110,14 @@ def _loaded_by_name() -> dict[str, list[str]]:
     parts = [f"services.engines.{p.name}.{m.stem}" for p in kinds for m in p.glob("*.py")]
     return {
         "shootout.cli": sorted(set(COMMANDS.values())),
-        "services.core.run_kinds": run_kinds,
+        "services.runstate.run_kinds": run_kinds,
         "services.engines.registry": [f"services.engines.{p.name}" for p in kinds] + parts,
     }
 
 
 def test_modules_loaded_by_name_sit_at_or_below_their_loader() -> None:
     loaded = _loaded_by_name()
-    assert len(loaded["services.core.run_kinds"]) >= 5
+    assert len(loaded["services.runstate.run_kinds"]) >= 5
     wrong = {}
     for loader, modules in loaded.items():
         own = _layer_of(loader)

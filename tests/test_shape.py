@@ -89,7 +89,8 @@ def test_the_environment_gate_catches_a_read(tmp_path: Path) -> None:
         assert len(_environment_reads(path, tmp_path)) == reads, path.name
 
 
-#: services/ reads from `ls`: a package per feature, the core below them, the team server.
+#: services/ reads from `ls`: a package per feature, the core below them, a run's stored state
+#: (runstate), the team server.
 FEATURES = {
     "bench", "client", "demos", "engines", "importers", "local_engines", "parity", "planner",
     "playground", "runs", "sessions", "telemetry", "tune", "votes",
@@ -106,7 +107,7 @@ PAGE_FEATURES = {
 def test_services_holds_one_package_per_feature_and_no_loose_module() -> None:
     # A folder left with only __pycache__ by a checkout that moved on is not an entry.
     entries = {p.name for p in (ROOT / "services").iterdir() if p.is_file() or any(p.rglob("*.py"))}
-    assert entries - {"__init__.py"} == FEATURES | {"core", "team"}
+    assert entries - {"__init__.py"} == FEATURES | {"core", "runstate", "team"}
     for name in entries - {"__init__.py"}:
         assert (ROOT / "services" / name / "__init__.py").exists(), name
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from services.core.lifecycle import RunKind
-from services.core.run_kinds import RunKindSpec, register
+from services.runstate.lifecycle import RunKind
+from services.runstate.run_kinds import RunKindSpec, register
 
 if TYPE_CHECKING:
     from db.models import Run

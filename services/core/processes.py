@@ -54,7 +54,7 @@ def worker_exited(pid: int | None) -> bool:
 
 
 def launch_run_worker(kind: str, run_id: int) -> int:
-    """Start `python -m services.core.worker KIND RUN_ID` detached (its own session, so it outlives
+    """Start `python -m services.runstate.worker KIND RUN_ID` detached (its own session, so it outlives
     the page or command that started it), with this process's database; returns its pid.
     Timed work runs there rather than in the Streamlit server, whose GIL pauses would skew
     timings. Its output goes to <data dir>/logs/KIND-RUN_ID.log."""
@@ -66,7 +66,7 @@ def launch_run_worker(kind: str, run_id: int) -> int:
     env["SHOOTOUT_DATA_DIR"] = str(settings.data_dir)
     with open(log_dir / f"{kind}-{run_id}.log", "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.core.worker", kind, str(run_id)],
+            [sys.executable, "-m", "services.runstate.worker", kind, str(run_id)],
             cwd=PROJECT_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=log,

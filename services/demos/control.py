@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from db.models import Run
 from db.session import session_scope
 from services.core.errors import NotFoundError
-from services.core.lifecycle import RunKind
 from services.demos.reading import demo_view
+from services.runstate.lifecycle import RunKind
 from services.team import owners
 
 if TYPE_CHECKING:

@@ -12,12 +12,12 @@ from sqlalchemy import func, select
 from db.models import RequestResult, Run
 from db.session import session_scope
 from services.core.errors import NotFoundError, ShootoutError
-from services.core.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
-from services.core.run_kinds import interrupt_run, notice_gone_workers
 from services.demos.base import Scenario
 from services.demos.records import DemoListItem, DemoView, step_view
 from services.demos.registry import get_scenario
 from services.demos.summary import DemoSummary
+from services.runstate.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
+from services.runstate.run_kinds import interrupt_run, notice_gone_workers
 
 
 def _interrupt_if_stale(run_id: int) -> None:

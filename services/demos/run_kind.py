@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from services.core.lifecycle import RunKind
-from services.core.run_kinds import RunKindSpec, register
+from services.runstate.lifecycle import RunKind
+from services.runstate.run_kinds import RunKindSpec, register
 
 INTERRUPTED = (
     "The demo's worker stopped without finishing (killed, or the app or the command restarted); "

@@ -33,9 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from db.models import Run
 from db.session import session_scope
-from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError, ValidationError
-from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus
 from services.core.processes import launch_run_worker
 from services.demos.base import Scenario, StepOutcome, join_sentences
 from services.demos.context import DemoContext, DemoStopped
@@ -47,6 +45,8 @@ from services.demos.summary import DemoSummary, StepBlock
 from services.engines import endpoints
 from services.engines.endpoints import EngineRecord
 from services.engines.probe import probe
+from services.runstate import lifecycle
+from services.runstate.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus
 from services.team import limits
 
 if TYPE_CHECKING:

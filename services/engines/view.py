@@ -18,12 +18,12 @@ from db.session import session_scope
 from services import local_engines
 from services.core import cost
 from services.core.errors import ShootoutError
-from services.core.lifecycle import ACTIVE_STATUSES
 from services.core.safe_text import code_span, md_line, md_text
 from services.engines import adapters, endpoints, get_adapter, registration
 from services.engines.endpoints import EngineRecord
 from services.engines.probe import ProbeResult, probe
 from services.local_engines import background, progress
+from services.runstate.lifecycle import ACTIVE_STATUSES
 from services.telemetry.hub import get_hub
 from services.telemetry.scraper import ScrapeTarget
 

@@ -29,7 +29,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from services.core.errors import ValidationError
-from services.core.lifecycle import RunStatus
 from services.core.measure import thinking_reported
 from services.importers.common import (
     ImportedRun,
@@ -45,6 +44,7 @@ from services.importers.common import (
     summary_from_requests,
     to_seconds,
 )
+from services.runstate.lifecycle import RunStatus
 
 TOOL = "aiperf"
 LABEL = "NVIDIA AIPerf (profile export JSON/CSV/JSONL)"

@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from services.core.lifecycle import RunStatus
 from services.core.measure import thinking_reported
 from services.importers.common import (
     ImportedRun,
@@ -43,6 +42,7 @@ from services.importers.common import (
     stat_name,
     to_seconds,
 )
+from services.runstate.lifecycle import RunStatus
 
 TOOL = "guidellm"
 LABEL = "GuideLLM (benchmarks.json)"

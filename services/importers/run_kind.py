@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.core.lifecycle import RunKind
-from services.core.run_kinds import RunKindSpec, register
+from services.runstate.lifecycle import RunKind
+from services.runstate.run_kinds import RunKindSpec, register
 
 SPEC = register(RunKindSpec(RunKind.IMPORT, "imported run"))

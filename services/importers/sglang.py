@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.core.lifecycle import RunStatus
 from services.core.measure import tpot
 from services.importers.common import (
     ImportedRun,
@@ -30,6 +29,7 @@ from services.importers.common import (
     request_row,
 )
 from services.importers.vllm import engine_numbers, step_load
+from services.runstate.lifecycle import RunStatus
 
 TOOL = "sglang"
 LABEL = "SGLang bench_serving (JSONL)"

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from services.core.errors import ValidationError
-from services.core.lifecycle import ACTIVE_STATUSES, RunStatus
 from services.importers import reading
 from services.importers.common import REQUEST_FIELDS, ImportedRun, SourceFile, parse_timestamp
+from services.runstate.lifecycle import ACTIVE_STATUSES, RunStatus
 
 TOOL = "shootout"
 LABEL = "Shootout run JSON"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.core.lifecycle import RunStatus
 from services.core.measure import tpot
 from services.importers.common import (
     ImportedRun,
@@ -31,6 +30,7 @@ from services.importers.common import (
     parse_timestamp,
     request_row,
 )
+from services.runstate.lifecycle import RunStatus
 
 TOOL = "vllm"
 LABEL = "vLLM bench serve (result JSON)"

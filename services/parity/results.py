@@ -16,14 +16,14 @@ from sqlalchemy import select
 from db.models import RequestResult, Run
 from db.session import session_scope
 from services.core.errors import NotFoundError
-from services.core.lifecycle import ACTIVE_STATUSES, RunKind
 from services.core.measure import describe
-from services.core.run_kinds import notice_gone_workers
 from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.parity.metrics import Answer, PromptComparison, TokenChoice, compare, summarise
 from services.parity.summary import ParityComparison, ParityEngine, ParitySummary
 from services.parity.tasks import Task
+from services.runstate.lifecycle import ACTIVE_STATUSES, RunKind
+from services.runstate.run_kinds import notice_gone_workers
 
 #: Tokens of each answer shown after the shared prefix at the divergence.
 CONTINUATION_TOKENS = 6

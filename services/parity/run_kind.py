@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from services.core.lifecycle import RunKind
-from services.core.run_kinds import RunKindSpec, register
+from services.runstate.lifecycle import RunKind
+from services.runstate.run_kinds import RunKindSpec, register
 
 
 def _execute(run_id: int, should_stop: Callable[[], bool]) -> None:

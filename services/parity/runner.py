@@ -16,7 +16,7 @@ answer), one at a time, one engine after another, as benchmarks do by default: e
 shared hardware are compared at the same load. The same engine may appear twice (its label
 gets "#2"): an engine against itself shows whether it is deterministic.
 
-It runs in a worker process (`python -m services.core.worker parity RUN_ID`); `cancel_parity` sets
+It runs in a worker process (`python -m services.runstate.worker parity RUN_ID`); `cancel_parity` sets
 the status to "cancelled" and the worker stops before its next request, keeping what it stored.
 """
 
@@ -35,15 +35,16 @@ from sqlalchemy import update
 from db.models import RequestResult, Run
 from db.session import session_scope
 from services.client import ChatRequest, build_body, build_headers, chat_url, run_blocking, run_chat
-from services.core import http, lifecycle
+from services.core import http
 from services.core.errors import NotFoundError, ShootoutError, ValidationError
-from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
 from services.core.measure import token_count
 from services.core.processes import launch_run_worker
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.parity.metrics import parse_answer
 from services.parity.results import build_summary
 from services.parity.tasks import DEFAULT_SEED, TASK_SET_SIZE, TASK_SET_VERSION, Task, score, task_set
+from services.runstate import lifecycle
+from services.runstate.lifecycle import HEARTBEAT_INTERVAL_S, RunKind, RunStatus, request_cancel
 from services.team import limits, owners
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from db.session import session_scope
 from services.bench.spec import slo_of
 from services.bench.stats import block_meets_slo
 from services.core import cost, stored_json
-from services.core.lifecycle import FINISHED_STATUSES, RunKind
 from services.core.safe_text import md_line
 from services.planner.steps import StepRow, step_rows
+from services.runstate.lifecycle import FINISHED_STATUSES, RunKind
 from services.tune.pareto import cost_figure, energy_figure
 from services.tune.summary import TuneSummary
 

@@ -20,8 +20,8 @@ from services.bench.summary import BenchSummary
 from services.bench.view.costs import cost_columns
 from services.bench.view.tables import energy_columns
 from services.core import cost, stored_json
-from services.core.lifecycle import RunKind
 from services.core.safe_text import csv_cell
+from services.runstate.lifecycle import RunKind
 from services.telemetry.energy.records import EnergyResult
 from services.tune.summary import TuneSummary
 

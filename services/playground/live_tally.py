@@ -12,8 +12,8 @@ from sqlalchemy import select
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
 from services.core.errors import NotFoundError
-from services.core.lifecycle import RunKind
 from services.playground import votes as playground_votes
+from services.runstate.lifecycle import RunKind
 
 
 @dataclass(frozen=True)

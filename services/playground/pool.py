@@ -18,10 +18,10 @@ import subprocess
 import sys
 import threading
 
-from services.core import lifecycle
 from services.core.config import PROJECT_ROOT, get_settings
-from services.core.lifecycle import RunKind
 from services.core.processes import launch_run_worker
+from services.runstate import lifecycle
+from services.runstate.lifecycle import RunKind
 
 _lock = threading.Lock()
 _process: subprocess.Popen[bytes] | None = None

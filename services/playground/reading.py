@@ -14,13 +14,13 @@ from services.client import ChatRequest, as_curl, as_openai_python
 from services.core import stored_json
 from services.core.errors import NotFoundError
 from services.core.json_schema import SchemaCheck
-from services.core.lifecycle import RunKind, RunStatus, is_stale
 from services.core.measure import EngineTimes, cached_tokens, time_split, token_count
-from services.core.run_kinds import interrupt_run
 from services.engines import endpoints
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
 from services.playground.worker import running_here, streaming
+from services.runstate.lifecycle import RunKind, RunStatus, is_stale
+from services.runstate.run_kinds import interrupt_run
 
 
 def _mark_interrupted(session: Any, run: Run) -> None:

@@ -13,10 +13,10 @@ from sqlalchemy import update
 from sqlalchemy.orm import object_session
 
 from db.models import Exchange
-from services.core import lifecycle
 from services.core.errors import ShootoutError
-from services.core.lifecycle import RunKind, RunStatus
-from services.core.run_kinds import RunKindSpec, register
+from services.runstate import lifecycle
+from services.runstate.lifecycle import RunKind, RunStatus
+from services.runstate.run_kinds import RunKindSpec, register
 
 if TYPE_CHECKING:
     from db.models import Run

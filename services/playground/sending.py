@@ -12,9 +12,8 @@ from sqlalchemy import select
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, build_body
-from services.core import blind, ids
+from services.core import ids
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import RunKind, RunStatus
 from services.engines import SamplingParams, endpoints
 from services.playground import pool, worker
 from services.playground.checks import validate
@@ -22,6 +21,8 @@ from services.playground.params import engine_params, messages_for, params_dict,
 from services.playground.reading import last_prompt
 from services.playground.records import EngineChoice, SendHandle, SendRequest
 from services.playground.worker import Stream
+from services.runstate import blind
+from services.runstate.lifecycle import RunKind, RunStatus
 from services.team import limits, owners
 
 if TYPE_CHECKING:

@@ -32,10 +32,10 @@ from sqlalchemy.exc import IntegrityError
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
-from services.core import blind
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import RunKind
+from services.runstate import blind
+from services.runstate.lifecycle import RunKind
 from services.team.access import PermissionDenied
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class BlindVote:
 
 
 def blind_order(run_id: int, engines: list[str]) -> list[str]:
-    """The exchange's screen order in blind mode: the one stored with it (services/core/blind.py)."""
+    """The exchange's screen order in blind mode: the one stored with it (services/runstate/blind.py)."""
     return blind.stored_order(run_id, engines)
 
 
@@ -78,7 +78,7 @@ def answer_labels(order: list[str]) -> dict[str, str]:
 
 
 def hidden(blind_sent: bool, revealed: bool, seen: bool) -> bool:
-    """The one rule of who wrote what (services/core/blind.py)."""
+    """The one rule of who wrote what (services/runstate/blind.py)."""
     return blind.hidden(blind_sent, revealed, seen)
 
 

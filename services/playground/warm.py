@@ -13,11 +13,11 @@ import sys
 import threading
 from typing import BinaryIO
 
-from services.core import lifecycle
 from services.core.errors import ShootoutError
-from services.core.lifecycle import RunStatus
-from services.core.worker import _raise_file_limit
 from services.playground import sending, worker
+from services.runstate import lifecycle
+from services.runstate.lifecycle import RunStatus
+from services.runstate.worker import _raise_file_limit
 
 
 def _stream(run_id: int) -> None:

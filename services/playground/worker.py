@@ -23,12 +23,13 @@ from sqlalchemy import update
 from db.models import Exchange, Run
 from db.session import session_scope
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
-from services.core import json_schema, lifecycle
+from services.core import json_schema
 from services.core.errors import NotFoundError
-from services.core.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
 from services.core.measure import RequestMetrics
 from services.core.processes import pid_alive
 from services.playground import pool
+from services.runstate import lifecycle
+from services.runstate.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
 
 #: The shortest time between two writes of an exchange's growing answers (the first token of a
 #: quiet exchange is written at once).

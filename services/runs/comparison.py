@@ -14,9 +14,7 @@ from db.session import session_scope
 from services.bench import comparability
 from services.bench.comparability import weights
 from services.bench.time_split import part_note, shown
-from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import RunKind
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
@@ -44,6 +42,8 @@ from services.runs.records import (
 from services.runs.repeats import not_repeat_notes
 from services.runs.series import attach_repeats, build_series, load_samples
 from services.runs.verdicts import verdicts_of
+from services.runstate import blind
+from services.runstate.lifecycle import RunKind
 
 
 def change_text(change: float | None, mark: str | None) -> str:

@@ -11,15 +11,15 @@ from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run, RunTag, Sample
 from db.session import session_scope
-from services.core import blind
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import FINISHED_STATUSES
 from services.runs.records import (
     MAX_REPEATS,
     DeleteResult,
     RunDetail,
     split_engine_names,
 )
+from services.runstate import blind
+from services.runstate.lifecycle import FINISHED_STATUSES
 from services.team import owners
 from services.team.access import Viewer
 

@@ -18,7 +18,6 @@ from services.bench import view as bench_views
 from services.bench.caveats import Caveats, run_caveats
 from services.bench.time_split import not_reported
 from services.bench.view.split import split_lines, split_words
-from services.core import blind
 from services.core.measure import EngineTimes, time_split
 from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
@@ -26,6 +25,7 @@ from services.importers.common import number
 from services.runs import Comparison, RunDetail, format_value
 from services.runs.figures import comparison_figures
 from services.runs.tables import comparison_table, settings_table
+from services.runstate import blind
 from services.votes.tally import TallyTables, tally_tables, vote_tally
 
 
@@ -220,7 +220,7 @@ def run_view(run_id: int) -> RunView:
     (playground) and telemetry sources (recordings)."""
     detail = runs.get_run(run_id)
     if detail.hidden:
-        # A blind exchange before its reveal (services/core/blind.py): its answers by their
+        # A blind exchange before its reveal (services/runstate/blind.py): its answers by their
         # blind names, no per-engine table, verdict, chart, telemetry or caveat.
         return RunView(detail, None, _exchanges(run_id, {}) if detail.exchange_count else None, None)
     comparison = runs.comparison_of_run(detail)

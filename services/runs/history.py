@@ -10,9 +10,7 @@ from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, not_,
 from db.models import Run, RunTag
 from db.session import session_scope
 from services.bench.summary import BenchSummary
-from services.core import blind
 from services.core.errors import ValidationError
-from services.core.run_kinds import notice_gone_workers
 from services.runs.records import (
     MAX_PAGE_SIZE,
     RUN_KINDS,
@@ -26,6 +24,8 @@ from services.runs.records import (
     format_value,
     split_engine_names,
 )
+from services.runstate import blind
+from services.runstate.run_kinds import notice_gone_workers
 
 
 def _utc(value: date | None, end_of_day: bool = False) -> datetime | None:

@@ -15,7 +15,7 @@ from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
 from services.core import cost
 from services.core.ids import parse_id
-from services.core.lifecycle import RunKind
+from services.runstate.lifecycle import RunKind
 from services.telemetry.energy.records import ENERGY_METRICS, format_energy
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
@@ -184,7 +184,7 @@ class RunDetail:
     repeat_ids: tuple[int, ...]
     #: Who started it (Run.requested_by): whether a viewer may change it (runs.may_change).
     requested_by: str | None = None
-    #: A blind exchange before its reveal (services/core/blind.py): engines, model, summary
+    #: A blind exchange before its reveal (services/runstate/blind.py): engines, model, summary
     #: and the config's engines are left out of this record.
     hidden: bool = False
 

@@ -17,7 +17,6 @@ from services.bench.spec import slo_of
 from services.bench.stats import SloSpec, within_slo
 from services.bench.summary import BenchSummary
 from services.core import cost
-from services.core.lifecycle import FINISHED_STATUSES
 from services.core.measure import describe
 from services.engines import get_adapter
 from services.runs.records import (
@@ -36,6 +35,7 @@ from services.runs.records import (
     finite_number,
     split_engine_names,
 )
+from services.runstate.lifecycle import FINISHED_STATUSES
 
 
 def _mapping(value: Any) -> dict[str, Any]:

@@ -19,8 +19,6 @@ import pandas as pd
 
 from services.bench import selfcheck
 from services.bench.caveats import Caveats, run_caveats
-from services.core import blind
-from services.core.lifecycle import RunKind
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.importers import formats as import_formats
@@ -54,6 +52,8 @@ from services.runs.records import (
 )
 from services.runs.reports import export_comparison, export_filename
 from services.runs.tables import settings_table, style_comparison_table
+from services.runstate import blind
+from services.runstate.lifecycle import RunKind
 from services.telemetry.monitor import (
     configured_prometheus_url,
     history_server,

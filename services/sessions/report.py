@@ -7,11 +7,11 @@ from __future__ import annotations
 import html
 
 from services import playground
-from services.core import blind
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
 from services.runs.display import run_view
 from services.runs.reports.html_report import HTML_MIME, ExportFile, report_html, table_html
+from services.runstate import blind
 from services.sessions.live import presence
 from services.sessions.records import SessionInfo, TimelineEntry
 from services.sessions.store import get

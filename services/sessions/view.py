@@ -7,13 +7,13 @@ them with the pages' own pieces, read-only: nothing here starts, cancels or chan
 from __future__ import annotations
 
 from services.bench.view import run_view as benchmark_view
-from services.core.lifecycle import ACTIVE_STATUSES
 from services.demos.runner import demo_view
 from services.planner.plan import PlanRequest
 from services.playground import get_exchange, reveal, vote_best
 from services.playground.view import VOTER_WORDS, Arrangement, arrange, live_tally_line, units
 from services.runs import get_run
 from services.runs.view import HIDDEN_ENGINES, blind_answers, compare_page_view, id_list, run_page_view
+from services.runstate.lifecycle import ACTIVE_STATUSES
 from services.sessions import (
     NotPresenter,
     Rejoined,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from services.core.config import get_settings
 from services.core.errors import ValidationError
-from services.core.run_kinds import count_active
+from services.runstate.run_kinds import count_active
 
 if TYPE_CHECKING:
     from services.team.access import Viewer

@@ -479,7 +479,7 @@ def run_window(run_id: int) -> RunWindow:
     # registered engine is named.
     from db.models import Run
     from db.session import session_scope
-    from services.core import blind
+    from services.runstate import blind
 
     with session_scope() as session:
         run = session.get(Run, run_id)

@@ -19,9 +19,10 @@ from sqlalchemy import select
 
 from db.models import RequestResult, Run, Sample
 from db.session import session_scope
-from services.core import blind, stored_json
+from services.core import stored_json
 from services.core.errors import NotFoundError, ValidationError
 from services.engines.signals import SourceGroup, not_reported, signal_names
+from services.runstate import blind
 from services.telemetry.origins import start_times
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")

@@ -23,10 +23,10 @@ from sqlalchemy.exc import IntegrityError
 
 from db.models import Run, Sample
 from db.session import session_scope
-from services.core import lifecycle
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import RunKind, RunStatus
+from services.runstate import lifecycle
+from services.runstate.lifecycle import RunKind, RunStatus
 from services.telemetry.hub import TelemetryHub, get_hub
 from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
 from services.telemetry.snapshot import Snapshot

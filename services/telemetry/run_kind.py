@@ -3,8 +3,8 @@ recording has no worker process, only what "interrupted" says when the app stops
 
 from __future__ import annotations
 
-from services.core.lifecycle import RunKind
-from services.core.run_kinds import RunKindSpec, register
+from services.runstate.lifecycle import RunKind
+from services.runstate.run_kinds import RunKindSpec, register
 
 SPEC = register(
     RunKindSpec(

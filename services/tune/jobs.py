@@ -43,13 +43,13 @@ from services.bench.stats import summarize_engine
 from services.bench.summary import BenchSummary
 from services.bench.workloads import run_salt, workload_label
 from services.client import run_blocking
-from services.core import lifecycle
 from services.core.errors import NotFoundError, ShootoutError
-from services.core.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
 from services.core.processes import launch_run_worker, pid_alive
-from services.core.run_kinds import notice_gone_workers
 from services.engines.reported import reported_settings
 from services.local_engines import state_dir
+from services.runstate import lifecycle
+from services.runstate.lifecycle import ACTIVE_STATUSES, RunKind, RunStatus, request_cancel
+from services.runstate.run_kinds import notice_gone_workers
 from services.team import access, limits, owners
 from services.tune import launch, pareto
 from services.tune.commands import launch_commands

@@ -13,8 +13,8 @@ from sqlalchemy import func, select
 
 from db.models import Vote
 from db.session import session_scope
-from services.core import blind
 from services.core.config import get_settings
+from services.runstate import blind
 from services.votes.bradley_terry import TIE, Comparison, Ranking, rank
 
 _cache: dict[tuple[str, int | None, int, int], Ranking] = {}

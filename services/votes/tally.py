@@ -21,8 +21,8 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
-from services.core import blind
 from services.core.errors import NotFoundError
+from services.runstate import blind
 
 #: The normal quantile of a two-sided 95% interval.
 Z95 = 1.959963984540054

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from services.core.lifecycle import HEARTBEAT_INTERVAL_S
+from services.runstate.lifecycle import HEARTBEAT_INTERVAL_S
 from services.tune.jobs import TuneRunView, get_run
 
 

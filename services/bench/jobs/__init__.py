@@ -2,7 +2,7 @@
 outlives the page.
 
 Life of a run: `start_benchmark(spec)` stores a Run (kind "benchmark", status "pending",
-config = the full spec) and starts a worker process (`python -m services.core.worker benchmark ID`,
+config = the full spec) and starts a worker process (`python -m services.runstate.worker benchmark ID`,
 its own session, so it goes on when the page closes or the app restarts). The worker sets
 "running", executes the benchmark on its own event loop (uvloop) and hands every finished
 request to a writer thread, which inserts RequestResult rows in batches about twice a
@@ -56,7 +56,7 @@ from services.bench.jobs.starting import (
 )
 from services.bench.jobs.summarize import METRIC_FIELDS, build_summary, generator_verdict
 from services.bench.jobs.writer import FLUSH_INTERVAL_S, DatabaseSink, record_from_row, request_row
-from services.core.lifecycle import ACTIVE_STATUSES
+from services.runstate.lifecycle import ACTIVE_STATUSES
 
 __all__ = [
     "ACTIVE_STATUSES",

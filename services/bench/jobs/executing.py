@@ -21,11 +21,11 @@ from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
 from services.bench.workloads import run_salt
 from services.client import run_blocking
-from services.core import lifecycle
 from services.core.errors import NotFoundError
-from services.core.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
 from services.core.processes import pid_alive
-from services.core.run_kinds import interrupted_text
+from services.runstate import lifecycle
+from services.runstate.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
+from services.runstate.run_kinds import interrupted_text
 from services.telemetry.energy.meter import EnergyMeter
 from services.telemetry.gpu import remote_gpu_settings
 

@@ -16,8 +16,8 @@ from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
 from services.core.errors import NotFoundError
-from services.core.lifecycle import ACTIVE_STATUSES, RunStatus
-from services.core.run_kinds import notice_gone_workers
+from services.runstate.lifecycle import ACTIVE_STATUSES, RunStatus
+from services.runstate.run_kinds import notice_gone_workers
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from db.session import session_scope
 from services.bench import limits as bench_limits
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import workload_label
-from services.core.lifecycle import RunKind, RunStatus, request_cancel
 from services.core.processes import launch_run_worker
 from services.engines.endpoints import get_engine
 from services.engines.reported import reported_settings
+from services.runstate.lifecycle import RunKind, RunStatus, request_cancel
 from services.team import limits, owners
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def start_benchmark(spec: BenchSpec, viewer: Viewer | None = None) -> int:
 
 
 def launch_worker(run_id: int) -> int:
-    """Start its worker process (`python -m services.core.worker benchmark RUN_ID`); returns its pid."""
+    """Start its worker process (`python -m services.runstate.worker benchmark RUN_ID`); returns its pid."""
     pid = launch_run_worker(KIND, run_id)
     update_run(run_id, worker_pid=pid)
     return pid

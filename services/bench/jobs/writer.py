@@ -15,9 +15,10 @@ from db.models import RequestResult
 from db.session import session_scope
 from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
 from services.bench.summary import BenchSummary
-from services.core import lifecycle, stored_json
-from services.core.lifecycle import RunStatus
+from services.core import stored_json
 from services.core.measure import EngineTimes, token_count
+from services.runstate import lifecycle
+from services.runstate.lifecycle import RunStatus
 
 FLUSH_INTERVAL_S = 0.5
 

@@ -35,9 +35,9 @@ from services.bench.view.tables import (
 )
 from services.core import ids
 from services.core.errors import ValidationError
-from services.core.lifecycle import RunStatus
 from services.core.safe_text import md_line
 from services.engines import get_adapter
+from services.runstate.lifecycle import RunStatus
 from services.telemetry.energy.records import NOT_MEASURED
 
 if TYPE_CHECKING:

@@ -19,7 +19,6 @@ from db.session import session_scope
 from services import runs
 from services.bench.caveats import run_caveats
 from services.core.errors import NotFoundError, ValidationError
-from services.core.lifecycle import RunKind
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.planner.steps import KINDS_WITH_STEPS, steps_csv
 from services.runs import display
@@ -42,6 +41,7 @@ from services.runs.reports.streamed import (
     run_header,
     stream_run,
 )
+from services.runstate.lifecycle import RunKind
 
 ExportFormat = Literal["csv", "json", "html", "steps"]
 #: "steps": one CSV row per engine result or sweep step with its cost and energy (small: the

@@ -9,7 +9,7 @@ from sqlalchemy import exists, func, or_, select
 
 from db.models import Run, Sample
 from db.session import session_scope
-from services.core.lifecycle import RunKind
+from services.runstate.lifecycle import RunKind
 from services.telemetry.monitor.charts import build_charts, series_from_window
 from services.telemetry.monitor.records import MonitorView, RecordingRun, SourceStatus
 from services.telemetry.query import load_window, run_telemetry

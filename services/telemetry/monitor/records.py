@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.core.lifecycle import RunKind
+from services.runstate.lifecycle import RunKind
 from services.telemetry.gpu import GpuState
 from services.telemetry.monitor.charts import Chart
 from services.telemetry.recorder import RecorderInfo

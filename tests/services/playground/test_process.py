@@ -110,8 +110,8 @@ def test_the_worker_sends_the_request_as_built_even_if_its_engine_changed_since(
 ) -> None:
     """The request is built once, at the send, and stored: the worker process sends that, not
     one built again from the registry (which may have changed or lost the engine since)."""
-    from services.core import worker as run_worker
     from services.playground import worker
+    from services.runstate import worker as run_worker
 
     gone = register(scripted_server, "gone", tokens=4)
     moved = register(scripted_server, "moved", tokens=4)

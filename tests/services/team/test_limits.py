@@ -7,9 +7,9 @@ import pytest
 from services import playground
 from services.bench import jobs
 from services.bench import limits as bench_limits
-from services.core import run_kinds
 from services.core.errors import ValidationError
 from services.engines import SamplingParams, endpoints
+from services.runstate import run_kinds
 from services.team import limits
 
 

@@ -195,7 +195,7 @@ def test_a_dead_workers_engine_is_stopped_at_recovery(db_url: str, llamacpp_inst
     import os
     import signal
 
-    from services.core.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
+    from services.runstate.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
 
     spec = TuneSpec(
         kind="llamacpp",

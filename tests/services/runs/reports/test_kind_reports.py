@@ -7,10 +7,10 @@ import pytest
 
 from db.models import Run
 from db.session import session_scope
-from services.core.lifecycle import RunKind
 from services.runs import reports
 from services.runs.reports import export
 from services.runs.reports.demo import export_demo_html
+from services.runstate.lifecycle import RunKind
 
 
 def _stored_run(kind: str) -> int:

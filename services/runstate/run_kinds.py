@@ -3,7 +3,7 @@ means, what "interrupted" says, and what the kind does for a run whose worker is
 
 Each feature declares its kind in its own `services/<feature>/run_kind.py` (found on disk,
 as engine kinds are, so this core module names no feature), and everything that treats runs
-alike iterates over the registry: the one worker entry point (`services.core.worker`), the
+alike iterates over the registry: the one worker entry point (`services.runstate.worker`), the
 restart recovery below, and the limits' count of active runs.
 """
 
@@ -23,7 +23,8 @@ from sqlalchemy import func, or_, select
 import services as package
 from db.models import Run
 from db.session import session_scope
-from services.core.lifecycle import (
+from services.core.processes import pid_alive, worker_exited
+from services.runstate.lifecycle import (
     ACTIVE_STATUSES,
     STALE_AFTER_S,
     RunKind,
@@ -32,7 +33,6 @@ from services.core.lifecycle import (
     now_utc,
     stale_cutoff,
 )
-from services.core.processes import pid_alive, worker_exited
 
 #: The worker's body: (run id, "should I stop now?"). The stop flag is set by SIGTERM/SIGINT.
 Execute = Callable[[int, Callable[[], bool]], object]

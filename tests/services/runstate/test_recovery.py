@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run, Sample
 from db.session import session_scope
-from services.core.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
+from services.runstate.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
 
 
 def test_stale_runs_become_interrupted_and_keep_their_data(any_db_url: str) -> None:

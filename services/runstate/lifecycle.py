@@ -12,7 +12,7 @@ Every kind writes its life through the same few calls, each one short session (o
 the caller's session, where the write belongs with the rows it stores): `claim` (pending ->
 running, once), `beat`, `cancel_requested`, `finish` and `interrupt`. What differs by kind
 (the worker's body, what "interrupted" says, recovery at app start) is declared once per kind
-in services/core/run_kinds.py.
+in services/runstate/run_kinds.py.
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def finish(
 
 def interrupt(run: Run, reason: str | None, *, now: datetime | None = None) -> None:
     """Mark one loaded run as interrupted (its worker is gone), keeping what it stored; the
-    reason is its kind's (services.core.run_kinds). The caller's session writes it."""
+    reason is its kind's (services.runstate.run_kinds). The caller's session writes it."""
     run.status = RunStatus.INTERRUPTED
     run.error = reason
     run.finished_at = run.finished_at or now or now_utc()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from db.models import Exchange, Run
 from db.session import session_scope
-from services.core import blind
 from services.playground import live_tally, votes
+from services.runstate import blind
 
 
 def _exchange(engines: list[str], order: list[str] | None) -> int:

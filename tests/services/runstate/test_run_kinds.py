@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.core import run_kinds
-from services.core import worker as run_worker
-from services.core.lifecycle import RunKind, RunStatus
+from services.runstate import run_kinds
+from services.runstate import worker as run_worker
+from services.runstate.lifecycle import RunKind, RunStatus
 
 
 def test_every_kind_is_declared_once_in_its_feature() -> None:
@@ -46,7 +46,7 @@ def test_the_worker_refuses_what_it_cannot_run_with_usage(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run_worker.main(argv) == 2
-    assert "usage: python -m services.core.worker" in capsys.readouterr().err
+    assert "usage: python -m services.runstate.worker" in capsys.readouterr().err
 
 
 def test_recovery_calls_each_kinds_hook_and_stores_its_reason(

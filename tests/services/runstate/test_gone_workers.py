@@ -19,13 +19,13 @@ from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.workloads import WorkloadSpec
-from services.core import run_kinds
 from services.core.processes import worker_exited
 from services.engines import endpoints
 from services.parity import results as parity_results
 from services.parity import runner as parity_runner
 from services.parity.tasks import task_set
 from services.runs import RunFilter, list_runs
+from services.runstate import run_kinds
 from services.team.access import Viewer
 from services.tune import jobs as tune_jobs
 from tests.support.scripted_server import ScriptedServer

@@ -8,8 +8,8 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
-from services.core.lifecycle import HEARTBEAT_INTERVAL_S, STALE_AFTER_S, RunKind, RunStatus, is_stale
-from services.core.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
+from services.runstate.lifecycle import HEARTBEAT_INTERVAL_S, STALE_AFTER_S, RunKind, RunStatus, is_stale
+from services.runstate.run_kinds import mark_interrupted_after_restart as recover_interrupted_runs
 
 
 def test_is_stale_reads_naive_database_times_as_utc_and_falls_back_to_creation() -> None:
@@ -57,7 +57,7 @@ def test_one_cancel_rule_for_every_worker_run_kind(db_url: str) -> None:
     from db.models import Run
     from db.session import session_scope
     from services.core.errors import NotFoundError
-    from services.core.lifecycle import RunKind, RunStatus, request_cancel
+    from services.runstate.lifecycle import RunKind, RunStatus, request_cancel
 
     with session_scope() as session:
         running = Run(kind=RunKind.BENCHMARK, status=RunStatus.RUNNING)
@@ -84,7 +84,7 @@ def _stored(run_id: int) -> Run:
 
 
 def test_a_run_is_claimed_once_and_its_end_keeps_what_the_caller_leaves_alone(db_url: str) -> None:
-    from services.core import lifecycle
+    from services.runstate import lifecycle
 
     with session_scope() as session:
         run = Run(kind=RunKind.BENCHMARK, status=RunStatus.PENDING, error="old", progress=0.4)
@@ -112,7 +112,7 @@ def test_a_run_is_claimed_once_and_its_end_keeps_what_the_caller_leaves_alone(db
 
 
 def test_a_deleted_run_counts_as_cancelled_for_its_worker(db_url: str) -> None:
-    from services.core import lifecycle
+    from services.runstate import lifecycle
 
     assert lifecycle.status_of(987654) is None
     assert lifecycle.cancel_requested(987654)

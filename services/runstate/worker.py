@@ -1,8 +1,8 @@
-"""The one worker process of every run kind: `python -m services.core.worker KIND RUN_ID`.
+"""The one worker process of every run kind: `python -m services.runstate.worker KIND RUN_ID`.
 
 Started detached by `services.core.processes.launch_run_worker`, so a run goes on when the page or
 command that started it ends, and its timing is away from the Streamlit server's GIL. What it
-runs is the kind's `execute` (services/core/run_kinds.py). SIGTERM or SIGINT stop it like the
+runs is the kind's `execute` (services/runstate/run_kinds.py). SIGTERM or SIGINT stop it like the
 page's Cancel or Stop button: the kind's body sees the stop flag (and its `stop` hook runs),
 what ran is kept.
 """
@@ -13,8 +13,8 @@ import resource
 import sys
 import threading
 
-from services.core import run_kinds
 from services.core.processes import worker_main
+from services.runstate import run_kinds
 
 
 def _raise_file_limit() -> None:
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = run_kinds.get(args[0]) if args else None
     if spec is None or spec.execute is None:
         known = ", ".join(s.kind for s in run_kinds.specs() if s.execute is not None)
-        print(f"usage: python -m services.core.worker KIND RUN_ID (KIND: {known})", file=sys.stderr)
+        print(f"usage: python -m services.runstate.worker KIND RUN_ID (KIND: {known})", file=sys.stderr)
         return 2
     if spec.many_sockets:
         _raise_file_limit()
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     return worker_main(
         args[1:],
-        f"services.core.worker {spec.kind}",
+        f"services.runstate.worker {spec.kind}",
         lambda run_id: execute(run_id, stop.is_set),
         on_stop,
     )

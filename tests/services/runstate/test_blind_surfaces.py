@@ -1,5 +1,5 @@
 """Issue 45: every page, CLI command and exporter that takes a run id asks the one blind rule
-(services/core/blind.py). Over each of them: a hidden exchange's engine names never show, and
+(services/runstate/blind.py). Over each of them: a hidden exchange's engine names never show, and
 neither does any per-engine figure (the summary's per-engine TTFT, TPOT, E2E and token rate,
 stored with values no answer shows); after the reveal the names show again."""
 
