@@ -10,7 +10,7 @@ from pathlib import Path
 
 from services.core.config import get_settings
 from services.core.errors import EngineError
-from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines import machine
 from services.local_engines.backend import get_backend
 
 
@@ -80,4 +80,4 @@ def smoke_passed() -> bool:
         marker = json.loads(smoke_marker().read_text())
     except (OSError, ValueError):
         return False
-    return marker.get("cpu") == llamacpp_build.cpu_fingerprint(llamacpp_build.detect_cpu())
+    return marker.get("cpu") == machine.cpu_fingerprint(machine.detect_cpu())

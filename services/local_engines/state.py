@@ -12,8 +12,7 @@ from pathlib import Path
 
 from services.core import http
 from services.core.processes import pid_alive
-from services.engines.llamacpp import build as llamacpp_build
-from services.local_engines import progress
+from services.local_engines import machine, progress
 from services.local_engines.backend import get_backend
 from services.local_engines.catalog import LocalEngineSpec, LocalEngineStatus, Status, get_spec, specs
 from services.local_engines.paths import is_installed, state_dir
@@ -135,7 +134,7 @@ def death_reason(pid: int | None, log_path: str | None) -> str:
     parts = []
     child = children.get(pid or -1)
     if child is not None and child.poll() is not None:
-        how, name = llamacpp_build.describe_exit(child.returncode)
+        how, name = machine.describe_exit(child.returncode)
         if name == "SIGILL":
             how += ": the build uses an instruction this CPU does not run; `shootout local install` rebuilds it"
         parts.append(how)

