@@ -40,12 +40,15 @@ def local_engines_running() -> Iterator[list]:
     Engines already running are reused and left running; those this session started are
     stopped at the end. A failure to start is a test failure, never a skip."""
     from services import local_engines
+    from services.engines import endpoints
     from tests.support.engines_early import EARLY
 
     EARLY.claimed = True
     EARLY.wait()
     # Starts whatever the background start did not (a no-op for engines already running).
-    statuses = local_engines.up(install_missing=True, log=lambda line: None)
+    statuses = local_engines.up(
+        install_missing=True, log=lambda line: None, register=endpoints.register_local
+    )
     yield statuses
     EARLY.stop_what_the_session_started()
 
@@ -69,8 +72,9 @@ def local_engines(all_local_engines_up: list, db_url: str) -> list:
     this test's database. Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu,
     llamacpp-1slot, sglang-cpu)."""
     from services import local_engines as service
+    from services.engines import endpoints
 
-    return [service.register_engine(spec) for spec in service.specs()]
+    return [endpoints.register_local(spec) for spec in service.specs()]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ Each engine kind's backend (its specs, install steps, smoke run and command line
 the kind, in `services/engines/<kind>/local.py`; `backend` is their interface and registry.
 The parts here: `catalog` (the chosen specs, the status record), `paths` (what is installed
 where), `installer` (the shared steps: venvs, pip, the model and its HF conversion), `state`
-(the state file, status), `launch` (start, stop, up, down, registration), `sharing` (what a
+(the state file, status), `launch` (start, stop, up, down), `sharing` (what a
 comparison says of the cores the engines share). Callers import
 from this package.
 """
@@ -46,7 +46,6 @@ from services.local_engines.installer import ensure_hf_model, install
 from services.local_engines.launch import (
     as_dicts,
     down,
-    register_engine,
     server_command,
     start,
     stop,
@@ -91,7 +90,6 @@ __all__ = [
     "llama_server_path",
     "niced",
     "pid_alive",
-    "register_engine",
     "server_command",
     "shared_cores_note",
     "specs",

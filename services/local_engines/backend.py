@@ -3,8 +3,13 @@
 A backend is one way of running an engine kind on this machine: how to install it (its own
 virtual environment under the engines dir), whether it is installed and proven, the command
 that serves the model on a port, and the fixed specs (ids, ports, arguments) it offers. Each
-lives with its engine kind (`services/engines/<kind>/local.py`, found on disk); this package only
-runs them. Adding a local engine is one such module.
+lives with its engine kind (`services/engines/<kind>/local.py`); this package only runs them.
+Adding a local engine is one such module.
+
+The kinds sit above this package (their backends build on it), so it cannot find them: the
+kinds' registry (services/engines/registry.py) lends it the loader when it is imported, which
+every caller of the catalog does (each reads an endpoint, an adapter or a kind besides). Why not
+pass the backends in: forty callers read the catalog (specs, status, start), none holds a list.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from services.core.errors import ValidationError
-from services.engines.registry import kind_parts
 
 Log = Callable[[str], None]
 
@@ -79,9 +83,18 @@ def register_backend(cls: type[LocalBackend]) -> type[LocalBackend]:
     return cls
 
 
+#: Imports each kind's `local.py`, which registers its backend: lent by the kinds' registry.
+_loader: list[Callable[[], object]] = []
+
+
+def lend_loader(load: Callable[[], object]) -> None:
+    _loader[:] = [load]
+
+
 def _load() -> None:
-    # Each kind package with a `local.py` registers its backend on import (found on disk).
-    kind_parts("local")
+    if not _loader:
+        raise RuntimeError("No engine kinds loaded: import services.engines before the local engines.")
+    _loader[0]()
 
 
 def backends() -> list[LocalBackend]:
