@@ -96,6 +96,11 @@ def cpu_fingerprint(cpu: CpuFeatures) -> str:
     return hashlib.sha256(" ".join([os.uname().machine, *usable]).encode()).hexdigest()[:12]
 
 
+def this_cpu() -> str:
+    """This machine's fingerprint: what a smoke run's record holds and is checked against."""
+    return cpu_fingerprint(detect_cpu())
+
+
 def describe_exit(returncode: int) -> tuple[str, str | None]:
     """ "killed by SIGILL (illegal instruction)" for -4 (or a shell's 132), else "exit N"."""
     number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else 0

