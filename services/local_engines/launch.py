@@ -6,7 +6,6 @@ A caller that lists the engines it starts passes `register` (services.engines.en
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ from services.local_engines.state import (
     state_key,
     state_lock,
     status,
+    terminate_group,
     write_state,
 )
 
@@ -130,36 +130,10 @@ def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
         entry = state.get(state_key(spec), {})
         pid = entry.get("pid")
         if pid is not None and pid_alive(pid):
-            _terminate_group(pid, timeout_s)
+            terminate_group(pid, timeout_s)
         state[state_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
         write_state(state)
     return status(spec.id)[0]
-
-
-def _terminate_group(pid: int, timeout_s: float) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            break
-        _reap(pid)
-        time.sleep(0.2)
-    else:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _reap(pid)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def up(

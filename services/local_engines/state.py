@@ -4,9 +4,12 @@ their status as read from it, the processes and /health."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -142,6 +145,36 @@ def death_reason(pid: int | None, log_path: str | None) -> str:
     if last:
         parts.append(f"last log line: {last[:300]}")
     return "; ".join(parts) or "no log"
+
+
+def terminate_group(pid: int, timeout_s: float) -> bool:
+    """SIGTERM to `pid`'s process group, SIGKILL after `timeout_s` (the engines' and the
+    background start's); False when there was none to signal (gone, or a PID now another
+    user's)."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            break
+        _reap(pid)
+        time.sleep(0.2)
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _reap(pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 def mark_failed(spec: LocalEngineSpec, reason: str) -> None:
