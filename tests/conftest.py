@@ -40,15 +40,12 @@ def local_engines_running() -> Iterator[list]:
     Engines already running are reused and left running; those this session started are
     stopped at the end. A failure to start is a test failure, never a skip."""
     from services import local_engines
-    from services.engines import endpoints
     from tests.support.engines_early import EARLY
 
     EARLY.claimed = True
     EARLY.wait()
     # Starts whatever the background start did not (a no-op for engines already running).
-    statuses = local_engines.up(
-        install_missing=True, log=lambda line: None, register=endpoints.register_local
-    )
+    statuses = local_engines.up(install_missing=True, log=lambda line: None)
     yield statuses
     EARLY.stop_what_the_session_started()
 

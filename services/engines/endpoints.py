@@ -193,23 +193,21 @@ def register_local(spec: LocalEngineSpec) -> EngineRecord:
     """Put a local engine in the registry (or bring its entry up to date): what the local
     engines' `start` and `up` are given as `register`."""
     url = f"http://127.0.0.1:{spec.port}"
-    model = get_backend(spec.backend).served_model
     info: dict[str, object] = {"local": True, "description": spec.description}
     if spec.served_by:
         info["served_by"] = spec.served_by
     if "--dtype" in spec.args[:-1]:
         # Compare's settings diff names the weights' dtype (issue 47); vLLM does not report it.
         info["dtype"] = spec.args[spec.args.index("--dtype") + 1]
-    extra = {"metrics_url": f"http://127.0.0.1:{spec.metrics_port}/metrics"} if spec.metrics_port else {}
+    model = get_backend(spec.backend).served_model
+    fields: dict[str, Any] = {"kind": spec.kind, "model": model, "local_id": spec.id, "info": info}
+    if spec.metrics_port:
+        fields["metrics_url"] = f"http://127.0.0.1:{spec.metrics_port}/metrics"
     try:
         get_engine(spec.id)
     except NotFoundError:
-        return add_engine(
-            spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info, **extra
-        )
-    return update_engine(
-        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info, **extra
-    )
+        return add_engine(spec.id, url, **fields)
+    return update_engine(spec.id, base_url=url, **fields)
 
 
 def get_engine(name: str) -> EngineRecord:
