@@ -48,6 +48,13 @@ state_lock = threading.Lock()
 children: dict[int, subprocess.Popen] = {}
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 nobody listens on now (the kernel's pick): a smoke run's."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def port_busy(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)

@@ -27,7 +27,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 from services.core import http
 from services.core.config import get_settings
 from services.local_engines.machine import X86_OPTIONS, CpuFeatures, describe_exit
+from services.local_engines.state import free_port
 
 #: What every build leaves out: tests and examples double the compile time and llama-server
 #: is not among them.
@@ -185,12 +185,6 @@ class SmokeResult:
     seconds: float = 0.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _last_line(path: Path) -> str:
     try:
         lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
@@ -202,7 +196,7 @@ def _last_line(path: Path) -> str:
 def smoke_run(server: Path, model: Path, timeout_s: float = 90.0, tokens: int = 4) -> SmokeResult:
     """Start llama-server on a free loopback port, load the model, generate a few tokens."""
     started = time.monotonic()
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="llama-smoke-") as tmp:
         log_path = Path(tmp) / "server.log"
         with open(log_path, "wb") as log:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -35,6 +34,7 @@ from services.local_engines.paths import (
     venv_python,
     write_marker,
 )
+from services.local_engines.state import free_port
 
 SGLANG_VERSION = "0.5.23"
 #: SGLang's own torch pin. vLLM's torch 2.13.0+cpu does not do: SGLang imports torchvision on
@@ -349,9 +349,7 @@ def smoke_run(log: Log, timeout_s: float = START_TIMEOUT_S) -> SmokeResult:
     EngineError with the reason (and the log's last lines) when it does not answer."""
     started = time.monotonic()
     backend = SglangBackend()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     argv, extra_env = backend.command(port, [part for pair in DEFAULT_SETTINGS for part in pair])
     log(f"sglang: smoke run on port {port} (start-up takes 20-60 s)")
     with tempfile.TemporaryDirectory(prefix="sglang-smoke-", dir=engines_dir()) as tmp:

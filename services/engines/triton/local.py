@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ from services.local_engines.paths import (
     venv_python,
     write_marker,
 )
+from services.local_engines.state import free_port
 
 PYTRITON_PACKAGE = "nvidia-pytriton==0.7.0"
 #: Only the server binary and its Python backend are used, never PyTriton's Python API: its
@@ -336,15 +336,9 @@ def _model_imports_fail() -> str | None:
     return lines[-1] if lines else f"exit code {answer.returncode}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def smoke_run(log: Log, timeout_s: float = SMOKE_TIMEOUT_S) -> str:
     """Start the server on free ports, ask for a few tokens, stop it; the answer in words."""
-    port, metrics = _free_port(), _free_port()
+    port, metrics = free_port(), free_port()
     command, env = TritonBackend().command(port, ("--metrics-port", str(metrics)))
     log_path = venv_dir() / "smoke.log"
     log(f"triton: smoke run on port {port}")
