@@ -29,7 +29,6 @@ class LocalEngineSpec:
     kind: str
     label: str
     port: int
-    backend: str
     args: tuple[str, ...]
     start_timeout_s: float
     description: str
@@ -38,6 +37,11 @@ class LocalEngineSpec:
     metrics_port: int | None = None
     #: What serves it where the kind's label says less (Triton's backend): the registry entry's label.
     served_by: str | None = None
+
+    @property
+    def backend(self) -> str:
+        """Its backend's name: a kind's one backend (its `local.py`) is named as the kind."""
+        return self.kind
 
 
 class LocalBackend:

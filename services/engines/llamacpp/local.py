@@ -49,7 +49,6 @@ class LlamaCppBackend(LocalBackend):
                 kind="llamacpp",
                 label="llama.cpp · 4 slots · prompt cache",
                 port=local_port(8081),
-                backend=self.name,
                 args=("-np", "4", "-c", "8192", "--metrics", "--slots", *LLAMACPP_THREADS),
                 start_timeout_s=60,
                 description="llama-server with 4 parallel slots (continuous batching) and its prompt cache on.",
@@ -59,7 +58,6 @@ class LlamaCppBackend(LocalBackend):
                 kind="llamacpp",
                 label="llama.cpp · 1 slot · no cache",
                 port=local_port(8083),
-                backend=self.name,
                 args=(
                     "-np",
                     "1",

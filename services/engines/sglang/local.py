@@ -246,7 +246,6 @@ class SglangBackend(LocalBackend):
                 kind="sglang",
                 label="SGLang (CPU) · RadixAttention",
                 port=local_port(8084),
-                backend=self.name,
                 args=tuple(part for pair in DEFAULT_SETTINGS for part in pair),
                 start_timeout_s=START_TIMEOUT_S,
                 description=(

@@ -129,7 +129,6 @@ class TritonBackend(LocalBackend):
                 kind="triton",
                 label="Triton (Python backend)",
                 port=local_port(8085),
-                backend=self.name,
                 args=("--metrics-port", str(local_port(8086))),
                 start_timeout_s=180,
                 metrics_port=local_port(8086),
