@@ -128,8 +128,7 @@ def test_a_router_without_workers_says_so(fake_smg: Path, monkeypatch: pytest.Mo
 
 def test_its_registry_entry_points_at_its_metrics_port(db_url: str) -> None:
     from services.engines.endpoints import register_local
-    from services.local_engines import get_spec
-    from services.local_engines.catalog import local_port
+    from services.local_engines.catalog import get_spec, local_port
 
     router = register_local(get_spec("router-llamacpp"))
     assert (router.kind, router.model) == ("router", "SmolLM2-135M-Instruct")
