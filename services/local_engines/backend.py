@@ -7,9 +7,11 @@ lives with its engine kind (`services/engines/<kind>/local.py`); this package on
 Adding a local engine is one such module.
 
 The kinds sit above this package (their backends build on it), so it cannot find them: the
-kinds' registry (services/engines/registry.py) lends it the loader when it is imported, which
-every caller of the catalog does (each reads an endpoint, an adapter or a kind besides). Why not
-pass the backends in: forty callers read the catalog (specs, status, start), none holds a list.
+kinds' registry (services/engines/registry.py) lends it the loader when it is imported. Every
+entry point that reads the catalog imports services.engines anyway (the pages, `shootout local`
+for `endpoints.register_local`, tune); one that does not gets a clear error, not an empty list.
+Why not pass the backends in: dozens of call sites read the catalog (specs, status, start) and
+none holds a list of backends; the one that knows where the kinds are lends it once.
 """
 
 from __future__ import annotations
