@@ -1,6 +1,6 @@
 """Engines page: the registry of endpoints, probing, and the local engines.
 
-What each part says is built in services.engines.view; app_pages/parts/engines_*.py draw it."""
+What each part says is built in services.fleet.view; app_pages/parts/engines_*.py draw it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages import common
 from app_pages.parts import engines_endpoints
 from app_pages.parts.engines_local import local_panel
-from services.engines import view as engines_view
+from services.fleet import view as engines_view
 
 st.title("Engines")
 st.caption(

@@ -22,6 +22,7 @@ from pathlib import Path
 from services import local_engines
 from services.engines.llamacpp import build as llamacpp_build
 from services.engines.llamacpp.local import llamacpp_package
+from services.local_engines.paths import read_marker
 
 
 def _native_bin(log: bool) -> Path:
@@ -114,9 +115,7 @@ def main() -> int:
         return 1
     portable_bin = server.parent
     native_bin = _native_bin(not args.quiet_build)
-    marker = json.loads(
-        (local_engines.engines_dir() / "llamacpp-venv" / "shootout-smoke.json").read_text()
-    )
+    marker = read_marker("llamacpp")
     print(f"portable build: tier {marker['tier']}: {' '.join(marker['cmake_args'])}")
     print(f"native build:   {' '.join(llamacpp_build.native_tier().cmake_args)}")
     print(

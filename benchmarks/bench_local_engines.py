@@ -32,6 +32,7 @@ from pathlib import Path
 from services import local_engines
 from services.client.records import ChatRequest
 from services.client.running import run_chat
+from services.engines import endpoints
 from services.engines.base import SamplingParams
 from services.engines.registry import get_adapter
 
@@ -116,7 +117,7 @@ async def _prefix(spec: local_engines.LocalEngineSpec) -> tuple[float, float, in
 def measure(spec: local_engines.LocalEngineSpec) -> dict[str, object]:
     local_engines.stop(spec.id)
     started = time.monotonic()
-    local_engines.start(spec.id, wait=True)
+    local_engines.start(spec.id, wait=True, register=endpoints.register_local)
     startup = time.monotonic() - started
     status = local_engines.status(spec.id)[0]
     assert status.pid is not None

@@ -8,6 +8,7 @@ import threading
 
 from commands import print_json
 from services import local_engines
+from services.engines import endpoints
 from services.local_engines import background
 
 
@@ -107,7 +108,12 @@ def _up(args: argparse.Namespace) -> int:
         )
         print(background.up_log())
         return 0
-    statuses = local_engines.up(args.ids or None, install_missing=not args.no_install, log=_log)
+    statuses = local_engines.up(
+        args.ids or None,
+        install_missing=not args.no_install,
+        log=_log,
+        register=endpoints.register_local,
+    )
     _show(statuses, args.json)
     failed = [s for s in statuses if s.status != "running"]
     if failed:

@@ -58,9 +58,7 @@ def free_port() -> int:
 def register_local_engines(env: dict[str, str]) -> None:
     """The local engines into the screenshot database, in a child process that reads the
     database settings from `env` (this one never opens the database)."""
-    code = (
-        "from services import local_engines as s\nfor spec in s.specs():\n    s.register_engine(spec)\n"
-    )
+    code = "from services import local_engines as s\nfrom services.engines import endpoints\nfor spec in s.specs():\n    endpoints.register_local(spec)\n"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, timeout=120)
 
 

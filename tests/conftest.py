@@ -69,8 +69,9 @@ def local_engines(all_local_engines_up: list, db_url: str) -> list:
     this test's database. Returns their EngineRecords (names: llamacpp-4slot, vllm-cpu,
     llamacpp-1slot, sglang-cpu)."""
     from services import local_engines as service
+    from services.engines import endpoints
 
-    return [service.register_engine(spec) for spec in service.specs()]
+    return [endpoints.register_local(spec) for spec in service.specs()]
 
 
 @pytest.fixture

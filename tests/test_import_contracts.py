@@ -64,12 +64,12 @@ def test_every_let_through_import_says_why() -> None:
                 assert text.splitlines()[number - 1].startswith("#"), option
 
 
-def test_only_a_page_view_imports_a_higher_layer() -> None:
-    """What the contract lets through is a page's view reaching up for what its page offers
-    (docs/architecture.md, "Layers"); nothing else is excused."""
-    for ignored in _contract()["ignore_imports"]:
-        importer = ignored.split(" -> ")[0]
-        assert re.fullmatch(r"services\.\w+\.view", importer), ignored
+def test_the_layers_let_no_import_through_and_pair_no_packages() -> None:
+    """Every layer stands on the ones below it alone (docs/architecture.md, "Layers"): no import
+    is excused, and no two packages share a layer as `a : b`, which would let them import each other."""
+    contract = _contract()
+    assert not contract.get("ignore_imports")
+    assert [layer for layer in contract["layers"] if ":" in layer] == []
 
 
 def _doc_layers() -> list[str]:

@@ -92,13 +92,13 @@ def test_the_environment_gate_catches_a_read(tmp_path: Path) -> None:
 #: services/ reads from `ls`: a package per feature, the core below them, a run's stored state
 #: (runstate), the team server.
 FEATURES = {
-    "bench", "client", "demos", "engines", "importers", "local_engines", "parity", "planner",
+    "bench", "client", "demos", "engines", "fleet", "importers", "local_engines", "parity", "planner",
     "playground", "runs", "sessions", "telemetry", "tune", "votes",
 }  # fmt: skip
 
 #: Each page's feature package, where its one view module lives (`view.py` or `view/`).
 PAGE_FEATURES = {
-    "benchmarks": "bench", "demos": "demos", "engines": "engines", "monitor": "telemetry",
+    "benchmarks": "bench", "demos": "demos", "engines": "fleet", "monitor": "telemetry",
     "parity": "parity", "planner": "planner", "playground": "playground", "runs": "runs",
     "session": "sessions", "tune": "tune",
 }  # fmt: skip

@@ -1,6 +1,6 @@
 """The Engines page's endpoints: the "Add an endpoint" form and one card per registered
 endpoint (probe, edit, remove). What the cards and messages say is built in
-services.engines.view; this only draws it."""
+services.fleet.view; this only draws it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-from services.engines import view as engines_view
+from services.fleet import view as engines_view
 
 BOXES = {"success": st.success, "warning": st.warning, "error": st.error, "info": st.info}
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from app_pages.common import refresh_interval
 from app_pages.parts.engines_endpoints import show
-from services.engines import view as engines_view
+from services.fleet import view as engines_view
 
 INSTALL_HINT = (
     "Some engines are not installed yet. `./run.sh` installs and starts them behind the app, as "

@@ -16,6 +16,8 @@ from services.core import cost
 from services.core.config import key_env_allowed, key_env_refusal
 from services.core.errors import ConflictError, NotFoundError, ValidationError
 from services.engines import get_adapter, kinds
+from services.local_engines.backend import LocalEngineSpec, get_backend
+from services.local_engines.sharing import live_ids
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
@@ -174,9 +176,6 @@ def default_picks(
     not `live` (by default the local launcher's word: stopped, or still installing in the
     first minute) are left out while two others can be picked (issue 48)."""
     if live is None:
-        # A real cycle: the local launcher registers its engines through this module.
-        from services.local_engines import live_ids
-
         live = live_ids()
     up = [e for e in engines if e.local_id is None or e.local_id in live]
     if len(up) >= min(count, 2):
@@ -188,6 +187,27 @@ def default_picks(
     kinds_first = [e for i, e in enumerate(picks) if e.kind not in {p.kind for p in picks[:i]}]
     ordered = kinds_first + [e for e in picks if e not in kinds_first]
     return [e.name for e in ordered[:count]]
+
+
+def register_local(spec: LocalEngineSpec) -> EngineRecord:
+    """Put a local engine in the registry (or bring its entry up to date): what the local
+    engines' `start` and `up` are given as `register`."""
+    url = f"http://127.0.0.1:{spec.port}"
+    info: dict[str, object] = {"local": True, "description": spec.description}
+    if spec.served_by:
+        info["served_by"] = spec.served_by
+    if "--dtype" in spec.args[:-1]:
+        # Compare's settings diff names the weights' dtype (issue 47); vLLM does not report it.
+        info["dtype"] = spec.args[spec.args.index("--dtype") + 1]
+    model = get_backend(spec.backend).served_model
+    fields: dict[str, Any] = {"kind": spec.kind, "model": model, "local_id": spec.id, "info": info}
+    if spec.metrics_port:
+        fields["metrics_url"] = f"http://127.0.0.1:{spec.metrics_port}/metrics"
+    try:
+        get_engine(spec.id)
+    except NotFoundError:
+        return add_engine(spec.id, url, **fields)
+    return update_engine(spec.id, base_url=url, **fields)
 
 
 def get_engine(name: str) -> EngineRecord:

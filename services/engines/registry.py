@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pkgutil
-from functools import cache
+from functools import cache, partial
 from importlib import import_module
 from importlib.util import find_spec
 from types import ModuleType
 from typing import TypeVar
 
 from services.engines.base import EngineAdapter, ProbeEvidence
+from services.local_engines.backend import lend_loader
 
 _ADAPTERS: dict[str, EngineAdapter] = {}
 
@@ -70,3 +71,8 @@ def detect_kind(evidence: ProbeEvidence) -> EngineAdapter:
         if adapter.kind != "openai" and adapter.detect(evidence):
             return adapter
     return get_adapter("openai")
+
+
+# The local engines' launcher sits below the kinds: it finds their backends (each kind's
+# `local.py`) through this registry.
+lend_loader(partial(kind_parts, "local"))

@@ -20,39 +20,25 @@ Each engine kind's backend (its specs, install steps, smoke run and command line
 the kind, in `services/engines/<kind>/local.py`; `backend` is their interface and registry.
 The parts here: `catalog` (the chosen specs, the status record), `paths` (what is installed
 where), `installer` (the shared steps: venvs, pip, the model and its HF conversion), `state`
-(the state file, status), `launch` (start, stop, up, down, registration), `sharing` (what a
+(the state file, status), `launch` (start, stop, up, down), `sharing` (what a
 comparison says of the cores the engines share). Callers import
 from this package.
 """
 
 # Callers (and tests) read a PID's liveness here, as before the split.
 from services.core.processes import pid_alive
-from services.local_engines.backend import LocalBackend, backend_names, backends, get_backend
+from services.local_engines.backend import backend_names, backends, get_backend
 from services.local_engines.catalog import (
     ENGINE_NICENESS,
-    MODEL_NAME,
-    MODEL_PACKAGE,
-    SERVED_NAME,
     LocalEngineSpec,
     LocalEngineStatus,
-    Status,
     all_specs,
-    chosen_backends,
     get_spec,
     niced,
     specs,
 )
-from services.local_engines.installer import ensure_hf_model, install
-from services.local_engines.launch import (
-    as_dicts,
-    down,
-    register_engine,
-    server_command,
-    start,
-    stop,
-    up,
-    wait_healthy,
-)
+from services.local_engines.installer import install
+from services.local_engines.launch import as_dicts, down, server_command, start, stop, up
 from services.local_engines.paths import (
     engines_dir,
     gguf_path,
@@ -61,37 +47,28 @@ from services.local_engines.paths import (
     llama_server_path,
     state_dir,
 )
-from services.local_engines.sharing import live_ids, shared_cores_note
+from services.local_engines.sharing import shared_cores_note
 from services.local_engines.state import status
 
 __all__ = [
     "ENGINE_NICENESS",
-    "MODEL_NAME",
-    "MODEL_PACKAGE",
-    "SERVED_NAME",
-    "LocalBackend",
     "LocalEngineSpec",
     "LocalEngineStatus",
-    "Status",
     "all_specs",
     "as_dicts",
     "backend_names",
     "backends",
-    "chosen_backends",
     "down",
     "engines_dir",
-    "ensure_hf_model",
     "get_backend",
     "get_spec",
     "gguf_path",
     "hf_model_dir",
     "install",
     "is_installed",
-    "live_ids",
     "llama_server_path",
     "niced",
     "pid_alive",
-    "register_engine",
     "server_command",
     "shared_cores_note",
     "specs",
@@ -100,5 +77,4 @@ __all__ = [
     "status",
     "stop",
     "up",
-    "wait_healthy",
 ]

@@ -3,8 +3,15 @@
 A backend is one way of running an engine kind on this machine: how to install it (its own
 virtual environment under the engines dir), whether it is installed and proven, the command
 that serves the model on a port, and the fixed specs (ids, ports, arguments) it offers. Each
-lives with its engine kind (`services/engines/<kind>/local.py`, found on disk); this package only
-runs them. Adding a local engine is one such module.
+lives with its engine kind (`services/engines/<kind>/local.py`); this package only runs them.
+Adding a local engine is one such module.
+
+The kinds sit above this package (their backends build on it), so it cannot find them: the
+kinds' registry (services/engines/registry.py) lends it the loader when it is imported. Every
+entry point that reads the catalog imports services.engines anyway (the pages, `shootout local`
+for `endpoints.register_local`, tune); one that does not gets a clear error, not an empty list.
+Why not pass the backends in: dozens of call sites read the catalog (specs, status, start) and
+none holds a list of backends; the one that knows where the kinds are lends it once.
 """
 
 from __future__ import annotations
@@ -14,7 +21,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from services.core.errors import ValidationError
-from services.engines.registry import kind_parts
 
 Log = Callable[[str], None]
 
@@ -25,7 +31,6 @@ class LocalEngineSpec:
     kind: str
     label: str
     port: int
-    backend: str
     args: tuple[str, ...]
     start_timeout_s: float
     description: str
@@ -34,6 +39,11 @@ class LocalEngineSpec:
     metrics_port: int | None = None
     #: What serves it where the kind's label says less (Triton's backend): the registry entry's label.
     served_by: str | None = None
+
+    @property
+    def backend(self) -> str:
+        """Its backend's name: a kind's one backend (its `local.py`) is named as the kind."""
+        return self.kind
 
 
 class LocalBackend:
@@ -79,9 +89,18 @@ def register_backend(cls: type[LocalBackend]) -> type[LocalBackend]:
     return cls
 
 
+#: Imports each kind's `local.py`, which registers its backend: lent by the kinds' registry.
+_loader: list[Callable[[], object]] = []
+
+
+def lend_loader(load: Callable[[], object]) -> None:
+    _loader[:] = [load]
+
+
 def _load() -> None:
-    # Each kind package with a `local.py` registers its backend on import (found on disk).
-    kind_parts("local")
+    if not _loader:
+        raise RuntimeError("No engine kinds loaded: import services.engines before the local engines.")
+    _loader[0]()
 
 
 def backends() -> list[LocalBackend]:

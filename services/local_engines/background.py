@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from services.local_engines import progress
 from services.local_engines.backend import get_backend
 from services.local_engines.catalog import chosen_backends
 from services.local_engines.paths import engines_dir, state_dir
+from services.local_engines.state import terminate_group
 
 #: Room left free beside the engines (pip's unpacking, logs, the app's own data).
 DISK_MARGIN_GB = 1.0
@@ -97,21 +97,7 @@ def start(engine_ids: list[str] | None = None) -> tuple[int, bool]:
 def stop(timeout_s: float = 10.0) -> list[int]:
     """Stop every background install and start (its pip, its compile: the whole process group);
     the engines it started already run in their own sessions and are stopped by `down`."""
-    stopped = []
-    for pid in running():
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            continue
-        deadline = time.monotonic() + timeout_s
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if pid_alive(pid):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        stopped.append(pid)
+    stopped = [pid for pid in running() if terminate_group(pid, timeout_s)]
     _pid_file().unlink(missing_ok=True)
     progress.stop_all()
     return stopped

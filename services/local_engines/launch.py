@@ -1,19 +1,18 @@
 """Starting and stopping the local engines: their command lines, the detached processes (their
-own session, so they outlive the command or page that started them), the wait for /health,
-and their entries in the engine registry."""
+own session, so they outlive the command or page that started them), and the wait for /health.
+A caller that lists the engines it starts passes `register` (services.engines.endpoints'
+`register_local`, above this package): it is called once each engine's process is up."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 
-from services.core.errors import EngineError, NotFoundError, ShootoutError
+from services.core.errors import EngineError, ShootoutError
 from services.core.processes import pid_alive
-from services.engines import endpoints
 from services.local_engines.backend import backends, get_backend
 from services.local_engines.catalog import (
     LocalEngineSpec,
@@ -35,8 +34,12 @@ from services.local_engines.state import (
     state_key,
     state_lock,
     status,
+    terminate_group,
     write_state,
 )
+
+#: Called with each engine started, before its /health answers (its endpoint row).
+Register = Callable[[LocalEngineSpec], object]
 
 
 def _command(spec: LocalEngineSpec) -> tuple[list[str], dict[str, str]]:
@@ -49,7 +52,7 @@ def server_command(backend: str, port: int, args: Iterable[str]) -> tuple[list[s
     return get_backend(backend).command(port, tuple(args))
 
 
-def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngineStatus:
+def start(engine_id: str, wait: bool = True, register: Register | None = None) -> LocalEngineStatus:
     """Launch one local engine (no-op when it already runs). With `wait`, block until
     /health answers or the engine dies, and raise with its log tail on failure."""
     spec = get_spec(engine_id)
@@ -90,7 +93,7 @@ def start(engine_id: str, wait: bool = True, register: bool = True) -> LocalEngi
             write_state(state)
             current = status(spec.id)[0]
     if register:
-        register_engine(spec)
+        register(spec)
     if wait:
         current = wait_healthy(spec.id, spec.start_timeout_s)
     return current
@@ -127,64 +130,17 @@ def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
         entry = state.get(state_key(spec), {})
         pid = entry.get("pid")
         if pid is not None and pid_alive(pid):
-            _terminate_group(pid, timeout_s)
+            terminate_group(pid, timeout_s)
         state[state_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
         write_state(state)
     return status(spec.id)[0]
-
-
-def _terminate_group(pid: int, timeout_s: float) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            break
-        _reap(pid)
-        time.sleep(0.2)
-    else:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _reap(pid)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
-def register_engine(spec: LocalEngineSpec) -> endpoints.EngineRecord:
-    """Put a local engine in the registry (or bring its entry up to date)."""
-    url = f"http://127.0.0.1:{spec.port}"
-    model = get_backend(spec.backend).served_model
-    info: dict[str, object] = {"local": True, "description": spec.description}
-    if spec.served_by:
-        info["served_by"] = spec.served_by
-    if "--dtype" in spec.args[:-1]:
-        # Compare's settings diff names the weights' dtype (issue 47); vLLM does not report it.
-        info["dtype"] = spec.args[spec.args.index("--dtype") + 1]
-    extra = {"metrics_url": f"http://127.0.0.1:{spec.metrics_port}/metrics"} if spec.metrics_port else {}
-    try:
-        endpoints.get_engine(spec.id)
-    except NotFoundError:
-        return endpoints.add_engine(
-            spec.id, url, kind=spec.kind, model=model, local_id=spec.id, info=info, **extra
-        )
-    return endpoints.update_engine(
-        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info, **extra
-    )
 
 
 def up(
     engine_ids: Iterable[str] | None = None,
     install_missing: bool = True,
     log: Callable[[str], None] = print,
+    register: Register | None = None,
 ) -> list[LocalEngineStatus]:
     """Install (when missing) and start the local engines, then wait until each is healthy
     or has failed. Each backend's engines start as soon as its install ends (llama.cpp's two
@@ -203,7 +159,7 @@ def up(
         for spec in chosen:
             if spec.backend == backend and spec.id not in failed:
                 try:
-                    start(spec.id, wait=False)
+                    start(spec.id, wait=False, register=register)
                     started_at[spec.id] = time.monotonic()
                     log(f"{spec.id}: starting on {spec.port}")
                 except ShootoutError as error:

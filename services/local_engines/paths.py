@@ -10,7 +10,7 @@ from pathlib import Path
 
 from services.core.config import get_settings
 from services.core.errors import EngineError
-from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines import machine
 from services.local_engines.backend import get_backend
 
 
@@ -69,15 +69,26 @@ def is_installed(backend: str) -> bool:
     return get_backend(backend).installed()
 
 
-def smoke_marker() -> Path:
-    return engines_dir() / "llamacpp-venv" / "shootout-smoke.json"
+def smoke_marker(venv: str) -> Path:
+    """The record of the backend's smoke run (what it proved, with what), in its environment:
+    a backend installs it last, once it ran, and removes it before it installs again."""
+    return engines_dir() / f"{venv}-venv" / "shootout-smoke.json"
+
+
+def read_marker(venv: str) -> dict:
+    """The smoke run's record; empty where there is none (or it cannot be read)."""
+    try:
+        found = json.loads(smoke_marker(venv).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def write_marker(venv: str, record: dict) -> None:
+    smoke_marker(venv).write_text(json.dumps(record))
 
 
 def smoke_passed() -> bool:
-    """The installed build ran here: its smoke run passed on this CPU (a copied engines
-    folder on another machine is tested again)."""
-    try:
-        marker = json.loads(smoke_marker().read_text())
-    except (OSError, ValueError):
-        return False
-    return marker.get("cpu") == llamacpp_build.cpu_fingerprint(llamacpp_build.detect_cpu())
+    """The installed llama.cpp build ran here: its smoke run passed on this CPU (a copied
+    engines folder on another machine is tested again)."""
+    return read_marker("llamacpp").get("cpu") == machine.this_cpu()

@@ -4,16 +4,18 @@ their status as read from it, the processes and /health."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 
 from services.core import http
 from services.core.processes import pid_alive
-from services.engines.llamacpp import build as llamacpp_build
-from services.local_engines import progress
+from services.local_engines import machine, progress
 from services.local_engines.backend import get_backend
 from services.local_engines.catalog import LocalEngineSpec, LocalEngineStatus, Status, get_spec, specs
 from services.local_engines.paths import is_installed, state_dir
@@ -44,6 +46,13 @@ def write_state(state: dict[str, dict]) -> None:
 state_lock = threading.Lock()
 #: Engines this process started, by PID: their exit status tells how they died.
 children: dict[int, subprocess.Popen] = {}
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 nobody listens on now (the kernel's pick): a smoke run's."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def port_busy(port: int) -> bool:
@@ -135,7 +144,7 @@ def death_reason(pid: int | None, log_path: str | None) -> str:
     parts = []
     child = children.get(pid or -1)
     if child is not None and child.poll() is not None:
-        how, name = llamacpp_build.describe_exit(child.returncode)
+        how, name = machine.describe_exit(child.returncode)
         if name == "SIGILL":
             how += ": the build uses an instruction this CPU does not run; `shootout local install` rebuilds it"
         parts.append(how)
@@ -143,6 +152,36 @@ def death_reason(pid: int | None, log_path: str | None) -> str:
     if last:
         parts.append(f"last log line: {last[:300]}")
     return "; ".join(parts) or "no log"
+
+
+def terminate_group(pid: int, timeout_s: float) -> bool:
+    """SIGTERM to `pid`'s process group, SIGKILL after `timeout_s` (the engines' and the
+    background start's); False when there was none to signal (gone, or a PID now another
+    user's)."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            break
+        _reap(pid)
+        time.sleep(0.2)
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _reap(pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 def mark_failed(spec: LocalEngineSpec, reason: str) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from services import local_engines
 from services.core import http
 from services.core.errors import EngineError
-from services.engines.llamacpp import build as llamacpp_build
+from services.local_engines import machine
 from services.tune.spec import TuneSpec, setting_args
 
 LOG_TAIL_LINES = 12
@@ -180,7 +180,7 @@ def wait_healthy(
 
 
 def _describe_exit(code: int) -> tuple[str, str | None]:
-    return llamacpp_build.describe_exit(code)
+    return machine.describe_exit(code)
 
 
 def stop(engine: StartedEngine, timeout_s: float = 15.0) -> None:

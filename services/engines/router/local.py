@@ -59,7 +59,6 @@ class RouterBackend(LocalBackend):
                 kind="router",
                 label="SGLang router (smg) · cache-aware · llama.cpp workers",
                 port=port,
-                backend=self.name,
                 args=("--policy", "cache_aware"),
                 start_timeout_s=60,
                 description=(

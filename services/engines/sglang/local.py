@@ -11,11 +11,9 @@ PyPI. Nothing counts as installed before a real chat request was answered on thi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,12 +22,19 @@ from pathlib import Path
 
 from services.core import http
 from services.core.errors import EngineError
-from services.engines.llamacpp import build as llamacpp_build
-from services.local_engines import progress
+from services.local_engines import machine, progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port, niced
 from services.local_engines.installer import ensure_hf_model, make_venv, pip_install
-from services.local_engines.paths import engines_dir, hf_model_dir, venv_python
+from services.local_engines.paths import (
+    engines_dir,
+    hf_model_dir,
+    read_marker,
+    smoke_marker,
+    venv_python,
+    write_marker,
+)
+from services.local_engines.state import free_port
 
 SGLANG_VERSION = "0.5.23"
 #: SGLang's own torch pin. vLLM's torch 2.13.0+cpu does not do: SGLang imports torchvision on
@@ -178,10 +183,6 @@ def standin_dir() -> Path:
     return venv_dir() / "sgl-kernel-standin"
 
 
-def smoke_marker() -> Path:
-    return venv_dir() / "shootout-smoke.json"
-
-
 def write_standin(directory: Path | None = None) -> Path:
     package = (directory or standin_dir()) / "sgl_kernel"
     package.mkdir(parents=True, exist_ok=True)
@@ -189,15 +190,11 @@ def write_standin(directory: Path | None = None) -> Path:
     return package
 
 
-def cpu_dtype(cpu: llamacpp_build.CpuFeatures | None = None) -> str:
+def cpu_dtype(cpu: machine.CpuFeatures | None = None) -> str:
     """bfloat16 where the CPU has avx512_bf16 (and the kernel enables AVX-512), else float32,
     as the verified recipe runs it."""
-    cpu = cpu or llamacpp_build.detect_cpu()
+    cpu = cpu or machine.detect_cpu()
     return "bfloat16" if cpu.usable("GGML_AVX512_BF16", ("avx512_bf16",)) else "float32"
-
-
-def _fingerprint() -> str:
-    return llamacpp_build.cpu_fingerprint(llamacpp_build.detect_cpu())
 
 
 def available_memory_gb() -> float | None:
@@ -249,7 +246,6 @@ class SglangBackend(LocalBackend):
                 kind="sglang",
                 label="SGLang (CPU) · RadixAttention",
                 port=local_port(8084),
-                backend=self.name,
                 args=tuple(part for pair in DEFAULT_SETTINGS for part in pair),
                 start_timeout_s=START_TIMEOUT_S,
                 description=(
@@ -264,11 +260,8 @@ class SglangBackend(LocalBackend):
             return False
         if not (hf_model_dir() / ".complete").exists():
             return False
-        try:
-            marker = json.loads(smoke_marker().read_text())
-        except (OSError, ValueError):
-            return False
-        return marker.get("cpu") == _fingerprint() and marker.get("sglang") == SGLANG_VERSION
+        marker = read_marker("sglang")
+        return marker.get("cpu") == machine.this_cpu() and marker.get("sglang") == SGLANG_VERSION
 
     def install(self, log: Log) -> None:
         engines_dir().mkdir(parents=True, exist_ok=True)
@@ -279,7 +272,7 @@ class SglangBackend(LocalBackend):
         )
         if reason:
             raise EngineError(reason)
-        smoke_marker().unlink(missing_ok=True)
+        smoke_marker("sglang").unlink(missing_ok=True)
         make_venv("sglang", log)
         constraints = venv_dir() / "shootout-constraints.txt"
         constraints.write_text("\n".join(TORCH_PINS) + "\n")
@@ -293,16 +286,15 @@ class SglangBackend(LocalBackend):
         ensure_hf_model("sglang", log)
         progress.phase("smoke test")
         result = smoke_run(log)
-        smoke_marker().write_text(
-            json.dumps(
-                {
-                    "cpu": _fingerprint(),
-                    "sglang": SGLANG_VERSION,
-                    "dtype": cpu_dtype(),
-                    "smoke": result.message,
-                    "seconds": round(result.seconds, 1),
-                }
-            )
+        write_marker(
+            "sglang",
+            {
+                "cpu": machine.this_cpu(),
+                "sglang": SGLANG_VERSION,
+                "dtype": cpu_dtype(),
+                "smoke": result.message,
+                "seconds": round(result.seconds, 1),
+            },
         )
         log(f"sglang works on this CPU: {result.message} in {result.seconds:.0f} s")
 
@@ -356,9 +348,7 @@ def smoke_run(log: Log, timeout_s: float = START_TIMEOUT_S) -> SmokeResult:
     EngineError with the reason (and the log's last lines) when it does not answer."""
     started = time.monotonic()
     backend = SglangBackend()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     argv, extra_env = backend.command(port, [part for pair in DEFAULT_SETTINGS for part in pair])
     log(f"sglang: smoke run on port {port} (start-up takes 20-60 s)")
     with tempfile.TemporaryDirectory(prefix="sglang-smoke-", dir=engines_dir()) as tmp:
@@ -392,7 +382,7 @@ def _smoke_ask(process: subprocess.Popen, port: int, log_path: Path, timeout_s: 
     while time.monotonic() < deadline:
         code = process.poll()
         if code is not None:
-            how, _ = llamacpp_build.describe_exit(code)
+            how, _ = machine.describe_exit(code)
             raise EngineError(f"SGLang {how} while starting: {_tail(log_path, 1)}")
         try:
             health = http.fetch("GET", base + "/health", deadline_s=2.0, max_bytes=64 * 1024)

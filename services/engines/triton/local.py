@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,7 +34,15 @@ from services.local_engines.installer import (
     pip_install,
     wait_for_install,
 )
-from services.local_engines.paths import engines_dir, hf_model_dir, venv_python
+from services.local_engines.paths import (
+    engines_dir,
+    hf_model_dir,
+    read_marker,
+    smoke_marker,
+    venv_python,
+    write_marker,
+)
+from services.local_engines.state import free_port
 
 PYTRITON_PACKAGE = "nvidia-pytriton==0.7.0"
 #: Only the server binary and its Python backend are used, never PyTriton's Python API: its
@@ -103,18 +110,6 @@ def repository_dir() -> Path:
     return engines_dir() / "triton-repo"
 
 
-def smoke_marker() -> Path:
-    return venv_dir() / "shootout-smoke.json"
-
-
-def _marker() -> dict:
-    try:
-        found = json.loads(smoke_marker().read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 @register_backend
 class TritonBackend(LocalBackend):
     name = "triton"
@@ -134,7 +129,6 @@ class TritonBackend(LocalBackend):
                 kind="triton",
                 label="Triton (Python backend)",
                 port=local_port(8085),
-                backend=self.name,
                 args=("--metrics-port", str(local_port(8086))),
                 start_timeout_s=180,
                 metrics_port=local_port(8086),
@@ -148,7 +142,7 @@ class TritonBackend(LocalBackend):
         ]
 
     def installed(self) -> bool:
-        marker = _marker()
+        marker = read_marker("triton")
         shared = marker.get("torch_from")
         return (
             server_binary().exists()
@@ -211,7 +205,7 @@ def server_environment() -> dict[str, str]:
     Python's own libpython first (the stub would load the system's, whose ABI may differ from
     the environment's standard library); the stub's embedded Python finds the Triton
     environment (and so its site-packages) through `python3` on PATH."""
-    libdir = _marker().get("libpython_dir") or ""
+    libdir = read_marker("triton").get("libpython_dir") or ""
     libs = [p for p in (libdir, str(site_packages() / "nvidia_pytriton.libs")) if p]
     return {
         "LD_LIBRARY_PATH": ":".join([*libs, os.environ.get("LD_LIBRARY_PATH", "")]).rstrip(":"),
@@ -243,7 +237,7 @@ def install_triton(log: Log = print) -> None:
     pip_install("triton", list(PYTRITON_INSTALL), log)
     if not server_binary().exists():
         raise EngineError(f"nvidia-pytriton has no tritonserver at {server_binary()}")
-    smoke_marker().unlink(missing_ok=True)
+    smoke_marker("triton").unlink(missing_ok=True)
     libdir = _shared_libpython_dir()
     _lay_out_backend(log)
     # vLLM's torch, where vLLM is being installed beside: its download overlapped with ours.
@@ -254,10 +248,10 @@ def install_triton(log: Log = print) -> None:
         pip_install("triton", list(MODEL_PACKAGES), log)
     ensure_hf_model("triton", log)
     marker = {"torch_from": str(shared) if shared else None, "libpython_dir": libdir}
-    smoke_marker().write_text(json.dumps(marker))
+    write_marker("triton", marker)
     progress.phase("smoke test")
     message = smoke_run(log)
-    smoke_marker().write_text(json.dumps({**marker, "smoke": message}))
+    write_marker("triton", {**marker, "smoke": message})
     log(f"triton works here: {message}")
 
 
@@ -341,15 +335,9 @@ def _model_imports_fail() -> str | None:
     return lines[-1] if lines else f"exit code {answer.returncode}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def smoke_run(log: Log, timeout_s: float = SMOKE_TIMEOUT_S) -> str:
     """Start the server on free ports, ask for a few tokens, stop it; the answer in words."""
-    port, metrics = _free_port(), _free_port()
+    port, metrics = free_port(), free_port()
     command, env = TritonBackend().command(port, ("--metrics-port", str(metrics)))
     log_path = venv_dir() / "smoke.log"
     log(f"triton: smoke run on port {port}")

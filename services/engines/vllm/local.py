@@ -31,7 +31,6 @@ class VllmBackend(LocalBackend):
                 kind="vllm",
                 label="vLLM (CPU) · prefix caching",
                 port=local_port(8082),
-                backend=self.name,
                 args=(
                     "--max-model-len",
                     "4096",

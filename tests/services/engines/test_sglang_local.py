@@ -5,7 +5,6 @@ smoke run on this CPU counts as installed."""
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from services.core.errors import EngineError
-from services.engines.llamacpp import build as llamacpp_build
 from services.engines.sglang import local
-from services.local_engines import get_backend, installer
+from services.local_engines import get_backend, installer, machine
+from services.local_engines.paths import write_marker
 
 #: What SGLang 0.5.23 takes from sgl_kernel on the CPU path (traced at start-up and under traffic).
 CPU_PATH_NAMES = (
@@ -81,13 +80,13 @@ def _fake_install(engines: Path) -> None:
     (engines / "models" / "smollm2-135m-instruct-hf" / ".complete").touch()
 
 
-def _cpu(*flags: str) -> llamacpp_build.CpuFeatures:
-    return llamacpp_build.CpuFeatures(frozenset(flags), None)
+def _cpu(*flags: str) -> machine.CpuFeatures:
+    return machine.CpuFeatures(frozenset(flags), None)
 
 
 def test_command_follows_the_recipe(engines: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_install(engines)
-    monkeypatch.setattr(llamacpp_build, "detect_cpu", lambda: _cpu("avx2"))
+    monkeypatch.setattr(machine, "detect_cpu", lambda: _cpu("avx2"))
     spec = get_backend("sglang").specs()[0]
     argv, env = get_backend("sglang").command(9999, spec.args)
     assert argv[:3] == [str(engines.resolve() / "sglang-venv/bin/python"), "-m", "sglang.launch_server"]
@@ -115,9 +114,9 @@ def test_command_follows_the_recipe(engines: Path, monkeypatch: pytest.MonkeyPat
 
 def test_bf16_only_where_the_cpu_computes_it() -> None:
     assert local.cpu_dtype(_cpu("avx2", "avx512f")) == "float32"
-    with_bf16 = llamacpp_build.CpuFeatures(frozenset({"avx512_bf16"}), (1 << 5) | (1 << 6) | (1 << 7))
+    with_bf16 = machine.CpuFeatures(frozenset({"avx512_bf16"}), (1 << 5) | (1 << 6) | (1 << 7))
     assert local.cpu_dtype(with_bf16) == "bfloat16"
-    not_enabled = llamacpp_build.CpuFeatures(frozenset({"avx512_bf16"}), 1 << 2)
+    not_enabled = machine.CpuFeatures(frozenset({"avx512_bf16"}), 1 << 2)
     assert local.cpu_dtype(not_enabled) == "float32"
 
 
@@ -163,10 +162,10 @@ def test_installed_only_after_a_smoke_run_on_this_cpu(engines: Path) -> None:
     backend = get_backend("sglang")
     assert not backend.installed()
     marker = {"cpu": "another-cpu", "sglang": local.SGLANG_VERSION}
-    local.smoke_marker().write_text(json.dumps(marker))
+    write_marker("sglang", marker)
     assert not backend.installed()
-    marker["cpu"] = llamacpp_build.cpu_fingerprint(llamacpp_build.detect_cpu())
-    local.smoke_marker().write_text(json.dumps(marker))
+    marker["cpu"] = machine.this_cpu()
+    write_marker("sglang", marker)
     assert backend.installed()
-    local.smoke_marker().write_text(json.dumps({**marker, "sglang": "0.5.22"}))
+    write_marker("sglang", {**marker, "sglang": "0.5.22"})
     assert not backend.installed()

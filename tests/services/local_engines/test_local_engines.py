@@ -43,7 +43,7 @@ def test_start_stop_cycle_on_other_ports(all_local_engines_up, db_url, monkeypat
     answers /health, and stops cleanly, without touching the shared engines."""
     shared_base = os.environ.get("SHOOTOUT_LOCAL_PORT_BASE")  # a checkout may run its engines elsewhere
     monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18181")
-    started = local_engines.start("llamacpp-1slot", wait=True)
+    started = local_engines.start("llamacpp-1slot", wait=True, register=endpoints.register_local)
     try:
         assert started.status == "running" and started.port == 18183
         assert endpoints.get_engine("llamacpp-1slot").base_url == "http://127.0.0.1:18183"

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import services.engines  # noqa: F401 - the engine kinds lend the local engines their backends
 from services.local_engines import background, launch, progress
 from services.local_engines.catalog import chosen_backends
 
@@ -124,7 +125,7 @@ def test_up_starts_each_backend_as_its_install_ends_and_the_router_last(
 
     monkeypatch.setattr(launch, "is_installed", lambda backend: False)
     monkeypatch.setattr(launch, "install", install)
-    monkeypatch.setattr(launch, "start", lambda engine_id, wait: events.append(f"start {engine_id}"))
+    monkeypatch.setattr(launch, "start", lambda engine_id, **_: events.append(f"start {engine_id}"))
     monkeypatch.setattr(launch, "wait_healthy", lambda engine_id, timeout_s: launch.status(engine_id)[0])
     monkeypatch.setattr(launch, "status", lambda engine_id: [_Status(engine_id)])
     launch.up(log=lambda line: None)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from services import local_engines
 from services.engines import endpoints
-from services.engines import view as engines_view
 from services.engines.endpoints import add_engine
 from services.engines.probe import ProbeResult
+from services.fleet import view as engines_view
 from services.telemetry.gpu import NullGpuSampler
 from services.telemetry.scraper import ScrapeTarget
 from tests.services.telemetry.support import MetricsServer, Route

@@ -182,7 +182,7 @@ def stop_local(engine_id: str) -> None:
 def start_local(engine_id: str) -> Message | None:
     """Start one local engine without waiting for it; a message when it could not start."""
     try:
-        local_engines.start(engine_id, wait=False)
+        local_engines.start(engine_id, wait=False, register=endpoints.register_local)
     except ShootoutError as error:
         return Message("error", md_text(str(error)))
     return None
