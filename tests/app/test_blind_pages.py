@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import REPO_ROOT
-from tests.services.core.test_blind_surfaces import _leaks, hidden_exchange
+from tests.services.runstate.test_blind_surfaces import _leaks, hidden_exchange
 
 #: page -> the address parameter that names a run.
 PAGES = {

@@ -28,7 +28,7 @@ def test_a_hidden_exchange_names_no_engine_on_any_served_screen(  # type: ignore
     from services import sessions
     from services.playground import votes
     from services.sessions.records import Shown
-    from tests.services.core.test_blind_surfaces import OPERATOR, _leaks, hidden_exchange
+    from tests.services.runstate.test_blind_surfaces import OPERATOR, _leaks, hidden_exchange
 
     monkeypatch.setenv("SHOOTOUT_DATABASE_URL", app_server.database_url)
     dispose_all()
