@@ -70,6 +70,11 @@ def test_the_layers_let_no_import_through_and_pair_no_packages() -> None:
     contract = _contract()
     assert not contract.get("ignore_imports")
     assert [layer for layer in contract["layers"] if ":" in layer] == []
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (acyclic,) = [c for c in config["contracts"] if c["id"] == "acyclic"]
+    # Between the packages of services/, and inside every package at every depth, lets nothing through.
+    assert {"services", "services.**"} <= set(acyclic["ancestors"])
+    assert not acyclic.get("ignore_imports")
 
 
 def _doc_layers() -> list[str]:
