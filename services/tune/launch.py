@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +25,7 @@ from services import local_engines
 from services.core import http
 from services.core.errors import EngineError
 from services.local_engines import machine
+from services.local_engines.state import free_port
 from services.tune.spec import TuneSpec, setting_args
 
 LOG_TAIL_LINES = 12
@@ -65,13 +65,6 @@ class StartedEngine:
         except OSError:
             return ""
         return "\n".join(text[-lines:])
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 nobody listens on now (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def render_template(template: str, *, port: int, name: str, args: list[str]) -> list[str]:
