@@ -1,5 +1,6 @@
 """The export route, on the real server (`streamlit run serve.py`): an attachment streamed
-in chunks, the HTML report whole, 404 for a missing run, 400 for an unknown format."""
+in chunks, the HTML report whole, 404 for a missing run, 400 for an unknown format, and no
+engine named for a blind exchange still hidden."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from services.core import http
+from tests.services.runstate.test_blind_surfaces import _leaks, hidden_exchange
 from tests.support.big_runs import make_big_run
 from tests.support.served import start_served_app, stop
 
@@ -68,3 +70,19 @@ def test_the_route_streams_an_attachment_and_refuses_clearly(
     ):
         refused = http.fetch("GET", url + path, deadline_s=10)
         assert (refused.status, refused.body.decode().strip()) == (status, text), path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "html", "steps"])
+def test_the_route_names_no_engine_of_a_hidden_exchange(
+    served, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """The route answers any viewer's browser: a blind exchange still hidden gives no format
+    (the HTML report and the steps CSV now come this way too) an engine's name."""
+    url, data_dir = served
+    monkeypatch.setenv("SHOOTOUT_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", f"sqlite:///{data_dir / 'shootout.db'}")
+    run_id = hidden_exchange()
+    reply = http.fetch("GET", f"{url}/export/runs/{run_id}.{fmt}", max_bytes=50 * 1024**2, deadline_s=60)
+    text = reply.body.decode("utf-8", "replace")
+    assert not _leaks(text), (fmt, reply.status, _leaks(text))
+    assert reply.status in (200, 400), (reply.status, text[:300])
