@@ -74,7 +74,11 @@ def _send_with_schema(page, url: str, schema: str) -> None:  # type: ignore[no-u
             page.get_by_role("option", name=name, exact=True).click()
             close_lists(page)
     page.locator("[data-testid='stExpander'] summary", has_text="Parameters").click()
-    if not page.locator(".st-key-pg_schema textarea").count():
+    # The toggle's own state decides (the textarea may not be drawn yet when asked, and a
+    # click on a toggle already on would hide it).
+    toggle = page.locator(".st-key-pg_schema_on input[type='checkbox']")
+    toggle.wait_for(state="attached")
+    if not toggle.is_checked():
         page.locator(".st-key-pg_schema_on label").click()
     page.locator(".st-key-pg_schema textarea").fill(schema)
     page.locator(".st-key-pg_schema textarea").blur()
