@@ -16,7 +16,11 @@ from services.bench.load.outcome import EngineOutcome, RecordSink, never_stop
 from services.bench.load.pacing import MAX_IN_FLIGHT, quiet_gc
 from services.bench.load.transport import LoadJob, LoadRun, Placement
 from services.bench.pool.plan import auto_workers
-from services.bench.runner.preparation import calibrate_prompt_text, discover_model
+from services.bench.runner.preparation import (
+    PREPARE_TIMEOUT_S,
+    calibrate_prompt_text,
+    discover_model,
+)
 from services.bench.runner.transports import transport_for
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget, RequestSettings, SweepSpec
 from services.bench.stats import SloSpec, summarize_engine
@@ -115,13 +119,18 @@ class Benchmark:
     async def run(self) -> BenchOutcome:
         spec = self.spec
         engines = list(spec.engines)
+        # The run's request time limit bounds its preparation too: `--timeout 5` against an
+        # engine that stalls ended after 24 s, 10 of them in the tokenizer check.
+        prepare_s = min(PREPARE_TIMEOUT_S, spec.timeout_s)
         for position, engine in enumerate(engines):
             if not engine.model:
-                model = await discover_model(engine)
+                model = await discover_model(engine, timeout_s=prepare_s)
                 engines[position] = replace(engine, model=model)
         self.result.models = {e.name: e.model for e in engines}
         if spec.calibrate_prompts and spec.workload.kind not in ("file",):
-            self.text, self.result.calibration = await calibrate_prompt_text(tuple(engines))
+            self.text, self.result.calibration = await calibrate_prompt_text(
+                tuple(engines), timeout_s=prepare_s
+            )
         else:
             self.result.calibration = Calibration("none")
         with quiet_gc():

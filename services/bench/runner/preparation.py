@@ -13,8 +13,12 @@ from services.client import ChatRequest, build_headers
 from services.core import http
 from services.engines import get_adapter
 
+#: How long an engine may take to list its model or tokenize the prompt words (less where the
+#: run's request time limit is less).
+PREPARE_TIMEOUT_S = 10.0
 
-async def discover_model(engine: EngineTarget, timeout_s: float = 10.0) -> str | None:
+
+async def discover_model(engine: EngineTarget, timeout_s: float = PREPARE_TIMEOUT_S) -> str | None:
     """The first model the engine lists in /v1/models (for engines given without one)."""
     headers = build_headers(
         ChatRequest(base_url=engine.base_url, model="", messages=[], api_key_env=engine.api_key_env)
@@ -39,7 +43,7 @@ async def discover_model(engine: EngineTarget, timeout_s: float = 10.0) -> str |
 
 
 async def calibrate_prompt_text(
-    engines: tuple[EngineTarget, ...], timeout_s: float = 10.0
+    engines: tuple[EngineTarget, ...], timeout_s: float = PREPARE_TIMEOUT_S
 ) -> tuple[PromptText, Calibration]:
     """Check the prompt vocabulary against the first engine that can tokenize."""
     for engine in engines:
