@@ -88,7 +88,9 @@ class RayCluster:
         if node.poll() is None:
             os.killpg(node.pid, signal.SIGTERM)
             try:
-                node.wait(timeout=20)
+                # A head node often outlives SIGTERM (it waited the whole 20 s this had): the
+                # cluster holds nothing to keep, so it gets a short grace, then SIGKILL.
+                node.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 node.kill()
                 node.wait(timeout=10)
