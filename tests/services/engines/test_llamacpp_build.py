@@ -24,7 +24,7 @@ import pytest
 from services import local_engines
 from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
-from services.engines.llamacpp.local import install_llamacpp
+from services.engines.llamacpp.local import install_llamacpp, server_args
 from services.local_engines import machine
 from services.local_engines.backend import get_backend
 
@@ -84,16 +84,18 @@ def test_this_machine_gets_no_native_flags() -> None:
 
 
 @pytest.fixture(scope="module")
-def real_llama_server() -> Path:
+def real_llama_server() -> tuple[Path, tuple[str, ...]]:
+    """The real llama-server and what it needs on its command line here (`--no-repack` where
+    its AMX kernels die), read before a test swaps the engines folder."""
     local_engines.install(["llamacpp"], log=lambda line: None)  # a no-op once ./test.sh installed it
     server = local_engines.llama_server_path()
     assert server is not None, "the real llama.cpp must be installed (./test.sh installs it)"
-    return server
+    return server, server_args()
 
 
 @pytest.fixture
 def installer_env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_llama_server: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_llama_server: tuple[Path, tuple[str, ...]]
 ) -> dict[str, Path]:
     """A fresh engines folder and wheelhouse, the stand-in package as the source, and a CPU
     with AVX-512 (so the first tier asks for it whatever this machine has)."""
@@ -108,7 +110,8 @@ def installer_env(
     monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(paths["engines"]))
     monkeypatch.setenv("SHOOTOUT_WHEELHOUSE", str(paths["wheelhouse"]))
     monkeypatch.setenv("SHOOTOUT_LLAMA_CPP_SOURCE", str(source))
-    monkeypatch.setenv("FAKE_LLAMA_REAL_SERVER", str(real_llama_server))
+    monkeypatch.setenv("FAKE_LLAMA_REAL_SERVER", str(real_llama_server[0]))
+    monkeypatch.setenv("FAKE_LLAMA_REAL_ARGS", " ".join(real_llama_server[1]))
     monkeypatch.delenv("FAKE_LLAMA_SIGILL_WHEN", raising=False)
     cpu = machine.detect_cpu(AMX_VM_FLAGS, XSTATE_AVX512)
     monkeypatch.setattr(machine, "detect_cpu", lambda *a, **k: cpu)

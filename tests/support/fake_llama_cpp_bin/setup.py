@@ -7,7 +7,8 @@ compiles llama.cpp from CMAKE_ARGS:
 - when FAKE_LLAMA_AMX_SIGILL_WHEN is a substring of CMAKE_ARGS, it does so unless it is started
   with --no-repack (ggml's AMX kernels, which die on some Intel VMs, left out at run time);
 - otherwise it execs the real llama-server named by FAKE_LLAMA_REAL_SERVER (unless
-  FAKE_LLAMA_SIGILL_AT_RUN is set when it runs).
+  FAKE_LLAMA_SIGILL_AT_RUN is set when it runs), with FAKE_LLAMA_REAL_ARGS first: what the
+  real build needs on this machine (`--no-repack` where its AMX kernels die).
 FAKE_LLAMA_BUILD_SECONDS makes the build take that long, as a real compile does
 (tests/reliability/test_first_minute.py watches the app serve meanwhile).
 """
@@ -30,11 +31,12 @@ if marker and marker in args:
 elif amx_marker and amx_marker in args:
     body = (
         f"#!/bin/sh\n# built with: {args}\n"
-        f'case " $* " in *" --no-repack "*) exec "{real}" "$@";; esac\nkill -ILL $$\n'
+        f'case " $* " in *" --no-repack "*) exec "{real}" $FAKE_LLAMA_REAL_ARGS "$@";; esac\n'
+        "kill -ILL $$\n"
     )
 else:
     # FAKE_LLAMA_SIGILL_AT_RUN at run time: a build that passed once and crashes now.
-    body = f'#!/bin/sh\n# built with: {args}\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "{real}" "$@"\n'
+    body = f'#!/bin/sh\n# built with: {args}\n[ -n "$FAKE_LLAMA_SIGILL_AT_RUN" ] && kill -ILL $$\nexec "{real}" $FAKE_LLAMA_REAL_ARGS "$@"\n'
 binary.write_text(body)
 binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 time.sleep(float(os.environ.get("FAKE_LLAMA_BUILD_SECONDS", "0")))
