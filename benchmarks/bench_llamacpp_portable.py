@@ -26,7 +26,7 @@ from services.core import http
 from services.engines.llamacpp import build as llamacpp_build
 from services.engines.llamacpp.local import llamacpp_package, server_args
 from services.local_engines.paths import read_marker
-from services.local_engines.state import free_port
+from services.local_engines.state import free_port, health
 
 
 def _native_bin(log: bool) -> Path:
@@ -91,11 +91,8 @@ def _decode_tps(
         while True:
             if server.poll() is not None:
                 raise SystemExit(f"llama-server of {bin_dir} exited ({server.returncode})")
-            try:
-                if http.fetch("GET", base + "/health", deadline_s=2, max_bytes=4096).status == 200:
-                    break
-            except http.HttpError:
-                pass
+            if health(base)[0]:
+                break
             if time.monotonic() > deadline:
                 raise SystemExit(f"llama-server of {bin_dir} was not ready in 120 s")
             time.sleep(0.3)
