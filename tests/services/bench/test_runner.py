@@ -267,3 +267,30 @@ def test_each_step_records_its_energy_and_joules_per_token(
         tokens = 40 if together else 20
         assert energy["j_per_output_token"] == pytest.approx(2.0 / tokens)
         assert energy["output_tokens_per_j"] == pytest.approx(tokens / 2.0)
+
+
+def test_a_runs_timeout_bounds_its_preparation_against_an_engine_that_stalls() -> None:
+    """`--timeout 1` bounds the model listing and the tokenizer check as it bounds each
+    request: against a server that sends 100 bytes and then nothing, the run (the check, one
+    warm-up, one request: about 1 s each) ends long before the check's own 10 s."""
+    from services.bench.runner import Benchmark, ListSink
+    from services.bench.spec import BenchSpec
+    from tests.support.hostile_server import HostileServer
+
+    with HostileServer("stall") as stall:
+        spec = BenchSpec(
+            # SGLang's kind has a tokenize endpoint, and no model: both preparation calls run.
+            engines=(EngineTarget(name="stall", base_url=stall.url, kind="sglang", model=""),),
+            workload=WorkloadSpec(input_len=8, output_len=4),
+            load=LoadSpec(concurrency=1, requests=1, warmup_requests=1),
+            timeout_s=1.0,
+            record_engine_metrics=False,
+        ).validate()
+        started = time.monotonic()
+        sink = ListSink()
+        outcome = run_blocking(Benchmark(spec, sink=sink).run())
+        elapsed = time.monotonic() - started
+    assert elapsed < 8.0, elapsed
+    assert outcome.calibration is not None and outcome.calibration.method == "none"
+    assert outcome.models == {"stall": None}
+    assert len(sink.records) == 2 and not any(r.ok for r in sink.records)
