@@ -109,8 +109,13 @@ def pick_engines(page, names: list[str], label: str = "Engines") -> list[str]:  
     in its order. Comparing pages start from a default pick: it is cleared first, and the
     clear's rerun is waited for. Late in the whole suite the pick has come back in the default's
     order twice (CI of stop 41, and the suite of stop 42; never alone): a test that depends on
-    the order reads it from here, or from the run."""
+    the order reads it from here, or from the run. Never pick by clicking a listed option after
+    reading the pick: the default can land between the read and the click (CI of stop 52)."""
     box = page.locator("[data-testid='stMultiSelect']").filter(has_text=label)
+    # The picker is drawn by the run that sets its default pick: once it is in the page, the
+    # pick read below is that run's (right after a load, the page can report "not running"
+    # before its first run began, and a pick read then is empty).
+    box.first.wait_for()
     tags = box.locator("[data-tag]")
     clear = box.get_by_role("button", name="Clear all")
     if clear.count():
@@ -118,11 +123,18 @@ def pick_engines(page, names: list[str], label: str = "Engines") -> list[str]:  
         wait_for_app(page)
         expect(tags).to_have_count(0, timeout=30_000)
     for name in names:
-        box.locator("input").click()
-        box.locator("input").fill(name)
-        page.keyboard.press("Enter")
-        wait_for_app(page)  # each pick reruns the page: the next keys wait for it
-        box.locator(f"[data-tag][aria-label='{name}']").first.wait_for()
+        chip = box.locator(f"[data-tag][aria-label='{name}']")
+        for attempt in range(3):  # a rerun that redraws the picker can swallow the keys
+            box.locator("input").click()
+            box.locator("input").fill(name)
+            page.keyboard.press("Enter")
+            wait_for_app(page)  # each pick reruns the page: the next keys wait for it
+            try:
+                chip.first.wait_for(timeout=10_000 if attempt < 2 else 30_000)
+                break
+            except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the keys again
+                if attempt == 2:
+                    raise
     close_lists(page)
     wait_for_app(page)
     picked = [str(tags.nth(i).get_attribute("aria-label")) for i in range(tags.count())]

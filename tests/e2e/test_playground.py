@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, pick_engines, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engines]
 
@@ -33,12 +33,7 @@ def test_three_engines_side_by_side(app_page, app_server, engines_in_app) -> Non
     page = app_page
     page.goto(app_server.url)
     wait_for_app(page)
-    selected = page.locator(".st-key-pg_engines").inner_text()
-    for name in ENGINES:  # every registered engine is preselected (up to six)
-        if name not in selected:
-            page.locator(".st-key-pg_engines input[role='combobox']").click()
-            page.get_by_role("option", name=name, exact=True).click()
-            page.keyboard.press("Escape")
+    pick_engines(page, ENGINES)
     page.locator("[data-testid='stExpander'] summary", has_text="Parameters").click()
     page.locator(".st-key-pg_max_tokens input").fill("24")
     page.locator(".st-key-pg_max_tokens input").press("Enter")

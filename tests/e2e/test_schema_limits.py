@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, close_lists, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, pick_engines, screenshot, wait_for_app
 from tests.support.scripted_server import ScriptedServer
 from tests.support.served import Served, start_served_app, stop
 
@@ -68,11 +68,7 @@ class HealthWatch:
 def _send_with_schema(page, url: str, schema: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(url)
     wait_for_app(page)
-    for name in ("json-a", "json-b"):
-        if name not in page.locator(".st-key-pg_engines").inner_text():
-            page.locator(".st-key-pg_engines input[role='combobox']").click()
-            page.get_by_role("option", name=name, exact=True).click()
-            close_lists(page)
+    pick_engines(page, ["json-a", "json-b"])
     page.locator("[data-testid='stExpander'] summary", has_text="Parameters").click()
     # The toggle's own state decides (the textarea may not be drawn yet when asked, and a
     # click on a toggle already on would hide it).

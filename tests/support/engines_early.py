@@ -28,6 +28,7 @@ class EarlyStart:
     claimed: bool = False
 
     def begin(self) -> None:
+        import services.engines  # noqa: F401 - registers the kinds (a file run alone has not)
         from services import local_engines
 
         self.before = {s.id for s in local_engines.status() if s.status == "running"}
