@@ -132,7 +132,7 @@ def pick_engines(page, names: list[str], label: str = "Engines") -> list[str]:  
             try:
                 chip.first.wait_for(timeout=10_000 if attempt < 2 else 30_000)
                 break
-            except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the keys again
+            except Exception:  # playwright's TimeoutError: try the keys again
                 if attempt == 2:
                     raise
     close_lists(page)
