@@ -40,6 +40,10 @@ class Hub:
         #: Per worker: the turns taken and not reported yet (for a lost node).
         self.taken: dict[int, dict[int, tuple[Any, int]]] = {}
         self.reported: dict[int, int] = {}
+        #: Workers declared lost: what they sent before dying and the hub got after is dropped.
+        self.gone: set[int] = set()
+        #: A report and a loss of one worker, each whole: the hub's calls run on threads.
+        self.reports = threading.Lock()
 
     def put_many(self, items: list[Any], timeout: float) -> int:
         # Room for the whole list (or a quarter of the backlog) before it is taken: each call
@@ -120,13 +124,20 @@ class Hub:
 
     def put_result(self, message: tuple[str, int, Any]) -> None:
         kind, worker, payload = message
-        if kind == "records":
-            indices, measured, _ = payload
-            held = self.taken.get(worker, {})
-            for index in indices:
-                held.pop(index, None)
-            self.reported[worker] = self.reported.get(worker, 0) + measured
-        self.results.append(message)
+        with self.reports:
+            if worker in self.gone:
+                # Its unreported requests were failed as lost already. A call it made just
+                # before its node went can still land after that (Ray orders calls per caller,
+                # and the coordinator is another): kept, the request counted twice (seen: 16
+                # records for a budget of 15).
+                return
+            if kind == "records":
+                indices, measured, _ = payload
+                held = self.taken.get(worker, {})
+                for index in indices:
+                    held.pop(index, None)
+                self.reported[worker] = self.reported.get(worker, 0) + measured
+            self.results.append(message)
 
     def drain(self, most: int = 1000) -> list[Any]:
         out: list[Any] = []
@@ -140,8 +151,11 @@ class Hub:
     def lost(self, worker: int) -> list[tuple[int, Any]]:
         """A lost worker's unreported requests: each conversation's next turn (the one in
         flight, or due), as (turn index, the item handed out, pickled)."""
+        with self.reports:
+            self.gone.add(worker)
+            held = self.taken.pop(worker, {})
         first: dict[int, tuple[int, Any]] = {}
-        for turn_index, (item, conversation_id) in sorted(self.taken.pop(worker, {}).items()):
+        for turn_index, (item, conversation_id) in sorted(held.items()):
             first.setdefault(conversation_id, (turn_index, item))
         return list(first.values())
 

@@ -119,3 +119,22 @@ def test_the_hub_draws_a_closed_loops_conversations_as_they_are_taken() -> None:
         conversations=ClosedLoopConversations(workload, "", PromptText(), None),
     )
     assert len(endless.take(worker=0, most=64, timeout=0)[0]) == 64
+
+
+def test_what_a_lost_worker_sent_before_dying_and_lands_late_is_not_counted_twice() -> None:
+    """A node killed right after its worker reported a request: the report can reach the hub
+    after the coordinator failed that worker's requests as lost (seen over a real cluster:
+    request 10 both completed and lost, 16 records for a budget of 15)."""
+    conversations = list(
+        itertools.islice(iter_conversations(WorkloadSpec(input_len=4, output_len=4)), 2)
+    )
+    hub = Hub(backlog=100, requests=2)
+    hub.put_many([pack((0.0, c)) for c in conversations], timeout=0)
+    hub.take(worker=0, most=1, timeout=0)
+    hub.take(worker=1, most=1, timeout=0)
+    index = conversations[1].turns[0].index
+    assert [turn for turn, _ in hub.lost(worker=1)] == [index]
+    hub.put_result(("records", 1, ([index], 1, b"late")))  # sent before the node went
+    hub.put_result(("records", 0, ([conversations[0].turns[0].index], 1, b"on time")))
+    assert [message[1] for message in hub.drain()] == [0]
+    assert hub.counts() == {0: 1}
