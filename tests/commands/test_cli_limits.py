@@ -1,6 +1,6 @@
 """Issue 13, from the command line: against a server that streams forever, never finishes
 a body, trickles, or sends 1 GiB, `cli.py engines add`, `cli.py scrape` and
-`cli.py bench --url ... --timeout 5` end in bounded time with one clear line and a
+`cli.py bench --url ... --timeout 2` end in bounded time with one clear line and a
 non-zero exit (they hung for good before)."""
 
 from __future__ import annotations
@@ -65,14 +65,16 @@ def test_bench_url_with_a_timeout_ends(hostile: dict[str, str], db_url: str, mod
         "--concurrency",
         "2",
         "--timeout",
-        "5",
+        "2",
         "--output-len",
         "8",
         "--input-len",
         "8",
     )
     elapsed = time.monotonic() - started
-    assert elapsed < 5 * 3 + 20, (elapsed, result.stderr[-500:])  # calibration + requests, each bounded
+    # Each phase is bounded by --timeout (tokenizing, warm-up, requests, the engine's account after
+    # the run): about 7 of them and the interpreter's start, 14 s at most on a trickle here.
+    assert elapsed < 2 * 7 + 12, (elapsed, result.stderr[-500:])
     assert "Traceback" not in result.stderr
     # Every request failed with a class of its own; the run itself is reported, not hung.
     assert result.returncode != 0 or "failed" in result.stdout.lower(), (
