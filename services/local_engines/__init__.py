@@ -38,7 +38,15 @@ from services.local_engines.catalog import (
     specs,
 )
 from services.local_engines.installer import install
-from services.local_engines.launch import as_dicts, down, server_command, start, stop, up
+from services.local_engines.launch import (
+    as_dicts,
+    down,
+    server_command,
+    start,
+    stop,
+    stop_many,
+    up,
+)
 from services.local_engines.paths import (
     engines_dir,
     gguf_path,
@@ -76,5 +84,6 @@ __all__ = [
     "state_dir",
     "status",
     "stop",
+    "stop_many",
     "up",
 ]

@@ -9,6 +9,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from services.core.errors import EngineError, ShootoutError
@@ -124,16 +125,25 @@ def wait_healthy(engine_id: str, timeout_s: float) -> LocalEngineStatus:
 
 def stop(engine_id: str, timeout_s: float = 20.0) -> LocalEngineStatus:
     """Stop one local engine: SIGTERM to its process group, SIGKILL after `timeout_s`."""
-    spec = get_spec(engine_id)
+    return stop_many([engine_id], timeout_s)[0]
+
+
+def stop_many(engine_ids: Iterable[str], timeout_s: float = 20.0) -> list[LocalEngineStatus]:
+    """Stop these local engines together: each gets its SIGTERM at once and the waits for their
+    exits overlap (one after another, the six took about 10 s, vLLM and SGLang 3 to 4 s each)."""
+    chosen = [get_spec(engine_id) for engine_id in engine_ids]
     with state_lock:
         state = read_state()
-        entry = state.get(state_key(spec), {})
-        pid = entry.get("pid")
-        if pid is not None and pid_alive(pid):
-            terminate_group(pid, timeout_s)
-        state[state_key(spec)] = {k: v for k, v in entry.items() if k in ("log", "port")}
+        entries = {state_key(spec): state.get(state_key(spec), {}) for spec in chosen}
+        pids = [entry.get("pid") for entry in entries.values()]
+        live = [pid for pid in pids if pid is not None and pid_alive(pid)]
+        if live:
+            with ThreadPoolExecutor(len(live)) as pool:
+                list(pool.map(lambda pid: terminate_group(pid, timeout_s), live))
+        for key, entry in entries.items():
+            state[key] = {k: v for k, v in entry.items() if k in ("log", "port")}
         write_state(state)
-    return status(spec.id)[0]
+    return [status(spec.id)[0] for spec in chosen]
 
 
 def up(
@@ -203,8 +213,7 @@ def up(
 
 
 def down(engine_ids: Iterable[str] | None = None) -> list[LocalEngineStatus]:
-    chosen = list(engine_ids) if engine_ids else [s.id for s in all_specs()]
-    return [stop(engine_id) for engine_id in chosen]
+    return stop_many(list(engine_ids) if engine_ids else [s.id for s in all_specs()])
 
 
 def as_dicts(statuses: list[LocalEngineStatus]) -> list[dict]:

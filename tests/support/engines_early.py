@@ -62,9 +62,7 @@ class EarlyStart:
         from services import local_engines
 
         self.wait()
-        for spec in local_engines.specs():
-            if spec.id not in self.before:
-                local_engines.stop(spec.id)
+        local_engines.stop_many([s.id for s in local_engines.specs() if s.id not in self.before])
 
 
 EARLY = EarlyStart()
