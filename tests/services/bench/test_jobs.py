@@ -128,8 +128,9 @@ def test_worker_process_runs_on_and_viewers_see_it(db_url: str, scripted_server:
 
 def test_cancel_keeps_partial_results(db_url: str, scripted_server: ScriptedServer) -> None:
     spec = BenchSpec(
-        engines=(target(scripted_server, ttft=5, itl=20, tokens=200),),
-        workload=WorkloadSpec(output_len=200),
+        # Each request 2 s: the three in flight when the cancel lands are still in flight.
+        engines=(target(scripted_server, ttft=5, itl=20, tokens=100),),
+        workload=WorkloadSpec(output_len=100),
         load=LoadSpec(concurrency=3, requests=300),
     )
     run_id = jobs.start_benchmark(spec)
@@ -155,8 +156,8 @@ def test_killed_worker_is_marked_interrupted_with_partial_summary(
     db_url: str, scripted_server: ScriptedServer
 ) -> None:
     spec = BenchSpec(
-        engines=(target(scripted_server, ttft=5, itl=20, tokens=100),),
-        workload=WorkloadSpec(output_len=100),
+        engines=(target(scripted_server, ttft=5, itl=20, tokens=50),),
+        workload=WorkloadSpec(output_len=50),
         load=LoadSpec(concurrency=2, requests=500),
     )
     run_id = jobs.start_benchmark(spec)
