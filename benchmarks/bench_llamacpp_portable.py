@@ -81,8 +81,7 @@ def _decode_tps(
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [str(bin_dir / "llama-server"), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
-        + ["-c", "1024", "-np", "1", "-t", "1", "-tb", "1", *extra],
+        llamacpp_build.server_argv(bin_dir / "llama-server", model, port, 1024, extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

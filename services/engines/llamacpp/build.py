@@ -198,6 +198,19 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def server_argv(
+    server: Path, model: Path, port: int, context: int = 512, extra_args: tuple[str, ...] = ()
+) -> list[str]:
+    """A llama-server of one build on loopback: one slot, one thread, as the local engines run
+    (the smoke run's, and benchmarks/bench_llamacpp_portable.py's)."""
+    return [
+        str(server),
+        *("-m", str(model), "--host", "127.0.0.1", "--port", str(port)),
+        *("-c", str(context), "-np", "1", "-t", "1", "-tb", "1"),
+        *extra_args,
+    ]
+
+
 def smoke_run(
     server: Path,
     model: Path,
@@ -212,24 +225,7 @@ def smoke_run(
         log_path = Path(tmp) / "server.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [
-                    str(server),
-                    "-m",
-                    str(model),
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "-c",
-                    "512",
-                    "-np",
-                    "1",
-                    "-t",
-                    "1",
-                    "-tb",
-                    "1",
-                    *extra_args,
-                ],
+                server_argv(server, model, port, extra_args=extra_args),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
