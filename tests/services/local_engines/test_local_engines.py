@@ -104,3 +104,32 @@ def test_a_second_installer_waits_for_the_first(tmp_path, monkeypatch) -> None: 
         assert said == ["waiting for another install of the local engines (in this folder) to finish"]
     second.join(timeout=5.0)
     assert inside == ["second"]
+
+
+def test_down_stops_the_engines_together(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each engine gets its SIGTERM at once and the waits overlap: two engines that each take
+    1.5 s to go stop in about 1.5 s, not 3 (one after another, the six took about 10 s)."""
+    import subprocess
+    import time
+
+    from services.local_engines.state import read_state, state_key, write_state
+
+    monkeypatch.setenv("SHOOTOUT_ENGINES_DIR", str(tmp_path / "engines"))
+    monkeypatch.setenv("SHOOTOUT_LOCAL_PORT_BASE", "18381")
+    slow = 'trap "sleep 1.5; exit 0" TERM; while :; do sleep 0.1; done'
+    ids = ["llamacpp-4slot", "llamacpp-1slot"]
+    processes = [subprocess.Popen(["sh", "-c", slow], start_new_session=True) for _ in ids]
+    time.sleep(0.3)  # the traps are set
+    write_state(
+        {
+            state_key(local_engines.get_spec(engine_id)): {"pid": process.pid, "port": 0}
+            for engine_id, process in zip(ids, processes, strict=True)
+        }
+    )
+    started = time.monotonic()
+    statuses = local_engines.down(ids)
+    elapsed = time.monotonic() - started
+    assert [process.poll() for process in processes] == [0, 0]  # each went on its SIGTERM
+    assert 1.4 < elapsed < 2.9, elapsed  # one after another: 3 s and more
+    assert not [s.id for s in statuses if s.status == "running"]
+    assert all("pid" not in entry for entry in read_state().values())
