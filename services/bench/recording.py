@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from services.telemetry.hub import TelemetryHub
 from services.telemetry.recorder import start_recording
@@ -46,12 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     print("READY", flush=True)
     try:
         sys.stdin.read()
-        # One more tick after the run's end, so even a sub-second run has a sample inside it.
-        time.sleep(RECORD_INTERVAL_S * 1.2)
     except KeyboardInterrupt:
         pass
     finally:
-        recorder.stop()
+        # A sample at once at the run's end, so even a sub-second run has one at each edge.
+        # The engines' counters are final by then: each counts a request before its last
+        # chunk leaves (tests/services/bench/test_engine_metrics_edges.py reads them back).
+        recorder.stop(last_sample=True)
     return 0
 
 

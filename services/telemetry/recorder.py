@@ -82,6 +82,7 @@ class Recorder:
         self.last_error: str | None = None
         self._buffer: list[dict[str, Any]] = []
         self._stop = threading.Event()
+        self._last_sample = False
         self._thread = threading.Thread(
             target=self._loop, name=f"telemetry-recorder-{run_id}", daemon=True
         )
@@ -96,8 +97,11 @@ class Recorder:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def stop(self, timeout_s: float = 10.0) -> RecorderInfo:
-        """Stop sampling, write what is buffered, and (for recording runs) finish the run."""
+    def stop(self, timeout_s: float = 10.0, *, last_sample: bool = False) -> RecorderInfo:
+        """Stop sampling, write what is buffered, and (for recording runs) finish the run.
+        With `last_sample`, one fresh sample is taken first: a benchmark's recorder stops when
+        the run ends, and that sample closes the run's window whatever its length."""
+        self._last_sample = last_sample
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout_s)
@@ -132,14 +136,16 @@ class Recorder:
                 if next_tick < now:  # fell behind (slow engine): skip, do not burst
                     next_tick = now + self.interval_s
                 self._stop.wait(max(0.0, next_tick - time.monotonic()))
+            if self._last_sample:
+                self._tick(max_age_s=0.0)
         finally:
             self._flush(final=True)
 
-    def _tick(self) -> None:
+    def _tick(self, max_age_s: float | None = None) -> None:
+        if max_age_s is None:
+            max_age_s = min(0.5, self.interval_s / 2)
         try:
-            snapshots = self.hub.sample(
-                self.targets, self.gpus, self.dcgm_urls, max_age_s=min(0.5, self.interval_s / 2)
-            )
+            snapshots = self.hub.sample(self.targets, self.gpus, self.dcgm_urls, max_age_s=max_age_s)
         except Exception as error:  # noqa: BLE001 - a sampler bug must not kill the recording
             self.last_error = f"sampling failed: {error}"
             return

@@ -57,7 +57,7 @@ def bench(
         "--json",
         f"run{salt}.json",
         "--quiet",
-        # The gate reads no engine metrics, and their recorder's last tick costs 0.6 s a run.
+        # The gate reads no engine metrics, and starting their recorder costs half a second a run.
         "--no-engine-metrics",
         *gate_args,
     )

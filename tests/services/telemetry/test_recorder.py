@@ -93,6 +93,27 @@ def test_records_engines_and_gpus_linked_to_the_run(db_url: str, hub: TelemetryH
         assert session.get(Run, run_id).status == "running"  # the benchmark owns its run's status
 
 
+def test_a_last_sample_at_stop_reads_the_engine_afresh(db_url: str, hub: TelemetryHub) -> None:
+    """A benchmark's recorder stops when its run ends: `last_sample` reads the engine at
+    once (not a cached read, not a tick later), so a run shorter than a tick is closed too."""
+    engine = VllmLike()
+    with MetricsServer() as server:
+        server.routes["/metrics"] = Route(body=engine.text)
+        plain, closed = make_run(), make_run()
+        for run_id in (plain, closed):
+            # An engine of its own per run: the hub would hand the second run the first's read.
+            target = ScrapeTarget(f"v{run_id}", "vllm", server.url + "/metrics", base_url=server.url)
+            recording = start_recording(run_id, [target], gpus=False, interval_s=5.0, hub=hub)
+            wait_for(lambda t=target: hub.scraper(t).last is not None, 10)
+            engine.child(engine.generation).inc(40)
+            started = time.monotonic()
+            recording.stop(last_sample=run_id == closed)
+            assert time.monotonic() - started < 1.0
+    assert len(rows(plain)) == 1
+    first, last = rows(closed)
+    assert last[0] > first[0] and last[2]["generation_tokens_per_s"] > 0
+
+
 def test_engine_disappears_mid_recording_and_comes_back(db_url: str, hub: TelemetryHub) -> None:
     engine = VllmLike(start_time=1.0)
     server = MetricsServer()
