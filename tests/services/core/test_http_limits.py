@@ -31,7 +31,8 @@ from services.telemetry.gpu import DcgmSampler
 from services.telemetry.scraper import EngineScraper, ScrapeTarget, scrape_once
 from tests.support.hostile_server import MODES, HostileServer
 
-DEADLINE_S = 2.0
+#: Twice the trickle's gap between bytes: a call bounded only per read would never end.
+DEADLINE_S = 1.0
 #: Slack for process scheduling on a loaded 2-core machine; a call without a total deadline
 #: (the old code) runs for minutes or for ever against these servers.
 SLACK_S = 3.0
