@@ -137,15 +137,20 @@ class Recorder:
                     next_tick = now + self.interval_s
                 self._stop.wait(max(0.0, next_tick - time.monotonic()))
             if self._last_sample:
-                self._tick(max_age_s=0.0)
+                self._tick(max_age_s=0.0, answering_only=True)
         finally:
             self._flush(final=True)
 
-    def _tick(self, max_age_s: float | None = None) -> None:
+    def _tick(self, max_age_s: float | None = None, answering_only: bool = False) -> None:
         if max_age_s is None:
             max_age_s = min(0.5, self.interval_s / 2)
+        targets = self.targets
+        if answering_only:
+            # An engine whose last read failed has no window to close, and a stalled one would
+            # hold the stop for its whole read deadline.
+            targets = [t for t in targets if getattr(self.hub.scraper(t).last, "error", None) is None]
         try:
-            snapshots = self.hub.sample(self.targets, self.gpus, self.dcgm_urls, max_age_s=max_age_s)
+            snapshots = self.hub.sample(targets, self.gpus, self.dcgm_urls, max_age_s=max_age_s)
         except Exception as error:  # noqa: BLE001 - a sampler bug must not kill the recording
             self.last_error = f"sampling failed: {error}"
             return

@@ -114,6 +114,24 @@ def test_a_last_sample_at_stop_reads_the_engine_afresh(db_url: str, hub: Telemet
     assert last[0] > first[0] and last[2]["generation_tokens_per_s"] > 0
 
 
+def test_the_last_sample_skips_an_engine_whose_last_read_failed(db_url: str, hub: TelemetryHub) -> None:
+    """A stalled engine has no window to close: reading it again at stop would hold the end
+    of its benchmark for the whole read deadline (2 s here)."""
+
+    def stalled() -> str:
+        time.sleep(3)
+        return ""
+
+    with MetricsServer() as server:
+        server.routes["/metrics"] = Route(body=stalled)
+        target = ScrapeTarget("stalled", "vllm", server.url + "/metrics", base_url=server.url)
+        recording = start_recording(make_run(), [target], gpus=False, interval_s=5.0, hub=hub)
+        wait_for(lambda: getattr(hub.scraper(target).last, "error", None) is not None, 10)
+        started = time.monotonic()
+        recording.stop(last_sample=True)
+        assert time.monotonic() - started < 1.0
+
+
 def test_engine_disappears_mid_recording_and_comes_back(db_url: str, hub: TelemetryHub) -> None:
     engine = VllmLike(start_time=1.0)
     server = MetricsServer()
