@@ -95,9 +95,12 @@ def update_run(run_id: int, **values: Any) -> None:
 
 
 def store_reported_settings(run_id: int, spec: BenchSpec) -> None:
-    """Each engine's own account of its settings, kept in Run.engines for Compare."""
+    """Each engine's own account of its settings, kept in Run.engines for Compare. Its
+    reads end within the run's request timeout too, where that is under their own 5 s."""
+    deadline_s = min(5.0, spec.timeout_s)
     reported = {
-        e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env) for e in spec.engines
+        e.name: reported_settings(e.base_url, e.metrics_url, e.api_key_env, deadline_s)
+        for e in spec.engines
     }
     with session_scope() as session:
         run = session.get(Run, run_id)

@@ -17,6 +17,7 @@ from services.bench.spec import BenchSpec, EngineTarget, SweepSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.core.errors import NotFoundError, ValidationError
+from tests.support.hostile_server import HostileServer
 from tests.support.scripted_server import ScriptedServer
 from tests.support.waiting import wait_for
 
@@ -392,3 +393,21 @@ def test_a_price_does_not_change_what_repeats_a_run() -> None:
         run_fingerprint("tune", "m", "w", {"kind": "llamacpp", **p}) for p in ({}, {"usd_per_hour": 2.0})
     }
     assert len(tunes) == 1
+
+
+def test_the_engines_own_account_ends_within_a_short_request_timeout(db_url: str) -> None:
+    """What the engine says of itself is read before the run with a 5 s deadline of its own,
+    and within the run's request timeout where that is shorter (`bench --timeout 1`): here
+    against a server that sends a byte every 0.5 s and never ends."""
+    with HostileServer("trickle") as server:
+        engine = EngineTarget(name="x", base_url=server.url + "/v1", kind="vllm", model="m")
+        spec = BenchSpec(
+            engines=(engine,),
+            workload=WorkloadSpec(input_len=8, output_len=8),
+            load=LoadSpec(concurrency=1, requests=1),
+            timeout_s=1.0,
+        )
+        run_id = jobs.create_run(spec)
+        started = time.monotonic()
+        jobs.store_reported_settings(run_id, spec)
+        assert time.monotonic() - started < 2.5
