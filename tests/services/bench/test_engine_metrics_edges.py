@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx2
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from services.bench import jobs
 from services.bench.jobs.engine_metrics import default_metrics_url
 from services.client import ChatRequest, run_chat
 from services.engines.base import SamplingParams
+from tests.services.bench.test_real_engines import counter
 
 pytestmark = pytest.mark.engines
 
@@ -28,22 +27,12 @@ COUNTERS = {
 }
 
 
-def generated(metrics_url: str, name: str) -> float:
-    text = httpx2.get(metrics_url, headers={"Accept": "text/plain"}, timeout=10).text
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == name
-    )
-
-
 @pytest.mark.parametrize("engine", sorted(COUNTERS))
 def test_the_engine_has_counted_an_answer_when_its_stream_ends(local_engines: list, engine: str) -> None:
     target = jobs.engine_target(engine)
     metrics_url = default_metrics_url(target)
     assert metrics_url, engine
-    before = generated(metrics_url, COUNTERS[engine])
+    before = counter(metrics_url, COUNTERS[engine])
     for tokens in (12, 20, 7):
         request = ChatRequest(
             base_url=target.base_url,
@@ -54,7 +43,7 @@ def test_the_engine_has_counted_an_answer_when_its_stream_ends(local_engines: li
             total_timeout_s=60,
         )
         result = asyncio.run(run_chat(request))
-        after = generated(metrics_url, COUNTERS[engine])
+        after = counter(metrics_url, COUNTERS[engine])
         assert result.ok, (engine, result.error)
         counted = result.metrics().output_tokens
         assert counted and after - before == counted, (engine, tokens, counted, after - before)
