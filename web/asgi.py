@@ -4,8 +4,9 @@ types, reading headers and cookies, Streamlit's XSRF cookie, a plain answer and 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
+
+from starlette.requests import cookie_parser
 
 Scope = MutableMapping[str, Any]
 
@@ -20,26 +21,25 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 XSRF_COOKIE = "_streamlit_xsrf"
 
 
-def _headers(scope: Scope) -> dict[str, str]:
+def request_headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(headers.get("cookie", ""))
-    except CookieError:
-        return {}
-    return {name: morsel.value for name, morsel in jar.items()}
+def request_cookies(headers: dict[str, str]) -> dict[str, str]:
+    """The request's cookies as Streamlit reads them (`st.context.cookies`, its login cookie):
+    Starlette's parser, which skips a malformed cookie and keeps the others. `SimpleCookie`
+    dropped the whole header for one cookie without a value, which any page of the same host
+    can set: it logged out every login of this server in that browser (issue 57)."""
+    return cookie_parser(headers.get("cookie", ""))
 
 
-def _https(scope: Scope) -> bool:
+def is_https(scope: Scope) -> bool:
     """Whether the browser came by HTTPS: the socket's own TLS, or a trusted proxy's
-    `X-Forwarded-Proto` (the scope's scheme is already resolved: `_resolve_client`)."""
+    `X-Forwarded-Proto` (the scope's scheme is already resolved: `gate._resolve_client`)."""
     return scope.get("scheme") in ("https", "wss")
 
 
-def _xsrf_value(secret: bytes) -> str:
+def xsrf_value(secret: bytes) -> str:
     # Streamlit internals, used in its server only: the gate imports without Streamlit.
     from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
 
@@ -47,23 +47,23 @@ def _xsrf_value(secret: bytes) -> str:
     return generate_xsrf_token_string(secret, 0)
 
 
-def _xsrf_bytes(value: str | None) -> bytes | None:
+def xsrf_bytes(value: str | None) -> bytes | None:
     # Streamlit internals, used in its server only: the gate imports without Streamlit.
     from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
 
     return decode_xsrf_token_string(value)[0] if value else None
 
 
-def _xsrf_cookie(secret: bytes, secure: bool) -> tuple[bytes, bytes]:
+def xsrf_cookie(secret: bytes, secure: bool) -> tuple[bytes, bytes]:
     # Not HttpOnly: Streamlit's frontend reads it and sends it with the websocket handshake.
     flags = "; Secure" if secure else ""
     return (
         b"set-cookie",
-        f"{XSRF_COOKIE}={_xsrf_value(secret)}; Path=/; SameSite=Strict{flags}".encode(),
+        f"{XSRF_COOKIE}={xsrf_value(secret)}; Path=/; SameSite=Strict{flags}".encode(),
     )
 
 
-async def _respond(
+async def respond(
     send: Send,
     status: int,
     body: str,
@@ -82,7 +82,7 @@ async def _respond(
     await send({"type": "http.response.body", "body": data})
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
+async def read_body(receive: Receive, limit: int) -> bytes | None:
     body = b""
     while True:
         message = await receive()

@@ -32,7 +32,7 @@ import logging
 from urllib.parse import quote
 
 from services.team import access, limits, oidc_logins
-from web import guard
+from web import guard, oidc_cookie
 from web.asgi import (
     XSRF_COOKIE,
     ASGIApp,
@@ -40,13 +40,13 @@ from web.asgi import (
     Receive,
     Scope,
     Send,
-    _cookies,
-    _headers,
-    _https,
-    _respond,
-    _xsrf_bytes,
-    _xsrf_cookie,
-    _xsrf_value,
+    is_https,
+    request_cookies,
+    request_headers,
+    respond,
+    xsrf_bytes,
+    xsrf_cookie,
+    xsrf_value,
 )
 from web.login import _login, _logout
 from web.sockets import LiveSocket, oidc_login_holds, sockets
@@ -75,13 +75,9 @@ def _oidc_configured() -> bool:
         return False
 
 
-def _oidc_viewer(cookies: dict[str, str]) -> access.Viewer | None:
-    """The viewer of Streamlit's own signed login cookie (set by its OIDC callback)."""
-    # Streamlit's reader, so chunked cookies and its signing secret are handled as Streamlit does;
-    # imported here, as its other internals are, so the gate imports without Streamlit.
-    from streamlit.web.server.starlette.starlette_websocket import _get_signed_cookie_with_chunks
-
-    raw = _get_signed_cookie_with_chunks(cookies, "_streamlit_user")
+def _oidc_viewer(raw: bytes | None) -> access.Viewer | None:
+    """The viewer of Streamlit's own signed login cookie (set by its OIDC callback), as read by
+    Streamlit's reader (web/oidc_cookie.py: chunked cookies and its signing secret as Streamlit has them)."""
     if raw is None:
         return None
     try:
@@ -101,13 +97,14 @@ def viewer_for(
 ) -> access.Viewer | None:
     """Who this request comes from, or None when it must log in first."""
     oidc = _oidc_configured() if oidc is None else oidc
-    cookies = _cookies(headers)
+    cookies = request_cookies(headers)
     if not access.login_required(oidc=oidc):
         return access.anonymous_viewer(client)
     viewer = access.read_session(cookies.get(access.SESSION_COOKIE))
     if viewer is None and oidc:
-        viewer = _oidc_viewer(cookies)
-        if viewer is not None and oidc_logins.ended(oidc_logins.login_key(cookies), viewer.identity):
+        login = oidc_cookie.read(cookies)
+        viewer = _oidc_viewer(login.value)
+        if viewer is not None and oidc_logins.ended(login.key, viewer.identity):
             return None  # that login logged out: its cookie (a copy, another tab's) opens nothing
     return viewer
 
@@ -116,9 +113,12 @@ async def _oidc_logout(headers: dict[str, str]) -> None:
     """Before Streamlit's /auth/logout (which deletes its login cookie in this browser only):
     record that this OIDC login ended and close its open pages (services/team/oidc_logins.py).
     A missing or forged cookie ends nothing."""
-    cookies = _cookies(headers)
-    key = oidc_logins.login_key(cookies)
-    viewer = await asyncio.to_thread(_oidc_viewer, cookies) if key else None
+    cookies = request_cookies(headers)
+    if oidc_logins.LOGIN_COOKIE not in cookies:
+        return
+    login = await asyncio.to_thread(oidc_cookie.read, cookies)
+    viewer = _oidc_viewer(login.value)
+    key = login.key
     if viewer is None or key is None:
         return
     await asyncio.to_thread(oidc_logins.end, key, viewer.identity)
@@ -174,7 +174,7 @@ class Gate:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
+        headers = request_headers(scope)
         scope = _resolve_client(scope, headers)
         client = _client(scope)
         if scope["type"] == "http":
@@ -227,7 +227,7 @@ class Gate:
             await self._refuse(scope, receive, send, 401, "Log in first: /login", login_redirect=True)
             return
         # A password login binds Streamlit's XSRF token (websocket, uploads) to its session.
-        cookies = _cookies(headers)
+        cookies = request_cookies(headers)
         secret = access.websocket_secret(cookies.get(access.SESSION_COOKIE))
         if secret is not None:
             if is_websocket and not _presents(headers, secret):
@@ -236,22 +236,22 @@ class Gate:
                     scope, receive, send, 403, "The websocket needs this session's token."
                 )
                 return
-            planted = _xsrf_bytes(cookies.get(XSRF_COOKIE)) != secret
-            scope = _with_cookie(scope, XSRF_COOKIE, _xsrf_value(secret))
+            planted = xsrf_bytes(cookies.get(XSRF_COOKIE)) != secret
+            scope = _with_cookie(scope, XSRF_COOKIE, xsrf_value(secret))
             if planted and not is_websocket:
-                send = _adding_header(send, _xsrf_cookie(secret, _https(scope)))
+                send = _adding_header(send, xsrf_cookie(secret, is_https(scope)))
             if is_websocket:
                 # Checked again on every message, closed when the login ends (web/sockets.py).
                 socket = LiveSocket(cookies.get(access.SESSION_COOKIE) or "", receive, send)
                 sockets.add(socket)
                 receive, send = socket.receive, socket.send
-        elif is_websocket and oidc and (key := oidc_logins.login_key(cookies)) is not None:
+        elif is_websocket and oidc and (key := oidc_cookie.login_key(cookies)) is not None:
             # An OIDC login's page: closed when that login logs out, in any tab (web/sockets.py).
             socket = LiveSocket(key, receive, send, holds=oidc_login_holds)
             sockets.add(socket)
             receive, send = socket.receive, socket.send
         if not is_websocket and access.browser_id(cookies.get(access.BROWSER_COOKIE)) is None:
-            send = _adding_header(send, _browser_cookie(_https(scope)))
+            send = _adding_header(send, _browser_cookie(is_https(scope)))
         if method == "PUT" and path.startswith("/_stcore/upload_file/") and not viewer.is_operator:
             try:
                 size = int(headers.get("content-length") or UNKNOWN_UPLOAD_SIZE)
@@ -260,7 +260,7 @@ class Gate:
             refusal = limits.uploads.take(viewer.identity, size)
             if refusal:
                 log.warning("refused an upload of %d bytes from %s: %s", size, viewer.identity, refusal)
-                await _respond(send, 429, refusal)
+                await respond(send, 429, refusal)
                 return
         await self.app(scope, receive, send)
 
@@ -278,24 +278,24 @@ class Gate:
             await receive()
             await send({"type": "websocket.close", "code": 1008})
             return
-        wants_page = scope.get("method") in ("GET", "HEAD") and "text/html" in _headers(scope).get(
-            "accept", ""
-        )
+        wants_page = scope.get("method") in ("GET", "HEAD") and "text/html" in request_headers(
+            scope
+        ).get("accept", "")
         if login_redirect and wants_page:
             query = scope.get("query_string", b"").decode("latin-1")
             wanted = scope.get("path", "/") + (f"?{query}" if query else "")
-            await _respond(
+            await respond(
                 send, 303, "", extra=[(b"location", f"/login?next={quote(wanted, safe='')}".encode())]
             )
             return
-        await _respond(send, status, text)
+        await respond(send, status, text)
 
 
 def _presents(headers: dict[str, str], secret: bytes) -> bool:
     """Whether a websocket handshake carries this session's token (Streamlit's frontend sends
     `streamlit, <token>[, <session id>]` as its subprotocols)."""
     entries = [e.strip() for e in headers.get("sec-websocket-protocol", "").split(",")]
-    supplied = _xsrf_bytes(entries[1]) if len(entries) > 1 else None
+    supplied = xsrf_bytes(entries[1]) if len(entries) > 1 else None
     return supplied is not None and hmac.compare_digest(supplied, secret)
 
 

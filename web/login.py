@@ -17,11 +17,11 @@ from web.asgi import (
     Receive,
     Scope,
     Send,
-    _cookies,
-    _https,
-    _read_body,
-    _respond,
-    _xsrf_cookie,
+    is_https,
+    read_body,
+    request_cookies,
+    respond,
+    xsrf_cookie,
 )
 from web.sockets import sockets
 
@@ -76,7 +76,7 @@ def _session_cookie(token: str, max_age: int, secure: bool) -> tuple[bytes, byte
 async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client: str) -> None:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if scope["method"] in ("GET", "HEAD"):
-        await _respond(
+        await respond(
             send,
             200,
             _login_page(access.safe_next(query.get("next", ["/"])[0]), oidc=oidc),
@@ -84,17 +84,17 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client:
         )
         return
     if scope["method"] != "POST" or not access.auth_config().passwords:
-        await _respond(send, 405, "Log in with the form at /login.")
+        await respond(send, 405, "Log in with the form at /login.")
         return
-    body = await _read_body(receive, MAX_LOGIN_BODY)
+    body = await read_body(receive, MAX_LOGIN_BODY)
     if body is None:
-        await _respond(send, 413, "That is not a login form.")
+        await respond(send, 413, "That is not a login form.")
         return
     form = parse_qs(body.decode("utf-8", "replace"))
     next_path = access.safe_next(form.get("next", ["/"])[0])
     wait = throttle.wait_s(client)
     if wait:
-        await _respond(
+        await respond(
             send,
             429,
             _login_page(
@@ -109,7 +109,7 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client:
     role = access.role_for_password(form.get("password", [""])[0])
     if role is None:
         lockout = throttle.failed(client)
-        await _respond(
+        await respond(
             send,
             401,
             _login_page(
@@ -122,19 +122,19 @@ async def _login(scope: Scope, receive: Receive, send: Send, oidc: bool, client:
         return
     refusal = await _too_many_logins(client)
     if refusal:
-        await _respond(send, 429, _login_page(next_path, refusal, oidc), "text/html; charset=utf-8")
+        await respond(send, 429, _login_page(next_path, refusal, oidc), "text/html; charset=utf-8")
         return
     log.info("%s logged in as %s", client, role)
     token = await asyncio.to_thread(access.issue_session, role, f"ip:{client}")
-    secure = _https(scope)
+    secure = is_https(scope)
     extra = [
         (b"location", next_path.encode()),
         _session_cookie(token, access.session_max_age_s(), secure),
     ]
     secret = access.websocket_secret(token)
     if secret:
-        extra.append(_xsrf_cookie(secret, secure))
-    await _respond(send, 303, "", extra=extra)
+        extra.append(xsrf_cookie(secret, secure))
+    await respond(send, 303, "", extra=extra)
 
 
 async def _too_many_logins(client: str) -> str | None:
@@ -190,24 +190,24 @@ def _logged_out(secure: bool) -> list[tuple[bytes, bytes]]:
 async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
     """GET shows the logout form (a link or another site cannot log anyone out); its POST, with
     the session's token, ends the session on the server, not only the cookie in this browser."""
-    token = _cookies(headers).get(access.SESSION_COOKIE)
+    token = request_cookies(headers).get(access.SESSION_COOKIE)
     viewer = await asyncio.to_thread(access.read_session, token)
     if viewer is None:
-        await _respond(send, 303, "", extra=_logged_out(_https(scope)))
+        await respond(send, 303, "", extra=_logged_out(is_https(scope)))
         return
     if scope["method"] in ("GET", "HEAD"):
-        await _respond(send, 200, _logout_page(token, viewer), "text/html; charset=utf-8")
+        await respond(send, 200, _logout_page(token, viewer), "text/html; charset=utf-8")
         return
     if scope["method"] != "POST":
-        await _respond(send, 405, "Log out with the form at /logout.")
+        await respond(send, 405, "Log out with the form at /logout.")
         return
-    body = await _read_body(receive, MAX_LOGIN_BODY)
+    body = await read_body(receive, MAX_LOGIN_BODY)
     form = parse_qs((body or b"").decode("utf-8", "replace"))
     supplied = form.get("token", [""])[0]
     everywhere = form.get("everywhere", [""])[0] == "1"
     purpose = "logout-everywhere" if everywhere else "logout"
     if not access.form_token_valid(token, purpose, supplied) or (everywhere and not viewer.is_operator):
-        await _respond(
+        await respond(
             send,
             403,
             _logout_page(token, viewer, "That logout form is not this session's: use this one."),
@@ -223,4 +223,4 @@ async def _logout(scope: Scope, receive: Receive, send: Send, headers: dict[str,
         await asyncio.to_thread(access.end_session, token)
         closed = await sockets.close_session(token)
         log.info("%s logged out (%d open pages)", viewer.identity, closed)
-    await _respond(send, 303, "", extra=_logged_out(_https(scope)))
+    await respond(send, 303, "", extra=_logged_out(is_https(scope)))

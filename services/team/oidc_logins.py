@@ -6,9 +6,10 @@ page kept acting as the logged-in user, and so did any copy of the cookie, for i
 OIDC half of issue 44, item 5; password logins are rows of their own, services/team/access.py).
 
 So the gate (web/gate.py) records each OIDC logout here, as a revoked row of `login_sessions`
-(role "oidc", keyed by a hash of the login's cookie, kept past the cookie's own life), closes
-that login's open websockets, and refuses the cookie from then on; the pages check it on every
-`common.viewer()` too. No Streamlit here: the gate and the pages both ask this module.
+(role "oidc", keyed by a hash of the cookies Streamlit reads for that login, web/oidc_cookie.py, kept
+past the cookie's own life), closes that login's open websockets, and refuses the cookie from
+then on; the pages check it on every `common.viewer()` too. No Streamlit here: the gate and
+the pages both ask this module.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from db.models import LoginSession
 from db.session import session_scope
 from services.team.access import SESSION_RECHECK_S
 
-#: Streamlit's OIDC login cookie; a large one comes in chunks `_streamlit_user__1`, ...
+#: Streamlit's OIDC login cookie; a large one comes in chunks `_streamlit_user_1`, ... (web/oidc_cookie.py)
 LOGIN_COOKIE = "_streamlit_user"
 #: The role of the rows that record an ended OIDC login (never a role anyone logs in with).
 ROLE = "oidc"
@@ -40,19 +41,14 @@ _ended: set[str] = set()
 _lock = threading.Lock()
 
 
-def login_key(cookies: Mapping[str, str]) -> str | None:
-    """A key for one OIDC login: a SHA-256 of Streamlit's signed login cookie as the browser
-    sends it (its chunks in order). Streamlit sets the cookie once, when the login comes back
-    from the provider, so every request and websocket of that login carries the same; a new
-    login gets another. None without the cookie."""
-    parts = sorted(
-        (name, value)
-        for name, value in cookies.items()
-        if name == LOGIN_COOKIE or name.startswith(LOGIN_COOKIE + "__")
-    )
-    if not parts:
+def login_key(read: Mapping[str, str]) -> str | None:
+    """A key for one OIDC login: a SHA-256 of the cookies Streamlit's reader read for it, name
+    and value (web/oidc_cookie.py notes them: the signed login cookie and its chunks, nothing else).
+    Streamlit sets them once, when the login comes back from the provider, so every request and
+    websocket of that login carries the same; a new login gets others. None without the cookie."""
+    if LOGIN_COOKIE not in read:
         return None
-    joined = "\0".join(f"{name}={value}" for name, value in parts)
+    joined = "\0".join(f"{name}={value}" for name, value in sorted(read.items()))
     return hashlib.sha256(f"oidc\0{joined}".encode("utf-8", "replace")).hexdigest()
 
 

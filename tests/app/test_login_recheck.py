@@ -54,10 +54,11 @@ def test_an_oidc_login_that_logged_out_in_another_tab_does_nothing_here(
     """Streamlit's `st.user` stays logged in for an open page after the login logged out in
     another tab; the page asks services/team/oidc_logins on every `common.viewer()`."""
     from services.team import oidc_logins
+    from web import oidc_cookie
 
     monkeypatch.setenv("SHOOTOUT_OPERATOR_GROUP", "gpu-admins")
     logged_out: set[str] = set()
-    monkeypatch.setattr(oidc_logins, "login_key", lambda cookies: "ada-login")
+    monkeypatch.setattr(oidc_cookie, "login_key", lambda cookies: "ada-login")
     monkeypatch.setattr(oidc_logins, "ended", lambda key: key in logged_out)
     at = AppTest.from_function(_page, default_timeout=30)
     at.secrets["auth"] = {"redirect_uri": "http://localhost/oauth2callback", "cookie_secret": "s"}

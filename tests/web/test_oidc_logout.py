@@ -7,13 +7,15 @@ of `common.viewer()`."""
 from __future__ import annotations
 
 import json
+import secrets
 
 import pytest
+from streamlit.auth_util import set_cookie_with_chunks
 from streamlit.web.server.server_util import get_cookie_secret
 from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
 
 from services.team import access, oidc_logins
-from web import gate
+from web import gate, oidc_cookie
 from web.sockets import CLOSE_CODE, LiveSocket, oidc_login_holds, sockets
 
 ADA = {"is_logged_in": True, "email": "ada@example.org", "groups": [], "origin": "http://x"}
@@ -35,12 +37,24 @@ def _fresh_process() -> None:
     _forget()  # each test's database is new: what an earlier test ended is not ended here
 
 
-def test_a_login_key_is_its_cookie_whole_and_nothing_else() -> None:
-    one = {"_streamlit_user": "a", "_streamlit_user__1": "b", "other": "x"}
-    assert oidc_logins.login_key(one) == oidc_logins.login_key(dict(reversed(one.items())))
-    assert oidc_logins.login_key({**one, "_streamlit_user__1": "c"}) != oidc_logins.login_key(one)
-    assert oidc_logins.login_key({**one, "_streamlit_user_tokens": "t"}) == oidc_logins.login_key(one)
-    assert oidc_logins.login_key({"other": "x"}) is None
+def test_a_login_key_is_the_cookies_streamlit_reads_and_nothing_else() -> None:
+    ada, bo = _cookie(ADA), _cookie(BO)
+    one = {"_streamlit_user": ada, "other": "x"}
+    key = oidc_cookie.login_key(one)
+    assert key is not None and key == oidc_cookie.login_key(dict(reversed(one.items())))
+    assert key == oidc_logins.login_key({"_streamlit_user": ada})
+    assert oidc_cookie.login_key({**one, "_streamlit_user": bo}) not in (key, None)
+    for ignored in ("_streamlit_user_tokens", "_streamlit_user__1", "_streamlit_user_1", "x"):
+        assert oidc_cookie.login_key({**one, ignored: "t"}) == key
+    assert oidc_cookie.login_key({"other": "x"}) is None
+    chunked = _chunked({**ADA, "padding": secrets.token_urlsafe(4500)})
+    assert oidc_cookie.read(chunked).value is not None  # Streamlit's reader joins the chunks
+    assert oidc_cookie.login_key(chunked) == oidc_logins.login_key(chunked)
+    last = f"_streamlit_user_{len(chunked) - 1}"
+    assert oidc_cookie.login_key({**chunked, last: "changed"}) != oidc_cookie.login_key(chunked)
+    assert oidc_cookie.login_key({**chunked, f"_streamlit_user_{len(chunked)}": "past"}) == (
+        oidc_cookie.login_key(chunked)
+    )
 
 
 def test_an_ended_login_stays_ended_for_every_process(db_url: str) -> None:
@@ -56,8 +70,9 @@ def test_an_ended_login_stays_ended_for_every_process(db_url: str) -> None:
     assert oidc_logins.ended(ada) and not oidc_logins.ended(bo)
 
 
-async def _get(path: str, cookie: str) -> list[dict]:
-    """One GET through the gate (Streamlit's app behind it answers 200); what went out."""
+async def _request(path: str, cookie_header: str) -> tuple[int, list[str], list[dict]]:
+    """One GET through the gate (Streamlit's app behind it answers 200): the status, the paths
+    that reached the app, and what went out."""
     sent: list[dict] = []
     reached: list[str] = []
 
@@ -79,9 +94,15 @@ async def _get(path: str, cookie: str) -> list[dict]:
         "query_string": b"",
         "scheme": "http",
         "client": ("10.0.0.1", 5000),
-        "headers": [(b"host", b"127.0.0.1"), (b"cookie", f"_streamlit_user={cookie}".encode())],
+        "headers": [(b"host", b"127.0.0.1"), (b"cookie", cookie_header.encode())],
     }
     await gate.Gate(app, bind_address="127.0.0.1")(scope, receive, send)  # type: ignore[arg-type]
+    return sent[0]["status"], reached, sent
+
+
+async def _get(path: str, cookie: str) -> list[dict]:
+    """One GET through the gate with this `_streamlit_user` cookie; what went out."""
+    _, reached, sent = await _request(path, f"_streamlit_user={cookie}")
     assert reached == [path]  # Streamlit's own logout still runs (and deletes the cookie)
     return sent
 
@@ -91,7 +112,7 @@ async def test_an_oidc_logout_ends_that_login_everywhere(
 ) -> None:
     monkeypatch.setattr(gate, "_oidc_configured", lambda: True)
     ada, bo = _cookie(ADA), _cookie(BO)
-    key = oidc_logins.login_key({"_streamlit_user": ada})
+    key = oidc_cookie.login_key({"_streamlit_user": ada})
     assert key is not None
     # Another tab of Ada's login has its page open.
     closed: list[dict] = []
@@ -124,7 +145,7 @@ async def test_a_forged_cookie_ends_no_login(db_url: str, monkeypatch: pytest.Mo
     ada = _cookie(ADA)
     forged = ada[:-3] + "xyz"
     await _get("/auth/logout", forged)
-    assert not oidc_logins.ended(oidc_logins.login_key({"_streamlit_user": forged}))
+    assert not oidc_logins.ended(oidc_cookie.login_key({"_streamlit_user": forged}))
     assert gate.viewer_for({"cookie": f"_streamlit_user={ada}"}, "10.0.0.1", oidc=True) is not None
 
 
@@ -146,3 +167,101 @@ async def test_log_out_everywhere_ends_the_oidc_logins_seen(
     assert gate.viewer_for({"cookie": f"_streamlit_user={again}"}, "10.0.0.1", oidc=True) is not None
     await _get("/auth/logout", again)
     assert gate.viewer_for({"cookie": f"_streamlit_user={again}"}, "10.0.0.1", oidc=True) is None
+
+
+# Issue 56: the logout record was keyed on every cookie named `_streamlit_user__*`, which
+# Streamlit never reads: the logged-out cookie plus `_streamlit_user__x=1` opened every route.
+
+#: Routes served behind the gate: Streamlit's own, and Shootout's export (web/exports.py).
+SERVED = ("/_stcore/host-config", "/export/runs/1.csv")
+
+
+def _header(jar: dict[str, str]) -> str:
+    return "; ".join(f"{name}={value}" for name, value in jar.items())
+
+
+def _chunked(user: dict) -> dict[str, str]:
+    """The cookies Streamlit's OIDC callback sets for a login too big for one cookie: the main
+    `_streamlit_user` holds `chunks-N`, the value is in `_streamlit_user_1` to `_N`."""
+    jar: dict[str, str] = {}
+
+    def sign(name: str, value: str) -> bytes:
+        return create_signed_value(get_cookie_secret(), name, value)
+
+    set_cookie_with_chunks(
+        lambda name, value: jar.__setitem__(name, sign(name, value).decode()),
+        sign,
+        "_streamlit_user",
+        user,
+        cookie_attr_size=80,
+    )
+    return jar
+
+
+async def _statuses(cookie_header: str) -> list[int]:
+    return [(await _request(path, cookie_header))[0] for path in SERVED]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "_streamlit_user__x=1",
+        "_streamlit_user__1=b; _streamlit_user__2=c",
+        "_streamlit_user_1=1",
+        "_streamlit_user_tokens=t",
+        "_streamlit_user_x=1; other=2; shootout_browser=b",
+        "flag",  # a cookie without a value
+    ],
+)
+async def test_an_extra_cookie_does_not_undo_a_logout(
+    extra: str, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate, "_oidc_configured", lambda: True)
+    ada = _cookie(ADA)
+    assert await _statuses(f"_streamlit_user={ada}; {extra}") == [200, 200]
+    await _get("/auth/logout", ada)
+    for _ in range(2):  # in this process, then in another sharing the database
+        assert await _statuses(f"_streamlit_user={ada}; {extra}") == [401, 401]
+        assert await _statuses(f"{extra}; _streamlit_user={ada}") == [401, 401]
+        _forget()
+
+
+async def test_a_chunked_login_is_keyed_on_the_chunks_streamlit_reads(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A login with many claims comes in chunks (`_streamlit_user_1`, ...): two such logins have
+    the same main cookie (`chunks-2`, signed the same second), so the chunks tell them apart;
+    a chunk past the count, which Streamlit does not read, does not."""
+    monkeypatch.setattr(gate, "_oidc_configured", lambda: True)
+    padding = secrets.token_urlsafe(4500)  # random: the signer compresses, it must not fit
+    ada, bo = _chunked({**ADA, "padding": padding}), _chunked({**BO, "padding": padding})
+    assert len(ada) == len(bo) > 2  # chunked, the same number of chunks
+    assert await _statuses(_header(ada)) == [200, 200] == await _statuses(_header(bo))
+    assert gate.viewer_for({"cookie": _header(ada)}, "10.0.0.1", oidc=True) == access.Viewer(
+        "viewer", "ada@example.org"
+    )
+    await _get("/auth/logout", "")  # no login: ends nothing
+    _, reached, _ = await _request("/auth/logout", _header(ada))
+    assert reached == ["/auth/logout"]
+    beyond = f"_streamlit_user_{len(ada)}=z; _streamlit_user__x=1"
+    for _ in range(2):
+        assert await _statuses(_header(ada)) == [401, 401]
+        assert await _statuses(f"{_header(ada)}; {beyond}") == [401, 401]
+        assert await _statuses(_header(bo)) == [200, 200]  # another login, the same main cookie
+        _forget()
+
+
+async def test_a_cookie_without_a_value_drops_no_other_cookie(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 57: `SimpleCookie` dropped the whole header for one cookie without a value (any
+    app on the same host can set one), which logged out every login of this server."""
+    monkeypatch.setenv("SHOOTOUT_VIEWER_PASSWORD", "viewer-cookie-1")
+    token = access.issue_session("viewer", "ip:10.0.0.1")
+    for header in (
+        f"flag; {access.SESSION_COOKIE}={token}",
+        f"{access.SESSION_COOKIE}={token}; a=b c; flag",
+    ):
+        assert gate.viewer_for({"cookie": header}, "10.0.0.1", oidc=False) is not None
+        status, reached, _ = await _request("/_stcore/host-config", header)
+        assert (status, reached) == (200, ["/_stcore/host-config"])
