@@ -20,6 +20,7 @@ from services.local_engines import progress
 from services.runstate.run_kinds import mark_interrupted_after_restart
 from services.team import access, oidc_logins
 from services.votes import participants
+from web import oidc_cookie
 
 #: Without a secrets file Streamlit looks for one again on every `st.secrets` access (under
 #: one lock, with a config read, file checks and an exception): a room of thirty followers'
@@ -45,16 +46,27 @@ def _resolve_viewer() -> access.Viewer | None:
         if not st.user.is_logged_in:
             return None
         role = access.role_for_groups(st.user.get("groups"))
-        if role is None or oidc_logins.ended(oidc_logins.login_key(st.context.cookies)):
+        if role is None or oidc_logins.ended(oidc_cookie.login_key(st.context.cookies)):
             return None  # not in a group, or this login logged out (in any tab)
         return access.Viewer(
             role=role, identity=str(st.user.get("email") or st.user.get("sub") or "oidc-user")
         )
     if access.login_required():
         return access.read_session(st.context.cookies.get(access.SESSION_COOKIE))
-    # Streamlit reports a loopback client as no address at all (and AppTest, a mock).
+    # AppTest has no connection, and is the operator on this machine.
+    return access.anonymous_viewer(client_address() or "127.0.0.1")
+
+
+def client_address() -> str | None:
+    """This browser's network address as the gate resolved it (web/gate.py: the socket's peer,
+    or the address a proxy named in SHOOTOUT_TRUSTED_PROXIES forwarded). Streamlit reports
+    127.0.0.1 and ::1 as no address: a page with a connection (its handshake's headers) and no
+    address is on loopback, a browser on this host or a reverse proxy on it that is not trusted.
+    None without a connection (AppTest)."""
     address = st.context.ip_address
-    return access.anonymous_viewer(address if isinstance(address, str) else "127.0.0.1")
+    if isinstance(address, str):
+        return address
+    return "127.0.0.1" if len(st.context.headers) else None
 
 
 def viewer_gate() -> access.Viewer | None:
@@ -148,9 +160,9 @@ def participant() -> str:
 
 def client_key() -> str | None:
     """This browser's network address as votes store it (a keyed hash, never the address), for
-    the tally per address and SHOOTOUT_VOTES_PER_ADDRESS; None where Streamlit knows none."""
-    address = st.context.ip_address
-    return participants.address_key(address if isinstance(address, str) else None)
+    the tally per address and SHOOTOUT_VOTES_PER_ADDRESS: all of loopback is one address (issue
+    56: three logins through an untrusted proxy on this host all counted under a cap of 1)."""
+    return participants.address_key(client_address())
 
 
 def operator_only(action: access.Action) -> bool:

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 from services.core.errors import ValidationError
 from services.team import access
+from services.team.throttle import client_key
 
 _PURPOSE = "voter"
 
 
 def address_key(address: str | None) -> str | None:
     """The stored key of a client's address (an HMAC, as a voter's): how many ballots came from
-    one address, never which. None when the address is unknown."""
-    return access.keyed_hash("address", address) if address else None
+    one address, never which. None when the address is unknown. Addresses are grouped as the
+    gate's per-client counts group them (`throttle.client_key`): all of loopback is one address
+    (a reverse proxy on this host that SHOOTOUT_TRUSTED_PROXIES does not name carries everyone),
+    an IPv6 address counts as its /64 (one host holds a whole /64 to rotate through)."""
+    return access.keyed_hash("address", client_key(address)) if address else None
 
 
 def participant_key(

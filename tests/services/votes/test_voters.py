@@ -116,3 +116,32 @@ def test_ballots_stored_before_addresses_keep_counting(db_url: str) -> None:
     found = live_tally.exchange_tally(run_id)
     assert found.voters == 2 and found.per_address == (1,) and found.no_address == 1
     assert [a.votes for a in sorted(found.answers, key=lambda a: a.label)] != [0, 0]
+
+
+def test_loopback_is_one_address_for_the_cap(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 56: a reverse proxy on the same host (not in SHOOTOUT_TRUSTED_PROXIES) brings every
+    voter from loopback; all of loopback is one address, as the gate's per-client counts have it
+    (the served pages in tests/e2e/test_vote_cap.py)."""
+    monkeypatch.setenv("SHOOTOUT_VOTES_PER_ADDRESS", "1")
+    run_id = stored_exchange(["a", "b"])
+    results = []
+    for n, address in enumerate(("127.0.0.1", "::1", "127.0.0.2", "::ffff:127.0.0.1")):
+        try:
+            votes.vote_best(
+                run_id,
+                "a",
+                participant=participant_key(login_session=f"local-{n}"),
+                client=address_key(address),
+            )
+            results.append("counted")
+        except ValidationError as error:
+            results.append(str(error))
+    assert results[0] == "counted" and all("SHOOTOUT_VOTES_PER_ADDRESS" in r for r in results[1:])
+    found = live_tally.exchange_tally(run_id)
+    assert (found.voters, found.per_address, found.no_address) == (1, (1,), 0)
+    line = pg_view.live_tally_line(run_id)
+    assert line is not None and line.endswith("from 1 address (1 vote)"), line
+    # An address named twice is still one; another host is another.
+    assert address_key("::ffff:10.0.0.7") == ROOM != address_key("10.0.0.8")
+    assert address_key("2001:db8:1:2::5") == address_key("2001:db8:1:2:ffff::9")
+    assert address_key(None) is None and address_key("") is None
