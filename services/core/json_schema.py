@@ -1,19 +1,29 @@
 """The one way to check JSON against a user's schema (the Playground, `ask --schema`, benchmark
 workloads and their workers' per-response check, the structured-output demo).
 
+Everything that reads a schema or checks an answer against it runs in a child process under
+BUDGET, time and memory (services/core/sandbox.py), never in the caller's process: the `regex`
+package expands nested counts as it compiles (`((((a{40}){40}){40}){40})`, 30 characters, took a
+server from 208 MB to 985 MB for good), and forty `$defs` levels, each an `allOf` of two
+references to the next, pass every static check and take 2^40 steps on one answer. A schema
+that overruns when entered is refused in one line; a check that overruns comes back as not
+checked, "over its budget", and its answer is kept as any other. The caller's own part is
+bounded by the text's size: parsing JSON (at most MAX_SCHEMA_BYTES for a schema), `unfenced`.
+
 No schema reaches anything outside itself. Its validator resolves `$ref` in a registry whose
 retrieve always refuses (jsonschema's default fetched http(s) URLs, and urlopen reads file://),
 and `check_schema`, run when a schema is entered, refuses with one line: a `$ref` that is not a
-fragment of the schema itself (`#...`), an `$id` below the top that moves the base, an unknown
-`$schema`, a schema over MAX_SCHEMA_BYTES or MAX_SCHEMA_DEPTH levels, a pattern that does not
-compile, and a `$ref` that leads back to itself without going into the answer (a RecursionError
-on every check otherwise).
+fragment of the schema itself (`#...`), anywhere in it, data keywords included (an engine's
+schema compiler may resolve every `$ref` it finds), an `$id` below the top that moves the base,
+an unknown `$schema`, a schema over MAX_SCHEMA_BYTES or MAX_SCHEMA_DEPTH levels, a pattern that
+does not compile (within the budget), and a `$ref` that leads back to itself without going into
+the answer (a RecursionError on every check otherwise).
 
 Its regexes (`pattern`, `patternProperties`, which `additionalProperties` and
 `unevaluatedProperties` match too) run on the `regex` package under a deadline: one check matches
 for at most CHECK_DEADLINE_S (the package counts the process's CPU time), then says it could not
-be checked. The match lets go of the GIL, so the process's other threads run meanwhile. jsonschema has no hook for its
-regex engine; the three modules of it that match call `re.search` and nothing else of `re`, so
+be checked (a slow pattern), inside the check's budget. jsonschema has no hook for its regex
+engine; the three modules of it that match call `re.search` and nothing else of `re`, so
 they get `_BoundedRe` instead, which outside a check is `re.search` itself and has nothing else
 (a new use of `re` in a jsonschema upgrade fails loudly: tests/services/core/test_json_schema.py).
 """
@@ -37,14 +47,24 @@ import regex
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
+from services.core import sandbox
 from services.core.errors import ValidationError
+from services.core.sandbox import Budget, OverBudget, SandboxError
 
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32
 MAX_PATTERN_CHARS = 1000
 CHECK_DEADLINE_S = 1.0
-#: Keys whose values are data (an instance), not subschemas: never read for `$ref` and the like.
+#: What checking a schema, or an answer against it, may take: wall-clock seconds and memory in
+#: the checking process (the patterns' CHECK_DEADLINE_S is spent inside it).
+BUDGET = Budget(seconds=3.0, memory_mb=256)
+#: Keys whose value is data (an instance), not subschemas: their objects are only searched for
+#: references, never read as schemas (a "pattern" in an example is no pattern).
 _DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
+#: Keys whose value maps names to subschemas: a name there is anything, "default" or "enum" too.
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _ANCHOR_KEYS = ("$anchor", "$dynamicAnchor")
 
@@ -118,12 +138,59 @@ def parse_schema(text: str) -> dict[str, Any]:
 
 
 def check_schema(schema: Any) -> dict[str, Any]:
-    """The schema if it is one this app checks answers against, else one line why not."""
+    """The schema if it is one this app checks answers against, else one line why not. The
+    check runs in the checking process, within BUDGET."""
     if not isinstance(schema, dict):
         raise ValidationError("The schema must be a JSON object.")
-    nodes = _walk(schema)
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+    try:
+        size = len(json.dumps(schema))
+    except RecursionError:
+        raise ValidationError(f"The schema nests deeper than {MAX_SCHEMA_DEPTH} levels.") from None
+    except (TypeError, ValueError) as error:
+        raise ValidationError(f"The schema is not JSON: {error}"[:300]) from None
+    if size > MAX_SCHEMA_BYTES:
         raise ValidationError(f"The schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
+    try:
+        problem = sandbox.call(f"{__name__}.schema_problem", schema, budget=BUDGET)
+    except OverBudget:
+        raise ValidationError(
+            f"The schema could not be checked within {BUDGET.words()}{_costly(schema)}"
+        ) from None
+    except SandboxError as error:
+        raise ValidationError(f"The schema could not be checked: {error}"[:300]) from None
+    if problem is not None:
+        raise ValidationError(str(problem))
+    return schema
+
+
+def _costly(schema: dict[str, Any]) -> str:
+    """The end of the message of a check over budget: what is the likely cause (the walk is
+    bounded by the schema's size and depth)."""
+    try:
+        patterns = [p for node in _walk(schema) for p in _patterns(node)]
+    except ValidationError:
+        patterns = []
+    if not patterns:
+        return "."
+    which = (
+        f"its pattern {patterns[0][:100]!r}"
+        if len(patterns) == 1
+        else f"one of its {len(patterns)} patterns"
+    )
+    return f": {which} could not be compiled within them (nested counts such as (a{{40}}){{40}} expand as they compile)."
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """In the checking process: why the schema is refused, or None (`check_schema`)."""
+    try:
+        _check_here(schema)
+    except ValidationError as error:
+        return str(error)
+    return None
+
+
+def _check_here(schema: dict[str, Any]) -> None:
+    nodes = _walk(schema)
     cls = jsonschema.validators.validator_for(schema, default=None)
     if "$schema" not in schema:
         cls = jsonschema.Draft202012Validator
@@ -140,33 +207,59 @@ def check_schema(schema: Any) -> dict[str, Any]:
         cls.check_schema(schema)
     except jsonschema.SchemaError as error:
         raise ValidationError(f"Not a valid JSON schema: {error.message}") from None
-    return schema
 
 
 def _walk(schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every object in the schema outside its data keywords; refuses one nested too deep."""
+    """Every subschema of the schema; refuses one nested too deep, and a reference outside it
+    anywhere, data included. A value is read by where it sits: a schema (the top, a keyword's
+    value), a map of names to schemas (`properties`: its names are names, "default" too), or
+    data (`enum`, `const`, `default`, `examples`: searched for references only)."""
     nodes: list[dict[str, Any]] = []
-    stack: list[tuple[Any, int]] = [(schema, 1)]
+    stack: list[tuple[Any, int, str]] = [(schema, 1, "schema")]
     while stack:
-        value, depth = stack.pop()
+        value, depth, kind = stack.pop()
         if depth > MAX_SCHEMA_DEPTH:
             raise ValidationError(f"The schema nests deeper than {MAX_SCHEMA_DEPTH} levels.")
-        if isinstance(value, dict):
+        if isinstance(value, list):
+            stack.extend((v, depth + 1, kind) for v in value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        _refuse_outside_refs(value)
+        if kind == "schema":
             nodes.append(value)
-            stack.extend((v, depth + 1) for k, v in value.items() if k not in _DATA_KEYS)
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            stack.extend((v, depth + 1, _kind_of(k)) for k, v in value.items())
+        else:
+            stack.extend((v, depth + 1, "schema" if kind == "map" else "data") for v in value.values())
     return nodes
 
 
-def _check_node(node: dict[str, Any], top: bool, anchors: dict[str, dict[str, Any]]) -> None:
+def _kind_of(key: str) -> str:
+    if key in _DATA_KEYS:
+        return "data"
+    return "map" if key in _SCHEMA_MAPS else "schema"
+
+
+def _refuse_outside_refs(value: dict[str, Any]) -> None:
     for key in _REF_KEYS:
-        ref = node.get(key)
+        ref = value.get(key)
         if isinstance(ref, str) and not ref.startswith("#"):
             raise ValidationError(
                 f"The schema's {key} {ref[:100]!r} points outside it: only references inside the "
                 "schema (#/...) are followed."
             )
+
+
+def _patterns(node: dict[str, Any]) -> list[str]:
+    patterns = []
+    if isinstance(node.get("pattern"), str):
+        patterns.append(node["pattern"])
+    if isinstance(node.get("patternProperties"), dict):
+        patterns.extend(node["patternProperties"])
+    return patterns
+
+
+def _check_node(node: dict[str, Any], top: bool, anchors: dict[str, dict[str, Any]]) -> None:
     for key in ("$id", "id"):
         ident = node.get(key)
         if isinstance(ident, str) and ident.startswith("#"):
@@ -179,12 +272,7 @@ def _check_node(node: dict[str, Any], top: bool, anchors: dict[str, dict[str, An
     for key in _ANCHOR_KEYS:
         if isinstance(node.get(key), str):
             anchors[node[key]] = node
-    patterns = []
-    if isinstance(node.get("pattern"), str):
-        patterns.append(node["pattern"])
-    if isinstance(node.get("patternProperties"), dict):
-        patterns.extend(node["patternProperties"])
-    for pattern in patterns:
+    for pattern in _patterns(node):
         if len(pattern) > MAX_PATTERN_CHARS:
             raise ValidationError(
                 f"A pattern of the schema is longer than {MAX_PATTERN_CHARS} characters."
@@ -268,13 +356,76 @@ def _refuse_ref_cycles(
             stack.append((child, _children(child, root, anchors)))
 
 
-def validator(schema: dict[str, Any]) -> Any:
+def _validator(schema: dict[str, Any]) -> Any:
     """A validator of the (checked) schema that follows references inside it only."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema, registry=NO_RETRIEVAL)
 
 
-def check(schema_validator: Any, instance: Any) -> SchemaCheck:
+def unfenced(text: str) -> str:
+    """An answer's JSON without the ```json fence a model may put around it, in one pass (the
+    regex it replaces backtracked: "```" and 1,000 spaces took 3 s, cubic in their number)."""
+    stripped = text.strip()
+    if len(stripped) >= 6 and stripped.startswith("```") and stripped.endswith("```"):
+        inside = stripped[3:-3]
+        return inside.removeprefix("json").strip()
+    return stripped
+
+
+def check_text(text: str, schema: dict[str, Any], *, fenced: bool = True) -> SchemaCheck:
+    """An answer's text (JSON, perhaps in a ```json fence unless `fenced` is False) against a
+    schema, in the checking process within BUDGET; over it, "not checked" says so."""
+    try:
+        answer = sandbox.call(f"{__name__}.answer_check", schema, text, fenced, budget=BUDGET)
+    except OverBudget as over:
+        return SchemaCheck(
+            None,
+            "$",
+            f"could not be checked within its budget of {BUDGET.words()} (out of {over.resource_name})",
+        )
+    except SandboxError as error:
+        return SchemaCheck(None, "$", f"could not be checked: {error}"[:300])
+    except (TypeError, ValueError, RecursionError):
+        return SchemaCheck(None, "$", "could not be checked: the schema is not JSON")
+    return SchemaCheck.from_json(answer) or SchemaCheck(None, "$", "could not be checked")
+
+
+def check(schema: dict[str, Any], instance: Any) -> SchemaCheck:
+    """A value (parsed JSON) against a schema, as `check_text` checks an answer's text."""
+    try:
+        text = json.dumps(instance)
+    except (TypeError, ValueError):
+        return SchemaCheck(None, "$", "could not be checked: not JSON")
+    except RecursionError:
+        return SchemaCheck(None, "$", "could not be checked: it nests too deeply")
+    return check_text(text, schema, fenced=False)
+
+
+#: The checking process's validators, by schema (a benchmark checks every answer against one).
+_validators: dict[str, Any] = {}
+_MAX_VALIDATORS = 16
+
+
+def answer_check(schema: dict[str, Any], text: str, fenced: bool) -> dict[str, Any]:
+    """In the checking process: `check_text`'s verdict, as JSON."""
+    try:
+        instance = json.loads(unfenced(text) if fenced else text)
+    except json.JSONDecodeError as error:
+        return SchemaCheck(
+            False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ).to_json()
+    except RecursionError:
+        return SchemaCheck(None, "$", "could not be checked: it nests too deeply").to_json()
+    key = json.dumps(schema, sort_keys=True)
+    found = _validators.get(key)
+    if found is None:
+        if len(_validators) >= _MAX_VALIDATORS:
+            _validators.clear()
+        found = _validators[key] = _validator(schema)
+    return _check_here_against(found, instance).to_json()
+
+
+def _check_here_against(schema_validator: Any, instance: Any) -> SchemaCheck:
     """An instance against a validator, with at most CHECK_DEADLINE_S of regex matching."""
     token = _deadline.set(time.monotonic() + CHECK_DEADLINE_S)
     try:
@@ -292,20 +443,3 @@ def check(schema_validator: Any, instance: Any) -> SchemaCheck:
     if violation is None:
         return SchemaCheck(True)
     return SchemaCheck(False, violation.json_path, violation.message[:500])
-
-
-def check_text(text: str, schema: dict[str, Any], schema_validator: Any = None) -> SchemaCheck:
-    """An answer's text (JSON, perhaps in a ```json fence) against a schema."""
-    stripped = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, flags=re.DOTALL)
-    if fenced:
-        stripped = fenced.group(1)
-    try:
-        instance = json.loads(stripped)
-    except json.JSONDecodeError as error:
-        return SchemaCheck(
-            False, "$", f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-        )
-    except RecursionError:
-        return SchemaCheck(None, "$", "could not be checked: it nests too deeply")
-    return check(schema_validator or validator(schema), instance)

@@ -31,21 +31,24 @@ from typing import Any
 
 #: Characters that make markdown anywhere in a line: emphasis, code, links and images (`[`),
 #: HTML, tables, strikethrough, entities, KaTeX's `$` and Streamlit's `:emoji:` shortcodes.
-_INLINE_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~$&:])")
+_INLINE_SPECIAL = str.maketrans({char: "\\" + char for char in "\\`*_{}[]<>|~$&:"})
 #: What starts a block at the head of a line: heading, quote, list, setext underline, numbered list.
 _BLOCK_START = re.compile(r"^(#|>|[-+=]|\d+[.)])")
 #: Shown between `!` and `[` inside code, where a backslash would be visible: the pair no
 #: longer starts an image wherever the renderer decides the code ends, and looks the same.
 _WORD_JOINER = "\u2060"
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_INLINE_IMAGE = re.compile(
-    r"(?<!\\)!\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*)>?(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
-)
+#: What ends a line, as str.splitlines reads it (the renderer's own lines are a subset).
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: Three or more ` or ~: a fence where it starts a line (after up to three spaces).
+_FENCE = re.compile(r"`{3,}|~{3,}")
+_LINE_END = re.compile(rf"\r\n|[{_LINE_BREAKS}]")
+#: The rest of a closing fence's line: spaces, then its line break (or the end).
+_FENCE_CLOSE_TAIL = re.compile(rf"[^\S{_LINE_BREAKS}]*(?:\r\n|[{_LINE_BREAKS}]|\Z)")
 _BACKTICKS = re.compile(r"`+")
 #: GFM turns bare addresses into links after parsing, escapes or not (`http\\://x` still
 #: became a link in Streamlit): an invisible word joiner inside `://`, after `www` and before
-#: `@` leaves nothing its autolinker recognises.
-_AUTOLINK = re.compile(r"(?i)(://|\bwww\.|@)")
+#: `@` leaves nothing its autolinker recognises. This finds the place after a `www`.
+_WWW_DOT = re.compile(r"(?i)(?<=\bwww)(?=\.)")
 #: `[name]: http://...` at the head of a line makes `[name]` anywhere a link.
 _LINK_DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]+\]:)", re.MULTILINE)
 
@@ -55,18 +58,14 @@ _LINK_DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]+\]:)", re.MULTILINE)
 # ---------------------------------------------------------------------------------------
 
 
-def _unlinked(match: re.Match[str]) -> str:
-    found = match.group(1)
-    if found == "@":
-        return _WORD_JOINER + "@"
-    if found == "://":
-        return ":" + _WORD_JOINER + "//"
-    return found[:3] + _WORD_JOINER + "."
+def _unlinked(text: str) -> str:
+    # Plain replacements (no Python call per match): "@" * 100,000 takes a millisecond.
+    text = text.replace("://", ":" + _WORD_JOINER + "//").replace("@", _WORD_JOINER + "@")
+    return _WWW_DOT.sub(_WORD_JOINER, text)
 
 
 def _escape(line: str) -> str:
-    line = _AUTOLINK.sub(_unlinked, line)
-    line = _INLINE_SPECIAL.sub(r"\\\1", line)
+    line = _unlinked(line).translate(_INLINE_SPECIAL)
     block = _BLOCK_START.match(line)
     return line if block is None else line[: block.end() - 1] + "\\" + line[block.end() - 1 :]
 
@@ -102,17 +101,125 @@ def safe_answer(text: str) -> str:
         if is_code:
             out.append(part.replace("![", "!" + _WORD_JOINER + "["))
         else:
-            part = _INLINE_IMAGE.sub(_image_placeholder, part)
+            part = _images_as_text(part)
             part = _LINK_DEFINITION.sub(r"\1\\[", part)
-            part = _AUTOLINK.sub(_unlinked, part).replace("](", "]\\(").replace("<", "\\<")
+            part = _unlinked(part).replace("](", "]\\(").replace("<", "\\<")
             out.append(part.replace("![", "!\\["))
     return "".join(out)
 
 
-def _image_placeholder(match: re.Match[str]) -> str:
-    alt = md_line(match.group(1)) or "no description"
-    url = md_line(match.group(2))
+def _image_placeholder(alt: str, url: str) -> str:
+    alt = md_line(alt) or "no description"
+    url = md_line(url)
     return f"\\[image not loaded: {alt}{' · ' + url if url else ''}\\]"
+
+
+# Everything below reads an answer in one pass, each character a bounded number of times: an
+# answer is the engine's (a viewer can make one write what they like), shown to everyone who
+# opens the exchange, and a backtracking regex for images took 99 s on `![a](` and 60,000 spaces.
+
+
+# A run of one class of characters, matched where it starts: linear, nothing to backtrack into.
+_SPACES = re.compile(r"\s*")
+_DESTINATION = re.compile(r"[^()<>\s]*")
+_ALT = re.compile(r"[^\[\]\n]*")
+_TITLE = {'"': re.compile(r'[^"\n]*'), "'": re.compile(r"[^'\n]*")}
+
+
+def _skip(run: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run of `run`'s characters from `at` ends."""
+    found = run.match(text, at)
+    assert found is not None  # a starred class matches, if only nothing
+    return found.end()
+
+
+def _image_at(text: str, start: int) -> tuple[int, str, str] | None:
+    """The image `![alt](url "title")` that starts at `start`, as (its end, alt, url): what
+    markdown's inline image reads (a destination, perhaps in <...>, perhaps a title in quotes).
+    Where the title is not closed on its line, no image."""
+    end = len(text)
+    close = _skip(_ALT, text, start + 2)
+    if close >= end or text[close] != "]" or text[close + 1 : close + 2] != "(":
+        return None
+    alt = text[start + 2 : close]
+    after_paren = close + 2
+    at = _skip(_SPACES, text, after_paren)
+    # Read as the destination (`"t"` may be one), then, that failing, as a title in quotes
+    # after the spaces: where the destination is empty.
+    for url_from in (at, None) if at > after_paren else (at,):
+        if url_from is None:
+            url, title_from = "", at
+            spaces_before_title = True
+        else:
+            url_at = url_from + 1 if text[url_from : url_from + 1] == "<" else url_from
+            url_end = _skip(_DESTINATION, text, url_at)
+            url = text[url_at:url_end]
+            after_url = url_end + 1 if text[url_end : url_end + 1] == ">" else url_end
+            title_from = _skip(_SPACES, text, after_url)
+            if text[title_from : title_from + 1] == ")":
+                return title_from + 1, alt, url
+            spaces_before_title = title_from > after_url
+        quote = text[title_from : title_from + 1]
+        if spaces_before_title and quote in ('"', "'"):
+            closing = _skip(_TITLE[quote], text, title_from + 1)
+            if closing < end and text[closing] == quote:
+                paren = _skip(_SPACES, text, closing + 1)
+                if text[paren : paren + 1] == ")":
+                    return paren + 1, alt, url
+    return None
+
+
+def _images_as_text(text: str) -> str:
+    """Every inline image (`![alt](url)`, not after a backslash) as a text placeholder."""
+    out: list[str] = []
+    done = 0
+    at = text.find("![")
+    while at != -1:
+        found = None if at > 0 and text[at - 1] == "\\" else _image_at(text, at)
+        if found is None:
+            at = text.find("![", at + 1)
+            continue
+        end, alt, url = found
+        out += (text[done:at], _image_placeholder(alt, url))
+        done = end
+        at = text.find("![", end)
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _line_end(text: str, at: int) -> int:
+    """Where the line holding `at` ends, its line break included."""
+    found = _LINE_END.search(text, at)
+    return len(text) if found is None else found.end()
+
+
+def _line_start(text: str, run_start: int) -> int | None:
+    """The start of the line of a fence that begins at `run_start`, or None where something
+    other than up to three spaces comes before it on its line."""
+    start = run_start
+    while start > 0 and run_start - start < 3 and text[start - 1] == " ":
+        start -= 1
+    return start if start == 0 or text[start - 1] in _LINE_BREAKS else None
+
+
+#: Every run of one fence character, whole: a run shorter than the fence is passed over in one
+#: step (`{n,}` tried a long run at each of its positions, n^2 on a run of n backticks).
+_FENCE_RUNS = {"`": re.compile(r"`+"), "~": re.compile(r"~+")}
+
+
+def _closing_fence_end(text: str, fence: str, at: int) -> int | None:
+    """The end (its line break included) of the first line from `at` that closes `fence`: the
+    same character at least as many times, alone on its line but for spaces."""
+    runs = _FENCE_RUNS[fence[0]]
+    position = at
+    while (run := runs.search(text, position)) is not None:
+        position = run.end()
+        if run.end() - run.start() < len(fence) or _line_start(text, run.start()) is None:
+            continue
+        tail = _FENCE_CLOSE_TAIL.match(text, run.end())
+        if tail is not None:
+            return tail.end()
+    return None
 
 
 def _split_code(text: str) -> list[tuple[bool, str]]:
@@ -120,47 +227,50 @@ def _split_code(text: str) -> list[tuple[bool, str]]:
     renderer does while an answer streams) and inline code spans. Getting this wrong is safe
     either way: code gets a word joiner, text gets an escape; neither can form an image."""
     pieces: list[tuple[bool, str]] = []
-    prose: list[str] = []
-    lines = text.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        opened = _FENCE_OPEN.match(lines[i])
-        if opened is None or (opened.group(1)[0] == "`" and "`" in lines[i][opened.end() :]):
-            prose.append(lines[i])
-            i += 1
+    prose_from = at = 0
+    while (run := _FENCE.search(text, at)) is not None:
+        at = run.end()
+        line_start = _line_start(text, run.start())
+        if line_start is None:
             continue
-        fence = opened.group(1)
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-        end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), len(lines) - 1)
-        pieces.extend(_split_inline("".join(prose)))
-        prose = []
-        pieces.append((True, "".join(lines[i : end + 1])))
-        i = end + 1
-    pieces.extend(_split_inline("".join(prose)))
+        line_end = _line_end(text, run.end())
+        fence = run.group()
+        if fence[0] == "`" and "`" in text[run.end() : line_end]:
+            at = line_end  # an inline code span, not a fence
+            continue
+        closing = _closing_fence_end(text, fence, line_end)
+        block_end = len(text) if closing is None else closing
+        if line_start > prose_from:
+            pieces.extend(_split_inline(text[prose_from:line_start]))
+        pieces.append((True, text[line_start:block_end]))
+        prose_from = at = block_end
+    pieces.extend(_split_inline(text[prose_from:]))
     return pieces
 
 
 def _split_inline(text: str) -> list[tuple[bool, str]]:
-    """Inline code spans: a run of n backticks up to the next run of exactly n."""
+    """Inline code spans: a run of n backticks (not after a backslash) up to the next run of
+    exactly n; each run's next of its length is found once, from the end backwards."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    following: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        following[index] = last.get(length)
+        last[length] = index
     pieces: list[tuple[bool, str]] = []
-    start = position = 0
-    while True:
-        run = _BACKTICKS.search(text, position)
-        if run is None:
-            break
-        if run.start() > 0 and text[run.start() - 1] == "\\":
-            position = run.end()
+    start = index = 0
+    while index < len(runs):
+        run_start, _ = runs[index]
+        closing = following[index]
+        if (run_start > 0 and text[run_start - 1] == "\\") or closing is None:
+            index += 1
             continue
-        closing = next(
-            (m for m in _BACKTICKS.finditer(text, run.end()) if len(m.group()) == len(run.group())), None
-        )
-        if closing is None:
-            position = run.end()
-            continue
-        if run.start() > start:
-            pieces.append((False, text[start : run.start()]))
-        pieces.append((True, text[run.start() : closing.end()]))
-        start = position = closing.end()
+        if run_start > start:
+            pieces.append((False, text[start:run_start]))
+        start = runs[closing][1]
+        pieces.append((True, text[run_start:start]))
+        index = closing + 1
     if start < len(text):
         pieces.append((False, text[start:]))
     return pieces
@@ -182,7 +292,7 @@ def html_text(text: str | None) -> str:
     render as markdown), and nothing left that markdown could turn into an image or link
     should the HTML not start a block."""
     lines = html.escape(str(text or ""), quote=True).translate(_HTML_MARKDOWN).splitlines()
-    return "<br>".join(_AUTOLINK.sub(_unlinked, line.strip()) for line in lines)
+    return "<br>".join(_unlinked(line.strip()) for line in lines)
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ SCHEMA: dict[str, Any] = {
     "required": ["city", "country", "population"],
     "additionalProperties": False,
 }
-_VALIDATOR = json_schema.validator(SCHEMA)
 CITIES = ("Paris", "Tokyo", "Lima", "Cairo", "Oslo", "Delhi", "Quito", "Rome")
 #: A cost change smaller than this (relative) is "about the same".
 SAME = 0.10
@@ -43,9 +42,11 @@ def schema_valid(text: str) -> tuple[bool, str]:
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False, "not JSON"
-    check = json_schema.check(_VALIDATOR, value)
+    check = json_schema.check(SCHEMA, value)
+    if check.valid is None:  # the check went over its budget, or a pattern was too slow
+        return False, check.message
     if not check.valid:
         return False, f"JSON, but {check.message}"
     return True, ""

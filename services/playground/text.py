@@ -34,6 +34,38 @@ from services.engines import SamplingParams
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
 
+#: The most word (or line) pairs one diff of two answers weighs, in all its comparisons:
+#: SequenceMatcher's time grows with the product of the lengths it compares (two answers of
+#: 8,000 words took 52 s in the server's thread; a million pairs take about 0.1 s). Past it, a
+#: passage is marked whole and the diff says so.
+MAX_DIFF_PAIRS = 1_000_000
+TOO_LONG_NOTE = "Some passages are too long to compare word by word: each is marked as a whole."
+
+
+class _Work:
+    """What is left of one diff's MAX_DIFF_PAIRS."""
+
+    def __init__(self) -> None:
+        self.left = MAX_DIFF_PAIRS
+        #: Whether some passage was marked whole for want of it.
+        self.short = False
+
+    def take(self, a_count: int, b_count: int) -> bool:
+        """Whether a comparison of so many against so many fits what is left (then taken)."""
+        # A comparison's own setup costs about as much as a hundred pairs (50,000 one-word
+        # lines against as many took 1.6 s, one small comparison per line).
+        cost = max(a_count * b_count, 100)
+        if cost > self.left:
+            return False
+        self.left -= cost
+        return True
+
+    def whole(self, a: str, b: str) -> list[tuple[str, str]]:
+        """Two passages marked whole, one struck and one inserted, for want of work left."""
+        self.short = True
+        return _segments([("change", a, b)])
+
+
 def _changes(left: list[str], right: list[str]) -> list[tuple[str, str, str]]:
     """("equal"|"change", left text, right text) runs, a change's sides kept together."""
     runs: list[tuple[str, str, str]] = []
@@ -56,10 +88,9 @@ def _changes(left: list[str], right: list[str]) -> list[tuple[str, str, str]]:
     return merged
 
 
-def word_diff(a: str, b: str) -> list[tuple[str, str]]:
-    """Word-level differences between two answers: ("equal"|"delete"|"insert", text)."""
+def _segments(changes: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
     segments: list[tuple[str, str]] = []
-    for tag, a_text, b_text in _changes(_TOKEN.findall(a), _TOKEN.findall(b)):
+    for tag, a_text, b_text in changes:
         if tag == "equal":
             segments.append(("equal", a_text))
             continue
@@ -68,6 +99,36 @@ def word_diff(a: str, b: str) -> list[tuple[str, str]]:
         if b_text:
             segments.append(("insert", b_text))
     return segments
+
+
+def _word_segments(a: str, b: str, work: _Work) -> list[tuple[str, str]]:
+    """Word against word where `work` allows; else line against line, then word against word
+    within each changed passage that it allows; what is left is marked whole."""
+    left, right = _TOKEN.findall(a), _TOKEN.findall(b)
+    if work.take(len(left), len(right)):
+        return _segments(_changes(left, right))
+    a_lines, b_lines = a.splitlines(keepends=True), b.splitlines(keepends=True)
+    if (len(a_lines) < 2 and len(b_lines) < 2) or not work.take(len(a_lines), len(b_lines)):
+        return work.whole(a, b)
+    segments: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(a=a_lines, b=b_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        a_text, b_text = "".join(a_lines[i1:i2]), "".join(b_lines[j1:j2])
+        if tag == "equal":
+            segments.append(("equal", a_text))
+            continue
+        a_words, b_words = _TOKEN.findall(a_text), _TOKEN.findall(b_text)
+        if work.take(len(a_words), len(b_words)):
+            segments.extend(_segments(_changes(a_words, b_words)))
+        else:
+            segments.extend(work.whole(a_text, b_text))
+    return segments
+
+
+def word_diff(a: str, b: str) -> list[tuple[str, str]]:
+    """Word-level differences between two answers: ("equal"|"delete"|"insert", text), within
+    MAX_DIFF_PAIRS (past it, passages are marked whole)."""
+    return _word_segments(a, b, _Work())
 
 
 _DIFF_STYLE = (
@@ -79,6 +140,7 @@ _INSERT_STYLE = "background: rgba(33, 195, 84, 0.22); text-decoration: none; bor
 # A struck phrase and its replacement touched ("redblue"): a gap keeps them two phrases
 # without adding a character to either answer.
 _GAP = "; margin-right: 0.3em"
+_NOTE_STYLE = "opacity: 0.7; font-size: 0.85rem; margin-top: 0.5em"
 
 
 def _marked(segments: list[tuple[str, str]]) -> str:
@@ -100,8 +162,15 @@ def diff_html(a: str, b: str) -> str:
     (a paragraph break can no longer cut a highlight in two) and every piece of the answers
     goes through html.escape, so an answer shows as its own characters and loads nothing;
     line breaks show because the block keeps white space (pre-wrap)."""
-    body = _marked(word_diff(a or "", b or "")) or "<em>both answers are empty</em>"
-    return f'<div class="pg-diff" style="{_DIFF_STYLE}">{body}</div>'
+    work = _Work()
+    body = _marked(_word_segments(a or "", b or "", work)) or "<em>both answers are empty</em>"
+    return f'<div class="pg-diff" style="{_DIFF_STYLE}">{body}</div>' + _note(work)
+
+
+def _note(work: _Work) -> str:
+    if not work.short:
+        return ""
+    return f'<div class="pg-diff-note" style="{_NOTE_STYLE}">{html.escape(TOO_LONG_NOTE)}</div>'
 
 
 @dataclass(frozen=True)
@@ -117,7 +186,16 @@ class LineRow:
 def line_rows(a: str, b: str) -> list[LineRow]:
     """The two answers line by line, aligned: equal lines share a row, a changed block pairs
     its lines in order, and a line only one answer has faces an empty cell."""
+    return _line_rows(a, b, _Work())
+
+
+def _line_rows(a: str, b: str, work: _Work) -> list[LineRow]:
     left, right = (a or "").splitlines(), (b or "").splitlines()
+    if not work.take(len(left), len(right)):
+        # Too many lines to align within the bound: line n faces line n.
+        work.short = True
+        pairs = itertools.zip_longest(left, right)
+        return [LineRow(x, y, x != y) for x, y in pairs]
     rows: list[LineRow] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -135,18 +213,27 @@ _SIDE_CELL_STYLE = (
 _SIDE_CHANGED = "; background: rgba(255, 200, 0, 0.08)"
 
 
+#: The most rows the side-by-side view draws: past them its table says where it stops (the
+#: word diff shows every line).
+MAX_SIDE_ROWS = 2_000
+
+
 def side_by_side_html(a: str, b: str) -> str:
     """The two answers in two columns, line against line, changed lines tinted and their words
     marked (struck on the left, green on the right); escaped as diff_html is."""
     rows = []
-    for row in line_rows(a, b):
+    work = _Work()
+    all_rows = _line_rows(a, b, work)
+    for row in all_rows[:MAX_SIDE_ROWS]:
+        style = _SIDE_CELL_STYLE + (_SIDE_CHANGED if row.changed else "")
+        words = None
+        if row.changed and row.left is not None and row.right is not None:
+            words = _word_segments(row.left, row.right, work)
         cells = []
         for line, dropped in ((row.left, "insert"), (row.right, "delete")):
-            style = _SIDE_CELL_STYLE + (_SIDE_CHANGED if row.changed else "")
             if line is None:
                 text = ""
-            elif row.changed and row.left is not None and row.right is not None:
-                words = word_diff(row.left, row.right)
+            elif words is not None:
                 text = _marked([(op, t) for op, t in words if op != dropped])
             else:
                 text = html.escape(line, quote=True)
@@ -154,7 +241,12 @@ def side_by_side_html(a: str, b: str) -> str:
         rows.append(f"<tr>{''.join(cells)}</tr>")
     if not rows:
         return '<div class="pg-diff-lines"><em>both answers are empty</em></div>'
-    return f'<div class="pg-diff-lines"><table style="{_SIDE_TABLE_STYLE}">{"".join(rows)}</table></div>'
+    table = f'<table style="{_SIDE_TABLE_STYLE}">{"".join(rows)}</table>'
+    cut = ""
+    if len(all_rows) > MAX_SIDE_ROWS:
+        shown = f"The first {MAX_SIDE_ROWS:,} of {len(all_rows):,} lines are shown side by side."
+        cut = f'<div class="pg-diff-note" style="{_NOTE_STYLE}">{shown}</div>'
+    return f'<div class="pg-diff-lines">{table}</div>' + cut + _note(work)
 
 
 # ---------------------------------------------------------------------------------------

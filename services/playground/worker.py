@@ -50,6 +50,16 @@ class Stream:
     result: StreamResult = field(default_factory=StreamResult)
     status: str = "streaming"
     dirty: bool = True
+    #: The ended answer's check against the schema (SchemaCheck.to_json), made once, off the
+    #: event loop: a check may take its whole budget while the loop times the other chunks.
+    schema_check: dict[str, Any] | None = None
+
+    def check_schema(self) -> None:
+        """Check the ended answer against the schema once (its verdict is stored with it)."""
+        schema, text = self.request.response_schema, self.result.text
+        if self.schema_check is None and schema is not None and text:
+            # Over its budget, the check says so and the answer is stored as any other.
+            self.schema_check = json_schema.check_text(text, schema).to_json()
 
 
 class _Worker:
@@ -142,6 +152,9 @@ class _Worker:
             if not changed and now - last_beat < HEARTBEAT_INTERVAL_S:
                 continue
             last_beat = now
+            ended = [s for s in changed if s.status != "streaming"]
+            if ended:
+                await asyncio.gather(*(asyncio.to_thread(s.check_schema) for s in ended))
             rows = []
             for stream in changed:
                 stream.dirty = False
@@ -181,10 +194,9 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
         metrics["chunk_times_s"] = figures.chunk_times_s
     if final and result.engine_times is not None:
         metrics["engine_times"] = result.engine_times.to_json()
-    if final and stream.request.response_schema is not None and result.text:
-        # Checked once, here, and stored: a page or a follower's poll reads it, never reruns it.
-        check = json_schema.check_text(result.text, stream.request.response_schema)
-        metrics["schema_check"] = check.to_json()
+    if final and stream.schema_check is not None:
+        # Checked once and stored: a page or a follower's poll reads it, never reruns it.
+        metrics["schema_check"] = stream.schema_check
     texts = result.texts
     values: dict[str, Any] = {
         "answer": result.text,
@@ -225,6 +237,8 @@ def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
 
 
 def _finish_run(run_id: int, streams: list[Stream], error: str | None = None) -> None:
+    for stream in streams:
+        stream.check_schema()
     rows = [(s.exchange_id, _row_values(s, final=True)) for s in streams]
     _write_rows(run_id, rows)
     statuses = [values["status"] for _, values in rows]

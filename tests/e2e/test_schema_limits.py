@@ -65,10 +65,12 @@ class HealthWatch:
             time.sleep(0.2)
 
 
-def _send_with_schema(page, url: str, schema: str) -> None:  # type: ignore[no-untyped-def]
+def _send_with_schema(
+    page, url: str, schema: str, engines: tuple[str, str] = ("json-a", "json-b")
+) -> None:  # type: ignore[no-untyped-def]
     page.goto(url)
     wait_for_app(page)
-    pick_engines(page, ["json-a", "json-b"])
+    pick_engines(page, list(engines))
     page.locator("[data-testid='stExpander'] summary", has_text="Parameters").click()
     # The toggle's own state decides (the textarea may not be drawn yet when asked, and a
     # click on a toggle already on would hide it).
@@ -125,3 +127,103 @@ def test_a_schema_pointing_at_a_url_is_refused_when_entered_and_never_fetched(
             listener.accept()
     assert_no_exception(page)
     screenshot(page, "schema-url-refused")
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 56: a budget of time and memory, and a render linear in the answer's length
+# ---------------------------------------------------------------------------------------
+
+
+def _server_rss_mb(served: Served) -> float:
+    with open(f"/proc/{served.process.pid}/statm") as statm:
+        return int(statm.read().split()[1]) * 4096 / 2**20
+
+
+def _open_playground(page, served: Served) -> None:  # type: ignore[no-untyped-def]
+    page.set_default_timeout(60_000)
+    page.goto(served.url)
+    wait_for_app(page)
+
+
+def test_a_pattern_that_expands_as_it_compiles_leaves_the_server_small_and_answering(
+    served: Served, two_engines: None, page
+) -> None:  # type: ignore[no-untyped-def]
+    """On main `((((a{40}){40}){40}){40})` took the server from 208 MB to 985 MB for good."""
+    _open_playground(page, served)
+    before = _server_rss_mb(served)
+    watch = HealthWatch(served.url)
+    watch.thread.start()
+    try:
+        _send_with_schema(
+            page, served.url, json.dumps({"type": "string", "pattern": "((((a{40}){40}){40}){40})"})
+        )
+        page.get_by_text("could not be compiled within").first.wait_for(timeout=30_000)
+    finally:
+        watch.stop.set()
+        watch.thread.join()
+    assert_no_exception(page)
+    assert _server_rss_mb(served) - before < 100, (before, _server_rss_mb(served))
+    assert watch.failures == 0 and watch.slowest < 1.0, (watch.failures, watch.slowest)
+
+
+def test_a_schema_of_forty_doubling_levels_keeps_the_answers_and_says_over_budget(
+    served: Served, two_engines: None, page
+) -> None:  # type: ignore[no-untyped-def]
+    """On main the exchange stayed "running", no answer was stored and a core spun for good."""
+    defs = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)}
+    schema = {"$defs": {**defs, "d40": {"type": "string"}}, "$ref": "#/$defs/d0"}
+    _open_playground(page, served)
+    watch = HealthWatch(served.url)
+    watch.thread.start()
+    try:
+        _send_with_schema(page, served.url, json.dumps(schema))
+        page.get_by_text("within its budget").nth(1).wait_for(timeout=60_000)
+    finally:
+        watch.stop.set()
+        watch.thread.join()
+    screenshot(page, "schema-over-budget")
+    assert_no_exception(page)
+    assert watch.failures == 0 and watch.slowest < 1.0, (watch.failures, watch.slowest)
+
+
+@pytest.fixture
+def wide_engines(
+    served: Served, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str]:
+    """Two engines that send a long answer in a few chunks (4,000 tokens of 4 characters each)."""
+    monkeypatch.setenv("SHOOTOUT_DATABASE_URL", f"sqlite:///{served.log.parent / 'shootout.db'}")
+    from db.session import dispose_all
+    from services.engines import endpoints
+
+    names = ("wide-a", "wide-b")
+    for name in names:
+        if name not in {e.name for e in endpoints.list_engines()}:
+            model = scripted_server.model(tpc=4000, itl=1)
+            endpoints.add_engine(name, scripted_server.base_url, kind="vllm", model=model)
+    dispose_all()
+    return names
+
+
+def test_an_answer_of_an_image_and_60000_spaces_renders_while_health_answers(
+    served: Served, wide_engines: tuple[str, str], page
+) -> None:  # type: ignore[no-untyped-def]
+    """On main `![a](` and 60,000 spaces held /_stcore/health for 99 s whenever it was viewed.
+    The scripted engines answer the schema's enum: that text, as a JSON string."""
+    hostile = "![a](" + " " * 60_000
+    _open_playground(page, served)
+    watch = HealthWatch(served.url)
+    watch.thread.start()
+    try:
+        _send_with_schema(
+            page, served.url, json.dumps({"type": "string", "enum": [hostile]}), wide_engines
+        )
+        page.get_by_text("Valid against the schema.").nth(1).wait_for(timeout=60_000)
+        page.reload()  # every view renders it again
+        wait_for_app(page)
+        page.get_by_text("Valid against the schema.").nth(1).wait_for(timeout=30_000)
+    finally:
+        watch.stop.set()
+        watch.thread.join()
+    assert page.get_by_text("![a](").count() >= 2  # shown as text, no image
+    assert_no_exception(page)
+    assert watch.failures == 0 and watch.slowest < 1.0, (watch.failures, watch.slowest)

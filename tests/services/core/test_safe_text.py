@@ -3,9 +3,13 @@ and code spans that a name with backticks cannot leave (issue 20)."""
 
 from __future__ import annotations
 
+import random
 import re
+import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.core import safe_text
 from services.core.safe_text import code_span, html_text, md_line, md_text
@@ -86,3 +90,124 @@ def test_an_answer_keeps_its_formatting_but_its_links_show_as_text() -> None:
         f"**Sources**\n\n- [docs]\\(http:{J}//x.test/a) and \\<http:{J}//y.test/>, www{J}.z.test\n\n"
         f"\\[r]: http:{J}//e.test/\n`[k](u)`"
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 56: an answer renders in time linear in its length
+# ---------------------------------------------------------------------------------------
+
+#: The image regex safe_answer used until issue 56: on `![a](` and n spaces it backtracked n^2
+#: times (60,000 spaces held every page for 99 s). Kept here as the reference for short texts.
+_OLD_IMAGE = re.compile(
+    r"(?<!\\)!\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*)>?(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+)
+PIECES = (
+    "![", "](", "[", "]", "(", ")", " ", "    ", "\\", "\n", "\t", "<img src=http://e.test/x.png>",
+    "<", ">", '"', "'", "`", "``", "```\n", "~~~\n", "http://e.test/", "www.e.test", "a@b", "word",
+)  # fmt: skip
+
+
+def _best_of(runs: int, text: str) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        safe_text.safe_answer(text)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+#: What comes before a long run in a generated answer: the starts of the constructs a scanner
+#: reads on until something ends them.
+OPENERS = ("![a](", "![a](<", '![a]( "', "![a]( '", "[x]: ", "```", "`", "[", "<", "\\", "~~~\n")
+
+
+class _Plan:
+    """A random answer at any size: 50,000 characters of short pieces, and four long runs (an
+    opener, then one piece again and again) among them, drawn once; a longer answer has longer
+    runs in the same places, so the times of two sizes can be compared."""
+
+    def __init__(self, rng: random.Random, pieces: tuple[str, ...]) -> None:
+        self.short: list[str] = []
+        while sum(map(len, self.short)) < 50_000:
+            self.short.append(rng.choice(pieces))
+        openers = [o for o in OPENERS if set(o) & set("`~") <= set("".join(pieces))]
+        self.runs = [
+            (rng.randrange(len(self.short)), rng.choice(openers), rng.choice(pieces)) for _ in range(4)
+        ]
+
+    def answer(self, size: int) -> str:
+        out = list(self.short)
+        for place, opener, piece in sorted(self.runs, reverse=True):
+            out.insert(place, opener + piece * ((size - 50_000) // 4 // len(piece)))
+        return "".join(out)[:size]
+
+
+def _random_answer(rng: random.Random, size: int, pieces: tuple[str, ...] = PIECES) -> str:
+    return _Plan(rng, pieces).answer(size)
+
+
+def test_the_issue_answer_and_100k_character_answers_render_in_under_50_ms() -> None:
+    rng = random.Random(56)
+    answers = {
+        "the issue's": "![a](" + " " * 60_000,
+        "100k spaces": "![a](" + " " * 100_000 + "x",
+        "prose": ("The **quick** brown [fox](http://x.test) jumps. " * 2_100)[:100_000],
+        "lines": "a\n" * 50_000,
+        "random": _random_answer(rng, 100_000),
+    }
+    for name, answer in answers.items():
+        assert _best_of(3, answer) < 0.05, name
+    assert safe_text.safe_answer("![a](" + " " * 60_000 + ")").startswith("\\[image not loaded: a\\]")
+
+
+def _grows_linearly(half: str, whole: str) -> None:
+    """Twice the text takes at most about twice the time (3x, and 10 ms for the clock). Each is
+    the best of five runs, taken in turns; a busy two-core machine stretches single runs, so a
+    miss is measured again, twice at most (a quadratic scan misses every time)."""
+    for _ in range(3):
+        best_half = best_whole = float("inf")
+        for _ in range(5):
+            best_half = min(best_half, _best_of(1, half))
+            best_whole = min(best_whole, _best_of(1, whole))
+        if best_whole < 3 * best_half + 0.01:
+            return
+    raise AssertionError(f"100k characters in {best_half:.4f} s, 200k in {best_whole:.4f} s")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_answers_up_to_200k_characters_render_in_linear_time(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces = PIECES if seed % 2 else tuple(p for p in PIECES if "`" not in p and "~" not in p)
+    plan = _Plan(rng, pieces)
+    half, whole = plan.answer(100_000), plan.answer(200_000)
+    _grows_linearly(half, whole)
+    for answer in (half, whole):
+        safe = safe_text.safe_answer(answer)
+        assert "![" not in safe
+        if pieces is not PIECES:  # no code: every "<" and "](" of the answer shows as text
+            assert re.search(r"(?<!\\)<", safe) is None and "](" not in safe
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+@pytest.mark.parametrize("piece", [" ", "\n", '"', "`", "\\", "[", "]("])
+def test_an_opener_then_one_piece_200k_times_renders_in_linear_time(opener: str, piece: str) -> None:
+    def answer(size: int) -> str:
+        return opener + piece * (size // len(piece)) + "x"
+
+    _grows_linearly(answer(100_000), answer(200_000))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            ["!", "[", "]", "(", ")", "<", ">", '"', "'", " ", "\n", "\t", "a", "\\"]
+        ),
+        max_size=40,
+    )
+)
+def test_the_image_scanner_reads_what_the_old_image_regex_read(text: str) -> None:
+    def placeholder(match: re.Match[str]) -> str:
+        return safe_text._image_placeholder(match.group(1), match.group(2))
+
+    assert safe_text._images_as_text(text) == _OLD_IMAGE.sub(placeholder, text)

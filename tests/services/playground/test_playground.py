@@ -3,6 +3,7 @@ schema validation, votes, copy as code; against the scripted server and the real
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC
 
@@ -187,6 +188,32 @@ def test_an_answer_is_checked_once_when_it_ends_and_never_per_read(
     for _ in range(3):
         view = playground.get_exchange(run_id)
         assert all(c.schema_check is not None and c.schema_check.valid is False for c in view.columns)
+
+
+def test_a_check_over_its_budget_keeps_the_answers_and_says_so(
+    db_url: str, scripted_server: ScriptedServer
+) -> None:
+    """Issue 56: forty $defs levels, each an allOf of two references to the next, took 2^40 steps
+    per answer: the exchange stayed "running" and no answer was stored."""
+    from services.core import json_schema
+
+    defs = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)}
+    schema = playground.parse_schema(
+        json.dumps({"$defs": {**defs, "d40": {"type": "string"}}, "$ref": "#/$defs/d0"})
+    )
+    one = register(scripted_server, "one", kind="vllm", itl=1)
+    two = register(scripted_server, "two", kind="vllm", itl=1)
+    started = time.monotonic()
+    view = send_and_wait(
+        SendRequest(engines=(EngineChoice(one), EngineChoice(two)), prompt="json", schema=schema), 60
+    )
+    # Both answers are checked at once, each once, within the check's budget (and the engines').
+    assert time.monotonic() - started < 2 * json_schema.BUDGET.seconds + 10
+    assert view.status == "finished"
+    for column in view.columns:
+        assert column.status == "finished" and column.answer == "{}"
+        check = column.schema_check
+        assert check is not None and check.valid is None and "within its budget" in check.message
 
 
 def test_schema_checks_report_the_failing_path() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 
 import pytest
 
@@ -94,6 +95,46 @@ def test_side_by_side_html_is_escaped_text_in_two_columns(answer: str) -> None:
     assert "\n".join(x for x in left if x) == "\n".join(line for line in answer.splitlines() if line)
     assert "\n".join(x for x in right if x) == "\n".join(line for line in other.splitlines() if line)
     assert "both answers are empty" in ptext.side_by_side_html("", "")
+
+
+def _unmarked(markup: str, drop: str) -> str:
+    """The text a diff's markup shows, without the `drop` pieces (ins or del) and its note."""
+    import html
+
+    kept = re.sub(r'<div class="pg-diff-note".*?</div>', "", markup, flags=re.DOTALL)
+    kept = re.sub(rf"<{drop} [^>]*>.*?</{drop}>", "", kept, flags=re.DOTALL)
+    return html.unescape(re.sub(r"<[^>]+>", "", kept))
+
+
+def test_long_answers_are_compared_within_a_bound_and_the_page_says_so() -> None:
+    """Issue 57: SequenceMatcher over words took 52 s on two answers of 8,000 words (its time
+    grows with the product of their lengths) in the server's thread, each time the diff showed."""
+    import random
+
+    rng = random.Random(57)
+    words = ["the", "a", "of", "to", "and", "in", "is", "it", "that", "for"]
+    paragraph = [" ".join(rng.choice(words) for _ in range(300)) for _ in range(60)]
+    one = ("\n\n".join(paragraph) + " " + " ".join(rng.choice(words) for _ in range(8000)))[:100_000]
+    two = (
+        "\n\n".join(p[::-1] for p in paragraph) + " " + " ".join(rng.choice(words) for _ in range(8000))
+    )[:100_000]
+    for a, b in (
+        (one, two),
+        (one, one[:50_000] + "changed" + one[50_000:]),
+        ("x\n" * 50_000, "y\n" * 50_000),
+    ):
+        started = time.perf_counter()
+        markup = ptext.diff_html(a, b)
+        assert time.perf_counter() - started < 1
+        assert _unmarked(markup, "ins") == a and _unmarked(markup, "del") == b
+        started = time.perf_counter()
+        ptext.side_by_side_html(a, b)
+        assert time.perf_counter() - started < 1
+    assert "too long to compare word by word" in ptext.diff_html(one, two)
+    assert "The first 2,000 of 50,000 lines are shown side by side." in ptext.side_by_side_html(
+        "x\n" * 50_000, "y\n" * 50_000
+    )
+    assert "pg-diff-note" not in ptext.diff_html("the red fox", "the blue fox")
 
 
 def test_figures_never_read_none_or_nan_and_share_a_unit() -> None:
