@@ -134,15 +134,24 @@ def _engine_notes(results: BenchSummary) -> list[str]:
         if block.get("not_run"):
             notes.append(f"{name} did not run: the run ended before its turn.")
         if block.get("honoured_output_len") is False:
+            # The count alone: why they were short (an end-of-sequence token, a stop string, a
+            # lying counter) is not known here; the findings below say what was seen.
             notes.append(
                 f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
-                "answers were shorter than asked (it stopped at its end-of-sequence token)."
+                "answers were shorter than asked."
             )
         unsupported = [str(option) for option in block.get("unsupported_options") or []]
         if unsupported:
             notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
+    labels = results.step_labels()
+    for finding in results.findings():
+        where = (
+            f" (at {labels.get(finding.step, f'step {finding.step}')})"
+            if finding.step is not None
+            else ""
+        )
+        notes.append(f"{'Finding' if finding.failing else 'Warning'}: {finding.message}{where}.")
     if results.sweep:
-        labels = results.step_labels()
         reported = [
             f"{name} at {labels.get(step, f'step {step}')}"
             for name, block in results.engines.items()

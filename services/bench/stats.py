@@ -19,6 +19,7 @@ from typing import Any
 
 from services.bench.pickling import pickled_as_fields
 from services.bench.time_split import SPLIT_PARTS
+from services.core.counts import Refusal
 from services.core.measure import (
     DEFAULT_PERCENTILES,
     EngineTimes,
@@ -97,6 +98,15 @@ class RequestRecord:
     ttft_includes_reasoning: bool = False
     #: The engine's own times of this request, as its adapter read them (None: not reported).
     engine_times: EngineTimes | None = None
+    #: The tokens the stream itself proved, the usage counters refused (never published: the
+    #: figures above use the stream's count) and whether the stream itself ran past the
+    #: max_tokens asked (services/core/counts.py; services/bench/findings.py reads them).
+    stream_tokens: int | None = None
+    refused: tuple[Refusal, ...] = ()
+    over_max_tokens: bool = False
+    #: Digests of the answer and of the prompt (the identical-answers finding compares them).
+    answer_digest: str | None = None
+    prompt_digest: str | None = None
 
     @property
     def tpot_s(self) -> float | None:
@@ -424,3 +434,22 @@ def split_block(
     if over:
         block["clamped"] = {"requests": len(over), "max_s": max(over)}
     return block
+
+
+# ---------------------------------------------------------------------------------------
+# Tail events
+# ---------------------------------------------------------------------------------------
+
+#: A wait (a request's TTFT, a gap between two of its tokens, its whole E2E) is a tail event, a
+#: stall, when it is this many times the run's own p90 of that wait ...
+TAIL_FACTOR = 10.0
+#: ... and at least this much longer than that p90: a 40 ms hiccup beside a 3 ms ITL is a
+#: loaded machine, not an engine that stopped (a user sees a pause of a second).
+TAIL_MIN_EXCESS_S = 1.0
+
+
+def tail_limit_s(p90_s: float) -> float:
+    """The longest wait that is not yet a tail event, for a run whose waits of one kind (TTFT,
+    ITL or E2E) have this p90: the one definition of a stall, read by the gate's stall finding
+    and by its rate interval, which keeps a run's tail requests in every resample."""
+    return max(TAIL_FACTOR * p90_s, p90_s + TAIL_MIN_EXCESS_S)

@@ -15,17 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from services.bench.findings import Finding, stored_findings
 from services.bench.selfcheck import (
     CLIENT_BOUND,
     KEPT_UP,
     UNCHECKED,
     CheckState,
-    LoadCheck,
     RunCheck,
-    advice,
-    headline,
+    load_check,
     run_flagged,
     state,
+    weighed,
 )
 from services.core import stored_json
 from services.core.stored_json import Stored, stored
@@ -100,7 +100,8 @@ class BenchSummary(Stored):
         could not check when any other could not be checked, kept up when every one kept up;
         None for a run without a self-check (an import)."""
         states = {state(block) for _, block in self.self_checks()}
-        if run_flagged(self.generator) or CLIENT_BOUND in states:
+        # The loads' own verdicts (weighed) decide; the run's stored flag only where no load has one.
+        if CLIENT_BOUND in states or (not states - {None} and run_flagged(self.generator)):
             return CLIENT_BOUND
         if UNCHECKED in states:
             return UNCHECKED
@@ -135,37 +136,41 @@ class BenchSummary(Stored):
         """The run's self-check: its verdict, and each engine's (each sweep step's, named by
         `step_labels`, by default the sweep's own load levels)."""
         loads = tuple(
-            LoadCheck(
-                label,
-                found,
-                advice(block),
-                headline(block) or "",
-                (block.get("loop_lag_ms") or {}).get("p99"),
-            )
+            found
             for label, block in self.self_checks(step_labels)
-            if (found := state(block)) is not None
+            if (found := load_check(label, block)) is not None
         )
         return RunCheck(self.self_check, loads)
 
     def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, EngineBlock]]:
-        """The generator's self-check per engine (per step of a sweep), each with its label."""
+        """The generator's self-check per engine (per step of a sweep), each with its label,
+        weighed against that load's figures (a run stored before weighing is weighed here)."""
         labels: dict[Any, str] = dict(self.step_labels() if step_labels is None else step_labels)
         if self.sweep:
             return [
                 (
                     f"{row.get('engine')} at {labels.get(step, f'step {step}')}",
-                    stored_json.mapping(row.get("generator")),
+                    weighed(stored_json.mapping(row.get("generator")), row),
                 )
                 for row in self.sweep
                 for step in [row.get("step")]
             ]
         return [
-            (name, stored_json.mapping(block.get("generator"))) for name, block in self.engines.items()
+            (name, weighed(stored_json.mapping(block.get("generator")), block))
+            for name, block in self.engines.items()
         ]
 
     def start_times(self) -> dict[tuple[str, int | None], float]:
         """Unix time each engine (each sweep step) started (services/telemetry/origins.py)."""
         return start_times(self.sweep, self.engines)
+
+    def findings(self, engine: str | None = None) -> list[Finding]:
+        """What the run's requests showed that its figures must not hide (services/bench/
+        findings.py): every engine's, or one engine's, over every sweep step; [] for a run
+        stored before findings."""
+        blocks = self.sweep if self.sweep else list(self.engines.values())
+        found = [finding for block in blocks for finding in stored_findings(block)]
+        return [finding for finding in found if engine is None or finding.engine == engine]
 
     @property
     def failed_requests(self) -> int:

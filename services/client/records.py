@@ -3,18 +3,20 @@ record, the result (whose figures services/core/measure.py defines) and the erro
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from time import perf_counter
 from typing import Any
 
+import orjson
+
+from services.core.counts import HeldCounts, held_counts
 from services.core.measure import (
     EngineTimes,
     RequestMetrics,
     TimeSplit,
-    cached_tokens,
     measure_stream,
-    output_tokens,
     time_split,
     token_count,
 )
@@ -83,6 +85,11 @@ class ChatRequest:
         values["params"]["stop"] = list(self.params.stop)
         return values
 
+    def prompt_digest(self) -> str:
+        """A short stable digest of the messages sent: two requests with the same digest asked
+        the same thing (services/bench/findings.py compares answers across distinct prompts)."""
+        return hashlib.blake2b(orjson.dumps(self.messages), digest_size=8).hexdigest()
+
     @classmethod
     def from_json(cls, values: dict[str, Any]) -> ChatRequest:
         params = dict(values.get("params") or {})
@@ -142,6 +149,9 @@ class StreamResult:
     #: its own times read from them by its adapter when the stream ended.
     engine_fields: dict[str, Any] | None = None
     engine_times: EngineTimes | None = None
+    #: The max_tokens asked per choice (set at send; None: the engine's default), the bound a
+    #: completion count is held against (services/core/counts.py).
+    max_tokens: int | None = None
 
     # -- answer ----------------------------------------------------------------------
     def choice(self, index: int = 0) -> ChoiceStream | None:
@@ -168,10 +178,31 @@ class StreamResult:
         return first.finish_reason if first else None
 
     # -- figures (services/core/measure.py defines them) ----------------------------------
+    def _ordered(self) -> list[ChoiceStream]:
+        return [self.choices[i] for i in sorted(self.choices)]
+
     def metrics(self) -> RequestMetrics:
-        """TTFT, per-token ITL, TPOT, E2E and token counts of the stream so far."""
+        """TTFT, per-token ITL, TPOT, E2E and token counts of the stream so far, the usage held
+        against the streamed text (services/core/counts.py)."""
+        ordered = self._ordered()
         return measure_stream(
-            self.start, [self.choices[i] for i in sorted(self.choices)], self.usage, self.timings
+            self.start,
+            ordered,
+            self.usage,
+            self.timings,
+            texts=[choice.parts for choice in ordered],
+            max_tokens=self.max_tokens,
+        )
+
+    def counts(self) -> HeldCounts:
+        """The token counts alone (what `metrics()` reports of them, without the timing)."""
+        ordered = self._ordered()
+        return held_counts(
+            self.usage,
+            self.timings,
+            sum(len(choice.times) for choice in ordered),
+            [choice.parts for choice in ordered],
+            self.max_tokens,
         )
 
     def time_split(self, figures: RequestMetrics | None = None) -> TimeSplit | None:
@@ -181,19 +212,27 @@ class StreamResult:
 
     @property
     def prompt_tokens(self) -> int | None:
-        return token_count(self.usage.get("prompt_tokens")) if self.usage else None
+        return self.counts().prompt_tokens
 
     @property
     def completion_tokens(self) -> int | None:
-        return token_count(self.usage.get("completion_tokens")) if self.usage else None
+        return self.counts().completion_tokens
 
     @property
     def cached_tokens(self) -> int | None:
-        return cached_tokens(self.usage, self.timings)
+        return self.counts().cached_tokens
 
     @property
     def output_tokens(self) -> int:
-        return output_tokens(self.usage, sum(len(c.times) for c in self.choices.values()))
+        return self.counts().output_tokens
+
+    def answer_digest(self) -> str:
+        """A short stable digest of the whole answer (every choice, thinking included): two
+        answers with the same digest are the same text. Stable across processes (not hash())."""
+        digest = hashlib.blake2b(digest_size=8)
+        for choice in self._ordered():
+            digest.update("".join(choice.parts).encode("utf-8", "replace") + b"\x00")
+        return digest.hexdigest()
 
     def summary(self) -> dict[str, Any]:
         """Plain JSON-able figures (for storage and reports)."""

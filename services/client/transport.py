@@ -270,6 +270,7 @@ async def stream_chat(
     """
     if result is None:
         result = StreamResult()
+    result.max_tokens = request.params.max_tokens
     try:
         url = request_url(request)
         exchange_class = (

@@ -10,8 +10,9 @@ of one request"):
 - TTFT: send -> first chunk that carries content (a role-only chunk is not a token).
 - E2E: send -> last content chunk (the usage trailer after it does not extend it).
 - Tokens per chunk: one each when the usage count agrees with the chunks (the usual case);
-  otherwise the usage's completion tokens shared by text length with largest remainders,
-  so the counts add up exactly to what the engine reported. Speculative decoding and the
+  otherwise the usage's completion tokens (once held against the stream, else the stream's own
+  count) shared by text length with largest remainders, so the counts add up exactly to the
+  output tokens. Speculative decoding and the
   stream intervals of TensorRT-LLM and SGLang send several tokens per chunk routinely.
 - ITL: one gap per output token after the first. A later chunk of k tokens that came g
   seconds after the previous one gives k gaps of g/k; the first chunk's extra tokens came
@@ -23,6 +24,9 @@ of one request"):
   tokens); TTFT and E2E span all choices.
 - Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
   `timings.cache_n`.
+- Token counts are held against the stream first (services/core/counts.py): a usage counter
+  the streamed text refutes, or one no answer can have (below 0, cached above the prompt,
+  completion above the max_tokens asked), is refused and the stream's own count used.
 - Reasoning: a delta whose text is in `reasoning_content` or `reasoning` (vLLM, SGLang,
   llama.cpp, DeepSeek) is a thinking chunk, not an answer chunk. TTFT stays the first chunk of
   any kind (what the engine made the user wait for); TTFAT, time to first answer token, is
@@ -55,6 +59,15 @@ from typing import Any, Protocol, overload
 
 import numpy as np
 
+# The readers of one reported count live beside the rule that holds the counts; cached_tokens
+# is re-exported for this module's readers (the adapters, the Playground).
+from services.core.counts import (
+    Refusal,
+    cached_tokens,  # noqa: F401 - re-exported
+    held_counts,
+    token_count,
+)
+
 DEFAULT_PERCENTILES: tuple[float, ...] = (50, 90, 95, 99)
 
 
@@ -82,8 +95,10 @@ class RequestMetrics:
     #: Arrival of each content chunk of choice 0, and the tokens each carried.
     chunk_times_s: list[float]
     chunk_tokens: list[int]
-    #: The usage's completion tokens when reported, else the content chunks of all choices.
+    #: The usage's completion tokens when reported and credible, else the stream's own count
+    #: (services/core/counts.py; the content chunks of all choices when no text was recorded).
     output_tokens: int
+    #: The usage's counts when credible; None when not reported or refused (`refused`).
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int | None
@@ -94,6 +109,12 @@ class RequestMetrics:
     reasoning_tokens_source: str = "stream"
     answer_tokens: int = 0
     ttft_includes_reasoning: bool = False
+    #: The tokens the stream itself proves (None: its text was not recorded).
+    stream_tokens: int | None = None
+    #: The usage counters refused, each with what refuted it: never published.
+    refused: tuple[Refusal, ...] = ()
+    #: The stream itself carried more tokens than the max_tokens asked.
+    over_max_tokens: bool = False
 
     @property
     def reasoning_tok_s(self) -> float | None:
@@ -117,25 +138,31 @@ def measure_stream(
     choices: Sequence[ChoiceTrace],
     usage: Mapping[str, Any] | None,
     timings: Mapping[str, Any] | None = None,
+    *,
+    texts: Sequence[Sequence[str]] | None = None,
+    max_tokens: int | None = None,
 ) -> RequestMetrics:
     """The figures of one stream: `start` is the perf_counter at send, `choices` the arrival
-    records in choice order (choice 0 first), `usage` and `timings` as the engine sent them."""
+    records in choice order (choice 0 first), `usage` and `timings` as the engine sent them,
+    `texts` each choice's chunk texts (to hold the usage against) and `max_tokens` as asked."""
     firsts = [c.times[0] for c in choices if c.times]
     lasts = [c.times[-1] for c in choices if c.times]
     ttft = min(firsts) - start if firsts else None
     e2e = max(lasts) - start if lasts else None
-    completion = token_count(usage.get("completion_tokens")) if usage else None
+    held = held_counts(usage, timings, sum(len(c.times) for c in choices), texts, max_tokens)
+    completion = held.completion_tokens
+    total = held.output_tokens
     first_choice = choices[0] if choices else None
     times = list(first_choice.times) if first_choice else []
     chars = list(first_choice.chars) if first_choice else []
-    choice_tokens = (
-        completion // len(choices) if completion is not None and len(choices) > 1 else completion
-    )
+    # Without a credible usage count, the stream's own count is shared out the same way (one
+    # per chunk unless its text proves more).
+    counted = completion if completion is not None else (total if texts else None)
+    choice_tokens = counted // len(choices) if counted is not None and len(choices) > 1 else counted
     counts = chunk_token_counts(chars, choice_tokens)
     itl = token_gaps(times, counts)
     tpot_s = tpot(times[0] - start, times[-1] - start, sum(counts)) if times else None
-    total = output_tokens(usage, sum(len(c.times) for c in choices))
-    thinking = reasoning_of(start, choices, counts, choice_tokens, usage, total)
+    thinking = reasoning_of(start, choices, counts, choice_tokens, held.reasoning_tokens, total)
     return RequestMetrics(
         ttft_s=ttft,
         e2e_s=e2e,
@@ -144,14 +171,17 @@ def measure_stream(
         chunk_times_s=[t - start for t in times],
         chunk_tokens=counts,
         output_tokens=total,
-        prompt_tokens=token_count(usage.get("prompt_tokens")) if usage else None,
+        prompt_tokens=held.prompt_tokens,
         completion_tokens=completion,
-        cached_tokens=cached_tokens(usage, timings),
+        cached_tokens=held.cached_tokens,
         ttfat_s=thinking.ttfat_s,
         reasoning_tokens=thinking.tokens,
         reasoning_tokens_source=thinking.source,
         answer_tokens=max(0, total - thinking.tokens),
         ttft_includes_reasoning=thinking.first,
+        stream_tokens=held.stream_tokens,
+        refused=held.refused,
+        over_max_tokens=held.over_max_tokens,
     )
 
 
@@ -171,12 +201,13 @@ def reasoning_of(
     choices: Sequence[ChoiceTrace],
     first_counts: Sequence[int],
     choice_tokens: int | None,
-    usage: Mapping[str, Any] | None,
+    reported: int | None,
     total_tokens: int,
 ) -> Reasoning:
     """TTFAT, reasoning tokens and whether thinking came first. `first_counts` are choice 0's
     chunk token counts (worked out for its ITL already); another choice's are shared out the
-    same way from `choice_tokens`."""
+    same way from `choice_tokens`. `reported`: the usage's reasoning tokens, held (None: not
+    reported or refused)."""
     answer_firsts: list[float] = []
     streamed = 0
     first = False
@@ -194,7 +225,6 @@ def reasoning_of(
         first = first or answer_at is None or answer_at > 0
         counts = first_counts if number == 0 else chunk_token_counts(choice.chars, choice_tokens)
         streamed += sum(counts[i] for i in marked if i < len(counts))
-    reported = usage_reasoning_tokens(usage)
     return Reasoning(
         ttfat_s=min(answer_firsts) - start if answer_firsts else None,
         tokens=min(reported, total_tokens) if reported is not None else streamed,
@@ -209,12 +239,6 @@ def thinking_reported(ttft_s: float | None, ttfat_s: float | None, reasoning_tok
     if reasoning_tokens:
         return True
     return ttft_s is not None and ttfat_s is not None and ttfat_s > ttft_s
-
-
-def usage_reasoning_tokens(usage: Mapping[str, Any] | None) -> int | None:
-    """`usage.completion_tokens_details.reasoning_tokens`, when the engine reported it."""
-    details = usage.get("completion_tokens_details") if usage else None
-    return token_count(details.get("reasoning_tokens")) if isinstance(details, Mapping) else None
 
 
 def reasoning_rate(
@@ -234,37 +258,6 @@ def answer_rate(ttfat_s: float | None, e2e_s: float | None, answer_tokens: int |
     if e2e_s <= ttfat_s:
         return None
     return (answer_tokens - 1) / (e2e_s - ttfat_s)
-
-
-def output_tokens(usage: Mapping[str, Any] | None, content_chunks: int) -> int:
-    """The usage's completion tokens when the engine reported them, else the content chunks."""
-    reported = token_count(usage.get("completion_tokens")) if usage else None
-    return reported if reported is not None else content_chunks
-
-
-def token_count(value: Any) -> int | None:
-    """A token count as an engine reported it: a whole number, else None (an engine may send
-    null, a float or a string; none of them may become a figure or a traceback)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return int(value) if float(value).is_integer() else None
-
-
-def cached_tokens(
-    usage: Mapping[str, Any] | None, timings: Mapping[str, Any] | None = None
-) -> int | None:
-    """Cached prompt tokens: `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
-    `timings.cache_n` (`timings` given, or stored inside the usage as the Playground keeps it)."""
-    usage = usage or {}
-    details = usage.get("prompt_tokens_details")
-    if (
-        isinstance(details, Mapping)
-        and (cached := token_count(details.get("cached_tokens"))) is not None
-    ):
-        return cached
-    if timings is None and isinstance(usage.get("timings"), Mapping):
-        timings = usage["timings"]
-    return token_count(timings.get("cache_n")) if timings else None
 
 
 def chunk_token_counts(chunk_chars: Sequence[int], total_tokens: int | None) -> list[int]:

@@ -26,8 +26,11 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | cached | 0 | cached prompt tokens reported (`prompt_tokens_details` and llama.cpp `timings.cache_n`) |
 | finish | stop | finish_reason sent ("length" when max_tokens capped the answer) |
 | salt | 0 | shifts the word cycle so two "engines" answer differently |
+| vary | 0 | 1: the words depend on the prompt (by default every prompt gets the same answer, as a cache in front of a broken model would give) |
+| ctok | | completion_tokens the usage reports per choice, whatever was streamed (a lying counter; may be negative) |
 | fault | none | see below |
 | at | tokens/2 | token index where a mid-stream fault happens |
+| every | 1 | the fault hits one request in `every` of this scenario (the nth, counted from 0 with warm-up requests, where n % every == every // 2: mid-run), the others are served without it |
 | status | 500 | HTTP status for fault=http |
 | body | json | fault=http body: json, text, none, or file:NAME (a file in the replay folder, as is) |
 | delay | 1000 | ms for fault=slow_headers and fault=stall |
@@ -69,6 +72,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -95,10 +99,13 @@ _INT_KEYS = {
     "prompt",
     "cached",
     "salt",
+    "vary",
+    "ctok",
     "at",
     "status",
     "size",
     "canned",
+    "every",
 }
 _FLOAT_KEYS = {"ttft", "itl", "delay", "spread"}
 
@@ -121,8 +128,11 @@ class Scenario:
     cached: int = 0
     finish: str = "stop"
     salt: int = 0
+    vary: int = 0
+    ctok: int | None = None
     fault: str = "none"
     at: int | None = None
+    every: int = 1
     status: int = 500
     body: str = "json"
     delay: float = 1000.0
@@ -260,6 +270,8 @@ class _Counters:
     log: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Requests seen per scenario with a spread: the nth one's draws are seeded by both.
     drawn: dict[str, int] = field(default_factory=dict)
+    #: Requests seen per scenario with `every`: which of them the fault hits.
+    faulted: dict[str, int] = field(default_factory=dict)
 
 
 _REASONS = {
@@ -512,6 +524,13 @@ class ScriptedHandler:
             draws = random.Random(f"{spec}#{nth}")
             scenario.ttft *= draws.lognormvariate(0.0, scenario.spread)
             scenario.itl *= draws.lognormvariate(0.0, scenario.spread / 3)
+        if scenario.every > 1:
+            # One request in `every` of this scenario meets its fault (a stall in 50, say).
+            spec = headers.get("x-scripted") or str(request.get("model") or "")
+            nth = self.counters.faulted.get(spec, 0)
+            self.counters.faulted[spec] = nth + 1
+            if nth % scenario.every != scenario.every // 2:
+                scenario.fault = "none"
         log_id = headers.get("x-scripted-id") or scenario.logas
         record: dict[str, Any] | None = None
         if log_id:
@@ -579,15 +598,25 @@ class ScriptedHandler:
         self.counters.requests += 1
         self.counters.prompt_tokens += prompt_tokens
 
+        # vary=1: a word sequence of the prompt's own (crc32: the same in every server process).
+        varied = (
+            random.Random(zlib.crc32(json.dumps(request.get("messages")).encode()))
+            if scenario.vary
+            else None
+        )
+        shifts = [varied.randrange(len(WORDS)) for _ in range(tokens)] if varied else []
+
         def token_text(choice: int, index: int) -> str:
             if pieces is not None:
                 return pieces[index]
-            return WORDS[(index + scenario.salt + choice * 5) % len(WORDS)]
+            shift = shifts[index] if index < len(shifts) else 0
+            return WORDS[(index + scenario.salt + choice * 5 + shift) % len(WORDS)]
 
+        claimed = scenario.ctok * n if scenario.ctok is not None else tokens * n
         usage = {
             "prompt_tokens": prompt_tokens,
-            "completion_tokens": tokens * n,
-            "total_tokens": prompt_tokens + tokens * n,
+            "completion_tokens": claimed,
+            "total_tokens": prompt_tokens + claimed,
             "prompt_tokens_details": {"cached_tokens": scenario.cached},
         }
         if thinking and scenario.rusage:
@@ -641,7 +670,7 @@ class ScriptedHandler:
             # The whole scenario is in the key: with the `x-scripted` header it is not in the model.
             canned_key = (
                 (dataclasses.astuple(scenario), request.get("model"), n, tokens, finish)
-                + (want_usage, prompt_tokens, schema_text)
+                + (want_usage, prompt_tokens, schema_text, tuple(shifts))
                 if scenario.canned and record is None
                 else None
             )

@@ -57,6 +57,9 @@ def _prefix_cache(
     served = stored_json.number(block.get("input_tokens"))
     cached = stored_json.number(block.get("cached_tokens"))
     share = cached / served if cached is not None and served else None
+    if share is not None and not 0 <= share <= 1:
+        # Impossible counters (services/core/counts.py refuses them per request): unknown.
+        share = None
     if workload_kind in SHARING_WORKLOADS:
         return "shared prefixes", share
     if share is None:

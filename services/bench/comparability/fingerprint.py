@@ -96,6 +96,11 @@ class Comparability:
                 values[item.name] = raw if raw in ("engine usage", "tokenizer", "text chunks") else None
             else:
                 values[item.name] = stored_json.nonempty_text(raw)
+        share = values.get("cached_share")
+        if share is not None and not 0 <= share <= 1:
+            # More cached tokens than prompt tokens (a run stored before such counters were
+            # refused): neither the share nor the cache's state it was read from is known.
+            values["cached_share"] = values["prefix_cache"] = None
         return cls(**values)
 
     @property

@@ -99,6 +99,7 @@ def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: fl
 def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     hits: list[tuple[float, float]] = []
     usage: list[float] = []
+    waiting: list[float] = []
     for values in rows:
         if not isinstance(values, dict) or values.get("_error"):
             continue
@@ -111,6 +112,9 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         kv = values.get("kv_cache_usage")
         if isinstance(kv, (int, float)):
             usage.append(float(kv))
+        queued = values.get("requests_waiting")
+        if isinstance(queued, (int, float)) and not isinstance(queued, bool):
+            waiting.append(float(queued))
     hit_rate = None
     if hits:
         total_weight = sum(w for _, w in hits)
@@ -123,5 +127,8 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "prefix_cache_hit_rate": hit_rate,
         "kv_cache_usage_max": max(usage) if usage else None,
         "kv_cache_usage_mean": sum(usage) / len(usage) if usage else None,
+        # The engine's own word that requests waited in its queue (llama.cpp: requests_deferred),
+        # which tells its queue from the rest where it does not time it (time_split.engine_queue).
+        "requests_waiting_max": max(waiting) if waiting else None,
         "samples": len(rows),
     }

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from services.bench import comparability, selfcheck
+from services.bench import comparability, findings, selfcheck
 from services.bench.jobs.engine_metrics import engine_metrics_for
 from services.bench.runner import BenchOutcome, StepResult
 from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.summary import BenchSummary
-from services.bench.time_split import add_rest_evidence
+from services.bench.time_split import add_rest_evidence, engine_queue, engine_said_waited
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.core import cost
 from services.telemetry.energy.maths import energy_per_token
@@ -72,6 +72,7 @@ def build_summary(
         groups.setdefault((record.engine, record.step), []).append(record)
     engine_order = [e.name for e in spec.engines]
     prices = {e.name: e.usd_per_hour for e in spec.engines}
+    kinds = {e.name: e.kind for e in spec.engines}
     per_step: dict[tuple[str, int | None], dict[str, Any]] = {}
     for key, group in groups.items():
         engine, step = key
@@ -81,12 +82,17 @@ def build_summary(
         if run_id is not None and spec.record_engine_metrics and window and window[0]:
             metrics = engine_metrics_for(run_id, engine, window[0], window[1])
         block = summarize_engine(
-            group,
+            engine_queue(group, kinds.get(engine), engine_said_waited(metrics)),
             slo=spec.slo,
             percentiles=spec.percentiles,
             fixed_output=spec.workload.uses_fixed_output,
             engine_metrics=metrics,
         )
+        # What the requests showed that the figures must not hide: refused counters, a
+        # workload broken, identical answers (docs/measuring.md).
+        block[findings.SUMMARY_KEY] = [
+            found.to_json() for found in findings.findings_of(engine, group, step)
+        ]
         if meta is not None:
             block["unsupported_options"] = meta.summary.get("unsupported_options", [])
             block["cancelled"] = meta.summary.get("cancelled", False)
@@ -95,6 +101,7 @@ def build_summary(
             block["model"] = meta.summary.get("model")
             block["started_at_unix"] = meta.summary.get("started_at_unix")
             block["generator"] = meta.summary.get("generator") or {}
+            selfcheck.weigh(block["generator"], block)
             add_rest_evidence(block)
         # The price the run started with, so later price edits leave this run's cost as it was.
         block[cost.SUMMARY_KEY] = cost.cost_of_block(prices.get(engine), block).to_json()

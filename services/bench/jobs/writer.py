@@ -16,6 +16,7 @@ from db.session import session_scope
 from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
 from services.bench.summary import BenchSummary
 from services.core import stored_json
+from services.core.counts import Refusal
 from services.core.measure import EngineTimes, token_count
 from services.runstate import lifecycle
 from services.runstate.lifecycle import RunStatus
@@ -35,6 +36,7 @@ def request_row(run_id: int, record: RequestRecord) -> dict[str, Any]:
     extra.update(reasoning_extra(record))
     if record.engine_times is not None:
         extra["engine_times"] = record.engine_times.to_json()
+    extra.update(count_extra(record))
     return {
         "run_id": run_id,
         "engine_name": record.engine,
@@ -68,6 +70,28 @@ def reasoning_extra(record: RequestRecord) -> dict[str, Any]:
     )
 
 
+def count_extra(record: RequestRecord) -> dict[str, Any]:
+    """What a request's counts and answer left for the run's findings (services/bench/findings.py),
+    as its row's `extra` keeps it: only what was said (old rows read without them)."""
+    extra: dict[str, Any] = {}
+    if record.stream_tokens is not None:
+        extra["stream_tokens"] = record.stream_tokens
+    if record.refused:
+        extra["refused"] = [refusal.to_json() for refusal in record.refused]
+    if record.over_max_tokens:
+        extra["over_max_tokens"] = True
+    if record.answer_digest:
+        extra["answer_digest"] = record.answer_digest
+    if record.prompt_digest:
+        extra["prompt_digest"] = record.prompt_digest
+    return extra
+
+
+def _refusals(value: Any) -> tuple[Refusal, ...]:
+    listed = value if isinstance(value, list) else []
+    return tuple(found for item in listed if (found := Refusal.from_json(item)) is not None)
+
+
 def record_from_row(row: Any) -> RequestRecord:
     """A stored RequestResult (ORM row or mapping) back as a statistics record."""
     get = row.get if isinstance(row, dict) else (lambda key, default=None: getattr(row, key, default))
@@ -97,6 +121,11 @@ def record_from_row(row: Any) -> RequestRecord:
         reasoning_source=stored_json.text(extra.get("reasoning_source")),
         ttft_includes_reasoning=extra.get("ttft_includes_reasoning") is True,
         engine_times=EngineTimes.from_json(extra.get("engine_times")),
+        stream_tokens=token_count(extra.get("stream_tokens")),
+        refused=_refusals(extra.get("refused")),
+        over_max_tokens=extra.get("over_max_tokens") is True,
+        answer_digest=stored_json.nonempty_text(extra.get("answer_digest")),
+        prompt_digest=stored_json.nonempty_text(extra.get("prompt_digest")),
     )
 
 

@@ -5,7 +5,6 @@ request streamed, timed and recorded once, whatever happens to it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -35,25 +34,15 @@ MAX_ERROR_TEXT = 500
 
 
 class _SchemaChecker:
-    def __init__(self) -> None:
-        self._validators: dict[str, Any] = {}
-
     def valid(self, schema: dict[str, Any], text: str) -> bool | None:
-        """Valid, invalid, or None: not checked (a pattern slower than the deadline)."""
+        """Valid, invalid, or None: not checked (a slow pattern, or the check over its budget
+        of time and memory: services/core/json_schema.py)."""
         # jsonschema costs 0.05-0.1 s: only a worker that checks structured output loads it.
         from services.core import json_schema
 
-        key = json.dumps(schema, sort_keys=True)
-        validator = self._validators.get(key)
-        if validator is None:
-            validator = json_schema.validator(schema)
-            self._validators[key] = validator
-        try:
-            instance = json.loads(text)
-        except (ValueError, RecursionError):
-            return False
-        # The same bound as the Playground's: at most CHECK_DEADLINE_S of regex matching.
-        return json_schema.check(validator, instance).valid
+        # The same bound as the Playground's, in the same checking process (it keeps each
+        # schema's validator for the next answer).
+        return json_schema.check_text(text, schema, fenced=False).valid
 
 
 class EngineLoad:
@@ -145,7 +134,14 @@ class EngineLoad:
             # is, must not delay the other streams' chunks and their timestamps.
             schema_valid = await asyncio.to_thread(self.schemas.valid, conversation.schema, result.text)
         record = self._record(
-            result, turn.index, turn.output_len, conversation, scheduled, warmup, schema_valid
+            result,
+            turn.index,
+            turn.output_len,
+            conversation,
+            scheduled,
+            warmup,
+            schema_valid,
+            prompt_digest=request.prompt_digest() if result.ok and not warmup else None,
         )
         self._emit(record)
         if record.ok:
@@ -161,6 +157,7 @@ class EngineLoad:
         scheduled: float | None,
         warmup: bool,
         schema_valid: bool | None = None,
+        prompt_digest: str | None = None,
     ) -> RequestRecord:
         start = result.start - self.origin if result.start else None
         metrics = result.metrics()
@@ -193,6 +190,11 @@ class EngineLoad:
             schema_valid=schema_valid,
             step=self.settings.step,
             engine_times=result.engine_times,
+            stream_tokens=metrics.stream_tokens,
+            refused=metrics.refused,
+            over_max_tokens=metrics.over_max_tokens,
+            answer_digest=result.answer_digest() if result.ok and not warmup else None,
+            prompt_digest=prompt_digest,
         )
         return record
 
