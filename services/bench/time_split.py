@@ -6,13 +6,21 @@ The block's means add up: over the requests the engine timed, mean queue + mean 
 mean decode + mean E2E rest = mean E2E (the chart stacks them), except where a rest was clamped
 at 0 (`clamped`: the engine counted more time than the client saw; `clamp_note` says so beside
 every split shown). Percentiles do not add up and are there to read one part at a time.
+
+An engine that times no queue but declares one (`EngineAdapter.untimed_queue`: llama.cpp's wait
+for a free slot) has it read on the client's clock (`engine_queue`) before the block is built,
+so that wait is its queue, never "network, HTTP, front end, client".
 """
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from services.core.measure import clamp_note
+from services.core.measure import EngineTimes, clamp_note
+from services.engines import get_adapter
 
 #: The parts of a split the block describes (seconds).
 SPLIT_PARTS = ("queue_s", "prefill_s", "decode_s", "engine_s", "ttft_rest_s", "e2e_rest_s")
@@ -60,7 +68,8 @@ def not_reported(label: str) -> str:
 
 def part_note(block: dict[str, Any], key: str, label: str) -> str | None:
     """Why one part of an engine's stored block has no figure, in words: its engine reported
-    no time, or not that part (llama.cpp's queue, TGI's prefill apart from decode). None when
+    no time, or not that part (TGI's prefill apart from decode; llama.cpp's queue in a run stored
+    before its slot wait was read, `engine_queue`). None when
     the part has a figure, or when the block says nothing (a run stored before engines' times
     were read, or an import): no one can say whether the engine reported it."""
     if not block.get("requests"):
@@ -111,8 +120,9 @@ FRONT_END = "the engine's front end (tokenizing, detokenizing, its HTTP server) 
 
 def rest_evidence(block: dict[str, Any]) -> str | None:
     """The rest of an engine's block as evidence, with its figure and whose it likely is, when
-    large. Only for an engine that times its queue: one that does not (llama.cpp) leaves the
-    wait for a free slot in the rest, and that wait is the engine's, not the client's."""
+    large. Only for an engine whose queue is known, timed or read (llama.cpp's slot wait,
+    `engine_queue`): one whose queue is neither leaves that wait in the rest, and it is the
+    engine's, not the client's."""
     split = block.get("time_split") or {}
     rest = split.get("e2e_rest_s") or {}
     p50, p99 = rest.get("p50"), rest.get("p99")
@@ -147,3 +157,120 @@ def add_rest_evidence(block: dict[str, Any]) -> None:
     if not generator or evidence is None:
         return
     generator["rest_evidence"] = evidence
+
+
+#: How much later than a request's prefill began (on the client's clock) the end of the request
+#: whose slot it took may read: both are the client's timestamps, each late by its own loop's
+#: delay. A wrong match costs at most the request's own gap before prefill (see `engine_queue`).
+SLOT_MATCH_S = REST_P99_LIMIT_S
+
+
+class TimedRequest(Protocol):
+    """What `engine_queue` reads of a request (services.bench.stats.RequestRecord is one): a
+    dataclass, which it copies with the queue read."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    engine: str
+    step: int | None
+    ok: bool
+    start_s: float | None
+    ttft_s: float | None
+    e2e_s: float | None
+    engine_times: EngineTimes | None
+
+
+Request = TypeVar("Request", bound=TimedRequest)
+
+
+def engine_queue(
+    records: Sequence[Request], kind: str | None, waited: bool | None = None
+) -> list[Request]:
+    """One load's requests (one engine, one step) with the queue their engine does not time
+    but declares (`EngineAdapter.untimed_queue`) read on the client's clock; as they are for any
+    other kind. A request that found every slot busy begins its prefill when a slot frees, i.e.
+    when another request of the load ends: its queue is from its send to the end of the last
+    other request that ended before its prefill began (up to `SLOT_MATCH_S` after, the two
+    timestamps' own delays), 0 when none ended in between. Its rest is what is left: the
+    network, HTTP and the front end. Where the match is wrong (another slot's request ended by
+    chance in the gap) the queue takes at most the request's own gap before prefill, the small
+    figure the rest would have held. `waited` is the engine's own word (its waiting metric above
+    0 during the load): False (it said none waited) makes every queue 0; None (not read) leaves
+    the ends to say."""
+    rule = get_adapter(kind).untimed_queue
+    if rule is None:
+        return list(records)
+    ends = sorted(
+        (record.start_s + record.e2e_s, index)
+        for index, record in enumerate(records)
+        if record.start_s is not None and record.e2e_s is not None
+    )
+    end_times = [end for end, _ in ends]
+    source = f"{rule.what} from the client's clock"
+    out: list[Request] = []
+    for index, record in enumerate(records):
+        times = record.engine_times
+        if (
+            not record.ok
+            or times is None
+            or times.queue_s is not None
+            or times.prefill_s is None
+            or record.start_s is None
+            or record.ttft_s is None
+        ):
+            out.append(record)
+            continue
+        began = record.start_s + max(0.0, record.ttft_s - times.prefill_s)
+        wait = 0.0
+        if waited is not False:
+            at = bisect.bisect_right(end_times, began + SLOT_MATCH_S)
+            while at > 0 and ends[at - 1][1] == index:
+                at -= 1  # its own end is no slot it waited for
+            freed = ends[at - 1][0] if at > 0 else None
+            if freed is not None and freed > record.start_s:
+                wait = min(freed, began) - record.start_s
+        sources = ", ".join(part for part in (times.source, source) if part)
+        out.append(replace(record, engine_times=replace(times, queue_s=wait, source=sources)))
+    return out
+
+
+def engine_said_waited(engine_metrics: Mapping[str, Any] | None) -> bool | None:
+    """Whether the engine said requests waited in its queue during a load (its waiting metric,
+    llama.cpp's requests_deferred, above 0 in a sample); None when its metrics were not read."""
+    most = (engine_metrics or {}).get("requests_waiting_max")
+    if not isinstance(most, (int, float)) or isinstance(most, bool):
+        return None
+    return most > 0
+
+
+def loads_waited(
+    engines: Mapping[str, Mapping[str, Any]], sweep: Sequence[Mapping[str, Any]] = ()
+) -> dict[tuple[str, int | None], bool | None]:
+    """`engine_said_waited` of each load of a stored summary (its engines' blocks, its sweep's
+    rows), keyed as `engine_queues` reads it."""
+    waited: dict[tuple[str, int | None], bool | None] = {
+        (name, None): engine_said_waited(block.get("engine_metrics")) for name, block in engines.items()
+    }
+    for row in sweep:
+        step = row.get("step")
+        waited[(str(row.get("engine")), step if isinstance(step, int) else None)] = engine_said_waited(
+            row.get("engine_metrics")
+        )
+    return waited
+
+
+def engine_queues(
+    records: Sequence[Request],
+    kinds: Mapping[str, str],
+    waited: Mapping[tuple[str, int | None], bool | None],
+) -> list[Request]:
+    """`engine_queue` for every load (engine and step) of a run's requests, in their order;
+    `kinds` names each engine's kind, `waited` each load's engine's own word."""
+    groups: dict[tuple[str, int | None], list[int]] = {}
+    for index, record in enumerate(records):
+        groups.setdefault((record.engine, record.step), []).append(index)
+    out = list(records)
+    for key, indices in groups.items():
+        done = engine_queue([records[i] for i in indices], kinds.get(key[0]), waited.get(key))
+        for index, record in zip(indices, done):
+            out[index] = record
+    return out

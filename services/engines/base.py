@@ -103,6 +103,24 @@ class SamplingParams:
 
 #: What each adapter reads from its metrics: a signal name to its sources, best first.
 TelemetrySignals = Mapping[str, tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class UntimedQueue:
+    """How an engine that times no queue still has one: a request that finds all its slots busy
+    waits, untimed, until one frees, and its own times (prefill, decode) begin only then. The
+    wait is read on the client's clock by services/bench/time_split.py (`engine_queue`): from
+    the send to the end of the load's last other request that ended before this one's prefill
+    began (the request whose slot it took). A kind declares it on its adapter
+    (`EngineAdapter.untimed_queue`); without it the gap before prefill stays in the rest."""
+
+    #: What the wait is, in words ("the wait for a free slot").
+    what: str
+    #: The engine's own count of the requests that waited, in its words ("llamacpp:requests_deferred"),
+    #: read as the normalised `requests_waiting` signal: said beside the queue as corroboration.
+    waiting_metric: str = ""
+
+
 #: What an answer carried, for `EngineAdapter.engine_times`: the stream's non-OpenAI top-level
 #: fields (the last value of each), its usage, and the response headers (lower-case names).
 Fields = Mapping[str, Any]
@@ -144,6 +162,15 @@ class EngineAdapter:
         """This engine's own times for one request, from what its answer carried (`Fields`,
         `Usage`, `Headers`). None: it reported none."""
         return None
+
+    #: Its queue when it times none (llama.cpp's wait for a free slot); None: an engine that
+    #: times its queue, or one whose gap before prefill is not known to be a queue.
+    untimed_queue: ClassVar[UntimedQueue | None] = None
+
+    #: Settings it reports (flattened as Compare lists them: "/props.media_marker") that take a
+    #: new value at every start of the process, such as a random token: two runs always differ
+    #: by them, so no comparison lists them (issue 56).
+    volatile_settings: ClassVar[frozenset[str]] = frozenset()
 
     #: How the client talks to it (services.client): OpenAI chat unless the kind says otherwise.
     wire: ClassVar[WireFormat] = "openai"

@@ -24,6 +24,7 @@ from services.bench.runner.preparation import (
 from services.bench.runner.transports import transport_for
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget, RequestSettings, SweepSpec
 from services.bench.stats import SloSpec, summarize_engine
+from services.bench.time_split import engine_queue, engine_said_waited
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
 from services.telemetry.energy.records import EnergyResult
@@ -246,12 +247,14 @@ class Benchmark:
         energy: EnergyResult | None = None,
     ) -> StepResult:
         self._last_generator[outcome.engine] = outcome.generator
+        metrics = self.engine_metrics(outcome.engine, outcome.wall_start, outcome.wall_end)
+        kind = next((e.kind for e in self.spec.engines if e.name == outcome.engine), None)
         summary = summarize_engine(
-            outcome.records,
+            engine_queue(outcome.records, kind, engine_said_waited(metrics)),
             slo=self.spec.slo,
             percentiles=self.spec.percentiles,
             fixed_output=self.spec.workload.uses_fixed_output,
-            engine_metrics=self.engine_metrics(outcome.engine, outcome.wall_start, outcome.wall_end),
+            engine_metrics=metrics,
         )
         summary["unsupported_options"] = outcome.unsupported
         summary["cancelled"] = outcome.cancelled

@@ -15,6 +15,7 @@ from services.bench.caveats import Caveats, run_caveats
 from services.bench.comparability.build import requested_input_tokens
 from services.bench.stats import CANCELLED, RequestRecord
 from services.bench.summary import BenchSummary
+from services.bench.time_split import engine_queues, loads_waited
 from services.bench.view.charts import (
     by_engine,
     cdf_figure,
@@ -250,7 +251,14 @@ def run_view(run_id: int) -> RunView:
         figures["concurrency"] = concurrency_figure(measured, labels, offsets)
         per_engine = max((len(rs) for rs in by_engine(measured).values()), default=0)
         if per_engine <= TIMELINE_MAX_REQUESTS:
-            figures["timeline"] = timeline_figure(measured, labels, offsets)
+            # Each request's hover says its split as the summary's block does: with the queue
+            # its engine does not time (llama.cpp's slot wait) read the same way.
+            timed = engine_queues(
+                measured,
+                {e.name: e.kind for e in run.spec.engines},
+                loads_waited(results.engines, results.sweep),
+            )
+            figures["timeline"] = timeline_figure(timed, labels, offsets)
         split = split_figure(results, kinds)
         if split is not None:
             figures["time_split"] = split

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes, milliseconds, token_count
-from services.engines.base import EngineAdapter, Fields, Headers, ProbeEvidence, TelemetrySignals, Usage
+from services.engines.base import (
+    EngineAdapter,
+    Fields,
+    Headers,
+    ProbeEvidence,
+    TelemetrySignals,
+    UntimedQueue,
+    Usage,
+)
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -31,6 +39,9 @@ class LlamaCppAdapter(EngineAdapter):
     cached_tokens_source = "timings.cache_n (and usage.prompt_tokens_details.cached_tokens)"
     metrics_hint = "Start llama-server with --metrics (else /metrics answers 501); --slots for /slots."
     metric_markers = ("llamacpp:",)
+    # llama-server draws its multimodal marker at random at every start (`<__media_…__>`, unless
+    # LLAMA_MEDIA_MARKER sets it) and says it in /props: a new value per process, not a setting.
+    volatile_settings = frozenset({"/props.media_marker"})
     # The *_tokens_seconds gauges reset their window on every read (a second scraper would
     # corrupt them), so every rate comes from counters. Newer builds count cached prompt
     # tokens apart from prompt_tokens_total; older ones include them.
@@ -74,8 +85,15 @@ class LlamaCppAdapter(EngineAdapter):
     # tools/server/server-common.cpp `server_slot_stats::to_json`, on the last chunk: prompt_ms
     # is the prompt's processing (to the first token's logits), predicted_ms the generation
     # after it; prompt_n counts only the tokens processed, cache_n those reused. A request
-    # that waits for a free slot is not timed: that wait stays in the rest.
-    engine_times_source = "`timings` on the last chunk (always on; no queue time)"
+    # that waits for a free slot is not timed (the task is deferred, and its slot's clock starts
+    # when a slot takes it): `untimed_queue` reads that wait on the client's clock.
+    engine_times_source = (
+        "`timings` on the last chunk (always on); its wait for a free slot, which it does not "
+        "time, from the client's clock"
+    )
+    untimed_queue = UntimedQueue(
+        what="the wait for a free slot", waiting_metric="llamacpp:requests_deferred"
+    )
 
     def engine_times(self, fields: Fields, usage: Usage | None, headers: Headers) -> EngineTimes | None:
         timings = fields.get("timings")
