@@ -119,7 +119,12 @@ def imported(data_dir: Path, document: dict[str, Any], scratch: Path) -> int:
 
 
 def gate(data_dir: Path, base: int, candidate: int) -> tuple[int, str]:
-    done = cli(data_dir, "runs", "compare", str(base), str(candidate), "--fail-on", README_CHECKS)
+    # What is measured is the noise verdict: a busy host's client-bound runs would otherwise
+    # read "not measured" (exit 4), a verdict of its own (docs/ci-gate.md, findings).
+    done = cli(
+        data_dir, "runs", "compare", str(base), str(candidate), "--fail-on", README_CHECKS,
+        "--allow-untrusted",
+    )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     return done.returncode, (lines[-1] if lines else done.stderr.strip()[-200:])
 

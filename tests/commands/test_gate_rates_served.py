@@ -13,6 +13,10 @@ between two runs (the suite runs beside this test) must stay inside them.
   least 18 fail with the regression exit code on output_tok_s (20 on a quiet machine; with the
   six local engines idle beside it, one read -4.9% against a slow baseline, inside the limit).
 
+- Stalls (issue 55): 10 candidates of 200 requests, each with one request that pauses 3 s
+  mid-stream: all 10 fail with the stall finding (a stall is not a matter of chance: it is
+  judged against the run's own waits, so 10 of 10).
+
 tests/services/runs/test_gate_rates.py holds the same rates on drawn runs of the README's size.
 """
 
@@ -35,10 +39,18 @@ SLOWER_ITL_MS = ((TTFT_MS + (TOKENS - 1) * ITL_MS) / 0.85 - TTFT_MS) / (TOKENS -
 
 
 def bench(
-    capsys: pytest.CaptureFixture[str], server: ScriptedServer, salt: int, itl: float, *gate_args: str
+    capsys: pytest.CaptureFixture[str],
+    server: ScriptedServer,
+    salt: int,
+    itl: float,
+    *gate_args: str,
+    requests: int = REQUESTS,
+    **scenario: object,
 ) -> tuple[int, int, str]:
     """(exit code, run id, what it printed) of one benchmark run of its own setup."""
-    model = scenario_model(ttft=TTFT_MS, itl=itl, tokens=TOKENS, spread=SPREAD, salt=salt)
+    model = scenario_model(
+        ttft=TTFT_MS, itl=itl, tokens=TOKENS, spread=SPREAD, salt=salt, vary=1, **scenario
+    )
     code, out, err = run_cli(
         capsys,
         "bench",
@@ -49,7 +61,7 @@ def bench(
         "--concurrency",
         str(CONCURRENCY),
         "--requests",
-        str(REQUESTS),
+        str(requests),
         "--input-len",
         "32",
         "--output-len",
@@ -77,7 +89,9 @@ def test_served_runs_hold_no_false_alarm_and_catch_a_15_percent_drop(
         assert code == 0, said
         false_alarms, caught, missed = [], [], []
         for i in range(1, 21):
-            gate_args = ("--baseline", str(previous), "--fail-on", README_CHECKS)
+            # The rates under test are the noise verdict's: the shared machine often leaves the
+            # generator client-bound (exit 4 without the flag; tested on its own elsewhere).
+            gate_args = ("--baseline", str(previous), "--fail-on", README_CHECKS, "--allow-untrusted")
             code, slower, said = bench(capsys, server, 100 + i, SLOWER_ITL_MS, *gate_args)
             if code == gate.EXIT_REGRESSION and "output_tok_s" in said:
                 caught.append(slower)
@@ -91,3 +105,28 @@ def test_served_runs_hold_no_false_alarm_and_catch_a_15_percent_drop(
     # The machine moves a run's rate by a few percent too (idle engines polling beside it):
     # a slower run that drew a fast moment can read as -5% against a slow baseline.
     assert len(caught) >= 18, "\n".join(missed)
+
+
+STALL_REQUESTS = 200
+
+
+def test_one_stall_in_200_is_caught_10_times_of_10(
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with ScriptedServer() as server:
+        code, base, said = bench(capsys, server, 0, ITL_MS, requests=STALL_REQUESTS)
+        assert code == 0, said
+        missed = []
+        for i in range(1, 11):
+            gate_args = ("--baseline", str(base), "--fail-on", README_CHECKS, "--allow-untrusted")
+            stall = {"fault": "stall", "at": TOKENS // 2, "delay": 3000, "every": STALL_REQUESTS}
+            code, _, said = bench(
+                capsys, server, 200 + i, ITL_MS, *gate_args, requests=STALL_REQUESTS, **stall
+            )
+            if code != gate.EXIT_REGRESSION or " stall: " not in said:
+                missed.append(said)
+    assert missed == [], "\n".join(missed)

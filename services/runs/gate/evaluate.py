@@ -5,7 +5,9 @@ A check fails when its change passes its threshold and is beyond the noise verdi
 between comparable setups. A figure missing on either side is "not measured", which fails the
 gate with an exit code of its own unless the check is optional. A run where nothing completed
 fails whatever the flags. Not comparable is its own outcome (exit 3), unless the user compares
-anyway, which the outputs then say.
+anyway, which the outputs then say. Beside the checks, the gate's findings
+(services/runs/gate/findings.py: a broken workload, a stall, a jump, figures that cannot be
+trusted) fail it unless their flag passes them; a broken workload, nothing does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Literal
 from services.bench.comparability import ComparabilityVerdict, compare_fingerprints
 from services.core.errors import ShootoutError, ValidationError
 from services.runs.comparison import compare_runs
-from services.runs.gate.noise import gate_noise
+from services.runs.gate.findings import Allowed, GateFinding, changed_side, pair_findings, summaries_of
+from services.runs.gate.noise import DRIFT_UNMEASURED, gate_noise
 from services.runs.gate.rules import REQUEST_NAMES, Threshold, with_default_checks
 from services.runs.records import Comparison, NoiseCheck, Series, format_value
 
@@ -50,6 +53,9 @@ _COUNTED: tuple[tuple[CheckStatus, str], ...] = (
     ("pass", "passed"),
     ("skipped", "skipped (optional, not measured)"),
 )
+
+#: A finding's status in the closing line.
+_FINDING_WORDS = {"fail": "failed", "allowed": "allowed", "note": "noted"}
 
 
 class GateToolError(ShootoutError):
@@ -101,8 +107,9 @@ class Check:
         else:
             why = {
                 "pass": "within the limit",
-                "fail": "regression beyond the limit and beyond noise",
-                "within noise": "past the limit but within noise",
+                "fail": f"regression beyond the limit and beyond {self.noise_judged}"
+                + (f"; {DRIFT_UNMEASURED}" if self.noise.method == "bootstrap" else ""),
+                "within noise": f"past the limit but within {self.noise_judged}",
                 "noise unknown": "past the limit, noise unknown: allowed by --allow-unknown-noise",
                 "not measured": "not measured on both sides: fails (mark the check optional "
                 "with a trailing ? to skip it)",
@@ -111,6 +118,16 @@ class Check:
             }[self.status]
         default = " (default check)" if self.threshold.implicit else ""
         return f"{self.engine} {self.threshold.name}{default}: {figures}: {why}"
+
+    @property
+    def noise_judged(self) -> str:
+        """Which noise judged the change, in words (a regression judged within the run adds
+        that run-to-run drift was not measured)."""
+        if self.noise.method == "repeats":
+            return "run-to-run noise (stored repeats)"
+        if self.noise.method == "bootstrap":
+            return "the run's own noise"
+        return "noise"
 
 
 def _nothing_completed(series: Series) -> str | None:
@@ -150,10 +167,38 @@ class GateResult:
     run_ids: tuple[int, ...] = field(default=())
     #: Candidates that look like repeats of the baseline and are not: what differs.
     not_repeats: tuple[str, ...] = ()
+    #: What the gate found beside its checks (services/runs/gate/findings.py).
+    findings: tuple[GateFinding, ...] = ()
 
     @property
     def comparable(self) -> bool:
         return all(pair.verdict.comparable for pair in self.pairs)
+
+    def _failing(self, kind: str, side: str | None = None) -> list[GateFinding]:
+        return [
+            f for f in self.findings if f.failed and f.kind == kind and (side is None or f.side == side)
+        ]
+
+    @property
+    def broken(self) -> list[GateFinding]:
+        """Candidates that broke the workload: they fail whatever the flags."""
+        return self._failing("broken workload", "candidate")
+
+    @property
+    def broken_baselines(self) -> list[GateFinding]:
+        """Baselines that broke the workload: nothing is comparable with them, whatever the flags."""
+        return self._failing("broken workload", "baseline")
+
+    @property
+    def untrusted(self) -> list[GateFinding]:
+        return self._failing("untrusted")
+
+    @property
+    def failed_findings(self) -> list[GateFinding]:
+        """The findings that fail the gate as a regression would (a stall, a jump)."""
+        return [
+            f for f in self.findings if f.failed and f.kind in ("stall", "jump", "identical answers")
+        ]
 
     @property
     def nothing_completed(self) -> list[str]:
@@ -165,11 +210,17 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
-        if self.nothing_completed:
+        if self.nothing_completed or self.broken:
             return EXIT_REGRESSION  # whatever the flags, --allow-incomparable included
-        if not self.comparable and not self.override:
+        if self.broken_baselines or (not self.comparable and not self.override):
             return EXIT_NOT_COMPARABLE
-        if any(check.status == "fail" for check in self.checks):
+        # A stall is judged beyond the generator's own longest delay: a busy host makes none.
+        if self._failing("stall"):
+            return EXIT_REGRESSION
+        # A client-bound (or shared) measurement's regressions may be the host's: not measured.
+        if self.untrusted:
+            return EXIT_NOT_MEASURED
+        if any(check.status == "fail" for check in self.checks) or self.failed_findings:
             return EXIT_REGRESSION
         if any(check.status == "not measured" for check in self.checks):
             return EXIT_NOT_MEASURED
@@ -181,28 +232,33 @@ class GateResult:
 
     @property
     def counts(self) -> str:
-        """What happened to the checks: "2 failed, 1 within noise, 1 not measured"."""
+        """What happened to the checks (and the findings): "2 failed, 1 within noise, 1 not
+        measured; findings: stall (failed)"."""
         parts = []
         for status, words in _COUNTED:
             count = sum(1 for check in self.checks if check.status == status)
             if count:
                 parts.append(f"{count} {words}")
-        return ", ".join(parts) or "no checks"
+        found = [f"{f.kind} ({_FINDING_WORDS[f.status]})" for f in self.findings]
+        findings = f"; findings: {', '.join(dict.fromkeys(found))}" if found else ""
+        return (", ".join(parts) or "no checks") + findings
 
     @property
     def message(self) -> str:
         """The one line the CLI ends with."""
         code = self.exit_code
-        if self.nothing_completed:
-            return (
-                f"regression: {'; '.join(self.nothing_completed)}; checks: {self.counts} (exit {code})"
-            )
+        if self.nothing_completed or self.broken:
+            said = [*self.nothing_completed, *(f.text for f in self.broken)]
+            return f"regression: {'; '.join(said)}; checks: {self.counts} (exit {code})"
         if code == EXIT_NOT_COMPARABLE:
-            differing = sorted({d.label.lower() for p in self.pairs for d in p.verdict.differences})
+            return self._not_comparable(code)
+        if code == EXIT_NOT_MEASURED and self.untrusted:
+            which = ", ".join(dict.fromkeys(f.brief or f.text for f in self.untrusted))
             return (
-                "not comparable: the runs differ in " + ", ".join(differing) + f"; no check was "
-                f"judged ({self.counts}; exit {code}). Fix the setup, or pass --allow-incomparable "
-                "to judge anyway."
+                f"not measured: the figures cannot be trusted ({which}: the evidence is in the "
+                f"findings); "
+                f"checks: {self.counts} (exit {code}). Measure where the load generator keeps up, "
+                "one engine at a time, or pass --allow-untrusted to judge anyway."
             )
         overridden = (
             " (compared although not comparable: --allow-incomparable)"
@@ -210,6 +266,31 @@ class GateResult:
             else ""
         )
         return f"{OUTCOMES[code]}: {self.counts}{overridden} (exit {code})"
+
+    def _not_comparable(self, code: int) -> str:
+        """Not comparable: which side changed what, and what passes it (or that nothing does)."""
+        parts = [f.text for f in self.broken_baselines]
+        by_side: dict[str, list[str]] = {}
+        for pair in self.pairs:
+            for d in pair.verdict.differences:
+                side = changed_side(d, pair.baseline.fingerprint, pair.candidate.fingerprint)
+                label = pair.candidate.label if side == "candidate" else pair.baseline.label
+                whose = f"the {side} {label} changed" if side else "the runs differ in"
+                by_side.setdefault(whose, []).append(d.label.lower())
+        parts += [f"{whose} {', '.join(dict.fromkeys(labels))}" for whose, labels in by_side.items()]
+        if self.broken_baselines:
+            advice = "Choose another baseline: --allow-incomparable does not judge a broken one."
+        elif any(whose.endswith(" changed") for whose in by_side):
+            advice = (
+                "The changed side's answers or counts differ from the workload asked: fix that "
+                "engine, or pass --allow-incomparable to judge anyway."
+            )
+        else:
+            advice = "Fix the setup, or pass --allow-incomparable to judge anyway."
+        return (
+            f"not comparable: {'; '.join(parts)}; no check was judged ({self.counts}; "
+            f"exit {code}). {advice}"
+        )
 
 
 def _value(series: Series, threshold: Threshold) -> float | None:
@@ -289,9 +370,11 @@ def evaluate(
     *,
     allow_incomparable: bool = False,
     allow_unknown_noise: bool = False,
+    allowed: Allowed | None = None,
 ) -> GateResult:
     """The gate for stored runs: `baseline_run` against each of `candidate_runs`. The default
-    error check is added unless failed requests are named."""
+    error check is added unless failed requests are named; the findings are looked for in each
+    pair (`allowed`: those their flags pass)."""
     ids = [baseline_run, *(r for r in candidate_runs if r != baseline_run)]
     if len(ids) < 2:
         raise ValidationError("The gate needs a baseline run and at least one other run.")
@@ -317,6 +400,19 @@ def evaluate(
         for pair in pairs
         for threshold in checked
     )
+    summaries = summaries_of(ids)
+    findings = tuple(
+        found
+        for pair in pairs
+        for found in pair_findings(
+            pair.baseline,
+            pair.candidate,
+            summaries,
+            allowed or Allowed(),
+            judged=pair.verdict.comparable or allow_incomparable,
+            changed=[d.label for d in pair.verdict.engine_changes],
+        )
+    )
     return GateResult(
         thresholds=tuple(checked),
         pairs=tuple(pairs),
@@ -326,4 +422,5 @@ def evaluate(
         unpaired=tuple(unpaired),
         run_ids=tuple(ids),
         not_repeats=tuple(comparison.repeat_notes),
+        findings=findings,
     )

@@ -1,6 +1,7 @@
 """What the gate writes for a CI job: a Markdown summary (a job's summary page) and JUnit XML
-(one test case per check, one for comparability and one for completed requests per engine, so a
-CI's test view lists them). Every check that fails the gate is a JUnit failure; only an optional
+(one test case per check, one for comparability and one for completed requests per engine, one
+per finding, so a CI's test view lists them; what changed between the runs as the suite's
+properties). Every check or finding that fails the gate is a JUnit failure; only an optional
 check whose figure is missing is skipped. Names come from imported files too: control characters
 are dropped from text and Markdown, and XML-illegal ones replaced in the JUnit."""
 
@@ -28,6 +29,7 @@ _ICON = {
     "skipped": "—",
     "not judged": "⛔",
 }
+_FINDING_ICON = {"fail": "❌", "allowed": "⚠️", "note": "ℹ️"}
 #: The Markdown title of each exit code.
 TITLES: dict[int, str] = {
     EXIT_PASS: "✅ pass",
@@ -71,7 +73,9 @@ def markdown(result: GateResult) -> str:
         f"Runs {runs}; baseline #{result.run_ids[0]}. Checks: "
         + ", ".join(f"`{t.text}`" for t in result.thresholds)
         + ". A check fails past its limit when beyond noise or when its noise is unknown "
-        "(unless allowed); a figure not measured fails unless the check is optional (`?`).",
+        "(unless allowed); a figure not measured fails unless the check is optional (`?`); a "
+        "finding (a stall, a jump, a broken workload, figures that cannot be trusted) fails "
+        "unless its flag passes it.",
         "",
         _cell(result.message),
         "",
@@ -86,6 +90,13 @@ def markdown(result: GateResult) -> str:
             lines.append(f"  - not recorded on one side: {_cell(', '.join(verdict.unchecked))}")
     if result.override and not result.comparable:
         lines.append("- **Override:** judged although not comparable (`--allow-incomparable`).")
+    if result.findings:
+        lines += ["", "### Findings", ""]
+        lines += [
+            f"- {_FINDING_ICON[f.status]} **{f.kind}** ({_cell(f.engine)}, {f.status}): {_cell(f.text)}"
+            for f in result.findings
+        ]
+        lines.append("")
     for text in result.nothing_completed:
         lines.append(f"- **{_cell(text)}**: the gate fails whatever the flags.")
     lines += [f"- {_cell(note)}" for note in result.not_repeats]
@@ -118,6 +129,17 @@ def junit(result: GateResult) -> str:
     `<failure>` (CI pages show skipped cases green): only optional checks are ever skipped."""
     suites = ET.Element("testsuites", name="shootout-gate")
     suite = ET.SubElement(suites, "testsuite", name="shootout-gate")
+    changes = [
+        (f"changed {d.label} ({pair.candidate.label} against {pair.baseline.label})", d.text)
+        for pair in result.pairs
+        for d in pair.verdict.engine_changes
+    ]
+    if changes:
+        # What the comparison measures (another model, engine version, weights): a CI page that
+        # shows only the JUnit still says what changed.
+        properties = ET.SubElement(suite, "properties")
+        for name, value in changes:
+            ET.SubElement(properties, "property", name=name, value=value)
     cases = failures = skipped = 0
     for pair in result.pairs:
         cases += 2
@@ -137,6 +159,15 @@ def junit(result: GateResult) -> str:
             failures += 1
             words = "; ".join(pair.nothing_completed)
             _failure(case, words, "nothing completed", words)
+    for found in result.findings:
+        cases += 1
+        case = ET.SubElement(
+            suite, "testcase", classname=f"shootout.gate.{found.engine}", name=found.kind
+        )
+        ET.SubElement(case, "system-out").text = f"{found.side}: {found.text}"
+        if found.failed:
+            failures += 1
+            _failure(case, found.text, found.kind, found.text)
     for check in result.checks:
         cases += 1
         case = ET.SubElement(

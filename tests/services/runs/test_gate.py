@@ -117,7 +117,7 @@ def test_cost_per_million_tokens_is_gated_as_a_rise(db_url: str) -> None:
     (check,) = named(result)
     # Same requests on both sides: the within-run interval of the output rate is tight.
     assert check.change_pct == pytest.approx(25.0) and check.status == "fail"
-    assert check.noise.method == "bootstrap" and "within-run noise" in check.noise.detail
+    assert check.noise.method == "bootstrap" and "the run's own noise" in check.noise.detail
     assert "$1.00 -> $1.25" in check.text
     assert result.exit_code == gate.EXIT_REGRESSION
     # A run without a price is not measured on cost, never a 100% change from $0.
@@ -183,7 +183,10 @@ def test_not_comparable_is_its_own_exit_and_the_override_judges(db_url: str) -> 
     checks = gate.parse_fail_on("ttft_p90:+10%")
     result = gate.evaluate(base, [short], checks)
     assert not result.comparable and result.exit_code == gate.EXIT_NOT_COMPARABLE
-    assert result.message.startswith("not comparable: the runs differ in fixed output length honoured")
+    assert result.message.startswith(
+        f"not comparable: the candidate #{short} vllm changed output length as served, fixed "
+        "output length honoured"
+    )
     assert [c.status for c in named(result)] == ["not judged"]  # past its limit, yet not judged
     anyway = gate.evaluate(base, [short], checks, allow_incomparable=True)
     assert anyway.exit_code == gate.EXIT_REGRESSION

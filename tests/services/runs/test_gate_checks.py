@@ -49,7 +49,8 @@ def test_bad_failed_request_checks_say_why(text: str, message: str) -> None:
 
 def test_failed_requests_fail_by_default_in_points(db_url: str) -> None:
     base = stored(0.100, steady(0.100))
-    erring = stored(0.100, steady(0.100), completed=95, failed=5)
+    # 128 tokens per completed request, as asked (more would be max_tokens ignored).
+    erring = stored(0.100, steady(0.100), completed=95, failed=5, output_tokens=95 * 128)
     result = gate.evaluate(base, [erring], gate.parse_fail_on("ttft_p90:+10%"))
     default = result.checks[-1]
     assert default.threshold.implicit and default.status == "fail"
@@ -110,6 +111,21 @@ def test_stored_repeats_judge_a_candidate_of_the_baselines_setup(db_url: str) ->
     # The candidate's own value is left out of its noise: a repeat inside the spread passes.
     same = gate.evaluate(base, [rated(498.0)], checks)
     assert named(same)[0].status == "pass" and named(same)[0].noise.status == "within"
+
+
+def test_31_repeats_keep_the_student_t_interval() -> None:
+    """Issue 57: a table of t quantiles that ended at 30 degrees fell to the normal's 1.96 (and
+    dropped sqrt(1 + 1/n)) past it, so the interval of 31 repeats was 5.5% narrower than that of
+    30 and a candidate inside the true interval read "beyond"."""
+    from services.runs.gate import noise
+
+    (threshold,) = gate.parse_fail_on("output_tok_s:-5%")
+    for n in (30, 31):
+        # n repeats of mean 100 and sample spread 1; the true half-width is t(n-1) sqrt(1 + 1/n).
+        others = [100.0 + (1.0 if i % 2 else -1.0) * (n - 1) ** 0.5 / n**0.5 for i in range(n)]
+        check = noise._from_repeats(threshold, others, 102.0)
+        assert check.status == "within", (n, check.detail)
+    assert noise.t_quantile_95(30) == pytest.approx(2.0423, abs=1e-4)
 
 
 def test_stored_runs_with_failed_requests_are_not_repeats(db_url: str) -> None:
