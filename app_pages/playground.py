@@ -75,7 +75,7 @@ def on_new_conversation() -> None:
 
 def _show(run_id: int) -> None:
     """Put a stored exchange on screen, its settings in the form (the next prompt continues it)."""
-    reopened = playground.reopen_form(run_id)
+    reopened = playground.reopen_form(run_id, common.participant())
     state.update(reopened.form)
     _on_screen(run_id, reopened.conversation_id)
 
@@ -257,4 +257,4 @@ if tally:
         st.dataframe(tally, hide_index=True)
 
 with st.expander("Recent exchanges"):
-    answers.recent(busy, on_open, on_send_again)
+    answers.recent(busy, common.participant(), on_open, on_send_again)

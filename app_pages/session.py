@@ -142,10 +142,11 @@ def on_reveal(run_id: int) -> None:
 
 
 @st.fragment(run_every=common.refresh_interval(1.0))
-def room_votes(run_id: int) -> None:
-    """The room's blind vote on the shown exchange, live, and the reveal when the presenter
-    chooses (an operator's call, as on the Playground)."""
-    line = sessions.live_tally_line(run_id)
+def room_votes(session_id: int, run_id: int) -> None:
+    """The room's blind vote on the shown exchange, live (the votes cast in this session, as
+    its report counts them), and the reveal when the presenter chooses (an operator's call, as
+    on the Playground)."""
+    line = sessions.live_tally_line(run_id, session_id)
     st.markdown(line or "No votes yet on the shown exchange.")
     view = sessions.get_exchange(run_id)
     if view.blind and not view.revealed and common.viewer().is_operator:
@@ -177,7 +178,7 @@ def presenter(seat: sessions.Seat) -> None:
     if current.shown is not None:
         st.caption(f"The room sees now: {md_line(record.label(current.shown))}")
         if current.shown.kind == "exchange" and current.shown.run_ids:
-            room_votes(current.shown.run_ids[0])
+            room_votes(info.id, current.shown.run_ids[0])
     with st.form("session_note_form", clear_on_submit=True, enter_to_submit=True):
         st.text_input("Note for the record", key="session_note")
         st.form_submit_button("Add note", on_click=on_note)

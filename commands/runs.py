@@ -17,8 +17,8 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from commands import arguments, print_json
 from commands import gate as gate_flags
-from commands import print_json
 from services import importers, runs
 from services.core import ids
 from services.core.errors import ValidationError
@@ -56,8 +56,10 @@ def _register_runs(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--until", type=date.fromisoformat, help="YYYY-MM-DD")
     listing.add_argument("--search", help="text in the name or notes")
     listing.add_argument("--archived", choices=("hide", "include", "only"), default="hide")
-    listing.add_argument("--page", type=int, default=1)
-    listing.add_argument("--limit", type=int, default=50, help="runs per page (at most 500)")
+    listing.add_argument("--page", type=arguments.whole(1), default=1)
+    listing.add_argument(
+        "--limit", type=arguments.whole(1, 500), default=50, help="runs per page (at most 500)"
+    )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_list)
 
@@ -220,14 +222,20 @@ def _show(args: argparse.Namespace) -> int:
 
 def _print_answers(answers: pd.DataFrame, hidden: bool) -> None:
     """A Playground run's answers, as the run page shows them: while a blind exchange is hidden
-    by blind name in its stored order with each answer's own timings and no engine (issue 45),
-    after the reveal with its engine."""
+    by blind name in its stored order with no engine (issue 45) and no timing or token count
+    (issue 56), after the reveal with its engine and figures."""
     print()
     print("answers (" + (f"{HIDDEN_NOTE}):" if hidden else "engines shown):"))
     for row in answers.to_dict(orient="records"):
-        who = row["Answer"] if hidden else row["Engine"]
-        times = f"TTFT {row['TTFT']}" + (f" · E2E {row['E2E']}" if hidden else "")
-        facts = [str(who), str(row["Status"]), times, f"{row['Output tokens']} output tokens"]
+        if hidden:
+            facts = [str(row["Answer"]), str(row["Status"])]
+        else:
+            facts = [
+                str(row["Engine"]),
+                str(row["Status"]),
+                f"TTFT {row['TTFT']}",
+                f"{row['Output tokens']} output tokens",
+            ]
         if row["Turn"] != 1:
             facts.append(f"turn {row['Turn']}")
         if row["Error"]:

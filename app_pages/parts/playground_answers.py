@@ -63,7 +63,7 @@ def pane(
         st.markdown(playground.figures(column, units))
         st.caption(
             playground.token_counts(column),
-            help=playground.cached_tokens_help(column.kind, column.cached_tokens),
+            help=playground.cached_tokens_help(column.kind, column.cached_tokens, column.status),
         )
         split = playground.engine_split(column, units)
         if split is not None:
@@ -338,17 +338,24 @@ def earlier_turns(conversation_id: str, turn: int, participant: str) -> None:
                 st.caption(f"{playground.md_line(who)}: {playground.md_line(answer[:300])}")
 
 
-def recent(busy: bool, on_open: Callable[[int], None], on_send_again: Callable[[int], None]) -> None:
-    """The last ten exchanges, each with Open and Send again."""
-    items = playground.history(10)
+def recent(
+    busy: bool,
+    participant: str,
+    on_open: Callable[[int], None],
+    on_send_again: Callable[[int], None],
+) -> None:
+    """The last ten exchanges, each with Open and Send again (a blind one still hidden from
+    this participant without its engines)."""
+    items = playground.history(10, participant)
     if not items:
         st.caption("Nothing sent yet.")
     for item in items:
         row_left, row_open, row_again = st.columns([6, 1, 1.3], vertical_alignment="center")
         stamp = item.created_at.strftime("%Y-%m-%d %H:%M") if item.created_at else ""
+        engines = playground.HIDDEN_ENGINES if item.engines_hidden else ", ".join(item.engines)
         row_left.markdown(
             f"\\#{item.run_id} · {stamp} · turn {item.turn} · {playground.md_line(item.status)} · "
-            f"{playground.md_line(', '.join(item.engines))}  \n{playground.md_line(item.prompt[:120])}"
+            f"{playground.md_line(engines)}  \n{playground.md_line(item.prompt[:120])}"
         )
         row_open.button(
             "Open", key=f"pg_open_{item.run_id}", on_click=on_open, args=(item.run_id,), disabled=busy

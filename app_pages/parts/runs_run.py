@@ -23,10 +23,11 @@ def _telemetry(run_id: int, sources: pd.DataFrame) -> None:
     except ShootoutError as error:
         st.error(md_text(str(error)))
         return
-    st.caption(
-        "Engine and GPU metrics aligned with each request's latency (seconds since the run started)."
-    )
-    st.plotly_chart(inert(figure), key="runs_timeline")
+    if figure is not None:  # nothing to draw: the notes say why, without an empty box
+        st.caption(
+            "Engine and GPU metrics aligned with each request's latency (seconds since the run started)."
+        )
+        st.plotly_chart(inert(figure), key="runs_timeline")
     for note in notes:
         st.caption(md_line(note))
 
@@ -142,8 +143,8 @@ def run(run_id: int) -> None:
     if run.exchanges is not None and detail.hidden:
         st.subheader("Playground answers")
         st.caption(
-            f"A blind exchange: {runs.HIDDEN_ENGINES}. Each answer with its own timings; no "
-            "engine's name, table or chart until an operator reveals them."
+            f"A blind exchange: {runs.HIDDEN_ENGINES}. Each answer by its blind name; no "
+            "engine's name, timing, table or chart until an operator reveals them."
         )
         for heading, text in runs.blind_answers(run.exchanges):
             with st.container(border=True):

@@ -42,6 +42,14 @@ DRAWING_PAGE = "session_drawing_page"
 #: The presenter's sequence number the screen shows.
 DRAWN = "session_seen_seq"
 LIVE_WORDS = ":material/sensors: Live: this screen follows the presenter."
+#: The answer this follower picked and has yet to confirm: (run id, engine or TIE).
+PICK = "session_vote_pick"
+#: This follower's last vote: (run id, None when it counted, else why not).
+VOTED = "session_vote_result"
+#: Set by a ballot button's click, so the run it starts ends once drawn.
+CLICKED = "session_vote_clicked"
+#: "No clear winner" as a ballot says it.
+TIE = "tie"
 #: The screen's run lasts while it waits in place, so the header would say "Running…" with a
 #: Stop button for as long as the room follows: hidden here (a lost connection still shows).
 FOLLOWING_CSS = (
@@ -83,8 +91,11 @@ def _screen(seat: sessions.Seat) -> None:
         drawn = Drawn()
     else:
         drawn = shown(live.shown)
-    if page:
-        return  # a page run: the fragment's first timed run waits in place
+    # A page run: the fragment's first timed run waits in place. A ballot click's run ends
+    # too: the buttons a run replaced stay on screen until it ends (Streamlit keeps a replaced
+    # widget that long), and the next timed run waits in place instead.
+    if page or st.session_state.pop(CLICKED, False):
+        return
     if drawn.growing is not None:
         view, places = drawn.growing
         answers.grow(
@@ -173,35 +184,86 @@ def _exchange(
             places[column.engine] = answers.pane(
                 view, column, arrangement.labels[column.engine], arrangement.hidden, view.blind, units
             )
+    # One slot for the ballot: this screen's run waits in place, so what a redraw does not
+    # overwrite stays on screen; the slot is the ballot, or empty once the names show.
+    ballot = st.empty()
     if arrangement.hidden and not view.active:
-        _vote(run_id, arrangement)
+        with ballot.container():
+            _vote(run_id, arrangement)
+    _voted(run_id)
     return (view, places) if view.active else None
+
+
+def _on_pick(run_id: int, winner: str | None) -> None:
+    """A ballot button only picks: the vote counts once confirmed (a misclick costs nothing)."""
+    st.session_state[PICK] = (run_id, winner) if winner is not None else None
+    st.session_state[CLICKED] = True
+
+
+def _on_vote(run_id: int, winner: str) -> None:
+    st.session_state[PICK] = None
+    st.session_state[CLICKED] = True
+    try:
+        current = share.seat()
+        sessions.vote_best(
+            run_id,
+            winner,
+            participant=common.participant(),
+            session_id=current.session_id if current is not None else None,
+            client=common.client_key(),
+        )
+    except ShootoutError as error:
+        st.session_state[VOTED] = (run_id, str(error))
+    else:
+        st.session_state[VOTED] = (run_id, None)
+
+
+def _voted(run_id: int) -> None:
+    """What this follower's vote on the shown exchange came to, said under its answers."""
+    found = st.session_state.get(VOTED)
+    if not found or found[0] != run_id:
+        return
+    if found[1] is None:
+        st.success("Vote counted.")
+    else:
+        st.error(md_text(found[1]))
 
 
 def _vote(run_id: int, arrangement: sessions.Arrangement) -> None:
     """The room's blind vote on the shown exchange: one per participant (the same key as the
-    Playground's votes, so a vote here and there is one vote), tied to the session."""
+    Playground's votes, so a vote here and there is one vote), tied to the session, and
+    confirmed first as on the Playground. The buttons' keys say the answer's letter, never its
+    engine: a key is in the page and in every websocket frame that draws it (issue 56)."""
+    pick = st.session_state.get(PICK)
+    picked = pick[1] if pick and pick[0] == run_id else None
+    labels = arrangement.labels
+    if picked is not None:
+        choice = (
+            "no clear winner (a tie)"
+            if picked == TIE
+            else f"**{labels.get(picked, 'that answer')}** as the best answer"
+        )
+        st.warning(f"Vote for {choice}? The names show once you confirm, and the vote counts.")
+        yes, no, _ = st.columns([1, 1, 4])
+        yes.button(
+            "Confirm vote",
+            key=f"session_vote_confirm_{run_id}",
+            type="primary",
+            on_click=_on_vote,
+            args=(run_id, picked),
+        )
+        no.button("Cancel", key=f"session_vote_cancel_{run_id}", on_click=_on_pick, args=(run_id, None))
+        return
     st.caption("Which answer is best? The engines stay hidden until the presenter reveals them.")
     st.caption(sessions.VOTER_WORDS)
     buttons = st.columns(len(arrangement.columns) + 1)
-    choices = [(arrangement.labels[c.engine], c.engine) for c in arrangement.columns] + [
-        ("No clear winner", "tie")
+    choices = [(labels[c.engine], labels[c.engine][-1], c.engine) for c in arrangement.columns] + [
+        ("No clear winner", TIE, TIE)
     ]
-    for slot, (label, winner) in zip(buttons, choices, strict=True):
-        if slot.button(label, key=f"session_vote_{run_id}_{winner}"):
-            try:
-                current = share.seat()
-                sessions.vote_best(
-                    run_id,
-                    winner,
-                    participant=common.participant(),
-                    session_id=current.session_id if current is not None else None,
-                    client=common.client_key(),
-                )
-            except ShootoutError as error:
-                st.error(md_text(str(error)))
-            else:
-                st.success("Vote counted.")
+    for slot, (label, letter, winner) in zip(buttons, choices, strict=True):
+        slot.button(
+            label, key=f"session_vote_{run_id}_{letter}", on_click=_on_pick, args=(run_id, winner)
+        )
 
 
 def run(run_id: int) -> Drawn:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from services.engines import SamplingParams, get_adapter
+from services.engines import SamplingParams, adapters, get_adapter
 from services.engines.endpoints import EngineRecord
 
 
@@ -58,3 +58,25 @@ def engine_params(record: EngineRecord, params: SamplingParams) -> tuple[Samplin
         notes.append(f"{adapter.label} does not support parallel sampling (n > 1): sent n = 1.")
         params = replace(params, n=1)
     return params, notes
+
+
+#: A hidden answer's note whose words could not be kept (a form `engine_params` never wrote).
+_UNSAID = "did not take a setting as asked (the note names the engine: shown after the vote)."
+
+
+def blind_notes(notes: list[str], who: str) -> list[str]:
+    """A hidden answer's notes said of `who`'s engine ("Answer B's engine does not take top_k:
+    not sent"): a kind's name under an answer says who wrote it as plainly as its title would.
+    `engine_params` starts each note with a kind's label; a note that does not, or that names
+    a kind after it, keeps only what it is about."""
+    names = sorted({word for a in adapters() for word in (a.label, a.kind)}, key=len, reverse=True)
+    shown = []
+    for note in notes:
+        text = str(note)
+        subject = next((name for name in names if text.startswith(f"{name} ")), None)
+        rest = text[len(subject) :] if subject is not None else ""
+        if subject is None or any(name.lower() in rest.lower() for name in names):
+            shown.append(f"{who}'s engine {_UNSAID}")
+        else:
+            shown.append(f"{who}'s engine{rest}")
+    return shown

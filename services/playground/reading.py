@@ -19,6 +19,7 @@ from services.engines import endpoints
 from services.playground.params import params_from_dict
 from services.playground.records import Column, ExchangeView, HistoryItem, Turn
 from services.playground.worker import running_here, streaming
+from services.runstate import blind
 from services.runstate.lifecycle import RunKind, RunStatus, is_stale
 from services.runstate.run_kinds import interrupt_run
 
@@ -144,21 +145,26 @@ def conversation(conversation_id: str) -> list[Turn]:
     return [turns[k] for k in sorted(turns)]
 
 
-def history(limit: int = 20) -> list[HistoryItem]:
-    """The latest playground exchanges, newest first."""
+def history(limit: int = 20, participant: str | None = None) -> list[HistoryItem]:
+    """The latest playground exchanges, newest first. A blind one still hidden from
+    `participant` (None: from everyone until its reveal) lists no engine: which engines took
+    part narrows down who wrote what, and the Runs list does not say it either (issue 56)."""
     with session_scope() as session:
         runs = session.scalars(
             select(Run).where(Run.kind == RunKind.PLAYGROUND).order_by(Run.id.desc()).limit(limit)
         ).all()
+        blinds = blind.hidden_ids(session, [r.id for r in runs])
+        hidden = {r.id for r in runs if r.id in blinds and blind.run_hidden(session, r, participant)}
         return [
             HistoryItem(
                 run_id=r.id,
                 conversation_id=str(r.config.get("conversation_id", "")),
                 turn=int(r.config.get("turn", 1)),
                 prompt=_text(r.config.get("prompt")),
-                engines=[n for n in r.engine_names.split(",") if n],
+                engines=[] if r.id in hidden else [n for n in r.engine_names.split(",") if n],
                 status=r.status,
                 created_at=r.created_at,
+                engines_hidden=r.id in hidden,
             )
             for r in runs
         ]

@@ -134,3 +134,5 @@ class HistoryItem:
     engines: list[str]
     status: str
     created_at: datetime
+    #: A blind exchange still hidden from the reader: `engines` is empty.
+    engines_hidden: bool = False

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services import local_engines, playground
+from services.client import ERROR_CLASSES
 from services.core.errors import ShootoutError
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.engines.endpoints import EngineRecord, list_engines
@@ -39,6 +40,7 @@ from services.playground import (
 )
 from services.playground import text as ptext
 from services.playground import votes as playground_votes
+from services.playground.params import blind_notes
 from services.playground.pool import prepare
 from services.playground.text import (
     code_span,
@@ -53,11 +55,13 @@ from services.playground.text import (
 )
 from services.playground.votes import BlindVote
 from services.playground.watching import Growing, growing
+from services.runstate import blind
 from services.team.owners import may_control_run
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
 __all__ = [
     "DEFAULT_SCHEMA",
+    "HIDDEN_ENGINES",
     "REASONING_COUNTED_BY",
     "STATUS_WORDS",
     "VOTER_WORDS",
@@ -116,6 +120,8 @@ DEFAULT_SCHEMA = json.dumps(
     },
     indent=2,
 )
+#: What a list says in place of a hidden exchange's engines (the Runs list's words).
+HIDDEN_ENGINES = blind.HIDDEN_NOTE
 #: How a column's status reads under its title (Streamlit's colour markup).
 STATUS_WORDS = {
     "streaming": ":blue[streaming…]",
@@ -229,21 +235,27 @@ class Reopened:
     conversation_id: str | None
 
 
-def reopen_form(run_id: int) -> Reopened:
+def reopen_form(run_id: int, participant: str | None = None) -> Reopened:
     """The form for continuing `run_id`: its settings, an empty prompt, and only the engines
-    still registered (a removed one cannot be asked again)."""
+    still registered (a removed one cannot be asked again). A blind exchange still hidden from
+    `participant` leaves the engine picker (and its per-engine fields) as this viewer had it:
+    which engines took part narrows down who wrote what (issue 56)."""
     view = playground.get_exchange(run_id)
     request = playground.reopen(run_id)
+    hidden = view.blind and playground_votes.engines_hidden(run_id, participant)
     known = {e.name for e in endpoints.list_engines()}
     kept = SendRequest(
-        engines=tuple(c for c in request.engines if c.engine in known),
+        engines=() if hidden else tuple(c for c in request.engines if c.engine in known),
         prompt="",
         system=request.system,
         params=request.params,
         schema=request.schema,
         blind=request.blind,
     )
-    return Reopened(form_values(kept), view.conversation_id)
+    form = form_values(kept)
+    if hidden:
+        del form["pg_engines"]
+    return Reopened(form, view.conversation_id)
 
 
 @dataclass(frozen=True)
@@ -259,14 +271,38 @@ class Arrangement:
 def arrange(view: ExchangeView, participant: str | None = None) -> Arrangement:
     """Blindness comes from the stored exchange, never from a viewer's toggle: a blind
     exchange's address shows it blind to every participant until they vote or an operator
-    reveals it (None: a reader who is no participant, who waits for the reveal)."""
+    reveals it (None: a reader who is no participant, who waits for the reveal). While hidden
+    the columns carry nothing that says their engine (`blinded`)."""
     cast = playground.blind_vote(view.run_id, participant) if view.blind else None
     engines = [c.engine for c in view.columns]
     order = playground.blind_order(view.run_id, engines) if view.blind else engines
     columns = sorted(view.columns, key=lambda c: order.index(c.engine))
     labels = playground_votes.answer_labels(order)
     shown_hidden = playground_votes.engines_hidden(view.run_id, participant) if view.blind else False
+    if shown_hidden:
+        columns = [blinded(column, labels[column.engine]) for column in columns]
     return Arrangement(columns, labels, shown_hidden, cast)
+
+
+def blinded(column: Column, label: str) -> Column:
+    """A hidden answer as every screen gets it (issue 56): its text, status, thinking and
+    schema check, its notes said of "Answer B's engine" and its error by its class only (an
+    engine's message may quote its name or address); no model, kind, timing or token count.
+    `engine` stays: it is the page's key for the column, never drawn while hidden."""
+    failed = ERROR_CLASSES.get(column.error_class or "", ERROR_CLASSES["error"])
+    return Column(
+        engine=column.engine,
+        model=None,
+        kind="",
+        status=column.status,
+        answer=column.answer,
+        choices=list(column.choices),
+        thinking=column.thinking,
+        error_class=column.error_class,
+        error=f"Failed: {failed}." if column.error else None,
+        notes=blind_notes(column.notes, label),
+        schema_check=column.schema_check,
+    )
 
 
 def turn_answers(turn: Turn, participant: str | None = None) -> list[tuple[str, str]]:
@@ -291,10 +327,13 @@ def tally_rows() -> list[dict[str, object]]:
     ]
 
 
-def live_tally_line(run_id: int) -> str | None:
+def live_tally_line(run_id: int, session_id: int | None = None) -> str | None:
     """The exchange's votes so far in one line (blind labels while hidden), None before any:
-    what an operator presenting, or a participant who voted, sees under the vote."""
-    found = live_tally.exchange_tally(run_id)
+    what an operator presenting, or a participant who voted, sees under the vote. With
+    `session_id`, the votes cast in that team session only, as its report counts them (a
+    presenter's tally that counted earlier votes said "2 participants" over a report saying
+    "No votes in this session")."""
+    found = live_tally.exchange_tally(run_id, session_id)
     if not found.voters:
         return None
     parts = [
@@ -313,7 +352,8 @@ def address_words(found: live_tally.ExchangeTally) -> str:
         return ""
     counts = ", ".join(str(n) for n in found.per_address)
     places = len(found.per_address)
-    words = f" · from {places} address{'es' if places != 1 else ''} ({counts} votes)" if places else ""
+    votes = "vote" if sum(found.per_address) == 1 else "votes"
+    words = f" · from {places} address{'es' if places != 1 else ''} ({counts} {votes})" if places else ""
     if found.no_address:
         words += f" · {found.no_address} with no address stored"
     return words
@@ -434,9 +474,19 @@ def _own_unit(seconds: float) -> str:
     return ptext.duration(seconds, ptext.duration_unit([seconds]))
 
 
+#: A stopped column's status: its stream ended before the last chunk, which carries every
+#: engine's counts (issue 56: a stopped llama.cpp or vLLM pane read "cached not reported").
+STOPPED = "cancelled"
+
+
 def token_counts(column: Column) -> str:
     """The pane's token counts and finish reason in one markdown line, each kept whole."""
-    cached = ptext.number(column.cached_tokens) if column.cached_tokens is not None else "not reported"
+    if column.cached_tokens is not None:
+        cached = ptext.number(column.cached_tokens)
+    elif column.status == STOPPED:
+        cached = "– (stopped before the count)"
+    else:
+        cached = "not reported"
     finish = ptext.md_line(column.finish_reason) if column.finish_reason else "–"
     return " · ".join(
         _kept(part)
@@ -478,8 +528,14 @@ _CACHED_SOURCES = {
 }
 
 
-def cached_tokens_help(kind: str, cached: int | None) -> str:
+def cached_tokens_help(kind: str, cached: int | None, status: str | None = None) -> str:
     """Where the pane's "cached" count comes from and why it can be 0 (the counts line's help)."""
+    if cached is None and status == STOPPED:
+        return (
+            "Stopped before the engine's last chunk, which carries its cached-token count "
+            "(usage.prompt_tokens_details.cached_tokens or llama.cpp's timings.cache_n): this "
+            "answer has none. A finished answer shows it."
+        )
     if cached is None:
         return (
             "Not reported: this engine's answer carries no cached-token count "

@@ -141,30 +141,30 @@ def _exchanges(run_id: int, labels: dict[str, str]) -> pd.DataFrame | None:
     return pd.DataFrame.from_records(spreadsheet_rows(records))
 
 
+#: The columns of a hidden exchange's answers: what the Playground shows a voter, no more.
+BLIND_COLUMNS = ("Turn", "Answer", "Status", "Text", "Error")
+
+
 def _blind_answers(run_id: int, rows: Sequence[Any]) -> pd.DataFrame:
     """A blind exchange before its reveal: each answer by its blind name in the stored order,
-    with its own timings, and nothing that names its engine (no engine's own times: "not
-    reported by vLLM" names a kind; no error text: it may quote an engine or its address)."""
+    with what the Playground shows before the vote and nothing more (issue 56: "names and
+    timings appear once you vote"; an answer's TTFT, E2E or token count points at its engine
+    as surely as a name; no error text: it may quote an engine or its address)."""
     order = blind.stored_order(run_id, [row.engine_name for row in rows])
     labels = blind.labels(order)
     records = []
     for row in sorted(rows, key=lambda row: (row.turn, order.index(row.engine_name))):
-        metrics, usage = row.metrics or {}, row.usage or {}
         answer = row.answer or ""
         records.append(
             {
                 "Turn": row.turn,
                 "Answer": labels[row.engine_name],
                 "Status": row.status,
-                "TTFT": format_value("ttft_s", number(metrics.get("ttft_s"))),
-                "E2E": format_value("e2e_s", number(metrics.get("e2e_s"))),
-                "Output tokens": usage.get("completion_tokens"),
-                "Finish": row.finish_reason or "",
                 "Text": answer if len(answer) <= 300 else answer[:299] + "…",
                 "Error": "failed" if row.error else "",
             }
         )
-    return pd.DataFrame.from_records(records)
+    return pd.DataFrame.from_records(records, columns=list(BLIND_COLUMNS))
 
 
 def _sample_sources(run_id: int) -> pd.DataFrame | None:
@@ -208,8 +208,8 @@ def _kind_labels(detail: RunDetail) -> dict[str, str]:
 
 def answers_of(detail: RunDetail) -> pd.DataFrame | None:
     """A Playground run's answers as the run page lists them: before a blind exchange's reveal
-    by blind name in the stored order, with each answer's own timings and no engine; after it
-    (or never blind) with its engine. None for a run without answers."""
+    by blind name in the stored order, with no engine and no figure (`BLIND_COLUMNS`); after it
+    (or never blind) with its engine and timings. None for a run without answers."""
     if not detail.exchange_count:
         return None
     return _exchanges(detail.id, {} if detail.hidden else _kind_labels(detail))

@@ -360,17 +360,11 @@ def engines_words(detail: RunDetail) -> str:
 
 def blind_answers(table: pd.DataFrame) -> list[tuple[str, str]]:
     """A hidden exchange's answers as the page writes them: a markdown-safe heading per answer
-    ("**Answer A** · finished · TTFT 110 ms · ...") and its text (markdown-safe)."""
+    ("**Answer A** · finished", no timing before the reveal) and its text (markdown-safe)."""
     shown = []
     for row in table.to_dict(orient="records"):
         heading = " · ".join(
-            [
-                f"**{md_line(str(row['Answer']))}**",
-                md_line(str(row["Status"])),
-                f"TTFT {md_line(str(row['TTFT']))}",
-                f"E2E {md_line(str(row['E2E']))}",
-                f"{md_line(str(row['Output tokens']))} output tokens",
-            ]
+            [f"**{md_line(str(row['Answer']))}**", md_line(str(row["Status"]))]
             + ([f"turn {row['Turn']}"] if row["Turn"] != 1 else [])
             + (["failed"] if row["Error"] else [])
         )

@@ -161,6 +161,7 @@ def test_the_room_votes_once_each_and_the_presenter_sees_the_tally_and_reveals(d
     for follower, choice in zip(room, ("Answer A", "Answer A", "No clear winner"), strict=True):
         assert "red fox" in text(follower) and "engine-a" not in text(follower)  # blind
         button(follower, choice)
+        button(follower, "Confirm vote")
     # A second vote by the same participant is refused, not counted.
     if any(b.label == "Answer B" for b in room[0].button):
         button(room[0], "Answer B")
@@ -169,3 +170,60 @@ def test_the_room_votes_once_each_and_the_presenter_sees_the_tally_and_reveals(d
     assert "Votes so far, 3 participants" in tally and "no clear winner: 1" in tally
     button(presenter, "Reveal the engines")
     assert "Reveal the engines" not in [b.label for b in presenter.button]
+
+
+# Issue 56: a follower's ballot names no engine, not even in its widget keys, and asks first.
+def test_a_followers_ballot_names_no_engine_and_counts_only_once_confirmed(db_url: str) -> None:
+    from services.playground import votes
+    from services.team.access import Viewer
+    from tests.services.playground.test_view import LLAMA, TRITON, _blind_exchange_with_notes
+
+    run_id = _blind_exchange_with_notes()
+    info, seat = sessions.start(Viewer(role="operator", identity="local"), "presenter-tab", "")
+    sessions.publish(seat, sessions.Shown(kind="exchange", run_ids=(run_id,)))
+    follower = session_page(join=info.join_code)
+    keys = [str(b.key) for b in follower.button if str(b.key).startswith("session_vote_")]
+    assert len(keys) == 3, keys  # two answers and "No clear winner"
+    shown = " ".join(
+        [text(follower), *(str(e.value) for e in [*follower.warning, *follower.error]), *keys]
+    )
+    for word in (TRITON, LLAMA, "Triton", "llama.cpp", "8001", "model-of"):
+        assert word not in shown, (word, shown)
+    assert "Answer A's engine does not take" in shown.replace("\\", "") or (
+        "Answer B's engine does not take" in shown.replace("\\", "")
+    )
+    # A click only picks: nothing counts until confirmed, and Cancel takes the pick back.
+    button(follower, "Answer A")
+    assert votes.votes_for(run_id) == []
+    assert any("Answer A" in w.value for w in follower.warning)
+    button(follower, "Cancel")
+    assert votes.votes_for(run_id) == [] and not follower.warning
+    button(follower, "Answer A")
+    button(follower, "Confirm vote")
+    assert len(votes.votes_for(run_id)) == 1
+    assert "Vote counted." in " ".join(s.value for s in follower.success)
+
+
+def test_the_presenters_tally_counts_the_votes_of_this_session_as_its_report_does(
+    db_url: str,
+) -> None:
+    from services.playground import votes
+
+    exchange = stored_exchange(blind=True)
+    votes.vote_best(exchange, "engine-a", participant="voted-before-the-session")
+    presenter = session_page()
+    button(presenter, "Start session")
+    live = sessions.list_sessions()[0]
+    sessions.publish(
+        presenter.session_state["session_seat"], sessions.Shown(kind="exchange", run_ids=(exchange,))
+    )
+    presenter.run()
+    assert "No votes yet on the shown exchange." in text(presenter), text(presenter)
+    assert b"No votes in this session." in sessions.session_report(live.id).data
+
+    follower = session_page(join=live.join_code)
+    button(follower, "Answer B")
+    button(follower, "Confirm vote")
+    presenter.run()
+    assert "Votes so far, 1 participant:" in text(presenter), text(presenter)
+    assert b"No votes in this session." not in sessions.session_report(live.id).data

@@ -71,3 +71,23 @@ def test_export_steps_writes_each_steps_cost_and_energy(db_url: str, tmp_path) -
     played = make_run(kind="playground", engines={})
     refused = cli("export", str(played), "--format", "steps", "-o", str(tmp_path / "x.csv"))
     assert refused.returncode == 1 and "only benchmark, import and tune runs" in refused.stderr
+
+
+def test_runs_show_of_a_hidden_exchange_prints_no_answers_timing_until_the_reveal(db_url: str) -> None:
+    """Issue 56: "Names and timings appear once you vote" holds on the command line too:
+    `runs show` and its JSON say no answer's TTFT, E2E or token count before the reveal."""
+    from services.playground import votes
+    from tests.services.runstate.test_blind_surfaces import OPERATOR, PER_ANSWER, hidden_exchange
+
+    run_id = hidden_exchange()
+    text = cli("runs", "show", str(run_id))
+    as_json = cli("runs", "show", str(run_id), "--json")
+    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
+    answers = json.loads(as_json.stdout)["answers"]
+    assert [sorted(a) for a in answers] == [["Answer", "Error", "Status", "Text", "Turn"]] * 2
+    for shown in (text.stdout, as_json.stdout):
+        assert "TTFT" not in shown and "E2E" not in shown and "output tokens" not in shown
+        assert not [figure for figure in PER_ANSWER if figure in shown], shown
+    votes.reveal(run_id, OPERATOR)
+    revealed = cli("runs", "show", str(run_id))
+    assert "TTFT 136 ms" in revealed.stdout and "797 output tokens" in revealed.stdout

@@ -77,3 +77,97 @@ def test_pane_figures_break_only_between_figures() -> None:
     assert counts == "prompt\xa012,345 · completion\xa064 · cached\xa0not\xa0reported · finish\xa0length"
     for line in (*figures.split("  \n"), counts):
         assert all(" " not in piece for piece in line.split(" · "))
+
+
+# Issue 56: a hidden answer's notes and error name no engine, on every screen that arranges it.
+TRITON = "tri-7"
+LLAMA = "llama-9"
+
+
+def _blind_exchange_with_notes() -> int:
+    """A blind exchange sent with top_k, min_tokens and n = 2 to a Triton and a llama.cpp
+    engine, its notes as `engine_params` wrote them, Triton's answer failed naming its port."""
+    from db.models import Exchange, Run
+    from db.session import session_scope
+    from services.engines import SamplingParams
+    from services.engines.endpoints import EngineRecord
+    from services.playground.params import engine_params
+
+    asked = SamplingParams(top_k=40, min_tokens=2, n=2)
+    with session_scope() as session:
+        run = Run(
+            kind="playground",
+            status="finished",
+            engine_names=f"{TRITON},{LLAMA}",
+            config={"conversation_id": "c", "turn": 1, "prompt": "p", "blind": True},
+        )
+        session.add(run)
+        session.flush()
+        for name, kind in ((TRITON, "triton"), (LLAMA, "llamacpp")):
+            record = EngineRecord(
+                0, name, "http://127.0.0.1:8001", kind, f"model-of-{name}", None, None, None
+            )
+            _, notes = engine_params(record, asked)
+            session.add(
+                Exchange(
+                    run_id=run.id,
+                    conversation_id="c",
+                    engine_name=name,
+                    model=f"model-of-{name}",
+                    answer="an answer",
+                    status="failed" if kind == "triton" else "finished",
+                    params={"kind": kind},
+                    metrics={"notes": notes, "ttft_s": 0.1234},
+                    error_class="connect_refused" if kind == "triton" else None,
+                    error="Triton at http://127.0.0.1:8001 refused" if kind == "triton" else None,
+                )
+            )
+        return run.id
+
+
+def test_a_hidden_answers_notes_and_error_name_no_engine(db_url: str) -> None:
+    from dataclasses import asdict
+
+    from services import playground
+    from services.playground import votes
+    from services.team.access import Viewer
+
+    run_id = _blind_exchange_with_notes()
+    arrangement = view.arrange(playground.get_exchange(run_id), "someone")
+    assert arrangement.hidden
+    by_label = {arrangement.labels[c.engine]: c for c in arrangement.columns}
+    triton_label, llama_label = arrangement.labels[TRITON], arrangement.labels[LLAMA]
+    assert by_label[triton_label].notes == [
+        f"{triton_label}'s engine does not take top_k, min_tokens: not sent.",
+        f"{triton_label}'s engine does not support parallel sampling (n > 1): sent n = 1.",
+    ]
+    assert by_label[llama_label].notes == [f"{llama_label}'s engine does not take min_tokens: not sent."]
+    assert by_label[triton_label].error == f"Failed: {playground_error('connect_refused')}."
+    for column in arrangement.columns:
+        shown = {k: v for k, v in asdict(column).items() if k != "engine"}
+        text = repr(shown)
+        for word in ("Triton", "triton", "llama", "8001", "model-of", "0.1234"):
+            assert word not in text, (word, text)
+    # After the reveal the notes say the kinds again.
+    votes.reveal(run_id, Viewer(role="operator", identity="local"))
+    revealed = view.arrange(playground.get_exchange(run_id), "someone")
+    notes = {c.engine: c.notes for c in revealed.columns}
+    assert notes[LLAMA] == ["llama.cpp does not take min_tokens: not sent."]
+    assert notes[TRITON][0] == "Triton does not take top_k, min_tokens: not sent."
+
+
+def playground_error(error_class: str) -> str:
+    from services.client import ERROR_CLASSES
+
+    return ERROR_CLASSES[error_class]
+
+
+def test_a_note_of_an_unknown_form_is_said_without_its_words_while_hidden() -> None:
+    from services.playground.params import blind_notes
+
+    assert blind_notes(["vLLM does not take top_k: not sent."], "Answer A") == [
+        "Answer A's engine does not take top_k: not sent."
+    ]
+    assert blind_notes(["my-engine on port 8001 dropped a setting"], "Answer B") == [
+        "Answer B's engine did not take a setting as asked (the note names the engine: shown after the vote)."
+    ]

@@ -1,7 +1,8 @@
 """Issue 45: every page, CLI command and exporter that takes a run id asks the one blind rule
 (services/runstate/blind.py). Over each of them: a hidden exchange's engine names never show, and
 neither does any per-engine figure (the summary's per-engine TTFT, TPOT, E2E and token rate,
-stored with values no answer shows); after the reveal the names show again."""
+stored with values no answer shows) nor, since issue 56, any answer's own timing or token count;
+after the reveal the names and figures show again."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from tests.commands.test_cli import cli
 ENGINES = ("zebra-engine", "yak-engine")
 #: Figures only the per-engine summary holds (the answers' own are others).
 PER_ENGINE = ("0.9876", "987.6", "4321", "0.0789", "78.9", "12.345", "654")
+#: Each answer's own TTFT, E2E and output tokens, stored and as the pages would write them.
+PER_ANSWER = ("0.1357", "136", "0.2468", "247", "0.5791", "579", "797")
 OPERATOR = Viewer(role="operator", identity="local")
 
 
@@ -67,7 +70,7 @@ def hidden_exchange() -> int:
         )
         session.add(run)
         session.flush()
-        for name, ttft in zip(ENGINES, (0.11, 0.22), strict=True):
+        for name, ttft in zip(ENGINES, (0.1357, 0.2468), strict=True):
             session.add(
                 Exchange(
                     run_id=run.id,
@@ -75,8 +78,8 @@ def hidden_exchange() -> int:
                     engine_name=name,
                     answer="red" if name == ENGINES[0] else "blue",
                     status="finished",
-                    metrics={"ttft_s": ttft, "e2e_s": 0.5, "tpot_s": 0.01},
-                    usage={"completion_tokens": 9},
+                    metrics={"ttft_s": ttft, "e2e_s": 0.5791, "tpot_s": 0.01},
+                    usage={"completion_tokens": 797},
                 )
             )
         return run.id
@@ -194,7 +197,8 @@ def _leaks(text: str) -> list[str]:
     # A report's inlined plotly.js holds every number: only what the page itself says counts.
     text = re.sub(r"<script\b.*?</script>", "", text, flags=re.DOTALL)
     names = [word for word in (*ENGINES, "model-of-zebra") if word in text]
-    return names + [n for n in PER_ENGINE if re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", text)]
+    figures = (*PER_ENGINE, *PER_ANSWER)
+    return names + [n for n in figures if re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", text)]
 
 
 @pytest.mark.parametrize("surface", sorted(SURFACES))
@@ -208,15 +212,19 @@ def test_no_surface_names_an_engine_of_a_hidden_exchange(db_url: str, surface: s
     assert not _leaks(shown), (surface, _leaks(shown))
 
 
-def test_the_run_page_shows_the_answers_by_label_with_their_own_timings(db_url: str) -> None:
+def test_the_run_page_shows_the_answers_by_label_without_their_timings(db_url: str) -> None:
+    """Issue 56: "Names and timings appear once you vote": no answer's TTFT, E2E or tokens
+    before the reveal either (a timing says which engine as well as a name)."""
     run_id = hidden_exchange()
     shown = runs_view.run_page_view(run_id)
     assert "engines hidden until revealed" in shown.caption
     table = shown.run.exchanges
     assert table is not None
-    assert table[["Answer", "Text", "TTFT"]].values.tolist() == [
-        ["Answer A", "red", "110 ms"],
-        ["Answer B", "blue", "220 ms"],
+    assert list(table.columns) == ["Turn", "Answer", "Status", "Text", "Error"]
+    assert table[["Answer", "Text"]].values.tolist() == [["Answer A", "red"], ["Answer B", "blue"]]
+    assert [heading for heading, _ in runs_view.blind_answers(table)] == [
+        "**Answer A** · finished",
+        "**Answer B** · finished",
     ]
     assert shown.run.view is None and not shown.stored["engines"]
     votes.reveal(run_id, OPERATOR)
@@ -249,20 +257,21 @@ def test_runs_show_prints_the_answers_by_label_in_the_stored_order_until_the_rev
     assert shown.returncode == 0, shown.stderr
     answers = shown.stdout.split("answers (")[1]
     assert answers.splitlines()[1:] == [
-        "  Answer A · finished · TTFT 220 ms · E2E 500 ms · 9 output tokens",
+        "  Answer A · finished",
         "    blue",
-        "  Answer B · finished · TTFT 110 ms · E2E 500 ms · 9 output tokens",
+        "  Answer B · finished",
         "    red",
     ]
     assert not _leaks(shown.stdout)
     as_json = json.loads(cli("runs", "show", str(run_id), "--json").stdout)
-    assert [(a["Answer"], a["Text"]) for a in as_json["answers"]] == [
-        ("Answer A", "blue"),
-        ("Answer B", "red"),
+    assert as_json["answers"] == [
+        {"Turn": 1, "Answer": "Answer A", "Status": "finished", "Text": "blue", "Error": ""},
+        {"Turn": 1, "Answer": "Answer B", "Status": "finished", "Text": "red", "Error": ""},
     ]
+    assert not _leaks(json.dumps(as_json))
     votes.reveal(run_id, OPERATOR)
     revealed = cli("runs", "show", str(run_id)).stdout
-    assert f"  {ENGINES[0]} · finished · TTFT 110 ms" in revealed and "Answer A" not in revealed
+    assert f"  {ENGINES[0]} · finished · TTFT 136 ms" in revealed and "Answer A" not in revealed
 
 
 @pytest.mark.parametrize("command", sorted(CLI_COMMANDS))
