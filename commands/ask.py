@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from commands import arguments
 from services.core.errors import ValidationError
 
 
@@ -194,9 +195,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a registered engine (repeat, 2 to 6; default: every registered engine, up to 6)",
     )
     parser.add_argument("--system", default="", help="system prompt")
-    parser.add_argument("--max-tokens", type=int, default=256, help="default 256")
-    parser.add_argument("--temperature", type=float, default=0.7, help="default 0.7")
-    parser.add_argument("--seed", type=int, help="sampling seed, for engines that take one")
+    parser.add_argument(
+        "--max-tokens", type=arguments.whole(1, arguments.MAX_TOKENS), default=256, help="default 256"
+    )
+    parser.add_argument("--temperature", type=arguments.number(0, 2), default=0.7, help="default 0.7")
+    parser.add_argument("--seed", type=arguments.seed(), help="sampling seed, for engines that take one")
     parser.add_argument(
         "--schema", metavar="FILE", help="a JSON schema the answers must follow (checked per engine)"
     )
@@ -204,7 +207,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--conversation", metavar="ID", help="continue this conversation (printed by an earlier ask)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=600.0, help="seconds to wait for every answer (default 600)"
+        "--timeout",
+        type=arguments.seconds(),
+        default=600.0,
+        help="seconds to wait for every answer (default 600)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=handle)

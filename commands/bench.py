@@ -20,9 +20,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
 
-from commands import gate, print_json
+from commands import arguments, gate, print_json
 from commands.bench_table import results_table as _table
 from services.bench.form import BenchForm, parse_levels, parse_workers, to_spec
 from services.bench.spec import MAX_WORKERS, BenchSpec, EngineTarget
@@ -30,6 +29,7 @@ from services.bench.workloads import WORKLOAD_KINDS
 from services.core import cost
 from services.core.errors import ShootoutError, ValidationError
 from services.core.processes import sigterm_as_ctrl_c
+from services.core.urls import check_url
 from services.engines import kinds
 
 #: The flags' defaults: the Benchmarks page's (services/bench/form.py lists those that differed).
@@ -52,6 +52,10 @@ def _floats(text: str) -> tuple[float, ...]:
     if not values:
         raise argparse.ArgumentTypeError("expected at least one number")
     return values
+
+
+#: An SLO in milliseconds: above 0, at most the longest wait an option takes.
+_milliseconds = arguments.number(0, arguments.MAX_SECONDS * 1000, above=True)
 
 
 def _workers(text: str) -> int:
@@ -99,15 +103,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     load = parser.add_argument_group("load shape")
     load.add_argument(
         "--concurrency",
-        type=int,
+        type=arguments.whole(1, arguments.MAX_COUNT),
         help=f"closed loop: this many requests in flight (default {DEFAULTS.concurrency} without --rate)",
     )
-    load.add_argument("--rate", type=float, help="open loop: requests per second")
-    load.add_argument("--max-concurrency", type=int, help="with --rate: cap on requests in flight")
+    load.add_argument(
+        "--rate",
+        type=arguments.number(0, arguments.MAX_RATE, above=True),
+        help="open loop: requests per second",
+    )
+    load.add_argument(
+        "--max-concurrency",
+        type=arguments.whole(1, arguments.MAX_COUNT),
+        help="with --rate: cap on requests in flight",
+    )
     load.add_argument("--arrival", default=DEFAULTS.arrival, choices=("poisson", "gamma", "constant"))
     load.add_argument(
         "--burstiness",
-        type=float,
+        type=arguments.number(0, 1000, above=True),
         default=DEFAULTS.burstiness,
         help="gamma shape: <1 burstier, >1 smoother",
     )
@@ -115,26 +127,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--trace-replay", action="store_true", help="send at the trace's own arrival times"
     )
     load.add_argument(
-        "--trace-speed", type=float, default=DEFAULTS.trace_speed, help="speed-up of trace replay"
+        "--trace-speed",
+        type=arguments.number(0, 1e6, above=True),
+        default=DEFAULTS.trace_speed,
+        help="speed-up of trace replay",
     )
-    load.add_argument("--requests", type=int, help="measured requests per engine (and per sweep step)")
     load.add_argument(
-        "--duration", type=float, metavar="S", help="or: seconds per engine (and per step)"
+        "--requests",
+        type=arguments.whole(1, arguments.MAX_COUNT),
+        help="measured requests per engine (and per sweep step)",
+    )
+    load.add_argument(
+        "--duration", type=arguments.seconds(), metavar="S", help="or: seconds per engine (and per step)"
     )
     load.add_argument(
         "--warmup",
-        type=int,
+        type=arguments.whole(0, arguments.MAX_COUNT),
         default=DEFAULTS.warmup,
         help="warm-up requests per engine, left out of the results",
     )
     load.add_argument(
         "--ramp-up",
-        type=float,
+        type=arguments.seconds(zero=True),
         default=DEFAULTS.ramp_up_s,
         metavar="S",
         help="ramp the rate/concurrency up over S s",
     )
-    load.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    load.add_argument("--seed", type=arguments.seed(), default=DEFAULTS.seed)
 
     work = parser.add_argument_group("workload")
     work.add_argument(
@@ -144,13 +163,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     work.add_argument(
         "--input-len",
-        type=int,
+        type=arguments.whole(1, arguments.MAX_TOKENS),
         default=DEFAULTS.input_len,
         help="prompt tokens (mean for distributions)",
     )
     work.add_argument(
         "--output-len",
-        type=int,
+        type=arguments.whole(1, arguments.MAX_TOKENS),
         default=DEFAULTS.output_len,
         help="answer tokens (mean for distributions)",
     )
@@ -159,17 +178,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULTS.length_dist,
         choices=("fixed", "uniform", "normal", "sharegpt", "conversation", "code"),
     )
-    work.add_argument("--range-ratio", type=float, default=DEFAULTS.range_ratio)
-    work.add_argument("--max-input-len", type=int)
-    work.add_argument("--max-output-len", type=int)
-    work.add_argument("--prefix-groups", type=int, default=DEFAULTS.prefix_groups)
-    work.add_argument("--prefix-len", type=int, default=DEFAULTS.prefix_len)
-    work.add_argument("--turns", type=int, default=DEFAULTS.turns)
+    work.add_argument("--range-ratio", type=arguments.number(0, 1), default=DEFAULTS.range_ratio)
+    work.add_argument("--max-input-len", type=arguments.whole(1, arguments.MAX_TOKENS))
+    work.add_argument("--max-output-len", type=arguments.whole(1, arguments.MAX_TOKENS))
+    work.add_argument(
+        "--prefix-groups", type=arguments.whole(1, arguments.MAX_COUNT), default=DEFAULTS.prefix_groups
+    )
+    work.add_argument(
+        "--prefix-len", type=arguments.whole(1, arguments.MAX_TOKENS), default=DEFAULTS.prefix_len
+    )
+    work.add_argument("--turns", type=arguments.whole(1, 100), default=DEFAULTS.turns)
     work.add_argument("--schema", metavar="FILE", help="JSON schema file for --workload structured")
     work.add_argument("--prompts", metavar="FILE", help="JSONL prompts for --workload file")
     work.add_argument("--trace", default=DEFAULTS.trace, choices=("conversation", "conv", "code"))
     work.add_argument(
-        "--length-scale", type=float, default=DEFAULTS.length_scale, help="scales the trace's lengths"
+        "--length-scale",
+        type=arguments.number(0, 1000, above=True),
+        default=DEFAULTS.length_scale,
+        help="scales the trace's lengths",
     )
     work.add_argument(
         "--free-output", action="store_true", help="let answers end early (no ignore_eos/min_tokens)"
@@ -178,22 +204,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options = parser.add_argument_group("measuring")
     options.add_argument(
         "--timeout",
-        type=float,
+        type=arguments.seconds(),
         default=DEFAULTS.timeout_s,
         metavar="S",
         help="limit on one request, seconds",
     )
-    options.add_argument("--temperature", type=float, default=DEFAULTS.temperature)
+    options.add_argument("--temperature", type=arguments.number(0, 2), default=DEFAULTS.temperature)
     options.add_argument("--percentiles", type=_floats, default=DEFAULTS.percentiles, metavar="LIST")
-    options.add_argument("--slo-ttft-ms", type=float)
+    options.add_argument("--slo-ttft-ms", type=_milliseconds)
     options.add_argument(
         "--slo-ttfat-ms",
-        type=float,
+        type=_milliseconds,
         help="limit on time to first answer token (a reasoning model's first token after thinking)",
     )
-    options.add_argument("--slo-tpot-ms", type=float)
-    options.add_argument("--slo-e2e-ms", type=float)
-    options.add_argument("--slo-attainment", type=float, default=DEFAULTS.slo_attainment)
+    options.add_argument("--slo-tpot-ms", type=_milliseconds)
+    options.add_argument("--slo-e2e-ms", type=_milliseconds)
+    options.add_argument(
+        "--slo-attainment", type=arguments.number(0, 1, above=True), default=DEFAULTS.slo_attainment
+    )
     options.add_argument(
         "--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values"
     )
@@ -201,9 +229,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument(
         "--slo-search", choices=("rate", "concurrency"), help="find the highest load meeting the SLOs"
     )
-    options.add_argument("--search-start", type=float, default=DEFAULTS.search_start)
-    options.add_argument("--search-max", type=float, default=DEFAULTS.search_max)
-    options.add_argument("--search-steps", type=int, default=DEFAULTS.search_steps)
+    options.add_argument(
+        "--search-start",
+        type=arguments.number(0, arguments.MAX_RATE, above=True),
+        default=DEFAULTS.search_start,
+    )
+    options.add_argument(
+        "--search-max",
+        type=arguments.number(0, arguments.MAX_RATE, above=True),
+        default=DEFAULTS.search_max,
+    )
+    options.add_argument("--search-steps", type=arguments.whole(0, 12), default=DEFAULTS.search_steps)
     options.add_argument(
         "--no-calibrate", action="store_true", help="skip the tokenizer check of the prompt words"
     )
@@ -244,16 +280,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _url_target(args: argparse.Namespace) -> Any:
     # Before the probe: a bad price is named at once, not after a 3 s wait.
     price = cost.parse_usd_per_hour(args.usd_per_hour)
-    url = args.url.strip()
-    if "://" not in url:
-        url = "http://" + url
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as error:  # "http://[::1" (an unclosed IPv6 address), a port past 65535
-        raise ValidationError(f"{args.url!r} is not an http(s) URL: {error}.") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise ValidationError(f"{args.url!r} is not an http(s) URL.")
+    url, parts = check_url(args.url)  # "http://[::1", a port past 65535: one line
+    port, host = parts.port, parts.hostname or ""  # check_url refused a URL without a host
     base = url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
     # CLI start: registration brings the probe's HTTP client (httpx2, 120 modules), which only
     # a run against a URL needs.
@@ -269,7 +297,7 @@ def _url_target(args: argparse.Namespace) -> Any:
         pass
     if kind is not None and kind not in kinds():
         raise ValidationError(f"Unknown engine kind {kind!r}; known: {', '.join(kinds())}.")
-    name = f"{parts.hostname}:{port}" if port else parts.hostname
+    name = f"{host}:{port}" if port else host
     return EngineTarget(
         name=name,
         base_url=base,

@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from commands import print_json
+from commands import arguments, print_json
 from services.core import cost
 from services.core.errors import NotFoundError
 from services.engines import endpoints, kinds, registration
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     probe_parser = actions.add_parser("probe", help="probe a registered engine (by name) or any URL")
     probe_parser.add_argument("target", help="engine name or URL")
-    probe_parser.add_argument("--timeout", type=float, default=5.0)
+    probe_parser.add_argument("--timeout", type=arguments.seconds(), default=5.0)
     probe_parser.add_argument("--json", action="store_true")
     probe_parser.set_defaults(handler=_probe)
 

@@ -14,7 +14,7 @@ import argparse
 import re
 import time
 
-from commands import print_json
+from commands import arguments, print_json
 from services.core import ids
 from services.core.errors import ValidationError
 
@@ -129,16 +129,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--signal", action="append", metavar="NAME", help="a normalised signal (repeatable; default all)"
     )
-    parser.add_argument("--step", type=float, help="seconds between points (default: about 1000 points)")
+    parser.add_argument(
+        "--step", type=arguments.seconds(), help="seconds between points (default: about 1000 points)"
+    )
     parser.add_argument(
         "--rate-window",
-        type=float,
+        type=arguments.seconds(),
         default=60.0,
         help="seconds over which rates and percentiles are taken (default 60)",
     )
     parser.add_argument("--no-gpus", action="store_true", help="leave out the dcgm-exporter GPUs")
     parser.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds to wait for each answer (default 10)"
+        "--timeout",
+        type=arguments.seconds(),
+        default=10.0,
+        help="seconds to wait for each answer (default 10)",
     )
     parser.add_argument("--json", action="store_true", help="print the normalised series as JSON")
     parser.set_defaults(handler=handle)

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from commands import arguments
 from services.core import ids
 from services.core.errors import ValidationError
 from services.runstate.lifecycle import RunStatus
@@ -47,19 +48,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--count",
-        type=int,
+        type=arguments.whole(1, arguments.MAX_COUNT),
         default=None,
         help="prompts of the shipped task set to send (1-60, default 60)",
     )
-    parser.add_argument("--task-seed", type=int, default=None, help="the task set's seed (default 7)")
     parser.add_argument(
-        "--max-tokens", type=int, default=None, help="max tokens per answer (default 48)"
+        "--task-seed", type=arguments.seed(), default=None, help="the task set's seed (default 7)"
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="the sampling seed sent with every request (default 0)"
+        "--max-tokens",
+        type=arguments.whole(1, arguments.MAX_TOKENS),
+        default=None,
+        help="max tokens per answer (default 48)",
     )
     parser.add_argument(
-        "--top-logprobs", type=int, default=None, help="top_logprobs asked for (0-20, default 5)"
+        "--seed",
+        type=arguments.seed(),
+        default=0,
+        help="the sampling seed sent with every request (default 0)",
+    )
+    parser.add_argument(
+        "--top-logprobs",
+        type=arguments.whole(0, 20),
+        default=None,
+        help="top_logprobs asked for (0-20, default 5)",
     )
     parser.add_argument(
         "--show",

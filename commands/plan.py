@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from commands import print_json
+from commands import arguments, print_json
 from services.core.errors import ValidationError
 from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
 from services.planner.launch import build_launch, launch_engines, options_for_plan
@@ -32,20 +32,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--kv-dtype", default="auto", help="KV-cache element type: auto (16-bit), fp8, fp32, q8_0..."
     )
-    parser.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
-    parser.add_argument("--context", type=int, default=8192, help="tokens per sequence (default 8192)")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree = GPUs (default 1)")
     parser.add_argument(
-        "--mem-util", type=float, default=0.9, help="usable fraction of GPU memory (default 0.9)"
+        "--batch",
+        type=arguments.whole(1, arguments.MAX_COUNT),
+        default=1,
+        help="concurrent sequences (default 1)",
     )
     parser.add_argument(
-        "--block-size", type=int, default=16, help="KV block (page) size in tokens (default 16)"
+        "--context",
+        type=arguments.whole(1, arguments.MAX_TOKENS * 100),
+        default=8192,
+        help="tokens per sequence (default 8192)",
     )
     parser.add_argument(
-        "--reserve-gib", type=float, default=0.0, help="GiB per GPU kept for activations etc."
+        "--tp",
+        type=arguments.whole(1, 4096),
+        default=1,
+        help="tensor-parallel degree = GPUs (default 1)",
     )
     parser.add_argument(
-        "--achieved", type=float, help="measured decode tokens/s to set against the bound"
+        "--mem-util",
+        type=arguments.number(0, 1, above=True),
+        default=0.9,
+        help="usable fraction of GPU memory (default 0.9)",
+    )
+    parser.add_argument(
+        "--block-size",
+        type=arguments.whole(1, arguments.MAX_TOKENS),
+        default=16,
+        help="KV block (page) size in tokens (default 16)",
+    )
+    parser.add_argument(
+        "--reserve-gib",
+        type=arguments.number(0, 1e6),
+        default=0.0,
+        help="GiB per GPU kept for activations etc.",
+    )
+    parser.add_argument(
+        "--achieved",
+        type=arguments.number(0, 1e12, above=True),
+        help="measured decode tokens/s to set against the bound",
     )
     parser.add_argument(
         "--engine", choices=sorted(launch_engines()), help="also print this engine's launch command"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from commands import print_json
+from commands import arguments, print_json
 from services.engines.signals import SIGNALS
 from services.telemetry.scraper import scrape_once
 
@@ -56,8 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--kind", help="skip detection: vllm, sglang, trtllm, triton, llamacpp, tgi, dcgm, ..."
     )
     parser.add_argument(
-        "--interval", type=float, default=1.0, help="seconds between the two reads (default 1)"
+        "--interval",
+        type=arguments.seconds(zero=True),
+        default=1.0,
+        help="seconds between the two reads (default 1)",
     )
-    parser.add_argument("--timeout", type=float, default=5.0, help="HTTP timeout in seconds (default 5)")
+    parser.add_argument(
+        "--timeout", type=arguments.seconds(), default=5.0, help="HTTP timeout in seconds (default 5)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=handle)

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import threading
 from typing import Any, NoReturn
 
+from commands import arguments
 from services.core.errors import ValidationError
 
 
@@ -57,12 +59,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an explicit configuration (repeat; replaces the grid)",
     )
     parser.add_argument("--workload", default="synthetic")
-    parser.add_argument("--input-len", type=int, default=32)
-    parser.add_argument("--output-len", type=int, default=16)
-    parser.add_argument("--concurrency", type=int, help="closed loop (default 2)")
-    parser.add_argument("--rate", type=float, help="open loop: requests per second")
+    parser.add_argument("--input-len", type=arguments.whole(1, arguments.MAX_TOKENS), default=32)
+    parser.add_argument("--output-len", type=arguments.whole(1, arguments.MAX_TOKENS), default=16)
     parser.add_argument(
-        "--requests", type=int, default=8, help="measured requests per configuration (and sweep step)"
+        "--concurrency", type=arguments.whole(1, arguments.MAX_COUNT), help="closed loop (default 2)"
+    )
+    parser.add_argument(
+        "--rate",
+        type=arguments.number(0, arguments.MAX_RATE, above=True),
+        help="open loop: requests per second",
+    )
+    parser.add_argument(
+        "--requests",
+        type=arguments.whole(1, arguments.MAX_COUNT),
+        default=8,
+        help="measured requests per configuration (and sweep step)",
     )
     parser.add_argument(
         "--sweep",
@@ -79,7 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--base-url", default="http://127.0.0.1:{port}", help="where the started engine answers"
     )
     parser.add_argument("--health-url", default="{base_url}/health")
-    parser.add_argument("--start-timeout", type=float, default=120.0, help="seconds to become healthy")
+    parser.add_argument(
+        "--start-timeout", type=arguments.seconds(), default=120.0, help="seconds to become healthy"
+    )
     parser.add_argument("--name", default="")
     parser.add_argument(
         "--usd-per-hour",
@@ -125,15 +138,19 @@ def _slo(text: str | None) -> Any:
                 f"--slo: expected ttft=MS,ttfat=MS,tpot=MS,e2e=MS,attainment=F, got {part!r}."
             )
         try:
-            values[names[key.strip()]] = float(value)
+            number = float(value)
         except ValueError:
             raise ValidationError(f"--slo: {value!r} is not a number.") from None
+        if not math.isfinite(number):  # inf passed "above 0" and was stored as JSON null
+            raise ValidationError(f"--slo: {value!r} is not a number.")
+        values[names[key.strip()]] = number
     return SloSpec(**values)
 
 
 def build_spec(args: argparse.Namespace) -> Any:
     # CLI start: services.tune.spec alone loads 500 modules (0.5 s); `shootout tune --help` loads 90.
     from services.bench.arrivals import LoadSpec
+    from services.bench.form import parse_levels
     from services.bench.spec import SweepSpec
     from services.bench.workloads import WorkloadSpec
     from services.core import cost
@@ -153,10 +170,9 @@ def build_spec(args: argparse.Namespace) -> Any:
     sweep = SweepSpec()
     if args.sweep:
         dimension, values = parse_set(args.sweep)
-        try:
-            levels = tuple(float(v) for v in values)
-        except ValueError:
-            raise ValidationError(f"--sweep: levels must be numbers, got {args.sweep!r}.") from None
+        # The benchmark's own reading of levels: nan and inf are not levels (issue 56: an inf
+        # was stored as JSON null and ended in a TypeError).
+        levels = parse_levels(",".join(values))
         sweep = SweepSpec(kind=dimension, values=levels, stop_on_plateau=False)
     return TuneSpec(
         kind=args.kind,

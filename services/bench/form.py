@@ -23,6 +23,7 @@ Defaults that used to differ between the page (P) and the CLI (C), and the one k
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -198,13 +199,18 @@ def _registered_targets(form: BenchForm) -> tuple[EngineTarget, ...]:
 
 
 def parse_levels(text: str) -> tuple[float, ...]:
-    """Load levels as typed ("1, 2 4;8"): numbers separated by commas, spaces or semicolons."""
+    """Load levels as typed ("1, 2 4;8"): numbers separated by commas, spaces or semicolons;
+    nan and inf are not levels (an infinite rate reached an int() as an OverflowError)."""
+    refusal = f"Sweep levels must be numbers separated by commas (got {text[:80]!r})."
     try:
-        return tuple(float(part) for part in text.replace(";", ",").replace(" ", ",").split(",") if part)
+        levels = tuple(
+            float(part) for part in text.replace(";", ",").replace(" ", ",").split(",") if part
+        )
     except ValueError:
-        raise ValidationError(
-            f"Sweep levels must be numbers separated by commas (got {text[:80]!r})."
-        ) from None
+        raise ValidationError(refusal) from None
+    if not all(math.isfinite(level) for level in levels):
+        raise ValidationError(refusal)
+    return levels
 
 
 def parse_workers(value: object) -> int:

@@ -6,7 +6,6 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
@@ -15,6 +14,7 @@ from db.session import session_scope
 from services.core import cost
 from services.core.config import key_env_allowed, key_env_refusal
 from services.core.errors import ConflictError, NotFoundError, ValidationError
+from services.core.urls import check_url, http_url
 from services.engines import get_adapter, kinds
 from services.local_engines.backend import LocalEngineSpec, get_backend
 from services.local_engines.sharing import live_ids
@@ -70,58 +70,9 @@ def _record(row: Engine) -> EngineRecord:
     )
 
 
-_SCHEME_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
-_HOST = re.compile(
-    r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$"
-)
-
-
-def _check_url(url: str, what: str) -> tuple[str, Any]:
-    """Parse `url` strictly: a typo must be named as a typo, never stored or reported as a
-    host that does not resolve (`htp:/bad url` once became `http://htp:/bad url`)."""
-    url = (url or "").strip()
-    if not url:
-        raise ValidationError(f"The {what} is empty.")
-    if any(c.isspace() for c in url):
-        raise ValidationError(f"{url!r} contains a space; a {what} has none.")
-    if "://" not in url:
-        scheme = _SCHEME_LIKE.match(url)
-        if scheme:
-            raise ValidationError(
-                f"{url!r} does not start with http:// or https:// (it starts with {scheme.group(1)!r}:)."
-            )
-        url = "http://" + url
-    try:
-        parts = urlsplit(url)
-    except ValueError as error:  # "http://[::1": an unclosed or invalid IPv6 address
-        raise ValidationError(f"{url[:200]!r} is not a valid {what}: {error}.") from None
-    if parts.scheme not in ("http", "https"):
-        raise ValidationError(f"Unsupported URL scheme {parts.scheme!r}: use http:// or https://.")
-    if parts.username is not None or parts.password is not None:
-        raise ValidationError(
-            "Put no user name or password in the URL: name the environment variable that holds "
-            "the API key instead."
-        )
-    host = parts.hostname or ""
-    if not host:
-        raise ValidationError(f"{url!r} has no host name.")
-    is_ip6 = parts.netloc.split("@")[-1].startswith("[")
-    if not is_ip6 and not _HOST.match(host):
-        raise ValidationError(f"{host!r} in {url!r} is not a valid host name.")
-    try:
-        port = parts.port
-    except ValueError:
-        raise ValidationError(f"{url!r} has an invalid port (1-65535).") from None
-    if port is None and parts.netloc.endswith(":"):
-        raise ValidationError(f"{url!r} has a ':' but no port number after it.")
-    if port == 0:
-        raise ValidationError(f"{url!r} has an invalid port (1-65535).")
-    return url, parts
-
-
 def normalise_base_url(url: str) -> str:
     """`http://host:port[/prefix]` without a trailing slash or `/v1`; rejects anything else."""
-    url, parts = _check_url(url, "URL")
+    url, parts = check_url(url, "URL")
     if parts.query or parts.fragment:
         raise ValidationError("The URL must not carry a query string or fragment.")
     path = parts.path.rstrip("/")
@@ -142,8 +93,7 @@ def _normalise_metrics_url(url: str | None) -> str | None:
     """A full metrics URL (Triton serves them on another port: http://host:8002/metrics)."""
     if not (url or "").strip():
         return None
-    checked, _ = _check_url(url or "", "metrics URL")
-    return checked
+    return http_url(url or "", "metrics URL")
 
 
 def _validate(name: str, kind: str, api_key_env: str | None) -> None:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from services.core import http
 from services.core.config import get_settings
+from services.core.urls import http_url
 from services.engines.prometheus import Families, SeriesParser
 from services.engines.signals import GPU_SIGNAL_NAMES, not_reported
 from services.telemetry.snapshot import Snapshot
@@ -469,8 +470,9 @@ def dcgm_snapshots(families: Families, default_host: str, ts: float) -> list[Sna
 
 
 def dcgm_metrics_url(url: str) -> str:
-    """`host:9400` or `http://host:9400` -> its /metrics URL."""
-    full = url if "://" in url else f"http://{url}"
+    """`host:9400` or `http://host:9400` -> its /metrics URL (a ValidationError for a URL that
+    cannot be one)."""
+    full = http_url(url, "dcgm-exporter URL")
     if not urlsplit(full).path.strip("/"):
         full = full.rstrip("/") + "/metrics"
     return full

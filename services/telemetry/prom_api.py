@@ -19,6 +19,7 @@ from typing import Any
 from services.core import http
 from services.core.config import get_settings
 from services.core.errors import EngineError, ValidationError
+from services.core.urls import http_url
 
 MAX_POINTS = 11_000  # Prometheus refuses more than 11,000 points per series
 #: 11,000 points of 30 series at ~40 bytes each, with room to spare.
@@ -87,14 +88,8 @@ class PromServer:
         text = (url or "").strip()
         if not text:
             raise ValidationError("Give the Prometheus server's URL (http://host:9090).")
-        if "://" not in text:
-            text = f"http://{text}"
-        if not text.startswith(("http://", "https://")):
-            raise ValidationError(
-                f"The Prometheus URL {url.strip()!r} must start with http:// or https://."
-            )
         return cls(
-            text.rstrip("/"),
+            http_url(text, "Prometheus URL").rstrip("/"),
             parse_selector(selector or ""),
             (token_env or "").strip() or None,
             timeout_s,

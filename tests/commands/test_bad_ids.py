@@ -27,9 +27,12 @@ HUGE = "9" * 20
         ),
         (
             ["bench", "--url", "http://[::1", "--requests", "1"],
-            "is not an http(s) URL: Invalid IPv6 URL.",
+            "is not a valid URL: Invalid IPv6 URL.",
         ),
-        (["bench", "--url", "http://127.0.0.1:99999", "--requests", "1"], "Port out of range"),
+        (
+            ["bench", "--url", "http://127.0.0.1:99999", "--requests", "1"],
+            "has an invalid port (1-65535).",
+        ),
         (["engines", "add", "x", "http://[::1"], "is not a valid URL: Invalid IPv6 URL."),
         (["engines", "add", "x", "http://127.0.0.1:99999"], "has an invalid port (1-65535)."),
     ],

@@ -134,10 +134,10 @@ def test_registered_engines_side_by_side(db_url: str, scripted_server: ScriptedS
         (
             ["--url", "http://127.0.0.1:9", "--concurrency", "x", "--requests", "3"],
             2,
-            "invalid int value",
+            "argument --concurrency: expected a whole number from 1 to",
         ),
         (["--url", "http://127.0.0.1:9", "--concurrency", "2"], 1, "--requests N or --duration S"),
-        (["--url", "ftp://x", "--requests", "3"], 1, "not an http(s) URL"),
+        (["--url", "ftp://x", "--requests", "3"], 1, "Unsupported URL scheme 'ftp'"),
         (
             [
                 "--url",
