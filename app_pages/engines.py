@@ -29,8 +29,10 @@ with st.container(border=True):
         "default) or under the same load."
     )
     local_panel(may_manage)
-    if may_manage and st.button(
-        "Start all local engines", key="local_up_all", icon=":material/play_arrow:"
+    if (
+        may_manage
+        and st.session_state.get("local_startable")
+        and st.button("Start all local engines", key="local_up_all", icon=":material/play_arrow:")
     ):
         engines_endpoints.show(engines_view.start_all_local())
 

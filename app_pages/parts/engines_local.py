@@ -19,6 +19,8 @@ INSTALL_HINT = (
 @st.fragment(run_every=refresh_interval(3.0))
 def local_panel(may_manage: bool) -> None:
     panel = engines_view.local_panel()
+    # Read by the page's "Start all" below the panel, in the same run (no second status read).
+    st.session_state["local_startable"] = panel.startable
     for row in panel.rows:
         left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
         left.markdown(row.title)

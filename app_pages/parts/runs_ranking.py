@@ -22,5 +22,5 @@ def ranking() -> None:
         st.caption(md_text(shown.caption))
         for note in shown.notes:
             st.warning(md_text(note))
-        st.markdown("**Votes per engine pair**")
-        st.dataframe(shown.pairs, key="runs_ranking_pairs")
+        st.markdown("**Engine pairs: votes and win rates**")
+        st.dataframe(shown.pairs, hide_index=True, key="runs_ranking_pairs")

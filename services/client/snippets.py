@@ -42,9 +42,12 @@ def as_openai_python(request: ChatRequest) -> str:
         kwargs["extra_headers"] = request.headers
     arguments = "\n".join(f"    {name}={_py(value)}," for name, value in kwargs.items())
     # `os` only when the key is read from the environment: an unused import is the first thing
-    # a linter flags in the pasted code (issue 36).
+    # a linter flags in the pasted code (issue 36). `openai` is the one package it needs beyond
+    # the standard library, named first: a fresh environment has none (issue 56).
     return (
-        ("import os\n\n" if request.api_key_env else "") + "from openai import OpenAI\n\n"
+        "# pip install openai\n"
+        + ("import os\n\n" if request.api_key_env else "")
+        + "from openai import OpenAI\n\n"
         f"client = OpenAI(base_url={base!r}, api_key={key})\n"
         "stream = client.chat.completions.create(\n"
         f"{arguments}\n"

@@ -103,6 +103,12 @@ class LocalPanel:
     #: Some engine is not installed yet (the page says how to install it).
     missing: bool
 
+    @property
+    def startable(self) -> bool:
+        """Some engine is installed and stopped: "Start all" has something to start (issue 56:
+        it was offered while all six ran)."""
+        return any(row.action == "start" for row in self.rows)
+
 
 def _local_row(status: local_engines.LocalEngineStatus) -> LocalRow:
     install = status.install or {}

@@ -15,6 +15,7 @@ from services.bench import comparability
 from services.bench.comparability import weights
 from services.bench.time_split import part_note, shown
 from services.core.errors import NotFoundError, ValidationError
+from services.engines import get_adapter
 from services.runs.records import (
     ANSWER_METRICS,
     COST_METRICS,
@@ -259,6 +260,8 @@ def _settings(series: list[Series]) -> list[SettingRow]:
                 out["version"] = str(reported["version"])
             _flatten("", {k: v for k, v in reported.items() if k != "version"}, out)
         out.update(weights.weights_of(item.engine_info))
+        for key in get_adapter(item.engine_info.get("kind")).volatile_settings:
+            out.pop(key, None)
         flattened.append(out)
     order: list[str] = []
     for out in flattened:

@@ -38,12 +38,22 @@ def _cdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.quantile(values, shares), shares
 
 
+def _finite_count(values: np.ndarray | None) -> int:
+    return 0 if values is None else int(np.isfinite(values).sum())
+
+
 def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
-    """Overlaid cumulative distributions of one latency metric (None without samples)."""
+    """Overlaid cumulative distributions of one latency metric; None unless some series has
+    two samples or more. One sample draws no line (a Playground exchange has one answer per
+    engine: its Distributions box was drawn empty, issue 56), so beside a distribution a lone
+    sample is a point, and alone it is no figure: the table says it all."""
+    counts = [_finite_count(series.samples.get(metric)) for series in comparison.series]
+    if max(counts, default=0) < 2:
+        return None
     figure = go.Figure()
     for index, series in enumerate(comparison.series):
         values = series.samples.get(metric)
-        if values is None or values.size == 0:
+        if values is None or counts[index] == 0:
             continue
         x, y = _cdf_points(values)
         notes = [
@@ -59,7 +69,7 @@ def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
             go.Scatter(
                 x=x * 1000,
                 y=y,
-                mode="lines",
+                mode="lines" if counts[index] > 1 else "markers",
                 line={"shape": "hv", "color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
                 name=name,
                 hovertemplate="%{x:.1f} ms: %{y:.1%} of requests<extra>"

@@ -1,5 +1,5 @@
 """The Runs page's ranking of engines from blind votes: the Bradley-Terry table and the
-matrix of votes per engine pair (services/votes/ranking.py computes them)."""
+votes and win rate of each engine pair with its interval (services/votes/ranking.py computes them)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ import pandas as pd
 
 from services.votes import bradley_terry
 from services.votes.ranking import engine_ranking
+from services.votes.tally import interval_words, percent, wilson
+
+PAIR_COLUMNS = ("Pair", "Votes", "Wins", "Ties", "First's win rate", "95% interval")
 
 
 @dataclass(frozen=True)
 class RankingView:
     #: Engine, group (when the votes fall in several), score, CI low, CI high, votes.
     table: pd.DataFrame
-    #: Votes (wins, losses and ties) per engine pair, engines in the table's order.
+    #: Per engine pair, in the table's order: votes, wins, ties, the first's win rate and its
+    #: 95% interval.
     pairs: pd.DataFrame
     caption: str
     notes: list[str]
@@ -35,6 +39,30 @@ def places_words(found: bradley_terry.Ranking) -> str:
     return "Places: " + "; ".join(parts) + "."
 
 
+def pair_table(found: bradley_terry.Ranking) -> pd.DataFrame:
+    """One row per pair of engines that met, in the ranking's order: its votes, wins and ties,
+    and the first engine's win rate with its 95% Wilson interval (a tie counts as half a win,
+    as in the fit), so that 2-1 is read as the guess it is (21-94%)."""
+    place = {s.engine: index for index, s in enumerate(found.scores)}
+    rows = []
+    for pair in sorted(found.pairs, key=lambda p: sorted((place[p.engine_a], place[p.engine_b]))):
+        first_is_a = place[pair.engine_a] <= place[pair.engine_b]
+        first, second = (pair.engine_a, pair.engine_b) if first_is_a else (pair.engine_b, pair.engine_a)
+        wins, losses = (pair.wins_a, pair.wins_b) if first_is_a else (pair.wins_b, pair.wins_a)
+        points = wins + pair.ties / 2
+        rows.append(
+            {
+                "Pair": f"{first} vs {second}",
+                "Votes": pair.votes,
+                "Wins": f"{wins}–{losses}",
+                "Ties": pair.ties,
+                "First's win rate": percent(points / pair.votes if pair.votes else None),
+                "95% interval": interval_words(wilson(points, pair.votes)),
+            }
+        )
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+
+
 def ranking_view(session_id: int | None = None) -> RankingView | None:
     """The ranking as the page shows it; None before any vote."""
     found = engine_ranking(session_id)
@@ -52,20 +80,14 @@ def ranking_view(session_id: int | None = None) -> RankingView | None:
     )
     if found.connected:
         table = table.drop(columns=["Group"])
-    order = [s.engine for s in found.scores]
-    counts = {(p.engine_a, p.engine_b): p.votes for p in found.pairs}
-    pairs = pd.DataFrame(
-        [[pd.NA if a == b else counts.get((a, b), counts.get((b, a), 0)) for b in order] for a in order],
-        index=pd.Index(order, name="Engine"),
-        columns=order,
-        dtype="Int64",
-    )
+    pairs = pair_table(found)
     level = round(bradley_terry.LEVEL * 100)
     caption = (
         f"Bradley-Terry scores on the Elo scale (1000 is the average engine; +120 is twice as "
         f"likely to be preferred), ties counted as half a win each. {level}% intervals: "
         f"{found.resamples} bootstrap resamples of the {found.ballots} ballots (seed {found.seed}). "
         "Votes: the pairs an engine's ballots decided (a best-of-three ballot decides two). "
+        "Per pair, the first engine's win rate (a tie half a win) with a 95% Wilson interval. "
         + places_words(found)
     )
     return RankingView(table, pairs, caption, list(found.notes))

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from services.core import http
 from services.core.errors import EngineError, ValidationError
+from services.core.urls import http_url
 from services.engines import adapters, get_adapter, kinds
 from services.engines.base import EngineAdapter
 from services.engines.normalise import EngineNormaliser, metric_prefixes
@@ -109,6 +110,10 @@ class EngineScraper:
         self.last: Snapshot | None = None
         self.last_duration_s: float | None = None
         self._failed_at: float | None = None
+        #: For a target with nothing to scrape: when its base URL was last tried, and why it
+        #: could not be reached then (None: it answered).
+        self._reached_at: float | None = None
+        self._unreachable: str | None = None
         self._headers = {**ACCEPT, **auth_headers(self.target.api_key_env)}
 
     @property
@@ -132,10 +137,7 @@ class EngineScraper:
         with self.lock:
             ts = time.time() if now is None else now
             if not self.url or not self.adapter.telemetry_signals:
-                reason = not_reported(self.adapter.label)
-                if self.adapter.telemetry_signals and not self.url:
-                    reason += " (no metrics URL set)"
-                return self._snapshot(ts, missing=dict.fromkeys(ENGINE_SIGNAL_NAMES, reason))
+                return self._nothing_to_read(ts)
             if self._failed_at is not None and ts - self._failed_at < self.retry_after_s and self.last:
                 return self._snapshot(ts, error=self.last.error)  # do not hammer a dead endpoint
             with_histograms = (
@@ -160,6 +162,28 @@ class EngineScraper:
                 self._histograms_at = ts
             result = self.normaliser.update(families, ts, marker, with_histograms)
             return self._snapshot(ts, values=result.values, missing=result.missing, notes=result.notes)
+
+    def _nothing_to_read(self, ts: float) -> Snapshot:
+        """A kind without metrics (or without its metrics URL) has no signals, but its endpoint
+        is up or down all the same: one that refuses connections is shown as unreachable, never
+        with a tick beside "not reported" (issue 56). Its health path is read at most once per
+        `retry_after_s`; any HTTP answer, even a 404, means it is up."""
+        reason = not_reported(self.adapter.label)
+        if self.adapter.telemetry_signals and not self.url:
+            reason += " (no metrics URL set)"
+        base = self.target.base_url
+        if base and (self._reached_at is None or not 0 <= ts - self._reached_at < self.retry_after_s):
+            self._reached_at = ts
+            started = time.perf_counter()
+            try:
+                self._get(base.rstrip("/") + self.adapter.health_path)
+                self._unreachable = None
+            except _ScrapeError as error:
+                self._unreachable = str(error)
+            self.last_duration_s = time.perf_counter() - started if self._unreachable is None else None
+        if base and self._unreachable:
+            return self._snapshot(ts, error=self._unreachable)
+        return self._snapshot(ts, missing=dict.fromkeys(ENGINE_SIGNAL_NAMES, reason))
 
     def _get(self, url: str) -> http.Reply:
         try:
@@ -287,9 +311,7 @@ def scrape_once(
 
     if interval_s < 0:
         raise ValidationError("The interval must not be negative.")
-    url = url.strip()
-    if "://" not in url:
-        url = "http://" + url
+    url = http_url(url)
     has_path = bool(urlsplit(url).path.strip("/"))
     detected_by = "given"
     if kind is not None and kind != "dcgm" and kind not in kinds():

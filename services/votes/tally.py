@@ -29,8 +29,9 @@ Z95 = 1.959963984540054
 TIE = "tie"
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion `successes`/`n` (None when n is 0)."""
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion `successes`/`n` (None when n is 0); a tie
+    counted as half a success gives a fractional count."""
     if n <= 0:
         return None
     p = successes / n

@@ -110,3 +110,27 @@ def test_a_currency_formatted_price_is_an_error_box_and_nothing_is_stored(db_url
     assert not at.exception
     assert any("not a plain number" in e.value for e in at.error)
     assert endpoints.list_engines() == []
+
+
+def _rows(*actions: str) -> list[engines_view.LocalRow]:
+    return [
+        engines_view.LocalRow(f"local-{n}", f"**local-{n}**", "x", failed=False, action=action)  # type: ignore[arg-type]
+        for n, action in enumerate(actions)
+    ]
+
+
+def test_start_all_is_offered_only_while_some_engine_can_start(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: "Start all local engines" was offered while all six ran."""
+    monkeypatch.setattr(
+        engines_view, "local_panel", lambda: engines_view.LocalPanel(_rows(*["stop"] * 6), False)
+    )
+    at = engines_page().run()
+    assert not at.exception
+    assert not [b for b in at.button if b.key == "local_up_all"]
+    monkeypatch.setattr(
+        engines_view, "local_panel", lambda: engines_view.LocalPanel(_rows("stop", "start"), False)
+    )
+    at = engines_page().run()
+    assert [b for b in at.button if b.key == "local_up_all"]

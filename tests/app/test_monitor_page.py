@@ -262,3 +262,29 @@ def test_history_from_the_real_prometheus(db_url: str, no_gpu: None, prometheus:
     at.text_input(key="monitor_prometheus_url").set_value("http://127.0.0.1:9").run()
     assert not at.exception
     assert any("connection refused" in e.value for e in at.error)
+
+
+def test_an_engine_that_refuses_connections_is_unreachable_not_a_green_tick(
+    engines: MetricsServer, no_gpu: None
+) -> None:
+    """Issue 56: an engine of a kind without metrics (nothing to scrape) whose URL refused
+    connections showed a green tick and "not reported"; one that answers keeps its tick."""
+    endpoints.add_engine("dead", "http://127.0.0.1:9", kind="openai")
+    endpoints.add_engine("alive", engines.url + "/o", kind="openai")
+    at = monitor_page()
+    at.session_state["monitor_engines"] = ["dead", "alive"]
+    at.run()
+    assert not at.exception, at.exception
+    lines = {name: c.value for c in at.caption for name in ("dead", "alive") if f"**{name}**" in c.value}
+    assert ":material/cloud_off:" in lines["dead"] and "unreachable" in lines["dead"], lines
+    assert "check_circle" not in lines["dead"]
+    assert ":material/check_circle:" in lines["alive"] and "not reported" in lines["alive"], lines
+
+
+def test_a_dcgm_url_urllib_cannot_split_is_an_error_box(db_url: str, no_gpu: None) -> None:
+    """Issue 56's URL class on the page: `http://[::1` in the dcgm-exporter field raised
+    urllib's ValueError through the page (a redacted exception box)."""
+    at = monitor_page().run()
+    at.text_input(key="monitor_dcgm").set_value("http://[::1").run()
+    assert not at.exception, at.exception
+    assert any("is not a valid dcgm-exporter URL" in as_read(e.value) for e in at.error)

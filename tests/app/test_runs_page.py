@@ -294,10 +294,10 @@ def test_the_history_shows_the_ranking_from_blind_votes(db_url: str) -> None:
     at = runs_page()
     assert not at.exception
     assert any(e.label == "Engine ranking from blind votes" for e in at.expander)
-    # Under the history's table: the ranking, then the votes per pair.
+    # Under the history's table: the ranking, then each pair's votes and win rate (issue 56).
     _, table, pairs = (d.value for d in at.dataframe)
     assert table["Engine"].tolist() == ["a", "b"] and table["Votes"].tolist() == [3, 3]
-    assert int(pairs.loc["a", "b"]) == 3
+    assert pairs[["Pair", "Votes", "95% interval"]].values.tolist() == [["a vs b", 3, "21–94%"]]
     assert "bootstrap" in texts(at)
 
 

@@ -20,6 +20,7 @@ from services.bench.comparability.fingerprint import (
     value_text,
 )
 from services.bench.comparability.weights import speed_rank
+from services.engines import get_adapter
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,12 @@ def _same(rule: Rule, a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _settings_difference(a: dict[str, str], b: dict[str, str]) -> str | None:
+def _settings_difference(
+    a: dict[str, str], b: dict[str, str], volatile: frozenset[str] = frozenset()
+) -> str | None:
     # What explains a speed difference first (the weights' dtype before a sampler default).
-    keys = sorted((k for k in set(a) | set(b) if a.get(k) != b.get(k)), key=lambda k: (speed_rank(k), k))
+    changed = (k for k in set(a) | set(b) if a.get(k) != b.get(k) and k not in volatile)
+    keys = sorted(changed, key=lambda k: (speed_rank(k), k))
     if not keys:
         return None
     shown = ", ".join(f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys[:5])
@@ -100,7 +104,12 @@ def compare_fingerprints(
     for rule in RULES:
         a, b = getattr(baseline, rule.name), getattr(other, rule.name)
         if rule.name == "engine_settings":
-            if a and b and (text := _settings_difference(a, b)):
+            # A value the engine draws anew at every start is never a difference (issue 56).
+            volatile = (
+                get_adapter(baseline.engine_kind).volatile_settings
+                | get_adapter(other.engine_kind).volatile_settings
+            )
+            if a and b and (text := _settings_difference(a, b, volatile)):
                 engine_changes.append(
                     Difference(
                         rule.name, rule.label, (str(len(a)), str(len(b))), f"{rule.label}: {text}"

@@ -75,27 +75,40 @@ TIMELINE_SIGNALS: tuple[tuple[str, str, float, str], ...] = (
 )
 
 
-def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
+def run_timeline_figure(run_id: int) -> tuple[go.Figure | None, list[str]]:
     """The Runs page's replay: request latencies (E2E and TTFT at each request's start)
     on top, then the recorded telemetry, all on seconds since the run started. Returns the
-    figure and notes (signals not reported, no telemetry recorded)."""
+    figure and notes (signals not reported, no telemetry recorded). A row is drawn only with
+    something in it, and no figure without any row (issue 56: a recording's empty latency
+    row was an empty box on the run page)."""
     data = run_telemetry(run_id)
     frame, requests = data.window.frame, data.requests
     present = [
         row for row in TIMELINE_SIGNALS if row[0] in frame.columns and frame[row[0]].notna().any()
     ]
-    rows = 1 + len(present)
+    done = requests[requests["ok"].astype(bool)] if len(requests) else requests
+    latency = 1 if len(done) else 0
+    rows = latency + len(present)
+    notes: list[str] = []
+    if not len(requests):
+        notes.append("This run has no request results.")
+    elif not len(done):
+        notes.append("None of this run's requests succeeded: no latency to draw.")
+    if not len(frame):
+        notes.append("No telemetry was recorded with this run.")
+    notes += _not_reported_notes(data.window.not_reported)
+    if not rows:
+        return None, notes
     figure = make_subplots(
         rows=rows,
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.03,
-        subplot_titles=["Request latency (s)"] + [f"{title} ({unit})" for _, title, _, unit in present],
+        subplot_titles=(["Request latency (s)"] if latency else [])
+        + [f"{title} ({unit})" for _, title, _, unit in present],
     )
-    notes: list[str] = []
-    if len(requests):
-        for engine, part in requests.groupby("engine_name", sort=True):
-            ok = part[part["ok"].astype(bool)]
+    if latency:
+        for engine, ok in done.groupby("engine_name", sort=True):
             figure.add_trace(
                 go.Scattergl(
                     x=ok["start_s"],
@@ -118,34 +131,37 @@ def run_timeline_figure(run_id: int) -> tuple[go.Figure, list[str]]:
                 row=1,
                 col=1,
             )
-    else:
-        notes.append("This run has no request results.")
-    if not len(frame):
-        notes.append("No telemetry was recorded with this run.")
-    for position, (signal, title, scale, _) in enumerate(present, start=2):
+    for position, (signal, title, scale, _) in enumerate(present, start=1 + latency):
         for source, part in frame.groupby("source", sort=True):
-            if part[signal].notna().any():
+            readings = int(part[signal].notna().sum())
+            if readings:
                 figure.add_trace(
                     go.Scattergl(
                         x=part["t_s"],
                         y=part[signal] * scale,
-                        mode="lines",
+                        # One reading draws no line: a point, not an empty row.
+                        mode="lines" if readings > 1 else "markers",
                         name=f"{source.partition(':')[2]} · {title}",
                     ),
                     row=position,
                     col=1,
                 )
-    for source, missing in data.window.not_reported.items():
-        shown = [title for signal, title, _, _ in TIMELINE_SIGNALS if signal in missing]
-        if shown:
-            notes.append(
-                f"{source.partition(':')[2]}: {', '.join(shown)} {next(iter(missing.values()))}"
-            )
     figure.update_layout(
         height=220 * rows, margin={"l": 10, "r": 10, "t": 40, "b": 10}, uirevision=f"run_{run_id}"
     )
     figure.update_xaxes(title_text="seconds since the run started", row=rows, col=1)
     return figure, notes
+
+
+def _not_reported_notes(not_reported: dict[str, dict[str, str]]) -> list[str]:
+    notes = []
+    for source, missing in not_reported.items():
+        shown = [title for signal, title, _, _ in TIMELINE_SIGNALS if signal in missing]
+        if shown:
+            notes.append(
+                f"{source.partition(':')[2]}: {', '.join(shown)} {next(iter(missing.values()))}"
+            )
+    return notes
 
 
 def recording_runs(limit: int = 30) -> list[RecordingRun]:

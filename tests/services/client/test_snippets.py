@@ -33,3 +33,19 @@ def test_os_is_imported_only_for_a_key_from_the_environment() -> None:
     assert "os" not in _imports(without_key) and 'api_key="none"' in without_key
     with_key = as_openai_python(_request("VLLM_KEY"))
     assert "os" in _imports(with_key) and 'os.environ["VLLM_KEY"]' in with_key
+
+
+def test_the_openai_snippet_says_what_to_install_first() -> None:
+    """Issue 56: pasted into a fresh environment, `from openai import OpenAI` failed without a
+    word about `pip install openai`. The standard-library snippet (Triton) needs nothing."""
+    code = as_openai_python(_request(None))
+    assert code.splitlines()[0] == "# pip install openai"
+    ast.parse(code)
+    triton = ChatRequest(
+        base_url="http://127.0.0.1:8085",
+        model="smollm2",
+        messages=[{"role": "user", "content": "hi"}],
+        params=SamplingParams(max_tokens=8),
+        kind="triton",
+    )
+    assert "pip install" not in as_openai_python(triton)

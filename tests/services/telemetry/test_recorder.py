@@ -361,3 +361,24 @@ def test_replay_puts_each_engine_requests_on_the_run_clock(db_url: str) -> None:
         60.5,
         0.5,
     ]  # a, a (step 2), b, c (no origin: run start)
+
+
+def test_a_replay_draws_no_empty_rows(db_url: str) -> None:
+    """Issue 56: a run with telemetry and no requests (a recording) drew an empty "Request
+    latency" box above its signals; one with neither drew an empty figure."""
+    started = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+    recording = make_run(kind="recording", started=started)
+    insert_samples(
+        recording,
+        "engine:v",
+        [{"_kind": "vllm", "_label": "vLLM", "kv_cache_usage": 0.1 * i} for i in range(5)],
+        started.timestamp(),
+    )
+    figure, notes = run_timeline_figure(recording)
+    assert figure is not None
+    titles = [a.text for a in figure.layout.annotations]
+    assert titles == ["KV-cache usage (%)"] and "This run has no request results." in notes
+    assert {trace.yaxis for trace in figure.data} == {"y"}  # every row drawn holds a trace
+    empty = make_run(kind="recording", started=started)
+    figure, notes = run_timeline_figure(empty)
+    assert figure is None and "No telemetry was recorded with this run." in notes

@@ -104,10 +104,17 @@ def test_trtllm_falls_back_to_json_iteration_stats(server: MetricsServer, shared
     assert paths == ["/prometheus/metrics", "/metrics", "/metrics", "/metrics"]
 
 
-def test_engine_without_metrics_is_not_scraped() -> None:
-    snapshot = EngineScraper(ScrapeTarget("o", "ollama", None, base_url="http://127.0.0.1:9")).scrape()
+def test_engine_without_metrics_is_not_scraped_but_said_unreachable(server: MetricsServer) -> None:
+    """Its signals are "not reported"; whether it answers at all is still said (issue 56: one
+    that refused connections had a green tick on the Monitor)."""
+    snapshot = EngineScraper(ScrapeTarget("o", "ollama", None, base_url=server.url)).scrape()
     assert snapshot.error is None and snapshot.values == {}
     assert snapshot.reading("kv_cache_usage").reason == "not reported by Ollama"
+    assert [request[0] for request in server.requests] == ["/health"]  # a 404 is an answer
+    dead = EngineScraper(ScrapeTarget("o", "ollama", None, base_url="http://127.0.0.1:9"))
+    snapshot = dead.scrape(now=100.0)
+    assert snapshot.error and snapshot.error.startswith("unreachable: connection refused")
+    assert dead.scrape(now=101.0).error == snapshot.error  # tried again only after retry_after_s
 
 
 def test_hub_shares_fresh_snapshots_and_keeps_history(
