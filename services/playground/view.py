@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from services import local_engines, playground
@@ -280,8 +280,25 @@ def arrange(view: ExchangeView, participant: str | None = None) -> Arrangement:
     labels = playground_votes.answer_labels(order)
     shown_hidden = playground_votes.engines_hidden(view.run_id, participant) if view.blind else False
     if shown_hidden:
-        columns = [blinded(column, labels[column.engine]) for column in columns]
+        pooled = pooled_notes(columns)
+        columns = [replace(blinded(column, labels[column.engine]), notes=pooled) for column in columns]
     return Arrangement(columns, labels, shown_hidden, cast)
+
+
+def pooled_notes(columns: list[Column]) -> list[str]:
+    """A hidden exchange's notes, the same under every answer: "Answer B's engine does not
+    take top_k" names no engine, yet says which answer Triton wrote to a voter who knows
+    which kind lacks top_k. Pooled, they say what was not sent, never to which answer."""
+    pooled: list[str] = []
+    for column in columns:
+        for note in blind_notes(column.notes, _POOLED):
+            text = "An engine in this exchange" + note[len(_POOLED) + len("'s engine") :]
+            if text not in pooled:
+                pooled.append(text)
+    return sorted(pooled)
+
+
+_POOLED = "\x00"
 
 
 def blinded(column: Column, label: str) -> Column:
