@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import httpx2
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.e2e.conftest import assert_no_exception, pick_engines, screenshot, wait_for_app
 from tests.support.scripted_server import ScriptedServer
@@ -76,8 +77,17 @@ def _send_with_schema(
     # click on a toggle already on would hide it).
     toggle = page.locator(".st-key-pg_schema_on input[type='checkbox']")
     toggle.wait_for(state="attached")
-    if not toggle.is_checked():
-        page.locator(".st-key-pg_schema_on label").click()
+    # A rerun that lands between the read and the click can swallow the click (seen once in a
+    # whole-suite run: the textarea never came in 60 s): try again until the textarea is drawn.
+    for attempt in range(3):
+        if not toggle.is_checked():
+            page.locator(".st-key-pg_schema_on label").click()
+        try:
+            page.locator(".st-key-pg_schema textarea").wait_for(state="visible", timeout=15_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
     page.locator(".st-key-pg_schema textarea").fill(schema)
     page.locator(".st-key-pg_schema textarea").blur()
     wait_for_app(page)

@@ -24,6 +24,11 @@ def test_a_cdf_s_share_axis_stops_at_100_percent(db_url: str) -> None:
     run_id = make_run(
         engines={"vllm": engine_summary(0.08, 0.02, 1.0, 400.0)}, requests={"vllm": [0.05]}
     )
+    # One sample draws no line: no figure at all (issue 56's empty box), the table says it.
+    assert runs_cdf(compare_runs([run_id]), "ttft_s") is None
+    run_id = make_run(
+        engines={"vllm": engine_summary(0.08, 0.02, 1.0, 400.0)}, requests={"vllm": [0.05, 0.06]}
+    )
     runs = runs_cdf(compare_runs([run_id]), "ttft_s")
     assert runs is not None
     for figure in (runs, bench_cdf({"vllm": [0.05]}, "TTFT")):
