@@ -3,6 +3,7 @@ their status as read from it, the processes and /health."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Self
 
 from services.core import http
 from services.core.processes import pid_alive
@@ -38,12 +40,45 @@ def read_state() -> dict[str, dict]:
 
 
 def write_state(state: dict[str, dict]) -> None:
-    tmp = _state_file().with_suffix(".tmp")
+    # A file of this process's own: two writers sharing one `.tmp` could rename each other's
+    # half-written file into place.
+    tmp = _state_file().with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(state, indent=2))
     tmp.replace(_state_file())
 
 
-state_lock = threading.Lock()
+class _StateLock:
+    """Held around every read-change-write of state.json, across threads *and* processes: the
+    app, `shootout local up` and a test session start and stop engines at once, and a thread
+    lock alone let one process's write drop another's start (seen: three engines listening on
+    their ports while state.json said stopped, so `local up` refused the ports). flock on a
+    file beside it, as the installer does; the kernel drops it when a holder dies."""
+
+    def __init__(self) -> None:
+        self._threads = threading.Lock()
+        self._file: int | None = None
+
+    def __enter__(self) -> Self:
+        self._threads.acquire()
+        try:
+            self._file = os.open(state_dir() / "state.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._file is not None:
+            os.close(self._file)  # closing the descriptor releases the flock
+            self._file = None
+        self._threads.release()
+
+
+state_lock = _StateLock()
 #: Engines this process started, by PID: their exit status tells how they died.
 children: dict[int, subprocess.Popen] = {}
 
