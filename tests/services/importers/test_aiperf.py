@@ -132,3 +132,36 @@ def test_a_stored_import_says_its_ttft_includes_thinking(db_url: str, samples) -
     assert [r.ttfat_s for r in records] == pytest.approx([0.4, 0.5])
     assert [r.reasoning_tokens for r in records] == [30, 60]
     assert all(r.ttft_includes_reasoning for r in records)
+
+
+def test_a_csv_metric_cell_reads_as_the_old_pattern_did() -> None:
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    old = re.compile(r"^(?P<name>.*?)\s*(?:\((?P<unit>[^)]*)\))?\s*$")
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet="ab ()\t", max_size=30))
+    def same(cell: str) -> None:
+        match = old.match(cell.strip())
+        assert match is not None
+        assert aiperf.csv_name(cell) == (match.group("name").strip(), match.group("unit") or "")
+
+    same()
+    assert aiperf.csv_name(" Request Latency (ms) ") == ("Request Latency", "ms")
+
+
+def test_a_100k_character_header_cell_reads_in_linear_time(samples) -> None:
+    """Issue 57: the old pattern took 13 s on 2,000 characters and 110 s on 4,000."""
+    import time
+
+    path = samples / "aiperf_profile_export_aiperf.csv"
+    header, rest = path.read_bytes().split(b"\n", 1)
+    assert header.lower().startswith(b"metric,")  # the row below lands in a metric section
+    hostile = ("a" + " " * 100_000 + "x)" + ",1" * header.count(b",") + "\n").encode()
+    started = time.perf_counter()
+    module, [run] = importers.parse_file(header + b"\n" + hostile + rest, path.name)
+    assert module is aiperf and run.summary["engines"]["aiperf"]["completed"] == 200
+    assert time.perf_counter() - started < 2.0
