@@ -33,7 +33,9 @@ def pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+        # The name in parentheses is the program's own and may hold ") Z": the state is the
+        # first field after the *last* parenthesis (proc(5)).
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return True
     return state != "Z"

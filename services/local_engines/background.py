@@ -59,7 +59,10 @@ def _is_ours(pid: int) -> bool:
         if command or not pid_alive(pid):
             break
         time.sleep(0.05)
-    return pid_alive(pid) and b"cli.py" in command and b"up" in command
+    # Its own arguments exactly, as start() gave them: any command line merely holding
+    # "cli.py" and "up" (an editor on cli.py, a backup job) would have had its group killed.
+    argv = command.split(b"\0")
+    return pid_alive(pid) and argv[1:4] == [str(PROJECT_ROOT / "cli.py").encode(), b"local", b"up"]
 
 
 def running() -> dict[int, dict]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -145,16 +144,19 @@ class _Status:
         self.id, self.url, self.status = engine_id, "http://127.0.0.1", "running"
 
 
-def test_a_background_run_is_found_again_and_stopped(monkeypatch: pytest.MonkeyPatch, engines) -> None:  # type: ignore[no-untyped-def]
+def test_a_background_run_is_found_again_and_stopped(
+    monkeypatch: pytest.MonkeyPatch, engines, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     real_popen = subprocess.Popen
     asked: list[list[str]] = []
+    # A stand-in cli.py that only sleeps: the process runs start()'s own command line, which
+    # is what the PID check knows it by.
+    (tmp_path / "cli.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.setattr(background, "PROJECT_ROOT", tmp_path)
 
     def popen(command: list[str], **kwargs: object) -> subprocess.Popen:
-        # A process whose command line reads as `cli.py ... up`, as the PID check wants.
         asked.append(command)
-        return real_popen(
-            [sys.executable, "-c", "import time; time.sleep(60)", "cli.py", "up"], **kwargs
-        )  # type: ignore[call-overload]
+        return real_popen(command, **kwargs)  # type: ignore[call-overload]
 
     monkeypatch.setattr(background.subprocess, "Popen", popen)
     pid, fresh = background.start()
