@@ -41,6 +41,15 @@ def pid_alive(pid: int | None) -> bool:
     return state != "Z"
 
 
+def start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks after boot (proc(5) field 22): with its PID, this
+    names one process for the machine's uptime, where a PID alone is reused once reaped."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 #: The run workers this process started, by pid: `worker_exited` asks the process itself (a
 #: pid alone could be another host's, with a shared database, or reused once reaped).
 _workers: dict[int, subprocess.Popen[bytes]] = {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.core.config import PROJECT_ROOT
-from services.core.processes import pid_alive
+from services.core.processes import pid_alive, start_ticks
 from services.local_engines import progress
 from services.local_engines.backend import get_backend
 from services.local_engines.catalog import chosen_backends
@@ -45,29 +45,41 @@ def _read() -> dict[str, dict]:
     return found if isinstance(found, dict) else {}
 
 
-def _is_ours(pid: int) -> bool:
-    # A PID the system gave to another program since is not ours to report or stop.
+def _command_line(pid: int) -> list[bytes] | None:
+    """The arguments `pid` runs with, or None when it has ended."""
     command = b""
     for _ in range(20):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
-            return pid_alive(pid)
+            return None
         # A child just started shows no arguments for a moment: the kernel closes its
         # close-on-exec files (which ends Popen's wait) before it sets the new program's
         # arguments. A flaky test found it (2 runs in 3 on a busy machine).
         if command or not pid_alive(pid):
             break
         time.sleep(0.05)
-    # Its own arguments exactly, as start() gave them: any command line merely holding
-    # "cli.py" and "up" (an editor on cli.py, a backup job) would have had its group killed.
-    argv = command.split(b"\0")
-    return pid_alive(pid) and argv[1:4] == [str(PROJECT_ROOT / "cli.py").encode(), b"local", b"up"]
+    return command.split(b"\0")[:-1] if pid_alive(pid) else None
+
+
+def _is_ours(pid: int, info: dict) -> bool:
+    """True when `pid` is still the process start() recorded: the same command line, exactly,
+    and the same start time. A PID the system gave to another program since (an editor on
+    cli.py, a backup job whose arguments hold "up") is not ours to report or stop. The record
+    says which checkout's cli.py it ran: the engines folder, and so this file, is shared by
+    every checkout and app that points at it (a test's scratch clone and the tests' own app)."""
+    argv = info.get("argv")
+    if not isinstance(argv, list):
+        return False  # a record from before argv was kept: its PID alone proves nothing
+    if _command_line(pid) != [str(a).encode() for a in argv]:
+        return False
+    ticks = info.get("start_ticks")
+    return ticks is None or start_ticks(pid) == ticks
 
 
 def running() -> dict[int, dict]:
     """The background installs and starts that still run: PID -> what it was asked."""
-    return {int(pid): info for pid, info in _read().items() if _is_ours(int(pid))}
+    return {int(pid): info for pid, info in _read().items() if _is_ours(int(pid), info)}
 
 
 def start(engine_ids: list[str] | None = None) -> tuple[int, bool]:
@@ -81,9 +93,10 @@ def start(engine_ids: list[str] | None = None) -> tuple[int, bool]:
     log = up_log()
     if not alive and log.exists():
         log.replace(log.with_name("up.log.1"))  # each fresh start's lines, from the top
+    argv = [sys.executable, str(PROJECT_ROOT / "cli.py"), "local", "up", *(engine_ids or [])]
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, str(PROJECT_ROOT / "cli.py"), "local", "up", *(engine_ids or [])],
+            argv,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -92,7 +105,13 @@ def start(engine_ids: list[str] | None = None) -> tuple[int, bool]:
             start_new_session=True,
         )
     entries = {str(pid): info for pid, info in alive.items()}
-    entries[str(process.pid)] = {"ids": engine_ids or [], "started": time.time(), "log": str(log)}
+    entries[str(process.pid)] = {
+        "ids": engine_ids or [],
+        "started": time.time(),
+        "log": str(log),
+        "argv": argv,
+        "start_ticks": start_ticks(process.pid),
+    }
     _pid_file().write_text(json.dumps(entries, indent=2))
     return process.pid, True
 

@@ -167,6 +167,27 @@ def test_a_background_run_is_found_again_and_stopped(
     assert background.running() == {}
 
 
+def test_a_start_from_another_checkout_is_kept_and_stopped(
+    monkeypatch: pytest.MonkeyPatch, engines, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    # The engines folder is shared: `./run.sh` in a clone starts the whole set, then the Engines
+    # page of an app run from another checkout retries one engine. Each knows the other's start
+    # (CI's first-minute test: the page's start dropped the clone's from the record).
+    for name in ("clone", "app"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cli.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.setattr(background, "PROJECT_ROOT", tmp_path / "clone")
+    whole, _ = background.start()
+    monkeypatch.setattr(background, "PROJECT_ROOT", tmp_path / "app")
+    retry, fresh = background.start(["router-llamacpp"])
+    assert fresh and set(background.running()) == {whole, retry}
+    monkeypatch.setattr(background, "PROJECT_ROOT", tmp_path / "clone")
+    assert set(background.running()) == {whole, retry}
+    assert background.start() == (whole, False)
+    assert sorted(background.stop(timeout_s=5)) == sorted([whole, retry])
+    assert background.running() == {}
+
+
 def test_status_reads_the_install_record(monkeypatch: pytest.MonkeyPatch, engines) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("SHOOTOUT_LOCAL_ENGINES", "vllm")
     recorder = progress.Recorder("vllm", lambda line: None)
