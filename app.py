@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, registry
 from app_pages.parts import session_share
 
 PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
@@ -28,24 +28,15 @@ def run() -> None:
     if common.viewer_gate() is None:
         return
     common.recover_once()
-    playground = st.Page(PAGES_DIR / "playground.py", title="Playground", icon=":material/chat:")
+    pages = [
+        st.Page(PAGES_DIR / page.file, title=page.title, icon=page.icon, url_path=page.url_path)
+        for page in registry.PAGES
+    ]
 
     def home() -> None:
-        # "/" opens the Playground under its own address, so /playground links work too.
-        st.switch_page(playground)
+        # "/" opens the first page (the Playground) under its own address, so /playground links work too.
+        st.switch_page(pages[0])
 
-    pages = [
-        playground,
-        st.Page(PAGES_DIR / "benchmarks.py", title="Benchmarks", icon=":material/speed:"),
-        st.Page(PAGES_DIR / "tune.py", title="Tune", icon=":material/tune:"),
-        st.Page(PAGES_DIR / "monitor.py", title="Monitor", icon=":material/monitoring:"),
-        st.Page(PAGES_DIR / "runs.py", title="Runs", icon=":material/history:"),
-        st.Page(PAGES_DIR / "engines.py", title="Engines", icon=":material/dns:"),
-        st.Page(PAGES_DIR / "planner.py", title="Planner", icon=":material/calculate:"),
-        st.Page(PAGES_DIR / "demos.py", title="Demos", icon=":material/co_present:"),
-        st.Page(PAGES_DIR / "parity.py", title="Parity", icon=":material/compare:"),
-        st.Page(PAGES_DIR / "session.py", title="Session", icon=":material/groups:", url_path="session"),
-    ]
     navigation = st.navigation(
         [st.Page(home, title="Shootout", url_path="home", default=True, visibility="hidden"), *pages],
         position="top",

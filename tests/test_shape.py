@@ -9,6 +9,8 @@ import ast
 import re
 from pathlib import Path
 
+from app_pages.registry import NOT_PAGES, PAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -89,19 +91,14 @@ def test_the_environment_gate_catches_a_read(tmp_path: Path) -> None:
         assert len(_environment_reads(path, tmp_path)) == reads, path.name
 
 
-#: services/ reads from `ls`: a package per feature, the core below them, a run's stored state
-#: (runstate), the team server.
-FEATURES = {
-    "bench", "client", "demos", "engines", "fleet", "importers", "local_engines", "parity", "planner",
-    "playground", "runs", "sessions", "telemetry", "tune", "votes",
-}  # fmt: skip
+#: Each page's feature package, where its one view module lives (`view.py` or `view/`): the
+#: registry of pages says (app_pages/registry.py).
+PAGE_FEATURES = {page.module: page.feature for page in PAGES}
 
-#: Each page's feature package, where its one view module lives (`view.py` or `view/`).
-PAGE_FEATURES = {
-    "benchmarks": "bench", "demos": "demos", "engines": "fleet", "monitor": "telemetry",
-    "parity": "parity", "planner": "planner", "playground": "playground", "runs": "runs",
-    "session": "sessions", "tune": "tune",
-}  # fmt: skip
+#: services/ reads from `ls`: a package per feature, the core below them, a run's stored state
+#: (runstate), the team server. The features behind a page come from the registry; these have none.
+FEATURES_WITHOUT_A_PAGE = {"client", "engines", "importers", "local_engines", "votes"}
+FEATURES = set(PAGE_FEATURES.values()) | FEATURES_WITHOUT_A_PAGE
 
 
 def test_services_holds_one_package_per_feature_and_no_loose_module() -> None:
@@ -113,7 +110,8 @@ def test_services_holds_one_package_per_feature_and_no_loose_module() -> None:
 
 
 def test_every_page_has_one_view_module_in_its_feature() -> None:
-    pages = {p.stem for p in (ROOT / "app_pages").glob("*.py")} - {"__init__", "common"}
+    # Every module of app_pages/ but the frame's is a page, and app.py routes to it.
+    pages = {p.stem for p in (ROOT / "app_pages").glob("*.py")} - NOT_PAGES
     assert pages == set(PAGE_FEATURES)
     for page, feature in PAGE_FEATURES.items():
         package = ROOT / "services" / feature
@@ -150,7 +148,7 @@ def test_pages_read_services_through_their_view_only() -> None:
     (errors, safe text, figures); what else the page needs, the view passes on. (common.py is
     the frame every page shares: who is looking, the engines list, the session hook.)"""
     offenders = {}
-    files = [p for p in (ROOT / "app_pages").glob("*.py") if p.stem not in ("__init__", "common")]
+    files = [ROOT / "app_pages" / page.file for page in PAGES]
     files += [p for p in (ROOT / "app_pages" / "parts").glob("*.py") if p.stem != "__init__"]
     for path in files:
         prefix = path.stem if path.parent.name == "app_pages" else path.stem.split("_")[0]

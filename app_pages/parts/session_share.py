@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, registry
 from services.core.errors import ShootoutError
 from services.core.safe_text import md_line
 from services.sessions import view as sessions
@@ -110,7 +110,8 @@ def sidebar_line() -> None:
         text = f":material/group: In session **{code}**, not following."
     with st.sidebar:
         st.caption(text)
-        st.page_link("app_pages/session.py", label="Session", icon=":material/groups:")
+        entry = registry.page("session")
+        st.page_link(f"app_pages/{entry.file}", label=entry.title, icon=entry.icon)
 
 
 def publish_planner(request: sessions.PlanRequest) -> None:

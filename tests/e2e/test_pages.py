@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from app_pages import registry
 from tests.e2e.conftest import assert_no_exception, assert_no_missing_words, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
-PAGES = ["playground", "benchmarks", "monitor", "runs", "engines", "planner", "demos", "parity"]
+#: Every page app.py routes to, by its address.
+PAGES = [page.url_path for page in registry.PAGES]
 
 
 def add_form_details(page):  # type: ignore[no-untyped-def]
