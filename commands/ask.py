@@ -18,17 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from commands import arguments
+from services.core import units
 from services.core.errors import ValidationError
-
-
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
-
-
-def _rate(value: float | None) -> str:
-    return f"{value:.1f} tok/s" if value is not None else "- tok/s"
 
 
 def _payload(view: Any) -> dict[str, Any]:
@@ -103,22 +94,31 @@ def _text(view: Any) -> str:
         f"exchange #{view.run_id} (conversation {view.conversation_id}, turn {view.turn}): {view.status}",
         f"first token: {view.first_token_engine or '-'} · fastest decode: {view.fastest_engine or '-'}",
     ]
+    # One unit per figure across the engines, as the Playground's panes: they compare at a glance.
+    ttft = units.duration_unit(c.ttft_s for c in view.columns)
+    itl = units.duration_unit(v for c in view.columns for v in (c.itl_mean_s, c.itl_p90_s))
     for column in view.columns:
         lines += ["", f"== {column.engine} ({column.model or column.kind}): {column.status}"]
-        rate = f"{column.tokens_per_s:.1f} tok/s" if column.tokens_per_s is not None else "- tok/s"
+        itl_mean, itl_p90 = (
+            units.duration(v, itl, missing="-") for v in (column.itl_mean_s, column.itl_p90_s)
+        )
         lines.append(
-            f"TTFT {_ms(column.ttft_s)} · ITL mean {_ms(column.itl_mean_s)} / p90 {_ms(column.itl_p90_s)} · "
-            f"{rate} · prompt {column.prompt_tokens if column.prompt_tokens is not None else '-'}, completion "
+            f"TTFT {units.duration(column.ttft_s, ttft, missing='-')} · ITL mean {itl_mean} / p90 "
+            f"{itl_p90} · "
+            f"{units.rate(column.tokens_per_s, missing='- tok/s')} · prompt "
+            f"{column.prompt_tokens if column.prompt_tokens is not None else '-'}, completion "
             f"{column.completion_tokens if column.completion_tokens is not None else '-'}, cached "
             f"{column.cached_tokens if column.cached_tokens is not None else '-'} · finish "
             f"{column.finish_reason or '-'}"
         )
         if column.ttft_includes_reasoning:
             lines.append(
-                f"thinking: first answer token {_ms(column.ttfat_s)} · reasoning "
-                f"{column.reasoning_tokens} tokens ({column.reasoning_tokens_source}) · answer "
-                f"{column.answer_tokens} tokens · {_rate(column.reasoning_tok_s)} reasoning, "
-                f"{_rate(column.answer_tok_s)} answer"
+                f"thinking: first answer token {units.duration(column.ttfat_s, ttft, missing='-')} · "
+                f"reasoning {column.reasoning_tokens} tokens ({column.reasoning_tokens_source}) · "
+                "answer "
+                f"{column.answer_tokens} tokens · "
+                f"{units.rate(column.reasoning_tok_s, missing='- tok/s')} "
+                f"reasoning, {units.rate(column.answer_tok_s, missing='- tok/s')} answer"
             )
         if column.status == "finished":
             lines.append(_split_line(column))

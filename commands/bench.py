@@ -74,7 +74,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[0],
     )
     parser.__class__ = _OneLineParser  # same parser, one-line errors
-    target = parser.add_argument_group("target")
+    _target_arguments(parser.add_argument_group("target"))
+    _load_arguments(parser.add_argument_group("load shape"))
+    _workload_arguments(parser.add_argument_group("workload"))
+    _measuring_arguments(parser.add_argument_group("measuring"))
+    output = parser.add_argument_group("output")
+    output.add_argument("--name", default=DEFAULTS.name)
+    output.add_argument("--tag", action="append", default=list(DEFAULTS.tags))
+    output.add_argument(
+        "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
+    )
+    output.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
+    gate.add_arguments(parser, bench=True)
+    parser.set_defaults(handler=run)
+
+
+def _target_arguments(target: argparse._ArgumentGroup) -> None:
     target.add_argument(
         "--engine",
         action="append",
@@ -100,7 +115,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run several engines at the same time (default: one after another, fair on shared hardware)",
     )
 
-    load = parser.add_argument_group("load shape")
+
+def _load_arguments(load: argparse._ArgumentGroup) -> None:
     load.add_argument(
         "--concurrency",
         type=arguments.whole(1, arguments.MAX_COUNT),
@@ -155,7 +171,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     load.add_argument("--seed", type=arguments.seed(), default=DEFAULTS.seed)
 
-    work = parser.add_argument_group("workload")
+
+def _workload_arguments(work: argparse._ArgumentGroup) -> None:
     work.add_argument(
         "--workload",
         default=DEFAULTS.workload,
@@ -201,7 +218,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--free-output", action="store_true", help="let answers end early (no ignore_eos/min_tokens)"
     )
 
-    options = parser.add_argument_group("measuring")
+
+def _measuring_arguments(options: argparse._ArgumentGroup) -> None:
     options.add_argument(
         "--timeout",
         type=arguments.seconds(),
@@ -222,24 +240,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_argument(
         "--slo-attainment", type=arguments.number(0, 1, above=True), default=DEFAULTS.slo_attainment
     )
-    options.add_argument(
-        "--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values"
-    )
-    options.add_argument("--sweep-values", type=_floats, metavar="LIST", help="e.g. 1,2,4,8,16")
-    options.add_argument(
-        "--slo-search", choices=("rate", "concurrency"), help="find the highest load meeting the SLOs"
-    )
-    options.add_argument(
-        "--search-start",
-        type=arguments.number(0, arguments.MAX_RATE, above=True),
-        default=DEFAULTS.search_start,
-    )
-    options.add_argument(
-        "--search-max",
-        type=arguments.number(0, arguments.MAX_RATE, above=True),
-        default=DEFAULTS.search_max,
-    )
-    options.add_argument("--search-steps", type=arguments.whole(0, 12), default=DEFAULTS.search_steps)
+    _search_arguments(options)
     options.add_argument(
         "--no-calibrate", action="store_true", help="skip the tokenizer check of the prompt words"
     )
@@ -266,15 +267,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "needs requirements-ray.txt); --workers then counts actors (1: one per node)",
     )
 
-    output = parser.add_argument_group("output")
-    output.add_argument("--name", default=DEFAULTS.name)
-    output.add_argument("--tag", action="append", default=list(DEFAULTS.tags))
-    output.add_argument(
-        "--json", metavar="OUT", help="write the JSON summary to OUT ('-' for standard output)"
+
+def _search_arguments(options: argparse._ArgumentGroup) -> None:
+    """A sweep of load levels, or the search for the highest load meeting the SLOs."""
+    options.add_argument(
+        "--sweep", choices=("concurrency", "rate"), help="step the load through --sweep-values"
     )
-    output.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
-    gate.add_arguments(parser, bench=True)
-    parser.set_defaults(handler=run)
+    options.add_argument("--sweep-values", type=_floats, metavar="LIST", help="e.g. 1,2,4,8,16")
+    options.add_argument(
+        "--slo-search", choices=("rate", "concurrency"), help="find the highest load meeting the SLOs"
+    )
+    options.add_argument(
+        "--search-start",
+        type=arguments.number(0, arguments.MAX_RATE, above=True),
+        default=DEFAULTS.search_start,
+    )
+    options.add_argument(
+        "--search-max",
+        type=arguments.number(0, arguments.MAX_RATE, above=True),
+        default=DEFAULTS.search_max,
+    )
+    options.add_argument("--search-steps", type=arguments.whole(0, 12), default=DEFAULTS.search_steps)
 
 
 def _url_target(args: argparse.Namespace) -> Any:

@@ -5,26 +5,36 @@ from __future__ import annotations
 from typing import Any
 
 from services.bench.caveats import run_caveats
+from services.bench.results import EngineResults
 from services.bench.spec import slo_of
 from services.bench.summary import BenchSummary
+from services.core import units
+from services.telemetry.energy.records import EnergyResult
 
 
-def _ms(block: Any, key: str) -> str:
-    value = block.get(key) if isinstance(block, dict) else None
-    return f"{value * 1000:9.1f}" if isinstance(value, (int, float)) else f"{'-':>9}"
-
-
-def _row(label: str, block: dict[str, Any], level: str = "") -> str:
+def _row(label: str, block: EngineResults, level: str = "") -> str:
+    # The table's one unit for times is ms (its header says so).
+    times = [
+        units.to_ms(stats.at(q) if stats is not None else None)
+        for stats in (block.ttft_s, block.itl_s)
+        for q in ("p50", "p99")
+    ]
     return (
-        f"{label[:24]:24s} {level:>7} {block.get('completed', 0):6d} {block.get('failed', 0):6d} "
-        f"{block.get('request_throughput_rps', 0.0):8.2f} {block.get('output_throughput_tok_s', 0.0):10.1f} "
-        f"{_ms(block.get('ttft_s'), 'p50')} {_ms(block.get('ttft_s'), 'p99')} "
-        f"{_ms(block.get('itl_s'), 'p50')} {_ms(block.get('itl_s'), 'p99')}"
+        f"{label[:24]:24s} {level:>7} {block.completed:6d} {block.failed:6d} "
+        f"{block.request_throughput_rps or 0.0:8.2f} {block.output_throughput_tok_s or 0.0:10.1f} "
+        + " ".join(f"{'-':>9}" if t is None else f"{t:9.1f}" for t in times)
     )
 
 
 def _level(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else "-"
+
+
+def _load_level(row: EngineResults | None, dimension: str) -> float | int | None:
+    """A sweep step's level on the dimension the sweep varied; None for a single-step run."""
+    if row is None:
+        return None
+    return row.concurrency if dimension == "concurrency" else row.rate if dimension == "rate" else None
 
 
 def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
@@ -39,7 +49,7 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
     sweep, dimension = summary.sweep, summary.sweep_dimension
     load = summary.load or ""
     if sweep:  # the stored load is the sweep's base; say what actually ran
-        levels = list(dict.fromkeys(_level(row.get(dimension)) for row in sweep))
+        levels = list(dict.fromkeys(_level(_load_level(row, dimension)) for row in sweep))
         load = f"{dimension} {', '.join(levels)}, {load.split(', ', 1)[-1]} per step"
     lines = [f"run #{payload['run_id']} {payload['status']}: {load}, {summary.workload or ''}"]
     header = (
@@ -49,15 +59,17 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
     if sweep:
         # Every step, then each engine's chosen one (highest throughput, or the SLO search's answer).
         lines.append(
-            f"steps ({'SLO search' if sweep[0].get('phase') == 'search' else 'sweep'} over {dimension}):"
+            f"steps ({'SLO search' if sweep[0].phase == 'search' else 'sweep'} over {dimension}):"
         )
         lines.append(header)
-        lines += [_row(row.get("engine", "?"), row, _level(row.get(dimension))) for row in sweep]
+        lines += [_row(row.engine or "?", row, _level(_load_level(row, dimension))) for row in sweep]
         # Each step's energy when measured; a reason it was not is said once per engine below.
         measured = [
-            f"  {row.get('engine', '?')} at {_level(row.get(dimension))}: {line}"
+            f"  {row.engine or '?'} at {_level(_load_level(row, dimension))}: {line}"
             for row in sweep
-            if (line := energy_line(row)) and (row.get("energy") or {}).get("measured")
+            if (line := energy_line(row))
+            and (step_energy := EnergyResult.from_json(row.energy)) is not None
+            and step_energy.measured
         ]
         if measured:
             lines.append("energy per step:")
@@ -65,14 +77,14 @@ def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None)
         lines.append("per engine, the step reported as its result:")
     lines.append(header)
     for name, block in summary.engines.items():
-        chosen = summary.reported_step(name) or {}
-        lines.append(_row(name, block, _level(chosen.get(dimension)) if sweep else ""))
+        chosen = summary.reported_step(name)
+        lines.append(_row(name, block, _level(_load_level(chosen, dimension)) if sweep else ""))
         if thinking := reasoning_line(block):
             lines.append(f"{'':24s} {thinking}")
         if energy := energy_line(block):
             lines.append(f"{'':24s} {energy}")
-        if block.get("errors_by_class"):
-            errors = ", ".join(f"{k}: {v}" for k, v in sorted(block["errors_by_class"].items()))
+        if block.errors_by_class:
+            errors = ", ".join(f"{k}: {v}" for k, v in sorted(block.errors_by_class.items()))
             lines.append(f"{'':24s} failures by class: {errors}")
     lines.append("cost (the price per hour the run used):")
     lines += [f"  {line}" for line in cost_lines(summary)]

@@ -16,12 +16,13 @@ failed (the JSON is still written), 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
 
 from commands import arguments
-from services.core import ids
+from services.core import ids, units
 from services.core.errors import ValidationError
 from services.runstate.lifecycle import RunStatus
 
@@ -149,10 +150,6 @@ def _handle(args: argparse.Namespace) -> int:
     return 1
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.0f}%"
-
-
 def _num(value: float | None, pattern: str = "{:.3f}") -> str:
     return "-" if value is None else pattern.format(value)
 
@@ -166,16 +163,18 @@ def _print_text(view) -> None:
         f"{'engine':<22} {'score':>6} {'tok/s':>7} {'exact':>6} {'div p50':>8} {'agree':>6} {'|dlogp|':>8} "
         f"{'top-k':>6}  logprobs"
     )
+    share = functools.partial(units.percent, signed=False, missing="-")
     for label, block in view.summary.engines.items():
         parity = view.summary.comparison(label)
         reference = block.is_reference
         print(
-            f"{label[:22]:<22} {_pct(block.task_score):>6} {_num(block.output_throughput_tok_s, '{:.1f}'):>7} "
-            f"{'ref' if reference else _pct(parity.exact_match_rate):>6} "
+            f"{label[:22]:<22} {share(block.task_score):>6} "
+            f"{_num(block.output_throughput_tok_s, '{:.1f}'):>7} "
+            f"{'ref' if reference else share(parity.exact_match_rate):>6} "
             f"{'' if reference else _num(parity.divergence_median, '{:g}'):>8} "
-            f"{'' if reference else _pct(parity.token_agreement_mean):>6} "
+            f"{'' if reference else share(parity.token_agreement_mean):>6} "
             f"{'' if reference else _num(parity.logprob_diff_mean):>8} "
-            f"{'' if reference else _pct(parity.topk_rate):>6}  {block.logprobs}"
+            f"{'' if reference else share(parity.topk_rate):>6}  {block.logprobs}"
         )
         for message in block.first_errors:
             print(f"  {label}: {message}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from commands import arguments, print_json
+from services.core import units
 from services.core.errors import ValidationError
 from services.planner import PlanRequest, list_presets, make_plan, plan_to_dict
 from services.planner.launch import build_launch, launch_engines, options_for_plan
@@ -152,7 +153,8 @@ def _print_text(p: dict) -> None:
         f"limited by {d['limited_by']}; compute-bound from batch {d['crossover_batch'] or 'never (KV-bound)'}"
     )
     print(
-        f"  prefill bound {pre['bound_tok_s']:,.0f} tok/s; TTFT >= {pre['ttft_lower_bound_s'] * 1000:,.1f} ms"
+        f"  prefill bound {pre['bound_tok_s']:,.0f} tok/s; TTFT >= "
+        f"{units.duration(pre['ttft_lower_bound_s'])}"
     )
     if "measured" in p:
         m = p["measured"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from commands import arguments, print_json
+from services.core import units
 from services.engines.signals import SIGNALS
 from services.telemetry.scraper import scrape_once
 
@@ -22,7 +23,7 @@ def _format(value: float | None, unit: str) -> str:
     if unit == "bytes":
         return f"{value / 2**30:.2f} GiB"
     if unit == "s":
-        return f"{value * 1000:.1f} ms"
+        return units.duration(value)
     return f"{value:.4g} {unit}".strip()
 
 

@@ -24,6 +24,7 @@ import threading
 from typing import Any, NoReturn
 
 from commands import arguments
+from services.core import units
 from services.core.errors import ValidationError
 
 
@@ -203,10 +204,11 @@ def _line(config: dict[str, Any]) -> str:
         return f"  {config['label']:<28} {config['status']}"
     ttft = (metrics.get("ttft_s") or {}).get("p90")
     itl = (metrics.get("itl_s") or {}).get("p90")
-    ms = lambda v: f"{v * 1000:.0f} ms" if isinstance(v, (int, float)) else "-"
     return (
         f"  {config['label']:<28} {metrics.get('output_throughput_tok_s', 0):7.1f} tok/s  "
-        f"p90 TTFT {ms(ttft):>8}  p90 ITL {ms(itl):>7}  {config['status']}"
+        f"p90 TTFT {units.duration(ttft, missing='-'):>8}  p90 ITL "
+        f"{units.duration(itl, missing='-'):>8}  "
+        f"{config['status']}"
     )
 
 

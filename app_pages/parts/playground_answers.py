@@ -11,6 +11,7 @@ from typing import Literal
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from services.core.units import TimeUnit, count, duration
 from services.playground import view as playground
 
 #: While an exchange streams, a change is drawn as soon as it is read; with nothing new the
@@ -49,7 +50,7 @@ def pane(
     label: str,
     hidden: bool,
     blind: bool,
-    units: tuple[str, str],
+    units: tuple[TimeUnit, TimeUnit],
 ) -> Places:
     """One engine's pane: title, status, timings (unless hidden), notes, answer, checks; returns
     the places of its status and answer, where `grow` draws them while it streams."""
@@ -70,9 +71,9 @@ def pane(
             st.caption(split)
         if view.turn > 1 and column.first_turn_ttft_s is not None:
             st.caption(
-                f"Prefix cache, turn {view.turn} vs turn 1: TTFT {playground.duration(column.ttft_s, ttft)} vs "
-                f"{playground.duration(column.first_turn_ttft_s, ttft)}, cached tokens "
-                f"{playground.number(column.cached_tokens)} vs {playground.number(column.first_turn_cached_tokens)}"
+                f"Prefix cache, turn {view.turn} vs turn 1: TTFT {duration(column.ttft_s, ttft)} vs "
+                f"{duration(column.first_turn_ttft_s, ttft)}, cached tokens "
+                f"{count(column.cached_tokens)} vs {count(column.first_turn_cached_tokens)}"
                 + (f" ({playground.cached_zero_why(column.kind)})" if column.cached_tokens == 0 else "")
             )
     for note in column.notes:

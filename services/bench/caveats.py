@@ -82,9 +82,9 @@ def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
         dimension = results.sweep_dimension
         levels = list(
             dict.fromkeys(
-                f"{row[dimension]:g}"
+                f"{level:g}"
                 for row in results.sweep
-                if isinstance(row.get(dimension), (int, float))
+                if (level := row.concurrency if dimension == "concurrency" else row.rate) is not None
             )
         )
         load = f"{dimension} {', '.join(levels)}; {load.split(', ', 1)[-1]} per step"
@@ -95,14 +95,14 @@ def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
     measured = [
         f"{name} {sent}"
         for name, block in ran.items()
-        if not results.sweep and (sent := _count(block.get("sent"))) is not None
+        if not results.sweep and (sent := block.sent) is not None
     ]
     if measured:
         lines.append(f"Measured requests: {', '.join(measured)}.")
     spec_load = stored_json.mapping(config.get("load"))
     warmup = _count(spec_load.get("warmup_requests"))
     if warmup is None:
-        counts = [c for block in ran.values() if (c := _count(block.get("warmup"))) is not None]
+        counts = [c for block in ran.values() if (c := block.warmup) is not None]
         warmup = max(counts) if counts else None
     if warmup:
         lines.append(
@@ -131,16 +131,16 @@ def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
 def _engine_notes(results: BenchSummary) -> list[str]:
     notes = []
     for name, block in results.engines.items():
-        if block.get("not_run"):
+        if block.not_run:
             notes.append(f"{name} did not run: the run ended before its turn.")
-        if block.get("honoured_output_len") is False:
+        if block.honoured_output_len is False:
             # The count alone: why they were short (an end-of-sequence token, a stop string, a
             # lying counter) is not known here; the findings below say what was seen.
             notes.append(
-                f"{name} did not honour the fixed output length: {block.get('short_output_requests')} "
+                f"{name} did not honour the fixed output length: {block.short_output_requests} "
                 "answers were shorter than asked."
             )
-        unsupported = [str(option) for option in block.get("unsupported_options") or []]
+        unsupported = block.unsupported_options or []
         if unsupported:
             notes.append(f"{name} ignores {', '.join(unsupported)} (its kind does not take them).")
     labels = results.step_labels()
@@ -155,7 +155,7 @@ def _engine_notes(results: BenchSummary) -> list[str]:
         reported = [
             f"{name} at {labels.get(step, f'step {step}')}"
             for name, block in results.engines.items()
-            if (step := block.get("from_step")) is not None
+            if (step := block.from_step) is not None
         ]
         how = "the SLO search's answer" if results.slo_search else "highest request throughput"
         if reported:

@@ -38,11 +38,13 @@ import asyncio
 import resource
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from services.bench.results import Distribution, EngineResults
 from services.bench.time_split import REST_PREFIX
+from services.core import units
 from services.core.measure import percentile
 
 LAG_PROBE_INTERVAL_S = 0.01
@@ -171,10 +173,6 @@ def _host() -> str:
     return socket.gethostname()
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else round(value * 1000, 3)
-
-
 def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
     """The generator block of a summary: merged figures, per-worker shares, the verdict."""
     lags = [lag for check in checks for lag in check.loop_lag_s]
@@ -187,7 +185,7 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
             "cpu_share_peak": round(max(c.cpu_share_peak, c.cpu_share), 3),
             "connections_max": c.connections_max,
             "peak_rss_mb": c.peak_rss_mb,
-            "loop_lag_p99_ms": _ms(percentile(c.loop_lag_s, 99)) if c.loop_lag_s else None,
+            "loop_lag_p99_ms": units.to_ms(percentile(c.loop_lag_s, 99), 3) if c.loop_lag_s else None,
             "loop_lag_samples": len(c.loop_lag_s),
             "wall_s": round(c.wall_s, 3),
             "late_share": round(late_share(c), 3),
@@ -197,9 +195,9 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
     block: dict[str, Any] = {
         "workers": len(checks),
         "loop_lag_ms": {
-            "p50": _ms(percentile(lags, 50)),
-            "p99": _ms(percentile(lags, 99)),
-            "max": _ms(max(lags)),
+            "p50": units.to_ms(percentile(lags, 50), 3),
+            "p99": units.to_ms(percentile(lags, 99), 3),
+            "max": units.to_ms(max(lags), 3),
         }
         if lags
         else {},
@@ -208,9 +206,9 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
         "loop_late_share": round(max((late_share(c) for c in checks), default=0.0), 3),
         "measured_s": round(max((c.wall_s for c in checks), default=0.0), 3),
         "send_lateness_ms": {
-            "p50": _ms(percentile(lateness, 50)),
-            "p99": _ms(percentile(lateness, 99)),
-            "max": _ms(max(lateness)),
+            "p50": units.to_ms(percentile(lateness, 50), 3),
+            "p99": units.to_ms(percentile(lateness, 99), 3),
+            "max": units.to_ms(max(lateness), 3),
         }
         if lateness
         else {},
@@ -236,14 +234,16 @@ class Verdict:
     reason: str = ""
 
 
-def verdict(block: dict[str, Any], *, open_loop: bool) -> Verdict:
+def verdict(block: Mapping[str, Any], *, open_loop: bool) -> Verdict:
     """client-bound (with the evidence), kept up, or could not check (with the reason): a
     verdict without enough probes to stand on is never "kept up"."""
     evidence: list[str] = []
     samples = block.get("loop_lag_samples", 0)
     lag_p99 = (block.get("loop_lag_ms") or {}).get("p99")
     if lag_p99 is not None and samples >= MIN_LAG_SAMPLES and lag_p99 > LOOP_LAG_P99_LIMIT_S * 1000:
-        evidence.append(f"{LAG_EVIDENCE} {lag_p99:.2f} ms > {LOOP_LAG_P99_LIMIT_S * 1000:g} ms")
+        evidence.append(
+            f"{LAG_EVIDENCE} {units.duration_ms(lag_p99)} > {LOOP_LAG_P99_LIMIT_S * 1000:g} ms"
+        )
     per_worker = block.get("per_worker") or []
     for worker in per_worker:
         wall, share = worker.get("wall_s", 0.0), worker.get("late_share", 0.0)
@@ -256,7 +256,9 @@ def verdict(block: dict[str, Any], *, open_loop: bool) -> Verdict:
             )
     late_p99 = (block.get("send_lateness_ms") or {}).get("p99")
     if open_loop and late_p99 is not None and late_p99 > SEND_LATENESS_P99_LIMIT_S * 1000:
-        evidence.append(f"send lateness p99 {late_p99:.2f} ms > {SEND_LATENESS_P99_LIMIT_S * 1000:g} ms")
+        evidence.append(
+            f"send lateness p99 {units.duration_ms(late_p99)} > {SEND_LATENESS_P99_LIMIT_S * 1000:g} ms"
+        )
     for worker in per_worker:
         if worker["cpu_share"] > CPU_SHARE_LIMIT:
             evidence.append(
@@ -285,7 +287,7 @@ def own_evidence(lines: Sequence[str] | None) -> list[str]:
     return [line for line in lines or () if not str(line).startswith(REST_PREFIX)]
 
 
-def rest_lines(block: dict[str, Any]) -> list[str]:
+def rest_lines(block: Mapping[str, Any]) -> list[str]:
     """The time outside the engine's clock as evidence beside the verdict (time_split.py),
     where it was large: kept apart now, among the evidence in runs stored before."""
     stored = block.get("rest_evidence")
@@ -293,7 +295,7 @@ def rest_lines(block: dict[str, Any]) -> list[str]:
     return [str(stored)] if stored else older
 
 
-def state(block: dict[str, Any] | None) -> CheckState | None:
+def state(block: Mapping[str, Any] | None) -> CheckState | None:
     """A stored block's verdict, or None for a block without one (an import, an old run). A
     block stored client-bound on the rest alone (before the rest stopped deciding) is judged again
     on the generator's own figures; a loop lag that is the only evidence and is small beside the
@@ -319,7 +321,7 @@ def state(block: dict[str, Any] | None) -> CheckState | None:
     return KEPT_UP
 
 
-def lag_within(block: dict[str, Any], evidence: Sequence[str]) -> bool:
+def lag_within(block: Mapping[str, Any], evidence: Sequence[str]) -> bool:
     """Whether a load's only evidence is its loop lag and that lag, weighed against the figures
     it could distort (`weigh`), leaves them good to `DISTORTION_LIMIT`. A loop starved of its
     core, a worker out of CPU or late sends limited the load itself: never weighed away."""
@@ -332,24 +334,24 @@ def lag_within(block: dict[str, Any], evidence: Sequence[str]) -> bool:
     )
 
 
-def distortion(block: dict[str, Any] | None) -> float | None:
+def distortion(block: Mapping[str, Any] | None) -> float | None:
     """The most the generator's own delay may take of the figures it could distort, as a share
     (`weigh`); None when it was not weighed (no figures, or a run stored before)."""
-    return _number(_mapping((block or {}).get("weighed")).get("bound"))
+    return units.number(_mapping((block or {}).get("weighed")).get("bound"))
 
 
-def _p50_ms(block: dict[str, Any], key: str) -> float | None:
-    value = _number(_mapping(block.get(key)).get("p50"))
+def _p50_ms(figure: Distribution | None) -> float | None:
+    value = figure.p50 if figure is not None else None
     return value * 1000 if value is not None and value > 0 else None
 
 
-def distortable(block: dict[str, Any]) -> dict[str, float]:
+def distortable(block: EngineResults) -> dict[str, float]:
     """The figures (ms) of an engine's block that the generator's own delay biases, each by at
     most that delay: TTFT p50 and E2E p50, each one late timestamp after an on-time send. TPOT and
     ITL are each the gap between two timestamps late alike: the delay biases neither, it only
     spreads their single values by up to itself either way (their tails, said in the advice)."""
     figures: dict[str, float] = {}
-    ttft, e2e = _p50_ms(block, "ttft_s"), _p50_ms(block, "e2e_s")
+    ttft, e2e = _p50_ms(block.ttft_s), _p50_ms(block.e2e_s)
     if ttft is not None:
         figures["TTFT p50"] = ttft
     if e2e is not None:
@@ -357,19 +359,23 @@ def distortable(block: dict[str, Any]) -> dict[str, float]:
     return figures
 
 
-def engine_limit(block: dict[str, Any]) -> str:
+def engine_limit(block: EngineResults) -> str:
     """The engine as the limit, in words, when its own queue held the requests: its queue (timed,
     or read as llama.cpp's slot wait: services/bench/time_split.py) at least `ENGINE_QUEUE_SHARE`
     of their mean E2E, or its metrics counting requests waiting; "" otherwise."""
-    split = _mapping(block.get("time_split"))
-    queue = _number(_mapping(split.get("queue_s")).get("mean")) if split.get("queue_reported") else None
-    e2e = _number(_mapping(split.get("e2e_s")).get("mean"))
-    waiting = _number(_mapping(block.get("engine_metrics")).get("requests_waiting_max"))
+    split = block.time_split
+    queue = (
+        units.number(_mapping(split.get("queue_s")).get("mean")) if split.get("queue_reported") else None
+    )
+    e2e = units.number(_mapping(split.get("e2e_s")).get("mean"))
+    waiting = units.number(block.engine_metrics.get("requests_waiting_max"))
     said = f"its own metrics counted up to {waiting:g} request(s) waiting" if waiting else ""
     if queue is not None and e2e and queue >= ENGINE_QUEUE_SHARE * e2e:
+        unit = units.duration_unit((queue, e2e))
         return (
             f"the engine was the limit: requests spent {queue / e2e:.0%} of their E2E in its own "
-            f"queue (mean {queue * 1000:,.0f} of {e2e * 1000:,.0f} ms)" + (f"; {said}" if said else "")
+            f"queue (mean {units.duration(queue, unit)} of {units.duration(e2e, unit)})"
+            + (f"; {said}" if said else "")
         )
     return f"the engine was the limit: {said}" if said else ""
 
@@ -378,14 +384,7 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _number(value: Any) -> float | None:
-    """A stored figure as a number; None for anything else (a boolean, text, a missing key)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def weigh(generator: dict[str, Any], block: dict[str, Any]) -> None:
+def weigh(generator: dict[str, Any], block: EngineResults) -> None:
     """Weigh a load's self-check (`generator`, the block's) against the load's own figures
     (`block`, its engine's block or sweep row): `weighed` keeps the generator's own delay (its
     loop lag p99), the figures it could distort and the bound (delay / the smallest); the engine's
@@ -408,7 +407,7 @@ def weigh(generator: dict[str, Any], block: dict[str, Any]) -> None:
     generator["client_bound"] = state(generator) == CLIENT_BOUND
 
 
-def weighed(generator: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
+def weighed(generator: dict[str, Any], block: EngineResults) -> dict[str, Any]:
     """A copy of a stored self-check weighed against its load's figures (a run stored before
     `weigh`); one already weighed as it is."""
     if not generator or "weighed" in generator or "engine_limit" in generator:
@@ -431,15 +430,15 @@ def run_flagged(generator: dict[str, Any]) -> bool:
     )
 
 
-def unchecked_reason(block: dict[str, Any]) -> str:
+def unchecked_reason(block: Mapping[str, Any]) -> str:
     return str(block.get("unchecked_reason") or _too_few(block.get("loop_lag_samples") or 0))
 
 
-def _cpu_bound(block: dict[str, Any]) -> bool:
+def _cpu_bound(block: Mapping[str, Any]) -> bool:
     return any(w["cpu_share"] > CPU_SHARE_LIMIT for w in block.get("per_worker") or [])
 
 
-def remedy(block: dict[str, Any]) -> str:
+def remedy(block: Mapping[str, Any]) -> str:
     """What helps a client-bound load. A worker above the CPU limit needs company (more
     workers, where cores are free); a lagging loop with no worker short of a core of its own
     means the host is busy (the engine, other processes or a hog share its cores), where more
@@ -452,7 +451,7 @@ def remedy(block: dict[str, Any]) -> str:
     )
 
 
-def headline(block: dict[str, Any] | None) -> str | None:
+def headline(block: Mapping[str, Any] | None) -> str | None:
     """The verdict and its raw figures in one line (the evidence the advice stands on), or
     None for a block without figures."""
     verdict_now = state(block)
@@ -463,14 +462,15 @@ def headline(block: dict[str, Any] | None) -> str | None:
     shares = ", ".join(f"{share:.0%}" for share in block.get("cpu_share") or [])
     late_share_now = block.get("loop_late_share")
     figures = (
-        f"loop lag p50/p99 {_fmt(lag.get('p50'))}/{_fmt(lag.get('p99'))} ms"
+        f"loop lag p50/p99 {units.duration_ms(lag.get('p50'), missing='-')}/"
+        f"{units.duration_ms(lag.get('p99'), missing='-')}"
         + f" ({block.get('loop_lag_samples', 0)} probes"
         + (
             f" of a calm loop's {block['loop_lag_calm_samples']}, late {late_share_now:.0%} of the run)"
             if late_share_now is not None and "loop_lag_calm_samples" in block
             else ")"
         )
-        + (f", send lateness p99 {_fmt(late.get('p99'))} ms" if late else "")
+        + (f", send lateness p99 {units.duration_ms(late.get('p99'), missing='-')}" if late else "")
         + f", CPU per worker {shares or '-'}, connections {block.get('open_connections_max', 0)}"
     )
     hosts = block.get("hosts") or []
@@ -492,7 +492,7 @@ def headline(block: dict[str, Any] | None) -> str | None:
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {said}{figures}"
 
 
-def _weighed_words(block: dict[str, Any]) -> str:
+def _weighed_words(block: Mapping[str, Any]) -> str:
     """A lag past its limit weighed against the figures it could distort, in words ("" when it
     did not pass it, or was not weighed)."""
     found = block.get("weighed") or {}
@@ -501,23 +501,19 @@ def _weighed_words(block: dict[str, Any]) -> str:
     if bound is None or not lagged:
         return ""
     figures = ", ".join(
-        f"{name} {value:,.0f} ms" for name, value in (found.get("figures_ms") or {}).items()
+        f"{name} {units.duration_ms(value)}" for name, value in (found.get("figures_ms") or {}).items()
     )
-    delay = f"its own delay, {_fmt_ms(found.get('delay_ms'))} ms at p99"
+    delay = f"its own delay, {units.duration_ms(found.get('delay_ms'), missing='-')} at p99"
     if bound <= DISTORTION_LIMIT:
         return (
-            f"{delay}, passed the {LOOP_LAG_P99_LIMIT_S * 1000:g} ms limit but is at most {_share(bound)} "
-            f"of the figures it could distort ({figures}): they are good to about {_share(bound)}"
+            f"{delay}, passed the {LOOP_LAG_P99_LIMIT_S * 1000:g} ms limit but is at most "
+            f"{units.share(bound)} "
+            f"of the figures it could distort ({figures}): they are good to about {units.share(bound)}"
         )
-    return f"{delay}, is up to {_share(bound)} of the figures it could distort ({figures})"
+    return f"{delay}, is up to {units.share(bound)} of the figures it could distort ({figures})"
 
 
-def _share(bound: float) -> str:
-    """A distortion bound as a per cent a reader can hold ("0.3%", "12%")."""
-    return f"{bound:.1%}" if bound < 0.1 else f"{bound:.0%}"
-
-
-def advice(block: dict[str, Any]) -> str:
+def advice(block: Mapping[str, Any]) -> str:
     """What a load's verdict means for its figures, by how much at most, and what to do,
     in plain words ("" for a block without a verdict)."""
     verdict_now = state(block)
@@ -528,15 +524,19 @@ def advice(block: dict[str, Any]) -> str:
         figures = (block.get("weighed") or {}).get("figures_ms") or {}
         smallest = min(figures.items(), key=lambda item: item[1], default=("", 0.0))
         return (
-            f"TTFT and E2E are the engine's to within about {_share(bound)}: the generator's own "
-            f"delay, ~{_fmt_ms(lag_p99)} ms at p99 (past its {LOOP_LAG_P99_LIMIT_S * 1000:g} ms limit), "
-            f"is that share of the smaller ({smallest[0]} {smallest[1]:,.0f} ms); TPOT and ITL are "
-            "gaps between two timestamps late alike, unbiased by it, but a single gap may read up to "
-            f"~{_fmt_ms(lag_p99)} ms off (ITL's p99 most)." + limit + _rest_words(block)
+            f"TTFT and E2E are the engine's to within about {units.share(bound)}: the generator's own "
+            f"delay, ~{units.duration_ms(lag_p99, missing='-')} at p99 (past its "
+            f"{LOOP_LAG_P99_LIMIT_S * 1000:g} ms limit), "
+            f"is that share of the smaller ({smallest[0]} {units.duration_ms(smallest[1])}); TPOT and "
+            "ITL are gaps between two timestamps late alike, unbiased by it, but a single gap may "
+            f"read up to ~{units.duration_ms(lag_p99, missing='-')} off (ITL's p99 most)."
+            + limit
+            + _rest_words(block)
         )
     if verdict_now == KEPT_UP:
         return (
-            f"TTFT and ITL are the engine's: the generator's own delay was ~{_fmt_ms(lag_p99)} ms "
+            "TTFT and ITL are the engine's: the generator's own delay was "
+            f"~{units.duration_ms(lag_p99, missing='-')} "
             "at p99." + limit + _rest_words(block)
         )
     if verdict_now == UNCHECKED:
@@ -558,8 +558,9 @@ def advice(block: dict[str, Any]) -> str:
     else:
         words = [
             (
-                f"TTFT and ITL percentiles may be up to ~{_fmt_ms(lag_p99)} ms too high (the "
-                "generator's own delay at p99: tokens that arrived while it was busy got late times)"
+                f"TTFT and ITL percentiles may be up to ~{units.duration_ms(lag_p99, missing='-')} too "
+                "high (the generator's own delay at p99: tokens that arrived while it was busy got "
+                "late times)"
             )
         ]
     if _cpu_bound(block):
@@ -578,8 +579,8 @@ def advice(block: dict[str, Any]) -> str:
         line.startswith("send lateness") for line in own_evidence(block.get("evidence"))
     ):
         words.append(
-            f"requests left up to ~{_fmt_ms(late_p99)} ms after their scheduled time (p99), so the "
-            "engine saw a lighter load than asked"
+            f"requests left up to ~{units.duration_ms(late_p99, missing='-')} after their scheduled "
+            "time (p99), so the engine saw a lighter load than asked"
         )
     if _cpu_bound(block):
         todo = (
@@ -598,7 +599,7 @@ def _sentence(words: str) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _rest_words(block: dict[str, Any]) -> str:
+def _rest_words(block: Mapping[str, Any]) -> str:
     """The rest's evidence as a sentence of the advice ("" when it was small)."""
     return "".join(f" Beside it: {line}." for line in rest_lines(block))
 
@@ -628,7 +629,7 @@ class LoadCheck:
         return self.state == CLIENT_BOUND
 
 
-def load_check(label: str, block: dict[str, Any]) -> LoadCheck | None:
+def load_check(label: str, block: Mapping[str, Any]) -> LoadCheck | None:
     """One load's self-check from its stored block (weighed: `weighed`); None for a block
     without a verdict."""
     found = state(block)
@@ -686,7 +687,7 @@ class RunCheck:
         if weighed:
             title = (
                 "The load generator kept up: its own delay leaves these figures good to about "
-                f"{_share(max(weighed))}."
+                f"{units.share(max(weighed))}."
             )
         if self.engine_limited:
             title += " The engine was the limit: requests waited in its own queue."
@@ -708,13 +709,3 @@ class RunCheck:
     @property
     def evidence_lines(self) -> list[str]:
         return [f"{load.label}: {load.evidence}" for load in self.loads]
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from services.bench.pickling import pickled_as_fields
+from services.bench.results import EngineResults
 from services.bench.time_split import SPLIT_PARTS
 from services.core.counts import Refusal
 from services.core.measure import (
@@ -189,16 +190,16 @@ def within_slo(
     return not (slo.tpot_ms is not None and tpot_s is not None and tpot_s * 1000 > slo.tpot_ms)
 
 
-def block_meets_slo(block: dict[str, Any], slo: SloSpec) -> bool:
+def block_meets_slo(block: EngineResults | Mapping[str, Any], slo: SloSpec) -> bool:
     """A step (a summary block) meets the SLOs: it completed requests and, with SLOs set, at
     least the required share of its requests met every limit. Tune's winner and the cheapest
     step or configuration are chosen among these."""
-    if not block.get("completed"):
+    results = EngineResults.from_json(block)
+    if not results.completed:
         return False
     if not slo.active:
         return True
-    attainment = block.get("slo_attainment")
-    return isinstance(attainment, (int, float)) and attainment >= slo.attainment
+    return results.slo_attainment is not None and results.slo_attainment >= slo.attainment
 
 
 def concurrency_timeline(records: Iterable[RequestRecord]) -> list[tuple[float, int]]:

@@ -6,8 +6,8 @@ imports, a run still writing its live counts) and never raises on a missing or o
 stored JSON keeps its shape: `from_json(s).to_json() == s` for every summary written so far,
 keys unknown here included.
 
-Each engine's block (latency statistics, throughputs, counts, the generator's self-check) stays a
-mapping: it is summarize_engine's output, read metric by metric by tables and exports.
+Each engine's block (latency statistics, throughputs, counts, the generator's self-check) is an
+`EngineResults` record (services/bench/results.py), as is each sweep row.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.bench.findings import Finding, stored_findings
+from services.bench.results import EngineResults, results_by_engine, results_rows
 from services.bench.selfcheck import (
     CLIENT_BOUND,
     KEPT_UP,
@@ -31,7 +32,7 @@ from services.core import stored_json
 from services.core.stored_json import Stored, stored
 from services.telemetry.origins import start_times
 
-EngineBlock = dict[str, Any]
+EngineBlock = EngineResults
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,9 @@ class BenchSummary(Stored):
 
     #: Engine name -> its block; a sweep's shows the step reported (`from_step`). Written
     #: also when empty, except beside a running benchmark's `live` counts.
-    engines: dict[str, EngineBlock] = stored(stored_json.dict_values, factory=dict)
+    engines: dict[str, EngineResults] = stored(results_by_engine, factory=dict)
     #: A sweep's rows, one per (engine, step), each with its load level.
-    sweep: list[EngineBlock] = stored(stored_json.dicts, factory=list, write="unless_empty")
+    sweep: list[EngineResults] = stored(results_rows, factory=list, write="unless_empty")
     slo_search: dict[str, dict[str, Any]] = stored(
         stored_json.dict_values, factory=dict, write="unless_empty"
     )
@@ -110,8 +111,12 @@ class BenchSummary(Stored):
     @property
     def sweep_dimension(self) -> str:
         """What a sweep varied ("concurrency" or "rate"); "" for a single-step run."""
-        first = self.sweep[0] if self.sweep else {}
-        return next((key for key in ("concurrency", "rate") if key in first), "")
+        first = self.sweep[0] if self.sweep else None
+        if first is None:
+            return ""
+        return (
+            "concurrency" if first.concurrency is not None else "rate" if first.rate is not None else ""
+        )
 
     def engine(self, name: str) -> EngineBlock | None:
         return self.engines.get(name)
@@ -123,14 +128,14 @@ class BenchSummary(Stored):
 
     def steps_of(self, name: str) -> list[EngineBlock]:
         """One engine's sweep rows, in the order they ran."""
-        return [row for row in self.sweep if row.get("engine") == name]
+        return [row for row in self.sweep if row.engine == name]
 
     def reported_step(self, name: str) -> EngineBlock | None:
         """The sweep row an engine's block reports (highest throughput, or the SLO search's answer)."""
-        step = (self.engines.get(name) or {}).get("from_step")
-        if step is None:
+        block = self.engines.get(name)
+        if block is None or block.from_step is None:
             return None
-        return next((row for row in self.steps_of(name) if row.get("step") == step), None)
+        return next((row for row in self.steps_of(name) if row.step == block.from_step), None)
 
     def run_check(self, step_labels: dict[int, str] | None = None) -> RunCheck:
         """The run's self-check: its verdict, and each engine's (each sweep step's, named by
@@ -142,27 +147,29 @@ class BenchSummary(Stored):
         )
         return RunCheck(self.self_check, loads)
 
-    def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, EngineBlock]]:
+    def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
         """The generator's self-check per engine (per step of a sweep), each with its label,
         weighed against that load's figures (a run stored before weighing is weighed here)."""
         labels: dict[Any, str] = dict(self.step_labels() if step_labels is None else step_labels)
         if self.sweep:
             return [
                 (
-                    f"{row.get('engine')} at {labels.get(step, f'step {step}')}",
-                    weighed(stored_json.mapping(row.get("generator")), row),
+                    f"{row.engine} at {labels.get(row.step, f'step {row.step}')}",
+                    weighed(dict(row.generator or {}), row),
                 )
                 for row in self.sweep
-                for step in [row.get("step")]
             ]
         return [
-            (name, weighed(stored_json.mapping(block.get("generator")), block))
-            for name, block in self.engines.items()
+            (name, weighed(dict(block.generator or {}), block)) for name, block in self.engines.items()
         ]
 
     def start_times(self) -> dict[tuple[str, int | None], float]:
         """Unix time each engine (each sweep step) started (services/telemetry/origins.py)."""
-        return start_times(self.sweep, self.engines)
+        # The one rule lives below the benchmark (telemetry reads raw summaries with it).
+        return start_times(
+            [row.to_json() for row in self.sweep],
+            {name: block.to_json() for name, block in self.engines.items()},
+        )
 
     def findings(self, engine: str | None = None) -> list[Finding]:
         """What the run's requests showed that its figures must not hide (services/bench/
@@ -174,18 +181,17 @@ class BenchSummary(Stored):
 
     @property
     def failed_requests(self) -> int:
-        return sum(int(block.get("failed") or 0) for block in self.engines.values())
+        return sum(block.failed for block in self.engines.values())
 
     def engines_that_ran(self) -> dict[str, EngineBlock]:
         """The blocks of engines that ran (a "not run" engine is a note, not a row of zeros)."""
-        return {name: block for name, block in self.engines.items() if not block.get("not_run")}
+        return {name: block for name, block in self.engines.items() if block.ran}
 
     def step_labels(self) -> dict[int, str]:
         """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
         labels: dict[int, str] = {}
         for row in self.sweep:
-            step = row.get("step")
-            for dimension in ("concurrency", "rate"):
-                if isinstance(step, int) and isinstance(row.get(dimension), (int, float)):
-                    labels[step] = f"{dimension} {row[dimension]:g}"
+            for dimension, level in (("concurrency", row.concurrency), ("rate", row.rate)):
+                if row.step is not None and level is not None:
+                    labels[row.step] = f"{dimension} {level:g}"
         return labels

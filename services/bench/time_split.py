@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from services.bench.results import EngineResults
+from services.core import units
 from services.core.measure import EngineTimes, clamp_note
 from services.engines import get_adapter
 
@@ -138,12 +140,13 @@ def rest_evidence(block: dict[str, Any]) -> str | None:
     if generator.get("client_bound"):
         whose = f"part of it the generator's own delay (see its evidence), the rest {FRONT_END}"
     elif lag_p99 is not None:
-        whose = f"likely {FRONT_END}, not the generator (its own delay was {lag_p99:.2f} ms at p99)"
+        delay = units.duration_ms(lag_p99)
+        whose = f"likely {FRONT_END}, not the generator (its own delay was {delay} at p99)"
     else:
         whose = f"likely {FRONT_END}"
     return (
-        f"{REST_PREFIX} p99 {p99 * 1000:.1f} ms > {REST_P99_LIMIT_S * 1000:g} ms (p50 "
-        f"{(p50 or 0.0) * 1000:.1f} ms over {split['reported']} requests the engine timed): {whose}"
+        f"{REST_PREFIX} p99 {units.duration(p99)} > {REST_P99_LIMIT_S * 1000:g} ms (p50 "
+        f"{units.duration(p50 or 0.0)} over {split['reported']} requests the engine timed): {whose}"
     )
 
 
@@ -243,18 +246,15 @@ def engine_said_waited(engine_metrics: Mapping[str, Any] | None) -> bool | None:
 
 
 def loads_waited(
-    engines: Mapping[str, Mapping[str, Any]], sweep: Sequence[Mapping[str, Any]] = ()
+    engines: Mapping[str, EngineResults], sweep: Sequence[EngineResults] = ()
 ) -> dict[tuple[str, int | None], bool | None]:
     """`engine_said_waited` of each load of a stored summary (its engines' blocks, its sweep's
     rows), keyed as `engine_queues` reads it."""
     waited: dict[tuple[str, int | None], bool | None] = {
-        (name, None): engine_said_waited(block.get("engine_metrics")) for name, block in engines.items()
+        (name, None): engine_said_waited(block.engine_metrics) for name, block in engines.items()
     }
     for row in sweep:
-        step = row.get("step")
-        waited[(str(row.get("engine")), step if isinstance(step, int) else None)] = engine_said_waited(
-            row.get("engine_metrics")
-        )
+        waited[(str(row.engine), row.step)] = engine_said_waited(row.engine_metrics)
     return waited
 
 

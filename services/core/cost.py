@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from services.core import units
 from services.core.errors import ValidationError
 
 SECONDS_PER_HOUR = 3600.0
@@ -62,7 +63,7 @@ class Cost:
     def from_json(cls, data: Any) -> Cost:
         """Whatever a summary stored (nothing, for a run from before prices): never raises."""
         data = data if isinstance(data, dict) else {}
-        return cls(**{key: _number(data.get(key)) for key in cls().to_json()})
+        return cls(**{key: units.number(data.get(key)) for key in cls().to_json()})
 
 
 def cost_of(
@@ -85,17 +86,10 @@ def cost_of_block(usd_per_hour: float | None, block: dict[str, Any]) -> Cost:
     """A summary block's cost, from the throughputs services/bench/stats.py wrote in it."""
     return cost_of(
         usd_per_hour,
-        output_tok_s=_number(block.get("output_throughput_tok_s")),
-        total_tok_s=_number(block.get("total_token_throughput_tok_s")),
-        goodput_output_tok_s=_number(block.get("goodput_output_tok_s")),
+        output_tok_s=units.number(block.get("output_throughput_tok_s")),
+        total_tok_s=units.number(block.get("total_token_throughput_tok_s")),
+        goodput_output_tok_s=units.number(block.get("goodput_output_tok_s")),
     )
-
-
-def format_usd(value: float | None) -> str:
-    """A dollar figure for a table; "not priced" for None (never "$0")."""
-    if value is None:
-        return NOT_PRICED
-    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
 _PLAIN_NUMBER = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
@@ -130,9 +124,3 @@ def parse_usd_per_hour(text: str | float | None) -> float | None:
             "(not per month or year)? Give the hourly price."
         )
     return value
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None

@@ -59,6 +59,8 @@ from typing import Any, Protocol, overload
 
 import numpy as np
 
+from services.core import units
+
 # The readers of one reported count live beside the rule that holds the counts; cached_tokens
 # is re-exported for this module's readers (the adapters, the Playground).
 from services.core.counts import (
@@ -389,8 +391,7 @@ class EngineTimes:
             return None
 
         def seconds(key: str) -> float | None:
-            value = data.get(key)
-            return float(value) if value is not None and _finite(value) else None
+            return units.number(data.get(key))
 
         source = data.get("source")
         return cls(
@@ -456,7 +457,7 @@ def clamp_note(overcount_s: float, requests: int | None = None) -> str:
     """A clamped rest's note: by how much the engine's times exceeded the client's, and why."""
     where = f" in {requests} request(s)" if requests else ""
     return (
-        f"rest clamped at 0{where}: the engine counted up to {overcount_s * 1000:.1f} ms more than "
+        f"rest clamped at 0{where}: the engine counted up to {units.duration(overcount_s)} more than "
         f"the client saw ({CLAMP_WHY})"
     )
 
@@ -497,11 +498,8 @@ def time_split(
 
 def milliseconds(value: Any) -> float | None:
     """An engine's millisecond figure in seconds; None for anything but a finite number."""
-    return float(value) / 1000 if _finite(value) else None
-
-
-def _finite(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    found = units.number(value)
+    return None if found is None else found / 1000
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,18 +10,22 @@ by hand. Keys a summary holds that its record does not know stay in `extra`, so
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, Literal, Self
+
+# The one reader of a number (a finite int or float; booleans, NaN, infinities, anything else:
+# None), named here too because every typed summary reads its fields through this module.
+from services.core.units import number
 
 #: When `to_json` writes a field: always, only when it is not None, only when it is truthy.
 Write = Literal["always", "unless_none", "unless_empty"]
 
 
 def mapping(value: Any) -> dict[str, Any]:
-    """A JSON object as a fresh dict (anything else: empty)."""
-    return dict(value) if isinstance(value, dict) else {}
+    """A JSON object as a fresh dict (anything else: empty). A typed record that is also a
+    mapping of its stored JSON (services/bench/results.py) reads as that JSON."""
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def text(value: Any) -> str | None:
@@ -32,13 +36,6 @@ def text(value: Any) -> str | None:
 def nonempty_text(value: Any) -> str | None:
     """A string with something in it (anything else, "" included: None)."""
     return value if isinstance(value, str) and value else None
-
-
-def number(value: Any) -> float | None:
-    """A finite JSON number (booleans, NaN, infinities and anything else: None)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def count(value: Any) -> int:
@@ -74,12 +71,20 @@ def optional_list(value: Any) -> list[Any] | None:
 
 def dicts(value: Any) -> list[dict[str, Any]]:
     """The JSON objects of a list (anything else in it is dropped)."""
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    if not isinstance(value, list):
+        return []
+    return [
+        item if isinstance(item, dict) else dict(item) for item in value if isinstance(item, Mapping)
+    ]
 
 
 def dict_values(value: Any) -> dict[str, dict[str, Any]]:
     """The entries of an object whose values are objects."""
-    return {str(k): v for k, v in mapping(value).items() if isinstance(v, dict)}
+    return {
+        str(k): v if isinstance(v, dict) else dict(v)
+        for k, v in mapping(value).items()
+        if isinstance(v, Mapping)
+    }
 
 
 def optional_dict_values(value: Any) -> dict[str, dict[str, Any]] | None:
@@ -140,6 +145,10 @@ class Stored:
     #: Keys `to_json` writes from other fields (copies for readers of the raw JSON): neither
     #: read back into a field nor kept in `extra`.
     DERIVED: ClassVar[tuple[str, ...]] = ()
+    #: Write back only the keys the stored JSON held (a field written "always" included): an old
+    #: or imported block without a figure stays without it, so `from_json(s).to_json() == s`. A
+    #: record made in code (or by `replace`) writes every field as its `write` says.
+    KEEP_ABSENT: ClassVar[bool] = False
 
     @classmethod
     def from_json(cls, data: Any) -> Self:
@@ -152,12 +161,18 @@ class Stored:
                 values[declared.name] = declared.metadata["read"](data.get(declared.name))
         known = set(values) | set(cls.DERIVED)
         values["extra"] = {k: v for k, v in data.items() if k not in known}
-        return cls(**values)
+        record = cls(**values)
+        if cls.KEEP_ABSENT:
+            object.__setattr__(record, "_stored_keys", frozenset(data))
+        return record
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        stored_keys: frozenset[str] | None = self.__dict__.get("_stored_keys")
         for declared in fields(self):  # type: ignore[arg-type]  # a mixin of dataclasses
             if declared.name == "extra":
+                continue
+            if stored_keys is not None and declared.name not in stored_keys:
                 continue
             value = getattr(self, declared.name)
             write = declared.metadata["write"]
@@ -171,8 +186,17 @@ class Stored:
 def _plain(value: Any) -> Any:
     """A field's value as JSON: nested records written by their own declarations; plain
     values as they are (no copy: summaries are written often and read-only after)."""
-    if isinstance(value, Stored):
+    if isinstance(value, Stored) or _is_record(value):
         return value.to_json()
-    if isinstance(value, dict) and any(isinstance(v, Stored) for v in value.values()):
+    if isinstance(value, dict) and any(isinstance(v, Stored) or _is_record(v) for v in value.values()):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list) and any(isinstance(v, Stored) for v in value):
+        return [_plain(v) for v in value]
     return value
+
+
+def _is_record(value: Any) -> bool:
+    """A typed value that writes itself (a Distribution of services/bench/results.py)."""
+    return not isinstance(value, (dict, list, str, int, float, bool)) and callable(
+        getattr(value, "to_json", None)
+    )

@@ -11,11 +11,13 @@ from the database alone and the threshold logic is unit-tested on known numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
+from services.core import stored_json
 from services.core.errors import ValidationError
+from services.core.stored_json import Stored, stored
 from services.demos.readout import StepOutcome
 
 if TYPE_CHECKING:
@@ -34,6 +36,52 @@ class StepPlan:
     run: Callable[[DemoContext], StepOutcome]
 
 
+def _not_stored(_: Any) -> frozenset[str]:
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class DemoVerdict(Stored):
+    """One engine's verdict in a demo's conclusion: each scenario's record declares its figures
+    as fields (`stored(...)`), so its sentences, headline and `demo --json` read fields, and a
+    misspelt figure is a type error, not a silent None.
+
+    A demo replays from what it stored, whichever version stored it: a field the stored JSON
+    lacks reads as its neutral value and stays unwritten, so `from_json(s).to_json() == s`."""
+
+    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    #: The fields the stored JSON did not hold (`to_json` leaves them out again).
+    unstored: frozenset[str] = field(
+        default=frozenset(), compare=False, repr=False, metadata={"read": _not_stored, "write": "always"}
+    )
+
+    @classmethod
+    def from_json(cls, data: Any) -> Self:
+        if isinstance(data, cls):
+            return data
+        record = super().from_json(data)
+        given = stored_json.mapping(data)
+        absent = frozenset(f.name for f in fields(cls) if f.name not in given) - {"extra", "unstored"}
+        return replace(record, unstored=absent)
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        del out["unstored"]
+        for name in self.unstored:
+            out.pop(name, None)
+        return out
+
+
+def kind(*kinds: str, neutral: str | None = "failed") -> Callable[[Any], str | None]:
+    """The reader of a verdict's kind: one of `kinds` as stored, anything else (missing,
+    misspelt, from a later version) `neutral`."""
+
+    def read(value: Any) -> str | None:
+        return value if value in kinds else neutral
+
+    return read
+
+
 @dataclass(frozen=True)
 class Conclusion:
     """The measured conclusion: a headline, one line per engine, and per engine the
@@ -41,7 +89,7 @@ class Conclusion:
 
     headline: str
     lines: list[str] = field(default_factory=list)
-    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verdicts: Mapping[str, DemoVerdict] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -125,6 +173,9 @@ class Scenario:
     options: ClassVar[tuple[OptionSpec, ...]] = ()
     duration_hint: ClassVar[str] = "about a minute on the local CPU engines"
     min_engines: ClassVar[int] = 1
+    #: The record of one engine's verdict in this scenario's conclusion (stored demos read back
+    #: into it).
+    verdict_record: ClassVar[type[DemoVerdict]] = DemoVerdict
 
     def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
         raise NotImplementedError

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from services.core import stored_json, units
+from services.core.stored_json import stored
 from services.demos import common
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, kind
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber, fmt_rate, fmt_s
+from services.demos.readout import BigNumber
 from services.engines.endpoints import EngineRecord
 
 #: Requests decoding at once (measured on our clocks) from which an engine is batching.
@@ -36,7 +39,23 @@ PROMPTS = (
 )
 
 
-def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
+BatchingKind = Literal["serial", "pays", "batched_no_gain", "little", "failed"]
+
+
+@dataclass(frozen=True)
+class BatchingVerdict(common.WavesVerdict):
+    """One engine's ramp: whether it batched, and what batching bought."""
+
+    verdict: BatchingKind = stored(kind(*get_args(BatchingKind)), default="failed")
+    gain: float | None = stored(stored_json.number, default=None)
+    parallel_peak: float | None = stored(stored_json.number, default=None)
+    first_tok_s: float | None = stored(stored_json.number, default=None)
+    peak_concurrency: int | None = stored(stored_json.optional_int, default=None)
+    peak_tok_s: float | None = stored(stored_json.number, default=None)
+    saturation_concurrency: int | None = stored(stored_json.optional_int, default=None)
+
+
+def ramp_verdict(levels: list[dict[str, Any]]) -> BatchingVerdict:
     """From [{"concurrency", "throughput_tok_s", "e2e_mean_s", "parallel", ...}] to the verdict.
 
     Whether the engine batches at all comes from `parallel` (requests decoding at once, on
@@ -45,7 +64,9 @@ def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
     gain >= PAYS; "batched_no_gain": batched, gain < NO_GAIN; "little" in between."""
     measured = [lv for lv in levels if lv.get("throughput_tok_s")]
     if not measured:
-        return {"verdict": "failed"}
+        return BatchingVerdict(
+            verdict="failed", error=next((lv["error"] for lv in levels if lv.get("error")), None)
+        )
     first = measured[0]
     peak = max(measured, key=lambda lv: lv["throughput_tok_s"])
     gain = peak["throughput_tok_s"] / first["throughput_tok_s"]
@@ -61,6 +82,7 @@ def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
         if first.get("e2e_mean_s") and last.get("e2e_mean_s")
         else None
     )
+    verdict: BatchingKind
     if parallel < BATCHED:
         verdict = "serial"
     elif gain >= PAYS:
@@ -69,58 +91,60 @@ def ramp_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
         verdict = "batched_no_gain"
     else:
         verdict = "little"
-    return {
-        "verdict": verdict,
-        "gain": gain,
-        "parallel_peak": parallel,
-        "first_concurrency": first["concurrency"],
-        "first_tok_s": first["throughput_tok_s"],
-        "peak_concurrency": peak["concurrency"],
-        "peak_tok_s": peak["throughput_tok_s"],
-        "saturation_concurrency": saturation,
-        "last_concurrency": last["concurrency"],
-        "first_e2e_s": first.get("e2e_mean_s"),
-        "last_e2e_s": last.get("e2e_mean_s"),
-        "latency_growth": latency_growth,
-    }
+    return BatchingVerdict(
+        verdict=verdict,
+        gain=gain,
+        parallel_peak=parallel,
+        first_concurrency=first["concurrency"],
+        first_tok_s=first["throughput_tok_s"],
+        peak_concurrency=peak["concurrency"],
+        peak_tok_s=peak["throughput_tok_s"],
+        saturation_concurrency=saturation,
+        last_concurrency=last["concurrency"],
+        first_e2e_s=first.get("e2e_mean_s"),
+        last_e2e_s=last.get("e2e_mean_s"),
+        latency_growth=latency_growth,
+    )
 
 
-def verdict_sentence(name: str, v: dict[str, Any]) -> str:
-    if v.get("verdict") == "failed":
-        return common.not_measured(name, v)
+def verdict_sentence(name: str, v: BatchingVerdict) -> str:
+    if v.verdict == "failed":
+        return common.not_measured(name, v.error)
     latency = ""
-    if v.get("latency_growth") is not None:
+    if v.latency_growth is not None:
         latency = (
-            f"; mean latency went from {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to "
-            f"{fmt_s(v['last_e2e_s'])} at {v['last_concurrency']} (×{v['latency_growth']:.1f})"
+            f"; mean latency went from {units.duration(v.first_e2e_s)} at {common.whole(v.first_concurrency)} "
+            f"to {units.duration(v.last_e2e_s)} at {common.whole(v.last_concurrency)} "
+            f"(×{v.latency_growth:.1f})"
         )
-    at_once = f"{v['parallel_peak']:.1f}"
-    if v["verdict"] == "serial":
+    at_once = common.fixed(v.parallel_peak, 1)
+    if v.verdict == "serial":
         return (
             f"{name}: served one request at a time (at most {at_once} decoding at once): throughput "
-            f"stayed near {fmt_rate(v['first_tok_s'])} (×{v['gain']:.2f}) while requests queued{latency}."
+            f"stayed near {units.rate(v.first_tok_s)} (×{common.fixed(v.gain, 2)}) while requests "
+            f"queued{latency}."
         )
-    if v["verdict"] == "pays":
-        saturation = v["saturation_concurrency"]
+    if v.verdict == "pays":
+        saturation, last = v.saturation_concurrency, v.last_concurrency
         tail = (
             f"; it saturates from {saturation} parallel requests on, where more only add latency"
-            if saturation < v["last_concurrency"]
+            if saturation is not None and last is not None and saturation < last
             else "; it had not saturated at the highest level"
         )
         return (
             f"{name}: batching pays: up to {at_once} requests decoded at once, and throughput rose "
-            f"×{v['gain']:.1f}, from {fmt_rate(v['first_tok_s'])} with {v['first_concurrency']} request to "
-            f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}{tail}{latency}."
+            f"×{common.fixed(v.gain, 1)}, from {units.rate(v.first_tok_s)} with {common.whole(v.first_concurrency)} "
+            f"request to {units.rate(v.peak_tok_s)} at {common.whole(v.peak_concurrency)}{tail}{latency}."
         )
-    if v["verdict"] == "batched_no_gain":
+    if v.verdict == "batched_no_gain":
         return (
-            f"{name}: decoded up to {at_once} requests at once, yet throughput did not rise (×{v['gain']:.2f}, "
-            f"best {fmt_rate(v['peak_tok_s'])}): here the machine's cores, not the engine's batching, were "
-            f"the limit{latency}."
+            f"{name}: decoded up to {at_once} requests at once, yet throughput did not rise "
+            f"(×{common.fixed(v.gain, 2)}, best {units.rate(v.peak_tok_s)}): here the machine's cores, "
+            f"not the engine's batching, were the limit{latency}."
         )
     return (
-        f"{name}: up to {at_once} requests decoded at once, a little gain (×{v['gain']:.1f}, peak "
-        f"{fmt_rate(v['peak_tok_s'])} at {v['peak_concurrency']}){latency}."
+        f"{name}: up to {at_once} requests decoded at once, a little gain (×{common.fixed(v.gain, 1)}, "
+        f"peak {units.rate(v.peak_tok_s)} at {common.whole(v.peak_concurrency)}){latency}."
     )
 
 
@@ -138,6 +162,7 @@ class ContinuousBatching(Scenario):
     )
     default_engines = ("llamacpp-1slot", "llamacpp-4slot", "vllm-cpu")
     duration_hint = "about 1½ minutes on the local CPU engines"
+    verdict_record = BatchingVerdict
     options = (
         OptionSpec(
             "levels",
@@ -183,9 +208,7 @@ class ContinuousBatching(Scenario):
     def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
         verdict = ramp_verdict(levels)
         errors = [f"{name} at {lv['concurrency']}: {lv['error']}" for lv in levels if lv.get("error")]
-        if verdict["verdict"] == "failed":
-            verdict["error"] = next((lv["error"] for lv in levels if lv.get("error")), None)
-        data = {"engine": name, "levels": levels, "verdict": verdict}
+        data = {"engine": name, "levels": levels, "verdict": verdict.to_json()}
         chart = common.waves_chart(
             ctx,
             "ramp:",
@@ -197,21 +220,21 @@ class ContinuousBatching(Scenario):
             y_title="output throughput (tok/s)",
         )
         numbers = []
-        if verdict["verdict"] != "failed":
+        if verdict.verdict != "failed":
             numbers = [
                 BigNumber(
-                    f"{name} · at {verdict['first_concurrency']}",
-                    fmt_rate(verdict["first_tok_s"]),
-                    verdict["first_tok_s"],
+                    f"{name} · at {verdict.first_concurrency}",
+                    units.rate(verdict.first_tok_s),
+                    verdict.first_tok_s,
                     help="output throughput with one request at a time",
                 ),
                 BigNumber(
                     f"{name} · peak",
-                    fmt_rate(verdict["peak_tok_s"]),
-                    verdict["peak_tok_s"],
-                    f"×{verdict['gain']:.1f}",
+                    units.rate(verdict.peak_tok_s),
+                    verdict.peak_tok_s,
+                    f"×{common.fixed(verdict.gain, 1)}",
                     "normal",
-                    help=f"best output throughput, at {verdict['peak_concurrency']} parallel requests",
+                    help=f"best output throughput, at {verdict.peak_concurrency} parallel requests",
                 ),
                 common.latency_number(
                     name, verdict, "mean request latency at the highest level, against one request alone"
@@ -222,24 +245,24 @@ class ContinuousBatching(Scenario):
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
-        verdicts = common.stored_verdicts(steps, engines, "ramp:")
+        verdicts = common.stored_verdicts(steps, engines, "ramp:", BatchingVerdict)
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
         paying, little = (
-            common.best(verdicts, "pays", "peak_tok_s"),
-            common.best(verdicts, "little", "gain"),
+            common.best(verdicts, lambda v: v.verdict == "pays", lambda v: v.peak_tok_s),
+            common.best(verdicts, lambda v: v.verdict == "little", lambda v: v.gain),
         )
         if paying:
             best, v = paying
             headline = (
-                f"Batching multiplied throughput ×{v['gain']:.1f} on {best} "
-                f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."
+                f"Batching multiplied throughput ×{common.fixed(v.gain, 1)} on {best} "
+                f"({units.rate(v.first_tok_s)} to {units.rate(v.peak_tok_s)})."
             )
         elif little:
             # "No engine gained" above a line that says one gained ×1.5 contradicted itself.
             best, v = little
             headline = (
-                f"Parallel requests gained little here: ×{v['gain']:.1f} at best, on {best} "
-                f"({fmt_rate(v['first_tok_s'])} to {fmt_rate(v['peak_tok_s'])})."
+                f"Parallel requests gained little here: ×{common.fixed(v.gain, 1)} at best, on {best} "
+                f"({units.rate(v.first_tok_s)} to {units.rate(v.peak_tok_s)})."
             )
         else:
             headline = "No engine in this run gained throughput from parallel requests."

@@ -7,11 +7,11 @@ uses plotly's default.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import plotly.graph_objects as go
 
+from services.core import units
 from services.demos.readout import ChartSpec
 
 FONT_SIZE = 18
@@ -24,21 +24,13 @@ HEIGHT = 460
 LABEL_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
 
 
-def _seconds(value: float | None, unit: str) -> str:
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if unit == "s":
-        return f"{value:.2f} s"
-    return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
-
-
-def chart_unit(spec: ChartSpec) -> tuple[str, float]:
-    """A chart of seconds in ms while none of its values reaches a second, else in s; other
-    charts in their own unit (scale 1)."""
+def chart_unit(spec: ChartSpec) -> tuple[units.TimeUnit | None, float]:
+    """A chart of seconds in its values' one unit (units.duration_unit: ms while none reaches a
+    second), with the scale of its axis; other charts in their own unit (scale 1)."""
     if not spec.y_title.endswith("(s)"):
-        return "", 1.0
-    values = [v for s in spec.series for v in s.y if v is not None and math.isfinite(v)]
-    return ("s", 1.0) if values and max(values) >= 1 else ("ms", 1000.0)
+        return None, 1.0
+    unit = units.duration_unit(v for s in spec.series for v in s.y)
+    return (unit, 1.0) if unit == "s" else (unit, 1000.0)
 
 
 def value_labels(spec: ChartSpec) -> list[list[str] | None]:
@@ -50,7 +42,7 @@ def value_labels(spec: ChartSpec) -> list[list[str] | None]:
     if not unit:
         return texts
     return [
-        [_seconds(v, unit) for v in series.y] if text is not None else None
+        [units.duration(v, unit) for v in series.y] if text is not None else None
         for series, text in zip(spec.series, texts, strict=True)
     ]
 

@@ -5,16 +5,33 @@ shared words, numbers and series of a step's outcome and conclusion."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from services.client import ERROR_CLASSES, ChatRequest
-from services.demos.base import StepOutcome, engine_data, join_sentences
+from services.core import stored_json, units
+from services.core.stored_json import stored
+from services.demos.base import DemoVerdict, StepOutcome, engine_data, join_sentences
 from services.demos.context import DemoContext, Sent
-from services.demos.readout import BigNumber, ChartSpec, Series, fmt_s, mean
+from services.demos.readout import BigNumber, ChartSpec, Series, mean
 from services.engines.endpoints import EngineRecord
 
 T = TypeVar("T")
+V = TypeVar("V", bound=DemoVerdict)
 Figures = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WavesVerdict(DemoVerdict):
+    """What every verdict over waves of parallel requests holds: the mean request latency at
+    the first and the highest level, and the engine's error when nothing was measured."""
+
+    first_concurrency: int | None = stored(stored_json.optional_int, default=None)
+    last_concurrency: int | None = stored(stored_json.optional_int, default=None)
+    first_e2e_s: float | None = stored(stored_json.number, default=None)
+    last_e2e_s: float | None = stored(stored_json.number, default=None)
+    latency_growth: float | None = stored(stored_json.number, default=None)
+    error: str | None = stored(stored_json.text, default=None)
 
 
 def warm_up(ctx: DemoContext, engine: EngineRecord, max_tokens: int = 2) -> None:
@@ -104,15 +121,15 @@ def step_engines(steps: Sequence[dict[str, Any]], key: str) -> dict[str, Figures
 
 
 def stored_verdicts(
-    steps: Sequence[dict[str, Any]], engines: Sequence[str], prefix: str
-) -> dict[str, Figures]:
+    steps: Sequence[dict[str, Any]], engines: Sequence[str], prefix: str, record: type[V]
+) -> dict[str, V]:
     """Each engine's verdict, stored by its own step (key `prefix` + engine); engines whose step
     did not run are left out, one whose step stored no verdict "failed"."""
     verdicts = {}
     for name in engines:
         data = engine_data(steps, f"{prefix}{name}")
         if data:
-            verdicts[name] = data.get("verdict") or {"verdict": "failed"}
+            verdicts[name] = record.from_json(data.get("verdict") or {"verdict": "failed"})
     return verdicts
 
 
@@ -120,8 +137,8 @@ def paired_verdicts(
     steps: Sequence[dict[str, Any]],
     engines: Sequence[str],
     keys: tuple[str, str],
-    judge: Callable[[Figures | None, Figures | None], Figures],
-) -> dict[str, Figures]:
+    judge: Callable[[Figures | None, Figures | None], T],
+) -> dict[str, T]:
     """Each engine's verdict from its figures in two steps (before and after the change the
     scenario shows), for the engines either step measured."""
     first, second = step_engines(steps, keys[0]), step_engines(steps, keys[1])
@@ -145,13 +162,13 @@ def engine_series(
     return Series(label, names, values, [fmt(value) for value in values])
 
 
-def latency_number(name: str, verdict: Figures, help: str | None = None) -> BigNumber:
+def latency_number(name: str, verdict: WavesVerdict, help: str | None = None) -> BigNumber:
     """Mean request latency at the highest level, with its growth against the first level."""
-    growth = verdict.get("latency_growth")
+    growth = verdict.latency_growth
     return BigNumber(
-        f"{name} · latency at {verdict['last_concurrency']}",
-        fmt_s(verdict["last_e2e_s"]),
-        verdict["last_e2e_s"],
+        f"{name} · latency at {verdict.last_concurrency}",
+        units.duration(verdict.last_e2e_s),
+        verdict.last_e2e_s,
         f"×{growth:.1f}" if growth else None,
         "inverse",
         help=help,
@@ -170,23 +187,37 @@ def engines_outcome(
     ("not measured" for an engine without its `measured` figure), `data` beside the engines'
     figures, and every engine's error."""
     finding = join_sentences(
-        not_measured(name, v) if measured and v.get(measured) is None else sentence(name, v)
+        not_measured(name, v.get("error")) if measured and v.get(measured) is None else sentence(name, v)
         for name, v in results.items()
     )
     return StepOutcome(numbers, chart, finding, {**data, "engines": results}, engine_errors(results))
 
 
-def best(verdicts: dict[str, Figures], verdict: str, key: str) -> tuple[str, Figures] | None:
-    """The engine with the highest `key` among those whose verdict is `verdict` (None if none)."""
-    found = [name for name, v in verdicts.items() if v.get("verdict") == verdict]
+def best(
+    verdicts: dict[str, V], chosen: Callable[[V], bool], key: Callable[[V], float | None]
+) -> tuple[str, V] | None:
+    """The engine with the highest `key` among the `chosen` verdicts (None if none)."""
+    found = [name for name, v in verdicts.items() if chosen(v)]
     if not found:
         return None
-    name = max(found, key=lambda n: verdicts[n][key])
+    name = max(found, key=lambda n: key(verdicts[n]) or 0.0)
     return name, verdicts[name]
 
 
-def not_measured(name: str, figures: Figures) -> str:
-    return f"{name}: not measured ({figures.get('error') or 'no answer'})."
+def fixed(value: float | None, digits: int) -> str:
+    """A ratio or a count of requests with `digits` decimals ("4.0", the 1.5 of "×1.5");
+    a figure a stored verdict lacks reads as missing."""
+    return units.MISSING if value is None else f"{value:.{digits}f}"
+
+
+def whole(value: int | None) -> str:
+    """A count of requests, answers or sequences as a sentence says it ("16"); missing when a
+    stored verdict lacks it."""
+    return units.MISSING if value is None else str(value)
+
+
+def not_measured(name: str, error: str | None) -> str:
+    return f"{name}: not measured ({error or 'no answer'})."
 
 
 def engine_errors(results: dict[str, Figures]) -> list[str]:

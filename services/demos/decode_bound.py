@@ -11,12 +11,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from services.core import stored_json, units
+from services.core.stored_json import stored
 from services.demos import common, hardware
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
+from services.demos.base import (
+    Conclusion,
+    DemoVerdict,
+    OptionSpec,
+    Scenario,
+    StepOutcome,
+    StepPlan,
+    engine_data,
+    kind,
+)
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber, ChartSpec, fmt_bytes, fmt_pct, fmt_rate
+from services.demos.readout import BigNumber, ChartSpec
 from services.engines.endpoints import EngineRecord
 from services.planner.catalog import get_gpu, get_model, get_weight_format
 
@@ -31,66 +43,96 @@ SERIAL_PARALLEL = 1.5
 PROMPT = "Count slowly from one to one hundred, one number per line."
 
 
-def engine_verdict(
-    batch: int, one: dict[str, Any] | None, many: dict[str, Any] | None
-) -> dict[str, Any]:
+DecodeKind = Literal["at_bound", "below_bound", "failed"]
+BatchingKind = Literal["near_linear", "serial", "none", "some"]
+
+
+@dataclass(frozen=True)
+class DecodeVerdict(DemoVerdict):
+    """One engine's decode rates at batch 1 and at batch N against their bandwidth bounds."""
+
+    verdict: DecodeKind = stored(kind(*get_args(DecodeKind)), default="failed")
+    batch: int | None = stored(stored_json.optional_int, default=None)
+    decode_tok_s_batch1: float | None = stored(stored_json.number, default=None)
+    bound_tok_s_batch1: float | None = stored(stored_json.number, default=None)
+    fraction_batch1: float | None = stored(stored_json.number, default=None)
+    decode_tok_s_batchN: float | None = stored(stored_json.number, default=None)
+    bound_tok_s_batchN: float | None = stored(stored_json.number, default=None)
+    fraction_batchN: float | None = stored(stored_json.number, default=None)
+    batch_gain: float | None = stored(stored_json.number, default=None)
+    bytes_per_step: float | None = stored(stored_json.number, default=None)
+    weights_source: str | None = stored(stored_json.text, default=None)
+    error: str | None = stored(stored_json.text, default=None)
+    parallel_batchN: float | None = stored(stored_json.number, default=None)
+    #: How batch N compared with batch 1; not written when batch N was not measured.
+    batching: BatchingKind | None = stored(
+        kind(*get_args(BatchingKind), neutral=None), default=None, write="unless_none"
+    )
+
+
+def engine_verdict(batch: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> DecodeVerdict:
     """Measured decode rates against the bounds (thresholds above)."""
     one = one or {}
     many = many or {}
     rate1, bound1 = one.get("decode_tok_s"), one.get("bound_tok_s")
     rate_n, bound_n = many.get("decode_tok_s"), many.get("bound_tok_s")
-    v: dict[str, Any] = {
-        "batch": batch,
-        "decode_tok_s_batch1": rate1,
-        "bound_tok_s_batch1": bound1,
-        "fraction_batch1": rate1 / bound1 if rate1 and bound1 else None,
-        "decode_tok_s_batchN": rate_n,
-        "bound_tok_s_batchN": bound_n,
-        "fraction_batchN": rate_n / bound_n if rate_n and bound_n else None,
-        "batch_gain": rate_n / rate1 if rate1 and rate_n else None,
-        "bytes_per_step": one.get("bytes_per_step"),
-        "weights_source": one.get("weights_source"),
-        "error": one.get("error") or many.get("error"),
-    }
-    if v["fraction_batch1"] is None:
-        v["verdict"] = "failed"
-    else:
-        v["verdict"] = "at_bound" if v["fraction_batch1"] >= NEAR_BOUND else "below_bound"
-    v["parallel_batchN"] = many.get("parallel")
-    gain = v["batch_gain"]
+    fraction1 = rate1 / bound1 if rate1 and bound1 else None
+    gain = rate_n / rate1 if rate1 and rate_n else None
+    verdict: DecodeKind = "failed"
+    if fraction1 is not None:
+        verdict = "at_bound" if fraction1 >= NEAR_BOUND else "below_bound"
+    batching: BatchingKind | None = None
     if gain is not None:
         if gain >= NEAR_LINEAR * batch:
-            v["batching"] = "near_linear"
+            batching = "near_linear"
         elif gain < NO_BATCH_GAIN:
-            v["batching"] = "serial" if (many.get("parallel") or 1.0) < SERIAL_PARALLEL else "none"
+            batching = "serial" if (many.get("parallel") or 1.0) < SERIAL_PARALLEL else "none"
         else:
-            v["batching"] = "some"
-    return v
+            batching = "some"
+    return DecodeVerdict(
+        verdict=verdict,
+        batch=batch,
+        decode_tok_s_batch1=rate1,
+        bound_tok_s_batch1=bound1,
+        fraction_batch1=fraction1,
+        decode_tok_s_batchN=rate_n,
+        bound_tok_s_batchN=bound_n,
+        fraction_batchN=rate_n / bound_n if rate_n and bound_n else None,
+        batch_gain=gain,
+        bytes_per_step=one.get("bytes_per_step"),
+        weights_source=one.get("weights_source"),
+        error=one.get("error") or many.get("error"),
+        parallel_batchN=many.get("parallel"),
+        batching=batching,
+    )
 
 
-def verdict_sentence(name: str, v: dict[str, Any], bandwidth_text: str) -> str:
-    if v["verdict"] == "failed":
-        return common.not_measured(name, v)
+def verdict_sentence(name: str, v: DecodeVerdict, bandwidth_text: str) -> str:
+    if v.verdict == "failed":
+        return common.not_measured(name, v.error)
     text = (
-        f"{name}: {fmt_rate(v['decode_tok_s_batch1'])} at batch 1, {fmt_pct(v['fraction_batch1'], False)} of the "
-        f"{fmt_rate(v['bound_tok_s_batch1'])} that {bandwidth_text} allows for its {fmt_bytes(v['bytes_per_step'])} "
+        f"{name}: {units.rate(v.decode_tok_s_batch1)} at batch 1, "
+        f"{units.percent(v.fraction_batch1, False)} of the "
+        f"{units.rate(v.bound_tok_s_batch1)} that {bandwidth_text} allows for its "
+        f"{units.size(v.bytes_per_step)} "
         "read per step"
     )
-    if v["verdict"] == "at_bound":
+    if v.verdict == "at_bound":
         text += ": close to the bound, decode is memory-bound here."
     else:
         text += (
             ": well below the bound, so here something other than memory bandwidth (compute or per-step "
             "overhead) limits decode first."
         )
-    gain, batch = v.get("batch_gain"), v["batch"]
+    gain, batch = v.batch_gain, common.whole(v.batch)
     if gain is not None:
-        text += f" At batch {batch}: {fmt_rate(v['decode_tok_s_batchN'])} (×{gain:.1f} for ×{batch} sequences"
-        if v["batching"] == "near_linear":
+        rate = units.rate(v.decode_tok_s_batchN)
+        text += f" At batch {batch}: {rate} (×{gain:.1f} for ×{batch} sequences"
+        if v.batching == "near_linear":
             text += "): the step cost barely grew, the weights read once per step served every sequence."
-        elif v["batching"] == "serial":
+        elif v.batching == "serial":
             text += "): hardly any gain, the sequences were decoded one after another."
-        elif v["batching"] == "none":
+        elif v.batching == "none":
             text += (
                 "): hardly any gain; they were decoded together, yet not much faster in total: on this "
                 "engine here, the cores, not memory bandwidth, were the limit."
@@ -114,6 +156,7 @@ class DecodeBound(Scenario):
     )
     default_engines = ("llamacpp-4slot", "vllm-cpu")
     duration_hint = "about 40 seconds on the local CPU engines"
+    verdict_record = DecodeVerdict
     options = (
         OptionSpec(
             "hardware",
@@ -238,7 +281,7 @@ class DecodeBound(Scenario):
             title="Memory-bandwidth bound on decode at batch 1",
             x_title="engine",
             y_title="tokens/s (upper bound)",
-            series=[common.engine_series("bound", engines, "bound_tok_s_batch1", fmt_rate)],
+            series=[common.engine_series("bound", engines, "bound_tok_s_batch1", units.rate)],
         )
         numbers = [
             BigNumber(
@@ -250,7 +293,7 @@ class DecodeBound(Scenario):
         numbers += [
             BigNumber(
                 f"{n} · bytes/step",
-                fmt_bytes(engines[n]["bytes_per_step"]),
+                units.size(engines[n]["bytes_per_step"]),
                 engines[n]["bytes_per_step"],
                 help=engines[n]["weights_source"],
             )
@@ -259,7 +302,8 @@ class DecodeBound(Scenario):
         finding = (
             f"Bandwidth: {bandwidth.source}. "
             + " ".join(
-                f"{n}: {engines[n]['weights_source']}, so at most {fmt_rate(engines[n]['bound_tok_s_batch1'])} per sequence."
+                f"{n}: {engines[n]['weights_source']}, so at most "
+                f"{units.rate(engines[n]['bound_tok_s_batch1'])} per sequence."
                 for n in names
             )
             + (" " + " ".join(warnings) if warnings else "")
@@ -305,8 +349,8 @@ class DecodeBound(Scenario):
             x_title="engine",
             y_title="tokens/s (all sequences)",
             series=[
-                common.engine_series("measured", results, "decode_tok_s", fmt_rate),
-                common.engine_series("bandwidth bound", results, "bound_tok_s", fmt_rate),
+                common.engine_series("measured", results, "decode_tok_s", units.rate),
+                common.engine_series("bandwidth bound", results, "bound_tok_s", units.rate),
             ],
         )
         shares = {
@@ -316,9 +360,9 @@ class DecodeBound(Scenario):
         numbers = [
             BigNumber(
                 f"{n} · batch {batch}",
-                fmt_rate(v["decode_tok_s"]),
+                units.rate(v["decode_tok_s"]),
                 v["decode_tok_s"],
-                f"{fmt_pct(shares[n], False)} of bound" if shares[n] is not None else None,
+                f"{units.percent(shares[n], False)} of bound" if shares[n] is not None else None,
             )
             for n, v in results.items()
         ]
@@ -327,8 +371,8 @@ class DecodeBound(Scenario):
             chart,
             results,
             lambda n, v: (
-                f"{n}: {fmt_rate(v['decode_tok_s'])}, {fmt_pct(shares[n], False)} of its "
-                f"{fmt_rate(v['bound_tok_s'])} bound."
+                f"{n}: {units.rate(v['decode_tok_s'])}, {units.percent(shares[n], False)} of its "
+                f"{units.rate(v['bound_tok_s'])} bound."
             ),
             "decode_tok_s",
             batch=batch,
@@ -346,17 +390,18 @@ class DecodeBound(Scenario):
         )
         lines = [verdict_sentence(name, v, bandwidth_text) for name, v in verdicts.items()]
         lines.extend(bandwidth.get("warnings") or [])
-        measured = [v for v in verdicts.values() if v["fraction_batch1"] is not None]
-        if measured:
-            low = min(v["fraction_batch1"] for v in measured)
-            high = max(v["fraction_batch1"] for v in measured)
+        fractions = [v.fraction_batch1 for v in verdicts.values() if v.fraction_batch1 is not None]
+        if fractions:
+            low, high = min(fractions), max(fractions)
             share = (
-                fmt_pct(low, False)
+                units.percent(low, False)
                 if low == high
-                else f"{fmt_pct(low, False)} to {fmt_pct(high, False)}"
+                else f"{units.percent(low, False)} to {units.percent(high, False)}"
             )
             headline = f"At batch 1, decode reached {share} of the memory-bandwidth bound"
-            gains = [v["batch_gain"] for v in measured if v.get("batch_gain")]
+            gains = [
+                v.batch_gain for v in verdicts.values() if v.fraction_batch1 is not None and v.batch_gain
+            ]
             if gains:
                 headline += f"; {batch} sequences at once gave ×{min(gains):.1f} to ×{max(gains):.1f} the throughput."
             else:

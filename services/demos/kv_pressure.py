@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from services.core import stored_json, units
+from services.core.stored_json import stored
 from services.demos import common
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
+from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, kind
 from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber, fmt_s, fmt_share
+from services.demos.readout import BigNumber
 from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.25
@@ -25,7 +28,28 @@ WATCH_INTERVAL_S = 0.25
 NEAR_FULL = 0.8
 
 
-def engine_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
+KvKind = Literal[
+    "preempted", "queued_full", "queued_not_kv", "queued", "near_full", "no_pressure", "failed"
+]
+
+
+@dataclass(frozen=True)
+class KvVerdict(common.WavesVerdict):
+    """One engine under KV-cache pressure: its metrics' peaks over the waves (or why a metric
+    was not there) and what they add up to."""
+
+    verdict: KvKind = stored(kind(*get_args(KvKind)), default="failed")
+    kv_peak: float | None = stored(stored_json.number, default=None)
+    kv_reason: str | None = stored(stored_json.text, default=None)
+    waiting_peak: float | None = stored(stored_json.number, default=None)
+    waiting_reason: str | None = stored(stored_json.text, default=None)
+    preemptions: int | None = stored(stored_json.optional_int, default=None)
+    preemptions_reason: str | None = stored(stored_json.text, default=None)
+    first_queue_concurrency: int | None = stored(stored_json.optional_int, default=None)
+    requests_to_fill: int | None = stored(stored_json.optional_int, default=None)
+
+
+def engine_verdict(levels: list[dict[str, Any]]) -> KvVerdict:
     """From the waves' figures to the pressure verdict:
 
     - "preempted": any preemption;
@@ -36,96 +60,101 @@ def engine_verdict(levels: list[dict[str, Any]]) -> dict[str, Any]:
     - "no_pressure" otherwise; "failed" without a measured wave."""
     measured = [lv for lv in levels if lv.get("e2e_mean_s") is not None]
     if not measured:
-        return {
-            "verdict": "failed",
-            "error": next((lv.get("error") for lv in levels if lv.get("error")), None),
-        }
+        return KvVerdict(
+            verdict="failed",
+            error=next((lv.get("error") for lv in levels if lv.get("error")), None),
+        )
     kv = [lv["kv_peak"] for lv in measured if lv.get("kv_peak") is not None]
     waiting = [lv["waiting_peak"] for lv in measured if lv.get("waiting_peak") is not None]
     preempted = [lv["preemptions"] for lv in measured if lv.get("preemptions") is not None]
-    first_queue = next(
-        (lv["concurrency"] for lv in measured if (lv.get("waiting_peak") or 0) >= 1), None
-    )
     first, last = measured[0], measured[-1]
     kv_peak = max(kv) if kv else None
+    waiting_peak = max(waiting) if waiting else None
+    preemptions = round(sum(preempted)) if preempted else None
     # KV share of one request at the highest level: how many such requests would fill the cache.
     per_request = (last["kv_peak"] / last["concurrency"]) if last.get("kv_peak") else None
-    v = {
-        "kv_peak": kv_peak,
-        "kv_reason": next((lv.get("kv_reason") for lv in measured if lv.get("kv_reason")), None),
-        "waiting_peak": max(waiting) if waiting else None,
-        "waiting_reason": next(
-            (lv.get("waiting_reason") for lv in measured if lv.get("waiting_reason")), None
-        ),
-        "preemptions": round(sum(preempted)) if preempted else None,
-        "preemptions_reason": next(
-            (lv.get("preemptions_reason") for lv in measured if lv.get("preemptions_reason")), None
-        ),
-        "first_queue_concurrency": first_queue,
-        "first_concurrency": first["concurrency"],
-        "last_concurrency": last["concurrency"],
-        "first_e2e_s": first["e2e_mean_s"],
-        "last_e2e_s": last["e2e_mean_s"],
-        "latency_growth": last["e2e_mean_s"] / first["e2e_mean_s"] if first["e2e_mean_s"] else None,
-        "requests_to_fill": int(1 / per_request) if per_request else None,
-    }
-    if (v["preemptions"] or 0) > 0:
-        v["verdict"] = "preempted"
-    elif (v["waiting_peak"] or 0) >= 1:
+    verdict: KvKind
+    if (preemptions or 0) > 0:
+        verdict = "preempted"
+    elif (waiting_peak or 0) >= 1:
         if kv_peak is None:
-            v["verdict"] = "queued"
+            verdict = "queued"
         else:
-            v["verdict"] = "queued_full" if kv_peak >= NEAR_FULL else "queued_not_kv"
+            verdict = "queued_full" if kv_peak >= NEAR_FULL else "queued_not_kv"
     elif kv_peak is not None and kv_peak >= NEAR_FULL:
-        v["verdict"] = "near_full"
+        verdict = "near_full"
     else:
-        v["verdict"] = "no_pressure"
-    return v
+        verdict = "no_pressure"
+
+    def reason(key: str) -> str | None:
+        return next((lv.get(key) for lv in measured if lv.get(key)), None)
+
+    return KvVerdict(
+        verdict=verdict,
+        kv_peak=kv_peak,
+        kv_reason=reason("kv_reason"),
+        waiting_peak=waiting_peak,
+        waiting_reason=reason("waiting_reason"),
+        preemptions=preemptions,
+        preemptions_reason=reason("preemptions_reason"),
+        first_queue_concurrency=next(
+            (lv["concurrency"] for lv in measured if (lv.get("waiting_peak") or 0) >= 1), None
+        ),
+        first_concurrency=first["concurrency"],
+        last_concurrency=last["concurrency"],
+        first_e2e_s=first["e2e_mean_s"],
+        last_e2e_s=last["e2e_mean_s"],
+        latency_growth=last["e2e_mean_s"] / first["e2e_mean_s"] if first["e2e_mean_s"] else None,
+        requests_to_fill=int(1 / per_request) if per_request else None,
+    )
 
 
-def verdict_sentence(name: str, v: dict[str, Any]) -> str:
-    if v["verdict"] == "failed":
-        return common.not_measured(name, v)
+def _waited(v: KvVerdict) -> str | None:
+    """What the queue did, in words (None when nothing about it is known)."""
+    if v.waiting_peak is None:
+        return f"waiting requests {v.waiting_reason}" if v.waiting_reason else None
+    if v.waiting_peak < 1:
+        return "no request waited"
+    waited = f"from {common.whole(v.first_queue_concurrency)} parallel requests on, up to {v.waiting_peak:.0f} waited"
+    if v.verdict == "queued_not_kv":
+        waited += (
+            " although the cache was far from full: the queue came from another limit (batch slots or "
+            "the per-step token budget)"
+        )
+    elif v.verdict == "queued":
+        waited += " (without KV usage, whether the cache caused it is not visible)"
+    return waited
+
+
+def verdict_sentence(name: str, v: KvVerdict) -> str:
+    if v.verdict == "failed":
+        return common.not_measured(name, v.error)
     parts = []
-    if v["kv_peak"] is not None:
-        kv = f"KV-cache usage peaked at {fmt_share(v['kv_peak'])}"
-        if v.get("requests_to_fill") and v["kv_peak"] < NEAR_FULL:
-            kv += f" (about {v['requests_to_fill']} such requests would fill it)"
+    if v.kv_peak is not None:
+        kv = f"KV-cache usage peaked at {units.share(v.kv_peak)}"
+        if v.requests_to_fill and v.kv_peak < NEAR_FULL:
+            kv += f" (about {v.requests_to_fill} such requests would fill it)"
         parts.append(kv)
     else:
-        parts.append(f"KV-cache usage {v.get('kv_reason') or 'not reported'}")
-    if v["verdict"] == "preempted":
+        parts.append(f"KV-cache usage {v.kv_reason or 'not reported'}")
+    if v.verdict == "preempted":
         parts.append(
-            f"it preempted {v['preemptions']} request(s): their cache was freed and recomputed later"
+            f"it preempted {common.whole(v.preemptions)} request(s): their cache was freed and recomputed later"
         )
-    if v["waiting_peak"] is not None:
-        if v["waiting_peak"] >= 1:
-            waited = (
-                f"from {v['first_queue_concurrency']} parallel requests on, up to {v['waiting_peak']:.0f} "
-                "waited"
-            )
-            if v["verdict"] == "queued_not_kv":
-                waited += (
-                    " although the cache was far from full: the queue came from another limit (batch slots or "
-                    "the per-step token budget)"
-                )
-            elif v["verdict"] == "queued":
-                waited += " (without KV usage, whether the cache caused it is not visible)"
-            parts.append(waited)
-        else:
-            parts.append("no request waited")
-    elif v.get("waiting_reason"):
-        parts.append(f"waiting requests {v['waiting_reason']}")
-    if v["preemptions"] is not None and v["verdict"] != "preempted":
+    waited = _waited(v)
+    if waited:
+        parts.append(waited)
+    if v.preemptions is not None and v.verdict != "preempted":
         parts.append("no preemption")
-    elif v["preemptions"] is None and v.get("preemptions_reason"):
-        parts.append(f"preemptions {v['preemptions_reason']}")
+    elif v.preemptions is None and v.preemptions_reason:
+        parts.append(f"preemptions {v.preemptions_reason}")
     latency = (
-        f"mean latency {fmt_s(v['first_e2e_s'])} at {v['first_concurrency']} to {fmt_s(v['last_e2e_s'])} "
-        f"at {v['last_concurrency']}"
+        f"mean latency {units.duration(v.first_e2e_s)} at {common.whole(v.first_concurrency)} to "
+        f"{units.duration(v.last_e2e_s)} "
+        f"at {common.whole(v.last_concurrency)}"
     )
-    if v.get("latency_growth"):
-        latency += f" (×{v['latency_growth']:.1f})"
+    if v.latency_growth:
+        latency += f" (×{v.latency_growth:.1f})"
     return f"{name}: " + "; ".join(parts) + f"; {latency}."
 
 
@@ -142,6 +171,7 @@ class KvCachePressure(Scenario):
     )
     default_engines = ("vllm-cpu", "llamacpp-4slot")
     duration_hint = "about 1½ minutes on the local CPU engines"
+    verdict_record = KvVerdict
     options = (
         OptionSpec("levels", "Parallel requests per wave", [1, 4, 8], "int_list", "", 1, 1024),
         OptionSpec(
@@ -213,7 +243,7 @@ class KvCachePressure(Scenario):
         def label(lv: dict[str, Any]) -> str:
             bits = [f"{lv['concurrency']} parallel"]
             if lv.get("kv_peak") is not None:
-                bits.append(f"KV {fmt_share(lv['kv_peak'])}")
+                bits.append(f"KV {units.share(lv['kv_peak'])}")
             if lv.get("waiting_peak") is not None:
                 bits.append(f"{lv['waiting_peak']:.0f} waiting")
             if lv.get("preemptions"):
@@ -232,26 +262,24 @@ class KvCachePressure(Scenario):
             x_category=True,
         )
         numbers = []
-        if verdict["verdict"] != "failed":
+        if verdict.verdict != "failed":
             numbers = [
                 BigNumber(
                     f"{name} · KV peak",
-                    fmt_share(verdict["kv_peak"]) if verdict["kv_peak"] is not None else "not reported",
-                    verdict["kv_peak"],
+                    units.share(verdict.kv_peak) if verdict.kv_peak is not None else "not reported",
+                    verdict.kv_peak,
                 ),
                 BigNumber(
                     f"{name} · waiting",
-                    f"{verdict['waiting_peak']:.0f}"
-                    if verdict["waiting_peak"] is not None
+                    f"{verdict.waiting_peak:.0f}"
+                    if verdict.waiting_peak is not None
                     else "not reported",
-                    verdict["waiting_peak"],
+                    verdict.waiting_peak,
                 ),
                 BigNumber(
                     f"{name} · preempted",
-                    f"{verdict['preemptions']}"
-                    if verdict["preemptions"] is not None
-                    else "not reported",
-                    verdict["preemptions"],
+                    f"{verdict.preemptions}" if verdict.preemptions is not None else "not reported",
+                    verdict.preemptions,
                 ),
                 common.latency_number(name, verdict),
             ]
@@ -259,26 +287,26 @@ class KvCachePressure(Scenario):
         errors += [
             f"{name} metrics: {lv['metrics_error']}" for lv in levels[-1:] if lv.get("metrics_error")
         ]
-        data = {"engine": name, "levels": levels, "verdict": verdict}
+        data = {"engine": name, "levels": levels, "verdict": verdict.to_json()}
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
 
     def conclude(
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
-        verdicts = common.stored_verdicts(steps, engines, "pressure:")
+        verdicts = common.stored_verdicts(steps, engines, "pressure:", KvVerdict)
         lines = [verdict_sentence(n, v) for n, v in verdicts.items()]
-        kinds = {v["verdict"] for v in verdicts.values()}
+        kinds = {v.verdict for v in verdicts.values()}
         top = max(options["levels"])
         if "preempted" in kinds:
-            who = [n for n, v in verdicts.items() if v["verdict"] == "preempted"]
+            who = [n for n, v in verdicts.items() if v.verdict == "preempted"]
             headline = f"The KV cache ran out: {', '.join(who)} preempted running requests to make room."
         elif "queued_full" in kinds:
-            who = [n for n, v in verdicts.items() if v["verdict"] == "queued_full"]
+            who = [n for n, v in verdicts.items() if v.verdict == "queued_full"]
             headline = f"The KV cache filled on {', '.join(who)}: new requests waited for room, and latency grew with the queue."
         elif "near_full" in kinds:
             headline = "The KV cache came close to full, without queueing or preemption yet."
         else:
-            fill = [v["requests_to_fill"] for v in verdicts.values() if v.get("requests_to_fill")]
+            fill = [v.requests_to_fill for v in verdicts.values() if v.requests_to_fill]
             headline = (
                 f"Up to {top} parallel requests of about {options['prompt_tokens']} tokens did not fill the "
                 "KV cache"

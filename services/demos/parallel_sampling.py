@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from services.core import stored_json, units
+from services.core.stored_json import stored
 from services.demos import common
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
+from services.demos.base import (
+    Conclusion,
+    DemoVerdict,
+    OptionSpec,
+    Scenario,
+    StepOutcome,
+    StepPlan,
+    kind,
+)
 from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber, ChartSpec, fmt_rate, fmt_s, fmt_share
+from services.demos.readout import BigNumber, ChartSpec
 from services.engines import get_adapter
 from services.engines.endpoints import EngineRecord
 
@@ -34,66 +45,96 @@ def answer_tokens(result: Any) -> int:
     return max(result.output_tokens or 0, chunks)
 
 
-def engine_verdict(n: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> dict[str, Any]:
+SamplingKind = Literal["shared", "serial", "some", "ignored_n", "unsupported", "failed"]
+
+
+@dataclass(frozen=True)
+class SamplingVerdict(DemoVerdict):
+    """One engine's request with n = 1 against its request with n answers."""
+
+    verdict: SamplingKind = stored(kind(*get_args(SamplingKind)), default="failed")
+    n: int | None = stored(stored_json.optional_int, default=None)
+    e2e_n1_s: float | None = stored(stored_json.number, default=None)
+    e2e_nN_s: float | None = stored(stored_json.number, default=None)
+    ttft_n1_s: float | None = stored(stored_json.number, default=None)
+    ttft_nN_s: float | None = stored(stored_json.number, default=None)
+    tok_s_n1: float | None = stored(stored_json.number, default=None)
+    tok_s_nN: float | None = stored(stored_json.number, default=None)
+    choices_nN: int | None = stored(stored_json.optional_int, default=None)
+    kv_peak_n1: float | None = stored(stored_json.number, default=None)
+    kv_peak_nN: float | None = stored(stored_json.number, default=None)
+    kv_reason: str | None = stored(stored_json.text, default=None)
+    error: str | None = stored(stored_json.text, default=None)
+    throughput_gain: float | None = stored(stored_json.number, default=None)
+    latency_ratio: float | None = stored(stored_json.number, default=None)
+
+
+def engine_verdict(n: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> SamplingVerdict:
     """ "shared" (throughput >= SHARED x), "serial" (latency >= SERIAL_SHARE x n), "some" between;
     "ignored_n" when fewer than n answers came back; "failed"/"unsupported" otherwise."""
     one, many = one or {}, many or {}
-    v: dict[str, Any] = {
-        "n": n,
-        "e2e_n1_s": one.get("e2e_s"),
-        "e2e_nN_s": many.get("e2e_s"),
-        "ttft_n1_s": one.get("ttft_s"),
-        "ttft_nN_s": many.get("ttft_s"),
-        "tok_s_n1": one.get("throughput_tok_s"),
-        "tok_s_nN": many.get("throughput_tok_s"),
-        "choices_nN": many.get("choices"),
-        "kv_peak_n1": one.get("kv_peak"),
-        "kv_peak_nN": many.get("kv_peak"),
-        "kv_reason": many.get("kv_reason") or one.get("kv_reason"),
-        "error": many.get("error") or one.get("error"),
-    }
-    v["throughput_gain"] = v["tok_s_nN"] / v["tok_s_n1"] if v["tok_s_n1"] and v["tok_s_nN"] else None
-    v["latency_ratio"] = v["e2e_nN_s"] / v["e2e_n1_s"] if v["e2e_n1_s"] and v["e2e_nN_s"] else None
+    e2e_1, e2e_n = one.get("e2e_s"), many.get("e2e_s")
+    tok_s_1, tok_s_n = one.get("throughput_tok_s"), many.get("throughput_tok_s")
+    gain = tok_s_n / tok_s_1 if tok_s_1 and tok_s_n else None
+    ratio = e2e_n / e2e_1 if e2e_1 and e2e_n else None
+    verdict: SamplingKind
     if many.get("unsupported"):
-        v["verdict"] = "unsupported"
-    elif v["throughput_gain"] is None or v["latency_ratio"] is None:
-        v["verdict"] = "failed"
-    elif (v["choices_nN"] or 0) < n:
-        v["verdict"] = "ignored_n"
-    elif v["throughput_gain"] >= SHARED:
-        v["verdict"] = "shared"
-    elif v["latency_ratio"] >= SERIAL_SHARE * n:
-        v["verdict"] = "serial"
+        verdict = "unsupported"
+    elif gain is None or ratio is None:
+        verdict = "failed"
+    elif (many.get("choices") or 0) < n:
+        verdict = "ignored_n"
+    elif gain >= SHARED:
+        verdict = "shared"
+    elif ratio >= SERIAL_SHARE * n:
+        verdict = "serial"
     else:
-        v["verdict"] = "some"
-    return v
-
-
-def verdict_sentence(name: str, v: dict[str, Any]) -> str:
-    n = v["n"]
-    if v["verdict"] == "unsupported":
-        return f"{name}: does not take n (left out)."
-    if v["verdict"] == "failed":
-        return common.not_measured(name, v)
-    if v["verdict"] == "ignored_n":
-        return f"{name}: asked for {n} answers, returned {v['choices_nN']}: it ignores n."
-    base = (
-        f"{name}: {n} answers took {fmt_s(v['e2e_nN_s'])} against {fmt_s(v['e2e_n1_s'])} for one "
-        f"(×{v['latency_ratio']:.1f}), so throughput went from {fmt_rate(v['tok_s_n1'])} to "
-        f"{fmt_rate(v['tok_s_nN'])} (×{v['throughput_gain']:.1f})"
+        verdict = "some"
+    return SamplingVerdict(
+        verdict=verdict,
+        n=n,
+        e2e_n1_s=e2e_1,
+        e2e_nN_s=e2e_n,
+        ttft_n1_s=one.get("ttft_s"),
+        ttft_nN_s=many.get("ttft_s"),
+        tok_s_n1=tok_s_1,
+        tok_s_nN=tok_s_n,
+        choices_nN=many.get("choices"),
+        kv_peak_n1=one.get("kv_peak"),
+        kv_peak_nN=many.get("kv_peak"),
+        kv_reason=many.get("kv_reason") or one.get("kv_reason"),
+        error=many.get("error") or one.get("error"),
+        throughput_gain=gain,
+        latency_ratio=ratio,
     )
-    if v["verdict"] == "shared":
+
+
+def verdict_sentence(name: str, v: SamplingVerdict) -> str:
+    n = common.whole(v.n)
+    if v.verdict == "unsupported":
+        return f"{name}: does not take n (left out)."
+    if v.verdict == "failed":
+        return common.not_measured(name, v.error)
+    if v.verdict == "ignored_n":
+        return f"{name}: asked for {n} answers, returned {common.whole(v.choices_nN)}: it ignores n."
+    base = (
+        f"{name}: {n} answers took {units.duration(v.e2e_nN_s)} against "
+        f"{units.duration(v.e2e_n1_s)} for one "
+        f"(×{common.fixed(v.latency_ratio, 1)}), so throughput went from {units.rate(v.tok_s_n1)} to "
+        f"{units.rate(v.tok_s_nN)} (×{common.fixed(v.throughput_gain, 1)})"
+    )
+    if v.verdict == "shared":
         base += f": the {n} answers were decoded together, in one batch."
-    elif v["verdict"] == "serial":
+    elif v.verdict == "serial":
         base += ": the answers were made one after another."
     else:
         base += "."
-    if v.get("kv_peak_n1") is not None and v.get("kv_peak_nN") is not None:
+    if v.kv_peak_n1 is not None and v.kv_peak_nN is not None:
         base += (
-            f" KV usage peaked at {fmt_share(v['kv_peak_n1'])} with one answer and "
-            f"{fmt_share(v['kv_peak_nN'])} with {n}"
+            f" KV usage peaked at {units.share(v.kv_peak_n1)} with one answer and "
+            f"{units.share(v.kv_peak_nN)} with {n}"
         )
-        if v["kv_peak_n1"] > 0 and v["kv_peak_nN"] < v["kv_peak_n1"] * n * 0.75:
+        if v.kv_peak_n1 > 0 and v.kv_peak_nN < v.kv_peak_n1 * (v.n or 0) * 0.75:
             base += ": far less than n separate copies, the prompt's blocks were shared."
         else:
             base += "."
@@ -113,6 +154,7 @@ class ParallelSampling(Scenario):
     )
     default_engines = ("vllm-cpu", "llamacpp-4slot")
     duration_hint = "about 30 seconds on the local CPU engines"
+    verdict_record = SamplingVerdict
     options = (
         OptionSpec("n", "Answers in the second request", 4, "int", "", 2, 16),
         OptionSpec("prompt_tokens", "Prompt length (tokens, about)", 400, "int", "", 20, 100_000),
@@ -171,9 +213,11 @@ class ParallelSampling(Scenario):
         names = [name for name, v in results.items() if not v.get("unsupported")]
         first = common.step_engines(ctx.steps, "n1")
         series = (
-            [common.engine_series("n = 1", first, "throughput_tok_s", fmt_rate, names)] if n > 1 else []
+            [common.engine_series("n = 1", first, "throughput_tok_s", units.rate, names)]
+            if n > 1
+            else []
         )
-        series.append(common.engine_series(f"n = {n}", results, "throughput_tok_s", fmt_rate, names))
+        series.append(common.engine_series(f"n = {n}", results, "throughput_tok_s", units.rate, names))
         chart = ChartSpec(
             title="Output throughput of one request", x_title="engine", y_title="tokens/s", series=series
         )
@@ -182,13 +226,16 @@ class ParallelSampling(Scenario):
             v = results[name]
             numbers.append(
                 BigNumber(
-                    f"{name} · latency", fmt_s(v["e2e_s"]), v["e2e_s"], help=f"one request with n = {n}"
+                    f"{name} · latency",
+                    units.duration(v["e2e_s"]),
+                    v["e2e_s"],
+                    help=f"one request with n = {n}",
                 )
             )
             numbers.append(
                 BigNumber(
                     f"{name} · tok/s",
-                    fmt_rate(v["throughput_tok_s"]),
+                    units.rate(v["throughput_tok_s"]),
                     v["throughput_tok_s"],
                     help=f"all answers' tokens / latency, n = {n}",
                 )
@@ -196,10 +243,11 @@ class ParallelSampling(Scenario):
             if v["e2e_s"] is None:
                 parts.append(f"{name}: no answer ({v.get('error')}).")
             else:
-                kv = f", KV peak {fmt_share(v['kv_peak'])}" if v.get("kv_peak") is not None else ""
+                kv = f", KV peak {units.share(v['kv_peak'])}" if v.get("kv_peak") is not None else ""
                 parts.append(
-                    f"{name}: {v['choices']} answer(s), {v['tokens']} tokens in {fmt_s(v['e2e_s'])} "
-                    f"({fmt_rate(v['throughput_tok_s'])}){kv}."
+                    f"{name}: {v['choices']} answer(s), {v['tokens']} tokens in "
+                    f"{units.duration(v['e2e_s'])} "
+                    f"({units.rate(v['throughput_tok_s'])}){kv}."
                 )
         parts += [f"{name}: does not take n." for name, v in results.items() if v.get("unsupported")]
         errors = common.engine_errors(results)
@@ -213,12 +261,12 @@ class ParallelSampling(Scenario):
             steps, engines, ("n1", f"n{n}"), functools.partial(engine_verdict, n)
         )
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]
-        shared = common.best(verdicts, "shared", "throughput_gain")
+        shared = common.best(verdicts, lambda v: v.verdict == "shared", lambda v: v.throughput_gain)
         if shared:
             best, v = shared
             headline = (
-                f"{n} answers from one prompt cost {best} only ×{v['latency_ratio']:.1f} the time of one: "
-                f"×{v['throughput_gain']:.1f} the throughput."
+                f"{n} answers from one prompt cost {best} only ×{common.fixed(v.latency_ratio, 1)} the time "
+                f"of one: ×{common.fixed(v.throughput_gain, 1)} the throughput."
             )
         else:
             headline = (

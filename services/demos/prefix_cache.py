@@ -10,12 +10,23 @@ Every run starts its prompts with a fresh nonce, so nothing cached earlier can h
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from services.core import stored_json, units
+from services.core.stored_json import stored
 from services.demos import common
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
+from services.demos.base import (
+    Conclusion,
+    DemoVerdict,
+    OptionSpec,
+    Scenario,
+    StepOutcome,
+    StepPlan,
+    kind,
+)
 from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber, ChartSpec, Series, change, fmt_pct, fmt_s, mean, median
+from services.demos.readout import BigNumber, ChartSpec, Series, change, mean, median
 from services.engines.endpoints import EngineRecord
 
 #: TTFT must fall at least this much (relative) to count as "faster from the cache".
@@ -35,9 +46,28 @@ QUESTIONS = (
 )
 
 
+PrefixKind = Literal["cache", "hit_no_gain", "partial", "none", "likely", "unclear", "failed"]
+
+
+@dataclass(frozen=True)
+class PrefixVerdict(DemoVerdict):
+    """One engine's repeated prompt (or, without that step, its chat's first and later turns):
+    TTFT cold and cached, the cached prompt tokens it reported, and its metrics' hit rate."""
+
+    verdict: PrefixKind = stored(kind(*get_args(PrefixKind)), default="failed")
+    cold_ttft_s: float | None = stored(stored_json.number, default=None)
+    warm_ttft_s: float | None = stored(stored_json.number, default=None)
+    ttft_change: float | None = stored(stored_json.number, default=None)
+    cached_tokens: int | None = stored(stored_json.optional_int, default=None)
+    prompt_tokens: int | None = stored(stored_json.optional_int, default=None)
+    hit_rate: float | None = stored(stored_json.number, default=None)
+    later_turns_change: float | None = stored(stored_json.number, default=None)
+    error: str | None = stored(stored_json.text, default=None)
+
+
 def classify(
     cold_ttft: float | None, warm_ttft: float | None, cached: int | None, prompt: int | None
-) -> str:
+) -> PrefixKind:
     """The cache verdict from one engine's numbers (thresholds above):
 
     - "cache": most of the prompt came from the cache and TTFT fell >= CACHE_DROP;
@@ -63,54 +93,62 @@ def classify(
     return "none" if fell < NO_DROP else "unclear"
 
 
-def verdict_sentence(name: str, v: dict[str, Any]) -> str:
-    cold, warm = v.get("cold_ttft_s"), v.get("warm_ttft_s")
-    pct = fmt_pct(change(cold, warm))
-    cached, prompt = v.get("cached_tokens"), v.get("prompt_tokens")
+def verdict_sentence(name: str, v: PrefixVerdict) -> str:
+    cold, warm = v.cold_ttft_s, v.warm_ttft_s
+    pct = units.percent(change(cold, warm))
+    cached, prompt = v.cached_tokens, v.prompt_tokens
     tokens = (
         f"{cached} of {prompt} prompt tokens came from its cache"
         if cached is not None and prompt
         else ""
     )
-    verdict = v.get("verdict")
+    verdict = v.verdict
     if verdict == "failed":
-        return common.not_measured(name, v)
+        return common.not_measured(name, v.error)
     if verdict == "cache":
-        text = f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}) on the repeated prompt; {tokens}."
+        text = (
+            f"{name}: TTFT fell from {units.duration(cold)} to {units.duration(warm)} ({pct}) on the "
+            f"repeated prompt; {tokens}."
+        )
     elif verdict == "hit_no_gain":
         text = (
-            f"{name}: {tokens}, yet TTFT barely moved ({fmt_s(cold)} to {fmt_s(warm)}, {pct}): "
+            f"{name}: {tokens}, yet TTFT barely moved ({units.duration(cold)} to "
+            f"{units.duration(warm)}, {pct}): "
             "prefill was not what its TTFT was made of."
         )
     elif verdict == "partial":
-        text = f"{name}: only {tokens}; TTFT {fmt_s(cold)} to {fmt_s(warm)} ({pct})."
+        text = f"{name}: only {tokens}; TTFT {units.duration(cold)} to {units.duration(warm)} ({pct})."
     elif verdict == "likely":
         text = (
-            f"{name}: TTFT fell from {fmt_s(cold)} to {fmt_s(warm)} ({pct}), a cache by the look of it "
-            "(it reports no cached-token count)."
+            f"{name}: TTFT fell from {units.duration(cold)} to {units.duration(warm)} ({pct}), a cache "
+            "by the look of it (it reports no cached-token count)."
         )
     elif verdict == "unclear":
         text = (
-            f"{name}: TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) and it reports no cached-token count: "
+            f"{name}: TTFT moved {pct} ({units.duration(cold)} to {units.duration(warm)}) and it "
+            "reports no cached-token count: "
             "too small a change to call."
         )
     else:  # none
         if cached is not None and -(change(cold, warm) or 0) >= NO_DROP:
             text = (
-                f"{name} (no cache): 0 cached tokens; its TTFT moved {pct} ({fmt_s(cold)} to {fmt_s(warm)}) "
+                f"{name} (no cache): 0 cached tokens; its TTFT moved {pct} ({units.duration(cold)} to "
+                f"{units.duration(warm)}) "
                 "without any cache hit: run-to-run noise, not a cache."
             )
         else:
-            text = f"{name} (no cache): no drop ({pct}, {fmt_s(cold)} to {fmt_s(warm)})."
-    hit_rate = v.get("hit_rate")
+            text = (
+                f"{name} (no cache): no drop ({pct}, {units.duration(cold)} to {units.duration(warm)})."
+            )
+    hit_rate = v.hit_rate
     if hit_rate is not None:
         text += (
-            f" Its metrics counted a {fmt_pct(hit_rate, signed=False)} prefix-cache hit rate over both "
-            "requests."
+            f" Its metrics counted a {units.percent(hit_rate, signed=False)} prefix-cache hit rate over "
+            "both requests."
         )
-    turns = v.get("later_turns_change")
+    turns = v.later_turns_change
     if turns is not None:
-        text += f" In the chat, later turns' TTFT was {fmt_pct(turns)} against the first."
+        text += f" In the chat, later turns' TTFT was {units.percent(turns)} against the first."
     return text
 
 
@@ -128,6 +166,7 @@ class PrefixCaching(Scenario):
     )
     default_engines = ("vllm-cpu", "sglang-cpu", "llamacpp-4slot", "llamacpp-1slot")
     duration_hint = "about 1 minute on the local CPU engines"
+    verdict_record = PrefixVerdict
     options = (
         OptionSpec(
             "prompt_tokens",
@@ -217,8 +256,8 @@ class PrefixCaching(Scenario):
             y_title="TTFT (s)",
             kind="bar",
             series=[
-                common.engine_series("cold (1st request)", results, "cold_ttft_s", fmt_s),
-                common.engine_series("repeated (2nd request)", results, "warm_ttft_s", fmt_s),
+                common.engine_series("cold (1st request)", results, "cold_ttft_s", units.duration),
+                common.engine_series("repeated (2nd request)", results, "warm_ttft_s", units.duration),
             ],
         )
         numbers = []
@@ -232,14 +271,16 @@ class PrefixCaching(Scenario):
             numbers.append(
                 BigNumber(
                     f"{name} · repeat",
-                    fmt_s(v["warm_ttft_s"]),
+                    units.duration(v["warm_ttft_s"]),
                     v["warm_ttft_s"],
-                    fmt_pct(change(v["cold_ttft_s"], v["warm_ttft_s"])),
+                    units.percent(change(v["cold_ttft_s"], v["warm_ttft_s"])),
                     "inverse",
                     help=f"TTFT of the second, identical request (the change: against the first){detail}",
                 )
             )
-        return common.engines_outcome(numbers, chart, results, verdict_sentence)
+        return common.engines_outcome(
+            numbers, chart, results, lambda name, v: verdict_sentence(name, PrefixVerdict.from_json(v))
+        )
 
     # -- step 2 --
 
@@ -294,7 +335,7 @@ class PrefixCaching(Scenario):
                     name,
                     [f"turn {t['turn']}" for t in v["turns"]],
                     [t["ttft_s"] for t in v["turns"]],
-                    [fmt_s(t["ttft_s"]) for t in v["turns"]],
+                    [units.duration(t["ttft_s"]) for t in v["turns"]],
                 )
             )
         chart = ChartSpec(
@@ -308,9 +349,9 @@ class PrefixCaching(Scenario):
         numbers = [
             BigNumber(
                 f"{name} · later turns",
-                fmt_s(v["later_ttft_s"]),
+                units.duration(v["later_ttft_s"]),
                 v["later_ttft_s"],
-                fmt_pct(v["later_turns_change"]),
+                units.percent(v["later_turns_change"]),
                 "inverse",
                 help="mean TTFT of turns 2 onwards, against turn 1",
             )
@@ -321,8 +362,8 @@ class PrefixCaching(Scenario):
             chart,
             results,
             lambda name, v: (
-                f"{name}: first turn {fmt_s(v['first_ttft_s'])}, later turns "
-                f"{fmt_s(v['later_ttft_s'])} ({fmt_pct(v['later_turns_change'])})."
+                f"{name}: first turn {units.duration(v['first_ttft_s'])}, later turns "
+                f"{units.duration(v['later_ttft_s'])} ({units.percent(v['later_turns_change'])})."
             ),
             "later_ttft_s",
         )
@@ -333,56 +374,52 @@ class PrefixCaching(Scenario):
         self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
     ) -> Conclusion:
         repeat, chat = common.step_engines(steps, "repeat"), common.step_engines(steps, "chat")
-        verdicts: dict[str, dict[str, Any]] = {}
+        verdicts: dict[str, PrefixVerdict] = {}
         lines = []
         for name in engines:
-            v = dict(repeat.get(name) or {})
-            c = chat.get(name) or {}
-            if not v and c:
-                # Step 1 did not run for it: judge from the chat's first and later turns.
-                cached = [t.get("cached_tokens") for t in c.get("turns", [])[1:]]
-                prompts = [t.get("prompt_tokens") for t in c.get("turns", [])[1:]]
-                v = {
-                    "cold_ttft_s": c.get("first_ttft_s"),
-                    "warm_ttft_s": c.get("later_ttft_s"),
-                    "cached_tokens": _whole(median(cached)),
-                    "prompt_tokens": _whole(median(prompts)),
-                    "hit_rate": c.get("hit_rate"),
-                    "error": c.get("error"),
-                }
-                v["verdict"] = classify(
-                    v["cold_ttft_s"], v["warm_ttft_s"], v["cached_tokens"], v["prompt_tokens"]
-                )
-            if not v:
+            figures, c = repeat.get(name) or {}, chat.get(name) or {}
+            if not figures and not c:
                 continue
-            if c.get("later_turns_change") is not None:
-                v["later_turns_change"] = c["later_turns_change"]
-            v["ttft_change"] = change(v.get("cold_ttft_s"), v.get("warm_ttft_s"))
-            verdicts[name] = {
-                k: v.get(k)
-                for k in (
-                    "verdict",
-                    "cold_ttft_s",
-                    "warm_ttft_s",
-                    "ttft_change",
-                    "cached_tokens",
-                    "prompt_tokens",
-                    "hit_rate",
-                    "later_turns_change",
-                    "error",
-                )
-            }
+            v = PrefixVerdict.from_json(figures) if figures else _from_chat(c)
+            later = c.get("later_turns_change")
+            verdicts[name] = v = PrefixVerdict(
+                verdict=v.verdict,
+                cold_ttft_s=v.cold_ttft_s,
+                warm_ttft_s=v.warm_ttft_s,
+                ttft_change=change(v.cold_ttft_s, v.warm_ttft_s),
+                cached_tokens=v.cached_tokens,
+                prompt_tokens=v.prompt_tokens,
+                hit_rate=v.hit_rate,
+                later_turns_change=later if later is not None else v.later_turns_change,
+                error=v.error,
+            )
             lines.append(verdict_sentence(name, v))
-        cached = [n for n, v in verdicts.items() if v["verdict"] in ("cache", "likely")]
+        cached = [n for n, v in verdicts.items() if v.verdict in ("cache", "likely")]
         if cached:
-            best = min(cached, key=lambda n: verdicts[n]["ttft_change"] or 0)
+            best = min(cached, key=lambda n: verdicts[n].ttft_change or 0)
             lead = (
                 f"Prefix caching cut the time to first token of a repeated prompt by "
-                f"{fmt_pct(-(verdicts[best]['ttft_change'] or 0), signed=False)} on {best}."
+                f"{units.percent(-(verdicts[best].ttft_change or 0), signed=False)} on {best}."
             )
         else:
             lead = "No engine in this run served a repeated prompt faster from a cache."
         return Conclusion(lead, lines, verdicts)
+
+
+def _from_chat(chat: dict[str, Any]) -> PrefixVerdict:
+    """An engine whose step 1 did not run, judged from its chat's first and later turns."""
+    cached = _whole(median(t.get("cached_tokens") for t in chat.get("turns", [])[1:]))
+    prompt = _whole(median(t.get("prompt_tokens") for t in chat.get("turns", [])[1:]))
+    cold, warm = chat.get("first_ttft_s"), chat.get("later_ttft_s")
+    return PrefixVerdict(
+        verdict=classify(cold, warm, cached, prompt),
+        cold_ttft_s=cold,
+        warm_ttft_s=warm,
+        cached_tokens=cached,
+        prompt_tokens=prompt,
+        hit_rate=chat.get("hit_rate"),
+        error=chat.get("error"),
+    )
 
 
 def _whole(value: float | None) -> int | None:

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from db.models import RequestResult, Run
 from db.session import session_scope
 from services.core.errors import NotFoundError, ShootoutError
-from services.demos.base import Scenario
+from services.demos.base import DemoVerdict, Scenario
 from services.demos.records import DemoListItem, DemoView, step_view
 from services.demos.registry import get_scenario
 from services.demos.summary import DemoSummary
@@ -52,6 +52,8 @@ def demo_view(run_id: int) -> DemoView:
             scenario: Scenario | None = get_scenario(name)
         except NotFoundError:
             scenario = None
+        # A scenario no longer known still shows its verdicts, as stored.
+        record = scenario.verdict_record if scenario else DemoVerdict
         control = config.get("control") or {}
         return DemoView(
             run_id=run.id,
@@ -67,7 +69,7 @@ def demo_view(run_id: int) -> DemoView:
             conclusion=summary.conclusion,
             conclusion_headline=summary.conclusion_headline,
             conclusion_lines=list(summary.conclusion_lines or []),
-            verdicts=dict(summary.verdicts or {}),
+            verdicts={n: record.from_json(v) for n, v in (summary.verdicts or {}).items()},
             skipped_engines=dict(summary.skipped_engines or {}),
             awaiting=summary.awaiting if run.status in ("pending", "running") else None,
             paused=bool(control.get("pause")),
@@ -116,7 +118,7 @@ def demo_result(run_id: int) -> dict[str, Any]:
         "skipped_engines": view.skipped_engines,
         "options": view.options,
         "conclusion": view.conclusion,
-        "verdicts": view.verdicts,
+        "verdicts": {name: verdict.to_json() for name, verdict in view.verdicts.items()},
         "error": view.error,
         "requests": view.request_count,
         "steps": [

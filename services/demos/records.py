@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from services.demos.base import DemoVerdict
 from services.demos.readout import BigNumber, ChartSpec, one_time_unit
 from services.demos.summary import StepBlock
 
@@ -40,7 +41,7 @@ class DemoView:
     conclusion: str | None
     conclusion_headline: str | None
     conclusion_lines: list[str]
-    verdicts: dict[str, dict[str, Any]]
+    verdicts: dict[str, DemoVerdict]
     skipped_engines: dict[str, str]
     #: Index of the step that waits for "Next step" (None when nothing waits).
     awaiting: int | None

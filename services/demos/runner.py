@@ -35,7 +35,7 @@ from db.models import Run
 from db.session import session_scope
 from services.core.errors import NotFoundError, ShootoutError, ValidationError
 from services.core.processes import launch_run_worker
-from services.demos.base import Scenario, StepOutcome, join_sentences
+from services.demos.base import Scenario, StepOutcome, StepPlan, join_sentences
 from services.demos.context import DemoContext, DemoStopped
 from services.demos.control import advance, forget_wakeup, set_pause, stop_demo, wakeup
 from services.demos.reading import demo_result, demo_view, list_demos, wait_until_done
@@ -257,87 +257,7 @@ def run_demo(run_id: int) -> None:
     status, error = RunStatus.FAILED, None
     writer.start_heartbeat()
     try:
-        scenario = get_scenario(str(config.get("scenario")))
-        options = scenario.resolve_options(config.get("options"))
-        engines = [_record_from_snapshot(item) for item in snapshots]
-        answering, skipped, versions = _reachable(engines)
-        writer.summary = replace(writer.summary, skipped_engines=skipped, engine_versions=versions)
-        if not answering:
-            reasons = "; ".join(f"{name}: {why}" for name, why in skipped.items())
-            raise ShootoutError(f"No engine answered, nothing was measured ({reasons}).")
-        plans = scenario.plan(answering, options)
-        writer.steps = [
-            {
-                "key": p.key,
-                "title": p.title,
-                "explanation": p.explanation,
-                "status": "pending",
-                "numbers": [],
-                "chart": None,
-                "finding": "",
-                "data": {},
-                "errors": [],
-            }
-            for p in plans
-        ]
-        writer.write()
-        context = DemoContext(
-            run_id, answering, options, should_stop=lambda: bool(writer.control().get("stop"))
-        )
-        context.steps = writer.steps
-        for index, plan in enumerate(plans):
-            if index > 0:
-                _wait_for_release(writer, index)
-            step = writer.steps[index]
-
-            def publish(outcome: StepOutcome, step: dict[str, Any] = step) -> None:
-                step.update(outcome.to_dict())
-                writer.write()
-
-            context.begin_step(plan.key, publish)
-            context.check_stop()
-            step.update(status="running", started_at=_utcnow().isoformat())
-            writer.write(progress=index / len(plans))
-            try:
-                outcome = plan.run(context)
-            except DemoStopped:
-                raise
-            except ShootoutError as failure:
-                step.update(status="failed", finished_at=_utcnow().isoformat())
-                step["errors"] = [*step.get("errors", []), str(failure)]
-                writer.write(progress=(index + 1) / len(plans))
-                continue
-            except Exception as failure:  # noqa: BLE001 - one broken step must not lose the others
-                step.update(status="failed", finished_at=_utcnow().isoformat())
-                step["errors"] = [
-                    *step.get("errors", []),
-                    f"Unexpected error: {type(failure).__name__}: {failure}",
-                ]
-                writer.write(progress=(index + 1) / len(plans))
-                continue
-            step.update(outcome.to_dict())
-            step.update(status="finished", finished_at=_utcnow().isoformat())
-            writer.write(progress=(index + 1) / len(plans))
-        finished = [s for s in writer.steps if s["status"] == "finished"]
-        if not finished:
-            raise ShootoutError(
-                "Every step failed: " + "; ".join(e for s in writer.steps for e in s.get("errors", []))
-            )
-        conclusion = scenario.conclude(writer.steps, [e.name for e in answering], options)
-        lines = list(conclusion.lines)
-        lines.extend(f"{name} was left out: {why}" for name, why in skipped.items())
-        writer.summary = replace(
-            writer.summary,
-            conclusion=join_sentences([conclusion.headline, *lines]),
-            conclusion_headline=conclusion.headline,
-            conclusion_lines=lines,
-            verdicts=conclusion.verdicts,
-            awaiting=None,
-        )
-        had_errors = bool(skipped) or any(
-            s["status"] != "finished" or s.get("errors") for s in writer.steps
-        )
-        status = RunStatus.FINISHED_WITH_ERRORS if had_errors else RunStatus.FINISHED
+        status = _measure(writer, config, snapshots)
     except DemoStopped:
         status, error = (
             RunStatus.CANCELLED,
@@ -362,6 +282,96 @@ def run_demo(run_id: int) -> None:
             _finish(writer, status, error)
         finally:
             forget_wakeup(run_id)
+
+
+def _measure(writer: _Writer, config: dict[str, Any], snapshots: list[dict[str, Any]]) -> RunStatus:
+    """Run the scenario's steps on the engines that answer, then write its conclusion; the
+    demo's end state (finished, or finished with errors). Raises when nothing was measured."""
+    scenario = get_scenario(str(config.get("scenario")))
+    options = scenario.resolve_options(config.get("options"))
+    engines = [_record_from_snapshot(item) for item in snapshots]
+    answering, skipped, versions = _reachable(engines)
+    writer.summary = replace(writer.summary, skipped_engines=skipped, engine_versions=versions)
+    if not answering:
+        reasons = "; ".join(f"{name}: {why}" for name, why in skipped.items())
+        raise ShootoutError(f"No engine answered, nothing was measured ({reasons}).")
+    plans = scenario.plan(answering, options)
+    writer.steps = [_pending_step(plan) for plan in plans]
+    writer.write()
+    context = DemoContext(
+        writer.run_id, answering, options, should_stop=lambda: bool(writer.control().get("stop"))
+    )
+    context.steps = writer.steps
+    for index, plan in enumerate(plans):
+        if index > 0:
+            _wait_for_release(writer, index)
+        _run_step(writer, context, plan, index, len(plans))
+    finished = [s for s in writer.steps if s["status"] == "finished"]
+    if not finished:
+        raise ShootoutError(
+            "Every step failed: " + "; ".join(e for s in writer.steps for e in s.get("errors", []))
+        )
+    conclusion = scenario.conclude(writer.steps, [e.name for e in answering], options)
+    lines = list(conclusion.lines)
+    lines.extend(f"{name} was left out: {why}" for name, why in skipped.items())
+    writer.summary = replace(
+        writer.summary,
+        conclusion=join_sentences([conclusion.headline, *lines]),
+        conclusion_headline=conclusion.headline,
+        conclusion_lines=lines,
+        verdicts={name: verdict.to_json() for name, verdict in conclusion.verdicts.items()},
+        awaiting=None,
+    )
+    had_errors = bool(skipped) or any(s["status"] != "finished" or s.get("errors") for s in writer.steps)
+    return RunStatus.FINISHED_WITH_ERRORS if had_errors else RunStatus.FINISHED
+
+
+def _pending_step(plan: StepPlan) -> StepBlock:
+    return {
+        "key": plan.key,
+        "title": plan.title,
+        "explanation": plan.explanation,
+        "status": "pending",
+        "numbers": [],
+        "chart": None,
+        "finding": "",
+        "data": {},
+        "errors": [],
+    }
+
+
+def _run_step(writer: _Writer, context: DemoContext, plan: StepPlan, index: int, total: int) -> None:
+    """One step, written as it measures; a step that fails keeps its error and the demo goes on."""
+    step = writer.steps[index]
+
+    def publish(outcome: StepOutcome) -> None:
+        step.update(outcome.to_dict())
+        writer.write()
+
+    context.begin_step(plan.key, publish)
+    context.check_stop()
+    step.update(status="running", started_at=_utcnow().isoformat())
+    writer.write(progress=index / total)
+    try:
+        outcome = plan.run(context)
+    except DemoStopped:
+        raise
+    except ShootoutError as failure:
+        step.update(status="failed", finished_at=_utcnow().isoformat())
+        step["errors"] = [*step.get("errors", []), str(failure)]
+        writer.write(progress=(index + 1) / total)
+        return
+    except Exception as failure:  # noqa: BLE001 - one broken step must not lose the others
+        step.update(status="failed", finished_at=_utcnow().isoformat())
+        step["errors"] = [
+            *step.get("errors", []),
+            f"Unexpected error: {type(failure).__name__}: {failure}",
+        ]
+        writer.write(progress=(index + 1) / total)
+        return
+    step.update(outcome.to_dict())
+    step.update(status="finished", finished_at=_utcnow().isoformat())
+    writer.write(progress=(index + 1) / total)
 
 
 def _finish(writer: _Writer, status: RunStatus, error: str | None) -> None:

@@ -13,13 +13,25 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from services.core import stored_json, units
 from services.core.measure import percentile
+from services.core.stored_json import stored
 from services.demos import common
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
+from services.demos.base import (
+    Conclusion,
+    DemoVerdict,
+    OptionSpec,
+    Scenario,
+    StepOutcome,
+    StepPlan,
+    engine_data,
+    kind,
+)
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber, ChartSpec, Series, fmt_pct, fmt_rate
+from services.demos.readout import BigNumber, ChartSpec, Series
 from services.engines.endpoints import EngineRecord
 from services.parity.metrics import Answer, TokenChoice, compare, summarise
 from services.parity.runner import send_one
@@ -40,6 +52,24 @@ def _answer(row: dict[str, Any]) -> Answer:
     )
 
 
+ParityKind = Literal["identical", "rounding", "different", "not_compared"]
+
+
+@dataclass(frozen=True)
+class ParityVerdict(DemoVerdict):
+    """One engine's answers against the reference engine's, by services/parity's metrics."""
+
+    verdict: ParityKind = stored(
+        kind(*get_args(ParityKind), neutral="not_compared"), default="not_compared"
+    )
+    exact_match_rate: float | None = stored(stored_json.number, default=None)
+    divergence_median: float | None = stored(stored_json.number, default=None)
+    logprob_diff_mean: float | None = stored(stored_json.number, default=None)
+    topk_rate: float | None = stored(stored_json.number, default=None)
+    task_score: float | None = stored(stored_json.number, default=None)
+    tok_s: float | None = stored(stored_json.number, default=None)
+
+
 class SameModel(Scenario):
     name = "same-model"
     title = "Same model, different engines"
@@ -54,6 +84,7 @@ class SameModel(Scenario):
     default_engines = ("llamacpp-4slot", "vllm-cpu")
     min_engines = 2
     duration_hint = "about a minute on the local CPU engines"
+    verdict_record = ParityVerdict
     options = (
         OptionSpec(
             "prompts",
@@ -128,7 +159,7 @@ class SameModel(Scenario):
             y_title="share of prompts",
             series=[
                 common.engine_series(
-                    "task score", results, "task_score", functools.partial(fmt_pct, signed=False)
+                    "task score", results, "task_score", functools.partial(units.percent, signed=False)
                 ),
                 Series(
                     f"identical to {reference}",
@@ -142,7 +173,9 @@ class SameModel(Scenario):
                     [
                         "reference"
                         if n == reference
-                        else fmt_pct((results[n].get("parity") or {}).get("exact_match_rate"), False)
+                        else units.percent(
+                            (results[n].get("parity") or {}).get("exact_match_rate"), False
+                        )
                         for n in names
                     ],
                 ),
@@ -155,7 +188,7 @@ class SameModel(Scenario):
                 numbers.append(
                     BigNumber(
                         f"{name} · identical answers",
-                        fmt_pct(parity["exact_match_rate"], False),
+                        units.percent(parity["exact_match_rate"], False),
                         parity["exact_match_rate"],
                     )
                 )
@@ -170,12 +203,14 @@ class SameModel(Scenario):
                 )
             numbers.append(
                 BigNumber(
-                    f"{name} · task score", fmt_pct(result["task_score"], False), result["task_score"]
+                    f"{name} · task score",
+                    units.percent(result["task_score"], False),
+                    result["task_score"],
                 )
             )
-            numbers.append(BigNumber(f"{name} · speed", fmt_rate(result["tok_s"]), result["tok_s"]))
+            numbers.append(BigNumber(f"{name} · speed", units.rate(result["tok_s"]), result["tok_s"]))
         finding = "; ".join(
-            f"{n}: score {fmt_pct(r['task_score'], False)}, {fmt_rate(r['tok_s'])}"
+            f"{n}: score {units.percent(r['task_score'], False)}, {units.rate(r['tok_s'])}"
             for n, r in results.items()
         )
         return StepOutcome(
@@ -188,11 +223,13 @@ class SameModel(Scenario):
         data = engine_data(steps, "answers")
         results = data.get("engines") or {}
         reference = data.get("reference") or (engines[0] if engines else "")
-        lines, verdicts = [], {}
+        lines: list[str] = []
+        verdicts: dict[str, ParityVerdict] = {}
         for name, result in results.items():
             parity = result.get("parity")
             if not parity:
                 continue
+            verdict: ParityKind
             match, median = parity.get("exact_match_rate"), parity.get("divergence_median")
             diff, topk, margin = (
                 parity.get("logprob_diff_mean"),
@@ -207,9 +244,11 @@ class SameModel(Scenario):
             elif diff is not None and diff < CLOSE_LOGPROBS and (topk or 0) >= 0.9:
                 verdict = "rounding"
                 line = (
-                    f"{name} matched {reference} on {fmt_pct(match, False)} of {parity['compared']} prompts; the rest "
+                    f"{name} matched {reference} on {units.percent(match, False)} of "
+                    f"{parity['compared']} prompts; the rest "
                     f"part at token {median:g} (median), and before that the two engines' log-probabilities differ "
-                    f"by {diff:.3f} on average, with {reference}'s token in {name}'s top 5 {fmt_pct(topk, False)} of "
+                    f"by {diff:.3f} on average, with {reference}'s token in {name}'s top 5 "
+                    f"{units.percent(topk, False)} of "
                     "the time: the same model, with near-ties flipped by rounding"
                     + (
                         f" (at the divergence {name} preferred its own token by {margin:.2f} nats, median)."
@@ -220,26 +259,28 @@ class SameModel(Scenario):
             else:
                 verdict = "different"
                 line = (
-                    f"{name} matched {reference} on {fmt_pct(match, False)} of {parity['compared']} prompts and parts "
+                    f"{name} matched {reference} on {units.percent(match, False)} of "
+                    f"{parity['compared']} prompts and parts "
                     f"early (token {median:g}, median) with log-probabilities "
                     f"{'not comparable' if diff is None else f'{diff:.2f} apart'}: more than rounding. Check the chat "
                     "template, the tokenizer and the quantisation."
                 )
             scores = (
-                f" Task score: {fmt_pct(results.get(reference, {}).get('task_score'), False)} for {reference}, "
-                f"{fmt_pct(result.get('task_score'), False)} for {name}."
+                f" Task score: {units.percent(results.get(reference, {}).get('task_score'), False)} for "
+                f"{reference}, "
+                f"{units.percent(result.get('task_score'), False)} for {name}."
             )
             lines.append(line + scores)
-            verdicts[name] = {
-                "verdict": verdict,
-                "exact_match_rate": match,
-                "divergence_median": median,
-                "logprob_diff_mean": diff,
-                "topk_rate": topk,
-                "task_score": result.get("task_score"),
-                "tok_s": result.get("tok_s"),
-            }
-        kinds = {v["verdict"] for v in verdicts.values()}
+            verdicts[name] = ParityVerdict(
+                verdict=verdict,
+                exact_match_rate=match,
+                divergence_median=median,
+                logprob_diff_mean=diff,
+                topk_rate=topk,
+                task_score=result.get("task_score"),
+                tok_s=result.get("tok_s"),
+            )
+        kinds = {v.verdict for v in verdicts.values()}
         if kinds == {"identical"}:
             headline = "Same model, same answers: every engine answered exactly as the reference."
         elif "different" in kinds:

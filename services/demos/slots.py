@@ -11,13 +11,25 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from services.bench.arrivals import LoadSpec
 from services.bench.workloads import WorkloadSpec
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, engine_data
+from services.core import stored_json, units
+from services.core.measure import milliseconds
+from services.core.stored_json import stored
+from services.demos.base import (
+    Conclusion,
+    DemoVerdict,
+    OptionSpec,
+    Scenario,
+    StepOutcome,
+    StepPlan,
+    engine_data,
+)
 from services.demos.context import DemoContext, DemoStopped
-from services.demos.readout import BigNumber, ChartSpec, Series, fmt_rate
+from services.demos.readout import BigNumber, ChartSpec, Series
 from services.engines.endpoints import EngineRecord
 from services.tune import jobs as tune_jobs
 from services.tune.spec import TuneSpec
@@ -25,15 +37,6 @@ from services.tune.summary import TuneSummary
 
 #: A slot count "pays" when it brings at least this much more throughput than the one before.
 WORTH_IT = 1.10
-
-
-def _ms(value: float) -> str:
-    return f"{value:.0f} ms"
-
-
-def _p90_ms(block: dict[str, Any], metric: str) -> float | None:
-    value = (block.get(metric) or {}).get("p90")
-    return value * 1000 if isinstance(value, (int, float)) else None
 
 
 def measured(configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -48,11 +51,21 @@ def measured(configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "label": config["label"],
                 "status": config["status"],
                 "tok_s": block.get("output_throughput_tok_s") if block.get("completed") else None,
-                "ttft_p90_ms": _p90_ms(block, "ttft_s"),
+                "ttft_p90_ms": units.to_ms((block.get("ttft_s") or {}).get("p90")),
                 "reason": config.get("reason"),
             }
         )
     return rows
+
+
+@dataclass(frozen=True)
+class SlotsVerdict(DemoVerdict):
+    """One slot count (the conclusion's verdicts are keyed by it): its throughput, its p90
+    TTFT, and whether it is the count the demo recommends."""
+
+    tok_s: float | None = stored(stored_json.number, default=None)
+    ttft_p90_ms: float | None = stored(stored_json.number, default=None)
+    best: bool = stored(stored_json.flag, default=False)
 
 
 class HowManySlots(Scenario):
@@ -68,6 +81,7 @@ class HowManySlots(Scenario):
     default_engines = ("llamacpp-4slot",)
     min_engines = 1
     duration_hint = "about a minute per slot count on the local CPU engines"
+    verdict_record = SlotsVerdict
     options = (
         OptionSpec(
             "slots", "Slot counts (-np)", [1, 2, 4], "int_list", "Each starts llama.cpp once.", 1, 16
@@ -142,19 +156,20 @@ class HowManySlots(Scenario):
                     "output tokens/s",
                     labels,
                     [r["tok_s"] for r in rows],
-                    [fmt_rate(r["tok_s"]) for r in rows],
+                    [units.rate(r["tok_s"]) for r in rows],
                 )
             ],
         )
         numbers = [
-            BigNumber(f"{label} · throughput", fmt_rate(r["tok_s"]), r["tok_s"])
+            BigNumber(f"{label} · throughput", units.rate(r["tok_s"]), r["tok_s"])
             for label, r in zip(labels, rows)
         ]
         numbers += [
             BigNumber(
                 f"{label} · p90 TTFT",
-                "–" if r["ttft_p90_ms"] is None else f"{r['ttft_p90_ms']:.0f} ms",
-                r["ttft_p90_ms"],
+                units.duration_ms(r["ttft_p90_ms"]),
+                # In seconds, as every time's value: the page puts a step's times in one unit.
+                milliseconds(r["ttft_p90_ms"]),
             )
             for label, r in zip(labels, rows)
         ]
@@ -164,7 +179,7 @@ class HowManySlots(Scenario):
             if r["status"] not in ("finished", "pending", "starting", "running")
         ]
         finding = "; ".join(
-            f"{label}: {fmt_rate(r['tok_s'])}" for label, r in zip(labels, rows) if r["tok_s"]
+            f"{label}: {units.rate(r['tok_s'])}" for label, r in zip(labels, rows) if r["tok_s"]
         )
         return StepOutcome(
             numbers,
@@ -191,8 +206,8 @@ class HowManySlots(Scenario):
                 break
         gain = best["tok_s"] / base["tok_s"]
         lines = [
-            f"{r['slots']} slot(s): {fmt_rate(r['tok_s'])}, p90 TTFT "
-            f"{'–' if r['ttft_p90_ms'] is None else format(r['ttft_p90_ms'], '.0f') + ' ms'}."
+            f"{r['slots']} slot(s): {units.rate(r['tok_s'])}, p90 TTFT "
+            f"{units.duration_ms(r['ttft_p90_ms'])}."
             for r in rows
         ]
         following = next((r for r in rows if r["slots"] > best["slots"]), None)
@@ -201,7 +216,8 @@ class HowManySlots(Scenario):
             beyond = (
                 f" {following['slots']} slots gave {following['tok_s'] / best['tok_s'] - 1:+.0%} throughput"
                 + (
-                    f", p90 TTFT {_ms(best['ttft_p90_ms'])} to {_ms(following['ttft_p90_ms'])}"
+                    f", p90 TTFT {units.duration_ms(best['ttft_p90_ms'])} to "
+                    f"{units.duration_ms(following['ttft_p90_ms'])}"
                     if best["ttft_p90_ms"] is not None and following["ttft_p90_ms"] is not None
                     else ""
                 )
@@ -222,7 +238,7 @@ class HowManySlots(Scenario):
                 f"The tuning run behind this demo is run #{run} (Tune page): its launch command is there."
             )
         verdicts = {
-            str(r["slots"]): {"tok_s": r["tok_s"], "ttft_p90_ms": r["ttft_p90_ms"], "best": r is best}
+            str(r["slots"]): SlotsVerdict(tok_s=r["tok_s"], ttft_p90_ms=r["ttft_p90_ms"], best=r is best)
             for r in rows
         }
         return Conclusion(headline, lines, verdicts)

@@ -11,13 +11,23 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
-from services.core import json_schema
+from services.core import json_schema, stored_json, units
+from services.core.stored_json import stored
 from services.demos import common
-from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan
+from services.demos.base import (
+    Conclusion,
+    DemoVerdict,
+    OptionSpec,
+    Scenario,
+    StepOutcome,
+    StepPlan,
+    kind,
+)
 from services.demos.context import DemoContext, Sent
-from services.demos.readout import BigNumber, ChartSpec, change, fmt_pct, fmt_rate, fmt_s, median
+from services.demos.readout import BigNumber, ChartSpec, change, median
 from services.engines.endpoints import EngineRecord
 
 SCHEMA: dict[str, Any] = {
@@ -71,30 +81,52 @@ def judge(sent: Sequence[Sent]) -> dict[str, Any]:
     }
 
 
-def engine_verdict(free: dict[str, Any] | None, constrained: dict[str, Any] | None) -> dict[str, Any]:
+SchemaKind = Literal["enforced", "partial", "not_enforced", "rejected", "failed"]
+
+
+@dataclass(frozen=True)
+class SchemaVerdict(DemoVerdict):
+    """One engine's answers with and without the schema: the valid shares and what the
+    constraint cost in TTFT and decode speed."""
+
+    verdict: SchemaKind = stored(kind(*get_args(SchemaKind)), default="failed")
+    valid_free: float | None = stored(stored_json.number, default=None)
+    valid_constrained: float | None = stored(stored_json.number, default=None)
+    ttft_free_s: float | None = stored(stored_json.number, default=None)
+    ttft_constrained_s: float | None = stored(stored_json.number, default=None)
+    ttft_change: float | None = stored(stored_json.number, default=None)
+    tok_s_free: float | None = stored(stored_json.number, default=None)
+    tok_s_constrained: float | None = stored(stored_json.number, default=None)
+    tok_s_change: float | None = stored(stored_json.number, default=None)
+    error: str | None = stored(stored_json.text, default=None)
+
+
+def engine_verdict(free: dict[str, Any] | None, constrained: dict[str, Any] | None) -> SchemaVerdict:
     """ "enforced": every constrained answer valid; "partial": better than free but not all;
     "not_enforced": no better than without the schema; "rejected": the engine refused it."""
     free, constrained = free or {}, constrained or {}
-    v = {
-        "valid_free": free.get("valid_rate"),
-        "valid_constrained": constrained.get("valid_rate"),
-        "ttft_free_s": free.get("ttft_s"),
-        "ttft_constrained_s": constrained.get("ttft_s"),
-        "ttft_change": change(free.get("ttft_s"), constrained.get("ttft_s")),
-        "tok_s_free": free.get("decode_tok_s"),
-        "tok_s_constrained": constrained.get("decode_tok_s"),
-        "tok_s_change": change(free.get("decode_tok_s"), constrained.get("decode_tok_s")),
-        "error": constrained.get("error") or free.get("error"),
-    }
+    valid_free, valid_constrained = free.get("valid_rate"), constrained.get("valid_rate")
+    verdict: SchemaKind
     if constrained.get("answered", 0) == 0:
-        v["verdict"] = "rejected" if constrained.get("error") else "failed"
-    elif v["valid_constrained"] == 1.0:
-        v["verdict"] = "enforced"
-    elif (v["valid_constrained"] or 0) > (v["valid_free"] or 0):
-        v["verdict"] = "partial"
+        verdict = "rejected" if constrained.get("error") else "failed"
+    elif valid_constrained == 1.0:
+        verdict = "enforced"
+    elif (valid_constrained or 0) > (valid_free or 0):
+        verdict = "partial"
     else:
-        v["verdict"] = "not_enforced"
-    return v
+        verdict = "not_enforced"
+    return SchemaVerdict(
+        verdict=verdict,
+        valid_free=valid_free,
+        valid_constrained=valid_constrained,
+        ttft_free_s=free.get("ttft_s"),
+        ttft_constrained_s=constrained.get("ttft_s"),
+        ttft_change=change(free.get("ttft_s"), constrained.get("ttft_s")),
+        tok_s_free=free.get("decode_tok_s"),
+        tok_s_constrained=constrained.get("decode_tok_s"),
+        tok_s_change=change(free.get("decode_tok_s"), constrained.get("decode_tok_s")),
+        error=constrained.get("error") or free.get("error"),
+    )
 
 
 def _cost(what: str, value: float | None, before: str, after: str) -> str:
@@ -102,31 +134,36 @@ def _cost(what: str, value: float | None, before: str, after: str) -> str:
         return ""
     if abs(value) < SAME:
         return f"{what} about the same ({before} to {after})"
-    return f"{what} {fmt_pct(value)} ({before} to {after})"
+    return f"{what} {units.percent(value)} ({before} to {after})"
 
 
-def verdict_sentence(name: str, v: dict[str, Any], requests: int) -> str:
-    if v["verdict"] in ("rejected", "failed"):
-        return f"{name}: the constrained request failed ({v.get('error') or 'no answer'})."
-    free = round((v["valid_free"] or 0) * requests)
-    constrained = round((v["valid_constrained"] or 0) * requests)
+def verdict_sentence(name: str, v: SchemaVerdict, requests: int) -> str:
+    if v.verdict in ("rejected", "failed"):
+        return f"{name}: the constrained request failed ({v.error or 'no answer'})."
+    free = round((v.valid_free or 0) * requests)
+    constrained = round((v.valid_constrained or 0) * requests)
     costs = [
         c
         for c in (
-            _cost("TTFT", v["ttft_change"], fmt_s(v["ttft_free_s"]), fmt_s(v["ttft_constrained_s"])),
+            _cost(
+                "TTFT",
+                v.ttft_change,
+                units.duration(v.ttft_free_s),
+                units.duration(v.ttft_constrained_s),
+            ),
             _cost(
                 "decode speed",
-                v["tok_s_change"],
-                fmt_rate(v["tok_s_free"]),
-                fmt_rate(v["tok_s_constrained"]),
+                v.tok_s_change,
+                units.rate(v.tok_s_free),
+                units.rate(v.tok_s_constrained),
             ),
         )
         if c
     ]
     cost = "; " + ", ".join(costs) if costs else ""
-    if v["verdict"] == "enforced":
+    if v.verdict == "enforced":
         return f"{name}: {constrained}/{requests} schema-valid with the constraint against {free}/{requests} without{cost}."
-    if v["verdict"] == "partial":
+    if v.verdict == "partial":
         return (
             f"{name}: the constraint helped but did not guarantee it: {constrained}/{requests} valid against "
             f"{free}/{requests}{cost}."
@@ -139,8 +176,8 @@ def _step_sentence(name: str, v: dict[str, Any]) -> str:
         return f"{name}: no answer ({v.get('error')})."
     why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
     return (
-        f"{name}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {fmt_s(v['ttft_s'])}, "
-        f"{fmt_rate(v['decode_tok_s'])}."
+        f"{name}: {v['valid']}/{v['requests']} schema-valid{why}, TTFT {units.duration(v['ttft_s'])}, "
+        f"{units.rate(v['decode_tok_s'])}."
     )
 
 
@@ -157,6 +194,7 @@ class StructuredOutput(Scenario):
     )
     default_engines = ("llamacpp-4slot", "vllm-cpu", "sglang-cpu")
     duration_hint = "about 40 seconds on the local CPU engines"
+    verdict_record = SchemaVerdict
     options = (
         OptionSpec(
             "requests", "Requests per engine and mode", 4, "int", "One city each.", 1, len(CITIES)
@@ -209,7 +247,7 @@ class StructuredOutput(Scenario):
     def _outcome(
         self, ctx: DemoContext, results: dict[str, dict[str, Any]], constrained: bool
     ) -> StepOutcome:
-        names, share = list(results), functools.partial(fmt_pct, signed=False)
+        names, share = list(results), functools.partial(units.percent, signed=False)
         free = common.step_engines(ctx.steps, "free")
         series = (
             [common.engine_series("prompt only", free, "valid_rate", share, names)]
@@ -229,7 +267,7 @@ class StructuredOutput(Scenario):
             for n, v in results.items()
             for number in (
                 BigNumber(f"{n} · schema-valid", f"{v['valid']}/{v['requests']}", v["valid_rate"]),
-                BigNumber(f"{n} · TTFT", fmt_s(v["ttft_s"]), v["ttft_s"]),
+                BigNumber(f"{n} · TTFT", units.duration(v["ttft_s"]), v["ttft_s"]),
             )
         ]
         return common.engines_outcome(numbers, chart, results, _step_sentence)
@@ -239,7 +277,7 @@ class StructuredOutput(Scenario):
     ) -> Conclusion:
         verdicts = common.paired_verdicts(steps, engines, ("free", "constrained"), engine_verdict)
         lines = [verdict_sentence(n, v, options["requests"]) for n, v in verdicts.items()]
-        enforced = [n for n, v in verdicts.items() if v["verdict"] == "enforced"]
+        enforced = [n for n, v in verdicts.items() if v.verdict == "enforced"]
         if enforced and len(enforced) == len(verdicts):
             headline = "With the schema enforced, every answer of every engine was valid JSON of the right shape."
         elif enforced:

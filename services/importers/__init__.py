@@ -27,6 +27,7 @@ from sqlalchemy.exc import StatementError
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.bench import comparability
+from services.bench.results import EngineResults, results_by_engine, results_rows
 from services.core import cost
 from services.core.errors import ValidationError
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
@@ -204,20 +205,17 @@ def priced(imported: ImportedRun, usd_per_hour: float | None) -> ImportedRun:
     if usd_per_hour is None:
         return imported
     summary = dict(imported.summary)
-    for key in ("engines", "sweep"):
-        blocks = summary.get(key)
-        if isinstance(blocks, dict):
-            summary[key] = {name: _with_cost(block, usd_per_hour) for name, block in blocks.items()}
-        elif isinstance(blocks, list):
-            summary[key] = [_with_cost(block, usd_per_hour) for block in blocks]
+    engines = results_by_engine(summary.get("engines"))
+    summary["engines"] = {name: _with_cost(block, usd_per_hour) for name, block in engines.items()}
+    if "sweep" in summary:
+        summary["sweep"] = [_with_cost(row, usd_per_hour) for row in results_rows(summary["sweep"])]
     config = {**imported.config, "usd_per_hour": usd_per_hour}
     return replace(imported, summary=summary, config=config)
 
 
-def _with_cost(block: Any, usd_per_hour: float) -> Any:
-    if not isinstance(block, dict):
-        return block
-    return {**block, cost.SUMMARY_KEY: cost.cost_of_block(usd_per_hour, block).to_json()}
+def _with_cost(block: EngineResults, usd_per_hour: float) -> dict[str, Any]:
+    priced = cost.cost_of_block(usd_per_hour, block.to_json())
+    return replace(block, cost=priced.to_json()).to_json()
 
 
 def import_file(

@@ -23,19 +23,22 @@ counted with its tokenizer; output_sequence_length includes them, output_token_c
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from services.bench.results import Distribution, EngineResults
 from services.core.errors import ValidationError
 from services.core.measure import thinking_reported
+from services.core.units import number_text
 from services.importers.common import (
+    Counts,
     ImportedRun,
     SourceFile,
     engine_snapshot,
     fill_from_requests,
     integer,
-    number,
     parse_timestamp,
     reasoning_extra,
     request_row,
@@ -47,19 +50,14 @@ from services.runstate.lifecycle import RunStatus
 
 TOOL = "aiperf"
 LABEL = "NVIDIA AIPerf (profile export JSON/CSV/JSONL)"
-LATENCY_TAGS = {
-    "time_to_first_token": "ttft_s",
-    "time_to_first_output_token": "ttfat_s",
-    "inter_token_latency": "tpot_s",
-    "inter_chunk_latency": "itl_s",
-    "request_latency": "e2e_s",
-}
-RATE_TAGS = {
-    "request_throughput": "request_throughput_rps",
-    "output_token_throughput": "output_throughput_tok_s",
-    "total_token_throughput": "total_token_throughput_tok_s",
-    "goodput": "goodput_rps",
-}
+#: AIPerf's latency tags, each read into its field in `_engine_numbers`.
+LATENCY_TAGS = (
+    "time_to_first_token",
+    "time_to_first_output_token",
+    "inter_token_latency",
+    "inter_chunk_latency",
+    "request_latency",
+)
 #: Who counted AIPerf's reasoning tokens (our rows' `reasoning_source`).
 REASONING_SOURCE = "aiperf tokenizer"
 #: CSV metric names (lower case, unit removed) -> tags
@@ -144,70 +142,83 @@ def _stats(metric: dict[str, Any]) -> dict[str, float]:
 
 def _rate(metric: Any) -> float | None:
     if not isinstance(metric, dict):
-        return number(metric)
-    return number(metric.get("avg", metric.get("value")))
+        return number_text(metric)
+    return number_text(metric.get("avg", metric.get("value")))
 
 
-def _engine_numbers(metrics: dict[str, Any]) -> dict[str, Any]:
-    numbers: dict[str, Any] = {}
-    for tag, ours in LATENCY_TAGS.items():
-        if _is_metric(metrics.get(tag)):
-            stats = _stats(metrics[tag])
-            if stats:
-                numbers[ours] = stats
-    for tag, ours in RATE_TAGS.items():
-        value = _rate(metrics.get(tag))
-        if value is not None:
-            numbers[ours] = value
-    duration = metrics.get("benchmark_duration")
-    if isinstance(duration, dict):
-        numbers["duration_s"] = to_seconds(
-            duration.get("avg", duration.get("value")), duration.get("unit") or "s"
+def _engine_numbers(metrics: dict[str, Any]) -> tuple[EngineResults, Counts]:
+    """The export's figures, and apart the counts it gave (its records tell those it did not)."""
+
+    def latency(tag: str) -> Distribution | None:
+        stats = _stats(metrics[tag]) if _is_metric(metrics.get(tag)) else {}
+        return Distribution(stats) if stats else None
+
+    def rate(tag: str) -> float | None:
+        return _rate(metrics.get(tag))
+
+    duration_metric = metrics.get("benchmark_duration")
+    duration = (
+        to_seconds(
+            duration_metric.get("avg", duration_metric.get("value")), duration_metric.get("unit") or "s"
         )
+        if isinstance(duration_metric, dict)
+        else None
+    )
     completed = integer(_rate(metrics.get("request_count")))
     failed = integer(_rate(metrics.get("error_request_count")))
-    if completed is not None:
-        numbers["completed"] = completed
-        numbers["failed"] = failed or 0
-        numbers["sent"] = completed + (failed or 0)
     input_tokens = integer(_rate(metrics.get("total_isl")))
     output_tokens = integer(_rate(metrics.get("total_osl")) or _rate(metrics.get("total_output_tokens")))
-    if input_tokens is not None:
-        numbers["input_tokens"] = input_tokens
-        if numbers.get("duration_s"):
-            numbers["input_throughput_tok_s"] = input_tokens / numbers["duration_s"]
-    if output_tokens is not None:
-        numbers["output_tokens"] = output_tokens
-    numbers.update(_reasoning_numbers(metrics, numbers))
-    extra = {}
-    for tag in (
-        "time_to_second_token",
-        "output_token_throughput_per_user",
-        "output_sequence_length",
-        "input_sequence_length",
-    ):
-        if _is_metric(metrics.get(tag)):
-            extra[tag] = {k: v for k, v in metrics[tag].items()}
-    if extra:
-        numbers["engine_metrics"] = extra
-    return {key: value for key, value in numbers.items() if value is not None}
-
-
-def _reasoning_numbers(metrics: dict[str, Any], numbers: dict[str, Any]) -> dict[str, Any]:
-    """The summary's thinking: total reasoning tokens, the answer's (total_osl includes them)
-    and whether TTFT includes thinking; {} when AIPerf reported neither TTFO nor reasoning."""
-    reasoning = integer(_rate(metrics.get("total_reasoning_tokens")))
-    ttft, ttfo = numbers.get("ttft_s") or {}, numbers.get("ttfat_s") or {}
-    if reasoning is None and not ttfo:
-        return {}
-    found: dict[str, Any] = {
-        "ttft_includes_reasoning": thinking_reported(ttft.get("mean"), ttfo.get("mean"), reasoning)
+    counts = Counts(input_tokens=input_tokens, output_tokens=output_tokens)
+    if completed is not None:
+        counts = replace(counts, completed=completed, failed=failed or 0, sent=completed + (failed or 0))
+    engine_metrics = {
+        tag: dict(metrics[tag])
+        for tag in (
+            "time_to_second_token",
+            "output_token_throughput_per_user",
+            "output_sequence_length",
+            "input_sequence_length",
+        )
+        if _is_metric(metrics.get(tag))
     }
-    if reasoning is not None:
-        found.update(reasoning_tokens=reasoning, reasoning_tokens_source=REASONING_SOURCE)
-        if numbers.get("output_tokens") is not None:
-            found["answer_tokens"] = max(0, numbers["output_tokens"] - reasoning)
-    return found
+    figures = EngineResults(
+        ttft_s=latency("time_to_first_token"),
+        ttfat_s=latency("time_to_first_output_token"),
+        tpot_s=latency("inter_token_latency"),
+        itl_s=latency("inter_chunk_latency"),
+        e2e_s=latency("request_latency"),
+        request_throughput_rps=rate("request_throughput"),
+        output_throughput_tok_s=rate("output_token_throughput"),
+        total_token_throughput_tok_s=rate("total_token_throughput"),
+        goodput_rps=rate("goodput"),
+        duration_s=duration,
+        input_throughput_tok_s=input_tokens / duration
+        if input_tokens is not None and duration
+        else None,
+        engine_metrics=engine_metrics,
+    )
+    return _with_reasoning_numbers(figures, metrics, output_tokens), counts
+
+
+def _with_reasoning_numbers(
+    figures: EngineResults, metrics: dict[str, Any], output_tokens: int | None
+) -> EngineResults:
+    """The summary's thinking: total reasoning tokens, the answer's (total_osl includes them)
+    and whether TTFT includes thinking; as it was when AIPerf reported neither TTFO nor reasoning."""
+    reasoning = integer(_rate(metrics.get("total_reasoning_tokens")))
+    ttft, ttfo = figures.ttft_s, figures.ttfat_s
+    if reasoning is None and not (ttfo and ttfo.values):
+        return figures
+    includes = thinking_reported(ttft.mean if ttft else None, ttfo.mean if ttfo else None, reasoning)
+    if reasoning is None:
+        return replace(figures, ttft_includes_reasoning=includes)
+    return replace(
+        figures,
+        ttft_includes_reasoning=includes,
+        reasoning_tokens=reasoning,
+        reasoning_tokens_source=REASONING_SOURCE,
+        answer_tokens=max(0, output_tokens - reasoning) if output_tokens is not None else None,
+    )
 
 
 def _errors_by_class(document: dict[str, Any]) -> dict[str, int]:
@@ -239,11 +250,11 @@ def _csv_metrics(source: SourceFile) -> dict[str, Any]:
             continue
         unit = unit.strip()
         if header[1:2] == ["value"]:
-            metrics[tag] = {"unit": unit, "avg": number(row[1]) if len(row) > 1 else None}
+            metrics[tag] = {"unit": unit, "avg": number_text(row[1]) if len(row) > 1 else None}
         else:
             metrics[tag] = {
                 "unit": unit,
-                **{name: number(cell) for name, cell in zip(header[1:], row[1:])},
+                **{name: number_text(cell) for name, cell in zip(header[1:], row[1:])},
             }
     if not metrics:
         raise ValidationError(f"{source.name}: no AIPerf metrics found in the CSV.")
@@ -358,12 +369,13 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         numbers = summary_from_requests(rows, span)
     else:
         metrics = _metrics_object(document) if document else _csv_metrics(source)
-        numbers = fill_from_requests(_engine_numbers(metrics), rows)
+        figures, counts = _engine_numbers(metrics)
+        numbers = fill_from_requests(figures, rows, counts)
         if rows:
             warnings.append(f"per-request records read from {SIBLING_RECORDS} beside {source.name}")
     errors = _errors_by_class(document)
     if errors:
-        numbers["errors_by_class"] = errors
+        numbers = replace(numbers, errors_by_class=errors)
     loadgen = input_config.get("loadgen") or {}
     config: dict[str, Any] = {
         key: loadgen[key]
@@ -384,13 +396,13 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     }
     started = parse_timestamp(document.get("start_time"))
     finished = parse_timestamp(document.get("end_time"))
-    failed = int(numbers.get("failed") or 0)
+    failed = numbers.failed
     return [
         ImportedRun(
             tool=TOOL,
             name=f"AIPerf: {source.name}",
             config=config,
-            summary={"engines": {engine: numbers}, "sweep": []},
+            summary={"engines": {engine: numbers.to_json()}, "sweep": []},
             engines=[engine_snapshot(engine, LABEL, model=model, base_url=str(url) if url else None)],
             model=model,
             status=RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED,

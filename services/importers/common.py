@@ -6,20 +6,23 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from db.models import REQUEST_RESULT_FIELDS
 from services.bench.jobs.writer import record_from_row
+from services.bench.results import Distribution, EngineResults
 from services.bench.stats import reasoning_block, reasoning_keys
 from services.core.errors import ValidationError
 from services.core.measure import describe, thinking_reported
+from services.core.units import number_text
 from services.importers import reading
+
+T = TypeVar("T")
 
 #: Per-request row fields, as RequestResult columns.
 REQUEST_FIELDS = REQUEST_RESULT_FIELDS
@@ -131,19 +134,8 @@ def source_from(upload: reading.Upload, scanned: reading.Scan | None) -> SourceF
     return source
 
 
-def number(value: Any) -> float | None:
-    """A finite float, or None (bools, text, NaN and infinities are not numbers here)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        return None
-    return result if math.isfinite(result) else None
-
-
 def integer(value: Any) -> int | None:
-    result = number(value)
+    result = number_text(value)
     return round(result) if result is not None else None
 
 
@@ -161,7 +153,7 @@ UNIT_SECONDS = {
 
 
 def to_seconds(value: Any, unit: str | None) -> float | None:
-    result = number(value)
+    result = number_text(value)
     if result is None:
         return None
     factor = UNIT_SECONDS.get((unit or "s").strip().lower())
@@ -213,18 +205,29 @@ def reasoning_extra(
     return reasoning_keys(ttfat_s, reasoning_tokens, source, includes)
 
 
-def reasoning_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def reasoning_summary(rows: list[dict[str, Any]]) -> EngineResults | None:
     """The engine block's answer timing (services.bench.stats.reasoning_block) from completed
-    rows, when any says something of it; {} otherwise (a file without it stays as it was)."""
+    rows, when any says something of it; None otherwise (a file without it stays as it was)."""
     extras = [row.get("extra") or {} for row in rows]
     if not any("ttfat_s" in extra or "reasoning_tokens" in extra for extra in extras):
-        return {}
+        return None
+    return EngineResults.from_json(reasoning_block([record_from_row(row) for row in rows]))
 
-    return reasoning_block([record_from_row(row) for row in rows])
+
+def _described(values: list[float]) -> Distribution | None:
+    return Distribution(describe(values)) if values else None
 
 
-def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) -> dict[str, Any]:
+def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) -> EngineResults:
     """An engine summary computed from per-request rows (when the tool gave no summary)."""
+    result, thinking = _counted(rows, duration_s)
+    return result if thinking is None else _with_reasoning(result, thinking, merged=False)
+
+
+def _counted(
+    rows: list[dict[str, Any]], duration_s: float | None
+) -> tuple[EngineResults, EngineResults | None]:
+    """The rows' figures, and apart their answer timing (None: no row said anything of it)."""
     measured = [row for row in rows if not row.get("warmup")]
     good = [row for row in measured if row.get("ok")]
     failed = [row for row in measured if not row.get("ok")]
@@ -234,51 +237,114 @@ def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) 
         errors[key] = errors.get(key, 0) + 1
     input_tokens = sum(row.get("input_tokens") or 0 for row in good)
     output_tokens = sum(row.get("output_tokens") or 0 for row in good)
-    result: dict[str, Any] = {
-        "completed": len(good),
-        "failed": len(failed),
-        "sent": len(measured),
-        "errors_by_class": errors,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-    }
-    if duration_s and duration_s > 0:
-        result.update(
-            duration_s=duration_s,
-            request_throughput_rps=len(good) / duration_s,
-            input_throughput_tok_s=input_tokens / duration_s,
-            output_throughput_tok_s=output_tokens / duration_s,
-            total_token_throughput_tok_s=(input_tokens + output_tokens) / duration_s,
-        )
-    for metric in ("ttft_s", "tpot_s", "e2e_s"):
-        values = [value for row in good if (value := number(row.get(metric))) is not None]
-        if values:
-            result[metric] = describe(values)
+    timed = duration_s if duration_s and duration_s > 0 else None
+
+    def per_second(amount: int) -> float | None:
+        return amount / timed if timed else None
+
+    def latency(metric: str) -> Distribution | None:
+        return _described([value for row in good if (value := number_text(row.get(metric))) is not None])
+
     itls = [
-        value for row in good for gap in (row.get("itl_s") or []) if (value := number(gap)) is not None
+        value
+        for row in good
+        for gap in (row.get("itl_s") or [])
+        if (value := number_text(gap)) is not None
     ]
-    if itls:
-        result["itl_s"] = describe(itls)
-    result.update(reasoning_summary(good))
-    return result
+    result = EngineResults(
+        completed=len(good),
+        failed=len(failed),
+        sent=len(measured),
+        errors_by_class=errors,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        duration_s=timed,
+        request_throughput_rps=per_second(len(good)),
+        input_throughput_tok_s=per_second(input_tokens),
+        output_throughput_tok_s=per_second(output_tokens),
+        total_token_throughput_tok_s=per_second(input_tokens + output_tokens),
+        ttft_s=latency("ttft_s"),
+        tpot_s=latency("tpot_s"),
+        e2e_s=latency("e2e_s"),
+        itl_s=_described(itls),
+    )
+    return result, reasoning_summary(good)
 
 
-def fill_from_requests(engine_summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Add what the per-request rows tell and the tool's summary lacks (min/max, p90...)."""
+def _with_reasoning(block: EngineResults, thinking: EngineResults, *, merged: bool) -> EngineResults:
+    """The block with the rows' answer timing where it has none (`merged`: the time to first
+    answer token merged with the one the tool reported)."""
+    return replace(
+        block,
+        ttfat_s=merge_distributions(block.ttfat_s, thinking.ttfat_s) if merged else thinking.ttfat_s,
+        reasoning_tok_s=_known(block.reasoning_tok_s, thinking.reasoning_tok_s),
+        answer_tok_s=_known(block.answer_tok_s, thinking.answer_tok_s),
+        reasoning_tokens=_known(block.reasoning_tokens, thinking.reasoning_tokens),
+        answer_tokens=_known(block.answer_tokens, thinking.answer_tokens),
+        reasoning_tokens_source=_known(block.reasoning_tokens_source, thinking.reasoning_tokens_source),
+        ttft_includes_reasoning=True
+        if thinking.ttft_includes_reasoning
+        else _known(block.ttft_includes_reasoning, thinking.ttft_includes_reasoning),
+    )
+
+
+def _known(reported: T | None, computed: T | None) -> T | None:
+    """What the tool reported, else what its rows tell."""
+    return reported if reported is not None else computed
+
+
+def merge_distributions(
+    reported: Distribution | None, computed: Distribution | None
+) -> Distribution | None:
+    if computed is None:
+        return reported
+    return Distribution(merge_stats(dict(reported.values) if reported else {}, dict(computed.values)))
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The request and token counts a tool's summary gave: None where it said nothing (its
+    per-request rows, when the file has them, tell those)."""
+
+    completed: int | None = None
+    failed: int | None = None
+    sent: int | None = None
+    errors_by_class: dict[str, int] | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+def fill_from_requests(
+    block: EngineResults, rows: list[dict[str, Any]], counts: Counts | None = None
+) -> EngineResults:
+    """The tool's figures with its `counts`, and what the per-request rows tell that the
+    tool's summary lacks (min/max, p90..., counts it did not give)."""
+    counts = counts or Counts()
     if not rows:
-        return engine_summary
-    computed = summary_from_requests(rows, number(engine_summary.get("duration_s")))
-    for metric in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "ttfat_s"):
-        if metric in computed:
-            engine_summary[metric] = merge_stats(engine_summary.get(metric) or {}, computed[metric])
-    for key in ("completed", "failed", "sent", "errors_by_class", "input_tokens", "output_tokens"):
-        engine_summary.setdefault(key, computed[key])
-    for key in REASONING_KEYS:
-        if key in computed:
-            engine_summary.setdefault(key, computed[key])
-    if computed.get("ttft_includes_reasoning"):
-        engine_summary["ttft_includes_reasoning"] = True
-    return engine_summary
+        return replace(
+            block,
+            completed=counts.completed or 0,
+            failed=counts.failed or 0,
+            sent=counts.sent or 0,
+            errors_by_class=counts.errors_by_class or {},
+            input_tokens=counts.input_tokens,
+            output_tokens=counts.output_tokens,
+        )
+    computed, thinking = _counted(rows, block.duration_s)
+    filled = replace(
+        block,
+        ttft_s=merge_distributions(block.ttft_s, computed.ttft_s),
+        tpot_s=merge_distributions(block.tpot_s, computed.tpot_s),
+        itl_s=merge_distributions(block.itl_s, computed.itl_s),
+        e2e_s=merge_distributions(block.e2e_s, computed.e2e_s),
+        completed=_known(counts.completed, computed.completed) or 0,
+        failed=_known(counts.failed, computed.failed) or 0,
+        sent=_known(counts.sent, computed.sent) or 0,
+        errors_by_class=_known(counts.errors_by_class, computed.errors_by_class) or {},
+        input_tokens=_known(counts.input_tokens, computed.input_tokens),
+        output_tokens=_known(counts.output_tokens, computed.output_tokens),
+    )
+    return filled if thinking is None else _with_reasoning(filled, thinking, merged=True)
 
 
 def with_reasoning_flag(summary: dict[str, Any]) -> dict[str, Any]:
@@ -287,21 +353,10 @@ def with_reasoning_flag(summary: dict[str, Any]) -> dict[str, Any]:
     engines = summary.get("engines")
     blocks = list(engines.values()) if isinstance(engines, dict) else []
     if "ttft_includes_reasoning" in summary or not any(
-        isinstance(b, dict) and b.get("ttft_includes_reasoning") for b in blocks
+        EngineResults.from_json(block).ttft_includes_reasoning for block in blocks
     ):
         return summary
     return {**summary, "ttft_includes_reasoning": True}
-
-
-#: An engine block's answer-timing keys besides `ttfat_s` (services.bench.stats.reasoning_block).
-REASONING_KEYS = (
-    "reasoning_tok_s",
-    "answer_tok_s",
-    "reasoning_tokens",
-    "answer_tokens",
-    "reasoning_tokens_source",
-    "ttft_includes_reasoning",
-)
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -377,14 +432,18 @@ def flat_latency_stats(result: dict[str, Any], aliases: dict[str, str]) -> dict[
     return stats
 
 
-def headline_step(steps: list[dict[str, Any]]) -> dict[str, Any]:
+def headline_step(steps: list[EngineResults]) -> EngineResults:
     """The engine's headline numbers for a sweep: the step with the highest request
     throughput (the rule our own benchmark sweeps use), marked with `from_step`."""
-    load_keys = ("engine", "rate", "concurrency", "strategy", "step", "phase")
-    if len(steps) == 1:
-        return {key: value for key, value in steps[0].items() if key not in load_keys}
-    best = max(range(len(steps)), key=lambda i: number(steps[i].get("request_throughput_rps")) or 0.0)
-    return {
-        **{key: value for key, value in steps[best].items() if key not in load_keys},
-        "from_step": best,
-    }
+    best = max(range(len(steps)), key=lambda i: steps[i].request_throughput_rps or 0.0)
+    extra = {key: value for key, value in steps[best].extra.items() if key != "strategy"}
+    return replace(
+        steps[best],
+        engine=None,
+        rate=None,
+        concurrency=None,
+        step=None,
+        phase=None,
+        extra=extra,
+        from_step=best if len(steps) > 1 else steps[best].from_step,
+    )

@@ -24,18 +24,21 @@ output token came after the first token.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from services.bench.results import Distribution, EngineResults
 from services.core.measure import thinking_reported
+from services.core.units import number_text
 from services.importers.common import (
+    Counts,
     ImportedRun,
     SourceFile,
     engine_snapshot,
     fill_from_requests,
     headline_step,
     integer,
-    number,
     parse_timestamp,
     reasoning_extra,
     request_row,
@@ -46,17 +49,6 @@ from services.runstate.lifecycle import RunStatus
 
 TOOL = "guidellm"
 LABEL = "GuideLLM (benchmarks.json)"
-LATENCY_METRICS = {
-    "time_to_first_token_ms": ("ttft_s", "ms"),
-    "time_to_first_output_token_ms": ("ttfat_s", "ms"),
-    "inter_token_latency_ms": ("tpot_s", "ms"),
-    "request_latency": ("e2e_s", "s"),
-}
-RATE_METRICS = {
-    "requests_per_second": "request_throughput_rps",
-    "output_tokens_per_second": "output_throughput_tok_s",
-    "tokens_per_second": "total_token_throughput_tok_s",
-}
 
 
 def sniff(source: SourceFile) -> bool:
@@ -92,49 +84,66 @@ def _stats(block: dict[str, Any], unit: str) -> dict[str, float]:
     return stats
 
 
-def _numbers(benchmark: dict[str, Any]) -> dict[str, Any]:
+def _numbers(benchmark: dict[str, Any]) -> tuple[EngineResults, Counts]:
+    """A benchmark's figures, and apart the counts it gave (its rows tell those it did not)."""
     metrics = benchmark.get("metrics") or {}
-    numbers: dict[str, Any] = {}
-    for name, (ours, unit) in LATENCY_METRICS.items():
+
+    def latency(name: str, unit: str) -> Distribution | None:
         block = _successful(metrics.get(name))
-        if block and integer(block.get("count")):
-            numbers[ours] = _stats(block, unit)
-    for name, ours in RATE_METRICS.items():
+        return Distribution(_stats(block, unit)) if block and integer(block.get("count")) else None
+
+    def rate(name: str) -> float | None:
         block = _successful(metrics.get(name))
-        if block and number(block.get("mean")) is not None:
-            numbers[ours] = number(block["mean"])
+        return number_text(block.get("mean")) if block else None
+
     totals = metrics.get("request_totals") or {}
     completed = integer(totals.get("successful"))
+    counts = Counts()
     if completed is not None:
         errored = integer(totals.get("errored")) or 0
         incomplete = integer(totals.get("incomplete")) or 0
-        numbers.update(
+        counts = Counts(
             completed=completed,
             failed=errored + incomplete,
             sent=completed + errored + incomplete,
             errors_by_class={k: v for k, v in (("errored", errored), ("incomplete", incomplete)) if v},
         )
-    for name, ours in (("prompt_token_count", "input_tokens"), ("output_token_count", "output_tokens")):
+
+    def total(name: str) -> int | None:
         block = _successful(metrics.get(name))
-        if block and number(block.get("total_sum")) is not None:
-            numbers[ours] = integer(block["total_sum"])
-    duration = number(benchmark.get("duration"))
+        return integer(block.get("total_sum")) if block else None
+
+    counts = replace(
+        counts, input_tokens=total("prompt_token_count"), output_tokens=total("output_token_count")
+    )
+    duration = number_text(benchmark.get("duration"))
     if duration is None:
-        start, end = number(benchmark.get("start_time")), number(benchmark.get("end_time"))
+        start, end = number_text(benchmark.get("start_time")), number_text(benchmark.get("end_time"))
         duration = end - start if start is not None and end is not None else None
-    if duration:
-        numbers["duration_s"] = duration
-        if numbers.get("input_tokens") is not None:
-            numbers["input_throughput_tok_s"] = numbers["input_tokens"] / duration
-    if "ttfat_s" in numbers:
-        ttft, ttfo = numbers.get("ttft_s") or {}, numbers["ttfat_s"]
-        numbers["ttft_includes_reasoning"] = thinking_reported(ttft.get("mean"), ttfo.get("mean"), None)
+    ttft = latency("time_to_first_token_ms", "ms")
+    ttfat = latency("time_to_first_output_token_ms", "ms")
     tpot_incl_first = _successful(metrics.get("time_per_output_token_ms"))
-    if tpot_incl_first and number(tpot_incl_first.get("mean")) is not None:
-        numbers["engine_metrics"] = {
-            "guidellm_time_per_output_token_incl_first_ms": number(tpot_incl_first["mean"])
-        }
-    return numbers
+    incl_first = number_text(tpot_incl_first.get("mean")) if tpot_incl_first else None
+    figures = EngineResults(
+        ttft_s=ttft,
+        ttfat_s=ttfat,
+        tpot_s=latency("inter_token_latency_ms", "ms"),
+        e2e_s=latency("request_latency", "s"),
+        request_throughput_rps=rate("requests_per_second"),
+        output_throughput_tok_s=rate("output_tokens_per_second"),
+        total_token_throughput_tok_s=rate("tokens_per_second"),
+        duration_s=duration or None,
+        input_throughput_tok_s=counts.input_tokens / duration
+        if duration and counts.input_tokens is not None
+        else None,
+        ttft_includes_reasoning=thinking_reported(ttft.mean if ttft else None, ttfat.mean, None)
+        if ttfat is not None
+        else None,
+        engine_metrics={"guidellm_time_per_output_token_incl_first_ms": incl_first}
+        if incl_first is not None
+        else {},
+    )
+    return figures, counts
 
 
 def _strategy(benchmark: dict[str, Any]) -> dict[str, Any]:
@@ -145,18 +154,42 @@ def _strategy(benchmark: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _load(strategy: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Load:
+    """A benchmark's load: GuideLLM's strategy and the level it ran at."""
+
+    strategy: str = ""
+    concurrency: int | None = None
+    rate: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        load: dict[str, Any] = {"strategy": self.strategy} if self.strategy else {}
+        if self.concurrency is not None:
+            load["concurrency"] = self.concurrency
+        if self.rate is not None:
+            load["rate"] = self.rate
+        return load
+
+    def row(self, block: EngineResults, engine: str) -> EngineResults:
+        """A sweep row: the benchmark's figures at this load."""
+        strategy = {"strategy": self.strategy} if self.strategy else {}
+        return replace(
+            block,
+            engine=engine,
+            concurrency=self.concurrency,
+            rate=self.rate,
+            extra={**block.extra, **strategy},
+        )
+
+
+def _load(strategy: dict[str, Any]) -> Load:
     kind = str(strategy.get("type_") or strategy.get("type") or "")
-    load: dict[str, Any] = {"strategy": kind} if kind else {}
-    if kind == "synchronous":
-        load["concurrency"] = 1
     streams = integer(strategy.get("streams") or strategy.get("max_concurrency"))
-    if streams is not None:
-        load["concurrency"] = streams
-    rate = number(strategy.get("rate"))
-    if rate is not None:
-        load["rate"] = rate
-    return load
+    return Load(
+        strategy=kind,
+        concurrency=streams if streams is not None else 1 if kind == "synchronous" else None,
+        rate=number_text(strategy.get("rate")),
+    )
 
 
 def _requests(
@@ -165,14 +198,14 @@ def _requests(
     groups = benchmark.get("requests")
     if not isinstance(groups, dict):
         return []
-    origin = number(benchmark.get("start_time"))
+    origin = number_text(benchmark.get("start_time"))
     rows: list[dict[str, Any]] = []
     for status in ("successful", "errored", "incomplete"):
         for stats in groups.get(status) or []:
             if not isinstance(stats, dict):
                 continue
             ok = status == "successful"
-            start = number(stats.get("request_start_time") or stats.get("start_time"))
+            start = number_text(stats.get("request_start_time") or stats.get("start_time"))
             info = stats["info"] if isinstance(stats.get("info"), dict) else {}
             error = info.get("error") or stats.get("error")
             ttft = to_seconds(stats.get("time_to_first_token_ms"), "ms") if ok else None
@@ -184,7 +217,7 @@ def _requests(
                     ok=ok,
                     start_s=(start - origin) if start is not None and origin is not None else None,
                     ttft_s=ttft,
-                    e2e_s=number(stats.get("request_latency")) if ok else None,
+                    e2e_s=number_text(stats.get("request_latency")) if ok else None,
                     tpot_s=to_seconds(stats.get("inter_token_latency_ms"), "ms") if ok else None,
                     input_tokens=integer(stats.get("prompt_tokens")),
                     output_tokens=integer(stats.get("output_tokens")) if ok else None,
@@ -233,15 +266,16 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     host = urlsplit(target).netloc if target and "://" in target else target
     engine = str(engine_name or host or "guidellm")
     rows: list[dict[str, Any]] = []
-    steps = []
+    steps: list[EngineResults] = []
     many = len(benchmarks) > 1
     for index, benchmark in enumerate(benchmarks):
         step_rows = _requests(benchmark, engine, index if many else None, len(rows))
-        numbers = fill_from_requests(_numbers(benchmark), step_rows)
+        figures, counts = _numbers(benchmark)
+        numbers = fill_from_requests(figures, step_rows, counts)
         rows.extend(step_rows)
-        steps.append({"engine": engine, **_load(_strategy(benchmark)), **numbers})
+        steps.append(_load(_strategy(benchmark)).row(numbers, engine))
     headline = headline_step(steps)
-    config: dict[str, Any] = {"strategies": [_load(_strategy(b)) for b in benchmarks]}
+    config: dict[str, Any] = {"strategies": [_load(_strategy(b)).to_json() for b in benchmarks]}
     args = document.get("args")
     if isinstance(args, dict):
         config["args"] = {
@@ -255,15 +289,18 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         "target": target,
         "benchmarks": len(benchmarks),
     }
-    started = parse_timestamp(number(first.get("start_time")))
-    finished = parse_timestamp(number(benchmarks[-1].get("end_time")))
-    failed = sum(int(step.get("failed") or 0) for step in steps)
+    started = parse_timestamp(number_text(first.get("start_time")))
+    finished = parse_timestamp(number_text(benchmarks[-1].get("end_time")))
+    failed = sum(step.failed for step in steps)
     return [
         ImportedRun(
             tool=TOOL,
             name=f"GuideLLM: {source.name}",
             config=config,
-            summary={"engines": {engine: headline}, "sweep": steps if many else []},
+            summary={
+                "engines": {engine: headline.to_json()},
+                "sweep": [step.to_json() for step in steps] if many else [],
+            },
             engines=[engine_snapshot(engine, LABEL, model=model, base_url=target)],
             model=model,
             status=RunStatus.FINISHED_WITH_ERRORS if failed else RunStatus.FINISHED,

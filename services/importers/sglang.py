@@ -13,9 +13,12 @@ chunk gaps, which is what SGLang's own E2E latency measures for a streamed reque
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from services.bench.results import EngineResults
 from services.core.measure import tpot
+from services.core.units import number_text
 from services.importers.common import (
     ImportedRun,
     SourceFile,
@@ -25,10 +28,9 @@ from services.importers.common import (
     headline_step,
     integer,
     model_name,
-    number,
     request_row,
 )
-from services.importers.vllm import engine_numbers, step_load
+from services.importers.vllm import engine_numbers, step_row
 from services.runstate.lifecycle import RunStatus
 
 TOOL = "sglang"
@@ -76,12 +78,12 @@ def _requests(
     rows = []
     for i, raw_ttft in enumerate(ttfts):
         error = errors[i] if i < len(errors) else ""
-        ttft = number(raw_ttft)
+        ttft = number_text(raw_ttft)
         ok = not error and ttft is not None and ttft > 0
         itls = [
             gap
             for gap in (itls_all[i] if i < len(itls_all) and isinstance(itls_all[i], list) else [])
-            if number(gap) is not None
+            if number_text(gap) is not None
         ]
         e2e = ttft + sum(itls) if ok and ttft is not None else None
         output_tokens = integer(outputs[i]) if i < len(outputs) else None
@@ -109,17 +111,20 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     first = results[0]
     engine = str(engine_name or first.get("backend") or "sglang-bench")
     rows: list[dict[str, Any]] = []
-    steps = []
+    steps: list[EngineResults] = []
     many = len(results) > 1
     for index, result in enumerate(results):
         step_rows = _requests(result, engine, index if many else None, len(rows))
-        numbers = engine_numbers(result, METRIC_ALIASES)
-        numbers["engine_metrics"] = {key: result[key] for key in ENGINE_METRIC_KEYS if key in result}
-        if "failed" not in numbers and step_rows:
-            numbers["failed"] = sum(1 for row in step_rows if not row["ok"])
-        numbers = fill_from_requests(numbers, step_rows)
+        figures, counts = engine_numbers(result, METRIC_ALIASES)
+        figures = replace(
+            figures,
+            engine_metrics={key: result[key] for key in ENGINE_METRIC_KEYS if key in result},
+        )
+        if counts.failed is None and step_rows:
+            counts = replace(counts, failed=sum(1 for row in step_rows if not row["ok"]))
+        numbers = fill_from_requests(figures, step_rows, counts)
         rows.extend(step_rows)
-        steps.append({"engine": engine, **step_load(result), **numbers})
+        steps.append(step_row(numbers, engine, result))
     headline = headline_step(steps)
     config: dict[str, Any] = {}
     for key in SETUP_KEYS:
@@ -130,13 +135,16 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         config[key] = rate_text[0] if len({str(v) for v in rate_text}) == 1 else rate_text
     config["import"] = {"tool": LABEL, "file": source.name, "results": len(results)}
     model = model_name(first.get("model_id") or first.get("model"))
-    failed = sum(int(step.get("failed") or 0) for step in steps)
+    failed = sum(step.failed for step in steps)
     return [
         ImportedRun(
             tool=TOOL,
             name=f"SGLang bench_serving: {source.name}",
             config=config,
-            summary={"engines": {engine: headline}, "sweep": steps if many else []},
+            summary={
+                "engines": {engine: headline.to_json()},
+                "sweep": [step.to_json() for step in steps] if many else [],
+            },
             engines=[engine_snapshot(engine, LABEL, model=model, backend=first.get("backend"))],
             model=model,
             workload=str(first["dataset_name"]) if first.get("dataset_name") else None,

@@ -13,10 +13,14 @@ step with the highest request throughput gives the run's headline numbers.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from services.bench.results import Distribution, EngineResults
 from services.core.measure import tpot
+from services.core.units import number_text
 from services.importers.common import (
+    Counts,
     ImportedRun,
     SourceFile,
     engine_snapshot,
@@ -26,7 +30,6 @@ from services.importers.common import (
     headline_step,
     integer,
     model_name,
-    number,
     parse_timestamp,
     request_row,
 )
@@ -127,7 +130,7 @@ def _requests(
     if not lengths:
         return []
     count = max(lengths)
-    starts = [number(v) for v in arrays.get("start_times", [])]
+    starts = [number_text(v) for v in arrays.get("start_times", [])]
     origin = min((v for v in starts if v is not None), default=None)
     errors = arrays.get("errors")
     rows = []
@@ -138,17 +141,17 @@ def _requests(
             return values[i] if values is not None and i < len(values) else None
 
         error = at("errors")
-        latency = number(at("latencies"))
+        latency = number_text(at("latencies"))
         ok = (not error) if errors is not None else (latency is not None and latency > 0)
-        ttft = number(at("ttfts")) if ok else None
-        itls = [gap for gap in (at("itls") or []) if number(gap) is not None] if ok else []
+        ttft = number_text(at("ttfts")) if ok else None
+        itls = [gap for gap in (at("itls") or []) if number_text(gap) is not None] if ok else []
         e2e = latency if ok and latency else (ttft + sum(itls) if ok and ttft is not None else None)
         output_tokens = integer(at("output_lens"))
-        start = number(at("start_times"))
+        start = number_text(at("start_times"))
         extra: dict[str, Any] = {}
         if step is not None:
             extra["step"] = step
-        queue = number(at("queue_times"))
+        queue = number_text(at("queue_times"))
         if queue is not None:
             extra["client_queue_s"] = queue
         rows.append(
@@ -171,44 +174,54 @@ def _requests(
     return rows
 
 
-def engine_numbers(result: dict[str, Any], aliases: dict[str, str] = METRIC_ALIASES) -> dict[str, Any]:
-    duration = number(result.get("duration") or result.get("benchmark_duration"))
+def engine_numbers(
+    result: dict[str, Any], aliases: dict[str, str] = METRIC_ALIASES
+) -> tuple[EngineResults, Counts]:
+    """The result's figures, and apart the counts it gave (its rows tell those it did not)."""
+    duration = number_text(result.get("duration") or result.get("benchmark_duration"))
     completed = integer(result.get("completed"))
     failed = integer(result.get("failed"))
     input_tokens = integer(result.get("total_input_tokens") or result.get("total_input"))
     output_tokens = integer(result.get("total_output_tokens") or result.get("total_output"))
-    numbers: dict[str, Any] = {
-        "completed": completed,
-        "failed": failed,
-        "sent": (completed or 0) + (failed or 0)
-        if completed is not None and failed is not None
-        else None,
-        "duration_s": duration,
-        "request_throughput_rps": number(result.get("request_throughput")),
-        "input_throughput_tok_s": number(result.get("input_throughput"))
+    latencies = flat_latency_stats(result, aliases)
+
+    def latency(metric: str) -> Distribution | None:
+        return Distribution(latencies[metric]) if metric in latencies else None
+
+    figures = EngineResults(
+        duration_s=duration,
+        request_throughput_rps=number_text(result.get("request_throughput")),
+        input_throughput_tok_s=number_text(result.get("input_throughput"))
         or (input_tokens / duration if input_tokens is not None and duration else None),
-        "output_throughput_tok_s": number(result.get("output_throughput")),
-        "total_token_throughput_tok_s": number(
+        output_throughput_tok_s=number_text(result.get("output_throughput")),
+        total_token_throughput_tok_s=number_text(
             result.get("total_token_throughput") or result.get("total_throughput")
         ),
-        "goodput_rps": number(result.get("request_goodput")),
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        **flat_latency_stats(result, aliases),
-        "engine_metrics": {key: result[key] for key in ENGINE_METRIC_KEYS if key in result},
-    }
-    return {key: value for key, value in numbers.items() if value is not None}
+        goodput_rps=number_text(result.get("request_goodput")),
+        ttft_s=latency("ttft_s"),
+        tpot_s=latency("tpot_s"),
+        itl_s=latency("itl_s"),
+        e2e_s=latency("e2e_s"),
+        engine_metrics={key: result[key] for key in ENGINE_METRIC_KEYS if key in result},
+    )
+    counts = Counts(
+        completed=completed,
+        failed=failed,
+        sent=completed + failed if completed is not None and failed is not None else None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+    return figures, counts
 
 
-def step_load(result: dict[str, Any]) -> dict[str, Any]:
-    load: dict[str, Any] = {}
-    rate = number(result.get("request_rate"))
-    if rate is not None:
-        load["rate"] = rate
-    concurrency = integer(result.get("max_concurrency"))
-    if concurrency is not None:
-        load["concurrency"] = concurrency
-    return load
+def step_row(block: EngineResults, engine: str, result: dict[str, Any]) -> EngineResults:
+    """A sweep row: the step's figures at its load level (the result's rate and concurrency)."""
+    return replace(
+        block,
+        engine=engine,
+        rate=number_text(result.get("request_rate")),
+        concurrency=integer(result.get("max_concurrency")),
+    )
 
 
 def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRun]:
@@ -217,13 +230,14 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     engine = engine_name or first.get("label") or first.get("backend") or "vllm-bench"
     engine = str(engine)
     rows: list[dict[str, Any]] = []
-    steps = []
+    steps: list[EngineResults] = []
     many = len(results) > 1
     for index, result in enumerate(results):
         step_rows = _requests(result, engine, index if many else None, len(rows))
-        numbers = fill_from_requests(engine_numbers(result), step_rows)
+        figures, counts = engine_numbers(result)
+        numbers = fill_from_requests(figures, step_rows, counts)
         rows.extend(step_rows)
-        steps.append({"engine": engine, **step_load(result), **numbers})
+        steps.append(step_row(numbers, engine, result))
     headline = headline_step(steps)
     config = {key: first[key] for key in SETUP_KEYS if key in first}
     for key in ("request_rate", "max_concurrency"):
@@ -241,13 +255,16 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         config["metadata"] = metadata
     model = model_name(first.get("model_id"))
     created = parse_timestamp(first.get("date"))
-    failed = sum(int(step.get("failed") or 0) for step in steps)
+    failed = sum(step.failed for step in steps)
     return [
         ImportedRun(
             tool=TOOL,
             name=f"vllm bench serve: {source.name}",
             config=config,
-            summary={"engines": {engine: headline}, "sweep": steps if many else []},
+            summary={
+                "engines": {engine: headline.to_json()},
+                "sweep": [step.to_json() for step in steps] if many else [],
+            },
             engines=[
                 engine_snapshot(
                     engine,

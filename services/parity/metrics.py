@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from services.core import units
 from services.core.measure import percentile, token_count
 
 Unit = Literal["token", "word"]
@@ -124,19 +125,14 @@ def parse_answer(message_text: str | None, logprobs: Any, usage: Mapping[str, An
         top: dict[str, float] = {}
         for alternative in entry.get("top_logprobs") or []:
             if isinstance(alternative, Mapping) and isinstance(alternative.get("token"), str):
-                value = _finite(alternative.get("logprob"))
+                value = units.number(alternative.get("logprob"))
                 if value is not None:
                     # The first of two equal token strings wins: the most likely one comes first.
                     top.setdefault(alternative["token"], value)
-        tokens.append(TokenChoice(token=entry["token"], logprob=_finite(entry.get("logprob")), top=top))
+        tokens.append(
+            TokenChoice(token=entry["token"], logprob=units.number(entry.get("logprob")), top=top)
+        )
     return Answer(text=text, tokens=tuple(tokens), completion_tokens=completion)
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def words(text: str) -> list[str]:

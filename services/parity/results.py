@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
+from services.core import units
 from services.core.errors import NotFoundError
 from services.core.measure import describe
 from services.core.safe_text import spreadsheet_rows
@@ -154,17 +155,13 @@ def engine_summary(
     )
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:.0f}%"
-
-
 def headline(summary: ParitySummary) -> str:
     """One line for the Runs list and the demo: each engine's match rate, divergence and score."""
     reference = summary.reference
     parts = []
     for label, block in summary.engines.items():
         if block.is_reference:
-            parts.append(f"{label} (reference): score {_pct(block.task_score)}")
+            parts.append(f"{label} (reference): score {units.percent(block.task_score, signed=False)}")
             continue
         parity = summary.comparison(label)
         if not parity.compared:
@@ -177,8 +174,9 @@ def headline(summary: ParitySummary) -> str:
             else f"median divergence at token {median:g}"
         )
         parts.append(
-            f"{label}: {_pct(parity.exact_match_rate)} exact match vs {reference}, {where}, "
-            f"score {_pct(block.task_score)}"
+            f"{label}: {units.percent(parity.exact_match_rate, signed=False)} exact match vs "
+            f"{reference}, {where}, "
+            f"score {units.percent(block.task_score, signed=False)}"
         )
     return "; ".join(parts)
 
@@ -408,14 +406,20 @@ def summary_rows(view: ParityView) -> list[dict[str, Any]]:
         rows.append(
             {
                 "Engine": label + (" (reference)" if reference else ""),
-                "Task score": _pct(block.task_score),
+                "Task score": units.percent(block.task_score, signed=False),
                 "Output tok/s": _fixed(block.output_throughput_tok_s, 1),
-                "Exact match": "—" if reference else _pct(parity.exact_match_rate),
+                "Exact match": "—"
+                if reference
+                else units.percent(parity.exact_match_rate, signed=False),
                 "Diverged": "—" if reference else f"{parity.diverged} of {parity.compared}",
                 "First divergence p50": "—" if reference or median is None else f"token {median:g}",
-                "Token agreement": "—" if reference else _pct(parity.token_agreement_mean),
+                "Token agreement": "—"
+                if reference
+                else units.percent(parity.token_agreement_mean, signed=False),
                 "Mean |Δ logprob|": "—" if reference else _fixed(parity.logprob_diff_mean),
-                "Ref. token in top-k": "—" if reference else _pct(parity.topk_rate),
+                "Ref. token in top-k": "—"
+                if reference
+                else units.percent(parity.topk_rate, signed=False),
                 "Log-probabilities": block.logprobs,
                 "Answered": f"{block.completed} of {block.prompts}",
                 "Errors": "; ".join(block.first_errors),

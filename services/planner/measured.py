@@ -18,7 +18,7 @@ from db.models import Run
 from db.session import session_scope
 from services.bench.spec import slo_of
 from services.bench.stats import block_meets_slo
-from services.core import cost, stored_json
+from services.core import cost, units
 from services.core.safe_text import md_line
 from services.planner.steps import StepRow, step_rows
 from services.runstate.lifecycle import FINISHED_STATUSES, RunKind
@@ -84,7 +84,7 @@ class MeasuredKind:
                 energy = f", {found.energy} per output token"
             return md_line(
                 f"Measured: cheapest meeting its SLOs {found.where}, "
-                f"{cost.format_usd(found.usd_per_1m)} per 1M {found.counted}{energy}."
+                f"{units.usd(found.usd_per_1m, missing=cost.NOT_PRICED)} per 1M {found.counted}{energy}."
             )
         if any(s.priced for s in self.steps):
             text = f"Measured: none of the {len(self.steps)} stored steps met its SLOs at a price."
@@ -148,7 +148,7 @@ def measured_by_kind(limit: int = RUNS_READ) -> dict[str, MeasuredKind]:
                 kind = tune_kind or kinds.get(row.engine)
                 if not kind:
                     continue
-                model = stored_json.nonempty_text(row.block.get("model")) or run.model
+                model = row.block.model or run.model
                 meets = block_meets_slo(row.block, slo)
                 found.setdefault(kind, []).append(_measured(run.id, model, row, slo.active, meets))
     return {kind: MeasuredKind(kind, tuple(steps)) for kind, steps in found.items()}

@@ -20,7 +20,9 @@ from db.models import Run, Sample
 from db.session import session_scope
 from services.bench.comparability import Comparability, run_fingerprint
 from services.bench.comparability.hardware import hardware_names
+from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
+from services.core import units
 from services.planner import matching
 from services.planner.catalog import all_models, get_gpu, get_model
 
@@ -72,30 +74,21 @@ class PlanRuns:
         return self.comparable + self.others
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _batch(block: dict[str, Any], config: dict[str, Any]) -> int:
+def _batch(block: EngineResults, config: dict[str, Any]) -> int:
     """The concurrency the engine actually ran at: time-weighted mean, else max, else configured."""
-    for value in (
-        block.get("concurrency_mean"),
-        block.get("concurrency_max"),
-        config.get("concurrency"),
+    for number in (
+        block.concurrency_mean,
+        block.concurrency_max,
+        units.number(config.get("concurrency")),
     ):
-        number = _number(value)
         if number and number > 0:
             return max(1, round(number))
     return 1
 
 
-def _context(block: dict[str, Any]) -> int | None:
+def _context(block: EngineResults) -> int | None:
     """Mean tokens in context during decode: the prompt plus half the answer."""
-    completed = _number(block.get("completed"))
-    prompt = _number(block.get("input_tokens"))
-    output = _number(block.get("output_tokens"))
+    completed, prompt, output = block.completed, block.input_tokens, block.output_tokens
     if not completed or prompt is None or output is None:
         return None
     return max(1, round((prompt + output / 2) / completed))
@@ -136,12 +129,12 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
             summary = BenchSummary.from_json(run.summary)
             config = run.config if isinstance(run.config, dict) else {}
             for engine, block in summary.engines.items():
-                rate = _number(block.get("output_throughput_tok_s"))
+                rate = block.output_throughput_tok_s
                 if not rate or rate <= 0:
                     continue
-                models = _unique([block.get("model"), summary.served_model(engine), run.model])
+                models = _unique([block.model, summary.served_model(engine), run.model])
                 hardware = _unique(
-                    [*hardware_names(block, summary.extra, config), *telemetry.get(run.id, [])]
+                    [*hardware_names(block.extra, summary.extra, config), *telemetry.get(run.id, [])]
                 )
                 entries.append(
                     StoredThroughput(

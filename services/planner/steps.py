@@ -16,10 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.bench.view.costs import cost_columns
 from services.bench.view.tables import energy_columns
-from services.core import cost, stored_json
+from services.core import cost
 from services.core.safe_text import csv_cell
 from services.runstate.lifecycle import RunKind
 from services.telemetry.energy.records import EnergyResult
@@ -64,7 +65,7 @@ class StepRow:
     #: None: the run stored no energy block (a run from before energy, an import).
     energy: EnergyResult | None
     #: The stored block, for the shared table cells (services/bench/view).
-    block: dict[str, Any]
+    block: EngineResults
 
     @property
     def energy_text(self) -> str:
@@ -74,22 +75,21 @@ class StepRow:
         return "measured" if self.energy.measured else self.energy.label
 
 
-def _row(engine: str, step: str, block: dict[str, Any]) -> StepRow:
-    completed = stored_json.number(block.get("completed"))
+def _row(engine: str, step: str, results: EngineResults) -> StepRow:
     return StepRow(
         engine=engine,
         step=step,
-        completed=int(completed) if completed is not None else None,
-        output_tok_s=stored_json.number(block.get("output_throughput_tok_s")),
-        goodput_rps=stored_json.number(block.get("goodput_rps")),
-        cost=cost.Cost.from_json(block.get(cost.SUMMARY_KEY)),
-        energy=EnergyResult.from_json(block.get("energy")),
-        block=block,
+        completed=results.completed,
+        output_tok_s=results.output_throughput_tok_s,
+        goodput_rps=results.goodput_rps,
+        cost=cost.Cost.from_json(results.cost),
+        energy=EnergyResult.from_json(results.energy),
+        block=results,
     )
 
 
-def _level(value: Any) -> str:
-    return f"level {value:g}" if isinstance(value, (int, float)) else ""
+def _level(value: float | None) -> str:
+    return f"level {value:g}" if value is not None else ""
 
 
 def step_rows(kind: str, summary: dict[str, Any] | None) -> list[StepRow]:
@@ -98,21 +98,16 @@ def step_rows(kind: str, summary: dict[str, Any] | None) -> list[StepRow]:
         return []
     if kind == RunKind.TUNE:
         rows: list[StepRow] = []
-        for config in TuneSummary.from_json(summary).configs:
-            label = str(config.get("label") or "?")
-            sweep = [b for b in config.get("sweep") or [] if isinstance(b, dict)]
-            if sweep:
-                rows.extend(_row(label, _level(b.get("level")), b) for b in sweep)
-            elif isinstance(config.get("metrics"), dict):
-                rows.append(_row(label, "", config["metrics"]))
+        for config in TuneSummary.from_json(summary).tuned:
+            rows.extend(_row(config.label or "?", _level(level), block) for level, block in config.steps)
         return rows
     results = BenchSummary.from_json(summary)
     if results.sweep:
         labels = results.step_labels()
         return [
             _row(
-                str(row.get("engine", "?")),
-                labels.get(step, f"step {step}") if isinstance(step := row.get("step"), int) else "",
+                row.engine or "?",
+                labels.get(row.step, f"step {row.step}") if row.step is not None else "",
                 row,
             )
             for row in results.sweep

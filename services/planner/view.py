@@ -12,7 +12,7 @@ from typing import cast, get_args
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
-from services.core import cost
+from services.core import cost, units
 from services.core.errors import ShootoutError, ValidationError
 from services.core.safe_text import md_line
 from services.planner import (
@@ -187,7 +187,7 @@ def plan_metrics(plan: PlanResult) -> tuple[list[Metric], list[Metric]]:
             "—" if runs_nothing else rate(plan.prefill.bound_tok_s),
             "not one sequence fits"
             if runs_nothing
-            else f"TTFT ≥ {plan.prefill.ttft_lower_bound_s * 1000:,.0f} ms",
+            else f"TTFT ≥ {units.duration(plan.prefill.ttft_lower_bound_s)}",
         ),
     ]
     return memory, speed
@@ -207,7 +207,7 @@ def cost_floor(plan: PlanResult, gpu_usd_per_hour: str) -> Metric:
     floor = None if runs_nothing else cost.usd_per_million(price * gpus, plan.decode.bound_tok_s)
     return Metric(
         label,
-        "—" if floor is None else cost.format_usd(floor),
+        units.usd(floor),
         f"at the decode bound, {gpus} GPU(s) at ${price:g}/GPU-hour",
         help="A floor: real engines reach a fraction of the decode bound, so they cost more per "
         "token by the same factor. A benchmark with the engine's price gives the measured cost.",
@@ -329,8 +329,8 @@ def decision(constraints: engines_reference.Constraints) -> Decision:
         step, label = min(best, key=lambda pair: (pair[0].usd_per_1m or 0.0, pair[0].run_id))
         cheapest = md_line(
             f"Cheapest measured meeting its SLOs: {label} ({step.where}), "
-            f"{cost.format_usd(step.usd_per_1m)} per 1M {step.counted}. Runs of other models "
-            "or GPUs are not comparable: check each line's run."
+            f"{units.usd(step.usd_per_1m, missing=cost.NOT_PRICED)} per 1M {step.counted}. Runs of "
+            "other models or GPUs are not comparable: check each line's run."
         )
     elif measured:
         cheapest = md_line(

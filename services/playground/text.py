@@ -13,11 +13,8 @@ from __future__ import annotations
 import difflib
 import html
 import itertools
-import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 # The escaping helpers live in services.core.safe_text (every page uses them); the Playground
 # page reaches them through this module as it always has.
@@ -247,40 +244,6 @@ def side_by_side_html(a: str, b: str) -> str:
         shown = f"The first {MAX_SIDE_ROWS:,} of {len(all_rows):,} lines are shown side by side."
         cut = f'<div class="pg-diff-note" style="{_NOTE_STYLE}">{shown}</div>'
     return f'<div class="pg-diff-lines">{table}</div>' + cut + _note(work)
-
-
-# ---------------------------------------------------------------------------------------
-# Figures in words
-# ---------------------------------------------------------------------------------------
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def duration_unit(values: Iterable[float | None]) -> str:
-    """One unit for durations shown side by side ("s" once any of them reaches a second),
-    so the same quantity never reads "1.20 s" in one place and "850 ms" beside it."""
-    finite = [v for v in values if v is not None and _finite(v)]
-    return "s" if finite and max(finite) >= 1 else "ms"
-
-
-def duration(seconds: float | None, unit: str = "ms") -> str:
-    """A duration in the given unit; "–" when unknown (never "None" or "nan")."""
-    if not _finite(seconds):
-        return "–"
-    assert seconds is not None
-    if unit == "s":
-        return f"{seconds:,.2f} s"
-    ms = seconds * 1000
-    return f"{ms:,.0f} ms" if abs(ms) >= 10 else f"{ms:.1f} ms"
-
-
-def number(value: Any) -> str:
-    """A count or rate; "–" when unknown or not a number."""
-    if not _finite(value):
-        return "–"
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
 def params_summary(params: SamplingParams, system: str, schema_on: bool) -> str:

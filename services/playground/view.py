@@ -16,6 +16,7 @@ from typing import Any
 from services import local_engines, playground
 from services.client import ERROR_CLASSES
 from services.core.errors import ShootoutError
+from services.core.units import MISSING, TimeUnit, count, duration, duration_unit, rate
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.engines.endpoints import EngineRecord, list_engines
 from services.playground import (
@@ -45,10 +46,8 @@ from services.playground.pool import prepare
 from services.playground.text import (
     code_span,
     diff_html,
-    duration,
     md_line,
     md_text,
-    number,
     params_summary,
     safe_answer,
     side_by_side_html,
@@ -75,7 +74,6 @@ __all__ = [
     "code_span",
     "conversation",
     "diff_html",
-    "duration",
     "engine_split",
     "exchange_id",
     "figures",
@@ -91,7 +89,6 @@ __all__ = [
     "may_undo",
     "md_line",
     "md_text",
-    "number",
     "params_summary",
     "reopen_form",
     "request_code",
@@ -384,12 +381,12 @@ VOTER_WORDS = (
 )
 
 
-def units(columns: list[Column]) -> tuple[str, str]:
+def units(columns: list[Column]) -> tuple[TimeUnit, TimeUnit]:
     """One unit for TTFT and one for ITL across the columns (and turn 1), so they compare at a
     glance."""
     return (
-        ptext.duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
-        ptext.duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]),
+        duration_unit([v for c in columns for v in (c.ttft_s, c.first_turn_ttft_s)]),
+        duration_unit([v for c in columns for v in (c.itl_mean_s, c.itl_p90_s)]),
     )
 
 
@@ -402,22 +399,22 @@ def _kept(text: str) -> str:
     return text.replace(" ", _KEEP)
 
 
-def figures(column: Column, units: tuple[str, str]) -> str:
+def figures(column: Column, units: tuple[TimeUnit, TimeUnit]) -> str:
     """A pane's timings as two markdown lines, figures separated by " · ". Six panes share
     1400 px: a table of three columns wrapped its headings and its values mid-figure there."""
     ttft, itl = units
     answer = (
-        f"first{_KEEP}answer{_KEEP}**{_kept(ptext.duration(column.ttfat_s, ttft))}** · "
+        f"first{_KEEP}answer{_KEEP}**{_kept(duration(column.ttfat_s, ttft))}** · "
         if column.ttft_includes_reasoning
         else ""
     )
     first = (
-        f"TTFT{_KEEP}**{_kept(ptext.duration(column.ttft_s, ttft))}** · {answer}"
-        f"{_kept(ptext.number(column.tokens_per_s))}{_KEEP}tokens/s"
+        f"TTFT{_KEEP}**{_kept(duration(column.ttft_s, ttft))}** · {answer}"
+        f"{_kept(rate(column.tokens_per_s, 'tokens/s', missing=f'{MISSING} tokens/s'))}"
     )
     second = (
-        f"ITL{_KEEP}mean{_KEEP}{_kept(ptext.duration(column.itl_mean_s, itl))} · "
-        f"p90{_KEEP}{_kept(ptext.duration(column.itl_p90_s, itl))}"
+        f"ITL{_KEEP}mean{_KEEP}{_kept(duration(column.itl_mean_s, itl))} · "
+        f"p90{_KEEP}{_kept(duration(column.itl_p90_s, itl))}"
     )
     return f"{first}  \n{second}"
 
@@ -432,20 +429,18 @@ def thinking_title(column: Column) -> str | None:
     if not column.thinking:
         return None
     counted = REASONING_COUNTED_BY.get(column.reasoning_tokens_source or "", "")
-    parts = [f"Thinking: {ptext.number(column.reasoning_tokens)} tokens {counted}".rstrip()]
+    parts = [f"Thinking: {count(column.reasoning_tokens)} tokens {counted}".rstrip()]
     if column.reasoning_tok_s is not None:
-        parts.append(f"{ptext.number(column.reasoning_tok_s)} tokens/s")
+        parts.append(rate(column.reasoning_tok_s, "tokens/s"))
     if column.answer_tokens is not None:
         answer_rate = (
-            f" at {ptext.number(column.answer_tok_s)} tokens/s"
-            if column.answer_tok_s is not None
-            else ""
+            f" at {rate(column.answer_tok_s, 'tokens/s')}" if column.answer_tok_s is not None else ""
         )
-        parts.append(f"answer {ptext.number(column.answer_tokens)} tokens{answer_rate}")
+        parts.append(f"answer {count(column.answer_tokens)} tokens{answer_rate}")
     return ptext.md_line(" · ".join(parts))
 
 
-def engine_split(column: Column, units: tuple[str, str]) -> str | None:
+def engine_split(column: Column, units: tuple[TimeUnit, TimeUnit]) -> str | None:
     """The engine's own prefill and decode beside the client's TTFT and ITL, and the rest
     outside its clock, in one markdown line; "not reported by <engine>" when it timed nothing;
     None while the answer streams (the engine says its times at the end)."""
@@ -457,21 +452,19 @@ def engine_split(column: Column, units: tuple[str, str]) -> str | None:
     ttft, itl = units
     parts = []
     if split.queue_s is not None:
-        parts.append(f"queue {ptext.duration(split.queue_s, ttft)}")
+        parts.append(f"queue {duration(split.queue_s, ttft)}")
     if split.prefill_s is not None:
-        parts.append(f"prefill {ptext.duration(split.prefill_s, ttft)}")
+        parts.append(f"prefill {duration(split.prefill_s, ttft)}")
     if split.decode_s is not None:
         tokens = column.completion_tokens
         per_token = (
-            f" ({ptext.duration(split.decode_s / (tokens - 1), itl)}/token)"
-            if tokens and tokens > 1
-            else ""
+            f" ({duration(split.decode_s / (tokens - 1), itl)}/token)" if tokens and tokens > 1 else ""
         )
-        parts.append(f"decode {_own_unit(split.decode_s)}{per_token}")
+        parts.append(f"decode {duration(split.decode_s)}{per_token}")
     elif split.engine_s is not None:
-        parts.append(f"prefill + decode {_own_unit(split.engine_s - (split.queue_s or 0.0))}")
+        parts.append(f"prefill + decode {duration(split.engine_s - (split.queue_s or 0.0))}")
     rests = [
-        f"{name} {ptext.duration(value, ttft)}"
+        f"{name} {duration(value, ttft)}"
         for name, value in (("of TTFT", split.ttft_rest_s), ("of E2E", split.e2e_rest_s))
         if value is not None
     ]
@@ -487,10 +480,6 @@ def engine_split(column: Column, units: tuple[str, str]) -> str | None:
     return whose + " · ".join(_kept(part) for part in parts) + note
 
 
-def _own_unit(seconds: float) -> str:
-    return ptext.duration(seconds, ptext.duration_unit([seconds]))
-
-
 #: A stopped column's status: its stream ended before the last chunk, which carries every
 #: engine's counts (issue 56: a stopped llama.cpp or vLLM pane read "cached not reported").
 STOPPED = "cancelled"
@@ -499,17 +488,17 @@ STOPPED = "cancelled"
 def token_counts(column: Column) -> str:
     """The pane's token counts and finish reason in one markdown line, each kept whole."""
     if column.cached_tokens is not None:
-        cached = ptext.number(column.cached_tokens)
+        cached = count(column.cached_tokens)
     elif column.status == STOPPED:
-        cached = "– (stopped before the count)"
+        cached = f"{MISSING} (stopped before the count)"
     else:
         cached = "not reported"
-    finish = ptext.md_line(column.finish_reason) if column.finish_reason else "–"
+    finish = ptext.md_line(column.finish_reason) if column.finish_reason else MISSING
     return " · ".join(
         _kept(part)
         for part in (
-            f"prompt {ptext.number(column.prompt_tokens)}",
-            f"completion {ptext.number(column.completion_tokens)}",
+            f"prompt {count(column.prompt_tokens)}",
+            f"completion {count(column.completion_tokens)}",
             f"cached {cached}",
             f"finish {finish}",
         )

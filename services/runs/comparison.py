@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from db.session import session_scope
 from services.bench import comparability
 from services.bench.comparability import weights
 from services.bench.time_split import part_note, shown
+from services.core import units
 from services.core.errors import NotFoundError, ValidationError
 from services.engines import get_adapter
 from services.runs.records import (
@@ -37,7 +37,6 @@ from services.runs.records import (
     RunDetail,
     Series,
     SettingRow,
-    finite_number,
     format_value,
 )
 from services.runs.repeats import not_repeat_notes
@@ -60,17 +59,6 @@ def change_text(change: float | None, mark: str | None) -> str:
     return f"{change:+,.1f}% {mark}"
 
 
-def _latency_text(seconds: float, unit: str) -> str:
-    if unit == "s":
-        return f"{seconds:,.2f} s" if abs(seconds) >= 1 else f"{seconds:.3f} s"
-    milliseconds = seconds * 1000
-    if abs(milliseconds) >= 100:
-        return f"{milliseconds:,.0f} ms"
-    if abs(milliseconds) >= 1:
-        return f"{milliseconds:.1f} ms"
-    return f"{milliseconds:.3f} ms"
-
-
 def format_row(
     metric: str, values: Sequence[float | None], unit_from: Sequence[float | None] | None = None
 ) -> tuple[str, ...]:
@@ -80,13 +68,8 @@ def format_row(
     is not in seconds under a p95 row in ms."""
     if metric not in LATENCY_METRICS and metric not in ANSWER_METRICS and metric not in SPLIT_METRICS:
         return tuple(format_value(metric, value) for value in values)
-    chosen_by = values if unit_from is None else unit_from
-    finite = [abs(v) for v in chosen_by if v is not None and math.isfinite(v)]
-    unit = "s" if finite and max(finite) >= 1 else "ms"
-    return tuple(
-        "—" if value is None or not math.isfinite(value) else _latency_text(value, unit)
-        for value in values
-    )
+    unit = units.duration_unit(values if unit_from is None else unit_from)
+    return tuple(format_value(metric, value, unit) for value in values)
 
 
 def _mark(
@@ -108,7 +91,7 @@ def _mark(
 
 def _stat_of(block: Any, stat: str) -> float | None:
     """One statistic of a stored statistics block, when it is a finite number."""
-    return finite_number(block.get(stat)) if isinstance(block, dict) else None
+    return units.number(block.get(stat)) if isinstance(block, dict) else None
 
 
 def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:

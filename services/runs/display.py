@@ -16,12 +16,14 @@ from db.session import session_scope
 from services import runs
 from services.bench import view as bench_views
 from services.bench.caveats import Caveats, run_caveats
+from services.bench.results import EngineResults
+from services.bench.summary import BenchSummary
 from services.bench.time_split import not_reported
 from services.bench.view.split import split_lines, split_words
 from services.core.measure import EngineTimes, time_split
 from services.core.safe_text import spreadsheet_rows
+from services.core.units import number
 from services.engines import get_adapter
-from services.importers.common import number
 from services.runs import Comparison, RunDetail, format_value
 from services.runs.figures import comparison_figures
 from services.runs.tables import comparison_table, settings_table
@@ -51,11 +53,11 @@ class RunView:
     votes: TallyTables | None = None
 
 
-def _split_input(comparison: Comparison) -> tuple[dict[str, Any], dict[str, str]]:
+def _split_input(comparison: Comparison) -> tuple[BenchSummary, dict[str, str]]:
     """Each series' stored `time_split` block as one engine of a summary, and its kind in
     words: what the Benchmarks page's split reads."""
     series = comparison.series
-    summary = {"engines": {s.label: {"time_split": s.time_split} for s in series}}
+    summary = BenchSummary(engines={s.label: EngineResults(time_split=s.time_split) for s in series})
     return summary, {s.label: s.engine_label or s.engine for s in series}
 
 

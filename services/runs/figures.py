@@ -4,13 +4,13 @@ against output throughput (a sweep draws a curve, a single load one point)."""
 from __future__ import annotations
 
 import html
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from services.importers.common import number
+from services.bench.results import EngineResults
 from services.runs.records import LATENCY_METRICS, Comparison, Series
 
 CDF_POINTS = 1000
@@ -93,31 +93,38 @@ def cdf_figure(comparison: Comparison, metric: str) -> go.Figure | None:
     return figure
 
 
-def _points(series: Series) -> list[dict[str, Any]]:
-    steps = series.sweep or [{**series.rates, **series.stats}]
+@dataclass(frozen=True)
+class _Point:
+    """One load of a series: its output throughput, median TTFT and E2E, and its load in words."""
+
+    x: float
+    ttft: float | None
+    e2e: float | None
+    label: str
+
+
+def _points(series: Series) -> list[_Point]:
+    # A single-load run's one point: its figures as the comparison read them.
+    steps = series.sweep or [EngineResults.from_json({**series.rates, **series.stats})]
     points = []
     for step in steps:
-        throughput = number(step.get("output_throughput_tok_s"))
+        throughput = step.output_throughput_tok_s
         if throughput is None:
             continue
         load = []
-        if step.get("concurrency") is not None:
-            load.append(f"concurrency {step['concurrency']}")
-        if step.get("rate") is not None:
-            load.append(f"rate {step['rate']}/s")
+        if step.concurrency is not None:
+            load.append(f"concurrency {step.concurrency}")
+        if step.rate is not None:
+            load.append(f"rate {step.rate}/s")
         points.append(
-            {
-                "x": throughput,
-                "ttft": (step.get("ttft_s") or {}).get("p50")
-                if isinstance(step.get("ttft_s"), dict)
-                else None,
-                "e2e": (step.get("e2e_s") or {}).get("p50")
-                if isinstance(step.get("e2e_s"), dict)
-                else None,
-                "label": ", ".join(load) or "whole run",
-            }
+            _Point(
+                x=throughput,
+                ttft=step.ttft_s.p50 if step.ttft_s is not None else None,
+                e2e=step.e2e_s.p50 if step.e2e_s is not None else None,
+                label=", ".join(load) or "whole run",
+            )
         )
-    return sorted(points, key=lambda point: point["x"])
+    return sorted(points, key=lambda point: point.x)
 
 
 def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
@@ -130,16 +137,18 @@ def latency_throughput_figure(comparison: Comparison) -> go.Figure | None:
     for index, series in enumerate(comparison.series):
         points = _points(series)
         colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
-        for column, key in ((1, "ttft"), (2, "e2e")):
-            usable = [p for p in points if p[key] is not None]
+        for column, medians in ((1, [p.ttft for p in points]), (2, [p.e2e for p in points])):
+            usable = [
+                (p, median) for p, median in zip(points, medians, strict=True) if median is not None
+            ]
             if not usable:
                 continue
             drawn = True
             figure.add_trace(
                 go.Scatter(
-                    x=[p["x"] for p in usable],
-                    y=[p[key] * 1000 for p in usable],
-                    text=[p["label"] for p in usable],
+                    x=[p.x for p, _ in usable],
+                    y=[median * 1000 for _, median in usable],
+                    text=[p.label for p, _ in usable],
                     mode="lines+markers",
                     name=series.label,
                     legendgroup=series.key,

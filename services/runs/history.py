@@ -20,7 +20,6 @@ from services.runs.records import (
     RunListItem,
     RunPage,
     RunSort,
-    finite_number,
     format_value,
     split_engine_names,
 )
@@ -93,23 +92,18 @@ def headline(kind: str, summary: dict[str, Any] | None) -> str:
         return ""
     parts = []
     for name, numbers in list(engines.items())[:4]:
-        if numbers.get("not_run"):
+        if numbers.not_run:
             parts.append(f"{name}: not run")
             continue
         bits = []
-        ttft = (
-            finite_number((numbers.get("ttft_s") or {}).get("p50"))
-            if isinstance(numbers.get("ttft_s"), dict)
-            else None
-        )
+        ttft = numbers.ttft_s.p50 if numbers.ttft_s is not None else None
         if ttft is not None:
             bits.append(f"TTFT p50 {format_value('ttft_s', ttft)}")
-        rate = finite_number(numbers.get("output_throughput_tok_s"))
+        rate = numbers.output_throughput_tok_s
         if rate is not None:
             bits.append(format_value("output_throughput_tok_s", rate))
-        failed = finite_number(numbers.get("failed"))
-        if failed:
-            bits.append(f"{int(failed)} failed")
+        if numbers.failed:
+            bits.append(f"{numbers.failed} failed")
         if bits:
             parts.append(f"{name}: " + ", ".join(bits))
     more = len(engines) - 4
@@ -121,11 +115,10 @@ def best_results(summary: dict[str, Any] | None) -> tuple[float | None, float | 
     its engines; None for a figure no engine reported."""
     rates, ttfts = [], []
     for numbers in BenchSummary.from_json(summary).engines.values():
-        if numbers.get("not_run"):
+        if numbers.not_run:
             continue
-        rates.append(finite_number(numbers.get("output_throughput_tok_s")))
-        ttft = numbers.get("ttft_s")
-        ttfts.append(finite_number(ttft.get("p50")) if isinstance(ttft, dict) else None)
+        rates.append(numbers.output_throughput_tok_s)
+        ttfts.append(numbers.ttft_s.p50 if numbers.ttft_s is not None else None)
     known_rates = [r for r in rates if r is not None]
     known_ttfts = [t for t in ttfts if t is not None]
     return (max(known_rates) if known_rates else None, min(known_ttfts) if known_ttfts else None)

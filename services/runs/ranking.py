@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from services.core import units
 from services.votes import bradley_terry
 from services.votes.ranking import engine_ranking
-from services.votes.tally import interval_words, percent, wilson
+from services.votes.tally import interval_words, wilson
 
 PAIR_COLUMNS = ("Pair", "Votes", "Wins", "Ties", "First's win rate", "95% interval")
 
@@ -56,7 +57,9 @@ def pair_table(found: bradley_terry.Ranking) -> pd.DataFrame:
                 "Votes": pair.votes,
                 "Wins": f"{wins}–{losses}",
                 "Ties": pair.ties,
-                "First's win rate": percent(points / pair.votes if pair.votes else None),
+                "First's win rate": units.percent(
+                    points / pair.votes if pair.votes else None, signed=False
+                ),
                 "95% interval": interval_words(wilson(points, pair.votes)),
             }
         )

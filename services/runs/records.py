@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -11,9 +11,10 @@ from typing import Any, Literal
 import numpy as np
 
 from services.bench.comparability import Comparability, ComparabilityReport
+from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
-from services.core import cost
+from services.core import cost, units
 from services.core.ids import parse_id
 from services.runstate.lifecycle import RunKind
 from services.telemetry.energy.records import ENERGY_METRICS, format_energy
@@ -233,7 +234,8 @@ class Series:
     failed: int | None
     #: metric -> per-request values of successful, non-warm-up requests (ITL: every gap)
     samples: dict[str, np.ndarray]
-    sweep: list[dict[str, Any]]
+    #: A sweep's steps of this engine ([] for a single-load run).
+    sweep: list[EngineResults]
     engine_info: dict[str, Any]
     #: 1 when `samples` holds every request, k when it holds every k-th (very large runs)
     sampled_every: int = 1
@@ -347,41 +349,27 @@ def parse_run_ids(text: str | Iterable[str] | None) -> list[int]:
     return found
 
 
-def latency_unit(values: Sequence[float | None]) -> str | None:
-    """One unit for latencies read side by side: "s" once any reaches a second (issue 47: "500 ms
-    vs 2.00 s" in one sentence), else None (each in ms)."""
-    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
-    return "s" if finite and max(finite) >= 1 else None
-
-
-def format_value(metric: str, value: float | None, unit: str | None = None) -> str:
-    """A value as a person reads it: latencies in ms (or s; `unit` "s" keeps every latency of
-    a line in seconds), rates with their unit."""
+def format_value(metric: str, value: float | None, unit: units.TimeUnit | None = None) -> str:
+    """A value as a person reads it (services.core.units): latencies in ms under a second, else
+    in s (`unit`: the one unit of the latencies read beside it), rates with their unit."""
     if metric in COST_METRICS and value is None and metric != "usd_per_1m_output_goodput":
         # No price is "not priced", never $0 (at goodput, no figure may also mean no SLOs).
         return cost.NOT_PRICED
-    if value is None or not math.isfinite(value):
-        return "—"
+    value = units.number(value)
+    if value is None:
+        return units.MISSING
     if metric in COST_METRICS:
-        return cost.format_usd(value)
+        return units.usd(value)
     if metric in LATENCY_METRICS or metric in ANSWER_METRICS or metric in SPLIT_METRICS:
-        milliseconds = value * 1000
-        if unit == "s" or abs(milliseconds) >= 1000:
-            return f"{value:.2f} s"
-        if abs(milliseconds) >= 100:
-            return f"{milliseconds:.0f} ms"
-        if abs(milliseconds) >= 1:
-            return f"{milliseconds:.1f} ms"
-        return f"{milliseconds:.3f} ms"
+        return units.duration(value, unit)
     if metric in REASONING_RATES:
-        return f"{value:,.1f} tok/s"
+        return units.rate(value, "tok/s")
     if metric in THROUGHPUT_METRICS:
-        unit = THROUGHPUT_METRICS[metric][1]
-        return f"{value:,.1f} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
+        return units.rate(value, THROUGHPUT_METRICS[metric][1])
     if metric in ENERGY_METRICS:
         return format_energy(metric, value)
     if metric in ("completed", "failed") or metric in REASONING_COUNTS:
-        return f"{int(value):,}"
+        return units.count(value)
     if metric == "error_rate" or metric in QUALITY_METRICS:
         return f"{value * 100:.1f}%"
     return f"{value:,.3g}"
@@ -389,13 +377,3 @@ def format_value(metric: str, value: float | None, unit: str | None = None) -> s
 
 def split_engine_names(engine_names: str | None) -> tuple[str, ...]:
     return tuple(name for name in (engine_names or "").split(",") if name)
-
-
-def finite_number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
 from services.bench.comparability import run_fingerprint
+from services.bench.results import EngineResults
 from services.bench.spec import slo_of
 from services.bench.stats import SloSpec, within_slo
 from services.bench.summary import BenchSummary
-from services.core import cost
+from services.core import cost, units
 from services.core.measure import describe
 from services.engines import get_adapter
 from services.runs.records import (
@@ -32,7 +33,6 @@ from services.runs.records import (
     STATS,
     THROUGHPUT_METRICS,
     Series,
-    finite_number,
     split_engine_names,
 )
 from services.runstate.lifecycle import FINISHED_STATUSES
@@ -135,7 +135,7 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             if e2e is not None and e2e > 0 and output_tokens is not None:
                 # Each request's time and tokens, side by side, and whether it met the run's
                 # SLOs: the gate's within-run interval of a rate (services/runs/gate/noise.py).
-                ttfat = finite_number(extra.get("ttfat_s")) if isinstance(extra, dict) else None
+                ttfat = units.number(extra.get("ttfat_s")) if isinstance(extra, dict) else None
                 met = within_slo(slo, ttft, tpot, e2e, ttfat)
                 bucket["rates"].append((e2e, output_tokens, input_tokens or 0, float(met)))
             if ttft is not None:
@@ -164,11 +164,11 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             bucket["ok"] += 1
             metrics = metrics or {}
             for metric in ("ttft_s", "tpot_s", "e2e_s"):
-                value = finite_number(metrics.get(metric))
+                value = units.number(metrics.get(metric))
                 if value is not None:
                     bucket[metric].append(value)
             if isinstance(metrics.get("itl_s"), list):
-                bucket["itl_s"].extend(v for v in metrics["itl_s"] if finite_number(v) is not None)
+                bucket["itl_s"].extend(v for v in metrics["itl_s"] if units.number(v) is not None)
     result = {}
     for key, bucket in collected.items():
         arrays = {}
@@ -176,7 +176,7 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
             try:
                 values = np.asarray(bucket[metric], dtype=float)  # None becomes NaN, dropped next
             except (TypeError, ValueError):  # a stray string in a hand-edited row
-                values = np.asarray([finite_number(v) for v in bucket[metric]], dtype=float)
+                values = np.asarray([units.number(v) for v in bucket[metric]], dtype=float)
             arrays[metric] = values[np.isfinite(values)]
         rates = np.asarray(bucket["rates"], dtype=float).reshape(-1, 4)
         result[key] = {
@@ -189,26 +189,43 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
     return result
 
 
-def stored_energy(numbers: dict[str, Any]) -> dict[str, float]:
+def stored_energy(numbers: EngineResults) -> dict[str, float]:
     """A block's energy figures (ENERGY_METRICS) as the run stored them, only where measured:
     a step with a reason has no figure, never 0 J (and so no change from 0 for the gate)."""
-    energy = numbers.get("energy")
-    if not isinstance(energy, dict) or not energy.get("measured"):
+    energy = numbers.energy
+    if not energy or not energy.get("measured"):
         return {}
-    return {m: v for m in ENERGY_METRICS if (v := finite_number(energy.get(m))) is not None}
+    return {m: v for m in ENERGY_METRICS if (v := units.number(energy.get(m))) is not None}
 
 
-def _summary_stats(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
+def _summary_stats(numbers: EngineResults) -> dict[str, dict[str, float]]:
     stats: dict[str, dict[str, float]] = {}
     for metric in (*LATENCY_METRICS, *ANSWER_METRICS, *REASONING_RATES):
-        block = numbers.get(metric)
-        if isinstance(block, dict):
-            values = {
-                stat: v for stat in (*STATS, "std") if (v := finite_number(block.get(stat))) is not None
-            }
+        block = numbers.latency(metric)
+        if block is not None:
+            values = {stat: v for stat in (*STATS, "std") if (v := block.at(stat)) is not None}
             if values:
                 stats[metric] = values
     return stats
+
+
+#: The figures a comparison lists by name (THROUGHPUT_METRICS, REASONING_COUNTS), each read
+#: from its field.
+_FIGURES: dict[str, Callable[[EngineResults], float | None]] = {
+    "request_throughput_rps": lambda block: block.request_throughput_rps,
+    "output_throughput_tok_s": lambda block: block.output_throughput_tok_s,
+    "total_token_throughput_tok_s": lambda block: block.total_token_throughput_tok_s,
+    "goodput_rps": lambda block: block.goodput_rps,
+    "reasoning_tokens": lambda block: block.reasoning_tokens,
+    "answer_tokens": lambda block: block.answer_tokens,
+}
+
+
+def _figure(numbers: EngineResults, metric: str) -> float | None:
+    """A figure the comparison lists by name; a parity run's answer quality (QUALITY_METRICS)
+    is no engine result but its own block's, kept beside them (`extra`)."""
+    read = _FIGURES.get(metric)
+    return read(numbers) if read is not None else units.number(numbers.extra.get(metric))
 
 
 def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> list[Series]:
@@ -225,9 +242,10 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
     steps = summary.sweep
     result = []
     for name in names:
-        numbers = engine_summaries.get(name) or {}
+        stored = engine_summaries.get(name)
+        numbers = stored or EngineResults()
         sampled = samples.get((run.id, name), {})
-        if numbers.get("not_run") and not sampled:
+        if numbers.not_run and not sampled:
             continue  # cancelled before its turn: nothing to compare (not "0 req/s, -100%")
         stats = _summary_stats(numbers)
         for metric in LATENCY_METRICS:
@@ -239,14 +257,15 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
         rates = {
             metric: v
             for metric in (*THROUGHPUT_METRICS, *QUALITY_METRICS, *REASONING_COUNTS)
-            if (v := finite_number(numbers.get(metric))) is not None
+            if (v := _figure(numbers, metric)) is not None
         }
         # The cost the run stored with its price (never recomputed from today's price).
-        priced = cost.Cost.from_json(numbers.get(cost.SUMMARY_KEY)).to_json()
+        priced = cost.Cost.from_json(numbers.cost).to_json()
         rates.update({metric: v for metric in COST_METRICS if (v := priced.get(metric)) is not None})
         rates.update(stored_energy(numbers))
-        completed = finite_number(numbers.get("completed"))
-        failed = finite_number(numbers.get("failed"))
+        # No block (a Playground run's engine): its counts are its rows', never 0.
+        completed = float(stored.completed) if stored is not None else None
+        failed = float(stored.failed) if stored is not None else None
         if completed is None and sampled:
             completed = float(sampled["ok"])
         if failed is None and sampled:
@@ -269,11 +288,11 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 request_rates=sampled.get("rates"),
                 closed_loop_slots=_closed_loop_slots(run.config),
                 sampled_every=int(sampled.get("sampled_every", 1)),
-                sweep=[step for step in steps if step.get("engine", name) == name],
+                sweep=[step for step in steps if (step.engine or name) == name],
                 engine_info=snapshots.get(name) or {"name": name},
-                ttft_includes_reasoning=numbers.get("ttft_includes_reasoning") is True,
+                ttft_includes_reasoning=numbers.ttft_includes_reasoning is True,
                 fingerprint=run_fingerprint(run.config, run.summary, run.engines, name),
-                time_split=_mapping(numbers.get("time_split")),
+                time_split=numbers.time_split,
                 engine_label=_engine_label(snapshots.get(name), run.config, name),
             )
         )
@@ -288,12 +307,11 @@ def _closed_loop_slots(config: Any) -> int | None:
     return slots
 
 
-def _had_failures(numbers: Any) -> bool:
+def _had_failures(numbers: EngineResults) -> bool:
     """A stored run of the setup whose requests failed (an engine that restarted mid-run, a
     full disk) is not a repeat: its lower rates would widen the noise and hide a regression.
     The run being judged keeps its place: its failures have the gate's error check."""
-    failed = finite_number(numbers.get("failed")) or 0
-    return failed > 0 or not finite_number(numbers.get("completed"))
+    return numbers.failed > 0 or not numbers.completed
 
 
 def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) -> None:
@@ -334,7 +352,7 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
             found += [
                 (metric, rate)
                 for metric in THROUGHPUT_METRICS
-                if (rate := finite_number(numbers.get(metric))) is not None
+                if (rate := _figure(numbers, metric)) is not None
             ]
             # Energy varies from run to run too: its repeats judge the gate's energy checks.
             found += list(stored_energy(numbers).items())

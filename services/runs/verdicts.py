@@ -6,6 +6,7 @@ from typing import Literal
 
 import numpy as np
 
+from services.core import units
 from services.core.measure import percentile
 from services.runs.records import (
     BOOTSTRAP_MAX_SAMPLES,
@@ -19,7 +20,6 @@ from services.runs.records import (
     Series,
     Verdict,
     format_value,
-    latency_unit,
 )
 
 _STAT_QUANTILE = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
@@ -111,7 +111,7 @@ def _verdict(
     values: list[float | None],
     higher: bool,
     extra: str = "",
-    unit: str | None = None,
+    unit: units.TimeUnit | None = None,
 ) -> Verdict | None:
     present = [(i, v) for i, v in enumerate(values) if v is not None]
     if len(present) < 2:
@@ -159,7 +159,7 @@ def verdicts_of(series: list[Series]) -> list[Verdict]:
         present = [(i, v) for i, v in enumerate(medians) if v is not None]
         extra = ""
         # One unit for the whole sentence: medians and tails alike.
-        unit = latency_unit([*medians, *tails])
+        unit = units.duration_unit([*medians, *tails])
         if len(present) >= 2:
             ranked = sorted(present, key=lambda item: item[1])
             a, b = ranked[0][0], ranked[1][0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from services import playground
+from services.core import units
 from services.core.errors import ShootoutError
 from services.playground import view as exchange_view
 from services.runs.display import run_view
@@ -72,7 +73,7 @@ def _exchange(run_id: int) -> str:
         timing = (
             ""
             if arrangement.hidden or column.ttft_s is None
-            else f' <span class="small">TTFT {column.ttft_s * 1000:.0f} ms</span>'
+            else f' <span class="small">TTFT {units.duration(column.ttft_s)}</span>'
         )
         parts.append(f"<h3>{html.escape(who)}{timing}</h3><pre>{html.escape(column.answer)}</pre>")
     return "".join(parts)

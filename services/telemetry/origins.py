@@ -4,11 +4,12 @@ telemetry of a run is drawn on that clock (query.run_telemetry, bench's charts).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
 def start_times(
-    sweep: list[dict[str, Any]], engines: dict[str, dict[str, Any]]
+    sweep: Sequence[Mapping[str, Any]], engines: Mapping[str, Mapping[str, Any]]
 ) -> dict[tuple[str, int | None], float]:
     """Unix time of each sweep row's (engine, step) and each engine block's (engine, None)
     start. Empty for runs that did not say."""

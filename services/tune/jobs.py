@@ -26,7 +26,7 @@ import queue
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ from db.models import RequestResult, Run
 from db.session import session_scope
 from services.bench.jobs import build_summary, request_row
 from services.bench.jobs.executing import energy_meter
+from services.bench.results import EngineResults, results_by_engine
 from services.bench.runner import Benchmark
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import summarize_engine
@@ -160,11 +161,11 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         if config.get("metrics"):
             engines[config["label"]] = config["metrics"]
         else:
-            engines[config["label"]] = {
-                **summarize_engine([], slo=spec.slo),
-                "not_run": True,
-                "reason": config.get("reason") or config["status"],
-            }
+            engines[config["label"]] = replace(
+                EngineResults.from_json(summarize_engine([], slo=spec.slo)),
+                not_run=True,
+                extra={"reason": config.get("reason") or config["status"]},
+            ).to_json()
     fronts = {
         metric: [p.label for p in pareto.pareto_front(pareto.points_of(configs, metric))]
         for metric in ("ttft_s", "itl_s")
@@ -182,7 +183,7 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         cheapest["launch"] = launch_commands(spec, found["full_settings"])
     return TuneSummary(
         configs=configs,
-        engines=engines,
+        engines=results_by_engine(engines),
         pareto=fronts,
         best=best,
         kind=spec.kind,
@@ -394,12 +395,13 @@ def _run_config(
         records = beat.records.get(config["label"], [])
         summary = BenchSummary.from_json(build_summary(bench, records, outcome))
         block = summary.engine(config["label"])
-        config["metrics"] = None if not block or block.get("not_run") else block
+        # Stored as JSON in the run's summary (the record's own fields would not read back).
+        config["metrics"] = None if block is None or block.not_run else block.to_json()
         dimension = bench.sweep.dimension if bench.sweep.active else None
         config["sweep"] = [
             {
-                **{k: v for k, v in row.items() if k not in ("engine", "phase")},
-                "level": row.get(dimension) if dimension else None,
+                **replace(row, engine=None, phase=None).to_json(),
+                "level": _level(row, dimension),
             }
             for row in summary.sweep
         ]
@@ -414,13 +416,18 @@ def _run_config(
         elif outcome.cancelled or stop():
             config["status"] = "cancelled"
         else:
-            failed = (config["metrics"] or {}).get("failed", 0)
+            failed = block.failed if block is not None and not block.not_run else 0
             config["status"] = "finished_with_errors" if failed else "finished"
             if failed:
                 config["reason"] = f"{failed} requests failed"
     finally:
         launch.stop(engine)
         _snapshot(run_id, spec, config, engine)
+
+
+def _level(row: EngineResults, dimension: str | None) -> float | int | None:
+    """A sweep row's load level in the dimension the sweep varied."""
+    return row.concurrency if dimension == "concurrency" else row.rate if dimension == "rate" else None
 
 
 def _snapshot(run_id: int, spec: TuneSpec, config: dict[str, Any], engine: launch.StartedEngine) -> None:

@@ -16,7 +16,7 @@ from services.bench.view.costs import cost_frontier_figure as figure_of
 from services.bench.view.costs import cost_point
 from services.bench.view.tables import fold_not_measured
 from services.bench.workloads import WorkloadSpec
-from services.core import cost, stored_json
+from services.core import cost, stored_json, units
 from services.core.errors import ValidationError
 from services.engines import endpoints
 from services.team import access
@@ -124,11 +124,6 @@ def submit(form: TuneForm, viewer: Viewer) -> int:
     return jobs.start_tuning(spec_from_form(form), viewer)
 
 
-def _ms(stats: Any) -> float | None:
-    value = stats.get("p90") if isinstance(stats, dict) else None
-    return round(value * 1000, 1) if isinstance(value, (int, float)) else None
-
-
 def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per configuration: status, throughput, goodput, latency percentiles, reason."""
     results = TuneSummary.from_json(summary)
@@ -138,29 +133,33 @@ def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
     # With SLOs the cost counts only the tokens within them, as the cheapest's choice does.
     with_slos = results.slo is not None
     rows = []
-    for config in results.configs:
-        metrics = config.get("metrics") or {}
-        ttft = metrics.get("ttft_s") or {}
+    for config in results.tuned:
+        metrics = config.metrics
+        ttft = metrics.ttft_s if metrics is not None else None
+        itl = metrics.itl_s if metrics is not None else None
+        e2e = metrics.e2e_s if metrics is not None else None
         rows.append(
             {
-                "configuration": config["label"],
-                "status": config["status"].replace("_", " "),
-                "best": "★" if config["label"] == best else "",
-                "on front": "yes" if config["label"] in front else "",
-                "output tok/s": _round(metrics.get("output_throughput_tok_s")),
-                "req/s": _round(metrics.get("request_throughput_rps"), 3),
-                "goodput req/s": _round(metrics.get("goodput_rps"), 3),
-                COST_COLUMN: cost.format_usd(cost_figure(metrics, with_slos)[0]) if metrics else "",
+                "configuration": config.label,
+                "status": config.status.replace("_", " "),
+                "best": "★" if config.label == best else "",
+                "on front": "yes" if config.label in front else "",
+                "output tok/s": _round(metrics.output_throughput_tok_s if metrics else None),
+                "req/s": _round(metrics.request_throughput_rps if metrics else None, 3),
+                "goodput req/s": _round(metrics.goodput_rps if metrics else None, 3),
+                COST_COLUMN: units.usd(cost_figure(metrics, with_slos)[0], missing=cost.NOT_PRICED)
+                if metrics
+                else "",
                 ENERGY_COLUMN: energy_figure(metrics)[1] if metrics else "",
-                "cheapest": "$" if config["label"] == cheapest else "",
-                "TTFT p50 ms": _ms({"p90": ttft.get("p50")}),
-                "TTFT p90 ms": _ms(ttft),
-                "TTFT p99 ms": _ms({"p90": ttft.get("p99")}),
-                "ITL p90 ms": _ms(metrics.get("itl_s")),
-                "E2E p90 ms": _ms(metrics.get("e2e_s")),
-                "completed": metrics.get("completed"),
-                "failed": metrics.get("failed"),
-                "reason": config.get("reason") or "",
+                "cheapest": "$" if config.label == cheapest else "",
+                "TTFT p50 ms": units.to_ms(ttft.p50 if ttft else None, 1),
+                "TTFT p90 ms": units.to_ms(ttft.p90 if ttft else None, 1),
+                "TTFT p99 ms": units.to_ms(ttft.p99 if ttft else None, 1),
+                "ITL p90 ms": units.to_ms(itl.p90 if itl else None, 1),
+                "E2E p90 ms": units.to_ms(e2e.p90 if e2e else None, 1),
+                "completed": metrics.completed if metrics else None,
+                "failed": metrics.failed if metrics else None,
+                "reason": config.reason,
             }
         )
     table = pd.DataFrame(rows)
@@ -199,12 +198,10 @@ def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | N
     """$ per 1M output tokens against tokens/s per user, every configuration (and sweep level)
     a point, the frontier across configurations drawn; None when the run was not priced."""
     points = []
-    for config in TuneSummary.from_json(summary).configs:
-        blocks = config.get("sweep") or ([config["metrics"]] if config.get("metrics") else [])
-        for block in blocks:
-            level = block.get("level")
-            label = config["label"] + (f" @ {level:g}" if isinstance(level, (int, float)) else "")
-            point = cost_point(config["label"], label, block)
+    for config in TuneSummary.from_json(summary).tuned:
+        for level, block in config.steps:
+            label = config.label + (f" @ {level:g}" if level is not None else "")
+            point = cost_point(config.label, label, block)
             if point is not None:
                 points.append(point)
     return figure_of(points)
@@ -278,11 +275,10 @@ def _noise_caveat(results: TuneSummary) -> str | None:
         return None
     rates = sorted(
         (
-            (float(rate), str(config["label"]))
-            for config in results.configs
-            if isinstance(
-                rate := (config.get("metrics") or {}).get("output_throughput_tok_s"), int | float
-            )
+            (rate, config.label)
+            for config in results.tuned
+            if config.metrics is not None
+            and (rate := config.metrics.output_throughput_tok_s) is not None
             and rate > 0
         ),
         reverse=True,

@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from db.models import Exchange, Run, Vote
 from db.session import session_scope
+from services.core import units
 from services.core.errors import NotFoundError
 from services.runstate import blind
 
@@ -137,10 +138,6 @@ def vote_tally(run_id: int, session_id: int | None = None) -> VoteTally:
     return VoteTally(run_id, voters, ties, shares, pairs, hidden)
 
 
-def percent(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:.0f}%"
-
-
 def interval_words(interval: tuple[float, float] | None) -> str:
     return "—" if interval is None else f"{interval[0] * 100:.0f}–{interval[1] * 100:.0f}%"
 
@@ -165,7 +162,7 @@ def tally_tables(tally: VoteTally) -> TallyTables | None:
             who: [e.name for e in tally.engines],
             "Votes as best": [e.wins for e in tally.engines],
             "Voters": [e.ballots for e in tally.engines],
-            "Win share": [percent(e.share) for e in tally.engines],
+            "Win share": [units.percent(e.share, signed=False) for e in tally.engines],
             "95% interval": [interval_words(e.interval) for e in tally.engines],
         }
     )
@@ -176,7 +173,7 @@ def tally_tables(tally: VoteTally) -> TallyTables | None:
                 "Pair": [f"{p.first} vs {p.second}" for p in tally.pairs],
                 "Wins": [f"{p.wins_first}–{p.wins_second}" for p in tally.pairs],
                 "No clear winner": [p.ties for p in tally.pairs],
-                "First's share": [percent(p.share_first) for p in tally.pairs],
+                "First's share": [units.percent(p.share_first, signed=False) for p in tally.pairs],
                 "95% interval": [interval_words(p.interval) for p in tally.pairs],
             }
         )

@@ -227,14 +227,14 @@ def test_the_self_check_says_what_it_means_and_keeps_its_evidence_one_click_away
     assert not at.exception, at.exception
     warning = " ".join(as_read(w.value) for w in at.warning)
     assert warning.startswith("Client-bound: the load generator, not the engine, limited some")
-    assert "a: TTFT and ITL percentiles may be up to ~12 ms too high" in warning
+    assert "a: TTFT and ITL percentiles may be up to ~12.4 ms too high" in warning
     assert "throughput and token counts are unaffected. What to do: run it again on a quieter" in warning
     assert "b: The load generator could not check itself (the run lasted 0.13 s" in warning
     assert "loop lag p50/p99" not in warning  # the raw figures are one click away
     (evidence,) = [e for e in at.expander if e.label.startswith("Self-check evidence")]
     shown = " ".join(as_read(m.value) for m in evidence.markdown)
     assert (
-        "a: CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)" in shown and "CPU per worker 2%" in shown
+        "a: CLIENT-BOUND (event-loop lag p99 12.4 ms > 2 ms)" in shown and "CPU per worker 2%" in shown
     )
     assert "b: could not check (the run lasted 0.13 s; the check needs at least 0.2 s)" in shown
     # Only the unchecked engine: a note, not a warning, and never "kept up".

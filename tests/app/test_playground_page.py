@@ -396,7 +396,7 @@ def test_no_none_or_nan_and_one_unit_per_quantity(offline_engines: list[str]) ->
     assert not at.exception
     body = texts(at)
     assert "None" not in body and "nan" not in body.lower() and "inf" not in body
-    assert "**1.50\xa0s**" in body and "**0.85\xa0s**" in body and "850\xa0ms" not in body
+    assert "**1.50\xa0s**" in body and "**0.850\xa0s**" in body and "850\xa0ms" not in body
     assert "mean\xa04.0\xa0ms · p90\xa06.0\xa0ms" in body
     assert "**beta** · `` m`x`*y* ``" in body
 

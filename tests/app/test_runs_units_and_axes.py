@@ -45,4 +45,4 @@ def test_a_verdict_gives_one_unit_per_sentence(db_url: str) -> None:
     e2e = next(
         line for m in at.markdown for line in m.value.splitlines() if "E2E latency (median)" in line
     )
-    assert "0.50 s vs 2.00 s at the median; p99 1.00 s vs 4.00 s" in e2e and " ms" not in e2e
+    assert "0.500 s vs 2.00 s at the median; p99 1.00 s vs 4.00 s" in e2e and " ms" not in e2e

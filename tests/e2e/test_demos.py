@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services.demos.readout import fmt_s
+from services.core import units
 from tests.e2e.conftest import (
     assert_no_exception,
     assert_no_missing_words,
@@ -81,8 +81,8 @@ def test_prefix_cache_demo_with_pauses(app_page, app_server, server, monkeypatch
     repeated = [t for t in plotted_traces(page) if t["name"].startswith("repeated")]
     # A chart of sub-second times is drawn in ms (issue 36: one unit per chart).
     assert repeated and all(
-        fmt_s(y / 1000) in text for y in repeated[0]["y"]
-    )  # as the big numbers write them (45 ms)
+        units.duration(y / 1000) in text for y in repeated[0]["y"]
+    )  # as the big numbers write them (45.0 ms)
     export = page.get_by_role("link", name="Export as HTML report")
     report = page.request.get(f"{app_server.url}/{export.get_attribute('href')}")
     assert report.ok and report.headers["content-disposition"].startswith("attachment;")

@@ -20,7 +20,8 @@ from services.bench.comparability.fingerprint import (
 from services.bench.comparability.hardware import hardware_names
 from services.bench.comparability.imported import imported_fingerprint
 from services.bench.comparability.weights import weights_of
-from services.bench.summary import BenchSummary, EngineBlock
+from services.bench.results import EngineResults
+from services.bench.summary import BenchSummary
 from services.core import stored_json
 
 SUMMARY_KEY = "comparability"
@@ -31,31 +32,28 @@ SHARING_WORKLOADS = ("shared_prefix", "multi_turn")
 ASKED_LENGTH_WORKLOADS = ("synthetic", "long_prompt", "structured", "shared_prefix", "multi_turn")
 
 
-def _per_request(block: EngineBlock, key: str) -> float | None:
-    completed = stored_json.number(block.get("completed"))
-    total = stored_json.number(block.get(key))
-    if not completed or total is None:
+def _per_request(block: EngineResults, total: int | None) -> float | None:
+    """A token total of the block per completed request."""
+    if not block.completed or total is None:
         return None
-    return total / completed
+    return total / block.completed
 
 
-def _token_counter(block: EngineBlock) -> TokenCounter | None:
+def _token_counter(block: EngineResults) -> TokenCounter | None:
     """Prompt tokens come only from the engine's usage: completed requests with none counted
     had no usage, so their output tokens were the stream's content chunks (services.core.measure)."""
-    completed = stored_json.number(block.get("completed"))
-    if not completed:
+    if not block.completed:
         return None
-    prompt = stored_json.number(block.get("input_tokens"))
+    prompt = block.input_tokens
     if prompt is None:
         return None
     return "engine usage" if prompt > 0 else "text chunks"
 
 
 def _prefix_cache(
-    block: EngineBlock, workload_kind: str | None
+    block: EngineResults, workload_kind: str | None
 ) -> tuple[PrefixCache | None, float | None]:
-    served = stored_json.number(block.get("input_tokens"))
-    cached = stored_json.number(block.get("cached_tokens"))
+    served, cached = block.input_tokens, block.cached_tokens
     share = cached / served if cached is not None and served else None
     if share is not None and not 0 <= share <= 1:
         # Impossible counters (services/core/counts.py refuses them per request): unknown.
@@ -64,9 +62,7 @@ def _prefix_cache(
         return "shared prefixes", share
     if share is None:
         # The engine's own counter includes the warm-up: a weaker witness, still a witness.
-        rate = stored_json.number(
-            stored_json.mapping(block.get("engine_metrics")).get("prefix_cache_hit_rate")
-        )
+        rate = stored_json.number(block.engine_metrics.get("prefix_cache_hit_rate"))
         if rate is None:
             return None, None
         return ("warm" if rate >= WARM_CACHE_SHARE else "cold"), None
@@ -80,7 +76,7 @@ def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[
     step = summary.reported_step(engine)
     if step is not None:
         for dimension in ("concurrency", "rate"):
-            value = stored_json.number(step.get(dimension))
+            value = step.concurrency if dimension == "concurrency" else step.rate
             if value is not None:
                 loop = "closed" if dimension == "concurrency" else "open"
                 return loop, f"{dimension} {value:g}" + (" req/s" if dimension == "rate" else "")
@@ -97,21 +93,20 @@ def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[
 
 def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
     """A Shootout benchmark's engine, from its stored spec and summary."""
-    block = summary.engine(engine) or {}
+    block = summary.engine(engine) or EngineResults()
     workload = stored_json.mapping(config.get("workload"))
     kind = stored_json.nonempty_text(workload.get("kind")) if workload else None
     fixed: bool | None = None
     if workload:
         fixed = bool(workload.get("fixed_output", True)) and kind != "structured"
-    honoured = block.get("honoured_output_len")
     output_asked = (
         stored_json.number(workload.get("output_len")) if kind in ASKED_LENGTH_WORKLOADS else None
     )
     load = stored_json.mapping(config.get("load"))
+    # Without the spec's load, the block's count; a block that sent nothing (an old or odd
+    # summary) says nothing of its warm-up.
     warmup = (
-        stored_json.number(load.get("warmup_requests"))
-        if load
-        else stored_json.number(block.get("warmup"))
+        stored_json.number(load.get("warmup_requests")) if load else block.warmup if block.sent else None
     )
     loop, level = _level(config, summary, engine)
     prefix, share = _prefix_cache(block, kind)
@@ -130,13 +125,13 @@ def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -
     asked = requested_input_tokens(config) if workload else None
     return Comparability(
         source=SHOOTOUT if config or summary.engines else None,
-        model=stored_json.nonempty_text(block.get("model")) or summary.served_model(engine),
+        model=block.model or summary.served_model(engine),
         input_len_asked=float(asked) if asked is not None else None,
-        input_len_served=_per_request(block, "input_tokens"),
+        input_len_served=_per_request(block, block.input_tokens),
         output_len_asked=output_asked,
-        output_len_served=_per_request(block, "output_tokens"),
+        output_len_served=_per_request(block, block.output_tokens),
         fixed_output=fixed,
-        fixed_output_honoured=honoured if isinstance(honoured, bool) else None,
+        fixed_output_honoured=block.honoured_output_len,
         warmup_requests=int(warmup) if warmup is not None else None,
         loop=loop,
         level=level,
@@ -146,18 +141,16 @@ def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -
         token_counter=_token_counter(block),
         timing=timing,
         ttft_includes_reasoning=_reasoning(block, summary),
-        hardware=_hardware(config, summary, block),
+        hardware=_hardware(config, summary, block.extra),
     )
 
 
-def _reasoning(block: EngineBlock, summary: BenchSummary) -> bool | None:
+def _reasoning(block: EngineResults, summary: BenchSummary) -> bool | None:
     """`ttft_includes_reasoning` as the benchmark stored it (the engine's block, else the
     run's); runs from before it was recorded: unknown."""
-    for place in (block, summary.extra):
-        value = place.get("ttft_includes_reasoning")
-        if isinstance(value, bool):
-            return value
-    return None
+    if block.ttft_includes_reasoning is not None:
+        return block.ttft_includes_reasoning
+    return summary.ttft_includes_reasoning
 
 
 def _hardware(*places: Any) -> str | None:

@@ -4,6 +4,7 @@ read them alike)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 #: Keys under which a summary, a config or an engine block may name the hardware.
@@ -34,6 +35,6 @@ def _strings(value: Any, depth: int = 0) -> list[str]:
     return []
 
 
-def hardware_names(*blocks: dict[str, Any]) -> list[str]:
+def hardware_names(*blocks: Mapping[str, Any]) -> list[str]:
     """GPU names under the hardware keys of the given mappings (summary, config, engine block)."""
     return [s for block in blocks for key in HARDWARE_KEYS if key in block for s in _strings(block[key])]

@@ -8,15 +8,14 @@ import re
 from typing import Any
 
 from services.bench.comparability.fingerprint import Comparability, TokenCounter
+from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.core import stored_json
 
 
-def _level_of(load: dict[str, Any]) -> tuple[str | None, str | None]:
+def _level_of(rate: float | None, concurrency: float | None) -> tuple[str | None, str | None]:
     """A step's or a setup's load: a finite rate is an open loop (capped by a concurrency), an
     infinite or missing rate with a concurrency a closed one."""
-    rate = stored_json.number(load.get("rate", load.get("request_rate")))
-    concurrency = stored_json.number(load.get("concurrency", load.get("max_concurrency")))
     if rate is not None:
         cap = f", cap {concurrency:g}" if concurrency else ""
         return "open", f"rate {rate:g} req/s{cap}"
@@ -25,14 +24,22 @@ def _level_of(load: dict[str, Any]) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _reported_load(config: dict[str, Any], summary: BenchSummary, engine: str) -> dict[str, Any]:
-    step = stored_json.number((summary.engine(engine) or {}).get("from_step"))
-    rows = summary.steps_of(engine) or [r for r in summary.sweep if "engine" not in r]
-    if step is not None and 0 <= int(step) < len(rows):
-        return rows[int(step)]
-    if len(rows) == 1:
-        return rows[0]
-    return config
+def _reported_load(
+    config: dict[str, Any], summary: BenchSummary, engine: str
+) -> tuple[float | None, float | None]:
+    """The rate and concurrency of the step the engine's figures come from, else the setup's."""
+    block = summary.engine(engine)
+    step = block.from_step if block is not None else None
+    rows = summary.steps_of(engine) or [r for r in summary.sweep if r.engine is None]
+    row = (
+        rows[step] if step is not None and 0 <= step < len(rows) else rows[0] if len(rows) == 1 else None
+    )
+    if row is not None:
+        return stored_json.number(row.rate), stored_json.number(row.concurrency)
+    return (
+        stored_json.number(config.get("rate", config.get("request_rate"))),
+        stored_json.number(config.get("concurrency", config.get("max_concurrency"))),
+    )
 
 
 def _flag(command: str, name: str) -> str | None:
@@ -69,18 +76,17 @@ def _sglang(config: dict[str, Any], values: dict[str, Any]) -> None:
 def imported_fingerprint(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
     imported = stored_json.mapping(config.get("import"))
     tool = stored_json.nonempty_text(imported.get("tool"))
-    block = summary.engine(engine) or {}
-    completed = stored_json.number(block.get("completed"))
+    block = summary.engine(engine) or EngineResults()
+    completed = block.completed
 
-    def per_request(key: str) -> float | None:
-        total = stored_json.number(block.get(key))
+    def per_request(total: int | None) -> float | None:
         return total / completed if completed and total is not None else None
 
-    loop, level = _level_of(_reported_load(config, summary, engine))
+    loop, level = _level_of(*_reported_load(config, summary, engine))
     values: dict[str, Any] = {
         "source": tool,
-        "input_len_served": per_request("input_tokens"),
-        "output_len_served": per_request("output_tokens"),
+        "input_len_served": per_request(block.input_tokens),
+        "output_len_served": per_request(block.output_tokens),
         "loop": loop,
         "level": level,
         # Each tool times with its own client: two tools' TTFT and ITL differ by definition.

@@ -8,6 +8,7 @@ from typing import Any
 
 from services.bench import comparability, findings, selfcheck
 from services.bench.jobs.engine_metrics import engine_metrics_for
+from services.bench.results import EngineResults
 from services.bench.runner import BenchOutcome, StepResult
 from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord, summarize_engine
@@ -101,7 +102,7 @@ def build_summary(
             block["model"] = meta.summary.get("model")
             block["started_at_unix"] = meta.summary.get("started_at_unix")
             block["generator"] = meta.summary.get("generator") or {}
-            selfcheck.weigh(block["generator"], block)
+            selfcheck.weigh(block["generator"], EngineResults.from_json(block))
             add_rest_evidence(block)
         # The price the run started with, so later price edits leave this run's cost as it was.
         block[cost.SUMMARY_KEY] = cost.cost_of_block(prices.get(engine), block).to_json()
@@ -164,8 +165,8 @@ def build_summary(
             }
     traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
     summary = BenchSummary(
-        engines=engines,
-        sweep=rows,
+        engines={name: EngineResults.from_json(block) for name, block in engines.items()},
+        sweep=[EngineResults.from_json(row) for row in rows],
         slo_search=dict(outcome.slo_search) if outcome is not None else {},
         stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
         prompt_calibration=outcome.calibration.to_dict()

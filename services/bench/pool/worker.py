@@ -53,51 +53,70 @@ class _ResultSink:
         self.flushed = time.perf_counter()
 
 
-def worker_process(setup: WorkerSetup, channels: Channels) -> None:
-    """A worker's body (`multiprocessing` spawns it): one EngineLoad on its own fast loop,
-    taking its requests and its start from the coordinator."""
-    sink = _ResultSink(channels.results, setup.worker, channels.record_batch, channels.record_flush_s)
+class _Feed:
+    """Where a worker's conversations come from, and whether it goes on: the coordinator's
+    queue (or Ray's hub), taken a few at a time and claimed from the run's budget as taken."""
 
-    def orphaned() -> bool:
-        return setup.coordinator_pid is not None and os.getppid() != setup.coordinator_pid
+    def __init__(self, setup: WorkerSetup, channels: Channels, sink: _ResultSink) -> None:
+        self.setup = setup
+        self.channels = channels
+        self.sink = sink
+        self.waiting: collections.deque[Any] = collections.deque()
+        # A closed loop's conversations are claimed from the budget as a worker takes them, a
+        # few at a time, under one lock with the taking (`take_claimed`); Ray's hub does the same
+        # as it hands them out. So the run's requests are exactly the first ones of the
+        # coordinator's sequence, as with one process, and every claimed one is sent (or, its
+        # worker lost, failed). Taking one per hop and claiming when due cost a worker twice the
+        # CPU of a request itself.
+        self.claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
+        self.batch = take_batch(
+            setup.concurrency_cap or 1, channels.take_most, channels.claims_first_turns
+        )
+        # One take in flight per worker: slots freed together wait for it rather than each
+        # starting its own (over Ray those were many small round trips). It takes no more than
+        # the slots waiting for one: a claimed conversation held for a busy slot would wait out
+        # a whole stream while another worker's slots stand idle (2,000 streams at once: seen).
+        # Ray's hub may hand a whole batch while the budget is far from its end (a round trip
+        # there costs milliseconds of CPU, and held ones are taken by the next free slots).
+        self.taking = asyncio.Lock()
+        self.local = takes_locally(channels.work)
+        self.wanting = 0
+        # Ray's hub is a round trip of milliseconds: the next list is asked for while the slots
+        # still have conversations, or they stand idle waiting for it (a worker's throughput was
+        # its batch per round trip). Near the budget's end the hub hands a prefetch nothing
+        # (fewest 0: no claimed conversation waits for a busy slot there).
+        self.prefetching: set[asyncio.Task[None]] = set()
 
-    def stopped() -> bool:
+    def orphaned(self) -> bool:
+        return self.setup.coordinator_pid is not None and os.getppid() != self.setup.coordinator_pid
+
+    def stopped(self) -> bool:
         # Stopped by the coordinator, or orphaned: a coordinator killed outright (SIGKILL,
         # the OOM killer) sets no flag, and its workers must not go on loading the engine.
-        return channels.stop.is_set() or orphaned()
+        return self.channels.stop.is_set() or self.orphaned()
 
-    async def take(most: int, fewest: int | None = None) -> list[Any]:
+    async def take(self, most: int, fewest: int | None = None) -> list[Any]:
         """What the coordinator has handed out, up to `most` items a take (a burst of
         arrivals costs one take, not one each); [] once stopped."""
-        while not stopped():
-            items = await take_awaited(channels.work, most, POLL_S, fewest)
+        while not self.stopped():
+            items = await take_awaited(self.channels.work, most, POLL_S, fewest)
             if items:
                 return items
         return []
 
-    waiting: collections.deque[Any] = collections.deque()
-
-    async def ready() -> float:
-        sink.flush()
-        channels.results.put(("ready", setup.worker, None))
-        while not await asyncio.to_thread(channels.go.wait, POLL_S):
-            if stopped():
+    async def ready(self) -> float:
+        self.sink.flush()
+        self.channels.results.put(("ready", self.setup.worker, None))
+        while not await asyncio.to_thread(self.channels.go.wait, POLL_S):
+            if self.stopped():
                 break
-        return channels.start_at.value or time.perf_counter()
+        return self.channels.start_at.value or time.perf_counter()
 
-    # A closed loop's conversations are claimed from the budget as a worker takes them, a
-    # few at a time, under one lock with the taking (`take_claimed`); Ray's hub does the same
-    # as it hands them out. So the run's requests are exactly the first ones of the
-    # coordinator's sequence, as with one process, and every claimed one is sent (or, its
-    # worker lost, failed). Taking one per hop and claiming when due cost a worker twice the
-    # CPU of a request itself.
-    claims_first_turns = channels.claims_first_turns or setup.load.mode == "concurrency"
-    batch = take_batch(setup.concurrency_cap or 1, channels.take_most, channels.claims_first_turns)
-
-    def claimed_within(most: int, wait: float) -> list[Any]:
+    def claimed_within(self, most: int, wait: float) -> list[Any]:
         """Up to `most` conversations, each claimed as it is taken, waiting up to `wait` (0:
         only what can be had without blocking); [None] once the budget is spent (the end,
         for every slot that asks); [] when none came."""
+        channels = self.channels
         # With a timeout: a worker killed while holding the lock must not hang the others.
         if not (channels.take_lock.acquire(True, wait) if wait else channels.take_lock.acquire(False)):
             return []
@@ -112,39 +131,29 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
         finally:
             channels.take_lock.release()
 
-    def take_claimed(most: int) -> list[Any]:
+    def take_claimed(self, most: int) -> list[Any]:
         """`claimed_within`, waiting as long as it takes; [] once stopped."""
-        while not stopped():
-            items = claimed_within(most, POLL_S)
+        while not self.stopped():
+            items = self.claimed_within(most, POLL_S)
             if items:
                 return items
         return []
 
-    # One take in flight per worker: slots freed together wait for it rather than each
-    # starting its own (over Ray those were many small round trips). It takes no more than
-    # the slots waiting for one: a claimed conversation held for a busy slot would wait out
-    # a whole stream while another worker's slots stand idle (2,000 streams at once: seen).
-    # Ray's hub may hand a whole batch while the budget is far from its end (a round trip
-    # there costs milliseconds of CPU, and held ones are taken by the next free slots).
-    taking = asyncio.Lock()
-    local = takes_locally(channels.work)
-    wanting = 0
-
-    async def next_conversation() -> Conversation | None:
-        nonlocal wanting
-        wanting += 1
+    async def next_conversation(self) -> Conversation | None:
+        waiting, batch = self.waiting, self.batch
+        self.wanting += 1
         try:
             if not waiting:
-                async with taking:
+                async with self.taking:
                     if not waiting:
-                        fewest = max(1, min(batch, wanting))
-                        if channels.claims_first_turns:
-                            taken = await take(batch, fewest)
+                        fewest = max(1, min(batch, self.wanting))
+                        if self.channels.claims_first_turns:
+                            taken = await self.take(batch, fewest)
                         else:
                             # Claiming as it takes is this host's queue (the take lock): most
                             # takes find conversations waiting, and need no thread hop.
-                            taken = claimed_within(fewest, 0) or (
-                                await asyncio.to_thread(take_claimed, fewest)
+                            taken = self.claimed_within(fewest, 0) or (
+                                await asyncio.to_thread(self.take_claimed, fewest)
                             )
                         waiting.extend(taken)
             if not waiting:  # stopped: the stop watcher ends the load meanwhile
@@ -153,79 +162,86 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
             if handed is None:
                 waiting.appendleft(None)  # the end, for every slot: no take more to learn it
             if (
-                channels.claims_first_turns
-                and not channels.work.near_end
+                self.channels.claims_first_turns
+                and not self.channels.work.near_end
                 and len(waiting) < batch // 2
-                and not taking.locked()
+                and not self.taking.locked()
             ):
-                prefetching.add(task := asyncio.create_task(prefetch()))
-                task.add_done_callback(prefetching.discard)
+                self.prefetching.add(task := asyncio.create_task(self.prefetch()))
+                task.add_done_callback(self.prefetching.discard)
             return handed
         finally:
-            wanting -= 1
+            self.wanting -= 1
 
-    # Ray's hub is a round trip of milliseconds: the next list is asked for while the slots
-    # still have conversations, or they stand idle waiting for it (a worker's throughput was
-    # its batch per round trip). Near the budget's end the hub hands a prefetch nothing
-    # (fewest 0: no claimed conversation waits for a busy slot there).
-    prefetching: set[asyncio.Task[None]] = set()
+    async def prefetch(self) -> None:
+        async with self.taking:
+            if len(self.waiting) < self.batch // 2 and not self.stopped():
+                self.waiting.extend(await take_awaited(self.channels.work, self.batch, 0, 0))
 
-    async def prefetch() -> None:
-        async with taking:
-            if len(waiting) < batch // 2 and not stopped():
-                waiting.extend(await take_awaited(channels.work, batch, 0, 0))
-
-    async def schedule() -> AsyncIterator[tuple[float, Conversation]]:
+    async def schedule(self) -> AsyncIterator[tuple[float, Conversation]]:
+        waiting = self.waiting
         while True:
-            if not waiting and local:
-                waiting.extend(take_from(channels.work, TAKE_MOST, 0))
+            if not waiting and self.local:
+                waiting.extend(take_from(self.channels.work, TAKE_MOST, 0))
             if not waiting:
-                waiting.extend(await take(TAKE_MOST))
+                waiting.extend(await self.take(TAKE_MOST))
             item = waiting.popleft() if waiting else None
             if item is None:
                 return
             yield item
+
+    def plan(self) -> WorkerPlan:
+        setup = self.setup
+        return WorkerPlan(
+            worker=setup.worker,
+            origin=setup.origin,
+            start_offsets=setup.start_offsets,
+            concurrency_cap=setup.concurrency_cap,
+            budget=self.channels.budget,
+            ready=self.ready,
+            next_conversation=self.next_conversation,
+            schedule=self.schedule,
+            claims_first_turns=self.claims_first_turns,
+            claim_turn=self.channels.claim_turn,
+        )
+
+
+async def _load(setup: WorkerSetup, sink: _ResultSink, feed: _Feed) -> Any:
+    """The worker's EngineLoad, its records flushed to the coordinator every `sink.every_s`."""
 
     async def flusher() -> None:
         while True:
             await asyncio.sleep(sink.every_s)
             sink.flush()
 
-    async def main() -> Any:
-        plan = WorkerPlan(
-            worker=setup.worker,
-            origin=setup.origin,
-            start_offsets=setup.start_offsets,
-            concurrency_cap=setup.concurrency_cap,
-            budget=channels.budget,
-            ready=ready,
-            next_conversation=next_conversation,
-            schedule=schedule,
-            claims_first_turns=claims_first_turns,
-            claim_turn=channels.claim_turn,
-        )
-        flushing = asyncio.create_task(flusher())
-        try:
-            with quiet_gc():
-                async with make_http_client(
-                    MAX_IN_FLIGHT, read_timeout_s=setup.settings.timeout_s
-                ) as client:
-                    return await EngineLoad(
-                        client,
-                        setup.engine,
-                        setup.workload,
-                        setup.load,
-                        sink=sink,
-                        should_stop=stopped,
-                        settings=setup.settings,
-                        plan=plan,
-                    ).run()
-        finally:
-            flushing.cancel()
-
+    flushing = asyncio.create_task(flusher())
     try:
-        outcome = run_blocking(main())
-        if orphaned():
+        with quiet_gc():
+            async with make_http_client(
+                MAX_IN_FLIGHT, read_timeout_s=setup.settings.timeout_s
+            ) as client:
+                return await EngineLoad(
+                    client,
+                    setup.engine,
+                    setup.workload,
+                    setup.load,
+                    sink=sink,
+                    should_stop=feed.stopped,
+                    settings=setup.settings,
+                    plan=feed.plan(),
+                ).run()
+    finally:
+        flushing.cancel()
+
+
+def worker_process(setup: WorkerSetup, channels: Channels) -> None:
+    """A worker's body (`multiprocessing` spawns it): one EngineLoad on its own fast loop,
+    taking its requests and its start from the coordinator."""
+    sink = _ResultSink(channels.results, setup.worker, channels.record_batch, channels.record_flush_s)
+    feed = _Feed(setup, channels, sink)
+    try:
+        outcome = run_blocking(_load(setup, sink, feed))
+        if feed.orphaned():
             channels.results.cancel_join_thread()  # nobody reads the results any more
             return
     except BaseException as error:  # noqa: BLE001 - the coordinator reports it

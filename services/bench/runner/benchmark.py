@@ -27,6 +27,7 @@ from services.bench.stats import SloSpec, summarize_engine
 from services.bench.time_split import engine_queue, engine_said_waited
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
+from services.core import units
 from services.telemetry.energy.records import EnergyResult
 
 
@@ -368,7 +369,7 @@ def _saturation(history: list[dict[str, Any]], summary: dict[str, Any], sweep: S
         base = (first.get("ttft_s") or {}).get("p90")
         now = (summary.get("ttft_s") or {}).get("p90")
         if base and now and now > sweep.latency_factor * base:
-            return f"p90 TTFT {now * 1000:.0f} ms over {sweep.latency_factor:g}x the first step's"
+            return f"p90 TTFT {units.duration(now)} over {sweep.latency_factor:g}x the first step's"
     if sweep.stop_on_plateau and len(history) >= 2:
         best_before = max(h.get("request_throughput_rps", 0.0) for h in history[:-1])
         previous = history[-1].get("request_throughput_rps", 0.0)

@@ -3,12 +3,14 @@ against throughput, requests in flight, the per-request timeline, engine metrics
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from services.bench.results import Distribution, EngineResults
 from services.bench.stats import RequestRecord, cdf_points, concurrency_timeline, throughput_series
 from services.bench.summary import BenchSummary
 from services.bench.view.split import request_words
@@ -189,22 +191,23 @@ def cdf_figure(values_by_engine: dict[str, list[float]], label: str) -> go.Figur
     return figure
 
 
-def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
+def sweep_figure(rows: Sequence[EngineResults], dimension: str) -> go.Figure:
     """Latency against throughput, one curve per engine, one point per load level."""
     figure = make_subplots(
         rows=1, cols=2, subplot_titles=("p50 TTFT vs throughput", "p50 TPOT vs throughput")
     )
-    engines: dict[str, list[dict[str, Any]]] = {}
+    engines: dict[str, list[EngineResults]] = {}
     for row in rows:
-        engines.setdefault(row["engine"], []).append(row)
+        engines.setdefault(row.engine or "?", []).append(row)
     for name, steps in engines.items():
-        steps = sorted(steps, key=lambda r: r.get(dimension) or 0)
-        x = [r.get("output_throughput_tok_s") for r in steps]
+        steps = sorted(steps, key=lambda r: _load_level(r, dimension) or 0)
+        x = [r.output_throughput_tok_s for r in steps]
         text = [
-            f"{dimension} {r.get(dimension):g}" if r.get(dimension) is not None else "" for r in steps
+            f"{dimension} {level:g}" if (level := _load_level(r, dimension)) is not None else ""
+            for r in steps
         ]
-        for col, metric in ((1, "ttft_s"), (2, "tpot_s")):
-            y = [((r.get(metric) or {}).get("p50") or float("nan")) * 1000 for r in steps]
+        for col, medians in ((1, [r.ttft_s for r in steps]), (2, [r.tpot_s for r in steps])):
+            y = [_p50_ms(stats) for stats in medians]
             figure.add_trace(
                 go.Scatter(
                     x=x,
@@ -223,6 +226,15 @@ def sweep_figure(rows: list[dict[str, Any]], dimension: str) -> go.Figure:
     figure.update_yaxes(title_text="ms")
     figure.update_layout(height=380, margin={"t": 40, "b": 40}, uirevision="constant")
     return figure
+
+
+def _load_level(row: EngineResults, dimension: str) -> float | int | None:
+    return row.concurrency if dimension == "concurrency" else row.rate if dimension == "rate" else None
+
+
+def _p50_ms(stats: Distribution | None) -> float:
+    """A step's median in ms; NaN (a gap in the curve) where it has none."""
+    return ((stats.p50 if stats is not None else None) or float("nan")) * 1000
 
 
 def timeline_figure(

@@ -4,15 +4,16 @@ the summary stored when the run finished. A run without a price reads "not price
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from services.bench.results import EngineResults
 from services.bench.stats import SloSpec, block_meets_slo
 from services.bench.summary import BenchSummary
-from services.core import cost
+from services.core import cost, units
 
 PRICE_COLUMN = "price ($/h)"
 OUTPUT_COLUMN = "$/1M output tok"
@@ -35,16 +36,11 @@ def cost_rows(summary: BenchSummary | dict[str, Any], *, steps: bool = False) ->
         labels = results.step_labels()
         rows = []
         for row in results.sweep:
-            step = row.get("step")
-            label = labels.get(step, "") if isinstance(step, int) else ""
-            rows.append(
-                CostRow(
-                    str(row.get("engine", "?")), label, cost.Cost.from_json(row.get(cost.SUMMARY_KEY))
-                )
-            )
+            label = labels.get(row.step, "") if row.step is not None else ""
+            rows.append(CostRow(row.engine or "?", label, cost.Cost.from_json(row.cost)))
         return rows
     return [
-        CostRow(name, "", cost.Cost.from_json(block.get(cost.SUMMARY_KEY)))
+        CostRow(name, "", cost.Cost.from_json(block.cost))
         for name, block in results.engines_that_ran().items()
     ]
 
@@ -60,8 +56,8 @@ def cost_columns(figures: cost.Cost, *, goodput: bool = True) -> dict[str, str]:
     else:
         cells = {
             PRICE_COLUMN: f"{figures.usd_per_hour:g}",
-            OUTPUT_COLUMN: cost.format_usd(figures.usd_per_1m_output),
-            TOTAL_COLUMN: cost.format_usd(figures.usd_per_1m_total),
+            OUTPUT_COLUMN: units.usd(figures.usd_per_1m_output, missing=cost.NOT_PRICED),
+            TOTAL_COLUMN: units.usd(figures.usd_per_1m_total, missing=cost.NOT_PRICED),
         }
     if goodput:
         if not figures.priced:
@@ -70,7 +66,7 @@ def cost_columns(figures: cost.Cost, *, goodput: bool = True) -> dict[str, str]:
             # Priced, but no request met the SLOs: "not priced" here read as a missing price.
             cells[GOODPUT_COLUMN] = NO_GOODPUT
         else:
-            cells[GOODPUT_COLUMN] = cost.format_usd(figures.usd_per_1m_output_goodput)
+            cells[GOODPUT_COLUMN] = units.usd(figures.usd_per_1m_output_goodput, missing=cost.NOT_PRICED)
     return cells
 
 
@@ -115,19 +111,19 @@ def cheapest_line(summary: BenchSummary | dict[str, Any], slo: SloSpec) -> str |
     None when nothing is priced; says so when nothing priced meets the SLOs."""
     results = BenchSummary.from_json(summary)
     blocks = results.sweep or [
-        {"engine": name, **block} for name, block in results.engines_that_ran().items()
+        replace(block, engine=name) for name, block in results.engines_that_ran().items()
     ]
     labels = results.step_labels()
     candidates = []
     any_priced = False
     for block in blocks:
-        figures = cost.Cost.from_json(block.get(cost.SUMMARY_KEY))
+        figures = cost.Cost.from_json(block.cost)
         any_priced = any_priced or figures.priced
         value = figures.usd_per_1m_output_goodput if slo.active else figures.usd_per_1m_output
         if value is not None and block_meets_slo(block, slo):
-            step = block.get("step")
-            where = f" at {labels[step]}" if isinstance(step, int) and step in labels else ""
-            candidates.append((value, f"{block.get('engine', '?')}{where}"))
+            step = block.step
+            where = f" at {labels[step]}" if step is not None and step in labels else ""
+            candidates.append((value, f"{block.engine or '?'}{where}"))
     if not any_priced:
         return None
     counted = "output tokens at goodput" if slo.active else "output tokens"
@@ -135,7 +131,7 @@ def cheapest_line(summary: BenchSummary | dict[str, Any], slo: SloSpec) -> str |
         return f"Cheapest meeting the SLOs: none ({slo.label()}, {slo.attainment:.0%} of requests) among the priced."
     value, where = min(candidates)
     among = "meeting the SLOs" if slo.active else "(no SLOs set)"
-    return f"Cheapest {among}: {where}, {cost.format_usd(value)} per 1M {counted}."
+    return f"Cheapest {among}: {where}, {units.usd(value, missing=cost.NOT_PRICED)} per 1M {counted}."
 
 
 @dataclass(frozen=True)
@@ -149,17 +145,17 @@ class CostPoint:
     usd_per_1m: float
 
 
-def per_user_tok_s(block: dict[str, Any]) -> float | None:
+def per_user_tok_s(block: EngineResults) -> float | None:
     """A user's output tokens per second: 1 / median TPOT (InferenceX's "interactivity")."""
-    median = (block.get("tpot_s") or {}).get("p50") if isinstance(block.get("tpot_s"), dict) else None
-    return 1.0 / median if isinstance(median, (int, float)) and median > 0 else None
+    median = block.tpot_s.p50 if block.tpot_s is not None else None
+    return 1.0 / median if median is not None and median > 0 else None
 
 
-def cost_point(series: str, label: str, block: dict[str, Any]) -> CostPoint | None:
+def cost_point(series: str, label: str, block: EngineResults) -> CostPoint | None:
     """The point of a priced block with a TPOT; None otherwise (not priced is not $0)."""
     speed = per_user_tok_s(block)
-    usd = cost.Cost.from_json(block.get(cost.SUMMARY_KEY)).usd_per_1m_output
-    if speed is None or usd is None or not block.get("completed"):
+    usd = cost.Cost.from_json(block.cost).usd_per_1m_output
+    if speed is None or usd is None or not block.completed:
         return None
     return CostPoint(series, label, speed, usd)
 
@@ -187,10 +183,10 @@ def sweep_cost_points(summary: BenchSummary | dict[str, Any]) -> list[CostPoint]
     if results.sweep:
         found = [
             cost_point(
-                str(row.get("engine", "?")),
-                f"{row.get('engine', '?')} {labels.get(step, '')}".strip()
-                if isinstance(step := row.get("step"), int)
-                else str(row.get("engine", "?")),
+                row.engine or "?",
+                f"{row.engine or '?'} {labels.get(row.step, '')}".strip()
+                if row.step is not None
+                else row.engine or "?",
                 row,
             )
             for row in results.sweep

@@ -202,9 +202,9 @@ def run_view(run_id: int) -> RunView:
             block[_outcome(record)] += 1
     results = run.results
     averages = {
-        name: block["output_throughput_tok_s"]
+        name: block.output_throughput_tok_s
         for name, block in results.engines.items()
-        if isinstance(block.get("output_throughput_tok_s"), (int, float)) and "from_step" not in block
+        if block.output_throughput_tok_s is not None and block.from_step is None
     }
     offsets = run_offsets(results)
     figures: dict[str, go.Figure] = {"live": live_figure(measured, averages, offsets)}

@@ -22,6 +22,7 @@ from services.bench.time_split import (
     part_title,
     shown,
 )
+from services.core import units
 from services.core.measure import TimeSplit
 from services.engines import get_adapter
 
@@ -53,7 +54,7 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
     """The "where the time went" bar per engine; `labels` names each engine's kind for the
     engines that timed nothing ("not reported by vLLM"). None when no engine reported."""
     engines = BenchSummary.from_json(summary).engines_that_ran()
-    blocks = {name: block.get("time_split") or {} for name, block in engines.items()}
+    blocks = {name: block.time_split for name, block in engines.items()}
     if not any(block.get("reported") for block in blocks.values()):
         return None
     # A router's bar is its worker's times, the router's own time in the rest: its name says so.
@@ -102,7 +103,7 @@ def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per engine and part: mean, p50 and p99 in ms (engines that timed something)."""
     rows = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
-        split = block.get("time_split") or {}
+        split = block.time_split
         if not split.get("reported"):
             continue
         for key, _ in TABLE_PARTS:
@@ -113,7 +114,10 @@ def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
                 {
                     "engine": name,
                     "part": part_title(key, split.get("via") or ""),
-                    **{f"{q} (ms)": _ms(shown(key, stats.get(q))) for q in ("mean", "p50", "p99")},
+                    **{
+                        f"{q} (ms)": units.to_ms(shown(key, stats.get(q)), 2)
+                        for q in ("mean", "p50", "p99")
+                    },
                 }
             )
     return pd.DataFrame(rows)
@@ -123,7 +127,7 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
     """One line per engine in words: its mean E2E split, or that its engine reported nothing."""
     lines = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
-        split = block.get("time_split") or {}
+        split = block.time_split
         if not split.get("requests"):
             continue  # nothing completed, or a run stored before engines' times were read
         if not split.get("reported"):
@@ -141,8 +145,9 @@ def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) 
         note = "; ".join(part for part in (via, clamped) if part)
         lines.append(
             f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms "
-            f"{'≈' if clamped else '='} {parts} ms (rest p50 {_ms(shown('e2e_rest_s', rest.get('p50')))} / p99 "
-            f"{_ms(shown('e2e_rest_s', rest.get('p99')))} ms; "
+            f"{'≈' if clamped else '='} {parts} ms (rest p50 "
+            f"{units.to_ms(shown('e2e_rest_s', rest.get('p50')), 2)} / p99 "
+            f"{units.to_ms(shown('e2e_rest_s', rest.get('p99')), 2)} ms; "
             f"{split['reported']} of {split.get('requests', 0)} requests timed by the engine, "
             f"from its {split.get('source') or 'report'})" + (f"; {note}" if note else "")
         )
@@ -199,8 +204,9 @@ def request_words(record: RequestRecord) -> str:
 
 
 def split_words(split: TimeSplit) -> str:
-    parts = [
-        f"{name} {value * 1000:.1f} ms"
+    """The parts in words, in one unit (units.duration_unit)."""
+    named = [
+        (name, value)
         for name, value in (
             ("queue", split.queue_s),
             ("prefill", split.prefill_s),
@@ -211,13 +217,11 @@ def split_words(split: TimeSplit) -> str:
         if value is not None
     ]
     if split.prefill_s is None and split.engine_s is not None:
-        parts.insert(1, f"prefill + decode {(split.engine_s - (split.queue_s or 0.0)) * 1000:.1f} ms")
+        named.insert(1, ("prefill + decode", split.engine_s - (split.queue_s or 0.0)))
+    unit = units.duration_unit(value for _, value in named)
+    parts = [f"{name} {units.duration(value, unit)}" for name, value in named]
     if split.clamp_note:
         parts.append(split.clamp_note)
     if split.via == "router":
         parts.insert(0, VIA_ROUTER)
     return " · ".join(parts)
-
-
-def _ms(value: Any) -> float | None:
-    return round(value * 1000, 2) if isinstance(value, (int, float)) else None

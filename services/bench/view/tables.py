@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 
 from services.bench.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
+from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
+from services.core import units
 from services.core.measure import percentile_key
 from services.telemetry.energy.records import NOT_MEASURED, EnergyResult
 
@@ -25,14 +27,13 @@ def percentile_table(
     keys = ["mean", *(percentile_key(q) for q in sorted({50.0, 90.0, 95.0, 99.0, *percentiles})), "max"]
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         titles = list(METRIC_TITLES.items())
-        if block.get("ttft_includes_reasoning"):
+        if block.ttft_includes_reasoning:
             titles.insert(1, ("ttfat_s", TTFAT_TITLE))
         for metric, title in titles:
-            stats = block.get(metric) or {}
+            stats = block.latency(metric)
             row: dict[str, Any] = {"engine": name, "metric": title}
             for key in keys:
-                value = stats.get(key)
-                row[f"{key} (ms)"] = round(value * 1000, 2) if isinstance(value, (int, float)) else None
+                row[f"{key} (ms)"] = units.to_ms(stats.at(key) if stats is not None else None, 2)
             rows.append(row)
     return fill_missing(pd.DataFrame(rows))
 
@@ -52,33 +53,32 @@ def throughput_table(
     the chat template), and the engine's prefix hit rate beside usage's cached share."""
     rows = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
-        metrics = block.get("engine_metrics") or {}
-        errors = ", ".join(f"{k} {v}" for k, v in sorted((block.get("errors_by_class") or {}).items()))
-        completed = block.get("completed")
-        input_tokens = block.get("input_tokens")
-        cached = block.get("cached_tokens")
+        metrics = block.engine_metrics
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(block.errors_by_class.items()))
+        input_tokens = block.input_tokens
+        cached = block.cached_tokens
         rows.append(
             {
                 "engine": name,
-                "completed": block.get("completed"),
-                "failed": block.get("failed"),
+                "completed": block.completed,
+                "failed": block.failed,
                 # Stopped by the user in flight: neither completed nor the engine's failure.
-                "cancelled": block.get("cancelled_requests") or None,
+                "cancelled": block.cancelled_requests or None,
                 # No failures is a count of 0, not a blank that reads as "not reported".
                 "errors": errors or "0",
-                "requests/s": _round(block.get("request_throughput_rps")),
-                "output tok/s": _round(block.get("output_throughput_tok_s")),
-                "total tok/s": _round(block.get("total_token_throughput_tok_s")),
-                "goodput req/s": _round(block.get("goodput_rps")),
+                "requests/s": _round(block.request_throughput_rps),
+                "output tok/s": _round(block.output_throughput_tok_s),
+                "total tok/s": _round(block.total_token_throughput_tok_s),
+                "goodput req/s": _round(block.goodput_rps),
                 ASKED_INPUT_COLUMN: requested_input,
-                SERVED_INPUT_COLUMN: _ratio(input_tokens, completed, 1),
-                "output tokens": block.get("output_tokens"),
+                SERVED_INPUT_COLUMN: _ratio(input_tokens, block.completed, 1),
+                "output tokens": block.output_tokens,
                 "cached tokens": cached,
                 # Shares as percentages, as the Monitor and Runs pages show them.
                 ENGINE_HIT_COLUMN: _percent(metrics.get("prefix_cache_hit_rate")),
                 USAGE_HIT_COLUMN: _percent(_ratio(cached, input_tokens)),
                 "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
-                "schema valid (%)": _percent(block.get("schema_valid_rate")),
+                "schema valid (%)": _percent(block.schema_valid_rate),
                 **reasoning_columns(block),
                 **energy_columns(block),
             }
@@ -89,29 +89,29 @@ def throughput_table(
     return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
 
 
-def reasoning_columns(block: dict[str, Any]) -> dict[str, Any]:
+def reasoning_columns(block: EngineResults) -> dict[str, Any]:
     """A reasoning model's tokens and rates (median per request), and who counted the
     reasoning tokens; None for an engine that did not think (the column then drops out)."""
-    reasoning = block.get("reasoning_tokens")
+    reasoning = block.reasoning_tokens
     if not reasoning:
         return dict.fromkeys(REASONING_COLUMNS)
-    source = block.get("reasoning_tokens_source")
+    source = block.reasoning_tokens_source
     return {
         "reasoning tokens": reasoning,
-        "answer tokens": block.get("answer_tokens"),
+        "answer tokens": block.answer_tokens,
         "reasoning counted by": REASONING_SOURCES.get(source, source) if source else None,
-        "reasoning tok/s (p50)": _round((block.get("reasoning_tok_s") or {}).get("p50")),
-        "answer tok/s (p50)": _round((block.get("answer_tok_s") or {}).get("p50")),
+        "reasoning tok/s (p50)": _round(block.reasoning_tok_s.p50 if block.reasoning_tok_s else None),
+        "answer tok/s (p50)": _round(block.answer_tok_s.p50 if block.answer_tok_s else None),
     }
 
 
 ENERGY_COLUMNS = ("energy (J)", "J/output token", "output tokens/J", "energy measured by")
 
 
-def energy_columns(block: dict[str, Any]) -> dict[str, Any]:
+def energy_columns(block: EngineResults) -> dict[str, Any]:
     """The step's joules, per output token and tokens per joule, and how they were measured,
     or "not measured here: <reason>"; None for a run from before energy (the columns drop)."""
-    energy = EnergyResult.from_json(block.get("energy"))
+    energy = EnergyResult.from_json(block.energy)
     if energy is None:
         return dict.fromkeys(ENERGY_COLUMNS)
     return {
@@ -126,10 +126,10 @@ def energy_columns(block: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def energy_line(block: dict[str, Any]) -> str | None:
+def energy_line(block: EngineResults) -> str | None:
     """One line on a step's energy for the CLI table and the page's notes; None for a run
     from before energy."""
-    energy = EnergyResult.from_json(block.get("energy"))
+    energy = EnergyResult.from_json(block.energy)
     if energy is None:
         return None
     if not energy.measured:
@@ -166,26 +166,24 @@ REASONING_SOURCES = {
 }
 
 
-def reasoning_line(block: dict[str, Any]) -> str | None:
+def reasoning_line(block: EngineResults) -> str | None:
     """One line on an engine's thinking for the CLI table and reports; None when its TTFT
     does not include thinking (its time to first answer token is its TTFT)."""
-    if not block.get("ttft_includes_reasoning"):
+    if not block.ttft_includes_reasoning:
         return None
-    answer = block.get("ttfat_s") or {}
+    answer = block.ttfat_s
     columns = reasoning_columns(block)
-
-    def ms(value: Any) -> str:
-        return f"{value * 1000:.1f}" if isinstance(value, (int, float)) else "-"
-
-    def rate(value: Any) -> str:
-        return f"{value:.1f}" if isinstance(value, (int, float)) else "-"
-
+    p50, p99 = (answer.p50, answer.p99) if answer else (None, None)
+    unit = units.duration_unit((p50, p99))
     return (
-        f"TTFT includes thinking; first answer token p50 {ms(answer.get('p50'))} ms, "
-        f"p99 {ms(answer.get('p99'))} ms; {columns['reasoning tokens']} reasoning tokens "
+        f"TTFT includes thinking; first answer token p50 {units.duration(p50, unit, missing='-')}, "
+        f"p99 {units.duration(p99, unit, missing='-')}; {columns['reasoning tokens']} reasoning tokens "
         f"(counted by {columns['reasoning counted by'] or 'nobody'}), "
-        f"{columns['answer tokens']} answer tokens; p50 {rate(columns['reasoning tok/s (p50)'])} "
-        f"reasoning tok/s, {rate(columns['answer tok/s (p50)'])} answer tok/s"
+        f"{columns['answer tokens']} answer tokens; p50 "
+        + ", ".join(
+            units.rate(columns[f"{part} tok/s (p50)"], f"{part} tok/s", missing=f"- {part} tok/s")
+            for part in ("reasoning", "answer")
+        )
     )
 
 
@@ -197,11 +195,8 @@ def _ratio(part: Any, whole: Any, digits: int | None = None) -> float | None:
 
 
 def _percent(value: Any) -> float | None:
-    return (
-        round(float(value) * 100, 1)
-        if isinstance(value, (int, float)) and not math.isnan(value)
-        else None
-    )
+    found = units.number(value)
+    return None if found is None else round(found * 100, 1)
 
 
 def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
@@ -215,7 +210,8 @@ def step_labels(summary: BenchSummary | dict[str, Any]) -> dict[int, str]:
 
 
 def _round(value: Any, digits: int = 2) -> float | None:
-    return round(value, digits) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    found = units.number(value)
+    return None if found is None else round(found, digits)
 
 
 def fold_not_measured(frame: pd.DataFrame, column: str, subject: str) -> tuple[pd.DataFrame, str | None]:

@@ -37,7 +37,6 @@ from db.models import Run
 from db.session import session_scope
 from services.bench.comparability import Comparability, Difference
 from services.bench.findings import IDENTICAL_ANSWERS, IGNORED_MAX_TOKENS, Finding
-from services.bench.findings import SUMMARY_KEY as FINDINGS_KEY
 from services.bench.selfcheck import CLIENT_BOUND
 from services.bench.stats import tail_limit_s
 from services.bench.summary import BenchSummary
@@ -148,9 +147,9 @@ def broken_workload(series: Series, summary: BenchSummary | None) -> list[str]:
     # The benchmark's own findings that fail (services/bench/findings.py): counters the stream
     # refuted or no answer can have, a stream past max_tokens.
     said = [f.message for f in found if f.failing]
-    block = (summary.engine(series.engine) if summary else None) or {}
+    block = summary.engine(series.engine) if summary else None
     # A run stored before findings (or an import) has only its lengths to tell.
-    looked = isinstance(block.get(FINDINGS_KEY), list)
+    looked = block is not None and block.findings is not None
     over = "" if looked else _over_asked(series.fingerprint)
     if over and not any(f.check == IGNORED_MAX_TOKENS for f in found):
         said.append(f"{series.label}: {over}")
@@ -169,8 +168,8 @@ def _over_asked(fingerprint: Comparability) -> str:
 
 def _lag_max_s(summary: BenchSummary | None, engine: str) -> float:
     """The generator's own longest delay (its loop lag's max) while it measured this engine."""
-    block = (summary.engine(engine) if summary else None) or {}
-    generator = stored_json.mapping(block.get("generator"))
+    block = summary.engine(engine) if summary else None
+    generator = stored_json.mapping(block.generator if block is not None else None)
     lag = stored_json.number(stored_json.mapping(generator.get("loop_lag_ms")).get("max"))
     return (lag or 0.0) / 1000
 

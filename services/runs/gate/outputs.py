@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from services.core.safe_text import md_line
 from services.runs.gate.evaluate import (
     EXIT_BAD_ARGUMENTS,
     EXIT_NOT_COMPARABLE,
@@ -56,11 +57,11 @@ def _xml_text(text: str | None) -> str | None:
 
 
 def _cell(text: str) -> str:
-    """A table cell: untrusted names (engines, runs) must not break the table or link."""
-    text = plain(text.replace("\n", " "))
-    for raw, safe in (("<", "&lt;"), ("|", "\\|"), ("[", "\\["), ("]", "\\]")):
-        text = text.replace(raw, safe)
-    return text
+    """Untrusted text (engine and run names, imported labels) as one line of Markdown, a table
+    cell included: control characters (newlines among them) as spaces, then the pages' one
+    escaper (safe_text.md_line), so that it can neither break the table nor format, link or
+    load anything."""
+    return md_line(_CONTROLS.sub(" ", text))
 
 
 def markdown(result: GateResult) -> str:

@@ -291,7 +291,7 @@ def test_the_table_says_what_the_self_check_means_then_its_evidence() -> None:
     at = lines.index(
         "self-check: Client-bound: the load generator, not the engine, limited some of these figures."
     )
-    assert lines[at + 1].startswith("  a: TTFT and ITL percentiles may be up to ~12 ms too high")
+    assert lines[at + 1].startswith("  a: TTFT and ITL percentiles may be up to ~12.4 ms too high")
     assert "What to do: run it again on a quieter machine" in lines[at + 1]
     assert lines[at + 2].startswith(
         "  b: The load generator could not check itself (the run lasted 0.13 s"

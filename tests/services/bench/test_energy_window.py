@@ -8,6 +8,7 @@ import pytest
 
 from services.bench.arrivals import LoadSpec
 from services.bench.jobs.summarize import build_summary
+from services.bench.results import EngineResults
 from services.bench.runner import Benchmark, ListSink
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.view.tables import energy_columns, energy_line
@@ -63,10 +64,11 @@ def test_the_warm_ups_tokens_count_since_its_energy_is_in_the_window(
         # 4 measured requests and 2 warm-ups of 5 tokens each, per engine in the window.
         assert energy["output_tokens"] == 30 * engines and energy["warmup_output_tokens"] == 10 * engines
         assert energy["j_per_output_token"] == pytest.approx(2.0 / (30 * engines))
-        line = energy_line(block)
+        line = energy_line(EngineResults.from_json(block))
         assert line is not None
         assert f"over {30 * engines} output tokens, the warm-up's {10 * engines} included" in line
-        assert "the window spans the warm-up" in energy_columns(block)["energy measured by"]
+        columns = energy_columns(EngineResults.from_json(block))
+        assert "the window spans the warm-up" in columns["energy measured by"]
 
 
 def test_a_stored_block_keeps_which_tokens_it_counted() -> None:

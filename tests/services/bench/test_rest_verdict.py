@@ -43,21 +43,21 @@ def test_a_calm_generator_beside_a_large_rest_kept_up_and_says_whose_the_rest_is
     line = headline(generator)
     assert line is not None and line.startswith("generator kept up")
     assert "CLIENT-BOUND" not in line
-    assert "time outside the engine's own clock p99 942.0 ms > 50 ms" in line
+    assert "time outside the engine's own clock p99 942 ms > 50 ms" in line
     assert "likely the engine's front end (tokenizing, detokenizing, its HTTP server)" in line
     words = advice(generator)
-    assert words.startswith("TTFT and ITL are the engine's: the generator's own delay was ~0.3 ms")
+    assert words.startswith("TTFT and ITL are the engine's: the generator's own delay was ~0.300 ms")
     assert "quieter machine" not in words
-    assert "Beside it: time outside the engine's own clock p99 942.0 ms" in words
+    assert "Beside it: time outside the engine's own clock p99 942 ms" in words
 
 
 def test_a_generator_held_up_by_its_own_evidence_is_still_client_bound() -> None:
     lagging = WorkerCheck(loop_lag_s=[0.0002] * 95 + [0.01242] * 5, cpu_s=0.02, wall_s=1.0)
     generator = loaded(lagging, rest_s=0.942)
     assert generator["client_bound"] is True and state(generator) == "client-bound"
-    assert generator["evidence"] == ["event-loop lag p99 12.42 ms > 2 ms"]
+    assert generator["evidence"] == ["event-loop lag p99 12.4 ms > 2 ms"]
     line = headline(generator)
-    assert line is not None and line.startswith("CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms):")
+    assert line is not None and line.startswith("CLIENT-BOUND (event-loop lag p99 12.4 ms > 2 ms):")
     assert "part of it the generator's own delay" in generator["rest_evidence"]
     assert "quieter machine" in advice(generator)
 
@@ -66,7 +66,7 @@ def test_a_run_stored_client_bound_on_the_rest_alone_is_judged_again() -> None:
     """Before this, the rest was added to the evidence and forced the verdict."""
     rest_line = (
         "time outside the engine's own clock (network, HTTP, its front end, the client) p99 "
-        "1800.0 ms > 50 ms (p50 942.0 ms over 20 requests the engine timed)"
+        "1.80 s > 50 ms (p50 942 ms over 20 requests the engine timed)"
     )
     stored = {
         **report([WorkerCheck(loop_lag_s=[0.0003] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False),

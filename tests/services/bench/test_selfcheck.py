@@ -154,7 +154,7 @@ def test_workers_merge_from_raw_samples_not_averaged_percentiles() -> None:
     # Lateness counts only in open loop (a closed loop has no schedule to be late against).
     late = WorkerCheck(loop_lag_s=[0.0001] * 50, send_lateness_s=[0.01] * 50, cpu_s=0.1, wall_s=0.5)
     assert report([late], open_loop=False)["client_bound"] is False
-    assert report([late], open_loop=True)["evidence"] == ["send lateness p99 10.00 ms > 2 ms"]
+    assert report([late], open_loop=True)["evidence"] == ["send lateness p99 10.0 ms > 2 ms"]
 
 
 def test_a_loop_kept_off_its_core_is_flagged_by_the_probes_it_missed(
@@ -232,7 +232,9 @@ def test_enough_probes_and_little_lag_kept_up() -> None:
     assert calm["client_bound"] is False and calm["checked"] is True and calm["evidence"] == []
     assert "unchecked_reason" not in calm and calm["loop_late_share"] == 0.007
     assert state(calm) == "kept up"
-    assert headline(calm).startswith("generator kept up (1 worker(s)): loop lag p50/p99 0.20/0.20 ms")
+    assert headline(calm).startswith(
+        "generator kept up (1 worker(s)): loop lag p50/p99 0.200 ms/0.200 ms"
+    )
 
 
 def test_the_advice_says_which_figures_how_much_at_most_and_what_to_do() -> None:
@@ -242,7 +244,7 @@ def test_the_advice_says_which_figures_how_much_at_most_and_what_to_do() -> None
         [WorkerCheck(loop_lag_s=[0.0002] * 95 + [0.01242] * 5, cpu_s=0.02, wall_s=1.0)], open_loop=False
     )
     assert advice(lagging) == (
-        "TTFT and ITL percentiles may be up to ~12 ms too high (the generator's own delay at p99: "
+        "TTFT and ITL percentiles may be up to ~12.4 ms too high (the generator's own delay at p99: "
         "tokens that arrived while it was busy got late times); throughput and token counts are "
         "unaffected. What to do: run it again on a quieter machine (other programs, or the engine "
         "itself, kept the generator off its CPU); more workers would not help, none ran out of CPU."
@@ -262,11 +264,11 @@ def test_the_advice_says_which_figures_how_much_at_most_and_what_to_do() -> None
         [WorkerCheck(loop_lag_s=[0.0001] * 50, send_lateness_s=[0.01] * 50, cpu_s=0.1, wall_s=0.5)],
         open_loop=True,
     )
-    assert "requests left up to ~10 ms after their scheduled time (p99)" in advice(late)
+    assert "requests left up to ~10.0 ms after their scheduled time (p99)" in advice(late)
     short = report([WorkerCheck(loop_lag_s=[0.0002] * 12, cpu_s=0.01, wall_s=0.13)], open_loop=False)
     assert advice(short).startswith("The load generator could not check itself (the run lasted 0.13 s")
     assert "What to do: run longer" in advice(short)
     calm = report([WorkerCheck(loop_lag_s=[0.0002] * 150, cpu_s=0.2, wall_s=1.52)], open_loop=False)
     assert advice(calm) == (
-        "TTFT and ITL are the engine's: the generator's own delay was ~0.2 ms at p99."
+        "TTFT and ITL are the engine's: the generator's own delay was ~0.200 ms at p99."
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.bench import selfcheck
+from services.bench.results import EngineResults
 from services.bench.selfcheck import WorkerCheck, report
 from services.bench.summary import BenchSummary
 from services.bench.time_split import add_rest_evidence
@@ -46,7 +47,7 @@ def one_slot_block(generator: dict[str, Any], *, ttft_s: float = 4.196) -> dict[
 
 def summarized(block: dict[str, Any]) -> dict[str, Any]:
     """What jobs/summarize.py does to a load's block once its figures are known."""
-    selfcheck.weigh(block["generator"], block)
+    selfcheck.weigh(block["generator"], EngineResults.from_json(block))
     add_rest_evidence(block)
     return block
 
@@ -57,18 +58,20 @@ def test_the_one_slot_queue_is_the_engines_limit_not_the_generators() -> None:
     block = summarized(one_slot_block(generator))
     check = block["generator"]
     assert check["client_bound"] is False and selfcheck.state(check) == "kept up"
-    assert check["evidence"] == ["event-loop lag p99 14.00 ms > 2 ms"]  # kept, said, weighed
+    assert check["evidence"] == ["event-loop lag p99 14.0 ms > 2 ms"]  # kept, said, weighed
     assert check["weighed"]["figures_ms"] == {"TTFT p50": 4196.0, "E2E p50": 5046.0}
     assert check["weighed"]["bound"] == round(14 / 4196, 5)
     line = selfcheck.headline(check)
-    assert line is not None and line.startswith("generator kept up (1 worker(s)): its own delay, 14 ms")
+    assert line is not None and line.startswith(
+        "generator kept up (1 worker(s)): its own delay, 14.0 ms"
+    )
     assert "CLIENT-BOUND" not in line
     assert "they are good to about 0.3%" in line
     assert "the engine was the limit: requests spent 73% of their E2E in its own queue" in line
     words = selfcheck.advice(check)
     assert words.startswith("TTFT and E2E are the engine's to within about 0.3%")
     assert "TPOT and ITL are gaps between two timestamps late alike, unbiased by it" in words
-    assert "a single gap may read up to ~14 ms off (ITL's p99 most)" in words
+    assert "a single gap may read up to ~14.0 ms off (ITL's p99 most)" in words
     assert "The engine was the limit" in words and "quieter machine" not in words
 
     run = BenchSummary.from_json({"engines": {"llamacpp-1slot": block}}).run_check()
@@ -106,8 +109,8 @@ def test_a_lag_as_large_as_the_figures_stays_client_bound() -> None:
     check = block["generator"]
     assert check["client_bound"] is True and selfcheck.state(check) == "client-bound"
     line = selfcheck.headline(check)
-    assert line is not None and line.startswith("CLIENT-BOUND (event-loop lag p99 14.00 ms > 2 ms): ")
-    assert "its own delay, 14 ms at p99, is up to 35% of the figures it could distort" in line
+    assert line is not None and line.startswith("CLIENT-BOUND (event-loop lag p99 14.0 ms > 2 ms): ")
+    assert "its own delay, 14.0 ms at p99, is up to 35% of the figures it could distort" in line
     run = BenchSummary.from_json({"engines": {"fast": block}}).run_check()
     assert run.client_bound and run.title.startswith("Client-bound: the load generator")
 

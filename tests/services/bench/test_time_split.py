@@ -80,7 +80,7 @@ def test_a_large_rest_is_evidence_with_its_figure_and_a_small_one_is_not() -> No
     words = block["generator"]["rest_evidence"]
     assert words.startswith("time outside the engine's own clock p99 ")
     assert "likely the engine's front end (tokenizing, detokenizing, its HTTP server)" in words
-    assert "not the generator (its own delay was 0.30 ms at p99)" in words
+    assert "not the generator (its own delay was 0.300 ms at p99)" in words
     # Too few requests, or an engine that does not time its queue (the slot wait is its own).
     assert rest_evidence({"time_split": split_block(slow[: count - 1])}) is None
     untimed = [record(i, rest=0.002 if i < count - 2 else 0.1, queue=None) for i in range(count)]
@@ -144,7 +144,7 @@ def test_the_page_shows_the_split_per_engine_and_says_who_reported_nothing() -> 
     assert lines[0].startswith("vllm-cpu: mean E2E 300.0 ms = queue 1.0 + prefill 20.0 + decode 277.0")
     assert lines[1] == "sglang-cpu: where the time went: not reported by SGLang"
     assert set(split_table(summary)["engine"]) == {"vllm-cpu"}
-    assert request_words(timed[0]).startswith("queue 1.0 ms · prefill 20.0 ms · decode 277.0 ms")
+    assert request_words(timed[0]).startswith("queue 1.0 ms · prefill 20.0 ms · decode 277 ms")
     assert request_words(RequestRecord("e", 1, True)) == "engine times not reported"
     assert split_figure({"engines": {"sglang-cpu": summary["engines"]["sglang-cpu"]}}, labels) is None
 

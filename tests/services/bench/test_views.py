@@ -10,6 +10,7 @@ import pytest
 
 from services.bench import jobs
 from services.bench import view as views
+from services.bench.results import EngineResults
 from services.bench.spec import BenchSpec, EngineTarget
 from services.core.errors import NotFoundError, ValidationError
 from services.engines.endpoints import add_engine
@@ -199,13 +200,13 @@ def test_the_self_check_says_in_plain_words_which_figures_to_trust_and_what_to_d
         check.title == "Client-bound: the load generator, not the engine, limited some of these figures."
     )
     assert len(check.advice_lines) == 1  # b kept up: nothing to say about its figures
-    assert check.advice_lines[0].startswith("a: TTFT and ITL percentiles may be up to ~12 ms too high")
+    assert check.advice_lines[0].startswith("a: TTFT and ITL percentiles may be up to ~12.4 ms too high")
     assert (
         "throughput and token counts are unaffected. What to do: run it again on a quieter"
         in (check.advice_lines[0])
     )
     assert [line.split(":")[0] for line in check.evidence_lines] == ["a", "b"]
-    assert "CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)" in check.evidence_lines[0]
+    assert "CLIENT-BOUND (event-loop lag p99 12.4 ms > 2 ms)" in check.evidence_lines[0]
     assert "CPU per worker 2%" in check.evidence_lines[0]
     assert check.evidence_lines[1].startswith("b: generator kept up (1 worker(s)): loop lag p50/p99")
 
@@ -222,7 +223,7 @@ def test_the_self_check_says_in_plain_words_which_figures_to_trust_and_what_to_d
     kept_up = views.run_self_check({"engines": {"b": {"generator": calm}}})
     assert kept_up.state == "kept up" and kept_up.title.startswith("The load generator kept up")
     assert kept_up.advice_lines == [
-        ("TTFT and ITL are the engine's: the generator's own delay was ~0.2 ms at p99.")
+        ("TTFT and ITL are the engine's: the generator's own delay was ~0.200 ms at p99.")
     ]
     assert views.run_self_check({"engines": {"imported": {}}}).state is None
 
@@ -316,11 +317,12 @@ def test_the_throughput_table_has_each_engines_energy_or_why_not() -> None:
     assert rows["cpu"]["energy (J)"] == "–"  # not 0
     assert rows["cpu"]["energy measured by"] == f"not measured here: {missing['reason']}"
     assert rows["old"]["energy measured by"] == "–"  # a run from before energy
-    assert energy_line({"energy": measured}) == (
+    assert energy_line(EngineResults.from_json({"energy": measured})) == (
         "energy: 812.3 J over 10.0 s, 0.4062 J/output token, 2.462 output tokens/J "
         f"(power samples, NVML; {measured['scope']})"
     )
-    assert energy_line({"energy": missing}) == f"energy: not measured here: {missing['reason']}"
-    assert energy_line({}) is None
+    missing_line = energy_line(EngineResults.from_json({"energy": missing}))
+    assert missing_line == f"energy: not measured here: {missing['reason']}"
+    assert energy_line(EngineResults()) is None
     # A run from before energy has no energy columns at all.
     assert "energy (J)" not in views.throughput_table({"engines": {"old": {"completed": 1}}})

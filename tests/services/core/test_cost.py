@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.core import cost
+from services.core import cost, units
 from services.core.errors import ValidationError
 
 prices = st.floats(min_value=0.01, max_value=cost.MAX_USD_PER_HOUR)
@@ -45,7 +45,7 @@ def test_no_price_is_none_never_zero(rate: float | None) -> None:
     figures = cost.cost_of(None, output_tok_s=rate, total_tok_s=rate, goodput_output_tok_s=rate)
     assert figures == cost.Cost()
     assert not figures.priced
-    assert cost.format_usd(figures.usd_per_1m_output) == "not priced"
+    assert units.usd(figures.usd_per_1m_output, missing=cost.NOT_PRICED) == "not priced"
 
 
 @pytest.mark.parametrize("rate", [None, 0.0, -1.0, math.inf, math.nan])
@@ -110,6 +110,6 @@ def test_bad_prices_say_why(text: str | float, says: str) -> None:
 
 
 def test_format() -> None:
-    assert cost.format_usd(None) == "not priced"
-    assert cost.format_usd(0.5) == "$0.5000"
-    assert cost.format_usd(1234.5) == "$1,234.50"
+    assert units.usd(None, missing=cost.NOT_PRICED) == "not priced"
+    assert units.usd(0.5) == "$0.5000"
+    assert units.usd(1234.5) == "$1,234.50"

@@ -45,13 +45,13 @@ def test_ramp_verdict_thresholds() -> None:
     saturating = ramp_verdict(
         _levels((1, 20, 1.0, 1), (2, 39, 1.0, 2), (4, 70, 1.1, 4), (8, 76, 2.0, 4), (16, 77, 4.0, 4))
     )
-    assert saturating["verdict"] == "pays" and saturating["saturation_concurrency"] == 4
-    assert saturating["peak_concurrency"] == 16 and saturating["latency_growth"] == pytest.approx(4)
-    assert ramp_verdict(_levels((1, 20, 1, 1), (4, 21, 4, 1.05)))["verdict"] == "serial"
+    assert saturating.verdict == "pays" and saturating.saturation_concurrency == 4
+    assert saturating.peak_concurrency == 16 and saturating.latency_growth == pytest.approx(4)
+    assert ramp_verdict(_levels((1, 20, 1, 1), (4, 21, 4, 1.05))).verdict == "serial"
     # Decoding together on a saturated machine: batching happened, throughput did not follow.
-    assert ramp_verdict(_levels((1, 20, 1, 1), (4, 21, 4, 3.9)))["verdict"] == "batched_no_gain"
-    assert ramp_verdict(_levels((1, 20, 1, 1), (4, 26, 3, 3.9)))["verdict"] == "little"
-    assert ramp_verdict([{"concurrency": 1, "error": "connect_refused: x"}])["verdict"] == "failed"
+    assert ramp_verdict(_levels((1, 20, 1, 1), (4, 21, 4, 3.9))).verdict == "batched_no_gain"
+    assert ramp_verdict(_levels((1, 20, 1, 1), (4, 26, 3, 3.9))).verdict == "little"
+    assert ramp_verdict([{"concurrency": 1, "error": "connect_refused: x"}]).verdict == "failed"
 
 
 def test_the_headline_never_contradicts_a_small_gain() -> None:

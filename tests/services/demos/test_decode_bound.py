@@ -52,20 +52,20 @@ def test_engine_verdict_thresholds() -> None:
         {"decode_tok_s": 60, "bound_tok_s": 100},
         {"decode_tok_s": 100, "bound_tok_s": 780, "parallel": 2.0},
     )
-    assert at_bound["verdict"] == "at_bound" and at_bound["batching"] == "some"
+    assert at_bound.verdict == "at_bound" and at_bound.batching == "some"
     serial = engine_verdict(
         8,
         {"decode_tok_s": 20, "bound_tok_s": 100},
         {"decode_tok_s": 21, "bound_tok_s": 780, "parallel": 1.0},
     )
-    assert serial["verdict"] == "below_bound" and serial["batching"] == "serial"
+    assert serial.verdict == "below_bound" and serial.batching == "serial"
     together = engine_verdict(
         8,
         {"decode_tok_s": 20, "bound_tok_s": 100},
         {"decode_tok_s": 21, "bound_tok_s": 780, "parallel": 7.5},
     )
-    assert together["batching"] == "none"
-    assert engine_verdict(8, {"error": "x"}, None)["verdict"] == "failed"
+    assert together.batching == "none"
+    assert engine_verdict(8, {"error": "x"}, None).verdict == "failed"
 
 
 def test_unknown_gpu_is_refused_before_anything_runs(db_url: str, demo_server) -> None:

@@ -47,9 +47,5 @@ def test_verdict_without_kv_metrics() -> None:
         },
     ]
     v = engine_verdict(levels)
-    assert (
-        v["verdict"] == "queued"
-        and v["kv_peak"] is None
-        and v["kv_reason"] == "not reported by llama.cpp"
-    )
-    assert engine_verdict([{"concurrency": 1, "error": "boom"}])["verdict"] == "failed"
+    assert v.verdict == "queued" and v.kv_peak is None and v.kv_reason == "not reported by llama.cpp"
+    assert engine_verdict([{"concurrency": 1, "error": "boom"}]).verdict == "failed"

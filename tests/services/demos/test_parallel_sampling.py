@@ -29,15 +29,15 @@ def test_n4_against_n1(db_url: str, demo_server) -> None:
 def test_verdict_thresholds() -> None:
     one = {"e2e_s": 1.0, "throughput_tok_s": 32.0}
     assert (
-        engine_verdict(4, one, {"e2e_s": 3.9, "throughput_tok_s": 33.0, "choices": 4})["verdict"]
+        engine_verdict(4, one, {"e2e_s": 3.9, "throughput_tok_s": 33.0, "choices": 4}).verdict
         == "serial"
     )
     assert (
-        engine_verdict(4, one, {"e2e_s": 2.0, "throughput_tok_s": 64.0, "choices": 4})["verdict"]
+        engine_verdict(4, one, {"e2e_s": 2.0, "throughput_tok_s": 64.0, "choices": 4}).verdict
         == "shared"
     )
     assert (
-        engine_verdict(4, one, {"e2e_s": 1.0, "throughput_tok_s": 32.0, "choices": 1})["verdict"]
+        engine_verdict(4, one, {"e2e_s": 1.0, "throughput_tok_s": 32.0, "choices": 1}).verdict
         == "ignored_n"
     )
-    assert engine_verdict(4, one, {"unsupported": True})["verdict"] == "unsupported"
+    assert engine_verdict(4, one, {"unsupported": True}).verdict == "unsupported"

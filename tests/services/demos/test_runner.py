@@ -38,7 +38,7 @@ def test_pause_between_steps_then_next(db_url: str, demo_server) -> None:
     runner.advance(run_id)
     done = runner.wait_until_done(run_id, timeout_s=60)
     assert done.status == "finished" and done.awaiting is None
-    assert done.conclusion and done.verdicts["paused-engine"]["verdict"] == "cache"
+    assert done.conclusion and done.verdicts["paused-engine"].verdict == "cache"
     with session_scope() as session:
         assert "control" not in session.get(Run, run_id).config  # repeated demos share a fingerprint
 

@@ -3,8 +3,11 @@ same load, stored as its own run, and a conclusion written from the measured thr
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from services.core.processes import pid_alive
 from services.demos import runner
+from services.demos.records import step_view
 from services.demos.slots import HowManySlots
 from services.tune import jobs as tune_jobs
 
@@ -40,7 +43,7 @@ def test_the_conclusion_reads_the_numbers() -> None:
     conclusion = scenario.conclude(steps, ["llamacpp-4slot"], {})
     assert conclusion.headline.startswith("2 slots for this machine: 1.50x the throughput of 1")
     assert "4 slots gave +3% throughput, p90 TTFT 350 ms to 900 ms" in conclusion.headline
-    assert conclusion.verdicts["2"]["best"] and not conclusion.verdicts["4"]["best"]
+    assert conclusion.verdicts["2"].best and not conclusion.verdicts["4"].best
     flat = [
         {"slots": 1, "tok_s": 20.0, "ttft_p90_ms": 300.0},
         {"slots": 2, "tok_s": 20.5, "ttft_p90_ms": 600.0},
@@ -48,3 +51,21 @@ def test_the_conclusion_reads_the_numbers() -> None:
     assert scenario.conclude([{"key": "slots", "data": {"rows": flat}}], [], {}).headline.startswith(
         "1 slot is enough on this machine: more slots did not add throughput"
     )
+
+
+def test_the_slot_counts_p90_ttft_reads_in_ms_on_the_page() -> None:
+    """Issue 57: the p90 TTFTs were stored as big numbers valued in ms (350) beside a text in ms;
+    the page puts a step's times in one unit and read 350 as seconds: "350.00 s"."""
+    configs = [
+        {
+            "label": f"np={n}",
+            "status": "ok",
+            "settings": {"np": str(n)},
+            "metrics": {"completed": 4, "output_throughput_tok_s": rate, "ttft_s": {"p90": p90}},
+        }
+        for n, rate, p90 in ((1, 20.0, 0.35), (2, 30.0, 0.9))
+    ]
+    outcome = HowManySlots()._outcome(7, configs)
+    stored = {"key": "slots", "numbers": [asdict(n) for n in outcome.numbers]}
+    shown = [n.text for n in step_view(0, stored).numbers if "TTFT" in n.label]
+    assert shown == ["350 ms", "900 ms"]

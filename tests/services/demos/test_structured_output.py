@@ -37,4 +37,4 @@ def test_rejected_schema_is_said() -> None:
     v = engine_verdict(
         {"valid_rate": 0.0, "answered": 3}, {"answered": 0, "error": "http_status: HTTP 400"}
     )
-    assert v["verdict"] == "rejected"
+    assert v.verdict == "rejected"

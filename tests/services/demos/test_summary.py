@@ -10,7 +10,6 @@ import pytest
 from db.models import Run
 from db.session import session_scope
 from services.demos import runner
-from services.demos.readout import fmt_s
 from services.demos.records import step_view
 from services.demos.summary import DemoSummary
 
@@ -102,12 +101,14 @@ def test_a_finished_demo_stores_a_summary_that_round_trips(db_url: str, demo_ser
 
 def test_times_side_by_side_share_one_unit() -> None:
     """Issue 47: a step showed "0.19 s" beside "21 ms", and its chart "3.76 s" over "21 ms".
-    A step's numbers, and one chart's labels, are read in one unit; other texts are kept."""
+    A step's numbers, and one chart's labels, are read in one unit; other texts are kept. The
+    texts are as older demos stored them (0.19 s, 21 ms, 500 µs): the page writes them again by
+    today's rule (services/core/units.py)."""
     step = {
         "key": "repeat",
         "numbers": [
-            {"label": "vllm · repeat", "text": fmt_s(0.19), "value": 0.19},
-            {"label": "llama · repeat", "text": fmt_s(0.021), "value": 0.021},
+            {"label": "vllm · repeat", "text": "0.19 s", "value": 0.19},
+            {"label": "llama · repeat", "text": "21 ms", "value": 0.021},
             {"label": "llama · cached", "text": "24 tokens", "value": 24.0},
         ],
         "chart": {
@@ -115,27 +116,27 @@ def test_times_side_by_side_share_one_unit() -> None:
             "x_title": "",
             "y_title": "TTFT (s)",
             "series": [
-                {"name": "cold", "x": ["a", "b"], "y": [3.76, 0.88], "text": [fmt_s(3.76), fmt_s(0.88)]},
+                {"name": "cold", "x": ["a", "b"], "y": [3.76, 0.88], "text": ["3.76 s", "0.88 s"]},
                 {
                     "name": "warm",
                     "x": ["a", "b"],
                     "y": [0.021, 0.19],
-                    "text": [fmt_s(0.021), fmt_s(0.19)],
+                    "text": ["21 ms", "0.19 s"],
                 },
             ],
         },
     }
     view = step_view(0, step)  # type: ignore[arg-type]  # a stored step, as JSON gives it
-    assert [n.text for n in view.numbers] == ["0.19 s", "0.021 s", "24 tokens"]
+    assert [n.text for n in view.numbers] == ["190 ms", "21.0 ms", "24 tokens"]
     assert view.chart is not None
-    assert [s.text for s in view.chart.series] == [["3.76 s", "0.88 s"], ["0.021 s", "0.19 s"]]
+    assert [s.text for s in view.chart.series] == [["3.76 s", "0.880 s"], ["0.021 s", "0.190 s"]]
     fast = step_view(
         0,
         {
             "numbers": [
-                {"label": "a", "text": fmt_s(0.045), "value": 0.045},
-                {"label": "b", "text": fmt_s(0.0005), "value": 0.0005},
+                {"label": "a", "text": "45 ms", "value": 0.045},
+                {"label": "b", "text": "500 µs", "value": 0.0005},
             ]
         },
     )  # type: ignore[arg-type]  # as stored
-    assert [n.text for n in fast.numbers] == ["45 ms", "0.50 ms"]
+    assert [n.text for n in fast.numbers] == ["45.0 ms", "0.500 ms"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services import importers
+from services.bench.results import EngineResults
 from services.importers import aiperf
 
 
@@ -111,8 +112,8 @@ def test_a_reasoning_models_summary_carries_ttfo(samples) -> None:
 def test_a_model_that_does_not_think_says_so(samples) -> None:
     path = samples / "aiperf_run" / "profile_export_aiperf.json"
     _, [run] = importers.parse_file(path.read_bytes(), path.name)
-    engine = run.summary["engines"]["localhost:9000"]
-    assert "ttfat_s" not in engine and not engine.get("ttft_includes_reasoning")
+    engine = EngineResults.from_json(run.summary["engines"]["localhost:9000"])
+    assert engine.ttfat_s is None and not engine.ttft_includes_reasoning
 
 
 def test_a_stored_import_says_its_ttft_includes_thinking(db_url: str, samples) -> None:

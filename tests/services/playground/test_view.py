@@ -71,7 +71,7 @@ def test_pane_figures_break_only_between_figures() -> None:
     )
     figures = view.figures(column, ("s", "ms"))
     assert figures == (
-        "TTFT\xa0**0.02\xa0s** · 1,234.5\xa0tokens/s  \nITL\xa0mean\xa012\xa0ms · p90\xa0–"
+        "TTFT\xa0**0.023\xa0s** · 1,234\xa0tokens/s  \nITL\xa0mean\xa012.0\xa0ms · p90\xa0—"
     )
     counts = view.token_counts(column)
     assert counts == "prompt\xa012,345 · completion\xa064 · cached\xa0not\xa0reported · finish\xa0length"

@@ -19,7 +19,7 @@ from services.runs import view as runs_view
 from tests.services.runs.test_runs import engine_summary, make_run
 
 #: What a client-bound check reads as (its evidence names the lag and its limit).
-LAG_EVIDENCE = "event-loop lag p99 6.00 ms > 2 ms"
+LAG_EVIDENCE = "event-loop lag p99 6.0 ms > 2 ms"
 
 
 def caveated_config() -> dict[str, Any]:

@@ -187,3 +187,11 @@ def test_compare_refuses_a_winner_and_the_override_stays_visible(db_url: str) ->
     page = reports.export_comparison([a, b], allow_incomparable=True).data.decode()
     assert "compared anyway (override)" in page and "<h2>Verdicts</h2>" in page
     assert "Fixed output length honoured" in page
+
+
+def test_a_run_level_reasoning_flag_reaches_an_engine_that_did_not_say() -> None:
+    """The engine's block says nothing of thinking; the run's summary does (an import)."""
+    summary = {"engines": {"x": {"completed": 2}}, "ttft_includes_reasoning": True}
+    assert run_fingerprint({}, summary, [], "x").ttft_includes_reasoning is True
+    said = {**summary, "engines": {"x": {"completed": 2, "ttft_includes_reasoning": False}}}
+    assert run_fingerprint({}, said, [], "x").ttft_includes_reasoning is False

@@ -86,7 +86,7 @@ def test_a_playground_runs_answers_carry_their_engines_own_times(db_url: str) ->
     assert exchanges is not None
     own = dict(zip(exchanges["Engine"], exchanges["Engine's own times"]))
     assert own["vllm"] == (
-        "queue 1.0 ms · prefill 20.0 ms · decode 277.0 ms · rest of TTFT 9.0 ms · rest of E2E 2.0 ms"
+        "queue 1.0 ms · prefill 20.0 ms · decode 277 ms · rest of TTFT 9.0 ms · rest of E2E 2.0 ms"
     )
     assert own["sglang"] == "not reported by SGLang"
     assert own["llama"] == ""

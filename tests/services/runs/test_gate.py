@@ -3,12 +3,14 @@ beyond noise and between comparable runs, and its Markdown and JUnit outputs par
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import numpy as np
 import pytest
 
+from services.core.safe_text import md_line
 from services.runs import gate
 from tests.services.runs.test_comparability import bench_config, block
 from tests.services.runs.test_runs import make_run
@@ -230,11 +232,17 @@ def test_junit_fails_the_comparability_case_when_not_comparable(db_url: str) -> 
     assert "⛔ not comparable" in gate.markdown(result)
 
 
-def test_hostile_engine_names_stay_text_in_the_markdown(db_url: str) -> None:
-    name = "<img src=x>|[x](http://evil)"
+@pytest.mark.parametrize("name", ["<img src=x>|[x](http://evil)", "*big*_it_`code`~~s~~\x1b[31m"])
+def test_hostile_engine_names_stay_text_in_the_markdown(db_url: str, name: str) -> None:
+    """Issue 57: the gate had its own escaper, which left `*`, `_` and backticks to format a
+    job summary's table; it now writes names with the pages' one (safe_text.md_line)."""
     base = make_run(engines={name: block()}, config=bench_config(), requests={name: steady(0.1)})
     other = make_run(engines={name: block()}, config=bench_config(), requests={name: steady(0.1)})
     text = gate.markdown(gate.evaluate(base, [other], gate.parse_fail_on("ttft_p50:+10%")))
-    assert "<img" not in text and "](http" not in text.replace("\\](http", "")
-    assert "&lt;img src=x>\\|\\[x\\](http://evil)" in text
+    shown = md_line(name.replace("\x1b", " "))
+    assert f"| {shown} | `ttft_p50:+10%` |" in text and "\x1b" not in text
+    # No markup character of the name is left unescaped, and no address for the autolinker.
+    for row in (line for line in text.splitlines() if "ttft_p50:+10%` |" in line):
+        cell = row.split(" | ")[1]
+        assert not re.search(r"(?<!\\)[*_\[\]<>`|~]", cell) and "://" not in cell, cell
     ET.fromstring(gate.junit(gate.evaluate(base, [other], gate.parse_fail_on("ttft_p50:+10%"))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.bench.results import EngineResults
 from services.bench.stats import SloSpec
 from services.tune.pareto import Point, best_configuration, pareto_front, points_of
 
@@ -152,4 +153,4 @@ def test_the_cheapest_says_its_energy_where_measured_and_why_not_elsewhere() -> 
     config["metrics"]["energy"] = {"measured": False, "reason": "no NVIDIA GPU here"}
     choice = cheapest_configuration([config], SloSpec(ttft_ms=600))
     assert choice.reason.endswith("; energy not measured here: no NVIDIA GPU here.")
-    assert energy_figure({}) == (None, "")  # a run from before energy: nothing, never 0 J
+    assert energy_figure(EngineResults()) == (None, "")  # a run from before energy: nothing, never 0 J

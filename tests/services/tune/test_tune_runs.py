@@ -81,7 +81,11 @@ def test_a_configuration_that_cannot_start_is_recorded_while_the_others_finish(
     assert not pid_alive(bad["pid"])
     assert good["status"] == "finished" and good["metrics"]["completed"] == 4
     assert summary["engines"]["--no-such-flag=1"]["not_run"] is True
-    assert jobs.get_run(run_id).status == "finished_with_errors"
+    view = jobs.get_run(run_id)
+    assert view.status == "finished_with_errors"
+    # Stored as the engine's block, read back the same (not the record's own fields).
+    stored = view.configs[1]["metrics"]
+    assert stored == summary["engines"]["np=1"] and stored["ttft_s"]["p50"] is not None
 
 
 def _stored_progress_and_requests(run_id: int) -> tuple[float, int]:

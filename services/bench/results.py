@@ -1,0 +1,256 @@
+"""One engine's results in a benchmark run (a block of Run.summary's `engines`, or one row of
+its `sweep`) as one typed record: each figure a field, read once from stored JSON.
+
+`summarize_engine` (services/bench/stats.py) defines the figures; `EngineResults.from_json`
+reads what any version or importer stored (a missing or odd key reads as None, never raises)
+and `to_json` writes the block in the format docs/cli-formats.md documents. A figure is added
+as a field here, and mypy lists every reader that must show it.
+
+A latency is a `Distribution`: its statistics as fields (mean, p50, p90, p95, p99, min, max,
+std) and any other percentile a run asked for by name (`at("p99.9")`).
+
+The record is also a read-only mapping of its stored JSON (`block["ttft_s"]`, `block.get(...)`)
+while the readers that still index it by name move to its fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Self
+
+from services.core import stored_json
+from services.core.stored_json import Stored, stored
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """The statistics of one figure over a run's requests (`describe` in services/core/measure.py),
+    kept as stored: every statistic None when no request had the figure."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Self | None:
+        return cls(dict(value)) if isinstance(value, dict) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    def at(self, key: str) -> float | None:
+        """One statistic by its stored name ("mean", "p50", "p99.9", "max"): a finite number or None."""
+        return stored_json.number(self.values.get(key))
+
+    @property
+    def mean(self) -> float | None:
+        return self.at("mean")
+
+    @property
+    def p50(self) -> float | None:
+        return self.at("p50")
+
+    @property
+    def p90(self) -> float | None:
+        return self.at("p90")
+
+    @property
+    def p95(self) -> float | None:
+        return self.at("p95")
+
+    @property
+    def p99(self) -> float | None:
+        return self.at("p99")
+
+    @property
+    def min(self) -> float | None:
+        return self.at("min")
+
+    @property
+    def max(self) -> float | None:
+        return self.at("max")
+
+    @property
+    def std(self) -> float | None:
+        return self.at("std")
+
+    @property
+    def measured(self) -> bool:
+        """Whether any request had the figure (an empty distribution's statistics are all None)."""
+        return self.mean is not None
+
+
+def distribution(value: Any) -> Distribution | None:
+    return Distribution.from_json(value)
+
+
+def optional_number(value: Any) -> float | None:
+    return stored_json.number(value)
+
+
+def optional_count(value: Any) -> int | None:
+    found = stored_json.number(value)
+    return int(found) if found is not None else None
+
+
+def _findings(value: Any) -> list[dict[str, Any]] | None:
+    return stored_json.dicts(value) if isinstance(value, list) else None
+
+
+def _level(value: Any) -> float | int | None:
+    """A sweep step's load level as stored (a concurrency stays an int)."""
+    found = stored_json.number(value)
+    if found is None:
+        return None
+    return int(found) if isinstance(value, int) else found
+
+
+#: The latency figures of a block, in the order tables show them.
+LATENCIES = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+
+
+@dataclass(frozen=True, eq=False)  # equal to another mapping of the same stored JSON
+class EngineResults(Stored, Mapping[str, Any]):
+    """One engine's (one sweep step's) results. Fields written "always" are those summarize_engine
+    always writes; the rest only when a run or an importer had them. A block read from stored
+    JSON writes back the keys it held, no more (an import's block without a figure stays so)."""
+
+    KEEP_ABSENT = True
+
+    # Requests: completed + failed + cancelled_requests = sent; warm-up requests apart.
+    completed: int = stored(stored_json.count, default=0)
+    failed: int = stored(stored_json.count, default=0)
+    cancelled_requests: int = stored(stored_json.count, default=0)
+    #: None: the block does not say (an import that counted no requests sent or warm-up).
+    sent: int | None = stored(optional_count, default=None)
+    warmup: int | None = stored(optional_count, default=None)
+    errors_by_class: dict[str, int] = stored(stored_json.counts, factory=dict)
+    error_rate: float | None = stored(optional_number, default=None)
+    duration_s: float | None = stored(optional_number, default=None)
+    # Rates over duration_s.
+    request_throughput_rps: float | None = stored(optional_number, default=None)
+    input_throughput_tok_s: float | None = stored(optional_number, default=None)
+    output_throughput_tok_s: float | None = stored(optional_number, default=None)
+    total_token_throughput_tok_s: float | None = stored(optional_number, default=None)
+    goodput_rps: float | None = stored(optional_number, default=None)
+    goodput_output_tok_s: float | None = stored(optional_number, default=None)
+    slo_attainment: float | None = stored(optional_number, default=None)
+    # Latencies over the completed requests.
+    ttft_s: Distribution | None = stored(distribution, default=None)
+    tpot_s: Distribution | None = stored(distribution, default=None)
+    itl_s: Distribution | None = stored(distribution, default=None)
+    e2e_s: Distribution | None = stored(distribution, default=None)
+    ttfat_s: Distribution | None = stored(distribution, default=None)
+    reasoning_tok_s: Distribution | None = stored(distribution, default=None)
+    answer_tok_s: Distribution | None = stored(distribution, default=None)
+    #: The engine's own queue time; None when no request waited in it (or none was timed).
+    queue_s: Distribution | None = stored(distribution, default=None)
+    # Tokens.
+    input_tokens: int | None = stored(optional_count, default=None)
+    output_tokens: int | None = stored(optional_count, default=None)
+    cached_tokens: int | None = stored(optional_count, default=None)
+    reasoning_tokens: int | None = stored(optional_count, default=None)
+    answer_tokens: int | None = stored(optional_count, default=None)
+    reasoning_tokens_source: str | None = stored(stored_json.nonempty_text, default=None)
+    ttft_includes_reasoning: bool | None = stored(stored_json.optional_flag, default=None)
+    schema_valid_rate: float | None = stored(optional_number, default=None)
+    honoured_output_len: bool | None = stored(stored_json.optional_flag, default=None)
+    short_output_requests: int | None = stored(optional_count, default=None)
+    concurrency_max: int | None = stored(optional_count, default=None)
+    concurrency_mean: float | None = stored(optional_number, default=None)
+    # What the engine's own metrics and clocks said (services/bench/jobs/engine_metrics.py,
+    # services/bench/time_split.py).
+    engine_metrics: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    time_split: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    # What the run knew beside the requests (services/bench/jobs/summarize.py).
+    findings: list[dict[str, Any]] | None = stored(_findings, default=None, write="unless_none")
+    unsupported_options: list[str] | None = stored(
+        stored_json.optional_text_list, default=None, write="unless_none"
+    )
+    cancelled: bool | None = stored(stored_json.optional_flag, default=None, write="unless_none")
+    max_streams: int | None = stored(optional_count, default=None, write="unless_none")
+    connections_ahead: int | None = stored(optional_count, default=None, write="unless_none")
+    model: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    started_at_unix: float | None = stored(optional_number, default=None, write="unless_none")
+    generator: dict[str, Any] | None = stored(
+        stored_json.optional_mapping, default=None, write="unless_none"
+    )
+    cost: dict[str, Any] | None = stored(stored_json.optional_mapping, default=None, write="unless_none")
+    energy: dict[str, Any] | None = stored(
+        stored_json.optional_mapping, default=None, write="unless_none"
+    )
+    #: A cancelled run never reached this engine: "not run", never a row of zeros.
+    not_run: bool = stored(stored_json.flag, default=False, write="unless_empty")
+    #: A sweep's engine block: the step it reports.
+    from_step: int | None = stored(stored_json.optional_int, default=None, write="unless_none")
+    # A sweep row's place: its engine, step, load level and phase.
+    engine: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    step: int | None = stored(stored_json.optional_int, default=None, write="unless_none")
+    concurrency: float | int | None = stored(_level, default=None, write="unless_none")
+    rate: float | int | None = stored(_level, default=None, write="unless_none")
+    phase: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def latency(self, key: str) -> Distribution | None:
+        """A distribution by its stored name ("ttft_s", "queue_s"...), for tables that list several."""
+        found = getattr(self, key, None) if key in _DISTRIBUTIONS else None
+        return found if isinstance(found, Distribution) else None
+
+    def level(self, dimension: str) -> float | int | None:
+        """A sweep row's load level on its dimension ("concurrency" or "rate")."""
+        return {"concurrency": self.concurrency, "rate": self.rate}.get(dimension)
+
+    @property
+    def ran(self) -> bool:
+        return not self.not_run
+
+    # The read-only mapping of the stored block, for readers not yet on the fields.
+    @cached_property
+    def _json(self) -> dict[str, Any]:
+        return self.to_json()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._json[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._json)
+
+    def __len__(self) -> int:
+        return len(self._json)
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        # Written in summarize_engine's order where it matters to a reader of the raw JSON:
+        # the sweep row's place first.
+        place: dict[str, Any] = {k: out.pop(k) for k in ("engine", "step") if k in out}
+        return {**place, **out} if place else out
+
+
+_DISTRIBUTIONS = frozenset(
+    (
+        "ttft_s",
+        "tpot_s",
+        "itl_s",
+        "e2e_s",
+        "ttfat_s",
+        "reasoning_tok_s",
+        "answer_tok_s",
+        "queue_s",
+    )
+)
+
+
+def engine_results(value: Any) -> EngineResults:
+    return EngineResults.from_json(value)
+
+
+def results_by_engine(value: Any) -> dict[str, EngineResults]:
+    """A summary's `engines` object read as engine name -> its results."""
+    return {
+        name: EngineResults.from_json(block) for name, block in stored_json.dict_values(value).items()
+    }
+
+
+def results_rows(value: Any) -> list[EngineResults]:
+    """A summary's `sweep` list read as rows of results."""
+    return [EngineResults.from_json(row) for row in stored_json.dicts(value)]
