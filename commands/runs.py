@@ -22,7 +22,7 @@ from commands import gate as gate_flags
 from services import importers, runs
 from services.core import ids
 from services.core.errors import ValidationError
-from services.runs import display, reports
+from services.runs import display, reports, why
 from services.runs.reports import streamed as exports
 from services.runs.tables import comparison_table
 from services.runstate.blind import HIDDEN_NOTE
@@ -293,6 +293,8 @@ def _compare(args: argparse.Namespace) -> int:
                     for v in comparison.verdicts
                 ],
                 "not_repeats": comparison.repeat_notes,
+                # Why each winner won (docs/measuring.md): never a verdict or an exit code.
+                "explanations": [found.to_json() for found in why.explanations(comparison)],
             }
         )
         return 0
@@ -307,6 +309,11 @@ def _compare(args: argparse.Namespace) -> int:
         print()
         for verdict in comparison.verdicts:
             print(f"- {verdict.text}")
+    said = why.why_lines(why.explanations(comparison))
+    if said:
+        print()
+        for line in said:
+            print(f"why: {line}")
     for note in comparison.repeat_notes:
         print(f"note: {note}")
     return 0

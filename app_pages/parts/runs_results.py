@@ -21,6 +21,15 @@ def results(view: runs.ComparisonView, key: str, override: Callable[[], None] | 
     if comparison.verdicts:
         st.subheader("Verdicts")
         st.markdown(runs.verdict_lines(view))
+    why = runs.why_lines(view)
+    if why:
+        # Why each winner won, from the engines' own accounts: it never changes a verdict.
+        st.subheader("Why")
+        st.markdown(why)
+        evidence = runs.why_evidence(view)
+        if not evidence.empty:
+            with st.expander("The evidence behind each claim"):
+                st.dataframe(evidence, hide_index=True, key=f"{key}_why")
     st.subheader("Percentiles and throughput")
     caption = runs.baseline_caption(view)
     if caption:

@@ -145,10 +145,14 @@ class EngineResults(Stored, Mapping[str, Any]):
     answer_tok_s: Distribution | None = stored(distribution, default=None)
     #: The engine's own queue time; None when no request waited in it (or none was timed).
     queue_s: Distribution | None = stored(distribution, default=None)
+    #: The client's own wait before sending (scheduled to sent): outside every latency here.
+    client_wait_s: Distribution | None = stored(distribution, default=None)
     # Tokens.
     input_tokens: int | None = stored(optional_count, default=None)
     output_tokens: int | None = stored(optional_count, default=None)
     cached_tokens: int | None = stored(optional_count, default=None)
+    #: The cache held the workload before the run (services/bench/stats.cache_warm_at_start).
+    cache_warm_at_start: bool | None = stored(stored_json.optional_flag, default=None)
     reasoning_tokens: int | None = stored(optional_count, default=None)
     answer_tokens: int | None = stored(optional_count, default=None)
     reasoning_tokens_source: str | None = stored(stored_json.nonempty_text, default=None)
@@ -236,6 +240,7 @@ _DISTRIBUTIONS = frozenset(
         "reasoning_tok_s",
         "answer_tok_s",
         "queue_s",
+        "client_wait_s",
     )
 )
 

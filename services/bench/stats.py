@@ -314,9 +314,20 @@ def summarize_engine(
         "e2e_s": describe((r.e2e_s for r in done if r.e2e_s is not None), percentiles),
         **reasoning_block(done, percentiles),
         "queue_s": describe(queue, percentiles) if any(queue) else None,
+        # The client's own wait, from when a request was due to when it was sent (an open loop
+        # capped by its concurrency holds requests here): never in TTFT, never the engine's.
+        "client_wait_s": describe(
+            (
+                max(0.0, r.start_s - r.scheduled_s)
+                for r in done
+                if r.start_s is not None and r.scheduled_s is not None
+            ),
+            percentiles,
+        ),
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cached_tokens": sum(cached_values) if cached_values else None,
+        "cache_warm_at_start": cache_warm_at_start(records),
         "schema_valid_rate": (sum(schema_checked) / len(schema_checked)) if schema_checked else None,
         "honoured_output_len": honoured,
         "short_output_requests": short if fixed_output else None,
@@ -326,6 +337,25 @@ def summarize_engine(
         "time_split": split_block(done, percentiles),
     }
     return summary
+
+
+#: A cache that serves at least this share of the first prompt a run sends held the workload
+#: before the run began (an earlier identical run, a warm-up outside it).
+WARM_AT_START_SHARE = 0.5
+
+
+def cache_warm_at_start(records: Sequence[RequestRecord]) -> bool | None:
+    """Whether the engine's cache held this workload before the run: the first request the run
+    sent (its warm-up included) found at least `WARM_AT_START_SHARE` of its prompt cached. A cache
+    filled by the run's own requests is the engine's property to explain; one filled before it
+    is not the engine's merit. None when the engine reported no cached tokens."""
+    started = [r for r in records if r.ok and r.start_s is not None and r.input_tokens]
+    if not started:
+        return None
+    first = min(started, key=lambda r: r.start_s or 0.0)
+    if first.cached_tokens is None or not first.input_tokens:
+        return None
+    return first.cached_tokens >= WARM_AT_START_SHARE * first.input_tokens
 
 
 def reasoning_block(

@@ -8,7 +8,7 @@ decorated with `@register` (see `services.engines.registry`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -121,6 +121,41 @@ class UntimedQueue:
     waiting_metric: str = ""
 
 
+@dataclass(frozen=True)
+class BatchCap:
+    """The setting that caps how many requests an engine runs at once (llama.cpp's slots, SGLang's
+    max running requests, vLLM's max sequences), and where a run finds its value: in what the
+    engine reported of itself (a path into services/engines/reported.py's settings, "/props" then
+    its keys) or in the command line Shootout launched it with. An explanation names the setting
+    only when it has the value this way and the engine's running count reached it."""
+
+    #: The setting in the engine's words ("--parallel").
+    setting: str
+    #: Paths into the reported settings, each a tuple of keys.
+    reported: tuple[tuple[str, ...], ...] = ()
+    #: Launch flags that set it ("--parallel", "-np").
+    flags: tuple[str, ...] = ()
+
+    def value(self, reported: Mapping[str, Any], command: Sequence[str]) -> tuple[int, str] | None:
+        """(the cap, where it was read: "reported by the engine" or "launched with"), or None."""
+        for path in self.reported:
+            found: Any = reported
+            for key in path:
+                found = found.get(key) if isinstance(found, Mapping) else None
+            if isinstance(found, int) and not isinstance(found, bool) and found > 0:
+                return found, "reported by the engine"
+        for index, word in enumerate(command):
+            for flag in self.flags:
+                text = None
+                if word == flag and index + 1 < len(command):
+                    text = command[index + 1]
+                elif word.startswith(flag + "="):
+                    text = word.split("=", 1)[1]
+                if text is not None and text.isdigit() and int(text) > 0:
+                    return int(text), "launched with"
+        return None
+
+
 #: What an answer carried, for `EngineAdapter.engine_times`: the stream's non-OpenAI top-level
 #: fields (the last value of each), its usage, and the response headers (lower-case names).
 Fields = Mapping[str, Any]
@@ -166,6 +201,9 @@ class EngineAdapter:
     #: Its queue when it times none (llama.cpp's wait for a free slot); None: an engine that
     #: times its queue, or one whose gap before prefill is not known to be a queue.
     untimed_queue: ClassVar[UntimedQueue | None] = None
+
+    #: The setting that caps its batch (services/bench/explain reads it); None: not known.
+    batch_cap: ClassVar[BatchCap | None] = None
 
     #: Settings it reports (flattened as Compare lists them: "/props.media_marker") that take a
     #: new value at every start of the process, such as a random token: two runs always differ

@@ -16,6 +16,7 @@ from db.session import session_scope
 from services import runs
 from services.bench import view as bench_views
 from services.bench.caveats import Caveats, run_caveats
+from services.bench.explain import Explanation
 from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.bench.time_split import not_reported
@@ -24,7 +25,7 @@ from services.core.measure import EngineTimes, time_split
 from services.core.safe_text import spreadsheet_rows
 from services.core.units import number
 from services.engines import get_adapter
-from services.runs import Comparison, RunDetail, format_value
+from services.runs import Comparison, RunDetail, format_value, why
 from services.runs.figures import comparison_figures
 from services.runs.tables import comparison_table, settings_table
 from services.runstate import blind
@@ -39,6 +40,8 @@ class ComparisonView:
     settings: pd.DataFrame
     #: Where each series' time went, as its engine timed it (the Benchmarks page's split).
     split: bench_views.SplitView = field(default_factory=bench_views.SplitView)
+    #: Why each winner won, from the engines' own accounts (services/runs/why.py).
+    explanations: list[Explanation] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +82,7 @@ def view_of(comparison: Comparison) -> ComparisonView:
         figures=comparison_figures(comparison),
         settings=settings_table(comparison),
         split=split_of(comparison),
+        explanations=why.explanations(comparison),
     )
 
 

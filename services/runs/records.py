@@ -259,6 +259,12 @@ class Series:
     time_split: dict[str, Any] = field(default_factory=dict)
     #: Its engine's kind in words ("vLLM"), for "not reported by vLLM"; its name when unknown.
     engine_label: str = ""
+    #: The engine's stored results (None: a run without a block for it, a Playground run's).
+    results: EngineResults | None = None
+    #: The generator could not keep this engine's load (any step of it).
+    client_bound: bool = False
+    #: The run's engines ran together on one machine.
+    ran_together: bool = False
 
     @property
     def key(self) -> str:

@@ -12,6 +12,7 @@ from sqlalchemy import Text, and_, cast, func, literal, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
+from services.bench import selfcheck
 from services.bench.comparability import run_fingerprint
 from services.bench.results import EngineResults
 from services.bench.spec import slo_of
@@ -240,6 +241,11 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
             names.append(engine)
     snapshots = _snapshots(run.engines)
     steps = summary.sweep
+    client_bound = {
+        label.split(" at ", 1)[0]
+        for label, check in summary.self_checks()
+        if selfcheck.state(check) == selfcheck.CLIENT_BOUND
+    }
     result = []
     for name in names:
         stored = engine_summaries.get(name)
@@ -294,6 +300,9 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 fingerprint=run_fingerprint(run.config, run.summary, run.engines, name),
                 time_split=numbers.time_split,
                 engine_label=_engine_label(snapshots.get(name), run.config, name),
+                results=stored,
+                client_bound=name in client_bound,
+                ran_together=summary.engines_run == "together",
             )
         )
     return result

@@ -19,6 +19,7 @@ import pandas as pd
 
 from services.bench import selfcheck
 from services.bench.caveats import Caveats, run_caveats
+from services.core import units
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.importers import formats as import_formats
@@ -35,6 +36,7 @@ from services.runs import (
     filter_options,
     may_change,
     update_run,
+    why,
 )
 from services.runs.detail import get_run
 from services.runs.display import ComparisonView
@@ -115,6 +117,8 @@ __all__ = [
     "tag_list",
     "update_run",
     "verdict_lines",
+    "why_evidence",
+    "why_lines",
 ]
 
 HISTORY_PAGE_SIZE = 25
@@ -280,6 +284,34 @@ def baseline_caption(view: display.ComparisonView) -> str | None:
 
 def verdict_lines(view: display.ComparisonView) -> str:
     return "\n".join(f"- {md_line(verdict.text)}" for verdict in view.comparison.verdicts)
+
+
+def why_lines(view: display.ComparisonView) -> str:
+    """Why each winner won (or why that is not said), one item per gap, under the verdicts."""
+    return "\n".join(
+        f"- **{md_line(why.WHY_METRICS.get(found.metric, found.metric))}**: {md_line(found.text)}"
+        for found in view.explanations
+        if found.text
+    )
+
+
+def why_evidence(view: display.ComparisonView) -> pd.DataFrame:
+    """The evidence behind each claim: its cause, share of the gap, the engine's own source and
+    coverage (the table under the Why box)."""
+    rows = [
+        {
+            "Figure": why.WHY_METRICS.get(found.metric, found.metric),
+            "Cause": claim.cause.replace("_", " "),
+            "Share of the gap": units.share(claim.share),
+            "Engine's own source": claim.metric,
+            "Coverage": claim.coverage,
+        }
+        for found in view.explanations
+        for claim in found.claims
+    ]
+    return pd.DataFrame(
+        rows, columns=["Figure", "Cause", "Share of the gap", "Engine's own source", "Coverage"]
+    )
 
 
 def settings_shown(view: display.ComparisonView, only_differences: bool) -> pd.DataFrame:

@@ -137,6 +137,7 @@ def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -
         level=level,
         prefix_cache=prefix,
         cached_share=share,
+        cache_warm_at_start=block.cache_warm_at_start,
         sampling=sampling,
         token_counter=_token_counter(block),
         timing=timing,

@@ -50,6 +50,9 @@ class Comparability:
     prefix_cache: PrefixCache | None = None
     #: Share of prompt tokens served from the cache (usage cached_tokens), when reported.
     cached_share: float | None = None
+    #: Whether the cache held the workload before the run (its first request found it cached):
+    #: False on both sides makes a cache difference the engines' own, to explain, not refuse.
+    cache_warm_at_start: bool | None = None
     sampling: str | None = None
     token_counter: TokenCounter | None = None
     #: How the client timed: the tool, streaming, and whether TTFT includes connecting.
@@ -130,7 +133,9 @@ class Comparability:
         return Comparability(**values)
 
 
-_BOOLS = frozenset({"fixed_output", "fixed_output_honoured", "ttft_includes_reasoning"})
+_BOOLS = frozenset(
+    {"fixed_output", "fixed_output_honoured", "ttft_includes_reasoning", "cache_warm_at_start"}
+)
 _NUMBERS = frozenset(
     {"input_len_asked", "input_len_served", "output_len_asked", "output_len_served", "cached_share"}
 )

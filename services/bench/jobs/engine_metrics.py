@@ -4,6 +4,7 @@ hold the worker's GIL while it timestamps tokens), and the figures read back fro
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import subprocess
@@ -96,25 +97,50 @@ def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: fl
     return summarize_engine_samples([values for _ts, values in rows])
 
 
+#: KV-cache usage at or above this share of the cache counts as "near full".
+KV_NEAR_FULL = 0.95
+
+
+def _gauge(values: dict[str, Any], key: str) -> float | None:
+    value = values.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _p90(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
+
 def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One engine's metrics over a run's window, from the normalised samples recorded with it
+    (services/engines/normalise.py): what an explanation of the run reads (services/bench/explain)
+    beside the prefix-cache hit rate and KV usage the tables show. Gauges are taken at each
+    sample (about every 0.5 s); each figure is None when the engine reported no such signal."""
     hits: list[tuple[float, float]] = []
-    usage: list[float] = []
-    waiting: list[float] = []
+    series: dict[str, list[float]] = {}
     for values in rows:
         if not isinstance(values, dict) or values.get("_error"):
             continue
-        rate = values.get("prefix_cache_hit_rate")
-        if isinstance(rate, (int, float)):
-            weight = values.get("prompt_tokens_per_s")
-            hits.append(
-                (float(rate), float(weight) if isinstance(weight, (int, float)) and weight > 0 else 0.0)
-            )
-        kv = values.get("kv_cache_usage")
-        if isinstance(kv, (int, float)):
-            usage.append(float(kv))
-        queued = values.get("requests_waiting")
-        if isinstance(queued, (int, float)) and not isinstance(queued, bool):
-            waiting.append(float(queued))
+        rate = _gauge(values, "prefix_cache_hit_rate")
+        if rate is not None:
+            weight = _gauge(values, "prompt_tokens_per_s")
+            hits.append((rate, weight if weight is not None and weight > 0 else 0.0))
+        for key in (
+            "kv_cache_usage",
+            "requests_waiting",
+            "requests_running",
+            "preemptions_per_s",
+            "prompt_tokens_per_s",
+            "generation_tokens_per_s",
+            "spec_decode_acceptance",
+        ):
+            found = _gauge(values, key)
+            if found is not None:
+                series.setdefault(key, []).append(found)
     hit_rate = None
     if hits:
         total_weight = sum(w for _, w in hits)
@@ -123,12 +149,38 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             if total_weight > 0
             else sum(r for r, _ in hits) / len(hits)
         )
+
+    def mean(key: str) -> float | None:
+        found = series.get(key)
+        return sum(found) / len(found) if found else None
+
+    def most(key: str) -> float | None:
+        found = series.get(key)
+        return max(found) if found else None
+
+    def share(key: str, above: float) -> float | None:
+        found = series.get(key)
+        return sum(1 for v in found if v >= above) / len(found) if found else None
+
+    usage = series.get("kv_cache_usage", [])
     return {
         "prefix_cache_hit_rate": hit_rate,
-        "kv_cache_usage_max": max(usage) if usage else None,
-        "kv_cache_usage_mean": sum(usage) / len(usage) if usage else None,
+        "kv_cache_usage_max": most("kv_cache_usage"),
+        "kv_cache_usage_mean": mean("kv_cache_usage"),
+        "kv_cache_usage_p90": _p90(usage),
+        "kv_cache_near_full_share": share("kv_cache_usage", KV_NEAR_FULL),
         # The engine's own word that requests waited in its queue (llama.cpp: requests_deferred),
         # which tells its queue from the rest where it does not time it (time_split.engine_queue).
-        "requests_waiting_max": max(waiting) if waiting else None,
+        "requests_waiting_max": most("requests_waiting"),
+        "requests_waiting_mean": mean("requests_waiting"),
+        # The share of samples with any request waiting (a sample is one instant, not a request).
+        "requests_waiting_share": share("requests_waiting", 0.5),
+        "requests_running_max": most("requests_running"),
+        "requests_running_mean": mean("requests_running"),
+        "preemptions_per_s_max": most("preemptions_per_s"),
+        "preempting_share": share("preemptions_per_s", 1e-9),
+        "prompt_tokens_per_s_mean": mean("prompt_tokens_per_s"),
+        "generation_tokens_per_s_mean": mean("generation_tokens_per_s"),
+        "spec_decode_acceptance_mean": mean("spec_decode_acceptance"),
         "samples": len(rows),
     }

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from services.core.measure import EngineTimes, milliseconds, token_count
 from services.engines.base import (
+    BatchCap,
     EngineAdapter,
     Fields,
     Headers,
@@ -42,6 +43,10 @@ class LlamaCppAdapter(EngineAdapter):
     # llama-server draws its multimodal marker at random at every start (`<__media_…__>`, unless
     # LLAMA_MEDIA_MARKER sets it) and says it in /props: a new value per process, not a setting.
     volatile_settings = frozenset({"/props.media_marker"})
+    # Its slots: a request beyond them waits for one to free (`untimed_queue`).
+    batch_cap = BatchCap(
+        "--parallel", reported=(("/props", "total_slots"),), flags=("--parallel", "-np")
+    )
     # The *_tokens_seconds gauges reset their window on every read (a second scraper would
     # corrupt them), so every rate comes from counters. Newer builds count cached prompt
     # tokens apart from prompt_tokens_total; older ones include them.

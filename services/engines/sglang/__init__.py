@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from services.engines.base import EngineAdapter, ProbeEvidence, TelemetrySignals
+from services.engines.base import BatchCap, EngineAdapter, ProbeEvidence, TelemetrySignals
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -31,6 +31,11 @@ class SglangAdapter(EngineAdapter):
     # benchmark falls back to its word estimate.
     tokenize_path = "/v1/tokenize"
     metric_markers = ("sglang:",)
+    batch_cap = BatchCap(
+        "--max-running-requests",
+        reported=(("/server_info", "max_running_requests"),),
+        flags=("--max-running-requests",),
+    )
     # Gauges are per scheduler rank (and some carry a pid label): ratios take the max.
     telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (Gauge(metric("sglang:token_usage"), agg="max"),),

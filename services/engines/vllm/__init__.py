@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from services.core.measure import EngineTimes, cached_tokens, milliseconds, token_count
-from services.engines.base import EngineAdapter, Fields, Headers, TelemetrySignals, Usage
+from services.engines.base import BatchCap, EngineAdapter, Fields, Headers, TelemetrySignals, Usage
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -31,6 +31,8 @@ class VllmAdapter(EngineAdapter):
     )
 
     metric_markers = ("vllm:",)
+    # Not in what vLLM reports of itself: known only when Shootout launched it.
+    batch_cap = BatchCap("--max-num-seqs", flags=("--max-num-seqs",))
     # Names per release from guide/engines.md §3.3: V1 >=0.9 first, then 0.8.x / V0 names.
     telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (

@@ -13,16 +13,19 @@ trusted) fail it unless their flag passes them; a broken workload, nothing does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from services.bench.comparability import ComparabilityVerdict, compare_fingerprints
+from services.bench.explain import Explanation, explain
+from services.bench.explain.reasons import RATES, TIMES
 from services.core.errors import ShootoutError, ValidationError
 from services.runs.comparison import compare_runs
 from services.runs.gate.findings import Allowed, GateFinding, changed_side, pair_findings, summaries_of
 from services.runs.gate.noise import DRIFT_UNMEASURED, gate_noise
 from services.runs.gate.rules import REQUEST_NAMES, Threshold, with_default_checks
 from services.runs.records import Comparison, NoiseCheck, Series, format_value
+from services.runs.why import side_of
 
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
@@ -75,6 +78,9 @@ class Check:
     change_pct: float | None
     noise: NoiseCheck
     status: CheckStatus
+    #: Why the candidate lost on this figure, for a regression only (services/runs/why.py):
+    #: said beside the failure, never part of its verdict.
+    explanation: Explanation | None = None
 
     @property
     def failed(self) -> bool:
@@ -341,6 +347,28 @@ def _check(threshold: Threshold, pair: Pair, allow_unknown_noise: bool, judged: 
     )
 
 
+def _pairs_of(pairs: list[Pair], checked: list[Threshold]) -> list[Pair]:
+    """Each check's pair, in the order the checks were made (every threshold for every pair)."""
+    return [pair for pair in pairs for _threshold in checked]
+
+
+def _explained(check: Check, pair: Pair) -> Check:
+    """A regression with why the candidate lost on its figure (the baseline as the winner)."""
+    if check.status != "fail" or check.threshold.metric not in EXPLAINED_METRICS:
+        return check
+    found = explain(
+        check.threshold.metric,
+        side_of(pair.baseline),
+        side_of(pair.candidate),
+        noise=check.noise.status,
+    )
+    return replace(check, explanation=found)
+
+
+#: The figures an explanation reads (services/bench/explain): latencies and throughputs.
+EXPLAINED_METRICS = frozenset({*TIMES, *RATES})
+
+
 def _pairs(comparison: Comparison, baseline_run: int) -> tuple[list[Pair], list[str]]:
     """Each engine of the baseline run with the same engine of each other run; two runs of
     one engine each pair whatever their names."""
@@ -399,6 +427,9 @@ def evaluate(
         )
         for pair in pairs
         for threshold in checked
+    )
+    checks = tuple(
+        _explained(check, pair) for check, pair in zip(checks, _pairs_of(pairs, checked), strict=True)
     )
     summaries = summaries_of(ids)
     findings = tuple(

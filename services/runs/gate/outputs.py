@@ -116,6 +116,15 @@ def markdown(result: GateResult) -> str:
             f"| {check.value_text(check.baseline_value)} | {check.value_text(check.candidate_value)} "
             f"| {check.change_text} | {_cell(check.noise.detail)} |"
         )
+    why = [check for check in result.checks if check.explanation is not None and check.explanation.text]
+    if why:
+        # Why each failed check's candidate lost, from the engines' own accounts: never a verdict.
+        lines += ["", "### Why", ""]
+        lines += [
+            f"- {_cell(check.engine)} `{check.threshold.text}`: {_cell(check.explanation.text)}"
+            for check in why
+            if check.explanation is not None
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -178,7 +187,8 @@ def junit(result: GateResult) -> str:
         if check.failed:
             failures += 1
             kind = "regression" if check.status == "fail" else check.status
-            _failure(case, check.text, kind, check.noise.detail)
+            why = check.explanation.text if check.explanation is not None else ""
+            _failure(case, check.text, kind, check.noise.detail + (f"\nWhy: {why}" if why else ""))
         elif check.status == "skipped":
             skipped += 1
             ET.SubElement(case, "skipped", message=check.text)

@@ -15,7 +15,7 @@ import plotly.offline
 from services.bench.caveats import Caveats
 from services.core.figures import inert
 from services.planner.steps import steps_frame
-from services.runs import RunDetail, display
+from services.runs import RunDetail, display, why
 from services.runs.reports.streamed import export_filename
 from services.runs.tables import mark_style
 
@@ -143,6 +143,14 @@ def report_html(
         if comparison.verdicts:
             items = "".join(f"<li>{html.escape(v.text)}</li>" for v in comparison.verdicts)
             sections.append(f'<h2>Verdicts</h2><ul class="verdicts">{items}</ul>')
+        said = [found for found in view.explanations if found.text]
+        if said:
+            items = "".join(
+                f"<li><b>{html.escape(why.WHY_METRICS.get(found.metric, found.metric))}</b>: "
+                f"{html.escape(found.text)}</li>"
+                for found in said
+            )
+            sections.append(f'<h2>Why</h2><ul class="why">{items}</ul>')
         sections.append(
             "<h2>Percentiles and throughput</h2>" + table_html(view.table, colour_marks=True)
         )

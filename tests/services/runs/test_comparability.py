@@ -17,7 +17,7 @@ from services.bench.comparability import (
     stored_fingerprints,
 )
 from services.bench.spec import BenchSpec, EngineTarget
-from services.bench.stats import RequestRecord
+from services.bench.stats import RequestRecord, cache_warm_at_start
 from services.bench.workloads import WorkloadSpec
 from services.runs import reports
 from tests.services.runs.test_runs import engine_summary, make_run
@@ -75,6 +75,41 @@ def test_a_warm_prefix_cache_on_one_side() -> None:
     assert (cold.prefix_cache, warm.prefix_cache) == ("cold", "warm")
     verdict = compare_fingerprints(cold, warm, ("A", "B"))
     assert [d.text for d in verdict.differences] == ["Prefix cache: A cold, B warm"]
+
+
+def test_a_cache_filled_within_each_run_is_the_engines_difference_not_a_refusal() -> None:
+    # Issue 54: the same seeded workload, each engine's cache cold at the run's first request;
+    # one engine's cache served most prompts later: the engines' property, to explain.
+    cold = fingerprint(block(cached_tokens=1_600, cache_warm_at_start=False))
+    warm = fingerprint(block(cached_tokens=12_000, cache_warm_at_start=False))
+    verdict = compare_fingerprints(cold, warm, ("A", "B"))
+    assert verdict.comparable
+    said = "each cache filled within the measured run: the engines' own difference"
+    assert [d.text for d in verdict.engine_changes] == [f"Prefix cache: A cold, B warm ({said})"]
+    # A cache that held the workload before the run (an earlier identical run): still refused.
+    before = fingerprint(block(cached_tokens=12_000, cache_warm_at_start=True))
+    assert differing(cold, before) == ["prefix_cache"]
+    # Unknown on one side (a run stored before this was recorded): refused as before.
+    old = fingerprint(block(cached_tokens=12_000))
+    assert differing(cold, old) == ["prefix_cache"]
+
+
+def test_the_first_request_tells_a_cache_warm_before_the_run() -> None:
+    def record(start: float, cached: int | None, warmup: bool = False) -> RequestRecord:
+        return RequestRecord(
+            engine="e",
+            index=0,
+            ok=True,
+            start_s=start,
+            input_tokens=100,
+            cached_tokens=cached,
+            warmup=warmup,
+        )
+
+    # The first request sent (a warm-up) found nothing cached; later ones did: filled within.
+    assert cache_warm_at_start([record(1.0, 90), record(0.0, 0, warmup=True)]) is False
+    assert cache_warm_at_start([record(0.0, 50), record(1.0, 0)]) is True
+    assert cache_warm_at_start([record(0.0, None)]) is None
 
 
 def test_ttft_including_reasoning_on_one_side_and_unknown_when_not_recorded() -> None:

@@ -1,0 +1,122 @@
+"""The evidence an explanation reads from one side's stored results: the engine's own split of
+its requests' time (means over the requests it timed, which add up: services/bench/time_split.py),
+its metrics over the run's window (services/bench/jobs/engine_metrics.py), its batch cap, and the
+names the engine gives each of these (its adapter's declarations)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.bench.explain.records import Side
+from services.core import units
+from services.engines import get_adapter
+
+#: The engine's own metric behind each normalised signal, when its kind does not say.
+_SIGNAL_WORDS = {
+    "requests_waiting": "its count of requests waiting",
+    "requests_running": "its count of requests running",
+    "prefix_cache_hit_rate": "its prefix-cache hit counters",
+    "kv_cache_usage": "its KV-cache usage",
+    "preemptions_per_s": "its preemption counter",
+    "spec_decode_acceptance": "its speculative-decoding counters",
+}
+
+
+def metric_name(side: Side, signal: str) -> str:
+    """The engine's own name of a normalised signal ("vllm:num_requests_waiting"), from the first
+    alternative its adapter declares; words when the kind is not known."""
+    specs = get_adapter(side.kind).telemetry_signals.get(signal) if side.kind else None
+    if specs:
+        names = [metric.name for _kind, metric in specs[0].inputs()]
+        if names:
+            return " / ".join(dict.fromkeys(names))
+    return _SIGNAL_WORDS.get(signal, signal)
+
+
+def times_source(side: Side) -> str:
+    """Where the engine's per-request times came from, in its words."""
+    declared = get_adapter(side.kind).engine_times_source if side.kind else ""
+    stored = side.results.time_split.get("source")
+    return declared or (str(stored) if stored else "the engine's own per-request times")
+
+
+@dataclass(frozen=True)
+class Split:
+    """The means of one side's time split over the requests its engine timed."""
+
+    timed: int
+    requests: int
+    queue: float | None
+    prefill: float | None
+    decode: float | None
+    ttft_rest: float | None
+    e2e_rest: float | None
+    e2e: float | None
+    queue_reported: bool
+
+    @property
+    def coverage(self) -> str:
+        return f"over {self.timed} of {self.requests} requests"
+
+    @property
+    def ttft(self) -> float | None:
+        parts = (self.queue or 0.0, self.prefill, self.ttft_rest)
+        return None if any(p is None for p in parts) else sum(p or 0.0 for p in parts)
+
+
+def _mean(block: object) -> float | None:
+    return units.number(block.get("mean")) if isinstance(block, dict) else None
+
+
+def split_of(side: Side) -> Split | None:
+    """The side's split, or None when its engine timed none of its requests."""
+    block = side.results.time_split
+    timed = int(units.number(block.get("reported")) or 0)
+    if timed <= 0:
+        return None
+    return Split(
+        timed=timed,
+        requests=int(units.number(block.get("requests")) or timed),
+        queue=_mean(block.get("queue_s")),
+        prefill=_mean(block.get("prefill_s")),
+        decode=_mean(block.get("decode_s")),
+        ttft_rest=_mean(block.get("ttft_rest_s")),
+        e2e_rest=_mean(block.get("e2e_rest_s")),
+        e2e=_mean(block.get("e2e_s")),
+        queue_reported=bool(block.get("queue_reported")),
+    )
+
+
+def engine_metric(side: Side, key: str) -> float | None:
+    return units.number(side.results.engine_metrics.get(key))
+
+
+def samples(side: Side) -> int:
+    return int(units.number(side.results.engine_metrics.get("samples")) or 0)
+
+
+def per_request(side: Side, total: int | None) -> float | None:
+    completed = side.results.completed
+    return total / completed if completed and total is not None else None
+
+
+def batch_cap(side: Side) -> tuple[int, str, str] | None:
+    """(the cap, its setting's name, where its value was read) when the engine reported it or
+    Shootout launched it with it; None otherwise (a remote engine's unreported setting is never
+    cited)."""
+    cap = get_adapter(side.kind).batch_cap if side.kind else None
+    if cap is None:
+        return None
+    found = cap.value(side.reported, side.command)
+    return (found[0], cap.setting, found[1]) if found else None
+
+
+def hint(side: Side) -> str:
+    """How to record what was missing, in the engine's words (its flags)."""
+    adapter = get_adapter(side.kind) if side.kind else None
+    if adapter is None:
+        return ""
+    said = [*adapter.engine_times_flags]
+    if adapter.metrics_hint:
+        said.append(adapter.metrics_hint)
+    return "; ".join(said)
