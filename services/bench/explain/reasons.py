@@ -13,6 +13,7 @@ a verdict.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from services.bench.explain import evidence
 from services.bench.explain.claims import (
@@ -27,6 +28,7 @@ from services.bench.explain.claims import (
     spec_claim,
     width,
 )
+from services.bench.explain.evidence import Split
 from services.bench.explain.records import Claim, Explanation, Side
 
 #: A part of the gap is named when it holds at least this share of it.
@@ -93,48 +95,32 @@ def _not_known(metric: str, winner: Side, loser: Side) -> str:
     return f"Why is not known: {'; '.join(said)}."
 
 
-def _split_explanation(metric: str, winner: Side, loser: Side) -> Explanation:
-    """TTFT or E2E: the gap over the parts each engine timed."""
-    gap_name = _NAMES[metric]
-    w, lo = evidence.split_of(winner), evidence.split_of(loser)
-    if w is None or lo is None:
-        return Explanation(
-            metric, winner.label, loser.label, "not_known", reason=_not_known(metric, winner, loser)
-        )
-    confounder = output_confounder(winner, loser) if metric == "e2e_s" else ""
+def _part_deltas(metric: str, w: Split, lo: Split) -> dict[str, float]:
+    """Each timed part's difference (loser's mean minus winner's): they add up to the gap."""
+    parts = {"queue": (lo.queue, w.queue), "prefill": (lo.prefill, w.prefill)}
     if metric == "ttft_s":
-        parts = {
-            "queue": (lo.queue, w.queue),
-            "prefill": (lo.prefill, w.prefill),
-            "ttft_rest": (lo.ttft_rest, w.ttft_rest),
-        }
+        parts["ttft_rest"] = (lo.ttft_rest, w.ttft_rest)
     else:
-        parts = {
-            "queue": (lo.queue, w.queue),
-            "prefill": (lo.prefill, w.prefill),
-            "decode": (lo.decode, w.decode),
-            "e2e_rest": (lo.e2e_rest, w.e2e_rest),
-        }
-    deltas = {key: (a or 0.0) - (b or 0.0) for key, (a, b) in parts.items()}
-    gap = sum(deltas.values())
-    if gap <= 0:
-        return Explanation(
-            metric,
-            winner.label,
-            loser.label,
-            "not_explained",
-            gap=gap,
-            reason=(
-                f"Not explained: over the requests the engines timed, {loser.label}'s mean "
-                f"{gap_name} is not longer, so no part of it can be named."
-            ),
-        )
+        parts["decode"] = (lo.decode, w.decode)
+        parts["e2e_rest"] = (lo.e2e_rest, w.e2e_rest)
+    return {key: (a or 0.0) - (b or 0.0) for key, (a, b) in parts.items()}
+
+
+def _part_claims(
+    deltas: dict[str, float],
+    gap: float,
+    sides: tuple[Side, Side, Split, Split],
+    gap_name: str,
+    confounded: bool,
+) -> list[Claim]:
+    """The parts that hold `CLAIM_SHARE` of the gap, largest first, two at most."""
+    winner, loser, w, lo = sides
     claims: list[Claim] = []
     for key, delta in sorted(deltas.items(), key=lambda item: -item[1]):
         share = delta / gap
         if share < CLAIM_SHARE or len(claims) == 2:
             continue
-        if key == "decode" and confounder:
+        if key == "decode" and confounded:
             continue  # a longer answer is not a slower decode: named, never credited
         claim: Claim | None
         if key == "queue":
@@ -147,26 +133,40 @@ def _split_explanation(metric: str, winner: Side, loser: Side) -> Explanation:
             claim = rest_claim(loser, lo, w, key, share, gap_name)
         if claim is not None:
             claims.append(claim)
+    return claims
+
+
+def _split_explanation(metric: str, winner: Side, loser: Side) -> Explanation:
+    """TTFT or E2E: the gap over the parts each engine timed."""
+    gap_name = _NAMES[metric]
+    w, lo = evidence.split_of(winner), evidence.split_of(loser)
+    if w is None or lo is None:
+        return Explanation(
+            metric, winner.label, loser.label, "not_known", reason=_not_known(metric, winner, loser)
+        )
+    confounder = output_confounder(winner, loser) if metric == "e2e_s" else ""
+    deltas = _part_deltas(metric, w, lo)
+    gap = sum(deltas.values())
+    said = Explanation(metric, winner.label, loser.label, "not_explained", gap=gap)
+    if gap <= 0:
+        return replace(
+            said,
+            reason=(
+                f"Not explained: over the requests the engines timed, {loser.label}'s mean "
+                f"{gap_name} is not longer, so no part of it can be named."
+            ),
+        )
+    claims = _part_claims(deltas, gap, (winner, loser, w, lo), gap_name, bool(confounder))
     confounders = (confounder,) if confounder else ()
-    attributed = sum(c.share or 0.0 for c in claims)
     if not claims:
         reason = f"Not explained: no part the engines timed holds {CLAIM_SHARE:.0%} of the mean {gap_name} gap"
-        reason += f"; {confounder}." if confounder else "."
-        return Explanation(
-            metric,
-            winner.label,
-            loser.label,
-            "not_explained",
-            gap=gap,
-            reason=reason,
-            confounders=confounders,
+        return replace(
+            said, reason=reason + (f"; {confounder}." if confounder else "."), confounders=confounders
         )
-    return Explanation(
-        metric,
-        winner.label,
-        loser.label,
-        "explained",
-        gap=gap,
+    attributed = sum(c.share or 0.0 for c in claims)
+    return replace(
+        said,
+        status="explained",
         claims=tuple(claims),
         unattributed=max(0.0, 1.0 - attributed),
         confounders=confounders,
@@ -230,77 +230,63 @@ def _per_token_explanation(metric: str, winner: Side, loser: Side) -> Explanatio
     )
 
 
+def _width_claim(winner: Side, loser: Side, ratio: float, name: str) -> Claim | None:
+    """The winner ran a wider batch: its share of the throughput ratio (in logs), the trade-off
+    when its ITL was higher, and the loser's cap when its running count stayed at it."""
+    width_w, source_w = width(winner)
+    width_l, _ = width(loser)
+    if not width_w or not width_l or width_w / width_l < WIDTH_RATIO:
+        return None
+    share = min(1.0, math.log(width_w / width_l) / math.log(ratio)) if ratio > 1 else None
+    itl_w, itl_l = winner.results.itl_s, loser.results.itl_s
+    trade = ""
+    if itl_w and itl_l and itl_w.mean is not None and itl_l.mean is not None and itl_w.mean > itl_l.mean:
+        a, b = durations(itl_w.mean, itl_l.mean)
+        trade = f"; the trade-off: its ITL was higher ({a} against {b})"
+    portion = f"{share:.0%} of the {ratio:.2f}x {name} ratio" if share is not None else ""
+    return Claim(
+        cause="batch_width",
+        sentence=(
+            f"Batch width: {winner.label} ran {width_w:.1f} requests at once on average against "
+            f"{width_l:.1f} ({source_w}){cap_clause(loser)}, {portion}{trade}."
+        ),
+        share=share,
+        metric=source_w,
+        coverage=f"{evidence.samples(winner)} samples" if evidence.samples(winner) else "the run",
+        evidence={"winner_width": width_w, "loser_width": width_l, "ratio": ratio},
+    )
+
+
 def _rate_explanation(metric: str, winner: Side, loser: Side) -> Explanation:
     """A throughput: how many requests each engine ran at once, and what held the loser back."""
     name = _NAMES[metric]
     rate_w = getattr(winner.results, metric)
     rate_l = getattr(loser.results, metric)
     if not rate_w or not rate_l or rate_w <= rate_l:
-        return Explanation(
-            metric,
-            winner.label,
-            loser.label,
-            "not_known",
-            reason=f"Why is not known: no {name} to set side by side.",
-        )
+        reason = f"Why is not known: no {name} to set side by side."
+        return Explanation(metric, winner.label, loser.label, "not_known", reason=reason)
     ratio = rate_w / rate_l
-    claims: list[Claim] = []
-    width_w, source_w = width(winner)
-    width_l, _source_l = width(loser)
-    if width_w and width_l and width_w / width_l >= WIDTH_RATIO:
-        share = min(1.0, math.log(width_w / width_l) / math.log(ratio)) if ratio > 1 else None
-        itl_w, itl_l = winner.results.itl_s, loser.results.itl_s
-        trade = ""
-        if (
-            itl_w
-            and itl_l
-            and itl_w.mean is not None
-            and itl_l.mean is not None
-            and itl_w.mean > itl_l.mean
-        ):
-            a, b = durations(itl_w.mean, itl_l.mean)
-            trade = f"; the trade-off: its ITL was higher ({a} against {b})"
-        claims.append(
-            Claim(
-                cause="batch_width",
-                sentence=(
-                    f"Batch width: {winner.label} ran {width_w:.1f} requests at once on average "
-                    f"against {width_l:.1f} ({source_w}){cap_clause(loser)}, "
-                    + (f"{share:.0%} of the {ratio:.2f}x {name} ratio" if share is not None else "")
-                    + f"{trade}."
-                ),
-                share=share,
-                metric=source_w,
-                coverage=f"{evidence.samples(winner)} samples"
-                if evidence.samples(winner)
-                else "the run",
-                evidence={"winner_width": width_w, "loser_width": width_l, "ratio": ratio},
-            )
-        )
-    for found in (kv_claim(loser, winner), spec_claim(winner, loser)):
-        if found is not None and len(claims) < 2:
-            claims.append(found)
+    found = [
+        _width_claim(winner, loser, ratio, name),
+        kv_claim(loser, winner),
+        spec_claim(winner, loser),
+    ]
+    claims = [claim for claim in found if claim is not None][:2]
+    said = Explanation(metric, winner.label, loser.label, "not_explained", gap=ratio)
     if not claims:
-        return Explanation(
-            metric,
-            winner.label,
-            loser.label,
-            "not_explained",
-            gap=ratio,
+        return replace(
+            said,
             reason=(
                 f"Not explained: {winner.label} served {ratio:.2f}x the {name} at about the same "
                 "batch width, with no preemption or draft model on either side to account for it."
             ),
         )
-    attributed = sum(c.share or 0.0 for c in claims)
-    return Explanation(
-        metric,
-        winner.label,
-        loser.label,
-        "explained",
-        gap=ratio,
+    shared = [c.share for c in claims if c.share is not None]
+    return replace(
+        said,
+        status="explained",
         claims=tuple(claims),
-        unattributed=max(0.0, 1.0 - attributed) if any(c.share is not None for c in claims) else None,
+        unattributed=max(0.0, 1.0 - sum(shared)) if shared else None,
     )
 
 

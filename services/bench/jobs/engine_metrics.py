@@ -115,40 +115,56 @@ def _p90(values: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
 
 
+#: The signals whose values over the window an explanation reads (services/bench/explain).
+KEPT_SIGNALS = (
+    "kv_cache_usage",
+    "requests_waiting",
+    "requests_running",
+    "preemptions_per_s",
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+    "spec_decode_acceptance",
+)
+
+
+def _usable(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [values for values in rows if isinstance(values, dict) and not values.get("_error")]
+
+
+def _series(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each kept signal's values, sample by sample (a sample without it adds nothing)."""
+    series: dict[str, list[float]] = {}
+    for values in _usable(rows):
+        for key in KEPT_SIGNALS:
+            found = _gauge(values, key)
+            if found is not None:
+                series.setdefault(key, []).append(found)
+    return series
+
+
+def _hit_rate(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The prefix-cache hit rate over the window, each sample weighted by its prompt tokens/s."""
+    hits: list[tuple[float, float]] = []
+    for values in _usable(rows):
+        rate = _gauge(values, "prefix_cache_hit_rate")
+        if rate is not None:
+            weight = _gauge(values, "prompt_tokens_per_s")
+            hits.append((rate, weight if weight is not None and weight > 0 else 0.0))
+    if not hits:
+        return None
+    total_weight = sum(w for _, w in hits)
+    if total_weight > 0:
+        return sum(r * w for r, w in hits) / total_weight
+    return sum(r for r, _ in hits) / len(hits)
+
+
 def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One engine's metrics over a run's window, from the normalised samples recorded with it
     (services/engines/normalise.py): what an explanation of the run reads (services/bench/explain)
     beside the prefix-cache hit rate and KV usage the tables show. Gauges are taken at each
     sample (about every 0.5 s); each figure is None when the engine reported no such signal."""
-    hits: list[tuple[float, float]] = []
-    series: dict[str, list[float]] = {}
-    for values in rows:
-        if not isinstance(values, dict) or values.get("_error"):
-            continue
-        rate = _gauge(values, "prefix_cache_hit_rate")
-        if rate is not None:
-            weight = _gauge(values, "prompt_tokens_per_s")
-            hits.append((rate, weight if weight is not None and weight > 0 else 0.0))
-        for key in (
-            "kv_cache_usage",
-            "requests_waiting",
-            "requests_running",
-            "preemptions_per_s",
-            "prompt_tokens_per_s",
-            "generation_tokens_per_s",
-            "spec_decode_acceptance",
-        ):
-            found = _gauge(values, key)
-            if found is not None:
-                series.setdefault(key, []).append(found)
-    hit_rate = None
-    if hits:
-        total_weight = sum(w for _, w in hits)
-        hit_rate = (
-            (sum(r * w for r, w in hits) / total_weight)
-            if total_weight > 0
-            else sum(r for r, _ in hits) / len(hits)
-        )
+    series = _series(rows)
+    hit_rate = _hit_rate(rows)
 
     def mean(key: str) -> float | None:
         found = series.get(key)

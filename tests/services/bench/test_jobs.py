@@ -411,3 +411,27 @@ def test_the_engines_own_account_ends_within_a_short_request_timeout(db_url: str
         started = time.monotonic()
         jobs.store_reported_settings(run_id, spec)
         assert time.monotonic() - started < 2.5
+
+
+def test_engine_samples_keep_what_an_explanation_reads() -> None:
+    # Issue 54: running, waiting (and how often), preemption, KV p90 and near full, token rates.
+    rows = [
+        {"requests_running": 4, "requests_waiting": 0, "kv_cache_usage": 0.5, "preemptions_per_s": 0.0},
+        {"requests_running": 4, "requests_waiting": 3, "kv_cache_usage": 0.97, "preemptions_per_s": 2.0},
+        {
+            "requests_running": 2,
+            "requests_waiting": 1,
+            "kv_cache_usage": 0.99,
+            "generation_tokens_per_s": 80.0,
+        },
+        {"requests_running": float("nan"), "requests_waiting": True, "_error": None},
+    ]
+    kept = jobs.summarize_engine_samples(rows)
+    assert kept["requests_running_max"] == 4 and kept["requests_running_mean"] == pytest.approx(10 / 3)
+    assert kept["requests_waiting_share"] == pytest.approx(2 / 3) and kept["requests_waiting_max"] == 3
+    assert kept["preempting_share"] == 0.5 and kept["preemptions_per_s_max"] == 2.0
+    assert kept["kv_cache_usage_p90"] == 0.99 and kept["kv_cache_near_full_share"] == pytest.approx(
+        2 / 3
+    )
+    assert kept["generation_tokens_per_s_mean"] == 80.0 and kept["spec_decode_acceptance_mean"] is None
+    assert kept["samples"] == 4
