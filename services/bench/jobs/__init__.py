@@ -54,7 +54,7 @@ from services.bench.jobs.starting import (
     store_reported_settings,
     update_run,
 )
-from services.bench.jobs.summarize import METRIC_FIELDS, build_summary, generator_verdict
+from services.bench.jobs.summarize import build_summary, generator_verdict
 from services.bench.jobs.writer import FLUSH_INTERVAL_S, DatabaseSink, record_from_row, request_row
 from services.runstate.lifecycle import ACTIVE_STATUSES
 
@@ -62,7 +62,6 @@ __all__ = [
     "ACTIVE_STATUSES",
     "FLUSH_INTERVAL_S",
     "KIND",
-    "METRIC_FIELDS",
     "BenchRunItem",
     "BenchRunView",
     "DatabaseSink",

@@ -19,41 +19,6 @@ from services.core import cost
 from services.telemetry.energy.maths import energy_per_token
 from services.telemetry.energy.records import EnergyResult
 
-METRIC_FIELDS = (
-    "completed",
-    "failed",
-    "sent",
-    "errors_by_class",
-    "error_rate",
-    "duration_s",
-    "request_throughput_rps",
-    "input_throughput_tok_s",
-    "output_throughput_tok_s",
-    "total_token_throughput_tok_s",
-    "goodput_rps",
-    "goodput_output_tok_s",
-    "slo_attainment",
-    "ttft_s",
-    "tpot_s",
-    "itl_s",
-    "e2e_s",
-    "ttfat_s",
-    "reasoning_tok_s",
-    "answer_tok_s",
-    "reasoning_tokens",
-    "answer_tokens",
-    "reasoning_tokens_source",
-    "ttft_includes_reasoning",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "schema_valid_rate",
-    "honoured_output_len",
-    "engine_metrics",
-    "time_split",
-    "energy",
-)
-
 
 def build_summary(
     spec: BenchSpec,
