@@ -339,14 +339,15 @@ def summarize_engine(
     return summary
 
 
-#: A cache that serves at least this share of the first prompt a run sends held the workload
-#: before the run began (an earlier identical run, a warm-up outside it).
-WARM_AT_START_SHARE = 0.5
+#: A cache that serves more than this share of the first prompt a run sends held some of the
+#: workload before the run began (an earlier identical run, a warm-up outside it): the margin
+#: within which two cached shares count as the same (comparability's CACHED_SHARE_POINTS).
+WARM_AT_START_SHARE = 0.10
 
 
 def cache_warm_at_start(records: Sequence[RequestRecord]) -> bool | None:
     """Whether the engine's cache held this workload before the run: the first request the run
-    sent (its warm-up included) found at least `WARM_AT_START_SHARE` of its prompt cached. A cache
+    sent (its warm-up included) found more than `WARM_AT_START_SHARE` of its prompt cached. A cache
     filled by the run's own requests is the engine's property to explain; one filled before it
     is not the engine's merit. None when the engine reported no cached tokens."""
     started = [r for r in records if r.ok and r.start_s is not None and r.input_tokens]
@@ -355,7 +356,7 @@ def cache_warm_at_start(records: Sequence[RequestRecord]) -> bool | None:
     first = min(started, key=lambda r: r.start_s or 0.0)
     if first.cached_tokens is None or not first.input_tokens:
         return None
-    return first.cached_tokens >= WARM_AT_START_SHARE * first.input_tokens
+    return first.cached_tokens > WARM_AT_START_SHARE * first.input_tokens
 
 
 def reasoning_block(

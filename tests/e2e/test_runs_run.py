@@ -34,7 +34,7 @@ def test_a_shared_run_shows_its_load_verdict_and_notes(app_page, app_server, sto
         "Load: concurrency 4, 20 requests per engine.",
         "Warm-up: 2 request(s) per engine before the measured ones",
         "Generator self-check: TTFT and ITL percentiles may be up to ~6.0 ms too high",
-        "Self-check evidence: llamacpp: CLIENT-BOUND (event-loop lag p99 6.00 ms > 2 ms)",
+        "Self-check evidence: llamacpp: CLIENT-BOUND (event-loop lag p99 6.0 ms > 2 ms)",
         "llamacpp ignores min_tokens (its kind does not take them).",
         "Input length: 64 tokens asked per request, before the chat template",
     ):
@@ -48,7 +48,7 @@ def test_a_shared_run_shows_its_load_verdict_and_notes(app_page, app_server, sto
         "Client-bound: the load generator, not the engine, limited some of these figures.",
         "Load: concurrency 4, 20 requests per engine.",
         "Warm-up: 2 request(s) per engine",
-        "llamacpp: CLIENT-BOUND (event-loop lag p99 6.00 ms &gt; 2 ms)",
+        "llamacpp: CLIENT-BOUND (event-loop lag p99 6.0 ms &gt; 2 ms)",
         "llamacpp ignores min_tokens",
     ):
         assert words in report, words

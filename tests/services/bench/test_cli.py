@@ -296,7 +296,7 @@ def test_the_table_says_what_the_self_check_means_then_its_evidence() -> None:
     assert lines[at + 2].startswith(
         "  b: The load generator could not check itself (the run lasted 0.13 s"
     )
-    assert lines[at + 3].startswith("  evidence: a: CLIENT-BOUND (event-loop lag p99 12.42 ms > 2 ms)")
+    assert lines[at + 3].startswith("  evidence: a: CLIENT-BOUND (event-loop lag p99 12.4 ms > 2 ms)")
     assert lines[at + 4].startswith("  evidence: b: could not check (the run lasted 0.13 s")
     assert "loop lag p50/p99" in lines[at + 4] and lines[at + 5] == "caveats:"
 

@@ -53,9 +53,11 @@ def test_each_pane_says_where_its_engines_time_went(
     units = ("ms", "ms")
     line = view.engine_split(columns["vllm"], units)
     assert line is not None and line.startswith(
-        "Engine's own: queue\u00a02.0\u00a0ms · prefill\u00a015\u00a0ms"
+        "Engine's own: queue\u00a02.0\u00a0ms · prefill\u00a015.0\u00a0ms"
     )
-    assert "decode\u00a0140\u00a0ms\u00a0(20\u00a0ms/token)" in line and "rest\u00a0of\u00a0TTFT" in line
+    assert (
+        "decode\u00a0140\u00a0ms\u00a0(20.0\u00a0ms/token)" in line and "rest\u00a0of\u00a0TTFT" in line
+    )
     llama = view.engine_split(columns["llama"], units)
-    assert llama is not None and "queue" not in llama and "prefill\u00a012\u00a0ms" in llama
+    assert llama is not None and "queue" not in llama and "prefill\u00a012.0\u00a0ms" in llama
     assert view.engine_split(columns["sglang"], units) == "Engine's own times: not reported by SGLang"

@@ -109,6 +109,9 @@ def test_the_first_request_tells_a_cache_warm_before_the_run() -> None:
     # The first request sent (a warm-up) found nothing cached; later ones did: filled within.
     assert cache_warm_at_start([record(1.0, 90), record(0.0, 0, warmup=True)]) is False
     assert cache_warm_at_start([record(0.0, 50), record(1.0, 0)]) is True
+    # More than the 10 points two cached shares may differ by and still be the same: warm.
+    assert cache_warm_at_start([record(0.0, 11)]) is True
+    assert cache_warm_at_start([record(0.0, 10)]) is False
     assert cache_warm_at_start([record(0.0, None)]) is None
 
 
