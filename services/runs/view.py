@@ -289,9 +289,7 @@ def verdict_lines(view: display.ComparisonView) -> str:
 def why_lines(view: display.ComparisonView) -> str:
     """Why each winner won (or why that is not said), one item per gap, under the verdicts."""
     return "\n".join(
-        f"- **{md_line(why.WHY_METRICS.get(found.metric, found.metric))}**: {md_line(found.text)}"
-        for found in view.explanations
-        if found.text
+        f"- **{md_line(names)}**: {md_line(text)}" for names, text in why.grouped(view.explanations)
     )
 
 

@@ -68,6 +68,18 @@ def explanations(comparison: Comparison) -> list[Explanation]:
     return found
 
 
+def grouped(found: list[Explanation]) -> list[tuple[str, str]]:
+    """(the figures, the explanation) once per distinct explanation: a guard that holds for every
+    figure of a pair (different models, not comparable) is said once, after the figures."""
+    figures: dict[tuple[str, str, str], list[str]] = {}
+    for item in found:
+        if item.text:
+            figures.setdefault((item.winner, item.loser, item.text), []).append(
+                WHY_METRICS.get(item.metric, item.metric)
+            )
+    return [(", ".join(names), text) for (_w, _l, text), names in figures.items()]
+
+
 def why_lines(found: list[Explanation]) -> list[str]:
-    """The explanations as the CLI and the gate write them, one line per gap."""
-    return [f"{WHY_METRICS.get(item.metric, item.metric)}: {item.text}" for item in found if item.text]
+    """The explanations as the CLI and the gate write them, one line per distinct one."""
+    return [f"{names}: {text}" for names, text in grouped(found)]

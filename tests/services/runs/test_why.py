@@ -91,6 +91,9 @@ def test_a_client_bound_side_is_a_guard_not_a_cause(db_url: str) -> None:
     found = why.explanations(runs.compare_runs([a, b]))
     ttft = next(item for item in found if item.metric == "ttft_s")
     assert ttft.status == "guarded" and "client-bound" in ttft.text and "Queueing" not in ttft.text
+    # The same guard over every figure of the pair is said once, after the figures it is about.
+    lines = why.why_lines(found)
+    assert len(lines) == 1 and lines[0].startswith("TTFT, E2E: Why is not said: the generator was")
 
 
 def test_the_compare_page_and_the_html_report_show_the_same_why(db_url: str) -> None:
