@@ -16,6 +16,12 @@ HIT_RATE_MARGIN = 0.20
 OUTPUT_LENGTH_TOLERANCE = 0.10
 
 
+def share_text(share: float, gap: str) -> str:
+    """A part's share of the gap; a part larger than the whole gap (others went the other way:
+    the winner's own part was longer) says so instead of "247%"."""
+    return f"more than the whole mean {gap} gap" if share > 1 else f"{share:.0%} of the mean {gap} gap"
+
+
 def durations(*seconds: float | None) -> list[str]:
     """Durations side by side in one unit ("none" for no time at all)."""
     unit = units.duration_unit(seconds)
@@ -57,7 +63,7 @@ def queue_claim(winner: Side, loser: Side, w: Split, lo: Split, share: float, ga
         sentence=(
             f"Queueing: {loser.label}'s requests waited {ql} on average in its own queue against "
             f"{qw} for {winner.label} ({evidence.times_source(loser)}, {lo.coverage}{said_waiting})"
-            f"{cap_clause(loser)}, {share:.0%} of the mean {gap} gap."
+            f"{cap_clause(loser)}, {share_text(share, gap)}."
         ),
         share=share,
         metric=evidence.times_source(loser),
@@ -84,7 +90,7 @@ def prefill_claim(winner: Side, loser: Side, w: Split, lo: Split, share: float, 
                 f"Prefix cache: {winner.label} served {hit_w:.0%} of prompt tokens from its cache "
                 f"against {hit_l:.0%} ({evidence.metric_name(winner, 'prefix_cache_hit_rate')}, "
                 f"{evidence.samples(winner)} samples), so its prefill took {pw} against {pl} "
-                f"({w.coverage}), {share:.0%} of the mean {gap} gap."
+                f"({w.coverage}), {share_text(share, gap)}."
             ),
             share=share,
             metric=evidence.metric_name(winner, "prefix_cache_hit_rate"),
@@ -101,7 +107,7 @@ def prefill_claim(winner: Side, loser: Side, w: Split, lo: Split, share: float, 
         sentence=(
             f"Slower prefill: {loser.label} took {pl} to prefill a request against {pw} for "
             f"{winner.label} ({evidence.times_source(loser)}, {lo.coverage}{per_token}), "
-            f"{share:.0%} of the mean {gap} gap."
+            f"{share_text(share, gap)}."
         ),
         share=share,
         metric=evidence.times_source(loser),
@@ -123,7 +129,7 @@ def decode_claim(winner: Side, loser: Side, w: Split, lo: Split, share: float, g
         cause="slower_decode",
         sentence=(
             f"Slower decode: {loser.label} took {dl} to decode a request against {dw}{widths} "
-            f"({evidence.times_source(loser)}, {lo.coverage}), {share:.0%} of the mean {gap} gap."
+            f"({evidence.times_source(loser)}, {lo.coverage}), {share_text(share, gap)}."
         ),
         share=share,
         metric=evidence.times_source(loser),
@@ -143,7 +149,7 @@ def rest_claim(loser: Side, lo: Split, w: Split, key: str, share: float, gap: st
         sentence=(
             f"Time outside the engine's own clock: {loser.label}'s {gap} held {rl} beyond its "
             f"engine's times against {rw}{via} (network, HTTP front end, tokenizing; "
-            f"{lo.coverage}), {share:.0%} of the mean {gap} gap."
+            f"{lo.coverage}), {share_text(share, gap)}."
         ),
         share=share,
         metric=evidence.times_source(loser),

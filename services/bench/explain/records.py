@@ -77,6 +77,8 @@ class Explanation:
     #: A guard's or a missing evidence's one-line reason; a confounder named, never credited.
     reason: str = ""
     confounders: tuple[str, ...] = ()
+    #: Parts that went the other way (the winner's was longer), large enough to say.
+    offsets: tuple[str, ...] = ()
 
     @property
     def sentences(self) -> list[str]:
@@ -86,6 +88,8 @@ class Explanation:
         said = [claim.sentence for claim in self.claims[:2]]
         if self.unattributed is not None and self.unattributed >= 0.05 and said:
             said[-1] = said[-1].rstrip(".") + f"; {self.unattributed:.0%} of the gap is not attributed."
+        if self.offsets and said:
+            said[-1] = said[-1].rstrip(".") + f"; offset in part: {'; '.join(self.offsets)}."
         if self.confounders and said:
             said[-1] = said[-1].rstrip(".") + f" (not credited: {'; '.join(self.confounders)})."
         return said
@@ -106,4 +110,5 @@ class Explanation:
             "unattributed": self.unattributed,
             "reason": self.reason,
             "confounders": list(self.confounders),
+            "offsets": list(self.offsets),
         }

@@ -265,3 +265,17 @@ def test_an_explanation_is_at_most_two_sentences_with_the_unattributed_share() -
     assert found.status == "explained" and len(found.sentences) == 2
     assert found.sentences[-1].endswith("30% of the gap is not attributed.")
     assert found.to_json()["claims"][0]["cause"] == "queue"
+
+
+def test_a_part_larger_than_the_gap_says_so_and_names_what_offset_it() -> None:
+    # Seen on the real llama.cpp pair: the one-slot engine queued 3.8 s, the four-slot one
+    # prefilled 2.2 s longer (four requests share its compute): "247% of the gap" said nothing.
+    winner = side("four", queue=0.0, prefill=1.1)
+    loser = side("one", queue=2.0, prefill=0.1)
+    said = explain("ttft_s", winner, loser).text
+    assert "more than the whole mean TTFT gap" in said and "200%" not in said
+    assert "offset in part: four's prefill took 1.00 s longer" in said
+    wide = side("wide", output_tokens=40 * 114, metrics={"requests_running_mean": 3.8})
+    narrow = side("narrow", output_tokens=40 * 100, metrics={"requests_running_mean": 1.0})
+    said = explain("output_throughput_tok_s", wide, narrow).text
+    assert "more than the whole 1.14x output throughput ratio (3.8x the width)" in said
