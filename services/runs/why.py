@@ -6,6 +6,7 @@ to every surface: the Runs compare page, `runs compare` (`why:` lines, `explanat
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from services.bench.explain import Explanation, Side, explain
@@ -53,9 +54,8 @@ def explanations(comparison: Comparison) -> list[Explanation]:
         loser = by_key.get(verdict.runner_up or "")
         if winner is None or loser is None:
             continue
-        found.append(
-            explain(verdict.metric, side_of(winner), side_of(loser), noise=verdict.noise.status)
-        )
+        said = explain(verdict.metric, side_of(winner), side_of(loser), noise=verdict.noise.status)
+        found.append(_compared_anyway(said, comparison))
     if not comparison.comparability.names_winners:
         baseline = comparison.series[comparison.baseline]
         labels = {series.label: series for series in comparison.series}
@@ -78,6 +78,26 @@ def grouped(found: list[Explanation]) -> list[tuple[str, str]]:
                 WHY_METRICS.get(item.metric, item.metric)
             )
     return [(", ".join(names), text) for (_w, _l, text), names in figures.items()]
+
+
+def _compared_anyway(said: Explanation, comparison: Comparison) -> Explanation:
+    """An explanation of a pair compared although not comparable (--allow-incomparable) names
+    what differs as a confounder: its claims may be that difference's, not the engines'."""
+    report = comparison.comparability
+    if report.comparable or not said.claims:
+        return said
+    labels = {said.winner, said.loser}
+    differing = [
+        d.label.lower()
+        for pair in report.verdicts
+        if set(pair.labels) & labels
+        for d in pair.differences
+    ]
+    if not differing:
+        return said
+    return replace(
+        said, confounders=(*said.confounders, f"they differ in {', '.join(differing)}, compared anyway")
+    )
 
 
 def why_lines(found: list[Explanation]) -> list[str]:

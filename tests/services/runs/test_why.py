@@ -125,3 +125,15 @@ def test_the_gate_says_why_a_failed_check_failed_and_only_for_failed_ones(
     assert "### Why" in text and f"Queueing\\: #{slower} llamacpp's requests waited" in text
     assert "output_tok_s" not in text.split("### Why")[1]  # a passed check has no why
     assert f"Why: Queueing: #{slower} llamacpp's requests waited" in xml.read_text()
+
+
+def test_a_pair_compared_anyway_names_what_differs_beside_its_claims(db_url: str) -> None:
+    warm = _block(0.0, 4)
+    warm.update(input_tokens=10_000, cached_tokens=5_000)
+    cold = _block(1.2, 1)
+    cold.update(input_tokens=10_000, cached_tokens=0)
+    a, b = make_run(engines={"warm": warm}), make_run(engines={"cold": cold})
+    assert not why.explanations(runs.compare_runs([a, b]))[0].claims  # refused: a guard
+    found = why.explanations(runs.compare_runs([a, b], allow_incomparable=True))
+    ttft = next(item for item in found if item.metric == "ttft_s")
+    assert "Queueing" in ttft.text and "they differ in prefix cache, compared anyway" in ttft.text
