@@ -300,7 +300,10 @@ def why_evidence(view: display.ComparisonView) -> pd.DataFrame:
         {
             "Figure": why.WHY_METRICS.get(found.metric, found.metric),
             "Cause": claim.cause.replace("_", " "),
-            "Share of the gap": units.share(claim.share),
+            # A part larger than the net gap (others went the other way) reads as the sentence does.
+            "Share of the gap": "more than the whole gap"
+            if claim.share is not None and claim.share > 1
+            else units.share(claim.share),
             "Engine's own source": claim.metric,
             "Coverage": claim.coverage,
         }

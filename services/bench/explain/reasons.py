@@ -260,7 +260,6 @@ def _width_claim(winner: Side, loser: Side, ratio: float, name: str) -> Claim | 
     if not width_w or not width_l or width_w / width_l < WIDTH_RATIO:
         return None
     raw = math.log(width_w / width_l) / math.log(ratio) if ratio > 1 else None
-    share = min(1.0, raw) if raw is not None else None
     itl_w, itl_l = winner.results.itl_s, loser.results.itl_s
     trade = ""
     if itl_w and itl_l and itl_w.mean is not None and itl_l.mean is not None and itl_w.mean > itl_l.mean:
@@ -277,7 +276,7 @@ def _width_claim(winner: Side, loser: Side, ratio: float, name: str) -> Claim | 
             f"Batch width: {winner.label} ran {width_w:.1f} requests at once on average against "
             f"{width_l:.1f} ({source_w}){cap_clause(loser)}, {portion}{trade}."
         ),
-        share=share,
+        share=raw,
         metric=source_w,
         coverage=f"{evidence.samples(winner)} samples" if evidence.samples(winner) else "the run",
         evidence={"winner_width": width_w, "loser_width": width_l, "ratio": ratio},
