@@ -151,17 +151,26 @@ class BenchSummary(Stored):
         """The generator's self-check per engine (per step of a sweep), each with its label,
         weighed against that load's figures (a run stored before weighing is weighed here)."""
         labels: dict[Any, str] = dict(self.step_labels() if step_labels is None else step_labels)
+        return [
+            (f"{name} at {labels.get(step, f'step {step}')}" if self.sweep else name, check)
+            for name, step, check in self._load_checks()
+        ]
+
+    def _load_checks(self) -> list[tuple[str, int | None, dict[str, Any]]]:
+        """(engine, sweep step or None, its weighed self-check) for every load of the run."""
         if self.sweep:
             return [
-                (
-                    f"{row.engine} at {labels.get(row.step, f'step {row.step}')}",
-                    weighed(dict(row.generator or {}), row),
-                )
+                (str(row.engine), row.step, weighed(dict(row.generator or {}), row))
                 for row in self.sweep
             ]
         return [
-            (name, weighed(dict(block.generator or {}), block)) for name, block in self.engines.items()
+            (name, None, weighed(dict(block.generator or {}), block))
+            for name, block in self.engines.items()
         ]
+
+    def client_bound_engines(self) -> set[str]:
+        """The engines the generator could not keep the load of (at any step)."""
+        return {name for name, _step, check in self._load_checks() if state(check) == CLIENT_BOUND}
 
     def start_times(self) -> dict[tuple[str, int | None], float]:
         """Unix time each engine (each sweep step) started (services/telemetry/origins.py)."""

@@ -12,7 +12,6 @@ from sqlalchemy import Text, and_, cast, func, literal, select
 from sqlalchemy.orm import Session
 
 from db.models import Exchange, RequestResult, Run
-from services.bench import selfcheck
 from services.bench.comparability import run_fingerprint
 from services.bench.results import EngineResults
 from services.bench.spec import slo_of
@@ -241,11 +240,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
             names.append(engine)
     snapshots = _snapshots(run.engines)
     steps = summary.sweep
-    client_bound = {
-        label.split(" at ", 1)[0]
-        for label, check in summary.self_checks()
-        if selfcheck.state(check) == selfcheck.CLIENT_BOUND
-    }
+    client_bound = summary.client_bound_engines()
     result = []
     for name in names:
         stored = engine_summaries.get(name)

@@ -7,10 +7,10 @@ to every surface: the Runs compare page, `runs compare` (`why:` lines, `explanat
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from services.bench.explain import Explanation, Side, explain
 from services.bench.results import EngineResults
+from services.core import stored_json
 from services.runs.records import Comparison, Series
 
 #: The figure each explanation is about, in the verdicts' words.
@@ -26,13 +26,9 @@ WHY_METRICS = {
 }
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def side_of(series: Series) -> Side:
     """A series as the explanation reads it: its stored results and what its run knew."""
-    info = _mapping(series.engine_info)
+    info = stored_json.mapping(series.engine_info)
     command = info.get("command")
     return Side(
         label=series.label,
@@ -41,7 +37,7 @@ def side_of(series: Series) -> Side:
         model=series.fingerprint.model or series.model,
         client_bound=series.client_bound,
         ran_together=series.ran_together,
-        reported=_mapping(info.get("reported")),
+        reported=stored_json.mapping(info.get("reported")),
         command=[str(word) for word in command] if isinstance(command, list) else [],
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.bench.explain.records import Side
+from services.bench.results import Distribution
 from services.core import units
 from services.engines import get_adapter
 
@@ -58,14 +59,10 @@ class Split:
     def coverage(self) -> str:
         return f"over {self.timed} of {self.requests} requests"
 
-    @property
-    def ttft(self) -> float | None:
-        parts = (self.queue or 0.0, self.prefill, self.ttft_rest)
-        return None if any(p is None for p in parts) else sum(p or 0.0 for p in parts)
-
 
 def _mean(block: object) -> float | None:
-    return units.number(block.get("mean")) if isinstance(block, dict) else None
+    found = Distribution.from_json(block)
+    return found.mean if found is not None else None
 
 
 def split_of(side: Side) -> Split | None:

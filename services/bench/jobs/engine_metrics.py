@@ -4,7 +4,6 @@ hold the worker's GIL while it timestamps tokens), and the figures read back fro
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
 import subprocess
@@ -17,6 +16,7 @@ import sqlalchemy as sa
 from db.models import Sample
 from db.session import session_scope
 from services.bench.spec import BenchSpec, EngineTarget
+from services.core import units
 from services.core.config import PROJECT_ROOT, get_settings
 from services.engines import get_adapter
 
@@ -102,10 +102,7 @@ KV_NEAR_FULL = 0.95
 
 
 def _gauge(values: dict[str, Any], key: str) -> float | None:
-    value = values.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return units.number(values.get(key))
 
 
 def _p90(values: list[float]) -> float | None:

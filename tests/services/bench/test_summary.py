@@ -135,3 +135,25 @@ def test_the_runs_self_check_has_a_third_state_and_old_runs_read_honestly() -> N
     assert of({**stored_before, "loop_lag_samples": 400}).self_check == "kept up"
     assert BenchSummary.from_json(OLD_SWEEP).self_check is None  # its steps hold no self-check
     assert of({}).self_check is None
+
+
+def test_client_bound_engines_are_named_by_engine_not_parsed_from_labels() -> None:
+    # An engine named "x at y" in a sweep: its labels read "x at y at concurrency 1".
+    bound = {"client_bound": True, "checked": True, "workers": 1, "evidence": ["loop lag p99 900 ms"]}
+    summary = BenchSummary.from_json(
+        {
+            "engines": {
+                "x at y": {"completed": 1, "from_step": 0},
+                "z": {"completed": 1, "from_step": 0},
+            },
+            "sweep": [
+                {"engine": "x at y", "step": 0, "concurrency": 1, "completed": 1, "generator": bound},
+                {"engine": "z", "step": 0, "concurrency": 1, "completed": 1},
+            ],
+        }
+    )
+    assert summary.client_bound_engines() == {"x at y"}
+    assert [label for label, _ in summary.self_checks()] == [
+        "x at y at concurrency 1",
+        "z at concurrency 1",
+    ]
