@@ -20,9 +20,10 @@ from typing import Any
 from commands import arguments
 from services.core import units
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 
 
-def _payload(view: Any) -> dict[str, Any]:
+def _payload(view: Any) -> JsonOut:
     engines = {}
     for column in view.columns:
         engines[column.engine] = {
@@ -65,7 +66,7 @@ def _payload(view: Any) -> dict[str, Any]:
     }
 
 
-def _engine_split(column: Any) -> dict[str, Any]:
+def _engine_split(column: Any) -> JsonOut:
     """The engine's own times of an answer and the split they give (None: not reported)."""
     # CLI start: dataclasses adds 16 modules (7 ms) to the 90 of `shootout ask --help`.
     from dataclasses import asdict

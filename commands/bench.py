@@ -28,6 +28,7 @@ from services.bench.spec import MAX_WORKERS, BenchSpec, EngineTarget
 from services.bench.workloads import WORKLOAD_KINDS
 from services.core import cost
 from services.core.errors import ShootoutError, ValidationError
+from services.core.json_types import JsonOut
 from services.core.processes import sigterm_as_ctrl_c
 from services.core.urls import check_url
 from services.engines import kinds
@@ -468,7 +469,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if baseline is None else gate.finish(args, baseline, [run_id])
 
 
-def cli_summary(run_id: int, summary: dict[str, Any]) -> dict[str, Any]:
+def cli_summary(run_id: int, summary: JsonOut) -> JsonOut:
     """The --json document: the stored summary plus the run id and final status."""
     # CLI start, as in run.
     from services.bench.jobs import get_run

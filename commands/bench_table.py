@@ -9,6 +9,7 @@ from services.bench.results import EngineResults
 from services.bench.spec import slo_of
 from services.bench.summary import BenchSummary
 from services.core import units
+from services.core.json_types import JsonOut
 from services.telemetry.energy.records import EnergyResult
 
 
@@ -37,7 +38,7 @@ def _load_level(row: EngineResults | None, dimension: str) -> float | int | None
     return row.concurrency if dimension == "concurrency" else row.rate if dimension == "rate" else None
 
 
-def results_table(payload: dict[str, Any], config: dict[str, Any] | None = None) -> str:
+def results_table(payload: JsonOut, config: JsonOut | None = None) -> str:
     """The results table, the self-check, then the run's caveats as every page says them
     (services.bench.caveats); the --json document stays the stored summary, caveats left out."""
     # CLI start: the bench views bring plotly and pandas (about 1 s); the table is printed after the run.

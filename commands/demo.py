@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from commands import print_json
 from services.core import ids
 from services.core.errors import ValidationError
+
+if TYPE_CHECKING:
+    from services.demos.records import DemoView
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,8 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_handle)
 
 
-def _settings(pairs: list[str]) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
+def _settings(pairs: list[str]) -> dict[str, str]:
+    settings: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
@@ -68,18 +71,17 @@ def _handle(args: argparse.Namespace) -> int:
     from services.demos import runner, scenarios
 
     if args.list:
-        described = [s.describe() for s in scenarios()]
         if args.json:
-            print_json(described)
+            print_json([s.describe() for s in scenarios()])
         else:
-            for item in described:
-                print(f"{item['name']:<20} {item['title']} ({item['duration_hint']})")
-                print(f"{'':<20} default engines: {', '.join(item['default_engines'])}")
-                for option in item["options"]:
-                    print(f"{'':<20} --set {option['key']}={option['default']}  {option['label']}")
+            for scenario in scenarios():
+                print(f"{scenario.name:<20} {scenario.title} ({scenario.duration_hint})")
+                print(f"{'':<20} default engines: {', '.join(scenario.default_engines)}")
+                for option in scenario.options:
+                    print(f"{'':<20} --set {option.key}={option.default}  {option.label}")
         return 0
     if args.show is not None:
-        result = runner.demo_result(args.show)
+        view = runner.demo_view(args.show)
     else:
         if not args.name:
             raise ValidationError("Name a scenario (shootout demo --list shows them).")
@@ -89,29 +91,27 @@ def _handle(args: argparse.Namespace) -> int:
         run_id = runner.start_demo(
             args.name, engines, options=_settings(args.settings), background=False
         )
-        result = runner.demo_result(run_id)
+        view = runner.demo_view(run_id)
     if args.json:
-        print_json(result)
+        print_json(runner.demo_json(view))
     else:
-        _print_text(result)
-    if result["status"] == "finished":
+        _print_text(view)
+    if view.status == "finished":
         return 0
-    reason = result.get("error") or "some requests or steps failed (see the steps above)"
-    print(f"error: demo #{result['run_id']} {result['status']}: {reason}", file=sys.stderr)
+    reason = view.error or "some requests or steps failed (see the steps above)"
+    print(f"error: demo #{view.run_id} {view.status}: {reason}", file=sys.stderr)
     return 1
 
 
-def _print_text(result: dict[str, Any]) -> None:
-    print(
-        f"Demo #{result['run_id']}: {result['title']} [{result['status']}] on {', '.join(result['engines'])}"
-    )
-    for index, step in enumerate(result["steps"], 1):
-        print(f"\n{index}. {step['title']} ({step['status']})")
-        for number in step["numbers"]:
-            print(f"   {number['label']}: {number['text']}")
-        if step["finding"]:
-            print(f"   {step['finding']}")
-        for error in step["errors"]:
+def _print_text(view: DemoView) -> None:
+    print(f"Demo #{view.run_id}: {view.title} [{view.status}] on {', '.join(view.engines)}")
+    for index, step in enumerate(view.steps, 1):
+        print(f"\n{index}. {step.title} ({step.status})")
+        for number in step.numbers:
+            print(f"   {number.label}: {number.text}")
+        if step.finding:
+            print(f"   {step.finding}")
+        for error in step.errors:
             print(f"   error: {error}")
-    if result.get("conclusion"):
-        print(f"\nConclusion: {result['conclusion']}")
+    if view.conclusion:
+        print(f"\nConclusion: {view.conclusion}")

@@ -33,6 +33,7 @@ from typing import Any
 from commands import print_json
 from services.core import ids
 from services.core.errors import ShootoutError, ValidationError
+from services.core.json_types import JsonOut
 from services.runs import gate, get_run
 from services.runstate.lifecycle import RunKind, RunStatus
 
@@ -140,7 +141,7 @@ def _write(path: str, text: str, append: bool = False) -> None:
         raise ValidationError(f"Cannot write {path}: {error.strerror or error}.") from None
 
 
-def result_json(result: gate.GateResult) -> dict[str, Any]:
+def result_json(result: gate.GateResult) -> JsonOut:
     return {
         "outcome": result.outcome,
         "exit_code": result.exit_code,

@@ -82,24 +82,19 @@ def handle(args: argparse.Namespace) -> int:
         rate_window_s=args.rate_window,
     )
     result.messages[:0] = messages
-    payload = result.to_json()
     if args.json:
-        print_json(payload)
+        print_json(result.to_json())
         return 0
-    print(
-        f"Prometheus {server.url} · {payload['step_s']:g} s step · rate window {payload['rate_window_s']:g} s"
-    )
-    for message in payload["messages"]:
+    print(f"Prometheus {server.url} · {result.step_s:g} s step · rate window {result.rate_window_s:g} s")
+    for message in result.messages:
         print(f"note: {message}")
-    for source in payload["sources"]:
-        print(
-            f"\n{source['source']} ({source['label']}{', ' + source['matched_by'] if source['matched_by'] else ''})"
-        )
-        for name, entry in source["signals"].items():
-            print(f"  {name:<26} {_summary([v for _, v in entry['points']])}")
-        for name, reason in source["not_reported"].items():
+    for item in result.series:
+        print(f"\n{item.source} ({item.label}{', ' + item.matched_by if item.matched_by else ''})")
+        for name in item.signals:
+            print(f"  {name:<26} {_summary(item.points(name))}")
+        for name, reason in item.not_reported.items():
             print(f"  {name:<26} {reason}")
-    if not payload["sources"]:
+    if not result.series:
         print("no series in the window")
     return 0
 

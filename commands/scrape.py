@@ -33,17 +33,18 @@ def handle(args: argparse.Namespace) -> int:
         print_json(result.to_json())
         return 0
     print(f"{result.label} ({result.kind}, detected by {result.detected_by}) at {result.metrics_url}")
-    for source in result.to_json()["sources"]:
-        print(f"\n{source['source']} ({source['label']})")
-        for name, entry in source["signals"].items():
-            title = SIGNALS[name].title if name in SIGNALS else name
+    for snapshot in result.snapshots:
+        print(f"\n{snapshot.source} ({snapshot.label})")
+        for name in snapshot.shown_signals():
+            signal = SIGNALS.get(name)
+            reading = snapshot.reading(name)
             shown = (
-                _format(entry["value"], entry["unit"])
-                if entry["value"] is not None
-                else entry.get("reason", "")
+                _format(reading.value, signal.unit if signal else "")
+                if reading.value is not None
+                else reading.reason or ""
             )
-            print(f"  {title:<28} {shown}")
-        for process in source.get("processes") or []:
+            print(f"  {signal.title if signal else name:<28} {shown}")
+        for process in snapshot.processes if snapshot.group == "gpu" else []:
             print(f"  process {process.get('name')}: {process.get('used_bytes')}")
     return 0
 

@@ -21,11 +21,14 @@ import json
 import math
 import sys
 import threading
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from commands import arguments
-from services.core import units
+from services.core import stored_json, units
 from services.core.errors import ValidationError
+
+if TYPE_CHECKING:
+    from services.tune.summary import TuneConfigEntry
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -196,14 +199,14 @@ def build_spec(args: argparse.Namespace) -> Any:
     )
 
 
-def _line(config: dict[str, Any]) -> str:
-    metrics = config.get("metrics") or {}
+def _line(config: TuneConfigEntry) -> str:
+    metrics = stored_json.mapping(config.get("metrics"))
     if config["status"] in ("failed_to_start", "crashed"):
         return f"  {config['label']:<28} {config['status']}: {config['reason']}"
     if not metrics:
         return f"  {config['label']:<28} {config['status']}"
-    ttft = (metrics.get("ttft_s") or {}).get("p90")
-    itl = (metrics.get("itl_s") or {}).get("p90")
+    ttft = stored_json.mapping(metrics.get("ttft_s")).get("p90")
+    itl = stored_json.mapping(metrics.get("itl_s")).get("p90")
     return (
         f"  {config['label']:<28} {metrics.get('output_throughput_tok_s', 0):7.1f} tok/s  "
         f"p90 TTFT {units.duration(ttft, missing='-'):>8}  p90 ITL "

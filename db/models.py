@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias, TypedDict
 
 from sqlalchemy import (
     JSON,
@@ -28,13 +28,21 @@ from sqlalchemy import (
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
+from services.core.json_types import JsonOut
+
+#: A JSON column's value: JSON this app stored, by this version or an older one (or an import).
+#: Its shape is its writer's (a `Stored` record's to_json, a TypedDict), and so is its reader: a
+#: record's `from_json`, or a cast into the TypedDict right where the column is read. The one
+#: name for the columns (and `type_annotation_map`'s key), so that a search finds every read.
+StoredJson: TypeAlias = dict[str, Any]
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
-    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {StoredJson: JSON, list[Any]: JSON}
 
 
 class Engine(Base):
@@ -51,7 +59,7 @@ class Engine(Base):
     api_key_env: Mapped[str | None] = mapped_column(String(100))
     metrics_url: Mapped[str | None] = mapped_column(String(500))
     local_id: Mapped[str | None] = mapped_column(String(60))
-    info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    info: Mapped[StoredJson] = mapped_column(default=dict)
     #: Dollars per hour of the instance or GPUs behind it (services/core/cost.py); NULL: not priced.
     usd_per_hour: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -69,8 +77,8 @@ class Run(Base):
     kind: Mapped[str] = mapped_column(String(30), index=True)
     name: Mapped[str] = mapped_column(String(300), default="")
     status: Mapped[str] = mapped_column(String(30), default="pending", index=True)
-    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    config: Mapped[StoredJson] = mapped_column(default=dict)
+    summary: Mapped[StoredJson] = mapped_column(default=dict)
     engines: Mapped[list[Any]] = mapped_column(default=list)
     engine_names: Mapped[str] = mapped_column(String(1000), default="", index=True)
     model: Mapped[str | None] = mapped_column(String(300), index=True)
@@ -138,7 +146,7 @@ class RequestResult(Base):
     finish_reason: Mapped[str | None] = mapped_column(String(40))
     error_class: Mapped[str | None] = mapped_column(String(60))
     error: Mapped[str | None] = mapped_column(Text)
-    extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    extra: Mapped[StoredJson] = mapped_column(default=dict)
 
     run: Mapped[Run] = relationship(back_populates="requests")
 
@@ -147,6 +155,31 @@ class RequestResult(Base):
 REQUEST_RESULT_FIELDS: tuple[str, ...] = tuple(
     column.name for column in RequestResult.__table__.columns if column.name not in ("id", "run_id")
 )
+
+
+class RequestRow(TypedDict, total=False):
+    """A RequestResult row as a mapping of its columns (no ids): what a Core bulk insert takes,
+    and what an importer builds and reads back before it stores the rows."""
+
+    run_id: int
+    engine_name: str
+    index: int
+    warmup: bool
+    ok: bool
+    scheduled_s: float | None
+    start_s: float | None
+    ttft_s: float | None
+    e2e_s: float | None
+    tpot_s: float | None
+    itl_s: list[float]
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    finish_reason: str | None
+    error_class: str | None
+    error: str | None
+    #: What has no column (the step, the schema verdict, thinking figures): written, not read here.
+    extra: JsonOut
 
 
 class Sample(Base):
@@ -163,7 +196,7 @@ class Sample(Base):
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     ts: Mapped[float] = mapped_column(Float)
     source: Mapped[str] = mapped_column(String(120))
-    values: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    values: Mapped[StoredJson] = mapped_column(default=dict)
 
 
 class Exchange(Base):
@@ -179,14 +212,14 @@ class Exchange(Base):
     engine_name: Mapped[str] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(300))
     messages: Mapped[list[Any]] = mapped_column(default=list)
-    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    params: Mapped[StoredJson] = mapped_column(default=dict)
     #: The chat request as built when it was sent (ChatRequest.to_json): what the worker sends.
-    request: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    request: Mapped[StoredJson | None] = mapped_column(default=None)
     answer: Mapped[str] = mapped_column(Text, default="")
     choices: Mapped[list[Any]] = mapped_column(default=list)
     status: Mapped[str] = mapped_column(String(30), default="streaming")
-    metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    usage: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    metrics: Mapped[StoredJson] = mapped_column(default=dict)
+    usage: Mapped[StoredJson] = mapped_column(default=dict)
     finish_reason: Mapped[str | None] = mapped_column(String(40))
     error_class: Mapped[str | None] = mapped_column(String(60))
     error: Mapped[str | None] = mapped_column(Text)
@@ -235,7 +268,7 @@ FINGERPRINT_IGNORED_ENGINE_KEYS = frozenset({"usd_per_hour"})
 
 
 def run_fingerprint(
-    kind: str | None, model: str | None, workload: str | None, config: dict[str, Any] | None
+    kind: str | None, model: str | None, workload: str | None, config: StoredJson | None
 ) -> str:
     """What repeated runs share: same kind, model, workload and measuring config."""
     measured = {
@@ -330,7 +363,7 @@ class DemoSession(Base):
     #: What the presenter shows now: the newest event's sequence number, kind and reference.
     shown_seq: Mapped[int] = mapped_column(Integer, default=0)
     shown_kind: Mapped[str | None] = mapped_column(String(30))
-    shown_ref: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    shown_ref: Mapped[StoredJson] = mapped_column(default=dict)
     shown_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     events: Mapped[list[SessionEvent]] = relationship(
@@ -351,7 +384,7 @@ class SessionEvent(Base):
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     kind: Mapped[str] = mapped_column(String(30))
     #: The typed reference (services/sessions/records.py Shown), stored as its fields.
-    ref: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    ref: Mapped[StoredJson] = mapped_column(default=dict)
 
     session: Mapped[DemoSession] = relationship(back_populates="events")
 

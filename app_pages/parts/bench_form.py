@@ -1,29 +1,29 @@
 """The Benchmarks page's "New benchmark" form: workload, load, sweep and SLOs in three columns,
-then Start. Widget values go into one dict that services.bench.view.submit validates; the
+then Start. Widget values go into one dict that services.bench.view.submit reads once and validates; the
 initial values are services.bench.form's defaults (the same as `shootout bench`'s)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import streamlit as st
 
 from app_pages import common
 from app_pages.parts.bench_workload import workload_column
 from services.bench import view as views
+from services.core.json_types import JsonOut
 
 
 def new_benchmark_form(options: views.FormOptions) -> None:
     if not options.engines:
         st.info("No engines registered yet: add one on the Engines page first.")
         return
-    values: dict[str, Any] = {}
-    values["engines"] = st.multiselect(
+    values: JsonOut = {}
+    engines = st.multiselect(
         "Engines (same workload, side by side)",
         options.engines,
         default=options.default_engines,
         key="bench_engines",
     )
+    values["engines"] = engines
     left, middle, right = st.columns(3)
     with left:
         workload_column(options, values)
@@ -32,14 +32,14 @@ def new_benchmark_form(options: views.FormOptions) -> None:
     with right:
         sweep_column(options, values)
     values["name"] = st.text_input("Name (optional)", options.defaults.name, key="bench_name")
-    shared = views.shared_cores_note(values["engines"], bool(values.get("parallel")))
+    shared = views.shared_cores_note(engines, bool(values.get("parallel")))
     if shared:
         st.info(shared, icon=":material/memory:")
     if st.button("Start benchmark", type="primary", key="bench_start"):
         common.start_and_show(lambda: views.submit(values, common.viewer()))
 
 
-def load_column(options: views.FormOptions, values: dict[str, Any]) -> None:
+def load_column(options: views.FormOptions, values: JsonOut) -> None:
     default = options.defaults
     st.markdown("**Load**")
     values["mode"] = st.selectbox(
@@ -98,7 +98,7 @@ def load_column(options: views.FormOptions, values: dict[str, Any]) -> None:
     )
 
 
-def sweep_column(options: views.FormOptions, values: dict[str, Any]) -> None:
+def sweep_column(options: views.FormOptions, values: JsonOut) -> None:
     default = options.defaults
     st.markdown("**Sweep and SLOs**")
     values["sweep"] = st.selectbox(

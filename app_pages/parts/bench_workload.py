@@ -3,17 +3,16 @@ widget writes its value into the form's `values` under the name services.bench.f
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from app_pages import common
 from services.bench import view as views
 from services.core.errors import ShootoutError
+from services.core.json_types import JsonOut
 from services.core.safe_text import md_text
 
 
-def workload_column(options: views.FormOptions, values: dict[str, Any]) -> None:
+def workload_column(options: views.FormOptions, values: JsonOut) -> None:
     default = options.defaults
     st.markdown("**Workload**")
     values["workload"] = st.selectbox(
@@ -68,7 +67,7 @@ def workload_column(options: views.FormOptions, values: dict[str, Any]) -> None:
     )
 
 
-def _prompt_file(values: dict[str, Any]) -> None:
+def _prompt_file(values: JsonOut) -> None:
     """An uploaded JSONL file, or (for an operator) a path on the server."""
     upload = st.file_uploader(
         'JSONL prompts ({"prompt": ...} or {"messages": [...]} per line)',

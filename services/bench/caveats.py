@@ -17,6 +17,7 @@ from services.bench.comparability import run_fingerprint
 from services.bench.comparability.build import requested_input_tokens
 from services.bench.summary import BenchSummary
 from services.core import stored_json
+from services.core.json_types import JsonOut
 
 #: Where the two prefix-cache figures come from. They disagree by design (different counters,
 #: different requests), so neither is shown without its source.
@@ -74,7 +75,29 @@ def _count(value: Any) -> int | None:
     return int(number) if number is not None else None
 
 
-def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
+@dataclass(frozen=True)
+class _Config:
+    """What the caveats read of a run's stored config (any kind, any version), read once."""
+
+    #: The config whole, for the comparability readers that take a stored config.
+    stored: object
+    warmup_requests: int | None = None
+    import_tool: str | None = None
+    import_file: str | None = None
+
+
+def _config(stored: object) -> _Config:
+    data = stored_json.mapping(stored)
+    imported = stored_json.mapping(data.get("import"))
+    return _Config(
+        data,
+        warmup_requests=_count(stored_json.mapping(data.get("load")).get("warmup_requests")),
+        import_tool=stored_json.nonempty_text(imported.get("tool")),
+        import_file=stored_json.nonempty_text(imported.get("file")),
+    )
+
+
+def _load_lines(config: _Config, results: BenchSummary) -> list[str]:
     lines: list[str] = []
     load = results.load
     if results.sweep and load:
@@ -99,8 +122,7 @@ def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
     ]
     if measured:
         lines.append(f"Measured requests: {', '.join(measured)}.")
-    spec_load = stored_json.mapping(config.get("load"))
-    warmup = _count(spec_load.get("warmup_requests"))
+    warmup = config.warmup_requests
     if warmup is None:
         counts = [c for block in ran.values() if (c := block.warmup) is not None]
         warmup = max(counts) if counts else None
@@ -113,7 +135,7 @@ def _load_lines(config: dict[str, Any], results: BenchSummary) -> list[str]:
         lines.append("Warm-up: none; the first requests' cold start is in the figures.")
     if results.workload:
         lines.append(f"Workload: {results.workload}.")
-    asked = requested_input_tokens(config)
+    asked = requested_input_tokens(config.stored)
     if asked is not None:
         lines.append(
             f"Input length: {asked} tokens asked per request, before the chat template; token "
@@ -190,34 +212,32 @@ def _engine_notes(results: BenchSummary) -> list[str]:
     return notes
 
 
-def _import_note(config: dict[str, Any]) -> list[str]:
-    imported = stored_json.mapping(config.get("import"))
-    tool = stored_json.nonempty_text(imported.get("tool"))
+def _import_note(config: _Config) -> list[str]:
+    tool, source = config.import_tool, config.import_file
     if not tool:
         return []
-    source = stored_json.nonempty_text(imported.get("file"))
     return [f"Imported from {tool}" + (f" ({source})" if source else "") + ": measured by that tool."]
 
 
-def _fingerprint_notes(config: dict[str, Any], results: BenchSummary) -> list[str]:
+def _fingerprint_notes(config: _Config, results: BenchSummary) -> list[str]:
     """The comparability traps of each engine's own figures (services.bench.comparability) that
     the notes above do not already say (a short output length is said there)."""
     notes = []
     for name in results.engines_that_ran():
-        fingerprint = run_fingerprint(config, results.to_json(), [], name)
+        fingerprint = run_fingerprint(config.stored, results.to_json(), [], name)
         for caution in fingerprint.cautions:
             if not caution.startswith("fixed output length"):
                 notes.append(f"{name}: {caution}.")
     return notes
 
 
-def run_caveats(config: dict[str, Any] | None, summary: BenchSummary | dict[str, Any] | None) -> Caveats:
+def run_caveats(config: object, summary: BenchSummary | JsonOut | None) -> Caveats:
     """A run's caveats from its stored config and summary (any kind; empty where nothing is
     said, never raising on an old or odd summary)."""
-    config = config if isinstance(config, dict) else {}
+    stored = _config(config)
     results = BenchSummary.from_json(summary)
     return Caveats(
-        load=_load_lines(config, results),
+        load=_load_lines(stored, results),
         self_check=results.run_check(),
-        notes=[*_import_note(config), *_engine_notes(results), *_fingerprint_notes(config, results)],
+        notes=[*_import_note(stored), *_engine_notes(results), *_fingerprint_notes(stored, results)],
     )

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.bench.blocks import FindingJson
+from services.bench.results import EngineResults
 from services.bench.stats import RequestRecord
 from services.core import stored_json
 from services.core.counts import RULES, Refusal
@@ -81,19 +83,19 @@ class Finding:
     def failing(self) -> bool:
         return self.severity == FAIL
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "engine": self.engine,
-            "step": self.step,
-            "field": self.field,
-            "requests": self.requests,
-            "of": self.of,
-            "reported": self.reported,
-            "stream": self.stream,
-            "message": self.message,
-        }
+    def to_json(self) -> FindingJson:
+        return FindingJson(
+            check=self.check,
+            severity=self.severity,
+            engine=self.engine,
+            step=self.step,
+            field=self.field,
+            requests=self.requests,
+            of=self.of,
+            reported=self.reported,
+            stream=self.stream,
+            message=self.message,
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> Finding | None:
@@ -117,12 +119,9 @@ class Finding:
         )
 
 
-def stored_findings(block: Any) -> list[Finding]:
+def stored_findings(block: EngineResults) -> list[Finding]:
     """The findings an engine block (or a sweep row) stored; none for a block from before them."""
-    listed = stored_json.mapping(block).get(SUMMARY_KEY)
-    if not isinstance(listed, list):
-        return []
-    return [found for item in listed if (found := Finding.from_json(item)) is not None]
+    return [found for item in block.findings or () if (found := Finding.from_json(item)) is not None]
 
 
 def findings_of(engine: str, records: Sequence[RequestRecord], step: int | None = None) -> list[Finding]:

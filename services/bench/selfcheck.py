@@ -38,10 +38,17 @@ import asyncio
 import resource
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from services.bench.blocks import (
+    GeneratorBlock,
+    LagFigures,
+    RunGeneratorBlock,
+    WeighedLag,
+    WorkerFigures,
+)
 from services.bench.results import Distribution, EngineResults
 from services.bench.time_split import REST_PREFIX
 from services.core import units
@@ -173,49 +180,37 @@ def _host() -> str:
     return socket.gethostname()
 
 
-def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
+def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> GeneratorBlock:
     """The generator block of a summary: merged figures, per-worker shares, the verdict."""
     lags = [lag for check in checks for lag in check.loop_lag_s]
     lateness = [late for check in checks for late in check.send_lateness_s]
     workers = [
-        {
-            "worker": c.worker,
-            "host": c.host,
-            "cpu_share": round(c.cpu_share, 3),
-            "cpu_share_peak": round(max(c.cpu_share_peak, c.cpu_share), 3),
-            "connections_max": c.connections_max,
-            "peak_rss_mb": c.peak_rss_mb,
-            "loop_lag_p99_ms": units.to_ms(percentile(c.loop_lag_s, 99), 3) if c.loop_lag_s else None,
-            "loop_lag_samples": len(c.loop_lag_s),
-            "wall_s": round(c.wall_s, 3),
-            "late_share": round(late_share(c), 3),
-        }
+        WorkerFigures(
+            worker=c.worker,
+            host=c.host,
+            cpu_share=round(c.cpu_share, 3),
+            cpu_share_peak=round(max(c.cpu_share_peak, c.cpu_share), 3),
+            connections_max=c.connections_max,
+            peak_rss_mb=c.peak_rss_mb,
+            loop_lag_p99_ms=units.to_ms(percentile(c.loop_lag_s, 99), 3) if c.loop_lag_s else None,
+            loop_lag_samples=len(c.loop_lag_s),
+            wall_s=round(c.wall_s, 3),
+            late_share=round(late_share(c), 3),
+        )
         for c in checks
     ]
-    block: dict[str, Any] = {
-        "workers": len(checks),
-        "loop_lag_ms": {
-            "p50": units.to_ms(percentile(lags, 50), 3),
-            "p99": units.to_ms(percentile(lags, 99), 3),
-            "max": units.to_ms(max(lags), 3),
-        }
-        if lags
-        else {},
-        "loop_lag_samples": len(lags),
-        "loop_lag_calm_samples": sum(calm_probes(c.wall_s) for c in checks),
-        "loop_late_share": round(max((late_share(c) for c in checks), default=0.0), 3),
-        "measured_s": round(max((c.wall_s for c in checks), default=0.0), 3),
-        "send_lateness_ms": {
-            "p50": units.to_ms(percentile(lateness, 50), 3),
-            "p99": units.to_ms(percentile(lateness, 99), 3),
-            "max": units.to_ms(max(lateness), 3),
-        }
-        if lateness
-        else {},
-        "cpu_share": [w["cpu_share"] for w in workers],
-        "per_worker": workers,
-        "open_connections_max": sum(c.connections_max for c in checks),
-    }
+    block = GeneratorBlock(
+        workers=len(checks),
+        loop_lag_ms=_delays(lags),
+        loop_lag_samples=len(lags),
+        loop_lag_calm_samples=sum(calm_probes(c.wall_s) for c in checks),
+        loop_late_share=round(max((late_share(c) for c in checks), default=0.0), 3),
+        measured_s=round(max((c.wall_s for c in checks), default=0.0), 3),
+        send_lateness_ms=_delays(lateness),
+        cpu_share=[w["cpu_share"] for w in workers],
+        per_worker=workers,
+        open_connections_max=sum(c.connections_max for c in checks),
+    )
     found = verdict(block, open_loop=open_loop)
     block["client_bound"] = found.state == CLIENT_BOUND
     block["checked"] = found.state != UNCHECKED
@@ -223,6 +218,17 @@ def report(checks: Sequence[WorkerCheck], *, open_loop: bool) -> dict[str, Any]:
     if found.reason:
         block["unchecked_reason"] = found.reason
     return block
+
+
+def _delays(samples: Sequence[float]) -> LagFigures:
+    """A delay's percentiles in ms, as the block stores them ({} without samples)."""
+    if not samples:
+        return LagFigures()
+    return LagFigures(
+        p50=units.to_ms(percentile(samples, 50), 3),
+        p99=units.to_ms(percentile(samples, 99), 3),
+        max=units.to_ms(max(samples), 3),
+    )
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,7 @@ class Verdict:
     reason: str = ""
 
 
-def verdict(block: Mapping[str, Any], *, open_loop: bool) -> Verdict:
+def verdict(block: GeneratorBlock, *, open_loop: bool) -> Verdict:
     """client-bound (with the evidence), kept up, or could not check (with the reason): a
     verdict without enough probes to stand on is never "kept up"."""
     evidence: list[str] = []
@@ -287,7 +293,7 @@ def own_evidence(lines: Sequence[str] | None) -> list[str]:
     return [line for line in lines or () if not str(line).startswith(REST_PREFIX)]
 
 
-def rest_lines(block: Mapping[str, Any]) -> list[str]:
+def rest_lines(block: GeneratorBlock) -> list[str]:
     """The time outside the engine's clock as evidence beside the verdict (time_split.py),
     where it was large: kept apart now, among the evidence in runs stored before."""
     stored = block.get("rest_evidence")
@@ -295,7 +301,7 @@ def rest_lines(block: Mapping[str, Any]) -> list[str]:
     return [str(stored)] if stored else older
 
 
-def state(block: Mapping[str, Any] | None) -> CheckState | None:
+def state(block: GeneratorBlock | None) -> CheckState | None:
     """A stored block's verdict, or None for a block without one (an import, an old run). A
     block stored client-bound on the rest alone (before the rest stopped deciding) is judged again
     on the generator's own figures; a loop lag that is the only evidence and is small beside the
@@ -321,7 +327,7 @@ def state(block: Mapping[str, Any] | None) -> CheckState | None:
     return KEPT_UP
 
 
-def lag_within(block: Mapping[str, Any], evidence: Sequence[str]) -> bool:
+def lag_within(block: GeneratorBlock, evidence: Sequence[str]) -> bool:
     """Whether a load's only evidence is its loop lag and that lag, weighed against the figures
     it could distort (`weigh`), leaves them good to `DISTORTION_LIMIT`. A loop starved of its
     core, a worker out of CPU or late sends limited the load itself: never weighed away."""
@@ -334,10 +340,11 @@ def lag_within(block: Mapping[str, Any], evidence: Sequence[str]) -> bool:
     )
 
 
-def distortion(block: Mapping[str, Any] | None) -> float | None:
+def distortion(block: GeneratorBlock | None) -> float | None:
     """The most the generator's own delay may take of the figures it could distort, as a share
     (`weigh`); None when it was not weighed (no figures, or a run stored before)."""
-    return units.number(_mapping((block or {}).get("weighed")).get("bound"))
+    found = (block or GeneratorBlock()).get("weighed")
+    return units.number(found.get("bound")) if isinstance(found, dict) else None
 
 
 def _p50_ms(figure: Distribution | None) -> float | None:
@@ -364,11 +371,9 @@ def engine_limit(block: EngineResults) -> str:
     or read as llama.cpp's slot wait: services/bench/time_split.py) at least `ENGINE_QUEUE_SHARE`
     of their mean E2E, or its metrics counting requests waiting; "" otherwise."""
     split = block.time_split
-    queue = (
-        units.number(_mapping(split.get("queue_s")).get("mean")) if split.get("queue_reported") else None
-    )
-    e2e = units.number(_mapping(split.get("e2e_s")).get("mean"))
-    waiting = units.number(block.engine_metrics.get("requests_waiting_max"))
+    queue = split.queue_s.mean if split.queue_reported and split.queue_s is not None else None
+    e2e = split.e2e_s.mean if split.e2e_s is not None else None
+    waiting = block.engine_metrics.requests_waiting_max
     said = f"its own metrics counted up to {waiting:g} request(s) waiting" if waiting else ""
     if queue is not None and e2e and queue >= ENGINE_QUEUE_SHARE * e2e:
         unit = units.duration_unit((queue, e2e))
@@ -380,11 +385,7 @@ def engine_limit(block: EngineResults) -> str:
     return f"the engine was the limit: {said}" if said else ""
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def weigh(generator: dict[str, Any], block: EngineResults) -> None:
+def weigh(generator: GeneratorBlock | None, block: EngineResults) -> None:
     """Weigh a load's self-check (`generator`, the block's) against the load's own figures
     (`block`, its engine's block or sweep row): `weighed` keeps the generator's own delay (its
     loop lag p99), the figures it could distort and the bound (delay / the smallest); the engine's
@@ -395,29 +396,29 @@ def weigh(generator: dict[str, Any], block: EngineResults) -> None:
     lag_p99 = (generator.get("loop_lag_ms") or {}).get("p99")
     figures = distortable(block)
     if isinstance(lag_p99, (int, float)) and figures:
-        generator["weighed"] = {
-            "delay_ms": lag_p99,
-            "figures_ms": {name: round(value, 3) for name, value in figures.items()},
-            "bound": round(lag_p99 / min(figures.values()), 5),
-            "limit": DISTORTION_LIMIT,
-        }
+        generator["weighed"] = WeighedLag(
+            delay_ms=lag_p99,
+            figures_ms={name: round(value, 3) for name, value in figures.items()},
+            bound=round(lag_p99 / min(figures.values()), 5),
+            limit=DISTORTION_LIMIT,
+        )
     limit = engine_limit(block)
     if limit:
         generator["engine_limit"] = limit
     generator["client_bound"] = state(generator) == CLIENT_BOUND
 
 
-def weighed(generator: dict[str, Any], block: EngineResults) -> dict[str, Any]:
+def weighed(generator: GeneratorBlock, block: EngineResults) -> GeneratorBlock:
     """A copy of a stored self-check weighed against its load's figures (a run stored before
     `weigh`); one already weighed as it is."""
     if not generator or "weighed" in generator or "engine_limit" in generator:
         return generator
-    out = dict(generator)
+    out = generator.copy()
     weigh(out, block)
     return out
 
 
-def run_flagged(generator: dict[str, Any]) -> bool:
+def run_flagged(generator: RunGeneratorBlock) -> bool:
     """Whether a run's stored verdict (its top-level `generator`) says client-bound on some
     load's own evidence: not a run stored client-bound on the rest alone."""
     if not generator.get("client_bound"):
@@ -430,15 +431,15 @@ def run_flagged(generator: dict[str, Any]) -> bool:
     )
 
 
-def unchecked_reason(block: Mapping[str, Any]) -> str:
+def unchecked_reason(block: GeneratorBlock) -> str:
     return str(block.get("unchecked_reason") or _too_few(block.get("loop_lag_samples") or 0))
 
 
-def _cpu_bound(block: Mapping[str, Any]) -> bool:
+def _cpu_bound(block: GeneratorBlock) -> bool:
     return any(w["cpu_share"] > CPU_SHARE_LIMIT for w in block.get("per_worker") or [])
 
 
-def remedy(block: Mapping[str, Any]) -> str:
+def remedy(block: GeneratorBlock) -> str:
     """What helps a client-bound load. A worker above the CPU limit needs company (more
     workers, where cores are free); a lagging loop with no worker short of a core of its own
     means the host is busy (the engine, other processes or a hog share its cores), where more
@@ -451,7 +452,7 @@ def remedy(block: Mapping[str, Any]) -> str:
     )
 
 
-def headline(block: Mapping[str, Any] | None) -> str | None:
+def headline(block: GeneratorBlock | None) -> str | None:
     """The verdict and its raw figures in one line (the evidence the advice stands on), or
     None for a block without figures."""
     verdict_now = state(block)
@@ -492,7 +493,7 @@ def headline(block: Mapping[str, Any] | None) -> str | None:
     return f"generator kept up ({block.get('workers', 1)} worker(s)): {said}{figures}"
 
 
-def _weighed_words(block: Mapping[str, Any]) -> str:
+def _weighed_words(block: GeneratorBlock) -> str:
     """A lag past its limit weighed against the figures it could distort, in words ("" when it
     did not pass it, or was not weighed)."""
     found = block.get("weighed") or {}
@@ -513,7 +514,7 @@ def _weighed_words(block: Mapping[str, Any]) -> str:
     return f"{delay}, is up to {units.share(bound)} of the figures it could distort ({figures})"
 
 
-def advice(block: Mapping[str, Any]) -> str:
+def advice(block: GeneratorBlock) -> str:
     """What a load's verdict means for its figures, by how much at most, and what to do,
     in plain words ("" for a block without a verdict)."""
     verdict_now = state(block)
@@ -599,7 +600,7 @@ def _sentence(words: str) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _rest_words(block: Mapping[str, Any]) -> str:
+def _rest_words(block: GeneratorBlock) -> str:
     """The rest's evidence as a sentence of the advice ("" when it was small)."""
     return "".join(f" Beside it: {line}." for line in rest_lines(block))
 
@@ -629,7 +630,7 @@ class LoadCheck:
         return self.state == CLIENT_BOUND
 
 
-def load_check(label: str, block: Mapping[str, Any]) -> LoadCheck | None:
+def load_check(label: str, block: GeneratorBlock) -> LoadCheck | None:
     """One load's self-check from its stored block (weighed: `weighed`); None for a block
     without a verdict."""
     found = state(block)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from services.bench.arrivals import LoadSpec
 from services.bench.stats import SloSpec
 from services.bench.workloads import PromptText, WorkloadSpec
+from services.core import stored_json
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 from services.core.measure import DEFAULT_PERCENTILES
 
 if TYPE_CHECKING:
@@ -210,19 +212,23 @@ class BenchSpec:
             raise ValidationError("The sweep's latency factor must be above 1.")
 
     # -- storage ----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonOut:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BenchSpec:
-        return BenchSpec(
-            engines=tuple(_build(EngineTarget, e) for e in data.get("engines") or ()),
-            workload=_build(WorkloadSpec, data.get("workload") or {}),
-            load=_build(LoadSpec, data.get("load") or {}),
-            slo=_build(SloSpec, data.get("slo") or {}),
-            sweep=_build(SweepSpec, data.get("sweep") or {}),
-            **{k: _tuple_if_list(v) for k, v in data.items() if k in _SCALAR_FIELDS},
-        )
+    def from_dict(cls, data: object) -> BenchSpec:
+        """A stored Run.config (`to_dict` of this version or an older one) back as a spec: keys
+        it does not know are ignored, a part it lacks takes its defaults."""
+        config = stored_json.mapping(data)
+        parts = {
+            "engines": tuple(_build(EngineTarget, e) for e in _engines(config.get("engines"))),
+            "workload": _build(WorkloadSpec, config.get("workload")),
+            "load": _build(LoadSpec, config.get("load")),
+            "slo": _build(SloSpec, config.get("slo")),
+            "sweep": _build(SweepSpec, config.get("sweep")),
+        }
+        scalars = {k: v for k, v in config.items() if k in _SCALAR_FIELDS}
+        return _build(BenchSpec, {**scalars, **parts})
 
     @property
     def label(self) -> str:
@@ -241,15 +247,23 @@ _SCALAR_FIELDS = {f.name for f in dataclasses.fields(BenchSpec)} - {
 }
 
 
-def _tuple_if_list(value: Any) -> Any:
+def _tuple_if_list(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-def slo_of(config: dict[str, Any]) -> SloSpec:
+def _engines(value: object) -> list[object]:
+    """The engines of a config: a list as stored, a tuple as `to_dict` gives it in memory."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def slo_of(config: object) -> SloSpec:
     """The SLOs of a stored run's config, whatever else it holds (a table printed from part of one)."""
-    return _build(SloSpec, config.get("slo") or {})
+    return _build(SloSpec, stored_json.mapping(config).get("slo"))
 
 
-def _build(cls: type[T], data: dict[str, Any]) -> T:
+def _build(cls: type[T], data: object) -> T:
+    """A part of a stored config as its dataclass: its known keys (a list read as a tuple, the
+    schema as stored); nothing stored, or not an object: its defaults."""
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # always a dataclass
-    return cls(**{k: _tuple_if_list(v) if k != "schema" else v for k, v in data.items() if k in known})
+    values = stored_json.mapping(data).items()
+    return cls(**{k: _tuple_if_list(v) if k != "schema" else v for k, v in values if k in known})

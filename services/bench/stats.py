@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from services.bench.blocks import EngineResultsJson, ReasoningJson
 from services.bench.pickling import pickled_as_fields
-from services.bench.results import EngineResults
-from services.bench.time_split import SPLIT_PARTS
+from services.bench.results import SPLIT_PARTS, EngineMetrics, EngineResults
 from services.core.counts import Refusal
+from services.core.json_types import JsonOut
 from services.core.measure import (
     DEFAULT_PERCENTILES,
     EngineTimes,
@@ -190,7 +190,7 @@ def within_slo(
     return not (slo.tpot_ms is not None and tpot_s is not None and tpot_s * 1000 > slo.tpot_ms)
 
 
-def block_meets_slo(block: EngineResults | Mapping[str, Any], slo: SloSpec) -> bool:
+def block_meets_slo(block: EngineResults | EngineResultsJson, slo: SloSpec) -> bool:
     """A step (a summary block) meets the SLOs: it completed requests and, with SLOs set, at
     least the required share of its requests met every limit. Tune's winner and the cheapest
     step or configuration are chosen among these."""
@@ -232,6 +232,10 @@ def time_weighted_mean(timeline: Sequence[tuple[float, int]]) -> float | None:
     return area / span if span > 0 else None
 
 
+#: The engine metrics of a load whose engine's metrics were not recorded.
+NO_ENGINE_METRICS: dict[str, float | None] = {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None}
+
+
 #: The error class of a request stopped by the user (services/client.ERROR_CLASSES).
 CANCELLED = "cancelled"
 
@@ -242,8 +246,8 @@ def summarize_engine(
     slo: SloSpec | None = None,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     fixed_output: bool = False,
-    engine_metrics: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    engine_metrics: EngineMetrics | None = None,
+) -> EngineResultsJson:
     """One engine's block of Run.summary (format documented in docs/cli-formats.md) from its records."""
     measured = [r for r in records if not r.warmup]
     done = [r for r in measured if r.ok]
@@ -292,7 +296,7 @@ def summarize_engine(
     timeline = concurrency_timeline(started)
     queue = [q for q in (r.queue_s for r in done) if q is not None]
     itl = [gap for r in done for gap in r.itl_s]
-    summary: dict[str, Any] = {
+    summary: EngineResultsJson = {
         "completed": len(done),
         "failed": len(failed),
         "cancelled_requests": len(cancelled),
@@ -333,7 +337,9 @@ def summarize_engine(
         "short_output_requests": short if fixed_output else None,
         "concurrency_max": max((level for _, level in timeline), default=0),
         "concurrency_mean": time_weighted_mean(timeline),
-        "engine_metrics": engine_metrics or {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None},
+        "engine_metrics": engine_metrics.to_json()
+        if engine_metrics is not None and engine_metrics.values
+        else dict(NO_ENGINE_METRICS),
         "time_split": split_block(done, percentiles),
     }
     return summary
@@ -361,7 +367,7 @@ def cache_warm_at_start(records: Sequence[RequestRecord]) -> bool | None:
 
 def reasoning_block(
     done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
-) -> dict[str, Any]:
+) -> ReasoningJson:
     """An engine's answer timing beside its TTFT: time to first answer token, reasoning and
     answer tokens and their rates (per request, services/core/measure.py), who counted the
     reasoning tokens, and whether any TTFT includes thinking (then it is not comparable with
@@ -386,11 +392,11 @@ def reasoning_block(
 
 def reasoning_keys(
     ttfat_s: float | None, reasoning_tokens: int | None, source: str | None, includes: bool
-) -> dict[str, Any]:
+) -> JsonOut:
     """The `extra` keys of a request's answer timing (ours or an imported one): time to first
     answer token always (so a reader never has to guess that it equals TTFT), the reasoning
     tokens and who counted them when there were any, and the flag when TTFT includes thinking."""
-    extra: dict[str, Any] = {}
+    extra: JsonOut = {}
     if ttfat_s is not None:
         extra["ttfat_s"] = ttfat_s
     if reasoning_tokens:
@@ -441,7 +447,7 @@ def throughput_series(records: Iterable[RequestRecord], bucket_s: float = 1.0) -
 
 def split_block(
     done: Sequence[RequestRecord], percentiles: Sequence[float] = DEFAULT_PERCENTILES
-) -> dict[str, Any]:
+) -> JsonOut:
     """The `time_split` block of an engine's summary from its completed requests: how many
     the engine timed, where it said so, and each part's statistics over those requests."""
     timed = [
@@ -449,7 +455,7 @@ def split_block(
         for record in done
         if (split := record.time_split) is not None and split.e2e_rest_s is not None
     ]
-    block: dict[str, Any] = {"requests": len(done), "reported": len(timed)}
+    block: JsonOut = {"requests": len(done), "reported": len(timed)}
     if not timed:
         return block
     block["source"] = ", ".join(

@@ -13,8 +13,15 @@ Each engine's block (latency statistics, throughputs, counts, the generator's se
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
+from services.bench.blocks import (
+    GeneratorBlock,
+    RunGeneratorBlock,
+    SloSearchBlock,
+    run_generator_block,
+    slo_searches,
+)
 from services.bench.findings import Finding, stored_findings
 from services.bench.results import EngineResults, results_by_engine, results_rows
 from services.bench.selfcheck import (
@@ -28,11 +35,35 @@ from services.bench.selfcheck import (
     state,
     weighed,
 )
+from services.bench.workloads.vocabulary import CalibrationJson
 from services.core import stored_json
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.stored_json import Stored, stored
 from services.telemetry.origins import start_times
 
 EngineBlock = EngineResults
+
+
+class LiveCounts(TypedDict, total=False):
+    """A running benchmark's counts so far (services/bench/jobs/writer.py writes them on each
+    beat): requests by outcome per engine, what it is doing, when it said so."""
+
+    engines: dict[str, dict[str, int]]
+    message: str
+    updated: float
+
+
+def live_counts(value: Any) -> LiveCounts | None:
+    return cast(LiveCounts, dict(value)) if isinstance(value, dict) else None
+
+
+def calibration_json(value: Any) -> CalibrationJson:
+    return cast(CalibrationJson, dict(value)) if isinstance(value, dict) else CalibrationJson()
+
+
+def served_models(value: Any) -> dict[str, str | None] | None:
+    """A summary's `models` as stored (kept whole: `served_model` checks each name is text)."""
+    return cast(dict[str, str | None], dict(value)) if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -44,15 +75,14 @@ class BenchSummary(Stored):
     engines: dict[str, EngineResults] = stored(results_by_engine, factory=dict)
     #: A sweep's rows, one per (engine, step), each with its load level.
     sweep: list[EngineResults] = stored(results_rows, factory=list, write="unless_empty")
-    slo_search: dict[str, dict[str, Any]] = stored(
-        stored_json.dict_values, factory=dict, write="unless_empty"
-    )
+    slo_search: dict[str, SloSearchBlock] = stored(slo_searches, factory=dict, write="unless_empty")
     stopped_early: dict[str, str] = stored(stored_json.texts, factory=dict, write="unless_empty")
-    prompt_calibration: dict[str, Any] = stored(stored_json.mapping, factory=dict, write="unless_empty")
-    #: None: the runner did not say (a partial summary rebuilt after an interruption).
-    models: dict[str, Any] | None = stored(
-        stored_json.optional_mapping, default=None, write="unless_none"
+    prompt_calibration: CalibrationJson = stored(
+        calibration_json, factory=CalibrationJson, write="unless_empty"
     )
+    #: None: the runner did not say (a partial summary rebuilt after an interruption).
+    #: Engine name -> the model it said it served (None where it did not say).
+    models: dict[str, str | None] | None = stored(served_models, default=None, write="unless_none")
     load: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
     workload: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
     percentiles: list[float] | None = stored(
@@ -69,12 +99,15 @@ class BenchSummary(Stored):
     slo: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
     data_attribution: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
     engines_run: str | None = stored(stored_json.nonempty_text, default=None, write="unless_none")
-    generator: dict[str, Any] = stored(stored_json.mapping, factory=dict, write="unless_empty")
+    generator: RunGeneratorBlock = stored(
+        run_generator_block, factory=RunGeneratorBlock, write="unless_empty"
+    )
     #: A running benchmark's counts so far (replaced by the summary when it ends).
-    live: dict[str, Any] | None = stored(stored_json.optional_mapping, default=None, write="unless_none")
-    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    live: LiveCounts | None = stored(live_counts, default=None, write="unless_none")
+    #: Keys this record does not model (a later version's, an importer's): kept as stored.
+    extra: ForeignJson = stored(stored_json.mapping, factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         out = super().to_json()
         if not self.engines and self.live is not None:
             del out["engines"]
@@ -147,7 +180,7 @@ class BenchSummary(Stored):
         )
         return RunCheck(self.self_check, loads)
 
-    def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    def self_checks(self, step_labels: dict[int, str] | None = None) -> list[tuple[str, GeneratorBlock]]:
         """The generator's self-check per engine (per step of a sweep), each with its label,
         weighed against that load's figures (a run stored before weighing is weighed here)."""
         labels: dict[Any, str] = dict(self.step_labels() if step_labels is None else step_labels)
@@ -156,16 +189,14 @@ class BenchSummary(Stored):
             for name, step, check in self._load_checks()
         ]
 
-    def _load_checks(self) -> list[tuple[str, int | None, dict[str, Any]]]:
+    def _load_checks(self) -> list[tuple[str, int | None, GeneratorBlock]]:
         """(engine, sweep step or None, its weighed self-check) for every load of the run."""
         if self.sweep:
             return [
-                (str(row.engine), row.step, weighed(dict(row.generator or {}), row))
-                for row in self.sweep
+                (str(row.engine), row.step, weighed(_copy(row.generator), row)) for row in self.sweep
             ]
         return [
-            (name, None, weighed(dict(block.generator or {}), block))
-            for name, block in self.engines.items()
+            (name, None, weighed(_copy(block.generator), block)) for name, block in self.engines.items()
         ]
 
     def client_bound_engines(self) -> set[str]:
@@ -204,3 +235,8 @@ class BenchSummary(Stored):
                 if row.step is not None and level is not None:
                     labels[row.step] = f"{dimension} {level:g}"
         return labels
+
+
+def _copy(check: GeneratorBlock | None) -> GeneratorBlock:
+    """A load's stored self-check to weigh, apart from the stored one ({} when it has none)."""
+    return check.copy() if check is not None else GeneratorBlock()

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import Field, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from services.bench.results import EngineResults
+from services.bench.blocks import GeneratorBlock, LagFigures
+from services.bench.results import SPLIT_PARTS, EngineMetrics, EngineResults, TimeSplitBlock
 from services.core import units
 from services.core.measure import EngineTimes, clamp_note
 from services.engines import get_adapter
 
-#: The parts of a split the block describes (seconds).
-SPLIT_PARTS = ("queue_s", "prefill_s", "decode_s", "engine_s", "ttft_rest_s", "e2e_rest_s")
+__all__ = ["SPLIT_PARTS"]  # the parts of a split, defined with its block (services/bench/results.py)
 #: The parts every table of a split shows, with their names: the Benchmarks page, the Runs
 #: page's run and comparison, and the HTML reports read this one list.
 PART_TITLES = {
@@ -68,15 +68,15 @@ def not_reported(label: str) -> str:
     return f"not reported by {label}"
 
 
-def part_note(block: dict[str, Any], key: str, label: str) -> str | None:
+def part_note(block: TimeSplitBlock, key: str, label: str) -> str | None:
     """Why one part of an engine's stored block has no figure, in words: its engine reported
     no time, or not that part (TGI's prefill apart from decode; llama.cpp's queue in a run stored
     before its slot wait was read, `engine_queue`). None when
     the part has a figure, or when the block says nothing (a run stored before engines' times
     were read, or an import): no one can say whether the engine reported it."""
-    if not block.get("requests"):
+    if not block.requests:
         return None
-    if not block.get("reported") or not block.get(key):
+    if not block.reported or not block.has(key):
         return not_reported(label)
     return None
 
@@ -85,18 +85,17 @@ def part_note(block: dict[str, Any], key: str, label: str) -> str | None:
 REST_PARTS = ("ttft_rest_s", "e2e_rest_s")
 
 
-def block_clamp_note(block: dict[str, Any]) -> str:
+def block_clamp_note(block: TimeSplitBlock) -> str:
     """Why a stored block's rest reads 0 somewhere, in words ("" when it adds up): from its
     `clamped` count, or, for a run stored before rests were clamped, from its rests' minimum."""
-    clamped = block.get("clamped")
-    if isinstance(clamped, dict) and clamped.get("max_s"):
-        return clamp_note(float(clamped["max_s"]), int(clamped.get("requests") or 0) or None)
+    clamped = block.clamped
+    if clamped is not None and clamped.max_s:
+        return clamp_note(clamped.max_s, clamped.requests or None)
     lowest = min(
         (
-            float(value)
+            value
             for key in REST_PARTS
-            for value in ((block.get(key) or {}).get("min"),)
-            if isinstance(value, (int, float))
+            if (part := block.part(key)) is not None and (value := part.min) is not None
         ),
         default=0.0,
     )
@@ -120,24 +119,23 @@ REST_PREFIX = "time outside the engine's own clock"
 FRONT_END = "the engine's front end (tokenizing, detokenizing, its HTTP server) or the network"
 
 
-def rest_evidence(block: dict[str, Any]) -> str | None:
-    """The rest of an engine's block as evidence, with its figure and whose it likely is, when
-    large. Only for an engine whose queue is known, timed or read (llama.cpp's slot wait,
-    `engine_queue`): one whose queue is neither leaves that wait in the rest, and it is the
-    engine's, not the client's."""
-    split = block.get("time_split") or {}
-    rest = split.get("e2e_rest_s") or {}
-    p50, p99 = rest.get("p50"), rest.get("p99")
+def rest_evidence(split: TimeSplitBlock, generator: GeneratorBlock | None) -> str | None:
+    """The rest of an engine's split as evidence, with its figure and whose it likely is, when
+    large (`generator`: the load's self-check, weighed). Only for an engine whose queue is known,
+    timed or read (llama.cpp's slot wait, `engine_queue`): one whose queue is neither leaves that
+    wait in the rest, and it is the engine's, not the client's."""
+    rest = split.e2e_rest_s
+    p50, p99 = (rest.p50, rest.p99) if rest is not None else (None, None)
     if (
-        split.get("reported", 0) < MIN_TIMED_REQUESTS
-        or not split.get("queue_reported")
+        split.timed < MIN_TIMED_REQUESTS
+        or not split.queue_reported
         or p99 is None
         or p99 <= REST_P99_LIMIT_S
     ):
         return None
-    generator = block.get("generator") or {}
-    lag_p99 = (generator.get("loop_lag_ms") or {}).get("p99")
-    if generator.get("client_bound"):
+    check = generator or GeneratorBlock()
+    lag_p99 = (check.get("loop_lag_ms") or LagFigures()).get("p99")
+    if check.get("client_bound"):
         whose = f"part of it the generator's own delay (see its evidence), the rest {FRONT_END}"
     elif lag_p99 is not None:
         delay = units.duration_ms(lag_p99)
@@ -146,17 +144,16 @@ def rest_evidence(block: dict[str, Any]) -> str | None:
         whose = f"likely {FRONT_END}"
     return (
         f"{REST_PREFIX} p99 {units.duration(p99)} > {REST_P99_LIMIT_S * 1000:g} ms (p50 "
-        f"{units.duration(p50 or 0.0)} over {split['reported']} requests the engine timed): {whose}"
+        f"{units.duration(p50 or 0.0)} over {split.timed} requests the engine timed): {whose}"
     )
 
 
-def add_rest_evidence(block: dict[str, Any]) -> None:
-    """Keep the rest's evidence in the block's self-check (`generator["rest_evidence"]`), shown
-    beside the verdict; it never makes the verdict: only the generator's own evidence (loop lag,
-    late share, send lateness, CPU) says client-bound. A block without a self-check is left as
-    it is."""
-    generator = block.get("generator")
-    evidence = rest_evidence(block)
+def add_rest_evidence(generator: GeneratorBlock | None, split: TimeSplitBlock) -> None:
+    """Keep the rest's evidence of a load's split in its self-check (`generator["rest_evidence"]`),
+    shown beside the verdict; it never makes the verdict: only the generator's own evidence (loop
+    lag, late share, send lateness, CPU) says client-bound. A load without a self-check is left
+    as it is."""
+    evidence = rest_evidence(split, generator)
     if not generator or evidence is None:
         return
     generator["rest_evidence"] = evidence
@@ -172,7 +169,7 @@ class TimedRequest(Protocol):
     """What `engine_queue` reads of a request (services.bench.stats.RequestRecord is one): a
     dataclass, which it copies with the queue read."""
 
-    __dataclass_fields__: ClassVar[dict[str, Any]]
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
     engine: str
     step: int | None
     ok: bool
@@ -236,13 +233,11 @@ def engine_queue(
     return out
 
 
-def engine_said_waited(engine_metrics: Mapping[str, Any] | None) -> bool | None:
+def engine_said_waited(engine_metrics: EngineMetrics | None) -> bool | None:
     """Whether the engine said requests waited in its queue during a load (its waiting metric,
     llama.cpp's requests_deferred, above 0 in a sample); None when its metrics were not read."""
-    most = (engine_metrics or {}).get("requests_waiting_max")
-    if not isinstance(most, (int, float)) or isinstance(most, bool):
-        return None
-    return most > 0
+    most = engine_metrics.requests_waiting_max if engine_metrics is not None else None
+    return most > 0 if most is not None else None
 
 
 def loads_waited(

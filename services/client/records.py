@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from services.core.counts import HeldCounts, held_counts
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import (
     EngineTimes,
     RequestMetrics,
@@ -21,6 +22,7 @@ from services.core.measure import (
     token_count,
 )
 from services.engines import SamplingParams
+from services.engines.base import Timings, Usage
 
 #: error_class -> what it means, in plain words (shown in the UI and in reports).
 ERROR_CLASSES: dict[str, str] = {
@@ -61,13 +63,14 @@ class ChatRequest:
 
     base_url: str
     model: str
-    messages: list[dict[str, Any]]
+    #: OpenAI chat messages, as sent.
+    messages: list[ForeignJson]
     params: SamplingParams = field(default_factory=SamplingParams)
     kind: str = "openai"
     api_key_env: str | None = None
-    response_schema: dict[str, Any] | None = None
+    response_schema: ForeignJson | None = None
     schema_name: str = "answer"
-    extra_body: dict[str, Any] | None = None
+    extra_body: JsonOut | None = None
     headers: dict[str, str] | None = None
     include_usage: bool = True
     #: Longest silence allowed between two reads, seconds.
@@ -79,7 +82,7 @@ class ChatRequest:
     #: ends, or one huge chunk, stops here instead of filling memory and the database).
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         """The request as stored (JSON types), so a worker process sends what was built."""
         values = asdict(self)
         values["params"]["stop"] = list(self.params.stop)
@@ -91,7 +94,8 @@ class ChatRequest:
         return hashlib.blake2b(orjson.dumps(self.messages), digest_size=8).hexdigest()
 
     @classmethod
-    def from_json(cls, values: dict[str, Any]) -> ChatRequest:
+    def from_json(cls, values: Any) -> ChatRequest:
+        """A request as `to_json` stored it."""
         params = dict(values.get("params") or {})
         params["stop"] = tuple(params.get("stop") or ())
         return cls(**{**values, "params": SamplingParams(**params)})
@@ -138,8 +142,8 @@ class StreamResult:
     ttft_s: float | None = None
     e2e_s: float | None = None
     choices: dict[int, ChoiceStream] = field(default_factory=dict)
-    usage: dict[str, Any] | None = None
-    timings: dict[str, Any] | None = None
+    usage: Usage | None = None
+    timings: Timings | None = None
     done: bool = False
     http_status: int | None = None
     error_class: str | None = None
@@ -147,7 +151,7 @@ class StreamResult:
     response_id: str | None = None
     #: The engine's own top-level fields of the closing chunks (services.client.stream), and
     #: its own times read from them by its adapter when the stream ended.
-    engine_fields: dict[str, Any] | None = None
+    engine_fields: ForeignJson | None = None
     engine_times: EngineTimes | None = None
     #: The max_tokens asked per choice (set at send; None: the engine's default), the bound a
     #: completion count is held against (services/core/counts.py).
@@ -234,7 +238,7 @@ class StreamResult:
             digest.update("".join(choice.parts).encode("utf-8", "replace") + b"\x00")
         return digest.hexdigest()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonOut:
         """Plain JSON-able figures (for storage and reports)."""
         figures = self.metrics()
         return {
@@ -264,7 +268,7 @@ class StreamResult:
 DeltaCallback = Callable[[int, str, StreamResult], None]
 
 
-def merge_choice_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+def merge_choice_usage(first: Usage, second: Usage) -> Usage:
     """Usage of a stream that reports each choice separately: completions add up, the
     prompt (the same for every choice) counts once."""
     completion = (token_count(first.get("completion_tokens")) or 0) + (
@@ -273,14 +277,20 @@ def merge_choice_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[st
     prompt = max(
         token_count(first.get("prompt_tokens")) or 0, token_count(second.get("prompt_tokens")) or 0
     )
-    merged = {
+    merged: Usage = {
         **first,
         "completion_tokens": completion,
         "prompt_tokens": prompt,
         "total_tokens": prompt + completion,
     }
-    merged["usage_reports"] = int(first.get("usage_reports", 1)) + 1
+    merged["usage_reports"] = usage_reports(first) + 1
     return merged
+
+
+def usage_reports(usage: Usage) -> int:
+    """How many per-choice usage blocks `usage` adds up (1: an engine's own block)."""
+    reports = usage.get("usage_reports")
+    return reports if isinstance(reports, int) and not isinstance(reports, bool) else 1
 
 
 def fail_result(result: StreamResult, error_class: str, message: str) -> StreamResult:

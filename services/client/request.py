@@ -5,10 +5,10 @@ arguments the openai SDK takes for the same body."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from services.client.records import ChatRequest
 from services.core.config import key_env_allowed, key_env_refusal
+from services.core.json_types import JsonOut
 from services.engines import get_adapter
 
 _STANDARD_FIELDS = frozenset(
@@ -58,7 +58,7 @@ def request_url(request: ChatRequest) -> str:
     return root + path
 
 
-def build_body(request: ChatRequest) -> dict[str, Any]:
+def build_body(request: ChatRequest) -> JsonOut:
     """The JSON body: OpenAI fields, then the engine adapter's extras, then `extra_body` (a
     kind with its own wire format builds its body itself; `extra_body` still goes last)."""
     params = request.params
@@ -68,7 +68,7 @@ def build_body(request: ChatRequest) -> dict[str, Any]:
         if request.extra_body:
             own.update(request.extra_body)
         return own
-    body: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
+    body: JsonOut = {"model": request.model, "messages": request.messages, "stream": True}
     if request.include_usage:
         body["stream_options"] = {"include_usage": True}
     if params.temperature is not None:
@@ -106,7 +106,7 @@ def build_headers(request: ChatRequest, *, resolve_key: bool = True) -> dict[str
     return headers
 
 
-def sdk_kwargs(request: ChatRequest) -> dict[str, Any]:
+def sdk_kwargs(request: ChatRequest) -> JsonOut:
     """The body as openai-python's `create` arguments: its own fields, the rest in `extra_body`."""
     body = build_body(request)
     kwargs = {k: v for k, v in body.items() if k in _STANDARD_FIELDS}

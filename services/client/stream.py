@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from time import perf_counter
-from typing import Any, Protocol
+from typing import Protocol, cast
 
 import httptools
 import orjson
@@ -17,9 +17,13 @@ from services.client.records import (
     ChoiceStream,
     DeltaCallback,
     StreamResult,
+    Timings,
+    Usage,
     fail_result,
     merge_choice_usage,
+    usage_reports,
 )
+from services.core.json_types import ForeignJson
 
 
 class Link(Protocol):
@@ -256,7 +260,7 @@ class Exchange:
 
     # -- the hot path ----------------------------------------------------------------
     def _learn_shape(
-        self, payload: bytes, chunk: dict[str, Any], content: str, choice: ChoiceStream, key: str
+        self, payload: bytes, chunk: ForeignJson, content: str, choice: ChoiceStream, key: str
     ) -> None:
         """Remember the bytes before and after this plain content chunk's text.
 
@@ -399,22 +403,18 @@ class Exchange:
                         if choice is None:
                             choice = choices[index] = ChoiceStream(index)
                         choice.finish_reason = reason
-                        result.timings = chunk.get("timings") or result.timings
+                        result.timings = _timings(chunk.get("timings")) or result.timings
                         keep_engine_fields(result, chunk)
-            usage = chunk.get("usage")
+            usage = _usage(chunk.get("usage"))
             if usage:
                 # llama.cpp sends one usage trailer per choice when n > 1; vLLM one for all
                 # (and, with continuous_usage_stats, a running total on every chunk).
                 previous = result.usage
-                if (
-                    previous is not None
-                    and len(choices) > 1
-                    and previous.get("usage_reports", 1) < len(choices)
-                ):
+                if previous is not None and len(choices) > 1 and usage_reports(previous) < len(choices):
                     result.usage = merge_choice_usage(previous, usage)
                 else:
                     result.usage = usage
-                result.timings = chunk.get("timings") or result.timings
+                result.timings = _timings(chunk.get("timings")) or result.timings
                 result.response_id = chunk.get("id")
                 keep_engine_fields(result, chunk)
             elif chunk.get("error"):
@@ -473,7 +473,7 @@ class TritonExchange(Exchange):
             produced = chunk.get("output_tokens")
             if produced is not None:
                 prompt = chunk.get("prompt_tokens")
-                usage: dict[str, Any] = {"completion_tokens": produced}
+                usage: Usage = {"completion_tokens": produced}
                 if prompt is not None:
                     usage["prompt_tokens"] = prompt
                     if isinstance(prompt, int) and isinstance(produced, int):
@@ -503,7 +503,7 @@ _OPENAI_CHUNK_KEYS = frozenset(
 )
 
 
-def keep_engine_fields(result: StreamResult, chunk: dict[str, Any]) -> None:
+def keep_engine_fields(result: StreamResult, chunk: ForeignJson) -> None:
     """Keep the engine's own top-level fields of a closing chunk (one with a finish reason or
     usage: vLLM's `metrics`, llama.cpp's `timings`), the last value of each, for its adapter
     to read once the stream ends (`EngineAdapter.engine_times`). Runs on those chunks only,
@@ -514,6 +514,18 @@ def keep_engine_fields(result: StreamResult, chunk: dict[str, Any]) -> None:
             if fields is None:
                 fields = result.engine_fields = {}
             fields[key] = value
+
+
+def _usage(value: object) -> Usage | None:
+    """A chunk's usage block, when it is one: an engine that sends a string or a list there
+    sent no usage (its counters are read by key, after the stream)."""
+    # Its counters stay as the engine sent them: services/core/counts.py holds each one.
+    return cast(Usage, value) if isinstance(value, dict) else None
+
+
+def _timings(value: object) -> Timings | None:
+    """A chunk's llama.cpp timings, when they are an object (else none)."""
+    return cast(Timings, value) if isinstance(value, dict) else None
 
 
 def error_message(body: bytes) -> str:
@@ -537,7 +549,7 @@ def error_message(body: bytes) -> str:
     return text[:500]
 
 
-def _thinking(delta: dict[str, Any]) -> tuple[str | None, str]:
+def _thinking(delta: ForeignJson) -> tuple[str | None, str]:
     """A thinking delta's text and key: `reasoning_content` (DeepSeek's name, kept by SGLang,
     llama.cpp and older vLLM) or `reasoning` (vLLM's since vllm#27752, which sent both for a
     while, and OpenRouter's); (None, "") otherwise."""

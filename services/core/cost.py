@@ -17,6 +17,7 @@ from typing import Any
 
 from services.core import units
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 
 SECONDS_PER_HOUR = 3600.0
 PER_TOKENS = 1_000_000.0
@@ -51,7 +52,7 @@ class Cost:
     def priced(self) -> bool:
         return self.usd_per_hour is not None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "usd_per_hour": self.usd_per_hour,
             "usd_per_1m_output": self.usd_per_1m_output,
@@ -82,8 +83,9 @@ def cost_of(
     )
 
 
-def cost_of_block(usd_per_hour: float | None, block: dict[str, Any]) -> Cost:
-    """A summary block's cost, from the throughputs services/bench/stats.py wrote in it."""
+def cost_of_block(usd_per_hour: float | None, block: JsonOut) -> Cost:
+    """A summary block's cost, from the throughputs services/bench/stats.py wrote in it (the
+    block as JSON: services/core cannot name its record)."""
     return cost_of(
         usd_per_hour,
         output_tok_s=units.number(block.get("output_throughput_tok_s")),

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.core.json_types import JsonOut
+
 #: Tokens an answer may hold beyond what its text shows (see the module's docstring).
 TEXTLESS_TOKENS = 4
 #: The share of a count allowed either way on top, for an engine's own rounding of its books.
@@ -59,7 +61,7 @@ class Refusal:
     #: A key of `RULES`.
     rule: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "field": self.field,
             "reported": self.reported,

@@ -22,14 +22,18 @@ import concurrent.futures
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urljoin, urlsplit
 
 import httpx2
 import orjson
 
 from services.core.errors import EngineError
+
+#: A URL's query: values by name, or (name, value) pairs where a name comes more than once.
+QueryParams: TypeAlias = Mapping[str, str] | tuple[tuple[str, str], ...]
 
 MAX_REDIRECTS = 5
 DEFAULT_DEADLINE_S = 10.0
@@ -172,7 +176,7 @@ async def _exchange(
     url: str,
     headers: dict[str, str],
     content: bytes | None,
-    params: dict[str, Any] | None,
+    params: QueryParams | None,
     max_bytes: int,
     follow_redirects: bool,
     truncate: bool,
@@ -232,7 +236,7 @@ async def fetch_async(
     headers: dict[str, str] | None = None,
     json: Any = None,
     content: bytes | None = None,
-    params: dict[str, Any] | None = None,
+    params: QueryParams | None = None,
     follow_redirects: bool = True,
     truncate: bool = False,
     client: httpx2.AsyncClient | None = None,

@@ -44,11 +44,13 @@ import jsonschema._keywords
 import jsonschema._legacy_keywords
 import jsonschema._utils
 import regex
+from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
 from services.core import sandbox
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.sandbox import Budget, OverBudget, SandboxError
 
 MAX_SCHEMA_BYTES = 64 * 1024
@@ -112,7 +114,7 @@ class SchemaCheck:
     path: str = ""
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {"valid": self.valid, "path": self.path, "message": self.message}
 
     @classmethod
@@ -122,7 +124,7 @@ class SchemaCheck:
         return cls(value["valid"], str(value.get("path") or ""), str(value.get("message") or ""))
 
 
-def parse_schema(text: str) -> dict[str, Any]:
+def parse_schema(text: str) -> ForeignJson:
     """A JSON schema typed or uploaded by a user, checked (`check_schema`)."""
     if len(text.encode("utf-8", "replace")) > MAX_SCHEMA_BYTES:
         raise ValidationError(f"The schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
@@ -137,7 +139,7 @@ def parse_schema(text: str) -> dict[str, Any]:
     return check_schema(schema)
 
 
-def check_schema(schema: Any) -> dict[str, Any]:
+def check_schema(schema: Any) -> ForeignJson:
     """The schema if it is one this app checks answers against, else one line why not. The
     check runs in the checking process, within BUDGET."""
     if not isinstance(schema, dict):
@@ -163,7 +165,7 @@ def check_schema(schema: Any) -> dict[str, Any]:
     return schema
 
 
-def _costly(schema: dict[str, Any]) -> str:
+def _costly(schema: ForeignJson) -> str:
     """The end of the message of a check over budget: what is the likely cause (the walk is
     bounded by the schema's size and depth)."""
     try:
@@ -180,7 +182,7 @@ def _costly(schema: dict[str, Any]) -> str:
     return f": {which} could not be compiled within them (nested counts such as (a{{40}}){{40}} expand as they compile)."
 
 
-def schema_problem(schema: dict[str, Any]) -> str | None:
+def schema_problem(schema: ForeignJson) -> str | None:
     """In the checking process: why the schema is refused, or None (`check_schema`)."""
     try:
         _check_here(schema)
@@ -189,7 +191,7 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_here(schema: dict[str, Any]) -> None:
+def _check_here(schema: ForeignJson) -> None:
     nodes = _walk(schema)
     cls = jsonschema.validators.validator_for(schema, default=None)
     if "$schema" not in schema:
@@ -199,7 +201,7 @@ def _check_here(schema: dict[str, Any]) -> None:
             f"Unknown $schema {str(schema.get('$schema'))[:100]!r}: use a JSON Schema draft's "
             "address (draft-04 to 2020-12) or leave it out."
         )
-    anchors: dict[str, dict[str, Any]] = {}
+    anchors: dict[str, ForeignJson] = {}
     for node in nodes:
         _check_node(node, node is schema, anchors)
     _refuse_ref_cycles(schema, nodes, anchors)
@@ -209,12 +211,12 @@ def _check_here(schema: dict[str, Any]) -> None:
         raise ValidationError(f"Not a valid JSON schema: {error.message}") from None
 
 
-def _walk(schema: dict[str, Any]) -> list[dict[str, Any]]:
+def _walk(schema: ForeignJson) -> list[ForeignJson]:
     """Every subschema of the schema; refuses one nested too deep, and a reference outside it
     anywhere, data included. A value is read by where it sits: a schema (the top, a keyword's
     value), a map of names to schemas (`properties`: its names are names, "default" too), or
     data (`enum`, `const`, `default`, `examples`: searched for references only)."""
-    nodes: list[dict[str, Any]] = []
+    nodes: list[ForeignJson] = []
     stack: list[tuple[Any, int, str]] = [(schema, 1, "schema")]
     while stack:
         value, depth, kind = stack.pop()
@@ -240,7 +242,7 @@ def _kind_of(key: str) -> str:
     return "map" if key in _SCHEMA_MAPS else "schema"
 
 
-def _refuse_outside_refs(value: dict[str, Any]) -> None:
+def _refuse_outside_refs(value: ForeignJson) -> None:
     for key in _REF_KEYS:
         ref = value.get(key)
         if isinstance(ref, str) and not ref.startswith("#"):
@@ -250,7 +252,7 @@ def _refuse_outside_refs(value: dict[str, Any]) -> None:
             )
 
 
-def _patterns(node: dict[str, Any]) -> list[str]:
+def _patterns(node: ForeignJson) -> list[str]:
     patterns = []
     if isinstance(node.get("pattern"), str):
         patterns.append(node["pattern"])
@@ -259,7 +261,7 @@ def _patterns(node: dict[str, Any]) -> list[str]:
     return patterns
 
 
-def _check_node(node: dict[str, Any], top: bool, anchors: dict[str, dict[str, Any]]) -> None:
+def _check_node(node: ForeignJson, top: bool, anchors: dict[str, ForeignJson]) -> None:
     for key in ("$id", "id"):
         ident = node.get(key)
         if isinstance(ident, str) and ident.startswith("#"):
@@ -285,9 +287,7 @@ def _check_node(node: dict[str, Any], top: bool, anchors: dict[str, dict[str, An
             ) from None
 
 
-def _in_place(
-    node: dict[str, Any], root: dict[str, Any], anchors: dict[str, dict[str, Any]]
-) -> Iterator[Any]:
+def _in_place(node: ForeignJson, root: ForeignJson, anchors: dict[str, ForeignJson]) -> Iterator[Any]:
     """The subschemas applied to the same value as `node` (no step into the answer)."""
     for key in ("allOf", "anyOf", "oneOf"):
         if isinstance(node.get(key), list):
@@ -302,7 +302,7 @@ def _in_place(
             yield _resolve(node[key], root, anchors, key)
 
 
-def _resolve(ref: str, root: dict[str, Any], anchors: dict[str, dict[str, Any]], key: str) -> Any:
+def _resolve(ref: str, root: ForeignJson, anchors: dict[str, ForeignJson], key: str) -> Any:
     fragment = unquote(ref[1:])
     if fragment and not fragment.startswith("/"):
         if fragment not in anchors:
@@ -321,13 +321,13 @@ def _resolve(ref: str, root: dict[str, Any], anchors: dict[str, dict[str, Any]],
 
 
 def _children(
-    node: dict[str, Any], root: dict[str, Any], anchors: dict[str, dict[str, Any]]
-) -> Iterator[dict[str, Any]]:
+    node: ForeignJson, root: ForeignJson, anchors: dict[str, ForeignJson]
+) -> Iterator[ForeignJson]:
     return iter([child for child in _in_place(node, root, anchors) if isinstance(child, dict)])
 
 
 def _refuse_ref_cycles(
-    root: dict[str, Any], nodes: list[dict[str, Any]], anchors: dict[str, dict[str, Any]]
+    root: ForeignJson, nodes: list[ForeignJson], anchors: dict[str, ForeignJson]
 ) -> None:
     """A loop of references and in-place keywords never reaches the answer: it would recurse
     until Python's limit on every check."""
@@ -356,7 +356,7 @@ def _refuse_ref_cycles(
             stack.append((child, _children(child, root, anchors)))
 
 
-def _validator(schema: dict[str, Any]) -> Any:
+def _validator(schema: ForeignJson) -> Validator:
     """A validator of the (checked) schema that follows references inside it only."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema, registry=NO_RETRIEVAL)
@@ -372,7 +372,7 @@ def unfenced(text: str) -> str:
     return stripped
 
 
-def check_text(text: str, schema: dict[str, Any], *, fenced: bool = True) -> SchemaCheck:
+def check_text(text: str, schema: ForeignJson, *, fenced: bool = True) -> SchemaCheck:
     """An answer's text (JSON, perhaps in a ```json fence unless `fenced` is False) against a
     schema, in the checking process within BUDGET; over it, "not checked" says so."""
     try:
@@ -390,7 +390,7 @@ def check_text(text: str, schema: dict[str, Any], *, fenced: bool = True) -> Sch
     return SchemaCheck.from_json(answer) or SchemaCheck(None, "$", "could not be checked")
 
 
-def check(schema: dict[str, Any], instance: Any) -> SchemaCheck:
+def check(schema: ForeignJson, instance: Any) -> SchemaCheck:
     """A value (parsed JSON) against a schema, as `check_text` checks an answer's text."""
     try:
         text = json.dumps(instance)
@@ -402,11 +402,11 @@ def check(schema: dict[str, Any], instance: Any) -> SchemaCheck:
 
 
 #: The checking process's validators, by schema (a benchmark checks every answer against one).
-_validators: dict[str, Any] = {}
+_validators: dict[str, Validator] = {}
 _MAX_VALIDATORS = 16
 
 
-def answer_check(schema: dict[str, Any], text: str, fenced: bool) -> dict[str, Any]:
+def answer_check(schema: ForeignJson, text: str, fenced: bool) -> JsonOut:
     """In the checking process: `check_text`'s verdict, as JSON."""
     try:
         instance = json.loads(unfenced(text) if fenced else text)
@@ -425,7 +425,7 @@ def answer_check(schema: dict[str, Any], text: str, fenced: bool) -> dict[str, A
     return _check_here_against(found, instance).to_json()
 
 
-def _check_here_against(schema_validator: Any, instance: Any) -> SchemaCheck:
+def _check_here_against(schema_validator: Validator, instance: Any) -> SchemaCheck:
     """An instance against a validator, with at most CHECK_DEADLINE_S of regex matching."""
     token = _deadline.set(time.monotonic() + CHECK_DEADLINE_S)
     try:

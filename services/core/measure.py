@@ -69,6 +69,7 @@ from services.core.counts import (
     held_counts,
     token_count,
 )
+from services.core.json_types import JsonOut
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50, 90, 95, 99)
 
@@ -376,7 +377,7 @@ class EngineTimes:
             self.via,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         """The reported fields only (stored with each request; an import reads them back)."""
         return {
             key: value

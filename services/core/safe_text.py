@@ -26,8 +26,10 @@ import html
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from services.core.json_types import JsonOut
 
 #: Characters that make markdown anywhere in a line: emphasis, code, links and images (`[`),
 #: HTML, tables, strikethrough, entities, KaTeX's `$` and Streamlit's `:emoji:` shortcodes.
@@ -331,7 +333,7 @@ def spreadsheet_cell(value: Any) -> Any:
     return value
 
 
-def spreadsheet_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def spreadsheet_rows(rows: Iterable[Mapping[str, object]]) -> list[JsonOut]:
     """A table's rows (names and cells) for `st.dataframe`, whose toolbar's "Download as CSV"
     writes the cells as they are: model text in them must not run when the file is opened."""
     return [{spreadsheet_cell(k): spreadsheet_cell(v) for k, v in row.items()} for row in rows]

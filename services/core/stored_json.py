@@ -16,13 +16,14 @@ from typing import Any, ClassVar, Literal, Self
 
 # The one reader of a number (a finite int or float; booleans, NaN, infinities, anything else:
 # None), named here too because every typed summary reads its fields through this module.
+from services.core.json_types import JsonOut
 from services.core.units import number
 
 #: When `to_json` writes a field: always, only when it is not None, only when it is truthy.
 Write = Literal["always", "unless_none", "unless_empty"]
 
 
-def mapping(value: Any) -> dict[str, Any]:
+def mapping(value: Any) -> dict[str, object]:
     """A JSON object as a fresh dict (anything else: empty). A typed record that is also a
     mapping of its stored JSON (services/bench/results.py) reads as that JSON."""
     return dict(value) if isinstance(value, Mapping) else {}
@@ -61,7 +62,7 @@ def optional_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def optional_mapping(value: Any) -> dict[str, Any] | None:
+def optional_mapping(value: Any) -> dict[str, object] | None:
     return dict(value) if isinstance(value, dict) else None
 
 
@@ -69,7 +70,7 @@ def optional_list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list) else None
 
 
-def dicts(value: Any) -> list[dict[str, Any]]:
+def dicts(value: Any) -> list[dict[str, object]]:
     """The JSON objects of a list (anything else in it is dropped)."""
     if not isinstance(value, list):
         return []
@@ -78,7 +79,7 @@ def dicts(value: Any) -> list[dict[str, Any]]:
     ]
 
 
-def dict_values(value: Any) -> dict[str, dict[str, Any]]:
+def dict_values(value: Any) -> dict[str, dict[str, object]]:
     """The entries of an object whose values are objects."""
     return {
         str(k): v if isinstance(v, dict) else dict(v)
@@ -87,7 +88,7 @@ def dict_values(value: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def optional_dict_values(value: Any) -> dict[str, dict[str, Any]] | None:
+def optional_dict_values(value: Any) -> dict[str, dict[str, object]] | None:
     return dict_values(value) if isinstance(value, dict) else None
 
 
@@ -155,7 +156,7 @@ class Stored:
         if isinstance(data, cls):
             return data
         data = mapping(data)
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for declared in fields(cls):  # type: ignore[arg-type]  # a mixin of dataclasses
             if declared.name != "extra":
                 values[declared.name] = declared.metadata["read"](data.get(declared.name))
@@ -166,8 +167,8 @@ class Stored:
             object.__setattr__(record, "_stored_keys", frozenset(data))
         return record
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_json(self) -> JsonOut:
+        out: JsonOut = {}
         stored_keys: frozenset[str] | None = self.__dict__.get("_stored_keys")
         for declared in fields(self):  # type: ignore[arg-type]  # a mixin of dataclasses
             if declared.name == "extra":

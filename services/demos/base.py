@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, TypeAlias, TypeVar, cast
 
 from services.core import stored_json
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 from services.core.stored_json import Stored, stored
-from services.demos.readout import StepOutcome
+from services.demos.readout import StepData, StepOutcome
+from services.demos.summary import StepBlock
 
 if TYPE_CHECKING:
     from services.demos.context import DemoContext
@@ -36,7 +38,7 @@ class StepPlan:
     run: Callable[[DemoContext], StepOutcome]
 
 
-def _not_stored(_: Any) -> frozenset[str]:
+def _not_stored(_: object) -> frozenset[str]:
     return frozenset()
 
 
@@ -49,7 +51,8 @@ class DemoVerdict(Stored):
     A demo replays from what it stored, whichever version stored it: a field the stored JSON
     lacks reads as its neutral value and stays unwritten, so `from_json(s).to_json() == s`."""
 
-    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    #: Keys of a later version, kept as they are and written back.
+    extra: JsonOut = stored(stored_json.mapping, factory=dict)
     #: The fields the stored JSON did not hold (`to_json` leaves them out again).
     unstored: frozenset[str] = field(
         default=frozenset(), compare=False, repr=False, metadata={"read": _not_stored, "write": "always"}
@@ -64,7 +67,7 @@ class DemoVerdict(Stored):
         absent = frozenset(f.name for f in fields(cls) if f.name not in given) - {"extra", "unstored"}
         return replace(record, unstored=absent)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         out = super().to_json()
         del out["unstored"]
         for name in self.unstored:
@@ -98,6 +101,15 @@ class Conclusion:
 
 # ---------------------------------------------------------------- options
 
+#: A setting's value once parsed (OptionSpec.parse): by its kind, a whole number, a number,
+#: whole numbers, or text.
+OptionValue: TypeAlias = int | float | list[int] | str
+#: Settings as the presenter gave them (CLI text, widget values, a stored config): nothing is
+#: read from them but through their OptionSpec's parse.
+RawSettings: TypeAlias = Mapping[str, object]
+#: A scenario's parsed settings: a TypedDict of its own, one key per OptionSpec.
+OptionsT = TypeVar("OptionsT", bound=Mapping[str, object])
+
 
 @dataclass(frozen=True)
 class OptionSpec:
@@ -105,31 +117,35 @@ class OptionSpec:
 
     key: str
     label: str
-    default: Any
+    default: OptionValue
     kind: Literal["int", "float", "int_list", "choice", "text"] = "int"
     help: str = ""
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
 
-    def parse(self, raw: Any) -> Any:
+    def parse(self, raw: Any) -> OptionValue:
         """The typed value of `raw` (a string from the CLI or a widget value)."""
+        value: OptionValue
         try:
             if self.kind == "int":
-                value: Any = int(raw)
-                self._check_range(value)
+                whole = int(raw)
+                self._check_range(whole)
+                value = whole
             elif self.kind == "float":
-                value = float(raw)
-                if not math.isfinite(value):
+                real = float(raw)
+                if not math.isfinite(real):
                     raise ValueError
-                self._check_range(value)
+                self._check_range(real)
+                value = real
             elif self.kind == "int_list":
                 items = raw if isinstance(raw, (list, tuple)) else str(raw).replace(";", ",").split(",")
-                value = [int(str(item).strip()) for item in items if str(item).strip()]
-                if not value:
+                numbers = [int(str(item).strip()) for item in items if str(item).strip()]
+                if not numbers:
                     raise ValueError
-                for item in value:
-                    self._check_range(item)
+                for number in numbers:
+                    self._check_range(number)
+                value = numbers
             elif self.kind == "choice":
                 value = str(raw)
                 if self.choices and value not in self.choices:
@@ -161,8 +177,9 @@ class OptionSpec:
 # ---------------------------------------------------------------- scenario
 
 
-class Scenario:
-    """One mechanism of LLM serving, shown by a short scripted experiment."""
+class Scenario(Generic[OptionsT]):
+    """One mechanism of LLM serving, shown by a short scripted experiment; `OptionsT` is the
+    TypedDict of its parsed settings."""
 
     name: ClassVar[str]
     title: ClassVar[str]
@@ -177,15 +194,15 @@ class Scenario:
     #: into it).
     verdict_record: ClassVar[type[DemoVerdict]] = DemoVerdict
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: OptionsT) -> list[StepPlan]:
         raise NotImplementedError
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: OptionsT
     ) -> Conclusion:
         raise NotImplementedError
 
-    def resolve_options(self, given: dict[str, Any] | None) -> dict[str, Any]:
+    def resolve_options(self, given: RawSettings | None) -> OptionsT:
         """Defaults filled in, each value typed and checked; unknown keys are an error."""
         given = dict(given or {})
         known = {o.key: o for o in self.options}
@@ -195,11 +212,16 @@ class Scenario:
             raise ValidationError(
                 f"Scenario {self.name!r} has no setting {', '.join(unknown)}; its settings: {listing}."
             )
-        return {
-            key: spec.parse(given[key]) if key in given else spec.default for key, spec in known.items()
-        }
+        # Every key of the scenario's OptionsT, each parsed by its OptionSpec.
+        return cast(
+            OptionsT,
+            {
+                key: spec.parse(given[key]) if key in given else spec.default
+                for key, spec in known.items()
+            },
+        )
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonOut:
         return {
             "name": self.name,
             "title": self.title,
@@ -218,7 +240,7 @@ def join_sentences(lines: Iterable[str]) -> str:
     return " ".join(line.strip() for line in lines if line and line.strip())
 
 
-def engine_data(steps: Sequence[dict[str, Any]], key: str) -> dict[str, Any]:
+def engine_data(steps: Sequence[StepBlock], key: str) -> StepData:
     """The `data` of the stored step with this key ({} when it did not run)."""
     for step in steps:
         if step.get("key") == key:

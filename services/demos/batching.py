@@ -12,14 +12,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from services.core import stored_json, units
 from services.core.stored_json import stored
 from services.demos import common
 from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, kind
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber
+from services.demos.readout import BigNumber, StepData, WaveFigures
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 
 #: Requests decoding at once (measured on our clocks) from which an engine is batching.
@@ -39,6 +40,11 @@ PROMPTS = (
 )
 
 
+class BatchingOptions(TypedDict):
+    levels: list[int]
+    max_tokens: int
+
+
 BatchingKind = Literal["serial", "pays", "batched_no_gain", "little", "failed"]
 
 
@@ -55,33 +61,28 @@ class BatchingVerdict(common.WavesVerdict):
     saturation_concurrency: int | None = stored(stored_json.optional_int, default=None)
 
 
-def ramp_verdict(levels: list[dict[str, Any]]) -> BatchingVerdict:
+def ramp_verdict(levels: list[WaveFigures]) -> BatchingVerdict:
     """From [{"concurrency", "throughput_tok_s", "e2e_mean_s", "parallel", ...}] to the verdict.
 
     Whether the engine batches at all comes from `parallel` (requests decoding at once, on
     our clocks: robust to a busy machine); how much it paid from the throughput gain
     (peak / first level). "serial": never more than BATCHED at once; "pays": batched and
     gain >= PAYS; "batched_no_gain": batched, gain < NO_GAIN; "little" in between."""
-    measured = [lv for lv in levels if lv.get("throughput_tok_s")]
+    measured = [(lv, tok_s) for lv in levels if (tok_s := lv.get("throughput_tok_s"))]
     if not measured:
         return BatchingVerdict(
             verdict="failed", error=next((lv["error"] for lv in levels if lv.get("error")), None)
         )
-    first = measured[0]
-    peak = max(measured, key=lambda lv: lv["throughput_tok_s"])
-    gain = peak["throughput_tok_s"] / first["throughput_tok_s"]
+    first, first_tok_s = measured[0]
+    peak, peak_tok_s = max(measured, key=lambda m: m[1])
+    gain = peak_tok_s / first_tok_s
     saturation = next(
-        lv["concurrency"]
-        for lv in measured
-        if lv["throughput_tok_s"] >= SATURATED_SHARE * peak["throughput_tok_s"]
+        lv["concurrency"] for lv, tok_s in measured if tok_s >= SATURATED_SHARE * peak_tok_s
     )
-    last = measured[-1]
-    parallel = max((lv.get("parallel") or 1.0) for lv in measured)
-    latency_growth = (
-        (last["e2e_mean_s"] / first["e2e_mean_s"])
-        if first.get("e2e_mean_s") and last.get("e2e_mean_s")
-        else None
-    )
+    last = measured[-1][0]
+    parallel = max((lv.get("parallel") or 1.0) for lv, _ in measured)
+    first_e2e, last_e2e = first.get("e2e_mean_s"), last.get("e2e_mean_s")
+    latency_growth = (last_e2e / first_e2e) if first_e2e and last_e2e else None
     verdict: BatchingKind
     if parallel < BATCHED:
         verdict = "serial"
@@ -96,13 +97,13 @@ def ramp_verdict(levels: list[dict[str, Any]]) -> BatchingVerdict:
         gain=gain,
         parallel_peak=parallel,
         first_concurrency=first["concurrency"],
-        first_tok_s=first["throughput_tok_s"],
+        first_tok_s=first_tok_s,
         peak_concurrency=peak["concurrency"],
-        peak_tok_s=peak["throughput_tok_s"],
+        peak_tok_s=peak_tok_s,
         saturation_concurrency=saturation,
         last_concurrency=last["concurrency"],
-        first_e2e_s=first.get("e2e_mean_s"),
-        last_e2e_s=last.get("e2e_mean_s"),
+        first_e2e_s=first_e2e,
+        last_e2e_s=last_e2e,
         latency_growth=latency_growth,
     )
 
@@ -148,7 +149,7 @@ def verdict_sentence(name: str, v: BatchingVerdict) -> str:
     )
 
 
-class ContinuousBatching(Scenario):
+class ContinuousBatching(Scenario[BatchingOptions]):
     name = "batching"
     title = "Continuous batching"
     mechanism = "continuous (in-flight) batching · llama.cpp parallel slots · vLLM scheduler"
@@ -178,7 +179,7 @@ class ContinuousBatching(Scenario):
         ),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: BatchingOptions) -> list[StepPlan]:
         levels = ", ".join(str(c) for c in options["levels"])
         return [
             StepPlan(
@@ -191,10 +192,10 @@ class ContinuousBatching(Scenario):
             for engine in engines
         ]
 
-    def _ramp(self, ctx: DemoContext, engine: EngineRecord, options: dict[str, Any]) -> StepOutcome:
+    def _ramp(self, ctx: DemoContext, engine: EngineRecord, options: BatchingOptions) -> StepOutcome:
         common.warm_up(ctx, engine)
 
-        def wave(concurrency: int) -> dict[str, Any]:
+        def wave(concurrency: int) -> WaveFigures:
             requests = common.fresh_requests(ctx, engine, PROMPTS, concurrency, options["max_tokens"])
             sent = ctx.send(
                 engine, requests, concurrency=concurrency, labels={"concurrency": concurrency}
@@ -205,10 +206,10 @@ class ContinuousBatching(Scenario):
             ctx, options["levels"], wave, lambda levels: self._outcome(ctx, engine.name, levels)
         )
 
-    def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
+    def _outcome(self, ctx: DemoContext, name: str, levels: list[WaveFigures]) -> StepOutcome:
         verdict = ramp_verdict(levels)
         errors = [f"{name} at {lv['concurrency']}: {lv['error']}" for lv in levels if lv.get("error")]
-        data = {"engine": name, "levels": levels, "verdict": verdict.to_json()}
+        data: StepData = {"engine": name, "levels": levels, "verdict": verdict.to_json()}
         chart = common.waves_chart(
             ctx,
             "ramp:",
@@ -243,7 +244,7 @@ class ContinuousBatching(Scenario):
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: BatchingOptions
     ) -> Conclusion:
         verdicts = common.stored_verdicts(steps, engines, "ramp:", BatchingVerdict)
         lines = [verdict_sentence(name, v) for name, v in verdicts.items()]

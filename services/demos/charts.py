@@ -7,12 +7,12 @@ uses plotly's default.
 
 from __future__ import annotations
 
-from typing import Any
-
 import plotly.graph_objects as go
 
 from services.core import units
 from services.demos.readout import ChartSpec
+from services.demos.records import StepView
+from services.demos.summary import StepBlock
 
 FONT_SIZE = 18
 TITLE_SIZE = 22
@@ -101,9 +101,9 @@ def figure_from_spec(spec: ChartSpec) -> go.Figure:
     return figure
 
 
-def step_figure(step: Any) -> go.Figure | None:
+def step_figure(step: StepView | StepBlock) -> go.Figure | None:
     """The figure of a step (a `StepView` or a stored step dict); None when it has no chart yet."""
-    chart = step.get("chart") if isinstance(step, dict) else getattr(step, "chart", None)
+    chart = step.get("chart") if isinstance(step, dict) else step.chart
     if chart is None:
         return None
     spec = ChartSpec.from_dict(chart) if isinstance(chart, dict) else chart

@@ -4,21 +4,30 @@ shared words, numbers and series of a step's outcome and conclusion."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from services.client import ERROR_CLASSES, ChatRequest
 from services.core import stored_json, units
 from services.core.stored_json import stored
 from services.demos.base import DemoVerdict, StepOutcome, engine_data, join_sentences
 from services.demos.context import DemoContext, Sent
-from services.demos.readout import BigNumber, ChartSpec, Series, mean
+from services.demos.readout import (
+    BigNumber,
+    ChartSpec,
+    EngineFigures,
+    Series,
+    StepData,
+    WaveFigures,
+    XValue,
+    mean,
+)
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 
 T = TypeVar("T")
 V = TypeVar("V", bound=DemoVerdict)
-Figures = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -75,11 +84,11 @@ def each_engine(
 def each_wave(
     ctx: DemoContext,
     concurrencies: Iterable[int],
-    measure: Callable[[int], Figures],
-    outcome: Callable[[list[Figures]], StepOutcome],
+    measure: Callable[[int], WaveFigures],
+    outcome: Callable[[list[WaveFigures]], StepOutcome],
 ) -> StepOutcome:
     """One wave per concurrency level; after each, publish the outcome of the waves so far."""
-    levels: list[Figures] = []
+    levels: list[WaveFigures] = []
     shown = StepOutcome()
     for concurrency in concurrencies:
         levels.append({"concurrency": concurrency, **measure(concurrency)})
@@ -92,9 +101,13 @@ def waves_chart(
     ctx: DemoContext,
     prefix: str,
     name: str,
-    levels: list[Figures],
-    point: Callable[[Figures], tuple[Any, float | None, str]],
-    **spec: Any,
+    levels: list[WaveFigures],
+    point: Callable[[WaveFigures], tuple[XValue, float | None, str]],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    x_category: bool = False,
 ) -> ChartSpec:
     """One line chart for the whole scenario, growing by one curve per step: the waves of the
     other engines' finished steps (keys `prefix` + engine), then this engine's; `point` gives
@@ -112,16 +125,16 @@ def waves_chart(
         series.append(
             Series(engine, [p[0] for p in points], [p[1] for p in points], [p[2] for p in points])
         )
-    return ChartSpec(kind="line", series=series, **spec)
+    return ChartSpec(title, x_title, y_title, kind="line", series=series, x_category=x_category)
 
 
-def step_engines(steps: Sequence[dict[str, Any]], key: str) -> dict[str, Figures]:
+def step_engines(steps: Sequence[StepBlock], key: str) -> dict[str, EngineFigures]:
     """The per-engine figures of the stored step with this key ({} when it did not run)."""
     return engine_data(steps, key).get("engines") or {}
 
 
 def stored_verdicts(
-    steps: Sequence[dict[str, Any]], engines: Sequence[str], prefix: str, record: type[V]
+    steps: Sequence[StepBlock], engines: Sequence[str], prefix: str, record: type[V]
 ) -> dict[str, V]:
     """Each engine's verdict, stored by its own step (key `prefix` + engine); engines whose step
     did not run are left out, one whose step stored no verdict "failed"."""
@@ -134,10 +147,10 @@ def stored_verdicts(
 
 
 def paired_verdicts(
-    steps: Sequence[dict[str, Any]],
+    steps: Sequence[StepBlock],
     engines: Sequence[str],
     keys: tuple[str, str],
-    judge: Callable[[Figures | None, Figures | None], T],
+    judge: Callable[[EngineFigures | None, EngineFigures | None], T],
 ) -> dict[str, T]:
     """Each engine's verdict from its figures in two steps (before and after the change the
     scenario shows), for the engines either step measured."""
@@ -151,14 +164,15 @@ def paired_verdicts(
 
 def engine_series(
     label: str,
-    results: dict[str, Figures],
-    key: str,
-    fmt: Callable[[Any], str],
+    results: Mapping[str, EngineFigures],
+    figure: Callable[[EngineFigures], float | None],
+    fmt: Callable[[float | None], str],
     names: Sequence[str] | None = None,
 ) -> Series:
-    """A series over the engines (bars or points per engine): each one's `key`, labelled by `fmt`."""
+    """A series over the engines (bars or points per engine): each one's `figure` (None for an
+    engine without figures), labelled by `fmt`."""
     names = list(results) if names is None else list(names)
-    values = [(results.get(name) or {}).get(key) for name in names]
+    values = [figure(results.get(name) or {}) for name in names]
     return Series(label, names, values, [fmt(value) for value in values])
 
 
@@ -178,19 +192,20 @@ def latency_number(name: str, verdict: WavesVerdict, help: str | None = None) ->
 def engines_outcome(
     numbers: list[BigNumber],
     chart: ChartSpec,
-    results: dict[str, Figures],
-    sentence: Callable[[str, Figures], str],
-    measured: str | None = None,
-    **data: Any,
+    results: dict[str, EngineFigures],
+    sentence: Callable[[str, EngineFigures], str],
+    measured: Callable[[EngineFigures], float | None] | None = None,
+    data: StepData | None = None,
 ) -> StepOutcome:
     """The outcome of a step that measured each engine: one sentence per engine for the finding
     ("not measured" for an engine without its `measured` figure), `data` beside the engines'
     figures, and every engine's error."""
     finding = join_sentences(
-        not_measured(name, v.get("error")) if measured and v.get(measured) is None else sentence(name, v)
+        not_measured(name, v.get("error")) if measured and measured(v) is None else sentence(name, v)
         for name, v in results.items()
     )
-    return StepOutcome(numbers, chart, finding, {**data, "engines": results}, engine_errors(results))
+    full: StepData = {**(data or {}), "engines": results}
+    return StepOutcome(numbers, chart, finding, full, engine_errors(results))
 
 
 def best(
@@ -220,7 +235,7 @@ def not_measured(name: str, error: str | None) -> str:
     return f"{name}: not measured ({error or 'no answer'})."
 
 
-def engine_errors(results: dict[str, Figures]) -> list[str]:
+def engine_errors(results: Mapping[str, EngineFigures]) -> list[str]:
     """One line per engine whose figures carry an error."""
     return [f"{name}: {v['error']}" for name, v in results.items() if v.get("error")]
 
@@ -260,7 +275,7 @@ def decode_parallelism(sent: Sequence[Sent]) -> float | None:
     return total / union if union > 0 else None
 
 
-def wave_figures(sent: Sequence[Sent]) -> dict[str, Any]:
+def wave_figures(sent: Sequence[Sent]) -> WaveFigures:
     """Throughput and latency of requests sent together.
 
     Output throughput = all answered tokens / the wave's wall time (first send to last

@@ -9,18 +9,20 @@ from __future__ import annotations
 import math
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Self
+from typing import Self
 
 from db.models import RequestResult
 from db.session import session_scope
 from services.bench.stats import reasoning_keys
 from services.client import ChatRequest, StreamResult, run_blocking, run_many
 from services.core import http
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import tpot
 from services.demos.readout import StepOutcome
+from services.demos.summary import StepBlock
 from services.engines import SamplingParams
 from services.engines.endpoints import EngineRecord
 from services.engines.probe import auth_headers
@@ -56,7 +58,8 @@ class Sent:
     """A request's outcome with the labels the step gave it."""
 
     engine: str
-    labels: dict[str, Any]
+    #: Written into the request's stored row (`extra`) beside the step's key.
+    labels: JsonOut
     result: StreamResult
 
     @property
@@ -78,7 +81,7 @@ class DemoContext:
         self,
         run_id: int | None,
         engines: Sequence[EngineRecord],
-        options: dict[str, Any],
+        options: Mapping[str, object],
         *,
         publish: Callable[[StepOutcome], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
@@ -90,7 +93,7 @@ class DemoContext:
         self.t0 = perf_counter()
         self.step_key = ""
         #: The stored steps of this run so far (a later step may draw on earlier ones).
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[StepBlock] = []
         self._publish = publish
         self._should_stop = should_stop or (lambda: False)
         self._index = 0
@@ -123,11 +126,11 @@ class DemoContext:
     def chat_request(
         self,
         engine: EngineRecord,
-        messages: list[dict[str, Any]],
+        messages: Sequence[ForeignJson],
         *,
         max_tokens: int,
         n: int = 1,
-        schema: dict[str, Any] | None = None,
+        schema: ForeignJson | None = None,
         ignore_eos: bool = False,
         temperature: float = 0.0,
     ) -> ChatRequest:
@@ -142,7 +145,7 @@ class DemoContext:
         return ChatRequest(
             base_url=engine.base_url,
             model=engine.model or "default",
-            messages=messages,
+            messages=list(messages),
             params=params,
             kind=engine.kind,
             api_key_env=engine.api_key_env,
@@ -157,7 +160,7 @@ class DemoContext:
         requests: Sequence[ChatRequest],
         *,
         concurrency: int,
-        labels: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        labels: JsonOut | Sequence[JsonOut] | None = None,
         warmup: bool = False,
     ) -> list[Sent]:
         """Send `requests` to one engine with at most `concurrency` in flight; store each."""

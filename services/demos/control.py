@@ -7,12 +7,13 @@ process polls the row (runner.POLL_S)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from db.models import Run
 from db.session import session_scope
 from services.core.errors import NotFoundError
 from services.demos.reading import demo_view
+from services.demos.records import DemoControl, demo_config
 from services.runstate.lifecycle import RunKind
 from services.team import owners
 
@@ -34,19 +35,26 @@ def forget_wakeup(run_id: int) -> None:
         _wakeups.pop(run_id, None)
 
 
-def _control(run_id: int, **changes: Any) -> None:
+def _control(
+    run_id: int, *, pause: bool | None = None, released: int | None = None, stop: bool | None = None
+) -> None:
+    """Write the buttons given (None: unchanged); `released` never goes back."""
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None or run.kind != RunKind.DEMO:
             raise NotFoundError(f"No demo run #{run_id}.")
         if run.status not in ("pending", "running"):
             return
-        config = dict(run.config or {})
-        control = dict(config.get("control") or {})
-        for key, value in changes.items():
-            control[key] = max(control.get(key, 0), value) if key == "released" else value
+        config = demo_config(run.config)
+        control: DemoControl = (config.get("control") or {}).copy()
+        if pause is not None:
+            control["pause"] = pause
+        if released is not None:
+            control["released"] = max(control.get("released", 0), released)
+        if stop is not None:
+            control["stop"] = stop
         config["control"] = control
-        run.config = config  # a new dict: JSON columns do not track in-place changes
+        run.config = dict(config)  # a new dict: JSON columns do not track in-place changes
     wakeup(run_id).set()
 
 
@@ -62,12 +70,11 @@ def advance(run_id: int, viewer: Viewer | None = None) -> None:
 def set_pause(run_id: int, pause: bool, viewer: Viewer | None = None) -> None:
     """Turn waiting between steps on or off while the demo runs (off also releases a wait)."""
     owners.require_control(run_id, viewer, "steer it")
-    changes: dict[str, Any] = {"pause": bool(pause)}
+    released = None
     if not pause:
         view = demo_view(run_id)
-        if view.awaiting is not None:
-            changes["released"] = view.awaiting
-    _control(run_id, **changes)
+        released = view.awaiting
+    _control(run_id, pause=bool(pause), released=released)
 
 
 def stop_demo(run_id: int, viewer: Viewer | None = None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from services.core import stored_json, units
 from services.core.stored_json import stored
@@ -21,6 +21,7 @@ from services.demos.base import (
     Conclusion,
     DemoVerdict,
     OptionSpec,
+    RawSettings,
     Scenario,
     StepOutcome,
     StepPlan,
@@ -28,7 +29,8 @@ from services.demos.base import (
     kind,
 )
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber, ChartSpec
+from services.demos.readout import BigNumber, ChartSpec, EngineFigures, StepData
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 from services.planner.catalog import get_gpu, get_model, get_weight_format
 
@@ -41,6 +43,16 @@ NO_BATCH_GAIN = 1.3
 #: Fewer sequences than this decoding at once (on our clocks): they ran one after another.
 SERIAL_PARALLEL = 1.5
 PROMPT = "Count slowly from one to one hundred, one number per line."
+
+
+class DecodeOptions(TypedDict):
+    hardware: str
+    bandwidth_gbs: float
+    model: str
+    weights: str
+    batch: int
+    max_tokens: int
+    copy_mb: int
 
 
 DecodeKind = Literal["at_bound", "below_bound", "failed"]
@@ -70,7 +82,7 @@ class DecodeVerdict(DemoVerdict):
     )
 
 
-def engine_verdict(batch: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> DecodeVerdict:
+def engine_verdict(batch: int, one: EngineFigures | None, many: EngineFigures | None) -> DecodeVerdict:
     """Measured decode rates against the bounds (thresholds above)."""
     one = one or {}
     many = many or {}
@@ -142,7 +154,19 @@ def verdict_sentence(name: str, v: DecodeVerdict, bandwidth_text: str) -> str:
     return text
 
 
-class DecodeBound(Scenario):
+def _decode_rate(figures: EngineFigures) -> float | None:
+    return figures.get("decode_tok_s")
+
+
+def _bound_batch1(figures: EngineFigures) -> float | None:
+    return figures.get("bound_tok_s_batch1")
+
+
+def _share(rate: float | None, bound: float | None) -> float | None:
+    return rate / bound if rate and bound else None
+
+
+class DecodeBound(Scenario[DecodeOptions]):
     name = "decode-bound"
     title = "Decode is bound by memory bandwidth"
     mechanism = "roofline model · weights streamed once per decode step"
@@ -203,7 +227,7 @@ class DecodeBound(Scenario):
         ),
     )
 
-    def resolve_options(self, given: dict[str, Any] | None) -> dict[str, Any]:
+    def resolve_options(self, given: RawSettings | None) -> DecodeOptions:
         options = super().resolve_options(given)
         if options["hardware"] != hardware.THIS_MACHINE:
             get_gpu(options["hardware"])
@@ -212,7 +236,7 @@ class DecodeBound(Scenario):
             get_weight_format(options["weights"])
         return options
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: DecodeOptions) -> list[StepPlan]:
         batch = options["batch"]
         where = "this machine" if options["hardware"] == hardware.THIS_MACHINE else options["hardware"]
         return [
@@ -239,7 +263,7 @@ class DecodeBound(Scenario):
 
     # -- step 1 --
 
-    def _bandwidth(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
+    def _bandwidth(self, ctx: DemoContext, options: DecodeOptions) -> StepOutcome:
         override = options["bandwidth_gbs"]
         if override:
             bandwidth = hardware.Bandwidth(override * 1e9, f"{override:g} GB/s (given)", False)
@@ -254,7 +278,7 @@ class DecodeBound(Scenario):
                 f"{', '.join(remote)} run elsewhere, but the bandwidth is this machine's: set the "
                 "hardware to their GPU for a meaningful bound."
             )
-        engines: dict[str, Any] = {}
+        engines: dict[str, EngineFigures] = {}
         for engine in ctx.engines:
             size, ftype = ctx.model_file_bytes(engine)
             fmt = None if options["weights"] == "auto" else options["weights"]
@@ -281,7 +305,7 @@ class DecodeBound(Scenario):
             title="Memory-bandwidth bound on decode at batch 1",
             x_title="engine",
             y_title="tokens/s (upper bound)",
-            series=[common.engine_series("bound", engines, "bound_tok_s_batch1", units.rate)],
+            series=[common.engine_series("bound", engines, _bound_batch1, units.rate)],
         )
         numbers = [
             BigNumber(
@@ -308,7 +332,7 @@ class DecodeBound(Scenario):
             )
             + (" " + " ".join(warnings) if warnings else "")
         )
-        data = {
+        data: StepData = {
             "bandwidth_bytes_s": bandwidth.bytes_per_s,
             "bandwidth_source": bandwidth.source,
             "measured": bandwidth.measured,
@@ -319,10 +343,10 @@ class DecodeBound(Scenario):
 
     # -- steps 2 and 3 --
 
-    def _decode(self, ctx: DemoContext, options: dict[str, Any], batch: int) -> StepOutcome:
+    def _decode(self, ctx: DemoContext, options: DecodeOptions, batch: int) -> StepOutcome:
         bounds = common.step_engines(ctx.steps, "bandwidth")
 
-        def measure(engine: EngineRecord) -> dict[str, Any]:
+        def measure(engine: EngineRecord) -> EngineFigures:
             if batch == 1:
                 common.warm_up(ctx, engine)
             requests = common.fresh_requests(ctx, engine, (PROMPT,), batch, options["max_tokens"])
@@ -332,7 +356,9 @@ class DecodeBound(Scenario):
             bound = bounds.get(engine.name) or {}
             return {
                 "decode_tok_s": figures.get("decode_tok_s"),
-                "bound_tok_s": bound.get("bound_tok_s_batch1" if batch == 1 else "bound_tok_s_batchN"),
+                "bound_tok_s": bound.get("bound_tok_s_batch1")
+                if batch == 1
+                else bound.get("bound_tok_s_batchN"),
                 "bytes_per_step": bound.get("bytes_per_step"),
                 "weights_source": bound.get("weights_source"),
                 "error": figures.get("error"),
@@ -343,20 +369,19 @@ class DecodeBound(Scenario):
         return common.each_engine(ctx, measure, lambda results: self._decode_outcome(results, batch))
 
     @staticmethod
-    def _decode_outcome(results: dict[str, dict[str, Any]], batch: int) -> StepOutcome:
+    def _decode_outcome(results: dict[str, EngineFigures], batch: int) -> StepOutcome:
         chart = ChartSpec(
             title=f"Decode at batch {batch}: measured against the memory-bandwidth bound",
             x_title="engine",
             y_title="tokens/s (all sequences)",
             series=[
-                common.engine_series("measured", results, "decode_tok_s", units.rate),
-                common.engine_series("bandwidth bound", results, "bound_tok_s", units.rate),
+                common.engine_series("measured", results, _decode_rate, units.rate),
+                common.engine_series(
+                    "bandwidth bound", results, lambda v: v.get("bound_tok_s"), units.rate
+                ),
             ],
         )
-        shares = {
-            n: v["decode_tok_s"] / v["bound_tok_s"] if v["decode_tok_s"] and v["bound_tok_s"] else None
-            for n, v in results.items()
-        }
+        shares = {n: _share(v["decode_tok_s"], v["bound_tok_s"]) for n, v in results.items()}
         numbers = [
             BigNumber(
                 f"{n} · batch {batch}",
@@ -374,12 +399,12 @@ class DecodeBound(Scenario):
                 f"{n}: {units.rate(v['decode_tok_s'])}, {units.percent(shares[n], False)} of its "
                 f"{units.rate(v['bound_tok_s'])} bound."
             ),
-            "decode_tok_s",
-            batch=batch,
+            _decode_rate,
+            {"batch": batch},
         )
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: DecodeOptions
     ) -> Conclusion:
         batch = options["batch"]
         bandwidth = engine_data(steps, "bandwidth")

@@ -13,19 +13,26 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from services.core import stored_json, units
 from services.core.stored_json import stored
 from services.demos import common
 from services.demos.base import Conclusion, OptionSpec, Scenario, StepOutcome, StepPlan, kind
 from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber
+from services.demos.readout import BigNumber, StepData, WaveFigures
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 
 WATCH_INTERVAL_S = 0.25
 #: KV usage at or above this is "near full".
 NEAR_FULL = 0.8
+
+
+class KvOptions(TypedDict):
+    levels: list[int]
+    prompt_tokens: int
+    max_tokens: int
 
 
 KvKind = Literal[
@@ -49,7 +56,7 @@ class KvVerdict(common.WavesVerdict):
     requests_to_fill: int | None = stored(stored_json.optional_int, default=None)
 
 
-def engine_verdict(levels: list[dict[str, Any]]) -> KvVerdict:
+def engine_verdict(levels: list[WaveFigures]) -> KvVerdict:
     """From the waves' figures to the pressure verdict:
 
     - "preempted": any preemption;
@@ -64,15 +71,14 @@ def engine_verdict(levels: list[dict[str, Any]]) -> KvVerdict:
             verdict="failed",
             error=next((lv.get("error") for lv in levels if lv.get("error")), None),
         )
-    kv = [lv["kv_peak"] for lv in measured if lv.get("kv_peak") is not None]
-    waiting = [lv["waiting_peak"] for lv in measured if lv.get("waiting_peak") is not None]
-    preempted = [lv["preemptions"] for lv in measured if lv.get("preemptions") is not None]
+    kv_peak = max((v for lv in measured if (v := lv.get("kv_peak")) is not None), default=None)
+    waiting_peak = max((v for lv in measured if (v := lv.get("waiting_peak")) is not None), default=None)
+    preempted = [value for lv in measured if (value := lv.get("preemptions")) is not None]
     first, last = measured[0], measured[-1]
-    kv_peak = max(kv) if kv else None
-    waiting_peak = max(waiting) if waiting else None
     preemptions = round(sum(preempted)) if preempted else None
     # KV share of one request at the highest level: how many such requests would fill the cache.
-    per_request = (last["kv_peak"] / last["concurrency"]) if last.get("kv_peak") else None
+    per_request = (last_kv / last["concurrency"]) if (last_kv := last.get("kv_peak")) else None
+    first_e2e, last_e2e = first.get("e2e_mean_s"), last.get("e2e_mean_s")
     verdict: KvKind
     if (preemptions or 0) > 0:
         verdict = "preempted"
@@ -86,7 +92,7 @@ def engine_verdict(levels: list[dict[str, Any]]) -> KvVerdict:
     else:
         verdict = "no_pressure"
 
-    def reason(key: str) -> str | None:
+    def reason(key: Literal["kv_reason", "waiting_reason", "preemptions_reason"]) -> str | None:
         return next((lv.get(key) for lv in measured if lv.get(key)), None)
 
     return KvVerdict(
@@ -102,9 +108,10 @@ def engine_verdict(levels: list[dict[str, Any]]) -> KvVerdict:
         ),
         first_concurrency=first["concurrency"],
         last_concurrency=last["concurrency"],
-        first_e2e_s=first["e2e_mean_s"],
-        last_e2e_s=last["e2e_mean_s"],
-        latency_growth=last["e2e_mean_s"] / first["e2e_mean_s"] if first["e2e_mean_s"] else None,
+        first_e2e_s=first_e2e,
+        last_e2e_s=last_e2e,
+        # Both measured: `measured` holds the waves with a mean latency.
+        latency_growth=last_e2e / first_e2e if first_e2e and last_e2e is not None else None,
         requests_to_fill=int(1 / per_request) if per_request else None,
     )
 
@@ -158,7 +165,7 @@ def verdict_sentence(name: str, v: KvVerdict) -> str:
     return f"{name}: " + "; ".join(parts) + f"; {latency}."
 
 
-class KvCachePressure(Scenario):
+class KvCachePressure(Scenario[KvOptions]):
     name = "kv-pressure"
     title = "KV-cache pressure"
     mechanism = "PagedAttention block manager · admission queue · preemption (recompute)"
@@ -186,7 +193,7 @@ class KvCachePressure(Scenario):
         OptionSpec("max_tokens", "Answer tokens", 16, "int", "", 1, 4096),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: KvOptions) -> list[StepPlan]:
         levels = ", ".join(str(c) for c in options["levels"])
         return [
             StepPlan(
@@ -199,8 +206,8 @@ class KvCachePressure(Scenario):
             for engine in engines
         ]
 
-    def _pressure(self, ctx: DemoContext, engine: EngineRecord, options: dict[str, Any]) -> StepOutcome:
-        def wave(concurrency: int) -> dict[str, Any]:
+    def _pressure(self, ctx: DemoContext, engine: EngineRecord, options: KvOptions) -> StepOutcome:
+        def wave(concurrency: int) -> WaveFigures:
             requests = [
                 ctx.chat_request(
                     engine,
@@ -237,10 +244,10 @@ class KvCachePressure(Scenario):
             ctx, options["levels"], wave, lambda levels: self._outcome(ctx, engine.name, levels)
         )
 
-    def _outcome(self, ctx: DemoContext, name: str, levels: list[dict[str, Any]]) -> StepOutcome:
+    def _outcome(self, ctx: DemoContext, name: str, levels: list[WaveFigures]) -> StepOutcome:
         verdict = engine_verdict(levels)
 
-        def label(lv: dict[str, Any]) -> str:
+        def label(lv: WaveFigures) -> str:
             bits = [f"{lv['concurrency']} parallel"]
             if lv.get("kv_peak") is not None:
                 bits.append(f"KV {units.share(lv['kv_peak'])}")
@@ -287,11 +294,11 @@ class KvCachePressure(Scenario):
         errors += [
             f"{name} metrics: {lv['metrics_error']}" for lv in levels[-1:] if lv.get("metrics_error")
         ]
-        data = {"engine": name, "levels": levels, "verdict": verdict.to_json()}
+        data: StepData = {"engine": name, "levels": levels, "verdict": verdict.to_json()}
         return StepOutcome(numbers, chart, verdict_sentence(name, verdict), data, errors)
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: KvOptions
     ) -> Conclusion:
         verdicts = common.stored_verdicts(steps, engines, "pressure:", KvVerdict)
         lines = [verdict_sentence(n, v) for n, v in verdicts.items()]

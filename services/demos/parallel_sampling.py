@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
+from services.client import StreamResult
 from services.core import stored_json, units
 from services.core.stored_json import stored
 from services.demos import common
@@ -26,7 +27,8 @@ from services.demos.base import (
     kind,
 )
 from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber, ChartSpec
+from services.demos.readout import BigNumber, ChartSpec, EngineFigures
+from services.demos.summary import StepBlock
 from services.engines import get_adapter
 from services.engines.endpoints import EngineRecord
 
@@ -37,12 +39,18 @@ SHARED = 2.0
 SERIAL_SHARE = 0.75
 
 
-def answer_tokens(result: Any) -> int:
+def answer_tokens(result: StreamResult) -> int:
     """Tokens of all the answers. Usage may cover only one of them (llama.cpp sends one usage
     trailer per choice, the client keeps the last), so never less than the content chunks
     received over all choices (at least one token each)."""
     chunks = sum(len(choice.times) for choice in result.choices.values())
     return max(result.output_tokens or 0, chunks)
+
+
+class SamplingOptions(TypedDict):
+    n: int
+    prompt_tokens: int
+    max_tokens: int
 
 
 SamplingKind = Literal["shared", "serial", "some", "ignored_n", "unsupported", "failed"]
@@ -69,7 +77,7 @@ class SamplingVerdict(DemoVerdict):
     latency_ratio: float | None = stored(stored_json.number, default=None)
 
 
-def engine_verdict(n: int, one: dict[str, Any] | None, many: dict[str, Any] | None) -> SamplingVerdict:
+def engine_verdict(n: int, one: EngineFigures | None, many: EngineFigures | None) -> SamplingVerdict:
     """ "shared" (throughput >= SHARED x), "serial" (latency >= SERIAL_SHARE x n), "some" between;
     "ignored_n" when fewer than n answers came back; "failed"/"unsupported" otherwise."""
     one, many = one or {}, many or {}
@@ -141,7 +149,11 @@ def verdict_sentence(name: str, v: SamplingVerdict) -> str:
     return base
 
 
-class ParallelSampling(Scenario):
+def _throughput(figures: EngineFigures) -> float | None:
+    return figures.get("throughput_tok_s")
+
+
+class ParallelSampling(Scenario[SamplingOptions]):
     name = "parallel-sampling"
     title = "Parallel sampling"
     mechanism = "n > 1 · copy-on-write sharing of the prompt's KV cache (vLLM)"
@@ -161,7 +173,7 @@ class ParallelSampling(Scenario):
         OptionSpec("max_tokens", "Tokens per answer", 32, "int", "", 4, 1024),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: SamplingOptions) -> list[StepPlan]:
         n = options["n"]
         return [
             StepPlan(
@@ -179,8 +191,8 @@ class ParallelSampling(Scenario):
             ),
         ]
 
-    def _sample(self, ctx: DemoContext, options: dict[str, Any], n: int) -> StepOutcome:
-        def measure(engine: EngineRecord) -> dict[str, Any]:
+    def _sample(self, ctx: DemoContext, options: SamplingOptions, n: int) -> StepOutcome:
+        def measure(engine: EngineRecord) -> EngineFigures:
             if n > 1 and not get_adapter(engine.kind).supports_n:
                 return {"unsupported": True}
             if n == 1:
@@ -209,15 +221,11 @@ class ParallelSampling(Scenario):
 
         return common.each_engine(ctx, measure, lambda results: self._outcome(ctx, results, n))
 
-    def _outcome(self, ctx: DemoContext, results: dict[str, dict[str, Any]], n: int) -> StepOutcome:
+    def _outcome(self, ctx: DemoContext, results: dict[str, EngineFigures], n: int) -> StepOutcome:
         names = [name for name, v in results.items() if not v.get("unsupported")]
         first = common.step_engines(ctx.steps, "n1")
-        series = (
-            [common.engine_series("n = 1", first, "throughput_tok_s", units.rate, names)]
-            if n > 1
-            else []
-        )
-        series.append(common.engine_series(f"n = {n}", results, "throughput_tok_s", units.rate, names))
+        series = [common.engine_series("n = 1", first, _throughput, units.rate, names)] if n > 1 else []
+        series.append(common.engine_series(f"n = {n}", results, _throughput, units.rate, names))
         chart = ChartSpec(
             title="Output throughput of one request", x_title="engine", y_title="tokens/s", series=series
         )
@@ -254,7 +262,7 @@ class ParallelSampling(Scenario):
         return StepOutcome(numbers, chart, " ".join(parts), {"n": n, "engines": results}, errors)
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: SamplingOptions
     ) -> Conclusion:
         n = options["n"]
         verdicts = common.paired_verdicts(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from services.core import stored_json, units
 from services.core.stored_json import stored
@@ -25,8 +25,18 @@ from services.demos.base import (
     StepPlan,
     kind,
 )
-from services.demos.context import DemoContext, words_prompt
-from services.demos.readout import BigNumber, ChartSpec, Series, change, mean, median
+from services.demos.context import DemoContext, EngineWatch, Sent, words_prompt
+from services.demos.readout import (
+    BigNumber,
+    ChartSpec,
+    ChatTurn,
+    EngineFigures,
+    Series,
+    change,
+    mean,
+    median,
+)
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 
 #: TTFT must fall at least this much (relative) to count as "faster from the cache".
@@ -44,6 +54,12 @@ QUESTIONS = (
     "What is rule 20 about?",
     "Name any two rules.",
 )
+
+
+class PrefixOptions(TypedDict):
+    prompt_tokens: int
+    turns: int
+    max_tokens: int
 
 
 PrefixKind = Literal["cache", "hit_no_gain", "partial", "none", "likely", "unclear", "failed"]
@@ -152,7 +168,7 @@ def verdict_sentence(name: str, v: PrefixVerdict) -> str:
     return text
 
 
-class PrefixCaching(Scenario):
+class PrefixCaching(Scenario[PrefixOptions]):
     name = "prefix-cache"
     title = "Prefix caching"
     mechanism = "vLLM automatic prefix caching · SGLang RadixAttention · llama.cpp prompt cache"
@@ -185,7 +201,7 @@ class PrefixCaching(Scenario):
         ),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: PrefixOptions) -> list[StepPlan]:
         return [
             StepPlan(
                 "repeat",
@@ -205,8 +221,8 @@ class PrefixCaching(Scenario):
 
     # -- step 1 --
 
-    def _repeat(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
-        def measure(engine: EngineRecord) -> dict[str, Any]:
+    def _repeat(self, ctx: DemoContext, options: PrefixOptions) -> StepOutcome:
+        def measure(engine: EngineRecord) -> EngineFigures:
             common.warm_up(ctx, engine, max_tokens=1)
             system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
             messages = [{"role": "system", "content": system}, {"role": "user", "content": QUESTIONS[0]}]
@@ -228,9 +244,9 @@ class PrefixCaching(Scenario):
         return common.each_engine(ctx, measure, self._repeat_outcome)
 
     @staticmethod
-    def _engine_figures(cold: Any, warm: Any, watch: Any) -> dict[str, Any]:
+    def _engine_figures(cold: Sent, warm: Sent, watch: EngineWatch) -> EngineFigures:
         error = common.first_error([cold, warm])
-        figures: dict[str, Any] = {
+        figures: EngineFigures = {
             "cold_ttft_s": cold.result.ttft_s if cold.ok else None,
             "warm_ttft_s": warm.result.ttft_s if warm.ok else None,
             "prompt_tokens": warm.result.prompt_tokens if warm.ok else None,
@@ -249,15 +265,19 @@ class PrefixCaching(Scenario):
         return figures
 
     @staticmethod
-    def _repeat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
+    def _repeat_outcome(results: dict[str, EngineFigures]) -> StepOutcome:
         chart = ChartSpec(
             title="Time to first token: cold prompt, then the same prompt again",
             x_title="engine",
             y_title="TTFT (s)",
             kind="bar",
             series=[
-                common.engine_series("cold (1st request)", results, "cold_ttft_s", units.duration),
-                common.engine_series("repeated (2nd request)", results, "warm_ttft_s", units.duration),
+                common.engine_series(
+                    "cold (1st request)", results, lambda v: v.get("cold_ttft_s"), units.duration
+                ),
+                common.engine_series(
+                    "repeated (2nd request)", results, lambda v: v.get("warm_ttft_s"), units.duration
+                ),
             ],
         )
         numbers = []
@@ -284,11 +304,11 @@ class PrefixCaching(Scenario):
 
     # -- step 2 --
 
-    def _chat(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
-        def measure(engine: EngineRecord) -> dict[str, Any]:
+    def _chat(self, ctx: DemoContext, options: PrefixOptions) -> StepOutcome:
+        def measure(engine: EngineRecord) -> EngineFigures:
             system = words_prompt(options["prompt_tokens"], ctx.fresh_nonce())
-            messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-            turns: list[dict[str, Any]] = []
+            messages = [{"role": "system", "content": system}]
+            turns: list[ChatTurn] = []
             error = None
             with ctx.watch(engine, interval_s=None) as watch:
                 for turn in range(options["turns"]):
@@ -327,15 +347,16 @@ class PrefixCaching(Scenario):
         return common.each_engine(ctx, measure, self._chat_outcome)
 
     @staticmethod
-    def _chat_outcome(results: dict[str, dict[str, Any]]) -> StepOutcome:
+    def _chat_outcome(results: dict[str, EngineFigures]) -> StepOutcome:
         series = []
         for name, v in results.items():
+            turns = v["turns"]
             series.append(
                 Series(
                     name,
-                    [f"turn {t['turn']}" for t in v["turns"]],
-                    [t["ttft_s"] for t in v["turns"]],
-                    [units.duration(t["ttft_s"]) for t in v["turns"]],
+                    [f"turn {t['turn']}" for t in turns],
+                    [t["ttft_s"] for t in turns],
+                    [units.duration(t["ttft_s"]) for t in turns],
                 )
             )
         chart = ChartSpec(
@@ -365,13 +386,13 @@ class PrefixCaching(Scenario):
                 f"{name}: first turn {units.duration(v['first_ttft_s'])}, later turns "
                 f"{units.duration(v['later_ttft_s'])} ({units.percent(v['later_turns_change'])})."
             ),
-            "later_ttft_s",
+            lambda v: v.get("later_ttft_s"),
         )
 
     # -- conclusion --
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: PrefixOptions
     ) -> Conclusion:
         repeat, chat = common.step_engines(steps, "repeat"), common.step_engines(steps, "chat")
         verdicts: dict[str, PrefixVerdict] = {}
@@ -406,7 +427,7 @@ class PrefixCaching(Scenario):
         return Conclusion(lead, lines, verdicts)
 
 
-def _from_chat(chat: dict[str, Any]) -> PrefixVerdict:
+def _from_chat(chat: EngineFigures) -> PrefixVerdict:
     """An engine whose step 1 did not run, judged from its chat's first and later turns."""
     cached = _whole(median(t.get("cached_tokens") for t in chat.get("turns", [])[1:]))
     prompt = _whole(median(t.get("prompt_tokens") for t in chat.get("turns", [])[1:]))

@@ -12,8 +12,9 @@ from sqlalchemy import func, select
 from db.models import RequestResult, Run
 from db.session import session_scope
 from services.core.errors import NotFoundError, ShootoutError
+from services.core.json_types import JsonOut
 from services.demos.base import DemoVerdict, Scenario
-from services.demos.records import DemoListItem, DemoView, step_view
+from services.demos.records import DemoListItem, DemoView, demo_config, step_view
 from services.demos.registry import get_scenario
 from services.demos.summary import DemoSummary
 from services.runstate.lifecycle import ACTIVE_STATUSES, RunKind, is_stale
@@ -45,11 +46,11 @@ def demo_view(run_id: int) -> DemoView:
         requests = session.scalar(
             select(func.count()).select_from(RequestResult).where(RequestResult.run_id == run_id)
         )
-        config = dict(run.config or {})
+        config = demo_config(run.config)
         summary = DemoSummary.from_json(run.summary)
         name = str(config.get("scenario") or run.name)
         try:
-            scenario: Scenario | None = get_scenario(name)
+            scenario: Scenario[Any] | None = get_scenario(name)
         except NotFoundError:
             scenario = None
         # A scenario no longer known still shows its verdicts, as stored.
@@ -106,9 +107,13 @@ def list_demos(limit: int = 50) -> list[DemoListItem]:
     return items
 
 
-def demo_result(run_id: int) -> dict[str, Any]:
+def demo_result(run_id: int) -> JsonOut:
     """The JSON `shootout demo --json` prints (format in docs/cli-formats.md)."""
-    view = demo_view(run_id)
+    return demo_json(demo_view(run_id))
+
+
+def demo_json(view: DemoView) -> JsonOut:
+    """A demo's view as `shootout demo --json` prints it."""
     return {
         "run_id": view.run_id,
         "scenario": view.scenario,

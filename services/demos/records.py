@@ -1,15 +1,81 @@
 """What the Demos page, the report and `shootout demo` read of one demo: typed records built
-from its run row and its summary (summary.DemoSummary), never from string keys elsewhere."""
+from its run row (its config: `DemoConfig`) and its summary (summary.DemoSummary), never from
+string keys elsewhere."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
-from services.demos.base import DemoVerdict
-from services.demos.readout import BigNumber, ChartSpec, one_time_unit
+from services.demos.base import DemoVerdict, OptionValue
+from services.demos.readout import BigNumber, ChartSpec, StepData, one_time_unit
 from services.demos.summary import StepBlock
+from services.engines.endpoints import EngineInfo, EngineRecord
+
+
+class DemoControl(TypedDict, total=False):
+    """The presenter's buttons, as the page writes them and the worker reads them."""
+
+    pause: bool
+    #: Steps up to this index may run while paused ("Next step").
+    released: int
+    stop: bool
+
+
+class DemoConfig(TypedDict, total=False):
+    """A demo run's `Run.config`: what was measured, and while it runs, the buttons."""
+
+    scenario: str
+    engines: list[str]
+    options: dict[str, OptionValue]
+    control: DemoControl
+
+
+def demo_config(config: object) -> DemoConfig:
+    """A run row's config as stored (a JSON column); every key read with its default."""
+    return cast(DemoConfig, dict(config)) if isinstance(config, dict) else {}
+
+
+class EngineSnapshot(TypedDict):
+    """An engine as the demo found it at the start (`Run.engines`): its EngineRecord without
+    the id."""
+
+    name: str
+    base_url: str
+    kind: str
+    model: NotRequired[str | None]
+    api_key_env: NotRequired[str | None]
+    metrics_url: NotRequired[str | None]
+    local_id: NotRequired[str | None]
+    info: NotRequired[EngineInfo]
+    usd_per_hour: NotRequired[float | None]
+    #: Not written since the registry's ids were left out; an older run may hold one.
+    id: NotRequired[int]
+
+
+def engine_snapshot(record: EngineRecord) -> EngineSnapshot:
+    data = dataclasses.asdict(record)
+    data.pop("id", None)
+    # Every field of the record but its id, as EngineSnapshot declares them.
+    return cast(EngineSnapshot, data)
+
+
+def engine_from_snapshot(item: EngineSnapshot) -> EngineRecord:
+    """The engine as it was when the demo started (the registry may change meanwhile)."""
+    return EngineRecord(
+        id=item.get("id", 0),
+        name=item["name"],
+        base_url=item["base_url"],
+        kind=item["kind"],
+        model=item.get("model"),
+        api_key_env=item.get("api_key_env"),
+        metrics_url=item.get("metrics_url"),
+        local_id=item.get("local_id"),
+        info=item.get("info", {}),
+        usd_per_hour=item.get("usd_per_hour"),
+    )
 
 
 @dataclass(frozen=True)
@@ -23,7 +89,7 @@ class StepView:
     chart: ChartSpec | None
     finding: str
     errors: list[str]
-    data: dict[str, Any]
+    data: StepData
 
 
 @dataclass(frozen=True)
@@ -36,7 +102,7 @@ class DemoView:
     status: str
     progress: float
     engines: list[str]
-    options: dict[str, Any]
+    options: dict[str, OptionValue]
     steps: list[StepView]
     conclusion: str | None
     conclusion_headline: str | None
@@ -102,5 +168,5 @@ def step_view(index: int, step: StepBlock) -> StepView:
         chart=chart,
         finding=str(step.get("finding") or ""),
         errors=[str(e) for e in step.get("errors") or []],
-        data=dict(step.get("data") or {}),
+        data=(step.get("data") or {}).copy(),
     )

@@ -23,23 +23,33 @@ as the page, the CLI and the tests always have.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from db.models import Run
 from db.session import session_scope
 from services.core.errors import NotFoundError, ShootoutError, ValidationError
+from services.core.json_types import JsonOut
 from services.core.processes import launch_run_worker
-from services.demos.base import Scenario, StepOutcome, StepPlan, join_sentences
+from services.demos.base import RawSettings, Scenario, StepOutcome, StepPlan, join_sentences
 from services.demos.context import DemoContext, DemoStopped
 from services.demos.control import advance, forget_wakeup, set_pause, stop_demo, wakeup
-from services.demos.reading import demo_result, demo_view, list_demos, wait_until_done
-from services.demos.records import DemoListItem, DemoView, StepView
+from services.demos.reading import demo_json, demo_result, demo_view, list_demos, wait_until_done
+from services.demos.records import (
+    DemoConfig,
+    DemoControl,
+    DemoListItem,
+    DemoView,
+    EngineSnapshot,
+    StepView,
+    demo_config,
+    engine_from_snapshot,
+    engine_snapshot,
+)
 from services.demos.registry import get_scenario
 from services.demos.summary import DemoSummary, StepBlock
 from services.engines import endpoints
@@ -86,17 +96,11 @@ def resolve_engines(scenario: Scenario, engine_names: Sequence[str] | None) -> l
     return [endpoints.get_engine(name) for name in names]
 
 
-def _snapshot(record: EngineRecord) -> dict[str, Any]:
-    data = dataclasses.asdict(record)
-    data.pop("id", None)
-    return data
-
-
 def start_demo(
     scenario_name: str,
     engine_names: Sequence[str] | None = None,
     *,
-    options: dict[str, Any] | None = None,
+    options: RawSettings | None = None,
     pause_between_steps: bool = False,
     background: bool = True,
     viewer: Viewer | None = None,
@@ -106,10 +110,10 @@ def start_demo(
     scenario = get_scenario(scenario_name)
     resolved = scenario.resolve_options(options)
     engines = resolve_engines(scenario, engine_names)
-    config = {
+    config: DemoConfig = {
         "scenario": scenario.name,
         "engines": [e.name for e in engines],
-        "options": resolved,
+        "options": dict(resolved),
         "control": {"pause": bool(pause_between_steps), "released": 0, "stop": False},
     }
     models = sorted({e.model for e in engines if e.model})
@@ -123,9 +127,9 @@ def start_demo(
             requested_by=requested_by,
             name=scenario.name,
             status=RunStatus.PENDING,
-            config=config,
+            config=dict(config),
             summary={"scenario": scenario.name, "title": scenario.title, "steps": [], "awaiting": None},
-            engines=[_snapshot(e) for e in engines],
+            engines=[engine_snapshot(e) for e in engines],
             engine_names=",".join(e.name for e in engines),
             model=models[0] if len(models) == 1 else None,
             workload=f"demo:{scenario.name}",
@@ -183,25 +187,25 @@ class _Writer:
         self._beat_stop = threading.Event()
         self._beat: threading.Thread | None = None
 
-    def write(self, **fields: Any) -> None:
+    def write(self, progress: float | None = None) -> None:
         with self.lock, session_scope() as session:
             run = session.get(Run, self.run_id)
             if run is None:
                 raise DemoStopped()  # deleted under us
             run.summary = self.summary_json()
-            for key, value in fields.items():
-                setattr(run, key, value)
+            if progress is not None:
+                run.progress = progress
             lifecycle.beat(self.run_id, session)
 
-    def summary_json(self) -> dict[str, Any]:
-        return replace(self.summary, steps=[dict(step) for step in self.steps]).to_json()
+    def summary_json(self) -> JsonOut:
+        return replace(self.summary, steps=[step.copy() for step in self.steps]).to_json()
 
-    def control(self) -> dict[str, Any]:
+    def control(self) -> DemoControl:
         with session_scope() as session:
             run = session.get(Run, self.run_id)
             if run is None:
                 return {"stop": True}
-            return dict((run.config or {}).get("control") or {})
+            return (demo_config(run.config).get("control") or {}).copy()
 
     def heartbeat(self) -> None:
         with self.lock:
@@ -249,8 +253,9 @@ def run_demo(run_id: int) -> None:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"No demo run #{run_id}.")
-        config = dict(run.config or {})
-        snapshots = list(run.engines or [])
+        config = demo_config(run.config)
+        # Written by start_demo: EngineSnapshot each.
+        snapshots = cast(list[EngineSnapshot], list(run.engines or []))
         writer.summary = DemoSummary.from_json(run.summary)
     if not lifecycle.claim(run_id):
         return  # started twice, or ended before its worker got going
@@ -284,12 +289,12 @@ def run_demo(run_id: int) -> None:
             forget_wakeup(run_id)
 
 
-def _measure(writer: _Writer, config: dict[str, Any], snapshots: list[dict[str, Any]]) -> RunStatus:
+def _measure(writer: _Writer, config: DemoConfig, snapshots: list[EngineSnapshot]) -> RunStatus:
     """Run the scenario's steps on the engines that answer, then write its conclusion; the
     demo's end state (finished, or finished with errors). Raises when nothing was measured."""
     scenario = get_scenario(str(config.get("scenario")))
     options = scenario.resolve_options(config.get("options"))
-    engines = [_record_from_snapshot(item) for item in snapshots]
+    engines = [engine_from_snapshot(item) for item in snapshots]
     answering, skipped, versions = _reachable(engines)
     writer.summary = replace(writer.summary, skipped_engines=skipped, engine_versions=versions)
     if not answering:
@@ -350,19 +355,19 @@ def _run_step(writer: _Writer, context: DemoContext, plan: StepPlan, index: int,
 
     context.begin_step(plan.key, publish)
     context.check_stop()
-    step.update(status="running", started_at=_utcnow().isoformat())
+    step.update({"status": "running", "started_at": _utcnow().isoformat()})
     writer.write(progress=index / total)
     try:
         outcome = plan.run(context)
     except DemoStopped:
         raise
     except ShootoutError as failure:
-        step.update(status="failed", finished_at=_utcnow().isoformat())
+        step.update({"status": "failed", "finished_at": _utcnow().isoformat()})
         step["errors"] = [*step.get("errors", []), str(failure)]
         writer.write(progress=(index + 1) / total)
         return
     except Exception as failure:  # noqa: BLE001 - one broken step must not lose the others
-        step.update(status="failed", finished_at=_utcnow().isoformat())
+        step.update({"status": "failed", "finished_at": _utcnow().isoformat()})
         step["errors"] = [
             *step.get("errors", []),
             f"Unexpected error: {type(failure).__name__}: {failure}",
@@ -370,7 +375,7 @@ def _run_step(writer: _Writer, context: DemoContext, plan: StepPlan, index: int,
         writer.write(progress=(index + 1) / total)
         return
     step.update(outcome.to_dict())
-    step.update(status="finished", finished_at=_utcnow().isoformat())
+    step.update({"status": "finished", "finished_at": _utcnow().isoformat()})
     writer.write(progress=(index + 1) / total)
 
 
@@ -417,22 +422,12 @@ def _released(writer: _Writer, index: int) -> bool:
     return not control.get("pause") or int(control.get("released", 0)) >= index
 
 
-def _record_from_snapshot(item: dict[str, Any]) -> EngineRecord:
-    """The engine as it was when the demo started (the registry may change meanwhile)."""
-    known = {f.name for f in dataclasses.fields(EngineRecord)}
-    data = {k: v for k, v in item.items() if k in known}
-    data.setdefault("id", 0)
-    data.setdefault("info", {})
-    for name in ("model", "api_key_env", "metrics_url", "local_id"):
-        data.setdefault(name, None)
-    return EngineRecord(**data)
-
-
 __all__ = [
     "DemoListItem",
     "DemoView",
     "StepView",
     "advance",
+    "demo_json",
     "demo_result",
     "demo_view",
     "list_demos",

@@ -14,7 +14,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from services.core import stored_json, units
 from services.core.measure import percentile
@@ -31,9 +31,11 @@ from services.demos.base import (
     kind,
 )
 from services.demos.context import DemoContext
-from services.demos.readout import BigNumber, ChartSpec, Series
+from services.demos.readout import BigNumber, ChartSpec, EngineFigures, ParityFigures, Series
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
-from services.parity.metrics import Answer, TokenChoice, compare, summarise
+from services.parity.metrics import Answer, PooledComparison, TokenChoice, compare, summarise
+from services.parity.records import AnswerRow
 from services.parity.runner import send_one
 from services.parity.tasks import TASK_SET_SIZE, task_set
 
@@ -41,15 +43,54 @@ from services.parity.tasks import TASK_SET_SIZE, task_set
 CLOSE_LOGPROBS = 0.1
 
 
-def _answer(row: dict[str, Any]) -> Answer:
+def _answer(row: AnswerRow) -> Answer:
     extra = row.get("extra") or {}
     tokens = extra.get("tokens")
     return Answer(
         text=extra.get("text") or "",
-        tokens=tuple(TokenChoice(t[0], t[1], t[2]) for t in tokens)
-        if isinstance(tokens, list)
-        else None,
+        tokens=tuple(_token(t) for t in tokens) if isinstance(tokens, list) else None,
     )
+
+
+def _task_score(figures: EngineFigures) -> float | None:
+    return figures.get("task_score")
+
+
+_share = functools.partial(units.percent, signed=False)
+
+
+def _token(entry: list[object]) -> TokenChoice:
+    """[token, logprob, {alternative: logprob}] as services/parity's `send_one` writes it."""
+    token, logprob, top = entry[0], entry[1], entry[2]
+    return TokenChoice(
+        str(token),
+        logprob if isinstance(logprob, int | float) else None,
+        top if isinstance(top, dict) else {},
+    )
+
+
+def parity_figures(pooled: PooledComparison, margin_median: float | None) -> ParityFigures:
+    """One engine's pooled comparison as its step stores it: services/parity's own
+    `to_dict()`, then the median margin at the divergence."""
+    return {
+        "compared": pooled.compared,
+        "exact_match_rate": pooled.exact_match_rate,
+        "diverged": pooled.diverged,
+        "divergence_positions": list(pooled.divergence_positions),
+        "divergence_median": pooled.divergence_median,
+        "divergence_p10": pooled.divergence_p10,
+        "divergence_p90": pooled.divergence_p90,
+        "token_agreement_mean": pooled.token_agreement_mean,
+        "logprob_diff_mean": pooled.logprob_diff_mean,
+        "topk_rate": pooled.topk_rate,
+        "units": list(pooled.units),
+        "margin_median": margin_median,
+    }
+
+
+class SameModelOptions(TypedDict):
+    prompts: int
+    max_tokens: int
 
 
 ParityKind = Literal["identical", "rounding", "different", "not_compared"]
@@ -70,7 +111,7 @@ class ParityVerdict(DemoVerdict):
     tok_s: float | None = stored(stored_json.number, default=None)
 
 
-class SameModel(Scenario):
+class SameModel(Scenario[SameModelOptions]):
     name = "same-model"
     title = "Same model, different engines"
     mechanism = "quantisation and kernels (answer parity)"
@@ -100,7 +141,7 @@ class SameModel(Scenario):
         ),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: SameModelOptions) -> list[StepPlan]:
         return [
             StepPlan(
                 "answers",
@@ -111,10 +152,10 @@ class SameModel(Scenario):
             )
         ]
 
-    def _run(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
+    def _run(self, ctx: DemoContext, options: SameModelOptions) -> StepOutcome:
         tasks = task_set(options["prompts"])
 
-        def answers(engine: EngineRecord) -> list[dict[str, Any]]:
+        def answers(engine: EngineRecord) -> list[AnswerRow]:
             rows = []
             for task in tasks:
                 ctx.check_stop()
@@ -125,16 +166,16 @@ class SameModel(Scenario):
 
         return common.each_engine(ctx, answers, lambda answered: self._outcome(ctx, answered))
 
-    def _outcome(self, ctx: DemoContext, answers: dict[str, list[dict[str, Any]]]) -> StepOutcome:
+    def _outcome(self, ctx: DemoContext, answers: dict[str, list[AnswerRow]]) -> StepOutcome:
         reference = ctx.engines[0].name
-        results: dict[str, dict[str, Any]] = {}
+        results: dict[str, EngineFigures] = {}
         errors = []
         for name, rows in answers.items():
             done = [r for r in rows if r["ok"]]
             scored = [r for r in done if r["extra"]["score"] is not None]
             seconds = math.fsum(r["e2e_s"] or 0.0 for r in done)
             tokens = sum(r["output_tokens"] or 0 for r in done)
-            result: dict[str, Any] = {
+            result: EngineFigures = {
                 "answered": len(done),
                 "sent": len(rows),
                 "task_score": sum(1 for r in scored if r["extra"]["score"]) / len(scored)
@@ -149,8 +190,9 @@ class SameModel(Scenario):
                 pairs = [(a, b) for a, b in zip(answers[reference], rows) if a["ok"] and b["ok"]]
                 comparisons = [compare(_answer(a), _answer(b)) for a, b in pairs]
                 margins = [c.divergence_margin for c in comparisons if c.divergence_margin is not None]
-                result["parity"] = summarise(comparisons).to_dict()
-                result["parity"]["margin_median"] = percentile(margins, 50) if margins else None
+                result["parity"] = parity_figures(
+                    summarise(comparisons), percentile(margins, 50) if margins else None
+                )
             results[name] = result
         names = list(results)
         chart = ChartSpec(
@@ -158,9 +200,7 @@ class SameModel(Scenario):
             x_title="engine",
             y_title="share of prompts",
             series=[
-                common.engine_series(
-                    "task score", results, "task_score", functools.partial(units.percent, signed=False)
-                ),
+                common.engine_series("task score", results, _task_score, _share),
                 Series(
                     f"identical to {reference}",
                     names,
@@ -218,7 +258,7 @@ class SameModel(Scenario):
         )
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: SameModelOptions
     ) -> Conclusion:
         data = engine_data(steps, "answers")
         results = data.get("engines") or {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from services.bench.arrivals import LoadSpec
 from services.bench.workloads import WorkloadSpec
@@ -29,33 +29,49 @@ from services.demos.base import (
     engine_data,
 )
 from services.demos.context import DemoContext, DemoStopped
-from services.demos.readout import BigNumber, ChartSpec, Series
+from services.demos.readout import BigNumber, ChartSpec, Series, SlotRow
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 from services.tune import jobs as tune_jobs
 from services.tune.spec import TuneSpec
-from services.tune.summary import TuneSummary
+from services.tune.summary import TuneConfigEntry, TunedConfig, TuneSummary
 
 #: A slot count "pays" when it brings at least this much more throughput than the one before.
 WORTH_IT = 1.10
 
 
-def measured(configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def measured(configs: Sequence[TuneConfigEntry]) -> list[SlotRow]:
     """Slot count, output tokens/s and p90 TTFT of each configuration that ran."""
-    rows = []
+    rows: list[SlotRow] = []
     for config in configs:
-        block = config.get("metrics") or {}
+        results = TunedConfig.from_json(config).metrics
         slots = int(config.get("settings", {}).get("np", 0) or 0)
+        ttft = results.ttft_s if results is not None else None
         rows.append(
             {
                 "slots": slots,
                 "label": config["label"],
                 "status": config["status"],
-                "tok_s": block.get("output_throughput_tok_s") if block.get("completed") else None,
-                "ttft_p90_ms": units.to_ms((block.get("ttft_s") or {}).get("p90")),
+                "tok_s": results.output_throughput_tok_s
+                if results is not None and results.completed
+                else None,
+                "ttft_p90_ms": units.to_ms(ttft.p90 if ttft is not None else None),
                 "reason": config.get("reason"),
             }
         )
     return rows
+
+
+def _tok_s(row: SlotRow) -> float:
+    """The throughput of a row that has one."""
+    return row["tok_s"] or 0.0
+
+
+class SlotsOptions(TypedDict):
+    slots: list[int]
+    concurrency: int
+    requests: int
+    output_tokens: int
 
 
 @dataclass(frozen=True)
@@ -68,7 +84,7 @@ class SlotsVerdict(DemoVerdict):
     best: bool = stored(stored_json.flag, default=False)
 
 
-class HowManySlots(Scenario):
+class HowManySlots(Scenario[SlotsOptions]):
     name = "how-many-slots"
     title = "How many slots for this machine"
     mechanism = "continuous batching against the machine's compute"
@@ -91,7 +107,7 @@ class HowManySlots(Scenario):
         OptionSpec("output_tokens", "Answer tokens", 32, "int", "", 4, 512),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: SlotsOptions) -> list[StepPlan]:
         slots = ", ".join(str(s) for s in options["slots"])
         return [
             StepPlan(
@@ -103,7 +119,7 @@ class HowManySlots(Scenario):
             )
         ]
 
-    def _run(self, ctx: DemoContext, options: dict[str, Any]) -> StepOutcome:
+    def _run(self, ctx: DemoContext, options: SlotsOptions) -> StepOutcome:
         spec = TuneSpec(
             kind="llamacpp",
             grid={"np": tuple(str(s) for s in options["slots"])},
@@ -120,7 +136,7 @@ class HowManySlots(Scenario):
         run_id = tune_jobs.create_run(spec, trusted=False)
         outcome = StepOutcome()
 
-        def progress(_config: dict[str, Any]) -> None:
+        def progress(_config: object) -> None:
             nonlocal outcome
             outcome = self._outcome(run_id, tune_jobs.get_run(run_id).configs)
             ctx.publish(outcome)
@@ -144,7 +160,7 @@ class HowManySlots(Scenario):
             )
         return outcome
 
-    def _outcome(self, run_id: int, configs: Sequence[dict[str, Any]]) -> StepOutcome:
+    def _outcome(self, run_id: int, configs: Sequence[TuneConfigEntry]) -> StepOutcome:
         rows = measured(configs)
         labels = [f"{r['slots']} slot{'s' if r['slots'] != 1 else ''}" for r in rows]
         chart = ChartSpec(
@@ -190,7 +206,7 @@ class HowManySlots(Scenario):
         )
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: SlotsOptions
     ) -> Conclusion:
         data = engine_data(steps, "slots")
         rows = [r for r in data.get("rows", []) if r.get("tok_s")]
@@ -200,11 +216,11 @@ class HowManySlots(Scenario):
         rows.sort(key=lambda r: r["slots"])
         best, base = rows[0], rows[0]
         for previous, row in itertools.pairwise(rows):
-            if row["tok_s"] >= previous["tok_s"] * WORTH_IT:
+            if _tok_s(row) >= _tok_s(previous) * WORTH_IT:
                 best = row
             else:
                 break
-        gain = best["tok_s"] / base["tok_s"]
+        gain = _tok_s(best) / _tok_s(base)
         lines = [
             f"{r['slots']} slot(s): {units.rate(r['tok_s'])}, p90 TTFT "
             f"{units.duration_ms(r['ttft_p90_ms'])}."
@@ -214,7 +230,7 @@ class HowManySlots(Scenario):
         beyond = ""
         if following is not None:
             beyond = (
-                f" {following['slots']} slots gave {following['tok_s'] / best['tok_s'] - 1:+.0%} throughput"
+                f" {following['slots']} slots gave {_tok_s(following) / _tok_s(best) - 1:+.0%} throughput"
                 + (
                     f", p90 TTFT {units.duration_ms(best['ttft_p90_ms'])} to "
                     f"{units.duration_ms(following['ttft_p90_ms'])}"

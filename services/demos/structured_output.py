@@ -12,9 +12,10 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from services.core import json_schema, stored_json, units
+from services.core.json_types import ForeignJson
 from services.core.stored_json import stored
 from services.demos import common
 from services.demos.base import (
@@ -27,10 +28,12 @@ from services.demos.base import (
     kind,
 )
 from services.demos.context import DemoContext, Sent
-from services.demos.readout import BigNumber, ChartSpec, change, median
+from services.demos.readout import BigNumber, ChartSpec, EngineFigures, change, median
+from services.demos.summary import StepBlock
 from services.engines.endpoints import EngineRecord
 
-SCHEMA: dict[str, Any] = {
+#: A JSON Schema (the standard's shape, not ours), sent to the engines and checked against.
+SCHEMA: ForeignJson = {
     "type": "object",
     "properties": {
         "city": {"type": "string", "maxLength": 40},
@@ -62,7 +65,7 @@ def schema_valid(text: str) -> tuple[bool, str]:
     return True, ""
 
 
-def judge(sent: Sequence[Sent]) -> dict[str, Any]:
+def judge(sent: Sequence[Sent]) -> EngineFigures:
     answered = [s for s in sent if s.ok]
     checks = [schema_valid(s.result.text) for s in answered]
     valid = sum(1 for ok, _ in checks if ok)
@@ -79,6 +82,11 @@ def judge(sent: Sequence[Sent]) -> dict[str, Any]:
         "example": answered[0].result.text[:300] if answered else None,
         "error": common.first_error(sent),
     }
+
+
+class SchemaOptions(TypedDict):
+    requests: int
+    max_tokens: int
 
 
 SchemaKind = Literal["enforced", "partial", "not_enforced", "rejected", "failed"]
@@ -101,7 +109,7 @@ class SchemaVerdict(DemoVerdict):
     error: str | None = stored(stored_json.text, default=None)
 
 
-def engine_verdict(free: dict[str, Any] | None, constrained: dict[str, Any] | None) -> SchemaVerdict:
+def engine_verdict(free: EngineFigures | None, constrained: EngineFigures | None) -> SchemaVerdict:
     """ "enforced": every constrained answer valid; "partial": better than free but not all;
     "not_enforced": no better than without the schema; "rejected": the engine refused it."""
     free, constrained = free or {}, constrained or {}
@@ -171,7 +179,7 @@ def verdict_sentence(name: str, v: SchemaVerdict, requests: int) -> str:
     return f"{name}: the schema was not enforced: {constrained}/{requests} valid with it, {free}/{requests} without{cost}."
 
 
-def _step_sentence(name: str, v: dict[str, Any]) -> str:
+def _step_sentence(name: str, v: EngineFigures) -> str:
     if v["answered"] == 0:
         return f"{name}: no answer ({v.get('error')})."
     why = f" (the others: {', '.join(v['why_invalid'])})" if v["why_invalid"] else ""
@@ -181,7 +189,11 @@ def _step_sentence(name: str, v: dict[str, Any]) -> str:
     )
 
 
-class StructuredOutput(Scenario):
+def _valid_rate(figures: EngineFigures) -> float | None:
+    return figures.get("valid_rate")
+
+
+class StructuredOutput(Scenario[SchemaOptions]):
     name = "structured-output"
     title = "Structured output"
     mechanism = "guided decoding · JSON schema grammars (vLLM xgrammar/guidance, llama.cpp GBNF)"
@@ -204,7 +216,7 @@ class StructuredOutput(Scenario):
         ),
     )
 
-    def plan(self, engines: Sequence[EngineRecord], options: dict[str, Any]) -> list[StepPlan]:
+    def plan(self, engines: Sequence[EngineRecord], options: SchemaOptions) -> list[StepPlan]:
         return [
             StepPlan(
                 "free",
@@ -220,8 +232,8 @@ class StructuredOutput(Scenario):
             ),
         ]
 
-    def _run(self, ctx: DemoContext, options: dict[str, Any], *, constrained: bool) -> StepOutcome:
-        def measure(engine: EngineRecord) -> dict[str, Any]:
+    def _run(self, ctx: DemoContext, options: SchemaOptions, *, constrained: bool) -> StepOutcome:
+        def measure(engine: EngineRecord) -> EngineFigures:
             if not constrained:
                 common.warm_up(ctx, engine)
             requests = []
@@ -245,17 +257,15 @@ class StructuredOutput(Scenario):
         return common.each_engine(ctx, measure, lambda results: self._outcome(ctx, results, constrained))
 
     def _outcome(
-        self, ctx: DemoContext, results: dict[str, dict[str, Any]], constrained: bool
+        self, ctx: DemoContext, results: dict[str, EngineFigures], constrained: bool
     ) -> StepOutcome:
         names, share = list(results), functools.partial(units.percent, signed=False)
         free = common.step_engines(ctx.steps, "free")
         series = (
-            [common.engine_series("prompt only", free, "valid_rate", share, names)]
-            if constrained
-            else []
+            [common.engine_series("prompt only", free, _valid_rate, share, names)] if constrained else []
         )
         label = "schema enforced" if constrained else "prompt only"
-        series.append(common.engine_series(label, results, "valid_rate", share))
+        series.append(common.engine_series(label, results, _valid_rate, share))
         chart = ChartSpec(
             title="Answers that validate against the schema",
             x_title="engine",
@@ -273,7 +283,7 @@ class StructuredOutput(Scenario):
         return common.engines_outcome(numbers, chart, results, _step_sentence)
 
     def conclude(
-        self, steps: Sequence[dict[str, Any]], engines: Sequence[str], options: dict[str, Any]
+        self, steps: Sequence[StepBlock], engines: Sequence[str], options: SchemaOptions
     ) -> Conclusion:
         verdicts = common.paired_verdicts(steps, engines, ("free", "constrained"), engine_verdict)
         lines = [verdict_sentence(n, v, options["requests"]) for n, v in verdicts.items()]

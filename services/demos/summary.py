@@ -6,20 +6,44 @@ start_demo stores the first one (scenario, title, no steps, nothing awaited); th
 odd key. The stored JSON keeps its shape: `from_json(s).to_json() == s` for every summary
 written so far, keys unknown here included.
 
-Each step stays a mapping (key, title, explanation, status, numbers, chart, finding, data,
-errors, started_at, finished_at): the worker and the scenarios fill it in place as it runs,
-and records.step_view reads it into a typed StepView for the page, the report and the CLI.
+Each step stays a mapping (`StepBlock`: key, title, explanation, status, numbers, chart,
+finding, data, errors, started_at, finished_at): the worker and the scenarios fill it in place
+as it runs, and records.step_view reads it into a typed StepView for the page, the report and
+the CLI.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict, cast
 
 from services.core import stored_json
+from services.core.json_types import JsonOut
 from services.core.stored_json import Stored, stored
+from services.demos.readout import ChartJson, NumberJson, StepData
 
-StepBlock = dict[str, Any]
+
+class StepBlock(TypedDict, total=False):
+    """One stored step. Any key may be missing from a step some version stored (its readers
+    default each); a step the worker plans holds them all but the times."""
+
+    key: str
+    title: str
+    explanation: str
+    #: "pending", "running", "finished", "failed", "skipped" or "cancelled".
+    status: str
+    numbers: list[NumberJson]
+    chart: ChartJson | None
+    finding: str
+    data: StepData
+    errors: list[str]
+    started_at: str
+    finished_at: str
+
+
+def _steps(value: object) -> list[StepBlock]:
+    # The stored JSON as it is: each step is read key by key by its readers, never trusted whole.
+    return cast(list[StepBlock], stored_json.dicts(value))
 
 
 @dataclass(frozen=True)
@@ -28,7 +52,7 @@ class DemoSummary(Stored):
 
     scenario: str | None = stored(stored_json.text, default=None, write="unless_none")
     title: str | None = stored(stored_json.text, default=None, write="unless_none")
-    steps: list[StepBlock] = stored(stored_json.dicts, factory=list)
+    steps: list[StepBlock] = stored(_steps, factory=list)
     #: Index of the step that waits for "Next step" (None when nothing waits).
     awaiting: int | None = stored(stored_json.optional_int, default=None)
     #: Engine -> why it was left out; None until the worker has probed the engines.
@@ -42,7 +66,9 @@ class DemoSummary(Stored):
     conclusion_lines: list[str] | None = stored(
         stored_json.optional_text_list, default=None, write="unless_none"
     )
-    verdicts: dict[str, dict[str, Any]] | None = stored(
+    #: Engine -> its verdict's JSON, read only through the scenario's verdict record.
+    verdicts: dict[str, JsonOut] | None = stored(
         stored_json.optional_dict_values, default=None, write="unless_none"
     )
-    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    #: Keys of a later version, kept as they are and written back.
+    extra: JsonOut = stored(stored_json.mapping, factory=dict)

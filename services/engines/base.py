@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict
 
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import EngineTimes
 from services.engines.prometheus import Families
 
@@ -91,7 +92,7 @@ class SamplingParams:
     min_tokens: int | None = None
     ignore_eos: bool = False
 
-    def extras(self) -> dict[str, Any]:
+    def extras(self) -> dict[str, int | bool]:
         """The options beyond OpenAI's it asks for, with their values (for `extra_body`)."""
         asked = {
             "top_k": self.top_k,
@@ -103,6 +104,17 @@ class SamplingParams:
 
 #: What each adapter reads from its metrics: a signal name to its sources, best first.
 TelemetrySignals = Mapping[str, tuple[Any, ...]]
+
+
+@dataclass
+class JsonMetricsState:
+    """What a kind's reader of JSON metrics keeps between two reads of one endpoint (the scraper
+    holds one per endpoint; only the kind's `telemetry_from_json` reads and fills it)."""
+
+    #: Running totals of amounts each read reports only since the previous one, by name.
+    totals: dict[str, float] = field(default_factory=dict)
+    #: The newest read's KV-cache gauges as the engine sent them (None: none read yet).
+    kv: ForeignJson | None = None
 
 
 @dataclass(frozen=True)
@@ -157,10 +169,38 @@ class BatchCap:
 
 
 #: What an answer carried, for `EngineAdapter.engine_times`: the stream's non-OpenAI top-level
-#: fields (the last value of each), its usage, and the response headers (lower-case names).
-Fields = Mapping[str, Any]
-Usage = Mapping[str, Any]
+#: fields (the last value of each), its usage (`Usage`), and the response headers (lower-case names).
+Fields = ForeignJson
 Headers = Mapping[bytes, bytes]
+
+
+class Usage(TypedDict, total=False):
+    """An answer's usage block (OpenAI's `usage` trailer), each counter as the engine sent it:
+    services/core/counts.py holds them against the stream before any is published, so none is
+    trusted to be a count here. Other keys an engine adds are kept as they came."""
+
+    prompt_tokens: object
+    completion_tokens: object
+    total_tokens: object
+    #: `cached_tokens` inside.
+    prompt_tokens_details: object
+    #: `reasoning_tokens` inside.
+    completion_tokens_details: object
+    #: Ours: how many per-choice blocks were added up (services/client/records.py
+    #: `merge_choice_usage`; absent: one). Read through its `usage_reports`: an engine's own
+    #: block could name it too.
+    usage_reports: object
+
+
+class Timings(TypedDict, total=False):
+    """llama.cpp's `timings` of an answer, as it sent them (its adapter and
+    services/core/counts.py read them through token_count / milliseconds)."""
+
+    prompt_n: object
+    prompt_ms: object
+    cache_n: object
+    predicted_n: object
+    predicted_ms: object
 
 
 class EngineAdapter:
@@ -241,9 +281,7 @@ class EngineAdapter:
         """The streaming request's path from the server root; None: OpenAI chat completions."""
         return None
 
-    def stream_body(
-        self, model: str, messages: list[dict[str, Any]], params: SamplingParams
-    ) -> dict[str, Any]:
+    def stream_body(self, model: str, messages: list[ForeignJson], params: SamplingParams) -> JsonOut:
         """The request body of a kind whose `wire` is not OpenAI."""
         raise NotImplementedError
 
@@ -272,7 +310,7 @@ class EngineAdapter:
             return []
         return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
 
-    def request_extras(self, params: SamplingParams) -> dict[str, Any]:
+    def request_extras(self, params: SamplingParams) -> dict[str, int | bool]:
         """Non-OpenAI fields for `extra_body`; silently drops what the kind does not take."""
         return {name: value for name, value in params.extras().items() if name in self.takes_extras}
 
@@ -283,7 +321,7 @@ class EngineAdapter:
             missing.append("n")
         return missing
 
-    def response_format(self, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
+    def response_format(self, schema: ForeignJson, name: str = "answer") -> JsonOut:
         """The `response_format` body field that constrains output to a JSON schema."""
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
@@ -292,10 +330,10 @@ class EngineAdapter:
     #: POST path (from the server root) that counts the tokens of a text; None: no such endpoint.
     tokenize_path: ClassVar[str | None] = None
 
-    def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
+    def tokenize_body(self, text: str, model: str | None) -> JsonOut:
         """The JSON body asking `tokenize_path` for the tokens of plain `text` (no chat template,
         no special tokens): vLLM's and SGLang's shape; llama.cpp has its own."""
-        body: dict[str, Any] = {"prompt": text, "add_special_tokens": False}
+        body: JsonOut = {"prompt": text, "add_special_tokens": False}
         if model:
             body["model"] = model
         return body
@@ -326,7 +364,7 @@ class EngineAdapter:
         """Prometheus text wherever it has a `metrics_path` (a JSON one is `json_metrics_path`)."""
         return "prometheus" if self.metrics_path else "none"
 
-    def telemetry_from_json(self, payload: Any, state: dict[str, Any]) -> Families:
+    def telemetry_from_json(self, payload: Any, state: JsonMetricsState) -> Families:
         """Turn a JSON metrics answer into series the `telemetry_signals` can read.
         `state` persists between reads of one endpoint (for reads that consume data)."""
         return Families()

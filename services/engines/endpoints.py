@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import select
 
@@ -14,6 +14,7 @@ from db.session import session_scope
 from services.core import cost
 from services.core.config import key_env_allowed, key_env_refusal
 from services.core.errors import ConflictError, NotFoundError, ValidationError
+from services.core.json_types import ForeignJson
 from services.core.urls import check_url, http_url
 from services.engines import get_adapter, kinds
 from services.local_engines.backend import LocalEngineSpec, get_backend
@@ -21,6 +22,28 @@ from services.local_engines.sharing import live_ids
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ENV_VAR_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+
+
+class EngineInfo(TypedDict, total=False):
+    """What the registry keeps of an engine beside its columns (`Engine.info`): what its probe
+    found when it was added, or what the local engine or tuning run that added it says of it."""
+
+    # The probe's findings (services/engines/registration.py).
+    version: str | None
+    context_length: int | None
+    #: What the engine reported of itself, by path ("/props", "/server_info", ...).
+    server: dict[str, ForeignJson]
+    #: What serves it, where that says more than its kind's label.
+    served_by: str
+    # A local engine's (`register_local`).
+    local: bool
+    description: str
+    dtype: str
+    # A tuning run's winner (services/tune/view.py).
+    tuned_by_run: int
+    settings: dict[str, str]
+    launch: str | None
+    launch_docker: str | None
 
 
 @dataclass(frozen=True)
@@ -35,7 +58,7 @@ class EngineRecord:
     api_key_env: str | None
     metrics_url: str | None
     local_id: str | None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: EngineInfo = field(default_factory=EngineInfo)
     #: What an hour of it costs (the instance, or the GPUs it uses); None: not priced.
     usd_per_hour: float | None = None
 
@@ -65,7 +88,8 @@ def _record(row: Engine) -> EngineRecord:
         api_key_env=row.api_key_env,
         metrics_url=row.metrics_url,
         local_id=row.local_id,
-        info=dict(row.info or {}),
+        # The column holds what this module wrote there (any version: every key optional).
+        info=cast(EngineInfo, dict(row.info or {})),
         usd_per_hour=row.usd_per_hour,
     )
 
@@ -143,21 +167,31 @@ def register_local(spec: LocalEngineSpec) -> EngineRecord:
     """Put a local engine in the registry (or bring its entry up to date): what the local
     engines' `start` and `up` are given as `register`."""
     url = f"http://127.0.0.1:{spec.port}"
-    info: dict[str, object] = {"local": True, "description": spec.description}
+    info: EngineInfo = {"local": True, "description": spec.description}
     if spec.served_by:
         info["served_by"] = spec.served_by
     if "--dtype" in spec.args[:-1]:
         # Compare's settings diff names the weights' dtype (issue 47); vLLM does not report it.
         info["dtype"] = spec.args[spec.args.index("--dtype") + 1]
     model = get_backend(spec.backend).served_model
-    fields: dict[str, Any] = {"kind": spec.kind, "model": model, "local_id": spec.id, "info": info}
-    if spec.metrics_port:
-        fields["metrics_url"] = f"http://127.0.0.1:{spec.metrics_port}/metrics"
+    metrics_url = f"http://127.0.0.1:{spec.metrics_port}/metrics" if spec.metrics_port else None
     try:
         get_engine(spec.id)
     except NotFoundError:
-        return add_engine(spec.id, url, **fields)
-    return update_engine(spec.id, base_url=url, **fields)
+        return add_engine(
+            spec.id,
+            url,
+            kind=spec.kind,
+            model=model,
+            local_id=spec.id,
+            info=info,
+            metrics_url=metrics_url,
+        )
+    # Without a metrics port of its own, the engine keeps the metrics URL it has.
+    metrics = {} if metrics_url is None else {"metrics_url": metrics_url}
+    return update_engine(
+        spec.id, base_url=url, kind=spec.kind, model=model, local_id=spec.id, info=info, **metrics
+    )
 
 
 def get_engine(name: str) -> EngineRecord:
@@ -179,7 +213,7 @@ def add_engine(
     api_key_env: str | None = None,
     metrics_url: str | None = None,
     local_id: str | None = None,
-    info: dict[str, Any] | None = None,
+    info: EngineInfo | None = None,
     usd_per_hour: float | str | None = None,
 ) -> EngineRecord:
     name = (name or "").strip()

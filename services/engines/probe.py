@@ -18,6 +18,7 @@ import httpx2
 
 from services.core import http
 from services.core.config import key_env_allowed
+from services.core.json_types import ForeignJson, JsonOut
 from services.engines.base import HttpAnswer, ProbeEvidence
 from services.engines.registry import detect_kind
 
@@ -52,13 +53,14 @@ class ProbeResult:
     context_length: int | None = None
     healthy: bool | None = None
     latency_ms: float | None = None
-    server_info: dict[str, Any] = field(default_factory=dict)
+    #: What the engine reports of itself: each answering path's JSON object (`_server_info`).
+    server_info: dict[str, ForeignJson] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return self.state == "ok"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonOut:
         return asdict(self)
 
 
@@ -179,9 +181,9 @@ def interpret(evidence: ProbeEvidence, api_key_env: str | None = None) -> ProbeR
     return result
 
 
-def _server_info(evidence: ProbeEvidence) -> dict[str, Any]:
+def _server_info(evidence: ProbeEvidence) -> dict[str, ForeignJson]:
     """The settings the engine reports about itself, kept with runs for later comparison."""
-    info: dict[str, Any] = {}
+    info: dict[str, ForeignJson] = {}
     for path in ("/version", "/props", "/server_info", "/info", "/v2"):
         answer = evidence.get(path)
         body = answer.json

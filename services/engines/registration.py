@@ -7,11 +7,10 @@ kind and model win: the caller's choice, else what the server said, else generic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from services.core import cost
 from services.engines import endpoints, get_adapter
-from services.engines.endpoints import EngineRecord
+from services.engines.endpoints import EngineInfo, EngineRecord
 from services.engines.probe import ProbeResult, probe
 
 
@@ -88,7 +87,7 @@ def probe_and_register(
     found = probe(url, api_key_env=api_key_env) if probe_first else None
     if found is not None and not found.ok and not store_unreachable:
         return Registration(probe=found, record=None)
-    info: dict[str, Any] = {}
+    info: EngineInfo = {}
     if found is not None and found.ok:
         kind, model = _with_reported(found, kind, model)
         info = {

@@ -7,11 +7,10 @@ Triton's `/v2`. Every read is bounded (services/core/http.py) and a missing one 
 
 from __future__ import annotations
 
-from typing import Any
-
 from prometheus_client.parser import text_string_to_metric_families
 
 from services.core import http
+from services.core.json_types import JsonOut
 from services.engines.probe import auth_headers, probe
 
 #: Info-style gauges whose labels are settings (value 1, the settings in the labels).
@@ -60,14 +59,14 @@ def reported_settings(
     metrics_url: str | None = None,
     api_key_env: str | None = None,
     deadline_s: float = 5.0,
-) -> dict[str, Any]:
+) -> JsonOut:
     """{"version": ..., "/props": {...}, "metrics_info": {"vllm:cache_config_info": {...}}}; {} when
     the engine does not answer (a run still starts: the requests will say what is wrong)."""
     try:
         result = probe(base_url, api_key_env=api_key_env, timeout_s=deadline_s)
     except Exception:  # noqa: BLE001 - settings are an extra; the benchmark decides about the engine
         return {}
-    settings: dict[str, Any] = dict(result.server_info)
+    settings: JsonOut = dict(result.server_info)
     if result.version:
         settings["version"] = result.version
     if result.context_length:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any
+from typing import IO, TypeVar
 
 from sqlalchemy import insert
 from sqlalchemy.exc import StatementError
@@ -27,9 +27,12 @@ from sqlalchemy.exc import StatementError
 from db.models import Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.bench import comparability
+from services.bench.blocks import cost_json
 from services.bench.results import EngineResults, results_by_engine, results_rows
+from services.bench.summary import BenchSummary
 from services.core import cost
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 from services.importers import aiperf, guidellm, reading, sglang, shootout, vllm
 from services.importers.common import (
     UNREAD_KEYS,
@@ -139,14 +142,17 @@ def _parse(
     for run in runs:
         # What the file says of how it measured, kept with the run (services.bench.comparability).
         run.summary.setdefault(
-            comparability.SUMMARY_KEY, comparability.fingerprints_of_import(run.config, run.summary)
+            comparability.SUMMARY_KEY,
+            comparability.fingerprints_of_import(run.config, BenchSummary.from_json(run.summary)),
         )
     return module, runs
 
 
-def _batched(
-    rows: Iterable[dict[str, Any]], counted: list[int], size: int = INSERT_BATCH
-) -> Iterator[list[dict[str, Any]]]:
+#: A row of one table: a request row, an exchange's or a sample's columns.
+Row = TypeVar("Row")
+
+
+def _batched(rows: Iterable[Row], counted: list[int], size: int = INSERT_BATCH) -> Iterator[list[Row]]:
     iterator = iter(rows)
     while batch := list(islice(iterator, size)):
         counted[0] += len(batch)
@@ -194,8 +200,8 @@ def _save(
         for batch in _batched(imported.requests, requests):
             session.execute(insert(RequestResult), [{**row, "run_id": run.id} for row in batch])
         for model, rows in ((Exchange, imported.exchanges), (Sample, imported.samples)):
-            for batch in _batched(rows, [0]):
-                session.execute(insert(model), [{**row, "run_id": run.id} for row in batch])
+            for columns in _batched(rows, [0]):
+                session.execute(insert(model), [{**row, "run_id": run.id} for row in columns])
         return run.id, requests[0]
 
 
@@ -213,9 +219,9 @@ def priced(imported: ImportedRun, usd_per_hour: float | None) -> ImportedRun:
     return replace(imported, summary=summary, config=config)
 
 
-def _with_cost(block: EngineResults, usd_per_hour: float) -> dict[str, Any]:
+def _with_cost(block: EngineResults, usd_per_hour: float) -> JsonOut:
     priced = cost.cost_of_block(usd_per_hour, block.to_json())
-    return replace(block, cost=priced.to_json()).to_json()
+    return replace(block, cost=cost_json(priced.to_json())).to_json()
 
 
 def import_file(

@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from services.bench.results import Distribution, EngineResults
+from db.models import RequestRow
+from services.bench.results import Distribution, EngineMetrics, EngineResults
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import thinking_reported
 from services.core.units import number_text
 from services.importers.common import (
@@ -105,7 +107,7 @@ def _is_metric(value: Any) -> bool:
     )
 
 
-def _metrics_object(document: dict[str, Any]) -> dict[str, Any]:
+def _metrics_object(document: ForeignJson) -> ForeignJson:
     records = document.get("records")
     return records if isinstance(records, dict) else document
 
@@ -129,7 +131,7 @@ def sniff(source: SourceFile) -> bool:
     return False
 
 
-def _stats(metric: dict[str, Any]) -> dict[str, float]:
+def _stats(metric: ForeignJson) -> dict[str, float]:
     unit = metric.get("unit")
     stats = {}
     for key, value in metric.items():
@@ -146,7 +148,7 @@ def _rate(metric: Any) -> float | None:
     return number_text(metric.get("avg", metric.get("value")))
 
 
-def _engine_numbers(metrics: dict[str, Any]) -> tuple[EngineResults, Counts]:
+def _engine_numbers(metrics: ForeignJson) -> tuple[EngineResults, Counts]:
     """The export's figures, and apart the counts it gave (its records tell those it did not)."""
 
     def latency(tag: str) -> Distribution | None:
@@ -195,13 +197,13 @@ def _engine_numbers(metrics: dict[str, Any]) -> tuple[EngineResults, Counts]:
         input_throughput_tok_s=input_tokens / duration
         if input_tokens is not None and duration
         else None,
-        engine_metrics=engine_metrics,
+        engine_metrics=EngineMetrics(engine_metrics),
     )
     return _with_reasoning_numbers(figures, metrics, output_tokens), counts
 
 
 def _with_reasoning_numbers(
-    figures: EngineResults, metrics: dict[str, Any], output_tokens: int | None
+    figures: EngineResults, metrics: ForeignJson, output_tokens: int | None
 ) -> EngineResults:
     """The summary's thinking: total reasoning tokens, the answer's (total_osl includes them)
     and whether TTFT includes thinking; as it was when AIPerf reported neither TTFO nor reasoning."""
@@ -221,7 +223,7 @@ def _with_reasoning_numbers(
     )
 
 
-def _errors_by_class(document: dict[str, Any]) -> dict[str, int]:
+def _errors_by_class(document: ForeignJson) -> dict[str, int]:
     errors: dict[str, int] = {}
     for entry in document.get("error_summary") or []:
         if isinstance(entry, dict):
@@ -231,9 +233,9 @@ def _errors_by_class(document: dict[str, Any]) -> dict[str, int]:
     return errors
 
 
-def _csv_metrics(source: SourceFile) -> dict[str, Any]:
+def _csv_metrics(source: SourceFile) -> ForeignJson:
     """The CSV's sections as the JSON's metric objects."""
-    metrics: dict[str, Any] = {}
+    metrics: ForeignJson = {}
     header: list[str] | None = None
     for row in source.csv_rows():
         if not row or not any(cell.strip() for cell in row):
@@ -261,7 +263,7 @@ def _csv_metrics(source: SourceFile) -> dict[str, Any]:
     return metrics
 
 
-def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float | None]:
+def _records(lines: list[Any], engine: str) -> tuple[list[RequestRow], float | None]:
     """profile_export.jsonl records -> request rows, and the span they cover in seconds."""
     starts = [integer((line.get("metadata") or {}).get("request_start_ns")) for line in lines]
     ends = [integer((line.get("metadata") or {}).get("request_end_ns")) for line in lines]
@@ -274,7 +276,7 @@ def _records(lines: list[Any], engine: str) -> tuple[list[dict[str, Any]], float
         metrics = line.get("metrics") or {}
         error = line.get("error")
 
-        def value(tag: str, as_seconds: bool = True, metrics: dict[str, Any] = metrics) -> Any:
+        def value(tag: str, as_seconds: bool = True, metrics: ForeignJson = metrics) -> Any:
             item = metrics.get(tag)
             if not isinstance(item, dict):
                 return None
@@ -355,7 +357,7 @@ def _host(url: Any) -> str | None:
 
 
 def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRun]:
-    document: dict[str, Any] = source.document if isinstance(source.document, dict) else {}
+    document: ForeignJson = source.document if isinstance(source.document, dict) else {}
     input_config = document.get("input_config") or {}
     endpoint = input_config.get("endpoint") or {}
     url = endpoint.get("url") or (endpoint.get("urls") or [None])[0]
@@ -377,7 +379,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     if errors:
         numbers = replace(numbers, errors_by_class=errors)
     loadgen = input_config.get("loadgen") or {}
-    config: dict[str, Any] = {
+    config: JsonOut = {
         key: loadgen[key]
         for key in ("concurrency", "request_rate", "request_rate_mode", "request_count")
         if key in loadgen

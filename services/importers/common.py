@@ -7,22 +7,25 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from db.models import REQUEST_RESULT_FIELDS
+from db.models import REQUEST_RESULT_FIELDS, RequestRow
 from services.bench.jobs.writer import record_from_row
 from services.bench.results import Distribution, EngineResults
 from services.bench.stats import reasoning_block, reasoning_keys
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import describe, thinking_reported
 from services.core.units import number_text
 from services.importers import reading
 
 T = TypeVar("T")
+#: A statistic's value: a number, or (a stored Distribution) whatever the JSON held.
+V = TypeVar("V")
 
 #: Per-request row fields, as RequestResult columns.
 REQUEST_FIELDS = REQUEST_RESULT_FIELDS
@@ -41,7 +44,7 @@ class SourceFile:
     lines: list[Any] | None = None
 
     @property
-    def objects(self) -> list[dict[str, Any]]:
+    def objects(self) -> list[ForeignJson]:
         """Every top-level JSON object: the document, or each line."""
         if isinstance(self.document, dict):
             return [self.document]
@@ -59,9 +62,9 @@ class ImportedRun:
 
     tool: str
     name: str
-    config: dict[str, Any]
-    summary: dict[str, Any]
-    engines: list[dict[str, Any]]
+    config: JsonOut
+    summary: JsonOut
+    engines: list[JsonOut]
     model: str | None = None
     workload: str | None = None
     kind: str = "import"
@@ -73,9 +76,9 @@ class ImportedRun:
     finished_at: datetime | None = None
     error: str | None = None
     #: Lists, or (a streamed import) iterators read once while the run is stored.
-    requests: Iterable[dict[str, Any]] = field(default_factory=list)
-    exchanges: Iterable[dict[str, Any]] = field(default_factory=list)
-    samples: Iterable[dict[str, Any]] = field(default_factory=list)
+    requests: Iterable[RequestRow] = field(default_factory=list)
+    exchanges: Iterable[JsonOut] = field(default_factory=list)
+    samples: Iterable[JsonOut] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: Comma-joined engine names when they are not simply the snapshots' names.
     explicit_engine_names: str | None = None
@@ -181,23 +184,25 @@ def stat_name(name: str) -> str | None:
     return None
 
 
-def merge_stats(reported: dict[str, float], computed: dict[str, float]) -> dict[str, float]:
+def merge_stats(reported: Mapping[str, V], computed: Mapping[str, V]) -> dict[str, V]:
     """Statistics the tool reported win; those computed from its per-request data fill gaps."""
     merged = {key: value for key, value in computed.items() if key != "count"}
     merged.update(reported)
     return merged
 
 
-def request_row(engine: str, index: int, **values: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {name: None for name in REQUEST_FIELDS}
+def request_row(engine: str, index: int, **values: Any) -> RequestRow:
+    """A request row with every column: None where `values` says nothing."""
+    row: JsonOut = {name: None for name in REQUEST_FIELDS}
     row.update(engine_name=engine, index=index, warmup=False, ok=True, itl_s=[], extra={})
     row.update(values)
-    return row
+    # Every column named, each value as the importer read it for that column.
+    return cast(RequestRow, row)
 
 
 def reasoning_extra(
     ttft_s: float | None, ttfat_s: float | None, reasoning_tokens: int | None, source: str
-) -> dict[str, Any]:
+) -> JsonOut:
     """A request row's `extra` keys for what a peer's file says of its thinking: its time to
     first output token and reasoning tokens (`source`: who counted them), as our own rows
     keep them, so imported and measured runs read the same."""
@@ -205,7 +210,7 @@ def reasoning_extra(
     return reasoning_keys(ttfat_s, reasoning_tokens, source, includes)
 
 
-def reasoning_summary(rows: list[dict[str, Any]]) -> EngineResults | None:
+def reasoning_summary(rows: list[RequestRow]) -> EngineResults | None:
     """The engine block's answer timing (services.bench.stats.reasoning_block) from completed
     rows, when any says something of it; None otherwise (a file without it stays as it was)."""
     extras = [row.get("extra") or {} for row in rows]
@@ -218,14 +223,14 @@ def _described(values: list[float]) -> Distribution | None:
     return Distribution(describe(values)) if values else None
 
 
-def summary_from_requests(rows: list[dict[str, Any]], duration_s: float | None) -> EngineResults:
+def summary_from_requests(rows: list[RequestRow], duration_s: float | None) -> EngineResults:
     """An engine summary computed from per-request rows (when the tool gave no summary)."""
     result, thinking = _counted(rows, duration_s)
     return result if thinking is None else _with_reasoning(result, thinking, merged=False)
 
 
 def _counted(
-    rows: list[dict[str, Any]], duration_s: float | None
+    rows: list[RequestRow], duration_s: float | None
 ) -> tuple[EngineResults, EngineResults | None]:
     """The rows' figures, and apart their answer timing (None: no row said anything of it)."""
     measured = [row for row in rows if not row.get("warmup")]
@@ -315,7 +320,7 @@ class Counts:
 
 
 def fill_from_requests(
-    block: EngineResults, rows: list[dict[str, Any]], counts: Counts | None = None
+    block: EngineResults, rows: list[RequestRow], counts: Counts | None = None
 ) -> EngineResults:
     """The tool's figures with its `counts`, and what the per-request rows tell that the
     tool's summary lacks (min/max, p90..., counts it did not give)."""
@@ -347,7 +352,7 @@ def fill_from_requests(
     return filled if thinking is None else _with_reasoning(filled, thinking, merged=True)
 
 
-def with_reasoning_flag(summary: dict[str, Any]) -> dict[str, Any]:
+def with_reasoning_flag(summary: JsonOut) -> JsonOut:
     """The summary with the run-level `ttft_includes_reasoning` a benchmark run's has, when an
     engine's TTFT includes thinking (a file that says nothing of it is stored as it was)."""
     engines = summary.get("engines")
@@ -383,7 +388,7 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 def engine_snapshot(
     name: str, tool: str, model: str | None = None, base_url: str | None = None, **info: Any
-) -> dict[str, Any]:
+) -> JsonOut:
     """An engine entry for Run.engines: what we know of the server from another tool's file."""
     return {
         "name": name,
@@ -415,7 +420,7 @@ def first_line(text: Any, limit: int = 60) -> str | None:
 _FLAT_STAT = re.compile(r"^(mean|median|std|min|max|p\d+(?:\.\d+)?)_([a-z0-9_]+?)_ms$")
 
 
-def flat_latency_stats(result: dict[str, Any], aliases: dict[str, str]) -> dict[str, dict[str, float]]:
+def flat_latency_stats(result: ForeignJson, aliases: dict[str, str]) -> dict[str, dict[str, float]]:
     """vLLM/SGLang style keys (`mean_ttft_ms`, `p99_e2el_ms`, `median_e2e_latency_ms`)
     -> {"ttft_s": {"mean": ..., "p99": ...}} in seconds. `aliases` maps their metric
     names (ttft, e2el, e2e_latency, ...) to ours (ttft_s, e2e_s, ...)."""

@@ -28,7 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from services.bench.results import Distribution, EngineResults
+from db.models import RequestRow
+from services.bench.results import Distribution, EngineMetrics, EngineResults
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import thinking_reported
 from services.core.units import number_text
 from services.importers.common import (
@@ -60,14 +62,14 @@ def sniff(source: SourceFile) -> bool:
     )
 
 
-def _successful(metric: Any) -> dict[str, Any] | None:
+def _successful(metric: Any) -> ForeignJson | None:
     if not isinstance(metric, dict):
         return None
     block = metric.get("successful")
     return block if isinstance(block, dict) else None
 
 
-def _stats(block: dict[str, Any], unit: str) -> dict[str, float]:
+def _stats(block: ForeignJson, unit: str) -> dict[str, float]:
     stats: dict[str, float] = {}
     for key in ("mean", "median", "std_dev", "min", "max"):
         value = to_seconds(block.get(key), unit)
@@ -84,7 +86,7 @@ def _stats(block: dict[str, Any], unit: str) -> dict[str, float]:
     return stats
 
 
-def _numbers(benchmark: dict[str, Any]) -> tuple[EngineResults, Counts]:
+def _numbers(benchmark: ForeignJson) -> tuple[EngineResults, Counts]:
     """A benchmark's figures, and apart the counts it gave (its rows tell those it did not)."""
     metrics = benchmark.get("metrics") or {}
 
@@ -139,14 +141,16 @@ def _numbers(benchmark: dict[str, Any]) -> tuple[EngineResults, Counts]:
         ttft_includes_reasoning=thinking_reported(ttft.mean if ttft else None, ttfat.mean, None)
         if ttfat is not None
         else None,
-        engine_metrics={"guidellm_time_per_output_token_incl_first_ms": incl_first}
-        if incl_first is not None
-        else {},
+        engine_metrics=EngineMetrics(
+            {"guidellm_time_per_output_token_incl_first_ms": incl_first}
+            if incl_first is not None
+            else {}
+        ),
     )
     return figures, counts
 
 
-def _strategy(benchmark: dict[str, Any]) -> dict[str, Any]:
+def _strategy(benchmark: ForeignJson) -> ForeignJson:
     for holder in ("config", "args"):
         strategy = (benchmark.get(holder) or {}).get("strategy")
         if isinstance(strategy, dict):
@@ -162,8 +166,8 @@ class Load:
     concurrency: int | None = None
     rate: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        load: dict[str, Any] = {"strategy": self.strategy} if self.strategy else {}
+    def to_json(self) -> JsonOut:
+        load: JsonOut = {"strategy": self.strategy} if self.strategy else {}
         if self.concurrency is not None:
             load["concurrency"] = self.concurrency
         if self.rate is not None:
@@ -182,7 +186,7 @@ class Load:
         )
 
 
-def _load(strategy: dict[str, Any]) -> Load:
+def _load(strategy: ForeignJson) -> Load:
     kind = str(strategy.get("type_") or strategy.get("type") or "")
     streams = integer(strategy.get("streams") or strategy.get("max_concurrency"))
     return Load(
@@ -192,14 +196,12 @@ def _load(strategy: dict[str, Any]) -> Load:
     )
 
 
-def _requests(
-    benchmark: dict[str, Any], engine: str, step: int | None, offset: int
-) -> list[dict[str, Any]]:
+def _requests(benchmark: ForeignJson, engine: str, step: int | None, offset: int) -> list[RequestRow]:
     groups = benchmark.get("requests")
     if not isinstance(groups, dict):
         return []
     origin = number_text(benchmark.get("start_time"))
-    rows: list[dict[str, Any]] = []
+    rows: list[RequestRow] = []
     for status in ("successful", "errored", "incomplete"):
         for stats in groups.get(status) or []:
             if not isinstance(stats, dict):
@@ -233,7 +235,7 @@ def _requests(
     return rows
 
 
-def _find(document: dict[str, Any], benchmark: dict[str, Any], key: str) -> str | None:
+def _find(document: ForeignJson, benchmark: ForeignJson, key: str) -> str | None:
     """GuideLLM moved the target/model between releases: look where each release kept it."""
     places = [
         document.get("args"),
@@ -256,7 +258,7 @@ def _find(document: dict[str, Any], benchmark: dict[str, Any], key: str) -> str 
 
 
 def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRun]:
-    document: dict[str, Any] = source.document
+    document: ForeignJson = source.document
     benchmarks = [
         b for b in document["benchmarks"] if isinstance(b, dict) and isinstance(b.get("metrics"), dict)
     ]
@@ -265,7 +267,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     model = _find(document, first, "model")
     host = urlsplit(target).netloc if target and "://" in target else target
     engine = str(engine_name or host or "guidellm")
-    rows: list[dict[str, Any]] = []
+    rows: list[RequestRow] = []
     steps: list[EngineResults] = []
     many = len(benchmarks) > 1
     for index, benchmark in enumerate(benchmarks):
@@ -275,7 +277,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         rows.extend(step_rows)
         steps.append(_load(_strategy(benchmark)).row(numbers, engine))
     headline = headline_step(steps)
-    config: dict[str, Any] = {"strategies": [_load(_strategy(b)).to_json() for b in benchmarks]}
+    config: JsonOut = {"strategies": [_load(_strategy(b)).to_json() for b in benchmarks]}
     args = document.get("args")
     if isinstance(args, dict):
         config["args"] = {

@@ -22,6 +22,7 @@ from typing import IO, Any
 import ijson
 
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson
 from services.team import limits
 
 __all__ = [
@@ -66,7 +67,7 @@ class Scan:
     kind: str  # "object", "array" or "scalar"; "values" when there are several (JSON lines)
     keys: list[str] = field(default_factory=list)
     #: Top-level values of an object, except those named in `skip` (built as plain values).
-    small: dict[str, Any] = field(default_factory=dict)
+    small: ForeignJson = field(default_factory=dict)
 
 
 @contextmanager
@@ -115,7 +116,7 @@ def scan(upload: Upload, skip: frozenset[str] = frozenset()) -> Scan | None:
     (CSV, bare NaN or Infinity, broken JSON). Top-level object values not in `skip` are kept."""
     depth, values, kind = 0, 0, "scalar"
     keys: list[str] = []
-    small: dict[str, Any] = {}
+    small: ForeignJson = {}
     builder: ijson.ObjectBuilder | None = None
     try:
         for event, value in ijson.basic_parse(upload.rewind(), use_float=True, multiple_values=True):

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from services.bench.results import EngineResults
+from db.models import RequestRow
+from services.bench.results import EngineMetrics, EngineResults
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import tpot
 from services.core.units import number_text
 from services.importers.common import (
@@ -65,9 +67,7 @@ def sniff(source: SourceFile) -> bool:
     return bool(objects) and all(SIGNATURE_KEYS & obj.keys() for obj in objects)
 
 
-def _requests(
-    result: dict[str, Any], engine: str, step: int | None, offset: int
-) -> list[dict[str, Any]]:
+def _requests(result: ForeignJson, engine: str, step: int | None, offset: int) -> list[RequestRow]:
     ttfts = result.get("ttfts")
     if not isinstance(ttfts, list):
         return []
@@ -110,7 +110,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     results = source.objects
     first = results[0]
     engine = str(engine_name or first.get("backend") or "sglang-bench")
-    rows: list[dict[str, Any]] = []
+    rows: list[RequestRow] = []
     steps: list[EngineResults] = []
     many = len(results) > 1
     for index, result in enumerate(results):
@@ -118,7 +118,9 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         figures, counts = engine_numbers(result, METRIC_ALIASES)
         figures = replace(
             figures,
-            engine_metrics={key: result[key] for key in ENGINE_METRIC_KEYS if key in result},
+            engine_metrics=EngineMetrics(
+                {key: result[key] for key in ENGINE_METRIC_KEYS if key in result}
+            ),
         )
         if counts.failed is None and step_rows:
             counts = replace(counts, failed=sum(1 for row in step_rows if not row["ok"]))
@@ -126,7 +128,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
         rows.extend(step_rows)
         steps.append(step_row(numbers, engine, result))
     headline = headline_step(steps)
-    config: dict[str, Any] = {}
+    config: JsonOut = {}
     for key in SETUP_KEYS:
         values = [result.get(key) for result in results if key in result]
         if not values:

@@ -15,9 +15,13 @@ batches, so a 500,000-request export imports in the memory of one batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar, cast
 
+from sqlalchemy import Boolean, Float, Integer, String
+
+from db.models import RequestResult, RequestRow
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.importers import reading
 from services.importers.common import REQUEST_FIELDS, ImportedRun, SourceFile, parse_timestamp
 from services.runstate.lifecycle import ACTIVE_STATUSES, RunStatus
@@ -44,6 +48,9 @@ EXCHANGE_FIELDS = (
 )
 SAMPLE_FIELDS = ("ts", "source", "values")
 
+#: A row of one of the lists, cleaned: a request row, an exchange's or a sample's columns.
+Row = TypeVar("Row", RequestRow, JsonOut)
+
 
 def sniff(source: SourceFile) -> bool:
     return isinstance(source.document, dict) and source.document.get("format") == FORMAT
@@ -53,18 +60,64 @@ def sniff(source: SourceFile) -> bool:
 LISTS = frozenset({"requests", "exchanges", "samples"})
 
 
-def _request(row: Any) -> dict[str, Any] | None:
+def _column_kinds() -> dict[str, tuple[str, Callable[[object], bool]]]:
+    """Each request column's kind, in words, and what a value of it is (None aside)."""
+    kinds: dict[str, tuple[str, Callable[[object], bool]]] = {}
+    for column in RequestResult.__table__.columns:
+        if isinstance(column.type, Boolean):
+            kinds[column.name] = ("true or false", lambda value: isinstance(value, bool))
+        elif isinstance(column.type, Integer):
+            kinds[column.name] = ("a whole number", _whole)
+        elif isinstance(column.type, Float):
+            kinds[column.name] = ("a number", _number)
+        elif isinstance(column.type, String):
+            kinds[column.name] = ("text", lambda value: isinstance(value, str))
+    kinds["itl_s"] = (
+        "a list of numbers",
+        lambda value: isinstance(value, list) and set(map(type, value)) <= _NUMBERS,
+    )
+    kinds["extra"] = ("an object", lambda value: isinstance(value, dict))
+    return kinds
+
+
+#: JSON's numbers as the reader builds them (a bool's type is bool, not int).
+_NUMBERS = {int, float}
+
+
+def _whole(value: object) -> bool:
+    return type(value) is int
+
+
+def _number(value: object) -> bool:
+    return type(value) in _NUMBERS
+
+
+_COLUMN_KINDS = _column_kinds()
+
+
+def _request(row: Any, name: str) -> RequestRow | None:
+    """A request of the file as its row: each value of its column's type (SQLite would keep
+    text in a count column, where every reader of the rows takes a count), else one line."""
     if not isinstance(row, dict):
         return None
-    clean = {name: row.get(name) for name in REQUEST_FIELDS}
+    clean = {field: row.get(field) for field in REQUEST_FIELDS}
     clean["itl_s"] = clean["itl_s"] or []
     clean["extra"] = clean["extra"] or {}
     clean["warmup"] = bool(clean["warmup"])
     clean["ok"] = bool(clean["ok"]) if clean["ok"] is not None else True
-    return clean
+    for field, value in clean.items():
+        kind, holds = _COLUMN_KINDS[field]
+        if value is not None and not holds(value):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise ValidationError(
+                f"{name}: looks like {LABEL} but could not be stored (a request's {field} is "
+                f"{shown}, not {kind})."
+            )
+    # Every value checked against its column above.
+    return cast(RequestRow, clean)
 
 
-def _exchange(row: Any) -> dict[str, Any] | None:
+def _exchange(row: Any) -> JsonOut | None:
     return (
         {name: row.get(name) for name in EXCHANGE_FIELDS if name in row}
         if isinstance(row, dict)
@@ -72,15 +125,13 @@ def _exchange(row: Any) -> dict[str, Any] | None:
     )
 
 
-def _sample(row: Any) -> dict[str, Any] | None:
+def _sample(row: Any) -> JsonOut | None:
     if not isinstance(row, dict) or row.get("ts") is None:
         return None
     return {name: row.get(name) for name in SAMPLE_FIELDS}
 
 
-def _cleaned(
-    rows: Iterable[Any], clean: Callable[[Any], dict[str, Any] | None]
-) -> Iterator[dict[str, Any]]:
+def _cleaned(rows: Iterable[Any], clean: Callable[[Any], Row | None]) -> Iterator[Row]:
     for row in rows:
         cleaned = clean(row)
         if cleaned is not None:
@@ -96,7 +147,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
 
 
 def parse_stream(
-    upload: reading.Upload, header: dict[str, Any], engine_name: str | None = None
+    upload: reading.Upload, header: ForeignJson, engine_name: str | None = None
 ) -> ImportedRun:
     """The run, its rows read from the file item by item while they are stored: `header` is
     the document without its lists (reading.scan with skip=LISTS)."""
@@ -106,7 +157,7 @@ def parse_stream(
 
 
 def _run(
-    document: dict[str, Any], name: str, engine_name: str | None, lists: dict[str, Iterable[Any]]
+    document: ForeignJson, name: str, engine_name: str | None, lists: dict[str, Iterable[Any]]
 ) -> ImportedRun:
     version = document.get("version")
     if not isinstance(version, int) or version > VERSION:
@@ -149,7 +200,7 @@ def _run(
         started_at=parse_timestamp(run.get("started_at")),
         finished_at=parse_timestamp(run.get("finished_at")),
         error=run.get("error"),
-        requests=_cleaned(lists["requests"], _request),
+        requests=_cleaned(lists["requests"], lambda row: _request(row, name)),
         exchanges=_cleaned(lists["exchanges"], _exchange),
         samples=_cleaned(lists["samples"], _sample),
     )

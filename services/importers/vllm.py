@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from services.bench.results import Distribution, EngineResults
+from db.models import RequestRow
+from services.bench.results import Distribution, EngineMetrics, EngineResults
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import tpot
 from services.core.units import number_text
 from services.importers.common import (
@@ -100,7 +102,7 @@ ENGINE_METRIC_KEYS = (
 )
 
 
-def extra_metadata(result: dict[str, Any]) -> dict[str, Any]:
+def extra_metadata(result: ForeignJson) -> JsonOut:
     """`--metadata key=value` pairs (and other setup scalars we do not name)."""
     known = {*SETUP_KEYS, *TOTAL_KEYS, *PER_REQUEST_KEYS, *ENGINE_METRIC_KEYS}
     return {
@@ -120,9 +122,7 @@ def sniff(source: SourceFile) -> bool:
     )
 
 
-def _requests(
-    result: dict[str, Any], engine: str, step: int | None, offset: int
-) -> list[dict[str, Any]]:
+def _requests(result: ForeignJson, engine: str, step: int | None, offset: int) -> list[RequestRow]:
     arrays: dict[str, list[Any]] = {
         key: values for key in PER_REQUEST_KEYS if isinstance(values := result.get(key), list)
     }
@@ -148,7 +148,7 @@ def _requests(
         e2e = latency if ok and latency else (ttft + sum(itls) if ok and ttft is not None else None)
         output_tokens = integer(at("output_lens"))
         start = number_text(at("start_times"))
-        extra: dict[str, Any] = {}
+        extra: JsonOut = {}
         if step is not None:
             extra["step"] = step
         queue = number_text(at("queue_times"))
@@ -175,7 +175,7 @@ def _requests(
 
 
 def engine_numbers(
-    result: dict[str, Any], aliases: dict[str, str] = METRIC_ALIASES
+    result: ForeignJson, aliases: dict[str, str] = METRIC_ALIASES
 ) -> tuple[EngineResults, Counts]:
     """The result's figures, and apart the counts it gave (its rows tell those it did not)."""
     duration = number_text(result.get("duration") or result.get("benchmark_duration"))
@@ -202,7 +202,7 @@ def engine_numbers(
         tpot_s=latency("tpot_s"),
         itl_s=latency("itl_s"),
         e2e_s=latency("e2e_s"),
-        engine_metrics={key: result[key] for key in ENGINE_METRIC_KEYS if key in result},
+        engine_metrics=EngineMetrics({key: result[key] for key in ENGINE_METRIC_KEYS if key in result}),
     )
     counts = Counts(
         completed=completed,
@@ -214,7 +214,7 @@ def engine_numbers(
     return figures, counts
 
 
-def step_row(block: EngineResults, engine: str, result: dict[str, Any]) -> EngineResults:
+def step_row(block: EngineResults, engine: str, result: ForeignJson) -> EngineResults:
     """A sweep row: the step's figures at its load level (the result's rate and concurrency)."""
     return replace(
         block,
@@ -229,7 +229,7 @@ def parse(source: SourceFile, engine_name: str | None = None) -> list[ImportedRu
     first = results[0]
     engine = engine_name or first.get("label") or first.get("backend") or "vllm-bench"
     engine = str(engine)
-    rows: list[dict[str, Any]] = []
+    rows: list[RequestRow] = []
     steps: list[EngineResults] = []
     many = len(results) > 1
     for index, result in enumerate(results):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from services.core import units
+from services.core.json_types import JsonOut
 from services.core.measure import percentile, token_count
 
 Unit = Literal["token", "word"]
@@ -91,7 +92,7 @@ class PromptComparison:
     def topk_rate(self) -> float | None:
         return self.topk_hits / self.topk_checked if self.topk_checked else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonOut:
         return {
             "exact_match": self.exact_match,
             "unit": self.unit,
@@ -224,7 +225,7 @@ class PooledComparison:
     topk_rate: float | None
     units: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonOut:
         return {
             "compared": self.compared,
             "exact_match_rate": self.exact_match_rate,

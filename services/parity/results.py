@@ -9,22 +9,26 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import cast
 
 from sqlalchemy import select
 
 from db.models import RequestResult, Run
 from db.session import session_scope
+from services.bench.results import Distribution
 from services.core import units
 from services.core.errors import NotFoundError
+from services.core.json_types import JsonOut
 from services.core.measure import describe
 from services.core.safe_text import spreadsheet_rows
 from services.engines import get_adapter
 from services.parity.metrics import Answer, PromptComparison, TokenChoice, compare, summarise
+from services.parity.records import AnswerExtra, ParityConfig
 from services.parity.summary import ParityComparison, ParityEngine, ParitySummary
 from services.parity.tasks import Task
 from services.runstate.lifecycle import ACTIVE_STATUSES, RunKind
 from services.runstate.run_kinds import notice_gone_workers
+from services.runstate.stored import StoredEngine, engine_named, stored_engines
 
 #: Tokens of each answer shown after the shared prefix at the divergence.
 CONTINUATION_TOKENS = 6
@@ -46,14 +50,14 @@ class StoredAnswer:
     error: str | None
 
 
-def _answer(extra: dict[str, Any]) -> Answer:
+def _answer(extra: AnswerExtra) -> Answer:
     tokens = extra.get("tokens")
     parsed = None
     if isinstance(tokens, list):
         parsed = tuple(
             TokenChoice(
                 str(t[0]),
-                t[1] if isinstance(t[1], (int, float)) else None,
+                t[1] if len(t) > 1 and isinstance(t[1], (int, float)) else None,
                 dict(t[2]) if len(t) > 2 and isinstance(t[2], dict) else {},
             )
             for t in tokens
@@ -82,8 +86,9 @@ def load_answers(run_id: int) -> dict[str, dict[int, StoredAnswer]]:
             .order_by(RequestResult.id)
         ).all()
     out: dict[str, dict[int, StoredAnswer]] = {}
-    for label, index, ok, e2e, prompt, completion, finish, error_class, error, extra in rows:
-        extra = extra or {}
+    for label, index, ok, e2e, prompt, completion, finish, error_class, error, stored in rows:
+        # The one boundary: RequestResult.extra as services/parity/runner.py wrote it.
+        extra = cast(AnswerExtra, stored or {})
         out.setdefault(label, {})[index] = StoredAnswer(
             label=label,
             index=index,
@@ -100,11 +105,9 @@ def load_answers(run_id: int) -> dict[str, dict[int, StoredAnswer]]:
     return out
 
 
-def _kind_label(run_engines: Sequence[dict[str, Any]], label: str) -> str:
-    for engine in run_engines or []:
-        if engine.get("name") == label:
-            return get_adapter(engine.get("kind")).label
-    return label
+def _kind_label(run_engines: Sequence[StoredEngine], label: str) -> str:
+    engine = engine_named(run_engines, label)
+    return get_adapter(engine.get("kind")).label if engine is not None else label
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -145,7 +148,7 @@ def engine_summary(
         output_throughput_tok_s=tokens / seconds if seconds > 0 else None,
         completion_tokens=tokens,
         prompt_tokens=sum(a.prompt_tokens or 0 for a in done),
-        e2e_s=describe([a.e2e_s for a in done if a.e2e_s is not None]),
+        e2e_s=Distribution(describe([a.e2e_s for a in done if a.e2e_s is not None])),
         logprobs="reported" if with_logprobs else f"not reported by {kind_label}",
         top_logprobs="reported" if with_top else f"not reported by {kind_label}",
         errors=dict(Counter(a.error_class or "error" for a in failed)),
@@ -181,6 +184,11 @@ def headline(summary: ParitySummary) -> str:
     return "; ".join(parts)
 
 
+def _config(run: Run) -> ParityConfig:
+    # The one boundary: Run.config as services/parity/runner.py stored it.
+    return cast(ParityConfig, dict(run.config or {}))
+
+
 def build_summary(run_id: int) -> ParitySummary:
     """The run's summary from its stored rows (the worker writes it at the end; an interrupted
     run's summary is rebuilt from what it stored)."""
@@ -188,7 +196,7 @@ def build_summary(run_id: int) -> ParitySummary:
         run = session.get(Run, run_id)
         if run is None:
             raise NotFoundError(f"No parity run #{run_id}.")
-        config, snapshots = dict(run.config or {}), list(run.engines or [])
+        config, snapshots = _config(run), stored_engines(run.engines)
     answers = load_answers(run_id)
     reference = config.get("reference")
     prompts = len(config.get("tasks") or [])
@@ -247,7 +255,7 @@ class ParityView:
     rows: list[PromptRow]
     error: str | None
     created_at: datetime | None
-    engines: list[dict[str, Any]] = field(default_factory=list)
+    engines: list[StoredEngine] = field(default_factory=list)
 
     @property
     def live(self) -> bool:
@@ -287,7 +295,7 @@ def parity_view(run_id: int) -> ParityView:
         run = session.get(Run, run_id)
         if run is None or run.kind != RunKind.PARITY:
             raise NotFoundError(f"No parity run #{run_id}.")
-        config, stored_summary = dict(run.config or {}), ParitySummary.from_json(run.summary)
+        config, stored_summary = _config(run), ParitySummary.from_json(run.summary)
         status, progress, name, error, created = (
             run.status,
             run.progress,
@@ -295,7 +303,7 @@ def parity_view(run_id: int) -> ParityView:
             run.error,
             run.created_at,
         )
-        snapshots = list(run.engines or [])
+        snapshots = stored_engines(run.engines)
     summary = stored_summary if stored_summary.engines else build_summary(run_id)
     answers = load_answers(run_id)
     reference = config.get("reference", "")
@@ -353,7 +361,7 @@ def list_parity_runs(limit: int = 30) -> list[ParityListItem]:
     return [ParityListItem(*row) for row in rows]
 
 
-def to_json(view: ParityView) -> dict[str, Any]:
+def to_json(view: ParityView) -> JsonOut:
     """The CLI's --json: the summary, and per prompt each engine's answer and comparison."""
     return {
         "run_id": view.run_id,
@@ -396,7 +404,7 @@ def _fixed(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def summary_rows(view: ParityView) -> list[dict[str, Any]]:
+def summary_rows(view: ParityView) -> list[JsonOut]:
     """One row per engine: quality next to speed, and the parity figures against the reference."""
     rows = []
     for label, block in view.summary.engines.items():
@@ -429,13 +437,13 @@ def summary_rows(view: ParityView) -> list[dict[str, Any]]:
     return spreadsheet_rows(rows)
 
 
-def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[dict[str, Any]]:
+def prompt_rows(view: ParityView, *, only_diverged: bool = False) -> list[JsonOut]:
     """One row per prompt: its answers' scores and, per compared engine, where it diverged."""
     rows = []
     for row in view.rows:
         if only_diverged and not row.diverged:
             continue
-        record: dict[str, Any] = {
+        record: JsonOut = {
             "#": row.index + 1,
             "Task": row.task.id,
             "Prompt": row.task.prompt_text[:120],

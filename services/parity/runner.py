@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self, cast
 
 from sqlalchemy import update
 
@@ -37,10 +37,12 @@ from db.session import session_scope
 from services.client import ChatRequest, build_body, build_headers, chat_url, run_blocking, run_chat
 from services.core import http
 from services.core.errors import NotFoundError, ShootoutError, ValidationError
+from services.core.json_types import JsonOut
 from services.core.measure import token_count
 from services.core.processes import launch_run_worker
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.parity.metrics import parse_answer
+from services.parity.records import AnswerRow, ParityConfig
 from services.parity.results import build_summary
 from services.parity.tasks import DEFAULT_SEED, TASK_SET_SIZE, TASK_SET_VERSION, Task, score, task_set
 from services.runstate import lifecycle
@@ -74,8 +76,8 @@ def engine_labels(names: Sequence[str]) -> list[str]:
     return labels
 
 
-def _snapshot(record: endpoints.EngineRecord, label: str) -> dict[str, Any]:
-    data = dataclasses.asdict(record)
+def _snapshot(record: endpoints.EngineRecord, label: str) -> JsonOut:
+    data: JsonOut = dataclasses.asdict(record)
     data.pop("id", None)
     return {**data, "name": label, "engine": record.name}
 
@@ -126,7 +128,7 @@ def start_parity(
     limits.check_body({"max_tokens": max(t.max_tokens or max_tokens for t in chosen)})
     for task in chosen:
         limits.check_prompt(task.prompt_text)
-    config = {
+    config: ParityConfig = {
         "engines": [{"label": label, "name": record.name} for label, record in zip(labels, records)],
         "reference": reference,
         "source": source or f"task set {TASK_SET_VERSION} (seed {DEFAULT_SEED}, {len(chosen)} prompts)",
@@ -214,7 +216,7 @@ def send_one(
     seed: int,
     top_logprobs: int,
     with_logprobs: bool = True,
-) -> dict[str, Any]:
+) -> AnswerRow:
     """One greedy chat completion with log-probabilities; a plain dict for a RequestResult row.
     Never raises for the engine's failures: they come back as ok=False with a class and a message."""
     adapter = get_adapter(record.kind)
@@ -227,7 +229,7 @@ def send_one(
         api_key_env=record.api_key_env,
         include_usage=False,
     )
-    row: dict[str, Any] = {
+    row: AnswerRow = {
         "ok": False,
         "e2e_s": None,
         "input_tokens": None,
@@ -244,7 +246,7 @@ def send_one(
         headers = build_headers(request)
         url = chat_url(record.base_url)
     except (KeyError, ValueError) as error:
-        row.update(error_class="config", error=str(error).strip("'\""))
+        row.update({"error_class": "config", "error": str(error).strip("'\"")})
         return row
     body["stream"] = False
     if with_logprobs and adapter.reports_logprobs:
@@ -263,7 +265,7 @@ def send_one(
             max_bytes=RESPONSE_MAX_BYTES,
         )
     except http.HttpError as error:
-        row.update(error_class=error.reason, error=str(error))
+        row.update({"error_class": error.reason, "error": str(error)})
         return row
     row["e2e_s"] = time.perf_counter() - started
     if not reply.ok:
@@ -282,7 +284,7 @@ def send_one(
         prefix = {"context_exceeded": f"The prompt is longer than {record.name}'s context"}.get(
             error_class, f"HTTP {reply.status}"
         )
-        row.update(error_class=error_class, error=f"{prefix}: {message}")
+        row.update({"error_class": error_class, "error": f"{prefix}: {message}"})
         return row
     try:
         payload = reply.json()
@@ -290,7 +292,10 @@ def send_one(
         chat_message = choice.get("message") or {}
     except (ShootoutError, KeyError, IndexError, TypeError, AttributeError):
         row.update(
-            error_class="invalid_json", error="The engine's answer is not an OpenAI chat completion."
+            {
+                "error_class": "invalid_json",
+                "error": "The engine's answer is not an OpenAI chat completion.",
+            }
         )
         return row
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
@@ -300,39 +305,47 @@ def send_one(
         usage,
     )
     row.update(
-        ok=True,
-        input_tokens=token_count(usage.get("prompt_tokens")),
-        output_tokens=answer.completion_tokens,
-        finish_reason=choice.get("finish_reason")
-        if isinstance(choice.get("finish_reason"), str)
-        else None,
+        {
+            "ok": True,
+            "input_tokens": token_count(usage.get("prompt_tokens")),
+            "output_tokens": answer.completion_tokens,
+            "finish_reason": choice.get("finish_reason")
+            if isinstance(choice.get("finish_reason"), str)
+            else None,
+        }
     )
     row["extra"].update(
-        text=answer.text,
-        tokens=[[t.token, t.logprob, dict(t.top)] for t in answer.tokens]
-        if answer.tokens is not None
-        else None,
-        score=score(task, answer.text),
+        {
+            "text": answer.text,
+            "tokens": [[t.token, t.logprob, dict(t.top)] for t in answer.tokens]
+            if answer.tokens is not None
+            else None,
+            "score": score(task, answer.text),
+        }
     )
     return row
 
 
-def _streamed(request: ChatRequest, task: Task, row: dict[str, Any]) -> dict[str, Any]:
+def _streamed(request: ChatRequest, task: Task, row: AnswerRow) -> AnswerRow:
     """A kind with a wire format of its own (Triton's `generate_stream`: a chat completion URL
     is a 404 there) answers through the streaming client the Playground and benchmarks use:
     its text is compared, and it reports no log-probabilities (its adapter says so)."""
     result = run_blocking(run_chat(request))
     row["e2e_s"] = result.e2e_s
     if not result.ok:
-        row.update(error_class=result.error_class or "error", error=result.error or "the request failed")
+        row.update(
+            {"error_class": result.error_class or "error", "error": result.error or "the request failed"}
+        )
         return row
     row.update(
-        ok=True,
-        input_tokens=result.prompt_tokens,
-        output_tokens=result.output_tokens,
-        finish_reason=result.finish_reason,
+        {
+            "ok": True,
+            "input_tokens": result.prompt_tokens,
+            "output_tokens": result.output_tokens,
+            "finish_reason": result.finish_reason,
+        }
     )
-    row["extra"].update(text=result.text, tokens=None, score=score(task, result.text))
+    row["extra"].update({"text": result.text, "tokens": None, "score": score(task, result.text)})
     return row
 
 
@@ -351,7 +364,8 @@ def execute_parity(
     with session_scope() as session:
         run = session.get(Run, run_id)
         assert run is not None
-        config = dict(run.config)
+        # The one boundary: Run.config as start_parity stored it.
+        config = cast(ParityConfig, dict(run.config))
     tasks = [Task.from_dict(t) for t in config["tasks"]]
     stopped = False
     failure: str | None = None
@@ -382,7 +396,7 @@ class _Stopped(Exception):
 
 def _send_all(
     run_id: int,
-    config: dict[str, Any],
+    config: ParityConfig,
     tasks: list[Task],
     should_stop: Callable[[], bool],
     on_progress: Callable[[float, str], None] | None,
@@ -398,7 +412,7 @@ def _send_all(
             if should_stop() or lifecycle.status_of(run_id) == RunStatus.CANCELLED:
                 raise _Stopped
             if record is None:
-                row: dict[str, Any] = {
+                row: AnswerRow = {
                     "ok": False,
                     "error_class": "config",
                     "error": f"The engine {engine['name']!r} was removed.",

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from services.bench.results import Distribution
 from services.core import stored_json
+from services.core.json_types import JsonOut
 from services.core.stored_json import Stored, stored
 from services.parity.metrics import PooledComparison
 
@@ -37,11 +39,17 @@ class ParityComparison(Stored):
     units: list[str] = stored(stored_json.text_list, factory=list)
     #: Prompts not compared (either side failed or has not answered).
     not_compared: int = stored(stored_json.count, default=0)
-    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    #: Keys this version does not know, written back as they were.
+    extra: JsonOut = stored(stored_json.mapping, factory=dict)
 
     @classmethod
     def pooled(cls, figures: PooledComparison, not_compared: int) -> ParityComparison:
         return cls.from_json({**figures.to_dict(), "not_compared": not_compared})
+
+
+def _distribution(value: Any) -> Distribution:
+    """The answers' request times as stored ({} for a block without them, written back as {})."""
+    return Distribution.from_json(value) or Distribution()
 
 
 def _comparison(value: Any) -> ParityComparison | None:
@@ -69,7 +77,7 @@ class ParityEngine(Stored):
     completion_tokens: int = stored(stored_json.count, default=0)
     prompt_tokens: int = stored(stored_json.count, default=0)
     #: measure.describe of the answers' request times (mean, percentiles, min, max, std).
-    e2e_s: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    e2e_s: Distribution = stored(_distribution, factory=Distribution)
     #: "reported", or "not reported by <engine kind>".
     logprobs: str = stored(stored_json.text_or_empty, default="")
     top_logprobs: str = stored(stored_json.text_or_empty, default="")
@@ -80,9 +88,9 @@ class ParityEngine(Stored):
     is_reference: bool = stored(stored_json.flag, default=False)
     #: None for the reference (nothing to compare it with).
     parity: ParityComparison | None = stored(_comparison, default=None, write="unless_none")
-    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    extra: JsonOut = stored(stored_json.mapping, factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         out = super().to_json()
         if self.parity is not None:
             out["exact_match_rate"] = self.parity.exact_match_rate
@@ -104,9 +112,9 @@ class ParitySummary(Stored):
     engines: dict[str, ParityEngine] = stored(_engines, factory=dict)
     #: One line for the Runs list and the page (None until a summary was built).
     conclusion_headline: str | None = stored(stored_json.text, default=None, write="unless_none")
-    extra: dict[str, Any] = stored(stored_json.mapping, factory=dict)
+    extra: JsonOut = stored(stored_json.mapping, factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         """`{}` stays `{}` (a run that has not summarised yet)."""
         out = super().to_json()
         if not self.engines and self.reference is None:

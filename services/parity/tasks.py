@@ -24,9 +24,10 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson
 
 TASK_SET_VERSION = "v1"
 DEFAULT_SEED = 7
@@ -36,13 +37,25 @@ CHECKS: tuple[str, ...] = ("number", "contains", "exact", "json")
 MAX_FILE_PROMPTS = 2000
 
 
+class TaskJson(TypedDict, total=False):
+    """A task as a parity run's config stores it (`Task.to_dict`)."""
+
+    id: str
+    category: str
+    #: OpenAI chat messages (a prompt file's are the user's own).
+    messages: list[ForeignJson]
+    expected: object
+    check: Check
+    max_tokens: int | None
+
+
 @dataclass(frozen=True)
 class Task:
     """One prompt, and how to score its answer (`expected` None: not scored)."""
 
     id: str
     category: str
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[ForeignJson, ...]
     expected: Any = None
     check: Check = "contains"
     max_tokens: int | None = None
@@ -55,7 +68,7 @@ class Task:
     def scored(self) -> bool:
         return self.expected is not None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TaskJson:
         return {
             "id": self.id,
             "category": self.category,
@@ -66,7 +79,7 @@ class Task:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Task:
+    def from_dict(cls, data: TaskJson) -> Task:
         return cls(
             id=str(data["id"]),
             category=str(data.get("category", "")),
@@ -77,7 +90,7 @@ class Task:
         )
 
 
-def _user(text: str) -> tuple[dict[str, Any], ...]:
+def _user(text: str) -> tuple[ForeignJson, ...]:
     return ({"role": "user", "content": text},)
 
 

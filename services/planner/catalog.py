@@ -13,12 +13,12 @@ import re
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 from services.core.config import get_settings
 from services.core.errors import ConflictError, NotFoundError, ValidationError
 from services.planner.presets import GPUS, KV_FORMATS, MODELS, WEIGHT_FORMATS
-from services.planner.specs import GpuSpec, KvFormat, ModelSpec, WeightFormat
+from services.planner.specs import GpuSpec, GpuSpecJson, KvFormat, ModelSpec, ModelSpecJson, WeightFormat
 
 KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _lock = threading.Lock()
@@ -28,7 +28,14 @@ def custom_presets_path() -> Path:
     return get_settings().data_dir / "planner_presets.json"
 
 
-def _load() -> dict[str, dict[str, Any]]:
+class CustomPresets(TypedDict):
+    """The user's presets file: key -> the spec as stored (its key aside)."""
+
+    models: dict[str, ModelSpecJson]
+    gpus: dict[str, GpuSpecJson]
+
+
+def _load() -> CustomPresets:
     path = custom_presets_path()
     if not path.exists():
         return {"models": {}, "gpus": {}}
@@ -36,10 +43,14 @@ def _load() -> dict[str, dict[str, Any]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ValidationError(f"Cannot read the saved planner presets at {path}: {error}") from error
-    return {"models": dict(data.get("models") or {}), "gpus": dict(data.get("gpus") or {})}
+    # The one boundary: the file as _save wrote it.
+    return cast(
+        CustomPresets,
+        {"models": dict(data.get("models") or {}), "gpus": dict(data.get("gpus") or {})},
+    )
 
 
-def _save(data: dict[str, dict[str, Any]]) -> None:
+def _save(data: CustomPresets) -> None:
     path = custom_presets_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".planner_presets.", dir=path.parent)
@@ -151,8 +162,11 @@ def validate_gpu(gpu: GpuSpec) -> None:
             raise ValidationError(f"{name} must be positive or left empty.")
 
 
+Section = Literal["models", "gpus"]
+
+
 def _save_custom(
-    section: str, what: str, spec: Any, builtins: Any, validate: Any, overwrite: bool
+    section: Section, what: str, spec: Any, builtins: Any, validate: Any, overwrite: bool
 ) -> None:
     """Store a user's model or GPU (section "models" or "gpus") beside the built-in presets."""
     _check_key(spec.key)
@@ -181,7 +195,7 @@ def save_custom_gpu(gpu: GpuSpec, *, overwrite: bool = False) -> GpuSpec:
 
 
 def delete_custom(kind: str, key: str) -> None:
-    section = {"model": "models", "gpu": "gpus"}.get(kind)
+    section: Section | None = "models" if kind == "model" else "gpus" if kind == "gpu" else None
     if section is None:
         raise ValidationError("Kind is 'model' or 'gpu'.")
     with _lock:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson
 from services.planner.catalog import slugify, validate_model
 from services.planner.presets import GGUF_FILE_TYPES
 from services.planner.specs import ModelSpec
@@ -27,7 +28,7 @@ TORCH_DTYPES = {
 QUANT_METHODS = {"fp8": "fp8", "awq": "int4-awq", "gptq": "int4-gptq"}
 
 
-def _first(config: dict[str, Any], *names: str) -> Any:
+def _first(config: ForeignJson, *names: str) -> Any:
     for name in names:
         value = config.get(name)
         if value is not None:
@@ -35,7 +36,7 @@ def _first(config: dict[str, Any], *names: str) -> Any:
     return None
 
 
-def _int(config: dict[str, Any], *names: str, default: int | None = None) -> int | None:
+def _int(config: ForeignJson, *names: str, default: int | None = None) -> int | None:
     value = _first(config, *names)
     if value is None:
         return default
@@ -44,7 +45,7 @@ def _int(config: dict[str, Any], *names: str, default: int | None = None) -> int
     return int(value)
 
 
-def _sliding_window(config: dict[str, Any], layers: int) -> tuple[int | None, int]:
+def _sliding_window(config: ForeignJson, layers: int) -> tuple[int | None, int]:
     """(window, windowed layer count) from the several ways configs say it."""
     window = config.get("sliding_window")
     layer_types = config.get("layer_types")
@@ -62,7 +63,7 @@ def _sliding_window(config: dict[str, Any], layers: int) -> tuple[int | None, in
 
 
 def model_from_config(
-    config: dict[str, Any], *, key: str = "", name: str = "", hf_id: str | None = None
+    config: ForeignJson, *, key: str = "", name: str = "", hf_id: str | None = None
 ) -> ModelSpec:
     """A ModelSpec from the fields of a Hugging Face `config.json` (dict already parsed)."""
     if not isinstance(config, dict):

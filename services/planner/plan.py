@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 from services.planner import memory
 from services.planner.catalog import (
     all_gpus,
@@ -181,13 +182,13 @@ def _number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def plan_to_dict(plan: PlanResult) -> dict[str, Any]:
+def plan_to_dict(plan: PlanResult) -> JsonOut:
     """The `shootout plan --json` document (see /work/notes/readme-planner.md for its fields)."""
     r = plan.request
     fit = plan.fit
     d = plan.decode
     p = plan.prefill
-    result: dict[str, Any] = {
+    result: JsonOut = {
         "inputs": {
             "model": plan.model.key,
             "gpu": plan.gpu.key,
@@ -264,7 +265,7 @@ def plan_to_dict(plan: PlanResult) -> dict[str, Any]:
     return result
 
 
-def list_presets() -> dict[str, Any]:
+def list_presets() -> dict[str, dict[str, str]]:
     """Model and GPU names as `--model`/`--gpu` take them, plus the dtypes."""
     return {
         "models": {k: m.name + (" (custom)" if m.custom else "") for k, m in all_models().items()},
@@ -277,7 +278,7 @@ def list_presets() -> dict[str, Any]:
     }
 
 
-def model_rows() -> list[dict[str, Any]]:
+def model_rows() -> list[JsonOut]:
     """The models table of the Presets tab: shape, derived parameters, BF16 KV bytes per token."""
     rows = []
     for key, model in all_models().items():
@@ -312,7 +313,7 @@ def _optional(value: float | None) -> str:
     return NO_VALUE if value is None else f"{value:,.1f}"
 
 
-def gpu_rows() -> list[dict[str, Any]]:
+def gpu_rows() -> list[JsonOut]:
     """The GPUs table of the Presets tab, in the units the "Add a GPU" form takes (GiB, GB/s)."""
     return [
         {

@@ -74,12 +74,13 @@ class PlanRuns:
         return self.comparable + self.others
 
 
-def _batch(block: EngineResults, config: dict[str, Any]) -> int:
-    """The concurrency the engine actually ran at: time-weighted mean, else max, else configured."""
+def _batch(block: EngineResults, configured: object) -> int:
+    """The concurrency the engine actually ran at: time-weighted mean, else max, else configured
+    (a stored config's "concurrency", as it was stored)."""
     for number in (
         block.concurrency_mean,
         block.concurrency_max,
-        units.number(config.get("concurrency")),
+        units.number(configured),
     ):
         if number and number > 0:
             return max(1, round(number))
@@ -144,7 +145,7 @@ def stored_throughputs(limit: int = 200) -> list[StoredThroughput]:
                         model=models[0] if models else None,
                         created_at=run.created_at,
                         output_tok_s=rate,
-                        batch=_batch(block, config),
+                        batch=_batch(block, config.get("concurrency")),
                         context=_context(block),
                         models=models,
                         hardware=hardware,

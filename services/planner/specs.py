@@ -7,7 +7,7 @@ published numbers live in `presets`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Literal, TypedDict, cast
 
 GIB = 1024**3
 GB = 1000**3
@@ -15,6 +15,44 @@ MIB = 1024**2
 
 WeightScope = Literal["linear", "all"]
 ComputeKind = Literal["bf16", "fp8", "int8"]
+
+
+class ModelSpecJson(TypedDict, total=False):
+    """A ModelSpec as the user's presets file stores it (`to_dict`); an older file may lack a key."""
+
+    key: str
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied_embeddings: bool
+    max_context: int
+    qkv_bias: bool
+    hf_id: str | None
+    experts: int
+    experts_per_token: int
+    shared_experts: int
+    moe_intermediate: int
+    shared_expert_intermediate: int
+    dense_layers: int
+    kv_lora_rank: int
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    sliding_window: int | None
+    sliding_window_layers: int
+    native_dtype: str
+    published_params: float | None
+    published_active_params: float | None
+    source: str
+    file_weight_bytes: int | None
+    file_dtype: str | None
+    custom: bool
 
 
 @dataclass(frozen=True)
@@ -86,13 +124,30 @@ class ModelSpec:
             return "MQA"
         return "MHA" if self.kv_heads == self.heads else "GQA"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ModelSpecJson:
+        return cast(ModelSpecJson, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
+    def from_dict(cls, data: ModelSpecJson) -> ModelSpec:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        # A key this version does not know (a file of another version) is left out.
+        return cls(**cast(ModelSpecJson, {k: v for k, v in data.items() if k in known}))
+
+
+class GpuSpecJson(TypedDict, total=False):
+    """A GpuSpec as the user's presets file stores it (`to_dict`); an older file may lack a key."""
+
+    key: str
+    name: str
+    memory_bytes: int
+    bandwidth_bytes_s: float
+    bf16_tflops: float
+    fp8_tflops: float | None
+    int8_tops: float | None
+    vendor: str
+    source: str
+    note: str
+    custom: bool
 
 
 @dataclass(frozen=True)
@@ -125,13 +180,13 @@ class GpuSpec:
         value = table.get(compute) or self.bf16_tflops
         return value * 1e12
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> GpuSpecJson:
+        return cast(GpuSpecJson, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GpuSpec:
+    def from_dict(cls, data: GpuSpecJson) -> GpuSpec:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**cast(GpuSpecJson, {k: v for k, v in data.items() if k in known}))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from services.bench.summary import BenchSummary
 from services.bench.view.costs import cost_columns
 from services.bench.view.tables import energy_columns
 from services.core import cost
+from services.core.json_types import JsonOut
 from services.core.safe_text import csv_cell
 from services.runstate.lifecycle import RunKind
 from services.telemetry.energy.records import EnergyResult
@@ -92,7 +93,7 @@ def _level(value: float | None) -> str:
     return f"level {value:g}" if value is not None else ""
 
 
-def step_rows(kind: str, summary: dict[str, Any] | None) -> list[StepRow]:
+def step_rows(kind: str, summary: JsonOut | None) -> list[StepRow]:
     """Every step of a run with a result; [] for a kind without steps (playground, parity)."""
     if kind not in KINDS_WITH_STEPS:
         return []
@@ -115,7 +116,7 @@ def step_rows(kind: str, summary: dict[str, Any] | None) -> list[StepRow]:
     return [_row(name, "", block) for name, block in results.engines_that_ran().items()]
 
 
-def steps_frame(kind: str, summary: dict[str, Any] | None, *, goodput: bool) -> pd.DataFrame:
+def steps_frame(kind: str, summary: JsonOut | None, *, goodput: bool) -> pd.DataFrame:
     """The rows as the report shows them: cost ("not priced" without a price) and energy
     (J per output token, output tokens per J, how measured, or why not)."""
     records = []
@@ -140,7 +141,7 @@ def steps_frame(kind: str, summary: dict[str, Any] | None, *, goodput: bool) -> 
     return frame.dropna(axis="columns", how="all")
 
 
-def steps_csv(run_id: int, kind: str, summary: dict[str, Any] | None) -> bytes:
+def steps_csv(run_id: int, kind: str, summary: JsonOut | None) -> bytes:
     """The steps as CSV: raw numbers (empty where there is none, never 0), with `cost` and
     `energy` saying in words why a figure is missing."""
     buffer = io.StringIO()

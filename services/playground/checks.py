@@ -3,22 +3,21 @@ against a user's schema."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.core import json_schema
 from services.core.errors import ValidationError
 from services.core.json_schema import SchemaCheck
+from services.core.json_types import ForeignJson
 from services.playground.records import MAX_ENGINES, MIN_ENGINES, SendRequest
 from services.team import limits
 
 
-def parse_schema(text: str) -> dict[str, Any]:
+def parse_schema(text: str) -> ForeignJson:
     """A JSON schema typed by the user, checked to be one answers can be checked against
     without reaching outside it (services/core/json_schema.py)."""
     return json_schema.parse_schema(text)
 
 
-def check_answer(text: str, schema: dict[str, Any]) -> SchemaCheck:
+def check_answer(text: str, schema: ForeignJson) -> SchemaCheck:
     """An answer against the schema: valid, where and why not, or why it could not be checked."""
     return json_schema.check_text(text, schema)
 

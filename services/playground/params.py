@@ -4,14 +4,16 @@ messages of a turn (each engine continues with its own earlier answers)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
+from services.core.json_types import ForeignJson
 from services.engines import SamplingParams, adapters, get_adapter
 from services.engines.endpoints import EngineRecord
+from services.playground.records import StoredParams
 
 
-def messages_for(system: str, history: list[tuple[str, str]], prompt: str) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
+def messages_for(system: str, history: list[tuple[str, str]], prompt: str) -> list[ForeignJson]:
+    """The OpenAI chat messages of a turn."""
+    messages: list[ForeignJson] = []
     if system.strip():
         messages.append({"role": "system", "content": system})
     for user, assistant in history:
@@ -21,7 +23,7 @@ def messages_for(system: str, history: list[tuple[str, str]], prompt: str) -> li
     return messages
 
 
-def params_dict(params: SamplingParams) -> dict[str, Any]:
+def params_dict(params: SamplingParams) -> StoredParams:
     return {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -35,12 +37,14 @@ def params_dict(params: SamplingParams) -> dict[str, Any]:
     }
 
 
-def params_from_dict(values: dict[str, Any]) -> SamplingParams:
-    known = {
-        k: values.get(k) for k in ("temperature", "top_p", "max_tokens", "seed", "top_k", "min_tokens")
-    }
+def params_from_dict(values: StoredParams) -> SamplingParams:
     return SamplingParams(
-        **known,
+        temperature=values.get("temperature"),
+        top_p=values.get("top_p"),
+        max_tokens=values.get("max_tokens"),
+        seed=values.get("seed"),
+        top_k=values.get("top_k"),
+        min_tokens=values.get("min_tokens"),
         stop=tuple(values.get("stop") or ()),
         n=int(values.get("n") or 1),
         ignore_eos=bool(values.get("ignore_eos")),

@@ -4,7 +4,7 @@ A streaming run that lost its worker to a restart is marked interrupted here."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 
@@ -14,14 +14,24 @@ from services.client import ChatRequest, as_curl, as_openai_python
 from services.core import stored_json
 from services.core.errors import NotFoundError
 from services.core.json_schema import SchemaCheck
+from services.core.json_types import ForeignJson
 from services.core.measure import EngineTimes, cached_tokens, time_split, token_count
 from services.engines import endpoints
 from services.playground.params import params_from_dict
-from services.playground.records import Column, ExchangeView, HistoryItem, Turn
+from services.playground.records import (
+    Column,
+    ExchangeMetrics,
+    ExchangeParams,
+    ExchangeView,
+    HistoryItem,
+    PlaygroundConfig,
+    Turn,
+)
 from services.playground.worker import running_here, streaming
 from services.runstate import blind
 from services.runstate.lifecycle import RunKind, RunStatus, is_stale
 from services.runstate.run_kinds import interrupt_run
+from services.runstate.stored import StoredEngine, engine_named
 
 
 def _mark_interrupted(session: Any, run: Run) -> None:
@@ -46,7 +56,7 @@ def get_exchange(run_id: int) -> ExchangeView:
         rows = session.scalars(
             select(Exchange).where(Exchange.run_id == run_id).order_by(Exchange.id)
         ).all()
-        config = dict(run.config)
+        config = _config(run)
         conversation_id = config.get("conversation_id", "")
         first_turn = {}
         if config.get("turn", 1) > 1:
@@ -78,6 +88,11 @@ def get_exchange(run_id: int) -> ExchangeView:
         )
 
 
+def _config(run: Run) -> PlaygroundConfig:
+    # The one boundary: Run.config as services/playground/sending.py stored it.
+    return cast(PlaygroundConfig, dict(run.config))
+
+
 def _text(value: Any) -> str:
     """Stored text, "" where it is missing (JSON null must never show as "None")."""
     return "" if value is None else str(value)
@@ -87,8 +102,9 @@ def last_prompt(row: Exchange) -> str:
     return _text((row.messages[-1] or {}).get("content")) if row.messages else ""
 
 
-def _column(row: Exchange, schema: dict[str, Any] | None, first: Exchange | None) -> Column:
-    metrics = row.metrics or {}
+def _column(row: Exchange, schema: ForeignJson | None, first: Exchange | None) -> Column:
+    # The one boundary: Exchange.metrics as services/playground/worker.py wrote it.
+    metrics = cast(ExchangeMetrics, row.metrics or {})
     usage = row.usage or {}
     kind = str((row.params or {}).get("kind") or "openai")
     # The worker checked the answer once when it ended (never again per render or poll).
@@ -179,8 +195,9 @@ def request_code(run_id: int, engine: str) -> tuple[str, str]:
         run = session.get(Run, run_id)
         if row is None or run is None:
             raise NotFoundError(f"No answer of {engine} in exchange {run_id}.")
-        snapshot: dict[str, Any] = next((e for e in run.engines if e.get("name") == engine), {})
-        messages, stored = list(row.messages), dict(row.params or {})
+        snapshot = engine_named(run.engines, engine) or StoredEngine()
+        # The one boundary: Exchange.params as services/playground/sending.py stored them.
+        messages, stored = list(row.messages), cast(ExchangeParams, dict(row.params or {}))
         model = row.model or ""
     try:
         record = endpoints.get_engine(engine)

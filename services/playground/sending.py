@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import select
 
@@ -14,12 +14,13 @@ from db.session import session_scope
 from services.client import ChatRequest, build_body
 from services.core import ids
 from services.core.errors import NotFoundError, ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.engines import SamplingParams, endpoints
 from services.playground import pool, worker
 from services.playground.checks import validate
 from services.playground.params import engine_params, messages_for, params_dict, params_from_dict
 from services.playground.reading import last_prompt
-from services.playground.records import EngineChoice, SendHandle, SendRequest
+from services.playground.records import EngineChoice, PlaygroundConfig, SendHandle, SendRequest
 from services.playground.worker import Stream
 from services.runstate import blind
 from services.runstate.lifecycle import RunKind, RunStatus
@@ -134,10 +135,10 @@ def send(request: SendRequest, viewer: Viewer | None = None, *, isolated: bool =
 def _chat_request(
     record: EngineRecord,
     model: str,
-    messages: list[dict[str, Any]],
+    messages: list[ForeignJson],
     params: SamplingParams,
-    schema: dict[str, Any] | None,
-    extra_body: dict[str, Any] | None,
+    schema: ForeignJson | None,
+    extra_body: JsonOut | None,
 ) -> ChatRequest:
     return ChatRequest(
         base_url=record.base_url,
@@ -204,7 +205,8 @@ def reopen(run_id: int) -> SendRequest:
         run = session.get(Run, run_id)
         if run is None or run.kind != RunKind.PLAYGROUND:
             raise NotFoundError(f"Playground exchange {run_id} not found.")
-        config = dict(run.config)
+        # The one boundary: Run.config as `send` stored it.
+        config = cast(PlaygroundConfig, dict(run.config))
     return SendRequest(
         engines=tuple(
             EngineChoice(e["engine"], e.get("model"), e.get("extra_body"))

@@ -16,6 +16,7 @@ from typing import Any
 from services import local_engines, playground
 from services.client import ERROR_CLASSES
 from services.core.errors import ShootoutError
+from services.core.json_types import JsonOut
 from services.core.units import MISSING, TimeUnit, count, duration, duration_unit, rate
 from services.engines import SamplingParams, endpoints, get_adapter
 from services.engines.endpoints import EngineRecord, list_engines
@@ -150,7 +151,7 @@ def _optional_int(form: Mapping[str, Any], key: str) -> int | None:
     return None if value in (None, 0) else int(value)
 
 
-def _extra_body(form: Mapping[str, Any], engine: str) -> dict[str, Any] | None:
+def _extra_body(form: Mapping[str, Any], engine: str) -> JsonOut | None:
     text = (form.get(f"pg_extra_{engine}") or "").strip()
     if not text:
         return None
@@ -197,10 +198,10 @@ def form_request(form: Mapping[str, Any], conversation_id: str | None) -> SendRe
     )
 
 
-def form_values(request: SendRequest) -> dict[str, Any]:
-    """The form's fields for `request` (the inverse of form_request)."""
+def form_values(request: SendRequest) -> JsonOut:
+    """The form's fields for `request` (the inverse of form_request), for the page's state."""
     p = request.params
-    values: dict[str, Any] = {
+    values: JsonOut = {
         "pg_engines": [c.engine for c in request.engines],
         "pg_prompt": request.prompt,
         "pg_system": request.system,
@@ -228,7 +229,7 @@ def form_values(request: SendRequest) -> dict[str, Any]:
 class Reopened:
     """A stored exchange put back on screen: its settings for the form, its conversation."""
 
-    form: dict[str, Any]
+    form: JsonOut
     conversation_id: str | None
 
 

@@ -25,9 +25,11 @@ from db.session import session_scope
 from services.client import ChatRequest, StreamResult, make_http_client, new_event_loop, stream_chat
 from services.core import json_schema
 from services.core.errors import NotFoundError
+from services.core.json_types import JsonOut
 from services.core.measure import RequestMetrics
 from services.core.processes import pid_alive
 from services.playground import pool
+from services.playground.records import ExchangeMetrics, ExchangeValues, ReasoningFigures
 from services.runstate import lifecycle
 from services.runstate.lifecycle import HEARTBEAT_INTERVAL_S, RunStatus
 
@@ -52,7 +54,7 @@ class Stream:
     dirty: bool = True
     #: The ended answer's check against the schema (SchemaCheck.to_json), made once, off the
     #: event loop: a check may take its whole budget while the loop times the other chunks.
-    schema_check: dict[str, Any] | None = None
+    schema_check: JsonOut | None = None
 
     def check_schema(self) -> None:
         """Check the ended answer against the schema once (its verdict is stored with it)."""
@@ -172,10 +174,10 @@ _lock = threading.Lock()
 _workers: dict[int, _Worker] = {}
 
 
-def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
+def _row_values(stream: Stream, final: bool) -> ExchangeValues:
     result = stream.result
     figures = result.metrics()
-    metrics: dict[str, Any] = {
+    metrics: ExchangeMetrics = {
         "ttft_s": figures.ttft_s,
         "e2e_s": figures.e2e_s,
         "tpot_s": figures.tpot_s,
@@ -198,7 +200,7 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
         # Checked once and stored: a page or a follower's poll reads it, never reruns it.
         metrics["schema_check"] = stream.schema_check
     texts = result.texts
-    values: dict[str, Any] = {
+    values: ExchangeValues = {
         "answer": result.text,
         "choices": texts if len(texts) > 1 else [],
         "metrics": metrics,
@@ -214,7 +216,7 @@ def _row_values(stream: Stream, final: bool) -> dict[str, Any]:
     return values
 
 
-def reasoning_figures(figures: RequestMetrics) -> dict[str, Any]:
+def reasoning_figures(figures: RequestMetrics) -> ReasoningFigures:
     """An answer's timing beside its TTFT, as an exchange's metrics keep it (services/core/measure.py)."""
     return {
         "ttfat_s": figures.ttfat_s,
@@ -227,7 +229,7 @@ def reasoning_figures(figures: RequestMetrics) -> dict[str, Any]:
     }
 
 
-def _write_rows(run_id: int, rows: list[tuple[int, dict[str, Any]]]) -> None:
+def _write_rows(run_id: int, rows: list[tuple[int, ExchangeValues]]) -> None:
     # One UPDATE per row, no load: the less Python here, the less this thread holds the GIL
     # while a chunk waits for its timestamp.
     with session_scope() as session:

@@ -89,9 +89,10 @@ def _mark(
     return delta, change, "better" if improved else "worse"
 
 
-def _stat_of(block: Any, stat: str) -> float | None:
-    """One statistic of a stored statistics block, when it is a finite number."""
-    return units.number(block.get(stat)) if isinstance(block, dict) else None
+def _split_stat(series: Series, part: str, stat: str) -> float | None:
+    """One statistic of a part of a series' stored time split."""
+    found = series.time_split.part(part)
+    return found.at(stat) if found is not None else None
 
 
 def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
@@ -170,7 +171,7 @@ def _metric_rows(series: list[Series], baseline: int) -> list[MetricRow]:
                 "s",
                 False,
                 # A rest never below 0: the split's lines above the table say why one reads 0.
-                [shown(metric, _stat_of(s.time_split.get(metric), stat)) for s in series],
+                [shown(metric, _split_stat(s, metric, stat)) for s in series],
                 notes=notes,
             )
     for metric, (name, unit) in THROUGHPUT_METRICS.items():

@@ -20,6 +20,7 @@ from services.runs.records import (
 )
 from services.runstate import blind
 from services.runstate.lifecycle import FINISHED_STATUSES
+from services.runstate.stored import stored_engines
 from services.team import owners
 from services.team.access import Viewer
 
@@ -69,7 +70,7 @@ def get_run(run_id: int) -> RunDetail:
             error=run.error,
             config=dict(run.config or {}),
             summary=dict(run.summary or {}),
-            engines=list(run.engines or []),
+            engines=stored_engines(run.engines),
             request_count=int(counts["requests"]),
             exchange_count=int(counts["exchanges"]),
             sample_count=int(counts["samples"]),

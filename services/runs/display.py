@@ -208,7 +208,7 @@ def _kind_labels(detail: RunDetail) -> dict[str, str]:
     return {
         str(snapshot["name"]): get_adapter(snapshot.get("kind")).label
         for snapshot in detail.engines
-        if isinstance(snapshot, dict) and snapshot.get("name")
+        if snapshot.get("name")
     }
 
 
@@ -230,12 +230,12 @@ def run_view(run_id: int) -> RunView:
         # blind names, no per-engine table, verdict, chart, telemetry or caveat.
         return RunView(detail, None, _exchanges(run_id, {}) if detail.exchange_count else None, None)
     comparison = runs.comparison_of_run(detail)
-    blind_sent = detail.kind == blind.PLAYGROUND and bool(detail.config.get("blind"))
+    blind_sent = detail.kind == blind.PLAYGROUND and blind.sent_blind(detail.config)
     return RunView(
         detail=detail,
         view=view_of(comparison) if comparison is not None else None,
         exchanges=_exchanges(run_id, _kind_labels(detail)) if detail.exchange_count else None,
         sample_sources=_sample_sources(run_id) if detail.sample_count else None,
-        caveats=run_caveats(detail.config, detail.summary),
+        caveats=run_caveats(detail.config, detail.results),
         votes=tally_tables(vote_tally(run_id)) if blind_sent else None,
     )

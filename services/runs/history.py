@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time
-from typing import Any
+from typing import Any, TypeVarTuple
 
 from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, not_, or_, select
 
@@ -26,6 +26,9 @@ from services.runs.records import (
 from services.runstate import blind
 from services.runstate.run_kinds import notice_gone_workers
 
+#: The columns a filtered query selects, kept through the filter.
+_Row = TypeVarTuple("_Row")
+
 
 def _utc(value: date | None, end_of_day: bool = False) -> datetime | None:
     if value is None:
@@ -39,7 +42,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
+def _filtered(query: Select[*_Row], filters: RunFilter) -> Select[*_Row]:
     conditions: list[ColumnElement[bool]] = []
     if filters.kinds:
         unknown = set(filters.kinds) - set(RUN_KINDS)
@@ -81,13 +84,14 @@ def _filtered(query: Select[Any], filters: RunFilter) -> Select[Any]:
     return query.where(*conditions) if conditions else query
 
 
-def headline(kind: str, summary: dict[str, Any] | None) -> str:
+def headline(kind: str, summary: BenchSummary) -> str:
     """One short line per run for the list: each engine's median TTFT and output rate
     (a demo: the first line of its measured conclusion)."""
-    conclusion = (summary or {}).get("conclusion_headline")
+    summary = BenchSummary.from_json(summary)  # a stored summary passed as it is reads too
+    conclusion = summary.extra.get("conclusion_headline")
     if isinstance(conclusion, str) and conclusion:
         return conclusion if len(conclusion) <= 160 else conclusion[:159] + "…"
-    engines = BenchSummary.from_json(summary).engines
+    engines = summary.engines
     if not engines:
         return ""
     parts = []
@@ -110,7 +114,7 @@ def headline(kind: str, summary: dict[str, Any] | None) -> str:
     return "; ".join(parts) + (f"; +{more} more" if more > 0 else "")
 
 
-def best_results(summary: dict[str, Any] | None) -> tuple[float | None, float | None]:
+def best_results(summary: BenchSummary) -> tuple[float | None, float | None]:
     """The run's best output rate (tokens/s, highest) and best median TTFT (s, lowest) over
     its engines; None for a figure no engine reported."""
     rates, ttfts = [], []
@@ -134,7 +138,7 @@ def _ranked_ids(session: Any, filters: RunFilter, sort: RunSort) -> list[int]:
     )
     figures = []
     for row in session.execute(query):
-        rate, ttft = best_results(row.summary)
+        rate, ttft = best_results(BenchSummary.from_json(row.summary))
         figures.append((row.id, rate if sort == "output_tok_s" else ttft))
     # A stable sort: equal figures and the runs without one stay newest first.
     higher_first = sort == "output_tok_s"
@@ -188,7 +192,8 @@ def list_runs(
         if row.id in hidden:
             items.append(_hidden_item(row))
             continue
-        rate, ttft = best_results(row.summary)
+        results = BenchSummary.from_json(row.summary)
+        rate, ttft = best_results(results)
         items.append(
             RunListItem(
                 id=row.id,
@@ -202,7 +207,7 @@ def list_runs(
                 tags=tuple(str(tag) for tag in (row.tags or [])),
                 notes=row.notes or "",
                 archived=bool(row.archived),
-                headline=headline(row.kind, row.summary),
+                headline=headline(row.kind, results),
                 best_output_tok_s=rate,
                 best_ttft_p50_s=ttft,
             )

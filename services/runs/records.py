@@ -6,17 +6,19 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from services.bench.comparability import Comparability, ComparabilityReport
-from services.bench.results import EngineResults
+from services.bench.results import EngineResults, TimeSplitBlock
 from services.bench.summary import BenchSummary
 from services.bench.time_split import PART_TITLES
 from services.core import cost, units
 from services.core.ids import parse_id
+from services.core.json_types import JsonOut
 from services.runstate.lifecycle import RunKind
+from services.runstate.stored import StoredEngine
 from services.telemetry.energy.records import ENERGY_METRICS, format_energy
 
 RUN_KINDS = tuple(kind.value for kind in RunKind)
@@ -176,9 +178,13 @@ class RunDetail:
     tags: tuple[str, ...]
     archived: bool
     error: str | None
-    config: dict[str, Any]
-    summary: dict[str, Any]
-    engines: list[dict[str, Any]]
+    #: The config as stored, for the raw view, the report and the exports: read through its
+    #: kind's reader (services/runstate/stored.bench_config, blind.sent_blind...), never by key.
+    config: JsonOut
+    #: The summary as stored, for the raw view and the exports: read it through `results` (or
+    #: its kind's summary record), never by key.
+    summary: JsonOut
+    engines: list[StoredEngine]
     request_count: int
     exchange_count: int
     sample_count: int
@@ -236,7 +242,7 @@ class Series:
     samples: dict[str, np.ndarray]
     #: A sweep's steps of this engine ([] for a single-load run).
     sweep: list[EngineResults]
-    engine_info: dict[str, Any]
+    engine_info: StoredEngine
     #: 1 when `samples` holds every request, k when it holds every k-th (very large runs)
     sampled_every: int = 1
     #: Its TTFT is its first thinking token (the run's summary says so; services/core/measure.py).
@@ -256,7 +262,7 @@ class Series:
     #: How its figures were produced (services.bench.comparability).
     fingerprint: Comparability = field(default_factory=Comparability)
     #: Its summary's `time_split` block as stored ({} for a run stored without one, or an import).
-    time_split: dict[str, Any] = field(default_factory=dict)
+    time_split: TimeSplitBlock = field(default_factory=TimeSplitBlock.empty)
     #: Its engine's kind in words ("vLLM"), for "not reported by vLLM"; its name when unknown.
     engine_label: str = ""
     #: The engine's stored results (None: a run without a block for it, a Playground run's).

@@ -14,7 +14,9 @@ from typing import Any
 
 from db.models import FINGERPRINT_IGNORED_CONFIG_KEYS, FINGERPRINT_IGNORED_ENGINE_KEYS, Run
 from services.bench.comparability import ComparabilityVerdict
+from services.core import stored_json
 from services.runs.records import Series
+from services.runstate.stored import StoredEngine, engine_named
 
 #: At most this many differing fields are named per pair.
 MAX_NAMED = 5
@@ -26,10 +28,11 @@ def _text(value: Any) -> str:
     return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
 
 
-def _flat(config: dict[str, Any] | None) -> dict[str, Any]:
-    """The measuring config as `key` / `engines[NAME].key` paths, without what repeats ignore."""
-    flat: dict[str, Any] = {}
-    for key, value in (config or {}).items():
+def _flat(config: Any) -> dict[str, object]:
+    """The measuring config (a stored Run.config) as `key` / `engines[NAME].key` paths, without
+    what repeats ignore. The values stay opaque: compared for equality and printed, never read."""
+    flat: dict[str, object] = {}
+    for key, value in stored_json.mapping(config).items():
         if key in FINGERPRINT_IGNORED_CONFIG_KEYS:
             continue
         if key == "engines" and isinstance(value, list):
@@ -49,13 +52,6 @@ def _flat(config: dict[str, Any] | None) -> dict[str, Any]:
     return flat
 
 
-def _engine(snapshot: list[Any] | None, name: str) -> dict[str, Any]:
-    for item in snapshot or []:
-        if isinstance(item, dict) and item.get("name") == name:
-            return item
-    return {}
-
-
 def differing_fields(a: Run, b: Run, a_engine: str, b_engine: str) -> list[str]:
     """What keeps run `b` from being a repeat of run `a`, field by field ("seed: 1 vs 2")."""
     out = [
@@ -73,12 +69,14 @@ def differing_fields(a: Run, b: Run, a_engine: str, b_engine: str) -> list[str]:
         for key in sorted(set(first) | set(second))
         if first.get(key) != second.get(key)
     ]
-    engine_a, engine_b = _engine(a.engines, a_engine), _engine(b.engines, b_engine)
+    engine_a = engine_named(a.engines, a_engine) or StoredEngine()
+    engine_b = engine_named(b.engines, b_engine) or StoredEngine()
     for field in ("kind", "model", "version"):
-        x, y = engine_a.get(field), engine_b.get(field)
+        x: object = engine_a.get(field)
+        y: object = engine_b.get(field)
         if field == "version":
-            x = x or (engine_a.get("reported") or {}).get("version")
-            y = y or (engine_b.get("reported") or {}).get("version")
+            x = x or stored_json.mapping(engine_a.get("reported")).get("version")
+            y = y or stored_json.mapping(engine_b.get("reported")).get("version")
         if x != y:
             out.append(f"engine {field}: {_text(x)} vs {_text(y)}")
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from services.bench.results import EngineResults
 from services.bench.spec import slo_of
 from services.bench.stats import SloSpec, within_slo
 from services.bench.summary import BenchSummary
-from services.core import cost, units
+from services.core import cost, stored_json, units
 from services.core.measure import describe
 from services.engines import get_adapter
 from services.runs.records import (
@@ -36,18 +37,14 @@ from services.runs.records import (
     split_engine_names,
 )
 from services.runstate.lifecycle import FINISHED_STATUSES
+from services.runstate.stored import StoredEngine, engines_by_name
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    """A stored JSON value that should be an object, or {} when it is anything else."""
-    return value if isinstance(value, dict) else {}
-
-
-def _engine_identity(snapshot: dict[str, Any] | None) -> tuple[Any, ...]:
+def _engine_identity(snapshot: StoredEngine | None) -> tuple[object, ...]:
     """What must match for two runs of an engine to count as repeats: a new engine version
     or another model is a change to measure, not noise."""
-    snapshot = snapshot or {}
-    reported = _mapping(snapshot.get("reported"))
+    snapshot = snapshot or StoredEngine()
+    reported = stored_json.mapping(snapshot.get("reported"))
     return (
         snapshot.get("kind"),
         snapshot.get("model"),
@@ -55,45 +52,51 @@ def _engine_identity(snapshot: dict[str, Any] | None) -> tuple[Any, ...]:
     )
 
 
-def _snapshots(engines: Any) -> dict[str, dict[str, Any]]:
-    result: dict[str, dict[str, Any]] = {}
-    for snapshot in engines or []:
-        if isinstance(snapshot, dict) and snapshot.get("name"):
-            result[str(snapshot["name"])] = snapshot
-    return result
-
-
-def _engine_label(snapshot: dict[str, Any] | None, config: Any, name: str) -> str:
+def _engine_label(snapshot: StoredEngine | None, config: Any, name: str) -> str:
     """The engine's kind in words, from its snapshot or the run's spec; its name when neither
     says (an import)."""
-    kind = (snapshot or {}).get("kind")
-    engines = _mapping(config).get("engines")
+    kind = (snapshot or StoredEngine()).get("kind")
+    engines = stored_json.mapping(config).get("engines")
     for spec in engines if isinstance(engines, list) and not kind else []:
         if isinstance(spec, dict) and spec.get("name") == name:
             kind = spec.get("kind")
     return get_adapter(str(kind)).label if kind else name
 
 
-def _empty_bucket() -> dict[str, Any]:
-    return {
-        "ttft_s": [],
-        "tpot_s": [],
-        "e2e_s": [],
-        "itl_s": [],
-        "rates": [],
-        "ok": 0,
-        "failed": 0,
-        "sampled_every": 1,
-    }
+@dataclass
+class _Bucket:
+    """One (run, engine)'s rows as they are read: each latency's values, each request's rate
+    row (e2e, output tokens, input tokens, met the SLOs), and the counts."""
+
+    latencies: dict[str, list[object]] = field(
+        default_factory=lambda: {metric: [] for metric in LATENCY_METRICS}
+    )
+    rates: list[tuple[float, float, float, float]] = field(default_factory=list)
+    ok: int = 0
+    failed: int = 0
+    sampled_every: int = 1
 
 
-def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, str], dict[str, Any]]:
+@dataclass(frozen=True)
+class Samples:
+    """One (run, engine)'s measured requests: each latency's finite values (seconds; ITL every
+    gap), the rate rows (N x 4: e2e, output tokens, input tokens, met the SLOs), the counts of
+    every request, and k when the values hold every k-th request."""
+
+    latencies: dict[str, np.ndarray]
+    rates: np.ndarray
+    ok: int
+    failed: int
+    sampled_every: int = 1
+
+
+def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, str], Samples]:
     """Per (run, engine): latency arrays of successful measured requests, and counts.
 
     Counts cover every request; the latency arrays hold every request up to
     MAX_SAMPLES_PER_SERIES and an evenly spaced subset (every k-th request) beyond, which
     draws the same CDF and keeps a comparison of million-request runs fast."""
-    collected: dict[tuple[int, str], dict[str, Any]] = {}
+    collected: dict[tuple[int, str], _Bucket] = {}
     measured = and_(RequestResult.run_id.in_(run_ids), RequestResult.warmup.is_(False))
     counts = session.execute(
         select(RequestResult.run_id, RequestResult.engine_name, RequestResult.ok, func.count())
@@ -101,15 +104,18 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
         .group_by(RequestResult.run_id, RequestResult.engine_name, RequestResult.ok)
     ).all()
     for run_id, engine, ok, count in counts:
-        bucket = collected.setdefault((run_id, engine), _empty_bucket())
-        bucket["ok" if ok else "failed"] += int(count)
+        bucket = collected.setdefault((run_id, engine), _Bucket())
+        if ok:
+            bucket.ok += int(count)
+        else:
+            bucket.failed += int(count)
     slos = {
         run_id: slo_of(config if isinstance(config, dict) else {})
         for run_id, config in session.execute(select(Run.id, Run.config).where(Run.id.in_(run_ids)))
     }
     for (run_id, engine), bucket in collected.items():
-        every = max(1, math.ceil(bucket["ok"] / MAX_SAMPLES_PER_SERIES))
-        bucket["sampled_every"] = every
+        every = max(1, math.ceil(bucket.ok / MAX_SAMPLES_PER_SERIES))
+        bucket.sampled_every = every
         slo = slos.get(run_id, SloSpec())
         query = select(
             RequestResult.ttft_s,
@@ -137,17 +143,17 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
                 # SLOs: the gate's within-run interval of a rate (services/runs/gate/noise.py).
                 ttfat = units.number(extra.get("ttfat_s")) if isinstance(extra, dict) else None
                 met = within_slo(slo, ttft, tpot, e2e, ttfat)
-                bucket["rates"].append((e2e, output_tokens, input_tokens or 0, float(met)))
+                bucket.rates.append((e2e, output_tokens, input_tokens or 0, float(met)))
             if ttft is not None:
-                bucket["ttft_s"].append(ttft)
+                bucket.latencies["ttft_s"].append(ttft)
             if tpot is not None:
-                bucket["tpot_s"].append(tpot)
+                bucket.latencies["tpot_s"].append(tpot)
             if e2e is not None:
-                bucket["e2e_s"].append(e2e)
+                bucket.latencies["e2e_s"].append(e2e)
             if itl_text and itl_text != "[]":
                 gaps = orjson.loads(itl_text)
                 if isinstance(gaps, list):
-                    bucket["itl_s"].extend(gaps)
+                    bucket.latencies["itl_s"].extend(gaps)
     loaded_runs = {run_id for run_id, _ in collected}
     missing = [run_id for run_id in run_ids if run_id not in loaded_runs]
     if missing:
@@ -157,35 +163,38 @@ def load_samples(session: Session, run_ids: Sequence[int]) -> dict[tuple[int, st
                 Exchange.run_id.in_(missing)
             )
         ):
-            bucket = collected.setdefault((run_id, engine), _empty_bucket())
+            bucket = collected.setdefault((run_id, engine), _Bucket())
             if status in ("error", "failed", "cancelled"):
-                bucket["failed"] += 1
+                bucket.failed += 1
                 continue
-            bucket["ok"] += 1
+            bucket.ok += 1
             metrics = metrics or {}
             for metric in ("ttft_s", "tpot_s", "e2e_s"):
                 value = units.number(metrics.get(metric))
                 if value is not None:
-                    bucket[metric].append(value)
+                    bucket.latencies[metric].append(value)
             if isinstance(metrics.get("itl_s"), list):
-                bucket["itl_s"].extend(v for v in metrics["itl_s"] if units.number(v) is not None)
+                bucket.latencies["itl_s"].extend(
+                    v for v in metrics["itl_s"] if units.number(v) is not None
+                )
     result = {}
     for key, bucket in collected.items():
         arrays = {}
         for metric in LATENCY_METRICS:
+            raw = bucket.latencies[metric]
             try:
-                values = np.asarray(bucket[metric], dtype=float)  # None becomes NaN, dropped next
+                values = np.asarray(raw, dtype=float)  # None becomes NaN, dropped next
             except (TypeError, ValueError):  # a stray string in a hand-edited row
-                values = np.asarray([units.number(v) for v in bucket[metric]], dtype=float)
+                values = np.asarray([units.number(v) for v in raw], dtype=float)
             arrays[metric] = values[np.isfinite(values)]
-        rates = np.asarray(bucket["rates"], dtype=float).reshape(-1, 4)
-        result[key] = {
-            **arrays,
-            "rates": rates[np.isfinite(rates).all(axis=1)],
-            "ok": bucket["ok"],
-            "failed": bucket["failed"],
-            "sampled_every": bucket["sampled_every"],
-        }
+        rates = np.asarray(bucket.rates, dtype=float).reshape(-1, 4)
+        result[key] = Samples(
+            latencies=arrays,
+            rates=rates[np.isfinite(rates).all(axis=1)],
+            ok=bucket.ok,
+            failed=bucket.failed,
+            sampled_every=bucket.sampled_every,
+        )
     return result
 
 
@@ -221,6 +230,16 @@ _FIGURES: dict[str, Callable[[EngineResults], float | None]] = {
 }
 
 
+def _costs(priced: cost.Cost) -> dict[str, float | None]:
+    """A step's cost figures (COST_METRICS), each read from its field."""
+    figures = {
+        "usd_per_1m_output": priced.usd_per_1m_output,
+        "usd_per_1m_total": priced.usd_per_1m_total,
+        "usd_per_1m_output_goodput": priced.usd_per_1m_output_goodput,
+    }
+    return {metric: figures[metric] for metric in COST_METRICS}
+
+
 def _figure(numbers: EngineResults, metric: str) -> float | None:
     """A figure the comparison lists by name; a parity run's answer quality (QUALITY_METRICS)
     is no engine result but its own block's, kept beside them (`extra`)."""
@@ -228,7 +247,7 @@ def _figure(numbers: EngineResults, metric: str) -> float | None:
     return read(numbers) if read is not None else units.number(numbers.extra.get(metric))
 
 
-def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> list[Series]:
+def build_series(run: Run, samples: dict[tuple[int, str], Samples]) -> list[Series]:
     summary = BenchSummary.from_json(run.summary)
     engine_summaries = summary.engines
     names: list[str] = list(engine_summaries)
@@ -238,19 +257,19 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
     for run_id, engine in samples:
         if run_id == run.id and engine not in names:
             names.append(engine)
-    snapshots = _snapshots(run.engines)
+    snapshots = engines_by_name(run.engines)
     steps = summary.sweep
     client_bound = summary.client_bound_engines()
     result = []
     for name in names:
         stored = engine_summaries.get(name)
         numbers = stored or EngineResults()
-        sampled = samples.get((run.id, name), {})
-        if numbers.not_run and not sampled:
+        sampled = samples.get((run.id, name))
+        if numbers.not_run and sampled is None:
             continue  # cancelled before its turn: nothing to compare (not "0 req/s, -100%")
         stats = _summary_stats(numbers)
         for metric in LATENCY_METRICS:
-            values = sampled.get(metric)
+            values = sampled.latencies.get(metric) if sampled is not None else None
             if values is not None and values.size:
                 computed = {stat: v for stat, v in describe(values).items() if v is not None}
                 # The stored summary wins; the rows fill what it lacks.
@@ -261,16 +280,16 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
             if (v := _figure(numbers, metric)) is not None
         }
         # The cost the run stored with its price (never recomputed from today's price).
-        priced = cost.Cost.from_json(numbers.cost).to_json()
-        rates.update({metric: v for metric in COST_METRICS if (v := priced.get(metric)) is not None})
+        priced = cost.Cost.from_json(numbers.cost)
+        rates.update({metric: v for metric, v in _costs(priced).items() if v is not None})
         rates.update(stored_energy(numbers))
         # No block (a Playground run's engine): its counts are its rows', never 0.
         completed = float(stored.completed) if stored is not None else None
         failed = float(stored.failed) if stored is not None else None
-        if completed is None and sampled:
-            completed = float(sampled["ok"])
-        if failed is None and sampled:
-            failed = float(sampled["failed"])
+        if completed is None and sampled is not None:
+            completed = float(sampled.ok)
+        if failed is None and sampled is not None:
+            failed = float(sampled.failed)
         result.append(
             Series(
                 run_id=run.id,
@@ -279,18 +298,18 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
                 run_name=run.name or run.kind,
                 kind=run.kind,
                 created_at=run.created_at,
-                model=(snapshots.get(name) or {}).get("model") or run.model,
+                model=(snapshots.get(name) or StoredEngine()).get("model") or run.model,
                 workload=run.workload,
                 stats=stats,
                 rates=rates,
                 completed=int(completed) if completed is not None else None,
                 failed=int(failed) if failed is not None else None,
-                samples={metric: sampled[metric] for metric in LATENCY_METRICS if metric in sampled},
-                request_rates=sampled.get("rates"),
+                samples=dict(sampled.latencies) if sampled is not None else {},
+                request_rates=sampled.rates if sampled is not None else None,
                 closed_loop_slots=_closed_loop_slots(run.config),
-                sampled_every=int(sampled.get("sampled_every", 1)),
+                sampled_every=sampled.sampled_every if sampled is not None else 1,
                 sweep=[step for step in steps if (step.engine or name) == name],
-                engine_info=snapshots.get(name) or {"name": name},
+                engine_info=snapshots.get(name) or StoredEngine(name=name),
                 ttft_includes_reasoning=numbers.ttft_includes_reasoning is True,
                 fingerprint=run_fingerprint(run.config, run.summary, run.engines, name),
                 time_split=numbers.time_split,
@@ -304,7 +323,7 @@ def build_series(run: Run, samples: dict[tuple[int, str], dict[str, Any]]) -> li
 
 
 def _closed_loop_slots(config: Any) -> int | None:
-    load = _mapping(_mapping(config).get("load"))
+    load = stored_json.mapping(stored_json.mapping(config).get("load"))
     slots = load.get("concurrency")
     if load.get("mode") != "concurrency" or not isinstance(slots, int) or slots < 1:
         return None
@@ -342,7 +361,7 @@ def attach_repeats(session: Session, runs: Sequence[Run], series: list[Series]) 
             numbers = BenchSummary.from_json(candidate.summary).engine(item.engine)
             if numbers is None:
                 continue
-            snapshot = _snapshots(candidate.engines).get(item.engine)
+            snapshot = engines_by_name(candidate.engines).get(item.engine)
             if candidate.id != run.id and (
                 _engine_identity(snapshot) != identity or _had_failures(numbers)
             ):

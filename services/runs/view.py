@@ -20,6 +20,7 @@ import pandas as pd
 from services.bench import selfcheck
 from services.bench.caveats import Caveats, run_caveats
 from services.core import units
+from services.core.json_types import JsonOut
 from services.core.safe_text import md_line, md_text
 from services.demos.summary import DemoSummary
 from services.importers import formats as import_formats
@@ -374,7 +375,7 @@ class RunPageView:
     parity_link: str | None
     has_results: bool
     #: the configuration and summary as stored, for the raw view
-    stored: dict[str, Any]
+    stored: JsonOut
     #: what qualifies the figures: load, warm-up, the self-check, the engines' notes
     caveats: CaveatsShown
 
@@ -521,6 +522,6 @@ def compare_page_view(
             _shown(caveats, run_id)
             for run_id in comparison.run_ids
             for detail in [get_run(run_id)]
-            if (caveats := run_caveats(detail.config, detail.summary))
+            if (caveats := run_caveats(detail.config, detail.results))
         ),
     )

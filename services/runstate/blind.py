@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, exists, false, func, not_, or_, select
 
 from db.models import Run, Vote
 from db.session import session_scope
+from services.core import stored_json
 from services.core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -55,15 +56,21 @@ def legacy_order(run_id: int, engines: Sequence[str]) -> list[str]:
     return order
 
 
-def order_of(run_id: int, config: Mapping[str, Any] | None, engines: Sequence[str]) -> list[str]:
-    """The screen order of `engines` in an exchange whose stored config is `config`: the stored
-    order (engines it does not list, after it), else the legacy one."""
+def order_of(run_id: int, config: object, engines: Sequence[str]) -> list[str]:
+    """The screen order of `engines` in an exchange whose stored config (Run.config, any value
+    some version stored) is `config`: the stored order (engines it does not list, after it),
+    else the legacy one."""
     names = list(dict.fromkeys(engines))
-    stored = (config or {}).get(ORDER_KEY)
+    stored = stored_json.mapping(config).get(ORDER_KEY)
     if not isinstance(stored, list):
         return legacy_order(run_id, names)
     listed = [str(name) for name in stored if str(name) in names]
     return listed + [name for name in names if name not in listed]
+
+
+def sent_blind(config: object) -> bool:
+    """Whether an exchange's stored config (Run.config) says it was sent blind."""
+    return bool(stored_json.mapping(config).get("blind"))
 
 
 def stored_order(run_id: int, engines: Sequence[str]) -> list[str]:

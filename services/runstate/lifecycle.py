@@ -29,6 +29,7 @@ from sqlalchemy import select, update
 from db.models import Run
 from db.session import session_scope
 from services.core.errors import NotFoundError
+from services.core.json_types import JsonOut
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -144,7 +145,7 @@ def claim(run_id: int, *, clear_error: bool = False, now: datetime | None = None
     """pending -> running for this process, atomically; False when the run is not pending any
     more (cancelled before its worker got going, or claimed by another)."""
     moment = now or now_utc()
-    values: dict[str, Any] = {
+    values: JsonOut = {
         "status": RunStatus.RUNNING,
         "worker_pid": os.getpid(),
         "started_at": moment,
@@ -197,7 +198,7 @@ def finish(
     `progress` None means the usual rule: complete (1.0) unless cancelled, where the bar stays
     where the run stopped; KEEP leaves it alone."""
     moment = now_utc()
-    changes: dict[str, Any] = {"status": status, "finished_at": moment, "heartbeat_at": moment}
+    changes: JsonOut = {"status": status, "finished_at": moment, "heartbeat_at": moment}
     if summary is not KEEP:
         changes["summary"] = summary
     if not isinstance(error, Keep):

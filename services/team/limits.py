@@ -23,10 +23,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from services.core.config import get_settings
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 from services.runstate.run_kinds import count_active
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def check_prompt(*texts: str | None) -> None:
         )
 
 
-def check_body(body: dict[str, Any]) -> None:
+def check_body(body: JsonOut) -> None:
     """The request as it will be sent, extra_body merged in: n and token counts in bounds."""
     limits = current()
     n = body.get("n", 1)

@@ -25,7 +25,7 @@ from services.core.config import get_settings
 from services.core.urls import http_url
 from services.engines.prometheus import Families, SeriesParser
 from services.engines.signals import GPU_SIGNAL_NAMES, not_reported
-from services.telemetry.snapshot import Snapshot
+from services.telemetry.snapshot import GpuProcess, Snapshot
 
 MIB = 1024 * 1024
 NO_GPU = "no NVIDIA GPU here"
@@ -314,10 +314,10 @@ class NvmlSampler:
             self._pcie_fallback[i] = last
         return {"gpu_pcie_tx_bytes_per_s": last[1], "gpu_pcie_rx_bytes_per_s": last[2]}
 
-    def _processes(self, i: int, handle: Any, engines: Sequence[Any]) -> list[dict[str, Any]]:
+    def _processes(self, i: int, handle: Any, engines: Sequence[Any]) -> list[GpuProcess]:
         nvml = self._nvml
         assert nvml is not None
-        found: dict[int, dict[str, Any]] = {}
+        found: dict[int, GpuProcess] = {}
         for name, getter in (
             ("compute_processes", "nvmlDeviceGetComputeRunningProcesses"),
             ("graphics_processes", "nvmlDeviceGetGraphicsRunningProcesses"),
@@ -416,16 +416,15 @@ def dcgm_source(host: str, gpu: str) -> str:
 def dcgm_snapshots(families: Families, default_host: str, ts: float) -> list[Snapshot]:
     """dcgm-exporter series -> one GPU snapshot per (host, gpu). Label names are matched
     case-insensitively (`Hostname` became `hostname` in 2026 builds); FB fields are MiB."""
-    per_gpu: dict[tuple[str, str], dict[str, Any]] = {}
+    # Per (host, gpu): the labels of its first series, and each field's value.
+    per_gpu: dict[tuple[str, str], tuple[dict[str, str], dict[str, float]]] = {}
     for signal, metric_name in _DCGM.items():
         for labels, value in families.select(metric_name):
             host = labels.get("hostname") or default_host
             gpu = labels.get("gpu") or labels.get("device") or "0"
-            entry = per_gpu.setdefault((host, gpu), {"labels": labels, "values": {}})
-            entry["values"][signal] = value
+            per_gpu.setdefault((host, gpu), (labels, {}))[1][signal] = value
     snapshots = []
-    for (host, gpu), entry in sorted(per_gpu.items()):
-        raw, labels = entry["values"], entry["labels"]
+    for (host, gpu), (labels, raw) in sorted(per_gpu.items()):
         values: dict[str, float | None] = {}
         if "fb_used" in raw:
             values["gpu_memory_used_bytes"] = raw["fb_used"] * MIB
@@ -438,7 +437,7 @@ def dcgm_snapshots(families: Families, default_host: str, ts: float) -> list[Sna
             if signal in raw:
                 values[signal] = raw[signal]
         label = labels.get("modelname") or "GPU"
-        processes = []
+        processes: list[GpuProcess] = []
         if labels.get("pod"):
             processes.append(
                 {

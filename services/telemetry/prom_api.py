@@ -19,6 +19,7 @@ from typing import Any
 from services.core import http
 from services.core.config import get_settings
 from services.core.errors import EngineError, ValidationError
+from services.core.json_types import ForeignJson
 from services.core.urls import http_url
 
 MAX_POINTS = 11_000  # Prometheus refuses more than 11,000 points per series
@@ -141,7 +142,7 @@ def step_for(start_ts: float, end_ts: float, points: int = 1000, least_s: float 
     return max(least_s, (end_ts - start_ts) / points)
 
 
-def api_get(server: PromServer, path: str, params: dict[str, Any] | list[tuple[str, str]]) -> Any:
+def api_get(server: PromServer, path: str, params: http.QueryParams) -> Any:
     """GET an API path and return its `data`, or raise an EngineError that says what went wrong."""
     url = server.url + path
     try:
@@ -246,18 +247,18 @@ def run_parallel(calls: Sequence[Any], workers: int = 8) -> list[Any]:
 
 def metric_names(server: PromServer, selector: str, start_ts: float, end_ts: float) -> set[str]:
     """Names of the metrics with series matching `selector` in the window."""
-    params = [("match[]", "{" + selector + "}"), ("start", f"{start_ts:.3f}"), ("end", f"{end_ts:.3f}")]
+    params = (("match[]", "{" + selector + "}"), ("start", f"{start_ts:.3f}"), ("end", f"{end_ts:.3f}"))
     return {str(name) for name in api_get(server, "/api/v1/label/__name__/values", params) or []}
 
 
 def label_values(
     server: PromServer, label: str, selector: str, start_ts: float, end_ts: float
 ) -> list[str]:
-    params = [("match[]", "{" + selector + "}"), ("start", f"{start_ts:.3f}"), ("end", f"{end_ts:.3f}")]
+    params = (("match[]", "{" + selector + "}"), ("start", f"{start_ts:.3f}"), ("end", f"{end_ts:.3f}"))
     return sorted(str(v) for v in api_get(server, f"/api/v1/label/{label}/values", params) or [])
 
 
-def scrape_targets(server: PromServer) -> list[dict[str, Any]]:
+def scrape_targets(server: PromServer) -> list[ForeignJson]:
     """The active scrape targets: their scrape URL and labels (job, instance, ...)."""
     data = api_get(server, "/api/v1/targets", {"state": "active"}) or {}
     return [t for t in data.get("activeTargets") or [] if isinstance(t, dict)]

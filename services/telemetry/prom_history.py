@@ -28,6 +28,7 @@ import numpy as np
 
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.engines import get_adapter
 from services.engines.normalise import (
     CounterRate,
@@ -81,6 +82,10 @@ class HistorySeries:
     matched_by: str = ""
     error: str | None = None
 
+    def points(self, name: str) -> list[float | None]:
+        """A signal's value at each step of the grid (None: no data at that step)."""
+        return [None if np.isnan(v) else float(v) for v in self.signals[name]]
+
 
 @dataclass
 class PromHistory:
@@ -92,15 +97,12 @@ class PromHistory:
     series: list[HistorySeries]
     messages: list[str]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         sources = []
         for item in self.series:
             signals = {}
-            for name, values in item.signals.items():
-                points = [
-                    [float(t), None if np.isnan(v) else float(v)]
-                    for t, v in zip(item.ts, values, strict=True)
-                ]
+            for name in item.signals:
+                points = [[float(t), v] for t, v in zip(item.ts, item.points(name), strict=True)]
                 signals[name] = {"unit": SIGNALS[name].unit if name in SIGNALS else "", "points": points}
             sources.append(
                 {
@@ -179,7 +181,7 @@ def registered_engines(
     from services.engines.endpoints import get_engine
 
     mapping = configured_mapping() if mapping is None else mapping
-    targets: list[dict[str, Any]] | None = None
+    targets: list[ForeignJson] | None = None
     result = []
     for name in engine_names:
         record = get_engine(name)

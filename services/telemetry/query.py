@@ -24,6 +24,7 @@ from services.core.errors import NotFoundError, ValidationError
 from services.engines.signals import SourceGroup, not_reported, signal_names
 from services.runstate import blind
 from services.telemetry.origins import start_times
+from services.telemetry.snapshot import GpuProcess, SampleRow
 
 META_COLUMNS = ("ts", "source", "_kind", "_label", "_error")
 
@@ -36,7 +37,7 @@ class SampleWindow:
 
     frame: pd.DataFrame
     not_reported: dict[str, dict[str, str]] = field(default_factory=dict)
-    processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    processes: dict[str, list[GpuProcess]] = field(default_factory=dict)
 
     @property
     def sources(self) -> list[str]:
@@ -85,7 +86,7 @@ def load_window(
     for column in ("_kind", "_label", "_error"):
         if column not in frame.columns:
             frame[column] = None
-    processes: dict[str, list[dict[str, Any]]] = {}
+    processes: dict[str, list[GpuProcess]] = {}
     if "_processes" in frame.columns:
         for source, value in frame.groupby("source", sort=False)["_processes"].last().items():
             if isinstance(value, list):
@@ -123,7 +124,7 @@ def _fetch_raw(session: Any, query: Any) -> list[tuple[Any, ...]]:
         cursor.close()
 
 
-def _decode(texts: list[Any]) -> list[dict[str, Any]]:
+def _decode(texts: list[Any]) -> list[SampleRow]:
     """JSON texts -> dicts in one parser call (drivers that decode JSON themselves, like
     psycopg, hand over dicts already)."""
     if texts and all(isinstance(t, str) for t in texts):

@@ -16,7 +16,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
@@ -25,6 +24,7 @@ from db.models import Run, Sample
 from db.session import session_scope
 from services.core.config import get_settings
 from services.core.errors import NotFoundError, ValidationError
+from services.core.json_types import JsonOut
 from services.runstate import lifecycle
 from services.runstate.lifecycle import RunKind, RunStatus
 from services.telemetry.hub import TelemetryHub, get_hub
@@ -80,7 +80,7 @@ class Recorder:
         self.started_at = time.time()
         self.samples_written = 0
         self.last_error: str | None = None
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[JsonOut] = []
         self._stop = threading.Event()
         self._last_sample = False
         self._thread = threading.Thread(
@@ -188,7 +188,8 @@ class Recorder:
         self.samples_written += len(rows)
 
 
-def _row(run_id: int | None, snapshot: Snapshot) -> dict[str, Any]:
+def _row(run_id: int | None, snapshot: Snapshot) -> JsonOut:
+    """A snapshot as the Sample row to insert."""
     return {"run_id": run_id, "ts": snapshot.ts, "source": snapshot.source, "values": snapshot.to_row()}
 
 

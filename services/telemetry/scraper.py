@@ -17,9 +17,10 @@ from urllib.parse import urlsplit
 
 from services.core import http
 from services.core.errors import EngineError, ValidationError
+from services.core.json_types import JsonOut
 from services.core.urls import http_url
 from services.engines import adapters, get_adapter, kinds
-from services.engines.base import EngineAdapter
+from services.engines.base import EngineAdapter, JsonMetricsState
 from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.engines.probe import auth_headers, probe
 from services.engines.prometheus import Families, SeriesParser
@@ -103,7 +104,7 @@ class EngineScraper:
         self._histograms_at: float | None = None
         self.url = target.metrics_url
         self.mode = "json" if self.adapter.metrics_format == "json" else "prometheus"
-        self.json_state: dict[str, Any] = {}
+        self.json_state = JsonMetricsState()
         self.timeout_s = timeout_s
         self.retry_after_s = retry_after_s
         self.lock = threading.RLock()  # the hub holds it while it decides to scrape
@@ -283,7 +284,7 @@ class ScrapeResult:
     interval_s: float
     snapshots: list[Snapshot]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "url": self.url,
             "metrics_url": self.metrics_url,

@@ -12,9 +12,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
+from services.core import stored_json
+from services.core.json_types import JsonOut
 from services.engines.signals import SIGNALS, SourceGroup, not_reported, signal_names
+
+
+class GpuProcess(TypedDict, total=False):
+    """One process on a GPU, as a GPU snapshot keeps it under `_processes`: from NVML's list
+    (pid, memory, name, engine), or a dcgm-exporter's pod labels (a name, no pid)."""
+
+    pid: int
+    #: The most GPU memory NVML gave for it (None: not told).
+    used_bytes: int | None
+    name: str
+    #: The engine whose command line it is (services/telemetry/gpu.py), when one is known.
+    engine: str
+
+
+#: A Sample row's values (`Snapshot.to_row`): each signal to a number or null, and the "_" keys.
+SampleRow = dict[str, float | int | str | list[GpuProcess] | None]
 
 
 @dataclass(frozen=True)
@@ -46,7 +64,7 @@ class Snapshot:
     missing: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     error: str | None = None
-    processes: list[dict[str, Any]] = field(default_factory=list)
+    processes: list[GpuProcess] = field(default_factory=list)
 
     @property
     def group(self) -> SourceGroup:
@@ -61,8 +79,14 @@ class Snapshot:
             return Reading(None, self.error)
         return Reading(None, self.missing.get(signal) or not_reported(self.label))
 
-    def to_row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {name: _compact(value) for name, value in self.values.items()}
+    def shown_signals(self) -> tuple[str, ...]:
+        """Every signal of the source's group, then what only this source reports (a router's
+        worker health), known by name or not."""
+        group_names = signal_names(self.group)
+        return group_names + tuple(n for n in self.values if n not in group_names)
+
+    def to_row(self) -> SampleRow:
+        row: SampleRow = {name: _compact(value) for name, value in self.values.items()}
         row["_kind"] = self.kind
         row["_label"] = self.label
         if self.error:
@@ -72,11 +96,16 @@ class Snapshot:
         return row
 
     @classmethod
-    def from_row(cls, source: str, ts: float, row: dict[str, Any]) -> Snapshot:
+    def from_row(cls, source: str, ts: float, row: SampleRow) -> Snapshot:
         kind = str(row.get("_kind") or "openai")
         label = str(row.get("_label") or kind)
-        error = row.get("_error")
-        values = {k: (None if v is None else float(v)) for k, v in row.items() if not k.startswith("_")}
+        error = stored_json.text(row.get("_error"))
+        stored = row.get("_processes")
+        values = {
+            k: (None if v is None else float(v))
+            for k, v in row.items()
+            if not k.startswith("_") and not isinstance(v, list)
+        }
         group: SourceGroup = "gpu" if kind == "gpu" else "engine"
         missing = (
             {}
@@ -91,18 +120,16 @@ class Snapshot:
             values=values,
             missing=missing,
             error=error,
-            processes=list(row.get("_processes") or []),
+            processes=list(stored) if isinstance(stored, list) else [],
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         """The `scrape --json` / API form: every signal of the source's group with its
         value, unit and, when there is no value, the reason."""
-        signals: dict[str, Any] = {}
-        group_names = signal_names(self.group)
-        # Then what only this source reports (a router's worker health), known by name or not.
-        for name in group_names + tuple(n for n in self.values if n not in group_names):
+        signals: dict[str, JsonOut] = {}
+        for name in self.shown_signals():
             reading = self.reading(name)
-            entry: dict[str, Any] = {
+            entry: JsonOut = {
                 "value": reading.value,
                 "unit": SIGNALS[name].unit if name in SIGNALS else "",
             }
@@ -114,7 +141,7 @@ class Snapshot:
             if reading.note:
                 entry["note"] = reading.note
             signals[name] = entry
-        payload: dict[str, Any] = {
+        payload: JsonOut = {
             "source": self.source,
             "kind": self.kind,
             "label": self.label,

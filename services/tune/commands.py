@@ -11,6 +11,7 @@ from services.engines.launching import KindLaunch, get_launch
 from services.engines.tuning import KindTuning
 from services.tune.launch import render_template
 from services.tune.spec import TuneSpec, setting_args, tunings
+from services.tune.summary import LaunchCommands
 
 
 def _env_prefix(env: Mapping[str, str]) -> str:
@@ -25,7 +26,7 @@ def kind_launch(kind: str) -> KindLaunch:
     return found
 
 
-def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> dict[str, str]:
+def launch_commands(spec: TuneSpec, settings: Mapping[str, str]) -> LaunchCommands:
     """{"plain": ..., "docker": ...} for these full settings, quoted for a POSIX shell."""
     tuning = tunings()[spec.kind]
     launch = kind_launch(spec.kind)

@@ -45,6 +45,7 @@ from services.bench.summary import BenchSummary
 from services.bench.workloads import run_salt, workload_label
 from services.client import run_blocking
 from services.core.errors import NotFoundError, ShootoutError
+from services.core.json_types import JsonOut
 from services.core.processes import launch_run_worker, pid_alive
 from services.engines.reported import reported_settings
 from services.local_engines import state_dir
@@ -55,7 +56,7 @@ from services.team import access, limits, owners
 from services.tune import launch, pareto
 from services.tune.commands import launch_commands
 from services.tune.spec import TuneSpec, config_label
-from services.tune.summary import TuneSummary
+from services.tune.summary import BestChoice, CheapestChoice, TuneConfigEntry, TuneSummary
 
 if TYPE_CHECKING:
     from services.bench.stats import RequestRecord
@@ -136,7 +137,7 @@ def load_spec(run_id: int) -> TuneSpec:
 # ---------------------------------------------------------------- the summary
 
 
-def _initial(index: int, spec: TuneSpec, own: dict[str, str]) -> dict[str, Any]:
+def _initial(index: int, spec: TuneSpec, own: dict[str, str]) -> TuneConfigEntry:
     return {
         "index": index,
         "label": config_label(own),
@@ -154,9 +155,9 @@ def _initial(index: int, spec: TuneSpec, own: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
+def analyse(spec: TuneSpec, configs: list[TuneConfigEntry]) -> JsonOut:
     """The run's summary from its configurations' entries (live and final alike)."""
-    engines: dict[str, Any] = {}
+    engines: dict[str, JsonOut | None] = {}
     for config in configs:
         if config.get("metrics"):
             engines[config["label"]] = config["metrics"]
@@ -171,13 +172,13 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         for metric in ("ttft_s", "itl_s")
     }
     choice = pareto.best_configuration(configs, spec.slo)
-    best: dict[str, Any] = {"label": choice.label, "reason": choice.reason}
+    best: BestChoice = {"label": choice.label, "reason": choice.reason}
     if choice.label is not None:
         winner = next(c for c in configs if c["label"] == choice.label)
         best["settings"] = winner["full_settings"]
         best["launch"] = launch_commands(spec, winner["full_settings"])
     cheap = pareto.cheapest_configuration(configs, spec.slo)
-    cheapest: dict[str, Any] = {"label": cheap.label, "reason": cheap.reason}
+    cheapest: CheapestChoice = {"label": cheap.label, "reason": cheap.reason}
     if cheap.label is not None:
         found = next(c for c in configs if c["label"] == cheap.label)
         cheapest["launch"] = launch_commands(spec, found["full_settings"])
@@ -191,7 +192,7 @@ def analyse(spec: TuneSpec, configs: list[dict[str, Any]]) -> dict[str, Any]:
         workload=workload_label(spec.workload),
         slo=spec.slo.label() if spec.slo.active else None,
         conclusion_headline=choice.reason,
-        extra={"cheapest": cheapest},
+        cheapest=cheapest,
     ).to_json()
 
 
@@ -202,7 +203,7 @@ class _Beat:
     """Writes request rows, the heartbeat, progress and the live summary from its own thread,
     and reads the cancel flag on the same beat."""
 
-    def __init__(self, run_id: int, spec: TuneSpec, configs: list[dict[str, Any]]) -> None:
+    def __init__(self, run_id: int, spec: TuneSpec, configs: list[TuneConfigEntry]) -> None:
         self.run_id = run_id
         self.spec = spec
         self.configs = configs
@@ -283,8 +284,8 @@ def execute_run(
     run_id: int,
     *,
     should_stop: Callable[[], bool] | None = None,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+    on_progress: Callable[[TuneConfigEntry], None] | None = None,
+) -> JsonOut:
     """Run a stored tuning run in this process (the worker's and the CLI's path); returns the
     summary it stored. Never raises for a configuration that fails: it is recorded."""
     spec = load_spec(run_id)
@@ -330,7 +331,7 @@ def execute_run(
 def _run_config(
     run_id: int,
     spec: TuneSpec,
-    config: dict[str, Any],
+    config: TuneConfigEntry,
     beat: _Beat,
     stop: Callable[[], bool],
     total: int,
@@ -341,17 +342,23 @@ def _run_config(
         engine = launch.start(spec, config["full_settings"], name=name, log_dir=log_dir())
     except ShootoutError as error:
         config.update(
-            status="failed_to_start", reason=str(error), log_tail=getattr(error, "log_tail", "")
+            {
+                "status": "failed_to_start",
+                "reason": str(error),
+                "log_tail": getattr(error, "log_tail", ""),
+            }
         )
         return
-    config.update(pid=engine.pid, port=engine.port, command=engine.argv)
+    config.update({"pid": engine.pid, "port": engine.port, "command": engine.argv})
     try:
         try:
             healthy = launch.wait_healthy(
                 engine, spec.start_timeout_s, templated=spec.launcher == "command", should_stop=stop
             )
         except launch.StartFailed as error:
-            config.update(status="failed_to_start", reason=error.reason, log_tail=error.log_tail)
+            config.update(
+                {"status": "failed_to_start", "reason": error.reason, "log_tail": error.log_tail}
+            )
             return
         if not healthy:
             config["status"] = "cancelled"
@@ -409,9 +416,11 @@ def _run_config(
         if crashed is not None:
             how, _ = launch._describe_exit(crashed)
             config.update(
-                status="crashed",
-                reason=f"the engine exited during the benchmark ({how})",
-                log_tail=engine.log_tail(),
+                {
+                    "status": "crashed",
+                    "reason": f"the engine exited during the benchmark ({how})",
+                    "log_tail": engine.log_tail(),
+                }
             )
         elif outcome.cancelled or stop():
             config["status"] = "cancelled"
@@ -430,7 +439,9 @@ def _level(row: EngineResults, dimension: str | None) -> float | int | None:
     return row.concurrency if dimension == "concurrency" else row.rate if dimension == "rate" else None
 
 
-def _snapshot(run_id: int, spec: TuneSpec, config: dict[str, Any], engine: launch.StartedEngine) -> None:
+def _snapshot(
+    run_id: int, spec: TuneSpec, config: TuneConfigEntry, engine: launch.StartedEngine
+) -> None:
     """Run.engines: each configuration as an engine snapshot (Compare's settings table)."""
     reported = config.get("reported") or {}
     snapshot = {
@@ -458,7 +469,8 @@ class TuneRunView:
     status: str
     progress: float
     spec: TuneSpec
-    summary: dict[str, Any]
+    #: The summary as stored (`results` reads it).
+    summary: JsonOut
     error: str | None
     created_at: datetime | None
     finished_at: datetime | None
@@ -475,7 +487,7 @@ class TuneRunView:
         return TuneSummary.from_json(self.summary)
 
     @property
-    def configs(self) -> list[dict[str, Any]]:
+    def configs(self) -> list[TuneConfigEntry]:
         return self.results.configs
 
 

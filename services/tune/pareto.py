@@ -6,18 +6,17 @@ Pure functions over plain numbers, so tests pin exact fixtures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from services.bench.results import EngineResults
 from services.bench.stats import SloSpec, block_meets_slo
 from services.core import cost, units
 from services.telemetry.energy.records import EnergyResult, format_energy
-from services.tune.summary import TunedConfig, tuned_configs
+from services.tune.summary import TuneConfigEntry, TunedConfig, tuned_configs
 
 #: A configuration's entry as stored (its label, status, metrics, sweep), or as read.
-Entry = Mapping[str, Any] | TunedConfig
+Entry = TuneConfigEntry | TunedConfig
 
 
 @dataclass(frozen=True)

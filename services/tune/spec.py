@@ -25,6 +25,7 @@ from services.bench.stats import SloSpec
 from services.bench.workloads import WorkloadSpec
 from services.core import cost
 from services.core.errors import ValidationError
+from services.core.json_types import JsonOut
 from services.engines.registry import kind_parts
 from services.engines.tuning import KindTuning, Setting
 from services.local_engines import backend_names
@@ -247,8 +248,8 @@ class TuneSpec:
         return f"Tune {self.kind}: {varied}"
 
     # -- storage --------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+    def to_dict(self) -> JsonOut:
+        data: JsonOut = dataclasses.asdict(self)
         data["grid"] = {k: list(v) for k, v in self.grid.items()}
         data["configs"] = [dict(c) for c in self.configs]
         return data

@@ -27,7 +27,7 @@ from services.tune.commands import kind_launch
 from services.tune.jobs import TuneRunView, cancel_run, get_run, list_runs
 from services.tune.pareto import cost_figure, energy_figure, pareto_front, points_of
 from services.tune.spec import TuneSpec, catalogue, local_kinds, parse_set
-from services.tune.summary import TuneSummary
+from services.tune.summary import TuneSummary, launch_of
 
 #: What the page reads: this module's own, and what it passes on from the feature's others.
 __all__ = [
@@ -124,7 +124,7 @@ def submit(form: TuneForm, viewer: Viewer) -> int:
     return jobs.start_tuning(spec_from_form(form), viewer)
 
 
-def config_table(summary: TuneSummary | dict[str, Any]) -> pd.DataFrame:
+def config_table(summary: TuneSummary) -> pd.DataFrame:
     """One row per configuration: status, throughput, goodput, latency percentiles, reason."""
     results = TuneSummary.from_json(summary)
     front = results.on_front()
@@ -173,12 +173,12 @@ COST_COLUMN = "$/1M output tok"
 ENERGY_COLUMN = "J/output tok"
 
 
-def cheapest(summary: TuneSummary | dict[str, Any]) -> Winner:
+def cheapest(summary: TuneSummary) -> Winner:
     """The cheapest configuration meeting the SLOs, with its launch commands; label None (and
     the reason: no price, none met the SLOs, a run from before prices) when there is none."""
     results = TuneSummary.from_json(summary)
     found = results.cheapest
-    launch = stored_json.mapping(found.get("launch"))
+    launch = launch_of(found)
     reason = str(found.get("reason") or f"Cost per 1M tokens: {cost.NOT_PRICED}.")
     return Winner(
         stored_json.nonempty_text(found.get("label")),
@@ -194,7 +194,7 @@ def _round(value: Any, digits: int = 1) -> float | None:
     return round(float(value), digits) if isinstance(value, (int, float)) else None
 
 
-def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | None:
+def cost_frontier_figure(summary: TuneSummary) -> go.Figure | None:
     """$ per 1M output tokens against tokens/s per user, every configuration (and sweep level)
     a point, the frontier across configurations drawn; None when the run was not priced."""
     points = []
@@ -207,10 +207,10 @@ def cost_frontier_figure(summary: TuneSummary | dict[str, Any]) -> go.Figure | N
     return figure_of(points)
 
 
-def pareto_figure(summary: TuneSummary | dict[str, Any], metric: str) -> go.Figure | None:
+def pareto_figure(summary: TuneSummary, metric: str) -> go.Figure | None:
     """Output tokens/s against the p90 of `metric`, every configuration (and sweep level) a
     point, the Pareto front drawn as a line through its points."""
-    points = points_of(TuneSummary.from_json(summary).configs, metric)
+    points = points_of(TuneSummary.from_json(summary).tuned, metric)
     if not points:
         return None
     front = pareto_front(points)
@@ -295,7 +295,7 @@ def _noise_caveat(results: TuneSummary) -> str | None:
     )
 
 
-def winner(summary: TuneSummary | dict[str, Any]) -> Winner:
+def winner(summary: TuneSummary) -> Winner:
     results = TuneSummary.from_json(summary)
     launch = results.launch
     return Winner(
@@ -314,12 +314,12 @@ def register_winner(run_id: int, name: str, viewer: Viewer | None) -> str:
     if viewer is not None:
         access.require(viewer, "manage_engines")
     view = jobs.get_run(run_id)
-    found = winner(view.summary)
+    found = winner(view.results)
     if found.label is None:
         raise ValidationError("This tuning run has no winning configuration to register.")
     name = name.strip() or f"tuned-{view.spec.kind}-{run_id}"
     port = kind_launch(view.spec.kind).default_port
-    info = {
+    info: endpoints.EngineInfo = {
         "tuned_by_run": run_id,
         "settings": found.settings,
         "launch": found.plain,

@@ -23,6 +23,15 @@ from services.bench.comparability.weights import weights_of
 from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.core import stored_json
+from services.core.json_types import ForeignJson, JsonOut
+from services.runstate.stored import (
+    StoredBenchConfig,
+    StoredEngine,
+    StoredLoad,
+    StoredWorkload,
+    bench_config,
+    engine_named,
+)
 
 SUMMARY_KEY = "comparability"
 SHOOTOUT = "Shootout"
@@ -62,15 +71,17 @@ def _prefix_cache(
         return "shared prefixes", share
     if share is None:
         # The engine's own counter includes the warm-up: a weaker witness, still a witness.
-        rate = stored_json.number(block.engine_metrics.get("prefix_cache_hit_rate"))
+        rate = block.engine_metrics.prefix_cache_hit_rate
         if rate is None:
             return None, None
         return ("warm" if rate >= WARM_CACHE_SHARE else "cold"), None
     return ("warm" if share >= WARM_CACHE_SHARE else "cold"), share
 
 
-def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[str | None, str | None]:
-    load = stored_json.mapping(config.get("load"))
+def _level(
+    config: StoredBenchConfig, summary: BenchSummary, engine: str
+) -> tuple[str | None, str | None]:
+    load = config.get("load", StoredLoad())
     mode = stored_json.nonempty_text(load.get("mode"))
     loop = {"concurrency": "closed", "rate": "open", "trace": "trace replay"}.get(mode or "")
     step = summary.reported_step(engine)
@@ -91,10 +102,10 @@ def _level(config: dict[str, Any], summary: BenchSummary, engine: str) -> tuple[
     return loop, None
 
 
-def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
+def from_benchmark(config: StoredBenchConfig, summary: BenchSummary, engine: str) -> Comparability:
     """A Shootout benchmark's engine, from its stored spec and summary."""
     block = summary.engine(engine) or EngineResults()
-    workload = stored_json.mapping(config.get("workload"))
+    workload = config.get("workload", StoredWorkload())
     kind = stored_json.nonempty_text(workload.get("kind")) if workload else None
     fixed: bool | None = None
     if workload:
@@ -102,7 +113,7 @@ def from_benchmark(config: dict[str, Any], summary: BenchSummary, engine: str) -
     output_asked = (
         stored_json.number(workload.get("output_len")) if kind in ASKED_LENGTH_WORKLOADS else None
     )
-    load = stored_json.mapping(config.get("load"))
+    load = config.get("load", StoredLoad())
     # Without the spec's load, the block's count; a block that sent nothing (an old or odd
     # summary) says nothing of its warm-up.
     warmup = (
@@ -170,9 +181,9 @@ def _flatten(prefix: str, value: Any, out: dict[str, str], depth: int = 0) -> No
         out[prefix] = str(value)[:200]
 
 
-def from_snapshot(snapshot: dict[str, Any] | None) -> Comparability:
+def from_snapshot(snapshot: StoredEngine | None) -> Comparability:
     """What the engine's snapshot (Run.engines) says of it: kind, version, settings, hardware."""
-    snapshot = stored_json.mapping(snapshot)
+    snapshot = snapshot or StoredEngine()
     reported = stored_json.mapping(snapshot.get("reported"))
     # The weights first: a capped, alphabetical flattening must never leave out Q4_1 vs BF16.
     settings: dict[str, str] = weights_of(snapshot)
@@ -187,17 +198,17 @@ def from_snapshot(snapshot: dict[str, Any] | None) -> Comparability:
     )
 
 
-def stored_fingerprints(summary: BenchSummary | dict[str, Any] | None) -> dict[str, Comparability]:
+def stored_fingerprints(summary: BenchSummary) -> dict[str, Comparability]:
     """The fingerprints a summary stored, per engine (none for a run from before them)."""
-    summary = BenchSummary.from_json(summary)
-    stored = stored_json.mapping(summary.extra.get(SUMMARY_KEY))
+    stored = stored_json.mapping(BenchSummary.from_json(summary).extra.get(SUMMARY_KEY))
     return {str(name): Comparability.from_json(data) for name, data in stored.items()}
 
 
-def fingerprints_to_store(config: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-    """The summary's `comparability` value for a benchmark that just finished."""
-    results = BenchSummary.from_json(summary)
-    return {name: from_benchmark(config, results, name).to_json() for name in results.engines_that_ran()}
+def fingerprints_to_store(config: Any, summary: BenchSummary) -> JsonOut:
+    """The summary's `comparability` value for a benchmark that just finished (`config`: its
+    stored spec)."""
+    spec = bench_config(config)
+    return {name: from_benchmark(spec, summary, name).to_json() for name in summary.engines_that_ran()}
 
 
 def run_fingerprint(
@@ -212,25 +223,25 @@ def run_fingerprint(
     # A Shootout run exported and imported again is still Shootout's measurement.
     imported = bool(tool) and not tool.startswith(SHOOTOUT)
     derived = (
-        from_imported(config, results, engine) if imported else from_benchmark(config, results, engine)
+        from_imported(config, results, engine)
+        if imported
+        else from_benchmark(bench_config(config), results, engine)
     )
     found = stored.merged_over(derived) if stored is not None else derived
-    snapshot = next(
-        (s for s in snapshots or [] if isinstance(s, dict) and s.get("name") == engine), None
-    )
-    return found.merged_over(from_snapshot(snapshot))
+    return found.merged_over(from_snapshot(engine_named(snapshots, engine)))
 
 
-def from_imported(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
+def from_imported(config: ForeignJson, summary: BenchSummary, engine: str) -> Comparability:
     """An imported run's engine: what the other tool's file said (its setup keys, kept in the
     run's config), the served lengths from its numbers; the rest unknown."""
     return imported_fingerprint(config, summary, engine)
 
 
-def requested_input_tokens(config: dict[str, Any]) -> int | None:
+def requested_input_tokens(config: Any) -> int | None:
     """The prompt length a benchmark asked for (mean tokens per request, before the chat
-    template), or None where the workload does not fix one (traces, files, growing turns)."""
-    workload = stored_json.mapping(config.get("workload"))
+    template), or None where the workload does not fix one (traces, files, growing turns);
+    `config`: its stored spec."""
+    workload = bench_config(config).get("workload", StoredWorkload())
     kind = workload.get("kind", "synthetic")
     input_len = stored_json.number(workload.get("input_len"))
     if input_len is None or kind not in ("synthetic", "structured", "shared_prefix"):

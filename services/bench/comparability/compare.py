@@ -20,6 +20,7 @@ from services.bench.comparability.fingerprint import (
     value_text,
 )
 from services.bench.comparability.weights import speed_rank
+from services.core.json_types import JsonOut
 from services.engines import get_adapter
 
 
@@ -56,7 +57,7 @@ class ComparabilityVerdict:
             return f"{pair}: comparable"
         return f"{pair}: not comparable ({', '.join(d.label.lower() for d in self.differences)})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "baseline": self.labels[0],
             "series": self.labels[1],
@@ -228,7 +229,7 @@ class ComparabilityReport:
             out.append(f"Not recorded on one side, so not checked: {', '.join(unchecked)}.")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "comparable": self.comparable,
             "override": self.override,

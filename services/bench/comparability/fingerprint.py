@@ -7,10 +7,12 @@ not say). Unknown is never read as "the same": the comparison lists it as not ch
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from services.core import stored_json
+from services.core.json_types import JsonOut
 
 #: What the prompt cache held when the measured requests were served: no reuse, a cache already
 #: holding these prompts (a repeat of the same seed, vllm #52884), or a workload built to share.
@@ -66,7 +68,7 @@ class Comparability:
     #: What the engine reported of its settings, flattened ("cache_config.block_size": "16").
     engine_settings: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         """The stored form: known fields only (a missing key reads back as unknown)."""
         out = {
             key: value
@@ -79,32 +81,51 @@ class Comparability:
     def from_json(cls, data: Any) -> Comparability:
         """Leniently: a field of the wrong type reads as unknown, never an exception."""
         data = stored_json.mapping(data)
-        values: dict[str, Any] = {}
-        for item in dataclasses.fields(cls):
-            raw = data.get(item.name)
-            if item.name == "engine_settings":
-                values[item.name] = {
-                    str(k): str(v) for k, v in stored_json.mapping(raw).items() if v is not None
-                }
-            elif item.name in _BOOLS:
-                values[item.name] = raw if isinstance(raw, bool) else None
-            elif item.name in _NUMBERS:
-                values[item.name] = stored_json.number(raw)
-            elif item.name == "warmup_requests":
-                number = stored_json.number(raw)
-                values[item.name] = int(number) if number is not None else None
-            elif item.name == "prefix_cache":
-                values[item.name] = raw if raw in ("cold", "warm", "shared prefixes") else None
-            elif item.name == "token_counter":
-                values[item.name] = raw if raw in ("engine usage", "tokenizer", "text chunks") else None
-            else:
-                values[item.name] = stored_json.nonempty_text(raw)
-        share = values.get("cached_share")
-        if share is not None and not 0 <= share <= 1:
-            # More cached tokens than prompt tokens (a run stored before such counters were
-            # refused): neither the share nor the cache's state it was read from is known.
-            values["cached_share"] = values["prefix_cache"] = None
-        return cls(**values)
+
+        def text(key: str) -> str | None:
+            return stored_json.nonempty_text(data.get(key))
+
+        def flag(key: str) -> bool | None:
+            return stored_json.optional_flag(data.get(key))
+
+        def number(key: str) -> float | None:
+            return stored_json.number(data.get(key))
+
+        warmup = number("warmup_requests")
+        prefix = data.get("prefix_cache")
+        counter = data.get("token_counter")
+        share = number("cached_share")
+        # More cached tokens than prompt tokens (a run stored before such counters were
+        # refused): neither the share nor the cache's state it was read from is known.
+        impossible = share is not None and not 0 <= share <= 1
+        return cls(
+            source=text("source"),
+            model=text("model"),
+            input_len_asked=number("input_len_asked"),
+            input_len_served=number("input_len_served"),
+            output_len_asked=number("output_len_asked"),
+            output_len_served=number("output_len_served"),
+            fixed_output=flag("fixed_output"),
+            fixed_output_honoured=flag("fixed_output_honoured"),
+            warmup_requests=int(warmup) if warmup is not None else None,
+            loop=text("loop"),
+            level=text("level"),
+            prefix_cache=prefix if prefix in _PREFIX_CACHES and not impossible else None,
+            cached_share=None if impossible else share,
+            cache_warm_at_start=flag("cache_warm_at_start"),
+            sampling=text("sampling"),
+            token_counter=counter if counter in _TOKEN_COUNTERS else None,
+            timing=text("timing"),
+            ttft_includes_reasoning=flag("ttft_includes_reasoning"),
+            hardware=text("hardware"),
+            engine_kind=text("engine_kind"),
+            engine_version=text("engine_version"),
+            engine_settings={
+                str(k): str(v)
+                for k, v in stored_json.mapping(data.get("engine_settings")).items()
+                if v is not None
+            },
+        )
 
     @property
     def cautions(self) -> list[str]:
@@ -133,12 +154,8 @@ class Comparability:
         return Comparability(**values)
 
 
-_BOOLS = frozenset(
-    {"fixed_output", "fixed_output_honoured", "ttft_includes_reasoning", "cache_warm_at_start"}
-)
-_NUMBERS = frozenset(
-    {"input_len_asked", "input_len_served", "output_len_asked", "output_len_served", "cached_share"}
-)
+_PREFIX_CACHES: tuple[PrefixCache, ...] = typing.get_args(PrefixCache)
+_TOKEN_COUNTERS: tuple[TokenCounter, ...] = typing.get_args(TokenCounter)
 
 
 #: Two cached shares this close (absolute, 0.10 = 10 percentage points) are the same.

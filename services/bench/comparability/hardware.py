@@ -4,8 +4,9 @@ read them alike)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
+
+from services.core.json_types import ForeignJson
 
 #: Keys under which a summary, a config or an engine block may name the hardware.
 HARDWARE_KEYS = (
@@ -35,6 +36,7 @@ def _strings(value: Any, depth: int = 0) -> list[str]:
     return []
 
 
-def hardware_names(*blocks: Mapping[str, Any]) -> list[str]:
-    """GPU names under the hardware keys of the given mappings (summary, config, engine block)."""
+def hardware_names(*blocks: ForeignJson) -> list[str]:
+    """GPU names under the hardware keys of the given objects (a summary's or a config's keys
+    an importer kept from another tool's file, what an engine or its probe reported)."""
     return [s for block in blocks for key in HARDWARE_KEYS if key in block for s in _strings(block[key])]

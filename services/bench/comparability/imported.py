@@ -5,12 +5,13 @@ What a file does not say stays unknown."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import replace
 
 from services.bench.comparability.fingerprint import Comparability, TokenCounter
 from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.core import stored_json
+from services.core.json_types import ForeignJson, JsonOut
 
 
 def _level_of(rate: float | None, concurrency: float | None) -> tuple[str | None, str | None]:
@@ -25,7 +26,7 @@ def _level_of(rate: float | None, concurrency: float | None) -> tuple[str | None
 
 
 def _reported_load(
-    config: dict[str, Any], summary: BenchSummary, engine: str
+    config: ForeignJson, summary: BenchSummary, engine: str
 ) -> tuple[float | None, float | None]:
     """The rate and concurrency of the step the engine's figures come from, else the setup's."""
     block = summary.engine(engine)
@@ -47,33 +48,41 @@ def _flag(command: str, name: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _aiperf(config: dict[str, Any], values: dict[str, Any]) -> None:
+def _aiperf(config: ForeignJson, found: Comparability) -> Comparability:
     command = stored_json.text(stored_json.mapping(config.get("import")).get("cli_command")) or ""
     if command:
         # AIPerf counts with its own tokenizer unless told to take the server's usage.
         counter: TokenCounter = "engine usage" if "--use-server-token-count" in command else "tokenizer"
-        values["token_counter"] = counter
+        found = replace(found, token_counter=counter)
     prompt = stored_json.mapping(config.get("prompt"))
-    for key, field in (("input_tokens", "input_len_asked"), ("output_tokens", "output_len_asked")):
-        mean = stored_json.number(stored_json.mapping(prompt.get(key)).get("mean"))
-        if mean is not None:
-            values[field] = mean
+    means = {
+        key: stored_json.number(stored_json.mapping(prompt.get(key)).get("mean"))
+        for key in ("input_tokens", "output_tokens")
+    }
+    if means["input_tokens"] is not None:
+        found = replace(found, input_len_asked=means["input_tokens"])
+    if means["output_tokens"] is not None:
+        found = replace(found, output_len_asked=means["output_tokens"])
     warmup = _flag(command, "--warmup-request-count")
-    values["warmup_requests"] = int(warmup) if warmup and warmup.isdigit() else 0 if command else None
+    return replace(
+        found,
+        warmup_requests=int(warmup) if warmup and warmup.isdigit() else 0 if command else None,
+    )
 
 
-def _sglang(config: dict[str, Any], values: dict[str, Any]) -> None:
-    if config.get("dataset_name") == "random":
-        for key, field in (
-            ("random_input_len", "input_len_asked"),
-            ("random_output_len", "output_len_asked"),
-        ):
-            asked = stored_json.number(config.get(key))
-            if asked is not None:
-                values[field] = asked
+def _sglang(config: ForeignJson, found: Comparability) -> Comparability:
+    if config.get("dataset_name") != "random":
+        return found
+    asked_input = stored_json.number(config.get("random_input_len"))
+    asked_output = stored_json.number(config.get("random_output_len"))
+    if asked_input is not None:
+        found = replace(found, input_len_asked=asked_input)
+    if asked_output is not None:
+        found = replace(found, output_len_asked=asked_output)
+    return found
 
 
-def imported_fingerprint(config: dict[str, Any], summary: BenchSummary, engine: str) -> Comparability:
+def imported_fingerprint(config: ForeignJson, summary: BenchSummary, engine: str) -> Comparability:
     imported = stored_json.mapping(config.get("import"))
     tool = stored_json.nonempty_text(imported.get("tool"))
     block = summary.engine(engine) or EngineResults()
@@ -83,24 +92,23 @@ def imported_fingerprint(config: dict[str, Any], summary: BenchSummary, engine: 
         return total / completed if completed and total is not None else None
 
     loop, level = _level_of(*_reported_load(config, summary, engine))
-    values: dict[str, Any] = {
-        "source": tool,
-        "input_len_served": per_request(block.input_tokens),
-        "output_len_served": per_request(block.output_tokens),
-        "loop": loop,
-        "level": level,
+    found = Comparability(
+        source=tool,
+        input_len_served=per_request(block.input_tokens),
+        output_len_served=per_request(block.output_tokens),
+        loop=loop,
+        level=level,
         # Each tool times with its own client: two tools' TTFT and ITL differ by definition.
-        "timing": f"{tool}'s own client" if tool else None,
-    }
+        timing=f"{tool}'s own client" if tool else None,
+    )
     lowered = (tool or "").lower()
     if "aiperf" in lowered:
-        _aiperf(config, values)
-    elif "sglang" in lowered:
-        _sglang(config, values)
-    return Comparability(**values)
+        return _aiperf(config, found)
+    if "sglang" in lowered:
+        return _sglang(config, found)
+    return found
 
 
-def fingerprints_of_import(config: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+def fingerprints_of_import(config: ForeignJson, summary: BenchSummary) -> JsonOut:
     """The `comparability` an importer stores with the run (per engine), from its file."""
-    results = BenchSummary.from_json(summary)
-    return {name: imported_fingerprint(config, results, name).to_json() for name in results.engines}
+    return {name: imported_fingerprint(config, summary, name).to_json() for name in summary.engines}

@@ -10,10 +10,10 @@ chunked prefill, attention backend, context) come first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from services.core import stored_json
+from services.runstate.stored import StoredEngine
 
 #: The rows Compare adds at the top of the engines' settings.
 FORMAT = "model format"
@@ -73,7 +73,7 @@ def dtype_name(value: Any) -> str | None:
     return _DTYPE_NAMES.get(text.lower(), text.upper())
 
 
-def weights_of(snapshot: Mapping[str, Any]) -> dict[str, str]:
+def weights_of(snapshot: StoredEngine) -> dict[str, str]:
     """{FORMAT: "GGUF", DTYPE: "Q4_1"} from an engine snapshot (Run.engines' entry): what is
     known of the two, nothing for what the engine did not say."""
     reported = stored_json.mapping(snapshot.get("reported"))

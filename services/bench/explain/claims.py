@@ -143,7 +143,7 @@ def rest_claim(loser: Side, lo: Split, w: Split, key: str, share: float, gap: st
         return None  # its slot wait is its queue (time_split.engine_queue), never "outside"
     rest_l, rest_w = (lo.ttft_rest, w.ttft_rest) if key == "ttft_rest" else (lo.e2e_rest, w.e2e_rest)
     rl, rw = durations(rest_l, rest_w)
-    via = " (the router's own time among it)" if loser.results.time_split.get("via") == "router" else ""
+    via = " (the router's own time among it)" if loser.results.time_split.via == "router" else ""
     return Claim(
         cause="outside_engine",
         sentence=(

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from services.bench.explain.records import Side
 from services.bench.results import Distribution
-from services.core import units
 from services.engines import get_adapter
 
 #: The engine's own metric behind each normalised signal, when its kind does not say.
@@ -37,8 +36,8 @@ def metric_name(side: Side, signal: str) -> str:
 def times_source(side: Side) -> str:
     """Where the engine's per-request times came from, in its words."""
     declared = get_adapter(side.kind).engine_times_source if side.kind else ""
-    stored = side.results.time_split.get("source")
-    return declared or (str(stored) if stored else "the engine's own per-request times")
+    stored = side.results.time_split.source
+    return declared or stored or "the engine's own per-request times"
 
 
 @dataclass(frozen=True)
@@ -60,36 +59,35 @@ class Split:
         return f"over {self.timed} of {self.requests} requests"
 
 
-def _mean(block: object) -> float | None:
-    found = Distribution.from_json(block)
-    return found.mean if found is not None else None
+def _mean(part: Distribution | None) -> float | None:
+    return part.mean if part is not None else None
 
 
 def split_of(side: Side) -> Split | None:
     """The side's split, or None when its engine timed none of its requests."""
     block = side.results.time_split
-    timed = int(units.number(block.get("reported")) or 0)
+    timed = block.timed
     if timed <= 0:
         return None
     return Split(
         timed=timed,
-        requests=int(units.number(block.get("requests")) or timed),
-        queue=_mean(block.get("queue_s")),
-        prefill=_mean(block.get("prefill_s")),
-        decode=_mean(block.get("decode_s")),
-        ttft_rest=_mean(block.get("ttft_rest_s")),
-        e2e_rest=_mean(block.get("e2e_rest_s")),
-        e2e=_mean(block.get("e2e_s")),
-        queue_reported=bool(block.get("queue_reported")),
+        requests=block.requests or timed,
+        queue=_mean(block.queue_s),
+        prefill=_mean(block.prefill_s),
+        decode=_mean(block.decode_s),
+        ttft_rest=_mean(block.ttft_rest_s),
+        e2e_rest=_mean(block.e2e_rest_s),
+        e2e=_mean(block.e2e_s),
+        queue_reported=bool(block.queue_reported),
     )
 
 
 def engine_metric(side: Side, key: str) -> float | None:
-    return units.number(side.results.engine_metrics.get(key))
+    return side.results.engine_metrics.at(key)
 
 
 def samples(side: Side) -> int:
-    return int(units.number(side.results.engine_metrics.get("samples")) or 0)
+    return side.results.engine_metrics.samples
 
 
 def per_request(side: Side, total: int | None) -> float | None:

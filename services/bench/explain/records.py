@@ -4,11 +4,12 @@ engine's own metric, coverage and share of the gap, and what no claim accounts f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from services.bench.results import EngineResults
+from services.core.json_types import ForeignJson, JsonOut
 
 #: guarded: a reason not to explain this gap (not comparable, within noise, client-bound...);
 #: explained: at least one claim; not_explained: evidence read, no part large enough to name;
@@ -30,7 +31,7 @@ class Side:
     #: Its engines ran together on one machine (each slowed the others).
     ran_together: bool = False
     #: What the engine reported of itself (services/engines/reported.py).
-    reported: Mapping[str, Any] = field(default_factory=dict)
+    reported: ForeignJson = field(default_factory=dict)
     #: The command line Shootout launched it with ([] when it did not launch it).
     command: Sequence[str] = ()
     #: Its engine restarted during the run (a counter went down); None: not known.
@@ -50,7 +51,7 @@ class Claim:
     coverage: str
     evidence: dict[str, float | str | None] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "cause": self.cause,
             "sentence": self.sentence,
@@ -98,7 +99,7 @@ class Explanation:
     def text(self) -> str:
         return " ".join(self.sentences)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         return {
             "metric": self.metric,
             "winner": self.winner,

@@ -8,16 +8,17 @@ import os
 import select
 import subprocess
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
 from db.models import Sample
 from db.session import session_scope
+from services.bench.results import EngineMetrics
 from services.bench.spec import BenchSpec, EngineTarget
 from services.core import units
 from services.core.config import PROJECT_ROOT, get_settings
+from services.core.json_types import JsonOut
 from services.engines import get_adapter
 
 
@@ -82,7 +83,7 @@ def start_engine_metrics(run_id: int, spec: BenchSpec, wait_ready_s: float = 0.0
     return _Recording(process)
 
 
-def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: float) -> dict[str, Any]:
+def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: float) -> EngineMetrics:
     """Prefix-cache hit rate (weighted by prompt tokens) and KV-cache usage of one engine
     over [wall_start, wall_end], from the samples recorded with the run."""
     with session_scope() as session:
@@ -101,7 +102,12 @@ def engine_metrics_for(run_id: int, engine: str, wall_start: float, wall_end: fl
 KV_NEAR_FULL = 0.95
 
 
-def _gauge(values: dict[str, Any], key: str) -> float | None:
+#: One recorded sample's signals (services/engines/normalise.py): signal name -> its value, read
+#: with `_gauge` (a sample the scrape failed holds `_error`).
+SampleValues = Mapping[str, object]
+
+
+def _gauge(values: SampleValues, key: str) -> float | None:
     return units.number(values.get(key))
 
 
@@ -124,11 +130,11 @@ KEPT_SIGNALS = (
 )
 
 
-def _usable(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _usable(rows: Sequence[object]) -> list[SampleValues]:
     return [values for values in rows if isinstance(values, dict) and not values.get("_error")]
 
 
-def _series(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+def _series(rows: Sequence[object]) -> dict[str, list[float]]:
     """Each kept signal's values, sample by sample (a sample without it adds nothing)."""
     series: dict[str, list[float]] = {}
     for values in _usable(rows):
@@ -139,7 +145,7 @@ def _series(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     return series
 
 
-def _hit_rate(rows: Sequence[dict[str, Any]]) -> float | None:
+def _hit_rate(rows: Sequence[object]) -> float | None:
     """The prefix-cache hit rate over the window, each sample weighted by its prompt tokens/s."""
     hits: list[tuple[float, float]] = []
     for values in _usable(rows):
@@ -155,7 +161,7 @@ def _hit_rate(rows: Sequence[dict[str, Any]]) -> float | None:
     return sum(r for r, _ in hits) / len(hits)
 
 
-def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarize_engine_samples(rows: Sequence[object]) -> EngineMetrics:
     """One engine's metrics over a run's window, from the normalised samples recorded with it
     (services/engines/normalise.py): what an explanation of the run reads (services/bench/explain)
     beside the prefix-cache hit rate and KV usage the tables show. Gauges are taken at each
@@ -176,7 +182,7 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return sum(1 for v in found if v >= above) / len(found) if found else None
 
     usage = series.get("kv_cache_usage", [])
-    return {
+    figures: JsonOut = {
         "prefix_cache_hit_rate": hit_rate,
         "kv_cache_usage_max": most("kv_cache_usage"),
         "kv_cache_usage_mean": mean("kv_cache_usage"),
@@ -197,3 +203,4 @@ def summarize_engine_samples(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "spec_decode_acceptance_mean": mean("spec_decode_acceptance"),
         "samples": len(rows),
     }
+    return EngineMetrics(figures)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select
 
@@ -22,6 +21,7 @@ from services.bench.summary import BenchSummary
 from services.bench.workloads import run_salt
 from services.client import run_blocking
 from services.core.errors import NotFoundError
+from services.core.json_types import JsonOut
 from services.core.processes import pid_alive
 from services.runstate import lifecycle
 from services.runstate.lifecycle import ACTIVE_STATUSES, STALE_AFTER_S, RunStatus, is_stale
@@ -48,7 +48,7 @@ def execute_run(
     on_progress: Callable[[float, str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     wait_for_metrics_s: float = 5.0,
-) -> dict[str, Any]:
+) -> JsonOut:
     """Run a stored benchmark in this process (the worker's and the CLI's path); returns
     the summary it stored. Never raises for failing requests; a run that cannot go on at
     all ends "failed" with its reason in Run.error and the ShootoutError re-raised."""
@@ -122,11 +122,11 @@ def energy_meter(spec: BenchSpec) -> EnergyMeter:
     )
 
 
-def _finish(run_id: int, status: RunStatus, summary: dict[str, Any], error: str | None = None) -> None:
+def _finish(run_id: int, status: RunStatus, summary: JsonOut, error: str | None = None) -> None:
     lifecycle.finish(run_id, status, summary=summary, error=lifecycle.KEEP if error is None else error)
 
 
-def partial_summary(run_id: int) -> dict[str, Any]:
+def partial_summary(run_id: int) -> JsonOut:
     """The summary of the rows a benchmark stored, for a run whose worker ended without one."""
     return build_summary(load_spec(run_id), stored_records(run_id), None)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 
@@ -14,8 +13,9 @@ from services.bench.jobs.starting import KIND
 from services.bench.jobs.writer import record_from_row
 from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord
-from services.bench.summary import BenchSummary
+from services.bench.summary import BenchSummary, LiveCounts, live_counts
 from services.core.errors import NotFoundError
+from services.core.json_types import JsonOut
 from services.runstate.lifecycle import ACTIVE_STATUSES, RunStatus
 from services.runstate.run_kinds import notice_gone_workers
 
@@ -27,12 +27,13 @@ class BenchRunView:
     status: str
     progress: float
     spec: BenchSpec
-    summary: dict[str, Any]
+    #: The stored summary as exports and the API give it (`results` reads it).
+    summary: JsonOut
     error: str | None
     created_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
-    live: dict[str, Any] = field(default_factory=dict)
+    live: LiveCounts = field(default_factory=LiveCounts)
 
     @property
     def results(self) -> BenchSummary:
@@ -54,8 +55,10 @@ def get_run(run_id: int) -> BenchRunView:
         run = session.get(Run, run_id)
         if run is None or run.kind != KIND:
             raise NotFoundError(f"No benchmark run #{run_id}.")
-        summary = dict(run.summary or {})
-        live = summary.pop("live", {}) if run.status in ACTIVE_STATUSES else {}
+        summary: JsonOut = dict(run.summary or {})
+        # A running benchmark's counts are its view's, not its summary's.
+        stored_live = live_counts(summary.pop("live", None)) if run.status in ACTIVE_STATUSES else None
+        live = stored_live if stored_live is not None else LiveCounts()
         return BenchRunView(
             id=run.id,
             name=run.name,

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from services.bench import comparability, findings, selfcheck
+from services.bench.blocks import (
+    EngineResultsJson,
+    FlaggedLoad,
+    GeneratorBlock,
+    RunGeneratorBlock,
+    SloSearchBlock,
+    UncheckedLoad,
+)
 from services.bench.jobs.engine_metrics import engine_metrics_for
 from services.bench.results import EngineResults
 from services.bench.runner import BenchOutcome, StepResult
@@ -16,6 +23,7 @@ from services.bench.summary import BenchSummary
 from services.bench.time_split import add_rest_evidence, engine_queue, engine_said_waited
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.core import cost
+from services.core.json_types import JsonOut
 from services.telemetry.energy.maths import energy_per_token
 from services.telemetry.energy.records import EnergyResult
 
@@ -26,7 +34,7 @@ def build_summary(
     outcome: BenchOutcome | None,
     *,
     run_id: int | None = None,
-) -> dict[str, Any]:
+) -> JsonOut:
     """Run.summary from the stored records (the source of truth), enriched with what the
     runner knew (unsupported options, early stops, SLO search) when it finished."""
     steps_meta: dict[tuple[str, int | None], StepResult] = {}
@@ -39,7 +47,7 @@ def build_summary(
     engine_order = [e.name for e in spec.engines]
     prices = {e.name: e.usd_per_hour for e in spec.engines}
     kinds = {e.name: e.kind for e in spec.engines}
-    per_step: dict[tuple[str, int | None], dict[str, Any]] = {}
+    per_step: dict[tuple[str, int | None], EngineResultsJson] = {}
     for key, group in groups.items():
         engine, step = key
         meta = steps_meta.get(key)
@@ -56,29 +64,29 @@ def build_summary(
         )
         # What the requests showed that the figures must not hide: refused counters, a
         # workload broken, identical answers (docs/measuring.md).
-        block[findings.SUMMARY_KEY] = [
-            found.to_json() for found in findings.findings_of(engine, group, step)
-        ]
+        block["findings"] = [found.to_json() for found in findings.findings_of(engine, group, step)]
         if meta is not None:
-            block["unsupported_options"] = meta.summary.get("unsupported_options", [])
-            block["cancelled"] = meta.summary.get("cancelled", False)
-            block["max_streams"] = meta.summary.get("max_streams")
-            block["connections_ahead"] = meta.summary.get("connections_ahead")
-            block["model"] = meta.summary.get("model")
-            block["started_at_unix"] = meta.summary.get("started_at_unix")
-            block["generator"] = meta.summary.get("generator") or {}
-            selfcheck.weigh(block["generator"], EngineResults.from_json(block))
-            add_rest_evidence(block)
+            ran = meta.outcome
+            block["unsupported_options"] = ran.unsupported
+            block["cancelled"] = ran.cancelled
+            block["max_streams"] = ran.max_streams
+            block["connections_ahead"] = ran.connections_ahead
+            block["model"] = ran.model
+            block["started_at_unix"] = ran.wall_start
+            generator = block["generator"] = ran.generator or GeneratorBlock()
+            results = EngineResults.from_json(block)
+            selfcheck.weigh(generator, results)
+            add_rest_evidence(generator, results.time_split)
         # The price the run started with, so later price edits leave this run's cost as it was.
-        block[cost.SUMMARY_KEY] = cost.cost_of_block(prices.get(engine), block).to_json()
+        block["cost"] = cost.cost_of_block(prices.get(engine), dict(block)).to_json()
         per_step[key] = block
     warm = warmup_output_tokens(groups)
     for (engine, step), block in per_step.items():
         meta = steps_meta.get((engine, step))
         if meta is not None and meta.energy is not None:
             block["energy"] = energy_block(meta.energy, engine, step, per_step, warm)
-    engines: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
+    engines: dict[str, EngineResults] = {}
+    rows: list[EngineResults] = []
     sweep = spec.sweep
     if sweep.active:
         dimension = sweep.dimension
@@ -91,47 +99,41 @@ def build_summary(
         ):
             meta = steps_meta.get((engine, step))
             level = meta.level if meta else None
-            rows.append(
-                {
-                    "engine": engine,
-                    "step": step,
-                    dimension: level,
-                    "phase": meta.phase if meta else "sweep",
-                    **block,
-                }
-            )
+            place: JsonOut = {
+                "engine": engine,
+                "step": step,
+                dimension: level,
+                "phase": meta.phase if meta else "sweep",
+            }
+            rows.append(EngineResults.from_json({**place, **block}))
         for name in engine_order:
-            candidates = [row for row in rows if row["engine"] == name]
+            candidates = [row for row in rows if row.engine == name]
             if not candidates:
                 continue
-            if (
-                sweep.kind == "slo_search"
-                and outcome is not None
-                and outcome.slo_search.get(name, {}).get("best")
-            ):
-                best_level = outcome.slo_search[name]["best"]
-                chosen = next((r for r in candidates if r.get(dimension) == best_level), candidates[-1])
+            search = outcome.slo_search.get(name) if outcome is not None else None
+            best_level = (search or SloSearchBlock()).get("best")
+            if sweep.kind == "slo_search" and best_level:
+                chosen = next(
+                    (r for r in candidates if r.level(dimension) == best_level), candidates[-1]
+                )
             else:
-                chosen = max(candidates, key=lambda r: r.get("request_throughput_rps") or 0.0)
-            engines[name] = {
-                **{k: v for k, v in chosen.items() if k not in ("engine", "phase")},
-                "from_step": chosen.get("step"),
-            }
+                chosen = max(candidates, key=lambda r: r.request_throughput_rps or 0.0)
+            reported = {k: v for k, v in chosen.to_json().items() if k not in ("engine", "phase")}
+            engines[name] = EngineResults.from_json({**reported, "from_step": chosen.step})
     else:
         for name in engine_order:
             if (name, None) in per_step:
-                engines[name] = per_step[(name, None)]
+                engines[name] = EngineResults.from_json(per_step[(name, None)])
     for name in engine_order:
         if name not in engines:
             # Never started (a run cancelled before its turn): "not run", never 0 req/s.
-            engines[name] = {
-                **summarize_engine([], slo=spec.slo, percentiles=spec.percentiles),
-                "not_run": True,
-            }
+            never = summarize_engine([], slo=spec.slo, percentiles=spec.percentiles)
+            never["not_run"] = True
+            engines[name] = EngineResults.from_json(never)
     traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
     summary = BenchSummary(
-        engines={name: EngineResults.from_json(block) for name, block in engines.items()},
-        sweep=[EngineResults.from_json(row) for row in rows],
+        engines=engines,
+        sweep=rows,
         slo_search=dict(outcome.slo_search) if outcome is not None else {},
         stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
         prompt_calibration=outcome.calibration.to_dict()
@@ -151,7 +153,9 @@ def build_summary(
         generator=generator_verdict(per_step),
     ).to_json()
     # What makes these figures comparable, fixed now: later readers need not re-derive it.
-    summary[comparability.SUMMARY_KEY] = comparability.fingerprints_to_store(spec.to_dict(), summary)
+    summary[comparability.SUMMARY_KEY] = comparability.fingerprints_to_store(
+        spec.to_dict(), BenchSummary.from_json(summary)
+    )
     return summary
 
 
@@ -159,9 +163,9 @@ def energy_block(
     energy: EnergyResult,
     engine: str,
     step: int | None,
-    per_step: dict[tuple[str, int | None], dict[str, Any]],
+    per_step: dict[tuple[str, int | None], EngineResultsJson],
     warmup_tokens: dict[tuple[str, int | None], int] | None = None,
-) -> dict[str, Any]:
+) -> JsonOut:
     """A step's energy with its per-token figures, the one definition every path reads: the
     joules of the step's window over the output tokens of every request in that window, the
     measured ones and the warm-up's (the window spans the warm-up and connecting ahead: their
@@ -170,7 +174,7 @@ def energy_block(
     if not energy.measured:
         return energy.to_json()
     names = energy.engines or (engine,)
-    measured = sum(int((per_step.get((name, step)) or {}).get("output_tokens") or 0) for name in names)
+    measured = sum(_output_tokens(per_step.get((name, step))) for name in names)
     warm = sum((warmup_tokens or {}).get((name, step), 0) for name in names)
     per_token = energy_per_token(energy.joules, measured + warm)
     return replace(
@@ -180,6 +184,10 @@ def energy_block(
         output_tokens=measured + warm,
         warmup_output_tokens=warm,
     ).to_json()
+
+
+def _output_tokens(block: EngineResultsJson | None) -> int:
+    return int(block.get("output_tokens") or 0) if block is not None else 0
 
 
 def warmup_output_tokens(
@@ -192,25 +200,30 @@ def warmup_output_tokens(
     }
 
 
-def generator_verdict(per_step: dict[tuple[str, int | None], dict[str, Any]]) -> dict[str, Any]:
+def generator_verdict(
+    per_step: dict[tuple[str, int | None], EngineResultsJson],
+) -> RunGeneratorBlock:
     """The run's self-check in one place: client-bound when any engine or step was, with
     the evidence of each (engine, step) that was; `checked` false when any could not be
     checked, with the reason of each in `unchecked` (not flagged is not "kept up")."""
-    flagged, unchecked = [], []
+    flagged: list[FlaggedLoad] = []
+    unchecked: list[UncheckedLoad] = []
     for (engine, step), block in per_step.items():
-        check = block.get("generator") or {}
+        check = block.get("generator") or GeneratorBlock()
         verdict = selfcheck.state(check)
         if verdict == selfcheck.CLIENT_BOUND:
-            flagged.append({"engine": engine, "step": step, "evidence": check.get("evidence", [])})
+            flagged.append(FlaggedLoad(engine=engine, step=step, evidence=check.get("evidence", [])))
         elif verdict == selfcheck.UNCHECKED:
             unchecked.append(
-                {"engine": engine, "step": step, "reason": selfcheck.unchecked_reason(check)}
+                UncheckedLoad(engine=engine, step=step, reason=selfcheck.unchecked_reason(check))
             )
-    checked = sum(1 for block in per_step.values() if (block.get("generator") or {}).get("workers"))
-    return {
-        "client_bound": bool(flagged),
-        "checked": not unchecked,
-        "flagged": flagged,
-        "unchecked": unchecked,
-        "checked_loads": checked,
-    }
+    checked = sum(
+        1 for block in per_step.values() if (block.get("generator") or GeneratorBlock()).get("workers")
+    )
+    return RunGeneratorBlock(
+        client_bound=bool(flagged),
+        checked=not unchecked,
+        flagged=flagged,
+        unchecked=unchecked,
+        checked_loads=checked,
+    )

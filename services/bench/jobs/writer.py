@@ -14,9 +14,10 @@ from sqlalchemy import insert
 from db.models import RequestResult
 from db.session import session_scope
 from services.bench.stats import CANCELLED, RequestRecord, reasoning_keys
-from services.bench.summary import BenchSummary
+from services.bench.summary import BenchSummary, LiveCounts
 from services.core import stored_json
 from services.core.counts import Refusal
+from services.core.json_types import JsonOut
 from services.core.measure import EngineTimes, token_count
 from services.runstate import lifecycle
 from services.runstate.lifecycle import RunStatus
@@ -24,9 +25,9 @@ from services.runstate.lifecycle import RunStatus
 FLUSH_INTERVAL_S = 0.5
 
 
-def request_row(run_id: int, record: RequestRecord) -> dict[str, Any]:
+def request_row(run_id: int, record: RequestRecord) -> JsonOut:
     """A record as the RequestResult row to insert (what has no column goes into `extra`)."""
-    extra: dict[str, Any] = {}
+    extra: JsonOut = {}
     if record.step is not None:
         extra["step"] = record.step
     if record.schema_valid is not None:
@@ -59,7 +60,7 @@ def request_row(run_id: int, record: RequestRecord) -> dict[str, Any]:
     }
 
 
-def reasoning_extra(record: RequestRecord) -> dict[str, Any]:
+def reasoning_extra(record: RequestRecord) -> JsonOut:
     """A request's answer timing as its row's `extra` keeps it (no columns: old rows and
     imports read without them)."""
     return reasoning_keys(
@@ -70,10 +71,10 @@ def reasoning_extra(record: RequestRecord) -> dict[str, Any]:
     )
 
 
-def count_extra(record: RequestRecord) -> dict[str, Any]:
+def count_extra(record: RequestRecord) -> JsonOut:
     """What a request's counts and answer left for the run's findings (services/bench/findings.py),
     as its row's `extra` keeps it: only what was said (old rows read without them)."""
-    extra: dict[str, Any] = {}
+    extra: JsonOut = {}
     if record.stream_tokens is not None:
         extra["stream_tokens"] = record.stream_tokens
     if record.refused:
@@ -198,12 +199,13 @@ class DatabaseSink:
                         insert(RequestResult), [request_row(self.run_id, r) for r in records]
                     )
                 status = lifecycle.status_of(self.run_id, session)
-                values: dict[str, Any] = {"progress": round(self.progress(), 4)}
+                progress = round(self.progress(), 4)
                 if status == RunStatus.RUNNING:
-                    values["summary"] = BenchSummary(
-                        live={"engines": self.counts, "message": self.message, "updated": time.time()}
-                    ).to_json()
-                lifecycle.beat(self.run_id, session, **values)
+                    live = LiveCounts(engines=self.counts, message=self.message, updated=time.time())
+                    summary = BenchSummary(live=live).to_json()
+                    lifecycle.beat(self.run_id, session, progress=progress, summary=summary)
+                else:
+                    lifecycle.beat(self.run_id, session, progress=progress)
             self.stored.extend(records)
             self.last_error = None
         except Exception as error:  # noqa: BLE001 - keep the rows and try again next beat

@@ -23,6 +23,7 @@ from services.bench.workloads import (
     iter_conversations,
 )
 from services.client import ChatRequest, StreamClient, StreamResult, stream_chat
+from services.core.json_types import ForeignJson
 from services.engines import SamplingParams, get_adapter
 
 STOP_POLL_S = 0.2
@@ -34,7 +35,7 @@ MAX_ERROR_TEXT = 500
 
 
 class _SchemaChecker:
-    def valid(self, schema: dict[str, Any], text: str) -> bool | None:
+    def valid(self, schema: ForeignJson, text: str) -> bool | None:
         """Valid, invalid, or None: not checked (a slow pattern, or the check over its budget
         of time and memory: services/core/json_schema.py)."""
         # jsonschema costs 0.05-0.1 s: only a worker that checks structured output loads it.

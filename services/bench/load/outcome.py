@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from services.bench.blocks import GeneratorBlock
 from services.bench.selfcheck import WorkerCheck
 from services.bench.stats import RequestRecord
 from services.bench.workloads import Conversation
@@ -47,11 +48,23 @@ class EngineOutcome:
     origin: float = 0.0
     #: The generator's self-check of each worker (raw samples) and their merged report.
     checks: list[WorkerCheck] = field(default_factory=list)
-    generator: dict[str, Any] = field(default_factory=dict)
+    generator: GeneratorBlock = field(default_factory=GeneratorBlock)
 
     @property
     def measured(self) -> list[RequestRecord]:
         return [r for r in self.records if not r.warmup]
+
+
+@dataclass(frozen=True)
+class WorkerEnd:
+    """What one worker process of a pooled load reports at its end (its "done" message): its
+    self-check and its share of the load's counts, merged by the coordinator into one outcome."""
+
+    check: WorkerCheck
+    max_streams: int
+    connections_ahead: int
+    unsupported: list[str]
+    cancelled: bool
 
 
 @dataclass

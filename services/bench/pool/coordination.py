@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from services.bench.arrivals import worker_start_offsets
-from services.bench.load.outcome import EngineOutcome
+from services.bench.load.outcome import EngineOutcome, WorkerEnd
 from services.bench.load.pacing import planned_arrivals
 from services.bench.load.transport import LoadJob
 from services.bench.pool.channels import Channels, WorkerSetup
@@ -184,7 +184,7 @@ class Coordination:
 
     # -- the workers' messages ---------------------------------------------------------
     def handle(
-        self, kind: str, worker: int, payload: Any, ready: set[int], done: dict[int, dict[str, Any]]
+        self, kind: str, worker: int, payload: Any, ready: set[int], done: dict[int, WorkerEnd]
     ) -> None:
         """One message of a worker: records for the sink, its readiness, its end or failure."""
         if kind == "records":
@@ -206,16 +206,16 @@ class Coordination:
         self.done_count += 1
         self.sink.add(record)
 
-    def finish(self, done: dict[int, dict[str, Any]]) -> EngineOutcome:
+    def finish(self, done: dict[int, WorkerEnd]) -> EngineOutcome:
         """The load's one outcome from every worker's end (their self-checks merged)."""
         outcome = self.outcome
         outcome.wall_end = time.time()
         parts = [done[index] for index in sorted(done)]
-        outcome.checks = [part["check"] for part in parts]
-        outcome.max_streams = sum(part["max_streams"] for part in parts)
-        outcome.connections_ahead = sum(part["connections_ahead"] for part in parts)
-        outcome.unsupported = parts[0]["unsupported"] if parts else []
-        outcome.cancelled = outcome.cancelled or any(part["cancelled"] for part in parts)
+        outcome.checks = [part.check for part in parts]
+        outcome.max_streams = sum(part.max_streams for part in parts)
+        outcome.connections_ahead = sum(part.connections_ahead for part in parts)
+        outcome.unsupported = parts[0].unsupported if parts else []
+        outcome.cancelled = outcome.cancelled or any(part.cancelled for part in parts)
         outcome.generator = report(outcome.checks, open_loop=self.load.mode != "concurrency")
         if self.failures:
             outcome.generator["worker_failures"] = list(self.failures)

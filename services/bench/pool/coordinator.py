@@ -10,10 +10,9 @@ import multiprocessing
 import queue
 import threading
 import time
-from typing import Any
 
 from services.bench.arrivals import LoadSpec
-from services.bench.load.outcome import EngineOutcome
+from services.bench.load.outcome import EngineOutcome, WorkerEnd
 from services.bench.load.transport import LoadJob, Placement
 from services.bench.pool.channels import Channels, bare_main
 from services.bench.pool.coordination import Coordination
@@ -81,7 +80,7 @@ class PooledEngineLoad:
             for process in processes:
                 process.start()
         feeder.start()
-        done: dict[int, dict[str, Any]] = {}
+        done: dict[int, WorkerEnd] = {}
         ready: set[int] = set()
         try:
             ready_by = time.monotonic() + READY_TIMEOUT_S
@@ -140,7 +139,7 @@ class PooledEngineLoad:
             self.shared.outcome.cancelled = True
             channels.stop.set()
 
-    def _take(self, channels: Channels, ready: set[int], done: dict[int, dict[str, Any]]) -> None:
+    def _take(self, channels: Channels, ready: set[int], done: dict[int, WorkerEnd]) -> None:
         try:
             kind, worker, payload = channels.results.get(timeout=POLL_S)
         except queue.Empty:

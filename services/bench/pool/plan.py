@@ -6,9 +6,9 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from services.bench.arrivals import LoadSpec
+from services.bench.blocks import GeneratorBlock
 from services.bench.selfcheck import CLIENT_BOUND, CPU_SHARE_LIMIT, state
 from services.bench.workloads import Conversation, PromptText, WorkloadSpec, iter_conversations
 from services.core.processes import usable_cores
@@ -37,7 +37,7 @@ STREAMS_PER_WORKER = 512
 
 
 def auto_workers(
-    load: LoadSpec, previous: dict[str, Any] | None = None, current: int | None = None
+    load: LoadSpec, previous: GeneratorBlock | None = None, current: int | None = None
 ) -> int:
     """The worker count `--workers auto` uses for a load: a first guess from the streams
     it will hold, then, after a step whose generator was client-bound (the self-check's

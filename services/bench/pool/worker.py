@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from services.bench.load.engine_load import EngineLoad
-from services.bench.load.outcome import WorkerPlan
+from services.bench.load.outcome import WorkerEnd, WorkerPlan
 from services.bench.load.pacing import MAX_IN_FLIGHT, quiet_gc
 from services.bench.pool.channels import (
     Channels,
@@ -250,18 +250,13 @@ def worker_process(setup: WorkerSetup, channels: Channels) -> None:
         raise SystemExit(1) from None
     sink.flush()
     check = outcome.checks[0] if outcome.checks else WorkerCheck(worker=setup.worker)
-    channels.results.put(
-        (
-            "done",
-            setup.worker,
-            {
-                "check": check,
-                "max_streams": outcome.max_streams,
-                "connections_ahead": outcome.connections_ahead,
-                "unsupported": outcome.unsupported,
-                "cancelled": outcome.cancelled,
-            },
-        )
+    end = WorkerEnd(
+        check=check,
+        max_streams=outcome.max_streams,
+        connections_ahead=outcome.connections_ahead,
+        unsupported=outcome.unsupported,
+        cancelled=outcome.cancelled,
     )
+    channels.results.put(("done", setup.worker, end))
     channels.results.close()
     channels.results.join_thread()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from services.core.errors import ShootoutError
+from services.core.json_types import ForeignJson
 
 CONNECT_PROBE_S = 3.0
 #: The checkout the actors import `services` from (the same path on every node).
@@ -79,7 +80,8 @@ def connect(address: str) -> Any:
     return ray
 
 
-def cluster_nodes(address: str) -> list[dict[str, Any]]:
+def cluster_nodes(address: str) -> list[ForeignJson]:
+    """The live nodes of the cluster, as Ray describes them (`ray.nodes()`)."""
     return [node for node in connect(address).nodes() if node.get("Alive")]
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from services.bench.arrivals import LoadSpec
-from services.bench.load.outcome import EngineOutcome
+from services.bench.load.outcome import EngineOutcome, WorkerEnd
 from services.bench.load.transport import LoadJob, Placement
 from services.bench.pool.coordination import Coordination
 from services.bench.pool.plan import (
@@ -125,7 +125,7 @@ class RayEngineLoad:
                 target=shared.feed, args=(shared.feed_open, channels, finished), daemon=True
             )
         )
-        done: dict[int, dict[str, Any]] = {}
+        done: dict[int, WorkerEnd] = {}
         ready: set[int] = set()
         try:
             try:
@@ -196,7 +196,7 @@ class RayEngineLoad:
         return channels.stop.is_set()
 
     def _pump(
-        self, ray: Any, hub: Any, runs: dict[Any, int], ready: set[int], done: dict[int, dict[str, Any]]
+        self, ray: Any, hub: Any, runs: dict[Any, int], ready: set[int], done: dict[int, WorkerEnd]
     ) -> None:
         """The records and messages the hub holds; the workers that ended (a lost one's
         requests end as failed)."""
@@ -216,7 +216,7 @@ class RayEngineLoad:
                 )
                 ready.add(worker)
 
-    def _drain(self, ray: Any, hub: Any, ready: set[int], done: dict[int, dict[str, Any]]) -> None:
+    def _drain(self, ray: Any, hub: Any, ready: set[int], done: dict[int, WorkerEnd]) -> None:
         for kind, worker, payload in ray.get(hub.drain.remote()):
             if kind == "records":
                 payload = pickle.loads(payload[2])  # packed by the worker (WorkerChannels.put)

@@ -6,9 +6,27 @@ import pickle
 import threading
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from services.bench.pool.plan import ClosedLoopConversations
+
+
+class HubFlags(TypedDict):
+    """What the coordinator tells the Ray workers through the hub: stop, go and when (its clock)."""
+
+    stop: bool
+    go: bool
+    start_at: float
+    deadline: float
+
+
+class FlagChange(TypedDict, total=False):
+    """Some of the flags, as the coordinator sets them."""
+
+    stop: bool
+    go: bool
+    start_at: float
+    deadline: float
 
 
 class Hub:
@@ -36,7 +54,7 @@ class Hub:
         self.space = threading.Condition()
         self.left = -1 if requests is None else requests
         self.results: deque[Any] = deque()
-        self.flags: dict[str, Any] = {"stop": False, "go": False, "start_at": 0.0, "deadline": 0.0}
+        self.flags = HubFlags(stop=False, go=False, start_at=0.0, deadline=0.0)
         #: Per worker: the turns taken and not reported yet (for a lost node).
         self.taken: dict[int, dict[int, tuple[Any, int]]] = {}
         self.reported: dict[int, int] = {}
@@ -159,14 +177,14 @@ class Hub:
             first.setdefault(conversation_id, (turn_index, item))
         return list(first.values())
 
-    def set(self, **flags: Any) -> None:
+    def set(self, **flags: Unpack[FlagChange]) -> None:
         self.flags.update(flags)
         if flags.get("stop"):
             with self.space:
                 self.space.notify_all()
 
-    def state(self) -> dict[str, Any]:
-        return dict(self.flags)
+    def state(self) -> HubFlags:
+        return self.flags.copy()
 
 
 def pack(item: Any) -> Any:

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from services.bench.arrivals import LoadSpec
+from services.bench.blocks import GeneratorBlock, SloSearchBlock
 from services.bench.load.outcome import EngineOutcome, RecordSink, never_stop
 from services.bench.load.pacing import MAX_IN_FLIGHT, quiet_gc
 from services.bench.load.transport import LoadJob, LoadRun, Placement
 from services.bench.pool.plan import auto_workers
+from services.bench.results import EngineMetrics, EngineResults
 from services.bench.runner.preparation import (
     PREPARE_TIMEOUT_S,
     calibrate_prompt_text,
@@ -23,7 +25,7 @@ from services.bench.runner.preparation import (
 )
 from services.bench.runner.transports import transport_for
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget, RequestSettings, SweepSpec
-from services.bench.stats import SloSpec, summarize_engine
+from services.bench.stats import NO_ENGINE_METRICS, SloSpec, summarize_engine
 from services.bench.time_split import engine_queue, engine_said_waited
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
@@ -39,7 +41,9 @@ class StepResult:
     step: int | None
     phase: str
     outcome: EngineOutcome
-    summary: dict[str, Any]
+    #: The step's figures as the runner saw them (the SLO search and a sweep's stop read them);
+    #: the run's summary is built again from the stored records (services/bench/jobs/summarize).
+    summary: EngineResults
     #: The energy over the step's window; None: the run measured none (no meter).
     energy: EnergyResult | None = None
 
@@ -50,12 +54,12 @@ class BenchOutcome:
     calibration: Calibration | None = None
     cancelled: bool = False
     models: dict[str, str | None] = field(default_factory=dict)
-    slo_search: dict[str, Any] = field(default_factory=dict)
+    slo_search: dict[str, SloSearchBlock] = field(default_factory=dict)
     stopped_early: dict[str, str] = field(default_factory=dict)
 
 
 class EngineMetricsReader(Protocol):
-    def __call__(self, engine: str, wall_start: float, wall_end: float) -> dict[str, Any]: ...
+    def __call__(self, engine: str, wall_start: float, wall_end: float) -> EngineMetrics: ...
 
 
 class EnergyMeter(Protocol):
@@ -66,8 +70,8 @@ class EnergyMeter(Protocol):
     def end(self, window: Any) -> dict[str, EnergyResult]: ...
 
 
-def _no_engine_metrics(engine: str, wall_start: float, wall_end: float) -> dict[str, Any]:
-    return {"prefix_cache_hit_rate": None, "kv_cache_usage_max": None}
+def _no_engine_metrics(engine: str, wall_start: float, wall_end: float) -> EngineMetrics:
+    return EngineMetrics(dict(NO_ENGINE_METRICS))
 
 
 class Benchmark:
@@ -96,7 +100,7 @@ class Benchmark:
         self._phases_total = 1
         self._phases_done = 0
         self._live: list[LoadRun] = []
-        self._last_generator: dict[str, dict[str, Any]] = {}
+        self._last_generator: dict[str, GeneratorBlock] = {}
         self._auto_count: dict[str, int] = {}
         self.cancelled = False
 
@@ -250,20 +254,23 @@ class Benchmark:
         self._last_generator[outcome.engine] = outcome.generator
         metrics = self.engine_metrics(outcome.engine, outcome.wall_start, outcome.wall_end)
         kind = next((e.kind for e in self.spec.engines if e.name == outcome.engine), None)
-        summary = summarize_engine(
+        block = summarize_engine(
             engine_queue(outcome.records, kind, engine_said_waited(metrics)),
             slo=self.spec.slo,
             percentiles=self.spec.percentiles,
             fixed_output=self.spec.workload.uses_fixed_output,
             engine_metrics=metrics,
         )
-        summary["unsupported_options"] = outcome.unsupported
-        summary["cancelled"] = outcome.cancelled
-        summary["max_streams"] = outcome.max_streams
-        summary["connections_ahead"] = outcome.connections_ahead
-        summary["model"] = outcome.model
-        summary["started_at_unix"] = outcome.wall_start
-        summary["generator"] = outcome.generator
+        summary = replace(
+            EngineResults.from_json(block),
+            unsupported_options=outcome.unsupported,
+            cancelled=outcome.cancelled,
+            max_streams=outcome.max_streams,
+            connections_ahead=outcome.connections_ahead,
+            model=outcome.model,
+            started_at_unix=outcome.wall_start,
+            generator=outcome.generator,
+        )
         dimension = self.spec.sweep.dimension if self.spec.sweep.active else None
         return StepResult(outcome.engine, dimension, level, step, phase, outcome, summary, energy)
 
@@ -280,7 +287,7 @@ class Benchmark:
         values = sorted(sweep.values)
         self._phases_total = len(values) * len(engines)
         active = list(engines)
-        history: dict[str, list[dict[str, Any]]] = {e.name: [] for e in engines}
+        history: dict[str, list[EngineResults]] = {e.name: [] for e in engines}
         for step, level in enumerate(values):
             if not active or self._stop():
                 break
@@ -308,7 +315,7 @@ class Benchmark:
         for engine in engines:
             best: float | None = None
             worst: float | None = None
-            best_summary: dict[str, Any] | None = None
+            best_summary: EngineResults | None = None
             level = sweep.start
             while level <= sweep.max_value and not self._stop():
                 summary = await self._probe(client, engine, dimension, level, next(step_counter))
@@ -333,47 +340,52 @@ class Benchmark:
                     low, best, best_summary = middle, middle, summary
                 else:
                     high = middle
-            self.result.slo_search[engine.name] = {
-                "dimension": dimension,
-                "best": best,
-                "first_failing": high,
-                "attainment": best_summary.get("slo_attainment") if best_summary else None,
-                "goodput_rps": best_summary.get("goodput_rps") if best_summary else None,
-                "slo": slo.label(),
-                "required_attainment": slo.attainment,
-                "reached_maximum": best is not None and high is None,
-            }
+            self.result.slo_search[engine.name] = SloSearchBlock(
+                dimension=dimension,
+                best=best,
+                first_failing=high,
+                attainment=best_summary.slo_attainment if best_summary else None,
+                goodput_rps=best_summary.goodput_rps if best_summary else None,
+                slo=slo.label(),
+                required_attainment=slo.attainment,
+                reached_maximum=best is not None and high is None,
+            )
 
     async def _probe(
         self, client: StreamClient, engine: EngineTarget, dimension: str, level: float, step: int
-    ) -> dict[str, Any]:
+    ) -> EngineResults:
         results = await self._level(
             client, [engine], self._load_at(dimension, level), step, level, "search"
         )
-        return results[0].summary if results else {}
+        return results[0].summary if results else EngineResults()
 
 
-def _meets(summary: dict[str, Any], slo: SloSpec) -> bool:
-    attainment = summary.get("slo_attainment")
+def _meets(summary: EngineResults, slo: SloSpec) -> bool:
+    attainment = summary.slo_attainment
     return attainment is not None and attainment >= slo.attainment
 
 
-def _saturation(history: list[dict[str, Any]], summary: dict[str, Any], sweep: SweepSpec) -> str | None:
+def _p90_ttft(summary: EngineResults) -> float | None:
+    return summary.ttft_s.p90 if summary.ttft_s is not None else None
+
+
+def _saturation(history: list[EngineResults], summary: EngineResults, sweep: SweepSpec) -> str | None:
     """Why an engine's sweep should stop after this step, or None to go on."""
-    if summary.get("cancelled"):
+    if summary.cancelled:
         return "cancelled"
-    if summary.get("error_rate", 0.0) > sweep.max_error_rate:
-        return f"error rate {summary['error_rate']:.0%} over {sweep.max_error_rate:.0%}"
+    error_rate = summary.error_rate or 0.0
+    if error_rate > sweep.max_error_rate:
+        return f"error rate {error_rate:.0%} over {sweep.max_error_rate:.0%}"
     first = history[0] if history else None
     if first is not None:
-        base = (first.get("ttft_s") or {}).get("p90")
-        now = (summary.get("ttft_s") or {}).get("p90")
+        base = _p90_ttft(first)
+        now = _p90_ttft(summary)
         if base and now and now > sweep.latency_factor * base:
             return f"p90 TTFT {units.duration(now)} over {sweep.latency_factor:g}x the first step's"
     if sweep.stop_on_plateau and len(history) >= 2:
-        best_before = max(h.get("request_throughput_rps", 0.0) for h in history[:-1])
-        previous = history[-1].get("request_throughput_rps", 0.0)
-        current = summary.get("request_throughput_rps", 0.0)
+        best_before = max(h.request_throughput_rps or 0.0 for h in history[:-1])
+        previous = history[-1].request_throughput_rps or 0.0
+        current = summary.request_throughput_rps or 0.0
         if previous < 1.05 * best_before and current < 1.05 * max(best_before, previous):
             return "throughput stopped rising (saturated)"
     return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -122,7 +121,7 @@ def live_figure(
     return figure
 
 
-def run_offsets(summary: BenchSummary | dict[str, Any]) -> dict[tuple[str, int | None], float] | None:
+def run_offsets(summary: BenchSummary) -> dict[tuple[str, int | None], float] | None:
     """Seconds from the run's first start to each engine's (and sweep step's) own time zero.
     Request times are kept from their own engine's start; engines run one after another
     drawn from their own zeros looked simultaneous. None when the run did not record when
@@ -307,7 +306,7 @@ def timeline_figure(
 
 
 def engine_metrics_figure(
-    run_id: int, summary: BenchSummary | dict[str, Any], records: list[RequestRecord]
+    run_id: int, summary: BenchSummary, records: list[RequestRecord]
 ) -> go.Figure | None:
     """Engine KV-cache usage and running requests on the same clock as client TTFT and E2E."""
     window = load_window(run_id=run_id)

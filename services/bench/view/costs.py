@@ -5,7 +5,6 @@ the summary stored when the run finished. A run without a price reads "not price
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -29,7 +28,7 @@ class CostRow:
     cost: cost.Cost
 
 
-def cost_rows(summary: BenchSummary | dict[str, Any], *, steps: bool = False) -> list[CostRow]:
+def cost_rows(summary: BenchSummary, *, steps: bool = False) -> list[CostRow]:
     """One row per engine that ran (its reported result), or per sweep step with `steps`."""
     results = BenchSummary.from_json(summary)
     if steps and results.sweep:
@@ -70,7 +69,7 @@ def cost_columns(figures: cost.Cost, *, goodput: bool = True) -> dict[str, str]:
     return cells
 
 
-def cost_table(summary: BenchSummary | dict[str, Any], *, steps: bool = False) -> pd.DataFrame:
+def cost_table(summary: BenchSummary, *, steps: bool = False) -> pd.DataFrame:
     """One row per engine (or step): the price used and $ per 1M output, total and goodput
     output tokens; the goodput column only when the run had SLOs."""
     results = BenchSummary.from_json(summary)
@@ -86,7 +85,7 @@ def cost_table(summary: BenchSummary | dict[str, Any], *, steps: bool = False) -
     return pd.DataFrame(rows)
 
 
-def cost_lines(summary: BenchSummary | dict[str, Any]) -> list[str]:
+def cost_lines(summary: BenchSummary) -> list[str]:
     """The CLI's cost lines: one per engine's reported result."""
     results = BenchSummary.from_json(summary)
     goodput = results.slo is not None
@@ -105,7 +104,7 @@ def cost_lines(summary: BenchSummary | dict[str, Any]) -> list[str]:
     return lines
 
 
-def cheapest_line(summary: BenchSummary | dict[str, Any], slo: SloSpec) -> str | None:
+def cheapest_line(summary: BenchSummary, slo: SloSpec) -> str | None:
     """Which engine (at which step of a sweep) serves a million tokens for the least money
     while meeting the SLOs: per output token at goodput with SLOs, else per output token.
     None when nothing is priced; says so when nothing priced meets the SLOs."""
@@ -176,7 +175,7 @@ def cost_frontier(points: list[CostPoint]) -> list[CostPoint]:
     return sorted(front, key=lambda p: p.per_user_tok_s)
 
 
-def sweep_cost_points(summary: BenchSummary | dict[str, Any]) -> list[CostPoint]:
+def sweep_cost_points(summary: BenchSummary) -> list[CostPoint]:
     """A sweep's priced steps, one series per engine (a single-step run: one point per engine)."""
     results = BenchSummary.from_json(summary)
     labels = results.step_labels()

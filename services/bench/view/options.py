@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from services import local_engines
 from services.bench import form, jobs
@@ -16,6 +16,7 @@ from services.bench.spec import BenchSpec
 from services.bench.workloads import LENGTH_DISTRIBUTIONS, TRACE_ATTRIBUTION, TRACES
 from services.bench.workloads.prompt_files import store_upload
 from services.core.config import get_settings
+from services.core.json_types import ForeignJson
 from services.engines.endpoints import default_picks, list_engines
 from services.team import access
 
@@ -75,7 +76,7 @@ def form_options() -> FormOptions:
     return FormOptions(engines=[e.name for e in engines], default_engines=default_picks(engines))
 
 
-def spec_from_form(values: dict[str, Any]) -> BenchSpec:
+def spec_from_form(values: ForeignJson) -> BenchSpec:
     """The validated spec of the page's widget values (ValidationError with a message for the user)."""
     return form.to_spec(form.from_widgets(values))
 
@@ -86,15 +87,17 @@ def save_prompt_file(name: str, content: bytes) -> str:
     return str(store_upload(get_settings().data_dir / "workloads", name, content))
 
 
-def submit(values: dict[str, Any], viewer: Viewer | None = None) -> int:
+def submit(values: ForeignJson, viewer: Viewer | None = None) -> int:
     """Validate a filled form and start its run in a worker; returns the run id. A viewer's
-    prompt file must be one they uploaded: a path on the server is an operator's to name."""
-    prompts_file = str(values.get("prompts_file") or "").strip()
-    if viewer is not None and prompts_file and values.get("workload") == "file":
+    prompt file must be one they uploaded: a path on the server is an operator's to name.
+    The widget values (the page's, untyped) are read once, into the form."""
+    filled = form.from_widgets(values)
+    prompts_file = filled.prompts_file.strip()
+    if viewer is not None and prompts_file and filled.workload == "file":
         uploads = (get_settings().data_dir / "workloads").resolve()
         if Path(prompts_file).resolve().parent != uploads:
             access.require(viewer, "read_server_paths")
-    spec = spec_from_form(values)
+    spec = form.to_spec(filled)
     if spec.ray_address and viewer is not None:
         access.require(viewer, "fetch_urls")  # the server connects to the address a viewer named
     placement = Placement(spec.workers, spec.ray_address)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -281,7 +281,7 @@ def run_view(run_id: int) -> RunView:
     )
 
 
-def run_self_check(summary: BenchSummary | dict[str, Any]) -> selfcheck.RunCheck:
+def run_self_check(summary: BenchSummary) -> selfcheck.RunCheck:
     """The generator's self-check of a run: its verdict in plain words, what to do, and the
     evidence of each engine (each step of a sweep)."""
     return BenchSummary.from_json(summary).run_check()

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from services.bench.results import Distribution, TimeSplitBlock
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
 from services.bench.time_split import (
@@ -25,6 +26,7 @@ from services.bench.time_split import (
 from services.core import units
 from services.core.measure import TimeSplit
 from services.engines import get_adapter
+from services.runstate.stored import bench_config
 
 #: Each part of a split: its key in the summary's block, its name, its colour.
 PARTS = (
@@ -37,33 +39,34 @@ PARTS = (
 TABLE_PARTS = tuple(PART_TITLES.items())
 
 
-def _means(block: dict[str, Any]) -> dict[str, float]:
+def _means(block: TimeSplitBlock) -> dict[str, float]:
     """The means the bar stacks (ms); an engine reporting only prefill + decode together (TGI)
     gets that sum as one part."""
 
     def mean(key: str) -> float:
-        return (shown(key, (block.get(key) or {}).get("mean")) or 0.0) * 1000
+        part = block.part(key)
+        return (shown(key, part.mean if part is not None else None) or 0.0) * 1000
 
     means = {key: mean(key) for key in ("queue_s", "prefill_s", "decode_s", "e2e_rest_s")}
-    if block.get("prefill_s") is None:
+    if block.prefill_s is None:
         means["inference_s"] = mean("engine_s") - means["queue_s"]
     return means
 
 
-def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) -> go.Figure | None:
+def split_figure(summary: BenchSummary, labels: dict[str, str]) -> go.Figure | None:
     """The "where the time went" bar per engine; `labels` names each engine's kind for the
     engines that timed nothing ("not reported by vLLM"). None when no engine reported."""
     engines = BenchSummary.from_json(summary).engines_that_ran()
     blocks = {name: block.time_split for name, block in engines.items()}
-    if not any(block.get("reported") for block in blocks.values()):
+    if not any(block.reported for block in blocks.values()):
         return None
     # A router's bar is its worker's times, the router's own time in the rest: its name says so.
     shown_names = {
-        name: f"{name} (its worker's times)" if block.get("via") == "router" else name
+        name: f"{name} (its worker's times)" if block.via == "router" else name
         for name, block in blocks.items()
     }
     names = list(blocks)
-    means = {name: _means(block) if block.get("reported") else {} for name, block in blocks.items()}
+    means = {name: _means(block) if block.reported else {} for name, block in blocks.items()}
     figure = go.Figure()
     for key, title, colour in PARTS:
         values = [means[name].get(key) for name in names]
@@ -80,7 +83,7 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
             )
         )
     for name in names:
-        if not blocks[name].get("reported"):
+        if not blocks[name].reported:
             figure.add_annotation(
                 x=0,
                 y=shown_names[name],
@@ -99,23 +102,23 @@ def split_figure(summary: BenchSummary | dict[str, Any], labels: dict[str, str])
     return figure
 
 
-def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
+def split_table(summary: BenchSummary) -> pd.DataFrame:
     """One row per engine and part: mean, p50 and p99 in ms (engines that timed something)."""
     rows = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         split = block.time_split
-        if not split.get("reported"):
+        if not split.reported:
             continue
         for key, _ in TABLE_PARTS:
-            stats = split.get(key)
-            if not stats:
+            stats = split.part(key)
+            if not split.has(key) or stats is None:
                 continue
             rows.append(
                 {
                     "engine": name,
-                    "part": part_title(key, split.get("via") or ""),
+                    "part": part_title(key, split.via or ""),
                     **{
-                        f"{q} (ms)": units.to_ms(shown(key, stats.get(q)), 2)
+                        f"{q} (ms)": units.to_ms(shown(key, stats.at(q)), 2)
                         for q in ("mean", "p50", "p99")
                     },
                 }
@@ -123,33 +126,34 @@ def split_table(summary: BenchSummary | dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def split_lines(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) -> list[str]:
+def split_lines(summary: BenchSummary, labels: dict[str, str]) -> list[str]:
     """One line per engine in words: its mean E2E split, or that its engine reported nothing."""
     lines = []
     for name, block in BenchSummary.from_json(summary).engines_that_ran().items():
         split = block.time_split
-        if not split.get("requests"):
+        if not split.requests:
             continue  # nothing completed, or a run stored before engines' times were read
-        if not split.get("reported"):
+        if not split.reported:
             lines.append(f"{name}: where the time went: {not_reported(labels.get(name, name))}")
             continue
         means = _means(split)
         parts = " + ".join(
             f"{title.split(' (')[0]} {means[key]:.1f}"
             for key, title, _ in PARTS
-            if key in means and (key != "queue_s" or split.get("queue_reported"))
+            if key in means and (key != "queue_s" or split.queue_reported)
         )
-        rest = split.get("e2e_rest_s") or {}
+        rest = split.e2e_rest_s or Distribution()
+        e2e = split.e2e_s or Distribution()
         clamped = block_clamp_note(split)
-        via = VIA_ROUTER if split.get("via") == "router" else ""
+        via = VIA_ROUTER if split.via == "router" else ""
         note = "; ".join(part for part in (via, clamped) if part)
         lines.append(
-            f"{name}: mean E2E {((split.get('e2e_s') or {}).get('mean') or 0) * 1000:.1f} ms "
+            f"{name}: mean E2E {(e2e.mean or 0) * 1000:.1f} ms "
             f"{'≈' if clamped else '='} {parts} ms (rest p50 "
-            f"{units.to_ms(shown('e2e_rest_s', rest.get('p50')), 2)} / p99 "
-            f"{units.to_ms(shown('e2e_rest_s', rest.get('p99')), 2)} ms; "
-            f"{split['reported']} of {split.get('requests', 0)} requests timed by the engine, "
-            f"from its {split.get('source') or 'report'})" + (f"; {note}" if note else "")
+            f"{units.to_ms(shown('e2e_rest_s', rest.p50), 2)} / p99 "
+            f"{units.to_ms(shown('e2e_rest_s', rest.p99), 2)} ms; "
+            f"{split.reported} of {split.requests} requests timed by the engine, "
+            f"from its {split.source or 'report'})" + (f"; {note}" if note else "")
         )
     return lines
 
@@ -181,7 +185,7 @@ class SplitView:
         return SPLIT_NOTE
 
 
-def split_view(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) -> SplitView:
+def split_view(summary: BenchSummary, labels: dict[str, str]) -> SplitView:
     """The split of a summary's engines (a run's, or a comparison's series as engines)."""
     lines = split_lines(summary, labels)
     if not lines:
@@ -191,10 +195,10 @@ def split_view(summary: BenchSummary | dict[str, Any], labels: dict[str, str]) -
     )
 
 
-def kind_labels(config: dict[str, Any] | None) -> dict[str, str]:
+def kind_labels(config: Any) -> dict[str, str]:
     """Each engine's kind as words ("vLLM"), by engine name, from a run's stored spec."""
-    engines = (config or {}).get("engines") or []
-    return {str(e.get("name")): get_adapter(e.get("kind")).label for e in engines if isinstance(e, dict)}
+    engines = bench_config(config).get("engines", [])
+    return {str(e.get("name")): get_adapter(e.get("kind")).label for e in engines}
 
 
 def request_words(record: RequestRecord) -> str:

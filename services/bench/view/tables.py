@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -11,6 +12,7 @@ from services.bench.caveats import ENGINE_HIT_SOURCE, USAGE_HIT_SOURCE
 from services.bench.results import EngineResults
 from services.bench.summary import BenchSummary
 from services.core import units
+from services.core.json_types import JsonOut
 from services.core.measure import percentile_key
 from services.telemetry.energy.records import NOT_MEASURED, EnergyResult
 
@@ -20,7 +22,7 @@ TTFAT_TITLE = "time to first answer token"
 
 
 def percentile_table(
-    summary: BenchSummary | dict[str, Any], percentiles: tuple[float, ...] = (50, 90, 95, 99)
+    summary: BenchSummary, percentiles: tuple[float, ...] = (50, 90, 95, 99)
 ) -> pd.DataFrame:
     """One row per engine and latency metric: mean, percentiles and max in milliseconds."""
     rows = []
@@ -31,7 +33,7 @@ def percentile_table(
             titles.insert(1, ("ttfat_s", TTFAT_TITLE))
         for metric, title in titles:
             stats = block.latency(metric)
-            row: dict[str, Any] = {"engine": name, "metric": title}
+            row: JsonOut = {"engine": name, "metric": title}
             for key in keys:
                 row[f"{key} (ms)"] = units.to_ms(stats.at(key) if stats is not None else None, 2)
             rows.append(row)
@@ -45,9 +47,7 @@ ENGINE_HIT_COLUMN = f"prefix hit (%), {ENGINE_HIT_SOURCE}"
 USAGE_HIT_COLUMN = f"cached/input (%), {USAGE_HIT_SOURCE}"
 
 
-def throughput_table(
-    summary: BenchSummary | dict[str, Any], requested_input: int | None = None
-) -> pd.DataFrame:
+def throughput_table(summary: BenchSummary, requested_input: int | None = None) -> pd.DataFrame:
     """One row per engine: counts, throughputs, goodput and the cache figures. Input tokens
     per request as served sit beside `requested_input` (the length the run asked for, before
     the chat template), and the engine's prefix hit rate beside usage's cached share."""
@@ -75,9 +75,9 @@ def throughput_table(
                 "output tokens": block.output_tokens,
                 "cached tokens": cached,
                 # Shares as percentages, as the Monitor and Runs pages show them.
-                ENGINE_HIT_COLUMN: _percent(metrics.get("prefix_cache_hit_rate")),
+                ENGINE_HIT_COLUMN: _percent(metrics.prefix_cache_hit_rate),
                 USAGE_HIT_COLUMN: _percent(_ratio(cached, input_tokens)),
-                "KV usage max (%)": _percent(metrics.get("kv_cache_usage_max")),
+                "KV usage max (%)": _percent(metrics.at("kv_cache_usage_max")),
                 "schema valid (%)": _percent(block.schema_valid_rate),
                 **reasoning_columns(block),
                 **energy_columns(block),
@@ -89,26 +89,57 @@ def throughput_table(
     return fill_missing(pd.DataFrame(rows).dropna(axis=1, how="all"))
 
 
-def reasoning_columns(block: EngineResults) -> dict[str, Any]:
-    """A reasoning model's tokens and rates (median per request), and who counted the
-    reasoning tokens; None for an engine that did not think (the column then drops out)."""
+@dataclass(frozen=True)
+class ReasoningFigures:
+    """A reasoning model's figures as the table and the CLI line show them (each None for an
+    engine that did not think)."""
+
+    tokens: int | None = None
+    answer_tokens: int | None = None
+    counted_by: str | None = None
+    reasoning_tok_s_p50: float | None = None
+    answer_tok_s_p50: float | None = None
+
+
+def reasoning_figures(block: EngineResults) -> ReasoningFigures:
+    """Reasoning and answer tokens, their rates (median per request), and who counted the
+    reasoning tokens; all None for an engine that did not think."""
     reasoning = block.reasoning_tokens
     if not reasoning:
-        return dict.fromkeys(REASONING_COLUMNS)
+        return ReasoningFigures()
     source = block.reasoning_tokens_source
-    return {
-        "reasoning tokens": reasoning,
-        "answer tokens": block.answer_tokens,
-        "reasoning counted by": REASONING_SOURCES.get(source, source) if source else None,
-        "reasoning tok/s (p50)": _round(block.reasoning_tok_s.p50 if block.reasoning_tok_s else None),
-        "answer tok/s (p50)": _round(block.answer_tok_s.p50 if block.answer_tok_s else None),
-    }
+    return ReasoningFigures(
+        tokens=reasoning,
+        answer_tokens=block.answer_tokens,
+        counted_by=REASONING_SOURCES.get(source, source) if source else None,
+        reasoning_tok_s_p50=_round(block.reasoning_tok_s.p50 if block.reasoning_tok_s else None),
+        answer_tok_s_p50=_round(block.answer_tok_s.p50 if block.answer_tok_s else None),
+    )
+
+
+def reasoning_columns(block: EngineResults) -> JsonOut:
+    """The table's reasoning columns; None for an engine that did not think (the column then
+    drops out)."""
+    figures = reasoning_figures(block)
+    return dict(
+        zip(
+            REASONING_COLUMNS,
+            (
+                figures.tokens,
+                figures.answer_tokens,
+                figures.counted_by,
+                figures.reasoning_tok_s_p50,
+                figures.answer_tok_s_p50,
+            ),
+            strict=True,
+        )
+    )
 
 
 ENERGY_COLUMNS = ("energy (J)", "J/output token", "output tokens/J", "energy measured by")
 
 
-def energy_columns(block: EngineResults) -> dict[str, Any]:
+def energy_columns(block: EngineResults) -> JsonOut:
     """The step's joules, per output token and tokens per joule, and how they were measured,
     or "not measured here: <reason>"; None for a run from before energy (the columns drop)."""
     energy = EnergyResult.from_json(block.energy)
@@ -172,16 +203,17 @@ def reasoning_line(block: EngineResults) -> str | None:
     if not block.ttft_includes_reasoning:
         return None
     answer = block.ttfat_s
-    columns = reasoning_columns(block)
+    figures = reasoning_figures(block)
     p50, p99 = (answer.p50, answer.p99) if answer else (None, None)
     unit = units.duration_unit((p50, p99))
+    rates = {"reasoning": figures.reasoning_tok_s_p50, "answer": figures.answer_tok_s_p50}
     return (
         f"TTFT includes thinking; first answer token p50 {units.duration(p50, unit, missing='-')}, "
-        f"p99 {units.duration(p99, unit, missing='-')}; {columns['reasoning tokens']} reasoning tokens "
-        f"(counted by {columns['reasoning counted by'] or 'nobody'}), "
-        f"{columns['answer tokens']} answer tokens; p50 "
+        f"p99 {units.duration(p99, unit, missing='-')}; {figures.tokens} reasoning tokens "
+        f"(counted by {figures.counted_by or 'nobody'}), "
+        f"{figures.answer_tokens} answer tokens; p50 "
         + ", ".join(
-            units.rate(columns[f"{part} tok/s (p50)"], f"{part} tok/s", missing=f"- {part} tok/s")
+            units.rate(rates[part], f"{part} tok/s", missing=f"- {part} tok/s")
             for part in ("reasoning", "answer")
         )
     )
@@ -204,7 +236,7 @@ def fill_missing(frame: pd.DataFrame, mark: str = "–") -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), mark)
 
 
-def step_labels(summary: BenchSummary | dict[str, Any]) -> dict[int, str]:
+def step_labels(summary: BenchSummary) -> dict[int, str]:
     """Sweep step -> its load level in words ("concurrency 4", "rate 2.5")."""
     return BenchSummary.from_json(summary).step_labels()
 

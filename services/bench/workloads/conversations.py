@@ -7,13 +7,13 @@ import random
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 from services.bench.pickling import pickled_as_fields
 from services.bench.workloads.prompt_files import load_prompt_file
 from services.bench.workloads.spec import STRUCTURED_INSTRUCTION, WorkloadSpec
 from services.bench.workloads.traces import TRACES, load_trace, trace_means
 from services.bench.workloads.vocabulary import TAG_WORDS, PromptText
+from services.core.json_types import ForeignJson
 
 
 @pickled_as_fields
@@ -26,7 +26,7 @@ class Turn:
     input_len: int
     output_len: int
     #: Whole message list from a prompt file (replaces system + history + content).
-    messages: tuple[dict[str, Any], ...] | None = None
+    messages: tuple[ForeignJson, ...] | None = None
 
 
 @pickled_as_fields
@@ -37,7 +37,7 @@ class Conversation:
     id: int
     turns: tuple[Turn, ...]
     system: str | None = None
-    schema: dict[str, Any] | None = None
+    schema: ForeignJson | None = None
     group: int | None = None
     #: Seconds after the start when it arrives (trace replay only).
     arrival_s: float | None = None
@@ -200,12 +200,12 @@ def take_requests(conversations: Iterator[Conversation], requests: int) -> list[
 
 def build_messages(
     conversation: Conversation, turn_number: int, answers: list[str]
-) -> list[dict[str, Any]]:
+) -> list[ForeignJson]:
     """The messages of turn `turn_number`: system prompt, earlier turns with their real answers, the new one."""
     turn = conversation.turns[turn_number]
     if turn.messages is not None:
         return list(turn.messages)
-    messages: list[dict[str, Any]] = []
+    messages: list[ForeignJson] = []
     if conversation.system:
         messages.append({"role": "system", "content": conversation.system})
     for earlier, answer in zip(conversation.turns[:turn_number], answers):

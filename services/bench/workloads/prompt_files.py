@@ -14,15 +14,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson
 
 
 @dataclass(frozen=True)
 class PromptFileEntry:
     prompt: str | None
-    messages: tuple[dict[str, Any], ...] | None
+    messages: tuple[ForeignJson, ...] | None
     max_tokens: int | None
 
 

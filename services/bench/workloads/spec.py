@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from services.bench.workloads.prompt_files import load_prompt_file
 from services.bench.workloads.traces import TRACE_ALIASES, TRACES
 from services.core.errors import ValidationError
+from services.core.json_types import ForeignJson
 
 WORKLOAD_KINDS = (
     "synthetic",
@@ -23,7 +23,7 @@ WORKLOAD_KINDS = (
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "normal", "conversation", "code")
 DISTRIBUTION_ALIASES = {"sharegpt": "conversation", "conv": "conversation", "constant": "fixed"}
 
-DEFAULT_SCHEMA: dict[str, Any] = {
+DEFAULT_SCHEMA: ForeignJson = {
     "type": "object",
     "properties": {
         "name": {"type": "string"},
@@ -55,7 +55,7 @@ class WorkloadSpec:
     prefix_groups: int = 4
     prefix_len: int = 256
     turns: int = 3
-    schema: dict[str, Any] | None = None
+    schema: ForeignJson | None = None
     prompts_file: str | None = None
     trace: str = "conversation"
     length_scale: float = 1.0
@@ -111,13 +111,13 @@ class WorkloadSpec:
         return self.fixed_output and self.kind != "structured"
 
     @property
-    def effective_schema(self) -> dict[str, Any] | None:
+    def effective_schema(self) -> ForeignJson | None:
         if self.kind != "structured":
             return None
         return self.schema or DEFAULT_SCHEMA
 
 
-def _check_schema(schema: dict[str, Any]) -> None:
+def _check_schema(schema: ForeignJson) -> None:
     # jsonschema costs 0.05-0.1 s (CLI start): only a structured workload's schema needs it.
     from services.core import json_schema
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 # Common English words that are one token each (with their leading space) in GPT-2-style
 # and SentencePiece vocabularies; calibrate_vocabulary() checks this against the engine.
@@ -329,6 +329,16 @@ class PromptText:
         return " ".join(self.vocabulary[digest[i] % len(self.vocabulary)] for i in range(words))
 
 
+class CalibrationJson(TypedDict, total=False):
+    """How the prompt text was calibrated, as a run's summary stores it (`prompt_calibration`)."""
+
+    method: str
+    engine: str | None
+    words_checked: int
+    words_kept: int
+    dropped: list[str]
+
+
 @dataclass
 class Calibration:
     """What calibrate_vocabulary found, stored with the run."""
@@ -339,14 +349,14 @@ class Calibration:
     words_kept: int = 0
     dropped: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "engine": self.engine,
-            "words_checked": self.words_checked,
-            "words_kept": self.words_kept,
-            "dropped": self.dropped[:20],
-        }
+    def to_dict(self) -> CalibrationJson:
+        return CalibrationJson(
+            method=self.method,
+            engine=self.engine,
+            words_checked=self.words_checked,
+            words_kept=self.words_kept,
+            dropped=self.dropped[:20],
+        )
 
 
 def calibrate_vocabulary(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from services.core.json_types import JsonOut
 from services.core.measure import EngineTimes, milliseconds, token_count
 from services.engines.base import (
     BatchCap,
@@ -119,7 +120,7 @@ class LlamaCppAdapter(EngineAdapter):
         file's name says what it is (a single-model llama-server takes any model name)."""
         return [_file_name(model) for model in super().models(evidence)]
 
-    def tokenize_body(self, text: str, model: str | None) -> dict[str, Any]:
+    def tokenize_body(self, text: str, model: str | None) -> JsonOut:
         return {"content": text, "add_special": False}
 
     def detect(self, evidence: ProbeEvidence) -> bool:

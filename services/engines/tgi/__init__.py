@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import EngineTimes, milliseconds
 from services.engines.base import EngineAdapter, Fields, Headers, ProbeEvidence, TelemetrySignals, Usage
 from services.engines.normalise import (
@@ -70,7 +71,7 @@ class TgiAdapter(EngineAdapter):
         tokens = evidence.value("/info", "max_total_tokens")
         return int(tokens) if isinstance(tokens, int) else None
 
-    def response_format(self, schema: dict[str, Any], name: str = "answer") -> dict[str, Any]:
+    def response_format(self, schema: ForeignJson, name: str = "answer") -> JsonOut:
         # TGI's own tagged shape; it rejects OpenAI's json_schema wrapper.
         return {"type": "json", "value": schema}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from services.core.json_types import ForeignJson, JsonOut
 from services.engines.base import EngineAdapter, ProbeEvidence, SamplingParams, TelemetrySignals
 from services.engines.normalise import (
     CounterRate,
@@ -189,12 +190,10 @@ class TritonAdapter(EngineAdapter):
     def stream_path(self, model: str) -> str | None:
         return f"/v2/models/{model}/generate_stream"
 
-    def stream_body(
-        self, model: str, messages: list[dict[str, Any]], params: SamplingParams
-    ) -> dict[str, Any]:
+    def stream_body(self, model: str, messages: list[ForeignJson], params: SamplingParams) -> JsonOut:
         """The generate_stream body: the chat as JSON (the model applies its chat template)
         and the sampling parameters as the model's optional inputs."""
-        body: dict[str, Any] = {"messages": json.dumps(messages, ensure_ascii=False), "stream": True}
+        body: JsonOut = {"messages": json.dumps(messages, ensure_ascii=False), "stream": True}
         if params.max_tokens is not None:
             body["max_tokens"] = params.max_tokens
         if params.temperature is not None:

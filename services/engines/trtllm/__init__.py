@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from services.engines.base import EngineAdapter, TelemetrySignals
+from services.engines.base import EngineAdapter, JsonMetricsState, TelemetrySignals
 from services.engines.normalise import (
     CounterRate,
     CounterRatio,
@@ -33,8 +33,6 @@ class TrtllmServeAdapter(EngineAdapter):
     )
     json_metrics_path = "/metrics"
     metric_markers = ("trtllm_", "request_success_total", "e2e_request_latency_seconds")
-    # Three generations of names (guide/engines.md §5.1): trtllm_-prefixed first, then the
-    # unprefixed first version; "trtllm_json:" series come from the JSON iteration stats.
     telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             Gauge(metric("trtllm_kv_cache_utilization"), agg="max"),
@@ -98,10 +96,10 @@ class TrtllmServeAdapter(EngineAdapter):
         ),
     }
 
-    def telemetry_from_json(self, payload: Any, state: dict[str, Any]) -> Families:
+    def telemetry_from_json(self, payload: Any, state: JsonMetricsState) -> Families:
         """`GET /metrics` drains a queue of per-iteration stats: each read returns only the
         iterations since the previous read. Per-iteration amounts are summed into running
-        counters kept in `state`; gauges come from the newest iteration. No iteration since
+        counters kept in `state.totals`; gauges come from the newest iteration. No iteration since
         the last read means the executor is idle: nothing running or queued."""
         families = Families()
         iterations = (
@@ -109,24 +107,24 @@ class TrtllmServeAdapter(EngineAdapter):
         )
         for item in iterations:
             batching = item.get("inflightBatchingStats") or {}
-            state["context_tokens"] = state.get("context_tokens", 0.0) + float(
+            state.totals["context_tokens"] = state.totals.get("context_tokens", 0.0) + float(
                 batching.get("numCtxTokens") or 0
             )
-            state["generation_tokens"] = state.get("generation_tokens", 0.0) + float(
+            state.totals["generation_tokens"] = state.totals.get("generation_tokens", 0.0) + float(
                 batching.get("numGenRequests") or 0
             ) * float(batching.get("avgNumDecodedTokensPerIter") or 1.0)
             spec = item.get("specDecodingStats") or {}
             if spec:
-                state["spec_draft"] = state.get("spec_draft", 0.0) + float(
+                state.totals["spec_draft"] = state.totals.get("spec_draft", 0.0) + float(
                     spec.get("numDraftTokens") or 0
                 )
-                state["spec_accepted"] = state.get("spec_accepted", 0.0) + float(
+                state.totals["spec_accepted"] = state.totals.get("spec_accepted", 0.0) + float(
                     spec.get("numAcceptedTokens") or 0
                 )
         if iterations:
             newest = iterations[-1]
             kv = newest.get("kvCacheStats") or {}
-            state["kv"] = {
+            state.kv = {
                 "kv_used_blocks": kv.get("usedNumBlocks"),
                 "kv_max_blocks": kv.get("maxNumBlocks"),
                 "kv_reused_blocks": kv.get("reusedBlocks"),
@@ -134,10 +132,10 @@ class TrtllmServeAdapter(EngineAdapter):
             }
             families.add("trtllm_json:active_requests", float(newest.get("numActiveRequests") or 0))
             families.add("trtllm_json:queued_requests", float(newest.get("numQueuedRequests") or 0))
-        elif "kv" in state:
+        elif state.kv is not None:
             families.add("trtllm_json:active_requests", 0.0)
             families.add("trtllm_json:queued_requests", 0.0)
-        for name, value in (state.get("kv") or {}).items():
+        for name, value in (state.kv or {}).items():
             if value is not None:
                 families.add(f"trtllm_json:{name}", float(value))
         for key, name in (
@@ -146,6 +144,6 @@ class TrtllmServeAdapter(EngineAdapter):
             ("spec_draft", "spec_draft_tokens"),
             ("spec_accepted", "spec_accepted_tokens"),
         ):
-            if key in state:
-                families.add(f"trtllm_json:{name}_total", state[key])
+            if key in state.totals:
+                families.add(f"trtllm_json:{name}_total", state.totals[key])
         return families

@@ -4,12 +4,11 @@ numbers, finding and chart: the HTML report of demo runs (export.HTML_REPORTS)."
 
 from __future__ import annotations
 
-import html
-
 from services.core.figures import inert
 from services.demos.charts import step_figure
 from services.demos.runner import demo_view
 from services.runs.reports.html_report import ExportFile, standard_html_report
+from services.runs.reports.markup import Markup, fill, joined, trusted
 
 _STYLE = (
     "<style>.demo-conclusion{font-size:1.25em;line-height:1.5;padding:12px 16px;border-left:6px solid #1a7f37;"
@@ -19,46 +18,62 @@ _STYLE = (
 )
 
 
-def demo_section_html(run_id: int) -> str:
+def demo_section_html(run_id: int) -> Markup:
     """The demo part of the report (HTML fragment; every text escaped, charts made inert)."""
     view = demo_view(run_id)
-    parts = [_STYLE, f"<h2>Demo: {html.escape(view.title)}</h2>"]
+    parts = [trusted(_STYLE), fill("<h2>Demo: $title</h2>", title=view.title)]
     if view.mechanism:
-        parts.append(f'<p class="small">{html.escape(view.mechanism)}</p>')
+        parts.append(fill('<p class="small">$mechanism</p>', mechanism=view.mechanism))
     if view.explanation:
-        parts.append(f"<p>{html.escape(view.explanation)}</p>")
+        parts.append(fill("<p>$explanation</p>", explanation=view.explanation))
     if view.conclusion:
-        lines = "".join(f"<li>{html.escape(line)}</li>" for line in view.conclusion_lines)
-        headline = html.escape(view.conclusion_headline or view.conclusion)
-        parts.append(f'<div class="demo-conclusion"><b>{headline}</b><ul>{lines}</ul></div>')
+        lines = joined(fill("<li>$line</li>", line=line) for line in view.conclusion_lines)
+        parts.append(
+            fill(
+                '<div class="demo-conclusion"><b>$headline</b><ul>$lines</ul></div>',
+                headline=view.conclusion_headline or view.conclusion,
+                lines=lines,
+            )
+        )
     elif view.error:
-        parts.append(f'<div class="demo-conclusion">{html.escape(view.error)}</div>')
+        parts.append(fill('<div class="demo-conclusion">$error</div>', error=view.error))
     for step in view.steps:
         parts.append(
-            f'<div class="demo-step"><h3>Step {step.index + 1}: {html.escape(step.title)} '
-            f'<span class="small">({html.escape(step.status)})</span></h3>'
+            fill(
+                '<div class="demo-step"><h3>Step $number: $title <span class="small">($status)</span></h3>',
+                number=step.index + 1,
+                title=step.title,
+                status=step.status,
+            )
         )
-        parts.append(f"<p>{html.escape(step.explanation)}</p>")
+        parts.append(fill("<p>$explanation</p>", explanation=step.explanation))
         if step.numbers:
-            cells = "".join(
-                f'<div class="demo-number">{html.escape(n.label)}<b>{html.escape(n.text)}</b>'
-                f"{html.escape(n.delta or '')}</div>"
+            cells = joined(
+                fill(
+                    '<div class="demo-number">$label<b>$text</b>$delta</div>',
+                    label=n.label,
+                    text=n.text,
+                    delta=n.delta or "",
+                )
                 for n in step.numbers
             )
-            parts.append(f'<div class="demo-numbers">{cells}</div>')
+            parts.append(fill('<div class="demo-numbers">$cells</div>', cells=cells))
         if step.finding:
-            parts.append(f"<p>{html.escape(step.finding)}</p>")
+            parts.append(fill("<p>$finding</p>", finding=step.finding))
         for error in step.errors:
-            parts.append(f'<p class="small">Error: {html.escape(error)}</p>')
+            parts.append(fill('<p class="small">Error: $error</p>', error=error))
         figure = step_figure(step)
         if figure is not None:
+            # Inert: plotly writes the figure's texts JSON-encoded, its links and scripts taken out.
             parts.append(
-                inert(figure).to_html(
-                    full_html=False, include_plotlyjs=False, config={"displaylogo": False}
+                trusted(
+                    inert(figure).to_html(
+                        full_html=False, include_plotlyjs=False, config={"displaylogo": False}
+                    )
                 )
             )
-        parts.append("</div>")
-    return "".join(parts)
+        parts.append(trusted("</div>"))
+    return joined(parts)
 
 
 def export_demo_html(run_id: int) -> ExportFile:

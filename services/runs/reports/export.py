@@ -19,6 +19,7 @@ from db.session import session_scope
 from services import runs
 from services.bench.caveats import run_caveats
 from services.core.errors import NotFoundError, ValidationError
+from services.core.json_types import JsonOut
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.planner.steps import KINDS_WITH_STEPS, steps_csv
 from services.runs import display
@@ -33,6 +34,7 @@ from services.runs.reports.html_report import (
     steps_html,
     table_html,
 )
+from services.runs.reports.markup import fill
 from services.runs.reports.streamed import (
     REQUEST_COLUMNS,
     STREAM_FORMATS,
@@ -53,7 +55,7 @@ HTML_REPORTS: dict[str, Callable[[int], ExportFile]] = {RunKind.DEMO: export_dem
 
 def _rows_of(
     session: Any, model: Any, columns: Sequence[str], run_id: int, *order: Any
-) -> list[dict[str, Any]]:
+) -> list[JsonOut]:
     """A run's rows of one table as plain dicts of `columns`, in `order`."""
     query = (
         select(*(getattr(model, column) for column in columns))
@@ -63,7 +65,7 @@ def _rows_of(
     return [dict(zip(columns, row)) for row in session.execute(query)]
 
 
-def run_document(run_id: int) -> dict[str, Any]:
+def run_document(run_id: int) -> JsonOut:
     """The run as Shootout run JSON (see services.importers.shootout for the format), whole
     in memory: services.runs.reports.streamed.stream_run writes the same document without holding it."""
     with session_scope() as session:
@@ -122,7 +124,7 @@ def export_comparison(
     that differ is written in it)."""
     view = display.comparison_view(run_ids, baseline, allow_incomparable=allow_incomparable)
     details = [runs.get_run(run_id) for run_id in view.comparison.run_ids]
-    intro = "<h2>Runs</h2>" + table_html(
+    runs_table = table_html(
         pd.DataFrame.from_records(
             [
                 {
@@ -138,9 +140,10 @@ def export_comparison(
             ]
         )
     )
+    intro = fill("<h2>Runs</h2>$table", table=runs_table)
     # Each run's figures keep their own caveats: two runs may differ in load or warm-up.
     caveats = [
-        caveats_html(run_caveats(d.config, d.summary), f"What qualifies #{d.id}") for d in details
+        caveats_html(run_caveats(d.config, d.results), f"What qualifies #{d.id}") for d in details
     ]
     title = "Shootout comparison: " + ", ".join(f"#{d.id}" for d in details)
     # Each run's steps: how its energy was measured (or why not) is not a row of the table.

@@ -1,10 +1,11 @@
 """The self-contained HTML report: plotly.js inline (the network may be closed where it is
-opened), every piece of user or model text escaped, figures made inert."""
+opened), every piece of user or model text escaped (services/runs/reports/markup.py: a value
+reaches the page only through `fill`), figures made inert."""
 
 from __future__ import annotations
 
-import html
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -16,6 +17,7 @@ from services.bench.caveats import Caveats
 from services.core.figures import inert
 from services.planner.steps import steps_frame
 from services.runs import RunDetail, display, why
+from services.runs.reports.markup import Markup, fill, joined, trusted
 from services.runs.reports.streamed import export_filename
 from services.runs.tables import mark_style
 
@@ -42,27 +44,37 @@ p.ok{color:#1a7f37}p.refused{color:#cf222e}p.override{color:#9a6700}
 
 def table_html(
     frame: pd.DataFrame, colour_marks: bool = False, differs_column: str | None = None
-) -> str:
+) -> Markup:
     """A frame as an HTML table, every cell escaped; changes coloured by their mark, and rows
     whose `differs_column` is true highlighted (that column itself is not shown)."""
     columns = [c for c in frame.columns if c != differs_column]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    head = joined(fill("<th>$name</th>", name=c) for c in columns)
     body = []
     for _, row in frame.iterrows():
-        css = ' class="differs"' if differs_column and bool(row[differs_column]) else ""
+        differs = bool(differs_column) and bool(row[differs_column])
         cells = []
         for column in columns:
             value = row[column]
             style = mark_style(value) if colour_marks and str(column).startswith("Δ ") else ""
-            style_attr = f' style="{style}"' if style else ""
-            cells.append(f"<td{style_attr}>{html.escape('' if value is None else str(value))}</td>")
-        body.append(f"<tr{css}>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            shown = "" if value is None else value
+            cells.append(
+                fill('<td style="$style">$value</td>', style=style, value=shown)
+                if style
+                else fill("<td>$value</td>", value=shown)
+            )
+        row_html = '<tr class="differs">$cells</tr>' if differs else "<tr>$cells</tr>"
+        body.append(fill(row_html, cells=joined(cells)))
+    return fill(
+        "<table><thead><tr>$head</tr></thead><tbody>$body</tbody></table>", head=head, body=joined(body)
+    )
 
 
-def _figure_html(figure: go.Figure) -> str:
-    return inert(figure).to_html(
-        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
+def _figure_html(figure: go.Figure) -> Markup:
+    # Inert: plotly writes the figure's texts JSON-encoded, its links and scripts taken out.
+    return trusted(
+        inert(figure).to_html(
+            full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
+        )
     )
 
 
@@ -82,99 +94,131 @@ def _meta_html(detail: RunDetail) -> str:
     ]
     if detail.error:
         rows.append(("Error", detail.error))
-    cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
-    return f'<table class="meta">{cells}</table>'
+    cells = joined(fill("<tr><td>$key</td><td>$value</td></tr>", key=k, value=v) for k, v in rows)
+    return fill('<table class="meta">$cells</table>', cells=cells)
 
 
-def caveats_html(caveats: Caveats, heading: str = "What qualifies these figures") -> str:
+def caveats_html(caveats: Caveats, heading: str = "What qualifies these figures") -> Markup:
     """A run's caveats as a section ("" when it has none): the client-bound warning first."""
     if not caveats:
-        return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in caveats.lines)
-    return f'<h2>{html.escape(heading)}</h2><ul class="caveats">{items}</ul>'
+        return Markup()
+    items = joined(fill("<li>$line</li>", line=line) for line in caveats.lines)
+    return fill('<h2>$heading</h2><ul class="caveats">$items</ul>', heading=heading, items=items)
 
 
-def comparability_html(view: display.ComparisonView) -> str:
+def comparability_html(view: display.ComparisonView) -> Markup:
     """Whether the compared series may be compared ("" for a single series): the verdict, what
     differs, and an override when the user compared anyway."""
     report = view.comparison.comparability
     if not report.verdicts:
-        return ""
+        return Markup()
     css = "ok" if report.comparable else "override" if report.override else "refused"
-    items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in report.lines)
-    return f'<h2>Comparability</h2><p class="{css}"><strong>{html.escape(report.title)}</strong></p>' + (
-        f'<ul class="caveats">{items}</ul>' if items else ""
+    items = joined(fill("<li>$line</li>", line=line.strip()) for line in report.lines)
+    verdict = fill(
+        '<h2>Comparability</h2><p class="$css"><strong>$title</strong></p>', css=css, title=report.title
     )
+    return joined([verdict, fill('<ul class="caveats">$items</ul>', items=items) if items else Markup()])
 
 
-def split_html(view: display.ComparisonView) -> str:
+def split_html(view: display.ComparisonView) -> Markup:
     """Where the time went ("" when no series has a split): each engine's own queue, prefill
     and decode and the rest, in words, as percentiles and as the chart the Runs page draws."""
     split = view.split
     if not split.shown:
-        return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in split.lines)
-    return (
-        f'<h2>Where the time went</h2><p class="small">{html.escape(split.note)}</p>'
-        f'<ul class="caveats">{items}</ul>'
-        + (table_html(split.table) if not split.table.empty else "")
-        + (_figure_html(split.figure) if split.figure is not None else "")
+        return Markup()
+    items = joined(fill("<li>$line</li>", line=line) for line in split.lines)
+    return joined(
+        [
+            fill(
+                '<h2>Where the time went</h2><p class="small">$note</p><ul class="caveats">$items</ul>',
+                note=split.note,
+                items=items,
+            ),
+            table_html(split.table) if not split.table.empty else Markup(),
+            _figure_html(split.figure) if split.figure is not None else Markup(),
+        ]
     )
 
 
-def steps_html(detail: RunDetail, heading: str = "Cost and energy per step") -> str:
+def steps_html(detail: RunDetail, heading: str = "Cost and energy per step") -> Markup:
     """Each step's cost per 1M tokens ("not priced" without a price) and energy (J per output
     token, output tokens per joule, how it was measured or why not); "" for a run without steps."""
-    goodput = bool(detail.summary.get("slo"))
+    goodput = bool(detail.results.slo)
     frame = steps_frame(detail.kind, detail.summary, goodput=goodput)
     if frame.empty:
-        return ""
-    return f"<h2>{html.escape(heading)}</h2>" + table_html(frame)
+        return Markup()
+    return fill("<h2>$heading</h2>$table", heading=heading, table=table_html(frame))
+
+
+def _comparison_sections(view: display.ComparisonView) -> list[Markup]:
+    """The comparison's verdicts, explanations, tables and figures."""
+    comparison = view.comparison
+    sections = []
+    if comparison.verdicts:
+        items = joined(fill("<li>$text</li>", text=v.text) for v in comparison.verdicts)
+        sections.append(fill('<h2>Verdicts</h2><ul class="verdicts">$items</ul>', items=items))
+    said = [found for found in view.explanations if found.text]
+    if said:
+        items = joined(
+            fill(
+                "<li><b>$metric</b>: $text</li>",
+                metric=why.WHY_METRICS.get(found.metric, found.metric),
+                text=found.text,
+            )
+            for found in said
+        )
+        sections.append(fill('<h2>Why</h2><ul class="why">$items</ul>', items=items))
+    sections.append(
+        fill(
+            "<h2>Percentiles and throughput</h2>$table",
+            table=table_html(view.table, colour_marks=True),
+        )
+    )
+    if len(comparison.series) > 1:
+        sections.append(
+            fill(
+                '<p class="small">Changes are against the baseline, $label.</p>',
+                label=comparison.baseline_series.label,
+            )
+        )
+    sections.append(split_html(view))
+    plots = [_figure_html(figure) for figure in view.figures.values()]
+    if plots:
+        sections.append(fill("<h2>Distributions and load</h2>$plots", plots=joined(plots)))
+    if not view.settings.empty:
+        sections.append(
+            fill(
+                '<h2>Engine settings</h2><p class="small">As the engines reported them; rows that '
+                "differ are highlighted.</p>$table",
+                table=table_html(view.settings, differs_column="Differs"),
+            )
+        )
+    return sections
 
 
 def report_html(
-    title: str, intro: list[str], view: display.ComparisonView | None, extra_sections: list[str]
+    title: str,
+    intro: Sequence[str],
+    view: display.ComparisonView | None,
+    extra_sections: Sequence[str],
 ) -> str:
     """A whole self-contained page: title, intro, the comparison's verdicts, tables and
-    figures, then `extra_sections` (HTML fragments the caller escaped)."""
-    sections = [f"<h1>{html.escape(title)}</h1>", *intro]
+    figures, then `extra_sections`. `intro` and `extra_sections` are HTML fragments (this
+    module's, or built the same way: every value through `fill`)."""
+    sections = [fill("<h1>$title</h1>", title=title), *map(trusted, intro)]
     if view is not None:
-        comparison = view.comparison
-        if comparison.verdicts:
-            items = "".join(f"<li>{html.escape(v.text)}</li>" for v in comparison.verdicts)
-            sections.append(f'<h2>Verdicts</h2><ul class="verdicts">{items}</ul>')
-        said = [found for found in view.explanations if found.text]
-        if said:
-            items = "".join(
-                f"<li><b>{html.escape(why.WHY_METRICS.get(found.metric, found.metric))}</b>: "
-                f"{html.escape(found.text)}</li>"
-                for found in said
-            )
-            sections.append(f'<h2>Why</h2><ul class="why">{items}</ul>')
-        sections.append(
-            "<h2>Percentiles and throughput</h2>" + table_html(view.table, colour_marks=True)
-        )
-        if len(comparison.series) > 1:
-            sections.append(
-                f'<p class="small">Changes are against the baseline, {html.escape(comparison.baseline_series.label)}.</p>'
-            )
-        sections.append(split_html(view))
-        plots = [_figure_html(figure) for figure in view.figures.values()]
-        if plots:
-            sections.append("<h2>Distributions and load</h2>" + "".join(plots))
-        if not view.settings.empty:
-            sections.append(
-                '<h2>Engine settings</h2><p class="small">As the engines reported them; rows that differ are highlighted.</p>'
-                + table_html(view.settings, differs_column="Differs")
-            )
-    sections.extend(extra_sections)
+        sections += _comparison_sections(view)
+    sections.extend(map(trusted, extra_sections))
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    sections.append(f'<p class="small">Generated by Shootout on {generated}.</p>')
-    return (
+    sections.append(fill('<p class="small">Generated by Shootout on $when.</p>', when=generated))
+    return fill(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
-        f"<body>{''.join(sections)}</body></html>"
+        '<title>$title</title><style>$style</style><script type="text/javascript">$plotly</script>'
+        "</head><body>$sections</body></html>",
+        title=title,
+        style=trusted(_STYLE),
+        plotly=trusted(plotly.offline.get_plotlyjs()),
+        sections=joined(sections),
     )
 
 
@@ -184,14 +228,13 @@ def run_html(run_id: int) -> bytes:
     detail = run.detail
     extra = [steps_html(detail)]
     if run.exchanges is not None:
-        extra.append("<h2>Playground answers</h2>" + table_html(run.exchanges))
+        extra.append(fill("<h2>Playground answers</h2>$table", table=table_html(run.exchanges)))
     if run.sample_sources is not None:
-        extra.append("<h2>Telemetry recorded</h2>" + table_html(run.sample_sources))
+        extra.append(fill("<h2>Telemetry recorded</h2>$table", table=table_html(run.sample_sources)))
     if detail.notes:
-        extra.append(f"<h2>Notes</h2><pre>{html.escape(detail.notes)}</pre>")
-    extra.append(
-        f"<h2>Configuration</h2><pre>{html.escape(json.dumps(detail.config, indent=2, sort_keys=True, default=str))}</pre>"
-    )
+        extra.append(fill("<h2>Notes</h2><pre>$notes</pre>", notes=detail.notes))
+    configuration = json.dumps(detail.config, indent=2, sort_keys=True, default=str)
+    extra.append(fill("<h2>Configuration</h2><pre>$configuration</pre>", configuration=configuration))
     title = f"Shootout run #{detail.id}: {detail.name or detail.kind}"
     shown = comparability_html(run.view) if run.view is not None else ""
     intro = [_meta_html(detail), shown, caveats_html(run.caveats)]

@@ -30,6 +30,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from db.models import REQUEST_RESULT_FIELDS, Exchange, RequestResult, Run, Sample
 from db.session import session_scope
 from services.core.errors import NotFoundError, ValidationError
+from services.core.json_types import ForeignJson, JsonOut
 from services.core.safe_text import csv_cell
 from services.importers.shootout import EXCHANGE_FIELDS, FORMAT, SAMPLE_FIELDS, VERSION
 from services.playground import votes as playground_votes
@@ -82,7 +83,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def run_header(run: Run) -> dict[str, Any]:
+def run_header(run: Run) -> JsonOut:
     """The "run" object of Shootout run JSON (see services.importers.shootout)."""
     return {
         "id": run.id,
@@ -115,9 +116,7 @@ _TABLES: dict[str, tuple[Any, Sequence[str], tuple[InstrumentedAttribute[Any], .
 }
 
 
-def _batches(
-    table: str, run_id: int, columns: Sequence[str] | None = None
-) -> Iterator[list[dict[str, Any]]]:
+def _batches(table: str, run_id: int, columns: Sequence[str] | None = None) -> Iterator[list[JsonOut]]:
     """A run's rows of one table in export order, BATCH_ROWS at a time, one session each."""
     model, all_columns, order = _TABLES[table]
     wanted = tuple(columns or all_columns)
@@ -169,7 +168,7 @@ def _json_list(table: str, run_id: int, before: str, after: str) -> Iterator[byt
     yield (pending + ("]" if first else "\n ]") + after).encode("utf-8")
 
 
-def _json_chunks(header: dict[str, Any], run_id: int) -> Iterator[bytes]:
+def _json_chunks(header: JsonOut, run_id: int) -> Iterator[bytes]:
     head = _dumps(header)  # '{\n "format": ...,\n "run": {...}\n}'
     before = head[: -len("\n}")] + ",\n"
     tables = list(_TABLES)
@@ -190,6 +189,12 @@ def _csv_text(rows: list[list[Any]]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
+def _signals(row: JsonOut) -> ForeignJson:
+    """A sample row's signal values (the scraped engine's or GPU's metrics, by name)."""
+    values = row["values"]
+    return values if isinstance(values, dict) else {}
+
+
 def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
     """Per-request rows; a playground run's exchanges; a recording's samples."""
     if table == "samples":
@@ -199,7 +204,7 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
                 key
                 for batch in _batches("samples", run_id, ("values",))
                 for row in batch
-                for key in (row["values"] or {})
+                for key in _signals(row)
             }
         )
         yield _csv_text([["run_id", "ts", "source", *signals]])
@@ -210,7 +215,7 @@ def _csv_chunks(table: str, run_id: int) -> Iterator[bytes]:
                         run_id,
                         row["ts"],
                         row["source"],
-                        *((row["values"] or {}).get(s) for s in signals),
+                        *(_signals(row).get(s) for s in signals),
                     ]
                     for row in batch
                 ]

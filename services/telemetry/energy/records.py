@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.core import stored_json
+from services.core.json_types import JsonOut
 
 #: How the joules were obtained.
 COUNTER = "energy counter"
@@ -95,7 +96,7 @@ class EnergyResult:
         )
         return f"{self.joules:.1f} J ({self.method}, {self.source}){per_token}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonOut:
         if self.joules is None:
             return {"measured": False, "reason": self.reason or "no energy counter"}
         return {

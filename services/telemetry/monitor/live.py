@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from services.telemetry.monitor.charts import (
     series_from_snapshots,
     series_from_window,
 )
-from services.telemetry.monitor.records import MonitorOptions, MonitorView, SourceStatus
+from services.telemetry.monitor.records import MonitorOptions, MonitorView, ProcessRow, SourceStatus
 from services.telemetry.query import load_window
 from services.telemetry.recorder import active_recordings
 from services.telemetry.scraper import ScrapeTarget, scrape_targets_for
@@ -58,8 +57,8 @@ def _status(snapshot: Snapshot) -> SourceStatus:
     )
 
 
-def _processes(snapshots: Sequence[Snapshot]) -> list[dict[str, Any]]:
-    rows = []
+def _processes(snapshots: Sequence[Snapshot]) -> list[ProcessRow]:
+    rows: list[ProcessRow] = []
     for snapshot in snapshots:
         if snapshot.kind != "gpu":
             continue

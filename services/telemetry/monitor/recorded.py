@@ -11,7 +11,7 @@ from db.models import Run, Sample
 from db.session import session_scope
 from services.runstate.lifecycle import RunKind
 from services.telemetry.monitor.charts import build_charts, series_from_window
-from services.telemetry.monitor.records import MonitorView, RecordingRun, SourceStatus
+from services.telemetry.monitor.records import MonitorView, ProcessRow, RecordingRun, SourceStatus
 from services.telemetry.query import load_window, run_telemetry
 from services.telemetry.recorder import active_recordings
 
@@ -44,13 +44,13 @@ def recorded_view(
         )
         for s in series
     ]
-    processes = [
+    processes: list[ProcessRow] = [
         {
             "GPU": source.partition(":")[2],
             "process": p.get("name"),
             "pid": p.get("pid"),
             "engine": p.get("engine") or "",
-            "memory (GiB)": None if p.get("used_bytes") is None else round(p["used_bytes"] / 2**30, 2),
+            "memory (GiB)": None if (used := p.get("used_bytes")) is None else round(used / 2**30, 2),
         }
         for source, procs in window.processes.items()
         for p in procs

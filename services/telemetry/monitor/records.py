@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from services.runstate.lifecycle import RunKind
 from services.telemetry.gpu import GpuState
 from services.telemetry.monitor.charts import Chart
 from services.telemetry.recorder import RecorderInfo
+
+#: One row of the GPU processes table, as the page shows it (named as its columns are).
+ProcessRow = TypedDict(
+    "ProcessRow",
+    {"GPU": str, "process": str | None, "pid": int | None, "engine": str, "memory (GiB)": float | None},
+)
 
 
 @dataclass
@@ -34,7 +40,7 @@ class MonitorOptions:
 class MonitorView:
     charts: list[Chart]
     statuses: list[SourceStatus]
-    processes: list[dict[str, Any]]
+    processes: list[ProcessRow]
     recordings: list[RecorderInfo]
     gpu_message: str | None = None
     errors: list[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ from services.bench.findings import (
     stored_findings,
 )
 from services.bench.jobs.writer import record_from_row, request_row
+from services.bench.results import EngineResults
 from services.bench.stats import RequestRecord
 from services.bench.summary import BenchSummary
 from services.core.counts import Refusal
@@ -106,7 +107,8 @@ def test_findings_read_back_typed_from_blocks_and_sweep_rows_and_old_runs_have_n
     assert BenchSummary.from_json({"engines": {"e": {"completed": 1}}}).findings() == []
     # Odd stored entries are dropped, never raised on.
     odd = {"findings": [{"check": "invented"}, "x", None, {**found[0].to_json(), "severity": 3}]}
-    assert stored_findings(odd) == [] and stored_findings({"findings": "x"}) == []
+    assert stored_findings(EngineResults.from_json(odd)) == []
+    assert stored_findings(EngineResults.from_json({"findings": "x"})) == []
     notes = run_caveats({}, summary).notes
     assert any(
         line.startswith("Warning: llama gave the same answer") and "(at concurrency 4)" in line

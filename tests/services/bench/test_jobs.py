@@ -243,9 +243,9 @@ def test_engine_samples_summary() -> None:
         {"kv_cache_usage": None},
     ]
     metrics = jobs.summarize_engine_samples(rows)
-    assert metrics["prefix_cache_hit_rate"] == pytest.approx((50 + 300) / 400)
-    assert metrics["kv_cache_usage_max"] == 0.6
-    assert jobs.summarize_engine_samples([])["prefix_cache_hit_rate"] is None
+    assert metrics.prefix_cache_hit_rate == pytest.approx((50 + 300) / 400)
+    assert metrics.at("kv_cache_usage_max") == 0.6
+    assert jobs.summarize_engine_samples([]).prefix_cache_hit_rate is None
 
 
 def test_cancelled_before_its_worker_started(db_url: str, scripted_server: ScriptedServer) -> None:
@@ -426,7 +426,7 @@ def test_engine_samples_keep_what_an_explanation_reads() -> None:
         },
         {"requests_running": float("nan"), "requests_waiting": True, "_error": None},
     ]
-    kept = jobs.summarize_engine_samples(rows)
+    kept = jobs.summarize_engine_samples(rows).to_json()
     assert kept["requests_running_max"] == 4 and kept["requests_running_mean"] == pytest.approx(10 / 3)
     assert kept["requests_waiting_share"] == pytest.approx(2 / 3) and kept["requests_waiting_max"] == 3
     assert kept["preempting_share"] == 0.5 and kept["preemptions_per_s_max"] == 2.0

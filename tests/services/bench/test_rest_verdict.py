@@ -4,6 +4,8 @@ verdict with its figure and whose it likely is, and no longer makes a load clien
 
 from __future__ import annotations
 
+from services.bench.blocks import GeneratorBlock
+from services.bench.results import TimeSplitBlock
 from services.bench.selfcheck import WorkerCheck, advice, headline, report, run_flagged, state
 from services.bench.stats import RequestRecord, split_block
 from services.bench.summary import BenchSummary
@@ -29,10 +31,10 @@ def with_rest(rest_s: float) -> dict[str, object]:
     return split_block(records)
 
 
-def loaded(check: WorkerCheck, rest_s: float) -> dict[str, object]:
-    block = {"generator": report([check], open_loop=False), "time_split": with_rest(rest_s)}
-    add_rest_evidence(block)
-    return block["generator"]  # type: ignore[return-value]
+def loaded(check: WorkerCheck, rest_s: float) -> GeneratorBlock:
+    generator = report([check], open_loop=False)
+    add_rest_evidence(generator, TimeSplitBlock.from_json(with_rest(rest_s)))
+    return generator
 
 
 def test_a_calm_generator_beside_a_large_rest_kept_up_and_says_whose_the_rest_is() -> None:

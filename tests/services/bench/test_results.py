@@ -4,11 +4,16 @@ None where it lacks a figure, never raising."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 
-from services.bench.results import Distribution, EngineResults
+import pytest
+
+from services.bench.results import Distribution, EngineResults, TimeSplitBlock
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.summary import BenchSummary
+from services.core.measure import EngineTimes
 
 
 def _records() -> list[RequestRecord]:
@@ -76,12 +81,54 @@ def test_an_imported_or_odd_block_reads_none_where_it_lacks_a_figure() -> None:
     assert results.to_json() == odd | {"completed": 0, "output_throughput_tok_s": None, "e2e_s": None}
 
 
-def test_the_record_is_also_the_mapping_of_its_stored_json() -> None:
+def test_the_record_is_no_mapping_a_figure_is_read_from_its_field() -> None:
     block = summarize_engine(_records())
     results = EngineResults.from_json(block)
-    assert dict(results) == block and results == block
-    assert results["ttft_s"] == block["ttft_s"] and results.get("nothing") is None
+    # Indexing by a figure's stored name is gone: a reader takes the field (issue 57).
+    assert not isinstance(results, Mapping)
+    with pytest.raises(TypeError):
+        results["ttft_s"]  # type: ignore[index]
+    assert results == EngineResults.from_json(block) and results.to_json() == block
     assert EngineResults.from_json(results) is results
+    # A summary built from records already read keeps them (never drops them as non-objects).
+    summary = BenchSummary.from_json({"engines": {"e": results}, "sweep": [results]})
+    assert summary.engines["e"] is results and summary.sweep == [results]
+
+
+def test_the_time_split_is_a_record_that_writes_back_what_was_stored() -> None:
+    records = [
+        RequestRecord(
+            engine="e",
+            index=i,
+            ok=True,
+            start_s=float(i),
+            ttft_s=0.2,
+            e2e_s=1.0,
+            output_tokens=20,
+            engine_times=EngineTimes(queue_s=None, prefill_s=0.1, decode_s=0.7, source="timings"),
+        )
+        for i in range(5)
+    ]
+    block = summarize_engine(records)
+    split = EngineResults.from_json(block).time_split
+    assert isinstance(split, TimeSplitBlock)
+    assert (split.requests, split.timed, split.source, split.queue_reported) == (5, 5, "timings", False)
+    assert split.queue_s is None and split.prefill_s is not None and split.prefill_s.mean == 0.1
+    assert split.part("e2e_rest_s") is split.e2e_rest_s and split.part("completed") is None
+    # Byte for byte as stored: keys, their order and the null part.
+    stored = json.dumps(block["time_split"])
+    assert json.dumps(EngineResults.from_json(block).to_json()["time_split"]) == stored
+    assert json.dumps(split.to_json()) == stored
+    # A run stored before splits (none), one whose engine timed nothing, an odd import.
+    assert EngineResults.from_json({"completed": 1}).time_split.to_json() == {}
+    assert "time_split" not in EngineResults.from_json({"completed": 1}).to_json()
+    untimed = {"requests": 3, "reported": 0}
+    assert TimeSplitBlock.from_json(untimed).to_json() == untimed
+    odd = {"requests": "3", "e2e_rest_s": [1], "clamped": {"requests": 2, "max_s": 0.04}, "new": 1}
+    read = TimeSplitBlock.from_json(odd)
+    assert read.requests is None and read.e2e_rest_s is None and read.extra == {"new": 1}
+    assert read.clamped is not None and read.clamped.max_s == 0.04
+    assert read.to_json() == {**odd, "requests": None, "e2e_rest_s": None}
 
 
 def test_a_percentile_a_run_asked_for_is_read_by_its_name() -> None:

@@ -47,8 +47,9 @@ def one_slot_block(generator: dict[str, Any], *, ttft_s: float = 4.196) -> dict[
 
 def summarized(block: dict[str, Any]) -> dict[str, Any]:
     """What jobs/summarize.py does to a load's block once its figures are known."""
-    selfcheck.weigh(block["generator"], EngineResults.from_json(block))
-    add_rest_evidence(block)
+    results = EngineResults.from_json(block)
+    selfcheck.weigh(block["generator"], results)
+    add_rest_evidence(block["generator"], results.time_split)
     return block
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from services.bench.arrivals import LoadSpec
 from services.bench.jobs.summarize import build_summary
+from services.bench.results import EngineMetrics
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import RequestRecord
 from services.bench.time_split import SLOT_MATCH_S, engine_queue, engine_said_waited
@@ -94,10 +95,12 @@ def test_each_request_waits_until_the_slot_it_took_freed() -> None:
 def test_the_engines_word_and_the_kind_decide() -> None:
     records = one_slot(requests=8)
     # The engine said none waited (its requests_deferred stayed 0): every queue is 0.
-    said_none = engine_queue(records, "llamacpp", waited=engine_said_waited({"requests_waiting_max": 0}))
+    none_waited = EngineMetrics({"requests_waiting_max": 0})
+    said_none = engine_queue(records, "llamacpp", waited=engine_said_waited(none_waited))
     assert {r.engine_times.queue_s for r in said_none if r.engine_times} == {0.0}
-    assert engine_said_waited({"requests_waiting_max": 3.0}) is True
-    assert engine_said_waited({"prefix_cache_hit_rate": None}) is None
+    assert engine_said_waited(EngineMetrics({"requests_waiting_max": 3.0})) is True
+    assert engine_said_waited(EngineMetrics({"prefix_cache_hit_rate": None})) is None
+    assert engine_said_waited(None) is None
     # A kind that declares no untimed queue keeps its gap in the rest, as before.
     assert get_adapter("vllm").untimed_queue is None
     assert engine_queue(records, "vllm") == records

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from services.bench.results import TimeSplitBlock
 from services.bench.stats import RequestRecord, split_block
 from services.bench.time_split import block_clamp_note
 from services.bench.view.split import request_words, split_lines, split_table
@@ -74,7 +75,9 @@ def test_a_run_stored_with_a_negative_rest_is_shown_clamped_with_the_note() -> N
         "ttft_rest_s": {"mean": 0.02, "p50": 0.02, "p99": 0.02, "min": 0.02},
         "e2e_s": {"mean": 1.0},
     }
-    assert block_clamp_note(stored).startswith("rest clamped at 0: the engine counted up to 40.0 ms")
+    assert block_clamp_note(TimeSplitBlock.from_json(stored)).startswith(
+        "rest clamped at 0: the engine counted up to 40.0 ms"
+    )
     summary = {"engines": {"llama": {"completed": 20, "time_split": stored}}}
     (line,) = split_lines(summary, {})
     assert "-0.04" not in line and "-40" not in line and "rest p50 0.0 / p99 0.0 ms" in line

@@ -60,7 +60,8 @@ def test_the_tables_read_the_typed_summary_and_the_stored_json_alike() -> None:
 def test_what_the_readers_ask_of_a_sweep_is_answered_by_the_record() -> None:
     summary = BenchSummary.from_json(OLD_SWEEP)
     assert summary.sweep_dimension == "concurrency"
-    assert summary.reported_step("llama") == OLD_SWEEP["sweep"][1]  # its block's from_step
+    reported = summary.reported_step("llama")  # its block's from_step
+    assert reported is not None and reported.to_json() == OLD_SWEEP["sweep"][1]
     assert summary.reported_step("vllm") is None and summary.reported_step("absent") is None
     assert summary.served_model("llama") == "smollm2" and summary.served_model("vllm") is None
     assert not summary.client_bound

@@ -7,7 +7,9 @@ import pytest
 
 from services.bench import jobs
 from services.bench.arrivals import LoadSpec
+from services.bench.blocks import GeneratorBlock, LagFigures
 from services.bench.jobs.writer import record_from_row, request_row
+from services.bench.results import TimeSplitBlock
 from services.bench.spec import BenchSpec, EngineTarget
 from services.bench.stats import RequestRecord, split_block
 from services.bench.time_split import (
@@ -35,6 +37,11 @@ def record(
         output_tokens=10,
         engine_times=engine,
     )
+
+
+def split(records: list[RequestRecord]) -> TimeSplitBlock:
+    """The stored block of these requests' split, read back."""
+    return TimeSplitBlock.from_json(split_block(records))
 
 
 def test_a_record_keeps_its_engine_times_through_the_database_row() -> None:
@@ -66,25 +73,21 @@ def test_an_engine_that_reports_nothing_has_a_block_that_says_so() -> None:
 
 def test_a_large_rest_is_evidence_with_its_figure_and_a_small_one_is_not() -> None:
     count = MIN_TIMED_REQUESTS
-    calm = {
-        "time_split": split_block([record(i) for i in range(count)]),
-        "generator": {"client_bound": False},
-    }
-    assert rest_evidence(calm) is None
+    calm = split([record(i) for i in range(count)])
+    assert rest_evidence(calm, GeneratorBlock(client_bound=False)) is None
     slow = [record(i, rest=0.002 if i < count - 2 else REST_P99_LIMIT_S * 4) for i in range(count)]
-    generator = {"client_bound": False, "evidence": [], "loop_lag_ms": {"p99": 0.3}}
-    block = {"time_split": split_block(slow), "generator": generator}
-    add_rest_evidence(block)
+    generator = GeneratorBlock(client_bound=False, evidence=[], loop_lag_ms=LagFigures(p99=0.3))
+    add_rest_evidence(generator, split(slow))
     # Evidence beside the verdict, with its figure and whose it likely is; never the verdict.
-    assert block["generator"]["client_bound"] is False and block["generator"]["evidence"] == []
-    words = block["generator"]["rest_evidence"]
+    assert generator["client_bound"] is False and generator["evidence"] == []
+    words = generator["rest_evidence"]
     assert words.startswith("time outside the engine's own clock p99 ")
     assert "likely the engine's front end (tokenizing, detokenizing, its HTTP server)" in words
     assert "not the generator (its own delay was 0.300 ms at p99)" in words
     # Too few requests, or an engine that does not time its queue (the slot wait is its own).
-    assert rest_evidence({"time_split": split_block(slow[: count - 1])}) is None
+    assert rest_evidence(split(slow[: count - 1]), None) is None
     untimed = [record(i, rest=0.002 if i < count - 2 else 0.1, queue=None) for i in range(count)]
-    assert rest_evidence({"time_split": split_block(untimed)}) is None
+    assert rest_evidence(split(untimed), None) is None
 
 
 def test_a_run_stores_the_split_of_an_engine_that_reports_it(

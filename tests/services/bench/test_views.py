@@ -14,6 +14,7 @@ from services.bench.results import EngineResults
 from services.bench.spec import BenchSpec, EngineTarget
 from services.core.errors import NotFoundError, ValidationError
 from services.engines.endpoints import add_engine
+from services.team.access import PermissionDenied, Viewer
 
 
 def test_form_values_make_a_validated_spec(db_url: str) -> None:
@@ -326,3 +327,20 @@ def test_the_throughput_table_has_each_engines_energy_or_why_not() -> None:
     assert energy_line(EngineResults()) is None
     # A run from before energy has no energy columns at all.
     assert "energy (J)" not in views.throughput_table({"engines": {"old": {"completed": 1}}})
+
+
+def test_a_viewer_may_name_only_a_prompt_file_they_uploaded(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The widget values are read once, into the form, before the check of the file's place."""
+    add_engine("one", "http://127.0.0.1:9", kind="vllm", model="m")
+    started: list[BenchSpec] = []
+    monkeypatch.setattr(jobs, "start_benchmark", lambda spec, viewer=None: started.append(spec) or 7)
+    viewer = Viewer("viewer", "ip:10.0.0.9")
+    for path in ("/etc/passwd", " /etc/passwd "):
+        with pytest.raises(PermissionDenied, match="read files on the server"):
+            views.submit({"engines": ["one"], "workload": "file", "prompts_file": path}, viewer)
+    uploaded = views.save_prompt_file("mine.jsonl", b'{"prompt": "hello"}\n')
+    values = {"engines": ["one"], "workload": "file", "prompts_file": f" {uploaded} "}
+    assert views.submit(values, viewer) == 7
+    assert started[0].workload.prompts_file == uploaded

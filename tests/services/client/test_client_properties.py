@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -119,6 +120,34 @@ def test_any_answer_gives_a_classified_result(head: bytes, pieces: list[bytes], 
     else:
         # Some choice carried text (choice 0 may have none while choice 1 has some).
         assert any(result.texts)
+
+
+@pytest.mark.parametrize(
+    ("usage", "timings"),
+    [
+        ("lots", None),
+        ([3], None),
+        (7, None),
+        ({"completion_tokens": 1}, "x"),
+        ({"prompt_tokens": 2}, [1]),
+    ],
+)
+def test_a_usage_or_timings_that_is_no_object_is_no_usage(usage: object, timings: object) -> None:
+    """An engine that sends a string, a list or a number as its usage (or llama.cpp's
+    timings) gets its answer measured from the stream, never a traceback reading it."""
+    body = (
+        _event({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]})
+        + _event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "timings": timings})
+        + _event({"choices": [], "usage": usage, "timings": timings})
+        + b"data: [DONE]\n\n"
+    )
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+    result = run_blocking(_exchange(head + b"content-length: %d\r\n\r\n" % len(body) + body))
+    assert result.ok and result.text == "hi", (result.error_class, result.error)
+    assert result.usage is None or isinstance(result.usage, dict)
+    assert result.timings is None
+    summary = result.summary()
+    assert summary["output_tokens"] == 1 and summary["cached_tokens"] is None
 
 
 # -- the shape fast path reads exactly what the general path reads ---------------------

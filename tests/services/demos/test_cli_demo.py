@@ -51,3 +51,25 @@ def test_demo_list_and_errors(db_url: str, capsys) -> None:  # type: ignore[no-u
     assert "error: No demo scenario 'nope'" in capsys.readouterr().err
     assert cli.main(["demo", "batching", "--engines", "x", "--set", "levels"]) == 1
     assert "--set takes KEY=VALUE" in capsys.readouterr().err
+
+
+def test_demo_text(db_url: str, demo_server, capsys) -> None:  # type: ignore[no-untyped-def]
+    demo_server.register("cli-text", "ttft=300,itl=5", cache=0.5)
+    settings = ["--set", "prompt_tokens=150", "--set", "turns=2", "--set", "max_tokens=4"]
+    assert cli.main(["demo", "prefix-cache", "--engines", "cli-text", *settings, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert cli.main(["demo", "--show", str(shown["run_id"])]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"Demo #{shown['run_id']}: Prefix caching [finished] on cli-text"
+    assert lines[2] == "1. The same long prompt, twice (finished)"
+    number = shown["steps"][0]["numbers"][0]
+    assert lines[3] == f"   {number['label']}: {number['text']}"
+    assert lines[-1] == f"Conclusion: {shown['conclusion']}"
+    assert cli.main(["demo", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[:2] == [
+        f"{'prefix-cache':<20} Prefix caching (about 1 minute on the local CPU engines)",
+        f"{'':<20} default engines: vllm-cpu, sglang-cpu, llamacpp-4slot, llamacpp-1slot",
+    ]
+    assert listed[2] == f"{'':<20} --set prompt_tokens=600  Shared prompt length (tokens, about)"
+    assert f"{'':<20} --set levels=[1, 2, 4, 8, 16]  Concurrency levels" in listed

@@ -1,9 +1,14 @@
 """The "same model, different engines" demo on the real local engines: llama.cpp's Q4_1
-against vLLM, with a conclusion written from the measured divergence."""
+against vLLM, with a conclusion written from the measured divergence; and what its step stores
+of services/parity's comparison."""
 
 from __future__ import annotations
 
+import json
+
 from services.demos import runner
+from services.demos.same_model import parity_figures
+from services.parity.metrics import PooledComparison
 
 
 def test_same_model_demo_concludes_from_the_measured_divergence(local_engines: list) -> None:
@@ -34,3 +39,21 @@ def test_same_model_demo_against_itself_is_identical(local_engines: list) -> Non
     result = runner.demo_result(run_id)
     assert result["verdicts"]["llamacpp-1slot"]["verdict"] == "identical", result["conclusion"]
     assert result["conclusion"].startswith("Same model, same answers")
+
+
+def test_a_steps_parity_figures_are_paritys_own_and_the_margin() -> None:
+    pooled = PooledComparison(
+        compared=3,
+        exact_match_rate=2 / 3,
+        diverged=1,
+        divergence_positions=(4,),
+        divergence_median=4.0,
+        divergence_p10=4.0,
+        divergence_p90=4.0,
+        token_agreement_mean=0.9,
+        logprob_diff_mean=0.02,
+        topk_rate=1.0,
+        units=("token",),
+    )
+    expected = {**pooled.to_dict(), "margin_median": 0.3}
+    assert json.dumps(parity_figures(pooled, 0.3)) == json.dumps(expected)

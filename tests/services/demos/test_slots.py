@@ -1,5 +1,6 @@
 """The "how many slots" demo on the real local llama.cpp: a tuning run of -np 1 and 2 under the
-same load, stored as its own run, and a conclusion written from the measured throughput."""
+same load, stored as its own run, and a conclusion written from the measured throughput; and what
+its step reads of the tuning run's entries."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import asdict
 from services.core.processes import pid_alive
 from services.demos import runner
 from services.demos.records import step_view
-from services.demos.slots import HowManySlots
+from services.demos.slots import HowManySlots, measured
 from services.tune import jobs as tune_jobs
 
 
@@ -69,3 +70,49 @@ def test_the_slot_counts_p90_ttft_reads_in_ms_on_the_page() -> None:
     stored = {"key": "slots", "numbers": [asdict(n) for n in outcome.numbers]}
     shown = [n.text for n in step_view(0, stored).numbers if "TTFT" in n.label]
     assert shown == ["350 ms", "900 ms"]
+
+
+def test_each_configuration_reads_as_its_slots_throughput_and_p90_ttft() -> None:
+    entries = [
+        {
+            "index": 0,
+            "label": "np=1",
+            "settings": {"np": "1"},
+            "status": "finished",
+            "reason": None,
+            "metrics": {"completed": 8, "output_throughput_tok_s": 120.5, "ttft_s": {"p90": 0.25}},
+        },
+        {"label": "np=2", "settings": {"np": "2"}, "status": "failed_to_start", "reason": "port busy"},
+        {
+            "label": "np=4",
+            "settings": {"np": "4"},
+            "status": "finished_with_errors",
+            "metrics": {"completed": 0, "output_throughput_tok_s": 0.0, "ttft_s": {"p90": None}},
+        },
+    ]
+    assert measured(entries) == [
+        {
+            "slots": 1,
+            "label": "np=1",
+            "status": "finished",
+            "tok_s": 120.5,
+            "ttft_p90_ms": 250.0,
+            "reason": None,
+        },
+        {
+            "slots": 2,
+            "label": "np=2",
+            "status": "failed_to_start",
+            "tok_s": None,
+            "ttft_p90_ms": None,
+            "reason": "port busy",
+        },
+        {
+            "slots": 4,
+            "label": "np=4",
+            "status": "finished_with_errors",
+            "tok_s": None,
+            "ttft_p90_ms": None,
+            "reason": None,
+        },
+    ]

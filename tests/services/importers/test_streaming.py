@@ -86,6 +86,34 @@ def test_a_row_that_cannot_be_stored_is_one_clear_line(db_url: str) -> None:
     assert runs.list_runs().total == 1
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [
+        ("input_tokens", "lots", "a whole number"),
+        ("output_tokens", 2.5, "a whole number"),
+        ("ttft_s", "0.5", "a number"),
+        ("finish_reason", 7, "text"),
+        ("itl_s", "fast", "a list of numbers"),
+        ("itl_s", [0.1, "x"], "a list of numbers"),
+        ("extra", ["step"], "an object"),
+    ],
+)
+def test_a_request_value_its_column_cannot_hold_is_refused_by_name(
+    db_url: str, field: str, value: object, kind: str
+) -> None:
+    """A row is stored only with each value of its column's type: an edited export's text in a
+    count column was stored as text (SQLite keeps it) where every reader of the rows takes a count."""
+    run_id = make_big_run(3)
+    document = json.loads(b"".join(exports.stream_run(run_id, "json").chunks))
+    document["requests"][1][field] = value
+    with pytest.raises(ValidationError) as caught:
+        importers.import_file(json.dumps(document).encode(), "edited.json")
+    message = str(caught.value)
+    assert message.startswith("edited.json: looks like Shootout run JSON but could not be stored")
+    assert f"{field} is {value!r}, not {kind}" in message and "\n" not in message
+    assert runs.list_runs().total == 1
+
+
 def test_deep_nesting_is_refused_before_it_is_built(db_url: str) -> None:
     """ijson's builders spend memory quadratic in the depth (20,000 brackets: 1 GB)."""
     for text in (

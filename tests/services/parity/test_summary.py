@@ -137,3 +137,13 @@ def test_the_pooled_figures_become_the_stored_comparison() -> None:
     assert stored == {**figures.to_dict(), "not_compared": 1}
     block = ParityEngine(parity=ParityComparison.pooled(figures, 1))
     assert block.to_json()["exact_match_rate"] == figures.exact_match_rate == 0.5
+
+
+def test_the_request_times_are_a_distribution_written_back_as_stored() -> None:
+    """Issue 57: an engine's E2E statistics read as a typed Distribution; a block without them
+    (or with an odd value) writes `{}` as it always did, and stored figures come back as stored."""
+    block = ParityEngine.from_json(STORED["engines"]["llamacpp-4slot"])
+    assert block.e2e_s.p90 == 0.68 and block.to_json()["e2e_s"] == E2E
+    for odd in ({"prompts": 1}, {"prompts": 1, "e2e_s": "odd"}):
+        empty = ParityEngine.from_json(odd)
+        assert empty.e2e_s.p90 is None and empty.to_json()["e2e_s"] == {}

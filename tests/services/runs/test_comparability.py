@@ -4,6 +4,7 @@ name a winner across setups that differ unless told to (and then says so)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,31 @@ def test_a_run_level_reasoning_flag_reaches_an_engine_that_did_not_say() -> None
     assert run_fingerprint({}, summary, [], "x").ttft_includes_reasoning is True
     said = {**summary, "engines": {"x": {"completed": 2, "ttft_includes_reasoning": False}}}
     assert run_fingerprint({}, said, [], "x").ttft_includes_reasoning is False
+
+
+def test_every_field_of_a_fingerprint_reads_back_from_its_stored_form() -> None:
+    """The reader names each field: one added to the record but not to `from_json` fails here."""
+    values: dict[str, Any] = {}
+    for item in dataclasses.fields(Comparability):
+        hint = str(item.type)
+        values[item.name] = (
+            {"block_size": "16"}
+            if item.name == "engine_settings"
+            else "warm"
+            if item.name == "prefix_cache"
+            else "tokenizer"
+            if item.name == "token_counter"
+            else 0.25
+            if "float" in hint
+            else 3
+            if "int" in hint
+            else False
+            if "bool" in hint
+            else f"{item.name} value"
+        )
+    full = Comparability(**values)
+    assert all(getattr(full, name) not in (None, {}) for name in values)
+    assert Comparability.from_json(full.to_json()) == full
+    odd = Comparability.from_json({**full.to_json(), "cached_share": 1.5, "prefix_cache": "lukewarm"})
+    assert odd.cached_share is None and odd.prefix_cache is None
+    assert Comparability.from_json({"cached_share": 2.0, "prefix_cache": "warm"}).prefix_cache is None

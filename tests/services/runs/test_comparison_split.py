@@ -11,6 +11,7 @@ import pytest
 from db.models import Run
 from db.session import session_scope
 from services import runs
+from services.bench.results import TimeSplitBlock
 from services.bench.stats import RequestRecord, split_block
 from services.bench.time_split import part_note
 from services.core.measure import EngineTimes
@@ -121,7 +122,10 @@ def test_incomparable_runs_keep_their_split_rows_and_name_no_winner(db_url: str)
 
 
 def test_a_part_note_needs_a_block_that_says_something() -> None:
-    assert part_note({}, "queue_s", "vLLM") is None
-    assert part_note({"requests": 3, "reported": 0}, "queue_s", "vLLM") == "not reported by vLLM"
-    assert part_note(timed(queue=None), "queue_s", "llama.cpp") == "not reported by llama.cpp"
-    assert part_note(timed(), "queue_s", "vLLM") is None
+    def note(block: dict[str, Any], label: str) -> str | None:
+        return part_note(TimeSplitBlock.from_json(block), "queue_s", label)
+
+    assert note({}, "vLLM") is None
+    assert note({"requests": 3, "reported": 0}, "vLLM") == "not reported by vLLM"
+    assert note(timed(queue=None), "llama.cpp") == "not reported by llama.cpp"
+    assert note(timed(), "vLLM") is None

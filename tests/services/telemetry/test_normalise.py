@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.engines import get_adapter
+from services.engines.base import JsonMetricsState
 from services.engines.normalise import EngineNormaliser, metric_prefixes
 from services.engines.signals import ENGINE_SIGNAL_NAMES
 from services.telemetry.scraper import kind_from_metrics
@@ -237,7 +238,7 @@ def test_trtllm_json_iteration_stats_are_drained_per_read(shared_dir: Path) -> N
         (shared_dir / "fixtures/metrics/trtllm_serve_iteration_stats.json").read_text()
     )
     state = normaliser("trtllm", rate_window_s=100.0)
-    json_state: dict = {}
+    json_state = JsonMetricsState()
     first = state.update(adapter.telemetry_from_json(iterations[:1], json_state), 0.0)
     assert first.values["requests_running"] == 17 and first.values["requests_waiting"] == 2
     kv = iterations[0]["kvCacheStats"]

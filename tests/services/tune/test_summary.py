@@ -3,6 +3,7 @@ and what is missing or odd reads as empty."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from services.tune import view as views
@@ -35,6 +36,21 @@ def test_a_stored_tune_summary_reads_and_is_written_back_unchanged() -> None:
     assert summary.best_label == "a" and summary.on_front() == {"a"}
     assert summary.launch["plain"] == "llama-server -c 2048" and summary.slo is None
     assert summary.to_json() == STORED
+
+
+def test_the_stored_json_is_written_back_byte_for_byte() -> None:
+    """Issue 57: the cheapest configuration is a typed field now (it travelled in `extra`): a
+    summary with it, one from before prices without it, and keys this version does not know
+    are all written back as stored, in the same order."""
+    cheapest = {"label": "a", "reason": "a: the cheapest", "launch": {"plain": "p", "docker": "d"}}
+    for stored in (
+        STORED,
+        {**STORED, "cheapest": cheapest},
+        {**STORED, "cheapest": cheapest, "later": [1]},
+    ):
+        assert json.dumps(TuneSummary.from_json(stored).to_json()) == json.dumps(stored)
+    assert TuneSummary.from_json({**STORED, "cheapest": cheapest}).cheapest == cheapest
+    assert TuneSummary.from_json({**STORED, "cheapest": "odd"}).cheapest == {}
 
 
 def test_a_missing_or_odd_tune_summary_reads_as_empty() -> None:

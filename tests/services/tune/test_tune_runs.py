@@ -267,6 +267,19 @@ def test_a_price_is_checked_kept_and_names_the_cheapest_configuration() -> None:
         }
 
     summary = jobs.analyse(checked, [entry("1", 40.0), entry("2", 80.0)])
+    # The keys in the order every version stored them (issue 57: `cheapest` is written last).
+    assert list(summary) == [
+        "configs",
+        "engines",
+        "pareto",
+        "best",
+        "kind",
+        "load",
+        "workload",
+        "slo",
+        "conclusion_headline",
+        "cheapest",
+    ]
     cheapest = summary["cheapest"]
     assert cheapest["label"] == "np=2" and "$12.50 per 1M output tokens" in cheapest["reason"]
     assert "-np 2" in cheapest["launch"]["plain"]

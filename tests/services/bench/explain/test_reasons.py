@@ -4,6 +4,7 @@ that must appear and the one that must not."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from services.bench.explain import Side, explain
@@ -155,8 +156,9 @@ def test_time_outside_the_engine_is_named_for_vllm_and_never_for_llamacpp() -> N
 
 
 def test_a_router_s_rest_says_it_holds_the_router_s_own_time() -> None:
-    loser = side("router", kind="router", ttft_rest=0.5)
-    loser.results.time_split["via"] = "router"
+    routed = side("router", kind="router", ttft_rest=0.5)
+    split = replace(routed.results.time_split, via="router")
+    loser = replace(routed, results=replace(routed.results, time_split=split))
     said = explain("ttft_s", side("worker"), loser).text
     assert "the router's own time among it" in said
 
