@@ -37,7 +37,7 @@ same syntax), for example ``scripted:ttft=50,itl=10,tokens=64,tpc=2,fault=cut``:
 | size | 1000000 | characters of fault=huge's one chunk |
 | replay | | a file name in the replay folder, streamed verbatim event by event every itl ms |
 | report | | the engine's own times in its shape: vllm (`metrics` on the usage chunk), llamacpp (`timings.prompt_ms`/`predicted_ms`), tgi (`x-queue-time`/`x-inference-time` headers) |
-| etimes | | the times reported, ms `queue:prefill:decode` (default: measured, queue 0, prefill = received -> first write, decode = first -> last write; tgi: the scenario's ttft and itl) |
+| etimes | | the times reported, ms `queue:prefill:decode` (default: measured, queue = the wait for a slot, prefill = slot taken -> first write, decode = first -> last write; tgi: the scenario's ttft and itl) |
 | logas | | keep the server's own timing record of each such request under this id, as the `x-scripted-id` header does (for a client that sends no headers of its own: the Playground) |
 | canned | 0 | 1 (with ttft=0, itl=0, no fault): the stream's body is built once and every later request with the same answer gets those bytes in one write, its id included; the server's cost per token is then next to nothing, so a client's capacity is measured alone |
 
@@ -57,7 +57,10 @@ times (received, each chunk write with its token count) of a request sent with h
 these times compare directly with the client's.
 
 What the server says about itself can be set, for tests of untrusted text: `--served-model`
-(the id /v1/models lists and /metrics labels carry) and `--version` (/version).
+(the id /v1/models lists and /metrics labels carry) and `--version` (/version). `--dialect`
+(vllm, sglang, llamacpp, triton) has it speak that engine's /metrics, `owned_by` and its own
+settings paths (/props, /server_info, /v2), and `--slots N` puts a real queue behind N slots
+(tests/support/scripted_dialects.py): the evidence an explanation reads, with a known truth.
 """
 
 from __future__ import annotations
@@ -77,6 +80,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import parse_qs, urlsplit
+
+try:
+    from tests.support.scripted_dialects import DIALECTS, OWNED_BY, Served, info_routes, metrics_text
+except ModuleNotFoundError:  # run as a script (a tune template's command line): its folder is the path
+    from scripted_dialects import (  # type: ignore[no-redef]
+        DIALECTS,
+        OWNED_BY,
+        Served,
+        info_routes,
+        metrics_text,
+    )
 
 if TYPE_CHECKING:
     from services.bench.spec import EngineTarget
@@ -214,11 +228,20 @@ def _scripted_times(scenario: Scenario) -> tuple[float, float, float] | None:
 
 
 def _reported_fields(
-    scenario: Scenario, timings: dict[str, Any], received: float, first: float, last: float
+    scenario: Scenario,
+    timings: dict[str, Any],
+    received: float,
+    first: float,
+    last: float,
+    queued_s: float = 0.0,
 ) -> dict[str, Any]:
     """The usage chunk's engine fields: llama.cpp's `timings` always (its counts), with the
     times for report=llamacpp; vLLM's `metrics` for report=vllm."""
-    times = _scripted_times(scenario) or (0.0, (first - received) * 1000, (last - first) * 1000)
+    times = _scripted_times(scenario) or (
+        queued_s * 1000,
+        (first - received) * 1000,
+        (last - first) * 1000,
+    )
     queue, prefill, decode = times
     if scenario.report == "llamacpp":
         return {"timings": {**timings, "prompt_ms": prefill, "predicted_ms": decode}}
@@ -262,11 +285,7 @@ def scenario_model(**values: Any) -> str:
 
 
 @dataclass
-class _Counters:
-    running: int = 0
-    requests: int = 0
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
+class _Counters(Served):
     log: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Requests seen per scenario with a spread: the nth one's draws are seeded by both.
     drawn: dict[str, int] = field(default_factory=dict)
@@ -322,6 +341,10 @@ class Identity:
 
     served_model: str = SERVER_MODEL
     version: str = "scripted-1.0"
+    #: Whose words it speaks on /metrics and about itself (tests/support/scripted_dialects.py).
+    dialect: str = "vllm"
+    #: Requests it runs at once; one beyond them waits for a slot to free (0: no limit).
+    slots: int = 0
 
 
 class _Kept:
@@ -348,6 +371,10 @@ class ScriptedHandler:
         self.counters = _Counters()
         self.loop = asyncio.get_event_loop()
         self.canned: dict[tuple[Any, ...] | None, bytes] = {}
+        self.slots = asyncio.Semaphore(identity.slots) if identity.slots > 0 else None
+        self.info = info_routes(
+            identity.dialect, identity.served_model, identity.version, identity.slots
+        )
 
     # -- HTTP plumbing ----------------------------------------------------------------
 
@@ -434,7 +461,7 @@ class ScriptedHandler:
                     {
                         "id": self.identity.served_model,
                         "object": "model",
-                        "owned_by": "scripted",
+                        "owned_by": OWNED_BY[self.identity.dialect],
                         "max_model_len": 8192,
                     }
                 ],
@@ -444,6 +471,8 @@ class ScriptedHandler:
             return self._plain(writer, 200, '{"status":"ok"}')
         if method == "GET" and path == "/version":
             return self._plain(writer, 200, json.dumps({"version": self.identity.version}))
+        if method == "GET" and path in self.info:
+            return self._plain(writer, 200, self.info[path])
         if method == "GET" and path == "/metrics":
             return self._plain(
                 writer, 200, self.metrics_text(), "text/plain; version=0.0.4; charset=utf-8"
@@ -469,34 +498,8 @@ class ScriptedHandler:
         )
 
     def metrics_text(self) -> str:
-        c = self.counters
-        quoted = (
-            self.identity.served_model.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        )
-        model = f'model_name="{quoted}"'
-        return "\n".join(
-            [
-                "# HELP vllm:num_requests_running Number of requests in model execution batches.",
-                "# TYPE vllm:num_requests_running gauge",
-                f"vllm:num_requests_running{{{model}}} {c.running}",
-                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
-                "# TYPE vllm:num_requests_waiting gauge",
-                f"vllm:num_requests_waiting{{{model}}} 0",
-                "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
-                "# TYPE vllm:kv_cache_usage_perc gauge",
-                f"vllm:kv_cache_usage_perc{{{model}}} {min(1.0, c.running / 512):.4f}",
-                "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
-                "# TYPE vllm:prompt_tokens_total counter",
-                f"vllm:prompt_tokens_total{{{model}}} {c.prompt_tokens}",
-                "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
-                "# TYPE vllm:generation_tokens_total counter",
-                f"vllm:generation_tokens_total{{{model}}} {c.generation_tokens}",
-                "# HELP vllm:request_success_total Count of successfully processed requests.",
-                "# TYPE vllm:request_success_total counter",
-                f'vllm:request_success_total{{finished_reason="stop",{model}}} {c.requests}',
-                "",
-            ]
-        )
+        identity = self.identity
+        return metrics_text(identity.dialect, self.counters, identity.served_model, identity.slots)
 
     # -- chat completions -------------------------------------------------------------
 
@@ -597,6 +600,7 @@ class ScriptedHandler:
         cid = f"chatcmpl-scripted-{id(writer):x}{int(received * 1e6) % 1000000}"
         self.counters.requests += 1
         self.counters.prompt_tokens += prompt_tokens
+        self.counters.cached_tokens += scenario.cached
 
         # vary=1: a word sequence of the prompt's own (crc32: the same in every server process).
         varied = (
@@ -627,81 +631,95 @@ class ScriptedHandler:
             "predicted_n": tokens * n,
         }
 
-        if not stream:
-            await asyncio.sleep((scenario.ttft + max(0, tokens - 1) * scenario.itl) / 1000)
-            answer = {
-                "id": cid,
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": request.get("model"),
-                "choices": [
-                    {
-                        "index": c,
-                        "message": {
-                            "role": "assistant",
-                            "content": "".join(token_text(c, i) for i in range(thinking, tokens)),
-                            **(
-                                {scenario.rkey: "".join(token_text(c, i) for i in range(thinking))}
-                                if thinking
-                                else {}
-                            ),
-                        },
-                        "finish_reason": finish,
-                    }
-                    for c in range(n)
-                ],
-                "usage": usage,
-                "timings": timings,
-            }
-            self.counters.generation_tokens += tokens * n
-            return self._plain(writer, 200, json.dumps(answer))
-
-        writer.write(
-            self._head(
-                200,
-                "text/event-stream",
-                {"cache-control": "no-cache", **_reported_headers(scenario, tokens, prompt_tokens)},
-            )
-        )
-        self.counters.running += 1
+        queued_s = 0.0
+        if self.slots is not None:
+            # A real queue: beyond its slots a request waits, counted as waiting, for one to free.
+            self.counters.waiting += 1
+            try:
+                await self.slots.acquire()
+            finally:
+                self.counters.waiting -= 1
+            queued_s = time.perf_counter() - received
         try:
-            if scenario.replay:
-                return await self._replay(scenario, writer, received, record)
-            # The whole scenario is in the key: with the `x-scripted` header it is not in the model.
-            canned_key = (
-                (dataclasses.astuple(scenario), request.get("model"), n, tokens, finish)
-                + (want_usage, prompt_tokens, schema_text, tuple(shifts))
-                if scenario.canned and record is None
-                else None
-            )
-            if canned_key in self.canned:
-                writer.write(self.canned[canned_key])
+            if not stream:
+                await asyncio.sleep((scenario.ttft + max(0, tokens - 1) * scenario.itl) / 1000)
+                answer = {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": request.get("model"),
+                    "choices": [
+                        {
+                            "index": c,
+                            "message": {
+                                "role": "assistant",
+                                "content": "".join(token_text(c, i) for i in range(thinking, tokens)),
+                                **(
+                                    {scenario.rkey: "".join(token_text(c, i) for i in range(thinking))}
+                                    if thinking
+                                    else {}
+                                ),
+                            },
+                            "finish_reason": finish,
+                        }
+                        for c in range(n)
+                    ],
+                    "usage": usage,
+                    "timings": timings,
+                }
                 self.counters.generation_tokens += tokens * n
-                return True
-            kept = _Kept() if canned_key else None
-            done = await self._stream(
-                scenario,
-                kept or writer,  # type: ignore[arg-type]  # duck-typed: write, transport, drain
-                received,
-                record,
-                n,
-                tokens,
-                finish,
-                want_usage,
-                usage,
-                timings,
-                cid,
-                str(request.get("model")),
-                token_text,
+                return self._plain(writer, 200, json.dumps(answer))
+
+            writer.write(
+                self._head(
+                    200,
+                    "text/event-stream",
+                    {"cache-control": "no-cache", **_reported_headers(scenario, tokens, prompt_tokens)},
+                )
             )
-            if kept is not None and canned_key is not None:
-                self.canned[canned_key] = b"".join(kept.parts)
-                writer.write(self.canned[canned_key])
-            return done
-        except (ConnectionError, asyncio.CancelledError):
-            return False
+            self.counters.running += 1
+            try:
+                if scenario.replay:
+                    return await self._replay(scenario, writer, received, record)
+                # The whole scenario is in the key: with the `x-scripted` header it is not in the model.
+                canned_key = (
+                    (dataclasses.astuple(scenario), request.get("model"), n, tokens, finish)
+                    + (want_usage, prompt_tokens, schema_text, tuple(shifts))
+                    if scenario.canned and record is None
+                    else None
+                )
+                if canned_key in self.canned:
+                    writer.write(self.canned[canned_key])
+                    self.counters.generation_tokens += tokens * n
+                    return True
+                kept = _Kept() if canned_key else None
+                done = await self._stream(
+                    scenario,
+                    kept or writer,  # type: ignore[arg-type]  # duck-typed: write, transport, drain
+                    received + queued_s,  # its clock starts when a slot takes it
+                    record,
+                    n,
+                    tokens,
+                    finish,
+                    want_usage,
+                    usage,
+                    timings,
+                    cid,
+                    str(request.get("model")),
+                    token_text,
+                    queued_s=queued_s,
+                )
+                if kept is not None and canned_key is not None:
+                    self.canned[canned_key] = b"".join(kept.parts)
+                    writer.write(self.canned[canned_key])
+                return done
+            except (ConnectionError, asyncio.CancelledError):
+                return False
+            finally:
+                self.counters.running -= 1
         finally:
-            self.counters.running -= 1
+            if self.slots is not None:
+                self.slots.release()
 
     @staticmethod
     def _frame(payload: bytes) -> bytes:
@@ -730,6 +748,7 @@ class ScriptedHandler:
         cid: str,
         model: str,
         token_text: Any,
+        queued_s: float = 0.0,
     ) -> bool:
         fault = scenario.fault
         at = scenario.at if scenario.at is not None else tokens // 2
@@ -829,10 +848,9 @@ class ScriptedHandler:
             if record is not None:
                 record["writes"].append(time.perf_counter())
                 record["tokens"].append(count)
-            if scenario.report:
-                wrote[1] = time.perf_counter()
-                if not sent:
-                    wrote[0] = wrote[1]
+            wrote[1] = time.perf_counter()
+            if not sent:
+                wrote[0] = wrote[1]
             sent += count
             chunk_no += 1
             self.counters.generation_tokens += count * n
@@ -844,7 +862,9 @@ class ScriptedHandler:
         else:
             writer.write(chunk([{"index": c, "delta": {}, "finish_reason": finish} for c in range(n)]))
         if want_usage or fault == "usage_only":
-            writer.write(chunk([], usage=usage, **_reported_fields(scenario, timings, received, *wrote)))
+            writer.write(
+                chunk([], usage=usage, **_reported_fields(scenario, timings, received, *wrote, queued_s))
+            )
         if fault == "cut_before_done":
             await writer.drain()
             writer.transport.abort()
@@ -852,6 +872,7 @@ class ScriptedHandler:
         writer.write(self._frame(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         if record is not None:
             record["done"] = time.perf_counter()
+        self.counters.finished(queued_s, wrote[0] - received, wrote[1] - wrote[0])
         return True
 
     async def _replay(
@@ -904,8 +925,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay-dir", type=Path)
     parser.add_argument("--served-model", default=SERVER_MODEL)
     parser.add_argument("--version", default=Identity.version)
+    parser.add_argument("--dialect", choices=DIALECTS, default=Identity.dialect)
+    parser.add_argument("--slots", type=int, default=Identity.slots)
     args = parser.parse_args(argv)
-    identity = Identity(args.served_model, args.version)
+    identity = Identity(args.served_model, args.version, args.dialect, args.slots)
 
     def ready(port: int) -> None:
         print(f"PORT {port}", flush=True)
@@ -954,6 +977,7 @@ class ScriptedServer:
         if self.replay_dir is not None:
             command += ["--replay-dir", str(self.replay_dir)]
         command += ["--served-model", self.identity.served_model, "--version", self.identity.version]
+        command += ["--dialect", self.identity.dialect, "--slots", str(self.identity.slots)]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         self.process = subprocess.Popen(
             command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, env=env
