@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, TypedDict
 from services.core.json_types import ForeignJson, JsonOut
 from services.core.measure import EngineTimes
 from services.engines.prometheus import Families
+from services.engines.run_split import RunSplit
 
 MetricsFormat = Literal["prometheus", "json", "none"]
 #: How requests are sent: OpenAI chat completions, or Triton's generate extension
@@ -244,6 +245,10 @@ class EngineAdapter:
 
     #: The setting that caps its batch (services/bench/explain reads it); None: not known.
     batch_cap: ClassVar[BatchCap | None] = None
+
+    #: Its run totals of queue, first-token and request time (services/engines/run_split.py),
+    #: for a kind that times no single request; None: it counts none.
+    run_split: ClassVar[RunSplit | None] = None
 
     #: Settings it reports (flattened as Compare lists them: "/props.media_marker") that take a
     #: new value at every start of the process, such as a random token: two runs always differ

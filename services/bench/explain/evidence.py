@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from services.bench.explain.records import Side
 from services.bench.results import Distribution
+from services.bench.window_counts import RunSplitMeans
 from services.engines import get_adapter
 
 #: The engine's own metric behind each normalised signal, when its kind does not say.
@@ -33,8 +34,19 @@ def metric_name(side: Side, signal: str) -> str:
     return _SIGNAL_WORDS.get(signal, signal)
 
 
+def run_split(side: Side) -> RunSplitMeans | None:
+    """The engine's own run-level split (services/engines/run_split.py), kept only for a side
+    whose engine timed none of its requests: the two accounts are never mixed."""
+    if side.results.time_split.timed > 0:
+        return None
+    return RunSplitMeans.from_json(side.results.engine_metrics.values.get("run_split"))
+
+
 def times_source(side: Side) -> str:
     """Where the engine's per-request times came from, in its words."""
+    run = run_split(side)
+    if run is not None and run.source:
+        return run.source
     declared = get_adapter(side.kind).engine_times_source if side.kind else ""
     stored = side.results.time_split.source
     return declared or stored or "the engine's own per-request times"
@@ -53,9 +65,14 @@ class Split:
     e2e_rest: float | None
     e2e: float | None
     queue_reported: bool
+    #: The engine's run totals (a mean over every request it counted in the step, the warm-up's
+    #: too), not a split of each request.
+    run_mean: bool = False
 
     @property
     def coverage(self) -> str:
+        if self.run_mean:
+            return f"a run mean over the {self.timed} requests it counted in the step"
         return f"over {self.timed} of {self.requests} requests"
 
 
@@ -63,12 +80,38 @@ def _mean(part: Distribution | None) -> float | None:
     return part.mean if part is not None else None
 
 
+def _difference(a: float | None, b: float | None) -> float | None:
+    return a - b if a is not None and b is not None else None
+
+
+def _run_mean_split(side: Side) -> Split | None:
+    """The split from the engine's run totals: prefill is its first token less its queue, decode
+    its whole request less its first token, the rest the client's mean less the engine's."""
+    run = run_split(side)
+    if run is None or run.ttft_s is None:
+        return None
+    results = side.results
+    return Split(
+        timed=run.requests,
+        requests=results.completed,
+        queue=run.queue_s,
+        prefill=_difference(run.ttft_s, run.queue_s or 0.0),
+        decode=_difference(run.e2e_s, run.ttft_s),
+        ttft_rest=_difference(_mean(results.ttft_s), run.ttft_s),
+        e2e_rest=_difference(_mean(results.e2e_s), run.e2e_s),
+        e2e=_mean(results.e2e_s),
+        queue_reported=run.queue_s is not None,
+        run_mean=True,
+    )
+
+
 def split_of(side: Side) -> Split | None:
-    """The side's split, or None when its engine timed none of its requests."""
+    """The side's split, or None when its engine timed none of its requests and counted no run
+    totals of its own."""
     block = side.results.time_split
     timed = block.timed
     if timed <= 0:
-        return None
+        return _run_mean_split(side)
     return Split(
         timed=timed,
         requests=block.requests or timed,

@@ -144,6 +144,19 @@ def _split_explanation(metric: str, winner: Side, loser: Side) -> Explanation:
         return Explanation(
             metric, winner.label, loser.label, "not_known", reason=_not_known(metric, winner, loser)
         )
+    if w.run_mean != lo.run_mean:
+        timed, counted = (loser, winner) if w.run_mean else (winner, loser)
+        return Explanation(
+            metric,
+            winner.label,
+            loser.label,
+            "not_known",
+            reason=(
+                f"Why is not known: {timed.label}'s engine timed each request and {counted.label}'s "
+                "only counted its run's totals; the two accounts are not set part by part "
+                "against each other."
+            ),
+        )
     confounder = output_confounder(winner, loser) if metric == "e2e_s" else ""
     deltas = _part_deltas(metric, w, lo)
     gap = sum(deltas.values())

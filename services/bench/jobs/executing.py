@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from db.models import Run
 from db.session import session_scope
-from services.bench.jobs.engine_metrics import start_engine_metrics
+from services.bench.jobs.engine_metrics import default_metrics_url, start_engine_metrics
 from services.bench.jobs.reading import stored_records
 from services.bench.jobs.starting import KIND, store_reported_settings
 from services.bench.jobs.summarize import build_summary
@@ -18,6 +18,7 @@ from services.bench.jobs.writer import DatabaseSink
 from services.bench.runner import Benchmark, BenchOutcome
 from services.bench.spec import BenchSpec
 from services.bench.summary import BenchSummary
+from services.bench.window_counts import WindowMeter
 from services.bench.workloads import run_salt
 from services.client import run_blocking
 from services.core.errors import NotFoundError
@@ -82,6 +83,7 @@ def execute_run(
         progress=progress,
         salt=run_salt(f"run{run_id}"),
         energy=energy,
+        window_meter=window_meter(spec),
     )
     outcome: BenchOutcome | None = None
     failure: BaseException | None = None
@@ -111,6 +113,13 @@ def execute_run(
     )
     _finish(run_id, status, summary)
     return summary
+
+
+def window_meter(spec: BenchSpec) -> WindowMeter | None:
+    """Each engine's own counters at each step's edges, when the run records engine metrics."""
+    if not spec.record_engine_metrics:
+        return None
+    return WindowMeter(spec.engines, {e.name: default_metrics_url(e) for e in spec.engines})
 
 
 def energy_meter(spec: BenchSpec) -> EnergyMeter:

@@ -21,6 +21,7 @@ from services.bench.spec import BenchSpec
 from services.bench.stats import RequestRecord, summarize_engine
 from services.bench.summary import BenchSummary
 from services.bench.time_split import add_rest_evidence, engine_queue, engine_said_waited
+from services.bench.window_counts import with_window
 from services.bench.workloads import TRACE_ATTRIBUTION, workload_label
 from services.core import cost
 from services.core.json_types import JsonOut
@@ -55,6 +56,8 @@ def build_summary(
         metrics = None
         if run_id is not None and spec.record_engine_metrics and window and window[0]:
             metrics = engine_metrics_for(run_id, engine, window[0], window[1])
+        if meta is not None and meta.counts is not None:
+            metrics = with_window(metrics, meta.counts, kinds.get(engine))
         block = summarize_engine(
             engine_queue(group, kinds.get(engine), engine_said_waited(metrics)),
             slo=spec.slo,

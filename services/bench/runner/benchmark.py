@@ -27,6 +27,7 @@ from services.bench.runner.transports import transport_for
 from services.bench.spec import WORKERS_AUTO, BenchSpec, EngineTarget, RequestSettings, SweepSpec
 from services.bench.stats import NO_ENGINE_METRICS, SloSpec, summarize_engine
 from services.bench.time_split import engine_queue, engine_said_waited
+from services.bench.window_counts import Edge, WindowCounts, WindowMeter
 from services.bench.workloads import Calibration, PromptText
 from services.client import StreamClient, make_http_client
 from services.core import units
@@ -46,6 +47,8 @@ class StepResult:
     summary: EngineResults
     #: The energy over the step's window; None: the run measured none (no meter).
     energy: EnergyResult | None = None
+    #: The engine's own counters over the step's window (services/bench/window_counts.py).
+    counts: WindowCounts | None = None
 
 
 @dataclass
@@ -87,6 +90,7 @@ class Benchmark:
         salt: str = "",
         engine_metrics: EngineMetricsReader = _no_engine_metrics,
         energy: EnergyMeter | None = None,
+        window_meter: WindowMeter | None = None,
     ) -> None:
         self.spec = spec
         self.sink = sink
@@ -95,6 +99,7 @@ class Benchmark:
         self.salt = salt
         self.engine_metrics = engine_metrics
         self.energy = energy
+        self.window_meter = window_meter
         self.result = BenchOutcome()
         self.text = PromptText()
         self._phases_total = 1
@@ -194,13 +199,23 @@ class Benchmark:
             loads = [make(e) for e in engines]
             self._live = loads
             window = await self._energy_begin([e.name for e in engines])
+            edges = await self._counts_begin([e.name for e in engines])
             outcomes = await asyncio.gather(*(load_.run() for load_ in loads))
+            counts = await self._counts_end(edges)
             energy = await self._energy_end(window)
             self._live = []
             self._phases_done += len(loads)
             for outcome in outcomes:
                 results.append(
-                    self._step_result(outcome, load, step, level, phase, energy.get(outcome.engine))
+                    self._step_result(
+                        outcome,
+                        load,
+                        step,
+                        level,
+                        phase,
+                        energy.get(outcome.engine),
+                        counts.get(outcome.engine),
+                    )
                 )
         else:
             for engine in engines:
@@ -210,16 +225,37 @@ class Benchmark:
                 self._live = [engine_load]
                 self.progress(self.phase_fraction(), f"{engine.name}: {load.label()}")
                 window = await self._energy_begin([engine.name])
+                edges = await self._counts_begin([engine.name])
                 outcome = await engine_load.run()
+                counts = await self._counts_end(edges)
                 energy = await self._energy_end(window)
                 self._live = []
                 self._phases_done += 1
                 results.append(
-                    self._step_result(outcome, load, step, level, phase, energy.get(engine.name))
+                    self._step_result(
+                        outcome,
+                        load,
+                        step,
+                        level,
+                        phase,
+                        energy.get(engine.name),
+                        counts.get(engine.name),
+                    )
                 )
         self.result.steps.extend(results)
         self.progress(self.phase_fraction(), "")
         return results
+
+    async def _counts_begin(self, engines: list[str]) -> dict[str, Edge]:
+        """Each engine's own counters just before the step's first request (off the loop)."""
+        if self.window_meter is None:
+            return {}
+        return await asyncio.to_thread(self.window_meter.begin, engines)
+
+    async def _counts_end(self, edges: dict[str, Edge]) -> dict[str, WindowCounts]:
+        if self.window_meter is None or not edges:
+            return {}
+        return await asyncio.to_thread(self.window_meter.end, edges)
 
     async def _energy_begin(self, engines: list[str]) -> Any:
         """The counters at a step's start, read off the event loop (NVML, files, HTTP block)."""
@@ -250,6 +286,7 @@ class Benchmark:
         level: float | None,
         phase: str,
         energy: EnergyResult | None = None,
+        counts: WindowCounts | None = None,
     ) -> StepResult:
         self._last_generator[outcome.engine] = outcome.generator
         metrics = self.engine_metrics(outcome.engine, outcome.wall_start, outcome.wall_end)
@@ -272,7 +309,9 @@ class Benchmark:
             generator=outcome.generator,
         )
         dimension = self.spec.sweep.dimension if self.spec.sweep.active else None
-        return StepResult(outcome.engine, dimension, level, step, phase, outcome, summary, energy)
+        return StepResult(
+            outcome.engine, dimension, level, step, phase, outcome, summary, energy, counts
+        )
 
     def _load_at(self, dimension: str, level: float) -> LoadSpec:
         load = self.spec.load

@@ -14,6 +14,7 @@ from services.engines.normalise import (
     metric,
 )
 from services.engines.registry import register
+from services.engines.run_split import RunSplit, WindowMean
 
 
 @register
@@ -35,6 +36,18 @@ class SglangAdapter(EngineAdapter):
         "--max-running-requests",
         reported=(("/server_info", "max_running_requests"),),
         flags=("--max-running-requests",),
+    )
+    # A streamed chat carries no per-request times (below), but its histograms count every
+    # request's queue, first token and whole time: their means over a step are its own split.
+    # The first-token and whole times start when the request arrives, so the queue is in both.
+    run_split = RunSplit(
+        queue=WindowMean(histogram=metric("sglang:queue_time_seconds")),
+        ttft=WindowMean(histogram=metric("sglang:time_to_first_token_seconds")),
+        e2e=WindowMean(histogram=metric("sglang:e2e_request_latency_seconds")),
+        source=(
+            "sglang:queue_time_seconds, time_to_first_token_seconds and "
+            "e2e_request_latency_seconds"
+        ),
     )
     # Gauges are per scheduler rank (and some carry a pid label): ratios take the max.
     telemetry_signals: ClassVar[TelemetrySignals] = {

@@ -17,6 +17,7 @@ from services.engines.normalise import (
 )
 from services.engines.prometheus import Families
 from services.engines.registry import register
+from services.engines.run_split import RunSplit, WindowMean
 
 
 @register
@@ -33,6 +34,19 @@ class TrtllmServeAdapter(EngineAdapter):
     )
     json_metrics_path = "/metrics"
     metric_markers = ("trtllm_", "request_success_total", "e2e_request_latency_seconds")
+    # Three generations of names (guide/engines.md §5.1): trtllm_-prefixed first, then the
+    # unprefixed first version; "trtllm_json:" series come from the JSON iteration stats.
+    # trtllm-serve's request histograms (fixture: trtllm_serve_prometheus.txt; it needs an NVIDIA
+    # GPU, so this is read from its documented exposition, never run here).
+    run_split = RunSplit(
+        queue=WindowMean(histogram=metric("trtllm_request_queue_time_seconds")),
+        ttft=WindowMean(histogram=metric("trtllm_time_to_first_token_seconds")),
+        e2e=WindowMean(histogram=metric("trtllm_e2e_request_latency_seconds")),
+        source=(
+            "trtllm_request_queue_time_seconds, trtllm_time_to_first_token_seconds and "
+            "trtllm_e2e_request_latency_seconds"
+        ),
+    )
     telemetry_signals: ClassVar[TelemetrySignals] = {
         "kv_cache_usage": (
             Gauge(metric("trtllm_kv_cache_utilization"), agg="max"),

@@ -281,3 +281,36 @@ def test_a_part_larger_than_the_gap_says_so_and_names_what_offset_it() -> None:
     narrow = side("narrow", output_tokens=40 * 100, metrics={"requests_running_mean": 1.0})
     said = explain("output_throughput_tok_s", wide, narrow).text
     assert "more than the whole 1.14x output throughput ratio (3.8x the width)" in said
+
+
+def _run_mean(label: str, queue: float, ttft: float, e2e: float, **more: Any) -> Side:
+    """A side whose engine timed no request but counted its run's totals (SGLang's histograms)."""
+    run = {"requests": 40, "source": "sglang:queue_time_seconds", "queue_s": queue}
+    run |= {"ttft_s": ttft, "e2e_s": e2e}
+    return side(label, kind="sglang", queue=queue, timed=0, metrics={"run_split": run}, **more)
+
+
+def test_a_run_mean_split_explains_and_says_it_is_a_run_mean() -> None:
+    said = explain(
+        "ttft_s", _run_mean("A", 0.0, 0.11, 1.2), _run_mean("B", 0.9, 1.01, 2.1), noise="beyond"
+    )
+    assert said.status == "explained", said.text
+    assert "B's requests waited 900 ms on average" in said.text
+    assert "a run mean over the 40 requests it counted in the step" in said.text
+    assert "over 40 of 40 requests" not in said.text
+
+
+def test_a_run_mean_is_never_set_part_by_part_against_a_per_request_split() -> None:
+    timed = side("A", queue=0.0)
+    counted = _run_mean("B", 0.9, 1.01, 2.1)
+    said = explain("ttft_s", timed, counted, noise="beyond")
+    assert said.status == "not_known", said.text
+    assert "A's engine timed each request and B's only counted its run's totals" in said.text
+    assert "Queueing" not in said.text
+
+
+def test_an_engine_that_timed_its_requests_keeps_its_own_split_over_its_run_totals() -> None:
+    # Both accounts stored: the per-request split is the one read, never the run mean.
+    both = side("B", queue=0.9, metrics={"run_split": {"requests": 40, "queue_s": 5.0, "ttft_s": 6.0}})
+    said = explain("ttft_s", side("A"), both, noise="beyond")
+    assert "waited 900 ms on average" in said.text and "run mean" not in said.text
