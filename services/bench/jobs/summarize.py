@@ -28,6 +28,9 @@ from services.core.json_types import JsonOut
 from services.telemetry.energy.maths import energy_per_token
 from services.telemetry.energy.records import EnergyResult
 
+StepKey = tuple[str, int | None]
+StepsMeta = dict[StepKey, StepResult]
+
 
 def build_summary(
     spec: BenchSpec,
@@ -38,17 +41,67 @@ def build_summary(
 ) -> JsonOut:
     """Run.summary from the stored records (the source of truth), enriched with what the
     runner knew (unsupported options, early stops, SLO search) when it finished."""
-    steps_meta: dict[tuple[str, int | None], StepResult] = {}
+    steps_meta: StepsMeta = {}
     if outcome is not None:
         for result in outcome.steps:
             steps_meta[(result.engine, result.step)] = result
-    groups: dict[tuple[str, int | None], list[RequestRecord]] = {}
+    groups: dict[StepKey, list[RequestRecord]] = {}
     for record in records:
         groups.setdefault((record.engine, record.step), []).append(record)
     engine_order = [e.name for e in spec.engines]
+    per_step = _step_blocks(spec, groups, steps_meta, run_id)
+    warm = warmup_output_tokens(groups)
+    for (engine, step), block in per_step.items():
+        meta = steps_meta.get((engine, step))
+        if meta is not None and meta.energy is not None:
+            block["energy"] = energy_block(meta.energy, engine, step, per_step, warm)
+    engines, rows = _engines_and_sweep(spec, per_step, steps_meta, outcome)
+    for name in engine_order:
+        if name not in engines:
+            # Never started (a run cancelled before its turn): "not run", never 0 req/s.
+            never = summarize_engine([], slo=spec.slo, percentiles=spec.percentiles)
+            never["not_run"] = True
+            engines[name] = EngineResults.from_json(never)
+    traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
+    summary = BenchSummary(
+        engines=engines,
+        sweep=rows,
+        slo_search=dict(outcome.slo_search) if outcome is not None else {},
+        stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
+        prompt_calibration=outcome.calibration.to_dict()
+        if outcome is not None and outcome.calibration is not None
+        else {},
+        models=outcome.models if outcome is not None else None,
+        load=spec.load.label(),
+        workload=workload_label(spec.workload),
+        percentiles=list(spec.percentiles),
+        # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
+        # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
+        ttft_includes_connect=not spec.connect_ahead,
+        ttft_includes_reasoning=any(block.get("ttft_includes_reasoning") for block in per_step.values()),
+        slo=spec.slo.label() if spec.slo.active else None,
+        data_attribution=TRACE_ATTRIBUTION if traced else None,
+        engines_run="together" if spec.parallel_engines else "one after another",
+        generator=generator_verdict(per_step),
+    ).to_json()
+    # What makes these figures comparable, fixed now: later readers need not re-derive it.
+    summary[comparability.SUMMARY_KEY] = comparability.fingerprints_to_store(
+        spec.to_dict(), BenchSummary.from_json(summary)
+    )
+    return summary
+
+
+def _step_blocks(
+    spec: BenchSpec,
+    groups: dict[StepKey, list[RequestRecord]],
+    steps_meta: StepsMeta,
+    run_id: int | None,
+) -> dict[StepKey, EngineResultsJson]:
+    """Each engine's (each sweep step's) figures from its records, with the engine's own
+    metrics over its window and what the runner knew of the load."""
     prices = {e.name: e.usd_per_hour for e in spec.engines}
     kinds = {e.name: e.kind for e in spec.engines}
-    per_step: dict[tuple[str, int | None], EngineResultsJson] = {}
+    per_step: dict[StepKey, EngineResultsJson] = {}
     for key, group in groups.items():
         engine, step = key
         meta = steps_meta.get(key)
@@ -83,11 +136,18 @@ def build_summary(
         # The price the run started with, so later price edits leave this run's cost as it was.
         block["cost"] = cost.cost_of_block(prices.get(engine), dict(block)).to_json()
         per_step[key] = block
-    warm = warmup_output_tokens(groups)
-    for (engine, step), block in per_step.items():
-        meta = steps_meta.get((engine, step))
-        if meta is not None and meta.energy is not None:
-            block["energy"] = energy_block(meta.energy, engine, step, per_step, warm)
+    return per_step
+
+
+def _engines_and_sweep(
+    spec: BenchSpec,
+    per_step: dict[StepKey, EngineResultsJson],
+    steps_meta: StepsMeta,
+    outcome: BenchOutcome | None,
+) -> tuple[dict[str, EngineResults], list[EngineResults]]:
+    """Each engine's results (a sweep's: the step it is judged by, the SLO search's best or
+    its highest throughput) and the sweep's rows, step by step."""
+    engine_order = [e.name for e in spec.engines]
     engines: dict[str, EngineResults] = {}
     rows: list[EngineResults] = []
     sweep = spec.sweep
@@ -127,39 +187,7 @@ def build_summary(
         for name in engine_order:
             if (name, None) in per_step:
                 engines[name] = EngineResults.from_json(per_step[(name, None)])
-    for name in engine_order:
-        if name not in engines:
-            # Never started (a run cancelled before its turn): "not run", never 0 req/s.
-            never = summarize_engine([], slo=spec.slo, percentiles=spec.percentiles)
-            never["not_run"] = True
-            engines[name] = EngineResults.from_json(never)
-    traced = spec.workload.kind == "trace" or spec.workload.length_dist in ("conversation", "code")
-    summary = BenchSummary(
-        engines=engines,
-        sweep=rows,
-        slo_search=dict(outcome.slo_search) if outcome is not None else {},
-        stopped_early=dict(outcome.stopped_early) if outcome is not None else {},
-        prompt_calibration=outcome.calibration.to_dict()
-        if outcome is not None and outcome.calibration is not None
-        else {},
-        models=outcome.models if outcome is not None else None,
-        load=spec.load.label(),
-        workload=workload_label(spec.workload),
-        percentiles=list(spec.percentiles),
-        # Connections are opened ahead (as many as the concurrency) unless asked otherwise, so
-        # TTFT excludes connecting, except for requests beyond them (an uncapped open loop).
-        ttft_includes_connect=not spec.connect_ahead,
-        ttft_includes_reasoning=any(block.get("ttft_includes_reasoning") for block in per_step.values()),
-        slo=spec.slo.label() if spec.slo.active else None,
-        data_attribution=TRACE_ATTRIBUTION if traced else None,
-        engines_run="together" if spec.parallel_engines else "one after another",
-        generator=generator_verdict(per_step),
-    ).to_json()
-    # What makes these figures comparable, fixed now: later readers need not re-derive it.
-    summary[comparability.SUMMARY_KEY] = comparability.fingerprints_to_store(
-        spec.to_dict(), BenchSummary.from_json(summary)
-    )
-    return summary
+    return engines, rows
 
 
 def energy_block(
