@@ -34,6 +34,14 @@ from services.core import units
 from services.telemetry.energy.records import EnergyResult
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the meters read over one step: its energy and each engine's own counters, by engine."""
+
+    energy: dict[str, EnergyResult]
+    counts: dict[str, WindowCounts]
+
+
 @dataclass
 class StepResult:
     engine: str
@@ -198,25 +206,13 @@ class Benchmark:
         if spec.parallel_engines:
             loads = [make(e) for e in engines]
             self._live = loads
-            window = await self._energy_begin([e.name for e in engines])
-            edges = await self._counts_begin([e.name for e in engines])
+            started = await self._meters_begin([e.name for e in engines])
             outcomes = await asyncio.gather(*(load_.run() for load_ in loads))
-            counts = await self._counts_end(edges)
-            energy = await self._energy_end(window)
+            measured = await self._meters_end(started)
             self._live = []
             self._phases_done += len(loads)
             for outcome in outcomes:
-                results.append(
-                    self._step_result(
-                        outcome,
-                        load,
-                        step,
-                        level,
-                        phase,
-                        energy.get(outcome.engine),
-                        counts.get(outcome.engine),
-                    )
-                )
+                results.append(self._step_result(outcome, load, step, level, phase, measured))
         else:
             for engine in engines:
                 if self._stop():
@@ -224,38 +220,31 @@ class Benchmark:
                 engine_load = make(engine)
                 self._live = [engine_load]
                 self.progress(self.phase_fraction(), f"{engine.name}: {load.label()}")
-                window = await self._energy_begin([engine.name])
-                edges = await self._counts_begin([engine.name])
+                started = await self._meters_begin([engine.name])
                 outcome = await engine_load.run()
-                counts = await self._counts_end(edges)
-                energy = await self._energy_end(window)
+                measured = await self._meters_end(started)
                 self._live = []
                 self._phases_done += 1
-                results.append(
-                    self._step_result(
-                        outcome,
-                        load,
-                        step,
-                        level,
-                        phase,
-                        energy.get(engine.name),
-                        counts.get(engine.name),
-                    )
-                )
+                results.append(self._step_result(outcome, load, step, level, phase, measured))
         self.result.steps.extend(results)
         self.progress(self.phase_fraction(), "")
         return results
 
-    async def _counts_begin(self, engines: list[str]) -> dict[str, Edge]:
-        """Each engine's own counters just before the step's first request (off the loop)."""
-        if self.window_meter is None:
-            return {}
-        return await asyncio.to_thread(self.window_meter.begin, engines)
+    async def _meters_begin(self, engines: list[str]) -> tuple[Any, dict[str, Edge]]:
+        """The energy counters, then each engine's own, just before the step's first request."""
+        window = await self._energy_begin(engines)
+        edges = {}
+        if self.window_meter is not None:
+            edges = await asyncio.to_thread(self.window_meter.begin, engines)
+        return window, edges
 
-    async def _counts_end(self, edges: dict[str, Edge]) -> dict[str, WindowCounts]:
-        if self.window_meter is None or not edges:
-            return {}
-        return await asyncio.to_thread(self.window_meter.end, edges)
+    async def _meters_end(self, started: tuple[Any, dict[str, Edge]]) -> Measured:
+        """Each engine's own counters, then the energy, just after the step's last request."""
+        window, edges = started
+        counts = {}
+        if self.window_meter is not None and edges:
+            counts = await asyncio.to_thread(self.window_meter.end, edges)
+        return Measured(await self._energy_end(window), counts)
 
     async def _energy_begin(self, engines: list[str]) -> Any:
         """The counters at a step's start, read off the event loop (NVML, files, HTTP block)."""
@@ -285,8 +274,7 @@ class Benchmark:
         step: int | None,
         level: float | None,
         phase: str,
-        energy: EnergyResult | None = None,
-        counts: WindowCounts | None = None,
+        measured: Measured | None = None,
     ) -> StepResult:
         self._last_generator[outcome.engine] = outcome.generator
         metrics = self.engine_metrics(outcome.engine, outcome.wall_start, outcome.wall_end)
@@ -309,6 +297,8 @@ class Benchmark:
             generator=outcome.generator,
         )
         dimension = self.spec.sweep.dimension if self.spec.sweep.active else None
+        energy = measured.energy.get(outcome.engine) if measured else None
+        counts = measured.counts.get(outcome.engine) if measured else None
         return StepResult(
             outcome.engine, dimension, level, step, phase, outcome, summary, energy, counts
         )

@@ -45,8 +45,7 @@ class SglangAdapter(EngineAdapter):
         ttft=WindowMean(histogram=metric("sglang:time_to_first_token_seconds")),
         e2e=WindowMean(histogram=metric("sglang:e2e_request_latency_seconds")),
         source=(
-            "sglang:queue_time_seconds, time_to_first_token_seconds and "
-            "e2e_request_latency_seconds"
+            "sglang:queue_time_seconds, time_to_first_token_seconds and e2e_request_latency_seconds"
         ),
     )
     # Gauges are per scheduler rank (and some carry a pid label): ratios take the max.

@@ -19,14 +19,14 @@ REQUESTS = 12
 
 def test_sglangs_own_totals_over_the_step_are_its_split(local_engines: list) -> None:
     spec = BenchSpec(
-        engines=(jobs.engine_target("sglang"),),
+        engines=(jobs.engine_target("sglang-cpu"),),
         workload=WorkloadSpec(input_len=64, output_len=24),
         load=LoadSpec(concurrency=4, requests=REQUESTS),
         timeout_s=300,
     )
     run_id = jobs.create_run(spec)
     summary = jobs.execute_run(run_id)
-    block = summary["engines"]["sglang"]
+    block = summary["engines"]["sglang-cpu"]
     assert (block["completed"], block["failed"]) == (REQUESTS, 0)
     metrics = block["engine_metrics"]
     window = metrics["window"]
