@@ -19,6 +19,7 @@ import pandas as pd
 
 from services.bench import selfcheck
 from services.bench.caveats import Caveats, run_caveats
+from services.bench.explain import exceeds_gap
 from services.core import units
 from services.core.json_types import JsonOut
 from services.core.safe_text import md_line, md_text
@@ -303,7 +304,7 @@ def why_evidence(view: display.ComparisonView) -> pd.DataFrame:
             "Cause": claim.cause.replace("_", " "),
             # A part larger than the net gap (others went the other way) reads as the sentence does.
             "Share of the gap": "more than the whole gap"
-            if claim.share is not None and claim.share > 1
+            if exceeds_gap(claim.share)
             else units.share(claim.share),
             "Engine's own source": claim.metric,
             "Coverage": claim.coverage,

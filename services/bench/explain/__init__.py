@@ -3,7 +3,8 @@
 `explain`, read by every surface that names a winner: Compare, `runs compare`, the gate, the
 reports. See docs/measuring.md, "Why one engine beat another"."""
 
+from services.bench.explain.claims import exceeds_gap
 from services.bench.explain.reasons import explain
 from services.bench.explain.records import Claim, Explanation, Side
 
-__all__ = ["Claim", "Explanation", "Side", "explain"]
+__all__ = ["Claim", "Explanation", "Side", "exceeds_gap", "explain"]

@@ -16,10 +16,21 @@ HIT_RATE_MARGIN = 0.20
 OUTPUT_LENGTH_TOLERANCE = 0.10
 
 
+#: A part within this share past the whole gap is the whole gap: the other parts' few
+#: milliseconds of jitter went the other way, which "more than the whole" would overstate.
+WHOLE_SLACK = 0.02
+
+
+def exceeds_gap(share: float | None) -> bool:
+    """A part clearly larger than the whole gap (the winner's own part was longer elsewhere)."""
+    return share is not None and share > 1 + WHOLE_SLACK
+
+
 def share_text(share: float, gap: str) -> str:
-    """A part's share of the gap; a part larger than the whole gap (others went the other way:
-    the winner's own part was longer) says so instead of "247%"."""
-    return f"more than the whole mean {gap} gap" if share > 1 else f"{share:.0%} of the mean {gap} gap"
+    """A part's share of the gap; a part larger than the whole gap says so instead of "247%"."""
+    if exceeds_gap(share):
+        return f"more than the whole mean {gap} gap"
+    return f"{min(share, 1.0):.0%} of the mean {gap} gap"
 
 
 def durations(*seconds: float | None) -> list[str]:

@@ -314,3 +314,12 @@ def test_an_engine_that_timed_its_requests_keeps_its_own_split_over_its_run_tota
     both = side("B", queue=0.9, metrics={"run_split": {"requests": 40, "queue_s": 5.0, "ttft_s": 6.0}})
     said = explain("ttft_s", side("A"), both, noise="beyond")
     assert "waited 900 ms on average" in said.text and "run mean" not in said.text
+
+
+def test_a_part_within_two_percent_past_the_gap_is_the_whole_gap_and_past_it_is_more() -> None:
+    # The loser's queue is 1.00 s longer and its prefill 0.005 s shorter: jitter, not an offset.
+    near = explain("ttft_s", side("A", prefill=0.105), side("B", queue=1.0, prefill=0.1))
+    assert "100% of the mean TTFT gap" in near.text and "more than the whole" not in near.text
+    # 0.1 s shorter prefill: the queue holds 111% of the gap, which is said as it is.
+    past = explain("ttft_s", side("A", prefill=0.2), side("B", queue=1.0, prefill=0.1))
+    assert "more than the whole mean TTFT gap" in past.text
