@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from services.bench.results import EngineMetrics
 from services.bench.spec import EngineTarget
@@ -141,7 +142,8 @@ class RunSplitMeans:
 
 def run_split_of(counts: WindowCounts | None, split: RunSplit | None) -> RunSplitMeans | None:
     """The run-level split of one step from its counts, None when the engine counted no request
-    in it (or restarted)."""
+    in it, restarted, or gave parts that cannot hold each other (its first token holds its queue,
+    its whole request its first token: totals that say otherwise cannot be split)."""
     if counts is None or split is None or counts.reset:
         return None
     means = {name: counts.mean(part) for name, part in split.parts().items()}
@@ -153,6 +155,9 @@ def run_split_of(counts: WindowCounts | None, split: RunSplit | None) -> RunSpli
         found = means.get(name)
         return found[0] if found is not None else None
 
+    nested = [value for value in (of("queue"), of("ttft"), of("e2e")) if value is not None]
+    if any(a > b for a, b in pairwise(nested)):
+        return None
     return RunSplitMeans(
         requests=int(max(counted)),
         source=split.source,
@@ -228,7 +233,11 @@ def window(first: Edge, last: Edge) -> WindowCounts:
         for k, (s, c) in last.histograms.items()
         if k in first.histograms
     }
-    went_down = any(v < 0 for v in counters.values()) or any(c < 0 for _s, c in histograms.values())
+    # A total that went down: a restart, or an engine whose counters lie (a sum of times that
+    # shrank while its count grew). Either way nothing over the window can be said.
+    went_down = any(v < 0 for v in counters.values()) or any(
+        s < 0 or c < 0 for s, c in histograms.values()
+    )
     if went_down:
         return WindowCounts(seconds=seconds, reset=True)
     return WindowCounts(seconds=seconds, counters=counters, histograms=histograms)

@@ -22,6 +22,7 @@ from services.bench.window_counts import (
     window,
 )
 from services.engines import get_adapter
+from services.engines.run_split import series_key
 from tests.support.scripted_server import Identity, ScriptedServer
 
 
@@ -116,3 +117,35 @@ def test_a_kind_without_a_run_split_reads_its_counters_only() -> None:
     assert get_adapter("vllm").run_split is None
     assert counts.counters["vllm:generation_tokens"] == 32
     assert counts.histograms == {}
+
+
+def test_a_histogram_sum_that_went_down_gives_no_counts() -> None:
+    # A lying engine: more requests counted, less time in all. No negative queue is ever said.
+    key = "sglang:queue_time_seconds"
+    counts = window(
+        Edge(at=1.0, histograms={key: (5.0, 10.0)}), Edge(at=2.0, histograms={key: (4.0, 12.0)})
+    )
+    assert counts.reset is True and counts.histograms == {}
+    assert run_split_of(counts, get_adapter("sglang").run_split) is None
+
+
+def test_a_run_split_whose_parts_cannot_hold_each_other_is_not_given() -> None:
+    # Its queue longer than its first token, which holds the queue: the engine's totals disagree.
+    split = get_adapter("sglang").run_split
+    assert split is not None
+    names = {part: series_key(mean.histogram) for part, mean in split.parts().items() if mean.histogram}
+    lying = WindowCounts(
+        seconds=1.0,
+        histograms={
+            names["queue"]: (20.0, 10.0),
+            names["ttft"]: (5.0, 10.0),
+            names["e2e"]: (30.0, 10.0),
+        },
+    )
+    assert run_split_of(lying, split) is None
+    honest = WindowCounts(
+        seconds=1.0,
+        histograms={names["queue"]: (2.0, 10.0), names["ttft"]: (5.0, 10.0), names["e2e"]: (30.0, 10.0)},
+    )
+    found = run_split_of(honest, split)
+    assert found is not None and (found.queue_s, found.ttft_s, found.e2e_s) == (0.2, 0.5, 3.0)
