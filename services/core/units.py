@@ -94,19 +94,27 @@ def duration_unit(values: Iterable[object]) -> TimeUnit:
     return "s" if any(_in_seconds(v) for v in map(number, values) if v is not None) else "ms"
 
 
-def duration(seconds: object, unit: TimeUnit | None = None, *, missing: str = MISSING) -> str:
+def duration(
+    seconds: object,
+    unit: TimeUnit | None = None,
+    *,
+    missing: str = MISSING,
+    more_decimals: int = 0,
+) -> str:
     """A duration given in seconds: under 1 s in ms, from 1 s in s, or in `unit` where figures
-    shown together share one (`duration_unit`)."""
+    shown together share one (`duration_unit`). `more_decimals` adds to each form's decimals,
+    for figures set side by side that differ but would read alike."""
     value = number(seconds)
     if value is None:
         return missing
     value += 0.0  # -0.0 reads 0
+    more = max(0, more_decimals)
     if (unit or ("s" if _in_seconds(value) else "ms")) == "s":
-        return f"{value:,.2f} s" if _in_seconds(value) else f"{value:.3f} s"
+        return f"{value:,.{2 + more}f} s" if _in_seconds(value) else f"{value:.{3 + more}f} s"
     ms = value * 1000
     if round(abs(ms), 1) >= 100:
-        return f"{ms:,.0f} ms"
-    return f"{ms:.1f} ms" if round(abs(ms), 3) >= 1 else f"{ms:.3f} ms"
+        return f"{ms:,.{more}f} ms"
+    return f"{ms:.{1 + more}f} ms" if round(abs(ms), 3) >= 1 else f"{ms:.{3 + more}f} ms"
 
 
 def duration_ms(ms: object, unit: TimeUnit | None = None, *, missing: str = MISSING) -> str:

@@ -9,31 +9,22 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.core import http
 from services.core.json_types import JsonOut
-from services.engines.probe import auth_headers, probe
+from services.engines.metrics_read import MetricsReadError, read_metrics_text
+from services.engines.probe import probe
 
 #: Info-style gauges whose labels are settings (value 1, the settings in the labels).
 INFO_SUFFIX = "_info"
-METRICS_MAX_BYTES = 8 * 1024 * 1024
 
 
 def _info_metrics(
     metrics_url: str, api_key_env: str | None, deadline_s: float
 ) -> dict[str, dict[str, str]]:
     try:
-        reply = http.fetch(
-            "GET",
-            metrics_url,
-            headers={"Accept": "text/plain", **auth_headers(api_key_env)},
-            deadline_s=deadline_s,
-            max_bytes=METRICS_MAX_BYTES,
-        )
-    except http.HttpError:
+        text = read_metrics_text(metrics_url, api_key_env, deadline_s)
+    except MetricsReadError:
         return {}
-    if reply.status != 200:
-        return {}
-    return info_labels(reply.text)
+    return info_labels(text)
 
 
 def info_labels(text: str) -> dict[str, dict[str, str]]:

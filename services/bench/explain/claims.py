@@ -5,6 +5,8 @@ narrow batch, named only when the engine's running count reached it."""
 
 from __future__ import annotations
 
+from itertools import combinations
+
 from services.bench.explain import evidence
 from services.bench.explain.evidence import Split
 from services.bench.explain.records import Claim, Side
@@ -33,10 +35,30 @@ def share_text(share: float, gap: str) -> str:
     return f"{min(share, 1.0):.0%} of the mean {gap} gap"
 
 
+#: Decimals a pair of durations may add so that two that differ read differently.
+MORE_DECIMALS = 2
+
+
 def durations(*seconds: float | None) -> list[str]:
-    """Durations side by side in one unit ("none" for no time at all)."""
+    """Durations side by side in one unit ("none" for no time at all): the one formatter of the
+    durations an explanation sets against each other. Two that differ but would read alike
+    ("ITL 2.0 ms against 2.0 ms" for 2.00 and 2.04 ms) get more decimals, `MORE_DECIMALS` at
+    most; a gap too small even for those reads as it would without them."""
     unit = units.duration_unit(seconds)
-    return ["none" if s == 0 else units.duration(s, unit) for s in seconds]
+    tries = (
+        ["none" if s == 0 else units.duration(s, unit, more_decimals=more) for s in seconds]
+        for more in range(MORE_DECIMALS + 1)
+    )
+    plain = next(tries)
+    if not _alike(seconds, plain):
+        return plain
+    return next((said for said in tries if not _alike(seconds, said)), plain)
+
+
+def _alike(seconds: tuple[float | None, ...], said: list[str]) -> bool:
+    """Two different figures that read the same."""
+    figures = [units.number(s) for s in seconds]
+    return any(a != b and x == y for (a, x), (b, y) in combinations(zip(figures, said), 2))
 
 
 def width(side: Side) -> tuple[float | None, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.bench.explain.records import Side
-from services.bench.results import Distribution
+from services.bench.results import Distribution, EngineResults
 from services.bench.window_counts import RunSplitMeans
 from services.engines import get_adapter
 
@@ -84,13 +84,11 @@ def _difference(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
 
 
-def _run_mean_split(side: Side) -> Split | None:
+def _run_mean_split(run: RunSplitMeans, results: EngineResults) -> Split | None:
     """The split from the engine's run totals: prefill is its first token less its queue, decode
     its whole request less its first token, the rest the client's mean less the engine's."""
-    run = run_split(side)
-    if run is None or run.ttft_s is None:
+    if run.ttft_s is None:
         return None
-    results = side.results
     return Split(
         timed=run.requests,
         requests=results.completed,
@@ -106,12 +104,15 @@ def _run_mean_split(side: Side) -> Split | None:
 
 
 def split_of(side: Side) -> Split | None:
-    """The side's split, or None when its engine timed none of its requests and counted no run
-    totals of its own."""
+    """The side's split: from its engine's run totals where `run_split` keeps them, else over the
+    requests its engine timed; None when it has neither."""
+    run = run_split(side)
+    if run is not None:
+        return _run_mean_split(run, side.results)
     block = side.results.time_split
     timed = block.timed
     if timed <= 0:
-        return _run_mean_split(side)
+        return None
     return Split(
         timed=timed,
         requests=block.requests or timed,

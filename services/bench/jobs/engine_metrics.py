@@ -19,6 +19,7 @@ from services.bench.spec import BenchSpec, EngineTarget
 from services.core import units
 from services.core.config import PROJECT_ROOT, get_settings
 from services.core.json_types import JsonOut
+from services.core.measure import percentile
 from services.engines import get_adapter
 
 
@@ -111,13 +112,6 @@ def _gauge(values: SampleValues, key: str) -> float | None:
     return units.number(values.get(key))
 
 
-def _p90(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-
-
 #: The signals whose values over the window an explanation reads (services/bench/explain).
 KEPT_SIGNALS = (
     "kv_cache_usage",
@@ -186,7 +180,7 @@ def summarize_engine_samples(rows: Sequence[object]) -> EngineMetrics:
         "prefix_cache_hit_rate": hit_rate,
         "kv_cache_usage_max": most("kv_cache_usage"),
         "kv_cache_usage_mean": mean("kv_cache_usage"),
-        "kv_cache_usage_p90": _p90(usage),
+        "kv_cache_usage_p90": percentile(usage, 90) if usage else None,
         "kv_cache_near_full_share": share("kv_cache_usage", KV_NEAR_FULL),
         # The engine's own word that requests waited in its queue (llama.cpp: requests_deferred),
         # which tells its queue from the rest where it does not time it (time_split.engine_queue).

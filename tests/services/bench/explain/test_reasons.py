@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from services.bench.explain import Side, explain
+from services.bench.explain.claims import durations
 from services.bench.explain.reasons import CLAIM_SHARE
 from services.bench.results import EngineResults
 
@@ -323,3 +324,15 @@ def test_a_part_within_two_percent_past_the_gap_is_the_whole_gap_and_past_it_is_
     # 0.1 s shorter prefill: the queue holds 111% of the gap, which is said as it is.
     past = explain("ttft_s", side("A", prefill=0.2), side("B", queue=1.0, prefill=0.1))
     assert "more than the whole mean TTFT gap" in past.text
+
+
+def test_two_figures_that_differ_never_read_alike_and_equal_ones_read_as_before() -> None:
+    # ITL 2.00 ms against 2.04 ms, a 2% gap: one decimal of ms read "2.0 ms against 2.0 ms".
+    said = explain("itl_s", side("A", decode=0.00200 * 99), side("B", decode=0.00204 * 99)).text
+    assert "ITL 2.04 ms against 2.00 ms" in said, said
+    assert durations(0.0200, 0.0204) == ["20.0 ms", "20.4 ms"]  # already apart: no decimal added
+    assert durations(1.001, 1.004) == ["1.001 s", "1.004 s"]
+    assert durations(0.0201, 0.0201) == ["20.1 ms", "20.1 ms"]
+    # Two decimals more at most: a gap too small for them reads as it did, without them.
+    assert durations(0.002, 0.0020000001) == ["2.0 ms", "2.0 ms"]
+    assert durations(0.0, 0.002) == ["none", "2.0 ms"] and durations(0.5) == ["500 ms"]
