@@ -6,9 +6,10 @@ explanation reads (every counter input of the kind's signals, and its run-split 
 services/engines/run_split.py) are read once just before the step's first request and once just
 after its last, so a total over the step is exact: the engine's own count of what it did in it.
 
-Both reads run in a thread outside the measured window, each bounded (services/core/http.py) and
-parsed by prometheus-client's parser (services/engines/prometheus.py). A total that went down
-between the two (the engine restarted) gives no counts at all: `reset` says so.
+Both reads run in a thread outside the measured window, each bounded
+(services/engines/metrics_read.py) and parsed by prometheus-client's parser
+(services/engines/prometheus.py). A total that went down between the two (the engine restarted)
+gives no counts at all: `reset` says so.
 """
 
 from __future__ import annotations
@@ -20,17 +21,16 @@ from itertools import pairwise
 
 from services.bench.results import EngineMetrics
 from services.bench.spec import EngineTarget
-from services.core import http, units
+from services.core import units
 from services.core.json_types import JsonOut
 from services.engines import get_adapter
+from services.engines.metrics_read import MetricsReadError, read_metrics_text
 from services.engines.normalise import Metric
-from services.engines.probe import auth_headers
 from services.engines.prometheus import SeriesParser
 from services.engines.run_split import RunSplit, WindowMean, series_key
 
 #: A read of /metrics waits this long at most; a step never waits longer on its edges.
 DEADLINE_S = 3.0
-MAX_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def series_of(target: EngineTarget) -> list[tuple[str, Metric]]:
     signals read (prompt and generation tokens, preemptions, cache hits), each once."""
     adapter = get_adapter(target.kind)
     found: dict[str, tuple[str, Metric]] = {}
-    split = adapter.run_split
+    split = adapter.run_split_for(target.model)
     for part in split.parts().values() if split is not None else ():
         for kind, m in part.series():
             found.setdefault(f"{kind}:{series_key(m)}", (kind, m))
@@ -191,20 +191,17 @@ def read_edge(target: EngineTarget, metrics_url: str | None, now: float | None =
     if not metrics_url or not wanted:
         return Edge(at=at, error="no metrics to read")
     try:
-        reply = http.fetch(
-            "GET",
-            metrics_url,
-            headers={"Accept": "text/plain", **auth_headers(target.api_key_env)},
-            deadline_s=DEADLINE_S,
-            max_bytes=MAX_BYTES,
-        )
-    except http.HttpError as error:
-        return Edge(at=at, error=error.detail)
-    if reply.status != 200:
-        return Edge(at=at, error=f"HTTP {reply.status}")
+        text = read_metrics_text(metrics_url, target.api_key_env, DEADLINE_S)
+    except MetricsReadError as error:
+        return Edge(at=at, error=error.reason)
+    return edge_of(text, wanted, at)
+
+
+def edge_of(text: str, wanted: Sequence[tuple[str, Metric]], at: float) -> Edge:
+    """The totals of the `wanted` series (`series_of`) on one metrics page."""
     keep = tuple(sorted({m.name for _kind, m in wanted}))
     try:
-        families = SeriesParser(keep).parse(reply.text)
+        families = SeriesParser(keep).parse(text)
     except ValueError as error:
         return Edge(at=at, error=f"unreadable metrics: {error}")
     counters: dict[str, float] = {}
@@ -250,6 +247,11 @@ class WindowMeter:
         self.targets = {target.name: target for target in targets}
         self.metrics_urls = dict(metrics_urls)
 
+    def serving(self, targets: Sequence[EngineTarget]) -> None:
+        """The engines as the run found them (each model it discovered): a kind that labels its
+        totals per model (Triton) is read for the model it serves."""
+        self.targets.update({target.name: target for target in targets if target.name in self.targets})
+
     def begin(self, engines: Sequence[str]) -> dict[str, Edge]:
         return {
             name: read_edge(self.targets[name], self.metrics_urls.get(name))
@@ -264,12 +266,15 @@ class WindowMeter:
         }
 
 
-def with_window(metrics: EngineMetrics | None, counts: WindowCounts, kind: str | None) -> EngineMetrics:
+def with_window(
+    metrics: EngineMetrics | None, counts: WindowCounts, kind: str | None, model: str | None = None
+) -> EngineMetrics:
     """An engine's metrics over a step with its counts over the window (`window`) and, for a
-    kind that counts its requests' times, its run-level split (`run_split`)."""
+    kind that counts its requests' times, its run-level split (`run_split`) of the model it
+    served."""
     values: dict[str, object] = dict(metrics.values) if metrics is not None else {}
     values["window"] = counts.to_json()
-    split = run_split_of(counts, get_adapter(kind).run_split if kind else None)
+    split = run_split_of(counts, get_adapter(kind).run_split_for(model) if kind else None)
     if split is not None:
         values["run_split"] = split.to_json()
     return EngineMetrics(values)

@@ -250,6 +250,10 @@ class EngineAdapter:
     #: for a kind that times no single request; None: it counts none.
     run_split: ClassVar[RunSplit | None] = None
 
+    def run_split_for(self, model: str | None) -> RunSplit | None:
+        """The run split of one served model (a server with several labels its totals per model)."""
+        return self.run_split
+
     #: Settings it reports (flattened as Compare lists them: "/props.media_marker") that take a
     #: new value at every start of the process, such as a random token: two runs always differ
     #: by them, so no comparison lists them (issue 56).

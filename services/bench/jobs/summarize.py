@@ -110,7 +110,7 @@ def _step_blocks(
         if run_id is not None and spec.record_engine_metrics and window and window[0]:
             metrics = engine_metrics_for(run_id, engine, window[0], window[1])
         if meta is not None and meta.counts is not None:
-            metrics = with_window(metrics, meta.counts, kinds.get(engine))
+            metrics = with_window(metrics, meta.counts, kinds.get(engine), meta.outcome.model)
         block = summarize_engine(
             engine_queue(group, kinds.get(engine), engine_said_waited(metrics)),
             slo=spec.slo,

@@ -146,6 +146,8 @@ class Benchmark:
                 model = await discover_model(engine, timeout_s=prepare_s)
                 engines[position] = replace(engine, model=model)
         self.result.models = {e.name: e.model for e in engines}
+        if self.window_meter is not None:
+            self.window_meter.serving(engines)
         if spec.calibrate_prompts and spec.workload.kind not in ("file",):
             self.text, self.result.calibration = await calibrate_prompt_text(
                 tuple(engines), timeout_s=prepare_s

@@ -24,6 +24,7 @@ from services.engines.normalise import (
     metric,
 )
 from services.engines.registry import register
+from services.engines.run_split import RunSplit, WindowMean
 
 #: The probe's POST of the repository index, kept in the evidence under this key.
 REPOSITORY_INDEX = "POST /v2/repository/index"
@@ -102,6 +103,34 @@ _TRTLLM_SIGNALS: TelemetrySignals = {
 }
 
 
+def _run_split(model: str) -> RunSplit:
+    """Triton's own totals of one model (core src/infer_stats.cc: each successful request adds
+    one to its success count and its whole duration, in µs, to its total). An ensemble and each
+    model it calls count the same request, each in its own series: only the served model's is
+    read, never a sum over the repository. Its first response is known only where Triton keeps
+    the opt-in histogram (`--metrics-config histogram_latencies=true`, decoupled models; the
+    local 2.51 has none): else that part is left out, never estimated.
+
+    No queue part: `nv_inference_queue_duration_us` is Triton's scheduler's wait, right for a
+    Python-backend model but next to none for an ensemble (its steps wait in their models) and
+    blind to TensorRT-LLM's in-flight batcher, which takes each request at once and keeps its
+    wait where Triton does not see it. The split knows the model's name, not its backend: a 0
+    read as "no queue" would put the wait in the prefill, so the queue is not known instead."""
+
+    def of(name: str, scale: float = 1.0) -> Metric:
+        return metric(name, scale, model=model)
+
+    succeeded = of("nv_inference_request_success")
+    return RunSplit(
+        ttft=WindowMean(histogram=of("nv_inference_first_response_histogram_ms", 0.001)),
+        e2e=WindowMean(total=of("nv_inference_request_duration_us", 1e-6), count=succeeded),
+        source=(
+            "Triton's nv_inference_request_duration_us over nv_inference_request_success, and "
+            f'nv_inference_first_response_histogram_ms where kept, of model "{model}" only'
+        ),
+    )
+
+
 def _merge(*maps: TelemetrySignals) -> dict[str, tuple[Any, ...]]:
     """Each signal's alternatives from every map, the earlier maps' first."""
     merged: dict[str, tuple[Any, ...]] = {}
@@ -138,6 +167,11 @@ class TritonAdapter(EngineAdapter):
         # This model's series only: summing a repository's models would count an ensemble's
         # steps as requests of their own.
         return _merge(_TRTLLM_SIGNALS, _python_backend_signals(model))
+
+    def run_split_for(self, model: str | None) -> RunSplit | None:
+        # Without the served model's name there is no series of its own to read: a sum over the
+        # repository counts an ensemble's request once in it and once in each model it calls.
+        return _run_split(model) if model else None
 
     def detect(self, evidence: ProbeEvidence) -> bool:
         return evidence.value("/v2", "name") == "triton"

@@ -1,11 +1,13 @@
 """Issue 54: an engine's own counters read at a step's first and last instant give exact totals
 over the step, and a run-level split (queue, first token, whole request) for a kind that times no
-single request: read here from the scripted server speaking SGLang, whose truth is known."""
+single request: read here from the scripted server speaking SGLang or Triton, whose truth is
+known."""
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import httpx2
 import pytest
@@ -20,6 +22,7 @@ from services.bench.window_counts import (
     read_edge,
     run_split_of,
     window,
+    with_window,
 )
 from services.engines import get_adapter
 from services.engines.run_split import series_key
@@ -86,6 +89,52 @@ def test_the_run_split_is_the_engines_own_totals_over_the_step() -> None:
     assert counts.to_json()["counters"] == counts.counters
     assert WindowCounts.from_json(counts.to_json()) == counts
     assert RunSplitMeans.from_json(split.to_json()) == split
+
+
+def own_counter(server: ScriptedServer, family_name: str, model: str) -> float:
+    text = httpx2.get(server.root_url + "/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        if family.name == family_name:
+            return sum(s.value for s in family.samples if s.labels.get("model") == model)
+    raise AssertionError(family_name)
+
+
+def test_tritons_run_split_is_its_served_models_own_totals_over_the_step() -> None:
+    identity = Identity(dialect="triton", slots=1)
+    totals = ("nv_inference_queue_duration_us", "nv_inference_request_duration_us")
+    with ScriptedServer(identity=identity) as server:
+        engine = replace(target(server, kind="triton"), model=identity.served_model)
+        send(server, 2, 1)  # before the step: outside its window
+        # The run names the model once it found it (a spec may leave it to discovery).
+        meter = WindowMeter([replace(engine, model=None)], {"engine": engine.metrics_url})
+        meter.serving([engine])
+        first = meter.begin(["engine"])
+
+        def own() -> list[float]:
+            return [
+                own_counter(server, name, identity.served_model)
+                for name in ("nv_inference_request_success", *totals)
+            ]
+
+        before = own()
+        send(server, 8, 4)
+        counts = meter.end(first)["engine"]
+        after = own()
+    split = run_split_of(counts, get_adapter("triton").run_split_for(engine.model))
+    assert split is not None
+    served = after[0] - before[0]
+    # The step's 8 requests, each with Triton's own µs totals: exactly their increase, as seconds.
+    assert split.requests == served == 8
+    assert split.e2e_s == pytest.approx((after[2] - before[2]) / 1e6 / served, rel=1e-9)
+    # One slot, four clients: three wait for it, and the whole request holds that wait. The queue
+    # counter is not read (services/engines/triton: blind to an in-flight batcher) and there is
+    # no first-response series: neither part is known.
+    assert split.e2e_s > 0.1
+    assert split.queue_s is None and split.ttft_s is None
+    # Stored with the step, for the model the step served (services/bench/jobs/summarize.py).
+    stored = with_window(None, counts, "triton", engine.model).values["run_split"]
+    assert RunSplitMeans.from_json(stored) == split
+    assert "run_split" not in with_window(None, counts, "triton", "another").values
 
 
 def test_a_total_that_went_down_gives_no_counts() -> None:
