@@ -55,6 +55,14 @@ class LocalBackend:
     start_order: ClassVar[int] = 50
     #: It fronts the other engines (a router): it starts once every other install has ended.
     fronts_others: ClassVar[bool] = False
+    #: Who gets the cores while installs run side by side (low first): on a small machine the
+    #: backend that puts two engines up soonest installs at full priority and the others run
+    #: niced behind it (installer.install_niceness), so the Playground has a pair to compare
+    #: minutes before the last install ends (issue 58).
+    install_priority: ClassVar[int] = 1
+    #: About how long a start takes until the engine answers, on 2 cores (docs/figures.md): what
+    #: the Playground says of an engine still starting. 0: not known.
+    typical_start_s: ClassVar[float] = 0.0
     #: What the installer says before it starts: what it installs and about how big it is.
     install_note: ClassVar[str] = ""
     #: The path that answers 200 once the engine serves (from the server root).

@@ -5,6 +5,7 @@ its Hugging Face conversion for the servers that need that layout."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fcntl
 import os
 import shutil
@@ -23,6 +24,29 @@ from services.local_engines.paths import engines_dir, gguf_path, hf_model_dir, v
 #: Installs the model conversion needs beside torch and transformers.
 CONVERT_PACKAGES = ("accelerate==1.15.0", "gguf==0.19.0")
 
+#: The niceness of an install's processes by how many priority steps it stands behind the most
+#: urgent install running beside it (LocalBackend.install_priority). CPU weights: one process at
+#: nice 10 gets about a tenth of a core beside a compile at 0, at 19 about 1.5%; a download
+#: waits on the network, not the CPU, so it goes on at full speed behind the compile.
+NICENESS_BY_STEP = (0, 10, 19)
+_niceness: contextvars.ContextVar[int] = contextvars.ContextVar("install_niceness", default=0)
+
+
+def install_niceness(backend: LocalBackend, installing: Iterable[LocalBackend]) -> int:
+    """How far `backend`'s install is niced beside the installs `installing` (itself among them)."""
+    first = min((b.install_priority for b in installing), default=backend.install_priority)
+    step = max(0, min(backend.install_priority - first, len(NICENESS_BY_STEP) - 1))
+    return NICENESS_BY_STEP[step]
+
+
+def at_install_priority(command: list[str]) -> list[str]:
+    """`command` at the niceness of the install that runs it (as it is at full priority). The
+    niceness never comes back down (that needs privileges): once the compile ended, what runs at
+    10 and 19 shares the cores by those weights, the app at 0 before them all."""
+    niceness = _niceness.get()
+    nice = shutil.which("nice") if niceness else None
+    return [nice, "-n", str(niceness), *command] if nice else command
+
 
 def pip_install(venv: str, args: list[str], log: Log, env: dict[str, str] | None = None) -> None:
     # --no-compile: byte-compiling every file of torch, transformers, vLLM and SGLang (52,000
@@ -39,7 +63,7 @@ def pip_install(venv: str, args: list[str], log: Log, env: dict[str, str] | None
 
 def stream(command: list[str], log: Log, env: dict[str, str] | None = None) -> None:
     process = subprocess.Popen(
-        command,
+        at_install_priority(command),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -136,16 +160,22 @@ def _install_each(
     # unpacking, and one that needs another's work waits for it where it does (wait_for_install).
     ended = {backend.name: threading.Event() for backend in missing}
     _ENDED.update(ended)
+    niceness = {b.name: install_niceness(b, missing) for b in missing}
     threads = [
         threading.Thread(
             target=_install_then_say,
             args=(backend, failures, recorders[backend.name], on_done, ended[backend.name]),
+            kwargs={"niceness": niceness[backend.name]},
             name=f"install-{backend.name}",
             daemon=True,
         )
         for backend in missing
     ]
     log(f"installing {', '.join(b.name for b in missing)} at the same time")
+    if any(niceness.values()):
+        ahead = ", ".join(name for name, n in niceness.items() if not n)
+        behind = ", ".join(f"{name} (nice {n})" for name, n in niceness.items() if n)
+        log(f"{ahead} first, with the cores; behind it: {behind}")
     try:
         for thread in threads:
             thread.start()
@@ -175,7 +205,9 @@ def _install_then_say(
     recorder: progress.Recorder,
     on_done: Done,
     ended: threading.Event,
+    niceness: int = 0,
 ) -> None:
+    _niceness.set(niceness)  # this thread's own context: its processes only
     try:
         _install_guarded(backend, failures, recorder, on_done)
     finally:

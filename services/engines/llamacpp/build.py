@@ -38,6 +38,7 @@ from pathlib import Path
 
 from services.core import http
 from services.core.config import get_settings
+from services.local_engines.installer import at_install_priority
 from services.local_engines.machine import X86_OPTIONS, CpuFeatures, describe_exit
 from services.local_engines.state import free_port
 
@@ -158,7 +159,11 @@ def build_wheel(
     log(f"building llama.cpp ({tier.summary}); 6 to 12 minutes on 2 cores")
     log(f"$ CMAKE_ARGS='{env['CMAKE_ARGS']}' {' '.join(command)}")
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        at_install_priority(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
     )
     assert process.stdout is not None
     for line in process.stdout:

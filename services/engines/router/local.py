@@ -44,6 +44,8 @@ class RouterBackend(LocalBackend):
     name = "router"
     #: After every engine it fronts: they must run before it starts.
     start_order = 90
+    #: A Rust binary.
+    typical_start_s = 1.0
     fronts_others = True
     install_note = "SGLang's router: PyPI's smg 1.13, a prebuilt Rust binary (seconds, about 150 MB)"
     # 200 once at least one worker is registered and healthy; /health answers 200 from the

