@@ -26,6 +26,9 @@ ADDRESS = "exchange"
 #: While a send streams, the panel's own reruns start this soon after the page is drawn (each
 #: then grows the answers until something else than text changes).
 LIVE_INTERVAL_S = 0.05
+#: How often the page looks again while it waits for a second engine (each look: a health check
+#: per local engine whose process runs).
+WAITING_INTERVAL_S = 3.0
 #: Set while the whole page draws: the panel grows its answers only in a run of its own (a page
 #: stuck in that loop would leave what follows the panel undrawn).
 DRAWING_PAGE = "pg_drawing_page"
@@ -180,14 +183,33 @@ except ShootoutError as error:
 
 busy = bool(current and current.active)
 engine_names = [e.name for e in engines]
+# Until the form has its engines, it waits for two that answer: the first minutes after
+# `./run.sh`, when the local engines are still installing (issue 58).
+room = playground.waiting_room(engines) if "pg_engines" not in state or len(engines) < 2 else None
+
+
+@st.fragment(run_every=common.refresh_interval(WAITING_INTERVAL_S))
+def waiting() -> None:
+    """Redrawn on its own until two engines answer, then the whole page, with them picked."""
+    now = playground.waiting_room(playground.list_engines())
+    if not now.waiting:
+        st.rerun()
+    form.waiting_room(now)
+
+
+if room is not None and room.waiting:
+    waiting()
+    st.stop()
 if len(engines) < 2:
     st.info(
         "Register at least two engines to compare them: the Engines page, or `shootout local up` "
         "for the local engines (llama.cpp, vLLM, SGLang, Triton and SGLang's router, on CPU)."
     )
+    if room is not None and room.failed:
+        form.failed_engines(room)
     st.stop()
 
-form.set_defaults(engine_names)
+form.set_defaults(engine_names, room)
 with st.container(border=True):
     form.engines_and_parameters(engines, busy)
     # Stop is offered to whoever sent the exchange on screen, and to operators.

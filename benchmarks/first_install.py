@@ -9,6 +9,11 @@ developer's running engines are left alone. At the end it stops what it started 
 down` in the clone, then run.sh) and removes the clone unless --keep.
 
     .venv/bin/python -m benchmarks.first_install [--timeout-min 40] [--engines all] [--keep]
+        [--pip-cache DIR]
+
+--pip-cache DIR: pip's cache is DIR instead of the empty HOME's (e.g. ~/.cache/pip, warm from
+earlier installs): "the same with pip's cache warm". The wheelhouse and Hugging Face's cache
+stay empty, so llama.cpp still compiles.
 """
 
 from __future__ import annotations
@@ -66,11 +71,29 @@ def status(repo: Path, env: dict[str, str]) -> list[dict[str, object]]:
     return found if isinstance(found, list) else []
 
 
+def environment(
+    home: Path, app_port: int, engine_base: int, engines: str, pip_cache: Path | None
+) -> dict[str, str]:
+    """The clone's: an empty HOME (pip's cache, the wheelhouse, Hugging Face's), its own ports."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SHOOTOUT_", "PIP_CACHE", "HF_"))}
+    env.update(
+        HOME=str(home),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        SHOOTOUT_PORT=str(app_port),
+        SHOOTOUT_LOCAL_PORT_BASE=str(engine_base),
+        SHOOTOUT_LOCAL_ENGINES=engines,
+    )
+    if pip_cache is not None:
+        env["PIP_CACHE_DIR"] = str(pip_cache.expanduser().resolve())
+    return env
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout-min", type=float, default=40.0)
     parser.add_argument("--engines", default="all", help="SHOOTOUT_LOCAL_ENGINES for the clone")
     parser.add_argument("--keep", action="store_true", help="keep the clone and its engines folder")
+    parser.add_argument("--pip-cache", type=Path, help="pip's cache (warm) instead of an empty one")
     args = parser.parse_args()
 
     top = Path(tempfile.mkdtemp(prefix="shootout-first-"))
@@ -79,14 +102,7 @@ def main() -> int:
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
     (top / "shared").symlink_to(ROOT.parent / "shared")
     app_port, engine_base = free_port(), 18181
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SHOOTOUT_", "PIP_CACHE", "HF_"))}
-    env.update(
-        HOME=str(home),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        SHOOTOUT_PORT=str(app_port),
-        SHOOTOUT_LOCAL_PORT_BASE=str(engine_base),
-        SHOOTOUT_LOCAL_ENGINES=args.engines,
-    )
+    env = environment(home, app_port, engine_base, args.engines, args.pip_cache)
     log = (top / "run.sh.log").open("w")
     start = time.monotonic()
     run_sh = subprocess.Popen(

@@ -12,11 +12,12 @@ from services.playground import view as playground
 state = st.session_state
 
 
-def set_defaults(engine_names: list[str]) -> None:
-    """The engines every comparing page starts with, and the sampling defaults. Defaults live
-    in session state (not in value=) so reopening an exchange can refill the form."""
+def set_defaults(engine_names: list[str], room: playground.WaitingRoom | None = None) -> None:
+    """The engines every comparing page starts with (among those that answer, given the
+    waiting room), and the sampling defaults. Defaults live in session state (not in value=)
+    so reopening an exchange can refill the form."""
     if "pg_engines" not in state:
-        state.pg_engines = playground.default_engines()
+        state.pg_engines = playground.default_engines(room)
     state.pg_engines = [name for name in state.pg_engines if name in engine_names]
     for key, default in (("pg_temperature", 0.7), ("pg_max_tokens", 256), ("pg_n", 1)):
         state.setdefault(key, default)
@@ -171,3 +172,28 @@ def prompt_and_buttons(
         on_click=on_new,
         disabled=busy,
     )
+
+
+def waiting_room(room: playground.WaitingRoom) -> None:
+    """What the first minutes look like: the engines that answer, and each local engine still
+    on its way with its phase and estimate (issue 58)."""
+    st.info(
+        f"Waiting for a second engine: {len(room.ready)} of the 2 a comparison needs answer now. "
+        "The first two that answer are picked for you here, no reload needed."
+    )
+    lines = [_arrival_line(a) for a in (*room.coming, *room.failed)]
+    if room.ready:
+        lines.insert(0, f"- answering: {', '.join(f'`{name}`' for name in room.ready)}")
+    st.markdown("\n".join(lines))
+    st.caption("Each install's whole log and a Retry: the Engines page (Local engines).")
+
+
+def failed_engines(room: playground.WaitingRoom) -> None:
+    """The local engines that did not come, each with its reason."""
+    st.markdown("\n".join(_arrival_line(a) for a in room.failed))
+    st.caption("Each install's whole log and a Retry: the Engines page (Local engines).")
+
+
+def _arrival_line(arrival: playground.Arrival) -> str:
+    label = playground.md_line(arrival.label)
+    return f"- **{label}** (`{arrival.engine_id}`): {playground.md_line(arrival.detail)}"

@@ -42,6 +42,7 @@ from services.playground import (
 )
 from services.playground import text as ptext
 from services.playground import votes as playground_votes
+from services.playground.arrivals import Arrival, WaitingRoom, waiting_room
 from services.playground.params import blind_notes
 from services.playground.pool import prepare
 from services.playground.text import (
@@ -66,11 +67,13 @@ __all__ = [
     "STATUS_WORDS",
     "VOTER_WORDS",
     "Arrangement",
+    "Arrival",
     "Column",
     "EngineRecord",
     "ExchangeView",
     "Growing",
     "Reopened",
+    "WaitingRoom",
     "arrange",
     "code_span",
     "conversation",
@@ -108,6 +111,7 @@ __all__ = [
     "units",
     "vote_best",
     "wait_stopped",
+    "waiting_room",
 ]
 
 DEFAULT_SCHEMA = json.dumps(
@@ -572,10 +576,15 @@ def shared_cores_note(engine_names: list[str]) -> str | None:
     return local_engines.shared_cores_note((local_ids.get(n) for n in engine_names), together=True)
 
 
-def default_engines() -> list[str]:
+def default_engines(room: WaitingRoom | None = None) -> list[str]:
     """The engines the form starts with: the pick every comparing page starts with (issue 47),
     three of it here (the first two are the Benchmarks and Parity pair), in the registry's
-    order as the columns always were."""
+    order as the columns always were. Given the waiting room, only local engines that answer
+    are picked (issue 58: a vLLM still compiling is not the first pair's)."""
     engines = list_engines()
-    picks = endpoints.default_picks(engines, 3)
+    live = None
+    if room is not None:
+        by_name = {e.name: e.local_id for e in engines}
+        live = [local for name in room.ready if (local := by_name.get(name)) is not None]
+    picks = endpoints.default_picks(engines, 3, live=live)
     return [e.name for e in engines if e.name in picks]

