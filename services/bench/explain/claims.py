@@ -55,6 +55,21 @@ def durations(*seconds: float | None) -> list[str]:
     return next((said for said in tries if not _alike(seconds, said)), plain)
 
 
+def figures(*values: float, decimals: int = 1, percent: bool = False) -> list[str]:
+    """Plain figures side by side (batch widths, tokens per request, hit rates), by the same
+    rule as `durations`: two that differ but would read alike ("4.0 against 4.0 requests
+    running" for 4.02 and 3.98) get more decimals, `MORE_DECIMALS` at most."""
+
+    def said(more: int) -> list[str]:
+        places = decimals + more
+        return [f"{v:.{places}%}" if percent else f"{v:.{places}f}" for v in values]
+
+    return next(
+        (out for more in range(MORE_DECIMALS + 1) if not _alike(values, out := said(more))),
+        said(0),
+    )
+
+
 def _alike(seconds: tuple[float | None, ...], said: list[str]) -> bool:
     """Two different figures that read the same."""
     figures = [units.number(s) for s in seconds]
@@ -117,11 +132,12 @@ def prefill_claim(winner: Side, loser: Side, w: Split, lo: Split, share: float, 
     hit_w = evidence.engine_metric(winner, "prefix_cache_hit_rate")
     hit_l = evidence.engine_metric(loser, "prefix_cache_hit_rate") or 0.0
     if hit_w is not None and hit_w - hit_l >= HIT_RATE_MARGIN:
+        hits = figures(hit_w, hit_l, decimals=0, percent=True)
         return Claim(
             cause="prefix_cache",
             sentence=(
-                f"Prefix cache: {winner.label} served {hit_w:.0%} of prompt tokens from its cache "
-                f"against {hit_l:.0%} ({evidence.metric_name(winner, 'prefix_cache_hit_rate')}, "
+                f"Prefix cache: {winner.label} served {hits[0]} of prompt tokens from its cache "
+                f"against {hits[1]} ({evidence.metric_name(winner, 'prefix_cache_hit_rate')}, "
                 f"{evidence.samples(winner)} samples), so its prefill took {pw} against {pl} "
                 f"({w.coverage}), {share_text(share, gap)}."
             ),
@@ -154,7 +170,7 @@ def decode_claim(winner: Side, loser: Side, w: Split, lo: Split, share: float, g
     width_l, _ = width(loser)
     width_w, _ = width(winner)
     widths = (
-        f" at {width_l:.1f} against {width_w:.1f} requests running"
+        " at {} against {} requests running".format(*figures(width_l, width_w))
         if width_l is not None and width_w is not None
         else ""
     )
@@ -195,8 +211,9 @@ def output_confounder(winner: Side, loser: Side) -> str:
     out_w = evidence.per_request(winner, winner.results.output_tokens)
     out_l = evidence.per_request(loser, loser.results.output_tokens)
     if out_w and out_l and abs(out_l - out_w) / min(out_l, out_w) > OUTPUT_LENGTH_TOLERANCE:
+        said_l, said_w = figures(out_l, out_w, decimals=0)
         return (
-            f"{loser.label} answered {out_l:.0f} output tokens per request against {out_w:.0f}, "
+            f"{loser.label} answered {said_l} output tokens per request against {said_w}, "
             "and a longer answer takes longer without any slower decoding"
         )
     return ""

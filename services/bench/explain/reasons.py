@@ -20,6 +20,7 @@ from services.bench.explain.claims import (
     cap_clause,
     decode_claim,
     durations,
+    figures,
     kv_claim,
     output_confounder,
     prefill_claim,
@@ -227,12 +228,13 @@ def _per_token_explanation(metric: str, winner: Side, loser: Side) -> Explanatio
     width_l, source_l = width(loser)
     if width_w and width_l and width_l / width_w >= WIDTH_RATIO:
         mw, ml = durations(mean_w, mean_l)
+        wide_l, wide_w = figures(width_l, width_w)
         claims.append(
             Claim(
                 cause="batch_width",
                 sentence=(
-                    f"Batch width: {loser.label} decoded {width_l:.1f} requests at once on average "
-                    f"against {width_w:.1f} ({source_l}), and each of its tokens waited on the "
+                    f"Batch width: {loser.label} decoded {wide_l} requests at once on average "
+                    f"against {wide_w} ({source_l}), and each of its tokens waited on the "
                     f"wider batch: {name} {ml} against {mw}."
                 ),
                 share=None,
@@ -246,7 +248,9 @@ def _per_token_explanation(metric: str, winner: Side, loser: Side) -> Explanatio
             claims.append(found)
     if not claims:
         widths = (
-            f" at {width_l:.1f} against {width_w:.1f} requests running" if width_w and width_l else ""
+            " at {} against {} requests running".format(*figures(width_l, width_w))
+            if width_w and width_l
+            else ""
         )
         mw, ml = durations(mean_w, mean_l)
         return Explanation(
@@ -278,6 +282,7 @@ def _width_claim(winner: Side, loser: Side, ratio: float, name: str) -> Claim | 
     if itl_w and itl_l and itl_w.mean is not None and itl_l.mean is not None and itl_w.mean > itl_l.mean:
         a, b = durations(itl_w.mean, itl_l.mean)
         trade = f"; the trade-off: its ITL was higher ({a} against {b})"
+    wide_w, wide_l = figures(width_w, width_l)
     portion = ""
     if raw is not None:
         # A batch 3.8x as wide behind a 1.14x ratio: each request ran slower, the batch more than made up.
@@ -286,8 +291,8 @@ def _width_claim(winner: Side, loser: Side, ratio: float, name: str) -> Claim | 
     return Claim(
         cause="batch_width",
         sentence=(
-            f"Batch width: {winner.label} ran {width_w:.1f} requests at once on average against "
-            f"{width_l:.1f} ({source_w}){cap_clause(loser)}, {portion}{trade}."
+            f"Batch width: {winner.label} ran {wide_w} requests at once on average against "
+            f"{wide_l} ({source_w}){cap_clause(loser)}, {portion}{trade}."
         ),
         share=raw,
         metric=source_w,

@@ -336,3 +336,17 @@ def test_two_figures_that_differ_never_read_alike_and_equal_ones_read_as_before(
     # Two decimals more at most: a gap too small for them reads as it did, without them.
     assert durations(0.002, 0.0020000001) == ["2.0 ms", "2.0 ms"]
     assert durations(0.0, 0.002) == ["none", "2.0 ms"] and durations(0.5) == ["500 ms"]
+
+
+def test_plain_figures_that_differ_never_read_alike() -> None:
+    from services.bench.explain.claims import figures
+
+    # Batch widths, hit rates, tokens per request: the same rule as durations.
+    assert figures(4.02, 3.98) == ["4.02", "3.98"]
+    assert figures(0.904, 0.896, decimals=0, percent=True) == ["90.4%", "89.6%"]
+    assert figures(100.4, 99.6, decimals=0) == ["100.4", "99.6"]
+    # Apart already, or equal: as they always read.
+    assert figures(4.0, 2.0) == ["4.0", "2.0"]
+    assert figures(3.0, 3.0) == ["3.0", "3.0"]
+    # A gap too small even for two more decimals reads as it would without them.
+    assert figures(4.00001, 4.0) == ["4.0", "4.0"]
