@@ -29,6 +29,8 @@ LIVE_INTERVAL_S = 0.05
 #: How often the page looks again while it waits for a second engine (each look: a health check
 #: per local engine whose process runs).
 WAITING_INTERVAL_S = 3.0
+#: The waiting room the page itself just read, handed to the fragment's first draw.
+ROOM_SEEN = "pg_room_seen"
 #: Set while the whole page draws: the panel grows its answers only in a run of its own (a page
 #: stuck in that loop would leave what follows the panel undrawn).
 DRAWING_PAGE = "pg_drawing_page"
@@ -191,13 +193,15 @@ room = playground.waiting_room(engines) if "pg_engines" not in state or len(engi
 @st.fragment(run_every=common.refresh_interval(WAITING_INTERVAL_S))
 def waiting() -> None:
     """Redrawn on its own until two engines answer, then the whole page, with them picked."""
-    now = playground.waiting_room(playground.list_engines())
+    # The page's own look at its first draw (one health check per engine, not two), then anew.
+    now = state.pop(ROOM_SEEN, None) or playground.waiting_room(playground.list_engines())
     if not now.waiting:
         st.rerun()
     form.waiting_room(now)
 
 
 if room is not None and room.waiting:
+    state[ROOM_SEEN] = room
     waiting()
     st.stop()
 if len(engines) < 2:
